@@ -1,0 +1,42 @@
+"""One exception family for every user-facing error.
+
+The CLI turns a :class:`LayaError` into one red line and exit code 1; any other
+exception is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class LayaError(Exception):
+    """Base of all errors a user can cause and fix (bad names, files, values)."""
+
+
+class NotFoundError(LayaError):
+    """A named thing (layer, model, dataset, file, registry entry) does not exist."""
+
+
+class InputError(LayaError):
+    """A value or file is present but unusable (wrong shape, bad spec, bad option)."""
+
+
+class CacheError(LayaError):
+    """A feature cache or head directory is incomplete, of another schema, or mismatched."""
+
+
+class DatasetMissingError(NotFoundError):
+    """A known dataset's files are not on this machine; the message says how to get them."""
+
+
+class UnsafeCheckpointError(LayaError):
+    """A checkpoint needs full unpickling, which runs code; refused without --trust-pickle."""
+
+
+def suggest(name: str, choices: Iterable[str], *, limit: int = 20) -> str:
+    """Return "did you mean 'x'? available: a, b, c" for an error message."""
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=3, cutoff=0.5)
+    shown = ", ".join(choices[:limit]) + (f", … ({len(choices)} in all)" if len(choices) > limit else "")
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"{hint}available: {shown or '(none)'}"

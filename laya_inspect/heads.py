@@ -1,0 +1,215 @@
+"""Output heads over per-layer states: LAYA and its three baselines, one contract for all.
+
+Every head maps hs = [h_1 … h_L], each (N, D_l), to logits (N, C). A head with aggregation weights
+also returns them, (N, L), from the same forward pass: α(x) for LAYA, the input-independent softmax
+of the scalars for ScalarMix. Formulas: docs/METHOD.md (PROTOCOL §1–2).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from .errors import InputError
+from .registry import Registry
+
+HEADS: Registry[type[Head]] = Registry("head")
+PSI_CHOICES = ("identity", "mlp")
+
+
+@dataclass
+class HeadOutput:
+    logits: Tensor  # (N, C)
+    weights: Tensor | None  # (N, L) aggregation weights, or None
+
+
+def glorot_(module: nn.Module) -> None:
+    """Keras defaults (glorot-uniform, zero bias), as the reference implementation uses."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
+class Head(nn.Module):
+    kind: ClassVar[str]
+    has_weights: ClassVar[bool] = False
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, init: str = "glorot") -> None:
+        super().__init__()
+        if not widths:
+            raise InputError("a head needs at least one layer")
+        if num_classes < 2:
+            raise InputError(f"a head needs at least 2 classes, got {num_classes}")
+        if init not in ("glorot", "torch"):
+            raise InputError(f"init must be 'glorot' or 'torch', got {init!r}")
+        self.widths = [int(w) for w in widths]
+        self.num_classes = int(num_classes)
+        self.init = init
+        # Identity taps: the module Grad-CAM hooks to see each layer's representation inside the head.
+        self.taps = nn.ModuleList(nn.Identity() for _ in self.widths)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.widths)
+
+    def _init_weights(self) -> None:
+        if self.init == "glorot":
+            glorot_(self)
+
+    def _tap(self, hs: Sequence[Tensor]) -> list[Tensor]:
+        if len(hs) != self.num_layers:
+            raise InputError(f"{self.kind} head expects {self.num_layers} layers, got {len(hs)}")
+        return [tap(h) for tap, h in zip(self.taps, hs)]
+
+    def extra_config(self) -> dict[str, Any]:
+        return {}
+
+    def config(self) -> dict[str, Any]:
+        """JSON-able constructor arguments: HEADS.get(kind)(**config) rebuilds the head."""
+        return {"widths": self.widths, "num_classes": self.num_classes, "init": self.init, **self.extra_config()}
+
+    def logits(self, *hs: Tensor) -> Tensor:
+        """Logits from layers given as separate arguments (the form Captum attributes over)."""
+        return self.forward(list(hs)).logits
+
+    def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _mix(weights: Tensor, keep: Tensor | None) -> Tensor:
+    """Zero the dropped layers' weights and renormalise the rest ('drop' ablation)."""
+    if keep is None:
+        return weights
+    kept = weights * keep.to(weights.dtype)
+    return kept / kept.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+
+
+class _AdaptedHead(Head):
+    """Shared part: per-layer adapters z_i = W_i h_i + b_i into a common width d*."""
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
+        super().__init__(widths, num_classes, init=init)
+        if d_star < 1:
+            raise InputError(f"d_star must be positive, got {d_star}")
+        self.d_star = int(d_star)
+        self.adapters = nn.ModuleList(nn.Linear(w, self.d_star) for w in self.widths)
+        self.classifier = nn.Linear(self.d_star, self.num_classes)
+
+    def _adapt(self, hs: Sequence[Tensor]) -> Tensor:
+        return torch.stack([g(h) for g, h in zip(self.adapters, self._tap(hs))], dim=1)  # (N, L, d*)
+
+    def extra_config(self) -> dict[str, Any]:
+        return {"d_star": self.d_star}
+
+
+@HEADS.register("laya")
+class LayaHead(_AdaptedHead):
+    """LAYA: α(x) = softmax(MLP_score([ψ(z_1); …; ψ(z_L)]) / τ), logits = W Σ_i α_i z_i + b.
+
+    Drop-in use as an output head::
+
+        head = LayaHead(widths=[512, 256, 128], num_classes=10)
+        out = head([h1, h2, h3])          # each (N, D_l)
+        loss = F.cross_entropy(out.logits, y)
+        alpha = out.weights               # (N, 3), rows sum to 1
+    """
+
+    kind = "laya"
+    has_weights = True
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, tau: float = 1.5,
+                 psi: str = "identity", score_width: int | None = None, init: str = "glorot") -> None:
+        super().__init__(widths, num_classes, d_star=d_star, init=init)
+        if tau <= 0:
+            raise InputError(f"tau must be > 0, got {tau}")
+        if psi not in PSI_CHOICES:
+            raise InputError(f"psi must be one of {', '.join(PSI_CHOICES)}, got {psi!r}")
+        self.tau = float(tau)
+        self.psi_kind = psi
+        self.score_width = int(score_width) if score_width else 2 * self.d_star
+        d = self.d_star
+        self.psi = (nn.Identity() if psi == "identity"
+                    else nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d), nn.GELU()))
+        self.scorer = nn.Sequential(
+            nn.Linear(self.num_layers * d, self.score_width), nn.GELU(), nn.Linear(self.score_width, self.num_layers)
+        )
+        self._init_weights()
+
+    def extra_config(self) -> dict[str, Any]:
+        return {"d_star": self.d_star, "tau": self.tau, "psi": self.psi_kind, "score_width": self.score_width}
+
+    def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
+        z = self._adapt(hs)  # (N, L, d*)
+        scores = self.scorer(self.psi(z).flatten(1))  # (N, L)
+        alpha = _mix(torch.softmax(scores / self.tau, dim=-1), keep)
+        h_agg = (alpha.unsqueeze(-1) * z).sum(dim=1)  # aggregates z, not ψ(z)
+        return HeadOutput(self.classifier(h_agg), alpha)
+
+
+@HEADS.register("last")
+class LastLayerHead(Head):
+    """logits = W h_L + b; the other layers are ignored."""
+
+    kind = "last"
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, init: str = "glorot") -> None:
+        super().__init__(widths, num_classes, init=init)
+        self.classifier = nn.Linear(self.widths[-1], self.num_classes)
+        self._init_weights()
+
+    def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
+        if keep is not None:
+            raise InputError("the 'drop' ablation needs a head with aggregation weights (laya, scalarmix)")
+        return HeadOutput(self.classifier(self._tap(hs)[-1]), None)
+
+
+@HEADS.register("concat")
+class ConcatHead(_AdaptedHead):
+    """h_agg = GELU(Linear([z_1; …; z_L])), logits = W h_agg + b."""
+
+    kind = "concat"
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
+        super().__init__(widths, num_classes, d_star=d_star, init=init)
+        self.post = nn.Sequential(nn.Linear(self.num_layers * self.d_star, self.d_star), nn.GELU())
+        self._init_weights()
+
+    def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
+        if keep is not None:
+            raise InputError("the 'drop' ablation needs a head with aggregation weights (laya, scalarmix)")
+        return HeadOutput(self.classifier(self.post(self._adapt(hs).flatten(1))), None)
+
+
+@HEADS.register("scalarmix")
+class ScalarMixHead(_AdaptedHead):
+    """h_agg = Σ_i softmax(s)_i z_i with one learned scalar per layer, shared by all inputs (s = 0 at start)."""
+
+    kind = "scalarmix"
+    has_weights = True
+
+    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
+        super().__init__(widths, num_classes, d_star=d_star, init=init)
+        self.scalars = nn.Parameter(torch.zeros(self.num_layers))
+        self._init_weights()
+
+    def static_weights(self) -> Tensor:
+        """(L,) softmax of the scalars: the head's global layer weighting."""
+        return torch.softmax(self.scalars, dim=0)
+
+    def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
+        z = self._adapt(hs)
+        w = _mix(self.static_weights().expand(z.shape[0], -1), keep)
+        return HeadOutput(self.classifier((w.unsqueeze(-1) * z).sum(dim=1)), w)
+
+
+def build_head(kind: str, widths: Sequence[int], num_classes: int, **hp: Any) -> Head:
+    """Build a head by registry name, passing only the hyper-parameters its constructor takes."""
+    import inspect
+
+    cls = HEADS.get(kind)
+    accepted = inspect.signature(cls.__init__).parameters
+    return cls(widths, num_classes, **{k: v for k, v in hp.items() if k in accepted and v is not None})

@@ -1,0 +1,120 @@
+"""The HDF5 cache: exact round trip, partial reads, refusal of incomplete files, resume rules."""
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+from laya_inspect.errors import CacheError, NotFoundError
+from laya_inspect.store import FeatureStore, FeatureWriter
+
+from conftest import write_cache
+
+
+def _arrays(seed: int = 0, n: int = 37):
+    rng = np.random.default_rng(seed)
+    feats = [rng.normal(size=(n, d)).astype(np.float32) for d in (5, 3, 8)]
+    return feats, rng.integers(0, 4, size=n)
+
+
+def test_round_trip_is_exact(tmp_path):
+    feats, y = _arrays()
+    path = write_cache(tmp_path / "c.h5", {"train": (feats, y), "test": ([f[::-1] for f in feats], y[::-1])})
+    with FeatureStore(path) as store:
+        assert store.splits == ["test", "train"]
+        assert store.widths == [5, 3, 8]
+        assert store.layer_names == ["blocks.0", "blocks.1", "blocks.2"]
+        for i, f in enumerate(feats):
+            np.testing.assert_array_equal(store.layer("train", i), f)
+        np.testing.assert_array_equal(store.layer("train", "blocks.2"), feats[2])
+        np.testing.assert_array_equal(store.labels("train"), y)
+        np.testing.assert_array_equal(store.index("train"), np.arange(len(y)))
+        padded = store.padded("train")
+        assert padded.shape == (37, 3, 8)
+        np.testing.assert_array_equal(padded[:, 1, :3], feats[1])
+        assert not padded[:, 1, 3:].any()
+
+
+def test_row_selection_keeps_requested_order(tmp_path):
+    feats, y = _arrays()
+    path = write_cache(tmp_path / "c.h5", {"train": (feats, y)})
+    rows = np.array([7, 2, 2, 30])
+    with FeatureStore(path) as store:
+        np.testing.assert_array_equal(store.layer("train", 0, rows), feats[0][rows])
+        np.testing.assert_array_equal(store.labels("train", slice(3, 9)), y[3:9])
+        chunks = list(store.iter_chunks("train", chunk_rows=10))
+        assert [c[0] for c in chunks] == [slice(0, 10), slice(10, 20), slice(20, 30), slice(30, 37)]
+        np.testing.assert_array_equal(np.concatenate([c[1][1] for c in chunks]), feats[1])
+
+
+def test_unknown_layer_and_split_name_close_matches(tmp_path):
+    feats, y = _arrays()
+    path = write_cache(tmp_path / "c.h5", {"train": (feats, y)})
+    with FeatureStore(path) as store:
+        with pytest.raises(NotFoundError, match="did you mean 'blocks.1'"):
+            store.layer("train", "block.1")
+        with pytest.raises(NotFoundError, match="did you mean 'train'"):
+            store.labels("trian")
+
+
+def _writer(path, overwrite=False, command=None):
+    return FeatureWriter(path, attrs={"layer_names": ["a", "b"], "command": command or {"x": 1}},
+                         split_sizes={"train": 10}, widths=[2, 3], num_logits=None, overwrite=overwrite)
+
+
+def test_incomplete_file_is_refused_and_resumable(tmp_path):
+    path = tmp_path / "c.h5"
+    w = _writer(path)
+    w.append("train", [np.ones((4, 2)), np.ones((4, 3))], np.zeros(4, int), np.arange(4))
+    w.close()  # as if killed after the first batch
+    with pytest.raises(CacheError, match="incomplete .*train: 4/10"):
+        FeatureStore(path)
+    with pytest.raises(CacheError, match="different command"):
+        _writer(path, command={"x": 2})
+    w = _writer(path)
+    assert w.n_written("train") == 4
+    w.append("train", [np.full((6, 2), 2.0), np.full((6, 3), 2.0)], np.ones(6, int), np.arange(4, 10))
+    w.finish()
+    w.close()
+    with FeatureStore(path) as store:
+        np.testing.assert_array_equal(store.layer("train", 0)[:, 0], [1] * 4 + [2] * 6)
+    with pytest.raises(CacheError, match="already a complete cache"):
+        _writer(path)
+    w = _writer(path, overwrite=True)
+    assert w.n_written("train") == 0
+    w.close()
+
+
+def test_finish_refuses_short_split_and_overflow(tmp_path):
+    w = _writer(tmp_path / "c.h5")
+    with pytest.raises(CacheError, match="has 0 of 10 rows"):
+        w.finish()
+    from laya_inspect.errors import InputError
+
+    with pytest.raises(InputError, match="more than the 10 planned"):
+        w.append("train", [np.ones((11, 2)), np.ones((11, 3))], np.zeros(11, int), np.arange(11))
+    w.close()
+
+
+def test_other_schema_version_refused(tmp_path):
+    feats, y = _arrays()
+    path = write_cache(tmp_path / "c.h5", {"train": (feats, y)})
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = 99
+    with pytest.raises(CacheError, match="schema_version 99"):
+        FeatureStore(path)
+
+
+def test_missing_file_is_not_found(tmp_path):
+    with pytest.raises(NotFoundError, match="laya-inspect extract"):
+        FeatureStore(tmp_path / "nope.h5")
+
+
+def test_fingerprint_ignores_split_sizes_but_not_layers(tmp_path):
+    feats, y = _arrays()
+    a = write_cache(tmp_path / "a.h5", {"train": (feats, y)})
+    b = write_cache(tmp_path / "b.h5", {"train": ([f[:20] for f in feats], y[:20])})
+    c = write_cache(tmp_path / "c.h5", {"train": (feats, y)}, layer_names=["x", "y", "z"])
+    with FeatureStore(a) as sa, FeatureStore(b) as sb, FeatureStore(c) as sc:
+        assert sa.fingerprint == sb.fingerprint
+        assert sa.fingerprint != sc.fingerprint
