@@ -1,0 +1,191 @@
+"""Datasets, splits and input transforms: ``load_data(spec, ...) -> DataBundle``.
+
+Specs (registry :data:`DATASETS`; nothing is ever downloaded):
+
+=========================  ===================================================================
+``fashion-mnist[:ROOT]``   IDX files; default ROOT /usr/share/datasets/fashion-mnist (Debian)
+``cifar10[:ROOT]``         official python batches, or ROOT/{train,test}/<class>/*.jpg
+``digits``                 scikit-learn's 8x8 digits, seeded stratified train/test split
+``imagefolder:DIR``        DIR/<class>/* (seeded split) or DIR/<split>/<class>/*, read lazily
+``npz:FILE``               X, y or X_<split>, y_<split>: images or (N, D) vectors
+``csv:FILE`` ``jsonl:FILE``  text tables; options ``?text_col=…&label_col=…&split_col=…``
+=========================  ===================================================================
+
+Datasets without native splits get ``train``/``test`` from a seeded stratified split
+(``test_fraction``); ``limit`` keeps a seeded stratified subset of each requested split. Both are
+recorded in ``DataBundle.split_info``; what was done to the inputs is in ``DataBundle.transforms``.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import numpy as np
+import torch
+
+from ..errors import InputError, NotFoundError, suggest
+from ..registry import Registry
+from .base import DatasetKind, Source, stratified_split, stratified_subset
+from .images import load_imagefolder, load_npz
+from .sources import load_cifar10, load_digits_source, load_fashion_mnist
+from .text import TEXT_OPTIONS, load_csv, load_jsonl
+from .transforms import (DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform,
+                         plan_image_transform)
+
+__all__ = ["DATASETS", "DataBundle", "DatasetKind", "ImageTransform", "Split", "load_data",
+           "parse_spec", "plan_image_transform", "stratified_split", "stratified_subset"]
+
+log = logging.getLogger(__name__)
+
+DATASETS: Registry[DatasetKind] = Registry("dataset")
+DATASETS.add("fashion-mnist", DatasetKind(load_fashion_mnist, "optional", "fashion-mnist[:ROOT]"))
+DATASETS.add("cifar10", DatasetKind(load_cifar10, "optional", "cifar10[:ROOT]"))
+DATASETS.add("digits", DatasetKind(load_digits_source, "none", "digits"))
+DATASETS.add("imagefolder", DatasetKind(load_imagefolder, "required", "imagefolder:DIR"))
+DATASETS.add("npz", DatasetKind(load_npz, "required", "npz:FILE"))
+DATASETS.add("csv", DatasetKind(load_csv, "required", "csv:FILE[?text_col=…&label_col=…]",
+                                TEXT_OPTIONS))
+DATASETS.add("jsonl", DatasetKind(load_jsonl, "required", "jsonl:FILE[?text_col=…&label_col=…]",
+                                  TEXT_OPTIONS))
+
+
+@dataclass
+class Split:
+    """One split after ``limit``: ``n`` samples, ``labels`` (N,) int64, ``index`` (N,) source rows."""
+
+    name: str
+    labels: np.ndarray
+    index: np.ndarray
+    fetch: Callable[[np.ndarray], Any] = field(repr=False)  # source rows -> transformed inputs
+
+    @property
+    def n(self) -> int:
+        return int(len(self.labels))
+
+    def batches(self, batch_size: int = 256, start: int = 0) -> Iterator[tuple[Any, torch.Tensor, torch.Tensor]]:
+        """Yield ``(inputs, labels (B,) long, index (B,) long)`` in order from row ``start``, inputs transformed.
+
+        Inputs are float images (B, C, H, W), float vectors (B, D), or a dict of tokenizer tensors.
+        Rows before ``start`` are not loaded, so a resumed extraction skips them for free.
+        """
+        if int(batch_size) < 1:
+            raise InputError(f"batch size must be at least 1, got {batch_size!r}")
+        for start in range(int(start), self.n, int(batch_size)):
+            rows = self.index[start:start + int(batch_size)]
+            labels = self.labels[start:start + int(batch_size)]
+            yield self.fetch(rows), torch.from_numpy(labels.copy()), torch.from_numpy(rows.copy())
+
+
+@dataclass
+class DataBundle:
+    """A loaded dataset spec: its splits, class names, and JSON descriptions of transforms and splits."""
+
+    spec: str
+    splits: dict[str, Split]
+    class_names: list[str]
+    transforms: dict
+    split_info: dict
+    kind: str = "image"  # "image" | "vector" | "text"
+    location: str = ""
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+
+def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
+    """``"prefix[:arg][?k=v&…]"`` → (prefix, arg or None, options), checked against :data:`DATASETS`."""
+    text = str(spec).strip()
+    main, _, query = text.partition("?")
+    prefix, colon, arg = main.partition(":")
+    prefix = prefix.strip().lower()
+    kind = DATASETS.get(prefix)  # NotFoundError with close matches
+    arg = arg.strip() or None
+    if kind.arg == "required" and arg is None:
+        raise InputError(f"dataset spec {text!r} needs a path: {kind.usage}")
+    if kind.arg == "none" and arg is not None:
+        raise InputError(f"dataset {prefix!r} takes no path, got {text!r}: use {kind.usage}")
+    try:
+        options = dict(parse_qsl(query, keep_blank_values=False, strict_parsing=True)) if query else {}
+    except ValueError:
+        raise InputError(f"dataset spec {text!r}: options must read ?key=value&key=value") from None
+    for key in options:
+        if key not in kind.options:
+            raise InputError(f"dataset {prefix!r} has no option {key!r}; "
+                             f"{suggest(key, kind.options) if kind.options else 'it takes no options'}")
+    return prefix, arg, options
+
+
+def _split_names(splits: str | Sequence[str]) -> list[str]:
+    names = [s.strip() for s in splits.split(",")] if isinstance(splits, str) else [str(s) for s in splits]
+    names = list(dict.fromkeys(s for s in names if s))
+    if not names:
+        raise InputError("no splits requested")
+    return names
+
+
+def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, image_size: Any,
+                    normalize: Any) -> Any:
+    model_kind = getattr(input_spec, "kind", None)
+    if src.kind == "text":
+        if model_kind == "image":
+            raise InputError(f"dataset {spec!r} is text but the model takes images; use an hf: text model")
+        if tokenizer is None:
+            raise InputError(f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
+                             "(e.g. --model hf:DIR with its tokenizer files)")
+        if image_size is not None or normalize is not None:
+            raise InputError(f"dataset {spec!r} is text: image size and normalize do not apply")
+        return TextTransform(tokenizer, int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH))
+    if model_kind in ("text", "tokens"):
+        raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; "
+                         "use csv:FILE or jsonl:FILE")
+    if src.kind == "vector":
+        if image_size is not None:
+            raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size does not apply")
+        return VectorTransform(src.native["dim"], src.native["scale"])
+    return plan_image_transform(src.native, input_spec=input_spec, image_size=image_size,
+                                normalize=normalize)
+
+
+def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), limit: int | None = None,
+              seed: int = 0, input_spec: Any = None, tokenizer: Any = None, image_size: Any = None,
+              normalize: Any = None, test_fraction: float = 0.2) -> DataBundle:
+    """Load ``spec`` and prepare ``splits`` for a model that wants ``input_spec``.
+
+    ``input_spec`` is duck-typed (``kind``, ``channels``, ``size``, ``mean``, ``std``,
+    ``max_length``; None: images only scaled to [0, 1] at native channels and size).
+    ``image_size`` (int or (H, W)) overrides ``input_spec.size``; ``normalize`` ("none",
+    "imagenet" or a (mean, std) pair) overrides its mean/std. ``limit`` keeps a seeded stratified
+    subset of at most that many samples per split.
+    """
+    if limit is not None and (isinstance(limit, bool) or int(limit) < 1):
+        raise InputError(f"limit must be a positive number of samples, got {limit!r}")
+    prefix, arg, options = parse_spec(spec)
+    src = DATASETS.get(prefix).load(arg, options, seed=int(seed), test_fraction=float(test_fraction))
+    names = _split_names(splits)
+    for name in names:
+        if name not in src.split_names:
+            raise NotFoundError(f"no split {name!r} in dataset {spec!r}; {suggest(name, src.split_names)}")
+    transform = _plan_transform(src, spec, input_spec=input_spec, tokenizer=tokenizer,
+                                image_size=image_size, normalize=normalize)
+    out: dict[str, Split] = {}
+    per_split: dict[str, dict] = {}
+    for name in names:
+        part = src.open(name)
+        labels, rows = part.labels, part.rows
+        info: dict[str, Any] = {"n_source": int(len(labels)), "n": int(len(labels))}
+        if limit is not None and int(limit) < len(labels):
+            keep = stratified_subset(labels, int(limit), seed=int(seed))
+            labels, rows = labels[keep], rows[keep]
+            info.update(n=int(len(labels)), limit=int(limit), subset="seeded stratified", seed=int(seed))
+        per_split[name] = info
+        out[name] = Split(name=name, labels=labels, index=rows,
+                          fetch=lambda q, f=part.fetch: transform(f(q)))
+    log.info("dataset %s (%s): %s", spec, src.location,
+             ", ".join(f"{k} {v['n']}/{v['n_source']}" for k, v in per_split.items()))
+    return DataBundle(spec=str(spec).strip(), splits=out, class_names=list(src.class_names),
+                      transforms=transform.describe(), split_info={**src.split_info, "splits": per_split},
+                      kind=src.kind, location=src.location)

@@ -1,0 +1,109 @@
+"""Text tables: ``csv:FILE`` (``.tsv``: tab-separated) and ``jsonl:FILE`` (one JSON object a line).
+
+Columns are ``text`` and ``label`` unless the spec names others in a query string, the one place
+options go (so the spec stored with cached features says everything):
+
+    csv:reviews.csv?text_col=review&label_col=sentiment
+    jsonl:data.jsonl?split_col=fold
+
+Options: ``text_col`` (default ``text``), ``label_col`` (default ``label``), ``split_col`` (default
+``split``). Rows with a split column are grouped by its values (native splits, e.g. train/test);
+without one, train/test come from a seeded stratified split. Labels that are all non-negative
+integers keep their values (class names "0".."max"); any other labels (words) become the sorted
+distinct values. ``index`` is the 0-based data row in the file (header and blank lines not counted).
+Texts are tokenised per batch by the model's tokenizer (see ``transforms.TextTransform``).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError, NotFoundError, suggest
+from .base import Source, SplitSource, encode_labels, stratified_split
+
+TEXT_OPTIONS = ("text_col", "label_col", "split_col")
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[dict]]:
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f, delimiter=delimiter)
+            rows = list(reader)
+            return list(reader.fieldnames or []), rows
+    except (UnicodeDecodeError, csv.Error) as e:
+        what = "TSV" if delimiter == "\t" else "CSV"
+        raise InputError(f"{path}: not a readable UTF-8 {what} file ({e})") from None
+
+
+def _read_jsonl(path: Path) -> tuple[list[str], list[dict]]:
+    rows, columns = [], {}
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text ({e})") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}:{lineno}: not JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+        rows.append(rec)
+        columns.update(dict.fromkeys(rec))
+    return list(columns), rows
+
+
+def _column(rows: list[dict], col: str, *, path: Path, what: str) -> list:
+    out = []
+    for i, r in enumerate(rows):
+        v = r.get(col)
+        if v is None or (isinstance(v, str) and not v.strip() and what != "text"):
+            raise InputError(f"{path}: data row {i} has no {what} (column {col!r})")
+        out.append(v)
+    return out
+
+
+def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str) -> Source:
+    path = Path(path_arg).expanduser()
+    if not path.is_file():
+        raise NotFoundError(f"no {fmt} file {str(path)!r}")
+    columns, rows = (_read_csv if fmt == "csv" else _read_jsonl)(path)
+    if not rows:
+        raise InputError(f"{path}: no data rows")
+    text_col, label_col = options.get("text_col", "text"), options.get("label_col", "label")
+    split_col = options.get("split_col", "split")
+    for key, col in (("text_col", text_col), ("label_col", label_col)):
+        if col not in columns:
+            raise InputError(f"{path}: no column {col!r} for {key}; {suggest(col, columns)} "
+                             f"(choose with {fmt}:FILE?{key}=NAME)")
+    if "split_col" in options and split_col not in columns:
+        raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
+    texts = ["" if t is None else str(t) for t in _column(rows, text_col, path=path, what="text")]
+    labels, class_names = encode_labels(_column(rows, label_col, path=path, what="label"), where=str(path))
+    fetch = lambda q: [texts[i] for i in q.tolist()]  # noqa: E731
+
+    if split_col in columns:
+        parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split")]
+        names = list(dict.fromkeys(parts))
+        groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in names}
+        return Source(kind="text", class_names=class_names, split_names=names,
+                      open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
+                      split_info={"method": "native", "split_col": split_col}, location=str(path))
+    groups, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
+    return Source(kind="text", class_names=class_names, split_names=["train", "test"],
+                  open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
+                  split_info=info, location=str(path))
+
+
+def load_csv(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
+    return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="csv")
+
+
+def load_jsonl(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
+    return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="jsonl")
