@@ -1,0 +1,135 @@
+"""Hugging Face ``transformers`` models from a local directory (``save_pretrained``), never the hub.
+
+Layers: the virtual names ``hidden_states.0 … hidden_states.K`` (``output_hidden_states=True``;
+0 is the embeddings, K the last block) plus every dotted module path for hooks.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import InputError, NotFoundError
+from .base import SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze
+from .weights import load_state_dict_strict, read_checkpoint, sha256_files, to_state_dict
+
+HEADS = ("ForSequenceClassification", "ForImageClassification")  # classes whose output has class logits
+WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
+
+
+class HFAdapter(Adapter):
+    """Calls ``model(**tokens)`` or ``model(pixel_values=images)`` and reads ``hidden_states``/``logits``."""
+
+    def __init__(self, n_hidden: int, accepted: set[str] | None) -> None:
+        self.virtual_names = tuple(f"hidden_states.{k}" for k in range(n_hidden))
+        self.accepted = accepted  # forward's keyword names; None = it takes **kwargs
+
+    def call(self, module: nn.Module, inputs: Any, want_virtual: bool) -> Any:
+        if isinstance(inputs, Tensor):
+            inputs = {"pixel_values": inputs}
+        if self.accepted is not None:  # e.g. token_type_ids for a model without them
+            inputs = {k: v for k, v in inputs.items() if k in self.accepted}
+        return module(**inputs, output_hidden_states=want_virtual, return_dict=True)
+
+    def virtual(self, output: Any, name: str) -> Any:
+        states = getattr(output, "hidden_states", None)
+        k = int(name.rsplit(".", 1)[1])
+        if states is None or not -len(states) <= k < len(states):
+            got = "none" if states is None else f"{len(states)} (hidden_states.0..{len(states) - 1})"
+            raise InputError(f"layer {name!r}: the model returned {got} hidden states")
+        return states[k]
+
+    def logits(self, output: Any, num_classes: int | None) -> Tensor | None:
+        return getattr(output, "logits", None) if num_classes is not None else None
+
+
+def _n_hidden(config: Any) -> int:
+    """How many hidden states ``output_hidden_states`` returns: embeddings + one per block/stage."""
+    for attr in ("num_hidden_layers", "num_stages"):
+        n = getattr(config, attr, None)
+        if isinstance(n, int) and n > 0:
+            return n + 1
+    depths = getattr(config, "depths", None)
+    return len(depths) + 1 if isinstance(depths, (list, tuple)) else 0
+
+
+def _accepted(module: nn.Module) -> set[str] | None:
+    params = inspect.signature(module.forward).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
+
+
+def _optional(loader: Any, directory: Path) -> Any:
+    """A tokenizer or image processor when the directory has one, else None."""
+    try:
+        return loader.from_pretrained(str(directory), local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
+        return None
+
+
+def _image_spec(config: Any, processor: Any) -> InputSpec:
+    channels = int(getattr(config, "num_channels", 3))
+    size = getattr(config, "image_size", None)
+    mean = std = (0.5,) * channels
+    if processor is not None:
+        crop = getattr(processor, "crop_size", None) if getattr(processor, "do_center_crop", False) else None
+        dims = crop or getattr(processor, "size", None) or {}
+        dims = dims if isinstance(dims, Mapping) else dict(dims)
+        size = dims.get("height") or dims.get("shortest_edge") or size
+        mean = tuple(getattr(processor, "image_mean", None) or mean)
+        std = tuple(getattr(processor, "image_std", None) or std)
+    size = size[0] if isinstance(size, (list, tuple)) else size
+    return InputSpec(kind="image", channels=channels, size=int(size) if size else None, mean=mean, std=std)
+
+
+def _text_spec(config: Any, tokenizer: Any) -> InputSpec:
+    limits = [512, getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    return InputSpec(kind="text", max_length=min(int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1e6))
+
+
+@SOURCES.register("hf")
+def load_hf(directory: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+    """``hf:DIR``: the class named in ``config.architectures`` when it is a sequence/image classifier
+    (so logits exist), else ``AutoModel``; loaded in float32 with ``local_files_only=True``."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise NotFoundError(f"hf: models need 'transformers' ({e}); pip install 'laya-inspect[text]'") from None
+    d = Path(directory).expanduser()
+    if not (d / "config.json").is_file():
+        raise NotFoundError(f"no Hugging Face model directory {directory!r} (expected {d / 'config.json'}; models are never downloaded)")
+    config = transformers.AutoConfig.from_pretrained(str(d), local_files_only=True)
+    heads = [a for a in (config.architectures or []) if a.endswith(HEADS) and hasattr(transformers, a)]
+    cls = getattr(transformers, heads[0]) if heads else transformers.AutoModel
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # the library does not print
+    try:
+        model = cls.from_pretrained(str(d), local_files_only=True, dtype=torch.float32)
+    except OSError as e:
+        raise NotFoundError(f"cannot load the weights in {d}: {e}") from None
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
+    files = sorted(p for g in WEIGHT_GLOBS for p in d.glob(g))
+    if weights is not None:
+        state = to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights))
+        load_state_dict_strict(model, state, source=str(weights))
+        files.append(Path(weights))
+    is_image = getattr(config, "image_size", None) is not None
+    tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d)
+    processor = _optional(transformers.AutoImageProcessor, d) if is_image else None
+    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer)
+    adapter = HFAdapter(_n_hidden(config), _accepted(model))
+    roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
+    return LoadedModel(
+        module=freeze(model, device), spec=f"hf:{directory}", source="hf", input_spec=input_spec,
+        default_layers=list(adapter.virtual_names) or blocks_of(model),
+        num_classes=int(config.num_labels) if heads else None, tokenizer=tokenizer, image_processor=processor,
+        weights_path=str(weights or d), weights_sha256=sha256_files(files) if files else None,
+        device=str(device), layer_roles=roles, adapter=adapter,
+    )

@@ -1,0 +1,172 @@
+"""Image models from torchvision and timm: architecture by name, weights from a local file."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from torch import Tensor, nn
+
+from ..errors import NotFoundError, suggest
+from .base import IMAGENET_MEAN, IMAGENET_STD, SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze, last_linear, seeded
+from .weights import load_state_dict_strict, read_checkpoint, sha256_file, to_state_dict
+
+
+def _import(name: str, extra: str):
+    try:
+        return __import__(name)
+    except ImportError as e:
+        raise NotFoundError(f"model source needs {name!r}, which is not installed ({e}); pip install 'laya-inspect[{extra}]'") from None
+
+
+def _read_state(weights: str | None, trust_pickle: bool) -> tuple[dict[str, Tensor] | None, str | None]:
+    if weights is None:
+        return None, None
+    return to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights)), sha256_file(weights)
+
+
+def _classes_in_state(model: nn.Module, state: Mapping[str, Tensor] | None, classifier: str | None = None) -> int | None:
+    """The class count the checkpoint's classifier was trained for, when it differs from the model's.
+
+    ``-1``: the checkpoint has no classifier weights at all (a headless backbone).
+    """
+    if state is None:
+        return None
+    if classifier is None:
+        head = last_linear(model)
+        if head is None:
+            return None
+        classifier = head[0]
+    key = f"{classifier}.weight"
+    if key not in state:
+        return -1 if f"{classifier}.weight" in model.state_dict() else None
+    own = model.state_dict().get(key)
+    return int(state[key].shape[0]) if own is not None and state[key].shape[0] != own.shape[0] else None
+
+
+def _build(factory: Callable[..., nn.Module], name: str, state: Mapping[str, Tensor] | None) -> nn.Module:
+    with seeded():
+        model = factory(name)
+        k = _classes_in_state(model, state)
+        if k is not None and k > 0:
+            model = factory(name, num_classes=k)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# torchvision
+
+
+def torchvision_blocks(model: nn.Module) -> list[str]:
+    """ResNets: ``layer1..layer4``; a ``features`` Sequential: its max-pools (VGG, AlexNet: the end
+    of each block) or else its children (MobileNet, EfficientNet, ConvNeXt…); ViT: the encoder
+    layers; otherwise top-level children with parameters, classifier excluded."""
+    names = dict(model.named_modules())
+    resnet = [f"layer{i}" for i in range(1, 5) if f"layer{i}" in names]
+    if resnet:
+        return resnet
+    features = names.get("features")
+    if isinstance(features, nn.Sequential):
+        children = [(f"features.{n}", m) for n, m in features.named_children()]
+        pools = [n for n, m in children if isinstance(m, nn.MaxPool2d)]
+        return pools or [n for n, _ in children]
+    layers = names.get("encoder.layers")
+    if isinstance(layers, (nn.Sequential, nn.ModuleList)):
+        return [f"encoder.layers.{n}" for n, _ in layers.named_children()]
+    return blocks_of(model)
+
+
+@SOURCES.register("torchvision")
+def load_torchvision(name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+    """``torchvision:NAME`` built with ``weights=None`` (never downloads), then ``weights`` loaded
+    strictly; a checkpoint whose classifier has another class count rebuilds the model for it."""
+    _import("torchvision", "vision")
+    from torchvision import models as tvm
+
+    if name not in tvm.list_models():
+        raise NotFoundError(f"no torchvision model {name!r}; {suggest(name, tvm.list_models())}")
+    state, sha = _read_state(weights, trust_pickle)
+    model = _build(lambda n, **kw: tvm.get_model(n, weights=None, **kw), name, state)
+    if state is not None:
+        load_state_dict_strict(model, state, source=str(weights))
+    size, mean, std = 224, IMAGENET_MEAN, IMAGENET_STD
+    try:  # the preset's crop size and normalisation, from torchvision's metadata (no download)
+        kw = tvm.get_model_weights(name).DEFAULT.transforms.keywords
+        size, mean, std = kw.get("crop_size", size), tuple(kw.get("mean", mean)), tuple(kw.get("std", std))
+    except (ValueError, AttributeError, KeyError):
+        pass
+    head = last_linear(model)
+    return LoadedModel(
+        module=freeze(model, device), spec=f"torchvision:{name}", source="torchvision",
+        input_spec=InputSpec(kind="image", channels=3, size=int(size), mean=mean, std=std),
+        default_layers=torchvision_blocks(model), num_classes=head[1].out_features if head else None,
+        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# timm
+
+
+def timm_blocks(model: nn.Module) -> list[str]:
+    """``feature_info`` module names (timm's own stage outputs), else ``blocks.*`` / ``stages.*``."""
+    names = dict(model.named_modules())
+    info = [f.get("module") for f in getattr(model, "feature_info", None) or [] if isinstance(f, dict)]
+    if info and all(n in names for n in info):
+        return list(dict.fromkeys(info))
+    for container in ("blocks", "stages", "layers"):
+        if isinstance(names.get(container), (nn.Sequential, nn.ModuleList)):
+            return [f"{container}.{n}" for n, _ in names[container].named_children()]
+    return blocks_of(model)
+
+
+class TimmAdapter(Adapter):
+    """Models with ``output_fmt == "NHWC"`` (Swin, MambaOut…) give channels-last stage maps; they are
+    reported as (N, C, H, W), so pooling and shapes mean the same as for every other model."""
+
+    def __init__(self, nhwc: dict[str, int]) -> None:
+        self.nhwc = nhwc  # stage name → channels
+
+    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool) -> Any:
+        def to_nchw(name: str, m: nn.Module, out: Any) -> None:
+            c = self.nhwc.get(name)
+            if c is not None and isinstance(out, Tensor) and out.ndim == 4 and out.shape[-1] == c:
+                out = out.permute(0, 3, 1, 2)
+            record(name, m, out)
+
+        return super().forward(module, inputs, names, to_nchw, want_virtual)
+
+
+@SOURCES.register("timm")
+def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+    """``timm:NAME`` with ``pretrained=False``, then ``weights``; the class count follows the
+    checkpoint's classifier (0 = headless when the checkpoint has none)."""
+    timm = _import("timm", "vision")
+    if not timm.is_model(name):
+        raise NotFoundError(f"no timm model {name!r}; {suggest(name, timm.list_models())}")
+    state, sha = _read_state(weights, trust_pickle)
+
+    def factory(n: str, **kw) -> nn.Module:
+        return timm.create_model(n, pretrained=False, **kw)
+
+    with seeded():
+        model = factory(name)
+    classifier = model.pretrained_cfg.get("classifier")
+    classifier = classifier[0] if isinstance(classifier, (list, tuple)) else classifier
+    k = _classes_in_state(model, state, classifier if classifier in dict(model.named_modules()) else None)
+    if k is not None:
+        with seeded():
+            model = factory(name, num_classes=max(k, 0))
+    if state is not None:
+        load_state_dict_strict(model, state, source=str(weights))
+    cfg = model.pretrained_cfg
+    c, h, _w = cfg.get("input_size", (3, 224, 224))
+    num_classes = getattr(model, "num_classes", None) or None
+    nhwc = {}
+    if getattr(model, "output_fmt", "NCHW") == "NHWC":
+        nhwc = {f["module"]: f["num_chs"] for f in model.feature_info if "module" in f and "num_chs" in f}
+    return LoadedModel(
+        module=freeze(model, device), spec=f"timm:{name}", source="timm", adapter=TimmAdapter(nhwc),
+        input_spec=InputSpec(kind="image", channels=c, size=h, mean=tuple(cfg.get("mean", IMAGENET_MEAN)), std=tuple(cfg.get("std", IMAGENET_STD))),
+        default_layers=timm_blocks(model), num_classes=num_classes,
+        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+    )

@@ -1,0 +1,211 @@
+"""The paper's own backbones (MLP, depthwise-separable CNN, BiLSTM), with self-describing checkpoints.
+
+Each model records its constructor arguments in ``.kwargs`` (JSON-able: lists, not tuples), and
+``save_zoo_checkpoint`` writes them beside the weights, so a checkpoint rebuilds its own
+architecture: ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", ...extra}``.
+
+Initialisation follows Keras defaults, the framework the paper's models come from: Glorot-uniform
+kernels and zero biases for Linear/Conv; LSTMs get Glorot-uniform input kernels, orthogonal
+recurrent kernels and zero biases except the forget gate's, which is 1; embeddings
+uniform(-0.05, 0.05). Normalisation layers use LayerNorm with eps=1e-3 (Keras' default).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..errors import InputError
+from ..registry import Registry
+
+ZOO: Registry[type[nn.Module]] = Registry("zoo model")
+FORMAT = "laya-inspect-zoo"
+
+
+def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+
+
+def _keras_init(module: nn.Module) -> None:
+    for m in module.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.uniform_(m.weight, -0.05, 0.05)
+        elif isinstance(m, nn.LSTM):
+            for name, p in m.named_parameters():
+                if name.startswith("weight_ih"):
+                    nn.init.xavier_uniform_(p)  # (4H, in): same fans as Keras' (in, 4H) kernel
+                elif name.startswith("weight_hh"):
+                    nn.init.orthogonal_(p)
+                elif name.startswith("bias_ih"):
+                    nn.init.zeros_(p)
+                    p.data[m.hidden_size : 2 * m.hidden_size] = 1.0  # gate order i, f, g, o
+                elif name.startswith("bias_hh"):
+                    nn.init.zeros_(p)  # PyTorch adds both biases; Keras has one
+
+
+@ZOO.register("mlp")
+class MLP(nn.Module):
+    """Flattened image → 512 → 256 → 128 (Linear → LayerNorm → GELU each) → ``head``.
+
+    ``blocks.i`` (an ``nn.Sequential``) outputs the post-GELU vector (N, D_i).
+    """
+
+    arch = "mlp"
+
+    def __init__(self, in_shape=(1, 28, 28), num_classes: int = 10, hidden=(512, 256, 128), ln_eps: float = 1e-3) -> None:
+        super().__init__()
+        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps))
+        self.flatten = nn.Flatten()
+        widths = [math.prod(in_shape), *hidden]
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Linear(a, b), nn.LayerNorm(b, eps=ln_eps), nn.GELU()) for a, b in zip(widths, widths[1:])
+        )
+        self.head = nn.Linear(widths[-1], num_classes)
+        _keras_init(self)
+
+    def features(self, x: Tensor) -> list[Tensor]:
+        """Each block's output, [(N, D_i)]."""
+        h, out = self.flatten(x), []
+        for block in self.blocks:
+            h = block(h)
+            out.append(h)
+        return out
+
+    def forward(self, x: Tensor) -> Tensor:  # (N, C, H, W) → (N, num_classes)
+        return self.head(self.features(x)[-1])
+
+
+class ChannelLayerNorm(nn.LayerNorm):
+    """LayerNorm over the channels at each position of an (N, C, H, W) map, like Keras'
+    ``LayerNormalization(axis=-1)`` on NHWC (not GroupNorm(1, C), which also mixes positions)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+def _separable(c_in: int, c_out: int, stride: int, eps: float) -> nn.Sequential:
+    """Depthwise 3×3 (no bias) → pointwise 1×1 → channel LayerNorm → GELU, like Keras SeparableConv2D."""
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_in, 3, stride=stride, padding=1, groups=c_in, bias=False),
+        nn.Conv2d(c_in, c_out, 1),
+        ChannelLayerNorm(c_out, eps=eps),
+        nn.GELU(),
+    )
+
+
+@ZOO.register("cnn")
+class CNN(nn.Module):
+    """CIFAR-style: ``stem`` (3×3 conv → LN → GELU), three depthwise-separable ``stages.i``
+    (two units each; the first unit of stages 1–2 has stride 2), ``head`` on the GAP of the last stage.
+
+    Each stage outputs (N, widths[i], H_i, W_i); extraction's ``auto`` pooling takes its GAP.
+    """
+
+    arch = "cnn"
+
+    def __init__(self, in_shape=(3, 32, 32), num_classes: int = 10, stem_width: int = 32, widths=(64, 128, 256), ln_eps: float = 1e-3) -> None:
+        super().__init__()
+        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, stem_width=stem_width, widths=tuple(widths), ln_eps=ln_eps))
+        self.stem = nn.Sequential(nn.Conv2d(in_shape[0], stem_width, 3, padding=1), ChannelLayerNorm(stem_width, eps=ln_eps), nn.GELU())
+        stages, c = [], stem_width
+        for i, w in enumerate(widths):
+            stages.append(nn.Sequential(_separable(c, w, 1 if i == 0 else 2, ln_eps), _separable(w, w, 1, ln_eps)))
+            c = w
+        self.stages = nn.ModuleList(stages)
+        self.head = nn.Linear(c, num_classes)
+        _keras_init(self)
+
+    def features(self, x: Tensor) -> list[Tensor]:
+        """Each stage's map, [(N, widths[i], H_i, W_i)]."""
+        h, out = self.stem(x), []
+        for stage in self.stages:
+            h = stage(h)
+            out.append(h)
+        return out
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(self.features(x)[-1].mean((2, 3)))
+
+
+@ZOO.register("bilstm")
+class BiLSTM(nn.Module):
+    """Token ids (N, T) → ``embedding`` → bidirectional ``lstm1`` (per-step outputs) → bidirectional
+    ``lstm2`` → ``head`` on lstm2's final hidden state, both directions concatenated (N, 2·hidden)."""
+
+    arch = "bilstm"
+
+    def __init__(self, vocab_size: int = 20000, embed_dim: int = 128, hidden: int = 64, num_classes: int = 2, max_len: int = 200) -> None:
+        super().__init__()
+        self.kwargs = dict(vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden, num_classes=num_classes, max_len=max_len)
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm1 = nn.LSTM(embed_dim, hidden, batch_first=True, bidirectional=True)
+        self.lstm2 = nn.LSTM(2 * hidden, hidden, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, num_classes)
+        _keras_init(self)
+
+    @staticmethod
+    def final_hidden(h_n: Tensor) -> Tensor:
+        """(2, N, H) → (N, 2H): forward direction then backward."""
+        return h_n.permute(1, 0, 2).reshape(h_n.shape[1], -1)
+
+    def features(self, x: Tensor) -> list[Tensor]:
+        """Each LSTM's final hidden state, [(N, 2·hidden)]."""
+        seq, (h1, _) = self.lstm1(self.embedding(x))
+        _, (h2, _) = self.lstm2(seq)
+        return [self.final_hidden(h1), self.final_hidden(h2)]
+
+    def forward(self, x: Tensor) -> Tensor:  # (N, T) int64 → (N, num_classes)
+        return self.head(self.features(x)[-1])
+
+
+DEFAULT_LAYERS = {
+    "mlp": lambda m: [f"blocks.{i}" for i in range(len(m.blocks))],
+    "cnn": lambda m: [f"stages.{i}" for i in range(len(m.stages))],
+    "bilstm": lambda m: ["lstm1", "lstm2"],
+}
+
+
+def build_zoo(name: str, **kwargs: Any) -> nn.Module:
+    """A zoo backbone with Keras-style random weights; unknown kwargs raise :class:`InputError`."""
+    cls = ZOO.get(name)
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise InputError(f"zoo model {name!r} does not take these arguments: {e}") from None
+
+
+def save_zoo_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``{"format", "arch", "kwargs", "state_dict", **extra}``; readable with ``weights_only=True``
+    as long as ``extra`` holds only plain values (numbers, strings, lists, dicts, tensors)."""
+    extra = dict(extra or {})
+    clash = {"format", "arch", "kwargs", "state_dict"} & set(extra)
+    if clash:
+        raise ValueError(f"extra keys {sorted(clash)} would overwrite the checkpoint's own")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    torch.save({"format": FORMAT, "arch": model.arch, "kwargs": dict(model.kwargs), "state_dict": state, **extra}, path)
+    return path
+
+
+def is_zoo_checkpoint(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("format") == FORMAT
+
+
+def model_from_checkpoint(obj: dict[str, Any], *, expected: str | None = None, source: str = "checkpoint") -> nn.Module:
+    """Rebuild a zoo model from a checkpoint dict (already read with ``weights_only=True``)."""
+    from .weights import load_state_dict_strict, to_state_dict
+
+    arch = obj.get("arch")
+    if expected is not None and arch != expected:
+        raise InputError(f"{source} holds a zoo {arch!r} model, not {expected!r}; load it with zoo:{arch}")
+    model = build_zoo(arch, **{k: tuple(v) if isinstance(v, list) else v for k, v in obj.get("kwargs", {}).items()})
+    load_state_dict_strict(model, to_state_dict(obj["state_dict"], source=source), source=source)
+    return model

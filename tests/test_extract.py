@@ -1,0 +1,177 @@
+"""`extract` end to end: real digits through the zoo MLP, hooks vs plain forward, resume after a kill."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+from laya_inspect.errors import CacheError, InputError, NotFoundError
+from laya_inspect.extract import ExtractConfig, extract
+from laya_inspect.models import load_model
+from laya_inspect.store import FeatureStore
+
+runner = CliRunner()
+
+
+def _zoo_digits_checkpoint(path):
+    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
+
+    torch.manual_seed(0)
+    model = build_zoo("mlp", in_shape=(1, 8, 8), num_classes=10)
+    save_zoo_checkpoint(path, model, {})
+    return path
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return _zoo_digits_checkpoint(tmp_path_factory.mktemp("zoo") / "mlp.pt")
+
+
+def _config(ckpt, out, **kw):
+    base = dict(model="zoo:mlp", weights=str(ckpt), data="digits", out=str(out), batch_size=64, device="cpu")
+    return ExtractConfig(**{**base, **kw})
+
+
+def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
+    result = extract(_config(ckpt, tmp_path / "f.h5"))
+    assert result.layer_names == ["blocks.0", "blocks.1", "blocks.2"]
+    assert result.widths == [512, 256, 128]
+    model = load_model("zoo:mlp", weights=str(ckpt))
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.attrs["complete"] and store.attrs["model_spec"] == "zoo:mlp"
+        assert len(store.attrs["weights_sha256"]) == 64
+        assert store.n("train") + store.n("test") == 1797
+        assert store.class_names == [str(i) for i in range(10)]
+        # The stored last block passed through the model's own classifier gives its logits.
+        last = torch.from_numpy(store.layer("test", -1))
+        with torch.no_grad():
+            np.testing.assert_allclose(model.module.head(last).numpy(), store.logits("test"), rtol=1e-5, atol=1e-5)
+        # And the stored logits are the plain forward of the same inputs.
+        from laya_inspect.data import load_data
+
+        data = load_data("digits", splits=("test",), input_spec=model.input_spec)
+        x, y, idx = next(iter(data.splits["test"].batches(50)))
+        with torch.no_grad():
+            np.testing.assert_allclose(model.module(x).numpy(), store.logits("test", slice(0, 50)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(store.labels("test", slice(0, 50)), y.numpy())
+
+
+def test_float16_and_layer_subset(ckpt, tmp_path):
+    extract(_config(ckpt, tmp_path / "f.h5", layers="-1,blocks.0", dtype="float16", splits=("test",)))
+    with h5py.File(tmp_path / "f.h5") as f:
+        assert f["test/layer_000"].dtype == np.float16
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.layer_names == ["blocks.2", "blocks.0"]
+        assert store.splits == ["test"]
+
+
+def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
+    full = tmp_path / "full.h5"
+    extract(_config(ckpt, full, batch_size=100))
+    part = tmp_path / "part.h5"
+    calls = {"n": 0}
+
+    def interrupt(event):
+        if event["event"] == "batch":
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        extract(_config(ckpt, part, batch_size=100), progress=interrupt)
+    with pytest.raises(CacheError, match="incomplete"):
+        FeatureStore(part)
+    result = extract(_config(ckpt, part, batch_size=64))  # another batch size may resume
+    assert result.resumed_from["train"] == 300
+    with FeatureStore(full) as a, FeatureStore(part) as b:
+        for split in a.splits:
+            for i in range(3):
+                np.testing.assert_array_equal(a.layer(split, i), b.layer(split, i))
+            np.testing.assert_array_equal(a.labels(split), b.labels(split))
+    with pytest.raises(CacheError, match="already a complete cache"):
+        extract(_config(ckpt, part))
+    extract(_config(ckpt, part, overwrite=True, splits=("test",)))
+
+
+def test_killed_process_resumes(ckpt, tmp_path):
+    out = tmp_path / "killed.h5"
+    cmd = [sys.executable, "-m", "laya_inspect", "extract", "--model", "zoo:mlp", "--weights", str(ckpt),
+           "--data", "digits", "--out", str(out), "--batch-size", "1", "--limit", "400", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 60
+    written = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        try:
+            with h5py.File(out, "r", locking=False) as f:
+                written = int(f["train"].attrs["n_written"])
+        except (OSError, KeyError):
+            continue
+        if written >= 64:
+            break
+    if proc.poll() is not None:
+        pytest.skip("extraction finished before it could be killed")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with pytest.raises(CacheError):
+        FeatureStore(out)
+    rerun = runner.invoke(app, cmd[3:])
+    assert rerun.exit_code == 0, rerun.output
+    reference = tmp_path / "ref.h5"
+    extract(_config(ckpt, reference, batch_size=1, limit=400))
+    with FeatureStore(out) as a, FeatureStore(reference) as b:
+        for i in range(3):
+            np.testing.assert_array_equal(a.layer("train", i), b.layer("train", i))
+
+
+def test_cli_extract_and_list_layers(ckpt, tmp_path):
+    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
+                              "--list-layers"])
+    assert res.exit_code == 0, res.output
+    assert "blocks.1" in res.output and "256" in res.output
+    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
+                              "--out", str(tmp_path / "c.h5"), "--limit", "40", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    with FeatureStore(tmp_path / "c.h5") as store:
+        assert store.n("train") == 40 and store.n("test") == 40
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--layers", "blocks.7"], "did you mean"),
+        (["--model", "zoo:mpl"], "mlp"),
+        (["--model", "nosuch:thing"], "available"),
+        (["--data", "digts"], "digits"),
+        (["--split", "train,valid"], "valid"),
+        (["--dtype", "float64"], "float32"),
+        (["--pool", "median"], "median"),
+    ],
+)
+def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):
+    base = {"--model": "zoo:mlp", "--weights": str(ckpt), "--data": "digits", "--out": str(tmp_path / "e.h5"),
+            "--device": "cpu"}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value
+    argv = ["extract"] + [x for kv in base.items() for x in kv]
+    if base["--model"] != "zoo:mlp":
+        argv = [a for a in argv]  # weights of the zoo mlp are irrelevant to an unknown model name
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 1, res.output
+    assert message in res.output
+    assert "Traceback" not in res.output
+
+
+def test_usage_error_exits_2():
+    res = runner.invoke(app, ["extract", "--batch-size", "many"])
+    assert res.exit_code == 2

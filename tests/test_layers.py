@@ -1,0 +1,223 @@
+"""layers.py: resolving names, hook ownership, pooling — exact numbers on tiny modules."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from laya_inspect.errors import InputError, NotFoundError
+from laya_inspect.layers import LayerInfo, capture, hooks, list_layers, pool, reduce_batch, resolve_layers
+
+DEFAULT = ["layer1", "layer2", "layer3", "layer4"]
+CANDIDATES = ["conv1", "bn1", *DEFAULT, "layer1.0", "layer1.0.conv1", "fc"]
+
+
+def tiny() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 3))
+
+
+def no_hooks(module: nn.Module) -> bool:
+    return all(not m._forward_hooks for m in module.modules())
+
+
+# ---------------------------------------------------------------------------------------------
+# resolve_layers
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        ("layer2", ["layer2"]),
+        ("-1", ["layer4"]),
+        ("0,-1", ["layer1", "layer4"]),
+        ("1:3", ["layer2", "layer3"]),
+        ("::2", ["layer1", "layer3"]),
+        ("-2:", ["layer3", "layer4"]),
+        ("all", DEFAULT),
+        ("conv1, layer1.0.conv1 ,fc", ["conv1", "layer1.0.conv1", "fc"]),
+        (["fc", "0"], ["fc", "layer1"]),
+        ("all,layer4,0", DEFAULT),  # duplicates dropped, first position kept
+    ],
+)
+def test_resolve_layers(request_, expected):
+    assert resolve_layers(request_, CANDIDATES, DEFAULT) == expected
+
+
+def test_resolve_layers_typo_suggests_close_match():
+    with pytest.raises(NotFoundError, match="did you mean 'layer4'"):
+        resolve_layers("layr4", CANDIDATES, DEFAULT)
+
+
+@pytest.mark.parametrize("bad", ["4", "-5"])
+def test_resolve_layers_index_out_of_range(bad):
+    with pytest.raises(NotFoundError, match="out of range"):
+        resolve_layers(bad, CANDIDATES, DEFAULT)
+
+
+@pytest.mark.parametrize("bad", ["", " , ", "5:9"])
+def test_resolve_layers_empty_selection(bad):
+    with pytest.raises(InputError):
+        resolve_layers(bad, CANDIDATES, DEFAULT)
+
+
+# ---------------------------------------------------------------------------------------------
+# capture
+
+
+def test_capture_matches_plain_forward_and_removes_hooks():
+    model, x = tiny(), torch.randn(5, 4)
+    expected = model(x)
+    with capture(model, ["0", "2"]) as got:
+        out = model(x)
+    assert no_hooks(model)
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    torch.testing.assert_close(got["2"], expected, rtol=0, atol=0)
+    torch.testing.assert_close(got["0"], model[0](x), rtol=0, atol=0)
+
+
+def test_capture_removes_hooks_after_exception_and_does_not_swallow_it():
+    model = tiny()
+    with pytest.raises(ZeroDivisionError):
+        with capture(model, ["0", "1", "2"]):
+            model(torch.randn(2, 4))
+            assert not no_hooks(model)
+            1 / 0  # noqa: B018
+    assert no_hooks(model)
+
+
+def test_capture_removes_hooks_when_forward_fails():
+    model = tiny()
+    with pytest.raises(RuntimeError):
+        with capture(model, ["0"]):
+            model(torch.randn(2, 5))  # wrong width
+    assert no_hooks(model)
+
+
+def test_capture_unknown_name_registers_nothing():
+    model = tiny()
+    with pytest.raises(NotFoundError, match="did you mean '2'"):
+        with capture(model, ["0", "22"]):
+            pass
+    assert no_hooks(model)
+
+
+def test_capture_survives_inplace_ops():
+    """Linear 0's output is rewritten in place by ReLU(inplace=True); the capture must keep it."""
+    model, x = tiny(), torch.randn(64, 4)
+    with capture(model, ["0"]) as got:
+        model(x)
+    pre = model[0](x)
+    assert (pre < 0).any()
+    torch.testing.assert_close(got["0"], pre, rtol=0, atol=0)
+
+
+def test_hooks_callback_sees_module_and_output():
+    model, seen = tiny(), []
+    with hooks(model, ["1"], lambda name, m, out: seen.append((name, type(m).__name__, tuple(out.shape)))):
+        model(torch.randn(3, 4))
+    assert seen == [("1", "ReLU", (3, 8))] and no_hooks(model)
+
+
+# ---------------------------------------------------------------------------------------------
+# pool
+
+
+def test_pool_4d_auto_is_gap():
+    x = torch.arange(2 * 3 * 2 * 2, dtype=torch.float32).reshape(2, 3, 2, 2)
+    out, how = pool(x)
+    assert how == "gap"
+    torch.testing.assert_close(out, x.mean((2, 3)))
+    assert out[0, 0].item() == 1.5  # mean of 0, 1, 2, 3
+    for method, ref in [("max", x.amax((2, 3))), ("mean", x.mean((2, 3))), ("flatten", x.reshape(2, 12))]:
+        got, decided = pool(x, method)
+        assert decided == method
+        torch.testing.assert_close(got, ref)
+
+
+def test_pool_3d_sequences():
+    x = torch.randn(2, 5, 4)
+    assert pool(x)[1] == "cls"
+    torch.testing.assert_close(pool(x)[0], x[:, 0])
+    torch.testing.assert_close(pool(x, "mean")[0], x.mean(1))
+    torch.testing.assert_close(pool(x, "max")[0], x.amax(1))
+    torch.testing.assert_close(pool(x, "last")[0], x[:, -1])
+    torch.testing.assert_close(pool(x, "flatten")[0], x.reshape(2, 20))
+
+
+def test_pool_3d_masked_skips_padding():
+    x = torch.randn(2, 4, 3)
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    torch.testing.assert_close(pool(x, "mean", mask=mask)[0][0], x[0, :2].mean(0))
+    torch.testing.assert_close(pool(x, "last", mask=mask)[0], torch.stack([x[0, 1], x[1, 3]]))
+    torch.testing.assert_close(pool(x, "max", mask=mask)[0][0], x[0, :2].amax(0))
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])  # left padding: last real token is still the last
+    torch.testing.assert_close(pool(x, "last", mask=left)[0][0], x[0, 3])
+
+
+def test_pool_2d_passes_through_and_dtype_is_float():
+    x = torch.randn(3, 7, dtype=torch.float64)
+    for method in ("auto", "mean", "max", "cls", "last"):
+        out, how = pool(x, method)
+        assert how == "none" and out.dtype == torch.float32 and out.shape == (3, 7)
+    assert pool(torch.randn(3, 7, dtype=torch.float16))[0].dtype == torch.float32
+
+
+def test_pool_tuple_uses_first_tensor():
+    x = torch.randn(2, 6, 4)
+    out, how = pool((x, None, torch.randn(9)))
+    assert how == "cls"
+    torch.testing.assert_close(out, x[:, 0])
+    torch.testing.assert_close(pool({"a": x})[0], x[:, 0])
+
+
+@pytest.mark.parametrize(("kind", "batch_first"), [("LSTM", True), ("LSTM", False), ("GRU", True)])
+def test_pool_rnn_final_hidden_state_both_directions(kind, batch_first):
+    torch.manual_seed(0)
+    rnn = getattr(nn, kind)(3, 5, num_layers=2, bidirectional=True, batch_first=batch_first)
+    x = torch.randn(4, 7, 3)
+    output = rnn(x if batch_first else x.transpose(0, 1))
+    out, how = pool(output, "auto", rnn)
+    assert how == "final_hidden" and out.shape == (4, 10)
+    seq = output[0] if batch_first else output[0].transpose(0, 1)  # (N, T, 2H)
+    # forward direction ends at the last step, the backward one at the first
+    torch.testing.assert_close(out, torch.cat([seq[:, -1, :5], seq[:, 0, 5:]], 1))
+    torch.testing.assert_close(pool(output, "mean", rnn)[0], seq.mean(1))
+    assert pool(output, "last", rnn)[0].shape == (4, 10)
+
+
+def test_pool_unidirectional_rnn():
+    rnn = nn.LSTM(3, 5, batch_first=True)
+    output = rnn(torch.randn(2, 4, 3))
+    torch.testing.assert_close(pool(output, "auto", rnn)[0], output[0][:, -1])
+
+
+def test_pool_errors():
+    with pytest.raises(InputError, match="gap"):
+        pool(torch.randn(2, 5, 4), "gap")
+    with pytest.raises(InputError, match="cls"):
+        pool(torch.randn(2, 3, 4, 4), "cls")
+    with pytest.raises(NotFoundError, match="did you mean 'mean'"):
+        pool(torch.randn(2, 3), "meen")
+    with pytest.raises(InputError, match="no tensor"):
+        pool((None, "x"))
+
+
+def test_reduce_batch_pools_records_and_names_the_layer_on_error():
+    rnn = nn.LSTM(3, 4, batch_first=True, bidirectional=True)
+    raw = {"conv": torch.randn(2, 6, 5, 5), "rnn": rnn(torch.randn(2, 9, 3)), "vec": torch.randn(2, 3)}
+    pooled, decided, shapes = reduce_batch(raw, ["conv", "rnn", "vec"], "auto", {"rnn": rnn})
+    assert {k: tuple(v.shape) for k, v in pooled.items()} == {"conv": (2, 6), "rnn": (2, 8), "vec": (2, 3)}
+    assert decided == {"conv": "gap", "rnn": "final_hidden", "vec": "none"}
+    assert shapes == {"conv": (6, 5, 5), "rnn": (9, 8), "vec": (3,)}
+    _, decided, _ = reduce_batch(raw, ["conv", "vec"], {"conv": "max"}, {})
+    assert decided == {"conv": "max", "vec": "none"}
+    with pytest.raises(InputError, match="layer 'vec'.*gap"):
+        reduce_batch(raw, ["vec"], "gap", {})
+    with pytest.raises(InputError, match="produced no output"):
+        reduce_batch(raw, ["missing"], "auto", {})
+
+
+def test_list_layers_plain_module():
+    infos = list_layers(tiny(), torch.randn(2, 4))
+    assert infos == [LayerInfo("0", "Linear", (8,)), LayerInfo("1", "ReLU", (8,)), LayerInfo("2", "Linear", (3,))]

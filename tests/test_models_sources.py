@@ -1,0 +1,285 @@
+"""Every model source loads a real instance offline: torchvision, timm, hf, torchscript, python."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from laya_inspect.errors import InputError, NotFoundError
+from laya_inspect.layers import list_layers, reduce_batch, resolve_layers
+from laya_inspect.models import SOURCES, load_model
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def frozen(loaded) -> bool:
+    return not loaded.module.training and not any(p.requires_grad for p in loaded.module.parameters())
+
+
+def test_unknown_prefix_lists_valid_ones():
+    with pytest.raises(NotFoundError, match="did you mean 'timm'.*torchvision, timm, hf, torchscript, python, zoo"):
+        load_model("tim:resnet18")
+    with pytest.raises(NotFoundError, match="needs a source prefix"):
+        load_model("resnet18")
+    assert set(SOURCES.names()) == {"torchvision", "timm", "hf", "torchscript", "python", "zoo"}
+
+
+# ---------------------------------------------------------------------------------------------
+# torchvision
+
+
+def test_torchvision_resnet_and_mobilenet_describe_themselves():
+    pytest.importorskip("torchvision")
+    r18 = load_model("torchvision:resnet18")
+    assert r18.default_layers == ["layer1", "layer2", "layer3", "layer4"] and r18.num_classes == 1000
+    spec = r18.input_spec
+    assert (spec.kind, spec.channels, spec.size, spec.mean, spec.std) == ("image", 3, 224, (0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+    assert frozen(r18) and r18.weights_sha256 is None
+    mnv2 = load_model("torchvision:mobilenet_v2")
+    assert mnv2.default_layers == [f"features.{i}" for i in range(19)]
+    x = torch.rand(2, 3, 64, 64)
+    raw, logits = mnv2.run(x, ["features.3", "classifier.1"])
+    pooled, decided, shapes = reduce_batch(raw, list(raw), "auto", mnv2.module)
+    assert decided == {"features.3": "gap", "classifier.1": "none"} and shapes["features.3"] == (24, 16, 16)
+    torch.testing.assert_close(pooled["classifier.1"], logits, rtol=0, atol=0)
+
+
+def test_torchvision_unknown_name():
+    pytest.importorskip("torchvision")
+    with pytest.raises(NotFoundError, match="did you mean 'resnet18'"):
+        load_model("torchvision:resnet81")
+
+
+# ---------------------------------------------------------------------------------------------
+# timm
+
+
+def test_timm_vit_with_weights_and_headless(tmp_path):
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    ref = timm.create_model("test_vit", pretrained=False, num_classes=5).eval()
+    torch.save({"state_dict": ref.state_dict()}, tmp_path / "vit.pth")
+    loaded = load_model("timm:test_vit", weights=tmp_path / "vit.pth")
+    assert loaded.num_classes == 5 and loaded.default_layers[:2] == ["blocks.0", "blocks.1"]
+    c, size = loaded.input_spec.channels, loaded.input_spec.size
+    assert (c, size, loaded.input_spec.mean) == (3, ref.pretrained_cfg["input_size"][1], tuple(ref.pretrained_cfg["mean"]))
+    x = torch.rand(2, c, size, size)
+    raw, logits = loaded.run(x, ["blocks.0", loaded.default_layers[-1]])
+    with torch.no_grad():
+        torch.testing.assert_close(logits, ref(x), rtol=0, atol=0)
+    pooled, decided, _ = reduce_batch(raw, list(raw), "auto", loaded.module)
+    assert set(decided.values()) == {"cls"}
+    headless = {k: v for k, v in ref.state_dict().items() if not k.startswith("head.")}
+    torch.save(headless, tmp_path / "backbone.pth")
+    bare = load_model("timm:test_vit", weights=tmp_path / "backbone.pth")
+    assert bare.num_classes is None and bare.run(x, [])[1] is None
+
+
+def test_timm_resnet_default_layers_from_feature_info():
+    pytest.importorskip("timm")
+    loaded = load_model("timm:test_resnet")
+    assert loaded.default_layers == ["act1", "layer1", "layer2", "layer3", "layer4"]
+    with pytest.raises(NotFoundError, match="did you mean 'test_resnet'"):
+        load_model("timm:test_resnett")
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "sat", "on", "mat", "good", "movie", "##s"]
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(d / "vocab.txt"))
+    config = transformers.BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, num_labels=3,
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(config).eval()
+    model.save_pretrained(d / "model")
+    tokenizer.save_pretrained(d / "model")
+    return d / "model", model
+
+
+def test_hf_bert_text_classifier(bert_dir):
+    path, ref = bert_dir
+    loaded = load_model(f"hf:{path}")
+    assert loaded.default_layers == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+    assert loaded.role("hidden_states.0") == "embeddings" and loaded.role("hidden_states.2") == "block"
+    assert loaded.num_classes == 3 and loaded.input_spec.kind == "text" and loaded.input_spec.max_length == 64
+    assert loaded.tokenizer is not None and frozen(loaded) and len(loaded.weights_sha256) == 64
+    batch = dict(loaded.tokenizer(["the cat sat on the mat", "good movies"], padding=True, return_tensors="pt"))
+    names = resolve_layers("all,bert.encoder.layer.1", loaded.candidate_layers(), loaded.default_layers)
+    raw, logits = loaded.run(batch, names)
+    with torch.no_grad():
+        expected = ref(**batch)
+    torch.testing.assert_close(logits, expected.logits, rtol=0, atol=0)
+    layer_out = raw["bert.encoder.layer.1"]
+    layer_out = layer_out[0] if isinstance(layer_out, tuple) else layer_out
+    torch.testing.assert_close(layer_out, raw["hidden_states.2"], rtol=0, atol=0)  # hook == hidden state
+    pooled, decided, shapes = reduce_batch(raw, names, "auto", loaded.module, mask=batch["attention_mask"])
+    assert decided["hidden_states.0"] == "cls" and pooled["hidden_states.2"].shape == (2, 32)
+    assert shapes["hidden_states.1"] == (batch["input_ids"].shape[1], 32)
+    infos = {i.name: i for i in list_layers(loaded, batch)}
+    assert infos["hidden_states.0"].role == "embeddings" and infos["hidden_states.0"].default
+    assert infos["bert.encoder.layer.0"].shape == (batch["input_ids"].shape[1], 32)
+    dry = {i.name: i.shape for i in list_layers(loaded)}  # dummy batch from the tokenizer
+    assert dry["hidden_states.2"][1] == 32
+
+
+def test_hf_vit_image_classifier(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig(
+        image_size=16, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, num_labels=4,
+    )
+    torch.manual_seed(0)
+    ref = transformers.ViTForImageClassification(config).eval()
+    ref.save_pretrained(tmp_path)
+    loaded = load_model(f"hf:{tmp_path}")
+    spec = loaded.input_spec
+    assert (spec.kind, spec.channels, spec.size, spec.mean) == ("image", 3, 16, (0.5, 0.5, 0.5))
+    x = torch.rand(2, 3, 16, 16)
+    raw, logits = loaded.run(x, ["hidden_states.0", "hidden_states.2"])
+    with torch.no_grad():
+        torch.testing.assert_close(logits, ref(pixel_values=x).logits, rtol=0, atol=0)
+    assert raw["hidden_states.2"].shape == (2, 5, 32)  # CLS + 4 patches
+    # an image processor saved beside the model decides size and normalisation
+    transformers.ViTImageProcessor(size={"height": 16, "width": 16}, image_mean=[0.4] * 3, image_std=[0.2] * 3).save_pretrained(tmp_path)
+    spec = load_model(f"hf:{tmp_path}").input_spec
+    assert (spec.size, spec.mean, spec.std) == (16, (0.4,) * 3, (0.2,) * 3)
+
+
+def test_hf_missing_directory(tmp_path):
+    with pytest.raises(NotFoundError, match="never downloaded"):
+        load_model(f"hf:{tmp_path / 'absent'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# TorchScript
+
+
+class TwoOutputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(4, 6)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.relu(self.body(x))
+        return self.head(h), h
+
+
+def _jit_save(module: nn.Module, path, example=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        scripted = torch.jit.trace(module, example) if example is not None else torch.jit.script(module)
+        torch.jit.save(scripted, str(path))
+    return path
+
+
+def test_torchscript_sequential_layers_run_child_by_child(tmp_path):
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 3)).eval()
+    for how, example in (("script", None), ("trace", torch.rand(2, 4))):
+        loaded = load_model(f"torchscript:{_jit_save(ref, tmp_path / f'{how}.pt', example)}")
+        assert loaded.default_layers == ["0", "2"] and loaded.num_classes == 3 and frozen(loaded)
+        x = torch.rand(5, 4)
+        raw, logits = loaded.run(x, ["0", "2.1", "3"])
+        with torch.no_grad():
+            torch.testing.assert_close(logits, ref(x), rtol=0, atol=0)
+            torch.testing.assert_close(raw["2.1"], ref[2](ref[1](ref[0](x))), rtol=0, atol=0)
+            torch.testing.assert_close(raw["3"], logits, rtol=0, atol=0)
+        infos = {i.name: i.shape for i in list_layers(loaded, x)}
+        assert infos["2.1"] == (8,) and infos["2"] == (8,)
+
+
+def test_torchscript_tuple_outputs_and_clear_error_for_hooks(tmp_path):
+    torch.manual_seed(0)
+    ref = TwoOutputs().eval()
+    x = torch.rand(3, 4)
+    for path in (_jit_save(ref, tmp_path / "s.pt"), _jit_save(ref, tmp_path / "t.pt", x)):
+        loaded = load_model(f"torchscript:{path}")
+        assert loaded.default_layers == ["outputs.0", "outputs.1"] and loaded.num_classes is None
+        raw, logits = loaded.run(x, ["outputs.1"])
+        assert logits is None
+        with torch.no_grad():
+            torch.testing.assert_close(raw["outputs.1"], torch.relu(ref.body(x)), rtol=0, atol=0)
+        with pytest.raises(InputError, match="TorchScript takes no Python hooks.*outputs.0, outputs.1"):
+            loaded.run(x, ["body"])
+
+
+def test_torchscript_errors(tmp_path):
+    with pytest.raises(NotFoundError):
+        load_model(f"torchscript:{tmp_path / 'none.pt'}")
+    torch.save({"a": torch.zeros(1)}, tmp_path / "plain.pt")
+    with pytest.raises(InputError, match="not a TorchScript archive"):
+        load_model(f"torchscript:{tmp_path / 'plain.pt'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# python:pkg.module:factory
+
+FACTORY = '''
+import torch
+from torch import nn
+
+def make():
+    m = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+    m.input_spec = {"kind": "image", "channels": 1, "size": 8}
+    return m
+
+def scripted_inside():
+    return nn.Sequential(torch.jit.script(nn.Linear(2, 2)), nn.ReLU())
+
+NOT_A_MODEL = 3
+def not_a_model():
+    return NOT_A_MODEL
+'''
+
+
+@pytest.fixture()
+def factory_module(tmp_path, monkeypatch):
+    name = f"laya_test_factory_{tmp_path.name}".replace("-", "_")
+    (tmp_path / f"{name}.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_python_factory_with_weights(factory_module, tmp_path):
+    loaded = load_model(f"python:{factory_module}:make")
+    assert loaded.default_layers == ["0"] and loaded.num_classes == 5
+    assert (loaded.input_spec.channels, loaded.input_spec.size) == (1, 8)
+    trained = {k: torch.randn_like(v) for k, v in loaded.module.state_dict().items()}
+    torch.save(trained, tmp_path / "w.pt")
+    again = load_model(f"python:{factory_module}:make", weights=tmp_path / "w.pt")
+    torch.testing.assert_close(again.module[3].weight, trained["3.weight"], rtol=0, atol=0)
+    x = torch.rand(2, 1, 8, 8)
+    raw, logits = again.run(x, ["0", "3"])
+    assert raw["0"].shape == (2, 4, 6, 6) and logits.shape == (2, 5)
+    assert {i.name: i.shape for i in list_layers(again)}["0"] == (4, 6, 6)  # size from the module's input_spec
+
+
+def test_python_factory_errors(factory_module):
+    with pytest.raises(NotFoundError, match="cannot import"):
+        load_model("python:no_such_pkg_xyz.mod:make")
+    with pytest.raises(NotFoundError, match="did you mean 'make'"):
+        load_model(f"python:{factory_module}:mkae")
+    with pytest.raises(InputError, match="not a torch.nn.Module"):
+        load_model(f"python:{factory_module}:not_a_model")
+    with pytest.raises(InputError, match="pkg.module:factory"):
+        load_model(f"python:{factory_module}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        loaded = load_model(f"python:{factory_module}:scripted_inside")
+    with pytest.raises(InputError, match="cannot be hooked"):
+        loaded.run(torch.rand(1, 2), ["0"])
+    assert all(not m._forward_hooks for m in loaded.module.modules() if not isinstance(m, torch.jit.ScriptModule))

@@ -1,0 +1,96 @@
+"""Weights files: formats, wrappers, prefixes, strict loading, and refusing pickled models."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from laya_inspect.errors import InputError, NotFoundError, UnsafeCheckpointError
+from laya_inspect.models import load_model
+from laya_inspect.models.weights import load_state_dict_strict, read_checkpoint, sha256_file, to_state_dict
+
+pytest.importorskip("torchvision")
+from torchvision.models import get_model  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def r18():
+    torch.manual_seed(0)
+    return get_model("resnet18", num_classes=7).eval()
+
+
+@pytest.fixture(scope="module")
+def x():
+    return torch.rand(2, 3, 64, 64)
+
+
+def logits_of(loaded, x):
+    return loaded.run(x, [])[1]
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "mobilenet_v2"])
+def test_pth_safetensors_and_wrapped_dict_give_identical_logits(arch, x, tmp_path):
+    torch.manual_seed(0)
+    model = get_model(arch, num_classes=7).eval()
+    state = model.state_dict()
+    torch.save(state, tmp_path / "plain.pth")
+    save_file({k: v.contiguous() for k, v in state.items()}, tmp_path / "w.safetensors")
+    torch.save({"state_dict": {f"module.{k}": v for k, v in state.items()}, "epoch": 3}, tmp_path / "ddp.pt")
+    torch.save({"model": {f"module._orig_mod.{k}": v for k, v in state.items()}}, tmp_path / "compiled.pt")
+    save_file({f"_orig_mod.{k}": v.contiguous() for k, v in state.items()}, tmp_path / "compiled.safetensors")
+    with torch.no_grad():
+        expected = model(x)
+    for name in ("plain.pth", "w.safetensors", "ddp.pt", "compiled.pt", "compiled.safetensors"):
+        loaded = load_model(f"torchvision:{arch}", weights=tmp_path / name)
+        assert loaded.num_classes == 7, name  # inferred from the checkpoint's classifier
+        torch.testing.assert_close(logits_of(loaded, x), expected, rtol=0, atol=0, msg=name)
+        assert loaded.weights_sha256 == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+
+
+def test_unwrap_order_and_prefix_stripping():
+    t = torch.zeros(1)
+    assert to_state_dict({"state_dict": {"module.a": t}, "model_ema": {"b": t}}) == {"a": t}
+    assert to_state_dict({"model_ema": {"_orig_mod.module.c": t}, "optimizer": {"lr": 1.0}}) == {"c": t}
+    with pytest.raises(InputError, match="optimizer"):
+        to_state_dict({"optimizer": {"lr": 1.0}})
+
+
+def test_pickled_module_needs_trust(r18, x, tmp_path):
+    path = tmp_path / "whole.pt"
+    torch.save(r18, path)
+    with pytest.raises(UnsafeCheckpointError, match="--trust-pickle"):
+        load_model("torchvision:resnet18", weights=path)
+    assert isinstance(read_checkpoint(path, trust_pickle=True), nn.Module)
+    loaded = load_model("torchvision:resnet18", weights=path, trust_pickle=True)
+    with torch.no_grad():
+        torch.testing.assert_close(logits_of(loaded, x), r18(x), rtol=0, atol=0)
+
+
+def test_missing_corrupt_and_mismatched_files(tmp_path):
+    with pytest.raises(NotFoundError, match="no weights file"):
+        load_model("torchvision:resnet18", weights=tmp_path / "nope.pth")
+    (tmp_path / "junk.pth").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(InputError, match="not a readable"):
+        load_model("torchvision:resnet18", weights=tmp_path / "junk.pth")
+    (tmp_path / "junk.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}")
+    with pytest.raises(InputError):
+        read_checkpoint(tmp_path / "junk.safetensors")
+    torch.save(nn.Linear(3, 2).state_dict(), tmp_path / "other.pth")
+    with pytest.raises(InputError, match=r"missing .*conv1\.weight.*unexpected weight, bias"):
+        load_model("torchvision:resnet18", weights=tmp_path / "other.pth")
+
+
+def test_shape_mismatch_names_the_key():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    state = {k: v for k, v in model.state_dict().items()}
+    state["0.weight"] = torch.zeros(5, 3)
+    with pytest.raises(InputError, match=r"0\.weight \(5, 3\) vs \(4, 3\)"):
+        load_state_dict_strict(model, state)
+
+
+def test_sha256_file(tmp_path):
+    (tmp_path / "f").write_bytes(b"abc")
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(b"abc").hexdigest()
