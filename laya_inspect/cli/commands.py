@@ -1,2 +1,2 @@
 """Imports every command module so each registers itself on `app`."""
-from . import extract_cmd  # noqa: F401
+from . import compare_cmd, extract_cmd  # noqa: F401

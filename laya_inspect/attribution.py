@@ -1,0 +1,257 @@
+"""Layer attributions: one score per sample and layer, an (N, L) array per method (PROTOCOL §4).
+
+Registry ``METHODS``:
+
+* ``alpha``   — LAYA's α(x) from one forward pass (heads of kind ``laya`` only).
+* ``ig``      — Captum IntegratedGradients of the target logit f_c over the tuple of all L layer
+  inputs in one ``attribute`` call, from per-layer baselines b_i; layer score = signed sum over
+  the layer's features (completeness: Σ_i score_i ≈ f_c(x) − f_c(b)); the convergence delta is kept.
+* ``gradcam`` — Captum LayerGradCam on ``head.taps[i]`` (an Identity on h_i) for each layer; for a
+  vector representation this is ⟨∂f_c/∂h_i, h_i⟩ (ReLU only when ``relu=True``).
+* ``static``  — ScalarMix's softmax weights, the same row for every input (heads of kind ``scalarmix``).
+* ``random``  — seeded uniform noise in [0, 1), the floor every method must beat.
+
+A method not defined for a head is skipped with a reason (:func:`skip_reason`); it is an error only
+when it is defined for none of the heads asked about (:func:`plan_methods`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .errors import InputError, suggest
+from .heads import Head
+from .registry import Registry
+
+BASELINE_CHOICES = ("mean", "zero")
+
+
+@dataclass(frozen=True)
+class AttributionOptions:
+    """Everything a method may need besides the head, the layers and the target."""
+
+    baselines: Sequence[Tensor] | None = None  # (D_l,) per layer: IG's b_i when baseline == "mean"
+    baseline: str = "zero"  # "zero" (b_i = 0) or "mean" (b_i = ``baselines``, the train-split means)
+    n_steps: int = 50
+    internal_batch_size: int | None = None
+    relu: bool = False
+    seed: int = 0
+    batch_size: int = 512  # samples per chunk for the gradient methods
+
+
+@dataclass
+class Attribution:
+    scores: np.ndarray  # (N, L) float64
+    extras: dict[str, np.ndarray] = field(default_factory=dict)  # e.g. ig "delta" (N,)
+    params: dict[str, Any] = field(default_factory=dict)  # every parameter used, for the output files
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    fn: Callable[[Head, Sequence[Tensor], Tensor, AttributionOptions], Attribution]
+    kinds: tuple[str, ...] | None = None  # head kinds it is defined for; None = every head
+
+    def skip_reason(self, head: Head) -> str | None:
+        if self.kinds is None or head.kind in self.kinds:
+            return None
+        return f"{self.name!r} is defined only for {' / '.join(self.kinds)} heads, not {head.kind!r}"
+
+
+METHODS: Registry[Method] = Registry("attribution method")
+
+
+def _method(name: str, description: str, kinds: tuple[str, ...] | None = None):
+    def deco(fn):
+        METHODS.add(name, Method(name, description, fn, kinds))
+        return fn
+
+    return deco
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _chunks(n: int, size: int) -> Iterator[slice]:
+    size = max(1, int(size))
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
+
+
+def _all_layers_in_graph(head: Head) -> Callable[..., Tensor]:
+    """``head.logits`` plus 0·Σ(every tap output and input), so a layer the head ignores (e.g. all
+    but the last for a LastLayer head) gets a zero gradient instead of Captum's "not used in the
+    graph" error. The added term is exactly zero for finite features. The tap hooks are registered
+    inside each call (after Captum's own, so they see what Captum's hooks return) and removed in
+    ``finally``."""
+
+    def forward(*hs: Tensor) -> Tensor:
+        seen: list[Tensor] = []
+        handles = [tap.register_forward_hook(lambda _m, _i, out: seen.append(out)) for tap in head.taps]
+        try:
+            logits = head.logits(*hs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        used = sum(t.sum() for t in [*seen, *hs])
+        return logits + 0.0 * used
+
+    return forward
+
+
+def _baselines(hs: Sequence[Tensor], options: AttributionOptions) -> list[Tensor]:
+    """b_i as recorded in ``options.baseline``: zeros, or the given train-split means."""
+    if options.baseline == "zero":
+        return [torch.zeros(h.shape[1], dtype=h.dtype, device=h.device) for h in hs]
+    if options.baselines is None:
+        raise InputError("baseline 'mean' needs the per-layer train-split means (AttributionOptions.baselines)")
+    if len(options.baselines) != len(hs):
+        raise InputError(f"{len(options.baselines)} baselines for {len(hs)} layers")
+    return [torch.as_tensor(b, dtype=h.dtype, device=h.device) for b, h in zip(options.baselines, hs)]
+
+
+def _np(t: Tensor) -> np.ndarray:
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# methods
+
+
+@_method("alpha", "LAYA's attention α(x) from one forward pass (intrinsic)", kinds=("laya",))
+def alpha(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    out = []
+    with torch.no_grad():
+        for rows in _chunks(len(target), options.batch_size):
+            out.append(head([h[rows] for h in hs]).weights)
+    return Attribution(_np(torch.cat(out)), params={"source": "HeadOutput.weights"})
+
+
+@_method("ig", "Captum IntegratedGradients over all layer inputs, summed per layer (signed)")
+def integrated_gradients(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    from captum.attr import IntegratedGradients
+
+    base = _baselines(hs, options)
+    scores, deltas = [], []
+    forward = _all_layers_in_graph(head)
+    with torch.enable_grad():
+        ig = IntegratedGradients(forward)
+        for rows in _chunks(len(target), options.batch_size):
+            x = tuple(h[rows] for h in hs)
+            b = tuple(bi.expand_as(xi) for bi, xi in zip(base, x))
+            attrs, delta = ig.attribute(x, baselines=b, target=target[rows], n_steps=options.n_steps,
+                                        internal_batch_size=options.internal_batch_size,
+                                        return_convergence_delta=True)
+            scores.append(torch.stack([a.sum(dim=1) for a in attrs], dim=1))  # (B, L)
+            deltas.append(delta.reshape(-1))
+    params = {"n_steps": options.n_steps, "method": "gausslegendre (Captum default)",
+              "internal_batch_size": options.internal_batch_size, "baseline": options.baseline,
+              "layer_score": "signed sum over the layer's features", "return_convergence_delta": True}
+    return Attribution(_np(torch.cat(scores)), {"delta": _np(torch.cat(deltas))}, params)
+
+
+@_method("gradcam", "Captum LayerGradCam on each layer's tap: <df_c/dh_i, h_i> for vectors")
+def gradcam(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    from captum.attr import LayerGradCam
+
+    cols = []
+    forward = _all_layers_in_graph(head)
+    with torch.enable_grad():
+        for tap in head.taps:
+            cam = LayerGradCam(forward, tap)
+            parts = [cam.attribute(tuple(h[rows] for h in hs), target=target[rows],
+                                   relu_attributions=options.relu).detach().reshape(rows.stop - rows.start, -1).sum(1)
+                     for rows in _chunks(len(target), options.batch_size)]
+            cols.append(torch.cat(parts))
+    params = {"relu_attributions": options.relu, "layer": "head.taps[i] (Identity on h_i)"}
+    return Attribution(_np(torch.stack(cols, dim=1)), params=params)
+
+
+@_method("static", "ScalarMix softmax weights, the same row for every input (global)", kinds=("scalarmix",))
+def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    with torch.no_grad():
+        w = head.static_weights()  # (L,)
+    return Attribution(np.broadcast_to(_np(w), (len(target), head.num_layers)).copy(),
+                       params={"source": "ScalarMixHead.static_weights()"})
+
+
+@_method("random", "seeded uniform noise in [0, 1) (the floor)")
+def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    rng = np.random.default_rng(options.seed)
+    return Attribution(rng.random((len(target), head.num_layers)),
+                       params={"seed": options.seed, "distribution": "uniform [0, 1), numpy default_rng(seed)"})
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+
+
+def resolve_methods(requested: str | Sequence[str]) -> list[str]:
+    """Comma lists and repeats flattened, ``all`` expanded, order kept, duplicates dropped."""
+    items = requested.split(",") if isinstance(requested, str) else [p for r in requested for p in str(r).split(",")]
+    items = [i.strip() for i in items if i.strip()]
+    if not items:
+        raise InputError(f"no attribution method given; {suggest('', METHODS.names())}")
+    out: list[str] = []
+    for item in items:
+        names = METHODS.names() if item == "all" else [METHODS.get(item).name]
+        out += [n for n in names if n not in out]
+    return out
+
+
+def skip_reason(method: str, head: Head) -> str | None:
+    return METHODS.get(method).skip_reason(head)
+
+
+def plan_methods(methods: Sequence[str], heads: dict[str, Head], *,
+                 explicit: bool | Collection[str] = True) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """For each head: (methods to run, {skipped method: reason}).
+
+    A method the user named (``explicit``: True = all of ``methods``, or the named subset; ``all``
+    expands to names that are not explicit) that is defined for none of the heads is an InputError.
+    """
+    named = set(methods) if explicit is True else set(explicit or ())
+    plan: dict[str, tuple[list[str], dict[str, str]]] = {name: ([], {}) for name in heads}
+    for m in methods:
+        reasons = {name: skip_reason(m, head) for name, head in heads.items()}
+        if m in named and all(reasons.values()):
+            kinds = ", ".join(f"{n} ({h.kind})" for n, h in heads.items())
+            raise InputError(f"method {m!r} is defined for none of the heads given: "
+                             f"{next(iter(reasons.values()))}; heads: {kinds}")
+        for name, reason in reasons.items():
+            if reason:
+                plan[name][1][m] = reason
+            else:
+                plan[name][0].append(m)
+    return plan
+
+
+def attribute(method: str, head: Head, hs: Sequence[Tensor], target: Tensor | np.ndarray,
+              options: AttributionOptions | None = None) -> Attribution:
+    """(N, L) scores of ``method`` for ``head`` on layers ``hs`` (each (N, D_l)) and classes ``target`` (N,)."""
+    m = METHODS.get(method)
+    reason = m.skip_reason(head)
+    if reason:
+        raise InputError(reason)
+    options = options or AttributionOptions()
+    if options.n_steps < 1:
+        raise InputError(f"n_steps must be ≥ 1, got {options.n_steps}")
+    if options.baseline not in BASELINE_CHOICES:
+        raise InputError(f"baseline must be one of {', '.join(BASELINE_CHOICES)}, got {options.baseline!r}")
+    hs = list(hs)
+    if len(hs) != head.num_layers:
+        raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
+    device = hs[0].device
+    target = torch.as_tensor(np.asarray(target) if not isinstance(target, Tensor) else target,
+                             dtype=torch.long, device=device)
+    head.eval()
+    result = m.fn(head, hs, target, options)
+    result.params = {"method": method, **result.params}
+    return result

@@ -1,0 +1,398 @@
+"""`compare`: every attribution method of every head, scored against the same LOLO effects.
+
+For each head: forward pass (logits, weights, target c(x)), LOLO effects once, the oracle and random
+deletion references, then per applicable method its (N, L) scores, faithfulness, Deletion@1,
+Deletion@k curve and top-layer agreement, overall and per target class. Writes into ``out_dir``:
+
+* ``attributions.h5`` — every array needed to recompute every number (schema in :func:`_write_h5`),
+* ``summary.json`` / ``summary.csv`` — every number of the table, the direction of each metric,
+  the ablation / target / baseline used, the head directories and the cache fingerprint,
+* ``plots/`` — PNG and SVG figures (:mod:`laya_inspect.plots`).
+
+The library never prints: ``progress`` receives dict events ({"event": "head" | "step" | "write", …}).
+"""
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import torch
+
+from . import __version__
+from . import metrics as M
+from .attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods, resolve_methods
+from .devices import pick_device
+from .errors import InputError, suggest
+from .headio import load_head
+from .heads import Head
+from .lolo import ABLATIONS, ablate_topk_curve, check_ablation, layer_means, lolo_effects
+from .report import csv_rows
+
+SCHEMA_VERSION = 1
+TARGETS = ("pred", "true")
+RANDOM_ORDERS = 8  # seeded random orderings per sample for the random Deletion@k reference, 1 < k < L
+CHOICES = {
+    "spearman": "average ranks for ties; a row whose scores or effects are all exactly equal is undefined: "
+                "counted in n_undefined, excluded from the mean and the bootstrap",
+    "bootstrap": "percentile 95% interval of the mean over n_boot resamples of the valid rows, numpy default_rng(seed)",
+    "top_order": "descending score, ties broken by the lower layer index (stable sort); used by Deletion@k and "
+                 "top-layer agreement; n_top_ties counts rows with a tied top score",
+    "deletion_at_1": "p − p(x with the top-scored layer ablated), read from the single-layer LOLO ablations",
+    "deletion_curve": "k = 1…L: the top-k layers of each sample ablated together in one forward pass",
+    "oracle": "k = 1: max_i e_i; k > 1: the k layers with the largest single-layer effects ablated together "
+              "(sorted-effects order, not an exhaustive search over k-subsets)",
+    "random": f"k = 1: mean_i e_i (exact expectation over orderings); k > 1: mean over {RANDOM_ORDERS} "
+              "uniformly random orderings per sample, numpy default_rng([seed, 1]) (exact at k = L)",
+    "per_class": "grouped by the target class c(x); no bootstrap per class",
+    "rows": "the whole split, or with --limit a seeded (default_rng(seed)) random subset, sorted",
+    "gradcam": "LayerGradCam on head.taps[i] (Identity on h_i): for vectors <df_c/dh_i, h_i>; relu as recorded",
+    "unused_layers": "attributions run on head.logits + 0·Σ(inputs and tap outputs), so a layer the head ignores "
+                     "gets a zero gradient instead of an autograd error (exactly zero for finite features)",
+    "probabilities": "computed in float32 on the device, stored and scored as float64",
+    "profile_normalisation": "plots: a method's per-layer mean score divided by Σ_i |mean score_i| (sign kept)",
+}
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    methods: tuple[str, ...]
+    ablation: str = "mean"
+    target: str = "pred"
+    split: str = "test"
+    limit: int | None = None
+    seed: int = 0
+    n_steps: int = 50
+    internal_batch_size: int | None = None
+    baseline: str = "mean"
+    relu: bool = False
+    n_boot: int = 1000
+    device: str = "cpu"
+    batch_size: int = 512
+    force: bool = False
+    plots: bool = True  # write plots/ (PNG + SVG)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "methods": list(self.methods)}
+
+
+@dataclass
+class HeadResult:
+    name: str
+    head_dir: str
+    kind: str
+    targets: np.ndarray  # (N,)
+    preds: np.ndarray  # (N,)
+    logits: np.ndarray  # (N, C)
+    weights: np.ndarray | None  # (N, L) aggregation weights (α for LAYA)
+    p: np.ndarray  # (N,)
+    p_ablated: np.ndarray  # (N, L)
+    effects: np.ndarray  # (N, L)
+    p_topk_oracle: np.ndarray  # (N, L)
+    p_topk_random: np.ndarray  # (N, L) mean over RANDOM_ORDERS orderings
+    scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (N, L)
+    extras: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    p_topk: dict[str, np.ndarray] = field(default_factory=dict)  # method → (N, L)
+    skipped: dict[str, str] = field(default_factory=dict)
+    head_config: dict[str, Any] = field(default_factory=dict)  # the head's config.json
+
+
+@dataclass
+class CompareResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    heads: list[HeadResult]
+    files: list[Path]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _validate(config: CompareConfig, store: Any) -> None:
+    checks = [(config.target in TARGETS, f"target must be one of {', '.join(TARGETS)}, got {config.target!r}; "
+                                         f"{suggest(config.target, TARGETS)}"),
+              (config.baseline in BASELINE_CHOICES, f"baseline must be one of {', '.join(BASELINE_CHOICES)}, "
+                                                    f"got {config.baseline!r}"),
+              (config.limit is None or config.limit >= 1, f"--limit must be ≥ 1, got {config.limit}"),
+              (config.n_steps >= 1, f"--n-steps must be ≥ 1, got {config.n_steps}"),
+              (config.n_boot >= 0, f"--bootstrap must be ≥ 0, got {config.n_boot}"),
+              (config.batch_size >= 1, f"--batch-size must be ≥ 1, got {config.batch_size}"),
+              (config.internal_batch_size is None or config.internal_batch_size >= 1,
+               f"--internal-batch-size must be ≥ 1, got {config.internal_batch_size}")]
+    for ok, msg in checks:
+        if not ok:
+            raise InputError(msg)
+    ABLATIONS.get(config.ablation)
+
+
+def _load_heads(head_dirs: Sequence[str | Path], store: Any, force: bool,
+                device: torch.device) -> dict[str, tuple[Head, dict, str]]:
+    if not head_dirs:
+        raise InputError("no head directory given")
+    heads: dict[str, tuple[Head, dict, str]] = {}
+    for d in head_dirs:
+        head, cfg = load_head(d, store=store, force=force)
+        base = Path(d).resolve().name or "head"
+        name, k = base, 2
+        while name in heads:
+            name, k = f"{base}-{k}", k + 1
+        heads[name] = (head.to(device).eval(), cfg, str(Path(d).resolve()))
+    return heads
+
+
+def _rows(store: Any, config: CompareConfig) -> np.ndarray:
+    n = store.n(config.split)
+    if config.limit is None or config.limit >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(config.seed).choice(n, size=config.limit, replace=False))
+
+
+def _forward(head: Head, hs: list[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    logits, weights = [], []
+    with torch.no_grad():
+        for s in range(0, len(hs[0]), batch_size):
+            out = head([h[s : s + batch_size] for h in hs])
+            logits.append(out.logits.cpu())
+            weights.append(None if out.weights is None else out.weights.cpu())
+    w = None if weights[0] is None else torch.cat(weights).double().numpy()
+    return torch.cat(logits).double().numpy(), w
+
+
+def _run_head(name: str, head: Head, head_dir: str, cfg: dict[str, Any], hs: list[torch.Tensor], labels: np.ndarray,
+              methods: list[str], skipped: dict[str, str], config: CompareConfig, means: list[np.ndarray] | None,
+              emit: Progress) -> HeadResult:
+    def step(what: str) -> None:
+        emit({"event": "step", "head": name, "step": what})
+
+    logits, weights = _forward(head, hs, config.batch_size)
+    preds = logits.argmax(axis=1)
+    target = preds if config.target == "pred" else labels
+    lolo_base = means if config.ablation == "mean" else None
+    kw = dict(ablation=config.ablation, baselines=lolo_base, batch_size=config.batch_size)
+    step("lolo")
+    p, p_abl, effects = lolo_effects(head, hs, target, **kw)
+    oracle = ablate_topk_curve(head, hs, target, M.top_order(effects), None, **kw)
+    rng = np.random.default_rng([config.seed, 1])  # a stream of its own, apart from the random method's
+    n, n_layers = effects.shape
+    orders = [rng.permuted(np.tile(np.arange(n_layers), (n, 1)), axis=1) for _ in range(RANDOM_ORDERS)]
+    rand = np.mean([ablate_topk_curve(head, hs, target, o, None, **kw) for o in orders], axis=0)
+    rand[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
+    res = HeadResult(name, head_dir, head.kind, target.astype(np.int64), preds.astype(np.int64), logits, weights,
+                     p, p_abl, effects, oracle, rand, skipped=skipped, head_config=cfg)
+    options = AttributionOptions(
+        baselines=means if config.baseline == "mean" else None, baseline=config.baseline, n_steps=config.n_steps,
+        internal_batch_size=config.internal_batch_size, relu=config.relu, seed=config.seed, batch_size=config.batch_size)
+    for m in methods:
+        step(m)
+        att = attribute(m, head, hs, target, options)
+        res.scores[m], res.extras[m], res.params[m] = att.scores, att.extras, att.params
+        res.p_topk[m] = ablate_topk_curve(head, hs, target, M.top_order(att.scores), None, **kw)
+    return res
+
+
+def _head_summary(r: HeadResult, labels: np.ndarray, cfg: dict, layer_names: list[str], class_names: list[str],
+                  config: CompareConfig) -> dict[str, Any]:
+    num_classes = max(len(class_names), int(r.logits.shape[1]))
+    mean_effect = r.effects.mean(axis=0)
+    order = np.argsort(-mean_effect, kind="stable")
+    oracle1, random1 = M.oracle_at_1(r.effects), M.random_at_1(r.effects)
+    methods, pc_methods = {}, {}
+    for m, scores in r.scores.items():
+        faith = M.faithfulness(scores, r.effects, n_boot=config.n_boot, seed=config.seed)
+        d1 = M.deletion_at_k(scores, r.p, r.p_ablated)
+        agree = M.top_layer_agreement(scores, r.effects)
+        delta = r.extras[m].get("delta")
+        methods[m] = {
+            "faithfulness": faith.to_dict(),
+            "deletion_at_1": float(d1.mean()),
+            "deletion_at_1_over_oracle": float(d1.mean() / oracle1.mean()) if oracle1.mean() > 0 else None,
+            "deletion_curve": M.deletion_curve(r.p, r.p_topk[m]).tolist(),
+            "top_layer_agreement": float(agree.mean()),
+            "n_top_ties": int(M.tied_top_rows(scores).sum()),
+            "mean_score": scores.mean(axis=0).tolist(),
+            "ig_delta": None if delta is None else {"abs_mean": float(np.abs(delta).mean()),
+                                                    "abs_max": float(np.abs(delta).max())},
+            "params": r.params[m],
+        }
+        pcf = M.per_class_faithfulness(scores, r.effects, r.targets, num_classes)
+        pc_methods[m] = {"faithfulness": pcf["mean"], "n_valid": pcf["n_valid"], "n_undefined": pcf["n_undefined"],
+                         "deletion_at_1": M.per_class(d1, r.targets, num_classes).tolist(),
+                         "top_layer_agreement": M.per_class(agree, r.targets, num_classes).tolist()}
+    return {
+        "name": r.name, "dir": r.head_dir, "kind": r.kind, "head_config": cfg.get("kwargs"),
+        "head_cache_fingerprint": cfg.get("cache_fingerprint"), "n": int(len(r.p)),
+        "accuracy": float((r.preds == labels).mean()), "mean_p": float(r.p.mean()),
+        "methods_run": list(r.scores), "methods_skipped": r.skipped,
+        "lolo": {
+            "mean_effect": mean_effect.tolist(),
+            "oracle_at_1": float(oracle1.mean()), "random_at_1": float(random1.mean()),
+            "oracle_curve": M.deletion_curve(r.p, r.p_topk_oracle).tolist(),
+            "random_curve": M.deletion_curve(r.p, r.p_topk_random).tolist(),
+            "most_relied_on": [{"layer": layer_names[i], "index": int(i), "mean_effect": float(mean_effect[i])}
+                               for i in order],
+        },
+        "methods": methods,
+        "per_class": {
+            "by": "target class c(x)",
+            "classes": class_names if len(class_names) == num_classes else [str(c) for c in range(num_classes)],
+            "n": np.bincount(r.targets, minlength=num_classes).tolist(),
+            "mean_effect": M.per_class(r.effects, r.targets, num_classes).tolist(),
+            "mean_weights": None if r.weights is None else M.per_class(r.weights, r.targets, num_classes).tolist(),
+            "oracle_at_1": M.per_class(oracle1, r.targets, num_classes).tolist(),
+            "random_at_1": M.per_class(random1, r.targets, num_classes).tolist(),
+            "methods": pc_methods,
+        },
+    }
+
+
+def compare(head_dirs: Sequence[str | Path], store: Any, config: CompareConfig, *, out_dir: str | Path,
+            progress: Progress | None = None) -> CompareResult:
+    """Score every applicable method of every head against LOLO effects and write the artifacts."""
+    emit = progress or (lambda _e: None)
+    requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
+    methods = resolve_methods(requested)
+    _validate(config, store)
+    device = pick_device(config.device)
+    heads = _load_heads(head_dirs, store, config.force, device)
+    ablation = check_ablation(config.ablation, {n: h for n, (h, _, _) in heads.items()})
+    store.n(config.split)  # NotFoundError naming the splits
+    explicit = {m for m in requested if m != "all"}
+    plan = plan_methods(methods, {n: h for n, (h, _, _) in heads.items()}, explicit=explicit)
+    rows = _rows(store, config)
+    means = layer_means(store, "train") if config.baseline == "mean" or ablation.needs_baselines else None
+    hs = [torch.from_numpy(np.ascontiguousarray(x)).to(device) for x in store.layers(config.split, rows)]
+    labels = store.labels(config.split, rows).astype(np.int64)
+    layer_names, class_names = store.layer_names, store.class_names
+
+    results, head_summaries = [], []
+    for i, (name, (head, cfg, d)) in enumerate(heads.items()):
+        emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
+        run, skipped = plan[name]
+        r = _run_head(name, head, d, cfg, hs, labels, run, skipped, config, means, emit)
+        results.append(r)
+        head_summaries.append(_head_summary(r, labels, cfg, layer_names, class_names, config))
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "schema_version": SCHEMA_VERSION, "kind": "laya-inspect-compare", "tool_version": __version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": layer_names,
+                  "class_names": class_names, "model_spec": store.attrs.get("model_spec"),
+                  "data_spec": store.attrs.get("data_spec")},
+        "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
+        "ablation": config.ablation, "ablation_description": ablation.description,
+        "target": config.target, "baseline": config.baseline, "split": config.split, "n": int(len(rows)),
+        "seed": config.seed, "head_dirs": [d for _, _, d in heads.values()],
+        "directions": M.DIRECTIONS, "choices": CHOICES, "heads": head_summaries,
+    }
+    files = [_write_h5(out / "attributions.h5", results, rows, labels, means, summary)]
+    summary["files"] = {"attributions": "attributions.h5", "summary_json": "summary.json", "summary_csv": "summary.csv"}
+    plot_files: list[Path] = []
+    if config.plots:
+        from .plots import write_plots
+
+        plot_files = write_plots(out / "plots", _jsonable(summary), {r.name: r for r in results})
+    summary["files"]["plots"] = [str(p.relative_to(out)) for p in plot_files]
+    files += [_write_json(out / "summary.json", summary), _write_csv(out / "summary.csv", _jsonable(summary)),
+              *plot_files]
+    for f in [*files[:3], *([out / "plots"] if plot_files else [])]:
+        emit({"event": "write", "path": str(f)})
+    return CompareResult(out, _jsonable(summary), results, files)
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def _write_json(path: Path, obj: Any) -> Path:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False))
+    os.replace(tmp, path)
+    return path
+
+
+def _write_csv(path: Path, summary: dict[str, Any]) -> Path:
+    rows = csv_rows(summary)  # from report.py: the same numbers, one per row
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:
+    for k, v in values.items():
+        obj.attrs[k] = json.dumps(_jsonable(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
+
+
+def _write_h5(path: Path, results: list[HeadResult], rows: np.ndarray, labels: np.ndarray,
+              means: list[np.ndarray] | None, summary: dict[str, Any]) -> Path:
+    """attributions.h5 (schema_version 1)::
+
+        /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
+                                      ablation, target, baseline, seed, config (JSON), choices (JSON),
+                                      layer_names, class_names (JSON), random_orders
+        /rows (N,)             row indices into the cache split      /labels (N,) true labels
+        /baselines/layer_000   (D_l,) train-split means b_i (when used)
+        /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped (JSON)
+          targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights) · p (N,)
+          p_ablated, effects (N, L) · p_topk_oracle, p_topk_random (N, L), column k−1 = top-k ablated
+          methods/<m>/scores (N, L), p_topk (N, L), delta (N,) for ig; attrs = every parameter
+    """
+    tmp = path.with_suffix(".h5.tmp")
+    with h5py.File(tmp, "w") as f:
+        _attrs(f, {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
+                   "cache_path": summary["cache"]["path"], "cache_fingerprint": summary["cache"]["fingerprint"],
+                   "split": summary["split"], "n": summary["n"], "ablation": summary["ablation"],
+                   "target": summary["target"], "baseline": summary["baseline"], "seed": summary["seed"],
+                   "config": summary["config"], "choices": summary["choices"], "random_orders": RANDOM_ORDERS,
+                   "layer_names": summary["cache"]["layer_names"], "class_names": summary["cache"]["class_names"]})
+        f["rows"], f["labels"] = rows.astype(np.int64), labels
+        if means is not None:
+            g = f.create_group("baselines")
+            g.attrs["what"] = "mean of h_i over the train split"
+            for i, b in enumerate(means):
+                g[f"layer_{i:03d}"] = b
+        for r in results:
+            g = f.create_group(f"heads/{r.name}")
+            _attrs(g, {"dir": r.head_dir, "kind": r.kind, "head_config": r.head_config, "methods_skipped": r.skipped})
+            for key in ("targets", "preds", "logits", "weights", "p", "p_ablated", "effects",
+                        "p_topk_oracle", "p_topk_random"):
+                if getattr(r, key) is not None:
+                    g[key] = getattr(r, key)
+            for m, scores in r.scores.items():
+                mg = g.create_group(f"methods/{m}")
+                _attrs(mg, r.params[m])
+                mg["scores"], mg["p_topk"] = scores, r.p_topk[m]
+                for k, v in r.extras[m].items():
+                    mg[k] = v
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,183 @@
+"""attribution.py: numbers on paper, IG completeness, Grad-CAM vs autograd, a planted layer, skipping."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from laya_inspect import metrics as M
+from laya_inspect.attribution import METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
+from laya_inspect.errors import InputError, NotFoundError
+from laya_inspect.heads import LayaHead, ScalarMixHead, build_head
+from laya_inspect.lolo import lolo_effects
+
+
+def paper_laya() -> LayaHead:
+    """Two 1-D layers, z_i = h_i, α = [3/4, 1/4] for every input, logits = [a, −a], a = ¾h₁ + ¼h₂."""
+    head = LayaHead([1, 1], 2, d_star=1, tau=1.0, score_width=2)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.fill_(1.0)
+        head.scorer[2].bias.copy_(torch.tensor([math.log(3.0), 0.0]))
+        head.classifier.weight.copy_(torch.tensor([[1.0], [-1.0]]))
+    return head.double().eval()
+
+
+# sample 0: h = (2, −2) → a = 1, target 0 (f_0 = a); sample 1: h = (−1, 1) → a = −½, target 1 (f_1 = −a)
+HS = [torch.tensor([[2.0], [-1.0]], dtype=torch.float64), torch.tensor([[-2.0], [1.0]], dtype=torch.float64)]
+MEANS = [torch.tensor([0.0], dtype=torch.float64), torch.tensor([2.0], dtype=torch.float64)]
+TARGET = np.array([0, 1])
+
+
+def test_alpha_and_static_on_paper():
+    np.testing.assert_allclose(attribute("alpha", paper_laya(), HS, TARGET).scores, [[0.75, 0.25]] * 2, atol=1e-12)
+    mix = ScalarMixHead([1, 1], 2, d_star=1)
+    with torch.no_grad():
+        mix.scalars.copy_(torch.tensor([math.log(3.0), 0.0]))
+    out = attribute("static", mix, [h.float() for h in HS], TARGET)
+    np.testing.assert_allclose(out.scores, [[0.75, 0.25]] * 2, atol=1e-7)
+
+
+def test_ig_and_gradcam_on_paper():
+    # f is linear in h: IG_i = ∂f_c/∂h_i · (h_i − b_i); Grad-CAM_i = ∂f_c/∂h_i · h_i; ∂f_0/∂h = (¾, ¼) = −∂f_1/∂h.
+    mean = attribute("ig", paper_laya(), HS, TARGET, AttributionOptions(baselines=MEANS, baseline="mean"))
+    np.testing.assert_allclose(mean.scores, [[0.75 * 2, 0.25 * (-2 - 2)], [-0.75 * -1, -0.25 * (1 - 2)]], atol=1e-9)
+    zero = attribute("ig", paper_laya(), HS, TARGET, AttributionOptions(baseline="zero"))
+    np.testing.assert_allclose(zero.scores, [[1.5, -0.5], [0.75, -0.25]], atol=1e-9)
+    np.testing.assert_allclose(mean.extras["delta"], 0, atol=1e-9)
+    assert mean.params["n_steps"] == 50 and mean.params["baseline"] == "mean"
+    cam = attribute("gradcam", paper_laya(), HS, TARGET)
+    np.testing.assert_allclose(cam.scores, [[1.5, -0.5], [0.75, -0.25]], atol=1e-12)
+    relu = attribute("gradcam", paper_laya(), HS, TARGET, AttributionOptions(relu=True))
+    np.testing.assert_allclose(relu.scores, [[1.5, 0.0], [0.75, 0.0]], atol=1e-12)
+    assert relu.params["relu_attributions"] is True
+
+
+def _random(kind: str, n: int = 23, seed: int = 0):
+    torch.manual_seed(seed)
+    widths = [6, 4, 5]
+    head = build_head(kind, widths, 5, d_star=8, tau=0.5, psi="mlp").eval()
+    hs = [torch.randn(n, w) for w in widths]
+    with torch.no_grad():
+        target = head(hs).logits.argmax(1)
+    return head, hs, target
+
+
+@pytest.mark.parametrize("kind", ["laya", "concat", "scalarmix", "last"])
+def test_ig_completeness_within_captum_delta(kind):
+    head, hs, target = _random(kind)
+    base = [h.mean(0) + 0.3 for h in hs]
+    opts = AttributionOptions(baselines=base, baseline="mean", batch_size=10)
+    out = attribute("ig", head, hs, target, opts)
+    rows = torch.arange(len(target))
+    with torch.no_grad():
+        fx = head(hs).logits[rows, target]
+        fb = head([b.expand_as(h) for b, h in zip(base, hs)]).logits[rows, target]
+    gap = np.abs(out.scores.sum(1) - (fx - fb).double().numpy())
+    delta = np.abs(out.extras["delta"])
+    assert np.all(gap <= delta + 1e-5)
+    assert delta.max() < 1e-2 * max(1.0, float((fx - fb).abs().max()))
+    # internal_batch_size changes the batching, not the numbers
+    again = attribute("ig", head, hs, target, AttributionOptions(baselines=base, baseline="mean", internal_batch_size=64))
+    np.testing.assert_allclose(again.scores, out.scores, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["laya", "concat", "scalarmix", "last"])
+def test_gradcam_equals_grad_dot_h(kind):
+    head, hs, target = _random(kind, seed=1)
+    out = attribute("gradcam", head, hs, target, AttributionOptions(batch_size=7))
+    xs = [h.clone().requires_grad_(True) for h in hs]
+    f = head([x for x in xs]).logits[torch.arange(len(target)), target].sum()
+    grads = torch.autograd.grad(f, xs, allow_unused=True)
+    ref = np.stack([(torch.zeros_like(x) if g is None else g * x).sum(1).detach().numpy()
+                    for g, x in zip(grads, xs)], axis=1)
+    np.testing.assert_allclose(out.scores, ref, atol=1e-5)
+
+
+def test_alpha_is_the_forward_pass_weights():
+    head, hs, target = _random("laya")
+    out = attribute("alpha", head, hs, target)
+    with torch.no_grad():
+        np.testing.assert_allclose(out.scores, head(hs).weights.numpy(), atol=1e-7)
+    assert np.all(out.scores >= 0) and np.allclose(out.scores.sum(1), 1)
+
+
+def test_random_is_seeded_noise():
+    head, hs, target = _random("last")
+    a = attribute("random", head, hs, target, AttributionOptions(seed=4)).scores
+    assert a.shape == (23, 3) and np.all((0 <= a) & (a < 1))
+    np.testing.assert_array_equal(a, attribute("random", head, hs, target, AttributionOptions(seed=4)).scores)
+    assert not np.array_equal(a, attribute("random", head, hs, target, AttributionOptions(seed=5)).scores)
+
+
+def _planted(kind: str, j: int, widths=(6, 4, 5), classes: int = 4) -> torch.nn.Module:
+    """A head whose output depends on layer j only; linear in h_j with zero bias and logits summing
+    to 0, so f_c(x) = max logit > 0 = f_c(0) and p(x) > 1/C = p(h_j = 0)."""
+    torch.manual_seed(3)
+    head = build_head(kind, list(widths), classes, d_star=5)
+    with torch.no_grad():
+        head.classifier.bias.zero_()
+        head.classifier.weight.sub_(head.classifier.weight.mean(0, keepdim=True))  # Σ_c logits = 0
+        if kind != "last":
+            for i, g in enumerate(head.adapters):
+                g.bias.zero_()
+                if i != j:
+                    g.weight.zero_()
+        if kind == "laya":
+            for p in head.scorer.parameters():
+                p.zero_()
+            head.scorer[2].bias[j] = 2.0  # α_j the largest, the same for every input
+        if kind == "scalarmix":
+            head.scalars[j] = 1.0
+    return head.eval()
+
+
+@pytest.mark.parametrize("kind,j", [("last", 2), ("laya", 1), ("scalarmix", 1)])
+@pytest.mark.parametrize("ablation", ["mean", "zero"])
+def test_planted_layer_gets_every_top_score(kind, j, ablation):
+    head = _planted(kind, j)
+    torch.manual_seed(4)
+    train = [torch.randn(40, w) for w in (6, 4, 5)]
+    means = [torch.cat([t, -t]).mean(0) for t in train]  # a symmetric train split: b ≈ 0
+    hs = [torch.randn(30, w) for w in (6, 4, 5)]
+    with torch.no_grad():
+        target = head(hs).logits.argmax(1).numpy()
+    p, p_abl, e = lolo_effects(head, hs, target, ablation, means)
+    others = [i for i in range(3) if i != j]
+    np.testing.assert_allclose(e[:, others], 0, atol=1e-7)
+    assert np.all(e[:, j] > 0)
+    methods = [m for m in METHODS.names() if m != "random" and not METHODS.get(m).skip_reason(head)]
+    assert "ig" in methods and "gradcam" in methods
+    for m in methods:
+        scores = attribute(m, head, hs, target, AttributionOptions(baselines=means, baseline="mean")).scores
+        np.testing.assert_array_equal(M.top_layer(scores), j, err_msg=m)
+        np.testing.assert_array_equal(M.deletion_at_k(scores, p, p_abl), M.oracle_at_1(e))
+        assert M.top_layer_agreement(scores, e).all()
+        if m in ("ig", "gradcam"):
+            np.testing.assert_allclose(scores[:, others], 0, atol=1e-7)
+
+
+def test_methods_not_defined_are_skipped_or_refused():
+    last, laya = build_head("last", [3, 3], 2), build_head("laya", [3, 3], 2, d_star=4)
+    assert "laya" in METHODS.get("alpha").skip_reason(last)
+    plan = plan_methods(["alpha", "ig"], {"a": last, "b": laya})
+    assert plan["a"][0] == ["ig"] and "alpha" in plan["a"][1] and plan["b"] == (["alpha", "ig"], {})
+    with pytest.raises(InputError, match="'alpha' is defined for none of the heads"):
+        plan_methods(["alpha", "ig"], {"a": last})
+    plan = plan_methods(resolve_methods("all"), {"a": last}, explicit=[])  # 'all': skip, don't refuse
+    assert plan["a"][0] == ["ig", "gradcam", "random"] and set(plan["a"][1]) == {"alpha", "static"}
+    with pytest.raises(InputError, match="defined only for laya"):
+        attribute("alpha", last, [torch.zeros(1, 3)] * 2, [0])
+    with pytest.raises(InputError, match="train-split means"):
+        attribute("ig", last, [torch.zeros(1, 3)] * 2, [0], AttributionOptions(baseline="mean"))
+
+
+def test_resolve_methods():
+    assert resolve_methods(["ig,alpha", "ig", "random"]) == ["ig", "alpha", "random"]
+    assert resolve_methods("all") == METHODS.names() == ["alpha", "ig", "gradcam", "static", "random"]
+    with pytest.raises(NotFoundError, match="did you mean 'gradcam'"):
+        resolve_methods(["gradcm"])

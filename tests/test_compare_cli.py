@@ -1,0 +1,207 @@
+"""compare / report end to end on the digits cache: every artifact, numbers recomputable from the
+HDF5 file, the same table from files, and one failing invocation per error class."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import laya_inspect.cli.compare_cmd  # noqa: F401  (registers compare and report on `app`)
+from laya_inspect import metrics as M
+from laya_inspect.cli import app
+from laya_inspect.compare import CompareConfig, compare
+from laya_inspect.headio import cache_identity, save_head
+from laya_inspect.heads import build_head
+from laya_inspect.store import FeatureStore
+from conftest import write_cache
+
+runner = CliRunner()
+HEADS = ("laya", "scalarmix", "last")
+
+
+def _fit(kind: str, store: FeatureStore, steps: int = 40):
+    """A tiny full-batch Adam loop: enough for a head that beats chance, in well under a second."""
+    torch.manual_seed(0)
+    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
+    hs = [torch.from_numpy(h) for h in store.layers("train")]
+    y = torch.from_numpy(store.labels("train"))
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def head_dirs(digits_cache, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("heads")
+    with FeatureStore(digits_cache) as store:
+        return {k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"})
+                for k in HEADS}
+
+
+@pytest.fixture(scope="module")
+def run(digits_cache, head_dirs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare") / "out"
+    args = ["compare", *[str(head_dirs[k]) for k in HEADS], "--cache", str(digits_cache), "--method", "all",
+            "--limit", "120", "--bootstrap", "200", "--seed", "3", "--out", str(out), "--device", "cpu"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
+    out, result = run
+    summary = json.loads((out / "summary.json").read_text())
+    with FeatureStore(digits_cache) as store:
+        assert summary["cache"]["fingerprint"] == store.fingerprint
+    assert (summary["ablation"], summary["target"], summary["baseline"], summary["n"]) == ("mean", "pred", "mean", 120)
+    assert summary["head_dirs"] == [str(head_dirs[k]) for k in HEADS]
+    assert set(summary["directions"]) >= {"faithfulness", "deletion_at_1", "top_layer_agreement", "ig_delta_abs_mean"}
+    heads = {h["name"]: h for h in summary["heads"]}
+    assert list(heads) == list(HEADS)
+    assert set(heads["laya"]["methods"]) == {"alpha", "ig", "gradcam", "random"}
+    assert set(heads["scalarmix"]["methods"]) == {"ig", "gradcam", "static", "random"}
+    assert set(heads["last"]["methods"]) == {"ig", "gradcam", "random"}
+    assert set(heads["last"]["methods_skipped"]) == {"alpha", "static"}
+    assert heads["laya"]["methods"]["ig"]["ig_delta"]["abs_mean"] < 1e-3
+    assert len(heads["laya"]["per_class"]["mean_weights"]) == 10
+
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    assert {r["ablation"] for r in rows} == {"mean"} and {r["cache_fingerprint"] for r in rows} == {summary["cache"]["fingerprint"]}
+    faith = [r for r in rows if r["head"] == "laya" and r["method"] == "alpha" and r["metric"] == "faithfulness" and r["scope"] == "all"]
+    assert float(faith[0]["value"]) == pytest.approx(heads["laya"]["methods"]["alpha"]["faithfulness"]["mean"])
+    assert "higher is better" in faith[0]["direction"]
+
+    plots = sorted(p.name for p in (out / "plots").iterdir())
+    for head in HEADS:
+        for kind in ("profile", "ranks", "deletion", "lolo_by_class"):
+            assert f"{head}_{kind}.png" in plots and f"{head}_{kind}.svg" in plots
+    assert "laya_weights_by_class.png" in plots and "last_weights_by_class.png" not in plots
+    assert "faithfulness" in result.output and "most relied-on layers" in result.output
+
+
+def test_every_number_recomputes_from_the_h5_file(run):
+    out, _ = run
+    summary = json.loads((out / "summary.json").read_text())
+    with h5py.File(out / "attributions.h5", "r") as f:
+        assert f.attrs["ablation"] == "mean" and f.attrs["target"] == "pred" and f.attrs["seed"] == 3
+        assert f["rows"].shape == (120,) and len(f["baselines"]) == 3
+        for head in summary["heads"]:
+            g = f["heads"][head["name"]]
+            p, p_abl, e = g["p"][()], g["p_ablated"][()], g["effects"][()]
+            np.testing.assert_allclose(e, p[:, None] - p_abl)
+            np.testing.assert_array_equal(g["targets"][()], g["preds"][()])  # --target pred
+            assert head["lolo"]["oracle_at_1"] == pytest.approx(M.oracle_at_1(e).mean())
+            assert head["lolo"]["random_at_1"] == pytest.approx(M.random_at_1(e).mean())
+            for m, s in head["methods"].items():
+                scores = g[f"methods/{m}/scores"][()]
+                fa = M.faithfulness(scores, e, n_boot=200, seed=3)
+                assert s["faithfulness"]["mean"] == pytest.approx(fa.mean)
+                assert s["faithfulness"]["ci_low"] == pytest.approx(fa.ci_low)
+                assert s["deletion_at_1"] == pytest.approx(M.deletion_at_k(scores, p, p_abl).mean())
+                assert s["deletion_curve"][0] == pytest.approx(s["deletion_at_1"])
+                assert s["deletion_at_1"] <= head["lolo"]["oracle_at_1"] + 1e-12
+                assert s["deletion_curve"] == pytest.approx(M.deletion_curve(p, g[f"methods/{m}/p_topk"][()]).tolist())
+            assert "n_steps" in g["methods/ig"].attrs and "relu_attributions" in g["methods/gradcam"].attrs
+            # the last head ignores every layer but the last: IG's planted structure
+            if head["kind"] == "last":
+                np.testing.assert_allclose(g["methods/ig/scores"][()][:, :2], 0, atol=1e-7)
+                np.testing.assert_allclose(e[:, :2], 0, atol=1e-7)
+
+
+def test_report_reprints_the_summary(run):
+    out, result = run
+    rep = runner.invoke(app, ["report", str(out)])
+    assert rep.exit_code == 0, rep.output
+    assert rep.output in result.output  # the same renderables from summary.json
+    as_json = runner.invoke(app, ["report", str(out), "--json"])
+    assert json.loads(as_json.output)["kind"] == "laya-inspect-compare"
+
+
+def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
+    args = ["compare", str(head_dirs["laya"]), "--cache", str(digits_cache), "--method", "alpha,ig", "--method", "random",
+            "--ablation", "drop", "--target", "true", "--baseline", "zero", "--limit", "40", "--n-steps", "8",
+            "--internal-batch-size", "64", "--relu", "--bootstrap", "0", "--out", str(tmp_path), "--json", "--no-plots"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["ablation"], summary["target"], summary["baseline"]) == ("drop", "true", "zero")
+    assert summary["config"]["methods_resolved"] == ["alpha", "ig", "random"]
+    assert summary["heads"][0]["methods"]["ig"]["params"]["n_steps"] == 8
+    assert summary["heads"][0]["methods"]["alpha"]["faithfulness"]["ci_low"] is None
+    assert not (tmp_path / "plots").exists()
+
+
+@pytest.mark.parametrize("case,message", [
+    ("unknown_method", "no attribution method 'gradcm'; did you mean 'gradcam'"),
+    ("drop_on_last", "'drop' ablation needs a head with aggregation weights"),
+    ("alpha_on_last", "'alpha' is defined for none of the heads"),
+    ("missing_head", "is not a head directory"),
+    ("mismatched_cache", "fingerprint"),
+    ("missing_cache", "no feature cache"),
+    ("bad_split", "no split 'valid'"),
+    ("bad_target", "target must be one of pred, true"),
+])
+def test_errors_exit_1_with_their_message(case, message, digits_cache, head_dirs, tmp_path):
+    last, cache = str(head_dirs["last"]), str(digits_cache)
+    extra: list[str] = []
+    if case == "mismatched_cache":
+        rng = np.random.default_rng(0)
+        other = write_cache(tmp_path / "other.h5", {"train": ([rng.normal(size=(20, 4)).astype("float32")] * 3,
+                                                              np.arange(20) % 10)}, layer_names=["a", "b", "c"])
+        cache = str(other)
+    args = {
+        "unknown_method": [last, "--method", "gradcm"],
+        "drop_on_last": [last, "--ablation", "drop"],
+        "alpha_on_last": [last, "--method", "alpha"],
+        "missing_head": [str(tmp_path / "nope")],
+        "mismatched_cache": [last],
+        "missing_cache": [last],
+        "bad_split": [last, "--split", "valid"],
+        "bad_target": [last, "--target", "label"],
+    }[case]
+    if case == "missing_cache":
+        cache = str(tmp_path / "nope.h5")
+    result = runner.invoke(app, ["compare", *args, "--cache", cache, "--out", str(tmp_path / "out"), *extra])
+    assert result.exit_code == 1, result.output
+    assert "error:" in result.output and message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_usage_errors_exit_2_and_report_of_nothing_exits_1(head_dirs, tmp_path):
+    assert runner.invoke(app, ["compare", str(head_dirs["last"])]).exit_code == 2  # no --cache
+    assert runner.invoke(app, ["compare", str(head_dirs["last"]), "--cache", "x", "--limit", "many"]).exit_code == 2
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 1 and "no summary.json" in result.output
+
+
+def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
+    events = []
+    with FeatureStore(digits_cache) as store:
+        res = compare([head_dirs["scalarmix"]], store, CompareConfig(methods=("static",), limit=30, n_boot=50, plots=False),
+                      out_dir=tmp_path, progress=events.append)
+    assert [e["event"] for e in events][:2] == ["head", "step"]
+    assert res.heads[0].scores["static"].shape == (30, 3)
+    assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv"}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_compare_on_cuda_matches_cpu(digits_cache, head_dirs, tmp_path):
+    summaries = {}
+    for device in ("cpu", "cuda"):
+        with FeatureStore(digits_cache) as store:
+            res = compare([head_dirs["laya"]], store, CompareConfig(methods=("all",), limit=60, n_boot=50, device=device,
+                                                                    plots=False), out_dir=tmp_path / device)
+        summaries[device] = res.summary["heads"][0]
+    for m, s in summaries["cpu"]["methods"].items():
+        assert summaries["cuda"]["methods"][m]["deletion_at_1"] == pytest.approx(s["deletion_at_1"], abs=1e-4)

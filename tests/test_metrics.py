@@ -1,0 +1,103 @@
+"""metrics.py: exact numbers by hand, agreement with scipy's spearmanr, the undefined-row policy."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from laya_inspect import metrics as M
+
+
+def _scipy_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input warning: we only want its NaN
+        for x, y in zip(a, b):
+            out.append(stats.spearmanr(x, y).statistic)
+    return np.array(out, dtype=float)
+
+
+def test_spearman_matches_scipy_row_by_row_with_ties_and_constant_rows():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, size=(300, 6)).astype(float)  # many ties, some constant rows
+    e = rng.normal(size=(300, 6))
+    e[::7] = np.round(e[::7])  # ties on the effects side too
+    e[5] = 0.25  # a constant effects row
+    a[9] = 1.0  # a constant scores row
+    ours, ref = M.spearman_rows(a, e), _scipy_rows(a, e)
+    assert np.array_equal(np.isnan(ours), np.isnan(ref))
+    assert np.isnan(ours[5]) and np.isnan(ours[9])
+    np.testing.assert_allclose(ours[~np.isnan(ours)], ref[~np.isnan(ref)], atol=1e-12)
+
+
+def test_faithfulness_counts_undefined_rows_and_excludes_them():
+    scores = np.array([[1, 2, 3], [3, 2, 1], [1, 1, 1], [0, 5, 1]], dtype=float)
+    effects = np.array([[0.1, 0.2, 0.3], [0.1, 0.2, 0.3], [0.3, 0.2, 0.1], [2, 2, 2]], dtype=float)
+    f = M.faithfulness(scores, effects, n_boot=500, seed=3)
+    assert (f.n_valid, f.n_undefined) == (2, 2)
+    assert f.mean == pytest.approx(0.0)  # (+1 + −1) / 2; the constant rows are not averaged in as 0
+    assert f.ci_low <= f.mean <= f.ci_high and -1 <= f.ci_low and f.ci_high <= 1
+    assert M.faithfulness(scores, effects, n_boot=500, seed=3) == f  # seeded
+
+
+def test_faithfulness_bootstrap_is_percentile_of_resampled_valid_rows():
+    rng = np.random.default_rng(1)
+    scores, effects = rng.normal(size=(50, 4)), rng.normal(size=(50, 4))
+    f = M.faithfulness(scores, effects, n_boot=300, seed=7)
+    rho = M.spearman_rows(scores, effects)
+    boot = np.random.default_rng(7)
+    means = [rho[boot.integers(0, 50, size=50)].mean() for _ in range(300)]
+    assert (f.ci_low, f.ci_high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    assert f.mean == pytest.approx(rho.mean())
+
+
+def test_faithfulness_without_valid_rows_or_bootstrap():
+    f = M.faithfulness(np.ones((3, 4)), np.random.default_rng(0).normal(size=(3, 4)), n_boot=100)
+    assert np.isnan(f.mean) and f.n_valid == 0 and f.n_undefined == 3 and np.isnan(f.ci_low)
+    g = M.faithfulness(np.eye(3), np.eye(3), n_boot=0)
+    assert g.mean == pytest.approx(1.0) and np.isnan(g.ci_low) and np.isnan(g.ci_high)
+
+
+def test_deletion_oracle_random_agreement_by_hand():
+    # e = p − p_ablated; sample 0: layer 2 matters most; sample 1: layer 0.
+    p = np.array([0.9, 0.8])
+    p_abl = np.array([[0.8, 0.7, 0.3], [0.2, 0.8, 0.6]])
+    effects = p[:, None] - p_abl  # [[.1, .2, .6], [.6, 0, .2]]
+    scores = np.array([[0.1, 0.5, 0.4],  # top layer 1 → drop .2
+                       [0.7, 0.2, 0.1]])  # top layer 0 → drop .6
+    np.testing.assert_allclose(M.deletion_at_k(scores, p, p_abl), [0.2, 0.6])
+    np.testing.assert_allclose(M.oracle_at_1(effects), [0.6, 0.6])
+    np.testing.assert_allclose(M.random_at_1(effects), [0.3, 0.8 / 3])
+    np.testing.assert_array_equal(M.top_layer_agreement(scores, effects), [False, True])
+    # oracle's Deletion@1 is the oracle
+    np.testing.assert_allclose(M.deletion_at_k(effects, p, p_abl), M.oracle_at_1(effects))
+    p_topk = np.array([[0.7, 0.2, 0.1], [0.2, 0.1, 0.1]])
+    np.testing.assert_allclose(M.deletion_curve(p, p_topk), [(0.2 + 0.6) / 2, (0.7 + 0.7) / 2, (0.8 + 0.7) / 2])
+
+
+def test_ties_break_to_the_lower_layer():
+    scores = np.array([[0.5, 0.5, 0.1], [0.1, 0.3, 0.3], [1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(M.top_layer(scores), [0, 1, 0])
+    np.testing.assert_array_equal(M.top_order(scores), [[0, 1, 2], [1, 2, 0], [0, 1, 2]])
+    np.testing.assert_array_equal(M.tied_top_rows(scores), [True, True, True])
+
+
+def test_per_class_means_and_faithfulness():
+    values = np.array([[1.0, 0.0], [3.0, 2.0], [5.0, 5.0]])
+    classes = np.array([0, 0, 2])
+    out = M.per_class(values, classes, 3)
+    np.testing.assert_allclose(out[0], [2.0, 1.0])
+    assert np.isnan(out[1]).all()
+    np.testing.assert_allclose(out[2], [5.0, 5.0])
+    scores = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 1.0]])
+    effects = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
+    pc = M.per_class_faithfulness(scores, effects, classes, 3)
+    assert pc["n_valid"] == [2, 0, 0] and pc["n_undefined"] == [0, 0, 1]
+    assert pc["mean"][0] == pytest.approx(0.0) and np.isnan(pc["mean"][1]) and np.isnan(pc["mean"][2])
+
+
+def test_directions_are_stated():
+    for key in ("faithfulness", "deletion_at_1", "top_layer_agreement", "ig_delta_abs_mean"):
+        assert "better" in M.DIRECTIONS[key]
