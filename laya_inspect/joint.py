@@ -1,0 +1,335 @@
+"""Train a zoo backbone end to end with a head (PROTOCOL §3, the paper's joint protocol): the
+library behind `laya-inspect train`.
+
+The backbone's blocks feed the head as extraction would pool them (MLP blocks: vectors; CNN
+stages: global average pool; BiLSTM layers: their final hidden state). ``head="last"`` is the
+backbone's own classifier on its last block. For the other heads the backbone's own classifier
+(``module.head``) is not part of the joint model; so that the frozen model's logits (which
+``extract`` stores) mean something, it is then fitted as a linear probe on the frozen last block,
+and the checkpoint says so.
+
+The checkpoint is a self-describing zoo checkpoint (``extract --model zoo:NAME --weights FILE``
+reads it): ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", "head": {"kind",
+"config", "state_dict", "layer_names", "pooling"}, "metrics", "data_spec", "seed", "tool_version",
+"training", "transforms", "split_info"}``; test metrics go to ``<FILE stem>.metrics.json`` beside it.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import f1_score
+from torch import Tensor, nn
+
+from . import __version__
+from .errors import InputError
+from .heads import HEADS, PSI_CHOICES, Head, HeadOutput, LastLayerHead, build_head
+from .train import DEVICES, VAL_MODES, EarlyStopping, Progress, available_memory, resolve_device, validation_split
+
+JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
+POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
+
+
+@dataclass(frozen=True)
+class JointConfig:
+    model: str = "zoo:mlp"
+    data: str = "fashion-mnist"
+    head: str = "last"
+    seed: int = 0
+    lr: float = 3e-4
+    batch_size: int = 128
+    epochs: int = 50
+    patience: int = 5
+    val_fraction: float = 0.1
+    val_mode: str = "stratified"
+    limit: int | None = None
+    device: str = "auto"
+    d_star: int = 96
+    tau: float = 1.5
+    psi: str = "identity"
+    score_width: int | None = None
+    train_split: str = "train"
+    test_split: str = "test"
+    data_seed: int = 0  # the dataset's own seeded split/subset; extract's --seed must match it
+    model_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"hidden": [512, 256, 128]}
+
+    def __post_init__(self) -> None:
+        prefix, _, name = self.model.partition(":")
+        checks = [
+            (prefix == "zoo" and bool(name),
+             f"train builds zoo backbones: --model zoo:mlp|zoo:cnn|zoo:bilstm, got {self.model!r}"),
+            (self.head in JOINT_HEADS, f"--head must be one of {', '.join(JOINT_HEADS)}, got {self.head!r}"),
+            (self.lr > 0, f"--lr must be > 0, got {self.lr}"),
+            (self.batch_size >= 1, f"--batch-size must be ≥ 1, got {self.batch_size}"),
+            (self.epochs >= 1, f"--epochs must be ≥ 1, got {self.epochs}"),
+            (self.patience >= 1, f"--patience must be ≥ 1, got {self.patience}"),
+            (0 < self.val_fraction < 1, f"--val-fraction must be in (0, 1), got {self.val_fraction}"),
+            (self.val_mode in VAL_MODES, f"--val-mode must be one of {', '.join(VAL_MODES)}, got {self.val_mode!r}"),
+            (self.device in DEVICES, f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}"),
+            (self.tau > 0, f"--tau must be > 0, got {self.tau}"),
+            (self.psi in PSI_CHOICES, f"--psi must be one of {', '.join(PSI_CHOICES)}, got {self.psi!r}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InputError(message)
+
+    @property
+    def arch(self) -> str:
+        return self.model.partition(":")[2]
+
+
+def pooled_features(backbone: nn.Module, x: Any) -> list[Tensor]:
+    """The backbone's block outputs as (N, D_l) vectors, pooled as ``extract --pool auto`` does."""
+    if isinstance(x, dict):
+        x = x["input_ids"]
+    return [f.mean(dim=(2, 3)) if f.ndim == 4 else f for f in backbone.features(x)]
+
+
+class JointModel(nn.Module):
+    """Backbone + head; ``head=None`` means the backbone's own classifier on its last block."""
+
+    def __init__(self, backbone: nn.Module, head: Head | None) -> None:
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+    def forward(self, x: Any) -> HeadOutput:
+        hs = pooled_features(self.backbone, x)
+        if self.head is None:
+            return HeadOutput(self.backbone.head(hs[-1]), None)
+        return self.head(hs)
+
+
+@dataclass
+class JointResult:
+    path: Path
+    metrics_path: Path
+    metrics: dict[str, Any]
+    history: list[dict[str, float]]
+    layer_names: list[str]
+    alpha_mean: list[float] | None  # mean α per layer on the test split (laya)
+
+
+def _to(x: Any, device: torch.device) -> Any:
+    return {k: v.to(device) for k, v in x.items()} if isinstance(x, dict) else x.to(device)
+
+
+class _Rows:
+    """A split's transformed inputs: fetched batch by batch through the data layer, or, when the whole
+    split fits in a quarter of available memory, fetched once and kept as one tensor (on the device)."""
+
+    def __init__(self, split: Any, device: torch.device, chunk: int = 1024) -> None:
+        self.split, self.device, self.x = split, device, None
+        self.y = torch.from_numpy(np.asarray(split.labels, dtype=np.int64).copy()).to(device)
+        sample = split.fetch(split.index[:1])
+        if isinstance(sample, Tensor) and split.n * sample[0].numel() * 4 < available_memory() / 4:
+            self.x = torch.cat([split.fetch(split.index[i:i + chunk]).float()
+                                for i in range(0, split.n, chunk)]).to(device)
+
+    def batches(self, positions: np.ndarray, batch_size: int,
+                generator: torch.Generator | None = None) -> Iterator[tuple[Any, Tensor]]:
+        """Batches of the rows at ``positions`` (shuffled by ``generator``)."""
+        order = (positions if generator is None
+                 else positions[torch.randperm(len(positions), generator=generator).numpy()])
+        for i in range(0, len(order), batch_size):
+            pos = order[i:i + batch_size]
+            idx = torch.from_numpy(pos).to(self.device)
+            x = self.x[idx] if self.x is not None else _to(self.split.fetch(self.split.index[pos]), self.device)
+            yield x, self.y[idx]
+
+
+@torch.no_grad()
+def _predict(model: Callable[[Any], HeadOutput],
+             batches: Iterator[tuple[Any, Tensor]]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """(predictions, labels, weights or None, mean loss) over ``batches``."""
+    preds, labels, weights, loss_sum = [], [], [], 0.0
+    for x, y in batches:
+        out = model(x)
+        loss_sum += float(F.cross_entropy(out.logits, y, reduction="sum"))
+        preds.append(out.logits.argmax(1).cpu())
+        labels.append(y.cpu())
+        if out.weights is not None:
+            weights.append(out.weights.float().cpu())
+    p, t = torch.cat(preds).numpy(), torch.cat(labels).numpy()
+    return p, t, (torch.cat(weights).numpy() if weights else None), loss_sum / max(1, len(t))
+
+
+def _loop(module: nn.Module, forward: Callable[[Any], HeadOutput], params: Any,
+          train_batches: Callable[[torch.Generator], Iterator[tuple[Any, Tensor]]],
+          val_batches: Callable[[], Iterator[tuple[Any, Tensor]]], *, config: JointConfig, seed: int,
+          emit: Progress, tag: dict[str, Any]) -> tuple[list[dict[str, float]], EarlyStopping]:
+    """Adam + cross-entropy, early stopping on validation accuracy, best weights of ``module`` restored."""
+    opt = torch.optim.Adam(params, lr=config.lr)
+    gen = torch.Generator().manual_seed(seed)
+    stopper, history = EarlyStopping(config.patience), []
+    emit({"event": "run_start", "head": config.head, "seed": seed, "epochs": config.epochs, **tag})
+    for epoch in range(1, config.epochs + 1):
+        t0 = time.perf_counter()
+        module.train()
+        loss_sum, correct, count = 0.0, 0, 0
+        for x, y in train_batches(gen):
+            out = forward(x)
+            loss = F.cross_entropy(out.logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += float(loss.detach()) * len(y)
+            correct += int((out.logits.detach().argmax(1) == y).sum())
+            count += len(y)
+        module.eval()
+        p, t, _, val_loss = _predict(forward, val_batches())
+        val_acc = float((p == t).mean())
+        history.append({"epoch": epoch, "train_loss": loss_sum / count, "train_acc": correct / count,
+                        "val_loss": val_loss, "val_acc": val_acc, "seconds": time.perf_counter() - t0})
+        stop = stopper.step(epoch, val_acc, module)
+        emit({"event": "epoch", "head": config.head, "seed": seed, "epoch": epoch, "epochs": config.epochs,
+              "loss": loss_sum / count, "val_acc": val_acc, "best_val_acc": stopper.best, **tag})
+        if stop:
+            break
+    stopper.restore(module)
+    module.eval()
+    emit({"event": "run_end", "head": config.head, "seed": seed, "val_acc": stopper.best,
+          "best_epoch": stopper.best_epoch, "epochs_run": len(history), **tag})
+    return history, stopper
+
+
+def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | None = None,
+                overwrite: bool = False) -> JointResult:
+    """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics."""
+    from .data import load_data
+    from .models.zoo import DEFAULT_LAYERS, build_zoo, save_zoo_checkpoint
+
+    emit = progress or (lambda e: None)
+    path = Path(out)
+    metrics_path = path.with_name(path.stem + ".metrics.json")
+    if path.exists() and not overwrite:
+        raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
+    device = resolve_device(config.device)
+    if config.arch == "bilstm":
+        raise InputError("zoo:bilstm needs integer token ids, and no dataset loader gives them yet; "
+                         "train zoo:mlp or zoo:cnn, or train the BiLSTM elsewhere and load it with --weights")
+    # The data seed stays fixed across run seeds so that every run (and `extract`) sees the same test rows.
+    bundle = load_data(config.data, splits=(config.train_split, config.test_split), limit=config.limit,
+                       seed=config.data_seed)
+    train_split, test_split = bundle.splits[config.train_split], bundle.splits[config.test_split]
+    num_classes = bundle.num_classes
+    kwargs: dict[str, Any] = {"num_classes": num_classes, **config.model_kwargs}
+    if config.arch in ("mlp", "cnn"):
+        sample = train_split.fetch(train_split.index[:1])
+        if not isinstance(sample, Tensor) or sample.ndim != 4:
+            raise InputError(f"zoo:{config.arch} takes images (N, C, H, W); dataset {config.data!r} gives "
+                             f"{type(sample).__name__} {tuple(getattr(sample, 'shape', ()))}")
+        kwargs.setdefault("in_shape", tuple(int(s) for s in sample.shape[1:]))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        backbone = build_zoo(config.arch, **kwargs)
+        layer_names = DEFAULT_LAYERS[config.arch](backbone)
+        with torch.no_grad():
+            widths = [h.shape[1] for h in pooled_features(backbone.eval(), train_split.fetch(train_split.index[:2]))]
+        hp = {"d_star": config.d_star, "tau": config.tau, "psi": config.psi, "score_width": config.score_width}
+        head = None if config.head == "last" else build_head(config.head, widths, num_classes, **hp)
+    model = JointModel(backbone, head).to(device)
+    train, test = _Rows(train_split, device), _Rows(test_split, device)
+    tr_pos, va_pos = validation_split(train_split.labels, config.val_fraction, config.val_mode, config.data_seed)
+
+    t0 = time.perf_counter()
+    history, stopper = _loop(
+        model, model, model.parameters(),
+        lambda g: train.batches(tr_pos, config.batch_size, g),
+        lambda: train.batches(va_pos, 4 * config.batch_size), config=config, seed=config.seed,
+        emit=emit, tag={"stage": "joint", "run": 1, "runs": 1})
+    preds, labels, weights, test_loss = _predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
+    metrics: dict[str, Any] = {
+        "head": config.head, "seed": config.seed, "val_acc": stopper.best, "best_epoch": stopper.best_epoch,
+        "epochs_run": len(history), "test_acc": float((preds == labels).mean()),
+        "test_macro_f1": float(f1_score(labels, preds, average="macro", zero_division=0)), "test_loss": test_loss,
+        "n_train": int(len(tr_pos)), "n_val": int(len(va_pos)), "n_test": int(test_split.n),
+        "seconds": time.perf_counter() - t0,
+    }
+    alpha_mean = weights.mean(axis=0).tolist() if weights is not None else None
+    if alpha_mean is not None:
+        metrics["test_mean_weights"] = dict(zip(layer_names, alpha_mean))
+
+    if head is None:
+        saved_head: Head = LastLayerHead(widths, num_classes)
+        saved_head.classifier.load_state_dict(backbone.head.state_dict())
+        metrics["backbone_head"] = "trained jointly (it is the 'last' head)"
+    else:
+        saved_head = head
+        metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
+    ckpt_extra = {
+        "head": {"kind": saved_head.kind, "config": saved_head.config(), "layer_names": layer_names,
+                 "pooling": POOLING.get(config.arch, "none"),
+                 "state_dict": {k: v.detach().cpu() for k, v in saved_head.state_dict().items()}},
+        "metrics": metrics, "data_spec": bundle.spec, "seed": config.seed, "tool_version": __version__,
+        "training": {k: v for k, v in asdict(config).items() if k not in ("model_kwargs",)},
+        "transforms": bundle.transforms, "split_info": _plain(bundle.split_info), "history": history,
+    }
+    save_zoo_checkpoint(path, backbone.cpu(), extra=_plain(ckpt_extra))
+    metrics_path.write_text(json.dumps(_plain({"checkpoint": str(path), "model": config.model, "data": bundle.spec,
+                                                 "layer_names": layer_names, **metrics, "history": history}),
+                                       indent=2) + "\n")
+    return JointResult(path=path, metrics_path=metrics_path, metrics=metrics, history=history,
+                       layer_names=layer_names, alpha_mean=alpha_mean)
+
+
+def _probe(backbone: nn.Module, train: _Rows, test: _Rows, tr_pos: np.ndarray, va_pos: np.ndarray,
+           config: JointConfig, emit: Progress) -> dict[str, Any]:
+    """Fit the backbone's own classifier on its frozen (pooled) last block, so its logits are meaningful."""
+    backbone.eval()
+
+    @torch.no_grad()
+    def last_block(rows: _Rows, pos: np.ndarray) -> tuple[Tensor, Tensor]:
+        feats, ys = [], []
+        for x, y in rows.batches(pos, 4 * config.batch_size):
+            feats.append(pooled_features(backbone, x)[-1])
+            ys.append(y)
+        return torch.cat(feats), torch.cat(ys)
+
+    (f_tr, y_tr), (f_va, y_va) = last_block(train, tr_pos), last_block(train, va_pos)
+    clf = backbone.head
+
+    def tensor_batches(f: Tensor, y: Tensor, gen: torch.Generator | None) -> Iterator[tuple[Tensor, Tensor]]:
+        order = torch.arange(len(y)) if gen is None else torch.randperm(len(y), generator=gen)
+        for i in range(0, len(y), config.batch_size):
+            idx = order[i:i + config.batch_size].to(f.device)
+            yield f[idx], y[idx]
+
+    history, stopper = _loop(
+        clf, lambda h: HeadOutput(clf(h), None), clf.parameters(), lambda g: tensor_batches(f_tr, y_tr, g),
+        lambda: tensor_batches(f_va, y_va, None), config=config, seed=config.seed, emit=emit,
+        tag={"stage": "probe", "run": 1, "runs": 1})
+    f_te, y_te = last_block(test, np.arange(len(test.y)))
+    with torch.no_grad():
+        test_acc = float((clf(f_te).argmax(1) == y_te).double().mean())
+    return {"trained": "linear probe on the frozen last block, after joint training", "val_acc": stopper.best,
+            "test_acc": test_acc, "epochs_run": len(history)}
+
+
+def head_from_checkpoint(obj: dict[str, Any]) -> Head:
+    """The jointly trained head stored in a zoo checkpoint (read with ``torch.load(weights_only=True)``)."""
+    spec = obj.get("head")
+    if not isinstance(spec, dict) or "kind" not in spec:
+        raise InputError("this zoo checkpoint holds no head; it was not written by `laya-inspect train`")
+    head = HEADS.get(spec["kind"])(**spec["config"])
+    head.load_state_dict(spec["state_dict"])
+    return head.eval()
+
+
+def _plain(v: Any) -> Any:
+    """Only plain values (so the checkpoint loads with weights_only=True and the JSON is valid)."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    return v

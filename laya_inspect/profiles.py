@@ -1,0 +1,153 @@
+"""Layer-weight profiles of fitted heads on the test split: what the heads say about the layers.
+
+- α heads (LAYA; the weights change with the input): the global mean ± std of α per layer over the
+  test rows of every seed (and the spread of the per-seed means), and class × layer mean α for all,
+  correctly and incorrectly classified rows (class = the true label; pooled over seeds).
+- static heads (ScalarMix): the softmax of the learned scalars, per seed, mean ± std over seeds.
+
+Written as profiles.json, three CSV files and the plots of ``profile_plots`` (PNG and SVG).
+Shapes: N test rows, S seeds, L layers, C classes. A class with no rows in a group is NaN (null in
+JSON, empty in CSV, blank in the heatmap), never 0.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+GROUPS = ("all", "correct", "incorrect")
+
+
+def class_layer_mean(weights: np.ndarray, labels: np.ndarray, num_classes: int,
+                     mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(C, L) mean of ``weights`` (N, L) over the rows of each class (within ``mask``), and (C,) counts."""
+    keep = np.ones(len(labels), dtype=bool) if mask is None else mask
+    means = np.full((num_classes, weights.shape[1]), np.nan)
+    counts = np.zeros(num_classes, dtype=np.int64)
+    for c in range(num_classes):
+        rows = keep & (labels == c)
+        counts[c] = int(rows.sum())
+        if counts[c]:
+            means[c] = weights[rows].mean(axis=0)
+    return means, counts
+
+
+def alpha_profile(weights: Sequence[np.ndarray], preds: Sequence[np.ndarray], labels: np.ndarray,
+                  num_classes: int) -> dict[str, Any]:
+    """Profile of per-input weights: ``weights`` and ``preds`` one (N, L) / (N,) array per seed."""
+    w_all = np.concatenate([np.asarray(w, dtype=np.float64) for w in weights])  # (S·N, L)
+    y_all = np.tile(np.asarray(labels), len(weights))
+    correct = np.concatenate([np.asarray(p) == np.asarray(labels) for p in preds])
+    seed_means = np.stack([np.asarray(w, dtype=np.float64).mean(axis=0) for w in weights])  # (S, L)
+    out: dict[str, Any] = {
+        "rows": int(len(w_all)),
+        "mean": w_all.mean(axis=0),
+        "std": w_all.std(axis=0, ddof=1) if len(w_all) > 1 else np.full(w_all.shape[1], np.nan),
+        "seed_means": seed_means,
+        "seed_std": seed_means.std(axis=0, ddof=1) if len(seed_means) > 1 else np.full(seed_means.shape[1], np.nan),
+        "class": {},
+    }
+    for group, mask in (("all", None), ("correct", correct), ("incorrect", ~correct)):
+        means, counts = class_layer_mean(w_all, y_all, num_classes, mask)
+        out["class"][group] = {"mean": means, "count": counts}
+    return out
+
+
+def static_profile(static: Sequence[np.ndarray]) -> dict[str, Any]:
+    """Profile of input-independent weights (ScalarMix): one (L,) row per seed."""
+    w = np.stack([np.asarray(s, dtype=np.float64) for s in static])  # (S, L)
+    return {"weights": w, "mean": w.mean(axis=0),
+            "std": w.std(axis=0, ddof=1) if len(w) > 1 else np.full(w.shape[1], np.nan)}
+
+
+def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_names: Sequence[str]) -> dict[str, Any]:
+    """Profiles of every weighted head in ``runs`` (train.RunResult: .head, .seed, .test, .static_weights)."""
+    heads = list(dict.fromkeys(r.head for r in runs))
+    alpha, static = {}, {}
+    for h in heads:
+        rs = [r for r in runs if r.head == h and r.test is not None]
+        if not rs:
+            continue
+        if all(r.static_weights is not None for r in rs):
+            static[h] = {"seeds": [r.seed for r in rs], **static_profile([r.static_weights for r in rs])}
+        elif all(r.test.weights is not None for r in rs):
+            labels = rs[0].test.labels
+            alpha[h] = {"seeds": [r.seed for r in rs], "n_test": int(len(labels)),
+                        **alpha_profile([r.test.weights for r in rs], [r.test.preds for r in rs], labels,
+                                        len(class_names))}
+    return {"layer_names": list(layer_names), "class_names": list(class_names), "alpha": alpha, "static": static,
+            "class_of_row": "true label", "pooled_over_seeds": True}
+
+
+def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
+    """'laya α: blocks.0 0.120 · blocks.1 0.201 · blocks.2 0.679' (the first α head, else static)."""
+    names = profiles["layer_names"]
+    for kind, table in (("α", profiles["alpha"]), ("static w", profiles["static"])):
+        for h, p in table.items():
+            if head is None or h == head:
+                return f"{h} {kind}: " + " · ".join(f"{n} {m:.3f}" for n, m in zip(names, p["mean"]))
+    return ""
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for r in rows:
+            w.writerow(["" if isinstance(v, float) and not math.isfinite(v) else v for v in r])
+    return path
+
+
+def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
+    """Write profiles.json, layer_weights.csv, class_layer_alpha.csv, static_weights.csv and the plots."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names, classes = profiles["layer_names"], profiles["class_names"]
+    files: dict[str, Path] = {}
+    files["profiles_json"] = out / "profiles.json"
+    files["profiles_json"].write_text(json.dumps(_jsonable(profiles), indent=2, allow_nan=False) + "\n")
+    layer_rows = []
+    for h, p in profiles["alpha"].items():
+        layer_rows += [[h, "alpha", n, float(p["mean"][i]), float(p["std"][i]), float(p["seed_std"][i])]
+                       for i, n in enumerate(names)]
+    for h, p in profiles["static"].items():
+        layer_rows += [[h, "static", n, float(p["mean"][i]), float("nan"), float(p["std"][i])]
+                       for i, n in enumerate(names)]
+    files["layer_weights_csv"] = _csv(out / "layer_weights.csv",
+                                      ["head", "kind", "layer", "mean", "std_over_rows", "std_over_seeds"], layer_rows)
+    class_rows = []
+    for h, p in profiles["alpha"].items():
+        for group in GROUPS:
+            g = p["class"][group]
+            for c, cname in enumerate(classes):
+                class_rows += [[h, group, cname, int(g["count"][c]), n, float(g["mean"][c, i])]
+                               for i, n in enumerate(names)]
+    files["class_layer_csv"] = _csv(out / "class_layer_alpha.csv",
+                                    ["head", "group", "class", "n", "layer", "mean_alpha"], class_rows)
+    static_rows = [[h, s, n, float(p["weights"][k, i])] for h, p in profiles["static"].items()
+                   for k, s in enumerate(p["seeds"]) for i, n in enumerate(names)]
+    files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
+    if plots:
+        from .profile_plots import plot_profiles
+
+        files.update(plot_profiles(out, profiles))
+    return files

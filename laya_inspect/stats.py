@@ -1,0 +1,146 @@
+"""Summary statistics over seeds: pure functions of arrays, no I/O.
+
+Protocol (PROTOCOL §3): report mean ± std (ddof=1) and the two-sided 95% t-interval
+mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
+here and ``note`` says so; JSON writers turn NaN into null.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as _sps
+
+from .errors import InputError
+
+UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
+
+
+def _array(values: Iterable[float]) -> np.ndarray:
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+    if x.size == 0:
+        raise InputError("no values to summarise")
+    return x
+
+
+def mean(values: Iterable[float]) -> float:
+    return float(_array(values).mean())
+
+
+def std(values: Iterable[float]) -> float:
+    """Sample standard deviation (ddof=1); NaN for a single value."""
+    x = _array(values)
+    return float(x.std(ddof=1)) if x.size > 1 else math.nan
+
+
+def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided t-interval for the mean: mean ± t((1+confidence)/2, n−1)·std/√n; (NaN, NaN) for n=1."""
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence}")
+    x = _array(values)
+    if x.size < 2:
+        return math.nan, math.nan
+    m, s = float(x.mean()), float(x.std(ddof=1))
+    half = float(_sps.t.ppf((1 + confidence) / 2, x.size - 1)) * s / math.sqrt(x.size)
+    return m - half, m + half
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """mean ± std over n values with a t-interval; ``values`` kept in the order given."""
+
+    n: int
+    mean: float
+    std: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    values: tuple[float, ...]
+
+    @property
+    def half_width(self) -> float:
+        return (self.ci_high - self.ci_low) / 2
+
+    @property
+    def note(self) -> str | None:
+        return UNDEFINED_NOTE if self.n < 2 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: NaN becomes None, and an undefined interval carries a note."""
+        d = {k: _finite_or_none(v) for k, v in asdict(self).items() if k != "values"}
+        d["values"] = [_finite_or_none(v) for v in self.values]
+        if self.note:
+            d["note"] = self.note
+        return d
+
+    def format(self, digits: int = 4, *, ci: bool = True) -> str:
+        """'0.8834 ± 0.0046 [0.8777, 0.8891]'; an undefined std/interval prints as 'n/a'."""
+        s = f"{self.mean:.{digits}f} ± " + ("n/a" if math.isnan(self.std) else f"{self.std:.{digits}f}")
+        if ci:
+            s += " [n/a]" if math.isnan(self.ci_low) else f" [{self.ci_low:.{digits}f}, {self.ci_high:.{digits}f}]"
+        return s
+
+
+def _finite_or_none(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def describe(values: Iterable[float], confidence: float = 0.95) -> Estimate:
+    x = _array(values)
+    lo, hi = t_interval(x, confidence)
+    return Estimate(n=int(x.size), mean=float(x.mean()), std=std(x), ci_low=lo, ci_high=hi,
+                    confidence=confidence, values=tuple(float(v) for v in x))
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Estimate of a − b over paired values (same seeds, same order): the paired t-interval."""
+    xa, xb = _array(a), _array(b)
+    if xa.shape != xb.shape:
+        raise InputError(f"paired difference needs as many values on each side, got {xa.size} and {xb.size}")
+    return describe(xa - xb, confidence)
+
+
+def summarize_runs(runs: Sequence[dict[str, Any]], *, metrics: Sequence[str] = ("test_acc", "test_macro_f1"),
+                   baseline: str | None = "last", confidence: float = 0.95) -> list[dict[str, Any]]:
+    """Per head: each metric as an Estimate over seeds, and the paired difference to ``baseline``.
+
+    ``runs`` are dicts with at least ``head``, ``seed`` and the metrics. The difference pairs runs by
+    seed and uses only the seeds both heads have; it is None when the baseline was not run (and for
+    the baseline itself).
+    """
+    heads = list(dict.fromkeys(r["head"] for r in runs))
+    by_head = {h: {r["seed"]: r for r in runs if r["head"] == h} for h in heads}
+    base = by_head.get(baseline) if baseline else None
+    out = []
+    for h in heads:
+        seeds = sorted(by_head[h])
+        row: dict[str, Any] = {"head": h, "n": len(seeds), "seeds": seeds}
+        for m in metrics:
+            row[m] = describe([by_head[h][s][m] for s in seeds], confidence)
+        row["delta_vs_" + str(baseline)] = None
+        if base is not None and h != baseline:
+            common = [s for s in seeds if s in base]
+            if common:
+                row["delta_vs_" + str(baseline)] = {
+                    m: paired_difference([by_head[h][s][m] for s in common], [base[s][m] for s in common], confidence)
+                    for m in metrics
+                }
+        out.append(row)
+    return out
+
+
+def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Turn the Estimates inside a ``summarize_runs`` result into plain dicts (NaN → None)."""
+    def conv(v: Any) -> Any:
+        if isinstance(v, Estimate):
+            return v.to_dict()
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [conv(x) for x in v]
+        return _finite_or_none(v)
+
+    return [conv(row) for row in summary]

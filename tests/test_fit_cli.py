@@ -1,0 +1,144 @@
+"""`laya-inspect fit-head` end to end on the real digits cache, and one failing call per error class."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import laya_inspect.cli.fit_cmd  # noqa: F401  (registers fit-head and train on `app`)
+from laya_inspect.cli import app
+
+runner = CliRunner()
+ENV = {"COLUMNS": "200"}
+FAST = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # noqa: ANN202
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def fitted(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("fit") / "heads"
+    result = runner.invoke(app, ["fit-head", str(digits_cache), "--head", "all", "--seeds", "2", *FAST,
+                                 "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
+    out, _ = fitted
+    heads = ["laya", "last", "concat", "scalarmix"]
+    for h in heads:
+        for s in (0, 1):
+            d = out / h / f"seed_{s}"
+            config = json.loads((d / "config.json").read_text())
+            assert config["kind"] == h and config["seed"] == s and config["hparams"]["d_star"] == 96
+            assert config["training"]["epochs"] == 3 and len(config["history"]) >= 1
+            assert (d / "weights.pt").stat().st_size > 0
+            metrics = json.loads((d / "metrics.json").read_text())
+            assert metrics["test_acc"] > 0.1 and metrics["epochs_run"] <= 3  # chance is 0.1
+            log = _csv(d / "train_log.csv")
+            assert [int(r["epoch"]) for r in log] == list(range(1, len(log) + 1))
+    runs = json.loads((out / "runs.json").read_text())
+    assert len(runs) == 8 and len(_csv(out / "runs.csv")) == 8
+    assert {(r["head"], r["seed"]) for r in runs} == {(h, s) for h in heads for s in (0, 1)}
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {r["head"]: r for r in summary["heads"]}
+    assert list(rows) == heads
+    for h, r in rows.items():
+        assert r["n"] == 2 and r["test_acc"]["mean"] > 0.1
+        assert r["test_acc"]["ci_low"] <= r["test_acc"]["mean"] <= r["test_acc"]["ci_high"]
+        assert (r["delta_vs_last"] is None) == (h == "last")
+    laya_runs = [x for x in runs if x["head"] == "laya"]
+    last_runs = {x["seed"]: x for x in runs if x["head"] == "last"}
+    expected = np.mean([x["test_acc"] - last_runs[x["seed"]]["test_acc"] for x in laya_runs])
+    assert rows["laya"]["delta_vs_last"]["test_acc"]["mean"] == pytest.approx(expected)
+    assert summary["split"]["n_val"] + summary["split"]["n_train"] == 1347
+    assert len(_csv(out / "summary.csv")) == 4
+
+
+def test_alpha_profiles(fitted: tuple[Path, object]) -> None:
+    out, _ = fitted
+    prof = json.loads((out / "profiles" / "profiles.json").read_text())
+    assert prof["layer_names"] == ["blocks.0", "blocks.1", "blocks.2"]
+    laya = prof["alpha"]["laya"]
+    assert sum(laya["mean"]) == pytest.approx(1.0, abs=1e-5)
+    assert all(abs(sum(m) - 1) < 1e-5 for m in laya["seed_means"])
+    groups = laya["class"]
+    for c in range(10):
+        assert groups["correct"]["count"][c] + groups["incorrect"]["count"][c] == groups["all"]["count"][c]
+        assert sum(groups["all"]["mean"][c]) == pytest.approx(1.0, abs=1e-5)
+    assert sum(groups["all"]["count"]) == 2 * 450  # pooled over the 2 seeds' test rows
+    static = prof["static"]["scalarmix"]
+    assert len(static["weights"]) == 2 and sum(static["mean"]) == pytest.approx(1.0, abs=1e-6)
+    layer_rows = _csv(out / "profiles" / "layer_weights.csv")
+    assert {(r["head"], r["kind"]) for r in layer_rows} == {("laya", "alpha"), ("scalarmix", "static")}
+    assert len(_csv(out / "profiles" / "class_layer_alpha.csv")) == 3 * 10 * 3
+    assert len(_csv(out / "profiles" / "static_weights.csv")) == 2 * 3
+    for stem in ("layer_weights", "laya_class_all", "laya_class_correct", "laya_class_incorrect"):
+        assert (out / "profiles" / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+        assert "<svg" in (out / "profiles" / f"{stem}.svg").read_text()
+
+
+def test_terminal_output(fitted: tuple[Path, object]) -> None:
+    out, result = fitted
+    text = result.stdout
+    for h in ("laya", "last", "concat", "scalarmix", "accuracy", "macro-F1", "Δ acc vs last", "(baseline)"):
+        assert h in text
+    assert "laya α: blocks.0" in text
+    assert "summary.json" in text and "runs.csv" in text and "profiles" in text
+
+
+def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["fit-head", str(digits_cache), "--head", "laya,last", "--seed", "3", *FAST,
+                                 "--d-star", "16", "--tau", "1.0", "--psi", "mlp", "--val-mode", "last",
+                                 "--out", str(tmp_path / "o"), "--json"], env=ENV)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert [h["head"] for h in summary["heads"]] == ["laya", "last"]
+    laya = summary["heads"][0]
+    assert laya["n"] == 1 and laya["test_acc"]["ci_low"] is None and "undefined" in laya["test_acc"]["note"]
+    assert summary["hparams"]["psi"] == "mlp" and summary["split"]["val_mode"] == "last"
+    assert json.loads((tmp_path / "o" / "laya" / "seed_3" / "config.json").read_text())["kwargs"]["d_star"] == 16
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--head", "lasst"], "no head 'lasst'; did you mean 'last'"),
+    (["--tau", "0"], "--tau must be > 0, got 0.0"),
+    (["--val-fraction", "1.5"], "--val-fraction must be in (0, 1)"),
+    (["--train-split", "trian"], "no split 'trian'"),
+])
+def test_errors_exit_1_with_one_line(digits_cache: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["fit-head", str(digits_cache), *args, "--out", str(tmp_path / "x")], env=ENV)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr and "Traceback" not in result.output
+    assert result.stderr.strip().count("\n") == 0
+
+
+def test_missing_cache_and_existing_out(digits_cache: Path, fitted: tuple[Path, object], tmp_path: Path) -> None:
+    result = runner.invoke(app, ["fit-head", str(tmp_path / "none.h5")], env=ENV)
+    assert result.exit_code == 1 and "no feature cache at" in result.stderr
+    out, _ = fitted
+    result = runner.invoke(app, ["fit-head", str(digits_cache), "--head", "last", "--out", str(out)], env=ENV)
+    assert result.exit_code == 1 and "--force" in result.stderr
+
+
+def test_usage_errors_exit_2(digits_cache: Path) -> None:
+    for args in (["--seeds", "2", "--seed", "1"], ["--epochs", "many"], ["--val-mode", "random"], ["--bogus"]):
+        result = runner.invoke(app, ["fit-head", str(digits_cache), *args], env=ENV)
+        assert result.exit_code == 2, (args, result.output)

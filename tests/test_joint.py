@@ -1,0 +1,98 @@
+"""`laya-inspect train`: a zoo backbone trained end to end; its checkpoint loads for extraction."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import laya_inspect.cli.fit_cmd  # noqa: F401  (registers fit-head and train on `app`)
+from laya_inspect.cli import app
+
+runner = CliRunner()
+ENV = {"COLUMNS": "200"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # noqa: ANN202
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _digits_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """64 test images (1, 8, 8) in [0, 1] and their labels, as `train` and `extract` see them."""
+    from laya_inspect.data import load_data
+
+    split = load_data("digits", splits=("test",)).splits["test"]
+    x, y, _ = next(split.batches(64))
+    return x, y
+
+
+def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> None:
+    from laya_inspect.heads import LastLayerHead
+    from laya_inspect.joint import head_from_checkpoint, pooled_features
+    from laya_inspect.models import load_model
+
+    ckpt = tmp_path / "mlp.pt"
+    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--epochs", "2",
+                                 "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "test accuracy" in result.stdout
+    assert f"laya-inspect extract --model zoo:mlp --weights {ckpt} --data digits" in result.stdout
+    obj = torch.load(ckpt, weights_only=True)
+    assert obj["format"] == "laya-inspect-zoo" and obj["arch"] == "mlp"
+    assert obj["kwargs"]["in_shape"] == [1, 8, 8] and obj["kwargs"]["num_classes"] == 10
+    assert obj["data_spec"] == "digits" and obj["seed"] == 0 and obj["tool_version"]
+    metrics = json.loads((tmp_path / "mlp.metrics.json").read_text())
+    assert metrics["test_acc"] > 0.3 and metrics["epochs_run"] == 2  # chance is 0.1
+    assert obj["metrics"]["test_acc"] == metrics["test_acc"]
+
+    loaded = load_model("zoo:mlp", weights=str(ckpt))
+    assert loaded.module.kwargs == obj["kwargs"] and loaded.num_classes == 10
+    assert loaded.default_layers == ["blocks.0", "blocks.1", "blocks.2"]
+    x, y = _digits_batch()
+    with torch.no_grad():
+        logits = loaded.module(x)
+        # the checkpoint's head is the trained LastLayer classifier: same logits from the pooled last block
+        head = head_from_checkpoint(obj)
+        assert isinstance(head, LastLayerHead) and obj["head"]["layer_names"] == loaded.default_layers
+        hs = pooled_features(loaded.module, x)
+        torch.testing.assert_close(head(hs).logits, logits, rtol=0, atol=0)
+    assert float((logits.argmax(1) == y).float().mean()) > 0.3
+
+
+def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
+    from laya_inspect.joint import head_from_checkpoint, pooled_features
+    from laya_inspect.models import load_model
+
+    ckpt = tmp_path / "laya.pt"
+    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "2",
+                                 "--d-star", "16", "--lr", "1e-3", "--limit", "600", "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "laya mean weight on test: blocks.0" in result.stdout
+    obj = torch.load(ckpt, weights_only=True)
+    head = head_from_checkpoint(obj)
+    assert head.kind == "laya" and head.d_star == 16 and head.widths == [512, 256, 128]
+    assert obj["metrics"]["backbone_head"]["trained"].startswith("linear probe")
+    loaded = load_model("zoo:mlp", weights=str(ckpt))
+    with torch.no_grad():
+        alpha = head(pooled_features(loaded.module, _digits_batch()[0])).weights
+    torch.testing.assert_close(alpha.sum(1), torch.ones(len(alpha)))
+    again = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--out", str(ckpt)], env=ENV)
+    assert again.exit_code == 1 and "--force" in again.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "torchvision:resnet18", "--data", "digits"], "train builds zoo backbones"),
+    (["--model", "zoo:mlp", "--data", "digits", "--head", "lasst"], "--head must be one of last, laya"),
+    (["--model", "zoo:mlpp", "--data", "digits"], "no zoo model 'mlpp'"),
+    (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
+])
+def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["train", *args, "--epochs", "1", "--out", str(tmp_path / "x.pt")], env=ENV)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr

@@ -1,0 +1,154 @@
+"""Training loop: learning, determinism, early stopping, streaming, the grid, save → load."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import write_cache
+from laya_inspect.errors import CacheError, InputError, NotFoundError
+from laya_inspect.headio import load_head
+from laya_inspect.store import FeatureStore
+from laya_inspect.train import FitConfig, SplitData, fit_heads, fit_one, resolve_heads, validation_split
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # noqa: ANN202 - tiny heads: one thread is faster and steadier on a shared machine
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def toy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three separable Gaussian blobs seen through two 'layers' (6 and 4 features)."""
+    rng = np.random.default_rng(0)
+
+    def split(n: int) -> tuple[list[np.ndarray], np.ndarray]:
+        y = rng.integers(0, 3, n)
+        centres = np.eye(3)[y] * 3.0
+        l1 = np.concatenate([centres, rng.normal(size=(n, 3))], 1) + rng.normal(scale=0.5, size=(n, 6))
+        l2 = np.tanh(l1[:, :4])
+        return [l1.astype(np.float32), l2.astype(np.float32)], y
+
+    return write_cache(tmp_path_factory.mktemp("toy") / "toy.h5", {"train": split(300), "test": split(120)})
+
+
+def _fit(store: FeatureStore, kind: str, seed: int, config: FitConfig, in_memory: bool = True):  # noqa: ANN202
+    train = SplitData(store, "train", torch.device("cpu"), in_memory)
+    test = SplitData(store, "test", torch.device("cpu"), in_memory)
+    tr, va = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
+    return fit_one(kind, seed, config.head_hparams(), train=train, train_rows=tr, val_rows=va,
+                   num_classes=store.num_classes, config=config, test=test)
+
+
+def test_loss_falls_and_the_toy_is_learnt(toy_cache: Path) -> None:
+    cfg = FitConfig(d_star=8, lr=3e-2, batch_size=32, epochs=6, patience=6)
+    with FeatureStore(toy_cache) as store:
+        for kind in ("laya", "last", "concat", "scalarmix"):
+            r = _fit(store, kind, 0, cfg)
+            losses = [h["train_loss"] for h in r.history]
+            assert losses[-1] < 0.7 * losses[0], (kind, losses)
+            assert r.test_acc > 0.9 and r.val_acc > 0.9, kind
+
+
+def test_same_seed_same_weights_other_seed_differs(toy_cache: Path) -> None:
+    cfg = FitConfig(d_star=8, lr=1e-2, batch_size=32, epochs=3)
+    with FeatureStore(toy_cache) as store:
+        a, b, c = (_fit(store, "laya", s, cfg) for s in (7, 7, 8))
+    for k, v in a.module.state_dict().items():
+        assert torch.equal(v, b.module.state_dict()[k]), k
+    assert a.history == [dict(h, seconds=a.history[i]["seconds"]) for i, h in enumerate(b.history)]
+    assert (a.test_acc, a.test_macro_f1, a.best_epoch) == (b.test_acc, b.test_macro_f1, b.best_epoch)
+    np.testing.assert_array_equal(a.test.weights, b.test.weights)
+    assert not torch.equal(a.module.classifier.weight, c.module.classifier.weight)
+
+
+def test_streaming_gives_the_same_run_as_memory(toy_cache: Path) -> None:
+    cfg = FitConfig(d_star=8, lr=1e-2, batch_size=32, epochs=2)
+    with FeatureStore(toy_cache) as store:
+        mem, stream = _fit(store, "scalarmix", 3, cfg, True), _fit(store, "scalarmix", 3, cfg, False)
+    for k, v in mem.module.state_dict().items():
+        torch.testing.assert_close(v, stream.module.state_dict()[k])
+    assert mem.test_acc == stream.test_acc
+
+
+def test_early_stopping_restores_the_best_epoch(toy_cache: Path) -> None:
+    # With a vanishing learning rate validation accuracy never strictly improves after epoch 1.
+    cfg = FitConfig(d_star=8, lr=1e-12, epochs=20, patience=2)
+    with FeatureStore(toy_cache) as store:
+        r = _fit(store, "concat", 0, cfg)
+    assert r.best_epoch == 1 and r.epochs_run == 3
+    assert r.val_acc == r.history[0]["val_acc"]
+
+
+def test_validation_split() -> None:
+    y = np.repeat(np.arange(4), [50, 30, 10, 10])
+    tr, va = validation_split(y, 0.1, "stratified", 0)
+    assert sorted(np.concatenate([tr, va]).tolist()) == list(range(100))
+    assert np.bincount(y[va]).tolist() == [5, 3, 1, 1]
+    tr2, va2 = validation_split(y, 0.1, "stratified", 0)
+    np.testing.assert_array_equal(va, va2)
+    assert not np.array_equal(va, validation_split(y, 0.1, "stratified", 1)[1])
+    tr, va = validation_split(y, 0.1, "last", 0)  # Keras: split at round(n·0.9)
+    assert va.tolist() == list(range(90, 100)) and tr.tolist() == list(range(90))
+    with pytest.raises(InputError, match="validation"):
+        validation_split(np.zeros(3, dtype=np.int64), 0.1, "stratified", 0)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(InputError, match="tau"):
+        FitConfig(tau=0)
+    with pytest.raises(InputError, match="val-fraction"):
+        FitConfig(val_fraction=1.0)
+    with pytest.raises(NotFoundError, match="available: laya, last, concat, scalarmix"):
+        FitConfig(heads=("lasts",))
+    with pytest.raises(InputError, match="--grid"):
+        FitConfig(heads=("last",), grid=True)
+    assert FitConfig(seeds=[1, 2]).seeds == (1, 2)
+    assert resolve_heads(["laya,last", "all"]) == ("laya", "last", "concat", "scalarmix")
+    with pytest.raises(NotFoundError, match="did you mean 'concat'"):
+        resolve_heads(["concta"])
+
+
+def test_save_load_identical_logits_and_cache_check(toy_cache: Path, digits_cache: Path, tmp_path: Path) -> None:
+    cfg = FitConfig(heads=("laya", "scalarmix"), seeds=(0,), d_star=8, lr=1e-2, batch_size=32, epochs=2)
+    with FeatureStore(toy_cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+        hs = [torch.from_numpy(a) for a in store.layers("test")]
+        for r in result.runs:
+            head, config = load_head(r.head_dir, store=store)
+            torch.testing.assert_close(head(hs).logits, r.module(hs).logits, rtol=0, atol=0)
+            assert config["seed"] == 0 and config["cache_fingerprint"] == store.fingerprint
+            assert config["metrics"]["test_acc"] == r.test_acc
+            assert len(config["history"]) == r.epochs_run
+        with pytest.raises(InputError, match="--force"):
+            fit_heads(store, cfg, out_dir=tmp_path / "fit")  # results there already
+    with FeatureStore(digits_cache) as other:
+        with pytest.raises(CacheError, match="fingerprint"):
+            load_head(result.runs[0].head_dir, store=other)
+        with pytest.warns(UserWarning, match="fingerprint"):
+            load_head(result.runs[0].head_dir, store=other, force=True)
+
+
+def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tmp_path: Path) -> None:
+    cfg = FitConfig(heads=("laya", "concat"), seeds=(0, 1, 2), grid=True, grid_d_star=(2, 8), grid_tau=(1.0,),
+                    grid_psi=("identity",), grid_width_factors=(1, 2), grid_seeds=2, lr=1e-2, batch_size=64,
+                    epochs=2)
+    events: list[dict] = []
+    with FeatureStore(toy_cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "g", progress=events.append)
+    grid = json.loads((tmp_path / "g" / "grid.json").read_text())
+    assert len(grid["configs"]) == 4 and all(len(c["val_acc"]) == 2 for c in grid["configs"])
+    best = max(grid["configs"], key=lambda c: c["val_acc_mean"])
+    assert best["chosen"] and grid["chosen"]["d_star"] == best["d_star"]
+    assert grid["chosen"]["score_width"] == best["width_factor"] * best["d_star"]
+    assert (tmp_path / "g" / "grid.csv").read_text().count("\n") == 5
+    assert result.hparams["d_star"] == best["d_star"]
+    assert all(r.module.d_star == best["d_star"] for r in result.runs)
+    assert len(result.runs) == 6
+    assert sum(e["event"] == "run_end" and e["stage"] == "grid" for e in events) == 8
