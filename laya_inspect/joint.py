@@ -31,7 +31,8 @@ from torch import Tensor, nn
 from . import __version__
 from .errors import InputError
 from .heads import HEADS, PSI_CHOICES, Head, HeadOutput, LastLayerHead, build_head
-from .train import DEVICES, VAL_MODES, EarlyStopping, Progress, available_memory, resolve_device, validation_split
+from .devices import pick_device
+from .train import DEVICES, VAL_MODES, EarlyStopping, Progress, available_memory, validation_split
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
 POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
@@ -210,7 +211,7 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
     metrics_path = path.with_name(path.stem + ".metrics.json")
     if path.exists() and not overwrite:
         raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
-    device = resolve_device(config.device)
+    device = pick_device(config.device)
     if config.arch == "bilstm":
         raise InputError("zoo:bilstm needs integer token ids, and no dataset loader gives them yet; "
                          "train zoo:mlp or zoo:cnn, or train the BiLSTM elsewhere and load it with --weights")

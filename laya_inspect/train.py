@@ -33,6 +33,8 @@ import torch.nn.functional as F
 from sklearn.metrics import f1_score
 
 from . import __version__
+from .devices import DEVICE_CHOICES as DEVICES
+from .devices import pick_device
 from .errors import InputError
 from .fit_outputs import prepare_out, save_run, summary_rows, write_csv, write_grid, write_json
 from .headio import cache_identity
@@ -41,7 +43,6 @@ from .stats import summarize_runs, summary_to_jsonable
 
 Progress = Callable[[dict[str, Any]], None]
 VAL_MODES = ("stratified", "last")
-DEVICES = ("auto", "cpu", "cuda")
 EVAL_BATCH = 4096
 STREAM_CHUNK_ROWS = 8192
 
@@ -143,14 +144,6 @@ def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:
                 if n not in out:
                     out.append(n)
     return tuple(out)
-
-
-def resolve_device(device: str) -> torch.device:
-    if device not in DEVICES:
-        raise InputError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise InputError("--device cuda asked for, but CUDA is not available here; use --device cpu or auto")
-    return torch.device("cuda" if device == "cuda" or (device == "auto" and torch.cuda.is_available()) else "cpu")
 
 
 def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -375,7 +368,7 @@ def fit_heads(store: Any, config: FitConfig, *, out_dir: str | Path, progress: P
 
     emit = progress or (lambda e: None)
     out = Path(out_dir)
-    device = resolve_device(config.device)
+    device = pick_device(config.device)
     for split in (config.train_split, config.test_split):
         store.n(split)  # NotFoundError naming the splits there are
     prepare_out(out, config.heads, overwrite)
