@@ -18,6 +18,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -143,7 +144,10 @@ def _load_heads(head_dirs: Sequence[str | Path], store: Any, force: bool,
     heads: dict[str, tuple[Head, dict, str]] = {}
     for d in head_dirs:
         head, cfg = load_head(d, store=store, force=force)
-        base = Path(d).resolve().name or "head"
+        path = Path(d).resolve()
+        base = path.name or "head"
+        if re.fullmatch(r"seed_\d+", base) and path.parent.name:  # fit-head's <head>/seed_<S>/ → "<head>-seed_<S>"
+            base = f"{path.parent.name}-{base}"
         name, k = base, 2
         while name in heads:
             name, k = f"{base}-{k}", k + 1

@@ -10,18 +10,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import err_console
 
 
-def make_progress() -> Progress:
+def make_progress(*, transient: bool = False) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=err_console, transient=False,
+        console=err_console, transient=transient,
     )
 
 
 @contextmanager
-def row_progress(unit: str = "rows") -> Iterator[Callable[[dict[str, Any]], None]]:
+def row_progress(unit: str = "rows", *, transient: bool = False) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Callback for `split` / `batch` events: one bar per split with rows per second."""
-    with make_progress() as bar:
+    with make_progress(transient=transient) as bar:
         tasks: dict[str, Any] = {}
 
         def on_event(event: dict[str, Any]) -> None:

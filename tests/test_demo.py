@@ -1,0 +1,224 @@
+"""`laya-inspect demo --quick` end to end into tmp_path: every artifact, sane numbers read back from the
+files, printed commands that rebuild each step's config (and rerun one step identically), and one
+failing invocation per error class."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import laya_inspect.cli.demo_cmd  # noqa: F401  (registers demo on `app`)
+from laya_inspect.cli import app
+from laya_inspect.demo import DemoConfig, default_out_dir, plan_demo
+
+runner = CliRunner()
+ENV = {"COLUMNS": "200"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():  # noqa: ANN202
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
+    out = tmp_path_factory.mktemp("demo") / "out"
+    plan = plan_demo(DemoConfig(quick=True, device="cpu", out=str(out)))  # what the run will do (writes nothing)
+    assert not out.exists()
+    result = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    return out, result, plan
+
+
+def test_quick_demo_writes_every_artifact(demo) -> None:  # noqa: ANN001
+    out, _, plan = demo
+    for rel in ("backbone.pt", "backbone.metrics.json", "features.h5", "heads/summary.json", "heads/runs.csv",
+                "heads/profiles/profiles.json", "heads/profiles/layer_weights.png", "compare/summary.json",
+                "compare/summary.csv", "compare/attributions.h5", "compare/plots/laya-seed_0_profile.png",
+                "compare/plots/scalarmix-seed_0_profile.png", "demo.json"):
+        assert (out / rel).is_file(), rel
+    for head in ("laya", "last", "concat", "scalarmix"):
+        for seed in plan.fit.seeds:
+            assert (out / "heads" / head / f"seed_{seed}" / "weights.pt").is_file()
+            assert (out / "heads" / head / f"seed_{seed}" / "config.json").is_file()
+
+
+def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
+    out, result, plan = demo
+    text = result.output
+    assert "Traceback" not in text
+    for step in plan.steps():  # every step's command, exactly as planned, before it runs
+        assert f"$ {step.command}" in text
+    assert text.index("$ laya-inspect train") < text.index("$ laya-inspect extract") < \
+        text.index("$ laya-inspect fit-head") < text.index("$ laya-inspect compare")
+    assert "--epochs 10" in text and "--n-steps 16" in text and "--bootstrap 200" in text
+    for heading in ("Head accuracy on the test split", "α profile", "Faithfulness", f"Files in {out}"):
+        assert heading in text
+    for head in ("laya", "last", "concat", "scalarmix"):
+        assert f" {head} " in text  # a row of the accuracy table
+    assert "laya-seed_0 (laya)" in text and "blocks.2" in text  # compare's own table, via report.build_report
+    assert "(--quick)" in text
+
+
+def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN001
+    out, _, _ = demo
+    with h5py.File(out / "compare" / "attributions.h5") as f:
+        alpha = f["heads/laya-seed_0/methods/alpha/scores"][()]
+        weights = f["heads/laya-seed_0/weights"][()]
+    assert alpha.shape == (360, 3)
+    np.testing.assert_allclose(alpha.sum(axis=1), 1.0, atol=1e-5)
+    assert (alpha >= 0).all()
+    np.testing.assert_allclose(alpha, weights)
+
+    fit = json.loads((out / "heads" / "summary.json").read_text())
+    acc = {h["head"]: h["test_acc"]["mean"] for h in fit["heads"]}
+    assert set(acc) == {"laya", "last", "concat", "scalarmix"}
+    assert min(acc.values()) > 0.5  # digits: chance is 0.1
+    backbone = json.loads((out / "backbone.metrics.json").read_text())
+    assert backbone["test_acc"] > 0.8
+
+    cmp = json.loads((out / "compare" / "summary.json").read_text())
+    laya = next(h for h in cmp["heads"] if h["kind"] == "laya")
+    faith = {m: s["faithfulness"]["mean"] for m, s in laya["methods"].items()}
+    assert set(faith) >= {"alpha", "ig", "gradcam", "random"}
+    assert faith["alpha"] > faith["random"] + 0.2
+    scalarmix = next(h for h in cmp["heads"] if h["kind"] == "scalarmix")
+    assert "static" in scalarmix["methods"]
+
+    record = json.loads((out / "demo.json").read_text())
+    assert record["complete"] and record["quick"]
+    assert record["budget"] | {"compare_heads": None} == {
+        "limit": None, "train_epochs": 10, "fit_epochs": 30, "seeds": 1, "compare_heads": None,
+        "compare_limit": None, "n_steps": 16, "n_boot": 200}
+    assert [s["name"] for s in record["steps"]] == ["train", "extract", "fit-head", "compare"]
+    assert all(s["seconds"] > 0 for s in record["steps"])
+    assert record["numbers"]["faithfulness"]["laya-seed_0"]["alpha"] == pytest.approx(faith["alpha"])
+    assert sum(record["numbers"]["alpha_mean"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+class _Captured(Exception):
+    pass
+
+
+def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """Each printed command, parsed by the real command, hands its library function the demo's own config."""
+    import laya_inspect.compare
+    import laya_inspect.extract
+    import laya_inspect.joint
+    import laya_inspect.train
+
+    out, _, plan = demo
+    seen: dict[str, Any] = {}
+
+    def catch(name: str, pick):  # noqa: ANN001, ANN202
+        def fake(*args: Any, **kwargs: Any) -> None:
+            seen[name] = pick(*args, **kwargs)
+            raise _Captured
+
+        return fake
+
+    monkeypatch.setattr(laya_inspect.joint, "train_joint",
+                        catch("train", lambda c, *, out, overwrite, **_: (c, Path(out), overwrite)))
+    monkeypatch.setattr(laya_inspect.extract, "extract", catch("extract", lambda c, **_: (c, None)))
+    monkeypatch.setattr(laya_inspect.train, "fit_heads",
+                        catch("fit-head", lambda store, c, *, out_dir, overwrite, **_: (c, Path(out_dir), overwrite)))
+    monkeypatch.setattr(laya_inspect.compare, "compare", catch(
+        "compare", lambda dirs, store, c, *, out_dir, **_: (c, Path(out_dir), [Path(d) for d in dirs])))
+    expected = {"train": (plan.train, plan.paths["backbone"], False), "extract": (plan.extract, None),
+                "fit-head": (plan.fit, plan.paths["heads"], False),
+                "compare": (plan.compare, plan.paths["compare"], list(plan.compare_head_dirs))}
+    for step in plan.steps():
+        result = runner.invoke(app, shlex.split(step.command)[1:], env=ENV)
+        assert isinstance(result.exception, _Captured), (step.command, result.output)
+        assert seen[step.name] == expected[step.name], step.command
+
+
+def test_printed_train_command_reproduces_the_backbone(demo, tmp_path: Path) -> None:  # noqa: ANN001
+    out, _, plan = demo
+    argv = shlex.split(plan.steps()[0].command)[1:]
+    assert argv[-2:] == ["--out", str(out / "backbone.pt")]
+    again = tmp_path / "backbone.pt"
+    result = runner.invoke(app, [*argv[:-1], str(again)], env=ENV)
+    assert result.exit_code == 0, result.output
+    first, second = (torch.load(p, weights_only=True) for p in (out / "backbone.pt", again))
+    assert first["state_dict"].keys() == second["state_dict"].keys()
+    for k, v in first["state_dict"].items():
+        assert torch.equal(v, second["state_dict"][k]), k
+    m1, m2 = (json.loads(p.with_name("backbone.metrics.json").read_text()) for p in (out / "backbone.pt", again))
+    assert m1["test_acc"] == m2["test_acc"] and m1["best_epoch"] == m2["best_epoch"]
+
+
+def test_missing_fashion_mnist_says_how_to_get_it(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["demo", "--dataset", "fashion-mnist", "--data-root", str(empty), "--out", str(out)],
+                           env=ENV)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert "apt-get install -y dataset-fashion-mnist" in lines[0] and "--data-root" in lines[0]
+    assert not out.exists()  # nothing written
+
+
+def test_refuses_a_non_empty_out_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    result = runner.invoke(app, ["demo", "--quick", "--out", str(out)], env=ENV)
+    assert result.exit_code == 1
+    assert "not empty" in result.output and "--force" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    with pytest.raises(Exception, match="is a file"):
+        plan_demo(DemoConfig(out=str(out / "notes.txt")))
+    forced = plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    train, extract, fit, compare = (s.command for s in forced.steps())
+    assert "--force" in train and "--overwrite" in extract and "--force" in fit and "--force" not in compare
+
+
+def test_default_out_is_a_fresh_folder(tmp_path: Path) -> None:
+    assert default_out_dir("digits", tmp_path) == tmp_path / "laya-demo-digits"
+    (tmp_path / "laya-demo-digits").mkdir()
+    assert default_out_dir("digits", tmp_path) == tmp_path / "laya-demo-digits"  # empty: fine
+    (tmp_path / "laya-demo-digits" / "x").write_text("")
+    (tmp_path / "laya-demo-digits-2").mkdir()
+    (tmp_path / "laya-demo-digits-2" / "x").write_text("")
+    assert default_out_dir("digits", tmp_path) == tmp_path / "laya-demo-digits-3"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dataset", "digts"], "did you mean 'digits'"),
+    (["--data-root", "/tmp"], "does not apply to 'digits'"),
+    (["--seeds", "0"], "--seeds must be ≥ 1"),
+    (["--device", "tpu"], "--device must be one of"),
+])
+def test_bad_options_exit_1_with_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", *args, "--out", str(tmp_path / "o")], env=ENV)
+    assert result.exit_code == 1, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_command_line_refuses_what_a_command_cannot_say() -> None:
+    from laya_inspect.cmdline import command_line
+    from laya_inspect.joint import JointConfig
+    from laya_inspect.train import FitConfig
+
+    assert command_line("train", JointConfig(data="digits", epochs=7), out=Path("b.pt")) == [
+        "laya-inspect", "train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--seed", "0",
+        "--epochs", "7", "--device", "auto", "--out", "b.pt"]
+    with pytest.raises(ValueError, match="no option for model_kwargs"):
+        command_line("train", JointConfig(model_kwargs={"hidden": [64]}), out=Path("b.pt"))
+    with pytest.raises(ValueError, match="seeds 0 … N−1"):
+        command_line("fit-head", FitConfig(seeds=(3, 4)), cache=Path("f.h5"))
