@@ -78,6 +78,9 @@ def extract(config: ExtractConfig, *, progress: Progress | None = None) -> Extra
     data = load_data(config.data, splits=config.splits, limit=config.limit, seed=config.seed,
                      input_spec=model.input_spec, tokenizer=model.tokenizer,
                      image_size=config.image_size, normalize=config.normalize)
+    if config.pool == "flatten" and data.kind == "text":
+        raise InputError("--pool flatten is not defined for text: each batch is padded to its own longest "
+                         "text, so flattened widths would vary; use cls, mean, max or last")
     names = resolve_layers(config.layers, model.candidate_layers(), model.default_layers)
     modules = dict(model.module.named_modules())
 
@@ -85,7 +88,7 @@ def extract(config: ExtractConfig, *, progress: Progress | None = None) -> Extra
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     raw, logits = model.run(_to(inputs, device), names)
-    feats, decided, shapes = reduce_batch(raw, names, config.pool, modules)
+    feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
     widths = [int(feats[n].shape[1]) for n in names]
     num_logits = int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None
 
@@ -121,7 +124,7 @@ def extract(config: ExtractConfig, *, progress: Progress | None = None) -> Extra
             emit({"event": "split", "split": split_name, "total": split.n, "done": done})
             for inputs, labels, index in split.batches(config.batch_size, start=done):
                 raw, logits = model.run(_to(inputs, device), names)
-                feats, _, _ = reduce_batch(raw, names, config.pool, modules)
+                feats, _, _ = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
                 writer.append(split_name, [feats[n].float().cpu().numpy() for n in names],
                               labels.numpy(), index.numpy(),
                               None if num_logits is None else logits.float().cpu().numpy())
@@ -134,6 +137,11 @@ def extract(config: ExtractConfig, *, progress: Progress | None = None) -> Extra
         rows={s: sp.n for s, sp in data.splits.items()}, resumed_from=resumed, seconds=seconds,
         rows_per_second=written / seconds if seconds > 0 else float("nan"),
     )
+
+
+def _mask(inputs: Any) -> torch.Tensor | None:
+    """Tokenised text carries an attention mask: mean/max/last pooling must skip the padding."""
+    return inputs.get("attention_mask") if isinstance(inputs, dict) else None
 
 
 def _to(inputs: Any, device: torch.device) -> Any:

@@ -127,16 +127,17 @@ def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
     assert b.split_info["method"] == "stratified" and (b.splits["train"].n, b.splits["test"].n) == (8, 2)
     assert sorted(b.splits["test"].labels.tolist()) == [0, 1]
     enc, y, idx = next(b.splits["test"].batches(2))
-    assert set(enc) >= {"input_ids", "attention_mask"} and enc["input_ids"].shape == (2, 8)
+    # padded to the batch's longest text (6 tokens), not to max_length
+    assert set(enc) >= {"input_ids", "attention_mask"} and enc["input_ids"].shape == (2, 6)
     for k in range(2):
         last = "good" if int(idx[k]) % 2 == 0 else "bad"
         assert int(y[k]) == (1 if last == "good" else 0)
-        want = ids("[CLS]", "the", "movie", "was", last, "[SEP]", "[PAD]", "[PAD]")
+        want = ids("[CLS]", "the", "movie", "was", last, "[SEP]")
         assert enc["input_ids"][k].tolist() == want
-        assert enc["attention_mask"][k].tolist() == [1] * 6 + [0] * 2
+        assert enc["attention_mask"][k].tolist() == [1] * 6
     assert b.transforms == {"kind": "text", "tokenizer": type(tokenizer).__name__,
                             "name_or_path": tokenizer.name_or_path, "max_length": 8,
-                            "padding": "max_length", "truncation": True}
+                            "padding": "longest", "truncation": True}
     json.dumps(b.transforms), json.dumps(b.split_info)  # JSON-able, as the feature cache stores them
 
 
@@ -151,8 +152,8 @@ def test_jsonl_split_column_int_labels_and_truncation(tmp_path, tokenizer):
     assert b.class_names == ["0", "1", "2"] and b.split_info["method"] == "native"
     assert b.splits["test"].index.tolist() == [2, 3] and b.splits["test"].labels.tolist() == [0, 2]
     enc, _, _ = next(b.splits["train"].batches(2))
-    assert enc["input_ids"].shape == (2, 128)  # default max_length; long text truncated, not an error
-    assert int(enc["attention_mask"][0].sum()) == 22
+    assert enc["input_ids"].shape == (2, 22)  # the longest text, well under the default max_length
+    assert int(enc["attention_mask"][0].sum()) == 22 and int(enc["attention_mask"][1].sum()) == 4
     enc, _, _ = next(b.splits["test"].batches(2))
     assert enc["input_ids"][1, :4].tolist() == ids("[CLS]", "good", "movie", "[SEP]")
 

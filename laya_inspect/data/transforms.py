@@ -215,17 +215,18 @@ class VectorTransform:
 
 @dataclass(frozen=True)
 class TextTransform:
-    """A list of B strings → dict of (B, max_length) tensors from a Hugging Face tokenizer.
+    """A list of B strings → dict of (B, T) tensors from a Hugging Face tokenizer, T ≤ max_length.
 
-    Pads every batch to ``max_length`` (not to the batch's longest), so a text's features never
-    depend on which batch it was in.
+    Pads each batch to its longest text (truncating at ``max_length``): short texts cost short
+    sequences. A text's features do not depend on its batch because the attention mask keeps the
+    model off the padding and extraction pools with the same mask.
     """
 
     tokenizer: Any
     max_length: int = DEFAULT_MAX_LENGTH
 
     def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer(list(texts), padding="max_length", truncation=True,
+        enc = self.tokenizer(list(texts), padding="longest", truncation=True,
                              max_length=self.max_length, return_tensors="pt")
         return {k: v for k, v in enc.items()}
 
@@ -233,4 +234,4 @@ class TextTransform:
         tok = self.tokenizer
         return {"kind": "text", "tokenizer": type(tok).__name__,
                 "name_or_path": str(getattr(tok, "name_or_path", "") or ""),
-                "max_length": self.max_length, "padding": "max_length", "truncation": True}
+                "max_length": self.max_length, "padding": "longest", "truncation": True}
