@@ -30,9 +30,9 @@ from torch import Tensor, nn
 
 from . import __version__
 from .errors import InputError
-from .heads import HEADS, PSI_CHOICES, Head, HeadOutput, LastLayerHead, build_head
+from .heads import HEADS, Head, HeadOutput, LastLayerHead, build_head
 from .devices import pick_device
-from .train import DEVICES, VAL_MODES, EarlyStopping, Progress, available_memory, validation_split
+from .train import EarlyStopping, Progress, available_memory, training_checks, validation_split
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
 POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
@@ -67,15 +67,7 @@ class JointConfig:
             (prefix == "zoo" and bool(name),
              f"train builds zoo backbones: --model zoo:mlp|zoo:cnn|zoo:bilstm, got {self.model!r}"),
             (self.head in JOINT_HEADS, f"--head must be one of {', '.join(JOINT_HEADS)}, got {self.head!r}"),
-            (self.lr > 0, f"--lr must be > 0, got {self.lr}"),
-            (self.batch_size >= 1, f"--batch-size must be ≥ 1, got {self.batch_size}"),
-            (self.epochs >= 1, f"--epochs must be ≥ 1, got {self.epochs}"),
-            (self.patience >= 1, f"--patience must be ≥ 1, got {self.patience}"),
-            (0 < self.val_fraction < 1, f"--val-fraction must be in (0, 1), got {self.val_fraction}"),
-            (self.val_mode in VAL_MODES, f"--val-mode must be one of {', '.join(VAL_MODES)}, got {self.val_mode!r}"),
-            (self.device in DEVICES, f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}"),
-            (self.tau > 0, f"--tau must be > 0, got {self.tau}"),
-            (self.psi in PSI_CHOICES, f"--psi must be one of {', '.join(PSI_CHOICES)}, got {self.psi!r}"),
+            *training_checks(self),
         ]
         for ok, message in checks:
             if not ok:

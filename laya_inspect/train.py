@@ -47,6 +47,21 @@ EVAL_BATCH = 4096
 STREAM_CHUNK_ROWS = 8192
 
 
+def training_checks(cfg: Any) -> list[tuple[bool, str]]:
+    """(ok, message) for the options `fit-head` and `train` share."""
+    return [
+        (cfg.tau > 0, f"--tau must be > 0, got {cfg.tau}"),
+        (cfg.psi in PSI_CHOICES, f"--psi must be one of {', '.join(PSI_CHOICES)}, got {cfg.psi!r}"),
+        (cfg.lr > 0, f"--lr must be > 0, got {cfg.lr}"),
+        (cfg.batch_size >= 1, f"--batch-size must be ≥ 1, got {cfg.batch_size}"),
+        (cfg.epochs >= 1, f"--epochs must be ≥ 1, got {cfg.epochs}"),
+        (cfg.patience >= 1, f"--patience must be ≥ 1, got {cfg.patience}"),
+        (0 < cfg.val_fraction < 1, f"--val-fraction must be in (0, 1), got {cfg.val_fraction}"),
+        (cfg.val_mode in VAL_MODES, f"--val-mode must be one of {', '.join(VAL_MODES)}, got {cfg.val_mode!r}"),
+        (cfg.device in DEVICES, f"--device must be one of {', '.join(DEVICES)}, got {cfg.device!r}"),
+    ]
+
+
 @dataclass(frozen=True)
 class FitConfig:
     """Everything a fit depends on; written into every output. Sequences are stored as tuples."""
@@ -95,16 +110,8 @@ class FitConfig:
             raise InputError(f"seeds must be distinct and at least one, got {list(self.seeds)}")
         checks = [
             (self.d_star >= 1, f"--d-star must be ≥ 1, got {self.d_star}"),
-            (self.tau > 0, f"--tau must be > 0, got {self.tau}"),
-            (self.psi in PSI_CHOICES, f"--psi must be one of {', '.join(PSI_CHOICES)}, got {self.psi!r}"),
             (self.score_width is None or self.score_width >= 1, f"--score-width must be ≥ 1, got {self.score_width}"),
-            (self.lr > 0, f"--lr must be > 0, got {self.lr}"),
-            (self.batch_size >= 1, f"--batch-size must be ≥ 1, got {self.batch_size}"),
-            (self.epochs >= 1, f"--epochs must be ≥ 1, got {self.epochs}"),
-            (self.patience >= 1, f"--patience must be ≥ 1, got {self.patience}"),
-            (0 < self.val_fraction < 1, f"--val-fraction must be in (0, 1), got {self.val_fraction}"),
-            (self.val_mode in VAL_MODES, f"--val-mode must be one of {', '.join(VAL_MODES)}, got {self.val_mode!r}"),
-            (self.device in DEVICES, f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}"),
+            *training_checks(self),
             (self.weight_decay >= 0, f"weight_decay must be ≥ 0, got {self.weight_decay}"),
             (self.init in ("glorot", "torch"), f"init must be 'glorot' or 'torch', got {self.init!r}"),
         ]

@@ -12,6 +12,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """One intra-op thread: on a shared 2-core machine, two threads made training tests up to 7× slower."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 

@@ -22,14 +22,6 @@ runner = CliRunner()
 ENV = {"COLUMNS": "200"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # noqa: ANN202
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
     out = tmp_path_factory.mktemp("demo") / "out"

@@ -14,7 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
-from laya_inspect.errors import CacheError, InputError, NotFoundError
+from laya_inspect.errors import CacheError
 from laya_inspect.extract import ExtractConfig, extract
 from laya_inspect.models import load_model
 from laya_inspect.store import FeatureStore

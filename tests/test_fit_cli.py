@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from typer.testing import CliRunner
 
 import laya_inspect.cli.fit_cmd  # noqa: F401  (registers fit-head and train on `app`)
@@ -16,14 +15,6 @@ from laya_inspect.cli import app
 runner = CliRunner()
 ENV = {"COLUMNS": "200"}
 FAST = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # noqa: ANN202
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

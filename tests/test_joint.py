@@ -15,14 +15,6 @@ runner = CliRunner()
 ENV = {"COLUMNS": "200"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():  # noqa: ANN202
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _digits_batch() -> tuple[torch.Tensor, torch.Tensor]:
     """64 test images (1, 8, 8) in [0, 1] and their labels, as `train` and `extract` see them."""
     from laya_inspect.data import load_data
