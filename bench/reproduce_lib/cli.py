@@ -100,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     failures: dict[str, str] = {}
     if not a.report_only:
         if not a.dry_run:
-            runner.lock()
             from results import machine_info
 
             (mode_dir / "machine.json").write_text(json.dumps(machine_info(), indent=2) + "\n")
@@ -113,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[skip]  {exp.name}: {exp.skip_reason}", flush=True)
                 continue
             print(f"== {exp.name}: {exp.title}", flush=True)
+            if not a.dry_run:
+                runner.lock(exp.name)
             try:
                 run_experiment(runner, exp)
             except StepFailed as e:

@@ -61,14 +61,20 @@ class Runner:
         self.ran: list[str] = []
         self.reused: list[str] = []
 
-    def lock(self) -> None:
-        """Refuse a second invocation on the same work folder while this one runs."""
+    def lock(self, experiment: str) -> None:
+        """Refuse a second invocation running the same experiment in this work folder.
+
+        Different experiments write different steps, so they may run side by side (one per core).
+        """
         self.work.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.work / ".lock", "w")
+        handle = open(self.work / f".lock-{experiment}", "w")
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SystemExit(f"another bench/reproduce is running on {self.work}; wait for it or stop it") from None
+            handle.close()
+            raise SystemExit(f"another bench/reproduce is running {experiment} in {self.work}; "
+                             "wait for it or stop it") from None
+        self._locks = [*getattr(self, "_locks", []), handle]
 
     def record_path(self, step: Step) -> Path:
         return self.steps_dir / f"{step.name}.json"
