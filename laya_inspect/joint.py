@@ -326,3 +326,39 @@ def _plain(v: Any) -> Any:
     if isinstance(v, float) and v != v:
         return None
     return v
+
+
+def export_head(checkpoint: str | Path, store: Any, out_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
+    """Write the jointly trained head of a `train` checkpoint as a head directory bound to ``store``.
+
+    ``store`` must be the cache `extract` wrote from that same checkpoint: the head's layers must be
+    the cache's, and the head's accuracy on the cache's ``split`` is returned beside the accuracy
+    `train` measured (same rows and features give the same number), so `compare` can score the
+    jointly trained α — the paper's setting.
+    """
+    from .headio import cache_identity, save_head
+    from .models.weights import read_checkpoint
+
+    ckpt = read_checkpoint(checkpoint)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != "laya-inspect-zoo":
+        raise InputError(f"{checkpoint} is not a checkpoint written by `laya-inspect train`")
+    head = head_from_checkpoint(ckpt)
+    if list(ckpt["head"].get("layer_names", [])) != list(store.layer_names):
+        raise InputError(f"the head in {checkpoint} reads {ckpt['head'].get('layer_names')}, "
+                         f"but {store.path} holds {store.layer_names}; extract those layers from that checkpoint")
+    metrics = {k: v for k, v in (ckpt.get("metrics") or {}).items() if k != "history"}
+    meta = {**cache_identity(store), "seed": ckpt.get("seed"), "checkpoint": str(checkpoint),
+            "source": "jointly trained head exported from a laya-inspect zoo checkpoint", "metrics": metrics}
+    save_head(out_dir, head, meta=meta)
+    hs = [torch.from_numpy(np.ascontiguousarray(x)) for x in store.layers(split)]
+    labels = store.labels(split)
+    with torch.no_grad():
+        out = head(hs)
+    summary = {
+        "checkpoint": str(checkpoint), "cache": str(store.path), "kind": head.kind, "split": split,
+        "n": int(len(labels)), "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
+        "joint_test_acc": metrics.get("test_acc"),
+        "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
+    }
+    Path(out_dir, "export.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

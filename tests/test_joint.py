@@ -88,3 +88,28 @@ def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> N
     result = runner.invoke(app, ["train", *args, "--epochs", "1", "--out", str(tmp_path / "x.pt")], env=ENV)
     assert result.exit_code == 1, result.output
     assert message in result.stderr
+
+
+def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
+    ckpt, cache, head_dir = tmp_path / "laya.pt", tmp_path / "f.h5", tmp_path / "head"
+    res = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "2",
+                              "--out", str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
+                              "--out", str(cache), "--device", "cpu"], env=ENV)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(cache), "--out", str(head_dir)], env=ENV)
+    assert res.exit_code == 0, res.output
+    export = json.loads((head_dir / "export.json").read_text())
+    # Same rows and features as the joint run: the exported head scores exactly what `train` measured.
+    assert export["accuracy_on_cache"] == pytest.approx(export["joint_test_acc"], abs=1e-9)
+    assert sum(export["mean_weights_on_cache"]) == pytest.approx(1.0)
+    res = runner.invoke(app, ["compare", str(head_dir), "--cache", str(cache), "--method", "alpha,random",
+                              "--bootstrap", "50", "--no-plots", "--out", str(tmp_path / "cmp")], env=ENV)
+    assert res.exit_code == 0, res.output
+    # A cache of other layers is refused.
+    other = tmp_path / "g.h5"
+    runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits", "--layers", "-1",
+                        "--out", str(other), "--device", "cpu"], env=ENV)
+    res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(other), "--out", str(tmp_path / "h2")], env=ENV)
+    assert res.exit_code == 1 and "holds ['blocks.2']" in res.output

@@ -196,3 +196,23 @@ def train_command(
     cache = result.path.with_suffix(".h5")
     console.print(f"next: laya-inspect extract --model {model} --weights {result.path} --data {data} --out {cache}",
                   highlight=False, soft_wrap=True)
+
+
+@app.command("export-head")
+def export_head_command(
+    checkpoint: Path = typer.Argument(..., help="zoo checkpoint written by `laya-inspect train`"),
+    cache: Path = typer.Option(..., "--cache", "-c", help="the cache `extract` wrote from that checkpoint"),
+    out: Path = typer.Option(..., "--out", "-o", help="head directory to write (for `compare`)"),
+    split: str = typer.Option("test", "--split", help="split on which to check the head's accuracy"),
+) -> None:
+    """Turn the head trained jointly by `train` into a head directory that `compare` scores."""
+    from ..joint import export_head
+    from ..store import FeatureStore
+
+    with FeatureStore(cache) as store:
+        s = export_head(checkpoint, store, out, split=split)
+    joint = "" if s["joint_test_acc"] is None else f" (train measured {s['joint_test_acc']:.4f})"
+    console.print(f"{s['kind']} head → {out}: accuracy on {s['split']} of {cache} {s['accuracy_on_cache']:.4f}{joint}")
+    if s["mean_weights_on_cache"] is not None:
+        console.print("mean layer weights: " + " · ".join(f"{w:.3f}" for w in s["mean_weights_on_cache"]))
+    console.print(f"next: laya-inspect compare {out} --cache {cache} --method all")
