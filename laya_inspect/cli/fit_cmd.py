@@ -31,6 +31,14 @@ def _fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], N
     if not enabled:
         yield lambda event: None
         return
+    if not err_console.is_terminal:  # a log file: one plain line per finished run instead of bars
+        def on_line(e: dict[str, Any]) -> None:
+            if e["event"] == "run_end":
+                err_console.print(f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, "
+                                  f"val acc {e['val_acc']:.4f}", highlight=False)
+
+        yield on_line
+        return
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=True)
     with bar:

@@ -1,8 +1,9 @@
 """Rich progress bars fed by the library's progress events."""
 from __future__ import annotations
 
-from contextlib import contextmanager
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -20,7 +21,14 @@ def make_progress(*, transient: bool = False) -> Progress:
 
 @contextmanager
 def row_progress(unit: str = "rows", *, transient: bool = False) -> Iterator[Callable[[dict[str, Any]], None]]:
-    """Callback for `split` / `batch` events: one bar per split with rows per second."""
+    """Callback for `split` / `batch` events: one bar per split with rows per second.
+
+    When stderr is not a terminal (a log file, CI) a bar would only appear at the end, so plain
+    lines are printed instead, about every tenth of a split.
+    """
+    if not err_console.is_terminal:
+        yield _plain_rows(unit)
+        return
     with make_progress(transient=transient) as bar:
         tasks: dict[str, Any] = {}
 
@@ -35,3 +43,23 @@ def row_progress(unit: str = "rows", *, transient: bool = False) -> Iterator[Cal
                 bar.update(task_id, rate=f"{speed:,.0f} {unit}/s" if speed else "")
 
         yield on_event
+
+
+def _plain_rows(unit: str) -> Callable[[dict[str, Any]], None]:
+    state: dict[str, Any] = {}
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "split":
+            state.update(split=event["split"], total=event["total"], done=event.get("done", 0),
+                         start_done=event.get("done", 0), t0=time.perf_counter(), next=0)
+            err_console.print(f"{state['split']}: {state['done']:,}/{state['total']:,} {unit}", highlight=False)
+        elif event["event"] == "batch":
+            state["done"] += event["rows"]
+            if state["done"] >= state["next"] or state["done"] >= state["total"]:
+                seconds = time.perf_counter() - state["t0"]
+                rate = (state["done"] - state["start_done"]) / seconds if seconds > 0 else 0.0
+                err_console.print(f"{state['split']}: {state['done']:,}/{state['total']:,} {unit} "
+                                  f"({rate:,.0f} {unit}/s)", highlight=False)
+                state["next"] = state["done"] + max(1, state["total"] // 10)
+
+    return on_event
