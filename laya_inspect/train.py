@@ -174,6 +174,13 @@ def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) 
     if len(val) == 0 or len(train) == 0:
         raise InputError(f"a validation fraction of {fraction} leaves {len(train)} training and {len(val)} "
                          f"validation rows out of {n}; use more data or another --val-fraction")
+    if mode == "last":
+        # Data stored class by class (an ImageFolder, a sorted table) puts only the last classes at
+        # the end: early stopping would then watch a validation set of one class.
+        seen, held = np.unique(labels), np.unique(labels[val])
+        if len(held) < len(seen) / 2:
+            raise InputError(f"--val-mode last takes the last {len(val)} rows, which hold only {len(held)} of the "
+                             f"{len(seen)} classes (the rows are ordered by class); use --val-mode stratified")
     return train.astype(np.int64), val.astype(np.int64)
 
 

@@ -94,7 +94,8 @@ def test_validation_split() -> None:
     tr2, va2 = validation_split(y, 0.1, "stratified", 0)
     np.testing.assert_array_equal(va, va2)
     assert not np.array_equal(va, validation_split(y, 0.1, "stratified", 1)[1])
-    tr, va = validation_split(y, 0.1, "last", 0)  # Keras: split at round(n·0.9)
+    mixed = np.random.default_rng(0).permutation(y)  # 'last' needs rows not ordered by class
+    tr, va = validation_split(mixed, 0.1, "last", 0)  # Keras: split at round(n·0.9)
     assert va.tolist() == list(range(90, 100)) and tr.tolist() == list(range(90))
     with pytest.raises(InputError, match="validation"):
         validation_split(np.zeros(3, dtype=np.int64), 0.1, "stratified", 0)
@@ -152,3 +153,17 @@ def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tm
     assert all(r.module.d_star == best["d_star"] for r in result.runs)
     assert len(result.runs) == 6
     assert sum(e["event"] == "run_end" and e["stage"] == "grid" for e in events) == 8
+
+
+def test_val_mode_last_refuses_class_ordered_rows():
+    from laya_inspect.errors import InputError
+    from laya_inspect.train import validation_split
+
+    ordered = np.repeat(np.arange(10), 100)  # an ImageFolder: class by class
+    with pytest.raises(InputError, match="hold only 1 of the 10 classes.*stratified"):
+        validation_split(ordered, 0.1, "last", 0)
+    shuffled = np.random.default_rng(0).permutation(ordered)
+    train, val = validation_split(shuffled, 0.1, "last", 0)
+    np.testing.assert_array_equal(val, np.arange(900, 1000))
+    train, val = validation_split(ordered, 0.1, "stratified", 0)
+    assert len(np.unique(ordered[val])) == 10

@@ -32,7 +32,8 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "fmnist": dict(limit=2000, epochs=3, patience=5, seeds=2, lr=3e-4, val_mode="last", fit_seeds=2, fit_epochs=5,
                        fit_lr=3e-4, compare_limit=300, bootstrap=200, notebook=False, joint_compare=("laya",)),
-        "cifar": dict(limit=200, epochs=2, patience=5, seeds=2, lr=1e-3, val_mode="last", fit_seeds=2, fit_epochs=5,
+        # CIFAR-10's image folders list rows class by class: the last 10% would be one class.
+        "cifar": dict(limit=200, epochs=2, patience=5, seeds=2, lr=1e-3, val_mode="stratified", fit_seeds=2, fit_epochs=5,
                       fit_lr=1e-3, compare_limit=200, bootstrap=200, joint_compare=("laya",)),
         "mobilenet": dict(limit=200, image_size=96, fit_seeds=2, fit_epochs=10, fit_lr=1e-3, compare_limit=100,
                           bootstrap=200),
@@ -43,7 +44,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
         "fmnist": dict(limit=None, epochs=50, patience=5, seeds=5, lr=3e-4, val_mode="last", fit_seeds=5,
                        fit_epochs=50, fit_lr=3e-4, compare_limit=2000, bootstrap=1000, notebook=True,
                        joint_compare=HEADS),
-        "cifar": dict(limit=2500, epochs=15, patience=5, seeds=3, lr=1e-3, val_mode="last", fit_seeds=5,
+        "cifar": dict(limit=2500, epochs=15, patience=5, seeds=3, lr=1e-3, val_mode="stratified", fit_seeds=5,
                       fit_epochs=50, fit_lr=1e-3, compare_limit=None, bootstrap=1000, joint_compare=HEADS),
         "mobilenet": dict(limit=10000, image_size=96, fit_seeds=5, fit_epochs=50, fit_lr=1e-3, compare_limit=2000,
                           bootstrap=1000),
