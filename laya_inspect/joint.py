@@ -32,7 +32,7 @@ from . import __version__
 from .errors import InputError
 from .heads import HEADS, Head, HeadOutput, LastLayerHead, build_head
 from .devices import pick_device
-from .train import EarlyStopping, Progress, available_memory, training_checks, validation_split
+from .train import EarlyStopping, Progress, available_memory, predict, training_checks, validation_split
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
 POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
@@ -137,22 +137,6 @@ class _Rows:
             yield x, self.y[idx]
 
 
-@torch.no_grad()
-def _predict(model: Callable[[Any], HeadOutput],
-             batches: Iterator[tuple[Any, Tensor]]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-    """(predictions, labels, weights or None, mean loss) over ``batches``."""
-    preds, labels, weights, loss_sum = [], [], [], 0.0
-    for x, y in batches:
-        out = model(x)
-        loss_sum += float(F.cross_entropy(out.logits, y, reduction="sum"))
-        preds.append(out.logits.argmax(1).cpu())
-        labels.append(y.cpu())
-        if out.weights is not None:
-            weights.append(out.weights.float().cpu())
-    p, t = torch.cat(preds).numpy(), torch.cat(labels).numpy()
-    return p, t, (torch.cat(weights).numpy() if weights else None), loss_sum / max(1, len(t))
-
-
 def _loop(module: nn.Module, forward: Callable[[Any], HeadOutput], params: Any,
           train_batches: Callable[[torch.Generator], Iterator[tuple[Any, Tensor]]],
           val_batches: Callable[[], Iterator[tuple[Any, Tensor]]], *, config: JointConfig, seed: int,
@@ -176,7 +160,7 @@ def _loop(module: nn.Module, forward: Callable[[Any], HeadOutput], params: Any,
             correct += int((out.logits.detach().argmax(1) == y).sum())
             count += len(y)
         module.eval()
-        p, t, _, val_loss = _predict(forward, val_batches())
+        p, t, _, val_loss = predict(forward, val_batches())
         val_acc = float((p == t).mean())
         history.append({"epoch": epoch, "train_loss": loss_sum / count, "train_acc": correct / count,
                         "val_loss": val_loss, "val_acc": val_acc, "seconds": time.perf_counter() - t0})
@@ -237,7 +221,7 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         lambda g: train.batches(tr_pos, config.batch_size, g),
         lambda: train.batches(va_pos, 4 * config.batch_size), config=config, seed=config.seed,
         emit=emit, tag={"stage": "joint", "run": 1, "runs": 1})
-    preds, labels, weights, test_loss = _predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
+    preds, labels, weights, test_loss = predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
     metrics: dict[str, Any] = {
         "head": config.head, "seed": config.seed, "val_acc": stopper.best, "best_epoch": stopper.best_epoch,
         "epochs_run": len(history), "test_acc": float((preds == labels).mean()),

@@ -241,19 +241,25 @@ class Evaluation:
 
 
 @torch.no_grad()
-def evaluate(head: Head, data: SplitData, rows: np.ndarray, batch_size: int = EVAL_BATCH) -> Evaluation:
-    head.eval()
-    loss_sum, preds, labels, weights = 0.0, [], [], []
-    for hs, y in data.batches(rows, batch_size):
-        out = head(hs)
+def predict(model: Callable[[Any], Any], batches: Iterator[tuple[Any, torch.Tensor]],
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """(predictions, labels, weights or None, mean cross-entropy) of ``model`` over ``batches``."""
+    preds, labels, weights, loss_sum = [], [], [], 0.0
+    for x, y in batches:
+        out = model(x)
         loss_sum += float(F.cross_entropy(out.logits, y, reduction="sum"))
         preds.append(out.logits.argmax(1).cpu())
         labels.append(y.cpu())
         if out.weights is not None:
             weights.append(out.weights.float().cpu())
-    p, y_all = torch.cat(preds).numpy(), torch.cat(labels).numpy()
-    return Evaluation(loss=loss_sum / max(1, len(y_all)), acc=float((p == y_all).mean()), preds=p, labels=y_all,
-                      weights=torch.cat(weights).numpy() if weights else None)
+    p, t = torch.cat(preds).numpy(), torch.cat(labels).numpy()
+    return p, t, (torch.cat(weights).numpy() if weights else None), loss_sum / max(1, len(t))
+
+
+def evaluate(head: Head, data: SplitData, rows: np.ndarray, batch_size: int = EVAL_BATCH) -> Evaluation:
+    head.eval()
+    p, y_all, w, loss = predict(head, data.batches(rows, batch_size))
+    return Evaluation(loss=loss, acc=float((p == y_all).mean()), preds=p, labels=y_all, weights=w)
 
 
 class EarlyStopping:

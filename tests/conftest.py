@@ -71,3 +71,21 @@ def digits_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "test": ([f[idx_test] for f in feats], y[idx_test]),
     }
     return write_cache(tmp_path_factory.mktemp("cache") / "digits.h5", splits)
+
+
+def paper_laya():
+    """A LAYA head worked out on paper: two 1-D layers, z_i = h_i, α = softmax([ln 3, 0]) = [3/4, 1/4] for
+    every input, logits = [a, −a] with a = ¾h₁ + ¼h₂, so p_0 = σ(2a) and p_1 = σ(−2a)."""
+    import math
+
+    from laya_inspect.heads import LayaHead
+
+    head = LayaHead([1, 1], 2, d_star=1, tau=1.0, score_width=2)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.fill_(1.0)
+        head.scorer[2].bias.copy_(torch.tensor([math.log(3.0), 0.0]))
+        head.classifier.weight.copy_(torch.tensor([[1.0], [-1.0]]))
+    return head.double().eval()

@@ -10,21 +10,12 @@ import torch
 from laya_inspect import metrics as M
 from laya_inspect.attribution import METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
 from laya_inspect.errors import InputError, NotFoundError
-from laya_inspect.heads import LayaHead, ScalarMixHead, build_head
+from laya_inspect.heads import ScalarMixHead, build_head
 from laya_inspect.lolo import lolo_effects
 
+from conftest import paper_laya
 
-def paper_laya() -> LayaHead:
-    """Two 1-D layers, z_i = h_i, α = [3/4, 1/4] for every input, logits = [a, −a], a = ¾h₁ + ¼h₂."""
-    head = LayaHead([1, 1], 2, d_star=1, tau=1.0, score_width=2)
-    with torch.no_grad():
-        for p in head.parameters():
-            p.zero_()
-        for g in head.adapters:
-            g.weight.fill_(1.0)
-        head.scorer[2].bias.copy_(torch.tensor([math.log(3.0), 0.0]))
-        head.classifier.weight.copy_(torch.tensor([[1.0], [-1.0]]))
-    return head.double().eval()
+
 
 
 # sample 0: h = (2, −2) → a = 1, target 0 (f_0 = a); sample 1: h = (−1, 1) → a = −½, target 1 (f_1 = −a)

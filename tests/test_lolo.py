@@ -8,27 +8,17 @@ import pytest
 import torch
 
 from laya_inspect.errors import InputError, NotFoundError
-from laya_inspect.heads import LayaHead, build_head
+from laya_inspect.heads import build_head
 from laya_inspect.lolo import ABLATIONS, ablate_topk, ablate_topk_curve, check_ablation, layer_means, lolo_effects, lolo_effects_loop
 from laya_inspect.store import FeatureStore
+
+from conftest import paper_laya
 
 
 def sig(x: float) -> float:
     return 1 / (1 + math.exp(-x))
 
 
-def paper_laya() -> LayaHead:
-    """Two 1-D layers, z_i = h_i, α = softmax([ln 3, 0]) = [3/4, 1/4] for every input,
-    logits = [a, −a] with a = ¾h₁ + ¼h₂, so p_0 = σ(2a) and p_1 = σ(−2a)."""
-    head = LayaHead([1, 1], 2, d_star=1, tau=1.0, score_width=2)
-    with torch.no_grad():
-        for p in head.parameters():
-            p.zero_()
-        for g in head.adapters:
-            g.weight.fill_(1.0)
-        head.scorer[2].bias.copy_(torch.tensor([math.log(3.0), 0.0]))
-        head.classifier.weight.copy_(torch.tensor([[1.0], [-1.0]]))
-    return head.double().eval()
 
 
 # sample 0: h = (2, −2) → a = 1 → class 0, p = σ(2); sample 1: h = (−1, 1) → a = −½ → class 1, p = σ(1)
