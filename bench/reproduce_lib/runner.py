@@ -3,7 +3,9 @@
 Each step is one command line with the outputs it must leave. Its record
 ``<work>/steps/<name>.json`` keeps the exact command, the wall time, the exit status and the log
 file. A step is skipped (and reported as reused) when its record says it finished with status 0,
-the command is the same and every output exists; otherwise its old outputs are removed first,
+the command is the same, every output exists and every input file named on the command line is
+unchanged since it ran (size and modification time: a retrained checkpoint makes the steps that
+read it run again); otherwise its old outputs are removed first,
 except for resumable steps (``laya-inspect extract`` resumes an interrupted cache itself when the
 command is the same).
 """
@@ -51,6 +53,19 @@ def thread_env() -> dict[str, str]:
             "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
 
 
+def input_stamps(step: Step, only: object = None) -> dict[str, list[int]]:
+    """(size, mtime_ns) of every existing file the command names that is not one of its outputs."""
+    outputs = {str(o) for o in step.outputs}
+    stamps: dict[str, list[int]] = {}
+    for token in step.cmd[1:]:
+        p = Path(token)
+        if token in outputs or (only is not None and token not in only) or not p.is_file():
+            continue
+        st = p.stat()
+        stamps[token] = [st.st_size, st.st_mtime_ns]
+    return stamps
+
+
 class Runner:
     def __init__(self, work: Path, *, dry_run: bool = False, echo: bool = True) -> None:
         self.work = work
@@ -91,7 +106,8 @@ class Runner:
     def is_done(self, step: Step) -> bool:
         rec = self.read_record(step)
         return bool(rec and rec.get("status") == "ok" and rec.get("cmd") == step.cmd
-                    and all(Path(o).exists() for o in step.outputs))
+                    and all(Path(o).exists() for o in step.outputs)
+                    and rec.get("inputs", {}) == input_stamps(step, only=rec.get("inputs", {}).keys()))
 
     def _write(self, step: Step, rec: dict) -> None:
         self.steps_dir.mkdir(parents=True, exist_ok=True)
@@ -128,7 +144,8 @@ class Runner:
         log = self.logs_dir / f"{step.name}.log"
         started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
         rec = {"name": step.name, "exp": step.exp, "title": step.title, "cmd": step.cmd, "cmd_str": step.cmd_str,
-               "status": "running", "started": started, "log": str(log), "resumed": keep}
+               "status": "running", "started": started, "log": str(log), "resumed": keep,
+               "inputs": input_stamps(step)}
         self._write(step, rec)
         self._say(f"[run]   {step.name}: {step.cmd_str}")
         env = {**os.environ, **thread_env(), **step.env}
