@@ -651,6 +651,10 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
                  f"notebook reports {P.NOTEBOOK_SEED1337:.4f}. One run per split cannot separate the split's effect "
                  f"from seed-to-seed noise (the paper's LAYA std is {P.TABLE1['fmnist']['laya'][1]:.4f}), and seed 1337 "
                  "here does not draw the notebook's initial weights.")
+    elif s.get("val_mode") == "stratified":
+        b.append("**Validation split.** The runs here hold out a seeded stratified 10% of the training rows "
+                 "(`--val-mode stratified`), not the last 10% as the Keras notebook does: the CIFAR-10 image folders "
+                 "list the rows class by class, so their last 10% would be a single class (laya-inspect refuses that).")
     else:
         b.append("**Validation split.** Every run here holds out the *last* 10% of the training rows "
                  "(`--val-mode last`), as the Keras notebook does (laya-inspect's default is a seeded stratified "
