@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ from .devices import pick_device
 from .errors import InputError, suggest
 from .headio import load_head
 from .heads import Head
+from .jsonable import plain
 from .lolo import ABLATIONS, ablate_topk_curve, check_ablation, layer_means, lolo_effects
 from .report import csv_rows
 
@@ -307,38 +307,24 @@ def compare(head_dirs: Sequence[str | Path], store: Any, config: CompareConfig, 
     if config.plots:
         from .plots import write_plots
 
-        plot_files = write_plots(out / "plots", _jsonable(summary), {r.name: r for r in results})
+        plot_files = write_plots(out / "plots", plain(summary), {r.name: r for r in results})
     summary["files"]["plots"] = [str(p.relative_to(out)) for p in plot_files]
-    files += [_write_json(out / "summary.json", summary), _write_csv(out / "summary.csv", _jsonable(summary)),
+    files += [_write_json(out / "summary.json", summary), _write_csv(out / "summary.csv", plain(summary)),
               *plot_files]
     for f in [*files[:3], *([out / "plots"] if plot_files else [])]:
         emit({"event": "write", "path": str(f)})
-    return CompareResult(out, _jsonable(summary), results, files)
+    return CompareResult(out, plain(summary), results, files)
 
 
 # ---------------------------------------------------------------------------------------------
 # writing
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, Path):
-        return str(v)
-    return v
 
 
 def _write_json(path: Path, obj: Any) -> Path:
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False))
+    tmp.write_text(json.dumps(plain(obj), indent=2, ensure_ascii=False))
     os.replace(tmp, path)
     return path
 
@@ -354,7 +340,7 @@ def _write_csv(path: Path, summary: dict[str, Any]) -> Path:
 
 def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:
     for k, v in values.items():
-        obj.attrs[k] = json.dumps(_jsonable(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
+        obj.attrs[k] = json.dumps(plain(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
 
 
 def _write_h5(path: Path, results: list[HeadResult], rows: np.ndarray, labels: np.ndarray,

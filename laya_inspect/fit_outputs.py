@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from .errors import InputError
 from .headio import save_head
+from .jsonable import plain
 
 OUR_FILES = ("runs.csv", "runs.json", "summary.csv", "summary.json", "grid.csv", "grid.json", "profiles")
 
@@ -68,23 +67,11 @@ def write_grid(out: Path, grid: dict[str, Any]) -> dict[str, Path]:
     return {"grid_json": write_json(out / "grid.json", grid), "grid_csv": write_csv(out / "grid.csv", rows)}
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        return _jsonable(v.item())
-    if isinstance(v, Path):
-        return str(v)
-    return v
 
 
 def write_json(path: Path, obj: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+    path.write_text(json.dumps(plain(obj), indent=2, allow_nan=False) + "\n")
     return path
 
 

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from . import __version__
 from .errors import InputError
 from .heads import HEADS, Head, HeadOutput, LastLayerHead, build_head
+from .jsonable import plain
 from .devices import pick_device
 from .train import EarlyStopping, Progress, available_memory, predict, training_checks, validation_split
 
@@ -246,10 +247,10 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
                  "state_dict": {k: v.detach().cpu() for k, v in saved_head.state_dict().items()}},
         "metrics": metrics, "data_spec": bundle.spec, "seed": config.seed, "tool_version": __version__,
         "training": {k: v for k, v in asdict(config).items() if k not in ("model_kwargs",)},
-        "transforms": bundle.transforms, "split_info": _plain(bundle.split_info), "history": history,
+        "transforms": bundle.transforms, "split_info": plain(bundle.split_info), "history": history,
     }
-    save_zoo_checkpoint(path, backbone.cpu(), extra=_plain(ckpt_extra))
-    metrics_path.write_text(json.dumps(_plain({"checkpoint": str(path), "model": config.model, "data": bundle.spec,
+    save_zoo_checkpoint(path, backbone.cpu(), extra=plain(ckpt_extra))
+    metrics_path.write_text(json.dumps(plain({"checkpoint": str(path), "model": config.model, "data": bundle.spec,
                                                  "layer_names": layer_names, **metrics, "history": history}),
                                        indent=2) + "\n")
     return JointResult(path=path, metrics_path=metrics_path, metrics=metrics, history=history,
@@ -299,17 +300,6 @@ def head_from_checkpoint(obj: dict[str, Any]) -> Head:
     return head.eval()
 
 
-def _plain(v: Any) -> Any:
-    """Only plain values (so the checkpoint loads with weights_only=True and the JSON is valid)."""
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v
 
 
 def export_head(checkpoint: str | Path, store: Any, out_dir: str | Path, *, split: str = "test") -> dict[str, Any]:

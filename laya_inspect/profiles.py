@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .jsonable import plain
+
 GROUPS = ("all", "correct", "incorrect")
 
 
@@ -94,18 +96,6 @@ def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
     return ""
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
@@ -124,7 +114,7 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
     names, classes = profiles["layer_names"], profiles["class_names"]
     files: dict[str, Path] = {}
     files["profiles_json"] = out / "profiles.json"
-    files["profiles_json"].write_text(json.dumps(_jsonable(profiles), indent=2, allow_nan=False) + "\n")
+    files["profiles_json"].write_text(json.dumps(plain(profiles), indent=2, allow_nan=False) + "\n")
     layer_rows = []
     for h, p in profiles["alpha"].items():
         layer_rows += [[h, "alpha", n, float(p["mean"][i]), float(p["std"][i]), float(p["seed_std"][i])]
