@@ -32,10 +32,15 @@ from . import __version__
 from .errors import InputError
 from .heads import HEADS, Head, HeadOutput, LastLayerHead, build_head
 from .jsonable import plain
+from .models.zoo import INITS  # Keras' glorot-uniform + zero bias (the paper's) | PyTorch's own defaults
 from .devices import pick_device
 from .train import EarlyStopping, Progress, available_memory, predict, training_checks, validation_split
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
+# logits: cross-entropy on the logits | probs: Keras' categorical cross-entropy on softmax
+# probabilities clipped to [1e-7, 1 − 1e-7] (the reference notebook's loss; no gradient where clipped)
+LOSSES = ("logits", "probs")
+KERAS_EPSILON = 1e-7
 POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
 
 
@@ -60,6 +65,9 @@ class JointConfig:
     train_split: str = "train"
     test_split: str = "test"
     data_seed: int = 0  # the dataset's own seeded split/subset; extract's --seed must match it
+    init: str = "glorot"  # backbone and head initialisation, one of INITS
+    ln_eps: float | None = None  # the backbone's LayerNorm ε; None = the zoo default (1e-3, Keras')
+    loss: str = "logits"  # one of LOSSES
     model_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"hidden": [512, 256, 128]}
 
     def __post_init__(self) -> None:
@@ -69,6 +77,9 @@ class JointConfig:
              f"train builds zoo backbones: --model zoo:mlp|zoo:cnn|zoo:bilstm, got {self.model!r}"),
             (self.head in JOINT_HEADS, f"--head must be one of {', '.join(JOINT_HEADS)}, got {self.head!r}"),
             *training_checks(self),
+            (self.init in INITS, f"--init must be one of {', '.join(INITS)}, got {self.init!r}"),
+            (self.ln_eps is None or self.ln_eps > 0, f"--ln-eps must be > 0, got {self.ln_eps}"),
+            (self.loss in LOSSES, f"--loss must be one of {', '.join(LOSSES)}, got {self.loss!r}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -138,6 +149,13 @@ class _Rows:
             yield x, self.y[idx]
 
 
+def _loss(logits: Tensor, y: Tensor, kind: str) -> Tensor:
+    if kind == "probs":
+        p = torch.softmax(logits, dim=1).clamp(KERAS_EPSILON, 1 - KERAS_EPSILON)
+        return F.nll_loss(p.log(), y)
+    return F.cross_entropy(logits, y)
+
+
 def _loop(module: nn.Module, forward: Callable[[Any], HeadOutput], params: Any,
           train_batches: Callable[[torch.Generator], Iterator[tuple[Any, Tensor]]],
           val_batches: Callable[[], Iterator[tuple[Any, Tensor]]], *, config: JointConfig, seed: int,
@@ -153,7 +171,7 @@ def _loop(module: nn.Module, forward: Callable[[Any], HeadOutput], params: Any,
         loss_sum, correct, count = 0.0, 0, 0
         for x, y in train_batches(gen):
             out = forward(x)
-            loss = F.cross_entropy(out.logits, y)
+            loss = _loss(out.logits, y, config.loss)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -199,6 +217,10 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
     num_classes = bundle.num_classes
     kwargs: dict[str, Any] = {"num_classes": num_classes, **config.model_kwargs}
     if config.arch in ("mlp", "cnn"):
+        kwargs.setdefault("init", config.init)
+        if config.ln_eps is not None:
+            kwargs.setdefault("ln_eps", config.ln_eps)
+    if config.arch in ("mlp", "cnn"):
         sample = train_split.fetch(train_split.index[:1])
         if not isinstance(sample, Tensor) or sample.ndim != 4:
             raise InputError(f"zoo:{config.arch} takes images (N, C, H, W); dataset {config.data!r} gives "
@@ -210,7 +232,8 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         layer_names = DEFAULT_LAYERS[config.arch](backbone)
         with torch.no_grad():
             widths = [h.shape[1] for h in pooled_features(backbone.eval(), train_split.fetch(train_split.index[:2]))]
-        hp = {"d_star": config.d_star, "tau": config.tau, "psi": config.psi, "score_width": config.score_width}
+        hp = {"d_star": config.d_star, "tau": config.tau, "psi": config.psi, "score_width": config.score_width,
+              "init": config.init}
         head = None if config.head == "last" else build_head(config.head, widths, num_classes, **hp)
     model = JointModel(backbone, head).to(device)
     train, test = _Rows(train_split, device), _Rows(test_split, device)
@@ -241,17 +264,19 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
     else:
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
+    training = {k: v for k, v in asdict(config).items() if k != "model_kwargs"}
     ckpt_extra = {
         "head": {"kind": saved_head.kind, "config": saved_head.config(), "layer_names": layer_names,
                  "pooling": POOLING.get(config.arch, "none"),
                  "state_dict": {k: v.detach().cpu() for k, v in saved_head.state_dict().items()}},
         "metrics": metrics, "data_spec": bundle.spec, "seed": config.seed, "tool_version": __version__,
-        "training": {k: v for k, v in asdict(config).items() if k not in ("model_kwargs",)},
+        "training": training,
         "transforms": bundle.transforms, "split_info": plain(bundle.split_info), "history": history,
     }
     save_zoo_checkpoint(path, backbone.cpu(), extra=plain(ckpt_extra))
     metrics_path.write_text(json.dumps(plain({"checkpoint": str(path), "model": config.model, "data": bundle.spec,
-                                                 "layer_names": layer_names, **metrics, "history": history}),
+                                                 "layer_names": layer_names, **metrics, "training": training,
+                                                 "history": history}),
                                        indent=2) + "\n")
     return JointResult(path=path, metrics_path=metrics_path, metrics=metrics, history=history,
                        layer_names=layer_names, alpha_mean=alpha_mean)

@@ -210,6 +210,8 @@ def test_command_line_refuses_what_a_command_cannot_say() -> None:
     assert command_line("train", JointConfig(data="digits", epochs=7), out=Path("b.pt")) == [
         "laya-inspect", "train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--seed", "0",
         "--epochs", "7", "--device", "auto", "--out", "b.pt"]
+    line = command_line("train", JointConfig(init="torch", ln_eps=1e-5, loss="probs"), out=Path("b.pt"))
+    assert line[line.index("--init"):line.index("--init") + 6] == ["--init", "torch", "--ln-eps", "1e-05", "--loss", "probs"]
     with pytest.raises(ValueError, match="no option for model_kwargs"):
         command_line("train", JointConfig(model_kwargs={"hidden": [64]}), out=Path("b.pt"))
     with pytest.raises(ValueError, match="seeds 0 … N−1"):

@@ -83,6 +83,9 @@ def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     (["--model", "zoo:mlp", "--data", "digits", "--head", "lasst"], "--head must be one of last, laya"),
     (["--model", "zoo:mlpp", "--data", "digits"], "no zoo model 'mlpp'"),
     (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
+    (["--model", "zoo:mlp", "--data", "digits", "--init", "he"], "--init must be one of glorot, torch"),
+    (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be > 0"),
+    (["--model", "zoo:mlp", "--data", "digits", "--loss", "mse"], "--loss must be one of logits, probs"),
 ])
 def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> None:
     result = runner.invoke(app, ["train", *args, "--epochs", "1", "--out", str(tmp_path / "x.pt")], env=ENV)
@@ -113,3 +116,36 @@ def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
                         "--out", str(other), "--device", "cpu"], env=ENV)
     res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(other), "--out", str(tmp_path / "h2")], env=ENV)
     assert res.exit_code == 1 and "holds ['blocks.2']" in res.output
+
+
+def test_keras_probability_loss_matches_cross_entropy_until_it_clips() -> None:
+    from laya_inspect.joint import _loss
+
+    y = torch.tensor([0, 1, 2])
+    logits = torch.tensor([[1.0, 0.5, -0.2], [0.1, 2.0, 0.3], [-1.0, 0.0, 1.5]], requires_grad=True)
+    torch.testing.assert_close(_loss(logits, y, "probs"), torch.nn.functional.cross_entropy(logits, y))
+    # A row already right with p > 1 − 1e-7 is clipped: Keras gives it no gradient, cross-entropy still does.
+    sure = torch.tensor([[30.0, 0.0, 0.0]], requires_grad=True)
+    _loss(sure, torch.tensor([0]), "probs").backward()
+    assert torch.count_nonzero(sure.grad) == 0
+    sure2 = sure.detach().clone().requires_grad_(True)
+    torch.nn.functional.cross_entropy(sure2, torch.tensor([0])).backward()
+    assert torch.count_nonzero(sure2.grad) > 0
+
+
+def test_train_controls_reach_backbone_head_and_loss(tmp_path: Path) -> None:
+    """--init torch, --ln-eps and --loss probs are what the checkpoint was built and trained with."""
+    from laya_inspect.joint import head_from_checkpoint
+    from laya_inspect.models import load_model
+
+    ckpt = tmp_path / "c.pt"
+    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "1",
+                                 "--d-star", "8", "--limit", "300", "--init", "torch", "--ln-eps", "1e-5",
+                                 "--loss", "probs", "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    obj = torch.load(ckpt, weights_only=True)
+    assert obj["kwargs"]["init"] == "torch" and obj["kwargs"]["ln_eps"] == 1e-5
+    assert obj["training"]["loss"] == "probs" and head_from_checkpoint(obj).init == "torch"
+    metrics = json.loads((tmp_path / "c.metrics.json").read_text())
+    assert metrics["training"]["init"] == "torch" and metrics["training"]["ln_eps"] == 1e-5
+    assert load_model("zoo:mlp", weights=str(ckpt)).module.blocks[0][1].eps == 1e-5

@@ -17,7 +17,8 @@ def test_mlp_architecture():
     assert [b[0].out_features for b in m.blocks] == [512, 256, 128]
     assert all(b[1].eps == 1e-3 and isinstance(b[2], nn.GELU) and b[2].approximate == "none" for b in m.blocks)
     assert (m.head.in_features, m.head.out_features) == (128, 10)
-    assert m.kwargs == {"in_shape": [1, 28, 28], "num_classes": 10, "hidden": [512, 256, 128], "ln_eps": 1e-3}
+    assert m.kwargs == {"in_shape": [1, 28, 28], "num_classes": 10, "hidden": [512, 256, 128], "ln_eps": 1e-3,
+                        "init": "glorot"}
     assert all(b[0].bias.abs().sum() == 0 for b in m.blocks)  # Keras-like: zero biases
     bound = (6 / (784 + 512)) ** 0.5  # Glorot-uniform limit of the first kernel
     assert m.blocks[0][0].weight.abs().max() <= bound
@@ -121,3 +122,18 @@ def test_list_layers_without_data_uses_a_dummy_batch():
     assert infos["stem.0"].type == "Conv2d" and not infos["stem.0"].default
     tokens = {i.name: i.shape for i in list_layers(load_model("zoo:bilstm"))}
     assert tokens["lstm2"] == (16, 128)
+
+
+def test_zoo_init_glorot_zeroes_biases_torch_keeps_pytorch_defaults() -> None:
+    from laya_inspect.errors import InputError
+    from laya_inspect.models.zoo import build_zoo
+
+    torch.manual_seed(0)
+    glorot, plain = build_zoo("cnn", init="glorot"), build_zoo("cnn", init="torch")
+    assert glorot.kwargs["init"] == "glorot" and plain.kwargs["init"] == "torch"
+    assert torch.count_nonzero(glorot.head.bias) == 0 and torch.count_nonzero(plain.head.bias) > 0
+    # PyTorch's Linear default is kaiming-uniform(a=√5): bound 1/√fan_in, tighter than glorot's here.
+    bound = 1 / plain.head.in_features ** 0.5
+    assert float(plain.head.weight.abs().max()) <= bound < float(glorot.head.weight.abs().max())
+    with pytest.raises(InputError, match="init must be one of glorot, torch"):
+        build_zoo("mlp", init="he")

