@@ -42,6 +42,7 @@ class ExtractConfig:
     trust_pickle: bool = False
     image_size: int | None = None
     normalize: str | None = None
+    resize: str = "stretch"
     overwrite: bool = False
 
     def identity(self) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def extract(config: ExtractConfig, *, progress: Progress | None = None) -> Extra
     model = load_model(config.model, weights=config.weights, trust_pickle=config.trust_pickle, device=str(device))
     data = load_data(config.data, splits=config.splits, limit=config.limit, seed=config.seed,
                      input_spec=model.input_spec, tokenizer=model.tokenizer,
-                     image_size=config.image_size, normalize=config.normalize)
+                     image_size=config.image_size, normalize=config.normalize, resize=config.resize)
     if config.pool == "flatten" and data.kind == "text":
         raise InputError("--pool flatten is not defined for text: each batch is padded to its own longest "
                          "text, so flattened widths would vary; use cls, mean, max or last")
@@ -150,7 +151,8 @@ def _to(inputs: Any, device: torch.device) -> Any:
 
 
 def list_model_layers(*, model: str, data: str | None, weights: str | None = None, trust_pickle: bool = False,
-                      image_size: int | None = None, normalize: str | None = None, device: str = "auto"):
+                      image_size: int | None = None, normalize: str | None = None, resize: str = "stretch",
+                      device: str = "auto"):
     """Each candidate layer's name, type and output shape from one dry batch."""
     from .layers import list_layers
 
@@ -159,7 +161,7 @@ def list_model_layers(*, model: str, data: str | None, weights: str | None = Non
     inputs = None
     if data is not None:
         bundle = load_data(data, splits=("test",), limit=2, seed=0, input_spec=loaded.input_spec,
-                           tokenizer=loaded.tokenizer, image_size=image_size, normalize=normalize)
+                           tokenizer=loaded.tokenizer, image_size=image_size, normalize=normalize, resize=resize)
         split = next(iter(bundle.splits.values()))
         inputs, _, _ = next(iter(split.batches(2)))
         inputs = _to(inputs, dev)

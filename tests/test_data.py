@@ -82,7 +82,8 @@ def test_fashion_mnist_limit_is_stratified_and_for_a_model():
     assert b.split_info["splits"]["test"] == {"n_source": 10000, "n": 200, "limit": 200,
                                               "subset": "seeded stratified", "seed": 3}
     assert b.transforms["channels"]["how"] == "replicate"
-    assert b.transforms["resize"] == {"from": [28, 28], "to": [32, 32], "mode": "bilinear", "antialias": True}
+    assert b.transforms["resize"] == {"from": [28, 28], "to": [32, 32], "mode": "bilinear", "antialias": True,
+                                         "fit": "stretch"}
 
 
 def _idx_bytes(arr: np.ndarray) -> bytes:

@@ -87,7 +87,24 @@ def test_resize_matches_pil_bilinear():
     t = plan_image_transform({"channels": 1, "size": (4, 4)}, input_spec=spec(size=32), image_size=(6, 10))
     const = torch.full((2, 1, 4, 4), 0.3)
     assert torch.allclose(t(const), torch.full((2, 1, 6, 10), 0.3), atol=1e-6)  # image_size wins
-    assert t.describe()["resize"] == {"from": [4, 4], "to": [6, 10], "mode": "bilinear", "antialias": True}
+    assert t.describe()["resize"] == {"from": [4, 4], "to": [6, 10], "mode": "bilinear", "antialias": True,
+                                      "fit": "stretch"}
+
+
+def test_resize_crop_keeps_aspect_like_torchvision_eval():
+    tvf = pytest.importorskip("torchvision.transforms.v2.functional")
+    x = torch.rand(2, 3, 32, 48)
+    t = plan_image_transform({"channels": 3, "size": (32, 48), "scale": "none"}, image_size=14, resize="crop")
+    # torchvision's recipe at this scale: shorter side to 14 / 0.875 = 16, then the centre 14 × 14
+    ref = tvf.center_crop(tvf.resize(x, [16], antialias=True), [14, 14])
+    assert torch.allclose(t(x), ref, atol=1e-5)
+    stretched = plan_image_transform({"channels": 3, "size": (32, 48), "scale": "none"}, image_size=14)(x)
+    assert not torch.allclose(stretched, ref, atol=1e-2)
+    assert t.describe()["resize"]["fit"] == "crop" and t.describe()["resize"]["crop_fraction"] == 0.875
+    with pytest.raises(InputError, match="resize crop needs a target size"):
+        plan_image_transform(RGB, resize="crop")
+    with pytest.raises(InputError, match="resize must be one of stretch, crop"):
+        plan_image_transform(RGB, image_size=4, resize="pad")
 
 
 def test_rgba_and_impossible_channels():
@@ -173,5 +190,7 @@ def test_text_errors(tmp_path, tokenizer):
     bad.write_text('{"text": "a", "label": 1}\n{oops\n')
     with pytest.raises(InputError, match=r"bad\.jsonl:2: not JSON"):
         load_data(f"jsonl:{bad}", tokenizer=tokenizer)
-    with pytest.raises(InputError, match="image size and normalize do not apply"):
+    with pytest.raises(InputError, match="image size, resize and normalize do not apply"):
         load_data(f"csv:{path}", tokenizer=tokenizer, image_size=32)
+    with pytest.raises(InputError, match="image size, resize and normalize do not apply"):
+        load_data(f"csv:{path}", tokenizer=tokenizer, resize="crop")

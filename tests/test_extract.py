@@ -156,6 +156,7 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
         (["--split", "train,valid"], "valid"),
         (["--dtype", "float64"], "float32"),
         (["--pool", "median"], "median"),
+        (["--resize", "pad"], "resize must be one of stretch, crop"),
     ],
 )
 def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):

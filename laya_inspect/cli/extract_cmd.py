@@ -30,6 +30,8 @@ def extract_command(
     seed: int = typer.Option(0, "--seed"),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
     image_size: Optional[int] = typer.Option(None, "--image-size", help="resize images to this side (default: what the model expects)"),
+    resize: str = typer.Option("stretch", "--resize", help="stretch (straight to the size) | crop (keep the aspect "
+                               "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)"),
     normalize: Optional[str] = typer.Option(None, "--normalize", help="none|imagenet|M1,M2,M3/S1,S2,S3 (default: what the model expects)"),
     trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow a fully pickled model file (runs code from it)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start again even if --out exists"),
@@ -41,7 +43,7 @@ def extract_command(
 
     if list_layers:
         loaded, infos = list_model_layers(model=model, data=data, weights=weights, trust_pickle=trust_pickle,
-                                          image_size=image_size, normalize=normalize, device=device)
+                                          image_size=image_size, normalize=normalize, resize=resize, device=device)
         table = Table(title=f"layers of {model}")
         for col in ("name", "type", "output shape", "default"):
             table.add_column(col)
@@ -56,7 +58,7 @@ def extract_command(
     config = ExtractConfig(model=model, weights=weights, data=data, out=str(out), layers=layers, pool=pool,
                            splits=_splits(split), limit=limit, batch_size=batch_size, dtype=dtype, seed=seed,
                            device=device, trust_pickle=trust_pickle, image_size=image_size,
-                           normalize=normalize, overwrite=overwrite)
+                           normalize=normalize, resize=resize, overwrite=overwrite)
     with row_progress("rows") as on_event:
         result = extract(config, progress=on_event)
     table = Table(title=f"{result.path}")

@@ -128,7 +128,7 @@ def _split_names(splits: str | Sequence[str]) -> list[str]:
 
 
 def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, image_size: Any,
-                    normalize: Any) -> Any:
+                    normalize: Any, resize: str = "stretch") -> Any:
     model_kind = getattr(input_spec, "kind", None)
     if src.kind == "text":
         if model_kind == "image":
@@ -136,29 +136,30 @@ def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, 
         if tokenizer is None:
             raise InputError(f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
                              "(e.g. --model hf:DIR with its tokenizer files)")
-        if image_size is not None or normalize is not None:
-            raise InputError(f"dataset {spec!r} is text: image size and normalize do not apply")
+        if image_size is not None or normalize is not None or resize != "stretch":
+            raise InputError(f"dataset {spec!r} is text: image size, resize and normalize do not apply")
         return TextTransform(tokenizer, int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH))
     if model_kind in ("text", "tokens"):
         raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; "
                          "use csv:FILE or jsonl:FILE")
     if src.kind == "vector":
-        if image_size is not None:
-            raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size does not apply")
+        if image_size is not None or resize != "stretch":
+            raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size or resize does not apply")
         return VectorTransform(src.native["dim"], src.native["scale"])
     return plan_image_transform(src.native, input_spec=input_spec, image_size=image_size,
-                                normalize=normalize)
+                                normalize=normalize, resize=resize)
 
 
 def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), limit: int | None = None,
               seed: int = 0, input_spec: Any = None, tokenizer: Any = None, image_size: Any = None,
-              normalize: Any = None, test_fraction: float = 0.2) -> DataBundle:
+              normalize: Any = None, resize: str = "stretch", test_fraction: float = 0.2) -> DataBundle:
     """Load ``spec`` and prepare ``splits`` for a model that wants ``input_spec``.
 
     ``input_spec`` is duck-typed (``kind``, ``channels``, ``size``, ``mean``, ``std``,
     ``max_length``; None: images only scaled to [0, 1] at native channels and size).
     ``image_size`` (int or (H, W)) overrides ``input_spec.size``; ``normalize`` ("none",
-    "imagenet" or a (mean, std) pair) overrides its mean/std. ``limit`` keeps a seeded stratified
+    "imagenet" or a (mean, std) pair) overrides its mean/std; ``resize`` "stretch" or "crop"
+    (aspect kept, centre crop) says how images reach the target size. ``limit`` keeps a seeded stratified
     subset of at most that many samples per split.
     """
     if limit is not None and (isinstance(limit, bool) or int(limit) < 1):
@@ -170,7 +171,7 @@ def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), lim
         if name not in src.split_names:
             raise NotFoundError(f"no split {name!r} in dataset {spec!r}; {suggest(name, src.split_names)}")
     transform = _plan_transform(src, spec, input_spec=input_spec, tokenizer=tokenizer,
-                                image_size=image_size, normalize=normalize)
+                                image_size=image_size, normalize=normalize, resize=resize)
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
     for name in names:

@@ -19,6 +19,11 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 LUMA = (0.2989, 0.587, 0.114)  # ITU-R 601, as torchvision's rgb_to_grayscale
 NORMALIZE_CHOICES = ("none", "imagenet")
+# stretch: straight to the target size (aspect ratio not kept) | crop: scale to cover the target
+# divided by CROP_FRACTION, keeping the aspect ratio, then take the centre (torchvision's evaluation
+# recipe: resize 256, centre crop 224).
+RESIZE_CHOICES = ("stretch", "crop")
+CROP_FRACTION = 0.875
 DEFAULT_MAX_LENGTH = 128
 
 
@@ -43,6 +48,7 @@ class ImageTransform:
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
     normalize_from: str = "none"
+    resize: str = "stretch"  # one of RESIZE_CHOICES
 
     @property
     def out_channels(self) -> int:
@@ -65,7 +71,11 @@ class ImageTransform:
         return adapt_channels(x, self.channels)
 
     def _resize(self, x: torch.Tensor) -> torch.Tensor:
-        if self.size is None or tuple(x.shape[-2:]) == self.size:
+        if self.size is None:
+            return x
+        if self.resize == "crop":
+            return centre_crop(x, self.size)
+        if tuple(x.shape[-2:]) == self.size:
             return x
         return F.interpolate(x, size=self.size, mode="bilinear", align_corners=False, antialias=True)
 
@@ -85,11 +95,26 @@ class ImageTransform:
         resize = None
         if self.size is not None and self.size != self.native_size:
             resize = {"from": list(self.native_size) if self.native_size else "per image",
-                      "to": list(self.size), "mode": "bilinear", "antialias": True}
+                      "to": list(self.size), "mode": "bilinear", "antialias": True, "fit": self.resize}
+        if self.size is not None and self.resize == "crop":
+            resize = {"from": list(self.native_size) if self.native_size else "per image",
+                      "to": list(self.size), "mode": "bilinear", "antialias": True, "fit": "crop",
+                      "crop_fraction": CROP_FRACTION}
         norm = None if self.mean is None else {"mean": list(self.mean), "std": list(self.std),
                                                "from": self.normalize_from}
         return {"kind": "image", "scale": self.scale, "channels": channels, "resize": resize,
                 "normalize": norm, "output": [self.out_channels, *(out_size or ("H", "W"))]}
+
+
+def centre_crop(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Scale (B, C, H, W) so it covers ``size / CROP_FRACTION`` with its aspect ratio kept, then cut
+    out the centre ``size``."""
+    (h, w), (th, tw) = x.shape[-2:], size
+    scale = max(th / h, tw / w) / CROP_FRACTION
+    nh, nw = max(th, round(h * scale)), max(tw, round(w * scale))
+    x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=True)
+    top, left = (nh - th) // 2, (nw - tw) // 2
+    return x[..., top:top + th, left:left + tw]
 
 
 def _channel_steps(c: int, target: int) -> list[str]:
@@ -178,17 +203,22 @@ def resolve_normalize(normalize: Any, input_spec: Any,
 
 
 def plan_image_transform(native: dict, *, input_spec: Any = None, image_size: Any = None,
-                         normalize: Any = None) -> ImageTransform:
+                         normalize: Any = None, resize: str = "stretch") -> ImageTransform:
     """Decide the image transform from the raw images (``native``) and the model's InputSpec.
 
     Target channels: ``input_spec.channels`` (None: keep). Target size: ``image_size`` if given,
-    else ``input_spec.size`` (None: keep). Normalisation: ``normalize`` ("none", "imagenet" or a
+    else ``input_spec.size`` (None: keep); ``resize`` says how to reach it (RESIZE_CHOICES). Normalisation: ``normalize`` ("none", "imagenet" or a
     (mean, std) pair) if given, else the InputSpec's mean/std, else none (values stay in [0, 1]).
     """
     channels = getattr(input_spec, "channels", None)
     size = _pair(image_size if image_size is not None else getattr(input_spec, "size", None))
     if size is not None and min(size) < 1:
         raise InputError(f"image size must be positive, got {image_size!r}")
+    if resize not in RESIZE_CHOICES:
+        raise InputError(f"resize must be one of {', '.join(RESIZE_CHOICES)}, got {resize!r}")
+    if resize == "crop" and size is None:
+        raise InputError("resize crop needs a target size: pass an image size (--image-size) or use a model "
+                         "with a fixed input size")
     native_channels = int(native["channels"])
     out_channels = channels or native_channels
     mean, std, frm = resolve_normalize(normalize, input_spec, out_channels)
@@ -196,7 +226,7 @@ def plan_image_transform(native: dict, *, input_spec: Any = None, image_size: An
         adapt_channels(torch.zeros(1, native_channels, 1, 1), channels)  # raises early if impossible
     return ImageTransform(native_channels=native_channels, native_size=_pair(native.get("size")),
                           scale=native.get("scale", "uint8/255"), channels=channels, size=size,
-                          mean=mean, std=std, normalize_from=frm)
+                          mean=mean, std=std, normalize_from=frm, resize=resize)
 
 
 @dataclass(frozen=True)
