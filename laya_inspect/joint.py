@@ -134,8 +134,8 @@ class _Rows:
         self.y = torch.from_numpy(np.asarray(split.labels, dtype=np.int64).copy()).to(device)
         sample = split.fetch(split.index[:1])
         if isinstance(sample, Tensor) and split.n * sample[0].numel() * 4 < available_memory() / 4:
-            self.x = torch.cat([split.fetch(split.index[i:i + chunk]).float()
-                                for i in range(0, split.n, chunk)]).to(device)
+            parts = [split.fetch(split.index[i:i + chunk]) for i in range(0, split.n, chunk)]
+            self.x = torch.cat([p.float() if p.is_floating_point() else p for p in parts]).to(device)
 
     def batches(self, positions: np.ndarray, batch_size: int,
                 generator: torch.Generator | None = None) -> Iterator[tuple[Any, Tensor]]:
@@ -207,15 +207,22 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
     if path.exists() and not overwrite:
         raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
     device = pick_device(config.device)
-    if config.arch == "bilstm":
-        raise InputError("zoo:bilstm needs integer token ids, and no dataset loader gives them yet; "
-                         "train zoo:mlp or zoo:cnn, or train the BiLSTM elsewhere and load it with --weights")
+    input_spec, vocab = None, None
+    if config.arch == "bilstm":  # word ids from a vocabulary of the training texts, kept in the checkpoint
+        from .data import WordVocab, raw_texts
+        from .models.base import InputSpec
+
+        texts = raw_texts(config.data, config.train_split, limit=config.limit, seed=config.data_seed)
+        vocab = WordVocab.fit(texts, size=int(config.model_kwargs.get("vocab_size", 20000)))
+        input_spec = InputSpec(kind="tokens", max_length=int(config.model_kwargs.get("max_len", 200)))
     # The data seed stays fixed across run seeds so that every run (and `extract`) sees the same test rows.
     bundle = load_data(config.data, splits=(config.train_split, config.test_split), limit=config.limit,
-                       seed=config.data_seed)
+                       seed=config.data_seed, input_spec=input_spec, tokenizer=vocab)
     train_split, test_split = bundle.splits[config.train_split], bundle.splits[config.test_split]
     num_classes = bundle.num_classes
     kwargs: dict[str, Any] = {"num_classes": num_classes, **config.model_kwargs}
+    if vocab is not None:
+        kwargs["vocab_size"] = vocab.size
     if config.arch in ("mlp", "cnn"):
         kwargs.setdefault("init", config.init)
         if config.ln_eps is not None:
@@ -273,6 +280,8 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         "training": training,
         "transforms": bundle.transforms, "split_info": plain(bundle.split_info), "history": history,
     }
+    if vocab is not None:
+        ckpt_extra["vocab"] = list(vocab.words)
     save_zoo_checkpoint(path, backbone.cpu(), extra=plain(ckpt_extra))
     metrics_path.write_text(json.dumps(plain({"checkpoint": str(path), "model": config.model, "data": bundle.spec,
                                                  "layer_names": layer_names, **metrics, "training": training,

@@ -83,6 +83,7 @@ def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     (["--model", "zoo:mlp", "--data", "digits", "--head", "lasst"], "--head must be one of last, laya"),
     (["--model", "zoo:mlpp", "--data", "digits"], "no zoo model 'mlpp'"),
     (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
+    (["--model", "zoo:bilstm", "--data", "digits"], "holds images, not texts"),
     (["--model", "zoo:mlp", "--data", "digits", "--init", "he"], "--init must be one of glorot, torch"),
     (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be > 0"),
     (["--model", "zoo:mlp", "--data", "digits", "--loss", "mse"], "--loss must be one of logits, probs"),
@@ -149,3 +150,55 @@ def test_train_controls_reach_backbone_head_and_loss(tmp_path: Path) -> None:
     metrics = json.loads((tmp_path / "c.metrics.json").read_text())
     assert metrics["training"]["init"] == "torch" and metrics["training"]["ln_eps"] == 1e-5
     assert load_model("zoo:mlp", weights=str(ckpt)).module.blocks[0][1].eps == 1e-5
+
+
+def _sentiment_csv(path: Path, n: int = 240) -> Path:
+    """A two-class text table whose label is carried by a word anywhere in the sentence."""
+    import random
+
+    rng = random.Random(0)
+    filler = "the a film plot actors story scene music ending was really quite".split()
+    rows = ["text,label"]
+    for i in range(n):
+        label = i % 2
+        words = rng.choices(filler, k=rng.randint(3, 12))
+        words.insert(rng.randint(0, len(words)), rng.choice(["great", "wonderful"] if label else ["awful", "boring"]))
+        rows.append(f"{' '.join(words)},{'pos' if label else 'neg'}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -> None:
+    from laya_inspect.data import WordVocab
+    from laya_inspect.joint import export_head
+    from laya_inspect.store import FeatureStore
+
+    data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv')}"
+    ckpt = tmp_path / "bilstm.pt"
+    result = runner.invoke(app, ["train", "--model", "zoo:bilstm", "--data", data, "--head", "laya", "--epochs", "8",
+                                 "--lr", "3e-3", "--d-star", "16", "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    obj = torch.load(ckpt, weights_only=True)
+    vocab = WordVocab(tuple(obj["vocab"]))
+    assert obj["kwargs"]["vocab_size"] == vocab.size == 18  # 16 distinct words + padding + unknown
+    metrics = json.loads((tmp_path / "bilstm.metrics.json").read_text())
+    assert metrics["test_acc"] > 0.8, metrics["history"]  # one word decides the class: learnable
+
+    cache = tmp_path / "bilstm.h5"
+    ex = runner.invoke(app, ["extract", "--model", "zoo:bilstm", "--weights", str(ckpt), "--data", data,
+                             "--out", str(cache)], env=ENV)
+    assert ex.exit_code == 0, ex.output
+    with FeatureStore(cache) as store:
+        assert store.layer_names == ["lstm1", "lstm2"]
+        assert store.attrs["transforms"]["kind"] == "token_ids"
+        assert store.attrs["transforms"]["vocab_sha256"] == vocab.sha256()
+        summary = export_head(ckpt, store, tmp_path / "head")
+    # the same ids through the same backbone: the exported head scores exactly what `train` measured
+    assert summary["accuracy_on_cache"] == pytest.approx(metrics["test_acc"], abs=1e-9)
+
+
+def test_bilstm_without_its_vocabulary_is_refused(tmp_path: Path) -> None:
+    data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv', n=20)}"
+    res = runner.invoke(app, ["extract", "--model", "zoo:bilstm", "--data", data, "--out", str(tmp_path / "x.h5")],
+                        env=ENV)
+    assert res.exit_code == 1 and "needs the word vocabulary" in res.stderr

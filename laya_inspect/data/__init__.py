@@ -34,9 +34,10 @@ from .sources import load_cifar10, load_digits_source, load_fashion_mnist
 from .text import TEXT_OPTIONS, load_csv, load_jsonl
 from .transforms import (DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform,
                          plan_image_transform)
+from .words import TokenIdTransform, WordVocab
 
-__all__ = ["DATASETS", "DataBundle", "DatasetKind", "ImageTransform", "Split", "load_data",
-           "parse_spec", "plan_image_transform", "stratified_split", "stratified_subset"]
+__all__ = ["DATASETS", "DataBundle", "DatasetKind", "ImageTransform", "Split", "WordVocab", "load_data",
+           "parse_spec", "plan_image_transform", "raw_texts", "stratified_split", "stratified_subset"]
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +134,19 @@ def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, 
     if src.kind == "text":
         if model_kind == "image":
             raise InputError(f"dataset {spec!r} is text but the model takes images; use an hf: text model")
+        if image_size is not None or normalize is not None or resize != "stretch":
+            raise InputError(f"dataset {spec!r} is text: image size, resize and normalize do not apply")
+        max_length = int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH)
+        if model_kind == "tokens":
+            if not isinstance(tokenizer, WordVocab):
+                raise InputError("this model reads word ids (zoo:bilstm): it needs the word vocabulary that "
+                                 "`laya-inspect train` writes into its checkpoint; pass --weights with such a "
+                                 "checkpoint, or train one: laya-inspect train --model zoo:bilstm --data csv:FILE")
+            return TokenIdTransform(tokenizer, max_length)
         if tokenizer is None:
             raise InputError(f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
                              "(e.g. --model hf:DIR with its tokenizer files)")
-        if image_size is not None or normalize is not None or resize != "stretch":
-            raise InputError(f"dataset {spec!r} is text: image size, resize and normalize do not apply")
-        return TextTransform(tokenizer, int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH))
+        return TextTransform(tokenizer, max_length)
     if model_kind in ("text", "tokens"):
         raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; "
                          "use csv:FILE or jsonl:FILE")
@@ -148,6 +156,31 @@ def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, 
         return VectorTransform(src.native["dim"], src.native["scale"])
     return plan_image_transform(src.native, input_spec=input_spec, image_size=image_size,
                                 normalize=normalize, resize=resize)
+
+
+def _limited(labels: np.ndarray, rows: np.ndarray, limit: int | None,
+             seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    info: dict[str, Any] = {"n_source": int(len(labels)), "n": int(len(labels))}
+    if limit is not None and int(limit) < len(labels):
+        keep = stratified_subset(labels, int(limit), seed=int(seed))
+        labels, rows = labels[keep], rows[keep]
+        info.update(n=int(len(labels)), limit=int(limit), subset="seeded stratified", seed=int(seed))
+    return labels, rows, info
+
+
+def raw_texts(spec: str, split: str = "train", *, limit: int | None = None, seed: int = 0,
+              test_fraction: float = 0.2) -> list[str]:
+    """The untransformed texts of one split of a text dataset, the rows ``load_data`` would give with
+    the same arguments (to fit a word vocabulary on the training texts)."""
+    prefix, arg, options = parse_spec(spec)
+    src = DATASETS.get(prefix).load(arg, options, seed=int(seed), test_fraction=float(test_fraction))
+    if src.kind != "text":
+        raise InputError(f"dataset {spec!r} holds {src.kind}s, not texts")
+    if split not in src.split_names:
+        raise NotFoundError(f"no split {split!r} in dataset {spec!r}; {suggest(split, src.split_names)}")
+    part = src.open(split)
+    _, rows, _ = _limited(part.labels, part.rows, limit, seed)
+    return list(part.fetch(rows))
 
 
 def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), limit: int | None = None,
@@ -176,12 +209,7 @@ def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), lim
     per_split: dict[str, dict] = {}
     for name in names:
         part = src.open(name)
-        labels, rows = part.labels, part.rows
-        info: dict[str, Any] = {"n_source": int(len(labels)), "n": int(len(labels))}
-        if limit is not None and int(limit) < len(labels):
-            keep = stratified_subset(labels, int(limit), seed=int(seed))
-            labels, rows = labels[keep], rows[keep]
-            info.update(n=int(len(labels)), limit=int(limit), subset="seeded stratified", seed=int(seed))
+        labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
         out[name] = Split(name=name, labels=labels, index=rows,
                           fetch=lambda q, f=part.fetch: transform(f(q)))

@@ -174,7 +174,7 @@ def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = Fals
     """``zoo:mlp|cnn|bilstm``: a zoo checkpoint (kwargs rebuilt from it), a plain state dict for the
     default kwargs, or, without ``weights``, default kwargs with seeded random weights."""
     ZOO.get(name)
-    sha = None
+    sha, vocab = None, None
     if weights is None:
         with seeded():
             model = build_zoo(name)
@@ -182,6 +182,10 @@ def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = Fals
         obj = read_checkpoint(weights, trust_pickle=trust_pickle)
         if is_zoo_checkpoint(obj):
             model = model_from_checkpoint(obj, expected=name, source=str(weights))
+            if obj.get("vocab"):  # word ids of a text model trained by `laya-inspect train`
+                from ..data.words import WordVocab
+
+                vocab = WordVocab(tuple(obj["vocab"]))
         else:
             kwargs = getattr(obj, "kwargs", {}) if isinstance(obj, nn.Module) and getattr(obj, "arch", None) == name else {}
             model = build_zoo(name, **{k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()})
@@ -189,6 +193,6 @@ def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = Fals
         sha = sha256_file(weights)
     return LoadedModel(
         module=freeze(model, device), spec=f"zoo:{name}", source="zoo", input_spec=_zoo_input_spec(model),
-        default_layers=DEFAULT_LAYERS[name](model), num_classes=model.kwargs["num_classes"],
+        default_layers=DEFAULT_LAYERS[name](model), num_classes=model.kwargs["num_classes"], tokenizer=vocab,
         weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
     )
