@@ -70,7 +70,7 @@ def _rel(path: str) -> Path:
 def overrides(a: argparse.Namespace) -> dict:
     o: dict = {e: {} for e in EXPERIMENTS}
     if a.seeds:
-        for e in ("fmnist", "cifar"):
+        for e in ("fmnist", "cifar", "bilstm"):
             o[e]["seeds"] = a.seeds
         for e in EXPERIMENTS:
             o[e]["fit_seeds"] = a.seeds

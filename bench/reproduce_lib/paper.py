@@ -23,4 +23,7 @@ DELETION1_VIT_ALPHA = 0.5787
 # The reference Keras notebook: LAYA, Fashion-MNIST, seed 1337, validation = the last 10%.
 NOTEBOOK_SEED1337 = 0.8842
 # Training set sizes of the paper (90% of the training split; 10% held out for validation).
-PAPER_TRAIN_ROWS = {"fmnist": 54000, "cifar": 45000}
+PAPER_TRAIN_ROWS = {"fmnist": 54000, "cifar": 45000, "imdb": 22500}
+# Which Table 1 row each zoo experiment stands beside; only the first two are the paper's own data.
+PAPER_ROW = {"fmnist": "fmnist", "cifar": "cifar", "bilstm": "imdb"}
+SAME_DATA = {"fmnist": True, "cifar": True, "bilstm": False}

