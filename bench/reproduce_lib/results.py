@@ -22,6 +22,7 @@ import paper as P
 from plans import CONTROLS, HEADS, HP, Experiment, plan
 from runner import Runner
 
+TOLERANCE = 0.015  # how close the joint Fashion-MNIST LAYA and LastLayer means must come to the paper's
 HEAD_LABEL = {"last": "LastLayer", "laya": "LAYA", "concat": "Concat", "scalarmix": "ScalarMix"}
 METHOD_ORDER = ("alpha", "ig", "gradcam", "static", "random")
 
@@ -627,6 +628,11 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
                  f"for {', '.join(ins) or 'no head'}" + (f" and outside it for {', '.join(outs)}" if outs else "") +
                  f". With {s['seeds']} seeds the t-interval is wide (t(0.975, {s['seeds'] - 1}) = "
                  f"{_t(s['seeds']):.2f}), so 'inside' is a weak statement.")
+        if exp.name == "fmnist" and not ctx.quick:
+            checks = [(HEAD_LABEL[h], js[h]["acc"]["mean"] - ref[h][0]) for h in ("laya", "last") if h in js]
+            b.append(f"**Bar of this benchmark** (joint LAYA and LastLayer within {TOLERANCE} of the paper's means): "
+                     + ", ".join(f"{n} {d:+.4f} {'within' if abs(d) <= TOLERANCE else '**outside**'}"
+                                 for n, d in checks) + ".")
     if js:
         capped = sum(v["capped"] for v in js.values())
         total = sum(len(v["epochs_run"]) for v in js.values())
