@@ -48,13 +48,13 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
                        control_heads=("last",), control_seeds=1),
         # CIFAR-10's image folders list rows class by class: the last 10% would be one class.
         "cifar": dict(limit=200, epochs=2, patience=5, seeds=2, lr=1e-3, val_mode="stratified", fit_seeds=2, fit_epochs=5,
-                      fit_lr=1e-3, compare_limit=200, bootstrap=200, joint_compare=("laya",)),
+                      fit_lr=1e-3, compare_limit=200, bootstrap=200, joint_compare=("laya",), joint_heads=("last", "laya")),
         "mobilenet": dict(limit=200, image_size=96, fit_seeds=2, fit_epochs=10, fit_lr=1e-3, compare_limit=100,
                           bootstrap=200),
         "text": dict(per_class=80, max_length=64, fit_seeds=2, fit_epochs=10, fit_lr=1e-3, compare_limit=None,
                      bootstrap=200),
         "bilstm": dict(limit=None, epochs=2, patience=5, seeds=1, lr=1e-3, val_mode="last", fit_seeds=2, fit_epochs=5,
-                       fit_lr=1e-3, compare_limit=100, bootstrap=200, joint_compare=("laya",)),
+                       fit_lr=1e-3, compare_limit=100, bootstrap=200, joint_compare=("laya",), joint_heads=("last", "laya")),
     },
     "full": {
         "fmnist": dict(limit=None, epochs=50, patience=5, seeds=5, lr=3e-4, val_mode="last", fit_seeds=5,
@@ -169,7 +169,7 @@ def _zoo_experiment(name: str, mode: str, work: Path, device: str | None, s: dic
     common = ["--data", data, "--epochs", str(s["epochs"]), "--patience", str(s["patience"]), "--lr", str(s["lr"]),
               "--val-mode", s["val_mode"], *_opt("--limit", s["limit"]), *hp]
     ckpts: dict[tuple[str, int], Path] = {}
-    for head in HEADS:
+    for head in s.get("joint_heads", HEADS):  # the smoke run trains fewer heads jointly: each run is a process
         for seed in range(s["seeds"]):
             ck = joint / f"zoo-{arch}-{head}-seed{seed}.pt"
             ckpts[head, seed] = ck
