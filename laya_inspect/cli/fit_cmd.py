@@ -161,7 +161,8 @@ def fit_head_command(
 @app.command("train")
 def train_command(
     model: str = typer.Option(..., "--model", "-m", help="zoo:mlp | zoo:cnn | zoo:bilstm"),
-    data: str = typer.Option(..., "--data", "-d", help="dataset spec, e.g. fashion-mnist, cifar10, digits"),
+    data: str = typer.Option(..., "--data", "-d", help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text "
+                             "table csv:FILE or jsonl:FILE for zoo:bilstm"),
     head: str = typer.Option("last", "--head", "-H", help="last (the backbone's own classifier) | laya | concat | scalarmix"),
     seed: int = typer.Option(0, "--seed", help="initialisation and shuffling seed"),
     lr: float = typer.Option(3e-4, "--lr", help="Adam learning rate"),
