@@ -51,3 +51,20 @@ def test_controls_change_one_group_of_options_on_the_main_runs_seeds(tmp_path: P
             k: v for k, v in base.items() if k not in extra and k != "--out"}
     assert plans.with_options(["x", "--val-mode", "last"], ["--val-mode", "stratified", "--loss", "probs"]) == [
         "x", "--val-mode", "stratified", "--loss", "probs"]
+
+
+def test_runner_reruns_a_step_when_a_file_in_a_folder_it_reads_changed(tmp_path: Path) -> None:
+    runner_mod = pytest.importorskip("runner")
+    head = tmp_path / "head"
+    head.mkdir()
+    (head / "weights.pt").write_text("v1")
+    out_dir = tmp_path / "cmp"
+    out = out_dir / "summary.json"
+    cmd = [sys.executable, "-c", "import sys, pathlib; pathlib.Path(sys.argv[2]).write_text('done')",
+           str(head), str(out), "--out", str(out_dir)]
+    step = runner_mod.Step("t.compare", cmd, [out], "t", mkdirs=[out_dir])
+    r = runner_mod.Runner(tmp_path / "work", echo=False)
+    assert r.run(step)["status"] == "ok" and r.is_done(step)
+    assert set(r.read_record(step)["inputs"]) == {str(head / "weights.pt")}  # not the outputs' own folder
+    (head / "weights.pt").write_text("v2, retrained")
+    assert not r.is_done(step)

@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         if not a.dry_run:
             from results import machine_info
 
+            mode_dir.mkdir(parents=True, exist_ok=True)
             (mode_dir / "machine.json").write_text(json.dumps(machine_info(), indent=2) + "\n")
         print(f"bench/reproduce: mode {a.mode}, work {mode_dir}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
               flush=True)

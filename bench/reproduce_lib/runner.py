@@ -3,8 +3,8 @@
 Each step is one command line with the outputs it must leave. Its record
 ``<work>/steps/<name>.json`` keeps the exact command, the wall time, the exit status and the log
 file. A step is skipped (and reported as reused) when its record says it finished with status 0,
-the command is the same, every output exists and every input file named on the command line is
-unchanged since it ran (size and modification time: a retrained checkpoint makes the steps that
+the command is the same, every output exists and every input file named on the command line (or
+inside a folder it names) is unchanged since it ran (size and modification time: a retrained checkpoint makes the steps that
 read it run again); otherwise its old outputs are removed first,
 except for resumable steps (``laya-inspect extract`` resumes an interrupted cache itself when the
 command is the same).
@@ -54,15 +54,24 @@ def thread_env() -> dict[str, str]:
 
 
 def input_stamps(step: Step, only: object = None) -> dict[str, list[int]]:
-    """(size, mtime_ns) of every existing file the command names that is not one of its outputs."""
-    outputs = {str(o) for o in step.outputs}
-    stamps: dict[str, list[int]] = {}
+    """(size, mtime_ns) of every existing file the command names that is not one of its outputs, and
+    of every file inside a folder it names (a head directory) unless that folder holds its outputs.
+    ``only``: keep just these keys (the ones an older record holds)."""
+    outputs = [Path(o) for o in step.outputs]
+    files: list[Path] = []
     for token in step.cmd[1:]:
         p = Path(token)
-        if token in outputs or (only is not None and token not in only) or not p.is_file():
+        if p in outputs:
             continue
-        st = p.stat()
-        stamps[token] = [st.st_size, st.st_mtime_ns]
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir() and not any(p in o.parents for o in outputs):
+            files += sorted(f for f in p.rglob("*") if f.is_file())
+    stamps: dict[str, list[int]] = {}
+    for f in files:
+        if only is None or str(f) in only:
+            st = f.stat()
+            stamps[str(f)] = [st.st_size, st.st_mtime_ns]
     return stamps
 
 
