@@ -946,7 +946,7 @@ def write_report(exps: list[Experiment], *, mode: str, work: Path, mode_dir: Pat
             "PROTOCOL §6 (`bench/reproduce_lib/paper.py`). Regenerate with the same commands (finished steps are "
             "reused) or rewrite this page alone with `--report-only` and the same options.", ""]
     if mode == "quick":
-        head += ["> **SMOKE RUN (`--quick`).** Tiny subsets, 2 seeds, a few epochs: this page shows that every step "
+        head += ["> **SMOKE RUN (`--quick`).** Tiny subsets, 1–2 seeds, a few epochs: this page shows that every step "
                  "of the benchmark runs end to end and that the report is generated from its outputs. **None of its "
                  "numbers is a reproduction of the paper.** Run `bench/reproduce` (full mode: reduced schedules, "
                  "hours on 2 cores) or `bench/reproduce --mode paper --device cuda` for numbers that mean something.",
