@@ -40,7 +40,7 @@ def test_controls_change_one_group_of_options_on_the_main_runs_seeds(tmp_path: P
     (fm,) = [e for e in plans.plan("full", tmp_path, for_display=True) if e.name == "fmnist"]
     main = {s.name: s.cmd for s in fm.steps if s.name.startswith("fmnist.joint.")}
     controls = [s for s in fm.steps if s.name.startswith("fmnist.control.")]
-    assert len(controls) == len(plans.CONTROLS) * 2 * 2  # 3 variants × (last, laya) × seeds 0, 1
+    assert len(controls) == len(plans.CONTROLS) * 2 * 5  # 3 variants × (last, laya) × seeds 0–4
     for step in controls:
         _, _, variant, head, seed = step.name.split(".")
         base, ours = _options(main[f"fmnist.joint.{head}.{seed}"]), _options(step.cmd)
@@ -68,3 +68,9 @@ def test_runner_reruns_a_step_when_a_file_in_a_folder_it_reads_changed(tmp_path:
     assert set(r.read_record(step)["inputs"]) == {str(head / "weights.pt")}  # not the outputs' own folder
     (head / "weights.pt").write_text("v2, retrained")
     assert not r.is_done(step)
+
+
+def test_report_names_the_options_that_shape_the_plan() -> None:
+    cli = pytest.importorskip("cli")
+    assert cli.plan_args(["--only", "cifar", "--seeds", "3", "--report-only", "--only=text", "--cifar-limit",
+                          "900"]) == ["--seeds", "3", "--cifar-limit", "900"]

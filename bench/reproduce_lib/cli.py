@@ -78,6 +78,24 @@ def overrides(a: argparse.Namespace) -> dict:
     return o
 
 
+def plan_args(argv: list[str] | None) -> list[str]:
+    """The options that shape the plan (what a reader reruns): without --only, --report-only, --dry-run."""
+    args, out, skip = list(sys.argv[1:] if argv is None else argv), [], False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a in ("--report-only", "--dry-run"):
+            continue
+        if a == "--only":
+            skip = True
+            continue
+        if a.startswith("--only="):
+            continue
+        out.append(a)
+    return out
+
+
 def _sigterm(signum, frame):  # noqa: ANN001
     raise KeyboardInterrupt  # subprocess.run then kills the running step before we leave
 
@@ -137,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     from results import write_report
 
     write_report(exps, mode=a.mode, work=work, mode_dir=mode_dir, results=results, images=images,
-                 device=a.device, overrides=overrides(a))
+                 device=a.device, overrides=overrides(a), plan_args=plan_args(argv))
     print(f"wrote {results}", flush=True)
     return 1 if failures else 0
 

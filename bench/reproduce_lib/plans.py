@@ -59,7 +59,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
         "fmnist": dict(limit=None, epochs=50, patience=5, seeds=5, lr=3e-4, val_mode="last", fit_seeds=5,
                        fit_epochs=50, fit_lr=3e-4, compare_limit=2000, bootstrap=1000, notebook=True,
-                       joint_compare=HEADS, control_heads=("last", "laya"), control_seeds=2),
+                       joint_compare=HEADS, control_heads=("last", "laya"), control_seeds=5),
         # 2 seeds, 2,500 rows, 15 epochs: each joint run is about 6 min on one core here.
         "cifar": dict(limit=2500, epochs=15, patience=5, seeds=2, lr=1e-3, val_mode="stratified", fit_seeds=5,
                       fit_epochs=50, fit_lr=1e-3, compare_limit=None, bootstrap=1000, joint_compare=HEADS),
@@ -75,7 +75,7 @@ SETTINGS: dict[str, dict[str, dict[str, Any]]] = {
 SETTINGS["paper"] = copy.deepcopy(SETTINGS["full"])
 SETTINGS["paper"]["cifar"].update(limit=None, epochs=50, seeds=5)
 SETTINGS["paper"]["mobilenet"].update(limit=None, image_size=224, compare_limit=None)
-SETTINGS["paper"]["fmnist"].update(compare_limit=None, control_seeds=5)
+SETTINGS["paper"]["fmnist"].update(compare_limit=None)
 SETTINGS["paper"]["bilstm"].update(seeds=5)
 
 
@@ -293,7 +293,8 @@ def plan(mode: str, work: Path, device: str | None = None, overrides: dict[str, 
                          [model_dir / "config.json", model_dir / "PREPARED.json"], "text",
                          "unpack all-MiniLM-L6-v2 into a local directory"))
     _frozen_steps(tx, "text",
-                  extract_cmd=["laya-inspect", "extract", "--model", f"hf:{model_dir}", "--data", f"csv:{csv_path}"],
+                  extract_cmd=["laya-inspect", "extract", "--model", f"hf:{model_dir}", "--data", f"csv:{csv_path}",
+                               "--pool", "mean"],  # the masked token mean all-MiniLM-L6-v2 was trained with
                   fit_extra=["--patience", "5", *_hp("text")], s=s, device=_opt("--device", device), d=t)
     exps.append(tx)
 

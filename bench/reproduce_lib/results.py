@@ -88,6 +88,7 @@ class Ctx:
         self.mode, self.mode_dir, self.images, self.results = mode, mode_dir, images, results
         self.runner = Runner(mode_dir, echo=False)
         self.copied: list[Path] = []
+        self.stale: list[str] = []  # steps whose record is not this plan's command and inputs
 
     @property
     def quick(self) -> bool:
@@ -369,8 +370,12 @@ def step_table(exp: Experiment, ctx: Ctx, counted: set[str]) -> tuple[list[str],
             continue
         wall = rec.get("wall_s")
         total += wall or 0.0
+        status = rec.get("status", "?")
+        if status == "ok" and not ctx.runner.is_done(st):
+            status = "**stale**: ran another command or read other inputs than this plan's"
+            ctx.stale.append(st.name)
         rows.append([f"`{st.name}`", rec.get("title") or st.title, f"{wall:.1f}" if wall is not None else "—",
-                     rec.get("status", "?")])
+                     status])
         cmds.append(rec.get("cmd_str") or st.cmd_str)
     out = table(["step", "what", "wall time (s)", "status"], rows)
     out += ["", f"Sum of step wall times: {total:.0f} s ({total / 60:.1f} min).", "", "<details><summary>Exact commands, "
@@ -550,10 +555,10 @@ def text_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dic
     s = exp.settings
     out = [f"## {number}. Text: a Hugging Face encoder from a local directory on a local text table", ""]
     fsum = load(exp.paths["frozen_heads"] / "summary.json")
-    out += ["IMDB (the paper's text set) cannot be reached from these machines (no dataset download), and the paper's "
-            "BiLSTM is trained jointly, which `laya-inspect train` cannot do for text yet (`zoo:bilstm` needs token "
-            "ids no loader gives). This experiment therefore checks the text pipeline on real, offline, labelled text: "
-            "it is not a reproduction of the paper's IMDB row.", ""]
+    out += ["IMDB (the paper's text set) cannot be reached from these machines (no dataset download). This experiment "
+            "runs the frozen pipeline on a pretrained Hugging Face encoder over real, offline, labelled text; the "
+            "paper's own text architecture (the BiLSTM, trained jointly) runs on the same table in the next section. "
+            "Neither is a reproduction of the paper's IMDB row.", ""]
     if not fsum:
         out += [f"Not run in this work directory{': ' + exp.skip_reason if exp.skip_reason else ''}.", ""]
         return out, {}
@@ -579,13 +584,14 @@ def text_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dic
                                                         f"`{note.get('model_safetensors_sha256', '')[:16]}…`)"
                                                         if note.get("package") else "")
             + (f". The tokenizer's `model_max_length` was set to {s['max_length']} in the local copy "
-               f"(longest text: {tl.get('max_tokens', '?')} tokens, so nothing is cut): `extract` pads every text to "
+               f"(longest text: {tl.get('max_tokens', '?')} tokens, so nothing is cut)"
                if note.get("tokenizer_model_max_length") else
                f". Its tokenizer's maximum length is {s['max_length']} (longest text: {tl.get('max_tokens', '?')} "
-               "tokens); `extract` pads every text to ")
-            + "that length, so a short maximum keeps extraction fast. Layers `hidden_states.0` (embeddings) … "
-            f"`hidden_states.{len(fsum['cache']['layer_names']) - 1}`, pooled with the `[CLS]` position "
-            "(`--pool auto`; see the note on `--pool mean` below). Heads: IMDB's hyper-parameters "
+               "tokens)")
+            + "; `extract` pads each batch to its longest text. Layers `hidden_states.0` (embeddings) … "
+            f"`hidden_states.{len(fsum['cache']['layer_names']) - 1}`, each pooled by the mean over the text's real "
+            "tokens (`--pool mean`: the attention mask keeps the padding out), the pooling all-MiniLM-L6-v2 was "
+            "trained with. Heads: IMDB's hyper-parameters "
             f"(d\\*=96, τ=1.3, ψ=mlp, width 192), `--seeds {s['fit_seeds']}`, at most {s['fit_epochs']} epochs, "
             f"lr {s['fit_lr']}.", ""]
     ft, fstats = frozen_table(fsum, load(exp.paths["frozen_heads"] / "runs.json"), None)
@@ -669,11 +675,14 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
     ja, fa = al.get("joint_alpha"), al.get("frozen_alpha")
     refa = P.ALPHA_DEEPEST.get(exp.name)
     if ja or fa:
-        parts = []
+        parts, deep = [], []
         if ja:
             top = max(range(len(ja)), key=lambda i: ja[i])
+            deep = [m["test_mean_weights"][al["layers"][-1]] for m in f["runs"].get("laya", [])
+                    if m.get("test_mean_weights")]
+            spread = f"; per seed {min(deep):.2f} to {max(deep):.2f}" if len(deep) > 1 else ""
             parts.append(f"joint LAYA puts {ja[-1]:.2f} of its mass on the deepest layer (`{al['layers'][-1]}`) on "
-                         f"average over seeds, most on `{al['layers'][top]}` ({ja[top]:.2f})")
+                         f"average over seeds{spread}, most on `{al['layers'][top]}` ({ja[top]:.2f})")
         if fa:
             top = max(range(len(fa)), key=lambda i: fa[i])
             parts.append(f"frozen LAYA {fa[-1]:.2f} (most on `{al['layers'][top]}`, {fa[top]:.2f})")
@@ -685,6 +694,10 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
                 line += (f"; the shortened schedule is one candidate cause (α starts near uniform, 1/L = "
                          f"{1 / len(ja):.2f}, and has had at most {-(-f['n_train'] // 128) * s['epochs']:,} updates), "
                          "which only the paper's schedule can confirm.")
+            elif diff < 0 and deep and max(deep) < refa:
+                line += (f", and every one of our {len(deep)} seeds is below it too: not seed-to-seed spread, and with the "
+                         "paper's schedule not a short run either; what makes the paper's α deeper is not traced here "
+                         "(its α profile is not given per seed).")
             else:
                 line += "."
         if al.get("frozen_class_deep"):
@@ -710,6 +723,10 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
             line += (f"Deletion@1 of α: {a['d1']:.3f} ({a['d1_frac']:.0%} of the oracle {fi[('laya', 'oracle')]:.3f}; "
                      f"random {fi[('laya', 'random_at_1')]:.3f}).")
             b.append(line)
+    if len(al.get("layers") or []) == 2 and (ff or jf):
+        b.append("**Two layers.** With L = 2 a row's Spearman ρ is +1, −1 or undefined, so faithfulness is the share of "
+                 "rows whose layer order matches the LOLO effects minus the share where it does not: a coarse score, "
+                 "and a perfect 1.000 only says every row's larger score went to the layer with the larger effect.")
     nb = f.get("notebook")
     if nb and nb.get("last") and nb.get("stratified"):
         b.append(f"**Validation split.** The notebook's run (LAYA, seed 1337): test accuracy {nb['last']['test_acc']:.4f} "
@@ -759,30 +776,40 @@ def discuss_zoo(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
 
 
 def discuss_controls(ci: dict, js: dict, ref: dict, *, quick: bool) -> str:
-    """What the controlled run says about the offset between the joint runs and the paper."""
-    parts, toward = [], []
+    """What the controlled run says about the offset between the joint runs and the paper.
+
+    A switch could close a head's offset only if its paired interval reaches −offset (the change that
+    would bring the mean to the paper's); an interval that excludes −offset rules the switch out as the
+    whole cause, one that also excludes 0 shows an effect of its own."""
+    parts, ruled_out, open_, effects = [], [], [], []
     for (head, variant), v in sorted(ci.items(), key=lambda kv: (list(CONTROLS).index(kv[0][1]), kv[0][0])):
         d = v["delta"]
-        if not d:
+        if not d or head not in js:
             continue
-        ci_txt = (f" [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]" if d.get("ci_low") is not None else "")
-        parts.append(f"`{variant}` {HEAD_LABEL[head]} {d['mean']:+.4f}{ci_txt}")
-        gap = js[head]["acc"]["mean"] - ref[head][0] if head in js else None
-        if gap and d["mean"] * gap < 0:  # moves the accuracy toward the paper's mean
-            toward.append((abs(d["mean"]) / abs(gap), head, variant))
-    line = ("**Controlled run (PyTorch vs Keras, loss, validation split).** Paired change of test accuracy when one "
-            "group of choices is switched (variant − main run, same seeds): " + "; ".join(parts) + ". ")
+        has_ci = d.get("ci_low") is not None
+        parts.append(f"`{variant}` {HEAD_LABEL[head]} {d['mean']:+.4f}"
+                     + (f" [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]" if has_ci else ""))
+        if not has_ci:
+            continue
+        need = -(js[head]["acc"]["mean"] - ref[head][0])
+        label = f"`{variant}` on {HEAD_LABEL[head]}"
+        (open_ if d["ci_low"] <= need <= d["ci_high"] else ruled_out).append(label)
+        if not d["ci_low"] <= 0 <= d["ci_high"]:
+            effects.append(f"{label} ({d['mean']:+.4f})")
     gaps = ", ".join(f"{HEAD_LABEL[h]} {js[h]['acc']['mean'] - ref[h][0]:+.4f}" for h in ("last", "laya") if h in js)
-    if toward:
-        share, head, variant = max(toward)
-        line += (f"The largest move toward the paper is `{variant}` on {HEAD_LABEL[head]}, {share:.0%} of that head's "
-                 f"offset (offsets of the main runs: {gaps}). ")
-    else:
-        line += f"No variant moves the accuracy toward the paper's means (offsets of the main runs: {gaps}). "
-    line += ("A variant explains the offset only if its change is about as large as the offset and its interval "
-             "excludes zero; with so few seeds per variant the intervals are wide, so read these as bounds on how much "
-             "each choice can matter. Not varied: Adam's ε (PyTorch 1e-8, Keras 1e-7) and the random streams "
-             "(initial weights, batch order), so seed S here is not the paper's seed S.")
+    line = ("**Controlled run (PyTorch vs Keras, loss, validation split).** Paired change of test accuracy when one "
+            "group of choices is switched (variant − main run, same seeds, 95% t-interval): " + "; ".join(parts)
+            + f". Closing the offsets of the main runs ({gaps}) takes a change of minus that much. ")
+    if ruled_out:
+        line += ("Ruled out as the whole cause (the interval excludes the change needed): " + ", ".join(ruled_out)
+                 + ". ")
+    if open_:
+        line += ("Not ruled out (the interval still reaches the change needed; more seeds would tell): "
+                 + ", ".join(open_) + ". ")
+    line += ("Effects distinguishable from zero: " + ", ".join(effects) + ". " if effects else
+             "No switch has an effect distinguishable from zero. ")
+    line += ("Not varied: Adam's ε (PyTorch 1e-8, Keras 1e-7) and the random streams (initial weights, batch "
+             "order), so seed S here is not the paper's seed S.")
     if quick:
         line += " (Smoke run: these differences are noise.)"
     return line
@@ -833,10 +860,9 @@ def discuss_frozen_only(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
         b.append(f"**Faithfulness.** α {a['faith']:.3f}; " + ", ".join(
             f"`{m}` {fi[('laya', m)]['faith']:.3f}" for m in ("ig", "gradcam", "random") if ("laya", m) in fi) + ".")
     if exp.name == "text":
-        b.append("**Pooling.** `--pool auto` takes the `[CLS]` position. all-MiniLM-L6-v2 was trained with mean pooling, "
-                 "but `extract --pool mean` currently averages over the padding positions too (the attention mask is "
-                 "not passed to the pooling), so the mean-pooled features would be dominated by `[PAD]` states (a "
-                 "laya-inspect bug found by this benchmark, reported).")
+        b.append("**Pooling.** Each layer is the masked mean over the text's tokens (`--pool mean`), as "
+                 "all-MiniLM-L6-v2 was trained for sentence embeddings; `--pool auto` would take the `[CLS]` position, "
+                 "which this model was not trained to summarise a text in.")
     return [f"- {x}" for x in b]
 
 
@@ -908,7 +934,7 @@ def val_text(mode: str, share: float) -> str:
 
 # --------------------------------------------------------------------------------------------- main
 def write_report(exps: list[Experiment], *, mode: str, work: Path, mode_dir: Path, results: Path, images: Path,
-                 device: str | None, overrides: dict) -> Path:
+                 device: str | None, overrides: dict, plan_args: list[str] | None = None) -> Path:
     ctx = Ctx(mode, mode_dir, images, results)
     inv = load(mode_dir / "last_invocation.json") or {}
     invs = []
@@ -934,17 +960,16 @@ def write_report(exps: list[Experiment], *, mode: str, work: Path, mode_dir: Pat
         walls[exp.name] = total
         cmd_sections += [f"### {number}. {exp.title}", "", *st, ""]
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    argvs = [" ".join(shlex.quote(a) for a in i.get("argv", [])) or f"--mode {mode}" for i in invs]
-    if not argvs:
-        argvs = [" ".join(shlex.quote(a) for a in inv.get("argv", [])) or f"--mode {mode}"]
-    built = (f"`bench/reproduce {argvs[0]}`" if len(argvs) == 1 else
-             "these invocations (one experiment each, side by side): "
-             + ", ".join(f"`bench/reproduce {a}`" for a in dict.fromkeys(argvs)))
+    plan_cmd = " ".join(["bench/reproduce", *map(shlex.quote, plan_args or [])])
+    stale = (f" **{len(ctx.stale)} step(s) are stale** (marked below): their outputs come from another command."
+             if ctx.stale else " Every step listed below ran with exactly the command shown for it.")
     head = ["# Reproduction results", "",
-            f"Generated on {now} from the files the `laya-inspect` CLI wrote under `{mode_dir}`, built by "
-            f"{built} — every number below is read from those files; the paper's numbers come from "
-            "PROTOCOL §6 (`bench/reproduce_lib/paper.py`). Regenerate with the same commands (finished steps are "
-            "reused) or rewrite this page alone with `--report-only` and the same options.", ""]
+            f"Generated on {now} from the files the `laya-inspect` CLI wrote under `{mode_dir}` for the plan of "
+            f"`{plan_cmd}` ({len(invs) or 1} invocation(s) filled that folder, one or more experiments each, side by "
+            f"side; `{mode_dir}/invocations.jsonl` lists them).{stale} Every number below is read from those files; "
+            "the paper's numbers come from PROTOCOL §6 (`bench/reproduce_lib/paper.py`). "
+            f"`{plan_cmd}` regenerates it (finished steps are reused); `--report-only` rewrites this page alone.",
+            ""]
     if mode == "quick":
         head += ["> **SMOKE RUN (`--quick`).** Tiny subsets, 1–2 seeds, a few epochs: this page shows that every step "
                  "of the benchmark runs end to end and that the report is generated from its outputs. **None of its "
