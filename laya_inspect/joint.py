@@ -227,7 +227,6 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         kwargs.setdefault("init", config.init)
         if config.ln_eps is not None:
             kwargs.setdefault("ln_eps", config.ln_eps)
-    if config.arch in ("mlp", "cnn"):
         sample = train_split.fetch(train_split.index[:1])
         if not isinstance(sample, Tensor) or sample.ndim != 4:
             raise InputError(f"zoo:{config.arch} takes images (N, C, H, W); dataset {config.data!r} gives "

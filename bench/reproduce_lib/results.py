@@ -184,7 +184,7 @@ def controls_table(exp: Experiment, runs: dict[str, list[dict]]) -> tuple[list[s
                 continue
             mean = sum(m["test_acc"] for m in ms_) / len(ms_)
             d = paired([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
-            info[head, variant] = {"mean": mean, "delta": d, "n": len(ms_), "gap": mean - ref[head][0]}
+            info[head, variant] = d
             ci = (f" [{f4(d['ci_low'], sign=True)}, {f4(d['ci_high'], sign=True)}]"
                   if d and d.get("ci_low") is not None else "")
             rows.append([HEAD_LABEL[head], f"`{variant}`: {CONTROLS[variant][0]}",
@@ -782,8 +782,7 @@ def discuss_controls(ci: dict, js: dict, ref: dict, *, quick: bool) -> str:
     would bring the mean to the paper's); an interval that excludes −offset rules the switch out as the
     whole cause, one that also excludes 0 shows an effect of its own."""
     parts, ruled_out, open_, effects = [], [], [], []
-    for (head, variant), v in sorted(ci.items(), key=lambda kv: (list(CONTROLS).index(kv[0][1]), kv[0][0])):
-        d = v["delta"]
+    for (head, variant), d in sorted(ci.items(), key=lambda kv: (list(CONTROLS).index(kv[0][1]), kv[0][0])):
         if not d or head not in js:
             continue
         has_ci = d.get("ci_low") is not None

@@ -93,13 +93,11 @@ class ImageTransform:
             channels = {"from": self.native_channels, "to": self.channels,
                         "how": " then ".join(_channel_steps(self.native_channels, self.channels))}
         resize = None
-        if self.size is not None and self.size != self.native_size:
+        if self.size is not None and (self.size != self.native_size or self.resize == "crop"):
             resize = {"from": list(self.native_size) if self.native_size else "per image",
                       "to": list(self.size), "mode": "bilinear", "antialias": True, "fit": self.resize}
-        if self.size is not None and self.resize == "crop":
-            resize = {"from": list(self.native_size) if self.native_size else "per image",
-                      "to": list(self.size), "mode": "bilinear", "antialias": True, "fit": "crop",
-                      "crop_fraction": CROP_FRACTION}
+            if self.resize == "crop":
+                resize["crop_fraction"] = CROP_FRACTION
         norm = None if self.mean is None else {"mean": list(self.mean), "std": list(self.std),
                                                "from": self.normalize_from}
         return {"kind": "image", "scale": self.scale, "channels": channels, "resize": resize,

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -51,13 +52,9 @@ class WordVocab:
         index = self._index
         return [index.get(w, OOV) for w in words(text)]
 
-    @property
+    @cached_property
     def _index(self) -> dict[str, int]:
-        cached = self.__dict__.get("_cached_index")
-        if cached is None:
-            cached = {w: i + 2 for i, w in enumerate(self.words)}
-            object.__setattr__(self, "_cached_index", cached)
-        return cached
+        return {w: i + 2 for i, w in enumerate(self.words)}
 
     def encode(self, texts: Sequence[str], max_length: int) -> torch.Tensor:
         """(B, max_length) int64: ids padded and truncated at the front."""
