@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from laya_inspect.data import load_data
-from laya_inspect.extract import ExtractConfig, extract
+from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 
 

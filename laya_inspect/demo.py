@@ -17,7 +17,6 @@ and ``fashion-mnist`` (the Debian IDX files, on a subset and a short epoch budge
 from __future__ import annotations
 
 import dataclasses
-import json
 import shlex
 import time
 from collections.abc import Callable
@@ -26,19 +25,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .cmdline import command_line
+from .files import write_json
+from .options import command_line
 from .errors import DatasetMissingError, InputError
 from .registry import Registry
+from .runtime import Progress, check_device, no_progress
 
 if TYPE_CHECKING:  # the stages are imported when a demo is planned, so `laya-inspect --help` stays quick
-    from .compare import CompareConfig
+    from .compare.run import CompareConfig
     from .extract import ExtractConfig
-    from .joint import JointConfig
-    from .train import FitConfig
+    from .training.fit_head import FitConfig
+    from .training.joint import JointConfig
 
 MODEL = "zoo:mlp"  # Flatten → 512 → 256 → 128 (Linear, LayerNorm, GELU) → classifier: the paper's MLP
 StepCallback = Callable[["DemoStep"], None]
-Progress = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -139,11 +139,11 @@ class DemoPlan:
             ("extract", "extract every block of the frozen backbone for the train and test rows",
              command_line("extract", self.extract)),
             ("fit-head", f"fit LAYA and the three baselines on the frozen features, ≤ {b.fit_epochs} epochs, {seeds}",
-             command_line("fit-head", self.fit, cache=p["features"], out=p["heads"], force=self.config.force)),
+             command_line("fit-head", self.fit, positional=[p["features"]], out=p["heads"], force=self.config.force)),
             ("compare", f"score α, IG, Grad-CAM, static weights and random against leave-one-layer-out effects "
                         f"({', '.join(b.compare_heads)}; seed {self.fit.seeds[0]})",
-             command_line("compare", self.compare, cache=p["features"], heads=self.compare_head_dirs,
-                          out=p["compare"])),
+             command_line("compare", self.compare, positional=self.compare_head_dirs,
+                          extra=["--cache", str(p["features"])], out=p["compare"])),
         ]
         return [DemoStep(i + 1, len(todo), name, title, tuple(argv)) for i, (name, title, argv) in enumerate(todo)]
 
@@ -189,15 +189,14 @@ def default_out_dir(dataset: str, base: Path | None = None) -> Path:
 def plan_demo(config: DemoConfig) -> DemoPlan:
     """Check the config and that the dataset is here, pick the output folder, build every step's config.
     Writes nothing."""
-    from .compare import CompareConfig
+    from .compare.run import CompareConfig
     from .data import load_data
     from .extract import ExtractConfig
-    from .joint import JointConfig
-    from .train import DEVICES, FitConfig
+    from .training.fit_head import FitConfig
+    from .training.joint import JointConfig
 
     preset = DEMO_DATASETS.get(config.dataset)
-    if config.device not in DEVICES:
-        raise InputError(f"--device must be one of {', '.join(DEVICES)}, got {config.device!r}")
+    check_device(config.device)
     if config.seeds is not None and config.seeds < 1:
         raise InputError(f"--seeds must be ≥ 1, got {config.seeds}")
     if config.data_root is not None and not preset.takes_root:
@@ -246,21 +245,21 @@ def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
              progress: Progress | None = None) -> DemoResult:
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events."""
-    from .compare import compare
-    from .extract import extract
-    from .joint import train_joint
+    from .compare.run import compare_heads
+    from .extract import extract_features
     from .store import FeatureStore
-    from .train import fit_heads
+    from .training.fit_head import fit_heads
+    from .training.joint import train_joint
 
     plan = plan_demo(config)
     tell = on_step or (lambda s: None)
-    emit = progress or (lambda e: None)
+    emit = progress or no_progress
     p, force = plan.paths, config.force
     plan.out_dir.mkdir(parents=True, exist_ok=True)
     steps = plan.steps()
     done: list[DemoStep] = []
     record = _record(plan, done, {}, {}, complete=False)
-    _write_json(p["demo_json"], record)
+    write_json(p["demo_json"], record)
     t_start = time.perf_counter()
 
     def run(step: DemoStep, fn: Callable[[], Any], numbers: Callable[[Any], dict[str, Any]]) -> Any:
@@ -274,12 +273,12 @@ def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
 
     joint = run(steps[0], lambda: train_joint(plan.train, out=p["backbone"], progress=emit, overwrite=force),
                 lambda r: {k: r.metrics[k] for k in ("test_acc", "test_macro_f1", "best_epoch", "epochs_run")})
-    ext = run(steps[1], lambda: extract(plan.extract, progress=emit),
+    ext = run(steps[1], lambda: extract_features(plan.extract, progress=emit),
               lambda r: {"layers": r.layer_names, "widths": r.widths, "rows": r.rows})
     with FeatureStore(p["features"]) as store:
         fit = run(steps[2], lambda: fit_heads(store, plan.fit, out_dir=p["heads"], progress=emit, overwrite=force),
                   lambda r: {"test_acc": {h["head"]: h["test_acc"]["mean"] for h in r.summary["heads"]}})
-        cmp = run(steps[3], lambda: compare(plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"],
+        cmp = run(steps[3], lambda: compare_heads(plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"],
                                             progress=emit), lambda r: {"faithfulness": _faithfulness(r.summary)})
 
     files: dict[str, Any] = {
@@ -299,7 +298,7 @@ def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
         "faithfulness": _faithfulness(cmp.summary),
     }
     seconds = time.perf_counter() - t_start
-    _write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
+    write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
     return DemoResult(out_dir=plan.out_dir, plan=plan, steps=done, backbone=joint.metrics, fit_summary=fit.summary,
                       profiles=profiles, compare_summary=cmp.summary, files=files, numbers=numbers, seconds=seconds)
 
@@ -327,18 +326,3 @@ def _record(plan: DemoPlan, steps: list[DemoStep], numbers: dict[str, Any], file
                    "seconds": s.seconds, "numbers": s.numbers} for s in [*steps, *plan.steps()[len(steps):]]],
         "numbers": numbers, "files": files, "seconds": seconds,
     }
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    def plain(v: Any) -> Any:
-        if isinstance(v, Path):
-            return str(v)
-        if isinstance(v, dict):
-            return {str(k): plain(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
-        return v
-
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(plain(obj), indent=2, ensure_ascii=False) + "\n")
-    tmp.replace(path)

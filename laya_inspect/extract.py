@@ -13,13 +13,13 @@ import torch
 
 from . import __version__
 from .data import load_data
-from .devices import pick_device
 from .errors import InputError
 from .layers import reduce_batch, resolve_layers
 from .models import load_model
+from .options import check, option, tuples
+from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
 from .store import FeatureWriter
 
-Progress = Callable[[dict[str, Any]], None]
 DTYPES = ("float32", "float16")
 # Options that do not change the stored arrays: a run may be resumed with other values of these.
 NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size")
@@ -27,23 +27,41 @@ NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size")
 
 @dataclass(frozen=True)
 class ExtractConfig:
-    model: str
-    data: str
-    out: str
-    weights: str | None = None
-    layers: str = "all"
-    pool: str = "auto"
-    splits: tuple[str, ...] = ("train", "test")
-    limit: int | None = None
-    batch_size: int = 128
-    dtype: str = "float32"
-    seed: int = 0
-    device: str = "auto"
-    trust_pickle: bool = False
-    image_size: int | None = None
-    normalize: str | None = None
-    resize: str = "stretch"
-    overwrite: bool = False
+    model: str = option(flag="--model", always=True, help="torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, "
+                        "python:pkg.mod:factory, zoo:mlp|cnn|bilstm")
+    data: str = option(flag="--data", always=True, help="fashion-mnist[:ROOT], cifar10[:ROOT], digits, "
+                       "imagefolder:DIR, npz:FILE, csv:FILE, jsonl:FILE")
+    out: str = option(flag="--out", help="HDF5 file to write (resumed if an interrupted run left it)", always=True)
+    weights: str | None = option(None, flag="--weights", always=True,
+                                 help="state_dict file (.pt/.pth/.safetensors) or zoo checkpoint")
+    layers: str = option("all", flag="--layers", always=True,
+                         help="'all', dotted names, indices (negatives ok) or ranges a:b, comma-separated")
+    pool: str = option("auto", flag="--pool", help="auto | gap | cls | mean | max | last | flatten")
+    splits: tuple[str, ...] = option(("train", "test"), flag="--split", help="splits to extract, comma-separated")
+    limit: int | None = option(None, flag="--limit", always=True,
+                               help="at most this many rows per split (seeded, stratified)")
+    batch_size: int = option(128, flag="--batch-size", help="rows per forward pass")
+    dtype: str = option("float32", flag="--dtype", help=" | ".join(DTYPES))
+    seed: int = option(0, flag="--seed", help="seed of --limit's subset and of a randomly initialised model",
+                       always=True)
+    device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
+    trust_pickle: bool = option(False, flag="--trust-pickle",
+                                help="allow a fully pickled model file (runs code from it)")
+    image_size: int | None = option(None, flag="--image-size",
+                                    help="resize images to this side (default: what the model expects)")
+    normalize: str | None = option(None, flag="--normalize",
+                                   help="none | imagenet | M1,M2,M3/S1,S2,S3 (default: what the model expects)")
+    resize: str = option("stretch", flag="--resize", help="stretch (straight to the size) | crop (keep the aspect "
+                         "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)")
+    overwrite: bool = option(False, flag="--overwrite", help="start again even if --out exists")
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(self, [
+            (self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}"),
+            (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+        ])
 
     def identity(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -66,12 +84,9 @@ class ExtractResult:
 
 
 
-def extract(config: ExtractConfig, *, progress: Progress | None = None) -> ExtractResult:
-    if config.dtype not in DTYPES:
-        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {config.dtype!r}")
-    if config.batch_size < 1:
-        raise InputError(f"batch size must be positive, got {config.batch_size}")
-    emit = progress or (lambda event: None)
+def extract_features(config: ExtractConfig, *, progress: Progress | None = None) -> ExtractResult:
+    """Run ``config.data`` through the frozen ``config.model`` and write the chosen layers to ``config.out``."""
+    emit = progress or no_progress
     device = pick_device(config.device)
     torch.manual_seed(config.seed)
     model = load_model(config.model, weights=config.weights, trust_pickle=config.trust_pickle, device=str(device))

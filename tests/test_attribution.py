@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from laya_inspect import metrics as M
-from laya_inspect.attribution import METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
+from laya_inspect.compare import metrics as M
+from laya_inspect.compare.attribution import METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import ScalarMixHead, build_head
-from laya_inspect.lolo import lolo_effects
+from laya_inspect.compare.lolo import lolo_effects
 
-from conftest import paper_laya
+from helpers import paper_laya
 
 
 

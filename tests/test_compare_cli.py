@@ -12,14 +12,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import laya_inspect.cli.compare_cmd  # noqa: F401  (registers compare and report on `app`)
-from laya_inspect import metrics as M
+
+from laya_inspect.compare import metrics as M
 from laya_inspect.cli import app
-from laya_inspect.compare import CompareConfig, compare
-from laya_inspect.headio import cache_identity, save_head
+from laya_inspect.compare.run import CompareConfig, compare_heads
+from laya_inspect.head_dir import cache_identity, save_head
 from laya_inspect.heads import build_head
 from laya_inspect.store import FeatureStore
-from conftest import write_cache
+from helpers import write_cache
 
 runner = CliRunner()
 HEADS = ("laya", "scalarmix", "last")
@@ -187,7 +187,7 @@ def test_usage_errors_exit_2_and_report_of_nothing_exits_1(head_dirs, tmp_path):
 def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
     events = []
     with FeatureStore(digits_cache) as store:
-        res = compare([head_dirs["scalarmix"]], store, CompareConfig(methods=("static",), limit=30, n_boot=50, plots=False),
+        res = compare_heads([head_dirs["scalarmix"]], store, CompareConfig(methods=("static",), limit=30, n_boot=50, plots=False),
                       out_dir=tmp_path, progress=events.append)
     assert [e["event"] for e in events][:2] == ["head", "step"]
     assert res.heads[0].scores["static"].shape == (30, 3)
@@ -200,7 +200,7 @@ def test_compare_on_cuda_matches_cpu(digits_cache, head_dirs, tmp_path):
     summaries = {}
     for device in ("cpu", "cuda"):
         with FeatureStore(digits_cache) as store:
-            res = compare([head_dirs["laya"]], store, CompareConfig(methods=("all",), limit=60, n_boot=50, device=device,
+            res = compare_heads([head_dirs["laya"]], store, CompareConfig(methods=("all",), limit=60, n_boot=50, device=device,
                                                                     plots=False), out_dir=tmp_path / device)
         summaries[device] = res.summary["heads"][0]
     for m, s in summaries["cpu"]["methods"].items():

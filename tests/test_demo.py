@@ -14,7 +14,6 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import laya_inspect.cli.demo_cmd  # noqa: F401  (registers demo on `app`)
 from laya_inspect.cli import app
 from laya_inspect.demo import DemoConfig, default_out_dir, plan_demo
 
@@ -104,10 +103,10 @@ class _Captured(Exception):
 
 def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """Each printed command, parsed by the real command, hands its library function the demo's own config."""
-    import laya_inspect.compare
+    import laya_inspect.compare.run
     import laya_inspect.extract
-    import laya_inspect.joint
-    import laya_inspect.train
+    import laya_inspect.training.fit_head
+    import laya_inspect.training.joint
 
     out, _, plan = demo
     seen: dict[str, Any] = {}
@@ -119,12 +118,12 @@ def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.Monke
 
         return fake
 
-    monkeypatch.setattr(laya_inspect.joint, "train_joint",
+    monkeypatch.setattr(laya_inspect.training.joint, "train_joint",
                         catch("train", lambda c, *, out, overwrite, **_: (c, Path(out), overwrite)))
-    monkeypatch.setattr(laya_inspect.extract, "extract", catch("extract", lambda c, **_: (c, None)))
-    monkeypatch.setattr(laya_inspect.train, "fit_heads",
+    monkeypatch.setattr(laya_inspect.extract, "extract_features", catch("extract", lambda c, **_: (c, None)))
+    monkeypatch.setattr(laya_inspect.training.fit_head, "fit_heads",
                         catch("fit-head", lambda store, c, *, out_dir, overwrite, **_: (c, Path(out_dir), overwrite)))
-    monkeypatch.setattr(laya_inspect.compare, "compare", catch(
+    monkeypatch.setattr(laya_inspect.compare.run, "compare_heads", catch(
         "compare", lambda dirs, store, c, *, out_dir, **_: (c, Path(out_dir), [Path(d) for d in dirs])))
     expected = {"train": (plan.train, plan.paths["backbone"], False), "extract": (plan.extract, None),
                 "fit-head": (plan.fit, plan.paths["heads"], False),
@@ -203,9 +202,9 @@ def test_bad_options_exit_1_with_one_line(args: list[str], message: str, tmp_pat
 
 
 def test_command_line_refuses_what_a_command_cannot_say() -> None:
-    from laya_inspect.cmdline import command_line
-    from laya_inspect.joint import JointConfig
-    from laya_inspect.train import FitConfig
+    from laya_inspect.options import command_line
+    from laya_inspect.training.joint import JointConfig
+    from laya_inspect.training.fit_head import FitConfig
 
     assert command_line("train", JointConfig(data="digits", epochs=7), out=Path("b.pt")) == [
         "laya-inspect", "train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--seed", "0",
@@ -215,4 +214,4 @@ def test_command_line_refuses_what_a_command_cannot_say() -> None:
     with pytest.raises(ValueError, match="no option for model_kwargs"):
         command_line("train", JointConfig(model_kwargs={"hidden": [64]}), out=Path("b.pt"))
     with pytest.raises(ValueError, match="seeds 0 … N−1"):
-        command_line("fit-head", FitConfig(seeds=(3, 4)), cache=Path("f.h5"))
+        command_line("fit-head", FitConfig(seeds=(3, 4)), positional=[Path("f.h5")])

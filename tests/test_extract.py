@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.errors import CacheError
-from laya_inspect.extract import ExtractConfig, extract
+from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 from laya_inspect.store import FeatureStore
 
@@ -42,7 +42,7 @@ def _config(ckpt, out, **kw):
 
 
 def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
-    result = extract(_config(ckpt, tmp_path / "f.h5"))
+    result = extract_features(_config(ckpt, tmp_path / "f.h5"))
     assert result.layer_names == ["blocks.0", "blocks.1", "blocks.2"]
     assert result.widths == [512, 256, 128]
     model = load_model("zoo:mlp", weights=str(ckpt))
@@ -66,7 +66,7 @@ def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
 
 
 def test_float16_and_layer_subset(ckpt, tmp_path):
-    extract(_config(ckpt, tmp_path / "f.h5", layers="-1,blocks.0", dtype="float16", splits=("test",)))
+    extract_features(_config(ckpt, tmp_path / "f.h5", layers="-1,blocks.0", dtype="float16", splits=("test",)))
     with h5py.File(tmp_path / "f.h5") as f:
         assert f["test/layer_000"].dtype == np.float16
     with FeatureStore(tmp_path / "f.h5") as store:
@@ -76,7 +76,7 @@ def test_float16_and_layer_subset(ckpt, tmp_path):
 
 def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
     full = tmp_path / "full.h5"
-    extract(_config(ckpt, full, batch_size=100))
+    extract_features(_config(ckpt, full, batch_size=100))
     part = tmp_path / "part.h5"
     calls = {"n": 0}
 
@@ -87,10 +87,10 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
                 raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        extract(_config(ckpt, part, batch_size=100), progress=interrupt)
+        extract_features(_config(ckpt, part, batch_size=100), progress=interrupt)
     with pytest.raises(CacheError, match="incomplete"):
         FeatureStore(part)
-    result = extract(_config(ckpt, part, batch_size=64))  # another batch size may resume
+    result = extract_features(_config(ckpt, part, batch_size=64))  # another batch size may resume
     assert result.resumed_from["train"] == 300
     with FeatureStore(full) as a, FeatureStore(part) as b:
         for split in a.splits:
@@ -98,8 +98,8 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
                 np.testing.assert_array_equal(a.layer(split, i), b.layer(split, i))
             np.testing.assert_array_equal(a.labels(split), b.labels(split))
     with pytest.raises(CacheError, match="already a complete cache"):
-        extract(_config(ckpt, part))
-    extract(_config(ckpt, part, overwrite=True, splits=("test",)))
+        extract_features(_config(ckpt, part))
+    extract_features(_config(ckpt, part, overwrite=True, splits=("test",)))
 
 
 def test_killed_process_resumes(ckpt, tmp_path):
@@ -128,7 +128,7 @@ def test_killed_process_resumes(ckpt, tmp_path):
     rerun = runner.invoke(app, cmd[3:])
     assert rerun.exit_code == 0, rerun.output
     reference = tmp_path / "ref.h5"
-    extract(_config(ckpt, reference, batch_size=1, limit=400))
+    extract_features(_config(ckpt, reference, batch_size=1, limit=400))
     with FeatureStore(out) as a, FeatureStore(reference) as b:
         for i in range(3):
             np.testing.assert_array_equal(a.layer("train", i), b.layer("train", i))

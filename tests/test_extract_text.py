@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from laya_inspect.errors import InputError
-from laya_inspect.extract import ExtractConfig, extract
+from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.store import FeatureStore
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "sat", "on", "mat", "good", "bad",
@@ -36,7 +36,7 @@ def text_setup(tmp_path_factory):
 def test_pooled_text_features_ignore_padding(text_setup, tmp_path, pool):
     d, model, tokenizer = text_setup
     out = tmp_path / "t.h5"
-    extract(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), layers="-1",
+    extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), layers="-1",
                           pool=pool, batch_size=4, device="cpu"))
     with FeatureStore(out) as store:
         feats, index = store.layer("train", 0), store.index("train")
@@ -51,5 +51,5 @@ def test_pooled_text_features_ignore_padding(text_setup, tmp_path, pool):
 def test_flatten_refused_for_text(text_setup, tmp_path):
     d, _, _ = text_setup
     with pytest.raises(InputError, match="flatten"):
-        extract(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(tmp_path / "t.h5"),
+        extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(tmp_path / "t.h5"),
                               pool="flatten", device="cpu"))

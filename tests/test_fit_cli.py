@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import laya_inspect.cli.fit_cmd  # noqa: F401  (registers fit-head and train on `app`)
 from laya_inspect.cli import app
 
 runner = CliRunner()

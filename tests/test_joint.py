@@ -8,7 +8,6 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-import laya_inspect.cli.fit_cmd  # noqa: F401  (registers fit-head and train on `app`)
 from laya_inspect.cli import app
 
 runner = CliRunner()
@@ -26,7 +25,8 @@ def _digits_batch() -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> None:
     from laya_inspect.heads import LastLayerHead
-    from laya_inspect.joint import head_from_checkpoint, pooled_features
+    from laya_inspect.head_dir import head_from_checkpoint
+    from laya_inspect.training.joint import pooled_features
     from laya_inspect.models import load_model
 
     ckpt = tmp_path / "mlp.pt"
@@ -58,7 +58,8 @@ def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> No
 
 
 def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
-    from laya_inspect.joint import head_from_checkpoint, pooled_features
+    from laya_inspect.head_dir import head_from_checkpoint
+    from laya_inspect.training.joint import pooled_features
     from laya_inspect.models import load_model
 
     ckpt = tmp_path / "laya.pt"
@@ -120,7 +121,7 @@ def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
 
 
 def test_keras_probability_loss_matches_cross_entropy_until_it_clips() -> None:
-    from laya_inspect.joint import _loss
+    from laya_inspect.training.loop import loss_fn as _loss
 
     y = torch.tensor([0, 1, 2])
     logits = torch.tensor([[1.0, 0.5, -0.2], [0.1, 2.0, 0.3], [-1.0, 0.0, 1.5]], requires_grad=True)
@@ -136,7 +137,7 @@ def test_keras_probability_loss_matches_cross_entropy_until_it_clips() -> None:
 
 def test_train_controls_reach_backbone_head_and_loss(tmp_path: Path) -> None:
     """--init torch, --ln-eps and --loss probs are what the checkpoint was built and trained with."""
-    from laya_inspect.joint import head_from_checkpoint
+    from laya_inspect.head_dir import head_from_checkpoint
     from laya_inspect.models import load_model
 
     ckpt = tmp_path / "c.pt"
@@ -170,7 +171,7 @@ def _sentiment_csv(path: Path, n: int = 240) -> Path:
 
 def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -> None:
     from laya_inspect.data import WordVocab
-    from laya_inspect.joint import export_head
+    from laya_inspect.head_dir import export_head
     from laya_inspect.store import FeatureStore
 
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv')}"

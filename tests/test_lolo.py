@@ -9,10 +9,11 @@ import torch
 
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import build_head
-from laya_inspect.lolo import ABLATIONS, ablate_topk, ablate_topk_curve, check_ablation, layer_means, lolo_effects, lolo_effects_loop
+from laya_inspect.compare.lolo import ABLATIONS, ablate_topk, ablate_topk_curve, check_ablation, layer_means, lolo_effects
+from helpers import lolo_effects_loop
 from laya_inspect.store import FeatureStore
 
-from conftest import paper_laya
+from helpers import paper_laya
 
 
 def sig(x: float) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from laya_inspect import metrics as M
+from laya_inspect.compare import metrics as M
 
 
 def _scipy_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

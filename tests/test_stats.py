@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from laya_inspect.errors import InputError
-from laya_inspect.stats import (describe, mean, paired_difference, std, summarize_runs, summary_to_jsonable,
+from laya_inspect.training.stats import (describe, mean, paired_difference, std, summarize_runs, summary_to_jsonable,
                                 t_interval)
 
 

@@ -8,7 +8,7 @@ import pytest
 from laya_inspect.errors import CacheError, NotFoundError
 from laya_inspect.store import FeatureStore, FeatureWriter
 
-from conftest import write_cache
+from helpers import write_cache
 
 
 def _arrays(seed: int = 0, n: int = 37):

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import write_cache
+from helpers import write_cache
 from laya_inspect.errors import CacheError, InputError, NotFoundError
-from laya_inspect.headio import load_head
+from laya_inspect.head_dir import load_head
 from laya_inspect.store import FeatureStore
-from laya_inspect.train import FitConfig, SplitData, fit_heads, fit_one, resolve_heads, validation_split
+from laya_inspect.training.fit_head import FitConfig, fit_heads, fit_one, resolve_heads
+from laya_inspect.training.loop import CacheRows, validation_split
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -39,8 +40,8 @@ def toy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _fit(store: FeatureStore, kind: str, seed: int, config: FitConfig, in_memory: bool = True):  # noqa: ANN202
-    train = SplitData(store, "train", torch.device("cpu"), in_memory)
-    test = SplitData(store, "test", torch.device("cpu"), in_memory)
+    train = CacheRows(store, "train", torch.device("cpu"), in_memory)
+    test = CacheRows(store, "test", torch.device("cpu"), in_memory)
     tr, va = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
     return fit_one(kind, seed, config.head_hparams(), train=train, train_rows=tr, val_rows=va,
                    num_classes=store.num_classes, config=config, test=test)
@@ -157,7 +158,7 @@ def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tm
 
 def test_val_mode_last_refuses_class_ordered_rows():
     from laya_inspect.errors import InputError
-    from laya_inspect.train import validation_split
+    from laya_inspect.training.loop import validation_split
 
     ordered = np.repeat(np.arange(10), 100)  # an ImageFolder: class by class
     with pytest.raises(InputError, match="hold only 1 of the 10 classes.*stratified"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from laya_inspect.joint import export_head
+from laya_inspect.head_dir import export_head
 from laya_inspect.store import FeatureStore
 
 

@@ -7,6 +7,8 @@ and keeps its traceback.
 from __future__ import annotations
 
 import sys
+from dataclasses import MISSING
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -14,6 +16,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from ..errors import LayaError
+from ..options import default_of, field_of
 
 console = Console()
 err_console = Console(stderr=True)
@@ -39,16 +42,36 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="print the version and exit", is_eager=True),
-) -> None:
-    """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from .. import __version__
 
-        console.print(f"laya-inspect {__version__}")
+        console.print(f"laya-inspect {__version__}", highlight=False)
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="print the version and exit", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
+
+
+def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: str | None = None) -> Any:
+    """The typer option of config field ``name``: its flag, help and default as the config declares
+    them (``default``/``help`` only where the command line spells the value differently)."""
+    f = field_of(config, name)
+    value = default_of(config, name) if default is MISSING else default
+    choices = f.metadata.get("choices")
+
+    def one_of(given: Any) -> Any:
+        if choices and given is not None and given not in choices:
+            raise typer.BadParameter(f"choose from {', '.join(choices)}")
+        return given
+
+    return typer.Option(... if value is MISSING else value, f.metadata["flag"], *aliases,
+                        help=help or f.metadata["help"], show_default=True, callback=one_of if choices else None)
 
 
 def fail(message: str) -> None:

@@ -1,5 +1,5 @@
 """Imports every command module so each registers itself on `app`, in the order --help lists them."""
-from . import demo_cmd  # noqa: F401,I001
-from . import extract_cmd  # noqa: F401,I001
-from . import fit_cmd  # noqa: F401,I001
-from . import compare_cmd  # noqa: F401,I001
+from . import demo  # noqa: F401,I001
+from . import extract  # noqa: F401,I001
+from . import fit  # noqa: F401,I001
+from . import compare  # noqa: F401,I001

@@ -63,3 +63,41 @@ def _plain_rows(unit: str) -> Callable[[dict[str, Any]], None]:
                 state["next"] = state["done"] + max(1, state["total"] // 10)
 
     return on_event
+
+
+@contextmanager
+def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Two bars on stderr: runs done, and the current run's epochs with loss and validation accuracy."""
+    if not enabled:
+        yield lambda event: None
+        return
+    if not err_console.is_terminal:  # a log file: one plain line per finished run instead of bars
+        def on_line(e: dict[str, Any]) -> None:
+            if e["event"] == "run_end":
+                err_console.print(f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, "
+                                  f"val acc {e['val_acc']:.4f}", highlight=False)
+
+        yield on_line
+        return
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=True)
+    with bar:
+        tasks: dict[str, Any] = {}
+
+        def on_event(e: dict[str, Any]) -> None:
+            stage = e.get("stage", "fit")
+            if e["event"] == "run_start":
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task("grid search" if stage == "grid" else "runs", total=e.get("runs"),
+                                                info="")
+                if "epoch" in tasks:
+                    bar.remove_task(tasks["epoch"])
+                tasks["epoch"] = bar.add_task(f"{e['head']} seed {e['seed']}", total=e["epochs"], info="")
+            elif e["event"] == "epoch":
+                bar.update(tasks["epoch"], completed=e["epoch"],
+                           info=f"loss {e['loss']:.4f}  val acc {e['val_acc']:.4f} (best {e['best_val_acc']:.4f})")
+            elif e["event"] == "run_end":
+                bar.advance(tasks[stage])
+                bar.update(tasks[stage], info=f"last: {e['head']} seed {e['seed']} val acc {e['val_acc']:.4f}")
+
+        yield on_event

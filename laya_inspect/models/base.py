@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ..layers import hooks, snapshot
 from ..registry import Registry
+from ..runtime import seeded
 
 # name → loader(name_after_prefix, *, weights, trust_pickle, device) -> LoadedModel
 SOURCES: Registry[Callable[..., "LoadedModel"]] = Registry("model source")
@@ -150,14 +151,6 @@ def freeze(module: nn.Module, device: str | torch.device) -> nn.Module:
     for p in module.parameters():
         p.requires_grad_(False)
     return module
-
-
-@contextmanager
-def seeded(seed: int = 0) -> Iterator[None]:
-    """Deterministic random init (models built without --weights) without touching global RNG state."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
 
 
 def last_linear(module: nn.Module) -> tuple[str, nn.Linear] | None:

@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from . import app, console
+from ..extract import ExtractConfig
+from . import app, console, opt
 from .progress import row_progress
 
 
@@ -17,29 +18,28 @@ def _splits(value: str) -> tuple[str, ...]:
 
 @app.command("extract")
 def extract_command(
-    model: str = typer.Option(..., "--model", "-m", help="torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, python:pkg.mod:factory, zoo:mlp|cnn|bilstm"),
-    data: Optional[str] = typer.Option(None, "--data", "-d", help="fashion-mnist[:ROOT], cifar10[:ROOT], digits, imagefolder:DIR, npz:FILE, csv:FILE, jsonl:FILE"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HDF5 file to write (resumed if an interrupted run left it)"),
-    weights: Optional[str] = typer.Option(None, "--weights", "-w", help="state_dict file (.pt/.pth/.safetensors) or zoo checkpoint"),
-    layers: str = typer.Option("all", "--layers", "-l", help="'all', dotted names, indices (negatives ok) or ranges a:b, comma-separated"),
-    pool: str = typer.Option("auto", "--pool", help="auto|gap|cls|mean|max|last|flatten"),
-    split: str = typer.Option("train,test", "--split", help="splits to extract, comma-separated"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="at most this many rows per split (seeded, stratified)"),
-    batch_size: int = typer.Option(128, "--batch-size"),
-    dtype: str = typer.Option("float32", "--dtype", help="float32|float16"),
-    seed: int = typer.Option(0, "--seed"),
-    device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
-    image_size: Optional[int] = typer.Option(None, "--image-size", help="resize images to this side (default: what the model expects)"),
-    resize: str = typer.Option("stretch", "--resize", help="stretch (straight to the size) | crop (keep the aspect "
-                               "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)"),
-    normalize: Optional[str] = typer.Option(None, "--normalize", help="none|imagenet|M1,M2,M3/S1,S2,S3 (default: what the model expects)"),
-    trust_pickle: bool = typer.Option(False, "--trust-pickle", help="allow a fully pickled model file (runs code from it)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="start again even if --out exists"),
+    model: str = opt(ExtractConfig, "model", "-m"),
+    data: Optional[str] = opt(ExtractConfig, "data", "-d", default=None),
+    out: Optional[Path] = opt(ExtractConfig, "out", "-o", default=None),
+    weights: Optional[str] = opt(ExtractConfig, "weights", "-w"),
+    layers: str = opt(ExtractConfig, "layers", "-l"),
+    pool: str = opt(ExtractConfig, "pool"),
+    split: str = opt(ExtractConfig, "splits", default="train,test"),
+    limit: Optional[int] = opt(ExtractConfig, "limit"),
+    batch_size: int = opt(ExtractConfig, "batch_size"),
+    dtype: str = opt(ExtractConfig, "dtype"),
+    seed: int = opt(ExtractConfig, "seed"),
+    device: str = opt(ExtractConfig, "device"),
+    image_size: Optional[int] = opt(ExtractConfig, "image_size"),
+    resize: str = opt(ExtractConfig, "resize"),
+    normalize: Optional[str] = opt(ExtractConfig, "normalize"),
+    trust_pickle: bool = opt(ExtractConfig, "trust_pickle"),
+    overwrite: bool = opt(ExtractConfig, "overwrite"),
     list_layers: bool = typer.Option(False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"),
 ) -> None:
     """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache."""
     from ..errors import InputError
-    from ..extract import ExtractConfig, extract, list_model_layers
+    from ..extract import extract_features, list_model_layers
 
     if list_layers:
         loaded, infos = list_model_layers(model=model, data=data, weights=weights, trust_pickle=trust_pickle,
@@ -60,7 +60,7 @@ def extract_command(
                            device=device, trust_pickle=trust_pickle, image_size=image_size,
                            normalize=normalize, resize=resize, overwrite=overwrite)
     with row_progress("rows") as on_event:
-        result = extract(config, progress=on_event)
+        result = extract_features(config, progress=on_event)
     table = Table(title=f"{result.path}")
     for col in ("layer", "width", "pooling"):
         table.add_column(col)

@@ -11,16 +11,13 @@ JSON, empty in CSV, blank in the heatmap), never 0.
 """
 from __future__ import annotations
 
-import csv
-import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .jsonable import plain
+from ..files import write_csv, write_json
 
 GROUPS = ("all", "correct", "incorrect")
 
@@ -99,12 +96,7 @@ def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for r in rows:
-            w.writerow(["" if isinstance(v, float) and not math.isfinite(v) else v for v in r])
-    return path
+    return write_csv(path, [dict(zip(header, r)) for r in rows], columns=header)
 
 
 def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
@@ -113,8 +105,7 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
     out.mkdir(parents=True, exist_ok=True)
     names, classes = profiles["layer_names"], profiles["class_names"]
     files: dict[str, Path] = {}
-    files["profiles_json"] = out / "profiles.json"
-    files["profiles_json"].write_text(json.dumps(plain(profiles), indent=2, allow_nan=False) + "\n")
+    files["profiles_json"] = write_json(out / "profiles.json", profiles)
     layer_rows = []
     for h, p in profiles["alpha"].items():
         layer_rows += [[h, "alpha", n, float(p["mean"][i]), float(p["std"][i]), float(p["seed_std"][i])]
@@ -137,7 +128,7 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
                    for k, s in enumerate(p["seeds"]) for i, n in enumerate(names)]
     files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
     if plots:
-        from .profile_plots import plot_profiles
+        from .plots import plot_profiles
 
         files.update(plot_profiles(out, profiles))
     return files

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
-from .errors import InputError
+from ..errors import InputError
 
 UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
 

@@ -13,34 +13,30 @@ The library never prints: ``progress`` receives dict events ({"event": "head" | 
 """
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import json
-import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import torch
 
-from . import __version__
+from .. import __version__
+from ..errors import InputError, suggest
+from ..files import plain, write_json
+from ..head_dir import load_head
+from ..heads import Head
+from ..options import check, option, tuples
+from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..store import FeatureStore
 from . import metrics as M
-from .attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods, resolve_methods
-from .devices import pick_device
-from .errors import InputError, suggest
-from .headio import load_head
-from .heads import Head
-from .jsonable import plain
+from .attribution import BASELINE_CHOICES, METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
 from .lolo import ABLATIONS, ablate_topk_curve, check_ablation, layer_means, lolo_effects
-from .report import csv_rows
+from .outputs import RANDOM_ORDERS, SCHEMA_VERSION, write_h5, write_summary_csv
 
-SCHEMA_VERSION = 1
 TARGETS = ("pred", "true")
-RANDOM_ORDERS = 8  # seeded random orderings per sample for the random Deletion@k reference, 1 < k < L
 CHOICES = {
     "spearman": "average ranks for ties; a row whose scores or effects are all exactly equal is undefined: "
                 "counted in n_undefined, excluded from the mean and the bootstrap",
@@ -62,26 +58,44 @@ CHOICES = {
     "profile_normalisation": "plots: a method's per-layer mean score divided by Σ_i |mean score_i| (sign kept)",
 }
 
-Progress = Callable[[dict[str, Any]], None]
-
 
 @dataclass(frozen=True)
 class CompareConfig:
-    methods: tuple[str, ...]
-    ablation: str = "mean"
-    target: str = "pred"
-    split: str = "test"
-    limit: int | None = None
-    seed: int = 0
-    n_steps: int = 50
-    internal_batch_size: int | None = None
-    baseline: str = "mean"
-    relu: bool = False
-    n_boot: int = 1000
-    device: str = "cpu"
-    batch_size: int = 512
-    force: bool = False
-    plots: bool = True  # write plots/ (PNG + SVG)
+    methods: tuple[str, ...] = option(
+        ("all",), flag="--method", always=True,
+        help=f"repeatable or comma list: {', '.join(METHODS.names())} or all (default: all)")
+    ablation: str = option("mean", flag="--ablation", help=f"how a layer is removed: {' | '.join(ABLATIONS.names())}")
+    target: str = option("pred", flag="--target", help="class to explain: pred (the head's prediction) | true (the label)")
+    split: str = option("test", flag="--split", help="cache split to compare on")
+    limit: int | None = option(None, flag="--limit", help="at most N rows (seeded random subset)", always=True)
+    seed: int = option(0, flag="--seed", help="seed of random scores, --limit rows, bootstrap and random orders",
+                       always=True)
+    n_steps: int = option(50, flag="--n-steps", help="Integrated Gradients steps", always=True)
+    internal_batch_size: int | None = option(None, flag="--internal-batch-size", help="Captum IG internal batch size")
+    baseline: str = option("mean", flag="--baseline",
+                           help=f"IG baseline b_i: {' | '.join(BASELINE_CHOICES)} (mean over the train split)")
+    relu: bool = option(False, flag="--relu/--no-relu", help="apply ReLU to Grad-CAM scores")
+    n_boot: int = option(1000, flag="--bootstrap", help="bootstrap resamples for the faithfulness 95% CI (0 = none)",
+                         always=True)
+    device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
+    batch_size: int = option(512, flag="--batch-size",
+                             help="samples per chunk (a LOLO pass sees (L+1)× as many rows)")
+    force: bool = option(False, flag="--force", help="use heads trained on a cache with another fingerprint")
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG and SVG)")
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(self, [
+            (self.target in TARGETS, "target", f"must be one of {', '.join(TARGETS)}; {suggest(self.target, TARGETS)}"),
+            (self.baseline in BASELINE_CHOICES, "baseline", f"must be one of {', '.join(BASELINE_CHOICES)}"),
+            (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),
+            (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
+            (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+            (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+            (self.internal_batch_size is None or self.internal_batch_size >= 1, "internal_batch_size", "must be ≥ 1"),
+        ])
+        ABLATIONS.get(self.ablation)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "methods": list(self.methods)}
@@ -120,24 +134,7 @@ class CompareResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _validate(config: CompareConfig, store: Any) -> None:
-    checks = [(config.target in TARGETS, f"target must be one of {', '.join(TARGETS)}, got {config.target!r}; "
-                                         f"{suggest(config.target, TARGETS)}"),
-              (config.baseline in BASELINE_CHOICES, f"baseline must be one of {', '.join(BASELINE_CHOICES)}, "
-                                                    f"got {config.baseline!r}"),
-              (config.limit is None or config.limit >= 1, f"--limit must be ≥ 1, got {config.limit}"),
-              (config.n_steps >= 1, f"--n-steps must be ≥ 1, got {config.n_steps}"),
-              (config.n_boot >= 0, f"--bootstrap must be ≥ 0, got {config.n_boot}"),
-              (config.batch_size >= 1, f"--batch-size must be ≥ 1, got {config.batch_size}"),
-              (config.internal_batch_size is None or config.internal_batch_size >= 1,
-               f"--internal-batch-size must be ≥ 1, got {config.internal_batch_size}")]
-    for ok, msg in checks:
-        if not ok:
-            raise InputError(msg)
-    ABLATIONS.get(config.ablation)
-
-
-def _load_heads(head_dirs: Sequence[str | Path], store: Any, force: bool,
+def _load_heads(head_dirs: Sequence[str | Path], store: FeatureStore, force: bool,
                 device: torch.device) -> dict[str, tuple[Head, dict, str]]:
     if not head_dirs:
         raise InputError("no head directory given")
@@ -155,7 +152,7 @@ def _load_heads(head_dirs: Sequence[str | Path], store: Any, force: bool,
     return heads
 
 
-def _rows(store: Any, config: CompareConfig) -> np.ndarray:
+def _rows(store: FeatureStore, config: CompareConfig) -> np.ndarray:
     n = store.n(config.split)
     if config.limit is None or config.limit >= n:
         return np.arange(n)
@@ -260,13 +257,12 @@ def _head_summary(r: HeadResult, labels: np.ndarray, cfg: dict, layer_names: lis
     }
 
 
-def compare(head_dirs: Sequence[str | Path], store: Any, config: CompareConfig, *, out_dir: str | Path,
-            progress: Progress | None = None) -> CompareResult:
+def compare_heads(head_dirs: Sequence[str | Path], store: FeatureStore, config: CompareConfig, *,
+                  out_dir: str | Path, progress: Progress | None = None) -> CompareResult:
     """Score every applicable method of every head against LOLO effects and write the artifacts."""
-    emit = progress or (lambda _e: None)
+    emit = progress or no_progress
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
-    _validate(config, store)
     device = pick_device(config.device)
     heads = _load_heads(head_dirs, store, config.force, device)
     ablation = check_ablation(config.ablation, {n: h for n, (h, _, _) in heads.items()})
@@ -301,7 +297,7 @@ def compare(head_dirs: Sequence[str | Path], store: Any, config: CompareConfig, 
         "seed": config.seed, "head_dirs": [d for _, _, d in heads.values()],
         "directions": M.DIRECTIONS, "choices": CHOICES, "heads": head_summaries,
     }
-    files = [_write_h5(out / "attributions.h5", results, rows, labels, means, summary)]
+    files = [write_h5(out / "attributions.h5", results, rows, labels, means, summary)]
     summary["files"] = {"attributions": "attributions.h5", "summary_json": "summary.json", "summary_csv": "summary.csv"}
     plot_files: list[Path] = []
     if config.plots:
@@ -309,80 +305,8 @@ def compare(head_dirs: Sequence[str | Path], store: Any, config: CompareConfig, 
 
         plot_files = write_plots(out / "plots", plain(summary), {r.name: r for r in results})
     summary["files"]["plots"] = [str(p.relative_to(out)) for p in plot_files]
-    files += [_write_json(out / "summary.json", summary), _write_csv(out / "summary.csv", plain(summary)),
+    files += [write_json(out / "summary.json", summary), write_summary_csv(out / "summary.csv", plain(summary)),
               *plot_files]
     for f in [*files[:3], *([out / "plots"] if plot_files else [])]:
         emit({"event": "write", "path": str(f)})
     return CompareResult(out, plain(summary), results, files)
-
-
-# ---------------------------------------------------------------------------------------------
-# writing
-
-
-
-
-def _write_json(path: Path, obj: Any) -> Path:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(plain(obj), indent=2, ensure_ascii=False))
-    os.replace(tmp, path)
-    return path
-
-
-def _write_csv(path: Path, summary: dict[str, Any]) -> Path:
-    rows = csv_rows(summary)  # from report.py: the same numbers, one per row
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
-
-
-def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:
-    for k, v in values.items():
-        obj.attrs[k] = json.dumps(plain(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
-
-
-def _write_h5(path: Path, results: list[HeadResult], rows: np.ndarray, labels: np.ndarray,
-              means: list[np.ndarray] | None, summary: dict[str, Any]) -> Path:
-    """attributions.h5 (schema_version 1)::
-
-        /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
-                                      ablation, target, baseline, seed, config (JSON), choices (JSON),
-                                      layer_names, class_names (JSON), random_orders
-        /rows (N,)             row indices into the cache split      /labels (N,) true labels
-        /baselines/layer_000   (D_l,) train-split means b_i (when used)
-        /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped (JSON)
-          targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights) · p (N,)
-          p_ablated, effects (N, L) · p_topk_oracle, p_topk_random (N, L), column k−1 = top-k ablated
-          methods/<m>/scores (N, L), p_topk (N, L), delta (N,) for ig; attrs = every parameter
-    """
-    tmp = path.with_suffix(".h5.tmp")
-    with h5py.File(tmp, "w") as f:
-        _attrs(f, {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
-                   "cache_path": summary["cache"]["path"], "cache_fingerprint": summary["cache"]["fingerprint"],
-                   "split": summary["split"], "n": summary["n"], "ablation": summary["ablation"],
-                   "target": summary["target"], "baseline": summary["baseline"], "seed": summary["seed"],
-                   "config": summary["config"], "choices": summary["choices"], "random_orders": RANDOM_ORDERS,
-                   "layer_names": summary["cache"]["layer_names"], "class_names": summary["cache"]["class_names"]})
-        f["rows"], f["labels"] = rows.astype(np.int64), labels
-        if means is not None:
-            g = f.create_group("baselines")
-            g.attrs["what"] = "mean of h_i over the train split"
-            for i, b in enumerate(means):
-                g[f"layer_{i:03d}"] = b
-        for r in results:
-            g = f.create_group(f"heads/{r.name}")
-            _attrs(g, {"dir": r.head_dir, "kind": r.kind, "head_config": r.head_config, "methods_skipped": r.skipped})
-            for key in ("targets", "preds", "logits", "weights", "p", "p_ablated", "effects",
-                        "p_topk_oracle", "p_topk_random"):
-                if getattr(r, key) is not None:
-                    g[key] = getattr(r, key)
-            for m, scores in r.scores.items():
-                mg = g.create_group(f"methods/{m}")
-                _attrs(mg, r.params[m])
-                mg["scores"], mg["p_topk"] = scores, r.p_topk[m]
-                for k, v in r.extras[m].items():
-                    mg[k] = v
-    os.replace(tmp, path)
-    return path

@@ -7,15 +7,13 @@ from typing import Any, Optional
 
 import typer
 
-from ..attribution import BASELINE_CHOICES, METHODS
+from ..compare.run import CompareConfig
 from ..errors import LayaError
-from ..lolo import ABLATIONS
-from . import app, console, err_console, fail
+from . import app, console, err_console, fail, opt
+from .tables import build_report
 
 
 def _print_report(summary: dict[str, Any]) -> None:
-    from ..report import build_report
-
     for renderable in build_report(summary):
         console.print(renderable)
 
@@ -24,27 +22,26 @@ def _print_report(summary: dict[str, Any]) -> None:
 def compare_command(
     head_dirs: list[Path] = typer.Argument(..., metavar="HEAD_DIR...", help="head directories written by fit-head"),
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the heads were trained on"),
-    method: Optional[list[str]] = typer.Option(
-        None, "--method", "-m", help=f"repeatable or comma list: {', '.join(METHODS.names())} or all (default: all)"),
-    ablation: str = typer.Option("mean", "--ablation", help=f"how a layer is removed: {'|'.join(ABLATIONS.names())}"),
-    target: str = typer.Option("pred", "--target", help="class to explain: pred (the head's prediction) | true (the label)"),
-    split: str = typer.Option("test", "--split", help="cache split to compare on"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="at most N rows (seeded random subset)"),
-    seed: int = typer.Option(0, "--seed", help="seed of random scores, --limit rows, bootstrap and random orders"),
-    n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps"),
-    internal_batch_size: Optional[int] = typer.Option(None, "--internal-batch-size", help="Captum IG internal batch size"),
-    baseline: str = typer.Option("mean", "--baseline", help=f"IG baseline b_i: {'|'.join(BASELINE_CHOICES)} (mean over the train split)"),
-    relu: bool = typer.Option(False, "--relu/--no-relu", help="apply ReLU to Grad-CAM scores"),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="bootstrap resamples for the faithfulness 95% CI (0 = none)"),
+    method: Optional[list[str]] = opt(CompareConfig, "methods", "-m", default=None),
+    ablation: str = opt(CompareConfig, "ablation"),
+    target: str = opt(CompareConfig, "target"),
+    split: str = opt(CompareConfig, "split"),
+    limit: Optional[int] = opt(CompareConfig, "limit"),
+    seed: int = opt(CompareConfig, "seed"),
+    n_steps: int = opt(CompareConfig, "n_steps"),
+    internal_batch_size: Optional[int] = opt(CompareConfig, "internal_batch_size"),
+    baseline: str = opt(CompareConfig, "baseline"),
+    relu: bool = opt(CompareConfig, "relu"),
+    bootstrap: int = opt(CompareConfig, "n_boot"),
     out: Path = typer.Option(Path("runs/compare"), "--out", "-o", help="directory for attributions.h5, summary.*, plots/"),
     as_json: bool = typer.Option(False, "--json", help="print summary.json to stdout instead of the table"),
-    device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
-    batch_size: int = typer.Option(512, "--batch-size", help="samples per chunk (a LOLO pass sees (L+1)× as many rows)"),
-    force: bool = typer.Option(False, "--force", help="use heads trained on a cache with another fingerprint"),
-    plots: bool = typer.Option(True, "--plots/--no-plots", help="write plots/ (PNG and SVG)"),
+    device: str = opt(CompareConfig, "device"),
+    batch_size: int = opt(CompareConfig, "batch_size"),
+    force: bool = opt(CompareConfig, "force"),
+    plots: bool = opt(CompareConfig, "plots"),
 ) -> None:
     """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects."""
-    from ..compare import CompareConfig, compare
+    from ..compare.run import compare_heads
     from ..store import FeatureStore
 
     config = CompareConfig(
@@ -63,7 +60,7 @@ def compare_command(
 
     try:
         with FeatureStore(cache) as store:
-            result = compare(head_dirs, store, config, out_dir=out, progress=progress)
+            result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress)
     except LayaError as e:
         fail(str(e))
     if as_json:
@@ -80,7 +77,7 @@ def report_command(
     as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
 ) -> None:
     """Reprint the summary of a compare run from its summary.json."""
-    from ..report import load_summary
+    from ..compare.outputs import load_summary
 
     try:
         summary = load_summary(out_dir)

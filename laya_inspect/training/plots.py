@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..files import write_with
+
 FORMATS = ("png", "svg")
 
 
@@ -29,8 +31,9 @@ def _save(fig: Any, stem: Path) -> dict[str, Path]:
     out = {}
     for fmt in FORMATS:
         path = stem.with_suffix(f".{fmt}")
-        fig.savefig(path, dpi=150 if fmt == "png" else None, bbox_inches="tight",
-                    metadata={"Date": None} if fmt == "svg" else None)
+        write_with(path, lambda tmp, fmt=fmt: fig.savefig(
+            tmp, format=fmt, dpi=150 if fmt == "png" else None, bbox_inches="tight",
+            metadata={"Date": None} if fmt == "svg" else None))
         out[f"{stem.name}_{fmt}"] = path
     plt.close(fig)
     return out

@@ -14,8 +14,8 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from . import app, console, err_console
-from .fit_cmd import _est, _fit_progress
-from .progress import row_progress
+from .progress import fit_progress, row_progress
+from .tables import build_report, estimate
 
 Handler = Callable[[dict[str, Any]], None]
 
@@ -40,7 +40,7 @@ def _compare_progress() -> Iterator[Handler]:
 
 
 PROGRESS: dict[str, Callable[[], Any]] = {
-    "train": _fit_progress, "fit-head": _fit_progress, "extract": lambda: row_progress("rows", transient=True),
+    "train": fit_progress, "fit-head": fit_progress, "extract": lambda: row_progress("rows", transient=True),
     "compare": _compare_progress,
 }
 
@@ -112,7 +112,7 @@ def _accuracy_table(result: Any) -> None:
         table.add_column(col, no_wrap=True)
     for h in fit["heads"]:
         delta = (h.get("delta_vs_last") or {}).get("test_acc")
-        table.add_row(h["head"], _est(h["test_acc"], 3), _est(h["test_macro_f1"], 3),
+        table.add_row(h["head"], estimate(h["test_acc"], 3), estimate(h["test_macro_f1"], 3),
                       "(baseline)" if h["head"] == "last" else "—" if not delta else f"{delta['mean']:+.3f}")
     console.print(table)
     _note(f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
@@ -181,7 +181,6 @@ def _files(result: Any) -> None:
 
 
 def _summary(result: Any) -> None:
-    from ..report import build_report
 
     console.print()
     console.rule("summary")

@@ -1,17 +1,15 @@
-"""What `fit-head` writes: the output directory's files (see train.py for the layout). Plain I/O."""
+"""What `fit-head` writes: the output directory's files (layout in training/fit_head.py). Plain I/O."""
 from __future__ import annotations
 
-import csv
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
-from .errors import InputError
-from .headio import save_head
-from .jsonable import plain
+from ..errors import InputError
+from ..files import write_csv, write_json
+from ..head_dir import save_head
 
 OUR_FILES = ("runs.csv", "runs.json", "summary.csv", "summary.json", "grid.csv", "grid.json", "profiles")
 
@@ -65,22 +63,3 @@ def write_grid(out: Path, grid: dict[str, Any]) -> dict[str, Path]:
     rows = [{k: (" ".join(f"{v:.6f}" for v in e[k]) if k == "val_acc" else
                  " ".join(map(str, e[k])) if k == "seeds" else e[k]) for k in e} for e in grid["configs"]]
     return {"grid_json": write_json(out / "grid.json", grid), "grid_csv": write_csv(out / "grid.csv", rows)}
-
-
-
-
-def write_json(path: Path, obj: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plain(obj), indent=2, allow_nan=False) + "\n")
-    return path
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-    return path

@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
+from ..files import write_with
 from .metrics import constant_rows
 
 FORMATS = ("png", "svg")
@@ -32,7 +33,8 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
     paths = []
     for ext in FORMATS:
         path = stem.with_suffix(f".{ext}")
-        fig.savefig(path, dpi=110)  # constrained layout already fits the labels
+        # constrained layout already fits the labels
+        write_with(path, lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=110))
         paths.append(path)
     return paths
 

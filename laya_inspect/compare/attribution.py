@@ -24,9 +24,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .errors import InputError, suggest
-from .heads import Head
-from .registry import Registry
+from ..errors import InputError, suggest
+from ..heads import Head
+from ..registry import Registry
 
 BASELINE_CHOICES = ("mean", "zero")
 

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .errors import InputError, NotFoundError, suggest
-from .heads import Head
-from .registry import Registry
+from ..errors import InputError, NotFoundError, suggest
+from ..heads import Head
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -145,28 +145,6 @@ def lolo_effects(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean
             p.append(pc[0])
             p_abl.append(pc[1:].T)
     p_np, pa_np = _np(torch.cat(p)), _np(torch.cat(p_abl))
-    return p_np, pa_np, p_np[:, None] - pa_np
-
-
-def lolo_effects_loop(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean",
-                      baselines: Sequence | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Plain reference for :func:`lolo_effects`: one forward pass per ablated layer, no stacking."""
-    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
-    rows = torch.arange(len(target), device=target.device)
-    with torch.no_grad():
-        p = torch.softmax(head(hs).logits, -1)[rows, target]
-        cols = []
-        for i in range(len(hs)):
-            if abl.name == "drop":
-                keep = torch.ones(len(target), len(hs), dtype=hs[0].dtype, device=hs[0].device)
-                keep[:, i] = 0
-                out = head(hs, keep=keep)
-            else:
-                changed = list(hs)
-                changed[i] = (base[i] if abl.name == "mean" else torch.zeros_like(hs[i][0])).expand_as(hs[i])
-                out = head(changed)
-            cols.append(torch.softmax(out.logits, -1)[rows, target])
-    p_np, pa_np = _np(p), _np(torch.stack(cols, dim=1))
     return p_np, pa_np, p_np[:, None] - pa_np
 
 

@@ -1,0 +1,123 @@
+"""Options declared once: each config field names its command-line flag and help in its metadata.
+
+A library config (``FitConfig``, ``JointConfig``, ``ExtractConfig``, ``CompareConfig``) declares a field
+with :func:`option`; the CLI builds each typer option from that field (flag, help, default), and
+:func:`command_line` builds the ``laya-inspect COMMAND …`` argv that makes the command rebuild a given
+config. So a default, a flag or a help text lives in one place. :func:`check` turns a config's
+``(ok, field, what)`` rules into an InputError that names the flag and the bad value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+# field metadata keys: flag ("--lr", or "--on/--off" for a bool that can be turned off), help,
+# always (always written by command_line), argv (value → the option's text, or None to leave it out),
+# choices (the only values the command line accepts)
+Missing = dataclasses.MISSING
+
+
+def option(
+    default: Any = Missing,
+    *,
+    flag: str,
+    help: str,
+    factory: Callable[[], Any] | Any = Missing,
+    always: bool = False,
+    argv: Callable[[Any], str | None] | None = None,
+    choices: Sequence[str] | None = None,
+) -> Any:
+    """A dataclass field that is also a command-line option (see the module docstring). ``choices``:
+    the command line refuses any other value as a usage error."""
+    meta = {"flag": flag, "help": help, "always": always, "argv": argv, "choices": choices}
+    if factory is not Missing:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def field_of(config: Any, name: str) -> dataclasses.Field:
+    for f in dataclasses.fields(config):
+        if f.name == name:
+            return f
+    raise KeyError(f"{getattr(config, '__name__', type(config).__name__)} has no field {name!r}")
+
+
+def flag_of(config: Any, name: str) -> str:
+    """The flag of a field (its first spelling: '--relu' of '--relu/--no-relu'); the field name when none."""
+    flag = field_of(config, name).metadata.get("flag")
+    return flag.partition("/")[0] if flag else name
+
+
+def default_of(config: Any, name: str) -> Any:
+    f = field_of(config, name)
+    if f.default is not Missing:
+        return f.default
+    if f.default_factory is not Missing:
+        return f.default_factory()
+    return Missing
+
+
+def check(config: Any, rules: Iterable[tuple[bool, str, str]]) -> None:
+    """Raise InputError for the first rule ``(ok, field, what)`` that fails: "--flag what, got value"."""
+    for ok, name, what in rules:
+        if not ok:
+            value = getattr(config, name)
+            shown = list(value) if isinstance(value, tuple) else value
+            raise InputError(f"{flag_of(config, name)} {what}, got {shown!r}")
+
+
+def tuples(config: Any) -> None:
+    """Store every list field of a frozen config as a tuple (hashable, and equal however it was given)."""
+    for f in dataclasses.fields(config):
+        v = getattr(config, f.name)
+        if isinstance(v, list):
+            object.__setattr__(config, f.name, tuple(v))
+
+
+def _text(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+
+
+def command_line(
+    command: str,
+    config: Any,
+    *,
+    positional: Sequence[str | Path] = (),
+    extra: Sequence[str] = (),
+    force: bool = False,
+    out: Path | None = None,
+) -> list[str]:
+    """The ``laya-inspect COMMAND …`` argv that makes the command build ``config`` (with these
+    positional arguments and ``extra`` options before the config's). An option is written when its
+    value differs from the field's default, or when its field is marked ``always``. A field without a
+    flag must keep its default, else ValueError: the line would not rebuild the config."""
+    argv = ["laya-inspect", command, *map(str, positional), *extra]
+    last: list[str] = []  # --out goes at the end, where a reader looks for it
+    for f in dataclasses.fields(config):
+        value, default = getattr(config, f.name), default_of(type(config), f.name)
+        flag = f.metadata.get("flag")
+        if not flag:
+            if value != default:
+                raise ValueError(f"`laya-inspect {command}` has no option for {f.name}={value!r}")
+            continue
+        if value == default and not f.metadata.get("always"):
+            continue
+        if isinstance(value, bool):
+            on, _, off = flag.partition("/")
+            if not value and not off:
+                raise ValueError(f"`laya-inspect {command}` cannot turn {on} off")
+            argv.append(on if value else off)
+            continue
+        text = f.metadata["argv"](value) if f.metadata.get("argv") else (None if value is None else _text(value))
+        if text is not None:
+            (last if flag == "--out" else argv).extend([flag, text])
+    if force:
+        argv.append("--force")
+    if out is not None:
+        last += ["--out", str(out)]
+    return argv + last

@@ -1,0 +1,299 @@
+"""The one training loop of laya-inspect, and the batchers it reads.
+
+`fit-head` (heads on a frozen cache), `train` (a zoo backbone with its head) and train's linear
+probe all run :func:`train_loop`: Adam, a loss on the logits, one pass over the shuffled training
+rows per epoch, then the validation rows; early stopping with patience and the best weights restored
+(docs/METHOD.md, "Training"). A run is deterministic per seed: batches are shuffled by a generator
+seeded with the run's seed.
+
+Batchers hand out ``(x, y)`` batches of chosen row positions: :class:`TensorRows` (rows held as
+tensors), :class:`CacheRows` (one split of a feature cache, in memory or streamed chunk by chunk) and
+:class:`InputRows` (a dataset split's model inputs, fetched through the data layer).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..errors import InputError
+from ..heads import HeadOutput
+from ..runtime import Progress
+from ..store import FeatureStore
+
+VAL_MODES = ("stratified", "last")
+# logits: cross-entropy on the logits | probs: Keras' categorical cross-entropy on softmax
+# probabilities clipped to [1e-7, 1 − 1e-7] (the reference notebook's loss; no gradient where clipped)
+LOSSES = ("logits", "probs")
+KERAS_EPSILON = 1e-7
+EVAL_BATCH = 4096
+STREAM_CHUNK_ROWS = 8192
+
+Batch = tuple[Any, Tensor]
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable), or a guess of 1 GiB where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+
+
+def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train_rows, val_rows), both sorted. 'stratified': a seeded draw of ``fraction`` of each class;
+    'last': the last rows, as Keras' ``validation_split`` takes them (split at round(n·(1−fraction)))."""
+    n = len(labels)
+    if mode == "last":
+        cut = int(round(n * (1 - fraction)))
+        rows = np.arange(n)
+        train, val = rows[:cut], rows[cut:]
+    elif mode == "stratified":
+        rng = np.random.default_rng(seed)
+        val_parts = []
+        for c in np.unique(labels):
+            members = rng.permutation(np.flatnonzero(labels == c))
+            val_parts.append(members[: int(round(len(members) * fraction))])
+        val = np.sort(np.concatenate(val_parts))
+        train = np.setdiff1d(np.arange(n), val)
+    else:
+        raise InputError(f"--val-mode must be one of {', '.join(VAL_MODES)}, got {mode!r}")
+    if len(val) == 0 or len(train) == 0:
+        raise InputError(
+            f"a validation fraction of {fraction} leaves {len(train)} training and {len(val)} "
+            f"validation rows out of {n}; use more data or another --val-fraction"
+        )
+    if mode == "last":
+        # Data stored class by class (an ImageFolder, a sorted table) puts only the last classes at
+        # the end: early stopping would then watch a validation set of one class.
+        seen, held = np.unique(labels), np.unique(labels[val])
+        if len(held) < len(seen) / 2:
+            raise InputError(
+                f"--val-mode last takes the last {len(val)} rows, which hold only {len(held)} of the "
+                f"{len(seen)} classes (the rows are ordered by class); use --val-mode stratified"
+            )
+    return train.astype(np.int64), val.astype(np.int64)
+
+
+def shuffled(positions: np.ndarray, generator: torch.Generator | None) -> np.ndarray:
+    """``positions`` in order, or permuted by ``generator``."""
+    if generator is None:
+        return positions
+    return positions[torch.randperm(len(positions), generator=generator).numpy()]
+
+
+class Rows(Protocol):
+    def batches(
+        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[Batch]: ...
+
+
+class TensorRows:
+    """Rows held as tensors on one device: ``x`` is one tensor (N, …) or a list of per-layer (N, D_l)."""
+
+    def __init__(self, x: Tensor | list[Tensor], y: Tensor) -> None:
+        self.x, self.y = x, y
+
+    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+        order = shuffled(positions, generator)
+        for i in range(0, len(order), batch_size):
+            idx = torch.from_numpy(order[i : i + batch_size]).to(self.y.device)
+            x = [h[idx] for h in self.x] if isinstance(self.x, list) else self.x[idx]
+            yield x, self.y[idx]
+
+
+class CacheRows:
+    """One split of a feature cache as float32 (N, D_l) tensors: held in memory (on the device), or
+    streamed from the store chunk by chunk for caches larger than memory (shuffled within chunks)."""
+
+    def __init__(self, store: FeatureStore, split: str, device: torch.device, in_memory: bool) -> None:
+        self.store, self.split, self.device, self.in_memory = store, split, device, in_memory
+        self.labels = np.asarray(store.labels(split), dtype=np.int64)
+        self.n = len(self.labels)
+        self.held: TensorRows | None = None
+        if in_memory:
+            hs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in store.layers(split)]
+            self.held = TensorRows(hs, torch.from_numpy(self.labels).to(device))
+
+    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+        if self.held is not None:
+            yield from self.held.batches(positions, batch_size, generator)
+            return
+        member = np.zeros(self.n, dtype=bool)
+        member[positions] = True
+        for sl, feats, labels in self.store.iter_chunks(self.split, STREAM_CHUNK_ROWS):
+            local = shuffled(np.flatnonzero(member[sl]), generator)
+            for i in range(0, len(local), batch_size):
+                take = local[i : i + batch_size]
+                yield (
+                    [torch.from_numpy(np.ascontiguousarray(f[take])).to(self.device) for f in feats],
+                    torch.from_numpy(labels[take].astype(np.int64)).to(self.device),
+                )
+
+
+def _to(x: Any, device: torch.device) -> Any:
+    return {k: v.to(device) for k, v in x.items()} if isinstance(x, dict) else x.to(device)
+
+
+class InputRows:
+    """A dataset split's transformed model inputs: fetched batch by batch through the data layer, or,
+    when the whole split fits in a quarter of available memory, fetched once and held as one tensor."""
+
+    def __init__(self, split: Any, device: torch.device, chunk: int = 1024) -> None:
+        self.split, self.device = split, device
+        self.y = torch.from_numpy(np.asarray(split.labels, dtype=np.int64).copy()).to(device)
+        self.held: TensorRows | None = None
+        sample = split.fetch(split.index[:1])
+        if isinstance(sample, Tensor) and split.n * sample[0].numel() * 4 < available_memory() / 4:
+            parts = [split.fetch(split.index[i : i + chunk]) for i in range(0, split.n, chunk)]
+            x = torch.cat([p.float() if p.is_floating_point() else p for p in parts]).to(device)
+            self.held = TensorRows(x, self.y)
+
+    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+        if self.held is not None:
+            yield from self.held.batches(positions, batch_size, generator)
+            return
+        order = shuffled(positions, generator)
+        for i in range(0, len(order), batch_size):
+            pos = order[i : i + batch_size]
+            yield _to(self.split.fetch(self.split.index[pos]), self.device), self.y[torch.from_numpy(pos).to(self.device)]
+
+
+@torch.no_grad()
+def predict(
+    model: Callable[[Any], HeadOutput], batches: Iterable[Batch]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """(predictions, labels, weights or None, mean cross-entropy) of ``model`` over ``batches``."""
+    preds, labels, weights, loss_sum = [], [], [], 0.0
+    for x, y in batches:
+        out = model(x)
+        loss_sum += float(F.cross_entropy(out.logits, y, reduction="sum"))
+        preds.append(out.logits.argmax(1).cpu())
+        labels.append(y.cpu())
+        if out.weights is not None:
+            weights.append(out.weights.float().cpu())
+    p, t = torch.cat(preds).numpy(), torch.cat(labels).numpy()
+    return p, t, (torch.cat(weights).numpy() if weights else None), loss_sum / max(1, len(t))
+
+
+@dataclass
+class Evaluation:
+    loss: float
+    acc: float
+    preds: np.ndarray  # (N,)
+    labels: np.ndarray  # (N,)
+    weights: np.ndarray | None  # (N, L) for heads with aggregation weights
+
+
+def evaluate(model: nn.Module, rows: Rows, positions: np.ndarray, batch_size: int = EVAL_BATCH) -> Evaluation:
+    model.eval()
+    p, y, w, loss = predict(model, rows.batches(positions, batch_size))
+    return Evaluation(loss=loss, acc=float((p == y).mean()), preds=p, labels=y, weights=w)
+
+
+def loss_fn(logits: Tensor, y: Tensor, kind: str = "logits") -> Tensor:
+    if kind == "probs":
+        p = torch.softmax(logits, dim=1).clamp(KERAS_EPSILON, 1 - KERAS_EPSILON)
+        return F.nll_loss(p.log(), y)
+    return F.cross_entropy(logits, y)
+
+
+class EarlyStopping:
+    """Keras' EarlyStopping(monitor=val_accuracy, mode=max, min_delta=0, restore_best_weights=True):
+    an epoch improves only when strictly better; stop after ``patience`` epochs without one."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience, self.best, self.best_epoch, self.wait = patience, -math.inf, 0, 0
+        self.state: dict[str, torch.Tensor] | None = None
+
+    def step(self, epoch: int, score: float, module: nn.Module) -> bool:
+        """Record this epoch's score (keeping a copy of the weights when it is the best); True = stop."""
+        if score > self.best:
+            self.best, self.best_epoch, self.wait = score, epoch, 0
+            self.state = copy.deepcopy(module.state_dict())
+        else:
+            self.wait += 1
+        return self.wait >= self.patience
+
+    def restore(self, module: nn.Module) -> None:
+        if self.state is not None:
+            module.load_state_dict(self.state)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What the loop needs of a command's options."""
+
+    lr: float
+    epochs: int
+    patience: int
+    seed: int
+    loss: str = "logits"
+    weight_decay: float = 0.0
+
+
+def train_loop(
+    module: nn.Module,
+    train_batches: Callable[[torch.Generator], Iterable[Batch]],
+    val_batches: Callable[[], Iterable[Batch]],
+    settings: LoopSettings,
+    *,
+    forward: Callable[[Any], HeadOutput] | None = None,
+    name: str,
+    emit: Progress,
+    tag: dict[str, Any],
+) -> tuple[list[dict[str, float]], EarlyStopping]:
+    """Train ``module`` (through ``forward``, default the module itself) until early stopping; restore
+    its best weights and leave it in eval mode. Returns the per-epoch history and the stopper."""
+    forward = forward or module
+    opt = torch.optim.Adam(module.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    gen = torch.Generator().manual_seed(settings.seed)
+    stopper, history = EarlyStopping(settings.patience), []
+    device = next(module.parameters()).device
+    emit({"event": "run_start", "head": name, "seed": settings.seed, "epochs": settings.epochs, **tag})
+    for epoch in range(1, settings.epochs + 1):
+        t0 = time.perf_counter()
+        module.train()
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), device=device, dtype=torch.long)
+        count = 0
+        for x, y in train_batches(gen):
+            out = forward(x)
+            loss = loss_fn(out.logits, y, settings.loss)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach() * len(y)
+            correct += (out.logits.detach().argmax(1) == y).sum()
+            count += len(y)
+        module.eval()
+        p, t, _, val_loss = predict(forward, val_batches())
+        val_acc = float((p == t).mean())
+        record = {"epoch": epoch, "train_loss": float(loss_sum) / count, "train_acc": float(correct) / count,
+                  "val_loss": val_loss, "val_acc": val_acc, "seconds": time.perf_counter() - t0}
+        history.append(record)
+        stop = stopper.step(epoch, val_acc, module)
+        emit({"event": "epoch", "head": name, "seed": settings.seed, "epoch": epoch, "epochs": settings.epochs,
+              "loss": record["train_loss"], "val_acc": val_acc, "best_val_acc": stopper.best, **tag})
+        if stop:
+            break
+    stopper.restore(module)
+    module.eval()
+    return history, stopper

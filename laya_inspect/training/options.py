@@ -1,0 +1,51 @@
+"""The options `fit-head` and `train` share, declared once (flag, help, default) for both configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..heads import PSI_CHOICES
+from ..models.zoo import INITS  # Keras' glorot-uniform + zero bias (the paper's) | PyTorch's own defaults
+from ..options import option
+from ..runtime import DEVICE_HELP, check_device
+from .loop import VAL_MODES
+
+_SHARED: dict[str, dict[str, Any]] = {
+    "lr": dict(default=3e-4, flag="--lr", help="Adam learning rate"),
+    "batch_size": dict(default=128, flag="--batch-size", help="training batch size"),
+    "epochs": dict(default=50, flag="--epochs", help="at most this many epochs", always=True),
+    "patience": dict(default=5, flag="--patience", help="early stopping on validation accuracy: epochs without a gain"),
+    "val_fraction": dict(default=0.1, flag="--val-fraction", help="share of the training split held out"),
+    "val_mode": dict(default="stratified", flag="--val-mode", choices=VAL_MODES,
+                     help="stratified (a seeded draw per class) | last (the last rows, as Keras)"),
+    "device": dict(default="auto", flag="--device", help=DEVICE_HELP, always=True),
+    "d_star": dict(default=96, flag="--d-star", help="adapter width d* (laya, concat, scalarmix)"),
+    "tau": dict(default=1.5, flag="--tau", help="LAYA softmax temperature τ > 0"),
+    "psi": dict(default="identity", flag="--psi", help="LAYA shared map ψ: identity | mlp"),
+    "score_width": dict(default=None, flag="--score-width", help="LAYA scorer hidden width (default 2·d*)"),
+    "init": dict(default="glorot", flag="--init",
+                 help="glorot (Keras' glorot-uniform, zero bias: the paper's) | torch (PyTorch's own defaults)"),
+}
+
+
+def shared(name: str, **changes: Any) -> Any:
+    """The field of a shared option (``changes`` override its declaration, e.g. ``always=True``)."""
+    return option(**{**_SHARED[name], **changes})
+
+
+def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
+    """The rules `fit-head` and `train` share, for :func:`laya_inspect.options.check`."""
+    check_device(cfg.device)
+    return [
+        (cfg.lr > 0, "lr", "must be > 0"),
+        (cfg.batch_size >= 1, "batch_size", "must be ≥ 1"),
+        (cfg.epochs >= 1, "epochs", "must be ≥ 1"),
+        (cfg.patience >= 1, "patience", "must be ≥ 1"),
+        (0 < cfg.val_fraction < 1, "val_fraction", "must be in (0, 1)"),
+        (cfg.val_mode in VAL_MODES, "val_mode", f"must be one of {', '.join(VAL_MODES)}"),
+        (cfg.d_star >= 1, "d_star", "must be ≥ 1"),
+        (cfg.tau > 0, "tau", "must be > 0"),
+        (cfg.psi in PSI_CHOICES, "psi", f"must be one of {', '.join(PSI_CHOICES)}"),
+        (cfg.score_width is None or cfg.score_width >= 1, "score_width", "must be ≥ 1"),
+        (cfg.init in INITS, "init", f"must be one of {', '.join(INITS)}"),
+    ]

@@ -1,0 +1,81 @@
+"""Helpers the tests share: a cache written straight from arrays, a LAYA head worked out on paper, and a
+plain reference implementation of the leave-one-layer-out effects."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from laya_inspect.compare.lolo import _np, _prepare
+from laya_inspect.heads import Head
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def write_cache(path: Path, splits: dict[str, tuple[list[np.ndarray], np.ndarray]], *,
+                class_names: list[str] | None = None, layer_names: list[str] | None = None,
+                model_spec: str = "test:mlp", data_spec: str = "test") -> Path:
+    """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
+    from laya_inspect.store import FeatureWriter
+
+    first = next(iter(splits.values()))[0]
+    names = layer_names or [f"blocks.{i}" for i in range(len(first))]
+    n_classes = int(max(int(y.max()) for _, y in splits.values())) + 1
+    attrs = {
+        "model_spec": model_spec, "model_source": "test", "weights_sha256": None,
+        "layer_names": names, "layer_types": ["Sequential"] * len(names),
+        "layer_pooling": ["none"] * len(names), "layer_shapes": [[f.shape[1]] for f in first],
+        "layer_roles": {}, "data_spec": data_spec, "transforms": {}, "split_info": {},
+        "class_names": class_names or [str(i) for i in range(n_classes)], "seed": 0,
+        "torch_version": torch.__version__, "created_at": "test", "command": {"test": True},
+    }
+    with FeatureWriter(path, attrs=attrs, split_sizes={s: len(y) for s, (_, y) in splits.items()},
+                       widths=[f.shape[1] for f in first], num_logits=None) as w:
+        for split, (feats, labels) in splits.items():
+            w.append(split, feats, labels, np.arange(len(labels)))
+        w.finish()
+    return path
+
+
+def paper_laya():
+    """A LAYA head worked out on paper: two 1-D layers, z_i = h_i, α = softmax([ln 3, 0]) = [3/4, 1/4] for
+    every input, logits = [a, −a] with a = ¾h₁ + ¼h₂, so p_0 = σ(2a) and p_1 = σ(−2a)."""
+    import math
+
+    from laya_inspect.heads import LayaHead
+
+    head = LayaHead([1, 1], 2, d_star=1, tau=1.0, score_width=2)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.fill_(1.0)
+        head.scorer[2].bias.copy_(torch.tensor([math.log(3.0), 0.0]))
+        head.classifier.weight.copy_(torch.tensor([[1.0], [-1.0]]))
+    return head.double().eval()
+
+
+def lolo_effects_loop(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean",
+                      baselines: Sequence | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Plain reference for :func:`lolo_effects`: one forward pass per ablated layer, no stacking."""
+    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
+    rows = torch.arange(len(target), device=target.device)
+    with torch.no_grad():
+        p = torch.softmax(head(hs).logits, -1)[rows, target]
+        cols = []
+        for i in range(len(hs)):
+            if abl.name == "drop":
+                keep = torch.ones(len(target), len(hs), dtype=hs[0].dtype, device=hs[0].device)
+                keep[:, i] = 0
+                out = head(hs, keep=keep)
+            else:
+                changed = list(hs)
+                changed[i] = (base[i] if abl.name == "mean" else torch.zeros_like(hs[i][0])).expand_as(hs[i])
+                out = head(changed)
+            cols.append(torch.softmax(out.logits, -1)[rows, target])
+    p_np, pa_np = _np(p), _np(torch.stack(cols, dim=1))
+    return p_np, pa_np, p_np[:, None] - pa_np
