@@ -7,6 +7,7 @@ printed is measured in this one run (these machines are noisy; compare ratios, n
     python bench/extract_throughput.py --model torchvision:mobilenet_v2 --weights W.pth \
         --data cifar10:DIR --image-size 96 --limit 2000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,15 @@ from laya_inspect.models import load_model
 
 def plain_forward(args: argparse.Namespace) -> tuple[int, float]:
     model = load_model(args.model, weights=args.weights)
-    data = load_data(args.data, splits=(args.split,), limit=args.limit, seed=0, input_spec=model.input_spec,
-                     tokenizer=model.tokenizer, image_size=args.image_size)
+    data = load_data(
+        args.data,
+        splits=(args.split,),
+        limit=args.limit,
+        seed=0,
+        input_spec=model.input_spec,
+        tokenizer=model.tokenizer,
+        image_size=args.image_size,
+    )
     rows, start = 0, time.perf_counter()  # the batch loop only, as in hooked_extract
     with torch.no_grad():
         for inputs, labels, _ in data.splits[args.split].batches(args.batch_size):
@@ -34,10 +42,20 @@ def plain_forward(args: argparse.Namespace) -> tuple[int, float]:
 
 
 def hooked_extract(args: argparse.Namespace, out: Path) -> tuple[int, float]:
-    config = ExtractConfig(model=args.model, weights=args.weights, data=args.data, out=str(out), layers=args.layers,
-                           splits=(args.split,), limit=args.limit, batch_size=args.batch_size,
-                           image_size=args.image_size, device="cpu", overwrite=True)
-    result = extract(config)
+    config = ExtractConfig(
+        model=args.model,
+        weights=args.weights,
+        data=args.data,
+        out=str(out),
+        layers=args.layers,
+        splits=(args.split,),
+        limit=args.limit,
+        batch_size=args.batch_size,
+        image_size=args.image_size,
+        device="cpu",
+        overwrite=True,
+    )
+    result = extract_features(config)
     # result.seconds covers the batch loop only (data, forward, hooks, pooling, writes), like the
     # plain pass; loading the model and the dataset's files is left out of both.
     return sum(result.rows.values()), result.seconds
@@ -64,8 +82,10 @@ def main() -> None:
     n = plain[0][0]
     best_plain = min(t for _, t in plain)
     best_hooked = min(t for _, t in hooked)
-    print(f"model {args.model}  data {args.data}:{args.split}  rows {n}  batch {args.batch_size}  "
-          f"image_size {args.image_size}  torch threads {torch.get_num_threads()}")
+    print(
+        f"model {args.model}  data {args.data}:{args.split}  rows {n}  batch {args.batch_size}  "
+        f"image_size {args.image_size}  torch threads {torch.get_num_threads()}"
+    )
     print(f"plain forward      {n / best_plain:10.1f} rows/s  ({best_plain:.2f} s, best of {args.repeats})")
     print(f"extract (to HDF5)  {n / best_hooked:10.1f} rows/s  ({best_hooked:.2f} s, best of {args.repeats})")
     print(f"ratio extract/plain throughput: {best_plain / best_hooked:.3f}")

@@ -16,14 +16,27 @@ __version__ = "0.1.0"
 # Re-exported lazily, so `import laya_inspect` stays cheap (no torch, captum or matplotlib until used).
 # No name here equals a submodule's, so `from laya_inspect import X` always gives the object.
 _EXPORTS = {
-    "LayaHead": "heads", "LastLayerHead": "heads", "ConcatHead": "heads", "ScalarMixHead": "heads",
-    "HEADS": "heads", "build_head": "heads",
-    "FeatureStore": "store", "load_head": "head_dir", "save_head": "head_dir", "export_head": "head_dir",
-    "LayaError": "errors", "load_model": "models", "load_data": "data",
-    "ExtractConfig": "extract", "extract_features": "extract",
-    "FitConfig": "training.fit_head", "fit_heads": "training.fit_head",
-    "JointConfig": "training.joint", "train_joint": "training.joint",
-    "CompareConfig": "compare.run", "compare_heads": "compare.run",
+    "LayaHead": "heads",
+    "LastLayerHead": "heads",
+    "ConcatHead": "heads",
+    "ScalarMixHead": "heads",
+    "HEADS": "heads",
+    "build_head": "heads",
+    "FeatureStore": "store",
+    "load_head": "head_dir",
+    "save_head": "head_dir",
+    "export_head": "head_dir",
+    "LayaError": "errors",
+    "load_model": "models",
+    "load_data": "data",
+    "ExtractConfig": "extract",
+    "extract_features": "extract",
+    "FitConfig": "training.fit_head",
+    "fit_heads": "training.fit_head",
+    "JointConfig": "training.joint",
+    "train_joint": "training.joint",
+    "CompareConfig": "compare.run",
+    "compare_heads": "compare.run",
 }
 __all__ = ["__version__", *_EXPORTS]
 

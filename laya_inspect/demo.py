@@ -14,6 +14,7 @@ what the demo prints is what it ran::
 Datasets are presets in :data:`DEMO_DATASETS`: ``digits`` (scikit-learn's bundled 1,797 8×8 images)
 and ``fashion-mnist`` (the Debian IDX files, on a subset and a short epoch budget).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .errors import DatasetMissingError, InputError
 from .files import write_json
 from .options import command_line
-from .errors import DatasetMissingError, InputError
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress
 
@@ -71,17 +72,27 @@ class DemoPreset:
 ALL_HEADS = ("laya", "last", "concat", "scalarmix")
 COMPARED = ("laya", "scalarmix", "last", "concat")  # heads with layer weights first
 DEMO_DATASETS: Registry[DemoPreset] = Registry("demo dataset")
-DEMO_DATASETS.add("digits", DemoPreset(
-    "digits", "scikit-learn's bundled digits: 1,797 real 8×8 images of handwritten digits, 10 classes",
-    default=DemoBudget(None, 30, 50, 3, COMPARED, None, 50, 1000),
-    quick=DemoBudget(None, 10, 30, 1, ("laya", "scalarmix"), None, 16, 200)))
-DEMO_DATASETS.add("fashion-mnist", DemoPreset(
-    "fashion-mnist", "Fashion-MNIST: 28×28 greyscale clothing images, 10 classes",
-    default=DemoBudget(10000, 15, 20, 3, COMPARED, 1000, 50, 1000),
-    quick=DemoBudget(3000, 5, 10, 1, ("laya", "scalarmix"), 300, 16, 200),
-    takes_root=True,
-    note="the paper trains on all 60,000 images for up to 50 epochs with 5 seeds; drop --limit and raise "
-         "--epochs / --seeds in the printed commands for that"))
+DEMO_DATASETS.add(
+    "digits",
+    DemoPreset(
+        "digits",
+        "scikit-learn's bundled digits: 1,797 real 8×8 images of handwritten digits, 10 classes",
+        default=DemoBudget(None, 30, 50, 3, COMPARED, None, 50, 1000),
+        quick=DemoBudget(None, 10, 30, 1, ("laya", "scalarmix"), None, 16, 200),
+    ),
+)
+DEMO_DATASETS.add(
+    "fashion-mnist",
+    DemoPreset(
+        "fashion-mnist",
+        "Fashion-MNIST: 28×28 greyscale clothing images, 10 classes",
+        default=DemoBudget(10000, 15, 20, 3, COMPARED, 1000, 50, 1000),
+        quick=DemoBudget(3000, 5, 10, 1, ("laya", "scalarmix"), 300, 16, 200),
+        takes_root=True,
+        note="the paper trains on all 60,000 images for up to 50 epochs with 5 seeds; drop --limit and raise "
+        "--epochs / --seeds in the printed commands for that",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -133,17 +144,34 @@ class DemoPlan:
         p, b = self.paths, self.budget
         seeds = f"seed {self.fit.seeds[0]}" if len(self.fit.seeds) == 1 else f"seeds 0 … {len(self.fit.seeds) - 1}"
         todo = [
-            ("train", f"train the backbone: {MODEL} (512-256-128) with its own classifier, end to end, "
-                      f"≤ {b.train_epochs} epochs; then it stays frozen",
-             command_line("train", self.train, out=p["backbone"], force=self.config.force)),
-            ("extract", "extract every block of the frozen backbone for the train and test rows",
-             command_line("extract", self.extract)),
-            ("fit-head", f"fit LAYA and the three baselines on the frozen features, ≤ {b.fit_epochs} epochs, {seeds}",
-             command_line("fit-head", self.fit, positional=[p["features"]], out=p["heads"], force=self.config.force)),
-            ("compare", f"score α, IG, Grad-CAM, static weights and random against leave-one-layer-out effects "
-                        f"({', '.join(b.compare_heads)}; seed {self.fit.seeds[0]})",
-             command_line("compare", self.compare, positional=self.compare_head_dirs,
-                          extra=["--cache", str(p["features"])], out=p["compare"])),
+            (
+                "train",
+                f"train the backbone: {MODEL} (512-256-128) with its own classifier, end to end, "
+                f"≤ {b.train_epochs} epochs; then it stays frozen",
+                command_line("train", self.train, out=p["backbone"], force=self.config.force),
+            ),
+            (
+                "extract",
+                "extract every block of the frozen backbone for the train and test rows",
+                command_line("extract", self.extract),
+            ),
+            (
+                "fit-head",
+                f"fit LAYA and the three baselines on the frozen features, ≤ {b.fit_epochs} epochs, {seeds}",
+                command_line("fit-head", self.fit, positional=[p["features"]], out=p["heads"], force=self.config.force),
+            ),
+            (
+                "compare",
+                f"score α, IG, Grad-CAM, static weights and random against leave-one-layer-out effects "
+                f"({', '.join(b.compare_heads)}; seed {self.fit.seeds[0]})",
+                command_line(
+                    "compare",
+                    self.compare,
+                    positional=self.compare_head_dirs,
+                    extra=["--cache", str(p["features"])],
+                    out=p["compare"],
+                ),
+            ),
         ]
         return [DemoStep(i + 1, len(todo), name, title, tuple(argv)) for i, (name, title, argv) in enumerate(todo)]
 
@@ -152,13 +180,19 @@ class DemoPlan:
         if r == self.rows_source:
             rows = f"all {r['train'] + r['test']:,} images ({r['train']:,} train / {r['test']:,} test)"
         else:
-            rows = " / ".join(f"all {r[s]:,} {s}" if r[s] == self.rows_source[s] else
-                              f"{r[s]:,} of {self.rows_source[s]:,} {s}" for s in ("train", "test")) + \
-                " images (seeded stratified subset)"
+            rows = (
+                " / ".join(
+                    f"all {r[s]:,} {s}" if r[s] == self.rows_source[s] else f"{r[s]:,} of {self.rows_source[s]:,} {s}"
+                    for s in ("train", "test")
+                )
+                + " images (seeded stratified subset)"
+            )
         compared = "every test row" if b.compare_limit is None else f"{min(b.compare_limit, r['test']):,} test rows"
-        return (f"{rows}; backbone ≤ {b.train_epochs} epochs, heads ≤ {b.fit_epochs} epochs (early stopping), "
-                f"{b.seeds} seed{'s' * (b.seeds > 1)}; compare on {compared}, IG {b.n_steps} steps, "
-                f"{b.n_boot:,} bootstrap resamples" + (" (--quick)" if self.config.quick else ""))
+        return (
+            f"{rows}; backbone ≤ {b.train_epochs} epochs, heads ≤ {b.fit_epochs} epochs (early stopping), "
+            f"{b.seeds} seed{'s' * (b.seeds > 1)}; compare on {compared}, IG {b.n_steps} steps, "
+            f"{b.n_boot:,} bootstrap resamples" + (" (--quick)" if self.config.quick else "")
+        )
 
 
 @dataclass
@@ -201,8 +235,9 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
         raise InputError(f"--seeds must be ≥ 1, got {config.seeds}")
     if config.data_root is not None and not preset.takes_root:
         takes = [n for n in DEMO_DATASETS.names() if DEMO_DATASETS.get(n).takes_root]
-        raise InputError(f"--data-root does not apply to {config.dataset!r} (it is bundled); it does to: "
-                         f"{', '.join(takes)}")
+        raise InputError(
+            f"--data-root does not apply to {config.dataset!r} (it is bundled); it does to: {', '.join(takes)}"
+        )
     budget = preset.quick if config.quick else preset.default
     if config.seeds is not None:
         budget = dataclasses.replace(budget, seeds=config.seeds)
@@ -213,36 +248,74 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out} is a file; pass a folder")
         if out.is_dir() and any(out.iterdir()) and not config.force:
-            raise InputError(f"--out {out} exists and is not empty; pass --force to overwrite the demo's files "
-                             "in it, or choose another --out")
+            raise InputError(
+                f"--out {out} exists and is not empty; pass --force to overwrite the demo's files "
+                "in it, or choose another --out"
+            )
     spec = preset.data_spec(config.data_root)
-    train = JointConfig(model=MODEL, data=spec, head="last", seed=config.seed, epochs=budget.train_epochs,
-                        limit=budget.limit, device=config.device)
+    train = JointConfig(
+        model=MODEL,
+        data=spec,
+        head="last",
+        seed=config.seed,
+        epochs=budget.train_epochs,
+        limit=budget.limit,
+        device=config.device,
+    )
     try:  # the dataset is here (a missing one stops the demo before it writes anything)
-        bundle = load_data(spec, splits=(train.train_split, train.test_split), limit=budget.limit,
-                           seed=train.data_seed)
+        bundle = load_data(spec, splits=(train.train_split, train.test_split), limit=budget.limit, seed=train.data_seed)
     except DatasetMissingError as e:
         raise DatasetMissingError(f"{e}; for the demo, give that folder as --data-root DIR") from None
-    paths = {"backbone": out / "backbone.pt", "backbone_metrics": out / "backbone.metrics.json",
-             "features": out / "features.h5", "heads": out / "heads", "compare": out / "compare",
-             "demo_json": out / "demo.json"}
-    extract = ExtractConfig(model=MODEL, data=spec, out=str(paths["features"]), weights=str(paths["backbone"]),
-                            layers="all", limit=budget.limit, seed=train.data_seed, device=config.device,
-                            overwrite=config.force)
-    fit = FitConfig(heads=ALL_HEADS, seeds=tuple(range(budget.seeds)), epochs=budget.fit_epochs,
-                    device=config.device)
-    compare = CompareConfig(methods=("all",), limit=budget.compare_limit, seed=config.seed, n_steps=budget.n_steps,
-                            n_boot=budget.n_boot, device=config.device)
+    paths = {
+        "backbone": out / "backbone.pt",
+        "backbone_metrics": out / "backbone.metrics.json",
+        "features": out / "features.h5",
+        "heads": out / "heads",
+        "compare": out / "compare",
+        "demo_json": out / "demo.json",
+    }
+    extract = ExtractConfig(
+        model=MODEL,
+        data=spec,
+        out=str(paths["features"]),
+        weights=str(paths["backbone"]),
+        layers="all",
+        limit=budget.limit,
+        seed=train.data_seed,
+        device=config.device,
+        overwrite=config.force,
+    )
+    fit = FitConfig(heads=ALL_HEADS, seeds=tuple(range(budget.seeds)), epochs=budget.fit_epochs, device=config.device)
+    compare = CompareConfig(
+        methods=("all",),
+        limit=budget.compare_limit,
+        seed=config.seed,
+        n_steps=budget.n_steps,
+        n_boot=budget.n_boot,
+        device=config.device,
+    )
     head_dirs = tuple(paths["heads"] / h / f"seed_{fit.seeds[0]}" for h in budget.compare_heads)
     splits = ("train", "test")
-    return DemoPlan(config=config, preset=preset, budget=budget, out_dir=out, data_spec=spec,
-                    rows={s: bundle.splits[s].n for s in splits},
-                    rows_source={s: int(bundle.split_info["splits"][s]["n_source"]) for s in splits},
-                    train=train, extract=extract, fit=fit, compare=compare, paths=paths, compare_head_dirs=head_dirs)
+    return DemoPlan(
+        config=config,
+        preset=preset,
+        budget=budget,
+        out_dir=out,
+        data_spec=spec,
+        rows={s: bundle.splits[s].n for s in splits},
+        rows_source={s: int(bundle.split_info["splits"][s]["n_source"]) for s in splits},
+        train=train,
+        extract=extract,
+        fit=fit,
+        compare=compare,
+        paths=paths,
+        compare_head_dirs=head_dirs,
+    )
 
 
-def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
-             progress: Progress | None = None) -> DemoResult:
+def run_demo(
+    config: DemoConfig, *, on_step: StepCallback | None = None, progress: Progress | None = None
+) -> DemoResult:
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events."""
     from .compare.run import compare_heads
@@ -271,27 +344,42 @@ def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
         tell(finished)
         return out
 
-    joint = run(steps[0], lambda: train_joint(plan.train, out=p["backbone"], progress=emit, overwrite=force),
-                lambda r: {k: r.metrics[k] for k in ("test_acc", "test_macro_f1", "best_epoch", "epochs_run")})
-    ext = run(steps[1], lambda: extract_features(plan.extract, progress=emit),
-              lambda r: {"layers": r.layer_names, "widths": r.widths, "rows": r.rows})
+    joint = run(
+        steps[0],
+        lambda: train_joint(plan.train, out=p["backbone"], progress=emit, overwrite=force),
+        lambda r: {k: r.metrics[k] for k in ("test_acc", "test_macro_f1", "best_epoch", "epochs_run")},
+    )
+    ext = run(
+        steps[1],
+        lambda: extract_features(plan.extract, progress=emit),
+        lambda r: {"layers": r.layer_names, "widths": r.widths, "rows": r.rows},
+    )
     with FeatureStore(p["features"]) as store:
-        fit = run(steps[2], lambda: fit_heads(store, plan.fit, out_dir=p["heads"], progress=emit, overwrite=force),
-                  lambda r: {"test_acc": {h["head"]: h["test_acc"]["mean"] for h in r.summary["heads"]}})
-        cmp = run(steps[3], lambda: compare_heads(plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"],
-                                            progress=emit), lambda r: {"faithfulness": _faithfulness(r.summary)})
+        fit = run(
+            steps[2],
+            lambda: fit_heads(store, plan.fit, out_dir=p["heads"], progress=emit, overwrite=force),
+            lambda r: {"test_acc": {h["head"]: h["test_acc"]["mean"] for h in r.summary["heads"]}},
+        )
+        cmp = run(
+            steps[3],
+            lambda: compare_heads(plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit),
+            lambda r: {"faithfulness": _faithfulness(r.summary)},
+        )
 
     files: dict[str, Any] = {
         **{k: p[k] for k in ("backbone", "backbone_metrics", "features", "heads", "compare", "demo_json")},
-        "fit_summary": fit.files["summary_json"], "runs": fit.files["runs_csv"],
-        "attributions": p["compare"] / "attributions.h5", "compare_summary": p["compare"] / "summary.json",
+        "fit_summary": fit.files["summary_json"],
+        "runs": fit.files["runs_csv"],
+        "attributions": p["compare"] / "attributions.h5",
+        "compare_summary": p["compare"] / "summary.json",
         "profile_plots": sorted(v for v in fit.files.values() if v.suffix == ".png"),
         "compare_plots": sorted(f for f in cmp.files if f.suffix == ".png"),
     }
     profiles = fit.profiles
     numbers = {
         "backbone_test_acc": joint.metrics["test_acc"],
-        "layers": ext.layer_names, "widths": ext.widths,
+        "layers": ext.layer_names,
+        "widths": ext.widths,
         "head_test_acc": {h["head"]: h["test_acc"]["mean"] for h in fit.summary["heads"]},
         "alpha_mean": _profile(profiles, "alpha", "laya", ext.layer_names),
         "scalarmix_weights": _profile(profiles, "static", "scalarmix", ext.layer_names),
@@ -299,8 +387,18 @@ def run_demo(config: DemoConfig, *, on_step: StepCallback | None = None,
     }
     seconds = time.perf_counter() - t_start
     write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
-    return DemoResult(out_dir=plan.out_dir, plan=plan, steps=done, backbone=joint.metrics, fit_summary=fit.summary,
-                      profiles=profiles, compare_summary=cmp.summary, files=files, numbers=numbers, seconds=seconds)
+    return DemoResult(
+        out_dir=plan.out_dir,
+        plan=plan,
+        steps=done,
+        backbone=joint.metrics,
+        fit_summary=fit.summary,
+        profiles=profiles,
+        compare_summary=cmp.summary,
+        files=files,
+        numbers=numbers,
+        seconds=seconds,
+    )
 
 
 def _profile(profiles: dict[str, Any] | None, kind: str, head: str, layers: list[str]) -> dict[str, float] | None:
@@ -313,16 +411,44 @@ def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, float | None]]
     return {h["name"]: {m: s["faithfulness"]["mean"] for m, s in h["methods"].items()} for h in summary["heads"]}
 
 
-def _record(plan: DemoPlan, steps: list[DemoStep], numbers: dict[str, Any], files: dict[str, Any], *,
-            complete: bool, seconds: float | None = None) -> dict[str, Any]:
+def _record(
+    plan: DemoPlan,
+    steps: list[DemoStep],
+    numbers: dict[str, Any],
+    files: dict[str, Any],
+    *,
+    complete: bool,
+    seconds: float | None = None,
+) -> dict[str, Any]:
     return {
-        "kind": "laya-inspect-demo", "tool_version": __version__, "complete": complete,
-        "config": dataclasses.asdict(plan.config), "out_dir": str(plan.out_dir),
-        "dataset": {"name": plan.preset.name, "description": plan.preset.description, "spec": plan.data_spec,
-                    "rows": plan.rows, "note": plan.preset.note},
-        "model": MODEL, "quick": plan.config.quick, "budget": dataclasses.asdict(plan.budget),
+        "kind": "laya-inspect-demo",
+        "tool_version": __version__,
+        "complete": complete,
+        "config": dataclasses.asdict(plan.config),
+        "out_dir": str(plan.out_dir),
+        "dataset": {
+            "name": plan.preset.name,
+            "description": plan.preset.description,
+            "spec": plan.data_spec,
+            "rows": plan.rows,
+            "note": plan.preset.note,
+        },
+        "model": MODEL,
+        "quick": plan.config.quick,
+        "budget": dataclasses.asdict(plan.budget),
         "budget_line": plan.budget_line(),
-        "steps": [{"name": s.name, "title": s.title, "command": s.command, "argv": list(s.argv),
-                   "seconds": s.seconds, "numbers": s.numbers} for s in [*steps, *plan.steps()[len(steps):]]],
-        "numbers": numbers, "files": files, "seconds": seconds,
+        "steps": [
+            {
+                "name": s.name,
+                "title": s.title,
+                "command": s.command,
+                "argv": list(s.argv),
+                "seconds": s.seconds,
+                "numbers": s.numbers,
+            }
+            for s in [*steps, *plan.steps()[len(steps) :]]
+        ],
+        "numbers": numbers,
+        "files": files,
+        "seconds": seconds,
     }

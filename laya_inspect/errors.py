@@ -3,6 +3,7 @@
 The CLI turns a :class:`LayaError` into one red line and exit code 1; any other
 exception is a bug and keeps its traceback.
 """
+
 from __future__ import annotations
 
 import difflib

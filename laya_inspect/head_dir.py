@@ -4,6 +4,7 @@ whatever the trainer adds beside them (metrics.json, train_log.csv).
 
 Saving, loading and checking head directories, and :func:`export_head`, which turns the head that
 `laya-inspect train` stored in a zoo checkpoint into such a directory."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
 import numpy as np
+import torch
 
 from . import __version__
 from .errors import CacheError, InputError, NotFoundError
@@ -38,8 +38,13 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
 def save_head(out_dir: str | Path, head: Head, *, meta: dict[str, Any]) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    config = {"schema_version": HEAD_SCHEMA_VERSION, "tool_version": __version__, "kind": head.kind,
-              "kwargs": head.config(), **meta}
+    config = {
+        "schema_version": HEAD_SCHEMA_VERSION,
+        "tool_version": __version__,
+        "kind": head.kind,
+        "kwargs": head.config(),
+        **meta,
+    }
     write_text(out / "config.json", json.dumps(config, indent=2, default=str))
     write_with(out / "weights.pt", lambda tmp: torch.save(head.state_dict(), tmp))
     return out
@@ -48,21 +53,30 @@ def save_head(out_dir: str | Path, head: Head, *, meta: dict[str, Any]) -> Path:
 def read_head_config(head_dir: str | Path) -> dict[str, Any]:
     path = Path(head_dir) / "config.json"
     if not path.exists():
-        raise NotFoundError(f"{head_dir} is not a head directory (no config.json); create one with `laya-inspect fit-head`")
+        raise NotFoundError(
+            f"{head_dir} is not a head directory (no config.json); create one with `laya-inspect fit-head`"
+        )
     config = json.loads(path.read_text())
     if config.get("schema_version") != HEAD_SCHEMA_VERSION:
         raise CacheError(f"{path} has schema_version {config.get('schema_version')!r}; expected {HEAD_SCHEMA_VERSION}")
     return config
 
 
-def load_head(head_dir: str | Path, *, store: FeatureStore | None = None, force: bool = False,
-              map_location: str | torch.device = "cpu") -> tuple[Head, dict[str, Any]]:
+def load_head(
+    head_dir: str | Path,
+    *,
+    store: FeatureStore | None = None,
+    force: bool = False,
+    map_location: str | torch.device = "cpu",
+) -> tuple[Head, dict[str, Any]]:
     """Rebuild a head; with ``store``, refuse one trained on another cache's feature space."""
     config = read_head_config(head_dir)
     if store is not None and config.get("cache_fingerprint") != store.fingerprint:
-        msg = (f"head {head_dir} was trained on a cache with fingerprint {config.get('cache_fingerprint')} "
-               f"({config.get('cache_path')}), not on {store.path} (fingerprint {store.fingerprint}): "
-               "different backbone, layers, pooling, transforms or data")
+        msg = (
+            f"head {head_dir} was trained on a cache with fingerprint {config.get('cache_fingerprint')} "
+            f"({config.get('cache_path')}), not on {store.path} (fingerprint {store.fingerprint}): "
+            "different backbone, layers, pooling, transforms or data"
+        )
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)
@@ -83,9 +97,9 @@ def head_from_checkpoint(obj: dict[str, Any]) -> Head:
     return head.eval()
 
 
-
-
-def export_head(checkpoint: str | Path, store: FeatureStore, out_dir: str | Path, *, split: str = "test") -> dict[str, Any]:
+def export_head(
+    checkpoint: str | Path, store: FeatureStore, out_dir: str | Path, *, split: str = "test"
+) -> dict[str, Any]:
     """Write the jointly trained head of a `train` checkpoint as a head directory bound to ``store``.
 
     ``store`` must be the cache `extract` wrote from that same checkpoint: the head's layers must be
@@ -100,19 +114,30 @@ def export_head(checkpoint: str | Path, store: FeatureStore, out_dir: str | Path
         raise InputError(f"{checkpoint} is not a checkpoint written by `laya-inspect train`")
     head = head_from_checkpoint(ckpt)
     if list(ckpt["head"].get("layer_names", [])) != list(store.layer_names):
-        raise InputError(f"the head in {checkpoint} reads {ckpt['head'].get('layer_names')}, "
-                         f"but {store.path} holds {store.layer_names}; extract those layers from that checkpoint")
+        raise InputError(
+            f"the head in {checkpoint} reads {ckpt['head'].get('layer_names')}, "
+            f"but {store.path} holds {store.layer_names}; extract those layers from that checkpoint"
+        )
     metrics = {k: v for k, v in (ckpt.get("metrics") or {}).items() if k != "history"}
-    meta = {**cache_identity(store), "seed": ckpt.get("seed"), "checkpoint": str(checkpoint),
-            "source": "jointly trained head exported from a laya-inspect zoo checkpoint", "metrics": metrics}
+    meta = {
+        **cache_identity(store),
+        "seed": ckpt.get("seed"),
+        "checkpoint": str(checkpoint),
+        "source": "jointly trained head exported from a laya-inspect zoo checkpoint",
+        "metrics": metrics,
+    }
     save_head(out_dir, head, meta=meta)
     hs = [torch.from_numpy(np.ascontiguousarray(x)) for x in store.layers(split)]
     labels = store.labels(split)
     with torch.no_grad():
         out = head(hs)
     summary = {
-        "checkpoint": str(checkpoint), "cache": str(store.path), "kind": head.kind, "split": split,
-        "n": int(len(labels)), "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
+        "checkpoint": str(checkpoint),
+        "cache": str(store.path),
+        "kind": head.kind,
+        "split": split,
+        "n": int(len(labels)),
+        "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
         "joint_test_acc": metrics.get("test_acc"),
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
     }

@@ -4,6 +4,7 @@ Every head maps hs = [h_1 … h_L], each (N, D_l), to logits (N, C). A head with
 also returns them, (N, L), from the same forward pass: α(x) for LAYA, the input-independent softmax
 of the scalars for ScalarMix. Formulas: docs/METHOD.md (PROTOCOL §1–2).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -121,8 +122,17 @@ class LayaHead(_AdaptedHead):
     kind = "laya"
     has_weights = True
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, tau: float = 1.5,
-                 psi: str = "identity", score_width: int | None = None, init: str = "glorot") -> None:
+    def __init__(
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        d_star: int = 96,
+        tau: float = 1.5,
+        psi: str = "identity",
+        score_width: int | None = None,
+        init: str = "glorot",
+    ) -> None:
         super().__init__(widths, num_classes, d_star=d_star, init=init)
         if tau <= 0:
             raise InputError(f"tau must be > 0, got {tau}")
@@ -132,8 +142,11 @@ class LayaHead(_AdaptedHead):
         self.psi_kind = psi
         self.score_width = int(score_width) if score_width else 2 * self.d_star
         d = self.d_star
-        self.psi = (nn.Identity() if psi == "identity"
-                    else nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d), nn.GELU()))
+        self.psi = (
+            nn.Identity()
+            if psi == "identity"
+            else nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d), nn.GELU())
+        )
         self.scorer = nn.Sequential(
             nn.Linear(self.num_layers * d, self.score_width), nn.GELU(), nn.Linear(self.score_width, self.num_layers)
         )

@@ -9,6 +9,7 @@ Shapes: N samples, T tokens / time steps, C channels, H×W spatial, D width.
 * :func:`reduce_batch` pools every captured layer of a batch (what extraction calls).
 * :func:`list_layers` names every hookable layer with its output shape, from one dry batch.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,7 +55,9 @@ def resolve_layers(requested: str | Sequence[str], candidates: Sequence[str], de
     items = requested.split(",") if isinstance(requested, str) else list(requested)
     items = [str(i).strip() for i in items if str(i).strip()]
     if not items:
-        raise InputError(f"no layers requested; give names, indices, a range a:b or 'all'; default: {', '.join(default)}")
+        raise InputError(
+            f"no layers requested; give names, indices, a range a:b or 'all'; default: {', '.join(default)}"
+        )
     known = set(candidates) | set(default)
     out: list[str] = []
     for item in items:
@@ -74,7 +77,9 @@ def resolve_layers(requested: str | Sequence[str], candidates: Sequence[str], de
                 raise InputError(f"layer range {item!r} has step 0")
             picked = list(default)[slice(a, b, step)]
             if not picked:
-                raise InputError(f"layer range {item!r} selects none of the {len(default)} default layers: {', '.join(default)}")
+                raise InputError(
+                    f"layer range {item!r} selects none of the {len(default)} default layers: {', '.join(default)}"
+                )
             out.extend(picked)
         elif item in known:
             out.append(item)
@@ -105,14 +110,20 @@ def hooks(module: nn.Module, names: Sequence[str], record: Callable[[str, nn.Mod
     modules = dict(module.named_modules())
     for name in names:
         if name not in modules:
-            raise NotFoundError(f"no module {name!r} in {type(module).__name__}; {suggest(name, [n for n in modules if n])}")
+            raise NotFoundError(
+                f"no module {name!r} in {type(module).__name__}; {suggest(name, [n for n in modules if n])}"
+            )
     handles = []
     try:
         for name in names:
             try:
-                handles.append(modules[name].register_forward_hook(lambda m, args, out, name=name: record(name, m, out)))
+                handles.append(
+                    modules[name].register_forward_hook(lambda m, args, out, name=name: record(name, m, out))
+                )
             except RuntimeError as e:  # TorchScript modules refuse Python hooks
-                raise InputError(f"layer {name!r} cannot be hooked ({e}); pick a plain nn.Module above or below it") from None
+                raise InputError(
+                    f"layer {name!r} cannot be hooked ({e}); pick a plain nn.Module above or below it"
+                ) from None
         yield
     finally:
         for handle in handles:
@@ -197,7 +208,9 @@ def _shape(x: Tensor) -> str:
     return "(N, " + ", ".join(str(s) for s in x.shape[1:]) + ")"
 
 
-def pool(output: Any, how: str = "auto", module: nn.Module | None = None, *, mask: Tensor | None = None) -> tuple[Tensor, str]:
+def pool(
+    output: Any, how: str = "auto", module: nn.Module | None = None, *, mask: Tensor | None = None
+) -> tuple[Tensor, str]:
     """Reduce one layer's raw output to ``(tensor (N, D) float, decided)``.
 
     ``auto``: RNN (LSTM/GRU/RNN) → final hidden state of the last layer, both directions
@@ -221,13 +234,18 @@ def pool(output: Any, how: str = "auto", module: nn.Module | None = None, *, mas
     if how == "auto":
         how = {2: "none", 3: "cls", 4: "gap"}.get(x.ndim, "mean")
     if how == "gap" and x.ndim != 4:
-        raise InputError(f"pooling 'gap' needs a 4-D (N, C, H, W) map; this layer gives {_shape(x)}; use mean, cls, last or flatten")
+        raise InputError(
+            f"pooling 'gap' needs a 4-D (N, C, H, W) map; this layer gives {_shape(x)}; use mean, cls, last or flatten"
+        )
     if x.ndim == 2 and how != "flatten":
         return x.float(), "none"
     if how == "flatten":
         return x.flatten(1).float(), "flatten"
     if how in ("cls", "last") and x.ndim != 3:
-        raise InputError(f"pooling {how!r} needs a 3-D (N, T, D) sequence; this layer gives {_shape(x)}; use gap, mean, max or flatten")
+        raise InputError(
+            f"pooling {how!r} needs a 3-D (N, T, D) sequence; this layer gives {_shape(x)}; "
+            "use gap, mean, max or flatten"
+        )
     m = _masked(x, mask)
     if how == "cls":
         out = x[:, 0]

@@ -1,4 +1,5 @@
 """Name → object registries, so CLI choices come from one place and typos list valid names."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

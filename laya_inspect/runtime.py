@@ -48,8 +48,10 @@ def pick_device(name: str = "auto") -> torch.device:
             raise InputError(f"--device {name} was asked for, but no CUDA device is available; use --device cpu")
         index = int(name.partition(":")[2] or 0)
         if index >= torch.cuda.device_count():
-            raise InputError(f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here "
-                             f"(cuda:0 … cuda:{torch.cuda.device_count() - 1})")
+            raise InputError(
+                f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here "
+                f"(cuda:0 … cuda:{torch.cuda.device_count() - 1})"
+            )
     return torch.device(name)
 
 

@@ -5,6 +5,7 @@ memory stays flat in N; a file is marked ``complete`` only after every split is 
 refuse anything else. An interrupted writer leaves ``n_written`` per split, from which the same
 command resumes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,12 +21,24 @@ from .errors import CacheError, InputError, NotFoundError, suggest
 
 SCHEMA_VERSION = 1
 JSON_ATTRS = (
-    "layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_roles", "transforms",
-    "split_info", "class_names", "command",
+    "layer_names",
+    "layer_types",
+    "layer_pooling",
+    "layer_shapes",
+    "layer_roles",
+    "transforms",
+    "split_info",
+    "class_names",
+    "command",
 )
 # What defines the feature space a head is trained in; split sizes and limits are left out on purpose.
 FINGERPRINT_KEYS = (
-    "model_spec", "weights_sha256", "layer_names", "layer_pooling", "transforms", "data_spec",
+    "model_spec",
+    "weights_sha256",
+    "layer_names",
+    "layer_pooling",
+    "transforms",
+    "data_spec",
     "class_names",
 )
 CHUNK_ROWS = 1024
@@ -89,7 +102,9 @@ class FeatureWriter:
         try:
             f = h5py.File(self.path, "a")
         except OSError as e:
-            raise CacheError(f"{self.path} exists but cannot be opened ({e}); pass --overwrite to start again") from None
+            raise CacheError(
+                f"{self.path} exists but cannot be opened ({e}); pass --overwrite to start again"
+            ) from None
         if f.attrs.get("complete", False):
             f.close()
             raise CacheError(f"{self.path} is already a complete cache; pass --overwrite to write it again")
@@ -114,22 +129,30 @@ class FeatureWriter:
             g = f.create_group(split)
             g.attrs.update(n=int(n), n_written=0, complete=False)
             for i, width in enumerate(self.widths):
-                ds = g.create_dataset(layer_key(i), shape=(n, width), dtype=self.dtype,
-                                      chunks=(max(1, min(n, CHUNK_ROWS)), width))
+                ds = g.create_dataset(
+                    layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(max(1, min(n, CHUNK_ROWS)), width)
+                )
                 ds.attrs["name"] = names[i] if i < len(names) else str(i)
             g.create_dataset("labels", shape=(n,), dtype="int64")
             g.create_dataset("index", shape=(n,), dtype="int64")
             if num_logits:
-                g.create_dataset("logits", shape=(n, num_logits), dtype="float32",
-                                 chunks=(max(1, min(n, CHUNK_ROWS)), num_logits))
+                g.create_dataset(
+                    "logits", shape=(n, num_logits), dtype="float32", chunks=(max(1, min(n, CHUNK_ROWS)), num_logits)
+                )
         f.flush()
         return f
 
     def n_written(self, split: str) -> int:
         return int(self.file[split].attrs["n_written"])
 
-    def append(self, split: str, features: Sequence[np.ndarray], labels: np.ndarray,
-               index: np.ndarray, logits: np.ndarray | None = None) -> None:
+    def append(
+        self,
+        split: str,
+        features: Sequence[np.ndarray],
+        labels: np.ndarray,
+        index: np.ndarray,
+        logits: np.ndarray | None = None,
+    ) -> None:
         g = self.file[split]
         start = int(g.attrs["n_written"])
         stop = start + len(labels)
@@ -182,9 +205,7 @@ class FeatureStore:
             self.file.close()
             raise CacheError(f"{self.path} has schema_version {version!r}; this laya-inspect reads {SCHEMA_VERSION}")
         if not bool(self.file.attrs.get("complete", False)):
-            progress = ", ".join(
-                f"{s}: {self.file[s].attrs['n_written']}/{self.file[s].attrs['n']}" for s in self.file
-            )
+            progress = ", ".join(f"{s}: {self.file[s].attrs['n_written']}/{self.file[s].attrs['n']}" for s in self.file)
             self.file.close()
             raise CacheError(
                 f"{self.path} is incomplete ({progress}): its extraction was interrupted; "

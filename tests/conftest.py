@@ -1,4 +1,5 @@
 """Shared fixtures. Everything is offline and on CPU; helper functions live in helpers.py."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,6 @@ from helpers import write_cache
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
-
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -16,9 +16,15 @@ from laya_inspect.heads import Head
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def write_cache(path: Path, splits: dict[str, tuple[list[np.ndarray], np.ndarray]], *,
-                class_names: list[str] | None = None, layer_names: list[str] | None = None,
-                model_spec: str = "test:mlp", data_spec: str = "test") -> Path:
+def write_cache(
+    path: Path,
+    splits: dict[str, tuple[list[np.ndarray], np.ndarray]],
+    *,
+    class_names: list[str] | None = None,
+    layer_names: list[str] | None = None,
+    model_spec: str = "test:mlp",
+    data_spec: str = "test",
+) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
     from laya_inspect.store import FeatureWriter
 
@@ -26,15 +32,30 @@ def write_cache(path: Path, splits: dict[str, tuple[list[np.ndarray], np.ndarray
     names = layer_names or [f"blocks.{i}" for i in range(len(first))]
     n_classes = int(max(int(y.max()) for _, y in splits.values())) + 1
     attrs = {
-        "model_spec": model_spec, "model_source": "test", "weights_sha256": None,
-        "layer_names": names, "layer_types": ["Sequential"] * len(names),
-        "layer_pooling": ["none"] * len(names), "layer_shapes": [[f.shape[1]] for f in first],
-        "layer_roles": {}, "data_spec": data_spec, "transforms": {}, "split_info": {},
-        "class_names": class_names or [str(i) for i in range(n_classes)], "seed": 0,
-        "torch_version": torch.__version__, "created_at": "test", "command": {"test": True},
+        "model_spec": model_spec,
+        "model_source": "test",
+        "weights_sha256": None,
+        "layer_names": names,
+        "layer_types": ["Sequential"] * len(names),
+        "layer_pooling": ["none"] * len(names),
+        "layer_shapes": [[f.shape[1]] for f in first],
+        "layer_roles": {},
+        "data_spec": data_spec,
+        "transforms": {},
+        "split_info": {},
+        "class_names": class_names or [str(i) for i in range(n_classes)],
+        "seed": 0,
+        "torch_version": torch.__version__,
+        "created_at": "test",
+        "command": {"test": True},
     }
-    with FeatureWriter(path, attrs=attrs, split_sizes={s: len(y) for s, (_, y) in splits.items()},
-                       widths=[f.shape[1] for f in first], num_logits=None) as w:
+    with FeatureWriter(
+        path,
+        attrs=attrs,
+        split_sizes={s: len(y) for s, (_, y) in splits.items()},
+        widths=[f.shape[1] for f in first],
+        num_logits=None,
+    ) as w:
         for split, (feats, labels) in splits.items():
             w.append(split, feats, labels, np.arange(len(labels)))
         w.finish()
@@ -59,8 +80,9 @@ def paper_laya():
     return head.double().eval()
 
 
-def lolo_effects_loop(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean",
-                      baselines: Sequence | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lolo_effects_loop(
+    head: Head, hs: Sequence[Tensor], target, ablation: str = "mean", baselines: Sequence | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Plain reference for :func:`lolo_effects`: one forward pass per ablated layer, no stacking."""
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
     rows = torch.arange(len(target), device=target.device)

@@ -1,4 +1,5 @@
 """attribution.py: numbers on paper, IG completeness, Grad-CAM vs autograd, a planted layer, skipping."""
+
 from __future__ import annotations
 
 import math
@@ -6,17 +7,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import paper_laya
 
 from laya_inspect.compare import metrics as M
 from laya_inspect.compare.attribution import METHODS, AttributionOptions, attribute, plan_methods, resolve_methods
+from laya_inspect.compare.lolo import lolo_effects
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import ScalarMixHead, build_head
-from laya_inspect.compare.lolo import lolo_effects
-
-from helpers import paper_laya
-
-
-
 
 # sample 0: h = (2, −2) → a = 1, target 0 (f_0 = a); sample 1: h = (−1, 1) → a = −½, target 1 (f_1 = −a)
 HS = [torch.tensor([[2.0], [-1.0]], dtype=torch.float64), torch.tensor([[-2.0], [1.0]], dtype=torch.float64)]
@@ -73,7 +70,9 @@ def test_ig_completeness_within_captum_delta(kind):
     assert np.all(gap <= delta + 1e-5)
     assert delta.max() < 1e-2 * max(1.0, float((fx - fb).abs().max()))
     # internal_batch_size changes the batching, not the numbers
-    again = attribute("ig", head, hs, target, AttributionOptions(baselines=base, baseline="mean", internal_batch_size=64))
+    again = attribute(
+        "ig", head, hs, target, AttributionOptions(baselines=base, baseline="mean", internal_batch_size=64)
+    )
     np.testing.assert_allclose(again.scores, out.scores, atol=1e-5)
 
 
@@ -84,8 +83,9 @@ def test_gradcam_equals_grad_dot_h(kind):
     xs = [h.clone().requires_grad_(True) for h in hs]
     f = head([x for x in xs]).logits[torch.arange(len(target)), target].sum()
     grads = torch.autograd.grad(f, xs, allow_unused=True)
-    ref = np.stack([(torch.zeros_like(x) if g is None else g * x).sum(1).detach().numpy()
-                    for g, x in zip(grads, xs)], axis=1)
+    ref = np.stack(
+        [(torch.zeros_like(x) if g is None else g * x).sum(1).detach().numpy() for g, x in zip(grads, xs)], axis=1
+    )
     np.testing.assert_allclose(out.scores, ref, atol=1e-5)
 
 

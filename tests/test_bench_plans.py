@@ -1,4 +1,5 @@
 """bench/reproduce's plans: every laya-inspect command they build is one the real CLI accepts."""
+
 from __future__ import annotations
 
 import sys
@@ -33,7 +34,7 @@ def test_every_planned_command_parses_with_the_real_cli(mode: str, tmp_path: Pat
 def _options(cmd: list[str]) -> dict[str, str]:
     """``--flag value`` pairs of a command line (every option the plans write takes a value)."""
     i = next(i for i, a in enumerate(cmd) if a.startswith("--"))
-    return dict(zip(cmd[i::2], cmd[i + 1::2]))
+    return dict(zip(cmd[i::2], cmd[i + 1 :: 2]))
 
 
 def test_controls_change_one_group_of_options_on_the_main_runs_seeds(tmp_path: Path) -> None:
@@ -48,9 +49,15 @@ def test_controls_change_one_group_of_options_on_the_main_runs_seeds(tmp_path: P
         assert {k: v for k, v in ours.items() if k in extra} == extra
         # everything else but the output path is the main run's
         assert {k: v for k, v in ours.items() if k not in extra and k != "--out"} == {
-            k: v for k, v in base.items() if k not in extra and k != "--out"}
+            k: v for k, v in base.items() if k not in extra and k != "--out"
+        }
     assert plans.with_options(["x", "--val-mode", "last"], ["--val-mode", "stratified", "--loss", "probs"]) == [
-        "x", "--val-mode", "stratified", "--loss", "probs"]
+        "x",
+        "--val-mode",
+        "stratified",
+        "--loss",
+        "probs",
+    ]
 
 
 def test_runner_reruns_a_step_when_a_file_in_a_folder_it_reads_changed(tmp_path: Path) -> None:
@@ -60,8 +67,15 @@ def test_runner_reruns_a_step_when_a_file_in_a_folder_it_reads_changed(tmp_path:
     (head / "weights.pt").write_text("v1")
     out_dir = tmp_path / "cmp"
     out = out_dir / "summary.json"
-    cmd = [sys.executable, "-c", "import sys, pathlib; pathlib.Path(sys.argv[2]).write_text('done')",
-           str(head), str(out), "--out", str(out_dir)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys, pathlib; pathlib.Path(sys.argv[2]).write_text('done')",
+        str(head),
+        str(out),
+        "--out",
+        str(out_dir),
+    ]
     step = runner_mod.Step("t.compare", cmd, [out], "t", mkdirs=[out_dir])
     r = runner_mod.Runner(tmp_path / "work", echo=False)
     assert r.run(step)["status"] == "ok" and r.is_done(step)
@@ -72,5 +86,6 @@ def test_runner_reruns_a_step_when_a_file_in_a_folder_it_reads_changed(tmp_path:
 
 def test_report_names_the_options_that_shape_the_plan() -> None:
     cli = pytest.importorskip("cli")
-    assert cli.plan_args(["--only", "cifar", "--seeds", "3", "--report-only", "--only=text", "--cifar-limit",
-                          "900"]) == ["--seeds", "3", "--cifar-limit", "900"]
+    assert cli.plan_args(
+        ["--only", "cifar", "--seeds", "3", "--report-only", "--only=text", "--cifar-limit", "900"]
+    ) == ["--seeds", "3", "--cifar-limit", "900"]

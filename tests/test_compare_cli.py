@@ -1,5 +1,6 @@
 """compare / report end to end on the digits cache: every artifact, numbers recomputable from the
 HDF5 file, the same table from files, and one failing invocation per error class."""
+
 from __future__ import annotations
 
 import csv
@@ -10,16 +11,15 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from helpers import write_cache
 from typer.testing import CliRunner
 
-
-from laya_inspect.compare import metrics as M
 from laya_inspect.cli import app
+from laya_inspect.compare import metrics as M
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.head_dir import cache_identity, save_head
 from laya_inspect.heads import build_head
 from laya_inspect.store import FeatureStore
-from helpers import write_cache
 
 runner = CliRunner()
 HEADS = ("laya", "scalarmix", "last")
@@ -44,15 +44,32 @@ def _fit(kind: str, store: FeatureStore, steps: int = 40):
 def head_dirs(digits_cache, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("heads")
     with FeatureStore(digits_cache) as store:
-        return {k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"})
-                for k in HEADS}
+        return {
+            k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"}) for k in HEADS
+        }
 
 
 @pytest.fixture(scope="module")
 def run(digits_cache, head_dirs, tmp_path_factory):
     out = tmp_path_factory.mktemp("compare") / "out"
-    args = ["compare", *[str(head_dirs[k]) for k in HEADS], "--cache", str(digits_cache), "--method", "all",
-            "--limit", "120", "--bootstrap", "200", "--seed", "3", "--out", str(out), "--device", "cpu"]
+    args = [
+        "compare",
+        *[str(head_dirs[k]) for k in HEADS],
+        "--cache",
+        str(digits_cache),
+        "--method",
+        "all",
+        "--limit",
+        "120",
+        "--bootstrap",
+        "200",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     return out, result
@@ -76,8 +93,14 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     assert len(heads["laya"]["per_class"]["mean_weights"]) == 10
 
     rows = list(csv.DictReader(open(out / "summary.csv")))
-    assert {r["ablation"] for r in rows} == {"mean"} and {r["cache_fingerprint"] for r in rows} == {summary["cache"]["fingerprint"]}
-    faith = [r for r in rows if r["head"] == "laya" and r["method"] == "alpha" and r["metric"] == "faithfulness" and r["scope"] == "all"]
+    assert {r["ablation"] for r in rows} == {"mean"} and {r["cache_fingerprint"] for r in rows} == {
+        summary["cache"]["fingerprint"]
+    }
+    faith = [
+        r
+        for r in rows
+        if r["head"] == "laya" and r["method"] == "alpha" and r["metric"] == "faithfulness" and r["scope"] == "all"
+    ]
     assert float(faith[0]["value"]) == pytest.approx(heads["laya"]["methods"]["alpha"]["faithfulness"]["mean"])
     assert "higher is better" in faith[0]["direction"]
 
@@ -128,9 +151,35 @@ def test_report_reprints_the_summary(run):
 
 
 def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
-    args = ["compare", str(head_dirs["laya"]), "--cache", str(digits_cache), "--method", "alpha,ig", "--method", "random",
-            "--ablation", "drop", "--target", "true", "--baseline", "zero", "--limit", "40", "--n-steps", "8",
-            "--internal-batch-size", "64", "--relu", "--bootstrap", "0", "--out", str(tmp_path), "--json", "--no-plots"]
+    args = [
+        "compare",
+        str(head_dirs["laya"]),
+        "--cache",
+        str(digits_cache),
+        "--method",
+        "alpha,ig",
+        "--method",
+        "random",
+        "--ablation",
+        "drop",
+        "--target",
+        "true",
+        "--baseline",
+        "zero",
+        "--limit",
+        "40",
+        "--n-steps",
+        "8",
+        "--internal-batch-size",
+        "64",
+        "--relu",
+        "--bootstrap",
+        "0",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "--no-plots",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -141,23 +190,29 @@ def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
     assert not (tmp_path / "plots").exists()
 
 
-@pytest.mark.parametrize("case,message", [
-    ("unknown_method", "no attribution method 'gradcm'; did you mean 'gradcam'"),
-    ("drop_on_last", "'drop' ablation needs a head with aggregation weights"),
-    ("alpha_on_last", "'alpha' is defined for none of the heads"),
-    ("missing_head", "is not a head directory"),
-    ("mismatched_cache", "fingerprint"),
-    ("missing_cache", "no feature cache"),
-    ("bad_split", "no split 'valid'"),
-    ("bad_target", "target must be one of pred, true"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("unknown_method", "no attribution method 'gradcm'; did you mean 'gradcam'"),
+        ("drop_on_last", "'drop' ablation needs a head with aggregation weights"),
+        ("alpha_on_last", "'alpha' is defined for none of the heads"),
+        ("missing_head", "is not a head directory"),
+        ("mismatched_cache", "fingerprint"),
+        ("missing_cache", "no feature cache"),
+        ("bad_split", "no split 'valid'"),
+        ("bad_target", "target must be one of pred, true"),
+    ],
+)
 def test_errors_exit_1_with_their_message(case, message, digits_cache, head_dirs, tmp_path):
     last, cache = str(head_dirs["last"]), str(digits_cache)
     extra: list[str] = []
     if case == "mismatched_cache":
         rng = np.random.default_rng(0)
-        other = write_cache(tmp_path / "other.h5", {"train": ([rng.normal(size=(20, 4)).astype("float32")] * 3,
-                                                              np.arange(20) % 10)}, layer_names=["a", "b", "c"])
+        other = write_cache(
+            tmp_path / "other.h5",
+            {"train": ([rng.normal(size=(20, 4)).astype("float32")] * 3, np.arange(20) % 10)},
+            layer_names=["a", "b", "c"],
+        )
         cache = str(other)
     args = {
         "unknown_method": [last, "--method", "gradcm"],
@@ -187,8 +242,13 @@ def test_usage_errors_exit_2_and_report_of_nothing_exits_1(head_dirs, tmp_path):
 def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
     events = []
     with FeatureStore(digits_cache) as store:
-        res = compare_heads([head_dirs["scalarmix"]], store, CompareConfig(methods=("static",), limit=30, n_boot=50, plots=False),
-                      out_dir=tmp_path, progress=events.append)
+        res = compare_heads(
+            [head_dirs["scalarmix"]],
+            store,
+            CompareConfig(methods=("static",), limit=30, n_boot=50, plots=False),
+            out_dir=tmp_path,
+            progress=events.append,
+        )
     assert [e["event"] for e in events][:2] == ["head", "step"]
     assert res.heads[0].scores["static"].shape == (30, 3)
     assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv"}
@@ -200,8 +260,12 @@ def test_compare_on_cuda_matches_cpu(digits_cache, head_dirs, tmp_path):
     summaries = {}
     for device in ("cpu", "cuda"):
         with FeatureStore(digits_cache) as store:
-            res = compare_heads([head_dirs["laya"]], store, CompareConfig(methods=("all",), limit=60, n_boot=50, device=device,
-                                                                    plots=False), out_dir=tmp_path / device)
+            res = compare_heads(
+                [head_dirs["laya"]],
+                store,
+                CompareConfig(methods=("all",), limit=60, n_boot=50, device=device, plots=False),
+                out_dir=tmp_path / device,
+            )
         summaries[device] = res.summary["heads"][0]
     for m, s in summaries["cpu"]["methods"].items():
         assert summaries["cuda"]["methods"][m]["deletion_at_1"] == pytest.approx(s["deletion_at_1"], abs=1e-4)

@@ -3,6 +3,7 @@
 Real data is read where it is on this machine and skipped with the reason where it is not.
 Transforms and text tables are in test_data_transforms.py.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,7 +33,8 @@ CIFAR_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog",
 
 needs_fmnist = pytest.mark.skipif(
     not (FMNIST / "t10k-images-idx3-ubyte.gz").is_file(),
-    reason=f"Fashion-MNIST not in {FMNIST} (apt-get install -y dataset-fashion-mnist)")
+    reason=f"Fashion-MNIST not in {FMNIST} (apt-get install -y dataset-fashion-mnist)",
+)
 
 
 def spec(**kw):
@@ -72,18 +74,33 @@ def test_fashion_mnist_real_files_sizes_labels_and_bytes():
 
 @needs_fmnist
 def test_fashion_mnist_limit_is_stratified_and_for_a_model():
-    b = load_data("fashion-mnist", splits=["test"], limit=200, seed=3,
-                  input_spec=spec(channels=3, size=32, mean=(0.5,) * 3, std=(0.5,) * 3))
+    b = load_data(
+        "fashion-mnist",
+        splits=["test"],
+        limit=200,
+        seed=3,
+        input_spec=spec(channels=3, size=32, mean=(0.5,) * 3, std=(0.5,) * 3),
+    )
     t = b.splits["test"]
     assert t.n == 200 and np.bincount(t.labels, minlength=10).tolist() == [20] * 10
     assert np.all(np.diff(t.index) > 0)  # source rows, in source order
     x, y, idx = next(t.batches(16))
     assert x.shape == (16, 3, 32, 32) and float(x.min()) >= -1.0 and float(x.max()) <= 1.0
-    assert b.split_info["splits"]["test"] == {"n_source": 10000, "n": 200, "limit": 200,
-                                              "subset": "seeded stratified", "seed": 3}
+    assert b.split_info["splits"]["test"] == {
+        "n_source": 10000,
+        "n": 200,
+        "limit": 200,
+        "subset": "seeded stratified",
+        "seed": 3,
+    }
     assert b.transforms["channels"]["how"] == "replicate"
-    assert b.transforms["resize"] == {"from": [28, 28], "to": [32, 32], "mode": "bilinear", "antialias": True,
-                                         "fit": "stretch"}
+    assert b.transforms["resize"] == {
+        "from": [28, 28],
+        "to": [32, 32],
+        "mode": "bilinear",
+        "antialias": True,
+        "fit": "stretch",
+    }
 
 
 def _idx_bytes(arr: np.ndarray) -> bytes:
@@ -294,8 +311,7 @@ def test_npz_layouts(tmp_path):
     assert np.array_equal(lab.numpy(), y[idx.numpy()])
 
     hwc = rng.integers(0, 256, (8, 5, 6, 3), dtype=np.uint8)
-    np.savez(tmp_path / "hwc.npz", X_train=hwc[:6], y_train=["cat", "dog"] * 3,
-             X_test=hwc[6:], y_test=["dog", "cat"])
+    np.savez(tmp_path / "hwc.npz", X_train=hwc[:6], y_train=["cat", "dog"] * 3, X_test=hwc[6:], y_test=["dog", "cat"])
     b = load_data(f"npz:{tmp_path / 'hwc.npz'}")
     assert b.class_names == ["cat", "dog"] and b.split_info["method"] == "native"
     assert b.splits["test"].labels.tolist() == [1, 0]
@@ -303,8 +319,14 @@ def test_npz_layouts(tmp_path):
     assert x.shape == (2, 3, 5, 6) and np.allclose(x.permute(0, 2, 3, 1).numpy(), hwc[6:] / 255)
 
     chw = rng.random((6, 3, 4, 4), dtype=np.float32)
-    np.savez(tmp_path / "chw.npz", X_train=chw, y_train=np.arange(6) % 2, X_test=chw[:2], y_test=[0, 1],
-             class_names=np.array(["no", "yes"]))
+    np.savez(
+        tmp_path / "chw.npz",
+        X_train=chw,
+        y_train=np.arange(6) % 2,
+        X_test=chw[:2],
+        y_test=[0, 1],
+        class_names=np.array(["no", "yes"]),
+    )
     b = load_data(f"npz:{tmp_path / 'chw.npz'}", splits="train")
     x, _, _ = next(b.splits["train"].batches(6))
     assert b.class_names == ["no", "yes"] and np.array_equal(x.numpy(), chw)

@@ -1,4 +1,5 @@
 """data/: the image transform (exact numbers, PIL agreement) and csv/jsonl text tables."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,14 @@ def test_raw_images_only_scaled():
     t = plan_image_transform(GRAY)
     x = torch.tensor([[[[0, 51], [255, 102]]]], dtype=torch.uint8)
     assert torch.equal(t(x), torch.tensor([[[[0.0, 0.2], [1.0, 0.4]]]]))
-    assert t.describe() == {"kind": "image", "scale": "uint8/255", "channels": None, "resize": None,
-                            "normalize": None, "output": [1, 2, 2]}
+    assert t.describe() == {
+        "kind": "image",
+        "scale": "uint8/255",
+        "channels": None,
+        "resize": None,
+        "normalize": None,
+        "output": [1, 2, 2],
+    }
     f = torch.rand(2, 1, 2, 2)
     assert torch.equal(plan_image_transform({**GRAY, "scale": "none"})(f), f)  # floats kept as is
 
@@ -87,8 +94,13 @@ def test_resize_matches_pil_bilinear():
     t = plan_image_transform({"channels": 1, "size": (4, 4)}, input_spec=spec(size=32), image_size=(6, 10))
     const = torch.full((2, 1, 4, 4), 0.3)
     assert torch.allclose(t(const), torch.full((2, 1, 6, 10), 0.3), atol=1e-6)  # image_size wins
-    assert t.describe()["resize"] == {"from": [4, 4], "to": [6, 10], "mode": "bilinear", "antialias": True,
-                                      "fit": "stretch"}
+    assert t.describe()["resize"] == {
+        "from": [4, 4],
+        "to": [6, 10],
+        "mode": "bilinear",
+        "antialias": True,
+        "fit": "stretch",
+    }
 
 
 def test_resize_crop_keeps_aspect_like_torchvision_eval():
@@ -138,8 +150,12 @@ def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
     rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5
     path = tmp_path / "reviews.csv"
     path.write_text("review,sentiment\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
-    b = load_data(f"csv:{path}?text_col=review&label_col=sentiment", tokenizer=tokenizer,
-                  input_spec=spec(kind="text", max_length=8), seed=0)
+    b = load_data(
+        f"csv:{path}?text_col=review&label_col=sentiment",
+        tokenizer=tokenizer,
+        input_spec=spec(kind="text", max_length=8),
+        seed=0,
+    )
     assert b.kind == "text" and b.class_names == ["neg", "pos"]
     assert b.split_info["method"] == "stratified" and (b.splits["train"].n, b.splits["test"].n) == (8, 2)
     assert sorted(b.splits["test"].labels.tolist()) == [0, 1]
@@ -152,17 +168,24 @@ def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
         want = ids("[CLS]", "the", "movie", "was", last, "[SEP]")
         assert enc["input_ids"][k].tolist() == want
         assert enc["attention_mask"][k].tolist() == [1] * 6
-    assert b.transforms == {"kind": "text", "tokenizer": type(tokenizer).__name__,
-                            "name_or_path": tokenizer.name_or_path, "max_length": 8,
-                            "padding": "longest", "truncation": True}
+    assert b.transforms == {
+        "kind": "text",
+        "tokenizer": type(tokenizer).__name__,
+        "name_or_path": tokenizer.name_or_path,
+        "max_length": 8,
+        "padding": "longest",
+        "truncation": True,
+    }
     json.dumps(b.transforms), json.dumps(b.split_info)  # JSON-able, as the feature cache stores them
 
 
 def test_jsonl_split_column_int_labels_and_truncation(tmp_path, tokenizer):
-    recs = [{"text": "great " * 20, "label": 2, "split": "train"},
-            {"text": "the movie", "label": 0, "split": "train"},
-            {"text": "bad", "label": 0, "split": "test"},
-            {"text": "good movie", "label": 2, "split": "test"}]
+    recs = [
+        {"text": "great " * 20, "label": 2, "split": "train"},
+        {"text": "the movie", "label": 0, "split": "train"},
+        {"text": "bad", "label": 0, "split": "test"},
+        {"text": "good movie", "label": 2, "split": "test"},
+    ]
     path = tmp_path / "data.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n\n")
     b = load_data(f"jsonl:{path}", tokenizer=tokenizer, splits=("train", "test"))

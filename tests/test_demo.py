@@ -1,6 +1,7 @@
 """`laya-inspect demo --quick` end to end into tmp_path: every artifact, sane numbers read back from the
 files, printed commands that rebuild each step's config (and rerun one step identically), and one
 failing invocation per error class."""
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,21 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
 
 def test_quick_demo_writes_every_artifact(demo) -> None:  # noqa: ANN001
     out, _, plan = demo
-    for rel in ("backbone.pt", "backbone.metrics.json", "features.h5", "heads/summary.json", "heads/runs.csv",
-                "heads/profiles/profiles.json", "heads/profiles/layer_weights.png", "compare/summary.json",
-                "compare/summary.csv", "compare/attributions.h5", "compare/plots/laya-seed_0_profile.png",
-                "compare/plots/scalarmix-seed_0_profile.png", "demo.json"):
+    for rel in (
+        "backbone.pt",
+        "backbone.metrics.json",
+        "features.h5",
+        "heads/summary.json",
+        "heads/runs.csv",
+        "heads/profiles/profiles.json",
+        "heads/profiles/layer_weights.png",
+        "compare/summary.json",
+        "compare/summary.csv",
+        "compare/attributions.h5",
+        "compare/plots/laya-seed_0_profile.png",
+        "compare/plots/scalarmix-seed_0_profile.png",
+        "demo.json",
+    ):
         assert (out / rel).is_file(), rel
     for head in ("laya", "last", "concat", "scalarmix"):
         for seed in plan.fit.seeds:
@@ -50,8 +62,12 @@ def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
     assert "Traceback" not in text
     for step in plan.steps():  # every step's command, exactly as planned, before it runs
         assert f"$ {step.command}" in text
-    assert text.index("$ laya-inspect train") < text.index("$ laya-inspect extract") < \
-        text.index("$ laya-inspect fit-head") < text.index("$ laya-inspect compare")
+    assert (
+        text.index("$ laya-inspect train")
+        < text.index("$ laya-inspect extract")
+        < text.index("$ laya-inspect fit-head")
+        < text.index("$ laya-inspect compare")
+    )
     assert "--epochs 10" in text and "--n-steps 16" in text and "--bootstrap 200" in text
     for heading in ("Head accuracy on the test split", "α profile", "Faithfulness", f"Files in {out}"):
         assert heading in text
@@ -89,8 +105,15 @@ def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN00
     record = json.loads((out / "demo.json").read_text())
     assert record["complete"] and record["quick"]
     assert record["budget"] | {"compare_heads": None} == {
-        "limit": None, "train_epochs": 10, "fit_epochs": 30, "seeds": 1, "compare_heads": None,
-        "compare_limit": None, "n_steps": 16, "n_boot": 200}
+        "limit": None,
+        "train_epochs": 10,
+        "fit_epochs": 30,
+        "seeds": 1,
+        "compare_heads": None,
+        "compare_limit": None,
+        "n_steps": 16,
+        "n_boot": 200,
+    }
     assert [s["name"] for s in record["steps"]] == ["train", "extract", "fit-head", "compare"]
     assert all(s["seconds"] > 0 for s in record["steps"])
     assert record["numbers"]["faithfulness"]["laya-seed_0"]["alpha"] == pytest.approx(faith["alpha"])
@@ -118,16 +141,28 @@ def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.Monke
 
         return fake
 
-    monkeypatch.setattr(laya_inspect.training.joint, "train_joint",
-                        catch("train", lambda c, *, out, overwrite, **_: (c, Path(out), overwrite)))
+    monkeypatch.setattr(
+        laya_inspect.training.joint,
+        "train_joint",
+        catch("train", lambda c, *, out, overwrite, **_: (c, Path(out), overwrite)),
+    )
     monkeypatch.setattr(laya_inspect.extract, "extract_features", catch("extract", lambda c, **_: (c, None)))
-    monkeypatch.setattr(laya_inspect.training.fit_head, "fit_heads",
-                        catch("fit-head", lambda store, c, *, out_dir, overwrite, **_: (c, Path(out_dir), overwrite)))
-    monkeypatch.setattr(laya_inspect.compare.run, "compare_heads", catch(
-        "compare", lambda dirs, store, c, *, out_dir, **_: (c, Path(out_dir), [Path(d) for d in dirs])))
-    expected = {"train": (plan.train, plan.paths["backbone"], False), "extract": (plan.extract, None),
-                "fit-head": (plan.fit, plan.paths["heads"], False),
-                "compare": (plan.compare, plan.paths["compare"], list(plan.compare_head_dirs))}
+    monkeypatch.setattr(
+        laya_inspect.training.fit_head,
+        "fit_heads",
+        catch("fit-head", lambda store, c, *, out_dir, overwrite, **_: (c, Path(out_dir), overwrite)),
+    )
+    monkeypatch.setattr(
+        laya_inspect.compare.run,
+        "compare_heads",
+        catch("compare", lambda dirs, store, c, *, out_dir, **_: (c, Path(out_dir), [Path(d) for d in dirs])),
+    )
+    expected = {
+        "train": (plan.train, plan.paths["backbone"], False),
+        "extract": (plan.extract, None),
+        "fit-head": (plan.fit, plan.paths["heads"], False),
+        "compare": (plan.compare, plan.paths["compare"], list(plan.compare_head_dirs)),
+    }
     for step in plan.steps():
         result = runner.invoke(app, shlex.split(step.command)[1:], env=ENV)
         assert isinstance(result.exception, _Captured), (step.command, result.output)
@@ -153,8 +188,9 @@ def test_missing_fashion_mnist_says_how_to_get_it(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     out = tmp_path / "out"
-    result = runner.invoke(app, ["demo", "--dataset", "fashion-mnist", "--data-root", str(empty), "--out", str(out)],
-                           env=ENV)
+    result = runner.invoke(
+        app, ["demo", "--dataset", "fashion-mnist", "--data-root", str(empty), "--out", str(out)], env=ENV
+    )
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -189,12 +225,15 @@ def test_default_out_is_a_fresh_folder(tmp_path: Path) -> None:
     assert default_out_dir("digits", tmp_path) == tmp_path / "laya-demo-digits-3"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--dataset", "digts"], "did you mean 'digits'"),
-    (["--data-root", "/tmp"], "does not apply to 'digits'"),
-    (["--seeds", "0"], "--seeds must be ≥ 1"),
-    (["--device", "tpu"], "--device must be one of"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--dataset", "digts"], "did you mean 'digits'"),
+        (["--data-root", "/tmp"], "does not apply to 'digits'"),
+        (["--seeds", "0"], "--seeds must be ≥ 1"),
+        (["--device", "tpu"], "--device must be one of"),
+    ],
+)
 def test_bad_options_exit_1_with_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["demo", *args, "--out", str(tmp_path / "o")], env=ENV)
     assert result.exit_code == 1, result.output
@@ -203,14 +242,36 @@ def test_bad_options_exit_1_with_one_line(args: list[str], message: str, tmp_pat
 
 def test_command_line_refuses_what_a_command_cannot_say() -> None:
     from laya_inspect.options import command_line
-    from laya_inspect.training.joint import JointConfig
     from laya_inspect.training.fit_head import FitConfig
+    from laya_inspect.training.joint import JointConfig
 
     assert command_line("train", JointConfig(data="digits", epochs=7), out=Path("b.pt")) == [
-        "laya-inspect", "train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--seed", "0",
-        "--epochs", "7", "--device", "auto", "--out", "b.pt"]
+        "laya-inspect",
+        "train",
+        "--model",
+        "zoo:mlp",
+        "--data",
+        "digits",
+        "--head",
+        "last",
+        "--seed",
+        "0",
+        "--epochs",
+        "7",
+        "--device",
+        "auto",
+        "--out",
+        "b.pt",
+    ]
     line = command_line("train", JointConfig(init="torch", ln_eps=1e-5, loss="probs"), out=Path("b.pt"))
-    assert line[line.index("--init"):line.index("--init") + 6] == ["--init", "torch", "--ln-eps", "1e-05", "--loss", "probs"]
+    assert line[line.index("--init") : line.index("--init") + 6] == [
+        "--init",
+        "torch",
+        "--ln-eps",
+        "1e-05",
+        "--loss",
+        "probs",
+    ]
     with pytest.raises(ValueError, match="no option for model_kwargs"):
         command_line("train", JointConfig(model_kwargs={"hidden": [64]}), out=Path("b.pt"))
     with pytest.raises(ValueError, match="seeds 0 … N−1"):

@@ -1,4 +1,5 @@
 """`extract` end to end: real digits through the zoo MLP, hooks vs plain forward, resume after a kill."""
+
 from __future__ import annotations
 
 import os
@@ -61,7 +62,9 @@ def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
         data = load_data("digits", splits=("test",), input_spec=model.input_spec)
         x, y, idx = next(iter(data.splits["test"].batches(50)))
         with torch.no_grad():
-            np.testing.assert_allclose(model.module(x).numpy(), store.logits("test", slice(0, 50)), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(
+                model.module(x).numpy(), store.logits("test", slice(0, 50)), rtol=1e-5, atol=1e-5
+            )
         np.testing.assert_array_equal(store.labels("test", slice(0, 50)), y.numpy())
 
 
@@ -104,8 +107,26 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
 
 def test_killed_process_resumes(ckpt, tmp_path):
     out = tmp_path / "killed.h5"
-    cmd = [sys.executable, "-m", "laya_inspect", "extract", "--model", "zoo:mlp", "--weights", str(ckpt),
-           "--data", "digits", "--out", str(out), "--batch-size", "1", "--limit", "400", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "laya_inspect",
+        "extract",
+        "--model",
+        "zoo:mlp",
+        "--weights",
+        str(ckpt),
+        "--data",
+        "digits",
+        "--out",
+        str(out),
+        "--batch-size",
+        "1",
+        "--limit",
+        "400",
+        "--device",
+        "cpu",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.time() + 60
@@ -135,12 +156,29 @@ def test_killed_process_resumes(ckpt, tmp_path):
 
 
 def test_cli_extract_and_list_layers(ckpt, tmp_path):
-    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
-                              "--list-layers"])
+    res = runner.invoke(
+        app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits", "--list-layers"]
+    )
     assert res.exit_code == 0, res.output
     assert "blocks.1" in res.output and "256" in res.output
-    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
-                              "--out", str(tmp_path / "c.h5"), "--limit", "40", "--device", "cpu"])
+    res = runner.invoke(
+        app,
+        [
+            "extract",
+            "--model",
+            "zoo:mlp",
+            "--weights",
+            str(ckpt),
+            "--data",
+            "digits",
+            "--out",
+            str(tmp_path / "c.h5"),
+            "--limit",
+            "40",
+            "--device",
+            "cpu",
+        ],
+    )
     assert res.exit_code == 0, res.output
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.n("train") == 40 and store.n("test") == 40
@@ -160,8 +198,13 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     ],
 )
 def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):
-    base = {"--model": "zoo:mlp", "--weights": str(ckpt), "--data": "digits", "--out": str(tmp_path / "e.h5"),
-            "--device": "cpu"}
+    base = {
+        "--model": "zoo:mlp",
+        "--weights": str(ckpt),
+        "--data": "digits",
+        "--out": str(tmp_path / "e.h5"),
+        "--device": "cpu",
+    }
     for flag, value in zip(args[::2], args[1::2]):
         base[flag] = value
     argv = ["extract"] + [x for kv in base.items() for x in kv]

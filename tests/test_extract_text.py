@@ -1,4 +1,5 @@
 """Text through a Hugging Face encoder: features of a text do not depend on its batch's padding."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +10,35 @@ from laya_inspect.errors import InputError
 from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.store import FeatureStore
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "sat", "on", "mat", "good", "bad",
-         "movie", "was", "very", "not"]
-TEXTS = [("the cat sat on the mat", 0), ("good movie", 1), ("the movie was very very bad", 0),
-         ("not bad", 1), ("a cat", 0), ("the movie was good", 1), ("bad", 0), ("very good movie", 1)]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "good",
+    "bad",
+    "movie",
+    "was",
+    "very",
+    "not",
+]
+TEXTS = [
+    ("the cat sat on the mat", 0),
+    ("good movie", 1),
+    ("the movie was very very bad", 0),
+    ("not bad", 1),
+    ("a cat", 0),
+    ("the movie was good", 1),
+    ("bad", 0),
+    ("very good movie", 1),
+]
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +47,14 @@ def text_setup(tmp_path_factory):
     d = tmp_path_factory.mktemp("bert")
     (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     tokenizer = transformers.BertTokenizerFast.from_pretrained(str(d))
-    config = transformers.BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    config = transformers.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     model = transformers.BertModel(config).eval()
     model.save_pretrained(d / "model")
@@ -36,8 +68,17 @@ def text_setup(tmp_path_factory):
 def test_pooled_text_features_ignore_padding(text_setup, tmp_path, pool):
     d, model, tokenizer = text_setup
     out = tmp_path / "t.h5"
-    extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), layers="-1",
-                          pool=pool, batch_size=4, device="cpu"))
+    extract_features(
+        ExtractConfig(
+            model=f"hf:{d / 'model'}",
+            data=f"csv:{d / 't.csv'}",
+            out=str(out),
+            layers="-1",
+            pool=pool,
+            batch_size=4,
+            device="cpu",
+        )
+    )
     with FeatureStore(out) as store:
         feats, index = store.layer("train", 0), store.index("train")
     for row, i in zip(feats, index):
@@ -51,5 +92,12 @@ def test_pooled_text_features_ignore_padding(text_setup, tmp_path, pool):
 def test_flatten_refused_for_text(text_setup, tmp_path):
     d, _, _ = text_setup
     with pytest.raises(InputError, match="flatten"):
-        extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(tmp_path / "t.h5"),
-                              pool="flatten", device="cpu"))
+        extract_features(
+            ExtractConfig(
+                model=f"hf:{d / 'model'}",
+                data=f"csv:{d / 't.csv'}",
+                out=str(tmp_path / "t.h5"),
+                pool="flatten",
+                device="cpu",
+            )
+        )

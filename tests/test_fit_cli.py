@@ -1,4 +1,5 @@
 """`laya-inspect fit-head` end to end on the real digits cache, and one failing call per error class."""
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,9 @@ FAST = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32"]
 @pytest.fixture(scope="module")
 def fitted(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("fit") / "heads"
-    result = runner.invoke(app, ["fit-head", str(digits_cache), "--head", "all", "--seeds", "2", *FAST,
-                                 "--out", str(out)], env=ENV)
+    result = runner.invoke(
+        app, ["fit-head", str(digits_cache), "--head", "all", "--seeds", "2", *FAST, "--out", str(out)], env=ENV
+    )
     assert result.exit_code == 0, result.output
     return out, result
 
@@ -95,9 +97,30 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
 
 
 def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["fit-head", str(digits_cache), "--head", "laya,last", "--seed", "3", *FAST,
-                                 "--d-star", "16", "--tau", "1.0", "--psi", "mlp", "--val-mode", "last",
-                                 "--out", str(tmp_path / "o"), "--json"], env=ENV)
+    result = runner.invoke(
+        app,
+        [
+            "fit-head",
+            str(digits_cache),
+            "--head",
+            "laya,last",
+            "--seed",
+            "3",
+            *FAST,
+            "--d-star",
+            "16",
+            "--tau",
+            "1.0",
+            "--psi",
+            "mlp",
+            "--val-mode",
+            "last",
+            "--out",
+            str(tmp_path / "o"),
+            "--json",
+        ],
+        env=ENV,
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert [h["head"] for h in summary["heads"]] == ["laya", "last"]
@@ -107,12 +130,15 @@ def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None
     assert json.loads((tmp_path / "o" / "laya" / "seed_3" / "config.json").read_text())["kwargs"]["d_star"] == 16
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--head", "lasst"], "no head 'lasst'; did you mean 'last'"),
-    (["--tau", "0"], "--tau must be > 0, got 0.0"),
-    (["--val-fraction", "1.5"], "--val-fraction must be in (0, 1)"),
-    (["--train-split", "trian"], "no split 'trian'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--head", "lasst"], "no head 'lasst'; did you mean 'last'"),
+        (["--tau", "0"], "--tau must be > 0, got 0.0"),
+        (["--val-fraction", "1.5"], "--val-fraction must be in (0, 1)"),
+        (["--train-split", "trian"], "no split 'trian'"),
+    ],
+)
 def test_errors_exit_1_with_one_line(digits_cache: Path, tmp_path: Path, args: list[str], message: str) -> None:
     result = runner.invoke(app, ["fit-head", str(digits_cache), *args, "--out", str(tmp_path / "x")], env=ENV)
     assert result.exit_code == 1, result.output

@@ -1,4 +1,5 @@
 """Heads: exact numbers on hand-weighted tiny heads, and the properties every head must keep."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """`laya-inspect train`: a zoo backbone trained end to end; its checkpoint loads for extraction."""
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,17 @@ def _digits_batch() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> None:
-    from laya_inspect.heads import LastLayerHead
     from laya_inspect.head_dir import head_from_checkpoint
-    from laya_inspect.training.joint import pooled_features
+    from laya_inspect.heads import LastLayerHead
     from laya_inspect.models import load_model
+    from laya_inspect.training.joint import pooled_features
 
     ckpt = tmp_path / "mlp.pt"
-    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--epochs", "2",
-                                 "--out", str(ckpt)], env=ENV)
+    result = runner.invoke(
+        app,
+        ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "last", "--epochs", "2", "--out", str(ckpt)],
+        env=ENV,
+    )
     assert result.exit_code == 0, result.output
     assert "test accuracy" in result.stdout
     assert f"laya-inspect extract --model zoo:mlp --weights {ckpt} --data digits" in result.stdout
@@ -59,12 +63,33 @@ def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> No
 
 def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     from laya_inspect.head_dir import head_from_checkpoint
-    from laya_inspect.training.joint import pooled_features
     from laya_inspect.models import load_model
+    from laya_inspect.training.joint import pooled_features
 
     ckpt = tmp_path / "laya.pt"
-    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "2",
-                                 "--d-star", "16", "--lr", "1e-3", "--limit", "600", "--out", str(ckpt)], env=ENV)
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "zoo:mlp",
+            "--data",
+            "digits",
+            "--head",
+            "laya",
+            "--epochs",
+            "2",
+            "--d-star",
+            "16",
+            "--lr",
+            "1e-3",
+            "--limit",
+            "600",
+            "--out",
+            str(ckpt),
+        ],
+        env=ENV,
+    )
     assert result.exit_code == 0, result.output
     assert "laya mean weight on test: blocks.0" in result.stdout
     obj = torch.load(ckpt, weights_only=True)
@@ -79,16 +104,19 @@ def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     assert again.exit_code == 1 and "--force" in again.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "torchvision:resnet18", "--data", "digits"], "train builds zoo backbones"),
-    (["--model", "zoo:mlp", "--data", "digits", "--head", "lasst"], "--head must be one of last, laya"),
-    (["--model", "zoo:mlpp", "--data", "digits"], "no zoo model 'mlpp'"),
-    (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
-    (["--model", "zoo:bilstm", "--data", "digits"], "holds images, not texts"),
-    (["--model", "zoo:mlp", "--data", "digits", "--init", "he"], "--init must be one of glorot, torch"),
-    (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be > 0"),
-    (["--model", "zoo:mlp", "--data", "digits", "--loss", "mse"], "--loss must be one of logits, probs"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "torchvision:resnet18", "--data", "digits"], "train builds zoo backbones"),
+        (["--model", "zoo:mlp", "--data", "digits", "--head", "lasst"], "--head must be one of last, laya"),
+        (["--model", "zoo:mlpp", "--data", "digits"], "no zoo model 'mlpp'"),
+        (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
+        (["--model", "zoo:bilstm", "--data", "digits"], "holds images, not texts"),
+        (["--model", "zoo:mlp", "--data", "digits", "--init", "he"], "--init must be one of glorot, torch"),
+        (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be > 0"),
+        (["--model", "zoo:mlp", "--data", "digits", "--loss", "mse"], "--loss must be one of logits, probs"),
+    ],
+)
 def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> None:
     result = runner.invoke(app, ["train", *args, "--epochs", "1", "--out", str(tmp_path / "x.pt")], env=ENV)
     assert result.exit_code == 1, result.output
@@ -97,11 +125,29 @@ def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> N
 
 def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
     ckpt, cache, head_dir = tmp_path / "laya.pt", tmp_path / "f.h5", tmp_path / "head"
-    res = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "2",
-                              "--out", str(ckpt)], env=ENV)
+    res = runner.invoke(
+        app,
+        ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "2", "--out", str(ckpt)],
+        env=ENV,
+    )
     assert res.exit_code == 0, res.output
-    res = runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits",
-                              "--out", str(cache), "--device", "cpu"], env=ENV)
+    res = runner.invoke(
+        app,
+        [
+            "extract",
+            "--model",
+            "zoo:mlp",
+            "--weights",
+            str(ckpt),
+            "--data",
+            "digits",
+            "--out",
+            str(cache),
+            "--device",
+            "cpu",
+        ],
+        env=ENV,
+    )
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(cache), "--out", str(head_dir)], env=ENV)
     assert res.exit_code == 0, res.output
@@ -109,13 +155,45 @@ def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
     # Same rows and features as the joint run: the exported head scores exactly what `train` measured.
     assert export["accuracy_on_cache"] == pytest.approx(export["joint_test_acc"], abs=1e-9)
     assert sum(export["mean_weights_on_cache"]) == pytest.approx(1.0)
-    res = runner.invoke(app, ["compare", str(head_dir), "--cache", str(cache), "--method", "alpha,random",
-                              "--bootstrap", "50", "--no-plots", "--out", str(tmp_path / "cmp")], env=ENV)
+    res = runner.invoke(
+        app,
+        [
+            "compare",
+            str(head_dir),
+            "--cache",
+            str(cache),
+            "--method",
+            "alpha,random",
+            "--bootstrap",
+            "50",
+            "--no-plots",
+            "--out",
+            str(tmp_path / "cmp"),
+        ],
+        env=ENV,
+    )
     assert res.exit_code == 0, res.output
     # A cache of other layers is refused.
     other = tmp_path / "g.h5"
-    runner.invoke(app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits", "--layers", "-1",
-                        "--out", str(other), "--device", "cpu"], env=ENV)
+    runner.invoke(
+        app,
+        [
+            "extract",
+            "--model",
+            "zoo:mlp",
+            "--weights",
+            str(ckpt),
+            "--data",
+            "digits",
+            "--layers",
+            "-1",
+            "--out",
+            str(other),
+            "--device",
+            "cpu",
+        ],
+        env=ENV,
+    )
     res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(other), "--out", str(tmp_path / "h2")], env=ENV)
     assert res.exit_code == 1 and "holds ['blocks.2']" in res.output
 
@@ -141,9 +219,33 @@ def test_train_controls_reach_backbone_head_and_loss(tmp_path: Path) -> None:
     from laya_inspect.models import load_model
 
     ckpt = tmp_path / "c.pt"
-    result = runner.invoke(app, ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "1",
-                                 "--d-star", "8", "--limit", "300", "--init", "torch", "--ln-eps", "1e-5",
-                                 "--loss", "probs", "--out", str(ckpt)], env=ENV)
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "zoo:mlp",
+            "--data",
+            "digits",
+            "--head",
+            "laya",
+            "--epochs",
+            "1",
+            "--d-star",
+            "8",
+            "--limit",
+            "300",
+            "--init",
+            "torch",
+            "--ln-eps",
+            "1e-5",
+            "--loss",
+            "probs",
+            "--out",
+            str(ckpt),
+        ],
+        env=ENV,
+    )
     assert result.exit_code == 0, result.output
     obj = torch.load(ckpt, weights_only=True)
     assert obj["kwargs"]["init"] == "torch" and obj["kwargs"]["ln_eps"] == 1e-5
@@ -176,8 +278,27 @@ def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -
 
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv')}"
     ckpt = tmp_path / "bilstm.pt"
-    result = runner.invoke(app, ["train", "--model", "zoo:bilstm", "--data", data, "--head", "laya", "--epochs", "8",
-                                 "--lr", "3e-3", "--d-star", "16", "--out", str(ckpt)], env=ENV)
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--model",
+            "zoo:bilstm",
+            "--data",
+            data,
+            "--head",
+            "laya",
+            "--epochs",
+            "8",
+            "--lr",
+            "3e-3",
+            "--d-star",
+            "16",
+            "--out",
+            str(ckpt),
+        ],
+        env=ENV,
+    )
     assert result.exit_code == 0, result.output
     obj = torch.load(ckpt, weights_only=True)
     vocab = WordVocab(tuple(obj["vocab"]))
@@ -186,8 +307,9 @@ def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -
     assert metrics["test_acc"] > 0.8, metrics["history"]  # one word decides the class: learnable
 
     cache = tmp_path / "bilstm.h5"
-    ex = runner.invoke(app, ["extract", "--model", "zoo:bilstm", "--weights", str(ckpt), "--data", data,
-                             "--out", str(cache)], env=ENV)
+    ex = runner.invoke(
+        app, ["extract", "--model", "zoo:bilstm", "--weights", str(ckpt), "--data", data, "--out", str(cache)], env=ENV
+    )
     assert ex.exit_code == 0, ex.output
     with FeatureStore(cache) as store:
         assert store.layer_names == ["lstm1", "lstm2"]
@@ -200,6 +322,7 @@ def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -
 
 def test_bilstm_without_its_vocabulary_is_refused(tmp_path: Path) -> None:
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv', n=20)}"
-    res = runner.invoke(app, ["extract", "--model", "zoo:bilstm", "--data", data, "--out", str(tmp_path / "x.h5")],
-                        env=ENV)
+    res = runner.invoke(
+        app, ["extract", "--model", "zoo:bilstm", "--data", data, "--out", str(tmp_path / "x.h5")], env=ENV
+    )
     assert res.exit_code == 1 and "needs the word vocabulary" in res.stderr

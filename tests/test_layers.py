@@ -1,4 +1,5 @@
 """layers.py: resolving names, hook ownership, pooling — exact numbers on tiny modules."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """lolo.py: LOLO effects worked on paper, batched == loop, top-k ablations, the drop guard."""
+
 from __future__ import annotations
 
 import math
@@ -6,20 +7,23 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import lolo_effects_loop, paper_laya
 
+from laya_inspect.compare.lolo import (
+    ABLATIONS,
+    ablate_topk,
+    ablate_topk_curve,
+    check_ablation,
+    layer_means,
+    lolo_effects,
+)
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import build_head
-from laya_inspect.compare.lolo import ABLATIONS, ablate_topk, ablate_topk_curve, check_ablation, layer_means, lolo_effects
-from helpers import lolo_effects_loop
 from laya_inspect.store import FeatureStore
-
-from helpers import paper_laya
 
 
 def sig(x: float) -> float:
     return 1 / (1 + math.exp(-x))
-
-
 
 
 # sample 0: h = (2, −2) → a = 1 → class 0, p = σ(2); sample 1: h = (−1, 1) → a = −½ → class 1, p = σ(1)
@@ -70,8 +74,10 @@ def test_batched_equals_loop(kind, ablation):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
     # float32: the same up to float32 rounding of differently sized matmuls
     head32, hs32, means32, _ = _random_case(kind, torch.float32)
-    for a, b in zip(lolo_effects(head32, hs32, target, ablation, means32, batch_size=8),
-                    lolo_effects_loop(head32, hs32, target, ablation, means32)):
+    for a, b in zip(
+        lolo_effects(head32, hs32, target, ablation, means32, batch_size=8),
+        lolo_effects_loop(head32, hs32, target, ablation, means32),
+    ):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 

@@ -1,4 +1,5 @@
 """metrics.py: exact numbers by hand, agreement with scipy's spearmanr, the undefined-row policy."""
+
 from __future__ import annotations
 
 import warnings
@@ -65,8 +66,12 @@ def test_deletion_oracle_random_agreement_by_hand():
     p = np.array([0.9, 0.8])
     p_abl = np.array([[0.8, 0.7, 0.3], [0.2, 0.8, 0.6]])
     effects = p[:, None] - p_abl  # [[.1, .2, .6], [.6, 0, .2]]
-    scores = np.array([[0.1, 0.5, 0.4],  # top layer 1 → drop .2
-                       [0.7, 0.2, 0.1]])  # top layer 0 → drop .6
+    scores = np.array(
+        [
+            [0.1, 0.5, 0.4],  # top layer 1 → drop .2
+            [0.7, 0.2, 0.1],
+        ]
+    )  # top layer 0 → drop .6
     np.testing.assert_allclose(M.deletion_at_k(scores, p, p_abl), [0.2, 0.6])
     np.testing.assert_allclose(M.oracle_at_1(effects), [0.6, 0.6])
     np.testing.assert_allclose(M.random_at_1(effects), [0.3, 0.8 / 3])

@@ -1,4 +1,5 @@
 """Every model source loads a real instance offline: torchvision, timm, hf, torchscript, python."""
+
 from __future__ import annotations
 
 import os
@@ -37,7 +38,13 @@ def test_torchvision_resnet_and_mobilenet_describe_themselves():
     r18 = load_model("torchvision:resnet18")
     assert r18.default_layers == ["layer1", "layer2", "layer3", "layer4"] and r18.num_classes == 1000
     spec = r18.input_spec
-    assert (spec.kind, spec.channels, spec.size, spec.mean, spec.std) == ("image", 3, 224, (0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+    assert (spec.kind, spec.channels, spec.size, spec.mean, spec.std) == (
+        "image",
+        3,
+        224,
+        (0.485, 0.456, 0.406),
+        (0.229, 0.224, 0.225),
+    )
     assert frozen(r18) and r18.weights_sha256 is None
     mnv2 = load_model("torchvision:mobilenet_v2")
     assert mnv2.default_layers == [f"features.{i}" for i in range(19)]
@@ -66,7 +73,11 @@ def test_timm_vit_with_weights_and_headless(tmp_path):
     loaded = load_model("timm:test_vit", weights=tmp_path / "vit.pth")
     assert loaded.num_classes == 5 and loaded.default_layers[:2] == ["blocks.0", "blocks.1"]
     c, size = loaded.input_spec.channels, loaded.input_spec.size
-    assert (c, size, loaded.input_spec.mean) == (3, ref.pretrained_cfg["input_size"][1], tuple(ref.pretrained_cfg["mean"]))
+    assert (c, size, loaded.input_spec.mean) == (
+        3,
+        ref.pretrained_cfg["input_size"][1],
+        tuple(ref.pretrained_cfg["mean"]),
+    )
     x = torch.rand(2, c, size, size)
     raw, logits = loaded.run(x, ["blocks.0", loaded.default_layers[-1]])
     with torch.no_grad():
@@ -95,12 +106,32 @@ def test_timm_resnet_default_layers_from_feature_info():
 def bert_dir(tmp_path_factory):
     transformers = pytest.importorskip("transformers")
     d = tmp_path_factory.mktemp("bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "sat", "on", "mat", "good", "movie", "##s"]
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "the",
+        "a",
+        "cat",
+        "sat",
+        "on",
+        "mat",
+        "good",
+        "movie",
+        "##s",
+    ]
     (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tokenizer = transformers.BertTokenizerFast(vocab_file=str(d / "vocab.txt"))
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64, num_labels=3,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        num_labels=3,
     )
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(config).eval()
@@ -138,8 +169,14 @@ def test_hf_bert_text_classifier(bert_dir):
 def test_hf_vit_image_classifier(tmp_path):
     transformers = pytest.importorskip("transformers")
     config = transformers.ViTConfig(
-        image_size=16, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, num_labels=4,
+        image_size=16,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=4,
     )
     torch.manual_seed(0)
     ref = transformers.ViTForImageClassification(config).eval()
@@ -153,7 +190,9 @@ def test_hf_vit_image_classifier(tmp_path):
         torch.testing.assert_close(logits, ref(pixel_values=x).logits, rtol=0, atol=0)
     assert raw["hidden_states.2"].shape == (2, 5, 32)  # CLS + 4 patches
     # an image processor saved beside the model decides size and normalisation
-    transformers.ViTImageProcessor(size={"height": 16, "width": 16}, image_mean=[0.4] * 3, image_std=[0.2] * 3).save_pretrained(tmp_path)
+    transformers.ViTImageProcessor(
+        size={"height": 16, "width": 16}, image_mean=[0.4] * 3, image_std=[0.2] * 3
+    ).save_pretrained(tmp_path)
     spec = load_model(f"hf:{tmp_path}").input_spec
     assert (spec.size, spec.mean, spec.std) == (16, (0.4,) * 3, (0.2,) * 3)
 
@@ -228,7 +267,7 @@ def test_torchscript_errors(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # python:pkg.module:factory
 
-FACTORY = '''
+FACTORY = """
 import torch
 from torch import nn
 
@@ -243,7 +282,7 @@ def scripted_inside():
 NOT_A_MODEL = 3
 def not_a_model():
     return NOT_A_MODEL
-'''
+"""
 
 
 @pytest.fixture()

@@ -1,4 +1,5 @@
 """Weights files: formats, wrappers, prefixes, strict loading, and refusing pickled models."""
+
 from __future__ import annotations
 
 import hashlib

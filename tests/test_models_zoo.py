@@ -1,4 +1,5 @@
 """The zoo backbones: architecture as the paper describes, features that reproduce logits, checkpoints."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,13 @@ def test_mlp_architecture():
     assert [b[0].out_features for b in m.blocks] == [512, 256, 128]
     assert all(b[1].eps == 1e-3 and isinstance(b[2], nn.GELU) and b[2].approximate == "none" for b in m.blocks)
     assert (m.head.in_features, m.head.out_features) == (128, 10)
-    assert m.kwargs == {"in_shape": [1, 28, 28], "num_classes": 10, "hidden": [512, 256, 128], "ln_eps": 1e-3,
-                        "init": "glorot"}
+    assert m.kwargs == {
+        "in_shape": [1, 28, 28],
+        "num_classes": 10,
+        "hidden": [512, 256, 128],
+        "ln_eps": 1e-3,
+        "init": "glorot",
+    }
     assert all(b[0].bias.abs().sum() == 0 for b in m.blocks)  # Keras-like: zero biases
     bound = (6 / (784 + 512)) ** 0.5  # Glorot-uniform limit of the first kernel
     assert m.blocks[0][0].weight.abs().max() <= bound
@@ -49,7 +55,11 @@ def test_bilstm_architecture():
 
 @pytest.mark.parametrize(
     ("arch", "x"),
-    [("mlp", torch.rand(4, 1, 28, 28)), ("cnn", torch.rand(4, 3, 32, 32)), ("bilstm", torch.randint(0, 20000, (4, 11)))],
+    [
+        ("mlp", torch.rand(4, 1, 28, 28)),
+        ("cnn", torch.rand(4, 3, 32, 32)),
+        ("bilstm", torch.randint(0, 20000, (4, 11))),
+    ],
 )
 def test_last_layer_pooled_through_head_reproduces_logits(arch, x):
     loaded = load_model(f"zoo:{arch}")
@@ -69,9 +79,18 @@ def test_last_layer_pooled_through_head_reproduces_logits(arch, x):
 def test_zoo_loaded_model_description():
     mlp, bilstm = load_model("zoo:mlp"), load_model("zoo:bilstm")
     assert mlp.default_layers == ["blocks.0", "blocks.1", "blocks.2"] and mlp.num_classes == 10
-    assert (mlp.input_spec.kind, mlp.input_spec.channels, mlp.input_spec.size, mlp.input_spec.mean) == ("image", 1, 28, None)
+    assert (mlp.input_spec.kind, mlp.input_spec.channels, mlp.input_spec.size, mlp.input_spec.mean) == (
+        "image",
+        1,
+        28,
+        None,
+    )
     assert bilstm.default_layers == ["lstm1", "lstm2"]
-    assert (bilstm.input_spec.kind, bilstm.input_spec.max_length, bilstm.input_spec.vocab_size) == ("tokens", 200, 20000)
+    assert (bilstm.input_spec.kind, bilstm.input_spec.max_length, bilstm.input_spec.vocab_size) == (
+        "tokens",
+        200,
+        20000,
+    )
     assert not mlp.module.training and not any(p.requires_grad for p in mlp.module.parameters())
     assert mlp.weights_sha256 is None
     # without weights the random init is seeded: two loads agree
@@ -133,7 +152,7 @@ def test_zoo_init_glorot_zeroes_biases_torch_keeps_pytorch_defaults() -> None:
     assert glorot.kwargs["init"] == "glorot" and plain.kwargs["init"] == "torch"
     assert torch.count_nonzero(glorot.head.bias) == 0 and torch.count_nonzero(plain.head.bias) > 0
     # PyTorch's Linear default is kaiming-uniform(a=√5): bound 1/√fan_in, tighter than glorot's here.
-    bound = 1 / plain.head.in_features ** 0.5
+    bound = 1 / plain.head.in_features**0.5
     assert float(plain.head.weight.abs().max()) <= bound < float(glorot.head.weight.abs().max())
     with pytest.raises(InputError, match="init must be one of glorot, torch"):
         build_zoo("mlp", init="he")

@@ -1,4 +1,5 @@
 """The README's Python example runs as written, and its test command is the one CI runs."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_python_api_example_runs():
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    scope = {"h1": torch.randn(5, 512), "h2": torch.randn(5, 256), "h3": torch.randn(5, 128),
-             "y": torch.randint(0, 10, (5,))}
+    scope = {
+        "h1": torch.randn(5, 512),
+        "h2": torch.randn(5, 256),
+        "h3": torch.randn(5, 128),
+        "y": torch.randint(0, 10, (5,)),
+    }
     exec(block, scope)  # noqa: S102 - our own README
     alpha = scope["alpha"]
     assert alpha.shape == (5, 3)

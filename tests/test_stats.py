@@ -1,4 +1,5 @@
 """Seed statistics against hand computations and scipy's paired t-test."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,15 @@ import pytest
 from scipy import stats as sps
 
 from laya_inspect.errors import InputError
-from laya_inspect.training.stats import (describe, mean, paired_difference, std, summarize_runs, summary_to_jsonable,
-                                t_interval)
+from laya_inspect.training.stats import (
+    describe,
+    mean,
+    paired_difference,
+    std,
+    summarize_runs,
+    summary_to_jsonable,
+    t_interval,
+)
 
 
 def test_t_interval_by_hand() -> None:

@@ -1,14 +1,14 @@
 """The HDF5 cache: exact round trip, partial reads, refusal of incomplete files, resume rules."""
+
 from __future__ import annotations
 
 import h5py
 import numpy as np
 import pytest
+from helpers import write_cache
 
 from laya_inspect.errors import CacheError, NotFoundError
 from laya_inspect.store import FeatureStore, FeatureWriter
-
-from helpers import write_cache
 
 
 def _arrays(seed: int = 0, n: int = 37):
@@ -58,8 +58,14 @@ def test_unknown_layer_and_split_name_close_matches(tmp_path):
 
 
 def _writer(path, overwrite=False, command=None):
-    return FeatureWriter(path, attrs={"layer_names": ["a", "b"], "command": command or {"x": 1}},
-                         split_sizes={"train": 10}, widths=[2, 3], num_logits=None, overwrite=overwrite)
+    return FeatureWriter(
+        path,
+        attrs={"layer_names": ["a", "b"], "command": command or {"x": 1}},
+        split_sizes={"train": 10},
+        widths=[2, 3],
+        num_logits=None,
+        overwrite=overwrite,
+    )
 
 
 def test_incomplete_file_is_refused_and_resumable(tmp_path):

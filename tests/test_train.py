@@ -1,4 +1,5 @@
 """Training loop: learning, determinism, early stopping, streaming, the grid, save → load."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from helpers import write_cache
+
 from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.head_dir import load_head
 from laya_inspect.store import FeatureStore
@@ -43,8 +44,17 @@ def _fit(store: FeatureStore, kind: str, seed: int, config: FitConfig, in_memory
     train = CacheRows(store, "train", torch.device("cpu"), in_memory)
     test = CacheRows(store, "test", torch.device("cpu"), in_memory)
     tr, va = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
-    return fit_one(kind, seed, config.head_hparams(), train=train, train_rows=tr, val_rows=va,
-                   num_classes=store.num_classes, config=config, test=test)
+    return fit_one(
+        kind,
+        seed,
+        config.head_hparams(),
+        train=train,
+        train_rows=tr,
+        val_rows=va,
+        num_classes=store.num_classes,
+        config=config,
+        test=test,
+    )
 
 
 def test_loss_falls_and_the_toy_is_learnt(toy_cache: Path) -> None:
@@ -138,9 +148,19 @@ def test_save_load_identical_logits_and_cache_check(toy_cache: Path, digits_cach
 
 
 def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tmp_path: Path) -> None:
-    cfg = FitConfig(heads=("laya", "concat"), seeds=(0, 1, 2), grid=True, grid_d_star=(2, 8), grid_tau=(1.0,),
-                    grid_psi=("identity",), grid_width_factors=(1, 2), grid_seeds=2, lr=1e-2, batch_size=64,
-                    epochs=2)
+    cfg = FitConfig(
+        heads=("laya", "concat"),
+        seeds=(0, 1, 2),
+        grid=True,
+        grid_d_star=(2, 8),
+        grid_tau=(1.0,),
+        grid_psi=("identity",),
+        grid_width_factors=(1, 2),
+        grid_seeds=2,
+        lr=1e-2,
+        batch_size=64,
+        epochs=2,
+    )
     events: list[dict] = []
     with FeatureStore(toy_cache) as store:
         result = fit_heads(store, cfg, out_dir=tmp_path / "g", progress=events.append)

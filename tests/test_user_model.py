@@ -1,4 +1,5 @@
 """A user's own architecture (fixtures/digits_convnet.py) through extract → fit-head on real digits."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,9 +22,24 @@ def test_python_factory_extract_and_fit(tmp_path, monkeypatch):
     torch.manual_seed(0)
     model = digits_convnet.build()
     torch.save({"state_dict": {f"module.{k}": v for k, v in model.state_dict().items()}}, tmp_path / "w.pt")
-    res = runner.invoke(app, ["extract", "--model", "python:digits_convnet:build", "--weights", str(tmp_path / "w.pt"),
-                              "--data", "digits", "--layers", "conv1,conv2", "--out", str(tmp_path / "f.h5"),
-                              "--device", "cpu"])
+    res = runner.invoke(
+        app,
+        [
+            "extract",
+            "--model",
+            "python:digits_convnet:build",
+            "--weights",
+            str(tmp_path / "w.pt"),
+            "--data",
+            "digits",
+            "--layers",
+            "conv1,conv2",
+            "--out",
+            str(tmp_path / "f.h5"),
+            "--device",
+            "cpu",
+        ],
+    )
     assert res.exit_code == 0, res.output
     with FeatureStore(tmp_path / "f.h5") as store:
         assert store.layer_names == ["conv1", "conv2"] and store.widths == [8, 16]
@@ -33,7 +49,22 @@ def test_python_factory_extract_and_fit(tmp_path, monkeypatch):
         with torch.no_grad():
             logits = model.fc(torch.from_numpy(store.layer("test", "conv2")))
         np.testing.assert_allclose(logits.numpy(), store.logits("test"), rtol=1e-5, atol=1e-5)
-    res = runner.invoke(app, ["fit-head", str(tmp_path / "f.h5"), "--head", "laya,last", "--seed", "0",
-                              "--epochs", "3", "--lr", "1e-2", "--out", str(tmp_path / "heads")])
+    res = runner.invoke(
+        app,
+        [
+            "fit-head",
+            str(tmp_path / "f.h5"),
+            "--head",
+            "laya,last",
+            "--seed",
+            "0",
+            "--epochs",
+            "3",
+            "--lr",
+            "1e-2",
+            "--out",
+            str(tmp_path / "heads"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "heads" / "laya" / "seed_0" / "weights.pt").exists()

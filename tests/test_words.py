@@ -1,4 +1,5 @@
 """Word ids for the zoo BiLSTM: vocabulary order, unknown words, front padding and truncation."""
+
 from __future__ import annotations
 
 import pytest

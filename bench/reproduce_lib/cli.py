@@ -1,4 +1,5 @@
 """bench/reproduce: run the reproduction benchmark and write docs/RESULTS.md (see --help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,15 +33,26 @@ Examples:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench/reproduce", description="Reproduce the paper's experiments with the "
-                                "laya-inspect CLI and write docs/RESULTS.md from the files it writes.",
-                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench/reproduce",
+        description="Reproduce the paper's experiments with the "
+        "laya-inspect CLI and write docs/RESULTS.md from the files it writes.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--quick", action="store_true", help="smoke run (same as --mode quick)")
     p.add_argument("--mode", choices=tuple(SETTINGS), default=None, help="quick | full (default) | paper")
-    p.add_argument("--work", default=None, help="where each step's outputs go (default: runs/reproduce in the "
-                   "repository; a sub-folder per mode)")
-    p.add_argument("--only", action="append", choices=EXPERIMENTS, help="run only this experiment (repeatable); "
-                   "the report still shows every experiment found in --work")
+    p.add_argument(
+        "--work",
+        default=None,
+        help="where each step's outputs go (default: runs/reproduce in the repository; a sub-folder per mode)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=EXPERIMENTS,
+        help="run only this experiment (repeatable); the report still shows every experiment found in --work",
+    )
     p.add_argument("--results", default=None, help="report to write (default: docs/RESULTS.md in the repository)")
     p.add_argument("--images", default=None, help="where the report's PNGs go (default: results/ beside it)")
     p.add_argument("--device", default=None, help="passed to every laya-inspect command (auto|cpu|cuda)")
@@ -81,7 +93,7 @@ def overrides(a: argparse.Namespace) -> dict:
 def plan_args(argv: list[str] | None) -> list[str]:
     """The options that shape the plan (what a reader reruns): without --only, --report-only, --dry-run."""
     args, out, skip = list(sys.argv[1:] if argv is None else argv), [], False
-    for i, a in enumerate(args):
+    for a in args:
         if skip:
             skip = False
             continue
@@ -122,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
 
             mode_dir.mkdir(parents=True, exist_ok=True)
             (mode_dir / "machine.json").write_text(json.dumps(machine_info(), indent=2) + "\n")
-        print(f"bench/reproduce: mode {a.mode}, work {mode_dir}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
-              flush=True)
+        print(
+            f"bench/reproduce: mode {a.mode}, work {mode_dir}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}",
+            flush=True,
+        )
         for exp in exps:
             if a.only and exp.name not in a.only:
                 continue
@@ -141,9 +155,16 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:
                 print("interrupted: run the same command again to resume", file=sys.stderr)
                 return 130
-        run_info = {"mode": a.mode, "argv": sys.argv[1:], "wall_s": round(time.perf_counter() - t0, 1),
-                    "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                    "only": a.only, "failures": failures, "steps_ran": runner.ran, "steps_reused": runner.reused}
+        run_info = {
+            "mode": a.mode,
+            "argv": sys.argv[1:],
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "finished": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "only": a.only,
+            "failures": failures,
+            "steps_ran": runner.ran,
+            "steps_reused": runner.reused,
+        }
         if not a.dry_run:
             mode_dir.mkdir(parents=True, exist_ok=True)
             runs_log = mode_dir / "invocations.jsonl"
@@ -154,8 +175,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from results import write_report
 
-    write_report(exps, mode=a.mode, work=work, mode_dir=mode_dir, results=results, images=images,
-                 device=a.device, overrides=overrides(a), plan_args=plan_args(argv))
+    write_report(
+        exps,
+        mode=a.mode,
+        work=work,
+        mode_dir=mode_dir,
+        results=results,
+        images=images,
+        device=a.device,
+        overrides=overrides(a),
+        plan_args=plan_args(argv),
+    )
     print(f"wrote {results}", flush=True)
     return 1 if failures else 0
 

@@ -5,6 +5,7 @@ recorded benchmark steps stay valid. Fails when the head scores differently on t
 
     python bench/reproduce_lib/export_head.py --checkpoint zoo-mlp-laya-seed0.pt --cache features.h5 --out DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,10 @@ def main() -> None:
     print(json.dumps(export, indent=2))
     acc, joint = export["accuracy_on_cache"], export["joint_test_acc"]
     if joint is not None and abs(acc - joint) > 1e-6:
-        raise SystemExit(f"the exported head scores {acc:.6f} on the cache, train measured {joint:.6f}: "
-                         "the cache does not hold the rows/features the joint run used")
+        raise SystemExit(
+            f"the exported head scores {acc:.6f} on the cache, train measured {joint:.6f}: "
+            "the cache does not hold the rows/features the joint run used"
+        )
 
 
 if __name__ == "__main__":

@@ -1,14 +1,27 @@
 """The paper's reference numbers (PROTOCOL §6), typed once here and nowhere else."""
+
 from __future__ import annotations
 
 # Table 1: accuracy mean ± std over 5 seeds, backbones trained jointly with each head.
 TABLE1 = {
-    "fmnist": {"last": (0.8829, 0.0063), "concat": (0.8789, 0.0020), "scalarmix": (0.8807, 0.0026),
-               "laya": (0.8834, 0.0046)},
-    "cifar": {"last": (0.7112, 0.0236), "concat": (0.7155, 0.0096), "scalarmix": (0.7144, 0.0171),
-              "laya": (0.7212, 0.0060)},
-    "imdb": {"last": (0.8692, 0.0057), "concat": (0.8688, 0.0062), "scalarmix": (0.8669, 0.0043),
-             "laya": (0.8707, 0.0035)},
+    "fmnist": {
+        "last": (0.8829, 0.0063),
+        "concat": (0.8789, 0.0020),
+        "scalarmix": (0.8807, 0.0026),
+        "laya": (0.8834, 0.0046),
+    },
+    "cifar": {
+        "last": (0.7112, 0.0236),
+        "concat": (0.7155, 0.0096),
+        "scalarmix": (0.7144, 0.0171),
+        "laya": (0.7212, 0.0060),
+    },
+    "imdb": {
+        "last": (0.8692, 0.0057),
+        "concat": (0.8688, 0.0062),
+        "scalarmix": (0.8669, 0.0043),
+        "laya": (0.8707, 0.0035),
+    },
 }
 PAPER_SEEDS = 5
 # Attention profiles: mean α of the deepest layer / last stage.

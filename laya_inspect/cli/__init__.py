@@ -4,6 +4,7 @@ Each command parses options, builds a config, calls one library function and pri
 LayaError becomes one red line and exit code 1; click's usage errors exit 2; anything else is a bug
 and keeps its traceback.
 """
+
 from __future__ import annotations
 
 import sys
@@ -52,8 +53,9 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", help="print the version and exit", is_eager=True,
-                                 callback=_print_version),
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", is_eager=True, callback=_print_version
+    ),
 ) -> None:
     """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
 
@@ -70,8 +72,14 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
             raise typer.BadParameter(f"choose from {', '.join(choices)}")
         return given
 
-    return typer.Option(... if value is MISSING else value, f.metadata["flag"], *aliases,
-                        help=help or f.metadata["help"], show_default=True, callback=one_of if choices else None)
+    return typer.Option(
+        ... if value is MISSING else value,
+        f.metadata["flag"],
+        *aliases,
+        help=help or f.metadata["help"],
+        show_default=True,
+        callback=one_of if choices else None,
+    )
 
 
 def fail(message: str) -> None:

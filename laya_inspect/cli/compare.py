@@ -1,4 +1,5 @@
 """`laya-inspect compare` and `laya-inspect report`."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,9 @@ def compare_command(
     baseline: str = opt(CompareConfig, "baseline"),
     relu: bool = opt(CompareConfig, "relu"),
     bootstrap: int = opt(CompareConfig, "n_boot"),
-    out: Path = typer.Option(Path("runs/compare"), "--out", "-o", help="directory for attributions.h5, summary.*, plots/"),
+    out: Path = typer.Option(
+        Path("runs/compare"), "--out", "-o", help="directory for attributions.h5, summary.*, plots/"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print summary.json to stdout instead of the table"),
     device: str = opt(CompareConfig, "device"),
     batch_size: int = opt(CompareConfig, "batch_size"),
@@ -45,14 +48,28 @@ def compare_command(
     from ..store import FeatureStore
 
     config = CompareConfig(
-        methods=tuple(method or ("all",)), ablation=ablation, target=target, split=split, limit=limit, seed=seed,
-        n_steps=n_steps, internal_batch_size=internal_batch_size, baseline=baseline, relu=relu, n_boot=bootstrap,
-        device=device, batch_size=batch_size, force=force, plots=plots)
+        methods=tuple(method or ("all",)),
+        ablation=ablation,
+        target=target,
+        split=split,
+        limit=limit,
+        seed=seed,
+        n_steps=n_steps,
+        internal_batch_size=internal_batch_size,
+        baseline=baseline,
+        relu=relu,
+        n_boot=bootstrap,
+        device=device,
+        batch_size=batch_size,
+        force=force,
+        plots=plots,
+    )
 
     def progress(event: dict[str, Any]) -> None:
         if event["event"] == "head":
-            err_console.print(f"[bold]{event['head']}[/] ({event['kind']}) {event['index'] + 1}/{event['total']}",
-                              highlight=False)
+            err_console.print(
+                f"[bold]{event['head']}[/] ({event['kind']}) {event['index'] + 1}/{event['total']}", highlight=False
+            )
         elif event["event"] == "step":
             err_console.print(f"  {event['step']} …", style="dim", highlight=False)
         elif event["event"] == "write":
@@ -67,8 +84,11 @@ def compare_command(
         typer.echo(json.dumps(result.summary, indent=2, ensure_ascii=False))
     else:
         _print_report(result.summary)
-        console.print(f"wrote {out}/: attributions.h5, summary.json, summary.csv, {len(result.files) - 3} plot files",
-                      style="dim", highlight=False)
+        console.print(
+            f"wrote {out}/: attributions.h5, summary.json, summary.csv, {len(result.files) - 3} plot files",
+            style="dim",
+            highlight=False,
+        )
 
 
 @app.command("report")

@@ -1,4 +1,5 @@
 """`laya-inspect demo`: train → extract → fit-head → compare on an embedded dataset, then one summary."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -23,8 +24,15 @@ Handler = Callable[[dict[str, Any]], None]
 @contextmanager
 def _compare_progress() -> Iterator[Handler]:
     """One transient bar over the compared heads, naming the method being computed."""
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=True)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
     with bar:
         task = bar.add_task("heads", total=None, info="")
 
@@ -40,7 +48,9 @@ def _compare_progress() -> Iterator[Handler]:
 
 
 PROGRESS: dict[str, Callable[[], Any]] = {
-    "train": fit_progress, "fit-head": fit_progress, "extract": lambda: row_progress("rows", transient=True),
+    "train": fit_progress,
+    "fit-head": fit_progress,
+    "extract": lambda: row_progress("rows", transient=True),
     "compare": _compare_progress,
 }
 
@@ -94,8 +104,11 @@ def _f(v: float | None, fmt: str = ".3f") -> str:
 
 def _header(plan: Any) -> None:
     console.print(Text.assemble(("laya-inspect demo", "bold"), f" · {plan.preset.description}"), highlight=False)
-    console.print(f"model   {plan.train.model} (512-256-128, trained here) · LAYA d*={plan.fit.d_star}, "
-                  f"τ={plan.fit.tau} · device {plan.config.device}", highlight=False)
+    console.print(
+        f"model   {plan.train.model} (512-256-128, trained here) · LAYA d*={plan.fit.d_star}, "
+        f"τ={plan.fit.tau} · device {plan.config.device}",
+        highlight=False,
+    )
     console.print(f"budget  {plan.budget_line()}", highlight=False)
     if plan.preset.note:
         console.print(f"        ({plan.preset.note})", highlight=False)
@@ -105,18 +118,26 @@ def _header(plan: Any) -> None:
 def _accuracy_table(result: Any) -> None:
     fit = result.fit_summary
     n = len(fit["config"]["seeds"])
-    _title(f"Head accuracy on the test split ({result.plan.rows['test']:,} rows; {n} seed{'s' * (n > 1)}, "
-           "mean ± std [95% t-interval])")
+    _title(
+        f"Head accuracy on the test split ({result.plan.rows['test']:,} rows; {n} seed{'s' * (n > 1)}, "
+        "mean ± std [95% t-interval])"
+    )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("head", "accuracy", "macro-F1", "Δ acc vs last"):
         table.add_column(col, no_wrap=True)
     for h in fit["heads"]:
         delta = (h.get("delta_vs_last") or {}).get("test_acc")
-        table.add_row(h["head"], estimate(h["test_acc"], 3), estimate(h["test_macro_f1"], 3),
-                      "(baseline)" if h["head"] == "last" else "—" if not delta else f"{delta['mean']:+.3f}")
+        table.add_row(
+            h["head"],
+            estimate(h["test_acc"], 3),
+            estimate(h["test_macro_f1"], 3),
+            "(baseline)" if h["head"] == "last" else "—" if not delta else f"{delta['mean']:+.3f}",
+        )
     console.print(table)
-    _note(f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
-          f"{result.backbone['test_acc']:.3f}; every head reads its blocks")
+    _note(
+        f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
+        f"{result.backbone['test_acc']:.3f}; every head reads its blocks"
+    )
 
 
 def _title(text: str) -> None:
@@ -135,19 +156,28 @@ def _profile_table(result: Any) -> None:
     laya_cmp = next((h for h in result.compare_summary["heads"] if h["kind"] == "laya"), None)
     layers, widths = result.numbers["layers"], result.numbers["widths"]
     k = len(alpha["seeds"])
-    _title(f"α profile: LAYA's mean α per layer on the test split (± std over rows; "
-           f"{'1 seed' if k == 1 else f'{k} seeds pooled'})")
+    _title(
+        f"α profile: LAYA's mean α per layer on the test split (± std over rows; "
+        f"{'1 seed' if k == 1 else f'{k} seeds pooled'})"
+    )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
         table.add_column(col, no_wrap=True, justify="left" if col in ("layer", "") else "right")
     for i, name in enumerate(layers):
         a = float(alpha["mean"][i])
-        table.add_row(name, str(widths[i]), f"{a:.3f} ± {float(alpha['std'][i]):.3f}", "█" * round(20 * a),
-                      "—" if static is None else f"{float(static['mean'][i]):.3f}",
-                      "—" if laya_cmp is None else f"{laya_cmp['lolo']['mean_effect'][i]:+.3f}")
+        table.add_row(
+            name,
+            str(widths[i]),
+            f"{a:.3f} ± {float(alpha['std'][i]):.3f}",
+            "█" * round(20 * a),
+            "—" if static is None else f"{float(static['mean'][i]):.3f}",
+            "—" if laya_cmp is None else f"{laya_cmp['lolo']['mean_effect'][i]:+.3f}",
+        )
     console.print(table)
-    _note("ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
-          "the LAYA head's confidence when the layer is replaced by its training mean (compare, seed-0 head).")
+    _note(
+        "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
+        "the LAYA head's confidence when the layer is replaced by its training mean (compare, seed-0 head)."
+    )
 
 
 def _files(result: Any) -> None:
@@ -175,9 +205,12 @@ def _files(result: Any) -> None:
         console.print(f"  {label:<9} {text}", highlight=False, soft_wrap=True)
     laya = next((h["name"] for h in result.compare_summary["heads"] if h["kind"] == "laya"), None)
     if laya:
-        console.print(f"  look at   {rel(f['compare'])}/plots/{laya}_profile.png (α vs IG, Grad-CAM, static, random, "
-                      f"beside the LOLO effects) and {rel(f['heads'])}/profiles/layer_weights.png",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"  look at   {rel(f['compare'])}/plots/{laya}_profile.png (α vs IG, Grad-CAM, static, random, "
+            f"beside the LOLO effects) and {rel(f['heads'])}/profiles/layer_weights.png",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _summary(result: Any) -> None:
@@ -190,36 +223,52 @@ def _summary(result: Any) -> None:
     for renderable in build_report(result.compare_summary):
         console.print(renderable)
     _files(result)
-    console.print(f"\nfinished in {result.seconds:.0f} s. Rerun or change any step with the command printed above "
-                  f"it; `laya-inspect report {result.plan.paths['compare']}` reprints the faithfulness tables.",
-                  highlight=False)
+    console.print(
+        f"\nfinished in {result.seconds:.0f} s. Rerun or change any step with the command printed above "
+        f"it; `laya-inspect report {result.plan.paths['compare']}` reprints the faithfulness tables.",
+        highlight=False,
+    )
 
 
 @app.command("demo")
 def demo_command(
-    dataset: str = typer.Option("digits", "--dataset", help=f"{' | '.join(DEMO_DATASETS.names())} (digits: "
-                                "bundled with scikit-learn)"),
-    data_root: Optional[Path] = typer.Option(None, "--data-root", help="folder with the Fashion-MNIST IDX files "
-                                             "(default /usr/share/datasets/fashion-mnist)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder (default: a fresh "
-                                       "./laya-demo-<dataset>, -2, -3, …)"),
+    dataset: str = typer.Option(
+        "digits", "--dataset", help=f"{' | '.join(DEMO_DATASETS.names())} (digits: bundled with scikit-learn)"
+    ),
+    data_root: Optional[Path] = typer.Option(
+        None, "--data-root", help="folder with the Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)"
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="output folder (default: a fresh ./laya-demo-<dataset>, -2, -3, …)"
+    ),
     force: bool = typer.Option(False, "--force", help="write into a non-empty --out, overwriting the demo's files"),
     seed: int = typer.Option(0, "--seed", help="seed of the backbone's training and of compare (heads: --seeds)"),
-    seeds: Optional[int] = typer.Option(None, "--seeds",
-                                        help="fit the heads with seeds 0 … N−1 (default 3, --quick 1)"),
-    quick: bool = typer.Option(False, "--quick", help="a sub-30-second run: fewer epochs, 1 seed, the LAYA and "
-                               "ScalarMix heads compared, IG 16 steps, 200 bootstrap resamples"),
+    seeds: Optional[int] = typer.Option(
+        None, "--seeds", help="fit the heads with seeds 0 … N−1 (default 3, --quick 1)"
+    ),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help="a sub-30-second run: fewer epochs, 1 seed, the LAYA and "
+        "ScalarMix heads compared, IG 16 steps, 200 bootstrap resamples",
+    ),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
 ) -> None:
     """Run the whole pipeline on a bundled dataset (no download) and summarise it: accuracies, α, faithfulness."""
     from ..demo import DemoConfig, plan_demo, run_demo
 
-    config = DemoConfig(dataset=dataset, data_root=None if data_root is None else str(data_root),
-                        out=None if out is None else str(out), force=force, seed=seed, seeds=seeds, quick=quick,
-                        device=device)
+    config = DemoConfig(
+        dataset=dataset,
+        data_root=None if data_root is None else str(data_root),
+        out=None if out is None else str(out),
+        force=force,
+        seed=seed,
+        seeds=seeds,
+        quick=quick,
+        device=device,
+    )
     plan = plan_demo(config)  # a LayaError (e.g. the dataset is missing) is one red line before anything is written
     _header(plan)
     with _Steps() as steps:
         result = run_demo(config, on_step=steps.on_step, progress=steps.on_event)
     _summary(result)
-

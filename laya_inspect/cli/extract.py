@@ -1,4 +1,5 @@
 """`laya-inspect extract`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,30 +36,59 @@ def extract_command(
     normalize: Optional[str] = opt(ExtractConfig, "normalize"),
     trust_pickle: bool = opt(ExtractConfig, "trust_pickle"),
     overwrite: bool = opt(ExtractConfig, "overwrite"),
-    list_layers: bool = typer.Option(False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"),
+    list_layers: bool = typer.Option(
+        False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
+    ),
 ) -> None:
     """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache."""
     from ..errors import InputError
     from ..extract import extract_features, list_model_layers
 
     if list_layers:
-        loaded, infos = list_model_layers(model=model, data=data, weights=weights, trust_pickle=trust_pickle,
-                                          image_size=image_size, normalize=normalize, resize=resize, device=device)
+        loaded, infos = list_model_layers(
+            model=model,
+            data=data,
+            weights=weights,
+            trust_pickle=trust_pickle,
+            image_size=image_size,
+            normalize=normalize,
+            resize=resize,
+            device=device,
+        )
         table = Table(title=f"layers of {model}")
         for col in ("name", "type", "output shape", "default"):
             table.add_column(col)
         defaults = set(loaded.default_layers)
         for info in infos:
-            table.add_row(info.name, info.type, str(tuple(info.shape)) if info.shape is not None else "?",
-                          "✓" if info.name in defaults else "")
+            table.add_row(
+                info.name,
+                info.type,
+                str(tuple(info.shape)) if info.shape is not None else "?",
+                "✓" if info.name in defaults else "",
+            )
         console.print(table)
         return
     if data is None or out is None:
         raise InputError("extract needs --data and --out (or --list-layers)")
-    config = ExtractConfig(model=model, weights=weights, data=data, out=str(out), layers=layers, pool=pool,
-                           splits=_splits(split), limit=limit, batch_size=batch_size, dtype=dtype, seed=seed,
-                           device=device, trust_pickle=trust_pickle, image_size=image_size,
-                           normalize=normalize, resize=resize, overwrite=overwrite)
+    config = ExtractConfig(
+        model=model,
+        weights=weights,
+        data=data,
+        out=str(out),
+        layers=layers,
+        pool=pool,
+        splits=_splits(split),
+        limit=limit,
+        batch_size=batch_size,
+        dtype=dtype,
+        seed=seed,
+        device=device,
+        trust_pickle=trust_pickle,
+        image_size=image_size,
+        normalize=normalize,
+        resize=resize,
+        overwrite=overwrite,
+    )
     with row_progress("rows") as on_event:
         result = extract_features(config, progress=on_event)
     table = Table(title=f"{result.path}")

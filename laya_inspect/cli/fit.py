@@ -1,9 +1,11 @@
 """`laya-inspect fit-head` (heads on a frozen cache) and `laya-inspect train` (a zoo backbone end to end)."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -45,8 +47,12 @@ def fit_head_command(
     grid_d_star: Optional[str] = typer.Option(None, "--grid-d-star", help="grid d* values (default 64,96,128)"),
     grid_tau: Optional[str] = typer.Option(None, "--grid-tau", help="grid τ values (default 0.5,1.0,1.5)"),
     grid_psi: Optional[str] = typer.Option(None, "--grid-psi", help="grid ψ values (default identity,mlp)"),
-    grid_width: Optional[str] = typer.Option(None, "--grid-width", help="grid scorer widths as multiples of d* (default 1,2)"),
-    grid_seeds: int = typer.Option(3, "--grid-seeds", help="seeds per grid configuration (the first of the run's seeds)"),
+    grid_width: Optional[str] = typer.Option(
+        None, "--grid-width", help="grid scorer widths as multiples of d* (default 1,2)"
+    ),
+    grid_seeds: int = typer.Option(
+        3, "--grid-seeds", help="seeds per grid configuration (the first of the run's seeds)"
+    ),
     train_split: str = opt(FitConfig, "train_split"),
     test_split: str = opt(FitConfig, "test_split"),
     device: str = opt(FitConfig, "device"),
@@ -62,15 +68,36 @@ def fit_head_command(
     if seeds is not None and seed is not None:
         raise typer.BadParameter("give --seeds N or --seed S, not both", param_hint="--seed")
     heads = resolve_heads(head)
-    grid_values = {k: v for k, v in {
-        "grid_d_star": _list(grid_d_star, int, "--grid-d-star"), "grid_tau": _list(grid_tau, float, "--grid-tau"),
-        "grid_psi": _list(grid_psi, str, "--grid-psi"), "grid_width_factors": _list(grid_width, int, "--grid-width"),
-    }.items() if v is not None}
+    grid_values = {
+        k: v
+        for k, v in {
+            "grid_d_star": _list(grid_d_star, int, "--grid-d-star"),
+            "grid_tau": _list(grid_tau, float, "--grid-tau"),
+            "grid_psi": _list(grid_psi, str, "--grid-psi"),
+            "grid_width_factors": _list(grid_width, int, "--grid-width"),
+        }.items()
+        if v is not None
+    }
     config = FitConfig(
-        heads=heads, seeds=(seed,) if seed is not None else tuple(range(5 if seeds is None else seeds)),
-        d_star=d_star, tau=tau, psi=psi, score_width=score_width, lr=lr, batch_size=batch_size, epochs=epochs,
-        patience=patience, val_fraction=val_fraction, val_mode=val_mode, split_seed=split_seed, device=device,
-        grid=grid, grid_seeds=grid_seeds, train_split=train_split, test_split=test_split, **grid_values,
+        heads=heads,
+        seeds=(seed,) if seed is not None else tuple(range(5 if seeds is None else seeds)),
+        d_star=d_star,
+        tau=tau,
+        psi=psi,
+        score_width=score_width,
+        lr=lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        patience=patience,
+        val_fraction=val_fraction,
+        val_mode=val_mode,
+        split_seed=split_seed,
+        device=device,
+        grid=grid,
+        grid_seeds=grid_seeds,
+        train_split=train_split,
+        test_split=test_split,
+        **grid_values,
     )
     out_dir = out if out is not None else Path(f"{cache.stem}-heads")
     with FeatureStore(cache) as store, fit_progress() as on_event:
@@ -84,17 +111,27 @@ def fit_head_command(
         table.add_column(col, no_wrap=col != "head")
     for h in result.summary["heads"]:
         d = (h.get("delta_vs_last") or {}).get("test_acc")
-        table.add_row(h["head"], estimate(h["test_acc"]), estimate(h["test_macro_f1"]),
-                      "(baseline)" if h["head"] == "last" else delta(d), str(h["n"]))
+        table.add_row(
+            h["head"],
+            estimate(h["test_acc"]),
+            estimate(h["test_macro_f1"]),
+            "(baseline)" if h["head"] == "last" else delta(d),
+            str(h["n"]),
+        )
     console.print(table)
     if result.grid:
         console.print(f"grid choice (mean val acc): {result.grid['chosen']}", highlight=False)
     if result.profiles:
         console.print(profile_line(result.profiles), highlight=False)
     o = result.out_dir
-    console.print(f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/", highlight=False)
-    for label, keys in (("runs", ("runs_csv", "runs_json")), ("summary", ("summary_csv", "summary_json")),
-                        ("grid", ("grid_csv", "grid_json"))):
+    console.print(
+        f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/", highlight=False
+    )
+    for label, keys in (
+        ("runs", ("runs_csv", "runs_json")),
+        ("summary", ("summary_csv", "summary_json")),
+        ("grid", ("grid_csv", "grid_json")),
+    ):
         if keys[0] in result.files:
             console.print(f"{label:<8} {', '.join(str(result.files[k]) for k in keys)}", highlight=False)
     prof = [p for k, p in result.files.items() if str(p).startswith(str(o / "profiles"))]
@@ -123,33 +160,64 @@ def train_command(
     ln_eps: Optional[float] = opt(JointConfig, "ln_eps"),
     loss: str = opt(JointConfig, "loss"),
     device: str = opt(JointConfig, "device"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)"
+    ),
     force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
 ) -> None:
     """Train a zoo backbone end to end with a head (the paper's joint protocol); write a zoo checkpoint."""
     from ..training.joint import train_joint
 
-    config = JointConfig(model=model, data=data, head=head, seed=seed, lr=lr, batch_size=batch_size, epochs=epochs,
-                         patience=patience, val_fraction=val_fraction, val_mode=val_mode, limit=limit, device=device,
-                         d_star=d_star, tau=tau, psi=psi, score_width=score_width, init=init, ln_eps=ln_eps,
-                         loss=loss)
+    config = JointConfig(
+        model=model,
+        data=data,
+        head=head,
+        seed=seed,
+        lr=lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        patience=patience,
+        val_fraction=val_fraction,
+        val_mode=val_mode,
+        limit=limit,
+        device=device,
+        d_star=d_star,
+        tau=tau,
+        psi=psi,
+        score_width=score_width,
+        init=init,
+        ln_eps=ln_eps,
+        loss=loss,
+    )
     path = out if out is not None else Path(f"zoo-{config.arch}-{head}-seed{seed}.pt")
     with fit_progress() as on_event:
         result = train_joint(config, out=path, progress=on_event, overwrite=force)
     m = result.metrics
-    console.print(f"{model} + {head} on {data}, seed {seed}: test accuracy {m['test_acc']:.4f}, "
-                  f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']}, "
-                  f"val accuracy {m['val_acc']:.4f})", highlight=False)
+    console.print(
+        f"{model} + {head} on {data}, seed {seed}: test accuracy {m['test_acc']:.4f}, "
+        f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']}, "
+        f"val accuracy {m['val_acc']:.4f})",
+        highlight=False,
+    )
     if result.alpha_mean is not None:
-        console.print(f"{head} mean weight on test: " + " · ".join(
-            f"{n} {a:.3f}" for n, a in zip(result.layer_names, result.alpha_mean)), highlight=False)
+        console.print(
+            f"{head} mean weight on test: "
+            + " · ".join(f"{n} {a:.3f}" for n, a in zip(result.layer_names, result.alpha_mean)),
+            highlight=False,
+        )
     if isinstance(m.get("backbone_head"), dict):
-        console.print(f"backbone classifier: linear probe on the frozen last block, test accuracy "
-                      f"{m['backbone_head']['test_acc']:.4f}", highlight=False)
+        console.print(
+            f"backbone classifier: linear probe on the frozen last block, test accuracy "
+            f"{m['backbone_head']['test_acc']:.4f}",
+            highlight=False,
+        )
     console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
     cache = result.path.with_suffix(".h5")
-    console.print(f"next: laya-inspect extract --model {model} --weights {result.path} --data {data} --out {cache}",
-                  highlight=False, soft_wrap=True)
+    console.print(
+        f"next: laya-inspect extract --model {model} --weights {result.path} --data {data} --out {cache}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("export-head")

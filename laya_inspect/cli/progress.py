@@ -1,10 +1,11 @@
 """Rich progress bars fed by the library's progress events."""
+
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -13,9 +14,14 @@ from . import err_console
 
 def make_progress(*, transient: bool = False) -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=err_console, transient=transient,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=transient,
     )
 
 
@@ -50,16 +56,24 @@ def _plain_rows(unit: str) -> Callable[[dict[str, Any]], None]:
 
     def on_event(event: dict[str, Any]) -> None:
         if event["event"] == "split":
-            state.update(split=event["split"], total=event["total"], done=event.get("done", 0),
-                         start_done=event.get("done", 0), t0=time.perf_counter(), next=0)
+            state.update(
+                split=event["split"],
+                total=event["total"],
+                done=event.get("done", 0),
+                start_done=event.get("done", 0),
+                t0=time.perf_counter(),
+                next=0,
+            )
             err_console.print(f"{state['split']}: {state['done']:,}/{state['total']:,} {unit}", highlight=False)
         elif event["event"] == "batch":
             state["done"] += event["rows"]
             if state["done"] >= state["next"] or state["done"] >= state["total"]:
                 seconds = time.perf_counter() - state["t0"]
                 rate = (state["done"] - state["start_done"]) / seconds if seconds > 0 else 0.0
-                err_console.print(f"{state['split']}: {state['done']:,}/{state['total']:,} {unit} "
-                                  f"({rate:,.0f} {unit}/s)", highlight=False)
+                err_console.print(
+                    f"{state['split']}: {state['done']:,}/{state['total']:,} {unit} ({rate:,.0f} {unit}/s)",
+                    highlight=False,
+                )
                 state["next"] = state["done"] + max(1, state["total"] // 10)
 
     return on_event
@@ -72,15 +86,25 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
         yield lambda event: None
         return
     if not err_console.is_terminal:  # a log file: one plain line per finished run instead of bars
+
         def on_line(e: dict[str, Any]) -> None:
             if e["event"] == "run_end":
-                err_console.print(f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, "
-                                  f"val acc {e['val_acc']:.4f}", highlight=False)
+                err_console.print(
+                    f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, val acc {e['val_acc']:.4f}",
+                    highlight=False,
+                )
 
         yield on_line
         return
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err_console, transient=True)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
     with bar:
         tasks: dict[str, Any] = {}
 
@@ -88,14 +112,18 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
             stage = e.get("stage", "fit")
             if e["event"] == "run_start":
                 if stage not in tasks:
-                    tasks[stage] = bar.add_task("grid search" if stage == "grid" else "runs", total=e.get("runs"),
-                                                info="")
+                    tasks[stage] = bar.add_task(
+                        "grid search" if stage == "grid" else "runs", total=e.get("runs"), info=""
+                    )
                 if "epoch" in tasks:
                     bar.remove_task(tasks["epoch"])
                 tasks["epoch"] = bar.add_task(f"{e['head']} seed {e['seed']}", total=e["epochs"], info="")
             elif e["event"] == "epoch":
-                bar.update(tasks["epoch"], completed=e["epoch"],
-                           info=f"loss {e['loss']:.4f}  val acc {e['val_acc']:.4f} (best {e['best_val_acc']:.4f})")
+                bar.update(
+                    tasks["epoch"],
+                    completed=e["epoch"],
+                    info=f"loss {e['loss']:.4f}  val acc {e['val_acc']:.4f} (best {e['best_val_acc']:.4f})",
+                )
             elif e["event"] == "run_end":
                 bar.advance(tasks[stage])
                 bar.update(tasks[stage], info=f"last: {e['head']} seed {e['seed']} val acc {e['val_acc']:.4f}")

@@ -39,18 +39,27 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     lolo = head["lolo"]
     # Oracle and random are properties of the head, not of a method: they go in the title, which
     # keeps the table inside an 80-column terminal.
-    table = Table(title=f"{head['name']} ({head['kind']}) · accuracy {_num(head['accuracy'])} · n {head['n']} · "
-                        f"Del@1 oracle {_num(lolo['oracle_at_1'])}, random {_num(lolo['random_at_1'])}",
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=f"{head['name']} ({head['kind']}) · accuracy {_num(head['accuracy'])} · n {head['n']} · "
+        f"Del@1 oracle {_num(lolo['oracle_at_1'])}, random {_num(lolo['random_at_1'])}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col in ("method", "ρ", "95% CI", "valid", "Del@1", "top-1", "IG |δ|"):
         table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
     for m, s in methods.items():
         f = s["faithfulness"]
         ci = f"[{_num(f['ci_low'], '.2f')}, {_num(f['ci_high'], '.2f')}]" if f["ci_low"] is not None else "—"
         table.add_row(
-            m, _cell(_num(f["mean"]), m in best["faith"]), ci, f"{f['n_valid']}/{f['n_valid'] + f['n_undefined']}",
+            m,
+            _cell(_num(f["mean"]), m in best["faith"]),
+            ci,
+            f"{f['n_valid']}/{f['n_valid'] + f['n_undefined']}",
             _cell(_num(d1[m]), m in best["d1"]),
-            _cell(_num(agree[m], ".2f"), m in best["agree"]), _num(delta[m], ".0e"),
+            _cell(_num(agree[m], ".2f"), m in best["agree"]),
+            _num(delta[m], ".0e"),
         )
     skipped = head.get("methods_skipped") or {}
     if skipped:
@@ -69,16 +78,23 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line, one table per head (methods × metrics, best per column marked), relied-on layers."""
     cache = summary["cache"]
     header = Text.assemble(
-        ("compare", "bold"), f": {summary['n']} {summary['split']} rows of {cache['path']} "
+        ("compare", "bold"),
+        f": {summary['n']} {summary['split']} rows of {cache['path']} "
         f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · ablation {summary['ablation']} · "
-        f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}")
+        f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
+    )
     out: list[RenderableType] = [header]
     for head in summary["heads"]:
         out += [head_table(summary, head), relied_on_line(summary, head)]
     dirs = summary["directions"]
-    out.append(Text(f"{BEST} best of the head's methods. ρ = faithfulness, {dirs['faithfulness']}; valid = rows "
-                    f"where ρ is defined; Del@1 = Deletion@1, {dirs['deletion_at_1']}; top-1 = "
-                    f"{dirs['top_layer_agreement']}; IG |δ|: {dirs['ig_delta_abs_mean']}.", style="dim"))
+    out.append(
+        Text(
+            f"{BEST} best of the head's methods. ρ = faithfulness, {dirs['faithfulness']}; valid = rows "
+            f"where ρ is defined; Del@1 = Deletion@1, {dirs['deletion_at_1']}; top-1 = "
+            f"{dirs['top_layer_agreement']}; IG |δ|: {dirs['ig_delta_abs_mean']}.",
+            style="dim",
+        )
+    )
     return out
 
 

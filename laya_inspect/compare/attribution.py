@@ -14,6 +14,7 @@ Registry ``METHODS``:
 A method not defined for a head is skipped with a reason (:func:`skip_reason`); it is an error only
 when it is defined for none of the heads asked about (:func:`plan_methods`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -146,14 +147,24 @@ def integrated_gradients(head: Head, hs: Sequence[Tensor], target: Tensor, optio
         for rows in _chunks(len(target), options.batch_size):
             x = tuple(h[rows] for h in hs)
             b = tuple(bi.expand_as(xi) for bi, xi in zip(base, x))
-            attrs, delta = ig.attribute(x, baselines=b, target=target[rows], n_steps=options.n_steps,
-                                        internal_batch_size=options.internal_batch_size,
-                                        return_convergence_delta=True)
+            attrs, delta = ig.attribute(
+                x,
+                baselines=b,
+                target=target[rows],
+                n_steps=options.n_steps,
+                internal_batch_size=options.internal_batch_size,
+                return_convergence_delta=True,
+            )
             scores.append(torch.stack([a.sum(dim=1) for a in attrs], dim=1))  # (B, L)
             deltas.append(delta.reshape(-1))
-    params = {"n_steps": options.n_steps, "method": "gausslegendre (Captum default)",
-              "internal_batch_size": options.internal_batch_size, "baseline": options.baseline,
-              "layer_score": "signed sum over the layer's features", "return_convergence_delta": True}
+    params = {
+        "n_steps": options.n_steps,
+        "method": "gausslegendre (Captum default)",
+        "internal_batch_size": options.internal_batch_size,
+        "baseline": options.baseline,
+        "layer_score": "signed sum over the layer's features",
+        "return_convergence_delta": True,
+    }
     return Attribution(_np(torch.cat(scores)), {"delta": _np(torch.cat(deltas))}, params)
 
 
@@ -166,9 +177,13 @@ def gradcam(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributi
     with torch.enable_grad():
         for tap in head.taps:
             cam = LayerGradCam(forward, tap)
-            parts = [cam.attribute(tuple(h[rows] for h in hs), target=target[rows],
-                                   relu_attributions=options.relu).detach().reshape(rows.stop - rows.start, -1).sum(1)
-                     for rows in _chunks(len(target), options.batch_size)]
+            parts = [
+                cam.attribute(tuple(h[rows] for h in hs), target=target[rows], relu_attributions=options.relu)
+                .detach()
+                .reshape(rows.stop - rows.start, -1)
+                .sum(1)
+                for rows in _chunks(len(target), options.batch_size)
+            ]
             cols.append(torch.cat(parts))
     params = {"relu_attributions": options.relu, "layer": "head.taps[i] (Identity on h_i)"}
     return Attribution(_np(torch.stack(cols, dim=1)), params=params)
@@ -178,15 +193,19 @@ def gradcam(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributi
 def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
     with torch.no_grad():
         w = head.static_weights()  # (L,)
-    return Attribution(np.broadcast_to(_np(w), (len(target), head.num_layers)).copy(),
-                       params={"source": "ScalarMixHead.static_weights()"})
+    return Attribution(
+        np.broadcast_to(_np(w), (len(target), head.num_layers)).copy(),
+        params={"source": "ScalarMixHead.static_weights()"},
+    )
 
 
 @_method("random", "seeded uniform noise in [0, 1) (the floor)")
 def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
     rng = np.random.default_rng(options.seed)
-    return Attribution(rng.random((len(target), head.num_layers)),
-                       params={"seed": options.seed, "distribution": "uniform [0, 1), numpy default_rng(seed)"})
+    return Attribution(
+        rng.random((len(target), head.num_layers)),
+        params={"seed": options.seed, "distribution": "uniform [0, 1), numpy default_rng(seed)"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,8 +229,9 @@ def skip_reason(method: str, head: Head) -> str | None:
     return METHODS.get(method).skip_reason(head)
 
 
-def plan_methods(methods: Sequence[str], heads: dict[str, Head], *,
-                 explicit: bool | Collection[str] = True) -> dict[str, tuple[list[str], dict[str, str]]]:
+def plan_methods(
+    methods: Sequence[str], heads: dict[str, Head], *, explicit: bool | Collection[str] = True
+) -> dict[str, tuple[list[str], dict[str, str]]]:
     """For each head: (methods to run, {skipped method: reason}).
 
     A method the user named (``explicit``: True = all of ``methods``, or the named subset; ``all``
@@ -223,8 +243,9 @@ def plan_methods(methods: Sequence[str], heads: dict[str, Head], *,
         reasons = {name: skip_reason(m, head) for name, head in heads.items()}
         if m in named and all(reasons.values()):
             kinds = ", ".join(f"{n} ({h.kind})" for n, h in heads.items())
-            raise InputError(f"method {m!r} is defined for none of the heads given: "
-                             f"{next(iter(reasons.values()))}; heads: {kinds}")
+            raise InputError(
+                f"method {m!r} is defined for none of the heads given: {next(iter(reasons.values()))}; heads: {kinds}"
+            )
         for name, reason in reasons.items():
             if reason:
                 plan[name][1][m] = reason
@@ -233,8 +254,13 @@ def plan_methods(methods: Sequence[str], heads: dict[str, Head], *,
     return plan
 
 
-def attribute(method: str, head: Head, hs: Sequence[Tensor], target: Tensor | np.ndarray,
-              options: AttributionOptions | None = None) -> Attribution:
+def attribute(
+    method: str,
+    head: Head,
+    hs: Sequence[Tensor],
+    target: Tensor | np.ndarray,
+    options: AttributionOptions | None = None,
+) -> Attribution:
     """(N, L) scores of ``method`` for ``head`` on layers ``hs`` (each (N, D_l)) and classes ``target`` (N,)."""
     m = METHODS.get(method)
     reason = m.skip_reason(head)
@@ -249,8 +275,9 @@ def attribute(method: str, head: Head, hs: Sequence[Tensor], target: Tensor | np
     if len(hs) != head.num_layers:
         raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
     device = hs[0].device
-    target = torch.as_tensor(np.asarray(target) if not isinstance(target, Tensor) else target,
-                             dtype=torch.long, device=device)
+    target = torch.as_tensor(
+        np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=device
+    )
     head.eval()
     result = m.fn(head, hs, target, options)
     result.params = {"method": method, **result.params}

@@ -12,6 +12,7 @@ Every function runs all its ablated copies of a chunk of samples in one batched 
 chunk is stacked K times (K = L+1 for LOLO: the intact copy, then one copy per ablated layer), so
 p and every p_ablated come from the same call. A forward pass therefore sees K·batch_size rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -33,8 +34,9 @@ class Ablation:
     needs_weights: bool = False  # only for heads with aggregation weights (has_weights)
     needs_baselines: bool = False  # needs the train-split layer means
 
-    def apply(self, hs: Sequence[Tensor], mask: Tensor,
-              baselines: Sequence[Tensor] | None) -> tuple[list[Tensor], Tensor | None]:
+    def apply(
+        self, hs: Sequence[Tensor], mask: Tensor, baselines: Sequence[Tensor] | None
+    ) -> tuple[list[Tensor], Tensor | None]:
         """Layers and keep-mask for ``head(hs, keep)``; ``mask`` (M, L) bool, True = ablated."""
         if self.name == "drop":
             return list(hs), (~mask).to(hs[0].dtype)
@@ -48,15 +50,18 @@ class Ablation:
 ABLATIONS: Registry[Ablation] = Registry("ablation")
 ABLATIONS.add("mean", Ablation("mean", "h_i replaced by its mean over the train split", needs_baselines=True))
 ABLATIONS.add("zero", Ablation("zero", "h_i replaced by 0"))
-ABLATIONS.add("drop", Ablation("drop", "aggregation weight of layer i set to 0, the rest renormalised",
-                               needs_weights=True))
+ABLATIONS.add(
+    "drop", Ablation("drop", "aggregation weight of layer i set to 0, the rest renormalised", needs_weights=True)
+)
 
 
 def layer_means(store, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
     """b_i = mean of h_i over ``split`` (float64 accumulation), one (D_l,) float32 array per layer."""
     if split not in store.splits:
-        raise NotFoundError(f"no split {split!r} in {store.path} to take the layer means b_i from; "
-                            f"{suggest(split, store.splits)}; use the 'zero' ablation/baseline instead")
+        raise NotFoundError(
+            f"no split {split!r} in {store.path} to take the layer means b_i from; "
+            f"{suggest(split, store.splits)}; use the 'zero' ablation/baseline instead"
+        )
     sums = [np.zeros(w, dtype=np.float64) for w in store.widths]
     n = 0
     for _rows, feats, labels in store.iter_chunks(split, chunk_rows):
@@ -78,7 +83,8 @@ def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
             raise InputError(
                 f"the {ablation!r} ablation needs a head with aggregation weights (laya, scalarmix); "
                 f"not supported by: {', '.join(bad)}; supported by: {', '.join(good) or 'none of the heads given'}; "
-                f"use --ablation mean or zero")
+                f"use --ablation mean or zero"
+            )
     return abl
 
 
@@ -86,15 +92,17 @@ def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
 # core: p for K masked copies of a chunk in one forward pass
 
 
-def _prepare(head: Head, hs: Sequence[Tensor], target, ablation: str,
-             baselines) -> tuple[Ablation, list[Tensor], Tensor, list[Tensor] | None]:
+def _prepare(
+    head: Head, hs: Sequence[Tensor], target, ablation: str, baselines
+) -> tuple[Ablation, list[Tensor], Tensor, list[Tensor] | None]:
     abl = check_ablation(ablation, {head.kind: head})
     hs = list(hs)
     if len(hs) != head.num_layers:
         raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
     device, dtype = hs[0].device, hs[0].dtype
-    target = torch.as_tensor(np.asarray(target) if not isinstance(target, Tensor) else target,
-                             dtype=torch.long, device=device)
+    target = torch.as_tensor(
+        np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=device
+    )
     base = None
     if abl.needs_baselines:
         if baselines is None:
@@ -127,9 +135,15 @@ def _np(t: Tensor) -> np.ndarray:
 # public
 
 
-def lolo_effects(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean",
-                 baselines: Sequence | None = None, *,
-                 batch_size: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lolo_effects(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    *,
+    batch_size: int = 512,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p (N,), p_ablated (N, L), effects (N, L)) with e_i = p − p_ablated_i, float64.
 
     Per chunk of ``batch_size`` samples, one forward pass over L+1 stacked copies.
@@ -148,9 +162,17 @@ def lolo_effects(head: Head, hs: Sequence[Tensor], target, ablation: str = "mean
     return p_np, pa_np, p_np[:, None] - pa_np
 
 
-def ablate_topk_curve(head: Head, hs: Sequence[Tensor], target, order: np.ndarray, ks: Sequence[int] | None = None,
-                      ablation: str = "mean", baselines: Sequence | None = None, *,
-                      batch_size: int = 512) -> np.ndarray:
+def ablate_topk_curve(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    order: np.ndarray,
+    ks: Sequence[int] | None = None,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    *,
+    batch_size: int = 512,
+) -> np.ndarray:
     """(N, len(ks)) p(x with the layers order[n, :k] ablated together), for each k in ``ks``
     (default 1…L); all k of a chunk in one batched forward pass."""
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
@@ -172,7 +194,16 @@ def ablate_topk_curve(head: Head, hs: Sequence[Tensor], target, order: np.ndarra
     return _np(torch.cat(out))
 
 
-def ablate_topk(head: Head, hs: Sequence[Tensor], target, order: np.ndarray, k: int, ablation: str = "mean",
-                baselines: Sequence | None = None, *, batch_size: int = 512) -> np.ndarray:
+def ablate_topk(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    order: np.ndarray,
+    k: int,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    *,
+    batch_size: int = 512,
+) -> np.ndarray:
     """(N,) p(x with its top-k layers by ``order`` (N, L), most important first, ablated together)."""
     return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, batch_size=batch_size)[:, 0]

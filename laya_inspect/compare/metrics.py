@@ -13,6 +13,7 @@ Policies:
 * Bootstrap: percentile interval of the mean over ``n_boot`` resamples (with replacement) of the
   valid rows, ``numpy.random.default_rng(seed)``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -25,7 +26,7 @@ from scipy.stats import rankdata
 DIRECTIONS = {
     "faithfulness": "higher is better (mean Spearman ρ over valid rows, in [-1, 1]; 0 = no rank agreement)",
     "deletion_at_1": "higher is better (drop of p_c when the top-scored layer is ablated; "
-                     "oracle = ceiling, random = floor)",
+    "oracle = ceiling, random = floor)",
     "deletion_curve": "higher is better at each k (drop of p_c when the top-k scored layers are ablated together)",
     "top_layer_agreement": "higher is better (share of samples whose top-scored layer is the top-effect layer)",
     "oracle_at_1": "reference: mean of max_i e_i (the best any method can reach at k=1)",
@@ -79,8 +80,9 @@ def spearman_rows(scores: np.ndarray, effects: np.ndarray) -> np.ndarray:
     return np.clip(rho, -1.0, 1.0)
 
 
-def bootstrap_ci(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
-                 confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile interval of the mean of ``values`` over ``n_boot`` resamples; NaNs if empty or n_boot=0."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0 or n_boot <= 0:
@@ -96,15 +98,17 @@ def bootstrap_ci(values: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
     return float(low), float(high)
 
 
-def faithfulness(scores: np.ndarray, effects: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
-                 confidence: float = 0.95) -> Faithfulness:
+def faithfulness(
+    scores: np.ndarray, effects: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> Faithfulness:
     """Mean row-wise Spearman ρ over valid rows, their count, the undefined count, bootstrap CI. Higher is better."""
     rho = spearman_rows(scores, effects)
     valid = rho[~np.isnan(rho)]
     mean = float(valid.mean()) if len(valid) else float("nan")
     low, high = bootstrap_ci(valid, n_boot=n_boot, seed=seed, confidence=confidence)
-    return Faithfulness(mean, low, high, int(len(valid)), int(len(rho) - len(valid)), int(n_boot), int(seed),
-                        confidence)
+    return Faithfulness(
+        mean, low, high, int(len(valid)), int(len(rho) - len(valid)), int(n_boot), int(seed), confidence
+    )
 
 
 def top_order(scores: np.ndarray) -> np.ndarray:
@@ -171,8 +175,9 @@ def per_class(values: np.ndarray, classes: np.ndarray, num_classes: int) -> np.n
     return out
 
 
-def per_class_faithfulness(scores: np.ndarray, effects: np.ndarray, classes: np.ndarray,
-                           num_classes: int) -> dict[str, list]:
+def per_class_faithfulness(
+    scores: np.ndarray, effects: np.ndarray, classes: np.ndarray, num_classes: int
+) -> dict[str, list]:
     """Per class: mean ρ over valid rows (no bootstrap), n_valid, n_undefined."""
     rho = spearman_rows(scores, effects)
     classes = np.asarray(classes)

@@ -1,6 +1,7 @@
 """What `compare` writes and reads back: summary.json, summary.csv (long rows, :func:`csv_rows`) and
 attributions.h5 (:func:`write_h5`), each written atomically. ``report OUT_DIR`` reads a run back with
 :func:`load_summary`."""
+
 from __future__ import annotations
 
 import json
@@ -36,15 +37,32 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
 
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Long format: one row per number (head, method, scope, metric, value, direction, provenance)."""
-    const = {"ablation": summary["ablation"], "target": summary["target"], "baseline": summary["baseline"],
-             "split": summary["split"], "n": summary["n"], "seed": summary["seed"],
-             "cache_fingerprint": summary["cache"]["fingerprint"]}
+    const = {
+        "ablation": summary["ablation"],
+        "target": summary["target"],
+        "baseline": summary["baseline"],
+        "split": summary["split"],
+        "n": summary["n"],
+        "seed": summary["seed"],
+        "cache_fingerprint": summary["cache"]["fingerprint"],
+    }
     layers, dirs = summary["cache"]["layer_names"], summary["directions"]
     rows: list[dict[str, Any]] = []
 
     def add(h: dict, method: str, scope: str, metric: str, value: Any, direction_key: str | None = None) -> None:
-        rows.append({"head": h["name"], "head_dir": h["dir"], "kind": h["kind"], "method": method, "scope": scope,
-                     "metric": metric, "value": value, "direction": dirs.get(direction_key or metric, ""), **const})
+        rows.append(
+            {
+                "head": h["name"],
+                "head_dir": h["dir"],
+                "kind": h["kind"],
+                "method": method,
+                "scope": scope,
+                "metric": metric,
+                "value": value,
+                "direction": dirs.get(direction_key or metric, ""),
+                **const,
+            }
+        )
 
     for h in summary["heads"]:
         add(h, "", "all", "accuracy", h["accuracy"])
@@ -101,27 +119,47 @@ def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:
         obj.attrs[k] = json.dumps(plain(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
 
 
-def write_h5(path: Path, results: list[HeadResult], rows: np.ndarray, labels: np.ndarray,
-              means: list[np.ndarray] | None, summary: dict[str, Any]) -> Path:
+def write_h5(
+    path: Path,
+    results: list[HeadResult],
+    rows: np.ndarray,
+    labels: np.ndarray,
+    means: list[np.ndarray] | None,
+    summary: dict[str, Any],
+) -> Path:
     """attributions.h5 (schema_version 1)::
 
-        /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
-                                      ablation, target, baseline, seed, config (JSON), choices (JSON),
-                                      layer_names, class_names (JSON), random_orders
-        /rows (N,)             row indices into the cache split      /labels (N,) true labels
-        /baselines/layer_000   (D_l,) train-split means b_i (when used)
-        /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped (JSON)
-          targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights) · p (N,)
-          p_ablated, effects (N, L) · p_topk_oracle, p_topk_random (N, L), column k−1 = top-k ablated
-          methods/<m>/scores (N, L), p_topk (N, L), delta (N,) for ig; attrs = every parameter
+    /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
+                                  ablation, target, baseline, seed, config (JSON), choices (JSON),
+                                  layer_names, class_names (JSON), random_orders
+    /rows (N,)             row indices into the cache split      /labels (N,) true labels
+    /baselines/layer_000   (D_l,) train-split means b_i (when used)
+    /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped (JSON)
+      targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights) · p (N,)
+      p_ablated, effects (N, L) · p_topk_oracle, p_topk_random (N, L), column k−1 = top-k ablated
+      methods/<m>/scores (N, L), p_topk (N, L), delta (N,) for ig; attrs = every parameter
     """
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-        _attrs(f, {"schema_version": SCHEMA_VERSION, "tool_version": __version__,
-                   "cache_path": summary["cache"]["path"], "cache_fingerprint": summary["cache"]["fingerprint"],
-                   "split": summary["split"], "n": summary["n"], "ablation": summary["ablation"],
-                   "target": summary["target"], "baseline": summary["baseline"], "seed": summary["seed"],
-                   "config": summary["config"], "choices": summary["choices"], "random_orders": RANDOM_ORDERS,
-                   "layer_names": summary["cache"]["layer_names"], "class_names": summary["cache"]["class_names"]})
+        _attrs(
+            f,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "tool_version": __version__,
+                "cache_path": summary["cache"]["path"],
+                "cache_fingerprint": summary["cache"]["fingerprint"],
+                "split": summary["split"],
+                "n": summary["n"],
+                "ablation": summary["ablation"],
+                "target": summary["target"],
+                "baseline": summary["baseline"],
+                "seed": summary["seed"],
+                "config": summary["config"],
+                "choices": summary["choices"],
+                "random_orders": RANDOM_ORDERS,
+                "layer_names": summary["cache"]["layer_names"],
+                "class_names": summary["cache"]["class_names"],
+            },
+        )
         f["rows"], f["labels"] = rows.astype(np.int64), labels
         if means is not None:
             g = f.create_group("baselines")
@@ -131,8 +169,17 @@ def write_h5(path: Path, results: list[HeadResult], rows: np.ndarray, labels: np
         for r in results:
             g = f.create_group(f"heads/{r.name}")
             _attrs(g, {"dir": r.head_dir, "kind": r.kind, "head_config": r.head_config, "methods_skipped": r.skipped})
-            for key in ("targets", "preds", "logits", "weights", "p", "p_ablated", "effects",
-                        "p_topk_oracle", "p_topk_random"):
+            for key in (
+                "targets",
+                "preds",
+                "logits",
+                "weights",
+                "p",
+                "p_ablated",
+                "effects",
+                "p_topk_oracle",
+                "p_topk_random",
+            ):
                 if getattr(r, key) is not None:
                     g[key] = getattr(r, key)
             for m, scores in r.scores.items():

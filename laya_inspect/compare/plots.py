@@ -13,6 +13,7 @@ Per head:
 
 Uses matplotlib's object API (``Figure``) with the Agg canvas: no pyplot state, no display.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -87,8 +88,9 @@ def rank_figure(head: dict[str, Any], scores: Mapping[str, np.ndarray], effects:
             ra = rankdata(a[valid], axis=1).ravel()
             re = rankdata(effects[valid], axis=1).ravel()
             pairs, counts = np.unique(np.stack([ra, re], 1), axis=0, return_counts=True)
-            ax.scatter(pairs[:, 0], pairs[:, 1], s=15 + 300 * counts / counts.max(), alpha=0.6,
-                       label="(sample, layer) pairs")
+            ax.scatter(
+                pairs[:, 0], pairs[:, 1], s=15 + 300 * counts / counts.max(), alpha=0.6, label="(sample, layer) pairs"
+            )
         ax.plot([1, n_layers], [1, n_layers], color="grey", ls="--", lw=0.8, label="perfect agreement")
         if n_layers <= 12:
             ax.set_xticks(range(1, n_layers + 1))
@@ -97,7 +99,7 @@ def rank_figure(head: dict[str, Any], scores: Mapping[str, np.ndarray], effects:
         ax.set_ylabel("LOLO effect rank in sample", fontsize=8)
     if methods:
         axes[0].legend(fontsize=7, loc="upper left")
-    for ax in axes[len(methods):]:
+    for ax in axes[len(methods) :]:
         ax.set_visible(False)
     fig.suptitle(f"{head['name']} ({head['kind']}): attribution rank vs effect rank (marker area ∝ count)")
     return fig
@@ -120,8 +122,16 @@ def deletion_figure(head: dict[str, Any], ablation: str) -> Figure:
     return fig
 
 
-def heatmap_figure(matrix: Any, class_names: list[str], layer_names: list[str], title: str, label: str,
-                   *, diverging: bool, fmt: str = ".2f") -> Figure:
+def heatmap_figure(
+    matrix: Any,
+    class_names: list[str],
+    layer_names: list[str],
+    title: str,
+    label: str,
+    *,
+    diverging: bool,
+    fmt: str = ".2f",
+) -> Figure:
     m = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
     fig = Figure(figsize=(1.2 + 0.9 * len(layer_names), 1.2 + 0.42 * len(class_names)), layout="constrained")
     ax = fig.subplots()
@@ -134,8 +144,7 @@ def heatmap_figure(matrix: Any, class_names: list[str], layer_names: list[str], 
         if np.isfinite(v):
             rgba = im.cmap(im.norm(v))
             dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
-            ax.text(j, i, format(v, fmt), ha="center", va="center",
-                    fontsize=size, color="white" if dark else "black")
+            ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=size, color="white" if dark else "black")
     _layer_axis(ax, layer_names)
     ax.set_yticks(range(len(class_names)))
     ax.set_yticklabels(class_names)
@@ -155,17 +164,31 @@ def write_plots(plot_dir: str | Path, summary: dict[str, Any], results: Mapping[
     for head in summary["heads"]:
         name, r = head["name"], results[head["name"]]
         pc = head["per_class"]
-        figs = {"profile": profile_figure(head, layers, ablation), "deletion": deletion_figure(head, ablation),
-                "lolo_by_class": heatmap_figure(pc["mean_effect"], pc["classes"], layers,
-                                                f"{name}: mean LOLO effect by target class ({ablation})",
-                                                "mean LOLO effect", diverging=True, fmt=".3f")}
+        figs = {
+            "profile": profile_figure(head, layers, ablation),
+            "deletion": deletion_figure(head, ablation),
+            "lolo_by_class": heatmap_figure(
+                pc["mean_effect"],
+                pc["classes"],
+                layers,
+                f"{name}: mean LOLO effect by target class ({ablation})",
+                "mean LOLO effect",
+                diverging=True,
+                fmt=".3f",
+            ),
+        }
         if r.scores:
             figs["ranks"] = rank_figure(head, r.scores, r.effects)
         if pc["mean_weights"] is not None:
             what = "α" if head["kind"] == "laya" else "aggregation weight"
-            figs["weights_by_class"] = heatmap_figure(pc["mean_weights"], pc["classes"], layers,
-                                                      f"{name}: mean {what} by target class", f"mean {what}",
-                                                      diverging=False)
+            figs["weights_by_class"] = heatmap_figure(
+                pc["mean_weights"],
+                pc["classes"],
+                layers,
+                f"{name}: mean {what} by target class",
+                f"mean {what}",
+                diverging=False,
+            )
         for key, fig in figs.items():
             paths += _save(fig, out / f"{name}_{key}")
     return paths

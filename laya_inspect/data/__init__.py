@@ -15,6 +15,7 @@ Datasets without native splits get ``train``/``test`` from a seeded stratified s
 (``test_fraction``); ``limit`` keeps a seeded stratified subset of each requested split. Both are
 recorded in ``DataBundle.split_info``; what was done to the inputs is in ``DataBundle.transforms``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,12 +33,23 @@ from .base import DatasetKind, Source, stratified_split, stratified_subset
 from .images import load_imagefolder, load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
 from .text import TEXT_OPTIONS, load_csv, load_jsonl
-from .transforms import (DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform,
-                         plan_image_transform)
+from .transforms import DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform, plan_image_transform
 from .words import TokenIdTransform, WordVocab
 
-__all__ = ["DATASETS", "DataBundle", "DatasetKind", "ImageTransform", "Split", "WordVocab", "load_data",
-           "parse_spec", "plan_image_transform", "raw_texts", "stratified_split", "stratified_subset"]
+__all__ = [
+    "DATASETS",
+    "DataBundle",
+    "DatasetKind",
+    "ImageTransform",
+    "Split",
+    "WordVocab",
+    "load_data",
+    "parse_spec",
+    "plan_image_transform",
+    "raw_texts",
+    "stratified_split",
+    "stratified_subset",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +59,8 @@ DATASETS.add("cifar10", DatasetKind(load_cifar10, "optional", "cifar10[:ROOT]"))
 DATASETS.add("digits", DatasetKind(load_digits_source, "none", "digits"))
 DATASETS.add("imagefolder", DatasetKind(load_imagefolder, "required", "imagefolder:DIR"))
 DATASETS.add("npz", DatasetKind(load_npz, "required", "npz:FILE"))
-DATASETS.add("csv", DatasetKind(load_csv, "required", "csv:FILE[?text_col=…&label_col=…]",
-                                TEXT_OPTIONS))
-DATASETS.add("jsonl", DatasetKind(load_jsonl, "required", "jsonl:FILE[?text_col=…&label_col=…]",
-                                  TEXT_OPTIONS))
+DATASETS.add("csv", DatasetKind(load_csv, "required", "csv:FILE[?text_col=…&label_col=…]", TEXT_OPTIONS))
+DATASETS.add("jsonl", DatasetKind(load_jsonl, "required", "jsonl:FILE[?text_col=…&label_col=…]", TEXT_OPTIONS))
 
 
 @dataclass
@@ -74,9 +84,9 @@ class Split:
         """
         if int(batch_size) < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size!r}")
-        for start in range(int(start), self.n, int(batch_size)):
-            rows = self.index[start:start + int(batch_size)]
-            labels = self.labels[start:start + int(batch_size)]
+        for first in range(int(start), self.n, int(batch_size)):
+            rows = self.index[first : first + int(batch_size)]
+            labels = self.labels[first : first + int(batch_size)]
             yield self.fetch(rows), torch.from_numpy(labels.copy()), torch.from_numpy(rows.copy())
 
 
@@ -115,8 +125,10 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
         raise InputError(f"dataset spec {text!r}: options must read ?key=value&key=value") from None
     for key in options:
         if key not in kind.options:
-            raise InputError(f"dataset {prefix!r} has no option {key!r}; "
-                             f"{suggest(key, kind.options) if kind.options else 'it takes no options'}")
+            raise InputError(
+                f"dataset {prefix!r} has no option {key!r}; "
+                f"{suggest(key, kind.options) if kind.options else 'it takes no options'}"
+            )
     return prefix, arg, options
 
 
@@ -128,8 +140,9 @@ def _split_names(splits: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, image_size: Any,
-                    normalize: Any, resize: str = "stretch") -> Any:
+def _plan_transform(
+    src: Source, spec: str, *, input_spec: Any, tokenizer: Any, image_size: Any, normalize: Any, resize: str = "stretch"
+) -> Any:
     model_kind = getattr(input_spec, "kind", None)
     if src.kind == "text":
         if model_kind == "image":
@@ -139,27 +152,32 @@ def _plan_transform(src: Source, spec: str, *, input_spec: Any, tokenizer: Any, 
         max_length = int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH)
         if model_kind == "tokens":
             if not isinstance(tokenizer, WordVocab):
-                raise InputError("this model reads word ids (zoo:bilstm): it needs the word vocabulary that "
-                                 "`laya-inspect train` writes into its checkpoint; pass --weights with such a "
-                                 "checkpoint, or train one: laya-inspect train --model zoo:bilstm --data csv:FILE")
+                raise InputError(
+                    "this model reads word ids (zoo:bilstm): it needs the word vocabulary that "
+                    "`laya-inspect train` writes into its checkpoint; pass --weights with such a "
+                    "checkpoint, or train one: laya-inspect train --model zoo:bilstm --data csv:FILE"
+                )
             return TokenIdTransform(tokenizer, max_length)
         if tokenizer is None:
-            raise InputError(f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
-                             "(e.g. --model hf:DIR with its tokenizer files)")
+            raise InputError(
+                f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
+                "(e.g. --model hf:DIR with its tokenizer files)"
+            )
         return TextTransform(tokenizer, max_length)
     if model_kind in ("text", "tokens"):
-        raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; "
-                         "use csv:FILE or jsonl:FILE")
+        raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; use csv:FILE or jsonl:FILE")
     if src.kind == "vector":
         if image_size is not None or resize != "stretch":
             raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size or resize does not apply")
         return VectorTransform(src.native["dim"], src.native["scale"])
-    return plan_image_transform(src.native, input_spec=input_spec, image_size=image_size,
-                                normalize=normalize, resize=resize)
+    return plan_image_transform(
+        src.native, input_spec=input_spec, image_size=image_size, normalize=normalize, resize=resize
+    )
 
 
-def _limited(labels: np.ndarray, rows: np.ndarray, limit: int | None,
-             seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _limited(
+    labels: np.ndarray, rows: np.ndarray, limit: int | None, seed: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     info: dict[str, Any] = {"n_source": int(len(labels)), "n": int(len(labels))}
     if limit is not None and int(limit) < len(labels):
         keep = stratified_subset(labels, int(limit), seed=int(seed))
@@ -168,8 +186,9 @@ def _limited(labels: np.ndarray, rows: np.ndarray, limit: int | None,
     return labels, rows, info
 
 
-def raw_texts(spec: str, split: str = "train", *, limit: int | None = None, seed: int = 0,
-              test_fraction: float = 0.2) -> list[str]:
+def raw_texts(
+    spec: str, split: str = "train", *, limit: int | None = None, seed: int = 0, test_fraction: float = 0.2
+) -> list[str]:
     """The untransformed texts of one split of a text dataset, the rows ``load_data`` would give with
     the same arguments (to fit a word vocabulary on the training texts)."""
     prefix, arg, options = parse_spec(spec)
@@ -183,9 +202,19 @@ def raw_texts(spec: str, split: str = "train", *, limit: int | None = None, seed
     return list(part.fetch(rows))
 
 
-def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), limit: int | None = None,
-              seed: int = 0, input_spec: Any = None, tokenizer: Any = None, image_size: Any = None,
-              normalize: Any = None, resize: str = "stretch", test_fraction: float = 0.2) -> DataBundle:
+def load_data(
+    spec: str,
+    *,
+    splits: str | Sequence[str] = ("train", "test"),
+    limit: int | None = None,
+    seed: int = 0,
+    input_spec: Any = None,
+    tokenizer: Any = None,
+    image_size: Any = None,
+    normalize: Any = None,
+    resize: str = "stretch",
+    test_fraction: float = 0.2,
+) -> DataBundle:
     """Load ``spec`` and prepare ``splits`` for a model that wants ``input_spec``.
 
     ``input_spec`` is duck-typed (``kind``, ``channels``, ``size``, ``mean``, ``std``,
@@ -203,18 +232,28 @@ def load_data(spec: str, *, splits: str | Sequence[str] = ("train", "test"), lim
     for name in names:
         if name not in src.split_names:
             raise NotFoundError(f"no split {name!r} in dataset {spec!r}; {suggest(name, src.split_names)}")
-    transform = _plan_transform(src, spec, input_spec=input_spec, tokenizer=tokenizer,
-                                image_size=image_size, normalize=normalize, resize=resize)
+    transform = _plan_transform(
+        src, spec, input_spec=input_spec, tokenizer=tokenizer, image_size=image_size, normalize=normalize, resize=resize
+    )
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
     for name in names:
         part = src.open(name)
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
-        out[name] = Split(name=name, labels=labels, index=rows,
-                          fetch=lambda q, f=part.fetch: transform(f(q)))
-    log.info("dataset %s (%s): %s", spec, src.location,
-             ", ".join(f"{k} {v['n']}/{v['n_source']}" for k, v in per_split.items()))
-    return DataBundle(spec=str(spec).strip(), splits=out, class_names=list(src.class_names),
-                      transforms=transform.describe(), split_info={**src.split_info, "splits": per_split},
-                      kind=src.kind, location=src.location)
+        out[name] = Split(name=name, labels=labels, index=rows, fetch=lambda q, f=part.fetch: transform(f(q)))
+    log.info(
+        "dataset %s (%s): %s",
+        spec,
+        src.location,
+        ", ".join(f"{k} {v['n']}/{v['n_source']}" for k, v in per_split.items()),
+    )
+    return DataBundle(
+        spec=str(spec).strip(),
+        splits=out,
+        class_names=list(src.class_names),
+        transforms=transform.describe(),
+        split_info={**src.split_info, "splits": per_split},
+        kind=src.kind,
+        location=src.location,
+    )

@@ -5,6 +5,7 @@ and ``open(split) -> SplitSource`` (labels, source rows, and a ``fetch(rows)`` t
 inputs of those rows). Loading is deferred to ``open`` so that asking for ``test`` does not read
 ``train``; image folders defer further, to ``fetch``, one batch at a time.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -32,8 +33,9 @@ class SplitSource:
 
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64)
-        self.rows = (np.arange(len(self.labels), dtype=np.int64) if self.rows is None
-                     else np.asarray(self.rows, dtype=np.int64))
+        self.rows = (
+            np.arange(len(self.labels), dtype=np.int64) if self.rows is None else np.asarray(self.rows, dtype=np.int64)
+        )
 
 
 @dataclass
@@ -88,9 +90,13 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
     except ValueError:  # too few test rows for one per class: keep the split, drop stratification
         stratify = None
         train, test = train_test_split(rows, test_size=test_fraction, random_state=seed)
-    info = {"method": "stratified" if stratify is not None else "random", "seed": int(seed),
-            "test_fraction": float(test_fraction), "n_source": int(len(rows)),
-            "stratified": stratify is not None}
+    info = {
+        "method": "stratified" if stratify is not None else "random",
+        "seed": int(seed),
+        "test_fraction": float(test_fraction),
+        "n_source": int(len(rows)),
+        "stratified": stratify is not None,
+    }
     return {"train": np.sort(train), "test": np.sort(test)}, info
 
 
@@ -110,8 +116,7 @@ def stratified_subset(labels: np.ndarray, k: int, *, seed: int) -> np.ndarray:
     take = np.floor(quota).astype(np.int64)
     order = np.lexsort((rng.random(len(classes)), -(quota - take)))
     take[order[: k - int(take.sum())]] += 1
-    picked = [rng.choice(np.flatnonzero(labels == c), size=t, replace=False)
-              for c, t in zip(classes, take) if t > 0]
+    picked = [rng.choice(np.flatnonzero(labels == c), size=t, replace=False) for c, t in zip(classes, take) if t > 0]
     return np.sort(np.concatenate(picked)).astype(np.int64)
 
 

@@ -9,6 +9,7 @@ the sorted folder names (as torchvision's ``ImageFolder``), shared by all splits
 ``y_test``), and optionally ``class_names``. ``X`` is images (N, H, W), (N, H, W, C) or (N, C, H, W)
 with C in 1, 3, 4, or vectors (N, D); uint8 is scaled by 1/255, floats are taken as already in [0, 1].
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,10 @@ def images_nchw(x: np.ndarray, *, where: str) -> np.ndarray:
         if x.shape[1] not in (1, 3, 4) and x.shape[-1] in (1, 3, 4):
             x = x.transpose(0, 3, 1, 2)
         elif x.shape[1] not in (1, 3, 4):
-            raise InputError(f"{where}: cannot tell the channel axis of images shaped {x.shape} "
-                             "(expected (N, H, W, C) or (N, C, H, W) with C in 1, 3, 4)")
+            raise InputError(
+                f"{where}: cannot tell the channel axis of images shaped {x.shape} "
+                "(expected (N, H, W, C) or (N, C, H, W) with C in 1, 3, 4)"
+            )
     else:
         raise InputError(f"{where}: expected images (N, H, W[, C]) or vectors (N, D), got shape {x.shape}")
     return _pixel_dtype(x, where)
@@ -66,8 +69,9 @@ def _rows_of(x: np.ndarray):  # noqa: ANN202
     return lambda rows: torch.from_numpy(np.ascontiguousarray(x[rows]))
 
 
-def array_source(arrays: dict[str, tuple[np.ndarray, np.ndarray]], class_names: list[str], *,
-                 location: str, scale: str | None = None) -> Source:
+def array_source(
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]], class_names: list[str], *, location: str, scale: str | None = None
+) -> Source:
     """A Source over in-memory arrays with native splits: ``{split: (X, labels)}``.
 
     X is (N, C, H, W) images or (N, D) vectors.
@@ -75,22 +79,40 @@ def array_source(arrays: dict[str, tuple[np.ndarray, np.ndarray]], class_names: 
     first = next(iter(arrays.values()))[0]
     for name, (x, _) in arrays.items():
         if x.shape[1:] != first.shape[1:]:
-            raise InputError(f"{location}: split {name!r} has inputs shaped {x.shape[1:]}, "
-                             f"others {first.shape[1:]}")
+            raise InputError(f"{location}: split {name!r} has inputs shaped {x.shape[1:]}, others {first.shape[1:]}")
     kind, native = _describe_arrays(first, scale)
-    return Source(kind=kind, class_names=class_names, split_names=list(arrays),
-                  open=lambda s: SplitSource(labels=arrays[s][1], fetch=_rows_of(arrays[s][0])),
-                  native=native, location=location)
+    return Source(
+        kind=kind,
+        class_names=class_names,
+        split_names=list(arrays),
+        open=lambda s: SplitSource(labels=arrays[s][1], fetch=_rows_of(arrays[s][0])),
+        native=native,
+        location=location,
+    )
 
 
-def seeded_array_source(x: np.ndarray, y: np.ndarray, class_names: list[str], *, location: str,
-                        seed: int, test_fraction: float, scale: str | None = None) -> Source:
+def seeded_array_source(
+    x: np.ndarray,
+    y: np.ndarray,
+    class_names: list[str],
+    *,
+    location: str,
+    seed: int,
+    test_fraction: float,
+    scale: str | None = None,
+) -> Source:
     """One pool of arrays, split into train/test by a seeded stratified split (rows index the pool)."""
     rows, info = stratified_split(y, test_fraction=test_fraction, seed=seed)
     kind, native = _describe_arrays(x, scale)
-    return Source(kind=kind, class_names=class_names, split_names=["train", "test"],
-                  open=lambda s: SplitSource(labels=y[rows[s]], rows=rows[s], fetch=_rows_of(x)),
-                  split_info=info, native=native, location=location)
+    return Source(
+        kind=kind,
+        class_names=class_names,
+        split_names=["train", "test"],
+        open=lambda s: SplitSource(labels=y[rows[s]], rows=rows[s], fetch=_rows_of(x)),
+        split_info=info,
+        native=native,
+        location=location,
+    )
 
 
 def load_npz(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
@@ -112,13 +134,15 @@ def load_npz(arg: str, options: dict, *, seed: int, test_fraction: float) -> Sou
     elif split_keys:
         missing = [s for s in split_keys if f"y_{s}".lower() not in keys]
         if missing:
-            raise InputError(f"{path}: no labels y_{missing[0]} for X_{missing[0]} "
-                             f"(keys: {', '.join(arrays)})")
-        pools = {s: (arrays[f"X_{s}" if f"X_{s}" in arrays else f"x_{s}"], arrays[keys[f"y_{s}".lower()]])
-                 for s in split_keys}
+            raise InputError(f"{path}: no labels y_{missing[0]} for X_{missing[0]} (keys: {', '.join(arrays)})")
+        pools = {
+            s: (arrays[f"X_{s}" if f"X_{s}" in arrays else f"x_{s}"], arrays[keys[f"y_{s}".lower()]])
+            for s in split_keys
+        }
     else:
-        raise InputError(f"{path}: expected arrays X and y, or X_train/y_train/X_test/y_test; "
-                         f"found {', '.join(arrays) or 'none'}")
+        raise InputError(
+            f"{path}: expected arrays X and y, or X_train/y_train/X_test/y_test; found {', '.join(arrays) or 'none'}"
+        )
     for s, (x, y) in pools.items():
         if len(x) != len(y):
             raise InputError(f"{path}: X{'_' + s if s else ''} has {len(x)} rows but y has {len(y)}")
@@ -140,11 +164,10 @@ def load_npz(arg: str, options: dict, *, seed: int, test_fraction: float) -> Sou
     for i, (s, (x, _)) in enumerate(pools.items()):
         x = x.astype(np.float32) if x.ndim == 2 and x.dtype != np.uint8 else x
         x = x if x.ndim == 2 else images_nchw(x, where=str(path))
-        prepared[s] = (x, flat[bounds[i]:bounds[i + 1]])
+        prepared[s] = (x, flat[bounds[i] : bounds[i + 1]])
     if "" in prepared:
         x, y = prepared[""]
-        return seeded_array_source(x, y, class_names, location=str(path), seed=seed,
-                                   test_fraction=test_fraction)
+        return seeded_array_source(x, y, class_names, location=str(path), seed=seed, test_fraction=test_fraction)
     return array_source(prepared, class_names, location=str(path))
 
 
@@ -172,8 +195,7 @@ def _read_image(path: str, mode: str) -> torch.Tensor:
     return t[None] if t.ndim == 2 else t.permute(2, 0, 1).contiguous()
 
 
-def _folder_split(files: list[str], labels: np.ndarray, mode: str,
-                  rows: np.ndarray | None = None) -> SplitSource:
+def _folder_split(files: list[str], labels: np.ndarray, mode: str, rows: np.ndarray | None = None) -> SplitSource:
     def fetch(q: np.ndarray) -> list[torch.Tensor]:
         return [_read_image(files[i], mode) for i in q.tolist()]
 
@@ -190,8 +212,7 @@ def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float
     groups = {s: root / s for s in split_dirs} if split_dirs else {"": root}
     class_names = sorted({c for d in groups.values() for c in _subdirs(d)})
     if not class_names:
-        raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> "
-                         "or DIR/<split>/<class>/<image>)")
+        raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
     for s, d in groups.items():
@@ -212,13 +233,30 @@ def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float
             first_size = (im.size[1], im.size[0])
     except OSError as e:
         raise InputError(f"cannot read image {first!r}: {e}") from None
-    native = {"channels": 1 if mode == "L" else 3, "size": None, "first_size": first_size,
-              "scale": "uint8/255", "pil_mode": mode}
+    native = {
+        "channels": 1 if mode == "L" else 3,
+        "size": None,
+        "first_size": first_size,
+        "scale": "uint8/255",
+        "pil_mode": mode,
+    }
     if split_dirs:
-        return Source(kind="image", class_names=class_names, split_names=split_dirs,
-                      open=lambda s: _folder_split(*listed[s], mode), native=native, location=str(root))
+        return Source(
+            kind="image",
+            class_names=class_names,
+            split_names=split_dirs,
+            open=lambda s: _folder_split(*listed[s], mode),
+            native=native,
+            location=str(root),
+        )
     files, labels = listed[""]
     rows, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
-    return Source(kind="image", class_names=class_names, split_names=["train", "test"],
-                  open=lambda s: _folder_split(files, labels, mode, rows[s]), split_info=info,
-                  native=native, location=str(root))
+    return Source(
+        kind="image",
+        class_names=class_names,
+        split_names=["train", "test"],
+        open=lambda s: _folder_split(files, labels, mode, rows[s]),
+        split_info=info,
+        native=native,
+        location=str(root),
+    )

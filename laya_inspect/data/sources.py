@@ -12,6 +12,7 @@ Nothing is downloaded: each reads files already on the machine and, when they ar
 - digits: scikit-learn's 1,797 8x8 digits, values 0..16 scaled by 1/16, split train/test by a
   seeded stratified split.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,12 +27,23 @@ from .base import Source, SplitSource
 from .images import images_nchw, load_imagefolder, seeded_array_source
 
 FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"
-FASHION_MNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                         "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
-_FMNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-                 "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
-CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer",
-                   "dog", "frog", "horse", "ship", "truck"]
+FASHION_MNIST_CLASSES = [
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+]
+_FMNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 CIFAR10_ROOTS = ("~/.cache/laya-inspect/cifar10", "/usr/share/datasets/cifar10")
 
 
@@ -59,13 +71,15 @@ def _find(folder: Path, stem: str) -> Path | None:
 def load_fashion_mnist(arg: str | None, options: dict, *, seed: int, test_fraction: float) -> Source:
     root = Path(arg or FASHION_MNIST_ROOT).expanduser()
     stems = [s for pair in _FMNIST_FILES.values() for s in pair]
-    folder = next((d for d in (root, root / "FashionMNIST" / "raw", root / "raw")
-                   if all(_find(d, s) for s in stems)), None)
+    folder = next(
+        (d for d in (root, root / "FashionMNIST" / "raw", root / "raw") if all(_find(d, s) for s in stems)), None
+    )
     if folder is None:
         raise DatasetMissingError(
             f"Fashion-MNIST not found in {str(root)!r}: run `apt-get install -y dataset-fashion-mnist` "
             f"(installs it in {FASHION_MNIST_ROOT}) or pass fashion-mnist:DIR with the four IDX files "
-            f"({', '.join(stems)}, optionally .gz)")
+            f"({', '.join(stems)}, optionally .gz)"
+        )
     cache: dict[str, np.ndarray] = {}
 
     def images(split: str) -> np.ndarray:
@@ -79,18 +93,30 @@ def load_fashion_mnist(arg: str | None, options: dict, *, seed: int, test_fracti
     labels = {s: read_idx(_find(folder, lab)).astype(np.int64) for s, (_, lab) in _FMNIST_FILES.items()}
 
     def open_split(split: str) -> SplitSource:
-        return SplitSource(labels=labels[split],
-                           fetch=lambda rows: torch.from_numpy(np.ascontiguousarray(images(split)[rows])))
+        return SplitSource(
+            labels=labels[split], fetch=lambda rows: torch.from_numpy(np.ascontiguousarray(images(split)[rows]))
+        )
 
-    return Source(kind="image", class_names=list(FASHION_MNIST_CLASSES), split_names=list(_FMNIST_FILES),
-                  open=open_split, native={"channels": 1, "size": (28, 28), "scale": "uint8/255"},
-                  location=str(folder))
+    return Source(
+        kind="image",
+        class_names=list(FASHION_MNIST_CLASSES),
+        split_names=list(_FMNIST_FILES),
+        open=open_split,
+        native={"channels": 1, "size": (28, 28), "scale": "uint8/255"},
+        location=str(folder),
+    )
 
 
 # ----------------------------------------------------------------------------- CIFAR-10
-_NUMPY_GLOBALS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                  ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-                  ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+_NUMPY_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("_codecs", "encode"),
+}
 
 
 class _ArraysOnlyUnpickler(pickle.Unpickler):
@@ -99,8 +125,7 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):  # noqa: ANN201
         if (module, name) in _NUMPY_GLOBALS:
             return super().find_class(module, name)
-        raise InputError(f"refusing to unpickle {module}.{name}: "
-                         "a CIFAR-10 batch holds only arrays and lists")
+        raise InputError(f"refusing to unpickle {module}.{name}: a CIFAR-10 batch holds only arrays and lists")
 
 
 def _unpickle(path: Path) -> dict:
@@ -138,8 +163,14 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
         x, y = loaded[split]
         return SplitSource(labels=y, fetch=lambda rows: torch.from_numpy(np.ascontiguousarray(x[rows])))
 
-    return Source(kind="image", class_names=class_names, split_names=list(files), open=open_split,
-                  native={"channels": 3, "size": (32, 32), "scale": "uint8/255"}, location=str(folder))
+    return Source(
+        kind="image",
+        class_names=class_names,
+        split_names=list(files),
+        open=open_split,
+        native={"channels": 3, "size": (32, 32), "scale": "uint8/255"},
+        location=str(folder),
+    )
 
 
 def load_cifar10(arg: str | None, options: dict, *, seed: int, test_fraction: float) -> Source:
@@ -156,15 +187,18 @@ def load_cifar10(arg: str | None, options: dict, *, seed: int, test_fraction: fl
             if (folder / "train").is_dir() or (folder / "test").is_dir():
                 src = load_imagefolder(str(folder), {}, seed=seed, test_fraction=test_fraction)
                 if src.class_names != CIFAR10_CLASSES:
-                    raise InputError(f"{folder}: class folders {src.class_names} are not CIFAR-10's "
-                                     f"{CIFAR10_CLASSES}; use imagefolder:{folder} for other data")
+                    raise InputError(
+                        f"{folder}: class folders {src.class_names} are not CIFAR-10's "
+                        f"{CIFAR10_CLASSES}; use imagefolder:{folder} for other data"
+                    )
                 src.native["size"] = (32, 32)
                 return src
     where = ", ".join(repr(str(r)) for r in roots)
     raise DatasetMissingError(
         f"CIFAR-10 not found in {where}: unpack the JPEG copy with "
         "`tar -xzf ../shared/data/cifar10-jpeg.tar.gz -C DIR` and pass cifar10:DIR, or pass cifar10:DIR "
-        "holding the official python batches (cifar-10-batches-py/)")
+        "holding the official python batches (cifar-10-batches-py/)"
+    )
 
 
 # ----------------------------------------------------------------------------- digits
@@ -174,5 +208,12 @@ def load_digits_source(arg: str | None, options: dict, *, seed: int, test_fracti
     d = load_digits()
     x = (d.images / 16.0).astype(np.float32)[:, None]  # (1797, 1, 8, 8) in [0, 1]
     y = d.target.astype(np.int64)
-    return seeded_array_source(x, y, [str(i) for i in range(10)], location="sklearn.datasets.load_digits",
-                               seed=seed, test_fraction=test_fraction, scale="/16 (values 0..16)")
+    return seeded_array_source(
+        x,
+        y,
+        [str(i) for i in range(10)],
+        location="sklearn.datasets.load_digits",
+        seed=seed,
+        test_fraction=test_fraction,
+        scale="/16 (values 0..16)",
+    )

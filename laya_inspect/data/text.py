@@ -13,6 +13,7 @@ integers keep their values (class names "0".."max"); any other labels (words) be
 distinct values. ``index`` is the 0-based data row in the file (header and blank lines not counted).
 Texts are tokenised per batch by the model's tokenizer (see ``transforms.TextTransform``).
 """
+
 from __future__ import annotations
 
 import csv
@@ -80,8 +81,9 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
     split_col = options.get("split_col", "split")
     for key, col in (("text_col", text_col), ("label_col", label_col)):
         if col not in columns:
-            raise InputError(f"{path}: no column {col!r} for {key}; {suggest(col, columns)} "
-                             f"(choose with {fmt}:FILE?{key}=NAME)")
+            raise InputError(
+                f"{path}: no column {col!r} for {key}; {suggest(col, columns)} (choose with {fmt}:FILE?{key}=NAME)"
+            )
     if "split_col" in options and split_col not in columns:
         raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
     texts = ["" if t is None else str(t) for t in _column(rows, text_col, path=path, what="text")]
@@ -92,13 +94,23 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split")]
         names = list(dict.fromkeys(parts))
         groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in names}
-        return Source(kind="text", class_names=class_names, split_names=names,
-                      open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
-                      split_info={"method": "native", "split_col": split_col}, location=str(path))
+        return Source(
+            kind="text",
+            class_names=class_names,
+            split_names=names,
+            open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
+            split_info={"method": "native", "split_col": split_col},
+            location=str(path),
+        )
     groups, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
-    return Source(kind="text", class_names=class_names, split_names=["train", "test"],
-                  open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
-                  split_info=info, location=str(path))
+    return Source(
+        kind="text",
+        class_names=class_names,
+        split_names=["train", "test"],
+        open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
+        split_info=info,
+        location=str(path),
+    )
 
 
 def load_csv(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:

@@ -4,6 +4,7 @@ Every transform is planned once per dataset (from the raw inputs' description an
 ``InputSpec`` asks for), applied per batch on tensors, and describes itself as JSON
 (``DataBundle.transforms``), which the feature cache stores with the features.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -61,8 +62,10 @@ class ImageTransform:
                 x = torch.stack(list(x))
             elif self.size is None:
                 sizes = ", ".join(sorted(f"{s[-2]}x{s[-1]}" for s in shapes)[:4])
-                raise InputError(f"images in one batch have different sizes ({sizes}); pass an image "
-                                 "size (image_size / --image-size) or use a model with a fixed input size")
+                raise InputError(
+                    f"images in one batch have different sizes ({sizes}); pass an image "
+                    "size (image_size / --image-size) or use a model with a fixed input size"
+                )
             else:
                 return self._normalise(torch.cat([self._resize(self._channels(to_unit(t[None]))) for t in x]))
         return self._normalise(self._resize(self._channels(to_unit(x))))
@@ -90,18 +93,33 @@ class ImageTransform:
         out_size = self.size or self.native_size
         channels = None
         if self.channels is not None and self.channels != self.native_channels:
-            channels = {"from": self.native_channels, "to": self.channels,
-                        "how": " then ".join(_channel_steps(self.native_channels, self.channels))}
+            channels = {
+                "from": self.native_channels,
+                "to": self.channels,
+                "how": " then ".join(_channel_steps(self.native_channels, self.channels)),
+            }
         resize = None
         if self.size is not None and (self.size != self.native_size or self.resize == "crop"):
-            resize = {"from": list(self.native_size) if self.native_size else "per image",
-                      "to": list(self.size), "mode": "bilinear", "antialias": True, "fit": self.resize}
+            resize = {
+                "from": list(self.native_size) if self.native_size else "per image",
+                "to": list(self.size),
+                "mode": "bilinear",
+                "antialias": True,
+                "fit": self.resize,
+            }
             if self.resize == "crop":
                 resize["crop_fraction"] = CROP_FRACTION
-        norm = None if self.mean is None else {"mean": list(self.mean), "std": list(self.std),
-                                               "from": self.normalize_from}
-        return {"kind": "image", "scale": self.scale, "channels": channels, "resize": resize,
-                "normalize": norm, "output": [self.out_channels, *(out_size or ("H", "W"))]}
+        norm = (
+            None if self.mean is None else {"mean": list(self.mean), "std": list(self.std), "from": self.normalize_from}
+        )
+        return {
+            "kind": "image",
+            "scale": self.scale,
+            "channels": channels,
+            "resize": resize,
+            "normalize": norm,
+            "output": [self.out_channels, *(out_size or ("H", "W"))],
+        }
 
 
 def centre_crop(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -112,7 +130,7 @@ def centre_crop(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     nh, nw = max(th, round(h * scale)), max(tw, round(w * scale))
     x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=True)
     top, left = (nh - th) // 2, (nw - tw) // 2
-    return x[..., top:top + th, left:left + tw]
+    return x[..., top : top + th, left : left + tw]
 
 
 def _channel_steps(c: int, target: int) -> list[str]:
@@ -165,8 +183,7 @@ def _floats(v: Any, what: str) -> tuple[float, ...]:
     return vals
 
 
-def resolve_normalize(normalize: Any, input_spec: Any,
-                      channels: int) -> tuple[tuple | None, tuple | None, str]:
+def resolve_normalize(normalize: Any, input_spec: Any, channels: int) -> tuple[tuple | None, tuple | None, str]:
     """The (mean, std, where-from) to apply: the option overrides the model's InputSpec."""
     if normalize is None:
         mean, std = getattr(input_spec, "mean", None), getattr(input_spec, "std", None)
@@ -178,34 +195,37 @@ def resolve_normalize(normalize: Any, input_spec: Any,
         if key == "none":
             return None, None, "none"
         if key != "imagenet":
-            raise InputError(f"unknown normalize {normalize!r}; {suggest(key, NORMALIZE_CHOICES)} "
-                             "(or a (mean, std) pair)")
+            raise InputError(
+                f"unknown normalize {normalize!r}; {suggest(key, NORMALIZE_CHOICES)} (or a (mean, std) pair)"
+            )
         mean, std, frm = IMAGENET_MEAN, IMAGENET_STD, "imagenet"
     else:
         try:
             mean_v, std_v = normalize
         except (TypeError, ValueError):
-            raise InputError("normalize must be 'none', 'imagenet' or a (mean, std) pair, "
-                             f"got {normalize!r}") from None
+            raise InputError(f"normalize must be 'none', 'imagenet' or a (mean, std) pair, got {normalize!r}") from None
         mean, std, frm = _floats(mean_v, "mean"), _floats(std_v, "std"), "given"
     if len(mean) == 1:
         mean = mean * channels
     if len(std) == 1:
         std = std * channels
     if len(mean) != channels or len(std) != channels:
-        raise InputError(f"normalize mean/std have {len(mean)}/{len(std)} values but the images have "
-                         f"{channels} channels")
+        raise InputError(
+            f"normalize mean/std have {len(mean)}/{len(std)} values but the images have {channels} channels"
+        )
     if any(s <= 0 for s in std):
         raise InputError(f"normalize std must be positive, got {list(std)}")
     return mean, std, frm
 
 
-def plan_image_transform(native: dict, *, input_spec: Any = None, image_size: Any = None,
-                         normalize: Any = None, resize: str = "stretch") -> ImageTransform:
+def plan_image_transform(
+    native: dict, *, input_spec: Any = None, image_size: Any = None, normalize: Any = None, resize: str = "stretch"
+) -> ImageTransform:
     """Decide the image transform from the raw images (``native``) and the model's InputSpec.
 
     Target channels: ``input_spec.channels`` (None: keep). Target size: ``image_size`` if given,
-    else ``input_spec.size`` (None: keep); ``resize`` says how to reach it (RESIZE_CHOICES). Normalisation: ``normalize`` ("none", "imagenet" or a
+    else ``input_spec.size`` (None: keep); ``resize`` says how to reach it (RESIZE_CHOICES).
+    Normalisation: ``normalize`` ("none", "imagenet" or a
     (mean, std) pair) if given, else the InputSpec's mean/std, else none (values stay in [0, 1]).
     """
     channels = getattr(input_spec, "channels", None)
@@ -215,16 +235,25 @@ def plan_image_transform(native: dict, *, input_spec: Any = None, image_size: An
     if resize not in RESIZE_CHOICES:
         raise InputError(f"resize must be one of {', '.join(RESIZE_CHOICES)}, got {resize!r}")
     if resize == "crop" and size is None:
-        raise InputError("resize crop needs a target size: pass an image size (--image-size) or use a model "
-                         "with a fixed input size")
+        raise InputError(
+            "resize crop needs a target size: pass an image size (--image-size) or use a model with a fixed input size"
+        )
     native_channels = int(native["channels"])
     out_channels = channels or native_channels
     mean, std, frm = resolve_normalize(normalize, input_spec, out_channels)
     if channels is not None and channels != native_channels:
         adapt_channels(torch.zeros(1, native_channels, 1, 1), channels)  # raises early if impossible
-    return ImageTransform(native_channels=native_channels, native_size=_pair(native.get("size")),
-                          scale=native.get("scale", "uint8/255"), channels=channels, size=size,
-                          mean=mean, std=std, normalize_from=frm, resize=resize)
+    return ImageTransform(
+        native_channels=native_channels,
+        native_size=_pair(native.get("size")),
+        scale=native.get("scale", "uint8/255"),
+        channels=channels,
+        size=size,
+        mean=mean,
+        std=std,
+        normalize_from=frm,
+        resize=resize,
+    )
 
 
 @dataclass(frozen=True)
@@ -254,12 +283,18 @@ class TextTransform:
     max_length: int = DEFAULT_MAX_LENGTH
 
     def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer(list(texts), padding="longest", truncation=True,
-                             max_length=self.max_length, return_tensors="pt")
+        enc = self.tokenizer(
+            list(texts), padding="longest", truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
         return {k: v for k, v in enc.items()}
 
     def describe(self) -> dict:
         tok = self.tokenizer
-        return {"kind": "text", "tokenizer": type(tok).__name__,
-                "name_or_path": str(getattr(tok, "name_or_path", "") or ""),
-                "max_length": self.max_length, "padding": "longest", "truncation": True}
+        return {
+            "kind": "text",
+            "tokenizer": type(tok).__name__,
+            "name_or_path": str(getattr(tok, "name_or_path", "") or ""),
+            "max_length": self.max_length,
+            "padding": "longest",
+            "truncation": True,
+        }

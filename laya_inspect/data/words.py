@@ -7,6 +7,7 @@ last words are always kept and end the sequence, where an RNN's final hidden sta
 The vocabulary travels with the model: ``laya-inspect train`` writes it into the zoo checkpoint
 and ``extract`` reads it back, so both see the same ids.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,7 +63,7 @@ class WordVocab:
         for row, text in enumerate(texts):
             ids = self.ids(text)[-max_length:]
             if ids:
-                out[row, max_length - len(ids):] = torch.tensor(ids, dtype=torch.long)
+                out[row, max_length - len(ids) :] = torch.tensor(ids, dtype=torch.long)
         return out
 
     def sha256(self) -> str:
@@ -80,6 +81,15 @@ class TokenIdTransform:
         return self.vocab.encode(list(texts), self.max_length)
 
     def describe(self) -> dict:
-        return {"kind": "token_ids", "vocab_size": self.vocab.size, "vocab_sha256": self.vocab.sha256(),
-                "max_length": self.max_length, "lowercase": True, "pattern": WORD.pattern,
-                "padding": "pre", "truncating": "pre", "pad_id": PAD, "oov_id": OOV}
+        return {
+            "kind": "token_ids",
+            "vocab_size": self.vocab.size,
+            "vocab_sha256": self.vocab.sha256(),
+            "max_length": self.max_length,
+            "lowercase": True,
+            "pattern": WORD.pattern,
+            "padding": "pre",
+            "truncating": "pre",
+            "pad_id": PAD,
+            "oov_id": OOV,
+        }

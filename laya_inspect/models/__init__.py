@@ -4,23 +4,42 @@
 (registry :data:`SOURCES`): ``torchvision:NAME``, ``timm:NAME``, ``hf:DIR``, ``torchscript:FILE``,
 ``python:pkg.module:factory``, ``zoo:mlp|cnn|bilstm``. Nothing is ever downloaded.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..errors import NotFoundError
-from . import vision, hf, local  # noqa: F401, I001  (registers the sources, in this order)
+
+# isort: off
+# Importing a source module registers it; this order is the order the sources are listed in.
+from . import vision  # noqa: F401
+from . import hf  # noqa: F401
+from . import local  # noqa: F401
+
+# isort: on
 from .base import SOURCES, InputSpec, LoadedModel
 from .weights import load_weights, read_checkpoint, sha256_file, to_state_dict
 from .zoo import ZOO, build_zoo, save_zoo_checkpoint
 
 __all__ = [
-    "SOURCES", "ZOO", "InputSpec", "LoadedModel", "build_zoo", "load_model", "load_weights",
-    "read_checkpoint", "save_zoo_checkpoint", "sha256_file", "to_state_dict",
+    "SOURCES",
+    "ZOO",
+    "InputSpec",
+    "LoadedModel",
+    "build_zoo",
+    "load_model",
+    "load_weights",
+    "read_checkpoint",
+    "save_zoo_checkpoint",
+    "sha256_file",
+    "to_state_dict",
 ]
 
 
-def load_model(spec: str, *, weights: str | Path | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_model(
+    spec: str, *, weights: str | Path | None = None, trust_pickle: bool = False, device: str = "cpu"
+) -> LoadedModel:
     """Build the model ``spec`` names, load ``weights`` (strict), freeze it, and describe it.
 
     Raises :class:`NotFoundError` for an unknown source/name/file, :class:`InputError` for
@@ -34,4 +53,6 @@ def load_model(spec: str, *, weights: str | Path | None = None, trust_pickle: bo
             f"valid prefixes: {', '.join(SOURCES.names())}"
         )
     loader = SOURCES.get(prefix)
-    return loader(rest, weights=None if weights is None else str(weights), trust_pickle=trust_pickle, device=str(device))
+    return loader(
+        rest, weights=None if weights is None else str(weights), trust_pickle=trust_pickle, device=str(device)
+    )

@@ -1,10 +1,10 @@
 """What every model source returns: a frozen module, what it expects as input, and its layer names."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -12,10 +12,9 @@ from torch import Tensor, nn
 from ..errors import InputError
 from ..layers import hooks, snapshot
 from ..registry import Registry
-from ..runtime import seeded
 
 # name → loader(name_after_prefix, *, weights, trust_pickle, device) -> LoadedModel
-SOURCES: Registry[Callable[..., "LoadedModel"]] = Registry("model source")
+SOURCES: Registry[Callable[..., LoadedModel]] = Registry("model source")
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -51,7 +50,14 @@ class Adapter:
         """Module names whose outputs :meth:`forward` can report."""
         return [n for n, _ in module.named_modules() if n]
 
-    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool) -> Any:
+    def forward(
+        self,
+        module: nn.Module,
+        inputs: Any,
+        names: Sequence[str],
+        record: Callable[[str, nn.Module, Any], None],
+        want_virtual: bool,
+    ) -> Any:
         """Call the model once, reporting each named module's output to ``record``; return the output."""
         with hooks(module, names, record):
             return self.call(module, inputs, want_virtual)
@@ -132,7 +138,11 @@ class LoadedModel:
         raw: dict[str, Any] = {}
         with torch.no_grad():
             out = self.adapter.forward(
-                self.module, self.to_device(inputs), hooked, lambda n, _m, o: raw.__setitem__(n, snapshot(o)), bool(wanted_virtual)
+                self.module,
+                self.to_device(inputs),
+                hooked,
+                lambda n, _m, o: raw.__setitem__(n, snapshot(o)),
+                bool(wanted_virtual),
             )
         silent = [n for n in hooked if n not in raw]
         if silent:

@@ -3,6 +3,7 @@
 Layers: the virtual names ``hidden_states.0 … hidden_states.K`` (``output_hidden_states=True``;
 0 is the embeddings, K the last block) plus every dotted module path for hooks.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -93,7 +94,9 @@ def _text_spec(config: Any, tokenizer: Any) -> InputSpec:
 
 
 @SOURCES.register("hf")
-def load_hf(directory: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_hf(
+    directory: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
+) -> LoadedModel:
     """``hf:DIR``: the class named in ``config.architectures`` when it is a sequence/image classifier
     (so logits exist), else ``AutoModel``; loaded in float32 with ``local_files_only=True``."""
     try:
@@ -102,7 +105,9 @@ def load_hf(directory: str, *, weights: str | None = None, trust_pickle: bool = 
         raise NotFoundError(f"hf: models need 'transformers' ({e}); pip install 'laya-inspect[text]'") from None
     d = Path(directory).expanduser()
     if not (d / "config.json").is_file():
-        raise NotFoundError(f"no Hugging Face model directory {directory!r} (expected {d / 'config.json'}; models are never downloaded)")
+        raise NotFoundError(
+            f"no Hugging Face model directory {directory!r} (expected {d / 'config.json'}; models are never downloaded)"
+        )
     config = transformers.AutoConfig.from_pretrained(str(d), local_files_only=True)
     heads = [a for a in (config.architectures or []) if a.endswith(HEADS) and hasattr(transformers, a)]
     cls = getattr(transformers, heads[0]) if heads else transformers.AutoModel
@@ -127,9 +132,17 @@ def load_hf(directory: str, *, weights: str | None = None, trust_pickle: bool = 
     adapter = HFAdapter(_n_hidden(config), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     return LoadedModel(
-        module=freeze(model, device), spec=f"hf:{directory}", source="hf", input_spec=input_spec,
+        module=freeze(model, device),
+        spec=f"hf:{directory}",
+        source="hf",
+        input_spec=input_spec,
         default_layers=list(adapter.virtual_names) or blocks_of(model),
-        num_classes=int(config.num_labels) if heads else None, tokenizer=tokenizer, image_processor=processor,
-        weights_path=str(weights or d), weights_sha256=sha256_files(files) if files else None,
-        device=str(device), layer_roles=roles, adapter=adapter,
+        num_classes=int(config.num_labels) if heads else None,
+        tokenizer=tokenizer,
+        image_processor=processor,
+        weights_path=str(weights or d),
+        weights_sha256=sha256_files(files) if files else None,
+        device=str(device),
+        layer_roles=roles,
+        adapter=adapter,
     )

@@ -1,4 +1,5 @@
 """Sources defined on this machine: TorchScript files, ``python:pkg.module:factory`` and the zoo."""
+
 from __future__ import annotations
 
 import importlib
@@ -11,10 +12,10 @@ import torch
 from torch import nn
 
 from ..errors import InputError, NotFoundError, suggest
-from .base import SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze, last_linear, seeded
+from ..runtime import seeded
+from .base import SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze, last_linear
 from .weights import load_state_dict_strict, load_weights, read_checkpoint, sha256_file, sha256_files, to_state_dict
 from .zoo import DEFAULT_LAYERS, ZOO, build_zoo, is_zoo_checkpoint, model_from_checkpoint
-
 
 # ---------------------------------------------------------------------------------------------
 # TorchScript
@@ -58,7 +59,14 @@ class TorchScriptAdapter(Adapter):
         walk(module, "")
         return names
 
-    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool) -> Any:
+    def forward(
+        self,
+        module: nn.Module,
+        inputs: Any,
+        names: Sequence[str],
+        record: Callable[[str, nn.Module, Any], None],
+        want_virtual: bool,
+    ) -> Any:
         if not names:
             return self.call(module, inputs, want_virtual)
         bad = [n for n in names if n not in set(self.hookable(module))]
@@ -85,7 +93,9 @@ class TorchScriptAdapter(Adapter):
 
 
 @SOURCES.register("torchscript")
-def load_torchscript(path: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_torchscript(
+    path: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
+) -> LoadedModel:
     """``torchscript:FILE`` from ``torch.jit.save``; ``weights`` (optional) are loaded on top, strictly."""
     p = Path(path).expanduser()
     if not p.is_file():
@@ -109,9 +119,16 @@ def load_torchscript(path: str, *, weights: str | None = None, trust_pickle: boo
         head = last_linear(module)
         num_classes = int(head[1].weight.shape[0]) if head else None
     return LoadedModel(
-        module=freeze(module, device), spec=f"torchscript:{path}", source="torchscript", input_spec=InputSpec(kind="image"),
-        default_layers=default, num_classes=num_classes, weights_path=str(weights or p),
-        weights_sha256=sha256_files(files), device=str(device), adapter=adapter,
+        module=freeze(module, device),
+        spec=f"torchscript:{path}",
+        source="torchscript",
+        input_spec=InputSpec(kind="image"),
+        default_layers=default,
+        num_classes=num_classes,
+        weights_path=str(weights or p),
+        weights_sha256=sha256_files(files),
+        device=str(device),
+        adapter=adapter,
     )
 
 
@@ -120,7 +137,9 @@ def load_torchscript(path: str, *, weights: str | None = None, trust_pickle: boo
 
 
 @SOURCES.register("python")
-def load_python(target: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_python(
+    target: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
+) -> LoadedModel:
     """``python:pkg.module:factory``: import the module, call ``factory()`` (no arguments) → ``nn.Module``.
 
     The module may carry ``input_spec`` (an :class:`InputSpec` or a dict of its fields),
@@ -151,9 +170,15 @@ def load_python(target: str, *, weights: str | None = None, trust_pickle: bool =
         head = last_linear(model)
         num_classes = head[1].out_features if head else None
     return LoadedModel(
-        module=freeze(model, device), spec=f"python:{target}", source="python", input_spec=spec or InputSpec(kind="image"),
-        default_layers=list(getattr(model, "default_layers", None) or blocks_of(model)), num_classes=num_classes,
-        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+        module=freeze(model, device),
+        spec=f"python:{target}",
+        source="python",
+        input_spec=spec or InputSpec(kind="image"),
+        default_layers=list(getattr(model, "default_layers", None) or blocks_of(model)),
+        num_classes=num_classes,
+        weights_path=None if weights is None else str(weights),
+        weights_sha256=sha,
+        device=str(device),
     )
 
 
@@ -187,12 +212,21 @@ def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = Fals
 
                 vocab = WordVocab(tuple(obj["vocab"]))
         else:
-            kwargs = getattr(obj, "kwargs", {}) if isinstance(obj, nn.Module) and getattr(obj, "arch", None) == name else {}
+            kwargs = (
+                getattr(obj, "kwargs", {}) if isinstance(obj, nn.Module) and getattr(obj, "arch", None) == name else {}
+            )
             model = build_zoo(name, **{k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()})
             load_state_dict_strict(model, to_state_dict(obj, source=str(weights)), source=str(weights))
         sha = sha256_file(weights)
     return LoadedModel(
-        module=freeze(model, device), spec=f"zoo:{name}", source="zoo", input_spec=_zoo_input_spec(model),
-        default_layers=DEFAULT_LAYERS[name](model), num_classes=model.kwargs["num_classes"], tokenizer=vocab,
-        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+        module=freeze(model, device),
+        spec=f"zoo:{name}",
+        source="zoo",
+        input_spec=_zoo_input_spec(model),
+        default_layers=DEFAULT_LAYERS[name](model),
+        num_classes=model.kwargs["num_classes"],
+        tokenizer=vocab,
+        weights_path=None if weights is None else str(weights),
+        weights_sha256=sha,
+        device=str(device),
     )

@@ -1,4 +1,5 @@
 """Image models from torchvision and timm: architecture by name, weights from a local file."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -7,7 +8,18 @@ from typing import Any
 from torch import Tensor, nn
 
 from ..errors import NotFoundError, suggest
-from .base import IMAGENET_MEAN, IMAGENET_STD, SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze, last_linear, seeded
+from ..runtime import seeded
+from .base import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    SOURCES,
+    Adapter,
+    InputSpec,
+    LoadedModel,
+    blocks_of,
+    freeze,
+    last_linear,
+)
 from .weights import load_state_dict_strict, read_checkpoint, sha256_file, to_state_dict
 
 
@@ -15,7 +27,9 @@ def _import(name: str, extra: str):
     try:
         return __import__(name)
     except ImportError as e:
-        raise NotFoundError(f"model source needs {name!r}, which is not installed ({e}); pip install 'laya-inspect[{extra}]'") from None
+        raise NotFoundError(
+            f"model source needs {name!r}, which is not installed ({e}); pip install 'laya-inspect[{extra}]'"
+        ) from None
 
 
 def _read_state(weights: str | None, trust_pickle: bool) -> tuple[dict[str, Tensor] | None, str | None]:
@@ -24,7 +38,9 @@ def _read_state(weights: str | None, trust_pickle: bool) -> tuple[dict[str, Tens
     return to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights)), sha256_file(weights)
 
 
-def _classes_in_state(model: nn.Module, state: Mapping[str, Tensor] | None, classifier: str | None = None) -> int | None:
+def _classes_in_state(
+    model: nn.Module, state: Mapping[str, Tensor] | None, classifier: str | None = None
+) -> int | None:
     """The class count the checkpoint's classifier was trained for, when it differs from the model's.
 
     ``-1``: the checkpoint has no classifier weights at all (a headless backbone).
@@ -76,7 +92,9 @@ def torchvision_blocks(model: nn.Module) -> list[str]:
 
 
 @SOURCES.register("torchvision")
-def load_torchvision(name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_torchvision(
+    name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
+) -> LoadedModel:
     """``torchvision:NAME`` built with ``weights=None`` (never downloads), then ``weights`` loaded
     strictly; a checkpoint whose classifier has another class count rebuilds the model for it."""
     _import("torchvision", "vision")
@@ -96,10 +114,15 @@ def load_torchvision(name: str, *, weights: str | None = None, trust_pickle: boo
         pass
     head = last_linear(model)
     return LoadedModel(
-        module=freeze(model, device), spec=f"torchvision:{name}", source="torchvision",
+        module=freeze(model, device),
+        spec=f"torchvision:{name}",
+        source="torchvision",
         input_spec=InputSpec(kind="image", channels=3, size=int(size), mean=mean, std=std),
-        default_layers=torchvision_blocks(model), num_classes=head[1].out_features if head else None,
-        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+        default_layers=torchvision_blocks(model),
+        num_classes=head[1].out_features if head else None,
+        weights_path=None if weights is None else str(weights),
+        weights_sha256=sha,
+        device=str(device),
     )
 
 
@@ -126,7 +149,14 @@ class TimmAdapter(Adapter):
     def __init__(self, nhwc: dict[str, int]) -> None:
         self.nhwc = nhwc  # stage name → channels
 
-    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool) -> Any:
+    def forward(
+        self,
+        module: nn.Module,
+        inputs: Any,
+        names: Sequence[str],
+        record: Callable[[str, nn.Module, Any], None],
+        want_virtual: bool,
+    ) -> Any:
         def to_nchw(name: str, m: nn.Module, out: Any) -> None:
             c = self.nhwc.get(name)
             if c is not None and isinstance(out, Tensor) and out.ndim == 4 and out.shape[-1] == c:
@@ -165,8 +195,20 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
     if getattr(model, "output_fmt", "NCHW") == "NHWC":
         nhwc = {f["module"]: f["num_chs"] for f in model.feature_info if "module" in f and "num_chs" in f}
     return LoadedModel(
-        module=freeze(model, device), spec=f"timm:{name}", source="timm", adapter=TimmAdapter(nhwc),
-        input_spec=InputSpec(kind="image", channels=c, size=h, mean=tuple(cfg.get("mean", IMAGENET_MEAN)), std=tuple(cfg.get("std", IMAGENET_STD))),
-        default_layers=timm_blocks(model), num_classes=num_classes,
-        weights_path=None if weights is None else str(weights), weights_sha256=sha, device=str(device),
+        module=freeze(model, device),
+        spec=f"timm:{name}",
+        source="timm",
+        adapter=TimmAdapter(nhwc),
+        input_spec=InputSpec(
+            kind="image",
+            channels=c,
+            size=h,
+            mean=tuple(cfg.get("mean", IMAGENET_MEAN)),
+            std=tuple(cfg.get("std", IMAGENET_STD)),
+        ),
+        default_layers=timm_blocks(model),
+        num_classes=num_classes,
+        weights_path=None if weights is None else str(weights),
+        weights_sha256=sha,
+        device=str(device),
     )

@@ -5,6 +5,7 @@
 ``nn.Module`` needs full unpickling, which runs code from the file, so it is refused unless the
 caller passes ``trust_pickle=True``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,7 +45,11 @@ def sha256_files(paths: list[Path]) -> str:
 def _existing(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if not p.is_file():
-        where = f"; the folder holds: {', '.join(sorted(c.name for c in p.parent.iterdir())[:20])}" if p.parent.is_dir() else ""
+        where = (
+            f"; the folder holds: {', '.join(sorted(c.name for c in p.parent.iterdir())[:20])}"
+            if p.parent.is_dir()
+            else ""
+        )
         raise NotFoundError(f"no weights file {str(path)!r}{where}")
     return p
 
@@ -88,7 +93,7 @@ def _strip(key: str) -> str:
         changed = False
         for prefix in PREFIXES:
             if key.startswith(prefix):
-                key, changed = key[len(prefix):], True
+                key, changed = key[len(prefix) :], True
     return key
 
 
@@ -125,9 +130,15 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
         if unexpected:
             parts.append(f"unexpected {_few(unexpected)}")
         raise InputError(f"{source} does not fit {type(module).__name__}: {'; '.join(parts)}")
-    bad = [f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}" for k, v in own.items() if tuple(state[k].shape) != tuple(v.shape)]
+    bad = [
+        f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}"
+        for k, v in own.items()
+        if tuple(state[k].shape) != tuple(v.shape)
+    ]
     if bad:
-        raise InputError(f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {_few(bad, 3)}")
+        raise InputError(
+            f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {_few(bad, 3)}"
+        )
     module.load_state_dict(state, strict=True)
 
 

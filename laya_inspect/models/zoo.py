@@ -10,6 +10,7 @@ recurrent kernels and zero biases except the forget gate's, which is 1; embeddin
 uniform(-0.05, 0.05). Normalisation layers use LayerNorm with eps=1e-3 (Keras' default).
 ``init="torch"`` keeps PyTorch's own layer initialisation instead (for controlled comparisons).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,11 +71,18 @@ class MLP(nn.Module):
 
     arch = "mlp"
 
-    def __init__(self, in_shape=(1, 28, 28), num_classes: int = 10, hidden=(512, 256, 128), ln_eps: float = 1e-3,
-                 init: str = "glorot") -> None:
+    def __init__(
+        self,
+        in_shape=(1, 28, 28),
+        num_classes: int = 10,
+        hidden=(512, 256, 128),
+        ln_eps: float = 1e-3,
+        init: str = "glorot",
+    ) -> None:
         super().__init__()
-        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps,
-                                     init=init))
+        self.kwargs = _jsonable(
+            dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps, init=init)
+        )
         self.flatten = nn.Flatten()
         widths = [math.prod(in_shape), *hidden]
         self.blocks = nn.ModuleList(
@@ -123,12 +131,29 @@ class CNN(nn.Module):
 
     arch = "cnn"
 
-    def __init__(self, in_shape=(3, 32, 32), num_classes: int = 10, stem_width: int = 32, widths=(64, 128, 256), ln_eps: float = 1e-3,
-                 init: str = "glorot") -> None:
+    def __init__(
+        self,
+        in_shape=(3, 32, 32),
+        num_classes: int = 10,
+        stem_width: int = 32,
+        widths=(64, 128, 256),
+        ln_eps: float = 1e-3,
+        init: str = "glorot",
+    ) -> None:
         super().__init__()
-        self.kwargs = _jsonable(dict(in_shape=tuple(in_shape), num_classes=num_classes, stem_width=stem_width,
-                                     widths=tuple(widths), ln_eps=ln_eps, init=init))
-        self.stem = nn.Sequential(nn.Conv2d(in_shape[0], stem_width, 3, padding=1), ChannelLayerNorm(stem_width, eps=ln_eps), nn.GELU())
+        self.kwargs = _jsonable(
+            dict(
+                in_shape=tuple(in_shape),
+                num_classes=num_classes,
+                stem_width=stem_width,
+                widths=tuple(widths),
+                ln_eps=ln_eps,
+                init=init,
+            )
+        )
+        self.stem = nn.Sequential(
+            nn.Conv2d(in_shape[0], stem_width, 3, padding=1), ChannelLayerNorm(stem_width, eps=ln_eps), nn.GELU()
+        )
         stages, c = [], stem_width
         for i, w in enumerate(widths):
             stages.append(nn.Sequential(_separable(c, w, 1 if i == 0 else 2, ln_eps), _separable(w, w, 1, ln_eps)))
@@ -156,9 +181,13 @@ class BiLSTM(nn.Module):
 
     arch = "bilstm"
 
-    def __init__(self, vocab_size: int = 20000, embed_dim: int = 128, hidden: int = 64, num_classes: int = 2, max_len: int = 200) -> None:
+    def __init__(
+        self, vocab_size: int = 20000, embed_dim: int = 128, hidden: int = 64, num_classes: int = 2, max_len: int = 200
+    ) -> None:
         super().__init__()
-        self.kwargs = dict(vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden, num_classes=num_classes, max_len=max_len)
+        self.kwargs = dict(
+            vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden, num_classes=num_classes, max_len=max_len
+        )
         self.embedding = nn.Embedding(vocab_size, embed_dim)
         self.lstm1 = nn.LSTM(embed_dim, hidden, batch_first=True, bidirectional=True)
         self.lstm2 = nn.LSTM(2 * hidden, hidden, batch_first=True, bidirectional=True)

@@ -15,6 +15,7 @@ Output layout under ``out_dir``::
     grid.json|csv      only with grid=True
     profiles/          α profiles (see profiles.py)
 """
+
 from __future__ import annotations
 
 import math
@@ -30,16 +31,25 @@ from sklearn.metrics import f1_score
 
 from .. import __version__
 from ..errors import InputError
+from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import HEADS, PSI_CHOICES, Head, ScalarMixHead, build_head
 from ..options import check, option, tuples
 from ..runtime import Progress, no_progress, pick_device, seeded
 from ..store import FeatureStore
-from .loop import EVAL_BATCH, CacheRows, Evaluation, LoopSettings, available_memory, evaluate, train_loop, validation_split
+from .loop import (
+    EVAL_BATCH,
+    CacheRows,
+    Evaluation,
+    LoopSettings,
+    available_memory,
+    evaluate,
+    train_loop,
+    validation_split,
+)
 from .options import shared, training_rules
 from .outputs import prepare_out, save_run, summary_rows, write_grid
 from .stats import summarize_runs, summary_to_jsonable
-from ..files import write_csv, write_json
 
 
 def _heads_argv(heads: tuple[str, ...]) -> str:
@@ -57,10 +67,15 @@ class FitConfig:
     """Everything a fit depends on; written into every output. Sequences are stored as tuples."""
 
     heads: tuple[str, ...] = option(
-        ("laya", "last", "concat", "scalarmix"), flag="--head",
-        help="laya | last | concat | scalarmix | all; repeat or comma-separate", always=True, argv=_heads_argv)
+        ("laya", "last", "concat", "scalarmix"),
+        flag="--head",
+        help="laya | last | concat | scalarmix | all; repeat or comma-separate",
+        always=True,
+        argv=_heads_argv,
+    )
     seeds: tuple[int, ...] = option(
-        (0, 1, 2, 3, 4), flag="--seeds", help="run seeds 0 … N−1 (default 5)", always=True, argv=_seeds_argv)
+        (0, 1, 2, 3, 4), flag="--seeds", help="run seeds 0 … N−1 (default 5)", always=True, argv=_seeds_argv
+    )
     d_star: int = shared("d_star", always=True)
     tau: float = shared("tau", always=True)
     psi: str = shared("psi")
@@ -71,8 +86,11 @@ class FitConfig:
     patience: int = shared("patience")
     val_fraction: float = shared("val_fraction")
     val_mode: str = shared("val_mode")
-    split_seed: int = option(0, flag="--split-seed", help="seed of the stratified validation draw (the same for "
-                             "every head and seed: paired runs)")
+    split_seed: int = option(
+        0,
+        flag="--split-seed",
+        help="seed of the stratified validation draw (the same for every head and seed: paired runs)",
+    )
     init: str = "glorot"
     device: str = shared("device")
     grid: bool = False
@@ -103,21 +121,33 @@ class FitConfig:
                 ("laya" in self.heads, "heads", "must include laya: --grid searches LAYA's hyper-parameters"),
                 (bool(self.grid_d_star) and min(self.grid_d_star) >= 1, "grid_d_star", "values must be ≥ 1"),
                 (bool(self.grid_tau) and min(self.grid_tau) > 0, "grid_tau", "values must be > 0"),
-                (bool(self.grid_psi) and set(self.grid_psi) <= set(PSI_CHOICES), "grid_psi",
-                 f"values must be among {', '.join(PSI_CHOICES)}"),
-                (bool(self.grid_width_factors) and min(self.grid_width_factors) >= 1, "grid_width_factors",
-                 "values must be ≥ 1"),
+                (
+                    bool(self.grid_psi) and set(self.grid_psi) <= set(PSI_CHOICES),
+                    "grid_psi",
+                    f"values must be among {', '.join(PSI_CHOICES)}",
+                ),
+                (
+                    bool(self.grid_width_factors) and min(self.grid_width_factors) >= 1,
+                    "grid_width_factors",
+                    "values must be ≥ 1",
+                ),
                 (self.grid_seeds >= 1, "grid_seeds", "must be ≥ 1"),
             ]
         check(self, rules)
 
     def head_hparams(self) -> dict[str, Any]:
-        return {"d_star": self.d_star, "tau": self.tau, "psi": self.psi, "score_width": self.score_width,
-                "init": self.init}
+        return {
+            "d_star": self.d_star,
+            "tau": self.tau,
+            "psi": self.psi,
+            "score_width": self.score_width,
+            "init": self.init,
+        }
 
     def loop_settings(self, seed: int) -> LoopSettings:
-        return LoopSettings(lr=self.lr, epochs=self.epochs, patience=self.patience, seed=seed,
-                            weight_decay=self.weight_decay)
+        return LoopSettings(
+            lr=self.lr, epochs=self.epochs, patience=self.patience, seed=seed, weight_decay=self.weight_decay
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -130,7 +160,7 @@ def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:
         for name in (s.strip() for s in str(item).split(",")):
             if not name:
                 continue
-            for n in (HEADS.names() if name == "all" else [name]):
+            for n in HEADS.names() if name == "all" else [name]:
                 HEADS.get(n)
                 if n not in out:
                     out.append(n)
@@ -158,15 +188,34 @@ class RunResult:
     module: Head | None = field(default=None, repr=False)
 
     def row(self) -> dict[str, Any]:
-        return {"head": self.head, "seed": self.seed, "val_acc": self.val_acc, "test_acc": self.test_acc,
-                "test_macro_f1": self.test_macro_f1, "test_loss": self.test_loss, "epochs_run": self.epochs_run,
-                "best_epoch": self.best_epoch, "seconds": round(self.seconds, 3),
-                "head_dir": str(self.head_dir) if self.head_dir else ""}
+        return {
+            "head": self.head,
+            "seed": self.seed,
+            "val_acc": self.val_acc,
+            "test_acc": self.test_acc,
+            "test_macro_f1": self.test_macro_f1,
+            "test_loss": self.test_loss,
+            "epochs_run": self.epochs_run,
+            "best_epoch": self.best_epoch,
+            "seconds": round(self.seconds, 3),
+            "head_dir": str(self.head_dir) if self.head_dir else "",
+        }
 
 
-def fit_one(kind: str, seed: int, hparams: dict[str, Any], *, train: CacheRows, train_rows: np.ndarray,
-            val_rows: np.ndarray, num_classes: int, config: FitConfig, test: CacheRows | None = None,
-            progress: Progress | None = None, tag: dict[str, Any] | None = None) -> RunResult:
+def fit_one(
+    kind: str,
+    seed: int,
+    hparams: dict[str, Any],
+    *,
+    train: CacheRows,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+    num_classes: int,
+    config: FitConfig,
+    test: CacheRows | None = None,
+    progress: Progress | None = None,
+    tag: dict[str, Any] | None = None,
+) -> RunResult:
     """Train one head with early stopping on validation accuracy, restore its best weights, test it."""
     emit = progress or no_progress
     tag = tag or {}
@@ -175,11 +224,26 @@ def fit_one(kind: str, seed: int, hparams: dict[str, Any], *, train: CacheRows, 
         head = build_head(kind, train.store.widths, num_classes, **hparams)
     head.to(train.device)
     history, stopper = train_loop(
-        head, lambda g: train.batches(train_rows, config.batch_size, g),
-        lambda: train.batches(val_rows, EVAL_BATCH), config.loop_settings(seed), name=kind, emit=emit, tag=tag)
+        head,
+        lambda g: train.batches(train_rows, config.batch_size, g),
+        lambda: train.batches(val_rows, EVAL_BATCH),
+        config.loop_settings(seed),
+        name=kind,
+        emit=emit,
+        tag=tag,
+    )
     best_acc, best_epoch = stopper.best, stopper.best_epoch
-    result = RunResult(head=kind, seed=seed, hparams=dict(hparams), val_acc=best_acc, epochs_run=len(history),
-                       best_epoch=best_epoch, seconds=0.0, history=history, module=head)
+    result = RunResult(
+        head=kind,
+        seed=seed,
+        hparams=dict(hparams),
+        val_acc=best_acc,
+        epochs_run=len(history),
+        best_epoch=best_epoch,
+        seconds=0.0,
+        history=history,
+        module=head,
+    )
     if test is not None:
         ev = evaluate(head, test, np.arange(test.n))
         result.test, result.test_acc, result.test_loss = ev, ev.acc, ev.loss
@@ -187,8 +251,19 @@ def fit_one(kind: str, seed: int, hparams: dict[str, Any], *, train: CacheRows, 
     if isinstance(head, ScalarMixHead):
         result.static_weights = head.static_weights().detach().cpu().numpy()
     result.seconds = time.perf_counter() - t0
-    emit({"event": "run_end", "head": kind, "seed": seed, "val_acc": best_acc, "test_acc": result.test_acc,
-          "best_epoch": best_epoch, "epochs_run": len(history), "seconds": result.seconds, **tag})
+    emit(
+        {
+            "event": "run_end",
+            "head": kind,
+            "seed": seed,
+            "val_acc": best_acc,
+            "test_acc": result.test_acc,
+            "best_epoch": best_epoch,
+            "epochs_run": len(history),
+            "seconds": result.seconds,
+            **tag,
+        }
+    )
     return result
 
 
@@ -205,8 +280,14 @@ class FitResult:
     files: dict[str, Path]
 
 
-def fit_heads(store: FeatureStore, config: FitConfig, *, out_dir: str | Path, progress: Progress | None = None,
-              overwrite: bool = False) -> FitResult:
+def fit_heads(
+    store: FeatureStore,
+    config: FitConfig,
+    *,
+    out_dir: str | Path,
+    progress: Progress | None = None,
+    overwrite: bool = False,
+) -> FitResult:
     """Fit every head of ``config`` over its seeds on ``store``'s train split; test on its test split."""
     from .profiles import compute_profiles, write_profiles
 
@@ -234,9 +315,17 @@ def fit_heads(store: FeatureStore, config: FitConfig, *, out_dir: str | Path, pr
         files.update(write_grid(out, grid))
 
     identity = cache_identity(store)
-    split_info = {"train_split": config.train_split, "test_split": config.test_split, "n_train": len(train_rows),
-                  "n_val": len(val_rows), "n_test": test.n, "val_mode": config.val_mode,
-                  "val_fraction": config.val_fraction, "split_seed": config.split_seed, "in_memory": in_memory}
+    split_info = {
+        "train_split": config.train_split,
+        "test_split": config.test_split,
+        "n_train": len(train_rows),
+        "n_val": len(val_rows),
+        "n_test": test.n,
+        "val_mode": config.val_mode,
+        "val_fraction": config.val_fraction,
+        "split_seed": config.split_seed,
+        "in_memory": in_memory,
+    }
     training = {k: getattr(config, k) for k in ("lr", "batch_size", "epochs", "patience", "weight_decay")}
     runs: list[RunResult] = []
     total = len(config.heads) * len(config.seeds)
@@ -244,16 +333,27 @@ def fit_heads(store: FeatureStore, config: FitConfig, *, out_dir: str | Path, pr
         for seed in config.seeds:
             tag = {"stage": "fit", "run": len(runs) + 1, "runs": total}
             r = fit_one(kind, seed, hparams, config=config, test=test, progress=emit, tag=tag, **common)
-            r.head_dir = save_run(out / kind / f"seed_{seed}", r, identity=identity, split_info=split_info,
-                                   training=training, device=str(device))
+            r.head_dir = save_run(
+                out / kind / f"seed_{seed}",
+                r,
+                identity=identity,
+                split_info=split_info,
+                training=training,
+                device=str(device),
+            )
             runs.append(r)
 
     rows = [r.row() for r in runs]
     files["runs_json"] = write_json(out / "runs.json", rows)
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
     summary = {
-        "tool_version": __version__, "cache": identity, "config": config.to_dict(), "device": str(device),
-        "hparams": hparams, "split": split_info, "grid": grid and {"chosen": grid["chosen"], "file": "grid.json"},
+        "tool_version": __version__,
+        "cache": identity,
+        "config": config.to_dict(),
+        "device": str(device),
+        "hparams": hparams,
+        "split": split_info,
+        "grid": grid and {"chosen": grid["chosen"], "file": "grid.json"},
         "heads": summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last")),
     }
     files["summary_json"] = write_json(out / "summary.json", summary)
@@ -264,8 +364,17 @@ def fit_heads(store: FeatureStore, config: FitConfig, *, out_dir: str | Path, pr
     if weighted:
         profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=_class_names(store, num_classes))
         files.update(write_profiles(out / "profiles", profiles))
-    return FitResult(out_dir=out, config=config, device=str(device), hparams=hparams, runs=runs, summary=summary,
-                     grid=grid, profiles=profiles, files=files)
+    return FitResult(
+        out_dir=out,
+        config=config,
+        device=str(device),
+        hparams=hparams,
+        runs=runs,
+        summary=summary,
+        grid=grid,
+        profiles=profiles,
+        files=files,
+    )
 
 
 def grid_search(config: FitConfig, *, progress: Progress | None = None, **common: Any) -> dict[str, Any]:
@@ -276,23 +385,39 @@ def grid_search(config: FitConfig, *, progress: Progress | None = None, **common
     combos = list(product(config.grid_d_star, config.grid_tau, config.grid_psi, config.grid_width_factors))
     entries, total, done = [], len(combos) * len(seeds), 0
     for d_star, tau, psi, factor in combos:
-        hp = {"d_star": int(d_star), "tau": float(tau), "psi": psi, "score_width": int(factor * d_star),
-              "init": config.init}
+        hp = {
+            "d_star": int(d_star),
+            "tau": float(tau),
+            "psi": psi,
+            "score_width": int(factor * d_star),
+            "init": config.init,
+        }
         vals = []
         for seed in seeds:
             done += 1
             tag = {"stage": "grid", "run": done, "runs": total}
             r = fit_one("laya", seed, hp, config=config, progress=emit, tag=tag, **common)
             vals.append(r.val_acc)
-        entries.append({**hp, "width_factor": int(factor), "seeds": list(seeds), "val_acc": vals,
-                        "val_acc_mean": float(np.mean(vals)),
-                        "val_acc_std": float(np.std(vals, ddof=1)) if len(vals) > 1 else None})
+        entries.append(
+            {
+                **hp,
+                "width_factor": int(factor),
+                "seeds": list(seeds),
+                "val_acc": vals,
+                "val_acc_mean": float(np.mean(vals)),
+                "val_acc_std": float(np.std(vals, ddof=1)) if len(vals) > 1 else None,
+            }
+        )
     best = max(range(len(entries)), key=lambda i: (entries[i]["val_acc_mean"], -i))
     chosen = {k: entries[best][k] for k in ("d_star", "tau", "psi", "score_width")}
     for i, e in enumerate(entries):
         e["chosen"] = i == best
-    return {"selection": "best mean validation accuracy over seeds (ties: first in grid order)",
-            "applied_to": "laya; d_star also to concat and scalarmix", "chosen": chosen, "configs": entries}
+    return {
+        "selection": "best mean validation accuracy over seeds (ties: first in grid order)",
+        "applied_to": "laya; d_star also to concat and scalarmix",
+        "chosen": chosen,
+        "configs": entries,
+    }
 
 
 def _class_names(store: FeatureStore, num_classes: int) -> list[str]:

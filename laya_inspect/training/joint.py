@@ -13,10 +13,10 @@ reads it): ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", "hea
 "config", "state_dict", "layer_names", "pooling"}, "metrics", "data_spec", "seed", "tool_version",
 "training", "transforms", "split_info"}``; test metrics go to ``<FILE stem>.metrics.json`` beside it.
 """
+
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ from .. import __version__
 from ..errors import InputError
 from ..files import plain, write_json
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
-from ..models.zoo import INITS
 from ..options import check, option, tuples
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .loop import LOSSES, InputRows, LoopSettings, TensorRows, predict, train_loop, validation_split
@@ -43,11 +42,15 @@ POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's blo
 @dataclass(frozen=True)
 class JointConfig:
     model: str = option("zoo:mlp", flag="--model", help="zoo:mlp | zoo:cnn | zoo:bilstm", always=True)
-    data: str = option("fashion-mnist", flag="--data", always=True,
-                       help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text table csv:FILE or jsonl:FILE "
-                            "for zoo:bilstm")
-    head: str = option("last", flag="--head", always=True,
-                       help="last (the backbone's own classifier) | laya | concat | scalarmix")
+    data: str = option(
+        "fashion-mnist",
+        flag="--data",
+        always=True,
+        help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text table csv:FILE or jsonl:FILE for zoo:bilstm",
+    )
+    head: str = option(
+        "last", flag="--head", always=True, help="last (the backbone's own classifier) | laya | concat | scalarmix"
+    )
     seed: int = option(0, flag="--seed", help="initialisation and shuffling seed", always=True)
     lr: float = shared("lr")
     batch_size: int = shared("batch_size")
@@ -55,8 +58,9 @@ class JointConfig:
     patience: int = shared("patience")
     val_fraction: float = shared("val_fraction")
     val_mode: str = shared("val_mode")
-    limit: int | None = option(None, flag="--limit", help="at most this many rows per split (seeded, stratified)",
-                               always=True)
+    limit: int | None = option(
+        None, flag="--limit", help="at most this many rows per split (seeded, stratified)", always=True
+    )
     device: str = shared("device")
     d_star: int = shared("d_star")
     tau: float = shared("tau")
@@ -67,20 +71,31 @@ class JointConfig:
     data_seed: int = 0  # the dataset's own seeded split/subset; extract's --seed must match it
     init: str = shared("init")  # backbone and head initialisation
     ln_eps: float | None = option(None, flag="--ln-eps", help="the backbone's LayerNorm ε (default 1e-3, Keras')")
-    loss: str = option("logits", flag="--loss", help="logits (cross-entropy on logits) | probs (Keras' loss on "
-                       "clipped softmax probabilities, as the reference notebook)")
+    loss: str = option(
+        "logits",
+        flag="--loss",
+        help="logits (cross-entropy on logits) | probs (Keras' loss on "
+        "clipped softmax probabilities, as the reference notebook)",
+    )
     model_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"hidden": [512, 256, 128]}
 
     def __post_init__(self) -> None:
         tuples(self)
         prefix, _, name = self.model.partition(":")
-        check(self, [
-            (prefix == "zoo" and bool(name), "model", "is not a zoo backbone; train builds zoo backbones: zoo:mlp | zoo:cnn | zoo:bilstm"),
-            (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
-            *training_rules(self),
-            (self.ln_eps is None or self.ln_eps > 0, "ln_eps", "must be > 0"),
-            (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
-        ])
+        check(
+            self,
+            [
+                (
+                    prefix == "zoo" and bool(name),
+                    "model",
+                    "is not a zoo backbone; train builds zoo backbones: zoo:mlp | zoo:cnn | zoo:bilstm",
+                ),
+                (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
+                *training_rules(self),
+                (self.ln_eps is None or self.ln_eps > 0, "ln_eps", "must be > 0"),
+                (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
+            ],
+        )
 
     @property
     def arch(self) -> str:
@@ -121,8 +136,9 @@ class JointResult:
     alpha_mean: list[float] | None  # mean α per layer on the test split (laya)
 
 
-def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | None = None,
-                overwrite: bool = False) -> JointResult:
+def train_joint(
+    config: JointConfig, *, out: str | Path, progress: Progress | None = None, overwrite: bool = False
+) -> JointResult:
     """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics."""
     from ..data import load_data
     from ..models.zoo import DEFAULT_LAYERS, build_zoo, save_zoo_checkpoint
@@ -142,8 +158,14 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         vocab = WordVocab.fit(texts, size=int(config.model_kwargs.get("vocab_size", 20000)))
         input_spec = InputSpec(kind="tokens", max_length=int(config.model_kwargs.get("max_len", 200)))
     # The data seed stays fixed across run seeds so that every run (and `extract`) sees the same test rows.
-    bundle = load_data(config.data, splits=(config.train_split, config.test_split), limit=config.limit,
-                       seed=config.data_seed, input_spec=input_spec, tokenizer=vocab)
+    bundle = load_data(
+        config.data,
+        splits=(config.train_split, config.test_split),
+        limit=config.limit,
+        seed=config.data_seed,
+        input_spec=input_spec,
+        tokenizer=vocab,
+    )
     train_split, test_split = bundle.splits[config.train_split], bundle.splits[config.test_split]
     num_classes = bundle.num_classes
     kwargs: dict[str, Any] = {"num_classes": num_classes, **config.model_kwargs}
@@ -155,16 +177,23 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
             kwargs.setdefault("ln_eps", config.ln_eps)
         sample = train_split.fetch(train_split.index[:1])
         if not isinstance(sample, Tensor) or sample.ndim != 4:
-            raise InputError(f"zoo:{config.arch} takes images (N, C, H, W); dataset {config.data!r} gives "
-                             f"{type(sample).__name__} {tuple(getattr(sample, 'shape', ()))}")
+            raise InputError(
+                f"zoo:{config.arch} takes images (N, C, H, W); dataset {config.data!r} gives "
+                f"{type(sample).__name__} {tuple(getattr(sample, 'shape', ()))}"
+            )
         kwargs.setdefault("in_shape", tuple(int(s) for s in sample.shape[1:]))
     with seeded(config.seed):
         backbone = build_zoo(config.arch, **kwargs)
         layer_names = DEFAULT_LAYERS[config.arch](backbone)
         with torch.no_grad():
             widths = [h.shape[1] for h in pooled_features(backbone.eval(), train_split.fetch(train_split.index[:2]))]
-        hp = {"d_star": config.d_star, "tau": config.tau, "psi": config.psi, "score_width": config.score_width,
-              "init": config.init}
+        hp = {
+            "d_star": config.d_star,
+            "tau": config.tau,
+            "psi": config.psi,
+            "score_width": config.score_width,
+            "init": config.init,
+        }
         head = None if config.head == "last" else build_head(config.head, widths, num_classes, **hp)
     model = JointModel(backbone, head).to(device)
     train, test = InputRows(train_split, device), InputRows(test_split, device)
@@ -173,17 +202,38 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
     t0 = time.perf_counter()
     tag = {"stage": "joint", "run": 1, "runs": 1}
     history, stopper = train_loop(
-        model, lambda g: train.batches(tr_pos, config.batch_size, g),
-        lambda: train.batches(va_pos, 4 * config.batch_size), config.loop_settings(), name=config.head,
-        emit=emit, tag=tag)
-    emit({"event": "run_end", "head": config.head, "seed": config.seed, "val_acc": stopper.best,
-          "best_epoch": stopper.best_epoch, "epochs_run": len(history), **tag})
+        model,
+        lambda g: train.batches(tr_pos, config.batch_size, g),
+        lambda: train.batches(va_pos, 4 * config.batch_size),
+        config.loop_settings(),
+        name=config.head,
+        emit=emit,
+        tag=tag,
+    )
+    emit(
+        {
+            "event": "run_end",
+            "head": config.head,
+            "seed": config.seed,
+            "val_acc": stopper.best,
+            "best_epoch": stopper.best_epoch,
+            "epochs_run": len(history),
+            **tag,
+        }
+    )
     preds, labels, weights, test_loss = predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
     metrics: dict[str, Any] = {
-        "head": config.head, "seed": config.seed, "val_acc": stopper.best, "best_epoch": stopper.best_epoch,
-        "epochs_run": len(history), "test_acc": float((preds == labels).mean()),
-        "test_macro_f1": float(f1_score(labels, preds, average="macro", zero_division=0)), "test_loss": test_loss,
-        "n_train": int(len(tr_pos)), "n_val": int(len(va_pos)), "n_test": int(test_split.n),
+        "head": config.head,
+        "seed": config.seed,
+        "val_acc": stopper.best,
+        "best_epoch": stopper.best_epoch,
+        "epochs_run": len(history),
+        "test_acc": float((preds == labels).mean()),
+        "test_macro_f1": float(f1_score(labels, preds, average="macro", zero_division=0)),
+        "test_loss": test_loss,
+        "n_train": int(len(tr_pos)),
+        "n_val": int(len(va_pos)),
+        "n_test": int(test_split.n),
         "seconds": time.perf_counter() - t0,
     }
     alpha_mean = weights.mean(axis=0).tolist() if weights is not None else None
@@ -199,24 +249,56 @@ def train_joint(config: JointConfig, *, out: str | Path, progress: Progress | No
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
     training = {k: v for k, v in asdict(config).items() if k != "model_kwargs"}
     ckpt_extra = {
-        "head": {"kind": saved_head.kind, "config": saved_head.config(), "layer_names": layer_names,
-                 "pooling": POOLING.get(config.arch, "none"),
-                 "state_dict": {k: v.detach().cpu() for k, v in saved_head.state_dict().items()}},
-        "metrics": metrics, "data_spec": bundle.spec, "seed": config.seed, "tool_version": __version__,
+        "head": {
+            "kind": saved_head.kind,
+            "config": saved_head.config(),
+            "layer_names": layer_names,
+            "pooling": POOLING.get(config.arch, "none"),
+            "state_dict": {k: v.detach().cpu() for k, v in saved_head.state_dict().items()},
+        },
+        "metrics": metrics,
+        "data_spec": bundle.spec,
+        "seed": config.seed,
+        "tool_version": __version__,
         "training": training,
-        "transforms": bundle.transforms, "split_info": plain(bundle.split_info), "history": history,
+        "transforms": bundle.transforms,
+        "split_info": plain(bundle.split_info),
+        "history": history,
     }
     if vocab is not None:
         ckpt_extra["vocab"] = list(vocab.words)
     save_zoo_checkpoint(path, backbone.cpu(), extra=plain(ckpt_extra))
-    write_json(metrics_path, {"checkpoint": str(path), "model": config.model, "data": bundle.spec,
-                              "layer_names": layer_names, **metrics, "training": training, "history": history})
-    return JointResult(path=path, metrics_path=metrics_path, metrics=metrics, history=history,
-                       layer_names=layer_names, alpha_mean=alpha_mean)
+    write_json(
+        metrics_path,
+        {
+            "checkpoint": str(path),
+            "model": config.model,
+            "data": bundle.spec,
+            "layer_names": layer_names,
+            **metrics,
+            "training": training,
+            "history": history,
+        },
+    )
+    return JointResult(
+        path=path,
+        metrics_path=metrics_path,
+        metrics=metrics,
+        history=history,
+        layer_names=layer_names,
+        alpha_mean=alpha_mean,
+    )
 
 
-def _probe(backbone: nn.Module, train: InputRows, test: InputRows, tr_pos: np.ndarray, va_pos: np.ndarray,
-           config: JointConfig, emit: Progress) -> dict[str, Any]:
+def _probe(
+    backbone: nn.Module,
+    train: InputRows,
+    test: InputRows,
+    tr_pos: np.ndarray,
+    va_pos: np.ndarray,
+    config: JointConfig,
+    emit: Progress,
+) -> dict[str, Any]:
     """Fit the backbone's own classifier on its frozen (pooled) last block, so its logits are meaningful."""
     backbone.eval()
 
@@ -234,13 +316,32 @@ def _probe(backbone: nn.Module, train: InputRows, test: InputRows, tr_pos: np.nd
     probe_train, probe_val = TensorRows(f_tr, y_tr), TensorRows(f_va, y_va)
     tag = {"stage": "probe", "run": 1, "runs": 1}
     history, stopper = train_loop(
-        clf, lambda g: probe_train.batches(np.arange(len(y_tr)), config.batch_size, g),
-        lambda: probe_val.batches(np.arange(len(y_va)), config.batch_size), config.loop_settings(),
-        forward=lambda h: HeadOutput(clf(h), None), name=config.head, emit=emit, tag=tag)
-    emit({"event": "run_end", "head": config.head, "seed": config.seed, "val_acc": stopper.best,
-          "best_epoch": stopper.best_epoch, "epochs_run": len(history), **tag})
+        clf,
+        lambda g: probe_train.batches(np.arange(len(y_tr)), config.batch_size, g),
+        lambda: probe_val.batches(np.arange(len(y_va)), config.batch_size),
+        config.loop_settings(),
+        forward=lambda h: HeadOutput(clf(h), None),
+        name=config.head,
+        emit=emit,
+        tag=tag,
+    )
+    emit(
+        {
+            "event": "run_end",
+            "head": config.head,
+            "seed": config.seed,
+            "val_acc": stopper.best,
+            "best_epoch": stopper.best_epoch,
+            "epochs_run": len(history),
+            **tag,
+        }
+    )
     f_te, y_te = last_block(test, np.arange(len(test.y)))
     with torch.no_grad():
         test_acc = float((clf(f_te).argmax(1) == y_te).double().mean())
-    return {"trained": "linear probe on the frozen last block, after joint training", "val_acc": stopper.best,
-            "test_acc": test_acc, "epochs_run": len(history)}
+    return {
+        "trained": "linear probe on the frozen last block, after joint training",
+        "val_acc": stopper.best,
+        "test_acc": test_acc,
+        "epochs_run": len(history),
+    }

@@ -111,7 +111,9 @@ class TensorRows:
     def __init__(self, x: Tensor | list[Tensor], y: Tensor) -> None:
         self.x, self.y = x, y
 
-    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+    def batches(
+        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[Batch]:
         order = shuffled(positions, generator)
         for i in range(0, len(order), batch_size):
             idx = torch.from_numpy(order[i : i + batch_size]).to(self.y.device)
@@ -132,7 +134,9 @@ class CacheRows:
             hs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in store.layers(split)]
             self.held = TensorRows(hs, torch.from_numpy(self.labels).to(device))
 
-    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+    def batches(
+        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[Batch]:
         if self.held is not None:
             yield from self.held.batches(positions, batch_size, generator)
             return
@@ -166,14 +170,19 @@ class InputRows:
             x = torch.cat([p.float() if p.is_floating_point() else p for p in parts]).to(device)
             self.held = TensorRows(x, self.y)
 
-    def batches(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None) -> Iterator[Batch]:
+    def batches(
+        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[Batch]:
         if self.held is not None:
             yield from self.held.batches(positions, batch_size, generator)
             return
         order = shuffled(positions, generator)
         for i in range(0, len(order), batch_size):
             pos = order[i : i + batch_size]
-            yield _to(self.split.fetch(self.split.index[pos]), self.device), self.y[torch.from_numpy(pos).to(self.device)]
+            yield (
+                _to(self.split.fetch(self.split.index[pos]), self.device),
+                self.y[torch.from_numpy(pos).to(self.device)],
+            )
 
 
 @torch.no_grad()
@@ -286,12 +295,29 @@ def train_loop(
         module.eval()
         p, t, _, val_loss = predict(forward, val_batches())
         val_acc = float((p == t).mean())
-        record = {"epoch": epoch, "train_loss": float(loss_sum) / count, "train_acc": float(correct) / count,
-                  "val_loss": val_loss, "val_acc": val_acc, "seconds": time.perf_counter() - t0}
+        record = {
+            "epoch": epoch,
+            "train_loss": float(loss_sum) / count,
+            "train_acc": float(correct) / count,
+            "val_loss": val_loss,
+            "val_acc": val_acc,
+            "seconds": time.perf_counter() - t0,
+        }
         history.append(record)
         stop = stopper.step(epoch, val_acc, module)
-        emit({"event": "epoch", "head": name, "seed": settings.seed, "epoch": epoch, "epochs": settings.epochs,
-              "loss": record["train_loss"], "val_acc": val_acc, "best_val_acc": stopper.best, **tag})
+        emit(
+            {
+                "event": "epoch",
+                "head": name,
+                "seed": settings.seed,
+                "epoch": epoch,
+                "epochs": settings.epochs,
+                "loss": record["train_loss"],
+                "val_acc": val_acc,
+                "best_val_acc": stopper.best,
+                **tag,
+            }
+        )
         if stop:
             break
     stopper.restore(module)

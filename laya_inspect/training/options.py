@@ -16,15 +16,22 @@ _SHARED: dict[str, dict[str, Any]] = {
     "epochs": dict(default=50, flag="--epochs", help="at most this many epochs", always=True),
     "patience": dict(default=5, flag="--patience", help="early stopping on validation accuracy: epochs without a gain"),
     "val_fraction": dict(default=0.1, flag="--val-fraction", help="share of the training split held out"),
-    "val_mode": dict(default="stratified", flag="--val-mode", choices=VAL_MODES,
-                     help="stratified (a seeded draw per class) | last (the last rows, as Keras)"),
+    "val_mode": dict(
+        default="stratified",
+        flag="--val-mode",
+        choices=VAL_MODES,
+        help="stratified (a seeded draw per class) | last (the last rows, as Keras)",
+    ),
     "device": dict(default="auto", flag="--device", help=DEVICE_HELP, always=True),
     "d_star": dict(default=96, flag="--d-star", help="adapter width d* (laya, concat, scalarmix)"),
     "tau": dict(default=1.5, flag="--tau", help="LAYA softmax temperature τ > 0"),
     "psi": dict(default="identity", flag="--psi", help="LAYA shared map ψ: identity | mlp"),
     "score_width": dict(default=None, flag="--score-width", help="LAYA scorer hidden width (default 2·d*)"),
-    "init": dict(default="glorot", flag="--init",
-                 help="glorot (Keras' glorot-uniform, zero bias: the paper's) | torch (PyTorch's own defaults)"),
+    "init": dict(
+        default="glorot",
+        flag="--init",
+        help="glorot (Keras' glorot-uniform, zero bias: the paper's) | torch (PyTorch's own defaults)",
+    ),
 }
 
 

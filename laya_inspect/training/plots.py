@@ -5,6 +5,7 @@
 - <head>_class_<group>: class × layer heatmap of mean α for all / correct / incorrect rows, the value
   written in each cell (empty cells: no rows of that class in the group).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,9 +32,16 @@ def _save(fig: Any, stem: Path) -> dict[str, Path]:
     out = {}
     for fmt in FORMATS:
         path = stem.with_suffix(f".{fmt}")
-        write_with(path, lambda tmp, fmt=fmt: fig.savefig(
-            tmp, format=fmt, dpi=150 if fmt == "png" else None, bbox_inches="tight",
-            metadata={"Date": None} if fmt == "svg" else None))
+        write_with(
+            path,
+            lambda tmp, fmt=fmt: fig.savefig(
+                tmp,
+                format=fmt,
+                dpi=150 if fmt == "png" else None,
+                bbox_inches="tight",
+                metadata={"Date": None} if fmt == "svg" else None,
+            ),
+        )
         out[f"{stem.name}_{fmt}"] = path
     plt.close(fig)
     return out
@@ -56,25 +64,35 @@ def plot_layer_bars(profiles: dict[str, Any], stem: Path) -> dict[str, Path]:
     ax.set_ylabel("mean weight on the test split")
     ax.set_ylim(0, 1.02)
     ax.set_title("Layer weights (error bars clipped to [0, 1])", fontsize=10)
-    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(names) <= 6 else -0.25),
-              ncol=2)
+    ax.legend(
+        fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(names) <= 6 else -0.25), ncol=2
+    )
     return _save(fig, stem)
 
 
-def plot_class_heatmap(matrix: np.ndarray, counts: np.ndarray, *, layer_names: list[str], class_names: list[str],
-                       title: str, stem: Path) -> dict[str, Path]:
+def plot_class_heatmap(
+    matrix: np.ndarray, counts: np.ndarray, *, layer_names: list[str], class_names: list[str], title: str, stem: Path
+) -> dict[str, Path]:
     plt = _plt()
-    c, l = matrix.shape
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * l + 2.5), max(3.0, 0.38 * c + 1.5)))
+    n_classes, n_layers = matrix.shape
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * n_layers + 2.5), max(3.0, 0.38 * n_classes + 1.5)))
     masked = np.ma.masked_invalid(matrix)
     im = ax.imshow(masked, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
-    for i in range(c):
-        for j in range(l):
+    for i in range(n_classes):
+        for j in range(n_layers):
             if np.isfinite(matrix[i, j]):
-                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if matrix[i, j] < 0.6 else "black")
-    ax.set_xticks(range(l), layer_names, rotation=30 if l > 6 else 0, ha="right" if l > 6 else "center")
-    ax.set_yticks(range(c), [f"{n} (n={int(k)})" for n, k in zip(class_names, counts)])
+                ax.text(
+                    j,
+                    i,
+                    f"{matrix[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if matrix[i, j] < 0.6 else "black",
+                )
+    wide = n_layers > 6
+    ax.set_xticks(range(n_layers), layer_names, rotation=30 if wide else 0, ha="right" if wide else "center")
+    ax.set_yticks(range(n_classes), [f"{n} (n={int(k)})" for n, k in zip(class_names, counts)])
     ax.set_title(title)
     fig.colorbar(im, ax=ax, label="mean α")
     return _save(fig, stem)
@@ -84,7 +102,14 @@ def plot_profiles(out_dir: Path, profiles: dict[str, Any]) -> dict[str, Path]:
     files = plot_layer_bars(profiles, out_dir / "layer_weights")
     for h, p in profiles["alpha"].items():
         for group, g in p["class"].items():
-            files.update(plot_class_heatmap(
-                g["mean"], g["count"], layer_names=profiles["layer_names"], class_names=profiles["class_names"],
-                title=f"{h}: mean α by class ({group} test rows)", stem=out_dir / f"{h}_class_{group}"))
+            files.update(
+                plot_class_heatmap(
+                    g["mean"],
+                    g["count"],
+                    layer_names=profiles["layer_names"],
+                    class_names=profiles["class_names"],
+                    title=f"{h}: mean α by class ({group} test rows)",
+                    stem=out_dir / f"{h}_class_{group}",
+                )
+            )
     return files

@@ -9,6 +9,7 @@ Written as profiles.json, three CSV files and the plots of ``profile_plots`` (PN
 Shapes: N test rows, S seeds, L layers, C classes. A class with no rows in a group is NaN (null in
 JSON, empty in CSV, blank in the heatmap), never 0.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,8 +23,9 @@ from ..files import write_csv, write_json
 GROUPS = ("all", "correct", "incorrect")
 
 
-def class_layer_mean(weights: np.ndarray, labels: np.ndarray, num_classes: int,
-                     mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def class_layer_mean(
+    weights: np.ndarray, labels: np.ndarray, num_classes: int, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(C, L) mean of ``weights`` (N, L) over the rows of each class (within ``mask``), and (C,) counts."""
     keep = np.ones(len(labels), dtype=bool) if mask is None else mask
     means = np.full((num_classes, weights.shape[1]), np.nan)
@@ -36,8 +38,9 @@ def class_layer_mean(weights: np.ndarray, labels: np.ndarray, num_classes: int,
     return means, counts
 
 
-def alpha_profile(weights: Sequence[np.ndarray], preds: Sequence[np.ndarray], labels: np.ndarray,
-                  num_classes: int) -> dict[str, Any]:
+def alpha_profile(
+    weights: Sequence[np.ndarray], preds: Sequence[np.ndarray], labels: np.ndarray, num_classes: int
+) -> dict[str, Any]:
     """Profile of per-input weights: ``weights`` and ``preds`` one (N, L) / (N,) array per seed."""
     w_all = np.concatenate([np.asarray(w, dtype=np.float64) for w in weights])  # (S·N, L)
     y_all = np.tile(np.asarray(labels), len(weights))
@@ -60,8 +63,11 @@ def alpha_profile(weights: Sequence[np.ndarray], preds: Sequence[np.ndarray], la
 def static_profile(static: Sequence[np.ndarray]) -> dict[str, Any]:
     """Profile of input-independent weights (ScalarMix): one (L,) row per seed."""
     w = np.stack([np.asarray(s, dtype=np.float64) for s in static])  # (S, L)
-    return {"weights": w, "mean": w.mean(axis=0),
-            "std": w.std(axis=0, ddof=1) if len(w) > 1 else np.full(w.shape[1], np.nan)}
+    return {
+        "weights": w,
+        "mean": w.mean(axis=0),
+        "std": w.std(axis=0, ddof=1) if len(w) > 1 else np.full(w.shape[1], np.nan),
+    }
 
 
 def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_names: Sequence[str]) -> dict[str, Any]:
@@ -76,11 +82,19 @@ def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_n
             static[h] = {"seeds": [r.seed for r in rs], **static_profile([r.static_weights for r in rs])}
         elif all(r.test.weights is not None for r in rs):
             labels = rs[0].test.labels
-            alpha[h] = {"seeds": [r.seed for r in rs], "n_test": int(len(labels)),
-                        **alpha_profile([r.test.weights for r in rs], [r.test.preds for r in rs], labels,
-                                        len(class_names))}
-    return {"layer_names": list(layer_names), "class_names": list(class_names), "alpha": alpha, "static": static,
-            "class_of_row": "true label", "pooled_over_seeds": True}
+            alpha[h] = {
+                "seeds": [r.seed for r in rs],
+                "n_test": int(len(labels)),
+                **alpha_profile([r.test.weights for r in rs], [r.test.preds for r in rs], labels, len(class_names)),
+            }
+    return {
+        "layer_names": list(layer_names),
+        "class_names": list(class_names),
+        "alpha": alpha,
+        "static": static,
+        "class_of_row": "true label",
+        "pooled_over_seeds": True,
+    }
 
 
 def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
@@ -91,8 +105,6 @@ def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
             if head is None or h == head:
                 return f"{h} {kind}: " + " · ".join(f"{n} {m:.3f}" for n, m in zip(names, p["mean"]))
     return ""
-
-
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
@@ -108,24 +120,34 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
     files["profiles_json"] = write_json(out / "profiles.json", profiles)
     layer_rows = []
     for h, p in profiles["alpha"].items():
-        layer_rows += [[h, "alpha", n, float(p["mean"][i]), float(p["std"][i]), float(p["seed_std"][i])]
-                       for i, n in enumerate(names)]
+        layer_rows += [
+            [h, "alpha", n, float(p["mean"][i]), float(p["std"][i]), float(p["seed_std"][i])]
+            for i, n in enumerate(names)
+        ]
     for h, p in profiles["static"].items():
-        layer_rows += [[h, "static", n, float(p["mean"][i]), float("nan"), float(p["std"][i])]
-                       for i, n in enumerate(names)]
-    files["layer_weights_csv"] = _csv(out / "layer_weights.csv",
-                                      ["head", "kind", "layer", "mean", "std_over_rows", "std_over_seeds"], layer_rows)
+        layer_rows += [
+            [h, "static", n, float(p["mean"][i]), float("nan"), float(p["std"][i])] for i, n in enumerate(names)
+        ]
+    files["layer_weights_csv"] = _csv(
+        out / "layer_weights.csv", ["head", "kind", "layer", "mean", "std_over_rows", "std_over_seeds"], layer_rows
+    )
     class_rows = []
     for h, p in profiles["alpha"].items():
         for group in GROUPS:
             g = p["class"][group]
             for c, cname in enumerate(classes):
-                class_rows += [[h, group, cname, int(g["count"][c]), n, float(g["mean"][c, i])]
-                               for i, n in enumerate(names)]
-    files["class_layer_csv"] = _csv(out / "class_layer_alpha.csv",
-                                    ["head", "group", "class", "n", "layer", "mean_alpha"], class_rows)
-    static_rows = [[h, s, n, float(p["weights"][k, i])] for h, p in profiles["static"].items()
-                   for k, s in enumerate(p["seeds"]) for i, n in enumerate(names)]
+                class_rows += [
+                    [h, group, cname, int(g["count"][c]), n, float(g["mean"][c, i])] for i, n in enumerate(names)
+                ]
+    files["class_layer_csv"] = _csv(
+        out / "class_layer_alpha.csv", ["head", "group", "class", "n", "layer", "mean_alpha"], class_rows
+    )
+    static_rows = [
+        [h, s, n, float(p["weights"][k, i])]
+        for h, p in profiles["static"].items()
+        for k, s in enumerate(p["seeds"])
+        for i, n in enumerate(names)
+    ]
     files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
     if plots:
         from .plots import plot_profiles

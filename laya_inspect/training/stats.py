@@ -4,6 +4,7 @@ Protocol (PROTOCOL §3): report mean ± std (ddof=1) and the two-sided 95% t-int
 mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
 here and ``note`` says so; JSON writers turn NaN into null.
 """
+
 from __future__ import annotations
 
 import math
@@ -91,8 +92,15 @@ def _finite_or_none(v: Any) -> Any:
 def describe(values: Iterable[float], confidence: float = 0.95) -> Estimate:
     x = _array(values)
     lo, hi = t_interval(x, confidence)
-    return Estimate(n=int(x.size), mean=float(x.mean()), std=std(x), ci_low=lo, ci_high=hi,
-                    confidence=confidence, values=tuple(float(v) for v in x))
+    return Estimate(
+        n=int(x.size),
+        mean=float(x.mean()),
+        std=std(x),
+        ci_low=lo,
+        ci_high=hi,
+        confidence=confidence,
+        values=tuple(float(v) for v in x),
+    )
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Estimate:
@@ -103,8 +111,13 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
     return describe(xa - xb, confidence)
 
 
-def summarize_runs(runs: Sequence[dict[str, Any]], *, metrics: Sequence[str] = ("test_acc", "test_macro_f1"),
-                   baseline: str | None = "last", confidence: float = 0.95) -> list[dict[str, Any]]:
+def summarize_runs(
+    runs: Sequence[dict[str, Any]],
+    *,
+    metrics: Sequence[str] = ("test_acc", "test_macro_f1"),
+    baseline: str | None = "last",
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
     """Per head: each metric as an Estimate over seeds, and the paired difference to ``baseline``.
 
     ``runs`` are dicts with at least ``head``, ``seed`` and the metrics. The difference pairs runs by
@@ -134,6 +147,7 @@ def summarize_runs(runs: Sequence[dict[str, Any]], *, metrics: Sequence[str] = (
 
 def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Turn the Estimates inside a ``summarize_runs`` result into plain dicts (NaN → None)."""
+
     def conv(v: Any) -> Any:
         if isinstance(v, Estimate):
             return v.to_dict()
