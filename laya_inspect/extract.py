@@ -178,12 +178,16 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
             for inputs, labels, index in split.batches(config.batch_size, start=done):
                 raw, logits = model.run(_to(inputs, device), names)
                 feats, _, _ = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
+                batch_logits = None
+                if num_logits is not None:
+                    assert logits is not None  # the model gave logits on the dry batch
+                    batch_logits = logits.float().cpu().numpy()
                 writer.append(
                     split_name,
                     [feats[n].float().cpu().numpy() for n in names],
                     labels.numpy(),
                     index.numpy(),
-                    None if num_logits is None else logits.float().cpu().numpy(),
+                    batch_logits,
                 )
                 written += len(labels)
                 emit({"event": "batch", "split": split_name, "rows": len(labels)})

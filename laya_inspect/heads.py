@@ -2,7 +2,7 @@
 
 Every head maps hs = [h_1 … h_L], each (N, D_l), to logits (N, C). A head with aggregation weights
 also returns them, (N, L), from the same forward pass: α(x) for LAYA, the input-independent softmax
-of the scalars for ScalarMix. Formulas: docs/METHOD.md (PROTOCOL §1–2).
+of the scalars for ScalarMix. Formulas: docs/METHOD.md, "Heads".
 """
 
 from __future__ import annotations

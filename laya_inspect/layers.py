@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch import Tensor, nn
@@ -152,7 +152,7 @@ def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> I
 # pooling
 
 
-def is_rnn(module: nn.Module | None) -> bool:
+def is_rnn(module: nn.Module | None) -> TypeGuard[nn.Module]:
     if module is None:
         return False
     return isinstance(module, nn.RNNBase) or getattr(module, "original_name", None) in RNN_TYPES
@@ -351,6 +351,7 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
                     out = module(inputs)
     infos = []
     for name in virtual:
+        assert loaded is not None  # virtual is empty without a LoadedModel
         try:
             shape = None if out is None else raw_shape(loaded.adapter.virtual(out, name))
         except (InputError, IndexError, KeyError):

@@ -1,4 +1,4 @@
-"""The paper's reference numbers (PROTOCOL §6), typed once here and nowhere else."""
+"""The paper's reference numbers (as the paper reports them), typed once here and nowhere else."""
 
 from __future__ import annotations
 

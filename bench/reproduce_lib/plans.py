@@ -41,7 +41,7 @@ CONTROLS = {
     ),
 }
 
-# Head hyper-parameters of PROTOCOL §1 (paper Table 2).
+# Head hyper-parameters of the paper's Table 2.
 HP = {
     "fmnist": {"d_star": 96, "tau": 1.5, "psi": "identity", "score_width": 192},
     "cifar": {"d_star": 128, "tau": 1.0, "psi": "identity", "score_width": 128},

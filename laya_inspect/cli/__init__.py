@@ -26,7 +26,7 @@ err_console = Console(stderr=True)
 class _Group(TyperGroup):
     """Turns a LayaError raised by any command into one red line and exit code 1."""
 
-    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
         try:
             return super().invoke(ctx)
         except LayaError as e:
@@ -65,6 +65,9 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
     them (``default``/``help`` only where the command line spells the value differently)."""
     f = field_of(config, name)
     value = default_of(config, name) if default is MISSING else default
+    config_default = default_of(config, name)
+    if value is None and isinstance(config_default, tuple):  # a comma list, empty here: say what it means
+        help = help or f"{f.metadata['help']} (default {','.join(map(str, config_default))})"
     choices = f.metadata.get("choices")
 
     def one_of(given: Any) -> Any:

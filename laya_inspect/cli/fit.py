@@ -43,16 +43,12 @@ def fit_head_command(
     val_fraction: float = opt(FitConfig, "val_fraction"),
     val_mode: str = opt(FitConfig, "val_mode"),
     split_seed: int = opt(FitConfig, "split_seed"),
-    grid: bool = typer.Option(False, "--grid", help="first pick LAYA's d*, τ, ψ, width by mean validation accuracy"),
-    grid_d_star: Optional[str] = typer.Option(None, "--grid-d-star", help="grid d* values (default 64,96,128)"),
-    grid_tau: Optional[str] = typer.Option(None, "--grid-tau", help="grid τ values (default 0.5,1.0,1.5)"),
-    grid_psi: Optional[str] = typer.Option(None, "--grid-psi", help="grid ψ values (default identity,mlp)"),
-    grid_width: Optional[str] = typer.Option(
-        None, "--grid-width", help="grid scorer widths as multiples of d* (default 1,2)"
-    ),
-    grid_seeds: int = typer.Option(
-        3, "--grid-seeds", help="seeds per grid configuration (the first of the run's seeds)"
-    ),
+    grid: bool = opt(FitConfig, "grid"),
+    grid_d_star: Optional[str] = opt(FitConfig, "grid_d_star", default=None),
+    grid_tau: Optional[str] = opt(FitConfig, "grid_tau", default=None),
+    grid_psi: Optional[str] = opt(FitConfig, "grid_psi", default=None),
+    grid_width: Optional[str] = opt(FitConfig, "grid_width_factors", default=None),
+    grid_seeds: int = opt(FitConfig, "grid_seeds"),
     train_split: str = opt(FitConfig, "train_split"),
     test_split: str = opt(FitConfig, "test_split"),
     device: str = opt(FitConfig, "device"),
@@ -68,16 +64,11 @@ def fit_head_command(
     if seeds is not None and seed is not None:
         raise typer.BadParameter("give --seeds N or --seed S, not both", param_hint="--seed")
     heads = resolve_heads(head)
-    grid_values = {
-        k: v
-        for k, v in {
-            "grid_d_star": _list(grid_d_star, int, "--grid-d-star"),
-            "grid_tau": _list(grid_tau, float, "--grid-tau"),
-            "grid_psi": _list(grid_psi, str, "--grid-psi"),
-            "grid_width_factors": _list(grid_width, int, "--grid-width"),
-        }.items()
-        if v is not None
-    }
+    # an option left out keeps FitConfig's default
+    d_star_values = _list(grid_d_star, int, "--grid-d-star")
+    tau_values = _list(grid_tau, float, "--grid-tau")
+    psi_values = _list(grid_psi, str, "--grid-psi")
+    width_values = _list(grid_width, int, "--grid-width")
     config = FitConfig(
         heads=heads,
         seeds=(seed,) if seed is not None else tuple(range(5 if seeds is None else seeds)),
@@ -97,7 +88,10 @@ def fit_head_command(
         grid_seeds=grid_seeds,
         train_split=train_split,
         test_split=test_split,
-        **grid_values,
+        grid_d_star=FitConfig.grid_d_star if d_star_values is None else d_star_values,
+        grid_tau=FitConfig.grid_tau if tau_values is None else tau_values,
+        grid_psi=FitConfig.grid_psi if psi_values is None else psi_values,
+        grid_width_factors=FitConfig.grid_width_factors if width_values is None else width_values,
     )
     out_dir = out if out is not None else Path(f"{cache.stem}-heads")
     with FeatureStore(cache) as store, fit_progress() as on_event:

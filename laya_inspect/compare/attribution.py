@@ -1,4 +1,5 @@
-"""Layer attributions: one score per sample and layer, an (N, L) array per method (PROTOCOL §4).
+"""Layer attributions: one score per sample and layer, an (N, L) array per method
+(docs/METHOD.md, "Layer attributions").
 
 Registry ``METHODS``:
 
@@ -26,7 +27,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError, suggest
-from ..heads import Head
+from ..heads import Head, ScalarMixHead
 from ..registry import Registry
 
 BASELINE_CHOICES = ("mean", "zero")
@@ -36,7 +37,7 @@ BASELINE_CHOICES = ("mean", "zero")
 class AttributionOptions:
     """Everything a method may need besides the head, the layers and the target."""
 
-    baselines: Sequence[Tensor] | None = None  # (D_l,) per layer: IG's b_i when baseline == "mean"
+    baselines: Sequence[Tensor | np.ndarray] | None = None  # (D_l,) per layer: IG's b_i when baseline == "mean"
     baseline: str = "zero"  # "zero" (b_i = 0) or "mean" (b_i = ``baselines``, the train-split means)
     n_steps: int = 50
     internal_batch_size: int | None = None
@@ -191,6 +192,7 @@ def gradcam(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributi
 
 @_method("static", "ScalarMix softmax weights, the same row for every input (global)", kinds=("scalarmix",))
 def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    assert isinstance(head, ScalarMixHead)  # kinds=("scalarmix",)
     with torch.no_grad():
         w = head.static_weights()  # (L,)
     return Attribution(

@@ -1,4 +1,4 @@
-"""Leave-one-layer-out (LOLO) effects and top-k ablations (PROTOCOL §5).
+"""Leave-one-layer-out (LOLO) effects and top-k ablations (docs/METHOD.md, "Ablation and leave-one-layer-out effects").
 
 Registry ``ABLATIONS`` — how layer i is removed:
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,9 @@ from torch import Tensor
 from ..errors import InputError, NotFoundError, suggest
 from ..heads import Head
 from ..registry import Registry
+
+if TYPE_CHECKING:
+    from ..store import FeatureStore
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,11 @@ class Ablation:
             return list(hs), (~mask).to(hs[0].dtype)
         out = []
         for i, h in enumerate(hs):
-            b = baselines[i] if self.needs_baselines else torch.zeros((), dtype=h.dtype, device=h.device)
+            if self.needs_baselines:
+                assert baselines is not None  # _prepare raises InputError when they are missing
+                b = baselines[i]
+            else:
+                b = torch.zeros((), dtype=h.dtype, device=h.device)
             out.append(torch.where(mask[:, i : i + 1], b.to(h.dtype).expand_as(h), h))
         return out, None
 
@@ -55,7 +63,7 @@ ABLATIONS.add(
 )
 
 
-def layer_means(store, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
+def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
     """b_i = mean of h_i over ``split`` (float64 accumulation), one (D_l,) float32 array per layer."""
     if split not in store.splits:
         raise NotFoundError(

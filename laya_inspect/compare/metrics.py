@@ -1,4 +1,4 @@
-"""Faithfulness scores: pure functions of arrays (PROTOCOL §5). Shapes: N samples, L layers, C classes.
+"""Faithfulness scores: pure functions of arrays (docs/METHOD.md, "Scores"). Shapes: N samples, L layers, C classes.
 
 Inputs: method scores a (N, L), LOLO effects e (N, L) with e_i = p − p_ablated_i, p (N,),
 p_ablated (N, L), and for curves p_topk (N, L) = p with the top-k layers ablated together (k = 1…L).

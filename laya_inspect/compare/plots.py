@@ -17,6 +17,7 @@ Uses matplotlib's object API (``Figure``) with the Agg canvas: no pyplot state, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
     for ext in FORMATS:
         path = stem.with_suffix(f".{ext}")
         # constrained layout already fits the labels
-        write_with(path, lambda tmp, ext=ext: fig.savefig(tmp, format=ext, dpi=110))
+        write_with(path, partial(fig.savefig, format=ext, dpi=110))
         paths.append(path)
     return paths
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -180,13 +180,14 @@ def _rows(store: FeatureStore, config: CompareConfig) -> np.ndarray:
 
 
 def _forward(head: Head, hs: list[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
-    logits, weights = [], []
+    logits: list[torch.Tensor] = []
+    weights: list[torch.Tensor | None] = []
     with torch.no_grad():
         for s in range(0, len(hs[0]), batch_size):
             out = head([h[s : s + batch_size] for h in hs])
             logits.append(out.logits.cpu())
             weights.append(None if out.weights is None else out.weights.cpu())
-    w = None if weights[0] is None else torch.cat(weights).double().numpy()
+    w = None if weights[0] is None else torch.cat(cast(list[torch.Tensor], weights)).double().numpy()
     return torch.cat(logits).double().numpy(), w
 
 
@@ -210,14 +211,21 @@ def _run_head(
     preds = logits.argmax(axis=1)
     target = preds if config.target == "pred" else labels
     lolo_base = means if config.ablation == "mean" else None
-    kw = dict(ablation=config.ablation, baselines=lolo_base, batch_size=config.batch_size)
+
+    def curve(order: np.ndarray) -> np.ndarray:
+        return ablate_topk_curve(
+            head, hs, target, order, None, ablation=config.ablation, baselines=lolo_base, batch_size=config.batch_size
+        )
+
     step("lolo")
-    p, p_abl, effects = lolo_effects(head, hs, target, **kw)
-    oracle = ablate_topk_curve(head, hs, target, M.top_order(effects), None, **kw)
+    p, p_abl, effects = lolo_effects(
+        head, hs, target, ablation=config.ablation, baselines=lolo_base, batch_size=config.batch_size
+    )
+    oracle = curve(M.top_order(effects))
     rng = np.random.default_rng([config.seed, 1])  # a stream of its own, apart from the random method's
     n, n_layers = effects.shape
     orders = [rng.permuted(np.tile(np.arange(n_layers), (n, 1)), axis=1) for _ in range(RANDOM_ORDERS)]
-    rand = np.mean([ablate_topk_curve(head, hs, target, o, None, **kw) for o in orders], axis=0)
+    rand = np.mean([curve(o) for o in orders], axis=0)
     rand[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
     res = HeadResult(
         name,
@@ -248,7 +256,7 @@ def _run_head(
         step(m)
         att = attribute(m, head, hs, target, options)
         res.scores[m], res.extras[m], res.params[m] = att.scores, att.extras, att.params
-        res.p_topk[m] = ablate_topk_curve(head, hs, target, M.top_order(att.scores), None, **kw)
+        res.p_topk[m] = curve(M.top_order(att.scores))
     return res
 
 
@@ -355,7 +363,7 @@ def compare_heads(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {
+    summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": "laya-inspect-compare",
         "tool_version": __version__,

@@ -111,10 +111,10 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
     """``"prefix[:arg][?k=v&…]"`` → (prefix, arg or None, options), checked against :data:`DATASETS`."""
     text = str(spec).strip()
     main, _, query = text.partition("?")
-    prefix, colon, arg = main.partition(":")
+    prefix, colon, raw_arg = main.partition(":")
     prefix = prefix.strip().lower()
     kind = DATASETS.get(prefix)  # NotFoundError with close matches
-    arg = arg.strip() or None
+    arg = raw_arg.strip() or None
     if kind.arg == "required" and arg is None:
         raise InputError(f"dataset spec {text!r} needs a path: {kind.usage}")
     if kind.arg == "none" and arg is not None:
@@ -198,6 +198,7 @@ def raw_texts(
     if split not in src.split_names:
         raise NotFoundError(f"no split {split!r} in dataset {spec!r}; {suggest(split, src.split_names)}")
     part = src.open(split)
+    assert part.rows is not None  # SplitSource.__post_init__ fills rows
     _, rows, _ = _limited(part.labels, part.rows, limit, seed)
     return list(part.fetch(rows))
 
@@ -239,9 +240,14 @@ def load_data(
     per_split: dict[str, dict] = {}
     for name in names:
         part = src.open(name)
+        assert part.rows is not None  # SplitSource.__post_init__ fills rows
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
-        out[name] = Split(name=name, labels=labels, index=rows, fetch=lambda q, f=part.fetch: transform(f(q)))
+
+        def fetch(q: np.ndarray, f: Callable[[np.ndarray], Any] = part.fetch) -> Any:
+            return transform(f(q))
+
+        out[name] = Split(name=name, labels=labels, index=rows, fetch=fetch)
     log.info(
         "dataset %s (%s): %s",
         spec,

@@ -16,6 +16,7 @@ import os
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -57,6 +58,7 @@ def _pixel_dtype(x: np.ndarray, where: str) -> np.ndarray:
 
 
 def _describe_arrays(x: np.ndarray, scale: str | None) -> tuple[str, dict]:
+    native: dict[str, Any]
     if x.ndim == 2:
         kind, native = "vector", {"dim": int(x.shape[1])}
     else:
@@ -216,12 +218,13 @@ def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float
     lookup = {c: i for i, c in enumerate(class_names)}
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
     for s, d in groups.items():
-        files, labels = [], []
+        split_files: list[str] = []
+        split_labels: list[int] = []
         for c in _subdirs(d):
             found = _image_files(d / c)
-            files += found
-            labels += [lookup[c]] * len(found)
-        listed[s] = (files, np.array(labels, dtype=np.int64))
+            split_files += found
+            split_labels += [lookup[c]] * len(found)
+        listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
     first = next((f[0] for f, _ in listed.values() if f), None)
     if first is None:
         raise InputError(f"{root}: no image files ({', '.join(IMG_EXTENSIONS)}) in the class folders")

@@ -82,15 +82,20 @@ def load_fashion_mnist(arg: str | None, options: dict, *, seed: int, test_fracti
         )
     cache: dict[str, np.ndarray] = {}
 
+    def found(stem: str) -> Path:
+        path = _find(folder, stem)
+        assert path is not None  # folder was chosen because every file is in it
+        return path
+
     def images(split: str) -> np.ndarray:
         if split not in cache:
-            path = _find(folder, _FMNIST_FILES[split][0])
+            path = found(_FMNIST_FILES[split][0])
             cache[split] = images_nchw(read_idx(path), where=str(path))
             if len(cache[split]) != len(labels[split]):
                 raise InputError(f"{path}: {len(cache[split])} images but {len(labels[split])} labels")
         return cache[split]
 
-    labels = {s: read_idx(_find(folder, lab)).astype(np.int64) for s, (_, lab) in _FMNIST_FILES.items()}
+    labels = {s: read_idx(found(lab)).astype(np.int64) for s, (_, lab) in _FMNIST_FILES.items()}
 
     def open_split(split: str) -> SplitSource:
         return SplitSource(

@@ -98,7 +98,7 @@ class ImageTransform:
                 "to": self.channels,
                 "how": " then ".join(_channel_steps(self.native_channels, self.channels)),
             }
-        resize = None
+        resize: dict[str, Any] | None = None
         if self.size is not None and (self.size != self.native_size or self.resize == "crop"):
             resize = {
                 "from": list(self.native_size) if self.native_size else "per image",
@@ -109,9 +109,10 @@ class ImageTransform:
             }
             if self.resize == "crop":
                 resize["crop_fraction"] = CROP_FRACTION
-        norm = (
-            None if self.mean is None else {"mean": list(self.mean), "std": list(self.std), "from": self.normalize_from}
-        )
+        norm = None
+        if self.mean is not None:
+            assert self.std is not None  # resolve_normalize sets mean and std together
+            norm = {"mean": list(self.mean), "std": list(self.std), "from": self.normalize_from}
         return {
             "kind": "image",
             "scale": self.scale,

@@ -6,7 +6,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ class TorchScriptAdapter(Adapter):
     ``forward`` returns a tuple exposes its elements as virtual layers ``outputs.K``."""
 
     def __init__(self, module: nn.Module) -> None:
-        returns = module.forward.schema.returns
+        returns = cast("torch._C.ScriptMethod[..., Any]", module.forward).schema.returns
         rtype = returns[0].type if len(returns) == 1 else None
         self.n_outputs = len(rtype.elements()) if isinstance(rtype, torch._C.TupleType) else 0
         self.virtual_names = tuple(f"outputs.{k}" for k in range(self.n_outputs))
@@ -187,7 +187,7 @@ def load_python(
 
 
 def _zoo_input_spec(model: nn.Module) -> InputSpec:
-    kw = model.kwargs
+    kw = cast(dict[str, Any], model.kwargs)  # every zoo model sets .kwargs
     if model.arch == "bilstm":
         return InputSpec(kind="tokens", max_length=kw["max_len"], vocab_size=kw["vocab_size"])
     c, h, _w = kw["in_shape"]
@@ -224,7 +224,7 @@ def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = Fals
         source="zoo",
         input_spec=_zoo_input_spec(model),
         default_layers=DEFAULT_LAYERS[name](model),
-        num_classes=model.kwargs["num_classes"],
+        num_classes=cast(dict[str, Any], model.kwargs)["num_classes"],
         tokenizer=vocab,
         weights_path=None if weights is None else str(weights),
         weights_sha256=sha,

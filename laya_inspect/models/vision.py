@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from torch import Tensor, nn
 
@@ -135,7 +135,7 @@ def timm_blocks(model: nn.Module) -> list[str]:
     names = dict(model.named_modules())
     info = [f.get("module") for f in getattr(model, "feature_info", None) or [] if isinstance(f, dict)]
     if info and all(n in names for n in info):
-        return list(dict.fromkeys(info))
+        return list(dict.fromkeys(cast(list[str], info)))  # each one is a module name
     for container in ("blocks", "stages", "layers"):
         if isinstance(names.get(container), (nn.Sequential, nn.ModuleList)):
             return [f"{container}.{n}" for n, _ in names[container].named_children()]
@@ -180,7 +180,7 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
 
     with seeded():
         model = factory(name)
-    classifier = model.pretrained_cfg.get("classifier")
+    classifier = cast(dict[str, Any], model.pretrained_cfg).get("classifier")
     classifier = classifier[0] if isinstance(classifier, (list, tuple)) else classifier
     k = _classes_in_state(model, state, classifier if classifier in dict(model.named_modules()) else None)
     if k is not None:
@@ -188,12 +188,13 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
             model = factory(name, num_classes=max(k, 0))
     if state is not None:
         load_state_dict_strict(model, state, source=str(weights))
-    cfg = model.pretrained_cfg
+    cfg = cast(dict[str, Any], model.pretrained_cfg)
     c, h, _w = cfg.get("input_size", (3, 224, 224))
     num_classes = getattr(model, "num_classes", None) or None
     nhwc = {}
     if getattr(model, "output_fmt", "NCHW") == "NHWC":
-        nhwc = {f["module"]: f["num_chs"] for f in model.feature_info if "module" in f and "num_chs" in f}
+        info = cast(list[dict[str, Any]], model.feature_info)
+        nhwc = {f["module"]: f["num_chs"] for f in info if "module" in f and "num_chs" in f}
     return LoadedModel(
         module=freeze(model, device),
         spec=f"timm:{name}",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -235,7 +235,8 @@ def save_zoo_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    torch.save({"format": FORMAT, "arch": model.arch, "kwargs": dict(model.kwargs), "state_dict": state, **extra}, path)
+    kwargs = cast(dict[str, Any], model.kwargs)  # every zoo model sets .kwargs
+    torch.save({"format": FORMAT, "arch": model.arch, "kwargs": dict(kwargs), "state_dict": state, **extra}, path)
     return path
 
 
@@ -247,7 +248,7 @@ def model_from_checkpoint(obj: dict[str, Any], *, expected: str | None = None, s
     """Rebuild a zoo model from a checkpoint dict (already read with ``weights_only=True``)."""
     from .weights import load_state_dict_strict, to_state_dict
 
-    arch = obj.get("arch")
+    arch = cast(str, obj.get("arch"))  # checkpoint data, checked by ZOO.get in build_zoo
     if expected is not None and arch != expected:
         raise InputError(f"{source} holds a zoo {arch!r} model, not {expected!r}; load it with zoo:{arch}")
     model = build_zoo(arch, **{k: tuple(v) if isinstance(v, list) else v for k, v in obj.get("kwargs", {}).items()})

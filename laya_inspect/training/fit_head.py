@@ -1,10 +1,10 @@
 """Fit heads on a frozen feature cache over seeds: the library behind `laya-inspect fit-head`.
 
-Protocol (PROTOCOL §3): Adam, cross-entropy on logits, 10% of the training split held out for
+Protocol (docs/METHOD.md, "Training"): Adam, cross-entropy on logits, 10% of the training split held out for
 validation (seeded and stratified, or the *last* 10% like the paper's Keras notebook), early stopping
 on validation accuracy with patience and best-weights restore, at most ``epochs``. A run is
 deterministic per seed: the head is initialised under ``torch.manual_seed(seed)`` and batches are
-shuffled by a generator seeded with the same seed. ``--grid`` first searches LAYA's grid (§1) on
+shuffled by a generator seeded with the same seed. ``--grid`` first searches LAYA's grid (docs/METHOD.md, "Heads") on
 validation accuracy and then runs every head with the chosen values.
 
 Output layout under ``out_dir``::
@@ -93,12 +93,14 @@ class FitConfig:
     )
     init: str = "glorot"
     device: str = shared("device")
-    grid: bool = False
-    grid_d_star: tuple[int, ...] = (64, 96, 128)
-    grid_tau: tuple[float, ...] = (0.5, 1.0, 1.5)
-    grid_psi: tuple[str, ...] = ("identity", "mlp")
-    grid_width_factors: tuple[int, ...] = (1, 2)  # scorer width = factor · d*
-    grid_seeds: int = 3  # the first grid_seeds of `seeds` score each grid configuration
+    grid: bool = option(False, flag="--grid", help="first pick LAYA's d*, τ, ψ, width by mean validation accuracy")
+    grid_d_star: tuple[int, ...] = option((64, 96, 128), flag="--grid-d-star", help="grid d* values")
+    grid_tau: tuple[float, ...] = option((0.5, 1.0, 1.5), flag="--grid-tau", help="grid τ values")
+    grid_psi: tuple[str, ...] = option(("identity", "mlp"), flag="--grid-psi", help="grid ψ values")
+    grid_width_factors: tuple[int, ...] = option(
+        (1, 2), flag="--grid-width", help="grid scorer widths as multiples of d*"
+    )
+    grid_seeds: int = option(3, flag="--grid-seeds", help="seeds per grid configuration (the first of the run's seeds)")
     train_split: str = option("train", flag="--train-split", help="split the heads are trained on")
     test_split: str = option("test", flag="--test-split", help="split the heads are tested on")
     weight_decay: float = 0.0
@@ -332,7 +334,19 @@ def fit_heads(
     for kind in config.heads:
         for seed in config.seeds:
             tag = {"stage": "fit", "run": len(runs) + 1, "runs": total}
-            r = fit_one(kind, seed, hparams, config=config, test=test, progress=emit, tag=tag, **common)
+            r = fit_one(
+                kind,
+                seed,
+                hparams,
+                train=train,
+                train_rows=train_rows,
+                val_rows=val_rows,
+                num_classes=num_classes,
+                config=config,
+                test=test,
+                progress=emit,
+                tag=tag,
+            )
             r.head_dir = save_run(
                 out / kind / f"seed_{seed}",
                 r,
@@ -346,7 +360,7 @@ def fit_heads(
     rows = [r.row() for r in runs]
     files["runs_json"] = write_json(out / "runs.json", rows)
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
-    summary = {
+    summary: dict[str, Any] = {
         "tool_version": __version__,
         "cache": identity,
         "config": config.to_dict(),
@@ -378,7 +392,7 @@ def fit_heads(
 
 
 def grid_search(config: FitConfig, *, progress: Progress | None = None, **common: Any) -> dict[str, Any]:
-    """LAYA's grid (PROTOCOL §1): every (d*, τ, ψ, width) over the first ``grid_seeds`` seeds; the
+    """LAYA's grid (docs/METHOD.md, "Heads"): every (d*, τ, ψ, width) over the first ``grid_seeds`` seeds; the
     configuration with the best mean validation accuracy wins (ties: the first in grid order)."""
     emit = progress or no_progress
     seeds = config.seeds[: config.grid_seeds]

@@ -1,4 +1,4 @@
-"""Train a zoo backbone end to end with a head (PROTOCOL §3, the paper's joint protocol): the
+"""Train a zoo backbone end to end with a head (the paper's joint protocol; docs/METHOD.md, "Training"): the
 library behind `laya-inspect train`.
 
 The backbone's blocks feed the head as extraction would pool them (MLP blocks: vectors; CNN
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -105,11 +105,23 @@ class JointConfig:
         return LoopSettings(lr=self.lr, epochs=self.epochs, patience=self.patience, seed=self.seed, loss=self.loss)
 
 
+class _ZooBackbone(Protocol):
+    """What this module uses of a zoo backbone (MLP, CNN, BiLSTM); ``build_zoo`` is typed as a plain nn.Module."""
+
+    head: nn.Module
+
+    def features(self, x: Any) -> list[Tensor]: ...
+
+
+def _zoo(backbone: nn.Module) -> _ZooBackbone:
+    return cast(_ZooBackbone, backbone)
+
+
 def pooled_features(backbone: nn.Module, x: Any) -> list[Tensor]:
     """The backbone's block outputs as (N, D_l) vectors, pooled as ``extract --pool auto`` does."""
     if isinstance(x, dict):
         x = x["input_ids"]
-    return [f.mean(dim=(2, 3)) if f.ndim == 4 else f for f in backbone.features(x)]
+    return [f.mean(dim=(2, 3)) if f.ndim == 4 else f for f in _zoo(backbone).features(x)]
 
 
 class JointModel(nn.Module):
@@ -122,7 +134,7 @@ class JointModel(nn.Module):
     def forward(self, x: Any) -> HeadOutput:
         hs = pooled_features(self.backbone, x)
         if self.head is None:
-            return HeadOutput(self.backbone.head(hs[-1]), None)
+            return HeadOutput(_zoo(self.backbone).head(hs[-1]), None)
         return self.head(hs)
 
 
@@ -241,8 +253,9 @@ def train_joint(
         metrics["test_mean_weights"] = dict(zip(layer_names, alpha_mean))
 
     if head is None:
-        saved_head: Head = LastLayerHead(widths, num_classes)
-        saved_head.classifier.load_state_dict(backbone.head.state_dict())
+        last_head = LastLayerHead(widths, num_classes)
+        last_head.classifier.load_state_dict(_zoo(backbone).head.state_dict())
+        saved_head: Head = last_head
         metrics["backbone_head"] = "trained jointly (it is the 'last' head)"
     else:
         saved_head = head
@@ -311,7 +324,7 @@ def _probe(
         return torch.cat(feats), torch.cat(ys)
 
     (f_tr, y_tr), (f_va, y_va) = last_block(train, tr_pos), last_block(train, va_pos)
-    clf = backbone.head
+    clf = _zoo(backbone).head
 
     probe_train, probe_val = TensorRows(f_tr, y_tr), TensorRows(f_va, y_va)
     tag = {"stage": "probe", "run": 1, "runs": 1}

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..files import write_with
 FORMATS = ("png", "svg")
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -34,8 +35,8 @@ def _save(fig: Any, stem: Path) -> dict[str, Path]:
         path = stem.with_suffix(f".{fmt}")
         write_with(
             path,
-            lambda tmp, fmt=fmt: fig.savefig(
-                tmp,
+            partial(
+                fig.savefig,
                 format=fmt,
                 dpi=150 if fmt == "png" else None,
                 bbox_inches="tight",

@@ -1,6 +1,6 @@
 """Summary statistics over seeds: pure functions of arrays, no I/O.
 
-Protocol (PROTOCOL §3): report mean ± std (ddof=1) and the two-sided 95% t-interval
+As docs/METHOD.md, "Training", says: report mean ± std (ddof=1) and the two-sided 95% t-interval
 mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
 here and ``note`` says so; JSON writers turn NaN into null.
 """

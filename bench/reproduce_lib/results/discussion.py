@@ -261,7 +261,7 @@ def _setup_points(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
             "`extract` reuses it, so the frozen and exported heads see the very ids the backbone trained on. "
             "The descriptions are a few words long, so most of each sequence is padding: the forward LSTM reads "
             "the words last, the backward one first and then the padding. Embedding 128, LSTMs 64 per "
-            "direction, sequence length 200 are our choices (PROTOCOL §3: not given by the paper)."
+            "direction, sequence length 200 are our choices (not given by the paper)."
         )
     if exp.name == "cifar":
         b.append(
@@ -270,7 +270,7 @@ def _setup_points(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
             "removes high-frequency detail and may cost some accuracy against the paper's PNG-exact data; not "
             "measured here. Learning rate 1e-3 (within the paper's [3e-4, 1e-3]) is our choice for the short "
             "schedule; the paper does not give CIFAR-10's. The CNN's widths, kernels and strides are not in the "
-            "paper either (PROTOCOL §3): ours are laya-inspect's `zoo:cnn`."
+            "paper either: ours are laya-inspect's `zoo:cnn`."
         )
     return b
 

@@ -106,7 +106,7 @@ def write_report(
         f"Generated on {now} from the files the `laya-inspect` CLI wrote under `{mode_dir}` for the plan of "
         f"`{plan_cmd}` ({len(invs) or 1} invocation(s) filled that folder, one or more experiments each, side by "
         f"side; `{mode_dir}/invocations.jsonl` lists them).{stale} Every number below is read from those files; "
-        "the paper's numbers come from PROTOCOL §6 (`bench/reproduce_lib/paper.py`). "
+        "the paper's numbers are typed once in `bench/reproduce_lib/paper.py`. "
         f"`{plan_cmd}` regenerates it (finished steps are reused); `--report-only` rewrites this page alone.",
         "",
     ]
