@@ -75,6 +75,7 @@ def run(digits_cache, head_dirs, tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow
 def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     out, result = run
     summary = json.loads((out / "summary.json").read_text())
@@ -112,6 +113,7 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     assert "faithfulness" in result.output and "most relied-on layers" in result.output
 
 
+@pytest.mark.slow
 def test_every_number_recomputes_from_the_h5_file(run):
     out, _ = run
     summary = json.loads((out / "summary.json").read_text())
@@ -141,6 +143,7 @@ def test_every_number_recomputes_from_the_h5_file(run):
                 np.testing.assert_allclose(e[:, :2], 0, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_report_reprints_the_summary(run):
     out, result = run
     rep = runner.invoke(app, ["report", str(out)])
@@ -150,6 +153,7 @@ def test_report_reprints_the_summary(run):
     assert json.loads(as_json.output)["kind"] == "laya-inspect-compare"
 
 
+@pytest.mark.slow
 def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
     args = [
         "compare",
@@ -252,6 +256,21 @@ def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
     assert [e["event"] for e in events][:2] == ["head", "step"]
     assert res.heads[0].scores["static"].shape == (30, 3)
     assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv"}
+
+
+def test_library_writes_every_plot_of_a_small_run(digits_cache, head_dirs, tmp_path):
+    """compare.plots in the fast loop: one small run of a weighted head, every figure as PNG and SVG."""
+    with FeatureStore(digits_cache) as store:
+        res = compare_heads(
+            [head_dirs["scalarmix"]],
+            store,
+            CompareConfig(methods=("static", "random"), limit=30, n_boot=0),
+            out_dir=tmp_path,
+        )
+    plots = {p.relative_to(tmp_path).as_posix() for p in res.files if p.parent.name == "plots"}
+    kinds = ("profile", "deletion", "lolo_by_class", "ranks", "weights_by_class")
+    assert plots == {f"plots/scalarmix_{k}.{ext}" for k in kinds for ext in ("png", "svg")}
+    assert all((tmp_path / p).stat().st_size > 0 for p in plots)
 
 
 @pytest.mark.gpu

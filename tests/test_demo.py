@@ -32,6 +32,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
     return out, result, plan
 
 
+@pytest.mark.slow
 def test_quick_demo_writes_every_artifact(demo) -> None:  # noqa: ANN001
     out, _, plan = demo
     for rel in (
@@ -56,6 +57,7 @@ def test_quick_demo_writes_every_artifact(demo) -> None:  # noqa: ANN001
             assert (out / "heads" / head / f"seed_{seed}" / "config.json").is_file()
 
 
+@pytest.mark.slow
 def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
     out, result, plan = demo
     text = result.output
@@ -77,6 +79,7 @@ def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
     assert "(--quick)" in text
 
 
+@pytest.mark.slow
 def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN001
     out, _, _ = demo
     with h5py.File(out / "compare" / "attributions.h5") as f:
@@ -124,6 +127,7 @@ class _Captured(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """Each printed command, parsed by the real command, hands its library function the demo's own config."""
     import laya_inspect.compare.run
@@ -169,6 +173,7 @@ def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.Monke
         assert seen[step.name] == expected[step.name], step.command
 
 
+@pytest.mark.slow
 def test_printed_train_command_reproduces_the_backbone(demo, tmp_path: Path) -> None:  # noqa: ANN001
     out, _, plan = demo
     argv = shlex.split(plan.steps()[0].command)[1:]

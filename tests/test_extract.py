@@ -105,6 +105,7 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
     extract_features(_config(ckpt, part, overwrite=True, splits=("test",)))
 
 
+@pytest.mark.slow
 def test_killed_process_resumes(ckpt, tmp_path):
     out = tmp_path / "killed.h5"
     cmd = [
@@ -155,6 +156,7 @@ def test_killed_process_resumes(ckpt, tmp_path):
             np.testing.assert_array_equal(a.layer("train", i), b.layer("train", i))
 
 
+@pytest.mark.slow
 def test_cli_extract_and_list_layers(ckpt, tmp_path):
     res = runner.invoke(
         app, ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits", "--list-layers"]

@@ -32,6 +32,7 @@ def _csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
     out, _ = fitted
     heads = ["laya", "last", "concat", "scalarmix"]
@@ -64,6 +65,7 @@ def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
     assert len(_csv(out / "summary.csv")) == 4
 
 
+@pytest.mark.slow
 def test_alpha_profiles(fitted: tuple[Path, object]) -> None:
     out, _ = fitted
     prof = json.loads((out / "profiles" / "profiles.json").read_text())
@@ -87,6 +89,7 @@ def test_alpha_profiles(fitted: tuple[Path, object]) -> None:
         assert "<svg" in (out / "profiles" / f"{stem}.svg").read_text()
 
 
+@pytest.mark.slow
 def test_terminal_output(fitted: tuple[Path, object]) -> None:
     out, result = fitted
     text = result.stdout
@@ -96,6 +99,7 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
     assert "summary.json" in text and "runs.csv" in text and "profiles" in text
 
 
+@pytest.mark.slow
 def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None:
     result = runner.invoke(
         app,
@@ -146,6 +150,7 @@ def test_errors_exit_1_with_one_line(digits_cache: Path, tmp_path: Path, args: l
     assert result.stderr.strip().count("\n") == 0
 
 
+@pytest.mark.slow
 def test_missing_cache_and_existing_out(digits_cache: Path, fitted: tuple[Path, object], tmp_path: Path) -> None:
     result = runner.invoke(app, ["fit-head", str(tmp_path / "none.h5")], env=ENV)
     assert result.exit_code == 1 and "no feature cache at" in result.stderr

@@ -1,4 +1,5 @@
-"""Training loop: learning, determinism, early stopping, streaming, the grid, save → load."""
+"""fit-head's library (laya_inspect.training.fit_head): learning, determinism, early stopping, streaming,
+the grid, save → load."""
 
 from __future__ import annotations
 

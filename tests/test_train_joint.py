@@ -24,6 +24,7 @@ def _digits_batch() -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
+@pytest.mark.slow
 def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> None:
     from laya_inspect.head_dir import head_from_checkpoint
     from laya_inspect.heads import LastLayerHead
@@ -61,6 +62,7 @@ def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> No
     assert float((logits.argmax(1) == y).float().mean()) > 0.3
 
 
+@pytest.mark.slow
 def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     from laya_inspect.head_dir import head_from_checkpoint
     from laya_inspect.models import load_model
@@ -123,6 +125,7 @@ def test_train_errors_exit_1(tmp_path: Path, args: list[str], message: str) -> N
     assert message in result.stderr
 
 
+@pytest.mark.slow
 def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
     ckpt, cache, head_dir = tmp_path / "laya.pt", tmp_path / "f.h5", tmp_path / "head"
     res = runner.invoke(
@@ -213,6 +216,7 @@ def test_keras_probability_loss_matches_cross_entropy_until_it_clips() -> None:
     assert torch.count_nonzero(sure2.grad) > 0
 
 
+@pytest.mark.slow
 def test_train_controls_reach_backbone_head_and_loss(tmp_path: Path) -> None:
     """--init torch, --ln-eps and --loss probs are what the checkpoint was built and trained with."""
     from laya_inspect.head_dir import head_from_checkpoint
@@ -271,6 +275,7 @@ def _sentiment_csv(path: Path, n: int = 240) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -> None:
     from laya_inspect.data import WordVocab
     from laya_inspect.head_dir import export_head

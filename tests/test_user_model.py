@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -13,6 +14,7 @@ from laya_inspect.store import FeatureStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()
+pytestmark = pytest.mark.slow  # extract → fit-head through the CLI on real digits
 
 
 def test_python_factory_extract_and_fit(tmp_path, monkeypatch):
