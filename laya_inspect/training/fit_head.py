@@ -44,6 +44,7 @@ from .loop import (
     LoopSettings,
     available_memory,
     evaluate,
+    run_end,
     train_loop,
     validation_split,
 )
@@ -253,19 +254,7 @@ def fit_one(
     if isinstance(head, ScalarMixHead):
         result.static_weights = head.static_weights().detach().cpu().numpy()
     result.seconds = time.perf_counter() - t0
-    emit(
-        {
-            "event": "run_end",
-            "head": kind,
-            "seed": seed,
-            "val_acc": best_acc,
-            "test_acc": result.test_acc,
-            "best_epoch": best_epoch,
-            "epochs_run": len(history),
-            "seconds": result.seconds,
-            **tag,
-        }
-    )
+    emit(run_end(kind, seed, stopper, history, tag, test_acc=result.test_acc, seconds=result.seconds))
     return result
 
 

@@ -32,7 +32,7 @@ from ..files import plain, write_json
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..options import check, option, tuples
 from ..runtime import Progress, no_progress, pick_device, seeded
-from .loop import LOSSES, InputRows, LoopSettings, TensorRows, predict, train_loop, validation_split
+from .loop import LOSSES, InputRows, LoopSettings, TensorRows, predict, run_end, train_loop, validation_split
 from .options import shared, training_rules
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
@@ -222,17 +222,7 @@ def train_joint(
         emit=emit,
         tag=tag,
     )
-    emit(
-        {
-            "event": "run_end",
-            "head": config.head,
-            "seed": config.seed,
-            "val_acc": stopper.best,
-            "best_epoch": stopper.best_epoch,
-            "epochs_run": len(history),
-            **tag,
-        }
-    )
+    emit(run_end(config.head, config.seed, stopper, history, tag))
     preds, labels, weights, test_loss = predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
     metrics: dict[str, Any] = {
         "head": config.head,
@@ -338,17 +328,7 @@ def _probe(
         emit=emit,
         tag=tag,
     )
-    emit(
-        {
-            "event": "run_end",
-            "head": config.head,
-            "seed": config.seed,
-            "val_acc": stopper.best,
-            "best_epoch": stopper.best_epoch,
-            "epochs_run": len(history),
-            **tag,
-        }
-    )
+    emit(run_end(config.head, config.seed, stopper, history, tag))
     f_te, y_te = last_block(test, np.arange(len(test.y)))
     with torch.no_grad():
         test_acc = float((clf(f_te).argmax(1) == y_te).double().mean())

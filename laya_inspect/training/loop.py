@@ -258,6 +258,22 @@ class LoopSettings:
     weight_decay: float = 0.0
 
 
+def run_end(
+    name: str, seed: int, stopper: EarlyStopping, history: list[dict[str, float]], tag: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    """The progress event that closes a run of :func:`train_loop`."""
+    return {
+        "event": "run_end",
+        "head": name,
+        "seed": seed,
+        "val_acc": stopper.best,
+        "best_epoch": stopper.best_epoch,
+        "epochs_run": len(history),
+        **extra,
+        **tag,
+    }
+
+
 def train_loop(
     module: nn.Module,
     train_batches: Callable[[torch.Generator], Iterable[Batch]],
