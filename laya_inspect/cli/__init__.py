@@ -64,8 +64,8 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
     """The typer option of config field ``name``: its flag, help and default as the config declares
     them (``default``/``help`` only where the command line spells the value differently)."""
     f = field_of(config, name)
-    value = default_of(config, name) if default is MISSING else default
     config_default = default_of(config, name)
+    value = config_default if default is MISSING else default
     if value is None and isinstance(config_default, tuple):  # a comma list, empty here: say what it means
         help = help or f"{f.metadata['help']} (default {','.join(map(str, config_default))})"
     choices = f.metadata.get("choices")

@@ -9,13 +9,12 @@ from typing import Any, Optional
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from . import app, console, err_console
-from .progress import fit_progress, row_progress
+from .progress import fit_progress, info_progress, row_progress
 from .tables import build_report, estimate
 
 Handler = Callable[[dict[str, Any]], None]
@@ -24,15 +23,7 @@ Handler = Callable[[dict[str, Any]], None]
 @contextmanager
 def _compare_progress() -> Iterator[Handler]:
     """One transient bar over the compared heads, naming the method being computed."""
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    bar = info_progress()
     with bar:
         task = bar.add_task("heads", total=None, info="")
 

@@ -25,6 +25,19 @@ def make_progress(*, transient: bool = False) -> Progress:
     )
 
 
+def info_progress() -> Progress:
+    """A transient bar whose last column is a task's free-text ``info`` field."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
 @contextmanager
 def row_progress(unit: str = "rows", *, transient: bool = False) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Callback for `split` / `batch` events: one bar per split with rows per second.
@@ -96,15 +109,7 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
 
         yield on_line
         return
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+    bar = info_progress()
     with bar:
         tasks: dict[str, Any] = {}
 
