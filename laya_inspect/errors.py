@@ -30,8 +30,24 @@ class DatasetMissingError(NotFoundError):
     """A known dataset's files are not on this machine; the message says how to get them."""
 
 
+class WriteError(LayaError):
+    """An output could not be written (full disk, no permission, a file where a folder should be);
+    nothing partial is left under the output's name."""
+
+
+class LockedError(LayaError):
+    """Another process is writing the same output."""
+
+
 class UnsafeCheckpointError(LayaError):
     """A checkpoint needs full unpickling, which runs code; refused without --trust-pickle."""
+
+
+def os_message(e: OSError, action: str = "could not write") -> str:
+    """One line for an OS error: what failed, on which path, and the errno."""
+    path = e.filename if e.filename is not None else "?"
+    code = f"errno {e.errno}" if e.errno is not None else type(e).__name__
+    return f"{action} {path}: {e.strerror or e} ({code})"
 
 
 def suggest(name: str, choices: Iterable[str], *, limit: int = 20) -> str:

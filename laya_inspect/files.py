@@ -2,8 +2,10 @@
 
 Atomic: each writer writes ``<name>.tmp-<pid>`` beside the target, flushes and fsyncs it, then
 renames it over the target, so a reader (or a killed run) sees the old file or the new one, never
-half of one. One policy for numbers JSON and CSV cannot hold: NaN and ±inf become ``null`` in JSON
-and an empty cell in CSV.
+half of one; a whole output folder is built the same way by :func:`atomic_dir`. An OS error (full
+disk, no permission) becomes one :class:`WriteError` line naming the path and the errno, with the
+temporary file removed. :func:`output_lock` keeps two runs from writing one output. One policy for
+numbers JSON and CSV cannot hold: NaN and ±inf become ``null`` in JSON and an empty cell in CSV.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .errors import InputError, LockedError, WriteError, os_message
 
 
 def plain(v: Any) -> Any:
@@ -45,14 +49,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     ``path`` in one rename. When the body raises, the temporary file is removed and ``path`` is left
     as it was. For writers that take a file name (h5py, torch.save, savefig)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise InputError(f"{target} is a folder; give a file name")
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         if tmp.exists():
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
         os.replace(tmp, target)
+    except OSError as e:
+        raise WriteError(os_message(e) if e.filename else f"could not write {target}: {e.strerror or e}") from None
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -95,3 +103,109 @@ def write_with(path: str | Path, writer: Callable[[Path], Any]) -> Path:
     with atomic_path(path) as tmp:
         writer(tmp)
     return Path(path)
+
+
+def lock_path(path: str | Path) -> Path:
+    target = Path(path)
+    return target.with_name(f".{target.name}.lock")
+
+
+@contextmanager
+def output_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on output ``path`` (a hidden ``.<name>.lock`` file beside it holding
+    the writer's PID) for the whole body; a second writer is refused with the holder's PID."""
+    import fcntl
+
+    target = Path(path)
+    lock = lock_path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise LockedError(
+                    f"{target} is being written by another laya-inspect process (PID {holder}); "
+                    f"wait for it to finish or choose another output (lock file {lock})"
+                ) from None
+            # The holder before us may have removed the lock file after we opened it: lock again.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+    except OSError as e:
+        raise WriteError(os_message(e, "could not lock")) from None
+    try:
+        yield
+    finally:
+        try:
+            lock.unlink()
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def check_out_dir(path: str | Path, force: bool, flag: str = "--out") -> None:
+    """Refuse a file where a folder is wanted, and a non-empty folder without ``--force``."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{flag} {out} is a file; give a folder")
+    if out.is_dir() and not force and any(out.iterdir()):
+        raise InputError(
+            f"{flag} {out} is not empty; pass --force to replace it (its whole content), or choose another {flag}"
+        )
+
+
+@contextmanager
+def atomic_dir(path: str | Path, *, force: bool = False, flag: str = "--out", lock: bool = True) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the body returns it replaces ``path``
+    whole (the old folder, with ``force``, is removed only then). When the body raises, the
+    temporary folder is removed and ``path`` is left as it was."""
+    import shutil
+
+    out = Path(path)
+    check_out_dir(out, force, flag)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    with output_lock(out) if lock else _nothing():
+        _remove_stale(out)
+        try:
+            tmp.mkdir(parents=True)
+            yield tmp
+            if out.exists():
+                os.replace(out, old)
+            os.replace(tmp, out)
+        except OSError as e:
+            raise WriteError(os_message(e)) from None
+        finally:
+            for p in (tmp, old):
+                if p.exists():
+                    shutil.rmtree(p, ignore_errors=True)
+
+
+def _remove_stale(out: Path) -> None:
+    """Temporary folders and files of killed runs on this output (safe: we hold its lock)."""
+    import shutil
+
+    for p in out.parent.glob(f".{out.name}.tmp-*"):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    for p in out.parent.glob(f"{out.name}.tmp-*"):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+    for p in out.parent.glob(f".{out.name}.old-*"):  # killed between the two renames: put it back
+        if not out.exists():
+            os.replace(p, out)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from ..errors import LayaError
+from ..errors import LayaError, os_message
 from ..options import default_of, field_of
 
 console = Console()
@@ -24,13 +24,18 @@ err_console = Console(stderr=True)
 
 
 class _Group(TyperGroup):
-    """Turns a LayaError raised by any command into one red line and exit code 1."""
+    """Turns a LayaError raised by any command, or an OS error on a named path (full disk, no
+    permission), into one red line and exit code 1."""
 
     def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
         try:
             return super().invoke(ctx)
         except LayaError as e:
             fail(str(e))
+        except OSError as e:
+            if e.filename is None:  # not about a path the user named: a bug, keep the traceback
+                raise
+            fail(os_message(e, "could not access"))
 
 
 app = typer.Typer(
