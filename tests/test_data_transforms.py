@@ -35,7 +35,13 @@ def test_raw_images_only_scaled():
         "scale": "uint8/255",
         "channels": None,
         "resize": None,
-        "normalize": None,
+        "normalize": {
+            "applied": False,
+            "mean": None,
+            "std": None,
+            "from": "no model",
+            "why": "none: no model given",
+        },
         "output": [1, 2, 2],
     }
     f = torch.rand(2, 1, 2, 2)
@@ -52,7 +58,7 @@ def test_gray_to_rgb_and_normalise_exact():
         assert torch.allclose(out[0, c], want, atol=1e-6)
     d = t.describe()
     assert d["channels"] == {"from": 1, "to": 3, "how": "replicate"}
-    assert d["normalize"] == {"mean": [0.5] * 3, "std": [0.25] * 3, "from": "model"}
+    assert d["normalize"] == {"applied": True, "mean": [0.5] * 3, "std": [0.25] * 3, "from": "model"}
 
 
 def test_rgb_to_gray_luminance_exact():

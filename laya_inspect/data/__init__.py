@@ -13,12 +13,16 @@ Specs (registry :data:`DATASETS`; nothing is ever downloaded):
 
 Datasets without native splits get ``train``/``test`` from a seeded stratified split
 (``test_fraction``); ``limit`` keeps a seeded stratified subset of each requested split. Both are
-recorded in ``DataBundle.split_info``; what was done to the inputs is in ``DataBundle.transforms``.
+recorded in ``DataBundle.split_info``; what was done to the inputs is in ``DataBundle.transforms``
+(normalisation included, also when none was applied); what the user should hear about (no
+normalisation known, a class with no rows in a split, NaN features kept) is in
+``DataBundle.warnings``. A bad file or value is a :class:`~laya_inspect.errors.LayaError` naming it.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +34,9 @@ import torch
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
-from .images import load_imagefolder, load_npz
+from .checks import check_labels, empty_classes
+from .images import load_imagefolder
+from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
 from .text import TEXT_OPTIONS, load_csv, load_jsonl
 from .transforms import DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform, plan_image_transform
@@ -101,6 +107,7 @@ class DataBundle:
     split_info: dict
     kind: str = "image"  # "image" | "vector" | "text"
     location: str = ""
+    warnings: list[str] = field(default_factory=list)  # one line each, for the user (printed, stored)
 
     @property
     def num_classes(self) -> int:
@@ -169,6 +176,8 @@ def _plan_transform(
     if src.kind == "vector":
         if image_size is not None or resize != "stretch":
             raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size or resize does not apply")
+        if normalize is not None and not (isinstance(normalize, str) and normalize.strip().lower() == "none"):
+            raise InputError(f"dataset {spec!r} holds (N, D) vectors: normalize applies to images only")
         return VectorTransform(src.native["dim"], src.native["scale"])
     return plan_image_transform(
         src.native, input_spec=input_spec, image_size=image_size, normalize=normalize, resize=resize
@@ -192,7 +201,7 @@ def raw_texts(
     """The untransformed texts of one split of a text dataset, the rows ``load_data`` would give with
     the same arguments (to fit a word vocabulary on the training texts)."""
     prefix, arg, options = parse_spec(spec)
-    src = DATASETS.get(prefix).load(arg, options, seed=int(seed), test_fraction=float(test_fraction))
+    src = DATASETS.get(prefix).load(arg, options, seed=int(seed), test_fraction=_fraction(test_fraction))
     if src.kind != "text":
         raise InputError(f"dataset {spec!r} holds {src.kind}s, not texts")
     if split not in src.split_names:
@@ -215,6 +224,7 @@ def load_data(
     normalize: Any = None,
     resize: str = "stretch",
     test_fraction: float = 0.2,
+    allow_nonfinite: bool = False,
 ) -> DataBundle:
     """Load ``spec`` and prepare ``splits`` for a model that wants ``input_spec``.
 
@@ -222,13 +232,28 @@ def load_data(
     ``max_length``; None: images only scaled to [0, 1] at native channels and size).
     ``image_size`` (int or (H, W)) overrides ``input_spec.size``; ``normalize`` ("none",
     "imagenet" or a (mean, std) pair) overrides its mean/std; ``resize`` "stretch" or "crop"
-    (aspect kept, centre crop) says how images reach the target size. ``limit`` keeps a seeded stratified
-    subset of at most that many samples per split.
+    (torchvision's evaluation recipe: shorter side to size/0.875, centre crop) says how images reach
+    the target size. ``limit`` keeps a seeded stratified subset of at most that many samples per
+    split. Image files are decoded one by one to ``input_spec.channels``. NaN/Inf features are an
+    InputError unless ``allow_nonfinite`` (then kept, with a warning).
     """
-    if limit is not None and (isinstance(limit, bool) or int(limit) < 1):
-        raise InputError(f"limit must be a positive number of samples, got {limit!r}")
+    if limit is not None:
+        try:
+            n = operator.index(limit) if not isinstance(limit, bool) else 0
+        except TypeError:
+            n = 0
+        if n < 1:
+            raise InputError(f"limit must be a positive number of samples, got {limit!r}")
+        limit = n
     prefix, arg, options = parse_spec(spec)
-    src = DATASETS.get(prefix).load(arg, options, seed=int(seed), test_fraction=float(test_fraction))
+    src = DATASETS.get(prefix).load(
+        arg,
+        options,
+        seed=int(seed),
+        test_fraction=_fraction(test_fraction),
+        channels=getattr(input_spec, "channels", None) if getattr(input_spec, "kind", "image") == "image" else None,
+        allow_nonfinite=bool(allow_nonfinite),
+    )
     names = _split_names(splits)
     for name in names:
         if name not in src.split_names:
@@ -236,10 +261,18 @@ def load_data(
     transform = _plan_transform(
         src, spec, input_spec=input_spec, tokenizer=tokenizer, image_size=image_size, normalize=normalize, resize=resize
     )
+    parts = {name: src.open(name) for name in names}
+    warnings = list(src.warnings)
+    warnings += check_labels(spec, list(src.class_names), {n: p.labels for n, p in parts.items()})
+    if isinstance(transform, ImageTransform) and transform.normalize_from == "unknown":
+        warnings.append(
+            "no normalisation applied: the model does not state the mean/std its inputs need, so images are "
+            "only scaled to [0, 1]; if it was trained on normalised images pass --normalize imagenet or "
+            "--normalize M1,M2,M3/S1,S2,S3 (--normalize none confirms that none is right)"
+        )
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
-    for name in names:
-        part = src.open(name)
+    for name, part in parts.items():
         assert part.rows is not None  # SplitSource.__post_init__ fills rows
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
@@ -262,4 +295,16 @@ def load_data(
         split_info={**src.split_info, "splits": per_split},
         kind=src.kind,
         location=src.location,
+        warnings=warnings
+        + empty_classes(
+            spec, list(src.class_names), {n: p.labels for n, p in parts.items()}, {n: s.labels for n, s in out.items()}
+        ),
     )
+
+
+def _fraction(test_fraction: Any) -> float:
+    try:
+        value = float(test_fraction)
+    except (TypeError, ValueError):
+        raise InputError(f"test_fraction must be a number between 0 and 1, got {test_fraction!r}") from None
+    return value

@@ -8,13 +8,16 @@ inputs of those rows). Loading is deferred to ``open`` so that asking for ``test
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, NotFoundError, os_message
 
 
 @dataclass
@@ -53,20 +56,45 @@ class Source:
     split_info: dict = field(default_factory=lambda: {"method": "native"})
     native: dict = field(default_factory=dict)
     location: str = ""
+    warnings: list[str] = field(default_factory=list)  # for the user, carried into DataBundle.warnings
 
 
 @dataclass(frozen=True)
 class DatasetKind:
-    """A registry entry: ``load(arg, options, *, seed, test_fraction) -> Source``.
+    """A registry entry: ``load(arg, options, *, seed, test_fraction, channels, allow_nonfinite) -> Source``.
 
     ``arg`` is "required", "optional" or "none" (the part after ``prefix:``); ``options`` are the
-    ``?key=value`` names the spec may carry.
+    ``?key=value`` names the spec may carry. ``channels`` (1, 3 or None) is what the model takes,
+    for sources that decode files one by one; ``allow_nonfinite`` keeps NaN/Inf features (with a
+    warning) instead of refusing them.
     """
 
     load: Callable[..., Source]
     arg: str
     usage: str
     options: tuple[str, ...] = ()
+
+
+def user_path(arg: str, *, folder: bool, what: str) -> Path:
+    """``arg`` as an existing file (or folder), or a NotFoundError / InputError naming it."""
+    try:
+        path = Path(arg).expanduser()
+        ok = path.is_dir() if folder else path.is_file()
+    except RuntimeError:  # "~name" of no user
+        raise NotFoundError(f"no {what} {arg!r}: cannot expand its ~") from None
+    except (OSError, ValueError) as e:  # a name too long, a NUL byte
+        shown = arg if len(arg) <= 100 else arg[:100] + "…"
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise InputError(f"not a usable path for the {what}: {shown!r} ({why})") from None
+    if not ok:
+        other = "a file" if folder else "a folder"
+        isnt = f" ({str(path)!r} is {other})" if path.exists() else ""
+        raise NotFoundError(f"no {what} {str(path)!r}{isnt}")
+    return path
+
+
+def read_failed(e: OSError) -> InputError:
+    return InputError(os_message(e, "could not read"))
 
 
 def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> tuple[dict, dict]:
@@ -120,39 +148,66 @@ def stratified_subset(labels: np.ndarray, k: int, *, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(picked)).astype(np.int64)
 
 
-def encode_labels(values: Sequence[Any], *, where: str) -> tuple[np.ndarray, list[str]]:
+def encode_labels(
+    values: Sequence[Any], *, where: str, locate: Callable[[int], str] | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Labels as read from a file → (int64 array, class names).
 
-    Non-negative integers (or strings of them) are kept as they are, with names "0".."max";
-    anything else (words, negative numbers) is mapped to the sorted distinct values.
+    Whole numbers (ints, integral floats, strings of digits) are class indices and keep their values,
+    with names "0".."max"; words become the sorted distinct values. A negative index, a fraction, NaN,
+    a value that is neither number nor word, or numbers mixed with words is an InputError naming the
+    value and where it is (``locate(i)``, e.g. "line 7"; default "label #i").
     """
     vals = list(values)
     if not vals:
         raise InputError(f"no labels in {where}")
-    as_int = _as_ints(vals)
-    if as_int is not None and as_int.min() >= 0:
-        return as_int, [str(i) for i in range(int(as_int.max()) + 1)]
-    if as_int is not None:
-        names_sorted = sorted(set(as_int.tolist()))
-        lookup = {v: i for i, v in enumerate(names_sorted)}
-        return np.array([lookup[v] for v in as_int.tolist()], dtype=np.int64), [str(v) for v in names_sorted]
-    strs = [str(v) for v in vals]
-    names = sorted(set(strs))
+    at = locate or (lambda i: f"label #{i}")
+    parsed = [_one_label(v, i, where, at) for i, v in enumerate(vals)]
+    first_int = next((i for i, v in enumerate(parsed) if isinstance(v, int)), None)
+    first_word = next((i for i, v in enumerate(parsed) if isinstance(v, str)), None)
+    if first_int is not None and first_word is not None:
+        raise InputError(
+            f"{where}: labels mix numbers and words ({vals[first_int]!r} at {at(first_int)}, "
+            f"{vals[first_word]!r} at {at(first_word)}); use class indices 0..C-1 or words for every row"
+        )
+    if first_int is not None:
+        ints = np.array(parsed, dtype=np.int64)
+        if ints.min() < 0:
+            i = int(np.argmax(ints < 0))
+            top = int(ints.max())
+            valid = f"0..{top}" if top >= 0 else "0 and up"
+            raise InputError(
+                f"{where}: label {int(ints[i])} at {at(i)} is outside the class list: integer labels are class "
+                f"indices, valid labels are {valid}; renumber the labels from 0, or write the classes as words"
+            )
+        return ints, [str(i) for i in range(int(ints.max()) + 1)]
+    names = sorted(set(map(str, parsed)))
     lookup = {v: i for i, v in enumerate(names)}
-    return np.array([lookup[v] for v in strs], dtype=np.int64), names
+    return np.array([lookup[str(v)] for v in parsed], dtype=np.int64), names
 
 
-def _as_ints(vals: list[Any]) -> np.ndarray | None:
-    out = []
-    for v in vals:
-        if isinstance(v, (bool, np.bool_)):
-            out.append(int(v))
-        elif isinstance(v, (int, np.integer)):
-            out.append(int(v))
-        elif isinstance(v, (float, np.floating)) and float(v).is_integer():
-            out.append(int(v))
-        elif isinstance(v, str) and v.strip().lstrip("-").isdigit():
-            out.append(int(v.strip()))
-        else:
-            return None
-    return np.array(out, dtype=np.int64)
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | str:
+    if isinstance(v, (bytes, np.bytes_)):
+        try:
+            v = bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: label {v!r} at {at(i)} is not UTF-8 text") from None
+    if isinstance(v, (bool, np.bool_, int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(float(v)):
+            raise InputError(f"{where}: label {v} at {at(i)} is not a number; every row needs a class")
+        if not float(v).is_integer():
+            raise InputError(
+                f"{where}: label {v} at {at(i)} is not a whole number: labels are class indices 0..C-1 or words"
+            )
+        return int(v)
+    if isinstance(v, (str, np.str_)):
+        text = str(v).strip()
+        if not text:
+            raise InputError(f"{where}: empty label at {at(i)}; every row needs a class")
+        return int(text) if _INT.fullmatch(text) else text
+    raise InputError(f"{where}: label {v!r} at {at(i)} is neither a number nor a word")

@@ -1,32 +1,29 @@
-"""Image sources: in-memory arrays (``npz:FILE``) and folders of image files (``imagefolder:DIR``).
+"""Image sources: in-memory arrays (what ``npz:FILE`` and the named datasets hold) and folders of
+image files (``imagefolder:DIR``).
 
 ``imagefolder:DIR`` takes either class folders (``DIR/<class>/*.png``; split into train/test by a
 seeded stratified split) or split folders of class folders (``DIR/{train,test,val…}/<class>/…``).
-Only file paths are listed up front; images are read with PIL one batch at a time. Class names are
-the sorted folder names (as torchvision's ``ImageFolder``), shared by all splits.
-
-``npz:FILE`` holds ``X`` and ``y``, or per-split ``X_<split>``/``y_<split>`` (e.g. ``X_train``,
-``y_test``), and optionally ``class_names``. ``X`` is images (N, H, W), (N, H, W, C) or (N, C, H, W)
-with C in 1, 3, 4, or vectors (N, D); uint8 is scaled by 1/255, floats are taken as already in [0, 1].
+Only file paths are listed up front; images are read with PIL one batch at a time, each converted
+on its own to the model's channels (``pixels.read_image``; a model that does not say gets RGB if any
+file is in colour, else greyscale). Class names are the sorted folder names (as torchvision's
+``ImageFolder``), shared by all splits.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..errors import InputError, NotFoundError
-from .base import Source, SplitSource, encode_labels, stratified_split
+from ..errors import InputError
+from .base import Source, SplitSource, read_failed, stratified_split, user_path
+from .pixels import DECODE, folder_channels, read_image
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 SPLIT_NAMES = ("train", "test", "val", "valid", "validation", "dev", "eval")
-_GRAY_MODES = ("1", "L", "LA", "I", "I;16", "F")
 
 
 # ----------------------------------------------------------------------------- arrays
@@ -117,97 +114,42 @@ def seeded_array_source(
     )
 
 
-def load_npz(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
-    path = Path(arg).expanduser()
-    if not path.is_file():
-        raise NotFoundError(f"no npz file {str(path)!r}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError, zipfile.BadZipFile) as e:  # ValueError: pickled objects, refused
-        raise InputError(f"{path}: not an npz archive of plain arrays (np.savez): {e}") from None
-    keys = {k.lower(): k for k in arrays}
-    names = arrays.get("class_names")
-    split_keys = sorted({m.group(1) for k in arrays if (m := re.fullmatch(r"[xX]_(\w+)", k))})
-    if "x" in keys:
-        if "y" not in keys:
-            raise InputError(f"{path}: has X but no y (keys: {', '.join(arrays)})")
-        pools = {"": (arrays[keys["x"]], arrays[keys["y"]])}
-    elif split_keys:
-        missing = [s for s in split_keys if f"y_{s}".lower() not in keys]
-        if missing:
-            raise InputError(f"{path}: no labels y_{missing[0]} for X_{missing[0]} (keys: {', '.join(arrays)})")
-        pools = {
-            s: (arrays[f"X_{s}" if f"X_{s}" in arrays else f"x_{s}"], arrays[keys[f"y_{s}".lower()]])
-            for s in split_keys
-        }
-    else:
-        raise InputError(
-            f"{path}: expected arrays X and y, or X_train/y_train/X_test/y_test; found {', '.join(arrays) or 'none'}"
-        )
-    for s, (x, y) in pools.items():
-        if len(x) != len(y):
-            raise InputError(f"{path}: X{'_' + s if s else ''} has {len(x)} rows but y has {len(y)}")
-    # one label encoding over all splits, so a class keeps its index everywhere
-    all_labels = np.concatenate([np.asarray(y).ravel() for _, y in pools.values()])
-    flat, class_names = encode_labels(all_labels.tolist(), where=str(path))
-    if names is not None:
-        given = [str(n) for n in np.asarray(names).tolist()]
-        if all_labels.dtype.kind in "US":  # word labels: their index in the given class_names
-            unknown = sorted(set(class_names) - set(given))
-            if unknown:
-                raise InputError(f"{path}: labels {unknown[:5]} are not in class_names {given[:20]}")
-            flat = np.array([given.index(str(v)) for v in all_labels.tolist()], dtype=np.int64)
-        elif flat.size and flat.max() >= len(given):
-            raise InputError(f"{path}: label {flat.max()} but only {len(given)} class_names")
-        class_names = given
-    bounds = np.cumsum([0] + [len(y) for _, y in pools.values()])
-    prepared = {}
-    for i, (s, (x, _)) in enumerate(pools.items()):
-        x = x.astype(np.float32) if x.ndim == 2 and x.dtype != np.uint8 else x
-        x = x if x.ndim == 2 else images_nchw(x, where=str(path))
-        prepared[s] = (x, flat[bounds[i] : bounds[i + 1]])
-    if "" in prepared:
-        x, y = prepared[""]
-        return seeded_array_source(x, y, class_names, location=str(path), seed=seed, test_fraction=test_fraction)
-    return array_source(prepared, class_names, location=str(path))
-
-
 # ----------------------------------------------------------------------------- image folders
 def _subdirs(d: Path) -> list[str]:
-    return sorted(e.name for e in os.scandir(d) if e.is_dir() and not e.name.startswith("."))
+    try:
+        return sorted(e.name for e in os.scandir(d) if e.is_dir() and not e.name.startswith("."))
+    except OSError as e:
+        raise read_failed(e) from None
 
 
 def _image_files(d: Path) -> list[str]:
     out = []
-    for root, _, files in sorted(os.walk(d, followlinks=True)):
+
+    def fail(e: OSError) -> None:
+        raise read_failed(e)
+
+    for root, _, files in sorted(os.walk(d, followlinks=True, onerror=fail)):
         out += [os.path.join(root, f) for f in sorted(files) if f.lower().endswith(IMG_EXTENSIONS)]
     return out
 
 
-def _read_image(path: str, mode: str) -> torch.Tensor:
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as im:
-            arr = np.array(im.convert(mode), dtype=np.uint8)
-    except (OSError, UnidentifiedImageError) as e:
-        raise InputError(f"cannot read image {path!r}: {e}") from None
-    t = torch.from_numpy(arr)
-    return t[None] if t.ndim == 2 else t.permute(2, 0, 1).contiguous()
-
-
-def _folder_split(files: list[str], labels: np.ndarray, mode: str, rows: np.ndarray | None = None) -> SplitSource:
+def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.ndarray | None = None) -> SplitSource:
     def fetch(q: np.ndarray) -> list[torch.Tensor]:
-        return [_read_image(files[i], mode) for i in q.tolist()]
+        return [read_image(files[i], channels) for i in q.tolist()]
 
     return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch)
 
 
-def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
-    root = Path(arg).expanduser()
-    if not root.is_dir():
-        raise NotFoundError(f"no image folder {str(root)!r}")
+def load_imagefolder(
+    arg: str,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
+    root = user_path(arg, folder=True, what="image folder")
     top = _subdirs(root)
     split_dirs = [s for s in top if _subdirs(root / s)] if any(s.lower() in SPLIT_NAMES for s in top) else []
     split_dirs.sort(key=lambda s: (SPLIT_NAMES.index(s.lower()) if s.lower() in SPLIT_NAMES else 99, s))
@@ -225,30 +167,19 @@ def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float
             split_files += found
             split_labels += [lookup[c]] * len(found)
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
-    first = next((f[0] for f, _ in listed.values() if f), None)
-    if first is None:
+    every = [f for files, _ in listed.values() for f in files]
+    if not every:
         raise InputError(f"{root}: no image files ({', '.join(IMG_EXTENSIONS)}) in the class folders")
-    from PIL import Image
-
-    try:
-        with Image.open(first) as im:
-            mode = "L" if im.mode in _GRAY_MODES else "RGB"
-            first_size = (im.size[1], im.size[0])
-    except OSError as e:
-        raise InputError(f"cannot read image {first!r}: {e}") from None
-    native = {
-        "channels": 1 if mode == "L" else 3,
-        "size": None,
-        "first_size": first_size,
-        "scale": "uint8/255",
-        "pil_mode": mode,
-    }
+    # The model's channels when it says (each file converted to them); otherwise the folder's own,
+    # decided from every file so that no file's place in the listing changes another's pixels.
+    chans = channels if channels in (1, 3) else folder_channels(every)
+    native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
     if split_dirs:
         return Source(
             kind="image",
             class_names=class_names,
             split_names=split_dirs,
-            open=lambda s: _folder_split(*listed[s], mode),
+            open=lambda s: _folder_split(*listed[s], chans),
             native=native,
             location=str(root),
         )
@@ -258,7 +189,7 @@ def load_imagefolder(arg: str, options: dict, *, seed: int, test_fraction: float
         kind="image",
         class_names=class_names,
         split_names=["train", "test"],
-        open=lambda s: _folder_split(files, labels, mode, rows[s]),
+        open=lambda s: _folder_split(files, labels, chans, rows[s]),
         split_info=info,
         native=native,
         location=str(root),

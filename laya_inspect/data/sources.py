@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import gzip
 import pickle
+import zlib
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..errors import DatasetMissingError, InputError
-from .base import Source, SplitSource
+from .base import Source, SplitSource, read_failed
 from .images import images_nchw, load_imagefolder, seeded_array_source
 
 FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"
@@ -50,7 +51,13 @@ CIFAR10_ROOTS = ("~/.cache/laya-inspect/cifar10", "/usr/share/datasets/cifar10")
 # ----------------------------------------------------------------------------- Fashion-MNIST
 def read_idx(path: Path) -> np.ndarray:
     """An IDX file (gzip or not) of unsigned bytes → numpy array of its declared shape."""
-    raw = (gzip.open if path.suffix == ".gz" else open)(path, "rb").read()
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+            raw = f.read()
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:  # before OSError: BadGzipFile is one
+        raise InputError(f"{path}: a damaged gzip file ({e}); download it again") from None
+    except OSError as e:
+        raise read_failed(e) from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
         raise InputError(f"{path}: not an IDX file of unsigned bytes")
     ndim = raw[3]
@@ -68,7 +75,15 @@ def _find(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def load_fashion_mnist(arg: str | None, options: dict, *, seed: int, test_fraction: float) -> Source:
+def load_fashion_mnist(
+    arg: str | None,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
     root = Path(arg or FASHION_MNIST_ROOT).expanduser()
     stems = [s for pair in _FMNIST_FILES.values() for s in pair]
     folder = next(
@@ -133,12 +148,18 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
         raise InputError(f"refusing to unpickle {module}.{name}: a CIFAR-10 batch holds only arrays and lists")
 
 
+# what a damaged or foreign pickle stream raises, besides the refusals of find_class
+_BAD_PICKLE = (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
 def _unpickle(path: Path) -> dict:
-    with open(path, "rb") as f:
-        try:
+    try:
+        with open(path, "rb") as f:
             d = _ArraysOnlyUnpickler(f, encoding="bytes").load()
-        except (pickle.UnpicklingError, EOFError) as e:
-            raise InputError(f"{path}: not a CIFAR-10 python batch ({e})") from None
+    except _BAD_PICKLE + (OverflowError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a CIFAR-10 python batch ({type(e).__name__}: {e})") from None
+    except OSError as e:
+        raise read_failed(e) from None
     if not isinstance(d, dict):
         raise InputError(f"{path}: not a CIFAR-10 python batch (a {type(d).__name__}, not a dict)")
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in d.items()}
@@ -150,14 +171,22 @@ def _cifar_batches(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
         d = _unpickle(p)
         if "data" not in d or "labels" not in d:
             raise InputError(f"{p}: a CIFAR-10 batch needs 'data' and 'labels', has {', '.join(map(str, d))}")
-        x = np.asarray(d["data"], dtype=np.uint8)
-        xs.append(x.reshape(len(x), 3, 32, 32))
-        ys.append(np.asarray(d["labels"], dtype=np.int64))
+        try:
+            x = np.asarray(d["data"], dtype=np.uint8)
+            xs.append(x.reshape(len(x), 3, 32, 32))
+            ys.append(np.asarray(d["labels"], dtype=np.int64).reshape(-1))
+        except (ValueError, TypeError, OverflowError) as e:
+            raise InputError(f"{p}: 'data' must be (N, 3072) bytes and 'labels' N integers ({e})") from None
+        if len(ys[-1]) != len(xs[-1]):
+            raise InputError(f"{p}: {len(xs[-1])} images but {len(ys[-1])} labels")
     return np.concatenate(xs), np.concatenate(ys)
 
 
 def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
-    train = sorted(folder.glob("data_batch_*"), key=lambda p: int(p.name.rsplit("_", 1)[-1]))
+    train = sorted(
+        (p for p in folder.glob("data_batch_*") if p.name[len("data_batch_") :].isdigit()),
+        key=lambda p: int(p.name[len("data_batch_") :]),
+    )
     files = {"train": train, "test": [folder / "test_batch"] if (folder / "test_batch").is_file() else []}
     files = {s: f for s, f in files.items() if f}
     loaded: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -178,7 +207,15 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
     )
 
 
-def load_cifar10(arg: str | None, options: dict, *, seed: int, test_fraction: float) -> Source:
+def load_cifar10(
+    arg: str | None,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
     roots = [Path(arg).expanduser()] if arg else [Path(r).expanduser() for r in CIFAR10_ROOTS]
     for root in roots:
         for folder in (root / "cifar-10-batches-py", root):
@@ -186,11 +223,14 @@ def load_cifar10(arg: str | None, options: dict, *, seed: int, test_fraction: fl
                 names = CIFAR10_CLASSES
                 if (folder / "batches.meta").is_file():
                     meta = _unpickle(folder / "batches.meta").get("label_names", names)
-                    names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta]
+                    if not isinstance(meta, (list, tuple)) or len(meta) != len(CIFAR10_CLASSES):
+                        raise InputError(f"{folder / 'batches.meta'}: label_names must list 10 class names")
+                    names = [n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n) for n in meta]
                 return _cifar_pickles(folder, names)
         for folder in (root, root / "cifar10", root / "CIFAR-10-images"):
             if (folder / "train").is_dir() or (folder / "test").is_dir():
-                src = load_imagefolder(str(folder), {}, seed=seed, test_fraction=test_fraction)
+                # CIFAR-10 is in colour: files are read as RGB unless the model wants greyscale
+                src = load_imagefolder(str(folder), {}, seed=seed, test_fraction=test_fraction, channels=channels or 3)
                 if src.class_names != CIFAR10_CLASSES:
                     raise InputError(
                         f"{folder}: class folders {src.class_names} are not CIFAR-10's "
@@ -207,7 +247,15 @@ def load_cifar10(arg: str | None, options: dict, *, seed: int, test_fraction: fl
 
 
 # ----------------------------------------------------------------------------- digits
-def load_digits_source(arg: str | None, options: dict, *, seed: int, test_fraction: float) -> Source:
+def load_digits_source(
+    arg: str | None,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
     from sklearn.datasets import load_digits
 
     d = load_digits()

@@ -9,8 +9,10 @@ options go (so the spec stored with cached features says everything):
 Options: ``text_col`` (default ``text``), ``label_col`` (default ``label``), ``split_col`` (default
 ``split``). Rows with a split column are grouped by its values (native splits, e.g. train/test);
 without one, train/test come from a seeded stratified split. Labels that are all non-negative
-integers keep their values (class names "0".."max"); any other labels (words) become the sorted
-distinct values. ``index`` is the 0-based data row in the file (header and blank lines not counted).
+integers keep their values (class names "0".."max"); words become the sorted distinct values;
+negative numbers, fractions, NaN, and numbers mixed with words are refused, naming the line.
+``index`` is the 0-based data row in the file (header and blank lines not counted); error messages
+name the file's line (``FILE:LINE``).
 Texts are tokenised per batch by the model's tokenizer (see ``transforms.TextTransform``).
 """
 
@@ -22,59 +24,69 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, NotFoundError, suggest
-from .base import Source, SplitSource, encode_labels, stratified_split
+from ..errors import InputError, suggest
+from .base import Source, SplitSource, encode_labels, read_failed, stratified_split, user_path
 
 TEXT_OPTIONS = ("text_col", "label_col", "split_col")
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[dict]]:
+def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    rows, lines = [], []
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f, delimiter=delimiter)
-            rows = list(reader)
-            return list(reader.fieldnames or []), rows
+            for row in reader:
+                rows.append(row)
+                lines.append(reader.line_num)  # the record's last physical line
+            return list(reader.fieldnames or []), rows, lines
     except (UnicodeDecodeError, csv.Error) as e:
         what = "TSV" if delimiter == "\t" else "CSV"
         raise InputError(f"{path}: not a readable UTF-8 {what} file ({e})") from None
+    except OSError as e:
+        raise read_failed(e) from None
 
 
-def _read_jsonl(path: Path) -> tuple[list[str], list[dict]]:
-    rows, columns = [], {}
+def _read_jsonl(path: Path) -> tuple[list[str], list[dict], list[int]]:
+    rows, columns, linenos = [], {}, []
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text ({e})") from None
+    except OSError as e:
+        raise read_failed(e) from None
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path}:{lineno}: not JSON ({e.msg})") from None
+        except (json.JSONDecodeError, RecursionError) as e:
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+            raise InputError(f"{path}:{lineno}: not JSON ({msg}); fix or remove the line") from None
         if not isinstance(rec, dict):
             raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(rec).__name__}")
         rows.append(rec)
+        linenos.append(lineno)
         columns.update(dict.fromkeys(rec))
-    return list(columns), rows
+    return list(columns), rows, linenos
 
 
-def _column(rows: list[dict], col: str, *, path: Path, what: str) -> list:
+def _column(rows: list[dict], col: str, *, path: Path, what: str, lines: list[int]) -> list:
     out = []
     for i, r in enumerate(rows):
         v = r.get(col)
         if v is None or (isinstance(v, str) and not v.strip() and what != "text"):
-            raise InputError(f"{path}: data row {i} has no {what} (column {col!r})")
+            raise InputError(f"{path}:{lines[i]}: no {what} (column {col!r})")
+        if isinstance(v, (dict, list)):
+            kind = type(v).__name__
+            raise InputError(f"{path}:{lines[i]}: the {what} (column {col!r}) is a JSON {kind}, not a value")
         out.append(v)
     return out
 
 
 def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str) -> Source:
-    path = Path(path_arg).expanduser()
-    if not path.is_file():
-        raise NotFoundError(f"no {fmt} file {str(path)!r}")
-    columns, rows = (_read_csv if fmt == "csv" else _read_jsonl)(path)
+    path = user_path(path_arg, folder=False, what=f"{fmt} file")
+    columns, rows, lines = (_read_csv if fmt == "csv" else _read_jsonl)(path)
     if not rows:
         raise InputError(f"{path}: no data rows")
     text_col, label_col = options.get("text_col", "text"), options.get("label_col", "label")
@@ -86,12 +98,16 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
             )
     if "split_col" in options and split_col not in columns:
         raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
-    texts = ["" if t is None else str(t) for t in _column(rows, text_col, path=path, what="text")]
-    labels, class_names = encode_labels(_column(rows, label_col, path=path, what="label"), where=str(path))
+    texts = [str(t) for t in _column(rows, text_col, path=path, what="text", lines=lines)]
+    labels, class_names = encode_labels(
+        _column(rows, label_col, path=path, what="label", lines=lines),
+        where=str(path),
+        locate=lambda i: f"line {lines[i]}",
+    )
     fetch = lambda q: [texts[i] for i in q.tolist()]  # noqa: E731
 
     if split_col in columns:
-        parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split")]
+        parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split", lines=lines)]
         names = list(dict.fromkeys(parts))
         groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in names}
         return Source(
@@ -113,9 +129,25 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
     )
 
 
-def load_csv(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
+def load_csv(
+    arg: str,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
     return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="csv")
 
 
-def load_jsonl(arg: str, options: dict, *, seed: int, test_fraction: float) -> Source:
+def load_jsonl(
+    arg: str,
+    options: dict,
+    *,
+    seed: int,
+    test_fraction: float,
+    channels: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Source:
     return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="jsonl")

@@ -7,6 +7,7 @@ Every transform is planned once per dataset (from the raw inputs' description an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,26 +16,30 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import InputError, suggest
+from .crop import CROP_FRACTION, centre_crop, centre_crop_pil
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 LUMA = (0.2989, 0.587, 0.114)  # ITU-R 601, as torchvision's rgb_to_grayscale
 NORMALIZE_CHOICES = ("none", "imagenet")
-# stretch: straight to the target size (aspect ratio not kept) | crop: scale to cover the target
-# divided by CROP_FRACTION, keeping the aspect ratio, then take the centre (torchvision's evaluation
-# recipe: resize 256, centre crop 224).
+# stretch: straight to the target size (aspect ratio not kept) | crop: torchvision's evaluation
+# recipe, shorter side to int(size / 0.875), then the centre (crop.py)
 RESIZE_CHOICES = ("stretch", "crop")
-CROP_FRACTION = 0.875
 DEFAULT_MAX_LENGTH = 128
 
 
 def _pair(size: Any) -> tuple[int, int] | None:
     if size is None:
         return None
-    if isinstance(size, int):
+    if isinstance(size, int) and not isinstance(size, bool):
         return (size, size)
-    h, w = size
-    return (int(h), int(w))
+    try:
+        h, w = size
+        if isinstance(h, bool) or isinstance(w, bool) or int(h) != h or int(w) != w:
+            raise ValueError
+        return (int(h), int(w))
+    except (TypeError, ValueError):
+        raise InputError(f"image size must be a whole number or (height, width), got {size!r}") from None
 
 
 @dataclass(frozen=True)
@@ -50,28 +55,37 @@ class ImageTransform:
     std: tuple[float, ...] | None = None
     normalize_from: str = "none"
     resize: str = "stretch"  # one of RESIZE_CHOICES
+    decode: str | None = None  # how files were decoded, for sources that read image files
 
     @property
     def out_channels(self) -> int:
         return self.channels or self.native_channels
 
     def __call__(self, x: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor):  # a list of (C, H, W) images, maybe of different sizes
-            shapes = {tuple(t.shape) for t in x}
-            if len(shapes) == 1:
-                x = torch.stack(list(x))
-            elif self.size is None:
-                sizes = ", ".join(sorted(f"{s[-2]}x{s[-1]}" for s in shapes)[:4])
-                raise InputError(
-                    f"images in one batch have different sizes ({sizes}); pass an image "
-                    "size (image_size / --image-size) or use a model with a fixed input size"
-                )
-            else:
-                return self._normalise(torch.cat([self._resize(self._channels(to_unit(t[None]))) for t in x]))
-        return self._normalise(self._resize(self._channels(to_unit(x))))
+        if isinstance(x, torch.Tensor):
+            return self._batch(x)
+        items = list(x)  # (C, H, W) images, maybe of different sizes or dtypes (8- and 16-bit files)
+        shapes = {tuple(t.shape) for t in items}
+        if len(shapes) > 1 and self.size is None:
+            sizes = ", ".join(sorted(f"{s[-2]}x{s[-1]}" for s in shapes)[:4])
+            raise InputError(
+                f"images in one batch have different sizes ({sizes}); pass an image "
+                "size (image_size / --image-size) or use a model with a fixed input size"
+            )
+        if len(shapes) == 1 and len({t.dtype for t in items}) == 1:
+            return self._batch(torch.stack(items))
+        return torch.cat([self._batch(t[None]) for t in items])
 
-    def _channels(self, x: torch.Tensor) -> torch.Tensor:
-        return adapt_channels(x, self.channels)
+    def _batch(self, x: torch.Tensor) -> torch.Tensor:
+        if self.size is not None and self.resize == "crop" and self._pil_ok(x):
+            return self._normalise(to_unit(centre_crop_pil(adapt_channels(x, self.channels), self.size)))
+        return self._normalise(self._resize(adapt_channels(to_unit(x), self.channels)))
+
+    def _pil_ok(self, x: torch.Tensor) -> bool:
+        """8-bit images whose channel change is exact in 8 bits (none, replicate, drop alpha) are
+        resized by PIL, as torchvision resizes the PIL images of an ImageFolder."""
+        c = int(x.shape[1])
+        return x.dtype == torch.uint8 and (c, self.out_channels) in ((1, 1), (3, 3), (1, 3), (4, 3))
 
     def _resize(self, x: torch.Tensor) -> torch.Tensor:
         if self.size is None:
@@ -109,29 +123,37 @@ class ImageTransform:
             }
             if self.resize == "crop":
                 resize["crop_fraction"] = CROP_FRACTION
-        norm = None
-        if self.mean is not None:
-            assert self.std is not None  # resolve_normalize sets mean and std together
-            norm = {"mean": list(self.mean), "std": list(self.std), "from": self.normalize_from}
-        return {
+                resize["shorter_side"] = int(max(self.size) / CROP_FRACTION)
+                resize["backend"] = "PIL for 8-bit images, torch for float images (as torchvision)"
+        out = {
             "kind": "image",
             "scale": self.scale,
             "channels": channels,
             "resize": resize,
-            "normalize": norm,
+            "normalize": describe_normalize(self.mean, self.std, self.normalize_from),
             "output": [self.out_channels, *(out_size or ("H", "W"))],
         }
+        if self.decode:
+            out["decode"] = self.decode
+        return out
 
 
-def centre_crop(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
-    """Scale (B, C, H, W) so it covers ``size / CROP_FRACTION`` with its aspect ratio kept, then cut
-    out the centre ``size``."""
-    (h, w), (th, tw) = x.shape[-2:], size
-    scale = max(th / h, tw / w) / CROP_FRACTION
-    nh, nw = max(th, round(h * scale)), max(tw, round(w * scale))
-    x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False, antialias=True)
-    top, left = (nh - th) // 2, (nw - tw) // 2
-    return x[..., top : top + th, left : left + tw]
+# where a normalisation came from → what the cache's transforms say about it
+NORMALIZE_SOURCES = {
+    "model": "the model's mean/std",
+    "imagenet": "--normalize imagenet",
+    "given": "--normalize MEAN/STD",
+    "option": "none: --normalize none",
+    "unknown": "none: the model states no mean/std and --normalize was not given",
+    "no model": "none: no model given",
+}
+
+
+def describe_normalize(mean: tuple | None, std: tuple | None, frm: str) -> dict:
+    """Always a dict: ``applied`` false says explicitly that inputs were only scaled to [0, 1]."""
+    if mean is None or std is None:
+        return {"applied": False, "mean": None, "std": None, "from": frm, "why": NORMALIZE_SOURCES.get(frm, frm)}
+    return {"applied": True, "mean": list(mean), "std": list(std), "from": frm}
 
 
 def _channel_steps(c: int, target: int) -> list[str]:
@@ -181,25 +203,42 @@ def _floats(v: Any, what: str) -> tuple[float, ...]:
         raise InputError(f"normalize {what} must be a number or a list of numbers, got {v!r}") from None
     if not vals:
         raise InputError(f"normalize {what} is empty")
+    if not all(math.isfinite(a) for a in vals):
+        raise InputError(f"normalize {what} must be finite numbers, got {list(vals)}")
     return vals
 
 
+def parse_normalize_text(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``"M1,M2,M3/S1,S2,S3"`` (or ``"M/S"`` for every channel) → (mean, std)."""
+    mean_s, slash, std_s = text.partition("/")
+    if not slash or not mean_s.strip() or not std_s.strip():
+        raise InputError(
+            f"unknown normalize {text!r}; {suggest(text.strip().lower(), NORMALIZE_CHOICES)} "
+            "(or MEAN/STD, e.g. 0.485,0.456,0.406/0.229,0.224,0.225)"
+        )
+    return _floats(mean_s.split(","), "mean"), _floats(std_s.split(","), "std")
+
+
 def resolve_normalize(normalize: Any, input_spec: Any, channels: int) -> tuple[tuple | None, tuple | None, str]:
-    """The (mean, std, where-from) to apply: the option overrides the model's InputSpec."""
+    """The (mean, std, where-from) to apply: the option overrides the model's InputSpec.
+
+    where-from is a key of NORMALIZE_SOURCES: "model", "imagenet", "given"; or, with nothing applied,
+    "option" (normalize="none"), "unknown" (the model states no mean/std) or "no model".
+    """
     if normalize is None:
         mean, std = getattr(input_spec, "mean", None), getattr(input_spec, "std", None)
         if mean is None or std is None:
-            return None, None, "none"
+            return None, None, "unknown" if input_spec is not None else "no model"
         mean, std, frm = _floats(mean, "mean"), _floats(std, "std"), "model"
     elif isinstance(normalize, str):
         key = normalize.strip().lower()
         if key == "none":
-            return None, None, "none"
-        if key != "imagenet":
-            raise InputError(
-                f"unknown normalize {normalize!r}; {suggest(key, NORMALIZE_CHOICES)} (or a (mean, std) pair)"
-            )
-        mean, std, frm = IMAGENET_MEAN, IMAGENET_STD, "imagenet"
+            return None, None, "option"
+        if key == "imagenet":
+            mean, std, frm = IMAGENET_MEAN, IMAGENET_STD, "imagenet"
+        else:
+            mean, std = parse_normalize_text(normalize)
+            frm = "given"
     else:
         try:
             mean_v, std_v = normalize
@@ -226,8 +265,9 @@ def plan_image_transform(
 
     Target channels: ``input_spec.channels`` (None: keep). Target size: ``image_size`` if given,
     else ``input_spec.size`` (None: keep); ``resize`` says how to reach it (RESIZE_CHOICES).
-    Normalisation: ``normalize`` ("none", "imagenet" or a
-    (mean, std) pair) if given, else the InputSpec's mean/std, else none (values stay in [0, 1]).
+    Normalisation: ``normalize`` ("none", "imagenet", "M1,M2,M3/S1,S2,S3" or a (mean, std) pair)
+    if given, else the InputSpec's mean/std, else none (values stay in [0, 1]; the description says
+    so). ``native["decode"]`` (how image files were decoded) is carried into the description.
     """
     channels = getattr(input_spec, "channels", None)
     size = _pair(image_size if image_size is not None else getattr(input_spec, "size", None))
@@ -254,6 +294,7 @@ def plan_image_transform(
         std=std,
         normalize_from=frm,
         resize=resize,
+        decode=native.get("decode"),
     )
 
 

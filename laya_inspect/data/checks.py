@@ -1,0 +1,69 @@
+"""Checks on the labels of the requested splits, once a dataset is loaded: errors for what cannot
+be right, warnings (``DataBundle.warnings``) for what the user may mean."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def _names(class_names: list[str], idx: list[int], limit: int = 5) -> str:
+    shown = ", ".join(repr(class_names[i]) for i in idx[:limit])
+    return shown + (", …" if len(idx) > limit else "")
+
+
+def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray]) -> list[str]:
+    """Labels of each requested split as the source has them (before ``limit``): every label is a
+    class index, the data has two classes or more; warns about classes no split has."""
+    n_classes = len(class_names)
+    if n_classes < 2:
+        raise InputError(
+            f"dataset {spec!r} has {n_classes} class{'' if n_classes == 1 else 'es'} "
+            f"({_names(class_names, list(range(n_classes)))}); a classifier needs at least two"
+        )
+    for split, labels in source.items():
+        if not len(labels):
+            raise InputError(f"dataset {spec!r}: split {split!r} has no rows")
+        outside = (labels < 0) | (labels >= n_classes)
+        if outside.any():
+            v = int(labels[np.argmax(outside)])
+            raise InputError(
+                f"dataset {spec!r}: label {v} in split {split!r} is outside the class list: valid labels are "
+                f"0..{n_classes - 1} ({n_classes} classes); {int(outside.sum())} labels outside it"
+            )
+    seen = np.unique(np.concatenate(list(source.values())))
+    splits = ", ".join(repr(s) for s in source)
+    if len(seen) < 2:
+        raise InputError(
+            f"dataset {spec!r}: every row of split {splits} has the class {class_names[int(seen[0])]!r}; "
+            "a classifier needs rows of at least two classes"
+        )
+    absent = sorted(set(range(n_classes)) - set(seen.tolist()))
+    if not absent:
+        return []
+    hint = (
+        f"integer labels are read as class indices 0..{n_classes - 1}: renumber them if only {len(seen)} classes exist"
+        if class_names == [str(i) for i in range(n_classes)]
+        else "their scores are undefined"
+    )
+    return [
+        f"dataset {spec!r}: class {_names(class_names, absent)} ({len(absent)} of {n_classes}) has no rows "
+        f"in split {splits}; {hint}"
+    ]
+
+
+def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarray], kept: dict) -> list[str]:
+    """A warning for each split (after the seeded split and ``limit``) that lacks a class the
+    requested splits have somewhere."""
+    seen = set(np.unique(np.concatenate(list(source.values()))).tolist())
+    out = []
+    for split, labels in kept.items():
+        missing = sorted(seen - set(np.unique(labels).tolist()))
+        if missing:
+            out.append(
+                f"dataset {spec!r}: class {_names(class_names, missing)} ({len(missing)} of {len(class_names)}) "
+                f"has no rows in split {split!r} "
+                "(after splitting and --limit); its per-class scores there are undefined"
+            )
+    return out

@@ -1,0 +1,504 @@
+"""data/: what real and broken inputs become. Image files are converted one by one to the model's
+channels (real photos from skimage.data), ``--resize crop`` is torchvision's evaluation transform to
+the pixel, the bundle records its normalisation and carries warnings, labels outside the class list
+are named, and every broken input is a LayaError that names what to fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from laya_inspect.data import load_data, plan_image_transform
+from laya_inspect.data.transforms import IMAGENET_MEAN, IMAGENET_STD
+from laya_inspect.data.words import WordVocab
+from laya_inspect.errors import InputError, LayaError, NotFoundError
+
+skdata = pytest.importorskip("skimage.data")
+
+
+def spec(**kw):
+    base = dict(kind="image", channels=None, size=None, mean=None, std=None, max_length=None)
+    return SimpleNamespace(**{**base, **kw})
+
+
+TOKENS = spec(kind="tokens", max_length=8)
+VOCAB = WordVocab(("good", "bad"))
+
+
+@pytest.fixture(scope="module")
+def photos():
+    """Real photos, cut to 96 × 128 (rows × columns) to keep the tests fast."""
+    return {
+        "astronaut": skdata.astronaut()[100:196, 150:278],  # RGB
+        "camera": skdata.camera()[100:196, 150:278],  # greyscale
+    }
+
+
+def rows_of(bundle, split="train"):
+    """Every row of a split in one batch: (inputs (N, C, H, W), source rows (N,))."""
+    s = bundle.splits[split]
+    x, _, idx = next(s.batches(s.n))
+    return x, idx
+
+
+def folder_tensors(root: Path, **kw) -> dict[str, torch.Tensor]:
+    """Load an image folder (class folders a/ and b/) and return each file's cached tensor by file name."""
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, **kw)
+    files = sorted(str(p) for p in root.rglob("*") if p.is_file())
+    out = {}
+    for split in ("train", "test"):
+        x, idx = rows_of(b, split)
+        for t, i in zip(x, idx.tolist()):
+            out[Path(files[i]).name] = t
+    return out
+
+
+def write(path: Path, im: Image.Image, **save) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im.save(path, **save)
+    return path
+
+
+def unit(arr: np.ndarray) -> torch.Tensor:
+    """(H, W[, C]) uint8 → (C, H, W) float in [0, 1], as ToTensor."""
+    t = torch.from_numpy(np.asarray(arr, dtype=np.float32) / 255)
+    return t[None] if t.ndim == 2 else t.permute(2, 0, 1)
+
+
+# ----------------------------------------------------------------------------- colour, per file
+@pytest.mark.parametrize("ext", ["png", "jpg"])
+@pytest.mark.parametrize("channels", [None, 3])
+def test_colour_photo_is_the_same_whatever_file_comes_first(tmp_path, photos, ext, channels):
+    rgb, grey = Image.fromarray(photos["astronaut"]), Image.fromarray(photos["camera"])
+    cached = []
+    for order, names in enumerate([("0_camera", "1_astronaut"), ("1_camera", "0_astronaut")]):
+        root = tmp_path / f"order{order}"
+        for cls in ("a", "b"):  # two classes, so the seeded split has something to stratify
+            write(root / cls / f"{names[0]}.{ext}", grey)
+            write(root / cls / f"{names[1]}.{ext}", rgb)
+        got = folder_tensors(root, input_spec=spec(channels=channels))
+        colour = got[f"{names[1]}.{ext}"]
+        cached.append(colour)
+        assert colour.shape == (3, 96, 128)
+        with Image.open(root / "a" / f"{names[1]}.{ext}") as f:
+            assert torch.equal(colour, unit(np.asarray(f.convert("RGB"))))  # the file's own colours
+        with Image.open(root / "a" / f"{names[0]}.{ext}") as f:
+            assert torch.equal(got[f"{names[0]}.{ext}"], unit(np.asarray(f)).repeat(3, 1, 1))  # grey replicated
+    assert torch.equal(cached[0], cached[1])
+    assert cached[0].std(dim=0).mean() > 0.01  # really in colour, not three equal planes
+
+
+def test_greyscale_model_gets_luma_of_colour_files(tmp_path, photos):
+    rgb = Image.fromarray(photos["astronaut"])
+    write(tmp_path / "a" / "rgb.png", rgb)
+    write(tmp_path / "b" / "grey.png", Image.fromarray(photos["camera"]))
+    got = folder_tensors(tmp_path, input_spec=spec(channels=1))
+    r, g, b = (photos["astronaut"][..., i].astype(np.int64) for i in range(3))
+    luma = (r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16  # ITU-R 601-2 in PIL's fixed point
+    assert got["rgb.png"].shape == (1, 96, 128)
+    assert torch.equal(got["rgb.png"], unit(luma.astype(np.uint8)))
+    assert torch.equal(got["grey.png"], unit(photos["camera"]))
+
+
+def test_alpha_palette_cmyk_bilevel_and_16_bit_files(tmp_path, photos):
+    rgb, grey = photos["astronaut"], photos["camera"]
+    alpha = np.zeros(grey.shape, dtype=np.uint8)
+    alpha[:, 64:] = 255  # left half transparent, right half opaque
+    alpha[:8] = 128  # a half-transparent strip
+    write(tmp_path / "a" / "rgba.png", Image.fromarray(np.dstack([rgb, alpha])))
+    write(tmp_path / "a" / "la.png", Image.fromarray(np.dstack([grey, alpha])).convert("LA"))
+    pal = Image.fromarray(rgb).quantize(64)
+    write(tmp_path / "a" / "palette.png", pal)
+    pal_t = pal.copy()
+    pal_t.info["transparency"] = int(np.asarray(pal)[50, 10])  # one palette entry marked transparent
+    write(tmp_path / "a" / "palette_t.png", pal_t)
+    write(tmp_path / "b" / "cmyk.tif", Image.fromarray(rgb).convert("CMYK"))
+    write(tmp_path / "b" / "bilevel.png", Image.fromarray(grey > 128))
+    ramp = np.linspace(0, 65535, grey.size).astype(np.uint16).reshape(grey.shape)
+    write(tmp_path / "b" / "ramp16.png", Image.fromarray(ramp))
+    write(tmp_path / "b" / "camera16.png", Image.fromarray(grey.astype(np.uint16) * 257))
+    with Image.open(tmp_path / "b" / "ramp16.png") as f:
+        assert f.mode.startswith("I")  # really a 16-bit file
+
+    got = folder_tensors(tmp_path, input_spec=spec(channels=3))
+    a = alpha[..., None].astype(np.float64) / 255
+    on_white = rgb * a + 255 * (1 - a)
+    assert (got["rgba.png"] * 255 - unit(on_white) * 255).abs().max() <= 1.0  # PIL rounds in 8 bits
+    assert torch.all(got["rgba.png"][:, 8:, :64] == 1.0)  # transparent → white
+    assert torch.equal(got["rgba.png"][:, 8:, 64:], unit(rgb)[:, 8:, 64:])  # opaque → the photo
+    assert torch.all(got["la.png"][:, 8:, :64] == 1.0)
+    assert torch.equal(got["la.png"][:, 8:, 64:], unit(grey).repeat(3, 1, 1)[:, 8:, 64:])
+    lut = np.array(pal.getpalette(), dtype=np.uint8).reshape(-1, 3)
+    assert torch.equal(got["palette.png"], unit(lut[np.asarray(pal)]))  # palette looked up, in colour
+    hole = np.asarray(pal) == pal_t.info["transparency"]
+    assert torch.all(got["palette_t.png"].permute(1, 2, 0)[torch.from_numpy(hole)] == 1.0)
+    assert torch.equal(got["cmyk.tif"], unit(rgb))  # PIL's CMYK (K = 0) round-trips exactly
+    assert torch.equal(got["bilevel.png"], unit(np.where(grey > 128, 255, 0).astype(np.uint8)).repeat(3, 1, 1))
+    want16 = torch.from_numpy(ramp.astype(np.float64) / 65535).float()
+    assert got["ramp16.png"].dtype == torch.float32
+    assert torch.equal(got["ramp16.png"], want16[None].repeat(3, 1, 1))  # all 16 bits, not clipped at 255
+    assert torch.allclose(got["camera16.png"], unit(grey).repeat(3, 1, 1), atol=1e-7)
+
+    grey_model = folder_tensors(tmp_path, input_spec=spec(channels=1))
+    assert torch.equal(grey_model["ramp16.png"], want16[None])
+    assert torch.all(grey_model["rgba.png"][:, 8:, :64] == 1.0)
+    assert all(t.shape[0] == 1 for t in grey_model.values())
+
+
+def test_folder_without_a_model_is_rgb_if_any_file_is_in_colour(tmp_path, photos):
+    for cls in ("a", "b"):
+        write(tmp_path / cls / "grey.png", Image.fromarray(photos["camera"]))
+    assert {t.shape[0] for t in folder_tensors(tmp_path).values()} == {1}  # all grey: one channel
+    write(tmp_path / "b" / "z_colour.png", Image.fromarray(photos["astronaut"]))
+    b = load_data(f"imagefolder:{tmp_path}", test_fraction=0.5)
+    assert {t.shape[0] for t in folder_tensors(tmp_path).values()} == {3}
+    assert "each file converted on its own" in b.transforms["decode"]
+
+
+# ----------------------------------------------------------------------------- --resize crop
+CROP_SIZES = [224, 97, 40]
+
+
+@pytest.mark.parametrize("name", ["astronaut", "coffee", "chelsea"])
+def test_resize_crop_is_torchvision_eval_transform_to_the_pixel(tmp_path, name):
+    T = pytest.importorskip("torchvision.transforms")
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    photo = getattr(skdata, name)()  # 512x512, 400x600, 300x451
+    for cls in ("a", "b"):
+        write(tmp_path / cls / f"{name}.png", Image.fromarray(photo))
+    with Image.open(tmp_path / "a" / f"{name}.png") as f:
+        pil = f.convert("RGB")
+    for size in CROP_SIZES:
+        b = load_data(
+            f"imagefolder:{tmp_path}",
+            test_fraction=0.5,
+            input_spec=spec(channels=3, size=size, mean=IMAGENET_MEAN, std=IMAGENET_STD),
+            resize="crop",
+        )
+        ours, _ = rows_of(b)
+        v1 = T.Compose(
+            [T.Resize(int(size / 0.875)), T.CenterCrop(size), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
+        )(pil)
+        new = v2.Compose(
+            [
+                v2.PILToTensor(),
+                v2.ToPILImage(),
+                v2.Resize(int(size / 0.875)),
+                v2.CenterCrop(size),
+                v2.ToImage(),
+                v2.ToDtype(torch.float32, scale=True),
+                v2.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+            ]
+        )(pil)
+        assert ours.shape == (1, 3, size, size)
+        assert (ours[0] - v1).abs().max() < 1e-6
+        assert (ours[0] - new).abs().max() < 1e-6
+        assert b.transforms["resize"]["shorter_side"] == int(size / 0.875)
+
+
+def test_resize_crop_on_float_images_follows_torchvision_on_tensors():
+    tvf = pytest.importorskip("torchvision.transforms.v2.functional")
+    photo = torch.from_numpy(skdata.chelsea()).permute(2, 0, 1).float() / 255  # 300 × 451: rounding matters
+    t = plan_image_transform({"channels": 3, "size": (300, 451), "scale": "none"}, image_size=224, resize="crop")
+    ref = tvf.center_crop(tvf.resize(photo[None], [256], antialias=True), [224, 224])
+    assert tvf.resize(photo[None], [256]).shape[-1] == 384  # int(256 * 451 / 300): the width that was off by one
+    assert (t(photo[None]) - ref).abs().max() < 1e-5
+
+
+def test_resize_crop_for_a_greyscale_model_is_torchvision_grayscale_first(tmp_path):
+    T = pytest.importorskip("torchvision.transforms")
+    photo = skdata.coffee()
+    for cls in ("a", "b"):
+        write(tmp_path / cls / "coffee.jpg", Image.fromarray(photo), quality=90)
+    b = load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=spec(channels=1, size=64), resize="crop")
+    ours, _ = rows_of(b)
+    with Image.open(tmp_path / "a" / "coffee.jpg") as f:
+        ref = T.Compose([T.Grayscale(), T.Resize(73), T.CenterCrop(64), T.ToTensor()])(f.convert("RGB"))
+    assert (ours[0] - ref).abs().max() < 1e-6
+
+
+# ----------------------------------------------------------------------------- normalisation, warnings
+def test_transforms_record_normalisation_and_warn_when_the_model_cannot_know(tmp_path):
+    b = load_data("digits", input_spec=spec(channels=1))  # what python: and torchscript: models give
+    norm = b.transforms["normalize"]
+    assert norm["applied"] is False and norm["from"] == "unknown" and norm["mean"] is None
+    assert len(b.warnings) == 1 and "no normalisation applied" in b.warnings[0]
+    assert "--normalize imagenet" in b.warnings[0] and "--normalize none" in b.warnings[0]
+
+    b = load_data("digits", input_spec=spec(channels=1), normalize="none")
+    assert b.transforms["normalize"]["from"] == "option" and b.warnings == []
+    b = load_data("digits")
+    assert b.transforms["normalize"]["from"] == "no model" and b.warnings == []
+    b = load_data("digits", input_spec=spec(channels=1, mean=(0.5,), std=(0.25,)))
+    assert b.transforms["normalize"] == {"applied": True, "mean": [0.5], "std": [0.25], "from": "model"}
+    assert b.warnings == []
+
+    b = load_data("digits", normalize="0.5/0.25", input_spec=spec(channels=3))  # the CLI's MEAN/STD text
+    x, _, _ = next(b.splits["test"].batches(4))
+    raw, _, _ = next(load_data("digits", input_spec=spec(channels=3), normalize="none").splits["test"].batches(4))
+    assert torch.allclose(x, (raw - 0.5) / 0.25)
+    assert b.transforms["normalize"] == {"applied": True, "mean": [0.5] * 3, "std": [0.25] * 3, "from": "given"}
+    b = load_data("digits", normalize="0.1,0.2,0.3/1,2,4", input_spec=spec(channels=3))
+    assert b.transforms["normalize"]["std"] == [1.0, 2.0, 4.0]
+    for bad, match in [("0.5/nan", "finite"), ("0.5/0", "positive"), ("0.5,x/1", "numbers"), ("imagenett", "imagenet")]:
+        with pytest.raises(InputError, match=match):
+            load_data("digits", normalize=bad)
+    vectors = npz(tmp_path, "v.npz", X=np.random.default_rng(0).random((20, 3)), y=np.arange(20) % 2)
+    with pytest.raises(InputError, match="normalize applies to images only"):
+        load_data(vectors, normalize="imagenet")
+    assert load_data(vectors, normalize="none").warnings == []
+
+
+def test_every_bundle_has_warnings_and_they_are_json():
+    b = load_data("digits")
+    assert b.warnings == []
+    json.dumps(b.warnings)
+
+
+# ----------------------------------------------------------------------------- labels
+def npz(tmp_path: Path, name: str, **arrays) -> str:
+    np.savez(tmp_path / name, **arrays)
+    return f"npz:{tmp_path / name}"
+
+
+TEN = np.array([f"c{i}" for i in range(10)])
+
+
+def test_labels_outside_the_class_list_are_named(tmp_path):
+    y = np.repeat(np.arange(10), 5)
+    x = np.zeros((51, 4), dtype=np.float32)
+    with pytest.raises(InputError, match=r"label -3 at y\[50\] is outside the class list: valid labels are 0\.\.9"):
+        load_data(npz(tmp_path, "neg.npz", X=x, y=np.r_[y, -3], class_names=TEN))
+    with pytest.raises(InputError, match=r"label 1000 .* valid labels are 0\.\.9 \(10 class_names\); 49 more"):
+        load_data(npz(tmp_path, "big.npz", X=x[:50], y=y + 1000, class_names=TEN))
+    with pytest.raises(InputError, match=r"label -3 at y_test\[1\] is outside the class list"):
+        load_data(npz(tmp_path, "s.npz", X_train=x[:50], y_train=y, X_test=x[:2], y_test=[1, -3]))
+    msg = str(pytest.raises(InputError, load_data, npz(tmp_path, "neg2.npz", X=x, y=np.r_[y, -3])).value)
+    assert "label -3" in msg and "0..9" in msg and "label 10" not in msg
+
+    # no class names: labels are class indices, so 1000..1009 leave 1000 classes empty, which is said
+    b = load_data(npz(tmp_path, "gap.npz", X=x[:50], y=y + 1000))
+    assert b.num_classes == 1010
+    assert any("1000 of 1010" in w and "renumber" in w for w in b.warnings)
+
+
+def test_text_labels_name_their_line(tmp_path):
+    cases = {
+        "neg.csv": ("text,label\ngood,0\nbad,1\nok,-3\n", r"neg\.csv: label -3 at line 4 is outside the class list"),
+        "mixed.csv": (
+            "text,label\ngood,0\nbad,1\nok,x\n",
+            r"labels mix numbers and words \('0' at line 2, 'x' at line 4\)",
+        ),
+        "neg.jsonl": (
+            '{"text": "good", "label": 0}\n\n{"text": "bad", "label": -3}\n',
+            r"label -3 at line 3 is outside the class list",
+        ),
+        "frac.jsonl": ('{"text": "a", "label": 0}\n{"text": "b", "label": 0.5}\n', r"label 0\.5 at line 2 .*whole"),
+        "nan.jsonl": (
+            '{"text": "a", "label": 0}\n{"text": "b", "label": NaN}\n',
+            r"label nan at line 2 is not a number",
+        ),
+        "list.jsonl": (
+            '{"text": "a", "label": 0}\n{"text": "b", "label": [1]}\n',
+            r"list\.jsonl:2: the label .* JSON list",
+        ),
+        "bad.jsonl": ('{"text": "a", "label": 0}\n{"text": "b", "label": 1}\n\n{oops\n', r"bad\.jsonl:4: not JSON"),
+        "array.jsonl": ('{"text": "a", "label": 0}\n[1, 2]\n', r"array\.jsonl:2: expected a JSON object, got list"),
+        "nolabel.csv": ("text,label\ngood,0\nbad,\n", r"nolabel\.csv:3: no label"),
+    }
+    for name, (content, match) in cases.items():
+        (tmp_path / name).write_text(content)
+        fmt = name.rsplit(".", 1)[1]
+        with pytest.raises(InputError, match=match):
+            load_data(f"{fmt}:{tmp_path / name}", input_spec=TOKENS, tokenizer=VOCAB)
+
+
+def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warning(tmp_path, photos):
+    x = np.zeros((41, 4), dtype=np.float32)
+    with pytest.raises(InputError, match=r"has 1 class \('only'\); a classifier needs at least two"):
+        load_data(npz(tmp_path, "one.npz", X=x, y=["only"] * 41))
+    with pytest.raises(InputError, match="every row of split 'train', 'test' has the class 'c3'"):
+        load_data(npz(tmp_path, "one_used.npz", X=x, y=np.full(41, 3), class_names=TEN))
+    (tmp_path / "one.csv").write_text("text,label\n" + "good,1\n" * 6)
+    with pytest.raises(InputError, match="has the class '1'"):
+        load_data(f"csv:{tmp_path / 'one.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    write(tmp_path / "folder" / "only" / "a.png", Image.fromarray(photos["camera"]))
+    write(tmp_path / "folder" / "only" / "b.png", Image.fromarray(photos["camera"]))
+    with pytest.raises(InputError, match="has 1 class"):
+        load_data(f"imagefolder:{tmp_path / 'folder'}")
+
+    b = load_data(npz(tmp_path, "rare.npz", X=x, y=["cat"] * 20 + ["dog"] * 20 + ["rare"]), seed=0)
+    where = "train" if 40 in b.splits["train"].index else "test"
+    other = "test" if where == "train" else "train"
+    assert b.warnings == [
+        f"dataset 'npz:{tmp_path / 'rare.npz'}': class 'rare' (1 of 3) has no rows in split '{other}' "
+        "(after splitting and --limit); its per-class scores there are undefined"
+    ]
+
+
+def test_labels_of_named_datasets_are_checked_against_their_classes(tmp_path):
+    import pickle
+
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    data = np.zeros((3, 3072), dtype=np.uint8)
+    with open(folder / "test_batch", "wb") as f:
+        pickle.dump({b"data": data, b"labels": [0, 1, 10]}, f)
+    with pytest.raises(
+        InputError, match=r"label 10 in split 'test' is outside the class list: valid labels are 0\.\.9"
+    ):
+        load_data(f"cifar10:{tmp_path}", splits=["test"])
+
+
+# ----------------------------------------------------------------------------- broken inputs
+def test_nonfinite_features_are_refused_unless_allowed(tmp_path):
+    x = np.random.default_rng(0).random((40, 5))
+    x[3, 1], x[7, 0], x[7, 4] = np.nan, np.inf, -np.inf
+    spec_ = npz(tmp_path, "nan.npz", X=x, y=np.arange(40) % 2)
+    with pytest.raises(InputError, match=r"3 of 200 values in X of .*nan\.npz are NaN or infinite \(first in row 3\)"):
+        load_data(spec_)
+    b = load_data(spec_, allow_nonfinite=True)
+    assert b.warnings == [
+        f"3 of 200 values in X of {tmp_path / 'nan.npz'} are NaN or infinite; kept as asked (allow_nonfinite)"
+    ]
+    x[3, 1] = x[7, 0] = x[7, 4] = 1e300  # beyond float32: infinite once cast
+    with pytest.raises(InputError, match="3 of 200 values"):
+        load_data(npz(tmp_path, "big.npz", X=x, y=np.arange(40) % 2))
+    imgs = np.random.default_rng(0).random((10, 4, 4)).astype(np.float32)
+    imgs[2, 0, 0] = np.nan
+    with pytest.raises(InputError, match=r"1 of 128 values in X_test .*\(first in row 2\)"):
+        load_data(
+            npz(tmp_path, "img.npz", X_train=imgs, y_train=np.arange(10) % 2, X_test=imgs[:8], y_test=np.arange(8) % 2)
+        )
+
+
+def test_broken_npz_files(tmp_path):
+    y = np.arange(20) % 2
+    x = np.zeros((20, 3), dtype=np.float32)
+    (tmp_path / "empty.npz").write_bytes(b"")
+    (tmp_path / "random.npz").write_bytes(np.random.default_rng(0).bytes(500))
+    np.save(tmp_path / "single.npy", x)
+    cases = [
+        (f"npz:{tmp_path / 'empty.npz'}", InputError, "the file is empty"),
+        (f"npz:{tmp_path / 'random.npz'}", InputError, "not an npz archive"),
+        (f"npz:{tmp_path / 'single.npy'}", InputError, "a single .npy array"),
+        (f"npz:{tmp_path / 'absent.npz'}", NotFoundError, "no npz file"),
+        (f"npz:{tmp_path}", NotFoundError, "is a folder"),
+        (npz(tmp_path, "nox.npz", features=x, y=y), InputError, "expected arrays X and y.*found features, y"),
+        (npz(tmp_path, "noy.npz", X=x), InputError, "has X but no y"),
+        (npz(tmp_path, "len.npz", X=x, y=y[:5]), InputError, "X has 20 rows but y has 5"),
+        (npz(tmp_path, "str.npz", X=np.array([["a", "b"]] * 20), y=y), InputError, "X holds <U1 values, not numbers"),
+        (npz(tmp_path, "cx.npz", X=x.astype(complex), y=y), InputError, "complex128 values, not numbers"),
+        (npz(tmp_path, "scalar.npz", X=np.array(3.0), y=np.array(1)), InputError, r"X is shaped \(\)"),
+        (npz(tmp_path, "y2.npz", X=x, y=np.zeros((20, 2))), InputError, r"y is shaped \(20, 2\)"),
+        (npz(tmp_path, "w0.npz", X=np.zeros((20, 0)), y=y), InputError, "an empty feature axis"),
+        (
+            npz(tmp_path, "e.npz", X_train=x, y_train=y, X_test=x[:0], y_test=y[:0]),
+            InputError,
+            "split 'test' has no rows",
+        ),
+        (npz(tmp_path, "names.npz", X=x, y=y, class_names=["a", "a"]), InputError, "names 'a' twice"),
+        (npz(tmp_path, "words.npz", X=x, y=["a", "b"] * 10, class_names=["a", "c"]), InputError, r"\['b'\] are not in"),
+    ]
+    np.savez(tmp_path / "obj.npz", X=np.array([{"a": 1}] * 20, dtype=object), y=y)
+    cases.append((f"npz:{tmp_path / 'obj.npz'}", InputError, "object arrays, which are refused"))
+    for spec_, error, match in cases:
+        with pytest.raises(error, match=match):
+            load_data(spec_)
+
+
+def test_broken_image_folders_name_the_file(tmp_path, photos):
+    with pytest.raises(InputError, match="no class folders"):
+        load_data(f"imagefolder:{tmp_path}")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with pytest.raises(InputError, match="no image files"):
+        load_data(f"imagefolder:{tmp_path}")
+    for i in range(3):
+        write(tmp_path / "a" / f"{i}.png", Image.fromarray(photos["astronaut"]))
+        write(tmp_path / "b" / f"{i}.jpg", Image.fromarray(photos["astronaut"]), quality=80)
+    (tmp_path / "b" / "2.jpg").write_bytes((tmp_path / "b" / "2.jpg").read_bytes()[:600])  # truncated
+    (tmp_path / "a" / "0.png").write_bytes(np.random.default_rng(0).bytes(2000))  # not an image
+    b = load_data(f"imagefolder:{tmp_path}", input_spec=spec(channels=3), test_fraction=0.5)
+    seen = set()
+    for split in b.splits.values():
+        for row in range(split.n):
+            one = split.index[row : row + 1]
+            try:
+                split.fetch(one)
+            except InputError as e:
+                assert "\n" not in str(e) and "replace or remove the file" in str(e)
+                seen.add(Path(str(e).split("'")[1]).name)
+    assert seen == {"0.png", "2.jpg"}
+    with pytest.raises(NotFoundError, match="is a file"):
+        load_data(f"imagefolder:{tmp_path / 'a' / '1.png'}")
+    (tmp_path / "c").mkdir()
+    write(tmp_path / "c" / "float.tif", Image.fromarray(np.full((4, 4), 3.5, dtype=np.float32)))
+    b = load_data(f"imagefolder:{tmp_path}", splits="train", input_spec=spec(channels=1), test_fraction=0.5)
+    files = sorted(str(p) for p in tmp_path.rglob("*.*"))
+    with pytest.raises(InputError, match=r"float\.tif: 32-bit float pixels must lie in \[0, 1\]"):
+        b.splits["train"].fetch(np.array([files.index(str(tmp_path / "c" / "float.tif"))]))
+
+
+def test_broken_text_tables_and_named_datasets(tmp_path):
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "latin.csv").write_bytes("text,label\ncaf\xe9,1\n".encode("latin-1"))
+    (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "\n")
+    gz = tmp_path / "fm"
+    gz.mkdir()
+    for stem in (
+        "train-images-idx3-ubyte",
+        "train-labels-idx1-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ):
+        (gz / f"{stem}.gz").write_bytes(b"\x1f\x8b\x08\x00broken")
+    cifar = tmp_path / "cifar" / "cifar-10-batches-py"
+    cifar.mkdir(parents=True)
+    (cifar / "test_batch").write_bytes(np.random.default_rng(1).bytes(300))
+    for spec_, match in [
+        (f"csv:{tmp_path / 'empty.csv'}", "no data rows"),
+        (f"csv:{tmp_path / 'latin.csv'}", "not a readable UTF-8 CSV"),
+        (f"jsonl:{tmp_path / 'deep.jsonl'}", r"deep\.jsonl:1: not JSON"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            load_data(spec_, input_spec=TOKENS, tokenizer=VOCAB)
+    with pytest.raises(InputError, match="damaged gzip file"):
+        load_data(f"fashion-mnist:{gz}")
+    with pytest.raises(InputError, match="not a CIFAR-10 python batch"):
+        load_data(f"cifar10:{tmp_path / 'cifar'}", splits=["test"])
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads every file")
+def test_unreadable_file_is_one_line_with_the_errno(tmp_path):
+    path = tmp_path / "locked.csv"
+    path.write_text("text,label\na,0\nb,1\n")
+    path.chmod(0)
+    try:
+        with pytest.raises(InputError, match=r"could not read .*locked\.csv: Permission denied \(errno 13\)"):
+            load_data(f"csv:{path}", input_spec=TOKENS, tokenizer=VOCAB)
+    finally:
+        path.chmod(0o600)
+
+
+def test_bad_arguments_are_input_errors():
+    for kw, match in [
+        (dict(image_size="abc"), "image size must be a whole number"),
+        (dict(image_size=(3.5, 2)), "image size must be a whole number"),
+        (dict(limit="x"), "limit must be a positive number"),
+        (dict(limit=2.5), "limit must be a positive number"),
+        (dict(test_fraction="x"), "test_fraction must be a number"),
+    ]:
+        with pytest.raises(LayaError, match=match):
+            load_data("digits", **kw)
+    with pytest.raises(InputError, match="not a usable path"):
+        load_data("npz:" + "x" * 5000)
+    with pytest.raises(NotFoundError, match="cannot expand its ~"):
+        load_data("npz:~no-such-user-here/x.npz")
