@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from . import __version__
 from .data import load_data
 from .errors import InputError
+from .files import output_lock
 from .layers import reduce_batch, resolve_layers
 from .models import load_model
 from .options import check, option, tuples
 from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
-from .store import FeatureWriter
+from .writer import FeatureWriter
 
 DTYPES = ("float32", "float16")
 # Options that do not change the stored arrays: a run may be resumed with other values of these.
-NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size")
+NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,20 @@ class ExtractConfig:
         help="stretch (straight to the size) | crop (keep the aspect "
         "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)",
     )
-    overwrite: bool = option(False, flag="--overwrite", help="start again even if --out exists")
+    overwrite: bool = option(
+        False,
+        flag="--overwrite",
+        help="write a new cache even if --out exists (the old one stays readable until the new one is complete)",
+    )
+    random_init: bool = option(
+        False, flag="--random-init", help="allow a randomly initialised network when no --weights is given"
+    )
+    trust_remote_code: bool = option(
+        False, flag="--trust-remote-code", help="allow a Hugging Face directory's own Python code (runs it)"
+    )
+    allow_nonfinite: bool = option(
+        False, flag="--allow-nonfinite", help="cache NaN/inf activations (counted in the cache) instead of stopping"
+    )
 
     def __post_init__(self) -> None:
         tuples(self)
@@ -104,14 +120,34 @@ class ExtractResult:
     resumed_from: dict[str, int]
     seconds: float
     rows_per_second: float
+    normalization: str = ""
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def extract_features(config: ExtractConfig, *, progress: Progress | None = None) -> ExtractResult:
-    """Run ``config.data`` through the frozen ``config.model`` and write the chosen layers to ``config.out``."""
-    emit = progress or no_progress
+    """Run ``config.data`` through the frozen ``config.model`` and write the chosen layers to ``config.out``.
+
+    The output is locked for the whole run (a second writer is refused with this one's PID); rows go
+    to ``<out>.partial``, renamed to ``out`` once complete (see :mod:`laya_inspect.writer`).
+    """
+    if Path(config.out).is_dir():
+        raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
+    with output_lock(config.out):
+        return _extract(config, progress or no_progress)
+
+
+def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
     device = pick_device(config.device)
     torch.manual_seed(config.seed)
-    model = load_model(config.model, weights=config.weights, trust_pickle=config.trust_pickle, device=str(device))
+    model = load_model(
+        config.model,
+        weights=config.weights,
+        trust_pickle=config.trust_pickle,
+        trust_remote_code=config.trust_remote_code,
+        random_init=config.random_init,
+        device=str(device),
+    )
     data = load_data(
         config.data,
         splits=config.splits,
@@ -122,6 +158,7 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
         image_size=config.image_size,
         normalize=config.normalize,
         resize=config.resize,
+        allow_nonfinite=config.allow_nonfinite,
     )
     if config.pool == "flatten" and data.kind == "text":
         raise InputError(
@@ -130,6 +167,7 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
         )
     names = resolve_layers(config.layers, model.candidate_layers(), model.default_layers)
     modules = dict(model.module.named_modules())
+    warnings = [*getattr(model, "warnings", []), *getattr(data, "warnings", [])]
 
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
@@ -158,6 +196,9 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
         "torch_version": torch.__version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": config.identity(),
+        "data_fingerprint": data_fingerprint(data),
+        "random_init": bool(getattr(model, "random_init", False)),
+        "warnings": warnings,
     }
     start_time = time.perf_counter()
     written = 0
@@ -170,6 +211,7 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
         num_logits=num_logits,
         dtype=config.dtype,
         overwrite=config.overwrite,
+        allow_nonfinite=config.allow_nonfinite,
     ) as writer:
         for split_name, split in data.splits.items():
             done = writer.n_written(split_name)
@@ -191,7 +233,10 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
                 )
                 written += len(labels)
                 emit({"event": "batch", "split": split_name, "rows": len(labels)})
+        nonfinite = writer.nonfinite()
         writer.finish()
+    if nonfinite:
+        warnings.append(f"non-finite activations cached (--allow-nonfinite): {nonfinite}")
     seconds = time.perf_counter() - start_time
     return ExtractResult(
         path=Path(config.out),
@@ -202,7 +247,55 @@ def extract_features(config: ExtractConfig, *, progress: Progress | None = None)
         resumed_from=resumed,
         seconds=seconds,
         rows_per_second=written / seconds if seconds > 0 else float("nan"),
+        normalization=describe_normalization(data.transforms),
+        warnings=warnings,
+        nonfinite=nonfinite,
     )
+
+
+def describe_normalization(transforms: dict[str, Any]) -> str:
+    """What normalisation the inputs got, in words, from the transforms the cache records."""
+    norm = transforms.get("normalize", transforms.get("normalization")) if isinstance(transforms, dict) else None
+    if norm in (None, "none", {}, []):
+        return "none"
+    if isinstance(norm, dict) and not norm.get("applied", True):
+        return f"none ({norm['why']})" if norm.get("why") else "none"
+    if isinstance(norm, dict):
+        where = f" ({norm['from']})" if norm.get("from") else ""
+        return f"mean {norm.get('mean')}, std {norm.get('std')}{where}"
+    return str(norm)
+
+
+def data_fingerprint(data: Any) -> str:
+    """A hash of what the rows come from, so a resumed run can tell that the data changed: the files
+    behind the spec (content of a file; names, sizes and times of a folder's files), each split's
+    planned labels and rows, and the transformed inputs of each split's first rows."""
+    h = hashlib.sha256()
+    location = Path(getattr(data, "location", "") or "")
+    if str(location) not in ("", ".") and location.exists():
+        h.update(_files_digest(location).encode())
+    for name, split in data.splits.items():
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(split.labels, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(split.index, dtype=np.int64).tobytes())
+        if split.n:
+            inputs, _, _ = next(iter(split.batches(min(8, split.n))))
+            for t in inputs.values() if isinstance(inputs, dict) else [inputs]:
+                h.update(np.ascontiguousarray(torch.as_tensor(t).float().cpu().numpy()).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _files_digest(path: Path) -> str:
+    from .models.weights import sha256_file
+
+    if path.is_file():
+        return sha256_file(path)
+    entries = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            entries.append(f"{p.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
 def _mask(inputs: Any) -> torch.Tensor | None:
@@ -222,6 +315,8 @@ def list_model_layers(
     data: str | None,
     weights: str | None = None,
     trust_pickle: bool = False,
+    trust_remote_code: bool = False,
+    random_init: bool = False,
     image_size: int | None = None,
     normalize: str | None = None,
     resize: str = "stretch",
@@ -231,7 +326,14 @@ def list_model_layers(
     from .layers import list_layers
 
     dev = pick_device(device)
-    loaded = load_model(model, weights=weights, trust_pickle=trust_pickle, device=str(dev))
+    loaded = load_model(
+        model,
+        weights=weights,
+        trust_pickle=trust_pickle,
+        trust_remote_code=trust_remote_code,
+        random_init=random_init,
+        device=str(dev),
+    )
     inputs = None
     if data is not None:
         bundle = load_data(

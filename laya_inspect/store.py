@@ -1,23 +1,22 @@
 """The HDF5 feature cache: one file, one group per split, one dataset per layer.
 
-Schema version 1 is described in docs/FORMATS.md. Rows are written batch by batch and flushed, so
-memory stays flat in N; a file is marked ``complete`` only after every split is full, and readers
-refuse anything else. An interrupted writer leaves ``n_written`` per split, from which the same
-command resumes.
+Schema version 1 is described in docs/FORMATS.md; :mod:`laya_inspect.writer` writes it. A file is
+marked ``complete`` only after every split is full, and the reader refuses anything else, and any
+file whose attributes, datasets or shapes do not add up, with one line naming what is wrong.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from .errors import CacheError, InputError, NotFoundError, suggest
+from .errors import CacheError, InputError, LayaError, NotFoundError, suggest
 
 SCHEMA_VERSION = 1
 JSON_ATTRS = (
@@ -71,147 +70,85 @@ def layer_key(i: int) -> str:
     return f"layer_{i:03d}"
 
 
-class FeatureWriter:
-    """Create (or resume) a cache and append rows to its splits.
-
-    ``attrs`` must hold a ``command`` entry (the resolved extraction config): resuming is allowed
-    only into an incomplete file written by the same command.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        attrs: dict[str, Any],
-        split_sizes: dict[str, int],
-        widths: Sequence[int],
-        num_logits: int | None,
-        dtype: str = "float32",
-        overwrite: bool = False,
-    ) -> None:
-        self.path = Path(path)
-        self.widths = list(widths)
-        self.dtype = np.dtype(dtype)
-        if self.path.exists() and not overwrite:
-            self.file = self._reopen(attrs)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = self._create(attrs, split_sizes, num_logits)
-
-    def _reopen(self, attrs: dict[str, Any]) -> h5py.File:
-        try:
-            f = h5py.File(self.path, "a")
-        except OSError as e:
-            raise CacheError(
-                f"{self.path} exists but cannot be opened ({e}); pass --overwrite to start again"
-            ) from None
-        if f.attrs.get("complete", False):
-            f.close()
-            raise CacheError(f"{self.path} is already a complete cache; pass --overwrite to write it again")
-        old = _decode("command", f.attrs.get("command", ""))
-        if old != attrs.get("command"):
-            f.close()
-            raise CacheError(
-                f"{self.path} is an incomplete cache from a different command; "
-                "rerun that command to resume it, or pass --overwrite to start again"
-            )
-        return f
-
-    def _create(self, attrs: dict[str, Any], split_sizes: dict[str, int], num_logits: int | None) -> h5py.File:
-        f = h5py.File(self.path, "w")
-        for key, value in attrs.items():
-            f.attrs[key] = _encode(key, value)
-        f.attrs["schema_version"] = SCHEMA_VERSION
-        f.attrs["dtype"] = self.dtype.name
-        f.attrs["complete"] = False
-        names = attrs.get("layer_names", [])
-        for split, n in split_sizes.items():
-            g = f.create_group(split)
-            g.attrs.update(n=int(n), n_written=0, complete=False)
-            for i, width in enumerate(self.widths):
-                ds = g.create_dataset(
-                    layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(max(1, min(n, CHUNK_ROWS)), width)
-                )
-                ds.attrs["name"] = names[i] if i < len(names) else str(i)
-            g.create_dataset("labels", shape=(n,), dtype="int64")
-            g.create_dataset("index", shape=(n,), dtype="int64")
-            if num_logits:
-                g.create_dataset(
-                    "logits", shape=(n, num_logits), dtype="float32", chunks=(max(1, min(n, CHUNK_ROWS)), num_logits)
-                )
-        f.flush()
-        return f
-
-    def n_written(self, split: str) -> int:
-        return int(self.file[split].attrs["n_written"])
-
-    def append(
-        self,
-        split: str,
-        features: Sequence[np.ndarray],
-        labels: np.ndarray,
-        index: np.ndarray,
-        logits: np.ndarray | None = None,
-    ) -> None:
-        g = self.file[split]
-        start = int(g.attrs["n_written"])
-        stop = start + len(labels)
-        if stop > int(g.attrs["n"]):
-            raise InputError(f"split {split!r} would get {stop} rows, more than the {g.attrs['n']} planned")
-        for i, feats in enumerate(features):
-            g[layer_key(i)][start:stop] = feats.astype(self.dtype, copy=False)
-        g["labels"][start:stop] = labels
-        g["index"][start:stop] = index
-        if logits is not None and "logits" in g:
-            g["logits"][start:stop] = logits
-        # n_written moves only after the rows are on disk, so a kill never counts unwritten rows.
-        self.file.flush()
-        g.attrs["n_written"] = stop
-        self.file.flush()
-
-    def finish(self) -> None:
-        for split in self.file:
-            g = self.file[split]
-            if int(g.attrs["n_written"]) != int(g.attrs["n"]):
-                raise CacheError(f"split {split!r} has {g.attrs['n_written']} of {g.attrs['n']} rows")
-            g.attrs["complete"] = True
-        self.file.attrs["complete"] = True
-        self.file.flush()
-
-    def close(self) -> None:
-        if self.file.id.valid:
-            self.file.close()
-
-    def __enter__(self) -> FeatureWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 class FeatureStore:
     """Read a complete cache; arrays are read only when asked for."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.exists():
+            partial = self.path.with_name(self.path.name + ".partial")
+            if partial.exists():
+                raise CacheError(
+                    f"no complete cache at {self.path}: an extraction is running or was interrupted "
+                    f"({partial.name}{_progress(partial)}); rerun the same extract command to resume it"
+                )
             raise NotFoundError(f"no feature cache at {self.path}; create one with `laya-inspect extract`")
+        if self.path.is_dir():
+            raise InputError(f"{self.path} is a folder, not a feature cache (an .h5 file written by extract)")
         try:
             self.file = h5py.File(self.path, "r")
         except OSError as e:
             raise CacheError(f"{self.path} is not a readable HDF5 cache ({e})") from None
+        try:
+            self._check()
+        except LayaError:
+            self.file.close()
+            raise
+        except (KeyError, ValueError, TypeError, OSError, RuntimeError) as e:
+            self.file.close()
+            raise CacheError(f"{self.path} is not a valid feature cache ({type(e).__name__}: {e})") from None
+
+    def _check(self) -> None:
+        """Refuse a file whose attributes, datasets and shapes do not add up, naming what is wrong."""
         version = _decode("schema_version", self.file.attrs.get("schema_version"))
         if version != SCHEMA_VERSION:
-            self.file.close()
             raise CacheError(f"{self.path} has schema_version {version!r}; this laya-inspect reads {SCHEMA_VERSION}")
         if not bool(self.file.attrs.get("complete", False)):
-            progress = ", ".join(f"{s}: {self.file[s].attrs['n_written']}/{self.file[s].attrs['n']}" for s in self.file)
-            self.file.close()
+            progress = ", ".join(
+                f"{s}: {self.file[s].attrs.get('n_written', '?')}/{self.file[s].attrs.get('n', '?')}" for s in self.file
+            )
             raise CacheError(
                 f"{self.path} is incomplete ({progress}): its extraction was interrupted; "
                 "rerun the same extract command to resume it"
             )
         self.attrs: dict[str, Any] = {k: _decode(k, v) for k, v in self.file.attrs.items()}
+        names = self.attrs.get("layer_names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise CacheError(f"{self.path} has no usable layer_names attribute (got {names!r})")
+        classes = self.attrs.get("class_names") or []
+        if not isinstance(classes, list):
+            raise CacheError(f"{self.path} has a class_names attribute that is not a list ({classes!r})")
+        if not list(self.file.keys()):
+            raise CacheError(f"{self.path} holds no splits")
+        widths = None
+        for split in self.file:
+            g = self.file[split]
+            if not isinstance(g, h5py.Group):
+                raise CacheError(f"{self.path}: {split!r} is not a split group")
+            missing = [k for k in [*(layer_key(i) for i in range(len(names))), "labels", "index"] if k not in g]
+            if missing:
+                raise CacheError(f"{self.path}: split {split!r} lacks datasets {', '.join(missing)}")
+            n = int(g.attrs.get("n", -1))
+            if n < 1:
+                raise CacheError(f"{self.path}: split {split!r} has {n if n >= 0 else 'no'} rows")
+            shapes = [g[layer_key(i)].shape for i in range(len(names))]
+            if (
+                any(len(sh) != 2 or sh[0] != n for sh in shapes)
+                or g["labels"].shape != (n,)
+                or g["index"].shape != (n,)
+            ):
+                raise CacheError(f"{self.path}: split {split!r} has datasets whose shapes do not match its {n} rows")
+            w = [int(sh[1]) for sh in shapes]
+            if widths is not None and w != widths:
+                raise CacheError(f"{self.path}: split {split!r} has layer widths {w}, other splits {widths}")
+            widths = w
+            if classes:
+                labels = g["labels"][()]
+                bad = labels[(labels < 0) | (labels >= len(classes))]
+                if len(bad):
+                    raise CacheError(
+                        f"{self.path}: split {split!r} has label {int(bad[0])}, outside the {len(classes)} classes"
+                    )
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -310,7 +247,23 @@ class FeatureStore:
         self.close()
 
 
+def _progress(path: Path) -> str:
+    """ ", train: 477/960 rows" for a partial cache, or "" when it cannot be read."""
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            return ", " + ", ".join(f"{s}: {f[s].attrs['n_written']}/{f[s].attrs['n']} rows" for s in f)
+    except Exception:  # noqa: BLE001 - a description only; the file may be mid-write
+        return ""
+
+
 def _read(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
+    try:
+        return _read_rows(ds, rows)
+    except (OSError, RuntimeError) as e:  # a damaged file: its chunks cannot be read back
+        raise CacheError(f"{ds.file.filename}: cannot read {ds.name} ({e})") from None
+
+
+def _read_rows(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
     if rows is None:
         return ds[()]
     if isinstance(rows, slice):

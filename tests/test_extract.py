@@ -19,6 +19,7 @@ from laya_inspect.errors import CacheError
 from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 from laya_inspect.store import FeatureStore
+from laya_inspect.writer import partial_path
 
 runner = CliRunner()
 
@@ -91,7 +92,7 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         extract_features(_config(ckpt, part, batch_size=100), progress=interrupt)
-    with pytest.raises(CacheError, match="incomplete"):
+    with pytest.raises(CacheError, match="interrupted .*train: 300/1437 rows"):
         FeatureStore(part)
     result = extract_features(_config(ckpt, part, batch_size=64))  # another batch size may resume
     assert result.resumed_from["train"] == 300
@@ -135,7 +136,7 @@ def test_killed_process_resumes(ckpt, tmp_path):
     while time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
         try:
-            with h5py.File(out, "r", locking=False) as f:
+            with h5py.File(partial_path(out), "r", locking=False) as f:
                 written = int(f["train"].attrs["n_written"])
         except (OSError, KeyError):
             continue

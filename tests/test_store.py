@@ -8,7 +8,8 @@ import pytest
 from helpers import write_cache
 
 from laya_inspect.errors import CacheError, NotFoundError
-from laya_inspect.store import FeatureStore, FeatureWriter
+from laya_inspect.store import FeatureStore
+from laya_inspect.writer import FeatureWriter
 
 
 def _arrays(seed: int = 0, n: int = 37):
@@ -73,7 +74,8 @@ def test_incomplete_file_is_refused_and_resumable(tmp_path):
     w = _writer(path)
     w.append("train", [np.ones((4, 2)), np.ones((4, 3))], np.zeros(4, int), np.arange(4))
     w.close()  # as if killed after the first batch
-    with pytest.raises(CacheError, match="incomplete .*train: 4/10"):
+    assert not path.exists()  # only a complete cache gets the final name
+    with pytest.raises(CacheError, match="interrupted .*train: 4/10 rows"):
         FeatureStore(path)
     with pytest.raises(CacheError, match="different command"):
         _writer(path, command={"x": 2})

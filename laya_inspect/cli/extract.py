@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..extract import ExtractConfig
-from . import app, console, opt
+from . import app, console, err_console, opt
 from .progress import row_progress
 
 
@@ -35,6 +36,9 @@ def extract_command(
     resize: str = opt(ExtractConfig, "resize"),
     normalize: Optional[str] = opt(ExtractConfig, "normalize"),
     trust_pickle: bool = opt(ExtractConfig, "trust_pickle"),
+    trust_remote_code: bool = opt(ExtractConfig, "trust_remote_code"),
+    random_init: bool = opt(ExtractConfig, "random_init"),
+    allow_nonfinite: bool = opt(ExtractConfig, "allow_nonfinite"),
     overwrite: bool = opt(ExtractConfig, "overwrite"),
     list_layers: bool = typer.Option(
         False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
@@ -50,6 +54,8 @@ def extract_command(
             data=data,
             weights=weights,
             trust_pickle=trust_pickle,
+            trust_remote_code=trust_remote_code,
+            random_init=random_init,
             image_size=image_size,
             normalize=normalize,
             resize=resize,
@@ -88,6 +94,9 @@ def extract_command(
         normalize=normalize,
         resize=resize,
         overwrite=overwrite,
+        trust_remote_code=trust_remote_code,
+        random_init=random_init,
+        allow_nonfinite=allow_nonfinite,
     )
     with row_progress("rows") as on_event:
         result = extract_features(config, progress=on_event)
@@ -100,5 +109,8 @@ def extract_command(
     resumed = {s: n for s, n in result.resumed_from.items() if n}
     if resumed:
         console.print(f"resumed from {resumed}")
+    console.print(f"input normalisation: {result.normalization}", highlight=False)
+    for warning in result.warnings:
+        err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
     console.print(f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s) → {result.path}")

@@ -1,0 +1,312 @@
+"""Writing the HDF5 feature cache (schema in docs/FORMATS.md), safely.
+
+Rows are written batch by batch into ``<out>.partial`` and flushed, so memory stays flat in N and a
+killed run resumes from ``n_written``; only a complete cache is renamed to ``<out>``, so the final
+name never holds half a cache (``--overwrite`` builds the new cache beside the old one, which stays
+readable until the rename). Resuming checks that the command, the weights and the data are the ones
+the rows came from. Non-finite activations are counted as they are written and refused unless
+allowed. HDF5 cannot be closed cleanly after a failed write (it crashes the process), so a writer
+that hits a full disk drops its partial file, keeps the dead handle open, and raises one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from .errors import CacheError, InputError, WriteError
+from .store import CHUNK_ROWS, SCHEMA_VERSION, _decode, _encode, layer_key
+
+# Attributes a resumed run must share with the rows already written (beside the command options).
+VERIFIED = ("weights_sha256", "data_fingerprint")
+_DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash the interpreter
+
+
+def partial_path(path: str | Path) -> Path:
+    p = Path(path)
+    return p.with_name(p.name + ".partial")
+
+
+class FeatureWriter:
+    """Create (or resume) a cache and append rows to its splits.
+
+    ``attrs`` must hold a ``command`` entry (the resolved extraction options): resuming is allowed
+    only into a partial file written by the same command, from the same weights and data (the
+    ``VERIFIED`` attributes). The caller holds the output's lock (``files.output_lock``).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        attrs: dict[str, Any],
+        split_sizes: dict[str, int],
+        widths: Sequence[int],
+        num_logits: int | None,
+        dtype: str = "float32",
+        overwrite: bool = False,
+        allow_nonfinite: bool = False,
+        check_space: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.widths = list(widths)
+        self.dtype = np.dtype(dtype)
+        self.allow_nonfinite = allow_nonfinite
+        self.check_space = check_space
+        self._broken = False
+        if self.path.is_dir():
+            raise InputError(
+                f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
+            )
+        if overwrite:
+            self.partial.unlink(missing_ok=True)
+        elif self.path.exists():
+            self._adopt_old_layout()
+        sizes = {s: int(n) for s, n in split_sizes.items()}
+        if self.partial.exists():
+            self.file = self._reopen(attrs)
+        else:
+            if check_space:
+                self._check_space(self._estimate(sizes, num_logits))
+            self.file = self._guard(lambda: self._create(attrs, sizes, num_logits))
+
+    # -- opening -------------------------------------------------------------------------------
+    def _adopt_old_layout(self) -> None:
+        """A complete cache is never overwritten without --overwrite; an incomplete one left under
+        the final name (by laya-inspect 0.x) is moved aside to be resumed."""
+        try:
+            with h5py.File(self.path, "r") as f:
+                complete = bool(f.attrs.get("complete", False))
+        except OSError as e:
+            raise CacheError(
+                f"{self.path} exists but is not a readable cache ({e}); move it away, or pass --overwrite to replace it"
+            ) from None
+        if complete:
+            raise CacheError(
+                f"{self.path} is already a complete cache; pass --overwrite to write a new one "
+                "(the old file stays readable until the new one is complete)"
+            )
+        os.replace(self.path, self.partial)
+
+    def _reopen(self, attrs: dict[str, Any]) -> h5py.File:
+        try:
+            f = h5py.File(self.partial, "a")
+        except OSError as e:
+            raise CacheError(
+                f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
+            ) from None
+        old = {k: _decode(k, f.attrs.get(k, "")) for k in ("command", *VERIFIED)}
+        new = {"command": attrs.get("command"), **{k: _encode(k, attrs.get(k)) for k in VERIFIED}}
+        new = {k: _decode(k, v) for k, v in new.items()}
+        problem = None
+        if old["command"] != new["command"]:
+            problem = "was started by a different command"
+        elif old["weights_sha256"] != new["weights_sha256"]:
+            problem = (
+                f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
+                f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
+            )
+        elif old["data_fingerprint"] != new["data_fingerprint"]:
+            problem = (
+                f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
+                f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
+            )
+        if problem:
+            f.close()
+            raise CacheError(
+                f"{self.partial} (an interrupted extraction) {problem}; rerun the original command to "
+                "resume it, or pass --overwrite to start again"
+            )
+        return f
+
+    def _create(self, attrs: dict[str, Any], split_sizes: dict[str, int], num_logits: int | None) -> h5py.File:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = h5py.File(self.partial, "w")
+        for key, value in attrs.items():
+            f.attrs[key] = _encode(key, value)
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["dtype"] = self.dtype.name
+        f.attrs["complete"] = False
+        names = attrs.get("layer_names", [])
+        for split, n in split_sizes.items():
+            g = f.create_group(split)
+            g.attrs.update(n=int(n), n_written=0, complete=False, nonfinite=_encode("x", [0] * len(self.widths)))
+            rows = max(1, min(n, CHUNK_ROWS))
+            for i, width in enumerate(self.widths):
+                ds = g.create_dataset(layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(rows, width))
+                ds.attrs["name"] = names[i] if i < len(names) else str(i)
+            g.create_dataset("labels", shape=(n,), dtype="int64")
+            g.create_dataset("index", shape=(n,), dtype="int64")
+            if num_logits:
+                g.create_dataset("logits", shape=(n, num_logits), dtype="float32", chunks=(rows, num_logits))
+        f.flush()
+        return f
+
+    def _estimate(self, split_sizes: dict[str, int], num_logits: int | None) -> int:
+        per_row = sum(self.widths) * self.dtype.itemsize + 16 + 4 * (num_logits or 0)
+        return int(sum(split_sizes.values()) * per_row * 1.02) + (1 << 20)
+
+    def _check_space(self, needed: int) -> None:
+        """Refuse up front what cannot fit: a failed HDF5 write loses the partial cache."""
+        import resource
+
+        folder = self.path.parent if self.path.parent.exists() else Path(".")
+        free = shutil.disk_usage(folder).free
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and limit < min(needed, free):
+            raise WriteError(
+                f"could not write {self.partial}: the cache needs about {_mb(needed)} but this process may "
+                f"write files of at most {_mb(limit)} (errno 27, file too large: see `ulimit -f`)"
+            )
+        if free < needed:
+            raise WriteError(
+                f"could not write {self.partial}: the cache needs about {_mb(needed)} but {folder} has "
+                f"{_mb(free)} free (errno 28, no space left on device); free space or choose another --out"
+            )
+
+    def _room_for(self, nbytes: int) -> None:
+        """Stop before a batch that would not fit, while the partial cache is still whole and resumable."""
+        import resource
+
+        # a batch may rewrite whole chunks, and closing writes HDF5's metadata
+        margin = 2 * nbytes + CHUNK_ROWS * sum(self.widths) * self.dtype.itemsize + (64 << 10)
+        free = shutil.disk_usage(self.partial.parent).free
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        size = self.partial.stat().st_size
+        if free < margin or (limit != resource.RLIM_INFINITY and size + margin > limit):
+            why = "no space left on device (errno 28)" if free < margin else "file size limit, `ulimit -f` (errno 27)"
+            raise WriteError(
+                f"could not write {self.partial}: {why}; the rows written so far are kept — "
+                "free space and rerun the same command to resume"
+            )
+
+    def _guard(self, write: Any) -> Any:
+        """Run an HDF5 write; on an OS-level failure drop the partial file and raise one line."""
+        try:
+            return write()
+        except (OSError, RuntimeError) as e:
+            text = str(e)
+            if not isinstance(e, OSError) and "write failed" not in text and "flush" not in text:
+                raise
+            self._broken = True
+            if getattr(self, "file", None) is not None:
+                _keep_dead(self.file)
+            self.partial.unlink(missing_ok=True)
+            code = re.search(r"errno = (\d+), error message = '([^']*)'", text)
+            why = f"{code.group(2)} (errno {code.group(1)})" if code else text.splitlines()[0][:200]
+            raise WriteError(
+                f"could not write {self.partial}: {why}; the partial cache was removed — free space and rerun"
+            ) from None
+
+    # -- writing -------------------------------------------------------------------------------
+    def n_written(self, split: str) -> int:
+        return int(self.file[split].attrs["n_written"])
+
+    def append(
+        self,
+        split: str,
+        features: Sequence[np.ndarray],
+        labels: np.ndarray,
+        index: np.ndarray,
+        logits: np.ndarray | None = None,
+    ) -> None:
+        g = self.file[split]
+        start = int(g.attrs["n_written"])
+        stop = start + len(labels)
+        if stop > int(g.attrs["n"]):
+            raise InputError(f"split {split!r} would get {stop} rows, more than the {g.attrs['n']} planned")
+        bad = [int(np.size(x) - np.count_nonzero(np.isfinite(x))) for x in features]
+        if any(bad) and not self.allow_nonfinite:
+            which = ", ".join(f"layer {i}: {b}" for i, b in enumerate(bad) if b)
+            raise InputError(
+                f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
+                "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
+            )
+
+        if self.check_space:
+            self._room_for(sum(int(np.size(x)) for x in features) * self.dtype.itemsize + 16 * len(labels))
+
+        def write() -> None:
+            for i, feats in enumerate(features):
+                g[layer_key(i)][start:stop] = feats.astype(self.dtype, copy=False)
+            g["labels"][start:stop] = labels
+            g["index"][start:stop] = index
+            if logits is not None and "logits" in g:
+                g["logits"][start:stop] = logits
+            if any(bad):
+                old = _decode("x", g.attrs.get("nonfinite", "")) or [0] * len(features)
+                g.attrs["nonfinite"] = _encode("x", [int(a) + b for a, b in zip(old, bad)])
+            # n_written moves only after the rows are on disk, so a kill never counts unwritten rows.
+            self.file.flush()
+            g.attrs["n_written"] = stop
+            self.file.flush()
+
+        self._guard(write)
+
+    def nonfinite(self) -> dict[str, int]:
+        """Non-finite values written so far, per layer (all splits)."""
+        names = _decode("layer_names", self.file.attrs.get("layer_names", "[]"))
+        total = [0] * len(self.widths)
+        for split in self.file:
+            for i, b in enumerate(_decode("x", self.file[split].attrs.get("nonfinite", "")) or []):
+                total[i] += int(b)
+        return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
+
+    def finish(self) -> None:
+        """Mark every split and the file complete and rename the partial file to its final name."""
+        for split in self.file:
+            g = self.file[split]
+            if int(g.attrs["n_written"]) != int(g.attrs["n"]):
+                raise CacheError(f"split {split!r} has {g.attrs['n_written']} of {g.attrs['n']} rows")
+
+        def write() -> None:
+            for split in self.file:
+                self.file[split].attrs["complete"] = True
+            self.file.attrs["nonfinite_counts"] = _encode("x", self.nonfinite())
+            self.file.attrs["complete"] = True
+            self.file.flush()
+            self.file.close()
+
+        self._guard(write)
+        with open(self.partial, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self.partial, self.path)
+
+    def close(self) -> None:
+        if not self._broken and self.file.id.valid:
+            self.file.close()
+
+    def __enter__(self) -> FeatureWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _keep_dead(handle: Any) -> None:
+    """Keep a failed file's handle alive, and end the interpreter without HDF5's own cleanup,
+    which crashes on it (segfault, exit 139) — exit 1, as the write error means."""
+    import atexit
+    import sys
+
+    if not _DEAD:
+
+        def _exit() -> None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
+        atexit.register(_exit)  # registered after h5py's, so it runs first
+    _DEAD.append(handle)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"

@@ -1,0 +1,289 @@
+"""The cache writer and reader under abuse: locks, --overwrite, resume checks, full disk, NaN, damaged files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import h5py
+import numpy as np
+import pytest
+from helpers import write_cache
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, WriteError
+from laya_inspect.files import output_lock
+from laya_inspect.store import FeatureStore
+from laya_inspect.writer import FeatureWriter, partial_path
+
+
+def _writer(path, *, weights="w1", data="d1", overwrite=False, n=10, **kw):
+    return FeatureWriter(
+        path,
+        attrs={
+            "layer_names": ["a", "b"],
+            "command": {"x": 1},
+            "weights_sha256": weights,
+            "data_fingerprint": data,
+            "schema_version": 1,
+        },
+        split_sizes={"train": n},
+        widths=[2, 3],
+        num_logits=None,
+        overwrite=overwrite,
+        **kw,
+    )
+
+
+def _rows(k, value=1.0):
+    return [np.full((k, 2), value), np.full((k, 3), value)], np.zeros(k, int), np.arange(k)
+
+
+def test_rows_go_to_a_partial_file_renamed_only_when_complete(tmp_path):
+    path = tmp_path / "c.h5"
+    w = _writer(path)
+    w.append("train", *_rows(10))
+    assert partial_path(path).exists() and not path.exists()
+    w.finish()
+    w.close()
+    assert path.exists() and not partial_path(path).exists()
+    with FeatureStore(path) as store:
+        assert store.attrs["nonfinite_counts"] == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"weights": "w2"}, "other weights .*--weights changed"), ({"data": "d2"}, "other data .*--data changed")],
+)
+def test_resume_refuses_other_weights_or_data(tmp_path, change, message):
+    path = tmp_path / "c.h5"
+    w = _writer(path)
+    w.append("train", *_rows(4))
+    w.close()  # as if killed
+    with pytest.raises(CacheError, match=message):
+        _writer(path, **change)
+    w = _writer(path)  # the original command still resumes
+    assert w.n_written("train") == 4
+    w.close()
+
+
+def test_overwrite_keeps_the_old_cache_readable_until_the_new_one_is_complete(tmp_path):
+    path = tmp_path / "c.h5"
+    w = _writer(path)
+    w.append("train", *_rows(10, 1.0))
+    w.finish()
+    with pytest.raises(CacheError, match="already a complete cache; pass --overwrite"):
+        _writer(path)
+    w = _writer(path, overwrite=True)
+    w.append("train", *_rows(10, 2.0))
+    with FeatureStore(path) as old:  # a reader during the rewrite sees the old, complete cache
+        assert old.layer("train", 0)[0, 0] == 1.0
+    w.finish()
+    with FeatureStore(path) as new:
+        assert new.layer("train", 0)[0, 0] == 2.0
+
+
+def test_nonfinite_activations_refused_unless_allowed(tmp_path):
+    feats, y, idx = _rows(4)
+    feats[1][2, 1] = np.nan
+    feats[1][3, 0] = np.inf
+    w = _writer(tmp_path / "a.h5")
+    with pytest.raises(InputError, match=r"non-finite .*layer 1: 2 values.*--allow-nonfinite"):
+        w.append("train", feats, y, idx)
+    assert w.n_written("train") == 0
+    w.close()
+    w = _writer(tmp_path / "b.h5", allow_nonfinite=True, n=4)
+    w.append("train", feats, y, idx)
+    w.finish()
+    with FeatureStore(tmp_path / "b.h5") as store:
+        assert store.attrs["nonfinite_counts"] == {"b": 2}
+
+
+def test_space_is_checked_before_anything_is_written(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import resource, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.errors import WriteError
+        try:
+            FeatureWriter({str(tmp_path / "big.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 100_000}},
+                          widths=[64], num_logits=None)
+        except WriteError as e:
+            print(e)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "errno 27" in out.stdout and "ulimit" in out.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import resource
+        import numpy as np
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_500_000, 1_500_000))
+        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.errors import WriteError
+        w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
+                          widths=[64], num_logits=None, check_space=False)
+        w.check_space = True  # skip only the up-front estimate, as if the disk filled during the run
+        try:
+            for start in range(0, 10_000, 100):
+                w.append("train", [np.ones((100, 64))], np.zeros(100, int), np.arange(start, start + 100))
+        except WriteError as e:
+            print("WriteError:", e)
+        print("rows", w.n_written("train"))
+        w.close()
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "errno 27" in out.stdout and "rows written so far are kept" in out.stdout, out.stdout
+    kept = int(out.stdout.split("rows")[-1])
+    assert kept > 0 and "Traceback" not in out.stderr
+    with h5py.File(partial_path(tmp_path / "c.h5"), "r") as f:  # whole and resumable
+        assert int(f["train"].attrs["n_written"]) == kept
+        assert f["train"]["layer_000"][kept - 1, 0] == 1.0
+
+
+def test_a_write_that_fails_midway_ends_in_one_line_and_leaves_nothing(tmp_path):
+    """HDF5 cannot close a file after a failed write without crashing the process (exit 139):
+    the writer raises WriteError, removes the partial file, and the process exits 1, not 139."""
+    code = textwrap.dedent(
+        f"""
+        import resource
+        import numpy as np
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.errors import WriteError
+        w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
+                          widths=[64], num_logits=None, check_space=False)
+        try:
+            for start in range(0, 10_000, 500):
+                w.append("train", [np.ones((500, 64))], np.zeros(500, int), np.arange(start, start + 500))
+            w.finish()
+        except WriteError as e:
+            print("WriteError:", e)
+        w.close()
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, (out.returncode, out.stderr[-2000:])
+    assert "WriteError: could not write" in out.stdout and "errno 27" in out.stdout, out.stdout
+    assert not (tmp_path / "c.h5").exists() and not partial_path(tmp_path / "c.h5").exists()
+
+
+def test_lock_names_the_holder(tmp_path):
+    with output_lock(tmp_path / "c.h5"):
+        with pytest.raises(LockedError, match=f"PID {os.getpid()}"):
+            with output_lock(tmp_path / "c.h5"):
+                pass
+    with output_lock(tmp_path / "c.h5"):  # released
+        pass
+
+
+# -- the reader ------------------------------------------------------------------------------------
+def _good(path):
+    rng = np.random.default_rng(0)
+    split = ([rng.normal(size=(6, 3)).astype(np.float32), rng.normal(size=(6, 2)).astype(np.float32)], np.arange(6) % 2)
+    return write_cache(path, {"train": split, "test": split})
+
+
+def _mutate(path, how):
+    with h5py.File(path, "a") as f:
+        how(f)
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        (lambda f: f.attrs.__delitem__("layer_names"), "no usable layer_names"),
+        (lambda f: f["test"].__delitem__("layer_001"), "lacks datasets layer_001"),
+        (lambda f: f["test"].__delitem__("labels"), "lacks datasets labels"),
+        (lambda f: f["test"].attrs.__setitem__("n", 0), "has 0 rows"),
+        (
+            lambda f: [
+                f["test"].__delitem__("layer_001"),
+                f["test"].create_dataset("layer_001", data=np.zeros((6, 5))),
+            ],
+            "layer widths",
+        ),
+        (lambda f: f["test"]["labels"].__setitem__(0, 7), "label 7, outside the 2 classes"),
+        (lambda f: f["test"]["labels"].__setitem__(0, -3), "label -3"),
+        (lambda f: f.attrs.__setitem__("complete", False), "incomplete"),
+    ],
+)
+def test_damaged_caches_end_in_one_line(tmp_path, how, message):
+    path = _good(tmp_path / "c.h5")
+    _mutate(path, how)
+    with pytest.raises(CacheError, match=message):
+        FeatureStore(path)
+
+
+def test_not_hdf5_and_folder(tmp_path):
+    (tmp_path / "x.h5").write_bytes(os.urandom(500))
+    with pytest.raises(CacheError, match="not a readable HDF5"):
+        FeatureStore(tmp_path / "x.h5")
+    with pytest.raises(InputError, match="is a folder"):
+        FeatureStore(tmp_path)
+
+
+_EDITS = st.sampled_from(["del_attr", "set_attr", "del_ds", "replace_ds", "truncate", "flip_bytes", "del_group"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(_EDITS, st.integers(0, 10_000)), min_size=1, max_size=3))
+def test_any_damage_reads_or_raises_our_error(tmp_path_factory, edits):
+    path = _good(tmp_path_factory.mktemp("h") / "c.h5")
+    attrs = ["layer_names", "schema_version", "complete", "class_names", "command", "weights_sha256"]
+    values = [None, "", "[]", "{", 0, -1, 99, '["a"]', 1.5]
+    for kind, k in edits:
+        if kind in ("truncate", "flip_bytes"):
+            data = bytearray(path.read_bytes())
+            if kind == "truncate":
+                data = data[: k % max(1, len(data))]
+            else:
+                for j in range(8):
+                    data[(k * 7919 + j * 104729) % len(data)] ^= 0xFF
+            path.write_bytes(bytes(data))
+            continue
+        try:
+            with h5py.File(path, "a") as f:
+                split = ["train", "test"][k % 2]
+                if kind == "del_attr" and attrs[k % len(attrs)] in f.attrs:
+                    del f.attrs[attrs[k % len(attrs)]]
+                elif kind == "set_attr":
+                    v = values[k % len(values)]
+                    f.attrs[attrs[k % len(attrs)]] = "" if v is None else v
+                elif kind == "del_ds" and split in f:
+                    key = ["layer_000", "layer_001", "labels", "index"][k % 4]
+                    if key in f[split]:
+                        del f[split][key]
+                elif kind == "replace_ds" and split in f:
+                    key = ["layer_000", "labels", "index"][k % 3]
+                    if key in f[split]:
+                        del f[split][key]
+                    f[split].create_dataset(key, data=np.full((k % 9, 1 + k % 4), k % 5 - 2))
+                elif kind == "del_group" and split in f:
+                    del f[split]
+        except OSError:
+            pass  # damaged already: the reader must cope with it below
+    try:
+        with FeatureStore(path) as store:
+            for split in store.splits:
+                store.layers(split)
+                store.labels(split)
+            _ = store.fingerprint, store.num_classes, store.widths
+    except LayaError:
+        pass
+
+
+def test_write_error_is_a_laya_error():
+    assert issubclass(WriteError, LayaError) and issubclass(LockedError, LayaError)
