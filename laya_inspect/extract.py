@@ -17,13 +17,14 @@ from . import __version__
 from .data import load_data
 from .errors import InputError
 from .files import output_lock
-from .layers import reduce_batch, resolve_layers
+from .layers import reduce_batch
 from .models import load_model
 from .options import check, option, tuples
 from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
 from .writer import FeatureWriter
 
 DTYPES = ("float32", "float16")
+RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources whose weights come from --weights
 # Options that do not change the stored arrays: a run may be resumed with other values of these.
 NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
 
@@ -165,7 +166,7 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
             "--pool flatten is not defined for text: each batch is padded to its own longest "
             "text, so flattened widths would vary; use cls, mean, max or last"
         )
-    names = resolve_layers(config.layers, model.candidate_layers(), model.default_layers)
+    names = model.resolve_layers(config.layers)
     modules = dict(model.module.named_modules())
     warnings = [*getattr(model, "warnings", []), *getattr(data, "warnings", [])]
 
@@ -331,7 +332,8 @@ def list_model_layers(
         weights=weights,
         trust_pickle=trust_pickle,
         trust_remote_code=trust_remote_code,
-        random_init=random_init,
+        # listing caches nothing, and random weights name the same layers
+        random_init=random_init or (weights is None and model.split(":", 1)[0] in RANDOM_WITHOUT_WEIGHTS),
         device=str(dev),
     )
     inputs = None

@@ -26,8 +26,9 @@ from .errors import InputError, NotFoundError, suggest
 POOLINGS = ("auto", "gap", "cls", "mean", "max", "last", "flatten")
 RNN_TYPES = ("LSTM", "GRU", "RNN")  # class names, so TorchScript copies (original_name) count too
 
-_INT = re.compile(r"^-?\d+$")
-_RANGE = re.compile(r"^(-?\d*):(-?\d*)(?::(-?\d+))?$")
+_INT = re.compile(r"-?[0-9]+")
+_RANGE = re.compile(r"(-?[0-9]+)?:(-?[0-9]+)?(?::(-?[0-9]+)?)?")
+_LIST_HINT = "run with --list-layers to see every layer name"
 
 
 @dataclass(frozen=True)
@@ -45,47 +46,70 @@ class LayerInfo:
 # resolve
 
 
-def resolve_layers(requested: str | Sequence[str], candidates: Sequence[str], default: Sequence[str]) -> list[str]:
-    """Resolve a ``--layers`` request to layer names, in the order asked, without duplicates.
+def _items(requested: str | Sequence[str]) -> list[str]:
+    parts = [requested] if isinstance(requested, str) else [str(r) for r in requested]
+    return [item.strip() for part in parts for item in part.split(",") if item.strip()]
+
+
+def _select(item: str, candidates: Sequence[str], default: Sequence[str], hint: str) -> list[str]:
+    """The layer names one comma-separated item stands for (never empty; raises otherwise)."""
+    listing = f"the model's {len(default)} default layers: {', '.join(default)}"
+    if item == "all" or _INT.fullmatch(item) or _RANGE.fullmatch(item):
+        if not default:
+            named = f"; it has {len(candidates)} other layer names" if candidates else ""
+            raise InputError(
+                f"--layers {item!r} picks from the model's default layers, and this model has none{named}"
+                f"{hint}; {_LIST_HINT}, then name the layers"
+            )
+    if item == "all":
+        return list(default)
+    if _INT.fullmatch(item):
+        i = int(item)
+        if not -len(default) <= i < len(default):
+            valid = f"0..{len(default) - 1} or -{len(default)}..-1"
+            named = f" (integers are indices, so this is not the module {item!r})" if item in candidates else ""
+            raise NotFoundError(f"layer index {i} is out of range{named}: valid are {valid} over {listing}")
+        return [default[i]]
+    if m := _RANGE.fullmatch(item):
+        a, b, step = (int(g) if g is not None else None for g in m.groups())
+        if step == 0:
+            raise InputError(f"layer range {item!r} has step 0; use a:b or a:b:k with k ≠ 0")
+        picked = list(default)[slice(a, b, step)]
+        if not picked:
+            raise InputError(f"layer range {item!r} selects none of {listing}")
+        return picked
+    if item in candidates or item in default:
+        return [item]
+    raise NotFoundError(f"no layer {item!r}; {suggest(item, list(candidates) or list(default))}; {_LIST_HINT}")
+
+
+def resolve_layers(
+    requested: str | Sequence[str], candidates: Sequence[str], default: Sequence[str], *, hint: str = ""
+) -> list[str]:
+    """Resolve a ``--layers`` request to a non-empty list of distinct layer names, in the order asked.
 
     Each comma-separated item is ``all`` (= ``default``), an integer index into ``default``
     (negatives count from the end), a python slice ``a:b`` or ``a:b:step`` over ``default``,
     or a dotted name from ``candidates``. Integers are always indices, never module names.
+    Anything that would select nothing, or a name twice, is refused with one line: an empty
+    request, ``all``/indices/ranges when the model has no default layers (``hint`` says why, e.g.
+    TorchScript's missing hooks), an index out of range, a range selecting none, an unknown name
+    (:class:`NotFoundError` with close matches), or the same layer from two items.
     """
-    items = requested.split(",") if isinstance(requested, str) else list(requested)
-    items = [str(i).strip() for i in items if str(i).strip()]
+    items = _items(requested)
+    default = list(dict.fromkeys(default))
     if not items:
-        raise InputError(
-            f"no layers requested; give names, indices, a range a:b or 'all'; default: {', '.join(default)}"
-        )
-    known = set(candidates) | set(default)
-    out: list[str] = []
+        shown = ", ".join(default) or "(none)"
+        raise InputError(f"no layers requested; give names, indices, a range a:b or 'all'; default: {shown}")
+    chosen: dict[str, str] = {}  # layer → the item that selected it
     for item in items:
-        if item == "all":
-            out.extend(default)
-        elif _INT.match(item):
-            i = int(item)
-            if not -len(default) <= i < len(default):
-                raise NotFoundError(
-                    f"layer index {i} is out of range: the model has {len(default)} default layers "
-                    f"(0..{len(default) - 1} or -{len(default)}..-1): {', '.join(default)}"
-                )
-            out.append(default[i])
-        elif m := _RANGE.match(item):
-            a, b, step = (int(g) if g not in (None, "") else None for g in m.groups())
-            if step == 0:
-                raise InputError(f"layer range {item!r} has step 0")
-            picked = list(default)[slice(a, b, step)]
-            if not picked:
-                raise InputError(
-                    f"layer range {item!r} selects none of the {len(default)} default layers: {', '.join(default)}"
-                )
-            out.extend(picked)
-        elif item in known:
-            out.append(item)
-        else:
-            raise NotFoundError(f"no layer {item!r}; {suggest(item, list(candidates) or list(default))}")
-    return list(dict.fromkeys(out))
+        for name in _select(item, candidates, default, hint):
+            if name in chosen:
+                by = f"by {chosen[name]!r} and {item!r}" if chosen[name] != item else f"twice by {item!r}"
+                also = " ('all' already stands for every default layer)" if "all" in (chosen[name], item) else ""
+                raise InputError(f"--layers selects {name!r} more than once ({by}); name each layer once{also}")
+            chosen[name] = item
+    return list(chosen)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,18 +344,21 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
     """Every layer ``--layers`` accepts, with its output shape from one forward pass on ``inputs``.
 
     ``model`` is a :class:`~laya_inspect.models.LoadedModel` (virtual layers such as HF
-    ``hidden_states.K`` come first) or a plain ``nn.Module`` called as ``model(inputs)``.
-    Without ``inputs`` a LoadedModel runs on a dummy batch built from its ``input_spec``; when
-    the spec leaves the shape open, no forward runs and every shape is None. Modules that did
+    ``hidden_states.K`` come first, then the modules it can hook) or a plain ``nn.Module`` called
+    as ``model(inputs)``. Without ``inputs`` a LoadedModel runs on a dummy batch built from its
+    ``input_spec``; when the spec leaves the shape open, or the model rejects the dummy batch, every
+    shape is None. Given ``inputs`` the model rejects raise :class:`InputError`. Modules that did
     not run get ``shape=None``.
     """
     loaded = model if hasattr(model, "adapter") else None
-    if inputs is None and loaded is not None:
+    dummy = inputs is None and loaded is not None
+    if loaded is not None and inputs is None:
         inputs = loaded.example_inputs()
     module: nn.Module = loaded.module if loaded is not None else model
     virtual = list(loaded.adapter.virtual_names) if loaded is not None else []
     default = set(loaded.default_layers) if loaded is not None else set()
-    modules = {n: m for n, m in module.named_modules() if n}
+    named = dict(module.named_modules())
+    hookable = loaded.adapter.hookable(module) if loaded is not None else [n for n in named if n]
     shapes: dict[str, tuple[int, ...]] = {}
 
     def record(name: str, m: nn.Module, out: Any) -> None:
@@ -344,10 +371,14 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
     if inputs is not None:
         with torch.no_grad():
             if loaded is not None:
-                hookable = loaded.adapter.hookable(module)
-                out = loaded.adapter.forward(module, loaded.to_device(inputs), hookable, record, bool(virtual))
+                try:
+                    out = loaded.forward(inputs, hookable, record, bool(virtual))
+                except InputError:
+                    if not dummy:
+                        raise
+                    shapes.clear()  # a guessed batch the model does not take: list the names alone
             else:
-                with hooks(module, list(modules), record):
+                with hooks(module, hookable, record):
                     out = module(inputs)
     infos = []
     for name in virtual:
@@ -357,7 +388,7 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
         except (InputError, IndexError, KeyError):
             shape = None
         infos.append(LayerInfo(name, "virtual", shape, name in default, loaded.role(name)))
-    for name, m in modules.items():
+    for name in hookable:
         role = loaded.role(name) if loaded is not None else "module"
-        infos.append(LayerInfo(name, _type_name(m), shapes.get(name), name in default, role))
+        infos.append(LayerInfo(name, _type_name(named[name]), shapes.get(name), name in default, role))
     return infos

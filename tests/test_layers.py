@@ -38,7 +38,10 @@ def no_hooks(module: nn.Module) -> bool:
         ("all", DEFAULT),
         ("conv1, layer1.0.conv1 ,fc", ["conv1", "layer1.0.conv1", "fc"]),
         (["fc", "0"], ["fc", "layer1"]),
-        ("all,layer4,0", DEFAULT),  # duplicates dropped, first position kept
+        (["fc,0", "-1"], ["fc", "layer1", "layer4"]),  # list items may hold comma lists too
+        ("::-2", ["layer4", "layer2"]),
+        (":", DEFAULT),
+        ("1::", ["layer2", "layer3", "layer4"]),
     ],
 )
 def test_resolve_layers(request_, expected):
@@ -56,10 +59,40 @@ def test_resolve_layers_index_out_of_range(bad):
         resolve_layers(bad, CANDIDATES, DEFAULT)
 
 
-@pytest.mark.parametrize("bad", ["", " , ", "5:9"])
-def test_resolve_layers_empty_selection(bad):
-    with pytest.raises(InputError):
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("", "no layers requested"),
+        (" , ", "no layers requested"),
+        ("5:9", "selects none of the model's 4 default layers: layer1, layer2"),
+        ("::0", "step 0"),
+        ("all,layer4", r"selects 'layer4' more than once \(by 'all' and 'layer4'\).*'all' already stands"),
+        ("fc,fc", r"selects 'fc' more than once \(twice by 'fc'\)"),
+        ("0,layer1", r"selects 'layer1' more than once \(by '0' and 'layer1'\)"),
+        ("0:2,1", r"selects 'layer2' more than once \(by '0:2' and '1'\)"),
+    ],
+)
+def test_resolve_layers_refuses_empty_and_repeated_selections(bad, message):
+    with pytest.raises(InputError, match=message) as info:
         resolve_layers(bad, CANDIDATES, DEFAULT)
+    assert "\n" not in str(info.value)
+
+
+def test_resolve_layers_from_a_model_without_default_layers_says_what_it_found():
+    hint = "; TorchScript takes no Python hooks"
+    for request in ("all", "0", "1:3"):
+        with pytest.raises(InputError, match="has none; TorchScript takes no Python hooks; run with --list-layers"):
+            resolve_layers(request, [], [], hint=hint)
+    with pytest.raises(InputError, match="has none; it has 2 other layer names; run with --list-layers"):
+        resolve_layers("all", ["a", "b"], [])
+    assert resolve_layers("b", ["a", "b"], []) == ["b"]  # names still work
+    with pytest.raises(NotFoundError, match=r"no layer 'c'; available: \(none\); run with --list-layers"):
+        resolve_layers("c", [], [])
+
+
+def test_resolve_layers_index_message_lists_the_default_layers():
+    with pytest.raises(NotFoundError, match=r"valid are 0..3 or -4..-1 over the model's 4 default layers: layer1"):
+        resolve_layers("7", CANDIDATES, DEFAULT)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def test_unknown_prefix_lists_valid_ones():
 
 def test_torchvision_resnet_and_mobilenet_describe_themselves():
     pytest.importorskip("torchvision")
-    r18 = load_model("torchvision:resnet18")
+    r18 = load_model("torchvision:resnet18", random_init=True)
     assert r18.default_layers == ["layer1", "layer2", "layer3", "layer4"] and r18.num_classes == 1000
     spec = r18.input_spec
     assert (spec.kind, spec.channels, spec.size, spec.mean, spec.std) == (
@@ -46,7 +46,7 @@ def test_torchvision_resnet_and_mobilenet_describe_themselves():
         (0.229, 0.224, 0.225),
     )
     assert frozen(r18) and r18.weights_sha256 is None
-    mnv2 = load_model("torchvision:mobilenet_v2")
+    mnv2 = load_model("torchvision:mobilenet_v2", random_init=True)
     assert mnv2.default_layers == [f"features.{i}" for i in range(19)]
     x = torch.rand(2, 3, 64, 64)
     raw, logits = mnv2.run(x, ["features.3", "classifier.1"])
@@ -58,7 +58,7 @@ def test_torchvision_resnet_and_mobilenet_describe_themselves():
 def test_torchvision_unknown_name():
     pytest.importorskip("torchvision")
     with pytest.raises(NotFoundError, match="did you mean 'resnet18'"):
-        load_model("torchvision:resnet81")
+        load_model("torchvision:resnet81", random_init=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,10 +92,10 @@ def test_timm_vit_with_weights_and_headless(tmp_path):
 
 def test_timm_resnet_default_layers_from_feature_info():
     pytest.importorskip("timm")
-    loaded = load_model("timm:test_resnet")
+    loaded = load_model("timm:test_resnet", random_init=True)
     assert loaded.default_layers == ["act1", "layer1", "layer2", "layer3", "layer4"]
     with pytest.raises(NotFoundError, match="did you mean 'test_resnet'"):
-        load_model("timm:test_resnett")
+        load_model("timm:test_resnett", random_init=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def factory_module(tmp_path, monkeypatch):
 
 
 def test_python_factory_with_weights(factory_module, tmp_path):
-    loaded = load_model(f"python:{factory_module}:make")
+    loaded = load_model(f"python:{factory_module}:make", random_init=True)
     assert loaded.default_layers == ["0"] and loaded.num_classes == 5
     assert (loaded.input_spec.channels, loaded.input_spec.size) == (1, 8)
     trained = {k: torch.randn_like(v) for k, v in loaded.module.state_dict().items()}
@@ -309,16 +309,16 @@ def test_python_factory_with_weights(factory_module, tmp_path):
 
 def test_python_factory_errors(factory_module):
     with pytest.raises(NotFoundError, match="cannot import"):
-        load_model("python:no_such_pkg_xyz.mod:make")
+        load_model("python:no_such_pkg_xyz.mod:make", random_init=True)
     with pytest.raises(NotFoundError, match="did you mean 'make'"):
-        load_model(f"python:{factory_module}:mkae")
+        load_model(f"python:{factory_module}:mkae", random_init=True)
     with pytest.raises(InputError, match="not a torch.nn.Module"):
-        load_model(f"python:{factory_module}:not_a_model")
+        load_model(f"python:{factory_module}:not_a_model", random_init=True)
     with pytest.raises(InputError, match="pkg.module:factory"):
         load_model(f"python:{factory_module}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        loaded = load_model(f"python:{factory_module}:scripted_inside")
+        loaded = load_model(f"python:{factory_module}:scripted_inside", random_init=True)
     with pytest.raises(InputError, match="cannot be hooked"):
         loaded.run(torch.rand(1, 2), ["0"])
     assert all(not m._forward_hooks for m in loaded.module.modules() if not isinstance(m, torch.jit.ScriptModule))

@@ -62,7 +62,7 @@ def test_bilstm_architecture():
     ],
 )
 def test_last_layer_pooled_through_head_reproduces_logits(arch, x):
-    loaded = load_model(f"zoo:{arch}")
+    loaded = load_model(f"zoo:{arch}", random_init=True)
     raw, logits = loaded.run(x, loaded.default_layers)
     pooled, decided, _ = reduce_batch(raw, loaded.default_layers, "auto", loaded.module)
     last = loaded.default_layers[-1]
@@ -77,7 +77,7 @@ def test_last_layer_pooled_through_head_reproduces_logits(arch, x):
 
 
 def test_zoo_loaded_model_description():
-    mlp, bilstm = load_model("zoo:mlp"), load_model("zoo:bilstm")
+    mlp, bilstm = load_model("zoo:mlp", random_init=True), load_model("zoo:bilstm", random_init=True)
     assert mlp.default_layers == ["blocks.0", "blocks.1", "blocks.2"] and mlp.num_classes == 10
     assert (mlp.input_spec.kind, mlp.input_spec.channels, mlp.input_spec.size, mlp.input_spec.mean) == (
         "image",
@@ -92,9 +92,20 @@ def test_zoo_loaded_model_description():
         20000,
     )
     assert not mlp.module.training and not any(p.requires_grad for p in mlp.module.parameters())
-    assert mlp.weights_sha256 is None
-    # without weights the random init is seeded: two loads agree
-    torch.testing.assert_close(load_model("zoo:mlp").module.head.weight, mlp.module.head.weight, rtol=0, atol=0)
+    assert mlp.weights_sha256 is None and mlp.random_init and "random weights (--random-init" in mlp.warnings[0]
+    # the random init is seeded: two loads agree
+    again = load_model("zoo:mlp", random_init=True)
+    torch.testing.assert_close(again.module.head.weight, mlp.module.head.weight, rtol=0, atol=0)
+
+
+def test_zoo_without_weights_is_refused_unless_random_init_is_asked_for(tmp_path):
+    with pytest.raises(InputError, match="zoo:mlp without --weights would be a randomly initialised.*--random-init"):
+        load_model("zoo:mlp")
+    path = save_zoo_checkpoint(tmp_path / "mlp.pt", build_zoo("mlp"))
+    with pytest.raises(InputError, match="--random-init and --weights .* contradict"):
+        load_model("zoo:mlp", weights=path, random_init=True)
+    trained = load_model("zoo:mlp", weights=path)
+    assert not trained.random_init and trained.warnings == []
 
 
 def test_zoo_checkpoint_roundtrip_carries_kwargs(tmp_path):
@@ -110,6 +121,34 @@ def test_zoo_checkpoint_roundtrip_carries_kwargs(tmp_path):
     assert len(loaded.weights_sha256) == 64 and loaded.weights_path == str(path)
 
 
+def _zoo_dict(**changes):
+    obj = {"format": "laya-inspect-zoo", "arch": "mlp", "kwargs": build_zoo("mlp").kwargs}
+    obj["state_dict"] = build_zoo("mlp").state_dict()
+    obj.update(changes)
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"arch": None}, r"without a known arch \(None\); valid: mlp, cnn, bilstm"),
+        ({"arch": "rnn"}, r"without a known arch \('rnn'\)"),
+        ({"kwargs": [1, 2]}, "without its kwargs dict or state_dict"),
+        ({"state_dict": None}, "without its kwargs dict or state_dict"),
+        ({"kwargs": {"hidden": [-4]}}, "do not build a zoo 'mlp'"),
+        ({"kwargs": {"in_shape": [784]}}, r"takes images \(C, H, W\); its in_shape is \[784\]"),
+        ({"state_dict": {"head.weight": torch.zeros(3)}}, "does not fit MLP: missing"),
+        ({"vocab": [1, 2]}, "vocab is not a list of words"),
+    ],
+)
+def test_tampered_zoo_checkpoints_are_one_line_errors_naming_the_file(tmp_path, changes, message):
+    path = tmp_path / "tampered.pt"
+    torch.save(_zoo_dict(**changes), path)
+    with pytest.raises(InputError, match=message) as info:
+        load_model("zoo:mlp", weights=path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
 def test_zoo_plain_state_dict_and_arch_mismatch(tmp_path):
     model = build_zoo("mlp")
     torch.save(model.state_dict(), tmp_path / "sd.pt")
@@ -121,7 +160,7 @@ def test_zoo_plain_state_dict_and_arch_mismatch(tmp_path):
 
 def test_zoo_errors():
     with pytest.raises(NotFoundError, match="did you mean 'mlp'"):
-        load_model("zoo:mpl")
+        load_model("zoo:mpl", random_init=True)
     with pytest.raises(InputError, match="arguments"):
         build_zoo("mlp", widths=(1, 2))
     with pytest.raises(ValueError, match="overwrite"):
@@ -136,10 +175,10 @@ def test_pool_of_bilstm_first_layer_is_its_final_hidden_state():
 
 
 def test_list_layers_without_data_uses_a_dummy_batch():
-    infos = {i.name: i for i in list_layers(load_model("zoo:cnn"))}
+    infos = {i.name: i for i in list_layers(load_model("zoo:cnn", random_init=True))}
     assert infos["stages.2"].shape == (256, 8, 8) and infos["stages.2"].default and infos["stages.2"].role == "block"
     assert infos["stem.0"].type == "Conv2d" and not infos["stem.0"].default
-    tokens = {i.name: i.shape for i in list_layers(load_model("zoo:bilstm"))}
+    tokens = {i.name: i.shape for i in list_layers(load_model("zoo:bilstm", random_init=True))}
     assert tokens["lstm2"] == (16, 128)
 
 

@@ -145,6 +145,7 @@ NORMALIZE_SOURCES = {
     "given": "--normalize MEAN/STD",
     "option": "none: --normalize none",
     "unknown": "none: the model states no mean/std and --normalize was not given",
+    "model: none": "none: the model was trained on inputs scaled to [0, 1] without mean/std",
     "no model": "none: no model given",
 }
 
@@ -223,12 +224,15 @@ def resolve_normalize(normalize: Any, input_spec: Any, channels: int) -> tuple[t
     """The (mean, std, where-from) to apply: the option overrides the model's InputSpec.
 
     where-from is a key of NORMALIZE_SOURCES: "model", "imagenet", "given"; or, with nothing applied,
-    "option" (normalize="none"), "unknown" (the model states no mean/std) or "no model".
+    "option" (normalize="none"), "model: none" (the model says it takes unnormalised inputs),
+    "unknown" (the model states no mean/std) or "no model".
     """
     if normalize is None:
         mean, std = getattr(input_spec, "mean", None), getattr(input_spec, "std", None)
         if mean is None or std is None:
-            return None, None, "unknown" if input_spec is not None else "no model"
+            if input_spec is None:
+                return None, None, "no model"
+            return None, None, "model: none" if getattr(input_spec, "unnormalized", False) else "unknown"
         mean, std, frm = _floats(mean, "mean"), _floats(std, "std"), "model"
     elif isinstance(normalize, str):
         key = normalize.strip().lower()

@@ -2,14 +2,16 @@
 
 ``load_model("torchvision:resnet18", weights="r18.pth")`` → :class:`LoadedModel`. Sources
 (registry :data:`SOURCES`): ``torchvision:NAME``, ``timm:NAME``, ``hf:DIR``, ``torchscript:FILE``,
-``python:pkg.module:factory``, ``zoo:mlp|cnn|bilstm``. Nothing is ever downloaded.
+``python:pkg.module:factory``, ``zoo:mlp|cnn|bilstm``. Nothing is ever downloaded, no code runs
+that the caller did not allow (pickled models, a Hugging Face directory's own code), and a
+network is never silently left with random weights.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import NotFoundError
+from ..errors import InputError, NotFoundError
 
 # isort: off
 # Importing a source module registers it; this order is the order the sources are listed in.
@@ -18,19 +20,21 @@ from . import hf  # noqa: F401
 from . import local  # noqa: F401
 
 # isort: on
-from .base import SOURCES, InputSpec, LoadedModel
-from .weights import load_weights, read_checkpoint, sha256_file, to_state_dict
+from .base import SOURCES, InputSpec, LoadedModel, LoadOptions
+from .weights import load_weights, read_checkpoint, read_weights, sha256_file, to_state_dict
 from .zoo import ZOO, build_zoo, save_zoo_checkpoint
 
 __all__ = [
     "SOURCES",
     "ZOO",
     "InputSpec",
+    "LoadOptions",
     "LoadedModel",
     "build_zoo",
     "load_model",
     "load_weights",
     "read_checkpoint",
+    "read_weights",
     "save_zoo_checkpoint",
     "sha256_file",
     "to_state_dict",
@@ -38,13 +42,28 @@ __all__ = [
 
 
 def load_model(
-    spec: str, *, weights: str | Path | None = None, trust_pickle: bool = False, device: str = "cpu"
+    spec: str,
+    *,
+    weights: str | Path | None = None,
+    trust_pickle: bool = False,
+    random_init: bool = False,
+    trust_remote_code: bool = False,
+    device: str = "cpu",
 ) -> LoadedModel:
     """Build the model ``spec`` names, load ``weights`` (strict), freeze it, and describe it.
 
+    ``torchvision:``, ``timm:``, ``python:`` and ``zoo:`` models get their weights only from
+    ``weights``; without it they would stay randomly initialised, which is refused unless
+    ``random_init=True`` (the model then has ``random_init=True`` and a line in ``warnings``).
+    ``hf:`` directories and ``torchscript:`` files carry their weights, so ``random_init`` is an
+    error there. ``trust_pickle`` allows unpickling a whole pickled module (runs code from the
+    file); ``trust_remote_code`` allows a Hugging Face directory's own code to run.
+    ``weights_sha256`` is set whenever weights come from files (see :class:`LoadedModel`).
+
     Raises :class:`NotFoundError` for an unknown source/name/file, :class:`InputError` for
-    weights that do not fit, :class:`UnsafeCheckpointError` for a pickled model without
-    ``trust_pickle``.
+    weights that are unreadable or do not fit, for random weights without ``random_init`` and
+    for custom code without ``trust_remote_code``, :class:`UnsafeCheckpointError` for a pickled
+    model without ``trust_pickle``.
     """
     prefix, sep, rest = str(spec).partition(":")
     if not sep or not rest:
@@ -53,6 +72,19 @@ def load_model(
             f"valid prefixes: {', '.join(SOURCES.names())}"
         )
     loader = SOURCES.get(prefix)
-    return loader(
-        rest, weights=None if weights is None else str(weights), trust_pickle=trust_pickle, device=str(device)
+    if random_init and weights is not None:
+        raise InputError(f"--random-init and --weights {weights} contradict each other; pass one of them")
+    options = LoadOptions(
+        weights=None if weights is None else str(weights),
+        trust_pickle=trust_pickle,
+        random_init=random_init,
+        trust_remote_code=trust_remote_code,
+        device=str(device),
     )
+    model = loader(rest, options)
+    if model.random_init:
+        model.warnings.append(
+            f"{model.spec} has random weights (--random-init, no --weights): "
+            "its layers describe an untrained network, not a trained one"
+        )
+    return model

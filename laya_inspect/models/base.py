@@ -2,19 +2,64 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError
-from ..layers import hooks, snapshot
+from ..errors import InputError, LayaError
+from ..layers import hooks, resolve_layers, snapshot
 from ..registry import Registry
+from .weights import first_line
 
-# name → loader(name_after_prefix, *, weights, trust_pickle, device) -> LoadedModel
-SOURCES: Registry[Callable[..., LoadedModel]] = Registry("model source")
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How :func:`~laya_inspect.models.load_model` may load: the weights file, and what the user allowed.
+
+    ``random_init``: a source whose weights come only from ``weights`` (torchvision, timm, python,
+    zoo) may keep its random initialisation when ``weights`` is None. ``trust_pickle``: a weights file
+    holding a pickled module may be unpickled (runs code from it). ``trust_remote_code``: a Hugging
+    Face directory's own Python code may run.
+    """
+
+    weights: str | None = None
+    trust_pickle: bool = False
+    random_init: bool = False
+    trust_remote_code: bool = False
+    device: str = "cpu"
+
+
+# name → loader(name_after_prefix, options: LoadOptions) -> LoadedModel
+SOURCES: Registry[Callable[[str, LoadOptions], LoadedModel]] = Registry("model source")
+
+
+def keeps_random_init(spec: str, options: LoadOptions) -> bool:
+    """For sources that are random without ``weights``: True when the random init is kept (allowed by
+    ``random_init``), False when weights will be loaded; refused without either."""
+    if options.weights is not None:
+        return False
+    if not options.random_init:
+        raise InputError(
+            f"{spec} without --weights would be a randomly initialised network (nothing is downloaded); "
+            "pass --weights FILE, or --random-init if you mean to analyse random weights"
+        )
+    return True
+
+
+def carries_weights(spec: str, options: LoadOptions) -> None:
+    """Sources whose file or directory holds the weights cannot honour ``random_init``."""
+    if options.random_init:
+        raise InputError(
+            f"{spec} loads the weights saved with it, so --random-init does not apply; "
+            "drop --random-init (it is for torchvision:, timm:, python: and zoo: models without --weights)"
+        )
+
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -27,7 +72,9 @@ class InputSpec:
     ``kind``: "image" (float (N, C, H, W)), "text" (a tokenizer's dict of tensors) or "tokens"
     (integer ids (N, T) without a tokenizer, e.g. the zoo BiLSTM). ``size``: square side or None
     (keep). ``mean``/``std``: per-channel normalisation after scaling to [0, 1], or None (only
-    scale). ``max_length``: tokens per text. ``vocab_size``: id range for "tokens" models.
+    scale). ``unnormalized``: True when the model is known to take inputs only scaled to [0, 1]
+    (so no mean/std is right, not unknown). ``max_length``: tokens per text. ``vocab_size``: id
+    range for "tokens" models.
     """
 
     kind: str = "image"
@@ -35,6 +82,7 @@ class InputSpec:
     size: int | None = None
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
+    unnormalized: bool = False
     max_length: int | None = None
     vocab_size: int | None = None
 
@@ -83,9 +131,53 @@ class Adapter:
         return None
 
 
+def describe_inputs(inputs: Any) -> str:
+    """``float32 (2, 1, 28, 28)`` or ``input_ids (2, 7), attention_mask (2, 7)``: a batch for a message."""
+    if isinstance(inputs, Tensor):
+        return f"{str(inputs.dtype).removeprefix('torch.')} {tuple(inputs.shape)}"
+    if isinstance(inputs, Mapping):
+        return ", ".join(f"{k} {describe_inputs(v)}" for k, v in inputs.items()) or "an empty dict"
+    return type(inputs).__name__
+
+
+_MODULE_CALLS = ("_call_impl", "_wrapped_call_impl", "inner")  # inner: _call_impl's closure when hooks are set
+_TORCH_MODULE_FILE = str(Path(nn.Module.__call__.__code__.co_filename))
+_OWN_DIR = str(Path(__file__).parents[1]) + os.sep
+
+
+def raised_by_model(tb: TracebackType | None) -> bool:
+    """True when the traceback's error was raised inside a module call (the model rejecting its
+    input), not by laya-inspect's own code around it: adapters before the call, or forward hooks,
+    which ``nn.Module`` calls from the same place as ``forward``."""
+    inside = False
+    after_call = False
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == _TORCH_MODULE_FILE and code.co_name in _MODULE_CALLS:
+            inside = after_call = True
+        else:
+            if after_call and code.co_filename.startswith(_OWN_DIR) and code.co_name != "forward":
+                return False  # a hook of ours, called by the module
+            after_call = False
+        tb = tb.tb_next
+    return inside
+
+
 @dataclass
 class LoadedModel:
-    """A frozen model ready for extraction (see docs/ARCHITECTURE.md, "models/")."""
+    """A frozen model ready for extraction (see docs/ARCHITECTURE.md, "models/").
+
+    ``weights_sha256`` identifies the weights the module holds, so a cache and a checkpoint can be
+    checked against each other: the sha256 hex digest of the weights file's bytes (as
+    :func:`~laya_inspect.models.sha256_file` computes it); when several files hold them (a Hugging
+    Face directory's weight files, sorted by name, then ``weights`` if given; a TorchScript archive
+    then ``weights``) the sha256 over ``name NUL hexdigest`` of each file in that order
+    (:func:`~laya_inspect.models.weights.sha256_files`). The same bytes always give the same
+    digest. None only for a random initialisation (``random_init=True``, never from a file).
+
+    ``random_init``: the module kept its random initialisation (allowed with ``random_init=True``);
+    ``warnings`` then says so, for the caller to print and store with its output.
+    """
 
     module: nn.Module
     spec: str
@@ -100,10 +192,30 @@ class LoadedModel:
     layer_roles: dict[str, str] = field(default_factory=dict)  # e.g. {"hidden_states.0": "embeddings"}
     adapter: Adapter = field(default_factory=Adapter)
     image_processor: Any = None
+    random_init: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     def candidate_layers(self) -> list[str]:
-        """Every name ``--layers`` accepts: virtual names first, then dotted module paths."""
-        return list(self.adapter.virtual_names) + [n for n, _ in self.module.named_modules() if n]
+        """Every name ``--layers`` accepts: virtual names first, then the module paths it can hook."""
+        return list(self.adapter.virtual_names) + self.adapter.hookable(self.module)
+
+    def resolve_layers(self, requested: str | Sequence[str]) -> list[str]:
+        """:func:`~laya_inspect.layers.resolve_layers` over this model's layers, with its own hint when
+        nothing can be selected (e.g. TorchScript, which takes no hooks)."""
+        return resolve_layers(requested, self.candidate_layers(), self.default_layers, hint=self.adapter.hook_hint)
+
+    def expects(self) -> str | None:
+        """What the model takes, in words, as far as ``input_spec`` knows it."""
+        spec = self.input_spec
+        if spec.kind == "tokens":
+            upper = f" in 0..{spec.vocab_size - 1}" if spec.vocab_size else ""
+            return f"token ids (N, T){upper}"
+        if spec.kind == "text":
+            return "tokenised text (input_ids, attention_mask)"
+        if spec.channels is None and spec.size is None:
+            return None
+        side = spec.size or "?"
+        return f"images (N, {spec.channels or '?'}, {side}, {side})"
 
     def role(self, name: str) -> str:
         """``embeddings`` / ``block`` / ``module``: what a layer is, for the cache's ``layer_roles``."""
@@ -130,16 +242,47 @@ class LoadedModel:
         ids = torch.ones(n, length, dtype=torch.long)
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids)} if spec.kind == "text" else ids
 
+    def forward(
+        self, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool
+    ) -> Any:
+        """The adapter's forward on ``inputs`` (moved to the device), reporting ``names`` to ``record``.
+
+        An error the model itself raises on these inputs (a shape it cannot take, ids out of its
+        vocabulary, running out of memory) becomes an :class:`InputError` naming the input and what
+        the model expects; errors in laya-inspect's own code around the call propagate unchanged.
+        """
+        try:
+            return self.adapter.forward(self.module, self.to_device(inputs), names, record, want_virtual)
+        except LayaError:
+            raise
+        except Exception as e:
+            if not raised_by_model(e.__traceback__):
+                raise
+            got = describe_inputs(inputs)
+            if isinstance(e, torch.OutOfMemoryError) or "can't allocate memory" in str(e):  # CUDA, CPU
+                cpu = " (or --device cpu)" if str(self.device).startswith("cuda") else ""
+                raise InputError(
+                    f"{self.spec} ran out of memory on {self.device} with a batch of {got}; "
+                    f"pass a smaller --batch-size{cpu}"
+                ) from e
+            expects = self.expects()
+            raise InputError(
+                f"{self.spec} rejected its input {got}: {first_line(e)}"
+                + (f"; it expects {expects}" if expects else "")
+            ) from e
+
     def run(self, inputs: Any, layer_names: Sequence[str]) -> tuple[dict[str, Any], Tensor | None]:
-        """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``."""
+        """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``.
+
+        Inputs the model rejects raise :class:`InputError` (see :meth:`forward`).
+        """
         virtual = set(self.adapter.virtual_names)
         wanted_virtual = [n for n in layer_names if n in virtual]
         hooked = [n for n in layer_names if n not in virtual]
         raw: dict[str, Any] = {}
         with torch.no_grad():
-            out = self.adapter.forward(
-                self.module,
-                self.to_device(inputs),
+            out = self.forward(
+                inputs,
                 hooked,
                 lambda n, _m, o: raw.__setitem__(n, snapshot(o)),
                 bool(wanted_virtual),

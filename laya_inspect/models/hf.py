@@ -2,11 +2,16 @@
 
 Layers: the virtual names ``hidden_states.0 … hidden_states.K`` (``output_hidden_states=True``;
 0 is the embeddings, K the last block) plus every dotted module path for hooks.
+
+A directory with its own Python code (an ``auto_map`` in its configs, or ``*.py`` files) would
+make transformers run that code; it is refused unless the caller passes ``trust_remote_code=True``,
+and transformers always gets ``trust_remote_code`` explicitly, so it never asks on the terminal.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,11 +20,20 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError, NotFoundError
-from .base import SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze
-from .weights import load_state_dict_strict, read_checkpoint, sha256_files, to_state_dict
+from .base import SOURCES, Adapter, InputSpec, LoadedModel, LoadOptions, blocks_of, carries_weights, freeze
+from .weights import first_line, load_state_dict_strict, read_weights, sha256_file, sha256_files, to_state_dict
 
 HEADS = ("ForSequenceClassification", "ForImageClassification")  # classes whose output has class logits
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
+# configs whose ``auto_map`` makes transformers import classes from the directory's own .py files
+CODE_CONFIGS = (
+    "config.json",
+    "tokenizer_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "image_processor_config.json",
+    "feature_extractor_config.json",
+)
 
 
 class HFAdapter(Adapter):
@@ -65,12 +79,34 @@ def _accepted(module: nn.Module) -> set[str] | None:
     return {p.name for p in params}
 
 
-def _optional(loader: Any, directory: Path) -> Any:
+def _optional(loader: Any, directory: Path, trust_remote_code: bool) -> Any:
     """A tokenizer or image processor when the directory has one, else None."""
     try:
-        return loader.from_pretrained(str(directory), local_files_only=True)
+        return loader.from_pretrained(str(directory), local_files_only=True, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
         return None
+
+
+def custom_code(directory: Path) -> list[str]:
+    """What in ``directory`` would run its own code when loaded: ``.py`` files and ``auto_map`` entries."""
+    found = sorted(p.name for p in directory.glob("*.py") if p.is_file())
+    for name in CODE_CONFIGS:
+        try:
+            data = json.loads((directory / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # absent, or unreadable: transformers reports config.json itself
+            continue
+        if isinstance(data, dict) and data.get("auto_map"):
+            found.append(f"auto_map in {name}")
+    return found
+
+
+def _auto_head(transformers: Any, config: Any) -> Any:
+    """The Auto class for a custom-code classifier named in ``auto_map``, else None."""
+    names = getattr(config, "auto_map", None) or {}
+    for auto in ("AutoModelForSequenceClassification", "AutoModelForImageClassification"):
+        if auto in names:
+            return getattr(transformers, auto)
+    return None
 
 
 def _image_spec(config: Any, processor: Any) -> InputSpec:
@@ -94,55 +130,76 @@ def _text_spec(config: Any, tokenizer: Any) -> InputSpec:
 
 
 @SOURCES.register("hf")
-def load_hf(
-    directory: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
-) -> LoadedModel:
+def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     """``hf:DIR``: the class named in ``config.architectures`` when it is a sequence/image classifier
-    (so logits exist), else ``AutoModel``; loaded in float32 with ``local_files_only=True``."""
+    (so logits exist), else ``AutoModel``; loaded in float32 with ``local_files_only=True``. The
+    directory holds the weights (``random_init`` does not apply); ``weights`` (optional) are loaded
+    on top. ``weights_sha256`` covers the directory's weight files (sorted by name), then ``weights``.
+    Custom code needs ``trust_remote_code``.
+    """
     try:
         import transformers
     except ImportError as e:
         raise NotFoundError(f"hf: models need 'transformers' ({e}); pip install 'laya-inspect[text]'") from None
+    spec = f"hf:{directory}"
+    carries_weights(spec, options)
     d = Path(directory).expanduser()
     if not (d / "config.json").is_file():
         raise NotFoundError(
             f"no Hugging Face model directory {directory!r} (expected {d / 'config.json'}; models are never downloaded)"
         )
-    config = transformers.AutoConfig.from_pretrained(str(d), local_files_only=True)
+    trust = options.trust_remote_code
+    code = custom_code(d)
+    if code and not trust:
+        raise InputError(
+            f"{d} holds its own code ({', '.join(code)}); loading it runs that code. "
+            "Pass --trust-remote-code if you trust it"
+        )
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(d), local_files_only=True, trust_remote_code=trust)
+    except Exception as e:  # invalid JSON, an unknown model_type, custom code transformers found itself
+        hint = "" if trust else " (if it needs its own code: --trust-remote-code, when you trust it)"
+        raise InputError(f"{d / 'config.json'} does not load: {first_line(e)}{hint}") from None
     heads = [a for a in (config.architectures or []) if a.endswith(HEADS) and hasattr(transformers, a)]
-    cls = getattr(transformers, heads[0]) if heads else transformers.AutoModel
+    auto_head = _auto_head(transformers, config) if trust else None
+    cls = getattr(transformers, heads[0]) if heads else auto_head or transformers.AutoModel
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # the library does not print
     try:
-        model = cls.from_pretrained(str(d), local_files_only=True, dtype=torch.float32)
+        model = cls.from_pretrained(str(d), local_files_only=True, dtype=torch.float32, trust_remote_code=trust)
     except OSError as e:
-        raise NotFoundError(f"cannot load the weights in {d}: {e}") from None
+        raise NotFoundError(f"cannot load the weights in {d}: {first_line(e)}") from None
+    except Exception as e:  # corrupt or mismatched weight files end in many error types
+        raise InputError(f"cannot load the model in {d}: {first_line(e)}") from None
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
     files = sorted(p for g in WEIGHT_GLOBS for p in d.glob(g))
-    if weights is not None:
-        state = to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights))
-        load_state_dict_strict(model, state, source=str(weights))
-        files.append(Path(weights))
+    files = files or sorted(p for p in d.iterdir() if p.is_file())  # weights in a format the globs miss
+    digests = [sha256_file(p) for p in files]
+    if options.weights is not None:
+        obj, digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
+        load_state_dict_strict(model, to_state_dict(obj, source=options.weights), source=options.weights)
+        files.append(Path(options.weights))
+        digests.append(digest)
     is_image = getattr(config, "image_size", None) is not None
-    tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d)
-    processor = _optional(transformers.AutoImageProcessor, d) if is_image else None
+    tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
+    processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
     input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer)
     adapter = HFAdapter(_n_hidden(config), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     return LoadedModel(
-        module=freeze(model, device),
-        spec=f"hf:{directory}",
+        module=freeze(model, options.device),
+        spec=spec,
         source="hf",
         input_spec=input_spec,
         default_layers=list(adapter.virtual_names) or blocks_of(model),
-        num_classes=int(config.num_labels) if heads else None,
+        num_classes=int(config.num_labels) if heads or auto_head else None,
         tokenizer=tokenizer,
         image_processor=processor,
-        weights_path=str(weights or d),
-        weights_sha256=sha256_files(files) if files else None,
-        device=str(device),
+        weights_path=options.weights or str(d),
+        weights_sha256=sha256_files(files, digests),
+        device=options.device,
         layer_roles=roles,
         adapter=adapter,
     )

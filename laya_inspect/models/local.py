@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,8 +16,27 @@ from torch import nn
 
 from ..errors import InputError, NotFoundError, suggest
 from ..runtime import seeded
-from .base import SOURCES, Adapter, InputSpec, LoadedModel, blocks_of, freeze, last_linear
-from .weights import load_state_dict_strict, load_weights, read_checkpoint, sha256_file, sha256_files, to_state_dict
+from .base import (
+    SOURCES,
+    Adapter,
+    InputSpec,
+    LoadedModel,
+    LoadOptions,
+    blocks_of,
+    carries_weights,
+    freeze,
+    keeps_random_init,
+    last_linear,
+)
+from .weights import (
+    first_line,
+    load_state_dict_strict,
+    load_weights,
+    read_weights,
+    sha256_file,
+    sha256_files,
+    to_state_dict,
+)
 from .zoo import DEFAULT_LAYERS, ZOO, build_zoo, is_zoo_checkpoint, model_from_checkpoint
 
 # ---------------------------------------------------------------------------------------------
@@ -93,24 +115,31 @@ class TorchScriptAdapter(Adapter):
 
 
 @SOURCES.register("torchscript")
-def load_torchscript(
-    path: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
-) -> LoadedModel:
-    """``torchscript:FILE`` from ``torch.jit.save``; ``weights`` (optional) are loaded on top, strictly."""
+def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
+    """``torchscript:FILE`` from ``torch.jit.save`` (it holds its weights); ``weights`` (optional)
+    are loaded on top, strictly. ``weights_sha256`` covers the archive, then ``weights``."""
+    spec = f"torchscript:{path}"
+    carries_weights(spec, options)
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise InputError(f"{spec}: {str(p)!r} is a folder; give the TorchScript file (torch.jit.save) inside it")
     if not p.is_file():
         raise NotFoundError(f"no TorchScript file {path!r}")
     try:
+        digest = sha256_file(p)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # torch.jit.* deprecation notices
-            module = torch.jit.load(str(p), map_location=device)
-    except RuntimeError as e:
-        raise InputError(f"{p} is not a TorchScript archive (torch.jit.save): {str(e).splitlines()[0]}") from None
-    files = [p]
-    if weights is not None:
-        state = to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights))
-        load_state_dict_strict(module, state, source=str(weights))
-        files.append(Path(weights))
+            module = torch.jit.load(str(p), map_location=options.device)
+    except OSError as e:
+        raise InputError(f"could not read the TorchScript file {str(p)!r}: {e}") from None
+    except Exception as e:  # the archive reader fails in several ways on foreign or corrupt bytes
+        raise InputError(f"{p} is not a TorchScript archive (torch.jit.save): {first_line(e)}") from None
+    files, digests = [p], [digest]
+    if options.weights is not None:
+        obj, weights_digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
+        load_state_dict_strict(module, to_state_dict(obj, source=options.weights), source=options.weights)
+        files.append(Path(options.weights))
+        digests.append(weights_digest)
     adapter = TorchScriptAdapter(module)
     if adapter.virtual_names:
         default, num_classes = list(adapter.virtual_names), None
@@ -119,15 +148,15 @@ def load_torchscript(
         head = last_linear(module)
         num_classes = int(head[1].weight.shape[0]) if head else None
     return LoadedModel(
-        module=freeze(module, device),
-        spec=f"torchscript:{path}",
+        module=freeze(module, options.device),
+        spec=spec,
         source="torchscript",
         input_spec=InputSpec(kind="image"),
         default_layers=default,
         num_classes=num_classes,
-        weights_path=str(weights or p),
-        weights_sha256=sha256_files(files),
-        device=str(device),
+        weights_path=options.weights or str(p),
+        weights_sha256=sha256_files(files, digests),
+        device=options.device,
         adapter=adapter,
     )
 
@@ -136,49 +165,86 @@ def load_torchscript(
 # python:pkg.module:factory
 
 
+@contextmanager
+def _cwd_importable() -> Iterator[None]:
+    """Modules in the current directory import, as with ``python -m``; sys.path is restored after."""
+    cwd = os.getcwd()
+    sys.path.insert(0, cwd)
+    importlib.invalidate_caches()  # files written since the last import are found too
+    try:
+        yield
+    finally:
+        if cwd in sys.path:
+            sys.path.remove(cwd)  # the first occurrence: ours, unless the module put one before it
+
+
+def _where(e: BaseException) -> str:
+    """``file:line`` of the innermost frame of an error raised by the user's code."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if isinstance(e, SyntaxError) and e.filename:
+        return f" at {e.filename}:{e.lineno}"
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+
+
 @SOURCES.register("python")
-def load_python(
-    target: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
-) -> LoadedModel:
+def load_python(target: str, options: LoadOptions) -> LoadedModel:
     """``python:pkg.module:factory``: import the module, call ``factory()`` (no arguments) → ``nn.Module``.
 
-    The module may carry ``input_spec`` (an :class:`InputSpec` or a dict of its fields),
-    ``default_layers`` and ``num_classes``; otherwise: image input, top-level blocks, and the
-    last ``nn.Linear``'s width as the class count.
+    The module is looked up in the current directory first, then on ``sys.path`` (as
+    ``python -m`` does). The model may carry ``input_spec`` (an :class:`InputSpec` or a dict of its
+    fields), ``default_layers`` and ``num_classes``; otherwise: image input, top-level blocks, and
+    the last ``nn.Linear``'s width as the class count. Without ``weights`` only with ``random_init``.
     """
     mod_name, sep, attr = target.rpartition(":")
     if not sep or not mod_name or not attr:
         raise InputError(f"python model spec {target!r} must look like python:pkg.module:factory")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as e:
-        raise NotFoundError(f"cannot import {mod_name!r} for python:{target}: {e}") from None
-    factory = getattr(mod, attr, None)
-    if not callable(factory):
-        public = [n for n in dir(mod) if not n.startswith("_") and callable(getattr(mod, n))]
-        raise NotFoundError(f"module {mod_name!r} has no factory {attr!r}; {suggest(attr, public)}")
-    with seeded():
-        model = factory()
+    spec_name = f"python:{target}"
+    random_init = keeps_random_init(spec_name, options)
+    with _cwd_importable():
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise NotFoundError(
+                f"cannot import {mod_name!r} for {spec_name}: {e} (looked in the current directory "
+                f"{os.getcwd()} and on sys.path)"
+            ) from None
+        except Exception as e:  # the user's module failed while it was imported
+            raise InputError(f"importing {mod_name!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
+        factory = getattr(mod, attr, None)
+        if not callable(factory):
+            public = [n for n in dir(mod) if not n.startswith("_") and callable(getattr(mod, n))]
+            raise NotFoundError(f"module {mod_name!r} has no factory {attr!r}; {suggest(attr, public)}")
+        try:
+            with seeded():
+                model = factory()
+        except Exception as e:  # the user's factory failed
+            raise InputError(f"{spec_name}: {attr}() failed{_where(e)}: {first_line(e)}") from None
     if not isinstance(model, nn.Module):
-        raise InputError(f"python:{target} returned a {type(model).__name__}, not a torch.nn.Module")
-    sha = None if weights is None else load_weights(model, weights, trust_pickle=trust_pickle)
+        raise InputError(f"{spec_name} returned a {type(model).__name__}, not a torch.nn.Module")
+    sha = None if options.weights is None else load_weights(model, options.weights, trust_pickle=options.trust_pickle)
     spec = getattr(model, "input_spec", None)
     if isinstance(spec, dict):
-        spec = InputSpec(**spec)
+        try:
+            spec = InputSpec(**spec)
+        except TypeError as e:
+            raise InputError(f"{spec_name}: the model's input_spec {spec!r} is not valid: {e}") from None
     num_classes = getattr(model, "num_classes", None)
     if not isinstance(num_classes, int):
         head = last_linear(model)
         num_classes = head[1].out_features if head else None
     return LoadedModel(
-        module=freeze(model, device),
-        spec=f"python:{target}",
+        module=freeze(model, options.device),
+        spec=spec_name,
         source="python",
-        input_spec=spec or InputSpec(kind="image"),
+        input_spec=spec if isinstance(spec, InputSpec) else InputSpec(kind="image"),
         default_layers=list(getattr(model, "default_layers", None) or blocks_of(model)),
         num_classes=num_classes,
-        weights_path=None if weights is None else str(weights),
+        weights_path=options.weights,
         weights_sha256=sha,
-        device=str(device),
+        device=options.device,
+        random_init=random_init,
     )
 
 
@@ -186,47 +252,56 @@ def load_python(
 # zoo
 
 
-def _zoo_input_spec(model: nn.Module) -> InputSpec:
+def _zoo_input_spec(model: nn.Module, source: str) -> InputSpec:
     kw = cast(dict[str, Any], model.kwargs)  # every zoo model sets .kwargs
     if model.arch == "bilstm":
         return InputSpec(kind="tokens", max_length=kw["max_len"], vocab_size=kw["vocab_size"])
-    c, h, _w = kw["in_shape"]
-    return InputSpec(kind="image", channels=c, size=h)  # scaled to [0, 1], no mean/std (as trained)
+    shape = kw["in_shape"]
+    if len(shape) != 3:
+        raise InputError(f"{source}: a zoo {model.arch} for extraction takes images (C, H, W); its in_shape is {shape}")
+    c, h, _w = shape
+    return InputSpec(kind="image", channels=c, size=h, unnormalized=True)  # `train` scales to [0, 1] only
 
 
 @SOURCES.register("zoo")
-def load_zoo(name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
-    """``zoo:mlp|cnn|bilstm``: a zoo checkpoint (kwargs rebuilt from it), a plain state dict for the
-    default kwargs, or, without ``weights``, default kwargs with seeded random weights."""
+def load_zoo(name: str, options: LoadOptions) -> LoadedModel:
+    """``zoo:mlp|cnn|bilstm``: a zoo checkpoint (kwargs rebuilt from it) or a plain state dict for
+    the default kwargs; without ``weights`` only with ``random_init`` (default kwargs, seeded
+    Keras-style random weights)."""
     ZOO.get(name)
+    random_init = keeps_random_init(f"zoo:{name}", options)
+    weights = options.weights
     sha, vocab = None, None
     if weights is None:
         with seeded():
             model = build_zoo(name)
     else:
-        obj = read_checkpoint(weights, trust_pickle=trust_pickle)
+        obj, sha = read_weights(weights, trust_pickle=options.trust_pickle)
         if is_zoo_checkpoint(obj):
             model = model_from_checkpoint(obj, expected=name, source=str(weights))
             if obj.get("vocab"):  # word ids of a text model trained by `laya-inspect train`
                 from ..data.words import WordVocab
 
-                vocab = WordVocab(tuple(obj["vocab"]))
+                words = obj["vocab"]
+                if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+                    raise InputError(f"{weights}: the zoo checkpoint's vocab is not a list of words")
+                vocab = WordVocab(tuple(words))
         else:
             kwargs = (
                 getattr(obj, "kwargs", {}) if isinstance(obj, nn.Module) and getattr(obj, "arch", None) == name else {}
             )
             model = build_zoo(name, **{k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()})
             load_state_dict_strict(model, to_state_dict(obj, source=str(weights)), source=str(weights))
-        sha = sha256_file(weights)
     return LoadedModel(
-        module=freeze(model, device),
+        module=freeze(model, options.device),
         spec=f"zoo:{name}",
         source="zoo",
-        input_spec=_zoo_input_spec(model),
+        input_spec=_zoo_input_spec(model, str(weights or f"zoo:{name}")),
         default_layers=DEFAULT_LAYERS[name](model),
         num_classes=cast(dict[str, Any], model.kwargs)["num_classes"],
         tokenizer=vocab,
-        weights_path=None if weights is None else str(weights),
+        weights_path=weights,
         weights_sha256=sha,
-        device=str(device),
+        device=options.device,
+        random_init=random_init,
     )

@@ -16,11 +16,13 @@ from .base import (
     Adapter,
     InputSpec,
     LoadedModel,
+    LoadOptions,
     blocks_of,
     freeze,
+    keeps_random_init,
     last_linear,
 )
-from .weights import load_state_dict_strict, read_checkpoint, sha256_file, to_state_dict
+from .weights import load_state_dict_strict, read_weights, to_state_dict
 
 
 def _import(name: str, extra: str):
@@ -32,10 +34,11 @@ def _import(name: str, extra: str):
         ) from None
 
 
-def _read_state(weights: str | None, trust_pickle: bool) -> tuple[dict[str, Tensor] | None, str | None]:
-    if weights is None:
+def _read_state(options: LoadOptions) -> tuple[dict[str, Tensor] | None, str | None]:
+    if options.weights is None:
         return None, None
-    return to_state_dict(read_checkpoint(weights, trust_pickle=trust_pickle), source=str(weights)), sha256_file(weights)
+    obj, digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
+    return to_state_dict(obj, source=options.weights), digest
 
 
 def _classes_in_state(
@@ -56,7 +59,9 @@ def _classes_in_state(
     if key not in state:
         return -1 if f"{classifier}.weight" in model.state_dict() else None
     own = model.state_dict().get(key)
-    return int(state[key].shape[0]) if own is not None and state[key].shape[0] != own.shape[0] else None
+    if own is None or state[key].ndim != own.ndim:  # not a classifier of another width: the strict load says why
+        return None
+    return int(state[key].shape[0]) if state[key].shape[0] != own.shape[0] else None
 
 
 def _build(factory: Callable[..., nn.Module], name: str, state: Mapping[str, Tensor] | None) -> nn.Module:
@@ -92,20 +97,20 @@ def torchvision_blocks(model: nn.Module) -> list[str]:
 
 
 @SOURCES.register("torchvision")
-def load_torchvision(
-    name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu"
-) -> LoadedModel:
+def load_torchvision(name: str, options: LoadOptions) -> LoadedModel:
     """``torchvision:NAME`` built with ``weights=None`` (never downloads), then ``weights`` loaded
-    strictly; a checkpoint whose classifier has another class count rebuilds the model for it."""
+    strictly; a checkpoint whose classifier has another class count rebuilds the model for it.
+    Without ``weights`` only with ``random_init``."""
     _import("torchvision", "vision")
     from torchvision import models as tvm
 
     if name not in tvm.list_models():
         raise NotFoundError(f"no torchvision model {name!r}; {suggest(name, tvm.list_models())}")
-    state, sha = _read_state(weights, trust_pickle)
+    random_init = keeps_random_init(f"torchvision:{name}", options)
+    state, sha = _read_state(options)
     model = _build(lambda n, **kw: tvm.get_model(n, weights=None, **kw), name, state)
     if state is not None:
-        load_state_dict_strict(model, state, source=str(weights))
+        load_state_dict_strict(model, state, source=str(options.weights))
     size, mean, std = 224, IMAGENET_MEAN, IMAGENET_STD
     try:  # the preset's crop size and normalisation, from torchvision's metadata (no download)
         kw = tvm.get_model_weights(name).DEFAULT.transforms.keywords
@@ -114,15 +119,16 @@ def load_torchvision(
         pass
     head = last_linear(model)
     return LoadedModel(
-        module=freeze(model, device),
+        module=freeze(model, options.device),
         spec=f"torchvision:{name}",
         source="torchvision",
         input_spec=InputSpec(kind="image", channels=3, size=int(size), mean=mean, std=std),
         default_layers=torchvision_blocks(model),
         num_classes=head[1].out_features if head else None,
-        weights_path=None if weights is None else str(weights),
+        weights_path=options.weights,
         weights_sha256=sha,
-        device=str(device),
+        device=options.device,
+        random_init=random_init,
     )
 
 
@@ -167,13 +173,15 @@ class TimmAdapter(Adapter):
 
 
 @SOURCES.register("timm")
-def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = False, device: str = "cpu") -> LoadedModel:
+def load_timm(name: str, options: LoadOptions) -> LoadedModel:
     """``timm:NAME`` with ``pretrained=False``, then ``weights``; the class count follows the
-    checkpoint's classifier (0 = headless when the checkpoint has none)."""
+    checkpoint's classifier (0 = headless when the checkpoint has none). Without ``weights`` only
+    with ``random_init``."""
     timm = _import("timm", "vision")
     if not timm.is_model(name):
         raise NotFoundError(f"no timm model {name!r}; {suggest(name, timm.list_models())}")
-    state, sha = _read_state(weights, trust_pickle)
+    random_init = keeps_random_init(f"timm:{name}", options)
+    state, sha = _read_state(options)
 
     def factory(n: str, **kw) -> nn.Module:
         return timm.create_model(n, pretrained=False, **kw)
@@ -187,7 +195,7 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
         with seeded():
             model = factory(name, num_classes=max(k, 0))
     if state is not None:
-        load_state_dict_strict(model, state, source=str(weights))
+        load_state_dict_strict(model, state, source=str(options.weights))
     cfg = cast(dict[str, Any], model.pretrained_cfg)
     c, h, _w = cfg.get("input_size", (3, 224, 224))
     num_classes = getattr(model, "num_classes", None) or None
@@ -196,7 +204,7 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
         info = cast(list[dict[str, Any]], model.feature_info)
         nhwc = {f["module"]: f["num_chs"] for f in info if "module" in f and "num_chs" in f}
     return LoadedModel(
-        module=freeze(model, device),
+        module=freeze(model, options.device),
         spec=f"timm:{name}",
         source="timm",
         adapter=TimmAdapter(nhwc),
@@ -209,7 +217,8 @@ def load_timm(name: str, *, weights: str | None = None, trust_pickle: bool = Fal
         ),
         default_layers=timm_blocks(model),
         num_classes=num_classes,
-        weights_path=None if weights is None else str(weights),
+        weights_path=options.weights,
         weights_sha256=sha,
-        device=str(device),
+        device=options.device,
+        random_init=random_init,
     )

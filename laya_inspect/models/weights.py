@@ -3,7 +3,9 @@
 ``.pt``/``.pth``/``.bin`` go through ``torch.load(weights_only=True)``, which cannot run code;
 ``.safetensors`` through ``safetensors.torch.load_file``. A file holding a whole pickled
 ``nn.Module`` needs full unpickling, which runs code from the file, so it is refused unless the
-caller passes ``trust_pickle=True``.
+caller passes ``trust_pickle=True``. Any file that is not a readable checkpoint (empty, truncated,
+random bytes, a folder) and any state dict that does not fit the module is an :class:`InputError`
+naming the file.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,13 +21,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError, NotFoundError, UnsafeCheckpointError
+from ..errors import InputError, NotFoundError, UnsafeCheckpointError, os_message
 
 WRAPPER_KEYS = ("state_dict", "model", "model_ema")
 PREFIXES = ("module.", "_orig_mod.")
 
 
 def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
+    """The sha256 hex digest of a file's bytes (what ``weights_sha256`` records for one file)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
@@ -32,25 +36,40 @@ def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def sha256_files(paths: list[Path]) -> str:
-    """One digest over several files (sharded checkpoints), in the given order."""
+def sha256_files(paths: list[Path], digests: list[str] | None = None) -> str:
+    """One digest over several files (sharded checkpoints), in the given order: one file's own
+    digest, else the sha256 over each file's ``name NUL hexdigest``. ``digests``: the files'
+    :func:`sha256_file` digests when already known."""
+    digests = digests if digests is not None else [sha256_file(p) for p in paths]
     if len(paths) == 1:
-        return sha256_file(paths[0])
+        return digests[0]
     h = hashlib.sha256()
-    for p in paths:
-        h.update(p.name.encode() + b"\0" + sha256_file(p).encode())
+    for p, digest in zip(paths, digests, strict=True):
+        h.update(p.name.encode() + b"\0" + digest.encode())
     return h.hexdigest()
+
+
+def _listing(folder: Path) -> str:
+    try:
+        names = sorted(c.name for c in folder.iterdir())
+    except OSError:
+        return ""
+    return ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "") if names else "(nothing)"
 
 
 def _existing(path: str | Path) -> Path:
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise InputError(f"weights {str(path)!r} is a folder, not a weights file; give a file inside it: {_listing(p)}")
     if not p.is_file():
-        where = (
-            f"; the folder holds: {', '.join(sorted(c.name for c in p.parent.iterdir())[:20])}"
-            if p.parent.is_dir()
-            else ""
-        )
+        where = f"; the folder holds: {_listing(p.parent)}" if p.parent.is_dir() else ""
         raise NotFoundError(f"no weights file {str(path)!r}{where}")
+    try:
+        empty = p.stat().st_size == 0
+    except OSError as e:
+        raise InputError(os_message(e, "could not read")) from None
+    if empty:
+        raise InputError(f"weights file {str(p)!r} is empty (0 bytes); it was probably cut short while being written")
     return p
 
 
@@ -60,18 +79,24 @@ def _reason(message: str) -> str:
     return next((line.strip() for line in tail.splitlines() if line.strip()), message)
 
 
-def read_checkpoint(path: str | Path, *, trust_pickle: bool = False) -> Any:
-    """The object stored in a weights file: a dict of tensors, a checkpoint dict, or (trusted) a module."""
-    p = _existing(path)
+def first_line(e: BaseException) -> str:
+    """``Type: first non-empty line of the message``: an error from a library, for a one-line message."""
+    text = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _read(p: Path, trust_pickle: bool) -> Any:
     if p.suffix == ".safetensors":
         from safetensors.torch import load_file
 
         try:
             return load_file(str(p), device="cpu")
-        except Exception as e:  # safetensors raises its own SafetensorError
-            raise InputError(f"{p} is not a readable .safetensors file: {e}") from None
+        except Exception as e:  # safetensors raises its own SafetensorError, and OSError, ValueError…
+            raise InputError(f"{p} is not a readable .safetensors file: {first_line(e)}") from None
     try:
-        return torch.load(p, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Detected pickle protocol …" notices
+            return torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         if not re.search(r"GLOBAL|call reduce", str(e)):  # refused, but not for holding Python objects
             raise InputError(f"{p} is not a readable PyTorch checkpoint: {_reason(str(e))}") from None
@@ -79,12 +104,33 @@ def read_checkpoint(path: str | Path, *, trust_pickle: bool = False) -> Any:
             raise UnsafeCheckpointError(
                 f"{p} is a pickled model; loading it runs code from the file. Pass --trust-pickle if you trust it"
             ) from None
-    except (RuntimeError, EOFError, OSError, ValueError) as e:
-        raise InputError(f"{p} is not a readable PyTorch checkpoint: {e}") from None
+    except Exception as e:  # corrupt bytes end in any error of the unpickler or the zip reader
+        raise InputError(f"{p} is not a readable PyTorch checkpoint (corrupt?): {first_line(e)}") from None
     try:
         return torch.load(p, map_location="cpu", weights_only=False)
     except Exception as e:  # unpickling can fail in any way: missing classes, modules, versions
-        raise InputError(f"{p} could not be unpickled (even with --trust-pickle): {type(e).__name__}: {e}") from None
+        raise InputError(f"{p} could not be unpickled (even with --trust-pickle): {first_line(e)}") from None
+
+
+def read_checkpoint(path: str | Path, *, trust_pickle: bool = False) -> Any:
+    """The object stored in a weights file: a dict of tensors, a checkpoint dict, or (trusted) a module."""
+    return _read(_existing(path), trust_pickle)
+
+
+def read_weights(path: str | Path, *, trust_pickle: bool = False) -> tuple[Any, str]:
+    """:func:`read_checkpoint` and the file's :func:`sha256_file`, refusing a file that changed
+    between the two (so the digest names the bytes that were loaded)."""
+    p = _existing(path)
+    try:
+        before = p.stat()
+        digest = sha256_file(p)
+        obj = _read(p, trust_pickle)
+        after = p.stat()
+    except OSError as e:
+        raise InputError(os_message(e, "could not read")) from None
+    if (before.st_ino, before.st_size, before.st_mtime_ns) != (after.st_ino, after.st_size, after.st_mtime_ns):
+        raise InputError(f"weights file {str(p)!r} changed while it was being read; load it again once it is written")
+    return obj, digest
 
 
 def _strip(key: str) -> str:
@@ -139,11 +185,14 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
         raise InputError(
             f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {_few(bad, 3)}"
         )
-    module.load_state_dict(state, strict=True)
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as e:  # names and shapes fit, the values do not (e.g. a dtype that cannot be copied)
+        raise InputError(f"{source} does not fit {type(module).__name__}: {first_line(e)}") from None
 
 
 def load_weights(module: nn.Module, path: str | Path, *, trust_pickle: bool = False) -> str:
     """Load a weights file into ``module`` (strict) and return the file's sha256."""
-    state = to_state_dict(read_checkpoint(path, trust_pickle=trust_pickle), source=str(path))
-    load_state_dict_strict(module, state, source=str(path))
-    return sha256_file(path)
+    obj, digest = read_weights(path, trust_pickle=trust_pickle)
+    load_state_dict_strict(module, to_state_dict(obj, source=str(path)), source=str(path))
+    return digest

@@ -245,12 +245,25 @@ def is_zoo_checkpoint(obj: Any) -> bool:
 
 
 def model_from_checkpoint(obj: dict[str, Any], *, expected: str | None = None, source: str = "checkpoint") -> nn.Module:
-    """Rebuild a zoo model from a checkpoint dict (already read with ``weights_only=True``)."""
+    """Rebuild a zoo model from a checkpoint dict (already read with ``weights_only=True``).
+
+    A checkpoint whose ``arch``, ``kwargs`` or ``state_dict`` is missing or does not build the
+    model raises :class:`InputError` naming ``source``.
+    """
     from .weights import load_state_dict_strict, to_state_dict
 
-    arch = cast(str, obj.get("arch"))  # checkpoint data, checked by ZOO.get in build_zoo
+    arch, kwargs, state = obj.get("arch"), obj.get("kwargs", {}), obj.get("state_dict")
+    if not isinstance(arch, str) or arch not in ZOO:
+        valid = ", ".join(ZOO.names())
+        raise InputError(f"{source} is a zoo checkpoint without a known arch ({arch!r}); valid: {valid}")
     if expected is not None and arch != expected:
         raise InputError(f"{source} holds a zoo {arch!r} model, not {expected!r}; load it with zoo:{arch}")
-    model = build_zoo(arch, **{k: tuple(v) if isinstance(v, list) else v for k, v in obj.get("kwargs", {}).items()})
-    load_state_dict_strict(model, to_state_dict(obj["state_dict"], source=source), source=source)
+    if not isinstance(kwargs, dict) or not isinstance(state, dict):
+        raise InputError(f"{source} is a zoo checkpoint without its kwargs dict or state_dict; write it again")
+    kwargs = {str(k): tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+    try:
+        model = build_zoo(arch, **kwargs)
+    except (TypeError, ValueError, RuntimeError) as e:  # values of the right names that build nothing
+        raise InputError(f"{source}: its kwargs {kwargs} do not build a zoo {arch!r}: {e}") from None
+    load_state_dict_strict(model, to_state_dict(state, source=source), source=source)
     return model
