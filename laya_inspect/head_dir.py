@@ -3,25 +3,37 @@ the cache and backbone it was trained on), weights.pt (a plain state_dict, loade
 whatever the trainer adds beside them (metrics.json, train_log.csv).
 
 Saving, loading and checking head directories, and :func:`export_head`, which turns the head that
-`laya-inspect train` stored in a zoo checkpoint into such a directory."""
+`laya-inspect train` stored in a zoo checkpoint into such a directory. A head directory is written
+whole under a temporary name and renamed into place, so a killed run leaves the old directory or
+the new one; loading checks every file and ends in one :class:`CacheError` line for any damage."""
 
 from __future__ import annotations
 
+import inspect
+import io
 import json
+import math
+import os
+import pickle
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from . import __version__
-from .errors import CacheError, InputError, NotFoundError
-from .files import write_json, write_text, write_with
-from .heads import HEADS, Head
+from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, suggest
+from .files import atomic_dir, plain, write_bytes, write_json, write_text
+from .heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
 from .store import FeatureStore
 
 HEAD_SCHEMA_VERSION = 1
+CONFIG, WEIGHTS = "config.json", "weights.pt"
+REWRITE = "write it again with `laya-inspect fit-head` or `laya-inspect export-head`"
+FileWriter = Callable[[Path], object]
 
 
 def cache_identity(store: FeatureStore) -> dict[str, Any]:
@@ -35,31 +47,215 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
     }
 
 
-def save_head(out_dir: str | Path, head: Head, *, meta: dict[str, Any]) -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    config = {
+# -- writing ----------------------------------------------------------------------------------
+
+
+def _target(out_dir: str | Path) -> Path:
+    out = Path(os.path.abspath(out_dir))  # "." and "x/.." need a real name for the temporary sibling
+    if not out.name:
+        raise InputError(f"cannot write a head directory at {out_dir}; give a folder name")
+    return out
+
+
+def _write_head(d: Path, head: Head, meta: Mapping[str, Any], files: Mapping[str, FileWriter]) -> None:
+    core = {
         "schema_version": HEAD_SCHEMA_VERSION,
         "tool_version": __version__,
         "kind": head.kind,
         "kwargs": head.config(),
-        **meta,
     }
-    write_text(out / "config.json", json.dumps(config, indent=2, default=str))
-    write_with(out / "weights.pt", lambda tmp: torch.save(head.state_dict(), tmp))
-    return out
+    config = {**core, **meta, **core}  # core keys first in the file, and meta cannot replace them
+    text = json.dumps(plain(config), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    write_text(d / CONFIG, text + "\n")
+    # Serialised in memory first: torch's zip writer reports a full disk as a bare RuntimeError, a
+    # plain file write as an OSError with its errno (one WriteError line naming the path).
+    buf = io.BytesIO()
+    torch.save(head.state_dict(), buf)
+    write_bytes(d / WEIGHTS, buf.getvalue())
+    for name, writer in files.items():
+        writer(d / name)
+
+
+def save_head(
+    out_dir: str | Path,
+    head: Head,
+    *,
+    meta: Mapping[str, Any],
+    files: Mapping[str, FileWriter] | None = None,
+    force: bool = False,
+) -> Path:
+    """Write ``head`` as a head directory: config.json (``meta`` beside its kind and constructor
+    arguments), weights.pt, and each of ``files`` (name → ``writer(path)``, e.g. metrics.json).
+
+    The directory is built under a temporary name beside ``out_dir`` and renamed into place at the
+    end. An earlier head directory there is replaced whole; a non-empty folder that is not one is
+    refused unless ``force``. The caller holds the output lock (fit-head locks its whole output)."""
+    out = _target(out_dir)
+    if out.is_dir() and not force and not (out / CONFIG).is_file() and any(out.iterdir()):
+        raise InputError(
+            f"{out} is a non-empty folder but not a head directory (no {CONFIG}); choose another folder, "
+            "or pass force=True to replace it whole"
+        )
+    with atomic_dir(out, force=True, lock=False) as tmp:
+        _write_head(tmp, head, meta, files or {})
+    return Path(out_dir)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _bad(where: Path | str, problem: str, fix: str = REWRITE) -> CacheError:
+    return CacheError(f"{where} {problem}; {fix}")
+
+
+def _one_line(e: BaseException | str, limit: int = 160) -> str:
+    """An exception's message (or any text) on one line, cut at ``limit`` characters."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _few(keys: list[str], n: int = 4) -> str:
+    return ", ".join(keys[:n]) + (f", … ({len(keys)} in all)" if len(keys) > n else "")
 
 
 def read_head_config(head_dir: str | Path) -> dict[str, Any]:
-    path = Path(head_dir) / "config.json"
-    if not path.exists():
+    """config.json of a head directory, checked: an object with this schema_version, a registered
+    ``kind``, and ``kwargs`` naming exactly the arguments that head's constructor takes."""
+    d = Path(head_dir)
+    if not d.exists():
         raise NotFoundError(
-            f"{head_dir} is not a head directory (no config.json); create one with `laya-inspect fit-head`"
+            f"{d} is not a head directory (it does not exist); create one with `laya-inspect fit-head` "
+            "or `laya-inspect export-head`"
         )
-    config = json.loads(path.read_text())
-    if config.get("schema_version") != HEAD_SCHEMA_VERSION:
-        raise CacheError(f"{path} has schema_version {config.get('schema_version')!r}; expected {HEAD_SCHEMA_VERSION}")
+    if not d.is_dir():
+        folder = d.parent if d.name in (CONFIG, WEIGHTS) else None
+        fix = f"give its folder {folder}" if folder else "give the folder that fit-head or export-head wrote"
+        raise _bad(d, f"is a file, not a head directory (a folder with {CONFIG} and {WEIGHTS})", fix)
+    path = d / CONFIG
+    if not path.is_file():
+        raise _bad(d, f"is not a head directory (no {CONFIG}: not written by laya-inspect, or its write was cut)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise _bad(path, f"is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except (UnicodeDecodeError, RecursionError) as e:
+        raise _bad(path, f"is not valid JSON ({_one_line(e)})") from None
+    except OSError as e:
+        raise _bad(path, f"cannot be read ({e.strerror or e})", "check its permissions") from None
+    if not isinstance(config, dict):
+        raise _bad(path, f"holds a JSON {type(config).__name__}, not an object")
+    if "schema_version" not in config:
+        raise _bad(path, "has no schema_version")
+    if config["schema_version"] != HEAD_SCHEMA_VERSION:
+        raise _bad(
+            path,
+            f"has schema_version {config['schema_version']!r}; this laya-inspect reads {HEAD_SCHEMA_VERSION}",
+            "use the laya-inspect that wrote it, or " + REWRITE,
+        )
+    kind, kwargs = config.get("kind"), config.get("kwargs")
+    if not isinstance(kind, str):
+        raise _bad(path, "has no head kind" if kind is None else f"has kind {kind!r}, not a name")
+    if kind not in HEADS:
+        raise _bad(path, f"names an unknown head kind {kind!r} ({suggest(kind, HEADS.names())})")
+    if not isinstance(kwargs, dict):
+        raise _bad(
+            path, "has no kwargs (constructor arguments)" if kwargs is None else "has kwargs that are not an object"
+        )
+    params = [p for p in inspect.signature(HEADS.get(kind).__init__).parameters.values() if p.name != "self"]
+    takes = ", ".join(p.name for p in params)
+    unknown = [repr(k) for k in kwargs if k not in {p.name for p in params}]
+    missing = [p.name for p in params if p.default is inspect.Parameter.empty and p.name not in kwargs]
+    if unknown or missing:
+        what = "; ".join([f"unknown {_few(unknown)}"] * bool(unknown) + [f"missing {_few(missing)}"] * bool(missing))
+        raise _bad(path, f"has kwargs that do not build a {kind} head ({what}; it takes {takes})")
     return config
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# What each constructor argument of the registered heads must be; JSON can hold anything.
+_KWARG_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "widths": (
+        lambda v: isinstance(v, list) and bool(v) and all(_is_int(w) and w >= 1 for w in v),
+        "a non-empty list of positive integers",
+    ),
+    "num_classes": (lambda v: _is_int(v) and v >= 2, "an integer ≥ 2"),
+    "d_star": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "score_width": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive integer or null"),
+    "tau": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+        "a finite number > 0",
+    ),
+    "psi": (lambda v: v in PSI_CHOICES, f"one of {', '.join(PSI_CHOICES)}"),
+    "init": (lambda v: v in ("glorot", "torch"), "'glorot' or 'torch'"),
+    "standardize": (
+        lambda v: v is None or v in STANDARDIZE_CHOICES,
+        f"null or one of {', '.join(STANDARDIZE_CHOICES)}",
+    ),
+}
+
+
+def _construct(kind: str, kwargs: Mapping[str, Any], fail: Callable[[str], LayaError]) -> Head:
+    cls = HEADS.get(kind)
+    for k, v in kwargs.items():
+        ok, want = _KWARG_RULES.get(k, (lambda _: True, ""))
+        if not ok(v):
+            raise fail(f"has {kind} kwarg {k}={_one_line(repr(v), 60)}, which must be {want}")
+    try:
+        return cls(**kwargs)
+    except (InputError, TypeError, ValueError, OverflowError) as e:  # a head added later, without rules here
+        raise fail(f"has kwargs that do not build a {kind} head ({_one_line(e)})") from None
+
+
+def _build(kind: str, kwargs: Mapping[str, Any], state: Any, fail: Callable[[str], LayaError]) -> Head:
+    """The head ``kind(**kwargs)`` holding ``state``; every mismatch ends in ``fail(problem)``.
+    The shapes are checked on a meta-device head first, so kwargs that ask for a huge head cost no memory."""
+    if not isinstance(state, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in state.items()
+    ):
+        raise fail(f"holds a {type(state).__name__} that is not a state_dict (names → tensors)")
+    with torch.device("meta"):
+        shape_of = {k: tuple(v.shape) for k, v in _construct(kind, kwargs, fail).state_dict().items()}
+    missing = [k for k in shape_of if k not in state]
+    unexpected = [k for k in state if k not in shape_of]
+    if missing or unexpected:
+        parts = [f"missing {_few(missing)}"] * bool(missing) + [f"unexpected {_few(unexpected)}"] * bool(unexpected)
+        raise fail(f"does not fit the {kind} head of its config ({'; '.join(parts)})")
+    bad = [f"{k} {tuple(state[k].shape)} vs {s}" for k, s in shape_of.items() if tuple(state[k].shape) != s]
+    if bad:
+        raise fail(f"does not fit the {kind} head of its config: shape (file vs head) {', '.join(bad[:3])}")
+    for k, v in state.items():
+        if not v.is_floating_point():
+            raise fail(f"holds {k} of dtype {v.dtype}; a head's weights are floating point")
+        if not bool(torch.isfinite(v).all()):
+            raise fail(f"holds non-finite values (NaN or inf) in {k}")
+    head = _construct(kind, kwargs, fail)
+    head.load_state_dict(state, strict=True)
+    return head.eval()
+
+
+def _read_weights(d: Path) -> Any:
+    path = d / WEIGHTS
+    if not path.is_file():
+        raise _bad(d, f"has {CONFIG} but no {WEIGHTS} file (its write was cut?)")
+    try:
+        with warnings.catch_warnings():  # damaged bytes read as an odd protocol: the error below says it
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as e:
+        raise _bad(path, f"cannot be read ({e.strerror or e})", "check its permissions") from None
+    except pickle.UnpicklingError as e:
+        if "GLOBAL" in str(e) or "call reduce" in str(e):
+            raise _bad(
+                path, "holds pickled Python objects, which would run code; refused (a head is a plain state_dict)"
+            ) from None
+        raise _bad(path, f"is not a readable PyTorch file ({_one_line(e)})") from None
+    except Exception as e:  # torch raises many kinds on damaged bytes (RuntimeError, EOFError, KeyError, …)
+        raise _bad(
+            path, f"is not a readable PyTorch file (truncated or damaged: {type(e).__name__}: {_one_line(e)})"
+        ) from None
 
 
 def load_head(
@@ -69,8 +265,10 @@ def load_head(
     force: bool = False,
     map_location: str | torch.device = "cpu",
 ) -> tuple[Head, dict[str, Any]]:
-    """Rebuild a head; with ``store``, refuse one trained on another cache's feature space."""
-    config = read_head_config(head_dir)
+    """Rebuild a head on ``map_location``; with ``store``, refuse one trained on another cache's
+    feature space (``force`` only warns, but widths that cannot be read are always refused)."""
+    d = Path(head_dir)
+    config = read_head_config(d)
     if store is not None and config.get("cache_fingerprint") != store.fingerprint:
         msg = (
             f"head {head_dir} was trained on a cache with fingerprint {config.get('cache_fingerprint')} "
@@ -80,39 +278,83 @@ def load_head(
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)
-    head = HEADS.get(config["kind"])(**config["kwargs"])
-    state = torch.load(Path(head_dir) / "weights.pt", map_location=map_location, weights_only=True)
-    head.load_state_dict(state)
-    head.eval()
-    return head, config
+    state = _read_weights(d)
+    head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem))
+    if store is not None and head.widths != store.widths:
+        raise CacheError(
+            f"head {head_dir} reads layers of widths {head.widths}, but {store.path} holds widths {store.widths}; "
+            "use the cache the head was trained on"
+        )
+    return head.to(map_location), config
 
 
-def head_from_checkpoint(obj: dict[str, Any]) -> Head:
+# -- export from a zoo checkpoint -------------------------------------------------------------
+
+
+def head_from_checkpoint(obj: dict[str, Any], *, source: str = "this zoo checkpoint") -> Head:
     """The jointly trained head stored in a zoo checkpoint (read with ``torch.load(weights_only=True)``)."""
-    spec = obj.get("head")
+    spec = obj.get("head") if isinstance(obj, dict) else None
     if not isinstance(spec, dict) or "kind" not in spec:
-        raise InputError("this zoo checkpoint holds no head; it was not written by `laya-inspect train`")
-    head = HEADS.get(spec["kind"])(**spec["config"])
-    head.load_state_dict(spec["state_dict"])
-    return head.eval()
+        raise InputError(f"{source} holds no head; it was not written by `laya-inspect train`")
+
+    def fail(problem: str) -> InputError:
+        return InputError(f"the head stored in {source} {problem}; train it again with `laya-inspect train`")
+
+    kind, kwargs = spec["kind"], spec.get("config")
+    if not isinstance(kind, str) or kind not in HEADS:
+        raise fail(f"names an unknown head kind {kind!r} ({suggest(str(kind), HEADS.names())})")
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise fail("has no constructor arguments (config)")
+    return _build(kind, kwargs, spec.get("state_dict"), fail)
+
+
+def _check_same_weights(checkpoint: str | Path, store: FeatureStore) -> None:
+    """The cache must come from this very file: same layer names are not enough (another checkpoint
+    of the same architecture has them too, and its features mean something else)."""
+    from .models.weights import sha256_file
+
+    recorded = store.attrs.get("weights_sha256") or None
+    actual = sha256_file(checkpoint)
+    if recorded == actual:
+        return
+    spec, data = store.attrs.get("model_spec") or "zoo:<arch>", store.attrs.get("data_spec") or "<data>"
+    fix = f"extract a cache from it: laya-inspect extract --model {spec} --weights {checkpoint} --data {data}"
+    if recorded is None:
+        raise InputError(
+            f"{store.path} records no weights hash (it was extracted without --weights), so it is not a cache "
+            f"of {checkpoint} (sha256 {actual}); {fix}"
+        )
+    raise InputError(
+        f"{store.path} was extracted from weights with sha256 {recorded} "
+        f"({store.attrs.get('weights_path') or 'path not recorded'}), but {checkpoint} has sha256 {actual}: "
+        f"the head would read another network's features; {fix}"
+    )
 
 
 def export_head(
-    checkpoint: str | Path, store: FeatureStore, out_dir: str | Path, *, split: str = "test"
+    checkpoint: str | Path, store: FeatureStore, out_dir: str | Path, *, split: str = "test", force: bool = False
 ) -> dict[str, Any]:
     """Write the jointly trained head of a `train` checkpoint as a head directory bound to ``store``.
 
-    ``store`` must be the cache `extract` wrote from that same checkpoint: the head's layers must be
-    the cache's, and the head's accuracy on the cache's ``split`` is returned beside the accuracy
-    `train` measured (same rows and features give the same number), so `compare` can score the
-    jointly trained α — the paper's setting.
+    ``store`` must be the cache `extract` wrote from that same checkpoint (its ``weights_sha256`` is
+    the checkpoint file's sha256, and its layers are the head's); the head's accuracy on the cache's
+    ``split`` is returned beside the accuracy `train` measured (same rows and features give the same
+    number), so `compare` can score the jointly trained α — the paper's setting. A non-empty
+    ``out_dir`` is refused unless ``force``, which replaces it whole.
     """
     from .models.weights import read_checkpoint
 
-    ckpt = read_checkpoint(checkpoint)
+    try:
+        ckpt = read_checkpoint(checkpoint)
+    except UnsafeCheckpointError:
+        raise InputError(
+            f"{checkpoint} is a pickled model, not a checkpoint written by `laya-inspect train`; export-head reads "
+            "checkpoints weights-only and never runs code from them"
+        ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != "laya-inspect-zoo":
         raise InputError(f"{checkpoint} is not a checkpoint written by `laya-inspect train`")
-    head = head_from_checkpoint(ckpt)
+    head = head_from_checkpoint(ckpt, source=str(checkpoint))
+    _check_same_weights(checkpoint, store)
     if list(ckpt["head"].get("layer_names", [])) != list(store.layer_names):
         raise InputError(
             f"the head in {checkpoint} reads {ckpt['head'].get('layer_names')}, "
@@ -126,7 +368,6 @@ def export_head(
         "source": "jointly trained head exported from a laya-inspect zoo checkpoint",
         "metrics": metrics,
     }
-    save_head(out_dir, head, meta=meta)
     hs = [torch.from_numpy(np.ascontiguousarray(x)) for x in store.layers(split)]
     labels = store.labels(split)
     with torch.no_grad():
@@ -141,5 +382,6 @@ def export_head(
         "joint_test_acc": metrics.get("test_acc"),
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
     }
-    write_json(Path(out_dir, "export.json"), summary)
+    with atomic_dir(_target(out_dir), force=force, flag="--out") as tmp:
+        _write_head(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
     return summary
