@@ -362,7 +362,9 @@ def run_demo(
         )
         cmp = run(
             steps[3],
-            lambda: compare_heads(plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit),
+            lambda: compare_heads(
+                plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit, overwrite=force
+            ),
             lambda r: {"faithfulness": _faithfulness(r.summary)},
         )
 

@@ -60,7 +60,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
                 os.fsync(f.fileno())
         os.replace(tmp, target)
     except OSError as e:
-        raise WriteError(os_message(e) if e.filename else f"could not write {target}: {e.strerror or e}") from None
+        named = e if e.filename else OSError(e.errno, e.strerror or str(e), str(target))  # write() names no file
+        raise WriteError(os_message(named)) from None
     finally:
         if tmp.exists():
             tmp.unlink()

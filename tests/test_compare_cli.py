@@ -129,7 +129,7 @@ def test_every_number_recomputes_from_the_h5_file(run):
             assert head["lolo"]["random_at_1"] == pytest.approx(M.random_at_1(e).mean())
             for m, s in head["methods"].items():
                 scores = g[f"methods/{m}/scores"][()]
-                fa = M.faithfulness(scores, e, n_boot=200, seed=3)
+                fa = M.faithfulness(scores, e, n_boot=200, seed=3, tol=summary["tie_tolerance"])
                 assert s["faithfulness"]["mean"] == pytest.approx(fa.mean)
                 assert s["faithfulness"]["ci_low"] == pytest.approx(fa.ci_low)
                 assert s["deletion_at_1"] == pytest.approx(M.deletion_at_k(scores, p, p_abl).mean())
@@ -201,7 +201,10 @@ def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
         ("drop_on_last", "'drop' ablation needs a head with aggregation weights"),
         ("alpha_on_last", "'alpha' is defined for none of the heads"),
         ("missing_head", "is not a head directory"),
-        ("mismatched_cache", "fingerprint"),
+        ("mismatched_cache", "pass --allow-other-cache to use it anyway"),
+        ("out_not_empty", "is not empty; pass --force to replace it"),
+        ("bad_ablation", "no ablation 'resampel'; did you mean 'resample'"),
+        ("mix_on_last", "'mix' ablation needs a head with aggregation weights"),
         ("missing_cache", "no feature cache"),
         ("bad_split", "no split 'valid'"),
         ("bad_target", "target must be one of pred, true"),
@@ -227,13 +230,23 @@ def test_errors_exit_1_with_their_message(case, message, digits_cache, head_dirs
         "missing_cache": [last],
         "bad_split": [last, "--split", "valid"],
         "bad_target": [last, "--target", "label"],
+        "out_not_empty": [last],
+        "bad_ablation": [last, "--ablation", "mean,resampel"],
+        "mix_on_last": [last, "--ablation", "mix"],
     }[case]
+    if case == "out_not_empty":
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "mine.txt").write_text("keep")
     if case == "missing_cache":
         cache = str(tmp_path / "nope.h5")
     result = runner.invoke(app, ["compare", *args, "--cache", cache, "--out", str(tmp_path / "out"), *extra])
     assert result.exit_code == 1, result.output
     assert "error:" in result.output and message in " ".join(result.output.split())
     assert "Traceback" not in result.output
+    if case == "out_not_empty":
+        assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+    else:
+        assert not (tmp_path / "out").exists()
 
 
 def test_usage_errors_exit_2_and_report_of_nothing_exits_1(head_dirs, tmp_path):

@@ -1,4 +1,5 @@
-"""lolo.py: LOLO effects worked on paper, batched == loop, top-k ablations, the drop guard."""
+"""lolo.py: LOLO effects worked on paper, batched == loop, top-k ablations, the drop guard; resample
+and mix against plain references; subsets and insertion (keep top-k) against LOLO and top-k."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from helpers import lolo_effects_loop, paper_laya
 
 from laya_inspect.compare.lolo import (
     ABLATIONS,
+    ablate_subsets,
     ablate_topk,
     ablate_topk_curve,
     check_ablation,
-    layer_means,
+    keep_topk_curve,
     lolo_effects,
+    resolve_ablations,
 )
+from laya_inspect.compare.values import donor_pool, layer_means
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import build_head
 from laya_inspect.store import FeatureStore
@@ -36,15 +40,19 @@ P_ABLATED = {
     "mean": [[sig(2 * -0.5), sig(2 * 2.0)], [sig(-2 * 0.25), sig(-2 * -0.25)]],
     "zero": [[sig(2 * -0.5), sig(2 * 1.5)], [sig(-2 * 0.25), sig(-2 * -0.75)]],
     "drop": [[sig(2 * -2.0), sig(2 * 2.0)], [sig(-2 * 1.0), sig(-2 * -1.0)]],
+    # mix: the layer's term α_i h_i left out, α held at [3/4, 1/4]: a = ¼h₂ or ¾h₁
+    "mix": [[sig(2 * -0.5), sig(2 * 1.5)], [sig(-2 * 0.25), sig(-2 * -0.75)]],
 }
 
 
-@pytest.mark.parametrize("ablation", ["mean", "zero", "drop"])
+@pytest.mark.parametrize("ablation", ["mean", "zero", "drop", "mix"])
 def test_lolo_effects_on_paper(ablation):
     p, p_abl, e = lolo_effects(paper_laya(), HS, TARGET, ablation, MEANS)
     np.testing.assert_allclose(p, P, atol=1e-12)
     np.testing.assert_allclose(p_abl, P_ABLATED[ablation], atol=1e-12)
     np.testing.assert_allclose(e, np.array(P)[:, None] - np.array(P_ABLATED[ablation]), atol=1e-12)
+    if ablation == "mix":
+        return  # the plain loop below knows the ablations of schema 1 only
     ref = lolo_effects_loop(paper_laya(), HS, TARGET, ablation, MEANS)
     for ours, theirs in zip((p, p_abl, e), ref):
         np.testing.assert_allclose(ours, theirs, atol=1e-12)
@@ -113,7 +121,97 @@ def test_input_checks():
     last = build_head("last", [5, 3, 4, 2], 4)
     with pytest.raises(InputError, match=r"not supported by: b \(last\); supported by: a \(laya\)"):
         check_ablation("drop", {"a": head, "b": last})
-    assert ABLATIONS.names() == ["mean", "zero", "drop"]
+    assert ABLATIONS.names() == ["mean", "zero", "resample", "drop", "mix"]
+    with pytest.raises(InputError, match="aggregation weights"):
+        check_ablation("mix", {"b": last})
+    with pytest.raises(InputError, match="pool of train rows"):
+        lolo_effects(head, hs, target, "resample")
+    assert resolve_ablations("all") == (ABLATIONS.names(), True)
+    assert resolve_ablations("zero,mean,zero") == (["zero", "mean"], False)
+    with pytest.raises(NotFoundError, match="did you mean 'resample'"):
+        resolve_ablations("resampel")
+
+
+@pytest.mark.parametrize("kind", ["laya", "scalarmix"])
+def test_mix_holds_the_weights_and_leaves_the_layer_out(kind):
+    """mix against the formula: logits = W Σ_(j kept) α_j z_j + b with α from the intact pass."""
+    head, hs, means, target = _random_case(kind, torch.float64)
+    p, p_abl, _ = lolo_effects(head, hs, target, "mix", batch_size=10)
+    with torch.no_grad():
+        alpha = head(hs).weights
+        z = head._adapt(hs)  # (N, L, d*): z_i as the head computes them
+        rows = torch.arange(len(target))
+        for i in range(len(hs)):
+            keep = torch.ones(len(hs), dtype=torch.float64)
+            keep[i] = 0
+            agg = ((alpha * keep).unsqueeze(-1) * z).sum(1)
+            ref = torch.softmax(head.classifier(agg), -1)[rows, torch.as_tensor(target)]
+            np.testing.assert_allclose(p_abl[:, i], ref.numpy(), atol=1e-12)
+    # everything out of the mix: the classifier's bias alone
+    all_out = ablate_topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [4], "mix")
+    with torch.no_grad():
+        bias_p = torch.softmax(head.classifier.bias, -1)[torch.as_tensor(target)].numpy()
+    np.testing.assert_allclose(all_out[:, 0], bias_p, atol=1e-12)
+
+
+def test_resample_with_one_donor_is_replacing_by_that_donor():
+    head, hs, means, target = _random_case("concat", torch.float64)
+    donor = [h[:1].numpy() + 0.5 for h in hs]  # a pool of one row
+    p, p_abl, e = lolo_effects(head, hs, target, "resample", donors=donor, draws=3)
+    ref = lolo_effects(head, hs, target, "mean", [d[0] for d in donor])
+    for a, b in zip((p, p_abl, e), ref):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_resample_averages_seeded_donors_whatever_the_batch():
+    head, hs, means, target = _random_case("laya", torch.float64)
+    pool = [torch.randn(2, h.shape[1], dtype=torch.float64).numpy() for h in hs]
+    one = lolo_effects(head, hs, target, "resample", donors=pool, draws=64, seed=3, batch_size=5)
+    again = lolo_effects(head, hs, target, "resample", donors=pool, draws=64, seed=3, batch_size=100)
+    for a, b in zip(one, again):
+        np.testing.assert_allclose(a, b, atol=1e-12)  # donors are drawn per sample, not per chunk
+    other = lolo_effects(head, hs, target, "resample", donors=pool, draws=64, seed=4)[1]
+    assert not np.allclose(one[1], other)
+    # with two donors, p_ablated lies between p(donor 0) and p(donor 1), near their mean for 64 draws
+    by_donor = [lolo_effects(head, hs, target, "mean", [d[k] for d in pool])[1] for k in (0, 1)]
+    low, high = np.minimum(*by_donor), np.maximum(*by_donor)
+    assert np.all(one[1] >= low - 1e-12) and np.all(one[1] <= high + 1e-12)
+    np.testing.assert_allclose(one[1], (by_donor[0] + by_donor[1]) / 2, atol=0.25 * np.abs(high - low).max() + 1e-9)
+
+
+@pytest.mark.parametrize("ablation", ["mean", "zero", "drop", "mix"])
+def test_subsets_and_keep_topk_agree_with_lolo_and_topk(ablation):
+    head, hs, means, target = _random_case("laya", torch.float64)
+    p, p_abl, e = lolo_effects(head, hs, target, ablation, means)
+    singles = np.eye(4, dtype=bool)
+    np.testing.assert_allclose(ablate_subsets(head, hs, target, singles, ablation, means), p_abl, atol=1e-12)
+    order = np.argsort(-e, axis=1, kind="stable")
+    pairs = np.zeros((len(target), 1, 4), dtype=bool)
+    pairs[np.arange(len(target)), 0, order[:, 0]] = pairs[np.arange(len(target)), 0, order[:, 1]] = True
+    top2 = ablate_topk_curve(head, hs, target, order, [2], ablation, means)[:, 0]
+    fixed = np.array([[True, True, False, False]])
+    np.testing.assert_allclose(
+        ablate_subsets(head, hs, target, fixed, ablation, means)[:, 0],
+        ablate_topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [2], ablation, means)[:, 0],
+        atol=1e-12,
+    )
+    keep = keep_topk_curve(head, hs, target, order, ablation, means)
+    np.testing.assert_allclose(keep[:, -1], p, atol=1e-12)  # k = L: nothing ablated
+    # keeping the top 2 of 4 is ablating the bottom 2
+    bottom2 = ablate_topk_curve(head, hs, target, order[:, ::-1], [2], ablation, means)[:, 0]
+    np.testing.assert_allclose(keep[:, 1], bottom2, atol=1e-12)
+    assert top2.shape == (len(target),)
+
+
+def test_float64_head_on_float32_layers():
+    """compare runs a float64 copy of the head on the cached float32 layers: the chunks are cast."""
+    head, hs, means, target = _random_case("laya", torch.float64)
+    hs32 = [h.float() for h in hs]
+    a = lolo_effects(head, hs32, target, "mean", means)
+    b = lolo_effects(head, [h.double() for h in hs32], target, "mean", means)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert a[0].dtype == np.float64
 
 
 def test_layer_means_are_train_split_means(digits_cache):
@@ -123,3 +221,31 @@ def test_layer_means_are_train_split_means(digits_cache):
             np.testing.assert_allclose(m, feats.astype(np.float64).mean(0), rtol=1e-6, atol=1e-7)
         with pytest.raises(NotFoundError, match="zero"):
             layer_means(store, "validation")
+        pool = donor_pool(store, "train", size=50, seed=1)
+        assert [p.shape for p in pool] == [(50, w) for w in store.widths]
+        train = store.layers("train")
+        assert all(any(np.array_equal(row, t) for t in train[0]) for row in pool[0][:5])  # real train rows
+        np.testing.assert_array_equal(pool[2], donor_pool(store, "train", size=50, seed=1)[2])
+
+
+def test_means_and_donors_leave_non_finite_rows_out(tmp_path):
+    """A cache extracted with --allow-nonfinite: NaN/Inf rows stay out of b_i and of the donor pool."""
+    import h5py
+    from helpers import write_cache
+
+    from laya_inspect.store import layer_key
+
+    rng = np.random.default_rng(0)
+    layers = [rng.normal(size=(30, 3)).astype("float32") for _ in range(2)]
+    cache = write_cache(tmp_path / "nan.h5", {"train": (layers, np.arange(30) % 3)})
+    layers[0][4] = np.nan
+    layers[1][7, 1] = np.inf
+    with h5py.File(cache, "r+") as f:
+        f[f"train/{layer_key(0)}"][4] = layers[0][4]
+        f[f"train/{layer_key(1)}"][7] = layers[1][7]
+    with FeatureStore(cache) as store:
+        means = layer_means(store, "train")
+        np.testing.assert_allclose(means[0], np.delete(layers[0], 4, axis=0).astype(float).mean(0), atol=1e-7)
+        np.testing.assert_allclose(means[1], np.delete(layers[1], 7, axis=0).astype(float).mean(0), atol=1e-7)
+        pool = donor_pool(store, "train")
+        assert len(pool[0]) == 28 and all(np.isfinite(p).all() for p in pool)

@@ -106,3 +106,97 @@ def test_per_class_means_and_faithfulness():
 def test_directions_are_stated():
     for key in ("faithfulness", "deletion_at_1", "top_layer_agreement", "ig_delta_abs_mean"):
         assert "better" in M.DIRECTIONS[key]
+
+
+# ------------------------------------------------------------------------------ near-ties
+
+
+def test_tolerant_ranks_are_average_ranks_at_zero_and_group_near_ties():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, size=(200, 7)).astype(float)
+    np.testing.assert_array_equal(M.tolerant_ranks(x, 0.0), stats.rankdata(x, axis=1))
+    # 0, 1e-7 and 5e-7 chain into one group (neighbours ≤ 1e-6 apart); 1 and 1 + 2e-7 form another
+    y = np.array([[5e-7, 1.0, 0.0, 1 + 2e-7, 1e-7]])
+    np.testing.assert_array_equal(M.tolerant_ranks(y, 1e-6), [[2, 4.5, 2, 4.5, 2]])
+    np.testing.assert_array_equal(M.tolerant_ranks(y, 0.0), stats.rankdata(y, axis=1))
+
+
+def test_near_tied_effects_count_as_ties_in_rho():
+    scores = np.array([[3.0, 2.0, 1.0]])
+    noisy = np.array([[0.5, 2e-9, 1e-9]])  # the two small effects differ by float64 noise only
+    assert M.spearman_rows(scores, noisy)[0] == pytest.approx(1.0)  # exact: ordering noise earns +1
+    assert M.spearman_rows(scores, noisy, tol=1e-6)[0] == pytest.approx(np.sqrt(3) / 2)  # tied
+    # rows whose effects are all within the tolerance are undefined, like constant rows
+    flat = np.array([[1e-9, 3e-9, 0.0]])
+    assert not np.isnan(M.spearman_rows(scores, flat)[0]) and np.isnan(M.spearman_rows(scores, flat, 1e-6)[0])
+    f = M.faithfulness(np.vstack([scores, scores]), np.vstack([noisy, flat]), n_boot=0, tol=1e-6)
+    assert (f.n_valid, f.n_undefined, f.tie_tolerance) == (1, 1, 1e-6)
+
+
+def test_near_tie_shares_by_hand():
+    e = np.array(
+        [
+            [0.0, 1e-8, 2e-8],  # all tied
+            [0.4, 0.4 + 1e-7, 0.1],  # top tied
+            [0.5, 0.2, 0.2 + 1e-9],  # two small ones tied
+            [0.5, 0.3, 0.1],  # no tie
+        ]
+    )
+    ties = M.near_ties(e, 1e-6)
+    assert (ties["all_tied_rows"], ties["top_tied_rows"], ties["any_tied_rows"]) == (1, 2, 3)
+    assert ties["top_tied_share"] == 0.5 and ties["n_rows"] == 4
+    np.testing.assert_array_equal(M.tied_rows(e, 1e-6), [True, False, False, False])
+    np.testing.assert_array_equal(M.top_tied_rows(e, 0.0), [False, False, False, False])
+
+
+def test_top_layer_agreement_accepts_a_layer_tied_with_the_top():
+    e = np.array([[0.4, 0.4 + 1e-7, 0.1], [0.4, 0.6, 0.1]])
+    scores = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(M.top_layer_agreement(scores, e), [False, False])
+    np.testing.assert_array_equal(M.top_layer_agreement(scores, e, tol=1e-6), [True, False])
+
+
+# ------------------------------------------------------------------------------ references, subsets, curves
+
+
+def test_one_hot_top_and_what_it_earns_at_three_layers():
+    e = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.1]])
+    np.testing.assert_array_equal(M.one_hot_top(e), [[0, 1, 0], [1, 0, 0]])
+    tied = np.array([[0.5, 0.5 + 1e-7, 0.1], [-0.2, 0.0, 0.0]])  # a tied top: every tied layer is marked
+    np.testing.assert_array_equal(M.one_hot_top(tied, 1e-6), [[1, 1, 0], [0, 1, 1]])
+    np.testing.assert_allclose(M.spearman_rows(M.one_hot_top(tied, 1e-6), tied, 1e-6), 1.0)
+    # knowing only the top layer of three untied effects earns ρ = √3/2 ≈ 0.866 on every row
+    np.testing.assert_allclose(M.spearman_rows(M.one_hot_top(e), e), np.sqrt(3) / 2)
+
+
+def test_pearson_rows_match_scipy_and_mark_constant_rows():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(40, 6)), rng.normal(size=(40, 6))
+    x[3] = 2.0
+    y[5] = y[5, 0] + np.linspace(0, 1e-8, 6)  # spans less than the tolerance
+    r = M.pearson_rows(x, y, tol_y=1e-6)
+    for i in range(40):
+        if i in (3, 5):
+            assert np.isnan(r[i])
+        else:
+            assert r[i] == pytest.approx(stats.pearsonr(x[i], y[i]).statistic, abs=1e-12)
+
+
+def test_subset_faithfulness_by_hand():
+    subsets = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 1]], dtype=bool)
+    scores = np.array([[3.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(M.subset_sums(scores, subsets), [[3, 1, 4, 1]])
+    additive = np.array([[0.3, 0.1, 0.4, 0.1]])  # effects = 0.1 × summed scores: r = 1
+    f = M.subset_faithfulness(scores, subsets, additive, n_boot=0)
+    assert f.mean == pytest.approx(1.0) and f.n_valid == 1
+    reversed_ = np.array([[0.1, 0.3, 0.0, 0.3]])
+    assert M.subset_faithfulness(scores, subsets, reversed_, n_boot=0).mean < -0.9
+    flat = M.subset_faithfulness(scores, subsets, np.full((1, 4), 0.2), n_boot=0)
+    assert flat.n_valid == 0 and flat.n_undefined == 1 and np.isnan(flat.mean)
+
+
+def test_insertion_curve_and_areas_by_hand():
+    p_keep = np.array([[0.5, 0.7, 0.9], [0.3, 0.5, 0.9]])
+    np.testing.assert_allclose(M.insertion_curve(p_keep), [0.4, 0.6, 0.9])
+    assert M.curve_area(np.array([0.4, 0.6, 0.9])) == pytest.approx(0.5)  # k = L left out
+    assert np.isnan(M.curve_area(np.array([0.4])))

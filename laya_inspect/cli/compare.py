@@ -40,8 +40,14 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="print summary.json to stdout instead of the table"),
     device: str = opt(CompareConfig, "device"),
     batch_size: int = opt(CompareConfig, "batch_size"),
-    force: bool = opt(CompareConfig, "force"),
+    allow_other_cache: bool = opt(CompareConfig, "allow_other_cache"),
+    allow_nonfinite: bool = opt(CompareConfig, "allow_nonfinite"),
     plots: bool = opt(CompareConfig, "plots"),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="replace a non-empty --out whole (its old files and plots go; kept until the new run is complete)",
+    ),
 ) -> None:
     """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects."""
     from ..compare.run import compare_heads
@@ -61,7 +67,8 @@ def compare_command(
         n_boot=bootstrap,
         device=device,
         batch_size=batch_size,
-        force=force,
+        allow_other_cache=allow_other_cache,
+        allow_nonfinite=allow_nonfinite,
         plots=plots,
     )
 
@@ -77,7 +84,7 @@ def compare_command(
 
     try:
         with FeatureStore(cache) as store:
-            result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress)
+            result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
     except LayaError as e:
         fail(str(e))
     if as_json:

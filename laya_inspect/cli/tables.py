@@ -10,88 +10,202 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-BEST = "*"  # marks the best method of a head in a column (direction from summary["directions"])
+from ..compare.scores import best as best_of
+
+BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
+CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
+REF_LABELS = {"top1_only": "top-1 only", "random": "random ref"}
+# detailed table column → summary key of the score (the same key names "best")
+COLUMNS = {
+    "agree": "top_layer_agreement",
+    "D@1÷orc": "deletion_at_1_over_oracle",
+    "ρ": "faithfulness",
+    "subset ρ": "subset_faithfulness",
+    "del": "deletion_area",
+    "ins": "insertion_area",
+}
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
     return "—" if v is None else format(v, fmt)
 
 
-def _best(values: dict[str, Any], higher: bool) -> set[str]:
-    known = {m: v for m, v in values.items() if v is not None}
-    if len(known) < 2:
-        return set()
-    target = max(known.values()) if higher else min(known.values())
-    return {m for m, v in known.items() if v == target}
+def _short(v: Any) -> str:
+    """Two decimals without the leading zero (".72", "-.05", "1.00"): matrix cells stay narrow."""
+    if v is None:
+        return "—"
+    text = format(v, ".2f")
+    return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
 
 
-def _cell(text: str, best: bool) -> Text:
-    return Text(text + (BEST if best else ""), style="bold green" if best else "")
+def _value(entry: dict[str, Any], key: str) -> Any:
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v
+
+
+def _cell(text: str, best: bool, dim: bool = False) -> Text:
+    style = "bold green" if best else ("dim" if dim else "")
+    return Text(text + (BEST if best else ""), style=style)
+
+
+def _best(head_or_ablation: dict[str, Any]) -> dict[str, list[str]]:
+    """The stored "best" (withheld under a caveat), or for summaries written before it existed, the
+    highest value per score."""
+    if "best" in head_or_ablation:
+        return head_or_ablation["best"] or {}
+    return best_of(head_or_ablation["methods"], {})
+
+
+def _table(title: str, ablation_column: bool) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    if ablation_column:
+        table.add_column("ablation", no_wrap=True)
+    table.add_column("method", justify="left", no_wrap=True)
+    for col in (*list(COLUMNS)[:3], *(() if ablation_column else ("95% CI",)), *list(COLUMNS)[3:]):
+        table.add_column(col, justify="right", no_wrap=True)
+    return table
+
+
+def _add_rows(table: Table, entry: dict[str, Any], labels: list[Text] | None) -> None:
+    """The methods of one ablation, then its references; ``labels`` fill the ablation column."""
+    best = _best(entry)
+    rows = [(m, s, m, False) for m, s in entry["methods"].items()]
+    rows += [(r, s, REF_LABELS.get(r, r), True) for r, s in (entry.get("references") or {}).items()]
+    for i, (name, s, label, reference) in enumerate(rows):
+        circular = bool(s.get("circular"))
+        dim = "dim" if reference or circular else ""
+        cells = {
+            col: _cell(_num(_value(s, key), ".2f"), not reference and name in best.get(key, []), dim=bool(dim))
+            for col, key in COLUMNS.items()
+        }
+        lead = [labels[i] if i < len(labels) else Text("")] if labels is not None else []
+        mid = []
+        if labels is None:
+            f = s["faithfulness"]
+            ci = f"[{_num(f['ci_low'], '.2f')}, {_num(f['ci_high'], '.2f')}]" if f.get("ci_low") is not None else "—"
+            mid = [Text(ci, style=dim)]
+        table.add_row(
+            *lead,
+            Text(label + (CIRCULAR if circular else ""), style=dim),
+            *[cells[c] for c in list(COLUMNS)[:3]],
+            *mid,
+            *[cells[c] for c in list(COLUMNS)[3:]],
+            end_section=labels is not None and i == len(rows) - 1,
+        )
 
 
 def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
-    methods = head["methods"]
-    faith = {m: s["faithfulness"]["mean"] for m, s in methods.items()}
-    d1 = {m: s["deletion_at_1"] for m, s in methods.items()}
-    agree = {m: s["top_layer_agreement"] for m, s in methods.items()}
-    delta = {m: (s["ig_delta"] or {}).get("abs_mean") for m, s in methods.items()}
-    best = {"faith": _best(faith, True), "d1": _best(d1, True), "agree": _best(agree, True)}
-    lolo = head["lolo"]
+    """Methods × scores of the head's first ablation, with the top-1-only and random references."""
+    methods, lolo = head["methods"], head["lolo"]
+    near = lolo.get("near_ties")
+    ties = (
+        f" · near-ties: all {_num(near['all_tied_share'], '.0%')}, top {_num(near['top_tied_share'], '.0%')}, "
+        f"any {_num(near.get('any_tied_share'), '.0%')}"
+        if near
+        else ""
+    )
     # Oracle and random are properties of the head, not of a method: they go in the title, which
     # keeps the table inside an 80-column terminal.
-    table = Table(
-        title=f"{head['name']} ({head['kind']}) · accuracy {_num(head['accuracy'])} · n {head['n']} · "
-        f"Del@1 oracle {_num(lolo['oracle_at_1'])}, random {_num(lolo['random_at_1'])}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
+    table = _table(
+        f"{head['name']} ({head['kind']}) · accuracy {_num(head['accuracy'])} · n {head['n']} · "
+        f"ablation {summary['ablation']}\nDel@1 oracle {_num(lolo['oracle_at_1'])}, "
+        f"random {_num(lolo['random_at_1'])}{ties}",
+        ablation_column=False,
     )
-    for col in ("method", "ρ", "95% CI", "valid", "Del@1", "top-1", "IG |δ|"):
-        table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
-    for m, s in methods.items():
-        f = s["faithfulness"]
-        ci = f"[{_num(f['ci_low'], '.2f')}, {_num(f['ci_high'], '.2f')}]" if f["ci_low"] is not None else "—"
-        table.add_row(
-            m,
-            _cell(_num(f["mean"]), m in best["faith"]),
-            ci,
-            f"{f['n_valid']}/{f['n_valid'] + f['n_undefined']}",
-            _cell(_num(d1[m]), m in best["d1"]),
-            _cell(_num(agree[m], ".2f"), m in best["agree"]),
-            _num(delta[m], ".0e"),
-        )
+    _add_rows(table, head, None)
+    caption = []
+    undefined = [
+        f"{m} {s['faithfulness']['n_valid']}/{s['faithfulness']['n_valid'] + s['faithfulness']['n_undefined']}"
+        for m, s in methods.items()
+        if s["faithfulness"].get("n_undefined")
+    ]
+    if undefined:
+        caption.append("rows where ρ is defined: " + ", ".join(undefined))
+    deltas = [f"{m} {s['ig_delta']['abs_mean']:.0e}" for m, s in methods.items() if s.get("ig_delta")]
+    if deltas:
+        caption.append("IG |δ| " + ", ".join(deltas))
     skipped = head.get("methods_skipped") or {}
     if skipped:
-        table.caption = "skipped: " + "; ".join(skipped.values())
+        caption.append("skipped: " + "; ".join(skipped.values()))
+    if caption:
+        table.caption = "\n".join(caption)
         table.caption_justify = "left"
     return table
 
 
+def ablation_matrix(summary: dict[str, Any], head: dict[str, Any]) -> Table:
+    """Methods × ablations, one group of rows per ablation (its near-tie shares under its name)."""
+    table = _table(f"{head['name']}: methods × ablations", ablation_column=True)
+    for a, s in head["ablations"].items():
+        near = (s.get("lolo") or {}).get("near_ties") or {}
+        labels = [
+            Text(a + ("!" if s.get("caveats") else ""), style="bold"),
+            Text("ties " + "/".join(_num(near.get(f"{k}_tied_share"), ".0%") for k in ("all", "top", "any")), "dim"),
+        ]
+        _add_rows(table, s, labels)
+    return table
+
+
+def caveat_lines(head: dict[str, Any]) -> list[Text]:
+    """Why no method is marked best (caveats), circular pairs, and notes, per ablation."""
+    out: list[Text] = []
+    abls = head.get("ablations") or {}
+    many = len(abls) > 1
+    for kind in ("caveats", "notes"):
+        where: dict[str, list[str]] = {}  # the same text under several ablations is printed once
+        for a, s in abls.items():
+            for text in s.get(kind) or []:
+                where.setdefault(text, []).append(a)
+        for text, names in where.items():
+            label = f" ({', '.join(names)})" if many else ""
+            out.append(Text(f"  {kind[:-1]}{label}: {text}", style="yellow"))
+    circular = {m: r for s in abls.values() for m, r in (s.get("circular") or {}).items()}
+    pairs = sorted({(m, a) for a, s in abls.items() for m in (s.get("circular") or {})})
+    if circular:
+        shown = ", ".join(f"{m} × {a}" for m, a in pairs)
+        out.append(Text(f"  {CIRCULAR} circular (never best): {shown}", style="dim"))
+    return out
+
+
 def relied_on_line(summary: dict[str, Any], head: dict[str, Any], top: int = 3) -> Text:
     ranked = head["lolo"]["most_relied_on"][:top]
-    parts = ", ".join(f"{r['layer']} ({r['mean_effect']:+.3f})" for r in ranked)
+    parts = ", ".join(f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in ranked)
     return Text.assemble((f"{head['name']}", "bold"), f": most relied-on layers by mean LOLO effect: {parts}")
 
 
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
-    """Header line, one table per head (methods × metrics, best per column marked), relied-on layers."""
+    """Header line; per head its table (methods × scores, first ablation, references below),
+    the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
     cache = summary["cache"]
+    ablations = summary.get("ablations") or [summary["ablation"]]
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
-        f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · ablation {summary['ablation']} · "
+        f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
     )
     out: list[RenderableType] = [header]
+    left_out = summary.get("rows_left_out")
+    if isinstance(left_out, dict) and left_out.get("n"):
+        out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
     for head in summary["heads"]:
-        out += [head_table(summary, head), relied_on_line(summary, head)]
+        out.append(head_table(summary, head))
+        if len(head.get("ablations") or {}) > 1:
+            out.append(ablation_matrix(summary, head))
+        out += caveat_lines(head)
+        out.append(relied_on_line(summary, head))
     dirs = summary["directions"]
+    tol = summary.get("tie_tolerance")
     out.append(
         Text(
-            f"{BEST} best of the head's methods. ρ = faithfulness, {dirs['faithfulness']}; valid = rows "
-            f"where ρ is defined; Del@1 = Deletion@1, {dirs['deletion_at_1']}; top-1 = "
-            f"{dirs['top_layer_agreement']}; IG |δ|: {dirs['ig_delta_abs_mean']}.",
+            f"{BEST} best of the head's non-circular methods ({CIRCULAR} circular: the method is built from what "
+            f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
+            f"effects are all tied / whose top effect is / with any tie). agree = top-layer agreement, "
+            f"{dirs['top_layer_agreement']}; D@1÷orc = Deletion@1 ÷ oracle; ρ = faithfulness, "
+            f"{dirs['faithfulness']}; subset ρ = correlation over layer subsets; del / ins = deletion / insertion "
+            f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns"
+            + (f"; effects within {tol:g} count as tied" if tol is not None else "")
+            + ".",
             style="dim",
         )
     )

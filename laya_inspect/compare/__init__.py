@@ -1,3 +1,5 @@
-"""Scoring layer attributions: every method of :mod:`.attribution` against the leave-one-layer-out
-effects of :mod:`.lolo`, by the metrics of :mod:`.metrics`; :mod:`.run` drives a comparison
-(`compare_heads`), :mod:`.outputs` and :mod:`.plots` write it."""
+"""Scoring layer attributions: every method of :mod:`.attribution` against what ablation shows —
+the leave-one-layer-out and subset effects of :mod:`.lolo` (values from :mod:`.values`), with the
+references of :mod:`.effects`, by the metrics of :mod:`.metrics` gathered in :mod:`.scores`;
+:mod:`.run` drives a comparison (`compare_heads`, options in :mod:`.config`), :mod:`.outputs` and
+:mod:`.plots` write it and :mod:`.validate` checks a summary read back."""

@@ -1,34 +1,40 @@
-"""Leave-one-layer-out (LOLO) effects and top-k ablations (docs/METHOD.md, "Ablation and leave-one-layer-out effects").
+"""Leave-one-layer-out (LOLO) effects and multi-layer ablations (docs/METHOD.md, "Ablation and
+leave-one-layer-out effects").
 
 Registry ``ABLATIONS`` — how layer i is removed:
 
 * ``mean`` (default) — h_i replaced by b_i, the mean of h_i over the training split;
 * ``zero``           — h_i replaced by 0;
+* ``resample``       — h_i replaced by h_i of another training sample (a donor), the probabilities
+  averaged over ``draws`` seeded donors per sample: removal that stays in the data distribution;
 * ``drop``           — the head's aggregation weight of layer i set to 0 and the rest renormalised
-  (heads with ``has_weights`` only).
+  (heads with ``has_weights`` only);
+* ``mix``            — layer i removed inside the aggregation only: its term α_i z_i left out of
+  Σ_j α_j z_j, the other weights held at their intact values, not renormalised (heads with
+  ``has_weights`` only).
 
-p(x) = softmax(logits)_c for the target class c; e_i(x) = p(x) − p(x with layer i ablated).
-Every function runs all its ablated copies of a chunk of samples in one batched forward pass: the
-chunk is stacked K times (K = L+1 for LOLO: the intact copy, then one copy per ablated layer), so
-p and every p_ablated come from the same call. A forward pass therefore sees K·batch_size rows.
+p(x) = softmax(logits)_c for the target class c, computed in float64 from the head's logits (run
+the head in float64 for float64 logits); e_i(x) = p(x) − p(x with layer i ablated). Every function
+runs all its ablated copies of a chunk of samples in one batched forward pass: the chunk is stacked
+K times (K = L+1 for LOLO: the intact copy, then one copy per ablated layer), so p and every
+p_ablated come from the same call. A forward pass therefore sees at most (L+1)·batch_size rows:
+subsets and curves with more copies run in groups of L+1 (and ``resample`` once per draw).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..errors import InputError, NotFoundError, suggest
+from ..errors import InputError, suggest
 from ..heads import Head
 from ..registry import Registry
 
-if TYPE_CHECKING:
-    from ..store import FeatureStore
+RESAMPLE_DRAWS = 4  # donors per sample for `resample`; the probabilities are averaged over them
 
 
 @dataclass(frozen=True)
@@ -37,17 +43,23 @@ class Ablation:
     description: str
     needs_weights: bool = False  # only for heads with aggregation weights (has_weights)
     needs_baselines: bool = False  # needs the train-split layer means
+    needs_donors: bool = False  # needs a pool of train rows (resample)
+
+    @property
+    def in_mix(self) -> bool:
+        """Removes the layer inside the head's aggregation, not at its input."""
+        return self.name in ("drop", "mix")
 
     def apply(
         self, hs: Sequence[Tensor], mask: Tensor, baselines: Sequence[Tensor] | None
     ) -> tuple[list[Tensor], Tensor | None]:
-        """Layers and keep-mask for ``head(hs, keep)``; ``mask`` (M, L) bool, True = ablated."""
-        if self.name == "drop":
+        """Layers and keep-mask for ``head(hs, keep)``; ``mask`` (M, L) bool, True = ablated.
+        ``baselines[i]`` is the value put in place of h_i: (D_l,), or (M, D_l) per row (resample)."""
+        if self.in_mix:
             return list(hs), (~mask).to(hs[0].dtype)
         out = []
         for i, h in enumerate(hs):
-            if self.needs_baselines:
-                assert baselines is not None  # _prepare raises InputError when they are missing
+            if baselines is not None:
                 b = baselines[i]
             else:
                 b = torch.zeros((), dtype=h.dtype, device=h.device)
@@ -59,26 +71,35 @@ ABLATIONS: Registry[Ablation] = Registry("ablation")
 ABLATIONS.add("mean", Ablation("mean", "h_i replaced by its mean over the train split", needs_baselines=True))
 ABLATIONS.add("zero", Ablation("zero", "h_i replaced by 0"))
 ABLATIONS.add(
+    "resample",
+    Ablation(
+        "resample",
+        f"h_i replaced by h_i of another train sample, p averaged over {RESAMPLE_DRAWS} seeded donors",
+        needs_donors=True,
+    ),
+)
+ABLATIONS.add(
     "drop", Ablation("drop", "aggregation weight of layer i set to 0, the rest renormalised", needs_weights=True)
+)
+ABLATIONS.add(
+    "mix",
+    Ablation(
+        "mix", "layer i left out of the aggregation, the other weights held (not renormalised)", needs_weights=True
+    ),
 )
 
 
-def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
-    """b_i = mean of h_i over ``split`` (float64 accumulation), one (D_l,) float32 array per layer."""
-    if split not in store.splits:
-        raise NotFoundError(
-            f"no split {split!r} in {store.path} to take the layer means b_i from; "
-            f"{suggest(split, store.splits)}; use the 'zero' ablation/baseline instead"
-        )
-    sums = [np.zeros(w, dtype=np.float64) for w in store.widths]
-    n = 0
-    for _rows, feats, labels in store.iter_chunks(split, chunk_rows):
-        for s, f in zip(sums, feats):
-            s += f.sum(axis=0, dtype=np.float64)
-        n += len(labels)
-    if n == 0:
-        raise InputError(f"split {split!r} of {store.path} is empty; cannot take layer means")
-    return [(s / n).astype(np.float32) for s in sums]
+def resolve_ablations(requested: str | Sequence[str]) -> tuple[list[str], bool]:
+    """(names, is_all): comma lists flattened, ``all`` expanded in registry order, duplicates dropped."""
+    items = requested.split(",") if isinstance(requested, str) else [p for r in requested for p in str(r).split(",")]
+    items = [i.strip() for i in items if i.strip()]
+    if not items:
+        raise InputError(f"no ablation given; {suggest('', [*ABLATIONS.names(), 'all'])}")
+    out: list[str] = []
+    for item in items:
+        names = ABLATIONS.names() if item == "all" else [ABLATIONS.get(item).name]
+        out += [n for n in names if n not in out]
+    return out, "all" in items
 
 
 def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
@@ -91,23 +112,45 @@ def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
             raise InputError(
                 f"the {ablation!r} ablation needs a head with aggregation weights (laya, scalarmix); "
                 f"not supported by: {', '.join(bad)}; supported by: {', '.join(good) or 'none of the heads given'}; "
-                f"use --ablation mean or zero"
+                f"use --ablation mean, zero or resample"
+            )
+    if abl.name == "mix":
+        # mix rescales the classifier's input (see _mix_scale): it needs logits = W h_agg + b.
+        bad = [f"{n} ({h.kind})" for n, h in heads.items() if not isinstance(getattr(h, "classifier", None), nn.Linear)]
+        if bad:
+            raise InputError(
+                f"the 'mix' ablation needs a head whose logits are a Linear map of its aggregate; "
+                f"not: {', '.join(bad)}; use --ablation drop"
             )
     return abl
+
+
+def applicable(ablation: str, head: Head) -> str | None:
+    """None, or why ``ablation`` does not apply to ``head``."""
+    abl = ABLATIONS.get(ablation)
+    if abl.needs_weights and not head.has_weights:
+        return f"the {ablation!r} ablation needs aggregation weights; a {head.kind} head has none"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
 # core: p for K masked copies of a chunk in one forward pass
 
 
+def _dtype(head: Head) -> torch.dtype:
+    return next(head.parameters()).dtype
+
+
 def _prepare(
-    head: Head, hs: Sequence[Tensor], target, ablation: str, baselines
+    head: Head, hs: Sequence[Tensor], target, ablation: str, baselines, donors: Sequence | None = None
 ) -> tuple[Ablation, list[Tensor], Tensor, list[Tensor] | None]:
+    """(ablation, layers, target, values): ``values`` are the per-layer means (mean), the donor pool
+    (resample) or None (zero, drop, mix)."""
     abl = check_ablation(ablation, {head.kind: head})
     hs = list(hs)
     if len(hs) != head.num_layers:
         raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
-    device, dtype = hs[0].device, hs[0].dtype
+    device, dtype = hs[0].device, _dtype(head)
     target = torch.as_tensor(
         np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=device
     )
@@ -115,18 +158,60 @@ def _prepare(
     if abl.needs_baselines:
         if baselines is None:
             raise InputError(f"the {ablation!r} ablation needs per-layer baselines (train-split means)")
-        base = [torch.as_tensor(b, dtype=dtype, device=device) for b in baselines]
+        base = [torch.as_tensor(np.asarray(b), dtype=dtype, device=device) for b in baselines]
+    if abl.needs_donors:
+        if donors is None or len(donors) != len(hs) or len(donors[0]) == 0:
+            raise InputError(f"the {ablation!r} ablation needs a pool of train rows for every layer (donor_pool)")
+        base = [torch.as_tensor(np.asarray(d), dtype=dtype, device=device) for d in donors]
     head.eval()
     return abl, hs, target, base
 
 
-def _p_copies(head: Head, abl: Ablation, hs: list[Tensor], target: Tensor, base, masks: Tensor) -> Tensor:
-    """(K, B) target probabilities; ``masks`` (K, B, L) bool (True = ablated), all K copies in one pass."""
+def _mix_scale(head: Head, scale: Tensor):
+    """Multiply the classifier's input (the aggregate) by ``scale`` per row: drop's renormalised
+    Σ_kept α_j z_j / Σ_kept α_j times Σ_kept α_j is mix's Σ_kept α_j z_j."""
+
+    def hook(_module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        return (args[0] * scale[:, None].to(args[0].dtype), *args[1:])
+
+    classifier = head.classifier
+    assert isinstance(classifier, nn.Module)  # check_ablation: a Linear
+    return classifier.register_forward_pre_hook(hook)
+
+
+def _p_copies(
+    head: Head,
+    abl: Ablation,
+    hs: list[Tensor],
+    target: Tensor,
+    base: list[Tensor] | None,
+    masks: Tensor,
+    donor_rows: Tensor | None = None,
+) -> Tensor:
+    """(K, B) float64 target probabilities; ``masks`` (K, B, L) bool (True = ablated), all K copies
+    in one pass; ``donor_rows`` (B,) rows of the donor pool for resample."""
     k, b, _ = masks.shape
+    dtype = _dtype(head)
+    hs = [h.to(dtype) for h in hs]
     stacked = [h.repeat(k, 1) for h in hs]  # copy-major: rows [j*B:(j+1)*B] are copy j
-    x, keep = abl.apply(stacked, masks.reshape(k * b, -1), base)
-    logits = head(x, keep=keep).logits
-    probs = torch.softmax(logits, dim=-1).reshape(k, b, -1)
+    flat = masks.reshape(k * b, -1)
+    values = base
+    if abl.needs_donors:
+        assert base is not None and donor_rows is not None  # _prepare checked the pool
+        values = [pool[donor_rows].repeat(k, 1) for pool in base]
+    x, keep = abl.apply(stacked, flat, values)
+    if abl.name == "mix":
+        assert keep is not None
+        alpha = head(hs).weights  # (B, L), intact: held while layers leave the mix
+        assert alpha is not None  # check_ablation: heads with weights only
+        handle = _mix_scale(head, (alpha.repeat(k, 1) * keep).sum(-1))
+        try:
+            logits = head(x, keep=keep).logits
+        finally:
+            handle.remove()
+    else:
+        logits = head(x, keep=keep).logits
+    probs = torch.softmax(logits.to(torch.float64), dim=-1).reshape(k, b, -1)
     return probs.gather(-1, target.expand(k, b).unsqueeze(-1)).squeeze(-1)
 
 
@@ -137,6 +222,62 @@ def _chunks(n: int, size: int) -> Iterable[slice]:
 
 def _np(t: Tensor) -> np.ndarray:
     return t.detach().to("cpu", torch.float64).numpy()
+
+
+def _masked(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    masks_of: Callable[[slice, torch.device], Tensor],
+    ablation: str,
+    baselines,
+    *,
+    batch_size: int,
+    donors: Sequence | None,
+    draws: int,
+    seed: int,
+) -> np.ndarray:
+    """(N, K) p with the layers of ``masks_of(rows)`` (K, B, L) ablated; resample averages ``draws``
+    seeded donors per sample (the same donors in every call with the same seed and rows)."""
+    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
+    n = len(target)
+    n_draws = max(1, int(draws)) if abl.needs_donors else 1
+    idx = None
+    if abl.needs_donors:
+        assert base is not None
+        pool = len(base[0])
+        idx = torch.as_tensor(
+            np.random.default_rng([seed, 5]).integers(0, pool, size=(n_draws, n)), device=target.device
+        )
+    out = []
+    with torch.no_grad():
+        for rows in _chunks(n, batch_size):
+            masks = masks_of(rows, target.device)
+            chunk = [h[rows] for h in hs]
+            # at most L+1 copies per pass (as many as LOLO's), so subsets and curves need no more memory
+            step = len(hs) + 1
+            per_draw = [
+                torch.cat(
+                    [
+                        _p_copies(
+                            head,
+                            abl,
+                            chunk,
+                            target[rows],
+                            base,
+                            masks[j : j + step],
+                            None if idx is None else idx[d, rows],
+                        )
+                        for j in range(0, len(masks), step)
+                    ]
+                )
+                for d in range(n_draws)
+            ]
+            # first draw + mean difference: layers a head ignores give exactly the intact p
+            first = per_draw[0]
+            mean = first + sum((p - first for p in per_draw[1:]), torch.zeros_like(first)) / n_draws
+            out.append(mean.T)
+    return _np(torch.cat(out))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,23 +292,54 @@ def lolo_effects(
     baselines: Sequence | None = None,
     *,
     batch_size: int = 512,
+    donors: Sequence | None = None,
+    draws: int = RESAMPLE_DRAWS,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p (N,), p_ablated (N, L), effects (N, L)) with e_i = p − p_ablated_i, float64.
 
     Per chunk of ``batch_size`` samples, one forward pass over L+1 stacked copies.
     """
-    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
-    n, n_layers = len(target), len(hs)
-    eye = torch.cat([torch.zeros(1, n_layers), torch.eye(n_layers)]).bool().to(target.device)  # (L+1, L)
-    p, p_abl = [], []
-    with torch.no_grad():
-        for rows in _chunks(n, batch_size):
-            b = rows.stop - rows.start
-            pc = _p_copies(head, abl, [h[rows] for h in hs], target[rows], base, eye[:, None, :].expand(-1, b, -1))
-            p.append(pc[0])
-            p_abl.append(pc[1:].T)
-    p_np, pa_np = _np(torch.cat(p)), _np(torch.cat(p_abl))
-    return p_np, pa_np, p_np[:, None] - pa_np
+    n_layers = len(hs)
+    eye = torch.cat([torch.zeros(1, n_layers), torch.eye(n_layers)]).bool()  # (L+1, L)
+
+    def masks(rows: slice, device: torch.device) -> Tensor:
+        return eye.to(device)[:, None, :].expand(-1, rows.stop - rows.start, -1)
+
+    pc = _masked(
+        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
+    )
+    p, p_abl = pc[:, 0], pc[:, 1:]
+    return p, p_abl, p[:, None] - p_abl
+
+
+def ablate_subsets(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    subsets: np.ndarray,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    *,
+    batch_size: int = 512,
+    donors: Sequence | None = None,
+    draws: int = RESAMPLE_DRAWS,
+    seed: int = 0,
+) -> np.ndarray:
+    """(N, M) p(x with the layers of subset m ablated together); ``subsets`` (M, L) bool, the same
+    for every sample, all M in one batched pass per chunk."""
+    sub = torch.as_tensor(np.asarray(subsets, dtype=bool))
+    if sub.ndim != 2 or sub.shape[1] != len(hs):
+        raise InputError(f"subsets must be (M, L) with L = {len(hs)}, got {tuple(sub.shape)}")
+    if len(sub) == 0:
+        return np.zeros((len(np.asarray(target)), 0))
+
+    def masks(rows: slice, device: torch.device) -> Tensor:
+        return sub.to(device)[:, None, :].expand(-1, rows.stop - rows.start, -1)
+
+    return _masked(
+        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
+    )
 
 
 def ablate_topk_curve(
@@ -180,11 +352,13 @@ def ablate_topk_curve(
     baselines: Sequence | None = None,
     *,
     batch_size: int = 512,
+    donors: Sequence | None = None,
+    draws: int = RESAMPLE_DRAWS,
+    seed: int = 0,
 ) -> np.ndarray:
     """(N, len(ks)) p(x with the layers order[n, :k] ablated together), for each k in ``ks``
     (default 1…L); all k of a chunk in one batched forward pass."""
-    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines)
-    n, n_layers = len(target), len(hs)
+    n, n_layers = len(np.asarray(target)), len(hs)
     order = np.asarray(order)
     if order.shape != (n, n_layers):
         raise InputError(f"order must be (N, L) = ({n}, {n_layers}), got {order.shape}")
@@ -192,14 +366,33 @@ def ablate_topk_curve(
     if any(not 0 <= k <= n_layers for k in ks):
         raise InputError(f"k must be within 0…{n_layers}, got {ks}")
     # rank[n, i] = position of layer i in sample n's order; layer i ablated at k iff rank < k.
-    rank = torch.as_tensor(np.argsort(order, axis=1), device=target.device)
-    kt = torch.as_tensor(ks, device=target.device)
-    out = []
-    with torch.no_grad():
-        for rows in _chunks(n, batch_size):
-            masks = rank[rows][None, :, :] < kt[:, None, None]  # (K, B, L)
-            out.append(_p_copies(head, abl, [h[rows] for h in hs], target[rows], base, masks).T)
-    return _np(torch.cat(out))
+    rank = torch.as_tensor(np.argsort(order, axis=1))
+    kt = torch.as_tensor(ks)
+
+    def masks(rows: slice, device: torch.device) -> Tensor:
+        return rank[rows].to(device)[None, :, :] < kt.to(device)[:, None, None]  # (K, B, L)
+
+    return _masked(
+        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
+    )
+
+
+def keep_topk_curve(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    order: np.ndarray,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    **kw,
+) -> np.ndarray:
+    """(N, L) p(x with only the layers order[n, :k] kept, every other layer ablated), k = 1…L
+    (k = L: nothing ablated): the insertion curve's points."""
+    n_layers = len(hs)
+    reverse = np.asarray(order)[:, ::-1]
+    return ablate_topk_curve(
+        head, hs, target, reverse, [n_layers - k for k in range(1, n_layers + 1)], ablation, baselines, **kw
+    )
 
 
 def ablate_topk(
@@ -212,6 +405,7 @@ def ablate_topk(
     baselines: Sequence | None = None,
     *,
     batch_size: int = 512,
+    **kw,
 ) -> np.ndarray:
     """(N,) p(x with its top-k layers by ``order`` (N, L), most important first, ablated together)."""
-    return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, batch_size=batch_size)[:, 0]
+    return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, batch_size=batch_size, **kw)[:, 0]

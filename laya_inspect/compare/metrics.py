@@ -6,9 +6,12 @@ p_ablated (N, L), and for curves p_topk (N, L) = p with the top-k layers ablated
 Direction of each metric (also written into every summary): see :data:`DIRECTIONS`.
 
 Policies:
-* Spearman ρ per row, average ranks for ties (equal to ``scipy.stats.spearmanr`` row by row). A row
-  whose scores or effects are all exactly equal is undefined: counted in ``n_undefined``, excluded
-  from the mean and the bootstrap, never averaged in as 0.
+* Spearman ρ per row, average ranks for ties (equal to ``scipy.stats.spearmanr`` row by row). On the
+  effects side, values closer than ``tol`` count as tied (:func:`tolerant_ranks`; ``tol = 0`` is
+  exact). A row whose scores are all exactly equal, or whose effects are all tied, is undefined:
+  counted in ``n_undefined``, excluded from the mean and the bootstrap, never averaged in as 0.
+* Subset faithfulness: per row, Pearson r across layer subsets S between Σ_{i∈S} a_i and the effect
+  of ablating S together (undefined where either side is constant, the effects within ``tol``).
 * Top-scored layer / top-k order: descending score, ties broken by the lower layer index (stable).
 * Bootstrap: percentile interval of the mean over ``n_boot`` resamples (with replacement) of the
   valid rows, ``numpy.random.default_rng(seed)``.
@@ -23,14 +26,28 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+# Effects closer than this (probability units) count as tied: ~10× the float32 resolution of a
+# probability near 1 (eps 1.2e-7), the precision the features are cached in and the head was
+# trained at, so an ordering finer than this is not a property of the model (docs/METHOD.md).
+TIE_TOLERANCE = 1e-6
+
 DIRECTIONS = {
     "faithfulness": "higher is better (mean Spearman ρ over valid rows, in [-1, 1]; 0 = no rank agreement)",
     "deletion_at_1": "higher is better (drop of p_c when the top-scored layer is ablated; "
     "oracle = ceiling, random = floor)",
     "deletion_curve": "higher is better at each k (drop of p_c when the top-k scored layers are ablated together)",
-    "top_layer_agreement": "higher is better (share of samples whose top-scored layer is the top-effect layer)",
+    "top_layer_agreement": "higher is better (share of samples whose top-scored layer has the largest effect, "
+    "within the tie tolerance)",
     "oracle_at_1": "reference: mean of max_i e_i (the best any method can reach at k=1)",
     "random_at_1": "reference: mean of mean_i e_i (expected Deletion@1 of a random ordering)",
+    "subset_faithfulness": "higher is better (mean over valid rows of the Pearson r, across layer subsets S, "
+    "between Σ_{i∈S} score_i and the drop of p_c when S is ablated together; in [-1, 1])",
+    "deletion_at_1_over_oracle": "higher is better (Deletion@1 ÷ the oracle's; 1 = always the layer that matters most)",
+    "deletion_area": "higher is better (mean of the Deletion@k curve over k = 1…L−1)",
+    "insertion_curve": "higher is better at each k (p_c with only the top-k scored layers kept, the rest ablated)",
+    "insertion_area": "higher is better (mean of the insertion curve over k = 1…L−1)",
+    "near_tie_share": "share of rows whose effects are all within the tie tolerance (all), whose two largest "
+    "effects are (top), or with any two effects tied (any); a high share means ρ mostly orders noise",
     "ig_delta_abs_mean": "lower is better (mean |Σ_i score_i − (f_c(x) − f_c(b))|, Captum's convergence delta)",
     "mean_effect": "larger = the head relies more on that layer (mean LOLO effect, probability units)",
     "accuracy": "higher is better (head accuracy on the compared rows)",
@@ -47,6 +64,7 @@ class Faithfulness:
     n_boot: int
     seed: int
     confidence: float = 0.95
+    tie_tolerance: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,18 +83,74 @@ def constant_rows(x: np.ndarray) -> np.ndarray:
     return np.all(x == x[:, :1], axis=1)
 
 
-def spearman_rows(scores: np.ndarray, effects: np.ndarray) -> np.ndarray:
-    """(N,) Spearman ρ between each row of ``scores`` and ``effects`` (average ranks); NaN where undefined."""
+def tolerant_ranks(x: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N, L) average ranks (1 = smallest) per row, where values closer than ``tol`` are tied: the
+    sorted row is cut wherever two neighbours differ by more than ``tol`` (single linkage), and
+    each group gets the mean of its positions. ``tol = 0`` gives ``rankdata(method="average")``."""
+    x = _check(x, "x")
+    n, n_layers = x.shape
+    if n_layers == 0:
+        return x.copy()
+    order = np.argsort(x, axis=1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=1)
+    starts = np.concatenate([np.ones((n, 1), dtype=bool), np.diff(xs, axis=1) > tol], axis=1)
+    group = np.cumsum(starts, axis=1) - 1 + (np.arange(n) * n_layers)[:, None]  # ids unique across rows
+    pos = np.broadcast_to(np.arange(1, n_layers + 1, dtype=np.float64), (n, n_layers))
+    total = np.bincount(group.ravel(), weights=pos.ravel(), minlength=n * n_layers)
+    count = np.bincount(group.ravel(), minlength=n * n_layers)
+    ranks = np.empty_like(xs)
+    np.put_along_axis(ranks, order, (total[group] / np.maximum(count[group], 1)), axis=1)
+    return ranks
+
+
+def tied_rows(x: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N,) bool: rows whose L values all fall in one tie group (within ``tol`` of their neighbours)."""
+    x = _check(x, "x")
+    if x.shape[1] < 2:
+        return np.ones(len(x), dtype=bool)
+    return np.all(np.diff(np.sort(x, axis=1), axis=1) <= tol, axis=1)
+
+
+def top_tied_rows(effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N,) bool: rows whose two largest values are within ``tol`` (the top layer is not determined)."""
+    e = _check(effects, "effects")
+    if e.shape[1] < 2:
+        return np.zeros(len(e), dtype=bool)
+    top2 = np.sort(e, axis=1)[:, -2:]
+    return top2[:, 1] - top2[:, 0] <= tol
+
+
+def near_ties(effects: np.ndarray, tol: float) -> dict[str, Any]:
+    """Counts and shares of rows with every effect tied, with the top effect tied, and with any two
+    effects tied, at ``tol`` (each tied pair changes what ρ can reach)."""
+    e = _check(effects, "effects")
+    n = len(e)
+    gaps = np.diff(np.sort(e, axis=1), axis=1)
+    counts = {
+        "all": int(tied_rows(e, tol).sum()),
+        "top": int(top_tied_rows(e, tol).sum()),
+        "any": int((gaps <= tol).any(axis=1).sum()),
+    }
+    out: dict[str, Any] = {"tolerance": tol, "n_rows": n}
+    for k, c in counts.items():
+        out[f"{k}_tied_rows"] = c
+        out[f"{k}_tied_share"] = c / n if n else None
+    return out
+
+
+def spearman_rows(scores: np.ndarray, effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N,) Spearman ρ between each row of ``scores`` and ``effects`` (average ranks; effects closer
+    than ``tol`` tied); NaN where undefined."""
     a, e = _check(scores, "scores"), _check(effects, "effects")
     if a.shape != e.shape:
         raise ValueError(f"scores {a.shape} and effects {e.shape} differ in shape")
     ra = rankdata(a, method="average", axis=1)
-    re = rankdata(e, method="average", axis=1)
+    re = tolerant_ranks(e, tol)
     ra -= ra.mean(axis=1, keepdims=True)
     re -= re.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = (ra * re).sum(1) / np.sqrt((ra**2).sum(1) * (re**2).sum(1))
-    rho[constant_rows(a) | constant_rows(e)] = np.nan
+    rho[constant_rows(a) | tied_rows(e, tol)] = np.nan
     return np.clip(rho, -1.0, 1.0)
 
 
@@ -98,17 +172,75 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
-def faithfulness(
-    scores: np.ndarray, effects: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+def summarise_rows(
+    values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95, tol: float = 0.0
 ) -> Faithfulness:
-    """Mean row-wise Spearman ρ over valid rows, their count, the undefined count, bootstrap CI. Higher is better."""
-    rho = spearman_rows(scores, effects)
-    valid = rho[~np.isnan(rho)]
+    """Mean of per-row correlations over the defined (non-NaN) rows, their counts and a bootstrap CI."""
+    values = np.asarray(values, dtype=np.float64)
+    valid = values[~np.isnan(values)]
     mean = float(valid.mean()) if len(valid) else float("nan")
     low, high = bootstrap_ci(valid, n_boot=n_boot, seed=seed, confidence=confidence)
     return Faithfulness(
-        mean, low, high, int(len(valid)), int(len(rho) - len(valid)), int(n_boot), int(seed), confidence
+        mean, low, high, int(len(valid)), int(len(values) - len(valid)), int(n_boot), int(seed), confidence, tol
     )
+
+
+def faithfulness(
+    scores: np.ndarray,
+    effects: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    tol: float = 0.0,
+) -> Faithfulness:
+    """Mean row-wise Spearman ρ over valid rows, their count, the undefined count, bootstrap CI. Higher is better."""
+    rho = spearman_rows(scores, effects, tol)
+    return summarise_rows(rho, n_boot=n_boot, seed=seed, confidence=confidence, tol=tol)
+
+
+def subset_sums(scores: np.ndarray, subsets: np.ndarray) -> np.ndarray:
+    """(N, M) Σ_{i∈S_m} score_i for each subset mask ``subsets`` (M, L) bool."""
+    return _check(scores, "scores") @ np.asarray(subsets, dtype=np.float64).T
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray, tol_y: float = 0.0) -> np.ndarray:
+    """(N,) Pearson r between rows of ``x`` and ``y``; NaN where ``x`` is constant or ``y`` spans ≤ ``tol_y``."""
+    x, y = _check(x, "x"), _check(y, "y")
+    if x.shape != y.shape:
+        raise ValueError(f"x {x.shape} and y {y.shape} differ in shape")
+    if x.shape[1] < 2:
+        return np.full(len(x), np.nan)
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc * yc).sum(1) / np.sqrt((xc**2).sum(1) * (yc**2).sum(1))
+    r[constant_rows(x) | (y.max(axis=1) - y.min(axis=1) <= tol_y)] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def subset_faithfulness(
+    scores: np.ndarray,
+    subsets: np.ndarray,
+    subset_effects: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    tol: float = 0.0,
+) -> Faithfulness:
+    """Mean over valid rows of the Pearson r, across the subsets (M, L), between the summed scores
+    and ``subset_effects`` (N, M) = p − p(x with S_m ablated together). Higher is better."""
+    r = pearson_rows(subset_sums(scores, subsets), subset_effects, tol)
+    return summarise_rows(r, n_boot=n_boot, seed=seed, tol=tol)
+
+
+def one_hot_top(effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N, L) the top-1-only reference: 1 on the largest effect, and on any effect tied with it
+    (within ``tol``), 0 elsewhere: all that knowing the top layer tells."""
+    e = _check(effects, "effects")
+    if e.shape[1] == 0:
+        return e.copy()
+    return (e >= e.max(axis=1, keepdims=True) - tol).astype(np.float64)
 
 
 def top_order(scores: np.ndarray) -> np.ndarray:
@@ -150,9 +282,25 @@ def random_at_1(effects: np.ndarray) -> np.ndarray:
     return _check(effects, "effects").mean(axis=1)
 
 
-def top_layer_agreement(scores: np.ndarray, effects: np.ndarray) -> np.ndarray:
-    """(N,) bool: argmax scores == argmax effects (first of ties on both sides). Its mean is the share."""
-    return top_layer(scores) == top_layer(effects)
+def top_layer_agreement(scores: np.ndarray, effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """(N,) bool: the top-scored layer (first of ties) has the largest effect, within ``tol``
+    (``tol = 0``: argmax scores == argmax effects, or another layer with exactly the top effect).
+    Its mean is the share."""
+    e = _check(effects, "effects")
+    chosen = e[np.arange(len(e)), top_layer(scores)]
+    return chosen >= e.max(axis=1) - tol
+
+
+def insertion_curve(p_keep: np.ndarray) -> np.ndarray:
+    """(L,) mean over samples of p(x with only its top-k layers kept), k = 1…L. Higher is better."""
+    return _check(p_keep, "p_keep").mean(axis=0)
+
+
+def curve_area(curve: np.ndarray) -> float:
+    """Mean of a k = 1…L curve over k = 1…L−1 (k = L removes or keeps every layer: the same for
+    every order); NaN when L < 2."""
+    c = np.asarray(curve, dtype=np.float64)
+    return float(c[:-1].mean()) if len(c) >= 2 else float("nan")
 
 
 def _nanmean(x: np.ndarray) -> float:
@@ -176,10 +324,10 @@ def per_class(values: np.ndarray, classes: np.ndarray, num_classes: int) -> np.n
 
 
 def per_class_faithfulness(
-    scores: np.ndarray, effects: np.ndarray, classes: np.ndarray, num_classes: int
+    scores: np.ndarray, effects: np.ndarray, classes: np.ndarray, num_classes: int, tol: float = 0.0
 ) -> dict[str, list]:
     """Per class: mean ρ over valid rows (no bootstrap), n_valid, n_undefined."""
-    rho = spearman_rows(scores, effects)
+    rho = spearman_rows(scores, effects, tol)
     classes = np.asarray(classes)
     means, n_valid, n_undef = [], [], []
     for c in range(num_classes):

@@ -1,9 +1,11 @@
 """What `compare` writes and reads back: summary.json, summary.csv (long rows, :func:`csv_rows`) and
 attributions.h5 (:func:`write_h5`), each written atomically. ``report OUT_DIR`` reads a run back with
-:func:`load_summary`."""
+:func:`load_summary`, which checks every field the report reads (:func:`check_summary`), so a
+damaged or edited summary ends in one CacheError line."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,13 +15,14 @@ import numpy as np
 
 from .. import __version__
 from ..errors import CacheError, NotFoundError
-from ..files import atomic_path, plain, write_csv
+from ..files import plain, write_bytes, write_csv
+from .effects import RANDOM_ORDERS
+from .validate import check_summary
 
 if TYPE_CHECKING:
     from .run import HeadResult
 
-SCHEMA_VERSION = 1
-RANDOM_ORDERS = 8  # seeded random orderings per sample for the random Deletion@k reference, 1 < k < L
+SCHEMA_VERSION = 2  # 2: several ablations, references, subset faithfulness, insertion curves, caveats
 
 
 def load_summary(out_dir: str | Path) -> dict[str, Any]:
@@ -27,18 +30,22 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise NotFoundError(f"no summary.json in {out_dir}; write one with `laya-inspect compare … --out {out_dir}`")
     try:
-        summary = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise CacheError(f"{path} is not valid JSON ({e})") from None
-    if summary.get("kind") != "laya-inspect-compare":
-        raise CacheError(f"{path} is not a compare summary (kind {summary.get('kind')!r})")
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CacheError(f"{path} is not valid JSON ({e}); rerun `laya-inspect compare` to rewrite it") from None
+    except OSError as e:
+        raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
+    if not isinstance(summary, dict) or summary.get("kind") != "laya-inspect-compare":
+        kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
+        raise CacheError(f"{path} is not a compare summary (kind {kind!r})")
+    check_summary(summary, path)
     return summary
 
 
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Long format: one row per number (head, method, scope, metric, value, direction, provenance)."""
+    """Long format: one row per number (head, ablation, method, scope, metric, value, direction,
+    circular, provenance). Per class, and the head's accuracy: the first ablation."""
     const = {
-        "ablation": summary["ablation"],
         "target": summary["target"],
         "baseline": summary["baseline"],
         "split": summary["split"],
@@ -49,64 +56,115 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     layers, dirs = summary["cache"]["layer_names"], summary["directions"]
     rows: list[dict[str, Any]] = []
 
-    def add(h: dict, method: str, scope: str, metric: str, value: Any, direction_key: str | None = None) -> None:
+    def add(
+        h: dict,
+        abl: str,
+        method: str,
+        scope: str,
+        metric: str,
+        value: Any,
+        direction_key: str | None = None,
+        circular: str | None = None,
+    ) -> None:
         rows.append(
             {
                 "head": h["name"],
                 "head_dir": h["dir"],
                 "kind": h["kind"],
+                "ablation": abl,
                 "method": method,
                 "scope": scope,
                 "metric": metric,
                 "value": value,
                 "direction": dirs.get(direction_key or metric, ""),
+                "circular": circular or "",
                 **const,
             }
         )
 
+    def scores(h: dict, abl: str, name: str, s: dict, circular: str | None = None) -> None:
+        def put(metric: str, value: Any, direction: str | None = None) -> None:
+            add(h, abl, name, "all", metric, value, direction, circular)
+
+        for key in ("faithfulness", "subset_faithfulness"):
+            f = s.get(key)
+            if not f:
+                continue
+            put(key, f["mean"])
+            for part in ("ci_low", "ci_high"):
+                put(f"{key}_{part}", f[part], key)
+            for part in ("n_valid", "n_undefined"):
+                put(f"{key}_{part}", f[part], "")
+        for key in ("top_layer_agreement", "deletion_at_1", "deletion_area", "insertion_area"):
+            if key in s:
+                put(key, s[key])
+        if "deletion_at_1_over_oracle" in s:
+            put("deletion_at_1_over_oracle", s["deletion_at_1_over_oracle"])
+        for key in ("n_top_ties", "n_rows_scored", "n_rows_nonfinite"):
+            if key in s:
+                put(key, s[key], "")
+        if s.get("ig_delta"):
+            put("ig_delta_abs_mean", s["ig_delta"]["abs_mean"])
+            put("ig_delta_abs_max", s["ig_delta"]["abs_max"], "ig_delta_abs_mean")
+        for curve, direction in (("deletion_curve", "deletion_curve"), ("insertion_curve", "insertion_curve")):
+            for k, v in enumerate(s.get(curve) or [], 1):
+                add(h, abl, name, f"k={k}", curve, v, direction, circular)
+        for i, v in enumerate(s.get("mean_score") or []):
+            add(h, abl, name, f"layer:{layers[i]}", "mean_score", v, "", circular)
+
     for h in summary["heads"]:
-        add(h, "", "all", "accuracy", h["accuracy"])
-        lolo = h["lolo"]
-        for ref in ("oracle", "random"):
-            add(h, ref, "all", f"{ref}_at_1", lolo[f"{ref}_at_1"])
-            for k, v in enumerate(lolo[f"{ref}_curve"], 1):
-                add(h, ref, f"k={k}", "deletion_curve", v)
-        for i, v in enumerate(lolo["mean_effect"]):
-            add(h, "lolo", f"layer:{layers[i]}", "mean_effect", v)
-        for m, s in h["methods"].items():
-            f = s["faithfulness"]
-            add(h, m, "all", "faithfulness", f["mean"])
-            for key in ("ci_low", "ci_high"):
-                add(h, m, "all", f"faithfulness_{key}", f[key], "faithfulness")
-            for key in ("n_valid", "n_undefined"):
-                add(h, m, "all", f"faithfulness_{key}", f[key], "")
-            add(h, m, "all", "deletion_at_1", s["deletion_at_1"])
-            add(h, m, "all", "deletion_at_1_over_oracle", s["deletion_at_1_over_oracle"], "deletion_at_1")
-            add(h, m, "all", "top_layer_agreement", s["top_layer_agreement"])
-            add(h, m, "all", "n_top_ties", s["n_top_ties"], "")
-            if s["ig_delta"]:
-                add(h, m, "all", "ig_delta_abs_mean", s["ig_delta"]["abs_mean"])
-                add(h, m, "all", "ig_delta_abs_max", s["ig_delta"]["abs_max"], "ig_delta_abs_mean")
-            for k, v in enumerate(s["deletion_curve"], 1):
-                add(h, m, f"k={k}", "deletion_curve", v)
-            for i, v in enumerate(s["mean_score"]):
-                add(h, m, f"layer:{layers[i]}", "mean_score", v, "")
+        add(h, summary["ablation"], "", "all", "accuracy", h["accuracy"])  # head-level rows carry the first ablation
+        by_abl = h.get("ablations") or {summary["ablation"]: h}
+        for abl, a in by_abl.items():
+            lolo = a["lolo"]
+            for ref in ("oracle", "random"):
+                add(h, abl, ref, "all", f"{ref}_at_1", lolo[f"{ref}_at_1"])
+                for kind, curve in (("deletion_curve", f"{ref}_curve"), ("insertion_curve", f"{ref}_insertion_curve")):
+                    for k, v in enumerate(lolo.get(curve) or [], 1):
+                        add(h, abl, ref, f"k={k}", kind, v)
+                    area = kind.replace("_curve", "_area")
+                    if f"{ref}_{area}" in lolo:
+                        add(h, abl, ref, "all", area, lolo[f"{ref}_{area}"])
+            for i, v in enumerate(lolo["mean_effect"]):
+                add(h, abl, "lolo", f"layer:{layers[i]}", "mean_effect", v)
+            near = lolo.get("near_ties")
+            if near:
+                for key in ("all_tied_share", "top_tied_share", "any_tied_share"):
+                    add(
+                        h,
+                        abl,
+                        "lolo",
+                        "all",
+                        f"near_tie_{key.removesuffix('_tied_share')}_share",
+                        near[key],
+                        "near_tie_share",
+                    )
+                add(h, abl, "lolo", "all", "tie_tolerance", near["tolerance"], "")
+            if "mean_max_abs_effect" in lolo:
+                add(h, abl, "lolo", "all", "mean_max_abs_effect", lolo["mean_max_abs_effect"], "")
+            for m, s in a["methods"].items():
+                scores(h, abl, m, s, s.get("circular"))
+            for ref, s in (a.get("references") or {}).items():
+                scores(h, abl, ref, s)
+            for c in a.get("caveats") or []:
+                add(h, abl, "", "all", "caveat", c, "")
         pc = h["per_class"]
+        abl = pc.get("ablation", summary["ablation"])
         for c, cname in enumerate(pc["classes"]):
             scope = f"class:{cname}"
-            add(h, "", scope, "n", pc["n"][c], "")
-            add(h, "oracle", scope, "oracle_at_1", pc["oracle_at_1"][c])
-            add(h, "random", scope, "random_at_1", pc["random_at_1"][c])
+            add(h, abl, "", scope, "n", pc["n"][c], "")
+            add(h, abl, "oracle", scope, "oracle_at_1", pc["oracle_at_1"][c])
+            add(h, abl, "random", scope, "random_at_1", pc["random_at_1"][c])
             for i, layer in enumerate(layers):
-                add(h, "lolo", f"{scope}|layer:{layer}", "mean_effect", pc["mean_effect"][c][i])
+                add(h, abl, "lolo", f"{scope}|layer:{layer}", "mean_effect", pc["mean_effect"][c][i])
                 if pc["mean_weights"] is not None:
-                    add(h, "weights", f"{scope}|layer:{layer}", "mean_weight", pc["mean_weights"][c][i], "")
+                    add(h, abl, "weights", f"{scope}|layer:{layer}", "mean_weight", pc["mean_weights"][c][i], "")
             for m, s in pc["methods"].items():
-                add(h, m, scope, "faithfulness", s["faithfulness"][c])
-                add(h, m, scope, "faithfulness_n_valid", s["n_valid"][c], "")
-                add(h, m, scope, "faithfulness_n_undefined", s["n_undefined"][c], "")
-                add(h, m, scope, "deletion_at_1", s["deletion_at_1"][c])
-                add(h, m, scope, "top_layer_agreement", s["top_layer_agreement"][c])
+                add(h, abl, m, scope, "faithfulness", s["faithfulness"][c])
+                add(h, abl, m, scope, "faithfulness_n_valid", s["n_valid"][c], "")
+                add(h, abl, m, scope, "faithfulness_n_undefined", s["n_undefined"][c], "")
+                add(h, abl, m, scope, "deletion_at_1", s["deletion_at_1"][c])
+                add(h, abl, m, scope, "top_layer_agreement", s["top_layer_agreement"][c])
     return rows
 
 
@@ -127,19 +185,29 @@ def write_h5(
     means: list[np.ndarray] | None,
     summary: dict[str, Any],
 ) -> Path:
-    """attributions.h5 (schema_version 1)::
+    """attributions.h5 (schema_version 2)::
 
     /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
-                                  ablation, target, baseline, seed, config (JSON), choices (JSON),
-                                  layer_names, class_names (JSON), random_orders
+                                  ablation (the first), ablations (JSON), target, baseline, seed,
+                                  tie_tolerance, config (JSON), choices (JSON), layer_names,
+                                  class_names (JSON), random_orders
     /rows (N,)             row indices into the cache split      /labels (N,) true labels
     /baselines/layer_000   (D_l,) train-split means b_i (when used)
-    /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped (JSON)
-      targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights) · p (N,)
-      p_ablated, effects (N, L) · p_topk_oracle, p_topk_random (N, L), column k−1 = top-k ablated
-      methods/<m>/scores (N, L), p_topk (N, L), delta (N,) for ig; attrs = every parameter
+    /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped, ablations_skipped (JSON)
+      targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights)
+      p (N,), p_ablated, effects, p_topk_oracle, p_topk_random (N, L): the first ablation, as in schema 1
+      methods/<m>/scores (N, L), p_topk (N, L) (first ablation), delta (N,) for ig; attrs = every parameter
+      ablations/<a>/       attrs: description, circular, caveats, params (JSON)
+        p (N,), p_ablated, effects (N, L), finite (N,) bool, subsets (M, L) bool, p_subsets (N, M)
+        references/<oracle|random|top1_only>/scores, p_topk, p_keep (N, L)
+        methods/<m>/p_topk, p_keep (N, L)
+      p_topk[:, k−1] = p with the top-k layers ablated; p_keep[:, k−1] = p with only the top-k kept
     """
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    by_head = {h["name"]: h for h in summary["heads"]}
+    # Built in memory, then written in one atomic write: h5py writing straight to a full disk
+    # fails in its destructors (and can crash the process) instead of raising one OSError.
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
         _attrs(
             f,
             {
@@ -150,9 +218,11 @@ def write_h5(
                 "split": summary["split"],
                 "n": summary["n"],
                 "ablation": summary["ablation"],
+                "ablations": summary["ablations"],
                 "target": summary["target"],
                 "baseline": summary["baseline"],
                 "seed": summary["seed"],
+                "tie_tolerance": summary["tie_tolerance"],
                 "config": summary["config"],
                 "choices": summary["choices"],
                 "random_orders": RANDOM_ORDERS,
@@ -168,24 +238,61 @@ def write_h5(
                 g[f"layer_{i:03d}"] = b
         for r in results:
             g = f.create_group(f"heads/{r.name}")
-            _attrs(g, {"dir": r.head_dir, "kind": r.kind, "head_config": r.head_config, "methods_skipped": r.skipped})
-            for key in (
-                "targets",
-                "preds",
-                "logits",
-                "weights",
-                "p",
-                "p_ablated",
-                "effects",
-                "p_topk_oracle",
-                "p_topk_random",
-            ):
-                if getattr(r, key) is not None:
-                    g[key] = getattr(r, key)
+            _attrs(
+                g,
+                {
+                    "dir": r.head_dir,
+                    "kind": r.kind,
+                    "head_config": r.head_config,
+                    "methods_skipped": r.skipped,
+                    "ablations_skipped": r.ablations_skipped,
+                },
+            )
+            first = r.primary
+            arrays = {
+                "targets": r.targets,
+                "preds": r.preds,
+                "logits": r.logits,
+                "weights": r.weights,
+                "p": first.p,
+                "p_ablated": first.p_ablated,
+                "effects": first.effects,
+                "p_topk_oracle": first.oracle.p_topk,
+                "p_topk_random": first.random.p_topk,
+            }
+            for key, v in arrays.items():
+                if v is not None:
+                    g[key] = v
             for m, scores in r.scores.items():
                 mg = g.create_group(f"methods/{m}")
                 _attrs(mg, r.params[m])
-                mg["scores"], mg["p_topk"] = scores, r.p_topk[m]
+                mg["scores"], mg["p_topk"] = scores, r.curves[first.ablation][m][0]
                 for k, v in r.extras[m].items():
                     mg[k] = v
-    return path
+            for a, meas in r.measured.items():
+                info = by_head[r.name]["ablations"][a]
+                ag = g.create_group(f"ablations/{a}")
+                _attrs(
+                    ag,
+                    {
+                        "description": info["description"],
+                        "circular": info["circular"],
+                        "caveats": info["caveats"],
+                        "params": meas.params,
+                    },
+                )
+                ag["p"], ag["p_ablated"], ag["effects"], ag["finite"] = (
+                    meas.p,
+                    meas.p_ablated,
+                    meas.effects,
+                    meas.finite,
+                )
+                ag["subsets"], ag["p_subsets"] = meas.subsets, meas.p_subsets
+                for ref in ("oracle", "random", "top1_only"):
+                    rr = getattr(meas, ref)
+                    rg = ag.create_group(f"references/{ref}")
+                    rg["scores"], rg["p_topk"], rg["p_keep"] = rr.scores, rr.p_topk, rr.p_keep
+                for m, (p_topk, p_keep) in r.curves[a].items():
+                    mg = ag.create_group(f"methods/{m}")
+                    mg["p_topk"], mg["p_keep"] = p_topk, p_keep
+    return write_bytes(path, image.getvalue())

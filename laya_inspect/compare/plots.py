@@ -7,7 +7,8 @@ Per head:
   right: the mean LOLO effect per layer in probability units.
 * ``<head>_ranks``      — per method, attribution rank vs LOLO-effect rank within each valid sample
   (marker area ∝ number of (sample, layer) pairs), the mean Spearman ρ in the title.
-* ``<head>_deletion``   — Deletion@k for k = 1…L per method, with the oracle and random references.
+* ``<head>_deletion``   — left: Deletion@k for k = 1…L per method; right: the insertion curve (only
+  the top-k layers kept); both with the oracle, top-1-only and random references (first ablation).
 * ``<head>_lolo_by_class`` / ``<head>_weights_by_class`` — class × layer heatmaps of the mean LOLO
   effect and of the head's weights (α for LAYA), values written in the cells.
 
@@ -26,7 +27,7 @@ from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 from ..files import write_with
-from .metrics import constant_rows
+from .metrics import constant_rows, tied_rows, tolerant_ranks
 
 FORMATS = ("png", "svg")
 
@@ -41,6 +42,11 @@ def _save(fig: Figure, stem: Path) -> list[Path]:
     return paths
 
 
+def _floats(values: Any) -> np.ndarray:
+    """A list that may hold nulls (non-finite numbers in summary.json) as a float array with NaN."""
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
 def _layer_axis(ax: Any, layer_names: list[str]) -> None:
     ax.set_xticks(range(len(layer_names)))
     many = len(layer_names) > 4
@@ -53,8 +59,8 @@ def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) 
     left, right = fig.subplots(1, 2)
     x = np.arange(len(layer_names))
     for m, s in head["methods"].items():
-        prof = np.asarray(s["mean_score"], dtype=float)
-        norm = np.abs(prof).sum()
+        prof = _floats(s["mean_score"])
+        norm = np.nansum(np.abs(prof))
         left.plot(x, prof / norm if norm > 0 else prof, marker="o", label=m)
     left.axhline(0, color="grey", lw=0.8)
     left.set_ylabel("mean score / Σ_layers |mean score|")
@@ -62,7 +68,7 @@ def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) 
     _layer_axis(left, layer_names)
     if head["methods"]:
         left.legend(title="method", fontsize=8)
-    effect = np.asarray(head["lolo"]["mean_effect"], dtype=float)
+    effect = _floats(head["lolo"]["mean_effect"])
     right.bar(x, effect, color="tab:red")
     right.axhline(0, color="grey", lw=0.8)
     right.set_ylabel("mean LOLO effect  p − p(layer ablated)")
@@ -72,7 +78,9 @@ def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) 
     return fig
 
 
-def rank_figure(head: dict[str, Any], scores: Mapping[str, np.ndarray], effects: np.ndarray) -> Figure:
+def rank_figure(
+    head: dict[str, Any], scores: Mapping[str, np.ndarray], effects: np.ndarray, tol: float = 0.0
+) -> Figure:
     methods = list(scores)
     n_layers = effects.shape[1]
     cols = min(3, max(1, len(methods)))
@@ -81,13 +89,14 @@ def rank_figure(head: dict[str, Any], scores: Mapping[str, np.ndarray], effects:
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, m in zip(axes, methods):
         a = scores[m]
-        valid = ~(constant_rows(a) | constant_rows(effects))
+        finite = np.isfinite(a).all(axis=1) & np.isfinite(effects).all(axis=1)
+        valid = finite & ~(constant_rows(a) | tied_rows(effects, tol))
         f = head["methods"][m]["faithfulness"]
         rho = "undefined" if f["mean"] is None else f"{f['mean']:.3f}"
         ax.set_title(f"{m}: mean ρ = {rho}  ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
         if valid.any():
             ra = rankdata(a[valid], axis=1).ravel()
-            re = rankdata(effects[valid], axis=1).ravel()
+            re = tolerant_ranks(effects[valid], tol).ravel()
             pairs, counts = np.unique(np.stack([ra, re], 1), axis=0, return_counts=True)
             ax.scatter(
                 pairs[:, 0], pairs[:, 1], s=15 + 300 * counts / counts.max(), alpha=0.6, label="(sample, layer) pairs"
@@ -107,19 +116,29 @@ def rank_figure(head: dict[str, Any], scores: Mapping[str, np.ndarray], effects:
 
 
 def deletion_figure(head: dict[str, Any], ablation: str) -> Figure:
-    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
-    ax = fig.subplots()
-    lolo = head["lolo"]
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    lolo, refs = head["lolo"], head.get("references") or {}
     k = np.arange(1, len(lolo["oracle_curve"]) + 1)
-    ax.plot(k, lolo["oracle_curve"], color="black", ls="--", marker="s", label="oracle (sorted effects)")
-    ax.plot(k, lolo["random_curve"], color="grey", ls=":", marker="x", label="random ordering")
-    for m, s in head["methods"].items():
-        ax.plot(k, s["deletion_curve"], marker="o", label=m)
-    ax.set_xticks(k)
-    ax.set_xlabel("k (number of top-scored layers ablated together)")
-    ax.set_ylabel("mean drop of p_c  (higher = more faithful)")
-    ax.set_title(f"{head['name']} ({head['kind']}): Deletion@k, {ablation} ablation")
-    ax.legend(fontsize=8)
+    for ax, curve, ref_key, title, ylabel in (
+        (left, "deletion_curve", "", "Deletion@k", "mean drop of p_c, top-k layers removed (higher = better)"),
+        (right, "insertion_curve", "_insertion", "insertion", "mean p_c, only the top-k layers kept (higher = better)"),
+    ):
+        if f"oracle{ref_key}_curve" not in lolo:
+            ax.set_visible(False)
+            continue
+        ax.plot(k, _floats(lolo[f"oracle{ref_key}_curve"]), color="black", ls="--", marker="s", label="oracle")
+        if "top1_only" in refs:
+            ax.plot(k, _floats(refs["top1_only"][curve]), color="dimgrey", ls="-.", marker="^", label="top-1 only")
+        ax.plot(k, _floats(lolo[f"random{ref_key}_curve"]), color="grey", ls=":", marker="x", label="random ordering")
+        for m, s in head["methods"].items():
+            ax.plot(k, _floats(s[curve]), marker="o", label=m + (" (circular)" if s.get("circular") else ""))
+        ax.set_xticks(k)
+        ax.set_xlabel("k (top-scored layers)")
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(f"{title}, {ablation} ablation")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{head['name']} ({head['kind']}): removing / keeping layers in each method's order")
     return fig
 
 
@@ -179,7 +198,7 @@ def write_plots(plot_dir: str | Path, summary: dict[str, Any], results: Mapping[
             ),
         }
         if r.scores:
-            figs["ranks"] = rank_figure(head, r.scores, r.effects)
+            figs["ranks"] = rank_figure(head, r.scores, r.effects, summary.get("tie_tolerance") or 0.0)
         if pc["mean_weights"] is not None:
             what = "α" if head["kind"] == "laya" else "aggregation weight"
             figs["weights_by_class"] = heatmap_figure(

@@ -1,0 +1,144 @@
+"""`compare`'s options (:class:`CompareConfig`, one field per command-line option) and the record of
+every choice its numbers rest on (:data:`CHOICES`, written into summary.json and attributions.h5);
+definitions in docs/METHOD.md."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import suggest
+from ..options import check, option, tuples
+from ..runtime import DEVICE_HELP, check_device
+from .attribution import BASELINE_CHOICES, METHODS
+from .effects import MAX_SUBSETS, RANDOM_ORDERS
+from .lolo import ABLATIONS, RESAMPLE_DRAWS, resolve_ablations
+from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
+from .values import DONOR_POOL
+
+TARGETS = ("pred", "true")
+CHOICES = {
+    "spearman": "average ranks for ties; effects closer than tie_tolerance count as tied; a row whose scores are "
+    "all equal or whose effects are all tied is undefined: counted in n_undefined, excluded from the mean and "
+    "the bootstrap",
+    "tie_tolerance": f"{TIE_TOLERANCE:g} absolute on probabilities: about 10× the float32 resolution of a "
+    "probability near 1, the precision of the cached features and of the trained head",
+    "bootstrap": "percentile 95% interval of the mean over n_boot resamples of the valid rows, numpy default_rng(seed)",
+    "top_order": "descending score, ties broken by the lower layer index (stable sort); used by Deletion@k and "
+    "top-layer agreement; n_top_ties counts rows with a tied top score",
+    "top_layer_agreement": "the top-scored layer's effect is within tie_tolerance of the largest effect",
+    "deletion_at_1": "p − p(x with the top-scored layer ablated), read from the single-layer LOLO ablations",
+    "deletion_curve": "k = 1…L: the top-k layers of each sample ablated together in one forward pass",
+    "insertion_curve": "k = 1…L: p with only the top-k layers of each sample kept, every other layer ablated",
+    "areas": "deletion_area / insertion_area: mean of the curve over k = 1…L−1 (k = L is the same for every order)",
+    "subset_faithfulness": f"Pearson r per sample across layer subsets S between Σ_(i∈S) score_i and "
+    f"p − p(x with S ablated together); every non-empty proper subset when 2^L − 2 ≤ {MAX_SUBSETS}, else "
+    f"{MAX_SUBSETS} distinct subsets (size uniform in 1…L−1), default_rng([seed, 3]); the same subsets for "
+    "every sample and method",
+    "oracle": "k = 1: max_i e_i; k > 1: the k layers with the largest single-layer effects ablated together "
+    "(sorted-effects order, not an exhaustive search over k-subsets)",
+    "random": f"curves: k = 1: mean_i e_i (exact expectation over orderings); k > 1: mean over {RANDOM_ORDERS} "
+    "uniformly random orderings per sample, numpy default_rng([seed, 1]); scores (ρ, subset ρ): uniform noise, "
+    "default_rng([seed, 2])",
+    "top1_only": "a one-hot attribution on the largest effect, and on any effect within tie_tolerance of it (what "
+    "knowing only the top layer earns); its curves take those layers first and the others in a seeded random "
+    "order, default_rng([seed, 6])",
+    "resample": f"h_i (or h_S) replaced by a donor's, the donors drawn uniformly from up to {DONOR_POOL} "
+    f"seeded train rows with finite features; p averaged over {RESAMPLE_DRAWS} donors per sample "
+    "(default_rng([seed, 5])), the same donors for every measurement of a sample",
+    "mix": "layer removed inside the aggregation: logits = W Σ_(j kept) α_j z_j + b with α from the intact pass, "
+    "not renormalised (renormalising is 'drop')",
+    "circular": "alpha/static with drop or mix; ig whose baseline equals the ablation value (mean/mean, zero/zero); "
+    "gradcam with zero (<df_c/dh_i, h_i> is the first-order estimate of h_i → 0): marked, never best",
+    "caveats": f"no best when L < {MIN_LAYERS} or when the mean over rows of max_i |e_i| < {NEGLIGIBLE_EFFECT:g}",
+    "per_class": "grouped by the target class c(x), first ablation only; no bootstrap per class",
+    "rows": "the whole split, or with --limit a seeded (default_rng(seed)) random subset, sorted",
+    "nonfinite_rows": "rows with non-finite features or logits are refused, or with --allow-nonfinite left out "
+    "(rows_left_out); a row with a non-finite probability or score is left out of that score and counted",
+    "gradcam": "LayerGradCam on head.taps[i] (Identity on h_i): for vectors <df_c/dh_i, h_i>; relu as recorded",
+    "unused_layers": "attributions run on head.logits + 0·Σ(inputs and tap outputs), so a layer the head ignores "
+    "gets a zero gradient instead of an autograd error (exactly zero for finite features)",
+    "probabilities": "every ablated pass (LOLO, subsets, curves) runs a float64 copy of the head, softmax in "
+    "float64; attributions run the head as trained (float32)",
+    "profile_normalisation": "plots: a method's per-layer mean score divided by Σ_i |mean score_i| (sign kept)",
+}
+
+
+def _check_ablations(value: str) -> bool:
+    resolve_ablations(value)  # NotFoundError naming the valid ablations
+    return True
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    methods: tuple[str, ...] = option(
+        ("all",),
+        flag="--method",
+        always=True,
+        help=f"repeatable or comma list: {', '.join(METHODS.names())} or all (default: all)",
+    )
+    ablation: str = option(
+        "mean",
+        flag="--ablation",
+        help=f"how a layer is removed: {' | '.join(ABLATIONS.names())}, a comma list, or all "
+        "(every one that applies to each head)",
+    )
+    target: str = option(
+        "pred", flag="--target", help="class to explain: pred (the head's prediction) | true (the label)"
+    )
+    split: str = option("test", flag="--split", help="cache split to compare on")
+    limit: int | None = option(None, flag="--limit", help="at most N rows (seeded random subset)", always=True)
+    seed: int = option(
+        0,
+        flag="--seed",
+        help="seed of random scores, --limit rows, bootstrap, random orders, subsets and resample donors",
+        always=True,
+    )
+    n_steps: int = option(50, flag="--n-steps", help="Integrated Gradients steps", always=True)
+    internal_batch_size: int | None = option(None, flag="--internal-batch-size", help="Captum IG internal batch size")
+    baseline: str = option(
+        "mean", flag="--baseline", help=f"IG baseline b_i: {' | '.join(BASELINE_CHOICES)} (mean over the train split)"
+    )
+    relu: bool = option(False, flag="--relu/--no-relu", help="apply ReLU to Grad-CAM scores")
+    n_boot: int = option(
+        1000, flag="--bootstrap", help="bootstrap resamples for the faithfulness 95% CI (0 = none)", always=True
+    )
+    device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
+    batch_size: int = option(512, flag="--batch-size", help="samples per chunk (a LOLO pass sees (L+1)× as many rows)")
+    allow_other_cache: bool = option(
+        False, flag="--allow-other-cache", help="use heads trained on a cache with another fingerprint (warns)"
+    )
+    allow_nonfinite: bool = option(
+        False,
+        flag="--allow-nonfinite",
+        help="leave out (and count) rows with NaN/Inf features or logits instead of refusing them",
+    )
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG and SVG)")
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(
+            self,
+            [
+                (
+                    self.target in TARGETS,
+                    "target",
+                    f"must be one of {', '.join(TARGETS)}; {suggest(self.target, TARGETS)}",
+                ),
+                (self.baseline in BASELINE_CHOICES, "baseline", f"must be one of {', '.join(BASELINE_CHOICES)}"),
+                (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),
+                (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
+                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+                (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                (
+                    self.internal_batch_size is None or self.internal_batch_size >= 1,
+                    "internal_batch_size",
+                    "must be ≥ 1",
+                ),
+            ],
+        )
+        _check_ablations(self.ablation)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "methods": list(self.methods)}

@@ -1,0 +1,159 @@
+"""What ablation shows for one head under one ablation (docs/METHOD.md, "Ablation and
+leave-one-layer-out effects" and "Scores"): the LOLO effects, the effects of removing seeded
+subsets of layers together, and the deletion / insertion curves of the references every method is
+read against — the oracle (sorted effects), random orderings, and the top-1-only order (the
+largest effect, and any tied with it, first; the rest in a seeded random order). :meth:`Remover.curves` gives the same
+curves for any method's order. Shapes: N samples, L layers, M subsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from torch import Tensor
+
+from ..heads import Head
+from . import metrics as M
+from .lolo import RESAMPLE_DRAWS, ablate_subsets, ablate_topk_curve, keep_topk_curve, lolo_effects
+
+MAX_SUBSETS = 32  # every non-empty proper subset when there are at most this many, else a seeded sample
+RANDOM_ORDERS = 8  # seeded random orderings per sample for the random curves, 1 < k < L
+
+
+def subset_masks(n_layers: int, max_subsets: int = MAX_SUBSETS, seed: int = 0) -> np.ndarray:
+    """(M, L) bool: every non-empty proper subset of the L layers when 2^L − 2 ≤ ``max_subsets``;
+    otherwise ``max_subsets`` distinct subsets, each of a size drawn uniformly from 1…L−1 and then
+    uniformly among the subsets of that size, ``default_rng([seed, 3])``."""
+    if n_layers < 2:
+        return np.zeros((0, n_layers), dtype=bool)
+    if 2**n_layers - 2 <= max_subsets:
+        codes = np.arange(1, 2**n_layers - 1)
+        return (codes[:, None] >> np.arange(n_layers)[None, :]) & 1 == 1
+    rng = np.random.default_rng([seed, 3])
+    seen: set[bytes] = set()
+    out: list[np.ndarray] = []
+    while len(out) < max_subsets:
+        mask = np.zeros(n_layers, dtype=bool)
+        mask[rng.choice(n_layers, size=int(rng.integers(1, n_layers)), replace=False)] = True
+        if mask.tobytes() not in seen:
+            seen.add(mask.tobytes())
+            out.append(mask)
+    return np.stack(out)
+
+
+@dataclass
+class Remover:
+    """One head, its layers and targets, and one ablation: every ablated forward pass of a compare."""
+
+    head: Head
+    hs: Sequence[Tensor]
+    target: np.ndarray
+    ablation: str
+    baselines: Sequence[np.ndarray] | None = None  # mean
+    donors: Sequence[np.ndarray] | None = None  # resample
+    seed: int = 0
+    batch_size: int = 512
+    draws: int = RESAMPLE_DRAWS
+
+    def _kw(self) -> dict[str, Any]:
+        return {"batch_size": self.batch_size, "donors": self.donors, "draws": self.draws, "seed": self.seed}
+
+    def lolo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return lolo_effects(self.head, self.hs, self.target, self.ablation, self.baselines, **self._kw())
+
+    def subsets(self, masks: np.ndarray) -> np.ndarray:
+        return ablate_subsets(self.head, self.hs, self.target, masks, self.ablation, self.baselines, **self._kw())
+
+    def curves(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(p_topk, p_keep), each (N, L): p with the top-k of ``order`` removed / only they kept, k = 1…L."""
+        args = (self.head, self.hs, self.target, order)
+        return (
+            ablate_topk_curve(*args, None, self.ablation, self.baselines, **self._kw()),
+            keep_topk_curve(*args, self.ablation, self.baselines, **self._kw()),
+        )
+
+
+@dataclass
+class Reference:
+    """A reference attribution: its (N, L) scores and its curves (p_topk, p_keep)."""
+
+    scores: np.ndarray
+    p_topk: np.ndarray
+    p_keep: np.ndarray
+
+
+@dataclass
+class Measured:
+    ablation: str
+    p: np.ndarray  # (N,)
+    p_ablated: np.ndarray  # (N, L)
+    effects: np.ndarray  # (N, L)
+    subsets: np.ndarray  # (M, L) bool
+    p_subsets: np.ndarray  # (N, M)
+    oracle: Reference  # scores = the effects
+    random: Reference  # scores = seeded noise; curves = mean over RANDOM_ORDERS orderings
+    top1_only: Reference  # scores = one-hot on the largest effect (and any tied with it)
+    finite: np.ndarray  # (N,) bool: rows whose every probability is finite
+    params: dict[str, Any]
+
+    @property
+    def subset_effects(self) -> np.ndarray:
+        return self.p[:, None] - self.p_subsets
+
+
+def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
+    ok = np.ones(len(arrays[0]), dtype=bool)
+    for a in arrays:
+        ok &= np.isfinite(a).reshape(len(a), -1).all(axis=1)
+    return ok
+
+
+def measure(
+    remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = M.TIE_TOLERANCE
+) -> Measured:
+    """LOLO, subset effects and the three references' curves for one (head, ablation); ``tol``:
+    effects this close to the largest count as top for the top-1-only reference."""
+    p, p_abl, effects = remover.lolo()
+    n, n_layers = effects.shape
+    masks = subset_masks(n_layers, max_subsets, seed)
+    p_sub = remover.subsets(masks)
+
+    safe = np.where(np.isfinite(effects), effects, -np.inf)  # non-finite rows: any order, never scored
+    o_del, o_keep = remover.curves(M.top_order(safe))
+
+    rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the random method's
+    orders = [rng.permuted(np.tile(np.arange(n_layers), (n, 1)), axis=1) for _ in range(RANDOM_ORDERS)]
+    pairs = [remover.curves(o) for o in orders]
+    r_del = np.mean([d for d, _ in pairs], axis=0)
+    r_keep = np.mean([k for _, k in pairs], axis=0)
+    if n_layers:
+        r_del[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
+    random_scores = np.random.default_rng([seed, 2]).random((n, n_layers))
+
+    one_hot = M.one_hot_top(safe, tol)
+    # the top layer(s) first, every other layer after them in a seeded random order
+    t_order = np.argsort(-(one_hot + 0.5 * np.random.default_rng([seed, 6]).random((n, n_layers))), axis=1)
+    t_del, t_keep = remover.curves(t_order)
+
+    finite = _finite_rows(p, p_abl, p_sub, o_del, o_keep, r_del, r_keep, t_del, t_keep)
+    return Measured(
+        ablation=remover.ablation,
+        p=p,
+        p_ablated=p_abl,
+        effects=effects,
+        subsets=masks,
+        p_subsets=p_sub,
+        oracle=Reference(effects, o_del, o_keep),
+        random=Reference(random_scores, r_del, r_keep),
+        top1_only=Reference(one_hot, t_del, t_keep),
+        finite=finite,
+        params={
+            "resample_draws": remover.draws if remover.ablation == "resample" else None,
+            "n_subsets": int(len(masks)),
+            "random_orders": RANDOM_ORDERS,
+            "seed": seed,
+        },
+    )

@@ -1,0 +1,357 @@
+"""The numbers of one (head, ablation): every method and reference scored against what ablation
+shows (docs/METHOD.md, "Scores", "Circular pairs" and "Caveats"), the near-tie shares, which pairs
+are circular, the caveats that withhold "best", and the best method per score. Pure functions of
+arrays and of :class:`~laya_inspect.compare.effects.Measured`; the result is plain JSON-able data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import metrics as M
+from .effects import Measured
+from .lolo import ABLATIONS
+
+if TYPE_CHECKING:
+    from .run import HeadResult
+
+TIE_TOLERANCE = M.TIE_TOLERANCE
+# Below this mean of max_i |e_i(x)| (0.1 percentage point of confidence) every effect is ≈ 0 and
+# ranking methods would rank noise: a caveat, no "best".
+NEGLIGIBLE_EFFECT = 1e-3
+MIN_LAYERS = 3  # with L = 2, ρ is ±1 or undefined by construction
+BEST_METRICS = (
+    "faithfulness",
+    "subset_faithfulness",
+    "top_layer_agreement",
+    "deletion_at_1",
+    "deletion_at_1_over_oracle",
+    "deletion_area",
+    "insertion_area",
+)
+REFERENCES = ("top1_only", "random")
+
+
+def circular_reason(method: str, ablation: str, params: Mapping[str, Any] | None = None) -> str | None:
+    """Why (``method``, ``ablation``) cannot validate the method, or None: the method is built
+    from what the ablation removes."""
+    params = params or {}
+    if method in ("alpha", "static") and ablation in ("drop", "mix"):
+        return f"{method} is the head's aggregation weights, which the {ablation!r} ablation removes"
+    if method == "ig" and params.get("baseline") == ablation and ablation in ("mean", "zero"):
+        return f"IG integrates from the baseline {ablation!r}, the value the {ablation!r} ablation puts in"
+    if method == "gradcam" and ablation == "zero":
+        return "Grad-CAM on a vector, <df_c/dh_i, h_i>, is the first-order estimate of setting h_i to 0"
+    return None
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _finite(*arrays: np.ndarray) -> np.ndarray:
+    ok = np.ones(len(arrays[0]), dtype=bool)
+    for a in arrays:
+        ok &= np.isfinite(a).reshape(len(a), -1).all(axis=1)
+    return ok
+
+
+def score_entry(
+    scores: np.ndarray,
+    p_topk: np.ndarray,
+    p_keep: np.ndarray,
+    m: Measured,
+    *,
+    n_boot: int,
+    seed: int,
+    tol: float = TIE_TOLERANCE,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """(every score of one attribution, the rows scored): rows with a non-finite probability or
+    score are left out and counted."""
+    rows = m.finite & _finite(scores, p_topk, p_keep)
+    a, e, p, pa = scores[rows], m.effects[rows], m.p[rows], m.p_ablated[rows]
+    faith = M.faithfulness(a, e, n_boot=n_boot, seed=seed, tol=tol)
+    subset = M.subset_faithfulness(a, m.subsets, m.subset_effects[rows], n_boot=n_boot, seed=seed, tol=tol)
+    d1 = M.deletion_at_k(a, p, pa) if len(a) else np.zeros(0)
+    oracle1 = float(M.oracle_at_1(e).mean()) if len(e) else float("nan")
+    del_curve = M.deletion_curve(p, p_topk[rows]) if len(a) else np.full(scores.shape[1], np.nan)
+    ins_curve = M.insertion_curve(p_keep[rows]) if len(a) else np.full(scores.shape[1], np.nan)
+    entry = {
+        "faithfulness": faith.to_dict(),
+        "subset_faithfulness": subset.to_dict(),
+        "deletion_at_1": _f(d1.mean()) if len(d1) else None,
+        "deletion_at_1_over_oracle": _f(d1.mean() / oracle1) if len(d1) and oracle1 > 0 else None,
+        "deletion_curve": del_curve.tolist(),
+        "deletion_area": _f(M.curve_area(del_curve)),
+        "insertion_curve": ins_curve.tolist(),
+        "insertion_area": _f(M.curve_area(ins_curve)),
+        "top_layer_agreement": _f(M.top_layer_agreement(a, e, tol).mean()) if len(a) else None,
+        "n_rows_scored": int(rows.sum()),
+        "n_rows_nonfinite": int((~rows).sum()),
+    }
+    return entry, rows
+
+
+AREA_KINDS = {"deletion": "{}_curve", "insertion": "{}_insertion_curve"}
+
+
+def _area(curves: dict[str, list], ref: str, kind: str) -> float | None:
+    values = curves[AREA_KINDS[kind].format(ref)]
+    return None if any(v is None for v in values) else _f(M.curve_area(np.asarray(values, dtype=float)))
+
+
+def lolo_entry(m: Measured, layer_names: list[str], tol: float = TIE_TOLERANCE) -> dict[str, Any]:
+    rows = m.finite
+    e, p = m.effects[rows], m.p[rows]
+    n_layers = m.effects.shape[1]
+    mean_effect = e.mean(axis=0) if len(e) else np.full(n_layers, np.nan)
+    order = np.argsort(-np.nan_to_num(mean_effect, nan=-np.inf), kind="stable")
+
+    def curve(p_curve: np.ndarray, insertion: bool) -> list:
+        if not len(e):
+            return [None] * n_layers
+        c = M.insertion_curve(p_curve[rows]) if insertion else M.deletion_curve(p, p_curve[rows])
+        return c.tolist()
+
+    curves = {
+        "oracle_curve": curve(m.oracle.p_topk, False),
+        "random_curve": curve(m.random.p_topk, False),
+        "oracle_insertion_curve": curve(m.oracle.p_keep, True),
+        "random_insertion_curve": curve(m.random.p_keep, True),
+    }
+    max_abs = float(np.abs(e).max(axis=1).mean()) if len(e) and n_layers else float("nan")
+    return {
+        "mean_effect": mean_effect.tolist(),
+        "oracle_at_1": _f(M.oracle_at_1(e).mean()) if len(e) else None,
+        "random_at_1": _f(M.random_at_1(e).mean()) if len(e) else None,
+        **curves,
+        **{f"{ref}_{kind}_area": _area(curves, ref, kind) for ref in ("oracle", "random") for kind in AREA_KINDS},
+        "most_relied_on": [
+            {"layer": layer_names[i], "index": int(i), "mean_effect": _f(mean_effect[i])} for i in order
+        ],
+        "near_ties": M.near_ties(e, tol),
+        "mean_max_abs_effect": _f(max_abs),
+        "effects_negligible": bool(not np.isfinite(max_abs) or max_abs < NEGLIGIBLE_EFFECT),
+        "n_rows_scored": int(rows.sum()),
+        "n_rows_nonfinite": int((~rows).sum()),
+        "subsets": {
+            "n": int(len(m.subsets)),
+            "sizes": sorted({int(s) for s in m.subsets.sum(axis=1)}),
+            "masks": m.subsets.astype(int).tolist(),
+        },
+        "params": m.params,
+    }
+
+
+def caveats(n_layers: int, ablation: str, lolo: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(caveats, notes): a caveat withholds "best" (the scores cannot rank methods); a note does not."""
+    out, notes = [], []
+    if n_layers < MIN_LAYERS:
+        out.append(
+            f"L = {n_layers} layer{'s' * (n_layers != 1)}: per-sample ρ is ±1 or undefined by construction, "
+            "so no method is marked best"
+        )
+    if lolo["n_rows_scored"] == 0:
+        out.append(f"no row has finite probabilities under the {ablation!r} ablation: nothing to score")
+    elif lolo["effects_negligible"]:
+        out.append(
+            f"every LOLO effect is ≈ 0 under the {ablation!r} ablation (mean max_i |e_i| = "
+            f"{lolo['mean_max_abs_effect']:.1e} < {NEGLIGIBLE_EFFECT:g}): the scores would rank noise, "
+            "so no method is marked best"
+        )
+    bad = lolo["n_rows_nonfinite"]
+    if bad and lolo["n_rows_scored"]:
+        notes.append(
+            f"{bad} of {bad + lolo['n_rows_scored']} rows give non-finite probabilities under the {ablation!r} "
+            "ablation (NaN/Inf features or head weights): left out of every score"
+        )
+    return out, notes
+
+
+def best(methods: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None]) -> dict[str, list[str]]:
+    """Per score in :data:`BEST_METRICS`: the methods with the highest value, among the non-circular
+    ones with a value (at least two of them, else none)."""
+    out: dict[str, list[str]] = {}
+    for key in BEST_METRICS:
+        values = {}
+        for name, s in methods.items():
+            v = s[key]["mean"] if isinstance(s.get(key), dict) else s.get(key)
+            if v is not None and not circular.get(name):
+                values[name] = v
+        if len(values) >= 2:
+            top = max(values.values())
+            out[key] = [name for name, v in values.items() if v == top]
+    return out
+
+
+def ablation_summary(
+    m: Measured,
+    scores: Mapping[str, np.ndarray],
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    method_info: Mapping[str, dict[str, Any]],
+    layer_names: list[str],
+    *,
+    description: str,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Everything about one (head, ablation): lolo, methods, references, circular pairs, caveats, best.
+    ``method_info[m]`` holds the method's ablation-independent keys (params, ig_delta, …)."""
+    lolo = lolo_entry(m, layer_names)
+    methods: dict[str, Any] = {}
+    circular: dict[str, str | None] = {}
+    for name, a in scores.items():
+        entry, rows = score_entry(a, *curves[name], m, n_boot=n_boot, seed=seed)
+        circular[name] = circular_reason(name, m.ablation, method_info[name].get("params"))
+        methods[name] = {
+            **entry,
+            "circular": circular[name],
+            "n_top_ties": int(M.tied_top_rows(a[rows]).sum()) if rows.any() else 0,
+            "mean_score": a[rows].mean(axis=0).tolist() if rows.any() else [None] * a.shape[1],
+            **method_info[name],
+        }
+    references = {
+        ref: score_entry(r.scores, r.p_topk, r.p_keep, m, n_boot=n_boot, seed=seed)[0]
+        for ref, r in (("top1_only", m.top1_only), ("random", m.random))
+    }
+    cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
+    return {
+        "ablation": m.ablation,
+        "description": description,
+        "lolo": lolo,
+        "methods": methods,
+        "references": references,
+        "circular": {k: v for k, v in circular.items() if v},
+        "caveats": cav,
+        "notes": notes,
+        "best": {} if cav else best(methods, circular),
+    }
+
+
+def headline_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One flat row per (head, ablation, method or reference): the scores to read together."""
+    rows = []
+    for h in heads:
+        for abl, a in h["ablations"].items():
+            near = a["lolo"]["near_ties"]
+            top1 = a["references"]["top1_only"]["faithfulness"]["mean"]
+            rand = a["references"]["random"]["faithfulness"]["mean"]
+            entries = [(m, s, False) for m, s in a["methods"].items()]
+            entries += [(r, a["references"][r], True) for r in REFERENCES]
+            for name, s, is_ref in entries:
+                rows.append(
+                    {
+                        "head": h["name"],
+                        "kind": h["kind"],
+                        "ablation": abl,
+                        "method": name,
+                        "reference": is_ref,
+                        "circular": s.get("circular"),
+                        "best": sorted(k for k, v in a["best"].items() if name in v),
+                        "top_layer_agreement": s["top_layer_agreement"],
+                        "deletion_at_1_over_oracle": s["deletion_at_1_over_oracle"],
+                        "faithfulness": s["faithfulness"]["mean"],
+                        "faithfulness_ci_low": s["faithfulness"]["ci_low"],
+                        "faithfulness_ci_high": s["faithfulness"]["ci_high"],
+                        "faithfulness_top1_only": top1,
+                        "faithfulness_random": rand,
+                        "subset_faithfulness": s["subset_faithfulness"]["mean"],
+                        "deletion_area": s["deletion_area"],
+                        "insertion_area": s["insertion_area"],
+                        "near_tie_all_share": near["all_tied_share"],
+                        "near_tie_top_share": near["top_tied_share"],
+                        "near_tie_any_share": near["any_tied_share"],
+                        "caveats": a["caveats"],
+                    }
+                )
+    return rows
+
+
+def head_summary(
+    r: HeadResult,
+    labels: np.ndarray,
+    cfg: dict,
+    layer_names: list[str],
+    class_names: list[str],
+    *,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Everything about one head: its ablations (the first also at the top level, as in schema 1),
+    and the first ablation's scores per target class."""
+    num_classes = max(len(class_names), int(r.logits.shape[1]))
+    info: dict[str, dict[str, Any]] = {}
+    for m in r.scores:
+        delta = r.extras[m].get("delta")
+        ok = delta[np.isfinite(delta)] if delta is not None else None
+        info[m] = {
+            "ig_delta": None
+            if ok is None or not len(ok)
+            else {"abs_mean": float(np.abs(ok).mean()), "abs_max": float(np.abs(ok).max())},
+            "params": r.params[m],
+        }
+    by_abl = {
+        a: ablation_summary(
+            r.measured[a],
+            r.scores,
+            r.curves[a],
+            info,
+            layer_names,
+            description=ABLATIONS.get(a).description,
+            n_boot=n_boot,
+            seed=seed,
+        )
+        for a in r.ablations
+    }
+    first = by_abl[r.ablations[0]]
+    return {
+        "name": r.name,
+        "dir": r.head_dir,
+        "kind": r.kind,
+        "head_config": cfg.get("kwargs"),
+        "head_cache_fingerprint": cfg.get("cache_fingerprint"),
+        "n": int(len(r.targets)),
+        "n_layers": len(layer_names),
+        "accuracy": float((r.preds == labels).mean()),
+        "mean_p": float(np.nanmean(np.where(r.primary.finite, r.p, np.nan))),
+        "methods_run": list(r.scores),
+        "methods_skipped": r.skipped,
+        "ablations_run": r.ablations,
+        "ablations_skipped": r.ablations_skipped,
+        **{k: first[k] for k in ("lolo", "methods", "references", "circular", "caveats", "notes", "best")},
+        "ablations": by_abl,
+        "per_class": per_class_summary(r, class_names, num_classes),
+    }
+
+
+def per_class_summary(r: HeadResult, class_names: list[str], num_classes: int) -> dict[str, Any]:
+    m = r.primary
+    rows = m.finite
+    t, e = r.targets[rows], m.effects[rows]
+    pc_methods = {}
+    for name, scores in r.scores.items():
+        ok = np.isfinite(scores[rows]).all(axis=1)
+        a, tt, ee = scores[rows][ok], t[ok], e[ok]
+        pcf = M.per_class_faithfulness(a, ee, tt, num_classes, TIE_TOLERANCE)
+        pc_methods[name] = {
+            "faithfulness": pcf["mean"],
+            "n_valid": pcf["n_valid"],
+            "n_undefined": pcf["n_undefined"],
+            "deletion_at_1": M.per_class(M.deletion_at_k(a, m.p[rows][ok], m.p_ablated[rows][ok]), tt, num_classes),
+            "top_layer_agreement": M.per_class(M.top_layer_agreement(a, ee, TIE_TOLERANCE), tt, num_classes),
+        }
+    return {
+        "by": "target class c(x)",
+        "ablation": m.ablation,
+        "classes": class_names if len(class_names) == num_classes else [str(c) for c in range(num_classes)],
+        "n": np.bincount(t, minlength=num_classes).tolist(),
+        "mean_effect": M.per_class(e, t, num_classes),
+        "mean_weights": None if r.weights is None else M.per_class(r.weights[rows], t, num_classes),
+        "oracle_at_1": M.per_class(M.oracle_at_1(e), t, num_classes),
+        "random_at_1": M.per_class(M.random_at_1(e), t, num_classes),
+        "methods": pc_methods,
+    }

@@ -1,0 +1,132 @@
+"""Checking a compare ``summary.json`` before the report reads it: every field the report uses is
+there with its type (numbers may be null or NaN), else one :class:`CacheError` line that names the
+field, so a damaged or hand-edited summary never ends in a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import CacheError
+
+READABLE_SCHEMAS = (1, 2)
+
+
+class _Bad(Exception):
+    pass
+
+
+def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False) -> Any:
+    """``obj[key]`` checked against ``kind`` ("num": a number or null; a type or tuple of types)."""
+    if isinstance(key, str):
+        if not isinstance(obj, dict):
+            raise _Bad(f"{where} is not an object")
+        if key not in obj:
+            if optional:
+                return None
+            raise _Bad(f"{where} has no {key!r}")
+    value = obj[key]
+    here = f"{where}.{key}"
+    if kind == "num":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise _Bad(f"{here} is {value!r}, not a number")
+        if isinstance(value, int) and abs(value) > 2**53:  # no score is that large, and float() would overflow
+            raise _Bad(f"{here} is {value}, out of range")
+    elif kind == "nums":
+        if not isinstance(value, list):
+            raise _Bad(f"{here} is not a list")
+        for i in range(len(value)):
+            _get(value, i, "num", here)
+    elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Bad(f"{here} is {value!r}")
+    return value
+
+
+def _scores(s: Any, where: str, reference: bool = False) -> None:
+    f = _get(s, "faithfulness", dict, where)
+    for k in ("mean", "ci_low", "ci_high"):
+        _get(f, k, "num", f"{where}.faithfulness")
+    for k in ("n_valid", "n_undefined"):
+        _get(f, k, int, f"{where}.faithfulness")
+    sub = _get(s, "subset_faithfulness", dict, where, optional=True)
+    if sub is not None:
+        _get(sub, "mean", "num", f"{where}.subset_faithfulness")
+    for k in ("top_layer_agreement", "deletion_at_1_over_oracle", "deletion_area", "insertion_area"):
+        _get(s, k, "num", where, optional=k != "top_layer_agreement")
+    if not reference:
+        _get(s, "deletion_at_1", "num", where)
+        _get(s, "circular", (str, type(None)), where, optional=True)
+        delta = _get(s, "ig_delta", (dict, type(None)), where, optional=True)
+        if delta:
+            _get(delta, "abs_mean", "num", f"{where}.ig_delta")
+
+
+def _lolo(lolo: Any, where: str) -> None:
+    for k in ("oracle_at_1", "random_at_1"):
+        _get(lolo, k, "num", where)
+    for r in _get(lolo, "most_relied_on", list, where):
+        _get(r, "layer", str, f"{where}.most_relied_on")
+        _get(r, "mean_effect", "num", f"{where}.most_relied_on")
+    near = _get(lolo, "near_ties", dict, where, optional=True)
+    if near is not None:
+        for k in ("all_tied_share", "top_tied_share", "any_tied_share"):
+            _get(near, k, "num", f"{where}.near_ties", optional=k == "any_tied_share")
+
+
+def _ablation(a: Any, where: str) -> None:
+    _lolo(_get(a, "lolo", dict, where), f"{where}.lolo")
+    for m, s in _get(a, "methods", dict, where).items():
+        _scores(s, f"{where}.methods.{m}")
+    for r, s in (_get(a, "references", dict, where, optional=True) or {}).items():
+        _scores(s, f"{where}.references.{r}", reference=True)
+    for k in ("caveats", "notes"):
+        items = _get(a, k, list, where, optional=True) or []
+        for i in range(len(items)):
+            _get(items, i, str, f"{where}.{k}")
+    best = _get(a, "best", dict, where, optional=True) or {}
+    for k in best:
+        for i in range(len(_get(best, k, list, f"{where}.best"))):
+            _get(best[k], i, str, f"{where}.best.{k}")
+    circ = _get(a, "circular", dict, where, optional=True) or {}
+    for k in circ:
+        _get(circ, k, str, f"{where}.circular")
+
+
+def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") -> None:
+    """CacheError unless every field the report reads is there with its type (numbers may be null)."""
+    try:
+        version = _get(summary, "schema_version", int, "summary")
+        if version not in READABLE_SCHEMAS:
+            raise _Bad(f"schema_version {version} (readable: {', '.join(map(str, READABLE_SCHEMAS))})")
+        cache = _get(summary, "cache", dict, "summary")
+        for k in ("path", "fingerprint"):
+            _get(cache, k, str, "summary.cache")
+        for k in ("layer_names", "class_names"):
+            for i in range(len(_get(cache, k, list, "summary.cache"))):
+                _get(cache[k], i, str, f"summary.cache.{k}")
+        for k in ("split", "target", "baseline", "ablation"):
+            _get(summary, k, str, "summary")
+        _get(summary, "n", int, "summary")
+        _get(summary, "seed", (int, type(None)), "summary")
+        _get(summary, "tie_tolerance", "num", "summary", optional=True)
+        for i in range(len(_get(summary, "ablations", list, "summary", optional=True) or [])):
+            _get(summary["ablations"], i, str, "summary.ablations")
+        _get(_get(summary, "config", dict, "summary"), "n_boot", int, "summary.config")
+        dirs = _get(summary, "directions", dict, "summary")
+        for k in ("faithfulness", "top_layer_agreement"):
+            _get(dirs, k, str, "summary.directions")
+        for i, h in enumerate(_get(summary, "heads", list, "summary")):
+            where = f"summary.heads[{i}]"
+            for k in ("name", "kind"):
+                _get(h, k, str, where)
+            _get(h, "n", int, where)
+            _get(h, "accuracy", "num", where)
+            for k in _get(h, "methods_skipped", dict, where, optional=True) or {}:
+                _get(h["methods_skipped"], k, str, f"{where}.methods_skipped")
+            _ablation(h, where)
+            for a, s in (_get(h, "ablations", dict, where, optional=True) or {}).items():
+                _ablation(s, f"{where}.ablations.{a}")
+    except _Bad as e:
+        raise CacheError(
+            f"{path} is not a valid compare summary ({e}); rerun `laya-inspect compare` to rewrite it"
+        ) from None
