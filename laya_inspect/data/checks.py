@@ -42,6 +42,13 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
     absent = sorted(set(range(n_classes)) - set(seen.tolist()))
     if not absent:
         return []
+    implicit = class_names == [str(i) for i in range(n_classes)]
+    if implicit and len(absent) > len(seen):  # e.g. labels 1000–1009: a 1010-class head for 10 classes
+        raise InputError(
+            f"dataset {spec!r}: labels {_span(seen)} are read as class indices 0..{n_classes - 1}, so "
+            f"{len(absent)} of the {n_classes} classes would have no rows; renumber the labels from 0 "
+            "(or store class_names beside them)"
+        )
     hint = (
         f"integer labels are read as class indices 0..{n_classes - 1}: renumber them if only {len(seen)} classes exist"
         if class_names == [str(i) for i in range(n_classes)]
@@ -51,6 +58,11 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
         f"dataset {spec!r}: class {_names(class_names, absent)} ({len(absent)} of {n_classes}) has no rows "
         f"in split {splits}; {hint}"
     ]
+
+
+def _span(values: np.ndarray) -> str:
+    v = [int(x) for x in values]
+    return f"{v[0]}–{v[-1]}" if len(v) > 3 else ", ".join(map(str, v))
 
 
 def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarray], kept: dict) -> list[str]:
