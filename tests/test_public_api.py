@@ -28,7 +28,10 @@ from laya_inspect.files import atomic_path, write_csv, write_json, write_text
 from laya_inspect.options import Missing, default_of
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-COMMANDS = ["demo", "extract", "fit-head", "train", "export-head", "compare", "report"]
+COMMANDS = [
+    *("demo", "extract", "fit-head", "train", "export-head", "compare", "report"),
+    *("prune", "early-exit", "diagnose"),
+]
 EXTRACT_REQUIRED = {"model": "zoo:mlp", "data": "digits", "out": "x.h5"}
 
 

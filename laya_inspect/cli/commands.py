@@ -4,3 +4,4 @@ from . import demo  # noqa: F401,I001
 from . import extract  # noqa: F401,I001
 from . import fit  # noqa: F401,I001
 from . import compare  # noqa: F401,I001
+from . import beyond  # noqa: F401,I001

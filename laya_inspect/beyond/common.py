@@ -1,0 +1,195 @@
+"""What prune, early-exit and diagnose share: the head α is read from, a cache split held as tensors,
+the head's own held-out rows, and estimates over seeds. Shapes: N samples, L layers, C classes."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import CacheError, InputError
+from ..head_dir import load_head, read_head_config
+from ..heads import Head
+from ..store import FeatureStore
+
+EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
+
+
+@dataclass
+class Split:
+    """One cache split held as float32 (N, D_l) tensors on one device, with its labels."""
+
+    name: str
+    hs: list[Tensor]
+    labels: np.ndarray  # (N,) int64
+
+    @property
+    def n(self) -> int:
+        return len(self.labels)
+
+    @property
+    def y(self) -> Tensor:
+        return torch.from_numpy(self.labels).to(self.hs[0].device)
+
+    def take(self, layers: Sequence[int]) -> list[Tensor]:
+        return [self.hs[i] for i in layers]
+
+
+def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:
+    """``split`` of ``store`` as tensors; a non-finite feature is refused (it would poison every score)."""
+    feats = store.layers(split)
+    for name, f in zip(store.layer_names, feats):
+        if not np.isfinite(f).all():
+            raise InputError(
+                f"layer {name!r} of split {split!r} in {store.path} holds NaN or infinite features; "
+                "re-extract the cache without --allow-nonfinite"
+            )
+    hs = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
+    return Split(split, hs, np.asarray(store.labels(split), dtype=np.int64))
+
+
+def open_weighted_head(
+    head_dir: str | Path, store: FeatureStore, *, command: str, allow_other_cache: bool = False
+) -> tuple[Head, dict[str, Any]]:
+    """The head of ``head_dir`` in eval mode, refused unless it was trained on ``store`` (or
+    ``allow_other_cache``) and has layer weights (laya, scalarmix)."""
+    config = read_head_config(head_dir)
+    recorded = config.get("cache_fingerprint")
+    if recorded != store.fingerprint and not allow_other_cache:
+        raise CacheError(
+            f"head {head_dir} was trained on a cache with fingerprint {recorded}, not on {store.path} "
+            f"(fingerprint {store.fingerprint}); give the cache it was trained on, or pass --allow-other-cache"
+        )
+    with warnings.catch_warnings():  # the mismatch was allowed above; the caller records it
+        warnings.simplefilter("ignore")
+        head, config = load_head(head_dir, store=store, force=allow_other_cache)
+    if not head.has_weights:
+        raise InputError(
+            f"{head_dir} is a {head.kind} head, which has no layer weights α; {command} needs a laya head "
+            "directory (or scalarmix), e.g. the laya/seed_0 folder that fit-head wrote"
+        )
+    return head.eval(), config
+
+
+def head_hparams(config: dict[str, Any]) -> dict[str, Any]:
+    """The head's constructor arguments other than its widths and class count: a head of the same
+    kind on other layers is built with them."""
+    return {k: v for k, v in config["kwargs"].items() if k not in ("widths", "num_classes")}
+
+
+@torch.no_grad()
+def head_outputs(head: Head, hs: Sequence[Tensor], keep: Tensor | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(logits (N, C) float64, weights (N, L) float64 or None) of ``head`` on ``hs``, in chunks."""
+    head.eval()
+    n = len(hs[0])
+    logits, weights = [], []
+    for s in range(0, n, EVAL_ROWS):
+        out = head([h[s : s + EVAL_ROWS] for h in hs], keep=None if keep is None else keep[s : s + EVAL_ROWS])
+        logits.append(out.logits.double().cpu())
+        if out.weights is not None:
+            weights.append(out.weights.double().cpu())
+    w = torch.cat(weights).numpy() if weights else None
+    return torch.cat(logits).numpy(), w
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def held_out_rows(config: dict[str, Any], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(train_rows, val_rows, how): the rows of the train split the head was fitted on and the rows it
+    held out, drawn again from the split its config records (fit-head's), else a stratified 10% draw
+    with seed 0 (fit-head's default)."""
+    from ..training.loop import validation_split
+
+    recorded_split = config.get("split")
+    split: dict[str, Any] = recorded_split if isinstance(recorded_split, dict) else {}
+    fraction = split.get("val_fraction", 0.1)
+    mode = split.get("val_mode", "stratified")
+    seed = split.get("split_seed", 0)
+    recorded = "val_fraction" in split
+    try:
+        train_rows, val_rows = validation_split(labels, float(fraction), str(mode), int(seed))
+    except InputError:
+        if not recorded:
+            raise
+        train_rows, val_rows = validation_split(labels, 0.1, "stratified", 0)
+        recorded = False
+    how = (
+        f"the head's own held-out rows ({mode}, {fraction:g}, split seed {seed})"
+        if recorded
+        else "a stratified 10% draw with split seed 0 (the head records no split)"
+    )
+    return train_rows, val_rows, how
+
+
+def subsample(rows: np.ndarray, limit: int | None, seed: int, stream: int) -> np.ndarray:
+    """At most ``limit`` of ``rows``, a seeded uniform draw (``default_rng([seed, stream])``), sorted."""
+    if limit is None or len(rows) <= limit:
+        return rows
+    rng = np.random.default_rng([seed, stream])
+    return np.sort(rng.choice(rows, size=limit, replace=False))
+
+
+def estimate(values: Sequence[float]) -> dict[str, Any]:
+    """mean ± std over seeds with the 95% t-interval (docs/METHOD.md, "Training"), JSON-able."""
+    from ..training.stats import describe
+
+    return describe([float(v) for v in values]).to_dict()
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """a − b over paired seeds, with the paired 95% t-interval."""
+    from ..training.stats import paired_difference
+
+    return paired_difference([float(v) for v in a], [float(v) for v in b]).to_dict()
+
+
+def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -> str:
+    """One plain sentence from a difference estimate: better, worse, or no detectable difference."""
+    m, lo, hi = diff.get("mean"), diff.get("ci_low"), diff.get("ci_high")
+    if m is None:
+        return f"{what} vs {baseline}: undefined"
+    if lo is None or hi is None:
+        return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
+    span = f"{m:+.4f}{unit}, 95% CI [{lo:+.4f}, {hi:+.4f}]"
+    if lo > 0:
+        return f"{what} beats {baseline}: {span}"
+    if hi < 0:
+        return f"{what} is worse than {baseline}: {span}"
+    return f"no detectable difference between {what} and {baseline}: {span}"
+
+
+def class_names(store: FeatureStore) -> list[str]:
+    names = store.class_names
+    return names if len(names) == store.num_classes else [str(i) for i in range(store.num_classes)]
+
+
+def ablated_accuracy(
+    head: Head, split: Split, rows: np.ndarray | None, kept: Sequence[int], ablation: str, means: Sequence[np.ndarray]
+) -> float:
+    """Accuracy of ``head`` with every layer outside ``kept`` removed by ``ablation``."""
+    from ..compare.lolo import check_ablation
+
+    abl = check_ablation(ablation, {head.kind: head})
+    hs = split.hs if rows is None else rows_tensor(split.hs, rows)
+    labels = split.labels if rows is None else split.labels[rows]
+    mask = torch.ones(head.num_layers, dtype=torch.bool, device=hs[0].device)
+    mask[list(kept)] = False
+    base = [torch.as_tensor(m, device=hs[0].device) for m in means] if abl.needs_baselines else None
+    x, keep = abl.apply(hs, mask.expand(len(labels), -1), base)
+    logits, _ = head_outputs(head, x, keep)
+    return float((logits.argmax(1) == labels).mean())
+
+
+def rows_tensor(hs: Sequence[Tensor], rows: np.ndarray) -> list[Tensor]:
+    idx = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(hs[0].device)
+    return [h[idx] for h in hs]

@@ -1,0 +1,194 @@
+"""Backbone compute after each cached layer: what stopping the backbone at layer l would save
+(docs/METHOD.md, "Backbone compute").
+
+Counted from the model (``model``): the architecture the cache names (``model_spec``; its weights are
+not needed, parameter counts and FLOPs do not depend on their values) runs once on one input of the
+cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOPs after layer l are
+the total minus the count when layer l's forward hook fires, and parameters after layer l are those
+of the modules first called after it (its own classifier included: a head replaces it). Estimated
+from the cache (``shapes``) when the model cannot be built or hooked: each layer is taken as a dense
+map from the previous layer's channels to its own at each output position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, LayaError
+from ..store import FeatureStore
+
+COST_CHOICES = ("auto", "model", "shapes")
+# Sources whose architecture can be built without a weights file (random values, never used).
+_BUILDABLE = ("torchvision", "timm", "zoo", "python")
+MODEL_HOW = (
+    "counted from the model: FLOPs of one input of the cached shape (torch FlopCounterMode, 2 per "
+    "multiply-add) run after the layer's forward hook; parameters of the modules first called after it"
+)
+SHAPES_HOW = (
+    "estimated from the cache's layer_shapes: layer l taken as a dense map from c_(l−1) to c_l channels at "
+    "each of its output positions (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads "
+    "its whole input flattened); kernel sizes, branches and everything after the last cached layer are not counted"
+)
+
+
+@dataclass
+class Costs:
+    """Per layer l (0-based), the backbone parameters and FLOPs that run after it; ``*_total`` the
+    whole counted backbone."""
+
+    source: str  # "model" | "shapes"
+    how: str
+    params_after: np.ndarray  # (L,)
+    flops_after: np.ndarray  # (L,)
+    params_total: float
+    flops_total: float
+    note: str | None = None  # why ``auto`` fell back to shapes
+
+    def saved(self, deepest: int) -> tuple[float, float]:
+        """(parameter share, FLOP share) of the backbone saved when layer ``deepest`` is the last one run."""
+        return _share(self.params_after[deepest], self.params_total), _share(
+            self.flops_after[deepest], self.flops_total
+        )
+
+    def used(self, depth: int) -> float:
+        """Share of the backbone's FLOPs run up to and including layer ``depth`` (0-based)."""
+        return 1.0 - _share(self.flops_after[depth], self.flops_total)
+
+    def to_dict(self, layer_names: Sequence[str]) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "how": self.how,
+            "note": self.note,
+            "params_total": self.params_total,
+            "flops_total": self.flops_total,
+            "after_layer": [
+                {"layer": n, "params_after": float(p), "flops_after": float(f)}
+                for n, p, f in zip(layer_names, self.params_after, self.flops_after)
+            ],
+        }
+
+
+def _share(part: float, total: float) -> float:
+    return float(part) / float(total) if total > 0 else 0.0
+
+
+def backbone_costs(store: FeatureStore, mode: str = "auto", *, model_spec: str | None = None) -> Costs:
+    """Costs for ``store``'s layers: ``model`` (or an InputError saying why not), ``shapes``, or ``auto``
+    (the model when it can be counted, else shapes with the reason in ``note``)."""
+    if mode not in COST_CHOICES:
+        raise InputError(f"--costs must be one of {', '.join(COST_CHOICES)}, got {mode!r}")
+    if mode == "shapes":
+        return costs_from_shapes(store)
+    try:
+        return costs_from_model(store, model_spec)
+    except (LayaError, ImportError) as e:
+        if mode == "model":
+            raise InputError(f"cannot count the backbone's compute from its model ({e}); use --costs shapes") from None
+        costs = costs_from_shapes(store)
+        costs.note = f"the model could not be counted ({' '.join(str(e).split())[:200]})"
+        return costs
+
+
+def costs_from_model(store: FeatureStore, model_spec: str | None = None) -> Costs:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..models import load_model
+
+    spec = model_spec or store.attrs.get("model_spec")
+    if not spec:
+        raise InputError(f"{store.path} records no model_spec; give --model SPEC")
+    prefix = str(spec).partition(":")[0]
+    model = load_model(spec, random_init=prefix in _BUILDABLE, device="cpu")
+    names = store.layer_names
+    virtual = [n for n in names if n in model.adapter.virtual_names]
+    if virtual:
+        raise InputError(f"layer {virtual[0]!r} is read from the model's output, not hooked, so no FLOPs are seen")
+    inputs = _one_input(store, model)
+    counter = FlopCounterMode(display=False)
+    tick = [0]
+    first_call: dict[int, int] = {}
+    done: dict[str, tuple[int, int]] = {}
+    sizes: dict[int, int] = {}
+    seen: set[int] = set()
+    for m in model.module.modules():
+        own = [p for p in m.parameters(recurse=False) if id(p) not in seen]
+        seen.update(id(p) for p in own)
+        sizes[id(m)] = sum(p.numel() for p in own)
+
+    def pre(m: Any, _args: Any) -> None:
+        tick[0] += 1
+        first_call.setdefault(id(m), tick[0])
+
+    def record(name: str, _m: Any, _out: Any) -> None:
+        tick[0] += 1
+        done[name] = (tick[0], counter.get_total_flops())
+
+    handles = [m.register_forward_pre_hook(pre) for m in model.module.modules() if sizes[id(m)]]
+    try:
+        with counter, torch.no_grad():
+            model.forward(inputs, names, record, False)
+    finally:
+        for h in handles:
+            h.remove()
+    silent = [n for n in names if n not in done]
+    if silent:
+        raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
+    total_flops = float(counter.get_total_flops())
+    ran = {i: t for i, t in first_call.items()}
+    params_total = float(sum(sizes[i] for i in ran))
+    params_after = np.array([sum(sizes[i] for i, t in ran.items() if t > done[n][0]) for n in names], dtype=float)
+    flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
+    return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, params_total, total_flops)
+
+
+def _one_input(store: FeatureStore, model: Any) -> Any:
+    import torch
+
+    transforms = store.attrs.get("transforms") or {}
+    shape = transforms.get("output") if isinstance(transforms, dict) else None
+    if isinstance(transforms, dict) and transforms.get("kind") == "image" and isinstance(shape, list) and shape:
+        return torch.full((1, *[int(s) for s in shape]), 0.5)
+    example = model.example_inputs(1)
+    if example is None:
+        raise InputError(f"{store.path} records no input shape to count the model's FLOPs on")
+    return example
+
+
+def _channels(shape: Sequence[int]) -> tuple[int, int]:
+    """(channels, positions) of a layer output shape without the batch: (C, H, W), (T, D) or (D,)."""
+    dims = [int(s) for s in shape]
+    if len(dims) == 3:
+        return dims[0], dims[1] * dims[2]
+    if len(dims) == 2:
+        return dims[1], dims[0]
+    if len(dims) == 1:
+        return dims[0], 1
+    return max(1, math.prod(dims)), 1
+
+
+def costs_from_shapes(store: FeatureStore) -> Costs:
+    shapes = store.attrs.get("layer_shapes")
+    names = store.layer_names
+    if not isinstance(shapes, list) or len(shapes) != len(names) or not all(isinstance(s, list) for s in shapes):
+        shapes = [[w] for w in store.widths]
+    transforms = store.attrs.get("transforms") or {}
+    given = transforms.get("output") if isinstance(transforms, dict) else None
+    previous = [int(s) for s in given] if isinstance(given, list) and given else [int(s) for s in shapes[0]]
+    params, flops = [], []
+    for shape in shapes:
+        c, positions = _channels(shape)
+        # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
+        c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
+        params.append(float(c_prev * c))
+        flops.append(float(2 * c_prev * c * positions))
+        previous = [int(s) for s in shape]
+    p, f = np.array(params), np.array(flops)
+    p_after = np.array([p[i + 1 :].sum() for i in range(len(p))])
+    f_after = np.array([f[i + 1 :].sum() for i in range(len(f))])
+    return Costs("shapes", SHAPES_HOW, p_after, f_after, float(p.sum()), float(f.sum()))

@@ -1,0 +1,301 @@
+"""`laya-inspect diagnose`: what α says about errors and about shifted inputs (docs/METHOD.md,
+"Diagnose").
+
+Misclassification detection on the test split, positive = misclassified; each score is larger for a
+likelier error: ``msp`` = 1 − max softmax probability (the baseline without α); ``alpha_entropy`` =
+H(α(x)); ``alpha_divergence`` = KL(α(x) ‖ ᾱ_ŷ), ᾱ_c the mean α over correctly classified training rows
+predicted c; ``alpha`` (entropy and divergence) and ``msp+alpha`` (all three) combined by a logistic
+regression fitted on the head's held-out rows and scored on the test rows. An α score whose
+direction is reversed on the held-out rows is negated there, before the test rows are seen.
+
+Shift (with another cache of the same layers): α profiles of both caches, overall and per predicted
+class, a permutation test for their difference, and the AUROC of telling the other cache's rows
+from this cache's test rows by α divergence, by α entropy and by 1 − max softmax probability.
+Intervals: bootstrap over rows for one head; t-intervals over heads for several (seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import CacheError
+from ..files import atomic_dir
+from ..options import check, option
+from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..store import FeatureStore
+from .common import (
+    class_names,
+    estimate,
+    head_outputs,
+    held_out_rows,
+    load_split,
+    open_weighted_head,
+    paired,
+    softmax,
+    verdict,
+)
+from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test
+
+TINY = 1e-12
+
+
+@dataclass(frozen=True)
+class DiagnoseConfig:
+    permutations: int = option(1000, flag="--permutations", help="permutations of the shift test")
+    n_boot: int = option(1000, flag="--bootstrap", help="bootstrap resamples of the AUROC intervals (one head)")
+    seed: int = option(0, flag="--seed", help="seed of the permutations and the bootstrap")
+    train_split: str = option("train", flag="--train-split", help="split the class means ᾱ_c and the fits use")
+    test_split: str = option("test", flag="--test-split", help="split the scores are measured on (both caches)")
+    device: str = option("auto", flag="--device", help=DEVICE_HELP)
+    allow_other_cache: bool = option(
+        False, flag="--allow-other-cache", help="use heads trained on a cache with another fingerprint"
+    )
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
+
+    def __post_init__(self) -> None:
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.permutations >= 1, "permutations", "must be ≥ 1"),
+                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+            ],
+        )
+
+
+@dataclass
+class DiagnoseResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+def alpha_entropy(w: np.ndarray) -> np.ndarray:
+    """(N,) H(α) = −Σ_i α_i ln α_i in nats (0 ln 0 = 0)."""
+    w = np.asarray(w, np.float64)
+    return -(np.where(w > 0, w * np.log(np.maximum(w, TINY)), 0.0)).sum(axis=1)
+
+
+def class_reference(
+    w: np.ndarray, preds: np.ndarray, labels: np.ndarray, num_classes: int
+) -> tuple[np.ndarray, list[int]]:
+    """(C, L) mean α over correctly classified rows of each class, and the classes without such rows
+    (they take the mean over all correct rows, or over all rows when none is correct)."""
+    correct = preds == labels
+    pool = w[correct] if correct.any() else w
+    ref = np.tile(pool.mean(axis=0), (num_classes, 1))
+    missing = []
+    for c in range(num_classes):
+        rows = correct & (labels == c)
+        if rows.any():
+            ref[c] = w[rows].mean(axis=0)
+        else:
+            missing.append(c)
+    return ref, missing
+
+
+def alpha_divergence(w: np.ndarray, preds: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """(N,) KL(α(x) ‖ ᾱ_ŷ(x)) in nats, with ᾱ floored at 1e-12 so a layer it never uses stays finite."""
+    q = np.maximum(ref[preds], TINY)
+    w = np.asarray(w, np.float64)
+    return (np.where(w > 0, w * (np.log(np.maximum(w, TINY)) - np.log(q)), 0.0)).sum(axis=1)
+
+
+@dataclass
+class Read:
+    """One head on one split: probabilities, predictions, α and the α scores."""
+
+    probs: np.ndarray
+    preds: np.ndarray
+    labels: np.ndarray
+    weights: np.ndarray
+
+    def scores(self, ref: np.ndarray) -> dict[str, np.ndarray]:
+        return {
+            "msp": 1.0 - self.probs.max(axis=1),
+            "alpha_entropy": alpha_entropy(self.weights),
+            "alpha_divergence": alpha_divergence(self.weights, self.preds, ref),
+        }
+
+
+def _read(head: Any, hs: Sequence[Any], labels: np.ndarray) -> Read:
+    logits, w = head_outputs(head, hs)
+    assert w is not None
+    probs = softmax(logits)
+    return Read(probs, probs.argmax(axis=1), labels, w)
+
+
+def diagnose_heads(
+    head_dirs: Sequence[str | Path],
+    store: FeatureStore,
+    config: DiagnoseConfig,
+    *,
+    out_dir: str | Path,
+    against: FeatureStore | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
+    from .outputs import write_diagnose
+
+    emit = progress or no_progress
+    out = Path(out_dir)
+    if against is not None:
+        _same_layers(store, against)
+    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+        summary = _diagnose(head_dirs, store, config, against, emit)
+        files = write_diagnose(tmp, summary, plots=config.plots)
+    return DiagnoseResult(out, summary, [out / p.relative_to(tmp) for p in files])
+
+
+def _same_layers(a: FeatureStore, b: FeatureStore) -> None:
+    if a.layer_names != b.layer_names or a.widths != b.widths:
+        raise CacheError(
+            f"--against {b.path} holds layers {b.layer_names} of widths {b.widths}, but {a.path} holds "
+            f"{a.layer_names} of widths {a.widths}; the shift needs a cache of the same layers "
+            "(extract them from the same model)"
+        )
+
+
+def _diagnose(
+    head_dirs: Sequence[str | Path],
+    store: FeatureStore,
+    config: DiagnoseConfig,
+    against: FeatureStore | None,
+    emit: Progress,
+) -> dict[str, Any]:
+    device = pick_device(config.device)
+    heads = [
+        open_weighted_head(d, store, command="diagnose", allow_other_cache=config.allow_other_cache) for d in head_dirs
+    ]
+    train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
+    other = load_split(against, config.test_split, device) if against is not None else None
+    per_head, shifts = [], []
+    for i, (d, (head, hconf)) in enumerate(zip(head_dirs, heads)):
+        emit({"event": "head", "index": i, "total": len(heads), "head": str(d)})
+        head.to(device)
+        fit_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+        tr = _read(head, train.hs, train.labels)
+        ref, missing = class_reference(tr.weights[fit_rows], tr.preds[fit_rows], tr.labels[fit_rows], store.num_classes)
+        te = _read(head, test.hs, test.labels)
+        held = Read(tr.probs[val_rows], tr.preds[val_rows], tr.labels[val_rows], tr.weights[val_rows])
+        det = detection(
+            held.scores(ref),
+            held.preds != held.labels,
+            te.scores(ref),
+            te.preds != te.labels,
+            n_boot=config.n_boot,
+            seed=config.seed,
+        )
+        entry = {
+            "head_dir": str(Path(d).resolve()),
+            "kind": head.kind,
+            "test_accuracy": float((te.preds == te.labels).mean()),
+            "n_test": int(len(te.labels)),
+            "n_errors": int((te.preds != te.labels).sum()),
+            "reference_rows": f"correct training rows the head was fitted on ({len(fit_rows)} rows)",
+            "classes_without_reference": missing,
+            "fit_rows": rows_how,
+            **det,
+        }
+        per_head.append(entry)
+        if other is not None:
+            ot = _read(head, other.hs, other.labels)
+            shifts.append(_shift(te, ot, ref, store.num_classes, config))
+    summary: dict[str, Any] = {
+        "tool_version": __version__,
+        "command": "diagnose",
+        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": store.layer_names},
+        "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
+        "class_names": class_names(store),
+        "config": asdict(config),
+        "scores": {**ERROR_SCORES},
+        "heads": per_head,
+    }
+    summary["errors"] = _pool_errors(per_head)
+    if shifts:
+        summary["shift"] = {"heads": shifts, "pooled": _pool_shift(shifts)}
+    summary["verdict"] = _verdict(summary)
+    return summary
+
+
+def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: DiagnoseConfig) -> dict[str, Any]:
+    """α profiles of this cache's test rows (a) and the other cache's (b), the permutation test, and
+    AUROC of telling b's rows from a's by each score (positive = the other cache)."""
+    test = permutation_test(a.weights, b.weights, a.preds, b.preds, num_classes, config.permutations, config.seed)
+    sa, sb = a.scores(ref), b.scores(ref)
+    y = np.concatenate([np.zeros(len(a.preds), bool), np.ones(len(b.preds), bool)])
+    scores = {k: np.concatenate([sa[k], sb[k]]) for k in sa}
+    auroc = {k: bootstrap_auc(y, v, n_boot=config.n_boot, seed=config.seed) for k, v in scores.items()}
+    diffs = diffs_vs(auroc, "msp")
+    shown = {k: {"mean": a["auroc"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]} for k, a in auroc.items()}
+    return {
+        "n_this": int(len(a.preds)),
+        "n_other": int(len(b.preds)),
+        "accuracy_this": float((a.preds == a.labels).mean()),
+        "accuracy_other": float((b.preds == b.labels).mean()),
+        "mean_alpha_this": a.weights.mean(axis=0).tolist(),
+        "mean_alpha_other": b.weights.mean(axis=0).tolist(),
+        "permutation": test,
+        "detect_auroc": shown,
+        "detect_diff": diffs,
+    }
+
+
+def _pool_errors(per_head: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry per score: the single head's bootstrap interval, or a t-interval over heads."""
+    names = list(per_head[0]["auroc"])
+    out: dict[str, Any] = {"interval": "bootstrap over test rows" if len(per_head) == 1 else "t over heads"}
+    for metric in ("auroc", "aupr"):
+        out[metric] = {
+            n: per_head[0][metric][n] if len(per_head) == 1 else estimate([h[metric][n]["mean"] for h in per_head])
+            for n in names
+            if all(h[metric].get(n, {}).get("mean") is not None for h in per_head)
+        }
+    out["diff_vs_msp"] = {}
+    for key in per_head[0]["diff_vs_msp"]:
+        if len(per_head) == 1:
+            out["diff_vs_msp"][key] = per_head[0]["diff_vs_msp"][key]
+        elif all(h["diff_vs_msp"].get(key, {}).get("mean") is not None for h in per_head):
+            a, b = key.split(" − ")
+            out["diff_vs_msp"][key] = paired(
+                [h["auroc"][a]["mean"] for h in per_head], [h["auroc"][b]["mean"] for h in per_head]
+            )
+    return out
+
+
+def _pool_shift(shifts: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(shifts) == 1:
+        return {
+            "interval": "bootstrap over rows",
+            "detect_auroc": shifts[0]["detect_auroc"],
+            "detect_diff": shifts[0]["detect_diff"],
+        }
+    auroc = {k: estimate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"]}
+    diff = {
+        f"{k} − msp": paired(
+            [s["detect_auroc"][k]["mean"] for s in shifts], [s["detect_auroc"]["msp"]["mean"] for s in shifts]
+        )
+        for k in ("alpha_divergence", "alpha_entropy")
+    }
+    return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff}
+
+
+def _verdict(s: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, d in s["errors"]["diff_vs_msp"].items():
+        a, b = key.split(" − ")
+        lines.append(verdict(d, what=f"error detection by {a}", baseline=b) + " (AUROC)")
+    if "shift" in s:
+        for key, d in s["shift"]["pooled"]["detect_diff"].items():
+            a, b = key.split(" − ")
+            lines.append(verdict(d, what=f"shift detection by {a}", baseline=b) + " (AUROC)")
+        p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
+        lines.append(f"α profiles of the two caches differ: permutation p = {', '.join(f'{v:.4g}' for v in p)}")
+    return lines

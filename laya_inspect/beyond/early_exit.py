@@ -1,0 +1,327 @@
+"""`laya-inspect early-exit`: simulated per-input early exit (docs/METHOD.md, "Early exit").
+
+Per seed, a head of the given head's kind is fitted on layers 1 … k for every depth k; input x exits
+at the first depth k whose rule fires (the last depth always does) and takes that head's prediction.
+Rules, each swept over its threshold:
+
+* ``fixed`` — every input exits at depth k (the baseline without any signal);
+* ``confidence`` — the depth-k head's max softmax probability ≥ t;
+* ``alpha`` — α's mass beyond k is below ε, with α from the given head when layers after k are
+  replaced by their train means (what is known at depth k);
+* ``confidence+alpha`` — either of the two, t swept at ``epsilon``;
+* ``confidence+alpha_oracle`` — the same with α(x) of the full forward pass, which needs every layer:
+  a reference for what a perfect α forecast could add, not a realisable rule.
+
+Accuracy, mean exit depth and the share of backbone FLOPs run (:mod:`.costs`) per threshold; each
+rule's area under its accuracy–compute frontier per seed; paired differences say whether α helps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..errors import InputError
+from ..files import atomic_dir
+from ..heads import Head
+from ..options import check, option
+from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..store import FeatureStore
+from .common import (
+    Split,
+    estimate,
+    head_hparams,
+    head_outputs,
+    held_out_rows,
+    load_split,
+    open_weighted_head,
+    paired,
+    subsample,
+    verdict,
+)
+from .costs import COST_CHOICES, backbone_costs
+from .refit import Budget, refit
+
+RULES = ("fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+NEVER = 1.01  # a threshold no probability and no mass reaches
+
+
+@dataclass(frozen=True)
+class ExitConfig:
+    seeds: int = option(3, flag="--seeds", help="seeds 0 … N−1 of the per-depth heads (intervals over seeds)")
+    epsilon: float = option(
+        0.05, flag="--epsilon", help="confidence+alpha: also exit when α's mass beyond the depth is below ε"
+    )
+    thresholds: int = option(41, flag="--thresholds", help="points of each rule's threshold sweep")
+    costs: str = option(
+        "auto",
+        flag="--costs",
+        choices=COST_CHOICES,
+        help="backbone compute: model (count the cached model) | shapes (estimate from the cache) | auto",
+    )
+    seed: int = option(0, flag="--seed", help="seed of the --train-limit row draw")
+    train_split: str = option("train", flag="--train-split", help="split the per-depth heads are fitted on")
+    test_split: str = option("test", flag="--test-split", help="split the exits are simulated on")
+    device: str = option("auto", flag="--device", help=DEVICE_HELP)
+    allow_other_cache: bool = option(
+        False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
+    )
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
+
+    def __post_init__(self) -> None:
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.seeds >= 1, "seeds", "must be ≥ 1"),
+                (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
+                (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
+                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+            ],
+        )
+
+
+@dataclass
+class ExitResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+# -- pure parts -----------------------------------------------------------------------------------
+
+
+def exit_depths(conf: np.ndarray | None, mass: np.ndarray | None, t: float, eps: float) -> np.ndarray:
+    """(N,) 0-based exit depth: the first k with conf[:, k] ≥ t or mass[:, k] < eps; the last depth
+    when neither fires. ``conf``/``mass`` are (N, L); either may be None (that rule never fires)."""
+    shape = (conf if conf is not None else mass).shape  # type: ignore[union-attr]
+    stop = np.zeros(shape, dtype=bool)
+    if conf is not None:
+        stop |= conf >= t
+    if mass is not None:
+        stop |= mass < eps
+    stop[:, -1] = True
+    return stop.argmax(axis=1)
+
+
+def mass_beyond(weights: np.ndarray) -> np.ndarray:
+    """(N, L) Σ_(j>k) w_j for each k, from (N, L) weights (0 at the last depth)."""
+    tail = np.cumsum(weights[:, ::-1], axis=1)[:, ::-1]
+    return np.concatenate([tail[:, 1:], np.zeros((len(weights), 1))], axis=1)
+
+
+def frontier_area(used: Sequence[float], acc: Sequence[float], lo: float, hi: float) -> float:
+    """Mean over compute budgets c ∈ [lo, hi] of the best accuracy reached with compute ≤ c (a step
+    function through the points; 0 below the cheapest point)."""
+    if hi <= lo:
+        return float(max(acc))
+    u, a = np.asarray(used, float), np.asarray(acc, float)
+    xs = np.unique(np.clip(np.concatenate([u, [lo, hi]]), lo, hi))
+    area = 0.0
+    for x0, x1 in zip(xs[:-1], xs[1:]):
+        reach = a[u <= x0 + 1e-12]
+        area += (float(reach.max()) if len(reach) else 0.0) * (x1 - x0)
+    return area / (hi - lo)
+
+
+def threshold_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(confidence thresholds, ε values), each with an 'always exit' and a 'never exit' end: t runs
+    from 0 to 1 − 10⁻⁴ densely near 1, then NEVER; ε runs from 0 (never) through 10⁻⁴ … 1, then NEVER (always)."""
+    t = np.concatenate([1 - np.logspace(0, -4, n - 1), [NEVER]])
+    t[0] = 0.0
+    eps = np.concatenate([[0.0], np.logspace(-4, 0, n - 2), [NEVER]])
+    return t, eps
+
+
+def sweep(
+    rule: str,
+    preds: np.ndarray,
+    conf: np.ndarray,
+    labels: np.ndarray,
+    used: np.ndarray,
+    masses: dict[str, np.ndarray],
+    grid: tuple[np.ndarray, np.ndarray],
+    epsilon: float,
+) -> list[dict[str, Any]]:
+    """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,)."""
+    n_layers = preds.shape[1]
+    t_grid, e_grid = grid
+    settings: list[tuple[float | None, float | None, np.ndarray]]
+    if rule == "fixed":
+        settings = [(None, None, np.full(len(labels), k)) for k in range(n_layers)]
+    elif rule == "confidence":
+        settings = [(t, None, exit_depths(conf, None, t, 0.0)) for t in t_grid]
+    elif rule == "alpha":
+        settings = [(None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid]
+    else:
+        m = masses["alpha_oracle" if rule.endswith("oracle") else "alpha"]
+        settings = [(t, epsilon, exit_depths(conf, m, t, epsilon)) for t in t_grid]
+    rows = np.arange(len(labels))
+    points = []
+    for step, (t, e, d) in enumerate(settings):
+        points.append(
+            {
+                "rule": rule,
+                "step": step,
+                "threshold": t,
+                "epsilon": e,
+                "accuracy": float((preds[rows, d] == labels).mean()),
+                "mean_depth": float(d.mean() + 1),
+                "compute_used": float(used[d].mean()),
+            }
+        )
+    return points
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def simulate_early_exit(
+    head_dir: str | Path,
+    store: FeatureStore,
+    config: ExitConfig,
+    budget: Budget | None = None,
+    *,
+    out_dir: str | Path,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> ExitResult:
+    """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module."""
+    from .outputs import write_early_exit
+
+    budget = budget or Budget()
+    emit = progress or no_progress
+    out = Path(out_dir)
+    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+        summary = _simulate(head_dir, store, config, budget, emit)
+        files = write_early_exit(tmp, summary, plots=config.plots)
+    return ExitResult(out, summary, [out / p.relative_to(tmp) for p in files])
+
+
+def causal_alpha(head: Head, split: Split, means: Sequence[np.ndarray]) -> np.ndarray:
+    """(N, L) α's mass beyond each depth k with every layer after k replaced by its train mean."""
+    n_layers = head.num_layers
+    out = np.zeros((split.n, n_layers))
+    device = split.hs[0].device
+    for k in range(n_layers - 1):
+        hs = [h if j <= k else torch.as_tensor(means[j], device=device).expand_as(h) for j, h in enumerate(split.hs)]
+        _, w = head_outputs(head, hs)
+        assert w is not None
+        out[:, k] = w[:, k + 1 :].sum(axis=1)
+    return out
+
+
+def _simulate(
+    head_dir: str | Path, store: FeatureStore, config: ExitConfig, budget: Budget, emit: Progress
+) -> dict[str, Any]:
+    from ..compare.values import layer_means
+
+    device = pick_device(config.device)
+    head, hconf = open_weighted_head(head_dir, store, command="early-exit", allow_other_cache=config.allow_other_cache)
+    names, n_layers = store.layer_names, head.num_layers
+    if n_layers < 2:
+        raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
+    train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
+    train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
+    head.to(device)
+    means = layer_means(store, config.train_split)
+    _, w_full = head_outputs(head, test.hs)
+    assert w_full is not None
+    masses = {"alpha": causal_alpha(head, test, means), "alpha_oracle": mass_beyond(w_full)}
+    costs = backbone_costs(store, config.costs)
+    used = np.array([costs.used(k) for k in range(n_layers)])
+    grid = threshold_grid(config.thresholds)
+    seeds = list(range(config.seeds))
+    points: list[dict[str, Any]] = []
+    areas: dict[str, list[float]] = {r: [] for r in RULES}
+    fits: list[dict[str, Any]] = []
+    total = len(seeds) * n_layers
+    for s in seeds:
+        probs = []
+        for k in range(n_layers):
+            emit({"event": "fit", "done": len(fits), "total": total, "layers": names[: k + 1]})
+            fit = refit(
+                head.kind,
+                head_hparams(hconf),
+                range(k + 1),
+                s,
+                train=train,
+                train_rows=fit_rows,
+                val_rows=val_rows,
+                test=test,
+                num_classes=store.num_classes,
+                budget=budget,
+                layer_names=names,
+                keep_probs=True,
+            )
+            fits.append(fit.record())
+            assert fit.test_probs is not None
+            probs.append(fit.test_probs)
+        p = np.stack(probs, axis=1)  # (N, L, C)
+        preds, conf = p.argmax(axis=2), p.max(axis=2)
+        for rule in RULES:
+            pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon)
+            areas[rule].append(
+                frontier_area([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], used[0], used[-1])
+            )
+            points += [{**q, "seed": s} for q in pts]
+    emit({"event": "fit", "done": total, "total": total, "layers": []})
+    summary: dict[str, Any] = {
+        "tool_version": __version__,
+        "command": "early-exit",
+        "head_dir": str(Path(head_dir).resolve()),
+        "head_kind": head.kind,
+        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": names},
+        "config": asdict(config),
+        "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
+        "seeds": seeds,
+        "rows": {"fit": len(fit_rows), "val": len(val_rows), "test": test.n, "val_how": rows_how},
+        "costs": costs.to_dict(names),
+        "compute_used_by_depth": {n: float(u) for n, u in zip(names, used)},
+        "area": "mean over compute budgets c from depth 1's to depth L's share of the best accuracy reached "
+        "with compute ≤ c (step frontier), per seed",
+        "rules": {r: {"area": estimate(a)} for r, a in areas.items()},
+        "alpha_mass": {
+            "mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha"].mean(axis=0))},
+            "oracle_mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha_oracle"].mean(axis=0))},
+        },
+        "fixed_depth": _fixed(points, names),
+        "points": points,
+        "fits": fits,
+    }
+    summary["comparisons"] = _comparisons(areas)
+    summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
+    return summary
+
+
+def _fixed(points: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for k, n in enumerate(names):
+        acc = [p["accuracy"] for p in points if p["rule"] == "fixed" and p["mean_depth"] == k + 1]
+        out.append({"depth": k + 1, "layer": n, "accuracy": estimate(acc)})
+    return out
+
+
+def _comparisons(areas: dict[str, list[float]]) -> dict[str, Any]:
+    pairs = {
+        "confidence+alpha vs confidence": ("confidence+alpha", "confidence"),
+        "alpha vs fixed": ("alpha", "fixed"),
+        "confidence vs fixed": ("confidence", "fixed"),
+        "confidence+alpha_oracle vs confidence": ("confidence+alpha_oracle", "confidence"),
+    }
+    out = {}
+    for label, (a, b) in pairs.items():
+        d = paired(areas[a], areas[b])
+        out[label] = {
+            "area_diff": d,
+            "verdict": verdict(d, what=f"rule {a}", baseline=f"rule {b}") + " (area under accuracy–compute)",
+        }
+    return out

@@ -1,0 +1,387 @@
+"""`laya-inspect prune`: which layers can the backbone lose? (docs/METHOD.md, "Prune").
+
+Each ranking (:mod:`.rankings`) orders the L layers; for k = L … 1 a head of the same kind is refit
+on the top-k layers over seeds (or, ``refit=False``, the given head is re-evaluated with the other
+layers removed by an ablation), giving validation and test accuracy against the backbone compute
+the dropped layers would save: only layers after the deepest kept one stop running
+(:mod:`.costs`). The smallest layer set whose mean validation accuracy is within ``max_drop`` of
+all layers' is chosen and written as a head directory; the report names the rankings that found it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import InputError
+from ..files import atomic_dir
+from ..head_dir import cache_identity, read_head_config
+from ..heads import Head
+from ..options import check, option, tuples
+from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..store import FeatureStore
+from .common import (
+    ablated_accuracy,
+    estimate,
+    head_hparams,
+    head_outputs,
+    held_out_rows,
+    load_split,
+    open_weighted_head,
+    paired,
+    rows_tensor,
+    subsample,
+    verdict,
+)
+from .costs import COST_CHOICES, backbone_costs
+from .rankings import NON_ALPHA, Ranking, by_alpha, by_block_influence, by_depth, by_lolo, by_scalarmix
+from .refit import Budget, Fit, refit
+
+NO_REFIT_ABLATIONS = ("drop", "mean", "zero")
+TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
+
+
+@dataclass(frozen=True)
+class PruneConfig:
+    refit: bool = option(
+        True,
+        flag="--refit/--no-refit",
+        help="refit a head on each layer set (default), or only re-evaluate the given head with the other "
+        "layers removed (--ablation)",
+    )
+    seeds: int = option(3, flag="--seeds", help="refit seeds 0 … N−1 (intervals over seeds)")
+    ks: tuple[int, ...] = option(
+        (), flag="--ks", help="layer counts k to evaluate, a comma list (default every k = 1 … L; L is always added)"
+    )
+    max_drop: float = option(
+        0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
+    )
+    ablation: str = option(
+        "drop",
+        flag="--ablation",
+        choices=NO_REFIT_ABLATIONS,
+        help="--no-refit only: how the dropped layers are removed (drop: α renormalised over the kept layers)",
+    )
+    rank_rows: int = option(2000, flag="--rank-rows", help="train rows (seeded) the rankings are computed on")
+    costs: str = option(
+        "auto",
+        flag="--costs",
+        choices=COST_CHOICES,
+        help="backbone compute: model (count the cached model) | shapes (estimate from the cache) | auto",
+    )
+    seed: int = option(0, flag="--seed", help="seed of the row draws (--rank-rows, --train-limit)")
+    train_split: str = option("train", flag="--train-split", help="split the rankings and refits use")
+    test_split: str = option("test", flag="--test-split", help="split the accuracies are reported on")
+    device: str = option("auto", flag="--device", help=DEVICE_HELP)
+    allow_other_cache: bool = option(
+        False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
+    )
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.seeds >= 1, "seeds", "must be ≥ 1"),
+                (all(k >= 1 for k in self.ks), "ks", "must be layer counts ≥ 1"),
+                (math.isfinite(self.max_drop) and 0 <= self.max_drop < 1, "max_drop", "must be in [0, 1)"),
+                (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
+                (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
+                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+            ],
+        )
+
+
+@dataclass
+class PruneResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+def prune_layers(
+    head_dir: str | Path,
+    store: FeatureStore,
+    config: PruneConfig,
+    budget: Budget | None = None,
+    *,
+    out_dir: str | Path,
+    scalarmix_dir: str | Path | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> PruneResult:
+    """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module."""
+    from .outputs import write_prune
+
+    budget = budget or Budget()
+    emit = progress or no_progress
+    out = Path(out_dir)
+    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+        summary, chosen = _prune(head_dir, store, config, budget, scalarmix_dir, emit)
+        files = write_prune(tmp, summary, chosen, plots=config.plots)
+    return PruneResult(out, summary, [out / p.relative_to(tmp) for p in files])
+
+
+def _prune(
+    head_dir: str | Path,
+    store: FeatureStore,
+    config: PruneConfig,
+    budget: Budget,
+    scalarmix_dir: str | Path | None,
+    emit: Progress,
+) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
+    device = pick_device(config.device)
+    head, hconf = open_weighted_head(head_dir, store, command="prune", allow_other_cache=config.allow_other_cache)
+    names, n_layers = store.layer_names, head.num_layers
+    if n_layers < 2:
+        raise InputError(f"prune needs a head on at least 2 layers; {head_dir} reads {n_layers}")
+    too_many = [k for k in config.ks if k > n_layers]
+    if too_many:
+        raise InputError(f"--ks {too_many[0]}: the head reads {n_layers} layers; give layer counts 1 … {n_layers}")
+    smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
+    train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
+    train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
+    rank_rows = subsample(train_rows, config.rank_rows, config.seed, 2)
+    head.to(device)
+    emit({"event": "step", "step": "rankings"})
+    rank_hs = rows_tensor(train.hs, rank_rows)
+    logits, weights = head_outputs(head, rank_hs)
+    assert weights is not None  # open_weighted_head: heads with weights only
+    from ..compare.values import layer_means
+
+    means = layer_means(store, config.train_split)
+    rankings = [
+        by_alpha(weights, len(rank_rows)),
+        by_scalarmix(smix, None if scalarmix_dir is None else str(scalarmix_dir)),
+        by_lolo(head, rank_hs, logits.argmax(1), means, len(rank_rows)),
+        by_block_influence([h.cpu().numpy() for h in rank_hs], names, len(rank_rows)),
+        by_depth(n_layers),
+    ]
+    costs = backbone_costs(store, config.costs)
+    seeds = list(range(config.seeds)) if config.refit else [config.seed]
+    ks = sorted({*config.ks, n_layers} if config.ks else range(1, n_layers + 1), reverse=True)
+
+    sets: dict[tuple[int, ...], list[str]] = {}
+    for r in rankings:
+        if r.applies:
+            assert r.order is not None
+            for k in ks:
+                sets.setdefault(tuple(sorted(r.order[:k])), []).append(r.name)
+    results: dict[tuple[int, ...], list[tuple[float, float]]] = {}
+    fits: dict[tuple[tuple[int, ...], int], Fit] = {}
+    hp, kind = head_hparams(hconf), head.kind
+    common = dict(
+        train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
+    )
+    for i, layers in enumerate(sets):
+        emit({"event": "fit", "done": i, "total": len(sets), "layers": [names[j] for j in layers]})
+        if config.refit:
+            for s in seeds:
+                fits[layers, s] = refit(kind, hp, layers, s, layer_names=names, **common)  # type: ignore[arg-type]
+            results[layers] = [(fits[layers, s].val_acc, fits[layers, s].test_acc) for s in seeds]
+        else:
+            val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
+            results[layers] = [(val, ablated_accuracy(head, test, None, layers, config.ablation, means))]
+    emit({"event": "fit", "done": len(sets), "total": len(sets), "layers": []})
+
+    every = tuple(range(n_layers))
+    ref_val = float(np.mean([v for v, _ in results[every]]))
+    points = []
+    for r in rankings:
+        if not r.applies:
+            continue
+        assert r.order is not None
+        for k in ks:
+            layers = tuple(sorted(r.order[:k]))
+            vals, tests = zip(*results[layers])
+            p_saved, f_saved = costs.saved(max(layers))
+            points.append(
+                {
+                    "ranking": r.name,
+                    "k": k,
+                    "layers": [names[j] for j in layers],
+                    "layer_index": list(layers),
+                    "deepest": names[max(layers)],
+                    "params_saved": p_saved,
+                    "flops_saved": f_saved,
+                    "val_acc": estimate(vals),
+                    "test_acc": estimate(tests),
+                    "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
+                }
+            )
+    chosen_point = _choose(points, sets)
+    chosen = None
+    if chosen_point is not None:
+        layers = tuple(chosen_point["layer_index"])
+        fit = fits.get((layers, seeds[0])) if config.refit else None
+        if fit is None:
+            emit({"event": "step", "step": "refit of the chosen layer set"})
+            fit = refit(kind, hp, layers, seeds[0], layer_names=names, **common)  # type: ignore[arg-type]
+        chosen = (fit.head, _head_meta(store, head_dir, layers, chosen_point, fit, config))
+        chosen_point = {**chosen_point, "head_dir": "head", "head_seed": fit.seed, "head_test_acc": fit.test_acc}
+    summary: dict[str, Any] = {
+        "tool_version": __version__,
+        "command": "prune",
+        "head_dir": str(Path(head_dir).resolve()),
+        "head_kind": kind,
+        "scalarmix_dir": None if scalarmix_dir is None else str(Path(scalarmix_dir).resolve()),
+        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": names},
+        "config": asdict(config),
+        "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
+        "mode": "refit" if config.refit else f"no-refit (ablation {config.ablation})",
+        "seeds": seeds,
+        "rows": {
+            "fit": len(fit_rows),
+            "val": len(val_rows),
+            "test": test.n,
+            "rank": len(rank_rows),
+            "val_how": rows_how,
+        },
+        "selection": "smallest k whose mean validation accuracy is within max_drop of all layers'; ties: more FLOPs "
+        "saved, then higher validation accuracy",
+        "costs": costs.to_dict(names),
+        "rankings": {r.name: _ranking_entry(r, names) for r in rankings},
+        "reference": {
+            "val_acc": estimate([v for v, _ in results[every]]),
+            "test_acc": estimate([t for _, t in results[every]]),
+        },
+        "points": points,
+        "fits": [f.record() for f in fits.values()],
+        "chosen": chosen_point,
+        "cheapest": _cheapest(points, sets),
+    }
+    summary["ks"] = ks
+    summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
+    summary["verdict"] = _verdict_lines(summary)
+    return summary, chosen
+
+
+def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: bool) -> Head | None:
+    if path is None:
+        return None
+    kind = read_head_config(path).get("kind")
+    if kind != "scalarmix":
+        raise InputError(f"--scalarmix {path} is a {kind} head; give a scalarmix head directory (scalarmix/seed_0)")
+    head, _ = open_weighted_head(path, store, command="prune --scalarmix", allow_other_cache=allow_other_cache)
+    return head
+
+
+def _choose(points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]]) -> dict[str, Any] | None:
+    within = [p for p in points if p["within_max_drop"]]
+    if not within:
+        return None
+    best = min(within, key=lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
+    layers = tuple(best["layer_index"])
+    return {**best, "found_by": _found_by(sets[layers])}
+
+
+def _cheapest(points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]]) -> dict[str, Any] | None:
+    """The point within max_drop that saves the most FLOPs (ties: fewer layers): the compute view of
+    the choice, reported beside the smallest set."""
+    within = [p for p in points if p["within_max_drop"]]
+    if not within:
+        return None
+    best = max(within, key=lambda p: (p["flops_saved"], -p["k"], p["val_acc"]["mean"]))
+    return {**best, "found_by": _found_by(sets[tuple(best["layer_index"])])}
+
+
+def _found_by(names: list[str]) -> list[str]:
+    return sorted(set(names), key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0)
+
+
+def _head_meta(
+    store: FeatureStore,
+    source: str | Path,
+    layers: tuple[int, ...],
+    point: dict[str, Any],
+    fit: Fit,
+    config: PruneConfig,
+) -> dict[str, Any]:
+    names = store.layer_names
+    return {
+        **cache_identity(store),
+        "layer_names": [names[i] for i in layers],
+        "pruned_from": {
+            "head_dir": str(Path(source).resolve()),
+            "cache_layer_names": names,
+            "kept_layer_index": list(layers),
+            "found_by": point["found_by"],
+            "max_drop": config.max_drop,
+            "note": "this head reads only the kept layers of the cache, in cache order",
+        },
+        "seed": fit.seed,
+        "metrics": {"val_acc": fit.val_acc, "test_acc": fit.test_acc, "epochs_run": fit.epochs_run},
+    }
+
+
+def _ranking_entry(r: Ranking, names: list[str]) -> dict[str, Any]:
+    return {
+        "applies": r.applies,
+        "how": r.how,
+        "scores": None if r.scores is None else {n: float(s) for n, s in zip(names, r.scores)},
+        "order": None if r.order is None else [names[i] for i in r.order],
+    }
+
+
+def _compare_rankings(
+    rankings: list[Ranking], results: dict[tuple[int, ...], list[tuple[float, float]]], ks: list[int]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
+    all); α's paired difference from each other ranking that applies."""
+    area: dict[str, list[float]] = {}
+    if not ks:
+        return {}, {}
+    for r in rankings:
+        if r.applies:
+            assert r.order is not None
+            per_k = [[t for _, t in results[tuple(sorted(r.order[:k]))]] for k in ks]
+            area[r.name] = [float(v) for v in np.mean(per_k, axis=0)]
+    per = {n: {"mean_test_acc_over_k": estimate(v)} for n, v in area.items()}
+    versus = {}
+    for other in NON_ALPHA:
+        if other in area and "alpha" in area:
+            d = paired(area["alpha"], area[other])
+            versus[other] = {
+                "mean_test_acc_over_k_diff": d,
+                "verdict": verdict(d, what="the α ranking", baseline=f"the {other} ranking"),
+            }
+    return per, versus
+
+
+def _verdict_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    c = s["chosen"]
+    if c is None:
+        lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")
+    else:
+        lines.append(
+            f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
+            f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
+            f"{s['reference']['test_acc']['mean']:.4f} with all layers; saves {c['flops_saved']:.1%} of the "
+            f"backbone's FLOPs and {c['params_saved']:.1%} of its parameters ({s['costs']['source']})"
+        )
+    cheap = s["cheapest"]
+    if cheap is not None:
+        lines.append(
+            f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
+            f"{', '.join(cheap['found_by'])}: saves {cheap['flops_saved']:.1%} of the FLOPs, test accuracy "
+            f"{cheap['test_acc']['mean']:.4f}"
+        )
+    by_k: dict[str, dict[str, Any]] = {}
+    for p in s["points"]:
+        if p["within_max_drop"] and (p["ranking"] not in by_k or p["k"] < by_k[p["ranking"]]["k"]):
+            by_k[p["ranking"]] = p
+    for name, p in by_k.items():
+        lines.append(
+            f"{name}: smallest set within --max-drop keeps {p['k']} layers, saving {p['flops_saved']:.1%} FLOPs"
+        )
+    lines += [v["verdict"] + " (mean test accuracy over k < L)" for v in s["alpha_vs"].values()]
+    return lines

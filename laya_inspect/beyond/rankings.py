@@ -1,0 +1,113 @@
+"""Layer rankings for pruning, most important first (docs/METHOD.md, "Prune"): the head's global α,
+ScalarMix's weights, the mean leave-one-layer-out effect, Block Influence, and depth alone. Pure
+functions of arrays apart from the LOLO pass. Ties go to the shallower layer (stable sort), so a tie
+never costs compute."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from torch import Tensor
+
+from ..heads import Head, ScalarMixHead
+
+RANKINGS = ("alpha", "scalarmix", "lolo", "block_influence", "depth")
+NON_ALPHA = ("scalarmix", "lolo", "block_influence", "depth")
+
+
+@dataclass
+class Ranking:
+    name: str
+    scores: np.ndarray | None  # (L,) higher = more important; None when not applicable
+    order: list[int] | None  # layer indices, most important first
+    how: str  # what the scores are, or why the ranking does not apply
+
+    @property
+    def applies(self) -> bool:
+        return self.order is not None
+
+
+def order_of(scores: np.ndarray) -> list[int]:
+    """Descending score; ties (and NaN, last) broken by the lower layer index."""
+    s = np.where(np.isfinite(scores) | np.isposinf(scores), scores, -np.inf)
+    return [int(i) for i in np.argsort(-s, kind="stable")]
+
+
+def by_alpha(weights: np.ndarray, rows: int) -> Ranking:
+    """Global α: the mean of α(x) (N, L) over the training rows given."""
+    scores = np.asarray(weights, dtype=np.float64).mean(axis=0)
+    return Ranking("alpha", scores, order_of(scores), f"mean α over {rows} train rows (the head's forward)")
+
+
+def by_scalarmix(head: Head | None, source: str | None) -> Ranking:
+    if head is None:
+        return Ranking("scalarmix", None, None, "not run: no --scalarmix head directory given")
+    if not isinstance(head, ScalarMixHead):
+        return Ranking("scalarmix", None, None, f"not run: {source} is a {head.kind} head, not scalarmix")
+    scores = head.static_weights().detach().cpu().double().numpy()
+    return Ranking("scalarmix", scores, order_of(scores), f"softmax of the learned scalars of {source}")
+
+
+def by_lolo(
+    head: Head, hs: Sequence[Tensor], target: np.ndarray, baselines: Sequence[np.ndarray], rows: int
+) -> Ranking:
+    """Mean leave-one-layer-out effect (mean ablation, target = the head's prediction), float64."""
+    from ..compare.lolo import lolo_effects
+
+    h64 = copy.deepcopy(head).double().eval()
+    _p, _pa, effects = lolo_effects(h64, [h.double() for h in hs], target, "mean", baselines)
+    scores = np.nanmean(effects, axis=0)
+    return Ranking(
+        "lolo",
+        scores,
+        order_of(scores),
+        f"mean leave-one-layer-out effect over {rows} train rows (mean ablation, target = prediction)",
+    )
+
+
+def block_influence(hs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[str]]:
+    """BI_l = 1 − mean_x cos(h_(l−1)(x), h_l(x)) for each layer l ≥ 2 whose width equals the previous
+    one's (ShortGPT's score of a block from its input and output); NaN elsewhere. Returns the (L,)
+    scores and one reason per layer where BI is undefined."""
+    scores = np.full(len(hs), np.nan)
+    reasons = []
+    for i in range(1, len(hs)):
+        a, b = np.asarray(hs[i - 1], np.float64), np.asarray(hs[i], np.float64)
+        if a.shape[1] != b.shape[1]:
+            reasons.append(f"layers {i} and {i + 1} differ in width ({a.shape[1]} vs {b.shape[1]})")
+            continue
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        cos = np.where(norms > 0, (a * b).sum(axis=1) / np.where(norms > 0, norms, 1.0), 1.0)
+        scores[i] = 1.0 - float(cos.mean())
+    return scores, reasons
+
+
+def by_block_influence(hs: Sequence[np.ndarray], layer_names: Sequence[str], rows: int) -> Ranking:
+    if len(hs) < 2:
+        return Ranking("block_influence", None, None, "not applicable: one layer")
+    scores, reasons = block_influence(hs)
+    if reasons:
+        more = f" (and {len(reasons) - 1} more pairs)" if len(reasons) > 1 else ""
+        return Ranking(
+            "block_influence",
+            None,
+            None,
+            f"not applicable: Block Influence compares a block's input and output, but {reasons[0]}{more}",
+        )
+    ranked = scores.copy()
+    ranked[0] = np.inf  # the first cached layer has no input here to compare with: always kept
+    return Ranking(
+        "block_influence",
+        scores,
+        order_of(ranked),
+        f"1 − mean cosine similarity between consecutive layers over {rows} train rows; "
+        f"{layer_names[0]} (no input to compare with) kept first",
+    )
+
+
+def by_depth(n_layers: int) -> Ranking:
+    scores = np.arange(n_layers, 0, -1, dtype=np.float64)
+    return Ranking("depth", scores, list(range(n_layers)), "shallowest first: the top-k are the first k layers")

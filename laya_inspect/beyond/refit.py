@@ -1,0 +1,143 @@
+"""A head of a given kind fitted on a subset of the cached layers: what prune refits on the top-k
+layers of a ranking and early-exit fits per depth. It runs fit-head's training loop
+(:func:`laya_inspect.training.loop.train_loop`: Adam, cross-entropy, early stopping on the held-out
+rows with the best weights restored) and its standardisation, on a shorter budget by default
+(docs/METHOD.md, "Beyond attribution"). Deterministic per seed."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..heads import Head, build_head
+from ..options import check, option
+from ..runtime import no_progress, seeded
+from .common import Split, head_outputs
+
+# Optimizer steps the default budget reaches: a few passes over a large split, many over a small one.
+REFIT_STEPS = 500
+MIN_EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How each refit trains; ``epochs``/``patience`` None: the default rule (:meth:`resolve`)."""
+
+    epochs: int | None = option(
+        None,
+        flag="--epochs",
+        help=f"at most this many epochs per refit (default: as many as give {REFIT_STEPS} optimizer steps, "
+        f"at least {MIN_EPOCHS})",
+    )
+    patience: int | None = option(
+        None, flag="--patience", help="early stopping patience per refit (default: a fifth of the epochs, ≥ 2)"
+    )
+    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (fit-head's)")
+    batch_size: int = option(128, flag="--batch-size", help="training batch size of the refits")
+    train_limit: int | None = option(
+        None, flag="--train-limit", help="refit on at most N seeded training rows (default: all)"
+    )
+
+    def __post_init__(self) -> None:
+        check(
+            self,
+            [
+                (self.epochs is None or self.epochs >= 1, "epochs", "must be ≥ 1"),
+                (self.patience is None or self.patience >= 1, "patience", "must be ≥ 1"),
+                (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr", "must be a number in (0, 1]"),
+                (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                (self.train_limit is None or self.train_limit >= 10, "train_limit", "must be ≥ 10"),
+            ],
+        )
+
+    def resolve(self, n_train: int) -> tuple[int, int]:
+        """(epochs, patience) for ``n_train`` training rows."""
+        steps = max(1, math.ceil(n_train / self.batch_size))
+        epochs = self.epochs if self.epochs is not None else max(MIN_EPOCHS, math.ceil(REFIT_STEPS / steps))
+        patience = self.patience if self.patience is not None else max(2, epochs // 5)
+        return epochs, patience
+
+
+@dataclass
+class Fit:
+    layers: tuple[int, ...]
+    seed: int
+    head: Head = field(repr=False)
+    val_acc: float
+    test_acc: float
+    epochs_run: int
+    seconds: float
+    test_probs: np.ndarray | None = field(default=None, repr=False)  # (N, C) when asked for
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "layers": list(self.layers),
+            "seed": self.seed,
+            "val_acc": self.val_acc,
+            "test_acc": self.test_acc,
+            "epochs_run": self.epochs_run,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def refit(
+    kind: str,
+    hparams: dict[str, Any],
+    layers: Sequence[int],
+    seed: int,
+    *,
+    train: Split,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+    test: Split,
+    num_classes: int,
+    budget: Budget,
+    layer_names: Sequence[str],
+    keep_probs: bool = False,
+) -> Fit:
+    """Fit a ``kind`` head on ``layers`` of ``train`` (rows ``train_rows``; early stopping on
+    ``val_rows``) under ``torch.manual_seed(seed)``; test it on ``test``."""
+    from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop
+    from ..training.standardize import standardization
+
+    t0 = time.perf_counter()
+    layers = tuple(int(i) for i in layers)
+    hs = train.take(layers)
+    with seeded(seed):
+        head = build_head(kind, [int(h.shape[1]) for h in hs], num_classes, **hparams)
+    rows = TensorRows(hs, train.y)
+    if head.standardize is not None:
+        means, scales, _ = standardization(rows, train_rows, [layer_names[i] for i in layers], head.standardize)
+        head.set_standardization(means, scales)
+    head.to(hs[0].device)
+    epochs, patience = budget.resolve(len(train_rows))
+    history, stopper = train_loop(
+        head,
+        lambda g: rows.batches(train_rows, budget.batch_size, g),
+        lambda: rows.batches(val_rows, EVAL_BATCH),
+        LoopSettings(lr=budget.lr, epochs=epochs, patience=patience, seed=seed),
+        name=kind,
+        emit=no_progress,
+        tag={},
+    )
+    logits, _ = head_outputs(head, test.take(layers))
+    probs = None
+    if keep_probs:
+        z = torch.from_numpy(logits)
+        probs = torch.softmax(z, dim=1).numpy()
+    return Fit(
+        layers=layers,
+        seed=seed,
+        head=head.cpu().eval(),
+        val_acc=float(stopper.best_acc),
+        test_acc=float((logits.argmax(1) == test.labels).mean()),
+        epochs_run=len(history),
+        seconds=time.perf_counter() - t0,
+        test_probs=probs,
+    )

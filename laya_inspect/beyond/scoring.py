@@ -1,0 +1,186 @@
+"""Detection scores and tests for `diagnose`, pure functions of arrays (docs/METHOD.md, "Diagnose"):
+AUROC (rank formula, equal to sklearn's roc_auc_score) with a paired bootstrap over rows, AUPR
+(sklearn's average_precision_score), the logistic-regression combinations, and the permutation test
+of two α profiles. Every score is oriented so that larger means "positive" (an error, a shifted row)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+ERROR_SCORES = {
+    "msp": "1 − max softmax probability (no α): the baseline",
+    "alpha_entropy": "entropy of α(x)",
+    "alpha_divergence": "KL(α(x) ‖ mean α of correct training rows of the predicted class)",
+    "alpha": "logistic regression on the two α scores (fitted on the head's held-out rows)",
+    "msp+alpha": "logistic regression on 1 − max softmax probability and the two α scores (held-out rows)",
+}
+MIN_PER_CLASS = 2  # rows of each outcome a fit needs
+
+
+def auroc(y: np.ndarray, s: np.ndarray) -> float:
+    """Area under the ROC curve of score ``s`` for positives ``y`` (ties count ½); NaN with one class."""
+    y = np.asarray(y, bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(s)
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def aupr(y: np.ndarray, s: np.ndarray) -> float:
+    from sklearn.metrics import average_precision_score
+
+    y = np.asarray(y, bool)
+    if y.all() or not y.any():
+        return float("nan")
+    return float(average_precision_score(y, s))
+
+
+def _boot_rows(n: int, n_boot: int, seed: int, stream: int) -> np.ndarray:
+    return np.random.default_rng([seed, stream]).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int, stream: int = 7) -> dict[str, Any]:
+    """AUROC with a percentile 95% interval over ``n_boot`` row resamples (``default_rng([seed, stream])``;
+    resamples with one class are skipped); ``values`` holds the resampled AUROCs, for paired differences."""
+    point = auroc(y, s)
+    values = [auroc(y[r], s[r]) for r in _boot_rows(len(y), n_boot, seed, stream)] if n_boot else []
+    values = [v for v in values if np.isfinite(v)]
+    lo, hi = np.percentile(values, [2.5, 97.5]) if values else (np.nan, np.nan)
+    return {"auroc": point, "ci_low": float(lo), "ci_high": float(hi), "values": values}
+
+
+def _orient(held: dict[str, np.ndarray], held_y: np.ndarray) -> dict[str, int]:
+    """+1, or −1 for an α score whose held-out AUROC is below ½ (its direction reversed); msp keeps +1."""
+    out = {}
+    for k, v in held.items():
+        a = auroc(held_y, v)
+        out[k] = -1 if k != "msp" and np.isfinite(a) and a < 0.5 else 1
+    return out
+
+
+def _logistic(x_fit: np.ndarray, y_fit: np.ndarray, x_test: np.ndarray) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(x_fit, y_fit)
+    return model.predict_proba(x_test)[:, 1]
+
+
+def detection(
+    held: dict[str, np.ndarray],
+    held_y: np.ndarray,
+    test: dict[str, np.ndarray],
+    test_y: np.ndarray,
+    *,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """AUROC (bootstrap interval) and AUPR of every score on the test rows, α directions and the
+    combinations fitted on the held-out rows, and each score's paired AUROC difference from msp."""
+    signs = _orient(held, held_y)
+    scores = {k: signs[k] * v for k, v in test.items()}
+    fit_ok = min(int(held_y.sum()), int((~held_y).sum())) >= MIN_PER_CLASS
+    combined_note = None
+    if fit_ok:
+        alpha_cols = ["alpha_entropy", "alpha_divergence"]
+        for name, cols in (("alpha", alpha_cols), ("msp+alpha", ["msp", *alpha_cols])):
+            x_fit = np.stack([held[c] for c in cols], axis=1)
+            x_test = np.stack([test[c] for c in cols], axis=1)
+            scores[name] = _logistic(x_fit, held_y, x_test)
+    else:
+        combined_note = (
+            f"the held-out rows hold {int(held_y.sum())} errors and {int((~held_y).sum())} correct rows: "
+            f"too few (< {MIN_PER_CLASS}) to fit the combinations"
+        )
+    defined = 0 < int(test_y.sum()) < len(test_y)
+    aucs = {k: bootstrap_auc(test_y, v, n_boot=n_boot, seed=seed) for k, v in scores.items()}
+    out: dict[str, Any] = {
+        "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
+        "combined_note": combined_note,
+        "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
+        "auroc": {k: {"mean": a["auroc"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]} for k, a in aucs.items()},
+        "aupr": {k: {"mean": aupr(test_y, v)} for k, v in scores.items()},
+        "aupr_baseline": float(np.mean(test_y)),
+        "diff_vs_msp": {},
+    }
+    out["diff_vs_msp"] = diffs_vs(aucs, "msp")
+    return out
+
+
+def diffs_vs(aucs: dict[str, dict[str, Any]], base: str) -> dict[str, dict[str, Any]]:
+    """Each score's AUROC minus ``base``'s, with the percentile interval of the paired bootstrap
+    differences (the same resampled rows for every score; none when resamples were skipped)."""
+    ref = np.asarray(aucs[base]["values"])
+    out = {}
+    for k, a in aucs.items():
+        if k == base:
+            continue
+        v = np.asarray(a["values"])
+        ok = len(v) == len(ref) and len(v) > 0
+        lo, hi = np.percentile(v - ref, [2.5, 97.5]) if ok else (None, None)
+        point = a["auroc"] - aucs[base]["auroc"]
+        out[f"{k} − {base}"] = {
+            "mean": point if np.isfinite(point) else None,
+            "ci_low": None if lo is None else float(lo),
+            "ci_high": None if hi is None else float(hi),
+        }
+    return out
+
+
+def _perm_p(
+    observed: np.ndarray, wa: np.ndarray, wb: np.ndarray, n_perm: int, rng: np.random.Generator
+) -> dict[str, Any]:
+    """Permutation test of mean(wa) − mean(wb): the L1 statistic's p, each layer's raw p and its
+    family-wise p (max-|diff| over layers, single step); p = (1 + #{perm ≥ observed}) / (1 + P)."""
+    pooled = np.concatenate([wa, wb])
+    n_a, n = len(wa), len(wa) + len(wb)
+    total = pooled.sum(axis=0)
+    stat, per_layer, max_layer = np.zeros(n_perm), np.zeros((n_perm, pooled.shape[1])), np.zeros(n_perm)
+    for i in range(n_perm):
+        take = rng.permutation(n)[:n_a]
+        s_a = pooled[take].sum(axis=0)
+        d = s_a / n_a - (total - s_a) / (n - n_a)
+        stat[i], per_layer[i], max_layer[i] = np.abs(d).sum(), np.abs(d), np.abs(d).max()
+    obs = np.abs(observed)
+    eps = 1e-12  # equal up to rounding counts as reaching the observed value
+    return {
+        "observed_l1": float(obs.sum()),
+        "p_value": float((1 + (stat >= obs.sum() - eps).sum()) / (1 + n_perm)),
+        "p_raw": [float((1 + (per_layer[:, j] >= obs[j] - eps).sum()) / (1 + n_perm)) for j in range(len(obs))],
+        "p_fwer": [float((1 + (max_layer >= obs[j] - eps).sum()) / (1 + n_perm)) for j in range(len(obs))],
+    }
+
+
+def permutation_test(
+    wa: np.ndarray, wb: np.ndarray, pa: np.ndarray, pb: np.ndarray, num_classes: int, n_perm: int, seed: int
+) -> dict[str, Any]:
+    """Do the α profiles (N, L) of two sets of rows differ? Overall and per predicted class;
+    ``default_rng([seed, 8])``."""
+    rng = np.random.default_rng([seed, 8])
+    diff = wa.mean(axis=0) - wb.mean(axis=0)
+    out: dict[str, Any] = {
+        "statistic": "L1 distance between the mean α profiles; rows of both caches permuted",
+        "diff": diff.tolist(),
+        **_perm_p(diff, wa, wb, n_perm, rng),
+        "per_class": [],
+    }
+    for c in range(num_classes):
+        a, b = wa[pa == c], wb[pb == c]
+        entry: dict[str, Any] = {"class": c, "n_this": int(len(a)), "n_other": int(len(b))}
+        if len(a) >= MIN_PER_CLASS and len(b) >= MIN_PER_CLASS:
+            d = a.mean(axis=0) - b.mean(axis=0)
+            r = _perm_p(d, a, b, n_perm, rng)
+            entry.update(
+                mean_this=a.mean(axis=0).tolist(),
+                mean_other=b.mean(axis=0).tolist(),
+                observed_l1=r["observed_l1"],
+                p_value=r["p_value"],
+            )
+        out["per_class"].append(entry)
+    return out

@@ -1,0 +1,281 @@
+"""`laya-inspect prune`, `early-exit` and `diagnose`: uses of α beyond attribution, each against a
+baseline without α (docs/METHOD.md, "Beyond attribution")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from ..beyond.diagnose import DiagnoseConfig
+from ..beyond.early_exit import ExitConfig
+from ..beyond.prune import PruneConfig
+from ..beyond.refit import Budget
+from ..options import field_of
+from . import app, console, err_console, opt
+
+FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
+
+
+def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
+    if not d or d.get("mean") is None:
+        return "—"
+    f = "+.4f" if signed else ".4f"
+    ci = "" if d.get("ci_low") is None else f" [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
+    return f"{d['mean']:{f}}{ci}"
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, c in enumerate(columns):
+        table.add_column(c, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    return table
+
+
+def _progress(event: dict[str, Any]) -> None:
+    if event["event"] == "step":
+        err_console.print(f"  {event['step']} …", style="dim", highlight=False)
+    elif event["event"] == "fit" and event["done"] < event["total"]:
+        err_console.print(
+            f"  fit {event['done'] + 1}/{event['total']}: {', '.join(event['layers'])}", style="dim", highlight=False
+        )
+    elif event["event"] == "head":
+        err_console.print(
+            f"  head {event['index'] + 1}/{event['total']}: {event['head']}", style="dim", highlight=False
+        )
+
+
+def _verdict(lines: list[str]) -> None:
+    for line in lines:
+        console.print(f"• {line}", highlight=False, soft_wrap=True)
+
+
+def _ints(value: str | None, option: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in (value or "").split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected a comma list of integers, got {value!r}", param_hint=option) from None
+
+
+def _budget(epochs: Optional[int], patience: Optional[int], lr: float, batch_size: int, limit: Optional[int]) -> Budget:
+    return Budget(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, train_limit=limit)
+
+
+@app.command("prune")
+def prune_command(
+    head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
+    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
+    scalarmix: Optional[Path] = typer.Option(
+        None, "--scalarmix", help="a scalarmix head directory: rank by its weights too"
+    ),
+    refit: bool = opt(PruneConfig, "refit"),
+    seeds: int = opt(PruneConfig, "seeds"),
+    ks: Optional[str] = opt(PruneConfig, "ks", default=None, help=field_of(PruneConfig, "ks").metadata["help"]),
+    max_drop: float = opt(PruneConfig, "max_drop"),
+    ablation: str = opt(PruneConfig, "ablation"),
+    rank_rows: int = opt(PruneConfig, "rank_rows"),
+    costs: str = opt(PruneConfig, "costs"),
+    seed: int = opt(PruneConfig, "seed"),
+    epochs: Optional[int] = opt(Budget, "epochs"),
+    patience: Optional[int] = opt(Budget, "patience"),
+    lr: float = opt(Budget, "lr"),
+    batch_size: int = opt(Budget, "batch_size"),
+    train_limit: Optional[int] = opt(Budget, "train_limit"),
+    train_split: str = opt(PruneConfig, "train_split"),
+    test_split: str = opt(PruneConfig, "test_split"),
+    device: str = opt(PruneConfig, "device"),
+    allow_other_cache: bool = opt(PruneConfig, "allow_other_cache"),
+    plots: bool = opt(PruneConfig, "plots"),
+    out: Path = typer.Option(Path("runs/prune"), "--out", "-o", help="folder for summary.json, *.csv, head/, plots/"),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest."""
+    from ..beyond.prune import prune_layers
+    from ..store import FeatureStore
+
+    config = PruneConfig(
+        refit=refit,
+        seeds=seeds,
+        ks=_ints(ks, "--ks"),
+        max_drop=max_drop,
+        ablation=ablation,
+        rank_rows=rank_rows,
+        costs=costs,
+        seed=seed,
+        train_split=train_split,
+        test_split=test_split,
+        device=device,
+        allow_other_cache=allow_other_cache,
+        plots=plots,
+    )
+    budget = _budget(epochs, patience, lr, batch_size, train_limit)
+    with FeatureStore(cache) as store:
+        result = prune_layers(
+            head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
+        )
+    s = result.summary
+    table = _table(
+        f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
+        f"{_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
+        "ranking",
+        "smallest k",
+        "FLOPs saved",
+        "test acc there",
+        "mean acc over k",
+        "α − ranking",
+    )
+    skipped = []
+    for name, entry in s["rankings"].items():
+        if not entry["applies"]:
+            table.add_row(name, "—", "—", "—", "—", "—", style="dim")
+            skipped.append(f"{name}: {entry['how']}")
+            continue
+        within = [p for p in s["points"] if p["ranking"] == name and p["within_max_drop"]]
+        best = min(within, key=lambda p: p["k"]) if within else None
+        versus = s["alpha_vs"].get(name, {}).get("mean_test_acc_over_k_diff")
+        area = s["per_ranking"].get(name, {}).get("mean_test_acc_over_k")
+        table.add_row(
+            name,
+            str(best["k"]) if best else "—",
+            f"{best['flops_saved']:.1%}" if best else "—",
+            _ci(best["test_acc"]) if best else "—",
+            _ci(area),
+            "(α)" if name == "alpha" else _ci(versus, signed=True),
+        )
+    console.print(table)
+    for line in skipped:
+        console.print(line, style="dim", highlight=False, soft_wrap=True)
+    _verdict(s["verdict"])
+    note = s["costs"].get("note")
+    if note:
+        console.print(f"compute estimated from the cache's shapes: {note}", style="yellow", highlight=False)
+    console.print(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/, plots/", style="dim", highlight=False)
+
+
+@app.command("early-exit")
+def early_exit_command(
+    head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
+    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
+    seeds: int = opt(ExitConfig, "seeds"),
+    epsilon: float = opt(ExitConfig, "epsilon"),
+    thresholds: int = opt(ExitConfig, "thresholds"),
+    costs: str = opt(ExitConfig, "costs"),
+    seed: int = opt(ExitConfig, "seed"),
+    epochs: Optional[int] = opt(Budget, "epochs"),
+    patience: Optional[int] = opt(Budget, "patience"),
+    lr: float = opt(Budget, "lr"),
+    batch_size: int = opt(Budget, "batch_size"),
+    train_limit: Optional[int] = opt(Budget, "train_limit"),
+    train_split: str = opt(ExitConfig, "train_split"),
+    test_split: str = opt(ExitConfig, "test_split"),
+    device: str = opt(ExitConfig, "device"),
+    allow_other_cache: bool = opt(ExitConfig, "allow_other_cache"),
+    plots: bool = opt(ExitConfig, "plots"),
+    out: Path = typer.Option(Path("runs/early-exit"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Simulate per-input early exit: confidence rules with and without α against fixed depth."""
+    from ..beyond.early_exit import simulate_early_exit
+    from ..store import FeatureStore
+
+    config = ExitConfig(
+        seeds=seeds,
+        epsilon=epsilon,
+        thresholds=thresholds,
+        costs=costs,
+        seed=seed,
+        train_split=train_split,
+        test_split=test_split,
+        device=device,
+        allow_other_cache=allow_other_cache,
+        plots=plots,
+    )
+    budget = _budget(epochs, patience, lr, batch_size, train_limit)
+    with FeatureStore(cache) as store:
+        result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
+    s = result.summary
+    table = _table(
+        f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
+        "rule",
+        "area under accuracy–compute",
+    )
+    for rule, entry in s["rules"].items():
+        table.add_row(rule + (" (not realisable)" if rule.endswith("oracle") else ""), _ci(entry["area"]))
+    console.print(table)
+    depth = _table("fixed depth", "layer", "test accuracy", "FLOPs run")
+    for d in s["fixed_depth"]:
+        depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
+    console.print(depth)
+    _verdict(s["verdict"])
+    console.print(
+        f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv, plots/", style="dim", highlight=False
+    )
+
+
+@app.command("diagnose")
+def diagnose_command(
+    head_dirs: list[Path] = typer.Argument(..., metavar="HEAD_DIR...", help="laya head directories (seeds pool)"),
+    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the heads were trained on"),
+    against: Optional[Path] = typer.Option(
+        None, "--against", help="another cache of the same layers: measure the shift"
+    ),
+    permutations: int = opt(DiagnoseConfig, "permutations"),
+    bootstrap: int = opt(DiagnoseConfig, "n_boot"),
+    seed: int = opt(DiagnoseConfig, "seed"),
+    train_split: str = opt(DiagnoseConfig, "train_split"),
+    test_split: str = opt(DiagnoseConfig, "test_split"),
+    device: str = opt(DiagnoseConfig, "device"),
+    allow_other_cache: bool = opt(DiagnoseConfig, "allow_other_cache"),
+    plots: bool = opt(DiagnoseConfig, "plots"),
+    out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+) -> None:
+    """Detect misclassified and shifted inputs from α, against max softmax probability."""
+    from contextlib import ExitStack
+
+    from ..beyond.diagnose import diagnose_heads
+    from ..store import FeatureStore
+
+    config = DiagnoseConfig(
+        permutations=permutations,
+        n_boot=bootstrap,
+        seed=seed,
+        train_split=train_split,
+        test_split=test_split,
+        device=device,
+        allow_other_cache=allow_other_cache,
+        plots=plots,
+    )
+    with ExitStack() as stack:
+        store = stack.enter_context(FeatureStore(cache))
+        other = stack.enter_context(FeatureStore(against)) if against is not None else None
+        result = diagnose_heads(
+            head_dirs, store, config, out_dir=out, against=other, overwrite=force, progress=_progress
+        )
+    s = result.summary
+    e = s["errors"]
+    table = _table(
+        f"misclassification detection · {len(s['heads'])} head(s) · {e['interval']}",
+        "score",
+        "AUROC",
+        "AUPR",
+        "AUROC − msp",
+    )
+    for score, auc in e["auroc"].items():
+        table.add_row(score, _ci(auc), _ci(e["aupr"].get(score)), _ci(e["diff_vs_msp"].get(f"{score} − msp"), True))
+    console.print(table)
+    if "shift" in s:
+        pooled = s["shift"]["pooled"]
+        shift = _table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
+        for score, auc in pooled["detect_auroc"].items():
+            shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
+        console.print(shift)
+    _verdict(s["verdict"])
+    console.print(
+        f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}, plots/",
+        style="dim",
+        highlight=False,
+    )

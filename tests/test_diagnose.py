@@ -1,0 +1,200 @@
+"""diagnose: α scores by hand, AUROC against scikit-learn, a corrupted copy that changes only one
+layer moves α on that layer (and one that changes a layer the scorer ignores moves nothing), the
+command end to end on the digits cache, and one failing invocation per error class."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_cache
+from sklearn.metrics import roc_auc_score
+from typer.testing import CliRunner
+
+from laya_inspect.beyond.diagnose import (
+    DiagnoseConfig,
+    alpha_divergence,
+    alpha_entropy,
+    class_reference,
+    diagnose_heads,
+)
+from laya_inspect.beyond.scoring import auroc, detection, permutation_test
+from laya_inspect.cli import app
+from laya_inspect.head_dir import cache_identity, save_head
+from laya_inspect.heads import LayaHead, build_head
+from laya_inspect.store import FeatureStore
+
+runner = CliRunner()
+ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+
+
+def test_alpha_scores_by_hand():
+    w = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+    assert alpha_entropy(w) == pytest.approx([math.log(2), 0.0])
+    ref = np.array([[0.25, 0.25, 0.5], [1.0, 0.0, 0.0]])
+    d = alpha_divergence(w, np.array([0, 1]), ref)
+    assert d == pytest.approx([0.5 * math.log(2) * 2, 0.0])
+    preds, labels = np.array([0, 0, 1, 1]), np.array([0, 0, 1, 0])
+    rows = np.array([[0.2, 0.8], [0.4, 0.6], [0.9, 0.1], [0.0, 1.0]])
+    means, missing = class_reference(rows, preds, labels, 3)
+    assert means[0] == pytest.approx([0.3, 0.7]) and means[1] == pytest.approx([0.9, 0.1])
+    assert missing == [2] and means[2] == pytest.approx(rows[:3].mean(0))
+
+
+def test_auroc_agrees_with_sklearn():
+    rng = np.random.default_rng(0)
+    y = rng.random(300) < 0.3
+    s = np.round(rng.normal(size=300) + y, 1)  # rounded: ties
+    assert auroc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_detection_orients_alpha_scores_on_held_out_rows_and_says_what_helps():
+    rng = np.random.default_rng(1)
+    n = 400
+    held_y, test_y = rng.random(n) < 0.3, rng.random(n) < 0.3
+
+    def scores(y):  # msp uninformative; α entropy *lower* on errors, perfectly
+        return {"msp": rng.random(n), "alpha_entropy": np.where(y, 0.1, 0.9), "alpha_divergence": rng.random(n)}
+
+    d = detection(scores(held_y), held_y, scores(test_y), test_y, n_boot=200, seed=0)
+    assert d["directions"]["alpha_entropy"].startswith("negated")
+    assert d["auroc"]["alpha_entropy"]["mean"] == 1.0
+    assert 0.4 < d["auroc"]["msp"]["mean"] < 0.6
+    diff = d["diff_vs_msp"]["alpha_entropy − msp"]
+    assert diff["ci_low"] > 0
+    assert d["auroc"]["alpha"]["mean"] == 1.0  # the logistic combination finds it too
+    assert d["aupr_baseline"] == pytest.approx(test_y.mean())
+
+
+def test_permutation_test_finds_the_moved_layer_and_only_it():
+    rng = np.random.default_rng(0)
+    a = rng.dirichlet([2, 2, 2], size=300)
+    b = rng.dirichlet([2, 2, 2], size=300)
+    b[:, 1] += 0.2
+    b /= b.sum(1, keepdims=True)
+    r = permutation_test(a, b, np.zeros(300, int), np.zeros(300, int), 2, 200, 0)
+    assert r["p_value"] == pytest.approx(1 / 201)
+    assert int(np.argmax(np.abs(r["diff"]))) == 1 and r["p_fwer"][1] == pytest.approx(1 / 201)
+    assert r["per_class"][1]["n_this"] == 0 and "p_value" not in r["per_class"][1]
+    same = permutation_test(a, a.copy(), np.zeros(300, int), np.zeros(300, int), 1, 50, 0)
+    assert same["p_value"] == 1.0 and same["observed_l1"] == 0.0
+
+
+def planted() -> LayaHead:
+    """Identity adapters; the score of layer 2 is GELU(h₂[0]), layers 1 and 3 score 0: α moves only
+    with layer 2's first feature."""
+    head = LayaHead([2, 2, 2], 2, d_star=2, tau=1.0, score_width=2)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.copy_(torch.eye(2))
+        head.scorer[0].weight[0, 2] = 1.0  # [z₁; z₂; z₃] → z₂[0]
+        head.scorer[2].weight[1, 0] = 1.0
+        head.classifier.weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def shift_caches(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
+    """The cache, a copy whose layer 2 is shifted, and a copy whose layer 3 is shifted; the head."""
+    root = tmp_path_factory.mktemp("shift")
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 300), ("test", 300)):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+        splits[name] = (feats, (feats[0][:, 0] + feats[1][:, 0] < 0).astype(np.int64))
+    names = ["l1", "l2", "l3"]
+    base = write_cache(root / "base.h5", splits, layer_names=names)
+    copies = []
+    for layer in (1, 2):
+        moved = {s: ([f + (1.5 if i == layer else 0.0) for i, f in enumerate(fs)], y) for s, (fs, y) in splits.items()}
+        copies.append(write_cache(root / f"moved{layer + 1}.h5", moved, layer_names=names, data_spec=f"moved{layer}"))
+    with FeatureStore(base) as store:
+        head_dir = save_head(root / "head", planted(), meta=cache_identity(store))
+    return base, copies[0], copies[1], head_dir
+
+
+def test_a_copy_that_changes_one_layer_moves_alpha_on_that_layer(shift_caches, tmp_path):
+    base, moved2, moved3, head_dir = shift_caches
+    config = DiagnoseConfig(permutations=200, n_boot=100, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(moved2) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    perm = s["shift"]["heads"][0]["permutation"]
+    assert int(np.argmax(np.abs(perm["diff"]))) == 1 and perm["diff"][1] < 0  # α₂ rises on the copy
+    assert perm["p_value"] == pytest.approx(1 / 201) and perm["p_fwer"][1] == pytest.approx(1 / 201)
+    assert s["shift"]["pooled"]["detect_auroc"]["alpha_divergence"]["mean"] > 0.7
+
+    with FeatureStore(base) as store, FeatureStore(moved3) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "b", against=other).summary
+    perm = s["shift"]["heads"][0]["permutation"]
+    assert perm["diff"] == [0.0, 0.0, 0.0] and perm["p_value"] == 1.0  # the scorer never reads layer 3
+    assert s["shift"]["pooled"]["detect_auroc"]["alpha_entropy"]["mean"] == 0.5  # the same α row for row
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def _fit(store: FeatureStore, seed: int):
+    torch.manual_seed(seed)
+    head = build_head("laya", store.widths, store.num_classes, d_star=16, tau=1.0)
+    hs = [torch.from_numpy(h) for h in store.layers("train")]
+    y = torch.from_numpy(store.labels("train"))
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    for _ in range(30):
+        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def digits_heads(digits_cache, tmp_path_factory) -> tuple[Path, list[Path], Path]:
+    """Two LAYA seeds on digits, and a noisy copy of the test rows' first layer."""
+    root = tmp_path_factory.mktemp("diag")
+    with FeatureStore(digits_cache) as store:
+        dirs = [save_head(root / f"seed_{s}", _fit(store, s), meta=cache_identity(store)) for s in (0, 1)]
+        rng = np.random.default_rng(0)
+        test = store.layers("test")
+        test[0] = test[0] + rng.normal(0, 0.5, test[0].shape).astype(np.float32)
+        noisy = write_cache(root / "noisy.h5", {"test": (test, store.labels("test"))}, data_spec="noisy")
+    return digits_cache, dirs, noisy
+
+
+def test_diagnose_command_on_digits(digits_heads, tmp_path):
+    cache, dirs, noisy = digits_heads
+    out = tmp_path / "dg"
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--against", str(noisy), "--bootstrap", "50"]
+    result = runner.invoke(app, [*args, "--permutations", "50", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "misclassification detection" in result.output and "AUROC − msp" in result.output
+    s = json.loads((out / "summary.json").read_text())
+    assert len(s["heads"]) == 2 and s["errors"]["interval"] == "t over heads"
+    assert set(s["errors"]["auroc"]) == {"msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"}
+    for h in s["heads"]:
+        assert 0.5 < h["auroc"]["msp"]["mean"] <= 1.0  # a trained head's confidence says something
+    assert s["shift"]["pooled"]["interval"] == "t over heads" and len(s["shift"]["heads"]) == 2
+    for name in ("errors.csv", "shift_layers.csv", "shift_by_class.csv"):
+        assert (out / name).is_file()
+    for name in ("error_auroc", "shift_profiles", "shift_by_class"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 1000
+
+
+def test_diagnose_errors(digits_heads, shift_caches, tmp_path):
+    cache, dirs, _ = digits_heads
+    base, *_ = shift_caches
+    head = str(dirs[0])
+    other = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--against", str(base)], env=ENV)
+    assert other.exit_code == 1 and "the shift needs a cache of the same layers" in other.output
+    gone = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--against", str(tmp_path / "x.h5")], env=ENV)
+    assert gone.exit_code == 1 and "no feature cache" in gone.output
+    bad = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--permutations", "0"], env=ENV)
+    assert bad.exit_code == 1 and "--permutations must be ≥ 1, got 0" in bad.output
+    (tmp_path / "file").write_text("x")
+    clash = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--out", str(tmp_path / "file")], env=ENV)
+    assert clash.exit_code == 1 and "is a file; give a folder" in clash.output

@@ -1,0 +1,153 @@
+"""early-exit: the exit rules by hand, a planted head that reads only layer 1 exits every input at
+depth 1 (and one that reads only the last layer never exits early), the command end to end on the
+digits cache, and one failing invocation per error class."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_cache
+from typer.testing import CliRunner
+
+from laya_inspect.beyond.early_exit import (
+    NEVER,
+    ExitConfig,
+    exit_depths,
+    frontier_area,
+    mass_beyond,
+    simulate_early_exit,
+    threshold_grid,
+)
+from laya_inspect.beyond.refit import Budget
+from laya_inspect.cli import app
+from laya_inspect.head_dir import cache_identity, save_head
+from laya_inspect.heads import LayaHead, build_head
+from laya_inspect.store import FeatureStore
+
+runner = CliRunner()
+ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+
+
+def test_exit_depths_by_hand():
+    conf = np.array([[0.9, 0.95, 0.99], [0.4, 0.8, 0.7], [0.1, 0.2, 0.3]])
+    mass = np.array([[0.5, 0.1, 0.0], [0.5, 0.5, 0.0], [0.01, 0.5, 0.0]])
+    assert exit_depths(conf, None, 0.85, 0.0).tolist() == [0, 2, 2]
+    assert exit_depths(conf, None, 0.8, 0.0).tolist() == [0, 1, 2]
+    assert exit_depths(None, mass, 0.0, 0.2).tolist() == [1, 2, 0]
+    assert exit_depths(conf, mass, 0.95, 0.2).tolist() == [1, 2, 0]  # either rule
+    assert exit_depths(conf, mass, NEVER, 0.0).tolist() == [2, 2, 2]  # neither fires: the last depth
+
+
+def test_mass_beyond_and_frontier_by_hand():
+    w = np.array([[0.5, 0.3, 0.2]])
+    assert mass_beyond(w) == pytest.approx(np.array([[0.5, 0.2, 0.0]]))
+    # points (compute, accuracy): the best accuracy within each budget, averaged over [0.2, 1]
+    area = frontier_area([0.2, 0.6, 1.0, 0.5], [0.8, 0.9, 0.85, 0.7], 0.2, 1.0)
+    assert area == pytest.approx((0.8 * 0.4 + 0.9 * 0.4) / 0.8)
+    t, eps = threshold_grid(5)
+    assert t[0] == 0.0 and t[-1] == NEVER and len(t) == 5 and np.all(np.diff(t) > 0)
+    assert eps[0] == 0.0 and eps[-1] == NEVER and len(eps) == 5
+
+
+def planted(first: bool) -> LayaHead:
+    """α one-hot on layer 1 (``first``) or on the last of three layers, for every input, exactly."""
+    head = LayaHead([2, 2, 2], 2, d_star=2, tau=1.0, score_width=2)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.copy_(torch.eye(2))
+        head.scorer[2].bias.copy_(torch.tensor([0.0, -1e4, -1e4] if first else [-1e4, -1e4, 0.0]))
+        head.classifier.weight.copy_(torch.tensor([[1.0, 0.0], [-1.0, 0.0]]))
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """Three 2-D layers; the class is the sign of layer 1's first feature (the others are noise)."""
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 300), ("test", 200)):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+        splits[name] = (feats, (feats[0][:, 0] < 0).astype(np.int64))
+    return write_cache(tmp_path_factory.mktemp("exit") / "c.h5", splits, layer_names=["l1", "l2", "l3"])
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_head_reading_only_layer_1_exits_at_depth_1(cache, tmp_path, first):
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(first), meta=cache_identity(store))
+        config = ExitConfig(seeds=1, thresholds=5, costs="shapes", device="cpu", plots=False)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    alpha = [p for p in s["points"] if p["rule"] == "alpha"]
+    assert [p["epsilon"] for p in alpha] == [0.0, 1e-4, 1e-2, 1.0, NEVER]
+    if first:
+        assert s["alpha_mass"]["mean_beyond_depth"] == {"l1": 0.0, "l2": 0.0, "l3": 0.0}
+        # every ε > 0 exits every input at depth 1; ε = 0 never fires, so all go to the end
+        assert [p["mean_depth"] for p in alpha] == [3.0, 1.0, 1.0, 1.0, 1.0]
+    else:
+        assert s["alpha_mass"]["mean_beyond_depth"] == {"l1": 1.0, "l2": 1.0, "l3": 0.0}
+        assert [p["mean_depth"] for p in alpha] == [3.0, 3.0, 3.0, 3.0, 1.0]
+    fixed = [p for p in s["points"] if p["rule"] == "fixed"]
+    assert [p["mean_depth"] for p in fixed] == [1.0, 2.0, 3.0]
+    assert fixed[0]["compute_used"] < fixed[1]["compute_used"] < fixed[2]["compute_used"] == 1.0
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def laya_dir(digits_cache, tmp_path_factory) -> Path:
+    with FeatureStore(digits_cache) as store:
+        torch.manual_seed(0)
+        head = build_head("laya", store.widths, store.num_classes, d_star=16, tau=1.0)
+        hs = [torch.from_numpy(h) for h in store.layers("train")]
+        y = torch.from_numpy(store.labels("train"))
+        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+        for _ in range(60):
+            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return save_head(tmp_path_factory.mktemp("exit-heads") / "laya", head.eval(), meta=cache_identity(store))
+
+
+@pytest.mark.slow
+def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
+    out = tmp_path / "ee"
+    args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "2", "--epochs", "10"]
+    result = runner.invoke(app, [*args, "--thresholds", "11", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "confidence+alpha" in result.output and "area under accuracy–compute" in result.output
+    s = json.loads((out / "summary.json").read_text())
+    assert set(s["rules"]) == {"fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle"}
+    assert all(len(r["area"]["values"]) == 2 for r in s["rules"].values())
+    assert len(s["verdict"]) == 4 and len(s["fits"]) == 2 * 3
+    for p in s["points"]:
+        assert 0 <= p["accuracy"] <= 1 and 1 <= p["mean_depth"] <= 3
+    # the confidence sweep runs from "every input exits at depth 1" to "none exits early"
+    conf = [p for p in s["points"] if p["rule"] == "confidence" and p["seed"] == 0]
+    assert conf[0]["mean_depth"] == 1.0 and conf[-1]["mean_depth"] == 3.0
+    for name in ("points.csv", "curves.csv", "areas.csv", "comparisons.csv", "fits.csv"):
+        assert (out / name).is_file()
+    assert (out / "plots" / "early_exit_accuracy_vs_compute.png").stat().st_size > 1000
+
+
+def test_early_exit_errors(digits_cache, laya_dir, tmp_path):
+    base = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--device", "cpu"]
+    bad = runner.invoke(app, [*base, "--epsilon", "2"], env=ENV)
+    assert bad.exit_code == 1 and "--epsilon must be in [0, 1], got 2.0" in bad.output
+    nocache = runner.invoke(app, ["early-exit", str(laya_dir), "--cache", str(tmp_path / "none.h5")], env=ENV)
+    assert nocache.exit_code == 1 and "no feature cache" in nocache.output
+    split = runner.invoke(app, [*base, "--test-split", "valid", "--out", str(tmp_path / "o")], env=ENV)
+    assert split.exit_code == 1 and "no split 'valid'" in split.output
+    with FeatureStore(digits_cache) as store:
+        one = LayaHead(store.widths[:1], 10)
+        one_dir = save_head(tmp_path / "one", one, meta=cache_identity(store))
+    wrong = runner.invoke(app, ["early-exit", str(one_dir), "--cache", str(digits_cache)], env=ENV)
+    assert wrong.exit_code == 1 and "widths" in wrong.output
+    assert not (tmp_path / "o").exists()

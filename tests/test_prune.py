@@ -1,0 +1,257 @@
+"""prune: a planted head whose α ignores a layer loses it at no cost; rankings and compute counts
+checked by hand; the command end to end on the digits cache, and one failing invocation per error class."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_cache
+from typer.testing import CliRunner
+
+from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
+from laya_inspect.beyond.prune import PruneConfig, prune_layers
+from laya_inspect.beyond.rankings import block_influence, by_block_influence, order_of
+from laya_inspect.beyond.refit import Budget
+from laya_inspect.cli import app
+from laya_inspect.head_dir import cache_identity, load_head, save_head
+from laya_inspect.heads import LastLayerHead, LayaHead, build_head
+from laya_inspect.store import FeatureStore
+
+runner = CliRunner()
+ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+
+
+def planted_laya(alpha: list[float], n_classes: int = 3, seed: int = 0) -> LayaHead:
+    """LAYA on three 2-D layers with identity adapters and α fixed at ``alpha`` for every input (a
+    zero scorer whose last bias is ln α; ln 0 taken as −10⁴, which softmax turns into exactly 0)."""
+    head = LayaHead([2, 2, 2], n_classes, d_star=2, tau=1.0, score_width=2)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.zero_()
+        for g in head.adapters:
+            g.weight.copy_(torch.eye(2))
+        head.scorer[2].bias.copy_(torch.tensor([math.log(a) if a > 0 else -1e4 for a in alpha]))
+        head.classifier.weight.copy_(torch.randn(n_classes, 2, generator=gen))
+    return head.eval()
+
+
+@pytest.fixture()
+def planted(tmp_path: Path) -> tuple[Path, Path]:
+    """A cache whose labels are the planted head's own predictions (accuracy 1 with every layer),
+    and that head, with α = (0.6, 0.4, 0): the last layer is never read."""
+    head = planted_laya([0.6, 0.4, 0.0])
+    assert head([torch.zeros(1, 2)] * 3).weights[0, 2].item() == 0.0  # α₃ ≡ 0 exactly
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 400), ("test", 300)):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+        with torch.no_grad():
+            labels = head([torch.from_numpy(f) for f in feats]).logits.argmax(1).numpy()
+        splits[name] = (feats, labels)
+    cache = write_cache(tmp_path / "planted.h5", splits, layer_names=["l1", "l2", "l3"])
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", head, meta=cache_identity(store))
+    return cache, head_dir
+
+
+def test_a_layer_alpha_ignores_is_pruned_at_no_cost(planted, tmp_path):
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        r = prune_layers(head_dir, store, config, out_dir=tmp_path / "out")
+        shapes = costs_from_shapes(store)
+    s = r.summary
+    assert s["rankings"]["alpha"]["order"] == ["l1", "l2", "l3"]
+    assert s["rankings"]["alpha"]["scores"]["l3"] == 0.0
+    ref = s["reference"]["test_acc"]["mean"]
+    assert ref == 1.0
+    dropped = next(p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == 2)
+    assert dropped["layers"] == ["l1", "l2"]
+    assert dropped["test_acc"]["mean"] == ref  # no cost …
+    assert dropped["flops_saved"] == shapes.flops_after[1] / shapes.flops_total > 0  # … and compute saved
+    # Dropping the layer α relies on most does cost accuracy: the test can fail for the right reason.
+    first = next(p for p in s["points"] if p["ranking"] == "depth" and p["k"] == 1)
+    assert first["test_acc"]["mean"] < ref
+    c = s["chosen"]
+    assert "l3" not in c["layers"] and "alpha" in c["found_by"]
+    assert c["val_acc"]["mean"] >= s["reference"]["val_acc"]["mean"]
+    head, config_json = load_head(tmp_path / "out" / "head")  # the chosen head, refit on the kept layers
+    assert head.num_layers == c["k"] and config_json["layer_names"] == c["layers"]
+    assert config_json["pruned_from"]["found_by"] == c["found_by"]
+
+
+def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):
+    """With the mean ablation the ignored layer still costs nothing: α₃ = 0 whatever h₃ is."""
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    dropped = next(p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == 2)
+    assert dropped["test_acc"]["mean"] == 1.0
+
+
+def test_only_the_layer_counts_asked_for_are_evaluated(planted, tmp_path):
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, ks=[1], max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    assert s["ks"] == [3, 1] and {p["k"] for p in s["points"]} == {3, 1}
+    assert s["chosen"]["k"] == 3  # no single layer is free: all three are the smallest set evaluated
+
+
+def test_rank_order_breaks_ties_toward_shallow_layers():
+    assert order_of(np.array([0.2, 0.5, 0.5, np.nan])) == [1, 2, 0, 3]
+
+
+def test_block_influence_by_hand():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(50, 4))
+    b = rng.normal(size=(50, 4))
+    scores, reasons = block_influence([a, a, b])
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert np.isnan(scores[0]) and reasons == []
+    assert scores[1] == pytest.approx(0.0, abs=1e-12)  # an identity block changes nothing
+    assert scores[2] == pytest.approx(1 - cos.mean(), abs=1e-12)
+    r = by_block_influence([a, a, b], ["x", "y", "z"], 50)
+    assert r.order == [0, 2, 1]  # the first layer kept first, then by BI
+    widths = by_block_influence([a, rng.normal(size=(50, 3))], ["x", "y"], 50)
+    assert not widths.applies and "differ in width (4 vs 3)" in widths.how
+
+
+def test_shapes_estimate_by_hand(tmp_path):
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(20, w)).astype(np.float32) for w in (8, 16, 4)]
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats, np.arange(20) % 2)})
+    with FeatureStore(cache) as store:
+        c = costs_from_shapes(store)
+    # flat layers: 8 → 8 (no recorded input: the first layer's own width), 8 → 16, 16 → 4
+    assert c.params_total == 8 * 8 + 8 * 16 + 16 * 4
+    assert list(c.flops_after) == [2 * (8 * 16 + 16 * 4), 2 * 16 * 4, 0]
+    assert c.saved(0) == (c.params_after[0] / c.params_total, c.flops_after[0] / c.flops_total)
+
+
+def test_compute_counted_from_a_zoo_model(tmp_path):
+    """Counting from the model agrees with the module's own parameters: after the last block only
+    the classifier Linear(128, 10) runs (1,290 parameters, 2·128·10 FLOPs)."""
+    from laya_inspect.models import load_model
+
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in (512, 256, 128)]
+    cache = write_cache(tmp_path / "z.h5", {"train": (feats, np.arange(6) % 2)}, model_spec="zoo:mlp")
+    module = load_model("zoo:mlp", random_init=True).module
+    with FeatureStore(cache) as store:
+        c = backbone_costs(store, "model")
+    assert c.source == "model"
+    assert c.params_total == sum(p.numel() for p in module.parameters())
+    assert c.params_after[2] == 128 * 10 + 10 and c.flops_after[2] == 2 * 128 * 10
+    assert c.flops_after[0] > c.flops_after[1] > c.flops_after[2]
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def _fit(kind: str, store: FeatureStore, steps: int = 60):
+    torch.manual_seed(0)
+    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
+    hs = [torch.from_numpy(h) for h in store.layers("train")]
+    y = torch.from_numpy(store.labels("train"))
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def heads(digits_cache, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("prune-heads")
+    with FeatureStore(digits_cache) as store:
+        return {k: save_head(root / k, _fit(k, store), meta=cache_identity(store)) for k in ("laya", "scalarmix")}
+
+
+@pytest.mark.slow
+def test_prune_command_on_digits(digits_cache, heads, tmp_path):
+    out = tmp_path / "prune"
+    args = ["prune", str(heads["laya"]), "--cache", str(digits_cache), "--scalarmix", str(heads["scalarmix"])]
+    args += ["--seeds", "2", "--epochs", "15", "--max-drop", "0.02", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "α − ranking" in result.output and "not applicable" in result.output  # widths 48, 32, 16: no BI
+    s = json.loads((out / "summary.json").read_text())
+    assert s["seeds"] == [0, 1] and s["costs"]["source"] == "shapes"
+    assert {p["ranking"] for p in s["points"]} == {"alpha", "scalarmix", "lolo", "depth"}
+    assert all(len(p["test_acc"]["values"]) == 2 for p in s["points"])
+    assert set(s["alpha_vs"]) == {"scalarmix", "lolo", "depth"}
+    for name in ("points.csv", "rankings.csv", "fits.csv", "head/config.json", "head/weights.pt"):
+        assert (out / name).is_file(), name
+    for name in ("prune_accuracy_vs_flops", "prune_accuracy_vs_k", "rankings"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 1000
+    # same seeds, same numbers
+    again = runner.invoke(app, [*args[:-2], "--out", str(tmp_path / "again")], env=ENV)
+    assert again.exit_code == 0
+    s2 = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert [p["test_acc"] for p in s2["points"]] == [p["test_acc"] for p in s["points"]]
+
+
+def test_prune_errors(digits_cache, heads, tmp_path):
+    base = ["--cache", str(digits_cache), "--device", "cpu"]
+    missing = runner.invoke(app, ["prune", str(tmp_path / "nope"), *base, "--out", str(tmp_path / "o")], env=ENV)
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+
+    with FeatureStore(digits_cache) as store:
+        last = save_head(tmp_path / "last", LastLayerHead(store.widths, 10), meta=cache_identity(store))
+    no_alpha = runner.invoke(app, ["prune", str(last), *base, "--out", str(tmp_path / "o")], env=ENV)
+    assert no_alpha.exit_code == 1 and "has no layer weights α" in no_alpha.output
+
+    other = tmp_path / "other.h5"
+    with FeatureStore(digits_cache) as store:
+        write_cache(other, {"train": (store.layers("train"), store.labels("train"))}, data_spec="another")
+    elsewhere = ["prune", str(heads["laya"]), "--cache", str(other), "--out", str(tmp_path / "o")]
+    wrong = runner.invoke(app, elsewhere, env=ENV)
+    assert wrong.exit_code == 1 and "--allow-other-cache" in wrong.output
+
+    bad_smix = runner.invoke(app, ["prune", str(heads["laya"]), *base, "--scalarmix", str(heads["laya"])], env=ENV)
+    assert bad_smix.exit_code == 1 and "give a scalarmix head directory" in bad_smix.output
+
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("keep me")
+    busy = runner.invoke(app, ["prune", str(heads["laya"]), *base, "--out", str(full)], env=ENV)
+    assert busy.exit_code == 1 and "--force" in busy.output and (full / "x").read_text() == "keep me"
+
+    ks = runner.invoke(app, ["prune", str(heads["laya"]), *base, "--ks", "1,9", "--out", str(tmp_path / "o")], env=ENV)
+    assert ks.exit_code == 1 and "--ks 9: the head reads 3 layers" in ks.output
+    bad = runner.invoke(app, ["prune", str(heads["laya"]), *base, "--max-drop", "1.5"], env=ENV)
+    assert bad.exit_code == 1 and "--max-drop must be in [0, 1), got 1.5" in bad.output
+    usage = runner.invoke(app, ["prune", str(heads["laya"]), *base, "--costs", "guess"], env=ENV)
+    assert usage.exit_code == 2
+
+
+def test_held_out_rows_are_the_ones_the_head_records():
+    from laya_inspect.beyond.common import held_out_rows, verdict
+    from laya_inspect.training.loop import validation_split
+
+    labels = np.arange(200) % 4
+    split = {"val_fraction": 0.2, "val_mode": "stratified", "split_seed": 3}
+    train, val, how = held_out_rows({"split": split}, labels)
+    ref_train, ref_val = validation_split(labels, 0.2, "stratified", 3)
+    assert np.array_equal(train, ref_train) and np.array_equal(val, ref_val) and "own held-out" in how
+    _, val0, how0 = held_out_rows({}, labels)
+    assert np.array_equal(val0, validation_split(labels, 0.1, "stratified", 0)[1]) and "records no split" in how0
+    assert verdict({"mean": 0.1, "ci_low": 0.05, "ci_high": 0.2}, what="a", baseline="b").startswith("a beats b")
+    assert "no detectable difference" in verdict({"mean": 0.1, "ci_low": -0.1, "ci_high": 0.2}, what="a", baseline="b")
+    assert "no interval" in verdict({"mean": 0.1, "ci_low": None, "ci_high": None}, what="a", baseline="b")
+
+
+def test_budget_rule():
+    assert Budget().resolve(1212) == (50, 10)  # 10 steps an epoch: 500 steps
+    assert Budget().resolve(60_000) == (3, 2)
+    assert Budget(epochs=7, patience=1).resolve(10) == (7, 1)
