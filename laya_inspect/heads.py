@@ -3,13 +3,18 @@
 Every head maps hs = [h_1 … h_L], each (N, D_l), to logits (N, C). A head with aggregation weights
 also returns them, (N, L), from the same forward pass: α(x) for LAYA, the input-independent softmax
 of the scalars for ScalarMix. Formulas: docs/METHOD.md, "Heads".
+
+A head built with ``standardize="feature"`` (or ``"layer"``) first maps each h_i to (h_i − μ_i) / σ_i
+with fixed (D_l,) buffers that the trainer sets from training-split statistics
+(:meth:`Head.set_standardization`; docs/METHOD.md, "Standardisation"). The buffers live in the
+state_dict, so a saved head applied to raw cached features gives the logits it gave in training.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +24,8 @@ from .registry import Registry
 
 HEADS: Registry[type[Head]] = Registry("head")
 PSI_CHOICES = ("identity", "mlp")
+# feature: μ and σ per feature | layer: μ per feature, one σ per layer | none: raw features
+STANDARDIZE_CHOICES = ("feature", "layer", "none")
 
 
 @dataclass
@@ -35,11 +42,28 @@ def glorot_(module: nn.Module) -> None:
             nn.init.zeros_(m.bias)
 
 
+class Standardize(nn.Module):
+    """h ↦ (h − mean) / scale with fixed (D,) buffers: identity until the trainer sets them."""
+
+    mean: Tensor
+    scale: Tensor
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(width))
+        self.register_buffer("scale", torch.ones(width))
+
+    def forward(self, h: Tensor) -> Tensor:
+        return (h - self.mean) / self.scale
+
+
 class Head(nn.Module):
     kind: ClassVar[str]
     has_weights: ClassVar[bool] = False
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, init: str = "glorot") -> None:
+    def __init__(
+        self, widths: Sequence[int], num_classes: int, *, init: str = "glorot", standardize: str | None = None
+    ) -> None:
         super().__init__()
         if not widths:
             raise InputError("a head needs at least one layer")
@@ -47,11 +71,18 @@ class Head(nn.Module):
             raise InputError(f"a head needs at least 2 classes, got {num_classes}")
         if init not in ("glorot", "torch"):
             raise InputError(f"init must be 'glorot' or 'torch', got {init!r}")
+        if standardize is not None and standardize not in STANDARDIZE_CHOICES:
+            raise InputError(f"standardize must be one of {', '.join(STANDARDIZE_CHOICES)}, got {standardize!r}")
         self.widths = [int(w) for w in widths]
         self.num_classes = int(num_classes)
         self.init = init
         # Identity taps: the module Grad-CAM hooks to see each layer's representation inside the head.
+        # They sit before the standardisation, so they see the cached h_i themselves.
         self.taps = nn.ModuleList(nn.Identity() for _ in self.widths)
+        self.standardize: str | None = None if standardize in (None, "none") else standardize
+        self.standardizers: nn.ModuleList | None = (
+            nn.ModuleList(Standardize(w) for w in self.widths) if self.standardize is not None else None
+        )
 
     @property
     def num_layers(self) -> int:
@@ -64,14 +95,40 @@ class Head(nn.Module):
     def _tap(self, hs: Sequence[Tensor]) -> list[Tensor]:
         if len(hs) != self.num_layers:
             raise InputError(f"{self.kind} head expects {self.num_layers} layers, got {len(hs)}")
-        return [tap(h) for tap, h in zip(self.taps, hs)]
+        tapped = [tap(h) for tap, h in zip(self.taps, hs)]
+        if self.standardizers is None:
+            return tapped
+        return [s(h) for s, h in zip(self.standardizers, tapped)]
+
+    def set_standardization(self, means: Sequence[Any], scales: Sequence[Any]) -> None:
+        """Set each layer's (D_l,) mean and scale (> 0, finite) for a head built with ``standardize``."""
+        if self.standardizers is None:
+            raise InputError(
+                f"this {self.kind} head was built without standardize; build it with standardize='feature'"
+            )
+        if len(means) != self.num_layers or len(scales) != self.num_layers:
+            raise InputError(f"{len(means)} means and {len(scales)} scales for {self.num_layers} layers")
+        for i, (module, m, s) in enumerate(zip(self.standardizers, means, scales)):
+            mod = cast(Standardize, module)
+            m_t = torch.as_tensor(m, dtype=mod.mean.dtype).reshape(-1)
+            s_t = torch.as_tensor(s, dtype=mod.scale.dtype).reshape(-1)
+            if m_t.numel() != self.widths[i] or s_t.numel() != self.widths[i]:
+                raise InputError(
+                    f"layer {i} has width {self.widths[i]}, got {m_t.numel()} means and {s_t.numel()} scales"
+                )
+            if not (torch.isfinite(m_t).all() and torch.isfinite(s_t).all() and (s_t > 0).all()):
+                raise InputError(f"layer {i}: standardisation means must be finite and scales finite and > 0")
+            with torch.no_grad():
+                mod.mean.copy_(m_t)
+                mod.scale.copy_(s_t)
 
     def extra_config(self) -> dict[str, Any]:
         return {}
 
     def config(self) -> dict[str, Any]:
         """JSON-able constructor arguments: HEADS.get(kind)(**config) rebuilds the head."""
-        return {"widths": self.widths, "num_classes": self.num_classes, "init": self.init, **self.extra_config()}
+        std = {"standardize": self.standardize} if self.standardize is not None else {}
+        return {"widths": self.widths, "num_classes": self.num_classes, "init": self.init, **std, **self.extra_config()}
 
     def logits(self, *hs: Tensor) -> Tensor:
         """Logits from layers given as separate arguments (the form Captum attributes over)."""
@@ -92,8 +149,16 @@ def _mix(weights: Tensor, keep: Tensor | None) -> Tensor:
 class _AdaptedHead(Head):
     """Shared part: per-layer adapters z_i = W_i h_i + b_i into a common width d*."""
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
-        super().__init__(widths, num_classes, init=init)
+    def __init__(
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        d_star: int = 96,
+        init: str = "glorot",
+        standardize: str | None = None,
+    ) -> None:
+        super().__init__(widths, num_classes, init=init, standardize=standardize)
         if d_star < 1:
             raise InputError(f"d_star must be positive, got {d_star}")
         self.d_star = int(d_star)
@@ -132,8 +197,9 @@ class LayaHead(_AdaptedHead):
         psi: str = "identity",
         score_width: int | None = None,
         init: str = "glorot",
+        standardize: str | None = None,
     ) -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init)
+        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
         if tau <= 0:
             raise InputError(f"tau must be > 0, got {tau}")
         if psi not in PSI_CHOICES:
@@ -169,8 +235,10 @@ class LastLayerHead(Head):
 
     kind = "last"
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, init: str = "glorot") -> None:
-        super().__init__(widths, num_classes, init=init)
+    def __init__(
+        self, widths: Sequence[int], num_classes: int, *, init: str = "glorot", standardize: str | None = None
+    ) -> None:
+        super().__init__(widths, num_classes, init=init, standardize=standardize)
         self.classifier = nn.Linear(self.widths[-1], self.num_classes)
         self._init_weights()
 
@@ -186,8 +254,16 @@ class ConcatHead(_AdaptedHead):
 
     kind = "concat"
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init)
+    def __init__(
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        d_star: int = 96,
+        init: str = "glorot",
+        standardize: str | None = None,
+    ) -> None:
+        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
         self.post = nn.Sequential(nn.Linear(self.num_layers * self.d_star, self.d_star), nn.GELU())
         self._init_weights()
 
@@ -204,8 +280,16 @@ class ScalarMixHead(_AdaptedHead):
     kind = "scalarmix"
     has_weights = True
 
-    def __init__(self, widths: Sequence[int], num_classes: int, *, d_star: int = 96, init: str = "glorot") -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init)
+    def __init__(
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        d_star: int = 96,
+        init: str = "glorot",
+        standardize: str | None = None,
+    ) -> None:
+        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
         self.scalars = nn.Parameter(torch.zeros(self.num_layers))
         self._init_weights()
 

@@ -27,6 +27,15 @@ def fitted(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return out, result
 
 
+def _labels(out: Path) -> str:
+    """The test labels of the cache the heads were fitted on, as JSON."""
+    from laya_inspect.store import FeatureStore
+
+    cache = json.loads((out / "summary.json").read_text())["cache"]["cache_path"]
+    with FeatureStore(cache) as store:
+        return json.dumps(store.labels("test").tolist())
+
+
 def _csv(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
         return list(csv.DictReader(f))
@@ -62,7 +71,27 @@ def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
     expected = np.mean([x["test_acc"] - last_runs[x["seed"]]["test_acc"] for x in laya_runs])
     assert rows["laya"]["delta_vs_last"]["test_acc"]["mean"] == pytest.approx(expected)
     assert summary["split"]["n_val"] + summary["split"]["n_train"] == 1347
-    assert len(_csv(out / "summary.csv")) == 4
+    summary_csv = _csv(out / "summary.csv")
+    assert len(summary_csv) == 4
+    assert {"warnings", "seed_rank_agreement", "seed_top_layer_agreement"} <= set(summary_csv[0])
+    # the quality gate: references, and per head its warnings and the seeds' agreement
+    quality = summary["quality"]
+    assert quality["chance"] == pytest.approx(np.bincount(np.asarray(json.loads(_labels(out)))).max() / 450)
+    assert [p["layer"] for p in quality["probe"]["layers"]] == ["blocks.0", "blocks.1", "blocks.2"]
+    for h, r in rows.items():
+        assert isinstance(r["warnings"], list) and r["probe_reference"]["layer"]
+        csv_row = next(c for c in summary_csv if c["head"] == h)
+        assert csv_row["warnings"] == " | ".join(r["warnings"])
+        assert (r["seed_agreement"] is None) == (h in ("last", "concat"))
+    assert 0 <= rows["laya"]["seed_agreement"]["top_layer_agreement"] <= 1
+    prof = json.loads((out / "profiles" / "profiles.json").read_text())["alpha"]["laya"]
+    weights = rows["laya"]["layer_weights"]
+    assert weights["per_seed"]["1"] == pytest.approx(prof["seed_means"][1]) and weights["pooled"] == pytest.approx(
+        prof["mean"]
+    )
+    assert rows["last"]["layer_weights"] is None
+    assert summary["training"]["epochs"] == 3 and summary["training"]["monitor"] == "loss"
+    assert summary["standardization"]["mode"] == "feature"
 
 
 @pytest.mark.slow
@@ -84,7 +113,11 @@ def test_alpha_profiles(fitted: tuple[Path, object]) -> None:
     assert {(r["head"], r["kind"]) for r in layer_rows} == {("laya", "alpha"), ("scalarmix", "static")}
     assert len(_csv(out / "profiles" / "class_layer_alpha.csv")) == 3 * 10 * 3
     assert len(_csv(out / "profiles" / "static_weights.csv")) == 2 * 3
-    for stem in ("layer_weights", "laya_class_all", "laya_class_correct", "laya_class_incorrect"):
+    assert len(_csv(out / "profiles" / "seed_layer_weights.csv")) == 2 * 2 * 3  # 2 heads × 2 seeds × 3 layers
+    assert np.asarray(laya["seed_class"]).shape == (2, 10, 3)
+    assert laya["seed_agreement"]["pairs"] == 1 and prof["static"]["scalarmix"]["seed_agreement"]["pairs"] == 1
+    stems = ("layer_weights", "laya_class_all", "laya_class_correct", "laya_class_incorrect", "laya_seeds")
+    for stem in (*stems, "scalarmix_seeds", "laya_class_all_seed0", "laya_class_all_seed1"):
         assert (out / "profiles" / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
         assert "<svg" in (out / "profiles" / f"{stem}.svg").read_text()
 
@@ -95,8 +128,15 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
     text = result.stdout
     for h in ("laya", "last", "concat", "scalarmix", "accuracy", "macro-F1", "Δ acc vs last", "(baseline)"):
         assert h in text
-    assert "laya α: blocks.0" in text
+    assert "laya α: blocks.0" in text and "(pooled over 2 seeds)" in text
+    assert "  seed 0: blocks.0" in text and "  seed 1: blocks.0" in text and "seed agreement: per-row rank ρ" in text
+    assert "gate" in text and "reference: chance" in text and "logistic probe on one layer: best blocks." in text
+    summary = json.loads((out / "summary.json").read_text())
+    for h in summary["heads"]:
+        for w in h["warnings"]:
+            assert f"warning {h['head']}: {w[:40]}" in text.replace("\n", " ")
     assert "summary.json" in text and "runs.csv" in text and "profiles" in text
+    assert f"heads    {out}/<laya|last|concat|scalarmix>/" in text  # the final folder, not the temporary one
 
 
 @pytest.mark.slow
@@ -138,7 +178,7 @@ def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None
     "args, message",
     [
         (["--head", "lasst"], "no head 'lasst'; did you mean 'last'"),
-        (["--tau", "0"], "--tau must be > 0, got 0.0"),
+        (["--tau", "0"], "--tau must be a finite number > 0, got 0.0"),
         (["--val-fraction", "1.5"], "--val-fraction must be in (0, 1)"),
         (["--train-split", "trian"], "no split 'trian'"),
     ],

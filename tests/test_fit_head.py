@@ -15,7 +15,7 @@ from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.head_dir import load_head
 from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads, fit_one, resolve_heads
-from laya_inspect.training.loop import CacheRows, validation_split
+from laya_inspect.training.loop import CacheRows, evaluate, validation_split
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -89,13 +89,23 @@ def test_streaming_gives_the_same_run_as_memory(toy_cache: Path) -> None:
     assert mem.test_acc == stream.test_acc
 
 
-def test_early_stopping_restores_the_best_epoch(toy_cache: Path) -> None:
-    # With a vanishing learning rate validation accuracy never strictly improves after epoch 1.
-    cfg = FitConfig(d_star=8, lr=1e-12, epochs=20, patience=2)
+@pytest.mark.parametrize("monitor", ["loss", "acc"])
+def test_early_stopping_restores_the_best_epoch(toy_cache: Path, monitor: str) -> None:
+    # A large learning rate makes the validation numbers jump about, so patience ends the run.
+    cfg = FitConfig(d_star=8, lr=0.3, epochs=40, patience=3, monitor=monitor)
     with FeatureStore(toy_cache) as store:
         r = _fit(store, "concat", 0, cfg)
-    assert r.best_epoch == 1 and r.epochs_run == 3
-    assert r.val_acc == r.history[0]["val_acc"]
+        train = CacheRows(store, "train", torch.device("cpu"), True)
+        _, val = validation_split(train.labels, cfg.val_fraction, cfg.val_mode, cfg.split_seed)
+        restored = evaluate(r.module, train, val)
+    best = r.history[r.best_epoch - 1]
+    key = (
+        (lambda h: (-h["val_loss"], h["val_acc"])) if monitor == "loss" else (lambda h: (h["val_acc"], -h["val_loss"]))
+    )
+    assert r.best_epoch == 1 + max(range(len(r.history)), key=lambda i: (key(r.history[i]), -i))
+    assert r.epochs_run == r.best_epoch + 3 < 40  # stopped by patience
+    assert (r.val_loss, r.val_acc) == (best["val_loss"], best["val_acc"])
+    assert restored.loss == pytest.approx(best["val_loss"], rel=1e-6) and restored.acc == best["val_acc"]
 
 
 def test_validation_split() -> None:
@@ -144,11 +154,13 @@ def test_save_load_identical_logits_and_cache_check(toy_cache: Path, digits_cach
     with FeatureStore(digits_cache) as other:
         with pytest.raises(CacheError, match="fingerprint"):
             load_head(result.runs[0].head_dir, store=other)
-        with pytest.warns(UserWarning, match="fingerprint"):
+        # force only warns about the fingerprint; layers of other widths cannot be read at all
+        with pytest.warns(UserWarning, match="fingerprint"), pytest.raises(CacheError, match="widths"):
             load_head(result.runs[0].head_dir, store=other, force=True)
 
 
-def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("monitor", ["loss", pytest.param("acc", marks=pytest.mark.slow)])
+def test_tiny_grid_selects_the_best_mean_validation_metric(toy_cache: Path, tmp_path: Path, monitor: str) -> None:
     cfg = FitConfig(
         heads=("laya", "concat"),
         seeds=(0, 1, 2),
@@ -161,14 +173,20 @@ def test_tiny_grid_selects_the_best_mean_validation_accuracy(toy_cache: Path, tm
         lr=1e-2,
         batch_size=64,
         epochs=2,
+        monitor=monitor,
+        probe=False,
     )
     events: list[dict] = []
     with FeatureStore(toy_cache) as store:
         result = fit_heads(store, cfg, out_dir=tmp_path / "g", progress=events.append)
     grid = json.loads((tmp_path / "g" / "grid.json").read_text())
-    assert len(grid["configs"]) == 4 and all(len(c["val_acc"]) == 2 for c in grid["configs"])
-    best = max(grid["configs"], key=lambda c: c["val_acc_mean"])
+    assert len(grid["configs"]) == 4 and all(len(c["val_acc"]) == len(c["val_loss"]) == 2 for c in grid["configs"])
+    if monitor == "loss":
+        best = min(grid["configs"], key=lambda c: c["val_loss_mean"])
+    else:
+        best = max(grid["configs"], key=lambda c: c["val_acc_mean"])
     assert best["chosen"] and grid["chosen"]["d_star"] == best["d_star"]
+    assert ("validation loss" in grid["selection"]) == (monitor == "loss")
     assert grid["chosen"]["score_width"] == best["width_factor"] * best["d_star"]
     assert (tmp_path / "g" / "grid.csv").read_text().count("\n") == 5
     assert result.hparams["d_star"] == best["d_star"]

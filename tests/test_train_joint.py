@@ -115,7 +115,7 @@ def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
         (["--model", "zoo:mlp", "--data", "digitz"], "no dataset 'digitz'"),
         (["--model", "zoo:bilstm", "--data", "digits"], "holds images, not texts"),
         (["--model", "zoo:mlp", "--data", "digits", "--init", "he"], "--init must be one of glorot, torch"),
-        (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be > 0"),
+        (["--model", "zoo:mlp", "--data", "digits", "--ln-eps", "0"], "--ln-eps must be a finite number > 0"),
         (["--model", "zoo:mlp", "--data", "digits", "--loss", "mse"], "--loss must be one of logits, probs"),
     ],
 )
@@ -328,6 +328,8 @@ def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -
 def test_bilstm_without_its_vocabulary_is_refused(tmp_path: Path) -> None:
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv', n=20)}"
     res = runner.invoke(
-        app, ["extract", "--model", "zoo:bilstm", "--data", data, "--out", str(tmp_path / "x.h5")], env=ENV
+        app,
+        ["extract", "--model", "zoo:bilstm", "--random-init", "--data", data, "--out", str(tmp_path / "x.h5")],
+        env=ENV,
     )
     assert res.exit_code == 1 and "needs the word vocabulary" in res.stderr

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from ..errors import InputError
 from ..training.fit_head import FitConfig
 from ..training.joint import JointConfig
 from . import app, console, opt
@@ -26,6 +28,25 @@ def _list(value: str | None, cast: Callable[[str], Any], option: str) -> tuple[A
         raise typer.BadParameter(f"expected a comma-separated list, got {value!r}", param_hint=option) from None
 
 
+SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
+
+
+def _seeds(seeds: int | None, seed: int | None) -> tuple[int, ...]:
+    """``--seeds N`` runs seeds 0 … N−1 (5 when neither is given); ``--seed S`` runs seed S alone."""
+    if seeds is not None and seed is not None:
+        raise typer.BadParameter("give --seeds N or --seed S, not both", param_hint="--seed")
+    if seed is not None:
+        if not 0 <= seed < SEED_LIMIT:
+            raise InputError(f"--seed {seed}: a seed is an integer from 0 to 2**64 - 1")
+        return (seed,)
+    if seeds is not None and seeds < 1:
+        raise InputError(
+            f"--seeds {seeds}: --seeds is how many seeds to run (N ≥ 1 runs seeds 0 … N−1); "
+            "give --seed S to run seed S alone"
+        )
+    return tuple(range(5 if seeds is None else seeds))
+
+
 @app.command("fit-head")
 def fit_head_command(
     cache: Path = typer.Argument(..., help="feature cache written by `laya-inspect extract`"),
@@ -38,8 +59,12 @@ def fit_head_command(
     score_width: Optional[int] = opt(FitConfig, "score_width"),
     lr: float = opt(FitConfig, "lr"),
     batch_size: int = opt(FitConfig, "batch_size"),
-    epochs: int = opt(FitConfig, "epochs"),
-    patience: int = opt(FitConfig, "patience"),
+    epochs: Optional[int] = opt(FitConfig, "epochs"),
+    patience: Optional[int] = opt(FitConfig, "patience"),
+    monitor: str = opt(FitConfig, "monitor"),
+    weight_decay: float = opt(FitConfig, "weight_decay"),
+    standardize: str = opt(FitConfig, "standardize"),
+    probe: bool = opt(FitConfig, "probe"),
     val_fraction: float = opt(FitConfig, "val_fraction"),
     val_mode: str = opt(FitConfig, "val_mode"),
     split_seed: int = opt(FitConfig, "split_seed"),
@@ -54,15 +79,15 @@ def fit_head_command(
     device: str = opt(FitConfig, "device"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./<cache name>-heads)"),
     json_out: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout instead of the table"),
-    force: bool = typer.Option(False, "--force", help="overwrite earlier fit-head results in --out"),
+    force: bool = typer.Option(False, "--force", help="replace a non-empty --out whole (every file in it)"),
 ) -> None:
     """Fit LAYA and the baseline heads on a frozen feature cache over seeds; report accuracy, macro-F1 and α."""
+    from ..files import plain
     from ..store import FeatureStore
     from ..training.fit_head import fit_heads, resolve_heads
-    from ..training.profiles import profile_line
+    from ..training.profiles import profile_lines
 
-    if seeds is not None and seed is not None:
-        raise typer.BadParameter("give --seeds N or --seed S, not both", param_hint="--seed")
+    seed_values = _seeds(seeds, seed)
     heads = resolve_heads(head)
     # an option left out keeps FitConfig's default
     d_star_values = _list(grid_d_star, int, "--grid-d-star")
@@ -71,7 +96,7 @@ def fit_head_command(
     width_values = _list(grid_width, int, "--grid-width")
     config = FitConfig(
         heads=heads,
-        seeds=(seed,) if seed is not None else tuple(range(5 if seeds is None else seeds)),
+        seeds=seed_values,
         d_star=d_star,
         tau=tau,
         psi=psi,
@@ -80,6 +105,10 @@ def fit_head_command(
         batch_size=batch_size,
         epochs=epochs,
         patience=patience,
+        monitor=monitor,
+        weight_decay=weight_decay,
+        standardize=standardize,
+        probe=probe,
         val_fraction=val_fraction,
         val_mode=val_mode,
         split_seed=split_seed,
@@ -98,25 +127,29 @@ def fit_head_command(
         result = fit_heads(store, config, out_dir=out_dir, progress=on_event, overwrite=force)
 
     if json_out:
-        typer.echo(json.dumps(result.summary, indent=2))
+        typer.echo(json.dumps(plain(result.summary), indent=2, allow_nan=False))
         return
     table = Table(title=f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval")
-    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds"):
-        table.add_column(col, no_wrap=col != "head")
+    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
+        table.add_column(col, no_wrap=True, min_width=len(col))
     for h in result.summary["heads"]:
         d = (h.get("delta_vs_last") or {}).get("test_acc")
+        n_warn = len(h.get("warnings") or [])
         table.add_row(
             h["head"],
             estimate(h["test_acc"]),
             estimate(h["test_macro_f1"]),
             "(baseline)" if h["head"] == "last" else delta(d),
             str(h["n"]),
+            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
         )
     console.print(table)
+    _print_gate(result.summary)
     if result.grid:
-        console.print(f"grid choice (mean val acc): {result.grid['chosen']}", highlight=False)
+        console.print(f"grid choice ({result.grid['selection']}): {result.grid['chosen']}", highlight=False)
     if result.profiles:
-        console.print(profile_line(result.profiles), highlight=False)
+        for line in profile_lines(result.profiles):
+            console.print(line, highlight=False)
     o = result.out_dir
     console.print(
         f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/", highlight=False
@@ -133,6 +166,24 @@ def fit_head_command(
         console.print(f"profiles {o / 'profiles'}/ ({len(prof)} files)", highlight=False)
 
 
+def _print_gate(summary: dict[str, Any]) -> None:
+    """The quality gate's references, then one yellow line per warning (docs/METHOD.md, "Quality gate")."""
+    q = summary.get("quality") or {}
+    probe = q.get("probe")
+    ref = f"reference: chance {q['chance']:.3f} (majority class)" if q.get("chance") is not None else ""
+    if probe:
+        best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
+        ref += (
+            f" · logistic probe on one layer: best {probe['best_layer']} {best['test_acc']:.3f}, "
+            f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
+        )
+    if ref:
+        console.print(ref, highlight=False)
+    for h in summary["heads"]:
+        for w in h.get("warnings") or []:
+            console.print(f"[yellow]warning[/yellow] {escape(h['head'])}: {escape(w)}", highlight=False)
+
+
 @app.command("train")
 def train_command(
     model: str = opt(JointConfig, "model", "-m", default=...),
@@ -143,6 +194,8 @@ def train_command(
     batch_size: int = opt(JointConfig, "batch_size"),
     epochs: int = opt(JointConfig, "epochs"),
     patience: int = opt(JointConfig, "patience"),
+    monitor: str = opt(JointConfig, "monitor"),
+    weight_decay: float = opt(JointConfig, "weight_decay"),
     val_fraction: float = opt(JointConfig, "val_fraction"),
     val_mode: str = opt(JointConfig, "val_mode"),
     limit: Optional[int] = opt(JointConfig, "limit"),
@@ -171,6 +224,8 @@ def train_command(
         batch_size=batch_size,
         epochs=epochs,
         patience=patience,
+        monitor=monitor,
+        weight_decay=weight_decay,
         val_fraction=val_fraction,
         val_mode=val_mode,
         limit=limit,
@@ -189,8 +244,8 @@ def train_command(
     m = result.metrics
     console.print(
         f"{model} + {head} on {data}, seed {seed}: test accuracy {m['test_acc']:.4f}, "
-        f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']}, "
-        f"val accuracy {m['val_acc']:.4f})",
+        f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']} by validation "
+        f"{m['monitor']}: val loss {m['val_loss']:.4f}, val accuracy {m['val_acc']:.4f})",
         highlight=False,
     )
     if result.alpha_mean is not None:
@@ -220,13 +275,17 @@ def export_head_command(
     cache: Path = typer.Option(..., "--cache", "-c", help="the cache `extract` wrote from that checkpoint"),
     out: Path = typer.Option(..., "--out", "-o", help="head directory to write (for `compare`)"),
     split: str = typer.Option("test", "--split", help="split on which to check the head's accuracy"),
+    force: bool = typer.Option(False, "--force", help="replace a non-empty --out (its whole content)"),
 ) -> None:
-    """Turn the head trained jointly by `train` into a head directory that `compare` scores."""
+    """Turn the head trained jointly by `train` into a head directory that `compare` scores.
+
+    The checkpoint is read weights-only (no code from it runs), and the cache must be the one
+    `extract` wrote from that very file (its recorded weights sha256 is checked)."""
     from ..head_dir import export_head
     from ..store import FeatureStore
 
     with FeatureStore(cache) as store:
-        s = export_head(checkpoint, store, out, split=split)
+        s = export_head(checkpoint, store, out, split=split, force=force)
     joint = "" if s["joint_test_acc"] is None else f" (train measured {s['joint_test_acc']:.4f})"
     console.print(f"{s['kind']} head → {out}: accuracy on {s['split']} of {cache} {s['accuracy_on_cache']:.4f}{joint}")
     if s["mean_weights_on_cache"] is not None:

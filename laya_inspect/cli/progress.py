@@ -94,7 +94,8 @@ def _plain_rows(unit: str) -> Callable[[dict[str, Any]], None]:
 
 @contextmanager
 def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], None]]:
-    """Two bars on stderr: runs done, and the current run's epochs with loss and validation accuracy."""
+    """Two bars on stderr: runs done, and the current run's epochs with the training loss, the
+    validation loss and accuracy, and the best epoch's monitored value."""
     if not enabled:
         yield lambda event: None
         return
@@ -103,7 +104,8 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
         def on_line(e: dict[str, Any]) -> None:
             if e["event"] == "run_end":
                 err_console.print(
-                    f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, val acc {e['val_acc']:.4f}",
+                    f"{e.get('stage', 'fit')}: {e['head']} seed {e['seed']} done, best epoch {e['best_epoch']}: "
+                    f"val loss {e['val_loss']:.4f}, val acc {e['val_acc']:.4f}",
                     highlight=False,
                 )
 
@@ -124,13 +126,18 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
                     bar.remove_task(tasks["epoch"])
                 tasks["epoch"] = bar.add_task(f"{e['head']} seed {e['seed']}", total=e["epochs"], info="")
             elif e["event"] == "epoch":
+                best = e["best_val_loss"] if e.get("monitor", "loss") == "loss" else e["best_val_acc"]
                 bar.update(
                     tasks["epoch"],
                     completed=e["epoch"],
-                    info=f"loss {e['loss']:.4f}  val acc {e['val_acc']:.4f} (best {e['best_val_acc']:.4f})",
+                    info=f"loss {e['loss']:.4f}  val loss {e['val_loss']:.4f}  val acc {e['val_acc']:.4f} "
+                    f"(best {e.get('monitor', 'loss')} {best:.4f})",
                 )
             elif e["event"] == "run_end":
                 bar.advance(tasks[stage])
-                bar.update(tasks[stage], info=f"last: {e['head']} seed {e['seed']} val acc {e['val_acc']:.4f}")
+                bar.update(
+                    tasks[stage],
+                    info=f"last: {e['head']} seed {e['seed']} val loss {e['val_loss']:.4f} acc {e['val_acc']:.4f}",
+                )
 
         yield on_event

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import torch
 from torch import Tensor, nn
@@ -225,15 +225,19 @@ def build_zoo(name: str, **kwargs: Any) -> nn.Module:
         raise InputError(f"zoo model {name!r} does not take these arguments: {e}") from None
 
 
-def save_zoo_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any] | None = None) -> Path:
+def save_zoo_checkpoint(
+    path: str | Path | BinaryIO, model: nn.Module, extra: dict[str, Any] | None = None
+) -> Path | BinaryIO:
     """Write ``{"format", "arch", "kwargs", "state_dict", **extra}``; readable with ``weights_only=True``
-    as long as ``extra`` holds only plain values (numbers, strings, lists, dicts, tensors)."""
+    as long as ``extra`` holds only plain values (numbers, strings, lists, dicts, tensors). ``path``
+    may be a binary buffer (to serialise in memory and write the bytes atomically)."""
     extra = dict(extra or {})
     clash = {"format", "arch", "kwargs", "state_dict"} & set(extra)
     if clash:
         raise ValueError(f"extra keys {sorted(clash)} would overwrite the checkpoint's own")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(path, (str, Path)):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     kwargs = cast(dict[str, Any], model.kwargs)  # every zoo model sets .kwargs
     torch.save({"format": FORMAT, "arch": model.arch, "kwargs": dict(kwargs), "state_dict": state, **extra}, path)

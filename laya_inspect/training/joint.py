@@ -16,6 +16,7 @@ reads it): ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", "hea
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,12 +29,12 @@ from torch import Tensor, nn
 
 from .. import __version__
 from ..errors import InputError
-from ..files import plain, write_json
+from ..files import atomic_path, output_lock, plain, write_json
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..options import check, option, tuples
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .loop import LOSSES, InputRows, LoopSettings, TensorRows, predict, run_end, train_loop, validation_split
-from .options import shared, training_rules
+from .options import finite, seed_ok, shared, training_rules
 
 JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
 POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
@@ -56,6 +57,8 @@ class JointConfig:
     batch_size: int = shared("batch_size")
     epochs: int = shared("epochs")
     patience: int = shared("patience")
+    monitor: str = shared("monitor")
+    weight_decay: float = shared("weight_decay")
     val_fraction: float = shared("val_fraction")
     val_mode: str = shared("val_mode")
     limit: int | None = option(
@@ -92,7 +95,12 @@ class JointConfig:
                 ),
                 (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
                 *training_rules(self),
-                (self.ln_eps is None or self.ln_eps > 0, "ln_eps", "must be > 0"),
+                (seed_ok(self.seed), "seed", "must be an integer from 0 to 2**64 - 1"),
+                (
+                    self.ln_eps is None or (finite(self.ln_eps) and self.ln_eps > 0),
+                    "ln_eps",
+                    "must be a finite number > 0",
+                ),
                 (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
             ],
         )
@@ -102,7 +110,15 @@ class JointConfig:
         return self.model.partition(":")[2]
 
     def loop_settings(self) -> LoopSettings:
-        return LoopSettings(lr=self.lr, epochs=self.epochs, patience=self.patience, seed=self.seed, loss=self.loss)
+        return LoopSettings(
+            lr=self.lr,
+            epochs=self.epochs,
+            patience=self.patience,
+            seed=self.seed,
+            loss=self.loss,
+            weight_decay=self.weight_decay,
+            monitor=self.monitor,
+        )
 
 
 class _ZooBackbone(Protocol):
@@ -151,15 +167,23 @@ class JointResult:
 def train_joint(
     config: JointConfig, *, out: str | Path, progress: Progress | None = None, overwrite: bool = False
 ) -> JointResult:
-    """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics."""
+    """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics.
+    An existing checkpoint is refused unless ``overwrite``; a second run on the same ``out`` is
+    refused while the first holds its lock."""
+    path = Path(out)
+    if path.is_dir():
+        raise InputError(f"--out {path} is a folder; give a checkpoint file name such as {path / 'model.pt'}")
+    with output_lock(path):
+        if path.exists() and not overwrite:
+            raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
+        return _train_joint(config, path, progress or no_progress)
+
+
+def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult:
     from ..data import load_data
     from ..models.zoo import DEFAULT_LAYERS, build_zoo, save_zoo_checkpoint
 
-    emit = progress or no_progress
-    path = Path(out)
     metrics_path = path.with_name(path.stem + ".metrics.json")
-    if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
     device = pick_device(config.device)
     input_spec, vocab = None, None
     if config.arch == "bilstm":  # word ids from a vocabulary of the training texts, kept in the checkpoint
@@ -227,7 +251,9 @@ def train_joint(
     metrics: dict[str, Any] = {
         "head": config.head,
         "seed": config.seed,
-        "val_acc": stopper.best,
+        "val_acc": stopper.best_acc,
+        "val_loss": stopper.best_loss,
+        "monitor": stopper.monitor,
         "best_epoch": stopper.best_epoch,
         "epochs_run": len(history),
         "test_acc": float((preds == labels).mean()),
@@ -270,19 +296,27 @@ def train_joint(
     }
     if vocab is not None:
         ckpt_extra["vocab"] = list(vocab.words)
-    save_zoo_checkpoint(path, backbone.cpu(), extra=plain(ckpt_extra))
-    write_json(
-        metrics_path,
-        {
-            "checkpoint": str(path),
-            "model": config.model,
-            "data": bundle.spec,
-            "layer_names": layer_names,
-            **metrics,
-            "training": training,
-            "history": history,
-        },
-    )
+    # Serialised in memory: torch's zip writer reports a full disk as a bare RuntimeError, while a
+    # plain write of the bytes gives the OS error (and its errno) that files.atomic_path reports.
+    buf = io.BytesIO()
+    save_zoo_checkpoint(buf, backbone.cpu(), extra=plain(ckpt_extra))
+    # The checkpoint's bytes go to a temporary name first, then the metrics file (atomic on its own),
+    # then the checkpoint is renamed over --out: a full disk or a kill leaves neither file half
+    # written, an old checkpoint (with --force) intact, and a checkpoint present has its metrics.
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buf.getvalue())
+        write_json(
+            metrics_path,
+            {
+                "checkpoint": str(path),
+                "model": config.model,
+                "data": bundle.spec,
+                "layer_names": layer_names,
+                **metrics,
+                "training": training,
+                "history": history,
+            },
+        )
     return JointResult(
         path=path,
         metrics_path=metrics_path,
@@ -334,7 +368,8 @@ def _probe(
         test_acc = float((clf(f_te).argmax(1) == y_te).double().mean())
     return {
         "trained": "linear probe on the frozen last block, after joint training",
-        "val_acc": stopper.best,
+        "val_acc": stopper.best_acc,
+        "val_loss": stopper.best_loss,
         "test_acc": test_acc,
         "epochs_run": len(history),
     }

@@ -32,6 +32,7 @@ from ..runtime import Progress
 from ..store import FeatureStore
 
 VAL_MODES = ("stratified", "last")
+MONITORS = ("loss", "acc")  # the validation metric early stopping watches; ties go to the other
 # logits: cross-entropy on the logits | probs: Keras' categorical cross-entropy on softmax
 # probabilities clipped to [1e-7, 1 − 1e-7] (the reference notebook's loss; no gradient where clipped)
 LOSSES = ("logits", "probs")
@@ -225,17 +226,34 @@ def loss_fn(logits: Tensor, y: Tensor, kind: str = "logits") -> Tensor:
 
 
 class EarlyStopping:
-    """Keras' EarlyStopping(monitor=val_accuracy, mode=max, min_delta=0, restore_best_weights=True):
-    an epoch improves only when strictly better; stop after ``patience`` epochs without one."""
+    """Early stopping with the best weights kept (docs/METHOD.md, "Training"). An epoch is the new best
+    when its monitored validation metric is strictly better (``loss``: lower cross-entropy; ``acc``:
+    higher accuracy) or, on a tie, when the other one is strictly better; training stops after
+    ``patience`` epochs without a new best. The tie rule matters once accuracy saturates: at 1.0 a
+    strict gain can never come, and the epoch-1 weights would be kept while the loss still falls."""
 
-    def __init__(self, patience: int) -> None:
-        self.patience, self.best, self.best_epoch, self.wait = patience, -math.inf, 0, 0
+    def __init__(self, patience: int, monitor: str = "loss") -> None:
+        if monitor not in MONITORS:
+            raise InputError(f"--monitor must be one of {', '.join(MONITORS)}, got {monitor!r}")
+        self.patience, self.monitor = patience, monitor
+        self.best_epoch, self.wait = 0, 0
+        self.best_loss, self.best_acc = math.inf, -math.inf
         self.state: dict[str, torch.Tensor] | None = None
 
-    def step(self, epoch: int, score: float, module: nn.Module) -> bool:
-        """Record this epoch's score (keeping a copy of the weights when it is the best); True = stop."""
-        if score > self.best:
-            self.best, self.best_epoch, self.wait = score, epoch, 0
+    def _key(self, loss: float, acc: float) -> tuple[float, float]:
+        """Larger is better, compared in order: the monitored metric, then the other."""
+        return (-loss, acc) if self.monitor == "loss" else (acc, -loss)
+
+    @property
+    def best(self) -> float:
+        """The monitored metric at the best epoch."""
+        return self.best_loss if self.monitor == "loss" else self.best_acc
+
+    def step(self, epoch: int, loss: float, acc: float, module: nn.Module) -> bool:
+        """Record this epoch's validation loss and accuracy (keeping a copy of the weights when it is
+        the best); True = stop."""
+        if self.best_epoch == 0 or self._key(loss, acc) > self._key(self.best_loss, self.best_acc):
+            self.best_epoch, self.best_loss, self.best_acc, self.wait = epoch, loss, acc, 0
             self.state = copy.deepcopy(module.state_dict())
         else:
             self.wait += 1
@@ -256,6 +274,16 @@ class LoopSettings:
     seed: int
     loss: str = "logits"
     weight_decay: float = 0.0
+    monitor: str = "loss"
+
+
+def _nonfinite(name: str, tag: dict[str, Any], settings: LoopSettings, epoch: int, what: str, value: float) -> str:
+    stage = tag.get("stage")
+    label = f"{name!r}" + (f" ({stage})" if stage in ("grid", "probe") else "")
+    return (
+        f"training of head {label}, seed {settings.seed} stopped: the {what} became {value} at epoch {epoch}; "
+        f"lower --lr (now {settings.lr:g}) or check the features for NaN/Inf values"
+    )
 
 
 def run_end(
@@ -266,7 +294,9 @@ def run_end(
         "event": "run_end",
         "head": name,
         "seed": seed,
-        "val_acc": stopper.best,
+        "val_acc": stopper.best_acc,
+        "val_loss": stopper.best_loss,
+        "monitor": stopper.monitor,
         "best_epoch": stopper.best_epoch,
         "epochs_run": len(history),
         **extra,
@@ -290,7 +320,7 @@ def train_loop(
     forward = forward or module
     opt = torch.optim.Adam(module.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     gen = torch.Generator().manual_seed(settings.seed)
-    stopper, history = EarlyStopping(settings.patience), []
+    stopper, history = EarlyStopping(settings.patience, settings.monitor), []
     device = next(module.parameters()).device
     emit({"event": "run_start", "head": name, "seed": settings.seed, "epochs": settings.epochs, **tag})
     for epoch in range(1, settings.epochs + 1):
@@ -309,18 +339,23 @@ def train_loop(
             correct += (out.logits.detach().argmax(1) == y).sum()
             count += len(y)
         module.eval()
+        train_loss = float(loss_sum) / count
+        if not math.isfinite(train_loss):
+            raise InputError(_nonfinite(name, tag, settings, epoch, "training loss", train_loss))
         p, t, _, val_loss = predict(forward, val_batches())
+        if not math.isfinite(val_loss):
+            raise InputError(_nonfinite(name, tag, settings, epoch, "validation loss", val_loss))
         val_acc = float((p == t).mean())
         record = {
             "epoch": epoch,
-            "train_loss": float(loss_sum) / count,
+            "train_loss": train_loss,
             "train_acc": float(correct) / count,
             "val_loss": val_loss,
             "val_acc": val_acc,
             "seconds": time.perf_counter() - t0,
         }
         history.append(record)
-        stop = stopper.step(epoch, val_acc, module)
+        stop = stopper.step(epoch, val_loss, val_acc, module)
         emit(
             {
                 "event": "epoch",
@@ -329,8 +364,11 @@ def train_loop(
                 "epoch": epoch,
                 "epochs": settings.epochs,
                 "loss": record["train_loss"],
+                "val_loss": val_loss,
                 "val_acc": val_acc,
-                "best_val_acc": stopper.best,
+                "best_val_loss": stopper.best_loss,
+                "best_val_acc": stopper.best_acc,
+                "monitor": stopper.monitor,
                 **tag,
             }
         )

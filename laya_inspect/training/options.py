@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..heads import PSI_CHOICES
 from ..models.zoo import INITS  # Keras' glorot-uniform + zero bias (the paper's) | PyTorch's own defaults
 from ..options import option
 from ..runtime import DEVICE_HELP, check_device
-from .loop import VAL_MODES
+from .loop import MONITORS, VAL_MODES
 
 _SHARED: dict[str, dict[str, Any]] = {
     "lr": dict(default=3e-4, flag="--lr", help="Adam learning rate"),
     "batch_size": dict(default=128, flag="--batch-size", help="training batch size"),
     "epochs": dict(default=50, flag="--epochs", help="at most this many epochs", always=True),
-    "patience": dict(default=5, flag="--patience", help="early stopping on validation accuracy: epochs without a gain"),
+    "patience": dict(
+        default=5, flag="--patience", help="early stopping: epochs without a new best validation --monitor"
+    ),
+    "monitor": dict(
+        default="loss",
+        flag="--monitor",
+        choices=MONITORS,
+        help="early stopping watches validation loss (lower is better) or acc (higher); ties go to the "
+        "other; the best epoch's weights are kept",
+    ),
+    "weight_decay": dict(default=0.0, flag="--weight-decay", help="Adam weight decay (L2 penalty), ≥ 0"),
     "val_fraction": dict(default=0.1, flag="--val-fraction", help="share of the training split held out"),
     "val_mode": dict(
         default="stratified",
@@ -40,18 +51,33 @@ def shared(name: str, **changes: Any) -> Any:
     return option(**{**_SHARED[name], **changes})
 
 
+SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def seed_ok(x: int) -> bool:
+    return 0 <= x < SEED_LIMIT
+
+
 def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
-    """The rules `fit-head` and `train` share, for :func:`laya_inspect.options.check`."""
+    """The rules `fit-head` and `train` share, for :func:`laya_inspect.options.check` (NaN and ±inf
+    fail every rule on a float: they would train to chance and exit 0)."""
     check_device(cfg.device)
     return [
-        (cfg.lr > 0, "lr", "must be > 0"),
+        # Adam moves each weight by about lr per step: beyond 1 a run can only diverge.
+        (finite(cfg.lr) and 0 < cfg.lr <= 1, "lr", "must be a number in (0, 1]"),
+        (finite(cfg.weight_decay) and cfg.weight_decay >= 0, "weight_decay", "must be a finite number ≥ 0"),
+        (cfg.monitor in MONITORS, "monitor", f"must be one of {', '.join(MONITORS)}"),
         (cfg.batch_size >= 1, "batch_size", "must be ≥ 1"),
-        (cfg.epochs >= 1, "epochs", "must be ≥ 1"),
-        (cfg.patience >= 1, "patience", "must be ≥ 1"),
+        (cfg.epochs is None or cfg.epochs >= 1, "epochs", "must be ≥ 1"),
+        (cfg.patience is None or cfg.patience >= 1, "patience", "must be ≥ 1"),
         (0 < cfg.val_fraction < 1, "val_fraction", "must be in (0, 1)"),
         (cfg.val_mode in VAL_MODES, "val_mode", f"must be one of {', '.join(VAL_MODES)}"),
         (cfg.d_star >= 1, "d_star", "must be ≥ 1"),
-        (cfg.tau > 0, "tau", "must be > 0"),
+        (finite(cfg.tau) and cfg.tau > 0, "tau", "must be a finite number > 0"),
         (cfg.psi in PSI_CHOICES, "psi", f"must be one of {', '.join(PSI_CHOICES)}"),
         (cfg.score_width is None or cfg.score_width >= 1, "score_width", "must be ≥ 1"),
         (cfg.init in INITS, "init", f"must be one of {', '.join(INITS)}"),

@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..files import write_csv, write_json
 from ..head_dir import save_head
-
-OUR_FILES = ("runs.csv", "runs.json", "summary.csv", "summary.json", "grid.csv", "grid.json", "profiles")
-
-
-def prepare_out(out: Path, heads: Sequence[str], overwrite: bool) -> None:
-    existing = [p for p in [*(out / h for h in heads), *(out / n for n in OUR_FILES)] if p.exists()]
-    if existing and not overwrite:
-        raise InputError(
-            f"{out} already holds fit-head results ({', '.join(p.name for p in existing[:4])}); "
-            "pass --force to overwrite them, or choose another --out"
-        )
-    for p in existing:  # only what fit-head writes; anything else in out_dir is left alone
-        if p.name == "profiles":
-            shutil.rmtree(p)
-        elif p.is_dir():
-            for sub in p.glob("seed_*"):
-                if sub.is_dir():
-                    shutil.rmtree(sub)
-        else:
-            p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def save_run(
@@ -40,6 +16,7 @@ def save_run(
         "head": r.head,
         "seed": r.seed,
         "val_acc": r.val_acc,
+        "val_loss": r.val_loss,
         "test_acc": r.test_acc,
         "test_macro_f1": r.test_macro_f1,
         "test_loss": r.test_loss,
@@ -57,9 +34,11 @@ def save_run(
         "history": r.history,
         "metrics": metrics,
     }
-    save_head(path, r.module, meta=meta)
-    write_json(path / "metrics.json", metrics)
-    write_csv(path / "train_log.csv", r.history)
+    files = {
+        "metrics.json": lambda p: write_json(p, metrics),
+        "train_log.csv": lambda p: write_csv(p, r.history),
+    }
+    save_head(path, r.module, meta=meta, files=files)
     return path
 
 
@@ -74,22 +53,9 @@ def summary_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
             d = (h.get("delta_vs_last") or {}).get(m) or {}
             for k in ("mean", "std", "ci_low", "ci_high"):
                 row[f"delta_{m}_{k}"] = d.get(k)
+        agreement = h.get("seed_agreement") or {}
+        row["seed_rank_agreement"] = agreement.get("rank_agreement")
+        row["seed_top_layer_agreement"] = agreement.get("top_layer_agreement")
+        row["warnings"] = " | ".join(h.get("warnings") or [])
         rows.append(row)
     return rows
-
-
-def write_grid(out: Path, grid: dict[str, Any]) -> dict[str, Path]:
-    rows = [
-        {
-            k: (
-                " ".join(f"{v:.6f}" for v in e[k])
-                if k == "val_acc"
-                else " ".join(map(str, e[k]))
-                if k == "seeds"
-                else e[k]
-            )
-            for k in e
-        }
-        for e in grid["configs"]
-    ]
-    return {"grid_json": write_json(out / "grid.json", grid), "grid_csv": write_csv(out / "grid.csv", rows)}

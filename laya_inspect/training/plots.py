@@ -1,9 +1,12 @@
 """Plots of the layer-weight profiles (matplotlib, Agg backend): each figure as PNG and SVG.
 
 - layer_weights: bars of the mean weight per layer, error bars = std (α: over test rows; static:
-  over seeds), one group of bars per head.
-- <head>_class_<group>: class × layer heatmap of mean α for all / correct / incorrect rows, the value
-  written in each cell (empty cells: no rows of that class in the group).
+  over seeds), one group of bars per head; pooled over seeds, as its title says.
+- <head>_seeds: one group of bars per seed (each seed's mean weight per layer) beside the pooled
+  mean, so seeds that disagree show instead of averaging out.
+- <head>_class_<group>: class × layer heatmap of mean α for all / correct / incorrect rows, pooled
+  over seeds (title says so), the value written in each cell (empty cells: no rows of that class in
+  the group); <head>_class_all_seed<S>: the same for each seed's own rows.
 """
 
 from __future__ import annotations
@@ -48,23 +51,44 @@ def _save(fig: Any, stem: Path) -> dict[str, Path]:
     return out
 
 
+def _pooled(n_seeds: int) -> str:
+    return f"pooled over {n_seeds} seeds" if n_seeds > 1 else "1 seed"
+
+
 def plot_layer_bars(profiles: dict[str, Any], stem: Path) -> dict[str, Path]:
-    plt = _plt()
     names = profiles["layer_names"]
     series = [(f"{h} α (± std over rows)", p["mean"], p["std"]) for h, p in profiles["alpha"].items()]
     series += [(f"{h} static (± std over seeds)", p["mean"], p["std"]) for h, p in profiles["static"].items()]
+    n_seeds = max([len(p["seeds"]) for t in ("alpha", "static") for p in profiles[t].values()] or [1])
+    title = f"Layer weights, {_pooled(n_seeds)} (error bars clipped to [0, 1])"
+    return _bars(names, series, title, stem)
+
+
+def plot_seed_bars(head: str, kind: str, p: dict[str, Any], names: list[str], stem: Path) -> dict[str, Path]:
+    """Each seed's mean weight per layer beside the pooled mean (no error bars)."""
+    per_seed = p["seed_means"] if kind == "alpha" else p["weights"]
+    series = [(f"seed {s}", row, None) for s, row in zip(p["seeds"], per_seed)]
+    series.append((f"{_pooled(len(p['seeds']))}", p["mean"], None))
+    label = "α" if kind == "alpha" else "static weights"
+    return _bars(names, series, f"{head} {label} per seed, and pooled", stem)
+
+
+def _bars(names: list[str], series: list[tuple[str, Any, Any]], title: str, stem: Path) -> dict[str, Path]:
+    plt = _plt()
     x = np.arange(len(names))
     width = 0.8 / max(1, len(series))
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(names) + 2), 3.6))
     for k, (label, mean, std) in enumerate(series):
         mean = np.asarray(mean, dtype=float)
-        std = np.nan_to_num(np.asarray(std, dtype=float), nan=0.0)
-        err = np.stack([np.minimum(std, mean), np.minimum(std, 1.0 - mean)])  # weights live in [0, 1]
+        err = None
+        if std is not None:
+            std = np.nan_to_num(np.asarray(std, dtype=float), nan=0.0)
+            err = np.stack([np.minimum(std, mean), np.minimum(std, 1.0 - mean)])  # weights live in [0, 1]
         ax.bar(x + (k - (len(series) - 1) / 2) * width, mean, width, yerr=err, capsize=3, label=label)
     ax.set_xticks(x, names, rotation=30 if len(names) > 6 else 0, ha="right" if len(names) > 6 else "center")
     ax.set_ylabel("mean weight on the test split")
     ax.set_ylim(0, 1.02)
-    ax.set_title("Layer weights (error bars clipped to [0, 1])", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.legend(
         fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(names) <= 6 else -0.25), ncol=2
     )
@@ -100,17 +124,36 @@ def plot_class_heatmap(
 
 
 def plot_profiles(out_dir: Path, profiles: dict[str, Any]) -> dict[str, Path]:
+    names, classes = profiles["layer_names"], profiles["class_names"]
     files = plot_layer_bars(profiles, out_dir / "layer_weights")
+    for kind in ("alpha", "static"):
+        for h, p in profiles[kind].items():
+            if len(p["seeds"]) > 1:
+                files.update(plot_seed_bars(h, kind, p, names, out_dir / f"{h}_seeds"))
     for h, p in profiles["alpha"].items():
+        pooled = _pooled(len(p["seeds"]))
         for group, g in p["class"].items():
             files.update(
                 plot_class_heatmap(
                     g["mean"],
                     g["count"],
-                    layer_names=profiles["layer_names"],
-                    class_names=profiles["class_names"],
-                    title=f"{h}: mean α by class ({group} test rows)",
+                    layer_names=names,
+                    class_names=classes,
+                    title=f"{h}: mean α by class ({group} test rows, {pooled})",
                     stem=out_dir / f"{h}_class_{group}",
                 )
             )
+        if len(p["seeds"]) > 1:
+            counts = p["class"]["all"]["count"] // len(p["seeds"])
+            for s, matrix in zip(p["seeds"], p["seed_class"]):
+                files.update(
+                    plot_class_heatmap(
+                        matrix,
+                        counts,
+                        layer_names=names,
+                        class_names=classes,
+                        title=f"{h}: mean α by class (all test rows, seed {s} only)",
+                        stem=out_dir / f"{h}_class_all_seed{s}",
+                    )
+                )
     return files

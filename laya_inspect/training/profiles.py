@@ -1,11 +1,14 @@
 """Layer-weight profiles of fitted heads on the test split: what the heads say about the layers.
 
-- α heads (LAYA; the weights change with the input): the global mean ± std of α per layer over the
-  test rows of every seed (and the spread of the per-seed means), and class × layer mean α for all,
-  correctly and incorrectly classified rows (class = the true label; pooled over seeds).
+- α heads (LAYA; the weights change with the input): per seed, the mean α per layer and the class ×
+  layer mean α; pooled over seeds, the mean ± std of α per layer over the test rows of every seed
+  (and the spread of the per-seed means), and class × layer mean α for all, correctly and
+  incorrectly classified rows (class = the true label). Pooled numbers can hide seeds that disagree
+  (one-hot by class in each seed, uniform once pooled): ``seed_agreement`` (stats.seed_agreement)
+  says how far the seeds agree row by row.
 - static heads (ScalarMix): the softmax of the learned scalars, per seed, mean ± std over seeds.
 
-Written as profiles.json, three CSV files and the plots of ``profile_plots`` (PNG and SVG).
+Written as profiles.json, four CSV files and the plots of ``profile_plots`` (PNG and SVG).
 Shapes: N test rows, S seeds, L layers, C classes. A class with no rows in a group is NaN (null in
 JSON, empty in CSV, blank in the heatmap), never 0.
 """
@@ -19,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..files import write_csv, write_json
+from .stats import seed_agreement
 
 GROUPS = ("all", "correct", "incorrect")
 
@@ -52,6 +56,10 @@ def alpha_profile(
         "std": w_all.std(axis=0, ddof=1) if len(w_all) > 1 else np.full(w_all.shape[1], np.nan),
         "seed_means": seed_means,
         "seed_std": seed_means.std(axis=0, ddof=1) if len(seed_means) > 1 else np.full(seed_means.shape[1], np.nan),
+        "seed_class": np.stack(
+            [class_layer_mean(np.asarray(w, dtype=np.float64), np.asarray(labels), num_classes)[0] for w in weights]
+        ),  # (S, C, L): each seed's class × layer mean α over all its test rows
+        "seed_agreement": seed_agreement(weights),
         "class": {},
     }
     for group, mask in (("all", None), ("correct", correct), ("incorrect", ~correct)):
@@ -65,6 +73,7 @@ def static_profile(static: Sequence[np.ndarray]) -> dict[str, Any]:
     w = np.stack([np.asarray(s, dtype=np.float64) for s in static])  # (S, L)
     return {
         "weights": w,
+        "seed_agreement": seed_agreement([row[None, :] for row in w]),
         "mean": w.mean(axis=0),
         "std": w.std(axis=0, ddof=1) if len(w) > 1 else np.full(w.shape[1], np.nan),
     }
@@ -94,17 +103,46 @@ def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_n
         "static": static,
         "class_of_row": "true label",
         "pooled_over_seeds": True,
+        "pooling": "mean, std and class pool the test rows of every seed; seed_means and seed_class are per seed",
     }
 
 
 def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
-    """'laya α: blocks.0 0.120 · blocks.1 0.201 · blocks.2 0.679' (the first α head, else static)."""
+    """'laya α: blocks.0 0.120 · blocks.1 0.201 · blocks.2 0.679' (the first α head, else static),
+    followed by '(pooled over S seeds)' when there are several."""
+    return (profile_lines(profiles, head) or [""])[0]
+
+
+def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str]:
+    """The pooled line of the first α head (else static), then one line per seed and the seeds'
+    agreement: what the terminal prints after a fit."""
     names = profiles["layer_names"]
-    for kind, table in (("α", profiles["alpha"]), ("static w", profiles["static"])):
+
+    def fmt(values: Any) -> str:
+        return " · ".join(f"{n} {m:.3f}" for n, m in zip(names, values))
+
+    for kind, table, per_seed in (("α", profiles["alpha"], "seed_means"), ("static w", profiles["static"], "weights")):
         for h, p in table.items():
-            if head is None or h == head:
-                return f"{h} {kind}: " + " · ".join(f"{n} {m:.3f}" for n, m in zip(names, p["mean"]))
-    return ""
+            if head is not None and h != head:
+                continue
+            seeds = p["seeds"]
+            pooled = f" (pooled over {len(seeds)} seeds)" if len(seeds) > 1 else ""
+            lines = [f"{h} {kind}: {fmt(p['mean'])}{pooled}"]
+            if len(seeds) > 1:
+                lines += [f"  seed {s}: {fmt(row)}" for s, row in zip(seeds, p[per_seed])]
+                a = p.get("seed_agreement")
+                if a and kind == "α":
+                    rho = (
+                        "n/a"
+                        if a["rank_agreement"] is None or np.isnan(a["rank_agreement"])
+                        else f"{a['rank_agreement']:.2f}"
+                    )
+                    lines.append(
+                        f"  seed agreement: per-row rank ρ {rho} · same top layer on "
+                        f"{a['top_layer_agreement']:.0%} of rows (chance {a['top_layer_chance']:.0%})"
+                    )
+            return lines
+    return []
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
@@ -141,6 +179,21 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
                 ]
     files["class_layer_csv"] = _csv(
         out / "class_layer_alpha.csv", ["head", "group", "class", "n", "layer", "mean_alpha"], class_rows
+    )
+    seed_rows = [
+        [h, "alpha", s, n, float(p["seed_means"][k, i])]
+        for h, p in profiles["alpha"].items()
+        for k, s in enumerate(p["seeds"])
+        for i, n in enumerate(names)
+    ]
+    seed_rows += [
+        [h, "static", s, n, float(p["weights"][k, i])]
+        for h, p in profiles["static"].items()
+        for k, s in enumerate(p["seeds"])
+        for i, n in enumerate(names)
+    ]
+    files["seed_layer_csv"] = _csv(
+        out / "seed_layer_weights.csv", ["head", "kind", "seed", "layer", "mean_weight"], seed_rows
     )
     static_rows = [
         [h, s, n, float(p["weights"][k, i])]

@@ -158,3 +158,52 @@ def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any
         return _finite_or_none(v)
 
     return [conv(row) for row in summary]
+
+
+def _row_ranks(w: np.ndarray) -> np.ndarray:
+    """Average ranks along each row (ties share their mean rank), as scipy's rankdata."""
+    return _sps.rankdata(w, axis=1)
+
+
+def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
+    """How far seeds agree on the layer weights of the same rows (docs/METHOD.md, "Seed agreement").
+
+    ``weights``: one (N, L) array per seed, rows in the same order. Over every pair of seeds:
+    ``rank_agreement`` is the mean over rows of the Spearman correlation between the two seeds' L
+    weights of that row (rows where either seed's weights are all equal have no ranking and are left
+    out: their share is ``undefined_share``), then the mean over pairs; ``top_layer_agreement`` is the
+    share of rows where both seeds put their largest weight on the same layer, mean over pairs
+    (``top_layer_chance`` = 1/L is what independent uniform choices would give). None for one seed.
+    With L = 2 a row's Spearman correlation can only be ±1. Higher is better for both."""
+    ws = [np.asarray(w, dtype=np.float64) for w in weights]
+    if len(ws) < 2:
+        return None
+    shapes = {w.shape for w in ws}
+    if len(shapes) != 1 or ws[0].ndim != 2:
+        raise InputError(f"seed agreement needs one (N, L) array per seed, all the same shape; got {sorted(shapes)}")
+    n, n_layers = ws[0].shape
+    ranks = [_row_ranks(w) for w in ws]
+    centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
+    norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
+    tops = [w.argmax(axis=1) for w in ws]
+    rho_pairs, top_pairs, undefined = [], [], []
+    for a in range(len(ws)):
+        for b in range(a + 1, len(ws)):
+            defined = (norms[a] > 0) & (norms[b] > 0)
+            rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
+            rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
+            undefined.append(1.0 - float(defined.mean()) if n else math.nan)
+            top_pairs.append(float((tops[a] == tops[b]).mean()) if n else math.nan)
+    rho_defined = [r for r in rho_pairs if not math.isnan(r)]
+    return {
+        "seeds": len(ws),
+        "pairs": len(rho_pairs),
+        "rows": int(n),
+        "layers": int(n_layers),
+        "rank_agreement": float(np.mean(rho_defined)) if rho_defined else math.nan,
+        "top_layer_agreement": float(np.mean(top_pairs)),
+        "top_layer_chance": 1.0 / n_layers,
+        "undefined_share": float(np.mean(undefined)),
+        "rank_agreement_pairs": rho_pairs,
+        "top_layer_agreement_pairs": top_pairs,
+    }

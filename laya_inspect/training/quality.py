@@ -1,0 +1,223 @@
+"""The quality gate after every fit (docs/METHOD.md, "Quality gate"): the references a head is held
+to, and the warnings that say when its numbers should not be trusted.
+
+References: chance (the majority-class share of the test split) and a logistic-regression probe on
+each single layer (scikit-learn, standardised features, fitted on at most PROBE_MAX_ROWS training
+rows). Warnings, each one line: the head is near chance; it is below the probe on its best single
+layer (the last layer for ``last``) by more than PROBE_MARGIN; α is constant across inputs;
+ScalarMix's weights are still uniform; the seeds disagree on the layers.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..store import FeatureStore
+from .stats import seed_agreement
+
+PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time
+PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
+PROBE_MARGIN = 0.03  # accuracy a head may lose to the probe before it is flagged
+CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
+ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
+UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
+AGREEMENT_MIN = 0.5  # seeds disagree: fewer rows than this share keep their top layer across seeds
+
+THRESHOLDS = {
+    "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance)",
+    "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (probe on the head's best "
+    "single layer by validation accuracy; on the last layer for 'last')",
+    "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
+    "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
+    "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+}
+
+
+def chance_level(labels: np.ndarray) -> float:
+    """Accuracy of always answering the most frequent class of ``labels``."""
+    counts = np.bincount(np.asarray(labels, dtype=np.int64))
+    return float(counts.max() / counts.sum()) if counts.sum() else math.nan
+
+
+def _read(store: FeatureStore, split: str, layer: int, rows: np.ndarray | None, step: int = 8192) -> np.ndarray:
+    """One layer at ``rows`` (sorted; all rows for None), read in contiguous chunks: HDF5 point
+    selection of thousands of scattered rows is far slower than reading the chunks around them."""
+    n = store.n(split)
+    rows = np.arange(n) if rows is None else np.sort(rows)
+    parts = []
+    for start in range(0, n, step):
+        lo, hi = np.searchsorted(rows, [start, start + step])
+        if hi > lo:
+            parts.append(store.layer(split, layer, rows=slice(start, start + step))[rows[lo:hi] - start])
+    return np.concatenate(parts).astype(np.float64)
+
+
+def layer_probes(
+    store: FeatureStore,
+    *,
+    train_split: str,
+    test_split: str,
+    train_rows: np.ndarray,
+    val_rows: np.ndarray,
+    seed: int = 0,
+    max_rows: int = PROBE_MAX_ROWS,
+) -> dict[str, Any]:
+    """A multinomial logistic regression on each single layer: fitted on (a seeded, stratified draw of
+    at most ``max_rows`` of) ``train_rows``, its layer chosen on ``val_rows``, scored on the test split."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    y_all = np.asarray(store.labels(train_split), dtype=np.int64)
+    fit_rows = np.sort(_draw(train_rows, y_all, max_rows, seed))
+    val_rows = np.sort(val_rows)
+    y_fit, y_val = y_all[fit_rows], y_all[val_rows]
+    y_test = np.asarray(store.labels(test_split), dtype=np.int64)
+    layers = []
+    for i, name in enumerate(store.layer_names):
+        x_fit = _read(store, train_split, i, fit_rows)
+        if not np.isfinite(x_fit).all():
+            raise InputError(
+                f"layer {name!r} holds NaN or infinite features in the training rows; re-extract the cache, "
+                "or fit with --no-probe"
+            )
+        scaler = StandardScaler().fit(x_fit)
+        clf = LogisticRegression(C=PROBE_C, max_iter=300)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf.fit(scaler.transform(x_fit), y_fit)
+        val_acc = float((clf.predict(scaler.transform(_read(store, train_split, i, val_rows))) == y_val).mean())
+        test_acc = float((clf.predict(scaler.transform(_read(store, test_split, i, None))) == y_test).mean())
+        layers.append({"layer": name, "val_acc": val_acc, "test_acc": test_acc})
+    best = max(range(len(layers)), key=lambda i: (layers[i]["val_acc"], i))  # ties: the deeper layer
+    return {
+        "model": f"scikit-learn LogisticRegression(C={PROBE_C}) on standardised features, one layer at a time",
+        "rows": int(len(fit_rows)),
+        "seed": seed,
+        "layers": layers,
+        "best_layer": layers[best]["layer"],
+        "best_test_acc": layers[best]["test_acc"],
+        "last_test_acc": layers[-1]["test_acc"],
+    }
+
+
+def _draw(rows: np.ndarray, labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """At most ``k`` of ``rows``, drawn per class in proportion (seeded)."""
+    if len(rows) <= k:
+        return rows
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in np.unique(labels[rows]):
+        members = rows[labels[rows] == c]
+        parts.append(rng.choice(members, size=max(1, int(round(k * len(members) / len(rows)))), replace=False))
+    return np.concatenate(parts)
+
+
+def gate(
+    heads: list[dict[str, Any]],
+    runs: Sequence[Any],
+    *,
+    chance: float,
+    probe: dict[str, Any] | None,
+    layer_names: Sequence[str],
+) -> dict[str, Any]:
+    """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
+    (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section."""
+    for h in heads:
+        h.update(
+            head_quality(
+                h["head"],
+                [r for r in runs if r.head == h["head"]],
+                test_acc=h["test_acc"]["mean"],
+                chance=chance,
+                probe=probe,
+                layer_names=layer_names,
+            )
+        )
+    return {
+        "chance": chance,
+        "chance_definition": "majority-class share of the test split",
+        "probe": probe,
+        "thresholds": THRESHOLDS,
+        "warnings": sum(len(h["warnings"]) for h in heads),
+    }
+
+
+def head_quality(
+    head: str,
+    runs: Sequence[Any],
+    *,
+    test_acc: float,
+    chance: float,
+    probe: dict[str, Any] | None,
+    layer_names: Sequence[str],
+) -> dict[str, Any]:
+    """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test and
+    .static_weights): its warnings, its probe reference and the seeds' agreement on the layers."""
+    warns: list[str] = []
+    gap = chance + CHANCE_GAP * (1 - chance)
+    if test_acc < gap:
+        warns.append(
+            f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); "
+            "the head did not learn (try another --lr or more --epochs)"
+        )
+    reference = None
+    if probe is not None:
+        layer = probe["layers"][-1]["layer"] if head == "last" else probe["best_layer"]
+        ref = next(p["test_acc"] for p in probe["layers"] if p["layer"] == layer)
+        reference = {"layer": layer, "test_acc": ref, "margin": PROBE_MARGIN}
+        if test_acc < ref - PROBE_MARGIN:
+            warns.append(
+                f"below the probe: test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on "
+                f"{layer} alone; the head is under-trained (try another --lr or more --epochs)"
+            )
+    weights = _weights_by_seed(runs)
+    agreement = seed_agreement(weights) if weights is not None else None
+    seeds = [r.seed for r in runs]
+    if weights is not None and any(r.static_weights is None for r in runs):  # α heads
+        flat = [s for s, w in zip(seeds, weights) if float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD]
+        if flat:
+            warns.append(
+                f"α constant across inputs in seed(s) {_seeds(flat)} (std over test rows < {ALPHA_CONSTANT_STD} "
+                "for every layer): it weighs layers globally, like ScalarMix, not per input"
+            )
+    statics = [r.static_weights for r in runs if r.static_weights is not None]
+    if statics and len(statics) == len(runs):
+        n_layers = len(statics[0])
+        if all(float(np.abs(np.asarray(s) - 1 / n_layers).max()) < UNIFORM_SHARE / n_layers for s in statics):
+            warns.append(
+                f"weights still uniform: within {UNIFORM_SHARE:.0%} of 1/{n_layers} in every seed; the "
+                "scalars barely moved, so they say nothing about the layers"
+            )
+    if agreement is not None and weights is not None:
+        tops = [layer_names[int(np.argmax(w.mean(axis=0)))] for w in weights]
+        if agreement["top_layer_agreement"] < AGREEMENT_MIN or len(set(tops)) > 1:
+            warns.append(
+                f"seeds disagree: top-layer agreement {agreement['top_layer_agreement']:.2f} across seed pairs, "
+                f"mean weights peak on {', '.join(f'{n} (seed {s})' for n, s in zip(tops, seeds))}; "
+                "read the per-seed profiles, not the pooled one"
+            )
+    profile = None
+    if weights is not None:  # each seed's mean weight per layer beside the pooled mean, on the test rows
+        profile = {
+            "layers": list(layer_names),
+            "pooled": np.concatenate(weights).mean(axis=0).tolist(),
+            "per_seed": {str(s): w.mean(axis=0).tolist() for s, w in zip(seeds, weights)},
+        }
+    return {"warnings": warns, "probe_reference": reference, "seed_agreement": agreement, "layer_weights": profile}
+
+
+def _weights_by_seed(runs: Sequence[Any]) -> list[np.ndarray] | None:
+    """Per seed, the head's (N, L) weights on the test rows; None for heads without weights."""
+    ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
+    return ws if ws and len(ws) == len(runs) else None
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    return ", ".join(map(str, seeds))
