@@ -4,6 +4,7 @@
     python bench/reproduce_lib/prep.py debian-text --out FILE.csv --sections games,science,sound,graphics --per-class N
     python bench/reproduce_lib/prep.py minilm --out DIR --max-length 64 [--csv FILE.csv]
     python bench/reproduce_lib/prep.py tiny-bert --out DIR --csv FILE.csv
+    python bench/reproduce_lib/prep.py digits-convnet --out FILE.pt [--epochs N]
 
 Each writes a JSON note beside its output saying exactly what it did.
 """
@@ -200,6 +201,39 @@ def cmd_tiny_bert(a: argparse.Namespace) -> None:
     )
 
 
+# ------------------------------------------------------------------------------------ digits convnet
+def cmd_digits_convnet(a: argparse.Namespace) -> None:
+    """Train the fixture convnet (a user's own small model) on sklearn's digits, as its user would:
+    plain Adam on the training rows only, images scaled to [0, 1]; the state_dict is what extract loads."""
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from fixtures.digits_convnet import build
+
+    torch.manual_seed(a.seed)
+    x, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(a.seed)
+    order = rng.permutation(len(y))
+    train = order[: int(0.8 * len(y))]
+    xt = torch.tensor(x[train] / 16.0, dtype=torch.float32).reshape(-1, 1, 8, 8)
+    yt = torch.tensor(y[train])
+    model = build()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(a.epochs):
+        for i in torch.randperm(len(yt)).split(64):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xt[i]), yt[i]).backward()
+            opt.step()
+    with torch.no_grad():
+        acc = float((model(xt).argmax(1) == yt).float().mean())
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out)
+    write_note(out.with_suffix(".json"), {"epochs": a.epochs, "seed": a.seed, "train_accuracy": acc, "rows": len(yt)})
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -220,8 +254,14 @@ def main() -> None:
     t.add_argument("--csv", required=True)
     t.add_argument("--max-length", type=int, default=64)
     t.add_argument("--reason", default="")
+    g = sub.add_parser("digits-convnet")
+    g.add_argument("--out", required=True)
+    g.add_argument("--epochs", type=int, default=60)
+    g.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-    {"cifar": cmd_cifar, "debian-text": cmd_debian_text, "minilm": cmd_minilm, "tiny-bert": cmd_tiny_bert}[a.cmd](a)
+    commands = {"cifar": cmd_cifar, "debian-text": cmd_debian_text, "minilm": cmd_minilm, "tiny-bert": cmd_tiny_bert}
+    commands["digits-convnet"] = cmd_digits_convnet
+    commands[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -176,10 +176,26 @@ def write_report(
         *machine(mode_dir),
         "",
     ]
-    text = "\n".join(head + body + tail).rstrip() + "\n"
+    # bench/trust.py owns the block between the trust markers: kept verbatim, right after the summary.
+    text = "\n".join(head + kept_trust_block(results) + body + tail).rstrip() + "\n"
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(text)
     return results
+
+
+TRUST_BEGIN, TRUST_END = "<!-- trust:begin -->", "<!-- trust:end -->"
+
+
+def kept_trust_block(results: Path) -> list[str]:
+    """The lines of ``results`` from the trust begin marker to the end marker (both kept), then a blank
+    line; none when the page or either marker is missing."""
+    try:
+        old = results.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    i = old.find(TRUST_BEGIN)
+    j = old.find(TRUST_END, i + 1) if i >= 0 else -1
+    return [*old[i : j + len(TRUST_END)].split("\n"), ""] if 0 <= i < j else []
 
 
 def _summary_line(exp: Experiment) -> str:

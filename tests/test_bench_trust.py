@@ -1,0 +1,95 @@
+"""bench/trust.py runs the real CLI end to end and writes its page and the marked block of a RESULTS
+page; bench/reproduce keeps that block and the paper's settings. Numbers and timings are never
+asserted (they are the run's findings)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench" / "reproduce_lib"))
+plans = pytest.importorskip("plans")
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
+BEGIN, END = "<!-- trust:begin -->", "<!-- trust:end -->"
+PAGE_HEADINGS = [
+    "# How far to trust α: four backbones, default heads",
+    "## Four backbones, default heads",
+    "## How far to trust α",
+    "## Plain reading",
+    "## The paper's faithfulness figures",
+    "## Commands and wall times",
+    "## Machine",
+]
+RESULTS = "# Reproduction results\n\n## Summary\n\n| a | b |\n|---|---|\n\n## 1. First experiment\n\nbody\n"
+
+
+def _options(cmd: list[str]) -> dict[str, str]:
+    return {a: b for a, b in zip(cmd, cmd[1:]) if a.startswith("--")}
+
+
+@pytest.mark.parametrize("mode", ["quick", "full", "paper"])
+def test_the_reproduction_keeps_the_papers_settings_and_runs_every_ablation(mode: str, tmp_path: Path) -> None:
+    steps = [s.cmd for e in plans.plan(mode, tmp_path, for_display=True) for s in e.steps]
+    by = {c: [cmd for cmd in steps if cmd[:2] == ["laya-inspect", c]] for c in ("train", "fit-head", "compare")}
+    assert all(by.values())
+    assert all(_options(cmd)["--monitor"] == "acc" for cmd in by["train"])
+    assert all(_options(cmd)["--monitor"] == "acc" for cmd in by["fit-head"])
+    assert all(_options(cmd)["--standardize"] == "none" for cmd in by["fit-head"])
+    assert all(_options(cmd)["--ablation"] == "all" for cmd in by["compare"])
+
+
+def test_rewriting_the_reproduction_page_keeps_the_trust_block_after_the_summary(tmp_path: Path) -> None:
+    from results import write_report
+
+    block = f"{BEGIN}\n## How far to trust α\n\n| kept | verbatim |\n{END}"
+    results = tmp_path / "RESULTS.md"
+    results.write_text(f"# old\n\n## Summary\n\nold\n\n## 1. old\n\n{block}\n\n## Machine\n")
+    exps = plans.plan("quick", tmp_path / "work", for_display=True)
+    write_report(
+        exps,
+        mode="quick",
+        work=tmp_path / "work",
+        mode_dir=tmp_path / "work" / "quick",
+        results=results,
+        images=tmp_path / "images",
+        device=None,
+        overrides={},
+    )
+    text = results.read_text()
+    assert text.count(block) == 1
+    assert text.index("## Summary") < text.index(block) < text.index("\n## 1. ")
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text(RESULTS)
+    cmd = [sys.executable, str(ROOT / "bench" / "trust.py"), "--smoke", "--work", str(tmp_path / "w")]
+    res = subprocess.run([*cmd, "--results", str(results)], capture_output=True, text=True, env=ENV, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    page = (tmp_path / "w" / "TRUST.md").read_text()
+    lines = page.splitlines()
+    for heading in PAGE_HEADINGS:
+        assert heading in lines, heading
+    assert "laya-inspect fit-head" in page and "laya-inspect compare" in page
+    text = results.read_text()
+    assert text.index("## Summary") < text.index(BEGIN) < text.index(END) < text.index("## 1. First experiment")
+    block = text[text.index(BEGIN) : text.index(END)]
+    for heading in ("## How far to trust α", "### Four backbones, default heads", "### Plain reading"):
+        assert heading in block.splitlines(), heading
+    assert "reported in a summary of the paper, definitions unknown" in block
+
+    # Rewriting from the same work folder replaces the block instead of adding a second one.
+    again = subprocess.run(
+        [*cmd, "--report-only", "--results", str(results)], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    text = results.read_text()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    assert text.endswith("## 1. First experiment\n\nbody\n")
