@@ -108,7 +108,7 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     plots = sorted(p.name for p in (out / "plots").iterdir())
     for head in HEADS:
         for kind in ("profile", "ranks", "deletion", "lolo_by_class"):
-            assert f"{head}_{kind}.png" in plots and f"{head}_{kind}.svg" in plots
+            assert f"{head}_{kind}.png" in plots and f"{head}_{kind}.svg" not in plots  # SVG only with --svg
     assert "laya_weights_by_class.png" in plots and "last_weights_by_class.png" not in plots
     assert "faithfulness" in result.output and "most relied-on layers" in result.output
 
@@ -268,16 +268,16 @@ def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
         )
     assert [e["event"] for e in events][:2] == ["head", "step"]
     assert res.heads[0].scores["static"].shape == (30, 3)
-    assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv"}
+    assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv", "report.html"}
 
 
 def test_library_writes_every_plot_of_a_small_run(digits_cache, head_dirs, tmp_path):
-    """compare.plots in the fast loop: one small run of a weighted head, every figure as PNG and SVG."""
+    """compare.plots in the fast loop: one small run of a weighted head, every figure as PNG and (svg=True) SVG."""
     with FeatureStore(digits_cache) as store:
         res = compare_heads(
             [head_dirs["scalarmix"]],
             store,
-            CompareConfig(methods=("static", "random"), limit=30, n_boot=0),
+            CompareConfig(methods=("static", "random"), limit=30, n_boot=0, svg=True),
             out_dir=tmp_path,
         )
     plots = {p.relative_to(tmp_path).as_posix() for p in res.files if p.parent.name == "plots"}

@@ -73,7 +73,7 @@ def test_force_replaces_the_output_whole(laya_dir, digits_cache, tmp_path):
     assert sorted(p.name for p in out.rglob("*")) == ["notes.txt", "old_profile.png", "plots"]  # untouched
     r = _compare(laya_dir, digits_cache, out, "--force")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["attributions.h5", "summary.csv", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["attributions.h5", "report.html", "summary.csv", "summary.json"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder or lock left beside it
 
 

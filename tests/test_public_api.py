@@ -29,7 +29,7 @@ from laya_inspect.options import Missing, default_of
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 COMMANDS = [
-    *("demo", "extract", "fit-head", "train", "export-head", "compare", "report"),
+    *("demo", "extract", "fit-head", "train", "export-head", "compare", "report", "explain"),
     *("prune", "early-exit", "diagnose"),
 ]
 EXTRACT_REQUIRED = {"model": "zoo:mlp", "data": "digits", "out": "x.h5"}

@@ -4,4 +4,5 @@ from . import demo  # noqa: F401,I001
 from . import extract  # noqa: F401,I001
 from . import fit  # noqa: F401,I001
 from . import compare  # noqa: F401,I001
+from . import explain  # noqa: F401,I001
 from . import beyond  # noqa: F401,I001

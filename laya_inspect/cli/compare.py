@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich import box
+from rich.table import Table
 
 from ..compare.run import CompareConfig
 from ..errors import LayaError
+from ..runtime import THREADS_FLAG, THREADS_HELP
 from . import app, console, err_console, fail, opt
 from .tables import build_report
 
@@ -43,6 +46,8 @@ def compare_command(
     allow_other_cache: bool = opt(CompareConfig, "allow_other_cache"),
     allow_nonfinite: bool = opt(CompareConfig, "allow_nonfinite"),
     plots: bool = opt(CompareConfig, "plots"),
+    svg: bool = opt(CompareConfig, "svg"),
+    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
     force: bool = typer.Option(
         False,
         "--force",
@@ -51,6 +56,7 @@ def compare_command(
 ) -> None:
     """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects."""
     from ..compare.run import compare_heads
+    from ..runtime import set_threads
     from ..store import FeatureStore
 
     config = CompareConfig(
@@ -70,6 +76,7 @@ def compare_command(
         allow_other_cache=allow_other_cache,
         allow_nonfinite=allow_nonfinite,
         plots=plots,
+        svg=svg,
     )
 
     def progress(event: dict[str, Any]) -> None:
@@ -83,6 +90,7 @@ def compare_command(
             err_console.print(f"  wrote {event['path']}", style="dim", highlight=False)
 
     try:
+        set_threads(threads)
         with FeatureStore(cache) as store:
             result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
     except LayaError as e:
@@ -91,8 +99,10 @@ def compare_command(
         typer.echo(json.dumps(result.summary, indent=2, ensure_ascii=False))
     else:
         _print_report(result.summary)
+        n_plots = len(result.summary["files"].get("plots") or [])
         console.print(
-            f"wrote {out}/: attributions.h5, summary.json, summary.csv, {len(result.files) - 3} plot files",
+            f"wrote {out}/: report.html (open it in a browser), attributions.h5, summary.json, summary.csv, "
+            f"{n_plots} plot files",
             style="dim",
             highlight=False,
         )
@@ -100,17 +110,86 @@ def compare_command(
 
 @app.command("report")
 def report_command(
-    out_dir: Path = typer.Argument(..., metavar="OUT_DIR", help="a directory written by `compare`"),
-    as_json: bool = typer.Option(False, "--json", help="print summary.json instead of the table"),
+    out_dir: Path = typer.Argument(..., metavar="DIR", help="a folder written by fit-head, compare or demo"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print the folder's summary.json (demo.json for a demo) instead of the tables"
+    ),
+    html: bool = typer.Option(False, "--html", help="(re)build DIR/report.html, one self-contained page"),
 ) -> None:
-    """Reprint the summary of a compare run from its summary.json."""
-    from ..compare.outputs import load_summary
+    """Reprint the summary of a fit-head, compare or demo folder; --html rebuilds its report.html.
+
+    Example: laya-inspect report runs/compare --html
+    """
+    from ..report.folders import CompareFolder, FitFolder, read_folder
 
     try:
-        summary = load_summary(out_dir)
+        folder = read_folder(out_dir)
     except LayaError as e:
         fail(str(e))
     if as_json:
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
+        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    elif isinstance(folder, CompareFolder):
+        _print_report(folder.summary)
+    elif isinstance(folder, FitFolder):
+        _print_fit(folder)
     else:
-        _print_report(summary)
+        for step in folder.record.get("steps") or []:
+            took = "not run" if step.get("seconds") is None else f"{step['seconds']:.1f} s"
+            console.print(f"[bold]{step.get('name')}[/] ({took}): {step.get('command')}", highlight=False)
+        if folder.fit is not None:
+            _print_fit(folder.fit)
+        if folder.compare is not None:
+            _print_report(folder.compare.summary)
+    if html:
+        from ..report import write_report_html
+
+        try:
+            path = write_report_html(out_dir)
+        except LayaError as e:
+            fail(str(e))
+        err_console.print(f"wrote {path}", style="dim", highlight=False)
+
+
+def fit_table(summary: dict[str, Any], title: str) -> Table:
+    """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
+    paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
+    from ..report.reading import interval, num
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
+        table.add_column(
+            col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
+        )
+    for h in summary["heads"]:
+        acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
+        d = (h.get("delta_vs_last") or {}).get("test_acc")
+        n_warn = len(h.get("warnings") or [])
+        table.add_row(
+            h["head"],
+            f"{num(acc.get('mean'), 3)} {interval(acc)}",
+            num(f1.get("mean"), 3),
+            "(baseline)"
+            if h["head"] == "last"
+            else "—"
+            if not d
+            else f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}",
+            str(h.get("n")),
+            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
+        )
+    return table
+
+
+def _print_fit(folder: Any) -> None:
+    """A fit-head folder's table, quality gate and α profile."""
+    from ..training.profiles import profile_lines
+    from .fit import _print_gate
+
+    s = folder.summary
+    n_seeds = max(int(h.get("n") or 0) for h in s["heads"])
+    cache = (s.get("cache") or {}).get("cache_path", folder.path)
+    console.print(fit_table(s, f"{cache} — test split, {n_seeds} seed(s), 95% t-interval"))
+    _print_gate(s)
+    if folder.profiles:
+        for line in profile_lines(folder.profiles):
+            console.print(line, highlight=False)

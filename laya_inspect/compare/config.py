@@ -4,10 +4,11 @@ definitions in docs/METHOD.md."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import suggest
+from ..errors import InputError, suggest
 from ..options import check, option, tuples
 from ..runtime import DEVICE_HELP, check_device
 from .attribution import BASELINE_CHOICES, METHODS
@@ -17,6 +18,30 @@ from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from .values import DONOR_POOL
 
 TARGETS = ("pred", "true")
+
+
+def resolve_target(target: str, class_names: Sequence[str], num_classes: int | None = None) -> str | int:
+    """``pred`` / ``true``, or the class index ``target`` names: a class name (looked up first) or an
+    index 0 … C−1 (C = ``num_classes``, else the number of class names)."""
+    text = str(target).strip()
+    if text in TARGETS:
+        return text
+    names = [str(c) for c in class_names]
+    if text in names:
+        return names.index(text)
+    n = num_classes if num_classes is not None else len(names)
+    try:
+        index = int(text)
+    except ValueError:
+        index = -1
+    if 0 <= index < n:
+        return index
+    raise InputError(
+        f"--target must be one of pred, true, a class name or a class index 0…{n - 1}, got {target!r}; "
+        f"{suggest(text, [*TARGETS, *names])}"
+    )
+
+
 CHOICES = {
     "spearman": "average ranks for ties; effects closer than tie_tolerance count as tied; a row whose scores are "
     "all equal or whose effects are all tied is undefined: counted in n_undefined, excluded from the mean and "
@@ -84,7 +109,9 @@ class CompareConfig:
         "(every one that applies to each head)",
     )
     target: str = option(
-        "pred", flag="--target", help="class to explain: pred (the head's prediction) | true (the label)"
+        "pred",
+        flag="--target",
+        help="class to explain: pred (the head's prediction) | true (the label) | a class name or index",
     )
     split: str = option("test", flag="--split", help="cache split to compare on")
     limit: int | None = option(None, flag="--limit", help="at most N rows (seeded random subset)", always=True)
@@ -113,7 +140,8 @@ class CompareConfig:
         flag="--allow-nonfinite",
         help="leave out (and count) rows with NaN/Inf features or logits instead of refusing them",
     )
-    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG and SVG)")
+    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
+    svg: bool = option(False, flag="--svg", help="also write each plot as SVG")
 
     def __post_init__(self) -> None:
         tuples(self)
@@ -122,9 +150,9 @@ class CompareConfig:
             self,
             [
                 (
-                    self.target in TARGETS,
+                    bool(str(self.target).strip()),
                     "target",
-                    f"must be one of {', '.join(TARGETS)}; {suggest(self.target, TARGETS)}",
+                    "must be one of pred, true, a class name or a class index",
                 ),
                 (self.baseline in BASELINE_CHOICES, "baseline", f"must be one of {', '.join(BASELINE_CHOICES)}"),
                 (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),

@@ -1,4 +1,4 @@
-"""Figures of a `compare` run, each saved as PNG and SVG and readable without the terminal.
+"""Figures of a `compare` run, saved as PNG (and SVG when asked) and readable without the terminal.
 
 Per head:
 
@@ -12,12 +12,18 @@ Per head:
 * ``<head>_lolo_by_class`` / ``<head>_weights_by_class`` — class × layer heatmaps of the mean LOLO
   effect and of the head's weights (α for LAYA), values written in the cells.
 
-Uses matplotlib's object API (``Figure``) with the Agg canvas: no pyplot state, no display.
+So that a figure cannot mislead: a method has one colour, marker and line style in every figure
+(:data:`METHOD_STYLES`, references in :data:`REFERENCE_STYLES`, heads in :data:`HEAD_COLORS`); the
+class heatmaps of one quantity share one colour scale across heads; titles wrap to the figure's
+width instead of running off it; the layout is solved once per figure, then every format is saved
+from that layout. Uses matplotlib's object API (``Figure``) with the Agg canvas: no pyplot state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+import zlib
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,15 +35,86 @@ from scipy.stats import rankdata
 from ..files import write_with
 from .metrics import constant_rows, tied_rows, tolerant_ranks
 
-FORMATS = ("png", "svg")
+FORMATS = ("png",)  # SVG only on request (write_plots(..., formats=("png", "svg")))
+ALL_FORMATS = ("png", "svg")
+
+# Okabe–Ito colours (told apart with the common colour-vision deficiencies); markers, line styles and
+# sizes differ too: methods are drawn in this order, each thinner and with smaller markers than the
+# one before, so two methods whose lines coincide both stay visible (the later one inside the earlier).
+METHOD_STYLES: dict[str, dict[str, Any]] = {
+    "alpha": {"color": "#0072B2", "marker": "o", "ls": "-", "mfc": None, "lw": 3.2, "ms": 10},
+    "ig": {"color": "#E69F00", "marker": "s", "ls": "--", "mfc": "none", "lw": 2.3, "ms": 8},
+    "gradcam": {"color": "#009E73", "marker": "^", "ls": "-.", "mfc": "none", "lw": 1.5, "ms": 6},
+    "static": {"color": "#CC79A7", "marker": "D", "ls": (0, (5, 1)), "mfc": None, "lw": 2.8, "ms": 9},
+    "random": {"color": "#D55E00", "marker": "x", "ls": ":", "mfc": None, "lw": 1.3, "ms": 6},
+}
+REFERENCE_STYLES: dict[str, dict[str, Any]] = {
+    "oracle": {"color": "#000000", "marker": "*", "ls": "--", "mfc": None, "label": "oracle"},
+    "top1_only": {"color": "#666666", "marker": "v", "ls": "-.", "mfc": "none", "label": "top-1 only"},
+    "random": {"color": "#AAAAAA", "marker": "+", "ls": ":", "mfc": None, "label": "random ordering"},
+}
+LOLO_COLOR = "#4D4D4D"  # the measured effects: no method's colour
+# Heads: LAYA shares α's colour and ScalarMix the static weights', the heads those methods belong to.
+HEAD_COLORS = {"laya": "#0072B2", "scalarmix": "#CC79A7", "last": "#332288", "concat": "#882255"}
+_SPARE = ("#117733", "#44AA99", "#999933", "#AA4499", "#661100", "#6699CC")
 
 
-def _save(fig: Figure, stem: Path) -> list[Path]:
+def method_style(name: str) -> dict[str, Any]:
+    """Colour, marker, line style and marker face of a method; a method without a fixed style gets
+    one derived from its name, the same in every figure."""
+    if name in METHOD_STYLES:
+        return dict(METHOD_STYLES[name])
+    return {"color": _SPARE[zlib.crc32(name.encode()) % len(_SPARE)], "marker": "P", "ls": "-", "mfc": None}
+
+
+def head_color(kind: str) -> str:
+    return HEAD_COLORS.get(kind) or _SPARE[zlib.crc32(kind.encode()) % len(_SPARE)]
+
+
+def line_kw(style: Mapping[str, Any]) -> dict[str, Any]:
+    kw = {
+        "color": style["color"],
+        "marker": style["marker"],
+        "ls": style["ls"],
+        "lw": style.get("lw", 1.6),
+        "ms": style.get("ms", 6),
+    }
+    if style.get("mfc") is not None:
+        kw["mfc"] = style["mfc"]
+    return kw
+
+
+def wrap(text: str, width_in: float, fontsize: float = 12) -> str:
+    """``text`` wrapped to what fits in ``width_in`` inches at ``fontsize`` points (an average
+    glyph is taken as 0.6 em wide), so a title never runs past the figure's edges."""
+    chars = max(20, int(width_in * 72 / (fontsize * 0.6)))
+    return "\n".join(textwrap.fill(part, chars) for part in text.split("\n"))
+
+
+def _title(ax: Any, text: str, fontsize: float = 10) -> None:
+    width = ax.figure.get_figwidth() * ax.get_position().width
+    ax.set_title(wrap(text, width, fontsize), fontsize=fontsize)
+
+
+def _suptitle(fig: Figure, text: str, fontsize: float = 12) -> None:
+    fig.suptitle(wrap(text, fig.get_figwidth(), fontsize), fontsize=fontsize)
+
+
+def solve_layout(fig: Figure) -> Figure:
+    """Run the constrained layout once and freeze it: every format saved afterwards has the same
+    layout, and saving does not solve it again."""
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    return fig
+
+
+def save_figure(fig: Figure, stem: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    solve_layout(fig)
     paths = []
-    for ext in FORMATS:
+    for ext in formats:
         path = stem.with_suffix(f".{ext}")
-        # constrained layout already fits the labels
-        write_with(path, partial(fig.savefig, format=ext, dpi=110))
+        meta = {"Date": None} if ext == "svg" else None  # no timestamp: the same run writes the same file
+        write_with(path, partial(fig.savefig, format=ext, dpi=110, metadata=meta))
         paths.append(path)
     return paths
 
@@ -55,26 +132,26 @@ def _layer_axis(ax: Any, layer_names: list[str]) -> None:
 
 
 def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) -> Figure:
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     x = np.arange(len(layer_names))
     for m, s in head["methods"].items():
         prof = _floats(s["mean_score"])
         norm = np.nansum(np.abs(prof))
-        left.plot(x, prof / norm if norm > 0 else prof, marker="o", label=m)
+        left.plot(x, prof / norm if norm > 0 else prof, label=m, **line_kw(method_style(m)))
     left.axhline(0, color="grey", lw=0.8)
     left.set_ylabel("mean score / Σ_layers |mean score|")
-    left.set_title("attribution profile per method (normalised)")
+    _title(left, "attribution profile per method (normalised; mean over inputs, no error bars)")
     _layer_axis(left, layer_names)
     if head["methods"]:
         left.legend(title="method", fontsize=8)
     effect = _floats(head["lolo"]["mean_effect"])
-    right.bar(x, effect, color="tab:red")
+    right.bar(x, effect, color=LOLO_COLOR)
     right.axhline(0, color="grey", lw=0.8)
     right.set_ylabel("mean LOLO effect  p − p(layer ablated)")
-    right.set_title(f"mean LOLO effect ({ablation} ablation)")
+    _title(right, f"mean LOLO effect ({ablation} ablation; mean over inputs)")
     _layer_axis(right, layer_names)
-    fig.suptitle(f"{head['name']} ({head['kind']}): what each method says vs what ablation shows")
+    _suptitle(fig, f"{head['name']} ({head['kind']}): what each method says vs what ablation shows")
     return fig
 
 
@@ -85,7 +162,7 @@ def rank_figure(
     n_layers = effects.shape[1]
     cols = min(3, max(1, len(methods)))
     rows = int(np.ceil(len(methods) / cols)) or 1
-    fig = Figure(figsize=(4.2 * cols, 3.9 * rows), layout="constrained")
+    fig = Figure(figsize=(4.4 * cols, 4.1 * rows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, m in zip(axes, methods):
         a = scores[m]
@@ -93,13 +170,18 @@ def rank_figure(
         valid = finite & ~(constant_rows(a) | tied_rows(effects, tol))
         f = head["methods"][m]["faithfulness"]
         rho = "undefined" if f["mean"] is None else f"{f['mean']:.3f}"
-        ax.set_title(f"{m}: mean ρ = {rho}  ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
+        _title(ax, f"{m}: mean ρ = {rho} ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
         if valid.any():
             ra = rankdata(a[valid], axis=1).ravel()
             re = tolerant_ranks(effects[valid], tol).ravel()
             pairs, counts = np.unique(np.stack([ra, re], 1), axis=0, return_counts=True)
             ax.scatter(
-                pairs[:, 0], pairs[:, 1], s=15 + 300 * counts / counts.max(), alpha=0.6, label="(sample, layer) pairs"
+                pairs[:, 0],
+                pairs[:, 1],
+                s=15 + 300 * counts / counts.max(),
+                alpha=0.6,
+                color=method_style(m)["color"],
+                label="(sample, layer) pairs",
             )
         ax.plot([1, n_layers], [1, n_layers], color="grey", ls="--", lw=0.8, label="perfect agreement")
         if n_layers <= 12:
@@ -111,12 +193,12 @@ def rank_figure(
         axes[0].legend(fontsize=7, loc="upper left")
     for ax in axes[len(methods) :]:
         ax.set_visible(False)
-    fig.suptitle(f"{head['name']} ({head['kind']}): attribution rank vs effect rank (marker area ∝ count)")
+    _suptitle(fig, f"{head['name']} ({head['kind']}): attribution rank vs effect rank (marker area ∝ count)")
     return fig
 
 
 def deletion_figure(head: dict[str, Any], ablation: str) -> Figure:
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    fig = Figure(figsize=(11, 4.6), layout="constrained")
     left, right = fig.subplots(1, 2)
     lolo, refs = head["lolo"], head.get("references") or {}
     k = np.arange(1, len(lolo["oracle_curve"]) + 1)
@@ -127,19 +209,35 @@ def deletion_figure(head: dict[str, Any], ablation: str) -> Figure:
         if f"oracle{ref_key}_curve" not in lolo:
             ax.set_visible(False)
             continue
-        ax.plot(k, _floats(lolo[f"oracle{ref_key}_curve"]), color="black", ls="--", marker="s", label="oracle")
+        references = [("oracle", lolo[f"oracle{ref_key}_curve"])]
         if "top1_only" in refs:
-            ax.plot(k, _floats(refs["top1_only"][curve]), color="dimgrey", ls="-.", marker="^", label="top-1 only")
-        ax.plot(k, _floats(lolo[f"random{ref_key}_curve"]), color="grey", ls=":", marker="x", label="random ordering")
+            references.append(("top1_only", refs["top1_only"][curve]))
+        references.append(("random", lolo[f"random{ref_key}_curve"]))
+        for ref, values in references:
+            style = REFERENCE_STYLES[ref]
+            ax.plot(k, _floats(values), label=style["label"], **line_kw(style))
         for m, s in head["methods"].items():
-            ax.plot(k, _floats(s[curve]), marker="o", label=m + (" (circular)" if s.get("circular") else ""))
+            label = m + (" (circular)" if s.get("circular") else "")
+            ax.plot(k, _floats(s[curve]), label=label, **line_kw(method_style(m)))
         ax.set_xticks(k)
         ax.set_xlabel("k (top-scored layers)")
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_title(f"{title}, {ablation} ablation")
+        _title(ax, f"{title}, {ablation} ablation (mean over inputs)")
         ax.legend(fontsize=7)
-    fig.suptitle(f"{head['name']} ({head['kind']}): removing / keeping layers in each method's order")
+    _suptitle(fig, f"{head['name']} ({head['kind']}): removing / keeping layers in each method's order")
     return fig
+
+
+def _matrix(matrix: Any) -> np.ndarray:
+    return np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
+
+
+def shared_span(matrices: Sequence[Any]) -> float:
+    """The largest |value| over every matrix: one colour scale for heatmaps meant to be compared."""
+    finite = [np.abs(m[np.isfinite(m)]) for m in map(_matrix, matrices)]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    span = float(values.max()) if values.size else 0.0
+    return span if span > 0 else 1.0
 
 
 def heatmap_figure(
@@ -151,14 +249,16 @@ def heatmap_figure(
     *,
     diverging: bool,
     fmt: str = ".2f",
+    span: float | None = None,
 ) -> Figure:
-    m = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
-    fig = Figure(figsize=(1.2 + 0.9 * len(layer_names), 1.2 + 0.42 * len(class_names)), layout="constrained")
+    """``span``: the colour scale's limit (±span when diverging, [0, span] otherwise); give the same
+    one to heatmaps that are compared side by side (:func:`shared_span`)."""
+    m = _matrix(matrix)
+    fig = Figure(figsize=(2.4 + 0.9 * len(layer_names), 1.4 + 0.42 * len(class_names)), layout="constrained")
     ax = fig.subplots()
-    finite = m[np.isfinite(m)]
-    span = float(np.abs(finite).max()) if finite.size else 1.0
-    kw = dict(cmap="RdBu_r", vmin=-span, vmax=span) if diverging else dict(cmap="viridis")
-    im = ax.imshow(m, aspect="auto", **kw)
+    span = shared_span([m]) if span is None else span
+    lo, cmap = (-span, "RdBu_r") if diverging else (0.0, "viridis")
+    im = ax.imshow(m, aspect="auto", cmap=cmap, vmin=lo, vmax=span)
     size = 8 if len(layer_names) <= 8 else 6
     for (i, j), v in np.ndenumerate(m):
         if np.isfinite(v):
@@ -169,46 +269,62 @@ def heatmap_figure(
     ax.set_yticks(range(len(class_names)))
     ax.set_yticklabels(class_names)
     ax.set_ylabel("target class")
-    ax.set_title(title)
     fig.colorbar(im, ax=ax, label=label)
+    _suptitle(fig, title, fontsize=11)
     return fig
 
 
-def write_plots(plot_dir: str | Path, summary: dict[str, Any], results: Mapping[str, Any]) -> list[Path]:
+def summary_figures(summary: dict[str, Any], head: dict[str, Any]) -> dict[str, Figure]:
+    """The figures drawn from summary.json alone (every one but the rank plot), colour scales shared
+    across the run's heads."""
+    layers, ablation, name = summary["cache"]["layer_names"], summary["ablation"], head["name"]
+    heads = summary["heads"]
+    pc = head["per_class"]
+    figs = {
+        "profile": profile_figure(head, layers, ablation),
+        "deletion": deletion_figure(head, ablation),
+        "lolo_by_class": heatmap_figure(
+            pc["mean_effect"],
+            pc["classes"],
+            layers,
+            f"{name}: mean LOLO effect by target class ({ablation}; scale shared by the run's heads)",
+            "mean LOLO effect",
+            diverging=True,
+            fmt=".3f",
+            span=shared_span([h["per_class"]["mean_effect"] for h in heads]),
+        ),
+    }
+    if pc["mean_weights"] is not None:
+        what = "α" if head["kind"] == "laya" else "aggregation weight"
+        figs["weights_by_class"] = heatmap_figure(
+            pc["mean_weights"],
+            pc["classes"],
+            layers,
+            f"{name}: mean {what} by target class",
+            f"mean {what} (scale 0–1, as every weight heatmap)",
+            diverging=False,
+            span=1.0,  # weights are softmax outputs: one fixed scale across heads and fit-head's α heatmaps
+        )
+    return figs
+
+
+def write_plots(
+    plot_dir: str | Path,
+    summary: dict[str, Any],
+    results: Mapping[str, Any],
+    *,
+    formats: Sequence[str] = FORMATS,
+) -> list[Path]:
     """Every figure of a compare run; ``results[head]`` has ``.scores`` (method → (N, L)) and ``.effects`` (N, L)."""
     out = Path(plot_dir)
     out.mkdir(parents=True, exist_ok=True)
-    layers = summary["cache"]["layer_names"]
-    ablation = summary["ablation"]
     paths: list[Path] = []
     for head in summary["heads"]:
         name, r = head["name"], results[head["name"]]
-        pc = head["per_class"]
-        figs = {
-            "profile": profile_figure(head, layers, ablation),
-            "deletion": deletion_figure(head, ablation),
-            "lolo_by_class": heatmap_figure(
-                pc["mean_effect"],
-                pc["classes"],
-                layers,
-                f"{name}: mean LOLO effect by target class ({ablation})",
-                "mean LOLO effect",
-                diverging=True,
-                fmt=".3f",
-            ),
-        }
+        figs = summary_figures(summary, head)
         if r.scores:
             figs["ranks"] = rank_figure(head, r.scores, r.effects, summary.get("tie_tolerance") or 0.0)
-        if pc["mean_weights"] is not None:
-            what = "α" if head["kind"] == "laya" else "aggregation weight"
-            figs["weights_by_class"] = heatmap_figure(
-                pc["mean_weights"],
-                pc["classes"],
-                layers,
-                f"{name}: mean {what} by target class",
-                f"mean {what}",
-                diverging=False,
-            )
-        for key, fig in figs.items():
-            paths += _save(fig, out / f"{name}_{key}")
+        for key in ("profile", "ranks", "deletion", "lolo_by_class", "weights_by_class"):
+            if key in figs:
+                paths += save_figure(figs[key], out / f"{name}_{key}", formats)
     return paths

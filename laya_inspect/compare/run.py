@@ -10,7 +10,8 @@ Writes ``out_dir`` whole, under a temporary name renamed at the end (:func:`~lay
 * ``attributions.h5`` — every array needed to recompute every number (:func:`.outputs.write_h5`),
 * ``summary.json`` / ``summary.csv`` — every number of the tables, the direction of each metric,
   circular pairs, caveats, the ablations / target / baseline used, head directories, cache fingerprint,
-* ``plots/`` — PNG and SVG figures (:mod:`.plots`).
+* ``plots/`` — PNG figures, SVG too with ``svg`` (:mod:`.plots`),
+* ``report.html`` — one self-contained page of the run (:mod:`laya_inspect.report`).
 
 The library never prints: ``progress`` receives dict events ({"event": "head" | "step" | "write", …}).
 """
@@ -37,7 +38,7 @@ from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, plan_methods, resolve_methods
-from .config import CHOICES, CompareConfig
+from .config import CHOICES, CompareConfig, resolve_target
 from .effects import Measured, Remover, measure
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, resolve_ablations
 from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
@@ -87,6 +88,12 @@ class CompareResult:
     summary: dict[str, Any]
     heads: list[HeadResult]
     files: list[Path]
+
+    def _repr_html_(self) -> str:
+        """The reading and the tables of report.html, for a notebook cell."""
+        from ..report import summary_html
+
+        return summary_html(self.summary)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +198,7 @@ def _run_head(
     skipped: dict[str, str],
     ablations: tuple[list[str], dict[str, str]],
     config: CompareConfig,
+    target_of: str | int,
     values: dict[str, Any],
     emit: Progress,
 ) -> HeadResult:
@@ -208,7 +216,10 @@ def _run_head(
             + ("" if k == len(logits) else ", or pass --allow-nonfinite to leave those rows out (counted)")
         )
     preds = np.where(finite, np.nan_to_num(logits, nan=-np.inf).argmax(axis=1), 0)
-    target = (preds if config.target == "pred" else labels).astype(np.int64)
+    if isinstance(target_of, int):  # one class for every row
+        target = np.full(len(preds), target_of, dtype=np.int64)
+    else:
+        target = (preds if target_of == "pred" else labels).astype(np.int64)
     res = HeadResult(
         name,
         head_dir,
@@ -274,6 +285,7 @@ def compare_heads(
     plain_heads = {n: h for n, (h, _, _) in heads.items()}
     abl_plan = _plan_ablations(ablations, every, plain_heads)
     store.n(config.split)  # NotFoundError naming the splits
+    target_of = resolve_target(config.target, store.class_names, store.num_classes)
     explicit = {m for m in requested if m != "all"}
     plan = plan_methods(methods, plain_heads, explicit=explicit)
     out = Path(out_dir)
@@ -298,7 +310,7 @@ def compare_heads(
     for i, (name, (head, cfg, d)) in enumerate(heads.items()):
         emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
         run, skipped = plan[name]
-        r = _run_head(name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, values, emit)
+        r = _run_head(name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, emit)
         results.append(r)
         head_summaries.append(
             head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
@@ -337,21 +349,30 @@ def compare_heads(
         "heads": head_summaries,
         "headline": headline_rows(head_summaries),
     }
-    summary["files"] = {"attributions": "attributions.h5", "summary_json": "summary.json", "summary_csv": "summary.csv"}
+    summary["files"] = {
+        "attributions": "attributions.h5",
+        "summary_json": "summary.json",
+        "summary_csv": "summary.csv",
+        "report": "report.html",
+    }
     with atomic_dir(out, force=overwrite) as tmp:
         written = [write_h5(tmp / "attributions.h5", results, rows, labels, values["means"], summary)]
         plot_files: list[Path] = []
         if config.plots:
             from .plots import write_plots
 
-            plot_files = write_plots(tmp / "plots", plain(summary), {r.name: r for r in results})
+            formats = ("png", "svg") if config.svg else ("png",)
+            plot_files = write_plots(tmp / "plots", plain(summary), {r.name: r for r in results}, formats=formats)
         summary["files"]["plots"] = [str(p.relative_to(tmp)) for p in plot_files]
         written += [
             write_json(tmp / "summary.json", summary),
             write_summary_csv(tmp / "summary.csv", plain(summary)),
             *plot_files,
         ]
+        from ..report import write_report_html
+
+        written.append(write_report_html(tmp, as_dir=out, figures=config.plots))
     files = [out / p.relative_to(tmp) for p in written]
-    for f in [*files[:3], *([out / "plots"] if plot_files else [])]:
+    for f in [*files[:3], *([out / "plots"] if plot_files else []), files[-1]]:
         emit({"event": "write", "path": str(f)})
     return CompareResult(out, plain(summary), results, files)

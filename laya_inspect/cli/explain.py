@@ -1,0 +1,114 @@
+"""`laya-inspect explain`: one prediction, layer by layer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..runtime import DEVICE_HELP
+from . import app, console, err_console
+
+
+def explain_table(e: Any) -> Table:
+    """Layers × (every method's score, the LOLO effect); the top layer of each column marked *."""
+    from ..report.reading import name, num
+
+    columns = [(name(m) if m != "static" else "static", s, 3) for m, s in e.scores.items()]
+    columns.append((f"LOLO effect ({e.ablation})", e.effects, 4))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("layer", no_wrap=True, overflow="fold")
+    for title, _, _ in columns:
+        table.add_column(title, justify="right", no_wrap=True)
+    tops = [int(values.argmax()) for _, values, _ in columns]
+    for i, layer in enumerate(e.layer_names):
+        cells = [
+            Text(
+                num(values[i], digits, sign=True) + ("*" if tops[k] == i else " "), style="bold" if tops[k] == i else ""
+            )
+            for k, (_, values, digits) in enumerate(columns)
+        ]
+        table.add_row(layer, *cells)
+    return table
+
+
+@app.command("explain")
+def explain_command(
+    head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a head directory written by fit-head"),
+    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
+    row: int = typer.Option(..., "--row", "-r", help="row of the split to explain (0 … N−1)"),
+    split: str = typer.Option("test", "--split", help="cache split the row is in"),
+    target: str = typer.Option("pred", "--target", help="class to explain: pred | true | a class name or index"),
+    ablation: str = typer.Option(
+        "mean", "--ablation", help="how a layer is removed: mean | zero | resample | drop | mix"
+    ),
+    baseline: str = typer.Option("mean", "--baseline", help="IG baseline: mean (train split) | zero"),
+    n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps"),
+    seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the figure here (.png, or .svg)"),
+    as_json: bool = typer.Option(False, "--json", help="print the numbers as JSON instead of the table"),
+    allow_other_cache: bool = typer.Option(
+        False, "--allow-other-cache", help="use a head trained on a cache with another fingerprint"
+    ),
+) -> None:
+    """Explain one prediction: its input, the prediction, and per layer α, IG, Grad-CAM and the LOLO effect.
+
+    Example: laya-inspect explain heads/laya/seed_0 --cache features.h5 --row 5 --out row5.png
+    """
+    from ..explain import explain_row, write_figure
+    from ..store import FeatureStore
+
+    with FeatureStore(cache) as store:
+        e = explain_row(
+            head_dir,
+            store,
+            row=row,
+            split=split,
+            target=target,
+            ablation=ablation,
+            baseline=baseline,
+            n_steps=n_steps,
+            seed=seed,
+            device=device,
+            allow_other_cache=allow_other_cache,
+        )
+    path = write_figure(e, out) if out is not None else None
+    if as_json:
+        typer.echo(json.dumps(e.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print(e)
+    if path is not None:
+        err_console.print(f"wrote {path}", style="dim", highlight=False)
+
+
+def _print(e: Any) -> None:
+    top = sorted(range(len(e.probs)), key=lambda c: -e.probs[c])[:3]
+    console.print(
+        Text.assemble(
+            (f"{e.head}", "bold"),
+            f" ({e.head_kind}) on {e.split} row {e.row} (source row {e.source_row}): label "
+            f"{e.class_name(e.label)}, predicted {e.class_name(e.pred)} "
+            f"({', '.join(f'{e.class_name(c)} {e.probs[c]:.3f}' for c in top)})",
+        )
+    )
+    console.print(
+        f"explaining class {e.class_name(e.target)} ({e.target_rule}): p {e.p:.4f}; "
+        f"LOLO effect = p − p with the layer removed ({e.ablation} ablation)",
+        highlight=False,
+    )
+    if e.input.kind == "text":
+        console.print(Text("input: " + (e.input.text or "")[:300], style="dim"))
+    elif e.input.kind is None:
+        console.print(Text(e.input.note, style="yellow"))
+    console.print(explain_table(e))
+    for why in e.skipped.values():
+        console.print(Text(f"skipped: {why}", style="dim"))
+    console.print(
+        Text("* the layer each column ranks first; scores are on each method's own scale (docs/METHOD.md)", "dim")
+    )

@@ -1,0 +1,278 @@
+"""Explain one prediction: for one row of a cache split, its input (read back from the data source the
+cache records), the head's prediction, and per layer every attribution method's score beside the
+leave-one-layer-out (LOLO) effect — the same computations as `compare` (compare.attribution,
+compare.lolo; definitions in docs/METHOD.md), on one row.
+
+:func:`explain_row` computes; :func:`explain_figure` draws the input beside the per-layer scores.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError, LayaError
+from .store import FeatureStore
+
+# Random scores say nothing about one row: explain runs every other method defined for the head.
+EXPLAIN_METHODS = ("alpha", "ig", "gradcam", "static")
+
+
+@dataclass
+class InputView:
+    """The row's raw input: ``kind`` "image" (``image`` (H, W) or (H, W, 3) in [0, 1]), "text"
+    (``text``), or None with ``note`` saying why it is not shown."""
+
+    kind: str | None
+    image: np.ndarray | None = None
+    text: str | None = None
+    note: str = ""
+
+
+@dataclass
+class Explanation:
+    head: str
+    head_kind: str
+    split: str
+    row: int  # row of the cache split
+    source_row: int  # row in the data source (the cache's index)
+    layer_names: list[str]
+    class_names: list[str]
+    label: int
+    pred: int
+    probs: np.ndarray  # (C,)
+    target: int  # the class explained
+    target_rule: str  # pred | true | class
+    ablation: str
+    p: float  # p of the target class
+    p_ablated: np.ndarray  # (L,)
+    effects: np.ndarray  # (L,) p − p with layer i ablated
+    scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (L,)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    input: InputView = field(default_factory=lambda: InputView(None, note="not read"))
+
+    def class_name(self, c: int) -> str:
+        return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .files import plain
+
+        return plain(
+            {
+                "head": self.head,
+                "kind": self.head_kind,
+                "split": self.split,
+                "row": self.row,
+                "source_row": self.source_row,
+                "label": self.class_name(self.label),
+                "pred": self.class_name(self.pred),
+                "target": self.class_name(self.target),
+                "target_rule": self.target_rule,
+                "p_target": self.p,
+                "probs": dict(zip(map(self.class_name, range(len(self.probs))), self.probs)),
+                "ablation": self.ablation,
+                "layers": {
+                    name: {
+                        "lolo_effect": self.effects[i],
+                        "p_ablated": self.p_ablated[i],
+                        **{m: s[i] for m, s in self.scores.items()},
+                    }
+                    for i, name in enumerate(self.layer_names)
+                },
+                "skipped": self.skipped,
+                "input": {"kind": self.input.kind, "text": self.input.text, "note": self.input.note},
+            }
+        )
+
+
+def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> InputView:
+    """The raw input of one source row, from the dataset the cache was extracted from; a source
+    that cannot be read here gives a view with the reason instead of an error."""
+    from .data import DATASETS, parse_spec
+
+    spec = store.attrs.get("data_spec")
+    info = store.attrs.get("split_info") or {}
+    try:
+        prefix, arg, options = parse_spec(str(spec))
+        src = DATASETS.get(prefix).load(
+            arg,
+            options,
+            seed=int(info.get("seed", store.attrs.get("seed") or 0)),
+            test_fraction=float(info.get("test_fraction", 0.2)),
+            channels=None,
+            allow_nonfinite=True,
+        )
+        part = src.open(split)
+        rows = np.asarray(part.rows)
+        where = np.flatnonzero(rows == source_row)
+        if not len(where):
+            return InputView(None, note=f"row {source_row} is not in split {split!r} of {spec} as read here")
+        if int(part.labels[where[0]]) != label:
+            return InputView(
+                None,
+                note=f"{spec} now labels source row {source_row} {int(part.labels[where[0]])}, the cache says "
+                f"{label}: the data changed since extraction",
+            )
+        raw = part.fetch(np.array([source_row]))
+    except (LayaError, OSError) as e:
+        return InputView(None, note=f"input not shown: {e}")
+    if isinstance(raw, list) and raw and isinstance(raw[0], str):
+        return InputView("text", text=raw[0])
+    x = raw[0] if isinstance(raw, list) else raw[0]
+    arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
+    if arr.ndim != 3:
+        return InputView(None, note=f"the input is a vector of {arr.size} numbers: no picture to show")
+    arr = arr.astype(np.float64) / (255.0 if arr.dtype == np.uint8 else 1.0)
+    img = np.clip(np.moveaxis(arr, 0, -1), 0.0, 1.0)  # (H, W, C)
+    return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3])
+
+
+def explain_row(
+    head_dir: str | Path,
+    store: FeatureStore,
+    *,
+    row: int,
+    split: str = "test",
+    target: str = "pred",
+    ablation: str = "mean",
+    baseline: str = "mean",
+    n_steps: int = 50,
+    seed: int = 0,
+    device: str = "auto",
+    allow_other_cache: bool = False,
+) -> Explanation:
+    """Every method's per-layer score and the LOLO effects of ``head_dir`` on row ``row`` of ``split``."""
+    import torch
+
+    from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
+    from .compare.config import resolve_target
+    from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
+    from .compare.run import _load_heads
+    from .compare.values import donor_pool, layer_means
+    from .runtime import pick_device
+
+    if baseline not in BASELINE_CHOICES:
+        raise InputError(f"--baseline must be one of {', '.join(BASELINE_CHOICES)}, got {baseline!r}")
+    if n_steps < 1:
+        raise InputError(f"--n-steps must be ≥ 1, got {n_steps}")
+    n = store.n(split)  # NotFoundError naming the splits
+    if not 0 <= row < n:
+        raise InputError(f"--row {row} is outside split {split!r} of {store.path}, which has rows 0…{n - 1}")
+    target_of = resolve_target(target, store.class_names, store.num_classes)
+    dev = pick_device(device)
+    (name, (head, _cfg, _d)), *_ = _load_heads([head_dir], store, allow_other_cache, dev).items()
+    abl = check_ablation(ablation, {name: head})
+    rows = np.array([row])
+    feats = store.layers(split, rows)
+    if not all(np.isfinite(f).all() for f in feats):
+        raise InputError(f"row {row} of split {split!r} holds non-finite features (NaN or ±inf); pick another row")
+    label = int(store.labels(split, rows)[0])
+    hs = [torch.from_numpy(np.ascontiguousarray(f)).to(dev) for f in feats]
+    with torch.no_grad():
+        out = head(hs)
+        probs = torch.softmax(out.logits.double(), -1)[0].cpu().numpy()
+    pred = int(probs.argmax())
+    cls = target_of if isinstance(target_of, int) else pred if target_of == "pred" else label
+    means = layer_means(store, "train") if baseline == "mean" or abl.needs_baselines else None
+    options = AttributionOptions(baselines=means, baseline=baseline, n_steps=n_steps, seed=seed, batch_size=1)
+    run, skipped = plan_methods(list(EXPLAIN_METHODS), {name: head}, explicit=False)[name]
+    tgt = np.array([cls])
+    scores, params = {}, {}
+    for m in run:
+        att = attribute(m, head, hs, tgt, options)
+        scores[m], params[m] = att.scores[0], att.params
+    head64 = copy.deepcopy(head).to(torch.float64).eval()
+    p, p_abl, effects = lolo_effects(
+        head64,
+        hs,
+        tgt,
+        ablation,
+        means if abl.needs_baselines else None,
+        donors=donor_pool(store, "train", seed=seed) if abl.needs_donors else None,
+        seed=seed,
+    )
+    source_row = int(store.index(split, rows)[0])
+    return Explanation(
+        head=name,
+        head_kind=head.kind,
+        split=split,
+        row=row,
+        source_row=source_row,
+        layer_names=store.layer_names,
+        class_names=store.class_names,
+        label=label,
+        pred=pred,
+        probs=probs,
+        target=int(cls),
+        target_rule="class" if isinstance(target_of, int) else str(target_of),
+        ablation=ABLATIONS.get(ablation).name,
+        p=float(p[0]),
+        p_ablated=p_abl[0],
+        effects=effects[0],
+        scores=scores,
+        params=params,
+        skipped=skipped,
+        input=read_input(store, split, source_row, label),
+    )
+
+
+def explain_figure(e: Explanation) -> Any:
+    """Input | per-layer scores of every method (normalised by Σ|score|, sign kept) | LOLO effects."""
+    import textwrap
+
+    from matplotlib.figure import Figure
+
+    from .compare.plots import LOLO_COLOR, line_kw, method_style, wrap
+
+    fig = Figure(figsize=(13, 4.2), layout="constrained")
+    ax_in, ax_sc, ax_ef = fig.subplots(1, 3, gridspec_kw={"width_ratios": [0.8, 1.3, 1.0]})
+    if e.input.kind == "image" and e.input.image is not None:
+        ax_in.imshow(e.input.image, cmap="gray" if e.input.image.ndim == 2 else None, vmin=0, vmax=1)
+        ax_in.set_title(f"input (source row {e.source_row})", fontsize=10)
+    else:
+        shown = e.input.text if e.input.kind == "text" else e.input.note
+        ax_in.text(0.0, 1.0, textwrap.fill((shown or "")[:600], 45), va="top", ha="left", fontsize=8, wrap=True)
+        ax_in.set_title("input text" if e.input.kind == "text" else "input", fontsize=10)
+    ax_in.set_axis_off()
+    x = np.arange(len(e.layer_names))
+    for m, s in e.scores.items():
+        norm = float(np.nansum(np.abs(s)))
+        ax_sc.plot(x, s / norm if norm > 0 else s, label=m, **line_kw(method_style(m)))
+    ax_sc.axhline(0, color="grey", lw=0.8)
+    ax_sc.set_ylabel("score / Σ_layers |score|")
+    ax_sc.set_title("what each method says (this input)", fontsize=10)
+    ax_ef.bar(x, e.effects, color=LOLO_COLOR)
+    ax_ef.axhline(0, color="grey", lw=0.8)
+    ax_ef.set_ylabel("p − p(layer ablated)")
+    ax_ef.set_title(f"LOLO effect ({e.ablation} ablation; this input)", fontsize=10)
+    for ax in (ax_sc, ax_ef):
+        ax.set_xticks(x, e.layer_names, rotation=45 if len(x) > 4 else 0, ha="right" if len(x) > 4 else "center")
+    if e.scores:
+        ax_sc.legend(fontsize=8, title="method")
+    title = (
+        f"{e.head} ({e.head_kind}), {e.split} row {e.row}: label {e.class_name(e.label)}, predicted "
+        f"{e.class_name(e.pred)} (p {e.probs[e.pred]:.3f}); explaining class {e.class_name(e.target)} "
+        f"({e.target_rule}), p {e.p:.3f}"
+    )
+    fig.suptitle(wrap(title, fig.get_figwidth(), 12), fontsize=12)
+    return fig
+
+
+def write_figure(e: Explanation, path: str | Path) -> Path:
+    """The figure as PNG (or SVG, by the file's suffix), written atomically."""
+    from functools import partial
+
+    from .compare.plots import solve_layout
+    from .files import write_with
+
+    out = Path(path)
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise InputError(f"--out {out}: give a .png (or .svg) file name")
+    fig = solve_layout(explain_figure(e))
+    return write_with(out, partial(fig.savefig, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None))

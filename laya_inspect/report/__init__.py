@@ -1,0 +1,80 @@
+"""report.html: one self-contained page of a fit-head, compare or demo folder.
+
+The page leads with a plain reading of the result computed from its numbers (reading.py), then the
+tables, the figures (the folder's PNG plots, or figures drawn here as SVG, inlined as data URIs),
+the exact commands and the provenance (cache fingerprint, weights hash, versions). It has no
+script and fetches nothing (its Content-Security-Policy forbids it), so it opens offline.
+
+:func:`write_report_html` writes it atomically into the folder; ``laya-inspect report DIR --html``
+rebuilds it. :func:`summary_html` / :func:`fit_summary_html` give the reading and the tables alone,
+what a result object shows in a notebook (``_repr_html_``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import CacheError
+from ..files import write_text
+from .folders import folder_kind, read_folder
+from .html import Page, fragment, render
+
+__all__ = ["build_page", "fit_summary_html", "folder_kind", "summary_html", "write_report_html"]
+
+REPORT_NAME = "report.html"
+TITLES = {"fit-head": "fit-head", "compare": "compare", "demo": "laya-inspect demo"}
+
+
+def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> str:
+    """The page of ``folder`` as HTML text. ``as_dir``: the path the folder will have when it is being
+    written under a temporary name (the commands on the page name it); ``figures=False`` leaves
+    the figures out."""
+    from .sections import compare_page_parts, demo_page_parts, fit_page_parts, page_facts
+
+    path = Path(folder)
+    shown = Path(as_dir) if as_dir is not None else path
+    f = read_folder(path)
+    builder = {"fit-head": fit_page_parts, "compare": compare_page_parts, "demo": demo_page_parts}[f.kind]
+    try:
+        parts: dict[str, Any] = builder(f, shown, figures)  # type: ignore[operator]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # The summaries were checked for what the terminal reads; the page reads more of them.
+        raise CacheError(
+            f"{path} holds a {f.kind} summary the page cannot read ({type(e).__name__}: {e}); "
+            f"rerun `laya-inspect {'fit-head' if f.kind == 'fit-head' else f.kind}` to rewrite it"
+        ) from None
+    parts["commands"].append(("rebuild this page", f"laya-inspect report {shown} --html"))
+    page = Page(
+        title=f"{TITLES[f.kind]}: {shown.name or shown}",
+        subtitle=parts["subtitle"],
+        reading=parts["reading"],
+        sections=parts["sections"],
+        figures=parts["figures"],
+        commands=parts["commands"],
+        provenance=[*parts["provenance"], *page_facts()],
+    )
+    return render(page)
+
+
+def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> Path:
+    """Write ``folder/report.html`` (atomically) from what the fit-head, compare or demo folder holds;
+    return its path. ``as_dir`` and ``figures`` as in :func:`build_page`."""
+    text = build_page(folder, as_dir=as_dir, figures=figures)
+    return write_text(Path(folder) / REPORT_NAME, text)
+
+
+def summary_html(summary: dict[str, Any]) -> str:
+    """A compare summary's reading and tables as an HTML fragment (for ``_repr_html_``)."""
+    from .reading import compare_reading
+    from .sections import compare_sections
+
+    return fragment(compare_reading(summary), compare_sections(summary))
+
+
+def fit_summary_html(summary: dict[str, Any], runs: list[dict[str, Any]] | None = None) -> str:
+    """A fit-head summary's reading and tables as an HTML fragment (for ``_repr_html_``)."""
+    from .reading import fit_reading
+    from .sections import fit_sections
+
+    return fragment(fit_reading(summary), fit_sections(summary, runs or [], None))

@@ -1,0 +1,179 @@
+"""HTML building blocks of report.html and the page around them: escaped text, tables, figures, and
+one self-contained document (styles inline, figures as data URIs, a Content-Security-Policy that
+forbids every fetch, so the page opens offline and never reaches the network)."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .figures import Figure
+from .reading import Reading
+
+# No script, no fetch: images only from data: URIs, styles only from the page itself.
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+CSS = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; }
+h2 { font-size: 1.2rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
+h3 { font-size: 1rem; margin: 1.4rem 0 .4rem; }
+.sub { color: #555; margin-top: 0; }
+.reading { font-size: 1.12rem; background: #f3f7fb; border-left: 4px solid #0072B2; padding: .7rem 1rem; }
+.reading p { margin: .3rem 0; }
+ul.details { color: #333; }
+table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
+caption { text-align: left; color: #444; padding-bottom: .3rem; }
+th, td { padding: .2rem .6rem; border-bottom: 1px solid #e3e3e3; text-align: right; white-space: nowrap; }
+th { background: #f7f7f7; }
+th.text, td.text { text-align: left; }
+td.text { white-space: normal; }
+tr.ref td { color: #777; }
+td.best { font-weight: 700; color: #006d2c; }
+.note { color: #8a5a00; }
+.legend { color: #555; font-size: .9rem; max-width: 60rem; }
+figure { margin: 1rem 0 1.6rem; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure img.svg { width: 100%; }
+figcaption { color: #444; font-size: .9rem; max-width: 60rem; }
+pre { background: #f6f6f6; padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+dl.prov { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
+dl.prov dt { color: #555; } dl.prov dd { margin: 0; font-family: ui-monospace, monospace; word-break: break-all; }
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+@dataclass
+class Cell:
+    text: str
+    cls: str = ""  # "best", "text"
+
+
+@dataclass
+class Table:
+    id: str
+    columns: list[str]
+    rows: list[list[Cell | str]]
+    caption: str = ""
+    row_classes: list[str] = field(default_factory=list)  # one per row ("ref" dims a reference row)
+    text_columns: int = 1  # the leading columns that hold names, not numbers (aligned left)
+
+    def html(self) -> str:
+        left = ' class="text"'
+        head = "".join(f"<th{left if j < self.text_columns else ''}>{esc(c)}</th>" for j, c in enumerate(self.columns))
+        body = []
+        for i, row in enumerate(self.rows):
+            cls = self.row_classes[i] if i < len(self.row_classes) else ""
+            cells = []
+            for j, c in enumerate(row):
+                cell = c if isinstance(c, Cell) else Cell(str(c), "text" if j == 0 else "")
+                attr = f' class="{cell.cls}"' if cell.cls else ""
+                cells.append(f"<td{attr}>{esc(cell.text)}</td>")
+            tr = f' class="{cls}"' if cls else ""
+            body.append(f"<tr{tr}>{''.join(cells)}</tr>")
+        caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
+        return (
+            f'<table id="{esc(self.id)}">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        )
+
+
+@dataclass
+class Section:
+    """A heading, optional lines of text (``notes`` in the warning colour), tables and a legend."""
+
+    title: str
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    legend: str = ""
+
+    def html(self) -> str:
+        parts = [f"<h3>{esc(self.title)}</h3>"]
+        parts += [f"<p>{esc(line)}</p>" for line in self.lines]
+        parts += [t.html() for t in self.tables]
+        if self.notes:
+            parts.append('<ul class="note">' + "".join(f"<li>{esc(n)}</li>" for n in self.notes) + "</ul>")
+        if self.legend:
+            parts.append(f'<p class="legend">{esc(self.legend)}</p>')
+        return "\n".join(parts)
+
+
+@dataclass
+class Page:
+    title: str
+    subtitle: str
+    reading: Reading
+    sections: list[Section]
+    figures: list[tuple[str, list[Figure]]]  # (group title, figures)
+    commands: list[tuple[str, str]]  # (what, command line)
+    provenance: list[tuple[str, str]]
+
+
+def reading_html(reading: Reading) -> str:
+    lead = "".join(f"<p>{esc(s)}</p>" for s in reading.lead)
+    details = "".join(f"<li>{esc(s)}</li>" for s in reading.details)
+    return f'<div class="reading" id="reading">{lead}</div>' + (
+        f'<ul class="details">{details}</ul>' if details else ""
+    )
+
+
+def figures_html(groups: Sequence[tuple[str, list[Figure]]]) -> str:
+    if not any(figs for _, figs in groups):
+        return "<p>No figures: this folder holds no plots (written with --no-plots).</p>"
+    parts = []
+    for title, figs in groups:
+        if title:
+            parts.append(f"<h3>{esc(title)}</h3>")
+        for f in figs:
+            size = f' class="svg" style="max-width: {f.width_px}px"' if f.width_px else ""
+            parts.append(
+                f'<figure><img src="{f.src}" alt="{esc(f.alt)}"{size}>'
+                f"<figcaption>{esc(f.caption)}</figcaption></figure>"
+            )
+    return "\n".join(parts)
+
+
+def fragment(reading: Reading, sections: Sequence[Section]) -> str:
+    """The reading and the tables alone, for a notebook cell (styles scoped by the cell's own tags)."""
+    style = f"<style>{CSS.replace('body {', '.laya-report {')}</style>"
+    return f'<div class="laya-report">{style}{reading_html(reading)}{"".join(s.html() for s in sections)}</div>'
+
+
+def render(page: Page) -> str:
+    commands = "\n".join(f"<h3>{esc(what)}</h3><pre><code>{esc(cmd)}</code></pre>" for what, cmd in page.commands)
+    prov = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.provenance)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(page.title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<h1>{esc(page.title)}</h1>
+<p class="sub">{esc(page.subtitle)}</p>
+{reading_html(page.reading)}
+<h2 id="tables">Tables</h2>
+{"".join(s.html() for s in page.sections)}
+<h2 id="figures">Figures</h2>
+{figures_html(page.figures)}
+<h2 id="commands">Commands</h2>
+{commands}
+<h2 id="provenance">Provenance</h2>
+<dl class="prov">{prov}</dl>
+</body>
+</html>
+"""

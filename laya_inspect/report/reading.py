@@ -1,0 +1,220 @@
+"""The plain reading of a result: one or two sentences computed from its numbers, the first thing
+report.html says (definitions of the scores: docs/METHOD.md).
+
+A compare run is read from the head that has α (else the first head) on the first ablation: how
+often the lead method picks the layer whose removal changes the prediction most (top-layer
+agreement, beside random scores), and whether it orders the layers better or worse than the best
+other non-circular method (faithfulness ρ, "apart" only when the 95% intervals do not overlap).
+A fit-head run is read from LAYA (else the most accurate head): its test accuracy and the paired
+difference to the last-layer head, then where α puts its weight and whether the seeds agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NAMES = {
+    "alpha": "α",
+    "ig": "IG",
+    "gradcam": "Grad-CAM",
+    "static": "ScalarMix's weight vector",
+    "random": "random scores",
+}
+
+
+@dataclass
+class Reading:
+    lead: list[str]  # one or two sentences: what the page says first
+    details: list[str] = field(default_factory=list)  # one line per further head or remark
+
+
+def num(v: Any, digits: int = 2, sign: bool = False) -> str:
+    """A number for a sentence or a cell: "—" for a missing one, never "-0.00"."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    value = float(v)
+    if round(value, digits) == 0:
+        value = 0.0
+    return format(value, f"{'+' if sign else ''}.{digits}f")
+
+
+def pct(v: Any) -> str:
+    return "—" if v is None else f"{float(v):.0%}"
+
+
+def name(method: str) -> str:
+    return NAMES.get(method, method)
+
+
+def _cap(text: str) -> str:
+    """Capitalised for the start of a sentence; α stays α (its capital looks like a Latin A)."""
+    return text[:1].upper() + text[1:] if text[:1].isascii() else text
+
+
+# -- compare -------------------------------------------------------------------------------------
+
+
+def _faith(s: dict[str, Any]) -> tuple[Any, Any, Any]:
+    f = s.get("faithfulness") or {}
+    return f.get("mean"), f.get("ci_low"), f.get("ci_high")
+
+
+def _lead_method(head: dict[str, Any]) -> str | None:
+    methods = head.get("methods") or {}
+    if "alpha" in methods:
+        return "alpha"
+    best = (head.get("best") or {}).get("faithfulness") or []
+    if best:
+        return str(best[0])
+    return next((m for m in methods if m != "random"), next(iter(methods), None))
+
+
+def _rival(head: dict[str, Any], lead: str) -> str | None:
+    """The other non-circular, non-random method with the highest mean faithfulness."""
+    scored = [
+        (_faith(s)[0], m)
+        for m, s in (head.get("methods") or {}).items()
+        if m not in (lead, "random") and not s.get("circular") and _faith(s)[0] is not None
+    ]
+    return max(scored)[1] if scored else None
+
+
+def _versus(lead: str, s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
+    (a, a_lo, a_hi), (b, b_lo, b_hi) = _faith(s_lead), _faith(s_rival)
+    rho = f"faithfulness ρ {num(a)} vs {num(b)}"
+    if None in (a_lo, a_hi, b_lo, b_hi):
+        word = "better" if a > b else "worse" if a < b else "as well"
+        return f"it orders the layers {word} than {name(rival)} ({rho}; no intervals: run with --bootstrap N)"
+    if a_lo > b_hi:
+        return f"it orders the layers better than {name(rival)} ({rho}; the 95% intervals do not overlap)"
+    if a_hi < b_lo:
+        return f"it orders the layers worse than {name(rival)} ({rho}; the 95% intervals do not overlap)"
+    return f"it orders the layers about as well as {name(rival)} ({rho}; the 95% intervals overlap)"
+
+
+def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """What one head's first ablation says, in one or two sentences."""
+    ablation = (head.get("ablations_run") or [summary.get("ablation")])[0]
+    where = f"{head['name']}, {ablation} ablation, {head.get('n', summary.get('n'))} {summary.get('split', '')} inputs"
+    lead = _lead_method(head)
+    if lead is None:
+        return [f"No attribution method ran on {head['name']}."]
+    s = head["methods"][lead]
+    random_ref = (head.get("references") or {}).get("random") or {}
+    first = (
+        f"{_cap(name(lead))} picks the same top layer as the leave-one-layer-out effects on "
+        f"{pct(s.get('top_layer_agreement'))} of inputs ({where}; random scores: "
+        f"{pct(random_ref.get('top_layer_agreement'))})"
+    )
+    caveats = head.get("caveats") or []
+    if caveats:
+        return [first + ".", f"No method is ranked on this ablation: {caveats[0]}"]
+    if s.get("circular"):
+        return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
+    rival = _rival(head, lead)
+    if rival is None:
+        return [first + "."]
+    return [f"{first}; {_versus(lead, s, rival, head['methods'][rival])}."]
+
+
+def relied_on(head: dict[str, Any]) -> str | None:
+    ranked = (head.get("lolo") or {}).get("most_relied_on") or []
+    if not ranked:
+        return None
+    top = ranked[0]
+    return (
+        f"{head['name']}: removing {top['layer']} changes the prediction most "
+        f"(mean drop of p {num(top.get('mean_effect'), 3, sign=True)})."
+    )
+
+
+def compare_reading(summary: dict[str, Any]) -> Reading:
+    heads = summary.get("heads") or []
+    if not heads:
+        return Reading(["This compare run scored no head."])
+    lead = next((h for h in heads if "alpha" in (h.get("methods") or {})), heads[0])
+    details = []
+    for h in heads:
+        if h is not lead:
+            details.append(" ".join(head_sentences(summary, h)))
+    details += [line for h in heads if (line := relied_on(h))]
+    left_out = summary.get("rows_left_out")
+    if isinstance(left_out, dict) and left_out.get("n"):
+        details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
+    return Reading(head_sentences(summary, lead), details)
+
+
+# -- fit-head ------------------------------------------------------------------------------------
+
+
+def interval(d: dict[str, Any] | None, digits: int = 3, clip: bool = True, sign: bool = False) -> str:
+    """'[lo, hi]' of an estimate; accuracies (``clip``) stay inside [0, 1]."""
+    if not d or d.get("ci_low") is None or d.get("ci_high") is None:
+        return "[n/a]"
+    lo, hi = float(d["ci_low"]), float(d["ci_high"])
+    if clip:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]"
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' * (n != 1)}"
+
+
+def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None) -> Reading:
+    heads = summary.get("heads") or []
+    if not heads:
+        return Reading(["This fit-head run fitted no head."])
+    by_name = {h["head"]: h for h in heads}
+    lead = by_name.get("laya") or max(heads, key=lambda h: (h.get("test_acc") or {}).get("mean") or 0.0)
+    acc = lead.get("test_acc") or {}
+    first = (
+        f"{'LAYA' if lead['head'] == 'laya' else lead['head']} reaches a test accuracy of {num(acc.get('mean'), 3)} "
+        f"over {_seeds(int(lead.get('n') or 0))} (95% interval {interval(acc)})"
+    )
+    d = (lead.get("delta_vs_last") or {}).get("test_acc")
+    if lead["head"] != "last" and d and d.get("mean") is not None:
+        resolved = (
+            ""
+            if d.get("ci_low") is None
+            else " (the interval excludes 0)"
+            if d["ci_low"] > 0 or d["ci_high"] < 0
+            else " (the interval includes 0: no difference shown)"
+        )
+        diff = f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}"
+        first += f", {diff} against the last-layer head{resolved}"
+    lead_lines = [first + "."]
+    weights = lead.get("layer_weights") or {}
+    layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
+    if not pooled and profiles:
+        p = (profiles.get("alpha") or {}).get(lead["head"]) or (profiles.get("static") or {}).get(lead["head"])
+        layers, pooled = profiles.get("layer_names") or [], (p or {}).get("mean") or []
+    if layers and pooled and len(layers) == len(pooled):
+        k = max(range(len(pooled)), key=lambda i: pooled[i] if pooled[i] is not None else -1.0)
+        what = "α" if lead["head"] == "laya" else "its layer weights"
+        second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
+        agree = lead.get("seed_agreement") or {}
+        if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
+            second += (
+                f"; the seeds pick the same top layer on {pct(agree['top_layer_agreement'])} of inputs "
+                f"(chance {pct(agree.get('top_layer_chance'))})"
+            )
+        lead_lines.append(second + ".")
+    details = [
+        f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
+        f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}."
+        for h in heads
+        if h is not lead
+    ]
+    n_warn = sum(len(h.get("warnings") or []) for h in heads)
+    if n_warn:
+        details.append(f"The quality gate raised {n_warn} warning{'s' * (n_warn > 1)}: see below.")
+    return Reading(lead_lines, details)
+
+
+def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:
+    parts = [fit_reading(fit) if fit else None, compare_reading(compare) if compare else None]
+    lead = [r.lead[0] for r in parts if r is not None and r.lead]
+    details = [line for r in parts if r is not None for line in (r.lead[1:] + r.details)]
+    return Reading(lead or ["The demo has not finished: no summary to read yet."], details)

@@ -1,0 +1,381 @@
+"""The content of the page for each kind of folder: its tables, figures, commands and provenance,
+built from the files the folder holds (folders.py) and nothing else but the cache's attributes."""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import LayaError
+from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
+from .folders import CompareFolder, DemoFolder, FitFolder
+from .html import Cell, Section, Table, slug
+from .reading import compare_reading, demo_reading, fit_reading, interval, num
+
+# column header → summary key of the score (the key that also names "best")
+SCORES = {
+    "top-layer agreement": "top_layer_agreement",
+    "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
+    "faithfulness ρ": "faithfulness",
+    "subset ρ": "subset_faithfulness",
+    "deletion area": "deletion_area",
+    "insertion area": "insertion_area",
+}
+REF_LABELS = {"top1_only": "top-1 only (reference)", "random": "random (reference)"}
+
+
+def _value(entry: dict[str, Any], key: str) -> Any:
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v
+
+
+def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell | str]], list[str]]:
+    """Rows of one ablation's methods then references; ``lead`` cells open each row (the ablation)."""
+    best = entry.get("best") or {}
+    rows: list[list[Cell | str]] = []
+    classes = []
+    items = [(m, s, m, False) for m, s in (entry.get("methods") or {}).items()]
+    items += [(r, s, REF_LABELS.get(r, r), True) for r, s in (entry.get("references") or {}).items()]
+    for i, (name, s, label, reference) in enumerate(items):
+        circular = bool(s.get("circular"))
+        cells: list[Cell | str] = [Cell(lead[i] if i < len(lead) else "", "text")] if lead else []
+        cells.append(Cell(label + (" °" if circular else ""), "text"))
+        for col, key in SCORES.items():
+            is_best = not reference and name in (best.get(key) or [])
+            cells.append(Cell(num(_value(s, key)) + (" *" if is_best else ""), "best" if is_best else ""))
+            if col == "faithfulness ρ" and not lead:
+                cells.append(interval(s.get("faithfulness"), 2, clip=False))
+        rows.append(cells)
+        classes.append("ref" if reference or circular else "")
+    return rows, classes
+
+
+def _notes(head: dict[str, Any]) -> list[str]:
+    out = []
+    abls = head.get("ablations") or {}
+    for a, s in abls.items():
+        out += [f"caveat ({a}): {c}" for c in s.get("caveats") or []]
+        out += [f"note ({a}): {c}" for c in s.get("notes") or []]
+        out += [f"° {m} × {a} is circular (never best): {why}" for m, why in (s.get("circular") or {}).items()]
+    out += [f"skipped: {why}" for why in (head.get("methods_skipped") or {}).values()]
+    for m, s in (head.get("methods") or {}).items():
+        f = s.get("faithfulness") or {}
+        if f.get("n_undefined"):
+            out.append(f"{m}: ρ is undefined on {f['n_undefined']} rows (all scores or all effects tied)")
+        if s.get("ig_delta"):
+            out.append(f"{m}: mean |completeness δ| {s['ig_delta']['abs_mean']:.1e}")
+    return out
+
+
+def compare_sections(summary: dict[str, Any]) -> list[Section]:
+    sections = []
+    dirs = summary.get("directions") or {}
+    for head in summary["heads"]:
+        lolo = head.get("lolo") or {}
+        caption = (
+            f"accuracy {num(head.get('accuracy'), 3)} on n = {head.get('n')} · Deletion@1 of the oracle "
+            f"{num(lolo.get('oracle_at_1'), 3)}, of a random layer {num(lolo.get('random_at_1'), 3)}"
+        )
+        rows, classes = _score_rows(head, [])
+        cols = ["method", *list(SCORES)[:3], "ρ 95% CI", *list(SCORES)[3:]]
+        tables = [Table(f"scores-{slug(head['name'])}", cols, rows, caption, classes)]
+        abls = head.get("ablations") or {}
+        if len(abls) > 1:
+            rows, classes = [], []
+            for a, s in abls.items():
+                r, c = _score_rows(s, [a + (" (caveat)" if s.get("caveats") else "")])
+                rows += r
+                classes += c
+            tables.append(
+                Table(
+                    f"ablations-{slug(head['name'])}",
+                    ["ablation", "method", *SCORES],
+                    rows,
+                    "every ablation",
+                    classes,
+                    text_columns=2,
+                )
+            )
+        first = (head.get("ablations_run") or [summary.get("ablation")])[0]
+        sections.append(Section(f"{head['name']} ({head['kind']}), {first} ablation", tables, notes=_notes(head)))
+    layers = summary["cache"]["layer_names"]
+    cols, data = ["layer"], []
+    for h in summary["heads"]:
+        cols.append(f"{h['name']}: mean LOLO effect")
+        data.append((h.get("lolo") or {}).get("mean_effect") or [])
+        if "alpha" in (h.get("methods") or {}):
+            cols.append(f"{h['name']}: mean α")
+            data.append(h["methods"]["alpha"].get("mean_score") or [])
+    rows = [[layer, *[num(d[i] if i < len(d) else None, 3) for d in data]] for i, layer in enumerate(layers)]
+    legend = (
+        "* best of the head's non-circular methods in that column; ° circular: the method is built from what the "
+        "ablation removes, so it cannot be validated by it; reference rows (grey) are not methods. "
+        f"Top-layer agreement: {dirs.get('top_layer_agreement', 'higher is better')}. "
+        f"Faithfulness ρ: {dirs.get('faithfulness', 'higher is better')}. Deletion / insertion areas: mean drop "
+        "/ kept probability over k = 1…L−1, higher is better. Definitions: docs/METHOD.md."
+    )
+    sections.append(
+        Section("Mean leave-one-layer-out effect per layer", [Table("lolo-effects", cols, rows)], legend=legend)
+    )
+    return sections
+
+
+def _estimate(d: dict[str, Any] | None, sign: bool = False, clip: bool = True) -> str:
+    if not d or d.get("mean") is None:
+        return "—"
+    return f"{num(d['mean'], 3, sign)} {interval(d, 3, clip=clip, sign=sign)}"
+
+
+def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: dict[str, Any] | None) -> list[Section]:
+    heads = summary["heads"]
+    n_seeds = max(int(h.get("n") or 0) for h in heads)
+    rows: list[list[Cell | str]] = []
+    for h in heads:
+        d = (h.get("delta_vs_last") or {}).get("test_acc")
+        n_warn = len(h.get("warnings") or [])
+        rows.append(
+            [
+                h["head"],
+                _estimate(h.get("test_acc")),
+                _estimate(h.get("test_macro_f1")),
+                "(baseline)" if h["head"] == "last" else _estimate(d, sign=True, clip=False),
+                " ".join(map(str, h.get("seeds") or [])) or str(h.get("n")),
+                f"{n_warn} warning{'s' * (n_warn > 1)}" if n_warn else "ok",
+            ]
+        )
+    cols = ["head", "test accuracy [95% CI]", "macro-F1 [95% CI]", "Δ accuracy vs last [95% CI]", "seeds", "gate"]
+    caption = f"test split, {n_seeds} seed{'s' * (n_seeds != 1)}; intervals are 95% t-intervals over seeds"
+    sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
+    if runs:
+        keys = [
+            ("seed", "seed", None),
+            ("test accuracy", "test_acc", 4),
+            ("macro-F1", "test_macro_f1", 4),
+            ("val accuracy", "val_acc", 4),
+            ("val loss", "val_loss", 4),
+            ("epochs", "epochs_run", None),
+            ("best epoch", "best_epoch", None),
+            ("seconds", "seconds", 1),
+        ]
+        run_rows: list[list[Cell | str]] = [
+            [str(r.get("head")), *[str(r.get(k)) if d is None else num(r.get(k), d) for _, k, d in keys]] for r in runs
+        ]
+        sections.append(Section("Runs", [Table("fit-runs", ["head", *[c for c, _, _ in keys]], run_rows)]))
+    weighted = [h for h in heads if (h.get("layer_weights") or {}).get("pooled")]
+    if weighted:
+        layers = weighted[0]["layer_weights"]["layers"]
+        cols = ["layer"]
+        data = []
+        for h in weighted:
+            lw = h["layer_weights"]
+            cols.append(f"{h['head']} (pooled)")
+            data.append(lw["pooled"])
+            for s, row in (lw.get("per_seed") or {}).items() if len(lw.get("per_seed") or {}) > 1 else []:
+                cols.append(f"{h['head']} seed {s}")
+                data.append(row)
+        rows = [[layer, *[num(d[i], 3) for d in data]] for i, layer in enumerate(layers)]
+        sections.append(
+            Section(
+                "Layer weights",
+                [Table("fit-weights", cols, rows, "mean weight per layer on the test split (α: per input, averaged)")],
+            )
+        )
+    quality = summary.get("quality") or {}
+    probe = quality.get("probe") or {}
+    lines = []
+    if quality.get("chance") is not None:
+        lines.append(f"Chance (majority class of the test split): {num(quality['chance'], 3)}.")
+    tables = []
+    if probe.get("layers"):
+        rows = [[p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] for p in probe["layers"]]
+        tables.append(
+            Table("fit-probe", ["layer", "val accuracy", "test accuracy"], rows, probe.get("model") or "probe")
+        )
+    notes = [f"{h['head']}: {w}" for h in heads for w in h.get("warnings") or []]
+    if lines or tables or notes:
+        sections.append(Section("Quality gate", tables, notes=notes, lines=lines))
+    return sections
+
+
+def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What the cache file itself records, when it is still there; else what the summary recorded."""
+    from ..store import FeatureStore
+
+    try:
+        if not path:
+            raise FileNotFoundError("no path recorded")
+        with FeatureStore(path) as store:
+            attrs = store.attrs
+            facts = [
+                ("cache fingerprint", store.fingerprint),
+                ("backbone", str(attrs.get("model_spec"))),
+                ("weights sha256", str(attrs.get("weights_sha256") or "none (random or built-in weights)")),
+                ("data", str(attrs.get("data_spec"))),
+                ("cache written by", f"laya-inspect {attrs.get('tool_version')}, torch {attrs.get('torch_version')}"),
+                ("cache written at", str(attrs.get("created_at"))),
+            ]
+            if attrs.get("random_init"):
+                facts.append(("note", "the backbone had random weights (--random-init)"))
+            return facts
+    except (LayaError, OSError) as e:
+        return [*recorded, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]
+
+
+def page_facts() -> list[tuple[str, str]]:
+    versions = []
+    for pkg in ("numpy", "torch", "matplotlib"):
+        try:
+            versions.append(f"{pkg} {metadata.version(pkg)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return [
+        ("page written by", f"laya-inspect {__version__}, Python {platform.python_version()}, {', '.join(versions)}")
+    ]
+
+
+def _command(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> str:
+    """The command line that rebuilds ``config``, or its JSON when this version cannot rebuild it."""
+    import json
+    import shlex
+
+    from ..options import command_line
+
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    try:
+        return shlex.join(command_line(name, config_cls(**{k: v for k, v in config.items() if k in fields}), **kw))
+    except (LayaError, TypeError, ValueError):
+        return f"laya-inspect {name} … with these settings: {json.dumps(config, ensure_ascii=False)}"
+
+
+def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str, Any]:
+    from ..compare.config import CompareConfig
+
+    s = f.summary
+    cache = s["cache"]
+    groups: list[tuple[str, list[Figure]]] = []
+    if figures:
+        names = [h["name"] for h in s["heads"]]
+        if f.figures:
+            groups = [(h, [png_figure(p) for p in ps]) for h, ps in group_by_head(f.figures, names).items()]
+        else:
+            groups = [(h["name"], compare_svg_figures(s, h)) for h in s["heads"]]
+    command = _command(
+        "compare",
+        CompareConfig,
+        s.get("config") or {},
+        positional=s.get("head_dirs") or [h["dir"] for h in s["heads"]],
+        extra=["--cache", cache["path"]],
+        out=shown,
+    )
+    facts = [
+        ("compare run by", f"laya-inspect {s.get('tool_version')} at {s.get('created_at')}"),
+        ("device", str((s.get("config") or {}).get("device_resolved"))),
+        ("cache", str(cache["path"])),
+        *cache_facts(
+            cache["path"],
+            [
+                ("cache fingerprint", str(cache.get("fingerprint"))),
+                ("backbone", str(cache.get("model_spec"))),
+                ("data", str(cache.get("data_spec"))),
+            ],
+        ),
+        ("head directories", " · ".join(s.get("head_dirs") or [])),
+        ("seed · bootstrap", f"{s.get('seed')} · {(s.get('config') or {}).get('n_boot')} resamples"),
+    ]
+    ablations = s.get("ablations") or [s["ablation"]]
+    subtitle = (
+        f"{s['n']} {s['split']} rows of {cache['path']} · target {s['target']} · ablation {', '.join(ablations)} · "
+        f"IG baseline {s['baseline']} · seed {s['seed']}"
+    )
+    return {
+        "reading": compare_reading(s),
+        "sections": compare_sections(s),
+        "figures": groups,
+        "commands": [("this compare run", command)],
+        "provenance": facts,
+        "subtitle": subtitle,
+    }
+
+
+def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
+    from ..training.fit_head import FitConfig
+
+    s = f.summary
+    cache = s.get("cache") or {}
+    groups: list[tuple[str, list[Figure]]] = []
+    if figures:
+        groups.append(("Accuracy", [accuracy_figure(s)]))
+        by_head = group_by_head(f.figures, [h["head"] for h in s["heads"]])
+        groups += [(h or "Layer weights", [png_figure(p) for p in ps]) for h, ps in by_head.items()]
+    command = _command("fit-head", FitConfig, s.get("config") or {}, positional=[cache.get("cache_path")], out=shown)
+    backbone = cache.get("backbone") or {}
+    facts = [
+        ("fit by", f"laya-inspect {s.get('tool_version')} on {s.get('device')}"),
+        ("cache", str(cache.get("cache_path"))),
+        *cache_facts(
+            cache.get("cache_path"),
+            [
+                ("cache fingerprint", str(cache.get("cache_fingerprint"))),
+                ("backbone", str(backbone.get("model_spec"))),
+                ("weights sha256", str(backbone.get("weights_sha256") or "none")),
+            ],
+        ),
+        ("head hyper-parameters", ", ".join(f"{k}={v}" for k, v in (s.get("hparams") or {}).items())),
+        ("rows", ", ".join(f"{k} {v}" for k, v in (s.get("split") or {}).items() if k.startswith("n_"))),
+    ]
+    heads = ", ".join(h["head"] for h in s["heads"])
+    split = s.get("split") or {}
+    return {
+        "reading": fit_reading(s, f.profiles),
+        "sections": fit_sections(s, f.runs, f.profiles),
+        "figures": groups,
+        "commands": [("this fit-head run", command)],
+        "provenance": facts,
+        "subtitle": f"heads {heads} on {cache.get('cache_path')} · test split {split.get('n_test', '?')} rows",
+    }
+
+
+def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]:
+    r = f.record
+    steps = r.get("steps") or []
+    rows: list[list[Cell | str]] = [
+        [s.get("name", ""), Cell(s.get("title", ""), "text"), "—" if s.get("seconds") is None else num(s["seconds"], 1)]
+        for s in steps
+    ]
+    sections = [
+        Section(
+            "Steps", [Table("demo-steps", ["step", "what", "seconds"], rows, r.get("budget_line", ""), text_columns=2)]
+        )
+    ]
+    if f.backbone:
+        sections[0].lines.append(
+            f"Backbone ({r.get('model')}) with its own classifier: test accuracy "
+            f"{num(f.backbone.get('test_acc'), 4)}, macro-F1 {num(f.backbone.get('test_macro_f1'), 4)}."
+        )
+    groups: list[tuple[str, list[Figure]]] = []
+    provenance = [
+        ("demo run by", f"laya-inspect {r.get('tool_version')}; complete: {r.get('complete')}"),
+        ("dataset", f"{(r.get('dataset') or {}).get('spec')}: {(r.get('dataset') or {}).get('description')}"),
+    ]
+    subs: list[tuple[str, dict[str, Any]]] = []
+    if f.fit is not None:
+        subs.append(("heads", fit_page_parts(f.fit, shown / "heads", figures)))
+    if f.compare is not None:
+        subs.append(("compare", compare_page_parts(f.compare, shown / "compare", figures)))
+    for prefix, parts in subs:
+        sections += [dataclasses.replace(s, title=f"{prefix}: {s.title}") for s in parts["sections"]]
+        groups += [(f"{prefix}: {t}", figs) for t, figs in parts["figures"]]
+        provenance += [(f"{prefix}: {k}", v) for k, v in parts["provenance"]]
+    commands = [(f"{s.get('name')}", s.get("command", "")) for s in steps]
+    return {
+        "reading": demo_reading(f.fit.summary if f.fit else None, f.compare.summary if f.compare else None),
+        "sections": sections,
+        "figures": groups,
+        "commands": commands,
+        "provenance": provenance,
+        "subtitle": f"{(r.get('dataset') or {}).get('description', '')} · {r.get('budget_line', '')}",
+    }

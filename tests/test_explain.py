@@ -1,0 +1,191 @@
+"""`explain`: one row, layer by layer. Its numbers are compare's numbers for that row (the same
+attribution and LOLO code on one row), its input is the source image the cache's index points at,
+``--target`` takes a class name or index (in compare too), and each mistake ends in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+from laya_inspect.compare.config import resolve_target
+from laya_inspect.compare.run import CompareConfig, compare_heads
+from laya_inspect.errors import InputError
+from laya_inspect.explain import explain_row, write_figure
+from laya_inspect.extract import ExtractConfig, extract_features
+from laya_inspect.head_dir import cache_identity, save_head
+from laya_inspect.heads import build_head
+from laya_inspect.store import FeatureStore
+
+runner = CliRunner()
+ENV = {"COLUMNS": "100"}
+
+
+def _fit(kind: str, store: FeatureStore, steps: int = 30):
+    torch.manual_seed(0)
+    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
+    hs = [torch.from_numpy(h) for h in store.layers("train")]
+    y = torch.from_numpy(store.labels("train"))
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A cache extracted from the real digits images (so the input can be read back), and two heads."""
+    root = tmp_path_factory.mktemp("explain")
+    cache = root / "features.h5"
+    extract_features(
+        ExtractConfig(model="zoo:mlp", data="digits", out=str(cache), random_init=True, limit=150, device="cpu")
+    )
+    with FeatureStore(cache) as store:
+        heads = {
+            k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"})
+            for k in ("laya", "scalarmix")
+        }
+    return {"cache": cache, **heads, "root": root}
+
+
+def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path]) -> None:
+    row = 7
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=row, n_steps=8, device="cpu")
+        compare_heads(
+            [digits["laya"]],
+            store,
+            CompareConfig(methods=("alpha", "ig", "gradcam"), n_steps=8, n_boot=0, plots=False, device="cpu"),
+            out_dir=digits["root"] / "cmp",
+        )
+    with h5py.File(digits["root"] / "cmp" / "attributions.h5") as f:
+        g = f["heads/laya"]
+        assert int(f["rows"][row]) == row and e.target == int(g["targets"][row]) == e.pred
+        np.testing.assert_allclose(e.effects, g["effects"][row], rtol=1e-6, atol=1e-9)
+        for m in ("alpha", "ig", "gradcam"):
+            np.testing.assert_allclose(e.scores[m], g[f"methods/{m}/scores"][row], rtol=1e-4, atol=1e-6)
+    assert e.scores["alpha"].sum() == pytest.approx(1.0, abs=1e-5)
+    assert e.p == pytest.approx(e.probs[e.target]) and set(e.skipped) == {"static"}
+
+
+def test_the_input_is_the_source_image_of_that_row(digits: dict[str, Path]) -> None:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["scalarmix"], store, row=3, split="train", target="true", n_steps=4, device="cpu")
+        assert e.source_row == int(store.index("train", np.array([3]))[0])
+    assert e.input.kind == "image" and e.input.image is not None
+    np.testing.assert_allclose(e.input.image, d.images[e.source_row] / 16.0, atol=1e-6)
+    assert e.label == int(d.target[e.source_row]) == e.target
+    assert set(e.scores) == {"ig", "gradcam", "static"} and np.allclose(e.scores["static"].sum(), 1.0)
+
+
+def test_a_cache_without_a_readable_source_still_explains(digits_cache: Path, digits: dict[str, Path]) -> None:
+    with FeatureStore(digits_cache) as store:
+        head = save_head(digits["root"] / "small", _fit("laya", store), meta=cache_identity(store))
+        e = explain_row(head, store, row=0, target="3", ablation="zero", baseline="zero", n_steps=4, device="cpu")
+    assert e.target == 3 and e.target_rule == "class" and e.ablation == "zero"
+    assert e.input.kind is None and "no dataset 'test'" in e.input.note
+
+
+def test_resolve_target_takes_names_and_indices() -> None:
+    names = ["cat", "dog", "7"]
+    assert resolve_target("pred", names) == "pred" and resolve_target("true", names) == "true"
+    assert resolve_target("dog", names) == 1 and resolve_target("7", names) == 2  # a name before an index
+    assert resolve_target("0", names) == 0
+    with pytest.raises(InputError, match="--target must be one of pred, true, a class name or a class index 0…2"):
+        resolve_target("3", names)
+    with pytest.raises(InputError, match="did you mean 'dog'"):
+        resolve_target("dgo", names)
+
+
+def test_compare_target_can_be_one_class(digits: dict[str, Path]) -> None:
+    with FeatureStore(digits["cache"]) as store:
+        res = compare_heads(
+            [digits["scalarmix"]],
+            store,
+            CompareConfig(methods=("static",), target="4", limit=20, n_boot=0, plots=False, device="cpu"),
+            out_dir=digits["root"] / "cmp4",
+        )
+    assert set(res.heads[0].targets.tolist()) == {4} and res.summary["target"] == "4"
+    assert res.summary["heads"][0]["per_class"]["n"][4] == 20
+
+
+def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "row5.png"
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--device", "cpu"], env=ENV)
+    assert result.exit_code == 0, result.output
+    for text in ("test row 5", "predicted", "α", "IG", "Grad-CAM", "LOLO effect (mean)", "blocks.0", "blocks.2"):
+        assert text in result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    result = runner.invoke(app, [*args, "--json", "--target", "true"], env=ENV)
+    data = json.loads(result.output)
+    assert data["row"] == 5 and data["target_rule"] == "true" and data["target"] == data["label"]
+    assert set(data["layers"]["blocks.0"]) == {"lolo_effect", "p_ablated", "alpha", "ig", "gradcam"}
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--row", "999"], "--row 999 is outside split 'test'"),
+        (["--row", "0", "--target", "eleven"], "--target must be one of pred, true, a class name"),
+        (["--row", "0", "--out", "fig.jpg"], "give a .png (or .svg) file name"),
+        (["--row", "0", "--split", "valid"], "no split 'valid'"),
+        (["--row", "0", "--ablation", "drop"], "'drop' ablation needs a head with aggregation weights"),
+    ],
+)
+def test_explain_mistakes_end_in_one_line(digits: dict[str, Path], tmp_path: Path, extra: list[str], message: str):
+    head = digits["laya"] if "drop" not in extra else save_last(digits)
+    result = runner.invoke(app, ["explain", str(head), "--cache", str(digits["cache"]), *extra], env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    assert "error:" in result.output and message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def save_last(digits: dict[str, Path]) -> Path:
+    path = digits["root"] / "last"
+    if not path.exists():
+        with FeatureStore(digits["cache"]) as store:
+            save_head(path, _fit("last", store, steps=5), meta=cache_identity(store))
+    return path
+
+
+def test_write_figure_svg(digits: dict[str, Path], tmp_path: Path) -> None:
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["scalarmix"], store, row=1, n_steps=4, device="cpu")
+    path = write_figure(e, tmp_path / "one.svg")
+    assert path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text()
+
+
+def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) -> None:
+    from helpers import write_cache
+
+    from laya_inspect.explain import read_input
+
+    texts = [f"review number {i}: {'a fine film' if i % 2 else 'a dull film'}" for i in range(12)]
+    lines = ["text,label,split"] + [
+        f"{t},{'pos' if i % 2 else 'neg'},{'test' if i >= 8 else 'train'}" for i, t in enumerate(texts)
+    ]
+    data = tmp_path / "reviews.csv"
+    data.write_text("\n".join(lines) + "\n")
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(4, 3)).astype("float32") for _ in range(2)]
+    cache = write_cache(tmp_path / "t.h5", {"test": (feats, np.array([0, 1, 0, 1]))}, data_spec=f"csv:{data}")
+    with FeatureStore(cache) as store:
+        view = read_input(store, "test", 9, label=1)  # file row 9 ("pos" = class 1 of ["neg", "pos"])
+        changed = read_input(store, "test", 9, label=0)
+        absent = read_input(store, "test", 2, label=0)  # row 2 is a train row
+    assert view.kind == "text" and view.text == texts[9]
+    assert changed.kind is None and "the data changed since extraction" in changed.note
+    assert absent.kind is None and "is not in split 'test'" in absent.note

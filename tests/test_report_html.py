@@ -1,0 +1,317 @@
+"""report.html and `laya-inspect report`: the plain reading computed from the numbers, one
+self-contained page per fit-head / compare / demo folder opened in headless Chromium (every figure
+decoded and drawn, every table there, no console message, nothing fetched), the terminal summary of
+either folder at 80 and 120 columns, and plots whose colours and scales mean one thing throughout."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+from laya_inspect.compare import plots as P
+from laya_inspect.compare.run import CompareConfig, compare_heads
+from laya_inspect.errors import CacheError, NotFoundError
+from laya_inspect.files import write_json
+from laya_inspect.report import build_page, folder_kind, write_report_html
+from laya_inspect.report.reading import compare_reading, fit_reading, num
+from laya_inspect.store import FeatureStore
+from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+runner = CliRunner()
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)"
+)
+
+
+# -- the reading, from numbers written down here ---------------------------------------------------
+
+
+def _scores(agree: float, rho: float, lo: float | None, hi: float | None, circular: str | None = None) -> dict:
+    return {
+        "top_layer_agreement": agree,
+        "faithfulness": {"mean": rho, "ci_low": lo, "ci_high": hi, "n_valid": 10, "n_undefined": 0},
+        "circular": circular,
+    }
+
+
+def _compare_summary(alpha: dict, ig: dict, caveats: list[str] | None = None) -> dict[str, Any]:
+    head = {
+        "name": "laya",
+        "kind": "laya",
+        "n": 200,
+        "ablations_run": ["mean"],
+        "methods": {"alpha": alpha, "ig": ig, "random": _scores(0.3, 0.0, -0.1, 0.1)},
+        "references": {"random": {"top_layer_agreement": 0.31}},
+        "caveats": caveats or [],
+        "lolo": {"most_relied_on": [{"layer": "blocks.2", "mean_effect": 0.25}]},
+    }
+    return {"ablation": "mean", "split": "test", "n": 200, "heads": [head]}
+
+
+def test_compare_reading_says_agreement_and_order_from_the_intervals() -> None:
+    worse = compare_reading(_compare_summary(_scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69)))
+    assert worse.lead == [
+        "α picks the same top layer as the leave-one-layer-out effects on 96% of inputs (laya, mean ablation, "
+        "200 test inputs; random scores: 31%); it orders the layers worse than IG (faithfulness ρ 0.41 vs 0.62; "
+        "the 95% intervals do not overlap)."
+    ]
+    assert "removing blocks.2 changes the prediction most (mean drop of p +0.250)" in " ".join(worse.details)
+    better = compare_reading(_compare_summary(_scores(0.9, 0.8, 0.75, 0.85), _scores(0.9, 0.5, 0.45, 0.55)))
+    assert "better than IG" in better.lead[0]
+    tied = compare_reading(_compare_summary(_scores(0.9, 0.6, 0.5, 0.7), _scores(0.9, 0.62, 0.52, 0.72)))
+    assert "about as well as IG" in tied.lead[0] and "overlap" in tied.lead[0]
+    no_ci = compare_reading(_compare_summary(_scores(0.9, 0.6, None, None), _scores(0.9, 0.5, None, None)))
+    assert "better than IG" in no_ci.lead[0] and "--bootstrap" in no_ci.lead[0]
+    caveat = compare_reading(
+        _compare_summary(_scores(0.9, 0.6, 0.5, 0.7), _scores(0.9, 0.62, 0.52, 0.72), ["effects are ≈ 0"])
+    )
+    assert caveat.lead[1] == "No method is ranked on this ablation: effects are ≈ 0"
+    circular = compare_reading(
+        _compare_summary(_scores(0.9, 0.6, 0.5, 0.7, "α is what drop removes"), _scores(0.9, 0.5, 0.4, 0.6))
+    )
+    assert "cannot validate α: α is what drop removes (circular)" in circular.lead[1]
+
+
+def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> None:
+    acc = {"n": 3, "mean": 0.98, "ci_low": 0.95, "ci_high": 1.02, "values": [0.97, 0.98, 0.99]}
+    delta = {"n": 3, "mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}
+    summary = {
+        "heads": [
+            {
+                "head": "laya",
+                "n": 3,
+                "test_acc": acc,
+                "delta_vs_last": {"test_acc": delta},
+                "seed_agreement": {"seeds": 3, "top_layer_agreement": 0.8, "top_layer_chance": 1 / 3},
+                "layer_weights": {"layers": ["a", "b", "c"], "pooled": [0.1, 0.2, 0.7]},
+            },
+            {"head": "last", "n": 3, "test_acc": {**acc, "mean": 0.95, "ci_low": -0.01, "ci_high": 0.99}},
+        ]
+    }
+    r = fit_reading(summary)
+    assert r.lead == [
+        "LAYA reaches a test accuracy of 0.980 over 3 seeds (95% interval [0.950, 1.000]), +0.030 [+0.010, +0.050] "
+        "against the last-layer head (the interval excludes 0).",
+        "α puts the most weight on c (0.70 on average over test inputs); the seeds pick the same top layer on 80% of "
+        "inputs (chance 33%).",
+    ]
+    assert r.details == ["last: test accuracy 0.950 [0.000, 0.990] over 3 seeds."]
+    assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "+0.000" and num(None) == "—"
+
+
+# -- folders that are not reports --------------------------------------------------------------------
+
+
+def test_folder_kind_refuses_with_one_line(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="no folder .*nope, so no summary.json or demo.json"):
+        folder_kind(tmp_path / "nope")
+    with pytest.raises(NotFoundError, match="no summary.json or demo.json in"):
+        folder_kind(tmp_path)
+    write_json(tmp_path / "summary.json", {"kind": "laya-inspect-prune", "heads": []})
+    with pytest.raises(CacheError, match="neither a fit-head nor a compare summary \\(kind 'laya-inspect-prune'\\)"):
+        folder_kind(tmp_path)
+    write_json(tmp_path / "summary.json", {"heads": [{"head": "laya", "test_acc": "high"}]})
+    with pytest.raises(CacheError, match="heads\\[0\\] lacks its name or test accuracy"):
+        build_page(tmp_path)
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 1 and "heads[0] lacks" in result.output and "Traceback" not in result.output
+
+
+# -- plots that mean one thing -----------------------------------------------------------------------
+
+
+def test_plot_styles_are_fixed_per_method_and_distinct() -> None:
+    colors = [s["color"] for s in P.METHOD_STYLES.values()]
+    assert len(set(colors)) == len(colors)
+    assert P.LOLO_COLOR not in colors and P.REFERENCE_STYLES["random"]["color"] not in colors
+    assert P.method_style("new-method") == P.method_style("new-method")  # derived, the same every time
+    assert len({(s["marker"], str(s["ls"])) for s in P.METHOD_STYLES.values()}) == len(colors)
+    # drawn in this order, each inside the one before: lines that coincide all stay visible
+    drawn = [P.line_kw(P.method_style(m)) for m in ("alpha", "ig", "gradcam", "random")]
+    assert all(a["lw"] > b["lw"] and a["ms"] >= b["ms"] for a, b in zip(drawn, drawn[1:]))
+    long = "a title much longer than the figure is wide, " * 4
+    assert max(len(line) for line in P.wrap(long, 4.0, 12).splitlines()) <= int(4.0 * 72 / (12 * 0.6))
+
+
+# -- real runs: fit-head and compare folders ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("report")
+    config = FitConfig(heads=("laya", "last", "scalarmix"), seeds=(0, 1), epochs=3, lr=1e-2, batch_size=32, probe=False)
+    with FeatureStore(digits_cache) as store:
+        fit_heads(store, config, out_dir=root / "heads")
+        seed0 = [root / "heads" / h / "seed_0" for h in ("laya", "scalarmix")]
+        cmp = compare_heads(
+            seed0, store, CompareConfig(ablation="mean,zero", limit=60, n_boot=50, n_steps=8), out_dir=root / "compare"
+        )
+        compare_heads(
+            seed0[:1],
+            store,
+            CompareConfig(methods=("alpha", "ig"), limit=40, n_boot=0, plots=False),
+            out_dir=root / "bare",
+        )
+    write_report_html(root / "heads")  # fit-head does not write its page itself yet
+    return {"root": root, "heads": root / "heads", "compare": root / "compare", "bare": root / "bare", "cmp": cmp}
+
+
+def _probe(page: Path, tmp_path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Open ``page`` in headless Chromium twice: as it is (its console must stay silent: a blocked
+    fetch or a broken image would speak there), and as a copy with a script that measures every
+    image, svg and table once the page has loaded and writes the numbers into the DOM."""
+    flags = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0"]
+    flags += ["--virtual-time-budget=10000", "--dump-dom"]
+    plain = subprocess.run([*flags, page.as_uri()], capture_output=True, text=True, timeout=120)
+    console = [line for line in plain.stderr.splitlines() if ":CONSOLE" in line]
+    script = """<script>window.addEventListener("load", () => {
+      const box = e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; };
+      const out = {
+        images: [...document.images].map(i => ({alt: i.alt, ok: i.complete, natural: [i.naturalWidth, i.naturalHeight],
+                                               shown: box(i), src: i.getAttribute("src").slice(0, 22)})),
+        svgs: [...document.querySelectorAll("svg")].map(box),
+        tables: [...document.querySelectorAll("table")].map(t => ({id: t.id, rows: t.tBodies[0].rows.length,
+                                                                  shown: box(t)})),
+        reading: document.getElementById("reading").innerText,
+        links: [...document.querySelectorAll("[href],[src]")].map(e => e.getAttribute("href") || e.getAttribute("src"))
+                 .filter(u => !u.startsWith("data:")),
+      };
+      const pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = JSON.stringify(out);
+      document.body.appendChild(pre);
+    });</script>"""
+    text = page.read_text(encoding="utf-8")
+    assert "default-src 'none'" in text  # the page forbids every fetch; the probe copy allows its one script
+    probe = text.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1)
+    copy = tmp_path / f"probe-{page.parent.name}.html"
+    copy.write_text(probe.replace("</body>", script + "</body>"), encoding="utf-8")
+    measured = subprocess.run([*flags, copy.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', measured.stdout, re.S)
+    assert found, measured.stdout[-2000:] + measured.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1))), console
+
+
+def _check_rendered(result: dict[str, Any], n_figures: int, tables: set[str]) -> None:
+    assert len(result["images"]) == n_figures
+    for img in result["images"]:
+        assert img["ok"] and min(img["natural"]) > 0 and min(img["shown"]) > 0, img  # decoded and drawn
+        assert img["src"].startswith("data:image/"), img
+    assert tables <= {t["id"] for t in result["tables"]}
+    assert all(t["rows"] > 0 and min(t["shown"]) > 0 for t in result["tables"])
+    assert result["links"] == []  # nothing the page would fetch
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_compare_page_renders_in_chromium(runs: dict[str, Any], tmp_path: Path) -> None:
+    page = runs["compare"] / "report.html"
+    assert page in runs["cmp"].files  # compare_heads writes it with the rest of the folder
+    result, console = _probe(page, tmp_path)
+    assert console == []
+    pngs = sorted((runs["compare"] / "plots").glob("*.png"))
+    assert pngs and not list((runs["compare"] / "plots").glob("*.svg"))  # SVG only on request
+    heads = ("laya-seed-0", "scalarmix-seed-0")
+    tables = {"lolo-effects", *(f"{k}-{h}" for h in heads for k in ("scores", "ablations"))}
+    _check_rendered(result, len(pngs), tables)
+    assert "α picks the same top layer as the leave-one-layer-out effects" in result["reading"]
+    text = page.read_text(encoding="utf-8")
+    for fact in ("cache fingerprint", "weights sha256", "laya-inspect compare ", "--ablation mean,zero", "torch "):
+        assert fact in text
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_fit_page_and_bare_compare_page_render_in_chromium(runs: dict[str, Any], tmp_path: Path) -> None:
+    result, console = _probe(runs["heads"] / "report.html", tmp_path)
+    assert console == []
+    pngs = list((runs["heads"] / "profiles").glob("*.png"))
+    _check_rendered(result, 1 + len(pngs), {"fit-heads", "fit-runs", "fit-weights"})  # + the accuracy figure
+    assert result["reading"].startswith("LAYA reaches a test accuracy of")
+    # written with --no-plots, the page has no figures; rebuilt, it draws those summary.json allows, as SVG
+    assert "No figures" in (runs["bare"] / "report.html").read_text(encoding="utf-8")
+    result, console = _probe(write_report_html(runs["bare"]), tmp_path)
+    assert console == [] and result["images"]
+    assert all(i["src"].startswith("data:image/svg+xml") for i in result["images"])
+    _check_rendered(result, len(result["images"]), {"scores-laya-seed-0", "lolo-effects"})
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_demo_page_renders_in_chromium(runs: dict[str, Any], tmp_path: Path) -> None:
+    from laya_inspect.demo import DemoConfig, _record, plan_demo
+
+    out = tmp_path / "demo"
+    plan = plan_demo(DemoConfig(quick=True, device="cpu", out=str(out)))
+    out.mkdir()
+    write_json(out / "demo.json", _record(plan, [], {}, {}, complete=False))
+    shutil.copytree(runs["heads"], out / "heads")
+    shutil.copytree(runs["compare"], out / "compare")
+    page = write_report_html(out)
+    result, console = _probe(page, tmp_path)
+    assert console == []
+    n = len(list((out / "heads" / "profiles").glob("*.png"))) + len(list((out / "compare" / "plots").glob("*.png")))
+    _check_rendered(result, 1 + n, {"demo-steps", "fit-heads", "lolo-effects"})
+    text = page.read_text(encoding="utf-8")
+    assert all(html.escape(s.command, quote=True) in text for s in plan.steps())  # every step's exact command
+
+
+@pytest.mark.slow
+def test_report_command_reads_either_folder_and_rebuilds_the_page(runs: dict[str, Any]) -> None:
+    for width in ("80", "120"):
+        result = runner.invoke(app, ["report", str(runs["heads"])], env={"COLUMNS": width})
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert all(len(line) <= int(width) for line in lines)
+        rows = [line.split()[0] for line in lines if line.split()[:1] and line.split()[0] in ("laya", "last")]
+        assert rows[:2] == ["laya", "last"] and "head" in result.output and "seeds" in result.output
+        assert "…" not in result.output  # nothing abbreviated away
+        assert not re.search(r"-0\.000\b", result.output) and "1.02" not in result.output
+    result = runner.invoke(app, ["report", str(runs["compare"])], env={"COLUMNS": "120"})
+    assert result.exit_code == 0 and "most relied-on layers" in result.output
+    page = runs["compare"] / "report.html"
+    before = page.read_text(encoding="utf-8")
+    page.unlink()
+    result = runner.invoke(app, ["report", str(runs["compare"]), "--html"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0 and page.is_file()
+    assert page.read_text(encoding="utf-8") == before  # the page compare wrote, rebuilt from the folder
+
+
+@pytest.mark.slow
+def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -> None:
+    from laya_inspect.compare.outputs import load_summary
+
+    summary = load_summary(runs["compare"])
+    figs = [P.summary_figures(summary, h) for h in summary["heads"]]
+    limits = {fig["lolo_by_class"].axes[0].images[0].get_clim() for fig in figs}
+    assert len(limits) == 1  # the same colour scale for every head's LOLO heatmap
+    span = max(np.nanmax(np.abs(np.array(h["per_class"]["mean_effect"], dtype=float))) for h in summary["heads"])
+    assert limits.pop() == pytest.approx((-span, span))
+    assert {f["weights_by_class"].axes[0].images[0].get_clim() for f in figs if "weights_by_class" in f} == {(0, 1)}
+    for fig in (f for d in figs for f in d.values()):
+        P.solve_layout(fig)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        whole = fig.bbox
+        for text in [fig._suptitle, *[ax.title for ax in fig.axes]]:
+            if text is not None and text.get_text():
+                box = text.get_window_extent(renderer)
+                assert box.x0 >= whole.x0 - 1 and box.x1 <= whole.x1 + 1 and box.y1 <= whole.y1 + 1, text.get_text()
+    # one colour per method in every figure it appears in
+    by_label: dict[str, set[str]] = {}
+    for fig in (d[k] for d in figs for k in ("profile", "deletion")):
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                label = line.get_label().removesuffix(" (circular)")
+                if label in P.METHOD_STYLES:
+                    by_label.setdefault(label, set()).add(str(line.get_color()).lower())
+    assert by_label and all(colors == {P.METHOD_STYLES[m]["color"].lower()} for m, colors in by_label.items())
