@@ -370,6 +370,7 @@ def run_demo(
 
     files: dict[str, Any] = {
         **{k: p[k] for k in ("backbone", "backbone_metrics", "features", "heads", "compare", "demo_json")},
+        "report": plan.out_dir / "report.html",
         "fit_summary": fit.files["summary_json"],
         "runs": fit.files["runs_csv"],
         "attributions": p["compare"] / "attributions.h5",
@@ -389,6 +390,9 @@ def run_demo(
     }
     seconds = time.perf_counter() - t_start
     write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
+    from .report import write_report_html
+
+    write_report_html(plan.out_dir)
     return DemoResult(
         out_dir=plan.out_dir,
         plan=plan,

@@ -188,8 +188,9 @@ def _files(result: Any) -> None:
         ("heads", f"{rel(f['heads'])}/<{heads}>/seed_<{seeds}>/, {rel(f['fit_summary'])}, {rel(f['runs'])}"),
         ("profiles", f"{rel(f['heads'])}/profiles/: " + ", ".join(Path(p).name for p in f["profile_plots"])),
         ("compare", f"{rel(f['compare_summary'])}, {rel(f['attributions'])} (every score and effect)"),
-        ("plots", f"{rel(f['compare'])}/plots/ ({len(f['compare_plots'])} PNG, with SVG twins)"),
+        ("plots", f"{rel(f['compare'])}/plots/ ({len(f['compare_plots'])} PNG)"),
         ("demo", f"{rel(f['demo_json'])} (config, budget, commands, step times, key numbers)"),
+        ("report", f"{rel(f['report'])} (one page: the reading, tables, figures, commands; opens offline)"),
     ]
     _title(f"Files in {out}/")
     for label, text in rows:

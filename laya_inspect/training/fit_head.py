@@ -166,6 +166,11 @@ class FitResult:
     profiles: dict[str, Any] | None
     files: dict[str, Path]
 
+    def _repr_html_(self) -> str:  # a notebook shows the result as the report's tables
+        from ..report import fit_summary_html
+
+        return fit_summary_html(self.summary, [r.row() for r in self.runs])
+
 
 def fit_heads(
     store: FeatureStore,
@@ -193,6 +198,9 @@ def fit_heads(
     try:
         with atomic_dir(out, force=overwrite, flag="--out") as tmp:
             result = _fit_into(store, config, tmp, final=out, device=device, emit=emit)
+            from ..report import write_report_html
+
+            result.files["report_html"] = write_report_html(tmp, as_dir=out)
     except WriteError as e:  # it names a file inside the temporary folder, now removed
         raise WriteError(f"{e}; --out {out} was left as it was") from None
     # Everything was written under the temporary name: report the final paths.
