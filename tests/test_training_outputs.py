@@ -47,7 +47,14 @@ def test_force_replaces_the_whole_folder_and_no_force_refuses(digits_cache: Path
     assert (out / "notes.txt").read_text() == "mine" and (out / "laya").is_dir()
     _fit(digits_cache, out, "--head", "last", "--force")
     # Fewer heads with --force: nothing of the earlier run is left for `compare` to pick up.
-    assert sorted(p.name for p in out.iterdir()) == ["last", "runs.csv", "runs.json", "summary.csv", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "last",
+        "report.html",
+        "runs.csv",
+        "runs.json",
+        "summary.csv",
+        "summary.json",
+    ]
     assert not list(tmp_path.glob(".heads.*"))  # no temporary or old folder beside it
 
 
