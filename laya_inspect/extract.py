@@ -6,6 +6,8 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +22,20 @@ from .files import output_lock
 from .layers import reduce_batch
 from .models import load_model
 from .options import check, option, tuples
-from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device, prefetch, usable_cpus
 from .writer import FeatureWriter
 
 DTYPES = ("float32", "float16")
 RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources whose weights come from --weights
 # Options that do not change the stored arrays: a run may be resumed with other values of these.
 NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
+# Rows per forward when --batch-size is not given: DEFAULT_BATCH, except for a convolutional network
+# on CPU, which ran up to 3× faster when the largest activation of a batch stays in the CPU's cache:
+# there the batch is the largest power of two whose largest activation fits in ACTIVATION_BUDGET,
+# from MIN_CPU_BATCH to DEFAULT_BATCH (measured per model and image size in docs/PERFORMANCE.md).
+DEFAULT_BATCH = 128
+MIN_CPU_BATCH = 8
+ACTIVATION_BUDGET = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,12 @@ class ExtractConfig:
     limit: int | None = option(
         None, flag="--limit", always=True, help="at most this many rows per split (seeded, stratified)"
     )
-    batch_size: int = option(128, flag="--batch-size", help="rows per forward pass")
+    batch_size: int | None = option(
+        None,
+        flag="--batch-size",
+        help=f"rows per forward pass (default {DEFAULT_BATCH}; a convolutional network on CPU gets {MIN_CPU_BATCH}–"
+        f"{DEFAULT_BATCH}, sized so that its largest activation of a batch stays in the CPU cache)",
+    )
     dtype: str = option("float32", flag="--dtype", help=" | ".join(DTYPES))
     seed: int = option(
         0, flag="--seed", help="seed of --limit's subset and of a randomly initialised model", always=True
@@ -99,7 +113,7 @@ class ExtractConfig:
             self,
             [
                 (self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}"),
-                (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                (self.batch_size is None or self.batch_size >= 1, "batch_size", "must be ≥ 1"),
             ],
         )
 
@@ -124,6 +138,7 @@ class ExtractResult:
     normalization: str = ""
     warnings: list[str] = dataclasses.field(default_factory=list)
     nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
+    batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
 
 
 def extract_features(config: ExtractConfig, *, progress: Progress | None = None) -> ExtractResult:
@@ -173,7 +188,8 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
-    raw, logits = model.run(_to(inputs, device), names)
+    with _largest_activation(model.module) as largest:
+        raw, logits = model.run(_to(inputs, device), names)
     feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
     widths = [int(feats[n].shape[1]) for n in names]
     num_logits = int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None
@@ -201,6 +217,7 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
     }
+    batch_size = config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n))
     start_time = time.perf_counter()
     written = 0
     resumed: dict[str, int] = {}
@@ -218,22 +235,26 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
             done = writer.n_written(split_name)
             resumed[split_name] = done
             emit({"event": "split", "split": split_name, "total": split.n, "done": done})
-            for inputs, labels, index in split.batches(config.batch_size, start=done):
-                raw, logits = model.run(_to(inputs, device), names)
-                feats, _, _ = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
-                batch_logits = None
-                if num_logits is not None:
-                    assert logits is not None  # the model gave logits on the dry batch
-                    batch_logits = logits.float().cpu().numpy()
-                writer.append(
-                    split_name,
-                    [feats[n].float().cpu().numpy() for n in names],
-                    labels.numpy(),
-                    index.numpy(),
-                    batch_logits,
-                )
-                written += len(labels)
-                emit({"event": "batch", "split": split_name, "rows": len(labels)})
+            # image files: the next batch is decoded on another CPU while this one runs (arrays, already
+            # decoded, and a single CPU gain nothing from it)
+            ahead = 2 if "decode" in data.transforms and usable_cpus() > 1 else 0
+            with closing(prefetch(split.batches(batch_size, start=done), ahead)) as batches:
+                for inputs, labels, index in batches:
+                    raw, logits = model.run(_to(inputs, device), names)
+                    feats, _, _ = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
+                    batch_logits = None
+                    if num_logits is not None:
+                        assert logits is not None  # the model gave logits on the dry batch
+                        batch_logits = logits.float().cpu().numpy()
+                    writer.append(
+                        split_name,
+                        [feats[n].float().cpu().numpy() for n in names],
+                        labels.numpy(),
+                        index.numpy(),
+                        batch_logits,
+                    )
+                    written += len(labels)
+                    emit({"event": "batch", "split": split_name, "rows": len(labels)})
         nonfinite = writer.nonfinite()
         writer.finish()
     if nonfinite:
@@ -251,7 +272,44 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
         normalization=describe_normalization(data.transforms),
         warnings=warnings,
         nonfinite=nonfinite,
+        batch_size=batch_size,
     )
+
+
+def default_batch_size(module: torch.nn.Module, device: torch.device, row_bytes: float) -> int:
+    """Rows per forward when none are asked for, given the bytes one row's largest activation takes
+    (``row_bytes``): see ACTIVATION_BUDGET."""
+    from torch.nn.modules.conv import _ConvNd
+
+    if device.type != "cpu" or row_bytes <= 0 or not any(isinstance(m, _ConvNd) for m in module.modules()):
+        return DEFAULT_BATCH
+    batch = DEFAULT_BATCH
+    while batch > MIN_CPU_BATCH and batch * row_bytes > ACTIVATION_BUDGET:
+        batch //= 2
+    return batch
+
+
+@contextmanager
+def _largest_activation(module: torch.nn.Module) -> Iterator[list[int]]:
+    """Record, in the list it yields, the bytes of the largest tensor any submodule outputs during the
+    body (modules that take no hooks, such as TorchScript ones, are left out). Hooks removed in finally."""
+    largest = [0]
+
+    def hook(_m: Any, _i: Any, out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            largest[0] = max(largest[0], out.numel() * out.element_size())
+
+    handles = []
+    try:
+        for m in module.modules():
+            try:
+                handles.append(m.register_forward_hook(hook))
+            except RuntimeError:  # a ScriptModule
+                continue
+        yield largest
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def describe_normalization(transforms: dict[str, Any]) -> str:

@@ -1,15 +1,22 @@
-"""What every stage shares at run time: one device rule, seeded construction, the progress type.
+"""What every stage shares at run time: one device rule, CPU threads, seeded construction, a prefetching
+iterator, the progress type.
 
 Devices: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``, the same for every
 command. :func:`check_device` validates the spelling (configs call it in ``__post_init__``);
 :func:`pick_device` also checks that the device exists. torch is imported only when a device is picked,
 so validating a config stays cheap.
+
+Threads: every command that runs torch calls :func:`set_threads` with its ``--threads`` value (None
+when not given) before it starts; the defaults are explained in docs/PERFORMANCE.md.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import re
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +27,12 @@ if TYPE_CHECKING:
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N")
 DEVICE_HELP = "auto (CUDA when available) | cpu | cuda | cuda:N"
+THREADS_FLAG = "--threads"
+THREADS_HELP = (
+    "torch CPU threads (default: $OMP_NUM_THREADS if set, else for heads half the usable CPUs, 1 to 4, "
+    "and for a backbone forward all usable CPUs but one, at most one per core)"
+)
+THREAD_WORK = ("head", "backbone")
 
 # A stage reports what it is doing as dict events ({"event": "epoch", ...}); the CLI renders them.
 Progress = Callable[[dict[str, Any]], None]
@@ -64,3 +77,106 @@ def seeded(seed: int = 0) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, which containers and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_TORCH_DEFAULT: list[int] = []  # torch's own thread count (one per physical core), read once
+
+
+def default_threads(work: str = "head") -> int:
+    """Threads for ``work`` when none are asked for. ``head``: half the usable CPUs, 1 to 4, since a
+    head's matmuls are too small to gain from more, and a second thread on a busy core made IG 17×
+    slower; ``backbone``: every usable CPU but one, which is left to the thread decoding the next
+    batch and to the HDF5 writes, and at most torch's own default (docs/PERFORMANCE.md)."""
+    import torch
+
+    if work not in THREAD_WORK:
+        raise InputError(f"thread work must be one of {', '.join(THREAD_WORK)}, got {work!r}")
+    if not _TORCH_DEFAULT:
+        _TORCH_DEFAULT.append(torch.get_num_threads())
+    cpus = usable_cpus()
+    if work == "backbone":
+        return max(1, min(cpus - 1, _TORCH_DEFAULT[0]))
+    return max(1, min(4, cpus // 2))
+
+
+def set_threads(n: int | None = None, *, work: str = "head") -> int:
+    """Set torch's intra-op CPU threads for this process to ``n`` and return the number set.
+
+    ``None``: ``$OMP_NUM_THREADS`` when the environment sets it, else :func:`default_threads` of
+    ``work`` ("head" or "backbone"). ``n < 1`` is an InputError naming ``--threads``."""
+    import torch
+
+    if n is None:
+        env = os.environ.get("OMP_NUM_THREADS", "").strip()
+        n = int(env) if env.isdigit() and int(env) >= 1 else default_threads(work)
+    elif isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"{THREADS_FLAG} must be a whole number ≥ 1, got {n!r}")
+    else:
+        default_threads(work)  # checks the spelling of work
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
+
+
+_DONE = object()
+
+
+def prefetch(items: Iterable[Any], ahead: int = 2) -> Generator[Any, None, None]:
+    """Yield ``items`` in order while a background thread produces up to ``ahead`` of the next ones,
+    so reading and decoding the next batch overlaps the forward pass of this one (PIL and torch
+    release the GIL while they decode and resize). ``ahead=0``: no thread, the items as they come.
+
+    An exception raised while producing an item is raised here, in the consumer, as itself, when
+    that item is due; closing the generator early (an error in the consumer) stops the thread."""
+    if ahead < 1:
+        yield from items
+        return
+    q: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not _put(q, (item, None), stop):
+                    return
+        except BaseException as e:  # noqa: BLE001  (handed to the consumer, which raises it)
+            _put(q, (None, e), stop)
+            return
+        _put(q, (_DONE, None), stop)
+
+    worker = threading.Thread(target=produce, name="laya-prefetch", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = q.get()
+            if error is not None:
+                raise error
+            if item is _DONE:
+                return
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue, then let it end
+            try:
+                q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        worker.join()
+
+
+def _put(q: queue.Queue, entry: tuple[Any, BaseException | None], stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(entry, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False

@@ -1,12 +1,14 @@
 """Writing the HDF5 feature cache (schema in docs/FORMATS.md), safely.
 
-Rows are written batch by batch into ``<out>.partial`` and flushed, so memory stays flat in N and a
-killed run resumes from ``n_written``; only a complete cache is renamed to ``<out>``, so the final
-name never holds half a cache (``--overwrite`` builds the new cache beside the old one, which stays
-readable until the rename). Resuming checks that the command, the weights and the data are the ones
-the rows came from. Non-finite activations are counted as they are written and refused unless
-allowed. HDF5 cannot be closed cleanly after a failed write (it crashes the process), so a writer
-that hits a full disk drops its partial file, keeps the dead handle open, and raises one line.
+Rows are gathered a whole HDF5 chunk at a time (or for at most FLUSH_SECONDS), then written into
+``<out>.partial`` and flushed, so memory stays flat in N and a killed run resumes from ``n_written``,
+which counts only rows on disk (:meth:`FeatureWriter.close` writes the rows gathered so far). Only a
+complete cache is renamed to ``<out>``, so the final name never holds half a cache (``--overwrite``
+builds the new cache beside the old one, which stays readable until the rename). Resuming checks
+that the command, the weights and the data are the ones the rows came from. Non-finite activations
+are counted as they are written and refused unless allowed. HDF5 cannot be closed cleanly after a
+failed write (it crashes the process), so a writer that hits a full disk drops its partial file,
+keeps the dead handle open, and raises one line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,10 @@ from .store import CHUNK_ROWS, SCHEMA_VERSION, _decode, _encode, layer_key
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint")
 _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash the interpreter
+# Rows are written a whole HDF5 chunk at a time, buffered in at most this many bytes per split, and
+# at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
+BUFFER_BYTES = 64 << 20
+FLUSH_SECONDS = 0.25
 
 
 def partial_path(path: str | Path) -> Path:
@@ -62,6 +69,8 @@ class FeatureWriter:
         self.allow_nonfinite = allow_nonfinite
         self.check_space = check_space
         self._broken = False
+        self._splits: dict[str, _SplitBuffer] = {}
+        self._last_write = time.monotonic()
         if self.path.is_dir():
             raise InputError(
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
@@ -129,7 +138,10 @@ class FeatureWriter:
 
     def _create(self, attrs: dict[str, Any], split_sizes: dict[str, int], num_logits: int | None) -> h5py.File:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = h5py.File(self.partial, "w")
+        # The 1.8 format or newer: checksummed metadata, so damage is reported, not crashed on. Not the
+        # 1.10 superblock ("latest" as the lower bound): it marks the file open-for-write, so a partial
+        # file left by a killed run could neither be read nor reopened to resume (measured).
+        f = h5py.File(self.partial, "w", libver=("v108", "latest"))
         for key, value in attrs.items():
             f.attrs[key] = _encode(key, value)
         f.attrs["schema_version"] = SCHEMA_VERSION
@@ -207,8 +219,26 @@ class FeatureWriter:
             ) from None
 
     # -- writing -------------------------------------------------------------------------------
+    def _buffers(self, split: str) -> _SplitBuffer:
+        """The split's dataset handles and row buffer, made once: looking datasets up per batch cost
+        as much as writing them."""
+        buf = self._splits.get(split)
+        if buf is None:
+            if split not in self.file:
+                raise InputError(f"no split {split!r} in {self.partial}; planned: {', '.join(self.file)}")
+            buf = _SplitBuffer(self.file[split], len(self.widths), self.dtype, self._block_rows())
+            self._splits[split] = buf
+        return buf
+
+    def _block_rows(self) -> int:
+        """Rows gathered before a write: one HDF5 chunk, fewer when a chunk of rows would not fit in
+        BUFFER_BYTES (very wide flattened layers)."""
+        row_bytes = sum(self.widths) * self.dtype.itemsize + 16
+        return max(1, min(CHUNK_ROWS, BUFFER_BYTES // row_bytes))
+
     def n_written(self, split: str) -> int:
-        return int(self.file[split].attrs["n_written"])
+        """Rows of ``split`` on disk (a resumed run starts there); rows still buffered are not counted."""
+        return self._buffers(split).on_disk
 
     def append(
         self,
@@ -218,41 +248,76 @@ class FeatureWriter:
         index: np.ndarray,
         logits: np.ndarray | None = None,
     ) -> None:
-        g = self.file[split]
-        start = int(g.attrs["n_written"])
+        """Add rows after the last ones appended. They are buffered up to a whole chunk (or
+        FLUSH_SECONDS) and then written in one go; :meth:`close` and :meth:`finish` write the rest."""
+        buf = self._buffers(split)
+        start = buf.on_disk + buf.fill.k
         stop = start + len(labels)
-        if stop > int(g.attrs["n"]):
-            raise InputError(f"split {split!r} would get {stop} rows, more than the {g.attrs['n']} planned")
-        bad = [int(np.size(x) - np.count_nonzero(np.isfinite(x))) for x in features]
+        if stop > buf.n:
+            raise InputError(f"split {split!r} would get {stop} rows, more than the {buf.n} planned")
+        bad = _nonfinite(features)
         if any(bad) and not self.allow_nonfinite:
             which = ", ".join(f"layer {i}: {b}" for i, b in enumerate(bad) if b)
             raise InputError(
                 f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
                 "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
             )
+        pos = 0
+        while pos < len(labels):
+            # fill up to the next block boundary of the dataset, so whole chunks are written at once
+            boundary = min(buf.n, (buf.on_disk // buf.rows + 1) * buf.rows)
+            take = min(boundary - buf.on_disk - buf.fill.k, len(labels) - pos)
+            if any(bad):  # counted with the rows they belong to, so a killed run never counts them twice
+                piece = bad if take == len(labels) else _nonfinite([x[pos : pos + take] for x in features])
+                buf.fill.bad = [a + b for a, b in zip(buf.fill.bad, piece)]
+            buf.fill.put(features, labels, index, logits, pos, take)
+            pos += take
+            if buf.on_disk + buf.fill.k == boundary:
+                self._write(buf)
+        if buf.fill.k and time.monotonic() - self._last_write > FLUSH_SECONDS:
+            self._write(buf)
 
+    def flush(self) -> None:
+        """Write every buffered row now (each split's ``n_written`` then counts it)."""
+        for buf in self._splits.values():
+            if buf.fill.k:
+                self._write(buf)
+
+    def _write(self, buf: _SplitBuffer) -> None:
+        # Written here, not in a background thread: h5py holds the GIL while it writes, so a writer
+        # thread overlapped nothing (measured in docs/PERFORMANCE.md).
+        block, start = buf.fill, buf.on_disk
+        stop = start + block.k
         if self.check_space:
-            self._room_for(sum(int(np.size(x)) for x in features) * self.dtype.itemsize + 16 * len(labels))
+            try:
+                self._room_for(block.k * (sum(self.widths) * self.dtype.itemsize + 16))
+            except WriteError:
+                block.clear()  # these rows will not fit: the ones on disk stay whole and resumable
+                raise
 
         def write() -> None:
-            for i, feats in enumerate(features):
-                g[layer_key(i)][start:stop] = feats.astype(self.dtype, copy=False)
-            g["labels"][start:stop] = labels
-            g["index"][start:stop] = index
-            if logits is not None and "logits" in g:
-                g["logits"][start:stop] = logits
-            if any(bad):
-                old = _decode("x", g.attrs.get("nonfinite", "")) or [0] * len(features)
-                g.attrs["nonfinite"] = _encode("x", [int(a) + b for a, b in zip(old, bad)])
+            for ds, rows in zip(buf.layers, block.feats):
+                ds[start:stop] = rows[: block.k]
+            buf.labels_ds[start:stop] = block.labels[: block.k]
+            buf.index_ds[start:stop] = block.index[: block.k]
+            if buf.logits_ds is not None and block.logits is not None:
+                buf.logits_ds[start:stop] = block.logits[: block.k]
+            if any(block.bad):
+                old = _decode("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
+                buf.group.attrs["nonfinite"] = _encode("x", [int(a) + b for a, b in zip(old, block.bad)])
             # n_written moves only after the rows are on disk, so a kill never counts unwritten rows.
             self.file.flush()
-            g.attrs["n_written"] = stop
+            buf.group.attrs["n_written"] = stop
             self.file.flush()
 
         self._guard(write)
+        buf.on_disk = stop
+        block.clear()
+        self._last_write = time.monotonic()
 
     def nonfinite(self) -> dict[str, int]:
-        """Non-finite values written so far, per layer (all splits)."""
+        """Non-finite values written so far, per layer (all splits); buffered rows are written first."""
+        self.flush()
         names = _decode("layer_names", self.file.attrs.get("layer_names", "[]"))
         total = [0] * len(self.widths)
         for split in self.file:
@@ -262,6 +327,7 @@ class FeatureWriter:
 
     def finish(self) -> None:
         """Mark every split and the file complete and rename the partial file to its final name."""
+        self.flush()
         for split in self.file:
             g = self.file[split]
             if int(g.attrs["n_written"]) != int(g.attrs["n"]):
@@ -281,14 +347,59 @@ class FeatureWriter:
         os.replace(self.partial, self.path)
 
     def close(self) -> None:
+        """Write the rows appended so far (a resumed run continues after them) and close the file."""
         if not self._broken and self.file.id.valid:
-            self.file.close()
+            try:
+                self.flush()
+            finally:
+                if not self._broken:
+                    self.file.close()
 
     def __enter__(self) -> FeatureWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Block:
+    """Rows gathered for one write: a buffer per layer, labels, index and logits, ``k`` rows filled."""
+
+    def __init__(self, widths: Sequence[int], dtype: np.dtype, rows: int, num_logits: int | None) -> None:
+        self.feats = [np.empty((rows, w), dtype) for w in widths]
+        self.labels = np.empty(rows, np.int64)
+        self.index = np.empty(rows, np.int64)
+        self.logits = None if num_logits is None else np.empty((rows, num_logits), np.float32)
+        self.k = 0
+        self.bad = [0] * len(widths)  # non-finite values among these rows, per layer
+
+    def put(self, features: Sequence[np.ndarray], labels: np.ndarray, index: np.ndarray, logits, pos: int, k: int):
+        at = slice(self.k, self.k + k)
+        for buf, x in zip(self.feats, features):
+            buf[at] = x[pos : pos + k]
+        self.labels[at] = labels[pos : pos + k]
+        self.index[at] = index[pos : pos + k]
+        if self.logits is not None and logits is not None:
+            self.logits[at] = logits[pos : pos + k]
+        self.k += k
+
+    def clear(self) -> None:
+        self.k, self.bad = 0, [0] * len(self.bad)
+
+
+class _SplitBuffer:
+    """One split's dataset handles, the rows on disk, and the block being filled."""
+
+    def __init__(self, group: h5py.Group, num_layers: int, dtype: np.dtype, rows: int) -> None:
+        self.group = group
+        self.n = int(group.attrs["n"])
+        self.on_disk = int(group.attrs["n_written"])
+        self.layers = [group[layer_key(i)] for i in range(num_layers)]
+        self.labels_ds, self.index_ds = group["labels"], group["index"]
+        self.logits_ds = group["logits"] if "logits" in group else None
+        self.rows = max(1, min(rows, self.n))
+        logits = None if self.logits_ds is None else int(self.logits_ds.shape[1])
+        self.fill = _Block([int(ds.shape[1]) for ds in self.layers], dtype, self.rows, logits)
 
 
 def _keep_dead(handle: Any) -> None:
@@ -306,6 +417,10 @@ def _keep_dead(handle: Any) -> None:
 
         atexit.register(_exit)  # registered after h5py's, so it runs first
     _DEAD.append(handle)
+
+
+def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:
+    return [int(np.size(x) - np.count_nonzero(np.isfinite(x))) for x in features]
 
 
 def _mb(n: int) -> str:

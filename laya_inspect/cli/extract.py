@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..extract import ExtractConfig
+from ..runtime import THREADS_FLAG, THREADS_HELP
 from . import app, console, err_console, opt
 from .progress import row_progress
 
@@ -28,7 +29,7 @@ def extract_command(
     pool: str = opt(ExtractConfig, "pool"),
     split: str = opt(ExtractConfig, "splits", default="train,test"),
     limit: Optional[int] = opt(ExtractConfig, "limit"),
-    batch_size: int = opt(ExtractConfig, "batch_size"),
+    batch_size: Optional[int] = opt(ExtractConfig, "batch_size"),
     dtype: str = opt(ExtractConfig, "dtype"),
     seed: int = opt(ExtractConfig, "seed"),
     device: str = opt(ExtractConfig, "device"),
@@ -40,6 +41,7 @@ def extract_command(
     random_init: bool = opt(ExtractConfig, "random_init"),
     allow_nonfinite: bool = opt(ExtractConfig, "allow_nonfinite"),
     overwrite: bool = opt(ExtractConfig, "overwrite"),
+    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
     list_layers: bool = typer.Option(
         False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
     ),
@@ -47,7 +49,9 @@ def extract_command(
     """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache."""
     from ..errors import InputError
     from ..extract import extract_features, list_model_layers
+    from ..runtime import set_threads
 
+    used = set_threads(threads, work="backbone")
     if list_layers:
         loaded, infos = list_model_layers(
             model=model,
@@ -113,4 +117,7 @@ def extract_command(
     for warning in result.warnings:
         err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
-    console.print(f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s) → {result.path}")
+    console.print(
+        f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s, "
+        f"batch {result.batch_size}, {used} thread(s)) → {result.path}"
+    )

@@ -1,0 +1,181 @@
+"""What the performance work added: --threads (set_threads), the prefetching iterator, the cache writer's
+chunk buffering (rows on disk only when counted), and extract's default batch per device."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from laya_inspect import writer as W
+from laya_inspect.cli import app
+from laya_inspect.errors import InputError
+from laya_inspect.extract import DEFAULT_BATCH, MIN_CPU_BATCH, default_batch_size
+from laya_inspect.runtime import default_threads, prefetch, set_threads, usable_cpus
+from laya_inspect.store import CHUNK_ROWS
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def restore_threads(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def test_set_threads_sets_torch_and_defaults_by_work(restore_threads, monkeypatch):
+    assert set_threads(1) == 1 and torch.get_num_threads() == 1
+    head, backbone = default_threads("head"), default_threads("backbone")
+    assert 1 <= head <= min(4, usable_cpus()) and 1 <= backbone <= usable_cpus()
+    assert set_threads(None) == head == torch.get_num_threads()
+    assert set_threads(None, work="backbone") == backbone
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert set_threads(None, work="backbone") == 1  # the environment's choice wins over the default
+
+
+@pytest.mark.parametrize("bad", [0, -2, True, 1.5])
+def test_set_threads_refuses_what_is_not_a_count(restore_threads, bad):
+    with pytest.raises(InputError, match=r"--threads must be a whole number ≥ 1, got"):
+        set_threads(bad)
+    with pytest.raises(InputError, match="thread work must be one of head, backbone"):
+        set_threads(2, work="gpu")
+
+
+@pytest.mark.parametrize("command", [["extract", "-m", "zoo:mlp", "-d", "digits", "-o", "x.h5"], ["compare", "h"]])
+def test_cli_threads_zero_is_one_line_exit_1(restore_threads, tmp_path, command):
+    extra = ["--cache", str(tmp_path / "c.h5")] if command[0] == "compare" else []
+    res = runner.invoke(app, [*command, *extra, "--threads", "0"])
+    assert res.exit_code == 1, res.output
+    assert "--threads must be a whole number ≥ 1, got 0" in res.output and "Traceback" not in res.output
+
+
+def _prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "laya-prefetch"]
+
+
+def test_prefetch_keeps_order_and_raises_the_producers_error_in_place():
+    assert list(prefetch(iter(range(50)), ahead=3)) == list(range(50))
+    assert list(prefetch(range(5), ahead=0)) == list(range(5))
+
+    def broken():
+        yield 1
+        yield 2
+        raise InputError("image 3 is broken; remove it")
+
+    got = []
+    with pytest.raises(InputError, match="image 3 is broken"):
+        for item in prefetch(broken()):
+            got.append(item)
+    assert got == [1, 2]
+    assert not _prefetch_threads()
+
+
+def test_prefetch_closed_early_stops_its_thread():
+    def endless():
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+    gen = prefetch(endless(), ahead=2)
+    assert [next(gen) for _ in range(3)] == [0, 1, 2]
+    assert _prefetch_threads()
+    gen.close()
+    assert not _prefetch_threads()
+
+
+def _writer(path, n, widths=(3, 2)):
+    return W.FeatureWriter(
+        path, attrs={"command": {}}, split_sizes={"train": n}, widths=list(widths), num_logits=None, check_space=False
+    )
+
+
+def _on_disk(w: W.FeatureWriter) -> int:
+    """n_written as stored in the file (set, then flushed, only after the rows were written)."""
+    return int(w.file["train"].attrs["n_written"])
+
+
+def test_writer_puts_whole_chunks_on_disk_and_close_writes_the_rest(tmp_path):
+    n = CHUNK_ROWS * 2 + 100
+    rng = np.random.default_rng(0)
+    feats = [rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal((n, 2)).astype(np.float32)]
+    path = tmp_path / "c.h5"
+    w = _writer(path, n)
+    seen = []
+    for s in range(0, CHUNK_ROWS * 2 + 50, 100):  # batches that do not divide a chunk
+        e = min(s + 100, CHUNK_ROWS * 2 + 50)
+        w.append("train", [f[s:e] for f in feats], np.arange(s, e) % 3, np.arange(s, e))
+        seen.append(_on_disk(w))
+        assert w.n_written("train") == seen[-1]
+    # n_written moves a whole chunk at a time (the batch crossing a chunk's end is split there)
+    assert sorted(set(seen)) == [0, CHUNK_ROWS, 2 * CHUNK_ROWS]
+    w.close()  # as if interrupted: the 50 rows gathered since are written
+    with h5py.File(W.partial_path(path), "r") as f:
+        assert int(f["train"].attrs["n_written"]) == 2 * CHUNK_ROWS + 50
+    w = _writer(path, n)  # resume
+    assert w.n_written("train") == 2 * CHUNK_ROWS + 50
+    w.append("train", [f[2 * CHUNK_ROWS + 50 :] for f in feats], np.arange(2 * CHUNK_ROWS + 50, n) % 3,
+             np.arange(2 * CHUNK_ROWS + 50, n))  # fmt: skip
+    w.finish()
+    with h5py.File(path, "r") as f:
+        for i in range(2):
+            np.testing.assert_array_equal(f["train"][f"layer_00{i}"][:], feats[i])
+        np.testing.assert_array_equal(f["train"]["labels"][:], np.arange(n) % 3)
+        np.testing.assert_array_equal(f["train"]["index"][:], np.arange(n))
+
+
+def test_writer_writes_at_least_every_flush_seconds(tmp_path, monkeypatch):
+    """A slow model still moves n_written: gathered rows go to disk once FLUSH_SECONDS have passed."""
+    monkeypatch.setattr(W, "FLUSH_SECONDS", 0.05)
+    path = tmp_path / "slow.h5"
+    w = _writer(path, 100)
+    w.append("train", [np.ones((4, 3)), np.ones((4, 2))], np.zeros(4, int), np.arange(4))
+    time.sleep(0.1)
+    w.append("train", [np.ones((4, 3)), np.ones((4, 2))], np.zeros(4, int), np.arange(4, 8))
+    assert _on_disk(w) == 8
+    w.close()
+
+
+def test_nonfinite_counts_follow_their_rows_across_a_chunk_boundary(tmp_path):
+    n = CHUNK_ROWS + 100
+    a = np.ones((n, 3), np.float32)
+    a[CHUNK_ROWS - 1, 0] = np.nan  # the last row of the first chunk
+    a[CHUNK_ROWS + 5, 1] = np.inf  # in the second
+    path = tmp_path / "nan.h5"
+    w = W.FeatureWriter(
+        path, attrs={"command": {}}, split_sizes={"train": n}, widths=[3], num_logits=None, allow_nonfinite=True
+    )
+    w.append("train", [a[: CHUNK_ROWS - 4]], np.zeros(CHUNK_ROWS - 4, int), np.arange(CHUNK_ROWS - 4))
+    w.append(
+        "train", [a[CHUNK_ROWS - 4 : CHUNK_ROWS + 10]], np.zeros(14, int), np.arange(CHUNK_ROWS - 4, CHUNK_ROWS + 10)
+    )
+    # the batch crossed the chunk's end: the chunk's one NaN is on disk, the inf waits with its row
+    assert _on_disk(w) == CHUNK_ROWS and json.loads(w.file["train"].attrs["nonfinite"]) == [1]
+    w.append("train", [a[CHUNK_ROWS + 10 :]], np.zeros(90, int), np.arange(CHUNK_ROWS + 10, n))
+    w.finish()
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["nonfinite_counts"]) == {"0": 2}
+
+
+class _Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+
+def test_default_batch_keeps_a_conv_nets_largest_activation_in_cache():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    mlp = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    assert default_batch_size(mlp, cpu, 10e6) == DEFAULT_BATCH  # no convolution
+    assert default_batch_size(_Conv(), cuda, 10e6) == DEFAULT_BATCH  # not on CPU
+    assert default_batch_size(_Conv(), cpu, 0.098e6) == 128  # MobileNetV2 at 32 px
+    assert default_batch_size(_Conv(), cpu, 0.885e6) == 16  # MobileNetV2 at 96 px
+    assert default_batch_size(_Conv(), cpu, 4.8e6) == MIN_CPU_BATCH  # MobileNetV2 at 224 px
