@@ -30,7 +30,7 @@ RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources who
 # Options that do not change the stored arrays: a run may be resumed with other values of these.
 NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
 # Rows per forward when --batch-size is not given: DEFAULT_BATCH, except for a convolutional network
-# on CPU, which ran up to 3× faster when the largest activation of a batch stays in the CPU's cache:
+# on CPU, which ran up to 2.8× faster when the largest activation of a batch stays in the CPU's cache:
 # there the batch is the largest power of two whose largest activation fits in ACTIVATION_BUDGET,
 # from MIN_CPU_BATCH to DEFAULT_BATCH (measured per model and image size in docs/PERFORMANCE.md).
 DEFAULT_BATCH = 128
