@@ -15,7 +15,9 @@ Rows of the performance table printed here:
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,18 +26,26 @@ from pathlib import Path
 
 import _bench
 
+# A child's ru_maxrss starts from its parent's resident size at fork (this script has torch loaded,
+# ≈ 500 MB), so peak memory is read through a bare Python launcher instead: its children start small.
+PEAK = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
 
 def run(*argv: str) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MB) of one fresh process; fails loudly."""
     t = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_bench.ENV)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     took = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
-    return took, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    peak = subprocess.run([sys.executable, "-c", PEAK, *argv], capture_output=True, text=True, env=_bench.ENV)
+    return took, int(peak.stdout.split()[-1]) / 1024  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:
@@ -63,18 +73,36 @@ def main() -> None:
     if args.smoke:
         _bench.skip("demo --quick / demo", "not run with --smoke (tens of seconds each)")
     else:
+        steps: dict[str, dict[str, list[float]]] = {"quick": {}, "full": {}}
+
+        def demo(name: str, out: Path, *extra: str):
+            run_it = case(
+                name, py, "-m", "laya_inspect", "demo", "--device", "cpu", "--force", "--out", str(out), *extra
+            )
+
+            def go() -> float:
+                took = run_it()
+                record = json.loads((out / "demo.json").read_text())
+                for s in record["steps"]:  # each step's own seconds; the rest is start-up and the summary
+                    steps[name].setdefault(s["name"], []).append(s["seconds"])
+                steps[name].setdefault("start-up, printing, report", []).append(took - record["seconds"])
+                return took
+
+            return go
+
         with tempfile.TemporaryDirectory() as tmp:
-            demo = [py, "-m", "laya_inspect", "demo", "--device", "cpu", "--force", "--out"]
             times = _bench.interleave(
-                {
-                    "quick": case("quick", *demo, str(Path(tmp) / "q"), "--quick"),
-                    "full": case("full", *demo, str(Path(tmp) / "f")),
-                },
+                {"quick": demo("quick", Path(tmp) / "q", "--quick"), "full": demo("full", Path(tmp) / "f")},
                 max(1, args.repeats // 2),
                 warmup=False,
             )
         _bench.seconds("laya-inspect demo --quick", times["quick"], "< 8 s on a quiet machine")
         _bench.seconds("laya-inspect demo", times["full"], "< 15 s on a quiet machine")
+        for name, parts in steps.items():
+            print(
+                f"# demo{' --quick' if name == 'quick' else ''} medians: "
+                + ", ".join(f"{k} {statistics.median(v):.1f} s" for k, v in parts.items())
+            )
     print(f"# {_bench.load()}")
 
 

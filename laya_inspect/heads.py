@@ -19,13 +19,11 @@ from typing import Any, ClassVar, cast
 import torch
 from torch import Tensor, nn
 
+from .choices import PSI_CHOICES, STANDARDIZE_CHOICES
 from .errors import InputError
 from .registry import Registry
 
 HEADS: Registry[type[Head]] = Registry("head")
-PSI_CHOICES = ("identity", "mlp")
-# feature: μ and σ per feature | layer: μ per feature, one σ per layer | none: raw features
-STANDARDIZE_CHOICES = ("feature", "layer", "none")
 
 
 @dataclass

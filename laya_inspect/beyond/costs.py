@@ -21,8 +21,8 @@ import numpy as np
 
 from ..errors import InputError, LayaError
 from ..store import FeatureStore
+from .config import COST_CHOICES  # noqa: F401  (re-exported)
 
-COST_CHOICES = ("auto", "model", "shapes")
 # Sources whose architecture can be built without a weights file (random values, never used).
 _BUILDABLE = ("torchvision", "timm", "zoo", "python")
 MODEL_HOW = (

@@ -26,8 +26,7 @@ import numpy as np
 from .. import __version__
 from ..errors import CacheError
 from ..files import atomic_dir
-from ..options import check, option
-from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
 from .common import (
     class_names,
@@ -40,33 +39,10 @@ from .common import (
     softmax,
     verdict,
 )
+from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test
 
 TINY = 1e-12
-
-
-@dataclass(frozen=True)
-class DiagnoseConfig:
-    permutations: int = option(1000, flag="--permutations", help="permutations of the shift test")
-    n_boot: int = option(1000, flag="--bootstrap", help="bootstrap resamples of the AUROC intervals (one head)")
-    seed: int = option(0, flag="--seed", help="seed of the permutations and the bootstrap")
-    train_split: str = option("train", flag="--train-split", help="split the class means ᾱ_c and the fits use")
-    test_split: str = option("test", flag="--test-split", help="split the scores are measured on (both caches)")
-    device: str = option("auto", flag="--device", help=DEVICE_HELP)
-    allow_other_cache: bool = option(
-        False, flag="--allow-other-cache", help="use heads trained on a cache with another fingerprint"
-    )
-    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
-
-    def __post_init__(self) -> None:
-        check_device(self.device)
-        check(
-            self,
-            [
-                (self.permutations >= 1, "permutations", "must be ≥ 1"),
-                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
-            ],
-        )
 
 
 @dataclass

@@ -18,7 +18,6 @@ rule's area under its accuracy–compute frontier per seed; paired differences s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,8 +30,7 @@ from .. import __version__
 from ..errors import InputError
 from ..files import atomic_dir
 from ..heads import Head
-from ..options import check, option
-from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
 from .common import (
     Split,
@@ -46,46 +44,12 @@ from .common import (
     subsample,
     verdict,
 )
-from .costs import COST_CHOICES, backbone_costs
+from .config import ExitConfig  # noqa: F401  (re-exported)
+from .costs import backbone_costs
 from .refit import Budget, refit
 
 RULES = ("fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 NEVER = 1.01  # a threshold no probability and no mass reaches
-
-
-@dataclass(frozen=True)
-class ExitConfig:
-    seeds: int = option(3, flag="--seeds", help="seeds 0 … N−1 of the per-depth heads (intervals over seeds)")
-    epsilon: float = option(
-        0.05, flag="--epsilon", help="confidence+alpha: also exit when α's mass beyond the depth is below ε"
-    )
-    thresholds: int = option(41, flag="--thresholds", help="points of each rule's threshold sweep")
-    costs: str = option(
-        "auto",
-        flag="--costs",
-        choices=COST_CHOICES,
-        help="backbone compute: model (count the cached model) | shapes (estimate from the cache) | auto",
-    )
-    seed: int = option(0, flag="--seed", help="seed of the --train-limit row draw")
-    train_split: str = option("train", flag="--train-split", help="split the per-depth heads are fitted on")
-    test_split: str = option("test", flag="--test-split", help="split the exits are simulated on")
-    device: str = option("auto", flag="--device", help=DEVICE_HELP)
-    allow_other_cache: bool = option(
-        False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
-    )
-    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
-
-    def __post_init__(self) -> None:
-        check_device(self.device)
-        check(
-            self,
-            [
-                (self.seeds >= 1, "seeds", "must be ≥ 1"),
-                (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
-                (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
-                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
-            ],
-        )
 
 
 @dataclass

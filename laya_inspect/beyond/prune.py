@@ -10,7 +10,6 @@ all layers' is chosen and written as a head directory; the report names the rank
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,7 @@ from ..errors import InputError
 from ..files import atomic_dir
 from ..head_dir import cache_identity, read_head_config
 from ..heads import Head
-from ..options import check, option, tuples
-from ..runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device
+from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
 from .common import (
     ablated_accuracy,
@@ -38,65 +36,12 @@ from .common import (
     subsample,
     verdict,
 )
-from .costs import COST_CHOICES, backbone_costs
+from .config import NO_REFIT_ABLATIONS, PruneConfig  # noqa: F401  (re-exported)
+from .costs import backbone_costs
 from .rankings import NON_ALPHA, Ranking, by_alpha, by_block_influence, by_depth, by_lolo, by_scalarmix
 from .refit import Budget, Fit, refit
 
-NO_REFIT_ABLATIONS = ("drop", "mean", "zero")
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
-
-
-@dataclass(frozen=True)
-class PruneConfig:
-    refit: bool = option(
-        True,
-        flag="--refit/--no-refit",
-        help="refit a head on each layer set (default), or only re-evaluate the given head with the other "
-        "layers removed (--ablation)",
-    )
-    seeds: int = option(3, flag="--seeds", help="refit seeds 0 … N−1 (intervals over seeds)")
-    ks: tuple[int, ...] = option(
-        (), flag="--ks", help="layer counts k to evaluate, a comma list (default every k = 1 … L; L is always added)"
-    )
-    max_drop: float = option(
-        0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
-    )
-    ablation: str = option(
-        "drop",
-        flag="--ablation",
-        choices=NO_REFIT_ABLATIONS,
-        help="--no-refit only: how the dropped layers are removed (drop: α renormalised over the kept layers)",
-    )
-    rank_rows: int = option(2000, flag="--rank-rows", help="train rows (seeded) the rankings are computed on")
-    costs: str = option(
-        "auto",
-        flag="--costs",
-        choices=COST_CHOICES,
-        help="backbone compute: model (count the cached model) | shapes (estimate from the cache) | auto",
-    )
-    seed: int = option(0, flag="--seed", help="seed of the row draws (--rank-rows, --train-limit)")
-    train_split: str = option("train", flag="--train-split", help="split the rankings and refits use")
-    test_split: str = option("test", flag="--test-split", help="split the accuracies are reported on")
-    device: str = option("auto", flag="--device", help=DEVICE_HELP)
-    allow_other_cache: bool = option(
-        False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
-    )
-    plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
-
-    def __post_init__(self) -> None:
-        tuples(self)
-        check_device(self.device)
-        check(
-            self,
-            [
-                (self.seeds >= 1, "seeds", "must be ≥ 1"),
-                (all(k >= 1 for k in self.ks), "ks", "must be layer counts ≥ 1"),
-                (math.isfinite(self.max_drop) and 0 <= self.max_drop < 1, "max_drop", "must be in [0, 1)"),
-                (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
-                (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
-                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
-            ],
-        )
 
 
 @dataclass

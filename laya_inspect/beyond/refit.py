@@ -6,7 +6,6 @@ rows with the best weights restored) and its standardisation, on a shorter budge
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,52 +15,11 @@ import numpy as np
 import torch
 
 from ..heads import Head, build_head
-from ..options import check, option
 from ..runtime import no_progress, seeded
 from .common import Split, head_outputs
 
 # Optimizer steps the default budget reaches: a few passes over a large split, many over a small one.
-REFIT_STEPS = 500
-MIN_EPOCHS = 3
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How each refit trains; ``epochs``/``patience`` None: the default rule (:meth:`resolve`)."""
-
-    epochs: int | None = option(
-        None,
-        flag="--epochs",
-        help=f"at most this many epochs per refit (default: as many as give {REFIT_STEPS} optimizer steps, "
-        f"at least {MIN_EPOCHS})",
-    )
-    patience: int | None = option(
-        None, flag="--patience", help="early stopping patience per refit (default: a fifth of the epochs, ≥ 2)"
-    )
-    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (fit-head's)")
-    batch_size: int = option(128, flag="--batch-size", help="training batch size of the refits")
-    train_limit: int | None = option(
-        None, flag="--train-limit", help="refit on at most N seeded training rows (default: all)"
-    )
-
-    def __post_init__(self) -> None:
-        check(
-            self,
-            [
-                (self.epochs is None or self.epochs >= 1, "epochs", "must be ≥ 1"),
-                (self.patience is None or self.patience >= 1, "patience", "must be ≥ 1"),
-                (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr", "must be a number in (0, 1]"),
-                (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
-                (self.train_limit is None or self.train_limit >= 10, "train_limit", "must be ≥ 10"),
-            ],
-        )
-
-    def resolve(self, n_train: int) -> tuple[int, int]:
-        """(epochs, patience) for ``n_train`` training rows."""
-        steps = max(1, math.ceil(n_train / self.batch_size))
-        epochs = self.epochs if self.epochs is not None else max(MIN_EPOCHS, math.ceil(REFIT_STEPS / steps))
-        patience = self.patience if self.patience is not None else max(2, epochs // 5)
-        return epochs, patience
+from .config import MIN_EPOCHS, REFIT_STEPS, Budget  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -7,6 +7,7 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import MISSING
 from typing import Any
@@ -21,6 +22,16 @@ from ..options import default_of, field_of
 
 console = Console()
 err_console = Console(stderr=True)
+
+_type_column = typer.core.TyperOption.display_type_rich
+
+
+def _flag_without_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    # typer's help prints "<bool>" beside every on/off flag, as if it took a value; a flag takes none.
+    return None if self.is_flag else _type_column(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 
 class _Group(TyperGroup):
@@ -44,6 +55,7 @@ app = typer.Typer(
     help="Which layers of a frozen network does each prediction rely on? extract → fit-head → compare.",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
@@ -63,6 +75,9 @@ def _root(
     ),
 ) -> None:
     """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
+    from ..distributed import is_main_process
+
+    console.quiet = not is_main_process()  # under torchrun, rank 0 speaks for every process
 
 
 def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: str | None = None) -> Any:
@@ -88,6 +103,13 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
         show_default=True,
         callback=one_of if choices else None,
     )
+
+
+def from_options(config: type, given: dict[str, Any], **changes: Any) -> Any:
+    """``config`` built from a command's parameters (``given``: its ``locals()``) named like its fields;
+    ``changes`` for values the command line spells differently."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return config(**{**{k: v for k, v in given.items() if k in names}, **changes})
 
 
 def fail(message: str) -> None:

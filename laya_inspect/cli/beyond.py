@@ -10,12 +10,10 @@ import typer
 from rich import box
 from rich.table import Table
 
-from ..beyond.diagnose import DiagnoseConfig
-from ..beyond.early_exit import ExitConfig
-from ..beyond.prune import PruneConfig
-from ..beyond.refit import Budget
+from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from . import app, console, err_console, opt
+from ..report.reading import num
+from . import app, console, err_console, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
 
@@ -23,9 +21,8 @@ FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complet
 def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
     if not d or d.get("mean") is None:
         return "—"
-    f = "+.4f" if signed else ".4f"
-    ci = "" if d.get("ci_low") is None else f" [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
-    return f"{d['mean']:{f}}{ci}"
+    ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], 4, signed)}, {num(d['ci_high'], 4, signed)}]"
+    return f"{num(d['mean'], 4, signed)}{ci}"
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -60,10 +57,6 @@ def _ints(value: str | None, option: str) -> tuple[int, ...]:
         raise typer.BadParameter(f"expected a comma list of integers, got {value!r}", param_hint=option) from None
 
 
-def _budget(epochs: Optional[int], patience: Optional[int], lr: float, batch_size: int, limit: Optional[int]) -> Budget:
-    return Budget(epochs=epochs, patience=patience, lr=lr, batch_size=batch_size, train_limit=limit)
-
-
 @app.command("prune")
 def prune_command(
     head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
@@ -92,26 +85,18 @@ def prune_command(
     out: Path = typer.Option(Path("runs/prune"), "--out", "-o", help="folder for summary.json, *.csv, head/, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest."""
+    """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest.
+
+    Example:
+      laya-inspect prune heads/laya/seed_0 --cache features.h5 \\
+        --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
+    """
     from ..beyond.prune import prune_layers
     from ..store import FeatureStore
 
-    config = PruneConfig(
-        refit=refit,
-        seeds=seeds,
-        ks=_ints(ks, "--ks"),
-        max_drop=max_drop,
-        ablation=ablation,
-        rank_rows=rank_rows,
-        costs=costs,
-        seed=seed,
-        train_split=train_split,
-        test_split=test_split,
-        device=device,
-        allow_other_cache=allow_other_cache,
-        plots=plots,
-    )
-    budget = _budget(epochs, patience, lr, batch_size, train_limit)
+    given = locals()
+    config = from_options(PruneConfig, given, ks=_ints(ks, "--ks"))
+    budget = from_options(Budget, given)
     with FeatureStore(cache) as store:
         result = prune_layers(
             head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
@@ -177,23 +162,18 @@ def early_exit_command(
     out: Path = typer.Option(Path("runs/early-exit"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Simulate per-input early exit: confidence rules with and without α against fixed depth."""
+    """Simulate per-input early exit: confidence rules with and without α against fixed depth.
+
+    Example:
+      laya-inspect early-exit heads/laya/seed_0 --cache features.h5 \\
+        --seeds 3 --out early-exit
+    """
     from ..beyond.early_exit import simulate_early_exit
     from ..store import FeatureStore
 
-    config = ExitConfig(
-        seeds=seeds,
-        epsilon=epsilon,
-        thresholds=thresholds,
-        costs=costs,
-        seed=seed,
-        train_split=train_split,
-        test_split=test_split,
-        device=device,
-        allow_other_cache=allow_other_cache,
-        plots=plots,
-    )
-    budget = _budget(epochs, patience, lr, batch_size, train_limit)
+    given = locals()
+    config = from_options(ExitConfig, given)
+    budget = from_options(Budget, given)
     with FeatureStore(cache) as store:
         result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
@@ -233,22 +213,18 @@ def diagnose_command(
     out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Detect misclassified and shifted inputs from α, against max softmax probability."""
+    """Detect misclassified and shifted inputs from α, against max softmax probability.
+
+    Example:
+      laya-inspect diagnose heads/laya/seed_0 heads/laya/seed_1 \\
+        --cache features.h5 --against noisy.h5 --out diagnose
+    """
     from contextlib import ExitStack
 
     from ..beyond.diagnose import diagnose_heads
     from ..store import FeatureStore
 
-    config = DiagnoseConfig(
-        permutations=permutations,
-        n_boot=bootstrap,
-        seed=seed,
-        train_split=train_split,
-        test_split=test_split,
-        device=device,
-        allow_other_cache=allow_other_cache,
-        plots=plots,
-    )
+    config = from_options(DiagnoseConfig, locals(), n_boot=bootstrap)
     with ExitStack() as stack:
         store = stack.enter_context(FeatureStore(cache))
         other = stack.enter_context(FeatureStore(against)) if against is not None else None

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
-from ..compare.run import CompareConfig
+from ..compare.config import CompareConfig
 from ..errors import LayaError
+from ..report.terminal import build_report, fit_table
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from . import app, console, err_console, fail, opt
-from .tables import build_report
 
 
 def _print_report(summary: dict[str, Any]) -> None:
@@ -54,7 +52,12 @@ def compare_command(
         help="replace a non-empty --out whole (its old files and plots go; kept until the new run is complete)",
     ),
 ) -> None:
-    """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects."""
+    """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects.
+
+    Example:
+      laya-inspect compare heads/laya/seed_0 --cache features.h5 \\
+        --method all --ablation all --out compare
+    """
     from ..compare.run import compare_heads
     from ..runtime import set_threads
     from ..store import FeatureStore
@@ -95,6 +98,10 @@ def compare_command(
             result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
     except LayaError as e:
         fail(str(e))
+    from ..distributed import is_main_process
+
+    if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
+        return
     if as_json:
         typer.echo(json.dumps(result.summary, indent=2, ensure_ascii=False))
     else:
@@ -118,10 +125,17 @@ def report_command(
 ) -> None:
     """Reprint the summary of a fit-head, compare or demo folder; --html rebuilds its report.html.
 
-    Example: laya-inspect report runs/compare --html
+    Example:
+      laya-inspect report runs/compare --html
     """
-    from ..report.folders import CompareFolder, FitFolder, read_folder
+    from ..report.beyond import beyond_kind
+    from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
 
+    summary_path = out_dir / "summary.json"
+    summary = read_json(summary_path) if summary_path.is_file() else None
+    if beyond_kind(summary) is not None:  # a prune, early-exit or diagnose folder
+        _report_beyond(out_dir, summary, as_json=as_json, html=html)
+        return
     try:
         folder = read_folder(out_dir)
     except LayaError as e:
@@ -151,33 +165,18 @@ def report_command(
         err_console.print(f"wrote {path}", style="dim", highlight=False)
 
 
-def fit_table(summary: dict[str, Any], title: str) -> Table:
-    """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
-    paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
-    from ..report.reading import interval, num
+def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
+    """A beyond command's folder: its summary as JSON, or its plain reading (one line per verdict)."""
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    else:
+        console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
+        for line in summary.get("verdict") or []:
+            console.print(f"• {line}", highlight=False, soft_wrap=True)
+    if html:
+        from ..report.beyond import write_beyond_report
 
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
-        table.add_column(
-            col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
-        )
-    for h in summary["heads"]:
-        acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
-        d = (h.get("delta_vs_last") or {}).get("test_acc")
-        n_warn = len(h.get("warnings") or [])
-        table.add_row(
-            h["head"],
-            f"{num(acc.get('mean'), 3)} {interval(acc)}",
-            num(f1.get("mean"), 3),
-            "(baseline)"
-            if h["head"] == "last"
-            else "—"
-            if not d
-            else f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}",
-            str(h.get("n")),
-            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
-        )
-    return table
+        err_console.print(f"wrote {write_beyond_report(out_dir, summary)}", style="dim", highlight=False)
 
 
 def _print_fit(folder: Any) -> None:

@@ -13,9 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..demo import DEMO_DATASETS
+from ..report.terminal import build_report, estimate
 from . import app, console, err_console
 from .progress import fit_progress, info_progress, row_progress
-from .tables import build_report, estimate
 
 Handler = Callable[[dict[str, Any]], None]
 
@@ -246,7 +246,11 @@ def demo_command(
     ),
     device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
 ) -> None:
-    """Run the whole pipeline on a bundled dataset (no download) and summarise it: accuracies, α, faithfulness."""
+    """Run the whole pipeline on a bundled dataset (no download) and summarise it: accuracies, α, faithfulness.
+
+    Example:
+      laya-inspect demo --quick --out laya-demo
+    """
     from ..demo import DemoConfig, plan_demo, run_demo
 
     config = DemoConfig(
@@ -262,5 +266,5 @@ def demo_command(
     plan = plan_demo(config)  # a LayaError (e.g. the dataset is missing) is one red line before anything is written
     _header(plan)
     with _Steps() as steps:
-        result = run_demo(config, on_step=steps.on_step, progress=steps.on_event)
+        result = run_demo(config, on_step=steps.on_step, progress=steps.on_event, plan=plan)
     _summary(result)

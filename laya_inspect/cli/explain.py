@@ -59,7 +59,9 @@ def explain_command(
 ) -> None:
     """Explain one prediction: its input, the prediction, and per layer α, IG, Grad-CAM and the LOLO effect.
 
-    Example: laya-inspect explain heads/laya/seed_0 --cache features.h5 --row 5 --out row5.png
+    Example:
+      laya-inspect explain heads/laya/seed_0 --cache features.h5 --row 5 \\
+        --out row5.png
     """
     from ..explain import explain_row, write_figure
     from ..store import FeatureStore

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..extract import ExtractConfig
+from ..extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from . import app, console, err_console, opt
 from .progress import row_progress
@@ -31,6 +31,7 @@ def extract_command(
     limit: Optional[int] = opt(ExtractConfig, "limit"),
     batch_size: Optional[int] = opt(ExtractConfig, "batch_size"),
     dtype: str = opt(ExtractConfig, "dtype"),
+    amp: bool = opt(ExtractConfig, "amp"),
     seed: int = opt(ExtractConfig, "seed"),
     device: str = opt(ExtractConfig, "device"),
     image_size: Optional[int] = opt(ExtractConfig, "image_size"),
@@ -46,7 +47,16 @@ def extract_command(
         False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
     ),
 ) -> None:
-    """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache."""
+    """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache.
+
+    Example:
+      laya-inspect extract --model torchvision:mobilenet_v2 --weights mnv2.pth \\
+        --data imagefolder:photos/ --layers features.1:18 --out features.h5
+
+    Under `torchrun --nproc-per-node N -m laya_inspect extract …` each process writes a shard of the
+    rows and the first joins them into --out (docs/SCALING.md); only that one prints.
+    """
+    from ..distributed import is_main_process
     from ..errors import InputError
     from ..extract import extract_features, list_model_layers
     from ..runtime import set_threads
@@ -65,18 +75,17 @@ def extract_command(
             resize=resize,
             device=device,
         )
-        table = Table(title=f"layers of {model}")
-        for col in ("name", "type", "output shape", "default"):
-            table.add_column(col)
         defaults = set(loaded.default_layers)
-        for info in infos:
-            table.add_row(
+        layer_rows = [
+            (
                 info.name,
                 info.type,
                 str(tuple(info.shape)) if info.shape is not None else "?",
                 "✓" if info.name in defaults else "",
             )
-        console.print(table)
+            for info in infos
+        ]
+        _print_layers(f"layers of {model}", layer_rows)
         return
     if data is None or out is None:
         raise InputError("extract needs --data and --out (or --list-layers)")
@@ -91,6 +100,7 @@ def extract_command(
         limit=limit,
         batch_size=batch_size,
         dtype=dtype,
+        amp=amp,
         seed=seed,
         device=device,
         trust_pickle=trust_pickle,
@@ -102,6 +112,9 @@ def extract_command(
         random_init=random_init,
         allow_nonfinite=allow_nonfinite,
     )
+    if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
+        extract_features(config)
+        return
     with row_progress("rows") as on_event:
         result = extract_features(config, progress=on_event)
     table = Table(title=f"{result.path}")
@@ -119,5 +132,26 @@ def extract_command(
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
     console.print(
         f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s, "
-        f"batch {result.batch_size}, {used} thread(s)) → {result.path}"
+        f"batch {result.batch_size}, {used} thread(s)"
+        + (f" × {result.world_size} processes" if result.world_size > 1 else "")
+        + f") → {result.path}"
     )
+
+
+def _print_layers(title: str, rows: list[tuple[str, str, str, str]]) -> None:
+    """A table when it fits the terminal; else one plain line per layer (long lines soft-wrap), so that
+    a name, meant to be copied into --layers, is never cut, wrapped inside or squeezed out."""
+    header = ("name", "type", "output shape", "default")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        table = Table(title=title)
+        for col in header:
+            table.add_column(col, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    console.print(title, highlight=False, markup=False)
+    for row in [header, *rows]:
+        line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+        console.print(line, soft_wrap=True, highlight=False, markup=False)

@@ -12,11 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import InputError
-from ..training.fit_head import FitConfig
-from ..training.joint import JointConfig
+from ..report.terminal import delta, estimate
+from ..training.fit_config import FitConfig
+from ..training.joint_config import JointConfig
 from . import app, console, opt
 from .progress import fit_progress
-from .tables import delta, estimate
 
 
 def _list(value: str | None, cast: Callable[[str], Any], option: str) -> tuple[Any, ...] | None:
@@ -65,6 +65,7 @@ def fit_head_command(
     weight_decay: float = opt(FitConfig, "weight_decay"),
     standardize: str = opt(FitConfig, "standardize"),
     probe: bool = opt(FitConfig, "probe"),
+    svg: bool = opt(FitConfig, "svg"),
     val_fraction: float = opt(FitConfig, "val_fraction"),
     val_mode: str = opt(FitConfig, "val_mode"),
     split_seed: int = opt(FitConfig, "split_seed"),
@@ -77,12 +78,18 @@ def fit_head_command(
     train_split: str = opt(FitConfig, "train_split"),
     test_split: str = opt(FitConfig, "test_split"),
     device: str = opt(FitConfig, "device"),
+    threads: Optional[int] = opt(FitConfig, "threads"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./<cache name>-heads)"),
     json_out: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout instead of the table"),
     force: bool = typer.Option(False, "--force", help="replace a non-empty --out whole (every file in it)"),
 ) -> None:
-    """Fit LAYA and the baseline heads on a frozen feature cache over seeds; report accuracy, macro-F1 and α."""
+    """Fit LAYA and the baseline heads on a frozen feature cache over seeds; report accuracy, macro-F1 and α.
+
+    Example:
+      laya-inspect fit-head features.h5 --head all --seeds 3 --out heads
+    """
     from ..files import plain
+    from ..runtime import set_threads
     from ..store import FeatureStore
     from ..training.fit_head import fit_heads, resolve_heads
     from ..training.profiles import profile_lines
@@ -109,10 +116,12 @@ def fit_head_command(
         weight_decay=weight_decay,
         standardize=standardize,
         probe=probe,
+        svg=svg,
         val_fraction=val_fraction,
         val_mode=val_mode,
         split_seed=split_seed,
         device=device,
+        threads=threads,
         grid=grid,
         grid_seeds=grid_seeds,
         train_split=train_split,
@@ -122,10 +131,12 @@ def fit_head_command(
         grid_psi=FitConfig.grid_psi if psi_values is None else psi_values,
         grid_width_factors=FitConfig.grid_width_factors if width_values is None else width_values,
     )
+    set_threads(config.threads)  # head-sized work: the default is a few threads at most
     out_dir = out if out is not None else Path(f"{cache.stem}-heads")
     with FeatureStore(cache) as store, fit_progress() as on_event:
         result = fit_heads(store, config, out_dir=out_dir, progress=on_event, overwrite=force)
-
+    if not result.summary:  # another process of a torchrun launch: rank 0 writes and reports
+        return
     if json_out:
         typer.echo(json.dumps(plain(result.summary), indent=2, allow_nan=False))
         return
@@ -207,12 +218,19 @@ def train_command(
     ln_eps: Optional[float] = opt(JointConfig, "ln_eps"),
     loss: str = opt(JointConfig, "loss"),
     device: str = opt(JointConfig, "device"),
+    threads: Optional[int] = opt(JointConfig, "threads"),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)"
     ),
     force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
 ) -> None:
-    """Train a zoo backbone end to end with a head (the paper's joint protocol); write a zoo checkpoint."""
+    """Train a zoo backbone end to end with a head (the paper's joint protocol); write a zoo checkpoint.
+
+    Example:
+      laya-inspect train --model zoo:mlp --data fashion-mnist --head laya \\
+        --out joint
+    """
+    from ..runtime import set_threads
     from ..training.joint import train_joint
 
     config = JointConfig(
@@ -237,7 +255,9 @@ def train_command(
         init=init,
         ln_eps=ln_eps,
         loss=loss,
+        threads=threads,
     )
+    set_threads(config.threads, work="backbone")
     path = out if out is not None else Path(f"zoo-{config.arch}-{head}-seed{seed}.pt")
     with fit_progress() as on_event:
         result = train_joint(config, out=path, progress=on_event, overwrite=force)
@@ -280,7 +300,12 @@ def export_head_command(
     """Turn the head trained jointly by `train` into a head directory that `compare` scores.
 
     The checkpoint is read weights-only (no code from it runs), and the cache must be the one
-    `extract` wrote from that very file (its recorded weights sha256 is checked)."""
+    `extract` wrote from that very file (its recorded weights sha256 is checked).
+
+    Example:
+      laya-inspect export-head joint/model.pt --cache joint-features.h5 \\
+        --out heads/joint-laya
+    """
     from ..head_dir import export_head
     from ..store import FeatureStore
 

@@ -28,11 +28,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..choices import BASELINE_CHOICES
 from ..errors import InputError, suggest
 from ..heads import Head, ScalarMixHead
 from ..registry import Registry
-
-BASELINE_CHOICES = ("mean", "zero")
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..choices import (
+    ABLATION_NAMES,
+    BASELINE_CHOICES,
+    DONOR_POOL,
+    MAX_SUBSETS,
+    METHOD_NAMES,
+    MIN_LAYERS,
+    NEGLIGIBLE_EFFECT,
+    RANDOM_ORDERS,
+    RESAMPLE_DRAWS,
+    TIE_TOLERANCE,
+)
 from ..errors import InputError, suggest
 from ..options import check, option, tuples
 from ..runtime import DEVICE_HELP, check_device
-from .attribution import BASELINE_CHOICES, METHODS
-from .effects import MAX_SUBSETS, RANDOM_ORDERS
-from .lolo import ABLATIONS, RESAMPLE_DRAWS, resolve_ablations
-from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
-from .values import DONOR_POOL
 
 TARGETS = ("pred", "true")
 
@@ -90,6 +97,8 @@ CHOICES = {
 
 
 def _check_ablations(value: str) -> bool:
+    from .lolo import resolve_ablations  # torch; only when a config is built, not for --help
+
     resolve_ablations(value)  # NotFoundError naming the valid ablations
     return True
 
@@ -100,12 +109,12 @@ class CompareConfig:
         ("all",),
         flag="--method",
         always=True,
-        help=f"repeatable or comma list: {', '.join(METHODS.names())} or all (default: all)",
+        help=f"repeatable or comma list: {', '.join(METHOD_NAMES)} or all (default: all)",
     )
     ablation: str = option(
         "mean",
         flag="--ablation",
-        help=f"how a layer is removed: {' | '.join(ABLATIONS.names())}, a comma list, or all "
+        help=f"how a layer is removed: {' | '.join(ABLATION_NAMES)}, a comma list, or all "
         "(every one that applies to each head)",
     )
     target: str = option(

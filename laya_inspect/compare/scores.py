@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
 from .effects import Measured
 from .lolo import ABLATIONS
@@ -18,11 +19,7 @@ from .lolo import ABLATIONS
 if TYPE_CHECKING:
     from .run import HeadResult
 
-TIE_TOLERANCE = M.TIE_TOLERANCE
-# Below this mean of max_i |e_i(x)| (0.1 percentage point of confidence) every effect is ≈ 0 and
-# ranking methods would rank noise: a caveat, no "best".
-NEGLIGIBLE_EFFECT = 1e-3
-MIN_LAYERS = 3  # with L = 2, ρ is ±1 or undefined by construction
+
 BEST_METRICS = (
     "faithfulness",
     "subset_faithfulness",

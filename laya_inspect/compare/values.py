@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..choices import DONOR_POOL
 from ..errors import InputError, NotFoundError, suggest
 from ..store import FeatureStore
-
-DONOR_POOL = 1024  # train rows the donors are drawn from (a seeded uniform subset of the split)
 
 
 def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:

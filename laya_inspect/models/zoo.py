@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, cast
 import torch
 from torch import Tensor, nn
 
+from ..choices import INITS
 from ..errors import InputError
 from ..registry import Registry
 
@@ -29,9 +30,6 @@ FORMAT = "laya-inspect-zoo"
 
 def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
-
-
-INITS = ("glorot", "torch")
 
 
 def _init(module: nn.Module, init: str) -> None:

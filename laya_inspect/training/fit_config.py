@@ -6,17 +6,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
 from ..errors import InputError
-from ..heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES
 from ..options import check, option, tuples
-from .loop import LoopSettings
+from ..runtime import THREADS_FLAG, THREADS_HELP
 from .options import seed_ok, shared, training_rules
+
+if TYPE_CHECKING:
+    from .loop import LoopSettings
 
 
 def _heads_argv(heads: tuple[str, ...]) -> str:
-    return "all" if tuple(heads) == tuple(HEADS.names()) else ",".join(heads)
+    return "all" if tuple(heads) == HEAD_NAMES else ",".join(heads)
 
 
 def _seeds_argv(seeds: tuple[int, ...]) -> str:
@@ -77,6 +80,7 @@ class FitConfig:
         flag="--probe/--no-probe",
         help="fit a logistic-regression probe on each layer: the quality gate's reference",
     )
+    svg: bool = option(False, flag="--svg", help="also write each plot as SVG (PNG always)")
     val_fraction: float = shared("val_fraction")
     val_mode: str = shared("val_mode")
     split_seed: int = option(
@@ -86,6 +90,7 @@ class FitConfig:
     )
     init: str = "glorot"
     device: str = shared("device")
+    threads: int | None = option(None, flag=THREADS_FLAG, help=THREADS_HELP)
     grid: bool = option(False, flag="--grid", help="first pick LAYA's d*, τ, ψ, width by mean validation accuracy")
     grid_d_star: tuple[int, ...] = option((64, 96, 128), flag="--grid-d-star", help="grid d* values")
     grid_tau: tuple[float, ...] = option((0.5, 1.0, 1.5), flag="--grid-tau", help="grid τ values")
@@ -101,14 +106,15 @@ class FitConfig:
     def __post_init__(self) -> None:
         tuples(self)
         if not self.heads:
-            raise InputError(f"no head to fit; choose from {', '.join(HEADS.names())}")
+            raise InputError(f"no head to fit; choose from {', '.join(HEAD_NAMES)}")
         for h in self.heads:
-            HEADS.get(h)  # NotFoundError naming the valid heads
+            known("head", h, HEAD_NAMES)
         rules = [
             (len(set(self.heads)) == len(self.heads), "heads", "names a head twice"),
             (bool(self.seeds) and len(set(self.seeds)) == len(self.seeds), "seeds", "must be distinct, at least one"),
             *training_rules(self),
             (seed_ok(self.split_seed), "split_seed", "must be an integer from 0 to 2**64 - 1"),
+            (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
             (
                 self.standardize in STANDARDIZE_CHOICES,
                 "standardize",
@@ -157,6 +163,8 @@ class FitConfig:
         return epochs, patience
 
     def loop_settings(self, seed: int, n_train: int) -> LoopSettings:
+        from .loop import LoopSettings
+
         epochs, patience = self.budget(n_train)
         return LoopSettings(
             lr=self.lr,
@@ -178,8 +186,8 @@ def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:
         for name in (s.strip() for s in str(item).split(",")):
             if not name:
                 continue
-            for n in HEADS.names() if name == "all" else [name]:
-                HEADS.get(n)
+            for n in HEAD_NAMES if name == "all" else [name]:
+                known("head", n, HEAD_NAMES)
                 if n not in out:
                     out.append(n)
     return tuple(out)

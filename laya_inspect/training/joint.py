@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -31,94 +31,9 @@ from .. import __version__
 from ..errors import InputError
 from ..files import atomic_path, output_lock, plain, write_json
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
-from ..options import check, option, tuples
-from ..runtime import Progress, no_progress, pick_device, seeded
-from .loop import LOSSES, InputRows, LoopSettings, TensorRows, predict, run_end, train_loop, validation_split
-from .options import finite, seed_ok, shared, training_rules
-
-JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
-POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
-
-
-@dataclass(frozen=True)
-class JointConfig:
-    model: str = option("zoo:mlp", flag="--model", help="zoo:mlp | zoo:cnn | zoo:bilstm", always=True)
-    data: str = option(
-        "fashion-mnist",
-        flag="--data",
-        always=True,
-        help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text table csv:FILE or jsonl:FILE for zoo:bilstm",
-    )
-    head: str = option(
-        "last", flag="--head", always=True, help="last (the backbone's own classifier) | laya | concat | scalarmix"
-    )
-    seed: int = option(0, flag="--seed", help="initialisation and shuffling seed", always=True)
-    lr: float = shared("lr")
-    batch_size: int = shared("batch_size")
-    epochs: int = shared("epochs")
-    patience: int = shared("patience")
-    monitor: str = shared("monitor")
-    weight_decay: float = shared("weight_decay")
-    val_fraction: float = shared("val_fraction")
-    val_mode: str = shared("val_mode")
-    limit: int | None = option(
-        None, flag="--limit", help="at most this many rows per split (seeded, stratified)", always=True
-    )
-    device: str = shared("device")
-    d_star: int = shared("d_star")
-    tau: float = shared("tau")
-    psi: str = shared("psi")
-    score_width: int | None = shared("score_width")
-    train_split: str = "train"
-    test_split: str = "test"
-    data_seed: int = 0  # the dataset's own seeded split/subset; extract's --seed must match it
-    init: str = shared("init")  # backbone and head initialisation
-    ln_eps: float | None = option(None, flag="--ln-eps", help="the backbone's LayerNorm ε (default 1e-3, Keras')")
-    loss: str = option(
-        "logits",
-        flag="--loss",
-        help="logits (cross-entropy on logits) | probs (Keras' loss on "
-        "clipped softmax probabilities, as the reference notebook)",
-    )
-    model_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"hidden": [512, 256, 128]}
-
-    def __post_init__(self) -> None:
-        tuples(self)
-        prefix, _, name = self.model.partition(":")
-        check(
-            self,
-            [
-                (
-                    prefix == "zoo" and bool(name),
-                    "model",
-                    "is not a zoo backbone; train builds zoo backbones: zoo:mlp | zoo:cnn | zoo:bilstm",
-                ),
-                (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
-                *training_rules(self),
-                (seed_ok(self.seed), "seed", "must be an integer from 0 to 2**64 - 1"),
-                (
-                    self.ln_eps is None or (finite(self.ln_eps) and self.ln_eps > 0),
-                    "ln_eps",
-                    "must be a finite number > 0",
-                ),
-                (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
-            ],
-        )
-
-    @property
-    def arch(self) -> str:
-        return self.model.partition(":")[2]
-
-    def loop_settings(self) -> LoopSettings:
-        return LoopSettings(
-            lr=self.lr,
-            epochs=self.epochs,
-            patience=self.patience,
-            seed=self.seed,
-            loss=self.loss,
-            weight_decay=self.weight_decay,
-            monitor=self.monitor,
-        )
+from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
+from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
+from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
 
 
 class _ZooBackbone(Protocol):
@@ -170,6 +85,8 @@ def train_joint(
     """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics.
     An existing checkpoint is refused unless ``overwrite``; a second run on the same ``out`` is
     refused while the first holds its lock."""
+    if config.threads is not None:  # the command line applies the default itself
+        set_threads(config.threads, work="backbone")
     path = Path(out)
     if path.is_dir():
         raise InputError(f"--out {path} is a folder; give a checkpoint file name such as {path / 'model.pt'}")

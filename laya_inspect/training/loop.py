@@ -26,16 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..choices import MONITORS, VAL_MODES
 from ..errors import InputError
 from ..heads import HeadOutput
 from ..runtime import Progress
 from ..store import FeatureStore
 
-VAL_MODES = ("stratified", "last")
-MONITORS = ("loss", "acc")  # the validation metric early stopping watches; ties go to the other
-# logits: cross-entropy on the logits | probs: Keras' categorical cross-entropy on softmax
-# probabilities clipped to [1e-7, 1 − 1e-7] (the reference notebook's loss; no gradient where clipped)
-LOSSES = ("logits", "probs")
 KERAS_EPSILON = 1e-7
 EVAL_BATCH = 4096
 STREAM_CHUNK_ROWS = 8192

@@ -5,11 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..heads import PSI_CHOICES
-from ..models.zoo import INITS  # Keras' glorot-uniform + zero bias (the paper's) | PyTorch's own defaults
+from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
 from ..options import option
 from ..runtime import DEVICE_HELP, check_device
-from .loop import MONITORS, VAL_MODES
 
 _SHARED: dict[str, dict[str, Any]] = {
     "lr": dict(default=3e-4, flag="--lr", help="Adam learning rate"),

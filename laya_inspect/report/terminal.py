@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.scores import best as best_of
+from .reading import interval, num
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
@@ -53,6 +53,8 @@ def _best(head_or_ablation: dict[str, Any]) -> dict[str, list[str]]:
     highest value per score."""
     if "best" in head_or_ablation:
         return head_or_ablation["best"] or {}
+    from ..compare.scores import best as best_of  # scipy and torch: only when a table is drawn
+
     return best_of(head_or_ablation["methods"], {})
 
 
@@ -215,13 +217,45 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
 def estimate(d: dict[str, Any] | None, digits: int = 4) -> str:
     if not d:
         return "—"
-    std = "n/a" if d.get("std") is None else f"{d['std']:.{digits}f}"
-    ci = "[n/a]" if d.get("ci_low") is None else f"[{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]"
-    return f"{d['mean']:.{digits}f} ± {std} {ci}"
+    std = "n/a" if d.get("std") is None else num(d["std"], digits)
+    ci = "[n/a]" if d.get("ci_low") is None else f"[{num(d['ci_low'], digits)}, {num(d['ci_high'], digits)}]"
+    return f"{num(d['mean'], digits)} ± {std} {ci}"
 
 
 def delta(d: dict[str, Any] | None, digits: int = 4) -> str:
     if not d:
         return "—"
-    ci = "[n/a]" if d.get("ci_low") is None else f"[{d['ci_low']:+.{digits}f}, {d['ci_high']:+.{digits}f}]"
-    return f"{d['mean']:+.{digits}f} {ci}"
+    lo_hi = (
+        (num(d["ci_low"], digits, sign=True), num(d["ci_high"], digits, sign=True))
+        if d.get("ci_low") is not None
+        else None
+    )
+    ci = "[n/a]" if lo_hi is None else f"[{lo_hi[0]}, {lo_hi[1]}]"
+    return f"{num(d['mean'], digits, sign=True)} {ci}"
+
+
+def fit_table(summary: dict[str, Any], title: str) -> Table:
+    """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
+    paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
+        table.add_column(
+            col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
+        )
+    for h in summary["heads"]:
+        acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
+        d = (h.get("delta_vs_last") or {}).get("test_acc")
+        n_warn = len(h.get("warnings") or [])
+        table.add_row(
+            h["head"],
+            f"{num(acc.get('mean'), 3)} {interval(acc)}",
+            num(f1.get("mean"), 3),
+            "(baseline)"
+            if h["head"] == "last"
+            else "—"
+            if not d
+            else f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}",
+            str(h.get("n")),
+            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
+        )
+    return table

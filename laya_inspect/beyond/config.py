@@ -1,0 +1,179 @@
+"""Options of prune, early-exit and diagnose (:class:`PruneConfig`, :class:`ExitConfig`,
+:class:`DiagnoseConfig`) and of their refits (:class:`Budget`), kept free of torch and numpy so that
+`--help` stays fast. The commands themselves are prune.py, early_exit.py and diagnose.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..options import check, option, tuples
+from ..runtime import DEVICE_HELP, check_device
+
+COST_CHOICES = ("auto", "model", "shapes")
+
+# Options every beyond command shares, declared once (the review found them copied three times).
+_COMMON: dict[str, dict[str, Any]] = {
+    "seed": dict(default=0, flag="--seed", help="seed of the row draws"),
+    "train_split": dict(default="train", flag="--train-split", help="split the heads are fitted on"),
+    "test_split": dict(default="test", flag="--test-split", help="split the results are reported on"),
+    "device": dict(default="auto", flag="--device", help=DEVICE_HELP),
+    "allow_other_cache": dict(
+        default=False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
+    ),
+    "plots": dict(default=True, flag="--plots/--no-plots", help="write plots/ (PNG)"),
+    "costs": dict(
+        default="auto",
+        flag="--costs",
+        choices=COST_CHOICES,
+        help="backbone compute: model (count the cached model) | shapes (estimate from the cache) | auto",
+    ),
+}
+
+
+def common(name: str, **changes: Any) -> Any:
+    """The field of an option the beyond commands share (``changes`` override its declaration)."""
+    return option(**{**_COMMON[name], **changes})
+
+
+REFIT_STEPS = 500
+MIN_EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How each refit trains; ``epochs``/``patience`` None: the default rule (:meth:`resolve`)."""
+
+    epochs: int | None = option(
+        None,
+        flag="--epochs",
+        help=f"at most this many epochs per refit (default: as many as give {REFIT_STEPS} optimizer steps, "
+        f"at least {MIN_EPOCHS})",
+    )
+    patience: int | None = option(
+        None, flag="--patience", help="early stopping patience per refit (default: a fifth of the epochs, ≥ 2)"
+    )
+    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (fit-head's)")
+    batch_size: int = option(128, flag="--batch-size", help="training batch size of the refits")
+    train_limit: int | None = option(
+        None, flag="--train-limit", help="refit on at most N seeded training rows (default: all)"
+    )
+
+    def __post_init__(self) -> None:
+        check(
+            self,
+            [
+                (self.epochs is None or self.epochs >= 1, "epochs", "must be ≥ 1"),
+                (self.patience is None or self.patience >= 1, "patience", "must be ≥ 1"),
+                (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr", "must be a number in (0, 1]"),
+                (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                (self.train_limit is None or self.train_limit >= 10, "train_limit", "must be ≥ 10"),
+            ],
+        )
+
+    def resolve(self, n_train: int) -> tuple[int, int]:
+        """(epochs, patience) for ``n_train`` training rows."""
+        steps = max(1, math.ceil(n_train / self.batch_size))
+        epochs = self.epochs if self.epochs is not None else max(MIN_EPOCHS, math.ceil(REFIT_STEPS / steps))
+        patience = self.patience if self.patience is not None else max(2, epochs // 5)
+        return epochs, patience
+
+
+NO_REFIT_ABLATIONS = ("drop", "mean", "zero")
+
+
+@dataclass(frozen=True)
+class PruneConfig:
+    refit: bool = option(
+        True,
+        flag="--refit/--no-refit",
+        help="refit a head on each layer set (default), or only re-evaluate the given head with the other "
+        "layers removed (--ablation)",
+    )
+    seeds: int = option(3, flag="--seeds", help="refit seeds 0 … N−1 (intervals over seeds)")
+    ks: tuple[int, ...] = option(
+        (), flag="--ks", help="layer counts k to evaluate, a comma list (default every k = 1 … L; L is always added)"
+    )
+    max_drop: float = option(
+        0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
+    )
+    ablation: str = option(
+        "drop",
+        flag="--ablation",
+        choices=NO_REFIT_ABLATIONS,
+        help="--no-refit only: how the dropped layers are removed (drop: α renormalised over the kept layers)",
+    )
+    rank_rows: int = option(2000, flag="--rank-rows", help="train rows (seeded) the rankings are computed on")
+    costs: str = common("costs")
+    seed: int = common("seed", help="seed of the row draws (--rank-rows, --train-limit)")
+    train_split: str = common("train_split", help="split the rankings and refits use")
+    test_split: str = common("test_split", help="split the accuracies are reported on")
+    device: str = common("device")
+    allow_other_cache: bool = common("allow_other_cache")
+    plots: bool = common("plots")
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.seeds >= 1, "seeds", "must be ≥ 1"),
+                (all(k >= 1 for k in self.ks), "ks", "must be layer counts ≥ 1"),
+                (math.isfinite(self.max_drop) and 0 <= self.max_drop < 1, "max_drop", "must be in [0, 1)"),
+                (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
+                (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
+                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class ExitConfig:
+    seeds: int = option(3, flag="--seeds", help="seeds 0 … N−1 of the per-depth heads (intervals over seeds)")
+    epsilon: float = option(
+        0.05, flag="--epsilon", help="confidence+alpha: also exit when α's mass beyond the depth is below ε"
+    )
+    thresholds: int = option(41, flag="--thresholds", help="points of each rule's threshold sweep")
+    costs: str = common("costs")
+    seed: int = common("seed", help="seed of the --train-limit row draw")
+    train_split: str = common("train_split", help="split the per-depth heads are fitted on")
+    test_split: str = common("test_split", help="split the exits are simulated on")
+    device: str = common("device")
+    allow_other_cache: bool = common("allow_other_cache")
+    plots: bool = common("plots")
+
+    def __post_init__(self) -> None:
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.seeds >= 1, "seeds", "must be ≥ 1"),
+                (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
+                (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
+                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class DiagnoseConfig:
+    permutations: int = option(1000, flag="--permutations", help="permutations of the shift test")
+    n_boot: int = option(1000, flag="--bootstrap", help="bootstrap resamples of the AUROC intervals (one head)")
+    seed: int = common("seed", help="seed of the permutations and the bootstrap")
+    train_split: str = common("train_split", help="split the class means ᾱ_c and the fits use")
+    test_split: str = common("test_split", help="split the scores are measured on (both caches)")
+    device: str = common("device")
+    allow_other_cache: bool = common("allow_other_cache", help="use heads trained on a cache with another fingerprint")
+    plots: bool = common("plots")
+
+    def __post_init__(self) -> None:
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.permutations >= 1, "permutations", "must be ≥ 1"),
+                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+            ],
+        )

@@ -1,0 +1,77 @@
+"""`--help` must not pay for torch: the command line is built from torch-free config modules.
+
+Checked by what a fresh interpreter has imported, not by timing (bench/cli_latency.py times it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from laya_inspect import choices
+from laya_inspect.cli import app
+
+HEAVY = ("torch", "scipy", "matplotlib", "h5py", "captum", "sklearn", "torchvision", "transformers")
+COMMANDS = [c.name for c in app.registered_commands]
+
+
+def _imported_after(code: str) -> dict[str, bool]:
+    probe = f"import sys, json\n{code}\nprint(json.dumps({{m: m in sys.modules for m in {list(HEAVY)!r}}}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_registries_hold_exactly_the_names_the_options_list() -> None:
+    from laya_inspect.compare.attribution import METHODS
+    from laya_inspect.compare.lolo import ABLATIONS
+    from laya_inspect.heads import HEADS
+
+    assert tuple(HEADS.names()) == choices.HEAD_NAMES
+    assert tuple(METHODS.names()) == choices.METHOD_NAMES
+    assert tuple(ABLATIONS.names()) == choices.ABLATION_NAMES
+
+
+def test_importing_the_cli_loads_no_heavy_module() -> None:
+    loaded = _imported_after("import laya_inspect.cli")
+    assert not any(loaded.values()), {m for m, v in loaded.items() if v}
+
+
+def test_every_commands_help_runs_without_torch() -> None:
+    code = (
+        "from typer.testing import CliRunner\nfrom laya_inspect.cli import app\nr = CliRunner()\n"
+        f"codes = [r.invoke(app, [c, '--help']).exit_code for c in {COMMANDS!r}]\n"
+        "assert codes == [0] * len(codes), codes"
+    )
+    loaded = _imported_after(code)
+    assert not any(loaded.values()), {m for m, v in loaded.items() if v}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_has_an_example_short_flag_and_no_type_on_flags(command: str) -> None:
+    long = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "100"})
+    short = CliRunner().invoke(app, [command, "-h"], env={"COLUMNS": "100"})
+    assert long.exit_code == 0 and short.exit_code == 0
+    assert short.output == long.output
+    assert "Example:" in long.output and f"laya-inspect {command}" in long.output
+    assert "<bool>" not in long.output  # on/off flags take no value
+
+
+def test_version_and_bare_help() -> None:
+    from laya_inspect import __version__
+
+    r = CliRunner().invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.strip() == f"laya-inspect {__version__}"
+    r = CliRunner().invoke(app, ["-h"])
+    assert r.exit_code == 0 and all(c in r.output for c in COMMANDS)
+
+
+def test_an_unknown_head_name_is_refused_without_torch_with_the_valid_names() -> None:
+    from laya_inspect.errors import NotFoundError
+    from laya_inspect.training.fit_config import resolve_heads
+
+    with pytest.raises(NotFoundError, match="did you mean 'laya'.*available: laya, last, concat, scalarmix"):
+        resolve_heads(["lay"])

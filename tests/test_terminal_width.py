@@ -1,0 +1,122 @@
+"""Terminal output at 80 and 120 columns, through a pipe and through a real (pseudo-)terminal: no
+column of the fit-head table disappears, nothing is cut to "…", intervals of accuracies stay in
+[0, 1], no "-0.000", and `--list-layers` never cuts a layer name."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "laya_inspect"]
+FIT_COLUMNS = ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate")
+HEADS = ("laya", "last", "concat", "scalarmix")
+
+
+def _pipe(args: list[str], columns: int) -> str:
+    env = {**os.environ, "COLUMNS": str(columns), "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def _tty(args: list[str], columns: int) -> str:
+    """Run in a pseudo-terminal of ``columns`` × 50 with no COLUMNS in the environment, as a user's shell."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(HF_HUB_OFFLINE="1", TERM="xterm")
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen([*CLI, *args], stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO once the child has closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=300) == 0
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor codes
+
+
+@pytest.fixture(scope="module")
+def fitted(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fit") / "heads"
+    fast = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32", "--no-probe"]
+    _pipe(["fit-head", str(digits_cache), "--head", "all", "--seeds", "2", *fast, "--out", str(out)], 200)
+    return out
+
+
+def _check_fit_table(text: str, columns: int) -> None:
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= columns, text
+    header = next(line for line in lines if line.lstrip().startswith("head "))
+    for col in FIT_COLUMNS:
+        # a header may wrap onto the next line, but its first word stays in the header row
+        assert col.split()[0] in header, (col, text)
+    rows = [line for line in lines if line.split()[:1] and line.split()[0] in HEADS and "[" in line]
+    assert sorted(r.split()[0] for r in rows) == sorted(HEADS), text
+    for row in rows:
+        assert "2" in row.split(), row  # the seeds column is on the head's own row
+    assert "…" not in text and "-0.000" not in text, text
+    for lo, hi in re.findall(r"\d\.\d{3,4} \[(-?\d\.\d{3,4}), (-?\d\.\d{3,4})\]", text):
+        assert 0.0 <= float(lo) <= float(hi) <= 1.0, text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("how", ["pipe", "tty"])
+def test_fit_head_table_keeps_every_column(fitted: Path, columns: int, how: str) -> None:
+    run = _pipe if how == "pipe" else _tty
+    _check_fit_table(run(["report", str(fitted)], columns), columns)
+
+
+def test_no_negative_zero_and_signed_deltas() -> None:
+    from laya_inspect.report.terminal import delta, estimate
+
+    assert delta({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "+0.000 [+0.000, +0.000]"
+    assert estimate({"mean": -0.00001, "std": 0.0, "ci_low": -0.00003, "ci_high": 0.00001}, 3).startswith("0.000")
+    assert delta({"mean": -0.0123, "ci_low": -0.02, "ci_high": -0.004}, 3) == "-0.012 [-0.020, -0.004]"
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT saved as a Hugging Face directory: its module names run past 40 characters."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    d = tmp_path_factory.mktemp("bert")
+    (d / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]) + "\n")
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(str(d))
+    config = transformers.BertConfig(
+        vocab_size=7, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(d / "model")
+    tokenizer.save_pretrained(d / "model")
+    return d / "model"
+
+
+@pytest.mark.parametrize("how", ["pipe", "tty"])
+def test_list_layers_never_cuts_a_name(bert_dir: Path, how: str) -> None:
+    from laya_inspect.extract import list_model_layers
+
+    _, infos = list_model_layers(model=f"hf:{bert_dir}", data=None, device="cpu")
+    names = [info.name for info in infos]
+    assert max(len(n) for n in names) > 40  # longer than a 60-column table leaves for them
+    run = _pipe if how == "pipe" else _tty
+    text = run(["extract", "--model", f"hf:{bert_dir}", "--list-layers"], 60)
+    words = set(text.split())
+    assert [n for n in names if n not in words] == []
