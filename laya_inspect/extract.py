@@ -7,7 +7,7 @@ import datetime as _dt
 import hashlib
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,111 +18,12 @@ import torch
 from . import __version__
 from .data import load_data
 from .errors import InputError
+from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, RANDOM_WITHOUT_WEIGHTS, ExtractConfig
 from .files import output_lock
 from .layers import reduce_batch
 from .models import load_model
-from .options import check, option, tuples
-from .runtime import DEVICE_HELP, Progress, check_device, no_progress, pick_device, prefetch, usable_cpus
+from .runtime import Progress, no_progress, pick_device, prefetch, usable_cpus
 from .writer import FeatureWriter
-
-DTYPES = ("float32", "float16")
-RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources whose weights come from --weights
-# Options that do not change the stored arrays: a run may be resumed with other values of these.
-NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
-# Rows per forward when --batch-size is not given: DEFAULT_BATCH, except for a convolutional network
-# on CPU, which ran up to 2.8× faster when the largest activation of a batch stays in the CPU's cache:
-# there the batch is the largest power of two whose largest activation fits in ACTIVATION_BUDGET,
-# from MIN_CPU_BATCH to DEFAULT_BATCH (measured per model and image size in docs/PERFORMANCE.md).
-DEFAULT_BATCH = 128
-MIN_CPU_BATCH = 8
-ACTIVATION_BUDGET = 16 << 20
-
-
-@dataclass(frozen=True)
-class ExtractConfig:
-    model: str = option(
-        flag="--model",
-        always=True,
-        help="torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, python:pkg.mod:factory, zoo:mlp|cnn|bilstm",
-    )
-    data: str = option(
-        flag="--data",
-        always=True,
-        help="fashion-mnist[:ROOT], cifar10[:ROOT], digits, imagefolder:DIR, npz:FILE, csv:FILE, jsonl:FILE",
-    )
-    out: str = option(flag="--out", help="HDF5 file to write (resumed if an interrupted run left it)", always=True)
-    weights: str | None = option(
-        None, flag="--weights", always=True, help="state_dict file (.pt/.pth/.safetensors) or zoo checkpoint"
-    )
-    layers: str = option(
-        "all",
-        flag="--layers",
-        always=True,
-        help="'all', dotted names, indices (negatives ok) or ranges a:b, comma-separated",
-    )
-    pool: str = option("auto", flag="--pool", help="auto | gap | cls | mean | max | last | flatten")
-    splits: tuple[str, ...] = option(("train", "test"), flag="--split", help="splits to extract, comma-separated")
-    limit: int | None = option(
-        None, flag="--limit", always=True, help="at most this many rows per split (seeded, stratified)"
-    )
-    batch_size: int | None = option(
-        None,
-        flag="--batch-size",
-        help=f"rows per forward pass (default {DEFAULT_BATCH}; a convolutional network on CPU gets {MIN_CPU_BATCH}–"
-        f"{DEFAULT_BATCH}, sized so that its largest activation of a batch stays in the CPU cache)",
-    )
-    dtype: str = option("float32", flag="--dtype", help=" | ".join(DTYPES))
-    seed: int = option(
-        0, flag="--seed", help="seed of --limit's subset and of a randomly initialised model", always=True
-    )
-    device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
-    trust_pickle: bool = option(
-        False, flag="--trust-pickle", help="allow a fully pickled model file (runs code from it)"
-    )
-    image_size: int | None = option(
-        None, flag="--image-size", help="resize images to this side (default: what the model expects)"
-    )
-    normalize: str | None = option(
-        None, flag="--normalize", help="none | imagenet | M1,M2,M3/S1,S2,S3 (default: what the model expects)"
-    )
-    resize: str = option(
-        "stretch",
-        flag="--resize",
-        help="stretch (straight to the size) | crop (keep the aspect "
-        "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)",
-    )
-    overwrite: bool = option(
-        False,
-        flag="--overwrite",
-        help="write a new cache even if --out exists (the old one stays readable until the new one is complete)",
-    )
-    random_init: bool = option(
-        False, flag="--random-init", help="allow a randomly initialised network when no --weights is given"
-    )
-    trust_remote_code: bool = option(
-        False, flag="--trust-remote-code", help="allow a Hugging Face directory's own Python code (runs it)"
-    )
-    allow_nonfinite: bool = option(
-        False, flag="--allow-nonfinite", help="cache NaN/inf activations (counted in the cache) instead of stopping"
-    )
-
-    def __post_init__(self) -> None:
-        tuples(self)
-        check_device(self.device)
-        check(
-            self,
-            [
-                (self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}"),
-                (self.batch_size is None or self.batch_size >= 1, "batch_size", "must be ≥ 1"),
-            ],
-        )
-
-    def identity(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        for key in NOT_IN_IDENTITY:
-            d.pop(key)
-        d["splits"] = list(self.splits)
-        return d
 
 
 @dataclass
@@ -139,22 +40,69 @@ class ExtractResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
     batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
+    world_size: int = 1  # processes that wrote it (torchrun)
 
 
-def extract_features(config: ExtractConfig, *, progress: Progress | None = None) -> ExtractResult:
+def extract_features(
+    config: ExtractConfig | torch.nn.Module,
+    batches: Any = None,
+    *,
+    progress: Progress | None = None,
+    **options: Any,
+) -> ExtractResult:
     """Run ``config.data`` through the frozen ``config.model`` and write the chosen layers to ``config.out``.
 
+    Given an ``nn.Module`` instead of a config, the notebook path: ``extract_features(model, batches,
+    layers=[...], out=...)`` with any iterable of ``(inputs, labels)`` batches, or ``{split: iterable}``
+    (:func:`laya_inspect.module_extract.extract_from_module`, which takes the other keywords).
+
     The output is locked for the whole run (a second writer is refused with this one's PID); rows go
-    to ``<out>.partial``, renamed to ``out`` once complete (see :mod:`laya_inspect.writer`).
+    to ``<out>.partial``, renamed to ``out`` once complete (see :mod:`laya_inspect.writer`). Launched
+    by torchrun, each process writes its own shard of every split and rank 0 joins them into ``out``
+    (see :mod:`laya_inspect.shards`).
     """
+    if isinstance(config, torch.nn.Module):
+        from .module_extract import extract_from_module
+
+        return extract_from_module(config, batches, **options)
+    if batches is not None or options:
+        raise InputError("extract_features(config) takes no batches or options; they belong in ExtractConfig")
+    from .distributed import session
+    from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
+
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
-    with output_lock(config.out):
-        return _extract(config, progress or no_progress)
+    with session(config.device) as world:
+        if world.distributed:
+            return extract_sharded(config, world, progress or no_progress)
+        with output_lock(config.out):
+            refuse_sharded_leftovers(config)
+            result = _extract(config, progress or no_progress)
+            if config.overwrite:
+                drop_stale_shards(config.out)
+            return result
 
 
-def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
-    device = pick_device(config.device)
+@dataclass
+class Prepared:
+    """A loaded model and dataset, the layers to cache and the cache's attributes, before any row is
+    written: what every process of a run works out the same way."""
+
+    model: Any
+    data: Any
+    device: torch.device
+    names: list[str]
+    modules: dict[str, torch.nn.Module]
+    widths: list[int]
+    pooling: list[str]
+    num_logits: int | None
+    attrs: dict[str, Any]
+    batch_size: int
+    warnings: list[str]
+
+
+def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1) -> Prepared:
+    """Load the model and the data, and fix widths, pooling and attributes from one dry batch."""
     torch.manual_seed(config.seed)
     model = load_model(
         config.model,
@@ -188,12 +136,9 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
-    with _largest_activation(model.module) as largest:
+    with _largest_activation(model.module) as largest, autocast(device, config.amp):
         raw, logits = model.run(_to(inputs, device), names)
     feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
-    widths = [int(feats[n].shape[1]) for n in names]
-    num_logits = int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None
-
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -216,64 +161,117 @@ def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
         "data_fingerprint": data_fingerprint(data),
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
+        "compute_dtype": "bfloat16 (autocast)" if config.amp else "float32",
+        "world_size": world_size,
     }
-    batch_size = config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n))
-    start_time = time.perf_counter()
+    return Prepared(
+        model=model,
+        data=data,
+        device=device,
+        names=names,
+        modules=modules,
+        widths=[int(feats[n].shape[1]) for n in names],
+        pooling=[decided[n] for n in names],
+        num_logits=int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None,
+        attrs=attrs,
+        batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
+        warnings=warnings,
+    )
+
+
+def write_rows(
+    config: ExtractConfig, prep: Prepared, writer: FeatureWriter, splits: dict[str, Any], emit: Progress
+) -> tuple[int, dict[str, int]]:
+    """Run each split's rows not yet in ``writer`` through the model into it; (rows written, rows
+    found already written per split)."""
     written = 0
     resumed: dict[str, int] = {}
+    device, names = prep.device, prep.names
+    for split_name, split in splits.items():
+        done = writer.n_written(split_name)
+        resumed[split_name] = done
+        emit({"event": "split", "split": split_name, "total": split.n, "done": done})
+        # image files: the next batch is decoded on another CPU while this one runs (arrays, already
+        # decoded, and a single CPU gain nothing from it)
+        ahead = 2 if "decode" in prep.data.transforms and usable_cpus() > 1 else 0
+        with closing(prefetch(split.batches(prep.batch_size, start=done), ahead)) as batches:
+            for inputs, labels, index in batches:
+                with autocast(device, config.amp):
+                    raw, logits = prep.model.run(_to(inputs, device), names)
+                feats, _, _ = reduce_batch(raw, names, config.pool, prep.modules, mask=_mask(inputs))
+                batch_logits = None
+                if prep.num_logits is not None:
+                    assert logits is not None  # the model gave logits on the dry batch
+                    batch_logits = logits.float().cpu().numpy()
+                writer.append(
+                    split_name,
+                    [feats[n].float().cpu().numpy() for n in names],
+                    labels.numpy(),
+                    index.numpy(),
+                    batch_logits,
+                )
+                written += len(labels)
+                emit({"event": "batch", "split": split_name, "rows": len(labels)})
+    return written, resumed
+
+
+def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
+    prep = prepare(config, pick_device(config.device))
+    start_time = time.perf_counter()
     with FeatureWriter(
         config.out,
-        attrs=attrs,
-        split_sizes={s: sp.n for s, sp in data.splits.items()},
-        widths=widths,
-        num_logits=num_logits,
+        attrs=prep.attrs,
+        split_sizes={s: sp.n for s, sp in prep.data.splits.items()},
+        widths=prep.widths,
+        num_logits=prep.num_logits,
         dtype=config.dtype,
         overwrite=config.overwrite,
         allow_nonfinite=config.allow_nonfinite,
     ) as writer:
-        for split_name, split in data.splits.items():
-            done = writer.n_written(split_name)
-            resumed[split_name] = done
-            emit({"event": "split", "split": split_name, "total": split.n, "done": done})
-            # image files: the next batch is decoded on another CPU while this one runs (arrays, already
-            # decoded, and a single CPU gain nothing from it)
-            ahead = 2 if "decode" in data.transforms and usable_cpus() > 1 else 0
-            with closing(prefetch(split.batches(batch_size, start=done), ahead)) as batches:
-                for inputs, labels, index in batches:
-                    raw, logits = model.run(_to(inputs, device), names)
-                    feats, _, _ = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
-                    batch_logits = None
-                    if num_logits is not None:
-                        assert logits is not None  # the model gave logits on the dry batch
-                        batch_logits = logits.float().cpu().numpy()
-                    writer.append(
-                        split_name,
-                        [feats[n].float().cpu().numpy() for n in names],
-                        labels.numpy(),
-                        index.numpy(),
-                        batch_logits,
-                    )
-                    written += len(labels)
-                    emit({"event": "batch", "split": split_name, "rows": len(labels)})
+        written, resumed = write_rows(config, prep, writer, prep.data.splits, emit)
         nonfinite = writer.nonfinite()
         writer.finish()
+    return result_of(config, prep, written, resumed, nonfinite, time.perf_counter() - start_time)
+
+
+def result_of(
+    config: ExtractConfig,
+    prep: Prepared,
+    written: int,
+    resumed: dict[str, int],
+    nonfinite: dict[str, int],
+    seconds: float,
+    world_size: int = 1,
+) -> ExtractResult:
+    warnings = list(prep.warnings)
     if nonfinite:
         warnings.append(f"non-finite activations cached (--allow-nonfinite): {nonfinite}")
-    seconds = time.perf_counter() - start_time
     return ExtractResult(
         path=Path(config.out),
-        layer_names=names,
-        widths=widths,
-        pooling=[decided[n] for n in names],
-        rows={s: sp.n for s, sp in data.splits.items()},
+        layer_names=prep.names,
+        widths=prep.widths,
+        pooling=prep.pooling,
+        rows={s: sp.n for s, sp in prep.data.splits.items()},
         resumed_from=resumed,
         seconds=seconds,
         rows_per_second=written / seconds if seconds > 0 else float("nan"),
-        normalization=describe_normalization(data.transforms),
+        normalization=describe_normalization(prep.data.transforms),
         warnings=warnings,
         nonfinite=nonfinite,
-        batch_size=batch_size,
+        batch_size=prep.batch_size,
+        world_size=world_size,
     )
+
+
+def autocast(device: torch.device, on: bool) -> Any:
+    """bfloat16 autocast for the backbone forward with --amp (float16 on a GPU without bfloat16);
+    rows are stored as --dtype all the same, since HDF5 has no bfloat16."""
+    if not on:
+        return nullcontext()
+    dtype = torch.bfloat16
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        dtype = torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
 
 
 def default_batch_size(module: torch.nn.Module, device: torch.device, row_bytes: float) -> int:
@@ -363,8 +361,11 @@ def _mask(inputs: Any) -> torch.Tensor | None:
 
 
 def _to(inputs: Any, device: torch.device) -> Any:
+    """Inputs onto ``device``; to a GPU from pinned memory without waiting, so the copy overlaps."""
     if isinstance(inputs, dict):
-        return {k: v.to(device) for k, v in inputs.items()}
+        return {k: _to(v, device) for k, v in inputs.items()}
+    if device.type == "cuda" and inputs.device.type == "cpu":
+        return inputs.pin_memory().to(device, non_blocking=True)
     return inputs.to(device)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,15 @@ class FeatureStore:
                     f"no complete cache at {self.path}: an extraction is running or was interrupted "
                     f"({partial.name}{_progress(partial)}); rerun the same extract command to resume it"
                 )
+            shards = self.path.with_name(self.path.name + ".shards")
+            if shards.is_dir():
+                from .shards import describe_shards
+
+                raise CacheError(
+                    f"no complete cache at {self.path}: an extraction under torchrun is running or was "
+                    f"interrupted ({shards.name}{describe_shards(self.path)}); rerun the same torchrun "
+                    "command to resume it"
+                )
             raise NotFoundError(f"no feature cache at {self.path}; create one with `laya-inspect extract`")
         if self.path.is_dir():
             raise InputError(f"{self.path} is a folder, not a feature cache (an .h5 file written by extract)")
@@ -112,6 +121,7 @@ class FeatureStore:
                 "rerun the same extract command to resume it"
             )
         self.attrs: dict[str, Any] = {k: _decode(k, v) for k, v in self.file.attrs.items()}
+        self._sources: set[Path] = set()
         names = self.attrs.get("layer_names")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise CacheError(f"{self.path} has no usable layer_names attribute (got {names!r})")
@@ -142,6 +152,7 @@ class FeatureStore:
             if widths is not None and w != widths:
                 raise CacheError(f"{self.path}: split {split!r} has layer widths {w}, other splits {widths}")
             widths = w
+            self._check_sources(g)
             if classes:
                 labels = g["labels"][()]
                 bad = labels[(labels < 0) | (labels >= len(classes))]
@@ -149,6 +160,28 @@ class FeatureStore:
                     raise CacheError(
                         f"{self.path}: split {split!r} has label {int(bad[0])}, outside the {len(classes)} classes"
                     )
+
+    def _check_sources(self, group: h5py.Group) -> None:
+        """A cache written under torchrun holds virtual datasets over shard files, named relative to
+        this file: HDF5 reads a missing shard's rows as the fill value, so refuse it here instead."""
+        for ds in group.values():
+            if not (isinstance(ds, h5py.Dataset) and ds.is_virtual):
+                continue
+            for source in {m.file_name for m in ds.virtual_sources()}:
+                path = self.path.parent / source
+                if source == "." or path in self._sources:
+                    continue
+                try:
+                    with h5py.File(path, "r") as f:
+                        complete = bool(f.attrs.get("complete", False))
+                except OSError:
+                    raise CacheError(
+                        f"{self.path}: its rows are kept in shard files, and {path} is missing or unreadable; "
+                        f"keep the folder {path.parent.name} beside {self.path.name} (move them together)"
+                    ) from None
+                if not complete:
+                    raise CacheError(f"{self.path}: its shard file {path} is incomplete; rerun the extraction")
+                self._sources.add(path)
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -231,6 +264,15 @@ class FeatureStore:
         for start in range(0, n, chunk_rows):
             rows = slice(start, min(n, start + chunk_rows))
             yield rows, self.layers(split, rows), self.labels(split, rows)
+
+    def to_pandas(
+        self, split: str = "test", *, features: bool = False, layers: Sequence[int | str] | None = None
+    ) -> Any:
+        """One row per sample of ``split`` as a pandas DataFrame (label, class, source index; with
+        ``features=True`` each layer's features as ``LAYER[i]`` columns). Needs pandas."""
+        from .frames import store_frame
+
+        return store_frame(self, split, features=features, layers=layers)
 
     def nbytes(self, split: str) -> int:
         g = self._group(split)

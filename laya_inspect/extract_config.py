@@ -1,0 +1,121 @@
+"""Options of `extract` (:class:`ExtractConfig`), kept free of torch so that `--help` stays fast."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .options import check, option, tuples
+from .runtime import DEVICE_HELP, check_device
+
+DTYPES = ("float32", "float16")
+RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources whose weights come from --weights
+# Options that do not change the stored arrays: a run may be resumed with other values of these.
+NOT_IN_IDENTITY = ("out", "overwrite", "device", "batch_size", "allow_nonfinite")
+# Rows per forward when --batch-size is not given: DEFAULT_BATCH, except for a convolutional network
+# on CPU, which ran up to 2.8× faster when the largest activation of a batch stays in the CPU's cache:
+# there the batch is the largest power of two whose largest activation fits in ACTIVATION_BUDGET,
+# from MIN_CPU_BATCH to DEFAULT_BATCH (measured per model and image size in docs/PERFORMANCE.md).
+DEFAULT_BATCH = 128
+MIN_CPU_BATCH = 8
+ACTIVATION_BUDGET = 16 << 20
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    model: str = option(
+        flag="--model",
+        always=True,
+        help="torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, python:pkg.mod:factory, zoo:mlp|cnn|bilstm",
+    )
+    data: str = option(
+        flag="--data",
+        always=True,
+        help="fashion-mnist[:ROOT], cifar10[:ROOT], digits, imagefolder:DIR, npz:FILE, csv:FILE, jsonl:FILE",
+    )
+    out: str = option(flag="--out", help="HDF5 file to write (resumed if an interrupted run left it)", always=True)
+    weights: str | None = option(
+        None, flag="--weights", always=True, help="state_dict file (.pt/.pth/.safetensors) or zoo checkpoint"
+    )
+    layers: str = option(
+        "all",
+        flag="--layers",
+        always=True,
+        help="'all', dotted names, indices (negatives ok) or ranges a:b, comma-separated",
+    )
+    pool: str = option("auto", flag="--pool", help="auto | gap | cls | mean | max | last | flatten")
+    splits: tuple[str, ...] = option(("train", "test"), flag="--split", help="splits to extract, comma-separated")
+    limit: int | None = option(
+        None, flag="--limit", always=True, help="at most this many rows per split (seeded, stratified)"
+    )
+    batch_size: int | None = option(
+        None,
+        flag="--batch-size",
+        help=f"rows per forward pass (default {DEFAULT_BATCH}; a convolutional network on CPU gets {MIN_CPU_BATCH}–"
+        f"{DEFAULT_BATCH}, sized so that its largest activation of a batch stays in the CPU cache)",
+    )
+    dtype: str = option(
+        "float32",
+        flag="--dtype",
+        help=" | ".join(DTYPES) + ": how rows are stored (HDF5 has no bfloat16, so --amp rows are stored as this)",
+    )
+    amp: bool = option(
+        False,
+        flag="--amp",
+        help="run the backbone forward under bfloat16 autocast (float16 on a GPU without bfloat16): faster on "
+        "recent GPUs, values differ from float32 in the 3rd significant digit; stored as --dtype",
+    )
+    seed: int = option(
+        0, flag="--seed", help="seed of --limit's subset and of a randomly initialised model", always=True
+    )
+    device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
+    trust_pickle: bool = option(
+        False, flag="--trust-pickle", help="allow a fully pickled model file (runs code from it)"
+    )
+    image_size: int | None = option(
+        None, flag="--image-size", help="resize images to this side (default: what the model expects)"
+    )
+    normalize: str | None = option(
+        None, flag="--normalize", help="none | imagenet | M1,M2,M3/S1,S2,S3 (default: what the model expects)"
+    )
+    resize: str = option(
+        "stretch",
+        flag="--resize",
+        help="stretch (straight to the size) | crop (keep the aspect "
+        "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)",
+    )
+    overwrite: bool = option(
+        False,
+        flag="--overwrite",
+        help="write a new cache even if --out exists (the old one stays readable until the new one is complete)",
+    )
+    random_init: bool = option(
+        False, flag="--random-init", help="allow a randomly initialised network when no --weights is given"
+    )
+    trust_remote_code: bool = option(
+        False, flag="--trust-remote-code", help="allow a Hugging Face directory's own Python code (runs it)"
+    )
+    allow_nonfinite: bool = option(
+        False, flag="--allow-nonfinite", help="cache NaN/inf activations (counted in the cache) instead of stopping"
+    )
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        check_device(self.device)
+        check(
+            self,
+            [
+                (self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}"),
+                (self.batch_size is None or self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+            ],
+        )
+
+    def identity(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for key in NOT_IN_IDENTITY:
+            d.pop(key)
+        d["splits"] = list(self.splits)
+        if not d["amp"]:  # caches written before --amp existed resume as before
+            d.pop("amp")
+        return d

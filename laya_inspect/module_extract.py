@@ -1,0 +1,257 @@
+"""`extract_features(model, batches, layers=[...], out=...)`: the in-memory path for a notebook user
+who holds an ``nn.Module`` and a DataLoader rather than a model spec and a dataset spec.
+
+It writes the same cache as the `extract` command (same datasets and attributes, so `fit_heads`,
+`compare_heads` and every command read it), with what can be known of an object in memory as its
+provenance: the module's class, a SHA-256 of its state_dict, and a fingerprint of the rows seen.
+Pooled rows are gathered in memory and written once the batches are exhausted (an iterable need
+not know its length); data larger than memory goes through the command line's streaming `extract`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__
+from .errors import InputError, NotFoundError, suggest
+from .extract import ExtractResult
+from .extract_config import DTYPES
+from .files import output_lock
+from .layers import capture, reduce_batch
+from .writer import FeatureWriter
+
+LABEL_KEYS = ("labels", "label", "y", "target", "targets")
+
+
+def extract_from_module(
+    model: nn.Module,
+    batches: Iterable[Any] | Mapping[str, Iterable[Any]],
+    *,
+    layers: Sequence[str],
+    out: str | Path,
+    pool: str | Mapping[str, str] = "auto",
+    split: str = "train",
+    class_names: Sequence[str] | None = None,
+    dtype: str = "float32",
+    device: str | torch.device = "cpu",
+    overwrite: bool = False,
+    allow_nonfinite: bool = False,
+) -> ExtractResult:
+    """Run ``batches`` through the frozen ``model`` and cache the pooled outputs of ``layers`` in ``out``.
+
+    ``batches``: an iterable of batches (stored as split ``split``) or ``{split: iterable}``, e.g.
+    ``{"train": train_loader, "test": test_loader}`` — fit_heads trains on "train" and tests on
+    "test". A batch is ``(inputs, labels, ...)`` (further items are ignored) or a dict holding one of
+    ``labels``/``label``/``y``/``target`` plus the model's keyword inputs. ``layers``: dotted module
+    names (``model.named_modules()``), in the order to store them. ``pool``: as `extract --pool`.
+    The model runs in eval mode under ``torch.no_grad`` and is put back in its former mode.
+    """
+    if dtype not in DTYPES:
+        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    splits = dict(batches) if isinstance(batches, Mapping) else {split: batches}
+    if not splits:
+        raise InputError("no batches: give an iterable of (inputs, labels) batches or {split: iterable}")
+    names = _check_layers(model, layers)
+    modules = dict(model.named_modules())
+    dev = torch.device(device)
+    start = time.perf_counter()
+    was_training = model.training
+    model.eval()
+    try:
+        gathered = {s: _run(model, it, names, pool, modules, dev, s) for s, it in splits.items()}
+    finally:
+        model.train(was_training)
+    first = next(g for g in gathered.values() if g.n)
+    num_classes = int(max(int(g.labels.max()) for g in gathered.values() if g.n)) + 1
+    classes = [str(c) for c in class_names] if class_names is not None else [str(i) for i in range(num_classes)]
+    if len(classes) < num_classes:
+        raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
+    attrs = {
+        "tool_version": __version__,
+        "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
+        "model_source": "module",
+        "weights_path": None,
+        "weights_sha256": state_sha256(model),
+        "layer_names": names,
+        "layer_types": [type(modules[n]).__name__ for n in names],
+        "layer_pooling": [first.pooling[n] for n in names],
+        "layer_shapes": [list(first.shapes[n]) for n in names],
+        "layer_roles": {},
+        "data_spec": "batches:" + ",".join(splits),
+        "transforms": {"note": "batches given in memory; their transforms are the caller's"},
+        "split_info": {s: {"rows": g.n} for s, g in gathered.items()},
+        "class_names": classes,
+        "seed": 0,
+        "torch_version": torch.__version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": {"api": "extract_features(model, batches)", "layers": names, "pool": _pool_name(pool)},
+        "data_fingerprint": _fingerprint(gathered),
+        "random_init": False,
+        "warnings": [],
+        "compute_dtype": "float32",
+        "world_size": 1,
+    }
+    widths = [int(first.features[i].shape[1]) for i in range(len(names))]
+    with output_lock(out):
+        with FeatureWriter(
+            out,
+            attrs=attrs,
+            split_sizes={s: g.n for s, g in gathered.items()},
+            widths=widths,
+            num_logits=None,
+            dtype=dtype,
+            overwrite=overwrite,
+            allow_nonfinite=allow_nonfinite,
+        ) as writer:
+            for s, g in gathered.items():
+                if g.n:
+                    writer.append(s, g.features, g.labels, np.arange(g.n, dtype=np.int64), None)
+            nonfinite = writer.nonfinite()
+            writer.finish()
+    seconds = time.perf_counter() - start
+    rows = {s: g.n for s, g in gathered.items()}
+    return ExtractResult(
+        path=Path(out),
+        layer_names=names,
+        widths=widths,
+        pooling=[first.pooling[n] for n in names],
+        rows=rows,
+        resumed_from={s: 0 for s in rows},
+        seconds=seconds,
+        rows_per_second=sum(rows.values()) / seconds if seconds > 0 else float("nan"),
+        normalization="the caller's (batches given in memory)",
+        nonfinite=nonfinite,
+        batch_size=first.batch_size,
+    )
+
+
+def state_sha256(model: nn.Module) -> str:
+    """SHA-256 over the state_dict's names, dtypes, shapes and bytes: which weights the cache came from."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}\t{t.dtype}\t{tuple(t.shape)}\n".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+class _Split:
+    def __init__(self) -> None:
+        self.parts: list[list[np.ndarray]] = []
+        self.label_parts: list[np.ndarray] = []
+        self.pooling: dict[str, str] = {}
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.batch_size = 0
+        self.digest = hashlib.sha256()
+
+    @property
+    def n(self) -> int:
+        return sum(len(y) for y in self.label_parts)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.concatenate(self.label_parts) if self.label_parts else np.zeros(0, dtype=np.int64)
+
+    @property
+    def features(self) -> list[np.ndarray]:
+        return [np.concatenate([p[i] for p in self.parts]) for i in range(len(self.parts[0]))]
+
+
+def _check_layers(model: nn.Module, layers: Sequence[str]) -> list[str]:
+    if isinstance(layers, str):
+        layers = [s.strip() for s in layers.split(",") if s.strip()]
+    names = list(layers)
+    if not names:
+        raise InputError("layers is empty: name the modules to cache, e.g. layers=['layer1', 'layer2']")
+    known = [n for n, _ in model.named_modules() if n]
+    for n in names:
+        if n not in known:
+            raise NotFoundError(f"no layer {n!r} in {type(model).__name__}; {suggest(n, known)}")
+    if len(set(names)) != len(names):
+        raise InputError(f"layers names a module twice: {names}")
+    return names
+
+
+def _split_batch(batch: Any, where: str) -> tuple[Any, np.ndarray]:
+    if isinstance(batch, Mapping):
+        key = next((k for k in LABEL_KEYS if k in batch), None)
+        if key is None:
+            raise InputError(f"{where}: a dict batch needs a label key ({', '.join(LABEL_KEYS)}); it has {list(batch)}")
+        inputs, labels = {k: v for k, v in batch.items() if k != key}, batch[key]
+    elif isinstance(batch, (tuple, list)) and len(batch) >= 2:
+        inputs, labels = batch[0], batch[1]
+    else:
+        raise InputError(
+            f"{where}: a batch must be (inputs, labels, ...) or a dict with labels, got {type(batch).__name__}"
+        )
+    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (y.size and y.min() < 0):
+        raise InputError(f"{where}: labels must be a 1-D array of class indices ≥ 0, got shape {y.shape} {y.dtype}")
+    return inputs, y.astype(np.int64)
+
+
+def _to(x: Any, dev: torch.device) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.to(dev)
+    if isinstance(x, Mapping):
+        return {k: _to(v, dev) for k, v in x.items()}
+    return x
+
+
+def _run(
+    model: nn.Module,
+    batches: Iterable[Any],
+    names: list[str],
+    pool: str | Mapping[str, str],
+    modules: dict[str, nn.Module],
+    dev: torch.device,
+    split: str,
+) -> _Split:
+    got = _Split()
+    for i, batch in enumerate(batches):
+        inputs, y = _split_batch(batch, f"split {split!r}, batch {i}")
+        if len(y) == 0:
+            continue
+        x = _to(inputs, dev)
+        with torch.no_grad(), capture(model, names) as raw:
+            if isinstance(x, Mapping):
+                model(**x)
+            else:
+                model(x)
+        mask = x.get("attention_mask") if isinstance(x, Mapping) else None
+        feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask)
+        arrays = [feats[n].float().cpu().numpy() for n in names]
+        if any(len(a) != len(y) for a in arrays):
+            raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
+        if not got.parts:
+            got.pooling, got.shapes, got.batch_size = decided, shapes, len(y)
+            got.digest.update(np.ascontiguousarray(arrays[-1][:8]).tobytes())  # first rows, as extract does
+        elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):
+            raise InputError(f"split {split!r}, batch {i}: a layer's pooled width changed between batches")
+        got.parts.append(arrays)
+        got.label_parts.append(y)
+    if not got.parts:
+        raise InputError(f"split {split!r} gave no rows")
+    return got
+
+
+def _fingerprint(gathered: dict[str, _Split]) -> str:
+    h = hashlib.sha256()
+    for name, g in gathered.items():
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(g.labels, dtype=np.int64).tobytes())
+        h.update(g.digest.digest())
+    return h.hexdigest()[:16]
+
+
+def _pool_name(pool: str | Mapping[str, str]) -> str | dict[str, str]:
+    return pool if isinstance(pool, str) else dict(pool)

@@ -1,0 +1,316 @@
+"""`extract` under torchrun: each process writes its own shard of every split, rank 0 joins them.
+
+Layout beside ``OUT`` (the contract another launcher can follow too)::
+
+    OUT                           one HDF5 file whose datasets are virtual: views of the shards' rows
+    OUT.shards/manifest.json      world size, batch alignment, each split's rows and each rank's range
+    OUT.shards/rank-00000-of-00002.h5   rank 0's rows [start, stop) of every split, an ordinary cache
+
+Rank r takes rows ``shard_ranges(n, world_size, align)[r]`` of each split (:mod:`laya_inspect.distributed`),
+``align`` being the batch size, so each process runs the very batches one process would and the arrays
+are the same bit for bit. Each shard is written by :class:`~laya_inspect.writer.FeatureWriter`, so it
+is resumed after a kill as a one-process cache is; the shares are fixed by the manifest of the first
+run, and a run with another number of processes is refused rather than mixing two plans. ``OUT``
+carries the attributes of a one-process cache (``world_size`` says how it was written); its virtual
+datasets name their shard files relative to ``OUT``'s folder, so ``OUT`` and ``OUT.shards`` move
+together. ``--overwrite`` removes the old cache and its shards before the new shards are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import h5py
+import numpy as np
+
+from .distributed import World, agree, device_for, shard_ranges
+from .errors import CacheError
+from .files import atomic_path, output_lock, write_json
+from .store import _decode, _encode
+from .writer import VERIFIED, FeatureWriter, partial_path
+
+if TYPE_CHECKING:
+    from .extract import ExtractResult, Prepared
+    from .extract_config import ExtractConfig
+    from .runtime import Progress
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "laya-inspect shards 1"
+
+
+def shard_dir(out: str | Path) -> Path:
+    p = Path(out)
+    return p.with_name(p.name + ".shards")
+
+
+def shard_path(out: str | Path, rank: int, size: int) -> Path:
+    return shard_dir(out) / f"rank-{rank:05d}-of-{size:05d}.h5"
+
+
+def read_manifest(out: str | Path) -> dict[str, Any] | None:
+    path = shard_dir(out) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise CacheError(f"{path} is not a shard manifest of this laya-inspect; pass --overwrite to start again")
+    return manifest
+
+
+def _shard_files(out: Path) -> list[Path]:
+    folder = shard_dir(out)
+    return sorted(folder.glob("rank-*-of-*.h5*")) if folder.is_dir() else []
+
+
+def describe_shards(out: str | Path) -> str:
+    """ "(2 processes; rank 0: train 477/960, …)" for a sharded extraction in progress, or ""."""
+    try:
+        manifest = read_manifest(out)
+    except CacheError:
+        return ""
+    if manifest is None:
+        return ""
+    parts = []
+    for rank in range(int(manifest["world_size"])):
+        path = shard_path(out, rank, int(manifest["world_size"]))
+        try:
+            with h5py.File(path if path.exists() else partial_path(path), "r", locking=False) as f:
+                parts.append(
+                    f"rank {rank}: " + ", ".join(f"{s} {f[s].attrs['n_written']}/{f[s].attrs['n']}" for s in f)
+                )
+        except Exception:  # noqa: BLE001 - a description only; the file may be absent or mid-write
+            parts.append(f"rank {rank}: not started")
+    return f" ({manifest['world_size']} processes; {'; '.join(parts)})"
+
+
+def refuse_sharded_leftovers(config: ExtractConfig) -> None:
+    """A one-process run must not start over an interrupted run of several processes unasked."""
+    manifest = read_manifest(config.out)
+    if manifest is None or config.overwrite or Path(config.out).exists() or not _shard_files(Path(config.out)):
+        return
+    size = int(manifest["world_size"])
+    raise CacheError(
+        f"{shard_dir(config.out)} holds an interrupted extraction by {size} processes{describe_shards(config.out)}; "
+        f"rerun it with `torchrun --nproc-per-node {size} …` (or {size} processes in all) to resume it, "
+        "or pass --overwrite to start again"
+    )
+
+
+def drop_stale_shards(out: str | Path) -> None:
+    """Remove the shards of a cache that a one-process run has just replaced."""
+    folder = shard_dir(out)
+    if folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
+    """This process's part of an extraction by ``world.size`` processes (see the module docstring)."""
+    from .extract import prepare, result_of
+    from .runtime import pick_device
+
+    out = Path(config.out)
+    device = pick_device(device_for(config.device, world))
+    box: list[Prepared] = []
+    with ExitStack() as held:
+        agree(world, lambda: _preflight(config, world, held) if world.is_main else None)
+        agree(world, lambda: box.append(prepare(config, device, world_size=world.size)))
+        prep = box[0]
+        start = time.perf_counter()
+        plan = agree(world, lambda: _plan(config, world, prep) if world.is_main else {})[0]  # rank 0's
+        stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
+        agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else None)
+        seconds = time.perf_counter() - start
+    nonfinite: dict[str, int] = {}
+    for _, _, counts in stats:
+        for name, k in counts.items():
+            nonfinite[name] = nonfinite.get(name, 0) + int(k)
+    resumed = {s: sum(r[s] for _, r, _ in stats) for s in plan}
+    written = sum(w for w, _, _ in stats)
+    return result_of(config, prep, written, resumed, nonfinite, seconds, world_size=world.size)
+
+
+def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
+    """Rank 0 holds ``OUT``'s lock for the whole run and refuses what earlier runs left in the way."""
+    out = Path(config.out)
+    held.enter_context(output_lock(out))
+    if config.overwrite:
+        return  # cleared in _plan, once the model and data have loaded
+    if out.exists():
+        raise CacheError(
+            f"{out} already exists; pass --overwrite to write a new cache "
+            "(under torchrun the old cache and its shards are removed first)"
+        )
+    if partial_path(out).exists():
+        raise CacheError(
+            f"{partial_path(out)} is an interrupted extraction by one process; rerun it without torchrun "
+            "to resume it, or pass --overwrite to start again"
+        )
+    manifest = read_manifest(out)
+    if manifest is not None and int(manifest["world_size"]) != world.size and _shard_files(out):
+        size = int(manifest["world_size"])
+        raise CacheError(
+            f"{shard_dir(out)} holds an interrupted extraction by {size} processes{describe_shards(out)}, "
+            f"and this run has {world.size}: rows already written cannot be shared out again; rerun it with "
+            f"{size} processes (`torchrun --nproc-per-node {size} …`) to resume it, or pass --overwrite to start again"
+        )
+
+
+def _plan(config: ExtractConfig, world: World, prep: Prepared) -> dict[str, list[tuple[int, int]]]:
+    """Rank 0: each split's rows per rank, from the manifest of the run being resumed or made now."""
+    out = Path(config.out)
+    sizes = {s: sp.n for s, sp in prep.data.splits.items()}
+    if config.overwrite:
+        out.unlink(missing_ok=True)
+        partial_path(out).unlink(missing_ok=True)
+        drop_stale_shards(out)
+    manifest = read_manifest(out)
+    if manifest is not None and int(manifest["world_size"]) == world.size:
+        old = {s: int(v["n"]) for s, v in manifest["splits"].items()}
+        if old != sizes:
+            raise CacheError(
+                f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): the data or --limit changed; "
+                "rerun the original command to resume it, or pass --overwrite to start again"
+            )
+        return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}
+    plan = {s: shard_ranges(n, world.size, prep.batch_size) for s, n in sizes.items()}
+    _write_manifest(out, world.size, prep.batch_size, plan, complete=False)
+    return plan
+
+
+def _write_manifest(out: Path, size: int, align: int, plan: dict[str, list[tuple[int, int]]], **extra: Any) -> None:
+    write_json(
+        shard_dir(out) / MANIFEST,
+        {
+            "format": MANIFEST_FORMAT,
+            "cache": out.name,
+            "world_size": size,
+            "align": align,
+            "splits": {
+                s: {
+                    "n": ranges[-1][1],
+                    "ranges": [list(r) for r in ranges],
+                    "files": [shard_path(out, r, size).name for r in range(size)],
+                }
+                for s, ranges in plan.items()
+            },
+            **extra,
+        },
+    )
+
+
+def _write_shard(
+    config: ExtractConfig,
+    world: World,
+    prep: Prepared,
+    plan: dict[str, list[tuple[int, int]]],
+    held: ExitStack,
+    emit: Progress,
+) -> tuple[int, dict[str, int], dict[str, int]]:
+    """This rank's rows of every split into its shard file: (rows written, rows resumed, non-finite)."""
+    from .extract import write_rows
+
+    path = shard_path(config.out, world.rank, world.size)
+    held.enter_context(output_lock(path))
+    mine = {s: plan[s][world.rank] for s in plan}
+    splits = {
+        s: dataclasses.replace(sp, labels=sp.labels[slice(*mine[s])], index=sp.index[slice(*mine[s])])
+        for s, sp in prep.data.splits.items()
+    }
+    shard = {"rank": world.rank, "world_size": world.size, "rows": {s: list(r) for s, r in mine.items()}}
+    attrs = {**prep.attrs, "shard": shard}
+    if path.exists():  # finished before another rank was stopped: nothing left to do here
+        return 0, {s: sp.n for s, sp in splits.items()}, _check_shard(path, attrs)
+    if partial_path(path).exists():
+        _check_shard(partial_path(path), attrs)
+    with FeatureWriter(
+        path,
+        attrs=attrs,
+        split_sizes={s: sp.n for s, sp in splits.items()},
+        widths=prep.widths,
+        num_logits=prep.num_logits,
+        dtype=config.dtype,
+        allow_nonfinite=config.allow_nonfinite,
+    ) as writer:
+        written, resumed = write_rows(config, prep, writer, splits, emit)
+        nonfinite = writer.nonfinite()
+        writer.finish()
+    return written, resumed, nonfinite
+
+
+def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
+    """Refuse a shard file written by another command, checkpoint, data or share of rows; return its
+    non-finite counts."""
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            old = {k: _decode(k, f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
+            counts = _decode("x", f.attrs.get("nonfinite_counts", "{}")) or {}
+    except OSError as e:
+        raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
+    new = {k: _decode(k, _encode(k, attrs.get(k))) for k in old}
+    changed = [k for k in old if old[k] != new[k]]
+    if changed:
+        raise CacheError(
+            f"{path} was written with another {', '.join(changed)} than this run's; rerun the original command "
+            "to resume it, or pass --overwrite to start again"
+        )
+    return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
+
+
+def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]]) -> Path:
+    """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
+    shard files, with the attributes a one-process cache would have; then mark the manifest complete."""
+    out = Path(out)
+    files = [shard_path(out, r, size) for r in range(size)]
+    missing = [str(p) for p in files if not p.exists()]
+    if missing:
+        raise CacheError(f"cannot join the shards of {out}: {', '.join(missing)} missing; rerun the same command")
+    with atomic_path(out) as tmp, ExitStack() as opened:
+        shards = [opened.enter_context(h5py.File(p, "r")) for p in files]
+        # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed
+        with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
+            _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan)
+    manifest = read_manifest(out) or {}
+    write_json(shard_dir(out) / MANIFEST, {**manifest, "complete": True})
+    return out
+
+
+def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[str, list[tuple[int, int]]]) -> None:
+    first = shards[0]
+    for key, value in first.attrs.items():
+        if key != "shard":
+            f.attrs[key] = value
+    total: dict[str, int] = {}
+    for s in shards:
+        for name, k in (_decode("x", s.attrs.get("nonfinite_counts", "{}")) or {}).items():
+            total[name] = total.get(name, 0) + int(k)
+    f.attrs["nonfinite_counts"] = _encode("x", total)
+    for split in first:
+        ranges = plan[split]
+        n = ranges[-1][1]
+        g = f.create_group(split)
+        for key, value in first[split].attrs.items():
+            g.attrs[key] = value
+        bad = np.zeros(len(_decode("x", first[split].attrs["nonfinite"])), np.int64)
+        for s in shards:
+            bad += np.asarray(_decode("x", s[split].attrs["nonfinite"]), np.int64)
+        g.attrs.update(n=n, n_written=n, complete=True, nonfinite=_encode("x", [int(b) for b in bad]))
+        for key, ds in first[split].items():
+            layout = h5py.VirtualLayout(shape=(n, *ds.shape[1:]), dtype=ds.dtype)
+            for name, (lo, hi) in zip(names, ranges):
+                if hi > lo:
+                    layout[lo:hi] = h5py.VirtualSource(name, f"/{split}/{key}", shape=(hi - lo, *ds.shape[1:]))
+            # rows no shard provides read as NaN (or -1), never as plausible zeros
+            fill = np.nan if np.issubdtype(ds.dtype, np.floating) else -1
+            v = g.create_virtual_dataset(key, layout, fillvalue=fill)
+            for k, value in ds.attrs.items():
+                v.attrs[k] = value

@@ -1,0 +1,99 @@
+"""extract_features(model, batches, layers=..., out=...): the in-memory path, checked against a plain
+forward of the same module, and FeatureStore.to_pandas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from laya_inspect import FeatureStore, extract_features
+from laya_inspect.errors import InputError, LayaError, NotFoundError
+
+
+def _digits() -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = load_digits(return_X_y=True)
+    return torch.tensor(x / 16.0, dtype=torch.float32).view(-1, 1, 8, 8), torch.tensor(y)
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(256, 12), nn.Tanh(), nn.Linear(12, 10)
+    )
+
+
+def test_rows_equal_a_plain_forward_and_the_cache_reads_back(tmp_path: Path) -> None:
+    x, y = _digits()
+    net = _net().train()
+    loaders = {
+        "train": DataLoader(TensorDataset(x[:1000], y[:1000]), batch_size=97),
+        "test": DataLoader(TensorDataset(x[1000:], y[1000:]), batch_size=128),
+    }
+    result = extract_features(net, loaders, layers=["1", "4"], out=tmp_path / "f.h5")
+    assert net.training  # put back in the mode it was in
+    assert result.rows == {"train": 1000, "test": 797} and result.pooling == ["gap", "none"]
+    with torch.no_grad():
+        net.eval()
+        relu = net[1](net[0](x[1000:]))
+        tanh = net[4](net[3](net[2](relu)))
+    with FeatureStore(result.path) as store:
+        assert store.layer_names == ["1", "4"] and store.widths == [4, 12]
+        np.testing.assert_allclose(store.layer("test", 0), relu.mean(dim=(2, 3)).numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(store.layer("test", 1), tanh.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(store.labels("train"), y[:1000].numpy())
+        assert store.attrs["model_spec"].endswith("Sequential") and len(store.attrs["weights_sha256"]) == 64
+        frame = store.to_pandas("test", features=True, layers=["4"])
+        assert list(frame.columns[:5]) == ["split", "row", "index", "label", "class"]
+        assert frame.shape == (797, 5 + 12) and frame["label"].tolist() == y[1000:].tolist()
+        np.testing.assert_allclose(frame[[f"4[{j}]" for j in range(12)]].to_numpy(), store.layer("test", 1))
+
+
+def test_dict_batches_with_keyword_inputs_and_the_weights_hash(tmp_path: Path) -> None:
+    class Keyword(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(3, 5)
+            self.b = nn.Linear(5, 2)
+
+        def forward(self, features: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(features) * scale[:, None])
+
+    torch.manual_seed(0)
+    model = Keyword()
+    batches = [{"features": torch.randn(4, 3), "scale": torch.ones(4), "labels": torch.tensor([0, 1, 1, 0])}] * 3
+    one = extract_features(model, batches, layers="a,b", out=tmp_path / "one.h5", split="train")
+    assert one.rows == {"train": 12} and one.widths == [5, 2]
+    with torch.no_grad():
+        model.b.weight.add_(1.0)
+    two = extract_features(model, batches, layers=["a", "b"], out=tmp_path / "two.h5", split="train")
+    with FeatureStore(one.path) as s1, FeatureStore(two.path) as s2:
+        assert s1.attrs["weights_sha256"] != s2.attrs["weights_sha256"]  # other weights, other provenance
+        np.testing.assert_array_equal(s1.layer("train", "a"), s2.layer("train", "a"))
+
+
+def test_bad_calls_are_refused_with_what_is_wrong(tmp_path: Path) -> None:
+    x, y = _digits()
+    net = _net()
+    good = [(x[:8], y[:8])]
+    with pytest.raises(NotFoundError, match=r"no layer '9' in Sequential; .*available: 0, 1, 2, 3, 4, 5"):
+        extract_features(net, good, layers=["9"], out=tmp_path / "a.h5")
+    with pytest.raises(InputError, match="labels must be a 1-D array of class indices"):
+        extract_features(net, [(x[:8], y[:8].float())], layers=["1"], out=tmp_path / "b.h5")
+    with pytest.raises(InputError, match=r"a batch must be \(inputs, labels, \.\.\.\)"):
+        extract_features(net, [x[:8]], layers=["1"], out=tmp_path / "c.h5")
+    with pytest.raises(InputError, match="gave no rows"):
+        extract_features(net, {"train": good, "test": []}, layers=["1"], out=tmp_path / "d.h5")
+    with pytest.raises(InputError, match="takes no batches or options"):
+        from laya_inspect.extract_config import ExtractConfig
+
+        extract_features(ExtractConfig(model="zoo:mlp", data="digits", out=str(tmp_path / "e.h5")), good)
+    extract_features(net, good, layers=["1"], out=tmp_path / "f.h5")
+    with pytest.raises(LayaError, match="already a complete cache"):  # a complete cache is never replaced silently
+        extract_features(net, good, layers=["1"], out=tmp_path / "f.h5")
+    extract_features(net, good, layers=["1"], out=tmp_path / "f.h5", overwrite=True)
