@@ -8,6 +8,10 @@ defaults, one epoch) over zoo MLP states of Fashion-MNIST:
   (target ≤ 1.25×), and Captum's own gradient path (one autograd root per row and step, what ``ig``
   ran before) ÷ the same floor, with the largest difference between the two attributions;
 * LOLO, mean ablation: ``lolo_effects`` ÷ (L + 1) head forwards in float64 (keep ≤ 1.5×);
+* the ablation measurements of one (head, ablation) in ``compare`` — LOLO, subsets, the oracle /
+  random / top-1-only curves and one pair of curves per method — ÷ the same LOLO floor, and the way
+  they ran before (each request its own pass of the head's forward on stacked copies) ÷ now, with
+  the largest difference between the two;
 * ``laya-inspect compare --method all`` on the same rows and head, a fresh process (target < 20 s).
 
     python bench/attribution_cost.py            # the table's sizes (a few minutes)
@@ -26,7 +30,9 @@ import numpy as np
 import torch
 
 from laya_inspect.compare.attribution import AttributionOptions, _all_layers_in_graph, attribute
-from laya_inspect.compare.lolo import lolo_effects
+from laya_inspect.compare.effects import RANDOM_ORDERS, Remover, measure, subset_masks
+from laya_inspect.compare.lolo import ablate_sets, lolo_effects
+from laya_inspect.compare.masks import curve_masks, lolo_masks, subset_masks_of
 from laya_inspect.compare.values import layer_means
 from laya_inspect.head_dir import load_head
 from laya_inspect.store import FeatureStore
@@ -55,6 +61,26 @@ def captum_default(head, hs, target, base, n_steps: int) -> np.ndarray:
         attrs = ig.attribute(x, baselines=b, target=target[s : s + CHUNK], n_steps=n_steps)
         out.append(torch.stack([a.sum(1) for a in attrs], dim=1).detach())
     return torch.cat(out).double().numpy()
+
+
+def ablations(head, hs, target, means, orders: list[np.ndarray]) -> list[np.ndarray]:
+    """compare's measurements of one (head, mean ablation): :func:`measure` and every method's curves."""
+    remover = Remover(head, hs, target, "mean", baselines=means)
+    m = measure(remover)
+    curves = remover.curves_of(orders)
+    return [m.p_ablated, m.p_subsets, *(c for pair in curves for c in pair)]
+
+
+def ablations_before(head, hs, target, means, orders: list[np.ndarray]) -> list[np.ndarray]:
+    """The same requests as compare made them before: each its own pass of the head's forward on
+    stacked copies (the oracle and top-1-only orders cost what any order does: random ones here)."""
+    n, n_layers = len(target), len(hs)
+    rng = np.random.default_rng(0)
+    refs = [np.argsort(rng.random((n, n_layers)), axis=1) for _ in range(RANDOM_ORDERS + 2)]
+    sets = [lolo_masks(n_layers), subset_masks_of(subset_masks(n_layers), n_layers)]
+    sets += [m for o in [*refs, *orders] for m in curve_masks(o, n, n_layers)]
+    out = [ablate_sets(head, hs, target, [s], "mean", means, stacked=True)[0] for s in sets]
+    return [out[0][:, 1:], out[1], *out[2 + 2 * len(refs) :]]
 
 
 def lolo_floor(head, hs) -> None:
@@ -111,6 +137,27 @@ def main() -> None:
         args.repeats,
     )
     _bench.ratio(f"lolo/{len(hs) + 1}-head-forwards [{n} rows, float64]", times["lolo"], times["floor"], "≤ 1.5×")
+
+    rng = np.random.default_rng(1)
+    orders = [np.argsort(rng.random((n, len(hs))), axis=1) for _ in range(5)]  # compare's five methods
+    got: dict[str, list[np.ndarray]] = {}
+
+    def run(name, fn) -> None:
+        got[name] = fn(head64, hs64, target_np, means, orders)
+
+    times = _bench.interleave(
+        {
+            "now": lambda: run("now", ablations),
+            "before": lambda: run("before", ablations_before),
+            "floor": lambda: lolo_floor(head64, hs64),
+        },
+        args.repeats,
+    )
+    label = f"[{n} rows, L = {len(hs)}, mean ablation, 5 methods]"
+    _bench.ratio(f"compare-ablations/{len(hs) + 1}-head-forwards {label}", times["now"], times["floor"])
+    _bench.ratio(f"compare-ablations-before/now {label}", times["before"], times["now"])
+    diff = max(float(np.abs(a - b).max()) for a, b in zip(got["now"], got["before"]))
+    print(f"# compare ablations, now vs before: max |Δp| {diff:.3g} over LOLO, subsets and the methods' curves")
 
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [

@@ -30,7 +30,7 @@ from .errors import DatasetMissingError, InputError
 from .files import write_json
 from .options import command_line
 from .registry import Registry
-from .runtime import Progress, check_device, no_progress
+from .runtime import Progress, check_device, no_progress, set_threads
 
 if TYPE_CHECKING:  # the stages are imported when a demo is planned, so `laya-inspect --help` stays quick
     from .compare.run import CompareConfig
@@ -105,6 +105,7 @@ class DemoConfig:
     seeds: int | None = None  # heads fitted with seeds 0 … N−1 (None: the preset's)
     quick: bool = False
     device: str = "auto"
+    threads: int | None = None  # torch CPU threads (None: runtime.set_threads' default for head-sized work)
 
 
 @dataclass(frozen=True)
@@ -314,17 +315,26 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
 
 
 def run_demo(
-    config: DemoConfig, *, on_step: StepCallback | None = None, progress: Progress | None = None
+    config: DemoConfig,
+    *,
+    on_step: StepCallback | None = None,
+    progress: Progress | None = None,
+    plan: DemoPlan | None = None,
 ) -> DemoResult:
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
-    starts and when it is done, ``progress`` gets the steps' own progress events."""
+    starts and when it is done, ``progress`` gets the steps' own progress events. ``plan``: the one
+    :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice)."""
     from .compare.run import compare_heads
     from .extract import extract_features
     from .store import FeatureStore
     from .training.fit_head import fit_heads
     from .training.joint import train_joint
 
-    plan = plan_demo(config)
+    if plan is None or plan.config != config:
+        plan = plan_demo(config)
+    # every step is small (an MLP and heads on it): the thread default for head-sized work, which
+    # keeps a busy machine from slowing the run many times over (docs/PERFORMANCE.md, "--threads")
+    set_threads(config.threads)
     tell = on_step or (lambda s: None)
     emit = progress or no_progress
     p, force = plan.paths, config.force

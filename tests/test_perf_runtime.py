@@ -179,3 +179,28 @@ def test_default_batch_keeps_a_conv_nets_largest_activation_in_cache():
     assert default_batch_size(_Conv(), cpu, 0.098e6) == 128  # MobileNetV2 at 32 px
     assert default_batch_size(_Conv(), cpu, 0.885e6) == 16  # MobileNetV2 at 96 px
     assert default_batch_size(_Conv(), cpu, 4.8e6) == MIN_CPU_BATCH  # MobileNetV2 at 224 px
+
+
+@pytest.mark.parametrize("command", [["fit-head", "c.h5"], ["train", "-m", "zoo:mlp", "-d", "digits"]])
+def test_fit_head_and_train_threads_zero_is_one_line_exit_1(restore_threads, tmp_path, command):
+    res = runner.invoke(app, [*command, "--threads", "0", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1, res.output
+    assert "--threads must be a whole number ≥ 1, got 0" in res.output and "Traceback" not in res.output
+
+
+def test_fit_heads_applies_the_threads_it_is_given(restore_threads, digits_cache, tmp_path):
+    import dataclasses
+
+    from laya_inspect.store import FeatureStore
+    from laya_inspect.training.fit_config import FitConfig
+    from laya_inspect.training.fit_head import fit_heads
+
+    torch.set_num_threads(2)
+    config = FitConfig(heads=("last",), seeds=(0,), epochs=1, probe=False, device="cpu", threads=1)
+    with FeatureStore(digits_cache) as store:
+        fit_heads(store, config, out_dir=tmp_path / "heads")
+    assert torch.get_num_threads() == 1
+    torch.set_num_threads(2)  # without --threads the library leaves the caller's setting alone
+    with FeatureStore(digits_cache) as store:
+        fit_heads(store, dataclasses.replace(config, threads=None), out_dir=tmp_path / "h2")
+    assert torch.get_num_threads() == 2

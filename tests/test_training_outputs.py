@@ -160,7 +160,7 @@ def test_pooled_plots_say_so_and_seed_plots_exist(tmp_path: Path) -> None:
 
     profiles = compute_profiles([Run("laya", s) for s in (0, 1, 2)], layer_names=["a", "b"], class_names=list("xyz"))
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        files = write_profiles(tmp_path, profiles)
+        files = write_profiles(tmp_path, profiles, formats=("png", "svg"))
     assert "pooled over 3 seeds" in (tmp_path / "layer_weights.svg").read_text()
     assert "(all test rows, pooled over 3 seeds)" in (tmp_path / "laya_class_all.svg").read_text()
     assert "seed 1 only" in (tmp_path / "laya_class_all_seed1.svg").read_text()

@@ -9,18 +9,22 @@ curves for any method's order. Shapes: N samples, L layers, M subsets.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from torch import Tensor
 
+from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TIE_TOLERANCE
 from ..heads import Head
 from . import metrics as M
-from .lolo import RESAMPLE_DRAWS, ablate_subsets, ablate_topk_curve, keep_topk_curve, lolo_effects
+from .lolo import RESAMPLE_DRAWS, ablate_sets
+from .masks import Masks, all_masks, curve_masks, lolo_masks, mask_codes, subset_masks_of
 
-MAX_SUBSETS = 32  # every non-empty proper subset when there are at most this many, else a seeded sample
-RANDOM_ORDERS = 8  # seeded random orderings per sample for the random curves, 1 < k < L
+# Up to this many layers every one of the 2^L ablation masks is measured once per sample and every
+# LOLO, subset and curve value read from that table: a compare asks for more copies than 2^L
+# (≈ 100 for L = 3, 280 for L = 8), most of them the same subset of layers.
+TABLE_LAYERS = 8
 
 
 def subset_masks(n_layers: int, max_subsets: int = MAX_SUBSETS, seed: int = 0) -> np.ndarray:
@@ -57,23 +61,40 @@ class Remover:
     seed: int = 0
     batch_size: int = 512
     draws: int = RESAMPLE_DRAWS
+    _table: np.ndarray | None = field(default=None, init=False, repr=False)  # (N, 2^L) p of every mask
 
     def _kw(self) -> dict[str, Any]:
         return {"batch_size": self.batch_size, "donors": self.donors, "draws": self.draws, "seed": self.seed}
 
+    def run(self, sets: Sequence[Masks]) -> list[np.ndarray]:
+        """(N, K_j) p for each mask set: with at most :data:`TABLE_LAYERS` layers read from the table
+        of every mask (measured on first use), else all of a chunk in one call (:func:`~.lolo.ablate_sets`)."""
+        n_layers = len(self.hs)
+        if n_layers > TABLE_LAYERS:
+            return ablate_sets(self.head, self.hs, self.target, sets, self.ablation, self.baselines, **self._kw())
+        if self._table is None:
+            (self._table,) = ablate_sets(
+                self.head, self.hs, self.target, [all_masks(n_layers)], self.ablation, self.baselines, **self._kw()
+            )
+        table = self._table
+        return [np.take_along_axis(table, mask_codes(s, len(table)), axis=1) for s in sets]
+
     def lolo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return lolo_effects(self.head, self.hs, self.target, self.ablation, self.baselines, **self._kw())
+        (pc,) = self.run([lolo_masks(len(self.hs))])
+        return pc[:, 0], pc[:, 1:], pc[:, :1] - pc[:, 1:]
 
     def subsets(self, masks: np.ndarray) -> np.ndarray:
-        return ablate_subsets(self.head, self.hs, self.target, masks, self.ablation, self.baselines, **self._kw())
+        return self.run([subset_masks_of(masks, len(self.hs))])[0]
 
     def curves(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(p_topk, p_keep), each (N, L): p with the top-k of ``order`` removed / only they kept, k = 1…L."""
-        args = (self.head, self.hs, self.target, order)
-        return (
-            ablate_topk_curve(*args, None, self.ablation, self.baselines, **self._kw()),
-            keep_topk_curve(*args, self.ablation, self.baselines, **self._kw()),
-        )
+        return self.curves_of([order])[0]
+
+    def curves_of(self, orders: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`curves` of every order, from one pass over the chunks."""
+        n = len(np.asarray(self.target))
+        out = self.run([m for o in orders for m in curve_masks(o, n, len(self.hs))])
+        return [(out[2 * i], out[2 * i + 1]) for i in range(len(orders))]
 
 
 @dataclass
@@ -111,32 +132,35 @@ def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
     return ok
 
 
-def measure(
-    remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = M.TIE_TOLERANCE
-) -> Measured:
+def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = TIE_TOLERANCE) -> Measured:
     """LOLO, subset effects and the three references' curves for one (head, ablation); ``tol``:
     effects this close to the largest count as top for the top-1-only reference."""
-    p, p_abl, effects = remover.lolo()
-    n, n_layers = effects.shape
+    n_layers = len(remover.hs)
+    n = len(np.asarray(remover.target))
     masks = subset_masks(n_layers, max_subsets, seed)
-    p_sub = remover.subsets(masks)
-
-    safe = np.where(np.isfinite(effects), effects, -np.inf)  # non-finite rows: any order, never scored
-    o_del, o_keep = remover.curves(M.top_order(safe))
-
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the random method's
     orders = [rng.permuted(np.tile(np.arange(n_layers), (n, 1)), axis=1) for _ in range(RANDOM_ORDERS)]
-    pairs = [remover.curves(o) for o in orders]
-    r_del = np.mean([d for d, _ in pairs], axis=0)
-    r_keep = np.mean([k for _, k in pairs], axis=0)
+    # everything that does not depend on the effects in one pass over the chunks
+    lolo, p_sub, *random_curves = remover.run(
+        [
+            lolo_masks(n_layers),
+            subset_masks_of(masks, n_layers),
+            *(m for o in orders for m in curve_masks(o, n, n_layers)),
+        ]
+    )
+    p, p_abl = lolo[:, 0], lolo[:, 1:]
+    effects = p[:, None] - p_abl
+    r_del = np.mean(random_curves[0::2], axis=0)
+    r_keep = np.mean(random_curves[1::2], axis=0)
     if n_layers:
         r_del[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
     random_scores = np.random.default_rng([seed, 2]).random((n, n_layers))
 
+    safe = np.where(np.isfinite(effects), effects, -np.inf)  # non-finite rows: any order, never scored
     one_hot = M.one_hot_top(safe, tol)
     # the top layer(s) first, every other layer after them in a seeded random order
     t_order = np.argsort(-(one_hot + 0.5 * np.random.default_rng([seed, 6]).random((n, n_layers))), axis=1)
-    t_del, t_keep = remover.curves(t_order)
+    (o_del, o_keep), (t_del, t_keep) = remover.curves_of([M.top_order(safe), t_order])
 
     finite = _finite_rows(p, p_abl, p_sub, o_del, o_keep, r_del, r_keep, t_del, t_keep)
     return Measured(

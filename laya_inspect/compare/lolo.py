@@ -15,10 +15,12 @@ Registry ``ABLATIONS`` — how layer i is removed:
 
 p(x) = softmax(logits)_c for the target class c, computed in float64 from the head's logits (run
 the head in float64 for float64 logits); e_i(x) = p(x) − p(x with layer i ablated). Every function
-runs all its ablated copies of a chunk of samples in one batched forward pass: the chunk is stacked
-K times (K = L+1 for LOLO: the intact copy, then one copy per ablated layer), so p and every
-p_ablated come from the same call. A forward pass therefore sees at most (L+1)·batch_size rows:
-subsets and curves with more copies run in groups of L+1 (and ``resample`` once per draw).
+runs all its ablated copies of a chunk of samples in one call (K = L+1 for LOLO: the intact copy,
+then one copy per ablated layer), so p and every p_ablated come from the same call; :func:`ablate_sets`
+runs several mask sets (:mod:`.masks`) in one. The built-in heads compute their per-layer parts once
+per chunk and recombine them per copy (:mod:`.factored`); any other head gets its forward on the
+chunk stacked K times, in groups of L+1 copies (at most (L+1)·batch_size rows per pass), and
+``resample`` runs once per draw.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..choices import RESAMPLE_DRAWS
 from ..errors import InputError, suggest
 from ..heads import Head
 from ..registry import Registry
-
-RESAMPLE_DRAWS = 4  # donors per sample for `resample`; the probabilities are averaged over them
+from .factored import factor, group_size
+from .masks import Masks, keep_masks, lolo_masks, subset_masks_of, topk_masks
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,7 @@ def _p_copies(
             handle.remove()
     else:
         logits = head(x, keep=keep).logits
-    probs = torch.softmax(logits.to(torch.float64), dim=-1).reshape(k, b, -1)
-    return probs.gather(-1, target.expand(k, b).unsqueeze(-1)).squeeze(-1)
+    return _target_p(logits.reshape(k, b, -1), target)
 
 
 def _chunks(n: int, size: int) -> Iterable[slice]:
@@ -222,6 +224,40 @@ def _chunks(n: int, size: int) -> Iterable[slice]:
 
 def _np(t: Tensor) -> np.ndarray:
     return t.detach().to("cpu", torch.float64).numpy()
+
+
+def _target_p(logits: Tensor, target: Tensor) -> Tensor:
+    """(K, B) float64 softmax probability of each row's target class, from (K, B, C) logits."""
+    probs = torch.softmax(logits.to(torch.float64), dim=-1)
+    return probs.gather(-1, target.expand(*logits.shape[:2]).unsqueeze(-1)).squeeze(-1)
+
+
+def _p_chunk(
+    head: Head,
+    abl: Ablation,
+    chunk: list[Tensor],
+    target: Tensor,
+    base: list[Tensor] | None,
+    masks: Tensor,
+    donor_rows: Tensor | None,
+    stacked: bool,
+) -> Tensor:
+    """(K, B) p of one chunk: recombined from per-layer parts computed once (:mod:`.factored`) when the
+    head allows it, else by the stacked forward of at most L+1 copies per pass."""
+    logits_of = None
+    if not stacked:
+        values = base if donor_rows is None or base is None else [pool[donor_rows] for pool in base]
+        logits_of = factor(head, abl.name, chunk, values, in_mix=abl.in_mix)
+    if logits_of is None:
+        step = len(chunk) + 1  # as many copies as LOLO's, so subsets and curves need no more memory
+        return torch.cat(
+            [
+                _p_copies(head, abl, chunk, target, base, masks[j : j + step], donor_rows)
+                for j in range(0, len(masks), step)
+            ]
+        )
+    step = group_size(head, len(target))
+    return torch.cat([_target_p(logits_of(masks[j : j + step]), target) for j in range(0, len(masks), step)])
 
 
 def _masked(
@@ -236,9 +272,12 @@ def _masked(
     donors: Sequence | None,
     draws: int,
     seed: int,
+    stacked: bool = False,
 ) -> np.ndarray:
     """(N, K) p with the layers of ``masks_of(rows)`` (K, B, L) ablated; resample averages ``draws``
-    seeded donors per sample (the same donors in every call with the same seed and rows)."""
+    seeded donors per sample (the same donors in every call with the same seed and rows).
+    ``stacked``: always run the head's own forward on stacked copies (the reference the recombined
+    parts are tested against)."""
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
     n = len(target)
     n_draws = max(1, int(draws)) if abl.needs_donors else 1
@@ -249,28 +288,14 @@ def _masked(
         idx = torch.as_tensor(
             np.random.default_rng([seed, 5]).integers(0, pool, size=(n_draws, n)), device=target.device
         )
+    dtype = _dtype(head)
     out = []
     with torch.no_grad():
         for rows in _chunks(n, batch_size):
             masks = masks_of(rows, target.device)
-            chunk = [h[rows] for h in hs]
-            # at most L+1 copies per pass (as many as LOLO's), so subsets and curves need no more memory
-            step = len(hs) + 1
+            chunk = [h[rows].to(dtype) for h in hs]
             per_draw = [
-                torch.cat(
-                    [
-                        _p_copies(
-                            head,
-                            abl,
-                            chunk,
-                            target[rows],
-                            base,
-                            masks[j : j + step],
-                            None if idx is None else idx[d, rows],
-                        )
-                        for j in range(0, len(masks), step)
-                    ]
-                )
+                _p_chunk(head, abl, chunk, target[rows], base, masks, None if idx is None else idx[d, rows], stacked)
                 for d in range(n_draws)
             ]
             # first draw + mean difference: layers a head ignores give exactly the intact p
@@ -284,10 +309,11 @@ def _masked(
 # public
 
 
-def lolo_effects(
+def ablate_sets(
     head: Head,
     hs: Sequence[Tensor],
     target,
+    sets: Sequence[Masks],
     ablation: str = "mean",
     baselines: Sequence | None = None,
     *,
@@ -295,20 +321,49 @@ def lolo_effects(
     donors: Sequence | None = None,
     draws: int = RESAMPLE_DRAWS,
     seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(p (N,), p_ablated (N, L), effects (N, L)) with e_i = p − p_ablated_i, float64.
-
-    Per chunk of ``batch_size`` samples, one forward pass over L+1 stacked copies.
-    """
-    n_layers = len(hs)
-    eye = torch.cat([torch.zeros(1, n_layers), torch.eye(n_layers)]).bool()  # (L+1, L)
+    stacked: bool = False,
+) -> list[np.ndarray]:
+    """(N, K_j) p for each mask set of ``sets``, every set of a chunk in one pass over its copies
+    (:mod:`.masks`); ``stacked`` as in :func:`_masked`."""
+    n = len(np.asarray(target))
+    sets = list(sets)
+    if not any(s.k for s in sets):
+        return [np.zeros((n, 0)) for _ in sets]
 
     def masks(rows: slice, device: torch.device) -> Tensor:
-        return eye.to(device)[:, None, :].expand(-1, rows.stop - rows.start, -1)
+        return torch.cat([s.of(rows, device) for s in sets if s.k])
 
     pc = _masked(
-        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
+        head,
+        hs,
+        target,
+        masks,
+        ablation,
+        baselines,
+        batch_size=batch_size,
+        donors=donors,
+        draws=draws,
+        seed=seed,
+        stacked=stacked,
     )
+    bounds = np.cumsum([0, *(s.k for s in sets)])
+    return [pc[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def lolo_effects(
+    head: Head,
+    hs: Sequence[Tensor],
+    target,
+    ablation: str = "mean",
+    baselines: Sequence | None = None,
+    **kw,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p (N,), p_ablated (N, L), effects (N, L)) with e_i = p − p_ablated_i, float64; ``kw``:
+    batch_size (512), donors, draws, seed of :func:`ablate_sets`.
+
+    p and every p_ablated of a chunk of ``batch_size`` samples come from the same call.
+    """
+    (pc,) = ablate_sets(head, hs, target, [lolo_masks(len(hs))], ablation, baselines, **kw)
     p, p_abl = pc[:, 0], pc[:, 1:]
     return p, p_abl, p[:, None] - p_abl
 
@@ -320,26 +375,11 @@ def ablate_subsets(
     subsets: np.ndarray,
     ablation: str = "mean",
     baselines: Sequence | None = None,
-    *,
-    batch_size: int = 512,
-    donors: Sequence | None = None,
-    draws: int = RESAMPLE_DRAWS,
-    seed: int = 0,
+    **kw,
 ) -> np.ndarray:
     """(N, M) p(x with the layers of subset m ablated together); ``subsets`` (M, L) bool, the same
-    for every sample, all M in one batched pass per chunk."""
-    sub = torch.as_tensor(np.asarray(subsets, dtype=bool))
-    if sub.ndim != 2 or sub.shape[1] != len(hs):
-        raise InputError(f"subsets must be (M, L) with L = {len(hs)}, got {tuple(sub.shape)}")
-    if len(sub) == 0:
-        return np.zeros((len(np.asarray(target)), 0))
-
-    def masks(rows: slice, device: torch.device) -> Tensor:
-        return sub.to(device)[:, None, :].expand(-1, rows.stop - rows.start, -1)
-
-    return _masked(
-        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
-    )
+    for every sample, all M of a chunk in one call."""
+    return ablate_sets(head, hs, target, [subset_masks_of(subsets, len(hs))], ablation, baselines, **kw)[0]
 
 
 def ablate_topk_curve(
@@ -350,31 +390,12 @@ def ablate_topk_curve(
     ks: Sequence[int] | None = None,
     ablation: str = "mean",
     baselines: Sequence | None = None,
-    *,
-    batch_size: int = 512,
-    donors: Sequence | None = None,
-    draws: int = RESAMPLE_DRAWS,
-    seed: int = 0,
+    **kw,
 ) -> np.ndarray:
     """(N, len(ks)) p(x with the layers order[n, :k] ablated together), for each k in ``ks``
-    (default 1…L); all k of a chunk in one batched forward pass."""
-    n, n_layers = len(np.asarray(target)), len(hs)
-    order = np.asarray(order)
-    if order.shape != (n, n_layers):
-        raise InputError(f"order must be (N, L) = ({n}, {n_layers}), got {order.shape}")
-    ks = list(range(1, n_layers + 1)) if ks is None else [int(k) for k in ks]
-    if any(not 0 <= k <= n_layers for k in ks):
-        raise InputError(f"k must be within 0…{n_layers}, got {ks}")
-    # rank[n, i] = position of layer i in sample n's order; layer i ablated at k iff rank < k.
-    rank = torch.as_tensor(np.argsort(order, axis=1))
-    kt = torch.as_tensor(ks)
-
-    def masks(rows: slice, device: torch.device) -> Tensor:
-        return rank[rows].to(device)[None, :, :] < kt.to(device)[:, None, None]  # (K, B, L)
-
-    return _masked(
-        head, hs, target, masks, ablation, baselines, batch_size=batch_size, donors=donors, draws=draws, seed=seed
-    )
+    (default 1…L); all k of a chunk in one call."""
+    sets = [topk_masks(order, ks, len(np.asarray(target)), len(hs))]
+    return ablate_sets(head, hs, target, sets, ablation, baselines, **kw)[0]
 
 
 def keep_topk_curve(
@@ -388,11 +409,8 @@ def keep_topk_curve(
 ) -> np.ndarray:
     """(N, L) p(x with only the layers order[n, :k] kept, every other layer ablated), k = 1…L
     (k = L: nothing ablated): the insertion curve's points."""
-    n_layers = len(hs)
-    reverse = np.asarray(order)[:, ::-1]
-    return ablate_topk_curve(
-        head, hs, target, reverse, [n_layers - k for k in range(1, n_layers + 1)], ablation, baselines, **kw
-    )
+    sets = [keep_masks(order, len(np.asarray(target)), len(hs))]
+    return ablate_sets(head, hs, target, sets, ablation, baselines, **kw)[0]
 
 
 def ablate_topk(
@@ -403,9 +421,7 @@ def ablate_topk(
     k: int,
     ablation: str = "mean",
     baselines: Sequence | None = None,
-    *,
-    batch_size: int = 512,
     **kw,
 ) -> np.ndarray:
     """(N,) p(x with its top-k layers by ``order`` (N, L), most important first, ablated together)."""
-    return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, batch_size=batch_size, **kw)[:, 0]
+    return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, **kw)[:, 0]

@@ -26,11 +26,6 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-# Effects closer than this (probability units) count as tied: ~10× the float32 resolution of a
-# probability near 1 (eps 1.2e-7), the precision the features are cached in and the head was
-# trained at, so an ordering finer than this is not a property of the model (docs/METHOD.md).
-TIE_TOLERANCE = 1e-6
-
 DIRECTIONS = {
     "faithfulness": "higher is better (mean Spearman ρ over valid rows, in [-1, 1]; 0 = no rank agreement)",
     "deletion_at_1": "higher is better (drop of p_c when the top-scored layer is ablated; "

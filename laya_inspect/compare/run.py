@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from .. import __version__
+from ..distributed import device_for, join_world, spread
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out_dir, plain, write_json
 from ..head_dir import load_head, read_head_config
@@ -94,6 +95,20 @@ class CompareResult:
         from ..report import summary_html
 
         return summary_html(self.summary)
+
+    def __rich__(self) -> Any:  # a terminal (rich.print) shows what `compare` prints
+        from rich.console import Group
+
+        from ..report.terminal import build_report
+
+        return Group(*build_report(self.summary))
+
+    def to_pandas(self) -> Any:
+        """Per-sample scores, one row per (head, ablation, sample, layer): effect and every method's
+        score (:func:`laya_inspect.frames.compare_frame`). Needs pandas."""
+        from ..frames import compare_frame
+
+        return compare_frame(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +276,8 @@ def _run_head(
             batch_size=config.batch_size,
         )
         res.measured[a] = measure(remover, seed=config.seed)
-        res.curves[a] = {m: remover.curves(_order(s)) for m, s in res.scores.items()}
+        curves = remover.curves_of([_order(s) for s in res.scores.values()])  # one pass for every method
+        res.curves[a] = dict(zip(res.scores, curves))
     return res
 
 
@@ -280,7 +296,8 @@ def compare_heads(
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
     ablations, every = resolve_ablations(config.ablation)
-    device = pick_device(config.device)
+    world = join_world(config.device)  # under torchrun the heads are spread over the processes
+    device = pick_device(device_for(config.device, world))
     heads = _load_heads(head_dirs, store, config.allow_other_cache, device)
     plain_heads = {n: h for n, (h, _, _) in heads.items()}
     abl_plan = _plan_ablations(ablations, every, plain_heads)
@@ -306,15 +323,17 @@ def compare_heads(
     labels = store.labels(config.split, rows).astype(np.int64)
     layer_names, class_names = store.layer_names, store.class_names
 
-    results, head_summaries = [], []
-    for i, (name, (head, cfg, d)) in enumerate(heads.items()):
+    def one(i: int, item: tuple[str, tuple[Head, dict, str]]) -> tuple[HeadResult, dict[str, Any]]:
+        name, (head, cfg, d) = item
         emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
         run, skipped = plan[name]
         r = _run_head(name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, emit)
-        results.append(r)
-        head_summaries.append(
-            head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
-        )
+        return r, head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
+
+    # Under torchrun each head runs whole on one process: rows are not split, since the seeded random
+    # references are drawn for all rows at once, so a split would change them (docs/SCALING.md).
+    done = spread(world, list(heads.items()), one)
+    results, head_summaries = [r for r, _ in done], [h for _, h in done]
 
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -355,6 +374,8 @@ def compare_heads(
         "summary_csv": "summary.csv",
         "report": "report.html",
     }
+    if not world.is_main:  # rank 0 writes the folder
+        return CompareResult(out, plain(summary), results, [])
     with atomic_dir(out, force=overwrite) as tmp:
         written = [write_h5(tmp / "attributions.h5", results, rows, labels, values["means"], summary)]
         plot_files: list[Path] = []

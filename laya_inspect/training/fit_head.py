@@ -31,11 +31,12 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from .. import __version__
+from ..distributed import World, device_for, join_world, spread
 from ..errors import InputError, WriteError
 from ..files import atomic_dir, write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
-from ..runtime import Progress, no_progress, pick_device, seeded
+from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from ..store import FeatureStore
 from .fit_config import FitConfig, resolve_heads
 from .loop import (
@@ -171,6 +172,11 @@ class FitResult:
 
         return fit_summary_html(self.summary, [r.row() for r in self.runs])
 
+    def __rich__(self) -> Any:  # a terminal (rich.print, IPython with rich) shows the fit-head table
+        from ..report.terminal import fit_table
+
+        return fit_table(self.summary, f"{self.out_dir} — test split, 95% t-interval")
+
 
 def fit_heads(
     store: FeatureStore,
@@ -181,10 +187,15 @@ def fit_heads(
     overwrite: bool = False,
 ) -> FitResult:
     """Fit every head of ``config`` over its seeds on ``store``'s train split; test on its test split.
-    ``out_dir`` must be empty or absent unless ``overwrite``, which replaces it whole at the end."""
+    ``out_dir`` must be empty or absent unless ``overwrite``, which replaces it whole at the end.
+    Under torchrun the runs are spread over the processes and rank 0 writes ``out_dir``; the others
+    return every run with an empty summary and no files."""
     emit = progress or no_progress
+    if config.threads is not None:  # the command line applies the default itself
+        set_threads(config.threads)
     out = Path(out_dir)
-    device = pick_device(config.device)
+    world = join_world(config.device)  # under torchrun the (head, seed) runs are spread over the processes
+    device = pick_device(device_for(config.device, world))
     for split in (config.train_split, config.test_split):
         store.n(split)  # NotFoundError naming the splits there are
     present = np.unique(store.labels(config.train_split))
@@ -195,9 +206,11 @@ def fit_heads(
             f"the {config.train_split!r} split of {store.path} holds only class {shown or '(none)'}; "
             "a head needs training rows of at least 2 classes"
         )
+    if not world.is_main:  # rank 0 writes the folder; this process only runs its share of the runs
+        return _fit_into(store, config, None, final=out, device=device, emit=emit, world=world)
     try:
         with atomic_dir(out, force=overwrite, flag="--out") as tmp:
-            result = _fit_into(store, config, tmp, final=out, device=device, emit=emit)
+            result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world)
             from ..report import write_report_html
 
             result.files["report_html"] = write_report_html(tmp, as_dir=out)
@@ -209,8 +222,17 @@ def fit_heads(
 
 
 def _fit_into(
-    store: FeatureStore, config: FitConfig, out: Path, *, final: Path, device: Any, emit: Progress
+    store: FeatureStore,
+    config: FitConfig,
+    out: Path | None,
+    *,
+    final: Path,
+    device: Any,
+    emit: Progress,
+    world: World = World(),
 ) -> FitResult:
+    """Fit into the folder ``out``; ``out`` None: a process other than rank 0 under torchrun, which
+    runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
     from .profiles import compute_profiles, write_profiles
     from .quality import chance_level, gate, layer_probes
@@ -237,7 +259,8 @@ def _fit_into(
     if config.grid:
         grid = grid_search(config, progress=emit, **common)
         hparams = {**hparams, **grid["chosen"]}
-        files.update(write_grid(out, grid))
+        if out is not None:
+            files.update(write_grid(out, grid))
 
     identity = cache_identity(store)
     split_info = {
@@ -258,22 +281,28 @@ def _fit_into(
         "patience": patience,
         "budget": "as given" if config.epochs is not None and config.patience is not None else "default rule",
     }
-    runs: list[RunResult] = []
-    total = len(config.heads) * len(config.seeds)
-    for kind in config.heads:
-        for seed in config.seeds:
-            tag = {"stage": "fit", "run": len(runs) + 1, "runs": total}
-            r = fit_one(kind, seed, hparams, config=config, test=test, progress=emit, tag=tag, **common)
-            save_run(
-                out / kind / f"seed_{seed}",
-                r,
-                identity=identity,
-                split_info=split_info,
-                training=training,
-                device=str(device),
-            )
-            r.head_dir = final / kind / f"seed_{seed}"
-            runs.append(r)
+    pairs = [(kind, seed) for kind in config.heads for seed in config.seeds]
+
+    def fit(i: int, pair: tuple[str, int]) -> RunResult:
+        tag = {"stage": "fit", "run": i + 1, "runs": len(pairs)}
+        r = fit_one(*pair, hparams, config=config, test=test, progress=emit, tag=tag, **common)
+        if world.distributed and r.module is not None:  # sent to rank 0, which may not see this GPU
+            r.module.cpu()
+        return r
+
+    runs: list[RunResult] = spread(world, pairs, fit)  # independent runs: one process each under torchrun
+    if out is None:
+        return FitResult(final, config, str(device), hparams, runs, {}, grid, None, {})
+    for r, (kind, seed) in zip(runs, pairs):
+        save_run(
+            out / kind / f"seed_{seed}",
+            r,
+            identity=identity,
+            split_info=split_info,
+            training=training,
+            device=str(device),
+        )
+        r.head_dir = final / kind / f"seed_{seed}"
 
     probe = None
     if config.probe:
@@ -310,7 +339,8 @@ def _fit_into(
     weighted = [r for r in runs if r.test is not None and r.test.weights is not None]
     if weighted:
         profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=_class_names(store, num_classes))
-        files.update(write_profiles(out / "profiles", profiles))
+        formats = ("png", "svg") if config.svg else ("png",)
+        files.update(write_profiles(out / "profiles", profiles, formats=formats))
     return FitResult(
         out_dir=final,
         config=config,

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ import numpy as np
 
 from ..files import write_with
 
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg")  # what a plot can be written as; PNG only unless SVG is asked for (--svg)
+PNG_ONLY = ("png",)
 
 
 def _plt() -> Any:
@@ -31,10 +33,10 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, stem: Path) -> dict[str, Path]:
+def _save(fig: Any, stem: Path, formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
     plt = _plt()
     out = {}
-    for fmt in FORMATS:
+    for fmt in formats:
         path = stem.with_suffix(f".{fmt}")
         write_with(
             path,
@@ -55,25 +57,29 @@ def _pooled(n_seeds: int) -> str:
     return f"pooled over {n_seeds} seeds" if n_seeds > 1 else "1 seed"
 
 
-def plot_layer_bars(profiles: dict[str, Any], stem: Path) -> dict[str, Path]:
+def plot_layer_bars(profiles: dict[str, Any], stem: Path, formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
     names = profiles["layer_names"]
     series = [(f"{h} α (± std over rows)", p["mean"], p["std"]) for h, p in profiles["alpha"].items()]
     series += [(f"{h} static (± std over seeds)", p["mean"], p["std"]) for h, p in profiles["static"].items()]
     n_seeds = max([len(p["seeds"]) for t in ("alpha", "static") for p in profiles[t].values()] or [1])
     title = f"Layer weights, {_pooled(n_seeds)} (error bars clipped to [0, 1])"
-    return _bars(names, series, title, stem)
+    return _bars(names, series, title, stem, formats)
 
 
-def plot_seed_bars(head: str, kind: str, p: dict[str, Any], names: list[str], stem: Path) -> dict[str, Path]:
+def plot_seed_bars(
+    head: str, kind: str, p: dict[str, Any], names: list[str], stem: Path, formats: Sequence[str] = PNG_ONLY
+) -> dict[str, Path]:
     """Each seed's mean weight per layer beside the pooled mean (no error bars)."""
     per_seed = p["seed_means"] if kind == "alpha" else p["weights"]
     series = [(f"seed {s}", row, None) for s, row in zip(p["seeds"], per_seed)]
     series.append((f"{_pooled(len(p['seeds']))}", p["mean"], None))
     label = "α" if kind == "alpha" else "static weights"
-    return _bars(names, series, f"{head} {label} per seed, and pooled", stem)
+    return _bars(names, series, f"{head} {label} per seed, and pooled", stem, formats)
 
 
-def _bars(names: list[str], series: list[tuple[str, Any, Any]], title: str, stem: Path) -> dict[str, Path]:
+def _bars(
+    names: list[str], series: list[tuple[str, Any, Any]], title: str, stem: Path, formats: Sequence[str]
+) -> dict[str, Path]:
     plt = _plt()
     x = np.arange(len(names))
     width = 0.8 / max(1, len(series))
@@ -92,11 +98,18 @@ def _bars(names: list[str], series: list[tuple[str, Any, Any]], title: str, stem
     ax.legend(
         fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(names) <= 6 else -0.25), ncol=2
     )
-    return _save(fig, stem)
+    return _save(fig, stem, formats)
 
 
 def plot_class_heatmap(
-    matrix: np.ndarray, counts: np.ndarray, *, layer_names: list[str], class_names: list[str], title: str, stem: Path
+    matrix: np.ndarray,
+    counts: np.ndarray,
+    *,
+    layer_names: list[str],
+    class_names: list[str],
+    title: str,
+    stem: Path,
+    formats: Sequence[str] = PNG_ONLY,
 ) -> dict[str, Path]:
     plt = _plt()
     n_classes, n_layers = matrix.shape
@@ -120,16 +133,16 @@ def plot_class_heatmap(
     ax.set_yticks(range(n_classes), [f"{n} (n={int(k)})" for n, k in zip(class_names, counts)])
     ax.set_title(title)
     fig.colorbar(im, ax=ax, label="mean α")
-    return _save(fig, stem)
+    return _save(fig, stem, formats)
 
 
-def plot_profiles(out_dir: Path, profiles: dict[str, Any]) -> dict[str, Path]:
+def plot_profiles(out_dir: Path, profiles: dict[str, Any], formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
     names, classes = profiles["layer_names"], profiles["class_names"]
-    files = plot_layer_bars(profiles, out_dir / "layer_weights")
+    files = plot_layer_bars(profiles, out_dir / "layer_weights", formats)
     for kind in ("alpha", "static"):
         for h, p in profiles[kind].items():
             if len(p["seeds"]) > 1:
-                files.update(plot_seed_bars(h, kind, p, names, out_dir / f"{h}_seeds"))
+                files.update(plot_seed_bars(h, kind, p, names, out_dir / f"{h}_seeds", formats))
     for h, p in profiles["alpha"].items():
         pooled = _pooled(len(p["seeds"]))
         for group, g in p["class"].items():
@@ -141,6 +154,7 @@ def plot_profiles(out_dir: Path, profiles: dict[str, Any]) -> dict[str, Path]:
                     class_names=classes,
                     title=f"{h}: mean α by class ({group} test rows, {pooled})",
                     stem=out_dir / f"{h}_class_{group}",
+                    formats=formats,
                 )
             )
         if len(p["seeds"]) > 1:
@@ -154,6 +168,7 @@ def plot_profiles(out_dir: Path, profiles: dict[str, Any]) -> dict[str, Path]:
                         class_names=classes,
                         title=f"{h}: mean α by class (all test rows, seed {s} only)",
                         stem=out_dir / f"{h}_class_all_seed{s}",
+                        formats=formats,
                     )
                 )
     return files

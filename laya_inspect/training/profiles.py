@@ -149,7 +149,9 @@ def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
     return write_csv(path, [dict(zip(header, r)) for r in rows], columns=header)
 
 
-def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
+def write_profiles(
+    out_dir: str | Path, profiles: dict[str, Any], *, plots: bool = True, formats: Sequence[str] = ("png",)
+) -> dict[str, Path]:
     """Write profiles.json, layer_weights.csv, class_layer_alpha.csv, static_weights.csv and the plots."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -205,5 +207,5 @@ def write_profiles(out_dir: str | Path, profiles: dict[str, Any], *, plots: bool
     if plots:
         from .plots import plot_profiles
 
-        files.update(plot_profiles(out, profiles))
+        files.update(plot_profiles(out, profiles, formats))
     return files
