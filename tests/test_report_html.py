@@ -315,3 +315,148 @@ def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -
                 if label in P.METHOD_STYLES:
                     by_label.setdefault(label, set()).add(str(line.get_color()).lower())
     assert by_label and all(colors == {P.METHOD_STYLES[m]["color"].lower()} for m, colors in by_label.items())
+
+
+# -- prune, early-exit and diagnose pages ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def beyond(tmp_path_factory) -> dict[str, Any]:
+    """The three beyond commands on a tiny cache (class = sign of layer 1 + layer 2) with a LAYA head
+    fitted here, diagnose against a copy whose layer 2 is moved; every folder with its plots."""
+    import torch
+    from helpers import write_cache
+
+    from laya_inspect.beyond.diagnose import DiagnoseConfig, diagnose_heads
+    from laya_inspect.beyond.early_exit import ExitConfig, simulate_early_exit
+    from laya_inspect.beyond.prune import PruneConfig, prune_layers
+    from laya_inspect.beyond.refit import Budget
+    from laya_inspect.head_dir import cache_identity, save_head
+    from laya_inspect.heads import build_head
+
+    root = tmp_path_factory.mktemp("beyond")
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 300), ("test", 200)):
+        feats = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(3)]
+        splits[name] = (feats, (feats[0][:, 0] + feats[1][:, 0] < 0).astype(np.int64))
+    names = ["l1", "l2", "l3"]
+    cache = write_cache(root / "c.h5", splits, layer_names=names)
+    moved = {s: ([f + (1.5 if i == 1 else 0.0) for i, f in enumerate(fs)], y) for s, (fs, y) in splits.items()}
+    other = write_cache(root / "moved.h5", moved, layer_names=names, data_spec="moved")
+    with FeatureStore(cache) as store, FeatureStore(other) as against:
+        torch.manual_seed(0)
+        head = build_head("laya", store.widths, store.num_classes, d_star=4, tau=1.0)
+        hs, y = [torch.from_numpy(h) for h in store.layers("train")], torch.from_numpy(store.labels("train"))
+        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+        for _ in range(60):
+            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        head_dir = save_head(root / "laya", head.eval(), meta=cache_identity(store))
+        prune = prune_layers(
+            head_dir, store, PruneConfig(refit=False, costs="shapes", device="cpu"), out_dir=root / "prune"
+        )
+        cfg = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu")
+        ee = simulate_early_exit(head_dir, store, cfg, Budget(epochs=2), out_dir=root / "early-exit")
+        cfg_d = DiagnoseConfig(permutations=50, n_boot=50, device="cpu")
+        diag = diagnose_heads([head_dir], store, cfg_d, out_dir=root / "diagnose", against=against)
+    return {"prune": prune, "early-exit": ee, "diagnose": diag}
+
+
+BEYOND_TABLES = {
+    "prune": {"prune-rankings", "prune-points", "prune-layers"},
+    "early-exit": {"exit-rules", "exit-comparisons", "exit-depths"},
+    "diagnose": {"diagnose-errors", "diagnose-heads", "diagnose-shift", "diagnose-shift-layers"},
+}
+BEYOND_LEADS = {
+    "prune": "Ranking layers by α ",
+    "early-exit": "Adding α's mass beyond the exit depth",
+    "diagnose": "Misclassified test rows: max softmax probability (no α) reaches AUROC",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BEYOND_TABLES))
+def test_each_beyond_command_writes_its_page_with_its_tables(beyond: dict[str, Any], kind: str) -> None:
+    from laya_inspect.report.beyond import write_beyond_report
+
+    result = beyond[kind]
+    page = result.out_dir / "report.html"
+    assert page in result.files
+    text = page.read_text(encoding="utf-8")
+    assert "default-src 'none'" in text and 'src="http' not in text
+    lead = re.search(r'<div class="reading" id="reading">(.*?)</div>', text, re.S)
+    assert lead and html.unescape(lead.group(1)).startswith(f"<p>{BEYOND_LEADS[kind]}")
+    for table in BEYOND_TABLES[kind]:
+        assert f'<table id="{table}">' in text
+    # the command names the folder, not the temporary one it was written under
+    assert f"laya-inspect {kind} " in text and f"--out {result.out_dir}" in html.unescape(text)
+    assert ".tmp" not in html.unescape(text.split('id="provenance"')[0]).split('id="commands"')[1]
+    n_png = len(list((result.out_dir / "plots").glob("*.png")))
+    assert n_png >= 1 and text.count('src="data:image/png;base64,') == n_png
+    if kind == "prune":  # one row per evaluated (ranking, k)
+        body = text.split('<table id="prune-points">')[1].split("</table>")[0]
+        assert body.count("<tr>") - 1 == len(result.summary["points"])
+    # rebuilt from the finished folder, the page is the same
+    assert write_beyond_report(result.out_dir).read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("kind", sorted(BEYOND_TABLES))
+def test_report_command_reads_a_beyond_folder_and_rebuilds_its_page(
+    beyond: dict[str, Any], kind: str, tmp_path: Path
+) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from laya_inspect.cli import app
+
+    folder = tmp_path / kind
+    shutil.copytree(beyond[kind].out_dir, folder)
+    (folder / "report.html").unlink()
+    res = CliRunner().invoke(app, ["report", str(folder), "--html"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    for line in beyond[kind].summary["verdict"]:
+        assert f"• {line}" in res.output
+    assert "<table" in (folder / "report.html").read_text(encoding="utf-8")
+    res = CliRunner().invoke(app, ["report", str(folder), "--json"])
+    assert res.exit_code == 0 and '"command": "' + kind + '"' in res.output
+
+
+def test_the_beyond_readings_say_whether_alpha_beats_its_baseline() -> None:
+    from laya_inspect.report.reading_beyond import early_exit_reading, outcome
+
+    def d(mean: float, lo: float, hi: float) -> dict[str, Any]:
+        return {"mean": mean, "ci_low": lo, "ci_high": hi, "values": [mean]}
+
+    assert [outcome(d(0.1, 0.05, 0.2)), outcome(d(-0.1, -0.2, -0.05)), outcome(d(0.0, -0.1, 0.1))] == [
+        "better",
+        "worse",
+        "no different",
+    ]
+    assert outcome({"mean": 0.1, "ci_low": None, "ci_high": None}) == "undecided"
+    s = {
+        "seeds": [0, 1, 2],
+        "config": {"epsilon": 0.05},
+        "comparisons": {
+            "confidence+alpha vs confidence": {"area_diff": d(-0.0144, -0.0214, -0.0075)},
+            "alpha vs fixed": {"area_diff": d(0.0019, 0.0007, 0.0030)},
+            "confidence vs fixed": {"area_diff": d(0.0167, 0.0103, 0.0230)},
+        },
+        "fixed_depth": [],
+    }
+    lead = early_exit_reading(s).lead
+    assert lead[0].startswith("Adding α's mass beyond the exit depth (ε = 0.05) to the confidence rule hurts: -0.0144")
+    assert lead[1].startswith("α alone beats a fixed exit depth (+0.0019 [+0.0007, +0.0030])")
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_beyond_pages_render_in_chromium(beyond: dict[str, Any], tmp_path: Path) -> None:
+    for kind, tables in BEYOND_TABLES.items():
+        folder = beyond[kind].out_dir
+        result, console = _probe(folder / "report.html", tmp_path)
+        assert console == [], (kind, console)
+        _check_rendered(result, len(list((folder / "plots").glob("*.png"))), tables)
+        assert result["reading"].startswith(BEYOND_LEADS[kind])

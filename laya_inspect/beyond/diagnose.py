@@ -126,7 +126,7 @@ def diagnose_heads(
         _same_layers(store, against)
     with atomic_dir(out, force=overwrite, flag="--out") as tmp:
         summary = _diagnose(head_dirs, store, config, against, emit)
-        files = write_diagnose(tmp, summary, plots=config.plots)
+        files = write_diagnose(tmp, summary, plots=config.plots, as_dir=out)
     return DiagnoseResult(out, summary, [out / p.relative_to(tmp) for p in files])
 
 

@@ -165,7 +165,7 @@ def simulate_early_exit(
     out = Path(out_dir)
     with atomic_dir(out, force=overwrite, flag="--out") as tmp:
         summary = _simulate(head_dir, store, config, budget, emit)
-        files = write_early_exit(tmp, summary, plots=config.plots)
+        files = write_early_exit(tmp, summary, plots=config.plots, as_dir=out)
     return ExitResult(out, summary, [out / p.relative_to(tmp) for p in files])
 
 

@@ -70,7 +70,7 @@ def prune_layers(
     out = Path(out_dir)
     with atomic_dir(out, force=overwrite, flag="--out") as tmp:
         summary, chosen = _prune(head_dir, store, config, budget, scalarmix_dir, emit)
-        files = write_prune(tmp, summary, chosen, plots=config.plots)
+        files = write_prune(tmp, summary, chosen, plots=config.plots, as_dir=out)
     return PruneResult(out, summary, [out / p.relative_to(tmp) for p in files])
 
 

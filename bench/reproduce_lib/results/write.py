@@ -176,26 +176,29 @@ def write_report(
         *machine(mode_dir),
         "",
     ]
-    # bench/trust.py owns the block between the trust markers: kept verbatim, right after the summary.
-    text = "\n".join(head + kept_trust_block(results) + body + tail).rstrip() + "\n"
+    # bench/trust.py owns the block between the trust markers, bench/beyond.py the one between the beyond
+    # markers: both kept verbatim, right after the summary.
+    kept = kept_trust_block(results) + kept_trust_block(results, BEYOND_BEGIN, BEYOND_END)
+    text = "\n".join(head + kept + body + tail).rstrip() + "\n"
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(text)
     return results
 
 
 TRUST_BEGIN, TRUST_END = "<!-- trust:begin -->", "<!-- trust:end -->"
+BEYOND_BEGIN, BEYOND_END = "<!-- beyond:begin -->", "<!-- beyond:end -->"
 
 
-def kept_trust_block(results: Path) -> list[str]:
-    """The lines of ``results`` from the trust begin marker to the end marker (both kept), then a blank
+def kept_trust_block(results: Path, begin: str = TRUST_BEGIN, end: str = TRUST_END) -> list[str]:
+    """The lines of ``results`` from the ``begin`` marker to the ``end`` marker (both kept), then a blank
     line; none when the page or either marker is missing."""
     try:
         old = results.read_text(encoding="utf-8")
     except OSError:
         return []
-    i = old.find(TRUST_BEGIN)
-    j = old.find(TRUST_END, i + 1) if i >= 0 else -1
-    return [*old[i : j + len(TRUST_END)].split("\n"), ""] if 0 <= i < j else []
+    i = old.find(begin)
+    j = old.find(end, i + 1) if i >= 0 else -1
+    return [*old[i : j + len(end)].split("\n"), ""] if 0 <= i < j else []
 
 
 def _summary_line(exp: Experiment) -> str:

@@ -1,0 +1,265 @@
+"""The beyond block of docs/RESULTS.md that bench/beyond.py writes: per backbone, whether α beats its
+baseline without α in prune, early-exit and diagnose (misclassification and shift), with the paired
+difference and its 95% interval over seeds, the plain reading the command's report.html leads with,
+and the exact commands with their wall times. Every number is read from the folders the CLI wrote."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from laya_inspect.files import write_text
+from laya_inspect.report.reading import interval, num
+from laya_inspect.report.reading_beyond import (
+    PRUNE_NAMES,
+    diagnose_reading,
+    diff_text,
+    early_exit_reading,
+    outcome,
+    prune_reading,
+    same,
+)
+
+BEGIN, END = "<!-- beyond:begin -->", "<!-- beyond:end -->"
+WORD = {"better": "**α better**", "worse": "**α worse**", "no different": "no difference", "undecided": "—"}
+
+
+def word(d: dict[str, Any] | None, alpha: bool = True, sets: bool = False) -> str:
+    """The verdict cell; ``alpha=False`` for a comparison of two rules that both do without α;
+    ``sets``: prune's rankings, whose differences are all 0 when they keep the same layer sets."""
+    if sets and same(d):
+        return "same layer sets"
+    text = WORD[outcome(d)]
+    return text if alpha else text.replace("α ", "first ")
+
+
+def table(cols: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
+
+
+def est(d: dict[str, Any] | None, digits: int = 4) -> str:
+    if not d or d.get("mean") is None:
+        return "—"
+    return f"{num(d['mean'], digits)} {interval(d, digits)}"
+
+
+def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
+    rows = []
+    for r, e in s["rankings"].items():
+        if not e["applies"]:
+            rows.append([f"`{r}`", "—", "—", "—", "—", "does not apply"])
+            continue
+        within = [p for p in s["points"] if p["ranking"] == r and p["within_max_drop"]]
+        best = min(within, key=lambda p: p["k"]) if within else None
+        d = (s["alpha_vs"].get(r) or {}).get("mean_test_acc_over_k_diff")
+        rows.append(
+            [
+                f"`{r}`",
+                "—" if best is None else f"{best['k']} ({best['flops_saved']:.1%})",
+                "—" if best is None else est(best["test_acc"]),
+                est((s["per_ranking"].get(r) or {}).get("mean_test_acc_over_k")),
+                "(α)" if r == "alpha" else diff_text(d),
+                "" if r == "alpha" else word(d, sets=True),
+            ]
+        )
+        if r != "alpha":
+            glance.append(
+                [name, "prune", f"rank layers: α vs {PRUNE_NAMES.get(r, r)}", diff_text(d), word(d, sets=True)]
+            )
+    n = len(s["cache"]["layer_names"])
+    cols = [
+        "ranking",
+        f"smallest k within {s['config']['max_drop']:g} (FLOPs saved)",
+        "test acc there",
+        f"mean test acc over k < {n}",
+        "α − ranking",
+        "",
+    ]
+    lead = (
+        f"**prune** ({s['mode']}, {len(s['seeds'])} seeds, k ∈ {', '.join(map(str, s['ks']))}; all layers: "
+        f"test accuracy {est(s['reference']['test_acc'])}):"
+    )
+    return [lead, "", *table(cols, rows), "Reading: " + " ".join(prune_reading(s).lead), ""]
+
+
+def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
+    rules = {r: est(e["area"]) for r, e in s["rules"].items()}
+    comps = s["comparisons"]
+    rows = [[c, diff_text(v["area_diff"]), word(v["area_diff"], alpha="alpha" in c)] for c, v in comps.items()]
+    for key, what in (("confidence+alpha vs confidence", "exit: confidence+α vs confidence"),
+                      ("alpha vs fixed", "exit: α alone vs fixed depth")):  # fmt: skip
+        d = comps[key]["area_diff"]
+        glance.append([name, "early-exit", what, diff_text(d), WORD[outcome(d)]])
+    lead = (
+        f"**early-exit** ({len(s['seeds'])} seeds, ε = {s['config']['epsilon']:g}; area under accuracy–compute: "
+        + "; ".join(f"`{r}` {v}" for r, v in rules.items())
+        + "):"
+    )
+    return [lead, "", *table(["comparison", "area difference", ""], rows),
+            "Reading: " + " ".join(early_exit_reading(s).lead), ""]  # fmt: skip
+
+
+def _diagnose(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
+    e = s["errors"]
+    rows = []
+    for score, auc in e["auroc"].items():
+        d = e["diff_vs_msp"].get(f"{score} − msp")
+        rows.append(
+            [f"`{score}`", est(auc, 3), est(e["aupr"].get(score), 3), "(baseline)" if score == "msp" else
+             diff_text(d, 3), "" if score == "msp" else WORD[outcome(d)]]
+        )  # fmt: skip
+        if score in ("alpha_divergence", "msp+alpha"):
+            glance.append([name, "diagnose", f"errors: {score} vs msp (AUROC)", diff_text(d, 3), WORD[outcome(d)]])
+    lead = f"**diagnose**, misclassified test rows ({len(s['heads'])} LAYA seeds, {e['interval']}):"
+    cols = ["score", "AUROC", "AUPR", "AUROC − msp", ""]
+    return [lead, "", *table(cols, rows), "Reading: " + diagnose_reading(s).lead[0], ""]
+
+
+def _shift(b: Any, glance: list[list[Any]], load: Callable[[Path], Any]) -> list[str]:
+    rows, tally = [], {"better": 0, "worse": 0, "no different": 0, "undecided": 0}
+    control, inverted = "", []
+    worst: tuple[float, str, dict[str, Any]] | None = None
+    for sh in b.shifts:
+        s = load(sh["out"] / "summary.json")
+        if not s or "shift" not in s:
+            rows.append([sh["tag"], "not run", "", "", "", "", ""])
+            continue
+        pooled, heads = s["shift"]["pooled"], s["shift"]["heads"]
+        auc, diffs = pooled["detect_auroc"], pooled["detect_diff"]
+        d_div, d_ent = diffs.get("alpha_divergence − msp"), diffs.get("alpha_entropy − msp")
+        acc = sum(h["accuracy_other"] for h in heads) / len(heads)
+        p = max(h["permutation"]["p_value"] for h in heads)
+        rows.append(
+            [
+                "clean copy (control)" if sh["kind"] == "clean" else f"{sh['kind']} {sh['severity']}",
+                num(acc, 3),
+                est(auc.get("msp"), 3),
+                est(auc.get("alpha_divergence"), 3),
+                # the control's differences are float rounding of the same images (±1e-4): no verdict words
+                diff_text(d_div, 3) + ("" if sh["kind"] == "clean" else f" {WORD[outcome(d_div)]}"),
+                diff_text(d_ent, 3) + ("" if sh["kind"] == "clean" else f" {WORD[outcome(d_ent)]}"),
+                f"{p:.3g}",
+            ]
+        )
+        if sh["kind"] == "clean":
+            m_msp, m_div = ((auc.get(k) or {}).get("mean") for k in ("msp", "alpha_divergence"))
+            control = (
+                f" Control, the unchanged images through the same npz → extract path: msp AUROC {num(m_msp, 3)}, "
+                f"α divergence {num(m_div, 3)}, permutation p {p:.3g} (0.5 and a large p: the pipeline adds no shift)."
+            )
+        else:
+            tally[outcome(d_div)] += 1
+            if (auc.get("msp") or {}).get("ci_high", 1.0) < 0.5:
+                inverted.append(f"{sh['kind']} {sh['severity']} (msp AUROC {num(auc['msp']['mean'], 3)})")
+            m = (d_div or {}).get("mean")
+            if m is not None and (worst is None or abs(m) > abs(worst[0])):
+                worst = (m, f"{sh['kind']} {sh['severity']}", d_div or {})
+    if not rows:
+        return []
+    n = sum(tally.values())
+    reading = (
+        f"Reading: α divergence tells the corrupted copy from the clean test rows better than max softmax "
+        f"probability in {tally['better']} of {n} corruptions, worse in {tally['worse']}, with no detectable "
+        f"difference in {tally['no different']}"
+        + (f"; the largest difference is {worst[1]} ({diff_text(worst[2], 3)})" if worst else "")
+        + "."
+        + (
+            f" Where msp's AUROC is below 0.5 — {', '.join(inverted)} — the heads are *more* confident on the "
+            "corrupted rows: α divergence wins there against msp read the usual way, but msp read the other way "
+            "round (1 − AUROC) would win."
+            if inverted
+            else ""
+        )
+        + control
+    )
+    if worst:
+        counts = f"better {tally['better']}, worse {tally['worse']}, tie {tally['no different']}"
+        glance.append([b.name, "diagnose", f"shift ({n} corruptions): α divergence vs msp (AUROC)", counts, ""])
+    cols = [
+        "corrupted copy",
+        "accuracy on it",
+        "AUROC msp",
+        "AUROC α divergence",
+        "α divergence − msp",
+        "α entropy − msp",
+        "permutation p (max over seeds)",
+    ]
+    head = (
+        "**diagnose --against** a corrupted copy of the same test rows (`bench/reproduce_lib/corrupt.py`; noise σ "
+        "0.08/0.18/0.38, blur σ 0.5/1.0/1.5 px, JPEG quality 50/20/8 for severities 1/2/3); positive = a row of the "
+        "copy; t-intervals over seeds:"
+    )
+    return [head, "", *table(cols, rows), reading, ""]
+
+
+def block(bbs: list[Any], runner: Any, work: Path, *, smoke: bool, load: Callable[[Path], Any]) -> str:
+    now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    glance: list[list[Any]] = []
+    body: list[str] = []
+    cmds: list[str] = []
+    total = 0.0
+    for i, b in enumerate(bbs, 1):
+        body += [f"### {i}. {b.title}", ""]
+        if b.skip:
+            body += [f"Not run: {b.skip}.", ""]
+            continue
+        sums = {c: load(o / "summary.json") for c, o in b.outs.items()}
+        fitted = load(b.laya[0].parent.parent / "summary.json") or {}
+        accs = ", ".join(
+            f"{h['head']} {num(h['test_acc']['mean'], 4)}" for h in fitted.get("heads") or [] if h.get("test_acc")
+        )
+        body.append(
+            f"Cache `{b.cache}`; LAYA heads {', '.join(f'`{p.name}`' for p in b.laya)} under `{b.laya[0].parent}`"
+            + (f" (`fit-head`'s test accuracy on this cache, mean over seeds: {accs})" if accs else "")
+            + f"; each command's folder under `{work / b.name}` also holds report.html, the CSV tables and plots/."
+        )
+        body.append("")
+        for c, fn in (("prune", _prune), ("early-exit", _exit), ("diagnose", _diagnose)):
+            body += fn(sums[c], glance, b.name) if sums[c] else [f"**{c}**: not run.", ""]
+        body += _shift(b, glance, load)
+        for st in b.steps:
+            rec = runner.read_record(st) or {}
+            wall = rec.get("wall_s")
+            total += wall or 0.0
+            cmds.append(f"{shlex.join(st.cmd)}  # {'not run' if wall is None else f'{wall:.0f} s'}")
+    head = [
+        "## Beyond attribution: prune, early exit, diagnose",
+        "",
+        f"Written by `bench/beyond.py{' --smoke' if smoke else ''}` on {now} from the files the CLI wrote under "
+        f"`{work}` ({total / 60:.1f} min of steps, OMP_NUM_THREADS=1, on the machine named at the end of this page), "
+        "on the caches and LAYA heads of `bench/trust.py`. Each use of α is measured against a baseline that does "
+        "not use α; **α better** / **α worse** only when the 95% t-interval over seeds of the paired difference "
+        'excludes 0. Definitions: docs/METHOD.md, "Beyond attribution". Plots are not committed: each command\'s '
+        "folder holds them, inlined in its report.html.",
+        "",
+    ]
+    if smoke:
+        head += ["> **SMOKE RUN**: a tiny digits model, 2 seeds, a few epochs. None of its numbers means anything.", ""]
+    head += ["### At a glance", "", *table(["backbone", "command", "α against", "α − baseline [95% CI]", ""], glance)]
+    tail = ["### Commands and wall times", "", "<details><summary>every step, in order</summary>", "", "```bash",
+            *cmds, "```", "", "</details>"]  # fmt: skip
+    return "\n".join([BEGIN, *head, *body, *tail, END])
+
+
+def put_block(results: Path, text: str) -> None:
+    """Replace the beyond block of ``results``, or insert it right after the trust block (else after the
+    "## Summary" section, else at the end)."""
+    page = results.read_text(encoding="utf-8") if results.exists() else ""
+    i, j = page.find(BEGIN), page.find(END)
+    if 0 <= i < j:
+        page = page[:i] + text + page[j + len(END) :]
+    else:
+        trust_end = page.find("<!-- trust:end -->")
+        if trust_end >= 0:
+            at = trust_end + len("<!-- trust:end -->")
+            page = page[:at] + "\n\n" + text + page[at:]
+        else:
+            start = page.find("\n## Summary")
+            nxt = page.find("\n## ", start + 1) if start >= 0 else -1
+            at = nxt + 1 if nxt >= 0 else len(page)
+            page = page[:at] + text + "\n\n" + page[at:]
+    write_text(results, page)
