@@ -1,5 +1,5 @@
-"""Helpers the tests share: a cache written straight from arrays, a LAYA head worked out on paper, and a
-plain reference implementation of the leave-one-layer-out effects."""
+"""Helpers the tests share: a cache written straight from arrays, a head fitted in a second, a LAYA head
+worked out on paper, and a plain reference implementation of the leave-one-layer-out effects."""
 
 from __future__ import annotations
 
@@ -60,6 +60,29 @@ def write_cache(
             w.append(split, feats, labels, np.arange(len(labels)))
         w.finish()
     return path
+
+
+def extract_args(weights: Path, out: Path, *extra: str) -> list[str]:
+    """`extract` of the digits through the zoo MLP checkpoint ``weights`` into ``out``, on the CPU."""
+    return ["extract", "--model", "zoo:mlp", "--weights", str(weights), "--data", "digits", "--out", str(out),
+            "--device", "cpu", *extra]  # fmt: skip
+
+
+def fit_quickly(kind: str, store, steps: int = 30) -> Head:
+    """A tiny full-batch Adam loop on the cache's train split: a head that beats chance in about a second."""
+    from laya_inspect.heads import build_head
+
+    torch.manual_seed(0)
+    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
+    hs = [torch.from_numpy(h) for h in store.layers("train")]
+    y = torch.from_numpy(store.labels("train"))
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return head.eval()
 
 
 def paper_laya():

@@ -11,14 +11,13 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import fit_quickly, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.compare import metrics as M
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.heads import build_head
 from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
@@ -26,18 +25,7 @@ HEADS = ("laya", "scalarmix", "last")
 
 
 def _fit(kind: str, store: FeatureStore, steps: int = 40):
-    """A tiny full-batch Adam loop: enough for a head that beats chance, in well under a second."""
-    torch.manual_seed(0)
-    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
-    hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = torch.from_numpy(store.labels("train"))
-    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return head.eval()
+    return fit_quickly(kind, store, steps)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-import torch
+from helpers import fit_quickly
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -20,7 +20,6 @@ from laya_inspect.errors import InputError
 from laya_inspect.explain import explain_row, write_figure
 from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.heads import build_head
 from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
@@ -28,17 +27,7 @@ ENV = {"COLUMNS": "100"}
 
 
 def _fit(kind: str, store: FeatureStore, steps: int = 30):
-    torch.manual_seed(0)
-    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
-    hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = torch.from_numpy(store.labels("train"))
-    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return head.eval()
+    return fit_quickly(kind, store, steps)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from helpers import extract_args
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -166,21 +167,7 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     assert "blocks.1" in res.output and "256" in res.output
     res = runner.invoke(
         app,
-        [
-            "extract",
-            "--model",
-            "zoo:mlp",
-            "--weights",
-            str(ckpt),
-            "--data",
-            "digits",
-            "--out",
-            str(tmp_path / "c.h5"),
-            "--limit",
-            "40",
-            "--device",
-            "cpu",
-        ],
+        extract_args(ckpt, tmp_path / "c.h5", "--limit", "40"),
     )
     assert res.exit_code == 0, res.output
     with FeatureStore(tmp_path / "c.h5") as store:

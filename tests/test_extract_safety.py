@@ -47,22 +47,6 @@ def _run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300, **kw)
 
 
-def _start_and_wait(cmd, out, rows=64):
-    """Start an extract and return it once ``rows`` rows of train are on disk."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-        try:
-            with h5py.File(partial_path(out), "r", locking=False) as f:
-                if int(f["train"].attrs["n_written"]) >= rows:
-                    return proc
-        except (OSError, KeyError):
-            continue
-    proc.kill()
-    pytest.skip("the extraction finished (or failed) before it could be caught running")
-
-
 def _same_arrays(a, b):
     with FeatureStore(a) as x, FeatureStore(b) as y:
         for split in x.splits:
@@ -84,15 +68,23 @@ import os
 import time
 import torch
 
+CALLS = [0]
+
 
 class Slow(torch.nn.Module):
-    # a small MLP on 8x8 digits that waits while the file HOLD exists, so a run can be caught writing
+    # A small MLP on 8x8 digits that a test can catch mid-run. While the file HOLD exists, forward
+    # passes 2-5 take 0.3 s each (the writer puts rows on disk at least every 0.25 s, so some are
+    # there), and pass 6 waits, having touched WAITING, until HOLD is removed.
     def __init__(self):
         super().__init__()
         self.blocks = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 16), torch.nn.Linear(16, 10))
 
     def forward(self, x):
-        while os.path.exists("HOLD"):
+        CALLS[0] += 1
+        if 2 <= CALLS[0] <= 5 and os.path.exists("HOLD"):
+            time.sleep(0.3)
+        while CALLS[0] >= 6 and os.path.exists("HOLD"):
+            open("WAITING", "w").close()
             time.sleep(0.05)
         return self.blocks(x)
 
@@ -101,6 +93,52 @@ def make():
     torch.manual_seed(0)
     return Slow()
 """
+
+
+def _slow_setup(tmp_path):
+    """slowmodel.py and two of its state_dicts in ``tmp_path`` (the runs' working folder)."""
+    (tmp_path / "slowmodel.py").write_text(SLOW_MODEL)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import slowmodel  # type: ignore[import-not-found]
+
+        paths = []
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            path = tmp_path / f"slow{seed}.pt"
+            torch.save(slowmodel.Slow().state_dict(), path)
+            paths.append(path)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("slowmodel", None)
+    return paths
+
+
+def _slow_cmd(weights, out, data="digits"):
+    return [
+        sys.executable, "-m", "laya_inspect", "extract", "--model", "python:slowmodel:make", "--weights", str(weights),
+        "--data", data, "--image-size", "8", "--out", str(out), "--batch-size", "1", "--limit", "400",
+        "--device", "cpu",
+    ]  # fmt: skip
+
+
+def _start_and_hold(cmd, out, cwd):
+    """Start an extract of the slow model and return it once it waits on HOLD with rows on disk."""
+    (cwd / "HOLD").touch()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=cwd)
+    deadline = time.time() + 120
+    while not (cwd / "WAITING").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    with h5py.File(partial_path(out), "r", locking=False) as f:
+        assert int(f["train"].attrs["n_written"]) >= 1  # caught mid-run, with rows to resume from
+    return proc
+
+
+def _kill(proc, cwd):
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (cwd / "HOLD").unlink()
 
 
 def test_second_writer_and_overwrite_are_refused_while_one_writes(tmp_path):
@@ -150,32 +188,33 @@ def test_overwrite_beside_a_reader_keeps_the_readers_file_whole(ckpts, reference
         assert new.n("train") == old.n("train")
 
 
-def test_kill_then_swapped_checkpoint_is_refused_and_the_original_resumes(ckpts, reference, tmp_path):
+def test_kill_then_swapped_checkpoint_is_refused_and_the_original_resumes(tmp_path):
+    first, second = _slow_setup(tmp_path)
+    reference = tmp_path / "ref.h5"
+    res = _run(_slow_cmd(first, reference), cwd=tmp_path)  # no HOLD: straight through
+    assert res.returncode == 0, res.stderr
     out, weights = tmp_path / "c.h5", tmp_path / "w.pt"
-    shutil.copy(ckpts[0], weights)
-    proc = _start_and_wait(_cmd(weights, out), out)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    shutil.copy(first, weights)
+    _kill(_start_and_hold(_slow_cmd(weights, out), out, tmp_path), tmp_path)
     assert not out.exists() and partial_path(out).exists()
-    shutil.copy(ckpts[1], weights)  # another checkpoint at the same path
-    res = _run(_cmd(weights, out))
+    shutil.copy(second, weights)  # another checkpoint at the same path
+    res = _run(_slow_cmd(weights, out), cwd=tmp_path)
     assert res.returncode == 1 and "other weights" in res.stderr and "--overwrite" in res.stderr, res.stderr
-    shutil.copy(ckpts[0], weights)
-    res = _run(_cmd(weights, out))
+    shutil.copy(first, weights)
+    res = _run(_slow_cmd(weights, out), cwd=tmp_path)
     assert res.returncode == 0 and "resumed" in res.stdout, res.stdout + res.stderr
     _same_arrays(out, reference)
 
 
-def test_kill_then_changed_data_is_refused(ckpts, tmp_path):
+def test_kill_then_changed_data_is_refused(tmp_path):
+    first, _ = _slow_setup(tmp_path)
     rng = np.random.default_rng(0)
     data, out = tmp_path / "x.npz", tmp_path / "c.h5"
     y = np.arange(600) % 10
     np.savez(data, X=rng.random((600, 8, 8)).astype(np.float32), y=y)
-    proc = _start_and_wait(_cmd(ckpts[0], out, data=f"npz:{data}"), out)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill(_start_and_hold(_slow_cmd(first, out, data=f"npz:{data}"), out, tmp_path), tmp_path)
     np.savez(data, X=rng.random((600, 8, 8)).astype(np.float32), y=y)  # same shape and labels, other pixels
-    res = _run(_cmd(ckpts[0], out, data=f"npz:{data}"))
+    res = _run(_slow_cmd(first, out, data=f"npz:{data}"), cwd=tmp_path)
     assert res.returncode == 1 and "other data" in res.stderr, res.stderr
 
 

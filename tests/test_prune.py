@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import fit_quickly, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
@@ -19,7 +19,7 @@ from laya_inspect.beyond.rankings import block_influence, by_block_influence, or
 from laya_inspect.beyond.refit import Budget
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, load_head, save_head
-from laya_inspect.heads import LastLayerHead, LayaHead, build_head
+from laya_inspect.heads import LastLayerHead, LayaHead
 from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
@@ -157,17 +157,7 @@ def test_compute_counted_from_a_zoo_model(tmp_path):
 
 
 def _fit(kind: str, store: FeatureStore, steps: int = 60):
-    torch.manual_seed(0)
-    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
-    hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = torch.from_numpy(store.labels("train"))
-    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-    for _ in range(steps):
-        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return head.eval()
+    return fit_quickly(kind, store, steps)
 
 
 @pytest.fixture(scope="module")

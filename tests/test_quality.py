@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import extract_args, write_cache
 from scipy import stats as sps
 
 from laya_inspect.errors import InputError
@@ -183,19 +183,7 @@ def zoo_mlp_cache(path: Path) -> Path:
     assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
-        [
-            "extract",
-            "--model",
-            "zoo:mlp",
-            "--weights",
-            str(ckpt),
-            "--data",
-            "digits",
-            "--out",
-            str(path),
-            "--device",
-            "cpu",
-        ],
+        extract_args(ckpt, path),
     )
     assert res.exit_code == 0, res.output
     return path

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import extract_args
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -136,19 +137,7 @@ def test_export_jointly_trained_laya_head_for_compare(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
-        [
-            "extract",
-            "--model",
-            "zoo:mlp",
-            "--weights",
-            str(ckpt),
-            "--data",
-            "digits",
-            "--out",
-            str(cache),
-            "--device",
-            "cpu",
-        ],
+        extract_args(ckpt, cache),
         env=ENV,
     )
     assert res.exit_code == 0, res.output
