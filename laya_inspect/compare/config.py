@@ -97,7 +97,7 @@ CHOICES = {
 
 
 def _check_ablations(value: str) -> bool:
-    from .lolo import resolve_ablations  # torch; only when a config is built, not for --help
+    from .ablations import resolve_ablations  # torch; only when a config is built, not for --help
 
     resolve_ablations(value)  # NotFoundError naming the valid ablations
     return True
