@@ -179,6 +179,38 @@ def table(cols: list[str], rows: list[list[Any]]) -> list[str]:
     return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
 
 
+BEFORE = "heads.before-defaults"  # a backbone's earlier fit-head summary.json, kept beside its heads
+
+
+def before_rows(b: Backbone) -> list[list[Any]]:
+    """Rows of the before/after table: fit-head's summary.json under the earlier defaults (copied to
+    ``<backbone>/heads.before-defaults/`` when the defaults changed) beside the current one."""
+    old, new = load(b.heads.parent / BEFORE / "summary.json"), load(b.heads / "summary.json")
+    if not old or not new:
+        return []
+    rows = []
+    for h in new["heads"]:
+        o = next((x for x in old["heads"] if x["head"] == h["head"]), None)
+        ref = h.get("probe_reference")
+        if o is None or ref is None:
+            continue
+
+        def acc(x: dict[str, Any]) -> str:
+            a = x["test_acc"]
+            return f"{a['mean']:.4f}" + ("" if a["ci_low"] is None else f" [{a['ci_low']:.4f}, {a['ci_high']:.4f}]")
+
+        floor = ref["test_acc"] - ref["margin"]
+        rows.append(
+            [b.name, h["head"], acc(o), acc(h), f"{floor:.4f}", "yes" if h["test_acc"]["mean"] >= floor else "**no**"]
+        )
+    return rows
+
+
+def training_of(path: Path) -> str:
+    t = (load(path) or {}).get("training") or {}
+    return "—" if not t else f"lr {t['lr']:g}, weight decay {t['weight_decay']:g}"
+
+
 def head_rows(b: Backbone) -> tuple[list[list[Any]], list[str]]:
     """(rows of the head table, the gate's full warnings) from fit-head's summary.json."""
     s = load(b.heads / "summary.json")
@@ -509,6 +541,20 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
     ]
     if full and warns:
         out += ["The gate's warnings in full:", "", *[f"- {w}" for w in warns], ""]
+    before = [r for b in bbs for r in before_rows(b)]
+    if full and before:
+        first = next(b for b in bbs if before_rows(b))
+        out += [
+            f"{h2}# Defaults before and after",
+            "",
+            f"The same command under the earlier defaults ({training_of(first.heads.parent / BEFORE / 'summary.json')})"
+            " "
+            f'and the current ones ({training_of(first.heads / "summary.json")}); docs/METHOD.md, "Weight decay", '
+            "says why they changed. Test accuracy: mean [95% t-interval] over the same seeds.",
+            "",
+            *table(["backbone", "head", "before", "after", "probe − 0.03", "meets it after"], before),
+            "",
+        ]
     out += [
         f"{h2} How far to trust α",
         "",

@@ -41,6 +41,8 @@ def test_the_reproduction_keeps_the_papers_settings_and_runs_every_ablation(mode
     assert all(_options(cmd)["--monitor"] == "acc" for cmd in by["train"])
     assert all(_options(cmd)["--monitor"] == "acc" for cmd in by["fit-head"])
     assert all(_options(cmd)["--standardize"] == "none" for cmd in by["fit-head"])
+    # fit-head's defaults (lr 1e-3, weight decay 1e-2) are not the paper's: the reproduction names its own.
+    assert all(_options(cmd)["--weight-decay"] == "0" and "--lr" in cmd for cmd in by["fit-head"])
     assert all(_options(cmd)["--ablation"] == "all" for cmd in by["compare"])
 
 

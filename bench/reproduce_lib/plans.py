@@ -241,6 +241,8 @@ def _frozen_steps(
                 "acc",
                 "--standardize",
                 "none",
+                "--weight-decay",  # the paper's Adam has none (the CLI's default decays the weight matrices)
+                "0",
                 *fit_extra,
                 "--out",
                 str(heads),

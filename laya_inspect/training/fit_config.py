@@ -52,7 +52,7 @@ class FitConfig:
     tau: float = shared("tau", always=True)
     psi: str = shared("psi")
     score_width: int | None = shared("score_width")
-    lr: float = shared("lr", default=3e-3, help="Adam learning rate (the heads see standardised features)")
+    lr: float = shared("lr", default=1e-3, help="Adam learning rate (the heads see standardised features)")
     batch_size: int = shared("batch_size")
     epochs: int | None = shared(
         "epochs",
@@ -67,7 +67,9 @@ class FitConfig:
         f"give {PATIENCE_STEPS} optimizer steps on a small training set)",
     )
     monitor: str = shared("monitor")
-    weight_decay: float = shared("weight_decay")
+    weight_decay: float = shared(
+        "weight_decay", default=1e-2, help="Adam weight decay (L2 penalty) on the heads' weight matrices, ≥ 0"
+    )
     standardize: str = option(
         "feature",
         flag="--standardize",

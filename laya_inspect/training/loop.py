@@ -300,6 +300,17 @@ def run_end(
     }
 
 
+def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Adam's parameter groups: the L2 penalty on weight matrices only (ndim ≥ 2). Biases, norms and
+    ScalarMix's scalars are left alone: decaying the scalars would pull the layer weights the tool
+    reports towards uniform, and a bias carries no capacity to overfit with (docs/METHOD.md, "Training")."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    return [
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+    ]
+
+
 def train_loop(
     module: nn.Module,
     train_batches: Callable[[torch.Generator], Iterable[Batch]],
@@ -314,7 +325,7 @@ def train_loop(
     """Train ``module`` (through ``forward``, default the module itself) until early stopping; restore
     its best weights and leave it in eval mode. Returns the per-epoch history and the stopper."""
     forward = forward or module
-    opt = torch.optim.Adam(module.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    opt = torch.optim.Adam(decay_groups(module, settings.weight_decay), lr=settings.lr)
     gen = torch.Generator().manual_seed(settings.seed)
     stopper, history = EarlyStopping(settings.patience, settings.monitor), []
     device = next(module.parameters()).device

@@ -207,8 +207,9 @@ def head_quality(
     if weights is not None:  # each seed's mean weight per layer beside the pooled mean, on the test rows
         profile = {
             "layers": list(layer_names),
-            "pooled": np.concatenate(weights).mean(axis=0).tolist(),
-            "per_seed": {str(s): w.mean(axis=0).tolist() for s, w in zip(seeds, weights)},
+            # float64 sums, as profiles.json's: float32 ones differ from them in the sixth digit
+            "pooled": np.concatenate(weights).mean(axis=0, dtype=np.float64).tolist(),
+            "per_seed": {str(s): w.mean(axis=0, dtype=np.float64).tolist() for s, w in zip(seeds, weights)},
         }
     return {"warnings": warns, "probe_reference": reference, "seed_agreement": agreement, "layer_weights": profile}
 
