@@ -54,7 +54,7 @@ class Budget:
     patience: int | None = option(
         None, flag="--patience", help="early stopping patience per refit (default: a fifth of the epochs, ≥ 2)"
     )
-    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (fit-head's)")
+    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (no weight decay)")
     batch_size: int = option(128, flag="--batch-size", help="training batch size of the refits")
     train_limit: int | None = option(
         None, flag="--train-limit", help="refit on at most N seeded training rows (default: all)"
