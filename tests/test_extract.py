@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import h5py
 import numpy as np
 import pytest
@@ -20,7 +14,6 @@ from laya_inspect.errors import CacheError
 from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 from laya_inspect.store import FeatureStore
-from laya_inspect.writer import partial_path
 
 runner = CliRunner()
 
@@ -105,57 +98,6 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
     with pytest.raises(CacheError, match="already a complete cache"):
         extract_features(_config(ckpt, part))
     extract_features(_config(ckpt, part, overwrite=True, splits=("test",)))
-
-
-@pytest.mark.slow
-def test_killed_process_resumes(ckpt, tmp_path):
-    out = tmp_path / "killed.h5"
-    cmd = [
-        sys.executable,
-        "-m",
-        "laya_inspect",
-        "extract",
-        "--model",
-        "zoo:mlp",
-        "--weights",
-        str(ckpt),
-        "--data",
-        "digits",
-        "--out",
-        str(out),
-        "--batch-size",
-        "1",
-        "--limit",
-        "400",
-        "--device",
-        "cpu",
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.time() + 60
-    written = 0
-    while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-        try:
-            with h5py.File(partial_path(out), "r", locking=False) as f:
-                written = int(f["train"].attrs["n_written"])
-        except (OSError, KeyError):
-            continue
-        if written >= 64:
-            break
-    if proc.poll() is not None:
-        pytest.skip("extraction finished before it could be killed")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    with pytest.raises(CacheError):
-        FeatureStore(out)
-    rerun = runner.invoke(app, cmd[3:])
-    assert rerun.exit_code == 0, rerun.output
-    reference = tmp_path / "ref.h5"
-    extract_features(_config(ckpt, reference, batch_size=1, limit=400))
-    with FeatureStore(out) as a, FeatureStore(reference) as b:
-        for i in range(3):
-            np.testing.assert_array_equal(a.layer("train", i), b.layer("train", i))
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from laya_inspect.errors import CacheError
 from laya_inspect.store import FeatureStore
 from laya_inspect.writer import partial_path
 
@@ -197,6 +198,8 @@ def test_kill_then_swapped_checkpoint_is_refused_and_the_original_resumes(tmp_pa
     shutil.copy(first, weights)
     _kill(_start_and_hold(_slow_cmd(weights, out), out, tmp_path), tmp_path)
     assert not out.exists() and partial_path(out).exists()
+    with pytest.raises(CacheError, match="partial"):  # a reader is told the cache is unfinished
+        FeatureStore(out)
     shutil.copy(second, weights)  # another checkpoint at the same path
     res = _run(_slow_cmd(weights, out), cwd=tmp_path)
     assert res.returncode == 1 and "other weights" in res.stderr and "--overwrite" in res.stderr, res.stderr
