@@ -33,6 +33,21 @@ def run_cell(source: str, namespace: dict[str, Any], path: Path = EXAMPLE) -> An
     return eval(compile(ast.Expression(last.value), str(path), "eval"), namespace) if last else None
 
 
+def run_notebook(path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], list[Any], str]:
+    """Every code cell of ``path`` in one namespace on the quick budget, writing under ``out``: the
+    namespace, the values the cells displayed, and what they printed."""
+    monkeypatch.setenv("LAYA_EXAMPLE_OUT", str(out))
+    monkeypatch.setenv("LAYA_EXAMPLE_QUICK", "1")
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    shown, printed = [], io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for source in cells(path):
+            value = run_cell(source, namespace, path)
+            if value is not None:
+                shown.append(value)
+    return namespace, shown, printed.getvalue()
+
+
 def test_example_is_a_percent_format_notebook() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
     assert text.startswith("# %% [markdown]") and len(cells(EXAMPLE)) >= 6
@@ -43,16 +58,7 @@ def test_example_is_a_percent_format_notebook() -> None:
 @pytest.mark.slow
 def test_example_runs_cell_by_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "example"
-    monkeypatch.setenv("LAYA_EXAMPLE_OUT", str(out))
-    monkeypatch.setenv("LAYA_EXAMPLE_QUICK", "1")
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    shown, printed = [], io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        for source in cells(EXAMPLE):
-            value = run_cell(source, namespace)
-            if value is not None:
-                shown.append(value)
-    text = printed.getvalue()
+    _, shown, text = run_notebook(EXAMPLE, out, monkeypatch)
     assert re.search(r"laya: test accuracy 0\.\d{3} over 1 seed", text)
     assert re.search(r"alpha: faithfulness ρ [+-]\d\.\d\d, top-layer agreement \d+%", text)
     assert "-0.0000" not in text
@@ -72,16 +78,7 @@ def test_example_runs_cell_by_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 @pytest.mark.slow
 def test_own_model_example_runs_from_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "own"
-    monkeypatch.setenv("LAYA_EXAMPLE_OUT", str(out))
-    monkeypatch.setenv("LAYA_EXAMPLE_QUICK", "1")
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    shown, printed = [], io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        for source in cells(OWN_MODEL):
-            value = run_cell(source, namespace, OWN_MODEL)
-            if value is not None:
-                shown.append(value)
-    text = printed.getvalue()
+    namespace, shown, text = run_notebook(OWN_MODEL, out, monkeypatch)
     assert "cached ['conv1', 'conv2', 'conv3'] widths [16, 32, 32] pooled ['gap', 'gap', 'gap']" in text
     assert re.search(r"laya: test accuracy 0\.\d{3}", text)
     scores = namespace["scores"]  # the per-sample DataFrame: 150 rows × 3 layers under the mean ablation
