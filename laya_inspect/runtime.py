@@ -108,7 +108,8 @@ def default_threads(work: str = "head") -> int:
 
 
 def set_threads(n: int | None = None, *, work: str = "head") -> int:
-    """Set torch's intra-op CPU threads for this process to ``n`` and return the number set.
+    """Set torch's intra-op CPU threads and numpy/scipy's BLAS threads for this process to ``n`` and
+    return the number set.
 
     ``None``: ``$OMP_NUM_THREADS`` when the environment sets it, else :func:`default_threads` of
     ``work`` ("head" or "backbone"). ``n < 1`` is an InputError naming ``--threads``."""
@@ -123,6 +124,11 @@ def set_threads(n: int | None = None, *, work: str = "head") -> int:
         default_threads(work)  # checks the spelling of work
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+    # numpy/scipy's BLAS keeps its own pool (one thread per core): scikit-learn's layer probes ran
+    # 7-10x slower with two BLAS threads on a busy 2-core machine than with one
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n, user_api="blas")
     return n
 
 

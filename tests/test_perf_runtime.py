@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 from typer.testing import CliRunner
 
 from laya_inspect import writer as W
@@ -27,7 +28,8 @@ runner = CliRunner()
 def restore_threads(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     n = torch.get_num_threads()
-    yield
+    with threadpool_limits(limits=None):  # BLAS pools back to what they were
+        yield
     torch.set_num_threads(n)
 
 
@@ -39,6 +41,18 @@ def test_set_threads_sets_torch_and_defaults_by_work(restore_threads, monkeypatc
     assert set_threads(None, work="backbone") == backbone
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert set_threads(None, work="backbone") == 1  # the environment's choice wins over the default
+
+
+def _blas_threads() -> set[int]:
+    return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+
+def test_set_threads_also_sets_numpys_blas_pool(restore_threads):
+    # numpy's BLAS keeps its own pool: left at one thread per core it made the probes 10× slower
+    assert _blas_threads(), "numpy links no BLAS that threadpoolctl can see"
+    assert set_threads(1) == 1 and _blas_threads() == {1}
+    if usable_cpus() >= 2:
+        assert set_threads(2) == 2 and _blas_threads() == {2}
 
 
 @pytest.mark.parametrize("bad", [0, -2, True, 1.5])
