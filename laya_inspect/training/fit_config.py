@@ -93,6 +93,12 @@ class FitConfig:
     init: str = "glorot"
     device: str = shared("device")
     threads: int | None = option(None, flag=THREADS_FLAG, help=THREADS_HELP)
+    workers: int | None = option(
+        None,
+        flag="--workers",
+        help="(head, seed) runs at once on CPU, each in a forked process (default: usable CPUs ÷ --threads, "
+        "at most the runs; 1 = one after another); results do not depend on it",
+    )
     grid: bool = option(False, flag="--grid", help="first pick LAYA's d*, τ, ψ, width by mean validation accuracy")
     grid_d_star: tuple[int, ...] = option((64, 96, 128), flag="--grid-d-star", help="grid d* values")
     grid_tau: tuple[float, ...] = option((0.5, 1.0, 1.5), flag="--grid-tau", help="grid τ values")
@@ -117,6 +123,7 @@ class FitConfig:
             *training_rules(self),
             (seed_ok(self.split_seed), "split_seed", "must be an integer from 0 to 2**64 - 1"),
             (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
+            (self.workers is None or self.workers >= 1, "workers", "must be a whole number ≥ 1"),
             (
                 self.standardize in STANDARDIZE_CHOICES,
                 "standardize",

@@ -38,6 +38,7 @@ from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from ..store import FeatureStore
+from ..workers import can_fork, default_workers, run_forked
 from .fit_config import FitConfig, resolve_heads
 from .loop import (
     EVAL_BATCH,
@@ -282,15 +283,19 @@ def _fit_into(
         "budget": "as given" if config.epochs is not None and config.patience is not None else "default rule",
     }
     pairs = [(kind, seed) for kind in config.heads for seed in config.seeds]
+    workers = _workers(config, world, device, in_memory, len(pairs))
 
-    def fit(i: int, pair: tuple[str, int]) -> RunResult:
+    def fit(i: int, pair: tuple[str, int], report: Progress = emit) -> RunResult:
         tag = {"stage": "fit", "run": i + 1, "runs": len(pairs)}
-        r = fit_one(*pair, hparams, config=config, test=test, progress=emit, tag=tag, **common)
+        r = fit_one(*pair, hparams, config=config, test=test, progress=report, tag=tag, **common)
         if world.distributed and r.module is not None:  # sent to rank 0, which may not see this GPU
             r.module.cpu()
         return r
 
-    runs: list[RunResult] = spread(world, pairs, fit)  # independent runs: one process each under torchrun
+    if workers > 1:  # independent runs: several at once in forked processes on this machine's CPUs
+        runs = run_forked(pairs, fit, workers, emit)
+    else:  # one after another, or spread over the processes of a torchrun launch
+        runs = spread(world, pairs, fit)
     if out is None:
         return FitResult(final, config, str(device), hparams, runs, {}, grid, None, {})
     for r, (kind, seed) in zip(runs, pairs):
@@ -324,6 +329,7 @@ def _fit_into(
         "cache": identity,
         "config": config.to_dict(),
         "device": str(device),
+        "workers": workers,  # runs at once in forked processes; the numbers do not depend on it
         "hparams": hparams,
         "split": split_info,
         "training": training,
@@ -352,6 +358,15 @@ def _fit_into(
         profiles=profiles,
         files=files,
     )
+
+
+def _workers(config: FitConfig, world: World, device: Any, in_memory: bool, runs: int) -> int:
+    """Runs at once in forked processes: only on CPU, with the cache in memory, outside torchrun."""
+    if world.distributed or str(device) != "cpu" or not in_memory or not can_fork():
+        return 1
+    import torch
+
+    return config.workers or default_workers(runs, torch.get_num_threads())
 
 
 def _class_names(store: FeatureStore, num_classes: int) -> list[str]:

@@ -1,0 +1,90 @@
+"""Independent runs in forked worker processes on this machine's CPUs: fit-head's (head, seed) runs.
+
+A head run is a few thousand tiny optimizer steps, each too small for a second torch thread to help
+(docs/PERFORMANCE.md), so a machine with several cores is used by running several runs at once, one
+per process. The workers are forked from the command's process: they inherit the feature rows already
+in memory and the imported torch, so a worker starts in milliseconds instead of the seconds a fresh
+interpreter needs to import torch. Each run seeds itself, so a run's numbers do not depend on which
+process ran it or on how many there were.
+
+Forking is used only where it is safe: on Linux, for CPU work, with nothing read from an open HDF5
+file inside the run (a streamed cache stays in one process). Progress events a worker emits are sent
+back with its result and replayed in the parent, in the order the runs finish.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from .errors import LayaError
+from .runtime import Progress, usable_cpus
+
+T = TypeVar("T")
+R = TypeVar("R")
+WORKERS_FLAG = "--workers"
+
+# What the forked children run: set by run_forked just before the pool forks them.
+_JOB: list[Any] = []
+
+
+def can_fork() -> bool:
+    """Whether worker processes may be forked here (Linux: fork is the platform's own start method)."""
+    return sys.platform.startswith("linux")
+
+
+def default_workers(runs: int, threads: int) -> int:
+    """How many runs at once when ``--workers`` is not given: the usable CPUs ÷ the threads each run
+    uses, at most the number of runs, at least 1."""
+    return max(1, min(runs, usable_cpus() // max(1, threads)))
+
+
+def _child(i: int) -> tuple[Any, list[dict[str, Any]]]:
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    items, work, threads = _JOB
+    torch.set_num_threads(threads)  # a forked child restarts torch's pool: keep the parent's count
+    threadpool_limits(limits=threads, user_api="blas")
+    events: list[dict[str, Any]] = []
+    return work(i, items[i], events.append), events
+
+
+def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], workers: int, emit: Progress) -> list[R]:
+    """``work(i, items[i], emit)`` for every item, in ``workers`` forked processes at once (1, or a
+    platform without fork: a plain loop here); the results in item order. The first run that fails
+    cancels the runs not yet started and its error is raised here, as itself, once the runs in flight end."""
+    if workers <= 1 or len(items) <= 1 or not can_fork():
+        return [work(i, item, emit) for i, item in enumerate(items)]
+    import torch
+
+    _JOB[:] = [items, work, torch.get_num_threads()]
+    done: dict[int, R] = {}
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context) as pool:
+            futures = {pool.submit(_child, i): i for i in range(len(items))}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in finished:
+                    if f.exception() is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise f.exception()  # type: ignore[misc]
+                    result, events = f.result()
+                    for e in events:
+                        emit(e)
+                    done[futures[f]] = result
+    except BrokenProcessPool:
+        raise LayaError(
+            f"a worker process died before its run finished (killed, or out of memory); rerun with {WORKERS_FLAG} 1 "
+            "to fit the runs one after another in this process"
+        ) from None
+    finally:
+        _JOB.clear()
+    return [done[i] for i in range(len(items))]

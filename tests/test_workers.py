@@ -1,0 +1,104 @@
+"""fit-head's forked workers (laya_inspect.workers): the same runs as one process, errors that come
+back as themselves, a dead worker named, progress replayed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import write_cache
+
+from laya_inspect.errors import InputError, LayaError
+from laya_inspect.store import FeatureStore
+from laya_inspect.training.fit_head import FitConfig, fit_heads
+from laya_inspect.workers import can_fork, default_workers, run_forked
+
+pytestmark = pytest.mark.skipif(not can_fork(), reason="worker processes are forked on Linux only")
+
+
+@pytest.fixture(scope="module")
+def blobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three noisy Gaussian blobs seen through two 'layers'."""
+    rng = np.random.default_rng(1)
+
+    def split(n: int) -> tuple[list[np.ndarray], np.ndarray]:
+        y = rng.integers(0, 3, n)
+        l1 = np.eye(3)[y] * 2.0 + rng.normal(size=(n, 3))
+        return [l1.astype(np.float32), np.tanh(l1 + rng.normal(size=(n, 3))).astype(np.float32)], y
+
+    path = tmp_path_factory.mktemp("workers") / "blobs.h5"
+    train, test = split(300), split(90)
+    write_cache(path, {"train": train, "test": test}, layer_names=["a", "b"])
+    return path
+
+
+def _square(i: int, x: int, emit) -> int:
+    emit({"event": "done", "i": i})
+    return x * x
+
+
+def test_results_come_back_in_item_order_with_their_progress() -> None:
+    events: list[dict] = []
+    assert run_forked([3, 1, 4, 1, 5], _square, 3, events.append) == [9, 1, 16, 1, 25]
+    assert sorted(e["i"] for e in events) == [0, 1, 2, 3, 4]  # replayed here, in the order runs ended
+
+
+def _fail_on_two(i: int, x: int, emit) -> int:
+    if x == 2:
+        raise InputError(f"item {x} is bad")
+    return x
+
+
+def test_a_failing_run_raises_its_own_error_here() -> None:
+    with pytest.raises(InputError, match="item 2 is bad"):
+        run_forked([1, 2, 3], _fail_on_two, 2, lambda e: None)
+
+
+def _die_on_two(i: int, x: int, emit) -> int:
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's out-of-memory killer does
+    return x
+
+
+def test_a_killed_worker_is_named_with_the_way_out() -> None:
+    with pytest.raises(LayaError, match="a worker process died .* rerun with --workers 1"):
+        run_forked([1, 2, 3], _die_on_two, 2, lambda e: None)
+
+
+def test_one_worker_runs_here_in_order() -> None:
+    seen: list[int] = []
+    assert run_forked([5, 6], lambda i, x, emit: seen.append(os.getpid()) or x, 1, lambda e: None) == [5, 6]
+    assert seen == [os.getpid(), os.getpid()]
+
+
+def test_default_is_cpus_over_threads_capped_by_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("laya_inspect.workers.usable_cpus", lambda: 8)
+    assert [default_workers(20, 1), default_workers(3, 1), default_workers(20, 2), default_workers(20, 16)] == [
+        8,
+        3,
+        4,
+        1,
+    ]
+
+
+def test_fit_head_with_two_workers_writes_what_one_process_writes(blobs: Path, tmp_path: Path) -> None:
+    config = dict(heads=("laya", "scalarmix", "last"), seeds=(0, 1), d_star=8, epochs=4, probe=False, device="cpu")
+    with FeatureStore(blobs) as store:
+        one = fit_heads(store, FitConfig(**config, workers=1), out_dir=tmp_path / "one")
+        two = fit_heads(store, FitConfig(**config, workers=2), out_dir=tmp_path / "two")
+    assert (one.summary["workers"], two.summary["workers"]) == (1, 2)
+    for a, b in zip(one.runs, two.runs):
+        assert (a.head, a.seed) == (b.head, b.seed)
+        assert [dict(h, seconds=0) for h in a.history] == [dict(h, seconds=0) for h in b.history]
+        wa, wb = (torch.load(tmp_path / d / a.head / f"seed_{a.seed}" / "weights.pt") for d in ("one", "two"))
+        assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa), (a.head, a.seed)
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("one", "two")]
+    for s in summaries:
+        s.pop("workers")
+        s["config"].pop("workers")
+    assert summaries[0] == summaries[1]
