@@ -1,4 +1,5 @@
-"""Independent runs in forked worker processes on this machine's CPUs: fit-head's (head, seed) runs.
+"""Independent runs in forked worker processes on this machine's CPUs: fit-head's (head, seed) runs,
+compare's figures of each head.
 
 A head run is a few thousand tiny optimizer steps, each too small for a second torch thread to help
 (docs/PERFORMANCE.md), so a machine with several cores is used by running several runs at once, one
@@ -41,6 +42,18 @@ def default_workers(runs: int, threads: int) -> int:
     """How many runs at once when ``--workers`` is not given: the usable CPUs ÷ the threads each run
     uses, at most the number of runs, at least 1."""
     return max(1, min(runs, usable_cpus() // max(1, threads)))
+
+
+def plot_workers(items: int) -> int:
+    """Processes for drawing ``items`` independent groups of figures: one per usable CPU, at most the
+    items; 1 where forking is unsafe (not Linux, or CUDA already started in this process)."""
+    if not can_fork() or items < 2:
+        return 1
+    import torch
+
+    if torch.cuda.is_initialized():  # a forked child cannot use the parent's CUDA context
+        return 1
+    return default_workers(items, 1)
 
 
 def _child(i: int) -> tuple[Any, list[dict[str, Any]]]:

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -137,38 +137,29 @@ def plot_class_heatmap(
 
 
 def plot_profiles(out_dir: Path, profiles: dict[str, Any], formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
+    """Every profile figure; drawn several at once in forked processes where the machine has the
+    cores (:mod:`laya_inspect.workers`): drawing is most of a small fit's writing time."""
+    from ..runtime import no_progress
+    from ..workers import plot_workers, run_forked
+
     names, classes = profiles["layer_names"], profiles["class_names"]
-    files = plot_layer_bars(profiles, out_dir / "layer_weights", formats)
+    jobs: list[Callable[[], dict[str, Path]]] = [partial(plot_layer_bars, profiles, out_dir / "layer_weights", formats)]
     for kind in ("alpha", "static"):
         for h, p in profiles[kind].items():
             if len(p["seeds"]) > 1:
-                files.update(plot_seed_bars(h, kind, p, names, out_dir / f"{h}_seeds", formats))
+                jobs.append(partial(plot_seed_bars, h, kind, p, names, out_dir / f"{h}_seeds", formats))
+    heatmap = partial(plot_class_heatmap, layer_names=names, class_names=classes, formats=formats)
     for h, p in profiles["alpha"].items():
         pooled = _pooled(len(p["seeds"]))
         for group, g in p["class"].items():
-            files.update(
-                plot_class_heatmap(
-                    g["mean"],
-                    g["count"],
-                    layer_names=names,
-                    class_names=classes,
-                    title=f"{h}: mean α by class ({group} test rows, {pooled})",
-                    stem=out_dir / f"{h}_class_{group}",
-                    formats=formats,
-                )
-            )
+            title = f"{h}: mean α by class ({group} test rows, {pooled})"
+            jobs.append(partial(heatmap, g["mean"], g["count"], title=title, stem=out_dir / f"{h}_class_{group}"))
         if len(p["seeds"]) > 1:
             counts = p["class"]["all"]["count"] // len(p["seeds"])
             for s, matrix in zip(p["seeds"], p["seed_class"]):
-                files.update(
-                    plot_class_heatmap(
-                        matrix,
-                        counts,
-                        layer_names=names,
-                        class_names=classes,
-                        title=f"{h}: mean α by class (all test rows, seed {s} only)",
-                        stem=out_dir / f"{h}_class_all_seed{s}",
-                        formats=formats,
-                    )
-                )
+                title = f"{h}: mean α by class (all test rows, seed {s} only)"
+                jobs.append(partial(heatmap, matrix, counts, title=title, stem=out_dir / f"{h}_class_all_seed{s}"))
+    files: dict[str, Path] = {}
+    for part in run_forked(jobs, lambda i, job, emit: job(), plot_workers(len(jobs)), no_progress):
+        files.update(part)
     return files
