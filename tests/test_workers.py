@@ -102,3 +102,26 @@ def test_fit_head_with_two_workers_writes_what_one_process_writes(blobs: Path, t
         s.pop("workers")
         s["config"].pop("workers")
     assert summaries[0] == summaries[1]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_figures_drawn_by_workers_are_the_files_one_process_draws(
+    blobs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    from laya_inspect.compare.config import CompareConfig
+    from laya_inspect.compare.run import compare_heads
+
+    config = FitConfig(heads=("laya", "scalarmix"), seeds=(0, 1), d_star=8, epochs=2, probe=False, workers=1)
+    with FeatureStore(blobs) as store:
+        fit_heads(store, config, out_dir=tmp_path / "fit")
+        heads = [tmp_path / "fit" / h / "seed_0" for h in ("laya", "scalarmix")]
+        compare_heads(heads, store, CompareConfig(n_boot=50, methods=("alpha", "static")), out_dir=tmp_path / "cmp")
+        monkeypatch.setattr("laya_inspect.workers.plot_workers", lambda items: min(workers, items))
+        fit_heads(store, config, out_dir=tmp_path / "fit2")
+        compare_heads(heads, store, CompareConfig(n_boot=50, methods=("alpha", "static")), out_dir=tmp_path / "cmp2")
+    for one, other in (("fit", "fit2"), ("cmp", "cmp2")):
+        a = sorted(p.relative_to(tmp_path / one) for p in (tmp_path / one).rglob("*.png"))
+        b = sorted(p.relative_to(tmp_path / other) for p in (tmp_path / other).rglob("*.png"))
+        assert a == b and len(a) >= 4, (one, a, b)
+        for rel in a:
+            assert (tmp_path / one / rel).read_bytes() == (tmp_path / other / rel).read_bytes(), rel
