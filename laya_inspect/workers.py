@@ -44,6 +44,17 @@ def default_workers(runs: int, threads: int) -> int:
     return max(1, min(runs, usable_cpus() // max(1, threads)))
 
 
+def cpu_workers(requested: int | None, device: Any, runs: int) -> int:
+    """Processes for ``runs`` independent training runs on ``device``: ``requested``, or by default
+    :func:`default_workers`; always 1 off the CPU (a forked child cannot use its parent's CUDA context)
+    or where forking is unsafe."""
+    if str(device) != "cpu" or not can_fork() or runs < 2:
+        return 1
+    import torch
+
+    return min(runs, requested or default_workers(runs, torch.get_num_threads()))
+
+
 def plot_workers(items: int) -> int:
     """Processes for drawing ``items`` independent groups of figures: one per usable CPU, at most the
     items; 1 where forking is unsafe (not Linux, or CUDA already started in this process)."""

@@ -125,3 +125,26 @@ def test_figures_drawn_by_workers_are_the_files_one_process_draws(
         assert a == b and len(a) >= 4, (one, a, b)
         for rel in a:
             assert (tmp_path / one / rel).read_bytes() == (tmp_path / other / rel).read_bytes(), rel
+
+
+def test_prune_and_early_exit_refits_by_workers_equal_one_process(blobs: Path, tmp_path: Path) -> None:
+    from laya_inspect.beyond.config import Budget, ExitConfig, PruneConfig
+    from laya_inspect.beyond.early_exit import simulate_early_exit
+    from laya_inspect.beyond.prune import prune_layers
+
+    budget = Budget(epochs=3, patience=2)
+    with FeatureStore(blobs) as store:
+        fit_heads(
+            store, FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=2, probe=False), out_dir=tmp_path / "h"
+        )
+        head = tmp_path / "h" / "laya" / "seed_0"
+        pruned, exits = [], []
+        for workers in (1, 2):
+            common = dict(seeds=2, costs="shapes", device="cpu", plots=False, workers=workers)
+            pruned.append(prune_layers(head, store, PruneConfig(**common), budget, out_dir=tmp_path / f"p{workers}"))
+            exits.append(
+                simulate_early_exit(head, store, ExitConfig(**common), budget, out_dir=tmp_path / f"e{workers}")
+            )
+    for a, b in (pruned, exits):
+        assert a.summary["points"] and a.summary["points"] == b.summary["points"]
+        assert [dict(f, seconds=0) for f in a.summary["fits"]] == [dict(f, seconds=0) for f in b.summary["fits"]]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..options import check, option, tuples
-from ..runtime import DEVICE_HELP, check_device
+from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 COST_CHOICES = ("auto", "model", "shapes")
 
@@ -23,6 +23,13 @@ _COMMON: dict[str, dict[str, Any]] = {
         default=False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
     ),
     "plots": dict(default=True, flag="--plots/--no-plots", help="write plots/ (PNG)"),
+    "threads": dict(default=None, flag=THREADS_FLAG, help=THREADS_HELP),
+    "workers": dict(
+        default=None,
+        flag="--workers",
+        help="refits at once on CPU, each in a forked process (default: usable CPUs ÷ --threads, at most the "
+        "refits; 1 = one after another); results do not depend on it",
+    ),
     "costs": dict(
         default="auto",
         flag="--costs",
@@ -35,6 +42,14 @@ _COMMON: dict[str, dict[str, Any]] = {
 def common(name: str, **changes: Any) -> Any:
     """The field of an option the beyond commands share (``changes`` override its declaration)."""
     return option(**{**_COMMON[name], **changes})
+
+
+def _parallel_rules(config: Any) -> list[tuple[bool, str, str]]:
+    return [
+        (getattr(config, name, None) is None or getattr(config, name) >= 1, name, "must be a whole number ≥ 1")
+        for name in ("threads", "workers")
+        if hasattr(config, name)
+    ]
 
 
 REFIT_STEPS = 500
@@ -110,6 +125,8 @@ class PruneConfig:
     train_split: str = common("train_split", help="split the rankings and refits use")
     test_split: str = common("test_split", help="split the accuracies are reported on")
     device: str = common("device")
+    threads: int | None = common("threads")
+    workers: int | None = common("workers")
     allow_other_cache: bool = common("allow_other_cache")
     plots: bool = common("plots")
 
@@ -125,6 +142,7 @@ class PruneConfig:
                 (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
                 (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
                 (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+                *_parallel_rules(self),
             ],
         )
 
@@ -141,6 +159,8 @@ class ExitConfig:
     train_split: str = common("train_split", help="split the per-depth heads are fitted on")
     test_split: str = common("test_split", help="split the exits are simulated on")
     device: str = common("device")
+    threads: int | None = common("threads")
+    workers: int | None = common("workers")
     allow_other_cache: bool = common("allow_other_cache")
     plots: bool = common("plots")
 
@@ -153,6 +173,7 @@ class ExitConfig:
                 (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
                 (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
                 (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
+                *_parallel_rules(self),
             ],
         )
 
@@ -165,6 +186,7 @@ class DiagnoseConfig:
     train_split: str = common("train_split", help="split the class means ᾱ_c and the fits use")
     test_split: str = common("test_split", help="split the scores are measured on (both caches)")
     device: str = common("device")
+    threads: int | None = common("threads")
     allow_other_cache: bool = common("allow_other_cache", help="use heads trained on a cache with another fingerprint")
     plots: bool = common("plots")
 
@@ -175,5 +197,6 @@ class DiagnoseConfig:
             [
                 (self.permutations >= 1, "permutations", "must be ≥ 1"),
                 (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+                *_parallel_rules(self),
             ],
         )

@@ -32,6 +32,7 @@ from ..files import atomic_dir
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
+from ..workers import cpu_workers, run_forked
 from .common import (
     Split,
     estimate,
@@ -46,7 +47,7 @@ from .common import (
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs
-from .refit import Budget, refit
+from .refit import Budget, Fit, refit
 
 RULES = ("fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 NEVER = 1.01  # a threshold no probability and no mass reaches
@@ -207,25 +208,33 @@ def _simulate(
     points: list[dict[str, Any]] = []
     areas: dict[str, list[float]] = {r: [] for r in RULES}
     fits: list[dict[str, Any]] = []
-    total = len(seeds) * n_layers
+    jobs = [(s, k) for s in seeds for k in range(n_layers)]
+
+    def one(i: int, job: tuple[int, int], report: Progress) -> Fit:
+        s, k = job
+        report({"event": "fit", "done": i, "total": len(jobs), "layers": names[: k + 1]})
+        return refit(
+            head.kind,
+            head_hparams(hconf),
+            range(k + 1),
+            s,
+            train=train,
+            train_rows=fit_rows,
+            val_rows=val_rows,
+            test=test,
+            num_classes=store.num_classes,
+            budget=budget,
+            layer_names=names,
+            keep_probs=True,
+        )
+
+    # independent refits: several at once in forked processes on a multi-core CPU
+    done = dict(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))
+    total = len(jobs)
     for s in seeds:
         probs = []
         for k in range(n_layers):
-            emit({"event": "fit", "done": len(fits), "total": total, "layers": names[: k + 1]})
-            fit = refit(
-                head.kind,
-                head_hparams(hconf),
-                range(k + 1),
-                s,
-                train=train,
-                train_rows=fit_rows,
-                val_rows=val_rows,
-                test=test,
-                num_classes=store.num_classes,
-                budget=budget,
-                layer_names=names,
-                keep_probs=True,
-            )
+            fit = done[s, k]
             fits.append(fit.record())
             assert fit.test_probs is not None
             probs.append(fit.test_probs)

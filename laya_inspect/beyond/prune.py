@@ -23,6 +23,7 @@ from ..head_dir import cache_identity, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
+from ..workers import cpu_workers, run_forked
 from .common import (
     ablated_accuracy,
     estimate,
@@ -126,16 +127,25 @@ def _prune(
     common = dict(
         train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
     )
-    for i, layers in enumerate(sets):
-        emit({"event": "fit", "done": i, "total": len(sets), "layers": [names[j] for j in layers]})
-        if config.refit:
-            for s in seeds:
-                fits[layers, s] = refit(kind, hp, layers, s, layer_names=names, **common)  # type: ignore[arg-type]
+    if config.refit:
+        jobs = [(layers, s) for layers in sets for s in seeds]
+
+        def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
+            report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
+            return refit(kind, hp, job[0], job[1], layer_names=names, **common)  # type: ignore[arg-type]
+
+        # independent refits: several at once in forked processes on a multi-core CPU
+        done = run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)
+        fits = dict(zip(jobs, done))
+        for layers in sets:
             results[layers] = [(fits[layers, s].val_acc, fits[layers, s].test_acc) for s in seeds]
-        else:
+        emit({"event": "fit", "done": len(jobs), "total": len(jobs), "layers": []})
+    else:
+        for i, layers in enumerate(sets):
+            emit({"event": "fit", "done": i, "total": len(sets), "layers": [names[j] for j in layers]})
             val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
             results[layers] = [(val, ablated_accuracy(head, test, None, layers, config.ablation, means))]
-    emit({"event": "fit", "done": len(sets), "total": len(sets), "layers": []})
+        emit({"event": "fit", "done": len(sets), "total": len(sets), "layers": []})
 
     every = tuple(range(n_layers))
     ref_val = float(np.mean([v for v, _ in results[every]]))

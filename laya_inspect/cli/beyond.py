@@ -80,6 +80,8 @@ def prune_command(
     train_split: str = opt(PruneConfig, "train_split"),
     test_split: str = opt(PruneConfig, "test_split"),
     device: str = opt(PruneConfig, "device"),
+    threads: Optional[int] = opt(PruneConfig, "threads"),
+    workers: Optional[int] = opt(PruneConfig, "workers"),
     allow_other_cache: bool = opt(PruneConfig, "allow_other_cache"),
     plots: bool = opt(PruneConfig, "plots"),
     out: Path = typer.Option(Path("runs/prune"), "--out", "-o", help="folder for summary.json, *.csv, head/, plots/"),
@@ -92,11 +94,13 @@ def prune_command(
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
     from ..beyond.prune import prune_layers
+    from ..runtime import set_threads
     from ..store import FeatureStore
 
     given = locals()
     config = from_options(PruneConfig, given, ks=_ints(ks, "--ks"))
     budget = from_options(Budget, given)
+    set_threads(config.threads)  # head-sized work: a few threads at most
     with FeatureStore(cache) as store:
         result = prune_layers(
             head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
@@ -157,6 +161,8 @@ def early_exit_command(
     train_split: str = opt(ExitConfig, "train_split"),
     test_split: str = opt(ExitConfig, "test_split"),
     device: str = opt(ExitConfig, "device"),
+    threads: Optional[int] = opt(ExitConfig, "threads"),
+    workers: Optional[int] = opt(ExitConfig, "workers"),
     allow_other_cache: bool = opt(ExitConfig, "allow_other_cache"),
     plots: bool = opt(ExitConfig, "plots"),
     out: Path = typer.Option(Path("runs/early-exit"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
@@ -169,11 +175,13 @@ def early_exit_command(
         --seeds 3 --out early-exit
     """
     from ..beyond.early_exit import simulate_early_exit
+    from ..runtime import set_threads
     from ..store import FeatureStore
 
     given = locals()
     config = from_options(ExitConfig, given)
     budget = from_options(Budget, given)
+    set_threads(config.threads)
     with FeatureStore(cache) as store:
         result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
@@ -208,6 +216,7 @@ def diagnose_command(
     train_split: str = opt(DiagnoseConfig, "train_split"),
     test_split: str = opt(DiagnoseConfig, "test_split"),
     device: str = opt(DiagnoseConfig, "device"),
+    threads: Optional[int] = opt(DiagnoseConfig, "threads"),
     allow_other_cache: bool = opt(DiagnoseConfig, "allow_other_cache"),
     plots: bool = opt(DiagnoseConfig, "plots"),
     out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
@@ -222,9 +231,11 @@ def diagnose_command(
     from contextlib import ExitStack
 
     from ..beyond.diagnose import diagnose_heads
+    from ..runtime import set_threads
     from ..store import FeatureStore
 
     config = from_options(DiagnoseConfig, locals(), n_boot=bootstrap)
+    set_threads(config.threads)
     with ExitStack() as stack:
         store = stack.enter_context(FeatureStore(cache))
         other = stack.enter_context(FeatureStore(against)) if against is not None else None

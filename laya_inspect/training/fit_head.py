@@ -38,7 +38,7 @@ from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from ..store import FeatureStore
-from ..workers import can_fork, default_workers, run_forked
+from ..workers import cpu_workers, run_forked
 from .fit_config import FitConfig, resolve_heads
 from .loop import (
     EVAL_BATCH,
@@ -362,11 +362,9 @@ def _fit_into(
 
 def _workers(config: FitConfig, world: World, device: Any, in_memory: bool, runs: int) -> int:
     """Runs at once in forked processes: only on CPU, with the cache in memory, outside torchrun."""
-    if world.distributed or str(device) != "cpu" or not in_memory or not can_fork():
+    if world.distributed or not in_memory:
         return 1
-    import torch
-
-    return config.workers or default_workers(runs, torch.get_num_threads())
+    return cpu_workers(config.workers, device, runs)
 
 
 def _class_names(store: FeatureStore, num_classes: int) -> list[str]:
