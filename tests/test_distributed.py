@@ -1,9 +1,12 @@
 """`extract` under torchrun with 2 gloo processes on CPU: the cache equals a one-process cache bit for bit,
-moves with its shards, refuses a lost shard; a killed rank resumes; another number of processes is refused."""
+moves with its shards, refuses a lost shard; a killed rank resumes; another number of processes is refused.
+`fit-head` and `compare` under torchrun write what one process writes; compare's rows split over the
+processes get the random draws one process gives them."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -15,11 +18,16 @@ from contextlib import ExitStack
 import h5py
 import numpy as np
 import pytest
+import torch
 
+from laya_inspect.compare.attribution import AttributionOptions, attribute
+from laya_inspect.compare.draws import RowSpan
+from laya_inspect.compare.effects import Measured, Remover, measure
 from laya_inspect.distributed import World, shard_ranges
 from laya_inspect.errors import CacheError
 from laya_inspect.extract import extract_features
 from laya_inspect.extract_config import ExtractConfig
+from laya_inspect.heads import build_head
 from laya_inspect.shards import _preflight, shard_dir, shard_path
 from laya_inspect.store import FeatureStore
 from laya_inspect.writer import partial_path
@@ -242,8 +250,9 @@ def _json(path):
 
 @pytest.mark.slow
 def test_fit_head_and_compare_under_torchrun_write_what_one_process_writes(work):
-    """fit-head spreads its (head, seed) runs and compare its heads over 2 processes; rank 0 writes the
-    folders, equal to one process's but for timings and the folder names they hold."""
+    """fit-head spreads its (head, seed) runs over 2 processes and compare its rows (80 rows, batches of
+    512: all on rank 1, none on rank 0); rank 0 writes the folders, equal to one process's but for
+    timings and the folder names they hold."""
     from laya_inspect.compare.config import CompareConfig
     from laya_inspect.compare.run import compare_heads
     from laya_inspect.training.fit_head import FitConfig, fit_heads
@@ -270,8 +279,6 @@ def test_fit_head_and_compare_under_torchrun_write_what_one_process_writes(work)
     assert [{k: v for k, v in r.items() if k not in timing} for r in runs1] == [
         {k: v for k, v in r.items() if k not in timing} for r in runs2
     ]
-    import torch
-
     for run in ("laya/seed_0", "laya/seed_1", "last/seed_1"):
         a, b = (torch.load(work / d / run / "weights.pt") for d in ("fit1", "fit2"))
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), run
@@ -283,13 +290,110 @@ def test_fit_head_and_compare_under_torchrun_write_what_one_process_writes(work)
     )  # fmt: skip
     assert two.returncode == 0, two.stderr
     one_summary, two_summary = _json(work / "cmp1" / "summary.json"), _json(work / "cmp2" / "summary.json")
-    assert one_summary == two_summary  # each head runs whole on one process: the same numbers, not merely close
+    assert one_summary == two_summary  # the same batches as one process: the same numbers, not merely close
     with h5py.File(work / "cmp1" / "attributions.h5", "r") as a, h5py.File(work / "cmp2" / "attributions.h5", "r") as b:
         names = []
         a.visit(names.append)
         for name in names:
             if isinstance(a[name], h5py.Dataset):
                 np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
+
+
+@pytest.mark.parametrize("ablation", ["mean", "resample"])
+def test_rows_measured_in_parts_and_joined_equal_all_rows_measured_at_once(ablation):
+    """What compare does under torchrun, in one process: the random method, the random and top-1-only
+    orderings and resample's donors drawn for rows 8…22 alone (RowSpan) are those rows' draws among
+    all 23, so the parts joined equal the whole, bit for bit (the parts run the whole's batches)."""
+    widths = [5, 3, 4, 2]
+    torch.manual_seed(3)
+    head = build_head("laya", widths, 4, d_star=6, score_width=10).double().eval()
+    hs = [torch.randn(23, w, dtype=torch.float64) for w in widths]
+    target = torch.randint(0, 4, (23,)).numpy()
+    kw = {
+        "baselines": [h.mean(0).numpy() for h in hs],
+        "donors": [torch.randn(9, w, dtype=torch.float64).numpy() for w in widths],
+        "seed": 5,
+        "batch_size": 8,
+    }
+    whole = measure(Remover(head, hs, target, ablation, **kw), seed=5)
+    cuts = shard_ranges(23, 2, 8)  # what two processes take, in batches of 8
+    assert cuts == [(0, 8), (8, 23)]
+    parts = [
+        measure(Remover(head, [h[a:b] for h in hs], target[a:b], ablation, span=RowSpan(a, 23), **kw), seed=5)
+        for a, b in cuts
+    ]
+    joined = Measured.join(parts)
+    for name in ("p", "p_ablated", "effects", "p_subsets", "finite"):
+        np.testing.assert_array_equal(getattr(joined, name), getattr(whole, name), err_msg=name)
+    for ref in ("oracle", "random", "top1_only"):
+        for name in ("scores", "p_topk", "p_keep"):
+            got, want = getattr(getattr(joined, ref), name), getattr(getattr(whole, ref), name)
+            np.testing.assert_array_equal(got, want, err_msg=f"{ref}.{name}")
+    # without the offset the second part would draw the first rows' numbers: the check has teeth
+    alone = measure(Remover(head, [h[16:] for h in hs], target[16:], ablation, **kw), seed=5)
+    assert not np.array_equal(alone.random.scores, whole.random.scores[16:])
+
+    options = AttributionOptions(seed=7)
+    full = attribute("random", head, hs, target, options).scores
+    tail = attribute(
+        "random", head, [h[16:] for h in hs], target[16:], AttributionOptions(seed=7, span=RowSpan(16, 23))
+    )
+    np.testing.assert_array_equal(tail.scores, full[16:])
+
+
+def _assert_close(a, b, where="summary"):
+    """Equal JSON, numbers within 1e-9 relative (NaN equal to NaN)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for k in a:
+            _assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+@pytest.mark.slow
+def test_compare_of_one_head_splits_its_rows_over_two_processes(work):
+    """One LAYA head, every method and every ablation, 200 rows in batches of 64: rank 0 measures rows
+    0…127 and rank 1 rows 128…199; rank 0 writes the summary and arrays one process writes."""
+    from laya_inspect.compare.config import CompareConfig
+    from laya_inspect.compare.run import compare_heads
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    assert shard_ranges(200, 2, 64) == [(0, 128), (128, 200)]
+    cache = "c.h5"
+    extract_features(_config(cache, limit=300))
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(heads=("laya",), seeds=(0,), epochs=2, probe=False, device="cpu"), out_dir="fit")
+        config = CompareConfig(
+            methods=("all",), ablation="all", limit=200, batch_size=64, n_boot=200, plots=False, device="cpu"
+        )
+        compare_heads(["fit/laya/seed_0"], store, config, out_dir="one")
+    two = _run(
+        _torchrun("compare", "-c", cache, "fit/laya/seed_0", "--method", "all", "--ablation", "all", "--limit", "200",
+                  "--batch-size", "64", "--bootstrap", "200", "--no-plots", "--device", "cpu", "--out", "two"),
+        work,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stderr
+    one_summary, two_summary = _json(work / "one" / "summary.json"), _json(work / "two" / "summary.json")
+    assert one_summary["n"] == 200 and one_summary["ablations"] == ["mean", "zero", "resample", "drop", "mix"]
+    _assert_close(one_summary, two_summary)
+    with h5py.File(work / "one" / "attributions.h5", "r") as a, h5py.File(work / "two" / "attributions.h5", "r") as b:
+        names: list[str] = []
+        a.visit(names.append)
+        datasets = [n for n in names if isinstance(a[n], h5py.Dataset)]
+        assert {"heads/laya-seed_0/methods/random/scores", "heads/laya-seed_0/ablations/resample/p"} <= set(datasets)
+        for name in datasets:
+            x, y = a[name][()], b[name][()]
+            if np.issubdtype(x.dtype, np.floating):
+                np.testing.assert_allclose(y, x, rtol=1e-9, atol=0, equal_nan=True, err_msg=name)
+            else:
+                np.testing.assert_array_equal(y, x, err_msg=name)
 
 
 @pytest.mark.slow

@@ -82,7 +82,11 @@ def compare_command(
         svg=svg,
     )
 
+    from ..distributed import is_main_process
+
     def progress(event: dict[str, Any]) -> None:
+        if not is_main_process():  # under torchrun every process runs every head: rank 0 tells
+            return
         if event["event"] == "head":
             err_console.print(
                 f"[bold]{event['head']}[/] ({event['kind']}) {event['index'] + 1}/{event['total']}", highlight=False
@@ -98,8 +102,6 @@ def compare_command(
             result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
     except LayaError as e:
         fail(str(e))
-    from ..distributed import is_main_process
-
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         return
     if as_json:

@@ -32,6 +32,7 @@ from ..choices import BASELINE_CHOICES
 from ..errors import InputError, suggest
 from ..heads import Head, ScalarMixHead
 from ..registry import Registry
+from .draws import RowSpan, per_row
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class AttributionOptions:
     relu: bool = False
     seed: int = 0
     batch_size: int = 512  # samples per chunk for the gradient methods
+    span: RowSpan = RowSpan()  # which of the compared rows these are: random draws for them alone
 
 
 @dataclass
@@ -241,7 +243,7 @@ def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributio
 def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
     rng = np.random.default_rng(options.seed)
     return Attribution(
-        rng.random((len(target), head.num_layers)),
+        per_row(lambda total: rng.random((total, head.num_layers)), len(target), options.span),
         params={"seed": options.seed, "distribution": "uniform [0, 1), numpy default_rng(seed)"},
     )
 

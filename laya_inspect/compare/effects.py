@@ -9,7 +9,7 @@ curves for any method's order. Shapes: N samples, L layers, M subsets.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from torch import Tensor
 from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TIE_TOLERANCE
 from ..heads import Head
 from . import metrics as M
+from .draws import RowSpan, per_row
 from .lolo import RESAMPLE_DRAWS, ablate_sets
 from .masks import Masks, all_masks, curve_masks, lolo_masks, mask_codes, subset_masks_of
 
@@ -61,10 +62,17 @@ class Remover:
     seed: int = 0
     batch_size: int = 512
     draws: int = RESAMPLE_DRAWS
+    span: RowSpan = RowSpan()  # which of the compared rows ``hs`` holds: the seeded draws follow the row
     _table: np.ndarray | None = field(default=None, init=False, repr=False)  # (N, 2^L) p of every mask
 
     def _kw(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size, "donors": self.donors, "draws": self.draws, "seed": self.seed}
+        return {
+            "batch_size": self.batch_size,
+            "donors": self.donors,
+            "draws": self.draws,
+            "seed": self.seed,
+            "span": self.span,
+        }
 
     def run(self, sets: Sequence[Masks]) -> list[np.ndarray]:
         """(N, K_j) p for each mask set: with at most :data:`TABLE_LAYERS` layers read from the table
@@ -105,6 +113,11 @@ class Reference:
     p_topk: np.ndarray
     p_keep: np.ndarray
 
+    @staticmethod
+    def join(parts: Sequence[Reference]) -> Reference:
+        """The references of consecutive row ranges as one, rows in order."""
+        return Reference(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Reference)))
+
 
 @dataclass
 class Measured:
@@ -124,6 +137,24 @@ class Measured:
     def subset_effects(self) -> np.ndarray:
         return self.p[:, None] - self.p_subsets
 
+    @staticmethod
+    def join(parts: Sequence[Measured]) -> Measured:
+        """The measurements of consecutive row ranges (one process's each, under torchrun) as one,
+        rows in order; the subsets and params are the same in every part."""
+        cat = lambda k: np.concatenate([getattr(p, k) for p in parts])  # noqa: E731
+        ref = lambda k: Reference.join([getattr(p, k) for p in parts])  # noqa: E731
+        return replace(
+            parts[0],
+            p=cat("p"),
+            p_ablated=cat("p_ablated"),
+            effects=cat("effects"),
+            p_subsets=cat("p_subsets"),
+            oracle=ref("oracle"),
+            random=ref("random"),
+            top1_only=ref("top1_only"),
+            finite=cat("finite"),
+        )
+
 
 def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
     ok = np.ones(len(arrays[0]), dtype=bool)
@@ -135,11 +166,18 @@ def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
 def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = TIE_TOLERANCE) -> Measured:
     """LOLO, subset effects and the three references' curves for one (head, ablation); ``tol``:
     effects this close to the largest count as top for the top-1-only reference."""
-    n_layers = len(remover.hs)
+    n_layers, span = len(remover.hs), remover.span
     n = len(np.asarray(remover.target))
     masks = subset_masks(n_layers, max_subsets, seed)
     rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the random method's
-    orders = [rng.permuted(np.tile(np.arange(n_layers), (n, 1)), axis=1) for _ in range(RANDOM_ORDERS)]
+
+    def uniform(stream: int) -> np.ndarray:
+        return per_row(lambda total: np.random.default_rng([seed, stream]).random((total, n_layers)), n, span)
+
+    orders = [
+        per_row(lambda total: rng.permuted(np.tile(np.arange(n_layers), (total, 1)), axis=1), n, span)
+        for _ in range(RANDOM_ORDERS)
+    ]
     # everything that does not depend on the effects in one pass over the chunks
     lolo, p_sub, *random_curves = remover.run(
         [
@@ -154,12 +192,12 @@ def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, 
     r_keep = np.mean(random_curves[1::2], axis=0)
     if n_layers:
         r_del[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
-    random_scores = np.random.default_rng([seed, 2]).random((n, n_layers))
+    random_scores = uniform(2)
 
     safe = np.where(np.isfinite(effects), effects, -np.inf)  # non-finite rows: any order, never scored
     one_hot = M.one_hot_top(safe, tol)
     # the top layer(s) first, every other layer after them in a seeded random order
-    t_order = np.argsort(-(one_hot + 0.5 * np.random.default_rng([seed, 6]).random((n, n_layers))), axis=1)
+    t_order = np.argsort(-(one_hot + 0.5 * uniform(6)), axis=1)
     (o_del, o_keep), (t_del, t_keep) = remover.curves_of([M.top_order(safe), t_order])
 
     finite = _finite_rows(p, p_abl, p_sub, o_del, o_keep, r_del, r_keep, t_del, t_keep)

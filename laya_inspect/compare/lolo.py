@@ -35,6 +35,7 @@ from ..choices import RESAMPLE_DRAWS
 from ..errors import InputError
 from ..heads import Head
 from .ablations import ABLATIONS, Ablation, applicable, check_ablation, resolve_ablations  # noqa: F401 (re-exported)
+from .draws import RowSpan, per_row
 from .factored import factor, group_size
 from .masks import Masks, keep_masks, lolo_masks, subset_masks_of, topk_masks
 
@@ -175,9 +176,11 @@ def _masked(
     draws: int,
     seed: int,
     stacked: bool = False,
+    span: RowSpan = RowSpan(),
 ) -> np.ndarray:
     """(N, K) p with the layers of ``masks_of(rows)`` (K, B, L) ablated; resample averages ``draws``
-    seeded donors per sample (the same donors in every call with the same seed and rows).
+    seeded donors per sample (the same donors in every call with the same seed and rows; ``span``:
+    which of the compared rows these are, so a row gets its donors whatever the split).
     ``stacked``: always run the head's own forward on stacked copies (the reference the recombined
     parts are tested against)."""
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
@@ -187,8 +190,10 @@ def _masked(
     if abl.needs_donors:
         assert base is not None
         pool = len(base[0])
+        rng = np.random.default_rng([seed, 5])
         idx = torch.as_tensor(
-            np.random.default_rng([seed, 5]).integers(0, pool, size=(n_draws, n)), device=target.device
+            per_row(lambda total: rng.integers(0, pool, size=(n_draws, total)), n, span, axis=1),
+            device=target.device,
         )
     dtype = _dtype(head)
     out = []
@@ -224,9 +229,10 @@ def ablate_sets(
     draws: int = RESAMPLE_DRAWS,
     seed: int = 0,
     stacked: bool = False,
+    span: RowSpan = RowSpan(),
 ) -> list[np.ndarray]:
     """(N, K_j) p for each mask set of ``sets``, every set of a chunk in one pass over its copies
-    (:mod:`.masks`); ``stacked`` as in :func:`_masked`."""
+    (:mod:`.masks`); ``stacked`` and ``span`` as in :func:`_masked`."""
     n = len(np.asarray(target))
     sets = list(sets)
     if not any(s.k for s in sets):
@@ -247,6 +253,7 @@ def ablate_sets(
         draws=draws,
         seed=seed,
         stacked=stacked,
+        span=span,
     )
     bounds = np.cumsum([0, *(s.k for s in sets)])
     return [pc[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]

@@ -13,6 +13,11 @@ Writes ``out_dir`` whole, under a temporary name renamed at the end (:func:`~lay
 * ``plots/`` — PNG figures, SVG too with ``svg`` (:mod:`.plots`),
 * ``report.html`` — one self-contained page of the run (:mod:`laya_inspect.report`).
 
+Under torchrun the compared rows are split over the processes in whole batches (``batch_size``): each
+measures its own rows of every head, with the random draws one process gives those rows
+(:mod:`.draws`), every process gets every part, and rank 0 writes the folder one process would
+(docs/SCALING.md).
+
 The library never prints: ``progress`` receives dict events ({"event": "head" | "step" | "write", …}).
 """
 
@@ -22,7 +27,7 @@ import copy
 import datetime as _dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,7 +35,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..distributed import device_for, join_world, spread
+from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out_dir, plain, write_json
 from ..head_dir import load_head, read_head_config
@@ -40,6 +45,7 @@ from ..store import FeatureStore
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
+from .draws import RowSpan
 from .effects import Measured, Remover, measure
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, resolve_ablations
 from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
@@ -216,10 +222,16 @@ def _run_head(
     target_of: str | int,
     values: dict[str, Any],
     emit: Progress,
+    part: tuple[int, int] | None = None,
 ) -> HeadResult:
+    """One head on the compared rows: the forward pass on all of them, then the attributions and
+    ablations on rows ``[start, stop)`` of ``part`` (all when None; none when empty)."""
+
     def step(what: str) -> None:
         emit({"event": "step", "head": name, "step": what})
 
+    # every process runs this pass on every row: one forward, cheap beside the ablations, and the
+    # refusal below then sees all the rows, as it does in one process
     logits, weights = _forward(head, hs, config.batch_size)
     finite = np.isfinite(logits).all(axis=1)
     if not finite.all() and (not finite.any() or not config.allow_nonfinite):
@@ -248,6 +260,11 @@ def _run_head(
         ablations_skipped=ablations[1],
         head_config=cfg,
     )
+    start, stop = (0, len(target)) if part is None else part
+    if part is not None and start == stop:
+        return res
+    span = RowSpan(start, len(target))
+    hs, target = [h[start:stop] for h in hs], target[start:stop]
     options = AttributionOptions(
         baselines=values["means"] if config.baseline == "mean" else None,
         baseline=config.baseline,
@@ -256,6 +273,7 @@ def _run_head(
         relu=config.relu,
         seed=config.seed,
         batch_size=config.batch_size,
+        span=span,
     )
     for m in methods:
         step(m)
@@ -274,11 +292,35 @@ def _run_head(
             donors=values["donors"] if abl.needs_donors else None,
             seed=config.seed,
             batch_size=config.batch_size,
+            span=span,
         )
         res.measured[a] = measure(remover, seed=config.seed)
         curves = remover.curves_of([_order(s) for s in res.scores.values()])  # one pass for every method
         res.curves[a] = dict(zip(res.scores, curves))
     return res
+
+
+# What a process measures on its own rows of a head: the part of a HeadResult the others need (params:
+# the same on every process, but a process without rows has none)
+_PER_ROW = ("scores", "extras", "params", "measured", "curves")
+
+
+def _join(res: HeadResult, parts: list[dict[str, Any] | None]) -> HeadResult:
+    """``res`` (this process's: the forward pass on every row) with every process's per-row
+    measurements (``None``: a process without rows), in rank order, put end to end."""
+    done = [p for p in parts if p is not None]
+    first, cat = done[0], np.concatenate  # not ``res``: this process may have had no rows
+    return replace(
+        res,
+        scores={m: cat([p["scores"][m] for p in done]) for m in first["scores"]},
+        extras={m: {k: cat([p["extras"][m][k] for p in done]) for k in x} for m, x in first["extras"].items()},
+        params=first["params"],
+        measured={a: Measured.join([p["measured"][a] for p in done]) for a in first["measured"]},
+        curves={
+            a: {m: (cat([p["curves"][a][m][0] for p in done]), cat([p["curves"][a][m][1] for p in done])) for m in c}
+            for a, c in first["curves"].items()
+        },
+    )
 
 
 def compare_heads(
@@ -296,7 +338,7 @@ def compare_heads(
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
     ablations, every = resolve_ablations(config.ablation)
-    world = join_world(config.device)  # under torchrun the heads are spread over the processes
+    world = join_world(config.device)  # under torchrun the rows are split over the processes
     device = pick_device(device_for(config.device, world))
     heads = _load_heads(head_dirs, store, config.allow_other_cache, device)
     plain_heads = {n: h for n, (h, _, _) in heads.items()}
@@ -323,17 +365,32 @@ def compare_heads(
     labels = store.labels(config.split, rows).astype(np.int64)
     layer_names, class_names = store.layer_names, store.class_names
 
-    def one(i: int, item: tuple[str, tuple[Head, dict, str]]) -> tuple[HeadResult, dict[str, Any]]:
-        name, (head, cfg, d) = item
-        emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
-        run, skipped = plan[name]
-        r = _run_head(name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, emit)
-        return r, head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
+    # Under torchrun each process measures its own rows of every head, in whole batches, so it runs
+    # exactly the batches one process would (the same numbers, bit for bit); the per-row random draws
+    # follow the row, not the process (.draws). Every process gets every part and joins them.
+    part = shard_ranges(len(rows), world.size, config.batch_size)[world.rank] if world.distributed else None
+    results: list[HeadResult] = []
 
-    # Under torchrun each head runs whole on one process: rows are not split, since the seeded random
-    # references are drawn for all rows at once, so a split would change them (docs/SCALING.md).
-    done = spread(world, list(heads.items()), one)
-    results, head_summaries = [r for r, _ in done], [h for _, h in done]
+    def mine() -> list[dict[str, Any] | None]:
+        for i, (name, (head, cfg, d)) in enumerate(heads.items()):
+            emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
+            run, skipped = plan[name]
+            results.append(
+                _run_head(
+                    name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, emit, part
+                )
+            )
+        if part is not None and part[0] == part[1]:
+            return [None] * len(results)
+        return [{k: getattr(r, k) for k in _PER_ROW} for r in results]
+
+    parts = agree(world, mine)  # [rank][head]
+    if world.distributed:
+        results = [_join(r, [p[i] for p in parts]) for i, r in enumerate(results)]
+    head_summaries = [
+        head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
+        for r, (_, cfg, _) in zip(results, heads.values())
+    ]
 
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

@@ -1,0 +1,37 @@
+"""Seeded per-row draws that do not depend on how the compared rows are split (docs/SCALING.md).
+
+Under torchrun each process of a compare scores a contiguous part of the rows. A draw made for the
+rows a process holds would give row r other numbers than one process gives it, so every per-row draw
+(random scores, random orderings, resample donors) is made for all the compared rows and each
+process keeps its own part: the same numbers whatever the split. A draw is a few numbers per row and
+layer, so drawing them all on every process costs nothing next to the ablated forward passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class RowSpan:
+    """The rows a call scores: ``[start, start + n)`` of ``total`` compared rows. The default, every
+    row from 0 (``total=None``: the n rows given are all there are), is what one process does."""
+
+    start: int = 0
+    total: int | None = None
+
+
+def per_row(draw: Callable[[int], np.ndarray], n: int, span: RowSpan = RowSpan(), axis: int = 0) -> np.ndarray:
+    """``draw(total)`` — one entry per compared row along ``axis`` — cut to the ``n`` rows of ``span``."""
+    total = n if span.total is None else span.total
+    if span.start < 0 or span.start + n > total:
+        raise InputError(f"rows {span.start}…{span.start + n - 1} are outside the {total} compared rows")
+    full = draw(total)
+    if n == total:  # one process: the draw itself
+        return full
+    return np.take(full, np.arange(span.start, span.start + n), axis=axis)
