@@ -245,6 +245,7 @@ def _torchrun(*args):
 def _json(path):
     data = json.loads(path.read_text())
     data.pop("created_at", None)  # when it was made
+    data.pop("workers", None)  # how many runs one process ran at once
     return data
 
 
