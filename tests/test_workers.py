@@ -148,3 +148,30 @@ def test_prune_and_early_exit_refits_by_workers_equal_one_process(blobs: Path, t
     for a, b in (pruned, exits):
         assert a.summary["points"] and a.summary["points"] == b.summary["points"]
         assert [dict(f, seconds=0) for f in a.summary["fits"]] == [dict(f, seconds=0) for f in b.summary["fits"]]
+
+
+def test_compare_with_heads_in_workers_equals_one_process(blobs: Path, tmp_path: Path) -> None:
+    import h5py
+
+    from laya_inspect.compare.config import CompareConfig
+    from laya_inspect.compare.run import compare_heads
+
+    fit = FitConfig(heads=("laya", "scalarmix", "concat"), seeds=(0,), d_star=8, epochs=2, probe=False)
+    with FeatureStore(blobs) as store:
+        fit_heads(store, fit, out_dir=tmp_path / "fit")
+        heads = [tmp_path / "fit" / h / "seed_0" for h in ("laya", "scalarmix", "concat")]
+        for workers in (1, 3):
+            config = CompareConfig(n_boot=100, ablation="all", plots=False, workers=workers)
+            compare_heads(heads, store, config, out_dir=tmp_path / f"c{workers}")
+    summaries = [json.loads((tmp_path / f"c{w}" / "summary.json").read_text()) for w in (1, 3)]
+    for s in summaries:
+        s.pop("created_at")
+        s["config"].pop("workers")
+    assert summaries[0] == summaries[1]
+    with h5py.File(tmp_path / "c1" / "attributions.h5") as a, h5py.File(tmp_path / "c3" / "attributions.h5") as b:
+        names: list[str] = []
+        a.visit(names.append)
+        arrays = [n for n in names if isinstance(a[n], h5py.Dataset)]
+        assert len(arrays) > 10
+        for n in arrays:
+            np.testing.assert_array_equal(a[n][()], b[n][()], err_msg=n)

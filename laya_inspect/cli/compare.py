@@ -46,6 +46,7 @@ def compare_command(
     plots: bool = opt(CompareConfig, "plots"),
     svg: bool = opt(CompareConfig, "svg"),
     threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
+    workers: Optional[int] = opt(CompareConfig, "workers"),
     force: bool = typer.Option(
         False,
         "--force",
@@ -80,6 +81,7 @@ def compare_command(
         allow_nonfinite=allow_nonfinite,
         plots=plots,
         svg=svg,
+        workers=workers,
     )
 
     from ..distributed import is_main_process

@@ -151,6 +151,12 @@ class CompareConfig:
     )
     plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
     svg: bool = option(False, flag="--svg", help="also write each plot as SVG")
+    workers: int | None = option(
+        None,
+        flag="--workers",
+        help="heads measured at once on CPU, each in a forked process (default: usable CPUs ÷ --threads, at most "
+        "the heads; 1 = one after another); results do not depend on it",
+    )
 
     def __post_init__(self) -> None:
         tuples(self)
@@ -168,6 +174,7 @@ class CompareConfig:
                 (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
                 (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
                 (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                (self.workers is None or self.workers >= 1, "workers", "must be a whole number ≥ 1"),
                 (
                     self.internal_batch_size is None or self.internal_batch_size >= 1,
                     "internal_batch_size",

@@ -42,6 +42,7 @@ from ..head_dir import load_head, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..store import FeatureStore
+from ..workers import cpu_workers, run_forked
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
@@ -371,15 +372,19 @@ def compare_heads(
     part = shard_ranges(len(rows), world.size, config.batch_size)[world.rank] if world.distributed else None
     results: list[HeadResult] = []
 
+    def one(i: int, item: tuple[str, tuple[Head, dict, str]], report: Progress) -> HeadResult:
+        name, (head, cfg, d) = item
+        report({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
+        run, skipped = plan[name]
+        return _run_head(
+            name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, report, part
+        )
+
+    # alone on a multi-core CPU, several heads at once in forked processes (the same numbers)
+    workers = 1 if world.distributed else cpu_workers(config.workers, device, len(heads))
+
     def mine() -> list[dict[str, Any] | None]:
-        for i, (name, (head, cfg, d)) in enumerate(heads.items()):
-            emit({"event": "head", "head": name, "kind": head.kind, "index": i, "total": len(heads)})
-            run, skipped = plan[name]
-            results.append(
-                _run_head(
-                    name, head, d, cfg, hs, labels, run, skipped, abl_plan[name], config, target_of, values, emit, part
-                )
-            )
+        results.extend(run_forked(list(heads.items()), one, workers, emit))
         if part is not None and part[0] == part[1]:
             return [None] * len(results)
         return [{k: getattr(r, k) for k in _PER_ROW} for r in results]
