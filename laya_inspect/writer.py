@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from .errors import CacheError, InputError, WriteError
+from .files import start_writeback
 from .store import CHUNK_ROWS, SCHEMA_VERSION, _decode, _encode, layer_key
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
@@ -297,11 +298,11 @@ class FeatureWriter:
 
         def write() -> None:
             for ds, rows in zip(buf.layers, block.feats):
-                ds[start:stop] = rows[: block.k]
+                _put(ds, rows, start, block.k)
             buf.labels_ds[start:stop] = block.labels[: block.k]
             buf.index_ds[start:stop] = block.index[: block.k]
             if buf.logits_ds is not None and block.logits is not None:
-                buf.logits_ds[start:stop] = block.logits[: block.k]
+                _put(buf.logits_ds, block.logits, start, block.k)
             if any(block.bad):
                 old = _decode("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
                 buf.group.attrs["nonfinite"] = _encode("x", [int(a) + b for a, b in zip(old, block.bad)])
@@ -311,6 +312,7 @@ class FeatureWriter:
             self.file.flush()
 
         self._guard(write)
+        start_writeback(self.file.id.get_vfd_handle())  # so finish's fsync has little left to wait for
         buf.on_disk = stop
         block.clear()
         self._last_write = time.monotonic()
@@ -417,6 +419,17 @@ def _keep_dead(handle: Any) -> None:
 
         atexit.register(_exit)  # registered after h5py's, so it runs first
     _DEAD.append(handle)
+
+
+def _put(ds: h5py.Dataset, rows: np.ndarray, start: int, k: int) -> None:
+    """``ds[start:start + k] = rows[:k]``. A buffer that is exactly one of the dataset's chunks
+    (unfiltered, same dtype) goes to the file as it is, with no selection and no pass through
+    HDF5's chunk cache: 1.7× faster (docs/PERFORMANCE.md). Other rows take the ordinary path."""
+    whole = k == rows.shape[0] and ds.chunks == rows.shape and start % k == 0
+    if whole and ds.dtype == rows.dtype and rows.flags.c_contiguous and ds.id.get_create_plist().get_nfilters() == 0:
+        ds.id.write_direct_chunk((start, 0), rows)
+    else:
+        ds[start : start + k] = rows[:k]
 
 
 def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:

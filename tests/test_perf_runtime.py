@@ -4,8 +4,13 @@ chunk buffering (rows on disk only when counted), and extract's default batch pe
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -177,6 +182,66 @@ def test_nonfinite_counts_follow_their_rows_across_a_chunk_boundary(tmp_path):
     w.finish()
     with h5py.File(path, "r") as f:
         assert json.loads(f.attrs["nonfinite_counts"]) == {"0": 2}
+
+
+def test_whole_chunks_skip_hdf5s_selection_and_a_killed_run_resumes_the_same(tmp_path, monkeypatch):
+    """Whole, aligned chunks go to the file as they are (no Dataset.__setitem__ for them); a run
+    killed (os._exit, no close) after some of them resumes from n_written into the same bytes."""
+    n = CHUNK_ROWS * 3 + 7
+    rng = np.random.default_rng(1)
+    feats = [rng.standard_normal((n, 5)).astype(np.float32), rng.standard_normal((n, 3)).astype(np.float32)]
+    calls = []
+    setitem = h5py.Dataset.__setitem__
+    monkeypatch.setattr(
+        h5py.Dataset, "__setitem__", lambda ds, key, val: (calls.append(ds.name), setitem(ds, key, val))
+    )
+    path = tmp_path / "d.h5"
+    w = _writer(path, n, widths=(5, 3))
+    w.append("train", [f[: 2 * CHUNK_ROWS] for f in feats], np.zeros(2 * CHUNK_ROWS, int), np.arange(2 * CHUNK_ROWS))
+    assert _on_disk(w) == 2 * CHUNK_ROWS
+    assert any("labels" in c for c in calls)  # (labels and index take the ordinary path)
+    assert not [c for c in calls if "layer_" in c], calls  # the layers' two chunks each went in whole
+    w.close()
+    np.save(tmp_path / "f0.npy", feats[0])
+    np.save(tmp_path / "f1.npy", feats[1])
+    code = textwrap.dedent(
+        f"""
+        import os, numpy as np
+        from laya_inspect.writer import FeatureWriter
+        f = [np.load({str(tmp_path / "f0.npy")!r}), np.load({str(tmp_path / "f1.npy")!r})]
+        w = FeatureWriter({str(path)!r}, attrs={{"command": {{}}}}, split_sizes={{"train": {n}}}, widths=[5, 3],
+                          num_logits=None, check_space=False)
+        s = w.n_written("train")
+        w.append("train", [x[s : s + {CHUNK_ROWS} + 3] for x in f], np.zeros({CHUNK_ROWS} + 3, int),
+                 np.arange(s, s + {CHUNK_ROWS} + 3))
+        os._exit(9)  # killed: the chunk is on disk, the 3 rows after it were only gathered
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 9, killed.stderr[-2000:]
+    with h5py.File(W.partial_path(path), "r") as f:
+        assert int(f["train"].attrs["n_written"]) == 3 * CHUNK_ROWS
+    w = _writer(path, n, widths=(5, 3))
+    s = w.n_written("train")
+    w.append("train", [f[s:] for f in feats], np.zeros(n - s, int), np.arange(s, n))
+    w.finish()
+    with h5py.File(path, "r") as f:
+        for i in range(2):
+            assert f["train"][f"layer_00{i}"][:].tobytes() == feats[i].tobytes()
+
+
+def test_finish_makes_the_file_durable_before_the_rename(tmp_path, monkeypatch):
+    """Writeback starts after each write, and the fsync at the end still comes before the rename."""
+    events = []
+    real_fsync, real_replace, real_writeback = os.fsync, os.replace, W.start_writeback
+    monkeypatch.setattr(W, "start_writeback", lambda fd: (events.append("writeback"), real_writeback(fd)))
+    monkeypatch.setattr(W.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd)))
+    monkeypatch.setattr(W.os, "replace", lambda a, b: (events.append(("replace", Path(b).name)), real_replace(a, b)))
+    w = _writer(tmp_path / "c.h5", 10)
+    w.append("train", [np.ones((10, 3)), np.ones((10, 2))], np.zeros(10, int), np.arange(10))
+    w.finish()
+    assert events == ["writeback", "fsync", ("replace", "c.h5")]
+    real_writeback(-1)  # advisory: a bad descriptor is not an error
 
 
 class _Conv(torch.nn.Module):
