@@ -131,19 +131,12 @@ def hooks(module: nn.Module, names: Sequence[str], record: Callable[[str, nn.Mod
 
     Hooks are removed in ``finally``; exceptions from the body propagate untouched.
     """
-    modules = dict(module.named_modules())
-    for name in names:
-        if name not in modules:
-            raise NotFoundError(
-                f"no module {name!r} in {type(module).__name__}; {suggest(name, [n for n in modules if n])}"
-            )
+    targets = [_submodule(module, name) for name in names]  # by path: extract hooks every batch
     handles = []
     try:
-        for name in names:
+        for name, target in zip(names, targets):
             try:
-                handles.append(
-                    modules[name].register_forward_hook(lambda m, args, out, name=name: record(name, m, out))
-                )
+                handles.append(target.register_forward_hook(lambda m, args, out, name=name: record(name, m, out)))
             except RuntimeError as e:  # TorchScript modules refuse Python hooks
                 raise InputError(
                     f"layer {name!r} cannot be hooked ({e}); pick a plain nn.Module above or below it"
@@ -152,6 +145,16 @@ def hooks(module: nn.Module, names: Sequence[str], record: Callable[[str, nn.Mod
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _submodule(module: nn.Module, name: str) -> nn.Module:
+    """The submodule at dotted path ``name`` (``""``: the module itself), found by its path rather
+    than by listing every module; a name that is not one raises :class:`NotFoundError`."""
+    try:
+        return module.get_submodule(name)
+    except AttributeError:
+        known = [n for n, _ in module.named_modules() if n]
+        raise NotFoundError(f"no module {name!r} in {type(module).__name__}; {suggest(name, known)}") from None
 
 
 @contextmanager
