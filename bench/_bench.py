@@ -139,11 +139,14 @@ def mobilenet_weights() -> Path | None:
 
 def laya(*args: str, timeout: float = 600) -> float:
     """Wall seconds of ``laya-inspect ARGS`` in a fresh process (imports and all); fails loudly."""
+    return run_python("-m", "laya_inspect", *args, timeout=timeout)
+
+
+def run_python(*args: str, timeout: float = 600) -> float:
+    """Wall seconds of ``python ARGS`` in a fresh process; fails loudly."""
     t = time.perf_counter()
-    res = subprocess.run(
-        [sys.executable, "-m", "laya_inspect", *args], capture_output=True, text=True, env=ENV, timeout=timeout
-    )
+    res = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, timeout=timeout)
     took = time.perf_counter() - t
     if res.returncode != 0:
-        raise SystemExit(f"laya-inspect {' '.join(args)} failed:\n{res.stderr[-2000:]}")
+        raise SystemExit(f"python {' '.join(args)} failed:\n{res.stderr[-2000:]}")
     return took

@@ -7,7 +7,13 @@ Rows of the performance table printed here:
 * extract, MobileNetV2 96 px, 1k CIFAR JPEGs: the same ratio (keep ≈ 1.0×);
 * CLI end to end (a fresh ``laya-inspect extract`` process: imports, model, JPEG decoding, writing)
   ÷ model-only (the forward alone on images decoded beforehand) (target ≤ 1.15×);
+* the CLI's fixed start-up (the same command on 16 images), beside ``python -c "import torch"`` and
+  ``python -c "import torch, torchvision"``, and the CLI's marginal cost per image (end to end minus
+  the start-up) ÷ model-only;
 * conv backbone on CPU, batch 128 ÷ batch 16 (what the default batch per device rests on).
+
+Each extract writes a new file (as a first run does): replacing the previous round's cache would
+time its deletion too (``--overwrite`` of a 36 MB cache: 25 ms here, docs/PERFORMANCE.md).
 
     python bench/extract_throughput.py            # the table's sizes (a few minutes)
     python bench/extract_throughput.py --smoke    # tiny sizes, seconds: checks that it runs
@@ -15,6 +21,7 @@ Rows of the performance table printed here:
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -37,8 +44,12 @@ def _plain(model, data, split: str, batch: int) -> float:
     return time.perf_counter() - t
 
 
+_RUNS = itertools.count()
+
+
 def _extract(out: Path, batch: int | None = None, **kw) -> float:
-    config = ExtractConfig(out=str(out), device="cpu", overwrite=True, batch_size=batch, **kw)
+    fresh = out.with_name(f"{out.stem}-{next(_RUNS)}{out.suffix}")  # a new file each run, none deleted
+    config = ExtractConfig(out=str(fresh), device="cpu", batch_size=batch, **kw)
     return extract_features(config).seconds  # the batch loop only, as in _plain
 
 
@@ -89,22 +100,40 @@ def mobilenet_rows(args, tmp: Path) -> None:
 
     cli = [
         "extract", "--model", "torchvision:mobilenet_v2", "--weights", str(weights), "--data", spec, "--split", "test",
-        "--image-size", str(size), "--device", "cpu", "--threads", str(args.threads), "--overwrite",
-        "--out", str(tmp / "cli.h5"),
+        "--image-size", str(size), "--device", "cpu", "--threads", str(args.threads),
     ]  # fmt: skip
+    runs = itertools.count()
+    few = 16  # the start-up run's images
+
+    def python(code: str) -> float:
+        return _bench.run_python("-c", code)
+
     times = _bench.interleave(
         {
             "plain": lambda: _plain(model, data, "test", 16),
             "extract": lambda: _extract(tmp / "mnv2.h5", **kw),  # the default batch (16 for a conv net on CPU)
             "model-only-16": lambda: model_only(16),
             "model-only-128": lambda: model_only(128),
-            "cli": lambda: _bench.laya(*cli),
+            "cli": lambda: _bench.laya(*cli, "--out", str(tmp / f"cli-{next(runs)}.h5")),
+            "cli-start-up": lambda: _bench.laya(*cli, "--limit", str(few), "--out", str(tmp / f"few-{next(runs)}.h5")),
+            "import-torch": lambda: python("import torch"),
+            "import-torchvision": lambda: python("import torch, torchvision"),
         },
         args.repeats,
     )
     _bench.ratio(f"{label}, {n} images, default batch", times["extract"], times["plain"], "keep ≈ 1.0×")
     _bench.ratio(
         f"cli-end-to-end/model-only [MobileNetV2 {size} px, {n} JPEGs]", times["cli"], times["model-only-16"], "≤ 1.15×"
+    )
+    start_up = _bench.seconds(f"cli start-up [the same command on {few} images]", times["cli-start-up"])
+    imports = _bench.seconds("python -c 'import torch, torchvision'", times["import-torchvision"])
+    _bench.seconds("python -c 'import torch'", times["import-torch"])
+    print(f"# imports of torch and torchvision: {imports / start_up:.0%} of the start-up (medians)")
+    # per image beyond the start-up, against the forward alone on as many images
+    beyond = [c - s for c, s in zip(times["cli"], times["cli-start-up"])]
+    forward = [m * (n - few) / n for m in times["model-only-16"]]
+    _bench.ratio(
+        f"cli-marginal/model-only [MobileNetV2 {size} px, the {n - few} JPEGs beyond the start-up]", beyond, forward
     )
     _bench.ratio(
         f"batch-128/batch-16 [MobileNetV2 {size} px, model only]", times["model-only-128"], times["model-only-16"]
