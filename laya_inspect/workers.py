@@ -16,6 +16,7 @@ back with its result and replayed in the parent, in the order the runs finish.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -67,7 +68,7 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
-def _child(i: int) -> tuple[Any, list[dict[str, Any]]]:
+def _child(i: int) -> bytes:
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -75,7 +76,10 @@ def _child(i: int) -> tuple[Any, list[dict[str, Any]]]:
     torch.set_num_threads(threads)  # a forked child restarts torch's pool: keep the parent's count
     threadpool_limits(limits=threads, user_api="blas")
     events: list[dict[str, Any]] = []
-    return work(i, items[i], events.append), events
+    result = work(i, items[i], events.append)
+    # Plain pickle bytes: multiprocessing's own pickler would hand torch tensors over through shared-memory
+    # files, which a small /dev/shm (a container's 64 MB) or a file-size limit makes fail.
+    return pickle.dumps((result, events), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], workers: int, emit: Progress) -> list[R]:
@@ -100,7 +104,7 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
                         for other in pending:
                             other.cancel()
                         raise f.exception()  # type: ignore[misc]
-                    result, events = f.result()
+                    result, events = pickle.loads(f.result())
                     for e in events:
                         emit(e)
                     done[futures[f]] = result
