@@ -16,7 +16,9 @@ back with its result and replayed in the parent, in the order the runs finish.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -30,6 +32,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 WORKERS_FLAG = "--workers"
 
+_PR_SET_PDEATHSIG = 1
 # What the forked children run: set by run_forked just before the pool forks them.
 _JOB: list[Any] = []
 
@@ -68,6 +71,19 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
+def _bound_to_parent(parent: int) -> None:
+    """A worker dies with the command that forked it: a killed fit-head must not leave orphans that
+    train on, holding its output's lock (Linux's PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl here: nothing to bind to
+        pass
+    if os.getppid() != parent:  # the parent was gone before the line above took effect
+        os._exit(1)
+
+
 def _child(i: int) -> bytes:
     import torch
     from threadpoolctl import threadpool_limits
@@ -94,7 +110,12 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
     done: dict[int, R] = {}
     try:
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(items)),
+            mp_context=context,
+            initializer=_bound_to_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             futures = {pool.submit(_child, i): i for i in range(len(items))}
             pending = set(futures)
             while pending:

@@ -175,3 +175,47 @@ def test_compare_with_heads_in_workers_equals_one_process(blobs: Path, tmp_path:
         assert len(arrays) > 10
         for n in arrays:
             np.testing.assert_array_equal(a[n][()], b[n][()], err_msg=n)
+
+
+_ORPHAN_SCRIPT = """
+import os, sys, time
+from laya_inspect.workers import run_forked
+
+pids = sys.argv[1]
+
+def work(i, x, emit):
+    with open(pids, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(600)
+
+run_forked([0, 1], work, 2, lambda e: None)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_die_with_the_killed_command(tmp_path: Path) -> None:
+    # a killed fit-head must not leave workers that train on and hold its output's lock
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, str(pids)])
+    deadline = time.monotonic() + 120
+    while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    workers = [int(p) for p in pids.read_text().split()]
+    assert len(workers) == 2 and all(_alive(p) for p in workers)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers), "a worker outlived the killed command"
