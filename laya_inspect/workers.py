@@ -26,7 +26,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from .errors import LayaError
-from .runtime import Progress, usable_cpus
+from .runtime import Progress, set_threads, usable_cpus
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,9 +71,10 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
-def _bound_to_parent(parent: int) -> None:
-    """A worker dies with the command that forked it: a killed fit-head must not leave orphans that
-    train on, holding its output's lock (Linux's PR_SET_PDEATHSIG)."""
+def _start_worker(parent: int, threads: int) -> None:
+    """Once per worker: it dies with the command that forked it (a killed fit-head must not leave
+    orphans that train on, holding its output's lock: Linux's PR_SET_PDEATHSIG), and it keeps the
+    parent's thread count (a forked child restarts torch's pool)."""
     try:
         import ctypes
 
@@ -82,15 +83,11 @@ def _bound_to_parent(parent: int) -> None:
         pass
     if os.getppid() != parent:  # the parent was gone before the line above took effect
         os._exit(1)
+    set_threads(threads)
 
 
 def _child(i: int) -> bytes:
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    items, work, threads = _JOB
-    torch.set_num_threads(threads)  # a forked child restarts torch's pool: keep the parent's count
-    threadpool_limits(limits=threads, user_api="blas")
+    items, work = _JOB
     events: list[dict[str, Any]] = []
     result = work(i, items[i], events.append)
     # Plain pickle bytes: multiprocessing's own pickler would hand torch tensors over through shared-memory
@@ -106,15 +103,15 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
         return [work(i, item, emit) for i, item in enumerate(items)]
     import torch
 
-    _JOB[:] = [items, work, torch.get_num_threads()]
+    _JOB[:] = [items, work]
     done: dict[int, R] = {}
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(
             max_workers=min(workers, len(items)),
             mp_context=context,
-            initializer=_bound_to_parent,
-            initargs=(os.getpid(),),
+            initializer=_start_worker,
+            initargs=(os.getpid(), torch.get_num_threads()),
         ) as pool:
             futures = {pool.submit(_child, i): i for i in range(len(items))}
             pending = set(futures)
