@@ -83,6 +83,16 @@ def test_fit_head_table_keeps_every_column(fitted: Path, columns: int, how: str)
     _check_fit_table(run(["report", str(fitted)], columns), columns)
 
 
+@pytest.mark.slow
+def test_fit_head_prints_the_same_80_column_table(digits_cache: Path, tmp_path: Path) -> None:
+    fast = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32", "--no-probe"]
+    out = _pipe(["fit-head", str(digits_cache), "--head", "all", "--seeds", "2", *fast, "--out", str(tmp_path)], 80)
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("head "))
+    end = next((j for j in range(start + 1, len(lines)) if not lines[j].strip()), len(lines))
+    _check_fit_table("\n".join(lines[start:end]), 80)  # the table: its header row to the blank line after it
+
+
 def test_no_negative_zero_and_signed_deltas() -> None:
     from laya_inspect.report.terminal import delta, estimate
 

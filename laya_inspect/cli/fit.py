@@ -9,10 +9,9 @@ from typing import Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from ..errors import InputError
-from ..report.terminal import delta, estimate
+from ..report.terminal import fit_table
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
 from . import app, console, opt
@@ -142,21 +141,7 @@ def fit_head_command(
     if json_out:
         typer.echo(json.dumps(plain(result.summary), indent=2, allow_nan=False))
         return
-    table = Table(title=f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval")
-    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
-        table.add_column(col, no_wrap=True, min_width=len(col))
-    for h in result.summary["heads"]:
-        d = (h.get("delta_vs_last") or {}).get("test_acc")
-        n_warn = len(h.get("warnings") or [])
-        table.add_row(
-            h["head"],
-            estimate(h["test_acc"]),
-            estimate(h["test_macro_f1"]),
-            "(baseline)" if h["head"] == "last" else delta(d),
-            str(h["n"]),
-            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
-        )
-    console.print(table)
+    console.print(fit_table(result.summary, f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
     _print_gate(result.summary)
     if result.grid:
         console.print(f"grid choice ({result.grid['selection']}): {result.grid['chosen']}", highlight=False)
