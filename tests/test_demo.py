@@ -77,6 +77,12 @@ def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
         assert f" {head} " in text  # a row of the accuracy table
     assert "laya-seed_0 (laya)" in text and "blocks.2" in text  # compare's own table, via report.build_report
     assert "(--quick)" in text
+    flat = " ".join(text.split())  # rich wraps long lines
+    assert "reference: chance" in flat  # the quality gate's references under the accuracy table
+    fit = json.loads((out / "heads" / "summary.json").read_text())
+    for h in fit["heads"]:  # and the text behind each "n warnings" cell
+        for w in h.get("warnings") or []:
+            assert " ".join(f"warning {h['head']}: {w}".split()) in flat
 
 
 @pytest.mark.slow

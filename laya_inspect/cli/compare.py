@@ -10,7 +10,7 @@ import typer
 
 from ..compare.config import CompareConfig
 from ..errors import LayaError
-from ..report.terminal import build_report, fit_table
+from ..report.terminal import build_report, fit_table, gate_lines
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from . import app, console, err_console, fail, opt
 
@@ -186,13 +186,13 @@ def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) ->
 def _print_fit(folder: Any) -> None:
     """A fit-head folder's table, quality gate and α profile."""
     from ..training.profiles import profile_lines
-    from .fit import _print_gate
 
     s = folder.summary
     n_seeds = max(int(h.get("n") or 0) for h in s["heads"])
     cache = (s.get("cache") or {}).get("cache_path", folder.path)
     console.print(fit_table(s, f"{cache} — test split, {n_seeds} seed(s), 95% t-interval"))
-    _print_gate(s)
+    for gate_line in gate_lines(s):
+        console.print(gate_line, highlight=False)
     if folder.profiles:
         for line in profile_lines(folder.profiles):
             console.print(line, highlight=False)

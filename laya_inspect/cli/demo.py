@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..demo import DEMO_DATASETS
-from ..report.terminal import build_report, estimate
+from ..report.terminal import build_report, fit_table, gate_lines
 from . import app, console, err_console
 from .progress import fit_progress, info_progress, row_progress
 
@@ -111,20 +111,11 @@ def _accuracy_table(result: Any) -> None:
     n = len(fit["config"]["seeds"])
     _title(
         f"Head accuracy on the test split ({result.plan.rows['test']:,} rows; {n} seed{'s' * (n > 1)}, "
-        "mean ± std [95% t-interval])"
+        "mean [95% t-interval])"
     )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("head", "accuracy", "macro-F1", "Δ acc vs last"):
-        table.add_column(col, no_wrap=True)
-    for h in fit["heads"]:
-        delta = (h.get("delta_vs_last") or {}).get("test_acc")
-        table.add_row(
-            h["head"],
-            estimate(h["test_acc"], 3),
-            estimate(h["test_macro_f1"], 3),
-            "(baseline)" if h["head"] == "last" else "—" if not delta else f"{delta['mean']:+.3f}",
-        )
-    console.print(table)
+    console.print(fit_table(fit, ""))  # the same table fit-head and report print, whole at 80 columns
+    for line in gate_lines(fit):  # what the gate column's "n warnings" are
+        console.print(line, highlight=False)
     _note(
         f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
         f"{result.backbone['test_acc']:.3f}; every head reads its blocks"

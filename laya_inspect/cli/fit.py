@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.markup import escape
 
 from ..errors import InputError
-from ..report.terminal import fit_table
+from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
 from . import app, console, opt
@@ -142,7 +141,8 @@ def fit_head_command(
         typer.echo(json.dumps(plain(result.summary), indent=2, allow_nan=False))
         return
     console.print(fit_table(result.summary, f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
-    _print_gate(result.summary)
+    for gate_line in gate_lines(result.summary):
+        console.print(gate_line, highlight=False)
     if result.grid:
         console.print(f"grid choice ({result.grid['selection']}): {result.grid['chosen']}", highlight=False)
     if result.profiles:
@@ -162,24 +162,6 @@ def fit_head_command(
     prof = [p for k, p in result.files.items() if str(p).startswith(str(o / "profiles"))]
     if prof:
         console.print(f"profiles {o / 'profiles'}/ ({len(prof)} files)", highlight=False)
-
-
-def _print_gate(summary: dict[str, Any]) -> None:
-    """The quality gate's references, then one yellow line per warning (docs/METHOD.md, "Quality gate")."""
-    q = summary.get("quality") or {}
-    probe = q.get("probe")
-    ref = f"reference: chance {q['chance']:.3f} (majority class)" if q.get("chance") is not None else ""
-    if probe:
-        best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
-        ref += (
-            f" · logistic probe on one layer: best {probe['best_layer']} {best['test_acc']:.3f}, "
-            f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
-        )
-    if ref:
-        console.print(ref, highlight=False)
-    for h in summary["heads"]:
-        for w in h.get("warnings") or []:
-            console.print(f"[yellow]warning[/yellow] {escape(h['head'])}: {escape(w)}", highlight=False)
 
 
 @app.command("train")

@@ -259,3 +259,22 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
             f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
         )
     return table
+
+
+def gate_lines(summary: dict[str, Any]) -> list[Text]:
+    """The quality gate's references, then one line per warning (docs/METHOD.md, "Quality gate"): the
+    text behind the fit table's "n warnings" cell, printed wherever that table is."""
+    q = summary.get("quality") or {}
+    probe = q.get("probe")
+    ref = f"reference: chance {q['chance']:.3f} (majority class)" if q.get("chance") is not None else ""
+    if probe:
+        best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
+        ref += (
+            f" · logistic probe on one layer: best {probe['best_layer']} {best['test_acc']:.3f}, "
+            f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
+        )
+    lines = [Text(ref)] if ref else []
+    for h in summary["heads"]:
+        for w in h.get("warnings") or []:
+            lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
+    return lines
