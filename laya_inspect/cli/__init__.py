@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from dataclasses import MISSING
 from typing import Any
 
@@ -20,6 +21,7 @@ from typer.core import TyperGroup
 from ..errors import LayaError, os_message
 from ..options import default_of, field_of
 
+STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
 console = Console()
 err_console = Console(stderr=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..report.terminal import build_report, fit_table, gate_lines
-from . import app, console, err_console
+from . import STARTED, app, console, err_console
 from .progress import fit_progress, info_progress, row_progress
 
 Handler = Callable[[dict[str, Any]], None]
@@ -207,7 +208,9 @@ def _summary(result: Any) -> None:
         console.print(renderable)
     _files(result)
     console.print(
-        f"\nfinished in {result.seconds:.0f} s. Rerun or change any step with the command printed above "
+        f"\nfinished in {time.perf_counter() - STARTED:.0f} s ({result.seconds:.0f} s in the steps and the report; "
+        "the rest is start-up: torch, scikit-learn and the other imports). Rerun or change any step with the "
+        "command printed above "
         f"it; `laya-inspect report {result.plan.paths['compare']}` reprints the faithfulness tables.",
         highlight=False,
     )
