@@ -83,15 +83,16 @@ class FusedAdam:
 
 def adam(groups: list[dict[str, Any]], lr: float) -> Optimizer:
     """The fused kernel where this torch and device have it (a head's dozen small tensors made the
-    per-tensor update a fifth of a step's time on CPU), else ``torch.optim.Adam``'s per-tensor update."""
-    params = [p for g in groups for p in g["params"]]
-    if hasattr(torch, "_fused_adam_") and all(p.dtype in _FUSED_DTYPES and _fused_device(p.device) for p in params):
-        return FusedAdam(groups, lr)
-    return torch.optim.Adam(groups, lr=lr)
+    per-tensor update a fifth of a step's time on CPU), else ``torch.optim.Adam``'s per-tensor update.
+    Which parameters the kernel takes is torch's own check, the one ``Adam(fused=True)`` makes."""
+    groups = [{**g, "params": list(g["params"])} for g in groups]
+    try:
+        from torch.optim.optimizer import _device_dtype_check_for_fused
 
-
-_FUSED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-
-
-def _fused_device(device: torch.device) -> bool:
-    return device.type in ("cpu", "cuda", "mps", "xpu")
+        torch._fused_adam_  # noqa: B018 - an older torch has no kernel
+        for g in groups:
+            for p in g["params"]:
+                _device_dtype_check_for_fused(p)
+    except (ImportError, AttributeError, RuntimeError):
+        return torch.optim.Adam(groups, lr=lr)
+    return FusedAdam(groups, lr)
