@@ -71,10 +71,12 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
-def _start_worker(parent: int, threads: int) -> None:
+def _start_worker(parent: int) -> None:
     """Once per worker: it dies with the command that forked it (a killed fit-head must not leave
-    orphans that train on, holding its output's lock: Linux's PR_SET_PDEATHSIG), and it keeps the
-    parent's thread count (a forked child restarts torch's pool)."""
+    orphans that train on, holding its output's lock: Linux's PR_SET_PDEATHSIG), and it runs one torch
+    thread. A child forked after the parent's OpenMP pool has run cannot start a pool of its own: its
+    first parallel operation with two threads or more waits forever (seen with a library caller that
+    had left torch at its default threads). A head's steps gain nothing from a second thread anyway."""
     try:
         import ctypes
 
@@ -83,7 +85,7 @@ def _start_worker(parent: int, threads: int) -> None:
         pass
     if os.getppid() != parent:  # the parent was gone before the line above took effect
         os._exit(1)
-    set_threads(threads)
+    set_threads(1)
 
 
 def _child(i: int) -> bytes:
@@ -101,8 +103,6 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
     cancels the runs not yet started and its error is raised here, as itself, once the runs in flight end."""
     if workers <= 1 or len(items) <= 1 or not can_fork():
         return [work(i, item, emit) for i, item in enumerate(items)]
-    import torch
-
     _JOB[:] = [items, work]
     done: dict[int, R] = {}
     try:
@@ -111,7 +111,7 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
             max_workers=min(workers, len(items)),
             mp_context=context,
             initializer=_start_worker,
-            initargs=(os.getpid(), torch.get_num_threads()),
+            initargs=(os.getpid(),),
         ) as pool:
             futures = {pool.submit(_child, i): i for i in range(len(items))}
             pending = set(futures)

@@ -219,3 +219,28 @@ def test_workers_die_with_the_killed_command(tmp_path: Path) -> None:
     while any(_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in workers), "a worker outlived the killed command"
+
+
+def test_workers_forked_after_torch_ran_on_two_threads_do_not_hang() -> None:
+    """A library caller that left torch at two threads and ran a parallel op before forking: a child
+    with two threads would wait forever on its first parallel op; the workers run one thread each."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from laya_inspect.workers import run_forked\n"
+        "torch.set_num_threads(2)\n"
+        "x = torch.randn(1500, 1500)\n"
+        "x @ x\n"
+        "def work(i, n, emit):\n"
+        "    y = x @ x\n"
+        "    return (torch.get_num_threads(), float(y.sum() - (x @ x).sum()), x.reshape(-1)[torch.arange(n)].numel())\n"
+        "print(run_forked([10, 20, 30], work, 2, lambda e: None))\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the forked workers hung on their first parallel torch op")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[(1, 0.0, 10), (1, 0.0, 20), (1, 0.0, 30)]"
