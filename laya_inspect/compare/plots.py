@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from scipy.stats import rankdata
 
 from ..files import write_with
+from ..ranks import average_ranks
 from .metrics import constant_rows, tied_rows, tolerant_ranks
 
 FORMATS = ("png",)  # SVG only on request (write_plots(..., formats=("png", "svg")))
@@ -174,7 +174,7 @@ def rank_figure(
         rho = "undefined" if f["mean"] is None else f"{f['mean']:.3f}"
         _title(ax, f"{m}: mean ρ = {rho} ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
         if valid.any():
-            ra = rankdata(a[valid], axis=1).ravel()
+            ra = average_ranks(a[valid], axis=1).ravel()
             re = tolerant_ranks(effects[valid], tol).ravel()
             pairs, counts = np.unique(np.stack([ra, re], 1), axis=0, return_counts=True)
             ax.scatter(

@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from .. import __version__
 from ..distributed import World, device_for, join_world, spread
@@ -51,7 +51,7 @@ from .loop import (
     validation_split,
 )
 from .outputs import save_run, summary_rows
-from .stats import summarize_runs, summary_to_jsonable
+from .stats import macro_f1, summarize_runs, summary_to_jsonable
 
 __all__ = ["FitConfig", "FitResult", "RunResult", "fit_heads", "fit_one", "resolve_heads"]
 
@@ -148,7 +148,7 @@ def fit_one(
     if test is not None:
         ev = evaluate(head, test, np.arange(test.n))
         result.test, result.test_acc, result.test_loss = ev, ev.acc, ev.loss
-        result.test_macro_f1 = float(f1_score(ev.labels, ev.preds, average="macro", zero_division=0))
+        result.test_macro_f1 = macro_f1(ev.labels, ev.preds)
     if isinstance(head, ScalarMixHead):
         result.static_weights = head.static_weights().detach().cpu().numpy()
     result.seconds = time.perf_counter() - t0
@@ -283,7 +283,7 @@ def _fit_into(
         "budget": "as given" if config.epochs is not None and config.patience is not None else "default rule",
     }
     pairs = [(kind, seed) for kind in config.heads for seed in config.seeds]
-    workers = _workers(config, world, device, in_memory, len(pairs))
+    workers = _workers(config, world, device, in_memory, len(pairs) + int(config.probe))  # the probes: one job
 
     def fit(i: int, pair: tuple[str, int], report: Progress = emit) -> RunResult:
         tag = {"stage": "fit", "run": i + 1, "runs": len(pairs)}
@@ -292,8 +292,32 @@ def _fit_into(
             r.module.cpu()
         return r
 
+    def probes(held: bool) -> dict[str, Any]:
+        splits = {config.train_split: train, config.test_split: test}
+        return layer_probes(
+            store,
+            train_split=config.train_split,
+            test_split=config.test_split,
+            train_rows=train_rows,
+            val_rows=val_rows,
+            seed=config.split_seed,
+            read=partial(_held_layer, splits) if held else None,
+            labels={k: s.labels for k, s in splits.items()} if held else None,
+        )
+
+    probe = None
     if workers > 1:  # independent runs: several at once in forked processes on this machine's CPUs
-        runs = run_forked(pairs, fit, workers, emit)
+        # The probes go first, as one more job: their scikit-learn import (≈ 1 s) overlaps the fits.
+        first: list[tuple[str, int] | None] = [None] if config.probe and out is not None else []
+        jobs, skip = first + pairs, len(first)
+
+        def job(i: int, item: tuple[str, int] | None, report: Progress = emit) -> Any:
+            return probes(held=True) if item is None else fit(i - skip, item, report)
+
+        results = run_forked(jobs, job, workers, emit)
+        if jobs[0] is None:
+            probe = results.pop(0)
+        runs = results
     else:  # one after another, or spread over the processes of a torchrun launch
         runs = spread(world, pairs, fit)
     if out is None:
@@ -309,16 +333,8 @@ def _fit_into(
         )
         r.head_dir = final / kind / f"seed_{seed}"
 
-    probe = None
-    if config.probe:
-        probe = layer_probes(
-            store,
-            train_split=config.train_split,
-            test_split=config.test_split,
-            train_rows=train_rows,
-            val_rows=val_rows,
-            seed=config.split_seed,
-        )
+    if config.probe and probe is None:
+        probe = probes(held=False)
     rows = [r.row() for r in runs]
     files["runs_json"] = write_json(out / "runs.json", rows)
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
@@ -365,6 +381,14 @@ def _workers(config: FitConfig, world: World, device: Any, in_memory: bool, runs
     if world.distributed or not in_memory:
         return 1
     return cpu_workers(config.workers, device, runs)
+
+
+def _held_layer(splits: dict[str, CacheRows], split: str, layer: int, rows: np.ndarray | None) -> np.ndarray:
+    """One layer's rows (all for None) from a split held in memory, as float64."""
+    held = splits[split].held
+    assert held is not None and isinstance(held.x, list)  # forked runs need the cache in memory
+    x = held.x[layer].cpu().numpy()
+    return (x if rows is None else x[rows]).astype(np.float64)
 
 
 def _class_names(store: FeatureStore, num_classes: int) -> list[str]:

@@ -24,7 +24,6 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
-from sklearn.metrics import f1_score
 from torch import Tensor, nn
 
 from .. import __version__
@@ -34,6 +33,7 @@ from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
 from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
+from .stats import macro_f1
 
 
 class _ZooBackbone(Protocol):
@@ -174,7 +174,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         "best_epoch": stopper.best_epoch,
         "epochs_run": len(history),
         "test_acc": float((preds == labels).mean()),
-        "test_macro_f1": float(f1_score(labels, preds, average="macro", zero_division=0)),
+        "test_macro_f1": macro_f1(labels, preds),
         "test_loss": test_loss,
         "n_train": int(len(tr_pos)),
         "n_val": int(len(va_pos)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,21 +67,35 @@ def layer_probes(
     val_rows: np.ndarray,
     seed: int = 0,
     max_rows: int = PROBE_MAX_ROWS,
+    read: Callable[[str, int, np.ndarray | None], np.ndarray] | None = None,
+    labels: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """A multinomial logistic regression on each single layer: fitted on (a seeded, stratified draw of
-    at most ``max_rows`` of) ``train_rows``, its layer chosen on ``val_rows``, scored on the test split."""
+    at most ``max_rows`` of) ``train_rows``, its layer chosen on ``val_rows``, scored on the test split.
+    ``read(split, layer, rows)`` gives a layer's rows (sorted; all for None) as float64 and
+    ``labels[split]`` a split's labels, by default from ``store``; fit-head passes what it holds in
+    memory, so the probes can run in a forked process beside the fits without touching the HDF5
+    file (its handles are not to be used across a fork)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    y_all = np.asarray(store.labels(train_split), dtype=np.int64)
+    if read is None:
+
+        def read(split: str, layer: int, rows: np.ndarray | None) -> np.ndarray:
+            return _read(store, split, layer, rows)
+
+    def split_labels(split: str) -> np.ndarray:
+        return np.asarray(store.labels(split) if labels is None else labels[split], dtype=np.int64)
+
+    y_all = split_labels(train_split)
     fit_rows = np.sort(_draw(train_rows, y_all, max_rows, seed))
     val_rows = np.sort(val_rows)
     y_fit, y_val = y_all[fit_rows], y_all[val_rows]
-    y_test = np.asarray(store.labels(test_split), dtype=np.int64)
+    y_test = split_labels(test_split)
     layers = []
     for i, name in enumerate(store.layer_names):
-        x_fit = _read(store, train_split, i, fit_rows)
+        x_fit = read(train_split, i, fit_rows)
         if not np.isfinite(x_fit).all():
             raise InputError(
                 f"layer {name!r} holds NaN or infinite features in the training rows; re-extract the cache, "
@@ -92,8 +106,8 @@ def layer_probes(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             clf.fit(scaler.transform(x_fit), y_fit)
-        val_acc = float((clf.predict(scaler.transform(_read(store, train_split, i, val_rows))) == y_val).mean())
-        test_acc = float((clf.predict(scaler.transform(_read(store, test_split, i, None))) == y_test).mean())
+        val_acc = float((clf.predict(scaler.transform(read(train_split, i, val_rows))) == y_val).mean())
+        test_acc = float((clf.predict(scaler.transform(read(test_split, i, None))) == y_test).mean())
         layers.append({"layer": name, "val_acc": val_acc, "test_acc": test_acc})
     best = max(range(len(layers)), key=lambda i: (layers[i]["val_acc"], i))  # ties: the deeper layer
     return {

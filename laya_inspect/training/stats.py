@@ -2,7 +2,7 @@
 
 As docs/METHOD.md, "Training", says: report mean ± std (ddof=1) and the two-sided 95% t-interval
 mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
-here and ``note`` says so; JSON writers turn NaN into null.
+here and ``note`` says so; JSON writers turn NaN into null. Also the macro-F1 of one run's predictions.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
 
 from ..errors import InputError
+from ..ranks import average_ranks, t_quantile
 
 UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
 
@@ -25,6 +25,23 @@ def _array(values: Iterable[float]) -> np.ndarray:
     if x.size == 0:
         raise InputError("no values to summarise")
     return x
+
+
+def macro_f1(labels: np.ndarray, preds: np.ndarray) -> float:
+    """Macro-averaged F1 over the classes present in ``labels`` or ``preds``: per class
+    2·TP / (true + predicted rows), then their mean. Equal to scikit-learn's
+    ``f1_score(labels, preds, average="macro", zero_division=0)``, without importing it."""
+    y, p = np.asarray(labels, dtype=np.int64).ravel(), np.asarray(preds, dtype=np.int64).ravel()
+    if y.shape != p.shape:
+        raise InputError(f"{len(y)} labels but {len(p)} predictions")
+    if y.size == 0:
+        raise InputError("no predictions to score")
+    classes, index = np.unique(np.concatenate([y, p]), return_inverse=True)
+    yi, pi = index[: len(y)], index[len(y) :]
+    k = len(classes)
+    tp = np.bincount(yi[yi == pi], minlength=k).astype(np.float64)
+    true, pred = np.bincount(yi, minlength=k), np.bincount(pi, minlength=k)
+    return float(np.mean(2.0 * tp / (true + pred).astype(np.float64)))
 
 
 def mean(values: Iterable[float]) -> float:
@@ -45,7 +62,7 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
     if x.size < 2:
         return math.nan, math.nan
     m, s = float(x.mean()), float(x.std(ddof=1))
-    half = float(_sps.t.ppf((1 + confidence) / 2, x.size - 1)) * s / math.sqrt(x.size)
+    half = t_quantile((1 + confidence) / 2, x.size - 1) * s / math.sqrt(x.size)
     return m - half, m + half
 
 
@@ -162,7 +179,7 @@ def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any
 
 def _row_ranks(w: np.ndarray) -> np.ndarray:
     """Average ranks along each row (ties share their mean rank), as scipy's rankdata."""
-    return _sps.rankdata(w, axis=1)
+    return average_ranks(w, axis=1)
 
 
 def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
