@@ -159,7 +159,10 @@ def plot_profiles(out_dir: Path, profiles: dict[str, Any], formats: Sequence[str
             for s, matrix in zip(p["seeds"], p["seed_class"]):
                 title = f"{h}: mean α by class (all test rows, seed {s} only)"
                 jobs.append(partial(heatmap, matrix, counts, title=title, stem=out_dir / f"{h}_class_all_seed{s}"))
+    workers = plot_workers(len(jobs))
+    if workers > 1:  # imported once here, not in each worker: fit-head's report needs it after them anyway
+        _plt()
     files: dict[str, Path] = {}
-    for part in run_forked(jobs, lambda i, job, emit: job(), plot_workers(len(jobs)), no_progress):
+    for part in run_forked(jobs, lambda i, job, emit: job(), workers, no_progress):
         files.update(part)
     return files
