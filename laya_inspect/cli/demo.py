@@ -209,7 +209,7 @@ def _summary(result: Any) -> None:
     _files(result)
     console.print(
         f"\nfinished in {time.perf_counter() - STARTED:.0f} s ({result.seconds:.0f} s in the steps and the report; "
-        "the rest is start-up: torch, scikit-learn and the other imports). Rerun or change any step with the "
+        "the rest is start-up: torch, matplotlib and the other imports). Rerun or change any step with the "
         "command printed above "
         f"it; `laya-inspect report {result.plan.paths['compare']}` reprints the faithfulness tables.",
         highlight=False,
