@@ -3,11 +3,9 @@ for bit, and a fit that never imports torch._dynamo (≈ 2 s of start-up per com
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import torch
+from helpers import fit_in_fresh_process
 
 from laya_inspect.heads import build_head
 from laya_inspect.training.adam import FusedAdam, adam
@@ -63,19 +61,12 @@ def test_unused_parameters_keep_no_state_and_do_not_move() -> None:
 
 
 def test_a_fit_does_not_import_torch_dynamo(digits_cache, tmp_path) -> None:  # noqa: ANN001
-    code = (
-        "import sys\n"
-        "from laya_inspect.store import FeatureStore\n"
-        "from laya_inspect.training.fit_head import FitConfig, fit_heads\n"
-        f"with FeatureStore({str(digits_cache)!r}) as store:\n"
-        "    config = FitConfig(heads=('laya', 'scalarmix'), seeds=(0,), epochs=2, probe=False, workers=1)\n"
-        "    fit_heads(store, config, out_dir=sys.argv[1])\n"
-        "print('dynamo' if 'torch._dynamo' in sys.modules else 'no dynamo')\n"
-    )
-    argv = [sys.executable, "-c", code, str(tmp_path / "heads")]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "no dynamo"
+    body = """
+        config = FitConfig(heads=('laya', 'scalarmix'), seeds=(0,), epochs=2, probe=False, workers=1)
+        fit_heads(store, config, out_dir=out)
+        print('dynamo' if 'torch._dynamo' in sys.modules else 'no dynamo')
+    """
+    assert fit_in_fresh_process(digits_cache, tmp_path / "heads", body)[-1] == "no dynamo"
 
 
 def test_parameters_the_kernel_does_not_take_fall_back_to_torch_optim() -> None:

@@ -4,11 +4,10 @@ a fit with its probes in a worker leaves both out of the command's own process (
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from helpers import fit_in_fresh_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -107,21 +106,15 @@ def test_digits_are_read_as_sklearn_loads_them() -> None:
 
 @pytest.mark.skipif(not can_fork(), reason="the probes run in a forked worker on Linux only")
 def test_a_fit_with_workers_leaves_sklearn_and_scipy_stats_out_of_the_command(digits_cache, tmp_path) -> None:  # noqa: ANN001
-    code = (
-        "import sys, json\n"
-        "from laya_inspect.store import FeatureStore\n"
-        "from laya_inspect.training.fit_head import FitConfig, fit_heads\n"
-        f"with FeatureStore({str(digits_cache)!r}) as store:\n"
-        "    for w in (2, 1):\n"
-        "        config = FitConfig(heads=('laya', 'last'), seeds=(0,), epochs=2, workers=w)\n"
-        "        r = fit_heads(store, config, out_dir=sys.argv[1] + str(w))\n"
-        "        print(json.dumps([w, sorted(m for m in ('sklearn', 'scipy.stats') if m in sys.modules),\n"
-        "                          r.summary['quality']['probe']]))\n"
-    )
-    argv = [sys.executable, "-c", code, str(tmp_path / "heads")]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (w2, loaded2, probe2), (w1, loaded1, probe1) = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
+    body = """
+        for w in (2, 1):
+            config = FitConfig(heads=('laya', 'last'), seeds=(0,), epochs=2, workers=w)
+            r = fit_heads(store, config, out_dir=out + str(w))
+            loaded = sorted(m for m in ('sklearn', 'scipy.stats') if m in sys.modules)
+            print(json.dumps([w, loaded, r.summary['quality']['probe']]))
+    """
+    lines = fit_in_fresh_process(digits_cache, tmp_path / "heads", body, timeout=600)
+    (w2, loaded2, probe2), (w1, loaded1, probe1) = (json.loads(line) for line in lines[-2:])
     assert loaded2 == [], loaded2  # the probes' scikit-learn was imported in the worker only
     assert "sklearn" in loaded1  # in one process, the probes import it here
     assert probe2 == probe1 and probe1["layers"]  # the same probes either way

@@ -283,7 +283,8 @@ def _fit_into(
         "budget": "as given" if config.epochs is not None and config.patience is not None else "default rule",
     }
     pairs = [(kind, seed) for kind in config.heads for seed in config.seeds]
-    workers = _workers(config, world, device, in_memory, len(pairs) + int(config.probe))  # the probes: one job
+    probe_job = bool(config.probe and out is not None)  # with workers, the probes are one more job
+    workers = _workers(config, world, device, in_memory, len(pairs) + int(probe_job))
 
     def fit(i: int, pair: tuple[str, int], report: Progress = emit) -> RunResult:
         tag = {"stage": "fit", "run": i + 1, "runs": len(pairs)}
@@ -308,16 +309,14 @@ def _fit_into(
     probe = None
     if workers > 1:  # independent runs: several at once in forked processes on this machine's CPUs
         # The probes go first, as one more job: their scikit-learn import (≈ 1 s) overlaps the fits.
-        first: list[tuple[str, int] | None] = [None] if config.probe and out is not None else []
-        jobs, skip = first + pairs, len(first)
+        jobs: list[tuple[str, int] | None] = [None] * probe_job + list(pairs)
 
         def job(i: int, item: tuple[str, int] | None, report: Progress = emit) -> Any:
-            return probes(held=True) if item is None else fit(i - skip, item, report)
+            return probes(held=True) if item is None else fit(i - probe_job, item, report)
 
-        results = run_forked(jobs, job, workers, emit)
-        if jobs[0] is None:
-            probe = results.pop(0)
-        runs = results
+        runs = run_forked(jobs, job, workers, emit)
+        if probe_job:
+            probe = runs.pop(0)
     else:  # one after another, or spread over the processes of a torchrun launch
         runs = spread(world, pairs, fit)
     if out is None:
