@@ -3,9 +3,6 @@ worked out on paper, and a plain reference implementation of the leave-one-layer
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -127,19 +124,3 @@ def lolo_effects_loop(
             cols.append(torch.softmax(out.logits, -1)[rows, target])
     p_np, pa_np = _np(p), _np(torch.stack(cols, dim=1))
     return p_np, pa_np, p_np[:, None] - pa_np
-
-
-def fit_in_fresh_process(cache: Path, out: Path, body: str, timeout: float = 300) -> list[str]:
-    """Run ``body`` in a new interpreter, so what a fit imports can be read from its ``sys.modules``;
-    in scope: ``store`` (``cache`` opened), ``out`` (a str path), ``sys``, ``json``, ``FitConfig`` and
-    ``fit_heads``. Returns its stdout lines; a non-zero exit fails the test with its stderr."""
-    code = (
-        "import sys, json\n"
-        "from laya_inspect.store import FeatureStore\n"
-        "from laya_inspect.training.fit_head import FitConfig, fit_heads\n"
-        "out = sys.argv[1]\n"
-        f"with FeatureStore({str(cache)!r}) as store:\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    )
-    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()

@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from ..ranks import average_ranks
-
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
     "alpha_entropy": "entropy of α(x)",
@@ -27,7 +25,9 @@ def auroc(y: np.ndarray, s: np.ndarray) -> float:
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = average_ranks(s)
+    from scipy.stats import rankdata
+
+    ranks = rankdata(s)
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 

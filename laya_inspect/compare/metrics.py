@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from ..ranks import average_ranks
-
 DIRECTIONS = {
     "faithfulness": "higher is better (mean Spearman ρ over valid rows, in [-1, 1]; 0 = no rank agreement)",
     "deletion_at_1": "higher is better (drop of p_c when the top-scored layer is ablated; "
@@ -140,7 +138,9 @@ def spearman_rows(scores: np.ndarray, effects: np.ndarray, tol: float = 0.0) -> 
     a, e = _check(scores, "scores"), _check(effects, "effects")
     if a.shape != e.shape:
         raise ValueError(f"scores {a.shape} and effects {e.shape} differ in shape")
-    ra = average_ranks(a, axis=1)
+    from scipy.stats import rankdata
+
+    ra = rankdata(a, axis=1)
     re = tolerant_ranks(e, tol)
     ra -= ra.mean(axis=1, keepdims=True)
     re -= re.mean(axis=1, keepdims=True)

@@ -33,7 +33,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..files import write_with
-from ..ranks import average_ranks
 from .metrics import constant_rows, tied_rows, tolerant_ranks
 
 FORMATS = ("png",)  # SVG only on request (write_plots(..., formats=("png", "svg")))
@@ -160,6 +159,8 @@ def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) 
 def rank_figure(
     head: dict[str, Any], scores: Mapping[str, np.ndarray], effects: np.ndarray, tol: float = 0.0
 ) -> Figure:
+    from scipy.stats import rankdata
+
     methods = list(scores)
     n_layers = effects.shape[1]
     cols = min(3, max(1, len(methods)))
@@ -174,7 +175,7 @@ def rank_figure(
         rho = "undefined" if f["mean"] is None else f"{f['mean']:.3f}"
         _title(ax, f"{m}: mean ρ = {rho} ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
         if valid.any():
-            ra = average_ranks(a[valid], axis=1).ravel()
+            ra = rankdata(a[valid], axis=1).ravel()
             re = tolerant_ranks(effects[valid], tol).ravel()
             pairs, counts = np.unique(np.stack([ra, re], 1), axis=0, return_counts=True)
             ax.scatter(

@@ -98,26 +98,32 @@ def read_failed(e: OSError) -> InputError:
 
 
 def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> tuple[dict, dict]:
-    """Seeded stratified train/test split of rows ``0..N-1``: the rows scikit-learn's
-    ``train_test_split(rows, test_size=test_fraction, random_state=seed, stratify=labels)`` picks
-    (:func:`_draw_split`, without importing scikit-learn).
+    """Seeded stratified train/test split of rows ``0..N-1``: scikit-learn's
+    ``train_test_split(rows, test_size=test_fraction, random_state=seed, stratify=labels)``.
 
     Returns ``({"train": rows, "test": rows}, split_info)``, rows sorted ascending. Falls back to an
     unstratified split (recorded as ``"stratified": False``) when a class has a single member, or
-    when the test rows are fewer than the classes.
+    when the test or training rows are fewer than the classes.
     """
+    from sklearn.model_selection import train_test_split
+
     if not 0.0 < float(test_fraction) < 1.0:
         raise InputError(f"test_fraction must be between 0 and 1, got {test_fraction!r}")
     labels = np.asarray(labels, dtype=np.int64)
     n = len(labels)
     if n < 2:
         raise InputError(f"cannot split {n} sample(s) into train and test")
-    n_test = math.ceil(float(test_fraction) * n)
+    n_test = math.ceil(float(test_fraction) * n)  # as scikit-learn rounds a fraction
     if n_test >= n:
         raise InputError(f"a test fraction of {test_fraction} of {n} samples leaves no training rows")
     _, counts = np.unique(labels, return_counts=True)
     stratified = bool(counts.min() >= 2 and min(n_test, n - n_test) >= len(counts))
-    train, test = _draw_split(n, n_test, seed, labels if stratified else None)
+    train, test = train_test_split(
+        np.arange(n, dtype=np.int64),
+        test_size=float(test_fraction),
+        random_state=seed,
+        stratify=labels if stratified else None,
+    )
     info = {
         "method": "stratified" if stratified else "random",
         "seed": int(seed),
@@ -126,45 +132,6 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
         "stratified": stratified,
     }
     return {"train": np.sort(train).astype(np.int64), "test": np.sort(test).astype(np.int64)}, info
-
-
-def _draw_split(n: int, n_test: int, seed: int, labels: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """(train, test) rows, unsorted, drawn as scikit-learn's ``ShuffleSplit`` (``labels`` None) or
-    ``StratifiedShuffleSplit`` draws them with ``RandomState(seed)``. Kept draw for draw, so caches
-    split before scikit-learn left this path keep their rows (tests compare the two)."""
-    rng = np.random.RandomState(seed)
-    if labels is None:
-        perm = rng.permutation(n)
-        return perm[n_test:], perm[:n_test]
-    _, y_index, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    members = np.split(np.argsort(y_index, kind="stable"), np.cumsum(counts)[:-1])
-    n_train_c = _approximate_mode(counts, n - n_test, rng)
-    n_test_c = _approximate_mode(counts - n_train_c, n_test, rng)
-    train: list[np.ndarray] = []
-    test: list[np.ndarray] = []
-    for rows, k_train, k_test, c in zip(members, n_train_c, n_test_c, counts):
-        shuffled = rows.take(rng.permutation(c), mode="clip")
-        train.append(shuffled[:k_train])
-        test.append(shuffled[k_train : k_train + k_test])
-    return np.concatenate(train), np.concatenate(test)
-
-
-def _approximate_mode(counts: np.ndarray, draws: int, rng: np.random.RandomState) -> np.ndarray:
-    """Rows per class for ``draws`` rows in proportion: the floors of the shares, then one more row
-    to the classes with the largest remainders, ties drawn by ``rng`` (scikit-learn's rule)."""
-    continuous = counts / counts.sum() * draws
-    floored = np.floor(continuous)
-    need = int(draws - floored.sum())
-    if need > 0:
-        remainder = continuous - floored
-        for value in np.sort(np.unique(remainder))[::-1]:
-            (tied,) = np.where(remainder == value)
-            add = min(len(tied), need)
-            floored[rng.choice(tied, size=add, replace=False)] += 1
-            need -= add
-            if need == 0:
-                break
-    return floored.astype(int)
 
 
 def stratified_subset(labels: np.ndarray, k: int, *, seed: int) -> np.ndarray:

@@ -248,25 +248,16 @@ def load_cifar10(
 
 # ----------------------------------------------------------------------------- digits
 def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
-    """(pixels (1797, 64) float64, labels int64) from the copy of the UCI digits that scikit-learn
-    ships, read as its ``load_digits`` reads it, without importing scikit-learn (≈ 0.8 s of the demo's
-    start-up)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("sklearn")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    path = next((Path(r) / "datasets" / "data" / "digits.csv.gz" for r in roots), None)
-    if path is None or not path.is_file():
-        raise DatasetMissingError(
-            "the digits dataset ships with scikit-learn, which is not installed here (or lacks "
-            "datasets/data/digits.csv.gz): pip install scikit-learn"
-        )
+    """(pixels (1797, 64) float64, labels int64): scikit-learn's ``load_digits``, the copy of the UCI
+    digits it ships."""
     try:
-        with gzip.open(path, mode="rt", encoding="utf-8") as f:
-            data = np.loadtxt(f, delimiter=",")
-    except (OSError, ValueError) as e:
-        raise InputError(f"could not read scikit-learn's digits file {str(path)!r}: {e}") from None
-    return data[:, :-1], data[:, -1].astype(np.int64)
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise DatasetMissingError(
+            "the digits dataset ships with scikit-learn, which is not installed here: pip install scikit-learn"
+        ) from None
+    d = load_digits()
+    return np.asarray(d.data, dtype=np.float64), np.asarray(d.target, dtype=np.int64)
 
 
 def load_digits_source(
