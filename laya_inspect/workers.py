@@ -1,10 +1,11 @@
 """Independent runs in forked worker processes on this machine's CPUs: fit-head's (head, seed) runs,
-compare's figures of each head.
+prune's and early-exit's refits, compare's heads and figures.
 
 A head run is a few thousand tiny optimizer steps, each too small for a second torch thread to help
 (docs/PERFORMANCE.md), so a machine with several cores is used by running several runs at once, one
-per process. The workers are forked from the command's process: they inherit the feature rows already
-in memory and the imported torch, so a worker starts in milliseconds instead of the seconds a fresh
+per process. The pool is the standard library's ``ProcessPoolExecutor`` with the ``fork`` start
+method: the workers inherit the feature rows already in memory, the imported torch and the job itself
+(a closure need not be picklable), so a worker starts in milliseconds instead of the seconds a fresh
 interpreter needs to import torch. Each run seeds itself, so a run's numbers do not depend on which
 process ran it or on how many there were.
 
@@ -33,7 +34,8 @@ R = TypeVar("R")
 WORKERS_FLAG = "--workers"
 
 _PR_SET_PDEATHSIG = 1
-# What the forked children run: set by run_forked just before the pool forks them.
+# A worker's job, (items, work): set in each worker by _start_worker, from the pool's initargs, which a
+# forked worker inherits without pickling them.
 _JOB: list[Any] = []
 
 
@@ -71,12 +73,13 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
-def _start_worker(parent: int) -> None:
-    """Once per worker: it dies with the command that forked it (a killed fit-head must not leave
-    orphans that train on, holding its output's lock: Linux's PR_SET_PDEATHSIG), and it runs one torch
-    thread. A child forked after the parent's OpenMP pool has run cannot start a pool of its own: its
-    first parallel operation with two threads or more waits forever (seen with a library caller that
-    had left torch at its default threads). A head's steps gain nothing from a second thread anyway."""
+def _start_worker(parent: int, items: Sequence[Any], work: Callable[..., Any]) -> None:
+    """Once per worker: it keeps its job (``items``, ``work``); it dies with the command that forked it
+    (a killed fit-head must not leave orphans that train on, holding its output's lock: Linux's
+    PR_SET_PDEATHSIG, which the standard pool does not set); and it runs one torch thread. A child
+    forked after the parent's OpenMP pool has run cannot start a pool of its own: its first parallel
+    operation with two threads or more waits forever (seen with a library caller that had left torch at
+    its default threads). A head's steps gain nothing from a second thread anyway."""
     try:
         import ctypes
 
@@ -86,6 +89,7 @@ def _start_worker(parent: int) -> None:
     if os.getppid() != parent:  # the parent was gone before the line above took effect
         os._exit(1)
     set_threads(1)
+    _JOB[:] = [items, work]
 
 
 def _child(i: int) -> bytes:
@@ -103,15 +107,13 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
     cancels the runs not yet started and its error is raised here, as itself, once the runs in flight end."""
     if workers <= 1 or len(items) <= 1 or not can_fork():
         return [work(i, item, emit) for i, item in enumerate(items)]
-    _JOB[:] = [items, work]
     done: dict[int, R] = {}
     try:
-        context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(
             max_workers=min(workers, len(items)),
-            mp_context=context,
+            mp_context=multiprocessing.get_context("fork"),
             initializer=_start_worker,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), items, work),
         ) as pool:
             futures = {pool.submit(_child, i): i for i in range(len(items))}
             pending = set(futures)
@@ -131,6 +133,4 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
             f"a worker process died before its run finished (killed, or out of memory); rerun with {WORKERS_FLAG} 1 "
             "to fit the runs one after another in this process"
         ) from None
-    finally:
-        _JOB.clear()
     return [done[i] for i in range(len(items))]
