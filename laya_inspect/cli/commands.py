@@ -6,3 +6,4 @@ from . import fit  # noqa: F401,I001
 from . import compare  # noqa: F401,I001
 from . import explain  # noqa: F401,I001
 from . import beyond  # noqa: F401,I001
+from . import check  # noqa: F401,I001

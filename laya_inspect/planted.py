@@ -1,0 +1,320 @@
+"""`check planted`: the whole pipeline on a backbone whose answer is known (docs/METHOD.md, "The
+planted-layer check").
+
+The backbone has L parallel branches, each a fixed seeded ``Linear → tanh`` reading its own slice of
+the input; branch ``signal`` reads a slice drawn around the class mean of the row's label, every other
+branch reads independent Gaussian noise, so no layer but the signal layer holds anything about the
+label and removing any other layer loses nothing. The rows are cached with the library's own
+in-memory :func:`~laya_inspect.extract.extract_features`, a LAYA head and a ScalarMix head are fitted
+with :func:`~laya_inspect.training.fit_head.fit_heads`, and :func:`~laya_inspect.compare.run.compare_heads`
+runs every method that applies. For every (head, method) the result holds how often the signal layer
+is ranked first (strictly above every other layer), with a 95% Wilson interval, beside the random floor
+1/L, the same share for the LOLO effects (the ground truth as ablation sees it) and for compare's
+constant rule (one cross-fitted profile for every row), read from compare's summary. Nothing is
+printed: :func:`run_planted` returns a :class:`PlantedResult` and writes ``out_dir`` whole
+(``features.h5``, ``heads/``, ``compare/``, ``summary.json``) through :func:`~laya_inspect.files.atomic_dir`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__
+from .files import atomic_dir, plain, write_json
+from .planted_config import PlantedConfig
+from .runtime import Progress, no_progress, seeded
+
+SCHEMA_VERSION = 1
+CLASSES = 4  # C
+CHUNK = 8  # input features each branch reads
+WIDTH = 16  # D: each tapped layer's width
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+FIT_EPOCHS, FIT_PATIENCE = 60, 10  # the heads' budget: enough to converge on these rows, and seconds on a CPU
+PASS_SHARE = 0.95  # IG on the LAYA head must rank the signal layer first on at least this share of rows
+COMPARE_BOOT = 200  # bootstrap resamples of compare's own intervals (the shares here use Wilson intervals)
+INTRINSIC = {"alpha": "α", "alpha-contrib": "α-contrib"}  # the LAYA head's own scores, a verdict line each
+
+
+class PlantedBackbone(nn.Module):
+    """L parallel branches ``layers.i = Linear(CHUNK, WIDTH) → tanh`` over the input's slices: x (N, L, CHUNK)
+    → the concatenated branch outputs (N, L·WIDTH). Weights drawn under ``seeded(seed)``, frozen."""
+
+    def __init__(self, layers: int, seed: int) -> None:
+        super().__init__()
+        with seeded(seed):
+            self.layers = nn.ModuleList(nn.Sequential(nn.Linear(CHUNK, WIDTH), nn.Tanh()) for _ in range(layers))
+        self.requires_grad_(False)
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([branch(x[:, i]) for i, branch in enumerate(self.layers)], dim=1)
+
+
+def planted_rows(config: PlantedConfig, n: int, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` rows (x (n, L, CHUNK), labels (n,)): balanced labels in a seeded order; the signal slice
+    ``μ_y + noise·ε`` around unit-scale class means μ (drawn once per seed), every other slice ``ε``.
+    ``stream`` separates the splits (0 train, 1 test) under one seed."""
+    means = torch.randn(CLASSES, CHUNK, generator=torch.Generator().manual_seed(config.seed))
+    gen = torch.Generator().manual_seed(config.seed * 4 + 1 + stream)
+    labels = torch.arange(n) % CLASSES
+    labels = labels[torch.randperm(n, generator=gen)]
+    x = torch.randn(n, config.layers, CHUNK, generator=gen)
+    x[:, config.signal] = means[labels] + config.noise * x[:, config.signal]
+    return x, labels
+
+
+@dataclass(frozen=True)
+class Share:
+    """How often the signal layer is ranked first: ``hits`` of ``n`` rows, with a 95% Wilson interval."""
+
+    hits: int
+    n: int
+
+    @property
+    def share(self) -> float:
+        return self.hits / self.n if self.n else math.nan
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.hits, self.n)
+
+    def to_dict(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {"share": self.share, "ci_low": low, "ci_high": high, "hits": self.hits, "n": self.n}
+
+
+def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial share ``hits / n`` (NaN, NaN when n = 0)."""
+    if n == 0:
+        return math.nan, math.nan
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low = 0.0 if hits == 0 else max(0.0, centre - half)  # exactly 0 and 1 at the ends, not 1 − 1e-16
+    high = 1.0 if hits == n else min(1.0, centre + half)
+    return low, high
+
+
+def signal_first(scores: np.ndarray, signal: int) -> Share:
+    """Rows (of those with every score finite) whose score of layer ``signal`` is strictly above every
+    other layer's: a tie at the top does not count (an all-equal row names no layer)."""
+    s = np.asarray(scores, dtype=np.float64)
+    finite = np.isfinite(s).all(axis=1)
+    s = s[finite]
+    others = np.delete(s, signal, axis=1)
+    return Share(int((s[:, signal] > others.max(axis=1)).sum()), int(len(s)))
+
+
+def top_layer_counts(scores: np.ndarray) -> list[int]:
+    """(L,) how many rows rank each layer first (ties to the lower index), over rows with finite scores."""
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s).all(axis=1)]
+    return np.bincount(np.argmax(s, axis=1), minlength=s.shape[1]).tolist()
+
+
+def constant_share(profile: dict[str, Any], signal: int) -> Share:
+    """compare's constant rule (docs/METHOD.md, "The constant rule and paired differences"), read from
+    its summary: the rows of fold k are scored by ``profiles[k]``, fitted on the other fold."""
+    profiles = np.asarray(profile["profiles"], dtype=np.float64)  # (folds, L); null → NaN
+    return signal_first(np.repeat(profiles, profile["fold_sizes"], axis=0), signal)
+
+
+@dataclass(frozen=True)
+class MethodShare:
+    head: str  # the head's kind: laya | scalarmix
+    method: str
+    share: Share
+    counts: list[int]  # (L,) rows ranking each layer first
+
+
+@dataclass
+class PlantedResult:
+    out_dir: Path
+    config: PlantedConfig
+    layer_names: list[str]
+    methods: list[MethodShare]
+    effects: dict[str, Share]  # head → the LOLO effects' share (the primary ablation)
+    constant: dict[str, Share]  # head → compare's constant rule's share (empty when compare has none)
+    test_acc: dict[str, float]  # head → its test accuracy
+    ablation: str
+    summary: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        """IG on the LAYA head ranks the signal layer first on at least PASS_SHARE of the rows."""
+        return bool(self.summary["passed"])
+
+    @property
+    def random_floor(self) -> float:
+        return 1.0 / self.config.layers
+
+    def share(self, method: str, head: str = "laya") -> Share:
+        """The share of ``method`` on ``head`` (KeyError naming the pairs run when there is none)."""
+        for m in self.methods:
+            if (m.head, m.method) == (head, method):
+                return m.share
+        raise KeyError(f"no ({head}, {method}); run: {[(m.head, m.method) for m in self.methods]}")
+
+
+def run_planted(
+    config: PlantedConfig, *, out_dir: str | Path, overwrite: bool = False, progress: Progress | None = None
+) -> PlantedResult:
+    """Build the planted backbone and data, cache, fit, compare, and write ``out_dir`` whole."""
+    from .compare.config import CompareConfig
+    from .compare.run import compare_heads
+    from .extract import extract_features
+    from .store import FeatureStore
+    from .training.fit_config import FitConfig
+    from .training.fit_head import fit_heads
+
+    emit = progress or no_progress
+    model = PlantedBackbone(config.layers, config.seed)
+    names = [f"layers.{i}" for i in range(config.layers)]
+    splits = {"train": planted_rows(config, config.rows, 0), "test": planted_rows(config, config.rows, 1)}
+    fit_config = FitConfig(
+        heads=("laya", "scalarmix"),
+        seeds=(config.seed,),
+        epochs=FIT_EPOCHS,
+        patience=FIT_PATIENCE,
+        probe=False,
+        device=config.device,
+        workers=1,
+    )
+    compare_config = CompareConfig(
+        methods=("all",), seed=config.seed, n_boot=COMPARE_BOOT, device=config.device, plots=False, workers=1
+    )
+    out = Path(out_dir)
+    with atomic_dir(out, force=overwrite, command="check planted", flag="--out") as tmp:
+        emit({"event": "stage", "stage": "extract"})
+        batches = {s: [(x[i : i + 256], y[i : i + 256]) for i in range(0, len(y), 256)] for s, (x, y) in splits.items()}
+        extract_features(model, batches, layers=names, out=tmp / "features.h5", class_names=_classes())
+        with FeatureStore(tmp / "features.h5") as store:
+            emit({"event": "stage", "stage": "fit-head"})
+            fit = fit_heads(store, fit_config, out_dir=tmp / "heads")
+            emit({"event": "stage", "stage": "compare"})
+            heads = [tmp / "heads" / kind / f"seed_{config.seed}" for kind in fit_config.heads]
+            compared = compare_heads(heads, store, compare_config, out_dir=tmp / "compare")
+        result = _read(config, out, names, compared, fit.summary)
+        write_json(tmp / "summary.json", result.summary)
+    emit({"event": "write", "path": str(out / "summary.json")})
+    return result
+
+
+def _classes() -> list[str]:
+    return [f"class_{c}" for c in range(CLASSES)]
+
+
+def _read(
+    config: PlantedConfig, out: Path, names: list[str], compared: Any, fit_summary: dict[str, Any]
+) -> PlantedResult:
+    signal = config.signal
+    methods: list[MethodShare] = []
+    effects: dict[str, Share] = {}
+    constant: dict[str, Share] = {}
+    profiles: dict[str, dict[str, Any]] = {}
+    for res, head in zip(compared.heads, compared.summary["heads"]):
+        for method, scores in res.scores.items():
+            methods.append(MethodShare(res.kind, method, signal_first(scores, signal), top_layer_counts(scores)))
+        effects[res.kind] = signal_first(res.effects, signal)
+        profile = ((head.get("references") or {}).get("constant") or {}).get("profile")
+        if profile is not None:  # compare's summary holds the constant rule for this head
+            constant[res.kind] = constant_share(profile, signal)
+            profiles[res.kind] = {"source": profile["source"], "profiles": profile["profiles"]}
+    test_acc = {h["head"]: float(h["test_acc"]["mean"]) for h in fit_summary["heads"]}
+    ablation = str(compared.summary["ablation"])
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "laya-inspect-check-planted",
+        "tool_version": __version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "construction": {
+            **config.to_dict(),
+            "layer_names": names,
+            "signal_layer_name": names[signal],
+            "classes": CLASSES,
+            "input_per_layer": CHUNK,
+            "width": WIDTH,
+            "rows_train": config.rows,
+            "rows_test": config.rows,
+            "backbone": "L parallel branches Linear(input_per_layer, width) → tanh, seeded, frozen",
+            "data": "signal layer's input: class mean μ_y (standard normal, drawn per seed) + noise·ε; every other "
+            "layer's input: ε (independent standard normal); balanced labels",
+        },
+        "fit": {"heads": list(test_acc), "seed": config.seed, "epochs": FIT_EPOCHS, "patience": FIT_PATIENCE},
+        "test_acc": test_acc,
+        "compare": {
+            "ablation": ablation,
+            "baseline": compared.summary["baseline"],
+            "target": compared.summary["target"],
+            "n_steps": compared.summary["config"]["n_steps"],
+            "split": "test",
+            "n": compared.summary["n"],
+        },
+        "ranked_first": "a row counts when the signal layer's score is strictly above every other layer's; 95% "
+        "Wilson interval over rows",
+        "random_floor": 1.0 / config.layers,
+        "methods": [
+            {"head": m.head, "method": m.method, **m.share.to_dict(), "top_layer_counts": m.counts} for m in methods
+        ],
+        "effects": {k: {"ablation": ablation, **v.to_dict()} for k, v in effects.items()},
+        "constant": {k: {**profiles[k], **v.to_dict()} for k, v in constant.items()},  # {} when compare has none
+        "pass_share": PASS_SHARE,
+        "passed": bool(_ig(methods).share >= PASS_SHARE),
+        "verdict": _verdict(methods, effects, constant, names[signal], config.layers, ablation),
+        "files": {"cache": "features.h5", "heads": "heads", "compare": "compare", "summary": "summary.json"},
+    }
+    return PlantedResult(out, config, names, methods, effects, constant, test_acc, ablation, plain(summary))
+
+
+def _ig(methods: list[MethodShare]) -> Share:
+    return next(m.share for m in methods if (m.head, m.method) == ("laya", "ig"))
+
+
+def _pct(share: Share) -> str:
+    low, high = share.interval
+    return f"{share.share:.1%} of {share.n} rows [{low:.1%}, {high:.1%}]"
+
+
+def _verdict(
+    methods: list[MethodShare],
+    effects: dict[str, Share],
+    constant: dict[str, Share],
+    layer: str,
+    layers: int,
+    ablation: str,
+) -> list[str]:
+    """The reading, one line each: IG against the pass mark, α, the ground truth, the two references."""
+    ig = _ig(methods)
+    ok = ig.share >= PASS_SHARE
+    lines = [
+        f"IG on the LAYA head ranks the signal layer {layer} first on {_pct(ig)}: "
+        + (
+            f"at least {PASS_SHARE:.0%}, the pipeline finds the planted layer"
+            if ok
+            else f"below {PASS_SHARE:.0%}, the pipeline does not find the planted layer reliably"
+        )
+    ]
+    for m in methods:
+        if m.head == "laya" and m.method in INTRINSIC:
+            lines.append(f"{INTRINSIC[m.method]} ranks it first on {_pct(m.share)}")
+    if "laya" in effects:
+        lines.append(
+            f"the LOLO effects ({ablation}) rank it first on {_pct(effects['laya'])}: the planted answer as "
+            "removing each layer shows it"
+        )
+    lines.append(f"random ranks it first on 1/L = {1 / layers:.1%} of rows in expectation")
+    if "laya" in constant:
+        lines.append(
+            f"compare's constant rule (the mean α, cross-fitted) ranks it first on {_pct(constant['laya'])}: every "
+            "row has the same answer here, so this check shows that a method finds the layer, not that it "
+            "follows the input"
+        )
+    return lines

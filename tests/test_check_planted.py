@@ -1,0 +1,172 @@
+"""`check planted`: the whole pipeline on a backbone whose label lives in one tapped layer.
+
+End to end through the command (cache from an nn.Module, fit-head, compare): IG on the LAYA head must
+rank the signal layer first on ≥ 95% of rows, and it must follow the signal when the signal moves
+(so the check can fail for the right reason). The share and its Wilson interval by hand; every bad
+option one red line and exit 1, before any work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+from laya_inspect.files import read_marker
+from laya_inspect.planted import Share, constant_share, signal_first, top_layer_counts, wilson
+from laya_inspect.planted_config import PlantedConfig, default_signal_layer
+
+runner = CliRunner()
+ROWS = "200"  # seconds on two cores; IG still ranks the signal layer first on every row at this size
+
+
+def _check(out: Path, *extra: str) -> tuple[Any, dict[str, Any]]:
+    result = runner.invoke(app, ["check", "planted", "--rows", ROWS, "--device", "cpu", "--out", str(out), *extra])
+    assert result.exit_code == 0, result.output
+    return result, json.loads((out / "summary.json").read_text(encoding="utf-8"))
+
+
+def _method(summary: dict[str, Any], method: str, head: str = "laya") -> dict[str, Any]:
+    return next(m for m in summary["methods"] if (m["head"], m["method"]) == (head, method))
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("planted") / "out"
+    result, summary = _check(out)
+    return result, summary, out
+
+
+def test_ig_ranks_the_planted_layer_first_and_the_summary_records_every_share(default_run) -> None:
+    result, s, out = default_run
+    c = s["construction"]
+    assert c["signal_layer_resolved"] == 1 and c["signal_layer"] is None  # the default: (L − 1) // 2, not the last
+    assert (c["seed"], c["layers"], c["noise"], c["rows"]) == (0, 4, 0.5, int(ROWS))
+    assert c["signal_layer_name"] == "layers.1" and c["layer_names"] == [f"layers.{i}" for i in range(4)]
+    ig = _method(s, "ig")
+    assert ig["share"] >= 0.95 and ig["n"] == int(ROWS)
+    assert s["passed"] is True and s["random_floor"] == 0.25
+    methods = {(m["head"], m["method"]) for m in s["methods"]}
+    assert {("laya", "alpha"), ("laya", "ig"), ("laya", "gradcam"), ("laya", "random")} <= methods
+    assert {("scalarmix", "static"), ("scalarmix", "ig")} <= methods
+    for m in s["methods"]:
+        assert 0 <= m["ci_low"] <= m["share"] <= m["ci_high"] <= 1
+        assert m["share"] == m["hits"] / m["n"] and sum(m["top_layer_counts"]) == m["n"]
+    # random scores rank the signal layer first about 1/L of the time, far below the real methods
+    assert abs(_method(s, "random")["share"] - s["random_floor"]) < 0.1
+    assert s["effects"]["laya"]["share"] >= 0.95  # ablation confirms the planted answer
+    # compare's constant rule, where its summary holds one, read per head (a fixed profile: all rows or none)
+    compared = json.loads((out / "compare" / "summary.json").read_text(encoding="utf-8"))
+    has_rule = {h["kind"] for h in compared["heads"] if "constant" in (h.get("references") or {})}
+    assert set(s["constant"]) == has_rule
+    for k in s["constant"].values():
+        assert k["share"] in (0.0, 1.0) and k["n"] == int(ROWS)
+    # the folder: the cache, both heads, compare's output, marked as check planted's
+    assert (out / "features.h5").is_file() and (out / "compare" / "summary.json").is_file()
+    assert (out / "heads" / "laya" / "seed_0").is_dir() and (out / "heads" / "scalarmix" / "seed_0").is_dir()
+    assert read_marker(out)["command"] == "check planted"
+    assert "IG" in result.output and re.search(r"random floor 1/L\s+0\.250", result.output)
+    assert "at least 95%, the pipeline finds the planted layer" in result.output
+
+
+def test_moving_the_signal_layer_moves_igs_top_layer(default_run, tmp_path) -> None:
+    _, before, _ = default_run
+    _, after = _check(tmp_path / "moved", "--signal-layer", "2")
+    was, now = _method(before, "ig")["top_layer_counts"], _method(after, "ig")["top_layer_counts"]
+    assert int(np.argmax(was)) == 1 and int(np.argmax(now)) == 2
+    assert now[1] <= 0.05 * sum(now)  # the old signal layer is no longer first
+    assert _method(after, "ig")["share"] >= 0.95 and after["construction"]["signal_layer_name"] == "layers.2"
+
+
+def test_an_existing_output_is_refused_without_force_before_any_work(default_run) -> None:
+    _, _, out = default_run
+    result = runner.invoke(app, ["check", "planted", "--out", str(out)])
+    assert result.exit_code == 1
+    assert "--force" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--layers", "1"], "--layers must be a whole number from 2 to 16, got 1"),
+        (["--layers", "3", "--signal-layer", "3"], "--signal-layer must be a layer index from 0 to 2"),
+        (["--signal-layer", "-1"], "--signal-layer must be a layer index from 0 to 3"),
+        (["--rows", "10"], "--rows must be a whole number ≥ 40, got 10"),
+        (["--noise", "0"], "--noise must be a finite number > 0"),
+        (["--noise", "nan"], "--noise must be a finite number > 0"),
+        (["--seed", "-1"], "--seed must be an integer from 0 to 2**32 - 1"),
+        (["--device", "tpu"], "tpu"),
+    ],
+)
+def test_bad_options_are_one_red_line(args: list[str], says: str, tmp_path) -> None:
+    result = runner.invoke(app, ["check", "planted", "--out", str(tmp_path / "out"), *args])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines[0].startswith("error:") and says in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_that_is_a_file_is_refused(tmp_path) -> None:
+    target = tmp_path / "taken"
+    target.write_text("mine")
+    result = runner.invoke(app, ["check", "planted", "--out", str(target)])
+    assert result.exit_code == 1 and "is a file" in result.output
+    assert target.read_text() == "mine"
+
+
+def test_the_default_signal_layer_is_never_the_last() -> None:
+    assert [default_signal_layer(n) for n in (2, 3, 4, 5, 8)] == [0, 1, 1, 2, 3]
+    assert PlantedConfig(layers=6).signal == 2 and PlantedConfig(layers=6, signal_layer=5).signal == 5
+
+
+def test_signal_first_counts_strict_wins_only() -> None:
+    scores = np.array(
+        [
+            [0.1, 0.9, 0.0],  # signal first
+            [0.5, 0.5, 0.0],  # tied at the top: not counted
+            [0.9, 0.1, 0.0],  # another layer first
+            [0.0, 0.0, 0.0],  # all equal: names no layer
+            [np.nan, 1.0, 0.0],  # not finite: left out of n
+        ]
+    )
+    assert signal_first(scores, 1) == Share(hits=1, n=4)
+    assert top_layer_counts(scores) == [3, 1, 0]  # ties to the lower index
+
+
+def test_the_constant_rule_scores_each_fold_with_its_own_profile() -> None:
+    # fold 0 (2 rows) is scored by a profile that puts layer 1 first, fold 1 (3 rows) by one that ties
+    rule = {"profiles": [[0.2, 0.5, 0.3], [0.4, 0.4, 0.2]], "fold_sizes": [2, 3], "source": "weights"}
+    assert constant_share(rule, 1) == Share(hits=2, n=5)
+    assert constant_share({**rule, "profiles": [[0.2, 0.5, 0.3], [None, None, None]]}, 1) == Share(hits=2, n=2)
+
+
+def test_help_loads_no_torch() -> None:
+    probe = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom laya_inspect.cli import app\n"
+        "r = CliRunner().invoke(app, ['check', 'planted', '--help'])\n"
+        "assert r.exit_code == 0 and 'Example:' in r.output, r.output\n"
+        "print(sorted(m for m in ('torch', 'h5py', 'matplotlib', 'captum') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_wilson_interval_by_hand() -> None:
+    z = 1.959963984540054
+    low, high = wilson(0, 10)  # p = 0: [0, z² / (n + z²)]
+    assert low == 0 and math.isclose(high, z * z / (10 + z * z))
+    low, high = wilson(10, 10)  # p = 1: [n / (n + z²), 1]
+    assert high == 1 and math.isclose(low, 10 / (10 + z * z))
+    low, high = wilson(50, 100)  # symmetric about 1/2, half-width z·sqrt(1/4n + z²/4n²)/(1 + z²/n)
+    half = z * math.sqrt(0.25 / 100 + z * z / (4 * 100**2)) / (1 + z * z / 100)
+    assert math.isclose(low, 0.5 - half) and math.isclose(high, 0.5 + half)
+    assert all(math.isnan(v) for v in wilson(0, 0))
