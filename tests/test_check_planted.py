@@ -22,7 +22,15 @@ from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.files import read_marker
-from laya_inspect.planted import Share, constant_share, signal_first, top_layer_counts, wilson
+from laya_inspect.planted import (
+    MethodShare,
+    Share,
+    constant_share,
+    signal_first,
+    top_layer_counts,
+    verdict_lines,
+    wilson,
+)
 from laya_inspect.planted_config import PlantedConfig, default_signal_layer
 
 runner = CliRunner()
@@ -140,6 +148,24 @@ def test_signal_first_counts_strict_wins_only() -> None:
     )
     assert signal_first(scores, 1) == Share(hits=1, n=4)
     assert top_layer_counts(scores) == [3, 1, 0]  # ties to the lower index
+
+
+@pytest.mark.parametrize(
+    ("ig_hits", "effect_hits", "says", "not_says"),
+    [
+        (98, 99, "at least 95%, the pipeline finds the planted layer", "missed"),
+        (60, 99, "below 95%, the pipeline does not find the planted layer reliably", "missed"),
+        (60, 70, "it is the fit that missed, not (only) IG", "at least 95%"),
+    ],
+)
+def test_the_reading_tells_a_failing_method_from_a_failing_fit(ig_hits, effect_hits, says, not_says) -> None:
+    methods = [
+        MethodShare("laya", "ig", Share(ig_hits, 100), [0, ig_hits, 100 - ig_hits, 0]),
+        MethodShare("laya", "alpha", Share(90, 100), [0, 90, 10, 0]),
+    ]
+    text = "\n".join(verdict_lines(methods, {"laya": Share(effect_hits, 100)}, {}, "layers.1", 4, "mean"))
+    assert says in text and not_says not in text
+    assert "α ranks it first on 90.0% of 100 rows" in text and "1/L = 25.0%" in text
 
 
 def test_the_constant_rule_scores_each_fold_with_its_own_profile() -> None:
