@@ -269,7 +269,15 @@ def _read(
         "pass_share": PASS_SHARE,
         "passed": bool(_ig(methods).share >= PASS_SHARE),
         "verdict": verdict_lines(methods, effects, constant, names[signal], config.layers, ablation),
-        "files": {"cache": "features.h5", "heads": "heads", "compare": "compare", "summary": "summary.json"},
+        "files": {
+            "cache": "features.h5",
+            "heads": "heads",
+            "compare": "compare",
+            "summary": "summary.json",
+            "note": "the folder is built whole under a temporary name and renamed at the end, so the paths that "
+            "heads/ and compare/ record name that temporary folder; the cache's fingerprint, which compare checks, "
+            "does not depend on them",
+        },
     }
     return PlantedResult(out, config, names, methods, effects, constant, test_acc, ablation, plain(summary))
 
