@@ -14,7 +14,7 @@ from .errors import NotFoundError, suggest
 
 # Registries: the keys of HEADS, METHODS and ABLATIONS, in registry order ("all" expands in this order).
 HEAD_NAMES = ("laya", "last", "concat", "scalarmix")
-METHOD_NAMES = ("alpha", "ig", "gradcam", "static", "random")
+METHOD_NAMES = ("alpha", "alpha-contrib", "ig", "gradcam", "static", "random")
 ABLATION_NAMES = ("mean", "zero", "resample", "drop", "mix")
 
 # Heads and training.

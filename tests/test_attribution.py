@@ -160,7 +160,7 @@ def test_methods_not_defined_are_skipped_or_refused():
     with pytest.raises(InputError, match="'alpha' is defined for none of the heads"):
         plan_methods(["alpha", "ig"], {"a": last})
     plan = plan_methods(resolve_methods("all"), {"a": last}, explicit=[])  # 'all': skip, don't refuse
-    assert plan["a"][0] == ["ig", "gradcam", "random"] and set(plan["a"][1]) == {"alpha", "static"}
+    assert plan["a"][0] == ["ig", "gradcam", "random"] and set(plan["a"][1]) == {"alpha", "alpha-contrib", "static"}
     with pytest.raises(InputError, match="defined only for laya"):
         attribute("alpha", last, [torch.zeros(1, 3)] * 2, [0])
     with pytest.raises(InputError, match="train-split means"):
@@ -169,7 +169,7 @@ def test_methods_not_defined_are_skipped_or_refused():
 
 def test_resolve_methods():
     assert resolve_methods(["ig,alpha", "ig", "random"]) == ["ig", "alpha", "random"]
-    assert resolve_methods("all") == METHODS.names() == ["alpha", "ig", "gradcam", "static", "random"]
+    assert resolve_methods("all") == METHODS.names() == ["alpha", "alpha-contrib", "ig", "gradcam", "static", "random"]
     with pytest.raises(NotFoundError, match="did you mean 'gradcam'"):
         resolve_methods(["gradcm"])
 

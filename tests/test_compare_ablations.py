@@ -58,6 +58,8 @@ def test_all_runs_every_applicable_ablation_and_marks_circular_pairs(all_run):
     assert circular == {
         ("laya", "drop", "alpha"),
         ("laya", "mix", "alpha"),
+        ("laya", "drop", "alpha-contrib"),  # built from α_i z_i, the term drop and mix take out
+        ("laya", "mix", "alpha-contrib"),
         ("laya", "mean", "ig"),  # IG's baseline is the train mean, the mean ablation's value
         ("last", "mean", "ig"),
         ("laya", "zero", "gradcam"),
@@ -128,7 +130,7 @@ def test_effects_are_float64_from_a_float64_copy_of_the_head(all_run, digits_cac
         rows = np.sort(np.random.default_rng(2).choice(store.n("test"), size=40, replace=False))
         hs = [torch.from_numpy(x) for x in store.layers("test", rows)]
         means = [m.astype(np.float32) for m in _means(store)]
-    p64, _, e64 = lolo_effects(head.double(), hs, r.targets, "mean", means)
+    p64, _, e64 = lolo_effects(head.double(), hs, r.targets, "mean", means, effect=res.summary["effect"])
     np.testing.assert_allclose(r.measured["mean"].effects, e64, rtol=0, atol=1e-12)
     np.testing.assert_allclose(r.p, p64, rtol=0, atol=1e-12)
 

@@ -74,10 +74,10 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     assert set(summary["directions"]) >= {"faithfulness", "deletion_at_1", "top_layer_agreement", "ig_delta_abs_mean"}
     heads = {h["name"]: h for h in summary["heads"]}
     assert list(heads) == list(HEADS)
-    assert set(heads["laya"]["methods"]) == {"alpha", "ig", "gradcam", "random"}
+    assert set(heads["laya"]["methods"]) == {"alpha", "alpha-contrib", "ig", "gradcam", "random"}
     assert set(heads["scalarmix"]["methods"]) == {"ig", "gradcam", "static", "random"}
     assert set(heads["last"]["methods"]) == {"ig", "gradcam", "random"}
-    assert set(heads["last"]["methods_skipped"]) == {"alpha", "static"}
+    assert set(heads["last"]["methods_skipped"]) == {"alpha", "alpha-contrib", "static"}
     assert heads["laya"]["methods"]["ig"]["ig_delta"]["abs_mean"] < 1e-3
     assert len(heads["laya"]["per_class"]["mean_weights"]) == 10
 

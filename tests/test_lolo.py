@@ -58,6 +58,37 @@ def test_lolo_effects_on_paper(ablation):
         np.testing.assert_allclose(ours, theirs, atol=1e-12)
 
 
+# the target logit f_c: f_0 = a, f_1 = −a; intact f = (1, ½); ablated a by hand as above
+F = [1.0, 0.5]
+F_ABLATED = {
+    "mean": [[-0.5, 2.0], [-0.25, 0.25]],
+    "zero": [[-0.5, 1.5], [-0.25, 0.75]],
+    "drop": [[-2.0, 2.0], [-1.0, 1.0]],
+    "mix": [[-0.5, 1.5], [-0.25, 0.75]],
+}
+
+
+@pytest.mark.parametrize("ablation", ["mean", "zero", "drop", "mix"])
+def test_logit_effects_on_paper(ablation):
+    """effect="logit": the drop of the target logit itself, the quantity IG explains. With the mean
+    ablation on this linear head (α fixed) it is IG's mean-baseline score exactly: (1.5, −1), (¾, ¼)."""
+    p, p_abl, e = lolo_effects(paper_laya(), HS, TARGET, ablation, MEANS, effect="logit")
+    np.testing.assert_allclose(p, F, atol=1e-12)
+    np.testing.assert_allclose(p_abl, F_ABLATED[ablation], atol=1e-12)
+    np.testing.assert_allclose(e, np.array(F)[:, None] - np.array(F_ABLATED[ablation]), atol=1e-12)
+    if ablation == "mean":
+        np.testing.assert_allclose(e, [[1.5, -1.0], [0.75, 0.25]], atol=1e-12)
+    # the probability effects of the same ablations are another quantity: σ(2f) here
+    p_prob, _, e_prob = lolo_effects(paper_laya(), HS, TARGET, ablation, MEANS, effect="prob")
+    np.testing.assert_allclose(p_prob, P, atol=1e-12)
+    assert np.abs(e_prob - e).max() > 0.1
+
+
+def test_an_unknown_effect_is_refused():
+    with pytest.raises(InputError, match="effect must be one of logit, prob, got 'probs'"):
+        lolo_effects(paper_laya(), HS, TARGET, "mean", MEANS, effect="probs")
+
+
 def _random_case(kind: str, dtype: torch.dtype, n: int = 37):
     torch.manual_seed(1)
     widths = [5, 3, 4, 2]

@@ -26,6 +26,7 @@ def compare_command(
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the heads were trained on"),
     method: Optional[list[str]] = opt(CompareConfig, "methods", "-m", default=None),
     ablation: str = opt(CompareConfig, "ablation"),
+    effect: str = opt(CompareConfig, "effect"),
     target: str = opt(CompareConfig, "target"),
     split: str = opt(CompareConfig, "split"),
     limit: Optional[int] = opt(CompareConfig, "limit"),
@@ -53,7 +54,7 @@ def compare_command(
         help="replace a non-empty --out whole (its old files and plots go; kept until the new run is complete)",
     ),
 ) -> None:
-    """Score each head's layer attributions (α, IG, Grad-CAM, static, random) against leave-one-layer-out effects.
+    """Score each head's layer attributions (α, α-contrib, IG, Grad-CAM, static, random) against layer removal.
 
     Example:
       laya-inspect compare heads/laya/seed_0 --cache features.h5 \\
@@ -66,6 +67,7 @@ def compare_command(
     config = CompareConfig(
         methods=tuple(method or ("all",)),
         ablation=ablation,
+        effect=effect,
         target=target,
         split=split,
         limit=limit,

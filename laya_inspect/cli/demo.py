@@ -157,9 +157,10 @@ def _profile_table(result: Any) -> None:
             "—" if laya_cmp is None else f"{laya_cmp['lolo']['mean_effect'][i]:+.3f}",
         )
     console.print(table)
+    quantity = {"logit": "target logit", "prob": "confidence"}.get(result.compare_summary.get("effect", "prob"))
     _note(
         "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
-        "the LAYA head's confidence when the layer is replaced by its training mean (compare, seed-0 head)."
+        f"the LAYA head's {quantity} when the layer is replaced by its training mean (compare, seed-0 head)."
     )
 
 

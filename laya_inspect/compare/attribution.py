@@ -4,6 +4,9 @@
 Registry ``METHODS``:
 
 * ``alpha``   — LAYA's α(x) from one forward pass (heads of kind ``laya`` only).
+* ``alpha-contrib`` — α_i(x)·⟨∂f_c/∂h_agg, z_i⟩: layer i's term α_i z_i of LAYA's aggregate pushed
+  through the output layer, from the same forward pass and one gradient of the output layer alone
+  (= W_c for the linear output: the scores then sum to f_c − b_c; heads of kind ``laya`` only).
 * ``ig``      — Captum IntegratedGradients of the target logit f_c over the tuple of all L layer
   inputs in one ``attribute`` call, from per-layer baselines b_i; layer score = signed sum over
   the layer's features (completeness: Σ_i score_i ≈ f_c(x) − f_c(b)); the convergence delta is kept.
@@ -30,7 +33,7 @@ from torch import Tensor
 
 from ..choices import BASELINE_CHOICES
 from ..errors import InputError, suggest
-from ..heads import Head, ScalarMixHead
+from ..heads import Head, LayaHead, ScalarMixHead
 from ..registry import Registry
 from .draws import RowSpan, per_row
 
@@ -168,6 +171,45 @@ def alpha(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attribution
         for rows in _chunks(len(target), options.batch_size):
             out.append(head([h[rows] for h in hs]).weights)
     return Attribution(_np(torch.cat(out)), params={"source": "HeadOutput.weights"})
+
+
+@_method(
+    "alpha-contrib",
+    "α_i(x)·<df_c/dh_agg, z_i>: each layer's term of LAYA's aggregate through the output layer (intrinsic)",
+    kinds=("laya",),
+)
+def alpha_contrib(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
+    """α_i(x)·⟨g_c(x), z_i(x)⟩ with g_c = ∂f_c/∂h_agg taken by autograd through ``head.classifier`` alone,
+    at the head's own aggregate h_agg = Σ_i α_i z_i (read by a hook on the classifier's input): W_c for
+    the linear output layer, exactly. A head whose classifier does not read Σ_i α_i z_i is refused."""
+    if not isinstance(head, LayaHead):
+        raise InputError(f"'alpha-contrib' needs a LAYA head (α and its z_i), got {type(head).__name__}")
+    out = []
+    for rows in _chunks(len(target), options.batch_size):
+        x = [h[rows] for h in hs]
+        seen: list[Tensor] = []
+        handle = head.classifier.register_forward_pre_hook(lambda _m, args, seen=seen: seen.append(args[0]))
+        try:
+            with torch.no_grad():
+                alpha = head(x).weights  # (B, L)
+                z = head._adapt(x)  # (B, L, d*)
+        finally:
+            handle.remove()
+        assert alpha is not None  # LayaHead always returns α
+        agg = seen[-1].detach()  # what the logits were computed from
+        if len(seen) != 1 or not torch.allclose(agg, (alpha.unsqueeze(-1) * z).sum(1), rtol=1e-4, atol=1e-5):
+            raise InputError("'alpha-contrib' needs a head whose output layer reads Σ_i α_i z_i; this one does not")
+        with torch.enable_grad():
+            agg = agg.clone().requires_grad_(True)
+            picked = head.classifier(agg).gather(1, target[rows].reshape(-1, 1))
+            (grad,) = torch.autograd.grad(picked.sum(), agg)  # (B, d*): ∂f_c/∂h_agg, row by row
+        out.append(alpha * torch.einsum("bld,bd->bl", z, grad))
+    params = {
+        "formula": "alpha_i * <df_c/dh_agg, z_i>",
+        "gradient": "autograd through the head's output layer at its own h_agg (W_c for a linear output)",
+        "classifier": type(head.classifier).__name__,
+    }
+    return Attribution(_np(torch.cat(out)), params=params)
 
 
 @_method("ig", "Captum IntegratedGradients over all layer inputs, summed per layer (signed)")

@@ -25,6 +25,9 @@ from ..options import check, option, tuples
 from ..runtime import DEVICE_HELP, check_device
 
 TARGETS = ("pred", "true")
+# What a layer's removal is measured on (docs/METHOD.md, "One target"): the target logit f_c, the
+# quantity IG and Grad-CAM explain, or its softmax probability p_c.
+EFFECTS = ("logit", "prob")
 
 
 def resolve_target(target: str, class_names: Sequence[str], num_classes: int | None = None) -> str | int:
@@ -53,8 +56,11 @@ CHOICES = {
     "spearman": "average ranks for ties; effects closer than tie_tolerance count as tied; a row whose scores are "
     "all equal or whose effects are all tied is undefined: counted in n_undefined, excluded from the mean and "
     "the bootstrap",
-    "tie_tolerance": f"{TIE_TOLERANCE:g} absolute on probabilities: about 10× the float32 resolution of a "
-    "probability near 1, the precision of the cached features and of the trained head",
+    "effect": "what a removal is measured on (--effect): logit = the target logit f_c(x), the quantity IG and "
+    "Grad-CAM explain (default); prob = its softmax probability p_c(x). p, p_ablated, effects, Deletion@k, the "
+    "oracle and every curve below use it; 'p' in these names is that quantity",
+    "tie_tolerance": f"{TIE_TOLERANCE:g} absolute, in the units of the effect: about 10× the float32 resolution of "
+    "a probability near 1 (and of a logit near 10), the precision of the cached features and of the trained head",
     "bootstrap": "percentile 95% interval of the mean over n_boot resamples of the valid rows, numpy default_rng(seed)",
     "top_order": "descending score, ties broken by the lower layer index (stable sort); used by Deletion@k and "
     "top-layer agreement; n_top_ties counts rows with a tied top score",
@@ -80,7 +86,8 @@ CHOICES = {
     "(default_rng([seed, 5])), the same donors for every measurement of a sample",
     "mix": "layer removed inside the aggregation: logits = W Σ_(j kept) α_j z_j + b with α from the intact pass, "
     "not renormalised (renormalising is 'drop')",
-    "circular": "alpha/static with drop or mix; ig whose baseline equals the ablation value (mean/mean, zero/zero); "
+    "circular": "alpha/alpha-contrib/static with drop or mix; ig whose baseline equals the ablation value "
+    "(mean/mean, zero/zero); "
     "gradcam with zero (<df_c/dh_i, h_i> is the first-order estimate of h_i → 0): marked, never best",
     "caveats": f"no best when L < {MIN_LAYERS} or when the mean over rows of max_i |e_i| < {NEGLIGIBLE_EFFECT:g}",
     "per_class": "grouped by the target class c(x), first ablation only; no bootstrap per class",
@@ -90,8 +97,10 @@ CHOICES = {
     "gradcam": "LayerGradCam on head.taps[i] (Identity on h_i): for vectors <df_c/dh_i, h_i>; relu as recorded",
     "unused_layers": "attributions run on head.logits + 0·Σ(inputs and tap outputs), so a layer the head ignores "
     "gets a zero gradient instead of an autograd error (exactly zero for finite features)",
-    "probabilities": "every ablated pass (LOLO, subsets, curves) runs a float64 copy of the head, softmax in "
-    "float64; attributions run the head as trained (float32)",
+    "probabilities": "every ablated pass (LOLO, subsets, curves) runs a float64 copy of the head, logits and "
+    "softmax in float64; attributions run the head as trained (float32)",
+    "alpha_contrib": "alpha_i(x)·<∂f_c/∂h_agg, z_i> for LAYA heads, ∂f_c/∂h_agg by autograd through the output "
+    "layer at the head's own h_agg (= W_c for the linear output, where the scores sum to f_c − b_c)",
     "profile_normalisation": "plots: a method's per-layer mean score divided by Σ_i |mean score_i| (sign kept)",
 }
 
@@ -116,6 +125,13 @@ class CompareConfig:
         flag="--ablation",
         help=f"how a layer is removed: {' | '.join(ABLATION_NAMES)}, a comma list, or all "
         "(every one that applies to each head)",
+    )
+    effect: str = option(
+        "logit",
+        flag="--effect",
+        help="what a layer's removal is measured on: logit (the target logit, which IG and Grad-CAM explain) "
+        "| prob (its softmax probability)",
+        choices=EFFECTS,
     )
     target: str = option(
         "pred",
@@ -170,6 +186,7 @@ class CompareConfig:
                     "must be one of pred, true, a class name or a class index",
                 ),
                 (self.baseline in BASELINE_CHOICES, "baseline", f"must be one of {', '.join(BASELINE_CHOICES)}"),
+                (self.effect in EFFECTS, "effect", f"must be one of {', '.join(EFFECTS)}"),
                 (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),
                 (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
                 (self.n_boot >= 0, "n_boot", "must be ≥ 0"),

@@ -3,7 +3,8 @@ leave-one-layer-out effects" and "Scores"): the LOLO effects, the effects of rem
 subsets of layers together, and the deletion / insertion curves of the references every method is
 read against — the oracle (sorted effects), random orderings, and the top-1-only order (the
 largest effect, and any tied with it, first; the rest in a seeded random order). :meth:`Remover.curves` gives the same
-curves for any method's order. Shapes: N samples, L layers, M subsets.
+curves for any method's order. What a removal is measured on is the Remover's ``effect``: the target
+logit or its probability ("p" in the names below is that quantity). Shapes: N samples, L layers, M subsets.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Remover:
     batch_size: int = 512
     draws: int = RESAMPLE_DRAWS
     span: RowSpan = RowSpan()  # which of the compared rows ``hs`` holds: the seeded draws follow the row
+    effect: str = "prob"  # "logit": the target logit f_c; "prob": its softmax probability (compare passes --effect)
     _table: np.ndarray | None = field(default=None, init=False, repr=False)  # (N, 2^L) p of every mask
 
     def _kw(self) -> dict[str, Any]:
@@ -72,6 +74,7 @@ class Remover:
             "draws": self.draws,
             "seed": self.seed,
             "span": self.span,
+            "effect": self.effect,
         }
 
     def run(self, sets: Sequence[Masks]) -> list[np.ndarray]:
@@ -122,7 +125,7 @@ class Reference:
 @dataclass
 class Measured:
     ablation: str
-    p: np.ndarray  # (N,)
+    p: np.ndarray  # (N,) the target's logit or probability (params["effect"])
     p_ablated: np.ndarray  # (N, L)
     effects: np.ndarray  # (N, L)
     subsets: np.ndarray  # (M, L) bool
@@ -130,7 +133,7 @@ class Measured:
     oracle: Reference  # scores = the effects
     random: Reference  # scores = seeded noise; curves = mean over RANDOM_ORDERS orderings
     top1_only: Reference  # scores = one-hot on the largest effect (and any tied with it)
-    finite: np.ndarray  # (N,) bool: rows whose every probability is finite
+    finite: np.ndarray  # (N,) bool: rows whose every measured value is finite
     params: dict[str, Any]
 
     @property
@@ -217,5 +220,6 @@ def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, 
             "n_subsets": int(len(masks)),
             "random_orders": RANDOM_ORDERS,
             "seed": seed,
+            "effect": remover.effect,
         },
     )

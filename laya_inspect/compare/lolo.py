@@ -13,8 +13,11 @@ Registry ``ABLATIONS`` — how layer i is removed:
   Σ_j α_j z_j, the other weights held at their intact values, not renormalised (heads with
   ``has_weights`` only).
 
-p(x) = softmax(logits)_c for the target class c, computed in float64 from the head's logits (run
-the head in float64 for float64 logits); e_i(x) = p(x) − p(x with layer i ablated). Every function
+The measured quantity (``effect``) is the target logit f_c(x) (``"logit"``) or its softmax
+probability p_c(x) (``"prob"``), c the target class, computed in float64 from the head's logits (run
+the head in float64 for float64 logits); call it p(x) below: e_i(x) = p(x) − p(x with layer i ablated).
+The functions here measure ``"prob"`` unless told otherwise (what they always measured); ``compare``
+passes its ``--effect`` (docs/METHOD.md, "One target"). Every function
 runs all its ablated copies of a chunk of samples in one call (K = L+1 for LOLO: the intact copy,
 then one copy per ablated layer), so p and every p_ablated come from the same call; :func:`ablate_sets`
 runs several mask sets (:mod:`.masks`) in one. The built-in heads compute their per-layer parts once
@@ -35,6 +38,7 @@ from ..choices import RESAMPLE_DRAWS
 from ..errors import InputError
 from ..heads import Head
 from .ablations import ABLATIONS, Ablation, applicable, check_ablation, resolve_ablations  # noqa: F401 (re-exported)
+from .config import EFFECTS
 from .draws import RowSpan, per_row
 from .factored import factor, group_size
 from .masks import Masks, keep_masks, lolo_masks, subset_masks_of, topk_masks
@@ -45,6 +49,13 @@ from .masks import Masks, keep_masks, lolo_masks, subset_masks_of, topk_masks
 
 def _dtype(head: Head) -> torch.dtype:
     return next(head.parameters()).dtype
+
+
+def check_effect(effect: str) -> str:
+    """``effect`` if it is one of :data:`~.config.EFFECTS`, else an InputError naming them."""
+    if effect not in EFFECTS:
+        raise InputError(f"effect must be one of {', '.join(EFFECTS)}, got {effect!r}")
+    return effect
 
 
 def _prepare(
@@ -93,8 +104,9 @@ def _p_copies(
     base: list[Tensor] | None,
     masks: Tensor,
     donor_rows: Tensor | None = None,
+    effect: str = "prob",
 ) -> Tensor:
-    """(K, B) float64 target probabilities; ``masks`` (K, B, L) bool (True = ablated), all K copies
+    """(K, B) float64 target values (``effect``); ``masks`` (K, B, L) bool (True = ablated), all K copies
     in one pass; ``donor_rows`` (B,) rows of the donor pool for resample."""
     k, b, _ = masks.shape
     dtype = _dtype(head)
@@ -117,7 +129,7 @@ def _p_copies(
             handle.remove()
     else:
         logits = head(x, keep=keep).logits
-    return _target_p(logits.reshape(k, b, -1), target)
+    return _target_value(logits.reshape(k, b, -1), target, effect)
 
 
 def _chunks(n: int, size: int) -> Iterable[slice]:
@@ -129,10 +141,13 @@ def _np(t: Tensor) -> np.ndarray:
     return t.detach().to("cpu", torch.float64).numpy()
 
 
-def _target_p(logits: Tensor, target: Tensor) -> Tensor:
-    """(K, B) float64 softmax probability of each row's target class, from (K, B, C) logits."""
-    probs = torch.softmax(logits.to(torch.float64), dim=-1)
-    return probs.gather(-1, target.expand(*logits.shape[:2]).unsqueeze(-1)).squeeze(-1)
+def _target_value(logits: Tensor, target: Tensor, effect: str) -> Tensor:
+    """(K, B) float64 value of each row's target class from (K, B, C) logits: the logit itself
+    (``effect="logit"``) or its softmax probability (``"prob"``)."""
+    values = logits.to(torch.float64)
+    if effect == "prob":
+        values = torch.softmax(values, dim=-1)
+    return values.gather(-1, target.expand(*logits.shape[:2]).unsqueeze(-1)).squeeze(-1)
 
 
 def _p_chunk(
@@ -144,6 +159,7 @@ def _p_chunk(
     masks: Tensor,
     donor_rows: Tensor | None,
     stacked: bool,
+    effect: str,
 ) -> Tensor:
     """(K, B) p of one chunk: recombined from per-layer parts computed once (:mod:`.factored`) when the
     head allows it, else by the stacked forward of at most L+1 copies per pass."""
@@ -155,12 +171,14 @@ def _p_chunk(
         step = len(chunk) + 1  # as many copies as LOLO's, so subsets and curves need no more memory
         return torch.cat(
             [
-                _p_copies(head, abl, chunk, target, base, masks[j : j + step], donor_rows)
+                _p_copies(head, abl, chunk, target, base, masks[j : j + step], donor_rows, effect)
                 for j in range(0, len(masks), step)
             ]
         )
     step = group_size(head, len(target))
-    return torch.cat([_target_p(logits_of(masks[j : j + step]), target) for j in range(0, len(masks), step)])
+    return torch.cat(
+        [_target_value(logits_of(masks[j : j + step]), target, effect) for j in range(0, len(masks), step)]
+    )
 
 
 def _masked(
@@ -177,12 +195,14 @@ def _masked(
     seed: int,
     stacked: bool = False,
     span: RowSpan = RowSpan(),
+    effect: str = "prob",
 ) -> np.ndarray:
     """(N, K) p with the layers of ``masks_of(rows)`` (K, B, L) ablated; resample averages ``draws``
     seeded donors per sample (the same donors in every call with the same seed and rows; ``span``:
     which of the compared rows these are, so a row gets its donors whatever the split).
     ``stacked``: always run the head's own forward on stacked copies (the reference the recombined
-    parts are tested against)."""
+    parts are tested against); ``effect``: the target's ``"prob"`` or ``"logit"``."""
+    check_effect(effect)
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
     n = len(target)
     n_draws = max(1, int(draws)) if abl.needs_donors else 1
@@ -202,7 +222,9 @@ def _masked(
             masks = masks_of(rows, target.device)
             chunk = [h[rows].to(dtype) for h in hs]
             per_draw = [
-                _p_chunk(head, abl, chunk, target[rows], base, masks, None if idx is None else idx[d, rows], stacked)
+                _p_chunk(
+                    head, abl, chunk, target[rows], base, masks, None if idx is None else idx[d, rows], stacked, effect
+                )
                 for d in range(n_draws)
             ]
             # first draw + mean difference: layers a head ignores give exactly the intact p
@@ -230,9 +252,10 @@ def ablate_sets(
     seed: int = 0,
     stacked: bool = False,
     span: RowSpan = RowSpan(),
+    effect: str = "prob",
 ) -> list[np.ndarray]:
     """(N, K_j) p for each mask set of ``sets``, every set of a chunk in one pass over its copies
-    (:mod:`.masks`); ``stacked`` and ``span`` as in :func:`_masked`."""
+    (:mod:`.masks`); ``stacked``, ``span`` and ``effect`` as in :func:`_masked`."""
     n = len(np.asarray(target))
     sets = list(sets)
     if not any(s.k for s in sets):
@@ -254,6 +277,7 @@ def ablate_sets(
         seed=seed,
         stacked=stacked,
         span=span,
+        effect=effect,
     )
     bounds = np.cumsum([0, *(s.k for s in sets)])
     return [pc[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
@@ -268,7 +292,8 @@ def lolo_effects(
     **kw,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p (N,), p_ablated (N, L), effects (N, L)) with e_i = p − p_ablated_i, float64; ``kw``:
-    batch_size (512), donors, draws, seed of :func:`ablate_sets`.
+    batch_size (512), donors, draws, seed, effect ("prob": p is the target probability; "logit": the
+    target logit) of :func:`ablate_sets`.
 
     p and every p_ablated of a chunk of ``batch_size`` samples come from the same call.
     """

@@ -188,7 +188,7 @@ def write_h5(
     """attributions.h5 (schema_version 2)::
 
     /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
-                                  ablation (the first), ablations (JSON), target, baseline, seed,
+                                  ablation (the first), ablations (JSON), target, effect, baseline, seed,
                                   tie_tolerance, config (JSON), choices (JSON), layer_names,
                                   class_names (JSON), random_orders
     /rows (N,)             row indices into the cache split      /labels (N,) true labels
@@ -220,6 +220,7 @@ def write_h5(
                 "ablation": summary["ablation"],
                 "ablations": summary["ablations"],
                 "target": summary["target"],
+                "effect": summary["effect"],
                 "baseline": summary["baseline"],
                 "seed": summary["seed"],
                 "tie_tolerance": summary["tie_tolerance"],

@@ -294,6 +294,7 @@ def _run_head(
             seed=config.seed,
             batch_size=config.batch_size,
             span=span,
+            effect=config.effect,
         )
         res.measured[a] = measure(remover, seed=config.seed)
         curves = remover.curves_of([_order(s) for s in res.scores.values()])  # one pass for every method
@@ -415,6 +416,7 @@ def compare_heads(
         "ablation_description": ABLATIONS.get(results[0].ablations[0]).description,
         "ablations": [a for a in ablations if a in used],
         "target": config.target,
+        "effect": config.effect,
         "baseline": config.baseline,
         "split": config.split,
         "n": int(len(rows)),

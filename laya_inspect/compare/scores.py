@@ -38,6 +38,8 @@ def circular_reason(method: str, ablation: str, params: Mapping[str, Any] | None
     params = params or {}
     if method in ("alpha", "static") and ablation in ("drop", "mix"):
         return f"{method} is the head's aggregation weights, which the {ablation!r} ablation removes"
+    if method == "alpha-contrib" and ablation in ("drop", "mix"):
+        return f"alpha-contrib is built from α_i z_i, the term the {ablation!r} ablation removes from the aggregate"
     if method == "ig" and params.get("baseline") == ablation and ablation in ("mean", "zero"):
         return f"IG integrates from the baseline {ablation!r}, the value the {ablation!r} ablation puts in"
     if method == "gradcam" and ablation == "zero":
@@ -257,6 +259,7 @@ def headline_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "faithfulness_top1_only": top1,
                         "faithfulness_random": rand,
                         "subset_faithfulness": s["subset_faithfulness"]["mean"],
+                        "subset_faithfulness_random": a["references"]["random"]["subset_faithfulness"]["mean"],
                         "deletion_area": s["deletion_area"],
                         "insertion_area": s["insertion_area"],
                         "near_tie_all_share": near["all_tied_share"],
@@ -314,7 +317,7 @@ def head_summary(
         "n": int(len(r.targets)),
         "n_layers": len(layer_names),
         "accuracy": float((r.preds == labels).mean()),
-        "mean_p": float(np.nanmean(np.where(r.primary.finite, r.p, np.nan))),
+        "mean_p": _mean_p(r),
         "methods_run": list(r.scores),
         "methods_skipped": r.skipped,
         "ablations_run": r.ablations,
@@ -323,6 +326,17 @@ def head_summary(
         "ablations": by_abl,
         "per_class": per_class_summary(r, class_names, num_classes),
     }
+
+
+def _mean_p(r: HeadResult) -> float:
+    """Mean softmax probability of the target class over the rows with finite logits, whatever the effect."""
+    logits = np.asarray(r.logits, dtype=np.float64)
+    ok = np.isfinite(logits).all(axis=1)
+    if not ok.any():
+        return float("nan")
+    z = logits[ok] - logits[ok].max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return float(p[np.arange(len(p)), r.targets[ok]].mean())
 
 
 def per_class_summary(r: HeadResult, class_names: list[str], num_classes: int) -> dict[str, Any]:

@@ -106,6 +106,7 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
                 _get(cache[k], i, str, f"summary.cache.{k}")
         for k in ("split", "target", "baseline", "ablation"):
             _get(summary, k, str, "summary")
+        _get(summary, "effect", str, "summary", optional=True)  # absent before --effect: "prob"
         _get(summary, "n", int, "summary")
         _get(summary, "seed", (int, type(None)), "summary")
         _get(summary, "tie_tolerance", "num", "summary", optional=True)

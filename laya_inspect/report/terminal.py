@@ -126,6 +126,9 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     deltas = [f"{m} {s['ig_delta']['abs_mean']:.0e}" for m, s in methods.items() if s.get("ig_delta")]
     if deltas:
         caption.append("IG |δ| " + ", ".join(deltas))
+    floor = ((head.get("references") or {}).get("random") or {}).get("subset_faithfulness") or {}
+    if floor.get("mean") is not None:  # summed noise grows with |S| as the effects do: subset ρ's floor is not 0
+        caption.append(f"subset ρ chance floor (random scores): {floor['mean']:.2f}")
     skipped = head.get("methods_skipped") or {}
     if skipped:
         caption.append("skipped: " + "; ".join(skipped.values()))
@@ -183,7 +186,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
-        f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · ablation {', '.join(ablations)} · "
+        f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · effect {summary.get('effect', 'prob')} · "
+        f"ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
     )
     out: list[RenderableType] = [header]
