@@ -30,7 +30,7 @@ from torch import nn
 from . import __version__
 from .files import atomic_dir, plain, write_json
 from .planted_config import PlantedConfig
-from .runtime import Progress, no_progress, seeded
+from .runtime import Progress, no_progress, pick_device, seeded
 
 SCHEMA_VERSION = 1
 CLASSES = 4  # C
@@ -176,6 +176,7 @@ def run_planted(
     from .training.fit_head import fit_heads
 
     emit = progress or no_progress
+    pick_device(config.device)  # a CUDA device that is not here: one line before any work
     model = PlantedBackbone(config.layers, config.seed)
     names = [f"layers.{i}" for i in range(config.layers)]
     splits = {"train": planted_rows(config, config.rows, 0), "test": planted_rows(config, config.rows, 1)}

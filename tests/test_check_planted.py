@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -120,6 +121,13 @@ def test_bad_options_are_one_red_line(args: list[str], says: str, tmp_path) -> N
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines[0].startswith("error:") and says in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_cuda_device_that_is_not_here_is_refused_before_any_work(tmp_path) -> None:
+    result = runner.invoke(app, ["check", "planted", "--device", "cuda", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "no CUDA device is available" in result.output, result.output
     assert not (tmp_path / "out").exists()
 
 
