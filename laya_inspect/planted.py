@@ -253,6 +253,7 @@ def _read(
         "test_acc": test_acc,
         "compare": {
             "ablation": ablation,
+            "effect": compared.summary["effect"],  # what a removal is measured on: the target's logit or probability
             "baseline": compared.summary["baseline"],
             "target": compared.summary["target"],
             "n_steps": compared.summary["config"]["n_steps"],

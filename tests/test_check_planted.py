@@ -73,6 +73,7 @@ def test_ig_ranks_the_planted_layer_first_and_the_summary_records_every_share(de
     # random scores rank the signal layer first about 1/L of the time, far below the real methods
     assert abs(_method(s, "random")["share"] - s["random_floor"]) < 0.1
     assert s["effects"]["laya"]["share"] >= 0.95  # ablation confirms the planted answer
+    assert s["compare"]["effect"] in ("logit", "prob") and s["compare"]["ablation"] == s["effects"]["laya"]["ablation"]
     # compare's constant rule, where its summary holds one, read per head (a fixed profile: all rows or none)
     compared = json.loads((out / "compare" / "summary.json").read_text(encoding="utf-8"))
     has_rule = {h["kind"] for h in compared["heads"] if "constant" in (h.get("references") or {})}
