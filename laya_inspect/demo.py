@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import DatasetMissingError, InputError
-from .files import write_json
+from .files import check_out, write_json, write_marker
 from .options import command_line
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
@@ -245,14 +245,7 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     if config.out is None:
         out = default_out_dir(config.dataset)
     else:
-        out = Path(config.out)
-        if out.exists() and not out.is_dir():
-            raise InputError(f"--out {out} is a file; pass a folder")
-        if out.is_dir() and any(out.iterdir()) and not config.force:
-            raise InputError(
-                f"--out {out} exists and is not empty; pass --force to overwrite the demo's files "
-                "in it, or choose another --out"
-            )
+        out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root])
     spec = preset.data_spec(config.data_root)
     train = JointConfig(
         model=MODEL,
@@ -339,6 +332,9 @@ def run_demo(
     emit = progress or no_progress
     p, force = plan.paths, config.force
     plan.out_dir.mkdir(parents=True, exist_ok=True)
+    # marked before the first write, with every name the demo may write there, so a demo killed
+    # half-way can be rerun with --force (its sub-folders carry their own commands' markers)
+    write_marker(plan.out_dir, "demo", files=[*(q.name for q in p.values()), "report.html"])
     steps = plan.steps()
     done: list[DemoStep] = []
     record = _record(plan, done, {}, {}, complete=False)

@@ -17,7 +17,7 @@ from . import __version__
 from .data import load_data
 from .errors import InputError
 from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, RANDOM_WITHOUT_WEIGHTS, ExtractConfig
-from .files import output_lock
+from .files import check_out, output_lock, spec_paths
 from .layers import reduce_batch
 from .models import load_model
 from .provenance import data_fingerprint, describe_normalization
@@ -71,6 +71,13 @@ def extract_features(
 
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
+    check_out(
+        config.out,
+        force=config.overwrite,
+        command="extract",
+        kind="file",
+        inputs=[config.weights, *spec_paths(config.data)],
+    )
     with session(config.device) as world:
         if world.distributed:
             return extract_sharded(config, world, progress or no_progress)

@@ -15,7 +15,8 @@ import io
 import json
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -176,26 +177,187 @@ def output_lock(path: str | Path) -> Iterator[None]:
         os.close(fd)
 
 
-def check_out_dir(path: str | Path, force: bool, flag: str = "--out") -> None:
-    """Refuse a file where a folder is wanted, and a non-empty folder without ``--force``."""
+MARKER = ".laya-inspect.json"
+# Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
+# files and folders, a killed run's half-renamed folder, extract's partial cache): never a user's.
+_OWN_TEMP = re.compile(r"^\..+\.(lock|tmp-\d+|old-\d+)$|^.+\.tmp-\d+$|^.+\.partial$")
+_SHOWN = 3  # foreign entries named in a refusal
+
+
+def read_marker(folder: str | Path) -> dict[str, Any] | None:
+    """The marker a laya-inspect command wrote into ``folder`` (docs/FORMATS.md), or None."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("written_by") != "laya-inspect"
+        or not isinstance(data.get("files"), list)
+    ):
+        return None
+    return data
+
+
+def write_marker(folder: str | Path, command: str, files: Sequence[str] | None = None) -> Path:
+    """Mark ``folder`` as written by ``command``: the marker names the command, the version, the time
+    and the files the command wrote there (every path under ``folder`` now, unless ``files``)."""
+    from datetime import datetime, timezone
+
+    from . import __version__
+
+    root = Path(folder)
+    if files is None:
+        files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
+    record = {
+        "written_by": "laya-inspect",
+        "command": command,
+        "version": __version__,
+        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "files": sorted(files),
+    }
+    return write_json(root / MARKER, record)
+
+
+def foreign_files(folder: str | Path) -> list[str]:
+    """Paths under ``folder`` (relative, sorted) that no laya-inspect marker claims: everything in an
+    unmarked folder; in a marked one, what was added after the command wrote it. A marked sub-folder
+    (a head directory, a demo's heads/) answers for its own content."""
+    root = Path(folder)
+    return sorted(_foreign(root, root, read_marker(root)))
+
+
+def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]:
+    owned = set(marker["files"]) if marker else set()
+    found: list[str] = []
+    for entry in sorted(here.iterdir()):
+        if entry.name == MARKER and marker is not None and here == root:
+            continue
+        if _OWN_TEMP.match(entry.name):
+            continue
+        rel = entry.relative_to(root).as_posix()
+        if rel not in owned:
+            found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+        elif entry.is_dir() and not entry.is_symlink():
+            inner = read_marker(entry)
+            if inner is not None:
+                found += [f"{rel}/{p}" for p in _foreign(entry, entry, inner)]
+            else:
+                found += _foreign(root, entry, marker)
+    return found
+
+
+def spec_paths(spec: str | None) -> list[Path]:
+    """The file or folder a data spec names (``imagefolder:DIR``, ``csv:FILE``, a bare path), where one
+    exists: an input an output must not overwrite or be written into."""
+    if not spec:
+        return []
+    return [p for p in {Path(spec), Path(spec.partition(":")[2])} if str(p) not in ("", ".") and p.exists()]
+
+
+def refuse_symlink(path: str | Path, flag: str = "--out") -> Path:
+    """Refuse an output that is a symlink: what it points to is not the run's to replace."""
     out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{flag} {out} is a file; give a folder")
-    if out.is_dir() and not force and any(out.iterdir()):
+    if out.is_symlink():
         raise InputError(
-            f"{flag} {out} is not empty; pass --force to replace it (its whole content), or choose another {flag}"
+            f"{flag} {out} is a symlink (to {os.readlink(out)}); laya-inspect does not write through links: "
+            f"give the real path, or another {flag}"
+        )
+    return out
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out(
+    path: str | Path,
+    *,
+    force: bool,
+    command: str | None,
+    inputs: Iterable[str | Path | None] = (),
+    flag: str = "--out",
+    kind: str = "folder",
+) -> Path:
+    """Refuse, before any work, an output that would lose something that is not this run's to lose:
+    a symlink; the current folder, one above it, the home folder or one above it; an output that
+    holds, is, or lies inside one of the run's ``inputs``; a file where a folder is wanted (or the
+    reverse); and a non-empty folder unless ``force`` and every file in it was written by ``command``
+    (its marker, :func:`foreign_files`). ``kind``: ``folder`` or ``file``. Returns ``path``."""
+    out = refuse_symlink(path, flag)
+    if kind == "file" and out.is_dir():
+        raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
+    if kind == "folder" and out.exists() and not out.is_dir():
+        raise InputError(f"{flag} {out} is a file; give a folder")
+    real = out.resolve()
+    if kind == "folder":
+        cwd, home = Path.cwd().resolve(), Path.home().resolve()
+        if _under(cwd, real) or _under(home, real):
+            where = "the current folder" if real == cwd else "the home folder" if real == home else "a folder above"
+            where += "" if real in (cwd, home) else " the current or the home folder"
+            raise InputError(
+                f"{flag} {out} is {where}; laya-inspect replaces its {flag} whole: give a new sub-folder, "
+                f"e.g. {flag} {out / 'results'}"
+            )
+    for given in inputs:
+        if given is None or not Path(given).exists():  # a spec that names no file on this machine
+            continue
+        src = Path(given).resolve()
+        if _under(src, real):
+            what = "is" if src == real else "holds"
+            raise InputError(f"{flag} {out} {what} this run's input {given}; choose an {flag} outside it")
+        if src.is_dir() and _under(real, src):
+            raise InputError(f"{flag} {out} lies inside this run's input {given}; choose an {flag} outside it")
+    if kind == "folder" and out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise InputError(
+                f"{flag} {out} is not empty; pass --force to replace it (only a folder laya-inspect wrote), "
+                f"or choose another {flag}"
+            )
+        _check_ours(out, command, flag)
+    return out
+
+
+def _check_ours(out: Path, command: str | None, flag: str) -> None:
+    marker = read_marker(out)
+    if marker is not None and command is not None and marker.get("command") != command:
+        raise InputError(
+            f"{flag} {out} holds the output of `laya-inspect {marker.get('command')}`, not of {command}; "
+            f"--force replaces only a folder the same command wrote: choose another {flag}"
+        )
+    foreign = foreign_files(out)
+    if foreign:
+        shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
+        raise InputError(
+            f"{flag} {out} holds files laya-inspect did not write ({shown}); --force never deletes them: "
+            f"choose another {flag}, or empty it yourself"
         )
 
 
+def check_out_dir(path: str | Path, force: bool, flag: str = "--out", *, command: str | None = None) -> None:
+    """:func:`check_out` for a folder with no inputs (kept for callers that check before the work)."""
+    check_out(path, force=force, command=command, flag=flag)
+
+
 @contextmanager
-def atomic_dir(path: str | Path, *, force: bool = False, flag: str = "--out", lock: bool = True) -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``path``; when the body returns it replaces ``path``
-    whole (the old folder, with ``force``, is removed only then). When the body raises, the
+def atomic_dir(
+    path: str | Path,
+    *,
+    force: bool = False,
+    command: str | None = None,
+    inputs: Iterable[str | Path | None] = (),
+    flag: str = "--out",
+    lock: bool = True,
+) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the body returns, the folder is marked as
+    ``command``'s (:func:`write_marker`) and replaces ``path`` whole. An existing ``path`` is replaced
+    only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
+    again just before the swap, so a file added during the run is not lost). When the body raises, the
     temporary folder is removed and ``path`` is left as it was."""
     import shutil
 
-    out = Path(path)
-    check_out_dir(out, force, flag)
+    check_out(path, force=force, command=command, inputs=list(inputs), flag=flag)
+    out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     with output_lock(out) if lock else _nothing():
@@ -203,6 +365,9 @@ def atomic_dir(path: str | Path, *, force: bool = False, flag: str = "--out", lo
         try:
             tmp.mkdir(parents=True)
             yield tmp
+            write_marker(tmp, command or "laya-inspect")
+            if out.is_dir() and any(out.iterdir()):
+                _check_ours(out, command, flag)
             if out.exists():
                 os.replace(out, old)
             os.replace(tmp, out)

@@ -26,7 +26,7 @@ from torch import Tensor
 
 from . import __version__
 from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, suggest
-from .files import atomic_dir, plain, write_bytes, write_json, write_text
+from .files import atomic_dir, check_out, plain, write_bytes, write_json, write_text
 from .heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
 from .store import FeatureStore
 
@@ -96,7 +96,7 @@ def save_head(
             f"{out} is a non-empty folder but not a head directory (no {CONFIG}); choose another folder, "
             "or pass force=True to replace it whole"
         )
-    with atomic_dir(out, force=True, lock=False) as tmp:
+    with atomic_dir(out, force=True, lock=False, flag="head directory") as tmp:
         _write_head(tmp, head, meta, files or {})
     return Path(out_dir)
 
@@ -344,6 +344,7 @@ def export_head(
     """
     from .models.weights import read_checkpoint
 
+    check_out(_target(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path])
     try:
         ckpt = read_checkpoint(checkpoint)
     except UnsafeCheckpointError:
@@ -382,6 +383,6 @@ def export_head(
         "joint_test_acc": metrics.get("test_acc"),
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
     }
-    with atomic_dir(_target(out_dir), force=force, flag="--out") as tmp:
+    with atomic_dir(_target(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
         _write_head(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
     return summary

@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "RELIABILITY.md"
-COMMANDS = ("extract", "fit-head", "train", "export-head", "compare", "report", "demo")
+COMMANDS = (
+    "extract", "fit-head", "train", "export-head", "compare", "report", "demo", "prune", "early-exit", "diagnose",
+    "explain",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,10 @@ FOLDER = ("folder", "directory")
 EMPTY = ("empty", "no rows", "0 rows")
 COMPARE = "compare badhead --cache cache.h5 --method alpha --bootstrap 10 --no-plots --out c2"
 FIT = "--seeds 1 --epochs 1 --out fh"
+MINE = ("user_files mine",)  # mine/notes.txt and mine/sub/x.txt: a user's own files
+USERS = "mine/ as it was: the user's notes.txt and sub/x.txt, byte for byte"
+FOREIGN = "did not write"
+HEAD = "heads/laya/seed_0 --cache cache.h5"
 
 # fmt: off
 CASES: tuple[Case, ...] = (
@@ -295,6 +302,65 @@ CASES: tuple[Case, ...] = (
          "demo --quick --out heads", "--force", "heads/ unchanged"),
     case("demo-seeds-negative", "--seeds -2",
          "demo --quick --seeds -2 --out d", "-2", "nothing: no d/"),
+    # ---- --force and what is not laya-inspect's to replace ------------------------------------
+    case("fit-head-force-foreign", "--out holds the user's own files, with --force",
+         "fit-head cache.h5 --head last --seeds 1 --epochs 1 --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("fit-head-force-out-dot", "--out . (the current folder) with --force",
+         "fit-head cache.h5 --head last --seeds 1 --epochs 1 --out . --force", "current folder",
+         "everything as it was"),
+    case("fit-head-force-out-root", "--out / with --force",
+         "fit-head cache.h5 --head last --seeds 1 --epochs 1 --out / --force", "above", "everything as it was"),
+    case("fit-head-force-out-holds-cache", "--out is the folder that holds the cache, with --force",
+         "fit-head d/cache.h5 --head last --seeds 1 --epochs 1 --out d --force", "input",
+         "d/ as it was (the cache, and the user's notes.txt, byte for byte)",
+         setup=["user_files d", "nest cache.h5 d"]),
+    case("fit-head-force-other-command", "--out is compare's earlier output, with --force",
+         "fit-head cache.h5 --head last --seeds 1 --epochs 1 --out cmp --force", "laya-inspect compare",
+         "cmp/ unchanged"),
+    case("compare-force-foreign", "--out holds the user's own files, with --force",
+         f"compare {HEAD} --method alpha --bootstrap 10 --no-plots --out mine --force", FOREIGN, USERS,
+         setup=MINE),
+    case("compare-force-file-added", "the user added notes.txt to compare's earlier output, then --force",
+         f"compare {HEAD} --method alpha --bootstrap 10 --no-plots --out cmp --force", ("notes.txt", FOREIGN),
+         "cmp/ as it was, cmp/notes.txt byte for byte", setup=["user_files cmp"]),
+    case("compare-force-out-holds-heads", "--out is the folder of the compared head directories, with --force",
+         f"compare {HEAD} --method alpha --bootstrap 10 --no-plots --out heads --force", "input",
+         "heads/ unchanged"),
+    case("compare-force-out-dot", "--out . (the current folder) with --force",
+         f"compare {HEAD} --method alpha --bootstrap 10 --no-plots --out . --force", "current folder",
+         "everything as it was"),
+    case("compare-force-out-symlink", "--out is a symlink to a folder elsewhere, with --force",
+         f"compare {HEAD} --method alpha --bootstrap 10 --no-plots --out link --force", "symlink",
+         "link and elsewhere/ as they were", setup=["user_files elsewhere", "symlink link elsewhere"]),
+    case("prune-force-foreign", "--out holds the user's own files, with --force",
+         f"prune {HEAD} --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("prune-out-inside-head", "--out lies inside the head directory being pruned",
+         f"prune {HEAD} --out heads/laya/seed_0/p", "inside", "heads/ unchanged"),
+    case("early-exit-force-foreign", "--out holds the user's own files, with --force",
+         f"early-exit {HEAD} --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("diagnose-force-foreign", "--out holds the user's own files, with --force",
+         f"diagnose {HEAD} --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("diagnose-force-out-holds-cache", "--out is the folder that holds the cache, with --force",
+         "diagnose heads/laya/seed_0 --cache d/cache.h5 --out d --force", "input", "d/ as it was",
+         setup=["nest cache.h5 d"]),
+    case("export-head-force-foreign", "--out holds the user's own files, with --force",
+         "export-head ckpt.pt --cache cache.h5 --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("demo-force-foreign", "--out holds the user's own files, with --force",
+         "demo --quick --out mine --force", FOREIGN, USERS, setup=MINE),
+    case("demo-force-out-dot", "--out . (the current folder) with --force",
+         "demo --quick --out . --force", "current folder", "everything as it was"),
+    case("explain-out-is-cache", "--out names the cache the row is read from",
+         f"explain {HEAD} --row 0 --out cache.h5", "input", "cache.h5 unchanged"),
+    case("explain-out-inside-head", "--out is a file inside the head directory",
+         f"explain {HEAD} --row 0 --out heads/laya/seed_0/row.png", "inside", "heads/ unchanged"),
+    case("report-html-symlink", "DIR is a symlink to compare's output, with --html",
+         "report link --html", "symlink", "cmp/ and link as they were", setup=["symlink link cmp"]),
+    case("train-out-symlink", "--out is a symlink to another checkpoint, with --force",
+         "train --model zoo:mlp --data digits --limit 200 --epochs 1 --out t.pt --force", "symlink",
+         "ckpt.pt and t.pt as they were", setup=["symlink t.pt ckpt.pt"]),
+    case("extract-out-is-weights", "--out names the --weights file, with --overwrite",
+         "extract --model zoo:mlp --weights ckpt.pt --data digits --limit 100 --out ckpt.pt --overwrite", "input",
+         "ckpt.pt unchanged"),
 )
 # fmt: on
 
@@ -338,6 +404,19 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with
   `--force` it is replaced whole, so no earlier run's heads or plots survive beside the new ones.
   A run killed between the two renames is repaired by the next run on that output.
+- **`--force` replaces only what laya-inspect wrote.** Every output folder carries a marker,
+  `.laya-inspect.json`, naming the command, the version, the time and every file the command wrote
+  (docs/FORMATS.md). `--force` replaces a folder only when it is empty, or when its marker names the
+  same command and every file in it is one the marker lists (a marked sub-folder, such as a head
+  directory or a demo's `heads/`, answers for its own files). A folder of the user's own files, a
+  file added to an earlier output, or another command's output is refused in one line naming the
+  first foreign files; no flag deletes them. The check runs before any work and again just before
+  the swap, so a file added while the command runs is not lost either.
+- **Never the inputs, never the wrong folder.** Before any work, every command with an output
+  (`extract`, `train`, `fit-head`, `export-head`, `compare`, `prune`, `early-exit`, `diagnose`,
+  `demo`, `explain --out`, `report --html`) refuses an output that is a symlink, that is `.`, `/`,
+  the home folder or a folder above the current or the home folder, or that is, holds, or lies
+  inside one of the run's inputs (the cache, a head directory, the weights, a data folder).
 - **One writer per output.** Each output is guarded by a lock file `.<name>.lock` beside it,
   holding the writer's PID (`output_lock`, an `flock` the kernel releases when the process dies, so
   a killed run never leaves a stale lock behind). A second writer is refused at once, with the

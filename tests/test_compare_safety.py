@@ -65,15 +65,20 @@ def _one_error_line(result) -> str:
 
 def test_force_replaces_the_output_whole(laya_dir, digits_cache, tmp_path):
     out = tmp_path / "out"
-    (out / "plots").mkdir(parents=True)
-    (out / "plots" / "old_profile.png").write_bytes(b"an earlier run's plot")
-    (out / "notes.txt").write_text("mine")
+    r = _compare(laya_dir, digits_cache, out, "--plots")  # an earlier run of compare, with its plots
+    assert r.exit_code == 0, r.output
+    assert (out / "plots").is_dir() and (out / ".laya-inspect.json").is_file()
     line = _one_error_line(_compare(laya_dir, digits_cache, out))
     assert "is not empty" in line and "--force" in line
-    assert sorted(p.name for p in out.rglob("*")) == ["notes.txt", "old_profile.png", "plots"]  # untouched
     r = _compare(laya_dir, digits_cache, out, "--force")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["attributions.h5", "report.html", "summary.csv", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".laya-inspect.json",
+        "attributions.h5",
+        "report.html",
+        "summary.csv",
+        "summary.json",
+    ]  # nothing of the earlier run stays: its plots/ went with it
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder or lock left beside it
 
 

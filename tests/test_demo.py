@@ -221,6 +221,9 @@ def test_refuses_a_non_empty_out_without_force(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     with pytest.raises(Exception, match="is a file"):
         plan_demo(DemoConfig(out=str(out / "notes.txt")))
+    with pytest.raises(Exception, match=r"did not write \(notes.txt\)"):  # --force never deletes the user's files
+        plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    (out / "notes.txt").unlink()
     forced = plan_demo(DemoConfig(out=str(out), force=True, quick=True))
     train, extract, fit, compare = (s.command for s in forced.steps())
     assert "--force" in train and "--overwrite" in extract and "--force" in fit and "--force" not in compare

@@ -55,7 +55,7 @@ def test_save_then_load_gives_identical_logits(tmp_path: Path, kind: str) -> Non
         torch.testing.assert_close(loaded(_inputs()).logits, head(_inputs()).logits, rtol=0, atol=0)
     # meta cannot replace the keys that rebuild the head; numpy and NaN become plain JSON
     assert (config["kind"], config["seed"], config["score"]) == (kind, 3, None)
-    assert sorted(p.name for p in d.iterdir()) == ["config.json", "weights.pt"]
+    assert sorted(p.name for p in d.iterdir()) == [".laya-inspect.json", "config.json", "weights.pt"]
     assert _siblings(d) == []  # no temporary folder left beside it
 
 
@@ -78,7 +78,13 @@ def test_extra_files_are_written_inside_the_same_rename(tmp_path: Path) -> None:
             "train_log.csv": lambda p: p.write_text(""),
         },
     )
-    assert sorted(p.name for p in d.iterdir()) == ["config.json", "metrics.json", "train_log.csv", "weights.pt"]
+    assert sorted(p.name for p in d.iterdir()) == [
+        ".laya-inspect.json",
+        "config.json",
+        "metrics.json",
+        "train_log.csv",
+        "weights.pt",
+    ]
 
 
 def test_a_failed_save_leaves_the_previous_head_whole(saved: Path) -> None:
@@ -156,8 +162,13 @@ def test_save_refuses_a_folder_that_is_not_a_head_directory(tmp_path: Path) -> N
     with pytest.raises(InputError, match="not a head directory"):
         save_head(tmp_path / "results", _head(), meta={})
     assert (tmp_path / "results" / "notes.txt").read_text() == "mine"
-    save_head(tmp_path / "results", _head(), meta={}, force=True)
-    assert not (tmp_path / "results" / "notes.txt").exists()
+    with pytest.raises(InputError, match=r"did not write \(notes.txt\)"):  # force never deletes a user's file
+        save_head(tmp_path / "results", _head(), meta={}, force=True)
+    assert (tmp_path / "results" / "notes.txt").read_text() == "mine"
+    save_head(tmp_path / "results" / "head", _head(), meta={})
+    save_head(tmp_path / "results" / "head", _head(), meta={})  # an earlier head directory: replaced whole
+    names = sorted(p.name for p in (tmp_path / "results" / "head").iterdir())
+    assert names == [".laya-inspect.json", "config.json", "weights.pt"]
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="is a file"):
         save_head(tmp_path / "file", _head(), meta={})
@@ -352,10 +363,12 @@ def test_export_head_checks_that_the_cache_comes_from_the_checkpoint(tmp_path: P
 
     res = export(a, tmp_path / "right")  # an existing --out needs --force, which replaces it whole
     assert res.exit_code == 1 and "--force" in res.stderr
-    (tmp_path / "right" / "stale.txt").write_text("old")
     res = export(a, tmp_path / "right", "--force")
     assert res.exit_code == 0, res.output
-    assert not (tmp_path / "right" / "stale.txt").exists()
+    (tmp_path / "right" / "stale.txt").write_text("the user's")
+    res = export(a, tmp_path / "right", "--force")  # a file export-head did not write: never deleted
+    assert res.exit_code == 1 and "stale.txt" in res.stderr
+    assert (tmp_path / "right" / "stale.txt").read_text() == "the user's"
 
     rng = np.random.default_rng(0)
     no_hash = write_cache(

@@ -200,6 +200,24 @@ def a_file(work: Path, name: str) -> None:
     (work / name).write_text("my notes\n")
 
 
+def user_files(work: Path, name: str) -> None:
+    """A user's own files in NAME/: notes.txt and sub/x.txt (the folder may already exist)."""
+    d = work / name
+    (d / "sub").mkdir(parents=True, exist_ok=True)
+    (d / "notes.txt").write_text("my notes, not laya-inspect's\n")
+    (d / "sub" / "x.txt").write_bytes(bytes(range(256)))
+
+
+def symlink(work: Path, link: str, target: str) -> None:
+    (work / link).symlink_to(target)
+
+
+def nest(work: Path, src: str, folder: str) -> None:
+    """A copy of SRC inside FOLDER/."""
+    (work / folder).mkdir(exist_ok=True)
+    shutil.copy(work / src, work / folder / Path(src).name)
+
+
 def readonly(work: Path, name: str) -> Cleanup:
     d = work / name
     d.mkdir()
@@ -361,6 +379,9 @@ SETUPS: dict[str, Callable[..., Cleanup | None]] = {
     "head": head,
     "summary": summary,
     "lock_held": lock_held,
+    "user_files": user_files,
+    "symlink": symlink,
+    "nest": nest,
 }
 
 
@@ -375,7 +396,10 @@ def snapshot(root: Path) -> dict[str, str]:
         rel = p.relative_to(root)
         if "__pycache__" in rel.parts:
             continue
-        out[str(rel)] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_symlink():
+            out[str(rel)] = f"link to {os.readlink(p)}"
+        else:
+            out[str(rel)] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 
 

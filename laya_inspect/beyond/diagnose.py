@@ -124,7 +124,8 @@ def diagnose_heads(
     out = Path(out_dir)
     if against is not None:
         _same_layers(store, against)
-    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+    inputs = [*head_dirs, store.path, against.path if against is not None else None]
+    with atomic_dir(out, force=overwrite, command="diagnose", inputs=inputs) as tmp:
         summary = _diagnose(head_dirs, store, config, against, emit)
         files = write_diagnose(tmp, summary, plots=config.plots, as_dir=out)
     return DiagnoseResult(out, summary, [out / p.relative_to(tmp) for p in files])

@@ -164,7 +164,7 @@ def simulate_early_exit(
     budget = budget or Budget()
     emit = progress or no_progress
     out = Path(out_dir)
-    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+    with atomic_dir(out, force=overwrite, command="early-exit", inputs=[head_dir, store.path]) as tmp:
         summary = _simulate(head_dir, store, config, budget, emit)
         files = write_early_exit(tmp, summary, plots=config.plots, as_dir=out)
     return ExitResult(out, summary, [out / p.relative_to(tmp) for p in files])

@@ -69,7 +69,8 @@ def prune_layers(
     budget = budget or Budget()
     emit = progress or no_progress
     out = Path(out_dir)
-    with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+    inputs = [head_dir, store.path, scalarmix_dir]
+    with atomic_dir(out, force=overwrite, command="prune", inputs=inputs) as tmp:
         summary, chosen = _prune(head_dir, store, config, budget, scalarmix_dir, emit)
         files = write_prune(tmp, summary, chosen, plots=config.plots, as_dir=out)
     return PruneResult(out, summary, [out / p.relative_to(tmp) for p in files])

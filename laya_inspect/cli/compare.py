@@ -134,9 +134,12 @@ def report_command(
     Example:
       laya-inspect report runs/compare --html
     """
+    from ..files import refuse_symlink
     from ..report.beyond import beyond_kind
     from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
 
+    if html:  # report.html is written into DIR: not through a link to somewhere else
+        refuse_symlink(out_dir, "DIR")
     summary_path = out_dir / "summary.json"
     summary = read_json(summary_path) if summary_path.is_file() else None
     if beyond_kind(summary) is not None:  # a prune, early-exit or diagnose folder

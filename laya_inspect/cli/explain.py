@@ -64,7 +64,11 @@ def explain_command(
         --out row5.png
     """
     from ..explain import explain_row, write_figure
+    from ..files import check_out
     from ..store import FeatureStore
+
+    if out is not None:  # before the work: never over (or into) the cache or the head directory
+        check_out(out, force=True, command="explain", kind="file", inputs=[cache, head_dir])
 
     with FeatureStore(cache) as store:
         e = explain_row(

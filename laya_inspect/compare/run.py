@@ -37,7 +37,7 @@ import torch
 from .. import __version__
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
-from ..files import atomic_dir, check_out_dir, plain, write_json
+from ..files import atomic_dir, check_out, plain, write_json
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
@@ -337,6 +337,8 @@ def compare_heads(
     """Score every applicable method of every head against each ablation's effects and write the
     artifacts; ``out_dir`` must be empty or absent unless ``overwrite`` (then it is replaced whole)."""
     emit = progress or no_progress
+    inputs = [store.path, *head_dirs]
+    check_out(out_dir, force=overwrite, command="compare", inputs=inputs)  # before the work; atomic_dir checks again
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
     ablations, every = resolve_ablations(config.ablation)
@@ -350,7 +352,6 @@ def compare_heads(
     explicit = {m for m in requested if m != "all"}
     plan = plan_methods(methods, plain_heads, explicit=explicit)
     out = Path(out_dir)
-    check_out_dir(out, overwrite)  # before the work; atomic_dir checks again at the end
     rows = _rows(store, config)
     used = {a for run, _ in abl_plan.values() for a in run}
     values: dict[str, Any] = {
@@ -440,7 +441,7 @@ def compare_heads(
     }
     if not world.is_main:  # rank 0 writes the folder
         return CompareResult(out, plain(summary), results, [])
-    with atomic_dir(out, force=overwrite) as tmp:
+    with atomic_dir(out, force=overwrite, command="compare", inputs=inputs) as tmp:
         written = [write_h5(tmp / "attributions.h5", results, rows, labels, values["means"], summary)]
         plot_files: list[Path] = []
         if config.plots:

@@ -210,7 +210,7 @@ def fit_heads(
     if not world.is_main:  # rank 0 writes the folder; this process only runs its share of the runs
         return _fit_into(store, config, None, final=out, device=device, emit=emit, world=world)
     try:
-        with atomic_dir(out, force=overwrite, flag="--out") as tmp:
+        with atomic_dir(out, force=overwrite, command="fit-head", inputs=[store.path]) as tmp:
             result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world)
             from ..report import write_report_html
 

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from .. import __version__
 from ..errors import InputError
-from ..files import atomic_path, output_lock, plain, write_json
+from ..files import atomic_path, check_out, output_lock, plain, spec_paths, write_json
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
@@ -90,6 +90,7 @@ def train_joint(
     path = Path(out)
     if path.is_dir():
         raise InputError(f"--out {path} is a folder; give a checkpoint file name such as {path / 'model.pt'}")
+    check_out(path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data))
     with output_lock(path):
         if path.exists() and not overwrite:
             raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")

@@ -1,0 +1,191 @@
+"""Output folders are laya-inspect's own only when its marker says so: `--force` replaces a folder
+whole only when it is empty or every file in it was written by the same command, and never the
+current folder, a folder above it, the home folder, a symlink, or a folder holding the run's inputs.
+Each test that refuses compares the user's files byte for byte before and after."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from laya_inspect import __version__
+from laya_inspect.cli import app
+from laya_inspect.errors import InputError
+from laya_inspect.files import MARKER, atomic_dir, check_out, foreign_files, read_marker, write_marker
+
+runner = CliRunner()
+ENV = {"COLUMNS": "300", "NO_COLOR": "1"}
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def users_folder(path: Path) -> dict[str, str]:
+    (path / "sub").mkdir(parents=True, exist_ok=True)
+    (path / "notes.txt").write_text("mine")
+    (path / "sub" / "x.txt").write_bytes(bytes(range(256)))
+    return tree(path)
+
+
+def written(path: Path, command: str = "fit-head", files: dict[str, str] | None = None) -> Path:
+    with atomic_dir(path, force=True, command=command) as tmp:
+        for name, text in (files or {"summary.json": "{}", "plots/a.png": "png"}).items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_text(text)
+    return path
+
+
+def test_the_marker_names_the_command_the_version_and_every_file(tmp_path):
+    out = written(tmp_path / "out")
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["written_by"] == "laya-inspect" and marker["command"] == "fit-head"
+    assert marker["version"] == __version__ and marker["written"].endswith("+00:00")
+    assert marker["files"] == ["plots", "plots/a.png", "summary.json"]
+    assert foreign_files(out) == []
+
+
+def test_force_replaces_a_folder_the_same_command_wrote_whole(tmp_path):
+    out = written(tmp_path / "out", files={"old.json": "1", "plots/old.png": "x"})
+    written(out, files={"new.json": "2"})
+    assert sorted(tree(out)) == [MARKER, "new.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder or lock left
+
+
+def test_force_refuses_a_folder_of_the_users_files(tmp_path):
+    out = tmp_path / "results"
+    before = users_folder(out)
+    with pytest.raises(InputError, match=r"did not write \(notes.txt, sub/\)") as e:
+        written(out)
+    assert "choose another --out, or empty it yourself" in str(e.value)
+    assert tree(out) == before
+
+
+def test_a_file_added_to_our_output_is_foreign(tmp_path):
+    out = written(tmp_path / "out")
+    (out / "plots" / "mine.png").write_text("the user's figure")
+    assert foreign_files(out) == ["plots/mine.png"]
+    before = tree(out)
+    with pytest.raises(InputError, match="plots/mine.png"):
+        written(out)
+    assert tree(out) == before
+
+
+def test_a_file_added_while_the_command_runs_is_not_lost(tmp_path):
+    out = written(tmp_path / "out")
+    with pytest.raises(InputError, match="late.txt"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+            (out / "late.txt").write_text("written by the user during the run")
+    assert (out / "late.txt").read_text() == "written by the user during the run"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_folder_another_command_wrote_is_refused(tmp_path):
+    out = written(tmp_path / "out", command="compare")
+    before = tree(out)
+    with pytest.raises(InputError, match="laya-inspect compare`, not of fit-head"):
+        written(out, command="fit-head")
+    assert tree(out) == before
+
+
+def test_a_marked_sub_folder_answers_for_its_own_files(tmp_path):
+    out = tmp_path / "demo"
+    out.mkdir()
+    write_marker(out, "demo", files=["heads", "demo.json"])
+    (out / "demo.json").write_text("{}")
+    written(out / "heads")
+    assert foreign_files(out) == []
+    (out / "heads" / "x.txt").write_text("mine")
+    (out / "stray.txt").write_text("mine")
+    assert foreign_files(out) == ["heads/x.txt", "stray.txt"]
+
+
+def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
+    out = written(tmp_path / "out")
+    (out / "features.h5.partial").write_text("a killed extract")
+    (out / ".heads.lock").write_text("123")
+    (out / ".heads.tmp-123").mkdir()
+    assert foreign_files(out) == []
+
+
+def test_an_unreadable_marker_marks_nothing(tmp_path):
+    out = written(tmp_path / "out")
+    (out / MARKER).write_text("{not json")
+    assert read_marker(out) is None
+    assert foreign_files(out) == [MARKER, "plots/", "summary.json"]
+
+
+def test_a_body_that_fails_leaves_the_earlier_folder(tmp_path):
+    out = written(tmp_path / "out")
+    before = tree(out)
+    with pytest.raises(RuntimeError):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "half.json").write_text("{")
+            raise RuntimeError("killed half-way")
+    assert tree(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("where", ["cwd", "parent", "home", "above home"])
+def test_the_current_and_home_folders_and_those_above_are_refused(tmp_path, monkeypatch, where):
+    home, cwd = tmp_path / "home" / "me", tmp_path / "work" / "here"
+    for d in (home, cwd):
+        d.mkdir(parents=True)
+        (d / "keep.txt").write_text("mine")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    out = {"cwd": Path("."), "parent": Path(".."), "home": home, "above home": home.parent}[where]
+    before = tree(tmp_path)
+    with pytest.raises(InputError, match="folder; laya-inspect replaces its --out whole"):
+        written(out)
+    assert tree(tmp_path) == before
+
+
+def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused(tmp_path):
+    heads = written(tmp_path / "heads")
+    cache = tmp_path / "data" / "features.h5"
+    cache.parent.mkdir()
+    cache.write_bytes(b"cache")
+    with pytest.raises(InputError, match="holds this run's input"):
+        check_out(tmp_path / "data", force=True, command="compare", inputs=[cache, heads])
+    with pytest.raises(InputError, match="is this run's input"):
+        check_out(heads, force=True, command="fit-head", inputs=[heads])
+    with pytest.raises(InputError, match="lies inside this run's input"):
+        check_out(heads / "cmp", force=True, command="compare", inputs=[cache, heads])
+    with pytest.raises(InputError, match="is this run's input"):
+        check_out(cache, force=True, command="explain", kind="file", inputs=[cache])
+    assert check_out(tmp_path / "cmp", force=True, command="compare", inputs=[cache, heads, None]) == tmp_path / "cmp"
+
+
+def test_a_symlinked_out_is_refused(tmp_path):
+    target = tmp_path / "elsewhere"
+    before = users_folder(target)
+    (tmp_path / "link").symlink_to(target)
+    with pytest.raises(InputError, match="is a symlink"):
+        written(tmp_path / "link")
+    assert tree(target) == before and (tmp_path / "link").is_symlink()
+
+
+def test_fit_head_force_replaces_its_own_earlier_output_and_nothing_else(digits_cache, tmp_path):
+    out = tmp_path / "heads"
+    fit = ["fit-head", str(digits_cache), "--seeds", "1", "--epochs", "1", "--out", str(out), "--workers", "1"]
+    r = runner.invoke(app, [*fit, "--head", "scalarmix"], env=ENV)
+    assert r.exit_code == 0, r.output
+    assert read_marker(out)["command"] == "fit-head" and (out / "scalarmix" / "seed_0").is_dir()
+    r = runner.invoke(app, [*fit, "--head", "last", "--force"], env=ENV)
+    assert r.exit_code == 0, r.output
+    assert not (out / "scalarmix").exists() and (out / "last" / "seed_0" / "config.json").is_file()
+    (out / "notes.txt").write_text("mine")
+    before = tree(out)
+    r = runner.invoke(app, [*fit, "--head", "last", "--force"], env=ENV)
+    assert r.exit_code == 1 and "notes.txt" in r.output and "Traceback" not in r.output
+    assert tree(out) == before
+    assert sorted(os.listdir(tmp_path)) == ["heads"]
