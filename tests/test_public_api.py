@@ -30,7 +30,7 @@ from laya_inspect.options import Missing, default_of
 ENV = {"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 COMMANDS = [
     *("demo", "extract", "fit-head", "train", "export-head", "compare", "report", "explain"),
-    *("prune", "early-exit", "diagnose"),
+    *("prune", "early-exit", "diagnose", "check"),
 ]
 EXTRACT_REQUIRED = {"model": "zoo:mlp", "data": "digits", "out": "x.h5"}
 
@@ -96,7 +96,10 @@ def test_version_in_a_subprocess() -> None:
 
 
 def _click_command(command: str):  # noqa: ANN202
-    return typer.main.get_command(app).commands[command]
+    found = typer.main.get_command(app)
+    for word in command.split():  # a group's command: "check planted"
+        found = found.commands[word]
+    return found
 
 
 def test_help_lists_every_command() -> None:
@@ -107,9 +110,9 @@ def test_help_lists_every_command() -> None:
     assert set(typer.main.get_command(app).commands) == set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [c if c != "check" else "check planted" for c in COMMANDS])
 def test_command_help_shows_its_options(command: str) -> None:
-    r = _invoke([command, "--help"])
+    r = _invoke([*command.split(), "--help"])
     assert r.exit_code == 0, r.output
     assert "--help" in r.output
     options = [p for p in _click_command(command).params if isinstance(p, typer.core.TyperOption)]

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
 from ..report.reading import num
-from . import app, console, err_console, from_options, opt
+from .app import app, console, err_console, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
 

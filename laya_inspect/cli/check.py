@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from ..planted_config import PlantedConfig
-from . import app, console, err_console, from_options, opt
+from .app import app, console, err_console, from_options, opt
 
 check_app = typer.Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",

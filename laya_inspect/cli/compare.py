@@ -12,7 +12,7 @@ from ..compare.config import CompareConfig
 from ..errors import LayaError
 from ..report.terminal import build_report, fit_table, gate_lines
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from . import app, console, err_console, fail, opt
+from .app import app, console, err_console, fail, opt
 
 
 def _print_report(summary: dict[str, Any]) -> None:

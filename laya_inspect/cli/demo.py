@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..report.terminal import build_report, fit_table, gate_lines
-from . import STARTED, app, console, err_console
+from .app import STARTED, app, console, err_console
 from .progress import fit_progress, info_progress, row_progress
 
 Handler = Callable[[dict[str, Any]], None]

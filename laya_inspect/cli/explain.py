@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..runtime import DEVICE_HELP
-from . import app, console, err_console
+from .app import app, console, err_console
 
 
 def explain_table(e: Any) -> Table:

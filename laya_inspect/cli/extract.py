@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from . import app, console, err_console, opt
+from .app import app, console, err_console, opt
 from .progress import row_progress
 
 

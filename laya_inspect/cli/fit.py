@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from . import app, console, opt
+from .app import app, console, opt
 from .progress import fit_progress
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import err_console
+from .app import err_console
 
 
 def make_progress(*, transient: bool = False) -> Progress:

@@ -1,0 +1,124 @@
+"""The typer app every command module registers on, its console, and the option and error helpers:
+`cli/*` imports from here, never from the package, so the command modules and the package that
+loads them import in one direction."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import MISSING
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from ..errors import LayaError, os_message
+from ..options import default_of, field_of
+
+STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
+console = Console()
+err_console = Console(stderr=True)
+
+_type_column = typer.core.TyperOption.display_type_rich
+
+
+def _flag_without_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    # typer's help prints "<bool>" beside every on/off flag, as if it took a value; a flag takes none.
+    return None if self.is_flag else _type_column(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
+
+
+class _Group(TyperGroup):
+    """Turns a LayaError raised by any command, or an OS error on a named path (full disk, no
+    permission), into one red line and exit code 1."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
+        try:
+            return super().invoke(ctx)
+        except LayaError as e:
+            fail(str(e))
+        except OSError as e:
+            if e.filename is None:  # not about a path the user named: a bug, keep the traceback
+                raise
+            fail(os_message(e, "could not access"))
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="laya-inspect",
+    help="Which layers of a frozen network does each prediction rely on? extract → fit-head → compare.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        console.print(f"laya-inspect {__version__}", highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", is_eager=True, callback=_print_version
+    ),
+) -> None:
+    """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
+    from ..distributed import is_main_process
+
+    console.quiet = not is_main_process()  # under torchrun, rank 0 speaks for every process
+
+
+def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: str | None = None) -> Any:
+    """The typer option of config field ``name``: its flag, help and default as the config declares
+    them (``default``/``help`` only where the command line spells the value differently)."""
+    f = field_of(config, name)
+    config_default = default_of(config, name)
+    value = config_default if default is MISSING else default
+    if value is None and isinstance(config_default, tuple):  # a comma list, empty here: say what it means
+        help = help or f"{f.metadata['help']} (default {','.join(map(str, config_default))})"
+    choices = f.metadata.get("choices")
+
+    def one_of(given: Any) -> Any:
+        if choices and given is not None and given not in choices:
+            raise typer.BadParameter(f"choose from {', '.join(choices)}")
+        return given
+
+    return typer.Option(
+        ... if value is MISSING else value,
+        f.metadata["flag"],
+        *aliases,
+        help=help or f.metadata["help"],
+        show_default=True,
+        callback=one_of if choices else None,
+    )
+
+
+def from_options(config: type, given: dict[str, Any], **changes: Any) -> Any:
+    """``config`` built from a command's parameters (``given``: its ``locals()``) named like its fields;
+    ``changes`` for values the command line spells differently."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return config(**{**{k: v for k, v in given.items() if k in names}, **changes})
+
+
+def fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=True)
+    except LayaError as e:  # pragma: no cover - _Group normally turns it into exit 1 first
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
