@@ -20,6 +20,12 @@ from .store import FeatureStore
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "ig", "gradcam", "static")
+# What one row cannot tell: the verdicts are read over many rows, against the constant rule.
+VERDICT_NOTE = (
+    "one row shows how each method ranks the layers here, not whether it can be trusted: whether a method "
+    "beats the constant rule (one layer profile for every input) is a verdict over many rows, with paired "
+    'intervals: see `laya-inspect compare` (docs/METHOD.md, "The constant rule and paired differences")'
+)
 
 
 @dataclass
@@ -86,6 +92,7 @@ class Explanation:
                 },
                 "skipped": self.skipped,
                 "input": {"kind": self.input.kind, "text": self.input.text, "note": self.input.note},
+                "verdict": VERDICT_NOTE,
             }
         )
 

@@ -75,10 +75,10 @@ def test_all_runs_every_applicable_ablation_and_marks_circular_pairs(all_run):
     # the first ablation's numbers stay where schema 1 had them
     assert laya["methods"] == laya["ablations"]["mean"]["methods"] and laya["lolo"] == laya["ablations"]["mean"]["lolo"]
     rows = s["headline"]
-    assert len(rows) == sum(len(x["methods"]) + 2 for h in s["heads"] for x in h["ablations"].values())
+    assert len(rows) == sum(len(x["methods"]) + 3 for h in s["heads"] for x in h["ablations"].values())
     alpha_drop = next(r for r in rows if (r["head"], r["ablation"], r["method"]) == ("laya", "drop", "alpha"))
     assert alpha_drop["circular"] and alpha_drop["best"] == []
-    assert {r["method"] for r in rows if r["reference"]} == {"top1_only", "random"}
+    assert {r["method"] for r in rows if r["reference"]} == {"top1_only", "random", "constant"}
 
 
 def test_every_new_number_recomputes_from_the_h5_file(all_run):

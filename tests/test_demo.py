@@ -76,6 +76,7 @@ def test_quick_demo_prints_commands_and_summary(demo) -> None:  # noqa: ANN001
     for head in ("laya", "last", "concat", "scalarmix"):
         assert f" {head} " in text  # a row of the accuracy table
     assert "laya-seed_0 (laya)" in text and "blocks.2" in text  # compare's own table, via report.build_report
+    assert "method − constant rule" in text  # each method read against the constant rule, under its table
     assert "(--quick)" in text
     flat = " ".join(text.split())  # rich wraps long lines
     assert "reference: chance" in flat  # the quality gate's references under the accuracy table

@@ -118,10 +118,13 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     for text in ("test row 5", "predicted", "α", "IG", "Grad-CAM", "LOLO effect (mean)", "blocks.0", "blocks.2"):
         assert text in result.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    table = " ".join(result.output.split())
     result = runner.invoke(app, [*args, "--json", "--target", "true"], env=ENV)
     data = json.loads(result.output)
     assert data["row"] == 5 and data["target_rule"] == "true" and data["target"] == data["label"]
     assert set(data["layers"]["blocks.0"]) == {"lolo_effect", "p_ablated", "alpha", "ig", "gradcam"}
+    # one row states no verdict: it points at compare's, read against the constant rule
+    assert "constant rule" in data["verdict"] and "beats the constant rule" in table
 
 
 @pytest.mark.parametrize(

@@ -130,3 +130,57 @@ def test_list_layers_never_cuts_a_name(bert_dir: Path, how: str) -> None:
     text = run(["extract", "--model", f"hf:{bert_dir}", "--list-layers"], 60)
     words = set(text.split())
     assert [n for n in names if n not in words] == []
+
+
+@pytest.fixture(scope="module")
+def compared(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`compare` of a LAYA and a last-layer head, run through a pipe at 80 columns."""
+    from helpers import fit_quickly
+
+    from laya_inspect.head_dir import cache_identity, save_head
+    from laya_inspect.store import FeatureStore
+
+    root = tmp_path_factory.mktemp("cmp80")
+    with FeatureStore(digits_cache) as store:
+        dirs = [save_head(root / k, fit_quickly(k, store, 30), meta=cache_identity(store)) for k in ("laya", "last")]
+    out = root / "out"
+    args = ["compare", *map(str, dirs), "--cache", str(digits_cache), "--method", "all", "--limit", "80"]
+    text = _pipe(
+        [*args, "--n-steps", "8", "--bootstrap", "100", "--no-plots", "--device", "cpu", "--out", str(out)], 80
+    )
+    return out, text
+
+
+def _check_constant(text: str, columns: int) -> None:
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= columns, text
+    assert "…" not in text and "-0.00 " not in text, text
+    refs = [w for w in map(str.split, lines) if w[:1] == ["constant"] and re.fullmatch(r"-?\d\.\d\d", w[1])]
+    assert len(refs) == 2 and all(len(r) >= 5 for r in refs), text  # one row per head, its numbers on it
+    titles = [i for i, line in enumerate(lines) if line.startswith("method − constant rule")]
+    assert len(titles) == 2, text
+    rows = [line.split() for line in lines if line.split()[:1] and line.split()[0].rstrip("°") in ("alpha", "ig")]
+    verdicts = [r[-1] for r in rows if r[-1] in ("beats", "does", "not", "worse", "mixed", "untested", "circular")]
+    assert verdicts, text  # every verdict row ends in its word, on the same line as its numbers
+
+
+@pytest.mark.slow
+def test_compare_shows_the_constant_rule_at_80_columns(compared: tuple[Path, str]) -> None:
+    import json
+
+    out, text = compared
+    _check_constant(text, 80)
+    summary = json.loads((out / "summary.json").read_text())
+    for h in summary["heads"]:
+        const = h["references"]["constant"]
+        assert const["profile"]["source"] == ("weights" if h["kind"] == "laya" else "|ig|")
+        assert sum(const["profile"]["fold_sizes"]) == summary["n"] and const["top_layer_agreement"] is not None
+        for m, s in h["methods"].items():
+            assert s["vs_constant"]["verdict"] and s["vs_constant"]["faithfulness"]["n"] > 0, m
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["pipe", "tty"])
+def test_report_reprints_the_constant_rule_at_80_columns(compared: tuple[Path, str], how: str) -> None:
+    run = _pipe if how == "pipe" else _tty
+    _check_constant(run(["report", str(compared[0])], 80), 80)

@@ -115,6 +115,9 @@ def _print(e: Any) -> None:
     console.print(explain_table(e))
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
+    from ..explain import VERDICT_NOTE
+
     console.print(
         Text("* the layer each column ranks first; scores are on each method's own scale (docs/METHOD.md)", "dim")
     )
+    console.print(Text(VERDICT_NOTE, "dim"))

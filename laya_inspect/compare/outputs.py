@@ -106,6 +106,18 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         if s.get("ig_delta"):
             put("ig_delta_abs_mean", s["ig_delta"]["abs_mean"])
             put("ig_delta_abs_max", s["ig_delta"]["abs_max"], "ig_delta_abs_mean")
+        vs = s.get("vs_constant") or {}
+        for key, d in vs.items():  # method − constant, paired (docs/METHOD.md, "The constant rule")
+            if isinstance(d, dict):
+                for part, suffix in (("mean", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+                    put(f"{key}_minus_constant{suffix}", d[part], key)
+                put(f"{key}_minus_constant_n", d["n"], "")
+        if vs.get("verdict"):
+            put("verdict_vs_constant", vs["verdict"], "")
+        profile = s.get("profile") or {}
+        for k, values in enumerate(profile.get("profiles") or []):
+            for i, v in enumerate(values):
+                add(h, abl, name, f"fold:{k}|layer:{layers[i]}", "constant_profile", v, "", circular)
         for curve, direction in (("deletion_curve", "deletion_curve"), ("insertion_curve", "insertion_curve")):
             for k, v in enumerate(s.get(curve) or [], 1):
                 add(h, abl, name, f"k={k}", curve, v, direction, circular)
@@ -146,6 +158,12 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 scores(h, abl, m, s, s.get("circular"))
             for ref, s in (a.get("references") or {}).items():
                 scores(h, abl, ref, s)
+            for key, t in (a.get("best_tests") or {}).items():  # why a lead is (not) marked best
+                for against in ("runner_up", "constant"):
+                    d = t.get(f"vs_{against}")
+                    for part in ("mean", "ci_low", "ci_high") if d else ():
+                        add(h, abl, t["leader"], "all", f"{key}_lead_minus_{against}_{part}", d[part], key)
+                add(h, abl, t["leader"], "all", f"{key}_marked_best", int(bool(t.get("marked"))), "")
             for c in a.get("caveats") or []:
                 add(h, abl, "", "all", "caveat", c, "")
         pc = h["per_class"]

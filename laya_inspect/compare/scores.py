@@ -13,8 +13,12 @@ import numpy as np
 
 from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
+from .constant import Constant, constant_rule
 from .effects import Measured
 from .lolo import ABLATIONS
+from .paired import HEADLINE
+from .per_class import per_class_summary
+from .verdicts import Rows, row_values, significant_best, versus_constant
 
 if TYPE_CHECKING:
     from .run import HeadResult
@@ -29,7 +33,7 @@ BEST_METRICS = (
     "deletion_area",
     "insertion_area",
 )
-REFERENCES = ("top1_only", "random")
+REFERENCES = ("top1_only", "random", "constant")
 
 
 def circular_reason(method: str, ablation: str, params: Mapping[str, Any] | None = None) -> str | None:
@@ -61,8 +65,8 @@ def _finite(*arrays: np.ndarray) -> np.ndarray:
 
 def score_entry(
     scores: np.ndarray,
-    p_topk: np.ndarray,
-    p_keep: np.ndarray,
+    p_topk: np.ndarray | None,
+    p_keep: np.ndarray | None,
     m: Measured,
     *,
     n_boot: int,
@@ -70,24 +74,27 @@ def score_entry(
     tol: float = TIE_TOLERANCE,
 ) -> tuple[dict[str, Any], np.ndarray]:
     """(every score of one attribution, the rows scored): rows with a non-finite probability or
-    score are left out and counted."""
-    rows = m.finite & _finite(scores, p_topk, p_keep)
+    score are left out and counted. Without curves (``p_topk``, ``p_keep`` None: the constant
+    rule) the deletion and insertion curves and areas are None."""
+    rows = m.finite & _finite(scores, *(c for c in (p_topk, p_keep) if c is not None))
     a, e, p, pa = scores[rows], m.effects[rows], m.p[rows], m.p_ablated[rows]
     faith = M.faithfulness(a, e, n_boot=n_boot, seed=seed, tol=tol)
     subset = M.subset_faithfulness(a, m.subsets, m.subset_effects[rows], n_boot=n_boot, seed=seed, tol=tol)
     d1 = M.deletion_at_k(a, p, pa) if len(a) else np.zeros(0)
     oracle1 = float(M.oracle_at_1(e).mean()) if len(e) else float("nan")
-    del_curve = M.deletion_curve(p, p_topk[rows]) if len(a) else np.full(scores.shape[1], np.nan)
-    ins_curve = M.insertion_curve(p_keep[rows]) if len(a) else np.full(scores.shape[1], np.nan)
+    nan_curve = np.full(scores.shape[1], np.nan)
+    del_curve = M.deletion_curve(p, p_topk[rows]) if len(a) and p_topk is not None else nan_curve
+    ins_curve = M.insertion_curve(p_keep[rows]) if len(a) and p_keep is not None else nan_curve
+    no_curves = p_topk is None or p_keep is None
     entry = {
         "faithfulness": faith.to_dict(),
         "subset_faithfulness": subset.to_dict(),
         "deletion_at_1": _f(d1.mean()) if len(d1) else None,
         "deletion_at_1_over_oracle": _f(d1.mean() / oracle1) if len(d1) and oracle1 > 0 else None,
-        "deletion_curve": del_curve.tolist(),
-        "deletion_area": _f(M.curve_area(del_curve)),
-        "insertion_curve": ins_curve.tolist(),
-        "insertion_area": _f(M.curve_area(ins_curve)),
+        "deletion_curve": None if no_curves else del_curve.tolist(),
+        "deletion_area": None if no_curves else _f(M.curve_area(del_curve)),
+        "insertion_curve": None if no_curves else ins_curve.tolist(),
+        "insertion_area": None if no_curves else _f(M.curve_area(ins_curve)),
         "top_layer_agreement": _f(M.top_layer_agreement(a, e, tol).mean()) if len(a) else None,
         "n_rows_scored": int(rows.sum()),
         "n_rows_nonfinite": int((~rows).sum()),
@@ -173,7 +180,8 @@ def caveats(n_layers: int, ablation: str, lolo: dict[str, Any]) -> tuple[list[st
 
 def best(methods: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None]) -> dict[str, list[str]]:
     """Per score in :data:`BEST_METRICS`: the methods with the highest value, among the non-circular
-    ones with a value (at least two of them, else none)."""
+    ones with a value (at least two of them, else none). Only for summaries written before "best"
+    was stored; new runs mark best through :func:`.verdicts.significant_best`."""
     out: dict[str, list[str]] = {}
     for key in BEST_METRICS:
         values = {}
@@ -197,15 +205,22 @@ def ablation_summary(
     description: str,
     n_boot: int,
     seed: int,
+    constant: Constant | None = None,
+    kind: str = "",
 ) -> dict[str, Any]:
-    """Everything about one (head, ablation): lolo, methods, references, circular pairs, caveats, best.
-    ``method_info[m]`` holds the method's ablation-independent keys (params, ig_delta, …)."""
+    """Everything about one (head, ablation): lolo, methods, references (the constant rule's among
+    them when the head has one), each method against the constant rule, circular pairs, caveats,
+    and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
+    ablation-independent keys (params, ig_delta, …)."""
     lolo = lolo_entry(m, layer_names)
+    cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     methods: dict[str, Any] = {}
     circular: dict[str, str | None] = {}
+    values: dict[str, Rows] = {}
     for name, a in scores.items():
         entry, rows = score_entry(a, *curves[name], m, n_boot=n_boot, seed=seed)
         circular[name] = circular_reason(name, m.ablation, method_info[name].get("params"))
+        values[name] = row_values(a, rows, m, curves[name])
         methods[name] = {
             **entry,
             "circular": circular[name],
@@ -217,7 +232,21 @@ def ablation_summary(
         ref: score_entry(r.scores, r.p_topk, r.p_keep, m, n_boot=n_boot, seed=seed)[0]
         for ref, r in (("top1_only", m.top1_only), ("random", m.random))
     }
-    cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
+    const_values = None
+    if constant is not None:
+        entry, rows = score_entry(constant.scores, None, None, m, n_boot=n_boot, seed=seed)
+        references["constant"] = {**entry, "profile": constant.info(kind)}
+        const_values = row_values(constant.scores, rows, m, None)
+    for name in methods:
+        methods[name]["vs_constant"] = versus_constant(
+            values[name], const_values, circular=bool(circular[name]), caveat=bool(cav), n_boot=n_boot, seed=seed
+        )
+    best, tests = significant_best(methods, values, circular, const_values, BEST_METRICS, n_boot=n_boot, seed=seed)
+    if constant is None:
+        notes.append(
+            "no constant rule: the head has no layer weights and neither IG nor Grad-CAM ran, so 'best' "
+            "is tested against the runner-up only"
+        )
     return {
         "ablation": m.ablation,
         "description": description,
@@ -227,7 +256,8 @@ def ablation_summary(
         "circular": {k: v for k, v in circular.items() if v},
         "caveats": cav,
         "notes": notes,
-        "best": {} if cav else best(methods, circular),
+        "best": {} if cav else best,
+        "best_tests": {} if cav else tests,
     }
 
 
@@ -239,8 +269,9 @@ def headline_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
             near = a["lolo"]["near_ties"]
             top1 = a["references"]["top1_only"]["faithfulness"]["mean"]
             rand = a["references"]["random"]["faithfulness"]["mean"]
+            const = (a["references"].get("constant") or {}).get("faithfulness") or {}
             entries = [(m, s, False) for m, s in a["methods"].items()]
-            entries += [(r, a["references"][r], True) for r in REFERENCES]
+            entries += [(r, a["references"][r], True) for r in REFERENCES if r in a["references"]]
             for name, s, is_ref in entries:
                 rows.append(
                     {
@@ -258,6 +289,8 @@ def headline_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "faithfulness_ci_high": s["faithfulness"]["ci_high"],
                         "faithfulness_top1_only": top1,
                         "faithfulness_random": rand,
+                        "faithfulness_constant": const.get("mean"),
+                        **versus_columns(s.get("vs_constant")),
                         "subset_faithfulness": s["subset_faithfulness"]["mean"],
                         "subset_faithfulness_random": a["references"]["random"]["subset_faithfulness"]["mean"],
                         "deletion_area": s["deletion_area"],
@@ -269,6 +302,17 @@ def headline_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     }
                 )
     return rows
+
+
+def versus_columns(vs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The headline row's method − constant columns: each headline score's paired difference and
+    its interval, and the verdict (None for a reference)."""
+    out: dict[str, Any] = {"verdict_vs_constant": (vs or {}).get("verdict")}
+    for key in HEADLINE:
+        d = (vs or {}).get(key) or {}
+        for part, suffix in (("mean", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+            out[f"{key}_minus_constant{suffix}"] = d.get(part)
+    return out
 
 
 def head_summary(
@@ -294,6 +338,7 @@ def head_summary(
             else {"abs_mean": float(np.abs(ok).mean()), "abs_max": float(np.abs(ok).max())},
             "params": r.params[m],
         }
+    constant = constant_rule(r.weights, r.scores, len(r.targets), seed)
     by_abl = {
         a: ablation_summary(
             r.measured[a],
@@ -304,6 +349,8 @@ def head_summary(
             description=ABLATIONS.get(a).description,
             n_boot=n_boot,
             seed=seed,
+            constant=constant,
+            kind=r.kind,
         )
         for a in r.ablations
     }
@@ -322,7 +369,9 @@ def head_summary(
         "methods_skipped": r.skipped,
         "ablations_run": r.ablations,
         "ablations_skipped": r.ablations_skipped,
-        **{k: first[k] for k in ("lolo", "methods", "references", "circular", "caveats", "notes", "best")},
+        **{
+            k: first[k] for k in ("lolo", "methods", "references", "circular", "caveats", "notes", "best", "best_tests")
+        },
         "ablations": by_abl,
         "per_class": per_class_summary(r, class_names, num_classes),
     }
@@ -337,32 +386,3 @@ def _mean_p(r: HeadResult) -> float:
     z = logits[ok] - logits[ok].max(axis=1, keepdims=True)
     p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
     return float(p[np.arange(len(p)), r.targets[ok]].mean())
-
-
-def per_class_summary(r: HeadResult, class_names: list[str], num_classes: int) -> dict[str, Any]:
-    m = r.primary
-    rows = m.finite
-    t, e = r.targets[rows], m.effects[rows]
-    pc_methods = {}
-    for name, scores in r.scores.items():
-        ok = np.isfinite(scores[rows]).all(axis=1)
-        a, tt, ee = scores[rows][ok], t[ok], e[ok]
-        pcf = M.per_class_faithfulness(a, ee, tt, num_classes, TIE_TOLERANCE)
-        pc_methods[name] = {
-            "faithfulness": pcf["mean"],
-            "n_valid": pcf["n_valid"],
-            "n_undefined": pcf["n_undefined"],
-            "deletion_at_1": M.per_class(M.deletion_at_k(a, m.p[rows][ok], m.p_ablated[rows][ok]), tt, num_classes),
-            "top_layer_agreement": M.per_class(M.top_layer_agreement(a, ee, TIE_TOLERANCE), tt, num_classes),
-        }
-    return {
-        "by": "target class c(x)",
-        "ablation": m.ablation,
-        "classes": class_names if len(class_names) == num_classes else [str(c) for c in range(num_classes)],
-        "n": np.bincount(t, minlength=num_classes).tolist(),
-        "mean_effect": M.per_class(e, t, num_classes),
-        "mean_weights": None if r.weights is None else M.per_class(r.weights[rows], t, num_classes),
-        "oracle_at_1": M.per_class(M.oracle_at_1(e), t, num_classes),
-        "random_at_1": M.per_class(M.random_at_1(e), t, num_classes),
-        "methods": pc_methods,
-    }

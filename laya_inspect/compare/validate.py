@@ -59,6 +59,17 @@ def _scores(s: Any, where: str, reference: bool = False) -> None:
         delta = _get(s, "ig_delta", (dict, type(None)), where, optional=True)
         if delta:
             _get(delta, "abs_mean", "num", f"{where}.ig_delta")
+        vs = _get(s, "vs_constant", dict, where, optional=True) or {}  # absent before the constant rule
+        if vs:
+            _get(vs, "verdict", str, f"{where}.vs_constant")
+        for k, d in vs.items():
+            if k != "verdict" and _get(vs, k, (dict, type(None)), f"{where}.vs_constant"):
+                _paired(d, f"{where}.vs_constant.{k}")
+
+
+def _paired(d: Any, where: str) -> None:
+    for k in ("mean", "ci_low", "ci_high"):
+        _get(d, k, "num", where)
 
 
 def _lolo(lolo: Any, where: str) -> None:
@@ -87,6 +98,13 @@ def _ablation(a: Any, where: str) -> None:
     for k in best:
         for i in range(len(_get(best, k, list, f"{where}.best"))):
             _get(best[k], i, str, f"{where}.best.{k}")
+    for k, t in (_get(a, "best_tests", dict, where, optional=True) or {}).items():
+        here = f"{where}.best_tests.{k}"
+        for key in ("leader", "runner_up"):
+            _get(_get(a["best_tests"], k, dict, f"{where}.best_tests"), key, str, here)
+        for key in ("vs_runner_up", "vs_constant"):
+            if _get(t, key, (dict, type(None)), here, optional=True):
+                _paired(t[key], f"{here}.{key}")
     circ = _get(a, "circular", dict, where, optional=True) or {}
     for k in circ:
         _get(circ, k, str, f"{where}.circular")

@@ -3,8 +3,9 @@ report.html says (definitions of the scores: docs/METHOD.md).
 
 A compare run is read from the head that has α (else the first head) on the first ablation: how
 often the lead method picks the layer whose removal changes the prediction most (top-layer
-agreement, beside random scores), and whether it orders the layers better or worse than the best
-other non-circular method (faithfulness ρ, "apart" only when the 95% intervals do not overlap).
+agreement, beside random scores and the constant rule), whether it orders the layers better or worse
+than the best other non-circular method (faithfulness ρ, "apart" only when the 95% intervals do not
+overlap), and whether it beats the constant rule (paired differences on the headline scores).
 A fit-head run is read from LAYA (else the most accurate head): its test accuracy and the paired
 difference to the last-layer head, then where α puts its weight and whether the seeds agree.
 """
@@ -102,10 +103,13 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
         return [f"No attribution method ran on {head['name']}."]
     s = head["methods"][lead]
     random_ref = (head.get("references") or {}).get("random") or {}
+    constant = (head.get("references") or {}).get("constant")
     first = (
         f"{_cap(name(lead))} picks the same top layer as the leave-one-layer-out effects on "
         f"{pct(s.get('top_layer_agreement'))} of inputs ({where}; random scores: "
-        f"{pct(random_ref.get('top_layer_agreement'))})"
+        f"{pct(random_ref.get('top_layer_agreement'))}"
+        + (f", the constant rule: {pct(constant.get('top_layer_agreement'))}" if constant else "")
+        + ")"
     )
     caveats = head.get("caveats") or []
     if caveats:
@@ -113,9 +117,46 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     if s.get("circular"):
         return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
     rival = _rival(head, lead)
-    if rival is None:
-        return [first + "."]
-    return [f"{first}; {_versus(lead, s, rival, head['methods'][rival])}."]
+    against = versus_constant(lead, s, constant)
+    lines = [first + "." if rival is None else f"{first}; {_versus(lead, s, rival, head['methods'][rival])}."]
+    return lines + ([against] if against else [])
+
+
+CONSTANT_WORDS = {
+    "beats": "beats it",
+    "worse": "does worse than it",
+    "mixed": "beats it on some scores and does worse on others",
+    "not shown": "does not beat it (every paired interval includes 0)",
+}
+VERSUS_LABELS = {
+    "top_layer_agreement": "top-layer agreement",
+    "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
+    "faithfulness": "ρ",
+}
+
+
+def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | None) -> str | None:
+    """The verdict of ``method`` against the constant rule, with the paired differences, or None
+    when there is no verdict to read (no constant rule, a circular pair, a caveat)."""
+    vs = s.get("vs_constant") or {}
+    word = vs.get("verdict")
+    if not constant or word in (None, "circular", "withheld", "no constant"):
+        return None
+    what = (constant.get("profile") or {}).get("what", "one layer profile")
+    head = (
+        f"Against the constant rule ({what} over the other half of the rows, the same for every input), {name(method)}"
+    )
+    if word == "untested":
+        return f"{head} was not tested: no intervals (run with --bootstrap N)."
+
+    def diff(d: dict[str, Any] | None) -> str:
+        if not d or d.get("mean") is None:
+            return "—"
+        ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], sign=True)}, {num(d['ci_high'], sign=True)}]"
+        return num(d["mean"], sign=True) + ci
+
+    parts = ", ".join(f"{label} {diff(vs.get(key))}" for key, label in VERSUS_LABELS.items())
+    return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired 95% intervals)."
 
 
 def relied_on(head: dict[str, Any]) -> str | None:

@@ -15,6 +15,8 @@ from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, slug
 from .reading import compare_reading, demo_reading, fit_reading, interval, num
+from .versus import diff_text as _diff
+from .versus import versus_table
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
@@ -25,7 +27,11 @@ SCORES = {
     "deletion area": "deletion_area",
     "insertion area": "insertion_area",
 }
-REF_LABELS = {"top1_only": "top-1 only (reference)", "random": "random (reference)"}
+REF_LABELS = {
+    "top1_only": "top-1 only (reference)",
+    "random": "random (reference)",
+    "constant": "constant rule (reference)",
+}
 
 
 def _value(entry: dict[str, Any], key: str) -> Any:
@@ -61,6 +67,16 @@ def _notes(head: dict[str, Any]) -> list[str]:
         out += [f"caveat ({a}): {c}" for c in s.get("caveats") or []]
         out += [f"note ({a}): {c}" for c in s.get("notes") or []]
         out += [f"° {m} × {a} is circular (never best): {why}" for m, why in (s.get("circular") or {}).items()]
+    labels = {v: k for k, v in SCORES.items()}
+    for key, t in (head.get("best_tests") or {}).items():  # a lead left unmarked, and why
+        if t.get("marked") or key not in labels:
+            continue
+        const = t.get("vs_constant")
+        out.append(
+            f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {_diff(t.get('vs_runner_up'))}"
+            + (f", {t['leader']} − constant {_diff(const)}" if const else "")
+            + " (both must lie above 0)"
+        )
     out += [f"skipped: {why}" for why in (head.get("methods_skipped") or {}).values()]
     for m, s in (head.get("methods") or {}).items():
         f = s.get("faithfulness") or {}
@@ -83,6 +99,9 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
         rows, classes = _score_rows(head, [])
         cols = ["method", *list(SCORES)[:3], "ρ 95% CI", *list(SCORES)[3:]]
         tables = [Table(f"scores-{slug(head['name'])}", cols, rows, caption, classes)]
+        versus = versus_table(head)
+        if versus is not None:
+            tables.append(versus)
         abls = head.get("ablations") or {}
         if len(abls) > 1:
             rows, classes = [], []
@@ -112,7 +131,9 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
             data.append(h["methods"]["alpha"].get("mean_score") or [])
     rows = [[layer, *[num(d[i] if i < len(d) else None, 3) for d in data]] for i, layer in enumerate(layers)]
     legend = (
-        "* best of the head's non-circular methods in that column; ° circular: the method is built from what the "
+        "* best of the head's non-circular methods in that column: ahead of the runner-up and of the constant "
+        "rule, both paired 95% intervals above 0; the constant rule is one layer profile for every input, fitted "
+        "on the other half of the rows; ° circular: the method is built from what the "
         "ablation removes, so it cannot be validated by it; reference rows (grey) are not methods. "
         f"Top-layer agreement: {dirs.get('top_layer_agreement', 'higher is better')}. "
         f"Faithfulness ρ: {dirs.get('faithfulness', 'higher is better')}. Deletion / insertion areas: mean drop "

@@ -14,7 +14,18 @@ from .reading import interval, num
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
-REF_LABELS = {"top1_only": "top-1 only", "random": "random ref"}
+REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}
+# method − constant: the headline scores' paired differences (column → summary key) and the verdicts' words
+VERSUS = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
+VERDICT_WORDS = {
+    "beats": "beats",
+    "worse": "worse",
+    "mixed": "mixed",
+    "not shown": "does not",
+    "untested": "untested",
+    "circular": "circular",
+    "withheld": "withheld",
+}
 # detailed table column → summary key of the score (the same key names "best")
 COLUMNS = {
     "agree": "top_layer_agreement",
@@ -27,7 +38,10 @@ COLUMNS = {
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
-    return "—" if v is None else format(v, fmt)
+    if v is None:
+        return "—"
+    text = format(v, fmt)
+    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text  # no "-0.00"
 
 
 def _short(v: Any) -> str:
@@ -138,6 +152,55 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     return table
 
 
+def _signed(v: Any) -> str:
+    """Two signed decimals without the leading zero ("+.03", "-.10", "+1.00")."""
+    if v is None:
+        return "—"
+    text = format(v, "+.2f")
+    text = "+0.00" if text == "-0.00" else text
+    return text.replace("0.", ".", 1) if text[1:].startswith("0.") else text
+
+
+def _diff(d: dict[str, Any] | None) -> str:
+    if not d or d.get("mean") is None:
+        return "—"
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        return _signed(d["mean"])
+    return f"{_signed(d['mean'])} [{_signed(d['ci_low'])},{_signed(d['ci_high'])}]"
+
+
+def versus_table(head: dict[str, Any]) -> Table | None:
+    """Each method − the constant rule on the headline scores of the head's first ablation: the
+    paired difference with its 95% interval over the same resampled rows, and the verdict."""
+    methods = head.get("methods") or {}
+    if not any(s.get("vs_constant") for s in methods.values()) or "constant" not in (head.get("references") or {}):
+        return None
+    table = Table(
+        title="method − constant rule (paired, 95% interval over the same rows)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("method", no_wrap=True)
+    for col in VERSUS:
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for m, s in methods.items():
+        vs = s.get("vs_constant") or {}
+        word = vs.get("verdict")
+        style = "bold green" if word == "beats" else "yellow" if word in ("worse", "mixed") else "dim"
+        table.add_row(
+            Text(m + (CIRCULAR if s.get("circular") else ""), style="dim" if s.get("circular") else ""),
+            *[
+                Text(_diff(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
+                for key in VERSUS.values()
+            ],
+            Text(VERDICT_WORDS.get(str(word), str(word)), style=style),
+        )
+    return table
+
+
 def ablation_matrix(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     """Methods × ablations, one group of rows per ablation (its near-tie shares under its name)."""
     table = _table(f"{head['name']}: methods × ablations", ablation_column=True)
@@ -196,6 +259,9 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
     for head in summary["heads"]:
         out.append(head_table(summary, head))
+        versus = versus_table(head)
+        if versus is not None:
+            out.append(versus)
         if len(head.get("ablations") or {}) > 1:
             out.append(ablation_matrix(summary, head))
         out += caveat_lines(head)
@@ -204,14 +270,17 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     tol = summary.get("tie_tolerance")
     out.append(
         Text(
-            f"{BEST} best of the head's non-circular methods ({CIRCULAR} circular: the method is built from what "
+            f"{BEST} best of the head's non-circular methods: ahead of the runner-up and of the constant rule, "
+            "both paired 95% intervals above 0 ("
+            f"{CIRCULAR} circular: the method is built from what "
             f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
             f"effects are all tied / whose top effect is / with any tie). agree = top-layer agreement, "
             f"{dirs['top_layer_agreement']}; D@1÷orc = Deletion@1 ÷ oracle; ρ = faithfulness, "
             f"{dirs['faithfulness']}; subset ρ = correlation over layer subsets; del / ins = deletion / insertion "
-            f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns"
-            + (f"; effects within {tol:g} count as tied" if tol is not None else "")
-            + ".",
+            f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
+            "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
+            "verdict: beats = an interval above 0 and none below, worse = the reverse, does not = every "
+            "interval includes 0" + (f"; effects within {tol:g} count as tied" if tol is not None else "") + ".",
             style="dim",
         )
     )

@@ -1,0 +1,241 @@
+"""The constant rule and the paired verdicts (docs/METHOD.md, "The constant rule and paired
+differences"): the paired bootstrap against a hand computation, the cross-fitting (a profile never
+scores the rows it was fitted on), a head whose α is constant scoring exactly the constant rule,
+and "best" withheld when the lead is not significant."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from laya_inspect.compare import metrics as M
+from laya_inspect.compare.constant import constant_rule, cross_fit, folds
+from laya_inspect.compare.effects import Measured, Reference
+from laya_inspect.compare.paired import paired_difference, verdict
+from laya_inspect.compare.scores import ablation_summary
+
+# -- paired bootstrap ---------------------------------------------------------------------------
+
+
+def test_paired_interval_matches_a_hand_computation() -> None:
+    a = np.array([1.0, 0.0, 1.0, 1.0, 0.5])
+    b = np.array([0.0, 0.0, 1.0, 0.0, 0.5])
+    d = paired_difference(a, b, n_boot=7, seed=4)
+    # by hand: the same row indices for both sides, the percentile interval of the mean difference
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, 5, size=(7, 5))
+    means = [float(np.mean(a[i] - b[i])) for i in idx]
+    assert d.mean == pytest.approx(0.4) and d.n == 5
+    assert (d.ci_low, d.ci_high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    # against zeros it is the unpaired bootstrap of one array, resample for resample
+    assert (paired_difference(a, np.zeros(5), n_boot=300, seed=1).ci_low,) == pytest.approx(
+        (M.bootstrap_ci(a, n_boot=300, seed=1)[0],)
+    )
+
+
+def test_a_ratio_score_resamples_numerator_and_denominator_together() -> None:
+    a, b, den = np.array([0.5, 0.2, 0.9]), np.array([0.1, 0.2, 0.3]), np.array([1.0, 0.5, 1.0])
+    d = paired_difference(a, b, denominator=den, n_boot=5, seed=2)
+    idx = np.random.default_rng(2).integers(0, 3, size=(5, 3))
+    ratios = [(a[i] - b[i]).mean() / den[i].mean() for i in idx]
+    assert d.mean == pytest.approx((a - b).mean() / den.mean())
+    assert (d.ci_low, d.ci_high) == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])))
+
+
+def test_identical_sides_give_an_interval_at_zero_and_no_beats() -> None:
+    x = np.random.default_rng(0).random(200)
+    d = paired_difference(x, x.copy(), n_boot=500, seed=0)
+    assert d.mean == 0.0 and d.ci_low == 0.0 and d.ci_high == 0.0
+    assert not d.above and not d.below and verdict({"k": d}) == "not shown"
+
+
+def test_better_on_every_row_excludes_zero_and_beats() -> None:
+    rng = np.random.default_rng(1)
+    b = rng.random(100)
+    d = paired_difference(b + 0.01 + 0.02 * rng.random(100), b, n_boot=500, seed=0)
+    assert d.ci_low > 0 and d.above and verdict({"k": d, "other": None}) == "beats"
+
+
+def test_pairing_sees_what_two_separate_intervals_miss() -> None:
+    # two noisy scores whose own intervals overlap widely, but one is higher on every row
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=300)
+    a, b = base + 0.05, base
+    lo_a, _ = M.bootstrap_ci(a, n_boot=500, seed=0)
+    _, hi_b = M.bootstrap_ci(b, n_boot=500, seed=0)
+    assert lo_a < hi_b  # unpaired: no difference shown
+    assert paired_difference(a, b, n_boot=500, seed=0).above  # paired: a is ahead
+
+
+def test_verdicts_and_non_finite_rows() -> None:
+    up = paired_difference(np.ones(20), np.zeros(20), n_boot=50, seed=0)
+    down = paired_difference(np.zeros(20), np.ones(20), n_boot=50, seed=0)
+    assert verdict({"a": up, "b": down}) == "mixed" and verdict({"a": down}) == "worse"
+    assert verdict({"a": paired_difference(np.ones(3), np.zeros(3), n_boot=0)}) == "untested"
+    d = paired_difference(np.array([1.0, np.nan, 2.0]), np.array([0.0, 5.0, np.inf]), n_boot=10)
+    assert d.n == 1 and d.mean == 1.0
+
+
+# -- cross-fitting ------------------------------------------------------------------------------
+
+
+def test_folds_are_two_seeded_halves() -> None:
+    f = folds(11, 3)
+    assert sorted(np.bincount(f)) == [5, 6] and np.array_equal(f, folds(11, 3))
+    assert not np.array_equal(f, folds(11, 4))
+
+
+def test_the_profile_fitted_on_one_half_scores_the_other() -> None:
+    """Fold 0's rows weigh layer 0, fold 1's layer 2, and each row's largest effect is on the layer
+    its own weights favour. The other half's profile points every row at the wrong layer
+    (agreement 0); a profile fitted on all rows would tie layers 0 and 2 and agree on half of them,
+    one fitted on the row's own half on all of them."""
+    n, seed = 40, 7
+    fold = folds(n, seed)
+    weights = np.where(fold[:, None] == 0, [0.8, 0.1, 0.1], [0.1, 0.1, 0.8])
+    effects = np.where(fold[:, None] == 0, [0.5, 0.1, 0.0], [0.0, 0.1, 0.5])
+    c = constant_rule(weights, {}, n, seed)
+    assert c is not None and c.source == "weights"
+    np.testing.assert_allclose(c.profiles, [[0.1, 0.1, 0.8], [0.8, 0.1, 0.1]])
+    assert M.top_layer_agreement(c.scores, effects).mean() == 0.0
+    in_sample = np.broadcast_to(weights.mean(axis=0), weights.shape)
+    assert M.top_layer_agreement(in_sample, effects).mean() == 0.5  # what fitting on every row would show
+    assert M.top_layer_agreement(weights, effects).mean() == 1.0  # fitting on the row's own half
+
+
+def test_without_weights_the_profile_is_the_mean_absolute_ig() -> None:
+    ig = np.array([[1.0, -3.0], [-1.0, 1.0], [2.0, -1.0], [0.0, 1.0]])
+    c = constant_rule(None, {"gradcam": np.zeros((4, 2)), "ig": ig}, 4, 0)
+    assert c is not None and c.source == "|ig|"
+    for k in (0, 1):
+        np.testing.assert_allclose(c.profiles[k], np.abs(ig[c.fold != k]).mean(axis=0))
+    assert constant_rule(None, {"random": ig}, 4, 0) is None
+    nan_row = cross_fit(np.array([[np.nan, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([0, 0, 1, 1]), 0, "x")
+    np.testing.assert_allclose(nan_row.profiles[1], [1.0, 0.0])  # the NaN row is left out of the fit
+
+
+# -- through the summary of one (head, ablation) ------------------------------------------------
+
+
+def _measured(effects: np.ndarray, seed: int = 0) -> Measured:
+    """A Measured built from effects alone: additive subset effects, p = 0.9."""
+    n, n_layers = effects.shape
+    subsets = [s for k in range(1, n_layers) for s in itertools.combinations(range(n_layers), k)]
+    masks = np.zeros((len(subsets), n_layers), dtype=bool)
+    for i, s in enumerate(subsets):
+        masks[i, list(s)] = True
+    p = np.full(n, 0.9)
+    rng = np.random.default_rng(seed)
+
+    def ref(scores: np.ndarray) -> Reference:
+        return Reference(scores, rng.random((n, n_layers)), rng.random((n, n_layers)))
+
+    return Measured(
+        ablation="mean",
+        p=p,
+        p_ablated=p[:, None] - effects,
+        effects=effects,
+        subsets=masks,
+        p_subsets=p[:, None] - effects @ masks.T.astype(float),
+        oracle=ref(effects),
+        random=ref(rng.random((n, n_layers))),
+        top1_only=ref(M.one_hot_top(effects)),
+        finite=np.ones(n, dtype=bool),
+        params={},
+    )
+
+
+def _summary(m: Measured, scores: dict[str, np.ndarray], weights: np.ndarray | None, n_boot: int = 300):
+    n, n_layers = m.effects.shape
+    rng = np.random.default_rng(5)
+    curves = {k: (rng.random((n, n_layers)), rng.random((n, n_layers))) for k in scores}
+    return ablation_summary(
+        m,
+        scores,
+        curves,
+        {k: {"params": {}} for k in scores},
+        [f"l{i}" for i in range(n_layers)],
+        description="test",
+        n_boot=n_boot,
+        seed=0,
+        constant=constant_rule(weights, scores, n, 0),
+        kind="laya",
+    )
+
+
+def test_a_head_whose_alpha_is_constant_scores_exactly_the_constant_rule() -> None:
+    rng = np.random.default_rng(2)
+    effects = rng.random((60, 4))
+    alpha = np.broadcast_to([0.1, 0.4, 0.2, 0.3], (60, 4)).copy()
+    s = _summary(_measured(effects), {"alpha": alpha}, alpha)
+    const, a = s["references"]["constant"], s["methods"]["alpha"]
+    for key in ("top_layer_agreement", "deletion_at_1", "deletion_at_1_over_oracle"):
+        assert const[key] == a[key]
+    assert const["faithfulness"]["mean"] == a["faithfulness"]["mean"]
+    assert const["subset_faithfulness"]["mean"] == a["subset_faithfulness"]["mean"]
+    vs = a["vs_constant"]
+    for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness"):
+        assert vs[key]["mean"] == 0.0 and vs[key]["ci_low"] == 0.0 == vs[key]["ci_high"]
+    assert vs["verdict"] == "not shown"
+    assert const["deletion_area"] is None and const["profile"]["source"] == "weights"
+
+
+def test_best_needs_a_significant_lead_over_the_runner_up_and_the_constant() -> None:
+    rng = np.random.default_rng(4)
+    effects = rng.random((80, 4))
+    weights = rng.dirichlet(np.ones(4), size=80)
+    good = effects + 0.01 * rng.random((80, 4))  # ranks the layers as the effects do on every row
+    # ig ≈ gradcam: the lead between them is not significant, so no * however the means fall
+    s = _summary(_measured(effects), {"alpha": weights, "ig": good, "gradcam": good + 1e-12}, weights)
+    assert "faithfulness" not in s["best"] and "top_layer_agreement" not in s["best"]
+    test = s["best_tests"]["faithfulness"]
+    assert {test["leader"], test["runner_up"]} == {"ig", "gradcam"} and not test["marked"]
+    assert test["vs_runner_up"]["ci_low"] <= 0 <= test["vs_runner_up"]["ci_high"]
+    assert s["methods"]["ig"]["vs_constant"]["verdict"] == "beats"
+    # one clear leader: marked, with both tests recorded
+    s = _summary(_measured(effects), {"alpha": weights, "ig": good}, weights)
+    assert s["best"]["faithfulness"] == ["ig"] and s["best_tests"]["faithfulness"]["vs_constant"]["ci_low"] > 0
+    # the constant rule itself ahead: alpha's weights are noise, the constant rule is not beaten
+    assert s["methods"]["alpha"]["vs_constant"]["verdict"] in ("not shown", "worse", "mixed")
+
+
+# -- a real compare run, recomputed from attributions.h5 -----------------------------------------
+
+
+@pytest.mark.slow
+def test_the_constant_reference_recomputes_from_the_h5_file(digits_cache, tmp_path) -> None:
+    import h5py
+    from helpers import fit_quickly
+
+    from laya_inspect.compare.run import CompareConfig, compare_heads
+    from laya_inspect.head_dir import cache_identity, save_head
+    from laya_inspect.store import FeatureStore
+
+    with FeatureStore(digits_cache) as store:
+        d = save_head(tmp_path / "laya", fit_quickly("laya", store, 30), meta=cache_identity(store))
+        res = compare_heads(
+            [d],
+            store,
+            CompareConfig(methods=("alpha", "ig"), limit=60, n_boot=50, n_steps=8, plots=False, seed=5, device="cpu"),
+            out_dir=tmp_path / "out",
+        )
+    h = res.summary["heads"][0]
+    const, tol = h["references"]["constant"], res.summary["tie_tolerance"]
+    with h5py.File(tmp_path / "out" / "attributions.h5") as f:
+        g = f["heads/laya"]
+        weights, effects, alpha = g["weights"][()], g["effects"][()], g["methods/alpha/scores"][()]
+    fold = folds(len(weights), 5)
+    profiles = np.stack([weights[fold != k].mean(axis=0) for k in (0, 1)])
+    np.testing.assert_allclose(const["profile"]["profiles"], profiles)
+    agree_c = M.top_layer_agreement(profiles[fold], effects, tol)
+    agree_a = M.top_layer_agreement(alpha, effects, tol)
+    assert const["top_layer_agreement"] == pytest.approx(agree_c.mean())
+    assert const["faithfulness"]["mean"] == pytest.approx(np.nanmean(M.spearman_rows(profiles[fold], effects, tol)))
+    vs = h["methods"]["alpha"]["vs_constant"]["top_layer_agreement"]
+    assert vs["mean"] == pytest.approx(agree_a.mean() - agree_c.mean()) and vs["n"] == 60
+    ig = h["methods"]["ig"]
+    assert (ig["vs_constant"]["verdict"] == "circular") == bool(ig["circular"])  # a circular pair has no verdict
+    row = next(r for r in res.summary["headline"] if r["method"] == "alpha")
+    assert row["top_layer_agreement_minus_constant"] == vs["mean"] and row["verdict_vs_constant"]
