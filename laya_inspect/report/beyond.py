@@ -60,7 +60,7 @@ def _figures(folder: Path) -> list[Figure]:
 
 
 def _budget_flags(budget: dict[str, Any]) -> list[str]:
-    from ..beyond.refit import Budget
+    from ..beyond.config import Budget
 
     fields = {f.name for f in dataclasses.fields(Budget)}
     try:
@@ -75,19 +75,19 @@ def _rebuild(s: dict[str, Any], kind: str, shown: Path) -> str:
     """The command line that rewrites the folder, from the config and inputs its summary records."""
     cache = ["--cache", s["cache"]["path"]]
     if kind == "prune":
-        from ..beyond.prune import PruneConfig
+        from ..beyond.config import PruneConfig
 
         extra = cache + (["--scalarmix", s["scalarmix_dir"]] if s.get("scalarmix_dir") else [])
         extra += _budget_flags(s.get("budget") or {})
         return _command("prune", PruneConfig, s.get("config") or {}, positional=[s["head_dir"]], extra=extra, out=shown)
     if kind == "early-exit":
-        from ..beyond.early_exit import ExitConfig
+        from ..beyond.config import ExitConfig
 
         extra = cache + _budget_flags(s.get("budget") or {})
         return _command(
             "early-exit", ExitConfig, s.get("config") or {}, positional=[s["head_dir"]], extra=extra, out=shown
         )
-    from ..beyond.diagnose import DiagnoseConfig
+    from ..beyond.config import DiagnoseConfig
 
     extra = cache + (["--against", s["against"]["path"]] if s.get("against") else [])
     heads = [h["head_dir"] for h in s["heads"]]

@@ -323,7 +323,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
 
 
 def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
-    from ..training.fit_head import FitConfig
+    from ..training.fit_config import FitConfig
 
     s = f.summary
     cache = s.get("cache") or {}

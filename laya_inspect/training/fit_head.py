@@ -258,7 +258,7 @@ def _fit_into(
 
     hparams, grid = config.head_hparams(), None
     if config.grid:
-        grid = grid_search(config, progress=emit, **common)
+        grid = grid_search(config, fit_one=fit_one, progress=emit, **common)
         hparams = {**hparams, **grid["chosen"]}
         if out is not None:
             files.update(write_grid(out, grid))

@@ -3,6 +3,7 @@ validation rows before the real runs, and the files it writes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,13 @@ from ..files import write_csv, write_json
 from ..runtime import Progress, no_progress
 
 
-def grid_search(config: Any, *, progress: Progress | None = None, **common: Any) -> dict[str, Any]:
+def grid_search(
+    config: Any, *, fit_one: Callable[..., Any], progress: Progress | None = None, **common: Any
+) -> dict[str, Any]:
     """Every (d*, τ, ψ, width) over the first ``grid_seeds`` seeds; the configuration with the best
     mean validation ``--monitor`` metric at the best epoch wins (loss: lowest; acc: highest; ties:
-    the first in grid order). ``config`` is a FitConfig; ``common`` goes to fit_one."""
-    from .fit_head import fit_one
-
+    the first in grid order). ``config`` is a FitConfig; ``fit_one`` fits one (head, seed) run
+    (fit_head.fit_one, handed in so this module does not import its caller); ``common`` goes to it."""
     emit = progress or no_progress
     seeds = config.seeds[: config.grid_seeds]
     combos = list(product(config.grid_d_star, config.grid_tau, config.grid_psi, config.grid_width_factors))
