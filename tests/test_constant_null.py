@@ -204,15 +204,15 @@ def test_best_needs_a_significant_lead_over_the_runner_up_and_the_constant() -> 
 # -- a real compare run, recomputed from attributions.h5 -----------------------------------------
 
 
-@pytest.mark.slow
-def test_the_constant_reference_recomputes_from_the_h5_file(digits_cache, tmp_path) -> None:
-    import h5py
+@pytest.fixture(scope="module")
+def compared(digits_cache, tmp_path_factory):
     from helpers import fit_quickly
 
     from laya_inspect.compare.run import CompareConfig, compare_heads
     from laya_inspect.head_dir import cache_identity, save_head
     from laya_inspect.store import FeatureStore
 
+    tmp_path = tmp_path_factory.mktemp("constant")
     with FeatureStore(digits_cache) as store:
         d = save_head(tmp_path / "laya", fit_quickly("laya", store, 30), meta=cache_identity(store))
         res = compare_heads(
@@ -221,6 +221,14 @@ def test_the_constant_reference_recomputes_from_the_h5_file(digits_cache, tmp_pa
             CompareConfig(methods=("alpha", "ig"), limit=60, n_boot=50, n_steps=8, plots=False, seed=5, device="cpu"),
             out_dir=tmp_path / "out",
         )
+    return res, tmp_path
+
+
+@pytest.mark.slow
+def test_the_constant_reference_recomputes_from_the_h5_file(compared) -> None:
+    import h5py
+
+    res, tmp_path = compared
     h = res.summary["heads"][0]
     const, tol = h["references"]["constant"], res.summary["tie_tolerance"]
     with h5py.File(tmp_path / "out" / "attributions.h5") as f:
@@ -239,3 +247,34 @@ def test_the_constant_reference_recomputes_from_the_h5_file(digits_cache, tmp_pa
     assert (ig["vs_constant"]["verdict"] == "circular") == bool(ig["circular"])  # a circular pair has no verdict
     row = next(r for r in res.summary["headline"] if r["method"] == "alpha")
     assert row["top_layer_agreement_minus_constant"] == vs["mean"] and row["verdict_vs_constant"]
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        ("interval text", "vs_constant.faithfulness.ci_low is 'wide', not a number"),
+        ("verdict number", "vs_constant.verdict is 3"),
+        ("profile list", "references.constant.profile is []"),
+        ("leader missing", "best_tests.faithfulness has no 'leader'"),
+    ],
+)
+def test_a_damaged_constant_field_is_one_cache_error(compared, damage: str, message: str) -> None:
+    import copy
+
+    from laya_inspect.compare.validate import check_summary
+    from laya_inspect.errors import CacheError
+
+    s = copy.deepcopy(compared[0].summary)
+    h = s["heads"][0]
+    check_summary(s)  # as written: valid
+    if damage == "interval text":
+        h["methods"]["alpha"]["vs_constant"]["faithfulness"]["ci_low"] = "wide"
+    elif damage == "verdict number":
+        h["methods"]["alpha"]["vs_constant"]["verdict"] = 3
+    elif damage == "profile list":
+        h["references"]["constant"]["profile"] = []
+    else:
+        h["best_tests"]["faithfulness"] = {"runner_up": "ig"}
+    with pytest.raises(CacheError, match="not a valid compare summary") as e:
+        check_summary(s)
+    assert message in str(e.value)

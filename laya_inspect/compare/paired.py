@@ -58,14 +58,16 @@ class Paired:
 
 def resampled_means(columns: list[np.ndarray], *, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, k): the mean of each of the k equal-length ``columns`` over the same resampled rows."""
-    x = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)  # (N, k)
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
+    n = len(cols[0])
     rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, x.shape[1]))
-    step = max(1, 2_000_000 // max(1, len(x)))  # bound the index array's memory, as bootstrap_ci does
+    out = np.empty((n_boot, len(cols)))
+    step = max(1, 2_000_000 // max(1, n))  # bound the index array's memory, as bootstrap_ci does
     for start in range(0, n_boot, step):
         stop = min(n_boot, start + step)
-        idx = rng.integers(0, len(x), size=(stop - start, len(x)))
-        out[start:stop] = x[idx].mean(axis=1)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        for j, c in enumerate(cols):
+            out[start:stop, j] = c[idx].mean(axis=1)
     return out
 
 

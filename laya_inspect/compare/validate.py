@@ -90,6 +90,10 @@ def _ablation(a: Any, where: str) -> None:
         _scores(s, f"{where}.methods.{m}")
     for r, s in (_get(a, "references", dict, where, optional=True) or {}).items():
         _scores(s, f"{where}.references.{r}", reference=True)
+        profile = _get(s, "profile", dict, f"{where}.references.{r}", optional=True)  # the constant rule's
+        if profile is not None:
+            _get(profile, "what", str, f"{where}.references.{r}.profile", optional=True)
+            _get(profile, "fold_sizes", "nums", f"{where}.references.{r}.profile", optional=True)
     for k in ("caveats", "notes"):
         items = _get(a, k, list, where, optional=True) or []
         for i in range(len(items)):
