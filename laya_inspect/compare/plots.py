@@ -4,7 +4,7 @@ Per head:
 
 * ``<head>_profile``    — left: each method's per-layer mean score, normalised by Σ_i |mean score_i|
   (sign kept, so α and static weights are unchanged and IG / Grad-CAM become comparable shares);
-  right: the mean LOLO effect per layer in probability units.
+  right: the mean LOLO effect per layer, in the units of ``--effect`` (target logit or probability).
 * ``<head>_ranks``      — per method, attribution rank vs LOLO-effect rank within each valid sample
   (marker area ∝ number of (sample, layer) pairs), the mean Spearman ρ in the title.
 * ``<head>_deletion``   — left: Deletion@k for k = 1…L per method; right: the insertion curve (only
@@ -132,6 +132,12 @@ def _layer_axis(ax: Any, layer_names: list[str]) -> None:
     ax.set_xlabel("layer")
 
 
+def _quantity(head: dict[str, Any]) -> str:
+    """What the effects were measured on: f_c (the target logit) or p_c (its probability; summaries
+    written before ``--effect`` measured it)."""
+    return "f_c" if ((head["lolo"].get("params") or {}).get("effect")) == "logit" else "p_c"
+
+
 def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) -> Figure:
     fig = Figure(figsize=(11, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -149,7 +155,7 @@ def profile_figure(head: dict[str, Any], layer_names: list[str], ablation: str) 
     effect = _floats(head["lolo"]["mean_effect"])
     right.bar(x, effect, color=LOLO_COLOR)
     right.axhline(0, color="grey", lw=0.8)
-    right.set_ylabel("mean LOLO effect  p − p(layer ablated)")
+    right.set_ylabel(f"mean LOLO effect  {_quantity(head)} − {_quantity(head)}(layer ablated)")
     _title(right, f"mean LOLO effect ({ablation} ablation; mean over inputs)")
     _layer_axis(right, layer_names)
     _suptitle(fig, f"{head['name']} ({head['kind']}): what each method says vs what ablation shows")
@@ -205,9 +211,11 @@ def deletion_figure(head: dict[str, Any], ablation: str) -> Figure:
     left, right = fig.subplots(1, 2)
     lolo, refs = head["lolo"], head.get("references") or {}
     k = np.arange(1, len(lolo["oracle_curve"]) + 1)
+    q = _quantity(head)
+    keep = f"mean {q}, only the top-k layers kept (higher = better)"
     for ax, curve, ref_key, title, ylabel in (
-        (left, "deletion_curve", "", "Deletion@k", "mean drop of p_c, top-k layers removed (higher = better)"),
-        (right, "insertion_curve", "_insertion", "insertion", "mean p_c, only the top-k layers kept (higher = better)"),
+        (left, "deletion_curve", "", "Deletion@k", f"mean drop of {q}, top-k layers removed (higher = better)"),
+        (right, "insertion_curve", "_insertion", "insertion", keep),
     ):
         if f"oracle{ref_key}_curve" not in lolo:
             ax.set_visible(False)
