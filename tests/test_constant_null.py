@@ -278,3 +278,20 @@ def test_a_damaged_constant_field_is_one_cache_error(compared, damage: str, mess
     with pytest.raises(CacheError, match="not a valid compare summary") as e:
         check_summary(s)
     assert message in str(e.value)
+
+
+def test_report_html_and_its_reading_state_the_verdict(compared) -> None:
+    from laya_inspect.report import summary_html
+    from laya_inspect.report.reading import compare_reading
+
+    s = compared[0].summary
+    alpha = s["heads"][0]["methods"]["alpha"]["vs_constant"]
+    reading = compare_reading(s)
+    lead = " ".join(reading.lead)
+    assert "the constant rule:" in lead  # its agreement beside random scores'
+    if alpha["verdict"] in ("beats", "worse", "mixed", "not shown"):
+        assert "Against the constant rule (the mean of α over the other half of the rows" in lead
+        assert f"top-layer agreement {alpha['top_layer_agreement']['mean']:+.2f}" in lead
+    page = summary_html(s)
+    assert 'id="constant-laya"' in page and "constant rule (reference)" in page
+    assert "method − constant rule, paired over the same rows" in page
