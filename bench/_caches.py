@@ -12,7 +12,7 @@ import _bench
 def feature_cache(rows: int) -> tuple[Path, str]:
     """A complete cache with ``rows`` train and ``rows`` test rows (at most what the data has); and the
     data it came from, in words."""
-    from laya_inspect.extract import ExtractConfig, extract_features
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
 
     spec = _bench.fmnist_spec() or "digits"
     name = "fmnist" if spec != "digits" else "digits"
@@ -27,7 +27,7 @@ def feature_cache(rows: int) -> tuple[Path, str]:
 
 def fitted_head(cache: Path) -> Path:
     """A LAYA head directory fitted on ``cache`` for one epoch (fit-head's defaults otherwise)."""
-    from laya_inspect.store import FeatureStore
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.training.fit_head import FitConfig, fit_heads
 
     out = cache.with_suffix(".heads")

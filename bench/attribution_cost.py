@@ -29,13 +29,13 @@ import _caches
 import numpy as np
 import torch
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.compare.attribution import AttributionOptions, _all_layers_in_graph, attribute
 from laya_inspect.compare.effects import RANDOM_ORDERS, Remover, measure, subset_masks
 from laya_inspect.compare.lolo import ablate_sets, lolo_effects
 from laya_inspect.compare.masks import curve_masks, lolo_masks, subset_masks_of
 from laya_inspect.compare.values import layer_means
 from laya_inspect.head_dir import load_head
-from laya_inspect.store import FeatureStore
 
 CHUNK = 512  # compare's --batch-size default
 

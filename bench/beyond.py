@@ -139,7 +139,7 @@ def plan(work: Path, trust: Path, smoke: bool) -> list[Backbone]:
             b.skip = f"no cache or LAYA heads under {trust / name}: run bench/trust.py --only {name} first"
             out.append(b)
             continue
-        from laya_inspect.store import FeatureStore
+        from laya_inspect.cache.store import FeatureStore
 
         with FeatureStore(cache) as store:
             extract = extract_options(dict(store.attrs["command"]))

@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from laya_inspect.cache.extract import ExtractConfig, extract_features
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.compare.attribution import AttributionOptions, attribute
 from laya_inspect.data import load_data
-from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.head_dir import load_head
 from laya_inspect.models import load_model
-from laya_inspect.store import FeatureStore
 
 
 class Composite(nn.Module):

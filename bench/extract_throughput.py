@@ -28,8 +28,8 @@ from pathlib import Path
 import _bench
 import torch
 
+from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.data import load_data
-from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
 
 

@@ -20,8 +20,8 @@ import _caches
 import numpy as np
 import torch
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.heads import build_head
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 
 

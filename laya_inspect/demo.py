@@ -33,8 +33,8 @@ from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
 
 if TYPE_CHECKING:  # the stages are imported when a demo is planned, so `laya-inspect --help` stays quick
+    from .cache.extract import ExtractConfig
     from .compare.run import CompareConfig
-    from .extract import ExtractConfig
     from .training.fit_head import FitConfig
     from .training.joint import JointConfig
 
@@ -224,9 +224,9 @@ def default_out_dir(dataset: str, base: Path | None = None) -> Path:
 def plan_demo(config: DemoConfig) -> DemoPlan:
     """Check the config and that the dataset is here, pick the output folder, build every step's config.
     Writes nothing."""
+    from .cache.extract import ExtractConfig
     from .compare.run import CompareConfig
     from .data import load_data
-    from .extract import ExtractConfig
     from .training.fit_head import FitConfig
     from .training.joint import JointConfig
 
@@ -317,9 +317,9 @@ def run_demo(
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events. ``plan``: the one
     :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice)."""
+    from .cache.extract import extract_features
+    from .cache.store import FeatureStore
     from .compare.run import compare_heads
-    from .extract import extract_features
-    from .store import FeatureStore
     from .training.fit_head import fit_heads
     from .training.joint import train_joint
 

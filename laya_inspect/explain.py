@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .cache.store import FeatureStore
 from .errors import InputError, LayaError
-from .store import FeatureStore
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "ig", "gradcam", "static")
@@ -54,13 +54,15 @@ class Explanation:
     target: int  # the class explained
     target_rule: str  # pred | true | class
     ablation: str
-    p: float  # p of the target class
-    p_ablated: np.ndarray  # (L,)
-    effects: np.ndarray  # (L,) p − p with layer i ablated
+    p: float  # probability of the target class
+    p_ablated: np.ndarray  # (L,) the target's logit or probability (``effect``) with layer i ablated
+    effects: np.ndarray  # (L,) its drop when layer i is ablated
     scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (L,)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     input: InputView = field(default_factory=lambda: InputView(None, note="not read"))
+    # what p_ablated and effects are measured on: "logit" (the target logit, compare's default) or "prob"
+    effect: str = "prob"
 
     def class_name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
@@ -82,6 +84,7 @@ class Explanation:
                 "p_target": self.p,
                 "probs": dict(zip(map(self.class_name, range(len(self.probs))), self.probs)),
                 "ablation": self.ablation,
+                "effect": self.effect,
                 "layers": {
                     name: {
                         "lolo_effect": self.effects[i],
@@ -152,8 +155,10 @@ def explain_row(
     seed: int = 0,
     device: str = "auto",
     allow_other_cache: bool = False,
+    effect: str = "logit",
 ) -> Explanation:
-    """Every method's per-layer score and the LOLO effects of ``head_dir`` on row ``row`` of ``split``."""
+    """Every method's per-layer score and the LOLO effects of ``head_dir`` on row ``row`` of ``split``,
+    measured on the target logit (``effect="logit"``, compare's default) or its probability ("prob")."""
     import torch
 
     from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
@@ -202,6 +207,7 @@ def explain_row(
         means if abl.needs_baselines else None,
         donors=donor_pool(store, "train", seed=seed) if abl.needs_donors else None,
         seed=seed,
+        effect=effect,
     )
     source_row = int(store.index(split, rows)[0])
     return Explanation(
@@ -218,13 +224,14 @@ def explain_row(
         target=int(cls),
         target_rule="class" if isinstance(target_of, int) else str(target_of),
         ablation=ABLATIONS.get(ablation).name,
-        p=float(p[0]),
+        p=float(probs[cls]),
         p_ablated=p_abl[0],
         effects=effects[0],
         scores=scores,
         params=params,
         skipped=skipped,
         input=read_input(store, split, source_row, label),
+        effect=effect,
     )
 
 
@@ -255,7 +262,8 @@ def explain_figure(e: Explanation) -> Any:
     ax_sc.set_title("what each method says (this input)", fontsize=10)
     ax_ef.bar(x, e.effects, color=LOLO_COLOR)
     ax_ef.axhline(0, color="grey", lw=0.8)
-    ax_ef.set_ylabel("p − p(layer ablated)")
+    q = "f_c" if e.effect == "logit" else "p_c"
+    ax_ef.set_ylabel(f"{q} − {q}(layer ablated)")
     ax_ef.set_title(f"LOLO effect ({e.ablation} ablation; this input)", fontsize=10)
     for ax in (ax_sc, ax_ef):
         ax.set_xticks(x, e.layer_names, rotation=45 if len(x) > 4 else 0, ha="right" if len(x) > 4 else "center")

@@ -25,10 +25,10 @@ import torch
 from torch import Tensor
 
 from . import __version__
+from .cache.store import FeatureStore
 from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, suggest
 from .files import atomic_dir, check_out, plain, write_bytes, write_json, write_text
 from .heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
-from .store import FeatureStore
 
 HEAD_SCHEMA_VERSION = 1
 CONFIG, WEIGHTS = "config.json", "weights.pt"

@@ -26,7 +26,7 @@ def write_cache(
     data_spec: str = "test",
 ) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
-    from laya_inspect.writer import FeatureWriter
+    from laya_inspect.cache.writer import FeatureWriter
 
     first = next(iter(splits.values()))[0]
     names = layer_names or [f"blocks.{i}" for i in range(len(first))]

@@ -14,10 +14,10 @@ from helpers import write_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cache.writer import FeatureWriter, partial_path
 from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, WriteError
 from laya_inspect.files import output_lock
-from laya_inspect.store import FeatureStore
-from laya_inspect.writer import FeatureWriter, partial_path
 
 
 def _writer(path, *, weights="w1", data="d1", overwrite=False, n=10, **kw):
@@ -108,7 +108,7 @@ def test_space_is_checked_before_anything_is_written(tmp_path):
         import resource, sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
         resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.cache.writer import FeatureWriter
         from laya_inspect.errors import WriteError
         try:
             FeatureWriter({str(tmp_path / "big.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 100_000}},
@@ -129,7 +129,7 @@ def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_
         import resource
         import numpy as np
         resource.setrlimit(resource.RLIMIT_FSIZE, (1_500_000, 1_500_000))
-        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.cache.writer import FeatureWriter
         from laya_inspect.errors import WriteError
         w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
                           widths=[64], num_logits=None, check_space=False)
@@ -161,7 +161,7 @@ def test_a_write_that_fails_midway_ends_in_one_line_and_leaves_nothing(tmp_path)
         import resource
         import numpy as np
         resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
-        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.cache.writer import FeatureWriter
         from laya_inspect.errors import WriteError
         w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
                           widths=[64], num_logits=None, check_space=False)

@@ -21,9 +21,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from laya_inspect.cli import app
-from laya_inspect.files import read_marker
-from laya_inspect.planted import (
+from laya_inspect.check.config import PlantedConfig, default_signal_layer
+from laya_inspect.check.planted import (
     MethodShare,
     Share,
     constant_share,
@@ -32,7 +31,8 @@ from laya_inspect.planted import (
     verdict_lines,
     wilson,
 )
-from laya_inspect.planted_config import PlantedConfig, default_signal_layer
+from laya_inspect.cli import app
+from laya_inspect.files import read_marker
 
 runner = CliRunner()
 ROWS = "200"  # seconds on two cores; IG still ranks the signal layer first on every row at this size

@@ -16,13 +16,13 @@ import torch
 from helpers import fit_quickly, write_cache
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare import metrics as M
 from laya_inspect.compare.lolo import lolo_effects
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.head_dir import cache_identity, load_head, save_head
 from laya_inspect.heads import build_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 METHODS = ("alpha", "ig", "gradcam", "static", "random")

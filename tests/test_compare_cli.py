@@ -14,11 +14,11 @@ import torch
 from helpers import fit_quickly, write_cache
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare import metrics as M
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 HEADS = ("laya", "scalarmix", "last")

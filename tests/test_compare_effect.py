@@ -16,6 +16,7 @@ from helpers import fit_quickly
 from test_compare_factored import CASES, _case, _sets
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare import metrics as M
 from laya_inspect.compare.config import CompareConfig
@@ -23,7 +24,6 @@ from laya_inspect.compare.effects import Remover, measure
 from laya_inspect.compare.lolo import ablate_sets
 from laya_inspect.errors import InputError
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 
@@ -132,3 +132,20 @@ def test_compare_alpha_contrib_end_to_end(digits_cache, laya_dir, tmp_path):
     np.testing.assert_allclose(scores.sum(1), logits[rows, targets] - bias[targets], rtol=1e-4, atol=1e-4)
     # under mix with the logit effect the method is the effect itself (float32 scores, float64 effects)
     np.testing.assert_allclose(scores, mix_effects, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("effect", ["logit", "prob"])
+def test_explain_measures_what_compare_measures(digits_cache, laya_dir, tmp_path, effect):
+    from laya_inspect.compare.run import compare_heads
+    from laya_inspect.explain import explain_row
+
+    row = 5
+    with FeatureStore(digits_cache) as store:
+        e = explain_row(laya_dir, store, row=row, n_steps=4, device="cpu", effect=effect)
+        config = CompareConfig(methods=("alpha",), effect=effect, n_boot=0, plots=False, device="cpu")
+        compare_heads([laya_dir], store, config, out_dir=tmp_path / "cmp")
+    with h5py.File(tmp_path / "cmp" / "attributions.h5", "r") as f:
+        np.testing.assert_allclose(e.effects, f["heads/laya/effects"][row], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(e.p_ablated, f["heads/laya/p_ablated"][row], rtol=1e-6, atol=1e-9)
+    assert e.effect == effect and e.to_dict()["effect"] == effect
+    assert e.p == pytest.approx(e.probs[e.target])  # the probability, whatever the effect

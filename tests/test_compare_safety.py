@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore, layer_key
 from laya_inspect.cli import app
 from laya_inspect.compare.outputs import load_summary
 from laya_inspect.errors import CacheError
 from laya_inspect.head_dir import cache_identity, save_head
 from laya_inspect.heads import build_head
 from laya_inspect.report.terminal import build_report
-from laya_inspect.store import FeatureStore, layer_key
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}

@@ -208,9 +208,9 @@ def test_best_needs_a_significant_lead_over_the_runner_up_and_the_constant() -> 
 def compared(digits_cache, tmp_path_factory):
     from helpers import fit_quickly
 
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.compare.run import CompareConfig, compare_heads
     from laya_inspect.head_dir import cache_identity, save_head
-    from laya_inspect.store import FeatureStore
 
     tmp_path = tmp_path_factory.mktemp("constant")
     with FeatureStore(digits_cache) as store:

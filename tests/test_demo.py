@@ -137,8 +137,8 @@ class _Captured(Exception):
 @pytest.mark.slow
 def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """Each printed command, parsed by the real command, hands its library function the demo's own config."""
+    import laya_inspect.cache.extract
     import laya_inspect.compare.run
-    import laya_inspect.extract
     import laya_inspect.training.fit_head
     import laya_inspect.training.joint
 
@@ -157,7 +157,7 @@ def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.Monke
         "train_joint",
         catch("train", lambda c, *, out, overwrite, **_: (c, Path(out), overwrite)),
     )
-    monkeypatch.setattr(laya_inspect.extract, "extract_features", catch("extract", lambda c, **_: (c, None)))
+    monkeypatch.setattr(laya_inspect.cache.extract, "extract_features", catch("extract", lambda c, **_: (c, None)))
     monkeypatch.setattr(
         laya_inspect.training.fit_head,
         "fit_heads",

@@ -20,17 +20,17 @@ import numpy as np
 import pytest
 import torch
 
+from laya_inspect.cache.extract import extract_features
+from laya_inspect.cache.extract_config import ExtractConfig
+from laya_inspect.cache.shards import _preflight, shard_dir, shard_path
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cache.writer import partial_path
 from laya_inspect.compare.attribution import AttributionOptions, attribute
 from laya_inspect.compare.draws import RowSpan
 from laya_inspect.compare.effects import Measured, Remover, measure
 from laya_inspect.distributed import World, shard_ranges
 from laya_inspect.errors import CacheError
-from laya_inspect.extract import extract_features
-from laya_inspect.extract_config import ExtractConfig
 from laya_inspect.heads import build_head
-from laya_inspect.shards import _preflight, shard_dir, shard_path
-from laya_inspect.store import FeatureStore
-from laya_inspect.writer import partial_path
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 # Attributes that may differ from a one-process cache (docs/FORMATS.md): when it was made, and by how many.

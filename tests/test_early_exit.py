@@ -23,10 +23,10 @@ from laya_inspect.beyond.early_exit import (
     threshold_grid,
 )
 from laya_inspect.beyond.refit import Budget
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head
 from laya_inspect.heads import LayaHead, build_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}

@@ -13,14 +13,14 @@ import pytest
 from helpers import fit_quickly
 from typer.testing import CliRunner
 
+from laya_inspect.cache.extract import ExtractConfig, extract_features
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare.config import resolve_target
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.errors import InputError
 from laya_inspect.explain import explain_row, write_figure
-from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 ENV = {"COLUMNS": "100"}

@@ -9,11 +9,11 @@ import torch
 from helpers import extract_args
 from typer.testing import CliRunner
 
+from laya_inspect.cache.extract import ExtractConfig, extract_features
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.errors import CacheError
-from laya_inspect.extract import ExtractConfig, extract_features
 from laya_inspect.models import load_model
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cache.writer import partial_path
 from laya_inspect.errors import CacheError
-from laya_inspect.store import FeatureStore
-from laya_inspect.writer import partial_path
 
 pytestmark = pytest.mark.slow
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
@@ -172,7 +172,7 @@ def test_overwrite_beside_a_reader_keeps_the_readers_file_whole(ckpts, reference
     reader = subprocess.Popen(
         [sys.executable, "-c", (
             "import sys, time, numpy as np\n"
-            "from laya_inspect.store import FeatureStore\n"
+            "from laya_inspect.cache.store import FeatureStore\n"
             f"s = FeatureStore({str(out)!r}); a = s.layer('train', 0)\n"
             "print('open', flush=True); sys.stdin.readline()\n"
             "b = s.layer('train', 0); print('same' if np.array_equal(a, b) else 'changed', flush=True)\n"

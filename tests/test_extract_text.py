@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from laya_inspect.cache.extract import ExtractConfig, extract_features
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import InputError
-from laya_inspect.extract import ExtractConfig, extract_features
-from laya_inspect.store import FeatureStore
 
 VOCAB = [
     "[PAD]",

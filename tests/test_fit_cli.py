@@ -29,7 +29,7 @@ def fitted(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def _labels(out: Path) -> str:
     """The test labels of the cache the heads were fitted on, as JSON."""
-    from laya_inspect.store import FeatureStore
+    from laya_inspect.cache.store import FeatureStore
 
     cache = json.loads((out / "summary.json").read_text())["cache"]["cache_path"]
     with FeatureStore(cache) as store:

@@ -17,7 +17,7 @@ import torch
 from helpers import write_cache
 from sklearn.datasets import load_digits
 
-from laya_inspect.store import FeatureStore
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.training.quality import PROBE_MARGIN
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 from helpers import write_cache
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.head_dir import load_head
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads, fit_one, resolve_heads
 from laya_inspect.training.loop import CacheRows, evaluate, validation_split
 

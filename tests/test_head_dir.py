@@ -16,11 +16,11 @@ import torch
 from helpers import write_cache
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.head_dir import _KWARG_RULES, load_head, read_head_config, save_head
 from laya_inspect.heads import HEADS, build_head
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200", "HF_HUB_OFFLINE": "1"}

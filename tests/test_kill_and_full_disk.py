@@ -20,7 +20,7 @@ import pytest
 import torch
 from helpers import write_cache
 
-from laya_inspect.store import FeatureStore
+from laya_inspect.cache.store import FeatureStore
 
 pytestmark = pytest.mark.slow
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}

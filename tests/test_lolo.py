@@ -10,6 +10,7 @@ import pytest
 import torch
 from helpers import lolo_effects_loop, paper_laya
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.compare.lolo import (
     ABLATIONS,
     ablate_subsets,
@@ -23,7 +24,6 @@ from laya_inspect.compare.lolo import (
 from laya_inspect.compare.values import donor_pool, layer_means
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import build_head
-from laya_inspect.store import FeatureStore
 
 
 def sig(x: float) -> float:
@@ -264,7 +264,7 @@ def test_means_and_donors_leave_non_finite_rows_out(tmp_path):
     import h5py
     from helpers import write_cache
 
-    from laya_inspect.store import layer_key
+    from laya_inspect.cache.store import layer_key
 
     rng = np.random.default_rng(0)
     layers = [rng.normal(size=(30, 3)).astype("float32") for _ in range(2)]

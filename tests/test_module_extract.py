@@ -90,7 +90,7 @@ def test_bad_calls_are_refused_with_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="gave no rows"):
         extract_features(net, {"train": good, "test": []}, layers=["1"], out=tmp_path / "d.h5")
     with pytest.raises(InputError, match="takes no batches or options"):
-        from laya_inspect.extract_config import ExtractConfig
+        from laya_inspect.cache.extract_config import ExtractConfig
 
         extract_features(ExtractConfig(model="zoo:mlp", data="digits", out=str(tmp_path / "e.h5")), good)
     extract_features(net, good, layers=["1"], out=tmp_path / "f.h5")

@@ -19,12 +19,13 @@ import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 from typer.testing import CliRunner
 
-from laya_inspect import writer as W
+from laya_inspect.cache import writer as W
+from laya_inspect.cache.extract_config import DEFAULT_BATCH, MIN_CPU_BATCH
+from laya_inspect.cache.rows import default_batch_size
+from laya_inspect.cache.store import CHUNK_ROWS
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
-from laya_inspect.extract import DEFAULT_BATCH, MIN_CPU_BATCH, default_batch_size
 from laya_inspect.runtime import default_threads, prefetch, set_threads, usable_cpus
-from laya_inspect.store import CHUNK_ROWS
 
 runner = CliRunner()
 
@@ -207,7 +208,7 @@ def test_whole_chunks_skip_hdf5s_selection_and_a_killed_run_resumes_the_same(tmp
     code = textwrap.dedent(
         f"""
         import os, numpy as np
-        from laya_inspect.writer import FeatureWriter
+        from laya_inspect.cache.writer import FeatureWriter
         f = [np.load({str(tmp_path / "f0.npy")!r}), np.load({str(tmp_path / "f1.npy")!r})]
         w = FeatureWriter({str(path)!r}, attrs={{"command": {{}}}}, split_sizes={{"train": {n}}}, widths=[5, 3],
                           num_logits=None, check_space=False)
@@ -270,7 +271,7 @@ def test_fit_head_and_train_threads_zero_is_one_line_exit_1(restore_threads, tmp
 def test_fit_heads_applies_the_threads_it_is_given(restore_threads, digits_cache, tmp_path):
     import dataclasses
 
-    from laya_inspect.store import FeatureStore
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.training.fit_config import FitConfig
     from laya_inspect.training.fit_head import fit_heads
 

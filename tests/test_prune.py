@@ -17,10 +17,10 @@ from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
 from laya_inspect.beyond.prune import PruneConfig, prune_layers
 from laya_inspect.beyond.rankings import block_influence, by_block_influence, order_of
 from laya_inspect.beyond.refit import Budget
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, load_head, save_head
 from laya_inspect.heads import LastLayerHead, LayaHead
-from laya_inspect.store import FeatureStore
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}

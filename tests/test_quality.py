@@ -14,8 +14,8 @@ import torch
 from helpers import extract_args, write_cache
 from scipy import stats as sps
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import InputError
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.training.loop import validation_split
 from laya_inspect.training.quality import PROBE_MARGIN, chance_level, head_quality, layer_probes

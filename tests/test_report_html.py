@@ -18,6 +18,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare import plots as P
 from laya_inspect.compare.run import CompareConfig, compare_heads
@@ -25,7 +26,6 @@ from laya_inspect.errors import CacheError, NotFoundError
 from laya_inspect.files import write_json
 from laya_inspect.report import build_page, folder_kind, write_report_html
 from laya_inspect.report.reading import compare_reading, fit_reading, num
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 
 runner = CliRunner()

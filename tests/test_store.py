@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from helpers import write_cache
 
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cache.writer import FeatureWriter
 from laya_inspect.errors import CacheError, NotFoundError
-from laya_inspect.store import FeatureStore
-from laya_inspect.writer import FeatureWriter
 
 
 def _arrays(seed: int = 0, n: int = 37):

@@ -121,7 +121,7 @@ def bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("how", ["pipe", "tty"])
 def test_list_layers_never_cuts_a_name(bert_dir: Path, how: str) -> None:
-    from laya_inspect.extract import list_model_layers
+    from laya_inspect.cache.extract import list_model_layers
 
     _, infos = list_model_layers(model=f"hf:{bert_dir}", data=None, device="cpu")
     names = [info.name for info in infos]
@@ -137,8 +137,8 @@ def compared(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     """`compare` of a LAYA and a last-layer head, run through a pipe at 80 columns."""
     from helpers import fit_quickly
 
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.head_dir import cache_identity, save_head
-    from laya_inspect.store import FeatureStore
 
     root = tmp_path_factory.mktemp("cmp80")
     with FeatureStore(digits_cache) as store:

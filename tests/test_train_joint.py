@@ -266,9 +266,9 @@ def _sentiment_csv(path: Path, n: int = 240) -> Path:
 
 @pytest.mark.slow
 def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -> None:
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.data import WordVocab
     from laya_inspect.head_dir import export_head
-    from laya_inspect.store import FeatureStore
 
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv')}"
     ckpt = tmp_path / "bilstm.pt"

@@ -12,9 +12,9 @@ import torch
 from helpers import write_cache
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.training.joint import JointConfig
 from laya_inspect.training.loop import EarlyStopping
@@ -92,7 +92,7 @@ def _with_value(cache: Path, layer: int, value: float) -> Path:
     ``extract --allow-nonfinite`` may hold)."""
     import h5py
 
-    from laya_inspect.store import layer_key
+    from laya_inspect.cache.store import layer_key
 
     with h5py.File(cache, "r+") as f:
         f["train"][layer_key(layer)][7, 3] = value

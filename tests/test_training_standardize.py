@@ -10,10 +10,10 @@ import pytest
 import torch
 from helpers import write_cache
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import InputError
 from laya_inspect.head_dir import load_head
 from laya_inspect.heads import HEADS, LayaHead, build_head
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.training.loop import CacheRows, TensorRows, validation_split
 from laya_inspect.training.standardize import SCALE_FLOOR, feature_moments, scales_for

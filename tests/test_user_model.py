@@ -9,8 +9,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
-from laya_inspect.store import FeatureStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()

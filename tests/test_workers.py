@@ -13,8 +13,8 @@ import pytest
 import torch
 from helpers import write_cache
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import InputError, LayaError
-from laya_inspect.store import FeatureStore
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.workers import can_fork, default_workers, run_forked
 

@@ -35,8 +35,8 @@ KINDS = ("clean", *SEVERITY)  # clean: the images unchanged, a control (its shif
 def test_images(cache: Path) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, Any]]:
     """(images (N, C, H, W) uint8 or float32 in [0, 1], labels (N,), class names, the cache's extract
     command) of the cache's test rows, read again from the data the cache was extracted from."""
+    from laya_inspect.cache.store import FeatureStore
     from laya_inspect.data import DATASETS, parse_spec
-    from laya_inspect.store import FeatureStore
 
     with FeatureStore(cache) as store:
         cmd = dict(store.attrs["command"])
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--print-extract", action="store_true", help="print the cache's extract options (JSON) and stop")
     a = p.parse_args(argv)
     if a.print_extract:
-        from laya_inspect.store import FeatureStore
+        from laya_inspect.cache.store import FeatureStore
 
         with FeatureStore(a.cache) as store:
             print(json.dumps(extract_options(dict(store.attrs["command"]))))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from laya_inspect.cache.store import FeatureStore
 from laya_inspect.head_dir import export_head
-from laya_inspect.store import FeatureStore
 
 
 def main() -> None:

@@ -13,10 +13,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
-from ..store import FeatureStore
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.store import FeatureStore
 from ..errors import InputError, LayaError
-from ..store import FeatureStore
 from .config import COST_CHOICES  # noqa: F401  (re-exported)
 
 # Sources whose architecture can be built without a weights file (random values, never used).

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..cache.store import FeatureStore
 from ..errors import CacheError
 from ..files import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
-from ..store import FeatureStore
 from .common import (
     class_names,
     estimate,

@@ -27,11 +27,11 @@ import numpy as np
 import torch
 
 from .. import __version__
+from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..files import atomic_dir
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
-from ..store import FeatureStore
 from ..workers import cpu_workers, run_forked
 from .common import (
     Split,

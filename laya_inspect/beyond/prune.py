@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..files import atomic_dir
 from ..head_dir import cache_identity, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
-from ..store import FeatureStore
 from ..workers import cpu_workers, run_forked
 from .common import (
     ablated_accuracy,

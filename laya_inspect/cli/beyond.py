@@ -94,8 +94,8 @@ def prune_command(
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
     from ..beyond.prune import prune_layers
+    from ..cache.store import FeatureStore
     from ..runtime import set_threads
-    from ..store import FeatureStore
 
     given = locals()
     config = from_options(PruneConfig, given, ks=_ints(ks, "--ks"))
@@ -175,8 +175,8 @@ def early_exit_command(
         --seeds 3 --out early-exit
     """
     from ..beyond.early_exit import simulate_early_exit
+    from ..cache.store import FeatureStore
     from ..runtime import set_threads
-    from ..store import FeatureStore
 
     given = locals()
     config = from_options(ExitConfig, given)
@@ -231,8 +231,8 @@ def diagnose_command(
     from contextlib import ExitStack
 
     from ..beyond.diagnose import diagnose_heads
+    from ..cache.store import FeatureStore
     from ..runtime import set_threads
-    from ..store import FeatureStore
 
     config = from_options(DiagnoseConfig, locals(), n_boot=bootstrap)
     set_threads(config.threads)

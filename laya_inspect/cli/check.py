@@ -10,7 +10,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from ..planted_config import PlantedConfig
+from ..check.config import PlantedConfig
 from .app import app, console, err_console, from_options, opt
 
 check_app = typer.Typer(
@@ -79,7 +79,7 @@ def planted_command(
     Example:
       laya-inspect check planted --layers 4 --signal-layer 1 --out runs/check-planted
     """
-    from ..planted import run_planted
+    from ..check.planted import run_planted
     from ..runtime import set_threads
 
     config = from_options(PlantedConfig, locals())

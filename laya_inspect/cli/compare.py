@@ -60,9 +60,9 @@ def compare_command(
       laya-inspect compare heads/laya/seed_0 --cache features.h5 \\
         --method all --ablation all --out compare
     """
+    from ..cache.store import FeatureStore
     from ..compare.run import compare_heads
     from ..runtime import set_threads
-    from ..store import FeatureStore
 
     config = CompareConfig(
         methods=tuple(method or ("all",)),

@@ -48,6 +48,9 @@ def explain_command(
         "mean", "--ablation", help="how a layer is removed: mean | zero | resample | drop | mix"
     ),
     baseline: str = typer.Option("mean", "--baseline", help="IG baseline: mean (train split) | zero"),
+    effect: str = typer.Option(
+        "logit", "--effect", help="what a removal is measured on: logit (the target logit) | prob (its probability)"
+    ),
     n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps"),
     seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
@@ -63,9 +66,9 @@ def explain_command(
       laya-inspect explain heads/laya/seed_0 --cache features.h5 --row 5 \\
         --out row5.png
     """
+    from ..cache.store import FeatureStore
     from ..explain import explain_row, write_figure
     from ..files import check_out
-    from ..store import FeatureStore
 
     if out is not None:  # before the work: never over (or into) the cache or the head directory
         check_out(out, force=True, command="explain", kind="file", inputs=[cache, head_dir])
@@ -83,6 +86,7 @@ def explain_command(
             seed=seed,
             device=device,
             allow_other_cache=allow_other_cache,
+            effect=effect,
         )
     path = write_figure(e, out) if out is not None else None
     if as_json:
@@ -104,8 +108,8 @@ def _print(e: Any) -> None:
         )
     )
     console.print(
-        f"explaining class {e.class_name(e.target)} ({e.target_rule}): p {e.p:.4f}; "
-        f"LOLO effect = p − p with the layer removed ({e.ablation} ablation)",
+        f"explaining class {e.class_name(e.target)} ({e.target_rule}): p {e.p:.4f}; LOLO effect = the drop of "
+        f"its {'logit' if e.effect == 'logit' else 'probability'} with the layer removed ({e.ablation} ablation)",
         highlight=False,
     )
     if e.input.kind == "text":

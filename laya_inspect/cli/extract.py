@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..extract_config import ExtractConfig
+from ..cache.extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from .app import app, console, err_console, opt
 from .progress import row_progress
@@ -56,9 +56,9 @@ def extract_command(
     Under `torchrun --nproc-per-node N -m laya_inspect extract …` each process writes a shard of the
     rows and the first joins them into --out (docs/SCALING.md); only that one prints.
     """
+    from ..cache.extract import extract_features, list_model_layers
     from ..distributed import is_main_process
     from ..errors import InputError
-    from ..extract import extract_features, list_model_layers
     from ..runtime import set_threads
 
     used = set_threads(threads, work="backbone")

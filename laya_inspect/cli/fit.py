@@ -87,9 +87,9 @@ def fit_head_command(
     Example:
       laya-inspect fit-head features.h5 --head all --seeds 3 --out heads
     """
+    from ..cache.store import FeatureStore
     from ..files import plain
     from ..runtime import set_threads
-    from ..store import FeatureStore
     from ..training.fit_head import fit_heads, resolve_heads
     from ..training.profiles import profile_lines
 
@@ -275,8 +275,8 @@ def export_head_command(
       laya-inspect export-head joint/model.pt --cache joint-features.h5 \\
         --out heads/joint-laya
     """
+    from ..cache.store import FeatureStore
     from ..head_dir import export_head
-    from ..store import FeatureStore
 
     with FeatureStore(cache) as store:
         s = export_head(checkpoint, store, out, split=split, force=force)

@@ -35,13 +35,13 @@ import numpy as np
 import torch
 
 from .. import __version__
+from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_json
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
-from ..store import FeatureStore
 from ..workers import cpu_workers, run_forked
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, plan_methods, resolve_methods
@@ -112,8 +112,8 @@ class CompareResult:
 
     def to_pandas(self) -> Any:
         """Per-sample scores, one row per (head, ablation, sample, layer): effect and every method's
-        score (:func:`laya_inspect.frames.compare_frame`). Needs pandas."""
-        from ..frames import compare_frame
+        score (:func:`laya_inspect.cache.frames.compare_frame`). Needs pandas."""
+        from ..cache.frames import compare_frame
 
         return compare_frame(self)
 

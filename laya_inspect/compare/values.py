@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cache.store import FeatureStore
 from ..choices import DONOR_POOL
 from ..errors import InputError, NotFoundError, suggest
-from ..store import FeatureStore
 
 
 def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:

@@ -224,7 +224,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: 
 
 def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """What the cache file itself records, when it is still there; else what the summary recorded."""
-    from ..store import FeatureStore
+    from ..cache.store import FeatureStore
 
     try:
         if not path:

@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
 from ..errors import InputError, WriteError
 from ..files import atomic_dir, write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
-from ..store import FeatureStore
 from ..workers import cpu_workers, run_forked
 from .fit_config import FitConfig, resolve_heads
 from .loop import (

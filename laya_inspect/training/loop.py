@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..cache.store import FeatureStore
 from ..choices import MONITORS, VAL_MODES
 from ..errors import InputError
 from ..heads import HeadOutput
 from ..runtime import Progress
-from ..store import FeatureStore
 
 KERAS_EPSILON = 1e-7
 EVAL_BATCH = 4096

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.store import FeatureStore
 from ..errors import InputError
-from ..store import FeatureStore
 from .stats import seed_agreement
 
 PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .options import check, option, tuples
-from .runtime import DEVICE_HELP, check_device
+from ..options import check, option, tuples
+from ..runtime import DEVICE_HELP, check_device
 
 DTYPES = ("float32", "float16")
 RANDOM_WITHOUT_WEIGHTS = ("torchvision", "timm", "python", "zoo")  # sources whose weights come from --weights
@@ -119,3 +120,20 @@ class ExtractConfig:
         if not d["amp"]:  # caches written before --amp existed resume as before
             d.pop("amp")
         return d
+
+
+@dataclass
+class ExtractResult:
+    path: Path
+    layer_names: list[str]
+    widths: list[int]
+    pooling: list[str]
+    rows: dict[str, int]
+    resumed_from: dict[str, int]
+    seconds: float
+    rows_per_second: float
+    normalization: str = ""
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
+    batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
+    world_size: int = 1  # processes that wrote it (torchrun)

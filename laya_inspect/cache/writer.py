@@ -24,9 +24,9 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .errors import CacheError, InputError, WriteError
-from .files import start_writeback
-from .store import CHUNK_ROWS, SCHEMA_VERSION, _decode, _encode, layer_key
+from ..errors import CacheError, InputError, WriteError
+from ..files import start_writeback
+from .schema import CHUNK_ROWS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint")
@@ -113,9 +113,9 @@ class FeatureWriter:
             raise CacheError(
                 f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
             ) from None
-        old = {k: _decode(k, f.attrs.get(k, "")) for k in ("command", *VERIFIED)}
-        new = {"command": attrs.get("command"), **{k: _encode(k, attrs.get(k)) for k in VERIFIED}}
-        new = {k: _decode(k, v) for k, v in new.items()}
+        old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", *VERIFIED)}
+        new = {"command": attrs.get("command"), **{k: encode_attr(k, attrs.get(k)) for k in VERIFIED}}
+        new = {k: decode_attr(k, v) for k, v in new.items()}
         problem = None
         if old["command"] != new["command"]:
             problem = "was started by a different command"
@@ -144,14 +144,14 @@ class FeatureWriter:
         # file left by a killed run could neither be read nor reopened to resume (measured).
         f = h5py.File(self.partial, "w", libver=("v108", "latest"))
         for key, value in attrs.items():
-            f.attrs[key] = _encode(key, value)
+            f.attrs[key] = encode_attr(key, value)
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["dtype"] = self.dtype.name
         f.attrs["complete"] = False
         names = attrs.get("layer_names", [])
         for split, n in split_sizes.items():
             g = f.create_group(split)
-            g.attrs.update(n=int(n), n_written=0, complete=False, nonfinite=_encode("x", [0] * len(self.widths)))
+            g.attrs.update(n=int(n), n_written=0, complete=False, nonfinite=encode_attr("x", [0] * len(self.widths)))
             rows = max(1, min(n, CHUNK_ROWS))
             for i, width in enumerate(self.widths):
                 ds = g.create_dataset(layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(rows, width))
@@ -304,8 +304,8 @@ class FeatureWriter:
             if buf.logits_ds is not None and block.logits is not None:
                 _put(buf.logits_ds, block.logits, start, block.k)
             if any(block.bad):
-                old = _decode("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
-                buf.group.attrs["nonfinite"] = _encode("x", [int(a) + b for a, b in zip(old, block.bad)])
+                old = decode_attr("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
+                buf.group.attrs["nonfinite"] = encode_attr("x", [int(a) + b for a, b in zip(old, block.bad)])
             # n_written moves only after the rows are on disk, so a kill never counts unwritten rows.
             self.file.flush()
             buf.group.attrs["n_written"] = stop
@@ -320,10 +320,10 @@ class FeatureWriter:
     def nonfinite(self) -> dict[str, int]:
         """Non-finite values written so far, per layer (all splits); buffered rows are written first."""
         self.flush()
-        names = _decode("layer_names", self.file.attrs.get("layer_names", "[]"))
+        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
         total = [0] * len(self.widths)
         for split in self.file:
-            for i, b in enumerate(_decode("x", self.file[split].attrs.get("nonfinite", "")) or []):
+            for i, b in enumerate(decode_attr("x", self.file[split].attrs.get("nonfinite", "")) or []):
                 total[i] += int(b)
         return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
 
@@ -338,7 +338,7 @@ class FeatureWriter:
         def write() -> None:
             for split in self.file:
                 self.file[split].attrs["complete"] = True
-            self.file.attrs["nonfinite_counts"] = _encode("x", self.nonfinite())
+            self.file.attrs["nonfinite_counts"] = encode_attr("x", self.nonfinite())
             self.file.attrs["complete"] = True
             self.file.flush()
             self.file.close()

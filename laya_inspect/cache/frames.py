@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .compare.run import CompareResult
+    from ..compare.run import CompareResult
     from .store import FeatureStore
 
 

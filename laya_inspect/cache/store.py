@@ -1,6 +1,6 @@
 """The HDF5 feature cache: one file, one group per split, one dataset per layer.
 
-Schema version 1 is described in docs/FORMATS.md; :mod:`laya_inspect.writer` writes it. A file is
+Schema version 1 is described in docs/FORMATS.md; :mod:`laya_inspect.cache.writer` writes it. A file is
 marked ``complete`` only after every split is full, and the reader refuses anything else, and any
 file whose attributes, datasets or shapes do not add up, with one line naming what is wrong.
 """
@@ -16,58 +16,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .errors import CacheError, InputError, LayaError, NotFoundError, suggest
-
-SCHEMA_VERSION = 1
-JSON_ATTRS = (
-    "layer_names",
-    "layer_types",
-    "layer_pooling",
-    "layer_shapes",
-    "layer_roles",
-    "transforms",
-    "split_info",
-    "class_names",
-    "command",
-)
-# What defines the feature space a head is trained in; split sizes and limits are left out on purpose.
-FINGERPRINT_KEYS = (
-    "model_spec",
-    "weights_sha256",
-    "layer_names",
-    "layer_pooling",
-    "transforms",
-    "data_spec",
-    "class_names",
-)
-CHUNK_ROWS = 1024
-
-
-def _encode(key: str, value: Any) -> Any:
-    if key in JSON_ATTRS or isinstance(value, (dict, list, tuple)):
-        return json.dumps(value)
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return str(value)  # plain str: h5py cannot store str subclasses such as torch's TorchVersion
-    return value
-
-
-def _decode(key: str, value: Any) -> Any:
-    if isinstance(value, bytes):
-        value = value.decode()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, str) and value[:1] in "[{" and value[-1:] in "]}":
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def layer_key(i: int) -> str:
-    return f"layer_{i:03d}"
+from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
+from .schema import CHUNK_ROWS, FINGERPRINT_KEYS, JSON_ATTRS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key  # noqa: F401  (read through store)
 
 
 class FeatureStore:
@@ -109,7 +59,7 @@ class FeatureStore:
 
     def _check(self) -> None:
         """Refuse a file whose attributes, datasets and shapes do not add up, naming what is wrong."""
-        version = _decode("schema_version", self.file.attrs.get("schema_version"))
+        version = decode_attr("schema_version", self.file.attrs.get("schema_version"))
         if version != SCHEMA_VERSION:
             raise CacheError(f"{self.path} has schema_version {version!r}; this laya-inspect reads {SCHEMA_VERSION}")
         if not bool(self.file.attrs.get("complete", False)):
@@ -120,7 +70,7 @@ class FeatureStore:
                 f"{self.path} is incomplete ({progress}): its extraction was interrupted; "
                 "rerun the same extract command to resume it"
             )
-        self.attrs: dict[str, Any] = {k: _decode(k, v) for k, v in self.file.attrs.items()}
+        self.attrs: dict[str, Any] = {k: decode_attr(k, v) for k, v in self.file.attrs.items()}
         self._sources: set[Path] = set()
         names = self.attrs.get("layer_names")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):

@@ -21,12 +21,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import __version__
-from .errors import InputError, NotFoundError, suggest
-from .extract import ExtractResult
-from .extract_config import DTYPES
-from .files import output_lock
-from .layers import capture, reduce_batch
+from .. import __version__
+from ..errors import InputError, NotFoundError, suggest
+from ..files import output_lock
+from ..layers import capture, reduce_batch
+from .extract_config import DTYPES, ExtractResult
 from .writer import FeatureWriter
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")

@@ -5,7 +5,7 @@ The backbone has L parallel branches, each a fixed seeded ``Linear → tanh`` re
 the input; branch ``signal`` reads a slice drawn around the class mean of the row's label, every other
 branch reads independent Gaussian noise, so no layer but the signal layer holds anything about the
 label and removing any other layer loses nothing. The rows are cached with the library's own
-in-memory :func:`~laya_inspect.extract.extract_features`, a LAYA head and a ScalarMix head are fitted
+in-memory :func:`~laya_inspect.cache.extract.extract_features`, a LAYA head and a ScalarMix head are fitted
 with :func:`~laya_inspect.training.fit_head.fit_heads`, and :func:`~laya_inspect.compare.run.compare_heads`
 runs every method that applies. For every (head, method) the result holds how often the signal layer
 is ranked first (strictly above every other layer), with a 95% Wilson interval, beside the random floor
@@ -27,10 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import __version__
-from .files import atomic_dir, plain, write_json
-from .planted_config import PlantedConfig
-from .runtime import Progress, no_progress, pick_device, seeded
+from .. import __version__
+from ..files import atomic_dir, plain, write_json
+from ..runtime import Progress, no_progress, pick_device, seeded
+from .config import PlantedConfig
 
 SCHEMA_VERSION = 1
 CLASSES = 4  # C
@@ -168,12 +168,12 @@ def run_planted(
     config: PlantedConfig, *, out_dir: str | Path, overwrite: bool = False, progress: Progress | None = None
 ) -> PlantedResult:
     """Build the planted backbone and data, cache, fit, compare, and write ``out_dir`` whole."""
-    from .compare.config import CompareConfig
-    from .compare.run import compare_heads
-    from .extract import extract_features
-    from .store import FeatureStore
-    from .training.fit_config import FitConfig
-    from .training.fit_head import fit_heads
+    from ..cache.extract import extract_features
+    from ..cache.store import FeatureStore
+    from ..compare.config import CompareConfig
+    from ..compare.run import compare_heads
+    from ..training.fit_config import FitConfig
+    from ..training.fit_head import fit_heads
 
     emit = progress or no_progress
     pick_device(config.device)  # a CUDA device that is not here: one line before any work

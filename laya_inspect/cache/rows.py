@@ -1,10 +1,10 @@
-"""`extract`: run data through a frozen model and stream the chosen layers into one HDF5 cache."""
+"""Rows through the model into a cache: load the model and data and fix the cache's widths and
+attributes from one dry batch (:func:`prepare`), then write every split's rows not yet written
+(:func:`write_rows`). One process (`extract.py`) and every torchrun process (`shards.py`) run these."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -13,80 +13,15 @@ from typing import Any
 
 import torch
 
-from . import __version__
-from .data import load_data
-from .errors import InputError
-from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, RANDOM_WITHOUT_WEIGHTS, ExtractConfig
-from .files import check_out, output_lock, spec_paths
-from .layers import reduce_batch
-from .models import load_model
+from .. import __version__
+from ..data import load_data
+from ..errors import InputError
+from ..layers import reduce_batch
+from ..models import load_model
+from ..runtime import Progress, prefetch, usable_cpus
+from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, ExtractConfig, ExtractResult
 from .provenance import data_fingerprint, describe_normalization
-from .runtime import Progress, no_progress, pick_device, prefetch, usable_cpus
 from .writer import FeatureWriter
-
-
-@dataclass
-class ExtractResult:
-    path: Path
-    layer_names: list[str]
-    widths: list[int]
-    pooling: list[str]
-    rows: dict[str, int]
-    resumed_from: dict[str, int]
-    seconds: float
-    rows_per_second: float
-    normalization: str = ""
-    warnings: list[str] = dataclasses.field(default_factory=list)
-    nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
-    batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
-    world_size: int = 1  # processes that wrote it (torchrun)
-
-
-def extract_features(
-    config: ExtractConfig | torch.nn.Module,
-    batches: Any = None,
-    *,
-    progress: Progress | None = None,
-    **options: Any,
-) -> ExtractResult:
-    """Run ``config.data`` through the frozen ``config.model`` and write the chosen layers to ``config.out``.
-
-    Given an ``nn.Module`` instead of a config, the notebook path: ``extract_features(model, batches,
-    layers=[...], out=...)`` with any iterable of ``(inputs, labels)`` batches, or ``{split: iterable}``
-    (:func:`laya_inspect.module_extract.extract_from_module`, which takes the other keywords).
-
-    The output is locked for the whole run (a second writer is refused with this one's PID); rows go
-    to ``<out>.partial``, renamed to ``out`` once complete (see :mod:`laya_inspect.writer`). Launched
-    by torchrun, each process writes its own shard of every split and rank 0 joins them into ``out``
-    (see :mod:`laya_inspect.shards`).
-    """
-    if isinstance(config, torch.nn.Module):
-        from .module_extract import extract_from_module
-
-        return extract_from_module(config, batches, **options)
-    if batches is not None or options:
-        raise InputError("extract_features(config) takes no batches or options; they belong in ExtractConfig")
-    from .distributed import session
-    from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
-
-    if Path(config.out).is_dir():
-        raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
-    check_out(
-        config.out,
-        force=config.overwrite,
-        command="extract",
-        kind="file",
-        inputs=[config.weights, *spec_paths(config.data)],
-    )
-    with session(config.device) as world:
-        if world.distributed:
-            return extract_sharded(config, world, progress or no_progress)
-        with output_lock(config.out):
-            refuse_sharded_leftovers(config)
-            result = _extract(config, progress or no_progress)
-            if config.overwrite:
-                drop_stale_shards(config.out)
-            return result
 
 
 @dataclass
@@ -143,7 +78,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with _largest_activation(model.module) as largest, autocast(device, config.amp):
-        raw, logits = model.run(_to(inputs, device), names)
+        raw, logits = model.run(to_device(inputs, device), names)
     feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
     attrs = {
         "tool_version": __version__,
@@ -203,7 +138,7 @@ def write_rows(
         with closing(prefetch(split.batches(prep.batch_size, start=done), ahead)) as batches:
             for inputs, labels, index in batches:
                 with autocast(device, config.amp):
-                    raw, logits = prep.model.run(_to(inputs, device), names)
+                    raw, logits = prep.model.run(to_device(inputs, device), names)
                 feats, _, _ = reduce_batch(raw, names, config.pool, prep.modules, mask=_mask(inputs))
                 batch_logits = None
                 if prep.num_logits is not None:
@@ -219,25 +154,6 @@ def write_rows(
                 written += len(labels)
                 emit({"event": "batch", "split": split_name, "rows": len(labels)})
     return written, resumed
-
-
-def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
-    prep = prepare(config, pick_device(config.device))
-    start_time = time.perf_counter()
-    with FeatureWriter(
-        config.out,
-        attrs=prep.attrs,
-        split_sizes={s: sp.n for s, sp in prep.data.splits.items()},
-        widths=prep.widths,
-        num_logits=prep.num_logits,
-        dtype=config.dtype,
-        overwrite=config.overwrite,
-        allow_nonfinite=config.allow_nonfinite,
-    ) as writer:
-        written, resumed = write_rows(config, prep, writer, prep.data.splits, emit)
-        nonfinite = writer.nonfinite()
-        writer.finish()
-    return result_of(config, prep, written, resumed, nonfinite, time.perf_counter() - start_time)
 
 
 def result_of(
@@ -321,55 +237,10 @@ def _mask(inputs: Any) -> torch.Tensor | None:
     return inputs.get("attention_mask") if isinstance(inputs, dict) else None
 
 
-def _to(inputs: Any, device: torch.device) -> Any:
+def to_device(inputs: Any, device: torch.device) -> Any:
     """Inputs onto ``device``; to a GPU from pinned memory without waiting, so the copy overlaps."""
     if isinstance(inputs, dict):
-        return {k: _to(v, device) for k, v in inputs.items()}
+        return {k: to_device(v, device) for k, v in inputs.items()}
     if device.type == "cuda" and inputs.device.type == "cpu":
         return inputs.pin_memory().to(device, non_blocking=True)
     return inputs.to(device)
-
-
-def list_model_layers(
-    *,
-    model: str,
-    data: str | None,
-    weights: str | None = None,
-    trust_pickle: bool = False,
-    trust_remote_code: bool = False,
-    random_init: bool = False,
-    image_size: int | None = None,
-    normalize: str | None = None,
-    resize: str = "stretch",
-    device: str = "auto",
-):
-    """Each candidate layer's name, type and output shape from one dry batch."""
-    from .layers import list_layers
-
-    dev = pick_device(device)
-    loaded = load_model(
-        model,
-        weights=weights,
-        trust_pickle=trust_pickle,
-        trust_remote_code=trust_remote_code,
-        # listing caches nothing, and random weights name the same layers
-        random_init=random_init or (weights is None and model.split(":", 1)[0] in RANDOM_WITHOUT_WEIGHTS),
-        device=str(dev),
-    )
-    inputs = None
-    if data is not None:
-        bundle = load_data(
-            data,
-            splits=("test",),
-            limit=2,
-            seed=0,
-            input_spec=loaded.input_spec,
-            tokenizer=loaded.tokenizer,
-            image_size=image_size,
-            normalize=normalize,
-            resize=resize,
-        )
-        split = next(iter(bundle.splits.values()))
-        inputs, _, _ = next(iter(split.batches(2)))
-        inputs = _to(inputs, dev)
-    return loaded, list_layers(loaded, inputs)

@@ -7,8 +7,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .options import check, option
-from .runtime import DEVICE_HELP, check_device
+from ..options import check, option
+from ..runtime import DEVICE_HELP, check_device
 
 MAX_LAYERS = 16
 

@@ -8,7 +8,7 @@ Layout beside ``OUT`` (the contract another launcher can follow too)::
 
 Rank r takes rows ``shard_ranges(n, world_size, align)[r]`` of each split (:mod:`laya_inspect.distributed`),
 ``align`` being the batch size, so each process runs the very batches one process would and the arrays
-are the same bit for bit. Each shard is written by :class:`~laya_inspect.writer.FeatureWriter`, so it
+are the same bit for bit. Each shard is written by :class:`~laya_inspect.cache.writer.FeatureWriter`, so it
 is resumed after a kill as a one-process cache is; the shares are fixed by the manifest of the first
 run, and a run with another number of processes is refused rather than mixing two plans. ``OUT``
 carries the attributes of a one-process cache (``world_size`` says how it was written); its virtual
@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
-from .distributed import World, agree, device_for, shard_ranges
-from .errors import CacheError
-from .files import atomic_path, output_lock, write_json
-from .store import _decode, _encode
+from ..distributed import World, agree, device_for, shard_ranges
+from ..errors import CacheError
+from ..files import atomic_path, output_lock, write_json
+from .schema import decode_attr, encode_attr
 from .writer import VERIFIED, FeatureWriter, partial_path
 
 if TYPE_CHECKING:
-    from .extract import ExtractResult, Prepared
-    from .extract_config import ExtractConfig
-    from .runtime import Progress
+    from ..runtime import Progress
+    from .extract_config import ExtractConfig, ExtractResult
+    from .rows import Prepared
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "laya-inspect shards 1"
@@ -115,8 +115,8 @@ def drop_stale_shards(out: str | Path) -> None:
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
     """This process's part of an extraction by ``world.size`` processes (see the module docstring)."""
-    from .extract import prepare, result_of
-    from .runtime import pick_device
+    from ..runtime import pick_device
+    from .rows import prepare, result_of
 
     out = Path(config.out)
     device = pick_device(device_for(config.device, world))
@@ -217,7 +217,7 @@ def _write_shard(
     emit: Progress,
 ) -> tuple[int, dict[str, int], dict[str, int]]:
     """This rank's rows of every split into its shard file: (rows written, rows resumed, non-finite)."""
-    from .extract import write_rows
+    from .rows import write_rows
 
     path = shard_path(config.out, world.rank, world.size)
     held.enter_context(output_lock(path))
@@ -252,11 +252,11 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     non-finite counts."""
     try:
         with h5py.File(path, "r", locking=False) as f:
-            old = {k: _decode(k, f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
-            counts = _decode("x", f.attrs.get("nonfinite_counts", "{}")) or {}
+            old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
+            counts = decode_attr("x", f.attrs.get("nonfinite_counts", "{}")) or {}
     except OSError as e:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
-    new = {k: _decode(k, _encode(k, attrs.get(k))) for k in old}
+    new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}
     changed = [k for k in old if old[k] != new[k]]
     if changed:
         raise CacheError(
@@ -291,19 +291,19 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
             f.attrs[key] = value
     total: dict[str, int] = {}
     for s in shards:
-        for name, k in (_decode("x", s.attrs.get("nonfinite_counts", "{}")) or {}).items():
+        for name, k in (decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {}).items():
             total[name] = total.get(name, 0) + int(k)
-    f.attrs["nonfinite_counts"] = _encode("x", total)
+    f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:
         ranges = plan[split]
         n = ranges[-1][1]
         g = f.create_group(split)
         for key, value in first[split].attrs.items():
             g.attrs[key] = value
-        bad = np.zeros(len(_decode("x", first[split].attrs["nonfinite"])), np.int64)
+        bad = np.zeros(len(decode_attr("x", first[split].attrs["nonfinite"])), np.int64)
         for s in shards:
-            bad += np.asarray(_decode("x", s[split].attrs["nonfinite"]), np.int64)
-        g.attrs.update(n=n, n_written=n, complete=True, nonfinite=_encode("x", [int(b) for b in bad]))
+            bad += np.asarray(decode_attr("x", s[split].attrs["nonfinite"]), np.int64)
+        g.attrs.update(n=n, n_written=n, complete=True, nonfinite=encode_attr("x", [int(b) for b in bad]))
         for key, ds in first[split].items():
             layout = h5py.VirtualLayout(shape=(n, *ds.shape[1:]), dtype=ds.dtype)
             for name, (lo, hi) in zip(names, ranges):

@@ -44,7 +44,7 @@ def data_fingerprint(data: Any) -> str:
 
 
 def _files_digest(path: Path) -> str:
-    from .models.weights import sha256_file
+    from ..models.weights import sha256_file
 
     if path.is_file():
         return sha256_file(path)
