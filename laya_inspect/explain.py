@@ -19,7 +19,7 @@ from .cache.store import FeatureStore
 from .errors import InputError, LayaError
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
-EXPLAIN_METHODS = ("alpha", "ig", "gradcam", "static")
+EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")
 # What one row cannot tell: the verdicts are read over many rows, against the constant rule.
 VERDICT_NOTE = (
     "one row shows how each method ranks the layers here, not whether it can be trusted: whether a method "

@@ -53,14 +53,16 @@ def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path]) ->
         compare_heads(
             [digits["laya"]],
             store,
-            CompareConfig(methods=("alpha", "ig", "gradcam"), n_steps=8, n_boot=0, plots=False, device="cpu"),
+            CompareConfig(
+                methods=("alpha", "alpha-contrib", "ig", "gradcam"), n_steps=8, n_boot=0, plots=False, device="cpu"
+            ),
             out_dir=digits["root"] / "cmp",
         )
     with h5py.File(digits["root"] / "cmp" / "attributions.h5") as f:
         g = f["heads/laya"]
         assert int(f["rows"][row]) == row and e.target == int(g["targets"][row]) == e.pred
         np.testing.assert_allclose(e.effects, g["effects"][row], rtol=1e-6, atol=1e-9)
-        for m in ("alpha", "ig", "gradcam"):
+        for m in ("alpha", "alpha-contrib", "ig", "gradcam"):
             np.testing.assert_allclose(e.scores[m], g[f"methods/{m}/scores"][row], rtol=1e-4, atol=1e-6)
     assert e.scores["alpha"].sum() == pytest.approx(1.0, abs=1e-5)
     assert e.p == pytest.approx(e.probs[e.target]) and set(e.skipped) == {"static"}
@@ -122,7 +124,7 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     result = runner.invoke(app, [*args, "--json", "--target", "true"], env=ENV)
     data = json.loads(result.output)
     assert data["row"] == 5 and data["target_rule"] == "true" and data["target"] == data["label"]
-    assert set(data["layers"]["blocks.0"]) == {"lolo_effect", "p_ablated", "alpha", "ig", "gradcam"}
+    assert set(data["layers"]["blocks.0"]) == {"lolo_effect", "p_ablated", "alpha", "alpha-contrib", "ig", "gradcam"}
     # one row states no verdict: it points at compare's, read against the constant rule
     assert "constant rule" in data["verdict"] and "beats the constant rule" in table
 

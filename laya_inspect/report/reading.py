@@ -17,6 +17,7 @@ from typing import Any
 
 NAMES = {
     "alpha": "α",
+    "alpha-contrib": "α-contrib",
     "ig": "IG",
     "gradcam": "Grad-CAM",
     "static": "ScalarMix's weight vector",
