@@ -17,6 +17,7 @@ from .. import __version__
 from ..errors import CacheError, NotFoundError
 from ..files import plain, write_bytes, write_csv
 from .effects import RANDOM_ORDERS
+from .seeds import csv_rows as across_seed_rows
 from .validate import check_summary
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 add(h, abl, m, scope, "faithfulness_n_undefined", s["n_undefined"][c], "")
                 add(h, abl, m, scope, "deletion_at_1", s["deletion_at_1"][c])
                 add(h, abl, m, scope, "top_layer_agreement", s["top_layer_agreement"][c])
-    return rows
+    return rows + across_seed_rows(summary)  # mean, t-interval and each seed's value (scopes seeds, seed:<S>)
 
 
 def write_summary_csv(path: Path, summary: dict[str, Any]) -> Path:

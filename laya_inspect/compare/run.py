@@ -48,9 +48,11 @@ from .attribution import AttributionOptions, attribute, plan_methods, resolve_me
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan
 from .effects import Measured, Remover, measure
+from .inputs import expand_head_dirs
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, resolve_ablations
 from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
+from .seeds import across_seeds
 from .values import DONOR_POOL, donor_pool, layer_means
 
 
@@ -339,6 +341,7 @@ def compare_heads(
     emit = progress or no_progress
     inputs = [store.path, *head_dirs]
     check_out(out_dir, force=overwrite, command="compare", inputs=inputs)  # before the work; atomic_dir checks again
+    head_dirs = expand_head_dirs(head_dirs)  # a fit-head output: every <head>/seed_<S>/ in it
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
     ablations, every = resolve_ablations(config.ablation)
@@ -433,6 +436,8 @@ def compare_heads(
         "heads": head_summaries,
         "headline": headline_rows(head_summaries),
     }
+    summary["across_seeds"] = across_seeds(head_summaries, [cfg.get("seed") for _, cfg, _ in heads.values()])
+    summary.setdefault("caveats", []).extend(summary["across_seeds"]["caveats"])
     summary["files"] = {
         "attributions": "attributions.h5",
         "summary_json": "summary.json",

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import LayaError
+from .across import seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, slug
@@ -121,6 +122,7 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
             )
         first = (head.get("ablations_run") or [summary.get("ablation")])[0]
         sections.append(Section(f"{head['name']} ({head['kind']}), {first} ablation", tables, notes=_notes(head)))
+    sections += seed_sections(summary)  # heads with several seeds (docs/METHOD.md, "Across seeds")
     layers = summary["cache"]["layer_names"]
     cols, data = ["layer"], []
     for h in summary["heads"]:

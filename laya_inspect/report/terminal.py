@@ -10,6 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .across import seed_tables
 from .reading import interval, num
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -266,6 +267,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             out.append(ablation_matrix(summary, head))
         out += caveat_lines(head)
         out.append(relied_on_line(summary, head))
+    out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
     out.append(

@@ -1,0 +1,174 @@
+"""Headline scores across the seeds of one head (docs/METHOD.md, "Across seeds"): pure functions of
+the per-head summaries; the result is plain JSON-able data.
+
+Heads are grouped by name and kind: a fit-head head directory ``<head>/seed_<S>/`` belongs to head
+``<head>``, any other directory to its own name. For each group of two or more seeds, each ablation
+every seed ran and each method (and reference) every seed scored: the per-seed values of the
+headline scores (top-layer agreement, Deletion@1 ÷ oracle, faithfulness ρ) and of each method's
+paired difference to the constant rule, their mean over seeds and the two-sided 95% t-interval
+mean ± t(0.975, S−1)·std/√S (std with ddof 1). A verdict against the constant rule, or a starred
+best method, that differs between seeds is a caveat.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .paired import HEADLINE, VERDICTS
+
+CONFIDENCE = 0.95
+SEED_DIR = re.compile(r"seed_\d+")
+
+
+def t_estimate(values: Sequence[float | None], confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Mean, std (ddof 1) and the two-sided t-interval mean ± t((1+confidence)/2, n−1)·std/√n over
+    the finite ``values`` (n of them); std and interval None for n < 2, everything None for n = 0.
+    ``values`` is kept as given (None where a seed has no value)."""
+    kept = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    n = len(kept)
+    out: dict[str, Any] = {"mean": None, "std": None, "ci_low": None, "ci_high": None, "n": n}
+    out["values"] = [None if v is None or not math.isfinite(float(v)) else float(v) for v in values]
+    if n == 0:
+        return out
+    mean = sum(kept) / n
+    out["mean"] = mean
+    if n < 2:
+        return out
+    from scipy.stats import t  # only when a head has several seeds
+
+    std = math.sqrt(sum((v - mean) ** 2 for v in kept) / (n - 1))
+    half = float(t.ppf((1 + confidence) / 2, n - 1)) * std / math.sqrt(n)
+    out.update(std=std, ci_low=mean - half, ci_high=mean + half)
+    return out
+
+
+def head_name(head_dir: str | Path, fallback: str) -> str:
+    """The head a directory is a seed of: ``<head>`` for fit-head's ``<head>/seed_<S>/``, else the
+    directory's own name (``fallback`` when it has none)."""
+    path = Path(head_dir)
+    if SEED_DIR.fullmatch(path.name) and path.parent.name:
+        return path.parent.name
+    return path.name or fallback
+
+
+def _value(entry: dict[str, Any], key: str) -> float | None:
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v
+
+
+def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> list[dict[str, Any]]:
+    by: dict[tuple[str, str], list[int]] = {}
+    for i, h in enumerate(heads):
+        by.setdefault((head_name(h.get("dir") or "", h["name"]), h["kind"]), []).append(i)
+    out = []
+    for (name, kind), idx in by.items():
+        if len(idx) < 2:
+            continue
+        labels = [seeds[i] if seeds[i] is not None else heads[i]["name"] for i in idx]
+        out.append({"head": name, "kind": kind, "members": [heads[i]["name"] for i in idx], "seeds": labels})
+    return out
+
+
+def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"reference": reference}
+    for key in HEADLINE:
+        row[key] = t_estimate([_value(e, key) for e in entries])
+    if not reference:
+        for key in HEADLINE:
+            row[f"{key}_minus_constant"] = t_estimate(
+                [((e.get("vs_constant") or {}).get(key) or {}).get("mean") for e in entries]
+            )
+        row["verdicts"] = [(e.get("vs_constant") or {}).get("verdict") for e in entries]
+        row["circular"] = next((e.get("circular") for e in entries if e.get("circular")), None)
+    return row
+
+
+def _seed_list(seeds: list[Any]) -> str:
+    return ", ".join(str(s) for s in seeds)
+
+
+def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
+    """Caveats: a method's verdict against the constant rule, or a score's starred best method, that
+    differs between seeds."""
+    seeds, out = group["seeds"], []
+    where = f"{group['head']} ({abl}): "
+    for m, row in entry["methods"].items():
+        words = row.get("verdicts") or []
+        if len(set(words)) > 1:
+            parts: dict[str, list[Any]] = {}
+            for s, w in zip(seeds, words):
+                parts.setdefault(VERDICTS.get(str(w), str(w)), []).append(s)
+            said = "; ".join(f"{m} {w} on seed{'s' * (len(ss) > 1)} {_seed_list(ss)}" for w, ss in parts.items())
+            out.append(where + "the seeds disagree: " + said)
+    for key, per_seed in entry["best"].items():
+        if len({tuple(b) for b in per_seed}) > 1:
+            said = "; ".join(f"{'/'.join(b) or 'none'} on seed {s}" for s, b in zip(seeds, per_seed))
+            out.append(where + f"the best method for {key} differs between seeds: " + said)
+    return out
+
+
+def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> dict[str, Any]:
+    """Every head with two or more seeds among ``heads`` (the compare summary's heads; ``seeds[i]``
+    the seed heads[i] was fitted with): per ablation and method the per-seed values, mean and
+    t-interval of each headline score and of each paired difference method − constant, and the
+    caveats of seeds that disagree."""
+    groups = _groups(heads, seeds)
+    by_name = {h["name"]: h for h in heads}
+    caveats: list[str] = []
+    for g in groups:
+        members = [by_name[n] for n in g["members"]]
+        abls = [a for a in members[0].get("ablations") or {} if all(a in (h.get("ablations") or {}) for h in members)]
+        g["ablations"] = {}
+        for a in abls:
+            per = [h["ablations"][a] for h in members]
+            rows: dict[str, Any] = {}
+            for kind, reference in (("methods", False), ("references", True)):
+                for m in per[0].get(kind) or {}:
+                    if all(m in (p.get(kind) or {}) for p in per):
+                        rows[m] = _method_row([p[kind][m] for p in per], reference)
+            keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
+            best = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
+            entry = {"methods": rows, "best": best, "caveats_per_seed": [list(p.get("caveats") or []) for p in per]}
+            entry["caveats"] = _disagreements(g, a, entry)
+            caveats += entry["caveats"]
+            g["ablations"][a] = entry
+    return {
+        "confidence": CONFIDENCE,
+        "interval": "two-sided t-interval over seeds: mean ± t(0.975, S−1)·std/√S, std with ddof 1",
+        "groups": groups,
+        "caveats": caveats,
+    }
+
+
+def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """summary.csv's rows for the across-seed scores: per (head, ablation, method, score) the mean,
+    std, interval and n over seeds (scope ``seeds``) and each seed's value (scope ``seed:<S>``)."""
+    across = summary.get("across_seeds") or {}
+    dirs = summary.get("directions") or {}
+    rows = []
+    for g in across.get("groups") or []:
+        for a, entry in (g.get("ablations") or {}).items():
+            for m, row in entry["methods"].items():
+                base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
+                for key, est in row.items():
+                    if not isinstance(est, dict):
+                        continue
+                    direction = dirs.get(key.removesuffix("_minus_constant"), "")
+                    for part in ("mean", "std", "ci_low", "ci_high", "n"):
+                        rows.append({**base, "scope": "seeds", "metric": f"{key}_{part}", "value": est[part]})
+                        rows[-1]["direction"] = direction if part in ("mean", "ci_low", "ci_high") else ""
+                    for s, v in zip(g["seeds"], est["values"]):
+                        rows.append({**base, "scope": f"seed:{s}", "metric": key, "value": v, "direction": direction})
+                if row.get("verdicts"):
+                    for s, w in zip(g["seeds"], row["verdicts"]):
+                        rows.append(
+                            {**base, "scope": f"seed:{s}", "metric": "verdict_vs_constant", "value": w, "direction": ""}
+                        )
+            for c in entry["caveats"]:
+                head = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": ""}
+                rows.append({**head, "scope": "seeds", "metric": "caveat", "value": c, "direction": ""})
+    return rows

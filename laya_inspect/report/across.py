@@ -1,0 +1,144 @@
+"""The across-seed scores of a compare summary (``summary["across_seeds"]``, docs/METHOD.md, "Across
+seeds"): a compact terminal table per head with several seeds (80 columns), report.html's section,
+and the caveats of seeds that disagree. Built only from summary.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from .html import Cell, Section, Table, slug
+from .reading import num
+
+# column → summary key of the headline score
+SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
+HTML_SCORES = {
+    "top-layer agreement": "top_layer_agreement",
+    "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
+    "faithfulness ρ": "faithfulness",
+}
+WORDS = {"not shown": "does not"}  # the verdicts' short words in the terminal
+
+
+def groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    return list((summary.get("across_seeds") or {}).get("groups") or [])
+
+
+def caveats(summary: dict[str, Any]) -> list[str]:
+    return list((summary.get("across_seeds") or {}).get("caveats") or [])
+
+
+def _short(v: Any, sign: bool = False) -> str:
+    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; never "-.00"."""
+    if v is None:
+        return "—"
+    text = format(0.0 if round(float(v), 2) == 0 else float(v), "+.2f" if sign else ".2f")
+    body = text.lstrip("+-")
+    return text[: len(text) - len(body)] + (body[1:] if body.startswith("0.") else body)
+
+
+def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
+    """ "mean±h" with h the half-width of the t-interval (just the mean when it has none)."""
+    if not est or est.get("mean") is None:
+        return "—"
+    if est.get("ci_low") is None or est.get("ci_high") is None:
+        return _short(est["mean"], sign)
+    return f"{_short(est['mean'], sign)}±{_short((est['ci_high'] - est['ci_low']) / 2)}"
+
+
+def _cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
+    per_seed = " ".join(_short(v, sign) for v in (est or {}).get("values") or [])
+    return Text.assemble(_mean_pm(est, sign), "\n", (per_seed, "dim"))
+
+
+def _verdicts(words: list[Any]) -> Text:
+    short = [WORDS.get(str(w), str(w)) for w in words]
+    if len(set(short)) == 1:
+        return Text(f"{short[0]} (all)", style="bold green" if short[0] == "beats" else "dim")
+    return Text(" / ".join(short), style="yellow")
+
+
+def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
+    """Per head with several seeds, one table: each method's headline scores and its paired
+    difference to the constant rule (mean ± 95% t half-width over seeds, each seed's value below),
+    the constant rule's own scores, and the seeds' verdicts; then the caveats of seeds that disagree."""
+    out: list[RenderableType] = []
+    for g in groups(summary):
+        table = RichTable(
+            title=f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
+            "mean ± 95% t half-width over seeds; below, each seed's value",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        table.add_column("method", no_wrap=True)
+        for col in SCORES:
+            table.add_column(col, justify="right", overflow="fold")
+        table.add_column("verdicts", overflow="fold")
+        abls = g.get("ablations") or {}
+        for a, entry in abls.items():
+            if len(abls) > 1:
+                table.add_row(Text(a, style="bold"))
+            for m, row in (entry.get("methods") or {}).items():
+                if row.get("reference") and m != "constant":
+                    continue
+                dim = "dim" if row.get("reference") or row.get("circular") else ""
+                label = m + ("°" if row.get("circular") else "")
+                table.add_row(Text(label, style=dim), *[_cell(row.get(k)) for k in SCORES.values()], "")
+                if not row.get("reference"):
+                    diffs = [_cell(row.get(f"{k}_minus_constant"), sign=True) for k in SCORES.values()]
+                    table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row.get("verdicts") or []))
+            if table.rows:
+                table.rows[-1].end_section = len(abls) > 1
+        out.append(table)
+    out += [Text(f"  caveat (seeds): {c}", style="yellow") for c in caveats(summary)]
+    return out
+
+
+def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
+    if not est or est.get("mean") is None:
+        return "—"
+    ci = "" if est.get("ci_low") is None else f" [{num(est['ci_low'], sign=sign)}, {num(est['ci_high'], sign=sign)}]"
+    per_seed = " / ".join(num(v, sign=sign) for v in est.get("values") or [])
+    return f"{num(est['mean'], sign=sign)}{ci}; {per_seed}"
+
+
+def seed_sections(summary: dict[str, Any]) -> list[Section]:
+    """report.html's "Across seeds" section per head with several seeds: one table per ablation."""
+    from ..compare.paired import VERDICTS
+
+    out = []
+    for g in groups(summary):
+        tables = []
+        seeds = ", ".join(map(str, g["seeds"]))
+        cols = ["method", *HTML_SCORES, *[f"{c} − constant" for c in HTML_SCORES], "verdict per seed"]
+        for a, entry in (g.get("ablations") or {}).items():
+            rows: list[list[Cell | str]] = []
+            classes = []
+            for m, row in (entry.get("methods") or {}).items():
+                reference = bool(row.get("reference"))
+                words = [VERDICTS.get(str(w), str(w)) for w in row.get("verdicts") or []]
+                rows.append(
+                    [
+                        Cell(m + (" (reference)" if reference else " °" if row.get("circular") else ""), "text"),
+                        *[_html_cell(row.get(k)) for k in HTML_SCORES.values()],
+                        *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HTML_SCORES.values()],
+                        Cell(" / ".join(words) or "—", "text"),
+                    ]
+                )
+                classes.append("ref" if reference or row.get("circular") else "")
+            caption = f"ablation {a}: mean over seeds {seeds} [two-sided 95% t-interval]; then each seed's value"
+            tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", cols, rows, caption, classes))
+        notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
+        legend = (
+            "Each head's headline scores, and each method's paired difference to the constant rule, per seed and "
+            "across seeds: the mean over seeds with the t-interval mean ± t(0.975, S−1)·std/√S. A verdict or a "
+            'best method that differs between seeds is a caveat. Definitions: docs/METHOD.md, "Across seeds".'
+        )
+        out.append(Section(f"Across seeds: {g['head']} ({g['kind']}), seeds {seeds}", tables, notes, legend=legend))
+    return out

@@ -1,0 +1,202 @@
+"""`compare` over every seed: a fit-head folder expands to its head directories, the across-seed mean
+and t-interval of the headline scores (checked by hand), and seeds that disagree as a caveat in
+summary.json, the terminal and report.html (docs/METHOD.md, "Across seeds")."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+from laya_inspect.compare.inputs import expand_head_dirs
+from laya_inspect.compare.seeds import across_seeds, t_estimate
+from laya_inspect.errors import InputError
+from laya_inspect.report.across import seed_sections, seed_tables
+
+runner = CliRunner()
+ENV = {"COLUMNS": "80"}
+T_975_2 = 4.302652729911275  # t(0.975, 2), from a table: the 95% two-sided quantile with 2 degrees of freedom
+
+
+def test_t_interval_by_hand() -> None:
+    est = t_estimate([0.9, 0.8, 0.95])
+    # mean 2.65/3; deviations +1/60, −5/60, +4/60 → std² = (1 + 25 + 16)/3600/2 = 42/7200
+    mean, std = 2.65 / 3, math.sqrt(42 / 7200)
+    assert est["mean"] == pytest.approx(mean) and est["std"] == pytest.approx(std)
+    half = T_975_2 * std / math.sqrt(3)
+    assert (est["ci_low"], est["ci_high"]) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert est["n"] == 3 and est["values"] == [0.9, 0.8, 0.95]
+    one = t_estimate([0.5, None])  # a seed without the score: kept as None, left out of the mean
+    assert (one["mean"], one["std"], one["ci_low"], one["n"], one["values"]) == (0.5, None, None, 1, [0.5, None])
+
+
+def _head_dir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    return path
+
+
+def test_fit_head_folder_expands_to_every_head_directory(tmp_path: Path) -> None:
+    fit = tmp_path / "heads"
+    dirs = {s: _head_dir(fit / h / f"seed_{s}") for h, s in (("last", 10), ("last", 2), ("laya", 0), ("concat", 1))}
+    (fit / "profiles").mkdir()
+    (fit / "summary.json").write_text(json.dumps({"heads": [{"head": "laya"}, {"head": "last"}]}))
+    # the heads in summary.json's order, then the others by name; seeds by number, not by text
+    assert expand_head_dirs([fit]) == [dirs[0], dirs[2], dirs[10], dirs[1]]
+    assert expand_head_dirs([fit / "last"]) == [dirs[2], dirs[10]]  # one head's seeds
+    assert expand_head_dirs([dirs[0], fit / "missing"]) == [dirs[0], fit / "missing"]  # left to read_head_config
+
+
+def test_a_folder_that_is_neither_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "plain" / "sub").mkdir(parents=True)
+    with pytest.raises(InputError, match="neither a head directory"):
+        expand_head_dirs([tmp_path / "plain"])
+
+
+def test_cli_refuses_a_folder_that_is_neither_in_one_line(digits_cache: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("not a head")
+    args = ["compare", str(tmp_path / "notes"), "--cache", str(digits_cache), "--out", str(tmp_path / "out")]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 1, result.output
+    assert "is neither a head directory" in result.stderr and "fit-head output" in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+# -- constructed summaries: seeds that disagree ---------------------------------------------------
+
+
+def _scores(agree: float, rho: float, verdict: str | None) -> dict:
+    entry: dict = {"top_layer_agreement": agree, "deletion_at_1_over_oracle": 0.9, "faithfulness": {"mean": rho}}
+    if verdict is not None:
+        diff = {"mean": rho - 0.5, "ci_low": rho - 0.6, "ci_high": rho - 0.4}
+        entry["vs_constant"] = {"verdict": verdict, "faithfulness": diff}
+        entry["circular"] = None
+    return entry
+
+
+def _head(seed: int, verdict: str, best: list[str]) -> dict:
+    ablation = {
+        "methods": {"alpha": _scores(0.9 + seed / 100, 0.7 + seed / 10, verdict)},
+        "references": {"constant": _scores(0.8, 0.5, None)},
+        "best": {"faithfulness": best} if best else {},
+        "best_tests": {"faithfulness": {"leader": "alpha", "runner_up": "ig", "marked": bool(best)}},
+        "caveats": [],
+    }
+    return {
+        "name": f"laya-seed_{seed}",
+        "dir": f"/x/heads/laya/seed_{seed}",
+        "kind": "laya",
+        "ablations": {"mean": ablation},
+    }
+
+
+def _render(renderables: list) -> str:
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    for r in renderables:
+        console.print(r)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
+    heads = [_head(0, "beats", ["alpha"]), _head(1, "not shown", [])]
+    across = across_seeds(heads, [0, 1])
+    (group,) = across["groups"]
+    assert (group["head"], group["seeds"], group["members"]) == ("laya", [0, 1], ["laya-seed_0", "laya-seed_1"])
+    alpha = group["ablations"]["mean"]["methods"]["alpha"]
+    assert alpha["faithfulness"]["values"] == pytest.approx([0.7, 0.8]) and alpha["faithfulness"]["mean"] == pytest.approx(0.75)
+    assert alpha["faithfulness_minus_constant"]["values"] == [pytest.approx(0.2), pytest.approx(0.3)]
+    assert alpha["verdicts"] == ["beats", "not shown"]
+    verdict, best = across["caveats"]
+    assert "alpha beats the constant rule on seed 0" in verdict and "alpha does not beat" in verdict
+    assert "best method for faithfulness differs" in best and "alpha on seed 0; none on seed 1" in best
+
+    summary = {"across_seeds": across}
+    text = _render(seed_tables(summary))
+    assert "across seeds: laya (laya), seeds 0, 1" in text and "beats / does not" in text
+    assert "caveat (seeds): laya (mean): the seeds disagree" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+    (section,) = seed_sections(summary)
+    page = section.html()
+    assert section.notes == across["caveats"] and "the seeds disagree" in page
+    assert "0.75 [" in page and "0.70 / 0.80" in page  # the mean, its interval, then each seed's value
+
+    agreeing = across_seeds([_head(0, "beats", ["alpha"]), _head(1, "beats", ["alpha"])], [0, 1])
+    assert agreeing["caveats"] == [] and len(agreeing["groups"]) == 1
+    assert across_seeds([_head(0, "beats", [])], [0])["groups"] == []  # one seed: nothing across seeds
+
+
+# -- end to end: two LAYA seeds of the digits cache -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_seeds(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("seeds") / "heads"
+    fast = ["--epochs", "3", "--lr", "1e-2", "--batch-size", "32", "--no-probe"]
+    args = ["fit-head", str(digits_cache), "--head", "laya", "--seeds", "2", *fast, "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.slow
+def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    args = ["compare", str(two_seeds), "--cache", str(digits_cache), "--limit", "80", "--n-steps", "8"]
+    result = runner.invoke(
+        app, [*args, "--bootstrap", "100", "--no-plots", "--device", "cpu", "--out", str(out)], env=ENV
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["head_dirs"] == [str((two_seeds / "laya" / f"seed_{s}").resolve()) for s in (0, 1)]
+    heads = {h["name"]: h for h in summary["heads"]}
+    assert list(heads) == ["laya-seed_0", "laya-seed_1"]
+    (group,) = summary["across_seeds"]["groups"]
+    assert (group["head"], group["kind"], group["seeds"]) == ("laya", "laya", [0, 1])
+    rows = group["ablations"][summary["ablation"]]["methods"]
+    assert {"alpha", "alpha-contrib", "ig", "gradcam", "constant"} <= set(rows)
+    for m in ("alpha", "ig", "constant"):
+        for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness"):
+            est = rows[m][key]
+            side = "methods" if m != "constant" else "references"
+            per_seed = [heads[n][side][m][key] for n in group["members"]]
+            per_seed = [v["mean"] if isinstance(v, dict) else v for v in per_seed]
+            assert est["values"] == pytest.approx(per_seed) and est["mean"] == pytest.approx(sum(per_seed) / 2)
+            if est["std"]:  # two seeds: t(0.975, 1) = 12.706
+                assert est["ci_high"] - est["mean"] == pytest.approx(12.7062047361747 * est["std"] / math.sqrt(2))
+    diff = rows["alpha"]["faithfulness_minus_constant"]["values"]
+    assert diff == pytest.approx(
+        [heads[n]["methods"]["alpha"]["vs_constant"]["faithfulness"]["mean"] for n in group["members"]]
+    )
+    assert rows["alpha"]["verdicts"] == [
+        heads[n]["methods"]["alpha"]["vs_constant"]["verdict"] for n in group["members"]
+    ]
+    assert summary["across_seeds"]["caveats"] == [c for c in summary.get("caveats", []) if c.startswith("laya (")]
+
+    text = result.stdout
+    assert "across seeds: laya (laya), seeds 0, 1" in text
+    start = text.index("across seeds: laya")
+    table = text[start:]
+    agree = rows["alpha"]["top_layer_agreement"]["values"]
+    alpha_line = next(i for i, line in enumerate(table.splitlines()) if line.split()[:1] == ["alpha"])
+    seeds_line = table.splitlines()[alpha_line + 1].split()
+    assert [float(v) for v in seeds_line[:2]] == pytest.approx(agree, abs=0.006)  # each seed's value, below the mean
+    for c in summary["across_seeds"]["caveats"]:
+        assert c[:40] in " ".join(text.split())
+    block = table[: table.index("* best of")].splitlines()  # the table and its caveats, at 80 columns
+    assert max(len(line) for line in block) <= 80 and "…" not in "\n".join(block), table
+
+    with (out / "summary.csv").open() as f:
+        csv_rows = [r for r in csv.DictReader(f) if r["scope"] in ("seeds", "seed:0", "seed:1")]
+    means = {r["method"]: float(r["value"]) for r in csv_rows if r["metric"] == "faithfulness_mean"}
+    assert means["alpha"] == pytest.approx(rows["alpha"]["faithfulness"]["mean"])
+    assert {r["scope"] for r in csv_rows if r["metric"] == "faithfulness"} == {"seed:0", "seed:1"}
+    assert "Across seeds: laya (laya), seeds 0, 1" in (out / "report.html").read_text()
