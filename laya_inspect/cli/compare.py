@@ -22,7 +22,12 @@ def _print_report(summary: dict[str, Any]) -> None:
 
 @app.command("compare")
 def compare_command(
-    head_dirs: list[Path] = typer.Argument(..., metavar="HEAD_DIR...", help="head directories written by fit-head"),
+    head_dirs: list[Path] = typer.Argument(
+        ...,
+        metavar="HEAD_DIR...",
+        help="head directories written by fit-head, or a fit-head output folder (every <head>/seed_<S>/ in it); "
+        "a head with several seeds is also scored across seeds",
+    ),
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the heads were trained on"),
     method: Optional[list[str]] = opt(CompareConfig, "methods", "-m", default=None),
     ablation: str = opt(CompareConfig, "ablation"),
@@ -59,6 +64,9 @@ def compare_command(
     Example:
       laya-inspect compare heads/laya/seed_0 --cache features.h5 \\
         --method all --ablation all --out compare
+
+    Every seed of a fit-head run, with the mean and t-interval over seeds:
+      laya-inspect compare heads --cache features.h5 --out compare
     """
     from ..cache.store import FeatureStore
     from ..compare.run import compare_heads
