@@ -112,7 +112,9 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     (group,) = across["groups"]
     assert (group["head"], group["seeds"], group["members"]) == ("laya", [0, 1], ["laya-seed_0", "laya-seed_1"])
     alpha = group["ablations"]["mean"]["methods"]["alpha"]
-    assert alpha["faithfulness"]["values"] == pytest.approx([0.7, 0.8]) and alpha["faithfulness"]["mean"] == pytest.approx(0.75)
+    assert alpha["faithfulness"]["values"] == pytest.approx([0.7, 0.8]) and alpha["faithfulness"][
+        "mean"
+    ] == pytest.approx(0.75)
     assert alpha["faithfulness_minus_constant"]["values"] == [pytest.approx(0.2), pytest.approx(0.3)]
     assert alpha["verdicts"] == ["beats", "not shown"]
     verdict, best = across["caveats"]
@@ -200,3 +202,13 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
     assert means["alpha"] == pytest.approx(rows["alpha"]["faithfulness"]["mean"])
     assert {r["scope"] for r in csv_rows if r["metric"] == "faithfulness"} == {"seed:0", "seed:1"}
     assert "Across seeds: laya (laya), seeds 0, 1" in (out / "report.html").read_text()
+
+    again = runner.invoke(app, ["report", str(out)], env=ENV)  # report reprints the table from summary.json
+    assert again.exit_code == 0 and "across seeds: laya (laya), seeds 0, 1" in again.stdout
+    summary["across_seeds"]["groups"][0]["ablations"][summary["ablation"]]["methods"]["alpha"]["faithfulness"][
+        "mean"
+    ] = "x"
+    (out / "summary.json").write_text(json.dumps(summary))
+    damaged = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert damaged.exit_code == 1 and "across_seeds.groups[0]" in damaged.stderr, damaged.output
+    assert damaged.stderr.strip().count("\n") == 0 and "Traceback" not in damaged.output

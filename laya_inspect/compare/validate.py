@@ -149,7 +149,30 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
             _ablation(h, where)
             for a, s in (_get(h, "ablations", dict, where, optional=True) or {}).items():
                 _ablation(s, f"{where}.ablations.{a}")
+        _across_seeds(_get(summary, "across_seeds", dict, "summary", optional=True))
     except _Bad as e:
         raise CacheError(
             f"{path} is not a valid compare summary ({e}); rerun `laya-inspect compare` to rewrite it"
         ) from None
+
+
+def _across_seeds(across: dict[str, Any] | None) -> None:
+    """summary.across_seeds (absent before compare scored across seeds): what report/across.py reads."""
+    where = "summary.across_seeds"
+    for i, g in enumerate(_get(across, "groups", list, where) if across else []):
+        here = f"{where}.groups[{i}]"
+        for k in ("head", "kind"):
+            _get(g, k, str, here)
+        _get(g, "seeds", list, here)
+        for a, entry in _get(g, "ablations", dict, here).items():
+            for m, row in _get(entry, "methods", dict, f"{here}.ablations.{a}").items():
+                at = f"{here}.ablations.{a}.methods.{m}"
+                _get(row, "verdicts", list, at, optional=True)
+                for k, est in row.items():
+                    if isinstance(est, dict):
+                        for part in ("mean", "ci_low", "ci_high"):
+                            _get(est, part, "num", f"{at}.{k}")
+                        _get(est, "values", "nums", f"{at}.{k}")
+    caveats = (_get(across, "caveats", list, where, optional=True) if across else None) or []
+    for i in range(len(caveats)):
+        _get(caveats, i, str, f"{where}.caveats")
