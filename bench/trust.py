@@ -62,6 +62,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     ),
 }
 CIFAR_LIMIT, PER_CLASS = 1000, 250
+BASELINES = ("mean", "zero")  # IG baselines measured against every ablation (the default pair's choice)
 AGREE_SLACK = 0.05  # α's top layer agrees "about as often as IG's": at most this far below it
 
 
@@ -73,6 +74,7 @@ class Backbone:
     heads: Path = Path()  # fit-head's --out
     compare: Path = Path()  # compare's --out; its first head is the one the reading is about
     joint: Path | None = None  # train's metrics.json (Fashion-MNIST)
+    ig: dict[str, Path] = field(default_factory=dict)  # IG baseline → compare --method ig's --out
     skip: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -91,10 +93,26 @@ def _frozen(b: Backbone, d: Path, extract: list[Any], s: dict, first: list[Path]
         _step(b, "export-head", export, [out / "config.json"], clean=[out], mkdirs=[d])
     fit = ["laya-inspect", "fit-head", feats, "--head", "all", *s["fit"], "--out", b.heads]
     _step(b, "fit-head", fit, [b.heads / "summary.json"], clean=[b.heads], mkdirs=[d])
-    heads = [*first, *(b.heads / h / "seed_0" for h in ("laya", *others))]
+    n_seeds = int(s["fit"][s["fit"].index("--seeds") + 1])
+    laya = [b.heads / "laya" / f"seed_{i}" for i in range(n_seeds)]
+    heads = [*first, *laya, *(b.heads / h / "seed_0" for h in others)]
+    tail = ["--limit", s["limits"][b.name], *s["boot"], "--no-plots"]
     cmp = ["laya-inspect", "compare", *heads, "--cache", feats, "--ablation", "all", "--method", "all"]
-    cmp += ["--limit", s["limits"][b.name], *s["boot"], "--no-plots", "--out", b.compare]
-    _step(b, "compare", cmp, [b.compare / "summary.json"], clean=[b.compare], mkdirs=[d])
+    _step(b, "compare", [*cmp, *tail, "--out", b.compare], [b.compare / "summary.json"], clean=[b.compare], mkdirs=[d])
+    # IG under each baseline, every ablation, named explicitly so that a change of default reuses nothing
+    # (docs/METHOD.md, "The default IG baseline"): the measurements behind the default pair.
+    for base in BASELINES:
+        out = d / f"compare-ig-{base}"
+        b.ig[base] = out
+        cmd = ["laya-inspect", "compare", *first, *laya, "--cache", feats, "--ablation", "all", "--method", "ig"]
+        _step(
+            b,
+            f"compare-ig-{base}",
+            [*cmd, "--baseline", base, *tail, "--out", out],
+            [out / "summary.json"],
+            clean=[out],
+            mkdirs=[d],
+        )
 
 
 def plan(work: Path, mode: str) -> list[Backbone]:
@@ -500,12 +518,7 @@ def reading(b: Backbone) -> list[str]:
     return out
 
 
-PAPER_NOTE = (
-    f"The faithfulness figures once quoted for the paper — α {P.FAITH_FMNIST_ALPHA} and gradient methods "
-    f"≈ {P.FAITH_FMNIST_GRAD} on Fashion-MNIST, Deletion@1 {P.DELETION1_VIT_ALPHA} for α on a frozen ViT-B/16 — "
-    "appear in no public version of the paper: they are **reported in a summary of the paper, definitions "
-    "unknown**. Nothing here is compared with them; the definitions used here are ours (docs/METHOD.md)."
-)
+PAPER_NOTE = P.UNSOURCED + " The definitions used here are ours (docs/METHOD.md)."
 
 
 def sections(bbs: list[Backbone], full: bool) -> list[str]:

@@ -68,6 +68,22 @@ def test_rewriting_the_reproduction_page_keeps_the_trust_block_after_the_summary
     assert text.index("## Summary") < text.index(block) < text.index("\n## 1. ")
 
 
+def test_no_table_or_difference_uses_the_unsourced_paper_figures() -> None:
+    """The faithfulness and Deletion@1 figures once attributed to the paper have unknown definitions: they
+    appear in one sentence (paper.UNSOURCED), never in a "paper" column or an "α − paper" difference."""
+    import paper
+    from results.tables import FAITH_HEADER
+
+    assert "paper" not in FAITH_HEADER
+    assert not [n for n in dir(paper) if n.startswith(("FAITH", "DELETION1"))]
+    writers = [*(ROOT / "bench" / "reproduce_lib" / "results").glob("*.py"), ROOT / "bench" / "trust.py"]
+    for path in writers:
+        text = path.read_text()
+        for figure in ("0.8575", "0.5787", "0.89,", "α − paper"):
+            assert figure not in text, (path.name, figure)
+    assert "0.8575" in paper.UNSOURCED and "unknown definitions" in paper.UNSOURCED
+
+
 @pytest.mark.slow
 def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
@@ -85,7 +101,7 @@ def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) ->
     block = text[text.index(BEGIN) : text.index(END)]
     for heading in ("## How far to trust α", "### Four backbones, default heads", "### Plain reading"):
         assert heading in block.splitlines(), heading
-    assert "reported in a summary of the paper, definitions unknown" in block
+    assert "quoted in a summary of the paper, with unknown definitions" in block
 
     # Rewriting from the same work folder replaces the block instead of adding a second one.
     again = subprocess.run(

@@ -181,14 +181,6 @@ def _faith_points(exp: Experiment, f: dict) -> list[str]:
                 + (f"; ScalarMix's static weights {st['faith']:.3f}" if st else "")
                 + ". "
             )
-            if exp.name == "fmnist":
-                grads = [fi[("laya", m)]["faith"] for m in ("ig", "gradcam") if ("laya", m) in fi]
-                same = bool(grads) and max(grads) > a["faith"] and (st is None or st["faith"] < a["faith"])
-                line += (
-                    f"Paper: α {P.FAITH_FMNIST_ALPHA}, gradients ≈ {P.FAITH_FMNIST_GRAD}, static far lower — "
-                    f"the same ordering {'holds' if same else 'does not hold'} here; α − paper = "
-                    f"{a['faith'] - P.FAITH_FMNIST_ALPHA:+.3f}. "
-                )
             line += (
                 f"Deletion@1 of α: {a['d1']:.3f} ({a['d1_frac']:.0%} of the oracle {fi[('laya', 'oracle')]:.3f}; "
                 f"random {fi[('laya', 'random_at_1')]:.3f})."
@@ -371,12 +363,6 @@ def discuss_frozen_only(exp: Experiment, ctx: Ctx, f: dict) -> list[str]:
             f"random {fi[('laya', 'random_at_1')]:.3f}); on the LAYA head the best method is `{best}`"
             f" ({d1[best]:.3f})."
         )
-        if exp.name == "mobilenet":
-            line += (
-                f" The paper's {P.DELETION1_VIT_ALPHA} (α, best of all methods) is on another backbone, data set "
-                "and class count, so only the ranking of methods is comparable: "
-                + ("α is the best method here too." if best == "alpha" else f"here `{best}` beats α.")
-            )
         b.append(line)
         b.append(
             f"**Faithfulness.** α {a['faith']:.3f}; "

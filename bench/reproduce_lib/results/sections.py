@@ -266,17 +266,11 @@ def zoo_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dict
             *imgs,
             "",
         ]
-    frows, finfo = faith_rows(
-        load(exp.paths["frozen_compare"] / "summary.json"), "frozen", P.FAITH_FMNIST if exp.name == "fmnist" else None
-    )
+    frows, finfo = faith_rows(load(exp.paths["frozen_compare"] / "summary.json"), "frozen")
     jrows, jinfo = [], {}
     for head in HEADS:
         if head in jc:
-            r, i = faith_rows(
-                load(jc[head]["compare"] / "summary.json"),
-                "joint (seed 0)",
-                P.FAITH_FMNIST if exp.name == "fmnist" else None,
-            )
+            r, i = faith_rows(load(jc[head]["compare"] / "summary.json"), "joint (seed 0)")
             jrows += r
             jinfo.update(i)
     cmp_n = load(exp.paths["frozen_compare"] / "summary.json")
@@ -287,12 +281,8 @@ def zoo_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dict
         f"{cmp_n['n'] if cmp_n else '?'} test rows per head; seed 0 of each head. Faithfulness: mean over rows of "
         "the Spearman correlation across layers between a method's scores and the leave-one-layer-out effects. "
         "Deletion@1: the drop of the predicted class's probability when the top-scored layer is ablated; "
-        "oracle = the largest single-layer effect, random = the mean effect."
-        + (
-            " Paper (Fashion-MNIST, LAYA head): α 0.8575, gradient-based methods ≈ 0.89, static weights far lower."
-            if exp.name == "fmnist"
-            else ""
-        ),
+        "oracle = the largest single-layer effect, random = the mean effect. The paper has no faithfulness "
+        "figure with a known definition to set beside these (How far to trust α, above).",
         "",
     ]
     if jrows or frows:
@@ -374,11 +364,7 @@ def mobilenet_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str]
         ctx.image(prof_dir / "laya_class_all.png", f"{exp.name}_laya_class.png", "MobileNetV2 LAYA α by class"),
     ]
     out += [*[i for i in imgs if i], ""]
-    frows, finfo = faith_rows(
-        load(exp.paths["frozen_compare"] / "summary.json"),
-        "frozen",
-        {"alpha": f"Deletion@1 {P.DELETION1_VIT_ALPHA} (ViT-B/16, Best Artworks; best method)"},
-    )
+    frows, finfo = faith_rows(load(exp.paths["frozen_compare"] / "summary.json"), "frozen")
     cmp_n = load(exp.paths["frozen_compare"] / "summary.json")
     out += [
         "### Faithfulness and Deletion@1",

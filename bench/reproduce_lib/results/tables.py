@@ -255,7 +255,7 @@ def frozen_table(summary: dict | None, runs: list[dict] | None, ref: dict | None
     return table(header, rows), stats
 
 
-def faith_rows(cmp: dict | None, protocol: str, paper_col: dict[str, str] | None) -> tuple[list[list[Any]], dict]:
+def faith_rows(cmp: dict | None, protocol: str) -> tuple[list[list[Any]], dict]:
     rows: list[list[Any]] = []
     info: dict = {}
     if not cmp:
@@ -267,7 +267,6 @@ def faith_rows(cmp: dict | None, protocol: str, paper_col: dict[str, str] | None
             d = h["methods"][m]
             fa = d["faithfulness"]
             ci = f" [{f4(fa['ci_low'])}, {f4(fa['ci_high'])}]" if fa.get("ci_low") is not None else ""
-            pc = (paper_col or {}).get(m, "") if kind == "laya" or (m == "static" and kind == "scalarmix") else ""
             rows.append(
                 [
                     protocol,
@@ -278,7 +277,6 @@ def faith_rows(cmp: dict | None, protocol: str, paper_col: dict[str, str] | None
                     f4(d["deletion_at_1"]),
                     f4(d["deletion_at_1_over_oracle"], 2),
                     f4(d["top_layer_agreement"], 3),
-                    pc or "—",
                 ]
             )
             info[(kind, m)] = {
@@ -296,7 +294,6 @@ def faith_rows(cmp: dict | None, protocol: str, paper_col: dict[str, str] | None
                 "—",
                 f"{f4(lolo['oracle_at_1'])} / {f4(lolo['random_at_1'])}",
                 "1.00 / " + (f4(lolo["random_at_1"] / lolo["oracle_at_1"], 2) if lolo["oracle_at_1"] else "n/a"),
-                "—",
                 "—",
             ]
         )
@@ -317,7 +314,6 @@ FAITH_HEADER = [
     "Deletion@1",
     "Deletion@1 ÷ oracle",
     "top-layer agreement",
-    "paper",
 ]
 
 
