@@ -83,7 +83,7 @@ def _scores(agree: float, rho: float, verdict: str | None) -> dict:
     return entry
 
 
-def _head(seed: int, verdict: str, best: list[str]) -> dict:
+def _head(seed: int, verdict: str, best: list[str], run: str = "heads") -> dict:
     ablation = {
         "methods": {"alpha": _scores(0.9 + seed / 100, 0.7 + seed / 10, verdict)},
         "references": {"constant": _scores(0.8, 0.5, None)},
@@ -93,10 +93,18 @@ def _head(seed: int, verdict: str, best: list[str]) -> dict:
     }
     return {
         "name": f"laya-seed_{seed}",
-        "dir": f"/x/heads/laya/seed_{seed}",
+        "dir": f"/x/{run}/laya/seed_{seed}",
         "kind": "laya",
         "ablations": {"mean": ablation},
     }
+
+
+def test_seeds_of_one_head_are_the_seed_folders_of_one_fit_head_run() -> None:
+    runs = [_head(s, "beats", [], run) for run in ("runA", "runB") for s in (0, 1)]
+    again = {**runs[0], "name": "laya-seed_0-2"}  # seed_0 of runA given a second time: counted once
+    across = across_seeds([*runs, again], [0, 1, 0, 1, 0])
+    assert [(g["head"], g["seeds"]) for g in across["groups"]] == [("laya", [0, 1]), ("laya-2", [0, 1])]
+    assert across["groups"][0]["members"] == ["laya-seed_0", "laya-seed_1"]
 
 
 def _render(renderables: list) -> str:
@@ -112,9 +120,8 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     (group,) = across["groups"]
     assert (group["head"], group["seeds"], group["members"]) == ("laya", [0, 1], ["laya-seed_0", "laya-seed_1"])
     alpha = group["ablations"]["mean"]["methods"]["alpha"]
-    assert alpha["faithfulness"]["values"] == pytest.approx([0.7, 0.8]) and alpha["faithfulness"][
-        "mean"
-    ] == pytest.approx(0.75)
+    assert alpha["faithfulness"]["values"] == pytest.approx([0.7, 0.8])
+    assert alpha["faithfulness"]["mean"] == pytest.approx(0.75)
     assert alpha["faithfulness_minus_constant"]["values"] == [pytest.approx(0.2), pytest.approx(0.3)]
     assert alpha["verdicts"] == ["beats", "not shown"]
     verdict, best = across["caveats"]

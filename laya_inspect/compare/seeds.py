@@ -55,21 +55,44 @@ def head_name(head_dir: str | Path, fallback: str) -> str:
     return path.name or fallback
 
 
+def _group_key(head: dict[str, Any]) -> tuple[str, str]:
+    """Seeds of one head: fit-head's ``seed_<S>/`` folders of one ``<head>/`` folder, or directories
+    of one name; of one kind either way."""
+    path = Path(head.get("dir") or "")
+    where = str(path.parent) if SEED_DIR.fullmatch(path.name) and path.parent.name else path.name or head["name"]
+    return where, head["kind"]
+
+
 def _value(entry: dict[str, Any], key: str) -> float | None:
     v = entry.get(key)
     return v.get("mean") if isinstance(v, dict) else v
 
 
 def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> list[dict[str, Any]]:
-    by: dict[tuple[str, str], list[int]] = {}
+    """The heads with two or more seeds; a seed (or directory) given twice counts once."""
+    by: dict[tuple[str, str], dict[Any, int]] = {}
     for i, h in enumerate(heads):
-        by.setdefault((head_name(h.get("dir") or "", h["name"]), h["kind"]), []).append(i)
-    out = []
-    for (name, kind), idx in by.items():
-        if len(idx) < 2:
+        label = seeds[i] if seeds[i] is not None else h["name"]
+        by.setdefault(_group_key(h), {}).setdefault(label, i)
+    out: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for (_, kind), members in by.items():
+        if len(members) < 2:
             continue
-        labels = [seeds[i] if seeds[i] is not None else heads[i]["name"] for i in idx]
-        out.append({"head": name, "kind": kind, "members": [heads[i]["name"] for i in idx], "seeds": labels})
+        first = heads[next(iter(members.values()))]
+        base = head_name(first.get("dir") or "", first["name"])
+        name, k = base, 2
+        while name in names:  # two heads of one name (two fit-head runs): head, head-2, …
+            name, k = f"{base}-{k}", k + 1
+        names.add(name)
+        out.append(
+            {
+                "head": name,
+                "kind": kind,
+                "members": [heads[i]["name"] for i in members.values()],
+                "seeds": list(members),
+            }
+        )
     return out
 
 
