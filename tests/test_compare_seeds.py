@@ -140,6 +140,8 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
 
     agreeing = across_seeds([_head(0, "beats", ["alpha"]), _head(1, "beats", ["alpha"])], [0, 1])
     assert agreeing["caveats"] == [] and len(agreeing["groups"]) == 1
+    (section,) = seed_sections({"across_seeds": agreeing})
+    assert section.notes == [] and "beats the constant rule (every seed)" in section.html()
     assert across_seeds([_head(0, "beats", [])], [0])["groups"] == []  # one seed: nothing across seeds
 
 

@@ -22,6 +22,7 @@ HTML_SCORES = {
     "faithfulness ρ": "faithfulness",
 }
 WORDS = {"not shown": "does not"}  # the verdicts' short words in the terminal
+REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}
 
 
 def groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,12 +124,18 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
             for m, row in (entry.get("methods") or {}).items():
                 reference = bool(row.get("reference"))
                 words = [VERDICTS.get(str(w), str(w)) for w in row.get("verdicts") or []]
+                said = f"{words[0]} (every seed)" if len(set(words)) == 1 else " / ".join(words) or "—"
                 rows.append(
                     [
-                        Cell(m + (" (reference)" if reference else " °" if row.get("circular") else ""), "text"),
+                        Cell(
+                            f"{REFERENCES.get(m, m)} (reference)"
+                            if reference
+                            else m + " °" * bool(row.get("circular")),
+                            "text",
+                        ),
                         *[_html_cell(row.get(k)) for k in HTML_SCORES.values()],
                         *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HTML_SCORES.values()],
-                        Cell(" / ".join(words) or "—", "text"),
+                        Cell(said, "text"),
                     ]
                 )
                 classes.append("ref" if reference or row.get("circular") else "")
