@@ -126,7 +126,7 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     assert alpha["verdicts"] == ["beats", "not shown"]
     verdict, best = across["caveats"]
     assert "alpha beats the constant rule on seed 0" in verdict and "alpha does not beat" in verdict
-    assert "best method for faithfulness differs" in best and "alpha on seed 0; none on seed 1" in best
+    assert "best method for faithfulness ρ differs" in best and "alpha on seed 0; none on seed 1" in best
 
     summary = {"across_seeds": across}
     text = _render(seed_tables(summary))

@@ -22,6 +22,15 @@ from .paired import HEADLINE, VERDICTS
 
 CONFIDENCE = 0.95
 SEED_DIR = re.compile(r"seed_\d+")
+LABELS = {  # a score's name in a caveat
+    "top_layer_agreement": "top-layer agreement",
+    "deletion_at_1": "Deletion@1",
+    "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
+    "faithfulness": "faithfulness ρ",
+    "subset_faithfulness": "subset ρ",
+    "deletion_area": "the deletion area",
+    "insertion_area": "the insertion area",
+}
 
 
 def t_estimate(values: Sequence[float | None], confidence: float = CONFIDENCE) -> dict[str, Any]:
@@ -130,7 +139,7 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
     for key, per_seed in entry["best"].items():
         if len({tuple(b) for b in per_seed}) > 1:
             said = "; ".join(f"{'/'.join(b) or 'none'} on seed {s}" for s, b in zip(seeds, per_seed))
-            out.append(where + f"the best method for {key} differs between seeds: " + said)
+            out.append(where + f"the best method for {LABELS.get(key, key)} differs between seeds: " + said)
     return out
 
 
