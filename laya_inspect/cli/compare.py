@@ -51,6 +51,7 @@ def compare_command(
     allow_nonfinite: bool = opt(CompareConfig, "allow_nonfinite"),
     plots: bool = opt(CompareConfig, "plots"),
     svg: bool = opt(CompareConfig, "svg"),
+    sanity: bool = opt(CompareConfig, "sanity"),
     threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
     workers: Optional[int] = opt(CompareConfig, "workers"),
     force: bool = typer.Option(
@@ -91,6 +92,7 @@ def compare_command(
         allow_nonfinite=allow_nonfinite,
         plots=plots,
         svg=svg,
+        sanity=sanity,
         workers=workers,
     )
 

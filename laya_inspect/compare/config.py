@@ -167,6 +167,12 @@ class CompareConfig:
     )
     plots: bool = option(True, flag="--plots/--no-plots", help="write plots/ (PNG)")
     svg: bool = option(False, flag="--svg", help="also write each plot as SVG")
+    sanity: bool = option(
+        True,
+        flag="--sanity/--no-sanity",
+        help="sanity checks per head: its attributions with re-initialised weights and from a head fitted on "
+        "permuted labels, against the trained head's (docs/METHOD.md)",
+    )
     workers: int | None = option(
         None,
         flag="--workers",

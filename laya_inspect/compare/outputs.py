@@ -184,7 +184,27 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 add(h, abl, m, scope, "faithfulness_n_undefined", s["n_undefined"][c], "")
                 add(h, abl, m, scope, "deletion_at_1", s["deletion_at_1"][c])
                 add(h, abl, m, scope, "top_layer_agreement", s["top_layer_agreement"][c])
+        for method, scope, metric, value in sanity_rows(summary, h["name"]):  # docs/METHOD.md, "Sanity checks"
+            add(h, summary["ablation"], method, scope, metric, value, "")
     return rows + across_seed_rows(summary)  # mean, t-interval and each seed's value (scopes seeds, seed:<S>)
+
+
+def sanity_rows(summary: dict[str, Any], head: str) -> list[tuple[str, str, str, Any]]:
+    """One head's sanity checks as (method, scope "sanity:<check>", metric, value) rows; none without them."""
+    s = ((summary.get("sanity") or {}).get("heads") or {}).get(head)
+    if not s:
+        return []
+    data = s["data"]
+    keys = ("accuracy", "real_accuracy", "chance", "near_chance_bound", "verdict")
+    out: list[tuple[str, str, str, Any]] = [("", "sanity:labels", k, data[k]) for k in keys]
+    for check, methods in [*((st["step"], st["methods"]) for st in s["model"]), ("labels", data["methods"])]:
+        for m, c in methods.items():
+            r, scope = c["rank_correlation"], f"sanity:{check}"
+            for k in ("mean", "ci_low", "ci_high"):
+                out.append((m, scope, "rank_correlation" + ("" if k == "mean" else f"_{k}"), r[k]))
+            out.append((m, scope, "rank_correlation_verdict", c["verdict"]))
+            out.append((m, scope, "faithfulness", c["faithfulness"]["mean"]))
+    return out
 
 
 def write_summary_csv(path: Path, summary: dict[str, Any]) -> Path:

@@ -438,6 +438,10 @@ def compare_heads(
     }
     summary["across_seeds"] = across_seeds(head_summaries, [cfg.get("seed") for _, cfg, _ in heads.values()])
     summary.setdefault("caveats", []).extend(summary["across_seeds"]["caveats"])
+    if config.sanity and world.is_main:  # every row is here after the join; rank 0 writes them
+        from .sanity import run_sanity
+
+        summary["sanity"] = run_sanity(heads, results, store, hs, labels, config, values, emit)
     summary["files"] = {
         "attributions": "attributions.h5",
         "summary_json": "summary.json",

@@ -16,6 +16,7 @@ from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, slug
 from .reading import compare_reading, demo_reading, fit_reading, interval, num
+from .sanity import html_section as sanity_section
 from .versus import diff_text as _diff
 from .versus import versus_table
 
@@ -144,7 +145,13 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
     sections.append(
         Section("Mean leave-one-layer-out effect per layer", [Table("lolo-effects", cols, rows)], legend=legend)
     )
-    return sections
+    return sections + sanity_sections(summary)
+
+
+def sanity_sections(summary: dict[str, Any]) -> list[Section]:
+    """The "Sanity checks" section (docs/METHOD.md), when compare ran them."""
+    section = sanity_section(summary)
+    return [] if section is None else [section]
 
 
 def _estimate(d: dict[str, Any] | None, sign: bool = False, clip: bool = True) -> str:

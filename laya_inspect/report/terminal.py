@@ -12,6 +12,7 @@ from rich.text import Text
 
 from .across import seed_tables
 from .reading import interval, num
+from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
@@ -286,7 +287,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             style="dim",
         )
     )
-    return out
+    return out + sanity_block(summary)  # nothing without "sanity" (--no-sanity, older summaries)
 
 
 def estimate(d: dict[str, Any] | None, digits: int = 4) -> str:

@@ -1,0 +1,384 @@
+"""Sanity checks of every head's attributions (docs/METHOD.md, "Sanity checks"): Adebayo et al.'s
+model and data randomisation, done at layer level on the rows compare already holds.
+
+* Model randomisation, cascading: a deep copy of the trained head with its top re-initialised (every
+  parameter outside the adapters: LAYA's scorer, ψ and output layer), then the adapters too (every
+  learned parameter). The fresh values come from the head's own constructor under a fixed seed; the
+  standardisation buffers (training-split statistics) are kept. The trained head is never touched.
+* Data randomisation: a head of the same kind and constructor arguments fitted by the library's loop
+  (:func:`~laya_inspect.training.loop.train_loop`) on the training split with its labels permuted
+  (seeded), for a small epoch budget, with the head's recorded training settings.
+
+For every method compare ran on the head (``random`` aside: it reads no weight), the randomised head's
+attributions on the same rows give (i) their per-row Spearman ρ with the trained head's attributions,
+mean and bootstrap interval, and (ii) their faithfulness against the trained head's LOLO effects
+(first ablation). A method passes a step when that interval lies inside (−THRESHOLD, THRESHOLD).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..choices import TIE_TOLERANCE
+from ..heads import HEADS, Head
+from ..runtime import Progress, seeded
+from . import metrics as M
+from .attribution import AttributionOptions, attribute
+
+THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
+EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
+PATIENCE = 3
+TRAIN_ROWS = 10_000  # at most this many training rows (a seeded subset) for the permuted-label fit
+VAL_FRACTION = 0.1
+ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
+INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
+STATIC = ("random",)  # methods that read no weight of the head: nothing to randomise
+# the training settings read from the head's config.json (fit-head's defaults where it records none)
+FALLBACK = ("lr", "batch_size", "weight_decay")
+
+CHOICES = {
+    "threshold": THRESHOLD,
+    "rule": f"low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
+    f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}); high = it lies wholly outside; unclear = it "
+    "straddles the bound; undefined = no row where both rankings are defined",
+    "cascade": "top: every parameter outside the adapters re-initialised (LAYA: scorer, ψ and output layer; "
+    "ScalarMix: scalars and output layer; concat: post and output layer; last: the output layer); "
+    "all: the adapters too (every learned parameter); standardisation buffers kept",
+    "reinit": "the head's own constructor under torch.manual_seed(init_seed), values copied into a deep copy "
+    "of the trained head",
+    "data": f"same kind and constructor arguments, fitted by the library's training loop on the training split "
+    f"(at most {TRAIN_ROWS} seeded rows) with permuted labels; {int(VAL_FRACTION * 100)}% stratified validation "
+    f"rows; at most {EPOCHS} epochs, early stopping on validation loss with patience {PATIENCE}; the trained "
+    "head's standardisation kept",
+    "near_chance": "chance = the majority class's share of the compared rows; the real head is above chance when "
+    "its accuracy exceeds chance + 1.96·√(chance·(1 − chance)/n); the permuted-label head is near chance when its "
+    "accuracy is at most chance + ½·(real accuracy − chance), i.e. it kept less than half of the real head's gain "
+    "(a head unrelated to the labels still maps whole class clusters together, so its accuracy varies far more "
+    "than a binomial over rows); undefined when the real head is not above chance",
+    "faithfulness": "the randomised head's attributions scored against the trained head's LOLO effects "
+    "(first ablation), beside the trained head's own",
+    "rows": f"attributions compared on every compared row, or at most {ROWS} of them drawn by "
+    f"default_rng([seed, {ROWS_STREAM}]); accuracies on every compared row",
+    "skipped": "random (reads no weight of the head)",
+}
+
+
+def seeds(seed: int) -> dict[str, int]:
+    """The seeds of the checks, drawn from compare's ``seed``."""
+    draw = np.random.default_rng([seed, INIT_STREAM]).integers(0, 2**31 - 1, size=2)
+    return {"init_seed": int(draw[0]), "permutation_seed": int(draw[1]), "fit_seed": int(draw[1]) + 1}
+
+
+def cascade(head: Head) -> list[tuple[str, list[str]]]:
+    """(step, parameter names re-initialised), cumulative, in cascade order; a head without adapters
+    has one step."""
+    names = [n for n, _ in head.named_parameters()]
+    top = [n for n in names if not n.startswith("adapters.")]
+    steps = [("top", top)] if top else []
+    if len(top) < len(names):
+        steps.append(("all", names))
+    return steps
+
+
+def fresh(head: Head, init_seed: int) -> Head:
+    """A new head of ``head``'s kind and constructor arguments, initialised under ``init_seed``."""
+    with seeded(init_seed):
+        new = HEADS.get(head.kind)(**head.config())
+    return new.to(next(head.parameters()).device)
+
+
+def randomised(head: Head, new: Head, names: Sequence[str]) -> Head:
+    """A deep copy of ``head`` with the parameters ``names`` taken from ``new``; ``head`` is untouched."""
+    out = copy.deepcopy(head)
+    state = new.state_dict()
+    with torch.no_grad():
+        for n, p in out.named_parameters():
+            if n in names:
+                p.copy_(state[n].to(p))
+    return out.eval()
+
+
+def verdict(rank: M.Faithfulness) -> str:
+    """low | high | unclear | undefined for the mean per-row ρ and its interval (the mean alone
+    when the bootstrap did not run)."""
+    if rank.n_valid == 0 or not np.isfinite(rank.mean):
+        return "undefined"
+    low, high = (rank.ci_low, rank.ci_high) if np.isfinite(rank.ci_low) else (rank.mean, rank.mean)
+    if -THRESHOLD < low and high < THRESHOLD:
+        return "low"
+    if low >= THRESHOLD or high <= -THRESHOLD:
+        return "high"
+    return "unclear"
+
+
+def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """lr, batch size and weight decay from the head's config.json ("training"), else fit-head's defaults."""
+    from ..training.fit_config import FitConfig
+
+    default = FitConfig()
+    raw, split = cfg.get("training"), cfg.get("split")
+    recorded: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out: dict[str, Any] = {}
+    for k in FALLBACK:
+        v = recorded.get(k)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+        out[k] = v if ok else getattr(default, k)
+    mine = all(k in recorded for k in FALLBACK)
+    out["source"] = "recorded in the head's config.json" if mine else "fit-head's defaults where config.json is silent"
+    out["train_split"] = str((split if isinstance(split, dict) else {}).get("train_split") or "train")
+    return out
+
+
+def training_rows(store: Any, split: str, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """The permuted-label fit's rows of ``split``: every row, or at most TRAIN_ROWS seeded ones, with
+    finite features; (per-layer features, labels). Read once, before any fork."""
+    n = store.n(split)
+    rows = np.arange(n)
+    if n > TRAIN_ROWS:
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=TRAIN_ROWS, replace=False))
+    feats = store.layers(split, rows)
+    ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0)
+    return [f[ok] for f in feats], np.asarray(store.labels(split, rows), dtype=np.int64)[ok]
+
+
+def permuted_head(
+    head: Head,
+    rows: tuple[list[np.ndarray], np.ndarray],
+    settings: Mapping[str, Any],
+    *,
+    permutation_seed: int,
+    fit_seed: int,
+) -> tuple[Head, dict[str, Any]]:
+    """A head like ``head`` fitted on ``rows`` (:func:`training_rows`) with permuted labels; (head, what was done)."""
+    from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, validation_split
+
+    feats, labels = rows
+    permuted = np.random.default_rng(permutation_seed).permutation(labels)
+    device = next(head.parameters()).device
+    x = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
+    data = TensorRows(x, torch.from_numpy(permuted).to(device))
+    train_rows, val_rows = validation_split(permuted, VAL_FRACTION, "stratified", permutation_seed)
+    new = fresh(head, fit_seed)
+    buffers = {k: v for k, v in head.state_dict().items() if k.startswith("standardizers.")}
+    new.load_state_dict({**new.state_dict(), **buffers})
+    loop = LoopSettings(
+        lr=float(settings["lr"]),
+        epochs=EPOCHS,
+        patience=PATIENCE,
+        seed=fit_seed,
+        weight_decay=float(settings["weight_decay"]),
+    )
+    bs = int(settings["batch_size"])
+    history, stopper = train_loop(
+        new,
+        lambda g: data.batches(train_rows, bs, g),
+        lambda: data.batches(val_rows, EVAL_BATCH),
+        loop,
+        name=head.kind,
+        emit=lambda _e: None,
+        tag={"stage": "sanity"},
+    )
+    info = {
+        "split": settings["train_split"],
+        "n_train": int(len(train_rows)),
+        "n_val": int(len(val_rows)),
+        "epochs": EPOCHS,
+        "patience": PATIENCE,
+        "epochs_run": len(history),
+        "best_epoch": stopper.best_epoch,
+        "val_acc": stopper.best_acc,
+        "settings": dict(settings),
+    }
+    return new.eval(), info
+
+
+def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(predictions (N,), mean weight per layer (L,) or None) of one forward pass."""
+    preds, weights = [], []
+    with torch.no_grad():
+        for s in range(0, len(hs[0]), batch_size):
+            out = head([h[s : s + batch_size] for h in hs])
+            preds.append(out.logits.argmax(1).cpu().numpy())
+            if out.weights is not None:
+                weights.append(out.weights.double().cpu().numpy())
+    return np.concatenate(preds), (np.concatenate(weights).mean(0) if weights else None)
+
+
+@dataclass
+class Trained:
+    """What a randomised head is read against, on the checked rows: the trained head's attributions,
+    its LOLO effects (first ablation) and each method's faithfulness to them."""
+
+    hs: list[torch.Tensor]
+    target: np.ndarray
+    scores: dict[str, np.ndarray]
+    effects: np.ndarray
+    options: AttributionOptions
+    n_boot: int
+    seed: int
+    faith: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.faith = {m: self._faith(s).to_dict() for m, s in self.scores.items()}
+
+    def _faith(self, scores: np.ndarray) -> M.Faithfulness:
+        return M.faithfulness(scores, self.effects, n_boot=self.n_boot, seed=self.seed, tol=TIE_TOLERANCE)
+
+    def versus(self, head: Head) -> dict[str, Any]:
+        """Every method of ``head`` (randomised) against the trained head's: ρ, verdict, faithfulness."""
+        out = {}
+        for m, trained in self.scores.items():
+            scores = attribute(m, head, self.hs, self.target, self.options).scores
+            rank = M.summarise_rows(M.spearman_rows(scores, trained, 0.0), n_boot=self.n_boot, seed=self.seed)
+            word = verdict(rank)
+            out[m] = {
+                "rank_correlation": rank.to_dict(),
+                "verdict": word,
+                "passed": word == "low",
+                "faithfulness": self._faith(scores).to_dict(),
+                "trained_faithfulness": self.faith[m],
+            }
+        return out
+
+
+def model_randomisation(head: Head, trained: Trained, init_seed: int) -> list[dict[str, Any]]:
+    """Per cascade step: what was re-initialised and every method's comparison with the trained head."""
+    new = fresh(head, init_seed)
+    out = []
+    for step, names in cascade(head):
+        rand = randomised(head, new, names)
+        n = int(sum(p.numel() for k, p in rand.named_parameters() if k in names))
+        modules = sorted({k.split(".")[0] for k in names})
+        out.append({"step": step, "reinitialised": modules, "n_parameters": n, "methods": trained.versus(rand)})
+    return out
+
+
+def data_randomisation(
+    head: Head,
+    cfg: Mapping[str, Any],
+    rows: tuple[list[np.ndarray], np.ndarray],
+    hs: Sequence[torch.Tensor],
+    labels: np.ndarray,
+    trained: Trained,
+    real_accuracy: float,
+) -> dict[str, Any]:
+    """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
+    its mean weight profile, and every method's comparison with the trained head."""
+    s = seeds(trained.seed)
+    perm, info = permuted_head(
+        head, rows, training_settings(cfg), permutation_seed=s["permutation_seed"], fit_seed=s["fit_seed"]
+    )
+    preds, profile = _predict(perm, hs, trained.options.batch_size)
+    n = len(labels)
+    acc = float((preds == labels).mean()) if n else float("nan")
+    chance = float(np.bincount(labels).max() / n) if n else float("nan")
+    real_above = bool(real_accuracy > chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1))))
+    bound = chance + 0.5 * (real_accuracy - chance)
+    return {
+        **info,
+        "accuracy": acc,
+        "real_accuracy": real_accuracy,
+        "chance": chance,
+        "near_chance_bound": bound,
+        "verdict": ("near chance" if acc <= bound else "above chance") if real_above else "undefined",
+        "passed": bool(real_above and acc <= bound),
+        "real_verdict": "above chance" if real_above else "near chance",
+        "weight_profile": None if profile is None else profile.tolist(),
+        "methods": trained.versus(perm),
+    }
+
+
+def checked_rows(n: int, seed: int) -> np.ndarray:
+    """The rows the attributions are compared on: all, or at most ROWS seeded ones (sorted)."""
+    if n <= ROWS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng([seed, ROWS_STREAM]).choice(n, size=ROWS, replace=False))
+
+
+def check_head(
+    head: Head,
+    cfg: Mapping[str, Any],
+    result: Any,
+    rows: tuple[list[np.ndarray], np.ndarray],
+    hs: Sequence[torch.Tensor],
+    labels: np.ndarray,
+    options: AttributionOptions,
+    *,
+    n_boot: int,
+    seed: int,
+    emit: Progress,
+) -> dict[str, Any]:
+    """Both checks for one head of compare (``result``: its HeadResult, every row measured; ``rows``: its
+    training split's rows, :func:`training_rows`)."""
+    methods = [m for m in result.scores if m not in STATIC]
+    pick = checked_rows(len(labels), seed)
+    index = torch.from_numpy(pick).to(hs[0].device)
+    trained = Trained(
+        [h[index] for h in hs],
+        np.asarray(result.targets, dtype=np.int64)[pick],
+        {m: np.asarray(result.scores[m], dtype=np.float64)[pick] for m in methods},
+        result.primary.effects[pick],
+        options,
+        n_boot,
+        seed,
+    )
+    emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
+    model = model_randomisation(head, trained, seeds(seed)["init_seed"])
+    emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
+    real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
+    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc)
+    data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
+    return {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "model": model, "data": data}
+
+
+def sanity_summary(per_head: Mapping[str, dict[str, Any]], seed: int) -> dict[str, Any]:
+    """summary.json's "sanity": the choices, the seeds and each head's checks."""
+    return {"choices": {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, **seeds(seed)}, "heads": dict(per_head)}
+
+
+def options_for(config: Any, values: Mapping[str, Any]) -> AttributionOptions:
+    """The attribution options compare used (every row: no span)."""
+    return AttributionOptions(
+        baselines=values["means"] if config.baseline == "mean" else None,
+        baseline=config.baseline,
+        n_steps=config.n_steps,
+        internal_batch_size=config.internal_batch_size,
+        relu=config.relu,
+        seed=config.seed,
+        batch_size=config.batch_size,
+    )
+
+
+def run_sanity(
+    heads: Mapping[str, tuple[Head, dict[str, Any], str]],
+    results: Sequence[Any],
+    store: Any,
+    hs: Sequence[torch.Tensor],
+    labels: np.ndarray,
+    config: Any,
+    values: Mapping[str, Any],
+    emit: Progress,
+) -> dict[str, Any]:
+    """summary.json's "sanity" for every head of compare (``results`` in the order of ``heads``)."""
+    from ..workers import cpu_workers, run_forked
+
+    options = options_for(config, values)
+    items = [(r, head, cfg) for r, (head, cfg, _) in zip(results, heads.values())]
+    splits = {training_settings(cfg)["train_split"] for _, _, cfg in items}  # read here, before the fork
+    train = {sp: training_rows(store, sp, seeds(config.seed)["permutation_seed"]) for sp in sorted(splits)}
+
+    def one(_i: int, item: tuple[Any, Head, dict[str, Any]], report: Progress) -> dict[str, Any]:
+        r, head, cfg = item
+        rows = train[training_settings(cfg)["train_split"]]
+        return check_head(head, cfg, r, rows, hs, labels, options, n_boot=config.n_boot, seed=config.seed, emit=report)
+
+    # several heads at once in forked processes on a multi-core CPU, as compare's own heads (the same numbers)
+    done = run_forked(items, one, cpu_workers(config.workers, hs[0].device, len(items)), emit)
+    per_head = {r.name: d for (r, _, _), d in zip(items, done)}
+    return sanity_summary(per_head, config.seed)

@@ -1,0 +1,166 @@
+"""compare's sanity checks (docs/METHOD.md, "Sanity checks"): model randomisation changes α and leaves
+the trained head alone, a head fitted on permuted labels is near chance where the real one is not, a
+degenerate α is reported as undefined, --no-sanity writes no "sanity", and the CLI prints both checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import fit_quickly
+from typer.testing import CliRunner
+
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cli import app
+from laya_inspect.compare import metrics as M
+from laya_inspect.compare import sanity as S
+from laya_inspect.compare.attribution import AttributionOptions, attribute
+from laya_inspect.compare.run import CompareConfig, compare_heads
+from laya_inspect.head_dir import cache_identity, save_head
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def trained(digits_cache):
+    with FeatureStore(digits_cache) as store:
+        head = fit_quickly("laya", store, 40)
+        hs = [torch.from_numpy(h) for h in store.layers("test")]
+        labels = store.labels("test").astype(np.int64)
+    return head, hs, labels
+
+
+def _state(head):
+    return {k: v.detach().clone() for k, v in head.state_dict().items()}
+
+
+def test_reinitialised_alpha_differs_and_trained_head_is_untouched(trained):
+    head, hs, labels = trained
+    before = _state(head)
+    target = labels
+    alpha = attribute("alpha", head, hs, target).scores
+    new = S.fresh(head, S.seeds(0)["init_seed"])
+    steps = S.cascade(head)
+    assert [s for s, _ in steps] == ["top", "all"]
+    assert not any(n.startswith("adapters.") for n in steps[0][1]) and any(n.startswith("scorer.") for n in steps[0][1])
+    for _, names in steps:
+        rand = S.randomised(head, new, names)
+        alpha_r = attribute("alpha", rand, hs, target).scores
+        rank = M.summarise_rows(M.spearman_rows(alpha_r, alpha, 0.0), n_boot=200, seed=0)
+        assert rank.n_valid > 0.9 * len(labels)
+        assert rank.mean < 0.5, rank  # far from the 1.0 an unchanged α gives
+        inside = -S.THRESHOLD < rank.ci_low and rank.ci_high < S.THRESHOLD
+        assert S.verdict(rank) == ("low" if inside else "high" if abs(rank.mean) >= S.THRESHOLD else "unclear")
+    after = _state(head)
+    assert before.keys() == after.keys()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # the trained head's weights, bit for bit
+    # the same α compared with itself: ρ = 1, "high"
+    same = M.summarise_rows(M.spearman_rows(alpha, alpha, 0.0), n_boot=100, seed=0)
+    assert same.mean == pytest.approx(1.0) and S.verdict(same) == "high"
+
+
+def test_unrelated_heads_on_noise_are_low():
+    """Known to be low: two LAYA heads of different seeds on i.i.d. noise layers of one width rank the
+    layers independently, so the mean per-row ρ is near 0 and the check passes."""
+    from laya_inspect.heads import LayaHead
+
+    gen = torch.Generator().manual_seed(0)
+    hs = [torch.randn(400, 8, generator=gen) for _ in range(5)]
+    target = np.zeros(400, dtype=np.int64)
+    torch.manual_seed(1)
+    head = LayaHead([8] * 5, 3, d_star=8).eval()
+    other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
+    a = attribute("alpha", head, hs, target).scores
+    effects = np.random.default_rng(0).random(a.shape)
+    out = S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
+    assert abs(out["rank_correlation"]["mean"]) < 0.15, out
+    assert out["verdict"] == "low" and out["passed"] is True
+
+
+def test_degenerate_alpha_is_undefined_not_low(trained):
+    """A head whose α is the same for every layer (scorer zeroed): every row's ranking is undefined,
+    reported as such, never as a pass."""
+    head, hs, labels = trained
+    flat = S.randomised(head, head, [])
+    with torch.no_grad():
+        for p in flat.scorer.parameters():
+            p.zero_()
+    alpha = attribute("alpha", flat, hs, labels).scores
+    assert np.allclose(alpha, 1 / 3)
+    effects = np.random.default_rng(0).random(alpha.shape)
+    out = S.Trained(hs, labels, {"alpha": alpha}, effects, AttributionOptions(), 50, 0).versus(flat)["alpha"]
+    assert out["verdict"] == "undefined" and out["passed"] is False
+    assert out["rank_correlation"]["n_valid"] == 0 and out["rank_correlation"]["n_undefined"] == len(labels)
+
+
+def test_permuted_labels_head_is_near_chance(digits_cache, trained):
+    head, hs, labels = trained
+    with FeatureStore(digits_cache) as store:
+        s = S.seeds(0)
+        rows = S.training_rows(store, "train", s["permutation_seed"])
+        settings = S.training_settings({})
+        seeds = {"permutation_seed": s["permutation_seed"], "fit_seed": s["fit_seed"]}
+        perm, info = S.permuted_head(head, rows, settings, **seeds)
+    acc = float((S._predict(perm, hs, 512)[0] == labels).mean())
+    real = float((S._predict(head, hs, 512)[0] == labels).mean())
+    chance = np.bincount(labels).max() / len(labels)
+    binomial = chance + 1.96 * np.sqrt(chance * (1 - chance) / len(labels))
+    assert real > 0.8 > binomial, real  # the real head has learned the digits
+    assert acc <= chance + 0.5 * (real - chance), (acc, chance, real)  # kept less than half the real gain
+    assert acc < 0.25, acc  # and on this cache it is in fact close to chance (0.10)
+    assert 1 <= info["epochs_run"] <= S.EPOCHS and info["settings"]["source"].startswith("fit-head's defaults")
+
+
+def _heads(digits_cache, root: Path) -> list[Path]:
+    with FeatureStore(digits_cache) as store:
+        return [
+            save_head(root / k, fit_quickly(k, store, 40), meta=cache_identity(store) | {"trained_by": "test"})
+            for k in ("laya", "last")
+        ]
+
+
+@pytest.fixture(scope="module")
+def head_dirs(digits_cache, tmp_path_factory):
+    return _heads(digits_cache, tmp_path_factory.mktemp("heads"))
+
+
+def test_no_sanity_leaves_no_key(digits_cache, head_dirs, tmp_path):
+    config = CompareConfig(limit=60, n_boot=0, device="cpu", plots=False, sanity=False, methods=("alpha",))
+    with FeatureStore(digits_cache) as store:
+        result = compare_heads(head_dirs[:1], store, config, out_dir=tmp_path / "out")
+    assert "sanity" not in result.summary
+    assert "sanity" not in json.loads((tmp_path / "out" / "summary.json").read_text())
+
+
+@pytest.mark.slow
+def test_compare_cli_writes_and_prints_sanity(digits_cache, head_dirs, tmp_path):
+    out = tmp_path / "out"
+    args = ["compare", *map(str, head_dirs), "--cache", str(digits_cache), "--limit", "150", "--bootstrap", "200"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--device", "cpu", "--no-plots"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    sanity = summary["sanity"]
+    assert sanity["choices"]["threshold"] == S.THRESHOLD and sanity["choices"]["epochs"] == S.EPOCHS
+    laya = sanity["heads"]["laya"]
+    assert set(laya["methods"]) == {"alpha", "alpha-contrib", "ig", "gradcam"}
+    assert [s["step"] for s in laya["model"]] == ["top", "all"]
+    for step in laya["model"]:
+        assert set(step["methods"]) == set(laya["methods"])
+        alpha = step["methods"]["alpha"]
+        assert alpha["rank_correlation"]["mean"] < 0.5
+        assert alpha["verdict"] in ("low", "unclear", "high") and alpha["passed"] == (alpha["verdict"] == "low")
+        assert alpha["trained_faithfulness"]["mean"] == pytest.approx(
+            summary["heads"][0]["methods"]["alpha"]["faithfulness"]["mean"]
+        )
+    data = laya["data"]
+    assert data["verdict"] == "near chance" and data["real_verdict"] == "above chance"
+    assert len(data["weight_profile"]) == 3 and abs(sum(data["weight_profile"]) - 1) < 1e-6
+    assert set(data["methods"]) == set(laya["methods"])
+    last = sanity["heads"]["last"]
+    assert [s["step"] for s in last["model"]] == ["top"] and last["data"]["weight_profile"] is None
+    text = result.output
+    assert "sanity" in text and "permuted labels" in text and "re-initialised" in text
+    assert (out / "report.html").read_text().count("Sanity") >= 1
