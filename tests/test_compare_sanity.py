@@ -163,4 +163,25 @@ def test_compare_cli_writes_and_prints_sanity(digits_cache, head_dirs, tmp_path)
     assert [s["step"] for s in last["model"]] == ["top"] and last["data"]["weight_profile"] is None
     text = result.output
     assert "sanity" in text and "permuted labels" in text and "re-initialised" in text
+    block = text.splitlines()[next(i for i, line in enumerate(text.splitlines()) if ": sanity (" in line) :]
+    assert max(len(line) for line in block) <= 80 and "…" not in "\n".join(block), text
+    rows = [line.split() for line in block if line.split()[:1] == ["alpha"]]
+    assert rows and rows[0][1] == "top" and rows[0][-3] in ("low", "high", "unclear", "undefined"), block
+    csv_text = (out / "summary.csv").read_text()
+    assert "sanity:top" in csv_text and "sanity:labels" in csv_text and "rank_correlation_verdict" in csv_text
     assert (out / "report.html").read_text().count("Sanity") >= 1
+
+
+@pytest.mark.parametrize(
+    "heads",
+    [{"laya": {"model": "top", "data": {}}}, {"laya": {"model": [], "data": {"methods": {}, "accuracy": "high"}}}],
+)
+def test_damaged_sanity_is_refused_in_one_line(heads):
+    from laya_inspect.errors import CacheError
+    from laya_inspect.report.sanity import html_section, terminal_block
+
+    summary = {"heads": [], "sanity": {"choices": {"threshold": 0.5}, "heads": heads}}
+    for render in (terminal_block, html_section):
+        with pytest.raises(CacheError, match=r"summary.json: sanity\.heads\.laya.* rerun `laya-inspect compare`"):
+            render(summary)
+    assert terminal_block({"heads": []}) == [] and html_section({"heads": []}) is None  # --no-sanity, older runs
