@@ -256,7 +256,8 @@ def test_library_force_and_progress(digits_cache, head_dirs, tmp_path):
         )
     assert [e["event"] for e in events][:2] == ["head", "step"]
     assert res.heads[0].scores["static"].shape == (30, 3)
-    assert {p.name for p in res.files} == {"attributions.h5", "summary.json", "summary.csv", "report.html"}
+    names = {"attributions.h5", "summary.json", "summary.csv", "sanity.h5", "report.html"}  # sanity: on by default
+    assert {p.name for p in res.files} == names
 
 
 def test_library_writes_every_plot_of_a_small_run(digits_cache, head_dirs, tmp_path):

@@ -76,6 +76,7 @@ def test_force_replaces_the_output_whole(laya_dir, digits_cache, tmp_path):
         ".laya-inspect.json",
         "attributions.h5",
         "report.html",
+        "sanity.h5",
         "summary.csv",
         "summary.json",
     ]  # nothing of the earlier run stays: its plots/ went with it

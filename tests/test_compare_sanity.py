@@ -168,6 +168,22 @@ def test_compare_cli_writes_and_prints_sanity(digits_cache, head_dirs, tmp_path)
     rows = [line.split() for line in block if line.split()[:1] == ["alpha"]]
     assert rows and rows[0][1] == "top" and rows[0][-3] in ("low", "high", "unclear", "undefined"), block
     csv_text = (out / "summary.csv").read_text()
+    # every sanity number recomputes from attributions.h5 (the trained head) and sanity.h5 (the randomised ones)
+    import h5py
+
+    with h5py.File(out / "attributions.h5") as a, h5py.File(out / "sanity.h5") as z:
+        rows = z["heads/laya/rows"][()]
+        trained = a["heads/laya/methods/alpha/scores"][()][rows]
+        effects = a["heads/laya/effects"][()][rows]
+        for check, entry in [("top", laya["model"][0]["methods"]), ("labels", laya["data"]["methods"])]:
+            randomised = z[f"heads/laya/{check}/alpha"][()]
+            rho = M.spearman_rows(randomised, trained, 0.0)
+            assert np.nanmean(rho) == pytest.approx(entry["alpha"]["rank_correlation"]["mean"], abs=1e-12)
+            faith = M.faithfulness(randomised, effects, n_boot=0, tol=summary["tie_tolerance"])
+            assert faith.mean == pytest.approx(entry["alpha"]["faithfulness"]["mean"], abs=1e-12)
+        accuracy = (z["heads/laya/labels/preds"][()] == a["labels"][()]).mean()
+        assert accuracy == pytest.approx(data["accuracy"]) and len(rows) == laya["rows"] == 150
+    assert summary["files"]["sanity"] == "sanity.h5"
     assert "sanity:top" in csv_text and "sanity:labels" in csv_text and "rank_correlation_verdict" in csv_text
     assert (out / "report.html").read_text().count("Sanity") >= 1
 

@@ -441,13 +441,15 @@ def compare_heads(
     if config.sanity and world.is_main:  # every row is here after the join; rank 0 writes them
         from .sanity import run_sanity
 
-        summary["sanity"] = run_sanity(heads, results, store, hs, labels, config, values, emit)
+        summary["sanity"], sanity_arrays = run_sanity(heads, results, store, hs, labels, config, values, emit)
     summary["files"] = {
         "attributions": "attributions.h5",
         "summary_json": "summary.json",
         "summary_csv": "summary.csv",
         "report": "report.html",
     }
+    if "sanity" in summary:
+        summary["files"]["sanity"] = "sanity.h5"  # the randomised heads' arrays (compare/sanity.py)
     if not world.is_main:  # rank 0 writes the folder
         return CompareResult(out, plain(summary), results, [])
     with atomic_dir(out, force=overwrite, command="compare", inputs=inputs) as tmp:
@@ -464,6 +466,10 @@ def compare_heads(
             write_summary_csv(tmp / "summary.csv", plain(summary)),
             *plot_files,
         ]
+        if "sanity" in summary:  # after the plots, before report.html (the last file)
+            from .sanity import write_h5 as write_sanity_h5
+
+            written.append(write_sanity_h5(tmp / "sanity.h5", sanity_arrays))
         from ..report import write_report_html
 
         written.append(write_report_html(tmp, as_dir=out, figures=config.plots))

@@ -1,18 +1,9 @@
 """Sanity checks of every head's attributions (docs/METHOD.md, "Sanity checks"): Adebayo et al.'s
-model and data randomisation, done at layer level on the rows compare already holds.
-
-* Model randomisation, cascading: a deep copy of the trained head with its top re-initialised (every
-  parameter outside the adapters: LAYA's scorer, ψ and output layer), then the adapters too (every
-  learned parameter). The fresh values come from the head's own constructor under a fixed seed; the
-  standardisation buffers (training-split statistics) are kept. The trained head is never touched.
-* Data randomisation: a head of the same kind and constructor arguments fitted by the library's loop
-  (:func:`~laya_inspect.training.loop.train_loop`) on the training split with its labels permuted
-  (seeded), for a small epoch budget, with the head's recorded training settings.
-
-For every method compare ran on the head (``random`` aside: it reads no weight), the randomised head's
-attributions on the same rows give (i) their per-row Spearman ρ with the trained head's attributions,
-mean and bootstrap interval, and (ii) their faithfulness against the trained head's LOLO effects
-(first ablation). A method passes a step when that interval lies inside (−THRESHOLD, THRESHOLD).
+model and data randomisation at layer level, on the rows compare already holds. A deep copy of the
+trained head re-initialised in cascade (:func:`cascade`: outside the adapters, then everything), and a
+head fitted on permuted labels by the library's loop (:func:`permuted_head`); every method compare ran
+(``random`` aside) is read against the trained head's attributions (per-row Spearman ρ, mean and
+interval: "low" inside ±THRESHOLD) and LOLO effects (faithfulness). The trained head is never touched.
 """
 
 from __future__ import annotations
@@ -20,12 +11,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from ..choices import TIE_TOLERANCE
+from ..files import write_with
 from ..heads import HEADS, Head
 from ..runtime import Progress, seeded
 from . import metrics as M
@@ -36,6 +29,7 @@ EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validat
 PATIENCE = 3
 TRAIN_ROWS = 10_000  # at most this many training rows (a seeded subset) for the permuted-label fit
 VAL_FRACTION = 0.1
+ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
 STATIC = ("random",)  # methods that read no weight of the head: nothing to randomise
@@ -230,11 +224,14 @@ class Trained:
     def _faith(self, scores: np.ndarray) -> M.Faithfulness:
         return M.faithfulness(scores, self.effects, n_boot=self.n_boot, seed=self.seed, tol=TIE_TOLERANCE)
 
-    def versus(self, head: Head) -> dict[str, Any]:
-        """Every method of ``head`` (randomised) against the trained head's: ρ, verdict, faithfulness."""
+    def versus(self, head: Head, keep: dict[str, Any] | None = None, check: str = "") -> dict[str, Any]:
+        """Every method of ``head`` (randomised) against the trained head's: ρ, verdict, faithfulness;
+        its scores kept in ``keep`` under "<check>/<method>"."""
         out = {}
         for m, trained in self.scores.items():
             scores = attribute(m, head, self.hs, self.target, self.options).scores
+            if keep is not None:
+                keep[f"{check}/{m}"] = scores
             rank = M.summarise_rows(M.spearman_rows(scores, trained, 0.0), n_boot=self.n_boot, seed=self.seed)
             word = verdict(rank)
             out[m] = {
@@ -247,7 +244,7 @@ class Trained:
         return out
 
 
-def model_randomisation(head: Head, trained: Trained, init_seed: int) -> list[dict[str, Any]]:
+def model_randomisation(head: Head, trained: Trained, init_seed: int, keep: dict[str, Any]) -> list[dict[str, Any]]:
     """Per cascade step: what was re-initialised and every method's comparison with the trained head."""
     new = fresh(head, init_seed)
     out = []
@@ -255,7 +252,8 @@ def model_randomisation(head: Head, trained: Trained, init_seed: int) -> list[di
         rand = randomised(head, new, names)
         n = int(sum(p.numel() for k, p in rand.named_parameters() if k in names))
         modules = sorted({k.split(".")[0] for k in names})
-        out.append({"step": step, "reinitialised": modules, "n_parameters": n, "methods": trained.versus(rand)})
+        methods = trained.versus(rand, keep, step)
+        out.append({"step": step, "reinitialised": modules, "n_parameters": n, "methods": methods})
     return out
 
 
@@ -267,6 +265,7 @@ def data_randomisation(
     labels: np.ndarray,
     trained: Trained,
     real_accuracy: float,
+    keep: dict[str, Any],
 ) -> dict[str, Any]:
     """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
     its mean weight profile, and every method's comparison with the trained head."""
@@ -275,6 +274,7 @@ def data_randomisation(
         head, rows, training_settings(cfg), permutation_seed=s["permutation_seed"], fit_seed=s["fit_seed"]
     )
     preds, profile = _predict(perm, hs, trained.options.batch_size)
+    keep["labels/preds"] = preds
     n = len(labels)
     acc = float((preds == labels).mean()) if n else float("nan")
     chance = float(np.bincount(labels).max() / n) if n else float("nan")
@@ -290,7 +290,7 @@ def data_randomisation(
         "passed": bool(real_above and acc <= bound),
         "real_verdict": "above chance" if real_above else "near chance",
         "weight_profile": None if profile is None else profile.tolist(),
-        "methods": trained.versus(perm),
+        "methods": trained.versus(perm, keep, "labels"),
     }
 
 
@@ -329,17 +329,14 @@ def check_head(
         seed,
     )
     emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
-    model = model_randomisation(head, trained, seeds(seed)["init_seed"])
+    keep: dict[str, Any] = {"rows": pick}
+    model = model_randomisation(head, trained, seeds(seed)["init_seed"], keep)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
     real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
-    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc)
+    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep)
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
-    return {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "model": model, "data": data}
-
-
-def sanity_summary(per_head: Mapping[str, dict[str, Any]], seed: int) -> dict[str, Any]:
-    """summary.json's "sanity": the choices, the seeds and each head's checks."""
-    return {"choices": {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, **seeds(seed)}, "heads": dict(per_head)}
+    out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "model": model, "data": data}
+    return {**out, ARRAYS: keep}
 
 
 def options_for(config: Any, values: Mapping[str, Any]) -> AttributionOptions:
@@ -364,8 +361,9 @@ def run_sanity(
     config: Any,
     values: Mapping[str, Any],
     emit: Progress,
-) -> dict[str, Any]:
-    """summary.json's "sanity" for every head of compare (``results`` in the order of ``heads``)."""
+) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
+    """(summary.json's "sanity", each head's arrays for :func:`write_h5`), every head of compare
+    (``results`` in the order of ``heads``)."""
     from ..workers import cpu_workers, run_forked
 
     options = options_for(config, values)
@@ -380,5 +378,22 @@ def run_sanity(
 
     # several heads at once in forked processes on a multi-core CPU, as compare's own heads (the same numbers)
     done = run_forked(items, one, cpu_workers(config.workers, hs[0].device, len(items)), emit)
-    per_head = {r.name: d for (r, _, _), d in zip(items, done)}
-    return sanity_summary(per_head, config.seed)
+    arrays = {r.name: d.pop(ARRAYS) for (r, _, _), d in zip(items, done)}
+    choices = {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, **seeds(config.seed)}
+    return {"choices": choices, "heads": {r.name: d for (r, _, _), d in zip(items, done)}}, arrays
+
+
+def write_h5(path: Path, arrays: Mapping[str, Mapping[str, np.ndarray]]) -> Path:
+    """sanity.h5: per head, ``rows`` (positions in the compared rows, those of attributions.h5, on which
+    the attributions were compared), ``<check>/<method>`` (rows, L) the randomised head's scores
+    (check: top, all, labels) and ``labels/preds`` (N,) the permuted-label head's predictions."""
+    import h5py
+
+    def write(tmp: Path) -> None:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["schema_version"] = 1
+            for head, named in arrays.items():
+                for name, a in named.items():
+                    f.create_dataset(f"heads/{head}/{name}", data=np.asarray(a))
+
+    return write_with(path, write)
