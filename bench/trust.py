@@ -197,6 +197,14 @@ def table(cols: list[str], rows: list[list[Any]]) -> list[str]:
     return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
 
 
+def _defaults() -> tuple[str, str]:
+    from laya_inspect.compare.config import CompareConfig
+
+    c = CompareConfig()
+    return c.baseline, c.ablation
+
+
+DEFAULT_BASELINE, DEFAULT_ABLATION = _defaults()
 BEFORE = "heads.before-defaults"  # a backbone's earlier fit-head summary.json, kept beside its heads
 
 
@@ -356,8 +364,71 @@ def full_table(c: dict, head: dict) -> list[str]:
     return out + (["", "Circular pairs (never best):", "", *circ] if circ else [])
 
 
+def signed(x: Any, d: int = 2) -> str:
+    return "—" if x is None else f"{x:+.{d}f}"
+
+
+def interval(est: dict | None, d: int = 2, sign: bool = False) -> str:
+    """ "m [lo, hi]" of a {mean, ci_low, ci_high} (an interval over bootstrap rows or over seeds)."""
+    if not est or est.get("mean") is None:
+        return "—"
+    g = signed if sign else f
+    ci = "" if est.get("ci_low") is None else f" [{g(est['ci_low'], d)}, {g(est['ci_high'], d)}]"
+    return g(est["mean"], d) + ci
+
+
+SHORT = {"top_layer_agreement": "agr.", "deletion_at_1_over_oracle": "D@1÷orc.", "faithfulness": "ρ"}
+
+
+def versus(r: dict | None) -> str:
+    """A headline row's paired method − constant differences [95% bootstrap interval] and its verdict."""
+    if not r or r.get("verdict_vs_constant") is None:
+        return "—"
+    parts = [
+        f"{w} {interval({'mean': r[f'{k}_minus_constant'], 'ci_low': r[f'{k}_minus_constant_ci_low'], 'ci_high': r[f'{k}_minus_constant_ci_high']}, sign=True)}"  # noqa: E501
+        for k, w in SHORT.items()
+    ]
+    return f"{r['verdict_vs_constant']}: " + "; ".join(parts)
+
+
+def seed_group(c: dict, head: str = "laya") -> dict | None:
+    """compare's across-seed group of ``head`` (fit-head's <head>/seed_<S>/ folders), or None."""
+    return next((g for g in (c.get("across_seeds") or {}).get("groups") or [] if g["head"] == head), None)
+
+
+def across(c: dict, abl: str, method: str) -> str:
+    """α's (or a method's) − constant differences over the LAYA seeds: mean [95% t-interval] (S seeds)."""
+    g = seed_group(c)
+    row = (((g or {}).get("ablations") or {}).get(abl) or {}).get("methods", {}).get(method)
+    if not row:
+        return "—"
+    parts = [f"{w} {interval(row.get(f'{k}_minus_constant'), sign=True)}" for k, w in SHORT.items()]
+    return f"{len(g['seeds'])} seeds: " + "; ".join(parts)
+
+
+def sanity(c: dict, head: str, method: str = "alpha") -> str:
+    """The sanity checks of ``method`` on ``head``: each re-initialisation step's and the permuted-label
+    head's verdict on the rank correlation with the trained attributions (low = passes), mean ρ."""
+    s = ((c.get("sanity") or {}).get("heads") or {}).get(head)
+    if not s:
+        return "not run"
+    parts = []
+    for st in s.get("model") or []:
+        m = (st.get("methods") or {}).get(method)
+        if m:
+            parts.append(f"re-init {st['step']}: {m['verdict']} (ρ {f(m['rank_correlation']['mean'], 2)})")
+    d = s.get("data") or {}
+    m = (d.get("methods") or {}).get(method)
+    if m:
+        parts.append(
+            f"permuted labels: {m['verdict']} (ρ {f(m['rank_correlation']['mean'], 2)}; that head {d.get('verdict')})"
+        )
+    return "; ".join(parts) or "—"
+
+
 def compact_rows(b: Backbone) -> list[list[Any]]:
-    """One row per ablation for the reading's head: α beside IG and the two references."""
+    """One row per ablation for the reading's head: α beside the constant rule, IG and the two references,
+    α − constant across the LAYA seeds, and α's sanity checks."""
     got = compared(b)
     if not got:
         return []
@@ -373,13 +444,16 @@ def compact_rows(b: Backbone) -> list[list[Any]]:
                 f"{b.name} (`{h['name']}`)",
                 abl,
                 g(al, "faithfulness") + mark(al),
+                f(t1.get("faithfulness_constant")),
                 f(t1["faithfulness"]),
                 f(rd["faithfulness"]),
                 g(ig, "faithfulness") + mark(ig),
                 f"{pct(t1['near_tie_top_share'])} / {pct(t1['near_tie_any_share'])}",
-                g(al, "subset_faithfulness"),
                 f"{g(al, 'top_layer_agreement', pct)} / {g(ig, 'top_layer_agreement', pct)}",
                 f"{g(al, 'deletion_at_1_over_oracle')} / {g(ig, 'deletion_at_1_over_oracle')}",
+                versus(al),
+                across(c, abl, "alpha"),
+                sanity(c, h["name"]) if abl == h["ablations_run"][0] else "″",
                 "yes" if h["ablations"][abl]["caveats"] else "",
             ]
         )
@@ -390,14 +464,56 @@ COMPACT = [
     "backbone (head)",
     "ablation",
     "α ρ",
+    "constant ρ",
     "top-1-only ρ",
     "random ρ",
     "IG ρ",
     "near-tied rows: top / any",
-    "α subset ρ",
     "top-layer agreement: α / IG",
     "Del@1 ÷ oracle: α / IG",
+    "α − constant [95% CI], verdict",
+    "α − constant over the LAYA seeds [95% t-interval]",
+    "α's sanity checks (ρ with the trained α)",
     "caveat",
+]
+
+PAIRS = ("mean", "resample", "zero")  # ablations of the IG-baseline table: those that apply to every head
+
+
+def baseline_rows(b: Backbone) -> list[list[Any]]:
+    """IG under each baseline × ablation on the backbone's LAYA seeds (compare --method ig --baseline B):
+    each headline score and IG − constant, mean over seeds [95% t-interval], and the verdicts per seed."""
+    rows = []
+    for base in BASELINES:
+        c = load(b.ig.get(base, Path()) / "summary.json")
+        g = c and seed_group(c)
+        if not g:
+            continue
+        for abl in PAIRS:
+            row = ((g["ablations"].get(abl) or {}).get("methods") or {}).get("ig")
+            if not row:
+                continue
+            rows.append(
+                [
+                    b.name,
+                    f"`{base}` × `{abl}`" + ("°" if row.get("circular") else ""),
+                    *[
+                        f"{interval(row[k])} / {interval(row[f'{k}_minus_constant'], sign=True)}"
+                        for k in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness")
+                    ],
+                    ", ".join(str(v) for v in row.get("verdicts") or []),
+                ]
+            )
+    return rows
+
+
+BASELINE_COLS = [
+    "backbone",
+    "IG baseline × ablation",
+    "top-layer agreement / IG − constant",
+    "Del@1 ÷ oracle / IG − constant",
+    "ρ / IG − constant",
+    "verdict per seed",
 ]
 
 
@@ -571,13 +687,35 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
     out += [
         f"{h2} How far to trust α",
         "",
-        "`compare --ablation all --method all`, scored against leave-one-layer-out (LOLO) effects; ° = circular "
-        "for that method (built from what the ablation removes: never best); caveat = no method marked best. "
-        "The references are a one-hot on the largest effect (top-1 only) and random scores.",
+        "`compare --ablation all --method all` with its defaults (IG baseline "
+        f"`{DEFAULT_BASELINE}`), scored against leave-one-layer-out (LOLO) effects; ° = circular for that method "
+        "(built from what the ablation removes: never best); caveat = no method marked best. The references are "
+        "the **constant rule** (one layer profile for every input: α's mean, cross-fitted; docs/METHOD.md, \"The "
+        'constant rule and paired differences"), a one-hot on the largest effect (top-1 only) and random scores. '
+        "α − constant: the paired difference on top-layer agreement (agr.), Deletion@1 ÷ oracle (D@1÷orc.) and ρ "
+        "with its 95% bootstrap interval over rows, then the same over `fit-head`'s LAYA seeds with a 95% "
+        't-interval ("Across seeds"). Sanity: α of a head whose weights are re-initialised (top: scorer and output, '
+        "all: the adapters too) and of a head fitted on permuted labels, ranked against the trained α; low = passes "
+        '("Sanity checks"); ″ = as above (the checks run on the first ablation).',
         "",
-        *table(COMPACT, [r for b in bbs for r in compact_rows(b)] or [["not run", *["—"] * 10]]),
+        *table(COMPACT, [r for b in bbs for r in compact_rows(b)] or [["not run", *["—"] * (len(COMPACT) - 1)]]),
         "",
     ]
+    base = [r for b in bbs for r in baseline_rows(b)]
+    if full and base:
+        out += [
+            "### IG's baseline against each ablation",
+            "",
+            "`compare --method ig --ablation all --baseline B` for B = "
+            + ", ".join(f"`{x}`" for x in BASELINES)
+            + " on every LAYA seed of each backbone: each headline score and IG − constant (the paired difference "
+            "to the constant rule), mean over the seeds [95% t-interval]; ° = circular (IG integrates the path the "
+            f"ablation jumps along). The default pair is IG `{DEFAULT_BASELINE}` × `{DEFAULT_ABLATION}`; "
+            'docs/METHOD.md, "The default IG baseline", says why.',
+            "",
+            *table(BASELINE_COLS, base),
+            "",
+        ]
     if full:
         for b in bbs:
             c = load(b.compare / "summary.json")
@@ -602,13 +740,16 @@ def commands(bbs: list[Backbone], runner: Runner) -> tuple[list[str], float]:
         recs = [(st, runner.read_record(st) or {}) for st in b.steps]
         wall = sum(r.get("wall_s") or 0 for _, r in recs if r.get("status") == "ok")
         total += wall
-        rows = [[st.name, r.get("status", "not run"), f(r.get("wall_s"), 1), r.get("finished", "—")] for st, r in recs]
+        rows = [
+            [st.name, r.get("status", "not run"), f(r.get("wall_s"), 1), r.get("finished", "—"), r.get("commit") or "—"]
+            for st, r in recs
+        ]
         out += [
             f"### {b.name}: {b.title}",
             "",
             *[f"{n}" for n in b.notes],
             *([""] if b.notes else []),
-            *table(["step", "status", "wall time (s)", "finished"], rows),
+            *table(["step", "status", "wall time (s)", "finished", "commit"], rows),
             "",
             "```bash",
             *[st.cmd_str for st in b.steps],
@@ -616,6 +757,17 @@ def commands(bbs: list[Backbone], runner: Runner) -> tuple[list[str], float]:
             "",
         ]
     return out, total
+
+
+def commits(bbs: list[Backbone], runner: Runner) -> str:
+    """The commits the compare steps ran at (what every α score on the pages comes from)."""
+    seen = [
+        (runner.read_record(st) or {}).get("commit") or "unrecorded"
+        for b in bbs
+        for st in b.steps
+        if st.title.startswith("compare") and (runner.read_record(st) or {}).get("status") == "ok"
+    ]
+    return ", ".join(f"`{c}`" for c in dict.fromkeys(seen)) or "none yet"
 
 
 def page(bbs: list[Backbone], runner: Runner, work: Path, mode: str) -> str:
@@ -628,7 +780,8 @@ def page(bbs: list[Backbone], runner: Runner, work: Path, mode: str) -> str:
         f"Generated on {now} by `bench/trust.py{' --smoke' if mode == 'smoke' else ''}` from the files the "
         f"`laya-inspect` CLI wrote under `{work}`; every number below is read from those files (definitions: "
         "docs/METHOD.md). `bench/trust.py --report-only` rewrites this page; docs/RESULTS.md carries its "
-        "summary between the `trust` markers.",
+        f"summary between the `trust` markers. The compare steps ran at commit {commits(bbs, runner)}; each "
+        'step\'s commit is in its table below ("+dirty": laya_inspect/ had uncommitted changes).',
         "",
     ]
     if mode == "smoke":
@@ -661,7 +814,8 @@ def put_block(results: Path, bbs: list[Backbone], work: Path, runner: Runner) ->
         "## How far to trust α",
         "",
         f"Written by `bench/trust.py` on {now} from the files the CLI wrote under `{work}` "
-        f"({commands(bbs, runner)[1] / 60:.1f} min of steps on the machine TRUST.md names); commands, wall times, "
+        f"({commands(bbs, runner)[1] / 60:.1f} min of steps on the machine TRUST.md names; compare at commit "
+        f"{commits(bbs, runner)}); commands, wall times, "
         "every head's methods × ablations and the gate's warnings are in [TRUST.md](TRUST.md).",
         "",
         *sections(bbs, full=False),

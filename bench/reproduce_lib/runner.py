@@ -46,6 +46,21 @@ class StepFailed(RuntimeError):
     pass
 
 
+def code_commit() -> str | None:
+    """The short commit of the checkout a step runs, with "+dirty" when laya_inspect/ has uncommitted
+    changes (the pages name it); None outside a git checkout."""
+    try:
+        git = ["git", "-C", str(Path(__file__).resolve().parent)]
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", f"{top}/laya_inspect"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return None
+    return (commit + ("+dirty" if dirty else "")) or None
+
+
 def thread_env() -> dict[str, str]:
     """Every step runs with these (OMP_NUM_THREADS=1 unless the caller set it: a shared machine)."""
     n = os.environ.get("OMP_NUM_THREADS", "1")
@@ -175,6 +190,7 @@ class Runner:
             "log": str(log),
             "resumed": keep,
             "inputs": input_stamps(step),
+            "commit": code_commit(),
         }
         self._write(step, rec)
         self._say(f"[run]   {step.name}: {step.cmd_str}")
