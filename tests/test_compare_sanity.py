@@ -183,7 +183,7 @@ def test_compare_cli_writes_and_prints_sanity(digits_cache, head_dirs, tmp_path)
             assert faith.mean == pytest.approx(entry["alpha"]["faithfulness"]["mean"], abs=1e-12)
         accuracy = (z["heads/laya/labels/preds"][()] == a["labels"][()]).mean()
         assert accuracy == pytest.approx(data["accuracy"]) and len(rows) == laya["rows"] == 150
-    assert summary["files"]["sanity"] == "sanity.h5"
+    assert summary["files"]["sanity"] == "sanity.h5" and "sanity.h5" in text.split("wrote")[-1]
     assert "sanity:top" in csv_text and "sanity:labels" in csv_text and "rank_correlation_verdict" in csv_text
     assert (out / "report.html").read_text().count("Sanity") >= 1
 

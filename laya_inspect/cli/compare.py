@@ -125,7 +125,8 @@ def compare_command(
         n_plots = len(result.summary["files"].get("plots") or [])
         console.print(
             f"wrote {out}/: report.html (open it in a browser), attributions.h5, summary.json, summary.csv, "
-            f"{n_plots} plot files",
+            + ("sanity.h5, " if "sanity" in result.summary else "")
+            + f"{n_plots} plot files",
             style="dim",
             highlight=False,
         )
