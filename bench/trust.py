@@ -100,7 +100,7 @@ def _frozen(b: Backbone, d: Path, extract: list[Any], s: dict, first: list[Path]
     cmp = ["laya-inspect", "compare", *heads, "--cache", feats, "--ablation", "all", "--method", "all"]
     _step(b, "compare", [*cmp, *tail, "--out", b.compare], [b.compare / "summary.json"], clean=[b.compare], mkdirs=[d])
     # IG under each baseline, every ablation, named explicitly so that a change of default reuses nothing
-    # (docs/METHOD.md, "The default IG baseline"): the measurements behind the default pair.
+    # (docs/METHOD.md, "The default pair"): the measurements behind the default pair.
     for base in BASELINES:
         out = d / f"compare-ig-{base}"
         b.ig[base] = out
@@ -409,8 +409,9 @@ def across(c: dict, abl: str, method: str) -> str:
 def sanity(c: dict, head: str, method: str = "alpha") -> str:
     """The sanity checks of ``method`` on ``head``: each re-initialisation step's and the permuted-label
     head's verdict on the rank correlation with the trained attributions (low = passes), mean ρ."""
-    s = ((c.get("sanity") or {}).get("heads") or {}).get(head)
-    if not s:
+    s = c.get("sanity")
+    s = ((s.get("heads") or {}) if isinstance(s, dict) else {}).get(head)
+    if not isinstance(s, dict):
         return "not run"
     parts = []
     for st in s.get("model") or []:
@@ -442,7 +443,7 @@ def compact_rows(b: Backbone) -> list[list[Any]]:
         out.append(
             [
                 f"{b.name} (`{h['name']}`)",
-                abl,
+                abl + (" (default)" if abl == DEFAULT_ABLATION else ""),
                 g(al, "faithfulness") + mark(al),
                 f(t1.get("faithfulness_constant")),
                 f(t1["faithfulness"]),
@@ -711,7 +712,7 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
             + " on every LAYA seed of each backbone: each headline score and IG − constant (the paired difference "
             "to the constant rule), mean over the seeds [95% t-interval]; ° = circular (IG integrates the path the "
             f"ablation jumps along). The default pair is IG `{DEFAULT_BASELINE}` × `{DEFAULT_ABLATION}`; "
-            'docs/METHOD.md, "The default IG baseline", says why.',
+            'docs/METHOD.md, "The default pair: IG from the mean, removal by resampling", says why.',
             "",
             *table(BASELINE_COLS, base),
             "",

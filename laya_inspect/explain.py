@@ -149,7 +149,7 @@ def explain_row(
     row: int,
     split: str = "test",
     target: str = "pred",
-    ablation: str = "mean",
+    ablation: str = "resample",  # compare's default pair (docs/METHOD.md, "The default pair")
     baseline: str = "mean",
     n_steps: int = 50,
     seed: int = 0,
@@ -163,6 +163,7 @@ def explain_row(
 
     from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
     from .compare.config import resolve_target
+    from .compare.draws import RowSpan
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
     from .compare.run import _load_heads
     from .compare.values import donor_pool, layer_means
@@ -208,6 +209,8 @@ def explain_row(
         donors=donor_pool(store, "train", seed=seed) if abl.needs_donors else None,
         seed=seed,
         effect=effect,
+        # resample: the donors compare draws for this row when it scores every row of the split
+        span=RowSpan(start=row, total=store.n(split)),
     )
     source_row = int(store.index(split, rows)[0])
     return Explanation(

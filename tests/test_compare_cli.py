@@ -69,7 +69,12 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     summary = json.loads((out / "summary.json").read_text())
     with FeatureStore(digits_cache) as store:
         assert summary["cache"]["fingerprint"] == store.fingerprint
-    assert (summary["ablation"], summary["target"], summary["baseline"], summary["n"]) == ("mean", "pred", "mean", 120)
+    assert (summary["ablation"], summary["target"], summary["baseline"], summary["n"]) == (
+        "resample",  # the defaults: IG from the train mean, removal by resampling (not circular)
+        "pred",
+        "mean",
+        120,
+    )
     assert summary["head_dirs"] == [str(head_dirs[k]) for k in HEADS]
     assert set(summary["directions"]) >= {"faithfulness", "deletion_at_1", "top_layer_agreement", "ig_delta_abs_mean"}
     heads = {h["name"]: h for h in summary["heads"]}
@@ -82,7 +87,7 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
     assert len(heads["laya"]["per_class"]["mean_weights"]) == 10
 
     rows = list(csv.DictReader(open(out / "summary.csv")))
-    assert {r["ablation"] for r in rows} == {"mean"} and {r["cache_fingerprint"] for r in rows} == {
+    assert {r["ablation"] for r in rows} == {"resample"} and {r["cache_fingerprint"] for r in rows} == {
         summary["cache"]["fingerprint"]
     }
     faith = [
@@ -106,7 +111,7 @@ def test_every_number_recomputes_from_the_h5_file(run):
     out, _ = run
     summary = json.loads((out / "summary.json").read_text())
     with h5py.File(out / "attributions.h5", "r") as f:
-        assert f.attrs["ablation"] == "mean" and f.attrs["target"] == "pred" and f.attrs["seed"] == 3
+        assert f.attrs["ablation"] == "resample" and f.attrs["target"] == "pred" and f.attrs["seed"] == 3
         assert f["rows"].shape == (120,) and len(f["baselines"]) == 3
         for head in summary["heads"]:
             g = f["heads"][head["name"]]
@@ -290,3 +295,21 @@ def test_compare_on_cuda_matches_cpu(digits_cache, head_dirs, tmp_path):
         summaries[device] = res.summary["heads"][0]
     for m, s in summaries["cpu"]["methods"].items():
         assert summaries["cuda"]["methods"][m]["deletion_at_1"] == pytest.approx(s["deletion_at_1"], abs=1e-4)
+
+
+def test_the_default_pair_is_not_circular():
+    """compare's and explain's defaults read IG against a removal it does not integrate along
+    (docs/METHOD.md, "The default pair: IG from the mean, removal by resampling")."""
+    import inspect
+
+    from laya_inspect.cli.explain import explain_command
+    from laya_inspect.compare.config import CompareConfig
+    from laya_inspect.compare.scores import circular_reason
+
+    c = CompareConfig()
+    assert (c.baseline, c.ablation) == ("mean", "resample")
+    assert circular_reason("ig", c.ablation, {"baseline": c.baseline}) is None
+    params = inspect.signature(explain_command).parameters
+    explain = (params["baseline"].default.default, params["ablation"].default.default)
+    assert explain == (c.baseline, c.ablation)
+    assert all(circular_reason(m, c.ablation, {"baseline": c.baseline}) is None for m in ("alpha", "gradcam"))

@@ -46,19 +46,26 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"cache": cache, **heads, "root": root}
 
 
-def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path]) -> None:
+@pytest.mark.parametrize("ablation", ["resample", "mean"])  # the default, and the ablation of IG's baseline
+def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path], ablation: str) -> None:
     row = 7
     with FeatureStore(digits["cache"]) as store:
-        e = explain_row(digits["laya"], store, row=row, n_steps=8, device="cpu")
+        e = explain_row(digits["laya"], store, row=row, ablation=ablation, n_steps=8, device="cpu")
         compare_heads(
             [digits["laya"]],
             store,
             CompareConfig(
-                methods=("alpha", "alpha-contrib", "ig", "gradcam"), n_steps=8, n_boot=0, plots=False, device="cpu"
+                methods=("alpha", "alpha-contrib", "ig", "gradcam"),
+                ablation=ablation,
+                n_steps=8,
+                n_boot=0,
+                plots=False,
+                sanity=False,
+                device="cpu",
             ),
-            out_dir=digits["root"] / "cmp",
+            out_dir=digits["root"] / f"cmp-{ablation}",
         )
-    with h5py.File(digits["root"] / "cmp" / "attributions.h5") as f:
+    with h5py.File(digits["root"] / f"cmp-{ablation}" / "attributions.h5") as f:
         g = f["heads/laya"]
         assert int(f["rows"][row]) == row and e.target == int(g["targets"][row]) == e.pred
         np.testing.assert_allclose(e.effects, g["effects"][row], rtol=1e-6, atol=1e-9)
@@ -117,7 +124,7 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
     result = runner.invoke(app, [*args, "--out", str(out), "--device", "cpu"], env=ENV)
     assert result.exit_code == 0, result.output
-    for text in ("test row 5", "predicted", "α", "IG", "Grad-CAM", "LOLO effect (mean)", "blocks.0", "blocks.2"):
+    for text in ("test row 5", "predicted", "α", "IG", "Grad-CAM", "LOLO effect (resample)", "blocks.0", "blocks.2"):
         assert text in result.output
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
     table = " ".join(result.output.split())

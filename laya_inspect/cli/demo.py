@@ -158,9 +158,14 @@ def _profile_table(result: Any) -> None:
         )
     console.print(table)
     quantity = {"logit": "target logit", "prob": "confidence"}.get(result.compare_summary.get("effect", "prob"))
+    removal = {
+        "mean": "its training mean",
+        "zero": "0",
+        "resample": "another training row's state (averaged over donors)",
+    }.get(str(result.compare_summary.get("ablation")), f"the {result.compare_summary.get('ablation')} ablation")
     _note(
         "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
-        f"the LAYA head's {quantity} when the layer is replaced by its training mean (compare, seed-0 head)."
+        f"the LAYA head's {quantity} when the layer is replaced by {removal} (compare, seed-0 head)."
     )
 
 

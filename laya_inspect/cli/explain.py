@@ -45,7 +45,9 @@ def explain_command(
     split: str = typer.Option("test", "--split", help="cache split the row is in"),
     target: str = typer.Option("pred", "--target", help="class to explain: pred | true | a class name or index"),
     ablation: str = typer.Option(
-        "mean", "--ablation", help="how a layer is removed: mean | zero | resample | drop | mix"
+        "resample",
+        "--ablation",
+        help="how a layer is removed: resample (default; not mean, IG's baseline) | mean | zero | drop | mix",
     ),
     baseline: str = typer.Option("mean", "--baseline", help="IG baseline: mean (train split) | zero"),
     effect: str = typer.Option(

@@ -121,10 +121,10 @@ class CompareConfig:
         help=f"repeatable or comma list: {', '.join(METHOD_NAMES)} or all (default: all)",
     )
     ablation: str = option(
-        "mean",
+        "resample",  # not mean: IG's default baseline is the train mean (docs/METHOD.md, "The default pair")
         flag="--ablation",
         help=f"how a layer is removed: {' | '.join(ABLATION_NAMES)}, a comma list, or all "
-        "(every one that applies to each head)",
+        "(every one that applies to each head; default resample)",
     )
     effect: str = option(
         "logit",
