@@ -556,6 +556,11 @@ def reading(b: Backbone) -> list[str]:
                 )
                 + "."
             )
+            d = DEFAULT_ABLATION if DEFAULT_ABLATION in al else fair[0]
+            out.append(
+                f"Against the constant rule (one profile for every input) under `{d}`: α {versus(al[d])}; "
+                f"over fit-head's LAYA seeds: {across(c, d, 'alpha')}. Sanity checks of α: {sanity(c, h['name'])}."
+            )
             above = [
                 a
                 for a in fair
@@ -761,12 +766,13 @@ def commands(bbs: list[Backbone], runner: Runner) -> tuple[list[str], float]:
 
 
 def commits(bbs: list[Backbone], runner: Runner) -> str:
-    """The commits the compare steps ran at (what every α score on the pages comes from)."""
+    """The commits the main compare steps ran at (what every α score on the pages comes from; the IG
+    baseline steps name theirs in the step tables)."""
     seen = [
         (runner.read_record(st) or {}).get("commit") or "unrecorded"
         for b in bbs
         for st in b.steps
-        if st.title.startswith("compare") and (runner.read_record(st) or {}).get("status") == "ok"
+        if st.title == "compare" and (runner.read_record(st) or {}).get("status") == "ok"
     ]
     return ", ".join(f"`{c}`" for c in dict.fromkeys(seen)) or "none yet"
 
@@ -781,7 +787,7 @@ def page(bbs: list[Backbone], runner: Runner, work: Path, mode: str) -> str:
         f"Generated on {now} by `bench/trust.py{' --smoke' if mode == 'smoke' else ''}` from the files the "
         f"`laya-inspect` CLI wrote under `{work}`; every number below is read from those files (definitions: "
         "docs/METHOD.md). `bench/trust.py --report-only` rewrites this page; docs/RESULTS.md carries its "
-        f"summary between the `trust` markers. The compare steps ran at commit {commits(bbs, runner)}; each "
+        f"summary between the `trust` markers. The `compare` steps ran at commit {commits(bbs, runner)}; each "
         'step\'s commit is in its table below ("+dirty": laya_inspect/ had uncommitted changes).',
         "",
     ]
