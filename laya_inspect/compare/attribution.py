@@ -23,7 +23,7 @@ when it is defined for none of the heads asked about (:func:`plan_methods`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,21 @@ class AttributionOptions:
     seed: int = 0
     batch_size: int = 512  # samples per chunk for the gradient methods
     span: RowSpan = RowSpan()  # which of the compared rows these are: random draws for them alone
+
+
+def options_for(config: Any, values: Mapping[str, Any], span: RowSpan = RowSpan()) -> AttributionOptions:
+    """The attribution options of a compare run (``config``: a CompareConfig; ``values``: its layer
+    means), for the rows ``span`` names; compare's scores and its sanity checks share them."""
+    return AttributionOptions(
+        baselines=values["means"] if config.baseline == "mean" else None,
+        baseline=config.baseline,
+        n_steps=config.n_steps,
+        internal_batch_size=config.internal_batch_size,
+        relu=config.relu,
+        seed=config.seed,
+        batch_size=config.batch_size,
+        span=span,
+    )
 
 
 @dataclass

@@ -44,7 +44,7 @@ from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from . import metrics as M
-from .attribution import AttributionOptions, attribute, plan_methods, resolve_methods
+from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan
 from .effects import Measured, Remover, measure
@@ -268,16 +268,7 @@ def _run_head(
         return res
     span = RowSpan(start, len(target))
     hs, target = [h[start:stop] for h in hs], target[start:stop]
-    options = AttributionOptions(
-        baselines=values["means"] if config.baseline == "mean" else None,
-        baseline=config.baseline,
-        n_steps=config.n_steps,
-        internal_batch_size=config.internal_batch_size,
-        relu=config.relu,
-        seed=config.seed,
-        batch_size=config.batch_size,
-        span=span,
-    )
+    options = options_for(config, values, span)
     for m in methods:
         step(m)
         att = attribute(m, head, hs, target, options)

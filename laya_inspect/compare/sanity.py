@@ -22,7 +22,7 @@ from ..files import write_with
 from ..heads import HEADS, Head
 from ..runtime import Progress, seeded
 from . import metrics as M
-from .attribution import AttributionOptions, attribute
+from .attribution import AttributionOptions, attribute, options_for
 
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
 EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
@@ -337,19 +337,6 @@ def check_head(
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
     out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "model": model, "data": data}
     return {**out, ARRAYS: keep}
-
-
-def options_for(config: Any, values: Mapping[str, Any]) -> AttributionOptions:
-    """The attribution options compare used (every row: no span)."""
-    return AttributionOptions(
-        baselines=values["means"] if config.baseline == "mean" else None,
-        baseline=config.baseline,
-        n_steps=config.n_steps,
-        internal_batch_size=config.internal_batch_size,
-        relu=config.relu,
-        seed=config.seed,
-        batch_size=config.batch_size,
-    )
 
 
 def run_sanity(
