@@ -134,10 +134,30 @@ def lock_path(path: str | Path) -> Path:
     return target.with_name(f".{target.name}.lock")
 
 
+# Lock descriptors this process holds. A forked child (a worker process, a DataLoader worker) closes
+# its copies at once: an flock lasts while any process keeps the descriptor open, so a worker still
+# dying after its killed command would otherwise refuse the user's immediate rerun.
+_HELD: set[int] = set()
+
+
+def _drop_inherited_locks() -> None:
+    for fd in _HELD:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
 @contextmanager
 def output_lock(path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on output ``path`` (a hidden ``.<name>.lock`` file beside it holding
-    the writer's PID) for the whole body; a second writer is refused with the holder's PID."""
+    the writer's PID) for the whole body; a second writer is refused with the holder's PID. Forked
+    children do not share the lock, so it ends with the process that took it."""
     import fcntl
 
     target = Path(path)
@@ -167,14 +187,18 @@ def output_lock(path: str | Path) -> Iterator[None]:
         os.write(fd, str(os.getpid()).encode())
     except OSError as e:
         raise WriteError(os_message(e, "could not lock")) from None
+    owner = os.getpid()
+    _HELD.add(fd)
     try:
         yield
     finally:
-        try:
-            lock.unlink()
-        except OSError:
-            pass
-        os.close(fd)
+        if os.getpid() == owner:  # a forked child leaving this block must not free its parent's lock
+            _HELD.discard(fd)
+            try:
+                lock.unlink()
+            except OSError:
+                pass
+            os.close(fd)
 
 
 MARKER = ".laya-inspect.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -187,6 +188,35 @@ def test_lock_names_the_holder(tmp_path):
                 pass
     with output_lock(tmp_path / "c.h5"):  # released
         pass
+
+
+def test_a_killed_writers_forked_children_do_not_keep_its_lock(tmp_path):
+    # A worker forked while the lock was held, still alive after its command was killed: the user's
+    # rerun must get the lock (an flock lives while any process keeps the descriptor open).
+    code = textwrap.dedent(
+        f"""
+        import os, signal, sys, time
+        from laya_inspect.files import output_lock
+        with output_lock({str(tmp_path / "c.h5")!r}):
+            child = os.fork()
+            if child == 0:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1), os.dup2(null, 2)  # so the test's pipe ends with its parent
+                time.sleep(60)
+                os._exit(0)
+            print(child, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    child = int(proc.stdout.split()[0])
+    try:
+        os.kill(child, 0)  # the forked child is still running
+        with output_lock(tmp_path / "c.h5"):
+            assert (tmp_path / ".c.h5.lock").read_text() == str(os.getpid())
+    finally:
+        os.kill(child, signal.SIGKILL)
 
 
 # -- the reader ------------------------------------------------------------------------------------
