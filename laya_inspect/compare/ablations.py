@@ -67,17 +67,24 @@ ABLATIONS.add(
 )
 
 
-def resolve_ablations(requested: str | Sequence[str]) -> tuple[list[str], bool]:
-    """(names, is_all): comma lists flattened, ``all`` expanded in registry order, duplicates dropped."""
+def resolve_names(
+    requested: str | Sequence[str], registry: Registry, what: str, choices: list[str]
+) -> tuple[list[str], bool]:
+    """(names, is_all): comma lists flattened, ``all`` expanded in registry order, duplicates dropped;
+    nothing requested is an InputError naming ``choices``."""
     items = requested.split(",") if isinstance(requested, str) else [p for r in requested for p in str(r).split(",")]
     items = [i.strip() for i in items if i.strip()]
     if not items:
-        raise InputError(f"no ablation given; {suggest('', [*ABLATIONS.names(), 'all'])}")
+        raise InputError(f"no {what} given; {suggest('', choices)}")
     out: list[str] = []
     for item in items:
-        names = ABLATIONS.names() if item == "all" else [ABLATIONS.get(item).name]
+        names = registry.names() if item == "all" else [registry.get(item).name]
         out += [n for n in names if n not in out]
     return out, "all" in items
+
+
+def resolve_ablations(requested: str | Sequence[str]) -> tuple[list[str], bool]:
+    return resolve_names(requested, ABLATIONS, "ablation", [*ABLATIONS.names(), "all"])
 
 
 def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:

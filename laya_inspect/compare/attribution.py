@@ -23,7 +23,7 @@ when it is defined for none of the heads asked about (:func:`plan_methods`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +32,12 @@ import torch
 from torch import Tensor
 
 from ..choices import BASELINE_CHOICES
-from ..errors import InputError, suggest
+from ..errors import InputError
 from ..heads import Head, LayaHead, ScalarMixHead
 from ..registry import Registry
+from .ablations import resolve_names
 from .draws import RowSpan, per_row
+from .lolo import _chunks, _np, layers_and_target
 
 
 @dataclass(frozen=True)
@@ -102,12 +104,6 @@ def _method(name: str, description: str, kinds: tuple[str, ...] | None = None):
 # helpers
 
 
-def _chunks(n: int, size: int) -> Iterator[slice]:
-    size = max(1, int(size))
-    for start in range(0, n, size):
-        yield slice(start, min(n, start + size))
-
-
 def _all_layers_in_graph(head: Head) -> Callable[..., Tensor]:
     """``head.logits`` plus 0·Σ(every tap output and input), so a layer the head ignores (e.g. all
     but the last for a LastLayer head) gets a zero gradient instead of Captum's "not used in the
@@ -169,10 +165,6 @@ def _baselines(hs: Sequence[Tensor], options: AttributionOptions) -> list[Tensor
     if len(options.baselines) != len(hs):
         raise InputError(f"{len(options.baselines)} baselines for {len(hs)} layers")
     return [torch.as_tensor(b, dtype=h.dtype, device=h.device) for b, h in zip(options.baselines, hs)]
-
-
-def _np(t: Tensor) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,16 +302,7 @@ def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: Att
 
 
 def resolve_methods(requested: str | Sequence[str]) -> list[str]:
-    """Comma lists and repeats flattened, ``all`` expanded, order kept, duplicates dropped."""
-    items = requested.split(",") if isinstance(requested, str) else [p for r in requested for p in str(r).split(",")]
-    items = [i.strip() for i in items if i.strip()]
-    if not items:
-        raise InputError(f"no attribution method given; {suggest('', METHODS.names())}")
-    out: list[str] = []
-    for item in items:
-        names = METHODS.names() if item == "all" else [METHODS.get(item).name]
-        out += [n for n in names if n not in out]
-    return out
+    return resolve_names(requested, METHODS, "attribution method", METHODS.names())[0]
 
 
 def skip_reason(method: str, head: Head) -> str | None:
@@ -368,13 +351,7 @@ def attribute(
         raise InputError(f"n_steps must be ≥ 1, got {options.n_steps}")
     if options.baseline not in BASELINE_CHOICES:
         raise InputError(f"baseline must be one of {', '.join(BASELINE_CHOICES)}, got {options.baseline!r}")
-    hs = list(hs)
-    if len(hs) != head.num_layers:
-        raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
-    device = hs[0].device
-    target = torch.as_tensor(
-        np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=device
-    )
+    hs, target = layers_and_target(head, hs, target)
     head.eval()
     result = m.fn(head, hs, target, options)
     result.params = {"method": method, **result.params}

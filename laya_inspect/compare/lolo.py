@@ -28,7 +28,7 @@ chunk stacked K times, in groups of L+1 copies (at most (L+1)·batch_size rows p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -58,19 +58,25 @@ def check_effect(effect: str) -> str:
     return effect
 
 
+def layers_and_target(head: Head, hs: Sequence[Tensor], target) -> tuple[list[Tensor], Tensor]:
+    """``hs`` as a list, checked to be the head's L layers, and ``target`` as a long tensor beside them."""
+    hs = list(hs)
+    if len(hs) != head.num_layers:
+        raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
+    target = torch.as_tensor(
+        np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=hs[0].device
+    )
+    return hs, target
+
+
 def _prepare(
     head: Head, hs: Sequence[Tensor], target, ablation: str, baselines, donors: Sequence | None = None
 ) -> tuple[Ablation, list[Tensor], Tensor, list[Tensor] | None]:
     """(ablation, layers, target, values): ``values`` are the per-layer means (mean), the donor pool
     (resample) or None (zero, drop, mix)."""
     abl = check_ablation(ablation, {head.kind: head})
-    hs = list(hs)
-    if len(hs) != head.num_layers:
-        raise InputError(f"{head.kind} head expects {head.num_layers} layers, got {len(hs)}")
+    hs, target = layers_and_target(head, hs, target)
     device, dtype = hs[0].device, _dtype(head)
-    target = torch.as_tensor(
-        np.asarray(target) if not isinstance(target, Tensor) else target, dtype=torch.long, device=device
-    )
     base = None
     if abl.needs_baselines:
         if baselines is None:
@@ -181,59 +187,6 @@ def _p_chunk(
     )
 
 
-def _masked(
-    head: Head,
-    hs: Sequence[Tensor],
-    target,
-    masks_of: Callable[[slice, torch.device], Tensor],
-    ablation: str,
-    baselines,
-    *,
-    batch_size: int,
-    donors: Sequence | None,
-    draws: int,
-    seed: int,
-    stacked: bool = False,
-    span: RowSpan = RowSpan(),
-    effect: str = "prob",
-) -> np.ndarray:
-    """(N, K) p with the layers of ``masks_of(rows)`` (K, B, L) ablated; resample averages ``draws``
-    seeded donors per sample (the same donors in every call with the same seed and rows; ``span``:
-    which of the compared rows these are, so a row gets its donors whatever the split).
-    ``stacked``: always run the head's own forward on stacked copies (the reference the recombined
-    parts are tested against); ``effect``: the target's ``"prob"`` or ``"logit"``."""
-    check_effect(effect)
-    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
-    n = len(target)
-    n_draws = max(1, int(draws)) if abl.needs_donors else 1
-    idx = None
-    if abl.needs_donors:
-        assert base is not None
-        pool = len(base[0])
-        rng = np.random.default_rng([seed, 5])
-        idx = torch.as_tensor(
-            per_row(lambda total: rng.integers(0, pool, size=(n_draws, total)), n, span, axis=1),
-            device=target.device,
-        )
-    dtype = _dtype(head)
-    out = []
-    with torch.no_grad():
-        for rows in _chunks(n, batch_size):
-            masks = masks_of(rows, target.device)
-            chunk = [h[rows].to(dtype) for h in hs]
-            per_draw = [
-                _p_chunk(
-                    head, abl, chunk, target[rows], base, masks, None if idx is None else idx[d, rows], stacked, effect
-                )
-                for d in range(n_draws)
-            ]
-            # first draw + mean difference: layers a head ignores give exactly the intact p
-            first = per_draw[0]
-            mean = first + sum((p - first for p in per_draw[1:]), torch.zeros_like(first)) / n_draws
-            out.append(mean.T)
-    return _np(torch.cat(out))
-
-
 # ---------------------------------------------------------------------------------------------
 # public
 
@@ -254,31 +207,44 @@ def ablate_sets(
     span: RowSpan = RowSpan(),
     effect: str = "prob",
 ) -> list[np.ndarray]:
-    """(N, K_j) p for each mask set of ``sets``, every set of a chunk in one pass over its copies
-    (:mod:`.masks`); ``stacked``, ``span`` and ``effect`` as in :func:`_masked`."""
+    """(N, K_j) p for each mask set of ``sets`` (:mod:`.masks`), every set of a chunk in one pass over
+    its copies. resample averages ``draws`` seeded donors per sample (the same donors in every call
+    with the same seed and rows; ``span``: which of the compared rows these are, so a row gets its
+    donors whatever the split). ``stacked``: always run the head's own forward on stacked copies (the
+    reference the recombined parts are tested against); ``effect``: the target's ``"prob"`` or ``"logit"``."""
     n = len(np.asarray(target))
     sets = list(sets)
     if not any(s.k for s in sets):
         return [np.zeros((n, 0)) for _ in sets]
-
-    def masks(rows: slice, device: torch.device) -> Tensor:
-        return torch.cat([s.of(rows, device) for s in sets if s.k])
-
-    pc = _masked(
-        head,
-        hs,
-        target,
-        masks,
-        ablation,
-        baselines,
-        batch_size=batch_size,
-        donors=donors,
-        draws=draws,
-        seed=seed,
-        stacked=stacked,
-        span=span,
-        effect=effect,
-    )
+    check_effect(effect)
+    abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
+    n_draws = max(1, int(draws)) if abl.needs_donors else 1
+    idx = None
+    if abl.needs_donors:
+        assert base is not None
+        pool = len(base[0])
+        rng = np.random.default_rng([seed, 5])
+        idx = torch.as_tensor(
+            per_row(lambda total: rng.integers(0, pool, size=(n_draws, total)), n, span, axis=1),
+            device=target.device,
+        )
+    dtype = _dtype(head)
+    out = []
+    with torch.no_grad():
+        for rows in _chunks(n, batch_size):
+            masks = torch.cat([s.of(rows, target.device) for s in sets if s.k])
+            chunk = [h[rows].to(dtype) for h in hs]
+            per_draw = [
+                _p_chunk(
+                    head, abl, chunk, target[rows], base, masks, None if idx is None else idx[d, rows], stacked, effect
+                )
+                for d in range(n_draws)
+            ]
+            # first draw + mean difference: layers a head ignores give exactly the intact p
+            first = per_draw[0]
+            mean = first + sum((p - first for p in per_draw[1:]), torch.zeros_like(first)) / n_draws
+            out.append(mean.T)
+    pc = _np(torch.cat(out))
     bounds = np.cumsum([0, *(s.k for s in sets)])
     return [pc[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 

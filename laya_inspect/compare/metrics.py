@@ -154,18 +154,27 @@ def bootstrap_ci(
     values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float]:
     """Percentile interval of the mean of ``values`` over ``n_boot`` resamples; NaNs if empty or n_boot=0."""
-    values = np.asarray(values, dtype=np.float64)
     if len(values) == 0 or n_boot <= 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    step = max(1, 2_000_000 // len(values))  # bound the index array's memory
-    for start in range(0, n_boot, step):
-        stop = min(n_boot, start + step)
-        means[start:stop] = values[rng.integers(0, len(values), size=(stop - start, len(values)))].mean(axis=1)
+    means = resampled_means([values], n_boot=n_boot, seed=seed)[:, 0]
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def resampled_means(columns: list[np.ndarray], *, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, k): the mean of each of the k equal-length ``columns`` over the same resampled rows."""
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
+    n = len(cols[0])
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, len(cols)))
+    step = max(1, 2_000_000 // max(1, n))  # bound the index array's memory
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        for j, c in enumerate(cols):
+            out[start:stop, j] = c[idx].mean(axis=1)
+    return out
 
 
 def summarise_rows(

@@ -4,9 +4,9 @@ constant rule and paired differences"): pure functions of per-row arrays.
 A paired difference resamples *rows*: each bootstrap resample draws one set of row indices (with
 replacement) and takes both sides on those same rows, so the interval reflects how the two differ
 row by row, not how each varies on its own. Rows where either side (or the denominator) is not
-finite are left out of both. The resamples are drawn as :func:`.metrics.bootstrap_ci` draws them
-(``numpy.random.default_rng(seed)``, the same index arrays), so the paired interval of ``a`` against
-zeros is ``bootstrap_ci(a)``.
+finite are left out of both. The resamples are :func:`.metrics.resampled_means`, which
+:func:`.metrics.bootstrap_ci` draws too, so the paired interval of ``a`` against zeros is
+``bootstrap_ci(a)``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from .metrics import resampled_means
 
 # the three headline scores a verdict against the constant rule is read from
 HEADLINE = ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness")
@@ -54,21 +56,6 @@ class Paired:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def resampled_means(columns: list[np.ndarray], *, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, k): the mean of each of the k equal-length ``columns`` over the same resampled rows."""
-    cols = [np.asarray(c, dtype=np.float64) for c in columns]
-    n = len(cols[0])
-    rng = np.random.default_rng(seed)
-    out = np.empty((n_boot, len(cols)))
-    step = max(1, 2_000_000 // max(1, n))  # bound the index array's memory, as bootstrap_ci does
-    for start in range(0, n_boot, step):
-        stop = min(n_boot, start + step)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        for j, c in enumerate(cols):
-            out[start:stop, j] = c[idx].mean(axis=1)
-    return out
 
 
 def paired_difference(

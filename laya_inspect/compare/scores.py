@@ -14,7 +14,7 @@ import numpy as np
 from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
 from .constant import Constant, constant_rule
-from .effects import Measured
+from .effects import Measured, _finite_rows
 from .lolo import ABLATIONS
 from .paired import HEADLINE
 from .per_class import per_class_summary
@@ -56,13 +56,6 @@ def _f(x: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _finite(*arrays: np.ndarray) -> np.ndarray:
-    ok = np.ones(len(arrays[0]), dtype=bool)
-    for a in arrays:
-        ok &= np.isfinite(a).reshape(len(a), -1).all(axis=1)
-    return ok
-
-
 def score_entry(
     scores: np.ndarray,
     p_topk: np.ndarray | None,
@@ -76,7 +69,7 @@ def score_entry(
     """(every score of one attribution, the rows scored): rows with a non-finite probability or
     score are left out and counted. Without curves (``p_topk``, ``p_keep`` None: the constant
     rule) the deletion and insertion curves and areas are None."""
-    rows = m.finite & _finite(scores, *(c for c in (p_topk, p_keep) if c is not None))
+    rows = m.finite & _finite_rows(scores, *(c for c in (p_topk, p_keep) if c is not None))
     a, e, p, pa = scores[rows], m.effects[rows], m.p[rows], m.p_ablated[rows]
     faith = M.faithfulness(a, e, n_boot=n_boot, seed=seed, tol=tol)
     subset = M.subset_faithfulness(a, m.subsets, m.subset_effects[rows], n_boot=n_boot, seed=seed, tol=tol)
