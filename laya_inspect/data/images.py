@@ -69,45 +69,34 @@ def _rows_of(x: np.ndarray):  # noqa: ANN202
 
 
 def array_source(
-    arrays: dict[str, tuple[np.ndarray, np.ndarray]], class_names: list[str], *, location: str, scale: str | None = None
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]],
+    class_names: list[str],
+    *,
+    location: str,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    scale: str | None = None,
 ) -> Source:
-    """A Source over in-memory arrays with native splits: ``{split: (X, labels)}``.
-
-    X is (N, C, H, W) images or (N, D) vectors.
-    """
+    """A Source over in-memory arrays, X (N, C, H, W) images or (N, D) vectors: ``{split: (X, labels)}``
+    with native splits, or ``{"": (X, labels)}``, one pool split into train/test by a seeded
+    stratified split (rows index the pool)."""
     first = next(iter(arrays.values()))[0]
     for name, (x, _) in arrays.items():
         if x.shape[1:] != first.shape[1:]:
             raise InputError(f"{location}: split {name!r} has inputs shaped {x.shape[1:]}, others {first.shape[1:]}")
     kind, native = _describe_arrays(first, scale)
+    if "" in arrays:
+        x, y = arrays[""]
+        rows, info = stratified_split(y, test_fraction=test_fraction, seed=seed)
+        open_split = lambda s: SplitSource(labels=y[rows[s]], rows=rows[s], fetch=_rows_of(x))  # noqa: E731
+    else:
+        rows, info = {s: a[1] for s, a in arrays.items()}, {"method": "native"}
+        open_split = lambda s: SplitSource(labels=arrays[s][1], fetch=_rows_of(arrays[s][0]))  # noqa: E731
     return Source(
         kind=kind,
         class_names=class_names,
-        split_names=list(arrays),
-        open=lambda s: SplitSource(labels=arrays[s][1], fetch=_rows_of(arrays[s][0])),
-        native=native,
-        location=location,
-    )
-
-
-def seeded_array_source(
-    x: np.ndarray,
-    y: np.ndarray,
-    class_names: list[str],
-    *,
-    location: str,
-    seed: int,
-    test_fraction: float,
-    scale: str | None = None,
-) -> Source:
-    """One pool of arrays, split into train/test by a seeded stratified split (rows index the pool)."""
-    rows, info = stratified_split(y, test_fraction=test_fraction, seed=seed)
-    kind, native = _describe_arrays(x, scale)
-    return Source(
-        kind=kind,
-        class_names=class_names,
-        split_names=["train", "test"],
-        open=lambda s: SplitSource(labels=y[rows[s]], rows=rows[s], fetch=_rows_of(x)),
+        split_names=list(rows),
+        open=open_split,
         split_info=info,
         native=native,
         location=location,
@@ -141,13 +130,7 @@ def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.
 
 
 def load_imagefolder(
-    arg: str,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
+    arg: str, options: dict, *, seed: int, test_fraction: float, channels: int | None = None, **_unused: Any
 ) -> Source:
     root = user_path(arg, folder=True, what="image folder")
     top = _subdirs(root)
@@ -175,21 +158,18 @@ def load_imagefolder(
     chans = channels if channels in (1, 3) else folder_channels(every)
     native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
     if split_dirs:
-        return Source(
-            kind="image",
-            class_names=class_names,
-            split_names=split_dirs,
-            open=lambda s: _folder_split(*listed[s], chans),
-            native=native,
-            location=str(root),
-        )
-    files, labels = listed[""]
-    rows, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
+        split_names, info = split_dirs, {"method": "native"}
+        open_split = lambda s: _folder_split(*listed[s], chans)  # noqa: E731
+    else:
+        files, labels = listed[""]
+        rows, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
+        split_names = ["train", "test"]
+        open_split = lambda s: _folder_split(files, labels, chans, rows[s])  # noqa: E731
     return Source(
         kind="image",
         class_names=class_names,
-        split_names=["train", "test"],
-        open=lambda s: _folder_split(files, labels, chans, rows[s]),
+        split_names=split_names,
+        open=open_split,
         split_info=info,
         native=native,
         location=str(root),

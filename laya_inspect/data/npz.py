@@ -13,12 +13,13 @@ import re
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 from .base import Source, encode_labels, read_failed, user_path
-from .images import array_source, images_nchw, seeded_array_source
+from .images import array_source, images_nchw
 
 _NUMERIC = "biuf"  # bool, signed, unsigned, float
 
@@ -137,13 +138,7 @@ def _text(v: object) -> str:
 
 
 def load_npz(
-    arg: str,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
+    arg: str, options: dict, *, seed: int, test_fraction: float, allow_nonfinite: bool = False, **_unused: Any
 ) -> Source:
     path = user_path(arg, folder=False, what="npz file")
     arrays = _read(path)
@@ -159,10 +154,6 @@ def load_npz(
         x = x if x.ndim == 2 else images_nchw(x, where=str(path))
         _nonfinite(path, f"_{s}" if s else "", x, allow_nonfinite, warnings)
         prepared[s] = (x, flat[bounds[i] : bounds[i + 1]])
-    if "" in prepared:
-        x, y = prepared[""]
-        src = seeded_array_source(x, y, class_names, location=str(path), seed=seed, test_fraction=test_fraction)
-    else:
-        src = array_source(prepared, class_names, location=str(path))
+    src = array_source(prepared, class_names, location=str(path), seed=seed, test_fraction=test_fraction)
     src.warnings += warnings
     return src

@@ -19,13 +19,14 @@ import gzip
 import pickle
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from ..errors import DatasetMissingError, InputError
 from .base import Source, SplitSource, read_failed
-from .images import images_nchw, load_imagefolder, seeded_array_source
+from .images import array_source, images_nchw, load_imagefolder
 
 FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_CLASSES = [
@@ -75,15 +76,7 @@ def _find(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def load_fashion_mnist(
-    arg: str | None,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
-) -> Source:
+def load_fashion_mnist(arg: str | None, options: dict, **_unused: Any) -> Source:
     root = Path(arg or FASHION_MNIST_ROOT).expanduser()
     stems = [s for pair in _FMNIST_FILES.values() for s in pair]
     folder = next(
@@ -208,13 +201,7 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
 
 
 def load_cifar10(
-    arg: str | None,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
+    arg: str | None, options: dict, *, seed: int, test_fraction: float, channels: int | None = None, **_unused: Any
 ) -> Source:
     roots = [Path(arg).expanduser()] if arg else [Path(r).expanduser() for r in CIFAR10_ROOTS]
     for root in roots:
@@ -260,20 +247,11 @@ def _digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(d.data, dtype=np.float64), np.asarray(d.target, dtype=np.int64)
 
 
-def load_digits_source(
-    arg: str | None,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
-) -> Source:
+def load_digits_source(arg: str | None, options: dict, *, seed: int, test_fraction: float, **_unused: Any) -> Source:
     pixels, y = _digits_arrays()
     x = (pixels.reshape(-1, 8, 8) / 16.0).astype(np.float32)[:, None]  # (1797, 1, 8, 8) in [0, 1]
-    return seeded_array_source(
-        x,
-        y,
+    return array_source(
+        {"": (x, y)},
         [str(i) for i in range(10)],
         location="sklearn.datasets.load_digits",
         seed=seed,

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import csv
 import json
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +86,7 @@ def _column(rows: list[dict], col: str, *, path: Path, what: str, lines: list[in
     return out
 
 
-def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str) -> Source:
+def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str, **_unused: Any) -> Source:
     path = user_path(path_arg, folder=False, what=f"{fmt} file")
     columns, rows, lines = (_read_csv if fmt == "csv" else _read_jsonl)(path)
     if not rows:
@@ -104,50 +106,23 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         where=str(path),
         locate=lambda i: f"line {lines[i]}",
     )
-    fetch = lambda q: [texts[i] for i in q.tolist()]  # noqa: E731
-
     if split_col in columns:
         parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split", lines=lines)]
-        names = list(dict.fromkeys(parts))
-        groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in names}
-        return Source(
-            kind="text",
-            class_names=class_names,
-            split_names=names,
-            open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
-            split_info={"method": "native", "split_col": split_col},
-            location=str(path),
-        )
-    groups, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
+        groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in dict.fromkeys(parts)}
+        info: dict = {"method": "native", "split_col": split_col}
+    else:
+        groups, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
     return Source(
         kind="text",
         class_names=class_names,
-        split_names=["train", "test"],
-        open=lambda s: SplitSource(labels=labels[groups[s]], rows=groups[s], fetch=fetch),
+        split_names=list(groups),
+        open=lambda s: SplitSource(
+            labels=labels[groups[s]], rows=groups[s], fetch=lambda q: [texts[i] for i in q.tolist()]
+        ),
         split_info=info,
         location=str(path),
     )
 
 
-def load_csv(
-    arg: str,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
-) -> Source:
-    return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="csv")
-
-
-def load_jsonl(
-    arg: str,
-    options: dict,
-    *,
-    seed: int,
-    test_fraction: float,
-    channels: int | None = None,
-    allow_nonfinite: bool = False,
-) -> Source:
-    return _load_table(arg, options, seed=seed, test_fraction=test_fraction, fmt="jsonl")
+load_csv = partial(_load_table, fmt="csv")
+load_jsonl = partial(_load_table, fmt="jsonl")
