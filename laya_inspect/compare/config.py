@@ -105,13 +105,6 @@ CHOICES = {
 }
 
 
-def _check_ablations(value: str) -> bool:
-    from .ablations import resolve_ablations  # torch; only when a config is built, not for --help
-
-    resolve_ablations(value)  # NotFoundError naming the valid ablations
-    return True
-
-
 @dataclass(frozen=True)
 class CompareConfig:
     methods: tuple[str, ...] = option(
@@ -205,7 +198,9 @@ class CompareConfig:
                 ),
             ],
         )
-        _check_ablations(self.ablation)
+        from .ablations import resolve_ablations  # torch; only when a config is built, not for --help
+
+        resolve_ablations(self.ablation)  # NotFoundError naming the valid ablations
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "methods": list(self.methods)}

@@ -90,13 +90,6 @@ class Remover:
         table = self._table
         return [np.take_along_axis(table, mask_codes(s, len(table)), axis=1) for s in sets]
 
-    def lolo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        (pc,) = self.run([lolo_masks(len(self.hs))])
-        return pc[:, 0], pc[:, 1:], pc[:, :1] - pc[:, 1:]
-
-    def subsets(self, masks: np.ndarray) -> np.ndarray:
-        return self.run([subset_masks_of(masks, len(self.hs))])[0]
-
     def curves(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(p_topk, p_keep), each (N, L): p with the top-k of ``order`` removed / only they kept, k = 1…L."""
         return self.curves_of([order])[0]
@@ -144,19 +137,14 @@ class Measured:
     def join(parts: Sequence[Measured]) -> Measured:
         """The measurements of consecutive row ranges (one process's each, under torchrun) as one,
         rows in order; the subsets and params are the same in every part."""
-        cat = lambda k: np.concatenate([getattr(p, k) for p in parts])  # noqa: E731
-        ref = lambda k: Reference.join([getattr(p, k) for p in parts])  # noqa: E731
-        return replace(
-            parts[0],
-            p=cat("p"),
-            p_ablated=cat("p_ablated"),
-            effects=cat("effects"),
-            p_subsets=cat("p_subsets"),
-            oracle=ref("oracle"),
-            random=ref("random"),
-            top1_only=ref("top1_only"),
-            finite=cat("finite"),
-        )
+        joined = {}
+        for f in fields(Measured):
+            values = [getattr(p, f.name) for p in parts]
+            if isinstance(values[0], Reference):
+                joined[f.name] = Reference.join(values)
+            elif isinstance(values[0], np.ndarray) and f.name != "subsets":
+                joined[f.name] = np.concatenate(values)
+        return replace(parts[0], **joined)
 
 
 def _finite_rows(*arrays: np.ndarray) -> np.ndarray:

@@ -46,14 +46,8 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Long format: one row per number (head, ablation, method, scope, metric, value, direction,
     circular, provenance). Per class, and the head's accuracy: the first ablation."""
-    const = {
-        "target": summary["target"],
-        "baseline": summary["baseline"],
-        "split": summary["split"],
-        "n": summary["n"],
-        "seed": summary["seed"],
-        "cache_fingerprint": summary["cache"]["fingerprint"],
-    }
+    const = {k: summary[k] for k in ("target", "baseline", "split", "n", "seed")}
+    const["cache_fingerprint"] = summary["cache"]["fingerprint"]
     layers, dirs = summary["cache"]["layer_names"], summary["directions"]
     rows: list[dict[str, Any]] = []
 
@@ -96,11 +90,10 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 put(f"{key}_{part}", f[part], key)
             for part in ("n_valid", "n_undefined"):
                 put(f"{key}_{part}", f[part], "")
-        for key in ("top_layer_agreement", "deletion_at_1", "deletion_area", "insertion_area"):
+        keys = ("top_layer_agreement", "deletion_at_1", "deletion_area", "insertion_area", "deletion_at_1_over_oracle")
+        for key in keys:
             if key in s:
                 put(key, s[key])
-        if "deletion_at_1_over_oracle" in s:
-            put("deletion_at_1_over_oracle", s["deletion_at_1_over_oracle"])
         for key in ("n_top_ties", "n_rows_scored", "n_rows_nonfinite"):
             if key in s:
                 put(key, s[key], "")
@@ -216,6 +209,10 @@ def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:
         obj.attrs[k] = json.dumps(plain(v)) if isinstance(v, (dict, list, tuple)) or v is None else v
 
 
+# summary.json's fields that attributions.h5 repeats as root attributes, in this order
+ROOT_ATTRS = "split n ablation ablations target effect baseline seed tie_tolerance config choices".split()
+
+
 def write_h5(
     path: Path,
     results: list[HeadResult],
@@ -254,17 +251,7 @@ def write_h5(
                 "tool_version": __version__,
                 "cache_path": summary["cache"]["path"],
                 "cache_fingerprint": summary["cache"]["fingerprint"],
-                "split": summary["split"],
-                "n": summary["n"],
-                "ablation": summary["ablation"],
-                "ablations": summary["ablations"],
-                "target": summary["target"],
-                "effect": summary["effect"],
-                "baseline": summary["baseline"],
-                "seed": summary["seed"],
-                "tie_tolerance": summary["tie_tolerance"],
-                "config": summary["config"],
-                "choices": summary["choices"],
+                **{k: summary[k] for k in ROOT_ATTRS},
                 "random_orders": RANDOM_ORDERS,
                 "layer_names": summary["cache"]["layer_names"],
                 "class_names": summary["cache"]["class_names"],

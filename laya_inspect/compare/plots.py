@@ -36,7 +36,6 @@ from ..files import write_with
 from .metrics import constant_rows, tied_rows, tolerant_ranks
 
 FORMATS = ("png",)  # SVG only on request (write_plots(..., formats=("png", "svg")))
-ALL_FORMATS = ("png", "svg")
 
 # Okabe–Ito colours (told apart with the common colour-vision deficiencies); markers, line styles and
 # sizes differ too: methods are drawn in this order, each thinner and with smaller markers than the
