@@ -35,6 +35,8 @@ class LoadOptions:
     device: str = "cpu"
 
 
+# what an adapter reports each hooked layer's output to: record(name, module, output)
+Record = Callable[[str, nn.Module, Any], None]
 # name → loader(name_after_prefix, options: LoadOptions) -> LoadedModel
 SOURCES: Registry[Callable[[str, LoadOptions], LoadedModel]] = Registry("model source")
 
@@ -98,14 +100,7 @@ class Adapter:
         """Module names whose outputs :meth:`forward` can report."""
         return [n for n, _ in module.named_modules() if n]
 
-    def forward(
-        self,
-        module: nn.Module,
-        inputs: Any,
-        names: Sequence[str],
-        record: Callable[[str, nn.Module, Any], None],
-        want_virtual: bool,
-    ) -> Any:
+    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Record, want_virtual: bool) -> Any:
         """Call the model once, reporting each named module's output to ``record``; return the output."""
         with hooks(module, names, record):
             return self.call(module, inputs, want_virtual)
@@ -242,9 +237,7 @@ class LoadedModel:
         ids = torch.ones(n, length, dtype=torch.long)
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids)} if spec.kind == "text" else ids
 
-    def forward(
-        self, inputs: Any, names: Sequence[str], record: Callable[[str, nn.Module, Any], None], want_virtual: bool
-    ) -> Any:
+    def forward(self, inputs: Any, names: Sequence[str], record: Record, want_virtual: bool) -> Any:
         """The adapter's forward on ``inputs`` (moved to the device), reporting ``names`` to ``record``.
 
         An error the model itself raises on these inputs (a shape it cannot take, ids out of its

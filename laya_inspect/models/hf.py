@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from ..errors import InputError, NotFoundError
 from .base import SOURCES, Adapter, InputSpec, LoadedModel, LoadOptions, blocks_of, carries_weights, freeze
-from .weights import first_line, load_state_dict_strict, read_weights, sha256_file, sha256_files, to_state_dict
+from .weights import first_line, load_weights, sha256_file, sha256_files
 
 HEADS = ("ForSequenceClassification", "ForImageClassification")  # classes whose output has class logits
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
@@ -178,10 +178,8 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     files = files or sorted(p for p in d.iterdir() if p.is_file())  # weights in a format the globs miss
     digests = [sha256_file(p) for p in files]
     if options.weights is not None:
-        obj, digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
-        load_state_dict_strict(model, to_state_dict(obj, source=options.weights), source=options.weights)
+        digests.append(load_weights(model, options.weights, trust_pickle=options.trust_pickle))
         files.append(Path(options.weights))
-        digests.append(digest)
     is_image = getattr(config, "image_size", None) is not None
     tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None

@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +22,7 @@ from .base import (
     InputSpec,
     LoadedModel,
     LoadOptions,
+    Record,
     blocks_of,
     carries_weights,
     freeze,
@@ -81,14 +82,7 @@ class TorchScriptAdapter(Adapter):
         walk(module, "")
         return names
 
-    def forward(
-        self,
-        module: nn.Module,
-        inputs: Any,
-        names: Sequence[str],
-        record: Callable[[str, nn.Module, Any], None],
-        want_virtual: bool,
-    ) -> Any:
+    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Record, want_virtual: bool) -> Any:
         if not names:
             return self.call(module, inputs, want_virtual)
         bad = [n for n in names if n not in set(self.hookable(module))]
@@ -136,10 +130,8 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         raise InputError(f"{p} is not a TorchScript archive (torch.jit.save): {first_line(e)}") from None
     files, digests = [p], [digest]
     if options.weights is not None:
-        obj, weights_digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
-        load_state_dict_strict(module, to_state_dict(obj, source=options.weights), source=options.weights)
+        digests.append(load_weights(module, options.weights, trust_pickle=options.trust_pickle))
         files.append(Path(options.weights))
-        digests.append(weights_digest)
     adapter = TorchScriptAdapter(module)
     if adapter.virtual_names:
         default, num_classes = list(adapter.virtual_names), None

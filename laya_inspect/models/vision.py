@@ -17,6 +17,7 @@ from .base import (
     InputSpec,
     LoadedModel,
     LoadOptions,
+    Record,
     blocks_of,
     freeze,
     keeps_random_init,
@@ -32,13 +33,6 @@ def _import(name: str, extra: str):
         raise NotFoundError(
             f"model source needs {name!r}, which is not installed ({e}); pip install 'laya-inspect[{extra}]'"
         ) from None
-
-
-def _read_state(options: LoadOptions) -> tuple[dict[str, Tensor] | None, str | None]:
-    if options.weights is None:
-        return None, None
-    obj, digest = read_weights(options.weights, trust_pickle=options.trust_pickle)
-    return to_state_dict(obj, source=options.weights), digest
 
 
 def _classes_in_state(
@@ -64,13 +58,28 @@ def _classes_in_state(
     return int(state[key].shape[0]) if state[key].shape[0] != own.shape[0] else None
 
 
-def _build(factory: Callable[..., nn.Module], name: str, state: Mapping[str, Tensor] | None) -> nn.Module:
+def _build(
+    factory: Callable[..., nn.Module],
+    name: str,
+    options: LoadOptions,
+    classifier: Callable[[nn.Module], str | None] = lambda _m: None,
+    headless: bool = False,
+) -> tuple[nn.Module, str | None]:
+    """``factory(name)`` with ``options.weights`` loaded strictly, and the weights' sha256. A checkpoint
+    whose classifier has another class count rebuilds the model for it; one without a classifier
+    (``-1``) builds it headless when ``headless``."""
+    state, sha = None, None
+    if options.weights is not None:
+        obj, sha = read_weights(options.weights, trust_pickle=options.trust_pickle)
+        state = to_state_dict(obj, source=options.weights)
     with seeded():
         model = factory(name)
-        k = _classes_in_state(model, state)
-        if k is not None and k > 0:
-            model = factory(name, num_classes=k)
-    return model
+        k = _classes_in_state(model, state, classifier(model))
+        if k is not None and (k > 0 or headless):
+            model = factory(name, num_classes=max(k, 0))
+    if state is not None:
+        load_state_dict_strict(model, state, source=str(options.weights))
+    return model, sha
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,10 +116,7 @@ def load_torchvision(name: str, options: LoadOptions) -> LoadedModel:
     if name not in tvm.list_models():
         raise NotFoundError(f"no torchvision model {name!r}; {suggest(name, tvm.list_models())}")
     random_init = keeps_random_init(f"torchvision:{name}", options)
-    state, sha = _read_state(options)
-    model = _build(lambda n, **kw: tvm.get_model(n, weights=None, **kw), name, state)
-    if state is not None:
-        load_state_dict_strict(model, state, source=str(options.weights))
+    model, sha = _build(lambda n, **kw: tvm.get_model(n, weights=None, **kw), name, options)
     size, mean, std = 224, IMAGENET_MEAN, IMAGENET_STD
     try:  # the preset's crop size and normalisation, from torchvision's metadata (no download)
         kw = tvm.get_model_weights(name).DEFAULT.transforms.keywords
@@ -155,14 +161,7 @@ class TimmAdapter(Adapter):
     def __init__(self, nhwc: dict[str, int]) -> None:
         self.nhwc = nhwc  # stage name → channels
 
-    def forward(
-        self,
-        module: nn.Module,
-        inputs: Any,
-        names: Sequence[str],
-        record: Callable[[str, nn.Module, Any], None],
-        want_virtual: bool,
-    ) -> Any:
+    def forward(self, module: nn.Module, inputs: Any, names: Sequence[str], record: Record, want_virtual: bool) -> Any:
         def to_nchw(name: str, m: nn.Module, out: Any) -> None:
             c = self.nhwc.get(name)
             if c is not None and isinstance(out, Tensor) and out.ndim == 4 and out.shape[-1] == c:
@@ -170,6 +169,13 @@ class TimmAdapter(Adapter):
             record(name, m, out)
 
         return super().forward(module, inputs, names, to_nchw, want_virtual)
+
+
+def _timm_classifier(model: nn.Module) -> str | None:
+    """The classifier module named in the model's ``pretrained_cfg``, if the model has it."""
+    classifier = cast(dict[str, Any], model.pretrained_cfg).get("classifier")
+    classifier = classifier[0] if isinstance(classifier, (list, tuple)) else classifier
+    return classifier if classifier in dict(model.named_modules()) else None
 
 
 @SOURCES.register("timm")
@@ -181,21 +187,8 @@ def load_timm(name: str, options: LoadOptions) -> LoadedModel:
     if not timm.is_model(name):
         raise NotFoundError(f"no timm model {name!r}; {suggest(name, timm.list_models())}")
     random_init = keeps_random_init(f"timm:{name}", options)
-    state, sha = _read_state(options)
-
-    def factory(n: str, **kw) -> nn.Module:
-        return timm.create_model(n, pretrained=False, **kw)
-
-    with seeded():
-        model = factory(name)
-    classifier = cast(dict[str, Any], model.pretrained_cfg).get("classifier")
-    classifier = classifier[0] if isinstance(classifier, (list, tuple)) else classifier
-    k = _classes_in_state(model, state, classifier if classifier in dict(model.named_modules()) else None)
-    if k is not None:
-        with seeded():
-            model = factory(name, num_classes=max(k, 0))
-    if state is not None:
-        load_state_dict_strict(model, state, source=str(options.weights))
+    factory = lambda n, **kw: timm.create_model(n, pretrained=False, **kw)  # noqa: E731
+    model, sha = _build(factory, name, options, _timm_classifier, headless=True)
     cfg = cast(dict[str, Any], model.pretrained_cfg)
     c, h, _w = cfg.get("input_size", (3, 224, 224))
     num_classes = getattr(model, "num_classes", None) or None

@@ -60,6 +60,15 @@ def _keras_init(module: nn.Module) -> None:
                     nn.init.zeros_(p)  # PyTorch adds both biases; Keras has one
 
 
+def _chain(h: Tensor, blocks: nn.ModuleList) -> list[Tensor]:
+    """Run ``h`` through ``blocks`` in turn; every block's output."""
+    out = []
+    for block in blocks:
+        h = block(h)
+        out.append(h)
+    return out
+
+
 @ZOO.register("mlp")
 class MLP(nn.Module):
     """Flattened image → 512 → 256 → 128 (Linear → LayerNorm → GELU each) → ``head``.
@@ -91,11 +100,7 @@ class MLP(nn.Module):
 
     def features(self, x: Tensor) -> list[Tensor]:
         """Each block's output, [(N, D_i)]."""
-        h, out = self.flatten(x), []
-        for block in self.blocks:
-            h = block(h)
-            out.append(h)
-        return out
+        return _chain(self.flatten(x), self.blocks)
 
     def forward(self, x: Tensor) -> Tensor:  # (N, C, H, W) → (N, num_classes)
         return self.head(self.features(x)[-1])
@@ -162,11 +167,7 @@ class CNN(nn.Module):
 
     def features(self, x: Tensor) -> list[Tensor]:
         """Each stage's map, [(N, widths[i], H_i, W_i)]."""
-        h, out = self.stem(x), []
-        for stage in self.stages:
-            h = stage(h)
-            out.append(h)
-        return out
+        return _chain(self.stem(x), self.stages)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.features(x)[-1].mean((2, 3)))
