@@ -15,8 +15,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
-from laya_inspect.compare.inputs import expand_head_dirs
-from laya_inspect.compare.seeds import across_seeds, t_estimate
+from laya_inspect.compare.seeds import across_seeds, expand_head_dirs, t_estimate
 from laya_inspect.errors import InputError
 from laya_inspect.report.across import seed_sections, seed_tables
 

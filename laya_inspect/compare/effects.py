@@ -137,7 +137,7 @@ class Measured:
     def join(parts: Sequence[Measured]) -> Measured:
         """The measurements of consecutive row ranges (one process's each, under torchrun) as one,
         rows in order; the subsets and params are the same in every part."""
-        joined = {}
+        joined: dict[str, Any] = {}
         for f in fields(Measured):
             values = [getattr(p, f.name) for p in parts]
             if isinstance(values[0], Reference):

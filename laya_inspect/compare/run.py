@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,11 +47,10 @@ from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan
 from .effects import Measured, Remover, measure
-from .inputs import expand_head_dirs
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, resolve_ablations
 from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
-from .seeds import across_seeds
+from .seeds import SEED_DIR, across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
 
 
@@ -140,7 +138,7 @@ def _load_heads(
         head, cfg = load_head(d, store=store, force=allow_other_cache)
         path = Path(d).resolve()
         base = path.name or "head"
-        if re.fullmatch(r"seed_\d+", base) and path.parent.name:  # fit-head's <head>/seed_<S>/ → "<head>-seed_<S>"
+        if SEED_DIR.fullmatch(base) and path.parent.name:  # fit-head's <head>/seed_<S>/ → "<head>-seed_<S>"
             base = f"{path.parent.name}-{base}"
         name, k = base, 2
         while name in heads:

@@ -16,8 +16,7 @@ from . import metrics as M
 from .constant import Constant, constant_rule
 from .effects import Measured, _finite_rows
 from .lolo import ABLATIONS
-from .paired import HEADLINE
-from .verdicts import Rows, row_values, significant_best, versus_constant
+from .paired import HEADLINE, Rows, row_values, significant_best, versus_constant
 
 if TYPE_CHECKING:
     from .run import HeadResult
@@ -173,7 +172,7 @@ def caveats(n_layers: int, ablation: str, lolo: dict[str, Any]) -> tuple[list[st
 def best(methods: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None]) -> dict[str, list[str]]:
     """Per score in :data:`BEST_METRICS`: the methods with the highest value, among the non-circular
     ones with a value (at least two of them, else none). Only for summaries written before "best"
-    was stored; new runs mark best through :func:`.verdicts.significant_best`."""
+    was stored; new runs mark best through :func:`.paired.significant_best`."""
     out: dict[str, list[str]] = {}
     for key in BEST_METRICS:
         values = {}
