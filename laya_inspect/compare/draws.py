@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,3 +36,10 @@ def per_row(draw: Callable[[int], np.ndarray], n: int, span: RowSpan = RowSpan()
     if n == total:  # one process: the draw itself
         return full
     return np.take(full, np.arange(span.start, span.start + n), axis=axis)
+
+
+def seeded_rows(n: int, k: int | None, seed: Any) -> np.ndarray:
+    """All ``n`` rows, or ``k`` of them drawn without replacement by ``default_rng(seed)``, sorted."""
+    if k is None or k >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))

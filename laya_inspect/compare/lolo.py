@@ -69,6 +69,20 @@ def layers_and_target(head: Head, hs: Sequence[Tensor], target) -> tuple[list[Te
     return hs, target
 
 
+def forward_rows(head: Head, hs: Sequence[Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(logits (N, C), weights (N, L) or None) of the intact head, in float64, ``batch_size`` rows a pass."""
+    logits: list[Tensor] = []
+    weights: list[Tensor] = []
+    with torch.no_grad():
+        for s in range(0, len(hs[0]), batch_size):
+            out = head([h[s : s + batch_size] for h in hs])
+            logits.append(out.logits.cpu())
+            if out.weights is not None:
+                weights.append(out.weights.cpu())
+    w = torch.cat(weights).double().numpy() if weights else None
+    return torch.cat(logits).double().numpy(), w
+
+
 def _prepare(
     head: Head, hs: Sequence[Tensor], target, ablation: str, baselines, donors: Sequence | None = None
 ) -> tuple[Ablation, list[Tensor], Tensor, list[Tensor] | None]:

@@ -308,12 +308,6 @@ def curve_area(curve: np.ndarray) -> float:
     return float(c[:-1].mean()) if len(c) >= 2 else float("nan")
 
 
-def _nanmean(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=np.float64)
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if len(x) else float("nan")
-
-
 def per_class(values: np.ndarray, classes: np.ndarray, num_classes: int) -> np.ndarray:
     """Mean of ``values`` (N, …) per class, NaNs ignored; (C, …), NaN where a class has no sample."""
     values = np.asarray(values, dtype=np.float64)
@@ -333,11 +327,10 @@ def per_class_faithfulness(
 ) -> dict[str, list]:
     """Per class: mean ρ over valid rows (no bootstrap), n_valid, n_undefined."""
     rho = spearman_rows(scores, effects, tol)
-    classes = np.asarray(classes)
-    means, n_valid, n_undef = [], [], []
-    for c in range(num_classes):
-        r = rho[classes == c]
-        means.append(_nanmean(r))
-        n_valid.append(int((~np.isnan(r)).sum()))
-        n_undef.append(int(np.isnan(r).sum()))
-    return {"mean": means, "n_valid": n_valid, "n_undefined": n_undef}
+    per = [rho[np.asarray(classes) == c] for c in range(num_classes)]
+    valid = [r[~np.isnan(r)] for r in per]
+    return {
+        "mean": [float(v.mean()) if len(v) else float("nan") for v in valid],
+        "n_valid": [len(v) for v in valid],
+        "n_undefined": [len(r) - len(v) for r, v in zip(per, valid)],
+    }

@@ -135,16 +135,8 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 add(h, abl, "lolo", f"layer:{layers[i]}", "mean_effect", v)
             near = lolo.get("near_ties")
             if near:
-                for key in ("all_tied_share", "top_tied_share", "any_tied_share"):
-                    add(
-                        h,
-                        abl,
-                        "lolo",
-                        "all",
-                        f"near_tie_{key.removesuffix('_tied_share')}_share",
-                        near[key],
-                        "near_tie_share",
-                    )
+                for tie in ("all", "top", "any"):
+                    add(h, abl, "lolo", "all", f"near_tie_{tie}_share", near[f"{tie}_tied_share"], "near_tie_share")
                 add(h, abl, "lolo", "all", "tie_tolerance", near["tolerance"], "")
             if "mean_max_abs_effect" in lolo:
                 add(h, abl, "lolo", "all", "mean_max_abs_effect", lolo["mean_max_abs_effect"], "")
@@ -308,13 +300,8 @@ def write_h5(
                         "params": meas.params,
                     },
                 )
-                ag["p"], ag["p_ablated"], ag["effects"], ag["finite"] = (
-                    meas.p,
-                    meas.p_ablated,
-                    meas.effects,
-                    meas.finite,
-                )
-                ag["subsets"], ag["p_subsets"] = meas.subsets, meas.p_subsets
+                for key in ("p", "p_ablated", "effects", "finite", "subsets", "p_subsets"):
+                    ag[key] = getattr(meas, key)
                 for ref in ("oracle", "random", "top1_only"):
                     rr = getattr(meas, ref)
                     rg = ag.create_group(f"references/{ref}")

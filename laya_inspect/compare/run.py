@@ -28,7 +28,7 @@ import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,9 +45,9 @@ from ..workers import cpu_workers, run_forked
 from . import metrics as M
 from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
-from .draws import RowSpan
+from .draws import RowSpan, seeded_rows
 from .effects import Measured, Remover, measure
-from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, resolve_ablations
+from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
 from .seeds import SEED_DIR, across_seeds, expand_head_dirs
@@ -165,13 +165,6 @@ def _plan_ablations(
     return plan
 
 
-def _rows(store: FeatureStore, config: CompareConfig) -> np.ndarray:
-    n = store.n(config.split)
-    if config.limit is None or config.limit >= n:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(config.seed).choice(n, size=config.limit, replace=False))
-
-
 def _finite_rows(
     store: FeatureStore, config: CompareConfig, rows: np.ndarray, feats: list[np.ndarray]
 ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any] | None]:
@@ -191,18 +184,6 @@ def _finite_rows(
         )
     info = {"n": int(len(bad)), "rows": bad.astype(int).tolist(), "why": "non-finite features (NaN or ±inf)"}
     return rows[ok], [f[ok] for f in feats], info
-
-
-def _forward(head: Head, hs: list[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
-    logits: list[torch.Tensor] = []
-    weights: list[torch.Tensor | None] = []
-    with torch.no_grad():
-        for s in range(0, len(hs[0]), batch_size):
-            out = head([h[s : s + batch_size] for h in hs])
-            logits.append(out.logits.cpu())
-            weights.append(None if out.weights is None else out.weights.cpu())
-    w = None if weights[0] is None else torch.cat(cast(list[torch.Tensor], weights)).double().numpy()
-    return torch.cat(logits).double().numpy(), w
 
 
 def _order(scores: np.ndarray) -> np.ndarray:
@@ -233,7 +214,7 @@ def _run_head(
 
     # every process runs this pass on every row: one forward, cheap beside the ablations, and the
     # refusal below then sees all the rows, as it does in one process
-    logits, weights = _forward(head, hs, config.batch_size)
+    logits, weights = forward_rows(head, hs, config.batch_size)
     finite = np.isfinite(logits).all(axis=1)
     if not finite.all() and (not finite.any() or not config.allow_nonfinite):
         k = int((~finite).sum())
@@ -344,7 +325,7 @@ def compare_heads(
     explicit = {m for m in requested if m != "all"}
     plan = plan_methods(methods, plain_heads, explicit=explicit)
     out = Path(out_dir)
-    rows = _rows(store, config)
+    rows = seeded_rows(store.n(config.split), config.limit, config.seed)
     used = {a for run, _ in abl_plan.values() for a in run}
     values: dict[str, Any] = {
         "means": layer_means(store, "train")

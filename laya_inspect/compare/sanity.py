@@ -23,6 +23,8 @@ from ..heads import HEADS, Head
 from ..runtime import Progress, seeded
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
+from .draws import seeded_rows
+from .lolo import forward_rows
 
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
 EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
@@ -132,10 +134,7 @@ def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
 def training_rows(store: Any, split: str, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
     """The permuted-label fit's rows of ``split``: every row, or at most TRAIN_ROWS seeded ones, with
     finite features; (per-layer features, labels). Read once, before any fork."""
-    n = store.n(split)
-    rows = np.arange(n)
-    if n > TRAIN_ROWS:
-        rows = np.sort(np.random.default_rng(seed).choice(n, size=TRAIN_ROWS, replace=False))
+    rows = seeded_rows(store.n(split), TRAIN_ROWS, seed)
     feats = store.layers(split, rows)
     ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0)
     return [f[ok] for f in feats], np.asarray(store.labels(split, rows), dtype=np.int64)[ok]
@@ -194,14 +193,8 @@ def permuted_head(
 
 def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(predictions (N,), mean weight per layer (L,) or None) of one forward pass."""
-    preds, weights = [], []
-    with torch.no_grad():
-        for s in range(0, len(hs[0]), batch_size):
-            out = head([h[s : s + batch_size] for h in hs])
-            preds.append(out.logits.argmax(1).cpu().numpy())
-            if out.weights is not None:
-                weights.append(out.weights.double().cpu().numpy())
-    return np.concatenate(preds), (np.concatenate(weights).mean(0) if weights else None)
+    logits, weights = forward_rows(head, hs, batch_size)
+    return logits.argmax(1), None if weights is None else weights.mean(0)
 
 
 @dataclass
@@ -294,13 +287,6 @@ def data_randomisation(
     }
 
 
-def checked_rows(n: int, seed: int) -> np.ndarray:
-    """The rows the attributions are compared on: all, or at most ROWS seeded ones (sorted)."""
-    if n <= ROWS:
-        return np.arange(n)
-    return np.sort(np.random.default_rng([seed, ROWS_STREAM]).choice(n, size=ROWS, replace=False))
-
-
 def check_head(
     head: Head,
     cfg: Mapping[str, Any],
@@ -317,7 +303,7 @@ def check_head(
     """Both checks for one head of compare (``result``: its HeadResult, every row measured; ``rows``: its
     training split's rows, :func:`training_rows`)."""
     methods = [m for m in result.scores if m not in STATIC]
-    pick = checked_rows(len(labels), seed)
+    pick = seeded_rows(len(labels), ROWS, [seed, ROWS_STREAM])  # the rows the attributions are compared on
     index = torch.from_numpy(pick).to(hs[0].device)
     trained = Trained(
         [h[index] for h in hs],

@@ -10,6 +10,7 @@ import numpy as np
 from ..cache.store import FeatureStore
 from ..choices import DONOR_POOL
 from ..errors import InputError, NotFoundError, suggest
+from .draws import seeded_rows
 
 
 def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
@@ -42,9 +43,7 @@ def donor_pool(store: FeatureStore, split: str = "train", size: int = DONOR_POOL
         raise NotFoundError(
             f"no split {split!r} in {store.path} to draw resample donors from; {suggest(split, store.splits)}"
         )
-    n = store.n(split)
-    rng = np.random.default_rng([seed, 4])
-    rows = np.sort(rng.choice(n, size=min(n, size), replace=False)) if n else np.arange(0)
+    rows = seeded_rows(store.n(split), size, [seed, 4])
     feats = store.layers(split, rows)
     ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0) if len(rows) else np.zeros(0, bool)
     if not ok.any():
