@@ -17,7 +17,7 @@ Registry ``METHODS``:
 * ``static``  — ScalarMix's softmax weights, the same row for every input (heads of kind ``scalarmix``).
 * ``random``  — seeded uniform noise in [0, 1), the floor every method must beat.
 
-A method not defined for a head is skipped with a reason (:func:`skip_reason`); it is an error only
+A method not defined for a head is skipped with a reason (:meth:`Method.skip_reason`); it is an error only
 when it is defined for none of the heads asked about (:func:`plan_methods`).
 """
 
@@ -305,10 +305,6 @@ def resolve_methods(requested: str | Sequence[str]) -> list[str]:
     return resolve_names(requested, METHODS, "attribution method", METHODS.names())[0]
 
 
-def skip_reason(method: str, head: Head) -> str | None:
-    return METHODS.get(method).skip_reason(head)
-
-
 def plan_methods(
     methods: Sequence[str], heads: dict[str, Head], *, explicit: bool | Collection[str] = True
 ) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -320,7 +316,7 @@ def plan_methods(
     named = set(methods) if explicit is True else set(explicit or ())
     plan: dict[str, tuple[list[str], dict[str, str]]] = {name: ([], {}) for name in heads}
     for m in methods:
-        reasons = {name: skip_reason(m, head) for name, head in heads.items()}
+        reasons = {name: METHODS.get(m).skip_reason(head) for name, head in heads.items()}
         if m in named and all(reasons.values()):
             kinds = ", ".join(f"{n} ({h.kind})" for n, h in heads.items())
             raise InputError(

@@ -51,13 +51,6 @@ def _dtype(head: Head) -> torch.dtype:
     return next(head.parameters()).dtype
 
 
-def check_effect(effect: str) -> str:
-    """``effect`` if it is one of :data:`~.config.EFFECTS`, else an InputError naming them."""
-    if effect not in EFFECTS:
-        raise InputError(f"effect must be one of {', '.join(EFFECTS)}, got {effect!r}")
-    return effect
-
-
 def layers_and_target(head: Head, hs: Sequence[Tensor], target) -> tuple[list[Tensor], Tensor]:
     """``hs`` as a list, checked to be the head's L layers, and ``target`` as a long tensor beside them."""
     hs = list(hs)
@@ -230,7 +223,8 @@ def ablate_sets(
     sets = list(sets)
     if not any(s.k for s in sets):
         return [np.zeros((n, 0)) for _ in sets]
-    check_effect(effect)
+    if effect not in EFFECTS:
+        raise InputError(f"effect must be one of {', '.join(EFFECTS)}, got {effect!r}")
     abl, hs, target, base = _prepare(head, hs, target, ablation, baselines, donors)
     n_draws = max(1, int(draws)) if abl.needs_donors else 1
     idx = None

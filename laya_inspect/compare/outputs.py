@@ -268,17 +268,9 @@ def write_h5(
                 },
             )
             first = r.primary
-            arrays = {
-                "targets": r.targets,
-                "preds": r.preds,
-                "logits": r.logits,
-                "weights": r.weights,
-                "p": first.p,
-                "p_ablated": first.p_ablated,
-                "effects": first.effects,
-                "p_topk_oracle": first.oracle.p_topk,
-                "p_topk_random": first.random.p_topk,
-            }
+            arrays = {k: getattr(r, k) for k in ("targets", "preds", "logits", "weights")}
+            arrays |= {k: getattr(first, k) for k in ("p", "p_ablated", "effects")}
+            arrays |= {"p_topk_oracle": first.oracle.p_topk, "p_topk_random": first.random.p_topk}
             for key, v in arrays.items():
                 if v is not None:
                     g[key] = v

@@ -71,13 +71,7 @@ def head_color(kind: str) -> str:
 
 
 def line_kw(style: Mapping[str, Any]) -> dict[str, Any]:
-    kw = {
-        "color": style["color"],
-        "marker": style["marker"],
-        "ls": style["ls"],
-        "lw": style.get("lw", 1.6),
-        "ms": style.get("ms", 6),
-    }
+    kw = {k: style[k] for k in ("color", "marker", "ls")} | {"lw": style.get("lw", 1.6), "ms": style.get("ms", 6)}
     if style.get("mfc") is not None:
         kw["mfc"] = style["mfc"]
     return kw
