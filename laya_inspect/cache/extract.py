@@ -14,8 +14,7 @@ from ..files import check_out, output_lock, spec_paths
 from ..models import load_model
 from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
-from .rows import prepare, result_of, to_device, write_rows
-from .writer import FeatureWriter
+from .rows import prepare, result_of, to_device, write_cache
 
 
 def extract_features(
@@ -68,19 +67,9 @@ def extract_features(
 def _extract(config: ExtractConfig, emit: Progress) -> ExtractResult:
     prep = prepare(config, pick_device(config.device))
     start_time = time.perf_counter()
-    with FeatureWriter(
-        config.out,
-        attrs=prep.attrs,
-        split_sizes={s: sp.n for s, sp in prep.data.splits.items()},
-        widths=prep.widths,
-        num_logits=prep.num_logits,
-        dtype=config.dtype,
-        overwrite=config.overwrite,
-        allow_nonfinite=config.allow_nonfinite,
-    ) as writer:
-        written, resumed = write_rows(config, prep, writer, prep.data.splits, emit)
-        nonfinite = writer.nonfinite()
-        writer.finish()
+    written, resumed, nonfinite = write_cache(
+        config, prep, config.out, prep.data.splits, emit, attrs=prep.attrs, overwrite=config.overwrite
+    )
     return result_of(config, prep, written, resumed, nonfinite, time.perf_counter() - start_time)
 
 

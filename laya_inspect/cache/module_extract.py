@@ -92,7 +92,11 @@ def extract_from_module(
         "seed": 0,
         "torch_version": torch.__version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": {"api": "extract_features(model, batches)", "layers": names, "pool": _pool_name(pool)},
+        "command": {
+            "api": "extract_features(model, batches)",
+            "layers": names,
+            "pool": pool if isinstance(pool, str) else dict(pool),
+        },
         "data_fingerprint": _fingerprint(gathered),
         "random_init": False,
         "warnings": [],
@@ -250,7 +254,3 @@ def _fingerprint(gathered: dict[str, _Split]) -> str:
         h.update(np.ascontiguousarray(g.labels, dtype=np.int64).tobytes())
         h.update(g.digest.digest())
     return h.hexdigest()[:16]
-
-
-def _pool_name(pool: str | Mapping[str, str]) -> str | dict[str, str]:
-    return pool if isinstance(pool, str) else dict(pool)

@@ -1,16 +1,20 @@
 """Rows through the model into a cache: load the model and data and fix the cache's widths and
 attributes from one dry batch (:func:`prepare`), then write every split's rows not yet written
-(:func:`write_rows`). One process (`extract.py`) and every torchrun process (`shards.py`) run these."""
+(:func:`write_cache`). One process (`extract.py`) and every torchrun process (`shards.py`) run these.
+Also what a cache records about where its rows came from: the normalisation in words, and a
+fingerprint of the data that a resumed run must match."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from .. import __version__
@@ -20,7 +24,6 @@ from ..layers import reduce_batch
 from ..models import load_model
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, ExtractConfig, ExtractResult
-from .provenance import data_fingerprint, describe_normalization
 from .writer import FeatureWriter
 
 
@@ -120,11 +123,38 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     )
 
 
-def write_rows(
+def write_cache(
+    config: ExtractConfig,
+    prep: Prepared,
+    path: str | Path,
+    splits: dict[str, Any],
+    emit: Progress,
+    *,
+    attrs: dict[str, Any],
+    overwrite: bool = False,
+) -> tuple[int, dict[str, int], dict[str, int]]:
+    """Create or resume the cache ``path`` and run each split's rows not yet in it through the model
+    into it, then mark it complete; (rows written, rows found already written per split, non-finite
+    values per layer)."""
+    with FeatureWriter(
+        path,
+        attrs=attrs,
+        split_sizes={s: sp.n for s, sp in splits.items()},
+        widths=prep.widths,
+        num_logits=prep.num_logits,
+        dtype=config.dtype,
+        overwrite=overwrite,
+        allow_nonfinite=config.allow_nonfinite,
+    ) as writer:
+        written, resumed = _write_rows(config, prep, writer, splits, emit)
+        nonfinite = writer.nonfinite()
+        writer.finish()
+    return written, resumed, nonfinite
+
+
+def _write_rows(
     config: ExtractConfig, prep: Prepared, writer: FeatureWriter, splits: dict[str, Any], emit: Progress
 ) -> tuple[int, dict[str, int]]:
-    """Run each split's rows not yet in ``writer`` through the model into it; (rows written, rows
-    found already written per split)."""
     written = 0
     resumed: dict[str, int] = {}
     device, names = prep.device, prep.names
@@ -183,6 +213,51 @@ def result_of(
         batch_size=prep.batch_size,
         world_size=world_size,
     )
+
+
+def describe_normalization(transforms: dict[str, Any]) -> str:
+    """What normalisation the inputs got, in words, from the transforms the cache records."""
+    norm = transforms.get("normalize", transforms.get("normalization")) if isinstance(transforms, dict) else None
+    if norm in (None, "none", {}, []):
+        return "none"
+    if isinstance(norm, dict) and not norm.get("applied", True):
+        return f"none ({norm['why']})" if norm.get("why") else "none"
+    if isinstance(norm, dict):
+        where = f" ({norm['from']})" if norm.get("from") else ""
+        return f"mean {norm.get('mean')}, std {norm.get('std')}{where}"
+    return str(norm)
+
+
+def data_fingerprint(data: Any) -> str:
+    """A hash of what the rows come from, so a resumed run can tell that the data changed: the files
+    behind the spec (content of a file; names, sizes and times of a folder's files), each split's
+    planned labels and rows, and the transformed inputs of each split's first rows."""
+    h = hashlib.sha256()
+    location = Path(getattr(data, "location", "") or "")
+    if str(location) not in ("", ".") and location.exists():
+        h.update(_files_digest(location).encode())
+    for name, split in data.splits.items():
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(split.labels, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(split.index, dtype=np.int64).tobytes())
+        if split.n:
+            inputs, _, _ = next(iter(split.batches(min(8, split.n))))
+            for t in inputs.values() if isinstance(inputs, dict) else [inputs]:
+                h.update(np.ascontiguousarray(torch.as_tensor(t).float().cpu().numpy()).tobytes())
+    return h.hexdigest()[:16]
+
+
+def _files_digest(path: Path) -> str:
+    from ..models.weights import sha256_file
+
+    if path.is_file():
+        return sha256_file(path)
+    entries = []
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            entries.append(f"{p.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
 def autocast(device: torch.device, on: bool) -> Any:

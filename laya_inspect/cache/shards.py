@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
 from .schema import decode_attr, encode_attr
-from .writer import VERIFIED, FeatureWriter, partial_path
+from .writer import VERIFIED, partial_path
 
 if TYPE_CHECKING:
     from ..runtime import Progress
@@ -130,13 +131,19 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
         agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else None)
         seconds = time.perf_counter() - start
-    nonfinite: dict[str, int] = {}
-    for _, _, counts in stats:
-        for name, k in counts.items():
-            nonfinite[name] = nonfinite.get(name, 0) + int(k)
+    nonfinite = _add_counts(counts for _, _, counts in stats)
     resumed = {s: sum(r[s] for _, r, _ in stats) for s in plan}
     written = sum(w for w, _, _ in stats)
     return result_of(config, prep, written, resumed, nonfinite, seconds, world_size=world.size)
+
+
+def _add_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Non-finite values per layer, summed over the shards."""
+    total: dict[str, int] = {}
+    for c in counts:
+        for name, k in c.items():
+            total[name] = total.get(name, 0) + int(k)
+    return total
 
 
 def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
@@ -217,7 +224,7 @@ def _write_shard(
     emit: Progress,
 ) -> tuple[int, dict[str, int], dict[str, int]]:
     """This rank's rows of every split into its shard file: (rows written, rows resumed, non-finite)."""
-    from .rows import write_rows
+    from .rows import write_cache
 
     path = shard_path(config.out, world.rank, world.size)
     held.enter_context(output_lock(path))
@@ -232,19 +239,7 @@ def _write_shard(
         return 0, {s: sp.n for s, sp in splits.items()}, _check_shard(path, attrs)
     if partial_path(path).exists():
         _check_shard(partial_path(path), attrs)
-    with FeatureWriter(
-        path,
-        attrs=attrs,
-        split_sizes={s: sp.n for s, sp in splits.items()},
-        widths=prep.widths,
-        num_logits=prep.num_logits,
-        dtype=config.dtype,
-        allow_nonfinite=config.allow_nonfinite,
-    ) as writer:
-        written, resumed = write_rows(config, prep, writer, splits, emit)
-        nonfinite = writer.nonfinite()
-        writer.finish()
-    return written, resumed, nonfinite
+    return write_cache(config, prep, path, splits, emit, attrs=attrs)
 
 
 def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
@@ -289,10 +284,7 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
     for key, value in first.attrs.items():
         if key != "shard":
             f.attrs[key] = value
-    total: dict[str, int] = {}
-    for s in shards:
-        for name, k in (decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {}).items():
-            total[name] = total.get(name, 0) + int(k)
+    total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:
         ranges = plan[split]

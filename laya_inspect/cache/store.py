@@ -250,22 +250,15 @@ def _progress(path: Path) -> str:
 
 def _read(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
     try:
-        return _read_rows(ds, rows)
+        if rows is None or isinstance(rows, slice):
+            return ds[() if rows is None else rows]
+        rows = np.asarray(rows)
+        # h5py fancy indexing needs increasing indices; read sorted then restore the order asked for.
+        order = np.argsort(rows, kind="stable")
+        uniq, inverse = np.unique(rows[order], return_inverse=True)
+        data = ds[uniq]
     except (OSError, RuntimeError) as e:  # a damaged file: its chunks cannot be read back
         raise CacheError(f"{ds.file.filename}: cannot read {ds.name} ({e})") from None
-
-
-def _read_rows(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
-    if rows is None:
-        return ds[()]
-    if isinstance(rows, slice):
-        return ds[rows]
-    rows = np.asarray(rows)
-    # h5py fancy indexing needs increasing indices; read sorted then restore the order asked for.
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    uniq, inverse = np.unique(sorted_rows, return_inverse=True)
-    data = ds[uniq]
     out = np.empty((len(rows),) + data.shape[1:], dtype=data.dtype)
     out[order] = data[inverse]
     return out
