@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from laya_inspect.compare import metrics as M
-from laya_inspect.compare.constant import constant_rule, cross_fit, folds
 from laya_inspect.compare.effects import Measured, Reference
-from laya_inspect.compare.paired import paired_difference, verdict
+from laya_inspect.compare.paired import constant_rule, cross_fit, folds, paired_difference, verdict
 from laya_inspect.compare.scores import ablation_summary
 
 # -- paired bootstrap ---------------------------------------------------------------------------

@@ -13,10 +13,9 @@ import numpy as np
 
 from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
-from .constant import Constant, constant_rule
 from .effects import Measured, _finite_rows
 from .lolo import ABLATIONS
-from .paired import HEADLINE, Rows, row_values, significant_best, versus_constant
+from .paired import HEADLINE, Constant, Rows, constant_rule, row_values, significant_best, versus_constant
 
 if TYPE_CHECKING:
     from .run import HeadResult

@@ -17,7 +17,8 @@ class _Bad(Exception):
 
 
 def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False) -> Any:
-    """``obj[key]`` checked against ``kind`` ("num": a number or null; a type or tuple of types)."""
+    """``obj[key]`` checked against ``kind`` ("num": a number or null; "nums" / "strs": a list of them;
+    a type or tuple of types)."""
     if isinstance(key, str):
         if not isinstance(obj, dict):
             raise _Bad(f"{where} is not an object")
@@ -32,11 +33,11 @@ def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False
             raise _Bad(f"{here} is {value!r}, not a number")
         if isinstance(value, int) and abs(value) > 2**53:  # no score is that large, and float() would overflow
             raise _Bad(f"{here} is {value}, out of range")
-    elif kind == "nums":
+    elif kind in ("nums", "strs"):
         if not isinstance(value, list):
-            raise _Bad(f"{here} is not a list")
+            raise _Bad(f"{here} is not a list" if kind == "nums" else f"{here} is {value!r}")
         for i in range(len(value)):
-            _get(value, i, "num", here)
+            _get(value, i, "num" if kind == "nums" else str, here)
     elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _Bad(f"{here} is {value!r}")
     return value
@@ -95,13 +96,10 @@ def _ablation(a: Any, where: str) -> None:
             _get(profile, "what", str, f"{where}.references.{r}.profile", optional=True)
             _get(profile, "fold_sizes", "nums", f"{where}.references.{r}.profile", optional=True)
     for k in ("caveats", "notes"):
-        items = _get(a, k, list, where, optional=True) or []
-        for i in range(len(items)):
-            _get(items, i, str, f"{where}.{k}")
+        _get(a, k, "strs", where, optional=True)
     best = _get(a, "best", dict, where, optional=True) or {}
     for k in best:
-        for i in range(len(_get(best, k, list, f"{where}.best"))):
-            _get(best[k], i, str, f"{where}.best.{k}")
+        _get(best, k, "strs", f"{where}.best")
     for k, t in (_get(a, "best_tests", dict, where, optional=True) or {}).items():
         here = f"{where}.best_tests.{k}"
         for key in ("leader", "runner_up"):
@@ -124,16 +122,14 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
         for k in ("path", "fingerprint"):
             _get(cache, k, str, "summary.cache")
         for k in ("layer_names", "class_names"):
-            for i in range(len(_get(cache, k, list, "summary.cache"))):
-                _get(cache[k], i, str, f"summary.cache.{k}")
+            _get(cache, k, "strs", "summary.cache")
         for k in ("split", "target", "baseline", "ablation"):
             _get(summary, k, str, "summary")
         _get(summary, "effect", str, "summary", optional=True)  # absent before --effect: "prob"
         _get(summary, "n", int, "summary")
         _get(summary, "seed", (int, type(None)), "summary")
         _get(summary, "tie_tolerance", "num", "summary", optional=True)
-        for i in range(len(_get(summary, "ablations", list, "summary", optional=True) or [])):
-            _get(summary["ablations"], i, str, "summary.ablations")
+        _get(summary, "ablations", "strs", "summary", optional=True)
         _get(_get(summary, "config", dict, "summary"), "n_boot", int, "summary.config")
         dirs = _get(summary, "directions", dict, "summary")
         for k in ("faithfulness", "top_layer_agreement"):
@@ -173,6 +169,5 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
                         for part in ("mean", "ci_low", "ci_high"):
                             _get(est, part, "num", f"{at}.{k}")
                         _get(est, "values", "nums", f"{at}.{k}")
-    caveats = (_get(across, "caveats", list, where, optional=True) if across else None) or []
-    for i in range(len(caveats)):
-        _get(caveats, i, str, f"{where}.caveats")
+    if across:
+        _get(across, "caveats", "strs", where, optional=True)
