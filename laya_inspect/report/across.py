@@ -12,11 +12,11 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from .html import Cell, Section, Table, slug
-from .reading import num
+from .reading import num, with_ci
 
 # column → summary key of the headline score
 SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
-HTML_SCORES = {
+HEADLINE = {  # the same in report.html (its column headers)
     "top-layer agreement": "top_layer_agreement",
     "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
     "faithfulness ρ": "faithfulness",
@@ -33,7 +33,7 @@ def caveats(summary: dict[str, Any]) -> list[str]:
     return list((summary.get("across_seeds") or {}).get("caveats") or [])
 
 
-def _short(v: Any, sign: bool = False) -> str:
+def short(v: Any, sign: bool = False) -> str:
     """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; never "-.00"."""
     if v is None:
         return "—"
@@ -47,20 +47,20 @@ def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
     if not est or est.get("mean") is None:
         return "—"
     if est.get("ci_low") is None or est.get("ci_high") is None:
-        return _short(est["mean"], sign)
-    return f"{_short(est['mean'], sign)}±{_short((est['ci_high'] - est['ci_low']) / 2)}"
+        return short(est["mean"], sign)
+    return f"{short(est['mean'], sign)}±{short((est['ci_high'] - est['ci_low']) / 2)}"
 
 
 def _cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
-    per_seed = " ".join(_short(v, sign) for v in (est or {}).get("values") or [])
+    per_seed = " ".join(short(v, sign) for v in (est or {}).get("values") or [])
     return Text.assemble(_mean_pm(est, sign), "\n", (per_seed, "dim"))
 
 
 def _verdicts(words: list[Any]) -> Text:
-    short = [WORDS.get(str(w), str(w)) for w in words]
-    if len(set(short)) == 1:
-        return Text(f"{short[0]} (all)", style="bold green" if short[0] == "beats" else "dim")
-    return Text(" / ".join(short), style="yellow")
+    said = [WORDS.get(str(w), str(w)) for w in words]
+    if len(set(said)) == 1:
+        return Text(f"{said[0]} (all)", style="bold green" if said[0] == "beats" else "dim")
+    return Text(" / ".join(said), style="yellow")
 
 
 def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
@@ -104,9 +104,7 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
 def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
     if not est or est.get("mean") is None:
         return "—"
-    ci = "" if est.get("ci_low") is None else f" [{num(est['ci_low'], sign=sign)}, {num(est['ci_high'], sign=sign)}]"
-    per_seed = " / ".join(num(v, sign=sign) for v in est.get("values") or [])
-    return f"{num(est['mean'], sign=sign)}{ci}; {per_seed}"
+    return f"{with_ci(est, sign)}; {' / '.join(num(v, sign=sign) for v in est.get('values') or [])}"
 
 
 def seed_sections(summary: dict[str, Any]) -> list[Section]:
@@ -117,7 +115,7 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
     for g in groups(summary):
         tables = []
         seeds = ", ".join(map(str, g["seeds"]))
-        cols = ["method", *HTML_SCORES, *[f"{c} − constant" for c in HTML_SCORES], "verdict per seed"]
+        cols = ["method", *HEADLINE, *[f"{c} − constant" for c in HEADLINE], "verdict per seed"]
         for a, entry in (g.get("ablations") or {}).items():
             rows: list[list[Cell | str]] = []
             classes = []
@@ -133,8 +131,8 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
                             else m + " °" * bool(row.get("circular")),
                             "text",
                         ),
-                        *[_html_cell(row.get(k)) for k in HTML_SCORES.values()],
-                        *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HTML_SCORES.values()],
+                        *[_html_cell(row.get(k)) for k in HEADLINE.values()],
+                        *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HEADLINE.values()],
                         Cell(said, "text"),
                     ]
                 )

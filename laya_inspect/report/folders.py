@@ -12,7 +12,6 @@ from typing import Any
 
 from ..errors import CacheError, NotFoundError
 
-KINDS = ("fit-head", "compare", "demo")
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare` or `demo`"
 
 

@@ -149,14 +149,7 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     )
     if word == "untested":
         return f"{head} was not tested: no intervals (run with --bootstrap N)."
-
-    def diff(d: dict[str, Any] | None) -> str:
-        if not d or d.get("mean") is None:
-            return "—"
-        ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], sign=True)}, {num(d['ci_high'], sign=True)}]"
-        return num(d["mean"], sign=True) + ci
-
-    parts = ", ".join(f"{label} {diff(vs.get(key))}" for key, label in VERSUS_LABELS.items())
+    parts = ", ".join(f"{label} {with_ci(vs.get(key))}" for key, label in VERSUS_LABELS.items())
     return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired 95% intervals)."
 
 
@@ -200,6 +193,21 @@ def interval(d: dict[str, Any] | None, digits: int = 3, clip: bool = True, sign:
     return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]"
 
 
+def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool = False) -> str:
+    """'mean [lo, hi]' of an estimate, "—" without one; ``clip`` as in :func:`interval`."""
+    if not d or d.get("mean") is None:
+        return "—"
+    return f"{num(d['mean'], digits, sign)} {interval(d, digits, clip, sign)}"
+
+
+def with_ci(d: dict[str, Any] | None, sign: bool = True) -> str:
+    """'+0.12 [+0.03, +0.20]' of an estimate (two decimals); no interval when it has none."""
+    if not d or d.get("mean") is None:
+        return "—"
+    ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], sign=sign)}, {num(d['ci_high'], sign=sign)}]"
+    return num(d["mean"], sign=sign) + ci
+
+
 def _seeds(n: int) -> str:
     return f"{n} seed{'s' * (n != 1)}"
 
@@ -224,8 +232,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             if d["ci_low"] > 0 or d["ci_high"] < 0
             else " (the interval includes 0: no difference shown)"
         )
-        diff = f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}"
-        first += f", {diff} against the last-layer head{resolved}"
+        first += f", {est(d, 3, clip=False, sign=True)} against the last-layer head{resolved}"
     lead_lines = [first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []

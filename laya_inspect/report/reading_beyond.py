@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .reading import Reading, interval, num
+from .reading import Reading, est, interval, num
 
 TINY = 1e-9
 PRUNE_NAMES = {
@@ -32,9 +32,7 @@ def outcome(d: dict[str, Any] | None) -> str:
 
 def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
     """'+0.0116 [+0.0009, +0.0223]' of a paired difference."""
-    if not d or d.get("mean") is None:
-        return "—"
-    return f"{num(d['mean'], digits, sign=True)} {interval(d, digits, clip=False, sign=True)}"
+    return est(d, digits, clip=False, sign=True)
 
 
 def same(d: dict[str, Any] | None) -> bool:

@@ -11,20 +11,16 @@ from typing import Any
 
 from .. import __version__
 from ..errors import LayaError
-from .across import seed_sections
+from .across import HEADLINE, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, slug
-from .reading import compare_reading, demo_reading, fit_reading, interval, num
+from .reading import compare_reading, demo_reading, est, fit_reading, interval, num, with_ci
 from .sanity import html_section as sanity_section
-from .versus import diff_text as _diff
-from .versus import versus_table
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
-    "top-layer agreement": "top_layer_agreement",
-    "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
-    "faithfulness ρ": "faithfulness",
+    **HEADLINE,
     "subset ρ": "subset_faithfulness",
     "deletion area": "deletion_area",
     "insertion area": "insertion_area",
@@ -62,6 +58,39 @@ def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell 
     return rows, classes
 
 
+def versus_table(head: dict[str, Any]) -> Table | None:
+    """Each method − the constant rule on the headline scores (paired differences, 95% intervals) and
+    its verdict (docs/METHOD.md, "The constant rule and paired differences")."""
+    from ..compare.paired import VERDICTS
+
+    methods = head.get("methods") or {}
+    const = (head.get("references") or {}).get("constant")
+    if not const or not any(s.get("vs_constant") for s in methods.values()):
+        return None
+    rows: list[list[Cell | str]] = []
+    classes = []
+    for m, s in methods.items():
+        vs = s.get("vs_constant") or {}
+        word = str(vs.get("verdict"))
+        rows.append(
+            [
+                Cell(m + (" °" if s.get("circular") else ""), "text"),
+                *[with_ci(vs.get(key)) for key in HEADLINE.values()],
+                Cell(VERDICTS.get(word, word), "best" if word == "beats" else "text"),
+            ]
+        )
+        classes.append("ref" if s.get("circular") else "")
+    profile = const.get("profile") or {}
+    caption = (
+        f"method − constant rule, paired over the same rows (95% bootstrap interval); constant rule: "
+        f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
+        f"cross-fitted in {profile.get('folds', 2)} "
+        f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "
+        f"{profile.get('split_seed')})"
+    )
+    return Table(f"constant-{slug(head['name'])}", ["method", *HEADLINE, "verdict"], rows, caption, classes)
+
+
 def _notes(head: dict[str, Any]) -> list[str]:
     out = []
     abls = head.get("ablations") or {}
@@ -75,8 +104,8 @@ def _notes(head: dict[str, Any]) -> list[str]:
             continue
         const = t.get("vs_constant")
         out.append(
-            f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {_diff(t.get('vs_runner_up'))}"
-            + (f", {t['leader']} − constant {_diff(const)}" if const else "")
+            f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {with_ci(t.get('vs_runner_up'))}"
+            + (f", {t['leader']} − constant {with_ci(const)}" if const else "")
             + " (both must lie above 0)"
         )
     out += [f"skipped: {why}" for why in (head.get("methods_skipped") or {}).values()]
@@ -154,12 +183,6 @@ def sanity_sections(summary: dict[str, Any]) -> list[Section]:
     return [] if section is None else [section]
 
 
-def _estimate(d: dict[str, Any] | None, sign: bool = False, clip: bool = True) -> str:
-    if not d or d.get("mean") is None:
-        return "—"
-    return f"{num(d['mean'], 3, sign)} {interval(d, 3, clip=clip, sign=sign)}"
-
-
 def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: dict[str, Any] | None) -> list[Section]:
     heads = summary["heads"]
     n_seeds = max(int(h.get("n") or 0) for h in heads)
@@ -170,9 +193,9 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: 
         rows.append(
             [
                 h["head"],
-                _estimate(h.get("test_acc")),
-                _estimate(h.get("test_macro_f1")),
-                "(baseline)" if h["head"] == "last" else _estimate(d, sign=True, clip=False),
+                est(h.get("test_acc"), 3),
+                est(h.get("test_macro_f1"), 3),
+                "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
                 " ".join(map(str, h.get("seeds") or [])) or str(h.get("n")),
                 f"{n_warn} warning{'s' * (n_warn > 1)}" if n_warn else "ok",
             ]

@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .across import seed_tables
+from .across import seed_tables, short
 from .reading import interval, num
 from .sanity import terminal_block as sanity_block
 
@@ -44,14 +44,6 @@ def _num(v: Any, fmt: str = ".3f") -> str:
         return "—"
     text = format(v, fmt)
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text  # no "-0.00"
-
-
-def _short(v: Any) -> str:
-    """Two decimals without the leading zero (".72", "-.05", "1.00"): matrix cells stay narrow."""
-    if v is None:
-        return "—"
-    text = format(v, ".2f")
-    return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
 
 
 def _value(entry: dict[str, Any], key: str) -> Any:
@@ -154,21 +146,13 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     return table
 
 
-def _signed(v: Any) -> str:
-    """Two signed decimals without the leading zero ("+.03", "-.10", "+1.00")."""
-    if v is None:
-        return "—"
-    text = format(v, "+.2f")
-    text = "+0.00" if text == "-0.00" else text
-    return text.replace("0.", ".", 1) if text[1:].startswith("0.") else text
-
-
 def _diff(d: dict[str, Any] | None) -> str:
+    """Two signed decimals without the leading zero: "+.03 [-.01,+.08]"."""
     if not d or d.get("mean") is None:
         return "—"
     if d.get("ci_low") is None or d.get("ci_high") is None:
-        return _signed(d["mean"])
-    return f"{_signed(d['mean'])} [{_signed(d['ci_low'])},{_signed(d['ci_high'])}]"
+        return short(d["mean"], sign=True)
+    return f"{short(d['mean'], sign=True)} [{short(d['ci_low'], sign=True)},{short(d['ci_high'], sign=True)}]"
 
 
 def versus_table(head: dict[str, Any]) -> Table | None:
