@@ -12,7 +12,7 @@ from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
 from ..errors import InputError
 from ..options import check, option, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .options import seed_ok, shared, training_rules
+from .options import HEAD_HPARAMS, loop_settings, seed_ok, shared, training_rules
 
 if TYPE_CHECKING:
     from .loop import LoopSettings
@@ -154,14 +154,7 @@ class FitConfig:
         check(self, rules)
 
     def head_hparams(self) -> dict[str, Any]:
-        return {
-            "d_star": self.d_star,
-            "tau": self.tau,
-            "psi": self.psi,
-            "score_width": self.score_width,
-            "init": self.init,
-            "standardize": self.standardize,
-        }
+        return {k: getattr(self, k) for k in (*HEAD_HPARAMS, "standardize")}
 
     def budget(self, n_train: int) -> tuple[int, int]:
         """(epochs, patience) for ``n_train`` training rows: the given values, or the defaults (50, 5)
@@ -172,17 +165,8 @@ class FitConfig:
         return epochs, patience
 
     def loop_settings(self, seed: int, n_train: int) -> LoopSettings:
-        from .loop import LoopSettings
-
         epochs, patience = self.budget(n_train)
-        return LoopSettings(
-            lr=self.lr,
-            epochs=epochs,
-            patience=patience,
-            seed=seed,
-            weight_decay=self.weight_decay,
-            monitor=self.monitor,
-        )
+        return loop_settings(self, epochs=epochs, patience=patience, seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

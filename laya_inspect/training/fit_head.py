@@ -50,7 +50,7 @@ from .loop import (
     train_loop,
     validation_split,
 )
-from .outputs import save_run, summary_rows
+from .outputs import RUN_FIELDS, save_run, summary_rows
 from .stats import macro_f1, summarize_runs, summary_to_jsonable
 
 __all__ = ["FitConfig", "FitResult", "RunResult", "fit_heads", "fit_one", "resolve_heads"]
@@ -81,15 +81,7 @@ class RunResult:
 
     def row(self) -> dict[str, Any]:
         return {
-            "head": self.head,
-            "seed": self.seed,
-            "val_acc": self.val_acc,
-            "val_loss": self.val_loss,
-            "test_acc": self.test_acc,
-            "test_macro_f1": self.test_macro_f1,
-            "test_loss": self.test_loss,
-            "epochs_run": self.epochs_run,
-            "best_epoch": self.best_epoch,
+            **{k: getattr(self, k) for k in RUN_FIELDS},
             "seconds": round(self.seconds, 3),
             "head_dir": str(self.head_dir) if self.head_dir else "",
         }
@@ -235,7 +227,7 @@ def _fit_into(
     """Fit into the folder ``out``; ``out`` None: a process other than rank 0 under torchrun, which
     runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
-    from .profiles import compute_profiles, write_profiles
+    from .profiles import class_names, compute_profiles, write_profiles
     from .quality import chance_level, gate, layer_probes
     from .standardize import standardization
 
@@ -359,7 +351,7 @@ def _fit_into(
     profiles = None
     weighted = [r for r in runs if r.test is not None and r.test.weights is not None]
     if weighted:
-        profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=_class_names(store, num_classes))
+        profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=class_names(store))
         formats = ("png", "svg") if config.svg else ("png",)
         files.update(write_profiles(out / "profiles", profiles, formats=formats))
     return FitResult(
@@ -388,8 +380,3 @@ def _held_layer(splits: dict[str, CacheRows], split: str, layer: int, rows: np.n
     assert held is not None and isinstance(held.x, list)  # forked runs need the cache in memory
     x = held.x[layer].cpu().numpy()
     return (x if rows is None else x[rows]).astype(np.float64)
-
-
-def _class_names(store: FeatureStore, num_classes: int) -> list[str]:
-    names = store.class_names
-    return names if len(names) == num_classes else [str(i) for i in range(num_classes)]

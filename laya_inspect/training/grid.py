@@ -12,6 +12,7 @@ import numpy as np
 
 from ..files import write_csv, write_json
 from ..runtime import Progress, no_progress
+from .options import HEAD_HPARAMS
 
 
 def grid_search(
@@ -42,7 +43,7 @@ def grid_search(
             losses.append(r.val_loss)
         entries.append(
             {
-                **{k: hp[k] for k in ("d_star", "tau", "psi", "score_width", "init")},
+                **{k: hp[k] for k in HEAD_HPARAMS},
                 "width_factor": int(factor),
                 "seeds": list(seeds),
                 "val_acc": accs,

@@ -33,6 +33,7 @@ from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
 from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
+from .options import HEAD_HPARAMS
 from .stats import macro_f1
 
 
@@ -141,13 +142,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         layer_names = DEFAULT_LAYERS[config.arch](backbone)
         with torch.no_grad():
             widths = [h.shape[1] for h in pooled_features(backbone.eval(), train_split.fetch(train_split.index[:2]))]
-        hp = {
-            "d_star": config.d_star,
-            "tau": config.tau,
-            "psi": config.psi,
-            "score_width": config.score_width,
-            "init": config.init,
-        }
+        hp = {k: getattr(config, k) for k in HEAD_HPARAMS}
         head = None if config.head == "last" else build_head(config.head, widths, num_classes, **hp)
     model = JointModel(backbone, head).to(device)
     train, test = InputRows(train_split, device), InputRows(test_split, device)

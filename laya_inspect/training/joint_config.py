@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..choices import LOSSES
 from ..options import check, option, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .options import finite, seed_ok, shared, training_rules
+from .options import finite, loop_settings, seed_ok, shared, training_rules
 
 if TYPE_CHECKING:
     from .loop import LoopSettings
@@ -90,14 +90,4 @@ class JointConfig:
         return self.model.partition(":")[2]
 
     def loop_settings(self) -> LoopSettings:
-        from .loop import LoopSettings
-
-        return LoopSettings(
-            lr=self.lr,
-            epochs=self.epochs,
-            patience=self.patience,
-            seed=self.seed,
-            loss=self.loss,
-            weight_decay=self.weight_decay,
-            monitor=self.monitor,
-        )
+        return loop_settings(self, epochs=self.epochs, patience=self.patience, seed=self.seed, loss=self.loss)

@@ -60,8 +60,7 @@ def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) 
     n = len(labels)
     if mode == "last":
         cut = int(round(n * (1 - fraction)))
-        rows = np.arange(n)
-        train, val = rows[:cut], rows[cut:]
+        train, val = np.arange(cut), np.arange(cut, n)
     elif mode == "stratified":
         rng = np.random.default_rng(seed)
         val_parts = []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
 from ..options import option
 from ..runtime import DEVICE_HELP, check_device
+
+if TYPE_CHECKING:
+    from .loop import LoopSettings
 
 _SHARED: dict[str, dict[str, Any]] = {
     "lr": dict(default=3e-4, flag="--lr", help="Adam learning rate"),
@@ -47,6 +50,16 @@ _SHARED: dict[str, dict[str, Any]] = {
 def shared(name: str, **changes: Any) -> Any:
     """The field of a shared option (``changes`` override its declaration, e.g. ``always=True``)."""
     return option(**{**_SHARED[name], **changes})
+
+
+HEAD_HPARAMS = ("d_star", "tau", "psi", "score_width", "init")  # the head options fit-head and train share
+
+
+def loop_settings(cfg: Any, **run: Any) -> LoopSettings:
+    """The training loop's settings: a config's shared options, and ``run``'s epochs, patience, seed (loss)."""
+    from .loop import LoopSettings
+
+    return LoopSettings(lr=cfg.lr, weight_decay=cfg.weight_decay, monitor=cfg.monitor, **run)
 
 
 SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1

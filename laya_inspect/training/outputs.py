@@ -8,22 +8,25 @@ from typing import Any
 from ..files import write_csv, write_json
 from ..head_dir import save_head
 
+# a run's metrics.json, in order; runs.csv|json add its head_dir
+RUN_FIELDS = (
+    "head",
+    "seed",
+    "val_acc",
+    "val_loss",
+    "test_acc",
+    "test_macro_f1",
+    "test_loss",
+    "epochs_run",
+    "best_epoch",
+    "seconds",
+)
+
 
 def save_run(
     path: Path, r: Any, *, identity: dict[str, Any], split_info: dict[str, Any], training: dict[str, Any], device: str
 ) -> Path:
-    metrics = {
-        "head": r.head,
-        "seed": r.seed,
-        "val_acc": r.val_acc,
-        "val_loss": r.val_loss,
-        "test_acc": r.test_acc,
-        "test_macro_f1": r.test_macro_f1,
-        "test_loss": r.test_loss,
-        "epochs_run": r.epochs_run,
-        "best_epoch": r.best_epoch,
-        "seconds": r.seconds,
-    }
+    metrics = {k: getattr(r, k) for k in RUN_FIELDS}
     meta = {
         **identity,
         "seed": r.seed,

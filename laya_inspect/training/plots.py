@@ -20,8 +20,7 @@ import numpy as np
 
 from ..files import write_with
 
-FORMATS = ("png", "svg")  # what a plot can be written as; PNG only unless SVG is asked for (--svg)
-PNG_ONLY = ("png",)
+PNG_ONLY = ("png",)  # SVG only when asked for (--svg)
 
 
 def _plt() -> Any:

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..files import write_csv, write_json
 from .stats import seed_agreement
+
+if TYPE_CHECKING:
+    from ..cache.store import FeatureStore
 
 GROUPS = ("all", "correct", "incorrect")
 
@@ -79,6 +82,12 @@ def static_profile(static: Sequence[np.ndarray]) -> dict[str, Any]:
     }
 
 
+def class_names(store: FeatureStore) -> list[str]:
+    """The store's class names, or "0" … "C−1" when it records none (or not one per class)."""
+    names = store.class_names
+    return names if len(names) == store.num_classes else [str(i) for i in range(store.num_classes)]
+
+
 def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_names: Sequence[str]) -> dict[str, Any]:
     """Profiles of every weighted head in ``runs`` (train.RunResult: .head, .seed, .test, .static_weights)."""
     heads = list(dict.fromkeys(r.head for r in runs))
@@ -105,12 +114,6 @@ def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_n
         "pooled_over_seeds": True,
         "pooling": "mean, std and class pool the test rows of every seed; seed_means and seed_class are per seed",
     }
-
-
-def profile_line(profiles: dict[str, Any], head: str | None = None) -> str:
-    """'laya α: blocks.0 0.120 · blocks.1 0.201 · blocks.2 0.679' (the first α head, else static),
-    followed by '(pooled over S seeds)' when there are several."""
-    return (profile_lines(profiles, head) or [""])[0]
 
 
 def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str]:
@@ -197,12 +200,7 @@ def write_profiles(
     files["seed_layer_csv"] = _csv(
         out / "seed_layer_weights.csv", ["head", "kind", "seed", "layer", "mean_weight"], seed_rows
     )
-    static_rows = [
-        [h, s, n, float(p["weights"][k, i])]
-        for h, p in profiles["static"].items()
-        for k, s in enumerate(p["seeds"])
-        for i, n in enumerate(names)
-    ]
+    static_rows = [[h, s, n, w] for h, kind, s, n, w in seed_rows if kind == "static"]
     files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
     if plots:
         from .plots import plot_profiles

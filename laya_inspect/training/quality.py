@@ -198,8 +198,8 @@ def head_quality(
         flat = [s for s, w in zip(seeds, weights) if float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD]
         if flat:
             warns.append(
-                f"α constant across inputs in seed(s) {_seeds(flat)} (std over test rows < {ALPHA_CONSTANT_STD} "
-                "for every layer): it weighs layers globally, like ScalarMix, not per input"
+                f"α constant across inputs in seed(s) {', '.join(map(str, flat))} (std over test rows < "
+                f"{ALPHA_CONSTANT_STD} for every layer): it weighs layers globally, like ScalarMix, not per input"
             )
     statics = [r.static_weights for r in runs if r.static_weights is not None]
     if statics and len(statics) == len(runs):
@@ -232,7 +232,3 @@ def _weights_by_seed(runs: Sequence[Any]) -> list[np.ndarray] | None:
     """Per seed, the head's (N, L) weights on the test rows; None for heads without weights."""
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
     return ws if ws and len(ws) == len(runs) else None
-
-
-def _seeds(seeds: Sequence[int]) -> str:
-    return ", ".join(map(str, seeds))

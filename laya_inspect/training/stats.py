@@ -174,13 +174,6 @@ def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any
     return [conv(row) for row in summary]
 
 
-def _row_ranks(w: np.ndarray) -> np.ndarray:
-    """Average ranks along each row (ties share their mean rank)."""
-    from scipy.stats import rankdata
-
-    return rankdata(w, axis=1)
-
-
 def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     """How far seeds agree on the layer weights of the same rows (docs/METHOD.md, "Seed agreement").
 
@@ -198,7 +191,9 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     if len(shapes) != 1 or ws[0].ndim != 2:
         raise InputError(f"seed agreement needs one (N, L) array per seed, all the same shape; got {sorted(shapes)}")
     n, n_layers = ws[0].shape
-    ranks = [_row_ranks(w) for w in ws]
+    from scipy.stats import rankdata
+
+    ranks = [rankdata(w, axis=1) for w in ws]  # average ranks along each row: ties share their mean rank
     centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
     norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
     tops = [w.argmax(axis=1) for w in ws]
