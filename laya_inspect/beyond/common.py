@@ -4,7 +4,7 @@ the head's own held-out rows, and estimates over seeds. Shapes: N samples, L lay
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from torch import Tensor
 
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError
+from ..files import atomic_dir
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
 
@@ -39,6 +40,31 @@ class Split:
 
     def take(self, layers: Sequence[int]) -> list[Tensor]:
         return [self.hs[i] for i in layers]
+
+
+@dataclass
+class Result:
+    """What prune, early-exit and diagnose return: their folder, its summary.json, the files written."""
+
+    out_dir: Path
+    summary: dict[str, Any]
+    files: list[Path]
+
+
+def write_whole(
+    out_dir: str | Path,
+    run: Callable[[Path, Path], tuple[dict[str, Any], list[Path]]],
+    *,
+    command: str,
+    inputs: Sequence[str | Path | None],
+    overwrite: bool,
+) -> Result:
+    """``run(tmp, final)`` computes the summary and writes the folder under a temporary name
+    (:func:`~laya_inspect.files.atomic_dir`: it appears whole or not at all); the files at their final paths."""
+    out = Path(out_dir)
+    with atomic_dir(out, force=overwrite, command=command, inputs=inputs) as tmp:
+        summary, files = run(tmp, out)
+    return Result(out, summary, [out / p.relative_to(tmp) for p in files])
 
 
 def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:
@@ -168,16 +194,11 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -
     return f"no detectable difference between {what} and {baseline}: {span}"
 
 
-def class_names(store: FeatureStore) -> list[str]:
-    names = store.class_names
-    return names if len(names) == store.num_classes else [str(i) for i in range(store.num_classes)]
-
-
 def ablated_accuracy(
     head: Head, split: Split, rows: np.ndarray | None, kept: Sequence[int], ablation: str, means: Sequence[np.ndarray]
 ) -> float:
     """Accuracy of ``head`` with every layer outside ``kept`` removed by ``ablation``."""
-    from ..compare.lolo import check_ablation
+    from ..compare.ablations import check_ablation
 
     abl = check_ablation(ablation, {head.kind: head})
     hs = split.hs if rows is None else rows_tensor(split.hs, rows)

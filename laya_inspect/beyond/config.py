@@ -44,14 +44,18 @@ def common(name: str, **changes: Any) -> Any:
     return option(**{**_COMMON[name], **changes})
 
 
-def _parallel_rules(config: Any) -> list[tuple[bool, str, str]]:
-    return [
-        (getattr(config, name, None) is None or getattr(config, name) >= 1, name, "must be a whole number ≥ 1")
-        for name in ("threads", "workers")
-        if hasattr(config, name)
-    ]
+def _check(config: Any, rules: list[tuple[bool, str, str]]) -> None:
+    """--device, then ``rules``, then the rules of the shared options --costs, --threads and --workers."""
+    check_device(config.device)
+    if hasattr(config, "costs"):
+        rules.append((config.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"))
+    for name in ("threads", "workers"):
+        value = getattr(config, name, None)  # diagnose has no --workers
+        rules.append((value is None or value >= 1, name, "must be a whole number ≥ 1"))
+    check(config, rules)
 
 
+# Optimizer steps the default budget reaches: a few passes over a large split, many over a small one.
 REFIT_STEPS = 500
 MIN_EPOCHS = 3
 
@@ -132,8 +136,7 @@ class PruneConfig:
 
     def __post_init__(self) -> None:
         tuples(self)
-        check_device(self.device)
-        check(
+        _check(
             self,
             [
                 (self.seeds >= 1, "seeds", "must be ≥ 1"),
@@ -141,8 +144,6 @@ class PruneConfig:
                 (math.isfinite(self.max_drop) and 0 <= self.max_drop < 1, "max_drop", "must be in [0, 1)"),
                 (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
                 (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
-                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
-                *_parallel_rules(self),
             ],
         )
 
@@ -165,15 +166,12 @@ class ExitConfig:
     plots: bool = common("plots")
 
     def __post_init__(self) -> None:
-        check_device(self.device)
-        check(
+        _check(
             self,
             [
                 (self.seeds >= 1, "seeds", "must be ≥ 1"),
                 (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
                 (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
-                (self.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"),
-                *_parallel_rules(self),
             ],
         )
 
@@ -191,12 +189,6 @@ class DiagnoseConfig:
     plots: bool = common("plots")
 
     def __post_init__(self) -> None:
-        check_device(self.device)
-        check(
-            self,
-            [
-                (self.permutations >= 1, "permutations", "must be ≥ 1"),
-                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
-                *_parallel_rules(self),
-            ],
+        _check(
+            self, [(self.permutations >= 1, "permutations", "must be ≥ 1"), (self.n_boot >= 0, "n_boot", "must be ≥ 0")]
         )

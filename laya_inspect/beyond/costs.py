@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cache.store import FeatureStore
 from ..errors import InputError, LayaError
-from .config import COST_CHOICES  # noqa: F401  (re-exported)
+from .config import COST_CHOICES
 
 # Sources whose architecture can be built without a weights file (random values, never used).
 _BUILDABLE = ("torchvision", "timm", "zoo", "python")
@@ -140,9 +140,10 @@ def costs_from_model(store: FeatureStore, model_spec: str | None = None) -> Cost
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
     total_flops = float(counter.get_total_flops())
-    ran = {i: t for i, t in first_call.items()}
-    params_total = float(sum(sizes[i] for i in ran))
-    params_after = np.array([sum(sizes[i] for i, t in ran.items() if t > done[n][0]) for n in names], dtype=float)
+    params_total = float(sum(sizes[i] for i in first_call))
+    params_after = np.array(
+        [sum(sizes[i] for i, t in first_call.items() if t > done[n][0]) for n in names], dtype=float
+    )
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
     return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, params_total, total_flops)
 

@@ -26,10 +26,10 @@ import numpy as np
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import CacheError
-from ..files import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
+from ..training.profiles import class_names
 from .common import (
-    class_names,
+    Result,
     estimate,
     head_outputs,
     held_out_rows,
@@ -38,18 +38,12 @@ from .common import (
     paired,
     softmax,
     verdict,
+    write_whole,
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test
 
 TINY = 1e-12
-
-
-@dataclass
-class DiagnoseResult:
-    out_dir: Path
-    summary: dict[str, Any]
-    files: list[Path]
 
 
 def alpha_entropy(w: np.ndarray) -> np.ndarray:
@@ -116,19 +110,19 @@ def diagnose_heads(
     against: FeatureStore | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
-) -> DiagnoseResult:
+) -> Result:
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
-    emit = progress or no_progress
-    out = Path(out_dir)
     if against is not None:
         _same_layers(store, against)
+
+    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+        summary = _diagnose(head_dirs, store, config, against, progress or no_progress)
+        return summary, write_diagnose(tmp, summary, plots=config.plots, as_dir=out)
+
     inputs = [*head_dirs, store.path, against.path if against is not None else None]
-    with atomic_dir(out, force=overwrite, command="diagnose", inputs=inputs) as tmp:
-        summary = _diagnose(head_dirs, store, config, against, emit)
-        files = write_diagnose(tmp, summary, plots=config.plots, as_dir=out)
-    return DiagnoseResult(out, summary, [out / p.relative_to(tmp) for p in files])
+    return write_whole(out_dir, run, command="diagnose", inputs=inputs, overwrite=overwrite)
 
 
 def _same_layers(a: FeatureStore, b: FeatureStore) -> None:

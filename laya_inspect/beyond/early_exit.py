@@ -19,7 +19,7 @@ rule's area under its accuracy–compute frontier per seed; paired differences s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,11 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
-from ..files import atomic_dir
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
+    Result,
     Split,
     estimate,
     head_hparams,
@@ -44,6 +44,7 @@ from .common import (
     paired,
     subsample,
     verdict,
+    write_whole,
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs
@@ -51,13 +52,6 @@ from .refit import Budget, Fit, refit
 
 RULES = ("fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 NEVER = 1.01  # a threshold no probability and no mass reaches
-
-
-@dataclass
-class ExitResult:
-    out_dir: Path
-    summary: dict[str, Any]
-    files: list[Path]
 
 
 # -- pure parts -----------------------------------------------------------------------------------
@@ -157,17 +151,15 @@ def simulate_early_exit(
     out_dir: str | Path,
     overwrite: bool = False,
     progress: Progress | None = None,
-) -> ExitResult:
+) -> Result:
     """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module."""
     from .outputs import write_early_exit
 
-    budget = budget or Budget()
-    emit = progress or no_progress
-    out = Path(out_dir)
-    with atomic_dir(out, force=overwrite, command="early-exit", inputs=[head_dir, store.path]) as tmp:
-        summary = _simulate(head_dir, store, config, budget, emit)
-        files = write_early_exit(tmp, summary, plots=config.plots, as_dir=out)
-    return ExitResult(out, summary, [out / p.relative_to(tmp) for p in files])
+    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+        summary = _simulate(head_dir, store, config, budget or Budget(), progress or no_progress)
+        return summary, write_early_exit(tmp, summary, plots=config.plots, as_dir=out)
+
+    return write_whole(out_dir, run, command="early-exit", inputs=[head_dir, store.path], overwrite=overwrite)
 
 
 def causal_alpha(head: Head, split: Split, means: Sequence[np.ndarray]) -> np.ndarray:
@@ -209,24 +201,14 @@ def _simulate(
     areas: dict[str, list[float]] = {r: [] for r in RULES}
     fits: list[dict[str, Any]] = []
     jobs = [(s, k) for s in seeds for k in range(n_layers)]
+    common: dict[str, Any] = dict(
+        train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
+    )
 
     def one(i: int, job: tuple[int, int], report: Progress) -> Fit:
         s, k = job
         report({"event": "fit", "done": i, "total": len(jobs), "layers": names[: k + 1]})
-        return refit(
-            head.kind,
-            head_hparams(hconf),
-            range(k + 1),
-            s,
-            train=train,
-            train_rows=fit_rows,
-            val_rows=val_rows,
-            test=test,
-            num_classes=store.num_classes,
-            budget=budget,
-            layer_names=names,
-            keep_probs=True,
-        )
+        return refit(head.kind, head_hparams(hconf), range(k + 1), s, layer_names=names, keep_probs=True, **common)
 
     # independent refits: several at once in forked processes on a multi-core CPU
     done = dict(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))

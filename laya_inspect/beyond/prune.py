@@ -10,7 +10,8 @@ all layers' is chosen and written as a head directory; the report names the rank
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,12 @@ import numpy as np
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
-from ..files import atomic_dir
 from ..head_dir import cache_identity, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
+    Result,
     ablated_accuracy,
     estimate,
     head_hparams,
@@ -36,20 +37,14 @@ from .common import (
     rows_tensor,
     subsample,
     verdict,
+    write_whole,
 )
-from .config import NO_REFIT_ABLATIONS, PruneConfig  # noqa: F401  (re-exported)
+from .config import PruneConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs
 from .rankings import NON_ALPHA, Ranking, by_alpha, by_block_influence, by_depth, by_lolo, by_scalarmix
 from .refit import Budget, Fit, refit
 
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
-
-
-@dataclass
-class PruneResult:
-    out_dir: Path
-    summary: dict[str, Any]
-    files: list[Path]
 
 
 def prune_layers(
@@ -62,18 +57,16 @@ def prune_layers(
     scalarmix_dir: str | Path | None = None,
     overwrite: bool = False,
     progress: Progress | None = None,
-) -> PruneResult:
+) -> Result:
     """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module."""
     from .outputs import write_prune
 
-    budget = budget or Budget()
-    emit = progress or no_progress
-    out = Path(out_dir)
+    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+        summary, chosen = _prune(head_dir, store, config, budget or Budget(), scalarmix_dir, progress or no_progress)
+        return summary, write_prune(tmp, summary, chosen, plots=config.plots, as_dir=out)
+
     inputs = [head_dir, store.path, scalarmix_dir]
-    with atomic_dir(out, force=overwrite, command="prune", inputs=inputs) as tmp:
-        summary, chosen = _prune(head_dir, store, config, budget, scalarmix_dir, emit)
-        files = write_prune(tmp, summary, chosen, plots=config.plots, as_dir=out)
-    return PruneResult(out, summary, [out / p.relative_to(tmp) for p in files])
+    return write_whole(out_dir, run, command="prune", inputs=inputs, overwrite=overwrite)
 
 
 def _prune(
@@ -125,7 +118,7 @@ def _prune(
     results: dict[tuple[int, ...], list[tuple[float, float]]] = {}
     fits: dict[tuple[tuple[int, ...], int], Fit] = {}
     hp, kind = head_hparams(hconf), head.kind
-    common = dict(
+    common: dict[str, Any] = dict(
         train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
     )
     if config.refit:
@@ -133,7 +126,7 @@ def _prune(
 
         def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
             report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
-            return refit(kind, hp, job[0], job[1], layer_names=names, **common)  # type: ignore[arg-type]
+            return refit(kind, hp, job[0], job[1], layer_names=names, **common)
 
         # independent refits: several at once in forked processes on a multi-core CPU
         done = run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)
@@ -173,14 +166,14 @@ def _prune(
                     "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
                 }
             )
-    chosen_point = _choose(points, sets)
+    chosen_point = _pick(points, sets, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
     chosen = None
     if chosen_point is not None:
         layers = tuple(chosen_point["layer_index"])
         fit = fits.get((layers, seeds[0])) if config.refit else None
         if fit is None:
             emit({"event": "step", "step": "refit of the chosen layer set"})
-            fit = refit(kind, hp, layers, seeds[0], layer_names=names, **common)  # type: ignore[arg-type]
+            fit = refit(kind, hp, layers, seeds[0], layer_names=names, **common)
         chosen = (fit.head, _head_meta(store, head_dir, layers, chosen_point, fit, config))
         chosen_point = {**chosen_point, "head_dir": "head", "head_seed": fit.seed, "head_test_acc": fit.test_acc}
     summary: dict[str, Any] = {
@@ -212,7 +205,8 @@ def _prune(
         "points": points,
         "fits": [f.record() for f in fits.values()],
         "chosen": chosen_point,
-        "cheapest": _cheapest(points, sets),
+        # the compute view of the choice: the most FLOPs saved (ties: fewer layers)
+        "cheapest": _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"])),
     }
     summary["ks"] = ks
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
@@ -230,27 +224,16 @@ def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: 
     return head
 
 
-def _choose(points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]]) -> dict[str, Any] | None:
+def _pick(
+    points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]], key: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any] | None:
+    """The point within max_drop that ``key`` puts first, with the rankings that found its layer set (α first)."""
     within = [p for p in points if p["within_max_drop"]]
     if not within:
         return None
-    best = min(within, key=lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
-    layers = tuple(best["layer_index"])
-    return {**best, "found_by": _found_by(sets[layers])}
-
-
-def _cheapest(points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]]) -> dict[str, Any] | None:
-    """The point within max_drop that saves the most FLOPs (ties: fewer layers): the compute view of
-    the choice, reported beside the smallest set."""
-    within = [p for p in points if p["within_max_drop"]]
-    if not within:
-        return None
-    best = max(within, key=lambda p: (p["flops_saved"], -p["k"], p["val_acc"]["mean"]))
-    return {**best, "found_by": _found_by(sets[tuple(best["layer_index"])])}
-
-
-def _found_by(names: list[str]) -> list[str]:
-    return sorted(set(names), key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0)
+    best = min(within, key=key)
+    found = sorted(set(sets[tuple(best["layer_index"])]), key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0)
+    return {**best, "found_by": found}
 
 
 def _head_meta(

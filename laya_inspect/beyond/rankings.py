@@ -14,7 +14,6 @@ from torch import Tensor
 
 from ..heads import Head, ScalarMixHead
 
-RANKINGS = ("alpha", "scalarmix", "lolo", "block_influence", "depth")
 NON_ALPHA = ("scalarmix", "lolo", "block_influence", "depth")
 
 

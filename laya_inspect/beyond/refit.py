@@ -17,9 +17,7 @@ import torch
 from ..heads import Head, build_head
 from ..runtime import no_progress, seeded
 from .common import Split, head_outputs
-
-# Optimizer steps the default budget reaches: a few passes over a large split, many over a small one.
-from .config import MIN_EPOCHS, REFIT_STEPS, Budget  # noqa: F401  (re-exported)
+from .config import Budget
 
 
 @dataclass
@@ -85,10 +83,6 @@ def refit(
         tag={},
     )
     logits, _ = head_outputs(head, test.take(layers))
-    probs = None
-    if keep_probs:
-        z = torch.from_numpy(logits)
-        probs = torch.softmax(z, dim=1).numpy()
     return Fit(
         layers=layers,
         seed=seed,
@@ -97,5 +91,5 @@ def refit(
         test_acc=float((logits.argmax(1) == test.labels).mean()),
         epochs_run=len(history),
         seconds=time.perf_counter() - t0,
-        test_probs=probs,
+        test_probs=torch.softmax(torch.from_numpy(logits), dim=1).numpy() if keep_probs else None,
     )

@@ -40,15 +40,12 @@ def aupr(y: np.ndarray, s: np.ndarray) -> float:
     return float(average_precision_score(y, s))
 
 
-def _boot_rows(n: int, n_boot: int, seed: int, stream: int) -> np.ndarray:
-    return np.random.default_rng([seed, stream]).integers(0, n, size=(n_boot, n))
-
-
 def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int, stream: int = 7) -> dict[str, Any]:
     """AUROC with a percentile 95% interval over ``n_boot`` row resamples (``default_rng([seed, stream])``;
     resamples with one class are skipped); ``values`` holds the resampled AUROCs, for paired differences."""
     point = auroc(y, s)
-    values = [auroc(y[r], s[r]) for r in _boot_rows(len(y), n_boot, seed, stream)] if n_boot else []
+    rows = np.random.default_rng([seed, stream]).integers(0, len(y), size=(n_boot, len(y)))
+    values = [auroc(y[r], s[r]) for r in rows] if n_boot else []
     values = [v for v in values if np.isfinite(v)]
     lo, hi = np.percentile(values, [2.5, 97.5]) if values else (np.nan, np.nan)
     return {"auroc": point, "ci_low": float(lo), "ci_high": float(hi), "values": values}
@@ -101,17 +98,15 @@ def detection(
         )
     defined = 0 < int(test_y.sum()) < len(test_y)
     aucs = {k: bootstrap_auc(test_y, v, n_boot=n_boot, seed=seed) for k, v in scores.items()}
-    out: dict[str, Any] = {
+    return {
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
         "combined_note": combined_note,
         "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
         "auroc": {k: {"mean": a["auroc"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]} for k, a in aucs.items()},
         "aupr": {k: {"mean": aupr(test_y, v)} for k, v in scores.items()},
         "aupr_baseline": float(np.mean(test_y)),
-        "diff_vs_msp": {},
+        "diff_vs_msp": diffs_vs(aucs, "msp"),
     }
-    out["diff_vs_msp"] = diffs_vs(aucs, "msp")
-    return out
 
 
 def diffs_vs(aucs: dict[str, dict[str, Any]], base: str) -> dict[str, dict[str, Any]]:
