@@ -118,7 +118,7 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
     """``"prefix[:arg][?k=v&…]"`` → (prefix, arg or None, options), checked against :data:`DATASETS`."""
     text = str(spec).strip()
     main, _, query = text.partition("?")
-    prefix, colon, raw_arg = main.partition(":")
+    prefix, _, raw_arg = main.partition(":")
     prefix = prefix.strip().lower()
     kind = DATASETS.get(prefix)  # NotFoundError with close matches
     arg = raw_arg.strip() or None
@@ -263,7 +263,8 @@ def load_data(
     )
     parts = {name: src.open(name) for name in names}
     warnings = list(src.warnings)
-    warnings += check_labels(spec, list(src.class_names), {n: p.labels for n, p in parts.items()})
+    source = {n: p.labels for n, p in parts.items()}
+    warnings += check_labels(spec, list(src.class_names), source)
     if isinstance(transform, ImageTransform) and transform.normalize_from == "unknown":
         warnings.append(
             "no normalisation applied: the model does not state the mean/std its inputs need, so images are "
@@ -295,10 +296,7 @@ def load_data(
         split_info={**src.split_info, "splits": per_split},
         kind=src.kind,
         location=src.location,
-        warnings=warnings
-        + empty_classes(
-            spec, list(src.class_names), {n: p.labels for n, p in parts.items()}, {n: s.labels for n, s in out.items()}
-        ),
+        warnings=warnings + empty_classes(spec, list(src.class_names), source, {n: s.labels for n, s in out.items()}),
     )
 
 

@@ -51,7 +51,7 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
         )
     hint = (
         f"integer labels are read as class indices 0..{n_classes - 1}: renumber them if only {len(seen)} classes exist"
-        if class_names == [str(i) for i in range(n_classes)]
+        if implicit
         else "their scores are undefined"
     )
     return [
