@@ -63,10 +63,6 @@ def carries_weights(spec: str, options: LoadOptions) -> None:
         )
 
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-
-
 @dataclass(frozen=True)
 class InputSpec:
     """What the model expects; ``data/`` turns raw samples into exactly this.

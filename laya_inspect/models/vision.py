@@ -7,11 +7,10 @@ from typing import Any, cast
 
 from torch import Tensor, nn
 
+from ..data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from ..errors import NotFoundError, suggest
 from ..runtime import seeded
 from .base import (
-    IMAGENET_MEAN,
-    IMAGENET_STD,
     SOURCES,
     Adapter,
     InputSpec,

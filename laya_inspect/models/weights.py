@@ -134,12 +134,8 @@ def read_weights(path: str | Path, *, trust_pickle: bool = False) -> tuple[Any, 
 
 
 def _strip(key: str) -> str:
-    changed = True
-    while changed:
-        changed = False
-        for prefix in PREFIXES:
-            if key.startswith(prefix):
-                key, changed = key[len(prefix) :], True
+    while key.startswith(PREFIXES):  # each prefix is one dotted name
+        key = key.split(".", 1)[1]
     return key
 
 
@@ -170,11 +166,7 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     if missing or unexpected:
-        parts = []
-        if missing:
-            parts.append(f"missing {_few(missing)}")
-        if unexpected:
-            parts.append(f"unexpected {_few(unexpected)}")
+        parts = [f"{what} {_few(keys)}" for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
         raise InputError(f"{source} does not fit {type(module).__name__}: {'; '.join(parts)}")
     bad = [
         f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}"
