@@ -15,10 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import CacheError
 from ..files import write_text
 from .folders import folder_kind, read_folder
-from .html import Page, fragment, render
+from .html import fragment, page
 
 __all__ = ["build_page", "fit_summary_html", "folder_kind", "summary_html", "write_report_html"]
 
@@ -30,31 +29,19 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
     """The page of ``folder`` as HTML text. ``as_dir``: the path the folder will have when it is being
     written under a temporary name (the commands on the page name it); ``figures=False`` leaves
     the figures out."""
-    from .sections import compare_page_parts, demo_page_parts, fit_page_parts, page_facts
+    from .sections import compare_page_parts, demo_page_parts, fit_page_parts
 
     path = Path(folder)
     shown = Path(as_dir) if as_dir is not None else path
     f = read_folder(path)
     builder = {"fit-head": fit_page_parts, "compare": compare_page_parts, "demo": demo_page_parts}[f.kind]
-    try:
-        parts: dict[str, Any] = builder(f, shown, figures)  # type: ignore[operator]
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        # The summaries were checked for what the terminal reads; the page reads more of them.
-        raise CacheError(
-            f"{path} holds a {f.kind} summary the page cannot read ({type(e).__name__}: {e}); "
-            f"rerun `laya-inspect {'fit-head' if f.kind == 'fit-head' else f.kind}` to rewrite it"
-        ) from None
-    parts["commands"].append(("rebuild this page", f"laya-inspect report {shown} --html"))
-    page = Page(
-        title=f"{TITLES[f.kind]}: {shown.name or shown}",
-        subtitle=parts["subtitle"],
-        reading=parts["reading"],
-        sections=parts["sections"],
-        figures=parts["figures"],
-        commands=parts["commands"],
-        provenance=[*parts["provenance"], *page_facts()],
-    )
-    return render(page)
+
+    def parts() -> dict[str, Any]:
+        out: dict[str, Any] = builder(f, shown, figures)  # type: ignore[operator]
+        out["commands"].append(("rebuild this page", f"laya-inspect report {shown} --html"))
+        return out
+
+    return page(f.kind, path, shown, TITLES[f.kind], parts)
 
 
 def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> Path:

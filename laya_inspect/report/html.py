@@ -4,12 +4,18 @@ forbids every fetch, so the page opens offline and never reaches the network).""
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import platform
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..errors import CacheError, LayaError
 from .figures import Figure
 from .reading import Reading
 
@@ -177,3 +183,77 @@ def render(page: Page) -> str:
 </body>
 </html>
 """
+
+
+def page(kind: str, path: Path, shown: Path, title: str, build: Callable[[], dict[str, Any]]) -> str:
+    """The page of the folder at ``path`` (named ``shown`` on it) from the parts ``build`` returns:
+    its subtitle, reading, sections, figures, commands and provenance."""
+    try:
+        parts = build()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # The summaries were checked for what the terminal reads; the page reads more of them.
+        raise CacheError(
+            f"{path} holds a {kind} summary the page cannot read ({type(e).__name__}: {e}); "
+            f"rerun `laya-inspect {kind}` to rewrite it"
+        ) from None
+    return render(
+        Page(
+            title=f"{title}: {shown.name or shown}",
+            subtitle=parts["subtitle"],
+            reading=parts["reading"],
+            sections=parts["sections"],
+            figures=parts["figures"],
+            commands=parts["commands"],
+            provenance=[*parts["provenance"], *page_facts()],
+        )
+    )
+
+
+def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """What the cache file itself records, when it is still there; else what the summary recorded."""
+    from ..cache.store import FeatureStore
+
+    try:
+        if not path:
+            raise FileNotFoundError("no path recorded")
+        with FeatureStore(path) as store:
+            attrs = store.attrs
+            facts = [
+                ("cache fingerprint", store.fingerprint),
+                ("backbone", str(attrs.get("model_spec"))),
+                ("weights sha256", str(attrs.get("weights_sha256") or "none (random or built-in weights)")),
+                ("data", str(attrs.get("data_spec"))),
+                ("cache written by", f"laya-inspect {attrs.get('tool_version')}, torch {attrs.get('torch_version')}"),
+                ("cache written at", str(attrs.get("created_at"))),
+            ]
+            if attrs.get("random_init"):
+                facts.append(("note", "the backbone had random weights (--random-init)"))
+            return facts
+    except (LayaError, OSError) as e:
+        return [*recorded, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]
+
+
+def page_facts() -> list[tuple[str, str]]:
+    versions = []
+    for pkg in ("numpy", "torch", "matplotlib"):
+        try:
+            versions.append(f"{pkg} {metadata.version(pkg)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return [
+        ("page written by", f"laya-inspect {__version__}, Python {platform.python_version()}, {', '.join(versions)}")
+    ]
+
+
+def cli_line(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> str:
+    """The command line that rebuilds ``config``, or its JSON when this version cannot rebuild it."""
+    import json
+    import shlex
+
+    from ..options import command_line
+
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    try:
+        return shlex.join(command_line(name, config_cls(**{k: v for k, v in config.items() if k in fields}), **kw))
+    except (LayaError, TypeError, ValueError):
+        return f"laya-inspect {name} … with these settings: {json.dumps(config, ensure_ascii=False)}"

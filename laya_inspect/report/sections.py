@@ -4,17 +4,13 @@ built from the files the folder holds (folders.py) and nothing else but the cach
 from __future__ import annotations
 
 import dataclasses
-import platform
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import LayaError
 from .across import HEADLINE, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
-from .html import Cell, Section, Table, slug
+from .html import Cell, Section, Table, cache_facts, cli_line, slug
 from .reading import compare_reading, demo_reading, est, fit_reading, interval, num, with_ci
 from .sanity import html_section as sanity_section
 
@@ -254,56 +250,6 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: 
     return sections
 
 
-def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """What the cache file itself records, when it is still there; else what the summary recorded."""
-    from ..cache.store import FeatureStore
-
-    try:
-        if not path:
-            raise FileNotFoundError("no path recorded")
-        with FeatureStore(path) as store:
-            attrs = store.attrs
-            facts = [
-                ("cache fingerprint", store.fingerprint),
-                ("backbone", str(attrs.get("model_spec"))),
-                ("weights sha256", str(attrs.get("weights_sha256") or "none (random or built-in weights)")),
-                ("data", str(attrs.get("data_spec"))),
-                ("cache written by", f"laya-inspect {attrs.get('tool_version')}, torch {attrs.get('torch_version')}"),
-                ("cache written at", str(attrs.get("created_at"))),
-            ]
-            if attrs.get("random_init"):
-                facts.append(("note", "the backbone had random weights (--random-init)"))
-            return facts
-    except (LayaError, OSError) as e:
-        return [*recorded, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]
-
-
-def page_facts() -> list[tuple[str, str]]:
-    versions = []
-    for pkg in ("numpy", "torch", "matplotlib"):
-        try:
-            versions.append(f"{pkg} {metadata.version(pkg)}")
-        except metadata.PackageNotFoundError:
-            continue
-    return [
-        ("page written by", f"laya-inspect {__version__}, Python {platform.python_version()}, {', '.join(versions)}")
-    ]
-
-
-def _command(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> str:
-    """The command line that rebuilds ``config``, or its JSON when this version cannot rebuild it."""
-    import json
-    import shlex
-
-    from ..options import command_line
-
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    try:
-        return shlex.join(command_line(name, config_cls(**{k: v for k, v in config.items() if k in fields}), **kw))
-    except (LayaError, TypeError, ValueError):
-        return f"laya-inspect {name} … with these settings: {json.dumps(config, ensure_ascii=False)}"
-
-
 def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str, Any]:
     from ..compare.config import CompareConfig
 
@@ -316,7 +262,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
             groups = [(h, [png_figure(p) for p in ps]) for h, ps in group_by_head(f.figures, names).items()]
         else:
             groups = [(h["name"], compare_svg_figures(s, h)) for h in s["heads"]]
-    command = _command(
+    command = cli_line(
         "compare",
         CompareConfig,
         s.get("config") or {},
@@ -364,7 +310,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
         groups.append(("Accuracy", [accuracy_figure(s)]))
         by_head = group_by_head(f.figures, [h["head"] for h in s["heads"]])
         groups += [(h or "Layer weights", [png_figure(p) for p in ps]) for h, ps in by_head.items()]
-    command = _command("fit-head", FitConfig, s.get("config") or {}, positional=[cache.get("cache_path")], out=shown)
+    command = cli_line("fit-head", FitConfig, s.get("config") or {}, positional=[cache.get("cache_path")], out=shown)
     backbone = cache.get("backbone") or {}
     facts = [
         ("fit by", f"laya-inspect {s.get('tool_version')} on {s.get('device')}"),
