@@ -33,6 +33,11 @@ def caveats(summary: dict[str, Any]) -> list[str]:
     return list((summary.get("across_seeds") or {}).get("caveats") or [])
 
 
+def rich_table(title: str) -> RichTable:
+    """A terminal table as every summary prints one: title on the left, a rule under the header."""
+    return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+
+
 def short(v: Any, sign: bool = False) -> str:
     """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; never "-.00"."""
     if v is None:
@@ -69,13 +74,9 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
     the constant rule's own scores, and the seeds' verdicts; then the caveats of seeds that disagree."""
     out: list[RenderableType] = []
     for g in groups(summary):
-        table = RichTable(
-            title=f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
-            "mean ± 95% t half-width over seeds; below, each seed's value",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
+        table = rich_table(
+            f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
+            "mean ± 95% t half-width over seeds; below, each seed's value"
         )
         table.add_column("method", no_wrap=True)
         for col in SCORES:

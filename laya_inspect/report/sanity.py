@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich import box
 from rich.console import RenderableType
-from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..errors import CacheError
+from .across import rich_table
 from .html import Cell, Section, Table, slug
 from .reading import num
 
@@ -70,10 +69,15 @@ def rows_of(head: dict[str, Any], where: str) -> list[tuple[str, str, dict[str, 
     return out
 
 
-def _heads(summary: dict[str, Any]) -> dict[str, Any]:
+def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict[str, Any]]], str]]:
+    """Per head: its name, its checked rows and the permuted-label head's line."""
     sanity = _obj(summary.get("sanity"), "sanity")
     _obj(sanity.get("choices"), "sanity.choices")
-    return _obj(sanity.get("heads"), "sanity.heads")
+    kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
+    return [
+        (name, rows_of(head, f"sanity.heads.{name}"), data_line(head["data"], str(kinds.get(name))))
+        for name, head in _obj(sanity.get("heads"), "sanity.heads").items()
+    ]
 
 
 def _short(v: Any) -> str:
@@ -126,22 +130,15 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
     the permuted-label head's line; then the legend. Nothing when the summary has no "sanity"."""
     if "sanity" not in summary:
         return []
-    kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
     out: list[RenderableType] = []
-    for name, head in _heads(summary).items():
-        table = RichTable(
-            title=f"{name}: sanity (re-initialised weights, permuted labels)",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-        )
+    for name, rows, data_text in _heads(summary):
+        table = rich_table(f"{name}: sanity (re-initialised weights, permuted labels)")
         for col in ("method", "check"):
             table.add_column(col, no_wrap=True)
         for col in ("ρ vs trained [95%]", "low?", "faith", "trained"):
             table.add_column(col, justify="right" if col != "low?" else "left", no_wrap=True)
         previous = None
-        for m, check, c in rows_of(head, f"sanity.heads.{name}"):
+        for m, check, c in rows:
             word = str(c["verdict"])
             table.add_row(
                 m if m != previous else "",
@@ -153,7 +150,7 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
             )
             previous = m
         out.append(table)
-        out.append(Text("  " + data_line(head["data"], str(kinds.get(name))), style="dim"))
+        out.append(Text("  " + data_text, style="dim"))
     out.append(Text(legend(summary), style="dim"))
     return out
 
@@ -162,12 +159,11 @@ def html_section(summary: dict[str, Any]) -> Section | None:
     """report.html's "Sanity checks" section, or None when the summary has none."""
     if "sanity" not in summary:
         return None
-    kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
     tables = []
     cols = ["method", "check", "ρ with trained", "95% CI", "verdict", "faithfulness ρ", "trained method's ρ"]
-    for name, head in _heads(summary).items():
+    for name, checked, data_text in _heads(summary):
         rows: list[list[Cell | str]] = []
-        for m, check, c in rows_of(head, f"sanity.heads.{name}"):
+        for m, check, c in checked:
             r = c["rank_correlation"]
             word = str(c["verdict"])
             rows.append(
@@ -181,6 +177,5 @@ def html_section(summary: dict[str, Any]) -> Section | None:
                     num((c.get("trained_faithfulness") or {}).get("mean"), 2),
                 ]
             )
-        data_text = data_line(head["data"], str(kinds.get(name)))
         tables.append(Table(f"sanity-{slug(name)}", cols, rows, f"{name}: {data_text}", text_columns=2))
     return Section("Sanity checks", tables, legend=legend(summary))

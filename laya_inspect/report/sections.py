@@ -170,13 +170,8 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
     sections.append(
         Section("Mean leave-one-layer-out effect per layer", [Table("lolo-effects", cols, rows)], legend=legend)
     )
-    return sections + sanity_sections(summary)
-
-
-def sanity_sections(summary: dict[str, Any]) -> list[Section]:
-    """The "Sanity checks" section (docs/METHOD.md), when compare ran them."""
-    section = sanity_section(summary)
-    return [] if section is None else [section]
+    sanity = sanity_section(summary)  # when compare ran them (docs/METHOD.md, "Sanity checks")
+    return sections + ([] if sanity is None else [sanity])
 
 
 def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: dict[str, Any] | None) -> list[Section]:

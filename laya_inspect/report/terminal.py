@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich import box
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .across import seed_tables, short
+from .across import rich_table, seed_tables, short
 from .reading import interval, num
 from .sanity import terminal_block as sanity_block
 
@@ -67,7 +66,7 @@ def _best(head_or_ablation: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def _table(title: str, ablation_column: bool) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = rich_table(title)
     if ablation_column:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", justify="left", no_wrap=True)
@@ -161,13 +160,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     methods = head.get("methods") or {}
     if not any(s.get("vs_constant") for s in methods.values()) or "constant" not in (head.get("references") or {}):
         return None
-    table = Table(
-        title="method − constant rule (paired, 95% interval over the same rows)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
+    table = rich_table("method − constant rule (paired, 95% interval over the same rows)")
     table.add_column("method", no_wrap=True)
     for col in VERSUS:
         table.add_column(col, justify="right", no_wrap=True)
@@ -297,7 +290,7 @@ def delta(d: dict[str, Any] | None, digits: int = 4) -> str:
 def fit_table(summary: dict[str, Any], title: str) -> Table:
     """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
     paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = rich_table(title)
     for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
         table.add_column(
             col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
