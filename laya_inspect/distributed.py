@@ -91,50 +91,46 @@ def device_for(name: str, world: World) -> str:
 def session(device: str = "auto") -> Iterator[World]:
     """Join the process group for the body when launched by torchrun (gloo on CPU; NCCL beside gloo
     when ``device`` is CUDA), and leave it after. A group the caller already started is used as it is."""
-    world = env_world()
-    if not world.distributed:
-        yield world
-        return
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        yield replace(world, backend=str(dist.get_backend()))
-        return
-    world = _init(world, device)
+    world, joined = _join(device)
     try:
         yield world
     finally:
-        dist.destroy_process_group()
+        if joined:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
 
 
 def join_world(device: str = "auto") -> World:
     """Like :func:`session`, for a stage that stays in the group until the process ends (the group
     is left at exit): the world, joined if torchrun launched this process and nobody joined yet."""
-    world = env_world()
-    if not world.distributed:
-        return world
-    import atexit
+    world, joined = _join(device)
+    if joined:
+        import atexit
 
-    import torch.distributed as dist
+        import torch.distributed as dist
 
-    if dist.is_initialized():
-        return replace(world, backend=str(dist.get_backend()))
-    world = _init(world, device)
-    atexit.register(lambda: dist.destroy_process_group() if dist.is_initialized() else None)
+        atexit.register(lambda: dist.destroy_process_group() if dist.is_initialized() else None)
     return world
 
 
-def _init(world: World, device: str) -> World:
+def _join(device: str) -> tuple[World, bool]:
+    """This process's world, in the process group when torchrun launched it; True when it joined here."""
+    world = env_world()
+    if not world.distributed:
+        return world, False
     import torch
     import torch.distributed as dist
 
+    if dist.is_initialized():
+        return replace(world, backend=str(dist.get_backend())), False
     cuda = device_for(device, world).startswith("cuda")
     backend = "cpu:gloo,cuda:nccl" if cuda else "gloo"
     if cuda:
         torch.cuda.set_device(world.local_rank)
     timeout = _dt.timedelta(seconds=float(os.environ.get("LAYA_DIST_TIMEOUT_S", TIMEOUT_S)))
     dist.init_process_group(backend, timeout=timeout)
-    return replace(world, backend=backend)
+    return replace(world, backend=backend), True
 
 
 def agree(world: World, work: Callable[[], T]) -> list[T]:

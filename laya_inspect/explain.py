@@ -133,7 +133,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         return InputView(None, note=f"input not shown: {e}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
         return InputView("text", text=raw[0])
-    x = raw[0] if isinstance(raw, list) else raw[0]
+    x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.ndim != 3:
         return InputView(None, note=f"the input is a vector of {arr.size} numbers: no picture to show")

@@ -17,7 +17,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -358,11 +358,6 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
         )
 
 
-def check_out_dir(path: str | Path, force: bool, flag: str = "--out", *, command: str | None = None) -> None:
-    """:func:`check_out` for a folder with no inputs (kept for callers that check before the work)."""
-    check_out(path, force=force, command=command, flag=flag)
-
-
 @contextmanager
 def atomic_dir(
     path: str | Path,
@@ -384,7 +379,7 @@ def atomic_dir(
     out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    with output_lock(out) if lock else _nothing():
+    with output_lock(out) if lock else nullcontext():
         _remove_stale(out)
         try:
             tmp.mkdir(parents=True)
@@ -416,8 +411,3 @@ def _remove_stale(out: Path) -> None:
             os.replace(p, out)
         else:
             shutil.rmtree(p, ignore_errors=True)
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield

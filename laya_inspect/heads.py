@@ -162,6 +162,11 @@ class _AdaptedHead(Head):
         self.d_star = int(d_star)
         self.adapters = nn.ModuleList(nn.Linear(w, self.d_star) for w in self.widths)
         self.classifier = nn.Linear(self.d_star, self.num_classes)
+        self._add_layers()
+
+    def _add_layers(self) -> None:
+        """A head's own layers after the adapters and the classifier, then its initialisation (this order
+        fixes the seeded weights); LAYA builds its own once τ and ψ are known."""
 
     def _adapt(self, hs: Sequence[Tensor]) -> Tensor:
         return torch.stack([g(h) for g, h in zip(self.adapters, self._tap(hs))], dim=1)  # (N, L, d*)
@@ -252,16 +257,7 @@ class ConcatHead(_AdaptedHead):
 
     kind = "concat"
 
-    def __init__(
-        self,
-        widths: Sequence[int],
-        num_classes: int,
-        *,
-        d_star: int = 96,
-        init: str = "glorot",
-        standardize: str | None = None,
-    ) -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
+    def _add_layers(self) -> None:
         self.post = nn.Sequential(nn.Linear(self.num_layers * self.d_star, self.d_star), nn.GELU())
         self._init_weights()
 
@@ -278,16 +274,7 @@ class ScalarMixHead(_AdaptedHead):
     kind = "scalarmix"
     has_weights = True
 
-    def __init__(
-        self,
-        widths: Sequence[int],
-        num_classes: int,
-        *,
-        d_star: int = 96,
-        init: str = "glorot",
-        standardize: str | None = None,
-    ) -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
+    def _add_layers(self) -> None:
         self.scalars = nn.Parameter(torch.zeros(self.num_layers))
         self._init_weights()
 

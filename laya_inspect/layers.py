@@ -339,10 +339,6 @@ def reduce_batch(
 # listing
 
 
-def _type_name(module: nn.Module) -> str:
-    return getattr(module, "original_name", None) or type(module).__name__
-
-
 def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
     """Every layer ``--layers`` accepts, with its output shape from one forward pass on ``inputs``.
 
@@ -393,5 +389,6 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
         infos.append(LayerInfo(name, "virtual", shape, name in default, loaded.role(name)))
     for name in hookable:
         role = loaded.role(name) if loaded is not None else "module"
-        infos.append(LayerInfo(name, _type_name(named[name]), shapes.get(name), name in default, role))
+        kind = getattr(named[name], "original_name", None) or type(named[name]).__name__
+        infos.append(LayerInfo(name, kind, shapes.get(name), name in default, role))
     return infos
