@@ -9,33 +9,16 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .across import rich_table, seed_tables, short
+from .across import SCORES, WORDS, rich_table, seed_tables, short
 from .reading import interval, num
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
 REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}
-# method − constant: the headline scores' paired differences (column → summary key) and the verdicts' words
-VERSUS = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
-VERDICT_WORDS = {
-    "beats": "beats",
-    "worse": "worse",
-    "mixed": "mixed",
-    "not shown": "does not",
-    "untested": "untested",
-    "circular": "circular",
-    "withheld": "withheld",
-}
-# detailed table column → summary key of the score (the same key names "best")
-COLUMNS = {
-    "agree": "top_layer_agreement",
-    "D@1÷orc": "deletion_at_1_over_oracle",
-    "ρ": "faithfulness",
-    "subset ρ": "subset_faithfulness",
-    "del": "deletion_area",
-    "ins": "insertion_area",
-}
+# detailed table column → summary key of the score (the same key names "best"); the first three are
+# the headline scores whose paired differences to the constant rule the verdict reads (SCORES)
+COLUMNS = {**SCORES, "subset ρ": "subset_faithfulness", "del": "deletion_area", "ins": "insertion_area"}
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
@@ -162,7 +145,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         return None
     table = rich_table("method − constant rule (paired, 95% interval over the same rows)")
     table.add_column("method", no_wrap=True)
-    for col in VERSUS:
+    for col in SCORES:
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     for m, s in methods.items():
@@ -173,9 +156,9 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             Text(m + (CIRCULAR if s.get("circular") else ""), style="dim" if s.get("circular") else ""),
             *[
                 Text(_diff(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
-                for key in VERSUS.values()
+                for key in SCORES.values()
             ],
-            Text(VERDICT_WORDS.get(str(word), str(word)), style=style),
+            Text(WORDS.get(str(word), str(word)), style=style),
         )
     return table
 
