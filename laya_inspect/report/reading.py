@@ -49,6 +49,12 @@ def name(method: str) -> str:
     return NAMES.get(method, method)
 
 
+def value(entry: dict[str, Any], key: str) -> Any:
+    """A score of a summary entry: the mean of an estimate, or the number itself."""
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v
+
+
 def _cap(text: str) -> str:
     """Capitalised for the start of a sentence; α stays α (its capital looks like a Latin A)."""
     return text[:1].upper() + text[1:] if text[:1].isascii() else text
@@ -88,11 +94,9 @@ def _versus(lead: str, s_lead: dict[str, Any], rival: str, s_rival: dict[str, An
     if None in (a_lo, a_hi, b_lo, b_hi):
         word = "better" if a > b else "worse" if a < b else "as well"
         return f"it orders the layers {word} than {name(rival)} ({rho}; no intervals: run with --bootstrap N)"
-    if a_lo > b_hi:
-        return f"it orders the layers better than {name(rival)} ({rho}; the 95% intervals do not overlap)"
-    if a_hi < b_lo:
-        return f"it orders the layers worse than {name(rival)} ({rho}; the 95% intervals do not overlap)"
-    return f"it orders the layers about as well as {name(rival)} ({rho}; the 95% intervals overlap)"
+    word = "better than" if a_lo > b_hi else "worse than" if a_hi < b_lo else "about as well as"
+    overlap = "overlap" if word == "about as well as" else "do not overlap"
+    return f"it orders the layers {word} {name(rival)} ({rho}; the 95% intervals {overlap})"
 
 
 def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ from .across import HEADLINE, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
-from .reading import compare_reading, demo_reading, est, fit_reading, interval, num, with_ci
+from .reading import compare_reading, demo_reading, est, fit_reading, interval, num, value, with_ci
 from .sanity import html_section as sanity_section
 
 # column header → summary key of the score (the key that also names "best")
@@ -28,11 +28,6 @@ REF_LABELS = {
 }
 
 
-def _value(entry: dict[str, Any], key: str) -> Any:
-    v = entry.get(key)
-    return v.get("mean") if isinstance(v, dict) else v
-
-
 def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell | str]], list[str]]:
     """Rows of one ablation's methods then references; ``lead`` cells open each row (the ablation)."""
     best = entry.get("best") or {}
@@ -46,7 +41,7 @@ def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell 
         cells.append(Cell(label + (" °" if circular else ""), "text"))
         for col, key in SCORES.items():
             is_best = not reference and name in (best.get(key) or [])
-            cells.append(Cell(num(_value(s, key)) + (" *" if is_best else ""), "best" if is_best else ""))
+            cells.append(Cell(num(value(s, key)) + (" *" if is_best else ""), "best" if is_best else ""))
             if col == "faithfulness ρ" and not lead:
                 cells.append(interval(s.get("faithfulness"), 2, clip=False))
         rows.append(cells)

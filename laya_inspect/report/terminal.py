@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .across import SCORES, WORDS, rich_table, seed_tables, short
-from .reading import interval, num
+from .reading import interval, num, value
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -26,11 +26,6 @@ def _num(v: Any, fmt: str = ".3f") -> str:
         return "—"
     text = format(v, fmt)
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text  # no "-0.00"
-
-
-def _value(entry: dict[str, Any], key: str) -> Any:
-    v = entry.get(key)
-    return v.get("mean") if isinstance(v, dict) else v
 
 
 def _cell(text: str, best: bool, dim: bool = False) -> Text:
@@ -67,7 +62,7 @@ def _add_rows(table: Table, entry: dict[str, Any], labels: list[Text] | None) ->
         circular = bool(s.get("circular"))
         dim = "dim" if reference or circular else ""
         cells = {
-            col: _cell(_num(_value(s, key), ".2f"), not reference and name in best.get(key, []), dim=bool(dim))
+            col: _cell(_num(value(s, key), ".2f"), not reference and name in best.get(key, []), dim=bool(dim))
             for col, key in COLUMNS.items()
         }
         lead = [labels[i] if i < len(labels) else Text("")] if labels is not None else []
