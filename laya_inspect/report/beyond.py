@@ -53,11 +53,7 @@ def _figures(folder: Path) -> list[Figure]:
     plots = folder / "plots"
     paths = sorted(plots.glob("*.png")) if plots.is_dir() else []
     paths.sort(key=lambda p: ORDER.index(p.stem) if p.stem in ORDER else len(ORDER))
-    figs = []
-    for p in paths:
-        fig = png_figure(p)
-        figs.append(dataclasses.replace(fig, caption=CAPTIONS.get(p.stem, fig.caption)))
-    return figs
+    return [png_figure(p, CAPTIONS.get(p.stem)) for p in paths]
 
 
 def _budget_flags(budget: dict[str, Any]) -> list[str]:
@@ -74,25 +70,18 @@ def _budget_flags(budget: dict[str, Any]) -> list[str]:
 
 def _rebuild(s: dict[str, Any], kind: str, shown: Path) -> str:
     """The command line that rewrites the folder, from the config and inputs its summary records."""
-    cache = ["--cache", s["cache"]["path"]]
-    if kind == "prune":
-        from ..beyond.config import PruneConfig
+    from ..beyond.config import DiagnoseConfig, ExitConfig, PruneConfig
 
-        extra = cache + (["--scalarmix", s["scalarmix_dir"]] if s.get("scalarmix_dir") else [])
+    extra = ["--cache", s["cache"]["path"]]
+    if kind == "diagnose":
+        extra += ["--against", s["against"]["path"]] if s.get("against") else []
+        heads = [h["head_dir"] for h in s["heads"]]
+    else:
+        extra += ["--scalarmix", s["scalarmix_dir"]] if kind == "prune" and s.get("scalarmix_dir") else []
         extra += _budget_flags(s.get("budget") or {})
-        return cli_line("prune", PruneConfig, s.get("config") or {}, positional=[s["head_dir"]], extra=extra, out=shown)
-    if kind == "early-exit":
-        from ..beyond.config import ExitConfig
-
-        extra = cache + _budget_flags(s.get("budget") or {})
-        return cli_line(
-            "early-exit", ExitConfig, s.get("config") or {}, positional=[s["head_dir"]], extra=extra, out=shown
-        )
-    from ..beyond.config import DiagnoseConfig
-
-    extra = cache + (["--against", s["against"]["path"]] if s.get("against") else [])
-    heads = [h["head_dir"] for h in s["heads"]]
-    return cli_line("diagnose", DiagnoseConfig, s.get("config") or {}, positional=heads, extra=extra, out=shown)
+        heads = [s["head_dir"]]
+    config = {"prune": PruneConfig, "early-exit": ExitConfig, "diagnose": DiagnoseConfig}[kind]
+    return cli_line(kind, config, s.get("config") or {}, positional=heads, extra=extra, out=shown)
 
 
 def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:

@@ -69,9 +69,9 @@ def caption_of(stem: str) -> str:
     return stem
 
 
-def png_figure(path: Path) -> Figure:
+def png_figure(path: Path, caption: str | None = None) -> Figure:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return Figure(f"data:image/png;base64,{data}", caption_of(path.stem), path.stem)
+    return Figure(f"data:image/png;base64,{data}", caption or caption_of(path.stem), path.stem)
 
 
 def svg_figure(fig: Any, caption: str, alt: str) -> Figure:
