@@ -57,16 +57,9 @@ class AttributionOptions:
 def options_for(config: Any, values: Mapping[str, Any], span: RowSpan = RowSpan()) -> AttributionOptions:
     """The attribution options of a compare run (``config``: a CompareConfig; ``values``: its layer
     means), for the rows ``span`` names; compare's scores and its sanity checks share them."""
-    return AttributionOptions(
-        baselines=values["means"] if config.baseline == "mean" else None,
-        baseline=config.baseline,
-        n_steps=config.n_steps,
-        internal_batch_size=config.internal_batch_size,
-        relu=config.relu,
-        seed=config.seed,
-        batch_size=config.batch_size,
-        span=span,
-    )
+    same = ("baseline", "n_steps", "internal_batch_size", "relu", "seed", "batch_size")
+    baselines = values["means"] if config.baseline == "mean" else None
+    return AttributionOptions(baselines, span=span, **{k: getattr(config, k) for k in same})
 
 
 @dataclass

@@ -68,14 +68,7 @@ class Remover:
     _table: np.ndarray | None = field(default=None, init=False, repr=False)  # (N, 2^L) p of every mask
 
     def _kw(self) -> dict[str, Any]:
-        return {
-            "batch_size": self.batch_size,
-            "donors": self.donors,
-            "draws": self.draws,
-            "seed": self.seed,
-            "span": self.span,
-            "effect": self.effect,
-        }
+        return {k: getattr(self, k) for k in ("batch_size", "donors", "draws", "seed", "span", "effect")}
 
     def run(self, sets: Sequence[Masks]) -> list[np.ndarray]:
         """(N, K_j) p for each mask set: with at most :data:`TABLE_LAYERS` layers read from the table

@@ -283,15 +283,7 @@ def write_h5(
             for a, meas in r.measured.items():
                 info = by_head[r.name]["ablations"][a]
                 ag = g.create_group(f"ablations/{a}")
-                _attrs(
-                    ag,
-                    {
-                        "description": info["description"],
-                        "circular": info["circular"],
-                        "caveats": info["caveats"],
-                        "params": meas.params,
-                    },
-                )
+                _attrs(ag, {k: info[k] for k in ("description", "circular", "caveats")} | {"params": meas.params})
                 for key in ("p", "p_ablated", "effects", "finite", "subsets", "p_subsets"):
                     ag[key] = getattr(meas, key)
                 for ref in ("oracle", "random", "top1_only"):

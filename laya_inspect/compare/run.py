@@ -327,13 +327,11 @@ def compare_heads(
     out = Path(out_dir)
     rows = seeded_rows(store.n(config.split), config.limit, config.seed)
     used = {a for run, _ in abl_plan.values() for a in run}
+    needs = [ABLATIONS.get(a) for a in used]
+    means = config.baseline == "mean" or any(a.needs_baselines for a in needs)
     values: dict[str, Any] = {
-        "means": layer_means(store, "train")
-        if config.baseline == "mean" or any(ABLATIONS.get(a).needs_baselines for a in used)
-        else None,
-        "donors": donor_pool(store, "train", seed=config.seed)
-        if any(ABLATIONS.get(a).needs_donors for a in used)
-        else None,
+        "means": layer_means(store, "train") if means else None,
+        "donors": donor_pool(store, "train", seed=config.seed) if any(a.needs_donors for a in needs) else None,
     }
     feats = store.layers(config.split, rows)
     rows, feats, left_out = _finite_rows(store, config, rows, feats)
