@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import MISSING
 from typing import Any
 
@@ -109,6 +110,23 @@ def from_options(config: type, given: dict[str, Any], **changes: Any) -> Any:
     ``changes`` for values the command line spells differently."""
     names = {f.name for f in dataclasses.fields(config)}
     return config(**{**{k: v for k, v in given.items() if k in names}, **changes})
+
+
+def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = "a comma-separated list") -> Any:
+    try:
+        return tuple(cast(v.strip()) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
+
+
+def bullets(lines: list[str]) -> None:
+    for line in lines:
+        console.print(f"• {line}", highlight=False, soft_wrap=True)
+
+
+def dim(text: str, *, err: bool = False) -> None:
+    """One dim line on stdout (``err``: stderr): a step, a note, what was written."""
+    (err_console if err else console).print(text, style="dim", highlight=False)
 
 
 def fail(message: str) -> None:

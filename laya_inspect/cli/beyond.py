@@ -13,7 +13,7 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
 from ..report.reading import num
-from .app import app, console, err_console, from_options, opt
+from .app import app, bullets, comma_list, console, dim, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
 
@@ -34,27 +34,11 @@ def _table(title: str, *columns: str) -> Table:
 
 def _progress(event: dict[str, Any]) -> None:
     if event["event"] == "step":
-        err_console.print(f"  {event['step']} …", style="dim", highlight=False)
+        dim(f"  {event['step']} …", err=True)
     elif event["event"] == "fit" and event["done"] < event["total"]:
-        err_console.print(
-            f"  fit {event['done'] + 1}/{event['total']}: {', '.join(event['layers'])}", style="dim", highlight=False
-        )
+        dim(f"  fit {event['done'] + 1}/{event['total']}: {', '.join(event['layers'])}", err=True)
     elif event["event"] == "head":
-        err_console.print(
-            f"  head {event['index'] + 1}/{event['total']}: {event['head']}", style="dim", highlight=False
-        )
-
-
-def _verdict(lines: list[str]) -> None:
-    for line in lines:
-        console.print(f"• {line}", highlight=False, soft_wrap=True)
-
-
-def _ints(value: str | None, option: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for v in (value or "").split(",") if v.strip())
-    except ValueError:
-        raise typer.BadParameter(f"expected a comma list of integers, got {value!r}", param_hint=option) from None
+        dim(f"  head {event['index'] + 1}/{event['total']}: {event['head']}", err=True)
 
 
 @app.command("prune")
@@ -98,7 +82,7 @@ def prune_command(
     from ..runtime import set_threads
 
     given = locals()
-    config = from_options(PruneConfig, given, ks=_ints(ks, "--ks"))
+    config = from_options(PruneConfig, given, ks=comma_list(ks or "", int, "--ks", "a comma list of integers"))
     budget = from_options(Budget, given)
     set_threads(config.threads)  # head-sized work: a few threads at most
     with FeatureStore(cache) as store:
@@ -137,11 +121,11 @@ def prune_command(
     console.print(table)
     for line in skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
-    _verdict(s["verdict"])
+    bullets(s["verdict"])
     note = s["costs"].get("note")
     if note:
         console.print(f"compute estimated from the cache's shapes: {note}", style="yellow", highlight=False)
-    console.print(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/, plots/", style="dim", highlight=False)
+    dim(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/, plots/")
 
 
 @app.command("early-exit")
@@ -197,10 +181,8 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
     console.print(depth)
-    _verdict(s["verdict"])
-    console.print(
-        f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv, plots/", style="dim", highlight=False
-    )
+    bullets(s["verdict"])
+    dim(f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv, plots/")
 
 
 @app.command("diagnose")
@@ -260,9 +242,5 @@ def diagnose_command(
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
-    _verdict(s["verdict"])
-    console.print(
-        f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}, plots/",
-        style="dim",
-        highlight=False,
-    )
+    bullets(s["verdict"])
+    dim(f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}, plots/")

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from ..check.config import PlantedConfig
-from .app import app, console, err_console, from_options, opt
+from .app import app, bullets, console, dim, from_options, opt
 
 check_app = typer.Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",
@@ -26,7 +26,7 @@ FORCE_HELP = "replace a non-empty --out that `check planted` wrote (kept until t
 
 def _progress(event: dict[str, Any]) -> None:
     if event["event"] == "stage":
-        err_console.print(f"  {event['stage']} …", style="dim", highlight=False)
+        dim(f"  {event['stage']} …", err=True)
 
 
 def _cell(share: dict[str, Any]) -> tuple[str, str]:
@@ -85,17 +85,15 @@ def planted_command(
     config = from_options(PlantedConfig, locals())
     set_threads(None)
     c = config
-    err_console.print(
+    dim(
         f"check planted: {c.layers} layers, signal in layer {c.signal}, noise {c.noise:g}, {c.rows} train and "
         f"{c.rows} test rows, seed {c.seed}",
-        style="dim",
-        highlight=False,
+        err=True,
     )
     result = run_planted(config, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
     console.print(planted_table(s))
     accuracy = ", ".join(f"{head} {acc:.3f}" for head, acc in s["test_acc"].items())
     console.print(f"test accuracy: {accuracy}", highlight=False)
-    for line in s["verdict"]:
-        console.print(f"• {line}", highlight=False, soft_wrap=True)
-    err_console.print(f"wrote {out / 'summary.json'}", style="dim", highlight=False)
+    bullets(s["verdict"])
+    dim(f"wrote {out / 'summary.json'}", err=True)

@@ -9,10 +9,9 @@ from typing import Any, Optional
 import typer
 
 from ..compare.config import CompareConfig
-from ..errors import LayaError
 from ..report.terminal import build_report, fit_table, gate_lines
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, console, err_console, fail, opt
+from .app import app, bullets, console, dim, err_console, from_options, opt
 
 
 def _print_report(summary: dict[str, Any]) -> None:
@@ -73,28 +72,7 @@ def compare_command(
     from ..compare.run import compare_heads
     from ..runtime import set_threads
 
-    config = CompareConfig(
-        methods=tuple(method or ("all",)),
-        ablation=ablation,
-        effect=effect,
-        target=target,
-        split=split,
-        limit=limit,
-        seed=seed,
-        n_steps=n_steps,
-        internal_batch_size=internal_batch_size,
-        baseline=baseline,
-        relu=relu,
-        n_boot=bootstrap,
-        device=device,
-        batch_size=batch_size,
-        allow_other_cache=allow_other_cache,
-        allow_nonfinite=allow_nonfinite,
-        plots=plots,
-        svg=svg,
-        sanity=sanity,
-        workers=workers,
-    )
+    config = from_options(CompareConfig, locals(), methods=tuple(method or ("all",)), n_boot=bootstrap)
 
     from ..distributed import is_main_process
 
@@ -106,16 +84,13 @@ def compare_command(
                 f"[bold]{event['head']}[/] ({event['kind']}) {event['index'] + 1}/{event['total']}", highlight=False
             )
         elif event["event"] == "step":
-            err_console.print(f"  {event['step']} …", style="dim", highlight=False)
+            dim(f"  {event['step']} …", err=True)
         elif event["event"] == "write":
-            err_console.print(f"  wrote {event['path']}", style="dim", highlight=False)
+            dim(f"  wrote {event['path']}", err=True)
 
-    try:
-        set_threads(threads)
-        with FeatureStore(cache) as store:
-            result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
-    except LayaError as e:
-        fail(str(e))
+    set_threads(threads)
+    with FeatureStore(cache) as store:
+        result = compare_heads(head_dirs, store, config, out_dir=out, progress=progress, overwrite=force)
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         return
     if as_json:
@@ -123,12 +98,10 @@ def compare_command(
     else:
         _print_report(result.summary)
         n_plots = len(result.summary["files"].get("plots") or [])
-        console.print(
+        dim(
             f"wrote {out}/: report.html (open it in a browser), attributions.h5, summary.json, summary.csv, "
             + ("sanity.h5, " if "sanity" in result.summary else "")
-            + f"{n_plots} plot files",
-            style="dim",
-            highlight=False,
+            + f"{n_plots} plot files"
         )
 
 
@@ -156,10 +129,7 @@ def report_command(
     if beyond_kind(summary) is not None:  # a prune, early-exit or diagnose folder
         _report_beyond(out_dir, summary, as_json=as_json, html=html)
         return
-    try:
-        folder = read_folder(out_dir)
-    except LayaError as e:
-        fail(str(e))
+    folder = read_folder(out_dir)
     if as_json:
         data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
         typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -178,11 +148,7 @@ def report_command(
     if html:
         from ..report import write_report_html
 
-        try:
-            path = write_report_html(out_dir)
-        except LayaError as e:
-            fail(str(e))
-        err_console.print(f"wrote {path}", style="dim", highlight=False)
+        dim(f"wrote {write_report_html(out_dir)}", err=True)
 
 
 def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
@@ -191,12 +157,11 @@ def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) ->
         typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
-        for line in summary.get("verdict") or []:
-            console.print(f"• {line}", highlight=False, soft_wrap=True)
+        bullets(summary.get("verdict") or [])
     if html:
         from ..report.beyond import write_beyond_report
 
-        err_console.print(f"wrote {write_beyond_report(out_dir, summary)}", style="dim", highlight=False)
+        dim(f"wrote {write_beyond_report(out_dir, summary)}", err=True)
 
 
 def _print_fit(folder: Any) -> None:

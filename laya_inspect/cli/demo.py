@@ -15,8 +15,8 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..report.terminal import build_report, fit_table, gate_lines
-from .app import STARTED, app, console, err_console
-from .progress import fit_progress, info_progress, row_progress
+from .app import STARTED, app, console, dim, err_console, from_options
+from .progress import fit_progress, make_progress, row_progress
 
 Handler = Callable[[dict[str, Any]], None]
 
@@ -24,7 +24,7 @@ Handler = Callable[[dict[str, Any]], None]
 @contextmanager
 def _compare_progress() -> Iterator[Handler]:
     """One transient bar over the compared heads, naming the method being computed."""
-    bar = info_progress()
+    bar = make_progress("info", transient=True)
     with bar:
         task = bar.add_task("heads", total=None, info="")
 
@@ -70,7 +70,7 @@ class _Steps:
         else:
             self.stack.close()
             self.handler = lambda e: None
-            console.print(f"  done in {step.seconds:.1f} s · {_step_line(step)}", style="dim", highlight=False)
+            dim(f"  done in {step.seconds:.1f} s · {_step_line(step)}")
 
     def on_event(self, event: dict[str, Any]) -> None:
         self.handler(event)
@@ -117,7 +117,7 @@ def _accuracy_table(result: Any) -> None:
     console.print(fit_table(fit, ""))  # the same table fit-head and report print, whole at 80 columns
     for line in gate_lines(fit):  # what the gate column's "n warnings" are
         console.print(line, highlight=False)
-    _note(
+    dim(
         f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
         f"{result.backbone['test_acc']:.3f}; every head reads its blocks"
     )
@@ -125,10 +125,6 @@ def _accuracy_table(result: Any) -> None:
 
 def _title(text: str) -> None:
     console.print(Text("\n" + text, style="bold"), highlight=False)
-
-
-def _note(text: str) -> None:
-    console.print(text, style="dim", highlight=False)
 
 
 def _profile_table(result: Any) -> None:
@@ -163,7 +159,7 @@ def _profile_table(result: Any) -> None:
         "zero": "0",
         "resample": "another training row's state (averaged over donors)",
     }.get(str(result.compare_summary.get("ablation")), f"the {result.compare_summary.get('ablation')} ablation")
-    _note(
+    dim(
         "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
         f"the LAYA head's {quantity} when the layer is replaced by {removal} (compare, seed-0 head)."
     )
@@ -253,15 +249,11 @@ def demo_command(
     """
     from ..demo import DemoConfig, plan_demo, run_demo
 
-    config = DemoConfig(
-        dataset=dataset,
+    config = from_options(
+        DemoConfig,
+        locals(),
         data_root=None if data_root is None else str(data_root),
         out=None if out is None else str(out),
-        force=force,
-        seed=seed,
-        seeds=seeds,
-        quick=quick,
-        device=device,
     )
     plan = plan_demo(config)  # a LayaError (e.g. the dataset is missing) is one red line before anything is written
     _header(plan)

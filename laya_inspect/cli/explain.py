@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..runtime import DEVICE_HELP
-from .app import app, console, err_console
+from .app import app, console, dim
 
 
 def explain_table(e: Any) -> Table:
@@ -96,7 +96,7 @@ def explain_command(
     else:
         _print(e)
     if path is not None:
-        err_console.print(f"wrote {path}", style="dim", highlight=False)
+        dim(f"wrote {path}", err=True)
 
 
 def _print(e: Any) -> None:

@@ -11,12 +11,8 @@ from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, console, err_console, opt
+from .app import app, comma_list, console, err_console, from_options, opt
 from .progress import row_progress
-
-
-def _splits(value: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in value.split(",") if s.strip())
 
 
 @app.command("extract")
@@ -89,29 +85,7 @@ def extract_command(
         return
     if data is None or out is None:
         raise InputError("extract needs --data and --out (or --list-layers)")
-    config = ExtractConfig(
-        model=model,
-        weights=weights,
-        data=data,
-        out=str(out),
-        layers=layers,
-        pool=pool,
-        splits=_splits(split),
-        limit=limit,
-        batch_size=batch_size,
-        dtype=dtype,
-        amp=amp,
-        seed=seed,
-        device=device,
-        trust_pickle=trust_pickle,
-        image_size=image_size,
-        normalize=normalize,
-        resize=resize,
-        overwrite=overwrite,
-        trust_remote_code=trust_remote_code,
-        random_init=random_init,
-        allow_nonfinite=allow_nonfinite,
-    )
+    config = from_options(ExtractConfig, locals(), out=str(out), splits=comma_list(split, str, "--split"))
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         extract_features(config)
         return

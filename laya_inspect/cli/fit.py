@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -13,18 +12,8 @@ from ..errors import InputError
 from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from .app import app, console, opt
+from .app import app, comma_list, console, from_options, opt
 from .progress import fit_progress
-
-
-def _list(value: str | None, cast: Callable[[str], Any], option: str) -> tuple[Any, ...] | None:
-    if value is None:
-        return None
-    try:
-        return tuple(cast(v.strip()) for v in value.split(",") if v.strip())
-    except ValueError:
-        raise typer.BadParameter(f"expected a comma-separated list, got {value!r}", param_hint=option) from None
-
 
 SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
 
@@ -95,42 +84,16 @@ def fit_head_command(
 
     seed_values = _seeds(seeds, seed)
     heads = resolve_heads(head)
-    # an option left out keeps FitConfig's default
-    d_star_values = _list(grid_d_star, int, "--grid-d-star")
-    tau_values = _list(grid_tau, float, "--grid-tau")
-    psi_values = _list(grid_psi, str, "--grid-psi")
-    width_values = _list(grid_width, int, "--grid-width")
-    config = FitConfig(
-        heads=heads,
-        seeds=seed_values,
-        d_star=d_star,
-        tau=tau,
-        psi=psi,
-        score_width=score_width,
-        lr=lr,
-        batch_size=batch_size,
-        epochs=epochs,
-        patience=patience,
-        monitor=monitor,
-        weight_decay=weight_decay,
-        standardize=standardize,
-        probe=probe,
-        svg=svg,
-        val_fraction=val_fraction,
-        val_mode=val_mode,
-        split_seed=split_seed,
-        device=device,
-        threads=threads,
-        workers=workers,
-        grid=grid,
-        grid_seeds=grid_seeds,
-        train_split=train_split,
-        test_split=test_split,
-        grid_d_star=FitConfig.grid_d_star if d_star_values is None else d_star_values,
-        grid_tau=FitConfig.grid_tau if tau_values is None else tau_values,
-        grid_psi=FitConfig.grid_psi if psi_values is None else psi_values,
-        grid_width_factors=FitConfig.grid_width_factors if width_values is None else width_values,
-    )
+    grids = {  # an option left out keeps FitConfig's default
+        field: getattr(FitConfig, field) if value is None else comma_list(value, cast, flag)
+        for field, value, cast, flag in (
+            ("grid_d_star", grid_d_star, int, "--grid-d-star"),
+            ("grid_tau", grid_tau, float, "--grid-tau"),
+            ("grid_psi", grid_psi, str, "--grid-psi"),
+            ("grid_width_factors", grid_width, int, "--grid-width"),
+        )
+    }
+    config = from_options(FitConfig, locals(), seeds=seed_values, **grids)
     set_threads(config.threads)  # head-sized work: the default is a few threads at most
     out_dir = out if out is not None else Path(f"{cache.stem}-heads")
     with FeatureStore(cache) as store, fit_progress() as on_event:
@@ -202,30 +165,7 @@ def train_command(
     from ..runtime import set_threads
     from ..training.joint import train_joint
 
-    config = JointConfig(
-        model=model,
-        data=data,
-        head=head,
-        seed=seed,
-        lr=lr,
-        batch_size=batch_size,
-        epochs=epochs,
-        patience=patience,
-        monitor=monitor,
-        weight_decay=weight_decay,
-        val_fraction=val_fraction,
-        val_mode=val_mode,
-        limit=limit,
-        device=device,
-        d_star=d_star,
-        tau=tau,
-        psi=psi,
-        score_width=score_width,
-        init=init,
-        ln_eps=ln_eps,
-        loss=loss,
-        threads=threads,
-    )
+    config = from_options(JointConfig, locals())
     set_threads(config.threads, work="backbone")
     path = out if out is not None else Path(f"zoo-{config.arch}-{head}-seed{seed}.pt")
     with fit_progress() as on_event:

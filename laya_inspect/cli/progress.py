@@ -12,30 +12,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .app import err_console
 
 
-def make_progress(*, transient: bool = False) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=transient,
-    )
-
-
-def info_progress() -> Progress:
-    """A transient bar whose last column is a task's free-text ``info`` field."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
+def make_progress(field: str = "rate", *, transient: bool = False) -> Progress:
+    """Bars on stderr whose column after the count is a task's ``field``: ``rate`` (then the time
+    remaining too) or a free-text ``info``."""
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn()]
+    columns += [TextColumn(f"{{task.fields[{field}]}}"), TimeElapsedColumn()]
+    if field == "rate":
+        columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=err_console, transient=transient)
 
 
 @contextmanager
@@ -111,7 +95,7 @@ def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], No
 
         yield on_line
         return
-    bar = info_progress()
+    bar = make_progress("info", transient=True)
     with bar:
         tasks: dict[str, Any] = {}
 
