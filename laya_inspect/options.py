@@ -27,7 +27,6 @@ def option(
     *,
     flag: str,
     help: str,
-    factory: Callable[[], Any] | Any = Missing,
     always: bool = False,
     argv: Callable[[Any], str | None] | None = None,
     choices: Sequence[str] | None = None,
@@ -35,8 +34,6 @@ def option(
     """A dataclass field that is also a command-line option (see the module docstring). ``choices``:
     the command line refuses any other value as a usage error."""
     meta = {"flag": flag, "help": help, "always": always, "argv": argv, "choices": choices}
-    if factory is not Missing:
-        return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from .errors import NotFoundError, suggest
+from .choices import known
 
 T = TypeVar("T")
 
@@ -28,10 +28,7 @@ class Registry(Generic[T]):
         self._items[name] = obj
 
     def get(self, name: str) -> T:
-        try:
-            return self._items[name]
-        except KeyError:
-            raise NotFoundError(f"no {self.kind} {name!r}; {suggest(name, self._items)}") from None
+        return self._items[known(self.kind, name, list(self._items))]
 
     def names(self) -> list[str]:
         return list(self._items)
