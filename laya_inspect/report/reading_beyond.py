@@ -135,33 +135,33 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
 # -- diagnose ------------------------------------------------------------------------------------
 
 
-def diagnose_reading(s: dict[str, Any]) -> Reading:
-    e = s["errors"]
-    msp = e["auroc"].get("msp") or {}
-    diffs = e.get("diff_vs_msp") or {}
+def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any]) -> str:
+    """Each score's AUROC and its difference to max softmax probability ("score − msp" keys)."""
     parts = []
     for key, d in diffs.items():
         score = key.split(" − ")[0]
-        auc = e["auroc"].get(score) or {}
+        auc = auroc.get(score) or {}
         parts.append(f"{score} {num(auc.get('mean'), 3)} ({_word(outcome(d))} msp: {diff_text(d, 3)})")
+    return "; ".join(parts)
+
+
+def diagnose_reading(s: dict[str, Any]) -> Reading:
+    e = s["errors"]
+    msp = e["auroc"].get("msp") or {}
     lead = [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
-        f"{interval(msp)}; " + "; ".join(parts) + f" ({e['interval']})."
+        f"{interval(msp)}; " + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"]) + f" ({e['interval']})."
     ]
     if "shift" in s:
         pooled = s["shift"]["pooled"]
         auc = pooled["detect_auroc"]
-        bits = []
-        for key, d in pooled["detect_diff"].items():
-            score = key.split(" − ")[0]
-            bits.append(
-                f"{score} {num((auc.get(score) or {}).get('mean'), 3)} ({_word(outcome(d))} msp: {diff_text(d, 3)})"
-            )
+        scores = _vs_msp(pooled["detect_diff"], auc)
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         lead.append(
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
-            f"{num((auc.get('msp') or {}).get('mean'), 3)}; " + "; ".join(bits) + f" ({pooled['interval']}); "
-            f"α profiles differ with permutation p = {', '.join(f'{v:.3g}' for v in p)}."
+            f"{num((auc.get('msp') or {}).get('mean'), 3)}; "
+            + scores
+            + f" ({pooled['interval']}); α profiles differ with permutation p = {', '.join(f'{v:.3g}' for v in p)}."
         )
     details = [
         f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}."
