@@ -147,22 +147,6 @@ class PlantedResult:
     ablation: str
     summary: dict[str, Any]
 
-    @property
-    def passed(self) -> bool:
-        """IG on the LAYA head ranks the signal layer first on at least PASS_SHARE of the rows."""
-        return bool(self.summary["passed"])
-
-    @property
-    def random_floor(self) -> float:
-        return 1.0 / self.config.layers
-
-    def share(self, method: str, head: str = "laya") -> Share:
-        """The share of ``method`` on ``head`` (KeyError naming the pairs run when there is none)."""
-        for m in self.methods:
-            if (m.head, m.method) == (head, method):
-                return m.share
-        raise KeyError(f"no ({head}, {method}); run: {[(m.head, m.method) for m in self.methods]}")
-
 
 def run_planted(
     config: PlantedConfig, *, out_dir: str | Path, overwrite: bool = False, progress: Progress | None = None
@@ -196,7 +180,9 @@ def run_planted(
     with atomic_dir(out, force=overwrite, command="check planted", flag="--out") as tmp:
         emit({"event": "stage", "stage": "extract"})
         batches = {s: [(x[i : i + 256], y[i : i + 256]) for i in range(0, len(y), 256)] for s, (x, y) in splits.items()}
-        extract_features(model, batches, layers=names, out=tmp / "features.h5", class_names=_classes())
+        extract_features(
+            model, batches, layers=names, out=tmp / "features.h5", class_names=[f"class_{c}" for c in range(CLASSES)]
+        )
         with FeatureStore(tmp / "features.h5") as store:
             emit({"event": "stage", "stage": "fit-head"})
             fit = fit_heads(store, fit_config, out_dir=tmp / "heads")
@@ -207,10 +193,6 @@ def run_planted(
         write_json(tmp / "summary.json", result.summary)
     emit({"event": "write", "path": str(out / "summary.json")})
     return result
-
-
-def _classes() -> list[str]:
-    return [f"class_{c}" for c in range(CLASSES)]
 
 
 def _read(
