@@ -29,6 +29,7 @@ chunk stacked K times, in groups of L+1 copies (at most (L+1)·batch_size rows p
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 
 import numpy as np
 import torch
@@ -109,18 +110,11 @@ def _mix_scale(head: Head, scale: Tensor):
     return classifier.register_forward_pre_hook(hook)
 
 
-def _p_copies(
-    head: Head,
-    abl: Ablation,
-    hs: list[Tensor],
-    target: Tensor,
-    base: list[Tensor] | None,
-    masks: Tensor,
-    donor_rows: Tensor | None = None,
-    effect: str = "prob",
+def _stacked_logits(
+    head: Head, abl: Ablation, hs: list[Tensor], base: list[Tensor] | None, donor_rows: Tensor | None, masks: Tensor
 ) -> Tensor:
-    """(K, B) float64 target values (``effect``); ``masks`` (K, B, L) bool (True = ablated), all K copies
-    in one pass; ``donor_rows`` (B,) rows of the donor pool for resample."""
+    """(K, B, C) logits of the head's own forward on K stacked copies of the chunk ``hs``, all in one
+    pass; ``masks`` (K, B, L) bool (True = ablated); ``donor_rows`` (B,) rows of the donor pool for resample."""
     k, b, _ = masks.shape
     dtype = _dtype(head)
     hs = [h.to(dtype) for h in hs]
@@ -142,7 +136,7 @@ def _p_copies(
             handle.remove()
     else:
         logits = head(x, keep=keep).logits
-    return _target_value(logits.reshape(k, b, -1), target, effect)
+    return logits.reshape(k, b, -1)
 
 
 def _chunks(n: int, size: int) -> Iterable[slice]:
@@ -180,15 +174,10 @@ def _p_chunk(
     if not stacked:
         values = base if donor_rows is None or base is None else [pool[donor_rows] for pool in base]
         logits_of = factor(head, abl.name, chunk, values, in_mix=abl.in_mix)
-    if logits_of is None:
-        step = len(chunk) + 1  # as many copies as LOLO's, so subsets and curves need no more memory
-        return torch.cat(
-            [
-                _p_copies(head, abl, chunk, target, base, masks[j : j + step], donor_rows, effect)
-                for j in range(0, len(masks), step)
-            ]
-        )
-    step = group_size(head, len(target))
+    if logits_of is None:  # as many copies a pass as LOLO's, so subsets and curves need no more memory
+        logits_of, step = partial(_stacked_logits, head, abl, chunk, base, donor_rows), len(chunk) + 1
+    else:
+        step = group_size(head, len(target))
     return torch.cat(
         [_target_value(logits_of(masks[j : j + step]), target, effect) for j in range(0, len(masks), step)]
     )

@@ -257,16 +257,8 @@ def write_h5(
                 g[f"layer_{i:03d}"] = b
         for r in results:
             g = f.create_group(f"heads/{r.name}")
-            _attrs(
-                g,
-                {
-                    "dir": r.head_dir,
-                    "kind": r.kind,
-                    "head_config": r.head_config,
-                    "methods_skipped": r.skipped,
-                    "ablations_skipped": r.ablations_skipped,
-                },
-            )
+            attrs = {"dir": r.head_dir, "kind": r.kind, "head_config": r.head_config, "methods_skipped": r.skipped}
+            _attrs(g, attrs | {"ablations_skipped": r.ablations_skipped})
             first = r.primary
             arrays = {k: getattr(r, k) for k in ("targets", "preds", "logits", "weights")}
             arrays |= {k: getattr(first, k) for k in ("p", "p_ablated", "effects")}
