@@ -53,17 +53,21 @@ class Result:
 
 def write_whole(
     out_dir: str | Path,
-    run: Callable[[Path, Path], tuple[dict[str, Any], list[Path]]],
+    run: Callable[[Path], tuple[dict[str, Any], list[Path]]],
     *,
     command: str,
     inputs: Sequence[str | Path | None],
     overwrite: bool,
 ) -> Result:
-    """``run(tmp, final)`` computes the summary and writes the folder under a temporary name
-    (:func:`~laya_inspect.files.atomic_dir`: it appears whole or not at all); the files at their final paths."""
+    """``run(tmp)`` computes the summary and writes the folder under a temporary name
+    (:func:`~laya_inspect.files.atomic_dir`: it appears whole or not at all); then report.html, last
+    because it inlines the plots, names the final folder in its commands. The files at their final paths."""
+    from ..report.beyond import write_beyond_report
+
     out = Path(out_dir)
     with atomic_dir(out, force=overwrite, command=command, inputs=inputs) as tmp:
-        summary, files = run(tmp, out)
+        summary, files = run(tmp)
+        files.append(write_beyond_report(tmp, summary, as_dir=out))
     return Result(out, summary, [out / p.relative_to(tmp) for p in files])
 
 

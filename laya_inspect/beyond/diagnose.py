@@ -117,9 +117,9 @@ def diagnose_heads(
     if against is not None:
         _same_layers(store, against)
 
-    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+    def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary = _diagnose(head_dirs, store, config, against, progress or no_progress)
-        return summary, write_diagnose(tmp, summary, plots=config.plots, as_dir=out)
+        return summary, write_diagnose(tmp, summary, plots=config.plots)
 
     inputs = [*head_dirs, store.path, against.path if against is not None else None]
     return write_whole(out_dir, run, command="diagnose", inputs=inputs, overwrite=overwrite)

@@ -155,9 +155,9 @@ def simulate_early_exit(
     """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module."""
     from .outputs import write_early_exit
 
-    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+    def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary = _simulate(head_dir, store, config, budget or Budget(), progress or no_progress)
-        return summary, write_early_exit(tmp, summary, plots=config.plots, as_dir=out)
+        return summary, write_early_exit(tmp, summary, plots=config.plots)
 
     return write_whole(out_dir, run, command="early-exit", inputs=[head_dir, store.path], overwrite=overwrite)
 

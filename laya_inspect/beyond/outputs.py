@@ -1,6 +1,6 @@
 """What prune, early-exit and diagnose write into their output folders: summary.json (every number),
-CSV tables for spreadsheets, plots/ (PNG), report.html (one self-contained page: the reading, the
-tables, the plots, the command) and, for prune, the chosen head directory. Plain I/O."""
+CSV tables for spreadsheets, plots/ (PNG) and, for prune, the chosen head directory; report.html (one
+self-contained page: the reading, the tables, the plots, the command) is added by common.write_whole. Plain I/O."""
 
 from __future__ import annotations
 
@@ -21,21 +21,8 @@ def _est(prefix: str, e: dict[str, Any] | None) -> dict[str, Any]:
     return {f"{prefix}_mean": e.get("mean"), f"{prefix}_ci_low": e.get("ci_low"), f"{prefix}_ci_high": e.get("ci_high")}
 
 
-def _report(out: Path, summary: dict[str, Any], as_dir: Path | None) -> Path:
-    """report.html, written last: it inlines the plots. ``as_dir``: the folder's final path (``out``
-    is its temporary one while it is written), named by the commands on the page."""
-    from ..report.beyond import write_beyond_report
-
-    return write_beyond_report(out, summary, as_dir=as_dir)
-
-
 def write_prune(
-    out: Path,
-    summary: dict[str, Any],
-    chosen: tuple[Head, dict[str, Any]] | None,
-    *,
-    plots: bool,
-    as_dir: Path | None = None,
+    out: Path, summary: dict[str, Any], chosen: tuple[Head, dict[str, Any]] | None, *, plots: bool
 ) -> list[Path]:
     files = [write_json(out / "summary.json", summary)]
     rows = [
@@ -75,7 +62,7 @@ def write_prune(
         from .plots import prune_plots
 
         files += prune_plots(out / "plots", summary)
-    return [*files, _report(out, summary, as_dir)]
+    return files
 
 
 def exit_curves(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,7 +87,7 @@ def exit_curves(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_early_exit(out: Path, summary: dict[str, Any], *, plots: bool, as_dir: Path | None = None) -> list[Path]:
+def write_early_exit(out: Path, summary: dict[str, Any], *, plots: bool) -> list[Path]:
     curves = exit_curves(summary["points"])
     files = [
         write_json(out / "summary.json", summary),
@@ -120,10 +107,10 @@ def write_early_exit(out: Path, summary: dict[str, Any], *, plots: bool, as_dir:
         from .plots import early_exit_plots
 
         files += early_exit_plots(out / "plots", summary, curves)
-    return [*files, _report(out, summary, as_dir)]
+    return files
 
 
-def write_diagnose(out: Path, summary: dict[str, Any], *, plots: bool, as_dir: Path | None = None) -> list[Path]:
+def write_diagnose(out: Path, summary: dict[str, Any], *, plots: bool) -> list[Path]:
     files = [write_json(out / "summary.json", summary)]
     rows = []
     for h in summary["heads"]:
@@ -176,4 +163,4 @@ def write_diagnose(out: Path, summary: dict[str, Any], *, plots: bool, as_dir: P
         from .plots import diagnose_plots
 
         files += diagnose_plots(out / "plots", summary)
-    return [*files, _report(out, summary, as_dir)]
+    return files

@@ -135,14 +135,8 @@ def diagnose_plots(out: Path, s: dict[str, Any]) -> list[Path]:
     ax.bar(x - 0.2, sh["mean_alpha_this"], 0.4, label=Path(s["cache"]["path"]).name)
     ax.bar(x + 0.2, sh["mean_alpha_other"], 0.4, label=Path(s["against"]["path"]).name)
     for j, p in enumerate(sh["permutation"]["p_fwer"]):
-        ax.text(
-            j,
-            max(sh["mean_alpha_this"][j], sh["mean_alpha_other"][j]),
-            f"p={p:.3g}",
-            ha="center",
-            va="bottom",
-            fontsize=7,
-        )
+        top = max(sh["mean_alpha_this"][j], sh["mean_alpha_other"][j])
+        ax.text(j, top, f"p={p:.3g}", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x)
     ax.set_xticklabels(names, rotation=45 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
     ax.set_ylabel("mean α")

@@ -61,9 +61,9 @@ def prune_layers(
     """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module."""
     from .outputs import write_prune
 
-    def run(tmp: Path, out: Path) -> tuple[dict[str, Any], list[Path]]:
+    def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary, chosen = _prune(head_dir, store, config, budget or Budget(), scalarmix_dir, progress or no_progress)
-        return summary, write_prune(tmp, summary, chosen, plots=config.plots, as_dir=out)
+        return summary, write_prune(tmp, summary, chosen, plots=config.plots)
 
     inputs = [head_dir, store.path, scalarmix_dir]
     return write_whole(out_dir, run, command="prune", inputs=inputs, overwrite=overwrite)

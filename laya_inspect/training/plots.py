@@ -118,15 +118,8 @@ def plot_class_heatmap(
     for i in range(n_classes):
         for j in range(n_layers):
             if np.isfinite(matrix[i, j]):
-                ax.text(
-                    j,
-                    i,
-                    f"{matrix[i, j]:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if matrix[i, j] < 0.6 else "black",
-                )
+                color = "white" if matrix[i, j] < 0.6 else "black"
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=7, color=color)
     wide = n_layers > 6
     ax.set_xticks(range(n_layers), layer_names, rotation=30 if wide else 0, ha="right" if wide else "center")
     ax.set_yticks(range(n_classes), [f"{n} (n={int(k)})" for n, k in zip(class_names, counts)])
