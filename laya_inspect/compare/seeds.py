@@ -104,14 +104,8 @@ def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> lis
         while name in names:  # two heads of one name (two fit-head runs): head, head-2, …
             name, k = f"{base}-{k}", k + 1
         names.add(name)
-        out.append(
-            {
-                "head": name,
-                "kind": kind,
-                "members": [heads[i]["name"] for i in members.values()],
-                "seeds": list(members),
-            }
-        )
+        names_in = [heads[i]["name"] for i in members.values()]
+        out.append({"head": name, "kind": kind, "members": names_in, "seeds": list(members)})
     return out
 
 
