@@ -69,9 +69,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return Path(path)
+    return write_with(path, lambda tmp: tmp.write_bytes(data))
 
 
 def write_text(path: str | Path, text: str) -> Path:
