@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import CacheError, NotFoundError
-from ..files import plain, write_bytes, write_csv
+from ..files import plain, write_bytes
 from .effects import RANDOM_ORDERS
 from .seeds import csv_rows as across_seed_rows
 
@@ -40,6 +40,10 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
         kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
         raise CacheError(f"{path} is not a compare summary (kind {kind!r})")
     check_summary(summary, path)
+    if "sanity" in summary:  # a damaged "sanity" is refused here, in one line, not once the report is drawn
+        from ..report.sanity import terminal_block
+
+        terminal_block(summary)
     return summary
 
 
@@ -190,10 +194,6 @@ def sanity_rows(summary: dict[str, Any], head: str) -> list[tuple[str, str, str,
             out.append((m, scope, "rank_correlation_verdict", c["verdict"]))
             out.append((m, scope, "faithfulness", c["faithfulness"]["mean"]))
     return out
-
-
-def write_summary_csv(path: Path, summary: dict[str, Any]) -> Path:
-    return write_csv(path, csv_rows(summary))
 
 
 def _attrs(obj: h5py.HLObject, values: dict[str, Any]) -> None:

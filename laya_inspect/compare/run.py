@@ -37,7 +37,7 @@ from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
-from ..files import atomic_dir, check_out, plain, write_json
+from ..files import atomic_dir, check_out, plain, write_csv, write_json
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
@@ -48,7 +48,7 @@ from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan, seeded_rows
 from .effects import Measured, Remover, measure
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
-from .outputs import SCHEMA_VERSION, write_h5, write_summary_csv
+from .outputs import SCHEMA_VERSION, csv_rows, write_h5
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
 from .seeds import SEED_DIR, across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
@@ -431,7 +431,7 @@ def compare_heads(
         summary["files"]["plots"] = [str(p.relative_to(tmp)) for p in plot_files]
         written += [
             write_json(tmp / "summary.json", summary),
-            write_summary_csv(tmp / "summary.csv", plain(summary)),
+            write_csv(tmp / "summary.csv", csv_rows(plain(summary))),
             *plot_files,
         ]
         if "sanity" in summary:  # after the plots, before report.html (the last file)
