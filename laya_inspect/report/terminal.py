@@ -184,9 +184,8 @@ def caveat_lines(head: dict[str, Any]) -> list[Text]:
         for text, names in where.items():
             label = f" ({', '.join(names)})" if many else ""
             out.append(Text(f"  {kind[:-1]}{label}: {text}", style="yellow"))
-    circular = {m: r for s in abls.values() for m, r in (s.get("circular") or {}).items()}
     pairs = sorted({(m, a) for a, s in abls.items() for m in (s.get("circular") or {})})
-    if circular:
+    if pairs:
         shown = ", ".join(f"{m} × {a}" for m, a in pairs)
         out.append(Text(f"  {CIRCULAR} circular (never best): {shown}", style="dim"))
     return out
