@@ -40,10 +40,9 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
         kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
         raise CacheError(f"{path} is not a compare summary (kind {kind!r})")
     check_summary(summary, path)
-    if "sanity" in summary:  # a damaged "sanity" is refused here, in one line, not once the report is drawn
-        from ..report.sanity import terminal_block
+    from ..report.sanity import check  # a damaged "sanity" is refused here, not once the report is drawn
 
-        terminal_block(summary)
+    check(summary)
     return summary
 
 

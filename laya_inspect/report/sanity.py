@@ -80,6 +80,12 @@ def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict
     ]
 
 
+def check(summary: dict[str, Any]) -> None:
+    """CacheError unless the summary's "sanity", if any, holds every field this module reads."""
+    if "sanity" in summary:
+        _heads(summary)
+
+
 def _short(v: Any) -> str:
     text = num(v, 2, sign=True)
     return text.replace("0.", ".", 1) if text[1:].startswith("0.") else text
