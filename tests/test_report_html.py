@@ -425,7 +425,7 @@ def test_report_command_reads_a_beyond_folder_and_rebuilds_its_page(
 
 
 def test_the_beyond_readings_say_whether_alpha_beats_its_baseline() -> None:
-    from laya_inspect.report.reading_beyond import early_exit_reading, outcome
+    from laya_inspect.report.reading import early_exit_reading, outcome
 
     def d(mean: float, lo: float, hi: float) -> dict[str, Any]:
         return {"mean": mean, "ci_low": lo, "ci_high": hi, "values": [mean]}

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from laya_inspect.files import write_text
-from laya_inspect.report.reading import interval, num
-from laya_inspect.report.reading_beyond import (
+from laya_inspect.report.reading import (
     PRUNE_NAMES,
     diagnose_reading,
     diff_text,
     early_exit_reading,
+    interval,
+    num,
     outcome,
     prune_reading,
     same,

@@ -1,5 +1,5 @@
 """report.html of a prune, early-exit or diagnose folder: one self-contained page (html.py's) that
-leads with the plain reading (reading_beyond.py: α against its baseline without α, in numbers),
+leads with the plain reading (reading.py: α against its baseline without α, in numbers),
 then the tables (each estimate with its 95% interval, the baseline rows without α beside α's), the
 folder's PNG plots inlined, the command that rebuilds the folder and the provenance. Built from
 summary.json alone (and the cache's attributes when the cache is still there), so
@@ -18,8 +18,7 @@ from ..errors import CacheError, NotFoundError
 from ..files import write_text
 from .figures import Figure, png_figure
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import est, num
-from .reading_beyond import READINGS, diff_text, outcome, same
+from .reading import READINGS, diff_text, est, num, outcome, same
 
 REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
