@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from laya_inspect.cache.store import FeatureStore, layer_key
 from laya_inspect.cli import app
-from laya_inspect.compare.outputs import load_summary
+from laya_inspect.compare.records import load_summary
 from laya_inspect.errors import CacheError
 from laya_inspect.head_dir import cache_identity, save_head
 from laya_inspect.heads import build_head

@@ -260,7 +260,7 @@ def test_the_constant_reference_recomputes_from_the_h5_file(compared) -> None:
 def test_a_damaged_constant_field_is_one_cache_error(compared, damage: str, message: str) -> None:
     import copy
 
-    from laya_inspect.compare.outputs import check_summary
+    from laya_inspect.compare.records import check_summary
     from laya_inspect.errors import CacheError
 
     s = copy.deepcopy(compared[0].summary)

@@ -289,7 +289,7 @@ def test_report_command_reads_either_folder_and_rebuilds_the_page(runs: dict[str
 
 @pytest.mark.slow
 def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -> None:
-    from laya_inspect.compare.outputs import load_summary
+    from laya_inspect.compare.records import load_summary
 
     summary = load_summary(runs["compare"])
     figs = [P.summary_figures(summary, h) for h in summary["heads"]]

@@ -1,8 +1,5 @@
-"""What `compare` writes and reads back: summary.json, summary.csv (long rows, :func:`csv_rows`) and
-attributions.h5 (:func:`write_h5`), each written atomically. ``report OUT_DIR`` reads a run back with
-:func:`load_summary`, which checks that every field the report reads is there with its type, numbers
-null or NaN allowed (:func:`check_summary`), so a damaged or hand-edited summary ends in one
-CacheError line that names the field, never in a traceback."""
+"""What `compare` writes: summary.json, summary.csv (long rows, :func:`csv_rows`) and attributions.h5
+(:func:`write_h5`), each written atomically. A summary read back is checked by records.py."""
 
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ import h5py
 import numpy as np
 
 from .. import __version__
-from ..errors import CacheError, NotFoundError
 from ..files import plain, write_bytes
 from .effects import RANDOM_ORDERS
 from .seeds import csv_rows as across_seed_rows
@@ -24,26 +20,6 @@ if TYPE_CHECKING:
     from .run import HeadResult
 
 SCHEMA_VERSION = 2  # 2: several ablations, references, subset faithfulness, insertion curves, caveats
-
-
-def load_summary(out_dir: str | Path) -> dict[str, Any]:
-    path = Path(out_dir) / "summary.json"
-    if not path.exists():
-        raise NotFoundError(f"no summary.json in {out_dir}; write one with `laya-inspect compare … --out {out_dir}`")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CacheError(f"{path} is not valid JSON ({e}); rerun `laya-inspect compare` to rewrite it") from None
-    except OSError as e:
-        raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
-    if not isinstance(summary, dict) or summary.get("kind") != "laya-inspect-compare":
-        kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
-        raise CacheError(f"{path} is not a compare summary (kind {kind!r})")
-    check_summary(summary, path)
-    from ..report.sanity import check  # a damaged "sanity" is refused here, not once the report is drawn
-
-    check(summary)
-    return summary
 
 
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -285,170 +261,3 @@ def write_h5(
                     mg = ag.create_group(f"methods/{m}")
                     mg["p_topk"], mg["p_keep"] = p_topk, p_keep
     return write_bytes(path, image.getvalue())
-
-
-# ---------------------------------------------------------------------------------------------
-# checking a summary read back
-
-READABLE_SCHEMAS = (1, 2)
-
-
-class _Bad(Exception):
-    pass
-
-
-def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False) -> Any:
-    """``obj[key]`` checked against ``kind`` ("num": a number or null; "nums" / "strs": a list of them;
-    a type or tuple of types)."""
-    if isinstance(key, str):
-        if not isinstance(obj, dict):
-            raise _Bad(f"{where} is not an object")
-        if key not in obj:
-            if optional:
-                return None
-            raise _Bad(f"{where} has no {key!r}")
-    value = obj[key]
-    here = f"{where}.{key}"
-    if kind == "num":
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise _Bad(f"{here} is {value!r}, not a number")
-        if isinstance(value, int) and abs(value) > 2**53:  # no score is that large, and float() would overflow
-            raise _Bad(f"{here} is {value}, out of range")
-    elif kind in ("nums", "strs"):
-        if not isinstance(value, list):
-            raise _Bad(f"{here} is not a list" if kind == "nums" else f"{here} is {value!r}")
-        for i in range(len(value)):
-            _get(value, i, "num" if kind == "nums" else str, here)
-    elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Bad(f"{here} is {value!r}")
-    return value
-
-
-def _scores(s: Any, where: str, reference: bool = False) -> None:
-    f = _get(s, "faithfulness", dict, where)
-    for k in ("mean", "ci_low", "ci_high"):
-        _get(f, k, "num", f"{where}.faithfulness")
-    for k in ("n_valid", "n_undefined"):
-        _get(f, k, int, f"{where}.faithfulness")
-    sub = _get(s, "subset_faithfulness", dict, where, optional=True)
-    if sub is not None:
-        _get(sub, "mean", "num", f"{where}.subset_faithfulness")
-    for k in ("top_layer_agreement", "deletion_at_1_over_oracle", "deletion_area", "insertion_area"):
-        _get(s, k, "num", where, optional=k != "top_layer_agreement")
-    if not reference:
-        _get(s, "deletion_at_1", "num", where)
-        _get(s, "circular", (str, type(None)), where, optional=True)
-        delta = _get(s, "ig_delta", (dict, type(None)), where, optional=True)
-        if delta:
-            _get(delta, "abs_mean", "num", f"{where}.ig_delta")
-        vs = _get(s, "vs_constant", dict, where, optional=True) or {}  # absent before the constant rule
-        if vs:
-            _get(vs, "verdict", str, f"{where}.vs_constant")
-        for k, d in vs.items():
-            if k != "verdict" and _get(vs, k, (dict, type(None)), f"{where}.vs_constant"):
-                _paired(d, f"{where}.vs_constant.{k}")
-
-
-def _paired(d: Any, where: str) -> None:
-    for k in ("mean", "ci_low", "ci_high"):
-        _get(d, k, "num", where)
-
-
-def _lolo(lolo: Any, where: str) -> None:
-    for k in ("oracle_at_1", "random_at_1"):
-        _get(lolo, k, "num", where)
-    for r in _get(lolo, "most_relied_on", list, where):
-        _get(r, "layer", str, f"{where}.most_relied_on")
-        _get(r, "mean_effect", "num", f"{where}.most_relied_on")
-    near = _get(lolo, "near_ties", dict, where, optional=True)
-    if near is not None:
-        for k in ("all_tied_share", "top_tied_share", "any_tied_share"):
-            _get(near, k, "num", f"{where}.near_ties", optional=k == "any_tied_share")
-
-
-def _ablation(a: Any, where: str) -> None:
-    _lolo(_get(a, "lolo", dict, where), f"{where}.lolo")
-    for m, s in _get(a, "methods", dict, where).items():
-        _scores(s, f"{where}.methods.{m}")
-    for r, s in (_get(a, "references", dict, where, optional=True) or {}).items():
-        _scores(s, f"{where}.references.{r}", reference=True)
-        profile = _get(s, "profile", dict, f"{where}.references.{r}", optional=True)  # the constant rule's
-        if profile is not None:
-            _get(profile, "what", str, f"{where}.references.{r}.profile", optional=True)
-            _get(profile, "fold_sizes", "nums", f"{where}.references.{r}.profile", optional=True)
-    for k in ("caveats", "notes"):
-        _get(a, k, "strs", where, optional=True)
-    best = _get(a, "best", dict, where, optional=True) or {}
-    for k in best:
-        _get(best, k, "strs", f"{where}.best")
-    for k, t in (_get(a, "best_tests", dict, where, optional=True) or {}).items():
-        here = f"{where}.best_tests.{k}"
-        for key in ("leader", "runner_up"):
-            _get(_get(a["best_tests"], k, dict, f"{where}.best_tests"), key, str, here)
-        for key in ("vs_runner_up", "vs_constant"):
-            if _get(t, key, (dict, type(None)), here, optional=True):
-                _paired(t[key], f"{here}.{key}")
-    circ = _get(a, "circular", dict, where, optional=True) or {}
-    for k in circ:
-        _get(circ, k, str, f"{where}.circular")
-
-
-def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") -> None:
-    """CacheError unless every field the report reads is there with its type (numbers may be null)."""
-    try:
-        version = _get(summary, "schema_version", int, "summary")
-        if version not in READABLE_SCHEMAS:
-            raise _Bad(f"schema_version {version} (readable: {', '.join(map(str, READABLE_SCHEMAS))})")
-        cache = _get(summary, "cache", dict, "summary")
-        for k in ("path", "fingerprint"):
-            _get(cache, k, str, "summary.cache")
-        for k in ("layer_names", "class_names"):
-            _get(cache, k, "strs", "summary.cache")
-        for k in ("split", "target", "baseline", "ablation"):
-            _get(summary, k, str, "summary")
-        _get(summary, "effect", str, "summary", optional=True)  # absent before --effect: "prob"
-        _get(summary, "n", int, "summary")
-        _get(summary, "seed", (int, type(None)), "summary")
-        _get(summary, "tie_tolerance", "num", "summary", optional=True)
-        _get(summary, "ablations", "strs", "summary", optional=True)
-        _get(_get(summary, "config", dict, "summary"), "n_boot", int, "summary.config")
-        dirs = _get(summary, "directions", dict, "summary")
-        for k in ("faithfulness", "top_layer_agreement"):
-            _get(dirs, k, str, "summary.directions")
-        for i, h in enumerate(_get(summary, "heads", list, "summary")):
-            where = f"summary.heads[{i}]"
-            for k in ("name", "kind"):
-                _get(h, k, str, where)
-            _get(h, "n", int, where)
-            _get(h, "accuracy", "num", where)
-            for k in _get(h, "methods_skipped", dict, where, optional=True) or {}:
-                _get(h["methods_skipped"], k, str, f"{where}.methods_skipped")
-            _ablation(h, where)
-            for a, s in (_get(h, "ablations", dict, where, optional=True) or {}).items():
-                _ablation(s, f"{where}.ablations.{a}")
-        _across_seeds(_get(summary, "across_seeds", dict, "summary", optional=True))
-    except _Bad as e:
-        raise CacheError(
-            f"{path} is not a valid compare summary ({e}); rerun `laya-inspect compare` to rewrite it"
-        ) from None
-
-
-def _across_seeds(across: dict[str, Any] | None) -> None:
-    """summary.across_seeds (absent before compare scored across seeds): what report/across.py reads."""
-    where = "summary.across_seeds"
-    for i, g in enumerate(_get(across, "groups", list, where) if across else []):
-        here = f"{where}.groups[{i}]"
-        for k in ("head", "kind"):
-            _get(g, k, str, here)
-        _get(g, "seeds", list, here)
-        for a, entry in _get(g, "ablations", dict, here).items():
-            for m, row in _get(entry, "methods", dict, f"{here}.ablations.{a}").items():
-                at = f"{here}.ablations.{a}.methods.{m}"
-                _get(row, "verdicts", list, at, optional=True)
-                for k, est in row.items():
-                    if isinstance(est, dict):
-                        for part in ("mean", "ci_low", "ci_high"):
-                            _get(est, part, "num", f"{at}.{k}")
-                        _get(est, "values", "nums", f"{at}.{k}")
-    if across:
-        _get(across, "caveats", "strs", where, optional=True)

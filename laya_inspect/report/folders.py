@@ -94,7 +94,7 @@ def read_fit(folder: Path) -> FitFolder:
 
 
 def read_compare(folder: Path) -> CompareFolder:
-    from ..compare.outputs import load_summary
+    from ..compare.records import load_summary
 
     return CompareFolder(folder, load_summary(folder), _pngs(folder / "plots"))
 

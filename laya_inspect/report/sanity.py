@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ..errors import CacheError
+from ..compare.records import sanity_heads
 from .across import rich_table
 from .html import Cell, Section, Table, slug
 from .reading import num
@@ -18,72 +18,10 @@ CHECKS = {"top": "top", "all": "all", "labels": "labels"}  # cascade steps, then
 WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow", "undefined": "dim"}
 
 
-def _bad(where: str, what: str) -> CacheError:
-    return CacheError(
-        f"summary.json: {where} {what}, not a sanity check's record; rerun `laya-inspect compare` to rewrite it"
-    )
-
-
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _bad(where, "is not an object")
-    return value
-
-
-def _number(value: Any, where: str) -> float | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise _bad(where, f"is {value!r}")
-    return value
-
-
-def _comparison(c: Any, where: str) -> dict[str, Any]:
-    c = _obj(c, where)
-    for part in ("rank_correlation", "faithfulness"):
-        d = _obj(c.get(part), f"{where}.{part}")
-        for k in ("mean", "ci_low", "ci_high"):
-            _number(d.get(k), f"{where}.{part}.{k}")
-    if not isinstance(c.get("verdict"), str):
-        raise _bad(f"{where}.verdict", "is missing")
-    if c.get("trained_faithfulness") is not None:
-        _number(_obj(c["trained_faithfulness"], f"{where}.trained_faithfulness").get("mean"), where)
-    return c
-
-
-def rows_of(head: dict[str, Any], where: str) -> list[tuple[str, str, dict[str, Any]]]:
-    """(method, check, comparison) in method order, each method's checks together; checked."""
-    head = _obj(head, where)
-    model = head.get("model")
-    if not isinstance(model, list):
-        raise _bad(f"{where}.model", "is not a list")
-    data = _obj(head.get("data"), f"{where}.data")
-    checks = [(str(_obj(s, f"{where}.model").get("step")), _obj(s.get("methods"), f"{where}.model")) for s in model]
-    checks.append(("labels", _obj(data.get("methods"), f"{where}.data.methods")))
-    methods = [m for m in head.get("methods") or [] if isinstance(m, str)]
-    out = []
-    for m in methods:
-        for check, per_method in checks:
-            if m in per_method:
-                out.append((m, check, _comparison(per_method[m], f"{where}.{check}.{m}")))
-    for k in ("accuracy", "real_accuracy", "chance", "near_chance_bound"):
-        _number(data.get(k), f"{where}.data.{k}")
-    return out
-
-
 def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict[str, Any]]], str]]:
     """Per head: its name, its checked rows and the permuted-label head's line."""
-    sanity = _obj(summary.get("sanity"), "sanity")
-    _obj(sanity.get("choices"), "sanity.choices")
     kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
-    return [
-        (name, rows_of(head, f"sanity.heads.{name}"), data_line(head["data"], str(kinds.get(name))))
-        for name, head in _obj(sanity.get("heads"), "sanity.heads").items()
-    ]
-
-
-def check(summary: dict[str, Any]) -> None:
-    """CacheError unless the summary's "sanity", if any, holds every field this module reads."""
-    if "sanity" in summary:
-        _heads(summary)
+    return [(name, rows, data_line(head["data"], str(kinds.get(name)))) for name, head, rows in sanity_heads(summary)]
 
 
 def _short(v: Any) -> str:
@@ -119,7 +57,7 @@ def data_line(data: dict[str, Any], kind: str) -> str:
 
 
 def legend(summary: dict[str, Any]) -> str:
-    choices = _obj(_obj(summary.get("sanity"), "sanity").get("choices"), "sanity.choices")
+    choices = summary["sanity"]["choices"]  # checked by _heads, which every caller runs first
     t = choices.get("threshold")
     return (
         f"sanity: ρ = mean per-row Spearman of the randomised head's attributions with the trained head's; low = "
