@@ -16,9 +16,11 @@ back with its result and replayed in the parent, in the order the runs finish.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -73,13 +75,8 @@ def plot_workers(items: int) -> int:
     return default_workers(items, 1)
 
 
-def _start_worker(parent: int, items: Sequence[Any], work: Callable[..., Any]) -> None:
-    """Once per worker: it keeps its job (``items``, ``work``); it dies with the command that forked it
-    (a killed fit-head must not leave orphans that train on, holding its output's lock: Linux's
-    PR_SET_PDEATHSIG, which the standard pool does not set); and it runs one torch thread. A child
-    forked after the parent's OpenMP pool has run cannot start a pool of its own: its first parallel
-    operation with two threads or more waits forever (seen with a library caller that had left torch at
-    its default threads). A head's steps gain nothing from a second thread anyway."""
+def die_with_parent(parent: int) -> None:
+    """In a forked child: be killed when the process ``parent`` ends (Linux's PR_SET_PDEATHSIG)."""
     try:
         import ctypes
 
@@ -88,6 +85,49 @@ def _start_worker(parent: int, items: Sequence[Any], work: Callable[..., Any]) -
         pass
     if os.getppid() != parent:  # the parent was gone before the line above took effect
         os._exit(1)
+
+
+def finishes_in(seconds: float, work: Callable[[], Any]) -> bool:
+    """Whether ``work()``, run in a forked child, ends (returns or raises) within ``seconds``; a child
+    still running then is killed. For C code that can loop forever, which no Python code in this
+    process could interrupt. True without trying where forking is unsafe (not Linux)."""
+    if not can_fork():
+        return True
+    parent = os.getpid()
+    done, alive = os.pipe()  # the child's end closes when it exits: the parent wakes at once
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or process left for a child: read without the deadline
+        os.close(done)
+        os.close(alive)
+        return True
+    if pid == 0:  # the child: nothing it does may reach the parent's files, output or exit code
+        try:
+            os.close(done)
+            die_with_parent(parent)
+            work()
+        finally:
+            os._exit(0)
+    os.close(alive)
+    try:
+        ended = bool(select.select([done], [], [], seconds)[0])
+    finally:
+        os.close(done)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):  # a caller that ignores SIGCHLD has it reaped already
+        os.waitpid(pid, 0)
+    return ended
+
+
+def _start_worker(parent: int, items: Sequence[Any], work: Callable[..., Any]) -> None:
+    """Once per worker: it keeps its job (``items``, ``work``); it dies with the command that forked it
+    (a killed fit-head must not leave orphans that train on, holding its output's lock: Linux's
+    PR_SET_PDEATHSIG, which the standard pool does not set); and it runs one torch thread. A child
+    forked after the parent's OpenMP pool has run cannot start a pool of its own: its first parallel
+    operation with two threads or more waits forever (seen with a library caller that had left torch at
+    its default threads). A head's steps gain nothing from a second thread anyway."""
+    die_with_parent(parent)
     set_threads(1)
     _JOB[:] = [items, work]
 

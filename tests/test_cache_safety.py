@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import h5py
 import numpy as np
@@ -270,9 +271,9 @@ _BYTES = st.one_of(st.none(), st.tuples(st.sampled_from(["truncate", "flip_bytes
 
 
 # Derandomized: some flipped bytes send libhdf5 itself (h5py 3.16, HDF5 2.0.0) into an endless loop
-# reading an attribute, which no Python code can interrupt. Seen once with edits [("del_group", 12),
-# ("del_group", 12), ("set_attr", 12)] and damage ("flip_bytes", 240): f.attrs["class_names"] never
-# returns. A fixed set of examples keeps CI from drawing such a file by chance.
+# reading an attribute (the file of test_a_cache_whose_attributes_loop_forever_is_refused). The reader
+# refuses such a file after ATTRS_SECONDS (60 s), so a fixed set of examples keeps the suite from
+# drawing one by chance and waiting that long.
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=st.lists(st.tuples(_EDITS, st.integers(0, 10_000)), max_size=3), damage=_BYTES)
 def test_any_damage_reads_or_raises_our_error(tmp_path_factory, edits, damage):
@@ -316,6 +317,60 @@ def test_any_damage_reads_or_raises_our_error(tmp_path_factory, edits, damage):
             _ = store.fingerprint, store.num_classes, store.widths
     except LayaError:
         pass
+
+
+def _looping_cache(path):
+    """The damaged file drawn once by the property test above: libhdf5 never returns from reading its
+    class_names attribute."""
+    _good(path)
+    for edit in (lambda f: f.__delitem__("train"), lambda f: None, lambda f: f.attrs.__setitem__("layer_names", "{")):
+        with h5py.File(path, "a") as f:  # one open each, as the property test made them
+            edit(f)
+    data = bytearray(path.read_bytes())
+    for j in range(8):
+        data[(240 * 7919 + j * 104729) % len(data)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_cache_whose_attributes_loop_forever_is_refused(tmp_path):
+    path = _looping_cache(tmp_path / "c.h5")
+    probe = f"import h5py; h5py.File({str(path)!r}, 'r').attrs['class_names']"
+    try:
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=10)
+        pytest.skip("this libhdf5 does not loop on the damaged file")
+    except subprocess.TimeoutExpired:
+        pass
+    code = textwrap.dedent(
+        f"""
+        from laya_inspect.cache import store
+        from laya_inspect.errors import CacheError
+        store.ATTRS_SECONDS = 2
+        try:
+            store.FeatureStore({str(path)!r})
+        except CacheError as e:
+            print(e)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "is damaged: reading its attributes did not finish in 2 s" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_finishes_in_kills_work_that_does_not_end(tmp_path):
+    from laya_inspect.workers import finishes_in
+
+    assert finishes_in(30, lambda: None)
+    assert finishes_in(30, lambda: 1 / 0)  # an error ends the work too; the reader reports it itself
+    started = time.monotonic()
+
+    def stuck() -> None:
+        (tmp_path / "pid").write_text(str(os.getpid()))
+        time.sleep(60)
+
+    assert not finishes_in(0.5, stuck)
+    assert time.monotonic() - started < 20
+    with pytest.raises(ProcessLookupError):  # the child was killed and reaped
+        os.kill(int((tmp_path / "pid").read_text()), 0)
 
 
 def test_write_error_is_a_laya_error():
