@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -341,19 +342,27 @@ def test_a_cache_whose_attributes_loop_forever_is_refused(tmp_path):
         pytest.skip("this libhdf5 does not loop on the damaged file")
     except subprocess.TimeoutExpired:
         pass
+    partial = _looping_cache(tmp_path / "d.h5.partial")  # an interrupted extraction, rerun to resume
     code = textwrap.dedent(
         f"""
-        from laya_inspect.cache import store
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from laya_inspect.cache import schema
+        from laya_inspect.cache.store import FeatureStore
         from laya_inspect.errors import CacheError
-        store.ATTRS_SECONDS = 2
-        try:
-            store.FeatureStore({str(path)!r})
-        except CacheError as e:
-            print(e)
+        from test_cache_safety import _writer
+        schema.ATTRS_SECONDS = 2
+        for open_it in (lambda: FeatureStore({str(path)!r}), lambda: _writer({str(tmp_path / "d.h5")!r})):
+            try:
+                open_it()
+            except CacheError as e:
+                print(e)
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "is damaged: reading its attributes did not finish in 2 s" in proc.stdout, proc.stderr[-2000:]
+    assert f"{path} is damaged: reading its attributes did not finish in 2 s" in proc.stdout, proc.stderr[-2000:]
+    assert f"{partial} (an interrupted extraction) is damaged: reading" in proc.stdout, proc.stderr[-2000:]
+    assert "pass --overwrite to start again" in proc.stdout
 
 
 def test_finishes_in_kills_work_that_does_not_end(tmp_path):

@@ -4,9 +4,12 @@ are stored (JSON text for lists and dicts, "" for None), read by the writer, the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..errors import CacheError
 
 SCHEMA_VERSION = 1
 JSON_ATTRS = (
@@ -58,3 +61,29 @@ def decode_attr(key: str, value: Any) -> Any:
 
 def layer_key(i: int) -> str:
     return f"layer_{i:03d}"
+
+
+# Reading a good cache's attributes takes milliseconds. Flipped bytes in a string attribute's heap
+# can send libhdf5 into a loop that never returns (seen with h5py 3.16 and HDF5 2.0.0), which no
+# Python code can interrupt, so they are read first in a forked child that is given this long.
+ATTRS_SECONDS = 60.0
+
+
+def check_attrs_end(path: Path, what: str, remedy: str) -> None:
+    """CacheError unless reading every attribute of the HDF5 file ``path`` (the root's and its groups')
+    ends within ATTRS_SECONDS; ``what`` names the file in the message, ``remedy`` ends it."""
+    from ..workers import finishes_in
+
+    def read() -> None:
+        import h5py
+
+        with h5py.File(path, "r", locking=False) as f:
+            for obj in [f, *(g for g in f.values() if isinstance(g, h5py.Group))]:
+                for key in obj.attrs:
+                    obj.attrs[key]
+
+    if not finishes_in(ATTRS_SECONDS, read):
+        raise CacheError(
+            f"{what} is damaged: reading its attributes did not finish in {ATTRS_SECONDS:.0f} s (libhdf5 loops "
+            f"forever on some damaged files); {remedy}"
+        )

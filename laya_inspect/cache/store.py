@@ -17,20 +17,16 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
-from ..workers import finishes_in
-from .schema import CHUNK_ROWS, FINGERPRINT_KEYS, JSON_ATTRS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key  # noqa: F401  (read through store)
-
-# Reading a good cache's attributes takes milliseconds. Flipped bytes in a string attribute's heap
-# can send libhdf5 into a loop that never returns (seen with h5py 3.16 and HDF5 2.0.0), so they are
-# read first in a forked child that is given this long.
-ATTRS_SECONDS = 60.0
-
-
-def _read_attrs(path: Path) -> None:
-    with h5py.File(path, "r", locking=False) as f:
-        for obj in [f, *(g for g in f.values() if isinstance(g, h5py.Group))]:
-            for key in obj.attrs:
-                obj.attrs[key]
+from .schema import (  # noqa: F401  (read through store)
+    CHUNK_ROWS,
+    FINGERPRINT_KEYS,
+    JSON_ATTRS,
+    SCHEMA_VERSION,
+    check_attrs_end,
+    decode_attr,
+    encode_attr,
+    layer_key,
+)
 
 
 class FeatureStore:
@@ -57,11 +53,7 @@ class FeatureStore:
             raise NotFoundError(f"no feature cache at {self.path}; create one with `laya-inspect extract`")
         if self.path.is_dir():
             raise InputError(f"{self.path} is a folder, not a feature cache (an .h5 file written by extract)")
-        if not finishes_in(ATTRS_SECONDS, lambda: _read_attrs(self.path)):
-            raise CacheError(
-                f"{self.path} is damaged: reading its attributes did not finish in {ATTRS_SECONDS:.0f} s (libhdf5 "
-                "loops forever on some damaged files); extract the cache again"
-            )
+        check_attrs_end(self.path, str(self.path), "extract the cache again")
         try:
             self.file = h5py.File(self.path, "r")
         except OSError as e:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
-from .schema import CHUNK_ROWS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key
+from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint")
@@ -107,6 +107,7 @@ class FeatureWriter:
         os.replace(self.path, self.partial)
 
     def _reopen(self, attrs: dict[str, Any]) -> h5py.File:
+        check_attrs_end(self.partial, f"{self.partial} (an interrupted extraction)", "pass --overwrite to start again")
         try:
             f = h5py.File(self.partial, "a")
         except OSError as e:
