@@ -346,13 +346,19 @@ def test_a_cache_whose_attributes_loop_forever_is_refused(tmp_path):
     code = textwrap.dedent(
         f"""
         import sys
+        from pathlib import Path
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from laya_inspect.cache import schema
         from laya_inspect.cache.store import FeatureStore
         from laya_inspect.errors import CacheError
+        from laya_inspect.cache.shards import _check_shard
         from test_cache_safety import _writer
         schema.ATTRS_SECONDS = 2
-        for open_it in (lambda: FeatureStore({str(path)!r}), lambda: _writer({str(tmp_path / "d.h5")!r})):
+        for open_it in (
+            lambda: FeatureStore({str(path)!r}),
+            lambda: _writer({str(tmp_path / "d.h5")!r}),
+            lambda: _check_shard(Path({str(partial)!r}), {{}}),  # a torchrun shard, resumed
+        ):
             try:
                 open_it()
             except CacheError as e:
@@ -362,7 +368,8 @@ def test_a_cache_whose_attributes_loop_forever_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert f"{path} is damaged: reading its attributes did not finish in 2 s" in proc.stdout, proc.stderr[-2000:]
     assert f"{partial} (an interrupted extraction) is damaged: reading" in proc.stdout, proc.stderr[-2000:]
-    assert "pass --overwrite to start again" in proc.stdout
+    assert f"{partial} is damaged: reading" in proc.stdout, proc.stderr[-2000:]
+    assert proc.stdout.count("pass --overwrite to start again") == 2
 
 
 def test_finishes_in_kills_work_that_does_not_end(tmp_path):

@@ -34,7 +34,7 @@ import numpy as np
 from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
-from .schema import decode_attr, encode_attr
+from .schema import check_attrs_end, decode_attr, encode_attr
 from .writer import VERIFIED, partial_path
 
 if TYPE_CHECKING:
@@ -245,6 +245,7 @@ def _write_shard(
 def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     """Refuse a shard file written by another command, checkpoint, data or share of rows; return its
     non-finite counts."""
+    check_attrs_end(path, str(path), "pass --overwrite to start again")
     try:
         with h5py.File(path, "r", locking=False) as f:
             old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
