@@ -1,5 +1,6 @@
 """The cache's schema in one place: its version, chunking, layer dataset names and how attributes
-are stored (JSON text for lists and dicts, "" for None), read by the writer, the shards and the store."""
+are stored (JSON text for lists and dicts, "" for None), read by the writer, the shards and the store;
+and :func:`check_attrs_end`, which they call before reading an existing file's attributes."""
 
 from __future__ import annotations
 
