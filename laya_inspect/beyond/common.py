@@ -128,12 +128,6 @@ def head_outputs(head: Head, hs: Sequence[Tensor], keep: Tensor | None = None) -
     return torch.cat(logits).numpy(), w
 
 
-def softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def held_out_rows(config: dict[str, Any], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
     """(train_rows, val_rows, how): the rows of the train split the head was fitted on and the rows it
     held out, drawn again from the split its config records (fit-head's), else a stratified 10% draw

@@ -36,7 +36,6 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
-    softmax,
     verdict,
     write_whole,
 )
@@ -95,9 +94,11 @@ class Read:
 
 
 def _read(head: Any, hs: Sequence[Any], labels: np.ndarray) -> Read:
+    from scipy.special import softmax
+
     logits, w = head_outputs(head, hs)
     assert w is not None
-    probs = softmax(logits)
+    probs = softmax(logits, axis=1)
     return Read(probs, probs.argmax(axis=1), labels, w)
 
 
