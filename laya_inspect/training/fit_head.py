@@ -276,7 +276,9 @@ def _fit_into(
     }
     pairs = [(kind, seed) for kind in config.heads for seed in config.seeds]
     probe_job = bool(config.probe and out is not None)  # with workers, the probes are one more job
-    workers = _workers(config, world, device, in_memory, len(pairs) + int(probe_job))
+    # runs at once in forked processes: only on CPU, with the cache in memory, outside torchrun
+    in_fork = not world.distributed and in_memory
+    workers = cpu_workers(config.workers, device, len(pairs) + int(probe_job)) if in_fork else 1
 
     def fit(i: int, pair: tuple[str, int], report: Progress = emit) -> RunResult:
         tag = {"stage": "fit", "run": i + 1, "runs": len(pairs)}
@@ -365,13 +367,6 @@ def _fit_into(
         profiles=profiles,
         files=files,
     )
-
-
-def _workers(config: FitConfig, world: World, device: Any, in_memory: bool, runs: int) -> int:
-    """Runs at once in forked processes: only on CPU, with the cache in memory, outside torchrun."""
-    if world.distributed or not in_memory:
-        return 1
-    return cpu_workers(config.workers, device, runs)
 
 
 def _held_layer(splits: dict[str, CacheRows], split: str, layer: int, rows: np.ndarray | None) -> np.ndarray:

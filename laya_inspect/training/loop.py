@@ -88,11 +88,12 @@ def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) 
     return train.astype(np.int64), val.astype(np.int64)
 
 
-def shuffled(positions: np.ndarray, generator: torch.Generator | None) -> np.ndarray:
-    """``positions`` in order, or permuted by ``generator``."""
-    if generator is None:
-        return positions
-    return positions[torch.randperm(len(positions), generator=generator).numpy()]
+def batch_positions(positions: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[np.ndarray]:
+    """``positions`` in order, or permuted by ``generator``, in consecutive runs of ``batch_size``."""
+    if generator is not None:
+        positions = positions[torch.randperm(len(positions), generator=generator).numpy()]
+    for i in range(0, len(positions), batch_size):
+        yield positions[i : i + batch_size]
 
 
 class Rows(Protocol):
@@ -110,9 +111,8 @@ class TensorRows:
     def batches(
         self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
     ) -> Iterator[Batch]:
-        order = shuffled(positions, generator)
-        for i in range(0, len(order), batch_size):
-            idx = torch.from_numpy(order[i : i + batch_size]).to(self.y.device)
+        for pos in batch_positions(positions, batch_size, generator):
+            idx = torch.from_numpy(pos).to(self.y.device)
             x = [h[idx] for h in self.x] if isinstance(self.x, list) else self.x[idx]
             yield x, self.y[idx]
 
@@ -122,7 +122,7 @@ class CacheRows:
     streamed from the store chunk by chunk for caches larger than memory (shuffled within chunks)."""
 
     def __init__(self, store: FeatureStore, split: str, device: torch.device, in_memory: bool) -> None:
-        self.store, self.split, self.device, self.in_memory = store, split, device, in_memory
+        self.store, self.split, self.device = store, split, device
         self.labels = np.asarray(store.labels(split), dtype=np.int64)
         self.n = len(self.labels)
         self.held: TensorRows | None = None
@@ -139,9 +139,7 @@ class CacheRows:
         member = np.zeros(self.n, dtype=bool)
         member[positions] = True
         for sl, feats, labels in self.store.iter_chunks(self.split, STREAM_CHUNK_ROWS):
-            local = shuffled(np.flatnonzero(member[sl]), generator)
-            for i in range(0, len(local), batch_size):
-                take = local[i : i + batch_size]
+            for take in batch_positions(np.flatnonzero(member[sl]), batch_size, generator):
                 yield (
                     [torch.from_numpy(np.ascontiguousarray(f[take])).to(self.device) for f in feats],
                     torch.from_numpy(labels[take].astype(np.int64)).to(self.device),
@@ -172,9 +170,7 @@ class InputRows:
         if self.held is not None:
             yield from self.held.batches(positions, batch_size, generator)
             return
-        order = shuffled(positions, generator)
-        for i in range(0, len(order), batch_size):
-            pos = order[i : i + batch_size]
+        for pos in batch_positions(positions, batch_size, generator):
             yield (
                 _to(self.split.fetch(self.split.index[pos]), self.device),
                 self.y[torch.from_numpy(pos).to(self.device)],

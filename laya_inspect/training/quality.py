@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -80,10 +81,7 @@ def layer_probes(
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    if read is None:
-
-        def read(split: str, layer: int, rows: np.ndarray | None) -> np.ndarray:
-            return _read(store, split, layer, rows)
+    read = read or partial(_read, store)
 
     def split_labels(split: str) -> np.ndarray:
         return np.asarray(store.labels(split) if labels is None else labels[split], dtype=np.int64)

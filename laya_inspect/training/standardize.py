@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..heads import STANDARDIZE_CHOICES
 from .loop import STREAM_CHUNK_ROWS, Rows
 
 # A feature whose training std is below this share of its layer's typical std is scaled as if it had
@@ -63,7 +62,7 @@ def scales_for(stds: Sequence[np.ndarray], mode: str) -> list[np.ndarray]:
     ``feature``: each feature's own std, floored at SCALE_FLOOR × the layer's RMS std;
     ``layer``: the layer's RMS std for every feature (its centred features keep their relative scale).
     A layer constant in training keeps a scale of 1."""
-    if mode not in STANDARDIZE_CHOICES or mode == "none":
+    if mode not in ("feature", "layer"):
         raise InputError(f"standardize must be feature or layer here, got {mode!r}")
     out = []
     for s in stds:
