@@ -246,6 +246,10 @@ def rows_of(head: dict[str, Any], where: str) -> list[tuple[str, str, dict[str, 
                 out.append((m, check, _comparison(per_method[m], f"{where}.{check}.{m}")))
     for k in ("accuracy", "real_accuracy", "chance", "near_chance_bound"):
         _number(data.get(k), f"{where}.data.{k}")
+    for k in ("weight_profile", "real_weight_profile"):  # the report prints them number by number
+        profile = data.get(k)
+        for i, v in enumerate(profile if isinstance(profile, list) else []):
+            _number(v, f"{where}.data.{k}[{i}]")
     return out
 
 
