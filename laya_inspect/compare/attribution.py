@@ -37,7 +37,7 @@ from ..heads import Head, LayaHead, ScalarMixHead
 from ..registry import Registry
 from .ablations import resolve_names
 from .draws import RowSpan, per_row
-from .lolo import _chunks, _np, layers_and_target
+from .lolo import _chunks, _np, forward_rows, layers_and_target
 
 
 @dataclass(frozen=True)
@@ -166,11 +166,9 @@ def _baselines(hs: Sequence[Tensor], options: AttributionOptions) -> list[Tensor
 
 @_method("alpha", "LAYA's attention α(x) from one forward pass (intrinsic)", kinds=("laya",))
 def alpha(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
-    out = []
-    with torch.no_grad():
-        for rows in _chunks(len(target), options.batch_size):
-            out.append(head([h[rows] for h in hs]).weights)
-    return Attribution(_np(torch.cat(out)), params={"source": "HeadOutput.weights"})
+    _, weights = forward_rows(head, hs, options.batch_size)
+    assert weights is not None  # kinds=("laya",): a LAYA head returns α
+    return Attribution(weights, params={"source": "HeadOutput.weights"})
 
 
 @_method(

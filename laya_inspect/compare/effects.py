@@ -67,19 +67,18 @@ class Remover:
     effect: str = "prob"  # "logit": the target logit f_c; "prob": its softmax probability (compare passes --effect)
     _table: np.ndarray | None = field(default=None, init=False, repr=False)  # (N, 2^L) p of every mask
 
-    def _kw(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("batch_size", "donors", "draws", "seed", "span", "effect")}
+    def _ablate(self, sets: Sequence[Masks]) -> list[np.ndarray]:
+        kw = {k: getattr(self, k) for k in ("batch_size", "donors", "draws", "seed", "span", "effect")}
+        return ablate_sets(self.head, self.hs, self.target, sets, self.ablation, self.baselines, **kw)
 
     def run(self, sets: Sequence[Masks]) -> list[np.ndarray]:
         """(N, K_j) p for each mask set: with at most :data:`TABLE_LAYERS` layers read from the table
         of every mask (measured on first use), else all of a chunk in one call (:func:`~.lolo.ablate_sets`)."""
         n_layers = len(self.hs)
         if n_layers > TABLE_LAYERS:
-            return ablate_sets(self.head, self.hs, self.target, sets, self.ablation, self.baselines, **self._kw())
+            return self._ablate(sets)
         if self._table is None:
-            (self._table,) = ablate_sets(
-                self.head, self.hs, self.target, [all_masks(n_layers)], self.ablation, self.baselines, **self._kw()
-            )
+            (self._table,) = self._ablate([all_masks(n_layers)])
         table = self._table
         return [np.take_along_axis(table, mask_codes(s, len(table)), axis=1) for s in sets]
 
@@ -140,13 +139,6 @@ class Measured:
         return replace(parts[0], **joined)
 
 
-def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
-    ok = np.ones(len(arrays[0]), dtype=bool)
-    for a in arrays:
-        ok &= np.isfinite(a).reshape(len(a), -1).all(axis=1)
-    return ok
-
-
 def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = TIE_TOLERANCE) -> Measured:
     """LOLO, subset effects and the three references' curves for one (head, ablation); ``tol``:
     effects this close to the largest count as top for the top-1-only reference."""
@@ -184,7 +176,7 @@ def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, 
     t_order = np.argsort(-(one_hot + 0.5 * uniform(6)), axis=1)
     (o_del, o_keep), (t_del, t_keep) = remover.curves_of([M.top_order(safe), t_order])
 
-    finite = _finite_rows(p, p_abl, p_sub, o_del, o_keep, r_del, r_keep, t_del, t_keep)
+    finite = M.finite_rows(p, p_abl, p_sub, o_del, o_keep, r_del, r_keep, t_del, t_keep)
     return Measured(
         ablation=remover.ablation,
         p=p,

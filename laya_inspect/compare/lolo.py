@@ -84,16 +84,14 @@ def _prepare(
     (resample) or None (zero, drop, mix)."""
     abl = check_ablation(ablation, {head.kind: head})
     hs, target = layers_and_target(head, hs, target)
-    device, dtype = hs[0].device, _dtype(head)
+    if abl.needs_baselines and baselines is None:
+        raise InputError(f"the {ablation!r} ablation needs per-layer baselines (train-split means)")
+    if abl.needs_donors and (donors is None or len(donors) != len(hs) or len(donors[0]) == 0):
+        raise InputError(f"the {ablation!r} ablation needs a pool of train rows for every layer (donor_pool)")
+    values = baselines if abl.needs_baselines else donors if abl.needs_donors else None
     base = None
-    if abl.needs_baselines:
-        if baselines is None:
-            raise InputError(f"the {ablation!r} ablation needs per-layer baselines (train-split means)")
-        base = [torch.as_tensor(np.asarray(b), dtype=dtype, device=device) for b in baselines]
-    if abl.needs_donors:
-        if donors is None or len(donors) != len(hs) or len(donors[0]) == 0:
-            raise InputError(f"the {ablation!r} ablation needs a pool of train rows for every layer (donor_pool)")
-        base = [torch.as_tensor(np.asarray(d), dtype=dtype, device=device) for d in donors]
+    if values is not None:
+        base = [torch.as_tensor(np.asarray(v), dtype=_dtype(head), device=hs[0].device) for v in values]
     head.eval()
     return abl, hs, target, base
 

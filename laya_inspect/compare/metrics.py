@@ -71,6 +71,14 @@ def _check(a: np.ndarray, name: str) -> np.ndarray:
     return a
 
 
+def finite_rows(*arrays: np.ndarray) -> np.ndarray:
+    """(N,) bool: the rows where every one of ``arrays`` (each with N rows, of any shape) is finite."""
+    ok = np.ones(len(arrays[0]), dtype=bool)
+    for a in arrays:
+        ok &= np.isfinite(a).all(axis=tuple(range(1, np.ndim(a))))
+    return ok
+
+
 def constant_rows(x: np.ndarray) -> np.ndarray:
     """(N,) bool: rows whose L values are all exactly equal (Spearman undefined)."""
     x = _check(x, "x")
@@ -140,14 +148,17 @@ def spearman_rows(scores: np.ndarray, effects: np.ndarray, tol: float = 0.0) -> 
         raise ValueError(f"scores {a.shape} and effects {e.shape} differ in shape")
     from scipy.stats import rankdata
 
-    ra = rankdata(a, axis=1)
-    re = tolerant_ranks(e, tol)
-    ra -= ra.mean(axis=1, keepdims=True)
-    re -= re.mean(axis=1, keepdims=True)
+    return _correlation_rows(rankdata(a, axis=1), tolerant_ranks(e, tol), constant_rows(a) | tied_rows(e, tol))
+
+
+def _correlation_rows(x: np.ndarray, y: np.ndarray, undefined: np.ndarray) -> np.ndarray:
+    """(N,) Pearson r between each row of ``x`` and ``y``, NaN where ``undefined``, within [-1, 1]."""
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (ra * re).sum(1) / np.sqrt((ra**2).sum(1) * (re**2).sum(1))
-    rho[constant_rows(a) | tied_rows(e, tol)] = np.nan
-    return np.clip(rho, -1.0, 1.0)
+        r = (xc * yc).sum(1) / np.sqrt((xc**2).sum(1) * (yc**2).sum(1))
+    r[undefined] = np.nan
+    return np.clip(r, -1.0, 1.0)
 
 
 def bootstrap_ci(
@@ -216,12 +227,7 @@ def pearson_rows(x: np.ndarray, y: np.ndarray, tol_y: float = 0.0) -> np.ndarray
         raise ValueError(f"x {x.shape} and y {y.shape} differ in shape")
     if x.shape[1] < 2:
         return np.full(len(x), np.nan)
-    xc = x - x.mean(axis=1, keepdims=True)
-    yc = y - y.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (xc * yc).sum(1) / np.sqrt((xc**2).sum(1) * (yc**2).sum(1))
-    r[constant_rows(x) | (y.max(axis=1) - y.min(axis=1) <= tol_y)] = np.nan
-    return np.clip(r, -1.0, 1.0)
+    return _correlation_rows(x, y, constant_rows(x) | (y.max(axis=1) - y.min(axis=1) <= tol_y))
 
 
 def subset_faithfulness(

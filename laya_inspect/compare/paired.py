@@ -263,6 +263,18 @@ def versus_constant(
     return {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
 
 
+def score_value(entry: Mapping[str, Any], key: str) -> Any:
+    """A score's value in a method's entry: the mean of a faithfulness record, else the number itself."""
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v
+
+
+def candidates(means: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None], key: str) -> dict[str, Any]:
+    """{method: its value of score ``key``}: the non-circular methods with a value, the ones "best" is chosen among."""
+    values = {name: score_value(s, key) for name, s in means.items() if not circular.get(name)}
+    return {name: v for name, v in values.items() if v is not None}
+
+
 def significant_best(
     means: Mapping[str, Mapping[str, Any]],
     values: Mapping[str, Rows],
@@ -279,14 +291,10 @@ def significant_best(
     best: dict[str, list[str]] = {}
     tests: dict[str, Any] = {}
     for key in keys:
-        ranked = []
-        for name, s in means.items():
-            v = s[key]["mean"] if isinstance(s.get(key), dict) else s.get(key)
-            if v is not None and not circular.get(name):
-                ranked.append((-float(v), list(means).index(name), name))
-        if len(ranked) < 2:
+        values_of = candidates(means, circular, key)
+        if len(values_of) < 2:
             continue
-        ranked.sort()
+        ranked = sorted((-float(v), list(means).index(name), name) for name, v in values_of.items())
         lead, runner = ranked[0][2], ranked[1][2]
         vs_runner = paired(key, values[lead], values[runner], n_boot=n_boot, seed=seed)
         vs_const = None if constant is None else paired(key, values[lead], constant, n_boot=n_boot, seed=seed)

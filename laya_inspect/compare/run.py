@@ -170,7 +170,7 @@ def _finite_rows(
 ) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any] | None]:
     """Rows whose features are all finite; the others refused, or with ``allow_nonfinite`` left out
     and described (their count and cache row indices)."""
-    ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0)
+    ok = M.finite_rows(*feats)
     if ok.all():
         return rows, feats, None
     bad = rows[~ok]

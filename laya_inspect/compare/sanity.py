@@ -136,7 +136,7 @@ def training_rows(store: Any, split: str, seed: int) -> tuple[list[np.ndarray], 
     finite features; (per-layer features, labels). Read once, before any fork."""
     rows = seeded_rows(store.n(split), TRAIN_ROWS, seed)
     feats = store.layers(split, rows)
-    ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0)
+    ok = M.finite_rows(*feats)
     return [f[ok] for f in feats], np.asarray(store.labels(split, rows), dtype=np.int64)[ok]
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
-from .effects import Measured, _finite_rows
+from .effects import Measured
 from .lolo import ABLATIONS
-from .paired import HEADLINE, Constant, Rows, constant_rule, row_values, significant_best, versus_constant
+from .paired import HEADLINE, Constant, Rows, candidates, constant_rule, row_values, significant_best, versus_constant
 
 if TYPE_CHECKING:
     from .run import HeadResult
@@ -66,7 +66,7 @@ def score_entry(
     """(every score of one attribution, the rows scored): rows with a non-finite probability or
     score are left out and counted. Without curves (``p_topk``, ``p_keep`` None: the constant
     rule) the deletion and insertion curves and areas are None."""
-    rows = m.finite & _finite_rows(scores, *(c for c in (p_topk, p_keep) if c is not None))
+    rows = m.finite & M.finite_rows(scores, *(c for c in (p_topk, p_keep) if c is not None))
     a, e, p, pa = scores[rows], m.effects[rows], m.p[rows], m.p_ablated[rows]
     faith = M.faithfulness(a, e, n_boot=n_boot, seed=seed, tol=tol)
     subset = M.subset_faithfulness(a, m.subsets, m.subset_effects[rows], n_boot=n_boot, seed=seed, tol=tol)
@@ -174,11 +174,7 @@ def best(methods: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | 
     was stored; new runs mark best through :func:`.paired.significant_best`."""
     out: dict[str, list[str]] = {}
     for key in BEST_METRICS:
-        values = {}
-        for name, s in methods.items():
-            v = s[key]["mean"] if isinstance(s.get(key), dict) else s.get(key)
-            if v is not None and not circular.get(name):
-                values[name] = v
+        values = candidates(methods, circular, key)
         if len(values) >= 2:
             top = max(values.values())
             out[key] = [name for name, v in values.items() if v == top]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .paired import HEADLINE, VERDICTS
+from .paired import HEADLINE, VERDICTS, score_value
 
 CONFIDENCE = 0.95
 SEED_DIR = re.compile(r"seed_(\d+)")
@@ -82,11 +82,6 @@ def _group_key(head: dict[str, Any]) -> tuple[str, str]:
     return where, head["kind"]
 
 
-def _value(entry: dict[str, Any], key: str) -> float | None:
-    v = entry.get(key)
-    return v.get("mean") if isinstance(v, dict) else v
-
-
 def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> list[dict[str, Any]]:
     """The heads with two or more seeds; a seed (or directory) given twice counts once."""
     by: dict[tuple[str, str], dict[Any, int]] = {}
@@ -112,7 +107,7 @@ def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> lis
 def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"reference": reference}
     for key in HEADLINE:
-        row[key] = t_estimate([_value(e, key) for e in entries])
+        row[key] = t_estimate([score_value(e, key) for e in entries])
     if not reference:
         for key in HEADLINE:
             row[f"{key}_minus_constant"] = t_estimate(

@@ -11,6 +11,7 @@ from ..cache.store import FeatureStore
 from ..choices import DONOR_POOL
 from ..errors import InputError, NotFoundError, suggest
 from .draws import seeded_rows
+from .metrics import finite_rows
 
 
 def layer_means(store: FeatureStore, split: str = "train", chunk_rows: int = 8192) -> list[np.ndarray]:
@@ -45,7 +46,7 @@ def donor_pool(store: FeatureStore, split: str = "train", size: int = DONOR_POOL
         )
     rows = seeded_rows(store.n(split), size, [seed, 4])
     feats = store.layers(split, rows)
-    ok = np.all([np.isfinite(f).all(axis=1) for f in feats], axis=0) if len(rows) else np.zeros(0, bool)
+    ok = finite_rows(*feats)
     if not ok.any():
         raise InputError(
             f"split {split!r} of {store.path} has no row with finite features to resample from; use another --ablation"
