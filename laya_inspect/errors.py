@@ -7,7 +7,7 @@ exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 class LayaError(Exception):
@@ -50,10 +50,15 @@ def os_message(e: OSError, action: str = "could not write") -> str:
     return f"{action} {path}: {e.strerror or e} ({code})"
 
 
+def few(items: Sequence[str], n: int) -> str:
+    """The first ``n`` of ``items``, comma-separated, and ", … (K in all)" when there are more."""
+    return ", ".join(items[:n]) + (f", … ({len(items)} in all)" if len(items) > n else "")
+
+
 def suggest(name: str, choices: Iterable[str], *, limit: int = 20) -> str:
     """Return "did you mean 'x'? available: a, b, c" for an error message."""
     choices = [str(c) for c in choices]
     close = difflib.get_close_matches(str(name), choices, n=3, cutoff=0.5)
-    shown = ", ".join(choices[:limit]) + (f", … ({len(choices)} in all)" if len(choices) > limit else "")
+    shown = few(choices, limit)
     hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
     return f"{hint}available: {shown or '(none)'}"

@@ -26,7 +26,7 @@ from torch import Tensor
 
 from . import __version__
 from .cache.store import FeatureStore
-from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, suggest
+from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, few, suggest
 from .files import atomic_dir, check_out, plain, write_bytes, write_json, write_text
 from .heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
 
@@ -114,10 +114,6 @@ def _one_line(e: BaseException | str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _few(keys: list[str], n: int = 4) -> str:
-    return ", ".join(keys[:n]) + (f", … ({len(keys)} in all)" if len(keys) > n else "")
-
-
 def read_head_config(head_dir: str | Path) -> dict[str, Any]:
     """config.json of a head directory, checked: an object with this schema_version, a registered
     ``kind``, and ``kwargs`` naming exactly the arguments that head's constructor takes."""
@@ -166,7 +162,7 @@ def read_head_config(head_dir: str | Path) -> dict[str, Any]:
     unknown = [repr(k) for k in kwargs if k not in {p.name for p in params}]
     missing = [p.name for p in params if p.default is inspect.Parameter.empty and p.name not in kwargs]
     if unknown or missing:
-        what = "; ".join([f"unknown {_few(unknown)}"] * bool(unknown) + [f"missing {_few(missing)}"] * bool(missing))
+        what = "; ".join(f"{w} {few(keys, 4)}" for w, keys in (("unknown", unknown), ("missing", missing)) if keys)
         raise _bad(path, f"has kwargs that do not build a {kind} head ({what}; it takes {takes})")
     return config
 
@@ -221,7 +217,7 @@ def _build(kind: str, kwargs: Mapping[str, Any], state: Any, fail: Callable[[str
     missing = [k for k in shape_of if k not in state]
     unexpected = [k for k in state if k not in shape_of]
     if missing or unexpected:
-        parts = [f"missing {_few(missing)}"] * bool(missing) + [f"unexpected {_few(unexpected)}"] * bool(unexpected)
+        parts = [f"missing {few(missing, 4)}"] * bool(missing) + [f"unexpected {few(unexpected, 4)}"] * bool(unexpected)
         raise fail(f"does not fit the {kind} head of its config ({'; '.join(parts)})")
     bad = [f"{k} {tuple(state[k].shape)} vs {s}" for k, s in shape_of.items() if tuple(state[k].shape) != s]
     if bad:

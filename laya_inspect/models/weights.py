@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError, NotFoundError, UnsafeCheckpointError, os_message
+from ..errors import InputError, NotFoundError, UnsafeCheckpointError, few, os_message
 
 WRAPPER_KEYS = ("state_dict", "model", "model_ema")
 PREFIXES = ("module.", "_orig_mod.")
@@ -54,7 +54,7 @@ def _listing(folder: Path) -> str:
         names = sorted(c.name for c in folder.iterdir())
     except OSError:
         return ""
-    return ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "") if names else "(nothing)"
+    return few(names, 20) if names else "(nothing)"
 
 
 def _existing(path: str | Path) -> Path:
@@ -156,17 +156,13 @@ def to_state_dict(obj: Any, *, source: str = "checkpoint") -> dict[str, Tensor]:
     return {_strip(str(k)): v for k, v in obj.items()}
 
 
-def _few(keys: list[str], n: int = 5) -> str:
-    return ", ".join(keys[:n]) + (f", … ({len(keys)} in all)" if len(keys) > n else "")
-
-
 def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, source: str = "checkpoint") -> None:
     """``module.load_state_dict(strict=True)`` with an error that names missing/unexpected/mis-shaped keys."""
     own = module.state_dict()
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     if missing or unexpected:
-        parts = [f"{what} {_few(keys)}" for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
+        parts = [f"{what} {few(keys, 5)}" for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
         raise InputError(f"{source} does not fit {type(module).__name__}: {'; '.join(parts)}")
     bad = [
         f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}"
@@ -174,9 +170,7 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
         if tuple(state[k].shape) != tuple(v.shape)
     ]
     if bad:
-        raise InputError(
-            f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {_few(bad, 3)}"
-        )
+        raise InputError(f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {few(bad, 3)}")
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError as e:  # names and shapes fit, the values do not (e.g. a dtype that cannot be copied)
