@@ -90,7 +90,9 @@ class Head(nn.Module):
         if self.init == "glorot":
             glorot_(self)
 
-    def _tap(self, hs: Sequence[Tensor]) -> list[Tensor]:
+    def _tap(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> list[Tensor]:
+        if keep is not None and not self.has_weights:
+            raise InputError("the 'drop' ablation needs a head with aggregation weights (laya, scalarmix)")
         if len(hs) != self.num_layers:
             raise InputError(f"{self.kind} head expects {self.num_layers} layers, got {len(hs)}")
         tapped = [tap(h) for tap, h in zip(self.taps, hs)]
@@ -168,8 +170,8 @@ class _AdaptedHead(Head):
         """A head's own layers after the adapters and the classifier, then its initialisation (this order
         fixes the seeded weights); LAYA builds its own once τ and ψ are known."""
 
-    def _adapt(self, hs: Sequence[Tensor]) -> Tensor:
-        return torch.stack([g(h) for g, h in zip(self.adapters, self._tap(hs))], dim=1)  # (N, L, d*)
+    def _adapt(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> Tensor:
+        return torch.stack([g(h) for g, h in zip(self.adapters, self._tap(hs, keep))], dim=1)  # (N, L, d*)
 
     def extra_config(self) -> dict[str, Any]:
         return {"d_star": self.d_star}
@@ -246,9 +248,7 @@ class LastLayerHead(Head):
         self._init_weights()
 
     def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
-        if keep is not None:
-            raise InputError("the 'drop' ablation needs a head with aggregation weights (laya, scalarmix)")
-        return HeadOutput(self.classifier(self._tap(hs)[-1]), None)
+        return HeadOutput(self.classifier(self._tap(hs, keep)[-1]), None)
 
 
 @HEADS.register("concat")
@@ -262,9 +262,7 @@ class ConcatHead(_AdaptedHead):
         self._init_weights()
 
     def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
-        if keep is not None:
-            raise InputError("the 'drop' ablation needs a head with aggregation weights (laya, scalarmix)")
-        return HeadOutput(self.classifier(self.post(self._adapt(hs).flatten(1))), None)
+        return HeadOutput(self.classifier(self.post(self._adapt(hs, keep).flatten(1))), None)
 
 
 @HEADS.register("scalarmix")
