@@ -216,16 +216,14 @@ def result_of(
 
 
 def describe_normalization(transforms: dict[str, Any]) -> str:
-    """What normalisation the inputs got, in words, from the transforms the cache records."""
-    norm = transforms.get("normalize", transforms.get("normalization")) if isinstance(transforms, dict) else None
-    if norm in (None, "none", {}, []):
+    """What normalisation the inputs got, in words, from the transforms the cache records (an image
+    transform's ``normalize`` entry, :func:`~laya_inspect.data.transforms.describe_normalize`)."""
+    norm = transforms.get("normalize")
+    if norm is None:
         return "none"
-    if isinstance(norm, dict) and not norm.get("applied", True):
-        return f"none ({norm['why']})" if norm.get("why") else "none"
-    if isinstance(norm, dict):
-        where = f" ({norm['from']})" if norm.get("from") else ""
-        return f"mean {norm.get('mean')}, std {norm.get('std')}{where}"
-    return str(norm)
+    if not norm["applied"]:
+        return f"none ({norm['why']})"
+    return f"mean {norm['mean']}, std {norm['std']} ({norm['from']})"
 
 
 def data_fingerprint(data: Any) -> str:
