@@ -20,11 +20,9 @@ from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
 from .schema import (  # noqa: F401  (read through store)
     CHUNK_ROWS,
     FINGERPRINT_KEYS,
-    JSON_ATTRS,
     SCHEMA_VERSION,
     check_attrs_end,
     decode_attr,
-    encode_attr,
     layer_key,
 )
 
