@@ -375,7 +375,7 @@ def run_demo(
         )
 
     files: dict[str, Any] = {
-        **{k: p[k] for k in ("backbone", "backbone_metrics", "features", "heads", "compare", "demo_json")},
+        **p,
         "report": plan.out_dir / "report.html",
         "fit_summary": fit.files["summary_json"],
         "runs": fit.files["runs_csv"],

@@ -400,9 +400,7 @@ def _remove_stale(out: Path) -> None:
     """Temporary folders and files of killed runs on this output (safe: we hold its lock)."""
     import shutil
 
-    for p in out.parent.glob(f".{out.name}.tmp-*"):
-        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-    for p in out.parent.glob(f"{out.name}.tmp-*"):
+    for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f"{out.name}.tmp-*")]:
         shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     for p in out.parent.glob(f".{out.name}.old-*"):  # killed between the two renames: put it back
         if not out.exists():
