@@ -70,10 +70,8 @@ def grid_search(
 
 
 def write_grid(out: Path, grid: dict[str, Any]) -> dict[str, Path]:
-    rows = [
-        {k: " ".join(f"{v:.6f}" for v in e[k]) if k in ("val_acc", "val_loss") else e[k] for k in e}
-        for e in grid["configs"]
-    ]
-    for r in rows:
-        r["seeds"] = " ".join(map(str, r["seeds"])) if isinstance(r["seeds"], list) else r["seeds"]
+    rows = []
+    for e in grid["configs"]:
+        row = {k: " ".join(f"{v:.6f}" for v in e[k]) if k in ("val_acc", "val_loss") else e[k] for k in e}
+        rows.append({**row, "seeds": " ".join(map(str, e["seeds"]))})
     return {"grid_json": write_json(out / "grid.json", grid), "grid_csv": write_csv(out / "grid.csv", rows)}

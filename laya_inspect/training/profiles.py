@@ -186,14 +186,9 @@ def write_profiles(
         out / "class_layer_alpha.csv", ["head", "group", "class", "n", "layer", "mean_alpha"], class_rows
     )
     seed_rows = [
-        [h, "alpha", s, n, float(p["seed_means"][k, i])]
-        for h, p in profiles["alpha"].items()
-        for k, s in enumerate(p["seeds"])
-        for i, n in enumerate(names)
-    ]
-    seed_rows += [
-        [h, "static", s, n, float(p["weights"][k, i])]
-        for h, p in profiles["static"].items()
+        [h, kind, s, n, float(p[per_seed][k, i])]
+        for kind, per_seed in (("alpha", "seed_means"), ("static", "weights"))
+        for h, p in profiles[kind].items()
         for k, s in enumerate(p["seeds"])
         for i, n in enumerate(names)
     ]
