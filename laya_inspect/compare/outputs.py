@@ -61,9 +61,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             add(h, abl, name, "all", metric, value, direction, circular)
 
         for key in ("faithfulness", "subset_faithfulness"):
-            f = s.get(key)
-            if not f:
-                continue
+            f = s[key]
             put(key, f["mean"])
             for part in ("ci_low", "ci_high"):
                 put(f"{key}_{part}", f[part], key)
@@ -71,8 +69,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 put(f"{key}_{part}", f[part], "")
         keys = ("top_layer_agreement", "deletion_at_1", "deletion_area", "insertion_area", "deletion_at_1_over_oracle")
         for key in keys:
-            if key in s:
-                put(key, s[key])
+            put(key, s[key])
         for key in ("n_top_ties", "n_rows_scored", "n_rows_nonfinite"):
             if key in s:
                 put(key, s[key], "")
@@ -99,40 +96,36 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
     for h in summary["heads"]:
         add(h, summary["ablation"], "", "all", "accuracy", h["accuracy"])  # head-level rows carry the first ablation
-        by_abl = h.get("ablations") or {summary["ablation"]: h}
-        for abl, a in by_abl.items():
+        for abl, a in h["ablations"].items():
             lolo = a["lolo"]
             for ref in ("oracle", "random"):
                 add(h, abl, ref, "all", f"{ref}_at_1", lolo[f"{ref}_at_1"])
                 for kind, curve in (("deletion_curve", f"{ref}_curve"), ("insertion_curve", f"{ref}_insertion_curve")):
-                    for k, v in enumerate(lolo.get(curve) or [], 1):
+                    for k, v in enumerate(lolo[curve], 1):
                         add(h, abl, ref, f"k={k}", kind, v)
                     area = kind.replace("_curve", "_area")
-                    if f"{ref}_{area}" in lolo:
-                        add(h, abl, ref, "all", area, lolo[f"{ref}_{area}"])
+                    add(h, abl, ref, "all", area, lolo[f"{ref}_{area}"])
             for i, v in enumerate(lolo["mean_effect"]):
                 add(h, abl, "lolo", f"layer:{layers[i]}", "mean_effect", v)
-            near = lolo.get("near_ties")
-            if near:
-                for tie in ("all", "top", "any"):
-                    add(h, abl, "lolo", "all", f"near_tie_{tie}_share", near[f"{tie}_tied_share"], "near_tie_share")
-                add(h, abl, "lolo", "all", "tie_tolerance", near["tolerance"], "")
-            if "mean_max_abs_effect" in lolo:
-                add(h, abl, "lolo", "all", "mean_max_abs_effect", lolo["mean_max_abs_effect"], "")
+            near = lolo["near_ties"]
+            for tie in ("all", "top", "any"):
+                add(h, abl, "lolo", "all", f"near_tie_{tie}_share", near[f"{tie}_tied_share"], "near_tie_share")
+            add(h, abl, "lolo", "all", "tie_tolerance", near["tolerance"], "")
+            add(h, abl, "lolo", "all", "mean_max_abs_effect", lolo["mean_max_abs_effect"], "")
             for m, s in a["methods"].items():
                 scores(h, abl, m, s, s.get("circular"))
-            for ref, s in (a.get("references") or {}).items():
+            for ref, s in a["references"].items():
                 scores(h, abl, ref, s)
-            for key, t in (a.get("best_tests") or {}).items():  # why a lead is (not) marked best
+            for key, t in a["best_tests"].items():  # why a lead is (not) marked best
                 for against in ("runner_up", "constant"):
                     d = t.get(f"vs_{against}")
                     for part in ("mean", "ci_low", "ci_high") if d else ():
                         add(h, abl, t["leader"], "all", f"{key}_lead_minus_{against}_{part}", d[part], key)
                 add(h, abl, t["leader"], "all", f"{key}_marked_best", int(bool(t.get("marked"))), "")
-            for c in a.get("caveats") or []:
+            for c in a["caveats"]:
                 add(h, abl, "", "all", "caveat", c, "")
         pc = h["per_class"]
-        abl = pc.get("ablation", summary["ablation"])
+        abl = pc["ablation"]
         for c, cname in enumerate(pc["classes"]):
             scope = f"class:{cname}"
             add(h, abl, "", scope, "n", pc["n"][c], "")
