@@ -77,12 +77,9 @@ def _plain_rows(unit: str) -> Callable[[dict[str, Any]], None]:
 
 
 @contextmanager
-def fit_progress(enabled: bool = True) -> Iterator[Callable[[dict[str, Any]], None]]:
+def fit_progress() -> Iterator[Callable[[dict[str, Any]], None]]:
     """Two bars on stderr: runs done, and the current run's epochs with the training loss, the
     validation loss and accuracy, and the best epoch's monitored value."""
-    if not enabled:
-        yield lambda event: None
-        return
     if not err_console.is_terminal:  # a log file: one plain line per finished run instead of bars
 
         def on_line(e: dict[str, Any]) -> None:
