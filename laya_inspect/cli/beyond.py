@@ -12,17 +12,14 @@ from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from ..report.reading import num
+from ..report.reading import with_ci
 from .app import app, bullets, comma_list, console, dim, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
 
 
 def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
-    if not d or d.get("mean") is None:
-        return "—"
-    ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], 4, signed)}, {num(d['ci_high'], 4, signed)}]"
-    return f"{num(d['mean'], 4, signed)}{ci}"
+    return with_ci(d, signed, digits=4)
 
 
 def _table(title: str, *columns: str) -> Table:

@@ -18,7 +18,7 @@ from ..errors import CacheError, NotFoundError
 from ..files import write_text
 from .figures import Figure, png_figure
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, num, outcome, same
+from .reading import READINGS, diff_text, est, num, outcome, pct, same
 
 REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -165,10 +165,6 @@ def write_beyond_report(
     return write_text(Path(folder) / REPORT_NAME, beyond_page(folder, summary, as_dir=as_dir))
 
 
-def pct(v: Any) -> str:
-    return "—" if v is None else f"{float(v):.1%}"
-
-
 def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False) -> Cell:
     """``who``: what the first term of the difference is ("first" for two rules without α); ``sets``:
     prune's rankings, whose differences are all 0 when they keep the same layer sets."""
@@ -199,7 +195,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             [
                 name,
                 str(best["k"]) if best else "—",
-                pct(best["flops_saved"]) if best else "—",
+                pct(best["flops_saved"], 1) if best else "—",
                 est(best["test_acc"]) if best else "—",
                 est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
                 "(α)" if name == "alpha" else diff_text(d),
@@ -220,8 +216,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             p["ranking"],
             str(p["k"]),
             Cell(" ".join(p["layers"]), "text"),
-            pct(p["flops_saved"]),
-            pct(p["params_saved"]),
+            pct(p["flops_saved"], 1),
+            pct(p["params_saved"], 1),
             est(p["val_acc"]),
             est(p["test_acc"]),
             "yes" if p["within_max_drop"] else "no",
@@ -241,7 +237,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             e = s["rankings"][r]
             rank = e["order"].index(n) + 1 if e["order"] else None
             row.append(f"{num(e['scores'][n], 3)} (#{rank})")
-        row += [pct(after[i]["flops_after"] / s["costs"]["flops_total"]) if s["costs"].get("flops_total") else "—"]
+        row += [pct(after[i]["flops_after"] / s["costs"]["flops_total"], 1) if s["costs"].get("flops_total") else "—"]
         layer_rows.append(row)
     cols = ["layer", *[f"{r} score (rank)" for r in applied], "FLOPs after it"]
     how = "; ".join(f"{r}: {s['rankings'][r]['how']}" for r in applied)
@@ -282,7 +278,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
             f["layer"],
             str(f["depth"]),
             est(f["accuracy"]),
-            pct(used.get(f["layer"])),
+            pct(used.get(f["layer"]), 1),
             num(mass.get(f["layer"]), 3),
             num(oracle.get(f["layer"]), 3),
         ]

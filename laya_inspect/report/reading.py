@@ -45,8 +45,8 @@ def num(v: Any, digits: int = 2, sign: bool = False) -> str:
     return format(value, f"{'+' if sign else ''}.{digits}f")
 
 
-def pct(v: Any) -> str:
-    return "—" if v is None else f"{float(v):.0%}"
+def pct(v: Any, digits: int = 0) -> str:
+    return "—" if v is None else f"{float(v):.{digits}%}"
 
 
 def name(method: str) -> str:
@@ -208,12 +208,12 @@ def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool
     return f"{num(d['mean'], digits, sign)} {interval(d, digits, clip, sign)}"
 
 
-def with_ci(d: dict[str, Any] | None, sign: bool = True) -> str:
-    """'+0.12 [+0.03, +0.20]' of an estimate (two decimals); no interval when it has none."""
+def with_ci(d: dict[str, Any] | None, sign: bool = True, digits: int = 2) -> str:
+    """'+0.12 [+0.03, +0.20]' of an estimate (two decimals by default); no interval when it has none."""
     if not d or d.get("mean") is None:
         return "—"
-    ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], sign=sign)}, {num(d['ci_high'], sign=sign)}]"
-    return num(d["mean"], sign=sign) + ci
+    ci = "" if d.get("ci_low") is None else f" [{num(d['ci_low'], digits, sign)}, {num(d['ci_high'], digits, sign)}]"
+    return num(d["mean"], digits, sign) + ci
 
 
 def _seeds(n: int) -> str:
