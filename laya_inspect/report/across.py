@@ -47,6 +47,15 @@ def short(v: Any, sign: bool = False) -> str:
     return text[: len(text) - len(body)] + (body[1:] if body.startswith("0.") else body)
 
 
+def short_ci(d: dict[str, Any] | None) -> str:
+    """Two signed decimals without the leading zero: "+.03 [-.01,+.08]"."""
+    if not d or d.get("mean") is None:
+        return "—"
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        return short(d["mean"], sign=True)
+    return f"{short(d['mean'], sign=True)} [{short(d['ci_low'], sign=True)},{short(d['ci_high'], sign=True)}]"
+
+
 def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
     """ "mean±h" with h the half-width of the t-interval (just the mean when it has none)."""
     if not est or est.get("mean") is None:

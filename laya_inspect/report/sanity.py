@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from ..compare.records import sanity_heads
-from .across import rich_table
+from .across import rich_table, short, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
 
@@ -22,17 +22,6 @@ def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict
     """Per head: its name, its checked rows and the permuted-label head's line."""
     kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
     return [(name, rows, data_line(head["data"], str(kinds.get(name)))) for name, head, rows in sanity_heads(summary)]
-
-
-def _short(v: Any) -> str:
-    text = num(v, 2, sign=True)
-    return text.replace("0.", ".", 1) if text[1:].startswith("0.") else text
-
-
-def _rank(c: dict[str, Any]) -> str:
-    r = c["rank_correlation"]
-    ci = "" if r.get("ci_low") is None else f" [{_short(r['ci_low'])},{_short(r['ci_high'])}]"
-    return _short(r.get("mean")) + ci
 
 
 def _profile(p: Any) -> str:
@@ -87,10 +76,10 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
             table.add_row(
                 m if m != previous else "",
                 CHECKS.get(check, check),
-                _rank(c),
+                short_ci(c["rank_correlation"]),
                 Text(word, style=WORD_STYLE.get(word, "")),
-                _short(c["faithfulness"].get("mean")),
-                _short((c.get("trained_faithfulness") or {}).get("mean")),
+                short(c["faithfulness"].get("mean"), sign=True),
+                short((c.get("trained_faithfulness") or {}).get("mean"), sign=True),
             )
             previous = m
         out.append(table)

@@ -9,8 +9,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .across import SCORES, WORDS, rich_table, seed_tables, short
-from .reading import interval, num, value
+from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
+from .reading import est, interval, num, value
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -123,15 +123,6 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     return table
 
 
-def _diff(d: dict[str, Any] | None) -> str:
-    """Two signed decimals without the leading zero: "+.03 [-.01,+.08]"."""
-    if not d or d.get("mean") is None:
-        return "—"
-    if d.get("ci_low") is None or d.get("ci_high") is None:
-        return short(d["mean"], sign=True)
-    return f"{short(d['mean'], sign=True)} [{short(d['ci_low'], sign=True)},{short(d['ci_high'], sign=True)}]"
-
-
 def versus_table(head: dict[str, Any]) -> Table | None:
     """Each method − the constant rule on the headline scores of the head's first ablation: the
     paired difference with its 95% interval over the same resampled rows, and the verdict."""
@@ -150,7 +141,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         table.add_row(
             Text(m + (CIRCULAR if s.get("circular") else ""), style="dim" if s.get("circular") else ""),
             *[
-                Text(_diff(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
+                Text(short_ci(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
                 for key in SCORES.values()
             ],
             Text(WORDS.get(str(word), str(word)), style=style),
@@ -248,20 +239,13 @@ def estimate(d: dict[str, Any] | None, digits: int = 4) -> str:
     if not d:
         return "—"
     std = "n/a" if d.get("std") is None else num(d["std"], digits)
-    ci = "[n/a]" if d.get("ci_low") is None else f"[{num(d['ci_low'], digits)}, {num(d['ci_high'], digits)}]"
-    return f"{num(d['mean'], digits)} ± {std} {ci}"
+    return f"{num(d['mean'], digits)} ± {std} {interval(d, digits, clip=False)}"
 
 
 def delta(d: dict[str, Any] | None, digits: int = 4) -> str:
     if not d:
         return "—"
-    lo_hi = (
-        (num(d["ci_low"], digits, sign=True), num(d["ci_high"], digits, sign=True))
-        if d.get("ci_low") is not None
-        else None
-    )
-    ci = "[n/a]" if lo_hi is None else f"[{lo_hi[0]}, {lo_hi[1]}]"
-    return f"{num(d['mean'], digits, sign=True)} {ci}"
+    return f"{num(d['mean'], digits, sign=True)} {interval(d, digits, clip=False, sign=True)}"
 
 
 def fit_table(summary: dict[str, Any], title: str) -> Table:
@@ -280,11 +264,7 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
             h["head"],
             f"{num(acc.get('mean'), 3)} {interval(acc)}",
             num(f1.get("mean"), 3),
-            "(baseline)"
-            if h["head"] == "last"
-            else "—"
-            if not d
-            else f"{num(d['mean'], 3, sign=True)} {interval(d, clip=False, sign=True)}",
+            "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
             str(h.get("n")),
             f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
         )
