@@ -196,17 +196,8 @@ def page(kind: str, path: Path, shown: Path, title: str, build: Callable[[], dic
             f"{path} holds a {kind} summary the page cannot read ({type(e).__name__}: {e}); "
             f"rerun `laya-inspect {kind}` to rewrite it"
         ) from None
-    return render(
-        Page(
-            title=f"{title}: {shown.name or shown}",
-            subtitle=parts["subtitle"],
-            reading=parts["reading"],
-            sections=parts["sections"],
-            figures=parts["figures"],
-            commands=parts["commands"],
-            provenance=[*parts["provenance"], *page_facts()],
-        )
-    )
+    parts["provenance"] = [*parts["provenance"], *page_facts()]
+    return render(Page(title=f"{title}: {shown.name or shown}", **parts))
 
 
 def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from .across import HEADLINE, seed_sections
+from .across import HEADLINE, REFERENCES, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
@@ -21,11 +21,7 @@ SCORES = {
     "deletion area": "deletion_area",
     "insertion area": "insertion_area",
 }
-REF_LABELS = {
-    "top1_only": "top-1 only (reference)",
-    "random": "random (reference)",
-    "constant": "constant rule (reference)",
-}
+REF_LABELS = {r: f"{label} (reference)" for r, label in REFERENCES.items()}
 
 
 def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell | str]], list[str]]:
