@@ -64,4 +64,4 @@ def fit_summary_html(summary: dict[str, Any], runs: list[dict[str, Any]] | None 
     from .reading import fit_reading
     from .sections import fit_sections
 
-    return fragment(fit_reading(summary), fit_sections(summary, runs or [], None))
+    return fragment(fit_reading(summary), fit_sections(summary, runs or []))

@@ -92,7 +92,7 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
     return max(scored)[1] if scored else None
 
 
-def _versus(lead: str, s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
+def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
     (a, a_lo, a_hi), (b, b_lo, b_hi) = _faith(s_lead), _faith(s_rival)
     rho = f"faithfulness ρ {num(a)} vs {num(b)}"
     if None in (a_lo, a_hi, b_lo, b_hi):
@@ -127,7 +127,7 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
         return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
     rival = _rival(head, lead)
     against = versus_constant(lead, s, constant)
-    lines = [first + "." if rival is None else f"{first}; {_versus(lead, s, rival, head['methods'][rival])}."]
+    lines = [first + "." if rival is None else f"{first}; {_versus(s, rival, head['methods'][rival])}."]
     return lines + ([against] if against else [])
 
 

@@ -165,7 +165,7 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
     return sections + ([] if sanity is None else [sanity])
 
 
-def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]], profiles: dict[str, Any] | None) -> list[Section]:
+def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Section]:
     heads = summary["heads"]
     n_seeds = max(int(h.get("n") or 0) for h in heads)
     rows: list[list[Cell | str]] = []
@@ -316,7 +316,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
     split = s.get("split") or {}
     return {
         "reading": fit_reading(s, f.profiles),
-        "sections": fit_sections(s, f.runs, f.profiles),
+        "sections": fit_sections(s, f.runs),
         "figures": groups,
         "commands": [("this fit-head run", command)],
         "provenance": facts,

@@ -149,7 +149,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     return table
 
 
-def ablation_matrix(summary: dict[str, Any], head: dict[str, Any]) -> Table:
+def ablation_matrix(head: dict[str, Any]) -> Table:
     """Methods × ablations, one group of rows per ablation (its near-tie shares under its name)."""
     table = _table(f"{head['name']}: methods × ablations", ablation_column=True)
     for a, s in head["ablations"].items():
@@ -182,8 +182,8 @@ def caveat_lines(head: dict[str, Any]) -> list[Text]:
     return out
 
 
-def relied_on_line(summary: dict[str, Any], head: dict[str, Any], top: int = 3) -> Text:
-    ranked = head["lolo"]["most_relied_on"][:top]
+def relied_on_line(head: dict[str, Any]) -> Text:
+    ranked = head["lolo"]["most_relied_on"][:3]
     parts = ", ".join(f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in ranked)
     return Text.assemble((f"{head['name']}", "bold"), f": most relied-on layers by mean LOLO effect: {parts}")
 
@@ -210,9 +210,9 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         if versus is not None:
             out.append(versus)
         if len(head.get("ablations") or {}) > 1:
-            out.append(ablation_matrix(summary, head))
+            out.append(ablation_matrix(head))
         out += caveat_lines(head)
-        out.append(relied_on_line(summary, head))
+        out.append(relied_on_line(head))
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
