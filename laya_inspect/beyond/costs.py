@@ -77,7 +77,7 @@ def _share(part: float, total: float) -> float:
     return float(part) / float(total) if total > 0 else 0.0
 
 
-def backbone_costs(store: FeatureStore, mode: str = "auto", *, model_spec: str | None = None) -> Costs:
+def backbone_costs(store: FeatureStore, mode: str = "auto") -> Costs:
     """Costs for ``store``'s layers: ``model`` (or an InputError saying why not), ``shapes``, or ``auto``
     (the model when it can be counted, else shapes with the reason in ``note``)."""
     if mode not in COST_CHOICES:
@@ -85,7 +85,7 @@ def backbone_costs(store: FeatureStore, mode: str = "auto", *, model_spec: str |
     if mode == "shapes":
         return costs_from_shapes(store)
     try:
-        return costs_from_model(store, model_spec)
+        return costs_from_model(store)
     except (LayaError, ImportError) as e:
         if mode == "model":
             raise InputError(f"cannot count the backbone's compute from its model ({e}); use --costs shapes") from None
@@ -94,13 +94,13 @@ def backbone_costs(store: FeatureStore, mode: str = "auto", *, model_spec: str |
         return costs
 
 
-def costs_from_model(store: FeatureStore, model_spec: str | None = None) -> Costs:
+def costs_from_model(store: FeatureStore) -> Costs:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..models import load_model
 
-    spec = model_spec or store.attrs.get("model_spec")
+    spec = store.attrs.get("model_spec")
     if not spec:
         raise InputError(f"{store.path} records no model_spec; give --model SPEC")
     prefix = str(spec).partition(":")[0]
