@@ -115,8 +115,12 @@ def diagnose_heads(
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
-    if against is not None:
-        _same_layers(store, against)
+    if against is not None and (store.layer_names != against.layer_names or store.widths != against.widths):
+        raise CacheError(
+            f"--against {against.path} holds layers {against.layer_names} of widths {against.widths}, but "
+            f"{store.path} holds {store.layer_names} of widths {store.widths}; the shift needs a cache of the same "
+            "layers (extract them from the same model)"
+        )
 
     def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary = _diagnose(head_dirs, store, config, against, progress or no_progress)
@@ -124,15 +128,6 @@ def diagnose_heads(
 
     inputs = [*head_dirs, store.path, against.path if against is not None else None]
     return write_whole(out_dir, run, command="diagnose", inputs=inputs, overwrite=overwrite)
-
-
-def _same_layers(a: FeatureStore, b: FeatureStore) -> None:
-    if a.layer_names != b.layer_names or a.widths != b.widths:
-        raise CacheError(
-            f"--against {b.path} holds layers {b.layer_names} of widths {b.widths}, but {a.path} holds "
-            f"{a.layer_names} of widths {a.widths}; the shift needs a cache of the same layers "
-            "(extract them from the same model)"
-        )
 
 
 def _diagnose(

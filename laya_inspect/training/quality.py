@@ -189,7 +189,9 @@ def head_quality(
                 f"below the probe: test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on "
                 f"{layer} alone; the head is under-trained (try another --lr or more --epochs)"
             )
-    weights = _weights_by_seed(runs)
+    # per seed, the head's (N, L) weights on the test rows; None for heads without weights
+    ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
+    weights = ws if ws and len(ws) == len(runs) else None
     agreement = seed_agreement(weights) if weights is not None else None
     seeds = [r.seed for r in runs]
     if weights is not None and any(r.static_weights is None for r in runs):  # α heads
@@ -224,9 +226,3 @@ def head_quality(
             "per_seed": {str(s): w.mean(axis=0, dtype=np.float64).tolist() for s, w in zip(seeds, weights)},
         }
     return {"warnings": warns, "probe_reference": reference, "seed_agreement": agreement, "layer_weights": profile}
-
-
-def _weights_by_seed(runs: Sequence[Any]) -> list[np.ndarray] | None:
-    """Per seed, the head's (N, L) weights on the test rows; None for heads without weights."""
-    ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
-    return ws if ws and len(ws) == len(runs) else None
