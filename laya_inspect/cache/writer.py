@@ -115,8 +115,7 @@ class FeatureWriter:
                 f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
             ) from None
         old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", *VERIFIED)}
-        new = {"command": attrs.get("command"), **{k: encode_attr(k, attrs.get(k)) for k in VERIFIED}}
-        new = {k: decode_attr(k, v) for k, v in new.items()}
+        new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back
         problem = None
         if old["command"] != new["command"]:
             problem = "was started by a different command"
