@@ -25,6 +25,7 @@ from .schema import (  # noqa: F401  (read through store)
     decode_attr,
     layer_key,
 )
+from .writer import partial_path
 
 
 class FeatureStore:
@@ -33,7 +34,7 @@ class FeatureStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.exists():
-            partial = self.path.with_name(self.path.name + ".partial")
+            partial = partial_path(self.path)
             if partial.exists():
                 raise CacheError(
                     f"no complete cache at {self.path}: an extraction is running or was interrupted "
