@@ -180,8 +180,6 @@ def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> I
 
 
 def is_rnn(module: nn.Module | None) -> TypeGuard[nn.Module]:
-    if module is None:
-        return False
     return isinstance(module, nn.RNNBase) or getattr(module, "original_name", None) in RNN_TYPES
 
 
