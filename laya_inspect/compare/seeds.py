@@ -177,12 +177,12 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
 
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """summary.csv's rows for the across-seed scores: per (head, ablation, method, score) the mean,
-    std, interval and n over seeds (scope ``seeds``) and each seed's value (scope ``seed:<S>``)."""
-    across = summary.get("across_seeds") or {}
-    dirs = summary.get("directions") or {}
+    std, interval and n over seeds (scope ``seeds``) and each seed's value (scope ``seed:<S>``); ``summary``: the
+    one compare_heads has just built, every key there."""
+    dirs = summary["directions"]
     rows = []
-    for g in across.get("groups") or []:
-        for a, entry in (g.get("ablations") or {}).items():
+    for g in summary["across_seeds"]["groups"]:
+        for a, entry in g["ablations"].items():
             for m, row in entry["methods"].items():
                 base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
                 for key, est in row.items():
