@@ -22,6 +22,7 @@ from ..data import load_data
 from ..errors import InputError
 from ..layers import reduce_batch
 from ..models import load_model
+from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, ExtractConfig, ExtractResult
 from .writer import FeatureWriter
@@ -246,8 +247,6 @@ def data_fingerprint(data: Any) -> str:
 
 
 def _files_digest(path: Path) -> str:
-    from ..models.weights import sha256_file
-
     if path.is_file():
         return sha256_file(path)
     entries = []

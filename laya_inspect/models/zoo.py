@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from ..choices import INITS
 from ..errors import InputError
 from ..registry import Registry
+from .weights import load_state_dict_strict, to_state_dict
 
 ZOO: Registry[type[nn.Module]] = Registry("zoo model")
 FORMAT = "laya-inspect-zoo"
@@ -253,8 +254,6 @@ def model_from_checkpoint(obj: dict[str, Any], *, expected: str | None = None, s
     A checkpoint whose ``arch``, ``kwargs`` or ``state_dict`` is missing or does not build the
     model raises :class:`InputError` naming ``source``.
     """
-    from .weights import load_state_dict_strict, to_state_dict
-
     arch, kwargs, state = obj.get("arch"), obj.get("kwargs", {}), obj.get("state_dict")
     if not isinstance(arch, str) or arch not in ZOO:
         valid = ", ".join(ZOO.names())
