@@ -67,8 +67,7 @@ def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False
 
 def _scores(s: Any, where: str, reference: bool = False) -> None:
     f = _get(s, "faithfulness", dict, where)
-    for k in ("mean", "ci_low", "ci_high"):
-        _get(f, k, "num", f"{where}.faithfulness")
+    _interval(f, f"{where}.faithfulness")
     for k in ("n_valid", "n_undefined"):
         _get(f, k, int, f"{where}.faithfulness")
     sub = _get(s, "subset_faithfulness", dict, where, optional=True)
@@ -87,10 +86,11 @@ def _scores(s: Any, where: str, reference: bool = False) -> None:
             _get(vs, "verdict", str, f"{where}.vs_constant")
         for k, d in vs.items():
             if k != "verdict" and _get(vs, k, (dict, type(None)), f"{where}.vs_constant"):
-                _paired(d, f"{where}.vs_constant.{k}")
+                _interval(d, f"{where}.vs_constant.{k}")
 
 
-def _paired(d: Any, where: str) -> None:
+def _interval(d: Any, where: str) -> None:
+    """An estimate's mean, ci_low and ci_high: numbers or null."""
     for k in ("mean", "ci_low", "ci_high"):
         _get(d, k, "num", where)
 
@@ -128,7 +128,7 @@ def _ablation(a: Any, where: str) -> None:
             _get(_get(a["best_tests"], k, dict, f"{where}.best_tests"), key, str, here)
         for key in ("vs_runner_up", "vs_constant"):
             if _get(t, key, (dict, type(None)), here, optional=True):
-                _paired(t[key], f"{here}.{key}")
+                _interval(t[key], f"{here}.{key}")
     circ = _get(a, "circular", dict, where, optional=True) or {}
     for k in circ:
         _get(circ, k, str, f"{where}.circular")
@@ -188,8 +188,7 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
                 _get(row, "verdicts", list, at, optional=True)
                 for k, est in row.items():
                     if isinstance(est, dict):
-                        for part in ("mean", "ci_low", "ci_high"):
-                            _get(est, part, "num", f"{at}.{k}")
+                        _interval(est, f"{at}.{k}")
                         _get(est, "values", "nums", f"{at}.{k}")
     if across:
         _get(across, "caveats", "strs", where, optional=True)
