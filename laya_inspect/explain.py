@@ -17,6 +17,7 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError
+from .files import plain, write_with
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")
@@ -68,8 +69,6 @@ class Explanation:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
 
     def to_dict(self) -> dict[str, Any]:
-        from .files import plain
-
         return plain(
             {
                 "head": self.head,
@@ -286,7 +285,6 @@ def write_figure(e: Explanation, path: str | Path) -> Path:
     from functools import partial
 
     from .compare.plots import solve_layout
-    from .files import write_with
 
     out = Path(path)
     fmt = out.suffix.lower().lstrip(".")

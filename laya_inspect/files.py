@@ -16,6 +16,7 @@ import json
 import math
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -371,8 +372,6 @@ def atomic_dir(
     only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
     again just before the swap, so a file added during the run is not lost). When the body raises, the
     temporary folder is removed and ``path`` is left as it was."""
-    import shutil
-
     check_out(path, force=force, command=command, inputs=list(inputs), flag=flag)
     out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
@@ -398,8 +397,6 @@ def atomic_dir(
 
 def _remove_stale(out: Path) -> None:
     """Temporary folders and files of killed runs on this output (safe: we hold its lock)."""
-    import shutil
-
     for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f"{out.name}.tmp-*")]:
         shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
     for p in out.parent.glob(f".{out.name}.old-*"):  # killed between the two renames: put it back

@@ -9,12 +9,15 @@ from typing import Any
 import torch
 
 from ..data import load_data
+from ..distributed import session
 from ..errors import InputError
 from ..files import check_out, output_lock, spec_paths
+from ..layers import list_layers
 from ..models import load_model
 from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache
+from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
 
 
 def extract_features(
@@ -41,9 +44,6 @@ def extract_features(
         return extract_from_module(config, batches, **options)
     if batches is not None or options:
         raise InputError("extract_features(config) takes no batches or options; they belong in ExtractConfig")
-    from ..distributed import session
-    from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
-
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
     check_out(
@@ -87,8 +87,6 @@ def list_model_layers(
     device: str = "auto",
 ):
     """Each candidate layer's name, type and output shape from one dry batch."""
-    from ..layers import list_layers
-
     dev = pick_device(device)
     loaded = load_model(
         model,
