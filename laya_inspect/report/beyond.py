@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import CacheError, NotFoundError
 from ..files import write_text
 from .figures import Figure, png_figure
+from .folders import pngs, read_json
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import READINGS, diff_text, est, num, outcome, pct, same
 
@@ -49,9 +50,7 @@ def beyond_kind(summary: Any) -> str | None:
 
 
 def _figures(folder: Path) -> list[Figure]:
-    plots = folder / "plots"
-    paths = sorted(plots.glob("*.png")) if plots.is_dir() else []
-    paths.sort(key=lambda p: ORDER.index(p.stem) if p.stem in ORDER else len(ORDER))
+    paths = sorted(pngs(folder / "plots"), key=lambda p: ORDER.index(p.stem) if p.stem in ORDER else len(ORDER))
     return [png_figure(p, CAPTIONS.get(p.stem)) for p in paths]
 
 
@@ -148,8 +147,6 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
 
 
 def _read_summary(folder: Path) -> dict[str, Any]:
-    from .folders import read_json
-
     if not (folder / "summary.json").is_file():
         raise NotFoundError(f"no summary.json in {folder}; give a folder written by prune, early-exit or diagnose")
     summary = read_json(folder / "summary.json")

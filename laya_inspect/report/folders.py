@@ -55,7 +55,7 @@ def read_json(path: Path) -> Any:
         raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def _pngs(folder: Path) -> list[Path]:
+def pngs(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.png")) if folder.is_dir() else []
 
 
@@ -90,13 +90,13 @@ def read_fit(folder: Path) -> FitFolder:
     profiles = read_json(prof_path) if prof_path.is_file() else None
     if profiles is not None and not isinstance(profiles, dict):
         raise CacheError(f"{prof_path} is not a profiles object; rerun `laya-inspect fit-head` to rewrite it")
-    return FitFolder(folder, summary, runs, profiles, _pngs(folder / "profiles"))
+    return FitFolder(folder, summary, runs, profiles, pngs(folder / "profiles"))
 
 
 def read_compare(folder: Path) -> CompareFolder:
     from ..compare.records import load_summary
 
-    return CompareFolder(folder, load_summary(folder), _pngs(folder / "plots"))
+    return CompareFolder(folder, load_summary(folder), pngs(folder / "plots"))
 
 
 def read_demo(folder: Path) -> DemoFolder:
