@@ -38,9 +38,6 @@ class Split:
     def y(self) -> Tensor:
         return torch.from_numpy(self.labels).to(self.hs[0].device)
 
-    def take(self, layers: Sequence[int]) -> list[Tensor]:
-        return [self.hs[i] for i in layers]
-
 
 @dataclass
 class Result:

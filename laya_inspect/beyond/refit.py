@@ -64,7 +64,7 @@ def refit(
 
     t0 = time.perf_counter()
     layers = tuple(int(i) for i in layers)
-    hs = train.take(layers)
+    hs = [train.hs[i] for i in layers]
     with seeded(seed):
         head = build_head(kind, [int(h.shape[1]) for h in hs], num_classes, **hparams)
     rows = TensorRows(hs, train.y)
@@ -82,7 +82,7 @@ def refit(
         emit=no_progress,
         tag={},
     )
-    logits, _ = head_outputs(head, test.take(layers))
+    logits, _ = head_outputs(head, [test.hs[i] for i in layers])
     return Fit(
         layers=layers,
         seed=seed,

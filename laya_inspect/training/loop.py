@@ -146,10 +146,6 @@ class CacheRows:
                 )
 
 
-def _to(x: Any, device: torch.device) -> Any:
-    return {k: v.to(device) for k, v in x.items()} if isinstance(x, dict) else x.to(device)
-
-
 class InputRows:
     """A dataset split's transformed model inputs: fetched batch by batch through the data layer, or,
     when the whole split fits in a quarter of available memory, fetched once and held as one tensor."""
@@ -171,10 +167,9 @@ class InputRows:
             yield from self.held.batches(positions, batch_size, generator)
             return
         for pos in batch_positions(positions, batch_size, generator):
-            yield (
-                _to(self.split.fetch(self.split.index[pos]), self.device),
-                self.y[torch.from_numpy(pos).to(self.device)],
-            )
+            x = self.split.fetch(self.split.index[pos])
+            x = {k: v.to(self.device) for k, v in x.items()} if isinstance(x, dict) else x.to(self.device)
+            yield x, self.y[torch.from_numpy(pos).to(self.device)]
 
 
 @torch.no_grad()
