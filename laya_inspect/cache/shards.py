@@ -34,11 +34,11 @@ import numpy as np
 from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
+from ..runtime import Progress, pick_device
 from .schema import check_attrs_end, decode_attr, encode_attr
 from .writer import VERIFIED, partial_path
 
 if TYPE_CHECKING:
-    from ..runtime import Progress
     from .extract_config import ExtractConfig, ExtractResult
     from .rows import Prepared
 
@@ -116,7 +116,6 @@ def drop_stale_shards(out: str | Path) -> None:
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
     """This process's part of an extraction by ``world.size`` processes (see the module docstring)."""
-    from ..runtime import pick_device
     from .rows import prepare, result_of
 
     out = Path(config.out)

@@ -25,6 +25,7 @@ from .schema import (  # noqa: F401  (read through store)
     decode_attr,
     layer_key,
 )
+from .shards import describe_shards, shard_dir
 from .writer import partial_path
 
 
@@ -40,10 +41,8 @@ class FeatureStore:
                     f"no complete cache at {self.path}: an extraction is running or was interrupted "
                     f"({partial.name}{_progress(partial)}); rerun the same extract command to resume it"
                 )
-            shards = self.path.with_name(self.path.name + ".shards")
+            shards = shard_dir(self.path)
             if shards.is_dir():
-                from .shards import describe_shards
-
                 raise CacheError(
                     f"no complete cache at {self.path}: an extraction under torchrun is running or was "
                     f"interrupted ({shards.name}{describe_shards(self.path)}); rerun the same torchrun "
