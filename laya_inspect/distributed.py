@@ -124,10 +124,11 @@ def _join(device: str) -> tuple[World, bool]:
 
     if dist.is_initialized():
         return replace(world, backend=str(dist.get_backend())), False
-    cuda = device_for(device, world).startswith("cuda")
+    mine = device_for(device, world)
+    cuda = mine.startswith("cuda")
     backend = "cpu:gloo,cuda:nccl" if cuda else "gloo"
-    if cuda:
-        torch.cuda.set_device(world.local_rank)
+    if cuda:  # cuda:N named by the user puts every process on GPU N, not on GPU LOCAL_RANK
+        torch.cuda.set_device(torch.device(mine))
     timeout = _dt.timedelta(seconds=float(os.environ.get("LAYA_DIST_TIMEOUT_S", TIMEOUT_S)))
     dist.init_process_group(backend, timeout=timeout)
     return replace(world, backend=backend), True

@@ -147,6 +147,30 @@ def test_shard_ranges_are_contiguous_disjoint_and_aligned():
                 assert all(abs((b - a) - n / size) <= align for a, b in ranges)
 
 
+@pytest.mark.parametrize(
+    ("device", "gpu"), [("cuda:0", "cuda:0"), ("cuda:3", "cuda:3"), ("cuda", "cuda:1"), ("auto", "cuda:1")]
+)
+def test_each_process_selects_the_gpu_its_device_names(device, gpu, monkeypatch):
+    """Under torchrun, a named cuda:N puts every process on GPU N (two processes sharing one GPU: the
+    H200 check in docs/gpu-check-2026-12-04-cuda.md once failed here with "invalid device ordinal"
+    on rank 1); cuda and auto mean the process's own GPU, cuda:LOCAL_RANK."""
+    import torch.distributed as dist
+
+    from laya_inspect import distributed
+
+    selected: list[torch.device] = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", selected.append)
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, timeout: None)
+    world, joined = distributed._join(device)
+    assert joined and world.backend == "cpu:gloo,cuda:nccl"
+    assert selected == [torch.device(gpu)]
+
+
 def test_two_processes_write_the_one_process_cache_bit_for_bit(work):
     extract_features(_config(work / "one.h5"))
     two = _run(_extract(work / "two" / "f.h5", procs=2), work)

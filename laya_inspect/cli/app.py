@@ -23,15 +23,18 @@ STARTED = time.perf_counter()  # as near the process's start as the command can 
 console = Console()
 err_console = Console(stderr=True)
 
-_type_column = typer.core.TyperOption.display_type_rich
+# typer's help prints "<bool>" beside every on/off flag, as if it took a value; a flag takes none.
+# display_type_rich is typer's own method, not a documented hook: where a typer in our range lacks it,
+# the help keeps typer's column (cosmetic) instead of the command failing to start.
+_type_column = getattr(typer.core.TyperOption, "display_type_rich", None)
 
 
 def _flag_without_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    # typer's help prints "<bool>" beside every on/off flag, as if it took a value; a flag takes none.
-    return None if self.is_flag else _type_column(self, ctx)
+    return None if self.is_flag or _type_column is None else _type_column(self, ctx)
 
 
-typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
+if _type_column is not None:
+    typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 
 class _Group(TyperGroup):
