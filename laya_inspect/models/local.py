@@ -55,9 +55,9 @@ class TorchScriptAdapter(Adapter):
     ``forward`` returns a tuple exposes its elements as virtual layers ``outputs.K``."""
 
     def __init__(self, module: nn.Module) -> None:
-        returns = cast("torch._C.ScriptMethod[..., Any]", module.forward).schema.returns
+        returns = cast("torch.ScriptMethod[..., Any]", module.forward).schema.returns
         rtype = returns[0].type if len(returns) == 1 else None
-        self.n_outputs = len(rtype.elements()) if isinstance(rtype, torch._C.TupleType) else 0
+        self.n_outputs = len(rtype.elements()) if isinstance(rtype, torch.TupleType) else 0
         self.virtual_names = tuple(f"outputs.{k}" for k in range(self.n_outputs))
         self.sequential = _kind(module) == "Sequential"
         works = "its children (run one by one)" if self.sequential else "none of its submodules"
