@@ -1,7 +1,8 @@
 """The import graph between the files of laya_inspect has no cycle: every import statement is read
 from the source (imports inside functions included, `if TYPE_CHECKING:` blocks left out), so a lazy
 import that closes a circle fails here as surely as a top-level one. And the package stays shallow:
-at most 16 modules lie flat in laya_inspect/, the rest grouped by stage."""
+at most 16 modules lie flat in laya_inspect/, the rest grouped by stage. And no file imports or
+reads another package's private (underscored) names: torch._C, torch._fused_adam_, sklearn's _base."""
 
 from __future__ import annotations
 
@@ -135,3 +136,71 @@ def test_at_most_16_flat_modules() -> None:
     flat = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(flat) <= 16, flat
     assert all((d / "__init__.py").is_file() for d in PACKAGE.iterdir() if d.is_dir() and d.name != "__pycache__")
+
+
+# Other packages whose private names (one leading underscore) the library must not touch: their
+# signatures change between releases inside the ranges pyproject.toml accepts.
+THIRD_PARTY = {
+    "torch", "torchvision", "numpy", "h5py", "typer", "click", "rich", "scipy", "sklearn", "captum",
+    "matplotlib", "transformers", "timm", "PIL", "safetensors",
+}  # fmt: skip
+
+
+def _private(name: str) -> bool:
+    return any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in name.split("."))
+
+
+def private_uses(source: str) -> list[str]:
+    """Every import of, and attribute chain into, a private name of a THIRD_PARTY package, as written."""
+    tree = ast.parse(source)
+    alias: dict[str, str] = {}  # local name → the package it comes from
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in THIRD_PARTY:
+                    alias[(a.asname or a.name).split(".")[0]] = a.name
+                    if _private(a.name):
+                        found.append(f"import {a.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.split(".")[0] in THIRD_PARTY:
+                for a in node.names:
+                    alias[a.asname or a.name] = f"{node.module}.{a.name}"
+                    if _private(f"{node.module}.{a.name}"):
+                        found.append(f"from {node.module} import {a.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):  # an inner chain, a prefix of an outer one, is found too
+            chain, base = [node.attr], node.value
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in alias and _private(".".join(chain)):
+                found.append(".".join([base.id, *reversed(chain)]))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            head = node.value.split("[")[0]  # a string annotation, "torch._C.X[...]"
+            if head.split(".")[0] in alias and _private(head) and " " not in head:
+                found.append(head)
+    return sorted(set(found))
+
+
+def test_no_private_name_of_another_package_is_used() -> None:
+    uses = {
+        str(p.relative_to(PACKAGE.parent)): private_uses(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")
+    }
+    assert not {k: v for k, v in uses.items() if v}
+
+
+def test_the_private_name_check_finds_what_it_should() -> None:
+    source = (
+        "import torch\nimport numpy as np\nfrom torch.optim import optimizer\nfrom typer import core\n"
+        "x = torch._fused_adam_\ny = optimizer._device_dtype_check_for_fused\nz = np.linalg.norm\n"
+        "core.TyperOption._hidden = 1\nw: 'torch._C.TupleType'\nfrom sklearn.datasets._base import load_digits\n"
+        "import os\nos._exit\nclass A:\n    def f(self):\n        return self._x, torch.nn.Module.__call__\n"
+    )
+    assert private_uses(source) == [
+        "core.TyperOption._hidden",
+        "from sklearn.datasets._base import load_digits",
+        "optimizer._device_dtype_check_for_fused",
+        "torch._C.TupleType",
+        "torch._fused_adam_",
+    ]

@@ -271,9 +271,10 @@ def autocast(device: torch.device, on: bool) -> Any:
 def default_batch_size(module: torch.nn.Module, device: torch.device, row_bytes: float) -> int:
     """Rows per forward when none are asked for, given the bytes one row's largest activation takes
     (``row_bytes``): see ACTIVATION_BUDGET."""
-    from torch.nn.modules.conv import _ConvNd
+    from torch import nn
 
-    if device.type != "cpu" or row_bytes <= 0 or not any(isinstance(m, _ConvNd) for m in module.modules()):
+    convs = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+    if device.type != "cpu" or row_bytes <= 0 or not any(isinstance(m, convs) for m in module.modules()):
         return DEFAULT_BATCH
     batch = DEFAULT_BATCH
     while batch > MIN_CPU_BATCH and batch * row_bytes > ACTIVATION_BUDGET:
