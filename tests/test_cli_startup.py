@@ -75,3 +75,20 @@ def test_an_unknown_head_name_is_refused_without_torch_with_the_valid_names() ->
 
     with pytest.raises(NotFoundError, match="did you mean 'laya'.*available: laya, last, concat, scalarmix"):
         resolve_heads(["lay"])
+
+
+def test_the_cli_imports_on_a_typer_without_the_flag_column_hook() -> None:
+    """cli/app.py hides "<bool>" beside flags by patching typer's TyperOption.display_type_rich,
+    which typer 0.27 (inside our typer>=0.12) lacks: every command once failed at import there. Here
+    the option class is one without the method while laya_inspect.cli is imported, then typer's own
+    again to draw the help."""
+    code = (
+        "import sys\nimport typer.core\nreal = typer.core.TyperOption\n"
+        "typer.core.TyperOption = type('TyperOption', (), {})\n"
+        "from laya_inspect.cli import main\n"
+        "typer.core.TyperOption = real\n"
+        "sys.argv = ['laya-inspect', 'fit-head', '--help']\nmain()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "--seeds" in res.stdout
