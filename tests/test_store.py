@@ -126,3 +126,9 @@ def test_fingerprint_ignores_split_sizes_but_not_layers(tmp_path):
     with FeatureStore(a) as sa, FeatureStore(b) as sb, FeatureStore(c) as sc:
         assert sa.fingerprint == sb.fingerprint
         assert sa.fingerprint != sc.fingerprint
+
+
+def test_a_missing_cache_with_torchrun_shards_beside_it_names_them(tmp_path) -> None:
+    (tmp_path / "f.h5.shards").mkdir()
+    with pytest.raises(CacheError, match=r"under torchrun is running or was interrupted \(f\.h5\.shards\)"):
+        FeatureStore(tmp_path / "f.h5")

@@ -25,7 +25,6 @@ from .schema import (  # noqa: F401  (read through store)
     decode_attr,
     layer_key,
 )
-from .shards import describe_shards, shard_dir
 from .writer import partial_path
 
 
@@ -41,6 +40,8 @@ class FeatureStore:
                     f"no complete cache at {self.path}: an extraction is running or was interrupted "
                     f"({partial.name}{_progress(partial)}); rerun the same extract command to resume it"
                 )
+            from .shards import describe_shards, shard_dir  # a missing cache only: importing shards costs ~20 ms
+
             shards = shard_dir(self.path)
             if shards.is_dir():
                 raise CacheError(
