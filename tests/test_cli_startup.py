@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -92,3 +93,20 @@ def test_the_cli_imports_on_a_typer_without_the_flag_column_hook() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "--seeds" in res.stdout
+
+
+def test_no_option_states_its_default_twice() -> None:
+    """A comma-list option left empty names the config's default after its help, unless the help
+    already says it (fit-head --seeds once read "(default 5) (default 0,1,2,3,4)")."""
+    import typer.main
+
+    def walk(command: Any, name: str) -> Any:  # `check` is a group of commands
+        yield name, command
+        for sub, c in getattr(command, "commands", {}).items():
+            yield from walk(c, f"{name} {sub}".strip())
+
+    commands = dict(walk(typer.main.get_command(app), ""))
+    options = [(n, p) for n, c in commands.items() for p in c.params if p.param_type_name == "option"]
+    assert {"fit-head", "compare", "check planted"} <= set(commands) and len(options) > 100
+    twice = [f"{n} {p.opts[0]}: {p.help}" for n, p in options if (p.help or "").lower().count("default") > 1]
+    assert not twice, twice

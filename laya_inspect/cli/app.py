@@ -89,7 +89,8 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
     f = field_of(config, name)
     config_default = default_of(config, name)
     value = config_default if default is MISSING else default
-    if value is None and isinstance(config_default, tuple):  # a comma list, empty here: say what it means
+    if value is None and isinstance(config_default, tuple) and "default" not in f.metadata["help"]:
+        # a comma list, empty here: say what it means, unless the field's help already does
         help = help or f"{f.metadata['help']} (default {','.join(map(str, config_default))})"
     choices = f.metadata.get("choices")
 
