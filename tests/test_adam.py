@@ -3,6 +3,8 @@ weight decay on weight matrices only, deterministic per seed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -86,3 +88,26 @@ def test_fused_on_a_cuda_device() -> None:
     torch.nn.functional.cross_entropy(head(x).logits, torch.zeros(4, dtype=torch.long, device="cuda")).backward()
     opt.step()
     assert all(torch.isfinite(p).all() for p in head.parameters())
+
+
+def test_a_torch_that_refuses_fused_on_the_cpu_gets_foreach(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch 2.2 and 2.3 refuse fused=True for CPU parameters after the groups have taken it; the
+    fallback must not reuse those groups (every fit-head then failed at its first step)."""
+
+    class RefusesFusedOnTheCpu(torch.optim.Adam):
+        def __init__(self, params: Any, lr: float, fused: bool | None = None, foreach: bool | None = None) -> None:
+            super().__init__(params, lr=lr, foreach=foreach)
+            if fused:
+                for group in self.param_groups:  # what torch 2.2's defaults wrote into the given dicts
+                    group["fused"] = True
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of ...")
+
+    monkeypatch.setattr(torch.optim, "Adam", RefusesFusedOnTheCpu)
+    head = _head(0)
+    opt = adam(decay_groups(head, 1e-2), 1e-3)
+    assert all(not g["fused"] and g["foreach"] is True for g in opt.param_groups), opt.param_groups
+    reference = _head(0)
+    _steps(head, opt, 5)
+    _steps(reference, torch.optim.Adam(decay_groups(reference, 1e-2), lr=1e-3, foreach=False, fused=False), 5)
+    for a, b in zip(head.parameters(), reference.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

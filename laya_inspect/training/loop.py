@@ -307,9 +307,9 @@ def adam(groups: list[dict[str, Any]], lr: float) -> torch.optim.Adam:
     groups = [{**g, "params": list(g["params"])} for g in groups]
     params = [p for g in groups for p in g["params"]]
     if all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params):
-        try:
-            return torch.optim.Adam(groups, lr=lr, fused=True)
-        except RuntimeError:  # "`fused=True` requires ... supported devices": an older torch on the CPU
+        try:  # copies: a constructor that refuses has already written fused=True into the groups it got
+            return torch.optim.Adam([dict(g) for g in groups], lr=lr, fused=True)
+        except RuntimeError:  # "`fused=True` requires ... supported devices": torch < 2.4 on the CPU
             pass
     return torch.optim.Adam(groups, lr=lr, foreach=True)
 
