@@ -7,6 +7,7 @@ exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -37,6 +38,11 @@ class WriteError(LayaError):
 
 class LockedError(LayaError):
     """Another process is writing the same output."""
+
+
+# What torch.load(weights_only=True) says when a file holds a pickled Python object: "Unsupported
+# global: GLOBAL …" and "Trying to call reduce …" today, "Unsupported class …" before torch 2.4.
+PICKLED_OBJECT = re.compile(r"GLOBAL|call reduce|[Uu]nsupported class")
 
 
 class UnsafeCheckpointError(LayaError):

@@ -26,7 +26,16 @@ from torch import Tensor
 
 from . import __version__
 from .cache.store import FeatureStore
-from .errors import CacheError, InputError, LayaError, NotFoundError, UnsafeCheckpointError, few, suggest
+from .errors import (
+    PICKLED_OBJECT,
+    CacheError,
+    InputError,
+    LayaError,
+    NotFoundError,
+    UnsafeCheckpointError,
+    few,
+    suggest,
+)
 from .files import atomic_dir, check_out, plain, write_bytes, write_json, write_text
 from .heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
 
@@ -243,7 +252,7 @@ def _read_weights(d: Path) -> Any:
     except OSError as e:
         raise _bad(path, f"cannot be read ({e.strerror or e})", "check its permissions") from None
     except pickle.UnpicklingError as e:
-        if "GLOBAL" in str(e) or "call reduce" in str(e):
+        if PICKLED_OBJECT.search(str(e)):
             raise _bad(
                 path, "holds pickled Python objects, which would run code; refused (a head is a plain state_dict)"
             ) from None

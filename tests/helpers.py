@@ -124,3 +124,12 @@ def lolo_effects_loop(
             cols.append(torch.softmax(out.logits, -1)[rows, target])
     p_np, pa_np = _np(p), _np(torch.stack(cols, dim=1))
     return p_np, pa_np, p_np[:, None] - pa_np
+
+
+def need_timm_model(name: str) -> None:
+    """Skip where the installed timm lacks one of its tiny test models (timm 1.0.3, our floor, has none)."""
+    import pytest
+
+    timm = pytest.importorskip("timm")
+    if not timm.is_model(name):
+        pytest.skip(f"timm {timm.__version__} has no {name!r} model")

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import need_timm_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import save_file
@@ -52,6 +53,8 @@ def one_line(e: pytest.ExceptionInfo) -> str:
 
 @pytest.mark.parametrize("spec", ["torchvision:squeezenet1_1", "timm:test_resnet", "zoo:cnn"])
 def test_no_weights_is_refused_unless_random_init(spec):
+    if spec.startswith("timm:"):
+        need_timm_model(spec.split(":", 1)[1])
     with pytest.raises(InputError) as info:
         load_model(spec)
     text = one_line(info)
@@ -492,6 +495,14 @@ def test_running_out_of_memory_says_to_lower_the_batch_size(device):
         f"python:greedy:make ran out of memory on {device} with a batch of float32 (2, 3); "
         "pass a smaller --batch-size" + (" (or --device cpu)" if device == "cuda" else "")
     )
+
+
+def test_running_out_of_memory_on_a_torch_without_its_device_generic_error(monkeypatch):
+    """torch.OutOfMemoryError came in torch 2.3: on 2.2 every model error once ended in an AttributeError."""
+    monkeypatch.delattr(torch, "OutOfMemoryError", raising=False)
+    model = LoadedModel(Greedy(), "python:greedy:make", "python", InputSpec(), [], device="cpu")
+    with pytest.raises(InputError, match="ran out of memory on cpu"):
+        model.run(torch.rand(2, 3), [])
 
 
 def test_errors_of_laya_inspects_own_code_stay_visible(mlp):

@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import torch
+from helpers import need_timm_model
 from torch import nn
 
 from laya_inspect.errors import InputError, NotFoundError
@@ -67,6 +68,7 @@ def test_torchvision_unknown_name():
 
 def test_timm_vit_with_weights_and_headless(tmp_path):
     timm = pytest.importorskip("timm")
+    need_timm_model("test_vit")
     torch.manual_seed(0)
     ref = timm.create_model("test_vit", pretrained=False, num_classes=5).eval()
     torch.save({"state_dict": ref.state_dict()}, tmp_path / "vit.pth")
@@ -91,7 +93,7 @@ def test_timm_vit_with_weights_and_headless(tmp_path):
 
 
 def test_timm_resnet_default_layers_from_feature_info():
-    pytest.importorskip("timm")
+    need_timm_model("test_resnet")
     loaded = load_model("timm:test_resnet", random_init=True)
     assert loaded.default_layers == ["act1", "layer1", "layer2", "layer3", "layer4"]
     with pytest.raises(NotFoundError, match="did you mean 'test_resnet'"):
@@ -322,3 +324,20 @@ def test_python_factory_errors(factory_module):
     with pytest.raises(InputError, match="cannot be hooked"):
         loaded.run(torch.rand(1, 2), ["0"])
     assert all(not m._forward_hooks for m in loaded.module.modules() if not isinstance(m, torch.jit.ScriptModule))
+
+
+@pytest.mark.parametrize(
+    ("version", "keyword"),
+    [
+        ("4.40.0", "torch_dtype"),
+        ("4.55.4", "torch_dtype"),
+        ("4.56.0", "dtype"),
+        ("4.57.0.dev0", "dtype"),
+        ("5.25.0", "dtype"),
+    ],
+)
+def test_hf_weights_dtype_keyword_follows_the_transformers_release(version, keyword):
+    """transformers < 4.56 refuses `dtype=` ("BertModel.__init__() got an unexpected keyword argument 'dtype'")."""
+    from laya_inspect.models.hf import _dtype_keyword
+
+    assert _dtype_keyword(version) == keyword

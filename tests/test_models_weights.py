@@ -71,6 +71,27 @@ def test_pickled_module_needs_trust(r18, x, tmp_path):
         torch.testing.assert_close(logits_of(loaded, x), r18(x), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize(
+    "said",  # torch.load(weights_only=True) on a pickled module: torch 2.2/2.3, then today's wording
+    ["Unsupported class torch.nn.modules.linear.Linear", "Unsupported global: GLOBAL torch.nn.Linear was not allowed"],
+)
+def test_a_pickled_module_is_named_so_in_each_torchs_words(tmp_path, monkeypatch, said):
+    import pickle
+
+    path = tmp_path / "whole.pt"
+    torch.save({"w": torch.ones(1)}, path)
+
+    def refuse(*args, **kwargs):
+        if kwargs.get("weights_only"):
+            raise pickle.UnpicklingError(f"Weights only load failed. ... Please file an issue.\n\n {said}")
+        return "unpickled"
+
+    monkeypatch.setattr(torch, "load", refuse)
+    with pytest.raises(UnsafeCheckpointError, match="is a pickled model.*--trust-pickle"):
+        read_checkpoint(path)
+    assert read_checkpoint(path, trust_pickle=True) == "unpickled"
+
+
 def test_missing_corrupt_and_mismatched_files(tmp_path):
     with pytest.raises(NotFoundError, match="no weights file"):
         load_model("torchvision:resnet18", weights=tmp_path / "nope.pth")

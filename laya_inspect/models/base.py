@@ -248,7 +248,10 @@ class LoadedModel:
             if not raised_by_model(e.__traceback__):
                 raise
             got = describe_inputs(inputs)
-            if isinstance(e, torch.OutOfMemoryError) or "can't allocate memory" in str(e):  # CUDA, CPU
+            # torch.OutOfMemoryError (any device) came in torch 2.3; torch.cuda's is its alias since
+            if isinstance(e, getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)) or (
+                "can't allocate memory" in str(e)  # the CPU's
+            ):
                 cpu = " (or --device cpu)" if str(self.device).startswith("cuda") else ""
                 raise InputError(
                     f"{self.spec} ran out of memory on {self.device} with a batch of {got}; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,13 @@ def _text_spec(config: Any, tokenizer: Any) -> InputSpec:
     return InputSpec(kind="text", max_length=min(int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1e6))
 
 
+def _dtype_keyword(version: str) -> str:
+    """``from_pretrained``'s name for the weights' dtype: ``dtype`` since transformers 4.56, when
+    ``torch_dtype`` became deprecated; the older releases take only ``torch_dtype``."""
+    major, minor = (int(v) for v in re.findall(r"\d+", version)[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
 @SOURCES.register("hf")
 def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     """``hf:DIR``: the class named in ``config.architectures`` when it is a sequence/image classifier
@@ -166,7 +174,8 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # the library does not print
     try:
-        model = cls.from_pretrained(str(d), local_files_only=True, dtype=torch.float32, trust_remote_code=trust)
+        float32: dict[str, Any] = {_dtype_keyword(transformers.__version__): torch.float32}
+        model = cls.from_pretrained(str(d), local_files_only=True, trust_remote_code=trust, **float32)
     except OSError as e:
         raise NotFoundError(f"cannot load the weights in {d}: {first_line(e)}") from None
     except Exception as e:  # corrupt or mismatched weight files end in many error types

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError, NotFoundError, UnsafeCheckpointError, few, os_message
+from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
 
 WRAPPER_KEYS = ("state_dict", "model", "model_ema")
 PREFIXES = ("module.", "_orig_mod.")
@@ -98,7 +97,7 @@ def _read(p: Path, trust_pickle: bool) -> Any:
             warnings.simplefilter("ignore", UserWarning)  # "Detected pickle protocol …" notices
             return torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        if not re.search(r"GLOBAL|call reduce", str(e)):  # refused, but not for holding Python objects
+        if not PICKLED_OBJECT.search(str(e)):  # refused, but not for holding Python objects
             raise InputError(f"{p} is not a readable PyTorch checkpoint: {_reason(str(e))}") from None
         if not trust_pickle:
             raise UnsafeCheckpointError(
