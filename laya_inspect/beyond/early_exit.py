@@ -93,10 +93,16 @@ def frontier_area(used: Sequence[float], acc: Sequence[float], lo: float, hi: fl
 def threshold_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
     """(confidence thresholds, ε values), each with an 'always exit' and a 'never exit' end: t runs
     from 0 to 1 − 10⁻⁴ densely near 1, then NEVER; ε runs from 0 (never) through 10⁻⁴ … 1, then NEVER (always)."""
-    t = np.concatenate([1 - np.logspace(0, -4, n - 1), [NEVER]])
+    t = np.concatenate([1 - _logspace(0, -4, n - 1), [NEVER]])
     t[0] = 0.0
-    eps = np.concatenate([[0.0], np.logspace(-4, 0, n - 2), [NEVER]])
+    eps = np.concatenate([[0.0], _logspace(-4, 0, n - 2), [NEVER]])
     return t, eps
+
+
+def _logspace(start: float, stop: float, n: int) -> np.ndarray:
+    """``np.logspace`` through Python's correctly rounded ``pow``: numpy 1.x gives 10⁻⁴ as
+    9.999999999999999e-05, and the grid written to the outputs must not depend on the numpy release."""
+    return np.array([10.0 ** float(e) for e in np.linspace(start, stop, n)])
 
 
 def sweep(
