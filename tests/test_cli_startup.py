@@ -80,7 +80,7 @@ def test_an_unknown_head_name_is_refused_without_torch_with_the_valid_names() ->
 
 def test_the_cli_imports_on_a_typer_without_the_flag_column_hook() -> None:
     """cli/app.py hides "<bool>" beside flags by patching typer's TyperOption.display_type_rich,
-    which typer 0.27 (inside our typer>=0.12) lacks: every command once failed at import there. Here
+    which typer 0.27 (inside our declared typer range) lacks: every command once failed at import there. Here
     the option class is one without the method while laya_inspect.cli is imported, then typer's own
     again to draw the help."""
     code = (

@@ -268,6 +268,11 @@ def test_every_pil_mode_becomes_one_or_three_channels(tmp_path, mode):
             im.save(tmp_path / cls / f"img.{ext}")
         except (OSError, KeyError, ValueError):
             pytest.skip(f"PIL cannot save mode {mode} as .{ext}")
+    try:
+        with Image.open(tmp_path / "a" / f"img.{ext}") as back:
+            back.load()
+    except OSError:  # Pillow 9.1 writes a YCbCr TIFF it then calls truncated (laya-inspect refuses it too)
+        pytest.skip(f"PIL cannot read back its own mode {mode} .{ext}")
     for channels in (1, 3):
         b = load_data(
             f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=SimpleNamespace(kind="image", channels=channels)
