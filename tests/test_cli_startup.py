@@ -6,6 +6,7 @@ Checked by what a fresh interpreter has imported, not by timing (bench/cli_laten
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -110,3 +111,25 @@ def test_no_option_states_its_default_twice() -> None:
     assert {"fit-head", "compare", "check planted"} <= set(commands) and len(options) > 100
     twice = [f"{n} {p.opts[0]}: {p.help}" for n, p in options if (p.help or "").lower().count("default") > 1]
     assert not twice, twice
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_show_greek_letters_still_gets_the_output(encoding: str) -> None:
+    """α, ρ and — once ended every command in a UnicodeEncodeError (after its work was written) on an
+    ASCII or Latin-1 stream; they print as "?" there."""
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "COLUMNS": "100"}
+    run = subprocess.run(
+        [sys.executable, "-m", "laya_inspect", "fit-head", "--help"], capture_output=True, env=env, check=False
+    )
+    assert run.returncode == 0, run.stderr.decode(encoding, "replace")[-300:]
+    assert b"LAYA softmax temperature ?" in run.stdout and b"Traceback" not in run.stderr
+
+
+def test_json_on_stdout_escapes_what_its_encoding_cannot_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from laya_inspect.cli.app import json_text
+
+    for encoding, text in (("latin-1", '{\n  "\\u03b1": "\\u03c1"\n}'), ("utf-8", '{\n  "α": "ρ"\n}')):
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding=encoding))
+        assert json_text({"α": "ρ"}) == text

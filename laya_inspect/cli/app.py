@@ -5,6 +5,8 @@ loads them import in one direction."""
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -138,7 +140,27 @@ def fail(message: str) -> None:
     raise typer.Exit(1)
 
 
+def json_text(obj: Any, **options: Any) -> str:
+    """``obj`` as indented JSON for stdout: characters its encoding cannot hold (α, ρ, — on an ASCII or
+    Latin-1 stream) as \\u escapes, which every JSON reader turns back into the same text."""
+    try:
+        "α—ρ".encode(getattr(sys.stdout, "encoding", None) or "ascii")
+        ascii_only = False
+    except (UnicodeEncodeError, LookupError):
+        ascii_only = True
+    return json.dumps(obj, indent=2, ensure_ascii=ascii_only, **options)
+
+
+def _tolerant_output() -> None:
+    """A stream whose encoding cannot hold α, ρ or — (an ASCII or Latin-1 locale, a redirect on Windows)
+    prints "?" for them, instead of the command ending in a UnicodeEncodeError after its work is written."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
+
+
 def main(argv: list[str] | None = None) -> None:
+    _tolerant_output()
     try:
         app(args=argv, standalone_mode=True)
     except LayaError as e:  # pragma: no cover - _Group normally turns it into exit 1 first

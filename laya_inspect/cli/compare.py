@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,7 +10,7 @@ import typer
 from ..compare.config import CompareConfig
 from ..report.terminal import build_report, fit_table, gate_lines
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, bullets, console, dim, err_console, from_options, opt
+from .app import app, bullets, console, dim, err_console, from_options, json_text, opt
 
 
 def _print_report(summary: dict[str, Any]) -> None:
@@ -94,7 +93,7 @@ def compare_command(
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         return
     if as_json:
-        typer.echo(json.dumps(result.summary, indent=2, ensure_ascii=False))
+        typer.echo(json_text(result.summary))
     else:
         _print_report(result.summary)
         n_plots = len(result.summary["files"].get("plots") or [])
@@ -132,7 +131,7 @@ def report_command(
     folder = read_folder(out_dir)
     if as_json:
         data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
-        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        typer.echo(json_text(data))
     elif isinstance(folder, CompareFolder):
         _print_report(folder.summary)
     elif isinstance(folder, FitFolder):
@@ -154,7 +153,7 @@ def report_command(
 def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
     """A beyond command's folder: its summary as JSON, or its plain reading (one line per verdict)."""
     if as_json:
-        typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        typer.echo(json_text(summary))
     else:
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
         bullets(summary.get("verdict") or [])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..runtime import DEVICE_HELP
-from .app import app, console, dim
+from .app import app, console, dim, json_text
 
 
 def explain_table(e: Any) -> Table:
@@ -92,7 +91,7 @@ def explain_command(
         )
     path = write_figure(e, out) if out is not None else None
     if as_json:
-        typer.echo(json.dumps(e.to_dict(), indent=2, ensure_ascii=False))
+        typer.echo(json_text(e.to_dict()))
     else:
         _print(e)
     if path is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +11,7 @@ from ..errors import InputError
 from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from .app import app, comma_list, console, from_options, opt
+from .app import app, comma_list, console, from_options, json_text, opt
 from .progress import fit_progress
 
 SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
@@ -101,7 +100,7 @@ def fit_head_command(
     if not result.summary:  # another process of a torchrun launch: rank 0 writes and reports
         return
     if json_out:
-        typer.echo(json.dumps(plain(result.summary), indent=2, allow_nan=False))
+        typer.echo(json_text(plain(result.summary), allow_nan=False))
         return
     console.print(fit_table(result.summary, f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
     for gate_line in gate_lines(result.summary):
