@@ -248,7 +248,7 @@ class LoadedModel:
             if not raised_by_model(e.__traceback__):
                 raise
             got = describe_inputs(inputs)
-            # torch.OutOfMemoryError (any device) came in torch 2.3; torch.cuda's is its alias since
+            # torch.OutOfMemoryError (any device) came in torch 2.3; before it, only torch.cuda's existed
             if isinstance(e, getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)) or (
                 "can't allocate memory" in str(e)  # the CPU's
             ):
