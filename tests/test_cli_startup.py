@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from laya_inspect import choices
 from laya_inspect.cli import app
+from laya_inspect.runtime import DEVICE_HELP
 
 HEAVY = ("torch", "scipy", "matplotlib", "h5py", "captum", "sklearn", "torchvision", "transformers")
 COMMANDS = [c.name for c in app.registered_commands]
@@ -96,9 +97,10 @@ def test_the_cli_imports_on_a_typer_without_the_flag_column_hook() -> None:
     assert "--seeds" in res.stdout
 
 
-def test_no_option_states_its_default_twice() -> None:
+def test_no_option_states_its_default_twice_and_every_device_option_reads_alike() -> None:
     """A comma-list option left empty names the config's default after its help, unless the help
-    already says it (fit-head --seeds once read "(default 5) (default 0,1,2,3,4)")."""
+    already says it (fit-head --seeds once read "(default 5) (default 0,1,2,3,4)"); every --device
+    names the same devices."""
     import typer.main
 
     def walk(command: Any, name: str) -> Any:  # `check` is a group of commands
@@ -111,6 +113,8 @@ def test_no_option_states_its_default_twice() -> None:
     assert {"fit-head", "compare", "check planted"} <= set(commands) and len(options) > 100
     twice = [f"{n} {p.opts[0]}: {p.help}" for n, p in options if (p.help or "").lower().count("default") > 1]
     assert not twice, twice
+    devices = {n: p.help for n, p in options if p.opts[0] == "--device"}  # demo's once said auto|cpu|cuda
+    assert len(devices) >= 8 and set(devices.values()) == {DEVICE_HELP}, devices
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])

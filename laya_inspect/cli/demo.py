@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..report.terminal import build_report, fit_table, gate_lines
+from ..runtime import DEVICE_HELP
 from .app import STARTED, app, console, dim, err_console, from_options
 from .progress import fit_progress, make_progress, row_progress
 
@@ -240,7 +241,7 @@ def demo_command(
         help="a sub-30-second run: fewer epochs, 1 seed, the LAYA and "
         "ScalarMix heads compared, IG 16 steps, 200 bootstrap resamples",
     ),
-    device: str = typer.Option("auto", "--device", help="auto|cpu|cuda"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
 ) -> None:
     """Run the whole pipeline on a bundled dataset (no download) and summarise it: accuracies, α, faithfulness.
 
