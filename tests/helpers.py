@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -126,10 +127,12 @@ def lolo_effects_loop(
     return p_np, pa_np, p_np[:, None] - pa_np
 
 
-def need_timm_model(name: str) -> None:
-    """Skip where the installed timm lacks one of its tiny test models (timm 1.0.3, our floor, has none)."""
+def need_timm_model(name: str) -> Any:
+    """timm, or a skip where it is missing or lacks one of its tiny test models (timm 1.0.3, our floor,
+    has none)."""
     import pytest
 
     timm = pytest.importorskip("timm")
     if not timm.is_model(name):
         pytest.skip(f"timm {timm.__version__} has no {name!r} model")
+    return timm

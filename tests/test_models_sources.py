@@ -67,8 +67,7 @@ def test_torchvision_unknown_name():
 
 
 def test_timm_vit_with_weights_and_headless(tmp_path):
-    timm = pytest.importorskip("timm")
-    need_timm_model("test_vit")
+    timm = need_timm_model("test_vit")
     torch.manual_seed(0)
     ref = timm.create_model("test_vit", pretrained=False, num_classes=5).eval()
     torch.save({"state_dict": ref.state_dict()}, tmp_path / "vit.pth")
