@@ -137,3 +137,46 @@ def test_json_on_stdout_escapes_what_its_encoding_cannot_hold(monkeypatch: pytes
     for encoding, text in (("latin-1", '{\n  "\\u03b1": "\\u03c1"\n}'), ("utf-8", '{\n  "α": "ρ"\n}')):
         monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding=encoding))
         assert json_text({"α": "ρ"}) == text
+
+
+def _examples() -> list[tuple[str, list[str]]]:
+    """(command, argv) of each command's `Example:` lines, continuations joined."""
+    import shlex
+
+    import typer.main
+
+    root = typer.main.get_command(app)
+    found = []
+    for name, command in getattr(root, "commands", {}).items():
+        for sub in [command, *getattr(command, "commands", {}).values()]:
+            doc = sub.help or ""
+            if "Example:" not in doc:
+                continue
+            text = doc.split("Example:", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
+            argv = shlex.split(text)
+            assert argv[0] == "laya-inspect", text
+            found.append((name, argv[1:]))
+    return found
+
+
+def test_every_help_example_parses_and_extracts_layers_that_exist() -> None:
+    """extract's example once read `--layers features.1:18`, which names no layer: the command
+    refused its own example. Each example must parse; extract's --layers must resolve on the model
+    it names (torchvision's mobilenet_v2, default layers features.0 … features.18)."""
+    import typer.main
+
+    from laya_inspect.layers import resolve_layers
+
+    root = typer.main.get_command(app)
+    examples = _examples()
+    assert {c for c, _ in examples} >= {"extract", "fit-head", "compare", "prune", "check"}
+    for name, argv in examples:
+        command = root.commands[name]  # type: ignore[attr-defined]
+        args = argv[1:]
+        if hasattr(command, "commands"):  # a group: `check planted …`
+            command, args = command.commands[args[0]], args[1:]
+        command.make_context(name, list(args))  # an unknown option or a bad value raises here
+    extract = next(argv for c, argv in examples if c == "extract")
+    layers = extract[extract.index("--layers") + 1]
+    default = [f"features.{i}" for i in range(19)]
+    assert resolve_layers(layers, default, default) == default[1:]

@@ -47,7 +47,7 @@ def extract_command(
 
     Example:
       laya-inspect extract --model torchvision:mobilenet_v2 --weights mnv2.pth \\
-        --data imagefolder:photos/ --layers features.1:18 --out features.h5
+        --data imagefolder:photos/ --layers 1: --out features.h5
 
     Under `torchrun --nproc-per-node N -m laya_inspect extract …` each process writes a shard of the
     rows and the first joins them into --out (docs/SCALING.md); only that one prints.
