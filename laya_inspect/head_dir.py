@@ -123,6 +123,28 @@ def _one_line(e: BaseException | str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# the training settings read from a head's config.json (fit-head's defaults where it records none)
+TRAINING_KEYS = ("lr", "batch_size", "weight_decay")
+
+
+def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """lr, batch size and weight decay from the head's config.json ("training"), else fit-head's defaults."""
+    from .training.fit_config import FitConfig
+
+    default = FitConfig()
+    raw, split = cfg.get("training"), cfg.get("split")
+    recorded: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out: dict[str, Any] = {}
+    for k in TRAINING_KEYS:
+        v = recorded.get(k)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        out[k] = v if ok else getattr(default, k)
+    mine = all(k in recorded for k in TRAINING_KEYS)
+    out["source"] = "recorded in the head's config.json" if mine else "fit-head's defaults where config.json is silent"
+    out["train_split"] = str((split if isinstance(split, dict) else {}).get("train_split") or "train")
+    return out
+
+
 def read_head_config(head_dir: str | Path) -> dict[str, Any]:
     """config.json of a head directory, checked: an object with this schema_version, a registered
     ``kind``, and ``kwargs`` naming exactly the arguments that head's constructor takes."""

@@ -151,3 +151,19 @@ def test_early_exit_errors(digits_cache, laya_dir, tmp_path):
     wrong = runner.invoke(app, ["early-exit", str(one_dir), "--cache", str(digits_cache)], env=ENV)
     assert wrong.exit_code == 1 and "widths" in wrong.output
     assert not (tmp_path / "o").exists()
+
+
+def test_per_depth_heads_are_read_against_the_given_head(cache, tmp_path):
+    """The depth-L heads see every layer the given head sees: far below it, they are under-trained
+    and the run says so; with the default budget they reach it on this easy task."""
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=False)
+        weak = Budget(epochs=1, patience=1, lr=1e-5)
+        s = simulate_early_exit(head_dir, store, config, weak, out_dir=tmp_path / "weak").summary
+        ok = simulate_early_exit(head_dir, store, config, Budget(), out_dir=tmp_path / "ok").summary
+    assert s["refit_check"]["given_head_test_acc"] == 1.0 and s["refit_check"]["under_trained"]
+    assert s["warnings"] and "fall short of the given head" in s["warnings"][0]
+    assert "Warning: the refits fall short" in (tmp_path / "weak" / "report.html").read_text(encoding="utf-8")
+    assert not ok["refit_check"]["under_trained"] and ok["warnings"] == []
+    assert ok["refit_check"]["refit_all_layers_test_acc"]["mean"] > 0.98

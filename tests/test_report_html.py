@@ -359,7 +359,7 @@ def beyond(tmp_path_factory) -> dict[str, Any]:
             head_dir, store, PruneConfig(refit=False, costs="shapes", device="cpu"), out_dir=root / "prune"
         )
         cfg = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu")
-        ee = simulate_early_exit(head_dir, store, cfg, Budget(epochs=2), out_dir=root / "early-exit")
+        ee = simulate_early_exit(head_dir, store, cfg, Budget(), out_dir=root / "early-exit")
         cfg_d = DiagnoseConfig(permutations=50, n_boot=50, device="cpu")
         diag = diagnose_heads([head_dir], store, cfg_d, out_dir=root / "diagnose", against=against)
     return {"prune": prune, "early-exit": ee, "diagnose": diag}

@@ -209,3 +209,44 @@ def ablated_accuracy(
 def rows_tensor(hs: Sequence[Tensor], rows: np.ndarray) -> list[Tensor]:
     idx = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(hs[0].device)
     return [h[idx] for h in hs]
+
+
+# How far every refit on all layers may fall below the given head's own test accuracy before the
+# refits count as under-trained (accuracy, absolute).
+SHORTFALL = 0.01
+
+
+def refit_check(
+    head: Head, test: Split, refit_test: Sequence[float], budget: Any, n_train: int, head_config: dict[str, Any]
+) -> dict[str, Any]:
+    """The refits on all layers beside the given head on the same test rows: the reference every
+    refit accuracy is read against. ``warning`` when every refit (each seed) falls short of it by
+    more than SHORTFALL: then fewer layers can look as good as all only because the refits are
+    under-trained. Every seed rather than the mean's interval: with 2 or 3 seeds that interval is too
+    wide to ever lie below the head."""
+    logits, _ = head_outputs(head, test.hs)
+    given = float((logits.argmax(1) == test.labels).mean())
+    refits = estimate(refit_test)
+    record: dict[str, Any] = {
+        "given_head_test_acc": given,
+        "refit_all_layers_test_acc": refits,
+        "tolerance": SHORTFALL,
+        "under_trained": bool(max(refit_test) < given - SHORTFALL),
+    }
+    if record["under_trained"]:
+        epochs, patience = budget.resolve(n_train)
+        ran = (head_config.get("metrics") or {}).get("epochs_run")
+        trained = head_config.get("training") or {}
+        head_ran = f"{ran} epochs" if isinstance(ran, int) else "its own budget"
+        lr = trained.get("lr")
+        head_lr = f" at lr {lr:g}" if isinstance(lr, (int, float)) else ""
+        record["warning"] = (
+            f"the refits fall short of the given head: on all {head.num_layers} layers each seed's refit reaches "
+            f"test accuracy {', '.join(f'{v:.4f}' for v in refit_test)}, the given head {given:.4f} on the same "
+            f"rows. "
+            f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "
+            f"{budget.weight_decay or 0.0:g}) under-trains this head, so every accuracy here is an under-trained "
+            f"head's, and fewer layers can look as good as all; rerun with more --epochs and --patience "
+            f"(the given head ran {head_ran}{head_lr})"
+        )
+    return record

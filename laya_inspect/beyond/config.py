@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..options import check, option, tuples
@@ -73,7 +73,13 @@ class Budget:
     patience: int | None = option(
         None, flag="--patience", help="early stopping patience per refit (default: a fifth of the epochs, ≥ 2)"
     )
-    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits (no weight decay)")
+    lr: float = option(3e-3, flag="--lr", help="Adam learning rate of the refits")
+    weight_decay: float | None = option(
+        None,
+        flag="--weight-decay",
+        help="Adam weight decay (L2 penalty) of the refits (default: the given head's, from its config.json; "
+        "fit-head's 0.01 where it records none)",
+    )
     batch_size: int = option(128, flag="--batch-size", help="training batch size of the refits")
     train_limit: int | None = option(
         None, flag="--train-limit", help="refit on at most N seeded training rows (default: all)"
@@ -86,6 +92,11 @@ class Budget:
                 (self.epochs is None or self.epochs >= 1, "epochs", "must be ≥ 1"),
                 (self.patience is None or self.patience >= 1, "patience", "must be ≥ 1"),
                 (math.isfinite(self.lr) and 0 < self.lr <= 1, "lr", "must be a number in (0, 1]"),
+                (
+                    self.weight_decay is None or (math.isfinite(self.weight_decay) and self.weight_decay >= 0),
+                    "weight_decay",
+                    "must be a finite number ≥ 0",
+                ),
                 (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
                 (self.train_limit is None or self.train_limit >= 10, "train_limit", "must be ≥ 10"),
             ],
@@ -97,6 +108,17 @@ class Budget:
         epochs = self.epochs if self.epochs is not None else max(MIN_EPOCHS, math.ceil(REFIT_STEPS / steps))
         patience = self.patience if self.patience is not None else max(2, epochs // 5)
         return epochs, patience
+
+    def for_head(self, head_config: dict[str, Any]) -> Budget:
+        """This budget with ``weight_decay`` set: the given one, else the given head's recorded one.
+        A refit without the head's weight decay can fall far short of it (it overfits in a few epochs
+        on a few hundred rows), and prune's and early-exit's every comparison would then be between
+        under-trained heads."""
+        if self.weight_decay is not None:
+            return self
+        from ..head_dir import training_settings
+
+        return replace(self, weight_decay=float(training_settings(head_config)["weight_decay"]))
 
 
 NO_REFIT_ABLATIONS = ("drop", "mean", "zero")

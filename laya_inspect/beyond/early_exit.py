@@ -42,6 +42,7 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
+    refit_check,
     subsample,
     verdict,
     write_whole,
@@ -193,6 +194,7 @@ def _simulate(
         raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    budget = budget.for_head(hconf)
     fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
     head.to(device)
     means = layer_means(store, config.train_split)
@@ -257,7 +259,12 @@ def _simulate(
         "fixed_depth": _fixed(points, names),
         "points": points,
         "fits": fits,
+        # the reference of every per-depth head: the given head itself, on all its layers
+        "refit_check": refit_check(
+            head, test, [done[s, n_layers - 1].test_acc for s in seeds], budget, len(fit_rows), hconf
+        ),
     }
+    summary["warnings"] = [summary["refit_check"]["warning"]] if "warning" in summary["refit_check"] else []
     summary["comparisons"] = _comparisons(areas)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     return summary

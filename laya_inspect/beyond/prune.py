@@ -34,6 +34,7 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
+    refit_check,
     rows_tensor,
     subsample,
     verdict,
@@ -88,6 +89,7 @@ def _prune(
     smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    budget = budget.for_head(hconf)
     fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
     rank_rows = subsample(train_rows, config.rank_rows, config.seed, 2)
     head.to(device)
@@ -204,12 +206,17 @@ def _prune(
         },
         "points": points,
         "fits": [f.record() for f in fits.values()],
+        # the reference of every refit accuracy: the given head itself (no refit under --no-refit)
+        "refit_check": refit_check(head, test, [t for _, t in results[every]], budget, len(fit_rows), hconf)
+        if config.refit
+        else None,
         "chosen": chosen_point,
         # the compute view of the choice: the most FLOPs saved (ties: fewer layers)
         "cheapest": _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"])),
     }
     summary["ks"] = ks
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
+    summary["warnings"] = [summary["refit_check"]["warning"]] if "warning" in (summary["refit_check"] or {}) else []
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 

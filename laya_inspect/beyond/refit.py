@@ -1,8 +1,9 @@
 """A head of a given kind fitted on a subset of the cached layers: what prune refits on the top-k
 layers of a ranking and early-exit fits per depth. It runs fit-head's training loop
-(:func:`laya_inspect.training.loop.train_loop`: Adam, cross-entropy, early stopping on the held-out
-rows with the best weights restored) and its standardisation, on a shorter budget by default
-(docs/METHOD.md, "Beyond attribution"). Deterministic per seed."""
+(:func:`laya_inspect.training.loop.train_loop`: Adam with the given head's weight decay,
+cross-entropy, early stopping on the held-out rows with the best weights restored) and its
+standardisation, on a shorter budget by default (docs/METHOD.md, "Beyond attribution").
+Deterministic per seed."""
 
 from __future__ import annotations
 
@@ -77,7 +78,9 @@ def refit(
         head,
         lambda g: rows.batches(train_rows, budget.batch_size, g),
         lambda: rows.batches(val_rows, EVAL_BATCH),
-        LoopSettings(lr=budget.lr, epochs=epochs, patience=patience, seed=seed),
+        LoopSettings(
+            lr=budget.lr, epochs=epochs, patience=patience, seed=seed, weight_decay=budget.weight_decay or 0.0
+        ),
         name=kind,
         emit=no_progress,
         tag={},

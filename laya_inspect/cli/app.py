@@ -125,7 +125,11 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
         raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
 
 
-def bullets(lines: list[str]) -> None:
+def bullets(lines: list[str], warnings: list[str] | None = None) -> None:
+    """A result's verdict, one bullet a line, after its ``warnings`` (in the warning colour): a
+    verdict is read only beside what it cannot be trusted for."""
+    for w in warnings or []:
+        console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
     for line in lines:
         console.print(f"• {line}", highlight=False, soft_wrap=True)
 

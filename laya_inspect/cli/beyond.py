@@ -118,7 +118,7 @@ def prune_command(
     console.print(table)
     for line in skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
-    bullets(s["verdict"])
+    bullets(s["verdict"], s.get("warnings"))
     note = s["costs"].get("note")
     if note:
         console.print(f"compute estimated from the cache's shapes: {note}", style="yellow", highlight=False)
@@ -178,7 +178,7 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
     console.print(depth)
-    bullets(s["verdict"])
+    bullets(s["verdict"], s.get("warnings"))
     dim(f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv, plots/")
 
 
@@ -239,5 +239,5 @@ def diagnose_command(
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
-    bullets(s["verdict"])
+    bullets(s["verdict"], s.get("warnings"))
     dim(f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}, plots/")

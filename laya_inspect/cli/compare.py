@@ -156,7 +156,7 @@ def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) ->
         typer.echo(json_text(summary))
     else:
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
-        bullets(summary.get("verdict") or [])
+        bullets(summary.get("verdict") or [], summary.get("warnings"))
     if html:
         from ..report.beyond import write_beyond_report
 

@@ -19,6 +19,7 @@ import torch
 
 from ..choices import TIE_TOLERANCE
 from ..files import write_with
+from ..head_dir import training_settings
 from ..heads import HEADS, Head
 from ..runtime import Progress, seeded
 from . import metrics as M
@@ -35,8 +36,6 @@ ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them 
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
 STATIC = ("random",)  # methods that read no weight of the head: nothing to randomise
-# the training settings read from the head's config.json (fit-head's defaults where it records none)
-FALLBACK = ("lr", "batch_size", "weight_decay")
 
 CHOICES = {
     "threshold": THRESHOLD,
@@ -111,24 +110,6 @@ def verdict(rank: M.Faithfulness) -> str:
     if low >= THRESHOLD or high <= -THRESHOLD:
         return "high"
     return "unclear"
-
-
-def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """lr, batch size and weight decay from the head's config.json ("training"), else fit-head's defaults."""
-    from ..training.fit_config import FitConfig
-
-    default = FitConfig()
-    raw, split = cfg.get("training"), cfg.get("split")
-    recorded: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    out: dict[str, Any] = {}
-    for k in FALLBACK:
-        v = recorded.get(k)
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-        out[k] = v if ok else getattr(default, k)
-    mine = all(k in recorded for k in FALLBACK)
-    out["source"] = "recorded in the head's config.json" if mine else "fit-head's defaults where config.json is silent"
-    out["train_split"] = str((split if isinstance(split, dict) else {}).get("train_split") or "train")
-    return out
 
 
 def training_rows(store: Any, split: str, seed: int) -> tuple[list[np.ndarray], np.ndarray]:

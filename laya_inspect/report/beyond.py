@@ -206,7 +206,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
         f"{s['config']['max_drop']:g} of all layers'"
     )
-    sections = [Section("Rankings against α", [Table("prune-rankings", cols, rows, caption, classes)])]
+    tables = [Table("prune-rankings", cols, rows, caption, classes)]
+    sections = [Section("Rankings against α", tables, notes=list(s.get("warnings") or []))]
 
     pts: list[list[Cell | str]] = [
         [
@@ -265,6 +266,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
                 Table("exit-rules", ["rule", "area under accuracy–compute"], rules, caption),
                 Table("exit-comparisons", ["comparison", "area difference", ""], comps, "paired over seeds"),
             ],
+            notes=list(s.get("warnings") or []),
         )
     ]
     used = s.get("compute_used_by_depth") or {}

@@ -317,6 +317,11 @@ def _word(o: str) -> str:
     }[o]
 
 
+def _warnings(s: dict[str, Any]) -> list[str]:
+    """A run's warnings, said before its reading: what the numbers that follow cannot be trusted for."""
+    return [f"Warning: {w}." for w in s.get("warnings") or []]
+
+
 # -- prune ---------------------------------------------------------------------------------------
 
 
@@ -360,7 +365,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
-    return Reading([first, second], details)
+    return Reading([*_warnings(s), first, second], details)
 
 
 # -- early exit ----------------------------------------------------------------------------------
@@ -396,7 +401,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)} "
             f"{interval(f['accuracy'], 4)}, {'—' if used is None else f'{used:.1%}'} of the backbone's FLOPs."
         )
-    return Reading(lead, details)
+    return Reading([*_warnings(s), *lead], details)
 
 
 # -- diagnose ------------------------------------------------------------------------------------
