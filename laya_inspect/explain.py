@@ -99,6 +99,20 @@ class Explanation:
         )
 
 
+RELATIVE_NOTE = (
+    " (a relative path in the cache's data_spec is read from the current folder: run explain from the one "
+    "extract ran in)"
+)
+
+
+def _as_extract_read_it(arg: str | None, working_dir: Any) -> str | None:
+    """A relative data path as extract read it: from the folder it ran in, when it is not found here."""
+    if not arg or not working_dir or Path(arg).is_absolute() or Path(arg).exists():
+        return arg
+    there = Path(str(working_dir)) / arg
+    return str(there) if there.exists() else arg
+
+
 def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> InputView:
     """The raw input of one source row, from the dataset the cache was extracted from; a source
     that cannot be read here gives a view with the reason instead of an error."""
@@ -106,10 +120,11 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
 
     spec = store.attrs.get("data_spec")
     info = store.attrs.get("split_info") or {}
+    arg = None
     try:
         prefix, arg, options = parse_spec(str(spec))
         src = DATASETS.get(prefix).load(
-            arg,
+            _as_extract_read_it(arg, store.attrs.get("working_dir")),
             options,
             seed=int(info.get("seed", store.attrs.get("seed") or 0)),
             test_fraction=float(info.get("test_fraction", 0.2)),
@@ -129,7 +144,9 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
             )
         raw = part.fetch(np.array([source_row]))
     except (LayaError, OSError) as e:
-        return InputView(None, note=f"input not shown: {e}")
+        unknown = arg and not Path(arg).is_absolute() and not store.attrs.get("working_dir")
+        relative = RELATIVE_NOTE if unknown else ""
+        return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
         return InputView("text", text=raw[0])
     x = raw[0]

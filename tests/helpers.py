@@ -25,6 +25,7 @@ def write_cache(
     layer_names: list[str] | None = None,
     model_spec: str = "test:mlp",
     data_spec: str = "test",
+    extra_attrs: dict[str, Any] | None = None,
 ) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
     from laya_inspect.cache.writer import FeatureWriter
@@ -49,6 +50,7 @@ def write_cache(
         "torch_version": torch.__version__,
         "created_at": "test",
         "command": {"test": True},
+        **(extra_attrs or {}),
     }
     with FeatureWriter(
         path,

@@ -190,3 +190,31 @@ def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) 
     assert view.kind == "text" and view.text == texts[9]
     assert changed.kind is None and "the data changed since extraction" in changed.note
     assert absent.kind is None and "is not in split 'test'" in absent.note
+
+
+def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`extract --data csv:text.csv` records the path as typed; explain run from another folder once
+    said "input not shown: no csv file 'text.csv'"."""
+    from helpers import write_cache
+
+    from laya_inspect.explain import read_input
+
+    here, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    texts = [f"line {i}" for i in range(6)]
+    rows = ["text,label,split"] + [f"{t},{'ab'[i % 2]},{'test' if i >= 4 else 'train'}" for i, t in enumerate(texts)]
+    (here / "text.csv").write_text("\n".join(rows) + "\n")
+    feats = [np.zeros((2, 3), dtype="float32")]
+    split = {"test": (feats, np.array([0, 1]))}
+    with_dir = write_cache(tmp_path / "a.h5", split, data_spec="csv:text.csv", extra_attrs={"working_dir": str(here)})
+    without = write_cache(tmp_path / "b.h5", split, data_spec="csv:text.csv")
+    monkeypatch.chdir(elsewhere)
+    with FeatureStore(with_dir) as store:
+        view = read_input(store, "test", 5, label=1)
+    with FeatureStore(without) as store:
+        lost = read_input(store, "test", 5, label=1)
+    assert view.kind == "text" and view.text == "line 5"
+    assert lost.kind is None and "run explain from the one extract ran in" in lost.note

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import h5py
 import numpy as np
 import pytest
@@ -45,6 +47,7 @@ def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
     with FeatureStore(tmp_path / "f.h5") as store:
         assert store.attrs["complete"] and store.attrs["model_spec"] == "zoo:mlp"
         assert len(store.attrs["weights_sha256"]) == 64
+        assert store.attrs["working_dir"] == os.getcwd()  # where a relative --data path was read from
         assert store.n("train") + store.n("test") == 1797
         assert store.class_names == [str(i) for i in range(10)]
         # The stored last block passed through the model's own classifier gives its logits.

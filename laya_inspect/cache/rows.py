@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -96,6 +97,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_shapes": [list(shapes[n]) for n in names],
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,
+        # a relative path in data_spec (csv:text.csv) is read from here: explain finds the input again
+        "working_dir": os.getcwd(),
         "transforms": data.transforms,
         "split_info": data.split_info,
         "class_names": data.class_names,
