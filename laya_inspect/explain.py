@@ -105,14 +105,6 @@ RELATIVE_NOTE = (
 )
 
 
-def _as_extract_read_it(arg: str | None, working_dir: Any) -> str | None:
-    """A relative data path as extract read it: from the folder it ran in, when it is not found here."""
-    if not arg or not working_dir or Path(arg).is_absolute() or Path(arg).exists():
-        return arg
-    there = Path(str(working_dir)) / arg
-    return str(there) if there.exists() else arg
-
-
 def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> InputView:
     """The raw input of one source row, from the dataset the cache was extracted from; a source
     that cannot be read here gives a view with the reason instead of an error."""
@@ -124,7 +116,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     try:
         prefix, arg, options = parse_spec(str(spec))
         src = DATASETS.get(prefix).load(
-            _as_extract_read_it(arg, store.attrs.get("working_dir")),
+            store.recorded_path(arg),
             options,
             seed=int(info.get("seed", store.attrs.get("seed") or 0)),
             test_fraction=float(info.get("test_fraction", 0.2)),

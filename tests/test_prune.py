@@ -299,3 +299,30 @@ def test_an_under_trained_refit_is_a_warning_in_every_output(planted, tmp_path):
     with FeatureStore(cache) as store:
         quiet = prune_layers(head_dir, store, config, out_dir=tmp_path / "q").summary
     assert quiet["refit_check"] is None and quiet["warnings"] == []
+
+
+def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
+    """`extract --model torchscript:net.ts` records the path as typed: prune run from another folder
+    once fell back to the shapes estimate with "no TorchScript file 'net.ts'"."""
+    here, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    torch.jit.script(net).save(here / "net.ts")
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in (8, 3)]
+    cache = write_cache(
+        tmp_path / "c.h5",
+        {"train": (feats, np.arange(6) % 2)},
+        layer_names=["1", "2"],
+        model_spec="torchscript:net.ts",
+        extra_attrs={"working_dir": str(here)},
+    )
+    with FeatureStore(cache) as store:
+        monkeypatch.chdir(here)
+        there = backbone_costs(store, "auto").to_dict(store.layer_names)
+        monkeypatch.chdir(elsewhere)
+        assert store.recorded_path("net.ts") == str(here / "net.ts")
+        assert store.recorded_path("absent.ts") == "absent.ts" and store.recorded_path(None) is None
+        assert backbone_costs(store, "auto").to_dict(store.layer_names) == there
+    assert "net.ts" not in str(there.get("note"))

@@ -25,6 +25,7 @@ from .config import COST_CHOICES
 
 # Sources whose architecture can be built without a weights file (random values, never used).
 _BUILDABLE = ("torchvision", "timm", "zoo", "python")
+_FROM_PATH = ("hf", "torchscript")  # model specs whose argument is a path
 MODEL_HOW = (
     "counted from the model: FLOPs of one input of the cached shape (torch FlopCounterMode, 2 per "
     "multiply-add) run after the layer's forward hook; parameters of the modules first called after it"
@@ -103,7 +104,9 @@ def costs_from_model(store: FeatureStore) -> Costs:
     spec = store.attrs.get("model_spec")
     if not spec:
         raise InputError(f"{store.path} records no model_spec; give --model SPEC")
-    prefix = str(spec).partition(":")[0]
+    prefix, _, arg = str(spec).partition(":")
+    if prefix in _FROM_PATH:  # a relative model path, as extract read it
+        spec = f"{prefix}:{store.recorded_path(arg)}"
     model = load_model(spec, random_init=prefix in _BUILDABLE, device="cpu")
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]

@@ -172,6 +172,16 @@ class FeatureStore:
         ident["widths"] = self.widths
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
+    def recorded_path(self, path: str | None) -> str | None:
+        """A path the cache records as it was given to extract (in ``data_spec``, an ``hf:`` or
+        ``torchscript:`` ``model_spec``): a relative one not found from the current folder is read
+        from the folder extract ran in (``working_dir``), when it is there."""
+        working_dir = self.attrs.get("working_dir")
+        if not path or not working_dir or Path(path).is_absolute() or Path(path).exists():
+            return path
+        there = Path(str(working_dir)) / path
+        return str(there) if there.exists() else path
+
     def _group(self, split: str) -> h5py.Group:
         if split not in self.file:
             raise NotFoundError(f"no split {split!r} in {self.path}; {suggest(split, self.splits)}")
