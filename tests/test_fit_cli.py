@@ -74,6 +74,7 @@ def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
     summary_csv = _csv(out / "summary.csv")
     assert len(summary_csv) == 4
     assert {"warnings", "seed_rank_agreement", "seed_top_layer_agreement"} <= set(summary_csv[0])
+    assert "seed_top_layer_agreement_constant" in summary_csv[0]
     # the quality gate: references, and per head its warnings and the seeds' agreement
     quality = summary["quality"]
     assert quality["chance"] == pytest.approx(np.bincount(np.asarray(json.loads(_labels(out)))).max() / 450)
@@ -84,6 +85,7 @@ def test_fit_head_writes_every_artifact(fitted: tuple[Path, object]) -> None:
         assert csv_row["warnings"] == " | ".join(r["warnings"])
         assert (r["seed_agreement"] is None) == (h in ("last", "concat"))
     assert 0 <= rows["laya"]["seed_agreement"]["top_layer_agreement"] <= 1
+    assert rows["laya"]["seed_agreement"]["top_layer_agreement_constant"] in (0.0, 1.0)  # one pair of seeds
     prof = json.loads((out / "profiles" / "profiles.json").read_text())["alpha"]["laya"]
     weights = rows["laya"]["layer_weights"]
     assert weights["per_seed"]["1"] == pytest.approx(prof["seed_means"][1]) and weights["pooled"] == pytest.approx(
@@ -130,6 +132,7 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
         assert h in text
     assert "laya α: blocks.0" in text and "(pooled over 2 seeds)" in text
     assert "  seed 0: blocks.0" in text and "  seed 1: blocks.0" in text and "seed agreement: per-row rank ρ" in text
+    assert "one mean profile per seed for every row: ρ" in text.replace("\n", " ")
     assert "gate" in text and "reference: chance" in text and "logistic probe on one layer: best blocks." in text
     summary = json.loads((out / "summary.json").read_text())
     for h in summary["heads"]:

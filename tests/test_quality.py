@@ -53,6 +53,23 @@ def test_seed_agreement_extremes() -> None:
         seed_agreement([w, w[:1]])
 
 
+def test_seed_agreement_is_read_beside_each_seeds_mean_profile() -> None:
+    """The constant rule: each seed's mean weights for every row. A fit-head run on MobileNetV2
+    features said "same top layer on 99% of rows (chance 6%)" where every seed's mean profile peaked
+    on the last layer, so one profile for every input agreed on 100%."""
+    peaked = np.array([[0.02, 0.03, 0.95], [0.04, 0.01, 0.95], [0.01, 0.04, 0.95]])
+    flat = seed_agreement([peaked, peaked[::-1].copy()])
+    assert flat["top_layer_agreement"] == 1.0 and flat["top_layer_agreement_constant"] == 1.0
+    # per-row agreement the mean profiles hide: both seeds rank every row alike, but seed a's mean
+    # peaks on layer 0 ([0.65, 0.35, 0]) and seed b's on layer 1 ([0.35, 0.65, 0])
+    a = np.array([[0.9, 0.1, 0.0], [0.4, 0.6, 0.0]])
+    b = np.array([[0.6, 0.4, 0.0], [0.1, 0.9, 0.0]])
+    got = seed_agreement([a, b])
+    assert got["top_layer_agreement"] == 1.0 and got["rank_agreement"] == pytest.approx(1.0)
+    assert got["top_layer_agreement_constant"] == 0.0
+    assert got["rank_agreement_constant"] == pytest.approx(0.5)  # ranks (3, 2, 1) against (2, 3, 1)
+
+
 def test_chance_level() -> None:
     assert chance_level(np.array([0, 1, 1, 2])) == 0.5
 

@@ -108,6 +108,13 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
         "inputs (chance 33%).",
     ]
     assert r.details == ["last: test accuracy 0.950 [0.000, 0.990] over 3 seeds."]
+    # beside the constant rule: each seed's mean profile for every input
+    summary["heads"][0]["seed_agreement"]["top_layer_agreement_constant"] = 1.0
+    assert (
+        fit_reading(summary)
+        .lead[1]
+        .endswith("80% of inputs (chance 33%; each seed's mean profile for every input: 100%).")
+    )
     assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "+0.000" and num(None) == "—"
 
 

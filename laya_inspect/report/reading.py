@@ -253,9 +253,12 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
         agree = lead.get("seed_agreement") or {}
         if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
+            constant = agree.get("top_layer_agreement_constant")
             second += (
                 f"; the seeds pick the same top layer on {pct(agree['top_layer_agreement'])} of inputs "
-                f"(chance {pct(agree.get('top_layer_chance'))})"
+                f"(chance {pct(agree.get('top_layer_chance'))}"
+                + ("" if constant is None else f"; each seed's mean profile for every input: {pct(constant)}")
+                + ")"
             )
         lead_lines.append(second + ".")
     details = [

@@ -59,6 +59,7 @@ def summary_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         agreement = h.get("seed_agreement") or {}
         row["seed_rank_agreement"] = agreement.get("rank_agreement")
         row["seed_top_layer_agreement"] = agreement.get("top_layer_agreement")
+        row["seed_top_layer_agreement_constant"] = agreement.get("top_layer_agreement_constant")
         row["warnings"] = " | ".join(h.get("warnings") or [])
         rows.append(row)
     return rows

@@ -135,17 +135,26 @@ def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str
                 lines += [f"  seed {s}: {fmt(row)}" for s, row in zip(seeds, p[per_seed])]
                 a = p.get("seed_agreement")
                 if a and kind == "α":
-                    rho = (
-                        "n/a"
-                        if a["rank_agreement"] is None or np.isnan(a["rank_agreement"])
-                        else f"{a['rank_agreement']:.2f}"
-                    )
                     lines.append(
-                        f"  seed agreement: per-row rank ρ {rho} · same top layer on "
-                        f"{a['top_layer_agreement']:.0%} of rows (chance {a['top_layer_chance']:.0%})"
+                        f"  seed agreement: per-row rank ρ {_rho(a.get('rank_agreement'))} · same top layer on "
+                        f"{a['top_layer_agreement']:.0%} of rows (chance {a['top_layer_chance']:.0%}; "
+                        + _constant_agreement(a)
+                        + ")"
                     )
             return lines
     return []
+
+
+def _rho(value: Any) -> str:
+    return "n/a" if value is None or np.isnan(value) else f"{value:.2f}"
+
+
+def _constant_agreement(a: dict[str, Any]) -> str:
+    """The constant rule beside the seeds' agreement: each seed's mean profile used for every row."""
+    top = a.get("top_layer_agreement_constant")
+    if top is None:  # a profile written before the constant rule was recorded
+        return "no constant-rule reference recorded"
+    return f"one mean profile per seed for every row: ρ {_rho(a.get('rank_agreement_constant'))}, {top:.0%}"
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:

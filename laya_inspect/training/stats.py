@@ -183,7 +183,11 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     out: their share is ``undefined_share``), then the mean over pairs; ``top_layer_agreement`` is the
     share of rows where both seeds put their largest weight on the same layer, mean over pairs
     (``top_layer_chance`` = 1/L is what independent uniform choices would give). None for one seed.
-    With L = 2 a row's Spearman correlation can only be ±1. Higher is better for both."""
+    With L = 2 a row's Spearman correlation can only be ±1. Higher is better for both.
+
+    The constant rule beside them: each seed's mean weights used for every row (one profile per
+    seed), scored the same way (``*_constant``). Per-row agreement no higher than theirs says only
+    that the seeds' average profiles agree, nothing about any one input."""
     ws = [np.asarray(w, dtype=np.float64) for w in weights]
     if len(ws) < 2:
         return None
@@ -197,9 +201,14 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
     norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
     tops = [w.argmax(axis=1) for w in ws]
-    rho_pairs, top_pairs, undefined = [], [], []
+    means = [w.mean(axis=0) for w in ws]
+    rho_pairs, top_pairs, undefined, rho_const, top_const = [], [], [], [], []
     for a in range(len(ws)):
         for b in range(a + 1, len(ws)):
+            top_const.append(float(means[a].argmax() == means[b].argmax()))
+            ra, rb = rankdata(means[a]), rankdata(means[b])
+            if ra.std() > 0 and rb.std() > 0:
+                rho_const.append(float(np.corrcoef(ra, rb)[0, 1]))
             defined = (norms[a] > 0) & (norms[b] > 0)
             rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
             rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
@@ -215,6 +224,8 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
         "top_layer_agreement": float(np.mean(top_pairs)),
         "top_layer_chance": 1.0 / n_layers,
         "undefined_share": float(np.mean(undefined)),
+        "rank_agreement_constant": float(np.mean(rho_const)) if rho_const else math.nan,
+        "top_layer_agreement_constant": float(np.mean(top_const)),
         "rank_agreement_pairs": rho_pairs,
         "top_layer_agreement_pairs": top_pairs,
     }
