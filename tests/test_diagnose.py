@@ -198,3 +198,14 @@ def test_diagnose_errors(digits_heads, shift_caches, tmp_path):
     (tmp_path / "file").write_text("x")
     clash = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--out", str(tmp_path / "file")], env=ENV)
     assert clash.exit_code == 1 and "is a file; give a folder" in clash.output
+
+
+def test_the_terminal_shows_a_bounded_scores_interval_inside_0_1_as_report_html_does():
+    """A t-interval over 2 heads once printed AUROC 0.8255 [-0.4500, 2.1010]; differences stay as computed."""
+    from laya_inspect.cli.beyond import _ci
+
+    wide = {"mean": 0.8255, "ci_low": -0.45, "ci_high": 2.101}
+    assert _ci(wide) == "0.8255 [0.0000, 1.0000]"
+    assert _ci({"mean": 0.6, "ci_low": 0.55, "ci_high": 0.65}) == "0.6000 [0.5500, 0.6500]"
+    assert _ci({"mean": 0.3, "ci_low": -0.7, "ci_high": 1.3}, signed=True) == "+0.3000 [-0.7000, +1.3000]"
+    assert _ci({"mean": 0.6, "ci_low": None, "ci_high": None}) == "0.6000" and _ci(None) == "—"

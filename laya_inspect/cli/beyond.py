@@ -12,14 +12,19 @@ from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from ..report.reading import with_ci
+from ..report.reading import est, with_ci
 from .app import app, bullets, comma_list, console, dim, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
 
 
 def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
-    return with_ci(d, signed, digits=4)
+    """'0.6000 [0.5503, 0.6497]'. Unsigned values here are accuracies, AUROC, AUPR and areas: their
+    interval is shown inside [0, 1], as report.html shows it (a t-interval over 2 heads can reach
+    [-0.45, 2.10]); differences (``signed``) as computed."""
+    if signed or not d or d.get("ci_low") is None:
+        return with_ci(d, signed, digits=4)
+    return est(d, 4)
 
 
 def _table(title: str, *columns: str) -> Table:
