@@ -293,7 +293,7 @@ def test_an_under_trained_refit_is_a_warning_in_every_output(planted, tmp_path):
     assert "warning: the refits fall short of the given head" in result.output
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and "warning: the refits fall short" in again.output
-    assert "Warning: the refits fall short" in (out / "report.html").read_text(encoding="utf-8")
+    assert '<p class="note">Warning: the refits fall short' in (out / "report.html").read_text(encoding="utf-8")
     # --no-refit evaluates the given head itself: nothing to fall short of
     config = PruneConfig(refit=False, ks=[1], costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:

@@ -127,7 +127,10 @@ class Page:
 
 
 def reading_html(reading: Reading) -> str:
-    lead = "".join(f"<p>{esc(s)}</p>" for s in reading.lead)
+    # a warning leads the reading in the warning colour: the numbers after it are read in its light
+    lead = "".join(
+        f'<p class="note">{esc(s)}</p>' if s.startswith("Warning:") else f"<p>{esc(s)}</p>" for s in reading.lead
+    )
     details = "".join(f"<li>{esc(s)}</li>" for s in reading.details)
     return f'<div class="reading" id="reading">{lead}</div>' + (
         f'<ul class="details">{details}</ul>' if details else ""
