@@ -18,6 +18,7 @@ from ..errors import CacheError, InputError
 from ..files import atomic_dir
 from ..head_dir import load_head, read_head_config
 from ..heads import Head
+from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
 
@@ -217,7 +218,7 @@ SHORTFALL = 0.01
 
 
 def refit_check(
-    head: Head, test: Split, refit_test: Sequence[float], budget: Any, n_train: int, head_config: dict[str, Any]
+    head: Head, test: Split, refit_test: Sequence[float], budget: Budget, n_train: int, head_config: dict[str, Any]
 ) -> dict[str, Any]:
     """The refits on all layers beside the given head on the same test rows: the reference every
     refit accuracy is read against. ``warning`` when every refit (each seed) falls short of it by
