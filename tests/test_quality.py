@@ -224,3 +224,26 @@ def test_defaults_reach_the_single_layer_probe(tmp_path: Path, backbone: str) ->
         assert h["test_acc"]["mean"] >= ref - PROBE_MARGIN, (h["head"], h["test_acc"]["mean"], ref)
         assert not [w for w in h["warnings"] if w.startswith(("near chance", "below the probe"))], h["warnings"]
     assert {r.head for r in result.runs} == {"laya", "last", "concat", "scalarmix"}
+
+
+def test_a_fit_folder_written_before_the_constant_rule_still_reads_beside_it() -> None:
+    """profiles.json of an older fit-head has each seed's mean α but no constant-rule fields: the
+    terminal computes them from those means."""
+    from laya_inspect.training.profiles import profile_lines
+
+    old = {"seeds": 2, "rank_agreement": 0.5, "top_layer_agreement": 0.9, "top_layer_chance": 1 / 3}
+    profiles = {
+        "layer_names": ["a", "b", "c"],
+        "alpha": {
+            "laya": {
+                "seeds": [0, 1],
+                "mean": [0.2, 0.3, 0.5],
+                "seed_means": [[0.1, 0.2, 0.7], [0.3, 0.4, 0.3]],  # peaks on c, then on b
+                "seed_agreement": old,
+            }
+        },
+        "static": {},
+    }
+    line = profile_lines(profiles)[-1]
+    assert "same top layer on 90% of rows (chance 33%; one mean profile per seed for every row: ρ" in line
+    assert line.endswith(", 0%)")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..files import write_csv, write_json
-from .stats import seed_agreement
+from .stats import constant_agreement, seed_agreement
 
 if TYPE_CHECKING:
     from ..cache.store import FeatureStore
@@ -135,6 +135,8 @@ def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str
                 lines += [f"  seed {s}: {fmt(row)}" for s, row in zip(seeds, p[per_seed])]
                 a = p.get("seed_agreement")
                 if a and kind == "α":
+                    if "top_layer_agreement_constant" not in a:  # written before it was recorded
+                        a = {**a, **constant_agreement(p[per_seed])}
                     lines.append(
                         f"  seed agreement: per-row rank ρ {_rho(a.get('rank_agreement'))} · same top layer on "
                         f"{a['top_layer_agreement']:.0%} of rows (chance {a['top_layer_chance']:.0%}; "
@@ -151,9 +153,7 @@ def _rho(value: Any) -> str:
 
 def _constant_agreement(a: dict[str, Any]) -> str:
     """The constant rule beside the seeds' agreement: each seed's mean profile used for every row."""
-    top = a.get("top_layer_agreement_constant")
-    if top is None:  # a profile written before the constant rule was recorded
-        return "no constant-rule reference recorded"
+    top = a["top_layer_agreement_constant"]
     return f"one mean profile per seed for every row: ρ {_rho(a.get('rank_agreement_constant'))}, {top:.0%}"
 
 

@@ -201,14 +201,9 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
     norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
     tops = [w.argmax(axis=1) for w in ws]
-    means = [w.mean(axis=0) for w in ws]
-    rho_pairs, top_pairs, undefined, rho_const, top_const = [], [], [], [], []
+    rho_pairs, top_pairs, undefined = [], [], []
     for a in range(len(ws)):
         for b in range(a + 1, len(ws)):
-            top_const.append(float(means[a].argmax() == means[b].argmax()))
-            ra, rb = rankdata(means[a]), rankdata(means[b])
-            if ra.std() > 0 and rb.std() > 0:
-                rho_const.append(float(np.corrcoef(ra, rb)[0, 1]))
             defined = (norms[a] > 0) & (norms[b] > 0)
             rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
             rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
@@ -224,8 +219,27 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
         "top_layer_agreement": float(np.mean(top_pairs)),
         "top_layer_chance": 1.0 / n_layers,
         "undefined_share": float(np.mean(undefined)),
-        "rank_agreement_constant": float(np.mean(rho_const)) if rho_const else math.nan,
-        "top_layer_agreement_constant": float(np.mean(top_const)),
+        **constant_agreement([w.mean(axis=0) for w in ws]),
         "rank_agreement_pairs": rho_pairs,
         "top_layer_agreement_pairs": top_pairs,
+    }
+
+
+def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
+    """:func:`seed_agreement`'s constant rule from each seed's (L,) mean weights, over every pair of
+    seeds: the Spearman correlation of the two profiles (``rank_agreement_constant``; NaN when a
+    profile has no ranking) and whether they peak on the same layer (``top_layer_agreement_constant``)."""
+    from scipy.stats import rankdata
+
+    ms = [np.asarray(m, dtype=np.float64) for m in means]
+    rho, top = [], []
+    for a in range(len(ms)):
+        for b in range(a + 1, len(ms)):
+            top.append(float(ms[a].argmax() == ms[b].argmax()))
+            ra, rb = rankdata(ms[a]), rankdata(ms[b])
+            if ra.std() > 0 and rb.std() > 0:
+                rho.append(float(np.corrcoef(ra, rb)[0, 1]))
+    return {
+        "rank_agreement_constant": float(np.mean(rho)) if rho else math.nan,
+        "top_layer_agreement_constant": float(np.mean(top)) if top else math.nan,
     }
