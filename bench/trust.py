@@ -249,10 +249,13 @@ def head_rows(b: Backbone) -> tuple[list[list[Any]], list[str]]:
         ci = "" if a["ci_low"] is None else f" [{a['ci_low']:.4f}, {a['ci_high']:.4f}]"
         floor = None if ref is None else ref["test_acc"] - ref["margin"]
         meets = "—" if floor is None else ("yes" if a["mean"] >= floor else "**no**")
+        const = (sa or {}).get("top_layer_agreement_constant")
         agree = (
             "—"
             if not sa
-            else f"{f(sa['rank_agreement'], 2)} / {pct(sa['top_layer_agreement'])} ({pct(sa['top_layer_chance'])})"
+            else f"{f(sa['rank_agreement'], 2)} / {pct(sa['top_layer_agreement'])} ({pct(sa['top_layer_chance'])}"
+            + ("" if const is None else f"; constant {pct(const)}")
+            + ")"
         )
         short = "; ".join(w.split(":")[0] for w in h["warnings"]) or "none"
         rows.append(
@@ -657,7 +660,7 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
         "`fit-head --head all --seeds 3` and nothing else. Test accuracy: mean [95% t-interval] (seeds). The "
         "margin: a head must reach the logistic probe on its best single layer (the last layer for `last`) "
         "minus 0.03. Seed agreement: per-row rank agreement of the layer weights / same top layer, mean over "
-        "seed pairs (chance).",
+        "seed pairs (chance; the constant rule: each seed's mean profile for every row, its top-layer agreement).",
         "",
         *table(
             [

@@ -96,6 +96,7 @@ def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) ->
     for heading in PAGE_HEADINGS:
         assert heading in lines, heading
     assert "laya-inspect fit-head" in page and "laya-inspect compare" in page
+    assert "; constant " in page  # the seeds' agreement beside each seed's mean profile for every row
     text = results.read_text()
     assert text.index("## Summary") < text.index(BEGIN) < text.index(END) < text.index("## 1. First experiment")
     block = text[text.index(BEGIN) : text.index(END)]
