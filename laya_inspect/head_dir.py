@@ -305,6 +305,8 @@ def load_head(
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)
+    if store is not None:
+        _refuse_a_layer_subset(d, config, store)
     state = _read_weights(d)
     head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem))
     if store is not None and head.widths != store.widths:
@@ -313,6 +315,21 @@ def load_head(
             "use the cache the head was trained on"
         )
     return head.to(map_location), config
+
+
+def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore) -> None:
+    """A head on some of the cache's layers (prune's head/) cannot be fed the whole cache: say so,
+    and how to use it, instead of "use the cache the head was trained on"."""
+    names, every = config.get("layer_names"), list(store.layer_names)
+    if not isinstance(names, list) or names == every or not set(names) < set(every):
+        return
+    raise CacheError(
+        f"head {d} reads {len(names)} of the {len(every)} layers of {store.path} ({', '.join(map(str, names))}), "
+        "as prune writes the head of the layers it keeps; the commands read heads on every layer of a cache. "
+        "Use it from Python: head, config = laya_inspect.load_head(DIR), then "
+        "head([store.layer(split, name) for name in config['layer_names']]); or extract those layers into "
+        "a cache of their own and fit heads there"
+    )
 
 
 # -- export from a zoo checkpoint -------------------------------------------------------------

@@ -326,3 +326,23 @@ def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_pat
         assert store.recorded_path("absent.ts") == "absent.ts" and store.recorded_path(None) is None
         assert backbone_costs(store, "auto").to_dict(store.layer_names) == there
     assert "net.ts" not in str(there.get("note"))
+
+
+def test_the_kept_layers_head_is_refused_by_the_commands_with_how_to_use_it(planted, tmp_path):
+    """compare on prune's head/ once said "use the cache the head was trained on" although it was;
+    the way the message gives works and reproduces the recorded test accuracy."""
+    import laya_inspect
+
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    kept = tmp_path / "out" / "head"
+    refused = runner.invoke(app, ["compare", str(kept), "--cache", str(cache), "--out", str(tmp_path / "c")], env=ENV)
+    assert refused.exit_code == 1 and "reads 2 of the 3 layers" in refused.output
+    assert "laya_inspect.load_head" in refused.output and "use the cache the head was trained on" not in refused.output
+    head, cfg = laya_inspect.load_head(kept)
+    with FeatureStore(cache) as store, torch.no_grad():
+        logits = head([torch.from_numpy(store.layer("test", n)) for n in cfg["layer_names"]]).logits
+        acc = float((logits.argmax(1).numpy() == store.labels("test")).mean())
+    assert cfg["layer_names"] == s["chosen"]["layers"] and acc == s["chosen"]["head_test_acc"]
