@@ -53,7 +53,15 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
         "layer_names": store.layer_names,
         "class_names": store.class_names,
         "backbone": {"model_spec": store.attrs.get("model_spec"), "weights_sha256": store.attrs.get("weights_sha256")},
+        # what extract warned about (random weights, a backbone trained to chance, …): read beside every result
+        "cache_warnings": cache_warnings(store),
     }
+
+
+def cache_warnings(store: FeatureStore) -> list[str]:
+    """The warnings extract recorded in the cache (``warnings``), as a list of lines."""
+    said = store.attrs.get("warnings")
+    return [str(w) for w in said] if isinstance(said, list) else []
 
 
 # -- writing ----------------------------------------------------------------------------------

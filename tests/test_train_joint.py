@@ -47,6 +47,7 @@ def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> No
     assert obj["data_spec"] == "digits" and obj["seed"] == 0 and obj["tool_version"]
     metrics = json.loads((tmp_path / "mlp.metrics.json").read_text())
     assert metrics["test_acc"] > 0.3 and metrics["epochs_run"] == 2  # chance is 0.1
+    assert metrics["chance"] == pytest.approx(0.1, abs=0.01) and metrics["warnings"] == []
     assert obj["metrics"]["test_acc"] == metrics["test_acc"]
 
     loaded = load_model("zoo:mlp", weights=str(ckpt))
@@ -322,3 +323,23 @@ def test_bilstm_without_its_vocabulary_is_refused(tmp_path: Path) -> None:
         env=ENV,
     )
     assert res.exit_code == 1 and "needs the word vocabulary" in res.stderr
+
+
+def test_a_backbone_trained_to_chance_is_a_warning_that_travels_into_its_caches(tmp_path: Path) -> None:
+    """`train` once ended a zoo:cnn on 540 CIFAR-10 images at test accuracy 0.103 (chance 0.100) with
+    exit code 0 and its "next: laya-inspect extract" line, and the cache said nothing either."""
+    ckpt = tmp_path / "flat.pt"
+    args = ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "1", "--lr", "1e-7"]
+    result = runner.invoke(app, [*args, "--limit", "300", "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "warning: near chance: test accuracy" in result.stdout and "the model did not learn" in result.stdout
+    metrics = json.loads((tmp_path / "flat.metrics.json").read_text())
+    assert metrics["test_acc"] < 0.2 and any(w.startswith("near chance") for w in metrics["warnings"])
+    cache = tmp_path / "flat.h5"
+    extracted = runner.invoke(app, extract_args(ckpt, cache), env=ENV)
+    assert extracted.exit_code == 0, extracted.output
+    from laya_inspect.cache.store import FeatureStore
+
+    with FeatureStore(cache) as store:
+        said = [w for w in store.attrs["warnings"] if "(from `laya-inspect train`): near chance" in w]
+    assert said and str(ckpt) in said[0]

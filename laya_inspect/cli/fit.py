@@ -188,6 +188,8 @@ def train_command(
             f"{m['backbone_head']['test_acc']:.4f}",
             highlight=False,
         )
+    for w in m.get("warnings") or []:
+        console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
     console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
     cache = result.path.with_suffix(".h5")
     console.print(

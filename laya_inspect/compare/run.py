@@ -38,7 +38,7 @@ from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import load_head, read_head_config
+from ..head_dir import cache_warnings, load_head, read_head_config
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -382,6 +382,7 @@ def compare_heads(
             "class_names": class_names,
             "model_spec": store.attrs.get("model_spec"),
             "data_spec": store.attrs.get("data_spec"),
+            "warnings": cache_warnings(store),
         },
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "ablation": results[0].ablations[0],

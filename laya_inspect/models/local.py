@@ -263,7 +263,7 @@ def load_zoo(name: str, options: LoadOptions) -> LoadedModel:
     ZOO.get(name)
     random_init = keeps_random_init(f"zoo:{name}", options)
     weights = options.weights
-    sha, vocab = None, None
+    sha, vocab, trained = None, None, []
     if weights is None:
         with seeded():
             model = build_zoo(name)
@@ -271,6 +271,9 @@ def load_zoo(name: str, options: LoadOptions) -> LoadedModel:
         obj, sha = read_weights(weights, trust_pickle=options.trust_pickle)
         if is_zoo_checkpoint(obj):
             model = model_from_checkpoint(obj, expected=name, source=str(weights))
+            # what `train` warned about this backbone (near chance) travels into every cache of it
+            said = (obj.get("metrics") or {}).get("warnings") or []
+            trained = [f"{weights} (from `laya-inspect train`): {w}" for w in said if isinstance(w, str)]
             if obj.get("vocab"):  # word ids of a text model trained by `laya-inspect train`
                 from ..data.words import WordVocab
 
@@ -296,4 +299,5 @@ def load_zoo(name: str, options: LoadOptions) -> LoadedModel:
         weights_sha256=sha,
         device=options.device,
         random_init=random_init,
+        warnings=trained,
     )

@@ -206,6 +206,7 @@ def page(kind: str, path: Path, shown: Path, title: str, build: Callable[[], dic
 def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """What the cache file itself records, when it is still there; else what the summary recorded."""
     from ..cache.store import FeatureStore
+    from ..head_dir import cache_warnings
 
     try:
         if not path:
@@ -222,6 +223,7 @@ def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple
             ]
             if attrs.get("random_init"):
                 facts.append(("note", "the backbone had random weights (--random-init)"))
+            facts += [("cache warning", w) for w in cache_warnings(store)]
             return facts
     except (LayaError, OSError) as e:
         return [*recorded, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]

@@ -200,7 +200,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         f"ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
     )
-    out: list[RenderableType] = [header]
+    out: list[RenderableType] = [header, *cache_warning_lines(cache.get("warnings"))]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
@@ -284,7 +284,13 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
             f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
         )
     lines = [Text(ref)] if ref else []
+    lines += cache_warning_lines((summary.get("cache") or {}).get("cache_warnings"))
     for h in summary["heads"]:
         for w in h.get("warnings") or []:
             lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
     return lines
+
+
+def cache_warning_lines(warnings: Any) -> list[Text]:
+    """What extract warned about the cache every number here comes from, one line each."""
+    return [Text.assemble(("warning", "yellow"), f" cache: {w}") for w in warnings or []]

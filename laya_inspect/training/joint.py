@@ -34,6 +34,7 @@ from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
 from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
 from .options import HEAD_HPARAMS
+from .quality import chance_level, near_chance
 from .stats import macro_f1
 
 
@@ -189,6 +190,8 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     else:
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
+    metrics["chance"] = chance_level(labels)
+    metrics["warnings"] = _warnings(metrics)
     training = {k: v for k, v in asdict(config).items() if k != "model_kwargs"}
     ckpt_extra = {
         "head": {
@@ -238,6 +241,23 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         layer_names=layer_names,
         alpha_mean=alpha_mean,
     )
+
+
+def _warnings(metrics: dict[str, Any]) -> list[str]:
+    """fit-head's near-chance gate for the jointly trained model and for the backbone's own
+    classifier: a backbone at chance makes every cache extracted from it garbage."""
+    chance = metrics["chance"]
+    warns = [near_chance(metrics["test_acc"], chance, "the model did not learn")]
+    probe = metrics.get("backbone_head")
+    if isinstance(probe, dict):
+        warns.append(
+            near_chance(
+                probe["test_acc"],
+                chance,
+                "the backbone's own classifier, refit on its frozen last block, did not learn",
+            )
+        )
+    return [w for w in warns if w]
 
 
 def _probe(

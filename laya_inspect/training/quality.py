@@ -46,6 +46,17 @@ def chance_level(labels: np.ndarray) -> float:
     return float(counts.max() / counts.sum()) if counts.sum() else math.nan
 
 
+def near_chance(test_acc: float, chance: float, what: str) -> str | None:
+    """The near-chance warning (THRESHOLDS["near_chance"]) of a test accuracy, else None; ``what``
+    says what failed ("the head did not learn")."""
+    if test_acc >= chance + CHANCE_GAP * (1 - chance):
+        return None
+    return (
+        f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); "
+        f"{what} (try another --lr or more --epochs)"
+    )
+
+
 def _read(store: FeatureStore, split: str, layer: int, rows: np.ndarray | None, step: int = 8192) -> np.ndarray:
     """One layer at ``rows`` (sorted; all rows for None), read in contiguous chunks: HDF5 point
     selection of thousands of scattered rows is far slower than reading the chunks around them."""
@@ -172,13 +183,7 @@ def head_quality(
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test and
     .static_weights): its warnings, its probe reference and the seeds' agreement on the layers."""
-    warns: list[str] = []
-    gap = chance + CHANCE_GAP * (1 - chance)
-    if test_acc < gap:
-        warns.append(
-            f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); "
-            "the head did not learn (try another --lr or more --epochs)"
-        )
+    warns = [w for w in [near_chance(test_acc, chance, "the head did not learn")] if w]
     reference = None
     if probe is not None:
         layer = probe["layers"][-1]["layer"] if head == "last" else probe["best_layer"]
