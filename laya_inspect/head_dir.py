@@ -313,7 +313,7 @@ def load_head(
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)
-    if store is not None:
+    if store is not None and config.get("cache_fingerprint") == store.fingerprint:
         _refuse_a_layer_subset(d, config, store)
     state = _read_weights(d)
     head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem))
@@ -326,8 +326,8 @@ def load_head(
 
 
 def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore) -> None:
-    """A head on some of the cache's layers (prune's head/) cannot be fed the whole cache: say so,
-    and how to use it, instead of "use the cache the head was trained on"."""
+    """A head trained on this cache that reads only some of its layers (prune's head/) cannot be fed
+    the whole cache: say so, and how to use it, instead of "use the cache the head was trained on"."""
     names, every = config.get("layer_names"), list(store.layer_names)
     if not isinstance(names, list) or names == every or not set(names) < set(every):
         return
