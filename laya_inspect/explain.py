@@ -64,6 +64,7 @@ class Explanation:
     input: InputView = field(default_factory=lambda: InputView(None, note="not read"))
     # what p_ablated and effects are measured on: "logit" (the target logit, compare's default) or "prob"
     effect: str = "prob"
+    cache_warnings: list[str] = field(default_factory=list)  # what extract warned about the cache
 
     def class_name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
@@ -94,6 +95,7 @@ class Explanation:
                 },
                 "skipped": self.skipped,
                 "input": {"kind": self.input.kind, "text": self.input.text, "note": self.input.note},
+                "cache_warnings": self.cache_warnings,
                 "verdict": VERDICT_NOTE,
             }
         )
@@ -175,6 +177,7 @@ def explain_row(
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
     from .compare.run import _load_heads
     from .compare.values import donor_pool, layer_means
+    from .head_dir import cache_warnings
     from .runtime import pick_device
 
     if baseline not in BASELINE_CHOICES:
@@ -243,6 +246,7 @@ def explain_row(
         skipped=skipped,
         input=read_input(store, split, source_row, label),
         effect=effect,
+        cache_warnings=cache_warnings(store),
     )
 
 

@@ -1,5 +1,6 @@
 """What extract warned about a cache (random weights, a backbone `train` left at chance, …) is read
-beside every result computed from it: fit-head's and compare's terminal, summary.json and report.html."""
+beside every result computed from it: fit-head's, compare's and explain's terminal, their
+summary.json (explain's --json) and report.html."""
 
 from __future__ import annotations
 
@@ -46,3 +47,10 @@ def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) ->
     assert "cache warning" in page and "flat.pt (from `laya-inspect train`)" in page
     again = runner.invoke(app, ["report", str(tmp_path / "c")], env=ENV)
     assert again.exit_code == 0 and f"warning cache: {SAID}" in again.stdout
+
+    one = ["explain", str(tmp_path / "h" / "laya" / "seed_0"), "--cache", str(cache), "--row", "0", "--n-steps", "4"]
+    explained = runner.invoke(app, one, env=ENV)
+    assert explained.exit_code == 0, explained.output
+    assert f"warning cache: {SAID}" in explained.stdout
+    as_json = runner.invoke(app, [*one, "--json"], env=ENV)
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["cache_warnings"] == [SAID]

@@ -120,6 +120,10 @@ def _print(e: Any) -> None:
     console.print(explain_table(e))
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
+    from ..report.terminal import cache_warning_lines
+
+    for line in cache_warning_lines(e.cache_warnings):
+        console.print(line, highlight=False)
     from ..explain import VERDICT_NOTE
 
     console.print(
