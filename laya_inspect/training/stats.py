@@ -195,20 +195,7 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     if len(shapes) != 1 or ws[0].ndim != 2:
         raise InputError(f"seed agreement needs one (N, L) array per seed, all the same shape; got {sorted(shapes)}")
     n, n_layers = ws[0].shape
-    from scipy.stats import rankdata
-
-    ranks = [rankdata(w, axis=1) for w in ws]  # average ranks along each row: ties share their mean rank
-    centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
-    norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
-    tops = [w.argmax(axis=1) for w in ws]
-    rho_pairs, top_pairs, undefined = [], [], []
-    for a in range(len(ws)):
-        for b in range(a + 1, len(ws)):
-            defined = (norms[a] > 0) & (norms[b] > 0)
-            rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
-            rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
-            undefined.append(1.0 - float(defined.mean()) if n else math.nan)
-            top_pairs.append(float((tops[a] == tops[b]).mean()) if n else math.nan)
+    rho_pairs, top_pairs, undefined = _pair_agreement(ws)
     rho_defined = [r for r in rho_pairs if not math.isnan(r)]
     return {
         "seeds": len(ws),
@@ -226,20 +213,33 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
 
 
 def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
-    """:func:`seed_agreement`'s constant rule from each seed's (L,) mean weights, over every pair of
-    seeds: the Spearman correlation of the two profiles (``rank_agreement_constant``; NaN when a
-    profile has no ranking) and whether they peak on the same layer (``top_layer_agreement_constant``)."""
-    from scipy.stats import rankdata
-
-    ms = [np.asarray(m, dtype=np.float64) for m in means]
-    rho, top = [], []
-    for a in range(len(ms)):
-        for b in range(a + 1, len(ms)):
-            top.append(float(ms[a].argmax() == ms[b].argmax()))
-            ra, rb = rankdata(ms[a]), rankdata(ms[b])
-            if ra.std() > 0 and rb.std() > 0:
-                rho.append(float(np.corrcoef(ra, rb)[0, 1]))
+    """:func:`seed_agreement`'s constant rule from each seed's (L,) mean weights: the same pairs, each
+    seed's profile its one row (``rank_agreement_constant``: NaN when no pair's profiles both rank
+    the layers; ``top_layer_agreement_constant``)."""
+    rho, top, _ = _pair_agreement([np.asarray(m, dtype=np.float64)[None, :] for m in means])
+    defined = [r for r in rho if not math.isnan(r)]
     return {
-        "rank_agreement_constant": float(np.mean(rho)) if rho else math.nan,
+        "rank_agreement_constant": float(np.mean(defined)) if defined else math.nan,
         "top_layer_agreement_constant": float(np.mean(top)) if top else math.nan,
     }
+
+
+def _pair_agreement(ws: Sequence[np.ndarray]) -> tuple[list[float], list[float], list[float]]:
+    """Over every pair of (N, L) arrays: the mean per-row Spearman correlation over the rows where
+    both rank the layers, the share of rows with the same top layer, and the share without a ranking."""
+    from scipy.stats import rankdata
+
+    n = len(ws[0])
+    ranks = [rankdata(w, axis=1) for w in ws]  # average ranks along each row: ties share their mean rank
+    centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
+    norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
+    tops = [w.argmax(axis=1) for w in ws]
+    rho_pairs, top_pairs, undefined = [], [], []
+    for a in range(len(ws)):
+        for b in range(a + 1, len(ws)):
+            defined = (norms[a] > 0) & (norms[b] > 0)
+            rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
+            rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
+            undefined.append(1.0 - float(defined.mean()) if n else math.nan)
+            top_pairs.append(float((tops[a] == tops[b]).mean()) if n else math.nan)
+    return rho_pairs, top_pairs, undefined
