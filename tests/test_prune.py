@@ -261,22 +261,23 @@ def test_refits_take_the_given_heads_weight_decay():
 def test_refit_check_reads_the_refits_against_the_given_head(planted):
     """The reference of every refit accuracy is the given head on the same rows: a shortfall beyond
     SHORTFALL with the whole interval below is a warning, one within it is not."""
-    from laya_inspect.beyond.common import SHORTFALL, load_split, refit_check
+    from laya_inspect.beyond.common import SHORTFALL, accuracy, head_outputs, load_split, refit_check
 
     cache, head_dir = planted
     head = load_head(head_dir)[0]
     with FeatureStore(cache) as store:
         test = load_split(store, "test", torch.device("cpu"))
+    given, n = accuracy(head_outputs(head, test.hs)[0], test.labels), head.num_layers
     budget = Budget(lr=1e-4).for_head({})
-    close = refit_check(head, test, [1.0, 0.995, 0.998], budget, 400, {})
+    close = refit_check(given, [1.0, 0.995, 0.998], n, budget, 400, {})
     assert close["given_head_test_acc"] == 1.0 and not close["under_trained"] and "warning" not in close
-    wide = refit_check(head, test, [0.6, 0.99, 1.0], budget, 400, {})  # the interval reaches the head
+    wide = refit_check(given, [0.6, 0.99, 1.0], n, budget, 400, {})  # the interval reaches the head
     assert not wide["under_trained"]
-    short = refit_check(head, test, [0.6, 0.62, 0.61], budget, 400, {"metrics": {"epochs_run": 77}})
+    short = refit_check(given, [0.6, 0.62, 0.61], n, budget, 400, {"metrics": {"epochs_run": 77}})
     assert short["under_trained"] and short["tolerance"] == SHORTFALL
     assert "fall short of the given head" in short["warning"] and "ran 77 epochs" in short["warning"]
     assert "--lr 0.0001, --weight-decay 0.01" in short["warning"]
-    one = refit_check(head, test, [1.0 - 2 * SHORTFALL], budget, 400, {})  # one seed: its value
+    one = refit_check(given, [1.0 - 2 * SHORTFALL], n, budget, 400, {})  # one seed: its value
     assert one["under_trained"]
 
 

@@ -204,6 +204,16 @@ def ablated_accuracy(
     base = [torch.as_tensor(m, device=hs[0].device) for m in means] if abl.needs_baselines else None
     x, keep = abl.apply(hs, mask.expand(len(labels), -1), base)
     logits, _ = head_outputs(head, x, keep)
+    return accuracy(logits, labels)
+
+
+def check_warnings(check: dict[str, Any] | None) -> list[str]:
+    """The summary's ``warnings`` from a :func:`refit_check` record (None: no refits were checked)."""
+    return [check["warning"]] if check and "warning" in check else []
+
+
+def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Share of rows whose largest logit is their label."""
     return float((logits.argmax(1) == labels).mean())
 
 
@@ -218,15 +228,13 @@ SHORTFALL = 0.01
 
 
 def refit_check(
-    head: Head, test: Split, refit_test: Sequence[float], budget: Budget, n_train: int, head_config: dict[str, Any]
+    given: float, refit_test: Sequence[float], n_layers: int, budget: Budget, n_train: int, head_config: dict[str, Any]
 ) -> dict[str, Any]:
-    """The refits on all layers beside the given head on the same test rows: the reference every
-    refit accuracy is read against. ``warning`` when every refit (each seed) falls short of it by
-    more than SHORTFALL: then fewer layers can look as good as all only because the refits are
-    under-trained. Every seed rather than the mean's interval: with 2 or 3 seeds that interval is too
-    wide to ever lie below the head."""
-    logits, _ = head_outputs(head, test.hs)
-    given = float((logits.argmax(1) == test.labels).mean())
+    """The refits on all ``n_layers`` layers beside the given head's test accuracy ``given`` on the
+    same rows: the reference every refit accuracy is read against. ``warning`` when every refit (each
+    seed) falls short of it by more than SHORTFALL: then fewer layers can look as good as all only
+    because the refits are under-trained. Every seed rather than the mean's interval: with 2 or 3
+    seeds that interval is too wide to ever lie below the head."""
     refits = estimate(refit_test)
     record: dict[str, Any] = {
         "given_head_test_acc": given,
@@ -242,7 +250,7 @@ def refit_check(
         lr = trained.get("lr")
         head_lr = f" at lr {lr:g}" if isinstance(lr, (int, float)) else ""
         record["warning"] = (
-            f"the refits fall short of the given head: on all {head.num_layers} layers each seed's refit reaches "
+            f"the refits fall short of the given head: on all {n_layers} layers each seed's refit reaches "
             f"test accuracy {', '.join(f'{v:.4f}' for v in refit_test)}, the given head {given:.4f} on the same "
             f"rows. "
             f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "

@@ -35,6 +35,8 @@ from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
     Split,
+    accuracy,
+    check_warnings,
     estimate,
     head_hparams,
     head_outputs,
@@ -198,7 +200,7 @@ def _simulate(
     fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
     head.to(device)
     means = layer_means(store, config.train_split)
-    _, w_full = head_outputs(head, test.hs)
+    given_logits, w_full = head_outputs(head, test.hs)
     assert w_full is not None
     masses = {"alpha": causal_alpha(head, test, means), "alpha_oracle": mass_beyond(w_full)}
     costs = backbone_costs(store, config.costs)
@@ -261,10 +263,15 @@ def _simulate(
         "fits": fits,
         # the reference of every per-depth head: the given head itself, on all its layers
         "refit_check": refit_check(
-            head, test, [done[s, n_layers - 1].test_acc for s in seeds], budget, len(fit_rows), hconf
+            accuracy(given_logits, test.labels),
+            [done[s, n_layers - 1].test_acc for s in seeds],
+            n_layers,
+            budget,
+            len(fit_rows),
+            hconf,
         ),
     }
-    summary["warnings"] = [summary["refit_check"]["warning"]] if "warning" in summary["refit_check"] else []
+    summary["warnings"] = check_warnings(summary["refit_check"])
     summary["comparisons"] = _comparisons(areas)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     return summary

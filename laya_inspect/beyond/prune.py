@@ -27,6 +27,8 @@ from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
     ablated_accuracy,
+    accuracy,
+    check_warnings,
     estimate,
     head_hparams,
     head_outputs,
@@ -207,7 +209,14 @@ def _prune(
         "points": points,
         "fits": [f.record() for f in fits.values()],
         # the reference of every refit accuracy: the given head itself (no refit under --no-refit)
-        "refit_check": refit_check(head, test, [t for _, t in results[every]], budget, len(fit_rows), hconf)
+        "refit_check": refit_check(
+            accuracy(head_outputs(head, test.hs)[0], test.labels),
+            [t for _, t in results[every]],
+            n_layers,
+            budget,
+            len(fit_rows),
+            hconf,
+        )
         if config.refit
         else None,
         "chosen": chosen_point,
@@ -216,7 +225,7 @@ def _prune(
     }
     summary["ks"] = ks
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
-    summary["warnings"] = [summary["refit_check"]["warning"]] if "warning" in (summary["refit_check"] or {}) else []
+    summary["warnings"] = check_warnings(summary["refit_check"])
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 

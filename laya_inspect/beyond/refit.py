@@ -17,7 +17,7 @@ import torch
 
 from ..heads import Head, build_head
 from ..runtime import no_progress, seeded
-from .common import Split, head_outputs
+from .common import Split, accuracy, head_outputs
 from .config import Budget
 
 
@@ -91,7 +91,7 @@ def refit(
         seed=seed,
         head=head.cpu().eval(),
         val_acc=float(stopper.best_acc),
-        test_acc=float((logits.argmax(1) == test.labels).mean()),
+        test_acc=accuracy(logits, test.labels),
         epochs_run=len(history),
         seconds=time.perf_counter() - t0,
         test_probs=torch.softmax(torch.from_numpy(logits), dim=1).numpy() if keep_probs else None,
