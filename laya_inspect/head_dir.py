@@ -329,7 +329,7 @@ def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore)
     """A head trained on this cache that reads only some of its layers (prune's head/) cannot be fed
     the whole cache: say so, and how to use it, instead of "use the cache the head was trained on"."""
     names, every = config.get("layer_names"), list(store.layer_names)
-    if not isinstance(names, list) or names == every or not set(names) < set(every):
+    if not isinstance(names, list) or not set(names) < set(every):
         return
     raise CacheError(
         f"head {d} reads {len(names)} of the {len(every)} layers of {store.path} ({', '.join(map(str, names))}), "

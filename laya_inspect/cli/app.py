@@ -125,11 +125,16 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
         raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
 
 
-def bullets(lines: list[str], warnings: list[str] | None = None) -> None:
-    """A result's verdict, one bullet a line, after its ``warnings`` (in the warning colour): a
-    verdict is read only beside what it cannot be trusted for."""
+def warn(warnings: list[str] | None) -> None:
+    """One "warning: …" line each, in the warning colour."""
     for w in warnings or []:
         console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
+
+
+def bullets(lines: list[str], warnings: list[str] | None = None) -> None:
+    """A result's verdict, one bullet a line, after its ``warnings``: a verdict is read only beside
+    what it cannot be trusted for."""
+    warn(warnings)
     for line in lines:
         console.print(f"• {line}", highlight=False, soft_wrap=True)
 

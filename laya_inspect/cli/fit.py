@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from .app import app, comma_list, console, from_options, json_text, opt
+from .app import app, comma_list, console, from_options, json_text, opt, warn
 from .progress import fit_progress
 
 SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
@@ -188,8 +188,7 @@ def train_command(
             f"{m['backbone_head']['test_acc']:.4f}",
             highlight=False,
         )
-    for w in m.get("warnings") or []:
-        console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
+    warn(m.get("warnings"))
     console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
     cache = result.path.with_suffix(".h5")
     console.print(
