@@ -329,6 +329,34 @@ def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_pat
     assert "net.ts" not in str(there.get("note"))
 
 
+def test_a_python_model_is_imported_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
+    """`extract --model python:mynet:build` imports mynet.py from the folder it runs in: prune run
+    from another folder once fell back to the shapes estimate with "cannot import 'mynet'"."""
+    here, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    (here / "prune_user_net.py").write_text(
+        "import torch.nn as nn\n"
+        "def build():\n"
+        "    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),\n"
+        "                         nn.Flatten(), nn.Linear(4, 3))\n"
+    )
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in (4, 3)]
+    cache = write_cache(
+        tmp_path / "c.h5",
+        {"train": (feats, np.arange(6) % 2)},
+        layer_names=["1", "4"],
+        model_spec="python:prune_user_net:build",
+        extra_attrs={"working_dir": str(here), "transforms": {"kind": "image", "output": [1, 8, 8]}},
+    )
+    monkeypatch.chdir(elsewhere)
+    with FeatureStore(cache) as store:
+        c = backbone_costs(store, "model")
+    assert c.source == "model" and c.params_total == (4 * 9 + 4) + (4 * 3 + 3)
+    assert list(c.params_after) == [4 * 3 + 3, 0]
+
+
 def test_the_kept_layers_head_is_refused_by_the_commands_with_how_to_use_it(planted, tmp_path):
     """compare on prune's head/ once said "use the cache the head was trained on" although it was;
     the way the message gives works and reproduces the recorded test accuracy."""

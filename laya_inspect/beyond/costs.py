@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,7 +108,10 @@ def costs_from_model(store: FeatureStore) -> Costs:
     prefix, _, arg = str(spec).partition(":")
     if prefix in _FROM_PATH:  # a relative model path, as extract read it
         spec = f"{prefix}:{store.recorded_path(arg)}"
-    model = load_model(spec, random_init=prefix in _BUILDABLE, device="cpu")
+    # a python: module is imported from the folder extract ran in, as extract imported it
+    ran_in = store.attrs.get("working_dir") if prefix == "python" else None
+    search_dir = str(ran_in) if ran_in and Path(str(ran_in)).is_dir() else None
+    model = load_model(spec, random_init=prefix in _BUILDABLE, device="cpu", search_dir=search_dir)
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
     if virtual:

@@ -49,6 +49,7 @@ def load_model(
     random_init: bool = False,
     trust_remote_code: bool = False,
     device: str = "cpu",
+    search_dir: str | Path | None = None,
 ) -> LoadedModel:
     """Build the model ``spec`` names, load ``weights`` (strict), freeze it, and describe it.
 
@@ -57,7 +58,8 @@ def load_model(
     ``random_init=True`` (the model then has ``random_init=True`` and a line in ``warnings``).
     ``hf:`` directories and ``torchscript:`` files carry their weights, so ``random_init`` is an
     error there. ``trust_pickle`` allows unpickling a whole pickled module (runs code from the
-    file); ``trust_remote_code`` allows a Hugging Face directory's own code to run.
+    file); ``trust_remote_code`` allows a Hugging Face directory's own code to run. ``search_dir``:
+    the folder a ``python:`` spec's module is imported from first (default: the current directory).
     ``weights_sha256`` is set whenever weights come from files (see :class:`LoadedModel`).
 
     Raises :class:`NotFoundError` for an unknown source/name/file, :class:`InputError` for
@@ -80,6 +82,7 @@ def load_model(
         random_init=random_init,
         trust_remote_code=trust_remote_code,
         device=str(device),
+        search_dir=None if search_dir is None else str(search_dir),
     )
     model = loader(rest, options)
     if model.random_init:

@@ -25,7 +25,8 @@ class LoadOptions:
     ``random_init``: a source whose weights come only from ``weights`` (torchvision, timm, python,
     zoo) may keep its random initialisation when ``weights`` is None. ``trust_pickle``: a weights file
     holding a pickled module may be unpickled (runs code from it). ``trust_remote_code``: a Hugging
-    Face directory's own Python code may run.
+    Face directory's own Python code may run. ``search_dir``: the folder a ``python:`` spec's module
+    is imported from first (None: the current directory, as extract does).
     """
 
     weights: str | None = None
@@ -33,6 +34,7 @@ class LoadOptions:
     random_init: bool = False
     trust_remote_code: bool = False
     device: str = "cpu"
+    search_dir: str | None = None
 
 
 # what an adapter reports each hooked layer's output to: record(name, module, output)

@@ -158,16 +158,16 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
 
 
 @contextmanager
-def _cwd_importable() -> Iterator[None]:
-    """Modules in the current directory import, as with ``python -m``; sys.path is restored after."""
-    cwd = os.getcwd()
-    sys.path.insert(0, cwd)
+def _importable(folder: str) -> Iterator[None]:
+    """Modules in ``folder`` import first, as the current directory's do with ``python -m``;
+    sys.path is restored after."""
+    sys.path.insert(0, folder)
     importlib.invalidate_caches()  # files written since the last import are found too
     try:
         yield
     finally:
-        if cwd in sys.path:
-            sys.path.remove(cwd)  # the first occurrence: ours, unless the module put one before it
+        if folder in sys.path:
+            sys.path.remove(folder)  # the first occurrence: ours, unless the module put one before it
 
 
 def _where(e: BaseException) -> str:
@@ -184,23 +184,25 @@ def _where(e: BaseException) -> str:
 def load_python(target: str, options: LoadOptions) -> LoadedModel:
     """``python:pkg.module:factory``: import the module, call ``factory()`` (no arguments) → ``nn.Module``.
 
-    The module is looked up in the current directory first, then on ``sys.path`` (as
-    ``python -m`` does). The model may carry ``input_spec`` (an :class:`InputSpec` or a dict of its
-    fields), ``default_layers`` and ``num_classes``; otherwise: image input, top-level blocks, and
-    the last ``nn.Linear``'s width as the class count. Without ``weights`` only with ``random_init``.
+    The module is looked up in the current directory (``options.search_dir`` when given) first,
+    then on ``sys.path`` (as ``python -m`` does). The model may carry ``input_spec`` (an
+    :class:`InputSpec` or a dict of its fields), ``default_layers`` and ``num_classes``; otherwise:
+    image input, top-level blocks, and the last ``nn.Linear``'s width as the class count. Without
+    ``weights`` only with ``random_init``.
     """
     mod_name, sep, attr = target.rpartition(":")
     if not sep or not mod_name or not attr:
         raise InputError(f"python model spec {target!r} must look like python:pkg.module:factory")
     spec_name = f"python:{target}"
     random_init = keeps_random_init(spec_name, options)
-    with _cwd_importable():
+    folder = options.search_dir or os.getcwd()
+    with _importable(folder):
         try:
             mod = importlib.import_module(mod_name)
         except ImportError as e:
+            where = "the current directory" if options.search_dir is None else "the folder"
             raise NotFoundError(
-                f"cannot import {mod_name!r} for {spec_name}: {e} (looked in the current directory "
-                f"{os.getcwd()} and on sys.path)"
+                f"cannot import {mod_name!r} for {spec_name}: {e} (looked in {where} {folder} and on sys.path)"
             ) from None
         except Exception as e:  # the user's module failed while it was imported
             raise InputError(f"importing {mod_name!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
