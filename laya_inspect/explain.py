@@ -177,8 +177,10 @@ def explain_row(
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
     from .compare.run import _load_heads
     from .compare.values import donor_pool, layer_means
-    from .head_dir import cache_warnings
+    from .head_dir import cache_warnings, store_for_heads
     from .runtime import pick_device
+
+    store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
 
     if baseline not in BASELINE_CHOICES:
         raise InputError(f"--baseline must be one of {', '.join(BASELINE_CHOICES)}, got {baseline!r}")

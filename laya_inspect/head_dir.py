@@ -16,7 +16,7 @@ import math
 import os
 import pickle
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -325,6 +325,28 @@ def load_head(
     return head.to(map_location), config
 
 
+def store_for_heads(store: FeatureStore, head_dirs: Sequence[str | Path]) -> FeatureStore:
+    """``store``, or the view of the layers the heads read (:meth:`FeatureStore.keep_layers`) when
+    they were trained on some of its layers: the head prune writes of the layers it keeps. Heads on
+    different sets of this cache's layers cannot be read together."""
+    whole, reads = store.whole, {}
+    for d in head_dirs:
+        config = read_head_config(d)
+        names = config.get("layer_names")
+        some = (
+            config.get("cache_fingerprint") == whole.fingerprint
+            and isinstance(names, list)
+            and set(names) < set(whole.layer_names)
+        )
+        reads[str(d)] = tuple(names) if some and isinstance(names, list) else None
+    kinds = set(reads.values())
+    if len(kinds) > 1:
+        said = "; ".join(f"{d} reads {', '.join(n) if n else 'every layer'}" for d, n in reads.items())
+        raise InputError(f"the heads read different layers of {whole.path} ({said}); give them one at a time")
+    (names_read,) = kinds or {None}
+    return whole if names_read is None else whole.keep_layers(list(names_read))
+
+
 def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore) -> None:
     """A head trained on this cache that reads only some of its layers (prune's head/) cannot be fed
     the whole cache: say so, and how to use it, instead of "use the cache the head was trained on"."""
@@ -333,10 +355,8 @@ def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore)
         return
     raise CacheError(
         f"head {d} reads {len(names)} of the {len(every)} layers of {store.path} ({', '.join(map(str, names))}), "
-        "as prune writes the head of the layers it keeps; the commands read heads on every layer of a cache. "
-        "Use it from Python: head, config = laya_inspect.load_head(DIR), then "
-        "head([store.layer(split, name) for name in config['layer_names']]); or extract those layers into "
-        "a cache of their own and fit heads there"
+        "as prune writes the head of the layers it keeps; load it with "
+        "store.keep_layers(config['layer_names']) (or laya_inspect.head_dir.store_for_heads(store, [DIR]))"
     )
 
 

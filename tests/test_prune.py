@@ -357,21 +357,49 @@ def test_a_python_model_is_imported_from_the_folder_extract_ran_in(tmp_path, mon
     assert list(c.params_after) == [4 * 3 + 3, 0]
 
 
-def test_the_kept_layers_head_is_refused_by_the_commands_with_how_to_use_it(planted, tmp_path):
-    """compare on prune's head/ once said "use the cache the head was trained on" although it was;
-    the way the message gives works and reproduces the recorded test accuracy."""
+def test_the_commands_read_the_kept_layers_head_on_those_layers_of_the_cache(planted, tmp_path):
+    """compare and the other commands once refused prune's head/ (it reads 2 of the cache's 3
+    layers); they now read it on those layers: compare's accuracy is the one prune recorded."""
     import laya_inspect
+    from laya_inspect.errors import CacheError, InputError
+    from laya_inspect.head_dir import store_for_heads
 
     cache, head_dir = planted
     config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     kept = tmp_path / "out" / "head"
-    refused = runner.invoke(app, ["compare", str(kept), "--cache", str(cache), "--out", str(tmp_path / "c")], env=ENV)
-    assert refused.exit_code == 1 and "reads 2 of the 3 layers" in refused.output
-    assert "laya_inspect.load_head" in refused.output and "use the cache the head was trained on" not in refused.output
+    assert s["chosen"]["layers"] == ["l1", "l2"]
+    common = ["--cache", str(cache), "--device", "cpu"]
+    for args in (
+        ["compare", str(kept), "--method", "alpha,random", "--bootstrap", "20", "--no-plots"],
+        ["explain", str(kept), "--row", "0"],
+        ["early-exit", str(kept), "--no-plots"],
+        ["diagnose", str(kept), "--no-plots"],
+        ["prune", str(kept), "--no-refit", "--costs", "shapes", "--no-plots"],
+    ):
+        out = tmp_path / ("x.png" if args[0] == "explain" else args[0])
+        res = runner.invoke(app, [*args, *common, "--out", str(out)], env=ENV)
+        assert res.exit_code == 0, (args[0], res.output)
+    c = json.loads((tmp_path / "compare" / "summary.json").read_text())
+    assert c["cache"]["layer_names"] == ["l1", "l2"] and c["heads"][0]["n_layers"] == 2
+    assert c["heads"][0]["accuracy"] == pytest.approx(s["chosen"]["head_test_acc"])
+    e = json.loads((tmp_path / "early-exit" / "summary.json").read_text())
+    assert e["cache"]["layer_names"] == ["l1", "l2"]
+
+    mixed = runner.invoke(app, ["compare", str(kept), str(head_dir), *common, "--out", str(tmp_path / "m")], env=ENV)
+    assert mixed.exit_code != 0 and "read different layers" in mixed.output
     head, cfg = laya_inspect.load_head(kept)
-    with FeatureStore(cache) as store, torch.no_grad():
-        logits = head([torch.from_numpy(store.layer("test", n)) for n in cfg["layer_names"]]).logits
-        acc = float((logits.argmax(1).numpy() == store.labels("test")).mean())
-    assert cfg["layer_names"] == s["chosen"]["layers"] and acc == s["chosen"]["head_test_acc"]
+    with FeatureStore(cache) as store:
+        with pytest.raises(CacheError, match="keep_layers"):
+            laya_inspect.load_head(kept, store=store)
+        view = store_for_heads(store, [kept])
+        assert view.layer_names == cfg["layer_names"] and view.fingerprint == store.fingerprint
+        assert store_for_heads(store, [head_dir]) is store
+        with pytest.raises(InputError, match="read different layers"):
+            store_for_heads(store, [kept, head_dir])
+        laya_inspect.load_head(kept, store=view)
+        with torch.no_grad():
+            logits = head([torch.from_numpy(a) for a in view.layers("test")]).logits
+        acc = float((logits.argmax(1).numpy() == view.labels("test")).mean())
+    assert acc == s["chosen"]["head_test_acc"]

@@ -132,3 +132,31 @@ def test_a_missing_cache_with_torchrun_shards_beside_it_names_them(tmp_path) -> 
     (tmp_path / "f.h5.shards").mkdir()
     with pytest.raises(CacheError, match=r"under torchrun is running or was interrupted \(f\.h5\.shards\)"):
         FeatureStore(tmp_path / "f.h5")
+
+
+def test_a_view_of_some_layers_reads_them_with_their_attributes_and_the_caches_fingerprint(tmp_path):
+    """keep_layers: what prune's head of the kept layers is read through."""
+    from laya_inspect.errors import InputError
+
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(size=(5, w)).astype(np.float32) for w in (2, 3, 4)]
+    cache = write_cache(
+        tmp_path / "c.h5",
+        {"train": (feats, np.arange(5) % 2)},
+        layer_names=["a", "b", "c"],
+        extra_attrs={"layer_roles": {"a": "stem", "b": "mid", "c": "last"}, "layer_pooling": ["gap", "none", "cls"]},
+    )
+    with FeatureStore(cache) as store:
+        view = store.keep_layers(["a", "c"])
+        assert view.layer_names == ["a", "c"] and view.widths == [2, 4] and view.whole is store
+        assert view.fingerprint == store.fingerprint and store.layer_names == ["a", "b", "c"]
+        np.testing.assert_array_equal(view.layer("train", "c"), feats[2])
+        np.testing.assert_array_equal(view.layers("train")[1], store.layer("train", 2))
+        assert view.padded("train").shape == (5, 2, 4) and view.nbytes("train") == 5 * (2 + 4) * 4
+        assert view.attrs["layer_shapes"] == [[2], [4]] and view.attrs["layer_pooling"] == ["gap", "cls"]
+        assert view.attrs["layer_roles"] == {"a": "stem", "c": "last"}
+        assert view.keep_layers(["c"]).layer_names == ["c"] and view.keep_layers(["c"]).whole is store
+        with pytest.raises(NotFoundError):
+            view.layer("train", "b")
+        with pytest.raises(InputError, match="distinct"):
+            store.keep_layers(["a", "a"])

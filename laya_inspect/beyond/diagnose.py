@@ -26,6 +26,7 @@ import numpy as np
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import CacheError
+from ..head_dir import store_for_heads
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
 from .common import (
@@ -115,6 +116,9 @@ def diagnose_heads(
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
+    store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
+    if against is not None and store is not store.whole and set(store.layer_names) <= set(against.layer_names):
+        against = against.keep_layers(store.layer_names)
     if against is not None and (store.layer_names != against.layer_names or store.widths != against.widths):
         raise CacheError(
             f"--against {against.path} holds layers {against.layer_names} of widths {against.widths}, but "

@@ -29,6 +29,7 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
+from ..head_dir import store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -190,6 +191,7 @@ def _simulate(
     from ..compare.values import layer_means
 
     device = pick_device(config.device)
+    store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
     head, hconf = open_weighted_head(head_dir, store, command="early-exit", allow_other_cache=config.allow_other_cache)
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:

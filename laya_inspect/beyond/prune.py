@@ -20,7 +20,7 @@ import numpy as np
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
-from ..head_dir import cache_identity, read_head_config
+from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -81,6 +81,7 @@ def _prune(
     emit: Progress,
 ) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
     device = pick_device(config.device)
+    store = store_for_heads(store, [head_dir, *([scalarmix_dir] if scalarmix_dir is not None else [])])
     head, hconf = open_weighted_head(head_dir, store, command="prune", allow_other_cache=config.allow_other_cache)
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:

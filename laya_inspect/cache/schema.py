@@ -35,6 +35,8 @@ FINGERPRINT_KEYS = (
     "class_names",
 )
 CHUNK_ROWS = 1024
+# Attributes holding one entry per cached layer, in layer order.
+PER_LAYER_ATTRS = ("layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_roles")
 
 
 def encode_attr(key: str, value: Any) -> Any:

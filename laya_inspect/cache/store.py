@@ -7,6 +7,7 @@ file whose attributes, datasets or shapes do not add up, with one line naming wh
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,7 @@ from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
 from .schema import (  # noqa: F401  (read through store)
     CHUNK_ROWS,
     FINGERPRINT_KEYS,
+    PER_LAYER_ATTRS,
     SCHEMA_VERSION,
     check_attrs_end,
     decode_attr,
@@ -81,6 +83,8 @@ class FeatureStore:
             )
         self.attrs: dict[str, Any] = {k: decode_attr(k, v) for k, v in self.file.attrs.items()}
         self._sources: set[Path] = set()
+        self._of: FeatureStore | None = None  # set on a keep_layers view: the whole cache
+        self._keys: list[str] | None = None  # a view's layer datasets
         names = self.attrs.get("layer_names")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise CacheError(f"{self.path} has no usable layer_names attribute (got {names!r})")
@@ -154,7 +158,7 @@ class FeatureStore:
     @property
     def widths(self) -> list[int]:
         g = self.file[self.splits[0]]
-        return [int(g[layer_key(i)].shape[1]) for i in range(len(self.layer_names))]
+        return [int(g[self._key(i)].shape[1]) for i in range(len(self.layer_names))]
 
     @property
     def class_names(self) -> list[str]:
@@ -168,6 +172,9 @@ class FeatureStore:
 
     @property
     def fingerprint(self) -> str:
+        """The cache's identity (a view of some layers keeps the whole cache's)."""
+        if self._of is not None:
+            return self._of.fingerprint
         ident = {k: self.attrs.get(k) for k in FINGERPRINT_KEYS}
         ident["widths"] = self.widths
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
@@ -181,6 +188,28 @@ class FeatureStore:
             return path
         there = Path(str(working_dir)) / path
         return str(there) if there.exists() else path
+
+    def keep_layers(self, names: Sequence[str]) -> FeatureStore:
+        """A view of this cache that reads only the layers ``names``, in that order (the head prune
+        writes of the layers it keeps reads those). It shares the open file and the cache's
+        fingerprint; per-layer attributes (shapes, pooling, …) follow the kept layers."""
+        idx = [self.layer_index(str(n)) for n in names]
+        if not idx or len(set(idx)) < len(idx):
+            raise InputError(f"keep_layers of {self.path} needs distinct layer names, got {list(names)}")
+        view = copy.copy(self)
+        view._of = self._of or self
+        view._keys = [self._key(i) for i in idx]
+        view.attrs = {k: _kept(v, idx, self.layer_names) if k in PER_LAYER_ATTRS else v for k, v in self.attrs.items()}
+        return view
+
+    @property
+    def whole(self) -> FeatureStore:
+        """The cache with all its layers (itself, unless this is a :meth:`keep_layers` view)."""
+        return self._of or self
+
+    def _key(self, i: int) -> str:
+        """The dataset of the i-th layer this store reads."""
+        return layer_key(i) if self._keys is None else self._keys[i]
 
     def _group(self, split: str) -> h5py.Group:
         if split not in self.file:
@@ -213,7 +242,7 @@ class FeatureStore:
 
     def layer(self, split: str, layer: int | str, rows: slice | np.ndarray | None = None) -> np.ndarray:
         """(N, D_l) float32 array of one layer."""
-        return _read(self._group(split)[layer_key(self.layer_index(layer))], rows).astype(np.float32, copy=False)
+        return _read(self._group(split)[self._key(self.layer_index(layer))], rows).astype(np.float32, copy=False)
 
     def layers(self, split: str, rows: slice | np.ndarray | None = None) -> list[np.ndarray]:
         """Every layer as a list of (N, D_l) float32 arrays."""
@@ -245,7 +274,7 @@ class FeatureStore:
 
     def nbytes(self, split: str) -> int:
         g = self._group(split)
-        return sum(int(np.prod(g[layer_key(i)].shape)) * 4 for i in range(len(self.layer_names)))
+        return sum(int(np.prod(g[self._key(i)].shape)) * 4 for i in range(len(self.layer_names)))
 
     def close(self) -> None:
         if self.file.id.valid:
@@ -256,6 +285,16 @@ class FeatureStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kept(value: Any, idx: list[int], names: list[str]) -> Any:
+    """A per-layer attribute of the layers ``idx``: a list in layer order, or a dict by layer name."""
+    if isinstance(value, list) and len(value) == len(names):
+        return [value[i] for i in idx]
+    if isinstance(value, dict):
+        kept = {names[i] for i in idx}
+        return {k: v for k, v in value.items() if k in kept}
+    return value
 
 
 def _progress(path: Path) -> str:

@@ -38,7 +38,7 @@ from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import cache_warnings, load_head, read_head_config
+from ..head_dir import cache_warnings, load_head, read_head_config, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -312,6 +312,7 @@ def compare_heads(
     inputs = [store.path, *head_dirs]
     check_out(out_dir, force=overwrite, command="compare", inputs=inputs)  # before the work; atomic_dir checks again
     head_dirs = expand_head_dirs(head_dirs)  # a fit-head output: every <head>/seed_<S>/ in it
+    store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
     ablations, every = resolve_ablations(config.ablation)
