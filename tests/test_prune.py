@@ -375,7 +375,7 @@ def test_the_commands_read_the_kept_layers_head_on_those_layers_of_the_cache(pla
         ["compare", str(kept), "--method", "alpha,random", "--bootstrap", "20", "--no-plots"],
         ["explain", str(kept), "--row", "0"],
         ["early-exit", str(kept), "--no-plots"],
-        ["diagnose", str(kept), "--no-plots"],
+        ["diagnose", str(kept), "--against", str(cache), "--no-plots"],
         ["prune", str(kept), "--no-refit", "--costs", "shapes", "--no-plots"],
     ):
         out = tmp_path / ("x.png" if args[0] == "explain" else args[0])
