@@ -618,13 +618,23 @@ def reading(b: Backbone) -> list[str]:
         laya = next((x for x in s["heads"] if x["head"] == "laya"), None)
         sa = laya and laya.get("seed_agreement")
         if sa:
+            const, rank_const = sa.get("top_layer_agreement_constant"), sa.get("rank_agreement_constant")
             out.append(
                 f"Seeds: `fit-head`'s LAYA heads ({sa['seeds']} seeds) put the largest α on the same layer on "
-                f"{pct(sa['top_layer_agreement'])} of test rows (chance {pct(sa['top_layer_chance'])}); "
-                f"per-row rank agreement {f(sa['rank_agreement'], 2)}."
+                f"{pct(sa['top_layer_agreement'])} of test rows (chance {pct(sa['top_layer_chance'])}"
+                + ("" if const is None else f"; each seed's mean profile for every row: {pct(const)}")
+                + f"); per-row rank agreement {f(sa['rank_agreement'], 2)}"
+                + ("" if rank_const is None else f" (mean profiles: {f(rank_const, 2)})")
+                + "."
             )
             if sa["top_layer_agreement"] < 0.5:
                 short.append(f"which layer α names depends on the seed ({pct(sa['top_layer_agreement'])} agreement)")
+            elif const is not None and sa["top_layer_agreement"] < const - 0.1:
+                short.append(
+                    f"the seeds agree on α's per-row top layer less often than on their mean profiles' "
+                    f"({pct(sa['top_layer_agreement'])} vs {pct(const)}): read α's variation across inputs "
+                    "with that in mind"
+                )
         low = [
             x["head"]
             for x in s["heads"]

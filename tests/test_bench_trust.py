@@ -103,6 +103,7 @@ def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) ->
     for heading in ("## How far to trust α", "### Four backbones, default heads", "### Plain reading"):
         assert heading in block.splitlines(), heading
     assert "quoted in a summary of the paper, with unknown definitions" in block
+    assert "each seed's mean profile for every row: " in block  # the plain reading's seeds line, beside its null
 
     # Rewriting from the same work folder replaces the block instead of adding a second one.
     again = subprocess.run(
