@@ -89,3 +89,19 @@ def test_report_names_the_options_that_shape_the_plan() -> None:
     assert cli.plan_args(
         ["--only", "cifar", "--seeds", "3", "--report-only", "--only=text", "--cifar-limit", "900"]
     ) == ["--seeds", "3", "--cifar-limit", "900"]
+
+
+def test_a_finished_resumable_step_whose_input_changed_starts_anew(tmp_path: Path) -> None:
+    """bench/beyond.py's extract steps once failed with "already a complete cache" when the cache
+    they read was rebuilt: the runner kept their finished outputs, as if to resume them."""
+    runner_mod = pytest.importorskip("runner")
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("v1")
+    # refuses an existing output, as `laya-inspect extract` refuses a complete cache
+    code = "import sys, pathlib; o = pathlib.Path(sys.argv[2]); assert not o.exists(); o.write_text(sys.argv[1])"
+    step = runner_mod.Step("t.extract", [sys.executable, "-c", code, str(src), str(out)], [out], "t", resumable=True)
+    r = runner_mod.Runner(tmp_path / "work", echo=False)
+    assert r.run(step)["status"] == "ok"
+    src.write_text("v2, rebuilt")
+    assert not r.is_done(step)
+    assert r.run(step)["status"] == "ok" and r.is_done(step)

@@ -6,8 +6,8 @@ file. A step is skipped (and reported as reused) when its record says it finishe
 the command is the same, every output exists and every input file named on the command line (or
 inside a folder it names) is unchanged since it ran (size and modification time: a retrained checkpoint
 makes the steps that read it run again); otherwise its old outputs are removed first,
-except for resumable steps (``laya-inspect extract`` resumes an interrupted cache itself when the
-command is the same).
+except for a resumable step cut short (``laya-inspect extract`` resumes an interrupted cache itself
+when the command is the same).
 """
 
 from __future__ import annotations
@@ -166,7 +166,10 @@ class Runner:
             self._say(f"[dry-run] {step.name}: {step.cmd_str}")
             return {"status": "dry-run"}
         old = self.read_record(step)
-        keep = step.resumable and old is not None and old.get("cmd") == step.cmd
+        # Only a run cut short is resumed; a finished one runs again because its inputs changed, and
+        # `extract` refuses to write over a complete cache (the old outputs are stale anyway).
+        cut_short = old is not None and old.get("status") in ("running", "interrupted")
+        keep = step.resumable and cut_short and old.get("cmd") == step.cmd
         if not keep:
             for o in step.outputs if step.clean is None else step.clean:
                 o = Path(o)
