@@ -182,7 +182,7 @@ def _diagnose(
     summary: dict[str, Any] = {
         "tool_version": __version__,
         "command": "diagnose",
-        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": store.layer_names},
+        "cache": store.identity(),
         "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
         "class_names": class_names(store),
         "config": asdict(config),

@@ -246,7 +246,7 @@ def _simulate(
         "command": "early-exit",
         "head_dir": str(Path(head_dir).resolve()),
         "head_kind": head.kind,
-        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": names},
+        "cache": store.identity(),
         "config": asdict(config),
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
         "seeds": seeds,

@@ -187,7 +187,7 @@ def _prune(
         "head_dir": str(Path(head_dir).resolve()),
         "head_kind": kind,
         "scalarmix_dir": None if scalarmix_dir is None else str(Path(scalarmix_dir).resolve()),
-        "cache": {"path": str(store.path), "fingerprint": store.fingerprint, "layer_names": names},
+        "cache": store.identity(),
         "config": asdict(config),
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
         "mode": "refit" if config.refit else f"no-refit (ablation {config.ablation})",

@@ -202,6 +202,14 @@ class FeatureStore:
         view.attrs = {k: _kept(v, idx, self.layer_names) if k in PER_LAYER_ATTRS else v for k, v in self.attrs.items()}
         return view
 
+    def identity(self) -> dict[str, Any]:
+        """What an output records of the cache it read: path, fingerprint and the layers read; for a
+        :meth:`keep_layers` view, also every layer of the cache (``cache_layer_names``)."""
+        out: dict[str, Any] = {"path": str(self.path), "fingerprint": self.fingerprint, "layer_names": self.layer_names}
+        if self._of is not None:
+            out["cache_layer_names"] = self._of.layer_names
+        return out
+
     @property
     def whole(self) -> FeatureStore:
         """The cache with all its layers (itself, unless this is a :meth:`keep_layers` view)."""

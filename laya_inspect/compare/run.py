@@ -377,9 +377,7 @@ def compare_heads(
         "tool_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "cache": {
-            "path": str(store.path),
-            "fingerprint": store.fingerprint,
-            "layer_names": layer_names,
+            **store.identity(),
             "class_names": class_names,
             "model_spec": store.attrs.get("model_spec"),
             "data_spec": store.attrs.get("data_spec"),

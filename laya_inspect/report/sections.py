@@ -11,7 +11,7 @@ from .across import HEADLINE, REFERENCES, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
-from .reading import compare_reading, demo_reading, est, fit_reading, interval, num, value, with_ci
+from .reading import compare_reading, demo_reading, est, fit_reading, interval, layers_read, num, value, with_ci
 from .sanity import html_section as sanity_section
 
 # column header → summary key of the score (the key that also names "best")
@@ -273,8 +273,8 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
     ]
     ablations = s.get("ablations") or [s["ablation"]]
     subtitle = (
-        f"{s['n']} {s['split']} rows of {cache['path']} · target {s['target']} · ablation {', '.join(ablations)} · "
-        f"IG baseline {s['baseline']} · seed {s['seed']}"
+        f"{s['n']} {s['split']} rows of {cache['path']}{layers_read(cache)} · target {s['target']} · "
+        f"ablation {', '.join(ablations)} · IG baseline {s['baseline']} · seed {s['seed']}"
     )
     return {
         "reading": compare_reading(s),

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import est, interval, num, value
+from .reading import est, interval, layers_read, num, value
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -196,8 +196,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
-        f"(fingerprint {cache['fingerprint']}) · target {summary['target']} · effect {summary.get('effect', 'prob')} · "
-        f"ablation {', '.join(ablations)} · "
+        f"(fingerprint {cache['fingerprint']}){layers_read(cache)} · target {summary['target']} · "
+        f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
     )
     out: list[RenderableType] = [header, *cache_warning_lines(cache.get("warnings"))]
