@@ -277,6 +277,29 @@ def test_imagefolder_class_folders_split_and_lazy(tmp_path):
     assert np.array_equal((x[1].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8), want)
 
 
+def test_images_in_formats_not_read_are_a_warning_not_a_silent_loss(tmp_path):
+    """A folder of GIFs once lost them with no word: 10 files, 6 rows. Other files (notes, hidden
+    files) are still passed over quietly."""
+    rng = np.random.default_rng(0)
+    for c in ("a", "b"):
+        for i in range(5):
+            arr = rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)
+            if i < 3:
+                _png(tmp_path / c / f"{i}.png", arr)
+            else:
+                Image.fromarray(arr).convert("P").save(tmp_path / c / f"{i}.gif")
+    (tmp_path / "a" / "notes.txt").write_text("not an image")
+    (tmp_path / "b" / ".DS_Store").write_bytes(b"\x00")
+    b = load_data(f"imagefolder:{tmp_path}", seed=0, test_fraction=0.5)
+    assert b.splits["train"].n + b.splits["test"].n == 6
+    said = [w for w in b.warnings if "not read" in w]
+    assert len(said) == 1 and "4 image(s)" in said[0] and ".gif 4" in said[0] and ".txt" not in said[0]
+    _png(tmp_path / "a" / "3.png", np.zeros((4, 4, 3), dtype=np.uint8))
+    for gif in tmp_path.glob("*/*.gif"):
+        gif.unlink()
+    assert not [w for w in load_data(f"imagefolder:{tmp_path}", test_fraction=0.5).warnings if "not read" in w]
+
+
 def test_imagefolder_split_folders_gray_and_sizes(tmp_path):
     for split, classes in (("train", ("a", "b", "c")), ("test", ("a", "c"))):
         for c in classes:

@@ -12,6 +12,7 @@ file is in colour, else greyscale). Class names are the sorted folder names (as 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from ..errors import InputError
 from .base import Source, SplitSource, read_failed, stratified_split, user_path
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+# Images in formats not read: a folder holding them gets a warning (other files are passed over quietly).
+OTHER_IMAGES: tuple[str, ...] = (".gif", ".jfif", ".jpe", ".pbm", ".pnm", ".heic", ".heif", ".avif", ".jxl", ".jp2")
+OTHER_IMAGES += (".j2k", ".ico", ".tga", ".psd", ".svg", ".dng", ".cr2", ".nef", ".arw", ".exr", ".hdr")
 SPLIT_NAMES = ("train", "test", "val", "valid", "validation", "dev", "eval")
 
 
@@ -208,15 +212,31 @@ def _subdirs(d: Path) -> list[str]:
         raise read_failed(e) from None
 
 
-def _image_files(d: Path) -> list[str]:
+def _image_files(d: Path, skipped: Counter[str]) -> list[str]:
+    """The image files below ``d``; images in formats not read are counted in ``skipped`` by
+    their extension."""
     out = []
 
     def fail(e: OSError) -> None:
         raise read_failed(e)
 
     for root, _, files in sorted(os.walk(d, followlinks=True, onerror=fail)):
-        out += [os.path.join(root, f) for f in sorted(files) if f.lower().endswith(IMG_EXTENSIONS)]
+        for f in sorted(files):
+            if f.lower().endswith(IMG_EXTENSIONS):
+                out.append(os.path.join(root, f))
+            elif f.lower().endswith(OTHER_IMAGES):
+                skipped[os.path.splitext(f)[1].lower()] += 1
     return out
+
+
+def _skipped_warning(root: Path, skipped: Counter[str]) -> list[str]:
+    if not skipped:
+        return []
+    kinds = ", ".join(f"{ext} {n}" for ext, n in skipped.most_common())
+    return [
+        f"image folder {root}: {sum(skipped.values())} image(s) in the class folders are not read ({kinds}): "
+        f"the formats read are {', '.join(IMG_EXTENSIONS)}; convert the others to PNG or JPEG to include them"
+    ]
 
 
 def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.ndarray | None = None) -> SplitSource:
@@ -239,11 +259,12 @@ def load_imagefolder(
         raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
+    skipped: Counter[str] = Counter()
     for s, d in groups.items():
         split_files: list[str] = []
         split_labels: list[int] = []
         for c in _subdirs(d):
-            found = _image_files(d / c)
+            found = _image_files(d / c, skipped)
             split_files += found
             split_labels += [lookup[c]] * len(found)
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
@@ -270,4 +291,5 @@ def load_imagefolder(
         split_info=info,
         native=native,
         location=str(root),
+        warnings=_skipped_warning(root, skipped),
     )
