@@ -324,6 +324,21 @@ def test_text_labels_name_their_line(tmp_path):
             load_data(f"{fmt}:{tmp_path / name}", input_spec=TOKENS, tokenizer=VOCAB)
 
 
+def test_empty_texts_and_a_class_spelled_two_ways_are_warnings(tmp_path):
+    """Messy text tables once went through with no word: an empty text embedded as the empty
+    string, and 'science' / 'SCIENCE ' learnt as two classes."""
+    rows = ["good,pos", ",neg", "bad,neg", "  ,pos", "fine,pos", "awful,NEG ", "nice,pos", "meh,neg"]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    empty = [w for w in b.warnings if "empty text" in w]
+    assert len(empty) == 1 and "2 of 8 rows" in empty[0] and "line 3, 5" in empty[0]
+    twice = [w for w in b.warnings if "differ only in case or spacing" in w]
+    assert len(twice) == 1 and "'NEG' and 'neg'" in twice[0] and "pos" not in twice[0]
+    (tmp_path / "clean.csv").write_text("text,label\n" + "\n".join(["good,pos", "bad,neg"] * 4) + "\n")
+    clean = load_data(f"csv:{tmp_path / 'clean.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert not [w for w in clean.warnings if "empty text" in w or "differ only" in w]
+
+
 def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warning(tmp_path, photos):
     x = np.zeros((41, 4), dtype=np.float32)
     with pytest.raises(InputError, match=r"has 1 class \('only'\); a classifier needs at least two"):

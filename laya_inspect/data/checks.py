@@ -39,9 +39,10 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
             f"dataset {spec!r}: every row of split {splits} has the class {class_names[int(seen[0])]!r}; "
             "a classifier needs rows of at least two classes"
         )
+    said = _spelled_twice(spec, class_names)
     absent = sorted(set(range(n_classes)) - set(seen.tolist()))
     if not absent:
-        return []
+        return said
     implicit = class_names == [str(i) for i in range(n_classes)]
     if implicit and len(absent) > len(seen):  # e.g. labels 1000–1009: a 1010-class head for 10 classes
         raise InputError(
@@ -55,8 +56,25 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
         else "their scores are undefined"
     )
     return [
+        *said,
         f"dataset {spec!r}: class {_names(class_names, absent)} ({len(absent)} of {n_classes}) has no rows "
-        f"in split {splits}; {hint}"
+        f"in split {splits}; {hint}",
+    ]
+
+
+def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
+    """A warning for class names that differ only in case or spacing ('science', 'SCIENCE'): most
+    likely one class written two ways, which the head would learn as two."""
+    by_key: dict[str, list[str]] = {}
+    for name in class_names:
+        by_key.setdefault(" ".join(str(name).split()).casefold(), []).append(str(name))
+    twice = [names for names in by_key.values() if len(names) > 1]
+    if not twice:
+        return []
+    shown = "; ".join(" and ".join(repr(n) for n in names) for names in twice[:5])
+    return [
+        f"dataset {spec!r}: class names that differ only in case or spacing ({shown}) are read as different "
+        "classes; if each is one class written two ways, give its labels one spelling"
     ]
 
 
