@@ -271,6 +271,27 @@ def npz(tmp_path: Path, name: str, **arrays) -> str:
 TEN = np.array([f"c{i}" for i in range(10)])
 
 
+def test_float_images_outside_0_1_are_a_warning(tmp_path):
+    """Float images are fed as they are; 0–255 floats, or images normalised already and then
+    normalised again, once went through with no word."""
+    rng = np.random.default_rng(0)
+    y = np.arange(20) % 2
+
+    def said(x: np.ndarray, name: str, **kw) -> list[str]:
+        b = load_data(npz(tmp_path, name, X=x, y=y), test_fraction=0.5, **kw)
+        return [w for w in b.warnings if "float images" in w]
+
+    pixels = rng.uniform(0, 255, (20, 3, 8, 8)).astype(np.float32)
+    (w,) = said(pixels, "p.npz")
+    assert "0–255 pixels" in w and "[" in w
+    standard = rng.normal(0, 1, (20, 8, 8, 3))
+    assert "look normalised already" in said(standard, "s.npz")[0]
+    assert said(standard, "s.npz", normalize="none") == []
+    assert "normalised again with the imagenet mean/std" in said(standard, "s.npz", normalize="imagenet")[0]
+    assert said(rng.uniform(0, 1, (20, 3, 8, 8)), "u.npz") == []
+    assert said(rng.integers(0, 256, (20, 8, 8, 3)).astype(np.uint8), "b.npz") == []
+
+
 def test_labels_outside_the_class_list_are_named(tmp_path):
     y = np.repeat(np.arange(10), 5)
     x = np.zeros((51, 4), dtype=np.float32)

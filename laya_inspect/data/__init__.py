@@ -34,7 +34,7 @@ import torch
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
-from .checks import check_labels, empty_classes
+from .checks import check_labels, empty_classes, float_images
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -265,6 +265,7 @@ def load_data(
     warnings = list(src.warnings)
     source = {n: p.labels for n, p in parts.items()}
     warnings += check_labels(spec, list(src.class_names), source)
+    warnings += float_images(spec, src.native, transform if isinstance(transform, ImageTransform) else None)
     if isinstance(transform, ImageTransform) and transform.normalize_from == "unknown":
         warnings.append(
             "no normalisation applied: the model does not state the mean/std its inputs need, so images are "

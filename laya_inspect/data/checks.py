@@ -3,6 +3,8 @@ be right, warnings (``DataBundle.warnings``) for what the user may mean."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import InputError
@@ -97,3 +99,30 @@ def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarra
                 "(after splitting and --limit); its per-class scores there are undefined"
             )
     return out
+
+
+def float_images(spec: str, native: dict, transform: Any) -> list[str]:
+    """A warning when float images (fed as they are, read as pixels in [0, 1]) are not in [0, 1]:
+    0–255 pixels stored as floats, or images normalised already (unless --normalize none says so)."""
+    value_range = native.get("value_range")
+    if not value_range or transform is None:
+        return []
+    lo, hi = (float(v) for v in value_range)
+    if lo >= -1e-6 and hi <= 1 + 1e-6:
+        return []
+    where = (
+        f"dataset {spec!r} holds float images in [{lo:.4g}, {hi:.4g}], not pixels in [0, 1]; float inputs are "
+        "fed as they are"
+    )
+    if lo >= -1e-6 and hi <= 255 + 1e-3:
+        return [
+            f"{where}: values up to 255 look like 0–255 pixels; store them as uint8 (scaled by 1/255) or divide by 255"
+        ]
+    if transform.mean is not None:
+        return [
+            f"{where}, and normalised again with the {transform.normalize_from} mean/std: if they are normalised "
+            "already, pass --normalize none"
+        ]
+    if transform.normalize_from == "option":  # --normalize none: the user says they are ready
+        return []
+    return [f"{where}: they look normalised already; --normalize none confirms that nothing more is applied"]

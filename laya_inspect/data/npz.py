@@ -2,7 +2,8 @@
 
 The file holds ``X`` and ``y``, or per-split ``X_<split>``/``y_<split>`` (e.g. ``X_train``,
 ``y_test``), and optionally ``class_names``. ``X`` is images (N, H, W), (N, H, W, C) or (N, C, H, W)
-with C in 1, 3, 4, or vectors (N, D); uint8 is scaled by 1/255, floats are taken as already in [0, 1].
+with C in 1, 3, 4, or vectors (N, D); uint8 is scaled by 1/255, floats are taken as already in [0, 1]
+(float images outside it are a warning: :func:`laya_inspect.data.checks.float_images`).
 ``y`` is one label a row: class indices 0..C-1 (``class_names`` then has C names) or words.
 NaN or infinite features are refused unless ``allow_nonfinite`` (then kept, with a warning).
 """
@@ -96,6 +97,18 @@ def _nonfinite(path: Path, name: str, x: np.ndarray, allow: bool, warnings: list
     warnings.append(f"{what}; kept as asked (allow_nonfinite)")
 
 
+def _float_range(xs: list[np.ndarray]) -> list[float] | None:
+    """[min, max] of the finite values of float images (fed as they are), else None."""
+    lo, hi = np.inf, -np.inf
+    for x in xs:
+        if x.ndim != 4 or x.dtype.kind != "f":
+            return None
+        finite = x[np.isfinite(x)]
+        if finite.size:
+            lo, hi = min(lo, float(finite.min())), max(hi, float(finite.max()))
+    return None if lo > hi else [lo, hi]
+
+
 def _labels(path: Path, pools: dict, names: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
     """One label encoding over all splits, so a class keeps its index everywhere."""
     ys = [y for _, y in pools.values()]
@@ -156,4 +169,7 @@ def load_npz(
         prepared[s] = (x, flat[bounds[i] : bounds[i + 1]])
     src = array_source(prepared, class_names, location=str(path), seed=seed, test_fraction=test_fraction)
     src.warnings += warnings
+    value_range = _float_range([x for x, _ in prepared.values()])
+    if value_range is not None:  # read beside the transform (data.checks.float_images)
+        src.native["value_range"] = value_range
     return src
