@@ -136,7 +136,8 @@ TRAINING_KEYS = ("lr", "batch_size", "weight_decay")
 
 
 def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """lr, batch size and weight decay from the head's config.json ("training"), else fit-head's defaults."""
+    """lr, batch size and weight decay from the head's config.json ("training"), its train split and
+    validation fraction ("split"), else fit-head's defaults."""
     from .training.fit_config import FitConfig
 
     default = FitConfig()
@@ -149,7 +150,11 @@ def training_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
         out[k] = v if ok else getattr(default, k)
     mine = all(k in recorded for k in TRAINING_KEYS)
     out["source"] = "recorded in the head's config.json" if mine else "fit-head's defaults where config.json is silent"
-    out["train_split"] = str((split if isinstance(split, dict) else {}).get("train_split") or "train")
+    recorded_split: dict[str, Any] = split if isinstance(split, dict) else {}
+    out["train_split"] = str(recorded_split.get("train_split") or "train")
+    fraction = recorded_split.get("val_fraction")
+    ok = isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and 0 < fraction < 1
+    out["val_fraction"] = float(fraction) if ok and fraction is not None else default.val_fraction
     return out
 
 

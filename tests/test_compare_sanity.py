@@ -114,6 +114,25 @@ def test_permuted_labels_head_is_near_chance(digits_cache, trained):
     assert 1 <= info["epochs_run"] <= S.EPOCHS and info["settings"]["source"].startswith("fit-head's defaults")
 
 
+def test_the_permuted_label_head_holds_out_as_many_rows_as_the_head_did(digits_cache, trained):
+    """compare died on a 9-row training split ("leaves 9 training and 0 validation rows"): its
+    permuted-label head held out a fixed 10%, where the head had been fitted with --val-fraction 0.3."""
+    from laya_inspect.errors import InputError
+
+    head, _, _ = trained
+    assert S.training_settings({"split": {"val_fraction": 0.3}})["val_fraction"] == 0.3
+    assert S.training_settings({"split": {"val_fraction": "x"}})["val_fraction"] == 0.1
+    with FeatureStore(digits_cache) as store:
+        feats, labels = S.training_rows(store, "train", 0)
+    pick = np.flatnonzero(labels < 2)[:9]
+    rows = ([f[pick] for f in feats], labels[pick])
+    seeds = {"permutation_seed": 1, "fit_seed": 2}
+    with pytest.raises(InputError, match="0 validation rows"):
+        S.permuted_head(head, rows, S.training_settings({}), **seeds)
+    _, info = S.permuted_head(head, rows, S.training_settings({"split": {"val_fraction": 0.3}}), **seeds)
+    assert info["val_fraction"] == 0.3 and info["n_val"] >= 2 and info["n_train"] + info["n_val"] == 9
+
+
 def _heads(digits_cache, root: Path) -> list[Path]:
     with FeatureStore(digits_cache) as store:
         return [

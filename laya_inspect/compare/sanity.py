@@ -31,7 +31,6 @@ THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within 
 EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
 PATIENCE = 3
 TRAIN_ROWS = 10_000  # at most this many training rows (a seeded subset) for the permuted-label fit
-VAL_FRACTION = 0.1
 ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
@@ -48,9 +47,9 @@ CHOICES = {
     "reinit": "the head's own constructor under torch.manual_seed(init_seed), values copied into a deep copy "
     "of the trained head",
     "data": f"same kind and constructor arguments, fitted by the library's training loop on the training split "
-    f"(at most {TRAIN_ROWS} seeded rows) with permuted labels; {int(VAL_FRACTION * 100)}% stratified validation "
-    f"rows; at most {EPOCHS} epochs, early stopping on validation loss with patience {PATIENCE}; the trained "
-    "head's standardisation kept",
+    f"(at most {TRAIN_ROWS} seeded rows) with permuted labels; stratified validation rows, as many as the head "
+    f"held out (its config.json's val_fraction, else fit-head's 10%); at most {EPOCHS} epochs, early stopping "
+    f"on validation loss with patience {PATIENCE}; the trained head's standardisation kept",
     "near_chance": "chance = the majority class's share of the compared rows; the real head is above chance when "
     "its accuracy exceeds chance + 1.96·√(chance·(1 − chance)/n); the permuted-label head is near chance when its "
     "accuracy is at most chance + ½·(real accuracy − chance), i.e. it kept less than half of the real head's gain "
@@ -130,6 +129,7 @@ def permuted_head(
     fit_seed: int,
 ) -> tuple[Head, dict[str, Any]]:
     """A head like ``head`` fitted on ``rows`` (:func:`training_rows`) with permuted labels; (head, what was done)."""
+    from ..training.fit_config import FitConfig
     from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, validation_split
 
     feats, labels = rows
@@ -137,7 +137,8 @@ def permuted_head(
     device = next(head.parameters()).device
     x = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
     data = TensorRows(x, torch.from_numpy(permuted).to(device))
-    train_rows, val_rows = validation_split(permuted, VAL_FRACTION, "stratified", permutation_seed)
+    fraction = float(settings.get("val_fraction", FitConfig().val_fraction))
+    train_rows, val_rows = validation_split(permuted, fraction, "stratified", permutation_seed)
     new = fresh(head, fit_seed)
     buffers = {k: v for k, v in head.state_dict().items() if k.startswith("standardizers.")}
     new.load_state_dict({**new.state_dict(), **buffers})
@@ -162,6 +163,7 @@ def permuted_head(
         "split": settings["train_split"],
         "n_train": int(len(train_rows)),
         "n_val": int(len(val_rows)),
+        "val_fraction": fraction,
         "epochs": EPOCHS,
         "patience": PATIENCE,
         "epochs_run": len(history),
