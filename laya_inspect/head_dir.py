@@ -55,6 +55,7 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
         "backbone": {"model_spec": store.attrs.get("model_spec"), "weights_sha256": store.attrs.get("weights_sha256")},
         # what extract warned about (random weights, a backbone trained to chance, …): read beside every result
         "cache_warnings": cache_warnings(store),
+        **({} if store is store.whole else {"cache_layer_names": store.whole.layer_names}),
     }
 
 

@@ -177,6 +177,35 @@ def test_json_output_and_single_seed(digits_cache: Path, tmp_path: Path) -> None
     assert json.loads((tmp_path / "o" / "laya" / "seed_3" / "config.json").read_text())["kwargs"]["d_star"] == 16
 
 
+def test_heads_on_some_of_the_caches_layers(digits_cache: Path, tmp_path: Path) -> None:
+    """fit-head --layers: heads on the layers named, read so by compare; no re-extraction."""
+    from laya_inspect.cache.store import FeatureStore
+
+    with FeatureStore(digits_cache) as store:
+        every = store.layer_names
+    out = tmp_path / "o"
+    args = ["fit-head", str(digits_cache), "--layers", "1:", "--head", "laya,last", "--seeds", "1", *FAST]
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert f"2 of its {len(every)} layers" in " ".join(result.output.split())  # the table title, wrapped
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cache"]["layer_names"] == every[1:] and summary["cache"]["cache_layer_names"] == every
+    assert summary["config"]["layers"] == "1:"
+    config = json.loads((out / "laya" / "seed_0" / "config.json").read_text())
+    assert config["layer_names"] == every[1:] and config["kwargs"]["widths"] == [32, 16]
+    cmp = tmp_path / "c"
+    res = runner.invoke(
+        app,
+        ["compare", str(out / "laya"), "--cache", str(digits_cache), "--method", "alpha", "--bootstrap", "20",
+         "--no-plots", "--no-sanity", "--out", str(cmp)],
+        env=ENV,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads((cmp / "summary.json").read_text())["heads"][0]["n_layers"] == 2
+    bad = runner.invoke(app, ["fit-head", str(digits_cache), "--layers", "blocks.9", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 1 and "no layer 'blocks.9'" in bad.stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

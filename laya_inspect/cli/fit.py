@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
+from ..report.reading import layers_read
 from ..report.terminal import fit_table, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
@@ -61,6 +62,7 @@ def fit_head_command(
     grid_psi: Optional[str] = opt(FitConfig, "grid_psi", default=None),
     grid_width: Optional[str] = opt(FitConfig, "grid_width_factors", default=None),
     grid_seeds: int = opt(FitConfig, "grid_seeds"),
+    layers: str = opt(FitConfig, "layers"),
     train_split: str = opt(FitConfig, "train_split"),
     test_split: str = opt(FitConfig, "test_split"),
     device: str = opt(FitConfig, "device"),
@@ -102,7 +104,8 @@ def fit_head_command(
     if json_out:
         typer.echo(json_text(plain(result.summary), allow_nan=False))
         return
-    console.print(fit_table(result.summary, f"{cache} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
+    where = f"{cache}{layers_read(result.summary['cache'])}"
+    console.print(fit_table(result.summary, f"{where} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
     for gate_line in gate_lines(result.summary):
         console.print(gate_line, highlight=False)
     if result.grid:

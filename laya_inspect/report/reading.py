@@ -46,12 +46,12 @@ def num(v: Any, digits: int = 2, sign: bool = False) -> str:
 
 
 def layers_read(cache: dict[str, Any]) -> str:
-    """' · the head's 4 of the cache's 18 layers' when the outputs read some of the cache's layers
-    (prune's head of the kept layers), else ''."""
+    """' · 4 of its 18 layers' when the heads read some of the cache's layers (fit-head --layers,
+    prune's head of the kept layers), else ''."""
     every = cache.get("cache_layer_names")
     if not every:
         return ""
-    return f" · the head's {len(cache.get('layer_names') or [])} of the cache's {len(every)} layers"
+    return f" · {len(cache.get('layer_names') or [])} of its {len(every)} layers"
 
 
 def pct(v: Any, digits: int = 0) -> str:

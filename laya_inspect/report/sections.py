@@ -183,7 +183,8 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
             ]
         )
     cols = ["head", "test accuracy [95% CI]", "macro-F1 [95% CI]", "Δ accuracy vs last [95% CI]", "seeds", "gate"]
-    caption = f"test split, {n_seeds} seed{'s' * (n_seeds != 1)}; intervals are 95% t-intervals over seeds"
+    read = layers_read(summary.get("cache") or {})
+    caption = f"test split{read}, {n_seeds} seed{'s' * (n_seeds != 1)}; intervals are 95% t-intervals over seeds"
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:
         keys = [

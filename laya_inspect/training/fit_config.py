@@ -107,6 +107,12 @@ class FitConfig:
         (1, 2), flag="--grid-width", help="grid scorer widths as multiples of d*"
     )
     grid_seeds: int = option(3, flag="--grid-seeds", help="seeds per grid configuration (the first of the run's seeds)")
+    layers: str = option(
+        "all",
+        flag="--layers",
+        help="the cache's layers the heads read: names, indices, ranges a:b (comma-separated) or all; "
+        "compare and the other commands then read those layers of the cache too",
+    )
     train_split: str = option("train", flag="--train-split", help="split the heads are trained on")
     test_split: str = option("test", flag="--test-split", help="split the heads are tested on")
     in_memory: bool | None = None  # None: load the cache when it fits in a quarter of available RAM

@@ -186,6 +186,7 @@ def fit_heads(
     emit = progress or no_progress
     if config.threads is not None:  # the command line applies the default itself
         set_threads(config.threads)
+    store = _layers_of(store, config.layers)
     out = Path(out_dir)
     world = join_world(config.device)  # under torchrun the (head, seed) runs are spread over the processes
     device = pick_device(device_for(config.device, world))
@@ -212,6 +213,15 @@ def fit_heads(
     # Everything was written under the temporary name: report the final paths.
     result.files = {k: out / p.relative_to(tmp) for k, p in result.files.items()}
     return result
+
+
+def _layers_of(store: FeatureStore, requested: str) -> FeatureStore:
+    """``store``, or the view of the layers ``--layers`` names (:meth:`FeatureStore.keep_layers`)."""
+    from ..layers import resolve_layers
+
+    every = store.layer_names
+    names = resolve_layers(requested, every, every)
+    return store if names == every else store.keep_layers(names)
 
 
 def _fit_into(
