@@ -191,8 +191,9 @@ class FeatureStore:
 
     def keep_layers(self, names: Sequence[str]) -> FeatureStore:
         """A view of this cache that reads only the layers ``names``, in that order (the head prune
-        writes of the layers it keeps reads those). It shares the open file and the cache's
-        fingerprint; per-layer attributes (shapes, pooling, …) follow the kept layers."""
+        writes of the layers it keeps reads those). It shares the open file (closing either closes
+        both) and the cache's fingerprint; per-layer attributes (shapes, pooling, …) follow the kept
+        layers."""
         idx = [self.layer_index(str(n)) for n in names]
         if not idx or len(set(idx)) < len(idx):
             raise InputError(f"keep_layers of {self.path} needs distinct layer names, got {list(names)}")
