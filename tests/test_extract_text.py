@@ -101,3 +101,24 @@ def test_flatten_refused_for_text(text_setup, tmp_path):
                 device="cpu",
             )
         )
+
+
+def test_texts_longer_than_the_models_max_length_are_a_warning(text_setup):
+    """Texts beyond max_length tokens were cut with no word; the warning counts them per split."""
+    from types import SimpleNamespace
+
+    from laya_inspect.data import load_data
+
+    d, _, tokenizer = text_setup
+    spec = SimpleNamespace(kind="text", channels=None, size=None, mean=None, std=None, max_length=6)
+    b = load_data(f"csv:{d / 't.csv'}", input_spec=spec, tokenizer=tokenizer)
+    said = [w for w in b.warnings if "longer than" in w]
+    # train: "the cat sat on the mat" and "the movie was very very bad" are 8 tokens with [CLS] and [SEP]
+    assert said == [
+        f"dataset 'csv:{d / 't.csv'}': 2 of 4 texts of split 'train' are longer than 6 tokens (the longest 8); "
+        "the model reads only their first 6"
+    ]
+    roomy = SimpleNamespace(**{**vars(spec), "max_length": 8})
+    assert not [
+        w for w in load_data(f"csv:{d / 't.csv'}", input_spec=roomy, tokenizer=tokenizer).warnings if "longer" in w
+    ]

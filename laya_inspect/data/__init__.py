@@ -34,7 +34,7 @@ import torch
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
-from .checks import check_labels, empty_classes, float_images
+from .checks import check_labels, cut_texts, empty_classes, float_images
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -283,6 +283,8 @@ def load_data(
             return transform(f(q))
 
         out[name] = Split(name=name, labels=labels, index=rows, fetch=fetch)
+        if isinstance(transform, TextTransform):
+            warnings += cut_texts(spec, name, part.fetch(rows), transform.tokenizer, transform.max_length)
     log.info(
         "dataset %s (%s): %s",
         spec,

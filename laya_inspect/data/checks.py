@@ -126,3 +126,20 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     if transform.normalize_from == "option":  # --normalize none: the user says they are ready
         return []
     return [f"{where}: they look normalised already; --normalize none confirms that nothing more is applied"]
+
+
+def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_length: int) -> list[str]:
+    """A warning when texts of ``split`` are longer than ``max_length`` tokens: the model reads only
+    their first ``max_length``."""
+    lengths: list[int] = []
+    for s in range(0, len(texts), 1024):  # lengths only, in chunks: no tensors, no padding
+        lengths += [
+            len(ids) for ids in tokenizer(list(texts[s : s + 1024]), truncation=False, verbose=False)["input_ids"]
+        ]
+    cut = [n for n in lengths if n > max_length]
+    if not cut:
+        return []
+    return [
+        f"dataset {spec!r}: {len(cut)} of {len(texts)} texts of split {split!r} are longer than {max_length} tokens "
+        f"(the longest {max(cut)}); the model reads only their first {max_length}"
+    ]
