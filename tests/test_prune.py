@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -302,23 +303,34 @@ def test_an_under_trained_refit_is_a_warning_in_every_output(planted, tmp_path):
     assert quiet["refit_check"] is None and quiet["warnings"] == []
 
 
-def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
-    """`extract --model torchscript:net.ts` records the path as typed: prune run from another folder
-    once fell back to the shapes estimate with "no TorchScript file 'net.ts'"."""
+def _two_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """The folder extract ran in, and another one the later command runs in."""
     here, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     here.mkdir()
     elsewhere.mkdir()
-    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-    torch.jit.script(net).save(here / "net.ts")
+    return here, elsewhere
+
+
+def _cache_from(tmp_path: Path, model_spec: str, widths: dict[str, int], **attrs: Any) -> Path:
+    """A six-row cache that says it was extracted from ``model_spec`` (features random)."""
     rng = np.random.default_rng(0)
-    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in (8, 3)]
-    cache = write_cache(
+    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in widths.values()]
+    return write_cache(
         tmp_path / "c.h5",
         {"train": (feats, np.arange(6) % 2)},
-        layer_names=["1", "2"],
-        model_spec="torchscript:net.ts",
-        extra_attrs={"working_dir": str(here)},
+        layer_names=list(widths),
+        model_spec=model_spec,
+        extra_attrs=attrs,
     )
+
+
+def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
+    """`extract --model torchscript:net.ts` records the path as typed: prune run from another folder
+    once fell back to the shapes estimate with "no TorchScript file 'net.ts'"."""
+    here, elsewhere = _two_folders(tmp_path)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    torch.jit.script(net).save(here / "net.ts")
+    cache = _cache_from(tmp_path, "torchscript:net.ts", {"1": 8, "2": 3}, working_dir=str(here))
     with FeatureStore(cache) as store:
         monkeypatch.chdir(here)
         there = backbone_costs(store, "auto").to_dict(store.layer_names)
@@ -332,23 +344,16 @@ def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_pat
 def test_a_python_model_is_imported_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
     """`extract --model python:mynet:build` imports mynet.py from the folder it runs in: prune run
     from another folder once fell back to the shapes estimate with "cannot import 'mynet'"."""
-    here, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
-    here.mkdir()
-    elsewhere.mkdir()
+    here, elsewhere = _two_folders(tmp_path)
     (here / "prune_user_net.py").write_text(
         "import torch.nn as nn\n"
         "def build():\n"
         "    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),\n"
         "                         nn.Flatten(), nn.Linear(4, 3))\n"
     )
-    rng = np.random.default_rng(0)
-    feats = [rng.normal(size=(6, w)).astype(np.float32) for w in (4, 3)]
-    cache = write_cache(
-        tmp_path / "c.h5",
-        {"train": (feats, np.arange(6) % 2)},
-        layer_names=["1", "4"],
-        model_spec="python:prune_user_net:build",
-        extra_attrs={"working_dir": str(here), "transforms": {"kind": "image", "output": [1, 8, 8]}},
+    image = {"kind": "image", "output": [1, 8, 8]}
+    cache = _cache_from(
+        tmp_path, "python:prune_user_net:build", {"1": 4, "4": 3}, working_dir=str(here), transforms=image
     )
     monkeypatch.chdir(elsewhere)
     with FeatureStore(cache) as store:
