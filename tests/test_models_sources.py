@@ -167,6 +167,22 @@ def test_hf_bert_text_classifier(bert_dir):
     assert dry["hidden_states.2"][1] == 32
 
 
+def test_a_sentence_transformers_folder_cuts_texts_where_it_was_trained(bert_dir, tmp_path):
+    """all-MiniLM-L6-v2's sentence_bert_config.json says max_seq_length 256 while its tokenizer allows
+    512: texts were read up to 512 tokens, beyond what the sentence embeddings were trained on."""
+    import shutil
+
+    path, _ = bert_dir
+    d = tmp_path / "st"
+    shutil.copytree(path, d)
+    (d / "sentence_bert_config.json").write_text('{"max_seq_length": 16, "do_lower_case": false}')
+    assert load_model(f"hf:{d}").input_spec.max_length == 16
+    (d / "sentence_bert_config.json").write_text('{"max_seq_length": 4096}')  # never above the model's own
+    assert load_model(f"hf:{d}").input_spec.max_length == 64
+    (d / "sentence_bert_config.json").write_text("not json")
+    assert load_model(f"hf:{d}").input_spec.max_length == 64
+
+
 def test_hf_vit_image_classifier(tmp_path):
     transformers = pytest.importorskip("transformers")
     config = transformers.ViTConfig(

@@ -125,8 +125,23 @@ def _image_spec(config: Any, processor: Any) -> InputSpec:
     return InputSpec(kind="image", channels=channels, size=int(size) if size else None, mean=mean, std=std)
 
 
-def _text_spec(config: Any, tokenizer: Any) -> InputSpec:
-    limits = [512, getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+def _sentence_length(d: Path) -> int | None:
+    """``max_seq_length`` of a sentence-transformers folder (sentence_bert_config.json): the length
+    its sentence embeddings were trained at, where sentence-transformers itself cuts texts."""
+    try:
+        value = json.loads((d / "sentence_bert_config.json").read_text()).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):  # no such file, not JSON, not an object
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _text_spec(config: Any, tokenizer: Any, d: Path) -> InputSpec:
+    limits = [
+        512,
+        getattr(config, "max_position_embeddings", None),
+        getattr(tokenizer, "model_max_length", None),
+        _sentence_length(d),
+    ]
     return InputSpec(kind="text", max_length=min(int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1e6))
 
 
@@ -192,7 +207,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     is_image = getattr(config, "image_size", None) is not None
     tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
-    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer)
+    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer, d)
     adapter = HFAdapter(_n_hidden(config), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     return LoadedModel(
