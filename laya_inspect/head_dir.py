@@ -319,7 +319,7 @@ def load_head(
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)
-    if store is not None and config.get("cache_fingerprint") == store.fingerprint:
+    if store is not None:
         _refuse_a_layer_subset(d, config, store)
     state = _read_weights(d)
     head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem))
@@ -335,16 +335,8 @@ def store_for_heads(store: FeatureStore, head_dirs: Sequence[str | Path]) -> Fea
     """``store``, or the view of the layers the heads read (:meth:`FeatureStore.keep_layers`) when
     they were trained on some of its layers: the head prune writes of the layers it keeps. Heads on
     different sets of this cache's layers cannot be read together."""
-    whole, reads = store.whole, {}
-    for d in head_dirs:
-        config = read_head_config(d)
-        names = config.get("layer_names")
-        some = (
-            config.get("cache_fingerprint") == whole.fingerprint
-            and isinstance(names, list)
-            and set(names) < set(whole.layer_names)
-        )
-        reads[str(d)] = tuple(names) if some and isinstance(names, list) else None
+    whole = store.whole
+    reads = {str(d): _some_layers(read_head_config(d), whole) for d in head_dirs}
     kinds = set(reads.values())
     if len(kinds) > 1:
         said = "; ".join(f"{d} reads {', '.join(n) if n else 'every layer'}" for d, n in reads.items())
@@ -353,15 +345,25 @@ def store_for_heads(store: FeatureStore, head_dirs: Sequence[str | Path]) -> Fea
     return whole if names_read is None else whole.keep_layers(list(names_read))
 
 
+def _some_layers(config: Mapping[str, Any], store: FeatureStore) -> tuple[str, ...] | None:
+    """The layers a head reads when it was trained on ``store``'s cache and reads only some of
+    ``store``'s layers (fit-head --layers, prune's head/), else None."""
+    names = config.get("layer_names")
+    if config.get("cache_fingerprint") != store.fingerprint or not isinstance(names, list):
+        return None
+    return tuple(names) if set(names) < set(store.layer_names) else None
+
+
 def _refuse_a_layer_subset(d: Path, config: dict[str, Any], store: FeatureStore) -> None:
-    """A head trained on this cache that reads only some of its layers (prune's head/) cannot be fed
-    the whole cache: say so, and how to use it, instead of "use the cache the head was trained on"."""
-    names, every = config.get("layer_names"), list(store.layer_names)
-    if not isinstance(names, list) or not set(names) < set(every):
+    """A head trained on this cache that reads only some of its layers (fit-head --layers, prune's
+    head/) cannot be fed all of them: say so, and how to use it, instead of "use the cache the head
+    was trained on"."""
+    names = _some_layers(config, store)
+    if names is None:
         return
     raise CacheError(
-        f"head {d} reads {len(names)} of the {len(every)} layers of {store.path} ({', '.join(map(str, names))}), "
-        "as prune writes the head of the layers it keeps; load it with "
+        f"head {d} reads {len(names)} of the {len(store.layer_names)} layers of {store.path} ({', '.join(names)}), "
+        "as fit-head --layers and prune's head of the layers it keeps do; load it with "
         "store.keep_layers(config['layer_names']) (or laya_inspect.head_dir.store_for_heads(store, [DIR]))"
     )
 

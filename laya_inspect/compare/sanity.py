@@ -129,7 +129,6 @@ def permuted_head(
     fit_seed: int,
 ) -> tuple[Head, dict[str, Any]]:
     """A head like ``head`` fitted on ``rows`` (:func:`training_rows`) with permuted labels; (head, what was done)."""
-    from ..training.fit_config import FitConfig
     from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, validation_split
 
     feats, labels = rows
@@ -137,7 +136,7 @@ def permuted_head(
     device = next(head.parameters()).device
     x = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
     data = TensorRows(x, torch.from_numpy(permuted).to(device))
-    fraction = float(settings.get("val_fraction", FitConfig().val_fraction))
+    fraction = float(settings["val_fraction"])  # training_settings: the head's, else fit-head's
     train_rows, val_rows = validation_split(permuted, fraction, "stratified", permutation_seed)
     new = fresh(head, fit_seed)
     buffers = {k: v for k, v in head.state_dict().items() if k.startswith("standardizers.")}
