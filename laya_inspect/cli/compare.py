@@ -8,8 +8,7 @@ from typing import Any, Optional
 import typer
 
 from ..compare.config import CompareConfig
-from ..report.reading import layers_read
-from ..report.terminal import build_report, fit_table, gate_lines
+from ..report.terminal import build_report, fit_table, fit_title, gate_lines
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from .app import app, bullets, console, dim, err_console, from_options, json_text, opt
 
@@ -171,8 +170,7 @@ def _print_fit(folder: Any) -> None:
     s = folder.summary
     n_seeds = max(int(h.get("n") or 0) for h in s["heads"])
     cache = (s.get("cache") or {}).get("cache_path", folder.path)
-    where = f"{cache}{layers_read(s.get('cache') or {})}"
-    console.print(fit_table(s, f"{where} — test split, {n_seeds} seed(s), 95% t-interval"))
+    console.print(fit_table(s, fit_title(cache, s, n_seeds)))
     for gate_line in gate_lines(s):
         console.print(gate_line, highlight=False)
     if folder.profiles:

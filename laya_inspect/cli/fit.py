@@ -8,8 +8,7 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
-from ..report.reading import layers_read
-from ..report.terminal import fit_table, gate_lines
+from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
 from .app import app, comma_list, console, from_options, json_text, opt, warn
@@ -104,8 +103,7 @@ def fit_head_command(
     if json_out:
         typer.echo(json_text(plain(result.summary), allow_nan=False))
         return
-    where = f"{cache}{layers_read(result.summary['cache'])}"
-    console.print(fit_table(result.summary, f"{where} — test split, {len(config.seeds)} seed(s), 95% t-interval"))
+    console.print(fit_table(result.summary, fit_title(cache, result.summary, len(config.seeds))))
     for gate_line in gate_lines(result.summary):
         console.print(gate_line, highlight=False)
     if result.grid:

@@ -248,6 +248,11 @@ def delta(d: dict[str, Any] | None, digits: int = 4) -> str:
     return f"{num(d['mean'], digits, sign=True)} {interval(d, digits, clip=False, sign=True)}"
 
 
+def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
+    """The fit table's title: the cache, the share of its layers the heads read, the seeds."""
+    return f"{cache}{layers_read(summary.get('cache') or {})} — test split, {n_seeds} seed(s), 95% t-interval"
+
+
 def fit_table(summary: dict[str, Any], title: str) -> Table:
     """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
     paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
