@@ -224,6 +224,62 @@ def test_resize_crop_for_a_greyscale_model_is_torchvision_grayscale_first(tmp_pa
     assert (ours[0] - ref).abs().max() < 1e-6
 
 
+def stretch_warnings(b) -> list[str]:
+    return [w for w in b.warnings if "--resize stretch" in w]
+
+
+def test_default_stretch_warns_when_it_changes_photos_aspect_ratio(tmp_path):
+    """coffee (400 × 600) and chelsea (300 × 451) are squeezed to 64 × 64 by the default; the square
+    astronaut is not. --resize stretch (chosen) and --resize crop say nothing."""
+    for name in ("coffee", "chelsea", "astronaut"):
+        for cls in ("a", "b"):
+            write(tmp_path / cls / f"{name}.png", Image.fromarray(getattr(skdata, name)()))
+    model = spec(channels=3, size=64)
+    (w,) = stretch_warnings(load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=model))
+    assert "4 of 6 images read" in w and "300×451" in w and "400×600" in w and "64×64" in w
+    assert "--resize crop (shorter side to 73" in w
+    for chosen in ("stretch", "crop"):
+        assert not stretch_warnings(
+            load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=model, resize=chosen)
+        )
+    # a 300 × 451 target keeps the 3:2 photos' aspect ratio and squeezes the square one
+    (w,) = stretch_warnings(
+        load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=model, image_size=(300, 451))
+    )
+    assert "2 of 6 images read" in w and "e.g. 512×512)" in w and "300×451 input" in w
+    # no target size: nothing is resized
+    assert not stretch_warnings(
+        load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=spec(channels=3), image_size=None)
+    )
+
+
+def test_default_stretch_of_square_photos_and_of_non_square_arrays(tmp_path):
+    for cls in ("a", "b"):
+        write(tmp_path / "sq" / cls / "astronaut.png", Image.fromarray(skdata.astronaut()))
+    model = spec(channels=3, size=64)
+    assert not stretch_warnings(load_data(f"imagefolder:{tmp_path / 'sq'}", test_fraction=0.5, input_spec=model))
+    wide = np.random.default_rng(0).integers(0, 256, (8, 32, 64, 3), dtype=np.uint8)
+    (w,) = stretch_warnings(
+        load_data(npz(tmp_path, "w.npz", X=wide, y=np.arange(8) % 2), test_fraction=0.5, input_spec=model)
+    )
+    assert "its images (32×64)" in w
+
+
+def test_stretch_sample_is_bounded_and_seeded(tmp_path, monkeypatch):
+    from laya_inspect.data import checks
+
+    monkeypatch.setattr(checks, "SIZE_SAMPLE", 3)
+    for i in range(4):
+        for cls in ("a", "b"):
+            write(tmp_path / cls / f"{i}.png", Image.fromarray(np.zeros((10, 20 if i % 2 else 10, 3), np.uint8)))
+    model = spec(channels=3, size=8)
+    said = [
+        stretch_warnings(load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=model, seed=s))
+        for s in (0, 0)
+    ]
+    assert said[0] == said[1] and len(said[0]) == 1 and " of 3 images read" in said[0][0]
+
+
 # ----------------------------------------------------------------------------- normalisation, warnings
 def test_transforms_record_normalisation_and_warn_when_the_model_cannot_know(tmp_path):
     b = load_data("digits", input_spec=spec(channels=1))  # what python: and torchscript: models give

@@ -151,6 +151,13 @@ def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):
     assert "Traceback" not in res.output
 
 
+def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(ckpt, tmp_path):
+    default, chosen = _config(ckpt, tmp_path / "c.h5"), _config(ckpt, tmp_path / "c.h5", resize="stretch")
+    assert default.resize is None and default.identity() == chosen.identity()
+    crop = _config(ckpt, tmp_path / "c.h5", resize="crop")
+    assert default.identity()["resize"] == "stretch" != crop.identity()["resize"]
+
+
 def test_usage_error_exits_2():
     res = runner.invoke(app, ["extract", "--batch-size", "many"])
     assert res.exit_code == 2

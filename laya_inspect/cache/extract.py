@@ -83,7 +83,7 @@ def list_model_layers(
     random_init: bool = False,
     image_size: int | None = None,
     normalize: str | None = None,
-    resize: str = "stretch",
+    resize: str | None = None,
     device: str = "auto",
 ):
     """Each candidate layer's name, type and output shape from one dry batch."""

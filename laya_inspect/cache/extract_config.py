@@ -80,11 +80,11 @@ class ExtractConfig:
     normalize: str | None = option(
         None, flag="--normalize", help="none | imagenet | M1,M2,M3/S1,S2,S3 (default: what the model expects)"
     )
-    resize: str = option(
-        "stretch",
+    resize: str | None = option(
+        None,
         flag="--resize",
-        help="stretch (straight to the size) | crop (keep the aspect "
-        "ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)",
+        help="stretch (straight to the size; the default, with a warning when it changes images' aspect ratio) | "
+        "crop (keep the aspect ratio, scale to size/0.875, centre crop: torchvision's evaluation recipe)",
     )
     overwrite: bool = option(
         False,
@@ -117,6 +117,7 @@ class ExtractConfig:
         for key in NOT_IN_IDENTITY:
             d.pop(key)
         d["splits"] = list(self.splits)
+        d["resize"] = self.resize or "stretch"  # the default is stretch: the same rows either way
         if not d["amp"]:  # caches written before --amp existed resume as before
             d.pop("amp")
         return d

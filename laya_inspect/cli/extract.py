@@ -31,7 +31,7 @@ def extract_command(
     seed: int = opt(ExtractConfig, "seed"),
     device: str = opt(ExtractConfig, "device"),
     image_size: Optional[int] = opt(ExtractConfig, "image_size"),
-    resize: str = opt(ExtractConfig, "resize"),
+    resize: str | None = opt(ExtractConfig, "resize"),
     normalize: Optional[str] = opt(ExtractConfig, "normalize"),
     trust_pickle: bool = opt(ExtractConfig, "trust_pickle"),
     trust_remote_code: bool = opt(ExtractConfig, "trust_remote_code"),

@@ -33,8 +33,8 @@ import torch
 
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
-from .base import DatasetKind, Source, stratified_split, stratified_subset
-from .checks import check_labels, cut_texts, empty_classes, float_images
+from .base import DatasetKind, Source, SplitSource, stratified_split, stratified_subset
+from .checks import check_labels, cut_texts, empty_classes, float_images, stretched_images
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -148,13 +148,20 @@ def _split_names(splits: str | Sequence[str]) -> list[str]:
 
 
 def _plan_transform(
-    src: Source, spec: str, *, input_spec: Any, tokenizer: Any, image_size: Any, normalize: Any, resize: str = "stretch"
+    src: Source,
+    spec: str,
+    *,
+    input_spec: Any,
+    tokenizer: Any,
+    image_size: Any,
+    normalize: Any,
+    resize: str | None = None,
 ) -> Any:
     model_kind = getattr(input_spec, "kind", None)
     if src.kind == "text":
         if model_kind == "image":
             raise InputError(f"dataset {spec!r} is text but the model takes images; use an hf: text model")
-        if image_size is not None or normalize is not None or resize != "stretch":
+        if image_size is not None or normalize is not None or resize not in (None, "stretch"):
             raise InputError(f"dataset {spec!r} is text: image size, resize and normalize do not apply")
         max_length = int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH)
         if model_kind == "tokens":
@@ -174,13 +181,13 @@ def _plan_transform(
     if model_kind in ("text", "tokens"):
         raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; use csv:FILE or jsonl:FILE")
     if src.kind == "vector":
-        if image_size is not None or resize != "stretch":
+        if image_size is not None or resize not in (None, "stretch"):
             raise InputError(f"dataset {spec!r} holds (N, D) vectors: an image size or resize does not apply")
         if normalize is not None and not (isinstance(normalize, str) and normalize.strip().lower() == "none"):
             raise InputError(f"dataset {spec!r} holds (N, D) vectors: normalize applies to images only")
         return VectorTransform(src.native["dim"], src.native["scale"])
     return plan_image_transform(
-        src.native, input_spec=input_spec, image_size=image_size, normalize=normalize, resize=resize
+        src.native, input_spec=input_spec, image_size=image_size, normalize=normalize, resize=resize or "stretch"
     )
 
 
@@ -222,7 +229,7 @@ def load_data(
     tokenizer: Any = None,
     image_size: Any = None,
     normalize: Any = None,
-    resize: str = "stretch",
+    resize: str | None = None,
     test_fraction: float = 0.2,
     allow_nonfinite: bool = False,
 ) -> DataBundle:
@@ -233,9 +240,10 @@ def load_data(
     ``image_size`` (int or (H, W)) overrides ``input_spec.size``; ``normalize`` ("none",
     "imagenet" or a (mean, std) pair) overrides its mean/std; ``resize`` "stretch" or "crop"
     (torchvision's evaluation recipe: shorter side to size/0.875, centre crop) says how images reach
-    the target size. ``limit`` keeps a seeded stratified subset of at most that many samples per
-    split. Image files are decoded one by one to ``input_spec.channels``. NaN/Inf features are an
-    InputError unless ``allow_nonfinite`` (then kept, with a warning).
+    the target size (None: stretch, with a warning when that changes images' aspect ratio).
+    ``limit`` keeps a seeded stratified subset of at most that many samples per split. Image files
+    are decoded one by one to ``input_spec.channels``. NaN/Inf features are an InputError unless
+    ``allow_nonfinite`` (then kept, with a warning).
     """
     if limit is not None:
         try:
@@ -274,10 +282,12 @@ def load_data(
         )
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
+    read: list[tuple[SplitSource, np.ndarray]] = []
     for name, part in parts.items():
         assert part.rows is not None  # SplitSource.__post_init__ fills rows
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
+        read.append((part, rows))
 
         def fetch(q: np.ndarray, f: Callable[[np.ndarray], Any] = part.fetch) -> Any:
             return transform(f(q))
@@ -285,6 +295,8 @@ def load_data(
         out[name] = Split(name=name, labels=labels, index=rows, fetch=fetch)
         if isinstance(transform, TextTransform):
             warnings += cut_texts(spec, name, part.fetch(rows), transform.tokenizer, transform.max_length)
+    if isinstance(transform, ImageTransform) and resize is None:
+        warnings += stretched_images(spec, transform, src.native, read, seed)
     log.info(
         "dataset %s (%s): %s",
         spec,

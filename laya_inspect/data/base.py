@@ -27,12 +27,14 @@ class SplitSource:
     ``rows`` (N,) int64 are the rows in the source dataset (what ``Split.batches`` yields as
     ``index``); ``fetch(rows)`` returns the raw inputs of those rows: an image tensor (B, C, H, W)
     (uint8, or float in [0, 1]), a list of (C, H, W) tensors when sizes may differ, a float tensor
-    (B, D) of vectors, or a list of B strings.
+    (B, D) of vectors, or a list of B strings. ``sizes(rows)``, where given, is each row's (H, W)
+    read without decoding its pixels (image files); None: every image has ``native["size"]``.
     """
 
     labels: np.ndarray
     fetch: Callable[[np.ndarray], Any]
     rows: np.ndarray | None = None
+    sizes: Callable[[np.ndarray], list[tuple[int, int] | None]] | None = None
 
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64)

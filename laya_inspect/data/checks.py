@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .transforms import CROP_FRACTION
 
 
 def _names(class_names: list[str], idx: list[int], limit: int = 5) -> str:
@@ -126,6 +127,47 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     if transform.normalize_from == "option":  # --normalize none: the user says they are ready
         return []
     return [f"{where}: they look normalised already; --normalize none confirms that nothing more is applied"]
+
+
+# Images whose aspect ratio --resize stretch changes by more than this factor are counted as
+# distorted; a sample of SIZE_SAMPLE files is read (headers only) when sizes differ between images.
+STRETCH_TOLERANCE = 1.1
+SIZE_SAMPLE = 256
+
+
+def stretched_images(
+    spec: str, transform: Any, native: dict, parts: list[tuple[Any, np.ndarray]], seed: int
+) -> list[str]:
+    """A warning when the default ``--resize stretch`` changes the aspect ratio of images: the model
+    sees them squeezed. ``parts``: (SplitSource, rows read) of each split."""
+    if transform.size is None or transform.resize != "stretch":
+        return []
+    th, tw = transform.size
+    if native.get("size"):
+        h, w = native["size"]
+        found: list[tuple[int, int] | None] = [(h, w)]
+        counted = f"its images ({h}×{w})"
+    else:
+        sample = [(part, int(r)) for part, rows in parts if part.sizes is not None for r in rows]
+        if len(sample) > SIZE_SAMPLE:
+            picks = np.random.default_rng(seed).choice(len(sample), SIZE_SAMPLE, replace=False)
+            sample = [sample[i] for i in sorted(picks)]
+        found = [part.sizes(np.array([r]))[0] for part, r in sample]
+        counted = ""
+    sizes = [hw for hw in found if hw is not None and min(hw) > 0]
+    bent = [(h, w) for h, w in sizes if max(w / h * th / tw, h / w * tw / th) > STRETCH_TOLERANCE]
+    if not bent:
+        return []
+    if not counted:
+        shown = ", ".join(f"{h}×{w}" for h, w in sorted(set(bent))[:3])
+        counted = f"{len(bent)} of {len(sizes)} images read (headers only; e.g. {shown})"
+    return [
+        f"dataset {spec!r}: {counted} have another aspect ratio than the model's {th}×{tw} input; "
+        f"--resize stretch, the default, squeezes them to {th}×{tw}, which a model trained on undistorted "
+        f"images may read differently. Pass --resize crop (shorter side to {int(max(th, tw) / CROP_FRACTION)}, "
+        f"then the centre {th}×{tw}: torchvision's evaluation recipe for pretrained models) to keep the aspect "
+        "ratio, or --resize stretch to confirm the stretch"
+    ]
 
 
 def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_length: int) -> list[str]:

@@ -143,6 +143,15 @@ def _open(path: str) -> Any:
         raise _unreadable(path, e) from None
 
 
+def file_size(path: str) -> tuple[int, int] | None:
+    """(H, W) from the header only; None for a file that cannot be read (its decode says why)."""
+    try:
+        with _open(path) as im:
+            return int(im.height), int(im.width)
+    except InputError:
+        return None
+
+
 def file_channels(path: str) -> int:
     """1 for a greyscale file, 3 for any other (palette files count as colour); reads the header only."""
     with _open(path) as im:
@@ -243,7 +252,10 @@ def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.
     def fetch(q: np.ndarray) -> list[torch.Tensor]:
         return [read_image(files[i], channels) for i in q.tolist()]
 
-    return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch)
+    def sizes(q: np.ndarray) -> list[tuple[int, int] | None]:
+        return [file_size(files[i]) for i in q.tolist()]
+
+    return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch, sizes=sizes)
 
 
 def load_imagefolder(
