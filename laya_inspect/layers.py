@@ -234,12 +234,18 @@ def _shape(x: Tensor) -> str:
 
 
 def pool(
-    output: Any, how: str = "auto", module: nn.Module | None = None, *, mask: Tensor | None = None
+    output: Any,
+    how: str = "auto",
+    module: nn.Module | None = None,
+    *,
+    mask: Tensor | None = None,
+    sequence: str = "cls",
 ) -> tuple[Tensor, str]:
     """Reduce one layer's raw output to ``(tensor (N, D) float, decided)``.
 
     ``auto``: RNN (LSTM/GRU/RNN) → final hidden state of the last layer, both directions
-    concatenated (``final_hidden``); 4-D (N, C, H, W) → ``gap``; 3-D (N, T, D) → ``cls`` (token 0);
+    concatenated (``final_hidden``); 4-D (N, C, H, W) → ``gap``; 3-D (N, T, D) → ``sequence``: ``cls``
+    (token 0), or ``mean`` for a model whose token 0 sees no later token (a decoder such as GPT-2);
     2-D → as is (``none``); ≥5-D → ``mean`` over everything after C. Tuples, lists, dicts and
     ``ModelOutput``s are pooled through their first tensor. Explicit: ``gap`` (4-D only), ``cls``,
     ``mean``/``max`` (over tokens or spatial positions), ``last`` (last token / time step),
@@ -257,7 +263,7 @@ def pool(
     if x.ndim == 1:
         x = x.unsqueeze(1)
     if how == "auto":
-        how = {2: "none", 3: "cls", 4: "gap"}.get(x.ndim, "mean")
+        how = {2: "none", 3: sequence, 4: "gap"}.get(x.ndim, "mean")
     if how == "gap" and x.ndim != 4:
         raise InputError(
             f"pooling 'gap' needs a 4-D (N, C, H, W) map; this layer gives {_shape(x)}; use mean, cls, last or flatten"
@@ -304,11 +310,13 @@ def reduce_batch(
     modules: nn.Module | Mapping[str, nn.Module | None],
     *,
     mask: Tensor | None = None,
+    sequence: str = "cls",
 ) -> tuple[dict[str, Tensor], dict[str, str], dict[str, tuple[int, ...]]]:
     """Pool each layer of one batch.
 
     ``pooling_request`` is one method for every layer or a ``{name: method}`` dict (missing
-    names → ``auto``). ``modules`` is the root module or a ``{name: module}`` dict (virtual
+    names → ``auto``; ``sequence``: what ``auto`` takes of a token sequence, as :func:`pool`).
+    ``modules`` is the root module or a ``{name: module}`` dict (virtual
     layers such as ``hidden_states.K`` have none). Returns ``({name: (N, D) float tensor},
     {name: decided method}, {name: raw shape without batch})``; tensors stay on their device.
     """
@@ -326,7 +334,7 @@ def reduce_batch(
         how = pooling_request if isinstance(pooling_request, str) else pooling_request.get(name, "auto")
         module = lookup(name)
         try:
-            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask)
+            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask, sequence=sequence)
         except InputError as e:
             raise InputError(f"layer {name!r}: {e}") from None
         shapes[name] = raw_shape(raw[name], module)

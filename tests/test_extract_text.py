@@ -122,3 +122,101 @@ def test_texts_longer_than_the_models_max_length_are_a_warning(text_setup):
     assert not [
         w for w in load_data(f"csv:{d / 't.csv'}", input_spec=roomy, tokenizer=tokenizer).warnings if "longer" in w
     ]
+
+
+# ----------------------------------------------------------------------------- decoders (GPT-2 and kin)
+WORDS = [w for w in VOCAB if not w.startswith("[")]
+
+
+def _word_tokenizer(transformers, **special):
+    """A GPT-2-like tokenizer: words, an end-of-text token, no padding token, padding on the left."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["<|endoftext|>", *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, padding_side="left", **special)
+
+
+@pytest.fixture(scope="module")
+def decoder_setup(tmp_path_factory, text_setup):
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("gpt")
+    tokenizer = _word_tokenizer(transformers, eos_token="<|endoftext|>")
+    config = transformers.GPT2Config(
+        vocab_size=len(WORDS) + 1, n_positions=32, n_embd=16, n_layer=2, n_head=2, num_labels=2, pad_token_id=None
+    )
+    torch.manual_seed(0)
+    for name, cls in (("base", transformers.GPT2Model), ("clf", transformers.GPT2ForSequenceClassification)):
+        cls(config).eval().save_pretrained(d / name)
+        tokenizer.save_pretrained(d / name)
+    return d, text_setup[0] / "t.csv"
+
+
+def _decoder_cache(decoder_setup, tmp_path, name="base", **kw):
+    d, csv = decoder_setup
+    out = tmp_path / f"{name}-{kw.get('pool', 'auto')}.h5"
+    extract_features(
+        ExtractConfig(model=f"hf:{d / name}", data=f"csv:{csv}", out=str(out), batch_size=4, device="cpu", **kw)
+    )
+    return FeatureStore(out)
+
+
+def test_a_decoder_pads_on_the_right_and_auto_pools_the_mean_of_each_texts_tokens(decoder_setup, tmp_path):
+    """GPT-2's tokenizer names no padding token (extract stopped with a traceback) and its token 0
+    sees no later token: --pool auto takes the mean over each text's tokens, the same as the text alone."""
+    transformers = pytest.importorskip("transformers")
+    d, _ = decoder_setup
+    model = transformers.GPT2Model.from_pretrained(str(d / "base")).eval()
+    alone = transformers.AutoTokenizer.from_pretrained(str(d / "base"))
+    with _decoder_cache(decoder_setup, tmp_path) as store:
+        assert store.attrs["layer_pooling"] == ["mean"] * 3
+        assert store.attrs["transforms"]["pad"] == (
+            "padded with the eos token '<|endoftext|>' (the tokenizer names none); "
+            "padded on the right (the tokenizer pads on the left)"
+        )
+        for k in range(3):
+            for row, i in zip(store.layer("train", k), store.index("train")):
+                with torch.no_grad():
+                    h = model(**alone(TEXTS[i][0], return_tensors="pt"), output_hidden_states=True).hidden_states[k]
+                np.testing.assert_allclose(row, h[0].mean(0).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_decoders_token_0_is_its_first_word_alone(decoder_setup, tmp_path):
+    """Why auto does not take token 0 of a decoder: texts that start with the same word get the same
+    row, whatever follows ("the cat sat on the mat", "the movie was very very bad")."""
+    with _decoder_cache(decoder_setup, tmp_path, pool="cls") as store:
+        rows = dict(zip(store.index("train").tolist(), store.layer("train", 2)))
+    assert TEXTS[0][0].split()[0] == TEXTS[2][0].split()[0] == "the"
+    np.testing.assert_allclose(rows[0], rows[2], atol=1e-6)
+    assert not np.allclose(rows[0], rows[4], atol=1e-3)  # "a cat"
+
+
+def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, tmp_path):
+    """GPT2ForSequenceClassification reads the last token before the padding; without a pad_token_id
+    it refuses batches of more than one text."""
+    transformers = pytest.importorskip("transformers")
+    d, _ = decoder_setup
+    model = transformers.GPT2ForSequenceClassification.from_pretrained(str(d / "clf")).eval()
+    alone = transformers.AutoTokenizer.from_pretrained(str(d / "clf"))
+    with _decoder_cache(decoder_setup, tmp_path, name="clf") as store:
+        logits, index = store.logits("test"), store.index("test")
+    for row, i in zip(logits, index):
+        with torch.no_grad():
+            want = model(**alone(TEXTS[i][0], return_tensors="pt")).logits[0]
+        np.testing.assert_allclose(row, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_encoder_keeps_token_0_and_a_tokenizer_without_special_tokens_is_refused(text_setup, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from laya_inspect.models import load_model
+
+    d, _, _ = text_setup
+    assert load_model(f"hf:{d / 'model'}").sequence_pool == "cls"
+    bare = tmp_path / "bare"
+    transformers.GPT2Model(
+        transformers.GPT2Config(vocab_size=len(WORDS) + 1, n_embd=8, n_layer=1, n_head=1)
+    ).save_pretrained(bare)
+    _word_tokenizer(transformers).save_pretrained(bare)
+    with pytest.raises(InputError, match="names no padding token and no end-of-text"):
+        load_model(f"hf:{bare}")

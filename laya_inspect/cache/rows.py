@@ -45,6 +45,7 @@ class Prepared:
     attrs: dict[str, Any]
     batch_size: int
     warnings: list[str]
+    sequence_pool: str = "cls"  # what --pool auto takes of a token sequence (LoadedModel.sequence_pool)
 
 
 def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1) -> Prepared:
@@ -84,7 +85,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with _largest_activation(model.module) as largest, autocast(device, config.amp):
         raw, logits = model.run(to_device(inputs, device), names)
-    feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs))
+    sequence = getattr(model, "sequence_pool", "cls")
+    feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence)
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -124,6 +126,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         attrs=attrs,
         batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
         warnings=warnings,
+        sequence_pool=sequence,
     )
 
 
@@ -173,7 +176,9 @@ def _write_rows(
             for inputs, labels, index in batches:
                 with autocast(device, config.amp):
                     raw, logits = prep.model.run(to_device(inputs, device), names)
-                feats, _, _ = reduce_batch(raw, names, config.pool, prep.modules, mask=_mask(inputs))
+                feats, _, _ = reduce_batch(
+                    raw, names, config.pool, prep.modules, mask=_mask(inputs), sequence=prep.sequence_pool
+                )
                 batch_logits = None
                 if prep.num_logits is not None:
                     assert logits is not None  # the model gave logits on the dry batch

@@ -177,7 +177,7 @@ def _plan_transform(
                 f"dataset {spec!r} is text: it needs a tokenizer, i.e. an hf: text model "
                 "(e.g. --model hf:DIR with its tokenizer files)"
             )
-        return TextTransform(tokenizer, max_length)
+        return TextTransform(tokenizer, max_length, getattr(input_spec, "padding", None))
     if model_kind in ("text", "tokens"):
         raise InputError(f"dataset {spec!r} holds {src.kind}s but the model takes text; use csv:FILE or jsonl:FILE")
     if src.kind == "vector":

@@ -376,6 +376,7 @@ class TextTransform:
 
     tokenizer: Any
     max_length: int = DEFAULT_MAX_LENGTH
+    padding_note: str | None = None  # what the model's loader changed so that texts pad (InputSpec.padding)
 
     def __call__(self, texts: list[str]) -> dict[str, torch.Tensor]:
         enc = self.tokenizer(
@@ -392,4 +393,5 @@ class TextTransform:
             "max_length": self.max_length,
             "padding": "longest",
             "truncation": True,
+            **({"pad": self.padding_note} if self.padding_note else {}),
         }

@@ -74,7 +74,7 @@ class InputSpec:
     (keep). ``mean``/``std``: per-channel normalisation after scaling to [0, 1], or None (only
     scale). ``unnormalized``: True when the model is known to take inputs only scaled to [0, 1]
     (so no mean/std is right, not unknown). ``max_length``: tokens per text. ``vocab_size``: id
-    range for "tokens" models.
+    range for "tokens" models. ``padding``: what the loader changed so that texts pad (None: nothing).
     """
 
     kind: str = "image"
@@ -85,6 +85,7 @@ class InputSpec:
     unnormalized: bool = False
     max_length: int | None = None
     vocab_size: int | None = None
+    padding: str | None = None  # how texts are padded where the tokenizer alone would not do (the cache records it)
 
 
 class Adapter:
@@ -187,6 +188,7 @@ class LoadedModel:
     image_processor: Any = None
     random_init: bool = False
     warnings: list[str] = field(default_factory=list)
+    sequence_pool: str = "cls"  # what --pool auto takes of a token sequence: "mean" for a decoder
 
     def candidate_layers(self) -> list[str]:
         """Every name ``--layers`` accepts: virtual names first, then the module paths it can hook."""

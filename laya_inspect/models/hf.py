@@ -135,14 +135,63 @@ def _sentence_length(d: Path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _text_spec(config: Any, tokenizer: Any, d: Path) -> InputSpec:
+# Special tokens a tokenizer without a padding token (GPT-2, Llama, …) is padded with: padded
+# positions are masked, so any token of the vocabulary serves; these exist in it.
+PAD_STANDINS = ("eos_token", "bos_token", "unk_token", "sep_token")
+
+
+def _pad_on_the_right(tokenizer: Any, model: nn.Module, d: Path) -> str | None:
+    """Make ``tokenizer`` pad on the right with a token it has; a note of what changed, or None.
+
+    Decoder tokenizers name no padding token, and some pad on the left, which moves a text's
+    positions with the longest text of its batch. A classifier also needs ``config.pad_token_id``
+    to find each text's last token in a batch.
+    """
+    notes = []
+    if tokenizer.pad_token is None:
+        role = next((r for r in PAD_STANDINS if getattr(tokenizer, r, None) is not None), None)
+        if role is None:
+            raise InputError(
+                f"{d}: the tokenizer names no padding token and no end-of-text, start or unknown token to pad with; "
+                "set tokenizer.pad_token and save it with save_pretrained"
+            )
+        tokenizer.pad_token = getattr(tokenizer, role)
+        kind = role.removesuffix("_token")
+        notes.append(f"padded with the {kind} token {tokenizer.pad_token!r} (the tokenizer names none)")
+    if getattr(tokenizer, "padding_side", "right") != "right":
+        tokenizer.padding_side = "right"
+        notes.append("padded on the right (the tokenizer pads on the left)")
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "pad_token_id", None) is None:
+        config.pad_token_id = tokenizer.pad_token_id
+    return "; ".join(notes) or None
+
+
+def _reads_left_to_right(model: nn.Module, config: Any) -> bool:
+    """True when a text model's first position sees no later token (a decoder: GPT-2, Llama, …):
+    two 4-token inputs that differ after their first token give it the same last hidden state."""
+    if int(getattr(config, "vocab_size", 0) or 0) < 8:
+        return False
+    device = next(model.parameters()).device
+    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device)
+    try:
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True, return_dict=True)
+        first = out.hidden_states[-1][:, 0].float()
+    except Exception:  # an architecture that needs more than token ids: token 0 is read as before
+        return False
+    return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
+
+
+def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
     limits = [
         512,
         getattr(config, "max_position_embeddings", None),
         getattr(tokenizer, "model_max_length", None),
         _sentence_length(d),
     ]
-    return InputSpec(kind="text", max_length=min(int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1e6))
+    top = min(int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1e6)
+    return InputSpec(kind="text", max_length=top, padding=padding)
 
 
 def _dtype_keyword(version: str) -> str:
@@ -207,11 +256,13 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     is_image = getattr(config, "image_size", None) is not None
     tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
-    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer, d)
+    padding = _pad_on_the_right(tokenizer, model, d) if tokenizer is not None else None
+    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer, d, padding)
     adapter = HFAdapter(_n_hidden(config), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
+    module = freeze(model, options.device)
     return LoadedModel(
-        module=freeze(model, options.device),
+        module=module,
         spec=spec,
         source="hf",
         input_spec=input_spec,
@@ -224,4 +275,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         device=options.device,
         layer_roles=roles,
         adapter=adapter,
+        sequence_pool="mean" if not is_image and _reads_left_to_right(module, config) else "cls",
     )
