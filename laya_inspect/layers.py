@@ -12,10 +12,12 @@ Shapes: N samples, T tokens / time steps, C channels, H×W spatial, D width.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeGuard
 
 import torch
@@ -233,6 +235,26 @@ def _shape(x: Tensor) -> str:
     return "(N, " + ", ".join(str(s) for s in x.shape[1:]) + ")"
 
 
+def image_size_of(inputs: Any) -> tuple[int, int] | None:
+    """(H, W) of a batch of images (B, C, H, W); None for any other input."""
+    return (int(inputs.shape[-2]), int(inputs.shape[-1])) if isinstance(inputs, Tensor) and inputs.ndim == 4 else None
+
+
+@lru_cache(maxsize=256)
+def patch_grid(tokens: int, image_hw: tuple[int, int]) -> bool:
+    """True when ``tokens`` positions tile an image of ``image_hw`` as h × w patches of its shape
+    (h = w for a square image, else within 10% of its aspect ratio): patches alone, no class token
+    in front, as in MLP-Mixer, Swin or a ViT pooled by the mean. A class token makes it h·w + 1."""
+    ih, iw = image_hw
+    for h in range(1, math.isqrt(tokens) + 1):
+        if tokens % h:
+            continue
+        for a, b in ((h, tokens // h), (tokens // h, h)):
+            if (a == b) if ih == iw else abs(math.log(a * iw / (b * ih))) < math.log(1.1):
+                return True
+    return False
+
+
 def pool(
     output: Any,
     how: str = "auto",
@@ -240,12 +262,15 @@ def pool(
     *,
     mask: Tensor | None = None,
     sequence: str = "cls",
+    image_hw: tuple[int, int] | None = None,
 ) -> tuple[Tensor, str]:
     """Reduce one layer's raw output to ``(tensor (N, D) float, decided)``.
 
     ``auto``: RNN (LSTM/GRU/RNN) → final hidden state of the last layer, both directions
     concatenated (``final_hidden``); 4-D (N, C, H, W) → ``gap``; 3-D (N, T, D) → ``sequence``: ``cls``
-    (token 0), or ``mean`` for a model whose token 0 sees no later token (a decoder such as GPT-2);
+    (token 0), or ``mean`` for a model whose token 0 sees no later token (a decoder such as GPT-2),
+    and ``mean`` for the patches of an image (``image_hw``, the input's H, W) when they tile it with
+    no class token (:func:`patch_grid`);
     2-D → as is (``none``); ≥5-D → ``mean`` over everything after C. Tuples, lists, dicts and
     ``ModelOutput``s are pooled through their first tensor. Explicit: ``gap`` (4-D only), ``cls``,
     ``mean``/``max`` (over tokens or spatial positions), ``last`` (last token / time step),
@@ -263,7 +288,8 @@ def pool(
     if x.ndim == 1:
         x = x.unsqueeze(1)
     if how == "auto":
-        how = {2: "none", 3: sequence, 4: "gap"}.get(x.ndim, "mean")
+        patches = x.ndim == 3 and image_hw is not None and patch_grid(int(x.shape[1]), tuple(image_hw))
+        how = {2: "none", 3: "mean" if patches else sequence, 4: "gap"}.get(x.ndim, "mean")
     if how == "gap" and x.ndim != 4:
         raise InputError(
             f"pooling 'gap' needs a 4-D (N, C, H, W) map; this layer gives {_shape(x)}; use mean, cls, last or flatten"
@@ -311,11 +337,13 @@ def reduce_batch(
     *,
     mask: Tensor | None = None,
     sequence: str = "cls",
+    image_hw: tuple[int, int] | None = None,
 ) -> tuple[dict[str, Tensor], dict[str, str], dict[str, tuple[int, ...]]]:
     """Pool each layer of one batch.
 
     ``pooling_request`` is one method for every layer or a ``{name: method}`` dict (missing
-    names → ``auto``; ``sequence``: what ``auto`` takes of a token sequence, as :func:`pool`).
+    names → ``auto``; ``sequence`` and ``image_hw``: what ``auto`` takes of a token sequence, as
+    :func:`pool`).
     ``modules`` is the root module or a ``{name: module}`` dict (virtual
     layers such as ``hidden_states.K`` have none). Returns ``({name: (N, D) float tensor},
     {name: decided method}, {name: raw shape without batch})``; tensors stay on their device.
@@ -334,7 +362,7 @@ def reduce_batch(
         how = pooling_request if isinstance(pooling_request, str) else pooling_request.get(name, "auto")
         module = lookup(name)
         try:
-            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask, sequence=sequence)
+            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask, sequence=sequence, image_hw=image_hw)
         except InputError as e:
             raise InputError(f"layer {name!r}: {e}") from None
         shapes[name] = raw_shape(raw[name], module)

@@ -158,6 +158,21 @@ def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(c
     assert default.identity()["resize"] == "stretch" != crop.identity()["resize"]
 
 
+def test_auto_pools_an_mlp_mixers_patches_by_their_mean_and_a_vits_by_its_class_token(tmp_path):
+    """MLP-Mixer's blocks give 14 × 14 patch tokens and no class token: auto took the top-left patch."""
+    from helpers import need_timm_model
+
+    for name, want in (("mixer_s16_224", "mean"), ("test_vit", "cls")):
+        need_timm_model(name)
+        out = tmp_path / f"{name}.h5"
+        config = ExtractConfig(
+            model=f"timm:{name}", random_init=True, data="digits", limit=4, splits=("test",), out=str(out), device="cpu"
+        )
+        extract_features(config)
+        with FeatureStore(out) as store:
+            assert set(store.attrs["layer_pooling"]) == {want}, name
+
+
 def test_usage_error_exits_2():
     res = runner.invoke(app, ["extract", "--batch-size", "many"])
     assert res.exit_code == 2

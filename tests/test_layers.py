@@ -7,7 +7,16 @@ import torch
 from torch import nn
 
 from laya_inspect.errors import InputError, NotFoundError
-from laya_inspect.layers import LayerInfo, capture, hooks, list_layers, pool, reduce_batch, resolve_layers
+from laya_inspect.layers import (
+    LayerInfo,
+    capture,
+    hooks,
+    list_layers,
+    patch_grid,
+    pool,
+    reduce_batch,
+    resolve_layers,
+)
 
 DEFAULT = ["layer1", "layer2", "layer3", "layer4"]
 CANDIDATES = ["conv1", "bn1", *DEFAULT, "layer1.0", "layer1.0.conv1", "fc"]
@@ -177,6 +186,39 @@ def test_pool_3d_sequences():
     torch.testing.assert_close(pool(x, "max")[0], x.amax(1))
     torch.testing.assert_close(pool(x, "last")[0], x[:, -1])
     torch.testing.assert_close(pool(x, "flatten")[0], x.reshape(2, 20))
+
+
+@pytest.mark.parametrize(
+    ("tokens", "image_hw", "grid"),
+    [
+        (196, (224, 224), True),  # ViT-S/16's 14 × 14 patches, no class token (MLP-Mixer, a mean-pooled ViT)
+        (197, (224, 224), False),  # + a class token
+        (198, (224, 224), False),  # + class and distillation tokens (DeiT)
+        (201, (224, 224), False),  # + class token and 4 registers
+        (3136, (224, 224), True),  # Swin's first stage, 56 × 56
+        (280, (224, 320), True),  # 14 × 20 patches of a 224 × 320 image
+        (281, (224, 320), False),
+        (280, (224, 224), False),  # a grid of another shape than the image
+        (1, (8, 8), True),  # one patch
+    ],
+)
+def test_patch_grid_tells_patches_alone_from_patches_behind_a_class_token(tokens, image_hw, grid):
+    assert patch_grid(tokens, image_hw) is grid
+
+
+def test_pool_3d_auto_of_an_images_patches_is_their_mean():
+    """Token 0 of patches with no class token is the image's top-left patch: auto takes their mean
+    instead; a sequence behind a class token, and a text (no image size), keep token 0."""
+    x = torch.arange(2 * 17 * 3, dtype=torch.float32).reshape(2, 17, 3)
+    patches = x[:, 1:]  # 16 = 4 × 4 patches of a 32 × 32 image
+    out, how = pool(patches, "auto", image_hw=(32, 32))
+    assert how == "mean" and torch.equal(out, patches.mean(1))
+    out, how = pool(x, "auto", image_hw=(32, 32))
+    assert how == "cls" and torch.equal(out, x[:, 0])
+    assert pool(patches, "auto")[1] == "cls"
+    assert pool(patches, "cls", image_hw=(32, 32))[1] == "cls"  # asked for: kept
+    _, decided, _ = reduce_batch({"p": patches, "c": x}, ["p", "c"], "auto", {}, image_hw=(32, 32))
+    assert decided == {"p": "mean", "c": "cls"}
 
 
 def test_pool_3d_masked_skips_padding():

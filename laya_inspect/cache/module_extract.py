@@ -24,7 +24,7 @@ from torch import nn
 from .. import __version__
 from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock
-from ..layers import capture, reduce_batch
+from ..layers import capture, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .writer import FeatureWriter
 
@@ -231,7 +231,7 @@ def _run(
             else:
                 model(x)
         mask = x.get("attention_mask") if isinstance(x, Mapping) else None
-        feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask)
+        feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask, image_hw=image_size_of(x))
         arrays = [feats[n].float().cpu().numpy() for n in names]
         if any(len(a) != len(y) for a in arrays):
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")

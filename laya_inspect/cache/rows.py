@@ -21,7 +21,7 @@ import torch
 from .. import __version__
 from ..data import load_data
 from ..errors import InputError
-from ..layers import reduce_batch
+from ..layers import image_size_of, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -85,8 +85,10 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with _largest_activation(model.module) as largest, autocast(device, config.amp):
         raw, logits = model.run(to_device(inputs, device), names)
-    sequence = getattr(model, "sequence_pool", "cls")
-    feats, decided, shapes = reduce_batch(raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence)
+    sequence, image_hw = getattr(model, "sequence_pool", "cls"), image_size_of(inputs)
+    feats, decided, shapes = reduce_batch(
+        raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence, image_hw=image_hw
+    )
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -177,7 +179,13 @@ def _write_rows(
                 with autocast(device, config.amp):
                     raw, logits = prep.model.run(to_device(inputs, device), names)
                 feats, _, _ = reduce_batch(
-                    raw, names, config.pool, prep.modules, mask=_mask(inputs), sequence=prep.sequence_pool
+                    raw,
+                    names,
+                    config.pool,
+                    prep.modules,
+                    mask=_mask(inputs),
+                    sequence=prep.sequence_pool,
+                    image_hw=image_size_of(inputs),
                 )
                 batch_logits = None
                 if prep.num_logits is not None:
