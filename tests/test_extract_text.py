@@ -220,3 +220,48 @@ def test_an_encoder_keeps_token_0_and_a_tokenizer_without_special_tokens_is_refu
     _word_tokenizer(transformers).save_pretrained(bare)
     with pytest.raises(InputError, match="names no padding token and no end-of-text"):
         load_model(f"hf:{bare}")
+
+
+@pytest.fixture(scope="module")
+def t5_setup(tmp_path_factory, text_setup):
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("t5")
+    tokenizer = _word_tokenizer(transformers, pad_token="<|endoftext|>", eos_token="<|endoftext|>")
+
+    def config():  # one each: T5EncoderModel turns its config's is_encoder_decoder off
+        return transformers.T5Config(
+            vocab_size=len(WORDS) + 1, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2, decoder_start_token_id=0
+        )
+
+    torch.manual_seed(0)
+    whole = transformers.T5Model(config()).eval()
+    for name, model in (("whole", whole), ("encoder", transformers.T5EncoderModel(config()).eval())):
+        model.save_pretrained(d / name)
+        tokenizer.save_pretrained(d / name)
+    return d, text_setup[0] / "t.csv", whole
+
+
+def test_an_encoder_decoder_is_read_as_its_encoder_and_pooled_by_the_mean(t5_setup, tmp_path):
+    """T5 stopped extract ("You must specify exactly one of input_ids or inputs_embeds": its decoder
+    had no input), and a T5EncoderModel folder loaded as the whole model with a random decoder. Its
+    token 0 is the text's first word, not a summary token: auto takes the mean."""
+    from laya_inspect.models import load_model
+
+    d, csv, whole = t5_setup
+    assert type(load_model(f"hf:{d / 'encoder'}").module).__name__ == "T5EncoderModel"
+    assert load_model(f"hf:{d / 'whole'}").module is not None
+    out = tmp_path / "t5.h5"
+    extract_features(
+        ExtractConfig(model=f"hf:{d / 'whole'}", data=f"csv:{csv}", out=str(out), batch_size=4, device="cpu")
+    )
+    alone = _word_tokenizer(pytest.importorskip("transformers"), pad_token="<|endoftext|>")
+    with FeatureStore(out) as store:
+        assert store.layer_names == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+        assert store.attrs["layer_pooling"] == ["mean"] * 3
+        for k in range(3):
+            for row, i in zip(store.layer("train", k), store.index("train")):
+                with torch.no_grad():
+                    h = whole.encoder(
+                        **alone(TEXTS[i][0], return_tensors="pt"), output_hidden_states=True
+                    ).hidden_states[k]
+                np.testing.assert_allclose(row, h[0].mean(0).numpy(), rtol=1e-4, atol=1e-5)

@@ -101,6 +101,13 @@ def custom_code(directory: Path) -> list[str]:
     return found
 
 
+def _encoder_class(transformers: Any, config: Any) -> Any:
+    """The encoder-only class a directory was saved from (``T5EncoderModel``: loading it as the whole
+    encoder-decoder would initialise a decoder at random), else ``AutoModel``."""
+    named = [a for a in (config.architectures or []) if a.endswith("EncoderModel") and hasattr(transformers, a)]
+    return getattr(transformers, named[0]) if named else transformers.AutoModel
+
+
 def _auto_head(transformers: Any, config: Any) -> Any:
     """The Auto class for a custom-code classifier named in ``auto_map``, else None."""
     names = getattr(config, "auto_map", None) or {}
@@ -183,6 +190,20 @@ def _reads_left_to_right(model: nn.Module, config: Any) -> bool:
     return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
 
 
+def _token_0_summarises(model: nn.Module, config: Any, tokenizer: Any) -> bool:
+    """Whether token 0 can stand for the text: the tokenizer puts its own special token first (BERT's
+    [CLS], RoBERTa's <s>) and the model reads in both directions. T5's encoder starts with the first
+    word; a decoder's token 0 has seen nothing else."""
+    if tokenizer is None:
+        return True
+    try:
+        ids = tokenizer("a text")["input_ids"]
+        leads = ids[0] != tokenizer("a text", add_special_tokens=False)["input_ids"][0]
+    except (TypeError, ValueError, KeyError, IndexError):
+        return True
+    return leads and ids[0] in set(tokenizer.all_special_ids) and not _reads_left_to_right(model, config)
+
+
 def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
     limits = [
         512,
@@ -234,7 +255,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         raise InputError(f"{d / 'config.json'} does not load: {first_line(e)}{hint}") from None
     heads = [a for a in (config.architectures or []) if a.endswith(HEADS) and hasattr(transformers, a)]
     auto_head = _auto_head(transformers, config) if trust else None
-    cls = getattr(transformers, heads[0]) if heads else auto_head or transformers.AutoModel
+    cls = getattr(transformers, heads[0]) if heads else auto_head or _encoder_class(transformers, config)
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # the library does not print
     try:
@@ -247,6 +268,8 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
+    if not (heads or auto_head) and getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+        model = model.get_encoder()  # an encoder-decoder (T5, BART) read as a text encoder: its encoder
     files = sorted(p for g in WEIGHT_GLOBS for p in d.glob(g))
     files = files or sorted(p for p in d.iterdir() if p.is_file())  # weights in a format the globs miss
     digests = [sha256_file(p) for p in files]
@@ -275,5 +298,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         device=options.device,
         layer_roles=roles,
         adapter=adapter,
-        sequence_pool="mean" if not is_image and _reads_left_to_right(module, config) else "cls",
+        sequence_pool="cls" if is_image or _token_0_summarises(module, config, tokenizer) else "mean",
     )
