@@ -253,6 +253,19 @@ def test_default_stretch_warns_when_it_changes_photos_aspect_ratio(tmp_path):
     )
 
 
+def test_stretch_warning_follows_the_models_own_preprocessing(tmp_path):
+    """A model whose own preprocessing stretches (an HF ViT processor) gets no warning; one whose
+    preprocessing centre-crops (torchvision and timm presets) is told so."""
+    for cls in ("a", "b"):
+        write(tmp_path / cls / "coffee.png", Image.fromarray(skdata.coffee()))
+    folder = f"imagefolder:{tmp_path}"
+    assert not stretch_warnings(
+        load_data(folder, test_fraction=0.5, input_spec=spec(channels=3, size=64, resize="stretch"))
+    )
+    (w,) = stretch_warnings(load_data(folder, test_fraction=0.5, input_spec=spec(channels=3, size=64, resize="crop")))
+    assert "the model's own preprocessing keeps the aspect ratio" in w
+
+
 def test_default_stretch_of_square_photos_and_of_non_square_arrays(tmp_path):
     for cls in ("a", "b"):
         write(tmp_path / "sq" / cls / "astronaut.png", Image.fromarray(skdata.astronaut()))

@@ -556,3 +556,19 @@ def test_torchscript_without_readable_layers_refuses_the_default_selection(tmp_p
     with pytest.raises(InputError, match="has none; run with --list-layers"):
         resolve_layers("all", loaded.candidate_layers(), loaded.default_layers)  # the plain function says it too
     assert list_layers(loaded, torch.rand(2, 4)) == []
+
+
+def test_input_spec_says_how_the_models_own_preprocessing_resizes():
+    """torchvision and timm presets centre-crop; an HF processor stretches when its size is a height and
+    width (ViT) and crops when it is a shortest edge (ConvNeXt)."""
+    transformers = pytest.importorskip("transformers")
+    from laya_inspect.models.hf import _image_spec
+
+    assert load_model("torchvision:squeezenet1_1", random_init=True).input_spec.resize == "crop"
+    need_timm_model("test_vit")
+    assert load_model("timm:test_vit", random_init=True).input_spec.resize == "crop"  # crop_mode "center"
+    config = transformers.ViTConfig(image_size=224)
+    vit = _image_spec(config, transformers.ViTImageProcessor(size={"height": 224, "width": 224}))
+    convnext = _image_spec(config, transformers.ConvNextImageProcessor(size={"shortest_edge": 224}))
+    assert (vit.resize, vit.size, convnext.resize, convnext.size) == ("stretch", 224, "crop", 224)
+    assert _image_spec(config, None).resize is None

@@ -296,7 +296,7 @@ def load_data(
         if isinstance(transform, TextTransform):
             warnings += cut_texts(spec, name, part.fetch(rows), transform.tokenizer, transform.max_length)
     if isinstance(transform, ImageTransform) and resize is None:
-        warnings += stretched_images(spec, transform, src.native, read, seed)
+        warnings += stretched_images(spec, transform, src.native, read, seed, getattr(input_spec, "resize", None))
     log.info(
         "dataset %s (%s): %s",
         spec,

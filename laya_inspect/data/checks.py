@@ -136,11 +136,12 @@ SIZE_SAMPLE = 256
 
 
 def stretched_images(
-    spec: str, transform: Any, native: dict, parts: list[tuple[Any, np.ndarray]], seed: int
+    spec: str, transform: Any, native: dict, parts: list[tuple[Any, np.ndarray]], seed: int, own: str | None = None
 ) -> list[str]:
     """A warning when the default ``--resize stretch`` changes the aspect ratio of images: the model
-    sees them squeezed. ``parts``: (SplitSource, rows read) of each split."""
-    if transform.size is None or transform.resize != "stretch":
+    sees them squeezed. ``parts``: (SplitSource, rows read) of each split; ``own``: how the model's
+    own preprocessing resizes (InputSpec.resize; "stretch": no warning)."""
+    if transform.size is None or transform.resize != "stretch" or own == "stretch":
         return []
     th, tw = transform.size
     if native.get("size"):
@@ -161,12 +162,17 @@ def stretched_images(
     if not counted:
         shown = ", ".join(f"{h}×{w}" for h, w in sorted(set(bent))[:3])
         counted = f"{len(bent)} of {len(sizes)} images read (headers only; e.g. {shown})"
+    why = (
+        "the model's own preprocessing keeps the aspect ratio (shorter side, then the centre)"
+        if own == "crop"
+        else "a model trained on undistorted images may read them differently"
+    )
+    side = int(max(th, tw) / CROP_FRACTION)
     return [
         f"dataset {spec!r}: {counted} have another aspect ratio than the model's {th}×{tw} input; "
-        f"--resize stretch, the default, squeezes them to {th}×{tw}, which a model trained on undistorted "
-        f"images may read differently. Pass --resize crop (shorter side to {int(max(th, tw) / CROP_FRACTION)}, "
-        f"then the centre {th}×{tw}: torchvision's evaluation recipe for pretrained models) to keep the aspect "
-        "ratio, or --resize stretch to confirm the stretch"
+        f"--resize stretch, the default, squeezes them to {th}×{tw}, and {why}. Pass --resize crop (shorter "
+        f"side to {side}, then the centre {th}×{tw}: torchvision's evaluation recipe for pretrained models) to "
+        "keep the aspect ratio, or --resize stretch to confirm the stretch"
     ]
 
 

@@ -74,7 +74,9 @@ class InputSpec:
     (keep). ``mean``/``std``: per-channel normalisation after scaling to [0, 1], or None (only
     scale). ``unnormalized``: True when the model is known to take inputs only scaled to [0, 1]
     (so no mean/std is right, not unknown). ``max_length``: tokens per text. ``vocab_size``: id
-    range for "tokens" models. ``padding``: what the loader changed so that texts pad (None: nothing).
+    range for "tokens" models. ``padding``: what the loader changed so that texts pad (None:
+    nothing). ``resize``: how the model's own preprocessing reaches ``size``: "stretch" (straight
+    there) or "crop" (shorter side, then the centre), None when it does not say.
     """
 
     kind: str = "image"
@@ -85,6 +87,7 @@ class InputSpec:
     unnormalized: bool = False
     max_length: int | None = None
     vocab_size: int | None = None
+    resize: str | None = None  # the model's own way to its size: "stretch" or "crop"; None: not known
     padding: str | None = None  # how texts are padded where the tokenizer alone would not do (the cache records it)
 
 

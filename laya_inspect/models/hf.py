@@ -121,15 +121,18 @@ def _image_spec(config: Any, processor: Any) -> InputSpec:
     channels = int(getattr(config, "num_channels", 3))
     size = getattr(config, "image_size", None)
     mean = std = (0.5,) * channels
+    resize = None
     if processor is not None:
         crop = getattr(processor, "crop_size", None) if getattr(processor, "do_center_crop", False) else None
         dims = crop or getattr(processor, "size", None) or {}
         dims = dims if isinstance(dims, Mapping) else dict(dims)
         size = dims.get("height") or dims.get("shortest_edge") or size
+        resize = "crop" if crop or "shortest_edge" in dims else "stretch" if "height" in dims else None
         mean = tuple(getattr(processor, "image_mean", None) or mean)
         std = tuple(getattr(processor, "image_std", None) or std)
     size = size[0] if isinstance(size, (list, tuple)) else size
-    return InputSpec(kind="image", channels=channels, size=int(size) if size else None, mean=mean, std=std)
+    size = int(size) if size else None
+    return InputSpec(kind="image", channels=channels, size=size, mean=mean, std=std, resize=resize)
 
 
 def _sentence_length(d: Path) -> int | None:

@@ -116,10 +116,11 @@ def load_torchvision(name: str, options: LoadOptions) -> LoadedModel:
         raise NotFoundError(f"no torchvision model {name!r}; {suggest(name, tvm.list_models())}")
     random_init = keeps_random_init(f"torchvision:{name}", options)
     model, sha = _build(lambda n, **kw: tvm.get_model(n, weights=None, **kw), name, options)
-    size, mean, std = 224, IMAGENET_MEAN, IMAGENET_STD
+    size, mean, std, resize = 224, IMAGENET_MEAN, IMAGENET_STD, None
     try:  # the preset's crop size and normalisation, from torchvision's metadata (no download)
         kw = tvm.get_model_weights(name).DEFAULT.transforms.keywords
         size, mean, std = kw.get("crop_size", size), tuple(kw.get("mean", mean)), tuple(kw.get("std", std))
+        resize = "crop" if "crop_size" in kw else None
     except (ValueError, AttributeError, KeyError):
         pass
     head = last_linear(model)
@@ -127,7 +128,7 @@ def load_torchvision(name: str, options: LoadOptions) -> LoadedModel:
         module=freeze(model, options.device),
         spec=f"torchvision:{name}",
         source="torchvision",
-        input_spec=InputSpec(kind="image", channels=3, size=int(size), mean=mean, std=std),
+        input_spec=InputSpec(kind="image", channels=3, size=int(size), mean=mean, std=std, resize=resize),
         default_layers=torchvision_blocks(model),
         num_classes=head[1].out_features if head else None,
         weights_path=options.weights,
@@ -206,6 +207,7 @@ def load_timm(name: str, options: LoadOptions) -> LoadedModel:
             size=h,
             mean=tuple(cfg.get("mean", IMAGENET_MEAN)),
             std=tuple(cfg.get("std", IMAGENET_STD)),
+            resize={"center": "crop", "squash": "stretch"}.get(cfg.get("crop_mode", "center")),
         ),
         default_layers=timm_blocks(model),
         num_classes=num_classes,
