@@ -23,11 +23,12 @@ from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, 
 from laya_inspect.files import output_lock
 
 
-def _writer(path, *, weights="w1", data="d1", overwrite=False, n=10, **kw):
+def _writer(path, *, weights="w1", data="d1", pooling=("cls", "cls"), overwrite=False, n=10, **kw):
     return FeatureWriter(
         path,
         attrs={
             "layer_names": ["a", "b"],
+            "layer_pooling": list(pooling),
             "command": {"x": 1},
             "weights_sha256": weights,
             "data_fingerprint": data,
@@ -59,7 +60,12 @@ def test_rows_go_to_a_partial_file_renamed_only_when_complete(tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"weights": "w2"}, "other weights .*--weights changed"), ({"data": "d2"}, "other data .*--data changed")],
+    [
+        ({"weights": "w2"}, "other weights .*--weights changed"),
+        ({"data": "d2"}, "other data .*--data changed"),
+        # rows of token 0 must not be continued with rows of the mean (--pool auto decided anew)
+        ({"pooling": ("mean", "cls")}, r"pooled its layers otherwise \(cls, now cls, mean\).*--pool auto"),
+    ],
 )
 def test_resume_refuses_other_weights_or_data(tmp_path, change, message):
     path = tmp_path / "c.h5"

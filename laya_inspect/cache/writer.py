@@ -29,7 +29,7 @@ from ..files import start_writeback
 from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
-VERIFIED = ("weights_sha256", "data_fingerprint")
+VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling")
 _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash the interpreter
 # Rows are written a whole HDF5 chunk at a time, buffered in at most this many bytes per split, and
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
@@ -128,6 +128,12 @@ class FeatureWriter:
             problem = (
                 f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
                 f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
+            )
+        elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
+            was, now = _pooling(old["layer_pooling"]), _pooling(new["layer_pooling"])
+            problem = (
+                f"pooled its layers otherwise ({was}, now {now}): this laya-inspect decides --pool auto "
+                "differently from the one that started it"
             )
         if problem:
             f.close()
@@ -430,6 +436,14 @@ def _put(ds: h5py.Dataset, rows: np.ndarray, start: int, k: int) -> None:
         ds.id.write_direct_chunk((start, 0), rows)
     else:
         ds[start : start + k] = rows[:k]
+
+
+def _methods(recorded: Any) -> list[str]:
+    return [str(m) for m in recorded] if isinstance(recorded, (list, tuple)) else []
+
+
+def _pooling(recorded: Any) -> str:
+    return ", ".join(sorted(set(_methods(recorded)))) or "not recorded"
 
 
 def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:
