@@ -143,12 +143,17 @@ def decoder_setup(tmp_path_factory, text_setup):
     transformers = pytest.importorskip("transformers")
     d = tmp_path_factory.mktemp("gpt")
     tokenizer = _word_tokenizer(transformers, eos_token="<|endoftext|>")
-    config = transformers.GPT2Config(
-        vocab_size=len(WORDS) + 1, n_positions=32, n_embd=16, n_layer=2, n_head=2, num_labels=2, pad_token_id=None
-    )
+
+    def config(pad):
+        return transformers.GPT2Config(
+            vocab_size=len(WORDS) + 1, n_positions=32, n_embd=16, n_layer=2, n_head=2, num_labels=2, pad_token_id=pad
+        )
+
     torch.manual_seed(0)
-    for name, cls in (("base", transformers.GPT2Model), ("clf", transformers.GPT2ForSequenceClassification)):
-        cls(config).eval().save_pretrained(d / name)
+    clf = transformers.GPT2ForSequenceClassification
+    # clf-pad: the config names a pad id (that of "on") the tokenizer does not know as padding
+    for name, cls, pad in (("base", transformers.GPT2Model, None), ("clf", clf, None), ("clf-pad", clf, 5)):
+        cls(config(pad)).eval().save_pretrained(d / name)
         tokenizer.save_pretrained(d / name)
     return d, text_setup[0] / "t.csv"
 
@@ -192,14 +197,18 @@ def test_a_decoders_token_0_is_its_first_word_alone(decoder_setup, tmp_path):
     assert not np.allclose(rows[0], rows[4], atol=1e-3)  # "a cat"
 
 
-def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, tmp_path):
-    """GPT2ForSequenceClassification reads the last token before the padding; without a pad_token_id
-    it refuses batches of more than one text."""
+@pytest.mark.parametrize("name", ["clf", "clf-pad"])
+def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, tmp_path, name):
+    """GPT2ForSequenceClassification reads the last token before the padding: without a pad_token_id
+    it refuses batches of more than one text, and with one the tokenizer does not pad with it reads
+    the padding of shorter texts."""
     transformers = pytest.importorskip("transformers")
     d, _ = decoder_setup
-    model = transformers.GPT2ForSequenceClassification.from_pretrained(str(d / "clf")).eval()
-    alone = transformers.AutoTokenizer.from_pretrained(str(d / "clf"))
-    with _decoder_cache(decoder_setup, tmp_path, name="clf") as store:
+    model = transformers.GPT2ForSequenceClassification.from_pretrained(str(d / name)).eval()
+    alone = transformers.AutoTokenizer.from_pretrained(str(d / name))
+    with _decoder_cache(decoder_setup, tmp_path, name=name) as store:
+        if name == "clf-pad":
+            assert store.attrs["transforms"]["pad"].startswith("padded with the model's pad token 'on'")
         logits, index = store.logits("test"), store.index("test")
     for row, i in zip(logits, index):
         with torch.no_grad():

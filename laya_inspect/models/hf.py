@@ -127,7 +127,7 @@ def _image_spec(config: Any, processor: Any) -> InputSpec:
         dims = crop or getattr(processor, "size", None) or {}
         dims = dims if isinstance(dims, Mapping) else dict(dims)
         size = dims.get("height") or dims.get("shortest_edge") or size
-        resize = "crop" if crop or "shortest_edge" in dims else "stretch" if "height" in dims else None
+        resize = "crop" if crop or dims.get("shortest_edge") else "stretch" if dims.get("height") else None
         mean = tuple(getattr(processor, "image_mean", None) or mean)
         std = tuple(getattr(processor, "image_std", None) or std)
     size = size[0] if isinstance(size, (list, tuple)) else size
@@ -154,57 +154,61 @@ def _pad_on_the_right(tokenizer: Any, model: nn.Module, d: Path) -> str | None:
     """Make ``tokenizer`` pad on the right with a token it has; a note of what changed, or None.
 
     Decoder tokenizers name no padding token, and some pad on the left, which moves a text's
-    positions with the longest text of its batch. A classifier also needs ``config.pad_token_id``
-    to find each text's last token in a batch.
+    positions with the longest text of its batch. A classifier finds each text's last token by
+    ``config.pad_token_id``, so that is made the token the tokenizer pads with.
     """
     notes = []
+    config = getattr(model, "config", None)
+    named = getattr(config, "pad_token_id", None)
     if tokenizer.pad_token is None:
-        role = next((r for r in PAD_STANDINS if getattr(tokenizer, r, None) is not None), None)
-        if role is None:
-            raise InputError(
-                f"{d}: the tokenizer names no padding token and no end-of-text, start or unknown token to pad with; "
-                "set tokenizer.pad_token and save it with save_pretrained"
-            )
-        tokenizer.pad_token = getattr(tokenizer, role)
-        kind = role.removesuffix("_token")
-        notes.append(f"padded with the {kind} token {tokenizer.pad_token!r} (the tokenizer names none)")
+        if isinstance(named, int) and 0 <= named < len(tokenizer):
+            tokenizer.pad_token = tokenizer.convert_ids_to_tokens(named)
+            notes.append(f"padded with the model's pad token {tokenizer.pad_token!r} (the tokenizer names none)")
+        else:
+            role = next((r for r in PAD_STANDINS if getattr(tokenizer, r, None) is not None), None)
+            if role is None:
+                raise InputError(
+                    f"{d}: the tokenizer names no padding token and no end-of-text, start or unknown token to pad "
+                    "with; set tokenizer.pad_token and save it with save_pretrained"
+                )
+            tokenizer.pad_token = getattr(tokenizer, role)
+            kind = role.removesuffix("_token")
+            notes.append(f"padded with the {kind} token {tokenizer.pad_token!r} (the tokenizer names none)")
     if getattr(tokenizer, "padding_side", "right") != "right":
         tokenizer.padding_side = "right"
         notes.append("padded on the right (the tokenizer pads on the left)")
-    config = getattr(model, "config", None)
-    if config is not None and getattr(config, "pad_token_id", None) is None:
+    if config is not None and named != tokenizer.pad_token_id:
+        if named is not None:
+            notes.append(f"the model's pad_token_id {named} set to the tokenizer's {tokenizer.pad_token_id}")
         config.pad_token_id = tokenizer.pad_token_id
     return "; ".join(notes) or None
 
 
-def _reads_left_to_right(model: nn.Module, config: Any) -> bool:
+def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> bool | None:
     """True when a text model's first position sees no later token (a decoder: GPT-2, Llama, …):
-    two 4-token inputs that differ after their first token give it the same last hidden state."""
-    if int(getattr(config, "vocab_size", 0) or 0) < 8:
-        return False
+    two 4-token inputs that differ after their first token give it the same last hidden state.
+    None when the model does not take them."""
     device = next(model.parameters()).device
-    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device)
+    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device) % max(int(getattr(config, "vocab_size", 8) or 8), 1)
     try:
         with torch.no_grad():
-            out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True, return_dict=True)
+            out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
         first = out.hidden_states[-1][:, 0].float()
-    except Exception:  # an architecture that needs more than token ids: token 0 is read as before
-        return False
+    except Exception:  # noqa: BLE001 - any failure means: not known
+        return None
     return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
 
 
-def _token_0_summarises(model: nn.Module, config: Any, tokenizer: Any) -> bool:
+def _token_0_summarises(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter) -> bool:
     """Whether token 0 can stand for the text: the tokenizer puts its own special token first (BERT's
-    [CLS], RoBERTa's <s>) and the model reads in both directions. T5's encoder starts with the first
-    word; a decoder's token 0 has seen nothing else."""
-    if tokenizer is None:
-        return True
+    [CLS], RoBERTa's <s>) and the model is known to read in both directions. T5's encoder starts
+    with the first word; a decoder's token 0 (Llama's <s>) has seen nothing else."""
     try:
         ids = tokenizer("a text")["input_ids"]
         leads = ids[0] != tokenizer("a text", add_special_tokens=False)["input_ids"][0]
     except (TypeError, ValueError, KeyError, IndexError):
-        return True
-    return leads and ids[0] in set(tokenizer.all_special_ids) and not _reads_left_to_right(model, config)
+        return False
+    return leads and ids[0] in set(tokenizer.all_special_ids) and _reads_left_to_right(model, config, adapter) is False
 
 
 def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
@@ -301,5 +305,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         device=options.device,
         layer_roles=roles,
         adapter=adapter,
-        sequence_pool="cls" if is_image or _token_0_summarises(module, config, tokenizer) else "mean",
+        sequence_pool="cls" if tokenizer is None or _token_0_summarises(module, config, tokenizer, adapter) else "mean",
     )
