@@ -12,7 +12,6 @@ Shapes: N samples, T tokens / time steps, C channels, H×W spatial, D width.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -242,15 +241,14 @@ def image_size_of(inputs: Any) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=256)
 def patch_grid(tokens: int, image_hw: tuple[int, int]) -> bool:
-    """True when ``tokens`` positions tile an image of ``image_hw`` as h × w patches of its shape
-    (h = w for a square image, else within 10% of its aspect ratio): patches alone, no class token
-    in front, as in MLP-Mixer, Swin or a ViT pooled by the mean. A class token makes it h·w + 1."""
+    """True when ``tokens`` positions are the patches of an image of ``image_hw`` and nothing else:
+    h × w for some whole patch stride s, with h = H / s and w = W / s rounded down or up. Patches
+    alone are what MLP-Mixer, Swin or a ViT without a class token give; a class token makes it
+    h·w + 1."""
     ih, iw = image_hw
-    for h in range(1, math.isqrt(tokens) + 1):
-        if tokens % h:
-            continue
-        for a, b in ((h, tokens // h), (tokens // h, h)):
-            if (a == b) if ih == iw else abs(math.log(a * iw / (b * ih))) < math.log(1.1):
+    for s in range(1, max(ih, iw) + 1):
+        for h in {ih // s, -(-ih // s)}:
+            if h and tokens % h == 0 and tokens // h in (iw // s, -(-iw // s)):
                 return True
     return False
 
@@ -268,9 +266,9 @@ def pool(
 
     ``auto``: RNN (LSTM/GRU/RNN) → final hidden state of the last layer, both directions
     concatenated (``final_hidden``); 4-D (N, C, H, W) → ``gap``; 3-D (N, T, D) → ``sequence``: ``cls``
-    (token 0), or ``mean`` for a model whose token 0 sees no later token (a decoder such as GPT-2),
-    and ``mean`` for the patches of an image (``image_hw``, the input's H, W) when they tile it with
-    no class token (:func:`patch_grid`);
+    (token 0), or ``mean`` for a model whose token 0 does not summarise the input (a decoder such as
+    GPT-2, T5's encoder, a ViT pooled by the mean), and ``mean`` for the patches of an image
+    (``image_hw``, the input's H, W) when they are all there is (:func:`patch_grid`);
     2-D → as is (``none``); ≥5-D → ``mean`` over everything after C. Tuples, lists, dicts and
     ``ModelOutput``s are pooled through their first tensor. Explicit: ``gap`` (4-D only), ``cls``,
     ``mean``/``max`` (over tokens or spatial positions), ``last`` (last token / time step),

@@ -64,7 +64,8 @@ def test_rows_go_to_a_partial_file_renamed_only_when_complete(tmp_path):
         ({"weights": "w2"}, "other weights .*--weights changed"),
         ({"data": "d2"}, "other data .*--data changed"),
         # rows of token 0 must not be continued with rows of the mean (--pool auto decided anew)
-        ({"pooling": ("mean", "cls")}, r"pooled its layers otherwise \(cls, now cls, mean\).*--pool auto"),
+        ({"pooling": ("mean", "cls")}, r"pooled its layers otherwise \(a: cls → mean\).*--pool auto"),
+        ({"pooling": ("mean",)}, r"pooled its layers otherwise \(cls, cls, now mean\)"),
     ],
 )
 def test_resume_refuses_other_weights_or_data(tmp_path, change, message):

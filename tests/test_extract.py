@@ -159,10 +159,11 @@ def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(c
 
 
 def test_auto_pools_an_mlp_mixers_patches_by_their_mean_and_a_vits_by_its_class_token(tmp_path):
-    """MLP-Mixer's blocks give 14 × 14 patch tokens and no class token: auto took the top-left patch."""
+    """MLP-Mixer's blocks give 14 × 14 patch tokens and no class token: auto took the top-left patch.
+    A ViT with 4 registers and no class token, pooled by the mean, put a register in token 0."""
     from helpers import need_timm_model
 
-    for name, want in (("mixer_s16_224", "mean"), ("test_vit", "cls")):
+    for name, want in (("mixer_s16_224", "mean"), ("test_vit", "cls"), ("vit_little_patch16_reg4_gap_256", "mean")):
         need_timm_model(name)
         out = tmp_path / f"{name}.h5"
         config = ExtractConfig(

@@ -199,6 +199,8 @@ def test_pool_3d_sequences():
         (280, (224, 320), True),  # 14 × 20 patches of a 224 × 320 image
         (281, (224, 320), False),
         (280, (224, 224), False),  # a grid of another shape than the image
+        (484, (336, 368), False),  # 21 × 23 patches + a class token = 22²: no whole stride gives 22 × 22
+        (260, (256, 256), False),  # 16 × 16 patches + 4 registers
         (1, (8, 8), True),  # one patch
     ],
 )

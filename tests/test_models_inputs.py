@@ -560,7 +560,7 @@ def test_torchscript_without_readable_layers_refuses_the_default_selection(tmp_p
 
 def test_input_spec_says_how_the_models_own_preprocessing_resizes():
     """torchvision and timm presets centre-crop; an HF processor stretches when its size is a height and
-    width (ViT) and crops when it is a shortest edge (ConvNeXt)."""
+    width (ViT, DeiT before its crop) and crops when it is a shortest edge (ConvNeXt below 384)."""
     transformers = pytest.importorskip("transformers")
     from laya_inspect.models.hf import _image_spec
 
@@ -571,4 +571,8 @@ def test_input_spec_says_how_the_models_own_preprocessing_resizes():
     vit = _image_spec(config, transformers.ViTImageProcessor(size={"height": 224, "width": 224}))
     convnext = _image_spec(config, transformers.ConvNextImageProcessor(size={"shortest_edge": 224}))
     assert (vit.resize, vit.size, convnext.resize, convnext.size) == ("stretch", 224, "crop", 224)
+    deit = transformers.DeiTImageProcessor(size={"height": 256, "width": 256}, crop_size={"height": 224, "width": 224})
+    assert (_image_spec(config, deit).resize, _image_spec(config, deit).size) == ("stretch", 224)  # squashed, then cut
+    big = _image_spec(config, transformers.ConvNextImageProcessor(size={"shortest_edge": 384}))
+    assert (big.resize, big.size) == ("stretch", 384)  # ConvNeXt's processor squashes from 384 up
     assert _image_spec(config, None).resize is None

@@ -51,7 +51,10 @@ def extract_from_module(
     ``{"train": train_loader, "test": test_loader}`` — fit_heads trains on "train" and tests on
     "test". A batch is ``(inputs, labels, ...)`` (further items are ignored) or a dict holding one of
     ``labels``/``label``/``y``/``target`` plus the model's keyword inputs. ``layers``: dotted module
-    names (``model.named_modules()``), in the order to store them. ``pool``: as `extract --pool`.
+    names (``model.named_modules()``), in the order to store them. ``pool``: as `extract --pool`,
+    except that ``auto`` cannot tell what a plain module's token 0 is: it takes token 0 of a token
+    sequence unless image patches are all there is; pass ``pool="mean"`` for a decoder (GPT-2, Llama)
+    or T5's encoder, whose token 0 is no summary of the text.
     The model runs in eval mode under ``torch.no_grad`` and is put back in its former mode.
     """
     if dtype not in DTYPES:

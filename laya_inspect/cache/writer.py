@@ -130,10 +130,10 @@ class FeatureWriter:
                 f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
             )
         elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
-            was, now = _pooling(old["layer_pooling"]), _pooling(new["layer_pooling"])
+            names = decode_attr("layer_names", encode_attr("layer_names", attrs.get("layer_names"))) or []
             problem = (
-                f"pooled its layers otherwise ({was}, now {now}): this laya-inspect decides --pool auto "
-                "differently from the one that started it"
+                f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
+                "laya-inspect decides --pool auto differently from the one that started it"
             )
         if problem:
             f.close()
@@ -442,8 +442,14 @@ def _methods(recorded: Any) -> list[str]:
     return [str(m) for m in recorded] if isinstance(recorded, (list, tuple)) else []
 
 
-def _pooling(recorded: Any) -> str:
-    return ", ".join(sorted(set(_methods(recorded)))) or "not recorded"
+def _changed(names: list[str], was: Any, now: Any) -> str:
+    """ "hidden_states.0: cls → mean, …" for the layers whose pooling differs (at most three named)."""
+    was, now = _methods(was), _methods(now)
+    if len(was) != len(now):
+        return f"{', '.join(was) or 'not recorded'}, now {', '.join(now) or 'not recorded'}"
+    diff = [(names[i] if i < len(names) else f"layer {i}", a, b) for i, (a, b) in enumerate(zip(was, now)) if a != b]
+    shown = ", ".join(f"{n}: {a} → {b}" for n, a, b in diff[:3])
+    return shown + (f" and {len(diff) - 3} more layers" if len(diff) > 3 else "")
 
 
 def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:

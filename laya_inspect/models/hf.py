@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -117,17 +116,28 @@ def _auto_head(transformers: Any, config: Any) -> Any:
     return None
 
 
+def _dims(value: Any) -> dict:
+    return dict(value) if value else {}  # a dict, or transformers' SizeDict (its unset keys left out)
+
+
 def _image_spec(config: Any, processor: Any) -> InputSpec:
+    """Channels, size and mean/std from the config and image processor; ``resize`` from how the
+    processor resizes: a shortest edge keeps the aspect ratio (ConvNeXt's processor squashes to a
+    square from 384 up), a height and width stretch (whatever crop follows, as DeiT's)."""
     channels = int(getattr(config, "num_channels", 3))
     size = getattr(config, "image_size", None)
     mean = std = (0.5,) * channels
     resize = None
     if processor is not None:
-        crop = getattr(processor, "crop_size", None) if getattr(processor, "do_center_crop", False) else None
-        dims = crop or getattr(processor, "size", None) or {}
-        dims = dims if isinstance(dims, Mapping) else dict(dims)
+        scaled = _dims(getattr(processor, "size", None))
+        dims = _dims(getattr(processor, "crop_size", None) if getattr(processor, "do_center_crop", False) else None)
+        dims = dims or scaled
         size = dims.get("height") or dims.get("shortest_edge") or size
-        resize = "crop" if crop or dims.get("shortest_edge") else "stretch" if dims.get("height") else None
+        edge = scaled.get("shortest_edge")
+        if edge:
+            resize = "stretch" if getattr(processor, "crop_pct", None) is not None and edge >= 384 else "crop"
+        elif scaled.get("height"):
+            resize = "stretch"
         mean = tuple(getattr(processor, "image_mean", None) or mean)
         std = tuple(getattr(processor, "image_std", None) or std)
     size = size[0] if isinstance(size, (list, tuple)) else size

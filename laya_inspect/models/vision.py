@@ -178,6 +178,9 @@ def _timm_classifier(model: nn.Module) -> str | None:
     return classifier if classifier in dict(model.named_modules()) else None
 
 
+TOKEN_MEANS = ("avg", "avgmax", "max", "map")  # timm global_pool values that pool a ViT's tokens, not token 0
+
+
 @SOURCES.register("timm")
 def load_timm(name: str, options: LoadOptions) -> LoadedModel:
     """``timm:NAME`` with ``pretrained=False``, then ``weights``; the class count follows the
@@ -211,6 +214,8 @@ def load_timm(name: str, options: LoadOptions) -> LoadedModel:
         ),
         default_layers=timm_blocks(model),
         num_classes=num_classes,
+        # a ViT whose head pools its tokens by the mean (registers, no class token): token 0 is no summary
+        sequence_pool="mean" if getattr(model, "global_pool", None) in TOKEN_MEANS else "cls",
         weights_path=options.weights,
         weights_sha256=sha,
         device=options.device,
