@@ -576,3 +576,20 @@ def test_input_spec_says_how_the_models_own_preprocessing_resizes():
     big = _image_spec(config, transformers.ConvNextImageProcessor(size={"shortest_edge": 384}))
     assert (big.resize, big.size) == ("stretch", 384)  # ConvNeXt's processor squashes from 384 up
     assert _image_spec(config, None).resize is None
+
+
+@pytest.mark.parametrize("mean_pooled", [True, False])
+def test_an_hf_image_model_whose_pooler_averages_its_patches_is_pooled_by_the_mean(tmp_path, mean_pooled):
+    """BEiT with use_mean_pooling reads its patches' mean, not its class token: so does --pool auto."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BeitConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        use_mean_pooling=mean_pooled,
+    )
+    transformers.BeitModel(config).save_pretrained(tmp_path)
+    assert load_model(f"hf:{tmp_path}").sequence_pool == ("mean" if mean_pooled else "cls")

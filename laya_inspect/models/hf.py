@@ -221,6 +221,14 @@ def _token_0_summarises(model: nn.Module, config: Any, tokenizer: Any, adapter: 
     return leads and ids[0] in set(tokenizer.all_special_ids) and _reads_left_to_right(model, config, adapter) is False
 
 
+def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter) -> str:
+    """What ``--pool auto`` takes of a token sequence: token 0 where it stands for the input, else
+    the mean (an image model whose own pooler averages its patches, BEiT's ``use_mean_pooling``)."""
+    if tokenizer is None:
+        return "mean" if getattr(config, "use_mean_pooling", False) else "cls"
+    return "cls" if _token_0_summarises(model, config, tokenizer, adapter) else "mean"
+
+
 def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
     limits = [
         512,
@@ -315,5 +323,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         device=options.device,
         layer_roles=roles,
         adapter=adapter,
-        sequence_pool="cls" if tokenizer is None or _token_0_summarises(module, config, tokenizer, adapter) else "mean",
+        sequence_pool=_sequence_pool(module, config, tokenizer, adapter),
     )
