@@ -45,7 +45,6 @@ class Prepared:
     attrs: dict[str, Any]
     batch_size: int
     warnings: list[str]
-    sequence_pool: str = "cls"  # what --pool auto takes of a token sequence (LoadedModel.sequence_pool)
 
 
 def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1) -> Prepared:
@@ -85,10 +84,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with _largest_activation(model.module) as largest, autocast(device, config.amp):
         raw, logits = model.run(to_device(inputs, device), names)
-    sequence, image_hw = getattr(model, "sequence_pool", "cls"), image_size_of(inputs)
-    feats, decided, shapes = reduce_batch(
-        raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence, image_hw=image_hw
-    )
+    feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -128,7 +124,6 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         attrs=attrs,
         batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
         warnings=warnings,
-        sequence_pool=sequence,
     )
 
 
@@ -178,15 +173,7 @@ def _write_rows(
             for inputs, labels, index in batches:
                 with autocast(device, config.amp):
                     raw, logits = prep.model.run(to_device(inputs, device), names)
-                feats, _, _ = reduce_batch(
-                    raw,
-                    names,
-                    config.pool,
-                    prep.modules,
-                    mask=_mask(inputs),
-                    sequence=prep.sequence_pool,
-                    image_hw=image_size_of(inputs),
-                )
+                feats, _, _ = _pool_batch(config, prep.model, prep.modules, raw, names, inputs)
                 batch_logits = None
                 if prep.num_logits is not None:
                     assert logits is not None  # the model gave logits on the dry batch
@@ -319,6 +306,17 @@ def _largest_activation(module: torch.nn.Module) -> Iterator[list[int]]:
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _pool_batch(
+    config: ExtractConfig, model: Any, modules: Any, raw: dict[str, Any], names: list[str], inputs: Any
+) -> tuple[dict[str, torch.Tensor], dict[str, str], dict[str, tuple[int, ...]]]:
+    """Pool one batch as every batch of the cache is pooled: --pool, the model's rule for token
+    sequences (LoadedModel.sequence_pool), the padding mask and image size of these inputs."""
+    sequence = getattr(model, "sequence_pool", "cls")
+    return reduce_batch(
+        raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence, image_hw=image_size_of(inputs)
+    )
 
 
 def _mask(inputs: Any) -> torch.Tensor | None:

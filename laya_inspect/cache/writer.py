@@ -130,7 +130,7 @@ class FeatureWriter:
                 f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
             )
         elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
-            names = decode_attr("layer_names", encode_attr("layer_names", attrs.get("layer_names"))) or []
+            names = list(attrs.get("layer_names") or [])
             problem = (
                 f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
                 "laya-inspect decides --pool auto differently from the one that started it"

@@ -199,7 +199,7 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
     two 4-token inputs that differ after their first token give it the same last hidden state.
     None when the model does not take them."""
     device = next(model.parameters()).device
-    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device) % max(int(getattr(config, "vocab_size", 8) or 8), 1)
+    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device) % int(getattr(config, "vocab_size", None) or 8)
     try:
         with torch.no_grad():
             out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
