@@ -230,6 +230,29 @@ def _masked(x: Tensor, mask: Tensor | None) -> Tensor | None:
     return mask.to(device=x.device, dtype=x.dtype)
 
 
+def mean_after(prefix: int) -> str:
+    """The ``sequence`` rule (and recorded pooling) "mean over the tokens after the first ``prefix``":
+    what a model's own head averages when class, register or start tokens stand in front."""
+    return f"mean[{prefix}:]" if prefix > 0 else "mean"
+
+
+def _prefix(how: str) -> int:
+    m = re.fullmatch(r"mean\[([0-9]+):\]", how)
+    return int(m.group(1)) if m else 0
+
+
+def _skip_prefix(x: Tensor, m: Tensor | None, prefix: int) -> tuple[Tensor, Tensor | None]:
+    """x (N, T, D) and its mask without the first ``prefix`` tokens; a row with nothing after them
+    (an empty text: its start token alone) keeps them, so it is not pooled to zeros."""
+    if x.ndim != 3 or x.shape[1] <= prefix:
+        return x, m
+    if m is None:
+        return x[:, prefix:], None
+    after = m.clone()
+    after[:, :prefix] = 0
+    return x, torch.where(after.sum(1, keepdim=True) > 0, after, m)
+
+
 def _shape(x: Tensor) -> str:
     return "(N, " + ", ".join(str(s) for s in x.shape[1:]) + ")"
 
@@ -267,7 +290,8 @@ def pool(
     ``auto``: RNN (LSTM/GRU/RNN) → final hidden state of the last layer, both directions
     concatenated (``final_hidden``); 4-D (N, C, H, W) → ``gap``; 3-D (N, T, D) → ``sequence``: ``cls``
     (token 0), or ``mean`` for a model whose token 0 does not summarise the input (a decoder such as
-    GPT-2, T5's encoder, a ViT pooled by the mean), and ``mean`` for the patches of an image
+    GPT-2, T5's encoder), or ``mean[K:]``, the mean after K tokens that stand in front (a ViT pooled
+    by the mean after its class and register tokens, a decoder's start token), and ``mean`` for the patches of an image
     (``image_hw``, the input's H, W) when they are all there is (:func:`patch_grid`);
     2-D → as is (``none``); ≥5-D → ``mean`` over everything after C. Tuples, lists, dicts and
     ``ModelOutput``s are pooled through their first tensor. Explicit: ``gap`` (4-D only), ``cls``,
@@ -275,7 +299,7 @@ def pool(
     ``flatten``. A 2-D output has nothing to pool and passes through every method but ``gap``.
     ``mask`` (N, T), e.g. an attention mask, makes ``mean``/``max``/``last`` skip padding.
     """
-    if how not in POOLINGS:
+    if how not in POOLINGS and not _prefix(how):
         raise NotFoundError(f"no pooling {how!r}; {suggest(how, POOLINGS)}")
     if is_rnn(module):
         if how == "auto":
@@ -302,6 +326,10 @@ def pool(
             "use gap, mean, max or flatten"
         )
     m = _masked(x, mask)
+    decided = how
+    if _prefix(how):
+        x, m = _skip_prefix(x, m, _prefix(how))
+        how = "mean"
     if how == "cls":
         out = x[:, 0]
     elif how == "last":
@@ -318,7 +346,7 @@ def pool(
     else:
         dims = (1,) if x.ndim == 3 else tuple(range(2, x.ndim))
         out = x.mean(dims) if how in ("mean", "gap") else x.amax(dims)
-    return out.reshape(out.shape[0], -1).float(), how
+    return out.reshape(out.shape[0], -1).float(), decided
 
 
 def raw_shape(output: Any, module: nn.Module | None = None) -> tuple[int, ...]:

@@ -163,7 +163,7 @@ def test_auto_pools_an_mlp_mixers_patches_by_their_mean_and_a_vits_by_its_class_
     A ViT with 4 registers and no class token, pooled by the mean, put a register in token 0."""
     from helpers import need_timm_model
 
-    for name, want in (("mixer_s16_224", "mean"), ("test_vit", "cls"), ("vit_little_patch16_reg4_gap_256", "mean")):
+    for name, want in (("mixer_s16_224", "mean"), ("test_vit", "cls"), ("vit_little_patch16_reg4_gap_256", "mean[4:]")):
         need_timm_model(name)
         out = tmp_path / f"{name}.h5"
         config = ExtractConfig(
@@ -172,6 +172,27 @@ def test_auto_pools_an_mlp_mixers_patches_by_their_mean_and_a_vits_by_its_class_
         extract_features(config)
         with FeatureStore(out) as store:
             assert set(store.attrs["layer_pooling"]) == {want}, name
+
+
+def test_a_timm_vit_pooled_by_the_mean_is_pooled_as_its_own_head_pools_it():
+    """timm's head averages a ViT's tokens after its class and register tokens (num_prefix_tokens):
+    auto's mean over all 260 tokens of vit_little_patch16_reg4_gap_256 took its 4 registers in."""
+    from helpers import need_timm_model
+
+    from laya_inspect.layers import pool
+
+    need_timm_model("vit_little_patch16_reg4_gap_256")
+    loaded = load_model("timm:vit_little_patch16_reg4_gap_256", random_init=True)
+    vit, seen = loaded.module, []
+    handle = vit.blocks[-1].register_forward_hook(lambda m, i, o: seen.append(o))
+    with torch.no_grad():
+        vit(torch.randn(2, 3, 256, 256))
+        own = vit.pool(seen[0])
+    handle.remove()
+    rows, decided = pool(seen[0], "auto", sequence=loaded.sequence_pool, image_hw=(256, 256))
+    assert decided == "mean[4:]"
+    torch.testing.assert_close(rows, own)
+    assert not torch.allclose(pool(seen[0], "mean")[0], own, atol=1e-3)
 
 
 def test_usage_error_exits_2():

@@ -216,6 +216,41 @@ def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, 
         np.testing.assert_allclose(row, want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_a_decoders_start_token_is_left_out_of_the_mean(text_setup, tmp_path):
+    """Llama's tokenizer puts <s> first, and a decoder's token 0 sees nothing after it: its hidden
+    state is the same for every text, so in the mean it only adds a constant / length. auto takes
+    the mean after it ("mean[1:]"), as each text alone gives it."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {w: i for i, w in enumerate(["</s>", "<s>", *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="</s>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    config = transformers.LlamaConfig(
+        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2
+    )
+    torch.manual_seed(0)
+    transformers.LlamaModel(config).eval().save_pretrained(tmp_path / "llama")
+    tokenizer.save_pretrained(tmp_path / "llama")
+    model = transformers.LlamaModel.from_pretrained(str(tmp_path / "llama")).eval()
+    out = tmp_path / "l.h5"
+    config = ExtractConfig(model=f"hf:{tmp_path / 'llama'}", data=f"csv:{text_setup[0] / 't.csv'}", out=str(out))
+    extract_features(config)
+    with FeatureStore(out) as store:
+        assert store.attrs["layer_pooling"] == ["mean[1:]"] * 3
+        starts = []
+        for row, i in zip(store.layer("train", 2), store.index("train")):
+            ids = tokenizer(TEXTS[i][0], return_tensors="pt")
+            assert ids["input_ids"][0, 0] == 1
+            with torch.no_grad():
+                h = model(**ids, output_hidden_states=True).hidden_states[2][0]
+            np.testing.assert_allclose(row, h[1:].mean(0).numpy(), rtol=1e-4, atol=1e-5)
+            starts.append(h[0])
+    torch.testing.assert_close(starts[0], starts[-1])  # <s> tells nothing about the text
+
+
 def test_an_encoder_keeps_token_0_and_a_tokenizer_without_special_tokens_is_refused(text_setup, tmp_path):
     transformers = pytest.importorskip("transformers")
     from laya_inspect.models import load_model

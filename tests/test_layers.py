@@ -223,6 +223,18 @@ def test_pool_3d_auto_of_an_images_patches_is_their_mean():
     assert decided == {"p": "mean", "c": "cls"}
 
 
+def test_the_models_mean_after_its_front_tokens_skips_them_and_the_padding():
+    """``sequence="mean[1:]"`` (a decoder's start token): the mean over each text's tokens after
+    token 0; a text that is its start token alone keeps it rather than becoming zeros."""
+    x = torch.randn(3, 4, 5)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]])
+    rows, decided = pool(x, "auto", sequence="mean[1:]", mask=mask)
+    assert decided == "mean[1:]"
+    torch.testing.assert_close(rows, torch.stack([x[0, 1:3].mean(0), x[1, 0], x[2, 1:].mean(0)]))
+    torch.testing.assert_close(pool(x, "auto", sequence="mean[2:]")[0], x[:, 2:].mean(1))
+    assert pool(x, "mean")[1] == "mean" and pool(x[:, :1], "auto", sequence="mean[1:]")[0].shape == (3, 5)
+
+
 def test_pool_3d_masked_skips_padding():
     x = torch.randn(2, 4, 3)
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])

@@ -25,7 +25,7 @@ from torch import nn
 
 from laya_inspect.data import load_data
 from laya_inspect.errors import InputError, LayaError, NotFoundError, UnsafeCheckpointError
-from laya_inspect.layers import list_layers, resolve_layers
+from laya_inspect.layers import list_layers, pool, resolve_layers
 from laya_inspect.models import build_zoo, load_model, load_weights, read_checkpoint, save_zoo_checkpoint
 from laya_inspect.models.base import Adapter, InputSpec, LoadedModel
 
@@ -580,7 +580,8 @@ def test_input_spec_says_how_the_models_own_preprocessing_resizes():
 
 @pytest.mark.parametrize("mean_pooled", [True, False])
 def test_an_hf_image_model_whose_pooler_averages_its_patches_is_pooled_by_the_mean(tmp_path, mean_pooled):
-    """BEiT with use_mean_pooling reads its patches' mean, not its class token: so does --pool auto."""
+    """BEiT with use_mean_pooling reads its patches' mean after its class token, not the class token:
+    so does --pool auto (its pooler is a LayerNorm of that mean)."""
     transformers = pytest.importorskip("transformers")
     config = transformers.BeitConfig(
         image_size=32,
@@ -591,5 +592,13 @@ def test_an_hf_image_model_whose_pooler_averages_its_patches_is_pooled_by_the_me
         intermediate_size=32,
         use_mean_pooling=mean_pooled,
     )
-    transformers.BeitModel(config).save_pretrained(tmp_path)
-    assert load_model(f"hf:{tmp_path}").sequence_pool == ("mean" if mean_pooled else "cls")
+    torch.manual_seed(0)
+    beit = transformers.BeitModel(config).eval()
+    beit.save_pretrained(tmp_path)
+    loaded = load_model(f"hf:{tmp_path}")
+    assert loaded.sequence_pool == ("mean[1:]" if mean_pooled else "cls")
+    with torch.no_grad():
+        out = beit(torch.randn(2, 3, 32, 32), output_hidden_states=True)
+    rows, _ = pool(out.hidden_states[-1], "auto", sequence=loaded.sequence_pool, image_hw=(32, 32))
+    if mean_pooled:
+        torch.testing.assert_close(beit.pooler.layernorm(rows), out.pooler_output)

@@ -191,7 +191,7 @@ class LoadedModel:
     image_processor: Any = None
     random_init: bool = False
     warnings: list[str] = field(default_factory=list)
-    sequence_pool: str = "cls"  # what --pool auto takes of a token sequence: "mean" for a decoder
+    sequence_pool: str = "cls"  # what --pool auto takes of a token sequence: "mean", or "mean[K:]" after K front tokens
 
     def candidate_layers(self) -> list[str]:
         """Every name ``--layers`` accepts: virtual names first, then the module paths it can hook."""

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError, NotFoundError
+from ..layers import mean_after
 from .base import SOURCES, Adapter, InputSpec, LoadedModel, LoadOptions, blocks_of, carries_weights, freeze
 from .weights import first_line, load_weights, sha256_file, sha256_files
 
@@ -209,24 +210,34 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
     return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
 
 
-def _token_0_summarises(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter) -> bool:
-    """Whether token 0 can stand for the text: the tokenizer puts its own special token first (BERT's
-    [CLS], RoBERTa's <s>) and the model is known to read in both directions. T5's encoder starts
-    with the first word; a decoder's token 0 (Llama's <s>) has seen nothing else."""
+def _leading_specials(tokenizer: Any) -> int:
+    """How many of its own special tokens the tokenizer puts before a text's first word (BERT's
+    [CLS], RoBERTa's and Llama's <s>: 1; T5, GPT-2: 0)."""
     try:
         ids = tokenizer("a text")["input_ids"]
-        leads = ids[0] != tokenizer("a text", add_special_tokens=False)["input_ids"][0]
+        plain = tokenizer("a text", add_special_tokens=False)["input_ids"]
     except (TypeError, ValueError, KeyError, IndexError):
-        return False
-    return leads and ids[0] in set(tokenizer.all_special_ids) and _reads_left_to_right(model, config, adapter) is False
+        return 0
+    special = set(tokenizer.all_special_ids)
+    n = 0
+    while n < len(ids) - len(plain) and ids[n] in special:
+        n += 1
+    return n
 
 
 def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter) -> str:
-    """What ``--pool auto`` takes of a token sequence: token 0 where it stands for the input, else
-    the mean (an image model whose own pooler averages its patches, BEiT's ``use_mean_pooling``)."""
+    """What ``--pool auto`` takes of a token sequence. Token 0 where it stands for the text: the
+    tokenizer puts its own special token first and the model is known to read in both directions.
+    Otherwise the mean: T5's encoder starts with the first word; a decoder's start token (Llama's
+    <s>) has seen nothing else, so it is the same for every text and the mean leaves it out. An image
+    model whose pooler averages its patches (BEiT's ``use_mean_pooling``) takes them after its class token."""
     if tokenizer is None:
-        return "mean" if getattr(config, "use_mean_pooling", False) else "cls"
-    return "cls" if _token_0_summarises(model, config, tokenizer, adapter) else "mean"
+        return mean_after(1) if getattr(config, "use_mean_pooling", False) else "cls"
+    lead = _leading_specials(tokenizer)
+    if not lead:
+        return "mean"
+    one_way = _reads_left_to_right(model, config, adapter)
+    return "cls" if one_way is False else mean_after(lead) if one_way else "mean"
 
 
 def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from ..data.transforms import IMAGENET_MEAN, IMAGENET_STD
 from ..errors import NotFoundError, suggest
+from ..layers import mean_after
 from ..runtime import seeded
 from .base import (
     SOURCES,
@@ -178,6 +179,15 @@ def _timm_classifier(model: nn.Module) -> str | None:
     return classifier if classifier in dict(model.named_modules()) else None
 
 
+def _timm_sequence_pool(model: Any) -> str:
+    """A ViT whose head pools its tokens by the mean: token 0 is no summary, and the mean is taken,
+    as timm's own head takes it, after the class and register tokens unless it includes them."""
+    if getattr(model, "global_pool", None) not in TOKEN_MEANS:
+        return "cls"
+    include = bool(getattr(model, "pool_include_prefix", False))
+    return mean_after(0 if include else int(getattr(model, "num_prefix_tokens", 0) or 0))
+
+
 TOKEN_MEANS = ("avg", "avgmax", "max", "map")  # timm global_pool values that pool a ViT's tokens, not token 0
 
 
@@ -214,8 +224,7 @@ def load_timm(name: str, options: LoadOptions) -> LoadedModel:
         ),
         default_layers=timm_blocks(model),
         num_classes=num_classes,
-        # a ViT whose head pools its tokens by the mean (registers, no class token): token 0 is no summary
-        sequence_pool="mean" if getattr(model, "global_pool", None) in TOKEN_MEANS else "cls",
+        sequence_pool=_timm_sequence_pool(model),
         weights_path=options.weights,
         weights_sha256=sha,
         device=options.device,
