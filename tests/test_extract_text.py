@@ -309,3 +309,47 @@ def test_an_encoder_decoder_is_read_as_its_encoder_and_pooled_by_the_mean(t5_set
                         **alone(TEXTS[i][0], return_tensors="pt"), output_hidden_states=True
                     ).hidden_states[k]
                 np.testing.assert_allclose(row, h[0].mean(0).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_encoder_decoder_classifier_is_read_through_its_encoder_with_its_own_logits(text_setup, tmp_path):
+    """BartForSequenceClassification stopped extract ("the model returned none hidden states"): its
+    output holds encoder_hidden_states. Its layers are its encoder's, its logits its own, and the
+    cache says that its decoder is not read."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {w: i for i, w in enumerate(["<s>", "<pad>", "</s>", "<unk>", *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    special = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **special)
+    config = transformers.BartConfig(
+        vocab_size=len(vocab),
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=64,
+        id2label={0: "neg", 1: "pos"},
+    )
+    torch.manual_seed(0)
+    transformers.BartForSequenceClassification(config).eval().save_pretrained(tmp_path / "bart")
+    tokenizer.save_pretrained(tmp_path / "bart")
+    model = transformers.BartForSequenceClassification.from_pretrained(str(tmp_path / "bart")).eval()
+    out = tmp_path / "b.h5"
+    config = ExtractConfig(model=f"hf:{tmp_path / 'bart'}", data=f"csv:{text_setup[0] / 't.csv'}", out=str(out))
+    extract_features(config)
+    with FeatureStore(out) as store:
+        assert any("encoder-decoder classifier" in w for w in store.attrs["warnings"])
+        pooling = store.attrs["layer_pooling"]
+        for i, row, logits in zip(store.index("train"), store.layer("train", 2), store.logits("train")):
+            ids = tokenizer(TEXTS[i][0], return_tensors="pt")
+            with torch.no_grad():
+                whole = model(**ids, output_hidden_states=True)
+            h = whole.encoder_hidden_states[2][0]
+            np.testing.assert_allclose(row, (h[0] if pooling[2] == "cls" else h.mean(0)).numpy(), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(logits, whole.logits[0].numpy(), rtol=1e-4, atol=1e-5)

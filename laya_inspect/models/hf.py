@@ -53,6 +53,8 @@ class HFAdapter(Adapter):
 
     def virtual(self, output: Any, name: str) -> Any:
         states = getattr(output, "hidden_states", None)
+        if states is None:  # an encoder-decoder classifier (BART's): its encoder's
+            states = getattr(output, "encoder_hidden_states", None)
         k = int(name.rsplit(".", 1)[1])
         if states is None or not -len(states) <= k < len(states):
             got = "none" if states is None else f"{len(states)} (hidden_states.0..{len(states) - 1})"
@@ -204,7 +206,7 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
     try:
         with torch.no_grad():
             out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
-        first = out.hidden_states[-1][:, 0].float()
+        first = adapter.virtual(out, "hidden_states.-1")[:, 0].float()
     except Exception:  # noqa: BLE001 - any failure means: not known
         return None
     return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
@@ -304,7 +306,13 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
-    if not (heads or auto_head) and getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+    warnings = []
+    if getattr(config, "is_encoder_decoder", False) and (heads or auto_head):
+        warnings.append(
+            f"{d} is an encoder-decoder classifier ({type(model).__name__}): its layers here are its encoder's "
+            "hidden states; its decoder, which its classification head reads, is not among them"
+        )
+    elif getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()  # an encoder-decoder (T5, BART) read as a text encoder: its encoder
     files = sorted(p for g in WEIGHT_GLOBS for p in d.glob(g))
     files = files or sorted(p for p in d.iterdir() if p.is_file())  # weights in a format the globs miss
@@ -335,4 +343,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         layer_roles=roles,
         adapter=adapter,
         sequence_pool=_sequence_pool(module, config, tokenizer, adapter),
+        warnings=warnings,
     )
