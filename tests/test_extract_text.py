@@ -216,34 +216,44 @@ def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, 
         np.testing.assert_allclose(row, want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def _tokenizer_with(transformers, specials, template, **names):
+    """A word tokenizer whose vocabulary starts with ``specials`` and whose texts follow ``template``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    vocab = {w: i for i, w in enumerate([*specials, *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=specials[-1]))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    used = [(t, vocab[t]) for t in specials if t in template]
+    tok.post_processor = processors.TemplateProcessing(single=template, special_tokens=used)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **names)
+
+
+def _extract_saved(cls, config, tokenizer, tmp_path, csv):
+    """Save a fresh ``cls(config)`` with ``tokenizer``, extract ``csv`` through it; (model, cache path)."""
+    torch.manual_seed(0)
+    cls(config).eval().save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out = tmp_path / "c.h5"
+    extract_features(ExtractConfig(model=f"hf:{tmp_path / 'model'}", data=f"csv:{csv}", out=str(out)))
+    return cls.from_pretrained(str(tmp_path / "model")).eval(), out
+
+
 def test_a_decoders_start_token_is_left_out_of_the_mean(text_setup, tmp_path):
     """Llama's tokenizer puts <s> first, and a decoder's token 0 sees nothing after it: its hidden
     state is the same for every text, so in the mean it only adds a constant / length. auto takes
     the mean after it ("mean[1:]"), as each text alone gives it."""
     transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-
-    vocab = {w: i for i, w in enumerate(["</s>", "<s>", *WORDS])}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="</s>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>")
+    tokenizer = _tokenizer_with(transformers, ["<s>", "</s>"], "<s> $A", bos_token="<s>", eos_token="</s>")
     config = transformers.LlamaConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2
+        vocab_size=len(WORDS) + 2, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2
     )
-    torch.manual_seed(0)
-    transformers.LlamaModel(config).eval().save_pretrained(tmp_path / "llama")
-    tokenizer.save_pretrained(tmp_path / "llama")
-    model = transformers.LlamaModel.from_pretrained(str(tmp_path / "llama")).eval()
-    out = tmp_path / "l.h5"
-    config = ExtractConfig(model=f"hf:{tmp_path / 'llama'}", data=f"csv:{text_setup[0] / 't.csv'}", out=str(out))
-    extract_features(config)
+    model, out = _extract_saved(transformers.LlamaModel, config, tokenizer, tmp_path, text_setup[0] / "t.csv")
     with FeatureStore(out) as store:
         assert store.attrs["layer_pooling"] == ["mean[1:]"] * 3
         starts = []
         for row, i in zip(store.layer("train", 2), store.index("train")):
             ids = tokenizer(TEXTS[i][0], return_tensors="pt")
-            assert ids["input_ids"][0, 0] == 1
+            assert ids["input_ids"][0, 0] == 0
             with torch.no_grad():
                 h = model(**ids, output_hidden_states=True).hidden_states[2][0]
             np.testing.assert_allclose(row, h[1:].mean(0).numpy(), rtol=1e-4, atol=1e-5)
@@ -316,16 +326,10 @@ def test_an_encoder_decoder_classifier_is_read_through_its_encoder_with_its_own_
     output holds encoder_hidden_states. Its layers are its encoder's, its logits its own, and the
     cache says that its decoder is not read."""
     transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-
-    vocab = {w: i for i, w in enumerate(["<s>", "<pad>", "</s>", "<unk>", *WORDS])}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    special = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **special)
+    special = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+    tokenizer = _tokenizer_with(transformers, list(special.values()), "<s> $A </s>", **special)
     config = transformers.BartConfig(
-        vocab_size=len(vocab),
+        vocab_size=len(WORDS) + 4,
         d_model=16,
         encoder_layers=2,
         decoder_layers=2,
@@ -336,13 +340,8 @@ def test_an_encoder_decoder_classifier_is_read_through_its_encoder_with_its_own_
         max_position_embeddings=64,
         id2label={0: "neg", 1: "pos"},
     )
-    torch.manual_seed(0)
-    transformers.BartForSequenceClassification(config).eval().save_pretrained(tmp_path / "bart")
-    tokenizer.save_pretrained(tmp_path / "bart")
-    model = transformers.BartForSequenceClassification.from_pretrained(str(tmp_path / "bart")).eval()
-    out = tmp_path / "b.h5"
-    config = ExtractConfig(model=f"hf:{tmp_path / 'bart'}", data=f"csv:{text_setup[0] / 't.csv'}", out=str(out))
-    extract_features(config)
+    clf = transformers.BartForSequenceClassification
+    model, out = _extract_saved(clf, config, tokenizer, tmp_path, text_setup[0] / "t.csv")
     with FeatureStore(out) as store:
         assert any("encoder-decoder classifier" in w for w in store.attrs["warnings"])
         pooling = store.attrs["layer_pooling"]
