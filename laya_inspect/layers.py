@@ -362,14 +362,14 @@ def reduce_batch(
     modules: nn.Module | Mapping[str, nn.Module | None],
     *,
     mask: Tensor | None = None,
-    sequence: str = "cls",
+    sequence: str | Mapping[str, str] = "cls",
     image_hw: tuple[int, int] | None = None,
 ) -> tuple[dict[str, Tensor], dict[str, str], dict[str, tuple[int, ...]]]:
     """Pool each layer of one batch.
 
     ``pooling_request`` is one method for every layer or a ``{name: method}`` dict (missing
-    names → ``auto``; ``sequence`` and ``image_hw``: what ``auto`` takes of a token sequence, as
-    :func:`pool`).
+    names → ``auto``; ``sequence`` (one rule, or ``{name: rule}``, missing names → ``cls``) and
+    ``image_hw``: what ``auto`` takes of a token sequence, as :func:`pool`).
     ``modules`` is the root module or a ``{name: module}`` dict (virtual
     layers such as ``hidden_states.K`` have none). Returns ``({name: (N, D) float tensor},
     {name: decided method}, {name: raw shape without batch})``; tensors stay on their device.
@@ -388,7 +388,8 @@ def reduce_batch(
         how = pooling_request if isinstance(pooling_request, str) else pooling_request.get(name, "auto")
         module = lookup(name)
         try:
-            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask, sequence=sequence, image_hw=image_hw)
+            rule = sequence if isinstance(sequence, str) else sequence.get(name, "cls")
+            pooled[name], decided[name] = pool(raw[name], how, module, mask=mask, sequence=rule, image_hw=image_hw)
         except InputError as e:
             raise InputError(f"layer {name!r}: {e}") from None
         shapes[name] = raw_shape(raw[name], module)

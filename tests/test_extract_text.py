@@ -89,6 +89,58 @@ def test_pooled_text_features_ignore_padding(text_setup, tmp_path, pool):
         np.testing.assert_allclose(row, want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_auto_reads_the_embeddings_by_their_mean_as_their_token_0_is_the_same_for_every_text(text_setup, tmp_path):
+    """BERT's hidden_states.0 at token 0 is [CLS]'s embedding alone: one row for every text (a
+    cached all-MiniLM-L6-v2 layer 0 varied by 2e-6). auto keeps token 0 of the blocks and takes the
+    embeddings' mean after [CLS]."""
+    d, model, tokenizer = text_setup
+    out = tmp_path / "t.h5"
+    extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out)))
+    with FeatureStore(out) as store:
+        assert store.attrs["layer_pooling"] == ["mean[1:]", "cls", "cls"]
+        rows, index = store.layer("train", 0), store.index("train")
+    for row, i in zip(rows, index):
+        with torch.no_grad():
+            h = model(**tokenizer(TEXTS[i][0], return_tensors="pt"), output_hidden_states=True).hidden_states
+        np.testing.assert_allclose(row, h[0][0, 1:].mean(0).numpy(), rtol=1e-4, atol=1e-5)
+    assert np.ptp(rows, axis=0).max() > 0.1
+
+
+@pytest.mark.parametrize(
+    ("modes", "want"),
+    [
+        ({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}, ["mean"] * 3),
+        ({"pooling_mode_max_tokens": True}, ["max"] * 3),
+        ({"pooling_mode_cls_token": True}, ["mean[1:]", "cls", "cls"]),
+        ({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": True}, ["mean[1:]", "cls", "cls"]),
+    ],
+)
+def test_auto_pools_a_sentence_transformers_folder_as_its_own_pooling_module_does(text_setup, tmp_path, modes, want):
+    """all-MiniLM-L6-v2's sentence embedding is the mean of its tokens (1_Pooling/config.json), and
+    its [CLS] is trained for nothing: auto took [CLS]. Several modes at once (a concatenation) keep
+    the rule for its kind of model."""
+    import json
+    import shutil
+
+    d, _, _ = text_setup
+    folder = tmp_path / "st"
+    shutil.copytree(d / "model", folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 16, **modes}))
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            ]
+        )
+    )
+    out = tmp_path / "t.h5"
+    extract_features(ExtractConfig(model=f"hf:{folder}", data=f"csv:{d / 't.csv'}", out=str(out)))
+    with FeatureStore(out) as store:
+        assert store.attrs["layer_pooling"] == want
+
+
 def test_flatten_refused_for_text(text_setup, tmp_path):
     d, _, _ = text_setup
     with pytest.raises(InputError, match="flatten"):

@@ -597,6 +597,8 @@ def test_an_hf_image_model_whose_pooler_averages_its_patches_is_pooled_by_the_me
     beit.save_pretrained(tmp_path)
     loaded = load_model(f"hf:{tmp_path}")
     assert loaded.sequence_pool == ("mean[1:]" if mean_pooled else "cls")
+    # the embeddings' token 0 is the class token's embedding alone, the same for every image
+    assert loaded.sequence_for("hidden_states.0") == ("mean[1:]" if mean_pooled else "mean")
     with torch.no_grad():
         out = beit(torch.randn(2, 3, 32, 32), output_hidden_states=True)
     rows, _ = pool(out.hidden_states[-1], "auto", sequence=loaded.sequence_pool, image_hw=(32, 32))

@@ -312,8 +312,8 @@ def _pool_batch(
     config: ExtractConfig, model: Any, modules: Any, raw: dict[str, Any], names: list[str], inputs: Any
 ) -> tuple[dict[str, torch.Tensor], dict[str, str], dict[str, tuple[int, ...]]]:
     """Pool one batch as every batch of the cache is pooled: --pool, the model's rule for token
-    sequences (LoadedModel.sequence_pool), the padding mask and image size of these inputs."""
-    sequence = getattr(model, "sequence_pool", "cls")
+    sequences (LoadedModel.sequence_for), the padding mask and image size of these inputs."""
+    sequence = {n: model.sequence_for(n) for n in names}
     return reduce_batch(
         raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence, image_hw=image_size_of(inputs)
     )

@@ -192,6 +192,15 @@ class LoadedModel:
     random_init: bool = False
     warnings: list[str] = field(default_factory=list)
     sequence_pool: str = "cls"  # what --pool auto takes of a token sequence: "mean", or "mean[K:]" after K front tokens
+    # ... of the embeddings' sequence (layer_roles), when sequence_pool takes one token: there token 0
+    # is a class token's embedding alone, the same row for every input
+    embeddings_pool: str | None = None
+
+    def sequence_for(self, layer: str) -> str:
+        """What ``--pool auto`` takes of ``layer``'s token sequence (see ``sequence_pool``)."""
+        if self.embeddings_pool is not None and self.layer_roles.get(layer) == "embeddings":
+            return self.embeddings_pool
+        return self.sequence_pool
 
     def candidate_layers(self) -> list[str]:
         """Every name ``--layers`` accepts: virtual names first, then the module paths it can hook."""

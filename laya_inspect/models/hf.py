@@ -158,6 +158,30 @@ def _sentence_length(d: Path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+# sentence-transformers' Pooling modes (1_Pooling/config.json) as --pool rules
+SENTENCE_POOLS = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_lasttoken": "last",
+}
+
+
+def _sentence_pool(d: Path) -> str | None:
+    """How a sentence-transformers folder's own Pooling module reads the tokens (modules.json, then
+    its config.json): "mean" for all-MiniLM-L6-v2. None for another folder, or modes we do not have."""
+    try:
+        modules = json.loads((d / "modules.json").read_text())
+        path = next(m["path"] for m in modules if str(m.get("type", "")).endswith(".Pooling"))
+        modes = json.loads((d / str(path) / "config.json").read_text())
+        on = {k for k, v in modes.items() if str(k).startswith("pooling_mode_") and v is True}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, StopIteration):
+        return None
+    rules = {SENTENCE_POOLS.get(k) for k in on}
+    return rules.pop() if len(rules) == 1 and None not in rules else None
+
+
 # Special tokens a tokenizer without a padding token (GPT-2, Llama, …) is padded with: padded
 # positions are masked, so any token of the vocabulary serves; these exist in it.
 PAD_STANDINS = ("eos_token", "bos_token", "unk_token", "sep_token")
@@ -227,19 +251,32 @@ def _leading_specials(tokenizer: Any) -> int:
     return n
 
 
-def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter) -> str:
-    """What ``--pool auto`` takes of a token sequence. Token 0 where it stands for the text: the
-    tokenizer puts its own special token first and the model is known to read in both directions.
-    Otherwise the mean: T5's encoder starts with the first word; a decoder's start token (Llama's
-    <s>) has seen nothing else, so it is the same for every text and the mean leaves it out. An image
-    model whose pooler averages its patches (BEiT's ``use_mean_pooling``) takes them after its class token."""
+def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter, d: Path) -> str:
+    """What ``--pool auto`` takes of a token sequence. A sentence-transformers folder's own pooling
+    where it names one. Token 0 where it stands for the text: the tokenizer puts its own special
+    token first and the model is known to read in both directions. Otherwise the mean: T5's encoder
+    starts with the first word; a decoder's start token (Llama's <s>) has seen nothing else, so it
+    is the same for every text and the mean leaves it out. An image model whose pooler averages its
+    patches (BEiT's ``use_mean_pooling``) takes them after its class token."""
     if tokenizer is None:
         return mean_after(1) if getattr(config, "use_mean_pooling", False) else "cls"
+    own = _sentence_pool(d)
+    if own is not None:
+        return own
     lead = _leading_specials(tokenizer)
     if not lead:
         return "mean"
     one_way = _reads_left_to_right(model, config, adapter)
     return "cls" if one_way is False else mean_after(lead) if one_way else "mean"
+
+
+def _embeddings_pool(rule: str, tokenizer: Any) -> str | None:
+    """What ``auto`` takes of the embeddings (``hidden_states.0``) where ``rule`` takes one token:
+    that token's embedding sees no other token (BERT's [CLS] is the same row for every text), so the
+    mean, after a text's own leading special tokens."""
+    if rule not in ("cls", "last"):
+        return None
+    return mean_after(_leading_specials(tokenizer)) if tokenizer is not None else "mean"
 
 
 def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
@@ -328,6 +365,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     adapter = HFAdapter(_n_hidden(config), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     module = freeze(model, options.device)
+    rule = _sequence_pool(module, config, tokenizer, adapter, d)
     return LoadedModel(
         module=module,
         spec=spec,
@@ -342,6 +380,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         device=options.device,
         layer_roles=roles,
         adapter=adapter,
-        sequence_pool=_sequence_pool(module, config, tokenizer, adapter),
+        sequence_pool=rule,
+        embeddings_pool=_embeddings_pool(rule, tokenizer),
         warnings=warnings,
     )
