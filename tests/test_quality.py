@@ -247,3 +247,26 @@ def test_a_fit_folder_written_before_the_constant_rule_still_reads_beside_it() -
     line = profile_lines(profiles)[-1]
     assert "same top layer on 90% of rows (chance 33%; one mean profile per seed for every row: ρ" in line
     assert line.endswith(", 0%)")
+
+
+def test_a_layer_that_gives_one_row_for_every_input_is_flagged_on_the_heads_that_read_it(tmp_path: Path) -> None:
+    """A BERT cache pooled by [CLS] held its embeddings' token 0, the same row for every text, and
+    fit-head gave it a weight with no word. Float noise at 1e-7 of its scale counts as constant; a
+    layer that varies by 1e-3 of its scale (as all-MiniLM-L6-v2's [CLS] at block 3 does, which a
+    linear probe still reads at 0.80) does not."""
+    rng = np.random.default_rng(0)
+    n = 120
+    y = np.arange(n) % 3
+    signal = rng.normal(size=(n, 6)).astype(np.float32) + y[:, None]
+    flat = np.full((n, 4), 3.0, np.float32) + rng.normal(scale=3e-7, size=(n, 4)).astype(np.float32)
+    faint = (5.0 + 5e-3 * rng.normal(size=(n, 4)) + 5e-3 * y[:, None]).astype(np.float32)
+    splits = {
+        s: ([flat[sl], faint[sl], signal[sl]], y[sl]) for s, sl in (("train", slice(0, 80)), ("test", slice(80, n)))
+    }
+    cache = write_cache(tmp_path / "c.h5", splits, layer_names=["embeddings", "faint", "top"])
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(seeds=(0,), epochs=3, probe=False), out_dir=tmp_path / "heads")
+    summary = json.loads((tmp_path / "heads" / "summary.json").read_text())
+    assert summary["quality"]["constant_layers"] == ["embeddings"]
+    flagged = {h["head"] for h in summary["heads"] if any("embeddings gives one row" in w for w in h["warnings"])}
+    assert flagged == {"laya", "concat", "scalarmix"}  # 'last' reads "top" alone

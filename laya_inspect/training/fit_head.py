@@ -238,8 +238,8 @@ def _fit_into(
     runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
     from .profiles import class_names, compute_profiles, write_profiles
-    from .quality import chance_level, gate, layer_probes
-    from .standardize import standardization
+    from .quality import chance_level, constant_layers, gate, layer_probes
+    from .standardize import feature_moments, standardization
 
     in_memory = config.in_memory
     if in_memory is None:
@@ -250,8 +250,16 @@ def _fit_into(
     train_rows, val_rows = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
     num_classes = store.num_classes
     scaling, standardized = None, None
+    try:
+        moments: tuple[list[np.ndarray], list[np.ndarray]] | None = feature_moments(
+            train, train_rows, store.layer_names
+        )
+    except InputError:  # non-finite rows (--allow-nonfinite): refused below unless --standardize none
+        if config.standardize != "none":
+            raise
+        moments = None
     if config.standardize != "none":
-        means, scales, standardized = standardization(train, train_rows, store.layer_names, config.standardize)
+        means, scales, standardized = standardization(train, train_rows, store.layer_names, config.standardize, moments)
         scaling = (means, scales)
     common: dict[str, Any] = dict(
         train=train, train_rows=train_rows, val_rows=val_rows, num_classes=num_classes, scaling=scaling
@@ -342,7 +350,10 @@ def _fit_into(
     files["runs_json"] = write_json(out / "runs.json", rows)
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
     heads = summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last"))
-    quality = gate(heads, runs, chance=chance_level(test.labels), probe=probe, layer_names=store.layer_names)
+    constant = constant_layers(*moments, store.layer_names) if moments is not None else []
+    quality = gate(
+        heads, runs, chance=chance_level(test.labels), probe=probe, layer_names=store.layer_names, constant=constant
+    )
     summary: dict[str, Any] = {
         "tool_version": __version__,
         "cache": identity,

@@ -29,6 +29,7 @@ CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds disagree: fewer rows than this share keep their top layer across seeds
+CONSTANT_SPREAD = 1e-6  # a layer is constant: its features' RMS std over the training rows ≤ this × its largest |mean|
 
 THRESHOLDS = {
     "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance)",
@@ -37,7 +38,19 @@ THRESHOLDS = {
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+    "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
+    "largest |mean| (flagged on every head that reads it)",
 }
+
+
+def constant_layers(means: Sequence[np.ndarray], stds: Sequence[np.ndarray], layer_names: Sequence[str]) -> list[str]:
+    """The layers that give (up to float rounding) one row for every training input."""
+    out = []
+    for name, m, s in zip(layer_names, means, stds):
+        spread = float(np.sqrt(np.mean(s**2))) if s.size else 0.0
+        if spread <= CONSTANT_SPREAD * max(float(np.abs(m).max()) if m.size else 0.0, 1e-30):
+            out.append(name)
+    return out
 
 
 def chance_level(labels: np.ndarray) -> float:
@@ -149,9 +162,11 @@ def gate(
     chance: float,
     probe: dict[str, Any] | None,
     layer_names: Sequence[str],
+    constant: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
-    (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section."""
+    (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
+    ``constant``: the layers :func:`constant_layers` found."""
     for h in heads:
         h.update(
             head_quality(
@@ -161,10 +176,12 @@ def gate(
                 chance=chance,
                 probe=probe,
                 layer_names=layer_names,
+                constant=constant,
             )
         )
     return {
         "chance": chance,
+        "constant_layers": list(constant),
         "chance_definition": "majority-class share of the test split",
         "probe": probe,
         "thresholds": THRESHOLDS,
@@ -180,10 +197,19 @@ def head_quality(
     chance: float,
     probe: dict[str, Any] | None,
     layer_names: Sequence[str],
+    constant: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test and
     .static_weights): its warnings, its probe reference and the seeds' agreement on the layers."""
     warns = [w for w in [near_chance(test_acc, chance, "the head did not learn")] if w]
+    read = [n for n in constant if head != "last" or n == layer_names[-1]]
+    if read:
+        warns.append(
+            f"{', '.join(read)} {'gives' if len(read) == 1 else 'give'} one row for every training input (up "
+            "to rounding): no input can be told from another there, so a weight on it says nothing about the "
+            "input; re-extract with another --pool (a token 0 that sees no other token, such as a class "
+            "token's embedding, is constant), or leave it out with --layers"
+        )
     reference = None
     if probe is not None:
         layer = probe["layers"][-1]["layer"] if head == "last" else probe["best_layer"]

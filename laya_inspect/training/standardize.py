@@ -77,10 +77,15 @@ def scales_for(stds: Sequence[np.ndarray], mode: str) -> list[np.ndarray]:
 
 
 def standardization(
-    rows: Rows, positions: np.ndarray, layer_names: Sequence[str], mode: str
+    rows: Rows,
+    positions: np.ndarray,
+    layer_names: Sequence[str],
+    mode: str,
+    moments: tuple[list[np.ndarray], list[np.ndarray]] | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], dict[str, Any]]:
-    """(means, scales, record): what :meth:`Head.set_standardization` takes, and what summary.json says."""
-    means, stds = feature_moments(rows, positions, layer_names)
+    """(means, scales, record): what :meth:`Head.set_standardization` takes, and what summary.json
+    says; ``moments``: :func:`feature_moments` of the same rows, when already computed."""
+    means, stds = moments or feature_moments(rows, positions, layer_names)
     scales = scales_for(stds, mode)
     record = {
         "mode": mode,
