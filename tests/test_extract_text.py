@@ -280,6 +280,21 @@ def _tokenizer_with(transformers, specials, template, **names):
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, **names)
 
 
+def test_the_tokens_a_tokenizer_puts_in_front_are_counted_up_to_the_texts_first_word(tmp_path):
+    """An unknown word reads as [UNK], a special token too: "[CLS] [UNK] [UNK] [SEP]" counted 2 in
+    front, and auto left a text's first word out of its mean ("mean[2:]" on DistilBERT's embeddings)."""
+    transformers = pytest.importorskip("transformers")
+    from laya_inspect.models.hf import _leading_specials
+
+    (tmp_path / "vocab.txt").write_text("\n".join(w for w in VOCAB if w != "a") + "\n")
+    bert = transformers.BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
+    assert bert("a text")["input_ids"][:2] == [bert.cls_token_id, bert.unk_token_id]
+    assert _leading_specials(bert) == 1
+    assert _leading_specials(_word_tokenizer(transformers, eos_token="<|endoftext|>")) == 0
+    llama = _tokenizer_with(transformers, ["<s>", "</s>"], "<s> $A", bos_token="<s>", eos_token="</s>")
+    assert _leading_specials(llama) == 1
+
+
 def _extract_saved(cls, config, tokenizer, tmp_path, csv):
     """Save a fresh ``cls(config)`` with ``tokenizer``, extract ``csv`` through it; (model, cache path)."""
     torch.manual_seed(0)

@@ -214,6 +214,26 @@ def test_hf_vit_image_classifier(tmp_path):
     assert (spec.size, spec.mean, spec.std) == (16, (0.4,) * 3, (0.2,) * 3)
 
 
+def test_hf_audio_models_and_two_tower_models_are_refused_in_one_line(tmp_path):
+    """Wav2Vec2 was refused as "the model takes text" and CLIPModel failed inside its forward with
+    "'NoneType' object has no attribute 'shape'": neither says what to do."""
+    transformers = pytest.importorskip("transformers")
+    small = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32}
+    audio = transformers.Wav2Vec2Config(
+        **small, conv_dim=(8, 8), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=4
+    )
+    transformers.Wav2Vec2Model(audio).save_pretrained(tmp_path / "w2v")
+    with pytest.raises(InputError, match="takes input_values .* reads image models"):
+        load_model(f"hf:{tmp_path / 'w2v'}")
+    towers = transformers.CLIPConfig(
+        text_config={**small, "vocab_size": 20, "max_position_embeddings": 16},
+        vision_config={**small, "image_size": 16, "patch_size": 8},
+    )
+    transformers.CLIPModel(towers).save_pretrained(tmp_path / "clip")
+    with pytest.raises(InputError, match="a text and vision model .* CLIPVisionModel.from_pretrained"):
+        load_model(f"hf:{tmp_path / 'clip'}")
+
+
 def test_hf_missing_directory(tmp_path):
     with pytest.raises(NotFoundError, match="never downloaded"):
         load_model(f"hf:{tmp_path / 'absent'}")

@@ -238,15 +238,18 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
 
 def _leading_specials(tokenizer: Any) -> int:
     """How many of its own special tokens the tokenizer puts before a text's first word (BERT's
-    [CLS], RoBERTa's and Llama's <s>: 1; T5, GPT-2: 0)."""
+    [CLS], RoBERTa's and Llama's <s>: 1; T5, GPT-2: 0): where the text's own tokens start."""
     try:
-        ids = tokenizer("a text")["input_ids"]
-        plain = tokenizer("a text", add_special_tokens=False)["input_ids"]
+        ids = list(tokenizer("a text")["input_ids"])
+        plain = list(tokenizer("a text", add_special_tokens=False)["input_ids"])
     except (TypeError, ValueError, KeyError, IndexError):
         return 0
     special = set(tokenizer.all_special_ids)
-    n = 0
-    while n < len(ids) - len(plain) and ids[n] in special:
+    for k in range(len(ids) - len(plain) + 1):
+        if ids[k : k + len(plain)] == plain:
+            return k if all(i in special for i in ids[:k]) else 0
+    n = 0  # the words read otherwise beside special tokens (a SentencePiece prefix): count those in front
+    while n < len(ids) - len(plain) and ids[n] in special and ids[n] != tokenizer.unk_token_id:
         n += 1
     return n
 
@@ -268,6 +271,25 @@ def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapt
         return "mean"
     one_way = _reads_left_to_right(model, config, adapter)
     return "cls" if one_way is False else mean_after(lead) if one_way else "mean"
+
+
+def _check_inputs(model: nn.Module, config: Any, d: Path) -> None:
+    """Refuse what extract cannot feed: an audio model, or several towers that take their inputs at once."""
+    name = type(model).__name__
+    main = getattr(model, "main_input_name", "input_ids")
+    if main not in ("input_ids", "pixel_values"):
+        raise InputError(
+            f"{d} holds {name}, which takes {main} (audio or another kind of input); laya-inspect reads "
+            "image models (pixel_values) and text models (input_ids)"
+        )
+    towers = [k.removesuffix("_config") for k in ("text_config", "vision_config", "audio_config")]
+    towers = [t for t in towers if getattr(config, f"{t}_config", None) is not None]
+    if len(towers) > 1:
+        raise InputError(
+            f"{d} holds {name}, a {' and '.join(towers)} model that takes both inputs at once; save the one "
+            f"tower to read on its own (e.g. {name.removesuffix('Model')}VisionModel.from_pretrained(DIR)"
+            ".save_pretrained(OUT)) and pass that folder"
+        )
 
 
 def _embeddings_pool(rule: str, tokenizer: Any) -> str | None:
@@ -343,6 +365,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     finally:
         if bars:
             transformers.utils.logging.enable_progress_bar()
+    _check_inputs(model, config, d)
     warnings = []
     if getattr(config, "is_encoder_decoder", False) and (heads or auto_head):
         warnings.append(
