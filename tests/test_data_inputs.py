@@ -611,3 +611,50 @@ def test_bad_arguments_are_input_errors():
         load_data("npz:" + "x" * 5000)
     with pytest.raises(NotFoundError, match="cannot expand its ~"):
         load_data("npz:~no-such-user-here/x.npz")
+
+
+def _table(path, content: str):
+    """The text source of ``content`` written to ``path``: (its texts in file order, its labels)."""
+    from laya_inspect.data.text import load_csv, load_jsonl
+
+    path.write_text(content, encoding="utf-8")
+    load = load_jsonl if path.suffix == ".jsonl" else load_csv
+    src = load(str(path), {"split_col": "split"}, seed=0, test_fraction=0.5)
+    part = src.open("all")
+    return part.fetch(np.arange(len(part.labels))), [src.class_names[i] for i in part.labels]
+
+
+def test_messy_text_tables_are_read_whole_or_refused_at_the_line_that_breaks_them(tmp_path):
+    """An unquoted comma moved a label into the text ('pos' lost, a class 'really nice' made), an
+    unclosed quote swallowed 7 rows into one text with the last one's label, and a text over 128 KiB,
+    a JSON text holding U+2028 or a NaN text were refused or read as "nan" — each with exit 0 or a
+    wrong line."""
+    rows = "".join(f"review {i} is fine,{'pos' if i % 2 else 'neg'},all\n" for i in range(20))
+    ok = "text,label,split\n" + rows
+    with pytest.raises(InputError, match=r"comma\.csv:22: 4 fields where the header has 3 \(extra 'all'\)"):
+        _table(tmp_path / "comma.csv", ok + "Great, really nice,pos,all\n")
+    with pytest.raises(InputError, match=r"twice\.csv:1: the header names column 'label' twice"):
+        _table(tmp_path / "twice.csv", "text,label,label,split\n" + "a,pos,neg,all\n")
+    lines = ok.splitlines()
+    lines[9] = '"unterminated start of review,neg,all'
+    with pytest.raises(InputError, match=r"quote\.csv:10: a quoted text opened here runs on, and its line 10"):
+        _table(tmp_path / "quote.csv", "\n".join(lines) + "\n")
+    texts, labels = _table(tmp_path / "long.csv", ok + ("word " * 40_000) + ",pos,all\n")
+    assert len(texts) == 21 and len(texts[-1]) == 200_000 and labels[-1] == "pos"
+    multi = 'text,label,split\n"pros: fast\ncons: slow, but fine",pos,all\nbad,neg,all\n,pos,all\n'
+    texts, labels = _table(tmp_path / "multi.csv", multi + "trailing comma,neg,all,\n")
+    assert texts[0] == "pros: fast\ncons: slow, but fine" and labels == ["pos", "neg", "pos", "neg"]
+    from laya_inspect.data.text import load_csv
+
+    src = load_csv(str(tmp_path / "multi.csv"), {}, seed=0, test_fraction=0.5)
+    assert "line 5" in src.warnings[0]  # the empty text: a two-line row before it
+    with pytest.raises(InputError, match=r"late\.csv:2: no label"):
+        _table(tmp_path / "late.csv", 'text,label,split\n"two\nlines",,all\nbad,neg,all\n')
+    jsonl = "".join(
+        json.dumps({"text": t, "label": y, "split": "all"}, ensure_ascii=False) + "\n"
+        for t, y in [("a\u2028b", "pos"), ("c\u0085d", "neg"), ("e", "pos")]
+    )
+    texts, labels = _table(tmp_path / "sep.jsonl", jsonl)
+    assert texts == ["a\u2028b", "c\u0085d", "e"] and labels == ["pos", "neg", "pos"]
+    with pytest.raises(InputError, match=r"nan\.jsonl:2: no text"):
+        _table(tmp_path / "nan.jsonl", jsonl.split("\n")[0] + '\n{"text": NaN, "label": "neg", "split": "all"}\n')

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,27 +33,76 @@ from .base import Source, SplitSource, encode_labels, read_failed, stratified_sp
 TEXT_OPTIONS = ("text_col", "label_col", "split_col")
 
 
+# Python's csv refuses a field over 128 KiB; a long review or article is no error here (the tokenizer
+# cuts it, with a warning)
+FIELD_LIMIT = 2**31 - 1
+
+
 def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
+    """(columns, rows, the line each row starts on). A row with more fields than the header (an
+    unquoted delimiter in a text) or a header that names a column twice is refused, naming the line."""
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    what = "TSV" if delimiter == "\t" else "CSV"
     rows, lines = [], []
+    limit = csv.field_size_limit(FIELD_LIMIT)
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f, delimiter=delimiter)
+            columns = list(reader.fieldnames or [])
+            twice = sorted({c for c in columns if columns.count(c) > 1 and c.strip()})
+            if twice:
+                raise InputError(f"{path}:1: the header names column {twice[0]!r} twice; rename one")
+            end = reader.line_num
             for row in reader:
+                extra_fields = row.pop(None, None) or []  # what DictReader files under None: fields past the header
+                values = [v for v in (*row.values(), *extra_fields) if isinstance(v, str)]
+                # line_num is the record's last line; a quote left open to the end of the file also took
+                # in the last line's own newline, so never before the line after the last record
+                start = max(reader.line_num - sum(v.count("\n") for v in values), end + 1)
+                end = reader.line_num
+                extra = [v for v in extra_fields if v.strip()]
+                if extra:
+                    raise InputError(
+                        f"{path}:{start}: {len(columns) + len(extra)} fields where the header has {len(columns)} "
+                        f"(extra {extra[0]!r}): a text holding a {'tab' if delimiter == chr(9) else 'comma'} "
+                        'must be quoted ("…")'
+                    )
                 rows.append(row)
-                lines.append(reader.line_num)  # the record's last physical line
-            return list(reader.fieldnames or []), rows, lines
+                lines.append(start)
+            return columns, rows, lines
     except (UnicodeDecodeError, csv.Error) as e:
-        what = "TSV" if delimiter == "\t" else "CSV"
         raise InputError(f"{path}: not a readable UTF-8 {what} file ({e})") from None
     except OSError as e:
         raise read_failed(e) from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _unclosed_quote(rows: list[dict], lines: list[int], text_col: str, label_col: str, path: Path, sep: str) -> None:
+    """Refuse a text that runs over lines which read as rows of their own ("…,neg"): a quote that is
+    not closed swallows the rows after it into one text, with the label of the last."""
+    labels = {str(r.get(label_col) or "").strip() for r in rows} - {""}
+    columns = list(rows[0])
+    at = columns.index(label_col)
+    for i, r in enumerate(rows):
+        text = str(r.get(text_col) or "")
+        if "\n" not in text:
+            continue
+        for k, inner in enumerate(text.split("\n")[:-1]):
+            fields = inner.split(sep)
+            if len(fields) == len(columns) and fields[at].strip() in labels:
+                raise InputError(
+                    f"{path}:{lines[i]}: a quoted text opened here runs on, and its line {lines[i] + k} reads "
+                    f"as a row of its own ({inner[-40:]!r}): close the quote (a quote inside a quoted text "
+                    'is written "")'
+                )
 
 
 def _read_jsonl(path: Path) -> tuple[list[str], list[dict], list[int]]:
     rows, columns, linenos = [], {}, []
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        # on "\n" alone: splitlines() also breaks at U+2028, U+0085, … which JSON strings may hold raw
+        lines = path.read_text(encoding="utf-8-sig").split("\n")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text ({e})") from None
     except OSError as e:
@@ -77,6 +127,8 @@ def _column(rows: list[dict], col: str, *, path: Path, what: str, lines: list[in
     out = []
     for i, r in enumerate(rows):
         v = r.get(col)
+        if isinstance(v, float) and not math.isfinite(v) and what == "text":  # JSON's NaN: no text, not "nan"
+            v = None
         if v is None or (isinstance(v, str) and not v.strip() and what != "text"):
             raise InputError(f"{path}:{lines[i]}: no {what} (column {col!r})")
         if isinstance(v, (dict, list)):
@@ -100,6 +152,8 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
             )
     if "split_col" in options and split_col not in columns:
         raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
+    if fmt == "csv":
+        _unclosed_quote(rows, lines, text_col, label_col, path, "\t" if path.suffix.lower() == ".tsv" else ",")
     texts = [str(t) for t in _column(rows, text_col, path=path, what="text", lines=lines)]
     labels, class_names = encode_labels(
         _column(rows, label_col, path=path, what="label", lines=lines),
