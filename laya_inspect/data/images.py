@@ -3,10 +3,15 @@ image files (``imagefolder:DIR``).
 
 ``imagefolder:DIR`` takes either class folders (``DIR/<class>/*.png``; split into train/test by a
 seeded stratified split) or split folders of class folders (``DIR/{train,test,val…}/<class>/…``).
-Only file paths are listed up front; images are read with PIL one batch at a time, each converted
-on its own to the model's channels (:func:`read_image`; a model that does not say gets RGB if any
-file is in colour, else greyscale). Class names are the sorted folder names (as torchvision's
-``ImageFolder``), shared by all splits.
+Only file paths are listed up front; images are read with PIL one batch at a time, turned upright
+by their EXIF orientation and each converted on its own to the model's channels (:func:`read_image`;
+a model that does not say gets RGB if any file is in colour, else greyscale). Class names are the
+sorted folder names (as torchvision's ``ImageFolder``), shared by all splits.
+
+Listing a class folder follows links to files and folders, but leaves out hidden files and folders
+(names starting with '.': thumbnails, notebook checkpoints, macOS '._' sidecars), links that loop
+back above themselves, links into another class folder (their images would take this class's label),
+and a second path to a file already listed in the class; each is said in a warning.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +130,12 @@ def array_source(
 GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 WIDE_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N", "F")  # more than 8 bits: never through uint8
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
+ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
+_TURNED = (2, 3, 4, 5, 6, 7, 8)  # orientations other than upright (1)
+_SIDEWAYS = (5, 6, 7, 8)  # ... of which these swap width and height
 DECODE = (
-    "each file converted on its own with PIL: alpha composited on white, palette and CMYK to RGB, "
+    "each file converted on its own with PIL: EXIF orientation applied first (PIL's exif_transpose, "
+    "upright as a viewer shows it), alpha composited on white, palette and CMYK to RGB, "
     "RGB to greyscale by PIL's ITU-R 601-2 luma, greyscale replicated to RGB, 16-bit greyscale / 65535"
 )
 
@@ -144,12 +154,24 @@ def _open(path: str) -> Any:
 
 
 def file_size(path: str) -> tuple[int, int] | None:
-    """(H, W) from the header only; None for a file that cannot be read (its decode says why)."""
+    """(H, W) as :func:`read_image` gives it (after the EXIF orientation), from the header only; None
+    for a file that cannot be read (its decode says why)."""
+    from PIL import Image
+
     try:
         with _open(path) as im:
-            return int(im.height), int(im.width)
-    except InputError:
+            h, w = int(im.height), int(im.width)
+            return (w, h) if _header_orientation(im) in _SIDEWAYS else (h, w)
+    except (InputError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError):
         return None
+
+
+def _header_orientation(im: Any) -> Any:
+    # PIL decodes a PNG's pixels to look for an eXIf chunk after them; PIL and cameras write it before
+    # them, so a PNG whose header has none is taken as upright here rather than decoded.
+    if im.format == "PNG" and "exif" not in im.info:
+        return 1
+    return im.getexif().get(ORIENTATION, 1)
 
 
 def file_channels(path: str) -> int:
@@ -172,6 +194,7 @@ def read_image(path: str, channels: int) -> torch.Tensor:
         raise InputError(f"image files are read as greyscale (1) or RGB (3) channels, not {channels}")
     try:
         with _open(path) as im:
+            im = _upright(im)
             if im.mode in WIDE_MODES:
                 plane = torch.from_numpy(_wide(im, path))[None]
                 return plane.repeat(channels, 1, 1) if channels == 3 else plane
@@ -180,6 +203,15 @@ def read_image(path: str, channels: int) -> torch.Tensor:
         raise _unreadable(path, e) from None
     t = torch.from_numpy(arr.copy())
     return t[None] if t.ndim == 2 else t.permute(2, 0, 1).contiguous()
+
+
+def _upright(im: Any) -> Any:
+    """The image as a viewer shows it: phone cameras store a photo sideways and say so in its EXIF
+    orientation, so it is applied before anything else (a copy only for an image that needs turning)."""
+    from PIL import ImageOps
+
+    im.load()  # a PNG's EXIF may follow its pixels
+    return ImageOps.exif_transpose(im) if im.getexif().get(ORIENTATION, 1) in _TURNED else im
 
 
 def _on_white(im: Any) -> Any:
@@ -221,31 +253,132 @@ def _subdirs(d: Path) -> list[str]:
         raise read_failed(e) from None
 
 
-def _image_files(d: Path, skipped: Counter[str]) -> list[str]:
-    """The image files below ``d``; images in formats not read are counted in ``skipped`` by
-    their extension."""
-    out = []
+def _holds_images(d: Path) -> bool:
+    try:
+        return any(e.name.lower().endswith(IMG_EXTENSIONS) and not e.name.startswith(".") for e in os.scandir(d))
+    except OSError as e:
+        raise read_failed(e) from None
 
-    def fail(e: OSError) -> None:
-        raise read_failed(e)
 
-    for root, _, files in sorted(os.walk(d, followlinks=True, onerror=fail)):
-        for f in sorted(files):
-            if f.lower().endswith(IMG_EXTENSIONS):
-                out.append(os.path.join(root, f))
-            elif f.lower().endswith(OTHER_IMAGES):
-                skipped[os.path.splitext(f)[1].lower()] += 1
+@dataclass
+class Skipped:
+    """What listing the class folders left out, each kept for the warning that says so."""
+
+    formats: Counter[str] = field(default_factory=Counter)  # images in formats not read, by extension
+    hidden_files: list[str] = field(default_factory=list)  # image files named '.…' (paths)
+    hidden_folders: list[str] = field(default_factory=list)  # folders named '.…' (not entered)
+    loops: list[str] = field(default_factory=list)  # linked folders that lead back above themselves
+    crossings: list[str] = field(default_factory=list)  # linked folders that lead into another class folder
+    repeats: int = 0  # files reached a second time within one class (through links)
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the real path ``path`` is ``folder`` or lies below it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _real(e: os.DirEntry, parent: str) -> str:
+    """The real path of an entry of the folder whose real path is ``parent`` (one lookup, for links only)."""
+    return os.path.realpath(e.path) if e.is_symlink() else os.path.join(parent, e.name)
+
+
+def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[str]:
+    """The image files below the class folder ``d``, in the order of a sorted ``os.walk`` (folders by
+    path, files by name), following links; what is left out is recorded in ``skipped``. ``classes``:
+    the real paths of every class folder of every split.
+
+    A linked folder is not entered when its real path is at or above a folder being walked (a loop:
+    ``ln -s . dog/self`` once listed dog's images 41 times) or at, above or below another class folder
+    (its images would take this class's label); a file reached twice in the class is listed once."""
+    top = os.path.realpath(d)
+    others = [c for c in classes if c != top]
+    found: list[tuple[str, list[tuple[str, str]]]] = []  # (folder, [(path, real path)])
+
+    def walk(folder: str, chain: tuple[str, ...]) -> None:  # chain: real paths from d down to folder
+        files = []
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            image = e.name.lower().endswith(IMG_EXTENSIONS)
+            if e.name.startswith("."):
+                if e.is_dir():
+                    skipped.hidden_folders.append(e.path)
+                elif image or e.name.lower().endswith(OTHER_IMAGES):
+                    skipped.hidden_files.append(e.path)
+            elif e.is_dir():
+                real = _real(e, chain[-1])
+                if e.is_symlink() and any(_within(c, real) for c in chain):
+                    skipped.loops.append(e.path)
+                elif e.is_symlink() and any(_within(real, o) or _within(o, real) for o in others):
+                    skipped.crossings.append(e.path)
+                else:
+                    walk(e.path, (*chain, real))
+            elif image:
+                files.append((e.path, _real(e, chain[-1])))
+            elif e.name.lower().endswith(OTHER_IMAGES):
+                skipped.formats[os.path.splitext(e.name)[1].lower()] += 1
+        found.append((folder, files))
+
+    try:
+        walk(str(d), (top,))
+    except OSError as e:
+        raise read_failed(e) from None
+    out: list[str] = []
+    seen: set[str] = set()
+    for _, files in sorted(found, key=lambda f: f[0]):
+        for path, real in files:
+            if real in seen:
+                skipped.repeats += 1
+            else:
+                seen.add(real)
+                out.append(path)
     return out
 
 
-def _skipped_warning(root: Path, skipped: Counter[str]) -> list[str]:
-    if not skipped:
-        return []
-    kinds = ", ".join(f"{ext} {n}" for ext, n in skipped.most_common())
-    return [
-        f"image folder {root}: {sum(skipped.values())} image(s) in the class folders are not read ({kinds}): "
-        f"the formats read are {', '.join(IMG_EXTENSIONS)}; convert the others to PNG or JPEG to include them"
-    ]
+def _some(root: Path, paths: list[str]) -> str:
+    """Up to three of ``paths``, relative to ``root``, for a one-line message."""
+    shown = ", ".join(os.path.relpath(p, root) for p in paths[:3])
+    return shown + (", …" if len(paths) > 3 else "")
+
+
+def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
+    where = f"image folder {root}"
+    out = []
+    if skipped.formats:
+        kinds = ", ".join(f"{ext} {n}" for ext, n in skipped.formats.most_common())
+        out.append(
+            f"{where}: {sum(skipped.formats.values())} image(s) in the class folders are not read ({kinds}): "
+            f"the formats read are {', '.join(IMG_EXTENSIONS)}; convert the others to PNG or JPEG to include them"
+        )
+    hidden = skipped.hidden_files + skipped.hidden_folders
+    if hidden:
+        counts = [
+            f"{len(v)} hidden {k}"
+            for k, v in (("image file(s)", skipped.hidden_files), ("folder(s)", skipped.hidden_folders))
+            if v
+        ]
+        out.append(
+            f"{where}: {' and '.join(counts)} (names starting with '.') in the class folders left out "
+            f"({_some(root, hidden)}): thumbnails, notebook checkpoints and macOS '._' files are not photos; "
+            "rename a file without the leading '.' to include it"
+        )
+    if skipped.loops:
+        out.append(
+            f"{where}: {len(skipped.loops)} linked folder(s) that loop back to a folder above them not followed "
+            f"({_some(root, skipped.loops)}): following them would list the same images again and again"
+        )
+    if skipped.crossings:
+        out.append(
+            f"{where}: {len(skipped.crossings)} linked folder(s) that lead into another class folder not followed "
+            f"({_some(root, skipped.crossings)}), so no image takes a second label; copy the images there if "
+            "they belong to both classes"
+        )
+    if skipped.repeats:
+        out.append(
+            f"{where}: {skipped.repeats} file(s) reached a second time within one class folder through links "
+            "listed once; remove the extra links to silence this"
+        )
+    return out
 
 
 def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.ndarray | None = None) -> SplitSource:
@@ -263,7 +396,10 @@ def load_imagefolder(
 ) -> Source:
     root = user_path(arg, folder=True, what="image folder")
     top = _subdirs(root)
-    split_dirs = [s for s in top if _subdirs(root / s)] if any(s.lower() in SPLIT_NAMES for s in top) else []
+    # split folders hold class folders and no image of their own: a class folder named "train" (of
+    # trains) beside "bus" and "car" is a class, not a split
+    holders = [s for s in top if _subdirs(root / s) and not _holds_images(root / s)]
+    split_dirs = holders if any(s.lower() in SPLIT_NAMES for s in holders) else []
     split_dirs.sort(key=lambda s: (SPLIT_NAMES.index(s.lower()) if s.lower() in SPLIT_NAMES else 99, s))
     groups = {s: root / s for s in split_dirs} if split_dirs else {"": root}
     class_names = sorted({c for d in groups.values() for c in _subdirs(d)})
@@ -271,12 +407,13 @@ def load_imagefolder(
         raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
-    skipped: Counter[str] = Counter()
+    skipped = Skipped()
+    classes = frozenset(os.path.realpath(d / c) for d in groups.values() for c in _subdirs(d))
     for s, d in groups.items():
         split_files: list[str] = []
         split_labels: list[int] = []
         for c in _subdirs(d):
-            found = _image_files(d / c, skipped)
+            found = _image_files(d / c, skipped, classes=classes)
             split_files += found
             split_labels += [lookup[c]] * len(found)
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))

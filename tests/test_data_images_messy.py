@@ -1,0 +1,168 @@
+"""imagefolder: folders as people's disks hold them. Hidden files and folders (thumbnails, notebook
+checkpoints, macOS '._' sidecars) are not photos, links that loop or lead into another class folder
+are not followed, and a phone photo stored sideways is read upright, as a viewer shows it. Real
+photos from skimage.data, through the public loader."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image, ImageOps
+
+from laya_inspect.data import load_data
+from laya_inspect.data.images import file_size
+
+skdata = pytest.importorskip("skimage.data")
+
+PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "cat", "camera")
+
+
+def photo(name: str, size: tuple[int, int] = (48, 48)) -> Image.Image:
+    """A small RGB copy of a skimage photo, size (W, H)."""
+    return Image.fromarray(getattr(skdata, name)()).convert("RGB").resize(size)
+
+
+def save_jpg(path: Path, im: Image.Image, **kw) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im.save(path, quality=95, **kw)
+
+
+def row_count(root: Path) -> int:
+    """How many rows ``imagefolder:root`` lists (no pixels read)."""
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
+    return sum(split.n for split in b.splits.values())
+
+
+def all_rows(root: Path, **kw):
+    """(labels by row, pixels by row, the bundle) of every row of ``imagefolder:root``, read one at a
+    time (sizes may differ)."""
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, **kw)
+    rows = {}
+    for split in b.splits.values():
+        for x, y, idx in split.batches(1):
+            rows[int(idx[0])] = (int(y[0]), x[0])
+    order = sorted(rows)
+    return [rows[r][0] for r in order], [rows[r][1] for r in order], b
+
+
+# ----------------------------------------------------------------------------- hidden files
+def test_hidden_files_and_folders_are_left_out_and_counted(tmp_path):
+    """QA: cat/.thumbnails/x.jpg, dog/.ipynb_checkpoints/x.jpg and cat/.hidden.jpg became silent extra
+    rows, and a macOS '._' sidecar (not an image) aborted the run. The hidden files here are real
+    photos of the *other* class, so a row read from one of them would carry a wrong label."""
+    clean, messy = tmp_path / "clean", tmp_path / "messy"
+    for root in (clean, messy):
+        for i, name in enumerate(PHOTOS[:3]):
+            save_jpg(root / "cat" / f"{i}_{name}.jpg", photo(name))
+        for i, name in enumerate(PHOTOS[3:]):
+            save_jpg(root / "dog" / f"{i}_{name}.jpg", photo(name))
+    save_jpg(messy / "cat" / ".thumbnails" / "x.jpg", photo("rocket"))
+    save_jpg(messy / "dog" / ".ipynb_checkpoints" / "x.jpg", photo("astronaut"))
+    save_jpg(messy / "cat" / ".hidden.jpg", photo("camera"))
+    save_jpg(messy / "cat" / "sub" / ".deep" / "y.jpg", photo("coffee"))  # at every depth
+    # an AppleDouble sidecar: macOS metadata under the photo's name, not a JPEG
+    (messy / "dog" / "._0_rocket.jpg").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        ")
+    (messy / "dog" / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")  # not an image: passed over quietly
+
+    want_labels, want_pixels, _ = all_rows(clean)
+    assert row_count(messy) == 6  # was 11: five hidden files listed as photos
+    labels, pixels, b = all_rows(messy)  # the '._' file once aborted here
+    assert len(labels) == 6 and labels == want_labels == [0, 0, 0, 1, 1, 1]
+    assert all(torch.equal(a, w) for a, w in zip(pixels, want_pixels))
+    (said,) = [w for w in b.warnings if "hidden" in w]
+    assert "2 hidden image file(s) and 3 hidden folder(s) (names starting with '.')" in said
+    assert "cat/.hidden.jpg" in said and "left out" in said and ".DS_Store" not in said
+    assert str(messy) in said and "\n" not in said
+
+
+# ----------------------------------------------------------------------------- links
+def two_classes(root: Path, n: int = 4) -> None:
+    for i in range(n):
+        save_jpg(root / "cat" / f"{i}.jpg", photo(PHOTOS[i]))
+        save_jpg(root / "dog" / f"{i}.jpg", photo(PHOTOS[-1 - i]))
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="needs symbolic links")
+@pytest.mark.parametrize(("name", "target"), [("self", "."), ("up", ".."), ("deep/back", "../..")])
+def test_links_that_loop_back_are_not_followed(tmp_path, name, target):
+    """QA: `ln -s . dog/self` listed dog's 4 images 41 times each (168 rows instead of 8) and
+    `ln -s .. dog/up` gave cat's images the label dog too (3,608 rows)."""
+    root = tmp_path / "data"
+    two_classes(root)
+    want_labels, want_pixels, _ = all_rows(root)
+    (root / "dog" / name).parent.mkdir(exist_ok=True)
+    os.symlink(target, root / "dog" / name)
+    assert row_count(root) == 8
+    labels, pixels, b = all_rows(root)
+    assert labels == want_labels == [0] * 4 + [1] * 4
+    assert all(torch.equal(a, w) for a, w in zip(pixels, want_pixels))
+    (said,) = [w for w in b.warnings if "loop back" in w]
+    assert "1 linked folder(s)" in said and f"dog/{name}" in said
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="needs symbolic links")
+def test_links_to_files_and_folders_still_followed_but_never_into_another_class(tmp_path):
+    """Linked files and folders outside the class folders are read (as before); a link into a
+    sibling class folder would give cat's photos the label 'dog', and a second link to the same file
+    would list it twice: neither is read, and both are said."""
+    root, extra = tmp_path / "data", tmp_path / "extra"
+    two_classes(root)
+    save_jpg(extra / "more_dogs" / "a.jpg", photo("coffee", (40, 40)))
+    save_jpg(extra / "more_dogs" / "b.jpg", photo("chelsea", (40, 40)))
+    save_jpg(extra / "lone_cat.jpg", photo("cat", (40, 40)))
+    os.symlink(extra / "more_dogs", root / "dog" / "more")
+    os.symlink(extra / "lone_cat.jpg", root / "cat" / "linked.jpg")
+    os.symlink(root / "cat", root / "dog" / "kitties")
+    os.symlink("0.jpg", root / "dog" / "again.jpg")  # the same file as dog/0.jpg
+    assert row_count(root) == 11  # was 17: cat's 5 photos again as dog, and dog/0.jpg twice
+    labels, pixels, b = all_rows(root)
+    assert labels == [0] * 5 + [1] * 6  # cat: 4 + linked.jpg; dog: 4 + more/a, more/b
+    assert sum(p.shape[-1] == 40 for p in pixels) == 3  # the three linked photos, each once
+    assert [p.shape[-1] for p in pixels[:5]] == [48] * 4 + [40] and [p.shape[-1] for p in pixels[-2:]] == [40, 40]
+    (crossed,) = [w for w in b.warnings if "another class folder" in w]
+    assert "dog/kitties" in crossed and "not followed" in crossed
+    (twice,) = [w for w in b.warnings if "second time" in w]
+    assert "1 file(s)" in twice
+
+
+# ----------------------------------------------------------------------------- EXIF orientation
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_exif_orientation_is_applied_as_a_viewer_shows_the_photo(tmp_path, orientation):
+    """QA: a 160×96 phone photo tagged orientation 6 (stored sideways) was read as stored, its
+    features at cosine 0.5–0.7 from the upright photo's. Read now as PIL's exif_transpose shows it,
+    and its size from the header (the stretch warning's) is the upright one."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation  # EXIF Orientation
+    save_jpg(tmp_path / "a" / "phone.jpg", photo("astronaut", (160, 96)), exif=exif.tobytes())
+    with Image.open(tmp_path / "a" / "phone.jpg") as f:
+        upright = ImageOps.exif_transpose(f)  # the decoded pixels, turned: saved losslessly
+    (tmp_path / "b").mkdir()
+    upright.save(tmp_path / "b" / "upright.png")
+    shape = (96, 160) if orientation == 3 else (160, 96)
+    assert file_size(str(tmp_path / "a" / "phone.jpg")) == shape
+    labels, pixels, b = all_rows(tmp_path)
+    assert labels == [0, 1]
+    phone, want = pixels
+    assert tuple(want.shape) == (3, *shape)
+    assert tuple(phone.shape) == (3, *shape) and torch.equal(phone, want)
+    assert "EXIF orientation" in b.transforms["decode"]
+
+
+def test_a_class_folder_named_train_is_a_class_not_a_split(tmp_path):
+    """Classes bus, car and train, where car keeps its photos in sub-folders: the folders holding
+    sub-folders were taken for splits ("no split 'test'…; available: train, car")."""
+    for i, name in enumerate(PHOTOS[:2]):
+        save_jpg(tmp_path / "bus" / f"{i}.jpg", photo(name))
+        save_jpg(tmp_path / "car" / "red" / f"{i}.jpg", photo(name))
+        save_jpg(tmp_path / "train" / f"{i}.jpg", photo(name))
+    save_jpg(tmp_path / "train" / "old" / "2.jpg", photo("cat"))
+    labels, _, b = all_rows(tmp_path)
+    assert b.class_names == ["bus", "car", "train"] and sorted(labels) == [0, 0, 1, 1, 2, 2, 2]
+    split = tmp_path / "split"
+    for part in ("train", "test"):
+        for c, name in (("bus", "rocket"), ("car", "coffee")):
+            save_jpg(split / part / c / "0.jpg", photo(name))
+    assert sorted(load_data(f"imagefolder:{split}").splits) == ["test", "train"]
