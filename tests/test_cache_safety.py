@@ -23,12 +23,13 @@ from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, 
 from laya_inspect.files import output_lock
 
 
-def _writer(path, *, weights="w1", data="d1", pooling=("cls", "cls"), overwrite=False, n=10, **kw):
+def _writer(path, *, weights="w1", data="d1", pooling=("cls", "cls"), decode="pil", overwrite=False, n=10, **kw):
     return FeatureWriter(
         path,
         attrs={
             "layer_names": ["a", "b"],
             "layer_pooling": list(pooling),
+            "transforms": {"decode": decode, "resize": "stretch"},
             "command": {"x": 1},
             "weights_sha256": weights,
             "data_fingerprint": data,
@@ -66,6 +67,8 @@ def test_rows_go_to_a_partial_file_renamed_only_when_complete(tmp_path):
         # rows of token 0 must not be continued with rows of the mean (--pool auto decided anew)
         ({"pooling": ("mean", "cls")}, r"pooled its layers otherwise \(a: cls → mean\).*--pool auto"),
         ({"pooling": ("mean",)}, r"pooled its layers otherwise \(cls, cls, now mean\)"),
+        # photos turned upright by their EXIF now: rows read sideways must not be continued
+        ({"decode": "pil, EXIF orientation applied"}, r"read its inputs otherwise \(transforms: decode\)"),
     ],
 )
 def test_resume_refuses_other_weights_or_data(tmp_path, change, message):

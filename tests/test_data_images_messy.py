@@ -166,3 +166,30 @@ def test_a_class_folder_named_train_is_a_class_not_a_split(tmp_path):
         for c, name in (("bus", "rocket"), ("car", "coffee")):
             save_jpg(split / part / c / "0.jpg", photo(name))
     assert sorted(load_data(f"imagefolder:{split}").splits) == ["test", "train"]
+
+
+def test_a_photo_with_a_damaged_exif_entry_is_read_and_a_turned_tiff_is_not_turned_twice(tmp_path):
+    """ImageOps.exif_transpose re-writes the EXIF and stopped the run with struct.error on an entry
+    whose type does not fit its tag; PIL opens a TIFF already turned, and file_size turned it again."""
+    im = photo("chelsea", (40, 20))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    exif[0x010F] = "Cam"
+    raw = exif.tobytes()
+    at = raw.index(b"\x01\x0f\x00\x02")  # the 0x010F (Make, ASCII) entry made 0x0103 (Compression)
+    save_jpg(tmp_path / "a" / "bad.jpg", im, exif=raw[:at] + b"\x01\x03" + raw[at + 2 :])
+    save_jpg(tmp_path / "b" / "ok.jpg", im)
+    _, pixels, _ = all_rows(tmp_path)
+    assert sorted(tuple(p.shape) for p in pixels) == [(3, 20, 40), (3, 40, 20)]  # the damaged one turned
+    im.save(tmp_path / "t.tif", exif=exif.tobytes())
+    assert file_size(str(tmp_path / "t.tif")) == (40, 20)
+
+
+def test_a_split_folder_holding_a_stray_image_is_still_a_split(tmp_path):
+    """A preview.png left in train/ made train/ a class folder, and the split was lost."""
+    for part in ("train", "test"):
+        for c, name in (("bus", "rocket"), ("car", "coffee")):
+            save_jpg(tmp_path / part / c / "0.jpg", photo(name))
+    save_jpg(tmp_path / "train" / "preview.jpg", photo("cat"))
+    b = load_data(f"imagefolder:{tmp_path}")
+    assert sorted(b.splits) == ["test", "train"] and b.class_names == ["bus", "car"]

@@ -639,6 +639,10 @@ def test_messy_text_tables_are_read_whole_or_refused_at_the_line_that_breaks_the
     lines[9] = '"unterminated start of review,neg,all'
     with pytest.raises(InputError, match=r"quote\.csv:10: a quoted text opened here runs on, and its line 10"):
         _table(tmp_path / "quote.csv", "\n".join(lines) + "\n")
+    # quoted properly, texts whose lines read as rows ("5,000 people …" with labels 1/3/5) are texts
+    fine = 'label,text,split\n5,"5,000 people, a day.\n3,000 on Sundays.",all\n3,"clean,3",all\n1,bad,all\n'
+    texts, labels = _table(tmp_path / "fine.csv", fine)
+    assert texts[0] == "5,000 people, a day.\n3,000 on Sundays." and labels == ["5", "3", "1"]
     texts, labels = _table(tmp_path / "long.csv", ok + ("word " * 40_000) + ",pos,all\n")
     assert len(texts) == 21 and len(texts[-1]) == 200_000 and labels[-1] == "pos"
     multi = 'text,label,split\n"pros: fast\ncons: slow, but fine",pos,all\nbad,neg,all\n,pos,all\n'

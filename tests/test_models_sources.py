@@ -232,6 +232,12 @@ def test_hf_audio_models_and_two_tower_models_are_refused_in_one_line(tmp_path):
     transformers.CLIPModel(towers).save_pretrained(tmp_path / "clip")
     with pytest.raises(InputError, match="a text and vision model .* CLIPVisionModel.from_pretrained"):
         load_model(f"hf:{tmp_path / 'clip'}")
+    # one tower's classifier on the same config takes images alone: read as an image model
+    towers.id2label = {0: "a", 1: "b"}
+    transformers.CLIPForImageClassification(towers).save_pretrained(tmp_path / "clip-clf")
+    clf = load_model(f"hf:{tmp_path / 'clip-clf'}")
+    assert (clf.input_spec.kind, clf.input_spec.size, clf.num_classes) == ("image", 16, 2)
+    assert clf.default_layers == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
 
 
 def test_hf_missing_directory(tmp_path):

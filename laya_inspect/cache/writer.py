@@ -29,7 +29,7 @@ from ..files import start_writeback
 from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
-VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling")
+VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
 _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash the interpreter
 # Rows are written a whole HDF5 chunk at a time, buffered in at most this many bytes per split, and
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
@@ -134,6 +134,14 @@ class FeatureWriter:
             problem = (
                 f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
                 "laya-inspect decides --pool auto differently from the one that started it"
+            )
+        elif old["transforms"] != new["transforms"]:
+            was, now = old["transforms"], new["transforms"]
+            keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
+            changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
+            problem = (
+                f"read its inputs otherwise (transforms: {changed}): this laya-inspect decodes or transforms "
+                "them differently from the one that started it"
             )
         if problem:
             f.close()

@@ -131,11 +131,10 @@ GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 WIDE_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N", "F")  # more than 8 bits: never through uint8
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
-_TURNED = (2, 3, 4, 5, 6, 7, 8)  # orientations other than upright (1)
 _SIDEWAYS = (5, 6, 7, 8)  # ... of which these swap width and height
 DECODE = (
-    "each file converted on its own with PIL: EXIF orientation applied first (PIL's exif_transpose, "
-    "upright as a viewer shows it), alpha composited on white, palette and CMYK to RGB, "
+    "each file converted on its own with PIL: EXIF orientation applied first (upright as a viewer "
+    "shows it), alpha composited on white, palette and CMYK to RGB, "
     "RGB to greyscale by PIL's ITU-R 601-2 luma, greyscale replicated to RGB, 16-bit greyscale / 65535"
 )
 
@@ -168,10 +167,20 @@ def file_size(path: str) -> tuple[int, int] | None:
 
 def _header_orientation(im: Any) -> Any:
     # PIL decodes a PNG's pixels to look for an eXIf chunk after them; PIL and cameras write it before
-    # them, so a PNG whose header has none is taken as upright here rather than decoded.
-    if im.format == "PNG" and "exif" not in im.info:
+    # them, so a PNG whose header has none is taken as upright here rather than decoded. PIL opens a
+    # TIFF already turned.
+    if (im.format == "PNG" and "exif" not in im.info) or im.format == "TIFF":
         return 1
-    return im.getexif().get(ORIENTATION, 1)
+    return _orientation(im)
+
+
+def _orientation(im: Any) -> int:
+    """The EXIF orientation (1 = upright); an EXIF PIL cannot read counts as upright."""
+    try:
+        value = im.getexif().get(ORIENTATION, 1)
+    except Exception:  # noqa: BLE001 - a damaged EXIF block, in whatever way it is damaged
+        return 1
+    return value if isinstance(value, int) else 1
 
 
 def file_channels(path: str) -> int:
@@ -207,11 +216,22 @@ def read_image(path: str, channels: int) -> torch.Tensor:
 
 def _upright(im: Any) -> Any:
     """The image as a viewer shows it: phone cameras store a photo sideways and say so in its EXIF
-    orientation, so it is applied before anything else (a copy only for an image that needs turning)."""
-    from PIL import ImageOps
+    orientation, so it is applied before anything else (a copy only for an image that needs turning).
+    PIL's own table of turns, without ImageOps.exif_transpose, which re-writes the EXIF and fails on
+    a damaged entry that does not stop the pixels from being read."""
+    from PIL import Image
 
-    im.load()  # a PNG's EXIF may follow its pixels
-    return ImageOps.exif_transpose(im) if im.getexif().get(ORIENTATION, 1) in _TURNED else im
+    im.load()  # a PNG's EXIF may follow its pixels; a TIFF is turned by PIL on load
+    turn = {
+        2: Image.Transpose.FLIP_LEFT_RIGHT,
+        3: Image.Transpose.ROTATE_180,
+        4: Image.Transpose.FLIP_TOP_BOTTOM,
+        5: Image.Transpose.TRANSPOSE,
+        6: Image.Transpose.ROTATE_270,
+        7: Image.Transpose.TRANSVERSE,
+        8: Image.Transpose.ROTATE_90,
+    }.get(_orientation(im))
+    return im if turn is None else im.transpose(turn)
 
 
 def _on_white(im: Any) -> Any:
@@ -396,10 +416,11 @@ def load_imagefolder(
 ) -> Source:
     root = user_path(arg, folder=True, what="image folder")
     top = _subdirs(root)
-    # split folders hold class folders and no image of their own: a class folder named "train" (of
-    # trains) beside "bus" and "car" is a class, not a split
-    holders = [s for s in top if _subdirs(root / s) and not _holds_images(root / s)]
-    split_dirs = holders if any(s.lower() in SPLIT_NAMES for s in holders) else []
+    # split folders hold class folders: a class folder named "train" (of trains, in sub-folders too)
+    # beside "bus" and "car" holds its own images, and is a class, not a split
+    named = [s for s in top if s.lower() in SPLIT_NAMES and _subdirs(root / s)]
+    splits = named and (len(named) == len(top) or any(not _holds_images(root / s) for s in named))
+    split_dirs = [s for s in top if _subdirs(root / s)] if splits else []
     split_dirs.sort(key=lambda s: (SPLIT_NAMES.index(s.lower()) if s.lower() in SPLIT_NAMES else 99, s))
     groups = {s: root / s for s in split_dirs} if split_dirs else {"": root}
     class_names = sorted({c for d in groups.values() for c in _subdirs(d)})

@@ -79,8 +79,9 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
 
 
 def _unclosed_quote(rows: list[dict], lines: list[int], text_col: str, label_col: str, path: Path, sep: str) -> None:
-    """Refuse a text that runs over lines which read as rows of their own ("…,neg"): a quote that is
-    not closed swallows the rows after it into one text, with the label of the last."""
+    """Refuse a text that runs over lines which read as rows of their own ("…,neg") in a file that
+    does not parse strictly: a quote that is not closed swallows the rows after it into one text,
+    with the label of the last, where a closed one ends at '",' (a quote inside is written "")."""
     labels = {str(r.get(label_col) or "").strip() for r in rows} - {""}
     columns = list(rows[0])
     at = columns.index(label_col)
@@ -91,6 +92,8 @@ def _unclosed_quote(rows: list[dict], lines: list[int], text_col: str, label_col
         for k, inner in enumerate(text.split("\n")[:-1]):
             fields = inner.split(sep)
             if len(fields) == len(columns) and fields[at].strip() in labels:
+                if _strict(path, sep):  # every quote closed: the lines are the text's own
+                    return
                 raise InputError(
                     f"{path}:{lines[i]}: a quoted text opened here runs on, and its line {lines[i] + k} reads "
                     f"as a row of its own ({inner[-40:]!r}): close the quote (a quote inside a quoted text "
@@ -189,6 +192,20 @@ def _empty_texts(texts: list[str], path: Path, lines: list[int], col: str) -> li
         f"{path}: {len(empty)} of {len(texts)} rows have an empty text (column {col!r}; line {shown}): their "
         "features describe the empty string, not an input; remove those rows or fill them in"
     ]
+
+
+def _strict(path: Path, sep: str) -> bool:
+    """Whether the file parses with every quote closed and followed by a delimiter or a line end."""
+    limit = csv.field_size_limit(FIELD_LIMIT)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            for _ in csv.reader(f, delimiter=sep, strict=True):
+                pass
+    except csv.Error:
+        return False
+    finally:
+        csv.field_size_limit(limit)
+    return True
 
 
 load_csv = partial(_load_table, fmt="csv")

@@ -226,7 +226,14 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
     two 4-token inputs that differ after their first token give it the same last hidden state.
     None when the model does not take them."""
     device = next(model.parameters()).device
-    ids = torch.tensor([[1, 2, 3, 4], [1, 5, 6, 7]], device=device) % int(getattr(config, "vocab_size", None) or 8)
+    special = {getattr(config, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id")}
+    words = [i for i in range(int(getattr(config, "vocab_size", None) or 8)) if i not in special][:7]
+    words += [0] * (7 - len(words))
+    rows = [[words[0], *words[1:4]], [words[0], *words[4:7]]]
+    eos = getattr(config, "eos_token_id", None)
+    if isinstance(eos, int):  # one end token each: a BART classifier reads it and wants as many in every row
+        rows = [[*r, eos] for r in rows]
+    ids = torch.tensor(rows, device=device)
     try:
         with torch.no_grad():
             out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
@@ -284,7 +291,8 @@ def _check_inputs(model: nn.Module, config: Any, d: Path) -> None:
         )
     towers = [k.removesuffix("_config") for k in ("text_config", "vision_config", "audio_config")]
     towers = [t for t in towers if getattr(config, f"{t}_config", None) is not None]
-    if len(towers) > 1:
+    takes = set(inspect.signature(model.forward).parameters)
+    if len(towers) > 1 and {"input_ids", "pixel_values"} <= takes:
         raise InputError(
             f"{d} holds {name}, a {' and '.join(towers)} model that takes both inputs at once; save the one "
             f"tower to read on its own (e.g. {name.removesuffix('Model')}VisionModel.from_pretrained(DIR)"
@@ -380,12 +388,15 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     if options.weights is not None:
         digests.append(load_weights(model, options.weights, trust_pickle=options.trust_pickle))
         files.append(Path(options.weights))
-    is_image = getattr(config, "image_size", None) is not None
+    # an image classifier on one tower of a two-tower config (CLIPForImageClassification): that tower's
+    looks = getattr(config, "vision_config", None) if getattr(model, "main_input_name", "") == "pixel_values" else None
+    looks = looks or config
+    is_image = getattr(looks, "image_size", None) is not None
     tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
     padding = _pad_on_the_right(tokenizer, model, d) if tokenizer is not None else None
-    input_spec = _image_spec(config, processor) if is_image else _text_spec(config, tokenizer, d, padding)
-    adapter = HFAdapter(_n_hidden(config), _accepted(model))
+    input_spec = _image_spec(looks, processor) if is_image else _text_spec(config, tokenizer, d, padding)
+    adapter = HFAdapter(_n_hidden(looks), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     module = freeze(model, options.device)
     rule = _sequence_pool(module, config, tokenizer, adapter, d)
