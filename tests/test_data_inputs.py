@@ -662,3 +662,23 @@ def test_messy_text_tables_are_read_whole_or_refused_at_the_line_that_breaks_the
     assert texts == ["a\u2028b", "c\u0085d", "e"] and labels == ["pos", "neg", "pos"]
     with pytest.raises(InputError, match=r"nan\.jsonl:2: no text"):
         _table(tmp_path / "nan.jsonl", jsonl.split("\n")[0] + '\n{"text": NaN, "label": "neg", "split": "all"}\n')
+
+
+def test_test_texts_that_repeat_a_training_text_are_a_warning(tmp_path):
+    """A scraped table holds the same review twice; split at random, one copy lands in train and one
+    in test, and the test accuracy is partly training accuracy, with no word."""
+    rows = [f"review number {i} says {'good' if i % 2 else 'bad'}" for i in range(40)]
+    table = [(t, "pos" if i % 2 else "neg", "train" if i < 30 else "test") for i, t in enumerate(rows)]
+    table += [
+        (rows[3].upper() + "  ", "pos", "test"),
+        (rows[4], "pos", "test"),
+        ("", "neg", "train"),
+        ("", "pos", "test"),
+    ]
+    (tmp_path / "t.csv").write_text("text,label,split\n" + "".join(f"{t},{y},{s}\n" for t, y, s in table))
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    said = [w for w in b.warnings if "also stand in split 'train'" in w]
+    assert len(said) == 1 and "2 of 13 texts of split 'test'" in said[0] and "1 of them under another label" in said[0]
+    (tmp_path / "clean.csv").write_text("text,label,split\n" + "".join(f"{t},{y},{s}\n" for t, y, s in table[:40]))
+    clean = load_data(f"csv:{tmp_path / 'clean.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    assert not [w for w in clean.warnings if "also stand in" in w]

@@ -34,7 +34,7 @@ import torch
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, SplitSource, stratified_split, stratified_subset
-from .checks import check_labels, cut_texts, empty_classes, float_images, stretched_images
+from .checks import check_labels, cut_texts, empty_classes, float_images, repeated_texts, stretched_images
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -283,6 +283,7 @@ def load_data(
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
     read: list[tuple[SplitSource, np.ndarray]] = []
+    texts: dict[str, list[str]] = {}
     for name, part in parts.items():
         assert part.rows is not None  # SplitSource.__post_init__ fills rows
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
@@ -293,8 +294,11 @@ def load_data(
             return transform(f(q))
 
         out[name] = Split(name=name, labels=labels, index=rows, fetch=fetch)
+        if src.kind == "text":
+            texts[name] = list(part.fetch(rows))
         if isinstance(transform, TextTransform):
-            warnings += cut_texts(spec, name, part.fetch(rows), transform.tokenizer, transform.max_length)
+            warnings += cut_texts(spec, name, texts[name], transform.tokenizer, transform.max_length)
+    warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
     if isinstance(transform, ImageTransform) and resize is None:
         warnings += stretched_images(spec, transform, src.native, read, seed, getattr(input_spec, "resize", None))
     log.info(

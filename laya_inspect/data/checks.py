@@ -191,3 +191,27 @@ def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_lengt
         f"dataset {spec!r}: {len(cut)} of {len(texts)} texts of split {split!r} are longer than {max_length} tokens "
         f"(the longest {max(cut)}); the model reads only their first {max_length}"
     ]
+
+
+def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.ndarray]) -> list[str]:
+    """A warning for each split whose texts also stand in the training split: a score on them is
+    partly a score on rows the head trained on (and a repeat under another label is label noise)."""
+    if "train" not in texts:
+        return []
+    seen = {" ".join(t.split()).lower(): int(y) for t, y in zip(texts["train"], labels["train"])}
+    out = []
+    for name, part in texts.items():
+        if name == "train":
+            continue
+        keys = [" ".join(t.split()).lower() for t in part]
+        same = [i for i, k in enumerate(keys) if k and k in seen]  # empty texts have their own warning
+        if not same:
+            continue
+        other = sum(1 for i in same if seen[keys[i]] != int(labels[name][i]))
+        relabelled = f", {other} of them under another label" if other else ""
+        out.append(
+            f"dataset {spec!r}: {len(same)} of {len(part)} texts of split {name!r} also stand in split 'train' "
+            f"(the same words, case and spacing aside{relabelled}): scores on {name!r} are partly scores on "
+            "training rows; remove the repeats to read them as held out"
+        )
+    return out
