@@ -42,6 +42,7 @@ TIE_TOLERANCE = 1e-6
 # ranking methods would rank noise: a caveat, no "best".
 NEGLIGIBLE_EFFECT = 1e-3
 MIN_LAYERS = 3  # with L = 2, ρ is ±1 or undefined by construction
+MIN_ROWS = 20  # fewer compared rows: a percentile bootstrap over them is no 95% interval (2 rows: 3 resamples)
 
 
 def known(kind: str, name: str, names: Sequence[str]) -> str:

@@ -270,3 +270,31 @@ def test_a_layer_that_gives_one_row_for_every_input_is_flagged_on_the_heads_that
     assert summary["quality"]["constant_layers"] == ["embeddings"]
     flagged = {h["head"] for h in summary["heads"] if any("embeddings gives one row" in w for w in h["warnings"])}
     assert flagged == {"laya", "concat", "scalarmix"}  # 'last' reads "top" alone
+
+
+def test_a_test_split_of_a_few_rows_is_a_warning_and_compare_reads_no_verdict_on_it(tmp_path: Path) -> None:
+    """A 2-row test split gave "1.000 [1.000, 1.000]" and, in compare, α "beats" the constant rule
+    on a bootstrap with 3 distinct resamples, with no word."""
+    from typer.testing import CliRunner
+
+    from laya_inspect.cli import app
+
+    rng = np.random.default_rng(0)
+    centres = [rng.normal(size=(3, 8)) for _ in range(3)]
+
+    def blobs(y: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        return [(c[y] + rng.normal(size=(len(y), 8))).astype(np.float32) for c in centres], y
+
+    cache = write_cache(tmp_path / "c.h5", {"train": blobs(np.arange(150) % 3), "test": blobs(np.array([0, 1]))})
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(seeds=(0,), epochs=3, probe=False, heads=("laya",)), out_dir=tmp_path / "heads")
+    summary = json.loads((tmp_path / "heads" / "summary.json").read_text())
+    assert any(w.startswith("the test split has 2 rows (fewer than 20)") for w in summary["heads"][0]["warnings"])
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(
+        app, ["compare", str(tmp_path / "heads" / "laya" / "seed_0"), "--cache", str(cache), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    result = json.loads((out / "summary.json").read_text())
+    found = json.dumps(result)
+    assert "only 2 rows scored (fewer than 20)" in found and '"beats"' not in found

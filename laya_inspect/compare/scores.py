@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..choices import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
+from ..choices import MIN_LAYERS, MIN_ROWS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
 from .effects import Measured
 from .lolo import ABLATIONS
@@ -153,6 +153,11 @@ def caveats(n_layers: int, ablation: str, lolo: dict[str, Any]) -> tuple[list[st
         )
     if lolo["n_rows_scored"] == 0:
         out.append(f"no row has finite probabilities under the {ablation!r} ablation: nothing to score")
+    elif lolo["n_rows_scored"] < MIN_ROWS:
+        out.append(
+            f"only {lolo['n_rows_scored']} rows scored (fewer than {MIN_ROWS}): a bootstrap over so few rows "
+            "gives no 95% interval, so no method is marked best and none is read against the constant rule"
+        )
     elif lolo["effects_negligible"]:
         out.append(
             f"every LOLO effect is ≈ 0 under the {ablation!r} ablation (mean max_i |e_i| = "

@@ -352,7 +352,13 @@ def _fit_into(
     heads = summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last"))
     constant = constant_layers(*moments, store.layer_names) if moments is not None else []
     quality = gate(
-        heads, runs, chance=chance_level(test.labels), probe=probe, layer_names=store.layer_names, constant=constant
+        heads,
+        runs,
+        chance=chance_level(test.labels),
+        probe=probe,
+        layer_names=store.layer_names,
+        constant=constant,
+        n_test=test.n,
     )
     summary: dict[str, Any] = {
         "tool_version": __version__,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..cache.store import FeatureStore
+from ..choices import MIN_ROWS
 from ..errors import InputError
 from .stats import seed_agreement
 
@@ -38,6 +39,7 @@ THRESHOLDS = {
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+    "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
 }
@@ -163,10 +165,11 @@ def gate(
     probe: dict[str, Any] | None,
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
+    n_test: int | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
-    ``constant``: the layers :func:`constant_layers` found."""
+    ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows."""
     for h in heads:
         h.update(
             head_quality(
@@ -179,6 +182,11 @@ def gate(
                 constant=constant,
             )
         )
+        if n_test is not None and n_test < MIN_ROWS:
+            h["warnings"].append(
+                f"the test split has {n_test} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
+                f"{1 / n_test:.2f}, and the interval over seeds leaves out the sampling of the test rows"
+            )
     return {
         "chance": chance,
         "constant_layers": list(constant),

@@ -27,8 +27,10 @@ def _array(values: Iterable[float]) -> np.ndarray:
 
 
 def macro_f1(labels: np.ndarray, preds: np.ndarray) -> float:
-    """Macro-averaged F1 over the classes present in ``labels`` or ``preds`` (a class never predicted
-    scores 0): scikit-learn's ``f1_score(labels, preds, average="macro", zero_division=0)``."""
+    """Macro-averaged F1 over the classes present in ``labels`` (a class never predicted scores 0):
+    scikit-learn's ``f1_score(labels, preds, labels=<classes in labels>, average="macro",
+    zero_division=0)``. A prediction of a class absent from ``labels`` is a miss of its row's class,
+    not a class of its own: with the union, one stray prediction moved a score by a third."""
     from sklearn.metrics import f1_score
 
     y, p = np.asarray(labels, dtype=np.int64).ravel(), np.asarray(preds, dtype=np.int64).ravel()
@@ -36,7 +38,7 @@ def macro_f1(labels: np.ndarray, preds: np.ndarray) -> float:
         raise InputError(f"{len(y)} labels but {len(p)} predictions")
     if y.size == 0:
         raise InputError("no predictions to score")
-    return float(f1_score(y, p, average="macro", zero_division=0))
+    return float(f1_score(y, p, labels=np.unique(y), average="macro", zero_division=0))
 
 
 def mean(values: Iterable[float]) -> float:
