@@ -298,3 +298,21 @@ def test_a_test_split_of_a_few_rows_is_a_warning_and_compare_reads_no_verdict_on
     result = json.loads((out / "summary.json").read_text())
     found = json.dumps(result)
     assert "only 2 rows scored (fewer than 20)" in found and '"beats"' not in found
+
+
+def test_two_layers_that_hold_the_same_rows_are_flagged(tmp_path: Path) -> None:
+    """A stage and its last block (ResNet's layer4 and layer4.2), or one layer asked for twice, hold
+    the same rows: α split its weight between them at random (seed 0 on one, seed 1 on the other)
+    under the generic "seeds disagree"."""
+    rng = np.random.default_rng(1)
+    y = np.arange(90) % 3
+    a = (rng.normal(size=(90, 5)) + y[:, None]).astype(np.float32)
+    b = rng.normal(size=(90, 5)).astype(np.float32)
+    splits = {s: ([a[sl], a[sl].copy(), b[sl]], y[sl]) for s, sl in (("train", slice(0, 60)), ("test", slice(60, 90)))}
+    cache = write_cache(tmp_path / "c.h5", splits, layer_names=["layer4", "layer4.2", "fc_in"])
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(seeds=(0,), epochs=2, probe=False), out_dir=tmp_path / "heads")
+    summary = json.loads((tmp_path / "heads" / "summary.json").read_text())
+    assert summary["quality"]["duplicate_layers"] == [["layer4", "layer4.2"]]
+    flagged = {h["head"] for h in summary["heads"] if any("(layer4 = layer4.2)" in w for w in h["warnings"])}
+    assert flagged == {"laya", "concat", "scalarmix"}

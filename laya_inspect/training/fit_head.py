@@ -238,7 +238,7 @@ def _fit_into(
     runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
     from .profiles import class_names, compute_profiles, write_profiles
-    from .quality import chance_level, constant_layers, gate, layer_probes
+    from .quality import chance_level, constant_layers, duplicate_layers, gate, layer_probes
     from .standardize import feature_moments, standardization
 
     in_memory = config.in_memory
@@ -351,6 +351,7 @@ def _fit_into(
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
     heads = summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last"))
     constant = constant_layers(*moments, store.layer_names) if moments is not None else []
+    duplicates = duplicate_layers(store, config.train_split, *moments) if moments is not None else []
     quality = gate(
         heads,
         runs,
@@ -359,6 +360,7 @@ def _fit_into(
         layer_names=store.layer_names,
         constant=constant,
         n_test=test.n,
+        duplicates=duplicates,
     )
     summary: dict[str, Any] = {
         "tool_version": __version__,

@@ -39,6 +39,7 @@ THRESHOLDS = {
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+    "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
@@ -59,6 +60,23 @@ def chance_level(labels: np.ndarray) -> float:
     """Accuracy of always answering the most frequent class of ``labels``."""
     counts = np.bincount(np.asarray(labels, dtype=np.int64))
     return float(counts.max() / counts.sum()) if counts.sum() else math.nan
+
+
+def duplicate_layers(
+    store: FeatureStore, split: str, means: Sequence[np.ndarray], stds: Sequence[np.ndarray]
+) -> list[tuple[str, str]]:
+    """Pairs of layers that hold the same rows (a stage and its last block, one layer asked for
+    twice): the same moments, then the same first 256 rows of ``split``."""
+    names, out = store.layer_names, []
+    for j in range(len(names)):
+        for i in range(j):
+            if means[i].shape != means[j].shape or not (
+                np.array_equal(means[i], means[j]) and np.array_equal(stds[i], stds[j])
+            ):
+                continue
+            if np.array_equal(store.layer(split, i, slice(0, 256)), store.layer(split, j, slice(0, 256))):
+                out.append((names[i], names[j]))
+    return out
 
 
 def near_chance(test_acc: float, chance: float, what: str) -> str | None:
@@ -166,6 +184,7 @@ def gate(
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
     n_test: int | None = None,
+    duplicates: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
@@ -182,6 +201,12 @@ def gate(
                 constant=constant,
             )
         )
+        if duplicates and h["head"] != "last":
+            pairs = ", ".join(f"{a} = {b}" for a, b in duplicates)
+            h["warnings"].append(
+                f"layers that hold the same rows ({pairs}): how a head's weight splits between them is "
+                "arbitrary (seeds may put it on either); leave one of each pair out with --layers"
+            )
         if n_test is not None and n_test < MIN_ROWS:
             h["warnings"].append(
                 f"the test split has {n_test} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
@@ -190,6 +215,7 @@ def gate(
     return {
         "chance": chance,
         "constant_layers": list(constant),
+        "duplicate_layers": [list(p) for p in duplicates],
         "chance_definition": "majority-class share of the test split",
         "probe": probe,
         "thresholds": THRESHOLDS,
