@@ -316,3 +316,14 @@ def test_two_layers_that_hold_the_same_rows_are_flagged(tmp_path: Path) -> None:
     assert summary["quality"]["duplicate_layers"] == [["layer4", "layer4.2"]]
     flagged = {h["head"] for h in summary["heads"] if any("(layer4 = layer4.2)" in w for w in h["warnings"])}
     assert flagged == {"laya", "concat", "scalarmix"}
+
+
+def test_test_classes_with_no_training_rows_are_flagged() -> None:
+    """A cache whose class 'c' has test rows but no training rows (written from the API, where extract's
+    split checks do not run) scored a third of its test rows as certain misses with no word."""
+    from laya_inspect.training.quality import unlearnable_classes
+
+    said = unlearnable_classes(np.array([0, 1, 0, 1]), np.array([0, 1, 2, 2, 2, 1]), ["a", "b", "c"])
+    assert said is not None and said.startswith("class(es) 'c' have test rows but no training rows")
+    assert "their 3 of 6 test rows count as misses" in said
+    assert unlearnable_classes(np.array([0, 1, 2]), np.array([0, 1]), ["a", "b", "c"]) is None  # test lacks one: fine

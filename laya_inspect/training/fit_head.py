@@ -238,7 +238,7 @@ def _fit_into(
     runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
     from .profiles import class_names, compute_profiles, write_profiles
-    from .quality import chance_level, constant_layers, duplicate_layers, gate, layer_probes
+    from .quality import chance_level, constant_layers, duplicate_layers, gate, layer_probes, unlearnable_classes
     from .standardize import feature_moments, standardization
 
     in_memory = config.in_memory
@@ -361,6 +361,7 @@ def _fit_into(
         constant=constant,
         n_test=test.n,
         duplicates=duplicates,
+        unlearnable=unlearnable_classes(train.labels, test.labels, store.class_names),
     )
     summary: dict[str, Any] = {
         "tool_version": __version__,

@@ -40,6 +40,7 @@ THRESHOLDS = {
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
+    "unlearnable_classes": "classes of the test split with no training rows",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
@@ -60,6 +61,21 @@ def chance_level(labels: np.ndarray) -> float:
     """Accuracy of always answering the most frequent class of ``labels``."""
     counts = np.bincount(np.asarray(labels, dtype=np.int64))
     return float(counts.max() / counts.sum()) if counts.sum() else math.nan
+
+
+def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class_names: Sequence[str]) -> str | None:
+    """A warning when classes of the test split have no training rows: no head can predict them."""
+    n = max(len(class_names), int(max(train_labels.max(initial=-1), test_labels.max(initial=-1))) + 1)
+    seen, tested = np.bincount(train_labels, minlength=n), np.bincount(test_labels, minlength=n)
+    gaps = [c for c in range(n) if seen[c] == 0 and tested[c] > 0]
+    if not gaps:
+        return None
+    names = ", ".join(repr(class_names[c] if c < len(class_names) else str(c)) for c in gaps[:5])
+    rows = int(sum(tested[c] for c in gaps))
+    return (
+        f"class(es) {names}{', …' if len(gaps) > 5 else ''} have test rows but no training rows: no head can "
+        f"predict them, and their {rows} of {len(test_labels)} test rows count as misses"
+    )
 
 
 def duplicate_layers(
@@ -185,6 +201,7 @@ def gate(
     constant: Sequence[str] = (),
     n_test: int | None = None,
     duplicates: Sequence[tuple[str, str]] = (),
+    unlearnable: str | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
@@ -207,6 +224,8 @@ def gate(
                 f"layers that hold the same rows ({pairs}): how a head's weight splits between them is "
                 "arbitrary (seeds may put it on either); leave one of each pair out with --layers"
             )
+        if unlearnable:
+            h["warnings"].append(unlearnable)
         if n_test is not None and n_test < MIN_ROWS:
             h["warnings"].append(
                 f"the test split has {n_test} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
