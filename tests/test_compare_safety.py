@@ -92,7 +92,16 @@ def test_allow_other_cache_is_the_way_past_a_fingerprint_mismatch(laya_dir, digi
     with pytest.warns(UserWarning, match="trained on a cache with fingerprint"):  # allowed, not silent
         r = _compare(laya_dir, other, tmp_path / "b", "--allow-other-cache")
     assert r.exit_code == 0, r.output
-    assert json.loads((tmp_path / "b" / "summary.json").read_text())["config"]["allow_other_cache"] is True
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["config"]["allow_other_cache"] is True
+    # said beside the scores and stored, not only as a Python warning that goes by
+    said = [w for w in summary["cache"]["warnings"] if "was trained on a cache with fingerprint" in w]
+    assert len(said) == 1 and "compared here under --allow-other-cache" in said[0]
+    assert "compared here under --allow-other-cache" in r.output
+    import warnings
+
+    # a Python warning from the command line is one line, without the library's source line
+    assert warnings.formatwarning("x", UserWarning, "head_dir.py", 321) == "warning: x\n"
 
 
 def _nan_cache(src: Path, dst: Path, rows: list[int]) -> Path:

@@ -80,9 +80,18 @@ def _root(
     ),
 ) -> None:
     """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
+    import warnings
+
     from ..distributed import is_main_process
 
     console.quiet = not is_main_process()  # under torchrun, rank 0 speaks for every process
+    warnings.formatwarning = _one_line  # a user reads "warning: …", not the library's source line
+
+
+def _one_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    return f"warning: {message}\n"
 
 
 def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: str | None = None) -> Any:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,17 @@ def _load_heads(
             name, k = f"{base}-{k}", k + 1
         heads[name] = (head.to(device).eval(), cfg, str(Path(d).resolve()))
     return heads
+
+
+def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStore) -> list[str]:
+    """A line for each head trained on another cache (let through by --allow-other-cache), to be read
+    beside every score: its features came from elsewhere."""
+    return [
+        f"head {name} was trained on a cache with fingerprint {cfg.get('cache_fingerprint')} "
+        f"({cfg.get('cache_path')}), not on this one: compared here under --allow-other-cache"
+        for name, (_, cfg, _) in heads.items()
+        if cfg.get("cache_fingerprint") != store.fingerprint
+    ]
 
 
 def _plan_ablations(
@@ -381,7 +392,7 @@ def compare_heads(
             "class_names": class_names,
             "model_spec": store.attrs.get("model_spec"),
             "data_spec": store.attrs.get("data_spec"),
-            "warnings": cache_warnings(store),
+            "warnings": cache_warnings(store) + _other_cache(heads, store),
         },
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "ablation": results[0].ablations[0],
