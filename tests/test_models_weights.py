@@ -60,6 +60,33 @@ def test_unwrap_order_and_prefix_stripping():
         to_state_dict({"optimizer": {"lr": 1.0}})
 
 
+def test_checkpoints_as_people_save_them_load(tmp_path):
+    """A model whose own submodule is named ``module`` was refused (every key lost its prefix); a
+    checkpoint without BatchNorm's num_batches_tracked (PyTorch < 0.4.1, re-exports) was refused
+    though torch's strict load takes it; the tutorial's ``model_state_dict`` and a step count beside
+    the tensors were "a dict without model weights"."""
+    from laya_inspect.models.weights import load_state_dict_strict
+
+    class Wrap(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.module = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4))
+            self.head = nn.Linear(4, 2)
+
+    torch.manual_seed(0)
+    src, dst = Wrap(), Wrap()
+    state = src.state_dict()
+    load_state_dict_strict(dst, to_state_dict(state))
+    assert all(torch.equal(v, dst.state_dict()[k]) for k, v in state.items())
+    old = {k: v for k, v in state.items() if not k.endswith("num_batches_tracked")}
+    load_state_dict_strict(Wrap(), to_state_dict({"model_state_dict": old, "epoch": 3}))
+    t = torch.ones(1)
+    assert to_state_dict({"a.weight": t, "epoch": 3}) == {"a.weight": t}
+    assert to_state_dict({"net": {"module.a": t}, "ema": {"b": t}}) == {"a": t}
+    with pytest.raises(InputError, match="missing module.0.weight"):  # a real miss is still one
+        load_state_dict_strict(Wrap(), {k: v for k, v in state.items() if k != "module.0.weight"})
+
+
 def test_pickled_module_needs_trust(r18, x, tmp_path):
     path = tmp_path / "whole.pt"
     torch.save(r18, path)

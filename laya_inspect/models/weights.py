@@ -22,7 +22,8 @@ from torch import Tensor, nn
 
 from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
 
-WRAPPER_KEYS = ("state_dict", "model", "model_ema")
+# where checkpoints keep the weights, in the order looked for (the plain weights before an EMA copy)
+WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "net", "model_ema", "state_dict_ema", "ema")
 PREFIXES = ("module.", "_orig_mod.")
 
 
@@ -132,33 +133,44 @@ def read_weights(path: str | Path, *, trust_pickle: bool = False) -> tuple[Any, 
     return obj, digest
 
 
-def _strip(key: str) -> str:
-    while key.startswith(PREFIXES):  # each prefix is one dotted name
-        key = key.split(".", 1)[1]
-    return key
+def _strip(state: dict[str, Any]) -> dict[str, Any]:
+    """Without a ``module.``/``_orig_mod.`` prefix that every key carries (DataParallel, torch.compile):
+    a model's own submodule named ``module`` leaves other keys without it, and keeps its name."""
+    while state:
+        common = next((p for p in PREFIXES if all(k.startswith(p) for k in state)), None)
+        if common is None:
+            break
+        state = {k[len(common) :]: v for k, v in state.items()}
+    return state
 
 
 def to_state_dict(obj: Any, *, source: str = "checkpoint") -> dict[str, Tensor]:
-    """Unwrap ``state_dict``/``model``/``model_ema`` (in that order) and strip ``module.``/``_orig_mod.``."""
+    """Unwrap the first of :data:`WRAPPER_KEYS` that holds the weights, keep the tensors (a training
+    step count beside them is no weight) and strip a ``module.``/``_orig_mod.`` prefix every key has."""
     if isinstance(obj, nn.Module):
         obj = obj.state_dict()
     if isinstance(obj, Mapping) and not all(isinstance(v, Tensor) for v in obj.values()):
         for key in WRAPPER_KEYS:
             if key in obj and isinstance(obj[key], (Mapping, nn.Module)):
                 return to_state_dict(obj[key], source=source)
-        raise InputError(
-            f"{source} is a dict without model weights: expected tensors or one of the keys "
-            f"{', '.join(WRAPPER_KEYS)}; it has keys: {', '.join(map(str, list(obj)[:12]))}"
-        )
+        tensors = {k: v for k, v in obj.items() if isinstance(v, Tensor)}
+        if not tensors:
+            raise InputError(
+                f"{source} holds no tensors: expected a state dict or one of the keys "
+                f"{', '.join(WRAPPER_KEYS)}; it has keys: {', '.join(map(str, list(obj)[:12]))}"
+            )
+        obj = tensors
     if not isinstance(obj, Mapping):
         raise InputError(f"{source} holds a {type(obj).__name__}, not a state dict or a module")
-    return {_strip(str(k)): v for k, v in obj.items()}
+    return _strip({str(k): v for k, v in obj.items()})
 
 
 def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, source: str = "checkpoint") -> None:
     """``module.load_state_dict(strict=True)`` with an error that names missing/unexpected/mis-shaped keys."""
     own = module.state_dict()
-    missing = [k for k in own if k not in state]
+    # BatchNorm's step counter is absent from checkpoints saved before PyTorch 0.4.1 and from many
+    # re-exports; torch's own strict load fills it in, and it does not change an eval-mode output
+    missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
     unexpected = [k for k in state if k not in own]
     if missing or unexpected:
         parts = [f"{what} {few(keys, 5)}" for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]
@@ -166,7 +178,7 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
     bad = [
         f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}"
         for k, v in own.items()
-        if tuple(state[k].shape) != tuple(v.shape)
+        if k in state and tuple(state[k].shape) != tuple(v.shape)
     ]
     if bad:
         raise InputError(f"{source} does not fit {type(module).__name__}: shape mismatch (file vs model) {few(bad, 3)}")
