@@ -135,7 +135,7 @@ class FeatureWriter:
                 f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
                 "laya-inspect decides --pool auto differently from the one that started it"
             )
-        elif old["transforms"] != new["transforms"]:
+        elif _given(old["transforms"]) != _given(new["transforms"]):
             was, now = old["transforms"], new["transforms"]
             keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
             changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
@@ -444,6 +444,11 @@ def _put(ds: h5py.Dataset, rows: np.ndarray, start: int, k: int) -> None:
         ds.id.write_direct_chunk((start, 0), rows)
     else:
         ds[start : start + k] = rows[:k]
+
+
+def _given(recorded: Any) -> Any:
+    """A recorded attribute, None where none was given (stored as "", or as JSON null)."""
+    return None if recorded in ("", "null", None) else recorded
 
 
 def _methods(recorded: Any) -> list[str]:
