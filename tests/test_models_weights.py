@@ -144,3 +144,17 @@ def test_shape_mismatch_names_the_key():
 def test_sha256_file(tmp_path):
     (tmp_path / "f").write_bytes(b"abc")
     assert sha256_file(tmp_path / "f") == hashlib.sha256(b"abc").hexdigest()
+
+
+def test_a_weights_file_is_read_as_what_its_bytes_are_whatever_its_name(tmp_path):
+    """A torch.save file named .safetensors failed with "header too large", and a safetensors file
+    named .pth with "Unsupported operand 144": two common mix-ups, both read now."""
+    state = {"a": torch.arange(3.0)}
+    torch.save(state, tmp_path / "saved.safetensors")
+    save_file(state, tmp_path / "safe.pth")
+    for name in ("saved.safetensors", "safe.pth"):
+        assert torch.equal(read_checkpoint(tmp_path / name)["a"], state["a"]), name
+    cut = (tmp_path / "safe.pth").read_bytes()[:20]
+    (tmp_path / "cut.pth").write_bytes(cut)
+    with pytest.raises(InputError, match=r"cut\.pth is not a readable \.safetensors file"):
+        read_checkpoint(tmp_path / "cut.pth")

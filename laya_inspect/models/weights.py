@@ -85,8 +85,24 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
+def _safetensors(p: Path) -> bool:
+    """Whether the file's bytes are safetensors (an 8-byte header length, then its JSON), whatever its
+    name says: a torch.save file named .safetensors, or the reverse, is read as what it is."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return p.suffix == ".safetensors"  # the reader says what is wrong
+    return len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < 1 << 30
+
+
+def _torch_load(p: Path, *, weights_only: bool) -> Any:
+    with open(p, "rb") as f:  # a file object: torch reads a path named .safetensors as safetensors
+        return torch.load(f, map_location="cpu", weights_only=weights_only)
+
+
 def _read(p: Path, trust_pickle: bool) -> Any:
-    if p.suffix == ".safetensors":
+    if _safetensors(p):
         from safetensors.torch import load_file
 
         try:
@@ -96,7 +112,7 @@ def _read(p: Path, trust_pickle: bool) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "Detected pickle protocol …" notices
-            return torch.load(p, map_location="cpu", weights_only=True)
+            return _torch_load(p, weights_only=True)
     except pickle.UnpicklingError as e:
         if not PICKLED_OBJECT.search(str(e)):  # refused, but not for holding Python objects
             raise InputError(f"{p} is not a readable PyTorch checkpoint: {_reason(str(e))}") from None
@@ -107,7 +123,7 @@ def _read(p: Path, trust_pickle: bool) -> Any:
     except Exception as e:  # corrupt bytes end in any error of the unpickler or the zip reader
         raise InputError(f"{p} is not a readable PyTorch checkpoint (corrupt?): {first_line(e)}") from None
     try:
-        return torch.load(p, map_location="cpu", weights_only=False)
+        return _torch_load(p, weights_only=False)
     except Exception as e:  # unpickling can fail in any way: missing classes, modules, versions
         raise InputError(f"{p} could not be unpickled (even with --trust-pickle): {first_line(e)}") from None
 
