@@ -93,7 +93,10 @@ def _safetensors(p: Path) -> bool:
             head = f.read(9)
     except OSError:
         return p.suffix == ".safetensors"  # the reader says what is wrong
-    return len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < 1 << 30
+    if head.startswith((b"PK\x03\x04", b"\x80")):  # torch.save's zip, or its older bare pickle
+        return False
+    looks = len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < 1 << 30
+    return looks or p.suffix == ".safetensors"  # neither: the reader its name asks for says what is wrong
 
 
 def _torch_load(p: Path, *, weights_only: bool) -> Any:
