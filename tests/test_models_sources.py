@@ -350,6 +350,28 @@ def test_python_factory_with_weights(factory_module, tmp_path):
     assert {i.name: i.shape for i in list_layers(again)}["0"] == (4, 6, 6)  # size from the module's input_spec
 
 
+def test_a_lightning_checkpoint_loads_its_model_and_says_so(factory_module, tmp_path):
+    """A Lightning module keeps the model under its attribute (``model.``) beside a loss's buffer: it
+    was refused as missing every key. Now read from under the prefix, with a recorded warning; a
+    second copy under another prefix is refused, and an EMA copy beside the weights is named."""
+    plain = load_model(f"python:{factory_module}:make", random_init=True).module.state_dict()
+    trained = {f"model.{k}": torch.randn_like(v) for k, v in plain.items()}
+    ckpt = {"state_dict": {**trained, "loss.weight": torch.ones(5)}, "epoch": 3, "pytorch-lightning_version": "2.4"}
+    torch.save(ckpt, tmp_path / "last.ckpt")
+    loaded = load_model(f"python:{factory_module}:make", weights=tmp_path / "last.ckpt")
+    torch.testing.assert_close(loaded.module[3].weight, trained["model.3.weight"], rtol=0, atol=0)
+    assert any("under 'model.'" in w and "loss.weight" in w for w in loaded.warnings), loaded.warnings
+    both = {**trained, **{k.replace("model.", "ema."): v for k, v in trained.items()}}
+    torch.save({"state_dict": both}, tmp_path / "two.ckpt")
+    with pytest.raises(InputError, match="several prefixes.*'model.', 'ema.'|several prefixes.*'ema.', 'model.'"):
+        load_model(f"python:{factory_module}:make", weights=tmp_path / "two.ckpt")
+    flat = {k.removeprefix("model."): v for k, v in trained.items()}
+    torch.save({"state_dict": flat, "state_dict_ema": plain}, tmp_path / "ema.pth")
+    loaded = load_model(f"python:{factory_module}:make", weights=tmp_path / "ema.pth")
+    torch.testing.assert_close(loaded.module[3].weight, flat["3.weight"], rtol=0, atol=0)
+    assert any("'state_dict', 'state_dict_ema'" in w for w in loaded.warnings), loaded.warnings
+
+
 def test_python_factory_errors(factory_module):
     with pytest.raises(NotFoundError, match="cannot import"):
         load_model("python:no_such_pkg_xyz.mod:make", random_init=True)

@@ -9,6 +9,7 @@ network is never silently left with random weights.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from ..errors import InputError, NotFoundError
@@ -21,7 +22,7 @@ from . import local  # noqa: F401
 
 # isort: on
 from .base import SOURCES, InputSpec, LoadedModel, LoadOptions
-from .weights import load_weights, read_checkpoint, read_weights, sha256_file, to_state_dict
+from .weights import WeightsNote, load_weights, read_checkpoint, read_weights, sha256_file, to_state_dict
 from .zoo import ZOO, build_zoo, save_zoo_checkpoint
 
 __all__ = [
@@ -84,7 +85,14 @@ def load_model(
         device=str(device),
         search_dir=None if search_dir is None else str(search_dir),
     )
-    model = loader(rest, options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", WeightsNote)
+        model = loader(rest, options)
+    for w in caught:  # the checkpoint's choices go with the model's warnings; any other is said as usual
+        if issubclass(w.category, WeightsNote):
+            model.warnings.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if model.random_init:
         model.warnings.append(
             f"{model.spec} has random weights (--random-init, no --weights): "

@@ -27,6 +27,11 @@ WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "net", "model_ema", "
 PREFIXES = ("module.", "_orig_mod.")
 
 
+class WeightsNote(UserWarning):
+    """A choice made while reading a checkpoint (which copy, which prefix): the loader records it with
+    the model's warnings, so it reaches the cache and the report."""
+
+
 def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
     """The sha256 hex digest of a file's bytes (what ``weights_sha256`` records for one file)."""
     h = hashlib.sha256()
@@ -169,9 +174,19 @@ def to_state_dict(obj: Any, *, source: str = "checkpoint") -> dict[str, Tensor]:
     if isinstance(obj, nn.Module):
         obj = obj.state_dict()
     if isinstance(obj, Mapping) and not all(isinstance(v, Tensor) for v in obj.values()):
-        for key in WRAPPER_KEYS:
-            if key in obj and isinstance(obj[key], (Mapping, nn.Module)):
-                return to_state_dict(obj[key], source=source)
+        held = [key for key in WRAPPER_KEYS if key in obj and isinstance(obj[key], (Mapping, nn.Module))]
+        if held:
+            copies = [
+                k for k in held if isinstance(obj[k], nn.Module) or any(isinstance(v, Tensor) for v in obj[k].values())
+            ]
+            if len(copies) > 1 and copies[0] == held[0]:
+                warnings.warn(
+                    f"{source} holds several copies of the weights ({', '.join(map(repr, copies))}); read "
+                    f"{held[0]!r}. To read another, save it alone, e.g. torch.save(ckpt[{copies[1]!r}], 'w.pt')",
+                    WeightsNote,
+                    stacklevel=2,
+                )
+            return to_state_dict(obj[held[0]], source=source)
         tensors = {k: v for k, v in obj.items() if isinstance(v, Tensor)}
         if not tensors:
             raise InputError(
@@ -184,9 +199,43 @@ def to_state_dict(obj: Any, *, source: str = "checkpoint") -> dict[str, Tensor]:
     return _strip({str(k): v for k, v in obj.items()})
 
 
+def _under_prefix(own: Mapping[str, Tensor], state: Mapping[str, Tensor], source: str) -> Mapping[str, Tensor]:
+    """The tensors under the one prefix where ``state`` holds exactly the module's keys: a wrapper's
+    submodule (a Lightning module's ``model.``, a trainer's ``backbone.``). ``state`` itself when it
+    fits already or no prefix fits; two prefixes that fit (a model and its EMA copy) are refused."""
+    needed = [k for k in own if not k.endswith("num_batches_tracked")]
+    if not needed or all(k in state for k in needed):
+        return state
+    probe = needed[0]
+    fits = []
+    for key in state:
+        prefix = key[: len(key) - len(probe)]
+        if key.endswith(probe) and prefix.endswith("."):
+            under = {k[len(prefix) :] for k in state if k.startswith(prefix)}
+            if all(k in under for k in needed) and all(k in own for k in under):
+                fits.append(prefix)
+    if len(fits) > 1:
+        raise InputError(
+            f"{source} holds the model's weights under several prefixes ({', '.join(map(repr, fits))}); "
+            "save the copy you mean alone"
+        )
+    if not fits:
+        return state
+    prefix = fits[0]
+    left = [k for k in state if not k.startswith(prefix)]
+    warnings.warn(
+        f"{source}: read the weights under {prefix!r} (a wrapper's submodule)"
+        + (f"; {len(left)} other tensor{'s' * (len(left) > 1)} left out ({few(left, 3)})" if left else ""),
+        WeightsNote,
+        stacklevel=3,
+    )
+    return {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+
+
 def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, source: str = "checkpoint") -> None:
     """``module.load_state_dict(strict=True)`` with an error that names missing/unexpected/mis-shaped keys."""
     own = module.state_dict()
+    state = _under_prefix(own, state, source)
     # BatchNorm's step counter is absent from checkpoints saved before PyTorch 0.4.1 and from many
     # re-exports; torch's own strict load fills it in, and it does not change an eval-mode output
     missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
