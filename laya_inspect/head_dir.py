@@ -49,6 +49,8 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
     """What a head records about the cache it was trained on."""
     return {
         "cache_fingerprint": store.fingerprint,
+        # the rows: another --seed, --limit or data files give the same features on other rows
+        "cache_data_fingerprint": str(store.whole.attrs.get("data_fingerprint") or "") or None,
         "cache_path": str(store.path),
         "layer_names": store.layer_names,
         "class_names": store.class_names,
@@ -57,6 +59,26 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
         "cache_warnings": cache_warnings(store),
         **({} if store is store.whole else {"cache_layer_names": store.whole.layer_names}),
     }
+
+
+def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureStore) -> str | None:
+    """Why the head was not trained on ``store``, or None: another feature space (backbone, layers,
+    pooling, transforms or data source), or the same features of other rows (another split seed,
+    ``--limit`` or data files), whose test split may hold rows the head was trained on."""
+    recorded, where = config.get("cache_fingerprint"), config.get("cache_path")
+    if recorded != store.fingerprint:
+        return (
+            f"head {head_dir} was trained on a cache with fingerprint {recorded} ({where}), not on {store.path} "
+            f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms or data"
+        )
+    rows, here = config.get("cache_data_fingerprint"), str(store.whole.attrs.get("data_fingerprint") or "")
+    if rows and here and rows != here:
+        return (
+            f"head {head_dir} was trained on {where}, the same features of other rows (data fingerprint {rows}, "
+            f"{store.path}: {here}; another split --seed, --limit or changed data files): "
+            "its test rows may be rows the head was trained on"
+        )
+    return None
 
 
 def cache_warnings(store: FeatureStore) -> list[str]:
@@ -310,12 +332,8 @@ def load_head(
     feature space (``force`` only warns, but widths that cannot be read are always refused)."""
     d = Path(head_dir)
     config = read_head_config(d)
-    if store is not None and config.get("cache_fingerprint") != store.fingerprint:
-        msg = (
-            f"head {head_dir} was trained on a cache with fingerprint {config.get('cache_fingerprint')} "
-            f"({config.get('cache_path')}), not on {store.path} (fingerprint {store.fingerprint}): "
-            "different backbone, layers, pooling, transforms or data"
-        )
+    msg = None if store is None else other_cache(head_dir, config, store)
+    if msg is not None:
         if not force:
             raise CacheError(msg + "; pass --force to use it anyway")
         warnings.warn(msg, stacklevel=2)

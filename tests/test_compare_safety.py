@@ -104,6 +104,27 @@ def test_allow_other_cache_is_the_way_past_a_fingerprint_mismatch(laya_dir, digi
     assert warnings.formatwarning("x", UserWarning, "head_dir.py", 321) == "warning: x\n"
 
 
+def test_compare_refuses_other_rows_and_says_when_it_reads_training_rows(digits_cache, tmp_path):
+    """The same features of other rows (another split --seed) passed the fingerprint check, and a
+    head compared on the split it was trained on was scored there without a word."""
+    with FeatureStore(digits_cache) as store:
+        splits = {s: (store.layers(s), store.labels(s)) for s in store.splits}
+    first = write_cache(tmp_path / "a.h5", splits, extra_attrs={"data_fingerprint": "aaaa"})
+    other = write_cache(tmp_path / "b.h5", splits, extra_attrs={"data_fingerprint": "bbbb"})
+    with FeatureStore(first) as store:
+        head = build_head("laya", store.widths, store.num_classes, d_star=8)
+        meta = {**cache_identity(store), "split": {"train_split": "train", "test_split": "test"}}
+        head_dir = save_head(tmp_path / "h", head.eval(), meta=meta)
+    line = _one_error_line(_compare(head_dir, other, tmp_path / "x"))
+    assert "the same features of other rows" in line and "--allow-other-cache" in line
+    r = _compare(head_dir, first, tmp_path / "y", "--split", "train")
+    assert r.exit_code == 0, r.output
+    said = json.loads((tmp_path / "y" / "summary.json").read_text())["cache"]["warnings"]
+    assert any("was trained on split 'train', the split compared here" in w for w in said)
+    r = _compare(head_dir, first, tmp_path / "z")
+    assert r.exit_code == 0 and json.loads((tmp_path / "z" / "summary.json").read_text())["cache"]["warnings"] == []
+
+
 def _nan_cache(src: Path, dst: Path, rows: list[int]) -> Path:
     dst.write_bytes(src.read_bytes())
     with h5py.File(dst, "r+") as f:

@@ -134,6 +134,29 @@ def test_a_copy_that_changes_one_layer_moves_alpha_on_that_layer(shift_caches, t
     perm = s["shift"]["heads"][0]["permutation"]
     assert perm["diff"] == [0.0, 0.0, 0.0] and perm["p_value"] == 1.0  # the scorer never reads layer 3
     assert s["shift"]["pooled"]["detect_auroc"]["alpha_entropy"]["mean"] == 0.5  # the same α row for row
+    # p = 1 once read "α profiles of the two caches differ: permutation p = 1"
+    assert s["shift"]["profiles"].startswith("no detectable difference")
+    assert not any("profiles of the two caches: differ" in line for line in s["verdict"])
+
+
+def test_the_verdicts_follow_the_evidence():
+    """A difference of 1e-16 (identical scores up to rounding) was "beats"; an undefined AUROC (no
+    errors in the test rows) gave four "undefined" lines and no reason; a p-value says "differ" only
+    below 0.05 for every head."""
+    from laya_inspect.beyond.common import verdict
+    from laya_inspect.beyond.diagnose import _profiles
+
+    rounding = {"mean": 1.1e-16, "ci_low": 1.1e-16, "ci_high": 1.1e-16}
+    assert verdict(rounding, what="a", baseline="b").startswith("no detectable difference")
+    assert verdict({"mean": 0.01, "ci_low": 0.002, "ci_high": 0.02}, what="a", baseline="b").startswith("a beats b")
+    rng = np.random.default_rng(0)
+    held_y = rng.random(200) < 0.3
+    scores = {k: rng.random(200) for k in ("msp", "alpha_entropy", "alpha_divergence")}
+    d = detection(scores, held_y, scores, np.zeros(200, bool), n_boot=50, seed=0)
+    assert d["undefined"] and all(a == {"mean": None, "ci_low": None, "ci_high": None} for a in d["auroc"].values())
+    assert _profiles([0.001, 0.01]).startswith("differ (")
+    assert _profiles([0.001, 0.4]).startswith("differ for some heads only")
+    assert _profiles([1.0]).startswith("no detectable difference")
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -178,11 +201,66 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     assert set(s["errors"]["auroc"]) == {"msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"}
     for h in s["heads"]:
         assert 0.5 < h["auroc"]["msp"]["mean"] <= 1.0  # a trained head's confidence says something
+    few = [h["held_out_errors"] for h in s["heads"] if h["held_out_errors"] < 10]
+    assert any("held-out rows hold" in w for w in s["warnings"]) == bool(few)
     assert s["shift"]["pooled"]["interval"] == "t over heads" and len(s["shift"]["heads"]) == 2
     for name in ("errors.csv", "shift_layers.csv", "shift_by_class.csv"):
         assert (out / name).is_file()
     for name in ("error_auroc", "shift_profiles", "shift_by_class"):
         assert (out / "plots" / f"{name}.png").stat().st_size > 1000
+
+
+def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp_path):
+    """The same head twice pooled as two seeds that agree exactly (a zero-width interval); a laya and
+    a scalarmix head pooled as seeds; the test split the heads were trained on scored as held out."""
+    import shutil
+
+    cache, dirs, _ = digits_heads
+    head = str(dirs[0])
+
+    def run(*args: str):
+        return runner.invoke(app, ["diagnose", *args, "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
+
+    twice = run(head, head)
+    assert twice.exit_code == 1 and "are the same head" in twice.output
+    shutil.copytree(head, tmp_path / "copy")
+    assert "are the same head" in run(head, str(tmp_path / "copy")).output
+    with FeatureStore(cache) as store:
+        mix = save_head(
+            tmp_path / "mix", build_head("scalarmix", store.widths, store.num_classes), meta=cache_identity(store)
+        )
+        split = {"train_split": "train", "test_split": "test"}
+        trained = save_head(tmp_path / "tr", _fit(store, 0), meta={**cache_identity(store), "split": split})
+    kinds = run(head, str(mix))
+    assert kinds.exit_code == 1 and "2 kinds (laya, scalarmix)" in kinds.output
+    same = run(head, "--test-split", "train")
+    assert same.exit_code == 1 and "--test-split must be another split than --train-split" in same.output
+    own = run(str(trained), "--train-split", "test", "--test-split", "train")
+    assert own.exit_code == 1 and "is the split" in own.output and "was trained on" in own.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_heads_of_other_rows_of_the_same_features_are_refused_or_said(digits_cache, tmp_path):
+    """A cache extracted again with another split --seed has the same features (fingerprint), and its
+    test rows were training rows of the head: diagnose, prune and compare ran on it without a word."""
+    with FeatureStore(digits_cache) as store:
+        splits = {s: (store.layers(s), store.labels(s)) for s in store.splits}
+    first = write_cache(tmp_path / "a.h5", splits, extra_attrs={"data_fingerprint": "aaaa"})
+    other = write_cache(tmp_path / "b.h5", splits, extra_attrs={"data_fingerprint": "bbbb"})
+    with FeatureStore(first) as store:
+        head = save_head(tmp_path / "h", _fit(store, 0), meta=cache_identity(store))
+        assert FeatureStore(other).fingerprint == store.fingerprint
+    for command in (["diagnose"], ["prune", "--seeds", "1"]):
+        r = runner.invoke(app, [*command, str(head), "--cache", str(other), "--out", str(tmp_path / "x")], env=ENV)
+        assert r.exit_code == 1 and "the same features of other rows" in r.output and "--allow-other-cache" in r.output
+    out = tmp_path / "ok"
+    args = ["diagnose", str(head), "--cache", str(other), "--allow-other-cache", "--bootstrap", "20", "--no-plots"]
+    r = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert r.exit_code == 0, r.output
+    said = json.loads((out / "summary.json").read_text())["warnings"]
+    assert any("the same features of other rows" in w and "--allow-other-cache" in w for w in said)
+    r = runner.invoke(app, ["diagnose", str(head), "--cache", str(first), "--out", str(tmp_path / "same")], env=ENV)
+    assert r.exit_code == 0, r.output  # its own cache: no refusal
 
 
 def test_diagnose_errors(digits_heads, shift_caches, tmp_path):

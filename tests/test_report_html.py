@@ -394,7 +394,12 @@ def test_each_beyond_command_writes_its_page_with_its_tables(beyond: dict[str, A
     text = page.read_text(encoding="utf-8")
     assert "default-src 'none'" in text and 'src="http' not in text
     lead = re.search(r'<div class="reading" id="reading">(.*?)</div>', text, re.S)
-    assert lead and html.unescape(lead.group(1)).startswith(f"<p>{BEYOND_LEADS[kind]}")
+    assert lead
+    said = result.summary.get("warnings") or []
+    notes = re.findall(r'<p class="note">Warning: (.*?)\.</p>', html.unescape(lead.group(1)))
+    assert notes == said  # the run's warnings come first, each as stored
+    body = re.sub(r'^(<p class="note">Warning: .*?</p>)*', "", html.unescape(lead.group(1)))
+    assert body.startswith(f"<p>{BEYOND_LEADS[kind]}")
     for table in BEYOND_TABLES[kind]:
         assert f'<table id="{table}">' in text
     # the command names the folder, not the temporary one it was written under
@@ -466,4 +471,6 @@ def test_beyond_pages_render_in_chromium(beyond: dict[str, Any], tmp_path: Path)
         result, console = _probe(folder / "report.html", tmp_path)
         assert console == [], (kind, console)
         _check_rendered(result, len(list((folder / "plots").glob("*.png"))), tables)
-        assert result["reading"].startswith(BEYOND_LEADS[kind])
+        said = beyond[kind].summary.get("warnings") or []
+        first = f"Warning: {said[0]}" if said else BEYOND_LEADS[kind]  # a run's warnings come first
+        assert result["reading"].startswith(first) and BEYOND_LEADS[kind] in result["reading"]

@@ -16,8 +16,9 @@ from torch import Tensor
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError
 from ..files import atomic_dir
-from ..head_dir import load_head, read_head_config
+from ..head_dir import cache_warnings, load_head, other_cache, read_head_config
 from ..heads import Head
+from ..training.stats import outcome
 from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
@@ -83,16 +84,25 @@ def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:
 
 
 def open_weighted_head(
-    head_dir: str | Path, store: FeatureStore, *, command: str, allow_other_cache: bool = False
+    head_dir: str | Path,
+    store: FeatureStore,
+    *,
+    command: str,
+    allow_other_cache: bool = False,
+    test_split: str | None = None,
 ) -> tuple[Head, dict[str, Any]]:
     """The head of ``head_dir`` in eval mode, refused unless it was trained on ``store`` (or
-    ``allow_other_cache``) and has layer weights (laya, scalarmix)."""
+    ``allow_other_cache``) and has layer weights (laya, scalarmix), and when ``test_split`` is the
+    split it was trained on."""
     config = read_head_config(head_dir)
-    recorded = config.get("cache_fingerprint")
-    if recorded != store.fingerprint and not allow_other_cache:
-        raise CacheError(
-            f"head {head_dir} was trained on a cache with fingerprint {recorded}, not on {store.path} "
-            f"(fingerprint {store.fingerprint}); give the cache it was trained on, or pass --allow-other-cache"
+    why = other_cache(head_dir, config, store)
+    if why is not None and not allow_other_cache:
+        raise CacheError(f"{why}; give the cache it was trained on, or pass --allow-other-cache")
+    split = config.get("split")
+    if why is None and test_split is not None and isinstance(split, dict) and split.get("train_split") == test_split:
+        raise InputError(
+            f"--test-split {test_split} is the split {head_dir} was trained on: its accuracies there are training "
+            "accuracies; give a split the head has not seen"
         )
     with warnings.catch_warnings():  # the mismatch was allowed above; the caller records it
         warnings.simplefilter("ignore")
@@ -103,6 +113,13 @@ def open_weighted_head(
             "directory (or scalarmix), e.g. the laya/seed_0 folder that fit-head wrote"
         )
     return head.eval(), config
+
+
+def trust_lines(store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]]) -> list[str]:
+    """What to read beside every result of these heads on ``store``: what extract warned about the
+    cache, and each head trained on another cache (let through by --allow-other-cache)."""
+    said = [other_cache(d, config, store) for d, config in heads]
+    return cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
 
 
 def head_hparams(config: dict[str, Any]) -> dict[str, Any]:
@@ -183,9 +200,10 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -
     if lo is None or hi is None:
         return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
     span = f"{m:+.4f}{unit}, 95% CI [{lo:+.4f}, {hi:+.4f}]"
-    if lo > 0:
+    said = outcome(diff)
+    if said == "better":
         return f"{what} beats {baseline}: {span}"
-    if hi < 0:
+    if said == "worse":
         return f"{what} is worse than {baseline}: {span}"
     return f"no detectable difference between {what} and {baseline}: {span}"
 

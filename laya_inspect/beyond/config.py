@@ -47,6 +47,8 @@ def common(name: str, **changes: Any) -> Any:
 def _check(config: Any, rules: list[tuple[bool, str, str]]) -> None:
     """--device, then ``rules``, then the rules of the shared options --costs, --threads and --workers."""
     check_device(config.device)
+    # what is fitted on a split (refits, per-depth heads, the score combinations) is not tested on it
+    rules.append((config.test_split != config.train_split, "test_split", "must be another split than --train-split"))
     if hasattr(config, "costs"):
         rules.append((config.costs in COST_CHOICES, "costs", f"must be one of {', '.join(COST_CHOICES)}"))
     for name in ("threads", "workers"):

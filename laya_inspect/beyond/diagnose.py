@@ -16,6 +16,7 @@ Intervals: bootstrap over rows for one head; t-intervals over heads for several 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,8 +26,8 @@ import numpy as np
 
 from .. import __version__
 from ..cache.store import FeatureStore
-from ..errors import CacheError
-from ..head_dir import store_for_heads
+from ..errors import CacheError, InputError
+from ..head_dir import WEIGHTS, store_for_heads
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
 from .common import (
@@ -37,11 +38,12 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
+    trust_lines,
     verdict,
     write_whole,
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
-from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test
+from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test, shown
 
 TINY = 1e-12
 
@@ -142,9 +144,19 @@ def _diagnose(
     emit: Progress,
 ) -> dict[str, Any]:
     device = pick_device(config.device)
+    _refuse_repeats(head_dirs)
     heads = [
-        open_weighted_head(d, store, command="diagnose", allow_other_cache=config.allow_other_cache) for d in head_dirs
+        open_weighted_head(
+            d, store, command="diagnose", allow_other_cache=config.allow_other_cache, test_split=config.test_split
+        )
+        for d in head_dirs
     ]
+    kinds = sorted({head.kind for head, _ in heads})
+    if len(kinds) > 1:
+        raise InputError(
+            f"diagnose pools its heads as seeds of one head, and these are of {len(kinds)} kinds ({', '.join(kinds)}); "
+            "give the seeds of one head (laya/seed_0 laya/seed_1 …)"
+        )
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     other = load_split(against, config.test_split, device) if against is not None else None
     per_head, shifts = [], []
@@ -166,6 +178,7 @@ def _diagnose(
         )
         entry = {
             "head_dir": str(Path(d).resolve()),
+            "held_out_errors": int((held.preds != held.labels).sum()),
             "kind": head.kind,
             "test_accuracy": float((te.preds == te.labels).mean()),
             "n_test": int(len(te.labels)),
@@ -188,10 +201,12 @@ def _diagnose(
         "config": asdict(config),
         "scores": {**ERROR_SCORES},
         "heads": per_head,
+        "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads]))) + _few_errors(per_head),
     }
     summary["errors"] = _pool_errors(per_head)
     if shifts:
-        summary["shift"] = {"heads": shifts, "pooled": _pool_shift(shifts)}
+        p_values = [h["permutation"]["p_value"] for h in shifts]
+        summary["shift"] = {"heads": shifts, "pooled": _pool_shift(shifts), "profiles": _profiles(p_values)}
     summary["verdict"] = _verdict(summary)
     return summary
 
@@ -205,7 +220,7 @@ def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: Diagnose
     scores = {k: np.concatenate([sa[k], sb[k]]) for k in sa}
     auroc = {k: bootstrap_auc(y, v, n_boot=config.n_boot, seed=config.seed) for k, v in scores.items()}
     diffs = diffs_vs(auroc, "msp")
-    shown = {k: {"mean": a["auroc"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]} for k, a in auroc.items()}
+    shown_auroc = {k: shown(a) for k, a in auroc.items()}
     return {
         "n_this": int(len(a.preds)),
         "n_other": int(len(b.preds)),
@@ -214,7 +229,7 @@ def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: Diagnose
         "mean_alpha_this": a.weights.mean(axis=0).tolist(),
         "mean_alpha_other": b.weights.mean(axis=0).tolist(),
         "permutation": test,
-        "detect_auroc": shown,
+        "detect_auroc": shown_auroc,
         "detect_diff": diffs,
     }
 
@@ -258,15 +273,76 @@ def _pool_shift(shifts: list[dict[str, Any]]) -> dict[str, Any]:
     return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff}
 
 
+# Held-out errors below which the α scores' directions and the combinations are read as noisy.
+FEW_ERRORS = 10
+
+
+def _refuse_repeats(head_dirs: Sequence[str | Path]) -> None:
+    """One head given twice (or two copies of it) would pool as two seeds that agree exactly."""
+    seen: dict[str, str] = {}
+    for d in head_dirs:
+        weights = Path(d) / WEIGHTS
+        key = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else str(Path(d).resolve())
+        if key in seen:
+            raise InputError(
+                f"{d} and {seen[key]} are the same head; diagnose pools its heads as seeds, so give each seed once"
+            )
+        seen[key] = str(d)
+
+
+def _few_errors(per_head: list[dict[str, Any]]) -> list[str]:
+    few = [h for h in per_head if h["held_out_errors"] < FEW_ERRORS]
+    if not few:
+        return []
+    counts = ", ".join(str(h["held_out_errors"]) for h in few)
+    return [
+        f"the held-out rows hold {counts} error(s) ({len(few)} of {len(per_head)} head(s), fewer than {FEW_ERRORS}): "
+        "the α scores' directions and their combinations are learned from them, so α's AUROCs rest on a handful "
+        "of rows"
+    ]
+
+
+def _auroc_text(auroc: dict[str, Any], names: Sequence[str]) -> str:
+    return ", ".join(f"{n} {auroc[n]['mean']:.3f}" for n in names if n in auroc and auroc[n].get("mean") is not None)
+
+
+def _chance(auroc: dict[str, Any], name: str) -> bool:
+    """The score's AUROC interval holds ½: it tells the two kinds of rows apart no better than chance."""
+    a = auroc.get(name) or {}
+    lo, hi = a.get("ci_low"), a.get("ci_high")
+    return lo is not None and hi is not None and lo <= 0.5 <= hi
+
+
 def _verdict(s: dict[str, Any]) -> list[str]:
     lines = []
-    for key, d in s["errors"]["diff_vs_msp"].items():
+    errors = s["errors"]
+    undefined = [h["undefined"] for h in s["heads"] if h.get("undefined")]
+    if undefined:
+        lines.append(f"error detection undefined: {undefined[0]}")
+    for key, d in errors["diff_vs_msp"].items() if not undefined else ():
         a, b = key.split(" − ")
-        lines.append(verdict(d, what=f"error detection by {a}", baseline=b) + " (AUROC)")
+        lines.append(
+            verdict(d, what=f"error detection by {a}", baseline=b) + f" (AUROC {_auroc_text(errors['auroc'], [a, b])})"
+        )
     if "shift" in s:
-        for key, d in s["shift"]["pooled"]["detect_diff"].items():
+        pooled = s["shift"]["pooled"]
+        for key, d in pooled["detect_diff"].items():
             a, b = key.split(" − ")
-            lines.append(verdict(d, what=f"shift detection by {a}", baseline=b) + " (AUROC)")
+            line = verdict(d, what=f"shift detection by {a}", baseline=b)
+            line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
+            if _chance(pooled["detect_auroc"], a) and _chance(pooled["detect_auroc"], b):
+                line += f"; neither {a} nor {b} tells the caches apart better than chance"
+            lines.append(line)
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
-        lines.append(f"α profiles of the two caches differ: permutation p = {', '.join(f'{v:.4g}' for v in p)}")
+        shown = ", ".join(f"{v:.4g}" for v in p)
+        lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
     return lines
+
+
+def _profiles(p: Sequence[float], level: float = 0.05) -> str:
+    """The permutation tests' answer in words, over every head."""
+    if all(v < level for v in p):
+        return f"differ (p < {level:g} for every head)"
+    if all(v >= level for v in p):
+        return f"no detectable difference (p ≥ {level:g} for every head)"
+    return f"differ for some heads only (p < {level:g} for {sum(v < level for v in p)} of {len(p)})"

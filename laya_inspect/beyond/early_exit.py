@@ -47,6 +47,7 @@ from .common import (
     paired,
     refit_check,
     subsample,
+    trust_lines,
     verdict,
     write_whole,
 )
@@ -192,7 +193,9 @@ def _simulate(
 
     device = pick_device(config.device)
     store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
-    head, hconf = open_weighted_head(head_dir, store, command="early-exit", allow_other_cache=config.allow_other_cache)
+    head, hconf = open_weighted_head(
+        head_dir, store, command="early-exit", allow_other_cache=config.allow_other_cache, test_split=config.test_split
+    )
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:
         raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
@@ -273,7 +276,7 @@ def _simulate(
             hconf,
         ),
     }
-    summary["warnings"] = check_warnings(summary["refit_check"])
+    summary["warnings"] = trust_lines(store, [(head_dir, hconf)]) + check_warnings(summary["refit_check"])
     summary["comparisons"] = _comparisons(areas)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     return summary

@@ -39,6 +39,7 @@ from .common import (
     refit_check,
     rows_tensor,
     subsample,
+    trust_lines,
     verdict,
     write_whole,
 )
@@ -82,7 +83,9 @@ def _prune(
 ) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
     device = pick_device(config.device)
     store = store_for_heads(store, [head_dir, *([scalarmix_dir] if scalarmix_dir is not None else [])])
-    head, hconf = open_weighted_head(head_dir, store, command="prune", allow_other_cache=config.allow_other_cache)
+    head, hconf = open_weighted_head(
+        head_dir, store, command="prune", allow_other_cache=config.allow_other_cache, test_split=config.test_split
+    )
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:
         raise InputError(f"prune needs a head on at least 2 layers; {head_dir} reads {n_layers}")
@@ -226,7 +229,8 @@ def _prune(
     }
     summary["ks"] = ks
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
-    summary["warnings"] = check_warnings(summary["refit_check"])
+    given = [(head_dir, hconf)] + ([(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else [])
+    summary["warnings"] = trust_lines(store, given) + check_warnings(summary["refit_check"])
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 

@@ -51,6 +51,16 @@ def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int, strea
     return {"auroc": point, "ci_low": float(lo), "ci_high": float(hi), "values": values}
 
 
+def finite(v: Any) -> float | None:
+    """``v``, or None where it is undefined (NaN): an undefined score has no value and no interval."""
+    return float(v) if v is not None and np.isfinite(v) else None
+
+
+def shown(a: dict[str, Any]) -> dict[str, float | None]:
+    """A :func:`bootstrap_auc` result as the summary holds it: point and interval, None where undefined."""
+    return {"mean": finite(a["auroc"]), "ci_low": finite(a["ci_low"]), "ci_high": finite(a["ci_high"])}
+
+
 def _orient(held: dict[str, np.ndarray], held_y: np.ndarray) -> dict[str, int]:
     """+1, or −1 for an α score whose held-out AUROC is below ½ (its direction reversed); msp keeps +1."""
     out = {}
@@ -102,8 +112,8 @@ def detection(
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
         "combined_note": combined_note,
         "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
-        "auroc": {k: {"mean": a["auroc"], "ci_low": a["ci_low"], "ci_high": a["ci_high"]} for k, a in aucs.items()},
-        "aupr": {k: {"mean": aupr(test_y, v)} for k, v in scores.items()},
+        "auroc": {k: shown(a) for k, a in aucs.items()},
+        "aupr": {k: {"mean": finite(aupr(test_y, v))} for k, v in scores.items()},
         "aupr_baseline": float(np.mean(test_y)),
         "diff_vs_msp": diffs_vs(aucs, "msp"),
     }

@@ -128,7 +128,7 @@ def prune_command(
     note = s["costs"].get("note")
     if note:
         console.print(f"compute estimated from the cache's shapes: {note}", style="yellow", highlight=False)
-    dim(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/, plots/")
+    dim(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/{', plots/' * config.plots}")
 
 
 @app.command("early-exit")
@@ -186,7 +186,7 @@ def early_exit_command(
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
     console.print(depth)
     bullets(s["verdict"], s.get("warnings"))
-    dim(f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv, plots/")
+    dim(f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv{', plots/' * config.plots}")
 
 
 @app.command("diagnose")
@@ -247,4 +247,4 @@ def diagnose_command(
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
     bullets(s["verdict"], s.get("warnings"))
-    dim(f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}, plots/")
+    dim(f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}{', plots/' * config.plots}")

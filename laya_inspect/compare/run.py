@@ -38,7 +38,7 @@ from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import cache_warnings, load_head, read_head_config, store_for_heads
+from ..head_dir import cache_warnings, load_head, other_cache, read_head_config, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -128,13 +128,9 @@ def _load_heads(
         raise InputError("no head directory given")
     heads: dict[str, tuple[Head, dict, str]] = {}
     for d in head_dirs:
-        recorded = read_head_config(d).get("cache_fingerprint")
-        if recorded != store.fingerprint and not allow_other_cache:
-            raise CacheError(
-                f"head {d} was trained on a cache with fingerprint {recorded}, not on {store.path} "
-                f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms or data; "
-                "pass --allow-other-cache to use it anyway"
-            )
+        why = other_cache(d, read_head_config(d), store)
+        if why is not None and not allow_other_cache:
+            raise CacheError(f"{why}; pass --allow-other-cache to use it anyway")
         head, cfg = load_head(d, store=store, force=allow_other_cache)
         path = Path(d).resolve()
         base = path.name or "head"
@@ -147,15 +143,22 @@ def _load_heads(
     return heads
 
 
-def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStore) -> list[str]:
+def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStore, split: str) -> list[str]:
     """A line for each head trained on another cache (let through by --allow-other-cache), to be read
-    beside every score: its features came from elsewhere."""
-    return [
-        f"head {name} was trained on a cache with fingerprint {cfg.get('cache_fingerprint')} "
-        f"({cfg.get('cache_path')}), not on this one: compared here under --allow-other-cache"
-        for name, (_, cfg, _) in heads.items()
-        if cfg.get("cache_fingerprint") != store.fingerprint
-    ]
+    beside every score: its features came from elsewhere; and for each head scored on the rows it
+    was trained on."""
+    lines = []
+    for name, (_, cfg, _) in heads.items():
+        why = other_cache(name, cfg, store)
+        trained = (cfg.get("split") or {}).get("train_split") if isinstance(cfg.get("split"), dict) else None
+        if why is not None:
+            lines.append(f"{why}; compared here under --allow-other-cache")
+        elif trained == split:
+            lines.append(
+                f"head {name} was trained on split {split!r}, the split compared here: its attributions are read "
+                "on its own training rows, where its predictions are fitted, not on held-out inputs"
+            )
+    return lines
 
 
 def _plan_ablations(
@@ -392,7 +395,7 @@ def compare_heads(
             "class_names": class_names,
             "model_spec": store.attrs.get("model_spec"),
             "data_spec": store.attrs.get("data_spec"),
-            "warnings": cache_warnings(store) + _other_cache(heads, store),
+            "warnings": cache_warnings(store) + _other_cache(heads, store, config.split),
         },
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "ablation": results[0].ablations[0],

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..training.stats import outcome
+
 NAMES = {
     "alpha": "α",
     "alpha-contrib": "α-contrib",
@@ -289,24 +291,12 @@ def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> 
     return Reading(lead or ["The demo has not finished: no summary to read yet."], details)
 
 
-TINY = 1e-9
 PRUNE_NAMES = {
     "scalarmix": "ScalarMix's weights",
     "lolo": "leave-one-layer-out effects",
     "block_influence": "Block Influence",
     "depth": "depth alone",
 }
-
-
-def outcome(d: dict[str, Any] | None) -> str:
-    """ "better", "worse", "no different" (the interval holds 0) or "undecided" (no interval)."""
-    if not d or d.get("mean") is None:
-        return "undecided"
-    lo, hi = d.get("ci_low"), d.get("ci_high")
-    if lo is None or hi is None:
-        return "undecided"
-    # a difference of identical scores is 0 up to float rounding, not a win
-    return "better" if lo > TINY else "worse" if hi < -TINY else "no different"
 
 
 def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
@@ -325,7 +315,7 @@ def _word(o: str) -> str:
         "better": "beats",
         "worse": "does worse than",
         "no different": "is not distinguishable from",
-        "undecided": "cannot be compared with (one seed: no interval)",
+        "undecided": "cannot be compared with (no interval: one seed, or a score that is undefined)",
     }[o]
 
 
@@ -445,13 +435,17 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
             f"{num((auc.get('msp') or {}).get('mean'), 3)}; "
             + scores
-            + f" ({pooled['interval']}); α profiles differ with permutation p = {', '.join(f'{v:.3g}' for v in p)}."
+            + f" ({pooled['interval']}; 0.5 is chance); α profiles: {s['shift'].get('profiles', 'see the p-values')} "
+            f"(permutation p = {', '.join(f'{v:.3g}' for v in p)})."
         )
+    lead += [f"Error detection is undefined: {h['undefined']}." for h in s["heads"][:1] if h.get("undefined")]
     details = [
-        f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}."
+        f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}"
+        + (f"; α's directions learned from {h['held_out_errors']} held-out errors" if "held_out_errors" in h else "")
+        + "."
         for h in s["heads"]
     ]
-    return Reading(lead, details)
+    return Reading([*_warnings(s), *lead], details)
 
 
 READINGS: dict[str, Callable[[dict[str, Any]], Reading]] = {

@@ -19,6 +19,21 @@ from ..errors import InputError
 UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
 
 
+# a difference of identical scores is 0 up to float rounding (1e-16 here), not a win
+TINY = 1e-9
+
+
+def outcome(d: dict[str, Any] | None) -> str:
+    """ "better", "worse", "no different" (the interval holds 0) or "undecided" (no interval) of a
+    difference estimate (``mean``, ``ci_low``, ``ci_high``)."""
+    if not d or d.get("mean") is None:
+        return "undecided"
+    lo, hi = d.get("ci_low"), d.get("ci_high")
+    if lo is None or hi is None:
+        return "undecided"
+    return "better" if lo > TINY else "worse" if hi < -TINY else "no different"
+
+
 def _array(values: Iterable[float]) -> np.ndarray:
     x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
     if x.size == 0:
