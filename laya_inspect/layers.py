@@ -224,10 +224,23 @@ def _rnn_final_hidden(output: Any, module: nn.Module) -> Tensor:
 
 
 def _masked(x: Tensor, mask: Tensor | None) -> Tensor | None:
-    """The (N, T) mask as x's dtype, when it fits x = (N, T, D)."""
-    if mask is None or x.ndim != 3 or tuple(mask.shape) != tuple(x.shape[:2]):
+    """The (N, T) mask as x's dtype, for x = (N, T', D). A layer of more tokens (a model that pads
+    further inside, as Longformer to its window) has padding in the positions past T; one of fewer
+    (Funnel pools its tokens) cannot be told its padding, refused where the batch holds any."""
+    if mask is None or x.ndim != 3 or mask.shape[0] != x.shape[0]:
         return None
-    return mask.to(device=x.device, dtype=x.dtype)
+    m = mask.to(device=x.device, dtype=x.dtype)
+    tokens, given = int(x.shape[1]), int(mask.shape[1])
+    if tokens == given:
+        return m
+    if tokens > given:  # the positions past the texts' are the model's own padding, with or without ours
+        return torch.nn.functional.pad(m, (0, tokens - given))
+    if bool((m > 0).all()):  # no padding in this batch: every position is a token
+        return None
+    raise InputError(
+        f"this layer has {tokens} positions where the padded texts have {given} tokens (the model merges tokens), "
+        "so its padding cannot be left out of mean, max or last; use --pool cls (its first position) or other --layers"
+    )
 
 
 def mean_after(prefix: int) -> str:
@@ -325,7 +338,7 @@ def pool(
             f"pooling {how!r} needs a 3-D (N, T, D) sequence; this layer gives {_shape(x)}; "
             "use gap, mean, max or flatten"
         )
-    m = _masked(x, mask)
+    m = _masked(x, mask) if how != "cls" else None
     decided = how
     if _prefix(how):
         x, m = _skip_prefix(x, m, _prefix(how))

@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from laya_inspect.data import load_data, plan_image_transform
-from laya_inspect.data.transforms import IMAGENET_MEAN, IMAGENET_STD, LUMA
+from laya_inspect.data.transforms import IMAGENET_MEAN, IMAGENET_STD, LUMA, tokenizer_digest
 from laya_inspect.errors import InputError
 
 
@@ -178,10 +178,12 @@ def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
         "kind": "text",
         "tokenizer": type(tokenizer).__name__,
         "name_or_path": tokenizer.name_or_path,
+        "sha256": tokenizer_digest(tokenizer),  # what the tokenizer does, whatever its path
         "max_length": 8,
         "padding": "longest",
         "truncation": True,
     }
+    assert len(b.transforms["sha256"]) == 16
     json.dumps(b.transforms), json.dumps(b.split_info)  # JSON-able, as the feature cache stores them
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import h5py
 import numpy as np
 import pytest
 import torch
 
 from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
-from laya_inspect.errors import InputError
+from laya_inspect.errors import CacheError, InputError
 
 VOCAB = [
     "[PAD]",
@@ -139,6 +143,46 @@ def test_auto_pools_a_sentence_transformers_folder_as_its_own_pooling_module_doe
     extract_features(ExtractConfig(model=f"hf:{folder}", data=f"csv:{d / 't.csv'}", out=str(out)))
     with FeatureStore(out) as store:
         assert store.attrs["layer_pooling"] == want
+
+
+def test_a_swapped_tokenizer_is_another_cache(text_setup, tmp_path):
+    """Tokenizer files swapped for others of the same class gave a cache with the same fingerprint
+    (rows up to 0.85 apart): heads and resumes were checked only through the data's fingerprint,
+    whose message blamed the data files."""
+    import shutil
+
+    d, _, _ = text_setup
+    model = tmp_path / "model"
+    shutil.copytree(d / "model", model)
+
+    def cache(out: Path) -> Path:
+        config = ExtractConfig(model=f"hf:{model}", data=f"csv:{d / 't.csv'}", out=str(out), device="cpu")
+        extract_features(config)
+        return out
+
+    a = cache(tmp_path / "a.h5")
+    saved = json.loads((model / "tokenizer.json").read_text())
+    words = saved["model"]["vocab"]
+    words["cat"], words["movie"] = words["movie"], words["cat"]  # the same class and path, other ids
+    (model / "tokenizer.json").write_text(json.dumps(saved))
+    b = cache(tmp_path / "b.h5")
+    with FeatureStore(a) as first, FeatureStore(b) as second:
+        was, now = first.attrs["transforms"], second.attrs["transforms"]
+        assert was["sha256"] and now["sha256"] and was["sha256"] != now["sha256"]
+        assert first.fingerprint != second.fingerprint
+    partial = tmp_path / "a.h5.partial"
+    shutil.move(a, partial)
+    with h5py.File(partial, "a") as f:  # as a run killed half-way leaves it
+        f.attrs["complete"] = False
+        for split in f:
+            f[split].attrs["n_written"] = int(f[split].attrs["n"]) // 2
+            f[split].attrs["complete"] = False
+    from laya_inspect.cache.writer import same_transforms  # a cache (or shard) written before the digest resumes
+
+    assert same_transforms({"kind": "text"}, {"kind": "text", "sha256": "ab"}) and same_transforms("", None)
+    assert not same_transforms({"kind": "text", "sha256": "ab"}, {"kind": "text", "sha256": "cd"})
+    with pytest.raises(CacheError, match="another tokenizer .*the tokenizer files of the model changed"):
+        cache(tmp_path / "a.h5")
 
 
 def test_flatten_refused_for_text(text_setup, tmp_path):

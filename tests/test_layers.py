@@ -245,6 +245,22 @@ def test_pool_3d_masked_skips_padding():
     torch.testing.assert_close(pool(x, "last", mask=left)[0][0], x[0, 3])
 
 
+def test_pool_of_a_layer_whose_token_count_differs_from_the_mask():
+    """Funnel merges tokens (its layer has fewer positions than the padded texts) and Longformer pads
+    further inside (more): the mask was dropped, and mean/last read the padding silently."""
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    merged = torch.randn(2, 2, 3)
+    with pytest.raises(InputError, match="2 positions where the padded texts have 4 tokens.*--pool cls"):
+        pool(merged, "mean", mask=mask)
+    torch.testing.assert_close(pool(merged, "cls", mask=mask)[0], merged[:, 0])  # token 0 needs no mask
+    torch.testing.assert_close(pool(merged, "mean", mask=torch.ones(2, 4))[0], merged.mean(1))  # no padding
+    longer = torch.randn(2, 6, 3)
+    torch.testing.assert_close(pool(longer, "mean", mask=mask)[0][0], longer[0, :2].mean(0))
+    torch.testing.assert_close(pool(longer, "last", mask=mask)[0][1], longer[1, 3])
+    # a text alone (no padding of ours) leaves the model's own padding out all the same
+    torch.testing.assert_close(pool(longer, "mean", mask=torch.ones(2, 4))[0], longer[:, :4].mean(1))
+
+
 def test_pool_2d_passes_through_and_dtype_is_float():
     x = torch.randn(3, 7, dtype=torch.float64)
     for method in ("auto", "mean", "max", "cls", "last"):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import warnings
 
 import pytest
@@ -89,6 +91,26 @@ def test_timm_vit_with_weights_and_headless(tmp_path):
     torch.save(headless, tmp_path / "backbone.pth")
     bare = load_model("timm:test_vit", weights=tmp_path / "backbone.pth")
     assert bare.num_classes is None and bare.run(x, [])[1] is None
+
+
+def test_timm_weights_under_a_wrappers_prefix(tmp_path):
+    """transformers' TimmWrapper (and a Lightning module) keep a timm model's weights under its
+    attribute (``timm_model.``): the class count was not found, the model was built headless, and
+    every key was missing. An hf: folder of one says how to read it as timm."""
+    transformers = pytest.importorskip("transformers")
+    timm = need_timm_model("test_resnet")
+    torch.manual_seed(0)
+    ref = timm.create_model("test_resnet", pretrained=False, num_classes=3).eval()
+    torch.save({f"timm_model.{k}": v for k, v in ref.state_dict().items()}, tmp_path / "wrapped.pth")
+    loaded = load_model("timm:test_resnet", weights=tmp_path / "wrapped.pth")
+    assert loaded.num_classes == 3 and any("under 'timm_model.'" in w for w in loaded.warnings)
+    x = torch.rand(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.run(x, [])[1], ref(x), rtol=0, atol=0)
+    config = transformers.TimmWrapperConfig(architecture="test_resnet", num_labels=3)
+    transformers.TimmWrapperForImageClassification(config).save_pretrained(tmp_path / "hf")
+    with pytest.raises(InputError, match=r"--model timm:test_resnet --weights .*model\.safetensors"):
+        load_model(f"hf:{tmp_path / 'hf'}")
 
 
 def test_timm_resnet_default_layers_from_feature_info():
@@ -238,6 +260,128 @@ def test_hf_audio_models_and_two_tower_models_are_refused_in_one_line(tmp_path):
     clf = load_model(f"hf:{tmp_path / 'clip-clf'}")
     assert (clf.input_spec.kind, clf.input_spec.size, clf.num_classes) == ("image", 16, 2)
     assert clf.default_layers == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+
+
+def test_hf_weights_the_folder_lacks_are_refused_or_kept_out(bert_dir, tmp_path):
+    """A folder whose weights lack two of its encoder layers (or a config that names more layers
+    than the weights hold) was cached with those layers filled at random by transformers, with
+    random_init False and no warning; a pooler the weights lack was read as a layer."""
+    transformers = pytest.importorskip("transformers")
+    from safetensors.torch import load_file, save_file
+
+    path, _ = bert_dir
+    broken = tmp_path / "broken"
+    shutil.copytree(path, broken)
+    state = load_file(broken / "model.safetensors")
+    save_file({k: v for k, v in state.items() if ".layer.1." not in k}, broken / "model.safetensors")
+    with pytest.raises(InputError, match=r"hold no values for \d+ of the model's tensors .*bert\.encoder\.layer\.1"):
+        load_model(f"hf:{broken}")
+    more = tmp_path / "more"
+    shutil.copytree(path, more)
+    config = json.loads((more / "config.json").read_text())
+    (more / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 4}))
+    with pytest.raises(InputError, match="layer.2"):
+        load_model(f"hf:{more}")
+    no_pooler = tmp_path / "no-pooler"
+    shutil.copytree(path, no_pooler)
+    save_file({k: v for k, v in state.items() if ".pooler." not in k}, no_pooler / "model.safetensors")
+    loaded = load_model(f"hf:{no_pooler}")
+    assert loaded.untrained == ("bert.pooler",) and loaded.num_classes is None  # its logits read the pooler
+    assert any("bert.pooler is not in its weight files" in w for w in loaded.warnings)
+    assert loaded.resolve_layers("all") == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+    with pytest.raises(InputError, match="'bert.pooler.dense' .* random numbers"):
+        loaded.resolve_layers("bert.pooler.dense")
+    assert transformers.BertForSequenceClassification.from_pretrained(no_pooler) is not None
+
+
+def test_hf_head_weights_a_folder_or_its_checkpoint_may_lack(bert_dir, tmp_path):
+    """What a folder of base weights under a classifier's config lacks lies outside the base model
+    (XLNet's logits_proj, BERT's classifier): a head, not a body, so no refusal; --weights that fill
+    it leave nothing untrained; BatchNorm's step counter is no weight."""
+    transformers = pytest.importorskip("transformers")
+    path, _ = bert_dir
+    config = json.loads((path / "config.json").read_text())
+    torch.manual_seed(0)
+    xlnet = tmp_path / "xlnet"
+    transformers.XLNetModel(
+        transformers.XLNetConfig(d_model=16, n_layer=2, n_head=2, d_inner=32, vocab_size=config["vocab_size"])
+    ).save_pretrained(xlnet)
+    saved = json.loads((xlnet / "config.json").read_text())
+    (xlnet / "config.json").write_text(json.dumps({**saved, "architectures": ["XLNetForSequenceClassification"]}))
+    loaded = load_model(f"hf:{xlnet}")
+    assert set(loaded.untrained) == {"logits_proj", "sequence_summary"} and loaded.num_classes is None
+    assert loaded.default_layers == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+    base = tmp_path / "base"
+    transformers.BertModel(transformers.BertConfig(**{**config, "architectures": None})).save_pretrained(base)
+    (base / "config.json").write_text(json.dumps({**config, "architectures": ["BertForSequenceClassification"]}))
+    assert load_model(f"hf:{base}").untrained == ("classifier",)
+    tuned = transformers.BertForSequenceClassification(transformers.BertConfig(**config))
+    torch.save(tuned.state_dict(), tmp_path / "tuned.pt")
+    filled = load_model(f"hf:{base}", weights=tmp_path / "tuned.pt")
+    assert filled.untrained == () and filled.num_classes == 3 and not filled.warnings
+    resnet = tmp_path / "resnet"
+    transformers.ResNetModel(
+        transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1])
+    ).save_pretrained(resnet)
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(resnet / "model.safetensors")
+    save_file({k: v for k, v in state.items() if "num_batches_tracked" not in k}, resnet / "model.safetensors")
+    assert load_model(f"hf:{resnet}").untrained == ()
+
+
+def test_hf_image_models_whose_config_names_no_size_and_counts_no_layers(tmp_path):
+    """ResNet's config has no image_size: it was taken for a text model and refused on images.
+    MobileNetV2's config counts no layers: --layers all was the whole backbone, one layer.
+    EfficientNet's num_hidden_layers counts sub-blocks: the default layers named states it lacks."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    resnet = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=3)
+    transformers.ResNetForImageClassification(resnet).save_pretrained(tmp_path / "resnet")
+    transformers.ConvNextImageProcessor(size={"shortest_edge": 32}).save_pretrained(tmp_path / "resnet")
+    loaded = load_model(f"hf:{tmp_path / 'resnet'}")
+    assert (loaded.input_spec.kind, loaded.input_spec.size) == ("image", 32)
+    assert loaded.default_layers == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
+    mobile = transformers.MobileNetV2Config(image_size=32, depth_multiplier=0.25, num_labels=3)
+    ref = transformers.MobileNetV2ForImageClassification(mobile).eval()
+    ref.save_pretrained(tmp_path / "mobile")
+    loaded = load_model(f"hf:{tmp_path / 'mobile'}")
+    x = torch.rand(1, 3, 32, 32)
+    with torch.no_grad():
+        states = ref(pixel_values=x, output_hidden_states=True).hidden_states
+    assert len(states) > 2 and loaded.default_layers == [f"hidden_states.{k}" for k in range(len(states))]
+    raw, _ = loaded.run(x, loaded.default_layers)
+    for k, state in enumerate(states):
+        torch.testing.assert_close(raw[f"hidden_states.{k}"], state)
+
+
+def test_hf_roberta_positions_start_after_its_padding_index(tmp_path, bert_dir):
+    """RoBERTa numbers its positions from padding_idx + 1: with max_position_embeddings 66 and a
+    tokenizer that states no length, texts of 66 tokens failed inside the model ("index 66 is out
+    of bounds"); they are cut at 64."""
+    transformers = pytest.importorskip("transformers")
+    path, _ = bert_dir
+    config = transformers.RobertaConfig(
+        vocab_size=14,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=66,
+        pad_token_id=1,
+    )
+    d = tmp_path / "roberta"
+    transformers.RobertaModel(config).save_pretrained(d)
+    for name in ("vocab.txt", "tokenizer_config.json", "tokenizer.json", "special_tokens_map.json"):
+        if (path / name).is_file():
+            shutil.copy(path / name, d)
+    settings = json.loads((d / "tokenizer_config.json").read_text())
+    settings.pop("model_max_length", None)
+    (d / "tokenizer_config.json").write_text(json.dumps(settings))
+    loaded = load_model(f"hf:{d}")
+    assert loaded.input_spec.max_length == 64
+    batch = dict(loaded.tokenizer(["the cat " * 60], truncation=True, max_length=64, return_tensors="pt"))
+    loaded.run(batch, ["hidden_states.1"])  # 64 tokens run
 
 
 def test_hf_missing_directory(tmp_path):

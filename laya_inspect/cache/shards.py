@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import os
 import shutil
 import time
@@ -36,7 +37,7 @@ from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
 from .schema import check_attrs_end, decode_attr, encode_attr
-from .writer import VERIFIED, partial_path
+from .writer import VERIFIED, partial_path, same_transforms
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -252,7 +253,8 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     except OSError as e:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
     new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}
-    changed = [k for k in old if old[k] != new[k]]
+    same = {"transforms": same_transforms}
+    changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
     if changed:
         raise CacheError(
             f"{path} was written with another {', '.join(changed)} than this run's; rerun the original command "

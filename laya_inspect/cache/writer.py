@@ -124,6 +124,19 @@ class FeatureWriter:
                 f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
                 f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
             )
+        elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
+            problem = (
+                f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
+                f"{_tokenizer(new['transforms'])}): the tokenizer files of the model changed"
+            )
+        elif not same_transforms(old["transforms"], new["transforms"]):
+            was, now = old["transforms"], _unrecorded(old["transforms"], new["transforms"])
+            keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
+            changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
+            problem = (
+                f"read its inputs otherwise (transforms: {changed}): this laya-inspect decodes or transforms "
+                "them differently from the one that started it"
+            )
         elif old["data_fingerprint"] != new["data_fingerprint"]:
             problem = (
                 f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
@@ -134,14 +147,6 @@ class FeatureWriter:
             problem = (
                 f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
                 "laya-inspect decides --pool auto differently from the one that started it"
-            )
-        elif _given(old["transforms"]) != _given(new["transforms"]):
-            was, now = old["transforms"], new["transforms"]
-            keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
-            changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
-            problem = (
-                f"read its inputs otherwise (transforms: {changed}): this laya-inspect decodes or transforms "
-                "them differently from the one that started it"
             )
         if problem:
             f.close()
@@ -449,6 +454,24 @@ def _put(ds: h5py.Dataset, rows: np.ndarray, start: int, k: int) -> None:
 def _given(recorded: Any) -> Any:
     """A recorded attribute, None where none was given (stored as "", or as JSON null)."""
     return None if recorded in ("", "null", None) else recorded
+
+
+def _tokenizer(transforms: Any) -> Any:
+    """The tokenizer's sha256 a text cache records; None where it records none (written before)."""
+    return transforms.get("sha256") if isinstance(transforms, dict) else None
+
+
+def same_transforms(was: Any, now: Any) -> bool:
+    """The recorded ``transforms`` of a partial cache and this run's are the same: none recorded reads
+    as none given, and a tokenizer sha256 the partial cache predates is left out."""
+    return bool(_given(was) == _given(_unrecorded(was, now)))
+
+
+def _unrecorded(was: Any, now: Any) -> Any:
+    """``now`` without the tokenizer's sha256 where ``was`` (written before it was recorded) has none."""
+    if isinstance(was, dict) and isinstance(now, dict) and "sha256" not in was:
+        return {k: v for k, v in now.items() if k != "sha256"}
+    return now
 
 
 def _methods(recorded: Any) -> list[str]:

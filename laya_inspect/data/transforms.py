@@ -365,6 +365,27 @@ class VectorTransform:
         return {"kind": "vector", "dim": self.dim, "scale": self.scale}
 
 
+def tokenizer_digest(tok: Any) -> str | None:
+    """What the tokenizer does, hashed: a fast tokenizer's whole serialisation (vocabulary, merges,
+    normaliser), a slow one's vocabulary and settings. Two tokenizers of one class and path that cut
+    texts otherwise give other rows: the cache records which."""
+    import hashlib
+    import json
+
+    try:
+        backend = getattr(tok, "backend_tokenizer", None)
+        if backend is not None:
+            # its truncation and padding are the last call's settings, not what the files hold
+            saved = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}
+        else:
+            settings = {k: v for k, v in getattr(tok, "init_kwargs", {}).items() if k != "name_or_path"}
+            saved = {"vocab": sorted(tok.get_vocab().items()), "settings": settings}
+        text = json.dumps(saved, sort_keys=True, default=str)
+    except Exception:  # noqa: BLE001  a tokenizer without either: none recorded
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class TextTransform:
     """A list of B strings → dict of (B, T) tensors from a Hugging Face tokenizer, T ≤ max_length.
@@ -390,6 +411,7 @@ class TextTransform:
             "kind": "text",
             "tokenizer": type(tok).__name__,
             "name_or_path": str(getattr(tok, "name_or_path", "") or ""),
+            "sha256": tokenizer_digest(tok),
             "max_length": self.max_length,
             "padding": "longest",
             "truncation": True,

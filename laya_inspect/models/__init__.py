@@ -25,6 +25,9 @@ from .base import SOURCES, InputSpec, LoadedModel, LoadOptions
 from .weights import WeightsNote, load_weights, read_checkpoint, read_weights, sha256_file, to_state_dict
 from .zoo import ZOO, build_zoo, save_zoo_checkpoint
 
+# where the warnings load_model passes on were said: "default" filters say each once, as they would have
+_SAID: dict = {}
+
 __all__ = [
     "SOURCES",
     "ZOO",
@@ -92,7 +95,7 @@ def load_model(
         if issubclass(w.category, WeightsNote):
             model.warnings.append(str(w.message))
         else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=_SAID)
     if model.random_init:
         model.warnings.append(
             f"{model.spec} has random weights (--random-init, no --weights): "

@@ -195,6 +195,8 @@ class LoadedModel:
     # ... of the embeddings' sequence (layer_roles), when sequence_pool takes one token: there token 0
     # is a class token's embedding alone, the same row for every input
     embeddings_pool: str | None = None
+    # modules whose weights the files lack (a Hugging Face folder's pooler): random, never read as layers
+    untrained: tuple[str, ...] = ()
 
     def sequence_for(self, layer: str) -> str:
         """What ``--pool auto`` takes of ``layer``'s token sequence (see ``sequence_pool``)."""
@@ -209,7 +211,14 @@ class LoadedModel:
     def resolve_layers(self, requested: str | Sequence[str]) -> list[str]:
         """:func:`~laya_inspect.layers.resolve_layers` over this model's layers, with its own hint when
         nothing can be selected (e.g. TorchScript, which takes no hooks)."""
-        return resolve_layers(requested, self.candidate_layers(), self.default_layers, hint=self.adapter.hook_hint)
+        names = resolve_layers(requested, self.candidate_layers(), self.default_layers, hint=self.adapter.hook_hint)
+        random = [n for n in names for u in self.untrained if n == u or n.startswith(u + ".")]
+        if random:
+            raise InputError(
+                f"layer {random[0]!r} of {self.spec} holds values its weight files do not have (transformers "
+                f"filled {', '.join(self.untrained)} with random numbers); read other layers"
+            )
+        return names
 
     def expects(self) -> str | None:
         """What the model takes, in words, as far as ``input_spec`` knows it."""

@@ -13,18 +13,23 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError, NotFoundError, few
 from ..layers import mean_after
 from .base import SOURCES, Adapter, InputSpec, LoadedModel, LoadOptions, blocks_of, carries_weights, freeze
 from .weights import first_line, load_weights, sha256_file, sha256_files
 
-HEADS = ("ForSequenceClassification", "ForImageClassification")  # classes whose output has class logits
+HEADS = (
+    "ForSequenceClassification",
+    "ForImageClassification",
+    "ForImageClassificationWithTeacher",
+)  # classes whose output has class logits
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
 # configs whose ``auto_map`` makes transformers import classes from the directory's own .py files
 CODE_CONFIGS = (
@@ -73,6 +78,68 @@ def _n_hidden(config: Any) -> int:
             return n + 1
     depths = getattr(config, "depths", None)
     return len(depths) + 1 if isinstance(depths, (list, tuple)) else 0
+
+
+def _count_hidden(model: nn.Module, spec: InputSpec, tokenizer: Any, accepted: set[str] | None) -> int | None:
+    """How many hidden states the model returns on one small input: its own count, where the config's
+    says otherwise (EfficientNet's ``num_hidden_layers`` counts sub-blocks) or nothing (MobileNetV2).
+    None when the model cannot be run so (no tokenizer, no image size)."""
+    if spec.kind == "image" and spec.size:
+        inputs: dict[str, Any] = {"pixel_values": torch.zeros(1, spec.channels or 3, spec.size, spec.size)}
+    elif spec.kind == "text" and tokenizer is not None:
+        inputs = dict(tokenizer(["a b"], return_tensors="pt"))
+    else:
+        return None
+    inputs = {k: v for k, v in inputs.items() if accepted is None or k in accepted}
+    try:
+        with torch.no_grad():
+            out = model(**inputs, output_hidden_states=True, return_dict=True)
+    except Exception:  # noqa: BLE001  the config's count stands; extract's own run says what fails
+        return None
+    states = getattr(out, "hidden_states", None) or getattr(out, "encoder_hidden_states", None)
+    return len(states) if isinstance(states, (tuple, list)) and states else None
+
+
+# where a model keeps what reads its hidden states: weights missing there spoil no hidden state
+HEAD_PARTS = frozenset(
+    ("pooler", "classifier", "pre_classifier", "score", "head", "cls", "lm_head", "classification_head")
+    + ("distillation_classifier", "cls_classifier")
+)
+
+
+def _untrained(info: Mapping[str, Any], full: nn.Module, used: nn.Module, d: Path) -> list[str]:
+    """The modules of ``used`` whose weights the folder lacks (transformers fills them with random
+    values): refused in the body, whose hidden states they would spoil; a head's parts (a pooler,
+    a classifier) named, for the loader to keep out of layers and logits."""
+    tensors = {**dict(full.named_parameters()), **dict(full.named_buffers())}
+
+    def ids(module: nn.Module) -> set[int]:
+        return {id(t) for t in module.parameters()} | {id(t) for t in module.buffers()}
+
+    mine, base = ids(used), ids(getattr(full, "base_model", full))
+    # BatchNorm's step counter: absent from many re-exports, and no part of an eval-mode output
+    missing = sorted(
+        k
+        for k in info.get("missing_keys") or ()
+        if k in tensors and id(tensors[k]) in mine and not k.endswith("num_batches_tracked")
+    )
+
+    def in_head(key: str) -> bool:  # outside the base model (XLNet's logits_proj), or a pooler/classifier in it
+        return id(tensors[key]) not in base or bool(HEAD_PARTS & set(key.split(".")[:-1]))
+
+    body = [k for k in missing if not in_head(k)]
+    if body:
+        raise InputError(
+            f"{d}: its weight files hold no values for {len(body)} of the model's tensors ({few(body, 3)}), which "
+            "transformers would fill with random numbers (layers that config.json names and the weights lack, or "
+            "weights of another model); give a folder whose weights match its config.json"
+        )
+    parts = set()
+    for k in missing:
+        names = k.split(".")
+        cut = max((i for i, n in enumerate(names[:-1]) if n in HEAD_PARTS), default=0)
+        parts.add(".".join(names[: cut + 1]))
+    return sorted(parts)
 
 
 def _accepted(module: nn.Module) -> set[str] | None:
@@ -283,6 +350,12 @@ def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapt
 def _check_inputs(model: nn.Module, config: Any, d: Path) -> None:
     """Refuse what extract cannot feed: an audio model, or several towers that take their inputs at once."""
     name = type(model).__name__
+    if getattr(config, "model_type", None) == "timm_wrapper":  # its hidden states are not offered
+        arch = getattr(config, "architecture", None) or "NAME"
+        raise InputError(
+            f"{d} holds a timm model saved by transformers ({name}); read it as one, layer by layer: "
+            f"--model timm:{arch} --weights {d / 'model.safetensors'}"
+        )
     main = getattr(model, "main_input_name", "input_ids")
     if main not in ("input_ids", "pixel_values"):
         raise InputError(
@@ -309,10 +382,21 @@ def _embeddings_pool(rule: str, tokenizer: Any) -> str | None:
     return mean_after(_leading_specials(tokenizer)) if tokenizer is not None else "mean"
 
 
-def _text_spec(config: Any, tokenizer: Any, d: Path, padding: str | None = None) -> InputSpec:
+def _positions(config: Any, model: nn.Module | None) -> int | None:
+    """How many positions a text may take: ``max_position_embeddings``, less the ``padding_idx + 1``
+    that RoBERTa-style embeddings number their positions from."""
+    n = getattr(config, "max_position_embeddings", None)
+    embeddings = getattr(getattr(model, "base_model", model), "embeddings", None)
+    pad = getattr(getattr(embeddings, "position_embeddings", None), "padding_idx", None)
+    return n - (pad + 1) if isinstance(n, int) and isinstance(pad, int) and pad >= 0 else n
+
+
+def _text_spec(
+    config: Any, tokenizer: Any, d: Path, padding: str | None = None, model: nn.Module | None = None
+) -> InputSpec:
     limits = [
         512,
-        getattr(config, "max_position_embeddings", None),
+        _positions(config, model),
         getattr(tokenizer, "model_max_length", None),
         _sentence_length(d),
     ]
@@ -365,7 +449,9 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     transformers.utils.logging.disable_progress_bar()  # the library does not print
     try:
         float32: dict[str, Any] = {_dtype_keyword(transformers.__version__): torch.float32}
-        model = cls.from_pretrained(str(d), local_files_only=True, trust_remote_code=trust, **float32)
+        model, info = cls.from_pretrained(
+            str(d), local_files_only=True, trust_remote_code=trust, output_loading_info=True, **float32
+        )
     except OSError as e:
         raise NotFoundError(f"cannot load the weights in {d}: {first_line(e)}") from None
     except Exception as e:  # corrupt or mismatched weight files end in many error types
@@ -380,8 +466,17 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
             f"{d} is an encoder-decoder classifier ({type(model).__name__}): its layers here are its encoder's "
             "hidden states; its decoder, which its classification head reads, is not among them"
         )
-    elif getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+    full = model
+    if not warnings and getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()  # an encoder-decoder (T5, BART) read as a text encoder: its encoder
+    # --weights, loaded strictly below, fills every tensor the folder lacks
+    untrained = _untrained(info, full, model, d) if isinstance(info, Mapping) and options.weights is None else []
+    if untrained:
+        warnings.append(
+            f"{d}: {', '.join(untrained)} {'is' if len(untrained) == 1 else 'are'} not in its weight files "
+            f"(transformers filled {'it' if len(untrained) == 1 else 'them'} with random values): not read as layers"
+            + (", and no logits are cached" if heads or auto_head else "")
+        )
     files = sorted(p for g in WEIGHT_GLOBS for p in d.glob(g))
     files = files or sorted(p for p in d.iterdir() if p.is_file())  # weights in a format the globs miss
     digests = [sha256_file(p) for p in files]
@@ -391,12 +486,14 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     # an image classifier on one tower of a two-tower config (CLIPForImageClassification): that tower's
     looks = getattr(config, "vision_config", None) if getattr(model, "main_input_name", "") == "pixel_values" else None
     looks = looks or config
-    is_image = getattr(looks, "image_size", None) is not None
+    # a ResNet's or RegNet's config names no image size: what the model takes says it
+    is_image = getattr(model, "main_input_name", "") == "pixel_values" or getattr(looks, "image_size", None) is not None
     tokenizer = None if is_image else _optional(transformers.AutoTokenizer, d, trust)
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
     padding = _pad_on_the_right(tokenizer, model, d) if tokenizer is not None else None
-    input_spec = _image_spec(looks, processor) if is_image else _text_spec(config, tokenizer, d, padding)
-    adapter = HFAdapter(_n_hidden(looks), _accepted(model))
+    input_spec = _image_spec(looks, processor) if is_image else _text_spec(config, tokenizer, d, padding, model)
+    counted = _count_hidden(model, input_spec, tokenizer, _accepted(model))
+    adapter = HFAdapter(counted if counted is not None else _n_hidden(looks), _accepted(model))
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     module = freeze(model, options.device)
     rule = _sequence_pool(module, config, tokenizer, adapter, d)
@@ -406,7 +503,7 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         source="hf",
         input_spec=input_spec,
         default_layers=list(adapter.virtual_names) or blocks_of(model),
-        num_classes=int(config.num_labels) if heads or auto_head else None,
+        num_classes=int(config.num_labels) if (heads or auto_head) and not untrained else None,
         tokenizer=tokenizer,
         image_processor=processor,
         weights_path=options.weights or str(d),
@@ -417,4 +514,5 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
         sequence_pool=rule,
         embeddings_pool=_embeddings_pool(rule, tokenizer),
         warnings=warnings,
+        untrained=tuple(untrained),
     )

@@ -23,7 +23,7 @@ from .base import (
     keeps_random_init,
     last_linear,
 )
-from .weights import load_state_dict_strict, read_weights, to_state_dict
+from .weights import load_state_dict_strict, read_weights, to_state_dict, under_prefix
 
 
 def _import(name: str, extra: str):
@@ -74,6 +74,8 @@ def _build(
         state = to_state_dict(obj, source=options.weights)
     with seeded():
         model = factory(name)
+        if state is not None:  # a wrapper's prefix (a Lightning module's, transformers' TimmWrapper's) first
+            state = dict(under_prefix(model.state_dict(), state, str(options.weights)))
         k = _classes_in_state(model, state, classifier(model))
         if k is not None and (k > 0 or headless):
             model = factory(name, num_classes=max(k, 0))

@@ -199,7 +199,7 @@ def to_state_dict(obj: Any, *, source: str = "checkpoint") -> dict[str, Tensor]:
     return _strip({str(k): v for k, v in obj.items()})
 
 
-def _under_prefix(own: Mapping[str, Tensor], state: Mapping[str, Tensor], source: str) -> Mapping[str, Tensor]:
+def under_prefix(own: Mapping[str, Tensor], state: Mapping[str, Tensor], source: str) -> Mapping[str, Tensor]:
     """The tensors under the one prefix where ``state`` holds exactly the module's keys: a wrapper's
     submodule (a Lightning module's ``model.``, a trainer's ``backbone.``). ``state`` itself when it
     fits already or no prefix fits; two prefixes that fit (a model and its EMA copy) are refused."""
@@ -235,7 +235,7 @@ def _under_prefix(own: Mapping[str, Tensor], state: Mapping[str, Tensor], source
 def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, source: str = "checkpoint") -> None:
     """``module.load_state_dict(strict=True)`` with an error that names missing/unexpected/mis-shaped keys."""
     own = module.state_dict()
-    state = _under_prefix(own, state, source)
+    state = under_prefix(own, state, source)
     # BatchNorm's step counter is absent from checkpoints saved before PyTorch 0.4.1 and from many
     # re-exports; torch's own strict load fills it in, and it does not change an eval-mode output
     missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
