@@ -9,6 +9,7 @@ the new one; loading checks every file and ends in one :class:`CacheError` line 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import io
 import json
@@ -49,8 +50,8 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
     """What a head records about the cache it was trained on."""
     return {
         "cache_fingerprint": store.fingerprint,
-        # the rows: another --seed, --limit or data files give the same features on other rows
-        "cache_data_fingerprint": str(store.whole.attrs.get("data_fingerprint") or "") or None,
+        # the rows of each split: another split --seed or --limit gives the same features of other rows
+        "cache_rows": {split: split_rows(store, split) for split in store.splits},
         "cache_path": str(store.path),
         "layer_names": store.layer_names,
         "class_names": store.class_names,
@@ -71,14 +72,24 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
             f"head {head_dir} was trained on a cache with fingerprint {recorded} ({where}), not on {store.path} "
             f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms or data"
         )
-    rows, here = config.get("cache_data_fingerprint"), str(store.whole.attrs.get("data_fingerprint") or "")
-    if rows and here and rows != here:
+    rows = config.get("cache_rows")
+    rows = rows if isinstance(rows, dict) else {}
+    moved = [s for s in rows if s in store.splits and rows[s] != split_rows(store, s)]
+    if moved:
         return (
-            f"head {head_dir} was trained on {where}, the same features of other rows (data fingerprint {rows}, "
-            f"{store.path}: {here}; another split --seed, --limit or changed data files): "
-            "its test rows may be rows the head was trained on"
+            f"head {head_dir} was trained on {where}, the same features of other rows (split {', '.join(moved)} "
+            f"holds other rows in {store.path}: another split --seed or --limit): its test rows may be rows the "
+            "head was trained on"
         )
     return None
+
+
+def split_rows(store: FeatureStore, split: str) -> str:
+    """Which rows a split holds: 16 hex digits over their source indices and labels, in order."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(store.index(split), dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(store.labels(split), dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
 
 
 def cache_warnings(store: FeatureStore) -> list[str]:

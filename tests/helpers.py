@@ -26,6 +26,7 @@ def write_cache(
     model_spec: str = "test:mlp",
     data_spec: str = "test",
     extra_attrs: dict[str, Any] | None = None,
+    indices: dict[str, np.ndarray] | None = None,
 ) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
     from laya_inspect.cache.writer import FeatureWriter
@@ -60,7 +61,7 @@ def write_cache(
         num_logits=None,
     ) as w:
         for split, (feats, labels) in splits.items():
-            w.append(split, feats, labels, np.arange(len(labels)))
+            w.append(split, feats, labels, (indices or {}).get(split, np.arange(len(labels))))
         w.finish()
     return path
 
@@ -138,3 +139,17 @@ def need_timm_model(name: str) -> Any:
     if not timm.is_model(name):
         pytest.skip(f"timm {timm.__version__} has no {name!r} model")
     return timm
+
+
+def resplit(store, seed: int) -> tuple[dict, dict]:
+    """The cache's rows of every split pooled and split again at the same sizes with ``seed`` (as
+    extract with another split --seed does): (splits, their source indices)."""
+    feats = [np.concatenate([store.layer(s, i) for s in store.splits]) for i in range(len(store.layer_names))]
+    labels = np.concatenate([store.labels(s) for s in store.splits])
+    order = np.arange(len(labels)) if seed == 0 else np.random.default_rng(seed).permutation(len(labels))
+    out, where, start = {}, {}, 0
+    for s in store.splits:
+        rows = order[start : start + len(store.labels(s))]
+        start += len(rows)
+        out[s], where[s] = ([f[rows] for f in feats], labels[rows]), rows
+    return out, where

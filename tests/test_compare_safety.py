@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import resplit, write_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -108,9 +108,10 @@ def test_compare_refuses_other_rows_and_says_when_it_reads_training_rows(digits_
     """The same features of other rows (another split --seed) passed the fingerprint check, and a
     head compared on the split it was trained on was scored there without a word."""
     with FeatureStore(digits_cache) as store:
-        splits = {s: (store.layers(s), store.labels(s)) for s in store.splits}
-    first = write_cache(tmp_path / "a.h5", splits, extra_attrs={"data_fingerprint": "aaaa"})
-    other = write_cache(tmp_path / "b.h5", splits, extra_attrs={"data_fingerprint": "bbbb"})
+        (splits, rows), (moved, moved_rows) = resplit(store, 0), resplit(store, 1)
+    first = write_cache(tmp_path / "a.h5", splits, indices=rows)
+    other = write_cache(tmp_path / "b.h5", moved, indices=moved_rows)
+    reordered = write_cache(tmp_path / "c.h5", dict(reversed(splits.items())), indices=rows)
     with FeatureStore(first) as store:
         head = build_head("laya", store.widths, store.num_classes, d_star=8)
         meta = {**cache_identity(store), "split": {"train_split": "train", "test_split": "test"}}
@@ -121,8 +122,10 @@ def test_compare_refuses_other_rows_and_says_when_it_reads_training_rows(digits_
     assert r.exit_code == 0, r.output
     said = json.loads((tmp_path / "y" / "summary.json").read_text())["cache"]["warnings"]
     assert any("was trained on split 'train', the split compared here" in w for w in said)
-    r = _compare(head_dir, first, tmp_path / "z")
-    assert r.exit_code == 0 and json.loads((tmp_path / "z" / "summary.json").read_text())["cache"]["warnings"] == []
+    for same in (first, reordered):  # the same rows with the splits in another order are no other rows
+        r = _compare(head_dir, same, tmp_path / same.stem / "z")
+        assert r.exit_code == 0, r.output
+        assert json.loads((tmp_path / same.stem / "z" / "summary.json").read_text())["cache"]["warnings"] == []
 
 
 def _nan_cache(src: Path, dst: Path, rows: list[int]) -> Path:

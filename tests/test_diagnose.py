@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import resplit, write_cache
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
@@ -244,9 +244,10 @@ def test_heads_of_other_rows_of_the_same_features_are_refused_or_said(digits_cac
     """A cache extracted again with another split --seed has the same features (fingerprint), and its
     test rows were training rows of the head: diagnose, prune and compare ran on it without a word."""
     with FeatureStore(digits_cache) as store:
-        splits = {s: (store.layers(s), store.labels(s)) for s in store.splits}
-    first = write_cache(tmp_path / "a.h5", splits, extra_attrs={"data_fingerprint": "aaaa"})
-    other = write_cache(tmp_path / "b.h5", splits, extra_attrs={"data_fingerprint": "bbbb"})
+        (splits, rows), (moved, moved_rows) = resplit(store, 0), resplit(store, 1)
+    first = write_cache(tmp_path / "a.h5", splits, indices=rows)
+    other = write_cache(tmp_path / "b.h5", moved, indices=moved_rows)
+    reordered = write_cache(tmp_path / "c.h5", dict(reversed(splits.items())), indices=rows)
     with FeatureStore(first) as store:
         head = save_head(tmp_path / "h", _fit(store, 0), meta=cache_identity(store))
         assert FeatureStore(other).fingerprint == store.fingerprint
@@ -259,8 +260,29 @@ def test_heads_of_other_rows_of_the_same_features_are_refused_or_said(digits_cac
     assert r.exit_code == 0, r.output
     said = json.loads((out / "summary.json").read_text())["warnings"]
     assert any("the same features of other rows" in w and "--allow-other-cache" in w for w in said)
-    r = runner.invoke(app, ["diagnose", str(head), "--cache", str(first), "--out", str(tmp_path / "same")], env=ENV)
-    assert r.exit_code == 0, r.output  # its own cache: no refusal
+    for same in (first, reordered):  # its own cache, and the same rows with the splits in another order
+        r = runner.invoke(
+            app, ["diagnose", str(head), "--cache", str(same), "--out", str(tmp_path / same.stem)], env=ENV
+        )
+        assert r.exit_code == 0, r.output
+
+
+def test_a_test_split_of_a_handful_of_rows_is_said(digits_cache, tmp_path):
+    """A 15-row test split gave "0.9333 [0.9333, 0.9333]" in prune and early-exit with no word."""
+    with FeatureStore(digits_cache) as store:
+        few = {
+            "train": (store.layers("train"), store.labels("train")),
+            "test": (store.layers("test"), store.labels("test")),
+        }
+        few["test"] = ([h[:15] for h in few["test"][0]], few["test"][1][:15])
+        head = _fit(store, 0)
+    cache = write_cache(tmp_path / "few.h5", few)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "h", head, meta=cache_identity(store))
+    r = runner.invoke(app, ["diagnose", str(head_dir), "--cache", str(cache), "--out", str(tmp_path / "d")], env=ENV)
+    assert r.exit_code == 0, r.output
+    said = json.loads((tmp_path / "d" / "summary.json").read_text())["warnings"]
+    assert any("the test split holds 15 rows (fewer than 20)" in w for w in said), said
 
 
 def test_diagnose_errors(digits_heads, shift_caches, tmp_path):

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ..cache.store import FeatureStore
+from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError
 from ..files import atomic_dir
 from ..head_dir import cache_warnings, load_head, other_cache, read_head_config
@@ -115,11 +116,21 @@ def open_weighted_head(
     return head.eval(), config
 
 
-def trust_lines(store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]]) -> list[str]:
+def trust_lines(
+    store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]], test: Split | None = None
+) -> list[str]:
     """What to read beside every result of these heads on ``store``: what extract warned about the
-    cache, and each head trained on another cache (let through by --allow-other-cache)."""
+    cache, each head trained on another cache (let through by --allow-other-cache), and a test split
+    of a handful of rows."""
     said = [other_cache(d, config, store) for d, config in heads]
-    return cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
+    lines = cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
+    if test is not None and test.n < MIN_ROWS:
+        n = test.n
+        lines.append(
+            f"the {test.name} split holds {n} rows (fewer than {MIN_ROWS}): its accuracies move in steps of "
+            f"{1 / max(n, 1):.2f}, and the intervals, over seeds or resampled rows, rest on a handful of rows"
+        )
+    return lines
 
 
 def head_hparams(config: dict[str, Any]) -> dict[str, Any]:

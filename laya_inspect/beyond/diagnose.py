@@ -201,7 +201,7 @@ def _diagnose(
         "config": asdict(config),
         "scores": {**ERROR_SCORES},
         "heads": per_head,
-        "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads]))) + _few_errors(per_head),
+        "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test) + _few_errors(per_head),
     }
     summary["errors"] = _pool_errors(per_head)
     if shifts:

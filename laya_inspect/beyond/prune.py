@@ -230,7 +230,9 @@ def _prune(
     summary["ks"] = ks
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
     given = [(head_dir, hconf)] + ([(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else [])
-    summary["warnings"] = trust_lines(store, given) + check_warnings(summary["refit_check"])
+    note = summary["costs"].get("note")
+    estimated = [f"compute estimated from the cache's shapes: {note}"] if note else []
+    summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"])
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 
@@ -316,6 +318,13 @@ def _compare_rankings(
     return per, versus
 
 
+def _given(s: dict[str, Any]) -> str:
+    """The given head's own test accuracy, beside the refits' on all layers (their reference)."""
+    check = s.get("refit_check") or {}
+    given = check.get("given_head_test_acc")
+    return f" (refitted; the given head: {given:.4f})" if isinstance(given, float) else ""
+
+
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     c = s["chosen"]
@@ -325,7 +334,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
-            f"{s['reference']['test_acc']['mean']:.4f} with all layers; saves {c['flops_saved']:.1%} of the "
+            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_given(s)}; saves {c['flops_saved']:.1%} of the "
             f"backbone's FLOPs and {c['params_saved']:.1%} of its parameters ({s['costs']['source']})"
         )
     cheap = s["cheapest"]

@@ -125,9 +125,6 @@ def prune_command(
     for line in skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
     bullets(s["verdict"], s.get("warnings"))
-    note = s["costs"].get("note")
-    if note:
-        console.print(f"compute estimated from the cache's shapes: {note}", style="yellow", highlight=False)
     dim(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/{', plots/' * config.plots}")
 
 
