@@ -84,6 +84,12 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     return None
 
 
+def trained_split(config: Mapping[str, Any]) -> str | None:
+    """The split of its cache a head was trained on, as its config records it (None: not recorded)."""
+    split = config.get("split")
+    return split.get("train_split") if isinstance(split, dict) else None
+
+
 def split_rows(store: FeatureStore, split: str) -> str:
     """Which rows a split holds: 16 hex digits over their source indices and labels, in order."""
     h = hashlib.sha256()

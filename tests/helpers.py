@@ -153,3 +153,15 @@ def resplit(store, seed: int) -> tuple[dict, dict]:
         start += len(rows)
         out[s], where[s] = ([f[rows] for f in feats], labels[rows]), rows
     return out, where
+
+
+def other_rows_caches(src: Path, folder: Path) -> tuple[Path, Path, Path]:
+    """Three caches of ``src``'s features: its rows (a.h5), the same rows split again with another seed
+    (b.h5: the same fingerprint, other rows), and a.h5's splits written in the reverse order (c.h5)."""
+    from laya_inspect.cache.store import FeatureStore
+
+    with FeatureStore(src) as store:
+        (splits, rows), (moved, moved_rows) = resplit(store, 0), resplit(store, 1)
+    first = write_cache(folder / "a.h5", splits, indices=rows)
+    other = write_cache(folder / "b.h5", moved, indices=moved_rows)
+    return first, other, write_cache(folder / "c.h5", dict(reversed(splits.items())), indices=rows)

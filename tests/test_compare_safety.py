@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import resplit, write_cache
+from helpers import other_rows_caches, write_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -107,11 +107,7 @@ def test_allow_other_cache_is_the_way_past_a_fingerprint_mismatch(laya_dir, digi
 def test_compare_refuses_other_rows_and_says_when_it_reads_training_rows(digits_cache, tmp_path):
     """The same features of other rows (another split --seed) passed the fingerprint check, and a
     head compared on the split it was trained on was scored there without a word."""
-    with FeatureStore(digits_cache) as store:
-        (splits, rows), (moved, moved_rows) = resplit(store, 0), resplit(store, 1)
-    first = write_cache(tmp_path / "a.h5", splits, indices=rows)
-    other = write_cache(tmp_path / "b.h5", moved, indices=moved_rows)
-    reordered = write_cache(tmp_path / "c.h5", dict(reversed(splits.items())), indices=rows)
+    first, other, reordered = other_rows_caches(digits_cache, tmp_path)
     with FeatureStore(first) as store:
         head = build_head("laya", store.widths, store.num_classes, d_star=8)
         meta = {**cache_identity(store), "split": {"train_split": "train", "test_split": "test"}}

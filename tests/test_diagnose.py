@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import resplit, write_cache
+from helpers import other_rows_caches, write_cache
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
@@ -243,11 +243,7 @@ def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp
 def test_heads_of_other_rows_of_the_same_features_are_refused_or_said(digits_cache, tmp_path):
     """A cache extracted again with another split --seed has the same features (fingerprint), and its
     test rows were training rows of the head: diagnose, prune and compare ran on it without a word."""
-    with FeatureStore(digits_cache) as store:
-        (splits, rows), (moved, moved_rows) = resplit(store, 0), resplit(store, 1)
-    first = write_cache(tmp_path / "a.h5", splits, indices=rows)
-    other = write_cache(tmp_path / "b.h5", moved, indices=moved_rows)
-    reordered = write_cache(tmp_path / "c.h5", dict(reversed(splits.items())), indices=rows)
+    first, other, reordered = other_rows_caches(digits_cache, tmp_path)
     with FeatureStore(first) as store:
         head = save_head(tmp_path / "h", _fit(store, 0), meta=cache_identity(store))
         assert FeatureStore(other).fingerprint == store.fingerprint
@@ -282,7 +278,7 @@ def test_a_test_split_of_a_handful_of_rows_is_said(digits_cache, tmp_path):
     r = runner.invoke(app, ["diagnose", str(head_dir), "--cache", str(cache), "--out", str(tmp_path / "d")], env=ENV)
     assert r.exit_code == 0, r.output
     said = json.loads((tmp_path / "d" / "summary.json").read_text())["warnings"]
-    assert any("the test split holds 15 rows (fewer than 20)" in w for w in said), said
+    assert any("the test split has 15 rows (fewer than 20)" in w for w in said), said
 
 
 def test_diagnose_errors(digits_heads, shift_caches, tmp_path):

@@ -14,11 +14,11 @@ import torch
 from torch import Tensor
 
 from ..cache.store import FeatureStore
-from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError
 from ..files import atomic_dir
-from ..head_dir import cache_warnings, load_head, other_cache, read_head_config
+from ..head_dir import cache_warnings, load_head, other_cache, read_head_config, trained_split
 from ..heads import Head
+from ..training.quality import few_rows
 from ..training.stats import outcome
 from .config import Budget
 
@@ -99,8 +99,7 @@ def open_weighted_head(
     why = other_cache(head_dir, config, store)
     if why is not None and not allow_other_cache:
         raise CacheError(f"{why}; give the cache it was trained on, or pass --allow-other-cache")
-    split = config.get("split")
-    if why is None and test_split is not None and isinstance(split, dict) and split.get("train_split") == test_split:
+    if why is None and test_split is not None and trained_split(config) == test_split:
         raise InputError(
             f"--test-split {test_split} is the split {head_dir} was trained on: its accuracies there are training "
             "accuracies; give a split the head has not seen"
@@ -116,21 +115,15 @@ def open_weighted_head(
     return head.eval(), config
 
 
-def trust_lines(
-    store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]], test: Split | None = None
-) -> list[str]:
+def trust_lines(store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]], test: Split) -> list[str]:
     """What to read beside every result of these heads on ``store``: what extract warned about the
     cache, each head trained on another cache (let through by --allow-other-cache), and a test split
     of a handful of rows."""
     said = [other_cache(d, config, store) for d, config in heads]
     lines = cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
-    if test is not None and test.n < MIN_ROWS:
-        n = test.n
-        lines.append(
-            f"the {test.name} split holds {n} rows (fewer than {MIN_ROWS}): its accuracies move in steps of "
-            f"{1 / max(n, 1):.2f}, and the intervals, over seeds or resampled rows, rest on a handful of rows"
-        )
-    return lines
+    intervals = "and the intervals, over seeds or resampled rows, rest on a handful of rows"
+    few = few_rows(test.n, test.name, intervals)
+    return lines + ([few] if few else [])
 
 
 def head_hparams(config: dict[str, Any]) -> dict[str, Any]:

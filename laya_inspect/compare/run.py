@@ -38,7 +38,7 @@ from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import cache_warnings, load_head, other_cache, read_head_config, store_for_heads
+from ..head_dir import cache_warnings, load_head, other_cache, read_head_config, store_for_heads, trained_split
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -150,10 +150,9 @@ def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStor
     lines = []
     for name, (_, cfg, _) in heads.items():
         why = other_cache(name, cfg, store)
-        trained = (cfg.get("split") or {}).get("train_split") if isinstance(cfg.get("split"), dict) else None
         if why is not None:
             lines.append(f"{why}; compared here under --allow-other-cache")
-        elif trained == split:
+        elif trained_split(cfg) == split:
             lines.append(
                 f"head {name} was trained on split {split!r}, the split compared here: its attributions are read "
                 "on its own training rows, where its predictions are fitted, not on held-out inputs"

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from ..errors import InputError, NotFoundError, few
 from ..layers import mean_after
 from .base import SOURCES, Adapter, InputSpec, LoadedModel, LoadOptions, blocks_of, carries_weights, freeze
-from .weights import first_line, load_weights, sha256_file, sha256_files
+from .weights import first_line, load_weights, sha256_file, sha256_files, step_counter
 
 HEADS = (
     "ForSequenceClassification",
@@ -117,11 +117,8 @@ def _untrained(info: Mapping[str, Any], full: nn.Module, used: nn.Module, d: Pat
         return {id(t) for t in module.parameters()} | {id(t) for t in module.buffers()}
 
     mine, base = ids(used), ids(getattr(full, "base_model", full))
-    # BatchNorm's step counter: absent from many re-exports, and no part of an eval-mode output
     missing = sorted(
-        k
-        for k in info.get("missing_keys") or ()
-        if k in tensors and id(tensors[k]) in mine and not k.endswith("num_batches_tracked")
+        k for k in info.get("missing_keys") or () if k in tensors and id(tensors[k]) in mine and not step_counter(k)
     )
 
     def in_head(key: str) -> bool:  # outside the base model (XLNet's logits_proj), or a pooler/classifier in it
@@ -461,13 +458,13 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
             transformers.utils.logging.enable_progress_bar()
     _check_inputs(model, config, d)
     warnings = []
+    full = model
     if getattr(config, "is_encoder_decoder", False) and (heads or auto_head):
         warnings.append(
             f"{d} is an encoder-decoder classifier ({type(model).__name__}): its layers here are its encoder's "
             "hidden states; its decoder, which its classification head reads, is not among them"
         )
-    full = model
-    if not warnings and getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+    elif getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()  # an encoder-decoder (T5, BART) read as a text encoder: its encoder
     # --weights, loaded strictly below, fills every tensor the folder lacks
     untrained = _untrained(info, full, model, d) if isinstance(info, Mapping) and options.weights is None else []
@@ -492,8 +489,9 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     processor = _optional(transformers.AutoImageProcessor, d, trust) if is_image else None
     padding = _pad_on_the_right(tokenizer, model, d) if tokenizer is not None else None
     input_spec = _image_spec(looks, processor) if is_image else _text_spec(config, tokenizer, d, padding, model)
-    counted = _count_hidden(model, input_spec, tokenizer, _accepted(model))
-    adapter = HFAdapter(counted if counted is not None else _n_hidden(looks), _accepted(model))
+    accepted = _accepted(model)
+    counted = _count_hidden(model, input_spec, tokenizer, accepted)
+    adapter = HFAdapter(counted if counted is not None else _n_hidden(looks), accepted)
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     module = freeze(model, options.device)
     rule = _sequence_pool(module, config, tokenizer, adapter, d)

@@ -27,6 +27,12 @@ WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "net", "model_ema", "
 PREFIXES = ("module.", "_orig_mod.")
 
 
+def step_counter(key: str) -> bool:
+    """BatchNorm's step counter: absent from checkpoints saved before PyTorch 0.4.1 and from many
+    re-exports; torch's own strict load fills it in, and it does not change an eval-mode output."""
+    return key.endswith("num_batches_tracked")
+
+
 class WeightsNote(UserWarning):
     """A choice made while reading a checkpoint (which copy, which prefix): the loader records it with
     the model's warnings, so it reaches the cache and the report."""
@@ -203,7 +209,7 @@ def under_prefix(own: Mapping[str, Tensor], state: Mapping[str, Tensor], source:
     """The tensors under the one prefix where ``state`` holds exactly the module's keys: a wrapper's
     submodule (a Lightning module's ``model.``, a trainer's ``backbone.``). ``state`` itself when it
     fits already or no prefix fits; two prefixes that fit (a model and its EMA copy) are refused."""
-    needed = [k for k in own if not k.endswith("num_batches_tracked")]
+    needed = [k for k in own if not step_counter(k)]
     if not needed or all(k in state for k in needed):
         return state
     probe = needed[0]
@@ -236,9 +242,7 @@ def load_state_dict_strict(module: nn.Module, state: Mapping[str, Tensor], *, so
     """``module.load_state_dict(strict=True)`` with an error that names missing/unexpected/mis-shaped keys."""
     own = module.state_dict()
     state = under_prefix(own, state, source)
-    # BatchNorm's step counter is absent from checkpoints saved before PyTorch 0.4.1 and from many
-    # re-exports; torch's own strict load fills it in, and it does not change an eval-mode output
-    missing = [k for k in own if k not in state and not k.endswith("num_batches_tracked")]
+    missing = [k for k in own if k not in state and not step_counter(k)]
     unexpected = [k for k in state if k not in own]
     if missing or unexpected:
         parts = [f"{what} {few(keys, 5)}" for what, keys in (("missing", missing), ("unexpected", unexpected)) if keys]

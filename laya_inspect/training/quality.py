@@ -95,6 +95,17 @@ def duplicate_layers(
     return out
 
 
+def few_rows(n: int | None, split: str, intervals: str) -> str | None:
+    """The warning for a split of fewer than MIN_ROWS rows, else None (also for n None: not known);
+    ``intervals`` says what the intervals beside its accuracies leave out."""
+    if n is None or n >= MIN_ROWS:
+        return None
+    return (
+        f"the {split} split has {n} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
+        f"{1 / max(n, 1):.2f}, {intervals}"
+    )
+
+
 def near_chance(test_acc: float, chance: float, what: str) -> str | None:
     """The near-chance warning (THRESHOLDS["near_chance"]) of a test accuracy, else None; ``what``
     says what failed ("the head did not learn")."""
@@ -226,11 +237,9 @@ def gate(
             )
         if unlearnable:
             h["warnings"].append(unlearnable)
-        if n_test is not None and n_test < MIN_ROWS:
-            h["warnings"].append(
-                f"the test split has {n_test} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
-                f"{1 / n_test:.2f}, and the interval over seeds leaves out the sampling of the test rows"
-            )
+        few = few_rows(n_test, "test", "and the interval over seeds leaves out the sampling of the test rows")
+        if few:
+            h["warnings"].append(few)
     return {
         "chance": chance,
         "constant_layers": list(constant),
