@@ -312,6 +312,29 @@ def test_a_decoder_classifiers_logits_do_not_depend_on_the_batch(decoder_setup, 
         np.testing.assert_allclose(row, want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_a_decoder_classifier_is_pooled_at_the_last_token_its_own_head_reads(decoder_setup, tmp_path):
+    """The mean of a decoder classifier's tokens is not what it predicts from: its head reads the last
+    token before the padding, the one position that has seen the whole text. Each block's row is the
+    text alone's hidden state there, and the cached logits are the head applied to the last row."""
+    transformers = pytest.importorskip("transformers")
+    d, _ = decoder_setup
+    model = transformers.GPT2ForSequenceClassification.from_pretrained(str(d / "clf")).eval()
+    alone = transformers.AutoTokenizer.from_pretrained(str(d / "clf"))
+    with _decoder_cache(decoder_setup, tmp_path, name="clf") as store:
+        assert store.attrs["layer_pooling"] == ["mean", "last", "last"]
+        rows = [store.layer("train", k) for k in range(3)]
+        index, logits = store.index("train"), store.logits("train")
+    for j, i in enumerate(index):
+        with torch.no_grad():
+            hidden = model(**alone(TEXTS[i][0], return_tensors="pt"), output_hidden_states=True).hidden_states
+        np.testing.assert_allclose(rows[0][j], hidden[0][0].mean(0).numpy(), rtol=1e-4, atol=1e-5)
+        for k in (1, 2):
+            np.testing.assert_allclose(rows[k][j], hidden[k][0, -1].numpy(), rtol=1e-4, atol=1e-5)
+        with torch.no_grad():
+            head = model.score(torch.from_numpy(rows[2][j])).numpy()
+        np.testing.assert_allclose(logits[j], head, rtol=1e-4, atol=1e-5)
+
+
 def _tokenizer_with(transformers, specials, template, **names):
     """A word tokenizer whose vocabulary starts with ``specials`` and whose texts follow ``template``."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors

@@ -295,15 +295,19 @@ def _reads_left_to_right(model: nn.Module, config: Any, adapter: Adapter) -> boo
     words += [0] * (7 - len(words))
     rows = [[words[0], *words[1:4]], [words[0], *words[4:7]]]
     eos = getattr(config, "eos_token_id", None)
-    if isinstance(eos, int):  # one end token each: a BART classifier reads it and wants as many in every row
-        rows = [[*r, eos] for r in rows]
-    ids = torch.tensor(rows, device=device)
-    try:
-        with torch.no_grad():
-            out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
-        first = adapter.virtual(out, "hidden_states.-1")[:, 0].float()
+    vocab = getattr(config, "vocab_size", None)
+    if isinstance(eos, int) and (not isinstance(vocab, int) or 0 <= eos < vocab):
+        rows = [[*r, eos] for r in rows]  # one end token each: a BART classifier reads it and wants one
+    first_rows = []
+    try:  # one text a call: a decoder classifier without a pad token refuses batches of two
+        for row in rows:
+            ids = torch.tensor([row], device=device)
+            with torch.no_grad():
+                out = adapter.call(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, True)
+            first_rows.append(adapter.virtual(out, "hidden_states.-1")[0, 0].float())
     except Exception:  # noqa: BLE001 - any failure means: not known
         return None
+    first = torch.stack(first_rows)
     return bool(torch.allclose(first[0], first[1], rtol=1e-4, atol=1e-6 * float(first.abs().max()) + 1e-8))
 
 
@@ -325,22 +329,31 @@ def _leading_specials(tokenizer: Any) -> int:
     return n
 
 
-def _sequence_pool(model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter, d: Path) -> str:
+def _sequence_pool(
+    model: nn.Module, config: Any, tokenizer: Any, adapter: Adapter, d: Path, classifier: bool = False
+) -> str:
     """What ``--pool auto`` takes of a token sequence. A sentence-transformers folder's own pooling
     where it names one. Token 0 where it stands for the text: the tokenizer puts its own special
-    token first and the model is known to read in both directions. Otherwise the mean: T5's encoder
-    starts with the first word; a decoder's start token (Llama's <s>) has seen nothing else, so it
-    is the same for every text and the mean leaves it out. An image model whose pooler averages its
-    patches (BEiT's ``use_mean_pooling``) takes them after its class token."""
+    token first and the model is known to read in both directions. A decoder classifier
+    (``classifier``: GPT2ForSequenceClassification, LlamaForSequenceClassification) the last token
+    before the padding, the one position its own head reads and the only one that has seen the whole
+    text. Otherwise the mean: T5's encoder starts with the first word; a decoder's start token
+    (Llama's <s>) has seen nothing else, so it is the same for every text and the mean leaves it
+    out. An image model whose pooler averages its patches (BEiT's ``use_mean_pooling``) takes them
+    after its class token."""
     if tokenizer is None:
         return mean_after(1) if getattr(config, "use_mean_pooling", False) else "cls"
     own = _sentence_pool(d)
     if own is not None:
         return own
     lead = _leading_specials(tokenizer)
-    if not lead:
+    if not lead and not classifier:
         return "mean"
     one_way = _reads_left_to_right(model, config, adapter)
+    if one_way and classifier:
+        return "last"
+    if not lead:
+        return "mean"
     return "cls" if one_way is False else mean_after(lead) if one_way else "mean"
 
 
@@ -494,14 +507,15 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     adapter = HFAdapter(counted if counted is not None else _n_hidden(looks), accepted)
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
     module = freeze(model, options.device)
-    rule = _sequence_pool(module, config, tokenizer, adapter, d)
+    logits = bool(heads or auto_head) and not untrained
+    rule = _sequence_pool(module, config, tokenizer, adapter, d, logits)
     return LoadedModel(
         module=module,
         spec=spec,
         source="hf",
         input_spec=input_spec,
         default_layers=list(adapter.virtual_names) or blocks_of(model),
-        num_classes=int(config.num_labels) if (heads or auto_head) and not untrained else None,
+        num_classes=int(config.num_labels) if logits else None,
         tokenizer=tokenizer,
         image_processor=processor,
         weights_path=options.weights or str(d),
