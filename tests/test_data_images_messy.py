@@ -128,6 +128,31 @@ def test_links_to_files_and_folders_still_followed_but_never_into_another_class(
     assert "1 file(s)" in twice
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="needs symbolic links")
+def test_a_file_linked_into_another_split_or_class_is_said(tmp_path):
+    """A test class folder that is a link to the training one (a disk short of space) made every test
+    row a training row, and a photo linked into a second class was read under two labels, with no
+    word: both are warnings now, with an example of each."""
+    root = tmp_path / "data"
+    two_classes(root / "train")
+    save_jpg(root / "test" / "dog" / "9.jpg", photo("coffee"))
+    os.symlink(root / "train" / "cat", root / "test" / "cat")
+    os.symlink(root / "train" / "cat" / "0.jpg", root / "train" / "dog" / "cat0.jpg")
+    b = load_data(f"imagefolder:{root}")
+    assert {n: s.n for n, s in b.splits.items()} == {"train": 9, "test": 5}
+    (splits,) = [w for w in b.warnings if "two split folders" in w]
+    assert splits.startswith(f"image folder {root}: 4 file(s)") and "train/cat/0.jpg and test/cat/0.jpg" in splits
+    (labels,) = [w for w in b.warnings if "two class folders" in w]
+    assert "1 file(s)" in labels and "train/cat/0.jpg and train/dog/cat0.jpg" in labels
+
+
+def test_folders_without_links_say_nothing_of_shared_files(tmp_path):
+    root = tmp_path / "data"
+    two_classes(root / "train")
+    two_classes(root / "test", n=2)
+    assert not [w for w in load_data(f"imagefolder:{root}").warnings if "stand in two" in w]
+
+
 # ----------------------------------------------------------------------------- EXIF orientation
 @pytest.mark.parametrize("orientation", [3, 6, 8])
 def test_exif_orientation_is_applied_as_a_viewer_shows_the_photo(tmp_path, orientation):

@@ -302,8 +302,8 @@ def _real(e: os.DirEntry, parent: str) -> str:
     return os.path.realpath(e.path) if e.is_symlink() else os.path.join(parent, e.name)
 
 
-def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[str]:
-    """The image files below the class folder ``d``, in the order of a sorted ``os.walk`` (folders by
+def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[tuple[str, str]]:
+    """The image files below the class folder ``d``, (path, real path), in the order of a sorted ``os.walk`` (folders by
     path, files by name), following links; what is left out is recorded in ``skipped``. ``classes``:
     the real paths of every class folder of every split.
 
@@ -343,7 +343,7 @@ def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[
         walk(str(d), (top,))
     except OSError as e:
         raise read_failed(e) from None
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for _, files in sorted(found, key=lambda f: f[0]):
         for path, real in files:
@@ -351,7 +351,40 @@ def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[
                 skipped.repeats += 1
             else:
                 seen.add(real)
-                out.append(path)
+                out.append((path, real))
+    return out
+
+
+def _shared_files(root: Path, groups: dict[tuple[str, str], list[tuple[str, str]]]) -> list[str]:
+    """A warning for each way one file stands in two folders, through a link to a file or to a whole
+    class folder: under two classes of a split (one image, two labels), and under two splits (a test
+    row the heads are trained on). ``groups``: (split, class) → its (path, real path) files."""
+    where: dict[str, list[tuple[str, str, str]]] = {}
+    for (split, label), files in groups.items():
+        for path, real in files:
+            where.setdefault(real, []).append((split, label, path))
+    labels, splits = [], []
+    for places in where.values():
+        (s0, _, p0), rest = places[0], places[1:]
+        other_split = [p for s, _, p in rest if s != s0]
+        if other_split:
+            splits.append(f"{os.path.relpath(p0, root)} and {os.path.relpath(other_split[0], root)}")
+        two = [(a, b) for k, (s, c, a) in enumerate(places) for s2, c2, b in places[k + 1 :] if s == s2 and c != c2]
+        if two:
+            labels.append(f"{os.path.relpath(two[0][0], root)} and {os.path.relpath(two[0][1], root)}")
+    out = []
+    if labels:
+        out.append(
+            f"image folder {root}: {len(labels)} file(s) stand in two class folders through links (e.g. "
+            f"{labels[0]} are one file), so one image is read under two labels; remove the link where the image "
+            "does not belong"
+        )
+    if splits:
+        out.append(
+            f"image folder {root}: {len(splits)} file(s) stand in two split folders through links (e.g. "
+            f"{splits[0]} are one file): the heads are tested on rows they were trained on, and the test "
+            "accuracies are partly training accuracies; remove the links, or copy the files that belong in both"
+        )
     return out
 
 
@@ -430,13 +463,14 @@ def load_imagefolder(
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
     skipped = Skipped()
     classes = frozenset(os.path.realpath(d / c) for d in groups.values() for c in _subdirs(d))
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for s, d in groups.items():
         split_files: list[str] = []
         split_labels: list[int] = []
         for c in _subdirs(d):
-            found = _image_files(d / c, skipped, classes=classes)
-            split_files += found
-            split_labels += [lookup[c]] * len(found)
+            found[s, c] = _image_files(d / c, skipped, classes=classes)
+            split_files += [path for path, _ in found[s, c]]
+            split_labels += [lookup[c]] * len(found[s, c])
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
     every = [f for files, _ in listed.values() for f in files]
     if not every:
@@ -461,5 +495,5 @@ def load_imagefolder(
         split_info=info,
         native=native,
         location=str(root),
-        warnings=_skipped_warning(root, skipped),
+        warnings=_skipped_warning(root, skipped) + _shared_files(root, found),
     )
