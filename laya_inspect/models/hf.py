@@ -90,7 +90,8 @@ def _count_hidden(model: nn.Module, spec: InputSpec, tokenizer: Any, accepted: s
         inputs = dict(tokenizer(["a b"], return_tensors="pt"))
     else:
         return None
-    inputs = {k: v for k, v in inputs.items() if accepted is None or k in accepted}
+    device = next(model.parameters(), torch.empty(0)).device  # on the device it will run on
+    inputs = {k: v.to(device) for k, v in inputs.items() if accepted is None or k in accepted}
     try:
         with torch.no_grad():
             out = model(**inputs, output_hidden_states=True, return_dict=True)
@@ -503,10 +504,10 @@ def load_hf(directory: str, options: LoadOptions) -> LoadedModel:
     padding = _pad_on_the_right(tokenizer, model, d) if tokenizer is not None else None
     input_spec = _image_spec(looks, processor) if is_image else _text_spec(config, tokenizer, d, padding, model)
     accepted = _accepted(model)
-    counted = _count_hidden(model, input_spec, tokenizer, accepted)
+    module = freeze(model, options.device)
+    counted = _count_hidden(module, input_spec, tokenizer, accepted)
     adapter = HFAdapter(counted if counted is not None else _n_hidden(looks), accepted)
     roles = {name: "embeddings" if k == 0 else "block" for k, name in enumerate(adapter.virtual_names)}
-    module = freeze(model, options.device)
     logits = bool(heads or auto_head) and not untrained
     rule = _sequence_pool(module, config, tokenizer, adapter, d, logits)
     return LoadedModel(
