@@ -46,7 +46,10 @@ def _scores(agree: float, rho: float, lo: float | None, hi: float | None, circul
     }
 
 
-def _compare_summary(alpha: dict, ig: dict, caveats: list[str] | None = None) -> dict[str, Any]:
+def _compare_summary(alpha: dict, ig: dict, caveats: list[str] | None = None, paired: dict | None = None) -> dict:
+    """``paired``: α − IG in ρ over the same rows (None: a summary written before it was stored)."""
+    if paired is not None:
+        alpha = {**alpha, "vs_methods": {"ig": paired or None}}
     head = {
         "name": "laya",
         "kind": "laya",
@@ -60,20 +63,35 @@ def _compare_summary(alpha: dict, ig: dict, caveats: list[str] | None = None) ->
     return {"ablation": "mean", "split": "test", "n": 200, "heads": [head]}
 
 
-def test_compare_reading_says_agreement_and_order_from_the_intervals() -> None:
-    worse = compare_reading(_compare_summary(_scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69)))
+def _diff(mean: float, lo: float | None, hi: float | None) -> dict:
+    return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+
+def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
+    """QA: the intervals of α's ρ (0.88) and IG's (0.90) overlapped and the page said "about as well
+    as IG", though the paired difference over the same rows was −0.020 [−0.035, −0.008]."""
+    worse = compare_reading(
+        _compare_summary(
+            _scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69), paired=_diff(-0.21, -0.27, -0.15)
+        )
+    )
     assert worse.lead == [
         "α picks the same top layer as the leave-one-layer-out effects on 96% of inputs (laya, mean ablation, "
         "200 test inputs; random scores: 31%); it orders the layers worse than IG (faithfulness ρ 0.41 vs 0.62; "
-        "the 95% intervals do not overlap)."
+        "paired difference -0.21 [-0.27, -0.15])."
     ]
     assert "removing blocks.2 changes the prediction most (mean drop of p +0.250)" in " ".join(worse.details)
-    better = compare_reading(_compare_summary(_scores(0.9, 0.8, 0.75, 0.85), _scores(0.9, 0.5, 0.45, 0.55)))
-    assert "better than IG" in better.lead[0]
-    tied = compare_reading(_compare_summary(_scores(0.9, 0.6, 0.5, 0.7), _scores(0.9, 0.62, 0.52, 0.72)))
-    assert "about as well as IG" in tied.lead[0] and "overlap" in tied.lead[0]
-    no_ci = compare_reading(_compare_summary(_scores(0.9, 0.6, None, None), _scores(0.9, 0.5, None, None)))
-    assert "better than IG" in no_ci.lead[0] and "--bootstrap" in no_ci.lead[0]
+    overlapping = (_scores(0.9, 0.88, 0.85, 0.91), _scores(0.9, 0.90, 0.87, 0.93))
+    qa = compare_reading(_compare_summary(*overlapping, paired=_diff(-0.020, -0.035, -0.0075)))
+    assert "worse than IG" in qa.lead[0] and "paired difference -0.02 [-0.04, -0.01]" in qa.lead[0]
+    better = compare_reading(_compare_summary(*overlapping[::-1], paired=_diff(0.02, 0.0075, 0.035)))
+    assert "orders the layers better than IG" in better.lead[0]
+    tied = compare_reading(_compare_summary(*overlapping, paired=_diff(-0.02, -0.05, 0.01)))
+    assert "not shown to order the layers better or worse than IG" in tied.lead[0]
+    no_ci = compare_reading(_compare_summary(*overlapping, paired=_diff(-0.02, None, None)))
+    assert "not tested against IG" in no_ci.lead[0] and "--bootstrap" in no_ci.lead[0]
+    old = compare_reading(_compare_summary(*overlapping))
+    assert "not tested against IG" in old.lead[0] and "rerun compare" in old.lead[0]
     caveat = compare_reading(
         _compare_summary(_scores(0.9, 0.6, 0.5, 0.7), _scores(0.9, 0.62, 0.52, 0.72), ["effects are ≈ 0"])
     )
@@ -115,7 +133,7 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
         .lead[1]
         .endswith("80% of inputs (chance 33%; each seed's mean profile for every input: 100%).")
     )
-    assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "+0.000" and num(None) == "—"
+    assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "-0.000" and num(None) == "—"
 
 
 # -- folders that are not reports --------------------------------------------------------------------

@@ -111,6 +111,9 @@ def _ablation(a: Any, where: str) -> None:
     _lolo(_get(a, "lolo", dict, where), f"{where}.lolo")
     for m, s in _get(a, "methods", dict, where).items():
         _scores(s, f"{where}.methods.{m}")
+        for other, d in (_get(s, "vs_methods", dict, f"{where}.methods.{m}", optional=True) or {}).items():
+            if d is not None:
+                _interval(d, f"{where}.methods.{m}.vs_methods.{other}")
     for r, s in (_get(a, "references", dict, where, optional=True) or {}).items():
         _scores(s, f"{where}.references.{r}", reference=True)
         profile = _get(s, "profile", dict, f"{where}.references.{r}", optional=True)  # the constant rule's

@@ -15,7 +15,17 @@ from ..choices import MIN_LAYERS, MIN_ROWS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
 from .effects import Measured
 from .lolo import ABLATIONS
-from .paired import HEADLINE, Constant, Rows, candidates, constant_rule, row_values, significant_best, versus_constant
+from .paired import (
+    HEADLINE,
+    Constant,
+    Rows,
+    candidates,
+    constant_rule,
+    paired,
+    row_values,
+    significant_best,
+    versus_constant,
+)
 
 if TYPE_CHECKING:
     from .run import HeadResult
@@ -232,6 +242,13 @@ def ablation_summary(
         methods[name]["vs_constant"] = versus_constant(
             values[name], const_values, circular=bool(circular[name]), caveat=bool(cav), n_boot=n_boot, seed=seed
         )
+    for name in methods:  # what the report's "orders the layers better than IG" reads: paired, on ρ
+        methods[name]["vs_methods"] = {
+            other: None if d is None else d.to_dict()
+            for other in methods
+            if other not in (name, "random") and name != "random" and not circular[name] and not circular[other]
+            for d in [paired("faithfulness", values[name], values[other], n_boot=n_boot, seed=seed)]
+        }
     best, tests = significant_best(methods, values, circular, const_values, BEST_METRICS, n_boot=n_boot, seed=seed)
     if constant is None:
         notes.append(

@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from .html import Cell, Section, Table, slug
-from .reading import num, with_ci
+from .reading import num, with_ci, zeroed
 
 # column → summary key of the headline score
 SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
@@ -39,10 +39,11 @@ def rich_table(title: str) -> RichTable:
 
 
 def short(v: Any, sign: bool = False) -> str:
-    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; never "-.00"."""
+    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; zero as
+    :func:`.reading.zeroed` shows it ("-.00" only for a signed value below 0)."""
     if v is None:
         return "—"
-    text = format(0.0 if round(float(v), 2) == 0 else float(v), "+.2f" if sign else ".2f")
+    text = format(zeroed(float(v), 2, sign), "+.2f" if sign else ".2f")
     body = text.lstrip("+-")
     return text[: len(text) - len(body)] + (body[1:] if body.startswith("0.") else body)
 

@@ -4,8 +4,9 @@ report.html says (definitions of the scores: docs/METHOD.md).
 A compare run is read from the head that has α (else the first head) on the first ablation: how
 often the lead method picks the layer whose removal changes the prediction most (top-layer
 agreement, beside random scores and the constant rule), whether it orders the layers better or worse
-than the best other non-circular method (faithfulness ρ, "apart" only when the 95% intervals do not
-overlap), and whether it beats the constant rule (paired differences on the headline scores).
+than the best other non-circular method (the paired difference in faithfulness ρ over the same rows,
+"better" or "worse" only when its 95% interval excludes 0), and whether it beats the constant rule
+(paired differences on the headline scores).
 A fit-head run is read from LAYA (else the most accurate head): its test accuracy and the paired
 difference to the last-layer head, then where α puts its weight and whether the seeds agree.
 A prune, early-exit or diagnose run is read first by whether α beats the baseline that does not use α,
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..training.stats import outcome
+from ..training.stats import TINY, outcome
 
 NAMES = {
     "alpha": "α",
@@ -37,14 +38,20 @@ class Reading:
     details: list[str] = field(default_factory=list)  # one line per further head or remark
 
 
+def zeroed(value: float, digits: int, sign: bool) -> float:
+    """``value``, or 0.0 where it shows as zero: a plain number never reads "-0.00"; a signed one (a
+    difference, an interval's end) keeps its sign unless it is float noise (|v| ≤ TINY), so an
+    interval that ends at −0.0014 reads "-0.00", not "+0.00", beside a verdict that it lies below 0."""
+    if round(value, digits) != 0 or (sign and abs(value) > TINY):
+        return value
+    return 0.0
+
+
 def num(v: Any, digits: int = 2, sign: bool = False) -> str:
-    """A number for a sentence or a cell: "—" for a missing one, never "-0.00"."""
+    """A number for a sentence or a cell: "—" for a missing one; zero as :func:`zeroed` shows it."""
     if v is None or (isinstance(v, float) and v != v):
         return "—"
-    value = float(v)
-    if round(value, digits) == 0:
-        value = 0.0
-    return format(value, f"{'+' if sign else ''}.{digits}f")
+    return format(zeroed(float(v), digits, sign), f"{'+' if sign else ''}.{digits}f")
 
 
 def layers_read(cache: dict[str, Any]) -> str:
@@ -104,14 +111,22 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
 
 
 def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
-    (a, a_lo, a_hi), (b, b_lo, b_hi) = _faith(s_lead), _faith(s_rival)
-    rho = f"faithfulness ρ {num(a)} vs {num(b)}"
-    if None in (a_lo, a_hi, b_lo, b_hi):
-        word = "better" if a > b else "worse" if a < b else "as well"
-        return f"it orders the layers {word} than {name(rival)} ({rho}; no intervals: run with --bootstrap N)"
-    word = "better than" if a_lo > b_hi else "worse than" if a_hi < b_lo else "about as well as"
-    overlap = "overlap" if word == "about as well as" else "do not overlap"
-    return f"it orders the layers {word} {name(rival)} ({rho}; the 95% intervals {overlap})"
+    """How the lead orders the layers beside its rival, read from their paired difference in ρ over
+    the same rows (two intervals that overlap can still differ row by row, and did)."""
+    rho = f"faithfulness ρ {num(_faith(s_lead)[0])} vs {num(_faith(s_rival)[0])}"
+    d = (s_lead.get("vs_methods") or {}).get(rival)
+    word = outcome(d)
+    if word == "undecided":
+        why = (
+            "this summary holds no paired difference: rerun compare"  # written before it was stored
+            if "vs_methods" not in s_lead
+            else "no paired interval: run with --bootstrap N"
+        )
+        return f"it is not tested against {name(rival)} ({rho}; {why})"
+    diff = f"paired difference {with_ci(d)}"
+    if word == "no different":
+        return f"it is not shown to order the layers better or worse than {name(rival)} ({rho}; {diff})"
+    return f"it orders the layers {word} than {name(rival)} ({rho}; {diff})"
 
 
 def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
