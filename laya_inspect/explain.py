@@ -64,7 +64,8 @@ class Explanation:
     input: InputView = field(default_factory=lambda: InputView(None, note="not read"))
     # what p_ablated and effects are measured on: "logit" (the target logit, compare's default) or "prob"
     effect: str = "prob"
-    cache_warnings: list[str] = field(default_factory=list)  # what extract warned about the cache
+    # what extract warned about the cache, and about the head (another cache, its training rows, fit-head's gate)
+    cache_warnings: list[str] = field(default_factory=list)
 
     def class_name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
@@ -175,7 +176,7 @@ def explain_row(
     from .compare.config import resolve_target
     from .compare.draws import RowSpan
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
-    from .compare.run import _load_heads
+    from .compare.run import _load_heads, _other_cache
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
     from .runtime import pick_device
@@ -191,7 +192,8 @@ def explain_row(
         raise InputError(f"--row {row} is outside split {split!r} of {store.path}, which has rows 0…{n - 1}")
     target_of = resolve_target(target, store.class_names, store.num_classes)
     dev = pick_device(device)
-    (name, (head, _cfg, _d)), *_ = _load_heads([head_dir], store, allow_other_cache, dev).items()
+    loaded = _load_heads([head_dir], store, allow_other_cache, dev)
+    (name, (head, _cfg, _d)), *_ = loaded.items()
     abl = check_ablation(ablation, {name: head})
     rows = np.array([row])
     feats = store.layers(split, rows)
@@ -248,7 +250,8 @@ def explain_row(
         skipped=skipped,
         input=read_input(store, split, source_row, label),
         effect=effect,
-        cache_warnings=cache_warnings(store),
+        # and a head on another cache, on its own training rows, what fit-head said of it
+        cache_warnings=cache_warnings(store) + _other_cache(loaded, store, split),
     )
 
 

@@ -84,6 +84,25 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     return None
 
 
+def fit_warnings(head_dir: str | Path, config: Mapping[str, Any]) -> list[str]:
+    """What fit-head's quality gate said of this head's kind (seeds that disagree, an α constant
+    across inputs, a head near chance), from the summary.json of the fit-head folder that holds
+    ``head_dir`` as ``<head>/seed_<S>/``: read beside every result of the head. Nothing when the
+    folder was moved out of it, or the summary is of another run (cache, rows or seeds)."""
+    d = Path(head_dir).resolve()
+    try:
+        summary = json.loads((d.parent.parent / "summary.json").read_text(encoding="utf-8"))
+        cache = summary["cache"]
+        (entry,) = [h for h in summary["heads"] if h.get("head") == d.parent.name]
+        ours = cache["cache_fingerprint"] == config.get("cache_fingerprint") and config.get("seed") in entry["seeds"]
+        said = [str(w) for w in entry.get("warnings") or []]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # no fit-head folder around it
+        return []
+    if not ours or cache.get("cache_rows", config.get("cache_rows")) != config.get("cache_rows"):
+        return []
+    return [f"fit-head said of {d.parent.name} ({d.parent.parent / 'summary.json'}): {w}" for w in said]
+
+
 def trained_split(config: Mapping[str, Any]) -> str | None:
     """The split of its cache a head was trained on, as its config records it (None: not recorded)."""
     split = config.get("split")

@@ -42,7 +42,8 @@ def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) ->
     compared = runner.invoke(app, [*args, "--no-sanity", "--no-plots", "--out", str(tmp_path / "c")], env=ENV)
     assert compared.exit_code == 0, compared.output
     assert f"warning cache: {SAID}" in compared.stdout
-    assert json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"] == [SAID]
+    said = json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"]
+    assert said[0] == SAID and all(w.startswith("fit-head said of laya") for w in said[1:])
     page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
     assert "cache warning" in page and "flat.pt (from `laya-inspect train`)" in page
     again = runner.invoke(app, ["report", str(tmp_path / "c")], env=ENV)
@@ -53,4 +54,45 @@ def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) ->
     assert explained.exit_code == 0, explained.output
     assert f"warning cache: {SAID}" in explained.stdout
     as_json = runner.invoke(app, [*one, "--json"], env=ENV)
-    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["cache_warnings"] == [SAID]
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["cache_warnings"][0] == SAID
+
+
+def test_what_fit_head_said_of_a_head_travels_into_compare_and_the_beyond_commands(tmp_path: Path) -> None:
+    """QA: fit-head's quality gate said "α constant across inputs" and "seeds disagree" in its own
+    summary, and compare and diagnose then scored those heads with no word of it. Labels here are
+    noise, so every head is near chance; compare and early-exit say so, once for all seeds, and a
+    head directory moved out of its fit-head folder is read without it."""
+    rng = np.random.default_rng(1)
+    splits = {}
+    for name, n in (("train", 240), ("test", 120)):
+        splits[name] = ([rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)], rng.integers(0, 2, n))
+    cache = write_cache(tmp_path / "c.h5", splits)
+    fit = ["fit-head", str(cache), "--head", "laya", "--seeds", "2", "--epochs", "3", "--out", str(tmp_path / "h")]
+    assert runner.invoke(app, fit, env=ENV).exit_code == 0
+    said = json.loads((tmp_path / "h" / "summary.json").read_text())["heads"][0]["warnings"]
+    assert any("near chance" in w for w in said), said
+    want = [f"fit-head said of laya ({tmp_path / 'h' / 'summary.json'}): {w}" for w in said]
+
+    heads = [str(tmp_path / "h" / "laya" / f"seed_{s}") for s in (0, 1)]
+    args = ["compare", *heads, "--cache", str(cache), "--method", "alpha", "--no-sanity", "--no-plots"]
+    compared = runner.invoke(app, [*args, "--out", str(tmp_path / "c")], env=ENV)
+    assert compared.exit_code == 0, compared.output
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"] == want
+    assert "fit-head said of laya" in " ".join(compared.stdout.split())
+    page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
+    assert '<p class="note">Warning: fit-head said of laya' in page and "near chance" in page
+
+    exit_args = ["early-exit", heads[0], "--cache", str(cache), "--seeds", "1", "--epochs", "2", "--no-plots"]
+    exited = runner.invoke(app, [*exit_args, "--out", str(tmp_path / "e")], env=ENV)
+    assert exited.exit_code == 0, exited.output
+    assert [w for w in json.loads((tmp_path / "e" / "summary.json").read_text())["warnings"] if "fit-head" in w] == want
+
+    one = ["explain", heads[1], "--cache", str(cache), "--row", "0", "--n-steps", "4", "--json"]
+    explained = runner.invoke(app, one, env=ENV)
+    assert explained.exit_code == 0 and json.loads(explained.stdout)["cache_warnings"] == want
+
+    moved = tmp_path / "moved"
+    (tmp_path / "h" / "laya" / "seed_0").rename(moved)
+    alone = runner.invoke(app, ["compare", str(moved), *args[3:], "--out", str(tmp_path / "c2")], env=ENV)
+    assert alone.exit_code == 0, alone.output
+    assert json.loads((tmp_path / "c2" / "summary.json").read_text())["cache"]["warnings"] == []

@@ -159,6 +159,29 @@ def test_the_verdicts_follow_the_evidence():
     assert _profiles([1.0]).startswith("no detectable difference")
 
 
+def test_error_detection_is_read_against_chance_too():
+    """QA: α-entropy's AUROC 0.554 [0.432, 0.677] (and 0.396 on a convnet) was only said to be worse
+    than msp; nothing said it tells errors from correct predictions no better than chance."""
+    from laya_inspect.beyond.diagnose import _verdict
+
+    def auroc(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    errors = {
+        "auroc": {"msp": auroc(0.90, 0.88, 0.92), "alpha_entropy": auroc(0.554, 0.432, 0.677)},
+        "diff_vs_msp": {"alpha_entropy − msp": auroc(-0.35, -0.47, -0.22)},
+    }
+    (line,) = _verdict({"errors": errors, "heads": [{}]})
+    assert "0.5 is chance" in line
+    assert line.endswith("; alpha_entropy tells errors and correct predictions apart no better than chance")
+    errors["auroc"]["alpha_entropy"] = auroc(0.396, 0.30, 0.48)
+    (below,) = _verdict({"errors": errors, "heads": [{}]})
+    assert below.endswith("; alpha_entropy below chance (the whole AUROC interval under 0.5)")
+    errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
+    (fine,) = _verdict({"errors": errors, "heads": [{}]})
+    assert "chance)" in fine and "no better than chance" not in fine and "below chance" not in fine
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 

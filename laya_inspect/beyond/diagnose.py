@@ -313,6 +313,25 @@ def _chance(auroc: dict[str, Any], name: str) -> bool:
     return lo is not None and hi is not None and lo <= 0.5 <= hi
 
 
+def _below_chance(auroc: dict[str, Any], name: str) -> bool:
+    hi = (auroc.get(name) or {}).get("ci_high")
+    return hi is not None and hi < 0.5
+
+
+def _versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str) -> str:
+    """What the verdict against msp leaves out: each score read against chance (AUROC ½)."""
+    none = [n for n in names if _chance(auroc, n)]
+    below = [n for n in names if _below_chance(auroc, n)]
+    parts = []
+    if len(none) == 1:
+        parts.append(f"{none[0]} tells {rows} apart no better than chance")
+    elif none:
+        parts.append(f"neither {' nor '.join(none)} tells {rows} apart better than chance")
+    if below:
+        parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5)")
+    return "".join(f"; {p}" for p in parts)
+
+
 def _verdict(s: dict[str, Any]) -> list[str]:
     lines = []
     errors = s["errors"]
@@ -322,7 +341,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     for key, d in errors["diff_vs_msp"].items() if not undefined else ():
         a, b = key.split(" − ")
         lines.append(
-            verdict(d, what=f"error detection by {a}", baseline=b) + f" (AUROC {_auroc_text(errors['auroc'], [a, b])})"
+            verdict(d, what=f"error detection by {a}", baseline=b)
+            + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
+            + _versus_chance(errors["auroc"], [a, b], "errors and correct predictions")
         )
     if "shift" in s:
         pooled = s["shift"]["pooled"]
@@ -330,9 +351,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             a, b = key.split(" − ")
             line = verdict(d, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
-            if _chance(pooled["detect_auroc"], a) and _chance(pooled["detect_auroc"], b):
-                line += f"; neither {a} nor {b} tells the caches apart better than chance"
-            lines.append(line)
+            lines.append(line + _versus_chance(pooled["detect_auroc"], [a, b], "the caches"))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")

@@ -43,6 +43,12 @@ def _progress(event: dict[str, Any]) -> None:
         dim(f"  head {event['index'] + 1}/{event['total']}: {event['head']}", err=True)
 
 
+def _wrote(out: Path) -> None:
+    """The files the run wrote, as they are in ``out`` (report.html among them, plots/ when written)."""
+    names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
+    dim(f"wrote {out}/: {', '.join(names)}")
+
+
 @app.command("prune")
 def prune_command(
     head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
@@ -125,7 +131,7 @@ def prune_command(
     for line in skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
     bullets(s["verdict"], s.get("warnings"))
-    dim(f"wrote {out}/: summary.json, points.csv, rankings.csv, head/{', plots/' * config.plots}")
+    _wrote(out)
 
 
 @app.command("early-exit")
@@ -183,7 +189,7 @@ def early_exit_command(
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
     console.print(depth)
     bullets(s["verdict"], s.get("warnings"))
-    dim(f"wrote {out}/: summary.json, points.csv, curves.csv, areas.csv{', plots/' * config.plots}")
+    _wrote(out)
 
 
 @app.command("diagnose")
@@ -244,4 +250,4 @@ def diagnose_command(
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
     bullets(s["verdict"], s.get("warnings"))
-    dim(f"wrote {out}/: summary.json, errors.csv{', shift_*.csv' * ('shift' in s)}{', plots/' * config.plots}")
+    _wrote(out)

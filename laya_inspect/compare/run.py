@@ -38,7 +38,15 @@ from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import cache_warnings, load_head, other_cache, read_head_config, store_for_heads, trained_split
+from ..head_dir import (
+    cache_warnings,
+    fit_warnings,
+    load_head,
+    other_cache,
+    read_head_config,
+    store_for_heads,
+    trained_split,
+)
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -145,10 +153,11 @@ def _load_heads(
 
 def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStore, split: str) -> list[str]:
     """A line for each head trained on another cache (let through by --allow-other-cache), to be read
-    beside every score: its features came from elsewhere; and for each head scored on the rows it
-    was trained on."""
-    lines = []
-    for name, (_, cfg, _) in heads.items():
+    beside every score: its features came from elsewhere; for each head scored on the rows it was
+    trained on; and what fit-head's quality gate said of each head."""
+    lines: list[str] = []
+    for name, (_, cfg, path) in heads.items():
+        lines += [w for w in fit_warnings(path, cfg) if w not in lines]  # said once for all seeds of a head
         why = other_cache(name, cfg, store)
         if why is not None:
             lines.append(f"{why}; compared here under --allow-other-cache")

@@ -211,7 +211,9 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
-    return Reading(head_sentences(summary, lead), details)
+    # the cache's warnings, a head on another cache or on its training rows, what fit-head said of a head
+    warned = _warnings({"warnings": (summary.get("cache") or {}).get("warnings")})
+    return Reading(warned + head_sentences(summary, lead), details)
 
 
 # -- fit-head ------------------------------------------------------------------------------------
