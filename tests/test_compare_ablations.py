@@ -157,6 +157,27 @@ def test_report_prints_the_methods_by_ablations_table_and_the_csv_has_every_abla
     assert any(r["metric"] == "subset_faithfulness" and r["method"] == "top1_only" for r in rows)
 
 
+def test_every_ablation_is_read_against_the_constant_rule(all_run):
+    """QA: with --ablation all the method − constant table showed only the first ablation; the
+    verdicts of the others stood in summary.json alone."""
+    res, _ = all_run
+    ablations = res.summary["ablations"]
+    head = next(h for h in res.summary["heads"] if h["name"] == "laya")
+    assert len(ablations) > 1 and all("vs_constant" in a["methods"]["alpha"] for a in head["ablations"].values())
+    page = (res.out_dir / "report.html").read_text(encoding="utf-8")
+    table = page[page.index('id="constant-laya"') :]
+    table = table[: table.index("</table>")]
+    assert "<th" in table and ">ablation</th>" in table and "under every ablation that ran" in table
+    for a in ablations:
+        assert f'<td class="text">{a}</td>' in table, a
+    rep = runner.invoke(app, ["report", str(res.out_dir)], env={"COLUMNS": "160"})
+    text = rep.output[rep.output.index("method − constant rule") :]
+    text = text[: text.index("laya: methods × ablations")]
+    assert [line.split()[0] for line in text.splitlines() if line.split()[:1] and line.split()[0] in ablations] == (
+        ablations
+    )
+
+
 # ------------------------------------------------------------------------------------- caveats
 
 

@@ -157,6 +157,18 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     return lines + ([against] if against else [])
 
 
+def versus_groups(head: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+    """(ablation, its entry) of each ablation whose methods were read against the constant rule; the
+    head itself (ablation None) when it ran one ablation."""
+    abls = head.get("ablations") or {}
+    groups: list[tuple[str | None, dict[str, Any]]] = list(abls.items()) if len(abls) > 1 else [(None, head)]
+    return [
+        (a, s)
+        for a, s in groups
+        if "constant" in (s.get("references") or {}) and any(m.get("vs_constant") for m in s["methods"].values())
+    ]
+
+
 CONSTANT_WORDS = {
     "beats": "beats it",
     "worse": "does worse than it",

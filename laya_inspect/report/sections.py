@@ -11,7 +11,18 @@ from .across import HEADLINE, REFERENCES, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
-from .reading import compare_reading, demo_reading, est, fit_reading, interval, layers_read, num, value, with_ci
+from .reading import (
+    compare_reading,
+    demo_reading,
+    est,
+    fit_reading,
+    interval,
+    layers_read,
+    num,
+    value,
+    versus_groups,
+    with_ci,
+)
 from .sanity import html_section as sanity_section
 
 # column header → summary key of the score (the key that also names "best")
@@ -47,35 +58,39 @@ def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell 
 
 def versus_table(head: dict[str, Any]) -> Table | None:
     """Each method − the constant rule on the headline scores (paired differences, 95% intervals) and
-    its verdict (docs/METHOD.md, "The constant rule and paired differences")."""
+    its verdict, under every ablation that ran (docs/METHOD.md, "The constant rule and paired
+    differences")."""
     from ..compare.paired import VERDICTS
 
-    methods = head.get("methods") or {}
-    const = (head.get("references") or {}).get("constant")
-    if not const or not any(s.get("vs_constant") for s in methods.values()):
+    groups = versus_groups(head)
+    if not groups:
         return None
+    many = groups[0][0] is not None
     rows: list[list[Cell | str]] = []
     classes = []
-    for m, s in methods.items():
-        vs = s.get("vs_constant") or {}
-        word = str(vs.get("verdict"))
-        rows.append(
-            [
-                Cell(m + (" °" if s.get("circular") else ""), "text"),
-                *[with_ci(vs.get(key)) for key in HEADLINE.values()],
-                Cell(VERDICTS.get(word, word), "best" if word == "beats" else "text"),
-            ]
-        )
-        classes.append("ref" if s.get("circular") else "")
-    profile = const.get("profile") or {}
+    for a, entry in groups:
+        for k, (m, s) in enumerate(entry["methods"].items()):
+            vs = s.get("vs_constant") or {}
+            word = str(vs.get("verdict"))
+            rows.append(
+                [
+                    *([Cell(str(a) if k == 0 else "", "text")] if many else []),
+                    Cell(m + (" °" if s.get("circular") else ""), "text"),
+                    *[with_ci(vs.get(key)) for key in HEADLINE.values()],
+                    Cell(VERDICTS.get(word, word), "best" if word == "beats" else "text"),
+                ]
+            )
+            classes.append("ref" if s.get("circular") else "")
+    profile = (groups[0][1]["references"]["constant"] or {}).get("profile") or {}
     caption = (
         f"method − constant rule, paired over the same rows (95% bootstrap interval); constant rule: "
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "
-        f"{profile.get('split_seed')})"
+        f"{profile.get('split_seed')})" + (", under every ablation that ran" if many else "")
     )
-    return Table(f"constant-{slug(head['name'])}", ["method", *HEADLINE, "verdict"], rows, caption, classes)
+    columns = ["ablation"] * many + ["method", *HEADLINE, "verdict"]
+    return Table(f"constant-{slug(head['name'])}", columns, rows, caption, classes, text_columns=1 + many)
 
 
 def _notes(head: dict[str, Any]) -> list[str]:

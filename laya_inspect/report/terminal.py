@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import est, interval, layers_read, num, value
+from .reading import est, interval, layers_read, num, value, versus_groups
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -124,28 +124,33 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
 
 
 def versus_table(head: dict[str, Any]) -> Table | None:
-    """Each method − the constant rule on the headline scores of the head's first ablation: the
+    """Each method − the constant rule on the headline scores, under every ablation that ran: the
     paired difference with its 95% interval over the same resampled rows, and the verdict."""
-    methods = head.get("methods") or {}
-    if not any(s.get("vs_constant") for s in methods.values()) or "constant" not in (head.get("references") or {}):
+    groups = versus_groups(head)
+    if not groups:
         return None
+    many = groups[0][0] is not None
     table = rich_table("method − constant rule (paired, 95% interval over the same rows)")
+    if many:
+        table.add_column("ablation", no_wrap=True)
     table.add_column("method", no_wrap=True)
     for col in SCORES:
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    for m, s in methods.items():
-        vs = s.get("vs_constant") or {}
-        word = vs.get("verdict")
-        style = "bold green" if word == "beats" else "yellow" if word in ("worse", "mixed") else "dim"
-        table.add_row(
-            Text(m + (CIRCULAR if s.get("circular") else ""), style="dim" if s.get("circular") else ""),
-            *[
-                Text(short_ci(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
-                for key in SCORES.values()
-            ],
-            Text(WORDS.get(str(word), str(word)), style=style),
-        )
+    for a, entry in groups:
+        for k, (m, s) in enumerate(entry["methods"].items()):
+            vs = s.get("vs_constant") or {}
+            word = vs.get("verdict")
+            style = "bold green" if word == "beats" else "yellow" if word in ("worse", "mixed") else "dim"
+            table.add_row(
+                *([Text(str(a) if k == 0 else "", style="bold")] if many else []),
+                Text(m + (CIRCULAR if s.get("circular") else ""), style="dim" if s.get("circular") else ""),
+                *[
+                    Text(short_ci(vs.get(key)), style="dim" if word in ("circular", "withheld") else "")
+                    for key in SCORES.values()
+                ],
+                Text(WORDS.get(str(word), str(word)), style=style),
+            )
     return table
 
 
