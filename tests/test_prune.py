@@ -75,6 +75,8 @@ def test_a_layer_alpha_ignores_is_pruned_at_no_cost(planted, tmp_path):
     dropped = next(p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == 2)
     assert dropped["layers"] == ["l1", "l2"]
     assert dropped["test_acc"]["mean"] == ref  # no cost …
+    assert dropped["test_acc_vs_all"]["mean"] == 0.0 and dropped["test_acc_vs_all"]["ci_low"] is None
+    assert "(difference +0.0000, no interval: one evaluation of the given head (--no-refit))" in s["verdict"][0]
     assert dropped["flops_saved"] == shapes.flops_after[1] / shapes.flops_total > 0  # … and compute saved
     # Dropping the layer α relies on most does cost accuracy: the test can fail for the right reason.
     first = next(p for p in s["points"] if p["ranking"] == "depth" and p["k"] == 1)
@@ -85,6 +87,23 @@ def test_a_layer_alpha_ignores_is_pruned_at_no_cost(planted, tmp_path):
     head, config_json = load_head(tmp_path / "out" / "head")  # the chosen head, refit on the kept layers
     assert head.num_layers == c["k"] and config_json["layer_names"] == c["layers"]
     assert config_json["pruned_from"]["found_by"] == c["found_by"]
+
+
+def test_the_chosen_set_is_read_against_all_layers_seed_by_seed():
+    """QA: "keep blocks.2: test accuracy 0.8775 vs 0.8786 with all layers" had no interval for
+    their difference; over the 3 seeds it is −0.0011 [−0.0089, +0.0066], and a loss up to 0.0089
+    is not ruled out."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.beyond.prune import _cost
+
+    d = paired([0.8776, 0.8756, 0.8793], [0.8811, 0.8779, 0.8769])
+    assert (round(d["mean"], 4), round(d["ci_low"], 4), round(d["ci_high"], 4)) == (-0.0011, -0.0089, 0.0066)
+    said = _cost({"test_acc_vs_all": d}, {"mode": "refit", "seeds": [0, 1, 2]})
+    assert said == " (paired over 3 seeds: -0.0011 [-0.0089, +0.0066]; a loss up to 0.0089 is not ruled out)"
+    lost = paired([0.80, 0.81, 0.79], [0.88, 0.87, 0.88])
+    assert _cost({"test_acc_vs_all": lost}, {"mode": "refit"}).endswith(": a loss)")
+    assert _cost({"test_acc_vs_all": paired([0.9], [0.9])}, {"mode": "refit"}).endswith("no interval: one seed)")
+    assert _cost({}, {"mode": "refit"}) == ""  # a summary written before the difference was stored
 
 
 def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):

@@ -151,6 +151,7 @@ def _prune(
 
     every = tuple(range(n_layers))
     ref_val = float(np.mean([v for v, _ in results[every]]))
+    ref_tests = [t for _, t in results[every]]
     points = []
     for r in rankings:
         if not r.applies:
@@ -171,6 +172,8 @@ def _prune(
                     "flops_saved": f_saved,
                     "val_acc": estimate(vals),
                     "test_acc": estimate(tests),
+                    # what keeping only these layers costs on the test split, paired seed by seed
+                    "test_acc_vs_all": paired(tests, ref_tests),
                     "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
                 }
             )
@@ -325,6 +328,21 @@ def _given(s: dict[str, Any]) -> str:
     return f" (refitted; the given head: {given:.4f})" if isinstance(given, float) else ""
 
 
+def _cost(point: dict[str, Any], s: dict[str, Any]) -> str:
+    """What the layer set costs against all layers on the test split, paired seed by seed: the
+    interval, and the largest loss it leaves open (nothing for a summary written before it)."""
+    d = point.get("test_acc_vs_all")
+    if not d:
+        return ""
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        why = "one evaluation of the given head (--no-refit)" if s.get("mode") != "refit" else "one seed"
+        return f" (difference {d['mean']:+.4f}, no interval: {why})"
+    text = f" (paired over {d['n']} seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+    if d["ci_high"] < 0:
+        return text + ": a loss)"
+    return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")
+
+
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     c = s["chosen"]
@@ -334,15 +352,16 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
-            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_given(s)}; saves {c['flops_saved']:.1%} of the "
-            f"backbone's FLOPs and {c['params_saved']:.1%} of its parameters ({s['costs']['source']})"
+            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_cost(c, s)}{_given(s)}; saves "
+            f"{c['flops_saved']:.1%} of the backbone's FLOPs and {c['params_saved']:.1%} of its parameters "
+            f"({s['costs']['source']})"
         )
     cheap = s["cheapest"]
     if cheap is not None:
         lines.append(
             f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
             f"{', '.join(cheap['found_by'])}: saves {cheap['flops_saved']:.1%} of the FLOPs, test accuracy "
-            f"{cheap['test_acc']['mean']:.4f}"
+            f"{cheap['test_acc']['mean']:.4f}{_cost(cheap, s)}"
         )
     by_k: dict[str, dict[str, Any]] = {}
     for p in s["points"]:
