@@ -108,6 +108,20 @@ def test_directions_are_stated():
         assert "better" in M.DIRECTIONS[key]
 
 
+def test_directions_speak_of_the_effect_measured():
+    """QA: with --effect logit (the default) summary.json and report.html said "drop of p_c" and
+    "probability units" of effects measured on the target logit."""
+    from laya_inspect.report.reading import relied_on
+
+    logit, prob = M.directions("logit"), M.directions("prob")
+    assert prob == M.DIRECTIONS and "p_c" in prob["deletion_at_1"]
+    assert not any("p_c" in v or "probability units" in v for v in logit.values())
+    assert "drop of the target logit z_c" in logit["deletion_at_1"] and "logit units" in logit["mean_effect"]
+    head = {"name": "laya", "lolo": {"most_relied_on": [{"layer": "b2", "mean_effect": 3.79}]}}
+    assert relied_on(head, "logit").endswith("(mean drop of the target logit +3.790).")
+    assert relied_on(head).endswith("(mean drop of p +3.790).")
+
+
 # ------------------------------------------------------------------------------ near-ties
 
 

@@ -48,6 +48,16 @@ DIRECTIONS = {
 }
 
 
+def directions(effect: str) -> dict[str, str]:
+    """:data:`DIRECTIONS` in the units of ``effect``: "prob" (p_c) or "logit" (the target logit)."""
+    if effect != "logit":
+        return dict(DIRECTIONS)
+    return {
+        k: v.replace("p_c", "the target logit z_c").replace("probability units", "logit units")
+        for k, v in DIRECTIONS.items()
+    }
+
+
 @dataclass(frozen=True)
 class Faithfulness:
     mean: float  # NaN when no row is valid

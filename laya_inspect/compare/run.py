@@ -421,7 +421,7 @@ def compare_heads(
         "min_layers": MIN_LAYERS,
         "resample": {"draws": RESAMPLE_DRAWS, "pool": DONOR_POOL} if "resample" in used else None,
         "head_dirs": [d for _, _, d in heads.values()],
-        "directions": M.DIRECTIONS,
+        "directions": M.directions(config.effect),
         "choices": CHOICES,
         "heads": head_summaries,
         "headline": headline_rows(head_summaries),

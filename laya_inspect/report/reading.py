@@ -199,14 +199,15 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired 95% intervals)."
 
 
-def relied_on(head: dict[str, Any]) -> str | None:
+def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
     ranked = (head.get("lolo") or {}).get("most_relied_on") or []
     if not ranked:
         return None
     top = ranked[0]
+    of = "the target logit" if effect == "logit" else "p"
     return (
         f"{head['name']}: removing {top['layer']} changes the prediction most "
-        f"(mean drop of p {num(top.get('mean_effect'), 3, sign=True)})."
+        f"(mean drop of {of} {num(top.get('mean_effect'), 3, sign=True)})."
     )
 
 
@@ -219,7 +220,7 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     for h in heads:
         if h is not lead:
             details.append(" ".join(head_sentences(summary, h)))
-    details += [line for h in heads if (line := relied_on(h))]
+    details += [line for h in heads if (line := relied_on(h, summary.get("effect", "prob")))]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")

@@ -171,7 +171,8 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
         "ablation removes, so it cannot be validated by it; reference rows (grey) are not methods. "
         f"Top-layer agreement: {dirs.get('top_layer_agreement', 'higher is better')}. "
         f"Faithfulness ρ: {dirs.get('faithfulness', 'higher is better')}. Deletion / insertion areas: mean drop "
-        "/ kept probability over k = 1…L−1, higher is better. Definitions: docs/METHOD.md."
+        f"/ kept {'target logit' if summary.get('effect') == 'logit' else 'probability'} over k = 1…L−1, higher "
+        "is better. Definitions: docs/METHOD.md."
     )
     sections.append(
         Section("Mean leave-one-layer-out effect per layer", [Table("lolo-effects", cols, rows)], legend=legend)
