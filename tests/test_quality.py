@@ -42,6 +42,28 @@ def test_seed_agreement_matches_scipy_row_by_row() -> None:
     assert got["undefined_share"] == pytest.approx(np.mean(undefined), rel=1e-12)
 
 
+def test_top_layer_agreement_is_read_beside_independent_picks_at_each_seeds_own_shares() -> None:
+    """QA: a text head's seeds agreed on the top layer of 33% of rows, read beside "chance 14%"
+    (1/L); two seeds that top most rows with the same layer meet that often by chance alone. The
+    null kept beside it: independent picks at each seed's own top-layer shares."""
+    from laya_inspect.training.stats import chance_text
+
+    rng = np.random.default_rng(1)
+    n = 400
+    tops = [rng.choice(3, size=n, p=[0.8, 0.1, 0.1]) for _ in range(2)]  # independent seeds, one layer first
+    ws = [np.eye(3)[t] * 0.5 + 0.5 / 3 for t in tops]
+    got = seed_agreement(ws)
+    shares = [np.bincount(t, minlength=3) / n for t in tops]
+    assert got["top_layer_chance_shares"] == pytest.approx(float(shares[0] @ shares[1]), rel=1e-12)
+    assert got["top_layer_chance"] == pytest.approx(1 / 3)
+    # the seeds agree far above 1/L and no more than independent picks at their own shares
+    assert got["top_layer_agreement"] > 0.6 and abs(got["top_layer_agreement"] - got["top_layer_chance_shares"]) < 0.05
+    assert chance_text(got) == (
+        f"chance {got['top_layer_chance_shares']:.0%} at each seed's own top-layer shares, 33% at uniform picks"
+    )
+    assert chance_text({"top_layer_chance": 0.25}) == "chance 25% at uniform picks"  # an older summary
+
+
 def test_seed_agreement_extremes() -> None:
     w = np.array([[0.1, 0.3, 0.6], [0.5, 0.2, 0.3]])
     same = seed_agreement([w, w.copy()])
@@ -245,7 +267,9 @@ def test_a_fit_folder_written_before_the_constant_rule_still_reads_beside_it() -
         "static": {},
     }
     line = profile_lines(profiles)[-1]
-    assert "same top layer on 90% of rows (chance 33%; one mean profile per seed for every row: ρ" in line
+    assert "same top layer on 90% of rows (chance 33% at uniform picks; one mean profile per seed for every row: ρ" in (
+        line
+    )
     assert line.endswith(", 0%)")
 
 

@@ -123,7 +123,7 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
         "LAYA reaches a test accuracy of 0.980 over 3 seeds (95% interval [0.950, 1.000]), +0.030 [+0.010, +0.050] "
         "against the last-layer head (the interval excludes 0).",
         "α puts the most weight on c (0.70 on average over test inputs); the seeds pick the same top layer on 80% of "
-        "inputs (chance 33%).",
+        "inputs (chance 33% at uniform picks).",
     ]
     assert r.details == ["last: test accuracy 0.950 [0.000, 0.990] over 3 seeds."]
     # beside the constant rule: each seed's mean profile for every input
@@ -131,7 +131,7 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
     assert (
         fit_reading(summary)
         .lead[1]
-        .endswith("80% of inputs (chance 33%; each seed's mean profile for every input: 100%).")
+        .endswith("80% of inputs (chance 33% at uniform picks; each seed's mean profile for every input: 100%).")
     )
     assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "-0.000" and num(None) == "—"
 

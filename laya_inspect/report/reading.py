@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..training.stats import TINY, outcome
+from ..training.stats import TINY, chance_text, outcome
 
 NAMES = {
     "alpha": "α",
@@ -297,7 +297,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             constant = agree.get("top_layer_agreement_constant")
             second += (
                 f"; the seeds pick the same top layer on {pct(agree['top_layer_agreement'])} of inputs "
-                f"(chance {pct(agree.get('top_layer_chance'))}"
+                f"({chance_text(agree)}"
                 + ("" if constant is None else f"; each seed's mean profile for every input: {pct(constant)}")
                 + ")"
             )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..files import write_csv, write_json
-from .stats import constant_agreement, seed_agreement
+from .stats import chance_text, constant_agreement, seed_agreement
 
 if TYPE_CHECKING:
     from ..cache.store import FeatureStore
@@ -139,9 +139,7 @@ def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str
                         a = {**a, **constant_agreement(p[per_seed])}
                     lines.append(
                         f"  seed agreement: per-row rank ρ {_rho(a.get('rank_agreement'))} · same top layer on "
-                        f"{a['top_layer_agreement']:.0%} of rows (chance {a['top_layer_chance']:.0%}; "
-                        + _constant_agreement(a)
-                        + ")"
+                        f"{a['top_layer_agreement']:.0%} of rows ({chance_text(a)}; " + _constant_agreement(a) + ")"
                     )
             return lines
     return []

@@ -199,7 +199,10 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     weights of that row (rows where either seed's weights are all equal have no ranking and are left
     out: their share is ``undefined_share``), then the mean over pairs; ``top_layer_agreement`` is the
     share of rows where both seeds put their largest weight on the same layer, mean over pairs
-    (``top_layer_chance`` = 1/L is what independent uniform choices would give). None for one seed.
+    (``top_layer_chance`` = 1/L is what independent uniform choices would give;
+    ``top_layer_chance_shares``, Σ_l f_a(l)·f_b(l) with f_s(l) the share of rows seed s tops with layer l,
+    mean over pairs, is what independent picks at each seed's own top-layer shares give: the null that
+    two seeds which both put nearly every row on one layer meet). None for one seed.
     With L = 2 a row's Spearman correlation can only be ±1. Higher is better for both.
 
     The constant rule beside them: each seed's mean weights used for every row (one profile per
@@ -222,6 +225,7 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
         "rank_agreement": float(np.mean(rho_defined)) if rho_defined else math.nan,
         "top_layer_agreement": float(np.mean(top_pairs)),
         "top_layer_chance": 1.0 / n_layers,
+        "top_layer_chance_shares": _shares_chance(ws),
         "undefined_share": float(np.mean(undefined)),
         **constant_agreement([w.mean(axis=0) for w in ws]),
         "rank_agreement_pairs": rho_pairs,
@@ -239,6 +243,27 @@ def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
         "rank_agreement_constant": float(np.mean(defined)) if defined else math.nan,
         "top_layer_agreement_constant": float(np.mean(top)) if top else math.nan,
     }
+
+
+def chance_text(agree: dict[str, Any]) -> str:
+    """What the seeds' top-layer agreement would be by chance: at each seed's own top-layer shares
+    where recorded (the null that matters when α tops nearly every row with one layer), beside 1/L."""
+    shares = agree.get("top_layer_chance_shares")
+    uniform = agree.get("top_layer_chance")
+    at_uniform = "—" if uniform is None else f"{uniform:.0%} at uniform picks"
+    if shares is None or shares != shares:  # a summary written before it was recorded
+        return f"chance {at_uniform}"
+    return f"chance {shares:.0%} at each seed's own top-layer shares, {at_uniform}"
+
+
+def _shares_chance(ws: Sequence[np.ndarray]) -> float:
+    """The top-layer agreement of independent picks at each seed's own top-layer shares, mean over pairs."""
+    n, n_layers = ws[0].shape
+    if not n:
+        return math.nan
+    shares = [np.bincount(w.argmax(axis=1), minlength=n_layers) / n for w in ws]
+    pairs = [float(shares[a] @ shares[b]) for a in range(len(ws)) for b in range(a + 1, len(ws))]
+    return float(np.mean(pairs))
 
 
 def _pair_agreement(ws: Sequence[np.ndarray]) -> tuple[list[float], list[float], list[float]]:
