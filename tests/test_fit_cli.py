@@ -213,6 +213,8 @@ def test_heads_on_some_of_the_caches_layers(digits_cache: Path, tmp_path: Path) 
         (["--tau", "0"], "--tau must be a finite number > 0, got 0.0"),
         (["--val-fraction", "1.5"], "--val-fraction must be in (0, 1)"),
         (["--train-split", "trian"], "no split 'trian'"),
+        # QA: trained and "tested" on one split, the gate said ok
+        (["--train-split", "test"], "--test-split must be another split than --train-split"),
     ],
 )
 def test_errors_exit_1_with_one_line(digits_cache: Path, tmp_path: Path, args: list[str], message: str) -> None:

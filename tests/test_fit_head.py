@@ -207,3 +207,22 @@ def test_val_mode_last_refuses_class_ordered_rows():
     np.testing.assert_array_equal(val, np.arange(900, 1000))
     train, val = validation_split(ordered, 0.1, "stratified", 0)
     assert len(np.unique(ordered[val])) == 10
+
+
+def test_test_rows_with_nonfinite_features_are_refused(tmp_path) -> None:
+    """QA: a cache extracted with --allow-nonfinite whose test split held one NaN row gave laya
+    "0.810 · gate ok" with α NaN on every layer and the NaN row counted in the accuracy."""
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 120), ("test", 60)):
+        feats = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(2)]
+        splits[name] = (feats, (feats[1][:, 0] > 0).astype(np.int64))
+    cache = write_cache(tmp_path / "c.h5", splits)
+    import h5py
+
+    with h5py.File(cache, "r+") as f:  # one NaN row, as --allow-nonfinite caches it
+        f["test/layer_001"][5] = np.nan
+    config = FitConfig(heads=("laya",), seeds=(0,), epochs=2, probe=False)
+    with FeatureStore(cache) as store, pytest.raises(InputError, match="1 of the 60 rows of split 'test'"):
+        fit_heads(store, config, out_dir=tmp_path / "h")
+    assert not (tmp_path / "h").exists()

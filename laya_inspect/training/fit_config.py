@@ -128,6 +128,8 @@ class FitConfig:
             (bool(self.seeds) and len(set(self.seeds)) == len(self.seeds), "seeds", "must be distinct, at least one"),
             *training_rules(self),
             (seed_ok(self.split_seed), "split_seed", "must be an integer from 0 to 2**64 - 1"),
+            # a head tested on its training split reports training accuracy as test accuracy
+            (self.test_split != self.train_split, "test_split", "must be another split than --train-split"),
             (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
             (self.workers is None or self.workers >= 1, "workers", "must be a whole number ≥ 1"),
             (

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from .. import __version__
 from ..cache.store import FeatureStore
@@ -42,6 +44,7 @@ from ..workers import cpu_workers, run_forked
 from .fit_config import FitConfig, resolve_heads
 from .loop import (
     EVAL_BATCH,
+    STREAM_CHUNK_ROWS,
     CacheRows,
     Evaluation,
     available_memory,
@@ -171,6 +174,21 @@ class FitResult:
         return fit_table(self.summary, f"{self.out_dir} — test split, 95% t-interval")
 
 
+def _refuse_nonfinite(rows: CacheRows, layer_names: Sequence[str], path: str) -> None:
+    """Test rows with NaN or infinite features (a cache extracted with --allow-nonfinite) gave NaN α
+    and an accuracy that counted them, with the gate "ok": refused, as the other commands do."""
+    bad, first = 0, None
+    for hs, _ in rows.batches(np.arange(rows.n), STREAM_CHUNK_ROWS):
+        finite = [torch.isfinite(h.reshape(len(h), -1)).all(dim=1) for h in hs]
+        bad += int((~torch.stack(finite).all(dim=0)).sum())
+        first = first or next((layer_names[i] for i, f in enumerate(finite) if not bool(f.all())), None)
+    if bad:
+        raise InputError(
+            f"{bad} of the {rows.n} rows of split {rows.split!r} in {path} hold NaN or infinite features (layer "
+            f"{first!r} first): no accuracy or α can be read on them; re-extract the cache without --allow-nonfinite"
+        )
+
+
 def fit_heads(
     store: FeatureStore,
     config: FitConfig,
@@ -247,6 +265,7 @@ def _fit_into(
         in_memory = need < available_memory() / 4
     train = CacheRows(store, config.train_split, device, in_memory)
     test = CacheRows(store, config.test_split, device, in_memory)
+    _refuse_nonfinite(test, store.layer_names, str(store.path))
     train_rows, val_rows = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
     num_classes = store.num_classes
     scaling, standardized = None, None
