@@ -139,6 +139,24 @@ def test_a_copy_that_changes_one_layer_moves_alpha_on_that_layer(shift_caches, t
     assert not any("profiles of the two caches: differ" in line for line in s["verdict"])
 
 
+def test_shift_detection_is_not_read_on_a_handful_of_rows(shift_caches, tmp_path):
+    """QA: --against a cache of 2 test rows of the same data said "shift detection by alpha_entropy
+    beats msp: +0.5150, 95% CI [+0.3762, +0.6508]"; below 20 rows nothing is read from the AUROCs."""
+    base, moved2, _, head_dir = shift_caches
+    with FeatureStore(moved2) as store:
+        two = {s: ([h[:2] for h in store.layers(s)], store.labels(s)[:2]) for s in ("train", "test")}
+    tiny = write_cache(tmp_path / "tiny.h5", two, layer_names=["l1", "l2", "l3"], data_spec="moved1")
+    config = DiagnoseConfig(permutations=50, n_boot=100, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(tiny) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    assert s["shift"]["heads"][0]["n_other"] == 2 and s["shift"]["pooled"]["detect_diff"]  # kept in the summary
+    said = [line for line in s["verdict"] if "shift detection" in line]
+    assert said == [
+        "shift detection not read: a cache gives 2 test rows (fewer than 20), and AUROCs and their bootstrap "
+        "intervals over so few rows say nothing; the numbers are kept in summary.json"
+    ]
+
+
 def test_the_verdicts_follow_the_evidence():
     """A difference of 1e-16 (identical scores up to rounding) was "beats"; an undefined AUROC (no
     errors in the test rows) gave four "undefined" lines and no reason; a p-value says "differ" only
