@@ -4,6 +4,7 @@ small trained convnet whose features are far from unit scale."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -322,6 +323,13 @@ def test_a_test_split_of_a_few_rows_is_a_warning_and_compare_reads_no_verdict_on
     result = json.loads((out / "summary.json").read_text())
     found = json.dumps(result)
     assert "only 2 rows scored (fewer than 20)" in found and '"beats"' not in found
+    # QA: beside that caveat ("gives no 95% interval") the table and summary.csv showed [1.00, 1.00]
+    for abl in result["heads"][0]["ablations"].values():
+        for entry in abl["methods"].values():
+            assert entry["faithfulness"]["ci_low"] is None and entry["faithfulness"]["ci_high"] is None
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    ends = [r["value"] for r in rows if r["metric"] in ("faithfulness_ci_low", "faithfulness_ci_high")]
+    assert ends and all(v in ("", "nan") for v in ends), ends  # no interval, not a zero-width one
 
 
 def test_two_layers_that_hold_the_same_rows_are_flagged(tmp_path: Path) -> None:

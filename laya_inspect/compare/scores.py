@@ -215,6 +215,8 @@ def ablation_summary(
     ablation-independent keys (params, ig_delta, …)."""
     lolo = lolo_entry(m, layer_names)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
+    if lolo["n_rows_scored"] < MIN_ROWS:  # the caveat says a bootstrap gives no interval: none is drawn
+        n_boot = 0
     methods: dict[str, Any] = {}
     circular: dict[str, str | None] = {}
     values: dict[str, Rows] = {}
