@@ -347,6 +347,7 @@ def run_demo(
         out = fn()
         finished = dataclasses.replace(step, seconds=time.perf_counter() - t0, numbers=numbers(out))
         done.append(finished)
+        write_json(p["demo_json"], _record(plan, done, {}, {}, complete=False))  # a demo killed later says so
         tell(finished)
         return out
 

@@ -291,3 +291,28 @@ def test_command_line_refuses_what_a_command_cannot_say() -> None:
         command_line("train", JointConfig(model_kwargs={"hidden": [64]}), out=Path("b.pt"))
     with pytest.raises(ValueError, match="seeds 0 … N−1"):
         command_line("fit-head", FitConfig(seeds=(3, 4)), positional=[Path("f.h5")])
+
+
+@pytest.mark.slow
+def test_a_demo_stopped_half_way_says_so_and_which_steps_were_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: `report` on a demo killed during its later steps printed every step as "(not run)" (the
+    backbone and the cache were there) and nothing said the demo had not finished."""
+    import laya_inspect.compare.run
+    from laya_inspect.errors import InputError
+
+    def stop(*args: Any, **kwargs: Any) -> None:
+        raise InputError("stopped here by the test")
+
+    monkeypatch.setattr(laya_inspect.compare.run, "compare_heads", stop)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 1 and "stopped here by the test" in result.output
+    record = json.loads((out / "demo.json").read_text())
+    assert record["complete"] is False
+    assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == ["train", "extract", "fit-head"]
+    rep = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert rep.exit_code == 0, rep.output
+    assert "this demo did not finish" in rep.output
+    assert "compare (not run)" in rep.output and "fit-head (not run)" not in rep.output

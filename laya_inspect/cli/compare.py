@@ -137,6 +137,12 @@ def report_command(
     elif isinstance(folder, FitFolder):
         _print_fit(folder)
     else:
+        if folder.record.get("complete") is False:  # a killed demo: its steps say "not run", not why
+            console.print(
+                "[yellow]this demo did not finish (stopped or failed): the steps below without a time are "
+                "not recorded as done; run the demo again to complete it[/]",
+                highlight=False,
+            )
         for step in folder.record.get("steps") or []:
             took = "not run" if step.get("seconds") is None else f"{step['seconds']:.1f} s"
             console.print(f"[bold]{step.get('name')}[/] ({took}): {step.get('command')}", highlight=False)
