@@ -301,12 +301,16 @@ def check_out(
     inputs: Iterable[str | Path | None] = (),
     flag: str = "--out",
     kind: str = "folder",
+    owned: Callable[[Path], str | None] | None = None,
+    force_flag: str = "--force",
 ) -> Path:
     """Refuse, before any work, an output that would lose something that is not this run's to lose:
     a symlink; the current folder, one above it, the home folder or one above it; an output that
     holds, is, or lies inside one of the run's ``inputs``; a file where a folder is wanted (or the
-    reverse); and a non-empty folder unless ``force`` and every file in it was written by ``command``
-    (its marker, :func:`foreign_files`). ``kind``: ``folder`` or ``file``. Returns ``path``."""
+    reverse); a non-empty folder unless ``force`` and every file in it was written by ``command``
+    (its marker, :func:`foreign_files`); and with ``force``, an existing file unless ``owned(path)``
+    says laya-inspect wrote it (it returns None, else what the file is instead). ``kind``: ``folder``
+    or ``file``; an existing file without ``force`` is the caller's to refuse or resume. Returns ``path``."""
     out = refuse_symlink(path, flag)
     if kind == "file" and out.is_dir():
         raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
@@ -338,7 +342,28 @@ def check_out(
                 f"or choose another {flag}"
             )
         _check_ours(out, command, flag)
+    if kind == "file" and force and out.exists():
+        # A file carries no marker of its own: only its content says who wrote it, so a command
+        # that cannot tell (no ``owned``) replaces nothing.
+        why = owned(out) if owned is not None else "may not be laya-inspect's"
+        if why is not None:
+            who = f"laya-inspect {command}" if command else "laya-inspect"
+            raise InputError(
+                f"{flag} {out} {why}; {force_flag} replaces only a file {who} wrote: "
+                f"choose another {flag}, or move it away yourself"
+            )
     return out
+
+
+def claimed_by(path: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest folder above ``path`` whose marker lists it, and that marker: the file is then part
+    of the output of the command the marker names. None for a file no marker claims."""
+    real = Path(path).resolve()
+    for folder in real.parents:
+        marker = read_marker(folder)
+        if marker is not None:
+            return (folder, marker) if real.relative_to(folder).as_posix() in marker["files"] else None
+    return None
 
 
 def _check_ours(out: Path, command: str | None, flag: str) -> None:

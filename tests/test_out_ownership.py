@@ -189,3 +189,101 @@ def test_fit_head_force_replaces_its_own_earlier_output_and_nothing_else(digits_
     assert r.exit_code == 1 and "notes.txt" in r.output and "Traceback" not in r.output
     assert tree(out) == before
     assert sorted(os.listdir(tmp_path)) == ["heads"]
+
+
+# A single file carries no marker: `train --force` and `extract --overwrite` read what the file is
+# (a zoo checkpoint, a laya-inspect cache) and replace nothing else, whatever its name.
+TRAIN = ["train", "--model", "zoo:mlp", "--data", "digits", "--limit", "100", "--epochs", "1", "--device", "cpu"]
+EXTRACT = ["extract", "--model", "zoo:mlp", "--random-init", "--data", "digits", "--limit", "50", "--device", "cpu"]
+
+
+class _RunsCode:
+    """A pickle that would create a file when unpickled: reading a user's file must not run it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def _users_files(tmp_path: Path) -> dict[str, Path]:
+    import h5py
+    import torch
+
+    files = {"text": tmp_path / "notes.pt", "state_dict": tmp_path / "mine.pt", "pickle": tmp_path / "obj.pt"}
+    files["text"].write_text("my notes")
+    torch.save({"w": torch.zeros(2)}, files["state_dict"])
+    torch.save(_RunsCode(tmp_path / "ran"), files["pickle"])
+    files["hdf5"] = tmp_path / "mine.h5"
+    with h5py.File(files["hdf5"], "w") as f:
+        f.attrs["experiment"] = "mine"
+        f["x"] = [1.0, 2.0]
+    files["h5_text"] = tmp_path / "notes.h5"
+    files["h5_text"].write_text("my notes")
+    return files
+
+
+@pytest.mark.parametrize("kind", ["text", "state_dict", "pickle", "hdf5"])
+def test_train_force_never_replaces_a_users_file(tmp_path, kind):
+    user = _users_files(tmp_path)[kind]
+    before = user.read_bytes()
+    r = runner.invoke(app, [*TRAIN, "--out", str(user), "--force"], env=ENV)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    line = " ".join(r.output.split())
+    assert f"--out {user} is not a checkpoint laya-inspect wrote" in line and "--force replaces only" in line
+    assert user.read_bytes() == before and not (tmp_path / "ran").exists()
+    assert not user.with_name(user.stem + ".metrics.json").exists()
+
+
+def test_train_force_replaces_its_own_checkpoint_and_never_a_users_metrics(tmp_path):
+    out = tmp_path / "model.pt"
+    assert runner.invoke(app, [*TRAIN, "--out", str(out)], env=ENV).exit_code == 0
+    first = out.read_bytes()
+    r = runner.invoke(app, [*TRAIN, "--seed", "1", "--out", str(out), "--force"], env=ENV)
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() != first
+    other = tmp_path / "other.pt"
+    (tmp_path / "other.metrics.json").write_text('{"mine": 1}')
+    r = runner.invoke(app, [*TRAIN, "--out", str(other)], env=ENV)
+    assert r.exit_code == 1 and "other.metrics.json, which is not a metrics file laya-inspect train wrote" in " ".join(
+        r.output.split()
+    )
+    assert not other.exists() and (tmp_path / "other.metrics.json").read_text() == '{"mine": 1}'
+
+
+@pytest.mark.parametrize("kind", ["h5_text", "hdf5", "state_dict"])
+def test_extract_overwrite_never_replaces_a_users_file(tmp_path, kind):
+    user = _users_files(tmp_path)[kind]
+    before, names = user.read_bytes(), sorted(os.listdir(tmp_path))
+    r = runner.invoke(app, [*EXTRACT, "--out", str(user), "--overwrite"], env=ENV)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    line = " ".join(r.output.split())
+    assert f"--out {user} is" in line and "not a cache laya-inspect wrote" in line
+    assert "--overwrite replaces only a file laya-inspect extract wrote" in line
+    assert user.read_bytes() == before and sorted(os.listdir(tmp_path)) == names  # no partial file or lock left
+
+
+def test_extract_overwrite_replaces_its_own_cache(tmp_path):
+    import h5py
+
+    out = tmp_path / "f.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out)], env=ENV).exit_code == 0
+    r = runner.invoke(app, [*EXTRACT, "--limit", "40", "--out", str(out), "--overwrite"], env=ENV)
+    assert r.exit_code == 0, r.output
+    with h5py.File(out, "r") as f:
+        assert f["test"].attrs["n"] == 40
+
+
+def test_the_notebook_extract_overwrite_never_replaces_a_users_file(tmp_path):
+    import torch
+
+    from laya_inspect.cache.extract import extract_features
+
+    user = _users_files(tmp_path)["hdf5"]
+    before = user.read_bytes()
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    batches = [(torch.randn(8, 4), torch.arange(8) % 2)]
+    with pytest.raises(InputError, match="not a cache laya-inspect wrote"):
+        extract_features(net, batches, layers=["0"], out=user, overwrite=True)
+    assert user.read_bytes() == before

@@ -17,6 +17,7 @@ from ..models import load_model
 from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache
+from .schema import not_a_cache
 from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
 
 
@@ -52,6 +53,8 @@ def extract_features(
         command="extract",
         kind="file",
         inputs=[config.weights, *spec_paths(config.data)],
+        owned=not_a_cache,
+        force_flag="--overwrite",
     )
     with session(config.device) as world:
         if world.distributed:

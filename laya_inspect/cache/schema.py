@@ -90,3 +90,28 @@ def check_attrs_end(path: Path, what: str, remedy: str) -> None:
             f"{what} is damaged: reading its attributes did not finish in {ATTRS_SECONDS:.0f} s (libhdf5 loops "
             f"forever on some damaged files); {remedy}"
         )
+
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def not_a_cache(path: Path) -> str | None:
+    """None when ``path`` is a feature cache laya-inspect wrote (``extract --overwrite`` may replace
+    it), else what it is instead. The signature is read before libhdf5 opens anything, so a text file
+    is told apart without h5py; a damaged HDF5 file is read under :func:`check_attrs_end`'s guard."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(HDF5_SIGNATURE))
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if head != HDF5_SIGNATURE:
+        return "is not an HDF5 file, so not a cache laya-inspect wrote"
+    check_attrs_end(path, str(path), "move it away, or choose another --out")
+    import h5py
+
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            ours = all(k in f.attrs for k in ("schema_version", "layer_names", "command"))
+    except OSError as e:
+        return f"is an HDF5 file h5py cannot open ({e})"
+    return None if ours else "is an HDF5 file but not a cache laya-inspect wrote (it has no schema_version)"

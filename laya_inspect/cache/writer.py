@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
-from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key
+from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key, not_a_cache
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
@@ -77,6 +77,13 @@ class FeatureWriter:
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
             )
         if overwrite:
+            # extract checked this before its work; the notebook path (module_extract) is checked here
+            why = not_a_cache(self.path) if self.path.is_file() else None
+            if why is not None:
+                raise InputError(
+                    f"{self.path} {why}; overwrite replaces only a cache laya-inspect wrote: choose another out, "
+                    "or move it away yourself"
+                )
             self.partial.unlink(missing_ok=True)
         elif self.path.exists():
             self._adopt_old_layout()
@@ -97,7 +104,7 @@ class FeatureWriter:
                 complete = bool(f.attrs.get("complete", False))
         except OSError as e:
             raise CacheError(
-                f"{self.path} exists but is not a readable cache ({e}); move it away, or pass --overwrite to replace it"
+                f"{self.path} exists but is not a readable cache ({e}); move it away, or choose another --out"
             ) from None
         if complete:
             raise CacheError(

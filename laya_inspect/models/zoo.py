@@ -248,6 +248,19 @@ def is_zoo_checkpoint(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("format") == FORMAT
 
 
+def not_a_zoo_checkpoint(path: Path) -> str | None:
+    """None when ``path`` is a zoo checkpoint laya-inspect wrote (``train --force`` may replace it),
+    else what it is instead. Read with ``weights_only=True``: a pickle in it runs no code."""
+    try:
+        with open(path, "rb") as f:
+            obj = torch.load(f, map_location="cpu", weights_only=True)
+    except Exception:  # text, safetensors, a pickled object, a damaged file: anything torch will not read safely
+        return "is not a checkpoint laya-inspect wrote (torch.load with weights_only=True cannot read it)"
+    if not is_zoo_checkpoint(obj):
+        return f'is not a checkpoint laya-inspect wrote (it has no "format": "{FORMAT}")'
+    return None
+
+
 def model_from_checkpoint(obj: dict[str, Any], *, expected: str | None = None, source: str = "checkpoint") -> nn.Module:
     """Rebuild a zoo model from a checkpoint dict (already read with ``weights_only=True``).
 

@@ -17,6 +17,7 @@ reads it): ``{"format": "laya-inspect-zoo", "arch", "kwargs", "state_dict", "hea
 from __future__ import annotations
 
 import io
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,18 +93,47 @@ def train_joint(
     path = Path(out)
     if path.is_dir():
         raise InputError(f"--out {path} is a folder; give a checkpoint file name such as {path / 'model.pt'}")
-    check_out(path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data))
+    from ..models.zoo import not_a_zoo_checkpoint
+
+    check_out(
+        path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data), owned=not_a_zoo_checkpoint
+    )
+    _check_metrics_out(path)
     with output_lock(path):
         if path.exists() and not overwrite:
-            raise InputError(f"{path} exists; pass --force to overwrite it, or choose another --out")
+            raise InputError(
+                f"{path} exists; pass --force to replace it (only a checkpoint laya-inspect wrote), "
+                "or choose another --out"
+            )
         return _train_joint(config, path, progress or no_progress)
+
+
+def metrics_path(path: Path) -> Path:
+    return path.with_name(path.stem + ".metrics.json")
+
+
+def _check_metrics_out(path: Path) -> None:
+    """The metrics file beside the checkpoint is written too: an existing one that train did not write
+    (the user's own ``model.metrics.json``) is refused, --force or not."""
+    metrics = metrics_path(path)
+    if not metrics.exists() and not metrics.is_symlink():
+        return
+    try:
+        data = json.loads(metrics.read_text(encoding="utf-8")) if not metrics.is_symlink() else None
+    except (OSError, ValueError):
+        data = None
+    if not (isinstance(data, dict) and {"checkpoint", "training", "history"} <= set(data)):
+        raise InputError(
+            f"--out {path} writes its metrics to {metrics}, which is not a metrics file laya-inspect train wrote; "
+            "laya-inspect replaces only its own files: choose another --out, or move it away yourself"
+        )
 
 
 def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult:
     from ..data import load_data
     from ..models.zoo import DEFAULT_LAYERS, build_zoo, save_zoo_checkpoint
 
-    metrics_path = path.with_name(path.stem + ".metrics.json")
+    metrics_file = metrics_path(path)
     device = pick_device(config.device)
     input_spec, vocab = None, None
     if config.arch == "bilstm":  # word ids from a vocabulary of the training texts, kept in the checkpoint
@@ -222,7 +252,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     with atomic_path(path) as tmp:
         tmp.write_bytes(buf.getvalue())
         write_json(
-            metrics_path,
+            metrics_file,
             {
                 "checkpoint": str(path),
                 "model": config.model,
@@ -235,7 +265,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         )
     return JointResult(
         path=path,
-        metrics_path=metrics_path,
+        metrics_path=metrics_file,
         metrics=metrics,
         history=history,
         layer_names=layer_names,
