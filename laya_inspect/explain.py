@@ -180,6 +180,7 @@ def explain_row(
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
     from .runtime import pick_device
+    from .training.options import check_seed
 
     store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
 
@@ -187,6 +188,7 @@ def explain_row(
         raise InputError(f"--baseline must be one of {', '.join(BASELINE_CHOICES)}, got {baseline!r}")
     if n_steps < 1:
         raise InputError(f"--n-steps must be ≥ 1, got {n_steps}")
+    check_seed(seed)
     n = store.n(split)  # NotFoundError naming the splits
     if not 0 <= row < n:
         raise InputError(f"--row {row} is outside split {split!r} of {store.path}, which has rows 0…{n - 1}")

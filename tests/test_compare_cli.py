@@ -201,6 +201,7 @@ def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
         ("missing_cache", "no feature cache"),
         ("bad_split", "no split 'valid'"),
         ("bad_target", "target must be one of pred, true"),
+        ("negative_seed", "--seed must be an integer from 0 to 2**64 - 1, got -1"),
     ],
 )
 def test_errors_exit_1_with_their_message(case, message, digits_cache, head_dirs, tmp_path):
@@ -226,6 +227,7 @@ def test_errors_exit_1_with_their_message(case, message, digits_cache, head_dirs
         "out_not_empty": [last],
         "bad_ablation": [last, "--ablation", "mean,resampel"],
         "mix_on_last": [last, "--ablation", "mix"],
+        "negative_seed": [last, "--seed", "-1"],
     }[case]
     if case == "out_not_empty":
         (tmp_path / "out").mkdir()

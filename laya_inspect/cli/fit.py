@@ -11,10 +11,9 @@ from ..errors import InputError
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
+from ..training.options import check_seed
 from .app import app, comma_list, console, from_options, json_text, opt, warn
 from .progress import fit_progress
-
-SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
 
 
 def _seeds(seeds: int | None, seed: int | None) -> tuple[int, ...]:
@@ -22,9 +21,7 @@ def _seeds(seeds: int | None, seed: int | None) -> tuple[int, ...]:
     if seeds is not None and seed is not None:
         raise typer.BadParameter("give --seeds N or --seed S, not both", param_hint="--seed")
     if seed is not None:
-        if not 0 <= seed < SEED_LIMIT:
-            raise InputError(f"--seed {seed}: a seed is an integer from 0 to 2**64 - 1")
-        return (seed,)
+        return (check_seed(seed),)
     if seeds is not None and seeds < 1:
         raise InputError(
             f"--seeds {seeds}: --seeds is how many seeds to run (N ≥ 1 runs seeds 0 … N−1); "

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
+from ..errors import InputError
 from ..options import option
 from ..runtime import DEVICE_HELP, check_device
 
@@ -71,6 +72,13 @@ def finite(x: float | None) -> bool:
 
 def seed_ok(x: int) -> bool:
     return 0 <= x < SEED_LIMIT
+
+
+def check_seed(seed: int, flag: str = "--seed") -> int:
+    """``seed``, or the one-line InputError a seed outside 0 … 2**64 − 1 gets (numpy raises deep inside)."""
+    if not seed_ok(seed):
+        raise InputError(f"{flag} {seed}: a seed is an integer from 0 to 2**64 - 1")
+    return seed
 
 
 def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
