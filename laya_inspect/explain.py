@@ -176,7 +176,7 @@ def explain_row(
     from .compare.config import resolve_target
     from .compare.draws import RowSpan
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
-    from .compare.run import _load_heads, _other_cache
+    from .compare.run import _load_heads, _other_cache, nonfinite_logits
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
     from .runtime import pick_device
@@ -206,6 +206,8 @@ def explain_row(
     with torch.no_grad():
         out = head(hs)
         probs = torch.softmax(out.logits.double(), -1)[0].cpu().numpy()
+    if not torch.isfinite(out.logits).all():  # finite features can still overflow the head: compare's refusal
+        raise nonfinite_logits(name, head_dir, split, np.array([False]), row=row)
     pred = int(probs.argmax())
     cls = target_of if isinstance(target_of, int) else pred if target_of == "pred" else label
     means = layer_means(store, "train") if baseline == "mean" or abl.needs_baselines else None

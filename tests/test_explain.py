@@ -5,6 +5,7 @@ attribution and LOLO code on one row), its input is the source image the cache's
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import h5py
@@ -154,6 +155,26 @@ def test_explain_mistakes_end_in_one_line(digits: dict[str, Path], tmp_path: Pat
     assert result.exit_code == 1, result.output
     assert "error:" in result.output and message in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+def test_a_row_whose_finite_features_overflow_the_head_gets_compares_error(digits: dict[str, Path], tmp_path):
+    """3.4e38 is a finite float32, but no head's logits stay finite on it: explain says so, as compare
+    does, naming the row (not a method's complaint about the head)."""
+    cache = tmp_path / "overflow.h5"
+    shutil.copy(digits["cache"], cache)
+    with h5py.File(cache, "r+") as f:
+        last = sorted(k for k in f["test"] if k.startswith("layer_"))[-1]
+        f["test"][last][5] = 3.4e38
+    result = runner.invoke(
+        app, ["explain", str(digits["laya"]), "--cache", str(cache), "--row", "5"], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    line = " ".join(result.output.split())
+    assert "gives non-finite logits (NaN or ±inf) on row 5 of split 'test'" in line and "alpha-contrib" not in line
+    compared = runner.invoke(
+        app, ["compare", str(digits["laya"]), "--cache", str(cache), "--out", str(tmp_path / "cmp")], env=ENV
+    )
+    assert "gives non-finite logits (NaN or ±inf) on 1 of" in " ".join(compared.output.split())
 
 
 def save_last(digits: dict[str, Path]) -> Path:

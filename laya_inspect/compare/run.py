@@ -212,6 +212,25 @@ def _order(scores: np.ndarray) -> np.ndarray:
     return M.top_order(np.where(np.isfinite(scores), scores, -np.inf))
 
 
+def nonfinite_logits(
+    name: str, head_dir: str | Path, split: str, finite: np.ndarray, row: int | None = None
+) -> CacheError:
+    """The error for a head whose logits are NaN or ±inf on some rows (``finite``: (N,) bool, False
+    there); ``row``: the split's row when only that one was run (explain)."""
+    k, n = int((~finite).sum()), len(finite)
+    where = (
+        f"row {row} of split {split!r}"
+        if row is not None
+        else f"{k} of {n} rows of split {split!r} (first: row {int(np.flatnonzero(~finite)[0])} of those compared)"
+    )
+    return CacheError(
+        f"head {name} ({head_dir}) gives non-finite logits (NaN or ±inf) on {where}: its weights overflow on these "
+        "features; refit the head"
+        + (", or pick another --row" if row is not None else "")
+        + ("" if k == n else ", or pass --allow-nonfinite to leave those rows out (counted)")
+    )
+
+
 def _run_head(
     name: str,
     head: Head,
@@ -239,13 +258,7 @@ def _run_head(
     logits, weights = forward_rows(head, hs, config.batch_size)
     finite = np.isfinite(logits).all(axis=1)
     if not finite.all() and (not finite.any() or not config.allow_nonfinite):
-        k = int((~finite).sum())
-        raise CacheError(
-            f"head {name} ({head_dir}) gives non-finite logits (NaN or ±inf) on {k} of {len(logits)} rows of split "
-            f"{config.split!r} (first: row {int(np.flatnonzero(~finite)[0])} of those compared): its weights overflow "
-            "on these features; refit the head"
-            + ("" if k == len(logits) else ", or pass --allow-nonfinite to leave those rows out (counted)")
-        )
+        raise nonfinite_logits(name, head_dir, config.split, finite)
     preds = np.where(finite, np.nan_to_num(logits, nan=-np.inf).argmax(axis=1), 0)
     if isinstance(target_of, int):  # one class for every row
         target = np.full(len(preds), target_of, dtype=np.int64)
