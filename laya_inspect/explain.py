@@ -17,7 +17,7 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError
-from .files import plain, write_with
+from .files import check_out, claimed_by, plain, write_with
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")
@@ -302,15 +302,57 @@ def explain_figure(e: Explanation) -> Any:
     return fig
 
 
+# Written into every figure (PNG's Software text, SVG's creator), near its start: a file has no
+# folder marker, so this is how `explain --force` knows a figure is its own to replace.
+FIGURE_MARK = "laya-inspect explain"
+_MARK_WITHIN = 1 << 16  # bytes: both formats put their metadata before the image
+
+
+def _figure_format(out: Path) -> str:
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise InputError(f"--out {out}: give a .png (or .svg) file name")
+    return fmt
+
+
+def not_explains_figure(path: Path) -> str | None:
+    """None when ``path`` is a figure explain wrote, else what it is instead."""
+    claim = claimed_by(path)
+    if claim is not None:  # explain writes no marked folder: the file is another command's
+        folder, marker = claim
+        return f"is part of the output of `laya-inspect {marker.get('command')}` in {folder}"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_MARK_WITHIN)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    return None if FIGURE_MARK.encode() in head else "is not a figure laya-inspect explain wrote"
+
+
+def check_figure_out(path: str | Path, *, force: bool, inputs: list[str | Path | None]) -> Path:
+    """Refuse, before the work, an ``--out`` explain may not write: not .png/.svg, a run's input, a
+    file laya-inspect explain did not write (with ``force`` or not), or any existing file without ``force``."""
+    out = Path(path)
+    _figure_format(out)
+    check_out(out, force=force, command="explain", kind="file", inputs=inputs, owned=not_explains_figure)
+    if out.exists() and not force:
+        why = not_explains_figure(out)
+        raise InputError(
+            f"--out {out} exists and {why}; choose another --out"
+            if why is not None
+            else f"--out {out} exists; pass --force to replace it (only a figure explain wrote), or another --out"
+        )
+    return out
+
+
 def write_figure(e: Explanation, path: str | Path) -> Path:
-    """The figure as PNG (or SVG, by the file's suffix), written atomically."""
+    """The figure as PNG (or SVG, by the file's suffix), written atomically and marked as explain's."""
     from functools import partial
 
     from .compare.plots import solve_layout
 
     out = Path(path)
-    fmt = out.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg"):
-        raise InputError(f"--out {out}: give a .png (or .svg) file name")
+    fmt = _figure_format(out)
+    meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
     fig = solve_layout(explain_figure(e))
-    return write_with(out, partial(fig.savefig, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None))
+    return write_with(out, partial(fig.savefig, format=fmt, dpi=110, metadata=meta))

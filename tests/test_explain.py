@@ -177,6 +177,34 @@ def test_a_row_whose_finite_features_overflow_the_head_gets_compares_error(digit
     assert "gives non-finite logits (NaN or ±inf) on 1 of" in " ".join(compared.output.split())
 
 
+def test_explain_out_replaces_only_a_figure_explain_wrote_and_only_with_force(digits: dict[str, Path], tmp_path):
+    from laya_inspect.files import atomic_dir
+
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
+
+    def run(out: Path, *extra: str) -> tuple[int, str]:
+        r = runner.invoke(app, [*args, "--device", "cpu", "--out", str(out), *extra], env={"COLUMNS": "300"})
+        assert "Traceback" not in r.output, r.output
+        return r.exit_code, " ".join(r.output.split())
+
+    ours = tmp_path / "row5.png"
+    assert run(ours)[0] == 0
+    code, text = run(ours)
+    assert code == 1 and "exists; pass --force to replace it" in text
+    assert run(ours, "--force")[0] == 0
+    users = tmp_path / "mine.svg"
+    users.write_text("<svg>my figure</svg>")
+    with atomic_dir(tmp_path / "heads", command="fit-head") as tmp:  # another command's plot
+        (tmp / "profiles").mkdir()
+        (tmp / "profiles" / "layer_weights.png").write_bytes(b"\x89PNG fit-head's plot")
+    theirs = tmp_path / "heads" / "profiles" / "layer_weights.png"
+    for path, why in ((users, "is not a figure laya-inspect explain wrote"), (theirs, "`laya-inspect fit-head`")):
+        before = path.read_bytes()
+        for extra in ((), ("--force",)):
+            code, text = run(path, *extra)
+            assert code == 1 and why in text and path.read_bytes() == before, text
+
+
 def save_last(digits: dict[str, Path]) -> Path:
     path = digits["root"] / "last"
     if not path.exists():

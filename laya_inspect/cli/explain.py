@@ -56,6 +56,9 @@ def explain_command(
     seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the figure here (.png, or .svg)"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an existing --out (only a figure explain wrote; never anyone else's file)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the numbers as JSON instead of the table"),
     allow_other_cache: bool = typer.Option(
         False, "--allow-other-cache", help="use a head trained on a cache with another fingerprint"
@@ -68,11 +71,10 @@ def explain_command(
         --out row5.png
     """
     from ..cache.store import FeatureStore
-    from ..explain import explain_row, write_figure
-    from ..files import check_out
+    from ..explain import check_figure_out, explain_row, write_figure
 
-    if out is not None:  # before the work: never over (or into) the cache or the head directory
-        check_out(out, force=True, command="explain", kind="file", inputs=[cache, head_dir])
+    if out is not None:  # before the work: never over (or into) the cache, the head directory or a file not ours
+        check_figure_out(out, force=force, inputs=[cache, head_dir])
 
     with FeatureStore(cache) as store:
         e = explain_row(
