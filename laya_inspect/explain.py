@@ -179,8 +179,8 @@ def explain_row(
     from .compare.run import _load_heads, _other_cache, nonfinite_logits
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
+    from .options import check_seed
     from .runtime import pick_device
-    from .training.options import check_seed
 
     store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
 

@@ -10,6 +10,7 @@ config. So a default, a flag or a help text lives in one place. :func:`check` tu
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,36 @@ def check(config: Any, rules: Iterable[tuple[bool, str, str]]) -> None:
             value = getattr(config, name)
             shown = list(value) if isinstance(value, tuple) else value
             raise InputError(f"{flag_of(config, name)} {what}, got {shown!r}")
+
+
+# The seeds every command draws from: torch.manual_seed and numpy's default_rng take 0 … 2**64 − 1 (numpy
+# takes larger ones too, but a larger one cannot be stored in an HDF5 or written back by torch).
+SEED_LIMIT = 2**64
+# scikit-learn's random_state (extract's seeded train/test split of a dataset without one) takes 0 … 2**32 − 1.
+SKLEARN_SEED_LIMIT = 2**32
+
+
+def seed_ok(value: Any, limit: int = SEED_LIMIT) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= int(value) < limit
+
+
+def seed_range(limit: int = SEED_LIMIT) -> str:
+    """What a seed must be, for an error message: "must be an integer from 0 to 2**64 - 1"."""
+    return f"must be an integer from 0 to 2**{limit.bit_length() - 1} - 1"
+
+
+def check_seed(seed: Any, flag: str = "--seed", limit: int = SEED_LIMIT) -> int:
+    """``seed``, or the one-line InputError of a seed outside 0 … ``limit`` − 1, for a command whose
+    seed is an argument rather than a config field (numpy would raise deep inside)."""
+    if not seed_ok(seed, limit):
+        raise InputError(f"{flag} {seed_range(limit)}, got {seed}")
+    return int(seed)
+
+
+def seed_rule(config: Any, name: str = "seed", *, limit: int = SEED_LIMIT) -> tuple[bool, str, str]:
+    """The :func:`check` rule of a seed field: an integer from 0 to ``limit`` − 1, refused up front
+    instead of where the seed is first drawn from (a traceback, or after the work is done)."""
+    return seed_ok(getattr(config, name), limit), name, seed_range(limit)
 
 
 def tuples(config: Any) -> None:

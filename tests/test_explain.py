@@ -145,8 +145,8 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
         (["--row", "0", "--out", "fig.jpg"], "give a .png (or .svg) file name"),
         (["--row", "0", "--split", "valid"], "no split 'valid'"),
         (["--row", "0", "--ablation", "drop"], "'drop' ablation needs a head with aggregation weights"),
-        (["--row", "0", "--seed", "-1"], "--seed -1: a seed is an integer from 0 to 2**64 - 1"),
-        (["--row", "0", "--seed", str(2**64)], f"--seed {2**64}: a seed is an integer from 0 to 2**64 - 1"),
+        (["--row", "0", "--seed", "-1"], "--seed must be an integer from 0 to 2**64 - 1, got -1"),
+        (["--row", "0", "--seed", str(2**64)], f"--seed must be an integer from 0 to 2**64 - 1, got {2**64}"),
     ],
 )
 def test_explain_mistakes_end_in_one_line(digits: dict[str, Path], tmp_path: Path, extra: list[str], message: str):

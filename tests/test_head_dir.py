@@ -311,7 +311,7 @@ def test_export_head_refuses_a_pickled_model_without_suggesting_trust_pickle(tmp
     [
         (["--seeds", "-2"], "--seeds -2: --seeds is how many seeds to run (N ≥ 1 runs seeds 0 … N−1)"),
         (["--seeds", "0"], "--seeds 0: --seeds is how many seeds to run"),
-        (["--seed", "-1"], "--seed -1: a seed is an integer from 0 to 2**64 - 1"),
+        (["--seed", "-1"], "--seed must be an integer from 0 to 2**64 - 1, got -1"),
     ],
 )
 def test_bad_seeds_name_the_value_and_the_valid_ones(digits_cache: Path, tmp_path: Path, args, message) -> None:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..options import check, option, tuples
+from ..options import check, option, seed_rule, tuples
 from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 COST_CHOICES = ("auto", "model", "shapes")
@@ -45,8 +45,9 @@ def common(name: str, **changes: Any) -> Any:
 
 
 def _check(config: Any, rules: list[tuple[bool, str, str]]) -> None:
-    """--device, then ``rules``, then the rules of the shared options --costs, --threads and --workers."""
+    """--device, then ``rules``, then the rules of the shared options --seed, --costs, --threads and --workers."""
     check_device(config.device)
+    rules.append(seed_rule(config))
     # what is fitted on a split (refits, per-depth heads, the score combinations) is not tested on it
     rules.append((config.test_split != config.train_split, "test_split", "must be another split than --train-split"))
     if hasattr(config, "costs"):

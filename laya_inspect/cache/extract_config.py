@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..options import check, option, tuples
+from ..options import SKLEARN_SEED_LIMIT, check, option, seed_rule, tuples
 from ..runtime import DEVICE_HELP, check_device
 
 DTYPES = ("float32", "float16")
@@ -68,7 +68,11 @@ class ExtractConfig:
         "recent GPUs, values differ from float32 in the 3rd significant digit; stored as --dtype",
     )
     seed: int = option(
-        0, flag="--seed", help="seed of --limit's subset and of a randomly initialised model", always=True
+        0,
+        flag="--seed",
+        help="seed of --limit's subset, of a dataset's train/test split and of a randomly initialised model "
+        "(0 … 2**32 − 1)",
+        always=True,
     )
     device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
     trust_pickle: bool = option(
@@ -109,6 +113,8 @@ class ExtractConfig:
             [
                 (self.dtype in DTYPES, "dtype", f"must be one of {', '.join(DTYPES)}"),
                 (self.batch_size is None or self.batch_size >= 1, "batch_size", "must be ≥ 1"),
+                # the seed also draws scikit-learn's train/test split of a dataset without one
+                seed_rule(self, limit=SKLEARN_SEED_LIMIT),
             ],
         )
 

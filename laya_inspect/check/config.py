@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..options import check, option
+from ..options import check, option, seed_rule
 from ..runtime import DEVICE_HELP, check_device
 
 MAX_LAYERS = 16
@@ -43,7 +43,8 @@ class PlantedConfig:
         check(
             self,
             [
-                (0 <= self.seed < 2**32, "seed", "must be an integer from 0 to 2**32 - 1"),
+                # well inside 2**64: the data streams' generators are seeded with 4·seed + 1 + stream
+                seed_rule(self, limit=2**32),
                 (2 <= self.layers <= MAX_LAYERS, "layers", f"must be a whole number from 2 to {MAX_LAYERS}"),
                 (
                     self.signal_layer is None or 0 <= self.signal_layer < self.layers,

@@ -8,10 +8,10 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
+from ..options import check_seed
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from ..training.options import check_seed
 from .app import app, comma_list, console, from_options, json_text, opt, warn
 from .progress import fit_progress
 

@@ -21,9 +21,8 @@ from ..choices import (
     TIE_TOLERANCE,
 )
 from ..errors import InputError, suggest
-from ..options import check, option, tuples
+from ..options import check, option, seed_rule, tuples
 from ..runtime import DEVICE_HELP, check_device
-from ..training.options import seed_ok
 
 TARGETS = ("pred", "true")
 # What a layer's removal is measured on (docs/METHOD.md, "One target"): the target logit f_c, the
@@ -188,9 +187,9 @@ class CompareConfig:
                 (self.baseline in BASELINE_CHOICES, "baseline", f"must be one of {', '.join(BASELINE_CHOICES)}"),
                 (self.effect in EFFECTS, "effect", f"must be one of {', '.join(EFFECTS)}"),
                 (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),
+                seed_rule(self),
                 (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
                 (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
-                (seed_ok(self.seed), "seed", "must be an integer from 0 to 2**64 - 1"),
                 (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
                 (self.workers is None or self.workers >= 1, "workers", "must be a whole number ≥ 1"),
                 (

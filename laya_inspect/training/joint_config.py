@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..choices import LOSSES
-from ..options import check, option, tuples
+from ..options import check, option, seed_rule, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .options import finite, loop_settings, seed_ok, shared, training_rules
+from .options import finite, loop_settings, shared, training_rules
 
 if TYPE_CHECKING:
     from .loop import LoopSettings
@@ -75,7 +75,7 @@ class JointConfig:
                 (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
                 *training_rules(self),
                 (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
-                (seed_ok(self.seed), "seed", "must be an integer from 0 to 2**64 - 1"),
+                seed_rule(self),
                 (
                     self.ln_eps is None or (finite(self.ln_eps) and self.ln_eps > 0),
                     "ln_eps",

@@ -6,8 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
-from ..errors import InputError
 from ..options import option
+from ..options import seed_ok as seed_ok  # fit_config.py reads the one seed check from here
 from ..runtime import DEVICE_HELP, check_device
 
 if TYPE_CHECKING:
@@ -63,22 +63,8 @@ def loop_settings(cfg: Any, **run: Any) -> LoopSettings:
     return LoopSettings(lr=cfg.lr, weight_decay=cfg.weight_decay, monitor=cfg.monitor, **run)
 
 
-SEED_LIMIT = 2**64  # torch.manual_seed and numpy's default_rng take seeds 0 … 2**64 − 1
-
-
 def finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
-
-
-def seed_ok(x: int) -> bool:
-    return 0 <= x < SEED_LIMIT
-
-
-def check_seed(seed: int, flag: str = "--seed") -> int:
-    """``seed``, or the one-line InputError a seed outside 0 … 2**64 − 1 gets (numpy raises deep inside)."""
-    if not seed_ok(seed):
-        raise InputError(f"{flag} {seed}: a seed is an integer from 0 to 2**64 - 1")
-    return seed
 
 
 def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
