@@ -76,6 +76,22 @@ SEED_LIMIT = 2**64
 SKLEARN_SEED_LIMIT = 2**32
 
 
+# Upper bounds of the options that size a run's work, far above any real use (the defaults are 1,000
+# resamples, 50 IG steps, 41 thresholds): a typo beyond them would end in an out-of-memory kill or
+# hours of work instead of a result, so the configs refuse it up front.
+MAX_RESAMPLES = 100_000  # --bootstrap (compare, diagnose) and --permutations (diagnose)
+
+
+def within(value: int | None, low: int, high: int) -> bool:
+    """``low`` ≤ value ≤ ``high`` (None, an option left at "none", passes)."""
+    return value is None or low <= value <= high
+
+
+def range_text(low: int, high: int) -> str:
+    """What such an option must be, for an error message: "must be a whole number from 1 to 10,000"."""
+    return f"must be a whole number from {low:,} to {high:,}"
+
+
 def seed_ok(value: Any, limit: int = SEED_LIMIT) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= int(value) < limit
 

@@ -110,7 +110,7 @@ def test_an_existing_output_is_refused_without_force_before_any_work(default_run
         (["--layers", "1"], "--layers must be a whole number from 2 to 16, got 1"),
         (["--layers", "3", "--signal-layer", "3"], "--signal-layer must be a layer index from 0 to 2"),
         (["--signal-layer", "-1"], "--signal-layer must be a layer index from 0 to 3"),
-        (["--rows", "10"], "--rows must be a whole number ≥ 40, got 10"),
+        (["--rows", "10"], "--rows must be a whole number from 40 to 100,000, got 10"),
         (["--noise", "0"], "--noise must be a finite number > 0"),
         (["--noise", "nan"], "--noise must be a finite number > 0"),
         (["--seed", "-1"], "--seed must be an integer from 0 to 2**32 - 1"),

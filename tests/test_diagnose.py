@@ -331,7 +331,7 @@ def test_diagnose_errors(digits_heads, shift_caches, tmp_path):
     gone = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--against", str(tmp_path / "x.h5")], env=ENV)
     assert gone.exit_code == 1 and "no feature cache" in gone.output
     bad = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--permutations", "0"], env=ENV)
-    assert bad.exit_code == 1 and "--permutations must be ≥ 1, got 0" in bad.output
+    assert bad.exit_code == 1 and "--permutations must be a whole number from 1 to 100,000, got 0" in bad.output
     (tmp_path / "file").write_text("x")
     clash = runner.invoke(app, ["diagnose", head, "--cache", str(cache), "--out", str(tmp_path / "file")], env=ENV)
     assert clash.exit_code == 1 and "is a file; give a folder" in clash.output

@@ -73,3 +73,74 @@ def test_the_largest_seed_is_accepted_by_every_config() -> None:
         with pytest.raises(InputError, match=r"--seed must be an integer from 0 to 2\*\*64 - 1, got 1844674407"):
             config(seed=2**64)
     assert ExtractConfig(model="zoo:mlp", data="digits", out="f.h5", seed=2**32 - 1).seed == 2**32 - 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["compare", "--bootstrap", "1000000000"],
+            "--bootstrap must be a whole number from 0 to 100,000, got 1000000000",
+        ),
+        (["compare", "--n-steps", "1000000000"], "--n-steps must be a whole number from 1 to 10,000, got 1000000000"),
+        (["diagnose", "--bootstrap", "1000000000"], "--bootstrap must be a whole number from 0 to 100,000"),
+        (["diagnose", "--permutations", "1000000000"], "--permutations must be a whole number from 1 to 100,000"),
+        (
+            ["early-exit", "--thresholds", "100000000"],
+            "--thresholds must be a whole number from 3 to 10,000, got 100000000",
+        ),
+        (["check", "--rows", "1000000000"], "--rows must be a whole number from 40 to 100,000, got 1000000000"),
+    ],
+)
+def test_a_size_far_beyond_any_real_use_is_one_line_before_any_work(args: list[str], says: str, tmp_path) -> None:
+    command, *options = args
+    result = runner.invoke(app, [*_commands(tmp_path)[command], *options], env=ENV)
+    _one_line(result, says)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_bounds_themselves_are_accepted() -> None:
+    from laya_inspect.beyond.config import DiagnoseConfig, ExitConfig
+    from laya_inspect.check.config import PlantedConfig
+    from laya_inspect.compare.config import CompareConfig
+
+    assert CompareConfig(n_boot=100_000, n_steps=10_000).n_boot == 100_000
+    assert DiagnoseConfig(n_boot=100_000, permutations=100_000).permutations == 100_000
+    assert ExitConfig(thresholds=10_000).thresholds == 10_000
+    assert PlantedConfig(rows=100_000).rows == 100_000
+
+
+def test_a_memory_error_in_a_command_is_one_line_that_names_what_to_lower(monkeypatch, tmp_path) -> None:
+    import laya_inspect.check.planted as planted
+
+    def too_large(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(planted, "run_planted", too_large)
+    result = runner.invoke(app, _commands(tmp_path)["check"], env=ENV)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: out of memory in check: lower --rows, or run on a machine with more memory"], (
+        result.output
+    )
+
+
+def test_every_command_names_what_sizes_its_memory() -> None:
+    from laya_inspect.cli.app import MEMORY_OPTIONS, memory_message
+
+    commands = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    # every command but the two that read a folder or a head and hold nothing large (report, export-head)
+    assert set(MEMORY_OPTIONS) == commands - {"report", "export-head"}
+    assert memory_message("compare").startswith("out of memory in compare: lower --limit, --batch-size")
+
+
+def test_the_diagnose_bootstrap_draws_in_blocks_the_same_resamples_as_all_at_once() -> None:
+    import numpy as np
+
+    from laya_inspect.beyond.scoring import auroc, bootstrap_auc
+
+    rng = np.random.default_rng(0)
+    y, s = rng.integers(0, 2, 3001), rng.normal(size=3001)  # 666 resamples a block: 3 blocks
+    rows = np.random.default_rng([4, 7]).integers(0, len(y), size=(1500, len(y)))
+    whole = [auroc(y[r], s[r]) for r in rows]
+    assert bootstrap_auc(y, s, n_boot=1500, seed=4)["values"] == whole

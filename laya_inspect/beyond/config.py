@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..options import check, option, seed_rule, tuples
+from ..options import MAX_RESAMPLES, check, option, range_text, seed_rule, tuples, within
 from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 COST_CHOICES = ("auto", "model", "shapes")
@@ -125,6 +125,9 @@ class Budget:
 
 
 NO_REFIT_ABLATIONS = ("drop", "mean", "zero")
+# A sweep of 10,000 points resolves thresholds 250× finer than the default 41 and keeps each seed's
+# points (a few hundred bytes each, per rule) well under a gigabyte.
+MAX_THRESHOLDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,9 @@ class ExitConfig:
     epsilon: float = option(
         0.05, flag="--epsilon", help="confidence+alpha: also exit when α's mass beyond the depth is below ε"
     )
-    thresholds: int = option(41, flag="--thresholds", help="points of each rule's threshold sweep")
+    thresholds: int = option(
+        41, flag="--thresholds", help=f"points of each rule's threshold sweep (3 … {MAX_THRESHOLDS:,})"
+    )
     costs: str = common("costs")
     seed: int = common("seed", help="seed of the --train-limit row draw")
     train_split: str = common("train_split", help="split the per-depth heads are fitted on")
@@ -196,15 +201,19 @@ class ExitConfig:
             [
                 (self.seeds >= 1, "seeds", "must be ≥ 1"),
                 (math.isfinite(self.epsilon) and 0 <= self.epsilon <= 1, "epsilon", "must be in [0, 1]"),
-                (self.thresholds >= 3, "thresholds", "must be ≥ 3"),
+                (within(self.thresholds, 3, MAX_THRESHOLDS), "thresholds", range_text(3, MAX_THRESHOLDS)),
             ],
         )
 
 
 @dataclass(frozen=True)
 class DiagnoseConfig:
-    permutations: int = option(1000, flag="--permutations", help="permutations of the shift test")
-    n_boot: int = option(1000, flag="--bootstrap", help="bootstrap resamples of the AUROC intervals (one head)")
+    permutations: int = option(
+        1000, flag="--permutations", help=f"permutations of the shift test (1 … {MAX_RESAMPLES:,})"
+    )
+    n_boot: int = option(
+        1000, flag="--bootstrap", help=f"bootstrap resamples of the AUROC intervals (one head; 0 … {MAX_RESAMPLES:,})"
+    )
     seed: int = common("seed", help="seed of the permutations and the bootstrap")
     train_split: str = common("train_split", help="split the class means ᾱ_c and the fits use")
     test_split: str = common("test_split", help="split the scores are measured on (both caches)")
@@ -215,5 +224,9 @@ class DiagnoseConfig:
 
     def __post_init__(self) -> None:
         _check(
-            self, [(self.permutations >= 1, "permutations", "must be ≥ 1"), (self.n_boot >= 0, "n_boot", "must be ≥ 0")]
+            self,
+            [
+                (within(self.permutations, 1, MAX_RESAMPLES), "permutations", range_text(1, MAX_RESAMPLES)),
+                (within(self.n_boot, 0, MAX_RESAMPLES), "n_boot", range_text(0, MAX_RESAMPLES)),
+            ],
         )

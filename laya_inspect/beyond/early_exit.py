@@ -18,7 +18,7 @@ rule's area under its accuracy–compute frontier per seed; paired differences s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -123,16 +123,17 @@ def sweep(
     """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,)."""
     n_layers = preds.shape[1]
     t_grid, e_grid = grid
-    settings: list[tuple[float | None, float | None, np.ndarray]]
+    # generators: one (N,) depth array at a time, not one per threshold (--thresholds × N at once)
+    settings: Iterator[tuple[float | None, float | None, np.ndarray]]
     if rule == "fixed":
-        settings = [(None, None, np.full(len(labels), k)) for k in range(n_layers)]
+        settings = ((None, None, np.full(len(labels), k)) for k in range(n_layers))
     elif rule == "confidence":
-        settings = [(t, None, exit_depths(conf, None, t, 0.0)) for t in t_grid]
+        settings = ((t, None, exit_depths(conf, None, t, 0.0)) for t in t_grid)
     elif rule == "alpha":
-        settings = [(None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid]
+        settings = ((None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid)
     else:
         m = masses["alpha_oracle" if rule.endswith("oracle") else "alpha"]
-        settings = [(t, epsilon, exit_depths(conf, m, t, epsilon)) for t in t_grid]
+        settings = ((t, epsilon, exit_depths(conf, m, t, epsilon)) for t in t_grid)
     rows = np.arange(len(labels))
     points = []
     for step, (t, e, d) in enumerate(settings):

@@ -11,6 +11,8 @@ from ..options import check, option, seed_rule
 from ..runtime import DEVICE_HELP, check_device
 
 MAX_LAYERS = 16
+# 250× the default 400; the rows are built in memory and every one is compared (IG, LOLO, sanity).
+MAX_ROWS = 100_000
 
 
 def default_signal_layer(layers: int) -> int:
@@ -30,7 +32,11 @@ class PlantedConfig:
         flag="--signal-layer",
         help="the layer 0 … L−1 that carries the label (default (L − 1) // 2: not the last, not the first)",
     )
-    rows: int = option(400, flag="--rows", help="rows in each of the train and test splits (test rows are compared)")
+    rows: int = option(
+        400,
+        flag="--rows",
+        help=f"rows in each of the train and test splits (test rows are compared; 40 … {MAX_ROWS:,})",
+    )
     noise: float = option(
         0.5,
         flag="--noise",
@@ -51,7 +57,7 @@ class PlantedConfig:
                     "signal_layer",
                     f"must be a layer index from 0 to {self.layers - 1} (--layers {self.layers})",
                 ),
-                (self.rows >= 40, "rows", "must be a whole number ≥ 40"),
+                (40 <= self.rows <= MAX_ROWS, "rows", f"must be a whole number from 40 to {MAX_ROWS:,}"),
                 (math.isfinite(self.noise) and self.noise > 0, "noise", "must be a finite number > 0"),
             ],
         )

@@ -39,9 +39,30 @@ if _type_column is not None:
     typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 
+# What sizes each command's memory, for the one line a MemoryError becomes (the options' own bounds
+# catch a typo up front; this is for a large run on a small machine).
+MEMORY_OPTIONS = {
+    "extract": "--batch-size or --limit",
+    "fit-head": "--batch-size, --workers or --seeds",
+    "train": "--batch-size or --limit",
+    "compare": "--limit, --batch-size, --internal-batch-size, --bootstrap, --n-steps or --workers",
+    "explain": "--n-steps",
+    "prune": "--rank-rows, --train-limit, --batch-size or --workers",
+    "early-exit": "--thresholds, --train-limit, --batch-size or --workers",
+    "diagnose": "--bootstrap or --permutations",
+    "check": "--rows",
+    "demo": "--quick",
+}
+
+
+def memory_message(command: str | None) -> str:
+    lower = MEMORY_OPTIONS.get(command or "", "the options that size the run (--limit, --batch-size)")
+    return f"out of memory{f' in {command}' if command else ''}: lower {lower}, or run on a machine with more memory"
+
+
 class _Group(TyperGroup):
-    """Turns a LayaError raised by any command, or an OS error on a named path (full disk, no
-    permission), into one red line and exit code 1."""
+    """Turns a LayaError raised by any command, an OS error on a named path (full disk, no
+    permission) or a MemoryError into one red line and exit code 1."""
 
     def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
         try:
@@ -52,6 +73,10 @@ class _Group(TyperGroup):
             if e.filename is None:  # not about a path the user named: a bug, keep the traceback
                 raise
             fail(os_message(e, "could not access"))
+        except MemoryError:
+            # not a bug but a run too large for this machine: the traceback would say nothing more, and
+            # the memory it held is free again once the stack has unwound
+            fail(memory_message(ctx.invoked_subcommand))
 
 
 app = typer.Typer(

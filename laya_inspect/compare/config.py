@@ -21,7 +21,7 @@ from ..choices import (
     TIE_TOLERANCE,
 )
 from ..errors import InputError, suggest
-from ..options import check, option, seed_rule, tuples
+from ..options import MAX_RESAMPLES, check, option, range_text, seed_rule, tuples, within
 from ..runtime import DEVICE_HELP, check_device
 
 TARGETS = ("pred", "true")
@@ -105,6 +105,11 @@ CHOICES = {
 }
 
 
+# IG holds its n_steps step sizes and scaled inputs in memory and runs n_steps forwards per row:
+# 10,000 is 200× the default; a typo of 10⁹ ended in a MemoryError after the heads were loaded.
+MAX_IG_STEPS = 10_000
+
+
 @dataclass(frozen=True)
 class CompareConfig:
     methods: tuple[str, ...] = option(
@@ -139,14 +144,17 @@ class CompareConfig:
         help="seed of random scores, --limit rows, bootstrap, random orders, subsets and resample donors",
         always=True,
     )
-    n_steps: int = option(50, flag="--n-steps", help="Integrated Gradients steps", always=True)
+    n_steps: int = option(50, flag="--n-steps", help=f"Integrated Gradients steps (1 … {MAX_IG_STEPS:,})", always=True)
     internal_batch_size: int | None = option(None, flag="--internal-batch-size", help="Captum IG internal batch size")
     baseline: str = option(
         "mean", flag="--baseline", help=f"IG baseline b_i: {' | '.join(BASELINE_CHOICES)} (mean over the train split)"
     )
     relu: bool = option(False, flag="--relu/--no-relu", help="apply ReLU to Grad-CAM scores")
     n_boot: int = option(
-        1000, flag="--bootstrap", help="bootstrap resamples for the faithfulness 95% CI (0 = none)", always=True
+        1000,
+        flag="--bootstrap",
+        help=f"bootstrap resamples for the faithfulness 95% CI (0 = none; at most {MAX_RESAMPLES:,})",
+        always=True,
     )
     device: str = option("auto", flag="--device", help=DEVICE_HELP, always=True)
     batch_size: int = option(512, flag="--batch-size", help="samples per chunk (a LOLO pass sees (L+1)× as many rows)")
@@ -188,8 +196,8 @@ class CompareConfig:
                 (self.effect in EFFECTS, "effect", f"must be one of {', '.join(EFFECTS)}"),
                 (self.limit is None or self.limit >= 1, "limit", "must be ≥ 1"),
                 seed_rule(self),
-                (self.n_steps >= 1, "n_steps", "must be ≥ 1"),
-                (self.n_boot >= 0, "n_boot", "must be ≥ 0"),
+                (within(self.n_steps, 1, MAX_IG_STEPS), "n_steps", range_text(1, MAX_IG_STEPS)),
+                (within(self.n_boot, 0, MAX_RESAMPLES), "n_boot", range_text(0, MAX_RESAMPLES)),
                 (self.batch_size >= 1, "batch_size", "must be ≥ 1"),
                 (self.workers is None or self.workers >= 1, "workers", "must be a whole number ≥ 1"),
                 (
