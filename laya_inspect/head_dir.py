@@ -385,6 +385,22 @@ def load_head(
     return head.to(map_location), config
 
 
+def refuse_repeats(head_dirs: Sequence[str | Path], why: str) -> None:
+    """InputError when one head is given twice: the same directory (also through a fit-head folder
+    that holds it, or another spelling of its path), or a copy of it (the same weights.pt bytes).
+    ``why``: what the command would do with it, e.g. "compare would score it twice"."""
+    seen: dict[str, Path] = {}
+    for given in head_dirs:
+        d = Path(given)
+        weights = d / WEIGHTS
+        key = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else str(d.resolve())
+        if key in seen:
+            first = seen[key]
+            said = f"{d} is given twice" if d.resolve() == first.resolve() else f"{d} and {first} are the same head"
+            raise InputError(f"{said}; {why}, so give each head once")
+        seen[key] = d
+
+
 def store_for_heads(store: FeatureStore, head_dirs: Sequence[str | Path]) -> FeatureStore:
     """``store``, or the view of the layers the heads read (:meth:`FeatureStore.keep_layers`) when
     they were trained on some of its layers: the head prune writes of the layers it keeps. Heads on

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import h5py
@@ -315,3 +316,22 @@ def test_the_default_pair_is_not_circular():
     explain = (params["baseline"].default.default, params["ablation"].default.default)
     assert explain == (c.baseline, c.ablation)
     assert all(circular_reason(m, c.ablation, {"baseline": c.baseline}) is None for m in ("alpha", "gradcam"))
+
+
+def test_the_same_head_given_twice_is_one_line_before_any_work(head_dirs, digits_cache, tmp_path):
+    """Not scored twice as laya-seed_0 and laya-seed_0-2: as a directory, another spelling of its path, or a
+    copy of its weights."""
+    laya = head_dirs["laya"]
+    copy = tmp_path / "copy"
+    shutil.copytree(laya, copy)
+    for twice, says in [
+        ([laya, laya], f"{laya} is given twice; compare would score it twice under two names"),
+        ([laya, laya / ".." / laya.name], "is given twice"),
+        ([laya, copy], f"{copy} and {laya} are the same head"),
+    ]:
+        out = tmp_path / "out"
+        args = ["compare", *map(str, twice), "--cache", str(digits_cache), "--device", "cpu", "--out", str(out)]
+        result = runner.invoke(app, args, env={"COLUMNS": "300"})
+        assert result.exit_code == 1, result.output
+        assert says in " ".join(result.output.split()) and "Traceback" not in result.output, result.output
+        assert not out.exists()

@@ -44,6 +44,7 @@ from ..head_dir import (
     load_head,
     other_cache,
     read_head_config,
+    refuse_repeats,
     store_for_heads,
     trained_split,
 )
@@ -347,6 +348,7 @@ def compare_heads(
     inputs = [store.path, *head_dirs]
     check_out(out_dir, force=overwrite, command="compare", inputs=inputs)  # before the work; atomic_dir checks again
     head_dirs = expand_head_dirs(head_dirs)  # a fit-head output: every <head>/seed_<S>/ in it
+    refuse_repeats(head_dirs, "compare would score it twice under two names")
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
     methods = resolve_methods(requested)
