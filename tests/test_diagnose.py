@@ -263,7 +263,7 @@ def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp
         return runner.invoke(app, ["diagnose", *args, "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
 
     twice = run(head, head)
-    assert twice.exit_code == 1 and "are the same head" in twice.output
+    assert twice.exit_code == 1 and "is given twice; diagnose pools its heads as seeds" in twice.output
     shutil.copytree(head, tmp_path / "copy")
     assert "are the same head" in run(head, str(tmp_path / "copy")).output
     with FeatureStore(cache) as store:

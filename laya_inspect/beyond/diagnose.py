@@ -16,7 +16,6 @@ Intervals: bootstrap over rows for one head; t-intervals over heads for several 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from .. import __version__
 from ..cache.store import FeatureStore
 from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError
-from ..head_dir import WEIGHTS, store_for_heads
+from ..head_dir import refuse_repeats, store_for_heads
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
 from .common import (
@@ -145,7 +144,7 @@ def _diagnose(
     emit: Progress,
 ) -> dict[str, Any]:
     device = pick_device(config.device)
-    _refuse_repeats(head_dirs)
+    refuse_repeats(head_dirs, "diagnose pools its heads as seeds")
     heads = [
         open_weighted_head(
             d, store, command="diagnose", allow_other_cache=config.allow_other_cache, test_split=config.test_split
@@ -276,19 +275,6 @@ def _pool_shift(shifts: list[dict[str, Any]]) -> dict[str, Any]:
 
 # Held-out errors below which the α scores' directions and the combinations are read as noisy.
 FEW_ERRORS = 10
-
-
-def _refuse_repeats(head_dirs: Sequence[str | Path]) -> None:
-    """One head given twice (or two copies of it) would pool as two seeds that agree exactly."""
-    seen: dict[str, str] = {}
-    for d in head_dirs:
-        weights = Path(d) / WEIGHTS
-        key = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else str(Path(d).resolve())
-        if key in seen:
-            raise InputError(
-                f"{d} and {seen[key]} are the same head; diagnose pools its heads as seeds, so give each seed once"
-            )
-        seen[key] = str(d)
 
 
 def _few_errors(per_head: list[dict[str, Any]]) -> list[str]:
