@@ -125,6 +125,20 @@ def test_a_memory_error_in_a_command_is_one_line_that_names_what_to_lower(monkey
     )
 
 
+def test_ctrl_c_is_one_line_that_says_what_is_left_with_exit_code_130(tmp_path, monkeypatch) -> None:
+    """QA: Ctrl-C ended extract, fit-head and compare with exit 130 and no word of what was left on disk."""
+    import laya_inspect.check.planted as planted
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(planted, "run_planted", stopped)
+    result = runner.invoke(app, _commands(tmp_path)["check"], env=ENV)
+    assert result.exit_code == 130 and "Traceback" not in result.output, result.output
+    said = result.stderr.splitlines()[-1]  # after the command's own first line
+    assert said.startswith("interrupted: every output is written whole or not at all") and "FILE.partial" in said
+
+
 def test_every_command_names_what_sizes_its_memory() -> None:
     from laya_inspect.cli.app import MEMORY_OPTIONS, memory_message
 

@@ -60,9 +60,15 @@ def memory_message(command: str | None) -> str:
     return f"out of memory{f' in {command}' if command else ''}: lower {lower}, or run on a machine with more memory"
 
 
+INTERRUPTED = (
+    "every output is written whole or not at all, so nothing half-written is left; run the same command "
+    "again (extract resumes from the rows already in FILE.partial)"
+)
+
+
 class _Group(TyperGroup):
     """Turns a LayaError raised by any command, an OS error on a named path (full disk, no
-    permission) or a MemoryError into one red line and exit code 1."""
+    permission) or a MemoryError into one red line and exit code 1; Ctrl-C into one line, exit 130."""
 
     def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
         try:
@@ -77,6 +83,9 @@ class _Group(TyperGroup):
             # not a bug but a run too large for this machine: the traceback would say nothing more, and
             # the memory it held is free again once the stack has unwound
             fail(memory_message(ctx.invoked_subcommand))
+        except KeyboardInterrupt:  # Ctrl-C: say what is left on disk, with the shell's exit code for SIGINT
+            err_console.print(f"[yellow]interrupted:[/] {INTERRUPTED}", highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
 
 
 app = typer.Typer(
