@@ -173,22 +173,21 @@ def explain_row(
     import torch
 
     from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
-    from .compare.config import resolve_target
+    from .compare.config import MAX_IG_STEPS, resolve_target
     from .compare.draws import RowSpan
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
     from .compare.run import _load_heads, _other_cache, nonfinite_logits
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
-    from .options import check_seed
+    from .options import check_seed, range_text, within
     from .runtime import pick_device
 
-    store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
-
-    if baseline not in BASELINE_CHOICES:
+    if baseline not in BASELINE_CHOICES:  # the options first, before anything is read
         raise InputError(f"--baseline must be one of {', '.join(BASELINE_CHOICES)}, got {baseline!r}")
-    if n_steps < 1:
-        raise InputError(f"--n-steps must be ≥ 1, got {n_steps}")
+    if not within(n_steps, 1, MAX_IG_STEPS):  # compare's bound: IG holds n_steps scaled inputs at once
+        raise InputError(f"--n-steps {range_text(1, MAX_IG_STEPS)}, got {n_steps}")
     check_seed(seed)
+    store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
     n = store.n(split)  # NotFoundError naming the splits
     if not 0 <= row < n:
         raise InputError(f"--row {row} is outside split {split!r} of {store.path}, which has rows 0…{n - 1}")

@@ -349,7 +349,8 @@ def pool(
         if m is None:
             out = x[:, -1]
         else:  # last position where the mask is 1 (works for left or right padding)
-            idx = (m * torch.arange(x.shape[1], device=x.device, dtype=x.dtype)).argmax(1)
+            # positions as integers: in x's dtype (bfloat16 under --amp) 395 and 396 are one number
+            idx = ((m > 0).long() * torch.arange(x.shape[1], device=x.device)).argmax(1)
             out = x[torch.arange(x.shape[0], device=x.device), idx]
     elif x.ndim == 3 and m is not None:
         if how == "mean":

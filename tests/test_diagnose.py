@@ -155,6 +155,10 @@ def test_shift_detection_is_not_read_on_a_handful_of_rows(shift_caches, tmp_path
         "shift detection not read: a cache gives 2 test rows (fewer than 20), and AUROCs and their bootstrap "
         "intervals over so few rows say nothing; the numbers are kept in summary.json"
     ]
+    from laya_inspect.report.reading import diagnose_reading  # report.html reads the same
+
+    (page,) = [line for line in diagnose_reading(s).lead if line.startswith("Telling")]
+    assert "shift detection not read: a cache gives 2 test rows" in page and "beats" not in page
 
 
 def test_the_verdicts_follow_the_evidence():

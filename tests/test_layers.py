@@ -243,6 +243,11 @@ def test_pool_3d_masked_skips_padding():
     torch.testing.assert_close(pool(x, "max", mask=mask)[0][0], x[0, :2].amax(0))
     left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])  # left padding: last real token is still the last
     torch.testing.assert_close(pool(x, "last", mask=left)[0][0], x[0, 3])
+    # bfloat16 (module outputs under --amp) holds 395 and 396 as one number: the index is an integer
+    long_ = torch.randn(1, 400, 2).to(torch.bfloat16)
+    mask400 = torch.zeros(1, 400, dtype=torch.long)
+    mask400[0, :397] = 1
+    torch.testing.assert_close(pool(long_, "last", mask=mask400)[0][0], long_[0, 396].float())
 
 
 def test_pool_of_a_layer_whose_token_count_differs_from_the_mask():

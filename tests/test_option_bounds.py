@@ -139,6 +139,22 @@ def test_ctrl_c_is_one_line_that_says_what_is_left_with_exit_code_130(tmp_path, 
     assert said.startswith("interrupted: every output is written whole or not at all") and "FILE.partial" in said
 
 
+def test_the_python_api_checks_the_seeds_and_explain_its_steps_as_the_command_line_does(tmp_path) -> None:
+    """Review: FitConfig(seeds=(2**64,)) ended in an overflow inside a forked worker, JointConfig's
+    data_seed 2**40 in scikit-learn's traceback, and explain's --n-steps had no upper bound."""
+    from laya_inspect.explain import explain_row
+    from laya_inspect.training.fit_head import FitConfig
+    from laya_inspect.training.joint import JointConfig
+
+    for bad in ((2**64,), (-1,)):
+        with pytest.raises(InputError, match="--seeds must be an integer from 0 to 2\\*\\*64 - 1"):
+            FitConfig(heads=("last",), seeds=bad)
+    with pytest.raises(InputError, match="data_seed must be an integer from 0 to 2\\*\\*32 - 1"):
+        JointConfig(model="zoo:mlp", data="digits", data_seed=2**40)
+    with pytest.raises(InputError, match="--n-steps must be a whole number from 1 to 10,000, got 1000000000"):
+        explain_row("unused", None, row=0, n_steps=1_000_000_000)  # type: ignore[arg-type]
+
+
 def test_every_command_names_what_sizes_its_memory() -> None:
     from laya_inspect.cli.app import MEMORY_OPTIONS, memory_message
 

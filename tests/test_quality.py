@@ -330,6 +330,7 @@ def test_a_test_split_of_a_few_rows_is_a_warning_and_compare_reads_no_verdict_on
     rows = list(csv.DictReader(open(out / "summary.csv")))
     ends = [r["value"] for r in rows if r["metric"] in ("faithfulness_ci_low", "faithfulness_ci_high")]
     assert ends and all(v in ("", "nan") for v in ends), ends  # no interval, not a zero-width one
+    assert "no bootstrap (2 rows, fewer than 20)" in res.output and "bootstrap 1000" not in res.output
 
 
 def test_two_layers_that_hold_the_same_rows_are_flagged(tmp_path: Path) -> None:

@@ -102,6 +102,19 @@ def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
     assert "cannot validate α: α is what drop removes (circular)" in circular.lead[1]
 
 
+def test_the_demo_page_leads_with_each_steps_headline_and_keeps_the_warnings_below() -> None:
+    """compare's reading leads with its warnings (what fit-head said of a head): the demo page took
+    that warning for compare's headline and dropped the sentence on α into the details."""
+    from laya_inspect.report.reading import demo_reading
+
+    summary = _compare_summary(_scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69))
+    summary["cache"] = {"warnings": ["fit-head said of laya (h/summary.json): near chance"]}
+    page = demo_reading(None, summary)
+    assert page.lead == [line for line in page.lead if not line.startswith("Warning:")]
+    assert page.lead[0].startswith("α picks the same top layer")
+    assert page.details[0] == "Warning: fit-head said of laya (h/summary.json): near chance."
+
+
 def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> None:
     acc = {"n": 3, "mean": 0.98, "ci_low": 0.95, "ci_high": 1.02, "values": [0.97, 0.98, 0.99]}
     delta = {"n": 3, "mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}

@@ -25,7 +25,6 @@ import numpy as np
 
 from .. import __version__
 from ..cache.store import FeatureStore
-from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError
 from ..head_dir import refuse_repeats, store_for_heads
 from ..runtime import Progress, no_progress, pick_device
@@ -43,7 +42,7 @@ from .common import (
     write_whole,
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
-from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test, shown
+from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test, shift_not_read, shown
 
 TINY = 1e-12
 
@@ -334,13 +333,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         )
     if "shift" in s:
         pooled = s["shift"]["pooled"]
-        n = min(min(h["n_this"], h["n_other"]) for h in s["shift"]["heads"])
-        if n < MIN_ROWS:  # QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]"
-            lines.append(
-                f"shift detection not read: a cache gives {n} test rows (fewer than {MIN_ROWS}), and AUROCs and "
-                "their bootstrap intervals over so few rows say nothing; the numbers are kept in summary.json"
-            )
-        for key, d in pooled["detect_diff"].items() if n >= MIN_ROWS else ():
+        not_read = shift_not_read(s["shift"])
+        lines += [not_read] if not_read else []
+        for key, d in pooled["detect_diff"].items() if not not_read else ():
             a, b = key.split(" − ")
             line = verdict(d, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"

@@ -196,3 +196,17 @@ def permutation_test(
             )
         out["per_class"].append(entry)
     return out
+
+
+def shift_not_read(shift: dict[str, Any]) -> str | None:
+    """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
+    fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]")."""
+    from ..choices import MIN_ROWS
+
+    n = min(min(h["n_this"], h["n_other"]) for h in shift["heads"])
+    if n >= MIN_ROWS:
+        return None
+    return (
+        f"shift detection not read: a cache gives {n} test rows (fewer than {MIN_ROWS}), and AUROCs and their "
+        "bootstrap intervals over so few rows say nothing; the numbers are kept in summary.json"
+    )

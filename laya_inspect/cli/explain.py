@@ -52,7 +52,7 @@ def explain_command(
     effect: str = typer.Option(
         "logit", "--effect", help="what a removal is measured on: logit (the target logit) | prob (its probability)"
     ),
-    n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps"),
+    n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps (1 … 10,000)"),
     seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the figure here (.png, or .svg)"),

@@ -169,6 +169,17 @@ def versus_groups(head: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]
     ]
 
 
+def bootstrap_text(summary: dict[str, Any]) -> str:
+    """A compare run's resamples as the header says them: none were drawn below MIN_ROWS rows."""
+    from ..choices import MIN_ROWS
+
+    n_boot = (summary.get("config") or {}).get("n_boot")
+    n = summary.get("n")
+    if isinstance(n, int) and n < MIN_ROWS:
+        return f"no bootstrap ({n} rows, fewer than {MIN_ROWS})"
+    return f"bootstrap {n_boot}"
+
+
 CONSTANT_WORDS = {
     "beats": "beats it",
     "worse": "does worse than it",
@@ -315,10 +326,15 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
 
 
 def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:
-    parts = [fit_reading(fit) if fit else None, compare_reading(compare) if compare else None]
-    lead = [r.lead[0] for r in parts if r is not None and r.lead]
-    details = [line for r in parts if r is not None for line in (r.lead[1:] + r.details)]
-    return Reading(lead or ["The demo has not finished: no summary to read yet."], details)
+    """Each step's headline first (fit-head's, compare's), then the rest; a step's warnings, which lead
+    its own page, follow the headlines here, so compare's headline is not pushed out by them."""
+    parts = [r for r in (fit_reading(fit) if fit else None, compare_reading(compare) if compare else None) if r]
+    heads = [next((line for line in r.lead if not line.startswith("Warning:")), None) for r in parts]
+    lead = [h for h in heads if h is not None]
+    warned = [line for r in parts for line in r.lead if line.startswith("Warning:") and line not in lead]
+    details = warned + [line for r, h in zip(parts, heads) for line in r.lead if line != h and line not in warned]
+    details += [line for r in parts for line in r.details]
+    return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(details)))
 
 
 PRUNE_NAMES = {
@@ -457,9 +473,11 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         f"{interval(msp)}; " + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"]) + f" ({e['interval']})."
     ]
     if "shift" in s:
+        from ..beyond.scoring import shift_not_read
+
         pooled = s["shift"]["pooled"]
         auc = pooled["detect_auroc"]
-        scores = _vs_msp(pooled["detect_diff"], auc)
+        scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc)
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         lead.append(
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "

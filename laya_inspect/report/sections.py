@@ -12,6 +12,7 @@ from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
 from .reading import (
+    bootstrap_text,
     compare_reading,
     demo_reading,
     est,
@@ -286,7 +287,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
             ],
         ),
         ("head directories", " · ".join(s.get("head_dirs") or [])),
-        ("seed · bootstrap", f"{s.get('seed')} · {(s.get('config') or {}).get('n_boot')} resamples"),
+        ("seed · bootstrap", f"{s.get('seed')} · {bootstrap_text(s)}"),
     ]
     ablations = s.get("ablations") or [s["ablation"]]
     subtitle = (

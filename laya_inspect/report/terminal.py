@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import est, interval, layers_read, num, value, versus_groups
+from .reading import bootstrap_text, est, interval, layers_read, num, value, versus_groups
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -203,7 +203,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
         f"(fingerprint {cache['fingerprint']}){layers_read(cache)} · target {summary['target']} · "
         f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
-        f"IG baseline {summary['baseline']} · seed {summary['seed']} · bootstrap {summary['config']['n_boot']}",
+        f"IG baseline {summary['baseline']} · seed {summary['seed']} · {bootstrap_text(summary)}",
     )
     out: list[RenderableType] = [header, *cache_warning_lines(cache.get("warnings"))]
     left_out = summary.get("rows_left_out")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
 from ..errors import InputError
-from ..options import check, option, tuples
+from ..options import check, option, seed_range, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from .options import HEAD_HPARAMS, loop_settings, seed_ok, shared, training_rules
 
@@ -127,7 +127,9 @@ class FitConfig:
             (len(set(self.heads)) == len(self.heads), "heads", "names a head twice"),
             (bool(self.seeds) and len(set(self.seeds)) == len(self.seeds), "seeds", "must be distinct, at least one"),
             *training_rules(self),
-            (seed_ok(self.split_seed), "split_seed", "must be an integer from 0 to 2**64 - 1"),
+            (seed_ok(self.split_seed), "split_seed", seed_range()),
+            # the CLI checks --seed; the Python API's seeds reach torch and numpy deep inside a worker
+            (all(seed_ok(s) for s in self.seeds), "seeds", seed_range()),
             # a head tested on its training split reports training accuracy as test accuracy
             (self.test_split != self.train_split, "test_split", "must be another split than --train-split"),
             (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..choices import LOSSES
-from ..options import check, option, seed_rule, tuples
+from ..options import SKLEARN_SEED_LIMIT, check, option, seed_rule, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from .options import finite, loop_settings, shared, training_rules
 
@@ -76,6 +76,7 @@ class JointConfig:
                 *training_rules(self),
                 (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
                 seed_rule(self),
+                seed_rule(self, "data_seed", limit=SKLEARN_SEED_LIMIT),  # scikit-learn's random_state
                 (
                     self.ln_eps is None or (finite(self.ln_eps) and self.ln_eps > 0),
                     "ln_eps",
