@@ -78,7 +78,7 @@ def test_what_fit_head_said_of_a_head_travels_into_compare_and_the_beyond_comman
     compared = runner.invoke(app, [*args, "--out", str(tmp_path / "c")], env=ENV)
     assert compared.exit_code == 0, compared.output
     assert json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"] == want
-    assert "fit-head said of laya" in " ".join(compared.stdout.split())
+    assert "warning head: fit-head said of laya" in " ".join(compared.stdout.split())
     page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
     assert '<p class="note">Warning: fit-head said of laya' in page and "near chance" in page
 

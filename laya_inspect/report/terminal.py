@@ -302,5 +302,12 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
 
 
 def cache_warning_lines(warnings: Any) -> list[Text]:
-    """What extract warned about the cache every number here comes from, one line each."""
-    return [Text.assemble(("warning", "yellow"), f" cache: {w}") for w in warnings or []]
+    """What extract warned about the cache every number here comes from, one line each; compare's list
+    also holds what is said of a head (fit-head's gate, another cache, its training rows): "head"."""
+    return [
+        Text.assemble(("warning", "yellow"), f" {'head' if w.startswith(HEAD_LINES) else 'cache'}: {w}")
+        for w in warnings or []
+    ]
+
+
+HEAD_LINES = ("fit-head said of ", "head ")  # compare's lines about a head, not about the cache
