@@ -332,8 +332,9 @@ def check_figure_out(path: str | Path, *, force: bool, inputs: list[str | Path |
     """Refuse, before the work, an ``--out`` explain may not write: not .png/.svg, a run's input, a
     file laya-inspect explain did not write (with ``force`` or not), or any existing file without ``force``."""
     out = Path(path)
-    _figure_format(out)
+    # a run's own input first: "--out cache.h5" is the cache, whatever its suffix says
     check_out(out, force=force, command="explain", kind="file", inputs=inputs, owned=not_explains_figure)
+    _figure_format(out)
     if out.exists() and not force:
         why = not_explains_figure(out)
         raise InputError(

@@ -126,14 +126,17 @@ def test_full_disk_ends_fit_head_with_one_line_and_keeps_the_old_folder(digits_c
 @pytest.mark.slow
 def test_full_disk_ends_train_with_one_line_and_no_checkpoint(tmp_path: Path) -> None:
     ckpt = tmp_path / "mlp.pt"
-    ckpt.write_bytes(b"an older checkpoint")
-    proc = _cli("train", "--model", "zoo:mlp", "--data", "digits", "--epochs", "1", "--limit", "200", "--force",
-                "--device", "cpu", "--out", str(ckpt), limit=256 * 1024)  # fmt: skip
+    args = ("train", "--model", "zoo:mlp", "--data", "digits", "--epochs", "1", "--limit", "200", "--device", "cpu")
+    first = _cli(*args, "--out", str(ckpt))  # an older checkpoint of train's own: --force may replace only that
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    older, files = ckpt.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
+    proc = _cli(*args, "--seed", "1", "--force", "--out", str(ckpt), limit=256 * 1024)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err
     assert f"could not write {ckpt}" in err and "errno 27" in err and "Traceback" not in err
-    assert ckpt.read_bytes() == b"an older checkpoint"  # --force replaces only with a complete file
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("mlp")) == ["mlp.pt"]  # no metrics either
+    assert ckpt.read_bytes() == older  # --force replaces only with a complete file
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # no new metrics, no leftovers
 
 
 def test_train_refuses_a_folder_as_out(tmp_path: Path) -> None:
