@@ -196,6 +196,11 @@ def best(methods: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | 
     return out
 
 
+def _mirrored(d: dict[str, Any]) -> dict[str, Any]:
+    """b − a from a − b: the mean and the interval negated, the ends swapped."""
+    return {**d, "mean": -d["mean"], "ci_low": -d["ci_high"], "ci_high": -d["ci_low"]}
+
+
 def ablation_summary(
     m: Measured,
     scores: Mapping[str, np.ndarray],
@@ -244,13 +249,17 @@ def ablation_summary(
         methods[name]["vs_constant"] = versus_constant(
             values[name], const_values, circular=bool(circular[name]), caveat=bool(cav), n_boot=n_boot, seed=seed
         )
-    for name in methods:  # what the report's "orders the layers better than IG" reads: paired, on ρ
-        methods[name]["vs_methods"] = {
-            other: None if d is None else d.to_dict()
-            for other in methods
-            if other not in (name, "random") and name != "random" and not circular[name] and not circular[other]
-            for d in [paired("faithfulness", values[name], values[other], n_boot=n_boot, seed=seed)]
-        }
+    # what the report's "orders the layers better than IG" reads: the paired difference in ρ, drawn
+    # once per pair (b − a is a − b mirrored: the same resampled rows)
+    compared = [m for m in methods if m != "random" and not circular[m]]
+    for name in methods:
+        methods[name]["vs_methods"] = {}
+    for i, name in enumerate(compared):
+        for other in compared[i + 1 :]:
+            d = paired("faithfulness", values[name], values[other], n_boot=n_boot, seed=seed)
+            there = None if d is None else d.to_dict()
+            methods[name]["vs_methods"][other] = there
+            methods[other]["vs_methods"][name] = None if there is None else _mirrored(there)
     best, tests = significant_best(methods, values, circular, const_values, BEST_METRICS, n_boot=n_boot, seed=seed)
     if constant is None:
         notes.append(
