@@ -363,15 +363,17 @@ def load_head(
     store: FeatureStore | None = None,
     force: bool = False,
     map_location: str | torch.device = "cpu",
+    hint: str = "pass --force to use it anyway",
 ) -> tuple[Head, dict[str, Any]]:
     """Rebuild a head on ``map_location``; with ``store``, refuse one trained on another cache's
-    feature space (``force`` only warns, but widths that cannot be read are always refused)."""
+    feature space, ending in ``hint`` (the caller's own flag; ``force`` only warns, but widths that
+    cannot be read are always refused)."""
     d = Path(head_dir)
     config = read_head_config(d)
     msg = None if store is None else other_cache(head_dir, config, store)
     if msg is not None:
         if not force:
-            raise CacheError(msg + "; pass --force to use it anyway")
+            raise CacheError(f"{msg}; {hint}")
         warnings.warn(msg, stacklevel=2)
     if store is not None:
         _refuse_a_layer_subset(d, config, store)

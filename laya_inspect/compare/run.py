@@ -43,7 +43,6 @@ from ..head_dir import (
     fit_warnings,
     load_head,
     other_cache,
-    read_head_config,
     refuse_repeats,
     store_for_heads,
     trained_split,
@@ -137,10 +136,7 @@ def _load_heads(
         raise InputError("no head directory given")
     heads: dict[str, tuple[Head, dict, str]] = {}
     for d in head_dirs:
-        why = other_cache(d, read_head_config(d), store)
-        if why is not None and not allow_other_cache:
-            raise CacheError(f"{why}; pass --allow-other-cache to use it anyway")
-        head, cfg = load_head(d, store=store, force=allow_other_cache)
+        head, cfg = load_head(d, store=store, force=allow_other_cache, hint="pass --allow-other-cache to use it anyway")
         path = Path(d).resolve()
         base = path.name or "head"
         if SEED_DIR.fullmatch(base) and path.parent.name:  # fit-head's <head>/seed_<S>/ → "<head>-seed_<S>"
