@@ -329,12 +329,10 @@ def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> 
     """Each step's headline first (fit-head's, compare's), then the rest; a step's warnings, which lead
     its own page, follow the headlines here, so compare's headline is not pushed out by them."""
     parts = [r for r in (fit_reading(fit) if fit else None, compare_reading(compare) if compare else None) if r]
-    heads = [next((line for line in r.lead if not line.startswith("Warning:")), None) for r in parts]
-    lead = [h for h in heads if h is not None]
-    warned = [line for r in parts for line in r.lead if line.startswith("Warning:") and line not in lead]
-    details = warned + [line for r, h in zip(parts, heads) for line in r.lead if line != h and line not in warned]
-    details += [line for r in parts for line in r.details]
-    return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(details)))
+    lead = [h for r in parts if (h := next((x for x in r.lead if not x.startswith("Warning:")), None))]
+    rest = [line for r in parts for line in r.lead if line not in lead] + [x for r in parts for x in r.details]
+    rest.sort(key=lambda line: not line.startswith("Warning:"))  # stable: the warnings first, in their order
+    return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(rest)))
 
 
 PRUNE_NAMES = {
