@@ -110,14 +110,19 @@ def test_the_bounds_themselves_are_accepted() -> None:
     assert PlantedConfig(rows=100_000).rows == 100_000
 
 
-def test_a_memory_error_in_a_command_is_one_line_that_names_what_to_lower(monkeypatch, tmp_path) -> None:
+def _check_raising(exc: type[BaseException], monkeypatch, tmp_path):
+    """`check planted` run through the command line with its library call raising ``exc``."""
     import laya_inspect.check.planted as planted
 
-    def too_large(*args, **kwargs):
-        raise MemoryError
+    def raising(*args, **kwargs):
+        raise exc
 
-    monkeypatch.setattr(planted, "run_planted", too_large)
-    result = runner.invoke(app, _commands(tmp_path)["check"], env=ENV)
+    monkeypatch.setattr(planted, "run_planted", raising)
+    return runner.invoke(app, _commands(tmp_path)["check"], env=ENV)
+
+
+def test_a_memory_error_in_a_command_is_one_line_that_names_what_to_lower(monkeypatch, tmp_path) -> None:
+    result = _check_raising(MemoryError, monkeypatch, tmp_path)
     assert result.exit_code == 1 and "Traceback" not in result.output, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == ["error: out of memory in check: lower --rows, or run on a machine with more memory"], (
@@ -127,13 +132,7 @@ def test_a_memory_error_in_a_command_is_one_line_that_names_what_to_lower(monkey
 
 def test_ctrl_c_is_one_line_that_says_what_is_left_with_exit_code_130(tmp_path, monkeypatch) -> None:
     """QA: Ctrl-C ended extract, fit-head and compare with exit 130 and no word of what was left on disk."""
-    import laya_inspect.check.planted as planted
-
-    def stopped(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(planted, "run_planted", stopped)
-    result = runner.invoke(app, _commands(tmp_path)["check"], env=ENV)
+    result = _check_raising(KeyboardInterrupt, monkeypatch, tmp_path)
     assert result.exit_code == 130 and "Traceback" not in result.output, result.output
     said = result.stderr.splitlines()[-1]  # after the command's own first line
     assert said.startswith("interrupted: every output is written whole or not at all") and "FILE.partial" in said

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
 from ..errors import InputError
-from ..options import check, option, seed_range, tuples
+from ..options import check, option, seed_ok, seed_range, tuples
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .options import HEAD_HPARAMS, loop_settings, seed_ok, shared, training_rules
+from .options import HEAD_HPARAMS, loop_settings, shared, training_rules
 
 if TYPE_CHECKING:
     from .loop import LoopSettings

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
 from ..options import option
-from ..options import seed_ok as seed_ok  # fit_config.py reads the one seed check from here
 from ..runtime import DEVICE_HELP, check_device
 
 if TYPE_CHECKING:
