@@ -117,7 +117,7 @@ class FeatureStore:
             widths = w
             self._check_sources(g)
             if classes:
-                labels = g["labels"][()]
+                labels = _read(g["labels"], None)
                 bad = labels[(labels < 0) | (labels >= len(classes))]
                 if len(bad):
                     raise CacheError(
@@ -325,6 +325,11 @@ def _read(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
         uniq, inverse = np.unique(rows[order], return_inverse=True)
         data = ds[uniq]
     except (OSError, RuntimeError) as e:  # a damaged file: its chunks cannot be read back
+        if "filter returned failure" in str(e) and ds.fletcher32:
+            raise CacheError(
+                f"{ds.file.filename} is damaged: rows of {ds.name} fail their checksum (the file changed "
+                "after extract wrote it); extract the cache again"
+            ) from None
         raise CacheError(f"{ds.file.filename}: cannot read {ds.name} ({e})") from None
     out = np.empty((len(rows),) + data.shape[1:], dtype=data.dtype)
     out[order] = data[inverse]

@@ -179,13 +179,19 @@ class FeatureWriter:
             g = f.create_group(split)
             g.attrs.update(n=int(n), n_written=0, complete=False, nonfinite=encode_attr("x", [0] * len(self.widths)))
             rows = max(1, min(n, CHUNK_ROWS))
+            # every chunk carries HDF5's Fletcher-32 checksum, so a damaged row is refused on read
+            # instead of read as garbage (its cost: docs/PERFORMANCE.md)
             for i, width in enumerate(self.widths):
-                ds = g.create_dataset(layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(rows, width))
+                ds = g.create_dataset(
+                    layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(rows, width), fletcher32=True
+                )
                 ds.attrs["name"] = names[i] if i < len(names) else str(i)
-            g.create_dataset("labels", shape=(n,), dtype="int64")
-            g.create_dataset("index", shape=(n,), dtype="int64")
+            g.create_dataset("labels", shape=(n,), dtype="int64", chunks=(rows,), fletcher32=True)
+            g.create_dataset("index", shape=(n,), dtype="int64", chunks=(rows,), fletcher32=True)
             if num_logits:
-                g.create_dataset("logits", shape=(n, num_logits), dtype="float32", chunks=(rows, num_logits))
+                g.create_dataset(
+                    "logits", shape=(n, num_logits), dtype="float32", chunks=(rows, num_logits), fletcher32=True
+                )
         f.flush()
         return f
 
@@ -324,11 +330,11 @@ class FeatureWriter:
 
         def write() -> None:
             for ds, rows in zip(buf.layers, block.feats):
-                _put(ds, rows, start, block.k)
+                ds[start:stop] = rows[: block.k]
             buf.labels_ds[start:stop] = block.labels[: block.k]
             buf.index_ds[start:stop] = block.index[: block.k]
             if buf.logits_ds is not None and block.logits is not None:
-                _put(buf.logits_ds, block.logits, start, block.k)
+                buf.logits_ds[start:stop] = block.logits[: block.k]
             if any(block.bad):
                 old = decode_attr("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
                 buf.group.attrs["nonfinite"] = encode_attr("x", [int(a) + b for a, b in zip(old, block.bad)])
@@ -445,17 +451,6 @@ def _keep_dead(handle: Any) -> None:
 
         atexit.register(_exit)  # registered after h5py's, so it runs first
     _DEAD.append(handle)
-
-
-def _put(ds: h5py.Dataset, rows: np.ndarray, start: int, k: int) -> None:
-    """``ds[start:start + k] = rows[:k]``. A buffer that is exactly one of the dataset's chunks
-    (unfiltered, same dtype) goes to the file as it is, with no selection and no pass through
-    HDF5's chunk cache: 1.7× faster (docs/PERFORMANCE.md). Other rows take the ordinary path."""
-    whole = k == rows.shape[0] and ds.chunks == rows.shape and start % k == 0
-    if whole and ds.dtype == rows.dtype and rows.flags.c_contiguous and ds.id.get_create_plist().get_nfilters() == 0:
-        ds.id.write_direct_chunk((start, 0), rows)
-    else:
-        ds[start : start + k] = rows[:k]
 
 
 def _given(recorded: Any) -> Any:
