@@ -64,8 +64,10 @@ class Explanation:
     input: InputView = field(default_factory=lambda: InputView(None, note="not read"))
     # what p_ablated and effects are measured on: "logit" (the target logit, compare's default) or "prob"
     effect: str = "prob"
-    # what extract warned about the cache, and about the head (another cache, its training rows, fit-head's gate)
+    # what extract warned about the cache
     cache_warnings: list[str] = field(default_factory=list)
+    # what is said of the head: another cache, its training rows, fit-head's quality gate
+    head_warnings: list[str] = field(default_factory=list)
 
     def class_name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
@@ -97,6 +99,7 @@ class Explanation:
                 "skipped": self.skipped,
                 "input": {"kind": self.input.kind, "text": self.input.text, "note": self.input.note},
                 "cache_warnings": self.cache_warnings,
+                "head_warnings": self.head_warnings,
                 "verdict": VERDICT_NOTE,
             }
         )
@@ -253,8 +256,8 @@ def explain_row(
         skipped=skipped,
         input=read_input(store, split, source_row, label),
         effect=effect,
-        # and a head on another cache, on its own training rows, what fit-head said of it
-        cache_warnings=cache_warnings(store) + _other_cache(loaded, store, split),
+        cache_warnings=cache_warnings(store),
+        head_warnings=_other_cache(loaded, store, split),  # another cache, its training rows, fit-head's gate
     )
 
 

@@ -89,10 +89,37 @@ def test_what_fit_head_said_of_a_head_travels_into_compare_and_the_beyond_comman
 
     one = ["explain", heads[1], "--cache", str(cache), "--row", "0", "--n-steps", "4", "--json"]
     explained = runner.invoke(app, one, env=ENV)
-    assert explained.exit_code == 0 and json.loads(explained.stdout)["cache_warnings"] == want
+    assert explained.exit_code == 0, explained.output
+    as_json = json.loads(explained.stdout)
+    assert as_json["head_warnings"] == want and as_json["cache_warnings"] == []
 
     moved = tmp_path / "moved"
     (tmp_path / "h" / "laya" / "seed_0").rename(moved)
     alone = runner.invoke(app, ["compare", str(moved), *args[3:], "--out", str(tmp_path / "c2")], env=ENV)
     assert alone.exit_code == 0, alone.output
     assert json.loads((tmp_path / "c2" / "summary.json").read_text())["cache"]["warnings"] == []
+
+
+def test_a_cache_warning_that_begins_with_head_is_said_of_the_cache(tmp_path: Path) -> None:
+    """A warning the backbone's loader gave about its own classifier head (here its first word) was
+    shown as "warning head:", a line about a fitted head, because the label was guessed from the
+    line's first words; what extract recorded is said of the cache wherever it is shown."""
+    heady = "head weights newly initialised by the model's factory (classifier.weight): its logits are untrained"
+    rng = np.random.default_rng(2)
+    splits = {}
+    for name, n in (("train", 200), ("test", 100)):
+        feats = [rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)]
+        splits[name] = (feats, (feats[2][:, 0] > 0).astype(np.int64))
+    cache = write_cache(tmp_path / "c.h5", splits, extra_attrs={"warnings": [heady]})
+    fit = ["fit-head", str(cache), "--head", "laya", "--seeds", "1", "--epochs", "3", "--out", str(tmp_path / "h")]
+    fitted = runner.invoke(app, fit, env=ENV)
+    assert fitted.exit_code == 0, fitted.output
+    assert f"warning cache: {heady}" in fitted.stdout and "warning head" not in fitted.stdout
+
+    head = str(tmp_path / "h" / "laya" / "seed_0")
+    one = ["explain", head, "--cache", str(cache), "--row", "0", "--n-steps", "4"]
+    explained = runner.invoke(app, one, env=ENV)
+    assert explained.exit_code == 0, explained.output
+    assert f"warning cache: {heady}" in explained.stdout and f"warning head: {heady}" not in explained.stdout
+    as_json = json.loads(runner.invoke(app, [*one, "--json"], env=ENV).stdout)
+    assert as_json["cache_warnings"] == [heady] and heady not in as_json["head_warnings"]

@@ -122,9 +122,9 @@ def _print(e: Any) -> None:
     console.print(explain_table(e))
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
-    from ..report.terminal import cache_warning_lines
+    from ..report.terminal import warning_lines
 
-    for line in cache_warning_lines(e.cache_warnings):
+    for line in warning_lines(e.cache_warnings) + warning_lines(e.head_warnings, of="head"):
         console.print(line, highlight=False)
     from ..explain import VERDICT_NOTE
 

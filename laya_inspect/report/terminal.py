@@ -294,11 +294,18 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
             f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
         )
     lines = [Text(ref)] if ref else []
-    lines += cache_warning_lines((summary.get("cache") or {}).get("cache_warnings"))
+    lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
     for h in summary["heads"]:
         for w in h.get("warnings") or []:
             lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
     return lines
+
+
+def warning_lines(warnings: Any, of: str = "cache") -> list[Text]:
+    """One line per warning, saying what it is said of: "cache", what extract warned about the cache
+    every number here comes from, or "head", what is said of a head (fit-head's gate, another cache,
+    its training rows)."""
+    return [Text.assemble(("warning", "yellow"), f" {of}: {w}") for w in warnings or []]
 
 
 def cache_warning_lines(warnings: Any) -> list[Text]:
