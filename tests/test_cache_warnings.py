@@ -4,12 +4,13 @@ summary.json (explain's --json) and report.html."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import numpy as np
 from helpers import write_cache
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from laya_inspect.cli import app
 
@@ -18,19 +19,23 @@ ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 SAID = "flat.pt (from `laya-inspect train`): near chance: test accuracy 0.103 vs chance 0.100 (majority class)"
 
 
-def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) -> None:
+def _fitted(tmp_path: Path, said: list[str]) -> tuple[Path, Result]:
+    """A cache that records ``said`` as extract's warnings (its label: the sign of a feature of the
+    last layer), and fit-head's run of one LAYA head on it into ``tmp_path / "h"``."""
     rng = np.random.default_rng(0)
     splits = {}
     for name, n in (("train", 200), ("test", 100)):
         feats = [rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)]
         splits[name] = (feats, (feats[2][:, 0] > 0).astype(np.int64))
-    cache = write_cache(tmp_path / "c.h5", splits, extra_attrs={"warnings": [SAID]})
-    fit = runner.invoke(
-        app,
-        ["fit-head", str(cache), "--head", "laya", "--seeds", "1", "--epochs", "3", "--out", str(tmp_path / "h")],
-        env=ENV,
-    )
-    assert fit.exit_code == 0, fit.output
+    cache = write_cache(tmp_path / "c.h5", splits, extra_attrs={"warnings": said})
+    fit = ["fit-head", str(cache), "--head", "laya", "--seeds", "1", "--epochs", "3", "--out", str(tmp_path / "h")]
+    fitted = runner.invoke(app, fit, env=ENV)
+    assert fitted.exit_code == 0, fitted.output
+    return cache, fitted
+
+
+def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) -> None:
+    cache, fit = _fitted(tmp_path, [SAID])
     assert f"warning cache: {SAID}" in fit.stdout
     fitted = json.loads((tmp_path / "h" / "summary.json").read_text())
     assert fitted["cache"]["cache_warnings"] == [SAID]
@@ -42,8 +47,9 @@ def test_the_caches_warnings_travel_into_fit_head_and_compare(tmp_path: Path) ->
     compared = runner.invoke(app, [*args, "--no-sanity", "--no-plots", "--out", str(tmp_path / "c")], env=ENV)
     assert compared.exit_code == 0, compared.output
     assert f"warning cache: {SAID}" in compared.stdout
-    said = json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"]
-    assert said[0] == SAID and all(w.startswith("fit-head said of laya") for w in said[1:])
+    said = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert said["cache"]["warnings"] == [SAID]
+    assert all(w.startswith("fit-head said of laya") for w in said["head_warnings"])
     page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
     assert "cache warning" in page and "flat.pt (from `laya-inspect train`)" in page
     again = runner.invoke(app, ["report", str(tmp_path / "c")], env=ENV)
@@ -77,7 +83,8 @@ def test_what_fit_head_said_of_a_head_travels_into_compare_and_the_beyond_comman
     args = ["compare", *heads, "--cache", str(cache), "--method", "alpha", "--no-sanity", "--no-plots"]
     compared = runner.invoke(app, [*args, "--out", str(tmp_path / "c")], env=ENV)
     assert compared.exit_code == 0, compared.output
-    assert json.loads((tmp_path / "c" / "summary.json").read_text())["cache"]["warnings"] == want
+    said = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert said["head_warnings"] == want and said["cache"]["warnings"] == []
     assert "warning head: fit-head said of laya" in " ".join(compared.stdout.split())
     page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
     assert '<p class="note">Warning: fit-head said of laya' in page and "near chance" in page
@@ -97,7 +104,7 @@ def test_what_fit_head_said_of_a_head_travels_into_compare_and_the_beyond_comman
     (tmp_path / "h" / "laya" / "seed_0").rename(moved)
     alone = runner.invoke(app, ["compare", str(moved), *args[3:], "--out", str(tmp_path / "c2")], env=ENV)
     assert alone.exit_code == 0, alone.output
-    assert json.loads((tmp_path / "c2" / "summary.json").read_text())["cache"]["warnings"] == []
+    assert json.loads((tmp_path / "c2" / "summary.json").read_text())["head_warnings"] == []
 
 
 def test_a_cache_warning_that_begins_with_head_is_said_of_the_cache(tmp_path: Path) -> None:
@@ -105,15 +112,7 @@ def test_a_cache_warning_that_begins_with_head_is_said_of_the_cache(tmp_path: Pa
     shown as "warning head:", a line about a fitted head, because the label was guessed from the
     line's first words; what extract recorded is said of the cache wherever it is shown."""
     heady = "head weights newly initialised by the model's factory (classifier.weight): its logits are untrained"
-    rng = np.random.default_rng(2)
-    splits = {}
-    for name, n in (("train", 200), ("test", 100)):
-        feats = [rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)]
-        splits[name] = (feats, (feats[2][:, 0] > 0).astype(np.int64))
-    cache = write_cache(tmp_path / "c.h5", splits, extra_attrs={"warnings": [heady]})
-    fit = ["fit-head", str(cache), "--head", "laya", "--seeds", "1", "--epochs", "3", "--out", str(tmp_path / "h")]
-    fitted = runner.invoke(app, fit, env=ENV)
-    assert fitted.exit_code == 0, fitted.output
+    cache, fitted = _fitted(tmp_path, [heady])
     assert f"warning cache: {heady}" in fitted.stdout and "warning head" not in fitted.stdout
 
     head = str(tmp_path / "h" / "laya" / "seed_0")
@@ -123,3 +122,34 @@ def test_a_cache_warning_that_begins_with_head_is_said_of_the_cache(tmp_path: Pa
     assert f"warning cache: {heady}" in explained.stdout and f"warning head: {heady}" not in explained.stdout
     as_json = json.loads(runner.invoke(app, [*one, "--json"], env=ENV).stdout)
     assert as_json["cache_warnings"] == [heady] and heady not in as_json["head_warnings"]
+
+    # compare on the head's training split, so that a line is said of the head too
+    args = ["compare", head, "--cache", str(cache), "--method", "alpha", "--split", "train", "--no-sanity"]
+    compared = runner.invoke(app, [*args, "--no-plots", "--out", str(tmp_path / "c")], env=ENV)
+    assert compared.exit_code == 0, compared.output
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["cache"]["warnings"] == [heady]
+    assert heady not in summary["head_warnings"]
+    assert summary["head_warnings"][-1].startswith("head laya-seed_0 was trained on split 'train'")
+    for shown in (compared.stdout, runner.invoke(app, ["report", str(tmp_path / "c")], env=ENV).stdout):
+        assert f"warning cache: {heady}" in shown and "warning head: head laya-seed_0 was" in shown
+    page = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
+    assert page.index(f"Warning: {html.escape(heady)}") < page.index("Warning: head laya-seed_0 was trained")
+
+
+def test_a_compare_summary_written_before_head_warnings_reads_as_it_did() -> None:
+    """Summaries written before `head_warnings` kept every line in cache.warnings, the cache's first;
+    they are read as then, a line about a head told by its first words (and so a cache warning that
+    begins with "head" is read as a head's, as it was)."""
+    from laya_inspect.compare.records import compare_warnings
+
+    cache = ["no normalisation known", "head weights newly initialised"]
+    heads = ["fit-head said of laya (h/summary.json): near chance", "head laya-seed_0 was trained on split 'test'"]
+    old = {"cache": {"warnings": [*cache, *heads]}}  # as the previous version wrote it
+    assert compare_warnings(old) == [("cache", cache[0]), ("head", cache[1]), ("head", heads[0]), ("head", heads[1])]
+    new = {"cache": {"warnings": cache}, "head_warnings": ["seeds disagree on laya", *heads]}
+    assert compare_warnings(new) == [
+        *(("cache", w) for w in cache),
+        *(("head", w) for w in ["seeds disagree on laya", *heads]),
+    ]
+    assert compare_warnings({"cache": {}}) == compare_warnings({"cache": {"warnings": []}, "head_warnings": []}) == []

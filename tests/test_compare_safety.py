@@ -95,7 +95,7 @@ def test_allow_other_cache_is_the_way_past_a_fingerprint_mismatch(laya_dir, digi
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["config"]["allow_other_cache"] is True
     # said beside the scores and stored, not only as a Python warning that goes by
-    said = [w for w in summary["cache"]["warnings"] if "was trained on a cache with fingerprint" in w]
+    said = [w for w in summary["head_warnings"] if "was trained on a cache with fingerprint" in w]
     assert len(said) == 1 and "compared here under --allow-other-cache" in said[0]
     assert "compared here under --allow-other-cache" in r.output
     import warnings
@@ -116,12 +116,12 @@ def test_compare_refuses_other_rows_and_says_when_it_reads_training_rows(digits_
     assert "the same features of other rows" in line and "--allow-other-cache" in line
     r = _compare(head_dir, first, tmp_path / "y", "--split", "train")
     assert r.exit_code == 0, r.output
-    said = json.loads((tmp_path / "y" / "summary.json").read_text())["cache"]["warnings"]
+    said = json.loads((tmp_path / "y" / "summary.json").read_text())["head_warnings"]
     assert any("was trained on split 'train', the split compared here" in w for w in said)
     for same in (first, reordered):  # the same rows with the splits in another order are no other rows
         r = _compare(head_dir, same, tmp_path / same.stem / "z")
         assert r.exit_code == 0, r.output
-        assert json.loads((tmp_path / same.stem / "z" / "summary.json").read_text())["cache"]["warnings"] == []
+        assert json.loads((tmp_path / same.stem / "z" / "summary.json").read_text())["head_warnings"] == []
 
 
 def _nan_cache(src: Path, dst: Path, rows: list[int]) -> Path:

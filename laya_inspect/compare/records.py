@@ -32,6 +32,20 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
 
 
 READABLE_SCHEMAS = (1, 2)
+# how compare's lines about a head began, in the summaries that kept them in cache.warnings (read only there)
+OLD_HEAD_LINES = ("fit-head said of ", "head ")
+
+
+def compare_warnings(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each warning of a compare summary, in order, with what it is said of: ("cache", line) for
+    what extract recorded about the cache, ("head", line) for what is said of a head (fit-head's
+    quality gate, another cache, its training rows)."""
+    cache = (summary.get("cache") or {}).get("warnings") or []
+    if "head_warnings" in summary:
+        return [("cache", w) for w in cache] + [("head", w) for w in summary["head_warnings"] or []]
+    # Only for a summary written before `head_warnings` (laya-inspect 0.1.0 before this change): its
+    # cache.warnings held both kinds, and compare's lines about a head began with one of these words.
+    return [("head" if w.startswith(OLD_HEAD_LINES) else "cache", w) for w in cache]
 
 
 class _Bad(Exception):
@@ -146,6 +160,8 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
         cache = _get(summary, "cache", dict, "summary")
         for k in ("path", "fingerprint"):
             _get(cache, k, str, "summary.cache")
+        _get(cache, "warnings", "strs", "summary.cache", optional=True)
+        _get(summary, "head_warnings", "strs", "summary", optional=True)  # absent before it: compare_warnings
         for k in ("layer_names", "class_names"):
             _get(cache, k, "strs", "summary.cache")
         for k in ("split", "target", "baseline", "ablation"):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compare.records import compare_warnings
 from ..training.stats import TINY, chance_text, outcome
 
 NAMES = {
@@ -235,8 +236,8 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
-    # the cache's warnings, a head on another cache or on its training rows, what fit-head said of a head
-    warned = _warnings({"warnings": (summary.get("cache") or {}).get("warnings")})
+    # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
+    warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
     return Reading(warned + head_sentences(summary, lead), details)
 
 

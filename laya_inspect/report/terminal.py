@@ -9,6 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..compare.records import compare_warnings
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import bootstrap_text, est, interval, layers_read, num, value, versus_groups
 from .sanity import terminal_block as sanity_block
@@ -205,7 +206,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · {bootstrap_text(summary)}",
     )
-    out: list[RenderableType] = [header, *cache_warning_lines(cache.get("warnings"))]
+    warned = [line for of, w in compare_warnings(summary) for line in warning_lines([w], of)]
+    out: list[RenderableType] = [header, *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
@@ -306,15 +308,3 @@ def warning_lines(warnings: Any, of: str = "cache") -> list[Text]:
     every number here comes from, or "head", what is said of a head (fit-head's gate, another cache,
     its training rows)."""
     return [Text.assemble(("warning", "yellow"), f" {of}: {w}") for w in warnings or []]
-
-
-def cache_warning_lines(warnings: Any) -> list[Text]:
-    """What extract warned about the cache every number here comes from, one line each; compare's list
-    also holds what is said of a head (fit-head's gate, another cache, its training rows): "head"."""
-    return [
-        Text.assemble(("warning", "yellow"), f" {'head' if w.startswith(HEAD_LINES) else 'cache'}: {w}")
-        for w in warnings or []
-    ]
-
-
-HEAD_LINES = ("fit-head said of ", "head ")  # compare's lines about a head, not about the cache
