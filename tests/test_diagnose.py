@@ -183,7 +183,7 @@ def test_the_verdicts_follow_the_evidence():
 
 def test_error_detection_is_read_against_chance_too():
     """QA: α-entropy's AUROC 0.554 [0.432, 0.677] (and 0.396 on a convnet) was only said to be worse
-    than msp; nothing said it tells errors from correct predictions no better than chance."""
+    than msp; nothing said it is not shown to tell errors from correct predictions better than chance."""
     from laya_inspect.beyond.diagnose import _verdict
 
     def auroc(mean, lo, hi):
@@ -193,15 +193,45 @@ def test_error_detection_is_read_against_chance_too():
         "auroc": {"msp": auroc(0.90, 0.88, 0.92), "alpha_entropy": auroc(0.554, 0.432, 0.677)},
         "diff_vs_msp": {"alpha_entropy − msp": auroc(-0.35, -0.47, -0.22)},
     }
-    (line,) = _verdict({"errors": errors, "heads": [{}]})
+    one = [{"auroc": {}}]
+    (line,) = _verdict({"errors": errors, "heads": one})
     assert "0.5 is chance" in line
-    assert line.endswith("; alpha_entropy tells errors and correct predictions apart no better than chance")
+    assert line.endswith(
+        "; alpha_entropy is not shown to tell errors and correct predictions apart better than chance"
+        " (its interval holds 0.5)"
+    )
     errors["auroc"]["alpha_entropy"] = auroc(0.396, 0.30, 0.48)
-    (below,) = _verdict({"errors": errors, "heads": [{}]})
+    (below,) = _verdict({"errors": errors, "heads": one})
     assert below.endswith("; alpha_entropy below chance (the whole AUROC interval under 0.5)")
     errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
-    (fine,) = _verdict({"errors": errors, "heads": [{}]})
-    assert "chance)" in fine and "no better than chance" not in fine and "below chance" not in fine
+    (fine,) = _verdict({"errors": errors, "heads": one})
+    assert "chance)" in fine and "better than chance" not in fine and "below chance" not in fine
+
+
+def test_an_interval_over_few_heads_that_holds_chance_is_not_read_as_chance():
+    """QA (MobileNetV2, 3 seeds): α's AUROC 0.614 [0.493, 0.735] over heads (t, 2 degrees of freedom)
+    was said to tell errors apart "no better than chance", though each head's own interval over its
+    test rows lay above 0.5 (seed 0: [0.580, 0.638])."""
+    from laya_inspect.beyond.diagnose import _verdict
+
+    def auroc(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    errors = {
+        "auroc": {"msp": auroc(0.79, 0.78, 0.80), "alpha": auroc(0.614, 0.493, 0.735)},
+        "diff_vs_msp": {"alpha − msp": auroc(-0.18, -0.30, -0.06)},
+    }
+    heads = [{"auroc": {"alpha": auroc(m, m - 0.03, m + 0.03)}} for m in (0.609, 0.56, 0.67)]
+    (line,) = _verdict({"errors": errors, "heads": heads})
+    assert "not shown" not in line and "no better than chance" not in line
+    assert line.endswith(
+        "; alpha: above chance on each of the 3 heads' own rows, but the interval over heads holds 0.5 (the heads differ too much to pin it down)"
+    )
+    heads[1]["auroc"]["alpha"] = auroc(0.52, 0.46, 0.58)  # one head's own interval holds 0.5
+    (line,) = _verdict({"errors": errors, "heads": heads})
+    assert line.endswith(
+        "; alpha is not shown to tell errors and correct predictions apart better than chance (its interval holds 0.5)"
+    )
 
 
 # -- the command ---------------------------------------------------------------------------------

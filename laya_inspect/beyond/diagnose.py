@@ -293,7 +293,7 @@ def _auroc_text(auroc: dict[str, Any], names: Sequence[str]) -> str:
 
 
 def _chance(auroc: dict[str, Any], name: str) -> bool:
-    """The score's AUROC interval holds ½: it tells the two kinds of rows apart no better than chance."""
+    """The score's AUROC interval holds ½: it is not shown to tell the two kinds of rows apart."""
     a = auroc.get(name) or {}
     lo, hi = a.get("ci_low"), a.get("ci_high")
     return lo is not None and hi is not None and lo <= 0.5 <= hi
@@ -304,15 +304,29 @@ def _below_chance(auroc: dict[str, Any], name: str) -> bool:
     return hi is not None and hi < 0.5
 
 
-def _versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str) -> str:
-    """What the verdict against msp leaves out: each score read against chance (AUROC ½)."""
-    none = [n for n in names if _chance(auroc, n)]
+def _above_alone(heads: Sequence[dict[str, Any]], name: str) -> bool:
+    """Every one of several heads' own interval over rows lies above ½."""
+    lows = [(h.get(name) or {}).get("ci_low") for h in heads]
+    return len(heads) > 1 and all(lo is not None and lo > 0.5 for lo in lows)
+
+
+def _versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
+    """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
+    that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
+    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it."""
+    none = [n for n in names if _chance(auroc, n) and not _above_alone(heads, n)]
+    spread = [n for n in names if _chance(auroc, n) and _above_alone(heads, n)]
     below = [n for n in names if _below_chance(auroc, n)]
     parts = []
     if len(none) == 1:
-        parts.append(f"{none[0]} tells {rows} apart no better than chance")
+        parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance (its interval holds 0.5)")
     elif none:
-        parts.append(f"neither {' nor '.join(none)} tells {rows} apart better than chance")
+        parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance")
+    if spread:
+        parts.append(
+            f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
+            "interval over heads holds 0.5 (the heads differ too much to pin it down)"
+        )
     if below:
         parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5)")
     return "".join(f"; {p}" for p in parts)
@@ -329,7 +343,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         lines.append(
             verdict(d, what=f"error detection by {a}", baseline=b)
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
-            + _versus_chance(errors["auroc"], [a, b], "errors and correct predictions")
+            + _versus_chance(
+                errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]]
+            )
         )
     if "shift" in s:
         pooled = s["shift"]["pooled"]
@@ -339,7 +355,8 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             a, b = key.split(" − ")
             line = verdict(d, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
-            lines.append(line + _versus_chance(pooled["detect_auroc"], [a, b], "the caches"))
+            heads = [h["detect_auroc"] for h in s["shift"]["heads"]]
+            lines.append(line + _versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
