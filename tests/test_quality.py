@@ -131,6 +131,34 @@ def test_gate_flags_chance_probe_constant_alpha_and_disagreeing_seeds() -> None:
     assert len(q["warnings"]) == 4
 
 
+def test_gate_flags_seeds_that_meet_on_a_rows_top_layer_no_more_than_chance() -> None:
+    """QA (MobileNetV2, 3 seeds): top-layer agreement 0.648 beside 0.637 for independent picks at each
+    seed's own shares passed the gate as "ok", since only agreement < 0.5 was flagged."""
+    rng = np.random.default_rng(0)
+    n = 1500
+
+    def seed(s: int) -> SimpleNamespace:  # tops 80% of rows with layer a, which rows drawn per seed
+        top_a = rng.random(n) < 0.8
+        w = np.where(top_a[:, None], [0.6, 0.4], [0.4, 0.6]) + rng.normal(scale=0.01, size=(n, 2))
+        return _run(s, w)
+
+    runs = [seed(0), seed(1), seed(2)]
+    q = head_quality("laya", runs, test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"])
+    agree = q["seed_agreement"]
+    assert (
+        agree["top_layer_agreement"] > 0.6
+        and abs(agree["top_layer_agreement"] - agree["top_layer_chance_shares"]) < 0.03
+    )
+    (line,) = q["warnings"]
+    assert line.startswith(f"seeds at chance: top-layer agreement {agree['top_layer_agreement']:.2f} across seed pairs")
+    assert f"({agree['top_layer_chance_shares']:.2f}, {n} test rows)" in line
+    # the same shares, but each row topped by the same layer in every seed: above chance, no warning
+    shared = rng.random(n) < 0.8
+    w = np.where(shared[:, None], [0.6, 0.4], [0.4, 0.6])
+    same = [_run(s, w + rng.normal(scale=0.01, size=(n, 2))) for s in range(3)]
+    assert head_quality("laya", same, test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"])["warnings"] == []
+
+
 def test_gate_uses_the_last_layer_probe_for_last_and_flags_uniform_scalarmix() -> None:
     q = head_quality("last", [_run(0)], test_acc=0.79, chance=0.1, probe=PROBE, layer_names=["a", "b"])
     assert q["warnings"] == [] and q["probe_reference"]["layer"] == "b"  # 0.79 ≥ 0.80 − margin

@@ -5,7 +5,8 @@ References: chance (the majority-class share of the test split) and a logistic-r
 each single layer (scikit-learn, standardised features, fitted on at most PROBE_MAX_ROWS training
 rows). Warnings, each one line: the head is near chance; it is below the probe on its best single
 layer (the last layer for ``last``) by more than PROBE_MARGIN; α is constant across inputs;
-ScalarMix's weights are still uniform; the seeds disagree on the layers.
+ScalarMix's weights are still uniform; the seeds disagree on the layers, or agree on each row's top
+layer no more often than chance at their own top-layer shares.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds disagree: fewer rows than this share keep their top layer across seeds
+AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
 CONSTANT_SPREAD = 1e-6  # a layer is constant: its features' RMS std over the training rows ≤ this × its largest |mean|
 
 THRESHOLDS = {
@@ -39,12 +41,30 @@ THRESHOLDS = {
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+    "seeds_at_chance": f"top-layer agreement ≤ c + {AGREEMENT_SE:g}·√(c(1 − c)/n), c its chance at each seed's own "
+    "top-layer shares, n the test rows",
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "unlearnable_classes": "classes of the test split with no training rows",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
 }
+
+
+def _agreement_at_chance(agree: dict[str, Any]) -> str | None:
+    """The seeds pick the same top layer for a row no more often than independent picks at each seed's
+    own top-layer shares would: their agreement then says the seeds favour the same layers overall,
+    not that they pick the same layer for the same input."""
+    chance, n = agree.get("top_layer_chance_shares"), int(agree.get("rows") or 0)
+    if chance is None or chance != chance or n < 1:
+        return None
+    if agree["top_layer_agreement"] > chance + AGREEMENT_SE * math.sqrt(chance * (1 - chance) / n):
+        return None
+    return (
+        f"seeds at chance: top-layer agreement {agree['top_layer_agreement']:.2f} across seed pairs is no more "
+        f"than independent picks at each seed's own top-layer shares give ({chance:.2f}, {n} test rows): it "
+        "shows that the seeds favour the same layers overall, not that they pick a layer by the input"
+    )
 
 
 def constant_layers(means: Sequence[np.ndarray], stds: Sequence[np.ndarray], layer_names: Sequence[str]) -> list[str]:
@@ -304,12 +324,17 @@ def head_quality(
             )
     if agreement is not None and weights is not None:
         tops = [layer_names[int(np.argmax(w.mean(axis=0)))] for w in weights]
-        if agreement["top_layer_agreement"] < AGREEMENT_MIN or len(set(tops)) > 1:
+        disagree = agreement["top_layer_agreement"] < AGREEMENT_MIN or len(set(tops)) > 1
+        if disagree:
             warns.append(
                 f"seeds disagree: top-layer agreement {agreement['top_layer_agreement']:.2f} across seed pairs, "
                 f"mean weights peak on {', '.join(f'{n} (seed {s})' for n, s in zip(tops, seeds))}; "
                 "read the per-seed profiles, not the pooled one"
             )
+        static = any(r.static_weights is not None for r in runs)  # one profile for every row, by design
+        at_chance = None if disagree or static else _agreement_at_chance(agreement)
+        if at_chance:
+            warns.append(at_chance)
     profile = None
     if weights is not None:  # each seed's mean weight per layer beside the pooled mean, on the test rows
         profile = {
