@@ -225,7 +225,8 @@ def test_an_interval_over_few_heads_that_holds_chance_is_not_read_as_chance():
     (line,) = _verdict({"errors": errors, "heads": heads})
     assert "not shown" not in line and "no better than chance" not in line
     assert line.endswith(
-        "; alpha: above chance on each of the 3 heads' own rows, but the interval over heads holds 0.5 (the heads differ too much to pin it down)"
+        "; alpha: above chance on each of the 3 heads' own rows, but the interval over heads holds 0.5"
+        " (the heads differ too much to pin it down)"
     )
     heads[1]["auroc"]["alpha"] = auroc(0.52, 0.46, 0.58)  # one head's own interval holds 0.5
     (line,) = _verdict({"errors": errors, "heads": heads})

@@ -178,7 +178,21 @@ def bootstrap_text(summary: dict[str, Any]) -> str:
     n = summary.get("n")
     if isinstance(n, int) and n < MIN_ROWS:
         return f"no bootstrap ({n} rows, fewer than {MIN_ROWS})"
+    most = max(_paired_draws(summary.get("heads")), default=0)
+    if isinstance(n_boot, int) and most > n_boot:
+        return f"bootstrap {n_boot} (up to {most:,} for a paired interval whose bound lay within resampling error of 0)"
     return f"bootstrap {n_boot}"
+
+
+def _paired_draws(o: Any) -> list[int]:
+    """The resamples every paired difference under ``o`` drew (compare draws more where a bound lay
+    within resampling error of 0)."""
+    if isinstance(o, dict):
+        own = [o["n_boot"]] if isinstance(o.get("n_boot"), int) and "ci_low" in o else []
+        return own + [k for v in o.values() for k in _paired_draws(v)]
+    if isinstance(o, list):
+        return [k for v in o for k in _paired_draws(v)]
+    return []
 
 
 CONSTANT_WORDS = {
