@@ -255,6 +255,7 @@ def _fit_into(
     """Fit into the folder ``out``; ``out`` None: a process other than rank 0 under torchrun, which
     runs its share of the runs and returns them, writing nothing."""
     from .grid import grid_search, write_grid
+    from .overlap import rows_in_train
     from .profiles import class_names, compute_profiles, write_profiles
     from .quality import chance_level, constant_layers, duplicate_layers, gate, layer_probes, unlearnable_classes
     from .standardize import feature_moments, standardization
@@ -371,6 +372,8 @@ def _fit_into(
     heads = summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last"))
     constant = constant_layers(*moments, store.layer_names) if moments is not None else []
     duplicates = duplicate_layers(store, config.train_split, *moments) if moments is not None else []
+    # every layer constant: every row equals every other, which the constant-layer warning says
+    in_train = rows_in_train(train, test) if len(constant) < len(store.layer_names) else None
     quality = gate(
         heads,
         runs,
@@ -381,6 +384,7 @@ def _fit_into(
         n_test=test.n,
         duplicates=duplicates,
         unlearnable=unlearnable_classes(train.labels, test.labels, store.class_names),
+        in_train=in_train,
     )
     summary: dict[str, Any] = {
         "tool_version": __version__,

@@ -6,7 +6,8 @@ each single layer (scikit-learn, standardised features, fitted on at most PROBE_
 rows). Warnings, each one line: the head is near chance; it is below the probe on its best single
 layer (the last layer for ``last``) by more than PROBE_MARGIN; α is constant across inputs;
 ScalarMix's weights are still uniform; the seeds disagree on the layers, or agree on each row's top
-layer no more often than chance at their own top-layer shares.
+layer no more often than chance at their own top-layer shares; test rows are training rows
+(overlap.py).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ THRESHOLDS = {
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "unlearnable_classes": "classes of the test split with no training rows",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
+    "test_rows_in_train": "test rows whose features equal a training row's, byte for byte at every layer",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
 }
@@ -233,10 +235,14 @@ def gate(
     n_test: int | None = None,
     duplicates: Sequence[tuple[str, str]] = (),
     unlearnable: str | None = None,
+    in_train: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
-    ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows."""
+    ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows;
+    ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None."""
+    from .overlap import overlap_warning
+
     for h in heads:
         h.update(
             head_quality(
@@ -257,6 +263,8 @@ def gate(
             )
         if unlearnable:
             h["warnings"].append(unlearnable)
+        if in_train:
+            h["warnings"].append(overlap_warning(in_train))
         few = few_rows(n_test, "test", "and the interval over seeds leaves out the sampling of the test rows")
         if few:
             h["warnings"].append(few)
@@ -264,6 +272,7 @@ def gate(
         "chance": chance,
         "constant_layers": list(constant),
         "duplicate_layers": [list(p) for p in duplicates],
+        "test_rows_in_train": in_train,
         "chance_definition": "majority-class share of the test split",
         "probe": probe,
         "thresholds": THRESHOLDS,

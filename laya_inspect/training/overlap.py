@@ -1,0 +1,116 @@
+"""Test rows that are also training rows (docs/METHOD.md, "Quality gate"): a test row whose cached
+features equal a row of the training split byte for byte, at every layer the heads read, is an input
+the heads were fitted on (a file copied into both split folders, one record twice in a source
+table). Its score is partly a training score. The check reads only the cache, so it holds for every
+data source and backbone.
+
+Three passes, one chunk of rows in memory at a time: the test rows are hashed (BLAKE2b, 8 bytes, of
+each row's bytes over every layer); the training split is streamed, and the first training row of
+each hash some test row has is kept, the later ones of that hash compared with it byte for byte and
+their labels gathered; the test split is streamed again, and each test row whose hash was kept is
+compared with the kept row byte for byte. The memory beyond one chunk: 8 bytes per test row, and one
+row per distinct repeated row. Identity at every layer is what counts: a layer that gives one row
+for every input (a class token's embedding) makes no two rows equal when another layer differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .loop import STREAM_CHUNK_ROWS, CacheRows, Rows
+
+EXAMPLES = 5  # test rows named in summary.json and in the warning (first of them)
+
+
+def _row_bytes(rows: Rows, n: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, (B, bytes) uint8) per chunk of ``rows``: each row's features over every layer as bytes."""
+    start = 0
+    for hs, _ in rows.batches(np.arange(n), STREAM_CHUNK_ROWS):
+        xs = [np.ascontiguousarray(h.detach().cpu().numpy()) for h in hs]
+        chunk = np.concatenate([x.reshape(len(x), -1).view(np.uint8) for x in xs], axis=1)
+        yield start, chunk
+        start += len(chunk)
+
+
+def _hashes(chunk: np.ndarray) -> np.ndarray:
+    """(B,) uint64: the first 8 bytes of each row's BLAKE2b digest."""
+    return np.frombuffer(b"".join(hashlib.blake2b(r, digest_size=8).digest() for r in chunk), dtype=np.uint64)
+
+
+def rows_in_train(train: CacheRows, test: CacheRows) -> dict[str, Any] | None:
+    """The rows of split ``test`` identical to a row of split ``train`` at every layer (of the
+    store's view: the layers the heads read), or None when there is none.
+
+    Returns summary.json's ``quality.test_rows_in_train``: ``train_split``, ``test_split``, ``rows``
+    (how many test rows), ``of`` (the test rows), ``share``, ``other_label`` (how many of them have
+    a training copy under another label), ``examples`` (the first few: test row, training row,
+    their source indices and labels)."""
+    train_labels, test_labels = train.labels, test.labels
+    train_index, test_index = train.store.index(train.split), test.store.index(test.split)
+    n_test, n_train = len(test_labels), len(train_labels)
+    test_hash = np.concatenate([_hashes(c) for _, c in _row_bytes(test, n_test)] or [np.zeros(0, np.uint64)])
+    wanted = np.unique(test_hash)
+    kept: dict[int, tuple[int, bytes, set[int]]] = {}  # hash → (first training row, its bytes, labels)
+    for start, chunk in _row_bytes(train, n_train):
+        h = _hashes(chunk)
+        for i in np.flatnonzero(np.isin(h, wanted)):
+            key, row, label = int(h[i]), chunk[i].tobytes(), int(train_labels[start + i])
+            if key not in kept:
+                kept[key] = (start + int(i), row, {label})
+            elif kept[key][1] == row:  # a different row with the same 8-byte hash is left out
+                kept[key][2].add(label)
+    if not kept:
+        return None
+    same: list[tuple[int, int]] = []  # (test row, training row)
+    other, keys = 0, np.fromiter(kept, dtype=np.uint64, count=len(kept))
+    for start, chunk in _row_bytes(test, n_test):
+        for i in np.flatnonzero(np.isin(test_hash[start : start + len(chunk)], keys)):
+            first, row, labels = kept[int(test_hash[start + i])]
+            if chunk[i].tobytes() == row:
+                same.append((start + int(i), first))
+                other += bool(labels - {int(test_labels[start + i])})
+    if not same:
+        return None
+    examples = []
+    for t, j in same[:EXAMPLES]:
+        examples.append(
+            {
+                "test_row": t,
+                "test_index": int(test_index[t]),
+                "test_label": int(test_labels[t]),
+                "train_row": j,
+                "train_index": int(train_index[j]),
+                "train_label": int(train_labels[j]),
+            }
+        )
+    return {
+        "train_split": train.split,
+        "test_split": test.split,
+        "rows": len(same),
+        "of": n_test,
+        "share": len(same) / max(n_test, 1),
+        "other_label": other,
+        "examples": examples,
+    }
+
+
+def overlap_warning(found: dict[str, Any]) -> str:
+    """The gate's one line on :func:`rows_in_train`'s finding, on every head."""
+    e, train_split, test_split = found["examples"][0], found["train_split"], found["test_split"]
+
+    def at(split: str, row: int, index: int) -> str:
+        return f"{split} row {row} (source index {index})"
+
+    other = found["other_label"]
+    example = f"{at(test_split, e['test_row'], e['test_index'])} = {at(train_split, e['train_row'], e['train_index'])}"
+    return (
+        f"{found['rows']} of {found['of']} {test_split} rows ({found['share']:.0%}) are identical to rows of the "
+        f"{train_split!r} split (the same features at every layer, e.g. {example}): the test accuracy is partly a "
+        f"training accuracy{f'; {other} of them carry another label there (label noise)' if other else ''}; remove "
+        "the copies from one split (a file copied into both split folders, a record twice in the source) and "
+        "extract again"
+    )
