@@ -103,13 +103,13 @@ def test_image_files_copied_into_the_test_folder_are_said_by_fit_head(tmp_path: 
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "summary.json").read_text())
-    found = summary["quality"]["test_rows_in_train"]
-    assert (found["rows"], found["of"], found["other_label"]) == (6, 54, 2)
-    assert found["share"] == pytest.approx(6 / 54)
     for h in summary["heads"]:
         said = [w for w in h["warnings"] if "are identical to rows of the 'train' split" in w]
         assert len(said) == 1 and said[0].startswith("6 of 54 test rows (11%)"), h["warnings"]
         assert "2 of them carry another label there" in said[0]
+    found = summary["quality"]["test_rows_in_train"]
+    assert (found["rows"], found["of"], found["other_label"]) == (6, 54, 2)
+    assert found["share"] == pytest.approx(6 / 54)
     with FeatureStore(cache) as store:  # each example names a test row and a training row with the same features
         for e in found["examples"]:
             assert e["test_index"] == store.index("test")[e["test_row"]]
