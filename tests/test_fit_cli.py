@@ -206,6 +206,13 @@ def test_heads_on_some_of_the_caches_layers(digits_cache: Path, tmp_path: Path) 
     assert bad.exit_code == 1 and "no layer 'blocks.9'" in bad.stderr
 
 
+def test_help_says_how_the_grid_picks() -> None:
+    """QA: --help said the grid picks by validation accuracy; it picks by validation loss (--monitor)."""
+    result = runner.invoke(app, ["fit-head", "--help"], env=ENV)
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "by the lowest mean validation loss (with --monitor acc: the best mean validation accuracy)" in text
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -99,7 +99,12 @@ class FitConfig:
         help="(head, seed) runs at once on CPU, each in a forked process (default: usable CPUs ÷ --threads, "
         "at most the runs; 1 = one after another); results do not depend on it",
     )
-    grid: bool = option(False, flag="--grid", help="first pick LAYA's d*, τ, ψ, width by mean validation accuracy")
+    grid: bool = option(
+        False,
+        flag="--grid",
+        help="first pick LAYA's d*, τ, ψ, width by the lowest mean validation loss "
+        "(with --monitor acc: the best mean validation accuracy)",
+    )
     grid_d_star: tuple[int, ...] = option((64, 96, 128), flag="--grid-d-star", help="grid d* values")
     grid_tau: tuple[float, ...] = option((0.5, 1.0, 1.5), flag="--grid-tau", help="grid τ values")
     grid_psi: tuple[str, ...] = option(("identity", "mlp"), flag="--grid-psi", help="grid ψ values")
