@@ -52,15 +52,17 @@ def _items(requested: str | Sequence[str]) -> list[str]:
     return [item.strip() for part in parts for item in part.split(",") if item.strip()]
 
 
-def _select(item: str, candidates: Sequence[str], default: Sequence[str], hint: str) -> list[str]:
+def _select(
+    item: str, candidates: Sequence[str], default: Sequence[str], hint: str, among: str, more: str
+) -> list[str]:
     """The layer names one comma-separated item stands for (never empty; raises otherwise)."""
-    listing = f"the model's {len(default)} default layers: {', '.join(default)}"
+    listing = f"{among}: {', '.join(default)}"
     if item == "all" or _INT.fullmatch(item) or _RANGE.fullmatch(item):
         if not default:
             named = f"; it has {len(candidates)} other layer names" if candidates else ""
             raise InputError(
                 f"--layers {item!r} picks from the model's default layers, and this model has none{named}"
-                f"{hint}; {_LIST_HINT}, then name the layers"
+                f"{hint}; {more}, then name the layers"
             )
     if item == "all":
         return list(default)
@@ -81,11 +83,17 @@ def _select(item: str, candidates: Sequence[str], default: Sequence[str], hint: 
         return picked
     if item in candidates or item in default:
         return [item]
-    raise NotFoundError(f"no layer {item!r}; {suggest(item, list(candidates) or list(default))}; {_LIST_HINT}")
+    raise NotFoundError(f"no layer {item!r}; {suggest(item, list(candidates) or list(default))}; {more}")
 
 
 def resolve_layers(
-    requested: str | Sequence[str], candidates: Sequence[str], default: Sequence[str], *, hint: str = ""
+    requested: str | Sequence[str],
+    candidates: Sequence[str],
+    default: Sequence[str],
+    *,
+    hint: str = "",
+    among: str | None = None,
+    more: str = _LIST_HINT,
 ) -> list[str]:
     """Resolve a ``--layers`` request to a non-empty list of distinct layer names, in the order asked.
 
@@ -95,16 +103,19 @@ def resolve_layers(
     Anything that would select nothing, or a name twice, is refused with one line: an empty
     request, ``all``/indices/ranges when the model has no default layers (``hint`` says why, e.g.
     TorchScript's missing hooks), an index out of range, a range selecting none, an unknown name
-    (:class:`NotFoundError` with close matches), or the same layer from two items.
+    (:class:`NotFoundError` with close matches), or the same layer from two items. ``among`` names
+    ``default`` in those lines (the model's default layers unless given) and ``more`` says where the
+    other names are (``--list-layers``).
     """
     items = _items(requested)
     default = list(dict.fromkeys(default))
+    among = among or f"the model's {len(default)} default layers"
     if not items:
         shown = ", ".join(default) or "(none)"
         raise InputError(f"no layers requested; give names, indices, a range a:b or 'all'; default: {shown}")
     chosen: dict[str, str] = {}  # layer → the item that selected it
     for item in items:
-        for name in _select(item, candidates, default, hint):
+        for name in _select(item, candidates, default, hint, among, more):
             if name in chosen:
                 by = f"by {chosen[name]!r} and {item!r}" if chosen[name] != item else f"twice by {item!r}"
                 also = " ('all' already stands for every default layer)" if "all" in (chosen[name], item) else ""

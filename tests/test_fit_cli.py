@@ -206,6 +206,24 @@ def test_heads_on_some_of_the_caches_layers(digits_cache: Path, tmp_path: Path) 
     assert bad.exit_code == 1 and "no layer 'blocks.9'" in bad.stderr
 
 
+@pytest.mark.parametrize(
+    "layers, message",
+    [
+        ("blocks.9", "available: blocks.0, blocks.1, blocks.2; {cache} holds only these layers"),
+        ("10:5", "layer range '10:5' selects none of the 3 layers of {cache}: blocks.0, blocks.1, blocks.2"),
+        ("7", "valid are 0..2 or -3..-1 over the 3 layers of {cache}"),
+    ],
+)
+def test_a_layer_the_cache_lacks_is_named_with_the_caches_layers(
+    digits_cache: Path, tmp_path: Path, layers: str, message: str
+) -> None:
+    """QA: the line spoke of the model's default layers and of --list-layers, an option fit-head lacks."""
+    result = runner.invoke(app, ["fit-head", str(digits_cache), "--layers", layers, "--out", str(tmp_path / "x")])
+    assert result.exit_code == 1
+    line = " ".join(result.stderr.split())
+    assert message.format(cache=digits_cache) in line and "--list-layers" not in line and "model" not in line
+
+
 def test_help_says_how_the_grid_picks() -> None:
     """QA: --help said the grid picks by validation accuracy; it picks by validation loss (--monitor)."""
     result = runner.invoke(app, ["fit-head", "--help"], env=ENV)

@@ -104,6 +104,15 @@ def test_resolve_layers_index_message_lists_the_default_layers():
         resolve_layers("7", CANDIDATES, DEFAULT)
 
 
+def test_resolve_layers_names_what_it_picks_from_when_told():
+    cache = ["blocks.0", "blocks.1", "blocks.2"]
+    words = {"among": "the 3 layers of c.h5", "more": "c.h5 holds only these layers"}
+    with pytest.raises(InputError, match=r"^layer range '10:5' selects none of the 3 layers of c.h5: blocks.0,"):
+        resolve_layers("10:5", cache, cache, **words)
+    with pytest.raises(NotFoundError, match=r"available: blocks.0, blocks.1, blocks.2; c.h5 holds only these layers$"):
+        resolve_layers("blocks.9", cache, cache, **words)
+
+
 # ---------------------------------------------------------------------------------------------
 # capture
 

@@ -238,7 +238,8 @@ def _layers_of(store: FeatureStore, requested: str) -> FeatureStore:
     from ..layers import resolve_layers
 
     every = store.layer_names
-    names = resolve_layers(requested, every, every)
+    among = f"the {len(every)} layers of {store.path}"
+    names = resolve_layers(requested, every, every, among=among, more=f"{store.path} holds only these layers")
     return store if names == every else store.keep_layers(names)
 
 
