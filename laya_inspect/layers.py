@@ -2,7 +2,8 @@
 
 Shapes: N samples, T tokens / time steps, C channels, H×W spatial, D width.
 
-* :func:`resolve_layers` turns ``--layers`` (names, indices, ranges, ``all``) into module names.
+* :func:`resolve_layers` turns ``--layers`` (names, indices, ranges, ``all``) into module names;
+  :func:`depth_order` puts them in the order the model computes them.
 * :func:`capture` owns the forward hooks for one forward pass and always removes them
   (:func:`hooks` is the same with a callback instead of a dict).
 * :func:`pool` reduces one layer's raw output to an (N, D) float tensor and says how it did.
@@ -95,7 +96,8 @@ def resolve_layers(
     among: str | None = None,
     more: str = _LIST_HINT,
 ) -> list[str]:
-    """Resolve a ``--layers`` request to a non-empty list of distinct layer names, in the order asked.
+    """Resolve a ``--layers`` request to a non-empty list of distinct layer names, in the order asked
+    (:func:`depth_order` then puts them in the model's order).
 
     Each comma-separated item is ``all`` (= ``default``), an integer index into ``default``
     (negatives count from the end), a python slice ``a:b`` or ``a:b:step`` over ``default``,
@@ -122,6 +124,23 @@ def resolve_layers(
                 raise InputError(f"--layers selects {name!r} more than once ({by}); name each layer once{also}")
             chosen[name] = item
     return list(chosen)
+
+
+def depth_order(names: Sequence[str], order: Sequence[str], of: str) -> tuple[list[str], str | None]:
+    """``names`` in the order they stand in ``order`` (which holds each of them), and a warning line
+    when that is not the order they were given in; ``of`` says what ``order`` is, for that line.
+
+    Caches keep their layers in depth order: the ``last`` head, the probes and early-exit read the
+    last layer as the deepest.
+    """
+    rank = {name: i for i, name in enumerate(order)}
+    ordered = sorted(names, key=rank.__getitem__)
+    if ordered == list(names):
+        return ordered, None
+    return (
+        ordered,
+        f"--layers {','.join(names)} named the layers out of depth order; they are kept in {of}: {', '.join(ordered)}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,7 +192,8 @@ def _submodule(module: nn.Module, name: str) -> nn.Module:
 def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> Iterator[dict[str, Any]]:
     """Yield a dict that forward hooks on ``names`` fill with each module's raw output.
 
-    A module called several times in one forward keeps its last output. Outputs are cloned
+    The dict holds the outputs in the order they were made; a module called several times in one
+    forward keeps its last output, in the place of that last call. Outputs are cloned
     (``clone=True``) because in-place ops later in the forward would otherwise change them; the
     clone keeps autograd history, so this also works inside a training step. Unknown names raise
     :class:`NotFoundError`; the hooks are removed on exit, also when the body raises.
@@ -181,6 +201,7 @@ def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> I
     store: dict[str, Any] = {}
 
     def record(name: str, _m: nn.Module, out: Any) -> None:
+        store.pop(name, None)  # a second call moves the name to where its output now stands
         store[name] = snapshot(out) if clone else out
 
     with hooks(module, names, record):

@@ -67,12 +67,29 @@ def test_extract_digits_complete_cache_reproduces_logits(ckpt, tmp_path):
 
 
 def test_float16_and_layer_subset(ckpt, tmp_path):
-    extract_features(_config(ckpt, tmp_path / "f.h5", layers="-1,blocks.0", dtype="float16", splits=("test",)))
+    extract_features(_config(ckpt, tmp_path / "f.h5", layers="blocks.0,-1", dtype="float16", splits=("test",)))
     with h5py.File(tmp_path / "f.h5") as f:
         assert f["test/layer_000"].dtype == np.float16
     with FeatureStore(tmp_path / "f.h5") as store:
-        assert store.layer_names == ["blocks.2", "blocks.0"]
-        assert store.splits == ["test"]
+        assert store.layer_names == ["blocks.0", "blocks.2"]
+        assert store.splits == ["test"] and store.attrs["warnings"] == []
+
+
+def test_layers_named_out_of_depth_order_are_cached_in_depth_order_with_a_warning(ckpt, tmp_path):
+    """QA: --layers blocks.2,blocks.0,blocks.1 was cached as given, so the last layer the 'last' head,
+    the probes and early-exit read was blocks.1, not the deepest."""
+    args = extract_args(ckpt, tmp_path / "f.h5", "--layers", "-1,blocks.0,1", "--split", "test", "--limit", "40")
+    result = runner.invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    said = "--layers blocks.2,blocks.0,blocks.1 named the layers out of depth order; they are kept in the order"
+    assert said in result.output
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.layer_names == ["blocks.0", "blocks.1", "blocks.2"] and store.widths == [512, 256, 128]
+        assert any(w.startswith(said) for w in store.attrs["warnings"])
+        model = load_model("zoo:mlp", weights=str(ckpt))
+        with torch.no_grad():  # the deepest layer is stored last: the model's classifier reads it
+            logits = model.module.head(torch.from_numpy(store.layer("test", -1))).numpy()
+        np.testing.assert_allclose(logits, store.logits("test"), rtol=1e-5, atol=1e-5)
 
 
 def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):

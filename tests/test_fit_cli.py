@@ -206,6 +206,22 @@ def test_heads_on_some_of_the_caches_layers(digits_cache: Path, tmp_path: Path) 
     assert bad.exit_code == 1 and "no layer 'blocks.9'" in bad.stderr
 
 
+def test_layers_named_out_of_the_caches_order_are_read_in_its_order(digits_cache: Path, tmp_path: Path) -> None:
+    """QA: fit-head --layers blocks.2,blocks.0 gave a 'last' head that read blocks.0."""
+    out = tmp_path / "o"
+    args = ["fit-head", str(digits_cache), "--layers", "blocks.2,blocks.0", "--head", "last", "--seeds", "1"]
+    result = runner.invoke(app, [*args, *FAST, "--no-probe", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = (
+        "--layers blocks.2,blocks.0 named the layers out of depth order; "
+        "they are kept in the cache's order: blocks.0, blocks.2"
+    )
+    assert f"warning fit-head: {said}" in " ".join(result.output.split())
+    assert json.loads((out / "summary.json").read_text())["warnings"] == [said]
+    config = json.loads((out / "last" / "seed_0" / "config.json").read_text())
+    assert config["layer_names"] == ["blocks.0", "blocks.2"] and config["kwargs"]["widths"] == [48, 16]
+
+
 @pytest.mark.parametrize(
     "layers, message",
     [

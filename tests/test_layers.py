@@ -10,6 +10,7 @@ from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.layers import (
     LayerInfo,
     capture,
+    depth_order,
     hooks,
     list_layers,
     patch_grid,
@@ -113,6 +114,17 @@ def test_resolve_layers_names_what_it_picks_from_when_told():
         resolve_layers("blocks.9", cache, cache, **words)
 
 
+def test_depth_order_sorts_by_the_order_given_and_says_so_only_when_it_moved_a_layer():
+    order = ["layer1", "layer2", "layer3", "layer4"]
+    assert depth_order(["layer2", "layer4"], order, "the model's order") == (["layer2", "layer4"], None)
+    names, said = depth_order(["layer4", "layer1", "layer3"], order, "the model's order")
+    assert names == ["layer1", "layer3", "layer4"]
+    assert said == (
+        "--layers layer4,layer1,layer3 named the layers out of depth order; "
+        "they are kept in the model's order: layer1, layer3, layer4"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # capture
 
@@ -152,6 +164,23 @@ def test_capture_unknown_name_registers_nothing():
         with capture(model, ["0", "22"]):
             pass
     assert no_hooks(model)
+
+
+def test_capture_holds_the_outputs_in_the_order_the_forward_made_them():
+    """A block's output comes after its parts'; a module run twice stands where it last ran."""
+
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shared = nn.Linear(4, 4)
+            self.block = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.shared(self.block(self.shared(x)))
+
+    with capture(model := Twice(), ["block", "shared", "block.0"]) as raw:
+        model(torch.ones(2, 4))
+    assert list(raw) == ["block.0", "block", "shared"]
 
 
 def test_capture_survives_inplace_ops():

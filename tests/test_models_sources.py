@@ -187,6 +187,9 @@ def test_hf_bert_text_classifier(bert_dir):
     assert infos["bert.encoder.layer.0"].shape == (batch["input_ids"].shape[1], 32)
     dry = {i.name: i.shape for i in list_layers(loaded)}  # dummy batch from the tokenizer
     assert dry["hidden_states.2"][1] == 32
+    assert list(loaded.run(batch, ["hidden_states.2", "hidden_states.0"])[0]) == ["hidden_states.0", "hidden_states.2"]
+    with pytest.raises(InputError, match=r"mixes 'hidden_states.0', read from the output .* 'bert.encoder.layer.1'"):
+        loaded.resolve_layers("bert.encoder.layer.1,0")  # which is deeper cannot be told
 
 
 def test_a_sentence_transformers_folder_cuts_texts_where_it_was_trained(bert_dir, tmp_path):

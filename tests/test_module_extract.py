@@ -97,3 +97,31 @@ def test_bad_calls_are_refused_with_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(LayaError, match="already a complete cache"):  # a complete cache is never replaced silently
         extract_features(net, good, layers=["1"], out=tmp_path / "f.h5")
     extract_features(net, good, layers=["1"], out=tmp_path / "f.h5", overwrite=True)
+
+
+def test_layers_are_cached_in_the_order_the_forward_computes_them(tmp_path: Path) -> None:
+    """Not the order named, nor the order the modules were registered in: a block after its parts."""
+
+    class Late(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.out = nn.Linear(12, 10)  # registered first, run last
+            self.block = nn.Sequential(nn.Flatten(), nn.Linear(64, 12), nn.Tanh())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.block(x))
+
+    x, y = _digits()
+    batches = [(x[:200], y[:200])]
+    result = extract_features(Late(), batches, layers=["out", "block", "block.1"], out=tmp_path / "f.h5")
+    assert result.layer_names == ["block.1", "block", "out"] and result.widths == [12, 12, 10]
+    assert result.warnings == [
+        "--layers out,block,block.1 named the layers out of depth order; "
+        "they are kept in the order the model computes them: block.1, block, out"
+    ]
+    with FeatureStore(result.path) as store, torch.no_grad():
+        assert store.layer_names == result.layer_names and store.attrs["warnings"] == result.warnings
+        np.testing.assert_allclose(store.layer("train", -1), Late()(x[:200]).numpy(), rtol=1e-6, atol=1e-6)
+    again = extract_features(Late(), batches, layers="block.1,block,out", out=tmp_path / "g.h5")
+    assert again.layer_names == result.layer_names and again.warnings == []

@@ -24,7 +24,7 @@ from torch import nn
 from .. import __version__
 from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock
-from ..layers import capture, image_size_of, reduce_batch
+from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .writer import FeatureWriter
 
@@ -51,7 +51,8 @@ def extract_from_module(
     ``{"train": train_loader, "test": test_loader}`` — fit_heads trains on "train" and tests on
     "test". A batch is ``(inputs, labels, ...)`` (further items are ignored) or a dict holding one of
     ``labels``/``label``/``y``/``target`` plus the model's keyword inputs. ``layers``: dotted module
-    names (``model.named_modules()``), in the order to store them. ``pool``: as `extract --pool`,
+    names (``model.named_modules()``), stored in the order the model computes them (a warning
+    says when that is not the order given). ``pool``: as `extract --pool`,
     except that ``auto`` cannot tell what a plain module's token 0 is: it takes token 0 of a token
     sequence unless image patches are all there is; pass ``pool="mean"`` for a decoder (GPT-2, Llama)
     or T5's encoder, whose token 0 is no summary of the text.
@@ -72,6 +73,10 @@ def extract_from_module(
         gathered = {s: _run(model, it, names, pool, modules, dev, s) for s, it in splits.items()}
     finally:
         model.train(was_training)
+    ordered, moved = depth_order(names, next(iter(gathered.values())).order, "the order the model computes them")
+    for g in gathered.values():  # the cache keeps its layers in depth order
+        g.parts = [[part[names.index(n)] for n in ordered] for part in g.parts]
+    names = ordered
     first = next(g for g in gathered.values() if g.n)
     num_classes = int(max(int(g.labels.max()) for g in gathered.values() if g.n)) + 1
     classes = [str(c) for c in class_names] if class_names is not None else [str(i) for i in range(num_classes)]
@@ -102,7 +107,7 @@ def extract_from_module(
         },
         "data_fingerprint": _fingerprint(gathered),
         "random_init": False,
-        "warnings": [],
+        "warnings": [moved] if moved else [],
         "compute_dtype": "float32",
         "world_size": 1,
     }
@@ -137,6 +142,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
+        warnings=[moved] if moved else [],
     )
 
 
@@ -157,7 +163,7 @@ class _Split:
         self.pooling: dict[str, str] = {}
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.batch_size = 0
-        self.digest = hashlib.sha256()
+        self.order: list[str] = []  # the layers in the order the first batch made their outputs
 
     @property
     def n(self) -> int:
@@ -239,8 +245,7 @@ def _run(
         if any(len(a) != len(y) for a in arrays):
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
         if not got.parts:
-            got.pooling, got.shapes, got.batch_size = decided, shapes, len(y)
-            got.digest.update(np.ascontiguousarray(arrays[-1][:8]).tobytes())  # first rows, as extract does
+            got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):
             raise InputError(f"split {split!r}, batch {i}: a layer's pooled width changed between batches")
         got.parts.append(arrays)
@@ -255,5 +260,6 @@ def _fingerprint(gathered: dict[str, _Split]) -> str:
     for name, g in gathered.items():
         h.update(name.encode())
         h.update(np.ascontiguousarray(g.labels, dtype=np.int64).tobytes())
-        h.update(g.digest.digest())
+        # the first rows of the deepest layer, as extract does
+        h.update(hashlib.sha256(np.ascontiguousarray(g.parts[0][-1][:8]).tobytes()).digest())
     return h.hexdigest()[:16]

@@ -21,7 +21,7 @@ import torch
 from .. import __version__
 from ..data import load_data
 from ..errors import InputError
-from ..layers import image_size_of, reduce_batch
+from ..layers import depth_order, image_size_of, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -84,6 +84,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with _largest_activation(model.module) as largest, autocast(device, config.amp):
         raw, logits = model.run(to_device(inputs, device), names)
+    names, moved = depth_order(names, list(raw), "the order the model computes them")
+    warnings += [moved] if moved else []
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
     attrs = {
         "tool_version": __version__,

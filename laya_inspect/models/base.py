@@ -212,6 +212,14 @@ class LoadedModel:
         """:func:`~laya_inspect.layers.resolve_layers` over this model's layers, with its own hint when
         nothing can be selected (e.g. TorchScript, which takes no hooks)."""
         names = resolve_layers(requested, self.candidate_layers(), self.default_layers, hint=self.adapter.hook_hint)
+        read = [n for n in names if n in self.adapter.virtual_names]
+        hooked = [n for n in names if n not in read]
+        if read and hooked:
+            raise InputError(
+                f"--layers mixes {read[0]!r}, read from the output of {self.spec}, with the module {hooked[0]!r}: "
+                "which of them is deeper cannot be told, and a cache keeps its layers in depth order; "
+                "extract them into two caches"
+            )
         random = [n for n in names for u in self.untrained if n == u or n.startswith(u + ".")]
         if random:
             raise InputError(
@@ -289,7 +297,9 @@ class LoadedModel:
             ) from e
 
     def run(self, inputs: Any, layer_names: Sequence[str]) -> tuple[dict[str, Any], Tensor | None]:
-        """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``.
+        """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``,
+        the outputs in depth order: hooked modules in the order the forward made them (a module run
+        twice where its last output was made), outputs read from the model's output by their index.
 
         Inputs the model rejects raise :class:`InputError` (see :meth:`forward`).
         """
@@ -297,22 +307,23 @@ class LoadedModel:
         wanted_virtual = [n for n in layer_names if n in virtual]
         hooked = [n for n in layer_names if n not in virtual]
         raw: dict[str, Any] = {}
+
+        def record(name: str, _m: nn.Module, out: Any) -> None:
+            raw.pop(name, None)  # a second call moves the name to where its output now stands
+            raw[name] = snapshot(out)
+
         with torch.no_grad():
-            out = self.forward(
-                inputs,
-                hooked,
-                lambda n, _m, o: raw.__setitem__(n, snapshot(o)),
-                bool(wanted_virtual),
-            )
+            out = self.forward(inputs, hooked, record, bool(wanted_virtual))
         silent = [n for n in hooked if n not in raw]
         if silent:
             raise InputError(
                 f"layer(s) {', '.join(map(repr, silent))} did not run in the forward pass of {self.spec}, "
                 f"so their hooks saw nothing{self.adapter.hook_hint}"
             )
-        for name in wanted_virtual:
-            raw[name] = self.adapter.virtual(out, name)
-        return {n: raw[n] for n in layer_names}, self.adapter.logits(out, self.num_classes)
+        for name in self.adapter.virtual_names:  # hidden_states.K: the output of the K-th block
+            if name in wanted_virtual:
+                raw[name] = self.adapter.virtual(out, name)
+        return raw, self.adapter.logits(out, self.num_classes)
 
 
 def freeze(module: nn.Module, device: str | torch.device) -> nn.Module:

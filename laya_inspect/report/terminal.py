@@ -297,6 +297,7 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
         )
     lines = [Text(ref)] if ref else []
     lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
+    lines += warning_lines(summary.get("warnings"), of="fit-head")
     for h in summary["heads"]:
         for w in h.get("warnings") or []:
             lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
@@ -305,6 +306,6 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
 
 def warning_lines(warnings: Any, of: str = "cache") -> list[Text]:
     """One line per warning, saying what it is said of: "cache", what extract warned about the cache
-    every number here comes from, or "head", what is said of a head (fit-head's gate, another cache,
-    its training rows)."""
+    every number here comes from, "head", what is said of a head (fit-head's gate, another cache,
+    its training rows), or "fit-head", what fit-head said of its own options."""
     return [Text.assemble(("warning", "yellow"), f" {of}: {w}") for w in warnings or []]

@@ -204,7 +204,7 @@ def fit_heads(
     emit = progress or no_progress
     if config.threads is not None:  # the command line applies the default itself
         set_threads(config.threads)
-    store = _layers_of(store, config.layers)
+    store, said = _layers_of(store, config.layers)
     out = Path(out_dir)
     world = join_world(config.device)  # under torchrun the (head, seed) runs are spread over the processes
     device = pick_device(device_for(config.device, world))
@@ -219,10 +219,10 @@ def fit_heads(
             "a head needs training rows of at least 2 classes"
         )
     if not world.is_main:  # rank 0 writes the folder; this process only runs its share of the runs
-        return _fit_into(store, config, None, final=out, device=device, emit=emit, world=world)
+        return _fit_into(store, config, None, final=out, device=device, emit=emit, world=world, said=said)
     try:
         with atomic_dir(out, force=overwrite, command="fit-head", inputs=[store.path]) as tmp:
-            result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world)
+            result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world, said=said)
             from ..report import write_report_html
 
             result.files["report_html"] = write_report_html(tmp, as_dir=out)
@@ -233,14 +233,16 @@ def fit_heads(
     return result
 
 
-def _layers_of(store: FeatureStore, requested: str) -> FeatureStore:
-    """``store``, or the view of the layers ``--layers`` names (:meth:`FeatureStore.keep_layers`)."""
-    from ..layers import resolve_layers
+def _layers_of(store: FeatureStore, requested: str) -> tuple[FeatureStore, list[str]]:
+    """``store``, or the view of the layers ``--layers`` names (:meth:`FeatureStore.keep_layers`) in
+    the cache's order, and the warning that says so when they were named in another."""
+    from ..layers import depth_order, resolve_layers
 
     every = store.layer_names
     among = f"the {len(every)} layers of {store.path}"
-    names = resolve_layers(requested, every, every, among=among, more=f"{store.path} holds only these layers")
-    return store if names == every else store.keep_layers(names)
+    asked = resolve_layers(requested, every, every, among=among, more=f"{store.path} holds only these layers")
+    names, moved = depth_order(asked, every, "the cache's order")
+    return (store if names == every else store.keep_layers(names)), [moved] if moved else []
 
 
 def _fit_into(
@@ -252,9 +254,11 @@ def _fit_into(
     device: Any,
     emit: Progress,
     world: World = World(),
+    said: Sequence[str] = (),
 ) -> FitResult:
     """Fit into the folder ``out``; ``out`` None: a process other than rank 0 under torchrun, which
-    runs its share of the runs and returns them, writing nothing."""
+    runs its share of the runs and returns them, writing nothing. ``said``: what fit-head warns of
+    its own options, for summary.json's ``warnings``."""
     from .grid import grid_search, write_grid
     from .overlap import rows_in_train
     from .profiles import class_names, compute_profiles, write_profiles
@@ -400,6 +404,7 @@ def _fit_into(
         "grid": grid and {"chosen": grid["chosen"], "file": "grid.json"},
         "heads": heads,
         "quality": quality,
+        "warnings": list(said),
     }
     files["summary_json"] = write_json(out / "summary.json", summary)
     files["summary_csv"] = write_csv(out / "summary.csv", summary_rows(heads))
