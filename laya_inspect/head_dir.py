@@ -64,13 +64,13 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
 
 def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureStore) -> str | None:
     """Why the head was not trained on ``store``, or None: another feature space (backbone, layers,
-    pooling, transforms or data source), or the same features of other rows (another split seed,
+    pooling, transforms, the --amp forward or data source), or the same features of other rows (another split seed,
     ``--limit`` or data files), whose test split may hold rows the head was trained on."""
     recorded, where = config.get("cache_fingerprint"), config.get("cache_path")
     if recorded != store.fingerprint:
         return (
             f"head {head_dir} was trained on a cache with fingerprint {recorded} ({where}), not on {store.path} "
-            f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms or data"
+            f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms, --amp or data"
         )
     rows = config.get("cache_rows")
     rows = rows if isinstance(rows, dict) else {}

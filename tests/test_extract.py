@@ -120,6 +120,26 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
     extract_features(_config(ckpt, part, overwrite=True, splits=("test",)))
 
 
+def test_amp_is_said_in_the_cache_and_the_terminal_and_changes_the_fingerprint(ckpt, tmp_path):
+    """--amp rows are not float32's: extract warns, the cache records the warning and its fingerprint
+    differs from the float32 cache of the same options, so their heads are told apart."""
+    outputs = {}
+    for name, flags in [("f32", []), ("amp", ["--amp"])]:
+        res = runner.invoke(app, extract_args(ckpt, tmp_path / f"{name}.h5", "--limit", "40", *flags))
+        assert res.exit_code == 0, res.output
+        outputs[name] = " ".join(res.output.split())
+    assert "--amp" not in outputs["f32"]
+    assert "warning: --amp: the backbone ran under bfloat16 autocast" in outputs["amp"]
+    assert "Run extract without --amp for float32 features" in outputs["amp"]
+    with FeatureStore(tmp_path / "f32.h5") as f32, FeatureStore(tmp_path / "amp.h5") as amp:
+        assert amp.attrs["compute_dtype"] == "bfloat16 (autocast)" and f32.attrs["compute_dtype"] == "float32"
+        assert not f32.attrs["warnings"]
+        (said,) = amp.attrs["warnings"]
+        assert said.startswith("--amp: the backbone ran under bfloat16 autocast") and "GPU" in said
+        assert amp.fingerprint != f32.fingerprint
+        assert not np.array_equal(amp.layer("test", -1), f32.layer("test", -1))  # the rows do differ
+
+
 @pytest.mark.slow
 def test_cli_extract_and_list_layers(ckpt, tmp_path):
     res = runner.invoke(

@@ -128,6 +128,22 @@ def test_fingerprint_ignores_split_sizes_but_not_layers(tmp_path):
         assert sa.fingerprint != sc.fingerprint
 
 
+def test_an_amp_cache_has_its_own_fingerprint_and_an_old_cache_keeps_its_own(tmp_path):
+    """--amp rows are other features: a head must not pass between an --amp and a float32 cache
+    unnoticed. A float32 cache, and one written before `compute_dtype` existed, keep the fingerprint
+    they had (67eaab44b742aea9, what the code before gave these arrays), so their heads still match."""
+    feats, y = _arrays()
+    fingerprints = {}
+    for name, compute in [("before", None), ("float32", "float32"), ("bf16", "bfloat16 (autocast)")]:
+        extra = {} if compute is None else {"compute_dtype": compute}
+        path = write_cache(tmp_path / f"{name}.h5", {"train": (feats, y)}, extra_attrs=extra)
+        with FeatureStore(path) as store:
+            assert ("compute_dtype" in store.attrs) == (compute is not None)
+            fingerprints[name] = store.fingerprint
+    assert fingerprints["before"] == fingerprints["float32"] == "67eaab44b742aea9"
+    assert fingerprints["bf16"] != fingerprints["float32"]
+
+
 def test_a_missing_cache_with_torchrun_shards_beside_it_names_them(tmp_path) -> None:
     (tmp_path / "f.h5.shards").mkdir()
     with pytest.raises(CacheError, match=r"under torchrun is running or was interrupted \(f\.h5\.shards\)"):

@@ -25,7 +25,14 @@ from ..layers import depth_order, image_size_of, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
-from .extract_config import ACTIVATION_BUDGET, DEFAULT_BATCH, MIN_CPU_BATCH, ExtractConfig, ExtractResult
+from .extract_config import (
+    ACTIVATION_BUDGET,
+    AMP_COST,
+    DEFAULT_BATCH,
+    MIN_CPU_BATCH,
+    ExtractConfig,
+    ExtractResult,
+)
 from .writer import FeatureWriter
 
 
@@ -77,7 +84,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         )
     names = model.resolve_layers(config.layers)
     modules = dict(model.module.named_modules())
-    warnings = [*getattr(model, "warnings", []), *getattr(data, "warnings", [])]
+    compute = autocast_dtype(device, config.amp)
+    warnings = [*getattr(model, "warnings", []), *getattr(data, "warnings", []), *amp_warning(compute, config.dtype)]
 
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
@@ -111,7 +119,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "data_fingerprint": data_fingerprint(data),
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
-        "compute_dtype": "bfloat16 (autocast)" if config.amp else "float32",
+        "compute_dtype": "float32" if compute is None else f"{_name(compute)} (autocast)",
         "world_size": world_size,
     }
     return Prepared(
@@ -262,15 +270,41 @@ def _files_digest(path: Path) -> str:
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
-def autocast(device: torch.device, on: bool) -> Any:
-    """bfloat16 autocast for the backbone forward with --amp (float16 on a GPU without bfloat16);
-    rows are stored as --dtype all the same, since HDF5 has no bfloat16."""
+def autocast_dtype(device: torch.device, on: bool) -> torch.dtype | None:
+    """The dtype --amp runs the backbone forward in on ``device`` (bfloat16; float16 on a GPU without
+    bfloat16), None without --amp."""
     if not on:
-        return nullcontext()
-    dtype = torch.bfloat16
+        return None
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        dtype = torch.float16
+        return torch.float16
+    return torch.bfloat16
+
+
+def autocast(device: torch.device, on: bool) -> Any:
+    """Autocast for the backbone forward with --amp (:func:`autocast_dtype`); rows are stored as
+    --dtype all the same, since HDF5 has no bfloat16."""
+    dtype = autocast_dtype(device, on)
+    if dtype is None:
+        return nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def amp_warning(compute: torch.dtype | None, stored: str) -> list[str]:
+    """The warning an --amp cache records: its rows are not the float32 features, and what that cost
+    where it was measured."""
+    if compute is None:
+        return []
+    name = _name(compute)
+    return [
+        f"--amp: the backbone ran under {name} autocast, so the cached layers and logits hold values computed "
+        f"in {name} (stored as {stored}), not the float32 features: {AMP_COST}. The cache's fingerprint says so, "
+        "and a head fitted on it is another cache's head to a float32 cache of the same options, and the other "
+        "way round. Run extract without --amp for float32 features"
+    ]
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def default_batch_size(module: torch.nn.Module, device: torch.device, row_bytes: float) -> int:

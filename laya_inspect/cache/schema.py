@@ -25,6 +25,7 @@ JSON_ATTRS = (
     "command",
 )
 # What defines the feature space a head is trained in; split sizes and limits are left out on purpose.
+# `compute_dtype` joins them only when it is not float32 (--amp): FeatureStore.fingerprint.
 FINGERPRINT_KEYS = (
     "model_spec",
     "weights_sha256",

@@ -177,6 +177,9 @@ class FeatureStore:
             return self._of.fingerprint
         ident = {k: self.attrs.get(k) for k in FINGERPRINT_KEYS}
         ident["widths"] = self.widths
+        compute = self.attrs.get("compute_dtype")
+        if compute and compute != "float32":  # --amp; a float32 cache, or one written before, keeps its hash
+            ident["compute_dtype"] = compute
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
     def recorded_path(self, path: str | None) -> str | None:
