@@ -23,6 +23,14 @@ class InputError(LayaError):
     """A value or file is present but unusable (wrong shape, bad spec, bad option)."""
 
 
+class ImageFileError(InputError):
+    """An image file that cannot be read (or a few, named in the message); ``path`` is the first."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class CacheError(LayaError):
     """A feature cache or head directory is incomplete, of another schema, or mismatched."""
 

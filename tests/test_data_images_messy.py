@@ -13,7 +13,7 @@ import torch
 from PIL import Image, ImageOps
 
 from laya_inspect.data import load_data
-from laya_inspect.data.images import file_size
+from laya_inspect.data.headers import file_size
 
 skdata = pytest.importorskip("skimage.data")
 
@@ -218,3 +218,72 @@ def test_a_split_folder_holding_a_stray_image_is_still_a_split(tmp_path):
     save_jpg(tmp_path / "train" / "preview.jpg", photo("cat"))
     b = load_data(f"imagefolder:{tmp_path}")
     assert sorted(b.splits) == ["test", "train"] and b.class_names == ["bus", "car"]
+
+
+# ----------------------------------------------------------------------------- broken and paged files
+def _extract(root: Path, out: Path, *extra: str):
+    from typer.testing import CliRunner
+
+    from laya_inspect.cli import app
+
+    argv = ["extract", "--model", "torchvision:mobilenet_v3_small", "--random-init", "--data", f"imagefolder:{root}"]
+    argv += ["--image-size", "32", "--layers", "-1", "--batch-size", "2", "--device", "cpu", "--out", str(out)]
+    return CliRunner().invoke(app, [*argv, *extra])
+
+
+def test_files_that_cannot_be_opened_are_named_together_before_any_pixel_is_read(tmp_path, monkeypatch):
+    """QA: a zero-byte file and a truncated JPEG each stopped extract after rows had been decoded, one
+    per run. Every file whose header cannot be read is now named in one error before any pixel is
+    decoded (a JPEG cut short, whose header reads, is not among them)."""
+    from laya_inspect.data import images
+    from laya_inspect.errors import InputError
+
+    root = tmp_path / "photos"
+    two_classes(root, n=6)
+    (root / "cat" / "empty.jpg").write_bytes(b"")  # a copy that never finished
+    (root / "dog" / "notes.png").write_text("not a picture")
+    (root / "dog" / "noise.jpg").write_bytes(os.urandom(3000))
+    cut = root / "cat" / "1.jpg"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    decoded = []
+    monkeypatch.setattr(images, "read_image", lambda path, channels: decoded.append(path))
+    with pytest.raises(InputError) as caught:
+        load_data(f"imagefolder:{root}", test_fraction=0.5)
+    said = str(caught.value)
+    assert "3 of 15 image files to read cannot be opened" in said and not decoded and "\n" not in said
+    assert "cat/empty.jpg (empty, 0 bytes), dog/noise.jpg (not an image PIL can identify), dog/notes.png (" in said
+    assert "1.jpg" not in said and "replace or remove them" in said
+    for name in ("cat/empty.jpg", "dog/notes.png", "dog/noise.jpg"):
+        (root / name).unlink()
+    for i in range(7):  # more than are named: the first few, and how many in all
+        (root / "dog" / f"empty{i}.png").write_bytes(b"")
+    with pytest.raises(InputError, match=r"7 of 19 .*dog/empty4.png \(empty, 0 bytes\), … \(7 in all\)"):
+        load_data(f"imagefolder:{root}", test_fraction=0.5)
+    assert load_data(f"imagefolder:{root}", test_fraction=0.5, limit=2).splits  # a --limit leaving them out
+    assert not decoded
+
+
+def test_extract_names_broken_files_before_any_work_and_a_file_cut_short_says_how_to_start_again(tmp_path):
+    """End to end: a file whose header cannot be read stops extract before anything is written; a JPEG
+    cut short stops it at its batch, and the error says to run again with --overwrite, which the
+    changed folder then needs."""
+    root = tmp_path / "photos"
+    for split, n in (("train", 6), ("test", 2)):
+        two_classes(root / split, n=n)
+    (root / "test" / "dog" / "empty.png").write_bytes(b"")
+    res = _extract(root, tmp_path / "f.h5")
+    assert res.exit_code == 1 and "1 of 17 image files" in res.output and "test/dog/empty.png" in res.output
+    assert not list(tmp_path.glob("f.h5*"))  # refused before any work: nothing to resume or overwrite
+    (root / "test" / "dog" / "empty.png").unlink()
+    cut = root / "train" / "dog" / "5.jpg"  # the last training row: past the rows read before the run
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    res = _extract(root, tmp_path / "f.h5")
+    said = " ".join(res.output.split())
+    assert res.exit_code == 1 and "dog/5.jpg': image file is truncated" in said
+    assert "replace or remove the file, then run the same command again with --overwrite" in said
+    assert (tmp_path / "f.h5.partial").exists()
+    cut.unlink()
+    res = _extract(root, tmp_path / "f.h5")
+    assert res.exit_code == 1 and "--overwrite to start again" in res.output  # as said: the folder changed
+    res = _extract(root, tmp_path / "f.h5", "--overwrite")
+    assert res.exit_code == 0, res.output

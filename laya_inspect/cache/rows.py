@@ -20,7 +20,7 @@ import torch
 
 from .. import __version__
 from ..data import load_data
-from ..errors import InputError
+from ..errors import ImageFileError, InputError
 from ..layers import depth_order, image_size_of, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
@@ -179,7 +179,7 @@ def _write_rows(
         # image files: the next batch is decoded on another CPU while this one runs (arrays, already
         # decoded, and a single CPU gain nothing from it)
         ahead = 2 if "decode" in prep.data.transforms and usable_cpus() > 1 else 0
-        with closing(prefetch(split.batches(prep.batch_size, start=done), ahead)) as batches:
+        with closing(prefetch(split.batches(prep.batch_size, start=done), ahead)) as batches, _resume_hint(writer):
             for inputs, labels, index in batches:
                 with autocast(device, config.amp):
                     raw, logits = prep.model.run(to_device(inputs, device), names)
@@ -198,6 +198,20 @@ def _write_rows(
                 written += len(labels)
                 emit({"event": "batch", "split": split_name, "rows": len(labels)})
     return written, resumed
+
+
+@contextmanager
+def _resume_hint(writer: FeatureWriter) -> Iterator[None]:
+    """An image file that fails to decode mid-run (its header read) stops the run; mending or removing
+    it changes the folder, and so the data fingerprint a resume must match: the error says so."""
+    try:
+        yield
+    except ImageFileError as e:
+        raise ImageFileError(
+            f"{e}, then run the same command again with --overwrite: the rows written so far ({writer.partial}) "
+            "came from the folder as it was, and a changed folder is not resumed",
+            e.path,
+        ) from None
 
 
 def result_of(

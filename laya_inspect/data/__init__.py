@@ -33,8 +33,9 @@ import torch
 
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
-from .base import DatasetKind, Source, SplitSource, stratified_split, stratified_subset
+from .base import DatasetKind, Source, stratified_split, stratified_subset
 from .checks import check_labels, cut_texts, empty_classes, float_images, repeated_texts, stretched_images
+from .headers import FileHeader, refuse_unreadable
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -282,13 +283,14 @@ def load_data(
         )
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
-    read: list[tuple[SplitSource, np.ndarray]] = []
+    headers: list[FileHeader] = []  # of every image file to be read, before any is decoded
     texts: dict[str, list[str]] = {}
     for name, part in parts.items():
         assert part.rows is not None  # SplitSource.__post_init__ fills rows
         labels, rows, info = _limited(part.labels, part.rows, limit, seed)
         per_split[name] = info
-        read.append((part, rows))
+        if part.headers is not None:
+            headers += part.headers(rows)
 
         def fetch(q: np.ndarray, f: Callable[[np.ndarray], Any] = part.fetch) -> Any:
             return transform(f(q))
@@ -299,8 +301,10 @@ def load_data(
         if isinstance(transform, TextTransform):
             warnings += cut_texts(spec, name, texts[name], transform.tokenizer, transform.max_length)
     warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
+    refuse_unreadable(f"dataset {spec!r}", src.location, headers)
     if isinstance(transform, ImageTransform) and resize is None:
-        warnings += stretched_images(spec, transform, src.native, read, seed, getattr(input_spec, "resize", None))
+        sizes = [h.size for h in headers]
+        warnings += stretched_images(spec, transform, src.native, sizes, seed, getattr(input_spec, "resize", None))
     log.info(
         "dataset %s (%s): %s",
         spec,

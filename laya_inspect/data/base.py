@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, NotFoundError, os_message
+from .headers import FileHeader
 
 
 @dataclass
@@ -27,14 +28,15 @@ class SplitSource:
     ``rows`` (N,) int64 are the rows in the source dataset (what ``Split.batches`` yields as
     ``index``); ``fetch(rows)`` returns the raw inputs of those rows: an image tensor (B, C, H, W)
     (uint8, or float in [0, 1]), a list of (C, H, W) tensors when sizes may differ, a float tensor
-    (B, D) of vectors, or a list of B strings. ``sizes(rows)``, where given, is each row's (H, W)
-    read without decoding its pixels (image files); None: every image has ``native["size"]``.
+    (B, D) of vectors, or a list of B strings. ``headers(rows)``, where given (image files), is each
+    row's file header read without decoding its pixels (its size, whether it can be opened, its
+    pages); None: every image has ``native["size"]``.
     """
 
     labels: np.ndarray
     fetch: Callable[[np.ndarray], Any]
     rows: np.ndarray | None = None
-    sizes: Callable[[np.ndarray], list[tuple[int, int] | None]] | None = None
+    headers: Callable[[np.ndarray], list[FileHeader]] | None = None
 
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64)

@@ -136,11 +136,12 @@ SIZE_SAMPLE = 256
 
 
 def stretched_images(
-    spec: str, transform: Any, native: dict, parts: list[tuple[Any, np.ndarray]], seed: int, own: str | None = None
+    spec: str, transform: Any, native: dict, read: list[tuple[int, int] | None], seed: int, own: str | None = None
 ) -> list[str]:
     """A warning when the default ``--resize stretch`` changes the aspect ratio of images: the model
-    sees them squeezed. ``parts``: (SplitSource, rows read) of each split; ``own``: how the model's
-    own preprocessing resizes (InputSpec.resize; "stretch": no warning)."""
+    sees them squeezed. ``read``: the (H, W) of every image file read, from its header (None: not
+    readable; empty for arrays, whose size is ``native["size"]``); ``own``: how the model's own
+    preprocessing resizes (InputSpec.resize; "stretch": no warning)."""
     if transform.size is None or transform.resize != "stretch" or own == "stretch":
         return []
     th, tw = transform.size
@@ -149,11 +150,10 @@ def stretched_images(
         found: list[tuple[int, int] | None] = [(h, w)]
         counted = f"its images ({h}×{w})"
     else:
-        sample = [(part, int(r)) for part, rows in parts if part.sizes is not None for r in rows]
-        if len(sample) > SIZE_SAMPLE:
-            picks = np.random.default_rng(seed).choice(len(sample), SIZE_SAMPLE, replace=False)
-            sample = [sample[i] for i in sorted(picks)]
-        found = [part.sizes(np.array([r]))[0] for part, r in sample]
+        found = list(read)
+        if len(found) > SIZE_SAMPLE:
+            picks = np.random.default_rng(seed).choice(len(found), SIZE_SAMPLE, replace=False)
+            found = [found[i] for i in sorted(picks)]
         counted = ""
     sizes = [hw for hw in found if hw is not None and min(hw) > 0]
     bent = [(h, w) for h, w in sizes if max(w / h * th / tw, h / w * tw / th) > STRETCH_TOLERANCE]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..errors import ImageFileError, InputError
 from .base import Source, SplitSource, read_failed, stratified_split, user_path
+from .headers import (
+    FileHeader,
+    file_header,
+    folder_channels,
+    open_image,
+    orientation,
+    pil_errors,
+    unreadable,
+)
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 # Images in formats not read: a folder holding them gets a warning (other files are passed over quietly).
@@ -127,11 +135,8 @@ def array_source(
 #
 # 8-bit results are uint8 tensors (C, H, W); 16-bit and float ones are float32 in [0, 1].
 
-GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 WIDE_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N", "F")  # more than 8 bits: never through uint8
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
-ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
-_SIDEWAYS = (5, 6, 7, 8)  # ... of which these swap width and height
 DECODE = (
     "each file converted on its own with PIL: EXIF orientation applied first (upright as a viewer "
     "shows it), alpha composited on white, palette and CMYK to RGB, "
@@ -139,77 +144,19 @@ DECODE = (
 )
 
 
-def _unreadable(path: str, e: BaseException) -> InputError:
-    return InputError(f"cannot read image {path!r}: {e or type(e).__name__}; replace or remove the file")
-
-
-def _open(path: str) -> Any:
-    from PIL import Image
-
-    try:
-        return Image.open(path)
-    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
-        raise _unreadable(path, e) from None
-
-
-def file_size(path: str) -> tuple[int, int] | None:
-    """(H, W) as :func:`read_image` gives it (after the EXIF orientation), from the header only; None
-    for a file that cannot be read (its decode says why)."""
-    from PIL import Image
-
-    try:
-        with _open(path) as im:
-            h, w = int(im.height), int(im.width)
-            return (w, h) if _header_orientation(im) in _SIDEWAYS else (h, w)
-    except (InputError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError):
-        return None
-
-
-def _header_orientation(im: Any) -> Any:
-    # PIL decodes a PNG's pixels to look for an eXIf chunk after them; PIL and cameras write it before
-    # them, so a PNG whose header has none is taken as upright here rather than decoded. PIL opens a
-    # TIFF already turned.
-    if (im.format == "PNG" and "exif" not in im.info) or im.format == "TIFF":
-        return 1
-    return _orientation(im)
-
-
-def _orientation(im: Any) -> int:
-    """The EXIF orientation (1 = upright); an EXIF PIL cannot read counts as upright."""
-    try:
-        value = im.getexif().get(ORIENTATION, 1)
-    except Exception:  # noqa: BLE001 - a damaged EXIF block, in whatever way it is damaged
-        return 1
-    return value if isinstance(value, int) else 1
-
-
-def file_channels(path: str) -> int:
-    """1 for a greyscale file, 3 for any other (palette files count as colour); reads the header only."""
-    with _open(path) as im:
-        return 1 if im.mode in GREY_MODES else 3
-
-
-def folder_channels(files: Sequence[str]) -> int:
-    """3 if any file is in colour, else 1: the channels of a folder when the model does not say.
-    Stops at the first colour file, so a colour folder costs one header."""
-    return 3 if any(file_channels(f) == 3 for f in files) else 1
-
-
 def read_image(path: str, channels: int) -> torch.Tensor:
     """One image file → (channels, H, W): uint8, or float32 in [0, 1] for 16-bit and float files."""
-    from PIL import Image
-
     if channels not in (1, 3):
         raise InputError(f"image files are read as greyscale (1) or RGB (3) channels, not {channels}")
     try:
-        with _open(path) as im:
+        with open_image(path) as im:
             im = _upright(im)
             if im.mode in WIDE_MODES:
                 plane = torch.from_numpy(_wide(im, path))[None]
                 return plane.repeat(channels, 1, 1) if channels == 3 else plane
             arr = np.asarray(_on_white(im).convert("L" if channels == 1 else "RGB"), dtype=np.uint8)
-    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
-        raise _unreadable(path, e) from None
+    except pil_errors() as e:
+        raise unreadable(path, e) from None
     t = torch.from_numpy(arr.copy())
     return t[None] if t.ndim == 2 else t.permute(2, 0, 1).contiguous()
 
@@ -230,7 +177,7 @@ def _upright(im: Any) -> Any:
         6: Image.Transpose.ROTATE_270,
         7: Image.Transpose.TRANSVERSE,
         8: Image.Transpose.ROTATE_90,
-    }.get(_orientation(im))
+    }.get(orientation(im))
     return im if turn is None else im.transpose(turn)
 
 
@@ -251,16 +198,18 @@ def _wide(im: Any, path: str) -> np.ndarray:
     if im.mode == "F":
         arr = arr.astype(np.float32)
         if arr.size and not (np.isfinite(arr).all() and arr.min() >= 0.0 and arr.max() <= 1.0):
-            raise InputError(
+            raise ImageFileError(
                 f"{path}: 32-bit float pixels must lie in [0, 1], got {np.nanmin(arr)}..{np.nanmax(arr)} "
-                "(NaN or infinite included); rescale the file or save it with 8 or 16 bits"
+                "(NaN or infinite included); rescale the file or save it with 8 or 16 bits",
+                path,
             )
         return arr
     values = arr.astype(np.int64)
     if values.size and (values.min() < 0 or values.max() > 65535):
-        raise InputError(
+        raise ImageFileError(
             f"{path}: integer pixels {values.min()}..{values.max()} do not fit 16 bits (0..65535); "
-            "save the file with 8 or 16 bits"
+            "save the file with 8 or 16 bits",
+            path,
         )
     return (values / 65535.0).astype(np.float32)
 
@@ -438,10 +387,10 @@ def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.
     def fetch(q: np.ndarray) -> list[torch.Tensor]:
         return [read_image(files[i], channels) for i in q.tolist()]
 
-    def sizes(q: np.ndarray) -> list[tuple[int, int] | None]:
-        return [file_size(files[i]) for i in q.tolist()]
+    def headers(q: np.ndarray) -> list[FileHeader]:
+        return [file_header(files[i]) for i in q.tolist()]
 
-    return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch, sizes=sizes)
+    return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch, headers=headers)
 
 
 def load_imagefolder(

@@ -1,0 +1,128 @@
+"""Image files read as far as their header, no pixels decoded: the size a file decodes to (after its
+EXIF orientation) and its channels. ``load_data`` reads the header of every file it will decode
+before any work (:func:`file_header`), so that the files that cannot be opened are named all at once
+(:func:`refuse_unreadable`). A file whose header reads but whose pixels do not (a JPEG cut short) is
+found only when its batch is decoded."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ImageFileError, few
+
+GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
+ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
+_SIDEWAYS = (5, 6, 7, 8)  # ... of which these swap width and height
+SHOWN = 5  # files named in one message
+
+
+def unreadable(path: str, e: BaseException) -> ImageFileError:
+    return ImageFileError(f"cannot read image {path!r}: {e or type(e).__name__}; replace or remove the file", path)
+
+
+def pil_errors() -> tuple[type[BaseException], ...]:
+    """What PIL raises on a file it cannot open or decode."""
+    from PIL import Image
+
+    return (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
+
+
+def open_image(path: str) -> Any:
+    from PIL import Image
+
+    try:
+        return Image.open(path)
+    except pil_errors() as e:
+        raise unreadable(path, e) from None
+
+
+@dataclass(frozen=True)
+class FileHeader:
+    """What an image file's header says. ``size``: (H, W) as :func:`~.images.read_image` gives it,
+    None when the header cannot be read (``problem`` says why)."""
+
+    path: str
+    size: tuple[int, int] | None
+    problem: str = ""
+
+
+def file_header(path: str) -> FileHeader:
+    """The header of one file, never raising: a file that cannot be opened gets ``size`` None."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        if os.path.getsize(path) == 0:
+            return FileHeader(path, None, "empty, 0 bytes")
+        with Image.open(path) as im:
+            h, w = int(im.height), int(im.width)
+            size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
+            return FileHeader(path, size)
+    except UnidentifiedImageError:
+        return FileHeader(path, None, "not an image PIL can identify")
+    except pil_errors() as e:
+        return FileHeader(path, None, getattr(e, "strerror", None) or str(e) or type(e).__name__)
+
+
+def file_size(path: str) -> tuple[int, int] | None:
+    """(H, W) as :func:`~.images.read_image` gives it (after the EXIF orientation), from the header
+    only; None for a file that cannot be read."""
+    return file_header(path).size
+
+
+def header_orientation(im: Any) -> Any:
+    # PIL decodes a PNG's pixels to look for an eXIf chunk after them; PIL and cameras write it before
+    # them, so a PNG whose header has none is taken as upright here rather than decoded. PIL opens a
+    # TIFF already turned.
+    if (im.format == "PNG" and "exif" not in im.info) or im.format == "TIFF":
+        return 1
+    return orientation(im)
+
+
+def orientation(im: Any) -> int:
+    """The EXIF orientation (1 = upright); an EXIF PIL cannot read counts as upright."""
+    try:
+        value = im.getexif().get(ORIENTATION, 1)
+    except Exception:  # noqa: BLE001 - a damaged EXIF block, in whatever way it is damaged
+        return 1
+    return value if isinstance(value, int) else 1
+
+
+def file_channels(path: str) -> int:
+    """1 for a greyscale file, 3 for any other (palette files count as colour); reads the header only."""
+    with open_image(path) as im:
+        return 1 if im.mode in GREY_MODES else 3
+
+
+def folder_channels(files: Sequence[str]) -> int:
+    """3 if any file is in colour, else 1: the channels of a folder when the model does not say.
+    Stops at the first colour file, so a colour folder costs one header. A file that cannot be opened
+    is passed over here: :func:`refuse_unreadable` names it with the others, if it is read at all."""
+
+    def colour(path: str) -> bool:
+        try:
+            return file_channels(path) == 3
+        except ImageFileError:
+            return False
+
+    return 3 if any(colour(f) for f in files) else 1
+
+
+def refuse_unreadable(where: str, root: str, headers: Sequence[FileHeader]) -> None:
+    """One error naming every file of ``headers`` that cannot be opened (the first few by name, with
+    why), so that they are all fixed at once before any work; nothing when every header reads."""
+    bad = sorted((h for h in headers if h.size is None), key=lambda h: h.path)
+    if not bad:
+        return
+    named = [f"{_relative(h.path, root)} ({h.problem})" for h in bad]
+    raise ImageFileError(
+        f"{where}: {len(bad)} of {len(headers)} image files to read cannot be opened (headers read, no pixels "
+        f"yet): {few(named, SHOWN)}; replace or remove them, then run again",
+        bad[0].path,
+    )
+
+
+def _relative(path: str, root: str) -> str:
+    return os.path.relpath(path, root) if root else path
