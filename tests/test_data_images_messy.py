@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image, ImageOps
@@ -287,3 +288,25 @@ def test_extract_names_broken_files_before_any_work_and_a_file_cut_short_says_ho
     assert res.exit_code == 1 and "--overwrite to start again" in res.output  # as said: the folder changed
     res = _extract(root, tmp_path / "f.h5", "--overwrite")
     assert res.exit_code == 0, res.output
+
+
+def test_a_tiff_of_several_pages_is_read_as_its_first_and_said(tmp_path):
+    """QA: a multi-page TIFF was read as its first page without a word. skimage's multipage.tif
+    (2 pages, 15 × 10) is said, by name and page count; a TIFF with a thumbnail page is not."""
+    import shutil
+
+    root = tmp_path / "photos"
+    two_classes(root)
+    shutil.copy(Path(skdata.data_dir) / "multipage.tif", root / "dog" / "pages.tif")
+    tifffile = pytest.importorskip("tifffile")  # writes the reduced-resolution flag PIL does not
+    big = np.asarray(photo("chelsea"))
+    tifffile.imwrite(root / "cat" / "thumbnailed.tif", big, photometric="rgb")
+    tifffile.imwrite(root / "cat" / "thumbnailed.tif", big[::6, ::6], photometric="rgb", subfiletype=1, append=True)
+    with Image.open(root / "cat" / "thumbnailed.tif") as im:
+        assert im.n_frames == 2
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5)
+    (said,) = [w for w in b.warnings if "pages" in w]
+    assert said == (
+        f"dataset 'imagefolder:{root}': 1 file(s) hold several pages, and only the first page of each is read "
+        "(e.g. dog/pages.tif, 2 pages); save each page as its own file to include the others"
+    )

@@ -35,7 +35,7 @@ from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
 from .checks import check_labels, cut_texts, empty_classes, float_images, repeated_texts, stretched_images
-from .headers import FileHeader, refuse_unreadable
+from .headers import FileHeader, paged_warning, refuse_unreadable
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -302,6 +302,7 @@ def load_data(
             warnings += cut_texts(spec, name, texts[name], transform.tokenizer, transform.max_length)
     warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
     refuse_unreadable(f"dataset {spec!r}", src.location, headers)
+    warnings += paged_warning(f"dataset {spec!r}", src.location, headers)
     if isinstance(transform, ImageTransform) and resize is None:
         sizes = [h.size for h in headers]
         warnings += stretched_images(spec, transform, src.native, sizes, seed, getattr(input_spec, "resize", None))

@@ -1,8 +1,9 @@
 """Image files read as far as their header, no pixels decoded: the size a file decodes to (after its
-EXIF orientation) and its channels. ``load_data`` reads the header of every file it will decode
-before any work (:func:`file_header`), so that the files that cannot be opened are named all at once
-(:func:`refuse_unreadable`). A file whose header reads but whose pixels do not (a JPEG cut short) is
-found only when its batch is decoded."""
+EXIF orientation), its channels, and a TIFF's pages. ``load_data`` reads the header of every file it
+will decode before any work (:func:`file_header`), so that the files that cannot be opened are named
+all at once (:func:`refuse_unreadable`) and a TIFF of several pages, of which only the first is read,
+is said (:func:`paged_warning`). A file whose header reads but whose pixels do not (a JPEG cut short)
+is found only when its batch is decoded."""
 
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def open_image(path: str) -> Any:
 @dataclass(frozen=True)
 class FileHeader:
     """What an image file's header says. ``size``: (H, W) as :func:`~.images.read_image` gives it,
-    None when the header cannot be read (``problem`` says why)."""
+    None when the header cannot be read (``problem`` says why); ``pages``: a TIFF's pages, its
+    reduced-resolution copies aside (the first page is the one read)."""
 
     path: str
     size: tuple[int, int] | None
     problem: str = ""
+    pages: int = 1
 
 
 def file_header(path: str) -> FileHeader:
@@ -59,7 +62,7 @@ def file_header(path: str) -> FileHeader:
         with Image.open(path) as im:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
-            return FileHeader(path, size)
+            return FileHeader(path, size, pages=_pages(im))
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:
@@ -70,6 +73,24 @@ def file_size(path: str) -> tuple[int, int] | None:
     """(H, W) as :func:`~.images.read_image` gives it (after the EXIF orientation), from the header
     only; None for a file that cannot be read."""
     return file_header(path).size
+
+
+def _pages(im: Any) -> int:
+    """A TIFF's pages, without the reduced-resolution copies (thumbnails) some writers add; 1 for any
+    other format (a camera's MPO JPEG holds a preview after the photo, read first as it should be)."""
+    if im.format != "TIFF":
+        return 1
+    try:
+        frames = int(getattr(im, "n_frames", 1))
+        if frames <= 1:
+            return 1
+        pages = 0
+        for i in range(frames):  # each page's directory only; no pixels
+            im.seek(i)
+            pages += not int(im.tag_v2.get(254, 0)) & 1  # NewSubfileType bit 0: a reduced-resolution copy
+        return max(pages, 1)
+    except pil_errors():  # a damaged directory after the first page: the first reads all the same
+        return 1
 
 
 def header_orientation(im: Any) -> Any:
@@ -122,6 +143,18 @@ def refuse_unreadable(where: str, root: str, headers: Sequence[FileHeader]) -> N
         f"yet): {few(named, SHOWN)}; replace or remove them, then run again",
         bad[0].path,
     )
+
+
+def paged_warning(where: str, root: str, headers: Sequence[FileHeader]) -> list[str]:
+    """A warning when files hold several pages (a multi-page TIFF): only the first page of each is read."""
+    paged = [h for h in headers if h.pages > 1]
+    if not paged:
+        return []
+    first = paged[0]
+    return [
+        f"{where}: {len(paged)} file(s) hold several pages, and only the first page of each is read (e.g. "
+        f"{_relative(first.path, root)}, {first.pages} pages); save each page as its own file to include the others"
+    ]
 
 
 def _relative(path: str, root: str) -> str:
