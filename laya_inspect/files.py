@@ -415,6 +415,8 @@ def atomic_dir(
         except OSError as e:
             raise WriteError(os_message(e)) from None
         finally:
+            if old.exists() and not out.exists():  # stopped between the two renames: the old one goes back
+                os.replace(old, out)
             for p in (tmp, old):
                 if p.exists():
                     shutil.rmtree(p, ignore_errors=True)

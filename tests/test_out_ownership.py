@@ -53,6 +53,26 @@ def test_the_marker_names_the_command_the_version_and_every_file(tmp_path):
     assert foreign_files(out) == []
 
 
+def test_stopped_between_the_two_renames_the_previous_folder_is_put_back(tmp_path, monkeypatch):
+    """QA: Ctrl-C after the previous output was moved aside and before the new one took its name
+    removed both: nothing was left under --out."""
+    out = written(tmp_path / "out", files={"old.json": "1"})
+    before = tree(out)
+    real = os.replace
+
+    def interrupted(src, dst):
+        if Path(src).name.startswith(".out.tmp-"):
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        written(out, files={"new.json": "2"})
+    monkeypatch.setattr(os, "replace", real)
+    assert tree(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_force_replaces_a_folder_the_same_command_wrote_whole(tmp_path):
     out = written(tmp_path / "out", files={"old.json": "1", "plots/old.png": "x"})
     written(out, files={"new.json": "2"})
