@@ -307,6 +307,25 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     )
 
 
+def _clear_previous(out: Path, p: dict[str, Path]) -> None:
+    """The previous demo's cache, heads, comparison and page, before this one replaces them: a run
+    stopped part-way must not leave them beside its new backbone, read as if they came from it. Only
+    what laya-inspect wrote goes (check_out refused the folder otherwise; checked again here)."""
+    import shutil
+
+    from .cache.schema import not_a_cache
+    from .files import foreign_files
+
+    for folder in (p["heads"], p["compare"]):
+        if folder.is_dir() and not folder.is_symlink() and not foreign_files(folder):
+            shutil.rmtree(folder)
+    if p["features"].is_file() and not p["features"].is_symlink() and not_a_cache(p["features"]) is None:
+        p["features"].unlink()
+    page = out / "report.html"
+    if page.is_file() and not page.is_symlink():
+        page.unlink()
+
+
 def run_demo(
     config: DemoConfig,
     *,
@@ -335,6 +354,8 @@ def run_demo(
     # marked before the first write, with every name the demo may write there, so a demo killed
     # half-way can be rerun with --force (its sub-folders carry their own commands' markers)
     write_marker(plan.out_dir, "demo", files=[*(q.name for q in p.values()), "report.html"])
+    if force:
+        _clear_previous(plan.out_dir, p)
     steps = plan.steps()
     done: list[DemoStep] = []
     record = _record(plan, done, {}, {}, complete=False)

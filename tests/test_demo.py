@@ -316,3 +316,33 @@ def test_a_demo_stopped_half_way_says_so_and_which_steps_were_done(
     assert rep.exit_code == 0, rep.output
     assert "this demo did not finish" in rep.output
     assert "compare (not run)" in rep.output and "fit-head (not run)" not in rep.output
+
+
+@pytest.mark.slow
+def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_beside_it(
+    demo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """QA: `demo --force` over a finished demo, stopped when fit-head started, left the new backbone and
+    cache beside the previous demo's heads and comparison, which `report` then read as this demo's."""
+    import shutil
+
+    import laya_inspect.training.fit_head
+    from laya_inspect.errors import InputError
+
+    out = tmp_path / "out"
+    shutil.copytree(demo[0], out)
+    assert (out / "heads").is_dir() and (out / "compare").is_dir() and (out / "report.html").is_file()
+
+    def stop(*args: Any, **kwargs: Any) -> None:
+        raise InputError("stopped here by the test")
+
+    monkeypatch.setattr(laya_inspect.training.fit_head, "fit_heads", stop)
+    result = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--out", str(out), "--force"], env=ENV)
+    assert result.exit_code == 1 and "stopped here by the test" in result.output
+    assert not (out / "heads").exists() and not (out / "compare").exists() and not (out / "report.html").exists()
+    record = json.loads((out / "demo.json").read_text())
+    assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == ["train", "extract"]
+    rep = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output

@@ -135,7 +135,11 @@ def test_ctrl_c_is_one_line_that_says_what_is_left_with_exit_code_130(tmp_path, 
     result = _check_raising(KeyboardInterrupt, monkeypatch, tmp_path)
     assert result.exit_code == 130 and "Traceback" not in result.output, result.output
     said = result.stderr.splitlines()[-1]  # after the command's own first line
-    assert said.startswith("interrupted: every output is written whole or not at all") and "FILE.partial" in said
+    assert said.startswith("interrupted: every output is written whole or not at all"), said
+    # QA: "FILE.partial" was printed as such, and the demo was told to rerun the command its --out refuses
+    from laya_inspect.cli.app import INTERRUPTED
+
+    assert "FILE" not in said and ".partial" in INTERRUPTED["extract"] and "--force" in INTERRUPTED["demo"]
 
 
 def test_the_python_api_checks_the_seeds_and_explain_its_steps_as_the_command_line_does(tmp_path) -> None:

@@ -60,10 +60,13 @@ def memory_message(command: str | None) -> str:
     return f"out of memory{f' in {command}' if command else ''}: lower {lower}, or run on a machine with more memory"
 
 
-INTERRUPTED = (
-    "every output is written whole or not at all, so nothing half-written is left; run the same command "
-    "again (extract resumes from the rows already in FILE.partial)"
-)
+INTERRUPTED = {
+    None: "every output is written whole or not at all, so nothing half-written is left; run the same command again",
+    "extract": "the rows written so far are kept in the cache's .partial file; run the same command again to "
+    "resume from them",
+    "demo": "each step the demo finished is kept whole and demo.json says which; run it again with --force to "
+    "start over",
+}
 
 
 class _Group(TyperGroup):
@@ -84,7 +87,8 @@ class _Group(TyperGroup):
             # the memory it held is free again once the stack has unwound
             fail(memory_message(ctx.invoked_subcommand))
         except KeyboardInterrupt:  # Ctrl-C: say what is left on disk, with the shell's exit code for SIGINT
-            err_console.print(f"[yellow]interrupted:[/] {INTERRUPTED}", highlight=False, soft_wrap=True)
+            said = INTERRUPTED.get(ctx.invoked_subcommand, INTERRUPTED[None])
+            err_console.print(f"[yellow]interrupted:[/] {said}", highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
 
 
