@@ -57,6 +57,9 @@ def test_a_bound_within_resampling_error_of_zero_draws_more_resamples() -> None:
     assert np.sign(paired_difference(d, np.zeros(200), n_boot=2000, seed=0).ci_low) == np.sign(near.ci_low)
     far = paired_difference(d + 0.5, np.zeros(200), n_boot=1000, seed=0)
     assert far.n_boot == 1000 and far.ci_low > 0
+    pinned = np.zeros(1000)
+    pinned[0] = 1.0  # ≥ 0 on every row: many resamples are exactly 0, and so is the lower bound, whatever B
+    assert paired_difference(pinned, np.zeros(1000), n_boot=1000, seed=0).n_boot == 1000
     from laya_inspect.report.reading import bootstrap_text
 
     summary = {"config": {"n_boot": 1000}, "n": 200, "heads": [{"vs_constant": {"rho": near.to_dict()}}]}

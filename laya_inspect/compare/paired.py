@@ -215,14 +215,15 @@ def unsettled(stats: np.ndarray, tail: float) -> bool:
     if b < 2:
         return False
     ordered = np.sort(stats)
-    if ordered[-1] - ordered[0] <= 0:  # identical resamples: a difference of exactly one value
-        return False
-    for q in (tail / 100, 1 - tail / 100):
+
+    def around(q: float) -> tuple[float, float]:
         half = 1.96 * math.sqrt(b * q * (1 - q))
-        lo, hi = ordered[max(0, math.floor(b * q - half))], ordered[min(b - 1, math.ceil(b * q + half))]
-        if lo <= 0 <= hi:
-            return True
-    return False
+        return ordered[max(0, math.floor(b * q - half))], ordered[min(b - 1, math.ceil(b * q + half))]
+
+    # the lower bound decides "above 0" (> 0), the upper one "below 0" (< 0): a bound pinned at exactly
+    # 0 (a difference ≥ 0 on every row) is neither, and more resamples cannot move it
+    (lo, hi), (lo2, hi2) = around(tail / 100), around(1 - tail / 100)
+    return bool(lo <= 0 < hi or lo2 < 0 <= hi2)
 
 
 def verdict(diffs: dict[str, Paired | None]) -> str:
