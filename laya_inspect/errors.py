@@ -30,6 +30,9 @@ class ImageFileError(InputError):
         super().__init__(message)
         self.path = path
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # so that it crosses a process boundary whole
+        return type(self), (str(self), self.path)
+
 
 class CacheError(LayaError):
     """A feature cache or head directory is incomplete, of another schema, or mismatched."""

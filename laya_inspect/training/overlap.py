@@ -108,9 +108,14 @@ def overlap_warning(found: dict[str, Any]) -> str:
     other = found["other_label"]
     example = f"{at(test_split, e['test_row'], e['test_index'])} = {at(train_split, e['train_row'], e['train_index'])}"
     return (
-        f"{found['rows']} of {found['of']} {test_split} rows ({found['share']:.0%}) are identical to rows of the "
+        f"{found['rows']} of {found['of']} {test_split} rows ({_share(found['share'])}) are identical to rows of the "
         f"{train_split!r} split (the same features at every layer, e.g. {example}): the test accuracy is partly a "
         f"training accuracy{f'; {other} of them carry another label there (label noise)' if other else ''}; remove "
         "the copies from one split (a file copied into both split folders, a record twice in the source) and "
         "extract again"
     )
+
+
+def _share(share: float) -> str:
+    """A share as a percentage that does not round a few rows of many to 0%."""
+    return f"{share:.0%}" if share >= 0.005 else "under 1%"
