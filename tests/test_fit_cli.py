@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -278,3 +279,118 @@ def test_usage_errors_exit_2(digits_cache: Path) -> None:
     for args in (["--seeds", "2", "--seed", "1"], ["--epochs", "many"], ["--val-mode", "random"], ["--bogus"]):
         result = runner.invoke(app, ["fit-head", str(digits_cache), *args], env=ENV)
         assert result.exit_code == 2, (args, result.output)
+
+
+# -- `report` on hand-edited files: one line, never a traceback ------------------------------------
+
+# (path in the file, value; DELETE removes the key): QA's reproductions first, then a fixed list of the
+# edits a random fuzz of the files applies (a key removed; a string, number, null, {} or [] in its place)
+DELETE = object()
+SUMMARY_EDITS = [
+    (("quality", "probe", "best_layer"), "blocks.7"),
+    (("heads", 0, "test_macro_f1", "mean"), "x"),
+    (("quality", "chance"), "x"),
+    (("quality", "probe", "layers"), []),
+    (("quality", "probe", "layers", 0), "x"),
+    (("quality", "probe", "last_test_acc"), None),
+    (("quality",), []),
+    (("heads", 0, "test_acc", "ci_low"), {}),
+    (("heads", 0, "test_acc", "values"), 3),
+    (("heads", 0, "n"), "two"),
+    (("heads", 0, "seeds"), 5),
+    (("heads", 0, "warnings"), "x"),
+    (("heads", 0, "delta_vs_last"), "x"),
+    (("heads", 0, "seed_agreement", "seeds"), "x"),
+    (("heads", 0, "seed_agreement", "top_layer_agreement"), []),
+    (("heads", 0, "layer_weights", "pooled"), [0.5]),
+    (("heads", 0, "layer_weights", "layers"), DELETE),
+    (("heads", 0, "layer_weights", "per_seed", "0"), None),
+    (("heads", 1), "x"),
+    (("heads", 1, "head"), 3),
+    (("cache",), "x"),
+    (("cache", "cache_path"), 3),
+    (("cache", "cache_layer_names"), 2),
+    (("warnings",), {}),
+    (("hparams",), []),
+    (("split",), 1),
+    (("config",), "x"),
+    (("heads", 0, "test_macro_f1"), DELETE),
+    (("quality", "probe"), DELETE),
+]
+DEMO_EDITS = [
+    (("steps", 0, "seconds"), {}),
+    (("steps", 0), "x"),
+    (("steps",), "x"),
+    (("steps", 0, "name"), []),
+    (("steps", 0, "title"), 7),
+    (("steps", 0, "command"), None),
+    (("complete",), "no"),
+    (("dataset",), "digits"),
+    (("dataset", "description"), {}),
+    (("budget_line",), 3),
+    (("steps", 0, "seconds"), DELETE),
+]
+DEMO = {
+    "kind": "laya-inspect-demo",
+    "tool_version": "0.1.0",
+    "complete": True,
+    "dataset": {"name": "digits", "description": "scikit-learn's bundled digits", "spec": "digits"},
+    "model": "zoo:mlp",
+    "budget_line": "all 1,797 images; 1 seed (--quick)",
+    "steps": [
+        {"name": "train", "title": "train the backbone", "command": "laya-inspect train …", "seconds": 1.7},
+        {"name": "extract", "title": "cache every layer", "command": "laya-inspect extract …", "seconds": None},
+    ],
+}
+
+
+def _edited(src: Path, dst: Path, name: str, path: tuple, value: object) -> None:
+    shutil.copytree(src, dst)
+    data = json.loads((dst / name).read_text())
+    parent = data
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is DELETE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    (dst / name).write_text(json.dumps(data))
+
+
+def _one_line_or_fine(folder: Path) -> None:
+    """`report` and `report --html` end in exit 0, or in exit 1 with one error line naming the file."""
+    for extra in ([], ["--html"]):
+        result = runner.invoke(app, ["report", str(folder), *extra], env=ENV)
+        assert result.exit_code in (0, 1) and isinstance(result.exception, (SystemExit, type(None))), result.exception
+        if result.exit_code == 1:
+            errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and str(folder) in errors[0] and "Traceback" not in result.output
+
+
+def test_report_on_hand_edited_fit_summaries_says_one_line(fitted: tuple[Path, object], tmp_path: Path) -> None:
+    """QA: report on a hand-edited summary.json ended in StopIteration, ValueError ("Unknown format
+    code 'f'"), with and without --html."""
+    out, _ = fitted
+    for i, (path, value) in enumerate(SUMMARY_EDITS):
+        _edited(out, tmp_path / f"s{i}", "summary.json", path, value)
+        _one_line_or_fine(tmp_path / f"s{i}")
+    result = runner.invoke(app, ["report", str(tmp_path / "s0")], env=ENV)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "summary.json is not a valid fit-head summary" in said
+    assert "summary.quality.probe.best_layer 'blocks.7' is none of its layers" in said
+    result = runner.invoke(app, ["report", str(tmp_path / "s2"), "--html"], env=ENV)
+    assert "summary.quality.chance is 'x', not a number" in " ".join(result.output.split())
+
+
+def test_report_on_a_hand_edited_demo_record_says_one_line(tmp_path: Path) -> None:
+    """QA: demo.json with steps[0].seconds = {} or steps[0] = "x" ended in TypeError / AttributeError."""
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "demo.json").write_text(json.dumps(DEMO))
+    _one_line_or_fine(tmp_path / "demo")
+    assert runner.invoke(app, ["report", str(tmp_path / "demo")], env=ENV).exit_code == 0
+    for i, (path, value) in enumerate(DEMO_EDITS):
+        _edited(tmp_path / "demo", tmp_path / f"d{i}", "demo.json", path, value)
+        _one_line_or_fine(tmp_path / f"d{i}")
+    result = runner.invoke(app, ["report", str(tmp_path / "d0")], env=ENV)
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "demo.json is not a valid demo record (demo.steps[0].seconds is {}" in said

@@ -120,6 +120,7 @@ def report_command(
     from ..files import refuse_symlink
     from ..report.beyond import beyond_kind
     from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
+    from ..report.html import readable
 
     if html:  # report.html is written into DIR: not through a link to somewhere else
         refuse_symlink(out_dir, "DIR")
@@ -132,28 +133,39 @@ def report_command(
     if as_json:
         data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
         typer.echo(json_text(data))
-    elif isinstance(folder, CompareFolder):
-        _print_report(folder.summary)
-    elif isinstance(folder, FitFolder):
-        _print_fit(folder)
     else:
-        if folder.record.get("complete") is False:  # a killed demo: its steps say "not run", not why
-            console.print(
-                "[yellow]this demo did not finish (stopped or failed): the steps below without a time are "
-                "not recorded as done; run the demo again to complete it[/]",
-                highlight=False,
-            )
-        for step in folder.record.get("steps") or []:
-            took = "not run" if step.get("seconds") is None else f"{step['seconds']:.1f} s"
-            console.print(f"[bold]{step.get('name')}[/] ({took}): {step.get('command')}", highlight=False)
-        if folder.fit is not None:
-            _print_fit(folder.fit)
-        if folder.compare is not None:
-            _print_report(folder.compare.summary)
+        # read_folder checked every field the terminal reads; a hand-edited file that still fails is
+        # one line naming the folder, as report.html's builder says it (report/html.py: readable)
+        readable(folder.kind, out_dir, lambda: _print_folder(folder), "the report")
     if html:
         from ..report import write_report_html
 
         dim(f"wrote {write_report_html(out_dir)}", err=True)
+
+
+def _print_folder(folder: Any) -> None:
+    """A compare folder's tables, a fit-head folder's table and gate, or a demo's steps and both."""
+    from ..report.folders import CompareFolder, FitFolder
+
+    if isinstance(folder, CompareFolder):
+        _print_report(folder.summary)
+        return
+    if isinstance(folder, FitFolder):
+        _print_fit(folder)
+        return
+    if folder.record.get("complete") is False:  # a killed demo: its steps say "not run", not why
+        console.print(
+            "[yellow]this demo did not finish (stopped or failed): the steps below without a time are "
+            "not recorded as done; run the demo again to complete it[/]",
+            highlight=False,
+        )
+    for step in folder.record.get("steps") or []:
+        took = "not run" if step.get("seconds") is None else f"{step['seconds']:.1f} s"
+        console.print(f"[bold]{step.get('name')}[/] ({took}): {step.get('command')}", highlight=False)
+    if folder.fit is not None:
+        _print_fit(folder.fit)
+    if folder.compare is not None:
+        _print_report(folder.compare.summary)
 
 
 def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:

@@ -1,7 +1,8 @@
 """What the page reads: a fit-head folder (summary.json, runs.json, profiles/), a compare folder
 (summary.json of kind ``laya-inspect-compare``, plots/) or a demo folder (demo.json, with its
-heads/ and compare/ folders). Every file is checked as it is read, so a missing or damaged one
-ends in one LayaError line that names it."""
+heads/ and compare/ folders). Every file is checked as it is read, the fields the terminal and the
+page read each with its type (as compare/records.py checks a compare summary), so a missing, damaged
+or hand-edited one ends in one LayaError line that names it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compare.records import _Bad, _get
 from ..errors import CacheError, NotFoundError
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare` or `demo`"
@@ -68,7 +70,119 @@ def _check_fit(summary: Any, path: Path) -> dict[str, Any]:
             raise CacheError(
                 f"{path}: heads[{i}] lacks its name or test accuracy; rerun `laya-inspect fit-head` to rewrite it"
             )
+    try:
+        _fit_fields(summary)
+    except _Bad as e:
+        raise CacheError(
+            f"{path} is not a valid fit-head summary ({e}); rerun `laya-inspect fit-head` to rewrite it"
+        ) from None
     return summary
+
+
+def _some(obj: dict[str, Any], key: str, kind: Any, where: str) -> Any:
+    """``obj[key]`` checked against ``kind`` (as compare's ``_get``) where it is there and not null; the
+    renderers read an absent or null field as "—" or nothing."""
+    return None if obj.get(key) is None else _get(obj, key, kind, where)
+
+
+def _estimate(d: dict[str, Any] | None, where: str) -> None:
+    """A fit-head estimate (mean, std, 95% interval and the seeds' values): numbers or null."""
+    for k in ("mean", "std", "ci_low", "ci_high"):
+        _some(d or {}, k, "num", where)
+    _some(d or {}, "values", "nums", where)
+
+
+def _fit_fields(s: dict[str, Any]) -> None:
+    """What the terminal (report/terminal.py) and the page (report/sections.py, reading.py, figures.py)
+    read of a fit-head summary, each with its type; numbers may be null."""
+    cache = _some(s, "cache", dict, "summary") or {}
+    for k in ("cache_warnings", "layer_names", "cache_layer_names"):
+        _some(cache, k, "strs", "summary.cache")
+    _some(cache, "cache_path", str, "summary.cache")
+    _some(cache, "backbone", dict, "summary.cache")
+    for k in ("config", "hparams", "split"):
+        _some(s, k, dict, "summary")
+    _some(s, "warnings", "strs", "summary")
+    widths = set()
+    for i, h in enumerate(s["heads"]):
+        where = f"summary.heads[{i}]"
+        _some(h, "n", int, where)
+        _some(h, "seeds", list, where)
+        _some(h, "warnings", "strs", where)
+        _estimate(h["test_acc"], f"{where}.test_acc")
+        _estimate(_some(h, "test_macro_f1", dict, where), f"{where}.test_macro_f1")
+        delta = _some(h, "delta_vs_last", dict, where) or {}
+        _estimate(_some(delta, "test_acc", dict, f"{where}.delta_vs_last"), f"{where}.delta_vs_last.test_acc")
+        agree = _some(h, "seed_agreement", dict, where) or {}
+        _some(agree, "seeds", int, f"{where}.seed_agreement")
+        for k in ("top_layer_agreement", "top_layer_agreement_constant", "top_layer_chance", "top_layer_chance_shares"):
+            _some(agree, k, "num", f"{where}.seed_agreement")
+        weights = _some(h, "layer_weights", dict, where) or {}
+        here = f"{where}.layer_weights"
+        layers = _some(weights, "layers", "strs", here) or []
+        rows = {"pooled": _some(weights, "pooled", "nums", here)}
+        rows |= {f"per_seed.{k}": v for k, v in (_some(weights, "per_seed", dict, here) or {}).items()}
+        for k, row in rows.items():
+            if row is not None and len(_get(rows, k, "nums", here)) != len(layers):
+                raise _Bad(f"{here}.{k} has {len(row)} values for {len(layers)} layers")
+        if rows["pooled"]:
+            widths.add(len(layers))
+    if len(widths) > 1:
+        raise _Bad(f"the heads' layer_weights cover {' and '.join(map(str, sorted(widths)))} layers")
+    quality = _some(s, "quality", dict, "summary") or {}
+    _some(quality, "chance", "num", "summary.quality")
+    probe = _some(quality, "probe", dict, "summary.quality")
+    if probe:
+        here = "summary.quality.probe"
+        _some(probe, "model", str, here)
+        for k in ("best_test_acc", "last_test_acc"):
+            _some(probe, k, "num", here)
+        names = []
+        for i, p in enumerate(_get(probe, "layers", list, here)):
+            names.append(_get(p, "layer", str, f"{here}.layers[{i}]"))
+            for k in ("val_acc", "test_acc"):
+                _some(p, k, "num", f"{here}.layers[{i}]")
+        if _get(probe, "best_layer", str, here) not in names:
+            raise _Bad(f"{here}.best_layer {probe['best_layer']!r} is none of its layers ({', '.join(names)})")
+
+
+def _check_runs(runs: Any, path: Path) -> list[dict[str, Any]]:
+    """runs.json: one object per (head, seed), its numbers numbers or null (the page's "Runs" table)."""
+    try:
+        if not isinstance(runs, list):
+            raise _Bad("it is not a list")
+        for i, r in enumerate(runs):
+            if not isinstance(r, dict):
+                raise _Bad(f"runs[{i}] is not an object")
+            for k in ("test_acc", "test_macro_f1", "val_acc", "val_loss", "seconds"):
+                _some(r, k, "num", f"runs[{i}]")
+    except _Bad as e:
+        raise CacheError(
+            f"{path} is not a valid list of runs ({e}); rerun `laya-inspect fit-head` to rewrite it"
+        ) from None
+    return runs
+
+
+def _check_demo(record: Any, path: Path) -> dict[str, Any]:
+    """demo.json: what the terminal and the page read of it, each with its type."""
+    if not isinstance(record, dict) or record.get("kind") != "laya-inspect-demo":
+        raise CacheError(f"{path} is not a demo record; rerun `laya-inspect demo` to rewrite it")
+    try:
+        _some(record, "complete", bool, "demo")
+        for k in ("budget_line", "model"):
+            _some(record, k, str, "demo")
+        dataset = _some(record, "dataset", dict, "demo") or {}
+        for k in ("spec", "description"):
+            _some(dataset, k, str, "demo.dataset")
+        for i, step in enumerate(_some(record, "steps", list, "demo") or []):
+            if not isinstance(step, dict):
+                raise _Bad(f"demo.steps[{i}] is {step!r}, not an object")
+            for k in ("name", "title", "command"):
+                _some(step, k, str, f"demo.steps[{i}]")
+            _some(step, "seconds", "num", f"demo.steps[{i}]")
+    except _Bad as e:
+        raise CacheError(f"{path} is not a valid demo record ({e}); rerun `laya-inspect demo` to rewrite it") from None
+    return record
 
 
 def fit_kind(summary: Any) -> bool:
@@ -83,9 +197,7 @@ def read_fit(folder: Path) -> FitFolder:
         raise NotFoundError(f"no summary.json in {folder}; {USAGE}")
     summary = _check_fit(read_json(path), path)
     runs_path = folder / "runs.json"
-    runs = read_json(runs_path) if runs_path.is_file() else []
-    if not isinstance(runs, list):
-        raise CacheError(f"{runs_path} is not a list of runs; rerun `laya-inspect fit-head` to rewrite it")
+    runs = _check_runs(read_json(runs_path), runs_path) if runs_path.is_file() else []
     prof_path = folder / "profiles" / "profiles.json"
     profiles = read_json(prof_path) if prof_path.is_file() else None
     if profiles is not None and not isinstance(profiles, dict):
@@ -100,9 +212,7 @@ def read_compare(folder: Path) -> CompareFolder:
 
 
 def read_demo(folder: Path) -> DemoFolder:
-    record = read_json(folder / "demo.json")
-    if not isinstance(record, dict) or record.get("kind") != "laya-inspect-demo":
-        raise CacheError(f"{folder / 'demo.json'} is not a demo record; rerun `laya-inspect demo` to rewrite it")
+    record = _check_demo(read_json(folder / "demo.json"), folder / "demo.json")
     metrics = folder / "backbone.metrics.json"
     backbone = read_json(metrics) if metrics.is_file() else None
     fit = read_fit(folder / "heads") if (folder / "heads" / "summary.json").is_file() else None

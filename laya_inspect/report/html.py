@@ -12,12 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import __version__
 from ..errors import CacheError, LayaError
 from .figures import Figure
 from .reading import Reading
+
+T = TypeVar("T")
 
 # No script, no fetch: images only from data: URIs, styles only from the page itself.
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -188,17 +190,24 @@ def render(page: Page) -> str:
 """
 
 
+def readable(kind: str, path: Path, draw: Callable[[], T], what: str) -> T:
+    """``draw()``, its result; where it fails on what a hand-edited record holds, one CacheError line
+    naming the folder. The readers (report/folders.py, compare/records.py) check each field the
+    terminal and the page read; this is the last resort for a field or a combination they do not
+    check, which is the file's damage, not a bug of the report: a traceback would tell the user less."""
+    try:
+        return draw()
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
+        raise CacheError(
+            f"{path} holds a {kind} record {what} cannot read ({type(e).__name__}: {e}); "
+            f"rerun `laya-inspect {kind}` to rewrite it"
+        ) from None
+
+
 def page(kind: str, path: Path, shown: Path, title: str, build: Callable[[], dict[str, Any]]) -> str:
     """The page of the folder at ``path`` (named ``shown`` on it) from the parts ``build`` returns:
     its subtitle, reading, sections, figures, commands and provenance."""
-    try:
-        parts = build()
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        # The summaries were checked for what the terminal reads; the page reads more of them.
-        raise CacheError(
-            f"{path} holds a {kind} summary the page cannot read ({type(e).__name__}: {e}); "
-            f"rerun `laya-inspect {kind}` to rewrite it"
-        ) from None
+    parts = readable(kind, path, build, "the page")
     parts["provenance"] = [*parts["provenance"], *page_facts()]
     return render(Page(title=f"{title}: {shown.name or shown}", **parts))
 

@@ -292,8 +292,8 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     if probe:
         best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
         ref += (
-            f" · logistic probe on one layer: best {probe['best_layer']} {best['test_acc']:.3f}, "
-            f"last {probe['layers'][-1]['layer']} {probe['last_test_acc']:.3f}"
+            f" · logistic probe on one layer: best {probe['best_layer']} {num(best.get('test_acc'), 3)}, "
+            f"last {probe['layers'][-1]['layer']} {num(probe.get('last_test_acc'), 3)}"
         )
     lines = [Text(ref)] if ref else []
     lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
