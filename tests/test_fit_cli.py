@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import shutil
 from pathlib import Path
@@ -221,6 +222,11 @@ def test_layers_named_out_of_the_caches_order_are_read_in_its_order(digits_cache
     assert json.loads((out / "summary.json").read_text())["warnings"] == [said]
     config = json.loads((out / "last" / "seed_0" / "config.json").read_text())
     assert config["layer_names"] == ["blocks.0", "blocks.2"] and config["kwargs"]["widths"] == [48, 16]
+    # QA: report.html left it out, which the terminal printed; it leads the page's reading, as warnings do
+    result = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
+    assert result.exit_code == 0, result.output
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    assert f'<p class="note">Warning: {said}.</p>' in page
 
 
 @pytest.mark.parametrize(

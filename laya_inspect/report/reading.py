@@ -308,7 +308,8 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             else " (the interval includes 0: no difference shown)"
         )
         first += f", {est(d, 3, clip=False, sign=True)} against the last-layer head{resolved}"
-    lead_lines = [first + "."]
+    # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
+    lead_lines = [*_warnings(summary), first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
     if not pooled and profiles:
