@@ -23,14 +23,26 @@ from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, 
 from laya_inspect.files import output_lock
 
 
-def _writer(path, *, weights="w1", data="d1", pooling=("cls", "cls"), decode="pil", overwrite=False, n=10, **kw):
+def _writer(
+    path,
+    *,
+    weights="w1",
+    data="d1",
+    pooling=("cls", "cls"),
+    decode="pil",
+    overwrite=False,
+    n=10,
+    names=("a", "b"),
+    command=None,
+    **kw,
+):
     return FeatureWriter(
         path,
         attrs={
-            "layer_names": ["a", "b"],
+            "layer_names": list(names),
             "layer_pooling": list(pooling),
             "transforms": {"decode": decode, "resize": "stretch"},
-            "command": {"x": 1},
+            "command": command or {"x": 1},
             "weights_sha256": weights,
             "data_fingerprint": data,
             "schema_version": 1,
@@ -81,6 +93,94 @@ def test_resume_refuses_other_weights_or_data(tmp_path, change, message):
     w = _writer(path)  # the original command still resumes
     assert w.n_written("train") == 4
     w.close()
+
+
+def _interrupted(path):
+    w = _writer(path, command=COMMAND)
+    w.append("train", *_rows(4))
+    w.close()  # as if killed
+    return partial_path(path)
+
+
+COMMAND = {"layers": "4,2", "pool": "auto", "seed": 0, "limit": 100, "splits": ["train", "test"], "weights": "a.pt"}
+
+
+def test_resume_refuses_the_same_layers_in_another_order(tmp_path):
+    """A partial file started by a laya-inspect that kept --layers 4,2 in the order given holds
+    [hidden_states.4, hidden_states.2]; this one asks for depth order, same command, same widths: resuming
+    would write each layer's rows into the other's dataset."""
+    path = tmp_path / "c.h5"
+    _interrupted(path)
+    with pytest.raises(CacheError) as e:
+        _writer(path, names=("b", "a"), command=COMMAND)
+    assert str(e.value) == (
+        f"{partial_path(path)} (an interrupted extraction) holds the layers [a, b], and this run's are [b, a] "
+        "(this laya-inspect keeps --layers in depth order); its rows cannot be continued with these; "
+        "pass --overwrite to start again"
+    )
+    w = _writer(path, names=("b", "a"), command=COMMAND, overwrite=True)  # --overwrite starts again
+    assert w.n_written("train") == 0
+    w.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"seed": 1}, "seed: 0 → 1"),
+        ({"layers": "2,4"}, "layers: 4,2 → 2,4"),
+        ({"limit": None}, "limit: 100 → none"),
+        ({"splits": ["test"]}, "splits: train,test → test"),
+        ({"weights": "b.pt", "pool": "mean"}, "pool: auto → mean, weights: a.pt → b.pt"),
+        ({"amp": True}, "amp: off → on"),  # identity() leaves amp out when off
+        (
+            {"dtype": "float16", "seed": 2, "limit": 5, "pool": "max"},
+            "pool: auto → max, seed: 0 → 2, limit: 100 → 5 and 1 more",
+        ),
+    ],
+)
+def test_a_refused_resume_names_the_options_that_changed(tmp_path, change, named):
+    path = tmp_path / "c.h5"
+    _interrupted(path)
+    with pytest.raises(CacheError) as e:
+        _writer(path, command={**COMMAND, **change})
+    assert f"was started by a different command ({named}); rerun the original command" in str(e.value)
+
+
+def test_a_refused_resume_leaves_the_partial_file_as_it_was(tmp_path):
+    path = tmp_path / "c.h5"
+    partial = _interrupted(path)
+    before, mtime = partial.read_bytes(), partial.stat().st_mtime_ns
+    time.sleep(0.01)
+    for change in ({"command": {**COMMAND, "seed": 1}}, {"weights": "w2"}, {"names": ("b", "a")}):
+        with pytest.raises(CacheError):
+            _writer(path, **{"command": COMMAND, **change})
+    assert partial.read_bytes() == before and partial.stat().st_mtime_ns == mtime
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("kind", ["text", "hdf5", "folder", "symlink", "dangling symlink"])
+def test_a_partial_file_laya_inspect_did_not_write_is_left_alone(tmp_path, kind, overwrite):
+    path, partial, precious = tmp_path / "c.h5", partial_path(tmp_path / "c.h5"), tmp_path / "precious.h5"
+    w = _writer(precious)  # a complete cache of the user's, the same command's
+    w.append("train", *_rows(10))
+    w.finish()
+    if kind == "text":
+        partial.write_text("my notes")
+    elif kind == "hdf5":
+        with h5py.File(partial, "w") as f:
+            f["x"] = [1.0]
+    elif kind == "folder":
+        partial.mkdir()
+    else:
+        partial.symlink_to(precious if kind == "symlink" else tmp_path / "nowhere.h5")
+    seen = {p.name: p.read_bytes() if p.is_file() else None for p in tmp_path.iterdir()}
+    links = {p.name: os.readlink(p) for p in tmp_path.iterdir() if p.is_symlink()}
+    with pytest.raises(InputError) as e:
+        _writer(path, overwrite=overwrite)
+    assert str(e.value).startswith(f"{partial} is ") and "move it away yourself" in str(e.value)
+    assert "symlink" in str(e.value) if "symlink" in kind else "only an interrupted extraction it wrote" in str(e.value)
+    assert {p.name: p.read_bytes() if p.is_file() else None for p in tmp_path.iterdir()} == seen
+    assert {p.name: os.readlink(p) for p in tmp_path.iterdir() if p.is_symlink()} == links
 
 
 def test_overwrite_keeps_the_old_cache_readable_until_the_new_one_is_complete(tmp_path):
@@ -395,7 +495,9 @@ def test_a_cache_whose_attributes_loop_forever_is_refused(tmp_path):
     assert f"{path} is damaged: reading its attributes did not finish in 2 s" in proc.stdout, proc.stderr[-2000:]
     assert f"{partial} (an interrupted extraction) is damaged: reading" in proc.stdout, proc.stderr[-2000:]
     assert f"{partial} is damaged: reading" in proc.stdout, proc.stderr[-2000:]
-    assert proc.stdout.count("pass --overwrite to start again") == 2
+    # a file this damaged cannot be told laya-inspect's: --overwrite does not delete it either
+    assert proc.stdout.count("pass --overwrite to start again") == 1
+    assert proc.stdout.count("move it away yourself, or choose another --out") == 1
 
 
 def test_finishes_in_kills_work_that_does_not_end(tmp_path):

@@ -307,3 +307,21 @@ def test_the_notebook_extract_overwrite_never_replaces_a_users_file(tmp_path):
     with pytest.raises(InputError, match="not a cache laya-inspect wrote"):
         extract_features(net, batches, layers=["0"], out=user, overwrite=True)
     assert user.read_bytes() == before
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_extract_never_deletes_or_writes_through_a_partial_file_it_did_not_write(tmp_path, overwrite):
+    """`FILE.partial` is where extract resumes from: a user's file of that name, or a link there to a
+    cache, is refused by name before any work, with or without --overwrite, and left as it is."""
+    precious = tmp_path / "precious.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(precious)], env=ENV).exit_code == 0
+    (tmp_path / "out.h5.partial").write_text("notes")
+    (tmp_path / "o2.h5.partial").symlink_to(precious.name)
+    before = tree(tmp_path)
+    for out, message in (("out.h5", "is not an HDF5 file"), ("o2.h5", "is a symlink (to precious.h5)")):
+        r = runner.invoke(app, [*EXTRACT, "--out", str(tmp_path / out), *overwrite], env=ENV)
+        assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+        line = " ".join(r.output.split())
+        assert f"{tmp_path / out}.partial {message}" in line and "move it away yourself" in line, line
+    assert tree(tmp_path) == before and (tmp_path / "o2.h5.partial").is_symlink()
+    assert sorted(os.listdir(tmp_path)) == ["o2.h5.partial", "out.h5.partial", "precious.h5"]

@@ -19,6 +19,7 @@ from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache
 from .schema import not_a_cache
 from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
+from .writer import refuse_foreign_partial
 
 
 def extract_features(
@@ -56,6 +57,7 @@ def extract_features(
         owned=not_a_cache,
         force_flag="--overwrite",
     )
+    refuse_foreign_partial(config.out)  # neither resumed nor replaced: a link, or a file not laya-inspect's
     with session(config.device) as world:
         if world.distributed:
             return extract_sharded(config, world, progress or no_progress)

@@ -96,10 +96,13 @@ def check_attrs_end(path: Path, what: str, remedy: str) -> None:
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
-def not_a_cache(path: Path) -> str | None:
+def not_a_cache(
+    path: Path, *, what: str | None = None, remedy: str = "move it away, or choose another --out"
+) -> str | None:
     """None when ``path`` is a feature cache laya-inspect wrote (``extract --overwrite`` may replace
     it), else what it is instead. The signature is read before libhdf5 opens anything, so a text file
-    is told apart without h5py; a damaged HDF5 file is read under :func:`check_attrs_end`'s guard."""
+    is told apart without h5py; a damaged HDF5 file is read under :func:`check_attrs_end`'s guard
+    (its error names ``what``, the path by default, and ends with ``remedy``)."""
     try:
         with open(path, "rb") as f:
             head = f.read(len(HDF5_SIGNATURE))
@@ -107,7 +110,7 @@ def not_a_cache(path: Path) -> str | None:
         return f"cannot be read ({e.strerror or e})"
     if head != HDF5_SIGNATURE:
         return "is not an HDF5 file, so not a cache laya-inspect wrote"
-    check_attrs_end(path, str(path), "move it away, or choose another --out")
+    check_attrs_end(path, what or str(path), remedy)
     import h5py
 
     try:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
-from .schema import CHUNK_ROWS, SCHEMA_VERSION, check_attrs_end, decode_attr, encode_attr, layer_key, not_a_cache
+from .schema import CHUNK_ROWS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key, not_a_cache
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
@@ -40,6 +40,29 @@ FLUSH_SECONDS = 0.25
 def partial_path(path: str | Path) -> Path:
     p = Path(path)
     return p.with_name(p.name + ".partial")
+
+
+_MOVE_IT = "move it away yourself, or choose another --out"
+
+
+def refuse_foreign_partial(out: str | Path) -> None:
+    """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
+    (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
+    Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
+    partial = partial_path(out)
+    if partial.is_symlink():
+        raise InputError(
+            f"{partial} is a symlink (to {os.readlink(partial)}); laya-inspect neither writes through links nor "
+            f"removes them: {_MOVE_IT}"
+        )
+    why = "is a folder" if partial.is_dir() else None
+    if why is None and partial.exists():
+        why = not_a_cache(partial, what=f"{partial} (an interrupted extraction)", remedy=_MOVE_IT)
+    if why is not None:
+        raise InputError(
+            f"{partial} {why}; laya-inspect resumes, and --overwrite replaces, only an interrupted extraction "
+            f"it wrote: {_MOVE_IT}"
+        )
 
 
 class FeatureWriter:
@@ -76,6 +99,7 @@ class FeatureWriter:
             raise InputError(
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
             )
+        refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
             why = not_a_cache(self.path) if self.path.is_file() else None
@@ -114,18 +138,30 @@ class FeatureWriter:
         os.replace(self.path, self.partial)
 
     def _reopen(self, attrs: dict[str, Any]) -> h5py.File:
-        check_attrs_end(self.partial, f"{self.partial} (an interrupted extraction)", "pass --overwrite to start again")
+        """Open the interrupted extraction to append to it, once its recorded attributes, read without
+        changing the file (a refused resume leaves it as it was), match this run's. Its attributes were
+        read under :func:`check_attrs_end`'s guard by :func:`refuse_foreign_partial`."""
         try:
-            f = h5py.File(self.partial, "a")
+            with h5py.File(self.partial, "r") as f:
+                old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED)}
         except OSError as e:
             raise CacheError(
                 f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
             ) from None
-        old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", *VERIFIED)}
         new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back
-        problem = None
+        problem, remedy = None, "rerun the original command to resume it, or pass --overwrite to start again"
         if old["command"] != new["command"]:
-            problem = "was started by a different command"
+            changes = _command_changes(old["command"], new["command"])
+            problem = "was started by a different command" + (f" ({changes})" if changes else "")
+        elif old["layer_names"] != new["layer_names"]:
+            # e.g. --layers 4,2 kept in the order given by an earlier laya-inspect, in depth order now:
+            # same command, same widths, but each dataset would get rows of another layer
+            problem = (
+                f"holds the layers {_listed(old['layer_names'])}, and this run's are {_listed(new['layer_names'])}"
+            )
+            if sorted(map(str, old["layer_names"] or [])) == sorted(map(str, new["layer_names"] or [])):
+                problem += " (this laya-inspect keeps --layers in depth order)"
+            remedy = "its rows cannot be continued with these; pass --overwrite to start again"
         elif old["weights_sha256"] != new["weights_sha256"]:
             problem = (
                 f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
@@ -156,12 +192,13 @@ class FeatureWriter:
                 "laya-inspect decides --pool auto differently from the one that started it"
             )
         if problem:
-            f.close()
+            raise CacheError(f"{self.partial} (an interrupted extraction) {problem}; {remedy}")
+        try:
+            return h5py.File(self.partial, "a")
+        except OSError as e:
             raise CacheError(
-                f"{self.partial} (an interrupted extraction) {problem}; rerun the original command to "
-                "resume it, or pass --overwrite to start again"
-            )
-        return f
+                f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
+            ) from None
 
     def _create(self, attrs: dict[str, Any], split_sizes: dict[str, int], num_logits: int | None) -> h5py.File:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -474,6 +511,29 @@ def _unrecorded(was: Any, now: Any) -> Any:
     if isinstance(was, dict) and isinstance(now, dict) and "sha256" not in was:
         return {k: v for k, v in now.items() if k != "sha256"}
     return now
+
+
+def _listed(names: Any) -> str:
+    return "[" + ", ".join(map(str, names)) + "]" if isinstance(names, (list, tuple)) else "(not recorded)"
+
+
+def _command_changes(was: Any, now: Any, shown: int = 3) -> str:
+    """ "seed: 0 → 1, limit: 100 → 50" for the recorded options that differ from this run's (at most
+    ``shown`` named); "" when either is not a recorded dict of options."""
+    if not isinstance(was, dict) or not isinstance(now, dict):
+        return ""
+
+    def value(options: dict[str, Any], other: dict[str, Any], key: str) -> str:
+        if key not in options:  # a flag left out of the record when off (amp)
+            return "off" if isinstance(other.get(key), bool) else "not recorded"
+        v = options[key]
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        return "none" if v is None else ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    keys = [k for k in dict.fromkeys([*was, *now]) if value(was, now, k) != value(now, was, k)]
+    diff = ", ".join(f"{k}: {value(was, now, k)} → {value(now, was, k)}" for k in keys[:shown])
+    return diff + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _methods(recorded: Any) -> list[str]:
