@@ -424,9 +424,11 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
 - **A cache is complete or absent.** `extract --out NAME` writes its rows into `NAME.partial`,
   batch by batch, and renames it to `NAME` only when every split is full, so the final name never
   holds half a cache. A killed run leaves `NAME.partial`; the same command resumes it, but only when
-  the command, the checkpoint (its sha256) and the data (a fingerprint of the files behind
-  `--data`) are the ones its rows came from; otherwise it refuses, names what changed, and leaves
-  the partial file as it was.
+  the command, the layers (in their order), the checkpoint (its sha256) and the data (a fingerprint
+  of the files behind `--data`) are the ones its rows came from; otherwise it refuses, names what
+  changed (the options: old → new), and leaves the partial file as it was. A `NAME.partial` that
+  laya-inspect did not write (a symlink, a folder, any file that is not its cache) is neither
+  resumed nor removed, with or without `--overwrite`: it is refused by name and left as it is.
 - **`extract --overwrite` never truncates in place.** It takes the lock first, builds the new cache
   beside the old one and renames it over the old one at the end, so the old cache stays readable
   (by a running `compare`, say) until the new one is complete, and a failed `--overwrite` leaves
