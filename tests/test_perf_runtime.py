@@ -114,7 +114,12 @@ def test_prefetch_closed_early_stops_its_thread():
 
 def _writer(path, n, widths=(3, 2)):
     return W.FeatureWriter(
-        path, attrs={"command": {}}, split_sizes={"train": n}, widths=list(widths), num_logits=None, check_space=False
+        path,
+        attrs={"command": {}, "layer_names": [str(i) for i in range(len(widths))]},
+        split_sizes={"train": n},
+        widths=list(widths),
+        num_logits=None,
+        check_space=False,
     )
 
 
@@ -203,7 +208,8 @@ def test_a_killed_run_resumes_into_the_same_checksummed_bytes(tmp_path):
         import os, numpy as np
         from laya_inspect.cache.writer import FeatureWriter
         f = [np.load({str(tmp_path / "f0.npy")!r}), np.load({str(tmp_path / "f1.npy")!r})]
-        w = FeatureWriter({str(path)!r}, attrs={{"command": {{}}}}, split_sizes={{"train": {n}}}, widths=[5, 3],
+        w = FeatureWriter({str(path)!r}, attrs={{"command": {{}}, "layer_names": ["0", "1"]}},
+                          split_sizes={{"train": {n}}}, widths=[5, 3],
                           num_logits=None, check_space=False)
         s = w.n_written("train")
         w.append("train", [x[s : s + {CHUNK_ROWS} + 3] for x in f], np.zeros({CHUNK_ROWS} + 3, int),
