@@ -202,8 +202,9 @@ def output_lock(path: str | Path) -> Iterator[None]:
 
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
-# files and folders, a killed run's half-renamed folder, extract's partial cache): never a user's.
-_OWN_TEMP = re.compile(r"^\..+\.(lock|tmp-\d+|old-\d+)$|^.+\.tmp-\d+$|^.+\.partial$")
+# files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
+# is its own only as FILE.partial of a FILE the marker lists (_foreign).
+_OWN_TEMP = re.compile(r"^\..+\.(lock|tmp-\d+|old-\d+)$|^.+\.tmp-\d+$")
 _SHOWN = 3  # foreign entries named in a refusal
 
 
@@ -256,9 +257,9 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
     for entry in sorted(here.iterdir()):
         if entry.name == MARKER and marker is not None and here == root:
             continue
-        if _OWN_TEMP.match(entry.name):
-            continue
         rel = entry.relative_to(root).as_posix()
+        if _OWN_TEMP.match(entry.name) or (rel.endswith(".partial") and rel.removesuffix(".partial") in owned):
+            continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
         elif entry.is_dir() and not entry.is_symlink():

@@ -130,11 +130,14 @@ def test_a_marked_sub_folder_answers_for_its_own_files(tmp_path):
 
 
 def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
-    out = written(tmp_path / "out")
+    out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache"})
     (out / "features.h5.partial").write_text("a killed extract")
     (out / ".heads.lock").write_text("123")
     (out / ".heads.tmp-123").mkdir()
     assert foreign_files(out) == []
+    # QA: any *.partial counted as the tool's, so --force removed a user's notes.partial with the folder
+    (out / "notes.partial").write_text("mine")
+    assert foreign_files(out) == ["notes.partial"]
 
 
 def test_an_unreadable_marker_marks_nothing(tmp_path):
