@@ -205,7 +205,8 @@ def test_kill_then_swapped_checkpoint_is_refused_and_the_original_resumes(tmp_pa
     assert res.returncode == 1 and "other weights" in res.stderr and "--overwrite" in res.stderr, res.stderr
     shutil.copy(first, weights)
     res = _run(_slow_cmd(weights, out), cwd=tmp_path)
-    assert res.returncode == 0 and "resumed" in res.stdout, res.stdout + res.stderr
+    assert res.returncode == 0 and "resumed from the rows already written (" in res.stdout, res.stdout + res.stderr
+    assert "{'" not in res.stdout  # QA: the rows were printed as a Python dict
     _same_arrays(out, reference)
 
 

@@ -99,7 +99,8 @@ def extract_command(
     console.print(table)
     resumed = {s: n for s, n in result.resumed_from.items() if n}
     if resumed:
-        console.print(f"resumed from {resumed}")
+        said = ", ".join(f"{s}: {n:,} rows" for s, n in resumed.items())
+        console.print(f"resumed from the rows already written ({said})", highlight=False)
     console.print(f"input normalisation: {result.normalization}", highlight=False)
     for warning in result.warnings:
         err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
