@@ -384,6 +384,94 @@ def test_a_damaged_row_fails_its_checksum(tmp_path, dataset):
             store.layers(split), store.index(split)
 
 
+def _named(path, layer_names=("blocks.0", "blocks.1", "blocks.2"), class_names=("cat", "dog")):
+    rng = np.random.default_rng(0)
+    split = ([rng.normal(size=(6, 2)).astype(np.float32) for _ in layer_names], np.arange(6) % 2)
+    return write_cache(
+        path, {"train": split, "test": split}, layer_names=list(layer_names), class_names=list(class_names)
+    )
+
+
+def _flip(path, text: bytes, at: int, bit: int) -> None:
+    """Flip one bit of the byte ``at`` characters into the first occurrence of ``text`` in the file."""
+    data = bytearray(path.read_bytes())
+    data[data.index(text) + at] ^= bit
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "bit"),
+    [
+        (b'"blocks.1"', 8, 0x02),  # blocks.1 -> blocks.3: a layer the cache does not have, read as real
+        (b'"dog"', 1, 0x01),  # dog -> eog
+        (b"test:mlp", 0, 0x20),  # the model_spec: test -> Test
+    ],
+)
+def test_a_flipped_bit_in_the_attributes_is_refused_as_damage(tmp_path, text, at, bit):
+    """A bit flipped in the root attributes' text (QA: fit-head then named a blocks.3 that does not
+    exist, exit 0) fails the digest extract recorded of them."""
+    path = _named(tmp_path / "c.h5")
+    _flip(path, text, at, bit)
+    with pytest.raises(CacheError, match=r"c\.h5 is damaged: its attributes .* extract the cache again"):
+        FeatureStore(path)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        lambda f: f.attrs.__setitem__("data_spec", "npz:other.npz"),
+        lambda f: f["test"].attrs.__setitem__("nonfinite", "[0, 1, 0]"),
+        lambda f: f.attrs.__delitem__("seed"),
+        lambda f: f.attrs.__setitem__("extra", 1),
+    ],
+)
+def test_attributes_changed_after_extract_are_refused(tmp_path, how):
+    path = _named(tmp_path / "c.h5")
+    _mutate(path, how)
+    with pytest.raises(CacheError, match="is damaged: its attributes"):
+        FeatureStore(path)
+
+
+def test_a_cache_written_before_the_digest_reads_as_before(tmp_path):
+    path = _named(tmp_path / "c.h5")
+    with FeatureStore(path) as store:
+        fingerprint = store.fingerprint
+    _mutate(path, lambda f: f.attrs.__delitem__("attrs_sha256"))
+    with FeatureStore(path) as store:
+        assert store.layer_names == ["blocks.0", "blocks.1", "blocks.2"] and store.fingerprint == fingerprint
+
+
+@pytest.mark.parametrize("digest", ["kept", "dropped", "resealed"])
+@pytest.mark.parametrize(
+    ("flip", "message"),
+    [
+        ((b'"blocks.1"', 8, 0x01), "names 'blocks.0' twice in its layer_names"),  # blocks.1 -> blocks.0
+        ((b'"cat"', 1, 0x01), "names 'bat' twice in its class_names"),  # cat -> bat
+    ],
+)
+def test_a_name_twice_is_refused_whatever_the_digest(tmp_path, digest, flip, message):
+    """Two layers of one name merged their weights, a class name twice passed: refused, whether the
+    digest was left, dropped (a cache from before it) or recomputed (an edit that re-sealed it)."""
+    path = _named(tmp_path / "c.h5", class_names=("bat", "cat"))
+    _flip(path, *flip)
+    if digest == "dropped":
+        _mutate(path, lambda f: f.attrs.pop("attrs_sha256", None))
+    elif digest == "resealed":
+        from laya_inspect.cache.schema import seal
+
+        _mutate(path, seal)
+    with pytest.raises(CacheError, match=f"{message}: the file is damaged or was edited by hand; extract"):
+        FeatureStore(path)
+
+
+@pytest.mark.parametrize("what", ["layer_names", "class_names"])
+def test_the_writer_refuses_a_name_twice(tmp_path, what):
+    names = {"layer_names": ("a", "b", "a"), "class_names": ("cat", "cat")}
+    with pytest.raises(InputError, match=f"{what} names '(a|cat)' twice"):
+        _named(tmp_path / "c.h5", **{what: names[what]})
+    assert not partial_path(tmp_path / "c.h5").exists()
+
+
 def test_not_hdf5_and_folder(tmp_path):
     (tmp_path / "x.h5").write_bytes(os.urandom(500))
     with pytest.raises(CacheError, match="not a readable HDF5"):

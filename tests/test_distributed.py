@@ -22,6 +22,7 @@ import torch
 
 from laya_inspect.cache.extract import extract_features
 from laya_inspect.cache.extract_config import ExtractConfig
+from laya_inspect.cache.schema import attrs_digest
 from laya_inspect.cache.shards import _preflight, shard_dir, shard_path
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cache.writer import partial_path
@@ -34,7 +35,7 @@ from laya_inspect.heads import build_head
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 # Attributes that may differ from a one-process cache (docs/FORMATS.md): when it was made, and by how many.
-DIFFERS = {"created_at", "world_size"}
+DIFFERS = {"created_at", "world_size", "attrs_sha256"}  # the digest covers the other two
 
 MODEL = """
 import os
@@ -179,6 +180,7 @@ def test_two_processes_write_the_one_process_cache_bit_for_bit(work):
     _assert_same(work / "one.h5", work / "two" / "f.h5")
     with h5py.File(work / "two" / "f.h5", "r") as f:
         assert int(f.attrs["world_size"]) == 2 and f["train/layer_000"].is_virtual
+        assert f.attrs["attrs_sha256"] == attrs_digest(f)  # its own attributes', not rank 0's shard's
         assert {m.file_name for m in f["train/layer_000"].virtual_sources()} == {
             "f.h5.shards/rank-00000-of-00002.h5",
             "f.h5.shards/rank-00001-of-00002.h5",

@@ -4,6 +4,7 @@ and :func:`check_attrs_end`, which they call before reading an existing file's a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ FINGERPRINT_KEYS = (
     "class_names",
 )
 CHUNK_ROWS = 1024
+# The root attribute holding the sha256 of every other root attribute and every split group's
+# attributes (:func:`attrs_digest`), written when the cache is marked complete.
+ATTRS_DIGEST = "attrs_sha256"
 # Attributes holding one entry per cached layer, in layer order.
 PER_LAYER_ATTRS = ("layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_roles")
 
@@ -61,6 +65,38 @@ def decode_attr(key: str, value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
+
+
+def attrs_digest(f: Any) -> str:
+    """sha256 of a cache's attributes: the root's (all but ATTRS_DIGEST) and each split group's, decoded
+    as the reader decodes them and written as canonical JSON, so it is the same in every writer."""
+    import h5py
+
+    def plain(obj: Any) -> dict[str, Any]:
+        return {k: decode_attr(k, v) for k, v in obj.attrs.items() if k != ATTRS_DIGEST}
+
+    groups = {name: plain(g) for name, g in f.items() if isinstance(g, h5py.Group)}
+    text = json.dumps({"/": plain(f), "groups": groups}, sort_keys=True, separators=(",", ":"), default=_listed)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def named_twice(names: Any) -> Any:
+    """The first entry of the list ``names`` that an earlier one equals, or None."""
+    return next((x for i, x in enumerate(names) if x in names[:i]), None)
+
+
+def seal(f: Any) -> None:
+    """Record :func:`attrs_digest` in the open, complete cache ``f``; its attributes change no more."""
+    f.attrs[ATTRS_DIGEST] = attrs_digest(f)
+
+
+def _listed(value: Any) -> Any:
+    """JSON for what decode_attr leaves as numpy (array attributes)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return str(value)
 
 
 def layer_key(i: int) -> str:

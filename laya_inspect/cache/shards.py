@@ -36,7 +36,7 @@ from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
-from .schema import check_attrs_end, decode_attr, encode_attr
+from .schema import ATTRS_DIGEST, check_attrs_end, decode_attr, encode_attr, seal
 from .writer import VERIFIED, partial_path, same_transforms
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int
 def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[str, list[tuple[int, int]]]) -> None:
     first = shards[0]
     for key, value in first.attrs.items():
-        if key != "shard":
+        if key not in ("shard", ATTRS_DIGEST):  # the digest is of this file's attributes: sealed below
             f.attrs[key] = value
     total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
@@ -308,3 +308,4 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
             v = g.create_virtual_dataset(key, layout, fillvalue=fill)
             for k, value in ds.attrs.items():
                 v.attrs[k] = value
+    seal(f)

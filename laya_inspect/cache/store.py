@@ -19,13 +19,16 @@ import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
 from .schema import (  # noqa: F401  (read through store)
+    ATTRS_DIGEST,
     CHUNK_ROWS,
     FINGERPRINT_KEYS,
     PER_LAYER_ATTRS,
     SCHEMA_VERSION,
+    attrs_digest,
     check_attrs_end,
     decode_attr,
     layer_key,
+    named_twice,
 )
 from .writer import partial_path
 
@@ -91,6 +94,13 @@ class FeatureStore:
         classes = self.attrs.get("class_names") or []
         if not isinstance(classes, list):
             raise CacheError(f"{self.path} has a class_names attribute that is not a list ({classes!r})")
+        for what, listed in (("layer_names", names), ("class_names", classes)):
+            twice = named_twice(listed)
+            if twice is not None:
+                raise CacheError(
+                    f"{self.path} names {twice!r} twice in its {what}: the file is damaged or was edited by hand; "
+                    "extract the cache again"
+                )
         if not list(self.file.keys()):
             raise CacheError(f"{self.path} holds no splits")
         widths = None
@@ -123,6 +133,12 @@ class FeatureStore:
                     raise CacheError(
                         f"{self.path}: split {split!r} has label {int(bad[0])}, outside the {len(classes)} classes"
                     )
+        recorded = self.attrs.get(ATTRS_DIGEST)  # absent in caches written before it: read as before
+        if recorded is not None and recorded != attrs_digest(self.file):
+            raise CacheError(
+                f"{self.path} is damaged: its attributes (layer names, classes, provenance) differ from what "
+                "extract wrote (their sha256 does not match the one it recorded); extract the cache again"
+            )
 
     def _check_sources(self, group: h5py.Group) -> None:
         """A cache written under torchrun holds virtual datasets over shard files, named relative to

@@ -26,7 +26,16 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
-from .schema import CHUNK_ROWS, SCHEMA_VERSION, decode_attr, encode_attr, layer_key, not_a_cache
+from .schema import (
+    CHUNK_ROWS,
+    SCHEMA_VERSION,
+    decode_attr,
+    encode_attr,
+    layer_key,
+    named_twice,
+    not_a_cache,
+    seal,
+)
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
@@ -95,6 +104,10 @@ class FeatureWriter:
         self._broken = False
         self._splits: dict[str, _SplitBuffer] = {}
         self._last_write = time.monotonic()
+        for what in ("layer_names", "class_names"):  # the reader refuses a cache that names one twice
+            twice = named_twice(list(attrs.get(what) or []))
+            if twice is not None:
+                raise InputError(f"{what} names {twice!r} twice; each {what[:-6]} needs its own name")
         if self.path.is_dir():
             raise InputError(
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
@@ -397,7 +410,8 @@ class FeatureWriter:
         return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
 
     def finish(self) -> None:
-        """Mark every split and the file complete and rename the partial file to its final name."""
+        """Mark every split and the file complete, record the attributes' digest (nothing changes them
+        after this) and rename the partial file to its final name."""
         self.flush()
         for split in self.file:
             g = self.file[split]
@@ -409,6 +423,7 @@ class FeatureWriter:
                 self.file[split].attrs["complete"] = True
             self.file.attrs["nonfinite_counts"] = encode_attr("x", self.nonfinite())
             self.file.attrs["complete"] = True
+            seal(self.file)  # last: the attributes' digest, which the reader checks
             self.file.flush()
             self.file.close()
 
