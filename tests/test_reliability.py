@@ -290,6 +290,10 @@ def cache(work: Path, kind: str, src: str, dst: str) -> None:
             f.attrs["data_spec"] = "npz:other.npz"
         else:
             raise KeyError(kind)
+        if kind.startswith("other_"):  # another cache, whole: its attributes' digest is its own
+            from laya_inspect.cache.schema import seal
+
+            seal(f)
 
 
 def head(work: Path, kind: str) -> None:
