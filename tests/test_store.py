@@ -144,6 +144,53 @@ def test_an_amp_cache_has_its_own_fingerprint_and_an_old_cache_keeps_its_own(tmp
     assert fingerprints["bf16"] != fingerprints["float32"]
 
 
+def _as_written_before(path) -> None:
+    """The cache as laya-inspect c07d7e7 wrote it: no fingerprint_version, no attributes' digest."""
+    with h5py.File(path, "a") as f:
+        for key in ("fingerprint_version", "attrs_sha256"):
+            f.attrs.pop(key, None)
+
+
+def test_an_amp_cache_written_before_keeps_its_fingerprint_and_its_heads(tmp_path):
+    """c07d7e7 already wrote compute_dtype "bfloat16 (autocast)" into --amp caches and left it out of
+    the fingerprint; heads fitted there must still match. 67eaab44b742aea9 is what c07d7e7's own code
+    gives this cache (run from a worktree of it). The same cache written now has the --amp one."""
+    feats, y = _arrays()
+    amp = {"compute_dtype": "bfloat16 (autocast)"}
+    old = write_cache(tmp_path / "old.h5", {"train": (feats, y)}, extra_attrs=amp)
+    _as_written_before(old)
+    new = write_cache(tmp_path / "new.h5", {"train": (feats, y)}, extra_attrs=amp)
+    with FeatureStore(old) as before, FeatureStore(new) as now:
+        assert before.fingerprint == "67eaab44b742aea9"
+        assert now.attrs["fingerprint_version"] == 2 and now.fingerprint != before.fingerprint
+
+
+def test_a_partial_cache_of_before_resumed_keeps_the_fingerprint_it_would_have_had(tmp_path):
+    """The marker is written when a cache is created, not when it is finished: a run of c07d7e7 killed
+    part-way and resumed now makes a cache with c07d7e7's fingerprint (its attributes are sealed)."""
+    feats, y = _arrays()
+    attrs = {"layer_names": ["a", "b", "c"], "command": {"x": 1}, "model_spec": "test:mlp"}
+
+    def writer(name, **extra):
+        sizes = {"train": 37}
+        return FeatureWriter(
+            tmp_path / name, attrs={**attrs, **extra}, split_sizes=sizes, widths=[5, 3, 8], num_logits=None
+        )
+
+    with writer("c.h5", compute_dtype="bfloat16 (autocast)") as w:
+        w.append("train", [f[:20] for f in feats], y[:20], np.arange(20))
+    _as_written_before(tmp_path / "c.h5.partial")
+    with writer("c.h5", compute_dtype="bfloat16 (autocast)") as w:
+        w.append("train", [f[20:] for f in feats], y[20:], np.arange(20, 37))
+        w.finish()
+    with writer("f32.h5") as w:
+        w.append("train", feats, y, np.arange(37))
+        w.finish()
+    with FeatureStore(tmp_path / "c.h5") as resumed, FeatureStore(tmp_path / "f32.h5") as f32:
+        assert resumed.fingerprint == f32.fingerprint  # c07d7e7 left compute_dtype out
+        assert "fingerprint_version" not in resumed.attrs and "attrs_sha256" in resumed.attrs
+
+
 def test_a_missing_cache_with_torchrun_shards_beside_it_names_them(tmp_path) -> None:
     (tmp_path / "f.h5.shards").mkdir()
     with pytest.raises(CacheError, match=r"under torchrun is running or was interrupted \(f\.h5\.shards\)"):

@@ -26,7 +26,9 @@ JSON_ATTRS = (
     "command",
 )
 # What defines the feature space a head is trained in; split sizes and limits are left out on purpose.
-# `compute_dtype` joins them only when it is not float32 (--amp): FeatureStore.fingerprint.
+# `compute_dtype` joins them only when it is not float32 (--amp) in a cache carrying `fingerprint_version`
+# FINGERPRINT_VERSION (FeatureStore.fingerprint): older --amp caches already recorded it, and keep their hash.
+FINGERPRINT_VERSION = 2
 FINGERPRINT_KEYS = (
     "model_spec",
     "weights_sha256",

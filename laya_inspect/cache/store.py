@@ -22,6 +22,7 @@ from .schema import (  # noqa: F401  (read through store)
     ATTRS_DIGEST,
     CHUNK_ROWS,
     FINGERPRINT_KEYS,
+    FINGERPRINT_VERSION,
     PER_LAYER_ATTRS,
     SCHEMA_VERSION,
     attrs_digest,
@@ -194,7 +195,9 @@ class FeatureStore:
         ident = {k: self.attrs.get(k) for k in FINGERPRINT_KEYS}
         ident["widths"] = self.widths
         compute = self.attrs.get("compute_dtype")
-        if compute and compute != "float32":  # --amp; a float32 cache, or one written before, keeps its hash
+        # --amp, in a cache that says its fingerprint holds it; a float32 cache, or one written before
+        # (an --amp one too: its compute_dtype was left out then), keeps its hash
+        if self.attrs.get("fingerprint_version") == FINGERPRINT_VERSION and compute and compute != "float32":
             ident["compute_dtype"] = compute
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 

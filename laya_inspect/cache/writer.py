@@ -28,6 +28,7 @@ from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
 from .schema import (
     CHUNK_ROWS,
+    FINGERPRINT_VERSION,
     SCHEMA_VERSION,
     decode_attr,
     encode_attr,
@@ -224,6 +225,8 @@ class FeatureWriter:
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["dtype"] = self.dtype.name
         f.attrs["complete"] = False
+        # at creation only: a partial file of an older laya-inspect, resumed, keeps its old fingerprint
+        f.attrs["fingerprint_version"] = FINGERPRINT_VERSION
         names = attrs.get("layer_names", [])
         for split, n in split_sizes.items():
             g = f.create_group(split)
