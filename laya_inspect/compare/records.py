@@ -48,146 +48,147 @@ def compare_warnings(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return [("head" if w.startswith(OLD_HEAD_LINES) else "cache", w) for w in cache]
 
 
-class _Bad(Exception):
-    pass
+class BadField(Exception):
+    """A field of a written summary that is missing or of the wrong type (report/folders.py reads
+    fit-head summaries and demo records with the same check)."""
 
 
-def _get(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False) -> Any:
+def checked_field(obj: Any, key: str | int, kind: Any, where: str, optional: bool = False) -> Any:
     """``obj[key]`` checked against ``kind`` ("num": a number or null; "nums" / "strs": a list of them;
     a type or tuple of types)."""
     if isinstance(key, str):
         if not isinstance(obj, dict):
-            raise _Bad(f"{where} is not an object")
+            raise BadField(f"{where} is not an object")
         if key not in obj:
             if optional:
                 return None
-            raise _Bad(f"{where} has no {key!r}")
+            raise BadField(f"{where} has no {key!r}")
     value = obj[key]
     here = f"{where}.{key}"
     if kind == "num":
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise _Bad(f"{here} is {value!r}, not a number")
+            raise BadField(f"{here} is {value!r}, not a number")
         if isinstance(value, int) and abs(value) > 2**53:  # no score is that large, and float() would overflow
-            raise _Bad(f"{here} is {value}, out of range")
+            raise BadField(f"{here} is {value}, out of range")
     elif kind in ("nums", "strs"):
         if not isinstance(value, list):
-            raise _Bad(f"{here} is not a list" if kind == "nums" else f"{here} is {value!r}")
+            raise BadField(f"{here} is not a list" if kind == "nums" else f"{here} is {value!r}")
         for i in range(len(value)):
-            _get(value, i, "num" if kind == "nums" else str, here)
+            checked_field(value, i, "num" if kind == "nums" else str, here)
     elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Bad(f"{here} is {value!r}")
+        raise BadField(f"{here} is {value!r}")
     return value
 
 
 def _scores(s: Any, where: str, reference: bool = False) -> None:
-    f = _get(s, "faithfulness", dict, where)
+    f = checked_field(s, "faithfulness", dict, where)
     _interval(f, f"{where}.faithfulness")
     for k in ("n_valid", "n_undefined"):
-        _get(f, k, int, f"{where}.faithfulness")
-    sub = _get(s, "subset_faithfulness", dict, where, optional=True)
+        checked_field(f, k, int, f"{where}.faithfulness")
+    sub = checked_field(s, "subset_faithfulness", dict, where, optional=True)
     if sub is not None:
-        _get(sub, "mean", "num", f"{where}.subset_faithfulness")
+        checked_field(sub, "mean", "num", f"{where}.subset_faithfulness")
     for k in ("top_layer_agreement", "deletion_at_1_over_oracle", "deletion_area", "insertion_area"):
-        _get(s, k, "num", where, optional=k != "top_layer_agreement")
+        checked_field(s, k, "num", where, optional=k != "top_layer_agreement")
     if not reference:
-        _get(s, "deletion_at_1", "num", where)
-        _get(s, "circular", (str, type(None)), where, optional=True)
-        delta = _get(s, "ig_delta", (dict, type(None)), where, optional=True)
+        checked_field(s, "deletion_at_1", "num", where)
+        checked_field(s, "circular", (str, type(None)), where, optional=True)
+        delta = checked_field(s, "ig_delta", (dict, type(None)), where, optional=True)
         if delta:
-            _get(delta, "abs_mean", "num", f"{where}.ig_delta")
-        vs = _get(s, "vs_constant", dict, where, optional=True) or {}  # absent before the constant rule
+            checked_field(delta, "abs_mean", "num", f"{where}.ig_delta")
+        vs = checked_field(s, "vs_constant", dict, where, optional=True) or {}  # absent before the constant rule
         if vs:
-            _get(vs, "verdict", str, f"{where}.vs_constant")
+            checked_field(vs, "verdict", str, f"{where}.vs_constant")
         for k, d in vs.items():
-            if k != "verdict" and _get(vs, k, (dict, type(None)), f"{where}.vs_constant"):
+            if k != "verdict" and checked_field(vs, k, (dict, type(None)), f"{where}.vs_constant"):
                 _interval(d, f"{where}.vs_constant.{k}")
 
 
 def _interval(d: Any, where: str) -> None:
     """An estimate's mean, ci_low and ci_high: numbers or null."""
     for k in ("mean", "ci_low", "ci_high"):
-        _get(d, k, "num", where)
+        checked_field(d, k, "num", where)
 
 
 def _lolo(lolo: Any, where: str) -> None:
     for k in ("oracle_at_1", "random_at_1"):
-        _get(lolo, k, "num", where)
-    for r in _get(lolo, "most_relied_on", list, where):
-        _get(r, "layer", str, f"{where}.most_relied_on")
-        _get(r, "mean_effect", "num", f"{where}.most_relied_on")
-    near = _get(lolo, "near_ties", dict, where, optional=True)
+        checked_field(lolo, k, "num", where)
+    for r in checked_field(lolo, "most_relied_on", list, where):
+        checked_field(r, "layer", str, f"{where}.most_relied_on")
+        checked_field(r, "mean_effect", "num", f"{where}.most_relied_on")
+    near = checked_field(lolo, "near_ties", dict, where, optional=True)
     if near is not None:
         for k in ("all_tied_share", "top_tied_share", "any_tied_share"):
-            _get(near, k, "num", f"{where}.near_ties", optional=k == "any_tied_share")
+            checked_field(near, k, "num", f"{where}.near_ties", optional=k == "any_tied_share")
 
 
 def _ablation(a: Any, where: str) -> None:
-    _lolo(_get(a, "lolo", dict, where), f"{where}.lolo")
-    for m, s in _get(a, "methods", dict, where).items():
+    _lolo(checked_field(a, "lolo", dict, where), f"{where}.lolo")
+    for m, s in checked_field(a, "methods", dict, where).items():
         _scores(s, f"{where}.methods.{m}")
-        for other, d in (_get(s, "vs_methods", dict, f"{where}.methods.{m}", optional=True) or {}).items():
+        for other, d in (checked_field(s, "vs_methods", dict, f"{where}.methods.{m}", optional=True) or {}).items():
             if d is not None:
                 _interval(d, f"{where}.methods.{m}.vs_methods.{other}")
-    for r, s in (_get(a, "references", dict, where, optional=True) or {}).items():
+    for r, s in (checked_field(a, "references", dict, where, optional=True) or {}).items():
         _scores(s, f"{where}.references.{r}", reference=True)
-        profile = _get(s, "profile", dict, f"{where}.references.{r}", optional=True)  # the constant rule's
+        profile = checked_field(s, "profile", dict, f"{where}.references.{r}", optional=True)  # the constant rule's
         if profile is not None:
-            _get(profile, "what", str, f"{where}.references.{r}.profile", optional=True)
-            _get(profile, "fold_sizes", "nums", f"{where}.references.{r}.profile", optional=True)
+            checked_field(profile, "what", str, f"{where}.references.{r}.profile", optional=True)
+            checked_field(profile, "fold_sizes", "nums", f"{where}.references.{r}.profile", optional=True)
     for k in ("caveats", "notes"):
-        _get(a, k, "strs", where, optional=True)
-    best = _get(a, "best", dict, where, optional=True) or {}
+        checked_field(a, k, "strs", where, optional=True)
+    best = checked_field(a, "best", dict, where, optional=True) or {}
     for k in best:
-        _get(best, k, "strs", f"{where}.best")
-    for k, t in (_get(a, "best_tests", dict, where, optional=True) or {}).items():
+        checked_field(best, k, "strs", f"{where}.best")
+    for k, t in (checked_field(a, "best_tests", dict, where, optional=True) or {}).items():
         here = f"{where}.best_tests.{k}"
         for key in ("leader", "runner_up"):
-            _get(_get(a["best_tests"], k, dict, f"{where}.best_tests"), key, str, here)
+            checked_field(checked_field(a["best_tests"], k, dict, f"{where}.best_tests"), key, str, here)
         for key in ("vs_runner_up", "vs_constant"):
-            if _get(t, key, (dict, type(None)), here, optional=True):
+            if checked_field(t, key, (dict, type(None)), here, optional=True):
                 _interval(t[key], f"{here}.{key}")
-    circ = _get(a, "circular", dict, where, optional=True) or {}
+    circ = checked_field(a, "circular", dict, where, optional=True) or {}
     for k in circ:
-        _get(circ, k, str, f"{where}.circular")
+        checked_field(circ, k, str, f"{where}.circular")
 
 
 def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") -> None:
     """CacheError unless every field the report reads is there with its type (numbers may be null)."""
     try:
-        version = _get(summary, "schema_version", int, "summary")
+        version = checked_field(summary, "schema_version", int, "summary")
         if version not in READABLE_SCHEMAS:
-            raise _Bad(f"schema_version {version} (readable: {', '.join(map(str, READABLE_SCHEMAS))})")
-        cache = _get(summary, "cache", dict, "summary")
+            raise BadField(f"schema_version {version} (readable: {', '.join(map(str, READABLE_SCHEMAS))})")
+        cache = checked_field(summary, "cache", dict, "summary")
         for k in ("path", "fingerprint"):
-            _get(cache, k, str, "summary.cache")
-        _get(cache, "warnings", "strs", "summary.cache", optional=True)
-        _get(summary, "head_warnings", "strs", "summary", optional=True)  # absent before it: compare_warnings
+            checked_field(cache, k, str, "summary.cache")
+        checked_field(cache, "warnings", "strs", "summary.cache", optional=True)
+        checked_field(summary, "head_warnings", "strs", "summary", optional=True)  # absent before it: compare_warnings
         for k in ("layer_names", "class_names"):
-            _get(cache, k, "strs", "summary.cache")
+            checked_field(cache, k, "strs", "summary.cache")
         for k in ("split", "target", "baseline", "ablation"):
-            _get(summary, k, str, "summary")
-        _get(summary, "effect", str, "summary", optional=True)  # absent before --effect: "prob"
-        _get(summary, "n", int, "summary")
-        _get(summary, "seed", (int, type(None)), "summary")
-        _get(summary, "tie_tolerance", "num", "summary", optional=True)
-        _get(summary, "ablations", "strs", "summary", optional=True)
-        _get(_get(summary, "config", dict, "summary"), "n_boot", int, "summary.config")
-        dirs = _get(summary, "directions", dict, "summary")
+            checked_field(summary, k, str, "summary")
+        checked_field(summary, "effect", str, "summary", optional=True)  # absent before --effect: "prob"
+        checked_field(summary, "n", int, "summary")
+        checked_field(summary, "seed", (int, type(None)), "summary")
+        checked_field(summary, "tie_tolerance", "num", "summary", optional=True)
+        checked_field(summary, "ablations", "strs", "summary", optional=True)
+        checked_field(checked_field(summary, "config", dict, "summary"), "n_boot", int, "summary.config")
+        dirs = checked_field(summary, "directions", dict, "summary")
         for k in ("faithfulness", "top_layer_agreement"):
-            _get(dirs, k, str, "summary.directions")
-        for i, h in enumerate(_get(summary, "heads", list, "summary")):
+            checked_field(dirs, k, str, "summary.directions")
+        for i, h in enumerate(checked_field(summary, "heads", list, "summary")):
             where = f"summary.heads[{i}]"
             for k in ("name", "kind"):
-                _get(h, k, str, where)
-            _get(h, "n", int, where)
-            _get(h, "accuracy", "num", where)
-            for k in _get(h, "methods_skipped", dict, where, optional=True) or {}:
-                _get(h["methods_skipped"], k, str, f"{where}.methods_skipped")
+                checked_field(h, k, str, where)
+            checked_field(h, "n", int, where)
+            checked_field(h, "accuracy", "num", where)
+            for k in checked_field(h, "methods_skipped", dict, where, optional=True) or {}:
+                checked_field(h["methods_skipped"], k, str, f"{where}.methods_skipped")
             _ablation(h, where)
-            for a, s in (_get(h, "ablations", dict, where, optional=True) or {}).items():
+            for a, s in (checked_field(h, "ablations", dict, where, optional=True) or {}).items():
                 _ablation(s, f"{where}.ablations.{a}")
-        _across_seeds(_get(summary, "across_seeds", dict, "summary", optional=True))
-    except _Bad as e:
+        _across_seeds(checked_field(summary, "across_seeds", dict, "summary", optional=True))
+    except BadField as e:
         raise CacheError(
             f"{path} is not a valid compare summary ({e}); rerun `laya-inspect compare` to rewrite it"
         ) from None
@@ -196,21 +197,21 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
 def _across_seeds(across: dict[str, Any] | None) -> None:
     """summary.across_seeds (absent before compare scored across seeds): what report/across.py reads."""
     where = "summary.across_seeds"
-    for i, g in enumerate(_get(across, "groups", list, where) if across else []):
+    for i, g in enumerate(checked_field(across, "groups", list, where) if across else []):
         here = f"{where}.groups[{i}]"
         for k in ("head", "kind"):
-            _get(g, k, str, here)
-        _get(g, "seeds", list, here)
-        for a, entry in _get(g, "ablations", dict, here).items():
-            for m, row in _get(entry, "methods", dict, f"{here}.ablations.{a}").items():
+            checked_field(g, k, str, here)
+        checked_field(g, "seeds", list, here)
+        for a, entry in checked_field(g, "ablations", dict, here).items():
+            for m, row in checked_field(entry, "methods", dict, f"{here}.ablations.{a}").items():
                 at = f"{here}.ablations.{a}.methods.{m}"
-                _get(row, "verdicts", list, at, optional=True)
+                checked_field(row, "verdicts", list, at, optional=True)
                 for k, est in row.items():
                     if isinstance(est, dict):
                         _interval(est, f"{at}.{k}")
-                        _get(est, "values", "nums", f"{at}.{k}")
+                        checked_field(est, "values", "nums", f"{at}.{k}")
     if across:
-        _get(across, "caveats", "strs", where, optional=True)
+        checked_field(across, "caveats", "strs", where, optional=True)
 
 
 # the "sanity" record (docs/METHOD.md, "Sanity checks")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.records import _Bad, _get
+from ..compare.records import BadField, checked_field
 from ..errors import CacheError, NotFoundError
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare` or `demo`"
@@ -72,7 +72,7 @@ def _check_fit(summary: Any, path: Path) -> dict[str, Any]:
             )
     try:
         _fit_fields(summary)
-    except _Bad as e:
+    except BadField as e:
         raise CacheError(
             f"{path} is not a valid fit-head summary ({e}); rerun `laya-inspect fit-head` to rewrite it"
         ) from None
@@ -80,9 +80,9 @@ def _check_fit(summary: Any, path: Path) -> dict[str, Any]:
 
 
 def _some(obj: dict[str, Any], key: str, kind: Any, where: str) -> Any:
-    """``obj[key]`` checked against ``kind`` (as compare's ``_get``) where it is there and not null; the
+    """``obj[key]`` checked against ``kind`` (as compare's ``checked_field``) where it is there and not null; the
     renderers read an absent or null field as "—" or nothing."""
-    return None if obj.get(key) is None else _get(obj, key, kind, where)
+    return None if obj.get(key) is None else checked_field(obj, key, kind, where)
 
 
 def _estimate(d: dict[str, Any] | None, where: str) -> None:
@@ -123,12 +123,12 @@ def _fit_fields(s: dict[str, Any]) -> None:
         rows = {"pooled": _some(weights, "pooled", "nums", here)}
         rows |= {f"per_seed.{k}": v for k, v in (_some(weights, "per_seed", dict, here) or {}).items()}
         for k, row in rows.items():
-            if row is not None and len(_get(rows, k, "nums", here)) != len(layers):
-                raise _Bad(f"{here}.{k} has {len(row)} values for {len(layers)} layers")
+            if row is not None and len(checked_field(rows, k, "nums", here)) != len(layers):
+                raise BadField(f"{here}.{k} has {len(row)} values for {len(layers)} layers")
         if rows["pooled"]:
             widths.add(len(layers))
     if len(widths) > 1:
-        raise _Bad(f"the heads' layer_weights cover {' and '.join(map(str, sorted(widths)))} layers")
+        raise BadField(f"the heads' layer_weights cover {' and '.join(map(str, sorted(widths)))} layers")
     quality = _some(s, "quality", dict, "summary") or {}
     _some(quality, "chance", "num", "summary.quality")
     probe = _some(quality, "probe", dict, "summary.quality")
@@ -138,25 +138,25 @@ def _fit_fields(s: dict[str, Any]) -> None:
         for k in ("best_test_acc", "last_test_acc"):
             _some(probe, k, "num", here)
         names = []
-        for i, p in enumerate(_get(probe, "layers", list, here)):
-            names.append(_get(p, "layer", str, f"{here}.layers[{i}]"))
+        for i, p in enumerate(checked_field(probe, "layers", list, here)):
+            names.append(checked_field(p, "layer", str, f"{here}.layers[{i}]"))
             for k in ("val_acc", "test_acc"):
                 _some(p, k, "num", f"{here}.layers[{i}]")
-        if _get(probe, "best_layer", str, here) not in names:
-            raise _Bad(f"{here}.best_layer {probe['best_layer']!r} is none of its layers ({', '.join(names)})")
+        if checked_field(probe, "best_layer", str, here) not in names:
+            raise BadField(f"{here}.best_layer {probe['best_layer']!r} is none of its layers ({', '.join(names)})")
 
 
 def _check_runs(runs: Any, path: Path) -> list[dict[str, Any]]:
     """runs.json: one object per (head, seed), its numbers numbers or null (the page's "Runs" table)."""
     try:
         if not isinstance(runs, list):
-            raise _Bad("it is not a list")
+            raise BadField("it is not a list")
         for i, r in enumerate(runs):
             if not isinstance(r, dict):
-                raise _Bad(f"runs[{i}] is not an object")
+                raise BadField(f"runs[{i}] is not an object")
             for k in ("test_acc", "test_macro_f1", "val_acc", "val_loss", "seconds"):
                 _some(r, k, "num", f"runs[{i}]")
-    except _Bad as e:
+    except BadField as e:
         raise CacheError(
             f"{path} is not a valid list of runs ({e}); rerun `laya-inspect fit-head` to rewrite it"
         ) from None
@@ -176,11 +176,11 @@ def _check_demo(record: Any, path: Path) -> dict[str, Any]:
             _some(dataset, k, str, "demo.dataset")
         for i, step in enumerate(_some(record, "steps", list, "demo") or []):
             if not isinstance(step, dict):
-                raise _Bad(f"demo.steps[{i}] is {step!r}, not an object")
+                raise BadField(f"demo.steps[{i}] is {step!r}, not an object")
             for k in ("name", "title", "command"):
                 _some(step, k, str, f"demo.steps[{i}]")
             _some(step, "seconds", "num", f"demo.steps[{i}]")
-    except _Bad as e:
+    except BadField as e:
         raise CacheError(f"{path} is not a valid demo record ({e}); rerun `laya-inspect demo` to rewrite it") from None
     return record
 
