@@ -220,3 +220,23 @@ def test_damaged_sanity_is_refused_in_one_line(heads):
         with pytest.raises(CacheError, match=r"summary.json: sanity\.heads\.laya.* rerun `laya-inspect compare`"):
             render(summary)
     assert terminal_block({"heads": []}) == [] and html_section({"heads": []}) is None  # --no-sanity, older runs
+
+
+def test_heads_of_different_seeds_each_meet_their_own_null(digits_cache, tmp_path):
+    """compare's sanity checks drew the re-initialisation and the label permutation from compare's --seed
+    alone: every head seed met the same permuted-label head, one draw of the null repeated."""
+    with FeatureStore(digits_cache) as store:
+        meta = cache_identity(store) | {"trained_by": "test"}
+        heads = [fit_quickly("laya", store, steps) for steps in (40, 41)]
+        dirs = [save_head(tmp_path / f"seed_{s}", h, meta=meta | {"seed": s}) for s, h in enumerate(heads)]
+        config = CompareConfig(limit=60, n_boot=0, device="cpu", plots=False, methods=("alpha",), workers=1)
+        summary = compare_heads(dirs, store, config, out_dir=tmp_path / "out").summary
+    (a, b), drawn = summary["sanity"]["heads"].values(), [S.seeds(0, s) for s in (0, 1)]
+    assert [a["seeds"], b["seeds"]] == drawn and drawn[0] != drawn[1]
+    assert "init_seed" not in summary["sanity"]["choices"] and "fit seed" in summary["sanity"]["choices"]["seeds"]
+    import h5py
+
+    with h5py.File(tmp_path / "out" / "sanity.h5") as z:
+        preds = [z[f"heads/{name}/labels/preds"][()] for name in summary["sanity"]["heads"]]
+    assert not np.array_equal(*preds)
+    assert S.seeds(0) == S.seeds(0, None) and S.head_seed({"seed": True}) is None and S.head_seed({"seed": 3}) == 3

@@ -34,6 +34,12 @@ TRAIN_ROWS = 10_000  # at most this many training rows (a seeded subset) for the
 ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
+SEEDS = (
+    f"per head (its record's seeds): drawn by default_rng([seed, {INIT_STREAM}, the head's fit seed]) "
+    f"(default_rng([seed, {INIT_STREAM}]) for a head whose config.json records no seed), so heads fitted "
+    "under different seeds each meet their own draw of the null; the permuted-label fit's training rows "
+    "are drawn once, by rows_seed"
+)
 STATIC = ("random",)  # methods that read no weight of the head: nothing to randomise
 
 CHOICES = {
@@ -63,10 +69,20 @@ CHOICES = {
 }
 
 
-def seeds(seed: int) -> dict[str, int]:
-    """The seeds of the checks, drawn from compare's ``seed``."""
-    draw = np.random.default_rng([seed, INIT_STREAM]).integers(0, 2**31 - 1, size=2)
+def seeds(seed: int, head_seed: int | None = None) -> dict[str, int]:
+    """The seeds of the checks, drawn from compare's ``seed`` and the head's own fit seed: heads fitted
+    under different seeds each get their own re-initialisation and permutation, so the checks over
+    seeds are as many draws of the null, not one draw repeated (None: compare's seed alone, which
+    also draws the permuted-label fit's training rows, shared by every head)."""
+    key = [seed, INIT_STREAM] if head_seed is None else [seed, INIT_STREAM, head_seed]
+    draw = np.random.default_rng(key).integers(0, 2**31 - 1, size=2)
     return {"init_seed": int(draw[0]), "permutation_seed": int(draw[1]), "fit_seed": int(draw[1]) + 1}
+
+
+def head_seed(cfg: Mapping[str, Any]) -> int | None:
+    """The seed a head was fitted under (its config.json's ``seed``), None where it records none."""
+    seed = cfg.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None
 
 
 def cascade(head: Head) -> list[tuple[str, list[str]]]:
@@ -244,7 +260,7 @@ def data_randomisation(
 ) -> dict[str, Any]:
     """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
     its mean weight profile, and every method's comparison with the trained head."""
-    s = seeds(trained.seed)
+    s = seeds(trained.seed, head_seed(cfg))
     perm, info = permuted_head(
         head, rows, training_settings(cfg), permutation_seed=s["permutation_seed"], fit_seed=s["fit_seed"]
     )
@@ -298,12 +314,14 @@ def check_head(
     )
     emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
     keep: dict[str, Any] = {"rows": pick}
-    model = model_randomisation(head, trained, seeds(seed)["init_seed"], keep)
+    drawn = seeds(seed, head_seed(cfg))
+    model = model_randomisation(head, trained, drawn["init_seed"], keep)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
     real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
     data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep)
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
-    out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "model": model, "data": data}
+    out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "seeds": drawn}
+    out |= {"model": model, "data": data}
     return {**out, ARRAYS: keep}
 
 
@@ -334,7 +352,8 @@ def run_sanity(
     # several heads at once in forked processes on a multi-core CPU, as compare's own heads (the same numbers)
     done = run_forked(items, one, cpu_workers(config.workers, hs[0].device, len(items)), emit)
     arrays = {r.name: d.pop(ARRAYS) for (r, _, _), d in zip(items, done)}
-    choices = {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, **seeds(config.seed)}
+    choices = {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, "seeds": SEEDS}
+    choices["rows_seed"] = seeds(config.seed)["permutation_seed"]
     return {"choices": choices, "heads": {r.name: d for (r, _, _), d in zip(items, done)}}, arrays
 
 

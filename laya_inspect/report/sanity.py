@@ -21,7 +21,17 @@ WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow", "undefined"
 def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict[str, Any]]], str]]:
     """Per head: its name, its checked rows and the permuted-label head's line."""
     kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
-    return [(name, rows, data_line(head["data"], str(kinds.get(name)))) for name, head, rows in sanity_heads(summary)]
+    return [
+        (name, rows, data_line(head["data"], str(kinds.get(name))) + _seeds(head.get("seeds")))
+        for name, head, rows in sanity_heads(summary)
+    ]
+
+
+def _seeds(drawn: Any) -> str:
+    """A head's own seeds of the checks (summaries written before they were drawn per head have none)."""
+    if not isinstance(drawn, dict):
+        return ""
+    return f"; seeds: init {drawn.get('init_seed')}, permutation {drawn.get('permutation_seed')}"
 
 
 def _profile(p: Any) -> str:
@@ -48,13 +58,16 @@ def data_line(data: dict[str, Any], kind: str) -> str:
 def legend(summary: dict[str, Any]) -> str:
     choices = summary["sanity"]["choices"]  # checked by _heads, which every caller runs first
     t = choices.get("threshold")
+    if "init_seed" in choices:  # written before each head drew its own: one draw for every head
+        seeds = f"seeds: init {choices.get('init_seed')}, permutation {choices.get('permutation_seed')}, every head"
+    else:
+        seeds = "seeds per head, drawn from --seed and the head's fit seed"
     return (
         f"sanity: ρ = mean per-row Spearman of the randomised head's attributions with the trained head's; low = "
         f"its 95% interval inside (−{t}, {t}), what a method that reads what the head learned should show; top = "
         f"the weights outside the adapters re-initialised (LAYA: scorer, ψ, output layer), all = the adapters too, "
         f"labels = a head fitted on permuted labels (≤ {choices.get('epochs')} epochs); faith = faithfulness ρ "
-        f"against the trained head's LOLO effects, the trained method's beside it (seeds: init "
-        f"{choices.get('init_seed')}, permutation {choices.get('permutation_seed')})."
+        f"against the trained head's LOLO effects, the trained method's beside it ({seeds})."
     )
 
 
