@@ -235,6 +235,51 @@ def test_an_interval_over_few_heads_that_holds_chance_is_not_read_as_chance():
     )
 
 
+def test_a_bound_within_resampling_error_of_chance_is_drawn_again():
+    """The single-head AUROC interval's side of ½ followed the Monte-Carlo draw: on these rows its lower
+    bound was 0.504 with 1,000 resamples (above chance) and 0.499 with 2,000 (not shown above)."""
+    from laya_inspect.beyond.scoring import bootstrap_auc, settled_aucs
+
+    rng = np.random.default_rng(64)
+    y = rng.random(120) < 0.3
+    s = rng.normal(size=120) + 0.35 * y
+    old = [bootstrap_auc(y, s, n_boot=b, seed=0)["ci_low"] > 0.5 for b in (1000, 2000)]
+    assert old == [True, False]  # the draw decided the verdict
+    (a, drawn_a), (b, drawn_b) = (settled_aucs(y, {"msp": s}, n_boot=n, seed=0) for n in (1000, 2000))
+    assert drawn_a > 1000 and drawn_b > 2000
+    assert (a["msp"]["ci_low"] > 0.5) == (b["msp"]["ci_low"] > 0.5)
+    assert len(a["msp"]["values"]) == drawn_a
+    clear = rng.normal(size=120) + 3.0 * y  # far from chance: as many resamples as asked
+    assert settled_aucs(y, {"msp": clear}, n_boot=1000, seed=0)[1] == 1000
+    assert settled_aucs(y, {"msp": s}, n_boot=0, seed=0)[1] == 0
+    near = clear + 0.3 * np.random.default_rng(0).normal(size=120)  # AUROC 0.011 under msp's: near 0
+    paired = settled_aucs(y, {"msp": clear, "alpha": near}, n_boot=200, seed=0)
+    assert paired[1] > 200  # α − msp's interval about 0: drawn again, on the same rows for both
+    assert len(paired[0]["msp"]["values"]) == len(paired[0]["alpha"]["values"]) == paired[1]
+
+
+def test_report_html_reads_diagnose_against_chance_as_the_terminal_does():
+    """report.html's diagnose page said α is worse than msp, never that α is not shown above chance."""
+    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.report.reading import diagnose_reading
+
+    def auroc(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    errors = {
+        "interval": "bootstrap over test rows",
+        "auroc": {"msp": auroc(0.90, 0.88, 0.92), "alpha_entropy": auroc(0.554, 0.432, 0.677)},
+        "diff_vs_msp": {"alpha_entropy − msp": auroc(-0.35, -0.47, -0.22)},
+    }
+    s = {"errors": errors, "heads": [{"auroc": {}, "head_dir": "h", "test_accuracy": 0.9, "n_errors": 3, "n_test": 30}]}
+    terminal = " ".join(_verdict(s))
+    text = " ".join(diagnose_reading(s).lead)
+    said = "alpha_entropy is not shown to tell errors and correct predictions apart better than chance"
+    assert said in terminal and said in text
+    errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
+    assert "chance" not in " ".join(diagnose_reading(s).lead)
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 

@@ -42,7 +42,16 @@ from .common import (
     write_whole,
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
-from .scoring import ERROR_SCORES, bootstrap_auc, detection, diffs_vs, permutation_test, shift_not_read, shown
+from .scoring import (
+    ERROR_SCORES,
+    detection,
+    diffs_vs,
+    permutation_test,
+    settled_aucs,
+    shift_not_read,
+    shown,
+    versus_chance,
+)
 
 TINY = 1e-12
 
@@ -202,10 +211,14 @@ def _diagnose(
         "heads": per_head,
         "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test) + _few_errors(per_head),
     }
-    summary["errors"] = _pool_errors(per_head)
+    summary["errors"] = _pool_errors(per_head, config.n_boot)
     if shifts:
         p_values = [h["permutation"]["p_value"] for h in shifts]
-        summary["shift"] = {"heads": shifts, "pooled": _pool_shift(shifts), "profiles": _profiles(p_values)}
+        summary["shift"] = {
+            "heads": shifts,
+            "pooled": _pool_shift(shifts, config.n_boot),
+            "profiles": _profiles(p_values),
+        }
     summary["verdict"] = _verdict(summary)
     return summary
 
@@ -217,7 +230,7 @@ def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: Diagnose
     sa, sb = a.scores(ref), b.scores(ref)
     y = np.concatenate([np.zeros(len(a.preds), bool), np.ones(len(b.preds), bool)])
     scores = {k: np.concatenate([sa[k], sb[k]]) for k in sa}
-    auroc = {k: bootstrap_auc(y, v, n_boot=config.n_boot, seed=config.seed) for k, v in scores.items()}
+    auroc, drawn = settled_aucs(y, scores, n_boot=config.n_boot, seed=config.seed)
     diffs = diffs_vs(auroc, "msp")
     shown_auroc = {k: shown(a) for k, a in auroc.items()}
     return {
@@ -230,13 +243,27 @@ def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: Diagnose
         "permutation": test,
         "detect_auroc": shown_auroc,
         "detect_diff": diffs,
+        "n_boot": drawn,
     }
 
 
-def _pool_errors(per_head: list[dict[str, Any]]) -> dict[str, Any]:
+def _over_rows(what: str, one: dict[str, Any], n_boot: int) -> str:
+    """A single head's interval in words, with the resamples drawn where :func:`settled_aucs` drew more."""
+    drawn = one.get("n_boot", n_boot)
+    if not isinstance(drawn, int) or drawn <= n_boot:
+        return what
+    return (
+        f"{what}, {drawn:,} resamples (--bootstrap {n_boot:,}: more, as a bound lay within resampling error of ½ or 0)"
+    )
+
+
+def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     """One entry per score: the single head's bootstrap interval, or a t-interval over heads."""
     names = list(per_head[0]["auroc"])
-    out: dict[str, Any] = {"interval": "bootstrap over test rows" if len(per_head) == 1 else "t over heads"}
+    one = len(per_head) == 1
+    out: dict[str, Any] = {
+        "interval": _over_rows("bootstrap over test rows", per_head[0], n_boot) if one else "t over heads"
+    }
     for metric in ("auroc", "aupr"):
         out[metric] = {
             n: per_head[0][metric][n] if len(per_head) == 1 else estimate([h[metric][n]["mean"] for h in per_head])
@@ -255,10 +282,10 @@ def _pool_errors(per_head: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _pool_shift(shifts: list[dict[str, Any]]) -> dict[str, Any]:
+def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     if len(shifts) == 1:
         return {
-            "interval": "bootstrap over rows",
+            "interval": _over_rows("bootstrap over rows", shifts[0], n_boot),
             "detect_auroc": shifts[0]["detect_auroc"],
             "detect_diff": shifts[0]["detect_diff"],
         }
@@ -292,46 +319,6 @@ def _auroc_text(auroc: dict[str, Any], names: Sequence[str]) -> str:
     return ", ".join(f"{n} {auroc[n]['mean']:.3f}" for n in names if n in auroc and auroc[n].get("mean") is not None)
 
 
-def _chance(auroc: dict[str, Any], name: str) -> bool:
-    """The score's AUROC interval holds ½: it is not shown to tell the two kinds of rows apart."""
-    a = auroc.get(name) or {}
-    lo, hi = a.get("ci_low"), a.get("ci_high")
-    return lo is not None and hi is not None and lo <= 0.5 <= hi
-
-
-def _below_chance(auroc: dict[str, Any], name: str) -> bool:
-    hi = (auroc.get(name) or {}).get("ci_high")
-    return hi is not None and hi < 0.5
-
-
-def _above_alone(heads: Sequence[dict[str, Any]], name: str) -> bool:
-    """Every one of several heads' own interval over rows lies above ½."""
-    lows = [(h.get(name) or {}).get("ci_low") for h in heads]
-    return len(heads) > 1 and all(lo is not None and lo > 0.5 for lo in lows)
-
-
-def _versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
-    """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
-    that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
-    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it."""
-    none = [n for n in names if _chance(auroc, n) and not _above_alone(heads, n)]
-    spread = [n for n in names if _chance(auroc, n) and _above_alone(heads, n)]
-    below = [n for n in names if _below_chance(auroc, n)]
-    parts = []
-    if len(none) == 1:
-        parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance (its interval holds 0.5)")
-    elif none:
-        parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance")
-    if spread:
-        parts.append(
-            f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
-            "interval over heads holds 0.5 (the heads differ too much to pin it down)"
-        )
-    if below:
-        parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5)")
-    return "".join(f"; {p}" for p in parts)
-
-
 def _verdict(s: dict[str, Any]) -> list[str]:
     lines = []
     errors = s["errors"]
@@ -343,9 +330,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         lines.append(
             verdict(d, what=f"error detection by {a}", baseline=b)
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
-            + _versus_chance(
-                errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]]
-            )
+            + versus_chance(errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]])
         )
     if "shift" in s:
         pooled = s["shift"]["pooled"]
@@ -356,7 +341,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             line = verdict(d, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
             heads = [h["detect_auroc"] for h in s["shift"]["heads"]]
-            lines.append(line + _versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
+            lines.append(line + versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")

@@ -5,6 +5,7 @@ of two α profiles. Every score is oriented so that larger means "positive" (an 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,19 @@ def auroc(y: np.ndarray, s: np.ndarray) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def _aurocs(y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """:func:`auroc` of every row of (k, n) arrays at once (the same numbers: ranks are halves, so their
+    sums are exact in any order); NaN for a row with one class."""
+    from scipy.stats import rankdata
+
+    n_pos = y.sum(axis=1)
+    n_neg = y.shape[1] - n_pos
+    pos_ranks = np.where(y, rankdata(s, axis=1), 0.0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (pos_ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return np.where((n_pos > 0) & (n_neg > 0), out, np.nan)
+
+
 def aupr(y: np.ndarray, s: np.ndarray) -> float:
     from sklearn.metrics import average_precision_score
 
@@ -48,13 +62,42 @@ def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int, strea
     # the resamples' rows drawn a block at a time (the same draws as all at once), so that memory does
     # not grow as n_boot × N: 100,000 resamples of 10,000 rows would be 8 GB of indices
     step = max(1, 2_000_000 // max(1, len(y)))
-    values = []
+    values: list[float] = []
     for start in range(0, n_boot, step):
         rows = rng.integers(0, len(y), size=(min(step, n_boot - start), len(y)))
-        values += [auroc(y[r], s[r]) for r in rows]
+        values += _aurocs(np.asarray(y, bool)[rows], np.asarray(s)[rows]).tolist()
     values = [v for v in values if np.isfinite(v)]
     lo, hi = np.percentile(values, [2.5, 97.5]) if values else (np.nan, np.nan)
     return {"auroc": point, "ci_low": float(lo), "ci_high": float(hi), "values": values}
+
+
+AUC_MAX_DRAWS = 100_000_000  # resampled rows at most when more resamples are drawn (an AUROC costs a sort)
+
+
+def settled_aucs(
+    y: np.ndarray, scores: dict[str, np.ndarray], *, n_boot: int, seed: int, base: str = "msp"
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """:func:`bootstrap_auc` of every score on the same resampled rows, and the resamples drawn: ten
+    times ``n_boot`` (again, up to MAX_RESAMPLES and AUC_MAX_DRAWS resampled rows) while a bound that
+    decides a verdict lies within resampling error of it (compare.paired.unsettled): a score's
+    interval against chance (½), or its paired difference from ``base``'s against 0. Otherwise the
+    verdict would follow the Monte-Carlo draw: one side of ½ at 1,000 resamples, the other at 2,000."""
+    from ..compare.paired import unsettled
+    from ..options import MAX_RESAMPLES
+
+    drawn = n_boot
+    while True:
+        aucs = {k: bootstrap_auc(y, v, n_boot=drawn, seed=seed) for k, v in scores.items()}
+        near = [np.asarray(a["values"]) - 0.5 for a in aucs.values()]
+        ref = np.asarray(aucs[base]["values"]) if base in aucs else None
+        if ref is not None:
+            near += [
+                np.asarray(a["values"]) - ref for k, a in aucs.items() if k != base and len(a["values"]) == len(ref)
+            ]
+        more = drawn * 10
+        if not any(unsettled(v, 2.5) for v in near) or more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS:
+            return aucs, drawn
+        drawn = more
 
 
 def finite(v: Any) -> float | None:
@@ -113,8 +156,9 @@ def detection(
             f"too few (< {MIN_PER_CLASS}) to fit the combinations"
         )
     defined = 0 < int(test_y.sum()) < len(test_y)
-    aucs = {k: bootstrap_auc(test_y, v, n_boot=n_boot, seed=seed) for k, v in scores.items()}
+    aucs, drawn = settled_aucs(test_y, scores, n_boot=n_boot, seed=seed)
     return {
+        "n_boot": drawn,
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
         "combined_note": combined_note,
         "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
@@ -210,3 +254,46 @@ def shift_not_read(shift: dict[str, Any]) -> str | None:
         f"shift detection not read: a cache gives {n} test rows (fewer than {MIN_ROWS}), and AUROCs and their "
         "bootstrap intervals over so few rows say nothing; the numbers are kept in summary.json"
     )
+
+
+# -- reading an AUROC against chance (½) ----------------------------------------------------------
+
+
+def _chance(auroc: dict[str, Any], name: str) -> bool:
+    """The score's AUROC interval holds ½: it is not shown to tell the two kinds of rows apart."""
+    a = auroc.get(name) or {}
+    lo, hi = a.get("ci_low"), a.get("ci_high")
+    return lo is not None and hi is not None and lo <= 0.5 <= hi
+
+
+def _below_chance(auroc: dict[str, Any], name: str) -> bool:
+    hi = (auroc.get(name) or {}).get("ci_high")
+    return hi is not None and hi < 0.5
+
+
+def _above_alone(heads: Sequence[dict[str, Any]], name: str) -> bool:
+    """Every one of several heads' own interval over rows lies above ½."""
+    lows = [(h.get(name) or {}).get("ci_low") for h in heads]
+    return len(heads) > 1 and all(lo is not None and lo > 0.5 for lo in lows)
+
+
+def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
+    """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
+    that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
+    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it."""
+    none = [n for n in names if _chance(auroc, n) and not _above_alone(heads, n)]
+    spread = [n for n in names if _chance(auroc, n) and _above_alone(heads, n)]
+    below = [n for n in names if _below_chance(auroc, n)]
+    parts = []
+    if len(none) == 1:
+        parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance (its interval holds 0.5)")
+    elif none:
+        parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance")
+    if spread:
+        parts.append(
+            f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
+            "interval over heads holds 0.5 (the heads differ too much to pin it down)"
+        )
+    if below:
+        parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5)")
+    return "".join(f"; {p}" for p in parts)

@@ -479,16 +479,27 @@ def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]]) -> str:
+    """The scores read against chance (AUROC ½) as the terminal reads them; nothing when each is above."""
+    from ..beyond.scoring import versus_chance
+
+    said = versus_chance(auroc, list(auroc), rows, heads).removeprefix("; ")
+    return f" Against chance: {said}." if said else ""
+
+
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
+    from ..beyond.scoring import shift_not_read
+
     lead = [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
-        f"{interval(msp)}; " + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"]) + f" ({e['interval']})."
+        f"{interval(msp)}; "
+        + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"])
+        + f" ({e['interval']})."
+        + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
     if "shift" in s:
-        from ..beyond.scoring import shift_not_read
-
         pooled = s["shift"]["pooled"]
         auc = pooled["detect_auroc"]
         scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc)
@@ -500,6 +511,9 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
             + f" ({pooled['interval']}; 0.5 is chance); α profiles: {s['shift'].get('profiles', 'see the p-values')} "
             f"(permutation p = {', '.join(f'{v:.3g}' for v in p)})."
         )
+        if not shift_not_read(s["shift"]):
+            heads = [h.get("detect_auroc") or {} for h in s["shift"]["heads"]]
+            lead[-1] += _against_chance(auc, "the caches", heads)
     lead += [f"Error detection is undefined: {h['undefined']}." for h in s["heads"][:1] if h.get("undefined")]
     details = [
         f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}"
