@@ -11,6 +11,7 @@ numbers JSON and CSV cannot hold: NaN and ±inf become ``null`` in JSON and an e
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import json
 import math
@@ -50,23 +51,43 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the body returns, the file written there replaces
     ``path`` in one rename. When the body raises, the temporary file is removed and ``path`` is left
     as it was. For writers that take a file name (h5py, torch.save, savefig)."""
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"{target} is a folder; give a file name")
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_paths(path) as (tmp,):
         yield tmp
-        if tmp.exists():
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, target)
+
+
+@contextmanager
+def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
+    """:func:`atomic_path` for files that belong together (a checkpoint and its metrics): one temporary
+    name each, and when the body returns the old files after the first are removed, then each new
+    one renamed over its target, the first first. So a run killed at any moment leaves the old set,
+    the new set, or a first file (old or new) without the rest: never a new file beside an old one
+    it does not belong with. When the body raises, the temporary files are removed and the old set
+    is left as it was."""
+    targets = [Path(p) for p in paths]
+    for target in targets:
+        if target.is_dir():
+            raise InputError(f"{target} is a folder; give a file name")
+    tmps = tuple(t.with_name(f"{t.name}.tmp-{os.getpid()}") for t in targets)
+    target = targets[0]
+    try:
+        for t in targets:
+            t.parent.mkdir(parents=True, exist_ok=True)
+        yield tmps
+        for tmp in tmps:
+            if tmp.exists():
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+        for target in targets[1:]:  # the old companions go before the first file is replaced
+            target.unlink(missing_ok=True)
+        for tmp, target in zip(tmps, targets):
+            os.replace(tmp, target)
     except OSError as e:
         named = e if e.filename else OSError(e.errno, e.strerror or str(e), str(target))  # write() names no file
         raise WriteError(os_message(named)) from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        for tmp in tmps:
+            if tmp.exists():
+                tmp.unlink()
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -77,9 +98,14 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as indented UTF-8 JSON after :func:`plain` (so NaN is null): what :func:`write_json` writes."""
+    return (json.dumps(plain(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
     """``obj`` as indented UTF-8 JSON after :func:`plain` (so NaN is null)."""
-    return write_text(path, json.dumps(plain(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return write_bytes(path, json_bytes(obj))
 
 
 def csv_cell(v: Any) -> Any:
@@ -424,11 +450,48 @@ def atomic_dir(
 
 
 def _remove_stale(out: Path) -> None:
-    """Temporary folders and files of killed runs on this output (safe: we hold its lock)."""
-    for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f"{out.name}.tmp-*")]:
-        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-    for p in out.parent.glob(f".{out.name}.old-*"):  # killed between the two renames: put it back
+    """Temporary folders and files of killed runs on this output (we hold its lock)."""
+    remove_stale_temps(out)
+    for p in out.parent.glob(f".{glob.escape(out.name)}.old-*"):  # killed between the two renames: put it back
         if not out.exists():
             os.replace(p, out)
         else:
             shutil.rmtree(p, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts: it may not be signalled)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists
+        return True
+    return True
+
+
+def stale_temps(path: str | Path) -> list[Path]:
+    """The temporary files and folders a killed run left for output ``path``: ``NAME.tmp-PID`` and
+    ``.NAME.tmp-PID`` beside it (the names :func:`atomic_path` and :func:`atomic_dir` use) whose PID
+    is no running process. Nothing else is ever named, whatever it looks like."""
+    target = Path(path)
+    found = []
+    for prefix in (f"{target.name}.tmp-", f".{target.name}.tmp-"):
+        for p in target.parent.glob(glob.escape(prefix) + "*"):
+            pid = p.name[len(prefix) :]
+            if re.fullmatch(r"[0-9]+", pid) and not _running(int(pid)):
+                found.append(p)
+    return sorted(found)
+
+
+def remove_stale_temps(path: str | Path) -> list[Path]:
+    """Remove :func:`stale_temps` of ``path`` (call it holding :func:`output_lock` on ``path``); returns them."""
+    found = stale_temps(path)
+    for p in found:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    return found

@@ -170,3 +170,74 @@ def test_pooled_plots_say_so_and_seed_plots_exist(tmp_path: Path) -> None:
     seeds_svg = (tmp_path / "laya_seeds.svg").read_text()
     assert "seed 0" in seeds_svg and "seed 2" in seeds_svg and "pooled over 3 seeds" in seeds_svg
     assert "seed_layer_csv" in files and profiles["alpha"]["laya"]["seed_agreement"]["pairs"] == 3
+
+
+TRAIN = ["train", "--model", "zoo:mlp", "--data", "digits", "--epochs", "1", "--limit", "300", "--device", "cpu"]
+
+
+class _Killed(BaseException):
+    """A kill at one rename: not an Exception, so nothing on the way out treats it as an error to report."""
+
+
+def _pair(ckpt: Path) -> tuple[int, int | None]:
+    """The seed the checkpoint was trained with, and the seed its metrics file says (None: no metrics file)."""
+    import json
+
+    import torch
+
+    seed = torch.load(ckpt, map_location="cpu", weights_only=True)["training"]["seed"]
+    metrics = ckpt.with_name(ckpt.stem + ".metrics.json")
+    return seed, json.loads(metrics.read_text())["training"]["seed"] if metrics.exists() else None
+
+
+def test_train_killed_between_its_two_renames_leaves_no_mismatched_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`train --force` writes a checkpoint and its metrics: a run killed at either rename leaves the
+    old pair or the new one, at worst a checkpoint without metrics, never the metrics of one run
+    beside the checkpoint of another."""
+    ckpt = tmp_path / "m.pt"
+    assert runner.invoke(app, [*TRAIN, "--out", str(ckpt)], env=ENV).exit_code == 0
+    replace = os.replace
+    for seed, killed_at in ((1, "m.pt"), (2, "m.metrics.json")):
+
+        def killed(src, dst, *args, _at=killed_at, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            if Path(dst).name == _at:
+                raise _Killed
+            return replace(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, "replace", killed)
+        with pytest.raises(_Killed):
+            runner.invoke(app, [*TRAIN, "--seed", str(seed), "--force", "--out", str(ckpt)], env=ENV)
+        monkeypatch.setattr(os, "replace", replace)
+        trained, described = _pair(ckpt)
+        assert described in (trained, None), (
+            f"killed at {killed_at}: the metrics of seed {described} beside a checkpoint of seed {trained}"
+        )
+    assert runner.invoke(app, [*TRAIN, "--seed", "3", "--force", "--out", str(ckpt)], env=ENV).exit_code == 0
+    assert _pair(ckpt) == (3, 3)
+
+
+def test_train_removes_the_temporary_files_a_killed_run_left_on_its_out(tmp_path: Path) -> None:
+    """A SIGKILLed run leaves `m.pt.tmp-PID` (and its metrics'): the next run on that --out removes
+    those whose process is gone, and nothing else: a running process's, another output's, a user's."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = [tmp_path / f"m.pt.tmp-{gone.pid}", tmp_path / f"m.metrics.json.tmp-{gone.pid}"]
+        kept = [
+            tmp_path / f"m.pt.tmp-{alive.pid}",  # a run still writing
+            tmp_path / f"other.pt.tmp-{gone.pid}",  # another output's
+            tmp_path / "m.pt.tmp-notes",  # not the tool's naming
+            tmp_path / f"m.pt.tmp-{gone.pid}.txt",
+        ]
+        for p in stale + kept:
+            p.write_bytes(b"half a file")
+        r = runner.invoke(app, [*TRAIN, "--out", str(tmp_path / "m.pt")], env=ENV)
+        assert r.exit_code == 0, r.output
+        assert [p.name for p in stale if p.exists()] == []
+        assert [p.name for p in kept if not p.exists()] == []
+    finally:
+        alive.kill()
+        alive.wait()

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from .. import __version__
 from ..errors import InputError
-from ..files import atomic_path, check_out, output_lock, plain, spec_paths, write_json
+from ..files import atomic_paths, check_out, json_bytes, output_lock, plain, remove_stale_temps, spec_paths
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
@@ -100,6 +100,8 @@ def train_joint(
     )
     _check_metrics_out(path)
     with output_lock(path):
+        for own in (path, metrics_path(path)):  # what a killed run on this --out left
+            remove_stale_temps(own)
         if path.exists() and not overwrite:
             raise InputError(
                 f"{path} exists; pass --force to replace it (only a checkpoint laya-inspect wrote), "
@@ -246,23 +248,22 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     # plain write of the bytes gives the OS error (and its errno) that files.atomic_path reports.
     buf = io.BytesIO()
     save_zoo_checkpoint(buf, backbone.cpu(), extra=plain(ckpt_extra))
-    # The checkpoint's bytes go to a temporary name first, then the metrics file (atomic on its own),
-    # then the checkpoint is renamed over --out: a full disk or a kill leaves neither file half
-    # written, an old checkpoint (with --force) intact, and a checkpoint present has its metrics.
-    with atomic_path(path) as tmp:
+    # Both files go to temporary names first; then the old metrics file is removed and the checkpoint
+    # renamed over --out before its metrics: a full disk or a kill leaves neither file half written,
+    # an old checkpoint (with --force) intact, and never a metrics file beside a checkpoint it does
+    # not describe (at worst a checkpoint without its metrics file; the checkpoint holds them too).
+    with atomic_paths(path, metrics_file) as (tmp, tmp_metrics):
         tmp.write_bytes(buf.getvalue())
-        write_json(
-            metrics_file,
-            {
-                "checkpoint": str(path),
-                "model": config.model,
-                "data": bundle.spec,
-                "layer_names": layer_names,
-                **metrics,
-                "training": training,
-                "history": history,
-            },
-        )
+        record = {
+            "checkpoint": str(path),
+            "model": config.model,
+            "data": bundle.spec,
+            "layer_names": layer_names,
+            **metrics,
+            "training": training,
+            "history": history,
+        }
+        tmp_metrics.write_bytes(json_bytes(record))
     return JointResult(
         path=path,
         metrics_path=metrics_file,
