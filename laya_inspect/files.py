@@ -316,6 +316,14 @@ def refuse_symlink(path: str | Path, flag: str = "--out") -> Path:
     return out
 
 
+def file_out(text: str, example: str, flag: str = "--out") -> Path:
+    """The path of an output that is one file, from the text as the user typed it: a trailing slash
+    means a folder (``Path`` would drop it and write a file under the folder's name), so it is refused."""
+    if text.endswith(("/", os.sep)) or (os.altsep is not None and text.endswith(os.altsep)):
+        raise InputError(f"{flag} {text} names a folder; give a file path such as {Path(text) / example}")
+    return Path(text)
+
+
 def _under(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 

@@ -328,3 +328,25 @@ def test_extract_never_deletes_or_writes_through_a_partial_file_it_did_not_write
         assert f"{tmp_path / out}.partial {message}" in line and "move it away yourself" in line, line
     assert tree(tmp_path) == before and (tmp_path / "o2.h5.partial").is_symlink()
     assert sorted(os.listdir(tmp_path)) == ["o2.h5.partial", "out.h5.partial", "precious.h5"]
+
+
+@pytest.mark.parametrize(
+    "command,example",
+    [
+        (["train", "--model", "zoo:mlp", "--data", "csv:absent.csv"], "model.pt"),
+        (["extract", "--model", "zoo:mlp", "--weights", "absent.pt", "--data", "digits"], "features.h5"),
+        (["explain", "absent-head", "--cache", "absent.h5", "--row", "0"], "figure.png"),
+    ],
+    ids=["train", "extract", "explain"],
+)
+@pytest.mark.parametrize("spelling", [["--out", "newdir/"], ["-o", "newdir/"], ["--out=newdir/"]])
+def test_a_file_out_with_a_trailing_slash_is_refused_as_a_folder(tmp_path, monkeypatch, command, example, spelling):
+    """Path("newdir/") is Path("newdir"): without this check a FILE named newdir was written where the
+    user asked for a folder. Every command whose --out is one file refuses it before any work."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, [command[0], *spelling, *command[1:]], env=ENV)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert f"error: --out newdir/ names a folder; give a file path such as newdir/{example}" in " ".join(
+        r.output.split()
+    )
+    assert sorted(os.listdir(tmp_path)) == []

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import MISSING
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -132,9 +133,17 @@ def _one_line(
     return f"warning: {message}\n"
 
 
-def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: str | None = None) -> Any:
+def opt(
+    config: type,
+    name: str,
+    *aliases: str,
+    default: Any = MISSING,
+    help: str | None = None,
+    parser: Callable[[str], Any] | None = None,
+) -> Any:
     """The typer option of config field ``name``: its flag, help and default as the config declares
-    them (``default``/``help`` only where the command line spells the value differently)."""
+    them (``default``/``help`` only where the command line spells the value differently; ``parser``:
+    what turns the typed text into the value, e.g. :func:`out_file`)."""
     f = field_of(config, name)
     config_default = default_of(config, name)
     value = config_default if default is MISSING else default
@@ -155,7 +164,21 @@ def opt(config: type, name: str, *aliases: str, default: Any = MISSING, help: st
         help=help or f.metadata["help"],
         show_default=True,
         callback=one_of if choices else None,
+        parser=parser,
     )
+
+
+def out_file(example: str) -> Callable[[str], Path]:
+    """The parser of every ``--out`` that names one file (train's checkpoint, extract's cache, explain's
+    figure): it sees the text as typed, before typer's Path would drop a trailing slash, and refuses
+    one (``files.file_out``): "--out newdir/ names a folder; give a file path such as newdir/``example``"."""
+
+    def parse(text: str) -> Path:
+        from ..files import file_out
+
+        return file_out(text, example)
+
+    return parse
 
 
 def from_options(config: type, given: dict[str, Any], **changes: Any) -> Any:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..runtime import DEVICE_HELP
-from .app import app, console, dim, json_text
+from .app import app, console, dim, json_text, out_file
 
 
 def explain_table(e: Any) -> Table:
@@ -55,7 +55,9 @@ def explain_command(
     n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps (1 … 10,000)"),
     seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the figure here (.png, or .svg)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="write the figure here (.png, or .svg)", parser=out_file("figure.png")
+    ),
     force: bool = typer.Option(
         False, "--force", help="replace an existing --out (only a figure explain wrote; never anyone else's file)"
     ),

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, comma_list, console, err_console, from_options, opt
+from .app import app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
 
 
@@ -19,7 +19,7 @@ from .progress import row_progress
 def extract_command(
     model: str = opt(ExtractConfig, "model", "-m"),
     data: Optional[str] = opt(ExtractConfig, "data", "-d", default=None),
-    out: Optional[Path] = opt(ExtractConfig, "out", "-o", default=None),
+    out: Optional[Path] = opt(ExtractConfig, "out", "-o", default=None, parser=out_file("features.h5")),
     weights: Optional[str] = opt(ExtractConfig, "weights", "-w"),
     layers: str = opt(ExtractConfig, "layers", "-l"),
     pool: str = opt(ExtractConfig, "pool"),

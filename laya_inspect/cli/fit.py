@@ -12,7 +12,7 @@ from ..options import check_seed
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig
 from ..training.joint_config import JointConfig
-from .app import app, comma_list, console, from_options, json_text, opt, warn
+from .app import app, comma_list, console, from_options, json_text, opt, out_file, warn
 from .progress import fit_progress
 
 
@@ -149,7 +149,11 @@ def train_command(
     device: str = opt(JointConfig, "device"),
     threads: Optional[int] = opt(JointConfig, "threads"),
     out: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)"
+        None,
+        "--out",
+        "-o",
+        help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)",
+        parser=out_file("model.pt"),
     ),
     force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
 ) -> None:
