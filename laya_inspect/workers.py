@@ -141,6 +141,20 @@ def _child(i: int) -> bytes:
     return pickle.dumps((result, events), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """Ends ``pool``'s workers at once, the runs in flight and those queued, and waits until they are
+    gone: leaving the pool's block would otherwise run every queued run first, and the command's cleanup
+    (removing the output's temporary folder) must not race a worker still writing a figure into it."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # the standard pool's own record
+    for p in processes:
+        with contextlib.suppress(OSError, ValueError):
+            p.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            p.join()
+
+
 def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], workers: int, emit: Progress) -> list[R]:
     """``work(i, items[i], emit)`` for every item, in ``workers`` forked processes at once (1, or a
     platform without fork: a plain loop here); the results in item order. The first run that fails
@@ -157,17 +171,21 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
         ) as pool:
             futures = {pool.submit(_child, i): i for i in range(len(items))}
             pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for f in finished:
-                    if f.exception() is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise f.exception()  # type: ignore[misc]
-                    result, events = pickle.loads(f.result())
-                    for e in events:
-                        emit(e)
-                    done[futures[f]] = result
+            try:
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for f in finished:
+                        if f.exception() is not None:
+                            for other in pending:
+                                other.cancel()
+                            raise f.exception()  # type: ignore[misc]
+                        result, events = pickle.loads(f.result())
+                        for e in events:
+                            emit(e)
+                        done[futures[f]] = result
+            except KeyboardInterrupt:  # Ctrl-C or the command's SIGTERM: stop now, not after every queued run
+                _kill_workers(pool)
+                raise
     except BrokenProcessPool:
         raise LayaError(
             f"a worker process died before its run finished (killed, or out of memory); rerun with {WORKERS_FLAG} 1 "

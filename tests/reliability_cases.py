@@ -424,6 +424,13 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   holding the writer's PID (`output_lock`, an `flock` the kernel releases when the process dies, so
   a killed run never leaves a stale lock behind). A second writer is refused at once, with the
   holder's PID; it touches nothing.
+- **Ctrl-C and SIGTERM end a command cleanly.** Ctrl-C, and SIGTERM (`kill PID`, `docker stop`, a
+  scheduler's preemption), stop the command where it is and run its cleanup: the temporary files
+  and folders above are removed, extract's rows are kept in `NAME.partial`, and the worker processes
+  it forked are ended with it. One yellow line says what is left on disk ("interrupted: …" or
+  "terminated: …"), with the shell's exit code for the signal, 130 or 143. Only the command line
+  handles SIGTERM so (a Python caller's own handling is left as it is); SIGKILL leaves the
+  temporary names, which the next run on that output removes.
 - **A cache is complete or absent.** `extract --out NAME` writes its rows into `NAME.partial`,
   batch by batch, and renames it to `NAME` only when every split is full, so the final name never
   holds half a cache. A killed run leaves `NAME.partial`; the same command resumes it, but only when

@@ -70,6 +70,37 @@ def test_a_killed_worker_is_named_with_the_way_out() -> None:
         run_forked([1, 2, 3], _die_on_two, 2, lambda e: None)
 
 
+def _sleep_and_say(i: int, x: Path, emit) -> None:
+    x.write_text(str(os.getpid()))
+    import time
+
+    time.sleep(30)
+
+
+def test_ctrl_c_here_ends_the_workers_at_once_not_after_the_queued_runs(tmp_path: Path) -> None:
+    """Ctrl-C (or the command's SIGTERM) in the parent: leaving the pool ran every queued run first
+    (here 2 × 30 s), with the workers still writing."""
+    import time
+
+    said = [tmp_path / f"{i}.pid" for i in range(4)]
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    start = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 3.0)
+        with pytest.raises(KeyboardInterrupt):
+            run_forked(said, _sleep_and_say, 2, lambda e: None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - start < 10
+    workers = [int(p.read_text()) for p in said if p.exists()]
+    assert len(workers) == 2 and not any(_alive(w) for w in workers)
+
+
 def test_one_worker_runs_here_in_order() -> None:
     seen: list[int] = []
     assert run_forked([5, 6], lambda i, x, emit: seen.append(os.getpid()) or x, 1, lambda e: None) == [5, 6]

@@ -4,12 +4,16 @@ loads them import in one direction."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
@@ -70,27 +74,100 @@ INTERRUPTED = {
 }
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``docker stop``, a scheduler's preemption), raised by the command's handler
+    wherever the command is, as Python raises KeyboardInterrupt for Ctrl-C: the same ``finally``
+    blocks run (temporary files and folders removed, extract's rows kept in its .partial), and no
+    ``except Exception`` in the library can swallow it."""
+
+
+class _OnSigterm:
+    """The command's SIGTERM handler: raises :class:`Terminated` once; a second SIGTERM while the
+    command unwinds is ignored, so it cannot cut the cleanup short (SIGKILL still ends it at once)."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if not self.received:
+            self.received = True
+            raise Terminated
+
+
+_handler: _OnSigterm | None = None  # the one installed now, read in a forked child
+
+
+def _child_default() -> None:
+    """In every child forked while the command's handler is installed (fit-head's workers, the cache
+    reader's probe): SIGTERM kills it as it would have before, instead of running the parent's cleanup
+    and printing its line. Such a child still dies with the command (PR_SET_PDEATHSIG, workers.py)."""
+    if _handler is not None and signal.getsignal(signal.SIGTERM) is _handler:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_at_fork_registered = False
+
+
+@contextlib.contextmanager
+def sigterm_like_ctrl_c() -> Iterator[_OnSigterm | None]:
+    """SIGTERM handled as Ctrl-C for the block, the previous handler restored after it. Only the
+    command line installs it (a library caller's own handling is left alone); not off the main
+    thread, where Python cannot set a handler."""
+    global _handler, _at_fork_registered
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    if not _at_fork_registered:  # once a process: a hook cannot be taken back, and does nothing once restored
+        os.register_at_fork(after_in_child=_child_default)
+        _at_fork_registered = True
+    handler, outer = _OnSigterm(), _handler
+    previous = signal.signal(signal.SIGTERM, handler)
+    _handler = handler
+    try:
+        yield handler
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _handler = outer
+
+
+def _stopped(command: str | None, signalled: bool) -> None:
+    """Ctrl-C or SIGTERM: one line saying what is left on disk, with the shell's exit code for the
+    signal (130 for SIGINT, 143 for SIGTERM)."""
+    said = INTERRUPTED.get(command, INTERRUPTED[None])
+    word, code = ("terminated", 128 + signal.SIGTERM) if signalled else ("interrupted", 128 + signal.SIGINT)
+    err_console.print(f"[yellow]{word}:[/] {said}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code) from None
+
+
 class _Group(TyperGroup):
     """Turns a LayaError raised by any command, an OS error on a named path (full disk, no
-    permission) or a MemoryError into one red line and exit code 1; Ctrl-C into one line, exit 130."""
+    permission) or a MemoryError into one red line and exit code 1; Ctrl-C into one line, exit 130,
+    and SIGTERM into the same line as "terminated", exit 143."""
 
     def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
-        try:
-            return super().invoke(ctx)
-        except LayaError as e:
-            fail(str(e))
-        except OSError as e:
-            if e.filename is None:  # not about a path the user named: a bug, keep the traceback
-                raise
-            fail(os_message(e, "could not access"))
-        except MemoryError:
-            # not a bug but a run too large for this machine: the traceback would say nothing more, and
-            # the memory it held is free again once the stack has unwound
-            fail(memory_message(ctx.invoked_subcommand))
-        except KeyboardInterrupt:  # Ctrl-C: say what is left on disk, with the shell's exit code for SIGINT
-            said = INTERRUPTED.get(ctx.invoked_subcommand, INTERRUPTED[None])
-            err_console.print(f"[yellow]interrupted:[/] {said}", highlight=False, soft_wrap=True)
-            raise typer.Exit(130) from None
+        with sigterm_like_ctrl_c() as sigterm:
+
+            def after_sigterm() -> None:  # an error on the way out of a terminated run (a worker killed with it)
+                if sigterm is not None and sigterm.received:
+                    _stopped(ctx.invoked_subcommand, True)
+
+            try:
+                return super().invoke(ctx)
+            except LayaError as e:
+                after_sigterm()
+                fail(str(e))
+            except OSError as e:
+                after_sigterm()
+                if e.filename is None:  # not about a path the user named: a bug, keep the traceback
+                    raise
+                fail(os_message(e, "could not access"))
+            except MemoryError:
+                after_sigterm()
+                # not a bug but a run too large for this machine: the traceback would say nothing more, and
+                # the memory it held is free again once the stack has unwound
+                fail(memory_message(ctx.invoked_subcommand))
+            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM through the handler above
+                _stopped(ctx.invoked_subcommand, isinstance(e, Terminated) or bool(sigterm and sigterm.received))
 
 
 app = typer.Typer(

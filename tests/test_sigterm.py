@@ -1,0 +1,185 @@
+"""SIGTERM (`kill PID`, `docker stop`, a scheduler's preemption) ends a command as Ctrl-C does: the
+cleanup runs (no temporary file or folder left, no worker left running), one "terminated: …" line
+says what is left on disk, and the exit code is the shell's for SIGTERM, 143. Real subprocesses,
+signalled once a progress line shows the work has started."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+
+pytestmark = pytest.mark.slow
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
+CLI = [sys.executable, "-m", "laya_inspect"]
+
+# A digits MLP whose every forward pass takes 20 ms: extract's 25 batches of 8 a split last 0.5 s each, long
+# enough to be signalled in the middle, short enough for a test.
+SLOW_MODEL = """
+import time
+import torch
+
+
+class Slow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.Linear(16, 8))
+        self.head = torch.nn.Linear(8, 10)
+        self.input_spec = {"kind": "image", "channels": 1, "size": 8}
+        self.default_layers = ["blocks.0", "blocks.1"]
+
+    def forward(self, x):
+        time.sleep(0.02)
+        return self.head(self.blocks(x.flatten(1)))
+
+
+def build():
+    return Slow()
+"""
+
+
+class Running:
+    """A command run in the background, its stderr read line by line as it comes."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.err: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                assert self.proc.poll() is None, f"ended before {pattern!r}: {''.join(self.err)}"
+                continue
+            self.err.append(line)
+            if re.search(pattern, line):
+                return
+        raise AssertionError(f"no line matching {pattern!r} in {timeout} s: {''.join(self.err)}")
+
+    def finish(self, timeout: float = 30) -> tuple[int, str]:
+        code = self.proc.wait(timeout=timeout)
+        time.sleep(0.1)  # the reader thread takes the last lines
+        while not self.lines.empty():
+            self.err.append(self.lines.get())
+        return code, "".join(self.err)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (a container's PID 1 may never reap one)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _temporary(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if re.search(r"\.tmp-\d+$", p.name))
+
+
+def _terminated_line(err: str) -> str:
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("terminated: "), err[-3000:]
+    return last
+
+
+def test_sigterm_during_extract_keeps_the_rows_and_the_same_command_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "slow_model.py").write_text(SLOW_MODEL)
+    args = [*CLI, "extract", "--model", "python:slow_model:build", "--random-init", "--data", "digits",
+            "--limit", "200", "--batch-size", "8", "--out", "c.h5", "--device", "cpu"]  # fmt: skip
+    run = Running(args, tmp_path)
+    run.wait_for(r"^train: (?!0/)\d+/200 rows")  # rows are being written
+    run.proc.send_signal(signal.SIGTERM)
+    code, err = run.finish()
+    assert code == 143, (code, err[-3000:])
+    from laya_inspect.cli.app import INTERRUPTED
+
+    assert _terminated_line(err) == f"terminated: {INTERRUPTED['extract']}"
+    assert "Traceback" not in err, err
+    assert (tmp_path / "c.h5.partial").is_file() and not (tmp_path / "c.h5").exists()
+    assert _temporary(tmp_path) == []
+    monkeypatch.chdir(tmp_path)  # the same command again, here (one interpreter's start less)
+    again = CliRunner().invoke(app, args[len(CLI) :], env={"COLUMNS": "200"})
+    assert again.exit_code == 0, again.output[-3000:]
+    assert re.search(r"resumed from the rows already written \(train: [1-9][\d,]* rows", again.output), again.output
+    assert (tmp_path / "c.h5").is_file() and not (tmp_path / "c.h5.partial").exists()
+
+
+def test_sigterm_during_fit_head_with_workers_leaves_no_worker_and_no_temporary_folder(
+    digits_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "heads"
+    args = [*CLI, "fit-head", str(digits_cache), "--head", "laya", "--seeds", "3", "--workers", "3",
+            "--epochs", "400", "--patience", "400", "--out", str(out)]  # fmt: skip
+    run = Running(args, tmp_path)
+    deadline = time.monotonic() + 60
+    while len(workers := _children(run.proc.pid)) < 3:  # the three runs have started
+        assert time.monotonic() < deadline and run.proc.poll() is None, run.finish()[1][-3000:]
+        time.sleep(0.05)
+    time.sleep(0.5)  # into their training
+    run.proc.send_signal(signal.SIGTERM)
+    code, err = run.finish(timeout=20)  # promptly: not after the runs in flight or queued
+    assert code == 143, (code, err[-3000:])
+    from laya_inspect.cli.app import INTERRUPTED
+
+    assert _terminated_line(err) == f"terminated: {INTERRUPTED[None]}"
+    assert "Traceback" not in err and "error:" not in err, err
+    deadline = time.monotonic() + 5  # a worker killed with its parent may take a moment to go
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [w for w in workers if _alive(w)] == []
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_handler_is_the_command_s_only_and_a_forked_child_is_killed_by_sigterm(tmp_path: Path) -> None:
+    """The library installs nothing; the command restores the handler it found, and a child it forks
+    (a worker) dies of SIGTERM instead of running the parent's cleanup."""
+    from laya_inspect.cli.app import sigterm_like_ctrl_c
+
+    mine = lambda signum, frame: None  # noqa: E731
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        import laya_inspect.workers  # noqa: F401
+
+        assert signal.getsignal(signal.SIGTERM) is mine
+        with sigterm_like_ctrl_c() as handler:
+            assert signal.getsignal(signal.SIGTERM) is handler
+            pid = os.fork()
+            if pid == 0:  # the child: wait to be signalled
+                time.sleep(10)
+                os._exit(0)
+            time.sleep(0.2)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
