@@ -141,11 +141,13 @@ def _child(i: int) -> bytes:
     return pickle.dumps((result, events), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _kill_workers(pool: ProcessPoolExecutor) -> None:
+def _kill_workers(pool: ProcessPoolExecutor, before: set[Any]) -> None:
     """Ends ``pool``'s workers at once, the runs in flight and those queued, and waits until they are
     gone: leaving the pool's block would otherwise run every queued run first, and the command's cleanup
-    (removing the output's temporary folder) must not race a worker still writing a figure into it."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())  # the standard pool's own record
+    (removing the output's temporary folder) must not race a worker still writing a figure into it.
+    The workers are the children multiprocessing started since ``before`` (its public record, not the
+    pool's private one)."""
+    processes = [p for p in multiprocessing.active_children() if p not in before]
     for p in processes:
         with contextlib.suppress(OSError, ValueError):
             p.kill()
@@ -162,6 +164,7 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
     if workers <= 1 or len(items) <= 1 or not can_fork():
         return [work(i, item, emit) for i, item in enumerate(items)]
     done: dict[int, R] = {}
+    before = set(multiprocessing.active_children())
     try:
         with ProcessPoolExecutor(
             max_workers=min(workers, len(items)),
@@ -184,7 +187,7 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
                             emit(e)
                         done[futures[f]] = result
             except KeyboardInterrupt:  # Ctrl-C or the command's SIGTERM: stop now, not after every queued run
-                _kill_workers(pool)
+                _kill_workers(pool, before)
                 raise
     except BrokenProcessPool:
         raise LayaError(

@@ -114,7 +114,10 @@ def sigterm_like_ctrl_c() -> Iterator[_OnSigterm | None]:
     command line installs it (a library caller's own handling is left alone); not off the main
     thread, where Python cannot set a handler."""
     global _handler, _at_fork_registered
-    if threading.current_thread() is not threading.main_thread():
+    # under torchrun SIGTERM comes from torchrun itself, when another rank has failed: a rank waiting in a
+    # collective runs no Python code, so a handler would hold it until torchrun's SIGKILL; it dies at once
+    ranks = os.environ.get("WORLD_SIZE", "").strip() not in ("", "1")
+    if threading.current_thread() is not threading.main_thread() or ranks:
         yield None
         return
     if not _at_fork_registered:  # once a process: a hook cannot be taken back, and does nothing once restored
