@@ -161,6 +161,59 @@ def test_shift_detection_is_not_read_on_a_handful_of_rows(shift_caches, tmp_path
     assert "shift detection not read: a cache gives 2 test rows" in page and "beats" not in page
 
 
+def test_the_accuracy_on_a_cache_of_other_classes_is_not_computed(shift_caches, tmp_path):
+    """QA: --against a digits cache with a Fashion-MNIST head said "accuracy 0.8233 here, 0.0417 on the
+    other cache": the head's class indices read against another dataset's labels."""
+    base, moved2, _, head_dir = shift_caches
+    with FeatureStore(moved2) as store:
+        splits = {s: (store.layers(s), store.labels(s)) for s in ("train", "test")}
+    other = write_cache(tmp_path / "o.h5", splits, layer_names=["l1", "l2", "l3"], class_names=["cat", "dog"])
+    config = DiagnoseConfig(permutations=50, n_boot=50, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(other) as against:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=against).summary
+    first = s["shift"]["heads"][0]
+    assert first["accuracy_other"] is None and 0 <= first["accuracy_this"] <= 1
+    (said,) = [w for w in s["warnings"] if "other classes" in w]
+    assert "cat, dog against 0, 1" in said and "accuracy on its rows is not computed" in said
+    with FeatureStore(base) as store, FeatureStore(moved2) as against:  # the same classes: computed
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "b", against=against).summary
+    assert isinstance(s["shift"]["heads"][0]["accuracy_other"], float)
+    assert not any("other classes" in w for w in s["warnings"])
+
+
+def test_heads_that_tell_the_caches_apart_in_opposite_directions_are_not_read_as_chance():
+    """QA: α-entropy's shift AUROC was 0.386, 0.780 and 0.454 over three seeds, every interval off 0.5;
+    pooled over heads it held 0.5 and was read "not shown to tell the caches apart better than chance"."""
+    from laya_inspect.beyond.diagnose import _verdict
+
+    def auroc(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    per_head = [(0.386, 0.359, 0.409), (0.780, 0.757, 0.800), (0.454, 0.429, 0.479)]
+    rows = {"n_this": 1000, "n_other": 500, "permutation": {"p_value": 0.01}}
+    heads = [{"detect_auroc": {"msp": auroc(0.6, 0.58, 0.62), "alpha_entropy": auroc(*a)}, **rows} for a in per_head]
+    pooled = {
+        "detect_auroc": {"msp": auroc(0.6, 0.58, 0.62), "alpha_entropy": auroc(0.54, 0.0, 1.0)},
+        "detect_diff": {"alpha_entropy − msp": auroc(-0.06, -0.6, 0.5)},
+    }
+    s = {
+        "errors": {"auroc": {}, "diff_vs_msp": {}},
+        "heads": [{"auroc": {}}] * 3,
+        "shift": {"heads": heads, "pooled": pooled, "profiles": "differ"},
+    }
+    (line,) = [v for v in _verdict(s) if v.startswith("no detectable") or "shift detection by" in v]
+    assert "not shown to tell the caches apart" not in line
+    assert line.endswith(
+        "; alpha_entropy: each of the 3 heads tells the caches apart on its own rows, but in opposite directions "
+        "(AUROC above 0.5 for 1, below for 2): which rows it scores higher changes from seed to seed"
+    )
+    heads[1]["detect_auroc"]["alpha_entropy"] = auroc(0.52, 0.48, 0.56)  # one head's own interval holds 0.5
+    (line,) = [v for v in _verdict(s) if "shift detection by" in v]
+    assert line.endswith(
+        "; alpha_entropy is not shown to tell the caches apart better than chance (its interval holds 0.5)"
+    )
+
+
 def test_the_verdicts_follow_the_evidence():
     """A difference of 1e-16 (identical scores up to rounding) was "beats"; an undefined AUROC (no
     errors in the test rows) gave four "undefined" lines and no reason; a p-value says "differ" only

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import __version__
 from ..cache.store import FeatureStore
-from ..errors import CacheError, InputError
+from ..errors import CacheError, InputError, few
 from ..head_dir import refuse_repeats, store_for_heads
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
@@ -199,7 +199,7 @@ def _diagnose(
         per_head.append(entry)
         if other is not None:
             ot = _read(head, other.hs, other.labels)
-            shifts.append(_shift(te, ot, ref, store.num_classes, config))
+            shifts.append(_shift(te, ot, ref, store.num_classes, config, _same_classes(store, against)))
     summary: dict[str, Any] = {
         "tool_version": __version__,
         "command": "diagnose",
@@ -209,7 +209,9 @@ def _diagnose(
         "config": asdict(config),
         "scores": {**ERROR_SCORES},
         "heads": per_head,
-        "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test) + _few_errors(per_head),
+        "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test)
+        + _few_errors(per_head)
+        + _classes_differ(store, against),
     }
     summary["errors"] = _pool_errors(per_head, config.n_boot)
     if shifts:
@@ -223,9 +225,28 @@ def _diagnose(
     return summary
 
 
-def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: DiagnoseConfig) -> dict[str, Any]:
+def _same_classes(store: FeatureStore, other: FeatureStore | None) -> bool:
+    """The other cache's labels name this cache's classes, in the same order: only then does the
+    head's accuracy on its rows mean anything (a cache of other labels is compared by α alone)."""
+    return other is not None and other.class_names == store.class_names
+
+
+def _classes_differ(store: FeatureStore, other: FeatureStore | None) -> list[str]:
+    if other is None or _same_classes(store, other):
+        return []
+    return [
+        f"{other.path} labels its rows with other classes than {store.path} ({few(other.class_names, 4)} against "
+        f"{few(store.class_names, 4)}): the heads' accuracy on its rows is not computed; the shift is read from "
+        "α and the scores alone"
+    ]
+
+
+def _shift(
+    a: Read, b: Read, ref: np.ndarray, num_classes: int, config: DiagnoseConfig, same_classes: bool
+) -> dict[str, Any]:
     """α profiles of this cache's test rows (a) and the other cache's (b), the permutation test, and
-    AUROC of telling b's rows from a's by each score (positive = the other cache)."""
+    AUROC of telling b's rows from a's by each score (positive = the other cache); the accuracy on b's
+    rows only where its labels are this cache's classes."""
     test = permutation_test(a.weights, b.weights, a.preds, b.preds, num_classes, config.permutations, config.seed)
     sa, sb = a.scores(ref), b.scores(ref)
     y = np.concatenate([np.zeros(len(a.preds), bool), np.ones(len(b.preds), bool)])
@@ -237,7 +258,7 @@ def _shift(a: Read, b: Read, ref: np.ndarray, num_classes: int, config: Diagnose
         "n_this": int(len(a.preds)),
         "n_other": int(len(b.preds)),
         "accuracy_this": float((a.preds == a.labels).mean()),
-        "accuracy_other": float((b.preds == b.labels).mean()),
+        "accuracy_other": float((b.preds == b.labels).mean()) if same_classes else None,
         "mean_alpha_this": a.weights.mean(axis=0).tolist(),
         "mean_alpha_other": b.weights.mean(axis=0).tolist(),
         "permutation": test,

@@ -271,18 +271,24 @@ def _below_chance(auroc: dict[str, Any], name: str) -> bool:
     return hi is not None and hi < 0.5
 
 
-def _above_alone(heads: Sequence[dict[str, Any]], name: str) -> bool:
-    """Every one of several heads' own interval over rows lies above ½."""
-    lows = [(h.get(name) or {}).get("ci_low") for h in heads]
-    return len(heads) > 1 and all(lo is not None and lo > 0.5 for lo in lows)
+def _sides(heads: Sequence[dict[str, Any]], name: str) -> tuple[int, int] | None:
+    """(heads whose own interval lies above ½, below ½) when every one of several heads' interval
+    excludes ½; None otherwise."""
+    ends = [((h.get(name) or {}).get("ci_low"), (h.get(name) or {}).get("ci_high")) for h in heads]
+    if len(heads) < 2 or any(lo is None or hi is None for lo, hi in ends):
+        return None
+    up, down = sum(lo > 0.5 for lo, _ in ends), sum(hi < 0.5 for _, hi in ends)
+    return (up, down) if up + down == len(heads) else None
 
 
 def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
     """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
     that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
     that interval (t over heads) can hold ½ while each head's own interval over rows lies above it."""
-    none = [n for n in names if _chance(auroc, n) and not _above_alone(heads, n)]
-    spread = [n for n in names if _chance(auroc, n) and _above_alone(heads, n)]
+    sides = {n: _sides(heads, n) or (0, 0) for n in names if _chance(auroc, n)}
+    spread = [n for n, (up, down) in sides.items() if up and not down]  # each head alone above ½
+    opposite = [n for n, (up, down) in sides.items() if up and down]  # each head alone off ½, seeds both ways
+    none = [n for n in sides if n not in spread and n not in opposite]
     below = [n for n in names if _below_chance(auroc, n)]
     parts = []
     if len(none) == 1:
@@ -293,6 +299,12 @@ def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads:
         parts.append(
             f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
             "interval over heads holds 0.5 (the heads differ too much to pin it down)"
+        )
+    for n in opposite:
+        up, down = sides[n]
+        parts.append(
+            f"{n}: each of the {len(heads)} heads tells {rows} apart on its own rows, but in opposite directions "
+            f"(AUROC above 0.5 for {up}, below for {down}): which rows it scores higher changes from seed to seed"
         )
     if below:
         parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5)")
