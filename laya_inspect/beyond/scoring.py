@@ -274,8 +274,13 @@ def _below_chance(auroc: dict[str, Any], name: str) -> bool:
 def _sides(heads: Sequence[dict[str, Any]], name: str) -> tuple[int, int] | None:
     """(heads whose own interval lies above ½, below ½) when every one of several heads' interval
     excludes ½; None otherwise."""
-    ends = [((h.get(name) or {}).get("ci_low"), (h.get(name) or {}).get("ci_high")) for h in heads]
-    if len(heads) < 2 or any(lo is None or hi is None for lo, hi in ends):
+    ends: list[tuple[float, float]] = []
+    for h in heads:
+        lo, hi = (h.get(name) or {}).get("ci_low"), (h.get(name) or {}).get("ci_high")
+        if lo is None or hi is None:
+            return None
+        ends.append((lo, hi))
+    if len(ends) < 2:
         return None
     up, down = sum(lo > 0.5 for lo, _ in ends), sum(hi < 0.5 for _, hi in ends)
     return (up, down) if up + down == len(heads) else None
