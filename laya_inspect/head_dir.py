@@ -27,6 +27,7 @@ from torch import Tensor
 
 from . import __version__
 from .cache.store import FeatureStore
+from .compare.records import BadField, checked_field
 from .errors import (
     PICKLED_OBJECT,
     CacheError,
@@ -73,7 +74,15 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
             f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms, --amp or data"
         )
     rows = config.get("cache_rows")
-    rows = rows if isinstance(rows, dict) else {}
+    if not isinstance(rows, dict):  # a head written before cache_rows: the data fingerprint it recorded, if any
+        return _other_data(head_dir, config, store)
+    lacking = [s for s in store.splits if s not in rows]
+    if lacking:
+        raise _bad(
+            Path(head_dir) / CONFIG,
+            f"field cache_rows has no split {', '.join(map(repr, lacking))} of {store.path}, the cache it was fitted "
+            f"on (fingerprint {store.fingerprint}), so its test rows cannot be checked",
+        )
     moved = [s for s in rows if s in store.splits and rows[s] != split_rows(store, s)]
     if moved:
         return (
@@ -82,6 +91,34 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
             "head was trained on"
         )
     return None
+
+
+def _other_data(head_dir: str | Path, config: Mapping[str, Any], store: FeatureStore) -> str | None:
+    """The rows check of a head written before ``cache_rows`` (laya-inspect before a3373bb recorded
+    ``cache_data_fingerprint``, the fingerprint of the data extract read)."""
+    rows, here = config.get("cache_data_fingerprint"), str(store.whole.attrs.get("data_fingerprint") or "")
+    if rows and here and rows != here:
+        return (
+            f"head {head_dir} was trained on {config.get('cache_path')}, the same features of other rows (data "
+            f"fingerprint {rows}, {store.path}: {here}; another split --seed, --limit or changed data files): "
+            "its test rows may be rows the head was trained on"
+        )
+    return None
+
+
+def unchecked_rows(head_dir: str | Path, config: Mapping[str, Any], store: FeatureStore) -> str | None:
+    """A line to read beside the results of a head whose config.json records neither ``cache_rows``
+    nor the older ``cache_data_fingerprint`` (a head written by an early laya-inspect, or one whose
+    field was removed): whether it is read on rows it was trained on cannot be checked. None when it
+    can, or when the head was trained on another cache (:func:`other_cache` says that)."""
+    if config.get("cache_fingerprint") != store.fingerprint or isinstance(config.get("cache_rows"), dict):
+        return None
+    if config.get("cache_data_fingerprint") and store.whole.attrs.get("data_fingerprint"):
+        return None
+    return (
+        f"head {head_dir} records no cache_rows in its {CONFIG} (written by an early laya-inspect, or the field "
+        "was removed): whether the rows it is read on here are rows it was trained on cannot be checked"
+    )
 
 
 def fit_warnings(head_dir: str | Path, config: Mapping[str, Any]) -> list[str]:
@@ -267,7 +304,42 @@ def read_head_config(head_dir: str | Path) -> dict[str, Any]:
     if unknown or missing:
         what = "; ".join(f"{w} {few(keys, 4)}" for w, keys in (("unknown", unknown), ("missing", missing)) if keys)
         raise _bad(path, f"has kwargs that do not build a {kind} head ({what}; it takes {takes})")
+    try:
+        _check_fields(config)
+    except BadField as e:
+        raise _bad(path, f"field {str(e).lstrip('.')}") from None
     return config
+
+
+def _check_fields(config: Mapping[str, Any]) -> None:
+    """Every field of a head's config.json that a loader reads, checked on its own and against the
+    others: the constructor arguments (kwargs), layer_names (one per layer of kwargs.widths, which
+    weights.pt's adapters follow), class_names (one per class of kwargs.num_classes) and the cache
+    record (cache_fingerprint, cache_rows). A field a head written by hand or by an earlier version
+    lacks may be absent; one that is there must be right. Raises :class:`BadField` naming the field."""
+    kind, kwargs = config["kind"], config["kwargs"]
+    for k, v in kwargs.items():
+        ok, want = _KWARG_RULES.get(k, (lambda _: True, ""))
+        if not ok(v):
+            raise BadField(f"kwargs.{k} is {_one_line(repr(v), 60)}, which must be {want} for a {kind} head")
+    counts = {
+        "layer_names": (len(kwargs["widths"]), f"kwargs.widths has {len(kwargs['widths'])} layers"),
+        "class_names": (kwargs["num_classes"], f"kwargs.num_classes is {kwargs['num_classes']}"),
+    }
+    for key, (n, what) in counts.items():
+        names = checked_field(config, key, "strs", "", optional=True)
+        if names is None or (key == "class_names" and not names):  # not recorded
+            continue
+        if len(names) != n:
+            raise BadField(f"{key} has {len(names)} names, but {what}")
+        twice = sorted({x for x in names if names.count(x) > 1})
+        if twice:
+            raise BadField(f"{key} names {few([repr(x) for x in twice], 3)} twice")
+    checked_field(config, "cache_fingerprint", (str, type(None)), "", optional=True)
+    checked_field(config, "cache_data_fingerprint", (str, type(None)), "", optional=True)
+    rows = checked_field(config, "cache_rows", dict, "", optional=True)
+    for split in rows or {}:
+        checked_field(rows, split, str, ".cache_rows")
 
 
 def _is_int(v: Any) -> bool:
@@ -308,7 +380,13 @@ def _construct(kind: str, kwargs: Mapping[str, Any], fail: Callable[[str], LayaE
         raise fail(f"has kwargs that do not build a {kind} head ({_one_line(e)})") from None
 
 
-def _build(kind: str, kwargs: Mapping[str, Any], state: Any, fail: Callable[[str], LayaError]) -> Head:
+# the constructor arguments that set the shapes of a head's weights
+SHAPING = ("widths", "num_classes", "d_star", "score_width", "psi", "standardize")
+
+
+def _build(
+    kind: str, kwargs: Mapping[str, Any], state: Any, fail: Callable[[str], LayaError], config: str = "its config"
+) -> Head:
     """The head ``kind(**kwargs)`` holding ``state``; every mismatch ends in ``fail(problem)``.
     The shapes are checked on a meta-device head first, so kwargs that ask for a huge head cost no memory."""
     if not isinstance(state, Mapping) or not all(
@@ -319,17 +397,29 @@ def _build(kind: str, kwargs: Mapping[str, Any], state: Any, fail: Callable[[str
         shape_of = {k: tuple(v.shape) for k, v in _construct(kind, kwargs, fail).state_dict().items()}
     missing = [k for k in shape_of if k not in state]
     unexpected = [k for k in state if k not in shape_of]
+    shaped = ", ".join(f"kwargs.{k} {kwargs[k]}" for k in SHAPING if k in kwargs)
+    described = f"the {kind} head {config} describes ({shaped})"
     if missing or unexpected:
         parts = [f"missing {few(missing, 4)}"] * bool(missing) + [f"unexpected {few(unexpected, 4)}"] * bool(unexpected)
-        raise fail(f"does not fit the {kind} head of its config ({'; '.join(parts)})")
+        raise fail(f"does not fit {described}: {'; '.join(parts)}; one of the two was edited or damaged")
     bad = [f"{k} {tuple(state[k].shape)} vs {s}" for k, s in shape_of.items() if tuple(state[k].shape) != s]
     if bad:
-        raise fail(f"does not fit the {kind} head of its config: shape (file vs head) {', '.join(bad[:3])}")
+        raise fail(
+            f"does not fit {described}: shape (weights vs config) {', '.join(bad[:3])}; "
+            "one of the two was edited or damaged"
+        )
     for k, v in state.items():
         if not v.is_floating_point():
             raise fail(f"holds {k} of dtype {v.dtype}; a head's weights are floating point")
+        if v.dtype != torch.float32:  # fit-head, export-head and train write float32; a cast would hide the edit
+            raise fail(
+                f"holds {k} as {v.dtype}, not float32 (laya-inspect writes a head's weights as float32; a converted "
+                "file gives other logits than the head that was measured)"
+            )
         if not bool(torch.isfinite(v).all()):
             raise fail(f"holds non-finite values (NaN or inf) in {k}")
+        if k.startswith("standardizers.") and k.endswith(".scale") and not bool((v > 0).all()):
+            raise fail(f"holds a standardisation scale ≤ 0 in {k} (each scale is a layer's spread, > 0)")
     head = _construct(kind, kwargs, fail)
     head.load_state_dict(state, strict=True)
     return head.eval()
@@ -377,14 +467,64 @@ def load_head(
         warnings.warn(msg, stacklevel=2)
     if store is not None:
         _refuse_a_layer_subset(d, config, store)
+        if msg is None:
+            _check_against_cache(d, config, store)
     state = _read_weights(d)
-    head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem))
+    head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem), CONFIG)
     if store is not None and head.widths != store.widths:
         raise CacheError(
             f"head {head_dir} reads layers of widths {head.widths}, but {store.path} holds widths {store.widths}; "
             "use the cache the head was trained on"
         )
+    if store is not None and head.num_classes != store.num_classes:
+        raise CacheError(
+            f"head {head_dir} predicts {head.num_classes} classes, but {store.path} holds {store.num_classes}; "
+            "use the cache the head was trained on"
+        )
     return head.to(map_location), config
+
+
+def _check_against_cache(d: Path, config: Mapping[str, Any], store: FeatureStore) -> None:
+    """The layer and class names of a head trained on ``store``'s cache (same fingerprint) checked
+    against that cache: layers it holds, in its order, of the widths kwargs.widths gives, the ones
+    ``store`` reads; the cache's classes. An edited name would make the head read other layers."""
+    path, whole, kwargs = d / CONFIG, store.whole, config["kwargs"]
+    names, classes = config.get("layer_names"), config.get("class_names")
+    if isinstance(names, list):
+        unknown = [n for n in names if n not in whole.layer_names]
+        if unknown:
+            raise _bad(
+                path,
+                f"field layer_names names {few([repr(n) for n in unknown], 3)}, a layer {whole.path} (the cache it "
+                f"was fitted on) does not hold ({suggest(unknown[0], whole.layer_names)})",
+            )
+        at = [whole.layer_names.index(n) for n in names]
+        if at != sorted(at):
+            in_order = [n for n in whole.layer_names if n in names]
+            raise _bad(
+                path,
+                f"field layer_names lists {', '.join(names)}, not in the order of {whole.path}'s layers "
+                f"({', '.join(in_order)}): the head would read each layer in another one's place",
+            )
+        widths = [whole.widths[i] for i in at]
+        off = [i for i, (w, v) in enumerate(zip(widths, kwargs["widths"])) if w != v]
+        if off:
+            i = off[0]
+            raise _bad(
+                path,
+                f"field layer_names names {names[i]!r} (width {widths[i]} in {whole.path}) as layer {i}, which "
+                f"kwargs.widths gives width {kwargs['widths'][i]}",
+            )
+        if names != store.layer_names:
+            raise _bad(
+                path, f"field layer_names is {', '.join(names)}, but it is read here on {', '.join(store.layer_names)}"
+            )
+    if isinstance(classes, list) and classes and classes != store.class_names:
+        raise _bad(
+            path,
+            f"field class_names is {few([repr(c) for c in classes], 6)}, but {whole.path}, the cache it was fitted "
+            f"on, names its classes {few([repr(c) for c in store.class_names], 6)}",
+        )
 
 
 def refuse_repeats(head_dirs: Sequence[str | Path], why: str) -> None:

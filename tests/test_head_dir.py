@@ -4,6 +4,7 @@ damage (missing, truncated, random or mismatched files) refused in one line that
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -226,11 +227,11 @@ CONFIG_DAMAGE = {
     "kwargs a list": (lambda d: _edit_config(d, _set("kwargs", [1])), "kwargs that are not an object"),
     "unknown kwarg": (lambda d: _edit_config(d, _kw(depth=3)), r"unknown 'depth'; it takes widths, num_classes"),
     "missing kwarg": (lambda d: _edit_config(d, _kw(widths=...)), "missing widths"),
-    "widths a string": (lambda d: _edit_config(d, _kw(widths="35")), "widths='35', which must be a non-empty list"),
-    "tau negative": (lambda d: _edit_config(d, _kw(tau=-1)), "tau=-1, which must be a finite number > 0"),
-    "tau NaN": (_tau_nan, "tau=nan"),
-    "d_star a bool": (lambda d: _edit_config(d, _kw(d_star=True)), "d_star=True, which must be a positive integer"),
-    "kwargs of another shape": (lambda d: _edit_config(d, _kw(d_star=8)), r"shape \(file vs head\) adapters.0.weight"),
+    "widths a string": (lambda d: _edit_config(d, _kw(widths="35")), "kwargs.widths is '35', which must be a"),
+    "tau negative": (lambda d: _edit_config(d, _kw(tau=-1)), "kwargs.tau is -1, which must be a finite number"),
+    "tau NaN": (_tau_nan, "config.json field kwargs.tau is nan"),
+    "d_star a bool": (lambda d: _edit_config(d, _kw(d_star=True)), "kwargs.d_star is True, which must be a positive"),
+    "kwargs of another shape": (lambda d: _edit_config(d, _kw(d_star=8)), r"weights.pt .* config.json .*d_star 8"),
     "huge kwargs": (lambda d: _edit_config(d, _kw(widths=[10**12, 10**12])), "shape"),
 }
 WEIGHTS_DAMAGE = {
@@ -290,6 +291,141 @@ def test_a_head_for_other_widths_is_refused_even_with_force(saved: Path, tmp_pat
             pytest.raises(CacheError, match=r"widths \[3, 5\].*\[3, 6\]"),
         ):
             load_head(saved, store=store, force=True)
+
+
+# -- edited fields, checked against each other, the weights and the cache ----------------------
+
+
+@pytest.fixture
+def fitted(tmp_path: Path) -> tuple[Path, Path]:
+    """(cache of three layers of widths 3, 5, 5 and four classes, a laya head written on it as fit-head does)."""
+    from laya_inspect.head_dir import cache_identity
+
+    rng = np.random.default_rng(0)
+
+    def split(n: int):
+        return [rng.normal(size=(n, w)).astype("float32") for w in (3, 5, 5)], np.arange(n) % 4
+
+    cache = write_cache(tmp_path / "c.h5", {"train": split(24), "test": split(16)})
+    with FeatureStore(cache) as store:
+        torch.manual_seed(0)
+        head = build_head("laya", store.widths, 4, d_star=6, tau=0.9, standardize="feature")
+        d = save_head(tmp_path / "head", head, meta=cache_identity(store))
+    return cache, d
+
+
+def _read_on(d: Path, cache: Path, **kw):
+    from laya_inspect.head_dir import store_for_heads
+
+    with FeatureStore(cache) as store:
+        return load_head(d, store=store_for_heads(store, [d]), **kw)
+
+
+EDITED = {
+    "a layer named twice": (
+        _set("layer_names", ["blocks.0", "blocks.2", "blocks.2"]),
+        "config.json field layer_names names 'blocks.2' twice",
+    ),
+    "a layer the cache lacks": (
+        _set("layer_names", ["blocks.0", "blocks.1", "blocks.9"]),
+        "config.json field layer_names names 'blocks.9', a layer .*c.h5 .the cache it was fitted on. does not hold",
+    ),
+    "layers reordered": (
+        _set("layer_names", ["blocks.0", "blocks.2", "blocks.1"]),
+        r"config.json field layer_names lists blocks.0, blocks.2, blocks.1, not in the order of .*c.h5's layers",
+    ),
+    "a layer left out": (
+        _set("layer_names", ["blocks.0", "blocks.1"]),
+        "config.json field layer_names has 2 names, but kwargs.widths has 3 layers",
+    ),
+    "a layer of another width": (
+        lambda c: {**c, "layer_names": ["blocks.0", "blocks.2"], "kwargs": {**c["kwargs"], "widths": [3, 3]}},
+        r"field layer_names names 'blocks.2' \(width 5 in .*\) as layer 1, which kwargs.widths gives width 3",
+    ),
+    "a class left out": (
+        _set("class_names", ["0", "1", "2"]),
+        "config.json field class_names has 3 names, but kwargs.num_classes is 4",
+    ),
+    "a class renamed": (
+        _set("class_names", ["a", "1", "2", "3"]),
+        "config.json field class_names is 'a', '1', '2', '3', but .*c.h5, the cache it was fitted on, names",
+    ),
+    "class_names not names": (_set("class_names", [0, 1, 2, 3]), "config.json field class_names.0 is 0"),
+    "num_classes edited": (_kw(num_classes=5), "field class_names has 4 names, but kwargs.num_classes is 5"),
+    "tau 0": (_kw(tau=0), "config.json field kwargs.tau is 0, which must be a finite number > 0"),
+    "tau a string": (_kw(tau="0.5"), "config.json field kwargs.tau is '0.5', which must be a finite number > 0"),
+    "standardize edited": (
+        _kw(standardize="zscore"),
+        "config.json field kwargs.standardize is 'zscore', which must be",
+    ),
+    "cache_rows not an object": (_set("cache_rows", ["x"]), "config.json field cache_rows is"),
+    "cache_rows without the test split": (
+        lambda c: {**c, "cache_rows": {"train": c["cache_rows"]["train"]}},
+        "config.json field cache_rows has no split 'test' of",
+    ),
+    "cache_fingerprint not a string": (_set("cache_fingerprint", 3), "config.json field cache_fingerprint is 3"),
+}
+
+
+@pytest.mark.parametrize("case", list(EDITED))
+def test_an_edited_config_field_is_refused_naming_config_json_and_the_field(fitted, case: str) -> None:
+    cache, d = fitted
+    edit, message = EDITED[case]
+    _edit_config(d, edit)
+    with pytest.raises(CacheError, match=message) as info:
+        _read_on(d, cache)
+    text = str(info.value)
+    assert text.startswith(str(d / "config.json")) and "\n" not in text and "laya-inspect fit-head" in text
+
+
+def test_a_head_written_on_the_cache_loads_unchanged(fitted) -> None:
+    from laya_inspect.beyond.common import Split, trust_lines
+    from laya_inspect.compare.run import _load_heads, _other_cache
+
+    cache, d = fitted
+    head, config = _read_on(d, cache)
+    assert config["layer_names"] == ["blocks.0", "blocks.1", "blocks.2"] and head.widths == [3, 5, 5]
+    with FeatureStore(cache) as store:
+        assert _other_cache(_load_heads([d], store, False, torch.device("cpu")), store, "test") == []
+        assert trust_lines(store, [(d, config)], Split("test", [], np.zeros(40, dtype=np.int64))) == []
+
+
+def test_half_precision_weights_are_refused_naming_weights_pt(fitted) -> None:
+    cache, d = fitted
+    _put(d, {k: v.half() for k, v in torch.load(d / "weights.pt", weights_only=True).items()})
+    with pytest.raises(CacheError, match=r"weights.pt holds \S+ as torch.float16, not float32"):
+        _read_on(d, cache)
+
+
+def test_a_standardisation_scale_of_zero_is_refused(fitted) -> None:
+    cache, d = fitted
+    _state(d, **{"standardizers.1.scale": torch.zeros(5)})
+    with pytest.raises(CacheError, match=r"weights.pt holds a standardisation scale ≤ 0 in standardizers.1.scale"):
+        _read_on(d, cache)
+
+
+def test_a_head_without_cache_rows_loads_and_says_its_rows_are_unchecked(fitted) -> None:
+    from laya_inspect.beyond.common import Split, trust_lines
+    from laya_inspect.compare.run import _load_heads, _other_cache
+
+    cache, d = fitted
+    _edit_config(d, _pop("cache_rows"))  # as a head written before laya-inspect recorded them
+    head, config = _read_on(d, cache)
+    said = "records no cache_rows in its config.json .* cannot be checked"
+    with FeatureStore(cache) as store:
+        (line,) = _other_cache(_load_heads([d], store, False, torch.device("cpu")), store, "test")
+        assert re.search(said, line)
+        (line,) = trust_lines(store, [(d, config)], Split("test", [], np.zeros(40, dtype=np.int64)))
+        assert re.search(said, line)
+
+
+def test_the_cli_refuses_an_edited_head_in_one_red_line(fitted) -> None:
+    cache, d = fitted
+    _edit_config(d, _set("layer_names", ["blocks.0", "blocks.2", "blocks.1"]))
+    res = runner.invoke(app, ["explain", str(d), "--cache", str(cache), "--row", "0", "--device", "cpu"], env=ENV)
+    assert res.exit_code == 1, res.output
+    assert "config.json field layer_names lists blocks.0, blocks.2, blocks.1" in " ".join(res.output.split())
+    assert "Traceback" not in res.output
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -385,7 +521,7 @@ CHECKPOINT_HEADS = {
     "no state_dict": (lambda h: {"kind": "laya", "config": h.config()}, "holds a NoneType that is not a state_dict"),
     "other shapes": (
         lambda h: {"kind": "laya", "config": {**h.config(), "d_star": 5}, "state_dict": h.state_dict()},
-        r"shape \(file vs head\)",
+        r"its config describes .*d_star 5.*: shape \(weights vs config\)",
     ),
     "unknown kwarg": (
         lambda h: {"kind": "laya", "config": {**h.config(), "foo": 1}, "state_dict": h.state_dict()},

@@ -16,7 +16,15 @@ from torch import Tensor
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError
 from ..files import atomic_dir
-from ..head_dir import cache_warnings, fit_warnings, load_head, other_cache, read_head_config, trained_split
+from ..head_dir import (
+    cache_warnings,
+    fit_warnings,
+    load_head,
+    other_cache,
+    read_head_config,
+    trained_split,
+    unchecked_rows,
+)
 from ..heads import Head
 from ..training.quality import few_rows
 from ..training.stats import outcome
@@ -121,6 +129,7 @@ def trust_lines(store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str,
     quality gate said of each head, and a test split of a handful of rows."""
     said = [other_cache(d, config, store) for d, config in heads]
     lines = cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
+    lines += [w for d, config in heads if (w := unchecked_rows(d, config, store)) is not None]
     for d, config in heads:
         lines += [w for w in fit_warnings(d, config) if w not in lines]  # said once for all seeds of a head
     intervals = "and the intervals, over seeds or resampled rows, rest on a handful of rows"

@@ -46,6 +46,7 @@ from ..head_dir import (
     refuse_repeats,
     store_for_heads,
     trained_split,
+    unchecked_rows,
 )
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
@@ -163,6 +164,9 @@ def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStor
                 f"head {name} was trained on split {split!r}, the split compared here: its attributions are read "
                 "on its own training rows, where its predictions are fitted, not on held-out inputs"
             )
+        unchecked = unchecked_rows(name, cfg, store)
+        if unchecked is not None:
+            lines.append(unchecked)
     return lines
 
 
