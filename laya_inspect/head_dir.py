@@ -170,6 +170,33 @@ def _target(out_dir: str | Path) -> Path:
     return out
 
 
+# the config.json fields whose sha256 a head records (names_sha256): an edit that keeps them plausible
+# (another layer of the same width, in the cache's order) would make the head read other features
+DIGESTED = ("layer_names", "class_names")
+
+
+def _names_digest(names: Any) -> str:
+    text = json.dumps(plain(names), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_digests(path: Path, config: Mapping[str, Any]) -> None:
+    """layer_names and class_names against the digests laya-inspect recorded beside them when it
+    wrote the head (names_sha256; a head written before has none and is read as before)."""
+    recorded = config.get("names_sha256")
+    if recorded is None:
+        return
+    if not isinstance(recorded, dict):
+        raise _bad(path, f"field names_sha256 is {_one_line(repr(recorded), 60)}, not an object")
+    for key in DIGESTED:
+        if key in recorded and _names_digest(config.get(key)) != recorded[key]:
+            raise _bad(
+                path,
+                f"field {key} was changed after laya-inspect wrote the head (it no longer matches "
+                f"names_sha256.{key}): the head would read other layers or name other classes",
+            )
+
+
 def _write_head(d: Path, head: Head, meta: Mapping[str, Any], files: Mapping[str, FileWriter]) -> None:
     core = {
         "schema_version": HEAD_SCHEMA_VERSION,
@@ -178,6 +205,8 @@ def _write_head(d: Path, head: Head, meta: Mapping[str, Any], files: Mapping[str
         "kwargs": head.config(),
     }
     config = {**core, **meta, **core}  # core keys first in the file, and meta cannot replace them
+    digests = {k: _names_digest(config[k]) for k in DIGESTED if isinstance(config.get(k), list)}
+    config = {**config, **({"names_sha256": digests} if digests else {})}
     text = json.dumps(plain(config), indent=2, ensure_ascii=False, allow_nan=False, default=str)
     write_text(d / CONFIG, text + "\n")
     # Serialised in memory first: torch's zip writer reports a full disk as a bare RuntimeError, a
@@ -469,6 +498,7 @@ def load_head(
         _refuse_a_layer_subset(d, config, store)
         if msg is None:
             _check_against_cache(d, config, store)
+    _check_digests(d / CONFIG, config)
     state = _read_weights(d)
     head = _build(config["kind"], config["kwargs"], state, lambda problem: _bad(d / WEIGHTS, problem), CONFIG)
     if store is not None and head.widths != store.widths:

@@ -390,6 +390,19 @@ def test_a_head_written_on_the_cache_loads_unchanged(fitted) -> None:
         assert trust_lines(store, [(d, config)], Split("test", [], np.zeros(40, dtype=np.int64))) == []
 
 
+def test_another_layer_of_the_same_width_is_refused_by_the_recorded_digest(tmp_path: Path, fitted) -> None:
+    from laya_inspect.head_dir import cache_identity
+
+    cache, _ = fitted
+    with FeatureStore(cache) as store:  # a head of some layers, as fit-head --layers writes it
+        view = store.keep_layers(["blocks.0", "blocks.1"])
+        d = save_head(tmp_path / "some", build_head("laya", view.widths, 4, d_star=6), meta=cache_identity(view))
+    assert _read_on(d, cache)[1]["layer_names"] == ["blocks.0", "blocks.1"]
+    _edit_config(d, _set("layer_names", ["blocks.0", "blocks.2"]))  # blocks.2 is 5 wide, as blocks.1
+    with pytest.raises(CacheError, match="config.json field layer_names was changed after laya-inspect wrote the head"):
+        _read_on(d, cache)
+
+
 def test_half_precision_weights_are_refused_naming_weights_pt(fitted) -> None:
     cache, d = fitted
     _put(d, {k: v.half() for k, v in torch.load(d / "weights.pt", weights_only=True).items()})
