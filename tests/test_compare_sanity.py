@@ -80,6 +80,37 @@ def test_unrelated_heads_on_noise_are_low():
     assert out["verdict"] == "low" and out["passed"] is True
 
 
+def test_scalarmix_weights_near_uniform_are_undefined_and_one_profile_has_no_interval():
+    """QA: a permuted-label ScalarMix head's weights lay within 0.4% of 1/7 (fit-head calls that "still
+    uniform"); ranked anyway, they gave ρ −0.61 with a 95% interval [−0.61, −0.61] "over 256 rows", one
+    profile repeated, read "high" (failed), while an exactly uniform profile was "undefined"."""
+    from laya_inspect.heads import ScalarMixHead
+
+    gen = torch.Generator().manual_seed(0)
+    hs = [torch.randn(64, 4, generator=gen) for _ in range(7)]
+    target = np.zeros(64, dtype=np.int64)
+
+    def mix(scalars):
+        head = ScalarMixHead([4] * 7, 3).eval()
+        with torch.no_grad():
+            head.scalars.copy_(torch.tensor(scalars))
+        return head
+
+    trained = mix([2.0, 1.5, 1.0, 0.5, 0.0, -0.5, -1.0])
+    scores = attribute("static", trained, hs, target).scores
+    effects = np.random.default_rng(0).random(scores.shape)
+    reader = S.Trained(hs, target, {"static": scores}, effects, AttributionOptions(), 200, 0)
+    near = reader.versus(mix([0.003, -0.002, 0.001, 0.0, -0.001, 0.002, -0.003]))["static"]
+    assert near["verdict"] == "undefined" and near["passed"] is False
+    assert near["note"].startswith("the randomised weights stay within 10% of 1/7")
+    assert near["rank_correlation"]["n_valid"] == 0
+    far = reader.versus(mix([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0]))["static"]  # reversed: ρ −1, one profile
+    assert far["verdict"] == "high" and far["rank_correlation"]["mean"] == pytest.approx(-1.0)
+    assert far["rank_correlation"]["n_boot"] == 0 and far["note"].startswith("one profile for every row")
+    rho = np.array([0.2, -0.1])  # attributions that vary over rows: read as before
+    assert S.one_profile(rho, np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([[0.5, 0.5], [0.4, 0.6]]))[1] is None
+
+
 def test_degenerate_alpha_is_undefined_not_low(trained):
     """A head whose α is the same for every layer (scorer zeroed): every row's ranking is undefined,
     reported as such, never as a pass."""

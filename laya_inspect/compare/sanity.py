@@ -223,7 +223,9 @@ class Trained:
             scores = attribute(m, head, self.hs, self.target, self.options).scores
             if keep is not None:
                 keep[f"{check}/{m}"] = scores
-            rank = M.summarise_rows(M.spearman_rows(scores, trained, 0.0), n_boot=self.n_boot, seed=self.seed)
+            rho, note = one_profile(M.spearman_rows(scores, trained, 0.0), scores, trained)
+            n_boot = 0 if note else self.n_boot  # one ranking repeated: an interval over rows would have no width
+            rank = M.summarise_rows(rho, n_boot=n_boot, seed=self.seed)
             word = verdict(rank)
             out[m] = {
                 "rank_correlation": rank.to_dict(),
@@ -231,8 +233,26 @@ class Trained:
                 "passed": word == "low",
                 "faithfulness": self._faith(scores).to_dict(),
                 "trained_faithfulness": self.faith[m],
+                **({"note": note} if note else {}),
             }
         return out
+
+
+def one_profile(rho: np.ndarray, scores: np.ndarray, trained: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """Per-row ρ and a note, for a method that gives one profile to every row (ScalarMix's weights):
+    its ρ is one number repeated, not a sample of rows; and a randomised profile within UNIFORM_SHARE
+    of 1/L (fit-head's "still uniform") ranks the layers by noise, so it is undefined, as an exactly
+    uniform one is (its ranks all tie)."""
+    from ..training.quality import UNIFORM_SHARE
+
+    if len(scores) == 0 or np.ptp(scores, axis=0).max() > 0 or np.ptp(trained, axis=0).max() > 0:
+        return rho, None
+    n_layers, w = scores.shape[1], scores[0]
+    weights = bool((w >= 0).all()) and abs(float(w.sum()) - 1) < 1e-4  # a profile over layers, not raw scores
+    if weights and float(np.abs(w - 1 / n_layers).max()) < UNIFORM_SHARE / n_layers:
+        note = f"the randomised weights stay within {UNIFORM_SHARE:.0%} of 1/{n_layers}: no ranking of the layers"
+        return np.full_like(rho, np.nan), note
+    return rho, "one profile for every row: ρ is one number, no interval over rows"
 
 
 def model_randomisation(head: Head, trained: Trained, init_seed: int, keep: dict[str, Any]) -> list[dict[str, Any]]:

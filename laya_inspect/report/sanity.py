@@ -22,9 +22,14 @@ def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict
     """Per head: its name, its checked rows and the permuted-label head's line."""
     kinds = {h.get("name"): h.get("kind") for h in summary.get("heads") or []}
     return [
-        (name, rows, data_line(head["data"], str(kinds.get(name))) + _seeds(head.get("seeds")))
+        (name, rows, data_line(head["data"], str(kinds.get(name))) + _seeds(head.get("seeds")) + _notes(rows))
         for name, head, rows in sanity_heads(summary)
     ]
+
+
+def _notes(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
+    """What qualifies a row's verdict (a method with one profile for every row)."""
+    return "".join(f"; {m} {CHECKS.get(check, check)}: {c['note']}" for m, check, c in rows if c.get("note"))
 
 
 def _seeds(drawn: Any) -> str:
