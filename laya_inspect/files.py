@@ -231,6 +231,14 @@ MARKER = ".laya-inspect.json"
 # files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
 # is its own only as FILE.partial of a FILE the marker lists (_foreign).
 _OWN_TEMP = re.compile(r"^\..+\.(lock|tmp-\d+|old-\d+)$|^.+\.tmp-\d+$")
+
+
+def own_temp(name: str) -> bool:
+    """A name laya-inspect gives its lock files and temporary files and folders (``.OUT.lock``,
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``)."""
+    return bool(_OWN_TEMP.match(name))
+
+
 _SHOWN = 3  # foreign entries named in a refusal
 
 
@@ -284,7 +292,7 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
         if entry.name == MARKER and marker is not None and here == root:
             continue
         rel = entry.relative_to(root).as_posix()
-        if _OWN_TEMP.match(entry.name) or (rel.endswith(".partial") and rel.removesuffix(".partial") in owned):
+        if own_temp(entry.name) or (rel.endswith(".partial") and rel.removesuffix(".partial") in owned):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))

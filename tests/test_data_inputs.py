@@ -450,6 +450,9 @@ def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warn
         f"dataset 'npz:{tmp_path / 'rare.npz'}': class 'rare' (1 of 3) has no rows in split '{other}' "
         "(after splitting and --limit); its per-class scores there are undefined"
     ]
+    y = ["cat"] * 20 + ["dog"] * 20 + ["rare", "odd"]  # two classes in one split only: "have", QA
+    b = load_data(npz(tmp_path, "rare2.npz", X=np.concatenate([x, x[:1]]), y=y), seed=0)
+    assert any(" (2 of 4) have no rows in split " in w and "classes 'odd', 'rare'" in w for w in b.warnings), b.warnings
 
 
 def test_labels_of_named_datasets_are_checked_against_their_classes(tmp_path):

@@ -16,6 +16,14 @@ def _names(class_names: list[str], idx: list[int], limit: int = 5) -> str:
     return shown + (", …" if len(idx) > limit else "")
 
 
+def _classes(class_names: list[str], idx: list[int]) -> str:
+    return f"class{'es' * (len(idx) > 1)} {_names(class_names, idx)}"
+
+
+def _has(idx: list[int]) -> str:
+    return "have" if len(idx) > 1 else "has"
+
+
 def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray]) -> list[str]:
     """Labels of each requested split as the source has them (before ``limit``): every label is a
     class index, the data has two classes or more; warns about classes no split has."""
@@ -60,7 +68,7 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
     )
     return [
         *said,
-        f"dataset {spec!r}: class {_names(class_names, absent)} ({len(absent)} of {n_classes}) has no rows "
+        f"dataset {spec!r}: {_classes(class_names, absent)} ({len(absent)} of {n_classes}) {_has(absent)} no rows "
         f"in split {splits}; {hint}",
     ]
 
@@ -95,8 +103,8 @@ def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarra
         missing = sorted(seen - set(np.unique(labels).tolist()))
         if missing:
             out.append(
-                f"dataset {spec!r}: class {_names(class_names, missing)} ({len(missing)} of {len(class_names)}) "
-                f"has no rows in split {split!r} "
+                f"dataset {spec!r}: {_classes(class_names, missing)} ({len(missing)} of {len(class_names)}) "
+                f"{_has(missing)} no rows in split {split!r} "
                 "(after splitting and --limit); its per-class scores there are undefined"
             )
     return out

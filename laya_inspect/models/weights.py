@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
+from ..files import own_temp
 
 # where checkpoints keep the weights, in the order looked for (the plain weights before an EMA copy)
 WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "net", "model_ema", "state_dict_ema", "ema")
@@ -62,7 +63,8 @@ def sha256_files(paths: list[Path], digests: list[str] | None = None) -> str:
 
 def _listing(folder: Path) -> str:
     try:
-        names = sorted(c.name for c in folder.iterdir())
+        # a run's own lock and temporary files (.out.lock, .x.tmp-PID) would only hide the user's files
+        names = sorted(c.name for c in folder.iterdir() if not own_temp(c.name))
     except OSError:
         return ""
     return few(names, 20) if names else "(nothing)"
