@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from . import __version__
+from .cache.fingerprint import fingerprint_of, mismatch_said
 from .cache.store import FeatureStore
 from .compare.records import BadField, checked_field
 from .errors import (
@@ -51,6 +52,8 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
     """What a head records about the cache it was trained on."""
     return {
         "cache_fingerprint": store.fingerprint,
+        # what it is computed from, so that a refusal can say which part of another cache differs
+        "cache_fingerprint_inputs": store.fingerprint_inputs,
         # the rows of each split: another split --seed or --limit gives the same features of other rows
         "cache_rows": {split: split_rows(store, split) for split in store.splits},
         "cache_path": str(store.path),
@@ -71,7 +74,7 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     if recorded != store.fingerprint:
         return (
             f"head {head_dir} was trained on a cache with fingerprint {recorded} ({where}), not on {store.path} "
-            f"(fingerprint {store.fingerprint}): different backbone, layers, pooling, transforms, --amp or data"
+            f"(fingerprint {store.fingerprint}): {what_differs(config, store)}"
         )
     rows = config.get("cache_rows")
     if not isinstance(rows, dict):  # a head written before cache_rows: the data fingerprint it recorded, if any
@@ -119,6 +122,33 @@ def unchecked_rows(head_dir: str | Path, config: Mapping[str, Any], store: Featu
         f"head {head_dir} records no cache_rows in its {CONFIG} (written by an early laya-inspect, or the field "
         "was removed): whether the rows it is read on here are rows it was trained on cannot be checked"
     )
+
+
+def what_differs(config: Mapping[str, Any], store: FeatureStore) -> str:
+    """Which part of the fingerprint of the head's cache differs from ``store``'s: from the inputs the
+    head recorded, else those of its cache where it still is (checked against the recorded fingerprint),
+    else from the backbone, layers and class names that older heads recorded."""
+    recorded = config.get("cache_fingerprint")
+    theirs = config.get("cache_fingerprint_inputs")
+    if not (isinstance(theirs, dict) and fingerprint_of(theirs) == recorded):
+        theirs = None
+        where = config.get("cache_path")
+        if isinstance(where, str) and where and Path(where).is_file():
+            try:
+                with FeatureStore(where) as found:
+                    if found.fingerprint == recorded:
+                        theirs = found.fingerprint_inputs
+            except (LayaError, OSError):
+                pass
+    backbone = config.get("backbone")
+    backbone = backbone if isinstance(backbone, dict) else {}
+    known = {
+        "model_spec": backbone.get("model_spec"),
+        "weights_sha256": backbone.get("weights_sha256"),
+        "layer_names": config.get("cache_layer_names") or config.get("layer_names"),
+        "class_names": config.get("class_names"),
+    }
+    return mismatch_said(theirs, store.fingerprint_inputs, known)
 
 
 def fit_warnings(head_dir: str | Path, config: Mapping[str, Any]) -> list[str]:

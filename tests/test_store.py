@@ -162,7 +162,7 @@ def test_an_amp_cache_written_before_keeps_its_fingerprint_and_its_heads(tmp_pat
     new = write_cache(tmp_path / "new.h5", {"train": (feats, y)}, extra_attrs=amp)
     with FeatureStore(old) as before, FeatureStore(new) as now:
         assert before.fingerprint == "67eaab44b742aea9"
-        assert now.attrs["fingerprint_version"] == 2 and now.fingerprint != before.fingerprint
+        assert now.attrs["fingerprint_version"] >= 2 and now.fingerprint != before.fingerprint
 
 
 def test_a_partial_cache_of_before_resumed_keeps_the_fingerprint_it_would_have_had(tmp_path):

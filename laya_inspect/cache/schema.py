@@ -26,9 +26,10 @@ JSON_ATTRS = (
     "command",
 )
 # What defines the feature space a head is trained in; split sizes and limits are left out on purpose.
-# `compute_dtype` joins them only when it is not float32 (--amp) in a cache carrying `fingerprint_version`
-# FINGERPRINT_VERSION (FeatureStore.fingerprint): older --amp caches already recorded it, and keep their hash.
-FINGERPRINT_VERSION = 2
+# The cache records the `fingerprint_version` it was created under, and keeps its hash (and its heads)
+# whatever later versions change (cache/fingerprint.py): from 2, `compute_dtype` joins them when it is
+# not float32 (--amp; older --amp caches already recorded it); from 3, PROVENANCE is left out.
+FINGERPRINT_VERSION = 3
 FINGERPRINT_KEYS = (
     "model_spec",
     "weights_sha256",
@@ -38,6 +39,9 @@ FINGERPRINT_KEYS = (
     "data_spec",
     "class_names",
 )
+# Parts of `transforms` that say only where a setting came from, not what was done to the inputs:
+# "--normalize none" and "the model states no mean/std" give the same rows.
+PROVENANCE = {"normalize": ("from", "why")}
 CHUNK_ROWS = 1024
 # The root attribute holding the sha256 of every other root attribute and every split group's
 # attributes (:func:`attrs_digest`), written when the cache is marked complete.

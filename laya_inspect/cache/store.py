@@ -8,8 +8,6 @@ file whose attributes, datasets or shapes do not add up, with one line naming wh
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
+from .fingerprint import fingerprint_inputs, fingerprint_of
 from .schema import (  # noqa: F401  (read through store)
     ATTRS_DIGEST,
     CHUNK_ROWS,
@@ -192,14 +191,14 @@ class FeatureStore:
         """The cache's identity (a view of some layers keeps the whole cache's)."""
         if self._of is not None:
             return self._of.fingerprint
-        ident = {k: self.attrs.get(k) for k in FINGERPRINT_KEYS}
-        ident["widths"] = self.widths
-        compute = self.attrs.get("compute_dtype")
-        # --amp, in a cache that says its fingerprint holds it; a float32 cache, or one written before
-        # (an --amp one too: its compute_dtype was left out then), keeps its hash
-        if self.attrs.get("fingerprint_version") == FINGERPRINT_VERSION and compute and compute != "float32":
-            ident["compute_dtype"] = compute
-        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+        return fingerprint_of(self.fingerprint_inputs)
+
+    @property
+    def fingerprint_inputs(self) -> dict[str, Any]:
+        """What :attr:`fingerprint` is computed from, under the rules of the cache's
+        ``fingerprint_version`` (a view of some layers: the whole cache's)."""
+        whole = self.whole
+        return fingerprint_inputs(whole.attrs, whole.widths)
 
     def recorded_path(self, path: str | None) -> str | None:
         """A path the cache records as it was given to extract (in ``data_spec``, an ``hf:`` or

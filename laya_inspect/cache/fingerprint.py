@@ -1,0 +1,168 @@
+"""A cache's fingerprint: what defines its feature space, hashed. :func:`fingerprint_inputs` gathers
+what it is computed from (the attributes in FINGERPRINT_KEYS, the layer widths, ``compute_dtype``
+and ``fingerprint_version``), :func:`fingerprint_of` hashes them under the rules of that version, and
+:func:`differences` names what differs between two caches' inputs, for a refusal to say."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .schema import FINGERPRINT_KEYS, FINGERPRINT_VERSION, PROVENANCE
+
+# fingerprint_version → what its fingerprint adds to, or leaves out of, the inputs hashed before it:
+#   none  FINGERPRINT_KEYS and widths;
+#   2     also compute_dtype when it is not float32 (--amp);
+#   3     also leaves out PROVENANCE: where a setting came from (transforms.normalize's from, why),
+#         which does not change a row.
+AMP_FROM, PROVENANCE_FROM = 2, 3
+
+
+def fingerprint_inputs(attrs: Mapping[str, Any], widths: Sequence[int]) -> dict[str, Any]:
+    """What a cache's fingerprint is computed from, as the cache records it (JSON-able)."""
+    out = {k: attrs.get(k) for k in FINGERPRINT_KEYS}
+    out["widths"] = [int(w) for w in widths]
+    out["compute_dtype"] = attrs.get("compute_dtype")
+    out["fingerprint_version"] = attrs.get("fingerprint_version")
+    return out
+
+
+def _version(inputs: Mapping[str, Any]) -> int:
+    v = inputs.get("fingerprint_version")
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def fingerprint_of(inputs: Mapping[str, Any]) -> str:
+    """16 hex digits of the sha256 of ``inputs`` (:func:`fingerprint_inputs`) under the rules of their
+    ``fingerprint_version``: a cache written before a rule keeps the fingerprint it had, and its heads."""
+    version = _version(inputs)
+    ident = {k: inputs.get(k) for k in FINGERPRINT_KEYS}
+    ident["widths"] = inputs.get("widths")
+    compute = inputs.get("compute_dtype")
+    if version >= AMP_FROM and compute and compute != "float32":
+        ident["compute_dtype"] = compute
+    if version >= PROVENANCE_FROM:
+        ident["transforms"] = without_provenance(ident["transforms"])
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def without_provenance(transforms: Any) -> Any:
+    """``transforms`` less what only says where a setting came from (PROVENANCE)."""
+    if not isinstance(transforms, dict):
+        return transforms
+    out = copy.deepcopy(transforms)
+    for part, keys in PROVENANCE.items():
+        if isinstance(out.get(part), dict):
+            for key in keys:
+                out[part].pop(key, None)
+    return out
+
+
+def _is_provenance(path: str) -> bool:
+    return any(path == f"transforms.{part}.{key}" for part, keys in PROVENANCE.items() for key in keys)
+
+
+def _leaves(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
+    """(dotted path, a's value, b's value) of each place where ``a`` and ``b`` differ, into dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in list(a) + [k for k in b if k not in a]:
+            out += _leaves(a.get(k, _ABSENT), b.get(k, _ABSENT), f"{path}.{k}")
+        return out
+    return [] if a == b else [(path, a, b)]
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _shown(value: Any, limit: int = 70) -> str:
+    text = value if isinstance(value, str) else repr(value) if value is _ABSENT else json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """What differs between two caches' fingerprint inputs, one phrase each ("transforms.normalize.from:
+    unknown (head's cache) vs option (this cache)"), and whether all of it is provenance, which a
+    fingerprint of version 3 leaves out. compute_dtype absent and float32 are the same rows."""
+    found: list[tuple[str, Any, Any]] = []
+    for key in (*FINGERPRINT_KEYS, "widths", "compute_dtype"):
+        a, b = theirs.get(key), ours.get(key)
+        if key == "compute_dtype":
+            a, b = a or "float32", b or "float32"
+        found += _leaves(a, b, key)
+    paths = {p for p, _, _ in found}
+    # "why" only words "from": said once
+    found = [f for f in found if not (f[0].endswith(".why") and f[0][: -len("why")] + "from" in paths)]
+    said = [f"{p}: {_shown(a)} (head's cache) vs {_shown(b)} (this cache)" for p, a, b in found]
+    return said, bool(found) and all(_is_provenance(p) for p, _, _ in found)
+
+
+def version_note(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
+    """The two fingerprint versions, said when they differ ("" otherwise)."""
+    a, b = _version(theirs), _version(ours)
+    if a == b:
+        return ""
+    name = {1: "none (written before it existed)"}
+    return f"fingerprint_version {name.get(a, a)} (head's cache) vs {name.get(b, b)} (this cache)"
+
+
+OTHER_PARTS = "layer_pooling, transforms, data_spec, widths or compute_dtype (--amp)"
+SHOW = "python -c \"from laya_inspect import FeatureStore as S; print(S('CACHE').fingerprint_inputs)\""
+
+
+def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], known: Mapping[str, Any]) -> str:
+    """Which part of two caches' fingerprints differs, for a head of one refused on the other:
+    ``theirs`` are the inputs of the head's cache when known (the head recorded them, or its cache
+    was found), else ``known`` holds the few of them an older head recorded (model_spec, …)."""
+    if theirs is None:
+        said, _ = differences_in(known, ours)
+        if said:
+            return "the cache's " + _listed(said)
+        return (
+            f"the caches' {', '.join(known)} are the same, so their {OTHER_PARTS} differs; the head (written "
+            "before heads recorded those) does not say which, nor is its cache found from here (run where it was "
+            f"fitted, or compare both caches with {SHOW})"
+        )
+    said, provenance_only = differences(theirs, ours)
+    note = version_note(theirs, ours)
+    if not said:
+        return f"the same inputs, fingerprinted under other rules ({note}); fit the head again on this cache"
+    if provenance_only:
+        return (
+            f"only where a setting came from differs ({_listed(said)}), not the features, which are the same: "
+            f"caches written before fingerprint_version {PROVENANCE_FROM} count it in their fingerprint "
+            "(fit the head again on this cache to match it)"
+        )
+    return "the cache's " + _listed(said) + (f" ({note})" if note else "")
+
+
+def differences_in(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """:func:`differences` over the keys of ``theirs`` only."""
+    found: list[tuple[str, Any, Any]] = []
+    for key, value in theirs.items():
+        found += _leaves(value, ours.get(key), key)
+    return [f"{p}: {_shown(a)} (head's cache) vs {_shown(b)} (this cache)" for p, a, b in found], False
+
+
+def _listed(said: Sequence[str], most: int = 4) -> str:
+    more = f"; and {len(said) - most} more" if len(said) > most else ""
+    return "; ".join(said[:most]) + more
+
+
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "differences",
+    "fingerprint_inputs",
+    "fingerprint_of",
+    "mismatch_said",
+    "version_note",
+    "without_provenance",
+]
