@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.errors import CacheError, InputError, NotFoundError
-from laya_inspect.head_dir import _KWARG_RULES, load_head, read_head_config, save_head
+from laya_inspect.head_dir import load_head, read_head_config, save_head
+from laya_inspect.head_dir.checks import KWARG_RULES
 from laya_inspect.heads import HEADS, build_head
 
 runner = CliRunner()
@@ -277,7 +278,7 @@ def test_every_constructor_argument_has_a_rule() -> None:
 
     for kind in HEADS.names():
         params = inspect.signature(HEADS.get(kind).__init__).parameters
-        assert set(params) - {"self"} <= set(_KWARG_RULES), kind
+        assert set(params) - {"self"} <= set(KWARG_RULES), kind
 
 
 def test_a_head_for_other_widths_is_refused_even_with_force(saved: Path, tmp_path: Path) -> None:

@@ -1,0 +1,119 @@
+"""export-head: the head `laya-inspect train` stored in a zoo checkpoint, written as a head directory
+bound to the cache extracted from that same checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..cache.store import FeatureStore
+from ..errors import (
+    InputError,
+    UnsafeCheckpointError,
+    suggest,
+)
+from ..files import atomic_dir, check_out, write_json
+from ..heads import HEADS, Head
+from .checks import build
+from .folder import target_dir, write_head_files
+from .match import cache_identity
+
+
+def head_from_checkpoint(obj: dict[str, Any], *, source: str = "this zoo checkpoint") -> Head:
+    """The jointly trained head stored in a zoo checkpoint (read with ``torch.load(weights_only=True)``)."""
+    spec = obj.get("head") if isinstance(obj, dict) else None
+    if not isinstance(spec, dict) or "kind" not in spec:
+        raise InputError(f"{source} holds no head; it was not written by `laya-inspect train`")
+
+    def fail(problem: str) -> InputError:
+        return InputError(f"the head stored in {source} {problem}; train it again with `laya-inspect train`")
+
+    kind, kwargs = spec["kind"], spec.get("config")
+    if not isinstance(kind, str) or kind not in HEADS:
+        raise fail(f"names an unknown head kind {kind!r} ({suggest(str(kind), HEADS.names())})")
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise fail("has no constructor arguments (config)")
+    return build(kind, kwargs, spec.get("state_dict"), fail)
+
+
+def _check_same_weights(checkpoint: str | Path, store: FeatureStore) -> None:
+    """The cache must come from this very file: same layer names are not enough (another checkpoint
+    of the same architecture has them too, and its features mean something else)."""
+    from ..models.weights import sha256_file
+
+    recorded = store.attrs.get("weights_sha256") or None
+    actual = sha256_file(checkpoint)
+    if recorded == actual:
+        return
+    spec, data = store.attrs.get("model_spec") or "zoo:<arch>", store.attrs.get("data_spec") or "<data>"
+    fix = f"extract a cache from it: laya-inspect extract --model {spec} --weights {checkpoint} --data {data}"
+    if recorded is None:
+        raise InputError(
+            f"{store.path} records no weights hash (it was extracted without --weights), so it is not a cache "
+            f"of {checkpoint} (sha256 {actual}); {fix}"
+        )
+    raise InputError(
+        f"{store.path} was extracted from weights with sha256 {recorded} "
+        f"({store.attrs.get('weights_path') or 'path not recorded'}), but {checkpoint} has sha256 {actual}: "
+        f"the head would read another network's features; {fix}"
+    )
+
+
+def export_head(
+    checkpoint: str | Path, store: FeatureStore, out_dir: str | Path, *, split: str = "test", force: bool = False
+) -> dict[str, Any]:
+    """Write the jointly trained head of a `train` checkpoint as a head directory bound to ``store``.
+
+    ``store`` must be the cache `extract` wrote from that same checkpoint (its ``weights_sha256`` is
+    the checkpoint file's sha256, and its layers are the head's); the head's accuracy on the cache's
+    ``split`` is returned beside the accuracy `train` measured (same rows and features give the same
+    number), so `compare` can score the jointly trained α — the paper's setting. A non-empty
+    ``out_dir`` is refused unless ``force``, which replaces it whole.
+    """
+    from ..models.weights import read_checkpoint
+
+    check_out(target_dir(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path])
+    try:
+        ckpt = read_checkpoint(checkpoint)
+    except UnsafeCheckpointError:
+        raise InputError(
+            f"{checkpoint} is a pickled model, not a checkpoint written by `laya-inspect train`; export-head reads "
+            "checkpoints weights-only and never runs code from them"
+        ) from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != "laya-inspect-zoo":
+        raise InputError(f"{checkpoint} is not a checkpoint written by `laya-inspect train`")
+    head = head_from_checkpoint(ckpt, source=str(checkpoint))
+    _check_same_weights(checkpoint, store)
+    if list(ckpt["head"].get("layer_names", [])) != list(store.layer_names):
+        raise InputError(
+            f"the head in {checkpoint} reads {ckpt['head'].get('layer_names')}, "
+            f"but {store.path} holds {store.layer_names}; extract those layers from that checkpoint"
+        )
+    metrics = {k: v for k, v in (ckpt.get("metrics") or {}).items() if k != "history"}
+    meta = {
+        **cache_identity(store),
+        "seed": ckpt.get("seed"),
+        "checkpoint": str(checkpoint),
+        "source": "jointly trained head exported from a laya-inspect zoo checkpoint",
+        "metrics": metrics,
+    }
+    hs = [torch.from_numpy(np.ascontiguousarray(x)) for x in store.layers(split)]
+    labels = store.labels(split)
+    with torch.no_grad():
+        out = head(hs)
+    summary = {
+        "checkpoint": str(checkpoint),
+        "cache": str(store.path),
+        "kind": head.kind,
+        "split": split,
+        "n": int(len(labels)),
+        "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
+        "joint_test_acc": metrics.get("test_acc"),
+        "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
+    }
+    with atomic_dir(target_dir(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
+        write_head_files(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
+    return summary
