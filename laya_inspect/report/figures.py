@@ -148,11 +148,13 @@ def _draw_accuracy(summary: dict[str, Any]) -> Figure:
     probe = quality.get("probe") or {}
     shown = [v for h in heads for v in (h["test_acc"].get("values") or []) if v is not None]
     shown += [max(0.0, h["test_acc"]["ci_low"]) for h in heads if h["test_acc"].get("ci_low") is not None]
-    if probe.get("best_test_acc") is not None:
-        ax.axhline(
-            probe["best_test_acc"], color="grey", ls="--", lw=1, label=f"logistic probe on {probe.get('best_layer')}"
-        )
-        shown.append(probe["best_test_acc"])
+    # the probe the gate read the heads against (older summaries: the best by validation)
+    ref_acc, ref_layer = probe.get("reference_test_acc"), probe.get("reference_layer")
+    if ref_acc is None:
+        ref_acc, ref_layer = probe.get("best_test_acc"), probe.get("best_layer")
+    if ref_acc is not None:
+        ax.axhline(ref_acc, color="grey", ls="--", lw=1, label=f"logistic probe on {ref_layer}")
+        shown.append(ref_acc)
     # The axis spans the accuracies, not 0…1: differences of a point or two stay visible. Chance is
     # drawn when it falls inside that span, else named in the title.
     low = max(0.0, min(shown, default=0.0) - 0.05)

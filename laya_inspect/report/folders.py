@@ -135,8 +135,9 @@ def _fit_fields(s: dict[str, Any]) -> None:
     if probe:
         here = "summary.quality.probe"
         _some(probe, "model", str, here)
-        for k in ("best_test_acc", "last_test_acc"):
+        for k in ("best_test_acc", "last_test_acc", "reference_test_acc", "val_rows"):
             _some(probe, k, "num", here)
+        _some(probe, "best_val_tied", "strs", here)
         names = []
         for i, p in enumerate(checked_field(probe, "layers", list, here)):
             names.append(checked_field(p, "layer", str, f"{here}.layers[{i}]"))
@@ -144,6 +145,8 @@ def _fit_fields(s: dict[str, Any]) -> None:
                 _some(p, k, "num", f"{here}.layers[{i}]")
         if checked_field(probe, "best_layer", str, here) not in names:
             raise BadField(f"{here}.best_layer {probe['best_layer']!r} is none of its layers ({', '.join(names)})")
+        if _some(probe, "reference_layer", str, here) not in (None, *names):
+            raise BadField(f"{here}.reference_layer {probe['reference_layer']!r} is none of its layers")
 
 
 def _check_runs(runs: Any, path: Path) -> list[dict[str, Any]]:

@@ -242,6 +242,11 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     lines = []
     if quality.get("chance") is not None:
         lines.append(f"Chance (majority class of the test split): {num(quality['chance'], 3)}.")
+    if probe.get("layers") and probe.get("best_layer"):
+        from .terminal import probe_text
+
+        said = probe_text(probe)
+        lines.append(said[0].upper() + said[1:] + ".")
     tables = []
     if probe.get("layers"):
         rows = [[p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] for p in probe["layers"]]

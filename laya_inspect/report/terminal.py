@@ -290,11 +290,7 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     probe = q.get("probe")
     ref = f"reference: chance {q['chance']:.3f} (majority class)" if q.get("chance") is not None else ""
     if probe:
-        best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
-        ref += (
-            f" · logistic probe on one layer: best {probe['best_layer']} {num(best.get('test_acc'), 3)}, "
-            f"last {probe['layers'][-1]['layer']} {num(probe.get('last_test_acc'), 3)}"
-        )
+        ref += " · " + probe_text(probe)
     lines = [Text(ref)] if ref else []
     lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
     lines += warning_lines(summary.get("warnings"), of="fit-head")
@@ -302,6 +298,31 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
         for w in h.get("warnings") or []:
             lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
     return lines
+
+
+def probe_text(probe: dict[str, Any]) -> str:
+    """The single-layer probes a head is read against: the best by validation accuracy (on how many
+    rows, tied with which layers), the last, and, from summaries that record it, the reference the
+    gate held the heads to (docs/METHOD.md, "Quality gate")."""
+    best = next(p for p in probe["layers"] if p["layer"] == probe["best_layer"])
+    last = probe["layers"][-1]["layer"]
+    if "reference_layer" not in probe:  # a summary from before the reference rule was recorded
+        return (
+            f"logistic probe on one layer: best {probe['best_layer']} {num(best.get('test_acc'), 3)}, "
+            f"last {last} {num(probe.get('last_test_acc'), 3)}"
+        )
+    how = [f"on {probe['val_rows']} validation rows"] if probe.get("val_rows") is not None else []
+    if probe.get("best_val_tied"):
+        how.append(f"tied there with {', '.join(probe['best_val_tied'])}, the deeper layer taken")
+    said = f"logistic probe on one layer: best by validation {probe['best_layer']} {num(best.get('test_acc'), 3)}"
+    said += f" ({'; '.join(how)})" if how else ""
+    if probe["best_layer"] != last:
+        said += f", last {last} {num(probe.get('last_test_acc'), 3)}"
+        said += f"; heads are read against {probe['reference_layer']} {num(probe.get('reference_test_acc'), 3)}"
+        said += ", the stronger of the two" + ("" if probe["reference_layer"] == last else " (last: against the last)")
+    else:
+        said += "; every head is read against it"
+    return said
 
 
 def warning_lines(warnings: Any, of: str = "cache") -> list[Text]:

@@ -3,11 +3,14 @@ to, and the warnings that say when its numbers should not be trusted.
 
 References: chance (the majority-class share of the test split) and a logistic-regression probe on
 each single layer (scikit-learn, standardised features, fitted on at most PROBE_MAX_ROWS training
-rows). Warnings, each one line: the head is near chance; it is below the probe on its best single
-layer (the last layer for ``last``) by more than PROBE_MARGIN; α is constant across inputs;
-ScalarMix's weights are still uniform; the seeds disagree on the layers, or agree on each row's top
-layer no more often than chance at their own top-layer shares; test rows are training rows
-(overlap.py).
+rows). Every head is read against one probe: the stronger on the test split of the probe on the layer
+that validation accuracy picks and the probe on the last layer (only the last for ``last``, the one
+layer it reads), so a reference picked on a few validation rows is never weaker than the last layer
+alone. Warnings, each one line: the head is near chance; it is below that probe by more than
+PROBE_MARGIN; α is constant across inputs; ScalarMix's weights are still uniform; the seeds' mean
+weights peak on different layers; the seeds agree on each row's top layer no more often than chance
+at their own top-layer shares, or, above chance, on fewer than AGREEMENT_MIN of the rows while their
+mean weights peak on one layer; test rows are training rows (overlap.py).
 """
 
 from __future__ import annotations
@@ -31,17 +34,26 @@ PROBE_MARGIN = 0.03  # accuracy a head may lose to the probe before it is flagge
 CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
-AGREEMENT_MIN = 0.5  # seeds disagree: fewer rows than this share keep their top layer across seeds
+AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
 CONSTANT_SPREAD = 1e-6  # a layer is constant: its features' RMS std over the training rows ≤ this × its largest |mean|
+# the probe every head is read against (probe_reference)
+REFERENCE_RULE = (
+    "every head is read against the stronger on the test split of the probe on the layer with the best validation "
+    "accuracy (ties to the deeper layer) and the probe on the last layer; 'last', which reads only the last layer, "
+    "against the probe on the last layer"
+)
 
 THRESHOLDS = {
     "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance)",
-    "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (probe on the head's best "
-    "single layer by validation accuracy; on the last layer for 'last')",
+    "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the stronger on the test split of "
+    "the probe on the layer with the best validation accuracy, ties to the deeper layer, and the probe on the last "
+    "layer; for 'last' the probe on the last layer)",
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
-    "seeds_disagree": f"top-layer agreement < {AGREEMENT_MIN}, or the seeds' mean weights peak on different layers",
+    "seeds_disagree": "the seeds' mean weights peak on different layers",
+    "seeds_split_per_row": f"the seeds' mean weights peak on one layer, but their per-row top layers agree on fewer "
+    f"than {AGREEMENT_MIN:.0%} of the rows (top-layer agreement < {AGREEMENT_MIN}), and more often than chance",
     "seeds_at_chance": f"top-layer agreement ≤ c + {AGREEMENT_SE:g}·√(c(1 − c)/n), c its chance at each seed's own "
     "top-layer shares, n the test rows",
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
@@ -51,6 +63,16 @@ THRESHOLDS = {
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
 }
+
+
+def _per_row(agree: Mapping[str, Any]) -> str:
+    """The per-row top-layer agreement beside its chance, as the warnings say it: "41% of rows across
+    seed pairs (chance 30% at each seed's own top-layer shares)"."""
+    chance = agree.get("top_layer_chance_shares")
+    said = f"{agree['top_layer_agreement']:.0%} of rows across seed pairs"
+    if chance is None or chance != chance:
+        return said
+    return f"{said} (chance {chance:.0%} at each seed's own top-layer shares)"
 
 
 def _agreement_at_chance(agree: dict[str, Any]) -> str | None:
@@ -201,7 +223,7 @@ def layer_probes(
         test_acc = float((clf.predict(scaler.transform(read(test_split, i, None))) == y_test).mean())
         layers.append({"layer": name, "val_acc": val_acc, "test_acc": test_acc})
     best = max(range(len(layers)), key=lambda i: (layers[i]["val_acc"], i))  # ties: the deeper layer
-    return {
+    out = {
         "model": f"scikit-learn LogisticRegression(C={PROBE_C}) on standardised features, one layer at a time",
         "rows": int(len(fit_rows)),
         "seed": seed,
@@ -209,7 +231,38 @@ def layer_probes(
         "best_layer": layers[best]["layer"],
         "best_test_acc": layers[best]["test_acc"],
         "last_test_acc": layers[-1]["test_acc"],
+        "val_rows": int(len(val_rows)),
+        # the other layers whose validation accuracy equals the best one's: the pick among them is the tie rule's
+        "best_val_tied": [
+            p["layer"] for i, p in enumerate(layers) if i != best and p["val_acc"] == layers[best]["val_acc"]
+        ],
     }
+    ref = probe_reference(out, "laya")
+    return out | {
+        "reference_layer": ref["layer"],
+        "reference_test_acc": ref["test_acc"],
+        "reference_rule": REFERENCE_RULE,
+    }
+
+
+def probe_reference(probe: Mapping[str, Any], head: str) -> dict[str, Any]:
+    """The probe a head is held to (REFERENCE_RULE): {layer, test_acc, margin, chosen_by}. A head that
+    reads every layer should at least match a linear read of the last one, whatever layer a few
+    validation rows picked; ``last`` reads the last layer only. Works on the probe of an older
+    summary too (``layers`` and ``best_layer``)."""
+    layers = probe["layers"]
+    last = layers[-1]
+    best = next(p for p in layers if p["layer"] == probe["best_layer"])
+    if head == "last":
+        pick, chosen_by = last, "the last layer, the only one the head reads"
+    elif best is last:
+        pick, chosen_by = last, "the best layer by validation accuracy, which is the last layer"
+    elif best["test_acc"] > last["test_acc"]:
+        pick, chosen_by = best, "the best layer by validation accuracy, stronger on the test split than the last layer"
+    else:
+        said = f"the layer validation accuracy picked ({best['layer']}) is no stronger on the test split"
+        pick, chosen_by = last, f"the last layer, as {said}"
+    return {"layer": pick["layer"], "test_acc": pick["test_acc"], "margin": PROBE_MARGIN, "chosen_by": chosen_by}
 
 
 def _draw(rows: np.ndarray, labels: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -303,13 +356,13 @@ def head_quality(
         )
     reference = None
     if probe is not None:
-        layer = probe["layers"][-1]["layer"] if head == "last" else probe["best_layer"]
-        ref = next(p["test_acc"] for p in probe["layers"] if p["layer"] == layer)
-        reference = {"layer": layer, "test_acc": ref, "margin": PROBE_MARGIN}
+        reference = probe_reference(probe, head)
+        layer, ref = reference["layer"], reference["test_acc"]
         if test_acc < ref - PROBE_MARGIN:
             warns.append(
                 f"below the probe: test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on "
-                f"{layer} alone; the head is under-trained (try another --lr or more --epochs)"
+                f"{layer} alone (the reference probe: {reference['chosen_by']}); the head is under-trained "
+                "(try another --lr or more --epochs)"
             )
     # per seed, the head's (N, L) weights on the test rows; None for heads without weights
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
@@ -333,17 +386,21 @@ def head_quality(
             )
     if agreement is not None and weights is not None:
         tops = [layer_names[int(np.argmax(w.mean(axis=0)))] for w in weights]
-        disagree = agreement["top_layer_agreement"] < AGREEMENT_MIN or len(set(tops)) > 1
-        if disagree:
-            warns.append(
-                f"seeds disagree: top-layer agreement {agreement['top_layer_agreement']:.2f} across seed pairs, "
-                f"mean weights peak on {', '.join(f'{n} (seed {s})' for n, s in zip(tops, seeds))}; "
-                "read the per-seed profiles, not the pooled one"
-            )
         static = any(r.static_weights is not None for r in runs)  # one profile for every row, by design
-        at_chance = None if disagree or static else _agreement_at_chance(agreement)
-        if at_chance:
+        if len(set(tops)) > 1:
+            rows = "" if static else f"; per-row top layers agree on {_per_row(agreement)}"
+            warns.append(
+                f"seeds disagree: mean weights peak on {', '.join(f'{n} (seed {s})' for n, s in zip(tops, seeds))}"
+                f"{rows}; read the per-seed profiles, not the pooled one"
+            )
+        elif at_chance := (None if static else _agreement_at_chance(agreement)):
             warns.append(at_chance)
+        elif agreement["top_layer_agreement"] < AGREEMENT_MIN:
+            warns.append(
+                f"seeds split per row: every seed's mean weights peak on {tops[0]}, but per-row top layers agree on "
+                f"only {_per_row(agreement)}: the seeds agree on the layers overall, not on which layer tops a "
+                "given input; read one input's weights as one seed's, not the head's"
+            )
     profile = None
     if weights is not None:  # each seed's mean weight per layer beside the pooled mean, on the test rows
         profile = {
