@@ -476,9 +476,12 @@ def _remove_stale(out: Path) -> None:
 
 
 def _running(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one of another user's counts: it may not be signalled)."""
+    """Whether a process ``pid`` other than this one exists (one of another user's counts: it may not
+    be signalled). This process's own PID is not: the caller holds the output's lock and has not yet
+    made its own temporary, so one under its PID was left by a killed run that had the same PID (in a
+    container every run may be PID 1)."""
     if pid == os.getpid():
-        return True
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

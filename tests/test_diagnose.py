@@ -173,6 +173,10 @@ def test_the_accuracy_on_a_cache_of_other_classes_is_not_computed(shift_caches, 
         s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=against).summary
     first = s["shift"]["heads"][0]
     assert first["accuracy_other"] is None and 0 <= first["accuracy_this"] <= 1
+    from laya_inspect.report.beyond import diagnose_sections
+
+    (caption,) = [t.caption for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-shift-layers"]
+    assert "not computed (other classes) on the other cache" in caption
     (said,) = [w for w in s["warnings"] if "other classes" in w]
     assert "cat, dog against 0, 1" in said and "accuracy on its rows is not computed" in said
     with FeatureStore(base) as store, FeatureStore(moved2) as against:  # the same classes: computed
@@ -309,6 +313,8 @@ def test_a_bound_within_resampling_error_of_chance_is_drawn_again():
     paired = settled_aucs(y, {"msp": clear, "alpha": near}, n_boot=200, seed=0)
     assert paired[1] > 200  # α − msp's interval about 0: drawn again, on the same rows for both
     assert len(paired[0]["msp"]["values"]) == len(paired[0]["alpha"]["values"]) == paired[1]
+    # several heads: their verdict is a t-interval over heads, so no head's rows are drawn again (review)
+    assert settled_aucs(y, {"msp": s}, n_boot=1000, seed=0, settle=False)[1] == 1000
 
 
 def test_report_html_reads_diagnose_against_chance_as_the_terminal_does():

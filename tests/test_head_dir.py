@@ -360,10 +360,6 @@ EDITED = {
         "config.json field kwargs.standardize is 'zscore', which must be",
     ),
     "cache_rows not an object": (_set("cache_rows", ["x"]), "config.json field cache_rows is"),
-    "cache_rows without the test split": (
-        lambda c: {**c, "cache_rows": {"train": c["cache_rows"]["train"]}},
-        "config.json field cache_rows has no split 'test' of",
-    ),
     "cache_fingerprint not a string": (_set("cache_fingerprint", 3), "config.json field cache_fingerprint is 3"),
 }
 

@@ -183,3 +183,16 @@ def test_the_handler_is_the_command_s_only_and_a_forked_child_is_killed_by_sigte
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_sigterm_a_supervisor_set_to_be_ignored_stays_ignored() -> None:
+    """Review: some supervisors start a process with SIGTERM ignored; the command took it back."""
+    from laya_inspect.cli.app import sigterm_like_ctrl_c
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with sigterm_like_ctrl_c() as handler:
+            assert handler is None and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -241,3 +241,19 @@ def test_train_removes_the_temporary_files_a_killed_run_left_on_its_out(tmp_path
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_temporary_folder_left_under_this_process_s_own_pid_is_cleared(tmp_path):
+    """Review: in a container every run may be PID 1; a fit-head killed there left .OUT.tmp-1, which the
+    next run under the same PID took for its own live temporary and then failed on: 'File exists'."""
+    import os
+
+    from laya_inspect.files import atomic_dir
+
+    out = tmp_path / "out"
+    left = tmp_path / f".out.tmp-{os.getpid()}"
+    left.mkdir()
+    (left / "x").write_text("from the killed run")
+    with atomic_dir(out) as tmp:
+        (tmp / "a").write_text("new")
+    assert (out / "a").read_text() == "new" and not left.exists() and not (out / "x").exists()

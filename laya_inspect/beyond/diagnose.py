@@ -183,6 +183,7 @@ def _diagnose(
             te.preds != te.labels,
             n_boot=config.n_boot,
             seed=config.seed,
+            settle=len(heads) == 1,  # several heads: the verdict is a t-interval over them, not these
         )
         entry = {
             "head_dir": str(Path(d).resolve()),
@@ -199,7 +200,9 @@ def _diagnose(
         per_head.append(entry)
         if other is not None:
             ot = _read(head, other.hs, other.labels)
-            shifts.append(_shift(te, ot, ref, store.num_classes, config, _same_classes(store, against)))
+            shifts.append(
+                _shift(te, ot, ref, store.num_classes, config, _same_classes(store, against), len(heads) == 1)
+            )
     summary: dict[str, Any] = {
         "tool_version": __version__,
         "command": "diagnose",
@@ -242,7 +245,7 @@ def _classes_differ(store: FeatureStore, other: FeatureStore | None) -> list[str
 
 
 def _shift(
-    a: Read, b: Read, ref: np.ndarray, num_classes: int, config: DiagnoseConfig, same_classes: bool
+    a: Read, b: Read, ref: np.ndarray, num_classes: int, config: DiagnoseConfig, same_classes: bool, settle: bool
 ) -> dict[str, Any]:
     """α profiles of this cache's test rows (a) and the other cache's (b), the permutation test, and
     AUROC of telling b's rows from a's by each score (positive = the other cache); the accuracy on b's
@@ -251,7 +254,7 @@ def _shift(
     sa, sb = a.scores(ref), b.scores(ref)
     y = np.concatenate([np.zeros(len(a.preds), bool), np.ones(len(b.preds), bool)])
     scores = {k: np.concatenate([sa[k], sb[k]]) for k in sa}
-    auroc, drawn = settled_aucs(y, scores, n_boot=config.n_boot, seed=config.seed)
+    auroc, drawn = settled_aucs(y, scores, n_boot=config.n_boot, seed=config.seed, settle=settle)
     diffs = diffs_vs(auroc, "msp")
     shown_auroc = {k: shown(a) for k, a in auroc.items()}
     return {

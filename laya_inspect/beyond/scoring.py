@@ -75,13 +75,14 @@ AUC_MAX_DRAWS = 100_000_000  # resampled rows at most when more resamples are dr
 
 
 def settled_aucs(
-    y: np.ndarray, scores: dict[str, np.ndarray], *, n_boot: int, seed: int, base: str = "msp"
+    y: np.ndarray, scores: dict[str, np.ndarray], *, n_boot: int, seed: int, base: str = "msp", settle: bool = True
 ) -> tuple[dict[str, dict[str, Any]], int]:
     """:func:`bootstrap_auc` of every score on the same resampled rows, and the resamples drawn: ten
     times ``n_boot`` (again, up to MAX_RESAMPLES and AUC_MAX_DRAWS resampled rows) while a bound that
     decides a verdict lies within resampling error of it (compare.paired.unsettled): a score's
     interval against chance (½), or its paired difference from ``base``'s against 0. Otherwise the
-    verdict would follow the Monte-Carlo draw: one side of ½ at 1,000 resamples, the other at 2,000."""
+    verdict would follow the Monte-Carlo draw: one side of ½ at 1,000 resamples, the other at 2,000.
+    ``settle`` False: ``n_boot`` only (several heads, whose verdict is a t-interval over heads)."""
     from ..compare.paired import unsettled
     from ..options import MAX_RESAMPLES
 
@@ -95,7 +96,12 @@ def settled_aucs(
                 np.asarray(a["values"]) - ref for k, a in aucs.items() if k != base and len(a["values"]) == len(ref)
             ]
         more = drawn * 10
-        if not any(unsettled(v, 2.5) for v in near) or more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS:
+        if (
+            not settle
+            or not any(unsettled(v, 2.5) for v in near)
+            or more > MAX_RESAMPLES
+            or more * len(y) > AUC_MAX_DRAWS
+        ):
             return aucs, drawn
         drawn = more
 
@@ -137,9 +143,11 @@ def detection(
     *,
     n_boot: int,
     seed: int,
+    settle: bool = True,
 ) -> dict[str, Any]:
     """AUROC (bootstrap interval) and AUPR of every score on the test rows, α directions and the
-    combinations fitted on the held-out rows, and each score's paired AUROC difference from msp."""
+    combinations fitted on the held-out rows, and each score's paired AUROC difference from msp
+    (``settle``: more resamples where a bound lies within resampling error, :func:`settled_aucs`)."""
     signs = _orient(held, held_y)
     scores = {k: signs[k] * v for k, v in test.items()}
     fit_ok = min(int(held_y.sum()), int((~held_y).sum())) >= MIN_PER_CLASS
@@ -156,7 +164,7 @@ def detection(
             f"too few (< {MIN_PER_CLASS}) to fit the combinations"
         )
     defined = 0 < int(test_y.sum()) < len(test_y)
-    aucs, drawn = settled_aucs(test_y, scores, n_boot=n_boot, seed=seed)
+    aucs, drawn = settled_aucs(test_y, scores, n_boot=n_boot, seed=seed, settle=settle)
     return {
         "n_boot": drawn,
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},

@@ -49,6 +49,15 @@ def fingerprint_of(inputs: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def same_features(inputs: Mapping[str, Any]) -> set[str]:
+    """Every fingerprint a cache of these inputs carries under the rules of any version: its own, the
+    one with compute_dtype (version 2) and the one without provenance (version 3). A head records
+    the fingerprint of the cache it was fitted on; a re-extraction of that cache by this version
+    (version 3), or a cache of the same rows whose transforms only say another provenance, is the same
+    feature space. Never the version-1 rule for another cache: it leaves out --amp's compute_dtype."""
+    return {fingerprint_of(inputs), *(fingerprint_of({**inputs, "fingerprint_version": v}) for v in (2, 3))}
+
+
 def without_provenance(transforms: Any) -> Any:
     """``transforms`` less what only says where a setting came from (PROVENANCE)."""
     if not isinstance(transforms, dict):
@@ -163,6 +172,7 @@ __all__ = [
     "fingerprint_inputs",
     "fingerprint_of",
     "mismatch_said",
+    "same_features",
     "version_note",
     "without_provenance",
 ]

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
-from .fingerprint import fingerprint_inputs, fingerprint_of
+from .fingerprint import fingerprint_inputs, fingerprint_of, same_features
 from .schema import (  # noqa: F401  (read through store)
     ATTRS_DIGEST,
     CHUNK_ROWS,
@@ -192,6 +192,12 @@ class FeatureStore:
         if self._of is not None:
             return self._of.fingerprint
         return fingerprint_of(self.fingerprint_inputs)
+
+    @property
+    def fingerprints(self) -> set[str]:
+        """:attr:`fingerprint` and those of the same feature space under other versions' rules
+        (cache/fingerprint.py ``same_features``): what a head fitted on this cache may have recorded."""
+        return same_features(self.fingerprint_inputs)
 
     @property
     def fingerprint_inputs(self) -> dict[str, Any]:

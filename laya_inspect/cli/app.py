@@ -117,7 +117,9 @@ def sigterm_like_ctrl_c() -> Iterator[_OnSigterm | None]:
     # under torchrun SIGTERM comes from torchrun itself, when another rank has failed: a rank waiting in a
     # collective runs no Python code, so a handler would hold it until torchrun's SIGKILL; it dies at once
     ranks = os.environ.get("WORLD_SIZE", "").strip() not in ("", "1")
-    if threading.current_thread() is not threading.main_thread() or ranks:
+    main = threading.current_thread() is threading.main_thread()
+    # a supervisor that set SIGTERM to be ignored meant it: the command does not take it back
+    if not main or ranks or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         yield None
         return
     if not _at_fork_registered:  # once a process: a hook cannot be taken back, and does nothing once restored

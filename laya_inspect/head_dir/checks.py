@@ -58,10 +58,10 @@ def check_fields(config: Mapping[str, Any]) -> None:
     record (cache_fingerprint, cache_rows). A field a head written by hand or by an earlier version
     lacks may be absent; one that is there must be right. Raises :class:`BadField` naming the field."""
     kind, kwargs = config["kind"], config["kwargs"]
-    for k, v in kwargs.items():
-        ok, want = KWARG_RULES.get(k, (lambda _: True, ""))
-        if not ok(v):
-            raise BadField(f"kwargs.{k} is {one_line(repr(v), 60)}, which must be {want} for a {kind} head")
+    wrong = bad_kwarg(kwargs)
+    if wrong:
+        k, v, want = wrong
+        raise BadField(f"kwargs.{k} is {one_line(repr(v), 60)}, which must be {want} for a {kind} head")
     counts = {
         "layer_names": (len(kwargs["widths"]), f"kwargs.widths has {len(kwargs['widths'])} layers"),
         "class_names": (kwargs["num_classes"], f"kwargs.num_classes is {kwargs['num_classes']}"),
@@ -108,12 +108,21 @@ KWARG_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
-def _construct(kind: str, kwargs: Mapping[str, Any], fail: Callable[[str], LayaError]) -> Head:
-    cls = HEADS.get(kind)
+def bad_kwarg(kwargs: Mapping[str, Any]) -> tuple[str, Any, str] | None:
+    """The first constructor argument KWARG_RULES refuses: (name, value, what it must be)."""
     for k, v in kwargs.items():
         ok, want = KWARG_RULES.get(k, (lambda _: True, ""))
         if not ok(v):
-            raise fail(f"has {kind} kwarg {k}={one_line(repr(v), 60)}, which must be {want}")
+            return k, v, want
+    return None
+
+
+def _construct(kind: str, kwargs: Mapping[str, Any], fail: Callable[[str], LayaError]) -> Head:
+    cls = HEADS.get(kind)
+    wrong = bad_kwarg(kwargs)
+    if wrong:
+        k, v, want = wrong
+        raise fail(f"has {kind} kwarg {k}={one_line(repr(v), 60)}, which must be {want}")
     try:
         return cls(**kwargs)
     except (InputError, TypeError, ValueError, OverflowError) as e:  # a head added later, without rules here

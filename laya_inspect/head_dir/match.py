@@ -46,7 +46,7 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     pooling, transforms, the --amp forward or data source), or the same features of other rows (another split seed,
     ``--limit`` or data files), whose test split may hold rows the head was trained on."""
     recorded, where = config.get("cache_fingerprint"), config.get("cache_path")
-    if recorded != store.fingerprint:
+    if recorded not in store.fingerprints:
         return (
             f"head {head_dir} was trained on a cache with fingerprint {recorded} ({where}), not on {store.path} "
             f"(fingerprint {store.fingerprint}): {what_differs(config, store)}"
@@ -54,13 +54,7 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     rows = config.get("cache_rows")
     if not isinstance(rows, dict):  # a head written before cache_rows: the data fingerprint it recorded, if any
         return _other_data(head_dir, config, store)
-    lacking = [s for s in store.splits if s not in rows]
-    if lacking:
-        raise bad(
-            Path(head_dir) / CONFIG,
-            f"field cache_rows has no split {', '.join(map(repr, lacking))} of {store.path}, the cache it was fitted "
-            f"on (fingerprint {store.fingerprint}), so its test rows cannot be checked",
-        )
+    # which splits extract wrote is not part of the fingerprint: a split the head did not see is not its own
     moved = [s for s in rows if s in store.splits and rows[s] != split_rows(store, s)]
     if moved:
         return (
@@ -89,7 +83,7 @@ def unchecked_rows(head_dir: str | Path, config: Mapping[str, Any], store: Featu
     nor the older ``cache_data_fingerprint`` (a head written by an early laya-inspect, or one whose
     field was removed): whether it is read on rows it was trained on cannot be checked. None when it
     can, or when the head was trained on another cache (:func:`other_cache` says that)."""
-    if config.get("cache_fingerprint") != store.fingerprint or isinstance(config.get("cache_rows"), dict):
+    if config.get("cache_fingerprint") not in store.fingerprints or isinstance(config.get("cache_rows"), dict):
         return None
     if config.get("cache_data_fingerprint") and store.whole.attrs.get("data_fingerprint"):
         return None
@@ -212,7 +206,7 @@ def some_layers(config: Mapping[str, Any], store: FeatureStore) -> tuple[str, ..
     """The layers a head reads when it was trained on ``store``'s cache and reads only some of
     ``store``'s layers (fit-head --layers, prune's head/), else None."""
     names = config.get("layer_names")
-    if config.get("cache_fingerprint") != store.fingerprint or not isinstance(names, list):
+    if config.get("cache_fingerprint") not in store.fingerprints or not isinstance(names, list):
         return None
     return tuple(names) if set(names) < set(store.layer_names) else None
 

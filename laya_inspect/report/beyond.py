@@ -356,12 +356,14 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
         ]
         for j, n in enumerate(s["cache"]["layer_names"])
     ]
+    # null for a cache of other classes: the head's class indices read against another dataset's labels
+    other = "not computed (other classes)" if first.get("accuracy_other") is None else num(first["accuracy_other"], 4)
     tables.append(
         Table(
             "diagnose-shift-layers",
             ["layer", "mean α (this)", "mean α (other)", "difference", "p (family-wise)"],
             layers,
-            f"first head; accuracy {num(first['accuracy_this'], 4)} here, {num(first['accuracy_other'], 4)} on the "
+            f"first head; accuracy {num(first['accuracy_this'], 4)} here, {other} on the "
             f"other cache; overall permutation p = {perm['p_value']:.3g}",
         )
     )
