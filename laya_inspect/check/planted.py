@@ -39,6 +39,11 @@ WIDTH = 16  # D: each tapped layer's width
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 FIT_EPOCHS, FIT_PATIENCE = 60, 10  # the heads' budget: enough to converge on these rows, and seconds on a CPU
 PASS_SHARE = 0.95  # IG on the LAYA head must rank the signal layer first on at least this share of rows
+PASS_RULE = (
+    "passed when the lower end of the 95% Wilson interval of IG's share (LAYA head) is at least pass_share, "
+    "not the share itself; for this one construction seed only: run other --seed values to see another backbone, "
+    "data and fit"
+)
 COMPARE_BOOT = 200  # bootstrap resamples of compare's own intervals (the shares here use Wilson intervals)
 INTRINSIC = {"alpha": "α", "alpha-contrib": "α-contrib"}  # the LAYA head's own scores, a verdict line each
 
@@ -89,6 +94,15 @@ class Share:
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
         return {"share": self.share, "ci_low": low, "ci_high": high, "hits": self.hits, "n": self.n}
+
+
+def against_bar(share: Share, bar: float = PASS_SHARE) -> str:
+    """Where a share's 95% interval lies against the bar: ``"above"`` (its lower end reaches the bar),
+    ``"below"`` (its upper end is under it) or ``"straddles"`` (the rows cannot tell); ``"none"`` for no rows."""
+    low, high = share.interval
+    if share.n == 0:
+        return "none"
+    return "above" if low >= bar else "below" if high < bar else "straddles"
 
 
 def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -251,8 +265,15 @@ def _read(
         "effects": {k: {"ablation": ablation, **v.to_dict()} for k, v in effects.items()},
         "constant": {k: {**profiles[k], **v.to_dict()} for k, v in constant.items()},  # {} when compare has none
         "pass_share": PASS_SHARE,
-        "passed": bool(_ig(methods).share >= PASS_SHARE),
-        "verdict": verdict_lines(methods, effects, constant, names[signal], config.layers, ablation),
+        "pass_rule": PASS_RULE,
+        "passed": passed(methods),
+        "against_bar": {  # where each 95% interval lies against pass_share: above | straddles | below
+            "methods": {f"{m.head}/{m.method}": against_bar(m.share) for m in methods},
+            "effects": {k: against_bar(v) for k, v in effects.items()},
+        },
+        "ground_truth_at_bar": bool("laya" in effects and against_bar(effects["laya"]) == "above"),
+        "construction_seeds": [config.seed],
+        "verdict": verdict_lines(methods, effects, constant, names[signal], config.layers, ablation, seed=config.seed),
         "files": {
             "cache": "features.h5",
             "heads": "heads",
@@ -270,6 +291,21 @@ def _ig(methods: list[MethodShare]) -> Share:
     return next(m.share for m in methods if (m.head, m.method) == ("laya", "ig"))
 
 
+def passed(methods: list[MethodShare]) -> bool:
+    """The pass mark: the lower end of IG's 95% Wilson interval (LAYA head) reaches PASS_SHARE."""
+    return against_bar(_ig(methods)) == "above"
+
+
+def _bar(share: Share) -> str:
+    """The share beside the bar, in words."""
+    return {
+        "above": f"at the {PASS_SHARE:.0%} bar (its interval's lower end ≥ {PASS_SHARE:.0%})",
+        "below": f"below the {PASS_SHARE:.0%} bar (its whole interval)",
+        "straddles": f"not shown to reach the {PASS_SHARE:.0%} bar (its interval reaches below it)",
+        "none": "no rows",
+    }[against_bar(share)]
+
+
 def _pct(share: Share) -> str:
     low, high = share.interval
     return f"{share.share:.1%} of {share.n} rows [{low:.1%}, {high:.1%}]"
@@ -282,32 +318,48 @@ def verdict_lines(
     layer: str,
     layers: int,
     ablation: str,
+    *,
+    seed: int | None = None,
 ) -> list[str]:
-    """The reading, one line each: IG against the pass mark, α, the ground truth, the two references."""
+    """The reading, one line each: IG against the pass mark (the lower end of its interval), α and
+    α-contrib and the ground truth beside the same bar, random, the constant rule, and the seed it holds for."""
     ig = _ig(methods)
-    ok = ig.share >= PASS_SHARE
+    where = against_bar(ig)
+    ok = where == "above"
     lines = [
         f"IG on the LAYA head ranks the signal layer {layer} first on {_pct(ig)}: "
-        + (
-            f"at least {PASS_SHARE:.0%}, the pipeline finds the planted layer"
-            if ok
-            else f"below {PASS_SHARE:.0%}, the pipeline does not find the planted layer reliably"
-        )
+        + {
+            "above": f"passed: the interval's lower end is at least {PASS_SHARE:.0%}, the pipeline finds the "
+            "planted layer",
+            "straddles": f"not passed: the interval reaches below {PASS_SHARE:.0%}, so these rows do not show that "
+            "the pipeline finds the planted layer reliably (more --rows narrow it)",
+            "below": f"failed: the whole interval is below {PASS_SHARE:.0%}, the pipeline does not find the "
+            "planted layer reliably",
+            "none": "no rows to read",
+        }[where]
     ]
     for m in methods:
         if m.head == "laya" and m.method in INTRINSIC:
-            lines.append(f"{INTRINSIC[m.method]} ranks it first on {_pct(m.share)}")
+            lines.append(f"{INTRINSIC[m.method]} ranks it first on {_pct(m.share)}: {_bar(m.share)}")
     if "laya" in effects:
         truth = effects["laya"]
+        truth_ok = against_bar(truth) == "above"
+        if truth_ok:
+            note = ""
+        elif ok:
+            note = (
+                f"; the pass is flagged: the LAYA head itself is not shown to rely on the signal layer on "
+                f"{PASS_SHARE:.0%} of rows, so IG ranks it first more often than removing it shows the head relies "
+                "on it, and this run does not test IG against the head (raise --rows or lower --noise)"
+            )
+        else:
+            note = (
+                "; so the LAYA head itself is not shown to rely on the signal layer alone: it is the fit that "
+                "missed, not (only) IG; raise --rows or lower --noise"
+            )
         lines.append(
             f"the LOLO effects ({ablation}) rank it first on {_pct(truth)}: the planted answer as removing each "
-            "layer shows it"
-            + (
-                ""
-                if ok or truth.share >= PASS_SHARE
-                else f"; below {PASS_SHARE:.0%} too, so the LAYA head itself does not rely on the signal layer "
-                "alone: it is the fit that missed, not (only) IG; raise --rows or lower --noise"
-            )
+            f"layer shows it, {_bar(truth)}" + note
         )
     lines.append(f"random ranks it first on 1/L = {1 / layers:.1%} of rows in expectation")
     if "laya" in constant:
@@ -316,4 +368,9 @@ def verdict_lines(
             "row has the same answer here, so this check shows that a method finds the layer, not that it "
             "follows the input"
         )
+    seeds = "this construction seed" if seed is None else f"construction seed {seed}"
+    lines.append(
+        f"this verdict holds for {seeds} only (backbone, data and fit): another seed can fail; run several "
+        "(--seed 0, 1, 2, …) and read the check as passed only when every seed passes"
+    )
     return lines
