@@ -21,6 +21,9 @@ from .files import check_out, claimed_by, plain, write_with
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")
+# resample: donors drawn for the row, one per draw; the effect is their mean, with its spread and interval
+EXPLAIN_DRAWS = 32
+MAX_EXPLAIN_DRAWS = 1024
 # What one row cannot tell: the verdicts are read over many rows, against the constant rule.
 VERDICT_NOTE = (
     "one row shows how each method ranks the layers here, not whether it can be trusted: whether a method "
@@ -56,8 +59,8 @@ class Explanation:
     target_rule: str  # pred | true | class
     ablation: str
     p: float  # probability of the target class
-    p_ablated: np.ndarray  # (L,) the target's logit or probability (``effect``) with layer i ablated
-    effects: np.ndarray  # (L,) its drop when layer i is ablated
+    p_ablated: np.ndarray  # (L,) the target's logit or probability (``effect``) with layer i ablated (mean over draws)
+    effects: np.ndarray  # (L,) its drop when layer i is ablated (resample: the mean over ``draws`` donors)
     scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (L,)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
@@ -68,6 +71,15 @@ class Explanation:
     cache_warnings: list[str] = field(default_factory=list)
     # what is said of the head: another cache, its training rows, fit-head's quality gate
     head_warnings: list[str] = field(default_factory=list)
+    # resample: donors drawn (one per draw); 1 for a deterministic ablation
+    draws: int = 1
+    effects_sd: np.ndarray | None = None  # (L,) the effect's spread over the draws (ddof 1); None: deterministic
+    effects_ci: np.ndarray | None = None  # (L, 2) 95% t-interval of the mean effect over the draws
+
+    @property
+    def ablated_key(self) -> str:
+        """What ``p_ablated`` holds, as its JSON key: the target's logit or its probability."""
+        return "logit_ablated" if self.effect == "logit" else "p_ablated"
 
     def class_name(self, c: int) -> str:
         return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
@@ -88,10 +100,18 @@ class Explanation:
                 "probs": dict(zip(map(self.class_name, range(len(self.probs))), self.probs)),
                 "ablation": self.ablation,
                 "effect": self.effect,
+                "draws": self.draws,
+                "lolo_effect_note": LOLO_NOTE if self.effects_sd is not None else "deterministic: one removal",
                 "layers": {
                     name: {
                         "lolo_effect": self.effects[i],
-                        "p_ablated": self.p_ablated[i],
+                        **(
+                            {"lolo_effect_sd": self.effects_sd[i], "lolo_effect_ci": list(self.effects_ci[i])}
+                            if self.effects_sd is not None and self.effects_ci is not None
+                            else {}
+                        ),
+                        # the target's logit (effect "logit") or probability ("prob") with the layer ablated
+                        self.ablated_key: self.p_ablated[i],
                         **{m: s[i] for m, s in self.scores.items()},
                     }
                     for i, name in enumerate(self.layer_names)
@@ -104,6 +124,11 @@ class Explanation:
             }
         )
 
+
+LOLO_NOTE = (
+    "resample: lolo_effect is the mean over `draws` donors drawn for this row (one each, seeded by --seed), "
+    "lolo_effect_sd their spread, lolo_effect_ci the 95% t-interval of the mean: one donor is not the effect"
+)
 
 RELATIVE_NOTE = (
     " (a relative path in the cache's data_spec is read from the current folder: run explain from the one "
@@ -170,9 +195,12 @@ def explain_row(
     device: str = "auto",
     allow_other_cache: bool = False,
     effect: str = "logit",
+    draws: int = EXPLAIN_DRAWS,
 ) -> Explanation:
     """Every method's per-layer score and the LOLO effects of ``head_dir`` on row ``row`` of ``split``,
-    measured on the target logit (``effect="logit"``, compare's default) or its probability ("prob")."""
+    measured on the target logit (``effect="logit"``, compare's default) or its probability ("prob").
+    Under ``resample`` the effect is the mean over ``draws`` donors drawn for the row (one per draw,
+    ``default_rng([seed, 5])``), with its spread and the 95% t-interval of the mean over the draws."""
     import torch
 
     from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
@@ -190,6 +218,8 @@ def explain_row(
     if not within(n_steps, 1, MAX_IG_STEPS):  # compare's bound: IG holds n_steps scaled inputs at once
         raise InputError(f"--n-steps {range_text(1, MAX_IG_STEPS)}, got {n_steps}")
     check_seed(seed)
+    if not within(draws, 2, MAX_EXPLAIN_DRAWS):
+        raise InputError(f"--draws {range_text(2, MAX_EXPLAIN_DRAWS)}, got {draws}")
     store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
     n = store.n(split)  # NotFoundError naming the splits
     if not 0 <= row < n:
@@ -221,18 +251,27 @@ def explain_row(
         att = attribute(m, head, hs, tgt, options)
         scores[m], params[m] = att.scores[0], att.params
     head64 = copy.deepcopy(head).to(torch.float64).eval()
-    p, p_abl, effects = lolo_effects(
+    n_draws = draws if abl.needs_donors else 1
+    # resample: the row repeated once per draw, each copy given its own seeded donor, so the draws are
+    # seen one by one (compare averages 4 donors per row: its value for a row is one such average)
+    _p, p_abl, effects = lolo_effects(
         head64,
-        hs,
-        tgt,
+        [h.repeat(n_draws, *([1] * (h.dim() - 1))) for h in hs],
+        np.repeat(tgt, n_draws),
         ablation,
         means if abl.needs_baselines else None,
         donors=donor_pool(store, "train", seed=seed) if abl.needs_donors else None,
+        draws=1,
         seed=seed,
         effect=effect,
-        # resample: the donors compare draws for this row when it scores every row of the split
-        span=RowSpan(start=row, total=store.n(split)),
+        span=RowSpan(),
     )
+    sd = ci = None
+    if n_draws > 1:
+        from .training.stats import t_interval
+
+        sd = effects.std(axis=0, ddof=1)
+        ci = np.array([t_interval(effects[:, i]) for i in range(effects.shape[1])])
     source_row = int(store.index(split, rows)[0])
     return Explanation(
         head=name,
@@ -249,8 +288,11 @@ def explain_row(
         target_rule="class" if isinstance(target_of, int) else str(target_of),
         ablation=ABLATIONS.get(ablation).name,
         p=float(probs[cls]),
-        p_ablated=p_abl[0],
-        effects=effects[0],
+        p_ablated=p_abl.mean(axis=0),
+        effects=effects.mean(axis=0),
+        draws=n_draws,
+        effects_sd=sd,
+        effects_ci=ci,
         scores=scores,
         params=params,
         skipped=skipped,
@@ -286,11 +328,13 @@ def explain_figure(e: Explanation) -> Any:
     ax_sc.axhline(0, color="grey", lw=0.8)
     ax_sc.set_ylabel("score / Σ_layers |score|")
     ax_sc.set_title("what each method says (this input)", fontsize=10)
-    ax_ef.bar(x, e.effects, color=LOLO_COLOR)
+    yerr = None if e.effects_ci is None else np.abs(e.effects_ci.T - e.effects)  # (2, L): the 95% interval
+    ax_ef.bar(x, e.effects, color=LOLO_COLOR, yerr=yerr, capsize=3)
     ax_ef.axhline(0, color="grey", lw=0.8)
     q = "f_c" if e.effect == "logit" else "p_c"
     ax_ef.set_ylabel(f"{q} − {q}(layer ablated)")
-    ax_ef.set_title(f"LOLO effect ({e.ablation} ablation; this input)", fontsize=10)
+    drawn = f", mean of {e.draws} donors, 95% interval" if e.effects_ci is not None else ""
+    ax_ef.set_title(f"LOLO effect ({e.ablation} ablation{drawn}; this input)", fontsize=10)
     for ax in (ax_sc, ax_ef):
         ax.set_xticks(x, e.layer_names, rotation=45 if len(x) > 4 else 0, ha="right" if len(x) > 4 else "center")
     if e.scores:

@@ -69,7 +69,11 @@ def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path], ab
     with h5py.File(digits["root"] / f"cmp-{ablation}" / "attributions.h5") as f:
         g = f["heads/laya"]
         assert int(f["rows"][row]) == row and e.target == int(g["targets"][row]) == e.pred
-        np.testing.assert_allclose(e.effects, g["effects"][row], rtol=1e-6, atol=1e-9)
+        if ablation == "mean":  # deterministic: the same removal
+            np.testing.assert_allclose(e.effects, g["effects"][row], rtol=1e-6, atol=1e-9)
+        else:  # compare's value is one average of 4 donors; explain's the mean of 32, with its interval
+            assert e.effects_sd is not None
+            assert np.all(np.abs(g["effects"][row] - e.effects) <= 4 * e.effects_sd / 2 + 1e-9)
         for m in ("alpha", "alpha-contrib", "ig", "gradcam"):
             np.testing.assert_allclose(e.scores[m], g[f"methods/{m}/scores"][row], rtol=1e-4, atol=1e-6)
     assert e.scores["alpha"].sum() == pytest.approx(1.0, abs=1e-5)
@@ -132,9 +136,46 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     result = runner.invoke(app, [*args, "--json", "--target", "true"], env=ENV)
     data = json.loads(result.output)
     assert data["row"] == 5 and data["target_rule"] == "true" and data["target"] == data["label"]
-    assert set(data["layers"]["blocks.0"]) == {"lolo_effect", "p_ablated", "alpha", "alpha-contrib", "ig", "gradcam"}
+    assert set(data["layers"]["blocks.0"]) == {
+        *("lolo_effect", "lolo_effect_sd", "lolo_effect_ci", "logit_ablated"),
+        *("alpha", "alpha-contrib", "ig", "gradcam"),
+    }
+    assert data["draws"] == 32 and "mean over `draws` donors" in data["lolo_effect_note"]
+    assert "95% interval (32 draws)" in table and "the mean over 32 donors" in table
     # one row states no verdict: it points at compare's, read against the constant rule
     assert "constant rule" in data["verdict"] and "beats the constant rule" in table
+
+
+def test_the_ablated_value_is_named_by_what_it_holds(digits: dict[str, Path]) -> None:
+    with FeatureStore(digits["cache"]) as store:
+        logit = explain_row(digits["laya"], store, row=5, ablation="mean", n_steps=4, device="cpu")
+        prob = explain_row(digits["laya"], store, row=5, ablation="mean", n_steps=4, device="cpu", effect="prob")
+    layer = logit.to_dict()["layers"]["blocks.0"]
+    assert "p_ablated" not in layer and layer["logit_ablated"] == pytest.approx(logit.p_ablated[0])  # a logit
+    layer = prob.to_dict()["layers"]["blocks.0"]
+    assert "logit_ablated" not in layer and layer["p_ablated"] == pytest.approx(prob.p_ablated[0])
+    assert 0 <= layer["p_ablated"] <= 1
+    # a deterministic removal: one, no spread
+    assert logit.draws == 1 and logit.effects_sd is None and "lolo_effect_sd" not in layer
+
+
+def test_the_resample_effect_is_the_mean_over_donor_draws_with_its_interval(digits: dict[str, Path]) -> None:
+    # one donor per removal moved the effect of a layer by a factor of 8 between --seed values (QA, row 5)
+    with FeatureStore(digits["cache"]) as store:
+        runs = [explain_row(digits["laya"], store, row=5, n_steps=4, device="cpu", seed=s) for s in (0, 1, 2)]
+        again = explain_row(digits["laya"], store, row=5, n_steps=4, device="cpu", seed=0)
+        few = explain_row(digits["laya"], store, row=5, n_steps=4, device="cpu", seed=0, draws=8)
+    for e in runs:
+        assert e.draws == 32 and e.effects_sd is not None and e.effects_ci is not None
+        low, high = e.effects_ci.T
+        assert np.all(low <= e.effects) and np.all(e.effects <= high) and np.all(e.effects_sd >= 0)
+        assert np.all(np.isfinite(e.effects_ci)) and np.any(e.effects_sd > 0)  # the donors differ
+    # the seeds' intervals overlap layer by layer: a --seed moves the effect within its uncertainty
+    lows = np.max([e.effects_ci[:, 0] for e in runs], axis=0)
+    highs = np.min([e.effects_ci[:, 1] for e in runs], axis=0)
+    assert np.all(lows <= highs)
+    np.testing.assert_array_equal(again.effects, runs[0].effects)  # the same seed, the same donors
+    assert few.draws == 8 and np.all(few.effects_ci[:, 1] - few.effects_ci[:, 0] >= 0)
 
 
 @pytest.mark.parametrize(
@@ -146,6 +187,7 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
         (["--row", "0", "--split", "valid"], "no split 'valid'"),
         (["--row", "0", "--ablation", "drop"], "'drop' ablation needs a head with aggregation weights"),
         (["--row", "0", "--seed", "-1"], "--seed must be an integer from 0 to 2**64 - 1, got -1"),
+        (["--row", "0", "--draws", "1"], "--draws must be a whole number from 2 to 1,024, got 1"),
         (["--row", "0", "--seed", str(2**64)], f"--seed must be an integer from 0 to 2**64 - 1, got {2**64}"),
     ],
 )

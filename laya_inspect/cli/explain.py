@@ -19,11 +19,14 @@ def explain_table(e: Any) -> Table:
     from ..report.reading import name, num
 
     columns = [(name(m) if m != "static" else "static", s, 3) for m, s in e.scores.items()]
-    columns.append((f"LOLO effect ({e.ablation})", e.effects, 4))
+    drawn = e.effects_ci is not None  # resample: the mean over the draws, with its interval beside it
+    columns.append((f"LOLO effect ({e.ablation})", e.effects, 3 if drawn else 4))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("layer", no_wrap=True, overflow="fold")
     for title, _, _ in columns:
         table.add_column(title, justify="right", no_wrap=True)
+    if drawn:
+        table.add_column(f"95% interval ({e.draws} draws)", justify="right", no_wrap=True)
     tops = [int(values.argmax()) for _, values, _ in columns]
     for i, layer in enumerate(e.layer_names):
         cells = [
@@ -32,6 +35,9 @@ def explain_table(e: Any) -> Table:
             )
             for k, (_, values, digits) in enumerate(columns)
         ]
+        if drawn:
+            low, high = e.effects_ci[i]
+            cells.append(Text(f"[{num(low, 3, sign=True)}, {num(high, 3, sign=True)}]"))
         table.add_row(layer, *cells)
     return table
 
@@ -54,6 +60,11 @@ def explain_command(
     ),
     n_steps: int = typer.Option(50, "--n-steps", help="Integrated Gradients steps (1 … 10,000)"),
     seed: int = typer.Option(0, "--seed", help="seed of the resample donors"),
+    draws: int = typer.Option(
+        32,
+        "--draws",
+        help="resample: donors drawn for the row (2 … 1,024); the LOLO effect is their mean, with a 95% interval",
+    ),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="write the figure here (.png, or .svg)", parser=out_file("figure.png")
@@ -92,6 +103,7 @@ def explain_command(
             device=device,
             allow_other_cache=allow_other_cache,
             effect=effect,
+            draws=draws,
         )
     path = write_figure(e, out) if out is not None else None
     if as_json:
@@ -133,4 +145,12 @@ def _print(e: Any) -> None:
     console.print(
         Text("* the layer each column ranks first; scores are on each method's own scale (docs/METHOD.md)", "dim")
     )
+    if e.effects_ci is not None:
+        console.print(
+            Text(
+                f"LOLO effect: the mean over {e.draws} donors drawn for this row (--draws, seeded by --seed), its "
+                "95% t-interval over the draws beside it; one donor is not the effect",
+                "dim",
+            )
+        )
     console.print(Text(VERDICT_NOTE, "dim"))
