@@ -20,6 +20,7 @@ from laya_inspect.beyond.early_exit import (
     frontier_area,
     mass_beyond,
     simulate_early_exit,
+    sweep,
     threshold_grid,
 )
 from laya_inspect.beyond.refit import Budget
@@ -124,9 +125,11 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     assert result.exit_code == 0, result.output
     assert "confidence+alpha" in result.output and "area under accuracy–compute" in result.output
     s = json.loads((out / "summary.json").read_text())
-    assert set(s["rules"]) == {"fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle"}
+    rules = {"fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle"}
+    assert set(s["rules"]) == rules
     assert all(len(r["area"]["values"]) == 2 for r in s["rules"].values())
-    assert len(s["verdict"]) == 4 and len(s["fits"]) == 2 * 3
+    assert len(s["verdict"]) == 8 and len(s["fits"]) == 2 * 3
+    assert "random (reference: no information)" in result.output and "test split" in result.output
     for p in s["points"]:
         assert 0 <= p["accuracy"] <= 1 and 1 <= p["mean_depth"] <= 3
     # the confidence sweep runs from "every input exits at depth 1" to "none exits early"
@@ -167,3 +170,99 @@ def test_per_depth_heads_are_read_against_the_given_head(cache, tmp_path):
     assert "Warning: the refits fall short" in (tmp_path / "weak" / "report.html").read_text(encoding="utf-8")
     assert not ok["refit_check"]["under_trained"] and ok["warnings"] == []
     assert ok["refit_check"]["refit_all_layers_test_acc"]["mean"] > 0.98
+
+
+def test_random_exit_lands_between_the_fixed_depths():
+    """Two depths, wrong at depth 1 and right at depth 2: fixed depth's step frontier credits nothing
+    below full compute (area 0), while exiting at random depths, which uses no information about the
+    input, reaches every mix in between (the QA finding: a rule could beat fixed depth by mixing alone)."""
+    n = 4000
+    labels = np.zeros(n, dtype=np.int64)
+    preds = np.stack([np.ones(n, dtype=np.int64), labels], axis=1)  # (N, 2): wrong, then right
+    conf = np.full((n, 2), 0.9)
+    used = np.array([0.5, 1.0])
+    grid = threshold_grid(41)
+    noise = np.random.default_rng(0).uniform(size=(n, 2))
+    pts = {r: sweep(r, preds, conf, labels, used, {}, grid, 0.05, noise) for r in ("fixed", "random")}
+    area = {
+        r: frontier_area([p["compute_used"] for p in v], [p["accuracy"] for p in v], 0.5, 1.0) for r, v in pts.items()
+    }
+    assert area["fixed"] == 0.0
+    assert area["random"] > 0.3
+    # each random point is the mix it draws: accuracy = share exiting at depth 2 = (compute − 0.5) / 0.5
+    for p in pts["random"]:
+        assert p["accuracy"] == pytest.approx((p["compute_used"] - 0.5) / 0.5)
+
+
+def test_every_rule_is_read_against_random_exit_and_same_rules_are_not_compared(cache, tmp_path):
+    """α on the last layer only never fires: confidence+alpha is the confidence rule, and the run says
+    so instead of "no detectable difference +0.0000 [+0.0000, +0.0000]"; the test cache's model cannot
+    be counted, so compute comes from shapes and the run warns (as prune does)."""
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(False), meta=cache_identity(store))
+        config = ExitConfig(seeds=2, thresholds=11, costs="auto", device="cpu", plots=False)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    comp = s["comparisons"]
+    assert list(comp)[:4] == [
+        "confidence vs random",
+        "alpha vs random",
+        "confidence+alpha vs random",
+        "fixed vs random",
+    ]
+    assert len(s["rules"]["random"]["area"]["values"]) == 2 and "no information" in s["random_exit"]
+    assert "test split" in s["selection"]
+    assert s["alpha_fired"] == {"epsilon": 0.05, "rows": 0, "oracle_rows": 0, "of": 200}
+    said = "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule; nothing to compare"
+    assert (
+        comp["confidence+alpha vs confidence"]["identical"]
+        and comp["confidence+alpha vs confidence"]["verdict"] == said
+    )
+    assert comp["confidence+alpha_oracle vs confidence"]["verdict"].startswith("α of the full forward pass never fired")
+    assert not any("rule confidence+alpha and rule confidence:" in v for v in s["verdict"])
+    assert s["costs"]["source"] == "shapes" and s["costs"]["note"]
+    warned = [w for w in s["warnings"] if w.startswith("compute estimated from the cache's shapes: ")]
+    assert warned == [f"compute estimated from the cache's shapes: {s['costs']['note']}"]
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "compute estimated from the cache" in page and "nothing to compare" in page
+    assert "random (reference: no information)" in page and "Against random exit" in page
+
+
+def test_an_older_summary_without_random_exit_still_renders(cache, tmp_path):
+    """Summaries written before the random-exit reference (no random rule, no "vs random" comparisons,
+    no alpha_fired) are still read by ``laya-inspect report``."""
+    from laya_inspect.report.beyond import early_exit_sections
+    from laya_inspect.report.reading import early_exit_reading
+
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=False)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    for key in ("random_exit", "selection", "alpha_fired"):
+        del s[key]
+    del s["rules"]["random"]
+    s["comparisons"] = {k: {"area_diff": v["area_diff"], "verdict": v["verdict"]} for k, v in s["comparisons"].items()}
+    s["comparisons"] = {k: v for k, v in s["comparisons"].items() if not k.endswith("vs random")}
+    assert early_exit_sections(s)
+    assert early_exit_reading(s).lead[-2].startswith("Adding α's mass beyond the exit depth")
+
+
+def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
+    """Text's oracle fired on 27 of 200 rows and moved points but no frontier step: the areas were
+    equal on every seed and the run read "no detectable difference … -0.0000 [-0.0000, +0.0000]"."""
+    from laya_inspect.beyond.early_exit import _comparisons
+
+    areas = {r: [0.8, 0.7, 0.9] for r in ("fixed", "random", "confidence", "alpha", "confidence+alpha")}
+    areas["confidence+alpha_oracle"] = [0.8, 0.7 - 1e-16, 0.9]
+    areas["random"] = [0.75, 0.65, 0.85]
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))
+    ]
+    comp = _comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 27, "of": 200})
+    assert comp["confidence+alpha vs confidence"]["verdict"].startswith("α never fired at ε = 0.05 (0 of 200 rows)")
+    oracle = comp["confidence+alpha_oracle vs confidence"]
+    assert oracle["same_area"] and oracle["verdict"] == (
+        "rule confidence+alpha_oracle has the same area as rule confidence on every seed (α of the full forward "
+        "pass fired at ε = 0.05 on 27 of 200 rows): its points move, no step of the frontier does; nothing to compare"
+    )
+    assert comp["confidence vs random"]["verdict"].startswith("rule confidence beats random exit: +0.0500")

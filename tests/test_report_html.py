@@ -413,7 +413,7 @@ BEYOND_TABLES = {
 }
 BEYOND_LEADS = {
     "prune": "Ranking layers by α ",
-    "early-exit": "Adding α's mass beyond the exit depth",
+    "early-exit": "Against random exit (exit depths mixed with no information about the input",
     "diagnose": "Misclassified test rows: max softmax probability (no α) reaches AUROC",
 }
 

@@ -91,8 +91,9 @@ def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
     rules = {r: est(e["area"]) for r, e in s["rules"].items()}
     comps = s["comparisons"]
     rows = [[c, diff_text(v["area_diff"]), word(v["area_diff"], alpha="alpha" in c)] for c, v in comps.items()]
-    for key, what in (("confidence+alpha vs confidence", "exit: confidence+α vs confidence"),
-                      ("alpha vs fixed", "exit: α alone vs fixed depth")):  # fmt: skip
+    alone = ("alpha vs random", "exit: α alone vs random exit") if "alpha vs random" in comps else (
+        "alpha vs fixed", "exit: α alone vs fixed depth")  # fmt: skip
+    for key, what in (("confidence+alpha vs confidence", "exit: confidence+α vs confidence"), alone):  # fmt: skip
         d = comps[key]["area_diff"]
         glance.append([name, "early-exit", what, diff_text(d), WORD[outcome(d)]])
     lead = (

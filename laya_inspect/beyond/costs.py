@@ -96,6 +96,13 @@ def backbone_costs(store: FeatureStore, mode: str = "auto") -> Costs:
         return costs
 
 
+def estimate_warnings(costs: dict[str, Any]) -> list[str]:
+    """The summary's warning when ``auto`` fell back to the cache's shapes (``note`` of
+    :meth:`Costs.to_dict`): the compute shares are then an estimate, which prune and early-exit say."""
+    note = costs.get("note")
+    return [f"compute estimated from the cache's shapes: {note}"] if note else []
+
+
 def costs_from_model(store: FeatureStore) -> Costs:
     import torch
     from torch.utils.flop_counter import FlopCounterMode

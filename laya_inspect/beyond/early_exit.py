@@ -4,7 +4,11 @@ Per seed, a head of the given head's kind is fitted on layers 1 … k for every 
 at the first depth k whose rule fires (the last depth always does) and takes that head's prediction.
 Rules, each swept over its threshold:
 
-* ``fixed`` — every input exits at depth k (the baseline without any signal);
+* ``fixed`` — every input exits at depth k (L points);
+* ``random`` — a uniform random score per input and depth ≥ t, over the confidence sweep: exit depths
+  mixed with no information about the input, the reference every realisable rule is read against
+  (fixed depth's L points leave its step frontier flat between them, so a rule could beat it by
+  mixing depths alone);
 * ``confidence`` — the depth-k head's max softmax probability ≥ t;
 * ``alpha`` — α's mass beyond k is below ε, with α from the given head when layers after k are
   replaced by their train means (what is known at depth k);
@@ -13,7 +17,8 @@ Rules, each swept over its threshold:
   a reference for what a perfect α forecast could add, not a realisable rule.
 
 Accuracy, mean exit depth and the share of backbone FLOPs run (:mod:`.costs`) per threshold; each
-rule's area under its accuracy–compute frontier per seed; paired differences say whether α helps.
+rule's area under its accuracy–compute frontier per seed; paired differences against random exit
+(the headline) and of confidence+alpha against confidence say whether α helps.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from ..errors import InputError
 from ..head_dir import store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
+from ..training.stats import TINY
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
@@ -52,10 +58,22 @@ from .common import (
     write_whole,
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
-from .costs import backbone_costs
+from .costs import backbone_costs, estimate_warnings
 from .refit import Budget, Fit, refit
 
-RULES = ("fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
+RANDOM_STREAM = 9  # default_rng([seed, refit seed, 9]): the random-exit scores
+RANDOM_HOW = (
+    "random exit: a uniform random score per test row and depth (default_rng([seed, refit seed, 9])), exit at the "
+    "first depth whose score ≥ t over the confidence sweep: exit depths mixed with no information about the input, "
+    "with the same sweep and frontier as every rule; the reference every realisable rule is read against"
+)
+SELECTION_CAVEAT = (
+    "operating points are chosen on the test split: each rule's frontier keeps the best of its thresholds on the "
+    "test rows (optimistic for every rule alike, random exit included; the per-depth heads' held-out rows stop "
+    "their training, so they are not clean either)"
+)
 NEVER = 1.01  # a threshold no probability and no mass reaches
 
 
@@ -119,16 +137,21 @@ def sweep(
     masses: dict[str, np.ndarray],
     grid: tuple[np.ndarray, np.ndarray],
     epsilon: float,
+    noise: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,)."""
+    """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,);
+    ``noise`` (N, L) the uniform scores of rule ``random``."""
     n_layers = preds.shape[1]
     t_grid, e_grid = grid
     # generators: one (N,) depth array at a time, not one per threshold (--thresholds × N at once)
     settings: Iterator[tuple[float | None, float | None, np.ndarray]]
     if rule == "fixed":
         settings = ((None, None, np.full(len(labels), k)) for k in range(n_layers))
-    elif rule == "confidence":
-        settings = ((t, None, exit_depths(conf, None, t, 0.0)) for t in t_grid)
+    elif rule in ("confidence", "random"):
+        scores = conf if rule == "confidence" else noise
+        if scores is None:
+            raise ValueError("rule random needs its uniform scores (noise)")
+        settings = ((t, None, exit_depths(scores, None, t, 0.0)) for t in t_grid)
     elif rule == "alpha":
         settings = ((None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid)
     else:
@@ -172,6 +195,11 @@ def simulate_early_exit(
         return summary, write_early_exit(tmp, summary, plots=config.plots)
 
     return write_whole(out_dir, run, command="early-exit", inputs=[head_dir, store.path], overwrite=overwrite)
+
+
+def fired(mass: np.ndarray, eps: float) -> int:
+    """Rows whose α rule fires at ε before the last depth (where every row exits anyway)."""
+    return int((mass[:, :-1] < eps).any(axis=1).sum())
 
 
 def causal_alpha(head: Head, split: Split, means: Sequence[np.ndarray]) -> np.ndarray:
@@ -238,8 +266,9 @@ def _simulate(
             probs.append(fit.test_probs)
         p = np.stack(probs, axis=1)  # (N, L, C)
         preds, conf = p.argmax(axis=2), p.max(axis=2)
+        noise = np.random.default_rng([config.seed, s, RANDOM_STREAM]).uniform(size=conf.shape)
         for rule in RULES:
-            pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon)
+            pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise)
             areas[rule].append(
                 frontier_area([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], used[0], used[-1])
             )
@@ -260,6 +289,14 @@ def _simulate(
         "area": "mean over compute budgets c from depth 1's to depth L's share of the best accuracy reached "
         "with compute ≤ c (step frontier), per seed",
         "rules": {r: {"area": estimate(a)} for r, a in areas.items()},
+        "random_exit": RANDOM_HOW,
+        "selection": SELECTION_CAVEAT,
+        "alpha_fired": {
+            "epsilon": config.epsilon,
+            "rows": fired(masses["alpha"], config.epsilon),
+            "oracle_rows": fired(masses["alpha_oracle"], config.epsilon),
+            "of": test.n,
+        },
         "alpha_mass": {
             "mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha"].mean(axis=0))},
             "oracle_mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha_oracle"].mean(axis=0))},
@@ -277,8 +314,12 @@ def _simulate(
             hconf,
         ),
     }
-    summary["warnings"] = trust_lines(store, [(head_dir, hconf)], test) + check_warnings(summary["refit_check"])
-    summary["comparisons"] = _comparisons(areas)
+    summary["warnings"] = (
+        trust_lines(store, [(head_dir, hconf)], test)
+        + estimate_warnings(summary["costs"])
+        + check_warnings(summary["refit_check"])
+    )
+    summary["comparisons"] = _comparisons(areas, points, summary["alpha_fired"])
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     return summary
 
@@ -291,20 +332,56 @@ def _fixed(points: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any
     return out
 
 
-def _comparisons(areas: dict[str, list[float]]) -> dict[str, Any]:
-    pairs = {
+def _same_points(points: list[dict[str, Any]], a: str, b: str) -> bool:
+    """Whether rules ``a`` and ``b`` have the same operating points at every step of every seed."""
+
+    def key(rule: str) -> list[tuple[Any, ...]]:
+        fields = ("seed", "step", "accuracy", "compute_used", "mean_depth")
+        return [tuple(p[f] for f in fields) for p in points if p["rule"] == rule]
+
+    return key(a) == key(b)
+
+
+def _comparisons(
+    areas: dict[str, list[float]], points: list[dict[str, Any]], alpha_fired: dict[str, Any]
+) -> dict[str, Any]:
+    """Every realisable rule against random exit first (the headline), then whether α adds to
+    confidence, the oracle's, and the older comparisons against fixed depth's step frontier."""
+    pairs = {f"{r} vs random": (r, "random") for r in (*REALISABLE[1:], "fixed")}
+    pairs |= {
         "confidence+alpha vs confidence": ("confidence+alpha", "confidence"),
-        "alpha vs fixed": ("alpha", "fixed"),
-        "confidence vs fixed": ("confidence", "fixed"),
         "confidence+alpha_oracle vs confidence": ("confidence+alpha_oracle", "confidence"),
+        "confidence vs fixed": ("confidence", "fixed"),
+        "alpha vs fixed": ("alpha", "fixed"),
     }
-    out = {}
+    out: dict[str, Any] = {}
     for label, (a, b) in pairs.items():
         d = paired(areas[a], areas[b])
-        out[label] = {
-            "area_diff": d,
-            "verdict": verdict(d, what=f"rule {a}", baseline=f"rule {b}")
-            + " (area under accuracy–compute"
-            + ("; not realisable: it needs α of the full forward pass)" if a.endswith("oracle") else ")"),
-        }
+        entry: dict[str, Any] = {"area_diff": d}
+        adds_alpha = a.startswith("confidence+alpha") and b == "confidence"
+        what = "α of the full forward pass" if a.endswith("oracle") else "α"
+        n = alpha_fired["oracle_rows" if a.endswith("oracle") else "rows"]
+        eps, of = alpha_fired["epsilon"], alpha_fired["of"]
+        if adds_alpha and _same_points(points, a, b):
+            why = (
+                f"{what} never fired at ε = {eps:g} (0 of {of} rows)"
+                if n == 0
+                else f"{what} fired at ε = {eps:g} on {n} of {of} rows, only where confidence exits as early"
+            )
+            entry["identical"] = True
+            entry["verdict"] = f"{why}: {a} is the confidence rule; nothing to compare"
+        elif all(abs(x - y) <= TINY for x, y in zip(areas[a], areas[b])):
+            entry["same_area"] = True
+            fired_on = f" ({what} fired at ε = {eps:g} on {n} of {of} rows)" if adds_alpha else ""
+            entry["verdict"] = (
+                f"rule {a} has the same area as {'random exit' if b == 'random' else f'rule {b}'} on every seed"
+                f"{fired_on}: its points move, no step of the frontier does; nothing to compare"
+            )
+        else:
+            entry["verdict"] = (
+                verdict(d, what=f"rule {a}", baseline="random exit" if b == "random" else f"rule {b}")
+                + " (area under accuracy–compute"
+                + ("; not realisable: it needs α of the full forward pass)" if a.endswith("oracle") else ")")
+            )
+        out[label] = entry
     return out

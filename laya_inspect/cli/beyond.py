@@ -134,6 +134,9 @@ def prune_command(
     _wrote(out)
 
 
+_RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracle": " (not realisable)"}
+
+
 @app.command("early-exit")
 def early_exit_command(
     head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
@@ -182,8 +185,10 @@ def early_exit_command(
         "area under accuracy–compute",
     )
     for rule, entry in s["rules"].items():
-        table.add_row(rule + (" (not realisable)" if rule.endswith("oracle") else ""), _ci(entry["area"]))
+        table.add_row(rule + _RULE_NOTES.get(rule, ""), _ci(entry["area"]))
     console.print(table)
+    if s.get("selection"):
+        console.print(f"[dim]{s['selection']}[/dim]")
     depth = _table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")

@@ -249,14 +249,25 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     rules = [
         [
-            rule + (" (not realisable)" if rule.endswith("oracle") else ""),
+            rule
+            + (" (not realisable)" if rule.endswith("oracle") else "")
+            + (" (reference: no information)" if rule == "random" else ""),
             est(e["area"]),
         ]
         for rule, e in s["rules"].items()
     ]
     caption = f"{s['area']}; mean over {len(s['seeds'])} seed(s) with the 95% t-interval"
+    caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [
-        [c, diff_text(v["area_diff"]), _verdict_cell(v["area_diff"], "α" if "alpha" in c else "first")]
+        [
+            c,
+            diff_text(v["area_diff"]),
+            Cell("same rule: nothing to compare", "text")
+            if v.get("identical")
+            else Cell("same area on every seed", "text")
+            if v.get("same_area")
+            else _verdict_cell(v["area_diff"], "α" if "alpha" in c else "first"),
+        ]
         for c, v in s["comparisons"].items()
     ]
     sections = [

@@ -437,22 +437,43 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     unit = f"area under accuracy–compute, paired over {len(s['seeds'])} seed(s), 95% t-interval"
     lead = []
-    d = (comp.get("confidence+alpha vs confidence") or {}).get("area_diff")
-    o = outcome(d)
-    helps = {"better": "helps", "worse": "hurts", "no different": "does not help", "undecided": "is undecided"}[o]
-    lead.append(
-        f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule {helps}: "
-        f"{diff_text(d)} ({unit})."
-    )
+    if "confidence vs random" in comp:  # older summaries have no random-exit reference
+        said = [
+            f"{rule} {_word(outcome(comp[f'{rule} vs random']['area_diff']))} it "
+            f"({diff_text(comp[f'{rule} vs random']['area_diff'])})"
+            for rule in ("confidence", "alpha", "confidence+alpha", "fixed")
+            if f"{rule} vs random" in comp
+        ]
+        lead.append(
+            "Against random exit (exit depths mixed with no information about the input, the same sweep): "
+            + "; ".join(said)
+            + f" ({unit})."
+        )
+    entry = comp.get("confidence+alpha vs confidence") or {}
+    d = entry.get("area_diff")
+    if entry.get("identical") or entry.get("same_area"):
+        lead.append(entry["verdict"][0].upper() + entry["verdict"][1:] + ".")
+    else:
+        o = outcome(d)
+        helps = {"better": "helps", "worse": "hurts", "no different": "does not help", "undecided": "is undecided"}[o]
+        lead.append(
+            f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule {helps}: "
+            f"{diff_text(d)} ({unit})."
+        )
+    details: list[str] = []
     d2 = (comp.get("alpha vs fixed") or {}).get("area_diff")
     d3 = (comp.get("confidence vs fixed") or {}).get("area_diff")
-    lead.append(
+    (details if "confidence vs random" in comp else lead).append(
         f"α alone {_word(outcome(d2))} a fixed exit depth ({diff_text(d2)}); confidence alone "
-        f"{_word(outcome(d3))} it ({diff_text(d3)})."
+        f"{_word(outcome(d3))} it ({diff_text(d3)})"
+        + (" — fixed depth's L points credit nothing between them" if "confidence vs random" in comp else "")
+        + "."
     )
-    details = []
-    d4 = (comp.get("confidence+alpha_oracle vs confidence") or {}).get("area_diff")
-    if d4:
+    oracle = comp.get("confidence+alpha_oracle vs confidence") or {}
+    d4 = oracle.get("area_diff")
+    if oracle.get("identical") or oracle.get("same_area"):
+        details.append(oracle["verdict"][0].upper() + oracle["verdict"][1:] + ".")
+    elif d4:
         details.append(
             f"With α of the full forward pass (not realisable: it needs every layer), confidence+α "
             f"{_word(outcome(d4))} confidence ({diff_text(d4)}): the most a perfect α forecast could add."
