@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -194,16 +195,21 @@ def test_random_exit_lands_between_the_fixed_depths():
         assert p["accuracy"] == pytest.approx((p["compute_used"] - 0.5) / 0.5)
 
 
-def test_every_rule_is_read_against_random_exit_and_same_rules_are_not_compared(cache, tmp_path):
-    """α on the last layer only never fires: confidence+alpha is the confidence rule, and the run says
-    so instead of "no detectable difference +0.0000 [+0.0000, +0.0000]"; the test cache's model cannot
-    be counted, so compute comes from shapes and the run warns (as prune does)."""
+@pytest.fixture(scope="module")
+def last_layer_run(cache, tmp_path_factory) -> tuple[dict[str, Any], Path]:
+    """α on the last layer only (it never fires), compute left to ``auto`` on a cache whose model
+    (``test:mlp``) cannot be counted."""
+    tmp = tmp_path_factory.mktemp("last")
     with FeatureStore(cache) as store:
-        head_dir = save_head(tmp_path / "head", planted(False), meta=cache_identity(store))
+        head_dir = save_head(tmp / "head", planted(False), meta=cache_identity(store))
         config = ExitConfig(seeds=2, thresholds=11, costs="auto", device="cpu", plots=False)
-        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
-    comp = s["comparisons"]
-    assert list(comp)[:4] == [
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp / "out").summary
+    return s, tmp / "out"
+
+
+def test_every_rule_is_read_against_random_exit(last_layer_run):
+    s, out = last_layer_run
+    assert list(s["comparisons"])[:4] == [
         "confidence vs random",
         "alpha vs random",
         "confidence+alpha vs random",
@@ -211,20 +217,31 @@ def test_every_rule_is_read_against_random_exit_and_same_rules_are_not_compared(
     ]
     assert len(s["rules"]["random"]["area"]["values"]) == 2 and "no information" in s["random_exit"]
     assert "test split" in s["selection"]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "random (reference: no information)" in page and "Against random exit" in page
+
+
+def test_a_rule_alpha_never_changes_is_not_compared(last_layer_run):
+    """confidence+alpha is the confidence rule when α never fires: the run says so instead of "no
+    detectable difference … +0.0000 [+0.0000, +0.0000]"."""
+    s, out = last_layer_run
+    comp = s["comparisons"]
     assert s["alpha_fired"] == {"epsilon": 0.05, "rows": 0, "oracle_rows": 0, "of": 200}
     said = "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule; nothing to compare"
-    assert (
-        comp["confidence+alpha vs confidence"]["identical"]
-        and comp["confidence+alpha vs confidence"]["verdict"] == said
-    )
+    assert comp["confidence+alpha vs confidence"]["identical"]
+    assert comp["confidence+alpha vs confidence"]["verdict"] == said and said in s["verdict"]
     assert comp["confidence+alpha_oracle vs confidence"]["verdict"].startswith("α of the full forward pass never fired")
     assert not any("rule confidence+alpha and rule confidence:" in v for v in s["verdict"])
+    assert "nothing to compare" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_compute_estimated_from_shapes_is_a_warning(last_layer_run):
+    """As prune does: the reason sat only in costs.note."""
+    s, out = last_layer_run
     assert s["costs"]["source"] == "shapes" and s["costs"]["note"]
     warned = [w for w in s["warnings"] if w.startswith("compute estimated from the cache's shapes: ")]
     assert warned == [f"compute estimated from the cache's shapes: {s['costs']['note']}"]
-    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
-    assert "compute estimated from the cache" in page and "nothing to compare" in page
-    assert "random (reference: no information)" in page and "Against random exit" in page
+    assert "compute estimated from the cache" in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_an_older_summary_without_random_exit_still_renders(cache, tmp_path):
