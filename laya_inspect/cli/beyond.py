@@ -162,7 +162,7 @@ def early_exit_command(
     out: Path = typer.Option(Path("runs/early-exit"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Simulate per-input early exit: confidence rules with and without α against fixed depth.
+    """Simulate per-input early exit: confidence, α and fixed depth against random exit.
 
     Example:
       laya-inspect early-exit heads/laya/seed_0 --cache features.h5 \\
