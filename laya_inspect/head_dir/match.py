@@ -57,12 +57,16 @@ def other_cache(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     # which splits extract wrote is not part of the fingerprint: a split the head did not see is not its own
     moved = [s for s in rows if s in store.splits and rows[s] != split_rows(store, s)]
     if moved:
-        return (
-            f"head {head_dir} was trained on {where}, the same features of other rows (split {', '.join(moved)} "
-            f"holds other rows in {store.path}: another split --seed or --limit): its test rows may be rows the "
-            "head was trained on"
-        )
+        said = f"split {', '.join(moved)} holds other rows in {store.path}: another split --seed or --limit"
+        return _other_rows(head_dir, where, said)
     return None
+
+
+def _other_rows(head_dir: str | Path, where: Any, said: str) -> str:
+    return (
+        f"head {head_dir} was trained on {where}, the same features of other rows ({said}): its test rows may be "
+        "rows the head was trained on"
+    )
 
 
 def _other_data(head_dir: str | Path, config: Mapping[str, Any], store: FeatureStore) -> str | None:
@@ -70,11 +74,8 @@ def _other_data(head_dir: str | Path, config: Mapping[str, Any], store: FeatureS
     ``cache_data_fingerprint``, the fingerprint of the data extract read)."""
     rows, here = config.get("cache_data_fingerprint"), str(store.whole.attrs.get("data_fingerprint") or "")
     if rows and here and rows != here:
-        return (
-            f"head {head_dir} was trained on {config.get('cache_path')}, the same features of other rows (data "
-            f"fingerprint {rows}, {store.path}: {here}; another split --seed, --limit or changed data files): "
-            "its test rows may be rows the head was trained on"
-        )
+        said = f"data fingerprint {rows}, {store.path}: {here}; another split --seed, --limit or changed data files"
+        return _other_rows(head_dir, config.get("cache_path"), said)
     return None
 
 
