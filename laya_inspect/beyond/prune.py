@@ -10,6 +10,8 @@ all layers' is chosen and written as a head directory; the report names the rank
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -22,6 +24,7 @@ from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
+from ..report.reading import saves_text
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
@@ -45,10 +48,38 @@ from .common import (
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs
-from .rankings import NON_ALPHA, Ranking, by_alpha, by_block_influence, by_depth, by_lolo, by_scalarmix
+from .rankings import (
+    NON_ALPHA,
+    Ranking,
+    by_alpha,
+    by_block_influence,
+    by_deepest,
+    by_depth,
+    by_lolo,
+    by_scalarmix,
+    near_ties,
+)
 from .refit import Budget, Fit, refit
 
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
+# The random-ranking reference at each k < L: every layer set of size k where there are at most
+# RANDOM_EXACT (the exact mean over random orders: all k when L ≤ 4), else RANDOM_DRAWS distinct sets
+# drawn with default_rng([seed, 3, k]); each set refit over the same seeds as the rankings.
+RANDOM_EXACT = 6
+RANDOM_DRAWS = 3
+
+
+def random_sets(n_layers: int, k: int, seed: int) -> tuple[list[tuple[int, ...]], bool]:
+    """The layer sets of size ``k`` the random reference averages over, and whether they are all of them."""
+    if math.comb(n_layers, k) <= RANDOM_EXACT:
+        return [tuple(c) for c in itertools.combinations(range(n_layers), k)], True
+    rng = np.random.default_rng([seed, 3, k])
+    drawn: list[tuple[int, ...]] = []
+    while len(drawn) < RANDOM_DRAWS:
+        s = tuple(sorted(int(i) for i in rng.choice(n_layers, size=k, replace=False)))
+        if s not in drawn:
+            drawn.append(s)
+    return drawn, False
 
 
 def prune_layers(
@@ -112,6 +143,7 @@ def _prune(
         by_lolo(head, rank_hs, logits.argmax(1), means, len(rank_rows)),
         by_block_influence([h.cpu().numpy() for h in rank_hs], names, len(rank_rows)),
         by_depth(n_layers),
+        by_deepest(n_layers),
     ]
     costs = backbone_costs(store, config.costs)
     seeds = list(range(config.seeds)) if config.refit else [config.seed]
@@ -123,6 +155,11 @@ def _prune(
             assert r.order is not None
             for k in ks:
                 sets.setdefault(tuple(sorted(r.order[:k])), []).append(r.name)
+    ranked_sets = len(sets)
+    randoms = {k: random_sets(n_layers, k, config.seed) for k in ks if k < n_layers}
+    for drawn, _ in randoms.values():
+        for layers in drawn:
+            sets.setdefault(layers, [])  # a set no ranking reaches: refit for the reference only
     results: dict[tuple[int, ...], list[tuple[float, float]]] = {}
     fits: dict[tuple[tuple[int, ...], int], Fit] = {}
     hp, kind = head_hparams(hconf), head.kind
@@ -231,11 +268,16 @@ def _prune(
         "cheapest": _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"])),
     }
     summary["ks"] = ks
-    summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(rankings, results, [k for k in ks if k < n_layers])
+    summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
+    summary["random_reference"] = _random_reference(randoms, results, names, n_layers, len(sets) - ranked_sets, seeds)
+    summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
+        rankings, results, [k for k in ks if k < n_layers], randoms
+    )
     given = [(head_dir, hconf)] + ([(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else [])
     note = summary["costs"].get("note")
     estimated = [f"compute estimated from the cache's shapes: {note}"] if note else []
-    summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"])
+    ties = [w for r in rankings if (w := near_ties(r, names)) is not None]
+    summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"]) + ties
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 
@@ -296,28 +338,92 @@ def _ranking_entry(r: Ranking, names: list[str]) -> dict[str, Any]:
     }
 
 
+def _random_reference(
+    randoms: dict[int, tuple[list[tuple[int, ...]], bool]],
+    results: dict[tuple[int, ...], list[tuple[float, float]]],
+    names: list[str],
+    n_layers: int,
+    added: int,
+    seeds: list[int],
+) -> dict[str, Any] | None:
+    """What a random ranking keeps at each k < L: per seed, the mean accuracy over the layer sets of
+    :func:`random_sets`; the note when L is so small that there are few orders to choose from."""
+    if not randoms:
+        return None
+    per_k = []
+    for k, (drawn, exact) in sorted(randoms.items(), reverse=True):
+        tests = np.mean([[t for _, t in results[s]] for s in drawn], axis=0)
+        vals = np.mean([[v for v, _ in results[s]] for s in drawn], axis=0)
+        per_k.append(
+            {
+                "k": k,
+                "exact": exact,
+                "sets_of_size_k": math.comb(n_layers, k),
+                "sets": [[names[j] for j in s] for s in drawn],
+                "val_acc": estimate(vals),
+                "test_acc": estimate(tests),
+            }
+        )
+    exact = all(e["exact"] for e in per_k)
+    note = None
+    if exact:
+        counts = ", ".join(f"{e['sets_of_size_k']} of size {e['k']}" for e in per_k)
+        note = (
+            f"with {n_layers} layers there are only {math.factorial(n_layers)} orders and few layer sets ({counts}): "
+            "a ranking has little room to be right or wrong, and any that keeps the deepest layers first looks "
+            "good against depth; the random reference is the exact mean over all of them"
+        )
+    return {
+        "how": f"per seed, the mean test accuracy over every layer set of size k where there are at most "
+        f"{RANDOM_EXACT}, else over {RANDOM_DRAWS} distinct sets drawn with default_rng([seed, 3, k]); each set "
+        "refit over the same seeds as the rankings (paired)",
+        "exact": exact,
+        "per_k": per_k,
+        "layer_sets_added": added,
+        "refits_added": added * len(seeds),
+        "note": note,
+    }
+
+
 def _compare_rankings(
-    rankings: list[Ranking], results: dict[tuple[int, ...], list[tuple[float, float]]], ks: list[int]
+    rankings: list[Ranking],
+    results: dict[tuple[int, ...], list[tuple[float, float]]],
+    ks: list[int],
+    randoms: dict[int, tuple[list[tuple[int, ...]], bool]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
-    all); α's paired difference from each other ranking that applies."""
+    all); α's paired difference from a random ranking (the headline) and from each other ranking
+    that applies. Rankings that keep α's layer sets at every k are said to, not compared."""
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
+    tops: dict[str, list[tuple[int, ...]]] = {}
     for r in rankings:
         if r.applies:
             assert r.order is not None
-            per_k = [[t for _, t in results[tuple(sorted(r.order[:k]))]] for k in ks]
+            tops[r.name] = [tuple(sorted(r.order[:k])) for k in ks]
+            per_k = [[t for _, t in results[layers]] for layers in tops[r.name]]
             area[r.name] = [float(v) for v in np.mean(per_k, axis=0)]
+    if randoms:
+        per_k = [np.mean([[t for _, t in results[s]] for s in randoms[k][0]], axis=0) for k in ks]
+        area["random"] = [float(v) for v in np.mean(per_k, axis=0)]
     per = {n: {"mean_test_acc_over_k": estimate(v)} for n, v in area.items()}
     versus = {}
-    for other in NON_ALPHA:
+    for other in ("random", *NON_ALPHA):
         if other in area and "alpha" in area:
             d = paired(area["alpha"], area[other])
-            versus[other] = {
-                "mean_test_acc_over_k_diff": d,
-                "verdict": verdict(d, what="the α ranking", baseline=f"the {other} ranking"),
-            }
+            same_sets = other in tops and tops[other] == tops["alpha"]
+            baseline = (
+                "a random ranking (mean over random layer sets of each size k)"
+                if other == "random"
+                else f"the {other} ranking"
+            )
+            said = (
+                f"the α ranking and the {other} ranking keep the same layer sets at every k < L: nothing to compare"
+                if same_sets
+                else verdict(d, what="the α ranking", baseline=baseline)
+            )
+            versus[other] = {"mean_test_acc_over_k_diff": d, "same_layer_sets": same_sets, "verdict": said}
     return per, versus
 
 
@@ -345,6 +451,12 @@ def _cost(point: dict[str, Any], s: dict[str, Any]) -> str:
 
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
+    vs = s["alpha_vs"]
+    if "random" in vs:  # the headline: α against what any ranking would keep
+        lines.append(vs["random"]["verdict"] + " (mean test accuracy over k < L)")
+    note = (s.get("random_reference") or {}).get("note")
+    if note:
+        lines.append(note)
     c = s["chosen"]
     if c is None:
         lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")
@@ -352,15 +464,14 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
-            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_cost(c, s)}{_given(s)}; saves "
-            f"{c['flops_saved']:.1%} of the backbone's FLOPs and {c['params_saved']:.1%} of its parameters "
-            f"({s['costs']['source']})"
+            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_cost(c, s)}{_given(s)}; "
+            f"{saves_text(c, s)}"
         )
     cheap = s["cheapest"]
     if cheap is not None:
         lines.append(
             f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
-            f"{', '.join(cheap['found_by'])}: saves {cheap['flops_saved']:.1%} of the FLOPs, test accuracy "
+            f"{', '.join(cheap['found_by'])}: {saves_text(cheap, s, short=True)}, test accuracy "
             f"{cheap['test_acc']['mean']:.4f}{_cost(cheap, s)}"
         )
     by_k: dict[str, dict[str, Any]] = {}
@@ -368,8 +479,10 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         if p["within_max_drop"] and (p["ranking"] not in by_k or p["k"] < by_k[p["ranking"]]["k"]):
             by_k[p["ranking"]] = p
     for name, p in by_k.items():
-        lines.append(
-            f"{name}: smallest set within --max-drop keeps {p['k']} layers, saving {p['flops_saved']:.1%} FLOPs"
-        )
-    lines += [v["verdict"] + " (mean test accuracy over k < L)" for v in s["alpha_vs"].values()]
+        lines.append(f"{name}: smallest set within --max-drop keeps {p['k']} layers, {saves_text(p, s, short=True)}")
+    lines += [
+        v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")
+        for k, v in vs.items()
+        if k != "random"
+    ]
     return lines

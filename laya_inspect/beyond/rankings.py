@@ -1,5 +1,6 @@
 """Layer rankings for pruning, most important first (docs/METHOD.md, "Prune"): the head's global α,
-ScalarMix's weights, the mean leave-one-layer-out effect, Block Influence, and depth alone. Pure
+ScalarMix's weights, the mean leave-one-layer-out effect, Block Influence, and depth alone (shallowest
+first, and deepest first). Pure
 functions of arrays apart from the LOLO pass. Ties go to the shallower layer (stable sort), so a tie
 never costs compute."""
 
@@ -14,7 +15,7 @@ from torch import Tensor
 
 from ..heads import Head, ScalarMixHead
 
-NON_ALPHA = ("scalarmix", "lolo", "block_influence", "depth")
+NON_ALPHA = ("scalarmix", "lolo", "block_influence", "depth", "deepest")
 
 
 @dataclass
@@ -110,3 +111,46 @@ def by_block_influence(hs: Sequence[np.ndarray], layer_names: Sequence[str], row
 def by_depth(n_layers: int) -> Ranking:
     scores = np.arange(n_layers, 0, -1, dtype=np.float64)
     return Ranking("depth", scores, list(range(n_layers)), "shallowest first: the top-k are the first k layers")
+
+
+def by_deepest(n_layers: int) -> Ranking:
+    """Deepest first: the top-k are the last k layers (a reference that costs no scores: where the
+    signal sits at the top, any ranking that keeps the deep layers looks good against depth)."""
+    scores = np.arange(1, n_layers + 1, dtype=np.float64)
+    return Ranking("deepest", scores, order_of(scores), "deepest first: the top-k are the last k layers")
+
+
+# Near ties: scores that sum to 1 (α, ScalarMix's weights) whose order rests on differences too small
+# to mean anything. Nearly uniform: every weight within NEAR_UNIFORM (relative) of 1/L; a near tie:
+# two layers next to each other in the order whose weights differ by less than NEAR_TIE × 1/L.
+NEAR_UNIFORM = 0.10
+NEAR_TIE = 0.01
+
+
+def near_ties(r: Ranking, names: Sequence[str]) -> str | None:
+    """A warning when ``r`` (alpha or scalarmix) orders weights that are nearly uniform, or holds near
+    ties between neighbours in its order; None otherwise (and for the other rankings)."""
+    if r.name not in ("alpha", "scalarmix") or r.scores is None or r.order is None or len(r.order) < 2:
+        return None
+    s, n = np.asarray(r.scores, np.float64), len(r.order)
+    uniform = 1.0 / n
+    what = "mean α" if r.name == "alpha" else "ScalarMix's weights"
+    spread = float(np.max(np.abs(s - uniform)))
+    if spread <= NEAR_UNIFORM * uniform:
+        return (
+            f"the {r.name} ranking orders nearly uniform weights: every {what} is within {spread / uniform:.1%} "
+            f"of 1/L = {uniform:.4f} (threshold {NEAR_UNIFORM:.0%}), so its order rests on small differences"
+        )
+    ties = [
+        (names[a], names[b], float(s[a] - s[b]))
+        for a, b in zip(r.order, r.order[1:])
+        if abs(float(s[a] - s[b])) < NEAR_TIE * uniform
+    ]
+    if not ties:
+        return None
+    shown = "; ".join(f"{a} above {b} by {d:.4f}" for a, b, d in ties[:3])
+    more = f" (and {len(ties) - 3} more)" if len(ties) > 3 else ""
+    return (
+        f"the {r.name} ranking holds near ties ({what} of neighbours in its order differing by less than "
+        f"{NEAR_TIE:.0%} of 1/L = {uniform:.4f}): {shown}{more}; the order between them is not meaningful"
+    )

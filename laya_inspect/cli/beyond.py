@@ -117,7 +117,8 @@ def prune_command(
             continue
         within = [p for p in s["points"] if p["ranking"] == name and p["within_max_drop"]]
         best = min(within, key=lambda p: p["k"]) if within else None
-        versus = s["alpha_vs"].get(name, {}).get("mean_test_acc_over_k_diff")
+        vs = s["alpha_vs"].get(name, {})
+        versus = vs.get("mean_test_acc_over_k_diff")
         area = s["per_ranking"].get(name, {}).get("mean_test_acc_over_k")
         table.add_row(
             name,
@@ -125,7 +126,18 @@ def prune_command(
             f"{best['flops_saved']:.1%}" if best else "—",
             _ci(best["test_acc"]) if best else "—",
             _ci(area),
-            "(α)" if name == "alpha" else _ci(versus, signed=True),
+            "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
+        )
+    rand = s.get("random_reference")
+    if rand:  # the reference α is read against first: what a random order keeps
+        table.add_row(
+            "random (reference)",
+            "—",
+            "—",
+            "—",
+            _ci(s["per_ranking"].get("random", {}).get("mean_test_acc_over_k")),
+            _ci(s["alpha_vs"].get("random", {}).get("mean_test_acc_over_k_diff"), signed=True),
+            style="bold",
         )
     console.print(table)
     for line in skipped:

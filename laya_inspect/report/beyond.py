@@ -196,10 +196,29 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 est(best["test_acc"]) if best else "—",
                 est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
                 "(α)" if name == "alpha" else diff_text(d),
-                Cell("", "text") if name == "alpha" else _verdict_cell(d, sets=True),
+                Cell("", "text")
+                if name == "alpha"
+                else Cell("same layer sets", "text")
+                if (s["alpha_vs"].get(name) or {}).get("same_layer_sets")
+                else _verdict_cell(d, sets=True),
             ]
         )
         classes.append("")
+    rand = s.get("random_reference")
+    if rand:  # the reference α is read against first (older summaries have none)
+        d = (s["alpha_vs"].get("random") or {}).get("mean_test_acc_over_k_diff")
+        rows.append(
+            [
+                "random (reference)",
+                "—",
+                "—",
+                "—",
+                est((s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k")),
+                diff_text(d),
+                _verdict_cell(d),
+            ]
+        )
+        classes.append("ref")
     cols = ["ranking", "smallest k", "FLOPs saved", "test acc there", "mean test acc over k < L", "α − ranking", ""]
     caption = (
         f"{s['mode']}, {len(s['seeds'])} seed(s), 95% t-intervals over seeds; all layers: test accuracy "
@@ -207,7 +226,15 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         f"{s['config']['max_drop']:g} of all layers'"
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
-    sections = [Section("Rankings against α", tables, notes=list(s.get("warnings") or []))]
+    notes = list(s.get("warnings") or [])
+    if rand:
+        per_k = "; ".join(
+            f"k = {e['k']}: {est(e['test_acc'])} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
+            for e in rand["per_k"]
+        )
+        notes += [f"random reference: {rand['how']} ({per_k}; {rand['refits_added']} refits added)"]
+        notes += [rand["note"]] if rand.get("note") else []
+    sections = [Section("Rankings against α", tables, notes=notes)]
 
     pts: list[list[Cell | str]] = [
         [

@@ -356,6 +356,8 @@ PRUNE_NAMES = {
     "lolo": "leave-one-layer-out effects",
     "block_influence": "Block Influence",
     "depth": "depth alone",
+    "deepest": "keeping the deepest layers",
+    "random": "a random ranking",
 }
 
 
@@ -387,13 +389,31 @@ def _warnings(s: dict[str, Any]) -> list[str]:
 # -- prune ---------------------------------------------------------------------------------------
 
 
+def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
+    """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
+    layer is kept, so the same backbone runs); a summary written before ``all_layers_saved`` reads
+    it from its k = L point."""
+    every = s.get("all_layers_saved")
+    if every is None:
+        n = len(s["cache"]["layer_names"])
+        every = next((p for p in s.get("points") or [] if p["k"] == n), None)
+    if every is not None and point["flops_saved"] <= every["flops_saved"] + 1e-12:
+        return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
+    if short:
+        return f"saving {point['flops_saved']:.1%} FLOPs"
+    return (
+        f"saves {point['flops_saved']:.1%} of the backbone's FLOPs and {point['params_saved']:.1%} of its parameters "
+        f"({s['costs']['source']})"
+    )
+
+
 def prune_reading(s: dict[str, Any]) -> Reading:
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}
     parts = []
     for other, entry in vs.items():
         d = entry.get("mean_test_acc_over_k_diff")
-        if same(d):
+        if entry.get("same_layer_sets") or same(d):
             parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
             parts.append(f"{_word(outcome(d))} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
@@ -418,11 +438,14 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             f"The smallest set within --max-drop {s['config']['max_drop']:g} keeps {c['k']} of {n_layers} layers "
             f"({', '.join(c['layers'])}), found by {', '.join(c['found_by'])}: test accuracy "
             f"{num(c['test_acc']['mean'], 4)} {interval(c['test_acc'], 4)} vs {num(ref['mean'], 4)} with all "
-            f"layers, saving {c['flops_saved']:.1%} of the backbone's FLOPs."
+            f"layers; {saves_text(c, s, short=True)}."
         )
     # the lead already says the α-vs-ranking lines and the chosen set
+    said = tuple(e["verdict"] for e in vs.values() if e.get("verdict"))
     details = [
-        line for line in s.get("verdict") or [] if not line.startswith("keep ") and not line.endswith("over k < L)")
+        line
+        for line in s.get("verdict") or []
+        if not line.startswith(("keep ", *said)) and not line.endswith("over k < L)")
     ]
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
