@@ -138,8 +138,9 @@ def near_ties(r: Ranking, names: Sequence[str]) -> str | None:
     spread = float(np.max(np.abs(s - uniform)))
     if spread <= NEAR_UNIFORM * uniform:
         return (
-            f"the {r.name} ranking orders nearly uniform weights: every {what} is within {spread / uniform:.1%} "
-            f"of 1/L = {uniform:.4f} (threshold {NEAR_UNIFORM:.0%}), so its order rests on small differences"
+            f"the {r.name} ranking orders nearly uniform weights ({what}): every one is within "
+            f"{spread / uniform:.1%} of 1/L = {uniform:.4f} (threshold {NEAR_UNIFORM:.0%}), so its order rests "
+            "on small differences"
         )
     ties = [
         (names[a], names[b], float(s[a] - s[b]))
@@ -148,7 +149,7 @@ def near_ties(r: Ranking, names: Sequence[str]) -> str | None:
     ]
     if not ties:
         return None
-    shown = "; ".join(f"{a} above {b} by {d:.4f}" for a, b, d in ties[:3])
+    shown = "; ".join(f"{a} above {b} by {d:.5f}" for a, b, d in ties[:3])
     more = f" (and {len(ties) - 3} more)" if len(ties) > 3 else ""
     return (
         f"the {r.name} ranking holds near ties ({what} of neighbours in its order differing by less than "
