@@ -47,7 +47,7 @@ from .common import (
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
-from .costs import backbone_costs
+from .costs import backbone_costs, estimate_warnings
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -274,9 +274,8 @@ def _prune(
         rankings, results, [k for k in ks if k < n_layers], randoms
     )
     given = [(head_dir, hconf)] + ([(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else [])
-    note = summary["costs"].get("note")
-    estimated = [f"compute estimated from the cache's shapes: {note}"] if note else []
     ties = [w for r in rankings if (w := near_ties(r, names)) is not None]
+    estimated = estimate_warnings(summary["costs"])
     summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"]) + ties
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
