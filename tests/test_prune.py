@@ -503,7 +503,7 @@ def test_identical_rankings_are_said_to_keep_the_same_sets_not_compared(planted,
 
 def test_keeping_the_deepest_layer_saves_no_compute_beyond_all_layers():
     """QA: "saves 0.2% of the backbone's FLOPs" where all layers save the same 0.2%."""
-    from laya_inspect.report.reading import saves_text
+    from laya_inspect.beyond.costs import saves_text
 
     s: dict[str, Any] = {
         "cache": {"layer_names": ["a", "b", "c"]},

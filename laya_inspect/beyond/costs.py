@@ -207,3 +207,21 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     p_after = np.array([p[i + 1 :].sum() for i in range(len(p))])
     f_after = np.array([f[i + 1 :].sum() for i in range(len(f))])
     return Costs("shapes", SHAPES_HOW, p_after, f_after, float(p.sum()), float(f.sum()))
+
+
+def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
+    """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
+    layer is kept, so the same backbone runs); a summary written before ``all_layers_saved`` reads
+    it from its k = L point."""
+    every = s.get("all_layers_saved")
+    if every is None:
+        n = len(s["cache"]["layer_names"])
+        every = next((p for p in s.get("points") or [] if p["k"] == n), None)
+    if every is not None and point["flops_saved"] <= every["flops_saved"] + 1e-12:
+        return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
+    if short:
+        return f"saving {point['flops_saved']:.1%} FLOPs"
+    return (
+        f"saves {point['flops_saved']:.1%} of the backbone's FLOPs and {point['params_saved']:.1%} of its parameters "
+        f"({s['costs']['source']})"
+    )

@@ -24,7 +24,6 @@ from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
-from ..report.reading import saves_text
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
@@ -47,7 +46,7 @@ from .common import (
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
-from .costs import backbone_costs, estimate_warnings
+from .costs import backbone_costs, estimate_warnings, saves_text
 from .rankings import (
     NON_ALPHA,
     Ranking,

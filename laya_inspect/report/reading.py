@@ -389,25 +389,14 @@ def _warnings(s: dict[str, Any]) -> list[str]:
 # -- prune ---------------------------------------------------------------------------------------
 
 
-def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
-    """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
-    layer is kept, so the same backbone runs); a summary written before ``all_layers_saved`` reads
-    it from its k = L point."""
-    every = s.get("all_layers_saved")
-    if every is None:
-        n = len(s["cache"]["layer_names"])
-        every = next((p for p in s.get("points") or [] if p["k"] == n), None)
-    if every is not None and point["flops_saved"] <= every["flops_saved"] + 1e-12:
-        return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
-    if short:
-        return f"saving {point['flops_saved']:.1%} FLOPs"
-    return (
-        f"saves {point['flops_saved']:.1%} of the backbone's FLOPs and {point['params_saved']:.1%} of its parameters "
-        f"({s['costs']['source']})"
-    )
+def sentence(text: str) -> str:
+    """A verdict line as a sentence of a page: capitalised, with its full stop."""
+    return text[:1].upper() + text[1:] + "."
 
 
 def prune_reading(s: dict[str, Any]) -> Reading:
+    from ..beyond.costs import saves_text
+
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}
     parts = []
@@ -475,7 +464,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     entry = comp.get("confidence+alpha vs confidence") or {}
     d = entry.get("area_diff")
     if entry.get("identical") or entry.get("same_area"):
-        lead.append(entry["verdict"][0].upper() + entry["verdict"][1:] + ".")
+        lead.append(sentence(entry["verdict"]))
     else:
         o = outcome(d)
         helps = {"better": "helps", "worse": "hurts", "no different": "does not help", "undecided": "is undecided"}[o]
@@ -495,7 +484,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     oracle = comp.get("confidence+alpha_oracle vs confidence") or {}
     d4 = oracle.get("area_diff")
     if oracle.get("identical") or oracle.get("same_area"):
-        details.append(oracle["verdict"][0].upper() + oracle["verdict"][1:] + ".")
+        details.append(sentence(oracle["verdict"]))
     elif d4:
         details.append(
             f"With α of the full forward pass (not realisable: it needs every layer), confidence+α "
