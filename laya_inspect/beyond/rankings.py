@@ -121,9 +121,9 @@ def by_deepest(n_layers: int) -> Ranking:
 
 
 # Near ties: scores that sum to 1 (α, ScalarMix's weights) whose order rests on differences too small
-# to mean anything. Nearly uniform: every weight within NEAR_UNIFORM (relative) of 1/L; a near tie:
-# two layers next to each other in the order whose weights differ by less than NEAR_TIE × 1/L.
-NEAR_UNIFORM = 0.10
+# to mean anything. Nearly uniform: every weight within UNIFORM_SHARE (relative) of 1/L, fit-head's
+# "still uniform"; a near tie: two layers next to each other in the order whose weights differ by less
+# than NEAR_TIE × 1/L.
 NEAR_TIE = 0.01
 
 
@@ -135,11 +135,13 @@ def near_ties(r: Ranking, names: Sequence[str]) -> str | None:
     s, n = np.asarray(r.scores, np.float64), len(r.order)
     uniform = 1.0 / n
     what = "mean α" if r.name == "alpha" else "ScalarMix's weights"
-    spread = float(np.max(np.abs(s - uniform)))
-    if spread <= NEAR_UNIFORM * uniform:
+    from ..training.quality import UNIFORM_SHARE, uniform_spread
+
+    spread = uniform_spread(s)
+    if spread <= UNIFORM_SHARE:
         return (
             f"the {r.name} ranking orders nearly uniform weights ({what}): every one is within "
-            f"{spread / uniform:.1%} of 1/L = {uniform:.4f} (threshold {NEAR_UNIFORM:.0%}), so its order rests "
+            f"{spread:.1%} of 1/L = {uniform:.4f} (threshold {UNIFORM_SHARE:.0%}), so its order rests "
             "on small differences"
         )
     ties = [

@@ -89,6 +89,8 @@ def settled_aucs(
     drawn = n_boot
     while True:
         aucs = {k: bootstrap_auc(y, v, n_boot=drawn, seed=seed) for k, v in scores.items()}
+        if not settle:
+            return aucs, drawn
         near = [np.asarray(a["values"]) - 0.5 for a in aucs.values()]
         ref = np.asarray(aucs[base]["values"]) if base in aucs else None
         if ref is not None:
@@ -96,12 +98,7 @@ def settled_aucs(
                 np.asarray(a["values"]) - ref for k, a in aucs.items() if k != base and len(a["values"]) == len(ref)
             ]
         more = drawn * 10
-        if (
-            not settle
-            or not any(unsettled(v, 2.5) for v in near)
-            or more > MAX_RESAMPLES
-            or more * len(y) > AUC_MAX_DRAWS
-        ):
+        if more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS or not any(unsettled(v, 2.5) for v in near):
             return aucs, drawn
         drawn = more
 

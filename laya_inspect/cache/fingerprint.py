@@ -110,8 +110,11 @@ def differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[lis
     paths = {p for p, _, _ in found}
     # "why" only words "from": said once
     found = [f for f in found if not (f[0].endswith(".why") and f[0][: -len("why")] + "from" in paths)]
-    said = [f"{p}: {_shown(a)} (head's cache) vs {_shown(b)} (this cache)" for p, a, b in found]
-    return said, bool(found) and all(_is_provenance(p) for p, _, _ in found)
+    return _phrases(found), bool(found) and all(_is_provenance(p) for p, _, _ in found)
+
+
+def _phrases(found: Sequence[tuple[str, Any, Any]]) -> list[str]:
+    return [f"{p}: {_shown(a)} (head's cache) vs {_shown(b)} (this cache)" for p, a, b in found]
 
 
 def version_note(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
@@ -132,7 +135,7 @@ def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], kno
     ``theirs`` are the inputs of the head's cache when known (the head recorded them, or its cache
     was found), else ``known`` holds the few of them an older head recorded (model_spec, …)."""
     if theirs is None:
-        said, _ = differences_in(known, ours)
+        said = differences_in(known, ours)
         if said:
             return "the cache's " + _listed(said)
         return (
@@ -153,12 +156,9 @@ def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], kno
     return "the cache's " + _listed(said) + (f" ({note})" if note else "")
 
 
-def differences_in(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[list[str], bool]:
+def differences_in(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> list[str]:
     """:func:`differences` over the keys of ``theirs`` only."""
-    found: list[tuple[str, Any, Any]] = []
-    for key, value in theirs.items():
-        found += _leaves(value, ours.get(key), key)
-    return [f"{p}: {_shown(a)} (head's cache) vs {_shown(b)} (this cache)" for p, a, b in found], False
+    return _phrases([leaf for key, value in theirs.items() for leaf in _leaves(value, ours.get(key), key)])
 
 
 def _listed(said: Sequence[str], most: int = 4) -> str:

@@ -171,8 +171,8 @@ class _Group(TyperGroup):
                 # not a bug but a run too large for this machine: the traceback would say nothing more, and
                 # the memory it held is free again once the stack has unwound
                 fail(memory_message(ctx.invoked_subcommand))
-            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM through the handler above
-                _stopped(ctx.invoked_subcommand, isinstance(e, Terminated) or bool(sigterm and sigterm.received))
+            except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through the handler above
+                _stopped(ctx.invoked_subcommand, bool(sigterm and sigterm.received))
 
 
 app = typer.Typer(

@@ -243,13 +243,13 @@ def one_profile(rho: np.ndarray, scores: np.ndarray, trained: np.ndarray) -> tup
     its ρ is one number repeated, not a sample of rows; and a randomised profile within UNIFORM_SHARE
     of 1/L (fit-head's "still uniform") ranks the layers by noise, so it is undefined, as an exactly
     uniform one is (its ranks all tie)."""
-    from ..training.quality import UNIFORM_SHARE
+    from ..training.quality import UNIFORM_SHARE, uniform_spread
 
     if len(scores) == 0 or np.ptp(scores, axis=0).max() > 0 or np.ptp(trained, axis=0).max() > 0:
         return rho, None
     n_layers, w = scores.shape[1], scores[0]
     weights = bool((w >= 0).all()) and abs(float(w.sum()) - 1) < 1e-4  # a profile over layers, not raw scores
-    if weights and float(np.abs(w - 1 / n_layers).max()) < UNIFORM_SHARE / n_layers:
+    if weights and uniform_spread(w) < UNIFORM_SHARE:
         note = f"the randomised weights stay within {UNIFORM_SHARE:.0%} of 1/{n_layers}: no ranking of the layers"
         return np.full_like(rho, np.nan), note
     return rho, "one profile for every row: ρ is one number, no interval over rows"

@@ -20,6 +20,7 @@ from .reading import (
     interval,
     layers_read,
     num,
+    sentence,
     value,
     versus_groups,
     with_ci,
@@ -245,8 +246,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     if probe.get("layers") and probe.get("best_layer"):
         from .terminal import probe_text
 
-        said = probe_text(probe)
-        lines.append(said[0].upper() + said[1:] + ".")
+        lines.append(sentence(probe_text(probe)))
     tables = []
     if probe.get("layers"):
         rows = [[p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] for p in probe["layers"]]

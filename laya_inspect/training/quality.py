@@ -65,6 +65,14 @@ THRESHOLDS = {
 }
 
 
+def uniform_spread(weights: Any) -> float:
+    """How far a profile of layer weights lies from uniform: its largest |w − 1/L|, in units of 1/L.
+    Below UNIFORM_SHARE it is "still uniform", and its order of the layers rests on noise (fit-head's
+    gate, compare's sanity check and prune's rankings read it alike)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return float(np.abs(w - 1 / w.shape[-1]).max() * w.shape[-1])
+
+
 def _per_row(agree: Mapping[str, Any]) -> str:
     """The per-row top-layer agreement beside its chance, as the warnings say it: "41% of rows across
     seed pairs (chance 30% at each seed's own top-layer shares)"."""
@@ -379,7 +387,7 @@ def head_quality(
     statics = [r.static_weights for r in runs if r.static_weights is not None]
     if statics and len(statics) == len(runs):
         n_layers = len(statics[0])
-        if all(float(np.abs(np.asarray(s) - 1 / n_layers).max()) < UNIFORM_SHARE / n_layers for s in statics):
+        if all(uniform_spread(s) < UNIFORM_SHARE for s in statics):
             warns.append(
                 f"weights still uniform: within {UNIFORM_SHARE:.0%} of 1/{n_layers} in every seed; the "
                 "scalars barely moved, so they say nothing about the layers"
