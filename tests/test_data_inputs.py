@@ -690,3 +690,28 @@ def test_test_texts_that_repeat_a_training_text_are_a_warning(tmp_path):
     (tmp_path / "clean.csv").write_text("text,label,split\n" + "".join(f"{t},{y},{s}\n" for t, y, s in table[:40]))
     clean = load_data(f"csv:{tmp_path / 'clean.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
     assert not [w for w in clean.warnings if "also stand in" in w]
+
+
+def test_a_class_index_written_two_ways_is_a_warning_and_yes_no_labels_keep_their_words(tmp_path):
+    """'02' and '2' were one class with no word; JSON's true/false became classes '0' and '1'."""
+    rows = ["good,2", "bad,0", "ok,02", "fine,1", "meh,0", "nice,2", "poor,1", "so so,0"]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert b.class_names == ["0", "1", "2"]
+    twice = [w for w in b.warnings if "written two ways" in w]
+    assert len(twice) == 1 and "'2' (line 2) and '02' (line 4) are class 2" in twice[0], b.warnings
+    (tmp_path / "same.csv").write_text("text,label\n" + "\n".join(r.replace(",02", ",2") for r in rows) + "\n")
+    same = load_data(f"csv:{tmp_path / 'same.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert not [w for w in same.warnings if "written two ways" in w]
+    y = np.array(["1", "01", "0"] * 14)
+    b = load_data(npz(tmp_path, "s.npz", X=np.zeros((42, 4), dtype=np.float32), y=y))
+    assert any("'1' (y[0]) and '01' (y[1]) are class 1" in w for w in b.warnings), b.warnings
+
+    lines = [json.dumps({"text": t, "label": i % 2 == 0}) for i, t in enumerate(["a", "b", "c", "d", "e", "f"])]
+    (tmp_path / "yes.jsonl").write_text("\n".join(lines) + "\n")
+    b = load_data(f"jsonl:{tmp_path / 'yes.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.5)
+    assert b.class_names == ["false", "true"]
+    mixed = lines[:5] + [json.dumps({"text": "g", "label": 1})]
+    (tmp_path / "mixed.jsonl").write_text("\n".join(mixed) + "\n")
+    with pytest.raises(InputError, match=r"labels mix numbers and words \(1 at line 6, 'true' at line 1\)"):
+        load_data(f"jsonl:{tmp_path / 'mixed.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB)

@@ -164,7 +164,8 @@ def encode_labels(
     """Labels as read from a file → (int64 array, class names).
 
     Whole numbers (ints, integral floats, strings of digits) are class indices and keep their values,
-    with names "0".."max"; words become the sorted distinct values. A negative index, a fraction, NaN,
+    with names "0".."max"; words become the sorted distinct values, and so do JSON's true/false (the
+    words "false" and "true", not the indices 0 and 1). A negative index, a fraction, NaN,
     a value that is neither number nor word, or numbers mixed with words is an InputError naming the
     value and where it is (``locate(i)``, e.g. "line 7"; default "label #i").
     """
@@ -178,7 +179,8 @@ def encode_labels(
     if first_int is not None and first_word is not None:
         raise InputError(
             f"{where}: labels mix numbers and words ({vals[first_int]!r} at {at(first_int)}, "
-            f"{vals[first_word]!r} at {at(first_word)}); use class indices 0..C-1 or words for every row"
+            f"{_shown(vals[first_word], parsed[first_word])} at {at(first_word)}); use class indices 0..C-1 or "
+            "words for every row"
         )
     if first_int is not None:
         ints = np.array(parsed, dtype=np.int64)
@@ -196,7 +198,32 @@ def encode_labels(
     return np.array([lookup[str(v)] for v in parsed], dtype=np.int64), names
 
 
+def _shown(value: Any, word: Any) -> str:
+    return repr(word) if isinstance(value, (bool, np.bool_)) else repr(value)  # JSON's true as 'true'
+
+
 _INT = re.compile(r"[+-]?\d+")
+
+
+def index_spellings(values: Sequence[Any], *, where: str, locate: Callable[[int], str] | None = None) -> list[str]:
+    """A warning when one class index is written two ways among text labels ('02' and '2'): both are
+    read as one class, which may be what the user means (a spreadsheet dropped the zeros) or not."""
+    at = locate or (lambda i: f"label #{i}")
+    first: dict[int, dict[str, int]] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, (str, np.str_)) and _INT.fullmatch(text := str(v).strip()):
+            first.setdefault(int(text), {}).setdefault(text, i)
+    twice = {k: ways for k, ways in first.items() if len(ways) > 1}
+    if not twice:
+        return []
+    shown = "; ".join(
+        " and ".join(f"{w!r} ({at(i)})" for w, i in list(ways.items())[:3]) + f" are class {k}"
+        for k, ways in list(twice.items())[:5]
+    )
+    return [
+        f"{where}: one class index written two ways ({shown}) is read as one class; if they are different "
+        "classes, write the labels as words"
+    ]
 
 
 def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | str:
@@ -205,7 +232,9 @@ def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | st
             v = bytes(v).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{where}: label {v!r} at {at(i)} is not UTF-8 text") from None
-    if isinstance(v, (bool, np.bool_, int, np.integer)):
+    if isinstance(v, (bool, np.bool_)):  # a yes/no label names its classes: "false", "true"
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
         return int(v)
     if isinstance(v, (float, np.floating)):
         if not math.isfinite(float(v)):

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from .base import Source, encode_labels, read_failed, user_path
+from .base import Source, encode_labels, index_spellings, read_failed, user_path
 from .images import array_source, images_nchw
 
 _NUMERIC = "biuf"  # bool, signed, unsigned, float
@@ -112,12 +113,7 @@ def _float_range(xs: list[np.ndarray]) -> list[float] | None:
 def _labels(path: Path, pools: dict, names: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
     """One label encoding over all splits, so a class keeps its index everywhere."""
     ys = [y for _, y in pools.values()]
-    where = [(s, j) for s, (_, y) in pools.items() for j in range(len(y))]
-
-    def locate(i: int) -> str:
-        s, j = where[i]
-        return f"y{'_' + s if s else ''}[{j}]"
-
+    locate = _locator(pools)
     all_labels = np.concatenate(ys) if ys else np.zeros(0)
     if names is None:
         return encode_labels(all_labels.tolist(), where=str(path), locate=locate)
@@ -146,6 +142,17 @@ def _labels(path: Path, pools: dict, names: np.ndarray | None) -> tuple[np.ndarr
     return np.array([lookup[w] for w in words], dtype=np.int64), given
 
 
+def _locator(pools: dict) -> Callable[[int], str]:
+    """Where the i-th label of all splits together is: ``y_train[12]``."""
+    where = [(s, j) for s, (_, y) in pools.items() for j in range(len(y))]
+
+    def locate(i: int) -> str:
+        s, j = where[i]
+        return f"y{'_' + s if s else ''}[{j}]"
+
+    return locate
+
+
 def _text(v: object) -> str:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
@@ -157,7 +164,8 @@ def load_npz(
     arrays = _read(path)
     pools = {s: _checked(path, f"_{s}" if s else "", x, y) for s, (x, y) in _pools(path, arrays).items()}
     flat, class_names = _labels(path, pools, arrays.get("class_names"))
-    warnings: list[str] = []
+    every = [v for _, y in pools.values() for v in y.tolist()]
+    warnings: list[str] = index_spellings(every, where=str(path), locate=_locator(pools))
     bounds = np.cumsum([0] + [len(y) for _, y in pools.values()])
     prepared = {}
     for i, (s, (x, _)) in enumerate(pools.items()):

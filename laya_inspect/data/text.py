@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, suggest
-from .base import Source, SplitSource, encode_labels, read_failed, stratified_split, user_path
+from .base import Source, SplitSource, encode_labels, index_spellings, read_failed, stratified_split, user_path
 
 TEXT_OPTIONS = ("text_col", "label_col", "split_col")
 
@@ -158,11 +158,8 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
     if fmt == "csv":
         _unclosed_quote(rows, lines, text_col, label_col, path, "\t" if path.suffix.lower() == ".tsv" else ",")
     texts = [str(t) for t in _column(rows, text_col, path=path, what="text", lines=lines)]
-    labels, class_names = encode_labels(
-        _column(rows, label_col, path=path, what="label", lines=lines),
-        where=str(path),
-        locate=lambda i: f"line {lines[i]}",
-    )
+    raw_labels = _column(rows, label_col, path=path, what="label", lines=lines)
+    labels, class_names = encode_labels(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}")
     if split_col in columns:
         parts = [str(p).strip() for p in _column(rows, split_col, path=path, what="split", lines=lines)]
         groups = {s: np.array([i for i, p in enumerate(parts) if p == s], dtype=np.int64) for s in dict.fromkeys(parts)}
@@ -178,7 +175,8 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         ),
         split_info=info,
         location=str(path),
-        warnings=_empty_texts(texts, path, lines, text_col),
+        warnings=_empty_texts(texts, path, lines, text_col)
+        + index_spellings(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
     )
 
 
