@@ -401,3 +401,24 @@ def test_report_on_a_hand_edited_demo_record_says_one_line(tmp_path: Path) -> No
     result = runner.invoke(app, ["report", str(tmp_path / "d0")], env=ENV)
     said = " ".join(result.output.split())
     assert result.exit_code == 1 and "demo.json is not a valid demo record (demo.steps[0].seconds is {}" in said
+
+
+def test_recorded_paths_lead_back_from_any_folder(
+    digits_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """runs.json's head_dir and a head's cache_path were relative to where fit-head ran: read from
+    another folder (a notebook, the report), they led nowhere."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(digits_cache, work / "features.h5")
+    monkeypatch.chdir(work)
+    args = ["fit-head", "features.h5", "--head", "last", "--seeds", "1", *FAST, "--out", "heads"]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    (run,) = json.loads((work / "heads" / "runs.json").read_text())
+    assert Path(run["head_dir"]).is_absolute() and (Path(run["head_dir"]) / "config.json").is_file()
+    config = json.loads((Path(run["head_dir"]) / "config.json").read_text())
+    summary = json.loads((work / "heads" / "summary.json").read_text())
+    for path in (config["cache_path"], summary["cache"]["cache_path"]):
+        assert Path(path) == work / "features.h5", path

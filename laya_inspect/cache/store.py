@@ -233,7 +233,11 @@ class FeatureStore:
     def identity(self) -> dict[str, Any]:
         """What an output records of the cache it read: path, fingerprint and the layers read; for a
         :meth:`keep_layers` view, also every layer of the cache (``cache_layer_names``)."""
-        out: dict[str, Any] = {"path": str(self.path), "fingerprint": self.fingerprint, "layer_names": self.layer_names}
+        out: dict[str, Any] = {
+            "path": str(self.path.resolve()),
+            "fingerprint": self.fingerprint,
+            "layer_names": self.layer_names,
+        }
         if self._of is not None:
             out["cache_layer_names"] = self._of.layer_names
         return out

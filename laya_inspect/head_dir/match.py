@@ -31,7 +31,7 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
         "cache_fingerprint_inputs": store.fingerprint_inputs,
         # the rows of each split: another split --seed or --limit gives the same features of other rows
         "cache_rows": {split: split_rows(store, split) for split in store.splits},
-        "cache_path": str(store.path),
+        "cache_path": str(store.path.resolve()),  # found again from any folder
         "layer_names": store.layer_names,
         "class_names": store.class_names,
         "backbone": {"model_spec": store.attrs.get("model_spec"), "weights_sha256": store.attrs.get("weights_sha256")},

@@ -86,7 +86,7 @@ class RunResult:
         return {
             **{k: getattr(self, k) for k in RUN_FIELDS},
             "seconds": round(self.seconds, 3),
-            "head_dir": str(self.head_dir) if self.head_dir else "",
+            "head_dir": str(self.head_dir.resolve()) if self.head_dir else "",  # readable from any folder
         }
 
 
