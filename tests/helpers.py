@@ -165,3 +165,27 @@ def other_rows_caches(src: Path, folder: Path) -> tuple[Path, Path, Path]:
     first = write_cache(folder / "a.h5", splits, indices=rows)
     other = write_cache(folder / "b.h5", moved, indices=moved_rows)
     return first, other, write_cache(folder / "c.h5", dict(reversed(splits.items())), indices=rows)
+
+
+def drawn_figures(monkeypatch) -> dict[str, Any]:
+    """The matplotlib Figures laya_inspect.beyond.plots saves, by file stem, as they are drawn (the PNG
+    files are still written): what a test reads the plotted lines and labels from."""
+    from laya_inspect.beyond import plots
+
+    figures: dict[str, Any] = {}
+    save = plots._save
+
+    def keep(fig, path):
+        figures[Path(path).stem] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    return figures
+
+
+def legend_entry(ax, label: str):
+    """The artist ``ax`` drew under legend label ``label`` (a Line2D, or an errorbar's data line), or None."""
+    for container in ax.containers:
+        if container.get_label() == label:
+            return container.lines[0]
+    return next((line for line in ax.get_lines() if line.get_label() == label), None)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import drawn_figures, legend_entry, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.early_exit import (
@@ -283,3 +283,33 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
         "pass fired at ε = 0.05 on 27 of 200 rows): its points move, no step of the frontier does; nothing to compare"
     )
     assert comp["confidence vs random"]["verdict"].startswith("rule confidence beats random exit: +0.0500")
+
+
+def test_the_plots_draw_random_exit_as_the_reference(cache, tmp_path, monkeypatch):
+    """Random exit, the reference every rule is read against, was drawn as one more rule: it is now
+    grey and dashed, labelled "random exit (reference, …)", on both plots, at its mean curve over seeds."""
+    from laya_inspect.beyond.outputs import exit_curves
+
+    figures = drawn_figures(monkeypatch)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=True)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    assert set(figures) == {"early_exit_accuracy_vs_compute", "early_exit_accuracy_vs_depth"}
+    label = f"random exit (reference, area {s['rules']['random']['area']['mean']:.4f})"
+    plotted = (("early_exit_accuracy_vs_compute", "compute_used"), ("early_exit_accuracy_vs_depth", "mean_depth"))
+    for name, x_key in plotted:
+        ax = figures[name].axes[0]
+        labels = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert label in labels, labels
+        assert not any(lab.startswith("random (") for lab in labels)  # drawn once, as the reference
+        line = legend_entry(ax, label)
+        assert line.get_linestyle() == "--" and line.get_color() == "grey"
+        curve = sorted(
+            (c for c in exit_curves(s["points"]) if c["rule"] == "random"), key=lambda c: (c[x_key], c["accuracy_mean"])
+        )
+        assert list(line.get_xdata()) == pytest.approx([c[x_key] for c in curve])
+        assert list(line.get_ydata()) == pytest.approx([c["accuracy_mean"] for c in curve])
+        for rule in ("confidence", "alpha", "fixed"):  # the rules, solid and coloured
+            drawn = next(lab for lab in labels if lab.startswith(f"{rule} (area"))
+            assert legend_entry(ax, drawn).get_linestyle() == "-"

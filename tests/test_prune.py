@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import fit_quickly, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
@@ -551,3 +551,35 @@ def test_a_summary_written_before_the_random_reference_still_reads(planted, tmp_
     path.write_text(json.dumps(s))
     result = runner.invoke(app, ["report", str(tmp_path / "out")], env=ENV)
     assert result.exit_code == 0, result.output
+
+
+def test_the_plots_draw_the_random_reference_beside_the_rankings(planted, tmp_path, monkeypatch):
+    """The random reference was in summary.json and the terminal but not in the plots: both accuracy
+    plots now draw it, grey and dashed, labelled as the mean over its layer sets, at each k < L (the
+    mean FLOPs those sets save on the FLOPs plot) and at all layers for k = L."""
+    cache, head_dir = planted
+    figures = drawn_figures(monkeypatch)
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=True)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+        shapes = costs_from_shapes(store)
+    assert set(figures) == {"prune_accuracy_vs_flops", "prune_accuracy_vs_k", "rankings"}
+    saved = shapes.flops_after / shapes.flops_total  # FLOPs saved when layer l is the deepest kept
+    by_k = {e["k"]: e for e in s["random_reference"]["per_k"]}
+    assert [len(by_k[k]["sets"]) for k in (1, 2)] == [3, 3]  # {l1}, {l2}, {l3}; every pair
+    accuracy = [by_k[1]["test_acc"]["mean"], by_k[2]["test_acc"]["mean"], s["reference"]["test_acc"]["mean"]]
+    expected_x = {
+        "prune_accuracy_vs_k": [1, 2, 3],
+        # k = 1: the deepest kept is l1, l2 or l3; k = 2: l2 ({l1, l2}) or l3 (the other two); k = 3: l3
+        "prune_accuracy_vs_flops": [saved.mean(), (saved[1] + 2 * saved[2]) / 3, saved[2]],
+    }
+    for name, xs in expected_x.items():
+        ax = figures[name].axes[0]
+        labels = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert "random ranking (mean of 3 sets)" in labels, labels
+        line = legend_entry(ax, "random ranking (mean of 3 sets)")
+        assert line.get_linestyle() == "--" and line.get_color() == "grey"
+        assert list(line.get_xdata()) == pytest.approx(xs)
+        assert list(line.get_ydata()) == pytest.approx(accuracy)
+        assert {"alpha", "depth", "deepest", "all layers"} <= set(labels)  # the rankings are still drawn
+    assert by_k[1]["flops_saved"] == pytest.approx(saved.mean())  # and summary.json records where it is drawn

@@ -3,10 +3,11 @@ with the Agg canvas: no pyplot state, no display).
 
 * prune: ``prune_accuracy_vs_flops`` (test accuracy against the share of backbone FLOPs saved, one
   line per ranking, each shifted sideways by 1% of the axis so equal curves stay visible, 95%
-  intervals over seeds, the chosen set starred), ``prune_accuracy_vs_k``,
+  intervals over seeds, the chosen set starred, the random-ranking reference grey and dashed: per k
+  the mean over its layer sets, drawn at the mean FLOPs they save), ``prune_accuracy_vs_k``,
   ``rankings`` (each ranking's scores, scaled to its maximum).
-* early-exit: ``early_exit_accuracy_vs_compute`` (each rule's mean curve over seeds) and
-  ``early_exit_accuracy_vs_depth``.
+* early-exit: ``early_exit_accuracy_vs_compute`` (each rule's mean curve over seeds, random exit grey
+  and dashed: the reference every rule is read against) and ``early_exit_accuracy_vs_depth``.
 * diagnose: ``error_auroc`` (AUROC per score with its interval), and with a shift ``shift_profiles``
   (mean α per layer, both caches) and ``shift_by_class`` (class × layer mean α, both and the difference).
 """
@@ -22,6 +23,9 @@ from matplotlib.figure import Figure
 
 from ..files import write_with
 
+# How a reference (no information about the input) is drawn beside the rules: grey, dashed, beneath them.
+REFERENCE: dict[str, Any] = {"color": "grey", "linestyle": "--", "linewidth": 1.5, "zorder": 1}
+
 
 def _save(fig: Figure, path: Path) -> Path:
     write_with(path, partial(fig.savefig, format="png", dpi=110))
@@ -33,6 +37,29 @@ def _err(values: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     lo = np.array([np.nan if v.get("ci_low") is None else v["ci_low"] for v in values], dtype=float)
     hi = np.array([np.nan if v.get("ci_high") is None else v["ci_high"] for v in values], dtype=float)
     return mean, np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
+
+
+def random_ranking_label(rand: dict[str, Any]) -> str:
+    """ "random ranking (mean of N sets)", N the layer sets averaged at each k (a range where it varies)."""
+    counts = sorted({len(e["sets"]) for e in rand["per_k"]})
+    n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return f"random ranking (mean of {n} sets)"
+
+
+def _random_ranking(ax: Any, s: dict[str, Any], x_key: str) -> None:
+    """prune's random reference at each k < L (its intervals over seeds), joined to all layers at k = L."""
+    rand = s.get("random_reference")
+    if not rand or not rand.get("per_k"):
+        return
+    per_k = sorted(rand["per_k"], key=lambda e: e["k"])
+    x = [float(e[x_key]) for e in per_k]
+    values = [e["test_acc"] for e in per_k]
+    every = s.get("all_layers_saved")
+    if every is not None:  # k = L: every ranking keeps all layers
+        x.append(float(len(s["cache"]["layer_names"]) if x_key == "k" else every[x_key]))
+        values.append(s["reference"]["test_acc"])
+    mean, err = _err(values)
+    ax.errorbar(x, mean, yerr=err, marker="s", markersize=4, capsize=3, label=random_ranking_label(rand), **REFERENCE)
 
 
 def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
@@ -52,6 +79,7 @@ def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
             x = np.array([p[x_key] for p in pts], dtype=float) + shift
             mean, err = _err([p["test_acc"] for p in pts])
             ax.errorbar(x, mean, yerr=err, marker="o", capsize=3, label=r, alpha=0.85)
+        _random_ranking(ax, s, x_key)
         c = s.get("chosen")
         if c:
             ax.plot(
@@ -101,6 +129,9 @@ def early_exit_plots(out: Path, s: dict[str, Any], curves: list[dict[str, Any]])
             x = [c[x_key] for c in pts]
             y = [c["accuracy_mean"] for c in pts]
             area = entry["area"]["mean"]
+            if rule == "random":  # the reference every rule is read against
+                ax.plot(x, y, marker=".", label=f"random exit (reference, area {area:.4f})", **REFERENCE)
+                continue
             style = ":" if rule.endswith("oracle") else "-"
             ax.plot(x, y, marker="o" if rule == "fixed" else ".", linestyle=style, label=f"{rule} (area {area:.4f})")
         ax.set_xlabel(label)

@@ -46,7 +46,7 @@ from .common import (
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
-from .costs import backbone_costs, estimate_warnings, saves_text
+from .costs import Costs, backbone_costs, estimate_warnings, saves_text
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -268,7 +268,9 @@ def _prune(
     }
     summary["ks"] = ks
     summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
-    summary["random_reference"] = _random_reference(randoms, results, names, n_layers, len(sets) - ranked_sets, seeds)
+    summary["random_reference"] = _random_reference(
+        randoms, results, names, n_layers, len(sets) - ranked_sets, seeds, costs
+    )
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
         rankings, results, [k for k in ks if k < n_layers], randoms
     )
@@ -343,21 +345,26 @@ def _random_reference(
     n_layers: int,
     added: int,
     seeds: list[int],
+    costs: Costs,
 ) -> dict[str, Any] | None:
     """What a random ranking keeps at each k < L: per seed, the mean accuracy over the layer sets of
-    :func:`random_sets`; the note when L is so small that there are few orders to choose from."""
+    :func:`random_sets`, and the mean compute those sets save (what the plots draw it at); the note
+    when L is so small that there are few orders to choose from."""
     if not randoms:
         return None
     per_k = []
     for k, (drawn, exact) in sorted(randoms.items(), reverse=True):
         tests = np.mean([[t for _, t in results[s]] for s in drawn], axis=0)
         vals = np.mean([[v for v, _ in results[s]] for s in drawn], axis=0)
+        p_saved, f_saved = np.mean([costs.saved(max(s)) for s in drawn], axis=0)
         per_k.append(
             {
                 "k": k,
                 "exact": exact,
                 "sets_of_size_k": math.comb(n_layers, k),
                 "sets": [[names[j] for j in s] for s in drawn],
+                "params_saved": float(p_saved),
+                "flops_saved": float(f_saved),
                 "val_acc": estimate(vals),
                 "test_acc": estimate(tests),
             }

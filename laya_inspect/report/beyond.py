@@ -28,11 +28,13 @@ BEYOND_KINDS = ("prune", "early-exit", "diagnose")
 CAPTIONS = {
     "prune_accuracy_vs_flops": "Test accuracy of the head refit on the top-k layers of each ranking against the "
     "share of backbone FLOPs the dropped layers would save; bars are 95% t-intervals over seeds, the star is the "
-    "chosen layer set, the dotted line all layers.",
+    "chosen layer set, the dotted line all layers; grey dashed: the random-ranking reference (at each k the mean "
+    "over random layer sets of that size, drawn at the mean FLOPs they save).",
     "prune_accuracy_vs_k": "The same accuracies against the number of layers kept.",
     "rankings": "Each ranking's per-layer score, divided by its largest |score| (higher = kept longer).",
     "early_exit_accuracy_vs_compute": "Accuracy against the share of backbone FLOPs run, each rule swept over its "
-    "threshold (mean over seeds); dotted: the oracle rule, which needs every layer (a reference, not a rule).",
+    "threshold (mean over seeds); grey dashed: random exit, the reference every rule is read against (the same "
+    "sweep with a uniform random score); dotted: the oracle rule, which needs every layer (a reference, not a rule).",
     "early_exit_accuracy_vs_depth": "The same sweeps against the mean exit depth.",
     "error_auroc": "AUROC of telling misclassified test rows from correct ones, per score, with its 95% interval; "
     "grey: max softmax probability, the baseline without α; dotted: chance (0.5).",
