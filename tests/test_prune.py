@@ -583,3 +583,96 @@ def test_the_plots_draw_the_random_reference_beside_the_rankings(planted, tmp_pa
         assert list(line.get_ydata()) == pytest.approx(accuracy)
         assert {"alpha", "depth", "deepest", "all layers"} <= set(labels)  # the rankings are still drawn
     assert by_k[1]["flops_saved"] == pytest.approx(saved.mean())  # and summary.json records where it is drawn
+
+
+def _refit_by_hand(store: FeatureStore, head_dir: Path, budget: Budget, seed: int):
+    """Prune's refit of a layer set on one seed, called from the public refit with the rows prune
+    documents: the head's own held-out rows, at most ``--train-limit`` train rows drawn with (seed, 1)."""
+    from laya_inspect.beyond.common import head_hparams, held_out_rows, load_split, subsample
+    from laya_inspect.beyond.refit import refit
+    from laya_inspect.head_dir import read_head_config
+
+    cpu = torch.device("cpu")
+    hconf = read_head_config(head_dir)
+    train, test = load_split(store, "train", cpu), load_split(store, "test", cpu)
+    train_rows, val_rows, _ = held_out_rows(hconf, train.labels)
+    budget = budget.for_head(hconf)
+    rows = subsample(train_rows, budget.train_limit, seed, 1)
+    kwargs = dict(train=train, train_rows=rows, val_rows=val_rows, test=test, num_classes=store.num_classes)
+
+    def test_acc(layers: tuple[int, ...], refit_seed: int) -> float:
+        fit = refit(hconf["kind"], head_hparams(hconf), layers, refit_seed, budget=budget, **kwargs,
+                    layer_names=store.layer_names)  # fmt: skip
+        return fit.test_acc
+
+    return test_acc
+
+
+def test_random_reference_by_hand_on_every_layer_set(digits_cache, heads, tmp_path):
+    """3 layers: at k = 1 and 2 the random reference is, per seed, the mean test accuracy of the
+    refits on every k-subset (3 of each), refit here with the public refit on the same seeds; the
+    headline α − random is the paired t-interval over seeds of the per-seed means over k < L."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    budget = Budget(epochs=3, patience=3, train_limit=300)
+    config = PruneConfig(seeds=2, max_drop=0.02, costs="shapes", device="cpu", workers=1, plots=False)
+    with FeatureStore(digits_cache) as store:
+        s = prune_layers(heads["laya"], store, config, budget, out_dir=tmp_path / "out").summary
+        names = store.layer_names
+        test_acc = _refit_by_hand(store, heads["laya"], budget, config.seed)
+        acc = {(c, seed): test_acc(c, seed) for k in (1, 2) for c in combinations(range(3), k) for seed in (0, 1)}
+    rand = s["random_reference"]
+    every_set = {c for k in (1, 2, 3) for c in combinations(range(3), k)}
+    assert rand["exact"] and {tuple(f["layers"]) for f in s["fits"]} == every_set  # each fitted once per seed
+    assert len(s["fits"]) == 7 * 2
+    by_k = {e["k"]: e for e in rand["per_k"]}
+    random_mean = {}
+    for k in (1, 2):
+        subsets = list(combinations(range(3), k))
+        assert by_k[k]["sets"] == [[names[j] for j in c] for c in subsets]
+        random_mean[k] = [float(np.mean([acc[c, seed] for c in subsets])) for seed in (0, 1)]
+        assert by_k[k]["test_acc"]["values"] == pytest.approx(random_mean[k], abs=1e-12)
+        assert by_k[k]["test_acc"]["mean"] == pytest.approx(np.mean(random_mean[k]), abs=1e-12)
+    # the headline: α's top-k refits against the random mean, per seed averaged over k = 1, 2, paired
+    order = [names.index(n) for n in s["rankings"]["alpha"]["order"]]
+    alpha_area = [np.mean([acc[tuple(sorted(order[:k])), seed] for k in (1, 2)]) for seed in (0, 1)]
+    random_area = [np.mean([random_mean[k][seed] for k in (1, 2)]) for seed in (0, 1)]
+    diff = np.subtract(alpha_area, random_area)
+    half = stats.t.ppf(0.975, 1) * diff.std(ddof=1) / np.sqrt(2)
+    d = s["alpha_vs"]["random"]["mean_test_acc_over_k_diff"]
+    assert d["mean"] == pytest.approx(diff.mean(), abs=1e-12)
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx((diff.mean() - half, diff.mean() + half), abs=1e-12)
+    assert s["per_ranking"]["random"]["mean_test_acc_over_k"]["values"] == pytest.approx(random_area, abs=1e-12)
+
+
+def test_random_reference_by_hand_on_the_documented_draws(digits_cache, tmp_path):
+    """5 layers, k = 2 (C(5, 2) = 10 > 6 sets): the reference averages the 3 distinct sets drawn with
+    default_rng([--seed, 3, k]) (as docs/METHOD.md says), refit here on the same seeds."""
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(size=(48 if i == 0 else 12, 12)) / 5 for i in range(4)]
+    splits = {}
+    with FeatureStore(digits_cache) as store:  # the digits' first layer, then 4 more seeded tanh layers
+        for split in ("train", "test"):
+            feats = [store.layers(split)[0]]
+            for w in weights:
+                feats.append(np.tanh(feats[-1] @ w).astype(np.float32))
+            splits[split] = (feats, store.labels(split))
+    cache = write_cache(tmp_path / "five.h5", splits, layer_names=["a", "b", "c", "d", "e"])
+    seed, budget = 4, Budget(epochs=2, patience=2, train_limit=200)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", _fit("laya", store, 20), meta=cache_identity(store))
+        config = PruneConfig(seeds=2, ks=(2,), seed=seed, costs="shapes", device="cpu", workers=1, plots=False)
+        s = prune_layers(head_dir, store, config, budget, out_dir=tmp_path / "out").summary
+        test_acc = _refit_by_hand(store, head_dir, budget, seed)
+        # the documented draw, written out: distinct sorted 2-subsets of 5 layers from default_rng([4, 3, 2])
+        draw, sets = np.random.default_rng([seed, 3, 2]), []
+        while len(sets) < 3:
+            pick = tuple(sorted(int(i) for i in draw.choice(5, size=2, replace=False)))
+            sets += [] if pick in sets else [pick]
+        by_hand = [float(np.mean([test_acc(c, refit_seed) for c in sets])) for refit_seed in (0, 1)]
+    (entry,) = s["random_reference"]["per_k"]
+    assert entry["k"] == 2 and not entry["exact"] and entry["sets_of_size_k"] == 10
+    assert entry["sets"] == [["abcde"[j] for j in c] for c in sets]
+    assert entry["test_acc"]["values"] == pytest.approx(by_hand, abs=1e-12)
