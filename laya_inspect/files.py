@@ -68,13 +68,14 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         if target.is_dir():
             raise InputError(f"{target} is a folder; give a file name")
     tmps = tuple(t.with_name(f"{t.name}.tmp-{os.getpid()}") for t in targets)
-    target = targets[0]
+    syncing: Path | None = None  # the target whose temporary file is being synced, once the body returned
     try:
         for t in targets:
             t.parent.mkdir(parents=True, exist_ok=True)
         yield tmps
-        for tmp in tmps:
+        for tmp, target in zip(tmps, targets):
             if tmp.exists():
+                syncing = target
                 with open(tmp, "rb+") as f:
                     os.fsync(f.fileno())
         for target in targets[1:]:  # the old companions go before the first file is replaced
@@ -82,12 +83,30 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for tmp, target in zip(tmps, targets):
             os.replace(tmp, target)
     except OSError as e:
-        named = e if e.filename else OSError(e.errno, e.strerror or str(e), str(target))  # write() names no file
-        raise WriteError(os_message(named)) from None
+        if e.filename:
+            raise WriteError(os_message(e)) from None
+        # write() and fsync() name no file: the one being synced, else the one the body was writing
+        failed = syncing or _written_last(tmps, targets)
+        raise WriteError(os_message(OSError(e.errno, e.strerror or str(e), str(failed)))) from None
     finally:
         for tmp in tmps:
             if tmp.exists():
                 tmp.unlink()
+
+
+def _written_last(tmps: Sequence[Path], targets: Sequence[Path]) -> Path:
+    """The target whose temporary file the body of :func:`atomic_paths` wrote last: the one changed
+    last (the later one where the clock cannot tell them apart, as files are written in order), the
+    first target where the body made none."""
+    found, when = targets[0], -1
+    for tmp, target in zip(tmps, targets):
+        try:
+            changed = tmp.stat().st_mtime_ns
+        except OSError:
+            continue
+        if changed >= when:
+            found, when = target, changed
+    return found
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

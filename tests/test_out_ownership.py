@@ -275,6 +275,56 @@ def test_train_force_replaces_its_own_checkpoint_and_never_a_users_metrics(tmp_p
     assert not other.exists() and (tmp_path / "other.metrics.json").read_text() == '{"mine": 1}'
 
 
+def test_train_force_on_a_full_disk_names_the_metrics_file_when_that_is_the_one_that_failed(tmp_path, monkeypatch):
+    """QA: writing the metrics file's temporary copy failed (disk full) and the error named the
+    checkpoint; the old checkpoint and metrics file stay as they were, with no temporary file."""
+    import errno
+
+    out = tmp_path / "model.pt"
+    assert runner.invoke(app, [*TRAIN, "--out", str(out)], env=ENV).exit_code == 0
+    before = tree(tmp_path)
+    real = Path.write_bytes
+
+    def full_disk(self, data):
+        if self.name.startswith("model.metrics.json.tmp-"):
+            with open(self, "wb"):  # created, then the write fails as write() does: naming no file
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    r = runner.invoke(app, [*TRAIN, "--seed", "1", "--out", str(out), "--force"], env=ENV)
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    line = " ".join(r.output.split())
+    metrics = tmp_path / "model.metrics.json"
+    assert f"error: could not write {metrics}: No space left on device (errno 28)" in line, line
+    assert tree(tmp_path) == before
+
+
+def test_atomic_paths_names_the_file_whose_sync_failed(tmp_path, monkeypatch):
+    """fsync() names no file either: the error names the file being synced, not the first one."""
+    import errno
+
+    from laya_inspect.errors import WriteError
+    from laya_inspect.files import atomic_paths
+
+    first, second = tmp_path / "a.pt", tmp_path / "a.metrics.json"
+    synced = []
+
+    def fsync(fd):
+        synced.append(fd)
+        if len(synced) == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(WriteError) as e:
+        with atomic_paths(first, second) as (tmp, tmp_second):
+            tmp.write_bytes(b"checkpoint")
+            tmp_second.write_bytes(b"{}")
+    assert str(e.value) == f"could not write {second}: {os.strerror(errno.EIO)} (errno {errno.EIO})"
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("kind", ["h5_text", "hdf5", "state_dict"])
 def test_extract_overwrite_never_replaces_a_users_file(tmp_path, kind):
     user = _users_files(tmp_path)[kind]
