@@ -235,3 +235,70 @@ def test_a_timm_vit_pooled_by_the_mean_is_pooled_as_its_own_head_pools_it():
 def test_usage_error_exits_2():
     res = runner.invoke(app, ["extract", "--batch-size", "many"])
     assert res.exit_code == 2
+
+
+def _stopped_extract(args, monkeypatch, where):
+    """`extract` through the command line with Ctrl-C raised at ``where``: before the cache file is made
+    (while the model and data load) or at the first rows, before any is written."""
+    import laya_inspect.cache.extract as extract_module
+    from laya_inspect.cache.writer import FeatureWriter
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if where == "prepare":
+        monkeypatch.setattr(extract_module, "prepare", ctrl_c)
+    else:
+        monkeypatch.setattr(FeatureWriter, "append", ctrl_c)
+    result = runner.invoke(app, args, env={"COLUMNS": "300"})
+    monkeypatch.undo()
+    assert result.exit_code == 130 and "Traceback" not in result.output, result.output
+    return result.stderr.strip().splitlines()[-1]  # after the progress line
+
+
+def test_ctrl_c_before_any_row_says_nothing_was_written_and_what_is_on_disk(ckpt, tmp_path, monkeypatch):
+    """QA: Ctrl-C while the model loaded said "the rows written so far are kept in the cache's .partial
+    file" when there were none and no file."""
+    from laya_inspect.cache.writer import FeatureWriter
+    from laya_inspect.cli.app import INTERRUPTED
+
+    out = tmp_path / "f.h5"
+    args = extract_args(ckpt, out, "--split", "test", "--limit", "40")
+    said = _stopped_extract(args, monkeypatch, "prepare")
+    assert said == "interrupted: no row was written and no file was made; run the same command again", said
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+    said = _stopped_extract(args, monkeypatch, "append")
+    partial = tmp_path / "f.h5.partial"
+    assert said == (
+        f"interrupted: no row was written: {partial} holds the cache's layout and no rows; run the same "
+        "command again to start from the first row, or pass --overwrite to start with other options"
+    ), said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5.partial"]
+    with h5py.File(partial, "r") as f:
+        assert int(f["test"].attrs["n_written"]) == 0
+    assert runner.invoke(app, args).exit_code == 0  # as said: the same command starts it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+
+    before = out.read_bytes()  # --overwrite stopped before any row: the earlier cache is untouched
+    said = _stopped_extract([*args, "--overwrite"], monkeypatch, "append")
+    assert said.endswith(
+        f"holds the cache's layout and no rows; {out}, the earlier cache, is as it was; run the same command "
+        "again to start from the first row, or pass --overwrite to start with other options"
+    ), said
+    assert out.read_bytes() == before
+
+    append, calls = FeatureWriter.append, []  # rows on disk, then stopped: the line that says they are kept
+
+    def second_batch(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            self.flush()
+            raise KeyboardInterrupt
+        return append(self, *a, **kw)
+
+    monkeypatch.setattr(FeatureWriter, "append", second_batch)
+    result = runner.invoke(app, extract_args(ckpt, tmp_path / "g.h5", "--split", "test", "--batch-size", "8"))
+    monkeypatch.undo()
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip().splitlines()[-1] == f"interrupted: {INTERRUPTED['extract']}"

@@ -52,6 +52,21 @@ def partial_path(path: str | Path) -> Path:
     return p.with_name(p.name + ".partial")
 
 
+def rows_on_disk(out: str | Path) -> dict[str, int] | None:
+    """The rows ``<out>.partial`` holds per split (what a rerun resumes from); None where there is no
+    such file, or it is not a cache (not yet one: a run stopped while creating it) or cannot be read."""
+    partial = partial_path(out)
+    if partial.is_symlink() or not partial.is_file():
+        return None
+    try:
+        if not_a_cache(partial) is not None:  # read under the guard against a damaged file's loops
+            return None
+        with h5py.File(partial, "r", locking=False) as f:
+            return {str(s): int(f[s].attrs.get("n_written", 0)) for s in f if isinstance(f[s], h5py.Group)}
+    except (OSError, KeyError, ValueError, CacheError):
+        return None
+
+
 _MOVE_IT = "move it away yourself, or choose another --out"
 
 

@@ -74,6 +74,15 @@ INTERRUPTED = {
 }
 
 
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM raised again by a command that has looked at what it left on disk: ``said``
+    replaces the command's line in INTERRUPTED (extract stopped before any row was written)."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill``, ``docker stop``, a scheduler's preemption), raised by the command's handler
     wherever the command is, as Python raises KeyboardInterrupt for Ctrl-C: the same ``finally``
@@ -135,10 +144,10 @@ def sigterm_like_ctrl_c() -> Iterator[_OnSigterm | None]:
         _handler = outer
 
 
-def _stopped(command: str | None, signalled: bool) -> None:
-    """Ctrl-C or SIGTERM: one line saying what is left on disk, with the shell's exit code for the
-    signal (130 for SIGINT, 143 for SIGTERM)."""
-    said = INTERRUPTED.get(command, INTERRUPTED[None])
+def _stopped(command: str | None, signalled: bool, said: str | None = None) -> None:
+    """Ctrl-C or SIGTERM: one line saying what is left on disk (``said``, else the command's line in
+    INTERRUPTED), with the shell's exit code for the signal (130 for SIGINT, 143 for SIGTERM)."""
+    said = said or INTERRUPTED.get(command, INTERRUPTED[None])
     word, code = ("terminated", 128 + signal.SIGTERM) if signalled else ("interrupted", 128 + signal.SIGINT)
     err_console.print(f"[yellow]{word}:[/] {said}", highlight=False, soft_wrap=True)
     raise typer.Exit(code) from None
@@ -171,8 +180,9 @@ class _Group(TyperGroup):
                 # not a bug but a run too large for this machine: the traceback would say nothing more, and
                 # the memory it held is free again once the stack has unwound
                 fail(memory_message(ctx.invoked_subcommand))
-            except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through the handler above
-                _stopped(ctx.invoked_subcommand, bool(sigterm and sigterm.received))
+            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM through the handler above
+                said = e.said if isinstance(e, Stopped) else None
+                _stopped(ctx.invoked_subcommand, bool(sigterm and sigterm.received), said)
 
 
 app = typer.Typer(

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, comma_list, console, err_console, from_options, opt, out_file
+from .app import Stopped, app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
 
 
@@ -89,8 +89,14 @@ def extract_command(
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         extract_features(config)
         return
-    with row_progress("rows") as on_event:
-        result = extract_features(config, progress=on_event)
+    try:
+        with row_progress("rows") as on_event:
+            result = extract_features(config, progress=on_event)
+    except KeyboardInterrupt:
+        said = _nothing_written(Path(config.out))
+        if said is None:
+            raise
+        raise Stopped(said) from None
     table = Table(title=f"{result.path}")
     for col in ("layer", "width", "pooling"):
         table.add_column(col)
@@ -111,6 +117,28 @@ def extract_command(
         + (f" × {result.world_size} processes" if result.world_size > 1 else "")
         + f") → {result.path}"
     )
+
+
+def _nothing_written(out: Path) -> str | None:
+    """What an extract stopped before any row was written left on disk, in words (the line after
+    "interrupted:"); None where rows were written (INTERRUPTED's line says what is kept) or the run
+    was one of several processes (their shard files)."""
+    from ..cache.shards import shard_dir
+    from ..cache.writer import partial_path, rows_on_disk
+
+    partial = partial_path(out)
+    rows = rows_on_disk(out)
+    if rows is not None and any(rows.values()):
+        return None
+    kept = f"; {out}, the earlier cache, is as it was" if out.is_file() else ""
+    if rows is not None:
+        return (
+            f"no row was written: {partial} holds the cache's layout and no rows{kept}; run the same command "
+            "again to start from the first row, or pass --overwrite to start with other options"
+        )
+    if partial.exists() or shard_dir(out).exists():
+        return None
+    return f"no row was written and no file was made{kept}; run the same command again"
 
 
 def _print_layers(title: str, rows: list[tuple[str, str, str, str]]) -> None:
