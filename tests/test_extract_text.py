@@ -487,3 +487,32 @@ def test_an_encoder_decoder_classifier_is_read_through_its_encoder_with_its_own_
             h = whole.encoder_hidden_states[2][0]
             np.testing.assert_allclose(row, h[0].numpy(), rtol=1e-4, atol=1e-5)
             np.testing.assert_allclose(logits, whole.logits[0].numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_layer_pooled_to_one_row_for_every_text_is_a_warning_on_the_terminal_and_in_the_cache(text_setup, tmp_path):
+    """QA: --pool cls on the embeddings (token 0 is [CLS]'s embedding alone, the same for every text)
+    wrote one row for every input without a word; only fit-head noticed, later. Tried on
+    all-MiniLM-L6-v2 too: its hidden_states.0 pooled by cls is exactly one row, hidden_states.1 is not."""
+    from typer.testing import CliRunner
+
+    from laya_inspect.cli import app
+
+    d, _, _ = text_setup
+    out = tmp_path / "t.h5"
+    args = ["extract", "--model", f"hf:{d / 'model'}", "--data", f"csv:{d / 't.csv'}", "--pool", "cls",
+            "--out", str(out), "--device", "cpu"]  # fmt: skip
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    said = "hidden_states.0 (pooled by cls) gives the same row for every input"
+    assert f"warning: {said}" in " ".join(result.output.split()), result.output
+    with FeatureStore(out) as store:
+        assert store.layer_names[0] == "hidden_states.0" and store.attrs["layer_pooling"][0] == "cls"
+        rows = store.layer("train", 0)
+        ours = [w for w in store.attrs["warnings"] if "the same row for every input" in w]
+        assert np.ptp(store.layer("train", 1), axis=0).max() > 1e-3  # the blocks' token 0 varies: not named
+    assert np.abs(rows - rows[0]).max() == 0
+    assert len(ours) == 1 and ours[0].startswith(said) and "--pool (mean)" in ours[0] and "--layers" in ours[0]
+    mean = extract_features(
+        ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", pool="mean", out=str(tmp_path / "m.h5"))
+    )
+    assert not [w for w in mean.warnings if "the same row for every input" in w]

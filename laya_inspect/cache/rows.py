@@ -149,7 +149,8 @@ def write_cache(
 ) -> tuple[int, dict[str, int], dict[str, int]]:
     """Create or resume the cache ``path`` and run each split's rows not yet in it through the model
     into it, then mark it complete; (rows written, rows found already written per split, non-finite
-    values per layer)."""
+    values per layer). A layer that gave one row for every input adds a warning to the cache's and to
+    ``prep.warnings``."""
     with FeatureWriter(
         path,
         attrs=attrs,
@@ -162,8 +163,27 @@ def write_cache(
     ) as writer:
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
-        writer.finish()
+        said = constant_warning(writer.constant_layers(), prep)
+        prep.warnings += said
+        writer.finish(warnings=said)
     return written, resumed, nonfinite
+
+
+def constant_warning(constant: list[str], prep: Prepared) -> list[str]:
+    """The warning for layers that gave one row for every input: the pooling that made it so, and what
+    to do instead (fit-head would flag them later, on every head that reads them)."""
+    if not constant:
+        return []
+    how = dict(zip(prep.names, prep.pooling))
+    named = ", ".join(f"{n} (pooled by {how.get(n, '?')})" for n in constant)
+    one = len(constant) == 1
+    return [
+        f"{named} {'gives' if one else 'give'} the same row for every input (each row equals the first, up to "
+        "rounding): no input can be told from another there, and a head's weight on "
+        f"{'it' if one else 'them'} says nothing about the input (a token 0 that sees no other token, such as "
+        "a class token's embedding, pooled by cls is such a layer); re-extract with another --pool (mean), "
+        f"or leave {'it' if one else 'them'} out with --layers"
+    ]
 
 
 def _write_rows(

@@ -45,6 +45,9 @@ _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
 BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
+# A layer gives one row for every input when each row it gets lies within this × its first row's
+# largest |value| of that first row: the bound of fit-head's constant rule (training/quality.py).
+SAME_ROW = 1e-6
 
 
 def partial_path(path: str | Path) -> Path:
@@ -120,6 +123,10 @@ class FeatureWriter:
         self._broken = False
         self._splits: dict[str, _SplitBuffer] = {}
         self._last_write = time.monotonic()
+        # per layer, the first row it got and how far any later row lay from it (largest |difference|)
+        self._first: list[np.ndarray | None] = [None] * len(self.widths)
+        self._apart = [0.0] * len(self.widths)
+        self._rows = 0
         for what in ("layer_names", "class_names"):  # the reader refuses a cache that names one twice
             twice = named_twice(list(attrs.get(what) or []))
             if twice is not None:
@@ -329,6 +336,11 @@ class FeatureWriter:
                 raise InputError(f"no split {split!r} in {self.partial}; planned: {', '.join(self.file)}")
             buf = _SplitBuffer(self.file[split], len(self.widths), self.dtype, self._block_rows())
             self._splits[split] = buf
+            if buf.on_disk:  # resumed: later rows are compared with the first row on disk (one row read)
+                for i, ds in enumerate(buf.layers):
+                    if self._first[i] is None:
+                        self._first[i] = np.asarray(ds[0])
+                self._rows += buf.on_disk
         return buf
 
     def _block_rows(self) -> int:
@@ -363,6 +375,7 @@ class FeatureWriter:
                 f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
                 "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
             )
+        self._compare(features)
         pos = 0
         while pos < len(labels):
             # fill up to the next block boundary of the dataset, so whole chunks are written at once
@@ -377,6 +390,27 @@ class FeatureWriter:
                 self._write(buf)
         if buf.fill.k and time.monotonic() - self._last_write > FLUSH_SECONDS:
             self._write(buf)
+
+    def _compare(self, features: Sequence[np.ndarray]) -> None:
+        for i, x in enumerate(features):
+            if len(x):
+                if self._first[i] is None:
+                    self._first[i] = np.array(x[0], dtype=self.dtype)
+                far = float(np.max(np.abs(x - self._first[i])))
+                self._apart[i] = max(self._apart[i], far)  # NaN (cached under --allow-nonfinite) left out
+        self._rows += len(features[0]) if len(features) else 0
+
+    def constant_layers(self) -> list[str]:
+        """The layers whose every row (of every split, two rows or more) equals the first one, up to
+        rounding (:data:`SAME_ROW`); a resumed run compares the rows it wrote with the first on disk."""
+        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+        out = []
+        for i, (first, apart) in enumerate(zip(self._first, self._apart)):
+            if first is not None and self._rows >= 2:
+                scale = max(float(np.max(np.abs(first), initial=0.0)), 1e-30)
+                if apart <= SAME_ROW * scale:
+                    out.append(str(names[i]) if i < len(names) else str(i))
+        return out
 
     def flush(self) -> None:
         """Write every buffered row now (each split's ``n_written`` then counts it)."""
@@ -427,9 +461,10 @@ class FeatureWriter:
                 total[i] += int(b)
         return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
 
-    def finish(self) -> None:
-        """Mark every split and the file complete, record the attributes' digest (nothing changes them
-        after this) and rename the partial file to its final name."""
+    def finish(self, warnings: Sequence[str] = ()) -> None:
+        """Mark every split and the file complete, add ``warnings`` to its ``warnings`` attribute, record
+        the attributes' digest (nothing changes them after this) and rename the partial file to its
+        final name."""
         self.flush()
         for split in self.file:
             g = self.file[split]
@@ -440,6 +475,9 @@ class FeatureWriter:
             for split in self.file:
                 self.file[split].attrs["complete"] = True
             self.file.attrs["nonfinite_counts"] = encode_attr("x", self.nonfinite())
+            if warnings:
+                said = decode_attr("warnings", self.file.attrs.get("warnings", "[]")) or []
+                self.file.attrs["warnings"] = encode_attr("warnings", [*said, *warnings])
             self.file.attrs["complete"] = True
             seal(self.file)  # last: the attributes' digest, which the reader checks
             self.file.flush()
