@@ -676,3 +676,21 @@ def test_random_reference_by_hand_on_the_documented_draws(digits_cache, tmp_path
     assert entry["k"] == 2 and not entry["exact"] and entry["sets_of_size_k"] == 10
     assert entry["sets"] == [["abcde"[j] for j in c] for c in sets]
     assert entry["test_acc"]["values"] == pytest.approx(by_hand, abs=1e-12)
+
+
+def test_error_bars_are_drawn_within_zero_and_one(planted, tmp_path, monkeypatch):
+    """A t-interval over 2 seeds (±12.7 sd/√2) ran to −1.6 and 2.6 and stretched the accuracy axis until
+    the points lay flat; bars are drawn within [0, 1], summary.json keeps the whole interval."""
+    from laya_inspect.beyond.plots import prune_plots
+
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    for p in s["points"]:
+        p["test_acc"].update(ci_low=p["test_acc"]["mean"] - 2.0, ci_high=p["test_acc"]["mean"] + 1.5)
+    figures = drawn_figures(monkeypatch)
+    prune_plots(tmp_path / "plots", s)
+    for name in ("prune_accuracy_vs_k", "prune_accuracy_vs_flops"):
+        low, high = figures[name].axes[0].get_ylim()
+        assert -0.1 < low and high < 1.1, (name, low, high)

@@ -33,10 +33,13 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def _err(values: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Means and error bars of accuracies or AUROCs, drawn within [0, 1]: a t-interval over 2 seeds
+    (±12.7 sd/√2) can reach −1.6 and stretch the axis until the points are flat; summary.json keeps it whole."""
     mean = np.array([v["mean"] for v in values], dtype=float)
     lo = np.array([np.nan if v.get("ci_low") is None else v["ci_low"] for v in values], dtype=float)
     hi = np.array([np.nan if v.get("ci_high") is None else v["ci_high"] for v in values], dtype=float)
-    return mean, np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0)
+    lo, hi = np.clip(lo, 0.0, None), np.clip(hi, None, 1.0)
+    return mean, np.clip(np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0), 0.0, None)
 
 
 def random_ranking_label(rand: dict[str, Any]) -> str:
