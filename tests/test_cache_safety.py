@@ -266,6 +266,41 @@ def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_
         assert f["train"]["layer_000"][kept - 1, 0] == 1.0
 
 
+def test_a_full_disk_at_the_first_block_says_no_row_was_written(tmp_path):
+    """QA: the file size limit hit at the very first block said "the rows written so far are kept"
+    when the partial file held none: it says that no row was written and what the file holds."""
+    code = textwrap.dedent(
+        f"""
+        import resource
+        import numpy as np
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
+        from laya_inspect.cache.writer import FeatureWriter
+        from laya_inspect.errors import WriteError
+        w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
+                          widths=[512], num_logits=None, check_space=False)
+        w.check_space = True  # skip only the up-front estimate, as if the disk filled during the run
+        try:
+            for start in range(0, 10_000, 100):
+                w.append("train", [np.ones((100, 512))], np.zeros(100, int), np.arange(start, start + 100))
+        except WriteError as e:
+            print("WriteError:", e)
+        print("rows", w.n_written("train"))
+        w.close()
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    partial = partial_path(tmp_path / "c.h5")
+    said = out.stdout.split("WriteError: ")[-1].split("\nrows")[0]
+    assert said == (
+        f"could not write {partial}: file size limit, `ulimit -f` (errno 27); no row was written: it holds the "
+        "cache's layout and no rows — free space and rerun the same command to start from the first row"
+    ), out.stdout
+    assert int(out.stdout.split("rows")[-1]) == 0 and "Traceback" not in out.stderr
+    with h5py.File(partial, "r") as f:  # as said: the layout, no rows
+        assert int(f["train"].attrs["n_written"]) == 0 and f["train"]["layer_000"].shape == (10_000, 512)
+
+
 def test_a_write_that_fails_midway_ends_in_one_line_and_leaves_nothing(tmp_path):
     """HDF5 cannot close a file after a failed write without crashing the process (exit 139):
     the writer raises WriteError, removes the partial file, and the process exits 1, not 139."""

@@ -303,8 +303,14 @@ class FeatureWriter:
         size = self.partial.stat().st_size
         if free < margin or (limit != resource.RLIM_INFINITY and size + margin > limit):
             why = "no space left on device (errno 28)" if free < margin else "file size limit, `ulimit -f` (errno 27)"
+            kept = sum(int(self.file[s].attrs.get("n_written", 0)) for s in self.file)
+            if not kept:  # the first block: the file holds the layout and nothing to resume from
+                raise WriteError(
+                    f"could not write {self.partial}: {why}; no row was written: it holds the cache's layout and "
+                    "no rows — free space and rerun the same command to start from the first row"
+                )
             raise WriteError(
-                f"could not write {self.partial}: {why}; the rows written so far are kept — "
+                f"could not write {self.partial}: {why}; the {kept} rows written so far are kept — "
                 "free space and rerun the same command to resume"
             )
 
