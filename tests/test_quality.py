@@ -486,3 +486,38 @@ def test_seeds_whose_mean_weights_peak_on_one_layer_are_not_said_to_disagree() -
     assert any(
         w.startswith("seeds disagree: mean weights peak on a (seed 0), c (seed 1); per-row") for w in q["warnings"]
     )
+
+
+def test_extract_and_fit_head_read_one_threshold_for_a_layer_that_gives_one_row(tmp_path: Path) -> None:
+    """The bound was written twice (extract's SAME_ROW, fit-head's CONSTANT_SPREAD), free to drift apart:
+    both now read cache/schema.py's, and agree on a layer at rounding noise and on one that varies."""
+    import ast
+
+    import laya_inspect
+    from laya_inspect.cache import schema, writer
+    from laya_inspect.training import quality
+
+    assert writer.CONSTANT_SPREAD is schema.CONSTANT_SPREAD and quality.CONSTANT_SPREAD is schema.CONSTANT_SPREAD
+    assigned = []  # no other module sets its own copy
+    for path in Path(laya_inspect.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+                if names & {"CONSTANT_SPREAD", "SAME_ROW"}:
+                    assigned.append(path.name)
+    assert assigned == ["schema.py"]
+
+    rng = np.random.default_rng(0)
+    rows = [np.full((50, 4), 3.0) + rng.normal(scale=s, size=(50, 4)) for s in (3e-8, 3e-3)]
+    rows = [r.astype(np.float32) for r in rows]
+    from laya_inspect.cache.writer import FeatureWriter
+
+    with FeatureWriter(
+        tmp_path / "c.h5", attrs={"command": {}, "layer_names": ["flat", "varies"]}, split_sizes={"train": 50},
+        widths=[4, 4], num_logits=None,
+    ) as w:  # fmt: skip
+        w.append("train", rows, np.zeros(50, np.int64), np.arange(50))
+        said = w.constant_layers()
+    means, stds = [r.mean(0) for r in rows], [r.std(0) for r in rows]
+    assert said == quality.constant_layers(means, stds, ["flat", "varies"]) == ["flat"]

@@ -43,6 +43,10 @@ FINGERPRINT_KEYS = (
 # "--normalize none" and "the model states no mean/std" give the same rows.
 PROVENANCE = {"normalize": ("from", "why")}
 CHUNK_ROWS = 1024
+# A layer gives one row for every input when its rows' spread is at most this × its largest |value|:
+# extract's check as it writes (each row within it of the first row, cache/writer.py) and fit-head's
+# constant rule (their RMS std over the training rows, training/quality.py) read this one number.
+CONSTANT_SPREAD = 1e-6
 # The root attribute holding the sha256 of every other root attribute and every split group's
 # attributes (:func:`attrs_digest`), written when the cache is marked complete.
 ATTRS_DIGEST = "attrs_sha256"

@@ -28,6 +28,7 @@ from ..errors import CacheError, InputError, WriteError
 from ..files import start_writeback
 from .schema import (
     CHUNK_ROWS,
+    CONSTANT_SPREAD,
     FINGERPRINT_VERSION,
     SCHEMA_VERSION,
     decode_attr,
@@ -45,9 +46,6 @@ _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
 BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
-# A layer gives one row for every input when each row it gets lies within this × its first row's
-# largest |value| of that first row: the bound of fit-head's constant rule (training/quality.py).
-SAME_ROW = 1e-6
 
 
 def partial_path(path: str | Path) -> Path:
@@ -408,13 +406,14 @@ class FeatureWriter:
 
     def constant_layers(self) -> list[str]:
         """The layers whose every row (of every split, two rows or more) equals the first one, up to
-        rounding (:data:`SAME_ROW`); a resumed run compares the rows it wrote with the first on disk."""
+        rounding: each within :data:`~laya_inspect.cache.schema.CONSTANT_SPREAD` × the first row's largest
+        |value| of it; a resumed run compares the rows it wrote with the first on disk."""
         names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
         out = []
         for i, (first, apart) in enumerate(zip(self._first, self._apart)):
             if first is not None and self._rows >= 2:
                 scale = max(float(np.max(np.abs(first), initial=0.0)), 1e-30)
-                if apart <= SAME_ROW * scale:
+                if apart <= CONSTANT_SPREAD * scale:
                     out.append(str(names[i]) if i < len(names) else str(i))
         return out
 

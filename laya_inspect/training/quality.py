@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..cache.store import FeatureStore
 from ..choices import MIN_ROWS
 from ..errors import InputError
@@ -36,7 +37,6 @@ ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
-CONSTANT_SPREAD = 1e-6  # a layer is constant: its features' RMS std over the training rows ≤ this × its largest |mean|
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
     "every head is read against the stronger on the test split of the probe on the layer with the best validation "
