@@ -125,3 +125,34 @@ def test_layers_are_cached_in_the_order_the_forward_computes_them(tmp_path: Path
         np.testing.assert_allclose(store.layer("train", -1), Late()(x[:200]).numpy(), rtol=1e-6, atol=1e-6)
     again = extract_features(Late(), batches, layers="block.1,block,out", out=tmp_path / "g.h5")
     assert again.layer_names == result.layer_names and again.warnings == []
+
+
+def test_a_layer_that_gives_one_row_for_every_input_is_a_warning_in_the_result_and_the_cache(tmp_path: Path) -> None:
+    """QA: extract warned about a layer pooled to one row for every input, the notebook path did not:
+    the same check, named with its pooling and the keywords to change here."""
+
+    class Tokens(nn.Module):  # token 0 a learned class token that sees no input, as a ViT's embeddings' is
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.cls = nn.Parameter(torch.randn(1, 1, 8))
+            self.proj = nn.Linear(64, 8)
+            self.embed = nn.Identity()
+            self.mix = nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            tokens = self.proj(x.view(len(x), 8, 8).repeat(1, 1, 8))  # (B, 8, 8)
+            seq = self.embed(torch.cat([self.cls.expand(len(x), 1, 8), tokens], dim=1))
+            return self.mix(seq + seq.mean(dim=1, keepdim=True))  # token 0 now sees the others
+
+    x, y = _digits()
+    batches = [(x[i : i + 50], y[i : i + 50]) for i in range(0, 200, 50)]
+    result = extract_features(Tokens(), batches, layers=["embed", "mix"], pool="cls", out=tmp_path / "f.h5")
+    said = "embed (pooled by cls) gives the same row for every input"
+    ours = [w for w in result.warnings if "the same row for every input" in w]
+    assert len(ours) == 1 and ours[0].startswith(said), result.warnings
+    assert 'another pool (pool="mean")' in ours[0] and ours[0].endswith("leave it out of layers")
+    with FeatureStore(result.path) as store:
+        assert [w for w in store.attrs["warnings"] if "the same row for every input" in w] == ours
+        embed, mix = store.layer("train", 0), store.layer("train", 1)
+    assert np.abs(embed - embed[0]).max() == 0 and np.ptp(mix, axis=0).max() > 1e-3  # mix: not named

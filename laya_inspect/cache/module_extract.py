@@ -26,7 +26,7 @@ from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
-from .writer import FeatureWriter
+from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 
@@ -57,6 +57,8 @@ def extract_from_module(
     sequence unless image patches are all there is; pass ``pool="mean"`` for a decoder (GPT-2, Llama)
     or T5's encoder, whose token 0 is no summary of the text.
     The model runs in eval mode under ``torch.no_grad`` and is put back in its former mode.
+    A layer that gives the same row for every input is named in the result's and the cache's
+    ``warnings``, as `extract` names it.
     """
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
@@ -127,7 +129,9 @@ def extract_from_module(
                 if g.n:
                     writer.append(s, g.features, g.labels, np.arange(g.n, dtype=np.int64), None)
             nonfinite = writer.nonfinite()
-            writer.finish()
+            # the check extract makes as it writes: a layer that gave one row for every input
+            said = constant_warning(writer.constant_layers(), first.pooling, NOTEBOOK_ADVICE)
+            writer.finish(warnings=said)
     seconds = time.perf_counter() - start
     rows = {s: g.n for s, g in gathered.items()}
     return ExtractResult(
@@ -142,7 +146,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
-        warnings=[moved] if moved else [],
+        warnings=[*([moved] if moved else []), *said],
     )
 
 

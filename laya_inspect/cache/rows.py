@@ -33,7 +33,7 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
-from .writer import FeatureWriter
+from .writer import FeatureWriter, constant_warning
 
 
 @dataclass
@@ -163,27 +163,10 @@ def write_cache(
     ) as writer:
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
-        said = constant_warning(writer.constant_layers(), prep)
+        said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
         prep.warnings += said
         writer.finish(warnings=said)
     return written, resumed, nonfinite
-
-
-def constant_warning(constant: list[str], prep: Prepared) -> list[str]:
-    """The warning for layers that gave one row for every input: the pooling that made it so, and what
-    to do instead (fit-head would flag them later, on every head that reads them)."""
-    if not constant:
-        return []
-    how = dict(zip(prep.names, prep.pooling))
-    named = ", ".join(f"{n} (pooled by {how.get(n, '?')})" for n in constant)
-    one = len(constant) == 1
-    return [
-        f"{named} {'gives' if one else 'give'} the same row for every input (each row equals the first, up to "
-        "rounding): no input can be told from another there, and a head's weight on "
-        f"{'it' if one else 'them'} says nothing about the input (a token 0 that sees no other token, such as "
-        "a class token's embedding, pooled by cls is such a layer); re-extract with another --pool (mean), "
-        f"or leave {'it' if one else 'them'} out with --layers"
-    ]
 
 
 def _write_rows(

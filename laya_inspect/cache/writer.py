@@ -68,6 +68,31 @@ def rows_on_disk(out: str | Path) -> dict[str, int] | None:
         return None
 
 
+# What a constant layer's warning suggests instead: the command's options, or extract_from_module's.
+COMMAND_ADVICE = ("another --pool (mean)", "out with --layers")
+NOTEBOOK_ADVICE = ('another pool (pool="mean")', "out of layers")
+
+
+def constant_warning(
+    constant: Sequence[str], pooling: dict[str, str], advice: tuple[str, str] = COMMAND_ADVICE
+) -> list[str]:
+    """The warning for layers that gave one row for every input (:meth:`FeatureWriter.constant_layers`):
+    the pooling that made it so (``pooling``: layer → method), and what to do instead (fit-head would
+    flag them later, on every head that reads them)."""
+    if not constant:
+        return []
+    named = ", ".join(f"{n} (pooled by {pooling.get(n, '?')})" for n in constant)
+    one = len(constant) == 1
+    pool, leave = advice
+    return [
+        f"{named} {'gives' if one else 'give'} the same row for every input (each row equals the first, up to "
+        "rounding): no input can be told from another there, and a head's weight on "
+        f"{'it' if one else 'them'} says nothing about the input (a token 0 that sees no other token, such as "
+        f"a class token's embedding, pooled by cls is such a layer); re-extract with {pool}, "
+        f"or leave {'it' if one else 'them'} {leave}"
+    ]
+
+
 _MOVE_IT = "move it away yourself, or choose another --out"
 
 
