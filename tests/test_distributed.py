@@ -255,6 +255,58 @@ def test_overwrite_under_torchrun_and_then_alone_replaces_the_shards(work):
         assert int(f.attrs["world_size"]) == 1 and not f["test/layer_000"].is_virtual
 
 
+CONSTANT_MODEL = """
+import os
+import torch
+
+
+class Net(torch.nn.Module):
+    # 'same' gives one row for every input; 'per_rank' one row per process, another in each shard
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+        self.same = torch.nn.Identity()
+        self.per_rank = torch.nn.Identity()
+
+    def forward(self, x):
+        h = self.blocks(x)
+        same = self.same(torch.full((len(x), 4), 2.0))
+        rank = self.per_rank(torch.full((len(x), 4), 1.0 + float(os.environ.get("RANK", "0"))))
+        return h + 0 * (same.sum() + rank.sum())
+
+
+def make():
+    torch.manual_seed(0)
+    return Net()
+"""
+
+
+def test_under_torchrun_the_joined_cache_names_a_layer_that_gives_one_row_for_every_input(work):
+    """QA: each process checked only its own shard and the joined cache said nothing (or repeated rank
+    0's verdict): the join decides over every shard, so a layer constant within each shard but
+    different between them is not named, and the joined cache says what a one-process cache says."""
+    (work / "constmodel.py").write_text(CONSTANT_MODEL)
+    out = work / "c.h5"
+    cmd = _extract(out, "--split", "test", "--limit", "64", procs=2, batch=8)
+    cmd[cmd.index("python:netmodel:make")] = "python:constmodel:make"
+    cmd[cmd.index("--layers") + 1] = "blocks.1,same,per_rank"
+    two = _run(cmd, work)
+    assert two.returncode == 0, two.stderr
+    said = "same (pooled by none) gives the same row for every input"
+    told = " ".join(two.stderr.split())  # warnings go to stderr, once: rank 0 speaks for all
+    assert told.count(f"warning: {said}") == 1 and "per_rank (pooled by" not in told, two.stderr
+    with FeatureStore(out) as store:
+        ours = [w for w in store.attrs["warnings"] if "the same row for every input" in w]
+        rows = store.layer("test", 2)
+    assert len(ours) == 1 and ours[0].startswith(said), ours
+    assert set(np.unique(rows[:, 0])) == {1.0, 2.0}  # per_rank: rank 0's rows 1, rank 1's rows 2
+    for rank in range(2):  # each shard records what the join reads, and no verdict of its own
+        with h5py.File(shard_path(out, rank, 2), "r") as f:
+            assert "the same row" not in f.attrs["warnings"] and json.loads(f.attrs["row_spread"])["rows"] == 32
+    with h5py.File(out, "r") as f:
+        assert "row_spread" not in f.attrs
+
+
 def _torchrun(*args):
     return [
         sys.executable,

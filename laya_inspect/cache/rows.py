@@ -150,7 +150,8 @@ def write_cache(
     """Create or resume the cache ``path`` and run each split's rows not yet in it through the model
     into it, then mark it complete; (rows written, rows found already written per split, non-finite
     values per layer). A layer that gave one row for every input adds a warning to the cache's and to
-    ``prep.warnings``."""
+    ``prep.warnings``; a shard (``attrs`` holds ``shard``) records what that check reads instead
+    (``row_spread``), for the join to decide over all shards."""
     with FeatureWriter(
         path,
         attrs=attrs,
@@ -163,9 +164,12 @@ def write_cache(
     ) as writer:
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
-        said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
-        prep.warnings += said
-        writer.finish(warnings=said)
+        if "shard" in attrs:  # one process's rows of a torchrun run: the join decides over every shard
+            writer.finish(extra={"row_spread": writer.row_spread()})
+        else:
+            said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
+            prep.warnings += said
+            writer.finish(warnings=said)
     return written, resumed, nonfinite
 
 

@@ -36,8 +36,8 @@ from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
-from .schema import ATTRS_DIGEST, check_attrs_end, decode_attr, encode_attr, seal
-from .writer import VERIFIED, partial_path, same_transforms
+from .schema import ATTRS_DIGEST, CONSTANT_SPREAD, check_attrs_end, decode_attr, encode_attr, layer_key, seal
+from .writer import VERIFIED, constant_warning, partial_path, same_transforms
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -129,8 +129,9 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         start = time.perf_counter()
         plan = agree(world, lambda: _plan(config, world, prep) if world.is_main else {})[0]  # rank 0's
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
-        agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else None)
+        said = agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else [])[0]
         seconds = time.perf_counter() - start
+    prep.warnings += said  # rank 0's, who speaks for all: a layer that gave one row for every input
     nonfinite = _add_counts(counts for _, _, counts in stats)
     resumed = {s: sum(r[s] for _, r, _ in stats) for s in plan}
     written = sum(w for w, _, _ in stats)
@@ -263,9 +264,10 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
 
 
-def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]]) -> Path:
+def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]]) -> list[str]:
     """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
-    shard files, with the attributes a one-process cache would have; then mark the manifest complete."""
+    shard files, with the attributes a one-process cache would have; then mark the manifest complete.
+    Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard)."""
     out = Path(out)
     files = [shard_path(out, r, size) for r in range(size)]
     missing = [str(p) for p in files if not p.exists()]
@@ -275,17 +277,24 @@ def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int
         shards = [opened.enter_context(h5py.File(p, "r")) for p in files]
         # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed
         with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
-            _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan)
+            said = _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan)
     manifest = read_manifest(out) or {}
     write_json(shard_dir(out) / MANIFEST, {**manifest, "complete": True})
-    return out
+    return said
 
 
-def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[str, list[tuple[int, int]]]) -> None:
+def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[str, list[tuple[int, int]]]) -> list[str]:
     first = shards[0]
     for key, value in first.attrs.items():
-        if key not in ("shard", ATTRS_DIGEST):  # the digest is of this file's attributes: sealed below
+        # the digest is of this file's attributes: sealed below; row_spread is read below
+        if key not in ("shard", "row_spread", ATTRS_DIGEST):
             f.attrs[key] = value
+    layers = [str(n) for n in decode_attr("layer_names", first.attrs.get("layer_names", "[]")) or []]
+    pooling = [str(p) for p in decode_attr("layer_pooling", first.attrs.get("layer_pooling", "[]")) or []]
+    said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
+    if said:
+        before = decode_attr("warnings", first.attrs.get("warnings", "[]")) or []
+        f.attrs["warnings"] = encode_attr("warnings", [*before, *said])
     total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:
@@ -309,3 +318,34 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
             for k, value in ds.attrs.items():
                 v.attrs[k] = value
     seal(f)
+    return said
+
+
+def _constant_over_shards(shards: list[h5py.File], layers: list[str]) -> list[str]:
+    """The layers whose every row, over all shards, equals the first one up to rounding, from what each
+    shard's writer recorded (``row_spread``: its own first row's place and each layer's largest distance
+    of a row from it) and one row read per shard and layer. A row lies at most (its distance from its
+    shard's first row + that first row's distance from rank 0's) from rank 0's first row, so a layer
+    constant within each shard but different between shards is not named. Shards that recorded none
+    (written by an earlier laya-inspect) name none."""
+    spreads = [decode_attr("x", s.attrs.get("row_spread", "")) for s in shards]
+    if not all(isinstance(sp, dict) for sp in spreads):
+        return []
+    seen = []  # per shard with rows: (its first row per layer, its distances per layer)
+    for s, sp in zip(shards, spreads):
+        if sp.get("first_row") is not None:
+            split, row = sp["first_row"]
+            seen.append(([np.asarray(s[split][layer_key(i)][int(row)]) for i in range(len(layers))], sp["apart"]))
+    if sum(int(sp.get("rows", 0)) for sp in spreads) < 2 or not seen:
+        return []
+    out = []
+    for i, name in enumerate(layers):
+        ref = seen[0][0][i].astype(np.float64)
+        scale = max(float(np.nanmax(np.abs(ref), initial=0.0)), 1e-30)
+        far = max(
+            float(apart[i]) + float(np.nanmax(np.abs(rows[i].astype(np.float64) - ref), initial=0.0))
+            for rows, apart in seen
+        )
+        if far <= CONSTANT_SPREAD * scale:
+            out.append(name)
+    return out

@@ -149,6 +149,7 @@ class FeatureWriter:
         # per layer, the first row it got and how far any later row lay from it (largest |difference|)
         self._first: list[np.ndarray | None] = [None] * len(self.widths)
         self._apart = [0.0] * len(self.widths)
+        self._first_at: tuple[str, int] | None = None  # (split, row) of that first row
         self._rows = 0
         for what in ("layer_names", "class_names"):  # the reader refuses a cache that names one twice
             twice = named_twice(list(attrs.get(what) or []))
@@ -369,6 +370,7 @@ class FeatureWriter:
                 for i, ds in enumerate(buf.layers):
                     if self._first[i] is None:
                         self._first[i] = np.asarray(ds[0])
+                        self._first_at = (split, 0)
                 self._rows += buf.on_disk
         return buf
 
@@ -404,7 +406,7 @@ class FeatureWriter:
                 f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
                 "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
             )
-        self._compare(features)
+        self._compare(features, split, start)
         pos = 0
         while pos < len(labels):
             # fill up to the next block boundary of the dataset, so whole chunks are written at once
@@ -420,11 +422,12 @@ class FeatureWriter:
         if buf.fill.k and time.monotonic() - self._last_write > FLUSH_SECONDS:
             self._write(buf)
 
-    def _compare(self, features: Sequence[np.ndarray]) -> None:
+    def _compare(self, features: Sequence[np.ndarray], split: str, start: int) -> None:
         for i, x in enumerate(features):
             if len(x):
                 if self._first[i] is None:
                     self._first[i] = np.array(x[0], dtype=self.dtype)
+                    self._first_at = (split, start)
                 far = float(np.max(np.abs(x - self._first[i])))
                 self._apart[i] = max(self._apart[i], far)  # NaN (cached under --allow-nonfinite) left out
         self._rows += len(features[0]) if len(features) else 0
@@ -441,6 +444,17 @@ class FeatureWriter:
                 if apart <= CONSTANT_SPREAD * scale:
                     out.append(str(names[i]) if i < len(names) else str(i))
         return out
+
+    def row_spread(self) -> dict[str, Any]:
+        """What :meth:`constant_layers` decides from, for a reader of several files (a torchrun run's
+        shards, joined in cache/shards.py): where the first row lies in this file (``first_row``:
+        [split, row], None without rows), each layer's largest |difference| of a row from it
+        (``apart``) and the rows compared (``rows``)."""
+        return {
+            "first_row": list(self._first_at) if self._first_at is not None else None,
+            "apart": [float(a) for a in self._apart],
+            "rows": int(self._rows),
+        }
 
     def flush(self) -> None:
         """Write every buffered row now (each split's ``n_written`` then counts it)."""
@@ -491,10 +505,10 @@ class FeatureWriter:
                 total[i] += int(b)
         return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
 
-    def finish(self, warnings: Sequence[str] = ()) -> None:
-        """Mark every split and the file complete, add ``warnings`` to its ``warnings`` attribute, record
-        the attributes' digest (nothing changes them after this) and rename the partial file to its
-        final name."""
+    def finish(self, warnings: Sequence[str] = (), extra: dict[str, Any] | None = None) -> None:
+        """Mark every split and the file complete, add ``warnings`` to its ``warnings`` attribute and the
+        attributes ``extra``, record the attributes' digest (nothing changes them after this) and rename
+        the partial file to its final name."""
         self.flush()
         for split in self.file:
             g = self.file[split]
@@ -508,6 +522,8 @@ class FeatureWriter:
             if warnings:
                 said = decode_attr("warnings", self.file.attrs.get("warnings", "[]")) or []
                 self.file.attrs["warnings"] = encode_attr("warnings", [*said, *warnings])
+            for key, value in (extra or {}).items():
+                self.file.attrs[key] = encode_attr(key, value)
             self.file.attrs["complete"] = True
             seal(self.file)  # last: the attributes' digest, which the reader checks
             self.file.flush()
