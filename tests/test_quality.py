@@ -521,3 +521,29 @@ def test_extract_and_fit_head_read_one_threshold_for_a_layer_that_gives_one_row(
         said = w.constant_layers()
     means, stds = [r.mean(0) for r in rows], [r.std(0) for r in rows]
     assert said == quality.constant_layers(means, stds, ["flat", "varies"]) == ["flat"]
+
+
+def test_a_resumed_extraction_does_not_name_a_layer_that_varied_before_the_kill(tmp_path):
+    """A resumed run compared only its own rows with the first row on disk: rows that varied before
+    the kill, then rows that all equal row 0 after it, named a varying layer as constant."""
+    from laya_inspect.cache.writer import FeatureWriter
+
+    rng = np.random.default_rng(0)
+    varied = rng.normal(size=(40, 3)).astype(np.float32)
+    flat = np.ones((40, 3), np.float32)
+    after = np.repeat(varied[:1], 30, axis=0)  # after the kill: row 0 again and again
+
+    def writer():
+        return FeatureWriter(
+            tmp_path / "c.h5", attrs={"command": {}, "layer_names": ["varies", "flat"]}, split_sizes={"train": 70},
+            widths=[3, 3], num_logits=None,
+        )  # fmt: skip
+
+    with writer() as w:  # killed after 40 rows: the partial file keeps them
+        w.append("train", [varied, flat], np.zeros(40, np.int64), np.arange(40))
+    with writer() as w:
+        assert w.n_written("train") == 40
+        w.append("train", [after, flat[:30]], np.zeros(30, np.int64), np.arange(40, 70))
+        assert w.constant_layers() == ["flat"]
+        spread = w.row_spread()
+    assert spread["rows"] == 70 and spread["apart"][0] > 1.0 and spread["apart"][1] == 0.0

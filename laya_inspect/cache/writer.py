@@ -151,6 +151,7 @@ class FeatureWriter:
         self._apart = [0.0] * len(self.widths)
         self._first_at: tuple[str, int] | None = None  # (split, row) of that first row
         self._rows = 0
+        self._unchecked: dict[str, int] = {}  # split → rows a killed run wrote, not yet compared with the first
         for what in ("layer_names", "class_names"):  # the reader refuses a cache that names one twice
             twice = named_twice(list(attrs.get(what) or []))
             if twice is not None:
@@ -372,6 +373,7 @@ class FeatureWriter:
                         self._first[i] = np.asarray(ds[0])
                         self._first_at = (split, 0)
                 self._rows += buf.on_disk
+                self._unchecked[split] = buf.on_disk
         return buf
 
     def _block_rows(self) -> int:
@@ -437,19 +439,35 @@ class FeatureWriter:
         rounding: each within :data:`~laya_inspect.cache.schema.CONSTANT_SPREAD` × the first row's largest
         |value| of it; a resumed run compares the rows it wrote with the first on disk."""
         names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
-        out = []
-        for i, (first, apart) in enumerate(zip(self._first, self._apart)):
-            if first is not None and self._rows >= 2:
-                scale = max(float(np.max(np.abs(first), initial=0.0)), 1e-30)
-                if apart <= CONSTANT_SPREAD * scale:
-                    out.append(str(names[i]) if i < len(names) else str(i))
+        out = [str(names[i]) if i < len(names) else str(i) for i in self._same_rows()]
         return out
+
+    def _same_rows(self) -> list[int]:
+        """The layers whose rows so far are all within the tolerance of the first. The rows a killed
+        run wrote are read back for these layers only (rare, and one column of the file each), so a
+        resumed run does not name a layer that varied before the kill."""
+
+        def within(i: int) -> bool:
+            first = self._first[i]
+            if first is None or self._rows < 2:
+                return False
+            return self._apart[i] <= CONSTANT_SPREAD * max(float(np.max(np.abs(first), initial=0.0)), 1e-30)
+
+        for split, n in list(self._unchecked.items()):
+            for i in [i for i in range(len(self._apart)) if within(i)]:
+                ds = self._splits[split].layers[i]
+                for lo in range(0, n, CHUNK_ROWS):
+                    rows = np.asarray(ds[lo : min(n, lo + CHUNK_ROWS)])
+                    self._apart[i] = max(self._apart[i], float(np.max(np.abs(rows - self._first[i]))))
+            del self._unchecked[split]
+        return [i for i in range(len(self._apart)) if within(i)]
 
     def row_spread(self) -> dict[str, Any]:
         """What :meth:`constant_layers` decides from, for a reader of several files (a torchrun run's
         shards, joined in cache/shards.py): where the first row lies in this file (``first_row``:
         [split, row], None without rows), each layer's largest |difference| of a row from it
         (``apart``) and the rows compared (``rows``)."""
+        self._same_rows()  # the rows a killed run wrote, read back where they decide
         return {
             "first_row": list(self._first_at) if self._first_at is not None else None,
             "apart": [float(a) for a in self._apart],
