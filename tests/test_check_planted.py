@@ -120,6 +120,15 @@ def test_an_existing_output_is_refused_without_force_before_any_work(default_run
         (["--noise", "0"], "--noise must be a finite number > 0"),
         (["--noise", "nan"], "--noise must be a finite number > 0"),
         (["--seed", "-1"], "--seed must be an integer from 0 to 2**32 - 1"),
+        (
+            ["--seeds", "0"],
+            "--seeds must be a whole number from 1 to 20 (construction seeds --seed, --seed + 1, …), got 0",
+        ),
+        (["--seeds", "21"], "--seeds must be a whole number from 1 to 20"),
+        (
+            ["--seed", str(2**32 - 1), "--seeds", "2"],
+            "--seeds must keep the last seed --seed + --seeds − 1 below 2**32",
+        ),
         (["--device", "tpu"], "tpu"),
     ],
 )
@@ -212,7 +221,7 @@ def test_a_pass_where_the_ground_truth_is_below_the_bar_is_flagged_and_every_sha
     assert "α ranks it first on 86.8% of 400 rows [83.1%, 89.7%]: below the 95% bar" in text
     assert "LOLO effects (resample) rank it first on 93.2% of 400 rows [90.4%, 95.3%]: the planted answer as " in text
     assert "not shown to reach the 95% bar" in text
-    assert "holds for construction seed 0 only" in text and "run several" in text
+    assert "holds for construction seed 0 only" in text and "run several (--seeds 3)" in text
     assert "passed: the interval's lower end is at least 95%" in text
     # a pass on a ground truth at the bar carries no flag
     assert "flagged" not in _reading(Share(400, 400), Share(396, 400))
@@ -246,3 +255,78 @@ def test_wilson_interval_by_hand() -> None:
     half = z * math.sqrt(0.25 / 100 + z * z / (4 * 100**2)) / (1 + z * z / 100)
     assert math.isclose(low, 0.5 - half) and math.isclose(high, 0.5 + half)
     assert all(math.isnan(v) for v in wilson(0, 0))
+
+
+@pytest.fixture(scope="module")
+def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("planted-seeds") / "out"
+    result, summary = _check(out, "--seeds", "2")
+    return result, summary, out
+
+
+def _across(summary: dict[str, Any], method: str, head: str = "laya") -> dict[str, Any]:
+    return next(m for m in summary["across_seeds"]["methods"] if (m["head"], m["method"]) == (head, method))
+
+
+def test_seeds_runs_each_construction_seed_as_its_own_check(default_run, two_seeds) -> None:
+    _, one, _ = default_run
+    _, s, out = two_seeds
+    assert s["construction_seeds"] == [0, 1] and [p["seed"] for p in s["per_seed"]] == [0, 1]
+    assert "seeds" not in s["construction"] and s["construction"]["seed"] == 0
+    own = {}
+    for p in s["per_seed"]:
+        own[p["seed"]] = json.loads((out / p["folder"] / "summary.json").read_text(encoding="utf-8"))
+        assert own[p["seed"]]["construction"]["seed"] == p["seed"] and own[p["seed"]]["construction_seeds"] == [
+            p["seed"]
+        ]
+        for key in ("passed", "test_acc", "methods", "effects", "constant", "against_bar", "verdict"):
+            assert p[key] == own[p["seed"]][key], key
+        assert (out / p["folder"] / "heads" / "laya" / f"seed_{p['seed']}").is_dir()
+    # seed 0 is today's one-seed run, share for share; seed 1 is another backbone, other rows and another fit
+    assert s["per_seed"][0]["methods"] == one["methods"] and s["per_seed"][0]["effects"] == one["effects"]
+    from laya_inspect.cache.store import FeatureStore
+
+    with FeatureStore(out / "seed_0" / "features.h5") as a, FeatureStore(out / "seed_1" / "features.h5") as b:
+        assert a.layer("test", 1).shape == b.layer("test", 1).shape
+        assert not np.allclose(a.layer("test", 1), b.layer("test", 1))
+    assert own[0]["test_acc"] != own[1]["test_acc"] or own[0]["effects"] != own[1]["effects"]
+    assert read_marker(out)["command"] == "check planted"
+
+
+def test_seeds_fail_when_one_seed_fails_and_the_summary_says_per_seed_and_across(two_seeds) -> None:
+    # at the tests' 200 rows, seed 0's IG is at the bar and seed 1's (96.5%) interval reaches below it
+    result, s, _ = two_seeds
+    assert [p["passed"] for p in s["per_seed"]] == [True, False] and s["passed"] is False
+    ig = _across(s, "ig")
+    assert (ig["passed_on"], ig["of"], ig["failed_seeds"], ig["at_bar_on_every_seed"]) == (1, 2, [1], False)
+    assert ig["shares"] == [_method(p, "ig")["share"] for p in s["per_seed"]]
+    assert ig["against_bar"] == [p["against_bar"]["methods"]["laya/ig"] for p in s["per_seed"]]
+    assert ig["against_bar"][0] == "above" and ig["against_bar"][1] != "above"
+    random = _across(s, "random")  # the reference reads beside the bar on every seed: never at it
+    assert random["passed_on"] == 0 and random["failed_seeds"] == [0, 1]
+    assert all(abs(v - 0.25) < 0.1 for v in random["shares"])
+    laya_constant = s["across_seeds"]["constant"]["laya"]["shares"]
+    assert laya_constant == [p["constant"]["laya"]["share"] for p in s["per_seed"]]
+    assert s["across_seeds"]["effects"]["laya"]["of"] == 2 and s["random_floor"] == 0.25
+    assert "every construction seed" in s["pass_rule"] and s["files"]["seeds"] == {"0": "seed_0", "1": "seed_1"}
+    text = "\n".join(s["verdict"])
+    assert "at the 95% bar on 1 of 2 construction seeds (shares 100.0%, " in text
+    assert (
+        f"; not on seed 1 ({ig['against_bar'][1]}): not passed: a method passes only when it passes on every " in text
+    )
+    out = result.output
+    assert re.search(r"seed 0\s+seed 1\s+at bar", out) and re.search(r"IG\s+1\.000\s+0\.\d+\*\s+1/2", out)
+    assert re.search(r"random scores\s+0\.\d+\*\s+0\.\d+\*\s+0/2", out)  # * : not at the bar on that seed
+    assert "holds for construction seeds 0, 1 (each its own backbone" in out and "seed 0 only" not in out
+
+
+def test_seeds_pass_when_every_seed_passes(tmp_path) -> None:
+    # noise 0.7 on 200 rows: seeds 4 and 5 put IG at the bar (seeds 0 … 3 do not)
+    result, s = _check(tmp_path / "out", "--noise", "0.7", "--seed", "4", "--seeds", "2")
+    assert s["construction_seeds"] == [4, 5] and [p["passed"] for p in s["per_seed"]] == [True, True]
+    ig = _across(s, "ig")
+    assert (ig["passed_on"], ig["of"], ig["failed_seeds"], ig["at_bar_on_every_seed"]) == (2, 2, [], True)
+    assert s["passed"] is True and ig["against_bar"] == ["above", "above"]
+    assert "at the 95% bar on 2 of 2 construction seeds" in result.output and "passed on every seed" in result.output
+    assert re.search(r"IG\s+0\.9\d+\s+0\.9\d+\s+2/2", result.output)
+    assert "holds for construction seeds 4, 5" in result.output

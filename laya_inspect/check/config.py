@@ -7,12 +7,15 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..options import check, option, seed_rule
+from ..options import check, option, range_text, seed_rule
 from ..runtime import DEVICE_HELP, check_device
 
 MAX_LAYERS = 16
 # 250× the default 400; the rows are built in memory and every one is compared (IG, LOLO, sanity).
 MAX_ROWS = 100_000
+# construction seeds in one run: each is a whole extract → fit-head → compare (seconds to minutes)
+MAX_SEEDS = 20
+SEED_LIMIT = 2**32  # well inside 2**64: the data streams' generators are seeded with 4·seed + 1 + stream
 
 
 def default_signal_layer(layers: int) -> int:
@@ -26,6 +29,12 @@ class PlantedConfig:
     """The construction (seed, layers, signal layer, noise, rows) and the device; written into summary.json."""
 
     seed: int = option(0, flag="--seed", help="seed of the backbone, the data, the heads and compare", always=True)
+    seeds: int = option(
+        1,
+        flag="--seeds",
+        help=f"construction seeds to run: --seed, --seed + 1, …, each its own backbone, data, fit and compare; "
+        f"a method passes only on every one (1 … {MAX_SEEDS})",
+    )
     layers: int = option(4, flag="--layers", help=f"tapped layers L, 2 … {MAX_LAYERS}", always=True)
     signal_layer: int | None = option(
         None,
@@ -49,8 +58,17 @@ class PlantedConfig:
         check(
             self,
             [
-                # well inside 2**64: the data streams' generators are seeded with 4·seed + 1 + stream
-                seed_rule(self, limit=2**32),
+                seed_rule(self, limit=SEED_LIMIT),
+                (
+                    isinstance(self.seeds, int) and 1 <= self.seeds <= MAX_SEEDS,
+                    "seeds",
+                    range_text(1, MAX_SEEDS) + " (construction seeds --seed, --seed + 1, …)",
+                ),
+                (
+                    self.seed + self.seeds - 1 < SEED_LIMIT,
+                    "seeds",
+                    f"must keep the last seed --seed + --seeds − 1 below 2**32 (--seed {self.seed})",
+                ),
                 (2 <= self.layers <= MAX_LAYERS, "layers", f"must be a whole number from 2 to {MAX_LAYERS}"),
                 (
                     self.signal_layer is None or 0 <= self.signal_layer < self.layers,
@@ -67,5 +85,14 @@ class PlantedConfig:
         """The signal layer's index, the default resolved."""
         return default_signal_layer(self.layers) if self.signal_layer is None else self.signal_layer
 
+    @property
+    def construction_seeds(self) -> list[int]:
+        """The seeds run: ``seed``, ``seed`` + 1, …, ``seed`` + ``seeds`` − 1."""
+        return list(range(self.seed, self.seed + self.seeds))
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "signal_layer_resolved": self.signal}
+        """One construction, as summary.json's ``construction`` records it (the seeds run are its
+        ``construction_seeds``)."""
+        d = asdict(self)
+        del d["seeds"]
+        return {**d, "signal_layer_resolved": self.signal}

@@ -41,7 +41,7 @@ FIT_EPOCHS, FIT_PATIENCE = 60, 10  # the heads' budget: enough to converge on th
 PASS_SHARE = 0.95  # IG on the LAYA head must rank the signal layer first on at least this share of rows
 PASS_RULE = (
     "passed when the lower end of the 95% Wilson interval of IG's share (LAYA head) is at least pass_share, "
-    "not the share itself; for this one construction seed only: run other --seed values to see another backbone, "
+    "not the share itself; for this one construction seed only: --seeds N runs N seeds, each another backbone, "
     "data and fit"
 )
 COMPARE_BOOT = 200  # bootstrap resamples of compare's own intervals (the shares here use Wilson intervals)
@@ -165,7 +165,21 @@ class PlantedResult:
 def run_planted(
     config: PlantedConfig, *, out_dir: str | Path, overwrite: bool = False, progress: Progress | None = None
 ) -> PlantedResult:
-    """Build the planted backbone and data, cache, fit, compare, and write ``out_dir`` whole."""
+    """Build the planted backbone and data for the one construction seed ``config.seed``, cache, fit,
+    compare, and write ``out_dir`` whole (``config.seeds`` is not read: several seeds are
+    :func:`~laya_inspect.check.seeds.run_planted_seeds`)."""
+    emit = progress or no_progress
+    pick_device(config.device)  # a CUDA device that is not here: one line before any work
+    out = Path(out_dir)
+    with atomic_dir(out, force=overwrite, command="check planted", flag="--out") as tmp:
+        result = build_and_read(config, tmp, out, emit)
+    emit({"event": "write", "path": str(out / "summary.json")})
+    return result
+
+
+def build_and_read(config: PlantedConfig, tmp: Path, out: Path, emit: Progress) -> PlantedResult:
+    """One construction seed (``config.seed``) into the folder ``tmp``, which will be renamed to ``out``:
+    the backbone and rows, the cache, the heads, compare and summary.json."""
     from ..cache.extract import extract_features
     from ..cache.store import FeatureStore
     from ..compare.config import CompareConfig
@@ -173,8 +187,6 @@ def run_planted(
     from ..training.fit_config import FitConfig
     from ..training.fit_head import fit_heads
 
-    emit = progress or no_progress
-    pick_device(config.device)  # a CUDA device that is not here: one line before any work
     model = PlantedBackbone(config.layers, config.seed)
     names = [f"layers.{i}" for i in range(config.layers)]
     splits = {"train": planted_rows(config, config.rows, 0), "test": planted_rows(config, config.rows, 1)}
@@ -190,22 +202,19 @@ def run_planted(
     compare_config = CompareConfig(
         methods=("all",), seed=config.seed, n_boot=COMPARE_BOOT, device=config.device, plots=False, workers=1
     )
-    out = Path(out_dir)
-    with atomic_dir(out, force=overwrite, command="check planted", flag="--out") as tmp:
-        emit({"event": "stage", "stage": "extract"})
-        batches = {s: [(x[i : i + 256], y[i : i + 256]) for i in range(0, len(y), 256)] for s, (x, y) in splits.items()}
-        extract_features(
-            model, batches, layers=names, out=tmp / "features.h5", class_names=[f"class_{c}" for c in range(CLASSES)]
-        )
-        with FeatureStore(tmp / "features.h5") as store:
-            emit({"event": "stage", "stage": "fit-head"})
-            fit = fit_heads(store, fit_config, out_dir=tmp / "heads")
-            emit({"event": "stage", "stage": "compare"})
-            heads = [tmp / "heads" / kind / f"seed_{config.seed}" for kind in fit_config.heads]
-            compared = compare_heads(heads, store, compare_config, out_dir=tmp / "compare")
-        result = _read(config, out, names, compared, fit.summary)
-        write_json(tmp / "summary.json", result.summary)
-    emit({"event": "write", "path": str(out / "summary.json")})
+    emit({"event": "stage", "stage": "extract", "seed": config.seed})
+    batches = {s: [(x[i : i + 256], y[i : i + 256]) for i in range(0, len(y), 256)] for s, (x, y) in splits.items()}
+    extract_features(
+        model, batches, layers=names, out=tmp / "features.h5", class_names=[f"class_{c}" for c in range(CLASSES)]
+    )
+    with FeatureStore(tmp / "features.h5") as store:
+        emit({"event": "stage", "stage": "fit-head", "seed": config.seed})
+        fit = fit_heads(store, fit_config, out_dir=tmp / "heads")
+        emit({"event": "stage", "stage": "compare", "seed": config.seed})
+        heads = [tmp / "heads" / kind / f"seed_{config.seed}" for kind in fit_config.heads]
+        compared = compare_heads(heads, store, compare_config, out_dir=tmp / "compare")
+    result = _read(config, out, names, compared, fit.summary)
+    write_json(tmp / "summary.json", result.summary)
     return result
 
 
@@ -371,6 +380,6 @@ def verdict_lines(
     seeds = "this construction seed" if seed is None else f"construction seed {seed}"
     lines.append(
         f"this verdict holds for {seeds} only (backbone, data and fit): another seed can fail; run several "
-        "(--seed 0, 1, 2, …) and read the check as passed only when every seed passes"
+        "(--seeds 3) and read the check as passed only when every seed passes"
     )
     return lines

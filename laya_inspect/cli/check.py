@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,9 +25,15 @@ app.add_typer(check_app, name="check")
 FORCE_HELP = "replace a non-empty --out that `check planted` wrote (kept until the new run is complete)"
 
 
-def _progress(event: dict[str, Any]) -> None:
-    if event["event"] == "stage":
-        dim(f"  {event['stage']} …", err=True)
+def _progress(several: bool) -> Callable[[dict[str, Any]], None]:
+    """The stage lines on stderr; naming their seed when ``several`` seeds run."""
+
+    def show(event: dict[str, Any]) -> None:
+        if event["event"] == "stage":
+            seed = f"seed {event['seed']}: " if several and "seed" in event else ""
+            dim(f"  {seed}{event['stage']} …", err=True)
+
+    return show
 
 
 def _cell(share: dict[str, Any]) -> tuple[str, str]:
@@ -61,9 +68,45 @@ def planted_table(s: dict[str, Any]) -> Table:
     return table
 
 
+def seeds_table(s: dict[str, Any]) -> Table:
+    """Every (head, method), the LOLO effects and the constant rule: the share per construction seed and
+    on how many seeds it is at the bar."""
+    from ..report.reading import name
+
+    c = s["construction"]
+    seeds = s["construction_seeds"]
+    table = Table(
+        title=f"how often signal layer {c['signal_layer_name']} is ranked first, per construction seed "
+        f"({s['compare']['n']} test rows each; * not at the {s['pass_share']:.0%} bar on that seed)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for i, column in enumerate(("head", "method", *(f"seed {seed}" for seed in seeds), "at bar")):
+        table.add_column(column, justify="left" if i < 2 else "right", no_wrap=True)
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        return [
+            "—" if v is None else f"{v:.3f}" + ("" if where == "above" else "*")
+            for v, where in zip(r["shares"], r["against_bar"])
+        ] + [f"{r['passed_on']}/{r['of']}"]
+
+    a = s["across_seeds"]
+    for m in a["methods"]:
+        table.add_row(m["head"], name(m["method"]), *cells(m))
+    for head, e in a["effects"].items():
+        table.add_row(head, f"LOLO effect ({s['compare']['ablation']})", *cells(e), style="dim")
+    for head, k in a["constant"].items():
+        shares = ["—" if v is None else f"{v:.3f}" for v in k["shares"]]
+        table.add_row(head, "constant rule", *shares, "", style="dim")
+    table.add_row("", "random floor 1/L", *[f"{s['random_floor']:.3f}"] * len(seeds), "", style="dim")
+    return table
+
+
 @check_app.command("planted")
 def planted_command(
     seed: int = opt(PlantedConfig, "seed"),
+    seeds: int = opt(PlantedConfig, "seeds"),
     layers: int = opt(PlantedConfig, "layers"),
     signal_layer: Optional[int] = opt(PlantedConfig, "signal_layer"),
     rows: int = opt(PlantedConfig, "rows"),
@@ -80,24 +123,40 @@ def planted_command(
     noise, every other layer independent noise. Its layers are cached, a LAYA and a ScalarMix
     head fitted, compare run; printed: how often each method ranks the signal layer first,
     beside the LOLO effects, a constant profile and random (1/L). It passes when the lower end of
-    the 95% interval of IG's share reaches 95% of rows; the verdict is for this one --seed (its
-    backbone, data and fit): run several seeds and read it as passed when every one passes.
+    the 95% interval of IG's share reaches 95% of rows. --seeds N runs N construction seeds (each
+    its own backbone, data and fit, in OUT/seed_S/) and passes a method only when it passes on
+    every one of them.
 
     Example:
-      laya-inspect check planted --layers 4 --signal-layer 1 --out runs/check-planted
+      laya-inspect check planted --layers 4 --signal-layer 1 --seeds 3 --out runs/check-planted
     """
     from ..check.planted import run_planted
+    from ..check.seeds import run_planted_seeds
     from ..runtime import set_threads
 
     config = from_options(PlantedConfig, locals())
     set_threads(None)
     c = config
+    which = f"seed {c.seed}" if c.seeds == 1 else f"construction seeds {c.seed} … {c.seed + c.seeds - 1}"
     dim(
         f"check planted: {c.layers} layers, signal in layer {c.signal}, noise {c.noise:g}, {c.rows} train and "
-        f"{c.rows} test rows, seed {c.seed}",
+        f"{c.rows} test rows, {which}",
         err=True,
     )
-    result = run_planted(config, out_dir=out, overwrite=force, progress=_progress)
+    if c.seeds > 1:
+        several = run_planted_seeds(config, out_dir=out, overwrite=force, progress=_progress(True))
+        s = several.summary
+        console.print(seeds_table(s))
+        accuracy = "; ".join(
+            f"seed {p['seed']}: " + ", ".join(f"{head} {acc:.3f}" for head, acc in p["test_acc"].items())
+            for p in s["per_seed"]
+        )
+        console.print(f"test accuracy: {accuracy}", highlight=False)
+        bullets(s["verdict"])
+        folders = ", ".join(f"{folder}/" for folder in s["files"]["seeds"].values())
+        dim(f"wrote {out / 'summary.json'} and, one per seed, {folders}", err=True)
+        return
+    result = run_planted(config, out_dir=out, overwrite=force, progress=_progress(False))
     s = result.summary
     console.print(planted_table(s))
     accuracy = ", ".join(f"{head} {acc:.3f}" for head, acc in s["test_acc"].items())
