@@ -310,3 +310,15 @@ def test_a_tiff_of_several_pages_is_read_as_its_first_and_said(tmp_path):
         f"dataset 'imagefolder:{root}': 1 file(s) hold several pages, and only the first page of each is read "
         "(e.g. dog/pages.tif, 2 pages); save each page as its own file to include the others"
     )
+
+
+def test_a_file_cut_short_says_how_many_rows_were_written_before_it(tmp_path):
+    """The error of a file cut short spoke of "the rows written so far" without a count; it counts them
+    (the rows of the batches before the file's)."""
+    root = tmp_path / "photos"
+    for split, n in (("train", 6), ("test", 2)):
+        two_classes(root / split, n=n)
+    cut = root / "train" / "dog" / "5.jpg"  # the last training row: past the rows read before the run
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    said = " ".join(_extract(root, tmp_path / "g.h5").output.split())
+    assert "dog/5.jpg': image file is truncated" in said and "the 10 rows written so far" in said, said

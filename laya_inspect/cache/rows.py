@@ -214,8 +214,10 @@ def _resume_hint(writer: FeatureWriter) -> Iterator[None]:
     try:
         yield
     except ImageFileError as e:
+        kept = writer.rows_kept
+        what = f"the {kept:,} rows written so far" if kept else "the partial cache, with no rows yet"
         raise ImageFileError(
-            f"{e}, then run the same command again with --overwrite: the rows written so far ({writer.partial}) "
+            f"{e}, then run the same command again with --overwrite: {what} ({writer.partial}) "
             "came from the folder as it was, and a changed folder is not resumed",
             e.path,
         ) from None

@@ -382,6 +382,11 @@ class FeatureWriter:
         row_bytes = sum(self.widths) * self.dtype.itemsize + 16
         return max(1, min(CHUNK_ROWS, BUFFER_BYTES // row_bytes))
 
+    @property
+    def rows_kept(self) -> int:
+        """Rows of every split this file keeps when closed now: on disk, and buffered (close writes them)."""
+        return sum(buf.on_disk + buf.fill.k for buf in self._splits.values())
+
     def n_written(self, split: str) -> int:
         """Rows of ``split`` on disk (a resumed run starts there); rows still buffered are not counted."""
         return self._buffers(split).on_disk
