@@ -156,3 +156,39 @@ def test_a_layer_that_gives_one_row_for_every_input_is_a_warning_in_the_result_a
         assert [w for w in store.attrs["warnings"] if "the same row for every input" in w] == ours
         embed, mix = store.layer("train", 0), store.layer("train", 1)
     assert np.abs(embed - embed[0]).max() == 0 and np.ptp(mix, axis=0).max() > 1e-3  # mix: not named
+
+
+def test_a_constant_layer_is_named_in_float16_too_and_a_nan_row_hides_no_variation(tmp_path: Path) -> None:
+    """Review: the same-row check compared the float32 rows with the first row rounded to float16, so
+    under dtype="float16" no layer was ever named; and a NaN value (allow_nonfinite) left its whole
+    batch out of the check, so a varying layer with a NaN in every batch was named."""
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.varies = nn.Linear(64, 8)
+            self.fixed = nn.Linear(64, 8)
+            self.tail = nn.Identity()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x.flatten(1)
+            h = self.varies(x)
+            self.fixed(x * 0)  # the same row for every input
+            return self.tail(torch.where(x[:, :1] > 100, torch.full_like(h, float("nan")), h))
+
+    x, y = _digits()
+    batches = [(x[i : i + 50], y[i : i + 50]) for i in range(0, 200, 50)]
+    half = extract_features(Two(), batches, layers=["varies", "fixed"], dtype="float16", out=tmp_path / "h.h5")
+    named = [w for w in half.warnings if "the same row for every input" in w]
+    assert len(named) == 1 and named[0].startswith("fixed (pooled by"), half.warnings
+    x = x.clone()
+    x[1::50, 0, 0, 0] = 1000.0  # one row of every batch gives NaN in tail
+    nan = extract_features(
+        Two(),
+        [(x[i : i + 50], y[i : i + 50]) for i in range(0, 200, 50)],
+        layers=["tail"],
+        out=tmp_path / "n.h5",
+        allow_nonfinite=True,
+    )
+    assert not [w for w in nan.warnings if "the same row for every input" in w], nan.warnings

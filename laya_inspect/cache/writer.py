@@ -93,6 +93,13 @@ def constant_warning(
     ]
 
 
+def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
+    """The largest |difference| of ``rows`` from ``first``, in float32; a NaN value (cached under
+    --allow-nonfinite) is left out, not the rest of its batch with it."""
+    gap = np.abs(rows.astype(np.float32, copy=False) - np.asarray(first, dtype=np.float32))
+    return float(np.nanmax(gap, initial=0.0)) if gap.size else 0.0
+
+
 _MOVE_IT = "move it away yourself, or choose another --out"
 
 
@@ -432,11 +439,11 @@ class FeatureWriter:
     def _compare(self, features: Sequence[np.ndarray], split: str, start: int) -> None:
         for i, x in enumerate(features):
             if len(x):
+                stored = np.asarray(x, dtype=self.dtype)  # as written: float16's rounding is no difference
                 if self._first[i] is None:
-                    self._first[i] = np.array(x[0], dtype=self.dtype)
+                    self._first[i] = stored[0].copy()
                     self._first_at = (split, start)
-                far = float(np.max(np.abs(x - self._first[i])))
-                self._apart[i] = max(self._apart[i], far)  # NaN (cached under --allow-nonfinite) left out
+                self._apart[i] = max(self._apart[i], _largest_gap(stored, self._first[i]))
         self._rows += len(features[0]) if len(features) else 0
 
     def constant_layers(self) -> list[str]:
@@ -463,7 +470,7 @@ class FeatureWriter:
                 ds = self._splits[split].layers[i]
                 for lo in range(0, n, CHUNK_ROWS):
                     rows = np.asarray(ds[lo : min(n, lo + CHUNK_ROWS)])
-                    self._apart[i] = max(self._apart[i], float(np.max(np.abs(rows - self._first[i]))))
+                    self._apart[i] = max(self._apart[i], _largest_gap(rows, self._first[i]))
             del self._unchecked[split]
         return [i for i in range(len(self._apart)) if within(i)]
 
