@@ -715,3 +715,14 @@ def test_a_class_index_written_two_ways_is_a_warning_and_yes_no_labels_keep_thei
     (tmp_path / "mixed.jsonl").write_text("\n".join(mixed) + "\n")
     with pytest.raises(InputError, match=r"labels mix numbers and words \(1 at line 6, 'true' at line 1\)"):
         load_data(f"jsonl:{tmp_path / 'mixed.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB)
+
+
+def test_a_yes_no_label_array_with_class_names_indexes_them(tmp_path):
+    """Review: with class_names, a bool y went through the words "false"/"true", so an array of only
+    True was read as class 0 (class_names[0]), not class 1."""
+    x = np.zeros((20, 4), dtype=np.float32)
+    y = np.array([True] * 14 + [False] * 6)
+    both = load_data(npz(tmp_path, "b.npz", X=x, y=y, class_names=np.array(["no", "yes"])))
+    assert both.class_names == ["no", "yes"]
+    with pytest.raises(InputError, match="has the class 'yes'"):
+        load_data(npz(tmp_path, "t.npz", X=x, y=np.ones(20, bool), class_names=np.array(["no", "yes"])))

@@ -132,7 +132,9 @@ def _labels(path: Path, pools: dict, names: np.ndarray | None) -> tuple[np.ndarr
                 f"{path}: label {all_labels[i]} at {locate(i)} is outside the class list: valid labels are "
                 f"0..{len(given) - 1} ({len(given)} class_names)" + (f"; {more} more labels outside it" if more else "")
             )
-        flat, _ = encode_labels(all_labels.tolist(), where=str(path), locate=locate)
+        # indices into class_names: a yes/no array is 0 and 1 here, not the words "false" and "true"
+        indices = all_labels.astype(np.int64) if all_labels.dtype.kind == "b" else all_labels
+        flat, _ = encode_labels(indices.tolist(), where=str(path), locate=locate)
         return flat, given
     words = [_text(v) for v in all_labels.tolist()]
     unknown = sorted(set(words) - set(given))
