@@ -302,3 +302,23 @@ def test_ctrl_c_before_any_row_says_nothing_was_written_and_what_is_on_disk(ckpt
     monkeypatch.undo()
     assert result.exit_code == 130, result.output
     assert result.stderr.strip().splitlines()[-1] == f"interrupted: {INTERRUPTED['extract']}"
+
+
+def test_ctrl_c_after_the_cache_is_in_place_says_it_is_complete(ckpt, tmp_path, monkeypatch):
+    """Review: a stop after the new cache was renamed into place (--overwrite's clean-up) said "no row
+    was written and no file was made; FILE, the earlier cache, is as it was"."""
+    import laya_inspect.cache.extract as extract_module
+
+    out = tmp_path / "f.h5"
+    args = extract_args(ckpt, out, "--split", "test", "--limit", "40")
+    assert runner.invoke(app, args).exit_code == 0
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(extract_module, "drop_stale_shards", ctrl_c)
+    result = runner.invoke(app, [*args, "--overwrite"], env={"COLUMNS": "300"})
+    monkeypatch.undo()
+    assert result.exit_code == 130, result.output
+    said = result.stderr.strip().splitlines()[-1]
+    assert said == f"interrupted: {out} was written whole before the stop: every row is in it, ready to use", said

@@ -89,11 +89,15 @@ def extract_command(
     if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
         extract_features(config)
         return
+    before = _file_identity(Path(config.out))
     try:
         with row_progress("rows") as on_event:
             result = extract_features(config, progress=on_event)
     except KeyboardInterrupt:
-        said = _nothing_written(Path(config.out))
+        out = Path(config.out)
+        if out.is_file() and _file_identity(out) != before:  # stopped after the cache was renamed into place
+            raise Stopped(f"{out} was written whole before the stop: every row is in it, ready to use") from None
+        said = _nothing_written(out)
         if said is None:
             raise
         raise Stopped(said) from None
@@ -117,6 +121,15 @@ def extract_command(
         + (f" × {result.world_size} processes" if result.world_size > 1 else "")
         + f") → {result.path}"
     )
+
+
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """(device, inode, change time) of ``path``, None where there is none: a cache renamed into place is another."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
 
 
 def _nothing_written(out: Path) -> str | None:
