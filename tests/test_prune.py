@@ -684,7 +684,7 @@ def test_error_bars_are_drawn_within_zero_and_one(planted, tmp_path, monkeypatch
     from laya_inspect.beyond.plots import prune_plots
 
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.9, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     for p in s["points"]:
@@ -694,3 +694,7 @@ def test_error_bars_are_drawn_within_zero_and_one(planted, tmp_path, monkeypatch
     for name in ("prune_accuracy_vs_k", "prune_accuracy_vs_flops"):
         low, high = figures[name].axes[0].get_ylim()
         assert -0.1 < low and high < 1.1, (name, low, high)
+    ticks = figures["prune_accuracy_vs_k"].axes[0].get_xticks()
+    assert all(float(t).is_integer() for t in ticks), ticks  # a count of layers: no 1.5
+    one = [line for line in s["verdict"] if "smallest set within --max-drop keeps 1 " in line]
+    assert one and all("keeps 1 layer," in line for line in one), s["verdict"]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..files import write_with
 
@@ -97,6 +98,8 @@ def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
         ref = s["reference"]["test_acc"]["mean"]
         ax.axhline(ref, color="grey", linestyle=":", linewidth=1, label="all layers")
         ax.set_xlabel(label)
+        if x_key == "k":  # a count of layers: no 1.5
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("test accuracy")
         ax.set_title(f"prune: {s['mode']}, {len(s['seeds'])} seed(s)")
         ax.legend(fontsize=8)

@@ -484,7 +484,10 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         if p["within_max_drop"] and (p["ranking"] not in by_k or p["k"] < by_k[p["ranking"]]["k"]):
             by_k[p["ranking"]] = p
     for name, p in by_k.items():
-        lines.append(f"{name}: smallest set within --max-drop keeps {p['k']} layers, {saves_text(p, s, short=True)}")
+        lines.append(
+            f"{name}: smallest set within --max-drop keeps {p['k']} layer{'s' * (p['k'] != 1)}, "
+            f"{saves_text(p, s, short=True)}"
+        )
     lines += [
         v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")
         for k, v in vs.items()
