@@ -249,13 +249,28 @@ MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
 # files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
 # is its own only as FILE.partial of a FILE the marker lists (_foreign).
-_OWN_TEMP = re.compile(r"^\..+\.(lock|tmp-\d+|old-\d+)$|^.+\.tmp-\d+$")
+_OWN_TEMP = re.compile(r"^\..+\.lock$|^\..+\.(?:tmp|old)-([0-9]+)$|^.+\.tmp-([0-9]+)$")
+# Linux never gives a process a larger PID (PID_MAX_LIMIT, 2**22): ``notes.tmp-20240105`` is a date
+# the user wrote, not a PID the tool did.
+PID_MAX = 2**22
+
+
+def pid_of(text: str) -> int | None:
+    """``text`` as a PID the tool may have put in a temporary name (1 … 2**22, digits only), else None."""
+    if not re.fullmatch(r"[0-9]{1,7}", text):
+        return None
+    pid = int(text)
+    return pid if 0 < pid <= PID_MAX else None
 
 
 def own_temp(name: str) -> bool:
     """A name laya-inspect gives its lock files and temporary files and folders (``.OUT.lock``,
-    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``)."""
-    return bool(_OWN_TEMP.match(name))
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``, PID a number a process can have)."""
+    m = _OWN_TEMP.match(name)
+    if m is None:
+        return False
+    pid = m.group(1) or m.group(2)
+    return pid is None or pid_of(pid) is not None
 
 
 _SHOWN = 3  # foreign entries named in a refusal
@@ -485,10 +500,17 @@ def atomic_dir(
 
 
 def _remove_stale(out: Path) -> None:
-    """Temporary folders and files of killed runs on this output (we hold its lock)."""
+    """Temporary folders and files of killed runs on this output (we hold its lock). A run killed
+    between the two renames left the previous output as ``.OUT.old-PID``: put back where ``out`` is
+    missing, else removed. Only that exact name, a real folder, whose PID is no running process: a
+    user's ``.OUT.old-backup`` is neither moved nor deleted."""
     remove_stale_temps(out)
-    for p in out.parent.glob(f".{glob.escape(out.name)}.old-*"):  # killed between the two renames: put it back
-        if not out.exists():
+    prefix = f".{out.name}.old-"
+    for p in sorted(out.parent.glob(glob.escape(prefix) + "*")):
+        pid = pid_of(p.name[len(prefix) :])
+        if pid is None or _running(pid) or p.is_symlink() or not p.is_dir():
+            continue
+        if not out.exists() and not out.is_symlink():
             os.replace(p, out)
         else:
             shutil.rmtree(p, ignore_errors=True)
@@ -511,15 +533,19 @@ def _running(pid: int) -> bool:
 
 
 def stale_temps(path: str | Path) -> list[Path]:
-    """The temporary files and folders a killed run left for output ``path``: ``NAME.tmp-PID`` and
-    ``.NAME.tmp-PID`` beside it (the names :func:`atomic_path` and :func:`atomic_dir` use) whose PID
-    is no running process. Nothing else is ever named, whatever it looks like."""
+    """The temporary files and folders a killed run left for output ``path``: the file
+    ``NAME.tmp-PID`` (:func:`atomic_path`) and the folder ``.NAME.tmp-PID`` (:func:`atomic_dir`) beside
+    it whose PID is no running process. Nothing else is ever named, whatever it looks like: not a
+    folder under the file's name nor a file under the folder's, not a symlink, not a number no
+    process can have (``results.tmp-20240105``, a date)."""
     target = Path(path)
     found = []
-    for prefix in (f"{target.name}.tmp-", f".{target.name}.tmp-"):
+    for prefix, folder in ((f"{target.name}.tmp-", False), (f".{target.name}.tmp-", True)):
         for p in target.parent.glob(glob.escape(prefix) + "*"):
-            pid = p.name[len(prefix) :]
-            if re.fullmatch(r"[0-9]+", pid) and not _running(int(pid)):
+            pid = pid_of(p.name[len(prefix) :])
+            if pid is None or _running(pid) or p.is_symlink():
+                continue
+            if p.is_dir() if folder else p.is_file():
                 found.append(p)
     return sorted(found)
 

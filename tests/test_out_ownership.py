@@ -400,3 +400,80 @@ def test_a_file_out_with_a_trailing_slash_is_refused_as_a_folder(tmp_path, monke
         r.output.split()
     )
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def _gone_pids(n: int = 1) -> list[int]:
+    """``n`` PIDs that no process has now (counted down from the largest a process can have)."""
+    found: list[int] = []
+    for pid in range(2**22, 1, -1):  # Linux's PID_MAX_LIMIT
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            found.append(pid)
+            if len(found) == n:
+                return found
+        except OSError:
+            pass
+    raise AssertionError("no free PID")
+
+
+def test_force_never_deletes_or_moves_a_users_folder_named_like_a_killed_runs_old_output(tmp_path):
+    """Audit: `fit-head --out fh1 --force` deleted the user's `.fh1.old-backup/` beside it (any
+    `.OUT.old-*` was taken for a killed run's previous output), and a run on a new --out moved the
+    user's `.newout.old-mine/` to `newout/`. Only `.OUT.old-PID` of a process that is gone is the tool's."""
+    out = written(tmp_path / "fh1")
+    backups = {}
+    for name in (".fh1.old-backup", ".fh1.old-20240105", ".newout.old-mine"):
+        backups[name] = users_folder(tmp_path / name)
+    with atomic_dir(out, force=True, command="fit-head") as tmp:
+        (tmp / "summary.json").write_text("{}")
+    with atomic_dir(tmp_path / "newout", command="fit-head") as tmp:
+        (tmp / "summary.json").write_text("{}")
+    for name, before in backups.items():
+        assert tree(tmp_path / name) == before, name
+    assert foreign_files(tmp_path / "newout") == []
+
+
+def test_a_killed_runs_old_output_is_still_put_back_or_removed(tmp_path):
+    (pid,) = _gone_pids()
+    old = written(tmp_path / f".out.old-{pid}", files={"old.json": "1"})
+    before = tree(old)
+    with atomic_dir(tmp_path / "other", command="fit-head") as tmp:  # another output's: left alone
+        (tmp / "a").write_text("x")
+    assert tree(old) == before
+    with atomic_dir(tmp_path / "out", force=True, command="fit-head") as tmp:
+        # the killed run's previous output was put back before the swap replaced it
+        assert (tmp_path / "out" / "old.json").read_text() == "1"
+        (tmp / "new.json").write_text("2")
+    assert not old.exists() and (tmp_path / "out" / "new.json").read_text() == "2"
+
+
+def test_stale_temporaries_are_only_the_tools_names_and_kinds(tmp_path):
+    """Audit: a user's `results.tmp-20240105/` (a folder, dated) beside --out results was removed as a
+    killed run's temporary. atomic_path's temporaries are files, atomic_dir's hidden folders."""
+    from laya_inspect.files import remove_stale_temps
+
+    a, b, c, d, e = _gone_pids(5)
+    users = {name: users_folder(tmp_path / name) for name in (f"results.tmp-{a}", "results.tmp-20240105")}
+    (tmp_path / f".results.tmp-{a}.txt").write_text("mine")
+    (tmp_path / f".results.tmp-{b}").write_text("a file, not the tool's folder")
+    os.symlink(tmp_path / "results.tmp-20240105", tmp_path / f".results.tmp-{c}")
+    (tmp_path / f".results.tmp-{d}").mkdir()  # a killed atomic_dir's
+    (tmp_path / f"results.tmp-{e}").write_text("half a file")  # a killed atomic_path's
+    removed = {p.name for p in remove_stale_temps(tmp_path / "results")}
+    assert removed == {f".results.tmp-{d}", f"results.tmp-{e}"}
+    for name, before in users.items():
+        assert tree(tmp_path / name) == before, name
+    assert (tmp_path / f".results.tmp-{b}").read_text() == "a file, not the tool's folder"
+    assert (tmp_path / f".results.tmp-{c}").is_symlink() and (tmp_path / f".results.tmp-{a}.txt").exists()
+
+
+def test_a_dated_name_inside_an_output_is_the_users(tmp_path):
+    """Audit: `notes.tmp-20240105` inside an earlier output counted as the tool's temporary file, so
+    --force deleted it with the folder; no process has such a PID."""
+    out = written(tmp_path / "out")
+    (out / "notes.tmp-20240105").write_text("mine")
+    (out / ".x.old-99999999").mkdir()
+    assert foreign_files(out) == [".x.old-99999999/", "notes.tmp-20240105"]
+    with pytest.raises(InputError, match="notes.tmp-20240105"):
+        check_out(out, force=True, command="fit-head")
