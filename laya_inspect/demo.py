@@ -336,14 +336,26 @@ def run_demo(
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events. ``plan``: the one
     :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice)."""
+    from .files import check_out, output_lock
+
+    if plan is None or plan.config != config:
+        plan = plan_demo(config)
+    # one demo at a time on a folder: a second one's --force cleared the first's steps under it
+    with output_lock(plan.out_dir):
+        # checked again: another demo may have filled it since the plan
+        check_out(plan.out_dir, force=config.force, command="demo", inputs=[config.data_root])
+        return _run_demo(config, plan, on_step, progress)
+
+
+def _run_demo(
+    config: DemoConfig, plan: DemoPlan, on_step: StepCallback | None, progress: Progress | None
+) -> DemoResult:
     from .cache.extract import extract_features
     from .cache.store import FeatureStore
     from .compare.run import compare_heads
     from .training.fit_head import fit_heads
     from .training.joint import train_joint
 
-    if plan is None or plan.config != config:
-        plan = plan_demo(config)
     # every step is small (an MLP and heads on it): the thread default for head-sized work, which
     # keeps a busy machine from slowing the run many times over (docs/PERFORMANCE.md, "--threads")
     set_threads(config.threads)

@@ -346,3 +346,22 @@ def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_besid
     assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == ["train", "extract"]
     rep = runner.invoke(app, ["report", str(out)], env=ENV)
     assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output
+
+
+def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: Path) -> None:
+    """Audit: the demo took no lock on its --out, so a second `demo --force` started while the first
+    ran cleared the first's heads, comparison and page and replaced its backbone and cache under it
+    (each step's own lock only refused it later, at fit-head)."""
+    from laya_inspect.files import MARKER, output_lock, write_marker
+
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "demo.json").write_text('{"kind": "laya-inspect-demo", "complete": true}')
+    (out / "report.html").write_text("the running demo's page")
+    write_marker(out, "demo", files=["demo.json", "report.html"])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with output_lock(out):  # the first demo, still running
+        r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
+    assert r.exit_code == 1 and "another laya-inspect process" in r.output, r.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert (out / MARKER).exists()
