@@ -422,3 +422,28 @@ def test_recorded_paths_lead_back_from_any_folder(
     summary = json.loads((work / "heads" / "summary.json").read_text())
     for path in (config["cache_path"], summary["cache"]["cache_path"]):
         assert Path(path) == work / "features.h5", path
+def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, object], tmp_path: Path) -> None:
+    """Audit: `report DIR --html` wrote over any DIR/report.html: a user's own page beside a copied
+    summary.json was lost. It replaces only a page its folder's marker lists or that carries the
+    page's own mark, never a symlink."""
+    from laya_inspect.files import MARKER
+
+    out, _ = fitted
+    mine = tmp_path / "mine"
+    shutil.copytree(out, mine)
+    (mine / MARKER).unlink()  # the user's folder: a copied summary.json, not an output of ours
+    ours = (mine / "report.html").read_bytes()
+    (mine / "report.html").write_text("<html>my own notes</html>")
+    result = runner.invoke(app, ["report", str(mine), "--html"], env=ENV)
+    assert result.exit_code == 1 and "not a page laya-inspect wrote" in result.output, result.output
+    assert (mine / "report.html").read_text() == "<html>my own notes</html>"
+    (tmp_path / "notes.html").write_text("elsewhere")
+    (mine / "report.html").unlink()
+    (mine / "report.html").symlink_to(tmp_path / "notes.html")
+    result = runner.invoke(app, ["report", str(mine), "--html"], env=ENV)
+    assert result.exit_code == 1 and "symlink" in result.output, result.output
+    assert (mine / "report.html").is_symlink() and (tmp_path / "notes.html").read_text() == "elsewhere"
+    (mine / "report.html").unlink()
+    (mine / "report.html").write_bytes(ours)  # a page laya-inspect wrote, by its mark
+    assert runner.invoke(app, ["report", str(mine), "--html"], env=ENV).exit_code == 0
+    assert runner.invoke(app, ["report", str(out), "--html"], env=ENV).exit_code == 0  # listed by its marker

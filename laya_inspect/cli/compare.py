@@ -122,8 +122,11 @@ def report_command(
     from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
     from ..report.html import readable
 
-    if html:  # report.html is written into DIR: not through a link to somewhere else
+    if html:  # report.html is written into DIR: not through a link to somewhere else, nor over a user's page
+        from ..report import refuse_foreign_page
+
         refuse_symlink(out_dir, "DIR")
+        refuse_foreign_page(out_dir)
     summary_path = out_dir / "summary.json"
     summary = read_json(summary_path) if summary_path.is_file() else None
     if beyond_kind(summary) is not None:  # a prune, early-exit or diagnose folder

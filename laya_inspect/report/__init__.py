@@ -12,6 +12,7 @@ what a result object shows in a notebook (``_repr_html_``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,38 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
         return out
 
     return page(f.kind, path, shown, TITLES[f.kind], parts)
+
+
+# what every page laya-inspect writes says of itself (html.page_facts, in the page's provenance)
+PAGE_MARK = b"<dt>page written by</dt><dd>laya-inspect "
+
+
+def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
+    """Refuse, before ``report --html`` rebuilds it, a ``folder/report.html`` laya-inspect did not
+    write: one the folder's marker does not list and that does not carry the page's own mark (a
+    user's page beside a copied summary.json), or a symlink."""
+    from ..errors import InputError
+    from ..files import read_marker
+
+    page = Path(folder) / REPORT_NAME
+    if not page.exists() and not page.is_symlink():
+        return
+    why = None
+    if page.is_symlink():
+        why = f"is a symlink (to {os.readlink(page)})"
+    elif page.is_file():
+        marker = read_marker(folder)
+        if marker is None or REPORT_NAME not in marker["files"]:
+            try:
+                ours = PAGE_MARK in page.read_bytes()
+            except OSError as e:
+                raise InputError(f"{page} cannot be read ({e.strerror or e})") from None
+            why = None if ours else "is not a page laya-inspect wrote"
+    if why is not None:
+        raise InputError(
+            f"{page} {why}; --html replaces only the report.html laya-inspect wrote: "
+            f"move it away, or run the report on another {flag}"
+        )
 
 
 def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> Path:
