@@ -206,10 +206,15 @@ def output_lock(path: str | Path) -> Iterator[None]:
 
     target = Path(path)
     lock = lock_path(target)
+    if lock.is_symlink():  # opening it would truncate what it points to
+        raise InputError(
+            f"{lock} is a symlink (to {os.readlink(lock)}), where laya-inspect keeps the lock of {target}; "
+            "move it away, or choose another output"
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -227,6 +232,13 @@ def output_lock(path: str | Path) -> Iterator[None]:
             if same:
                 break
             os.close(fd)
+        held = os.pread(fd, 64, 0)
+        if os.fstat(fd).st_size > 32 or not re.fullmatch(rb"\s*[0-9]*\s*", held):
+            os.close(fd)  # a user's file under the lock's name: neither emptied nor removed
+            raise InputError(
+                f"{lock} is not a lock file laya-inspect wrote (one holds only a PID), and laya-inspect keeps "
+                f"the lock of {target} there; move it away, or choose another output"
+            )
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
     except OSError as e:

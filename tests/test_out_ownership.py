@@ -477,3 +477,26 @@ def test_a_dated_name_inside_an_output_is_the_users(tmp_path):
     assert foreign_files(out) == [".x.old-99999999/", "notes.tmp-20240105"]
     with pytest.raises(InputError, match="notes.tmp-20240105"):
         check_out(out, force=True, command="fit-head")
+
+
+def test_the_lock_never_empties_or_removes_a_users_file_or_writes_through_a_link(tmp_path):
+    """Audit: the lock `.OUT.lock` was opened with O_CREAT, truncated and written with the PID, then
+    removed: a user's `.results.lock` beside `--out results` was lost, and a symlink there had the
+    file it points to overwritten with the PID. Both are refused now, untouched."""
+    from laya_inspect.files import output_lock
+
+    (tmp_path / ".results.lock").write_text("my notes")
+    with pytest.raises(InputError, match="not a lock file"):
+        with atomic_dir(tmp_path / "results", command="fit-head"):
+            pass
+    assert (tmp_path / ".results.lock").read_text() == "my notes" and not (tmp_path / "results").exists()
+    (tmp_path / "target.txt").write_text("the user's")
+    os.symlink(tmp_path / "target.txt", tmp_path / ".other.lock")
+    with pytest.raises(InputError, match="symlink"):
+        with output_lock(tmp_path / "other"):
+            pass
+    assert (tmp_path / "target.txt").read_text() == "the user's" and (tmp_path / ".other.lock").is_symlink()
+    (tmp_path / ".killed.lock").write_text("12345")  # a killed run's lock (its PID): taken over, then removed
+    with output_lock(tmp_path / "killed"):
+        assert (tmp_path / ".killed.lock").read_text() == str(os.getpid())
+    assert not (tmp_path / ".killed.lock").exists()
