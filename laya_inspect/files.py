@@ -459,9 +459,16 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
     marker = read_marker(out)
     if marker is not None and command is not None and marker.get("command") != command:
         raise InputError(
-            f"{flag} {out} holds the output of `laya-inspect {marker.get('command')}`, not of {command}; "
+            f"{flag} {out} {_whose(out, marker, command)}; "
             f"--force replaces only a folder the same command wrote: choose another {flag}"
         )
+    if marker is None and any(out.iterdir()):
+        claim = claimed_by(out)  # a folder inside another output (a fit-head output's demo/heads/laya)
+        if claim is not None:
+            raise InputError(
+                f"{flag} {out} {_part_of(claim)}; --force replaces only a whole folder "
+                f"{command or 'laya-inspect'} wrote: choose another {flag}"
+            )
     foreign = foreign_files(out)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
@@ -469,6 +476,30 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
             f"{flag} {out} holds files laya-inspect did not write ({shown}); --force never deletes them: "
             f"choose another {flag}, or empty it yourself"
         )
+
+
+def _whose(out: Path, marker: dict[str, Any], command: str) -> str:
+    """Whose output the marked folder ``out`` is, in words: a head directory (marked by no command of
+    its own) is named by the output that holds it."""
+    if marker.get("command") == "laya-inspect":
+        claim = claimed_by(out)
+        if claim is not None:
+            return _part_of(claim)
+        return (
+            "holds a head directory laya-inspect wrote"
+            if (out / "config.json").exists()
+            else ("holds a folder laya-inspect wrote")
+        )
+    return f"holds the output of `laya-inspect {marker.get('command')}`, not of {command}"
+
+
+def _part_of(claim: tuple[Path, dict[str, Any]]) -> str:
+    folder, marker = claim
+    try:
+        shown = folder.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return f"is part of the output of `laya-inspect {marker.get('command')}` in {shown}"
 
 
 @contextmanager

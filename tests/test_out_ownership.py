@@ -500,3 +500,21 @@ def test_the_lock_never_empties_or_removes_a_users_file_or_writes_through_a_link
     with output_lock(tmp_path / "killed"):
         assert (tmp_path / ".killed.lock").read_text() == str(os.getpid())
     assert not (tmp_path / ".killed.lock").exists()
+
+
+def test_a_folder_inside_another_output_is_named_by_that_output(tmp_path, monkeypatch):
+    """Audit: `compare --out demo/heads/concat --force` said the fit-head folder held "files
+    laya-inspect did not write (seed_0/)", and `--out demo/heads/concat/seed_0` the output "of
+    `laya-inspect laya-inspect`": both name the output they are part of now."""
+    monkeypatch.chdir(tmp_path)
+    with atomic_dir(tmp_path / "heads", command="fit-head") as tmp:
+        with atomic_dir(tmp / "laya" / "seed_0", force=True, lock=False, flag="head directory") as head:
+            (head / "config.json").write_text("{}")
+    before = tree(tmp_path / "heads")
+    for sub in ("heads/laya", "heads/laya/seed_0"):
+        with pytest.raises(InputError) as e:
+            check_out(tmp_path / sub, force=True, command="compare")
+        said = str(e.value)
+        assert "is part of the output of `laya-inspect fit-head` in heads" in said, said
+        assert "did not write" not in said and "laya-inspect laya-inspect" not in said
+    assert tree(tmp_path / "heads") == before
