@@ -518,3 +518,15 @@ def test_a_folder_inside_another_output_is_named_by_that_output(tmp_path, monkey
         assert "is part of the output of `laya-inspect fit-head` in heads" in said, said
         assert "did not write" not in said and "laya-inspect laya-inspect" not in said
     assert tree(tmp_path / "heads") == before
+
+
+@pytest.mark.parametrize(
+    "command", [["fit-head"], ["train"], ["export-head"], ["compare"], ["prune"], ["early-exit"], ["diagnose"]]
+)
+def test_force_help_says_it_replaces_only_what_the_tool_wrote(command):
+    """Audit: `fit-head --help` said --force replaces --out "whole (every file in it)", `train --help`
+    "overwrite --out if it exists": neither is what --force does (only laya-inspect's own output)."""
+    r = runner.invoke(app, [*command, "--help"], env=ENV)
+    line = " ".join(r.output.split("--force", 1)[1].split("│")[0].split())
+    assert "wrote" in line, line
+    assert "every file in it" not in r.output and "overwrite --out if it exists" not in r.output

@@ -102,7 +102,10 @@ class ExtractConfig:
     overwrite: bool = option(
         False,
         flag="--overwrite",
-        help="write a new cache even if --out exists (the old one stays readable until the new one is complete)",
+        help=(
+            "write a new cache even if --out exists, when it is a cache laya-inspect wrote "
+            "(the old one stays readable until the new one is complete)"
+        ),
     )
     random_init: bool = option(
         False, flag="--random-init", help="allow a randomly initialised network when no --weights is given"

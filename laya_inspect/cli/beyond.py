@@ -15,7 +15,7 @@ from ..options import field_of
 from ..report.reading import est, with_ci
 from .app import app, bullets, comma_list, console, dim, from_options, opt
 
-FORCE_HELP = "replace a non-empty --out whole (kept until the new run is complete)"
+FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
 
 
 def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:

@@ -55,7 +55,10 @@ def compare_command(
     force: bool = typer.Option(
         False,
         "--force",
-        help="replace a non-empty --out whole (its old files and plots go; kept until the new run is complete)",
+        help=(
+            "replace a non-empty --out that compare wrote, whole "
+            "(its old files and plots go; kept until the new run is complete)"
+        ),
     ),
 ) -> None:
     """Score each head's layer attributions (α, α-contrib, IG, Grad-CAM, static, random) against layer removal.

@@ -30,6 +30,11 @@ def _seeds(seeds: int | None, seed: int | None) -> tuple[int, ...]:
     return tuple(range(5 if seeds is None else seeds))
 
 
+FIT_FORCE_HELP = "replace a non-empty --out that fit-head wrote, whole (never a folder holding other files)"
+TRAIN_FORCE_HELP = "replace --out if it is a checkpoint train wrote (never any other file)"
+EXPORT_FORCE_HELP = "replace a non-empty --out that export-head wrote, whole (never a folder holding other files)"
+
+
 @app.command("fit-head")
 def fit_head_command(
     cache: Path = typer.Argument(..., help="feature cache written by `laya-inspect extract`"),
@@ -66,7 +71,7 @@ def fit_head_command(
     workers: Optional[int] = opt(FitConfig, "workers"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./<cache name>-heads)"),
     json_out: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout instead of the table"),
-    force: bool = typer.Option(False, "--force", help="replace a non-empty --out whole (every file in it)"),
+    force: bool = typer.Option(False, "--force", help=FIT_FORCE_HELP),
 ) -> None:
     """Fit LAYA and the baseline heads on a frozen feature cache over seeds; report accuracy, macro-F1 and α.
 
@@ -155,7 +160,7 @@ def train_command(
         help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)",
         parser=out_file("model.pt"),
     ),
-    force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
+    force: bool = typer.Option(False, "--force", help=TRAIN_FORCE_HELP),
 ) -> None:
     """Train a zoo backbone end to end with a head (the paper's joint protocol); write a zoo checkpoint.
 
@@ -206,7 +211,7 @@ def export_head_command(
     cache: Path = typer.Option(..., "--cache", "-c", help="the cache `extract` wrote from that checkpoint"),
     out: Path = typer.Option(..., "--out", "-o", help="head directory to write (for `compare`)"),
     split: str = typer.Option("test", "--split", help="split on which to check the head's accuracy"),
-    force: bool = typer.Option(False, "--force", help="replace a non-empty --out (its whole content)"),
+    force: bool = typer.Option(False, "--force", help=EXPORT_FORCE_HELP),
 ) -> None:
     """Turn the head trained jointly by `train` into a head directory that `compare` scores.
 
