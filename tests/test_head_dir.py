@@ -551,3 +551,22 @@ def test_a_tampered_checkpoint_head_is_one_input_error(case: str) -> None:
     assert "x.pt" in str(info.value) and "laya-inspect train" in str(info.value)
     good = {"kind": "laya", "config": head.config(), "state_dict": head.state_dict()}
     assert isinstance(head_from_checkpoint({"head": good}), type(head))
+
+
+def test_export_head_names_its_out_as_the_user_typed_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit: export-head's refusals named --out by its absolute path ("--out /home/…/x1 is not
+    empty"), unlike every other command's; they name it as typed, and still touch nothing."""
+    from types import SimpleNamespace
+
+    from laya_inspect.errors import InputError
+    from laya_inspect.head_dir.export import export_head
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x1").mkdir()
+    (tmp_path / "x1" / "notes.txt").write_text("mine")
+    store = SimpleNamespace(path=tmp_path / "c.h5")
+    for force, said in ((False, "--out x1 is not empty"), (True, "--out x1 holds files laya-inspect did not write")):
+        with pytest.raises(InputError) as e:
+            export_head(tmp_path / "ck.pt", store, "x1", force=force)  # type: ignore[arg-type]
+        assert str(e.value).startswith(said), str(e.value)
+    assert (tmp_path / "x1" / "notes.txt").read_text() == "mine"

@@ -75,7 +75,8 @@ def export_head(
     """
     from ..models.weights import read_checkpoint
 
-    check_out(target_dir(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path])
+    target_dir(out_dir)  # a folder with a name of its own; the messages name --out as it was typed
+    check_out(out_dir, force=force, command="export-head", inputs=[checkpoint, store.path])
     try:
         ckpt = read_checkpoint(checkpoint)
     except UnsafeCheckpointError:
@@ -114,6 +115,6 @@ def export_head(
         "joint_test_acc": metrics.get("test_acc"),
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
     }
-    with atomic_dir(target_dir(out_dir), force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
+    with atomic_dir(out_dir, force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
         write_head_files(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
     return summary
