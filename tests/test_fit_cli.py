@@ -422,6 +422,8 @@ def test_recorded_paths_lead_back_from_any_folder(
     summary = json.loads((work / "heads" / "summary.json").read_text())
     for path in (config["cache_path"], summary["cache"]["cache_path"]):
         assert Path(path) == work / "features.h5", path
+
+
 def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, object], tmp_path: Path) -> None:
     """Audit: `report DIR --html` wrote over any DIR/report.html: a user's own page beside a copied
     summary.json was lost. It replaces only a page its folder's marker lists or that carries the
