@@ -19,11 +19,13 @@ from laya_inspect.beyond.early_exit import (
     ExitConfig,
     exit_depths,
     frontier_area,
+    held_out_area,
     mass_beyond,
     simulate_early_exit,
     sweep,
     threshold_grid,
 )
+from laya_inspect.beyond.exit_heldout import crossfit_area, held_out, two_folds
 from laya_inspect.beyond.refit import Budget
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
@@ -124,13 +126,13 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "2", "--epochs", "10"]
     result = runner.invoke(app, [*args, "--thresholds", "11", "--device", "cpu", "--out", str(out)], env=ENV)
     assert result.exit_code == 0, result.output
-    assert "confidence+alpha" in result.output and "area under accuracy–compute" in result.output
+    assert "confidence+alpha" in result.output and "held-out area" in result.output
     s = json.loads((out / "summary.json").read_text())
     rules = {"fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle"}
     assert set(s["rules"]) == rules
-    assert all(len(r["area"]["values"]) == 2 for r in s["rules"].values())
+    assert all(len(r["area_held_out"]["values"]) == 2 for r in s["rules"].values())
     assert len(s["verdict"]) == 8 and len(s["fits"]) == 2 * 3
-    assert "random (reference: no information)" in result.output and "test split" in result.output
+    assert "random (reference: no information)" in result.output and "held out" in result.output
     for p in s["points"]:
         assert 0 <= p["accuracy"] <= 1 and 1 <= p["mean_depth"] <= 3
     # the confidence sweep runs from "every input exits at depth 1" to "none exits early"
@@ -215,8 +217,8 @@ def test_every_rule_is_read_against_random_exit(last_layer_run):
         "confidence+alpha vs random",
         "fixed vs random",
     ]
-    assert len(s["rules"]["random"]["area"]["values"]) == 2 and "no information" in s["random_exit"]
-    assert "test split" in s["selection"]
+    assert len(s["rules"]["random"]["area_held_out"]["values"]) == 2 and "no information" in s["random_exit"]
+    assert "held out" in s["selection"] and "validation rows" in s["selection"]
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "random (reference: no information)" in page and "Against random exit" in page
 
@@ -254,8 +256,9 @@ def test_an_older_summary_without_random_exit_still_renders(cache, tmp_path):
         head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
         config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=False)
         s = simulate_early_exit(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
-    for key in ("random_exit", "selection", "alpha_fired"):
+    for key in ("random_exit", "selection", "alpha_fired", "held_out"):
         del s[key]
+    s["rules"] = {r: {"area": e["area_in_sample"]} for r, e in s["rules"].items()}  # before the held-out area
     del s["rules"]["random"]
     s["comparisons"] = {k: {"area_diff": v["area_diff"], "verdict": v["verdict"]} for k, v in s["comparisons"].items()}
     s["comparisons"] = {k: v for k, v in s["comparisons"].items() if not k.endswith("vs random")}
@@ -279,8 +282,9 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
     assert comp["confidence+alpha vs confidence"]["verdict"].startswith("α never fired at ε = 0.05 (0 of 200 rows)")
     oracle = comp["confidence+alpha_oracle vs confidence"]
     assert oracle["same_area"] and oracle["verdict"] == (
-        "rule confidence+alpha_oracle has the same area as rule confidence on every seed (α of the full forward "
-        "pass fired at ε = 0.05 on 27 of 200 rows): its points move, no step of the frontier does; nothing to compare"
+        "rule confidence+alpha_oracle has the same held-out area as rule confidence on every seed (α of the full "
+        "forward pass fired at ε = 0.05 on 27 of 200 rows): its points move, no step of the frontier does; nothing "
+        "to compare"
     )
     assert comp["confidence vs random"]["verdict"].startswith("rule confidence beats random exit: +0.0500")
 
@@ -296,7 +300,7 @@ def test_the_plots_draw_random_exit_as_the_reference(cache, tmp_path, monkeypatc
         config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=True)
         s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
     assert set(figures) == {"early_exit_accuracy_vs_compute", "early_exit_accuracy_vs_depth"}
-    label = f"random exit (reference, area {s['rules']['random']['area']['mean']:.4f})"
+    label = f"random exit (reference, held-out area {s['rules']['random']['area_held_out']['mean']:.4f})"
     plotted = (("early_exit_accuracy_vs_compute", "compute_used"), ("early_exit_accuracy_vs_depth", "mean_depth"))
     for name, x_key in plotted:
         ax = figures[name].axes[0]
@@ -311,5 +315,134 @@ def test_the_plots_draw_random_exit_as_the_reference(cache, tmp_path, monkeypatc
         assert list(line.get_xdata()) == pytest.approx([c[x_key] for c in curve])
         assert list(line.get_ydata()) == pytest.approx([c["accuracy_mean"] for c in curve])
         for rule in ("confidence", "alpha", "fixed"):  # the rules, solid and coloured
-            drawn = next(lab for lab in labels if lab.startswith(f"{rule} (area"))
+            drawn = next(lab for lab in labels if lab.startswith(f"{rule} (held-out area"))
             assert legend_entry(ax, drawn).get_linestyle() == "-"
+
+
+# -- the held-out area (cross-fitted operating points) ----------------------------------------------
+
+
+def test_held_out_area_of_the_confidence_rule_by_hand():
+    """4 rows, 2 depths (compute 0.5 and 1.0), t ∈ {0, 0.8, never}; fold A = rows 0, 1.
+    Fold A: t=0 → acc ½ at 0.5, t=0.8 → ½ at 0.75, never → 1 at 1.0. Fold B: ½ at 0.5, 1 at 0.75, ½ at 1.0.
+    Chosen on A for c < 1 is t=0 (the tie at 0.75 goes to the cheaper point): ½ on B. Chosen on B is t=0
+    below 0.75, then t=0.8: ½ on A both. Held out ½; in sample (all 4 rows: ½, ¾, ¾) 0.625."""
+    preds = np.array([[0, 0], [1, 0], [1, 0], [0, 1]])
+    conf = np.array([[0.7, 0.9], [0.9, 0.9], [0.7, 0.9], [0.9, 0.9]])
+    labels = np.array([0, 0, 0, 0])
+    used = np.array([0.5, 1.0])
+    grid = (np.array([0.0, 0.8, NEVER]), np.array([0.0, NEVER]))
+    fold = np.array([True, True, False, False])
+    area, over = held_out_area("confidence", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    assert area == pytest.approx(0.5) and over == 0.0
+    pts = sweep("confidence", preds, conf, labels, used, {}, grid, 0.05)
+    in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.5, 1.0)
+    assert in_sample == pytest.approx((0.5 * 0.25 + 0.75 * 0.25) / 0.5) == pytest.approx(0.625)
+
+
+def test_crossfit_area_and_its_compute_overshoot_by_hand():
+    """Chosen on A: point 0 for c < 0.7 (B: 0.6), point 1 from 0.7 (B: 0.7, at compute 0.9 on B, so
+    0.9 − c over budget until c = 0.9: ∫ = 0.2²/2). Weighted by the rows scored when folds differ."""
+    area, over = crossfit_area([0.5, 0.7, 1.0], [0.5, 0.8, 0.9], [0.5, 0.9, 1.0], [0.6, 0.7, 1.0], 0.5, 1.0)
+    assert area == pytest.approx((0.6 * 0.2 + 0.7 * 0.3) / 0.5)
+    assert over == pytest.approx(0.2**2 / 2 / 0.5)
+    back, _ = crossfit_area([0.5, 0.9, 1.0], [0.6, 0.7, 1.0], [0.5, 0.7, 1.0], [0.5, 0.8, 0.9], 0.5, 1.0)
+    assert back == pytest.approx((0.5 * 0.4 + 0.8 * 0.1) / 0.5)  # chosen on B: point 0, then point 1 from 0.9
+    a = ([0.5, 0.7, 1.0], [0.5, 0.8, 0.9], 1)
+    b = ([0.5, 0.9, 1.0], [0.6, 0.7, 1.0], 3)
+    assert held_out(a, b, 0.5, 1.0)[0] == pytest.approx((3 * area + 1 * back) / 4)
+
+
+def test_fixed_depth_held_out_equals_in_sample_when_the_folds_order_the_depths_alike():
+    """Fixed depth has no threshold; its frontier picks the deepest affordable depth on both folds when
+    accuracy rises with depth on both, so its held-out area is its in-sample one (folds of 2 and 3 rows,
+    weighted by rows)."""
+    labels = np.zeros(5, dtype=int)
+    correct = np.array([[0, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1], [0, 0, 1]], dtype=bool)  # (N, L)
+    preds = np.where(correct, 0, 1)
+    fold = np.array([True, True, False, False, False])  # A: 0, ½, 1; B: ⅓, ⅔, 1
+    used = np.array([0.2, 0.5, 1.0])
+    grid = threshold_grid(5)
+    conf = np.full((5, 3), 0.5)
+    area, over = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    pts = sweep("fixed", preds, conf, labels, used, {}, grid, 0.05)
+    in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.2, 1.0)
+    assert area == pytest.approx(in_sample, abs=1e-12) and over == 0.0
+    assert in_sample == pytest.approx((0.2 * 0.3 + 0.6 * 0.5) / 0.8)
+
+
+def test_fixed_depth_held_out_is_lower_where_the_folds_order_the_depths_apart():
+    """The frontier's max over the depths is itself a choice: where depth 1 beats depth 2 on fold A by
+    chance and not on fold B, A's choice (depth 1) scores worse on B than the in-sample frontier says.
+    (Depth L, at compute 1, is reached only at the budget c = 1 and adds nothing to any area.)"""
+    labels = np.zeros(4, dtype=int)
+    correct = np.array([[1, 1, 1], [1, 0, 1], [0, 1, 1], [0, 1, 1]], dtype=bool)  # A: 1, ½; B: 0, 1
+    preds = np.where(correct, 0, 1)
+    fold = np.array([True, True, False, False])
+    used, conf, grid = np.array([0.2, 0.5, 1.0]), np.full((4, 3), 0.5), threshold_grid(5)
+    area, _ = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    pts = sweep("fixed", preds, conf, labels, used, {}, grid, 0.05)
+    in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.2, 1.0)
+    assert in_sample == pytest.approx((0.5 * 0.3 + 0.75 * 0.5) / 0.8)
+    # A → B: depth 1 throughout (0 on B); B → A: depth 1 (1 on A) below 0.5, then depth 2 (½ on A)
+    assert area == pytest.approx((0 + (1 * 0.3 + 0.5 * 0.5)) / 2 / 0.8) and area < in_sample
+
+
+def test_in_sample_selection_is_optimistic_for_random_exit():
+    """Random exit has no signal: its thresholds differ on the test rows by chance, and the in-sample
+    frontier keeps the lucky ones. Over 20 seeds its in-sample area exceeds its held-out area on
+    average; the held-out area matches the linear mix of the fixed depths it draws from."""
+    rng = np.random.default_rng(0)
+    n, L = 300, 3
+    labels = rng.integers(0, 4, n)
+    used = np.array([0.3, 0.6, 1.0])
+    grid = threshold_grid(41)
+    gaps = []
+    for seed in range(20):
+        r = np.random.default_rng([seed, 1])
+        preds = np.where(r.uniform(size=(n, L)) < np.array([0.6, 0.7, 0.8]), labels[:, None], (labels[:, None] + 1) % 4)
+        conf, noise = r.uniform(size=(n, L)), r.uniform(size=(n, L))
+        fold = two_folds(labels, np.random.default_rng([seed, 2]))
+        pts = sweep("random", preds, conf, labels, used, {}, grid, 0.05, noise)
+        in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.3, 1.0)
+        area, _ = held_out_area("random", preds, conf, labels, used, {}, grid, 0.05, noise, fold)
+        gaps.append(in_sample - area)
+    assert np.mean(gaps) > 0.005 and np.mean(np.array(gaps) > 0) > 0.8
+
+
+def test_two_folds_balance_every_label():
+    labels = np.array([0] * 7 + [1] * 4 + [2] * 1)
+    fold = two_folds(labels, np.random.default_rng(3))
+    assert abs(int(fold.sum()) - int((~fold).sum())) <= 1
+    for c in (0, 1, 2):
+        assert abs(int(fold[labels == c].sum()) - int((~fold[labels == c]).sum())) <= 1
+    assert (two_folds(labels, np.random.default_rng(3)) == fold).all()  # seeded
+
+
+def test_summary_records_both_areas_and_the_verdicts_read_the_held_out_one(last_layer_run):
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, out = last_layer_run
+    for e in s["rules"].values():
+        assert len(e["area_held_out"]["values"]) == len(e["area_in_sample"]["values"]) == 2
+        assert all(v >= 0 for v in e["compute_overshoot"]["values"])
+    assert s["held_out"]["compared"] == "area_held_out" and "default_rng([0, refit seed, 10])" == s["held_out"]["folds"]
+    assert all(sum(sizes) == 200 and abs(sizes[0] - sizes[1]) <= 1 for sizes in s["held_out"]["fold_sizes"].values())
+    fixed = s["rules"]["fixed"]
+    assert fixed["area_held_out"]["values"] == pytest.approx(fixed["area_in_sample"]["values"], abs=1e-12)
+    rules = s["rules"]
+    for name, c in s["comparisons"].items():
+        a, b = name.split(" vs ")
+        held = paired(rules[a]["area_held_out"]["values"], rules[b]["area_held_out"]["values"])
+        assert c["area_diff"]["values"] == pytest.approx(held["values"])
+        assert c["area_diff_in_sample"]["values"] == pytest.approx(
+            paired(rules[a]["area_in_sample"]["values"], rules[b]["area_in_sample"]["values"])["values"]
+        )
+    said = s["comparisons"]["confidence vs random"]["verdict"]
+    assert said in s["verdict"] and "(held-out area under accuracy–compute)" in said
+    assert any("held-out area under accuracy–compute" in line for line in early_exit_reading(s).lead)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "held-out area (compared)" in page and "in-sample area (optimistic)" in page
+    head = (out / "areas.csv").read_text().splitlines()[0]
+    assert "area_held_out_mean" in head and "area_in_sample_mean" in head and "compute_overshoot_mean" in head

@@ -88,7 +88,8 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
 
 
 def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
-    rules = {r: est(e["area"]) for r, e in s["rules"].items()}
+    held = all("area_held_out" in e for e in s["rules"].values())  # older summaries: the in-sample area only
+    rules = {r: est(e["area_held_out"] if held else e["area"]) for r, e in s["rules"].items()}
     comps = s["comparisons"]
     rows = [[c, diff_text(v["area_diff"]), word(v["area_diff"], alpha="alpha" in c)] for c, v in comps.items()]
     alone = ("alpha vs random", "exit: α alone vs random exit") if "alpha vs random" in comps else (
@@ -97,11 +98,12 @@ def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
         d = comps[key]["area_diff"]
         glance.append([name, "early-exit", what, diff_text(d), WORD[outcome(d)]])
     lead = (
-        f"**early-exit** ({len(s['seeds'])} seeds, ε = {s['config']['epsilon']:g}; area under accuracy–compute: "
+        f"**early-exit** ({len(s['seeds'])} seeds, ε = {s['config']['epsilon']:g}; "
+        f"{'held-out ' if held else ''}area under accuracy–compute: "
         + "; ".join(f"`{r}` {v}" for r, v in rules.items())
         + "):"
     )
-    return [lead, "", *table(["comparison", "area difference", ""], rows),
+    return [lead, "", *table(["comparison", f"{'held-out ' if held else ''}area difference", ""], rows),
             "Reading: " + " ".join(early_exit_reading(s).lead), ""]  # fmt: skip
 
 

@@ -17,8 +17,10 @@ Rules, each swept over its threshold:
   a reference for what a perfect α forecast could add, not a realisable rule.
 
 Accuracy, mean exit depth and the share of backbone FLOPs run (:mod:`.costs`) per threshold; each
-rule's area under its accuracy–compute frontier per seed; paired differences against random exit
-(the headline) and of confidence+alpha against confidence say whether α helps.
+rule's area under its accuracy–compute frontier per seed, in sample (optimistic) and held out
+(thresholds chosen on one fold of the test rows, scored on the other: :mod:`.exit_heldout`); paired
+differences of the held-out areas against random exit (the headline) and of confidence+alpha against
+confidence say whether α helps (:mod:`.exit_verdicts`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from ..errors import InputError
 from ..head_dir import store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
-from ..training.stats import TINY
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
@@ -50,19 +51,18 @@ from .common import (
     held_out_rows,
     load_split,
     open_weighted_head,
-    paired,
     refit_check,
     subsample,
     trust_lines,
-    verdict,
     write_whole,
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
+from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
+from .exit_verdicts import REALISABLE, _comparisons  # noqa: F401  (re-exported)
 from .refit import Budget, Fit, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
-REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
 RANDOM_STREAM = 9  # default_rng([seed, refit seed, 9]): the random-exit scores
 RANDOM_HOW = (
     "random exit: a uniform random score per test row and depth (default_rng([seed, refit seed, 9])), exit at the "
@@ -70,9 +70,10 @@ RANDOM_HOW = (
     "with the same sweep and frontier as every rule; the reference every realisable rule is read against"
 )
 SELECTION_CAVEAT = (
-    "operating points are chosen on the test split: each rule's frontier keeps the best of its thresholds on the "
-    "test rows (optimistic for every rule alike, random exit included; the per-depth heads' held-out rows stop "
-    "their training, so they are not clean either)"
+    "the areas compared are held out: each rule's thresholds are chosen on one fold of the test rows and scored "
+    "on the other (cross-fitted); `area_in_sample` keeps the best of its thresholds on the rows it is scored on, "
+    "optimistic for every rule alike. Not held out: the per-depth heads' validation rows stop their training "
+    "(early stopping), and the threshold grid, ε and the rules themselves are fixed in advance, not chosen"
 )
 NEVER = 1.01  # a threshold no probability and no mass reaches
 
@@ -174,6 +175,37 @@ def sweep(
     return points
 
 
+def held_out_area(
+    rule: str,
+    preds: np.ndarray,
+    conf: np.ndarray,
+    labels: np.ndarray,
+    used: np.ndarray,
+    masses: dict[str, np.ndarray],
+    grid: tuple[np.ndarray, np.ndarray],
+    epsilon: float,
+    noise: np.ndarray | None,
+    fold: np.ndarray,
+) -> tuple[float, float]:
+    """(held-out area, mean compute overshoot) of one rule for one seed, ``fold`` (N,) True on fold A
+    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, each rule swept on each fold's rows."""
+    parts = []
+    for rows in (fold, ~fold):
+        pts = sweep(
+            rule,
+            preds[rows],
+            conf[rows],
+            labels[rows],
+            used,
+            {k: m[rows] for k, m in masses.items()},
+            grid,
+            epsilon,
+            None if noise is None else noise[rows],
+        )
+        parts.append(([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], int(rows.sum())))
+    return held_out(parts[0], parts[1], float(used[0]), float(used[-1]))
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -229,6 +261,11 @@ def _simulate(
     if n_layers < 2:
         raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
+    if test.n < 2:
+        raise InputError(
+            f"early exit needs at least 2 rows in split {config.test_split!r} (its thresholds are chosen on one "
+            f"half of them and scored on the other); it has {test.n}"
+        )
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
     budget = budget.for_head(hconf)
     fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
@@ -242,7 +279,10 @@ def _simulate(
     grid = threshold_grid(config.thresholds)
     seeds = list(range(config.seeds))
     points: list[dict[str, Any]] = []
-    areas: dict[str, list[float]] = {r: [] for r in RULES}
+    areas: dict[str, list[float]] = {r: [] for r in RULES}  # held out: the areas compared
+    in_sample: dict[str, list[float]] = {r: [] for r in RULES}
+    overshoot: dict[str, list[float]] = {r: [] for r in RULES}
+    fold_sizes: list[list[int]] = []
     fits: list[dict[str, Any]] = []
     jobs = [(s, k) for s in seeds for k in range(n_layers)]
     common: dict[str, Any] = dict(
@@ -267,11 +307,16 @@ def _simulate(
         p = np.stack(probs, axis=1)  # (N, L, C)
         preds, conf = p.argmax(axis=2), p.max(axis=2)
         noise = np.random.default_rng([config.seed, s, RANDOM_STREAM]).uniform(size=conf.shape)
+        fold = two_folds(test.labels, np.random.default_rng([config.seed, s, FOLD_STREAM]))
+        fold_sizes.append([int(fold.sum()), int((~fold).sum())])
         for rule in RULES:
             pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise)
-            areas[rule].append(
+            in_sample[rule].append(
                 frontier_area([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], used[0], used[-1])
             )
+            area, over = held_out_area(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise, fold)
+            areas[rule].append(area)
+            overshoot[rule].append(over)
             points += [{**q, "seed": s} for q in pts]
     emit({"event": "fit", "done": total, "total": total, "layers": []})
     summary: dict[str, Any] = {
@@ -286,9 +331,23 @@ def _simulate(
         "rows": {"fit": len(fit_rows), "val": len(val_rows), "test": test.n, "val_how": rows_how},
         "costs": costs.to_dict(names),
         "compute_used_by_depth": {n: float(u) for n, u in zip(names, used)},
-        "area": "mean over compute budgets c from depth 1's to depth L's share of the best accuracy reached "
-        "with compute ≤ c (step frontier), per seed",
-        "rules": {r: {"area": estimate(a)} for r, a in areas.items()},
+        "area": "held-out area under accuracy–compute, per seed: " + HELD_OUT_HOW + "; in sample (optimistic): "
+        "mean over compute budgets c from depth 1's to depth L's share of the best accuracy reached with compute "
+        "≤ c on the test rows (step frontier)",
+        "rules": {
+            r: {
+                "area_held_out": estimate(areas[r]),
+                "area_in_sample": estimate(in_sample[r]),
+                "compute_overshoot": estimate(overshoot[r]),
+            }
+            for r in RULES
+        },
+        "held_out": {
+            "how": HELD_OUT_HOW,
+            "folds": f"default_rng([{config.seed}, refit seed, {FOLD_STREAM}])",
+            "fold_sizes": dict(zip(map(str, seeds), fold_sizes)),
+            "compared": "area_held_out",
+        },
         "random_exit": RANDOM_HOW,
         "selection": SELECTION_CAVEAT,
         "alpha_fired": {
@@ -319,7 +378,7 @@ def _simulate(
         + estimate_warnings(summary["costs"])
         + check_warnings(summary["refit_check"])
     )
-    summary["comparisons"] = _comparisons(areas, points, summary["alpha_fired"])
+    summary["comparisons"] = _comparisons(areas, points, summary["alpha_fired"], in_sample)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     return summary
 
@@ -329,59 +388,4 @@ def _fixed(points: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any
     for k, n in enumerate(names):
         acc = [p["accuracy"] for p in points if p["rule"] == "fixed" and p["mean_depth"] == k + 1]
         out.append({"depth": k + 1, "layer": n, "accuracy": estimate(acc)})
-    return out
-
-
-def _same_points(points: list[dict[str, Any]], a: str, b: str) -> bool:
-    """Whether rules ``a`` and ``b`` have the same operating points at every step of every seed."""
-
-    def key(rule: str) -> list[tuple[Any, ...]]:
-        fields = ("seed", "step", "accuracy", "compute_used", "mean_depth")
-        return [tuple(p[f] for f in fields) for p in points if p["rule"] == rule]
-
-    return key(a) == key(b)
-
-
-def _comparisons(
-    areas: dict[str, list[float]], points: list[dict[str, Any]], alpha_fired: dict[str, Any]
-) -> dict[str, Any]:
-    """Every realisable rule against random exit first (the headline), then whether α adds to
-    confidence, the oracle's, and the older comparisons against fixed depth's step frontier."""
-    pairs = {f"{r} vs random": (r, "random") for r in (*REALISABLE[1:], "fixed")}
-    pairs |= {
-        "confidence+alpha vs confidence": ("confidence+alpha", "confidence"),
-        "confidence+alpha_oracle vs confidence": ("confidence+alpha_oracle", "confidence"),
-        "confidence vs fixed": ("confidence", "fixed"),
-        "alpha vs fixed": ("alpha", "fixed"),
-    }
-    out: dict[str, Any] = {}
-    for label, (a, b) in pairs.items():
-        d = paired(areas[a], areas[b])
-        entry: dict[str, Any] = {"area_diff": d}
-        adds_alpha = a.startswith("confidence+alpha") and b == "confidence"
-        what = "α of the full forward pass" if a.endswith("oracle") else "α"
-        n = alpha_fired["oracle_rows" if a.endswith("oracle") else "rows"]
-        eps, of = alpha_fired["epsilon"], alpha_fired["of"]
-        if adds_alpha and _same_points(points, a, b):
-            why = (
-                f"{what} never fired at ε = {eps:g} (0 of {of} rows)"
-                if n == 0
-                else f"{what} fired at ε = {eps:g} on {n} of {of} rows, only where confidence exits as early"
-            )
-            entry["identical"] = True
-            entry["verdict"] = f"{why}: {a} is the confidence rule; nothing to compare"
-        elif all(abs(x - y) <= TINY for x, y in zip(areas[a], areas[b])):
-            entry["same_area"] = True
-            fired_on = f" ({what} fired at ε = {eps:g} on {n} of {of} rows)" if adds_alpha else ""
-            entry["verdict"] = (
-                f"rule {a} has the same area as {'random exit' if b == 'random' else f'rule {b}'} on every seed"
-                f"{fired_on}: its points move, no step of the frontier does; nothing to compare"
-            )
-        else:
-            entry["verdict"] = (
-                verdict(d, what=f"rule {a}", baseline="random exit" if b == "random" else f"rule {b}")
-                + " (area under accuracy–compute"
-                + ("; not realisable: it needs α of the full forward pass)" if a.endswith("oracle") else ")")
-            )
-        out[label] = entry
     return out

@@ -93,11 +93,27 @@ def write_early_exit(out: Path, summary: dict[str, Any], *, plots: bool) -> list
         write_json(out / "summary.json", summary),
         write_csv(out / "points.csv", summary["points"]),
         write_csv(out / "curves.csv", curves),
-        write_csv(out / "areas.csv", [{"rule": r, **_est("area", e["area"])} for r, e in summary["rules"].items()]),
+        write_csv(
+            out / "areas.csv",
+            [
+                {
+                    "rule": r,
+                    **_est("area_held_out", e["area_held_out"]),
+                    **_est("area_in_sample", e["area_in_sample"]),
+                    **_est("compute_overshoot", e["compute_overshoot"]),
+                }
+                for r, e in summary["rules"].items()
+            ],
+        ),
         write_csv(
             out / "comparisons.csv",
             [
-                {"comparison": k, **_est("area_diff", v["area_diff"]), "verdict": v["verdict"]}
+                {
+                    "comparison": k,
+                    **_est("area_diff", v["area_diff"]),
+                    **_est("area_diff_in_sample", v.get("area_diff_in_sample")),
+                    "verdict": v["verdict"],
+                }
                 for k, v in summary["comparisons"].items()
             ],
         ),

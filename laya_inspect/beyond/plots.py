@@ -134,12 +134,13 @@ def early_exit_plots(out: Path, s: dict[str, Any], curves: list[dict[str, Any]])
             pts = sorted((c for c in curves if c["rule"] == rule), key=lambda c: (c[x_key], c["accuracy_mean"]))
             x = [c[x_key] for c in pts]
             y = [c["accuracy_mean"] for c in pts]
-            area = entry["area"]["mean"]
+            area = entry["area_held_out"]["mean"]  # the area the verdicts read
             if rule == "random":  # the reference every rule is read against
-                ax.plot(x, y, marker=".", label=f"random exit (reference, area {area:.4f})", **REFERENCE)
+                ax.plot(x, y, marker=".", label=f"random exit (reference, held-out area {area:.4f})", **REFERENCE)
                 continue
             style = ":" if rule.endswith("oracle") else "-"
-            ax.plot(x, y, marker="o" if rule == "fixed" else ".", linestyle=style, label=f"{rule} (area {area:.4f})")
+            label = f"{rule} (held-out area {area:.4f})"
+            ax.plot(x, y, marker="o" if rule == "fixed" else ".", linestyle=style, label=label)
         ax.set_xlabel(label)
         ax.set_ylabel("test accuracy")
         ax.set_title(f"early exit: mean over {len(s['seeds'])} seed(s); ε = {s['config']['epsilon']:g}")

@@ -194,10 +194,17 @@ def early_exit_command(
     table = _table(
         f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
         "rule",
-        "area under accuracy–compute",
+        "held-out area",
+        "in-sample area (optimistic)",
+        "compute overshoot",
     )
     for rule, entry in s["rules"].items():
-        table.add_row(rule + _RULE_NOTES.get(rule, ""), _ci(entry["area"]))
+        table.add_row(
+            rule + _RULE_NOTES.get(rule, ""),
+            _ci(entry["area_held_out"]),
+            _ci(entry["area_in_sample"]),
+            f"{entry['compute_overshoot']['mean']:.4f}",
+        )
     console.print(table)
     if s.get("selection"):
         console.print(f"[dim]{s['selection']}[/dim]")

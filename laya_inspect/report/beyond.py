@@ -276,15 +276,25 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
-    rules = [
+    held = all("area_held_out" in e for e in s["rules"].values())  # older summaries: the in-sample area only
+    rules: list[list[Cell | str]] = [
         [
             rule
             + (" (not realisable)" if rule.endswith("oracle") else "")
             + (" (reference: no information)" if rule == "random" else ""),
-            est(e["area"]),
+            *(
+                [est(e["area_held_out"]), est(e["area_in_sample"]), num(e["compute_overshoot"]["mean"], 4)]
+                if held
+                else [est(e["area"])]
+            ),
         ]
         for rule, e in s["rules"].items()
     ]
+    rule_cols = (
+        ["rule", "held-out area (compared)", "in-sample area (optimistic)", "compute overshoot"]
+        if held
+        else ["rule", "area under accuracy–compute (in sample)"]
+    )
     caption = f"{s['area']}; mean over {len(s['seeds'])} seed(s) with the 95% t-interval"
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [
@@ -303,8 +313,13 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         Section(
             "Rules",
             [
-                Table("exit-rules", ["rule", "area under accuracy–compute"], rules, caption),
-                Table("exit-comparisons", ["comparison", "area difference", ""], comps, "paired over seeds"),
+                Table("exit-rules", rule_cols, rules, caption),
+                Table(
+                    "exit-comparisons",
+                    ["comparison", "held-out area difference" if held else "area difference", ""],
+                    comps,
+                    "paired over seeds",
+                ),
             ],
             notes=list(s.get("warnings") or []),
         )

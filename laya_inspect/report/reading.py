@@ -447,7 +447,11 @@ def prune_reading(s: dict[str, Any]) -> Reading:
 
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
-    unit = f"area under accuracy–compute, paired over {len(s['seeds'])} seed(s), 95% t-interval"
+    held = "held_out" in s  # older summaries compared the in-sample areas
+    unit = (
+        f"{'held-out ' if held else ''}area under accuracy–compute, paired over {len(s['seeds'])} seed(s), "
+        "95% t-interval"
+    )
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
