@@ -405,6 +405,11 @@ def check_out(
         raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
     if kind == "folder" and out.exists() and not out.is_dir():
         raise InputError(f"{flag} {out} is a file; give a folder")
+    if kind == "folder" and out.is_dir() and os.path.ismount(out):  # a rename onto it fails, after the work
+        raise InputError(
+            f"{flag} {out} is a mount point; laya-inspect writes its {flag} whole and renames it into place, "
+            f"which a mount point refuses: give a folder inside it, e.g. {flag} {out / 'results'}"
+        )
     real = out.resolve()
     if kind == "folder":
         cwd, home = Path.cwd().resolve(), Path.home().resolve()

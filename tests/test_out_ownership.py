@@ -188,6 +188,17 @@ def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused(tmp_path):
     assert check_out(tmp_path / "cmp", force=True, command="compare", inputs=[cache, heads, None]) == tmp_path / "cmp"
 
 
+def test_a_mount_point_out_is_refused_before_any_work(tmp_path, monkeypatch):
+    """A mount point as --out failed with EBUSY at the final rename, after all the work."""
+    mounted = tmp_path / "disk"
+    mounted.mkdir()
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == mounted or real_ismount(p))
+    with pytest.raises(InputError, match=r"is a mount point; .* give a folder inside it, e\.g\. --out .*disk/results"):
+        check_out(mounted, force=True, command="fit-head")
+    check_out(mounted / "results", force=False, command="fit-head")  # a folder inside it is fine
+
+
 def test_a_symlinked_out_is_refused(tmp_path):
     target = tmp_path / "elsewhere"
     before = users_folder(target)
