@@ -106,10 +106,13 @@ def _safetensors(p: Path) -> bool:
             head = f.read(9)
     except OSError:
         return p.suffix == ".safetensors"  # the reader says what is wrong
+    # the header's length first: its low byte may be 0x80, a pickle's first byte (timm's resnet50: 0x7080);
+    # a torch.save file never has "{" as its ninth byte
+    if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < 1 << 30:
+        return True
     if head.startswith((b"PK\x03\x04", b"\x80")):  # torch.save's zip, or its older bare pickle
         return False
-    looks = len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") < 1 << 30
-    return looks or p.suffix == ".safetensors"  # neither: the reader its name asks for says what is wrong
+    return p.suffix == ".safetensors"  # neither: the reader its name asks for says what is wrong
 
 
 def _torch_load(p: Path, *, weights_only: bool) -> Any:
