@@ -333,8 +333,8 @@ def explain_figure(e: Explanation) -> Any:
     ax_ef.axhline(0, color="grey", lw=0.8)
     q = "f_c" if e.effect == "logit" else "p_c"
     ax_ef.set_ylabel(f"{q} − {q}(layer ablated)")
-    drawn = f", mean of {e.draws} donors, 95% interval" if e.effects_ci is not None else ""
-    ax_ef.set_title(f"LOLO effect ({e.ablation} ablation{drawn}; this input)", fontsize=10)
+    drawn = f"\nmean of {e.draws} donors, 95% interval" if e.effects_ci is not None else ""  # on its own line: fits
+    ax_ef.set_title(f"LOLO effect ({e.ablation} ablation; this input){drawn}", fontsize=10)
     for ax in (ax_sc, ax_ef):
         ax.set_xticks(x, e.layer_names, rotation=45 if len(x) > 4 else 0, ha="right" if len(x) > 4 else "center")
     if e.scores:

@@ -143,6 +143,7 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
             assert f"warning {h['head']}: {w[:40]}" in text.replace("\n", " ")
     assert "summary.json" in text and "runs.csv" in text and "profiles" in text
     assert f"heads    {out}/<laya|last|concat|scalarmix>/" in text  # the final folder, not the temporary one
+    assert "report   " in text and "report.html (open it in a browser)" in text.replace("\n", "")
 
 
 @pytest.mark.slow

@@ -127,6 +127,8 @@ def fit_head_command(
     prof = [p for k, p in result.files.items() if str(p).startswith(str(o / "profiles"))]
     if prof:
         console.print(f"profiles {o / 'profiles'}/ ({len(prof)} files)", highlight=False)
+    if "report_html" in result.files:
+        console.print(f"report   {o / 'report.html'} (open it in a browser)", highlight=False)
 
 
 @app.command("train")
