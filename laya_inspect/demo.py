@@ -245,7 +245,7 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     if config.out is None:
         out = default_out_dir(config.dataset)
     else:
-        out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root])
+        out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
     spec = preset.data_spec(config.data_root)
     train = JointConfig(
         model=MODEL,
@@ -343,7 +343,7 @@ def run_demo(
     # one demo at a time on a folder: a second one's --force cleared the first's steps under it
     with output_lock(plan.out_dir):
         # checked again: another demo may have filled it since the plan
-        check_out(plan.out_dir, force=config.force, command="demo", inputs=[config.data_root])
+        check_out(plan.out_dir, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
         return _run_demo(config, plan, on_step, progress)
 
 

@@ -392,6 +392,7 @@ def check_out(
     kind: str = "folder",
     owned: Callable[[Path], str | None] | None = None,
     force_flag: str = "--force",
+    renamed: bool = True,
 ) -> Path:
     """Refuse, before any work, an output that would lose something that is not this run's to lose:
     a symlink; the current folder, one above it, the home folder or one above it; an output that
@@ -399,13 +400,15 @@ def check_out(
     reverse); a non-empty folder unless ``force`` and every file in it was written by ``command``
     (its marker, :func:`foreign_files`); and with ``force``, an existing file unless ``owned(path)``
     says laya-inspect wrote it (it returns None, else what the file is instead). ``kind``: ``folder``
-    or ``file``; an existing file without ``force`` is the caller's to refuse or resume. Returns ``path``."""
+    or ``file``; an existing file without ``force`` is the caller's to refuse or resume. ``renamed``:
+    the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
+    refused; False for a command that writes inside the folder (demo). Returns ``path``."""
     out = refuse_symlink(path, flag)
     if kind == "file" and out.is_dir():
         raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
     if kind == "folder" and out.exists() and not out.is_dir():
         raise InputError(f"{flag} {out} is a file; give a folder")
-    if kind == "folder" and out.is_dir() and os.path.ismount(out):  # a rename onto it fails, after the work
+    if renamed and kind == "folder" and out.is_dir() and os.path.ismount(out):  # a rename onto it fails
         raise InputError(
             f"{flag} {out} is a mount point; laya-inspect writes its {flag} whole and renames it into place, "
             f"which a mount point refuses: give a folder inside it, e.g. {flag} {out / 'results'}"

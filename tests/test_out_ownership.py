@@ -541,3 +541,15 @@ def test_force_help_says_it_replaces_only_what_the_tool_wrote(command):
     line = " ".join(r.output.split("--force", 1)[1].split("│")[0].split())
     assert "wrote" in line, line
     assert "every file in it" not in r.output and "overwrite --out if it exists" not in r.output
+
+
+def test_demo_writes_into_a_mount_point(tmp_path, monkeypatch):
+    """demo writes its files inside --out (no rename of the folder), so a mount point is no reason to
+    refuse it, as it was not before the mount-point check."""
+    from laya_inspect.demo import DemoConfig, plan_demo
+
+    mounted = tmp_path / "disk"
+    mounted.mkdir()
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == mounted or real_ismount(p))
+    assert plan_demo(DemoConfig(quick=True, device="cpu", out=str(mounted))).out_dir == mounted
