@@ -40,13 +40,19 @@ def flags_by_command() -> dict[str, set[str]]:
 
 
 def code_spans(path: Path) -> list[tuple[int, str]]:
-    """(line number, text) of every line of a fenced block and every inline code span."""
-    spans, fenced = [], False
+    """(line number, text) of every line of a fenced block and every inline code span; a fenced line
+    ending in a backslash is joined with the lines it continues onto (their flags are the command's)."""
+    spans: list[tuple[int, str]] = []
+    fenced, held = False, None  # held: (first line, text so far) of a command continued with "\\"
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.lstrip().startswith("```"):
             fenced = not fenced
         elif fenced:
-            spans.append((i, line))
+            start, text = held or (i, "")
+            text += " " + line.rstrip().removesuffix("\\")
+            held = (start, text) if line.rstrip().endswith("\\") else None
+            if held is None:
+                spans.append((start, text.strip()))
         else:
             spans += [(i, m.group(1)) for m in re.finditer(r"`([^`]+)`", line)]
     return spans
@@ -93,3 +99,11 @@ def test_the_scan_catches_a_wrong_flag_and_a_wrong_command() -> None:
         ("check planted", ["--seeds"])
     ]
     assert "fit-heads" not in known
+
+
+def test_a_command_continued_over_lines_is_read_whole(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("```bash\nlaya-inspect extract --model m \\\n    --no-such-flag 1 --out f.h5\necho done\n```\n")
+    [(line, text), (_, after)] = code_spans(doc)
+    assert line == 2 and after == "echo done"
+    assert invocations(text) == [("extract", ["--model", "--no-such-flag", "--out"])]
