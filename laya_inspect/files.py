@@ -553,13 +553,15 @@ def atomic_dir(
 def _remove_stale(out: Path) -> None:
     """Temporary folders and files of killed runs on this output (we hold its lock). A run killed
     between the two renames left the previous output as ``.OUT.old-PID``: put back where ``out`` is
-    missing, else removed. Only that exact name, a real folder, whose PID is no running process: a
-    user's ``.OUT.old-backup`` is neither moved nor deleted."""
+    missing, else removed. Only that exact name with a number a PID can be, a real folder: a user's
+    ``.OUT.old-backup`` is neither moved nor deleted. Whether that PID runs now is not asked: only a
+    run holding this output's lock swaps it, and we hold it, so a live process under that PID is
+    another one that got the number since (the leftover would otherwise stay, hidden, for good)."""
     remove_stale_temps(out)
     prefix = f".{out.name}.old-"
     for p in sorted(out.parent.glob(glob.escape(prefix) + "*")):
         pid = pid_of(p.name[len(prefix) :])
-        if pid is None or _running(pid) or p.is_symlink() or not p.is_dir():
+        if pid is None or p.is_symlink() or not p.is_dir():
             continue
         if not out.exists() and not out.is_symlink():
             os.replace(p, out)

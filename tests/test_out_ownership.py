@@ -459,6 +459,18 @@ def test_a_killed_runs_old_output_is_still_put_back_or_removed(tmp_path):
     assert not old.exists() and (tmp_path / "out" / "new.json").read_text() == "2"
 
 
+def test_a_killed_runs_old_output_whose_pid_was_reused_is_still_put_back(tmp_path):
+    """A run killed between its two renames left `.out.old-PID`; by the next run another process has
+    that PID (the parent of this test here). Only a holder of the output's lock swaps, so the folder
+    is the killed run's: put back, not left hidden beside the output for good."""
+    pid = os.getppid()
+    old = written(tmp_path / f".out.old-{pid}", files={"old.json": "1"})
+    with atomic_dir(tmp_path / "out", force=True, command="fit-head") as tmp:
+        assert (tmp_path / "out" / "old.json").read_text() == "1"  # put back before the swap
+        (tmp / "new.json").write_text("2")
+    assert not old.exists() and (tmp_path / "out" / "new.json").read_text() == "2"
+
+
 def test_stale_temporaries_are_only_the_tools_names_and_kinds(tmp_path):
     """Audit: a user's `results.tmp-20240105/` (a folder, dated) beside --out results was removed as a
     killed run's temporary. atomic_path's temporaries are files, atomic_dir's hidden folders."""
