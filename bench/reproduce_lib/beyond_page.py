@@ -97,12 +97,16 @@ def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
     held = all("area_held_out" in e for e in s["rules"].values())  # older summaries: the in-sample area only
     rules = {r: est(e["area_held_out"] if held else e["area"]) for r, e in s["rules"].items()}
     comps = s["comparisons"]
-    rows = [[c, diff_text(v["area_diff"]), word(v["area_diff"], alpha="alpha" in c)] for c, v in comps.items()]
+
+    def verdict(c: str, v: dict[str, Any]) -> str:  # a rule that is another one (α never fired): no verdict
+        return "identical rules" if v.get("identical") else word(v["area_diff"], alpha="alpha" in c)
+
+    rows = [[c, diff_text(v["area_diff"]), verdict(c, v)] for c, v in comps.items()]
     alone = ("alpha vs random", "exit: α alone vs random exit") if "alpha vs random" in comps else (
         "alpha vs fixed", "exit: α alone vs fixed depth")  # fmt: skip
     for key, what in (("confidence+alpha vs confidence", "exit: confidence+α vs confidence"), alone):  # fmt: skip
         d = comps[key]["area_diff"]
-        glance.append([name, "early-exit", what, diff_text(d), WORD[outcome(d)]])
+        glance.append([name, "early-exit", what, diff_text(d), verdict(key, comps[key])])
     lead = (
         f"**early-exit** ({len(s['seeds'])} seeds, ε = {s['config']['epsilon']:g}; "
         f"{'held-out ' if held else ''}area under accuracy–compute: "
