@@ -408,11 +408,6 @@ def check_out(
         raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
     if kind == "folder" and out.exists() and not out.is_dir():
         raise InputError(f"{flag} {out} is a file; give a folder")
-    if renamed and kind == "folder" and out.is_dir() and os.path.ismount(out):  # a rename onto it fails
-        raise InputError(
-            f"{flag} {out} is a mount point; laya-inspect writes its {flag} whole and renames it into place, "
-            f"which a mount point refuses: give a folder inside it, e.g. {flag} {out / 'results'}"
-        )
     real = out.resolve()
     if kind == "folder":
         cwd, home = Path.cwd().resolve(), Path.home().resolve()
@@ -423,6 +418,12 @@ def check_out(
                 f"{flag} {out} is {where}; laya-inspect replaces its {flag} whole: give a new sub-folder, "
                 f"e.g. {flag} {out / 'results'}"
             )
+    # a rename onto a mount point fails; checked after the folders above, which say more of / or a home
+    if renamed and kind == "folder" and out.is_dir() and os.path.ismount(out):
+        raise InputError(
+            f"{flag} {out} is a mount point; laya-inspect writes its {flag} whole and renames it into place, "
+            f"which a mount point refuses: give a folder inside it, e.g. {flag} {out / 'results'}"
+        )
     for given in inputs:
         if given is None or not Path(given).exists():  # a spec that names no file on this machine
             continue
