@@ -366,12 +366,14 @@ def _run_demo(
     # marked before the first write, with every name the demo may write there, so a demo killed
     # half-way can be rerun with --force (its sub-folders carry their own commands' markers)
     write_marker(plan.out_dir, "demo", files=[*(q.name for q in p.values()), "report.html"])
-    if force:
-        _clear_previous(plan.out_dir, p)
     steps = plan.steps()
     done: list[DemoStep] = []
     record = _record(plan, done, {}, {}, complete=False)
+    # before the previous demo's steps go: a run killed while clearing them must not leave that
+    # demo's demo.json saying it finished, beside a folder without its cache, heads and comparison
     write_json(p["demo_json"], record)
+    if force:
+        _clear_previous(plan.out_dir, p)
     t_start = time.perf_counter()
 
     def run(step: DemoStep, fn: Callable[[], Any], numbers: Callable[[Any], dict[str, Any]]) -> Any:

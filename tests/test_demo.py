@@ -348,6 +348,43 @@ def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_besid
     assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output
 
 
+@pytest.mark.slow
+def test_a_forced_demo_killed_as_it_clears_the_previous_one_does_not_say_that_one_finished(
+    demo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """QA (kill fuzz): `demo --force` over a finished demo, killed right after it removed the previous
+    demo's cache, heads and comparison, left the previous demo.json saying "complete" with every step
+    done, so `report` read the folder as a finished demo whose files were gone."""
+    import shutil
+
+    import laya_inspect.demo
+
+    out = tmp_path / "out"
+    shutil.copytree(demo[0], out)
+    assert json.loads((out / "demo.json").read_text())["complete"] is True
+    clear = laya_inspect.demo._clear_previous
+
+    class Killed(BaseException):  # nothing after the kill runs: no except, no later write
+        pass
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        clear(*args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(laya_inspect.demo, "_clear_previous", killed)
+    with pytest.raises(Killed):
+        laya_inspect.demo.run_demo(DemoConfig(quick=True, device="cpu", out=str(out), force=True))
+    assert not (out / "heads").exists() and not (out / "features.h5").exists()
+    record = json.loads((out / "demo.json").read_text())
+    assert record["complete"] is False
+    assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == []
+    monkeypatch.undo()
+    rep = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output
+
+
 def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: Path) -> None:
     """Audit: the demo took no lock on its --out, so a second `demo --force` started while the first
     ran cleared the first's heads, comparison and page and replaced its backbone and cache under it
