@@ -59,14 +59,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
     """:func:`atomic_path` for files that belong together (a checkpoint and its metrics): one temporary
     name each, and when the body returns the old files after the first are removed, then each new
-    one renamed over its target, the first first. So a run killed at any moment leaves the old set,
-    the new set, or a first file (old or new) without the rest: never a new file beside an old one
-    it does not belong with. When the body raises, the temporary files are removed and the old set
+    one renamed over its target, the first first (the temporary files of these names that a killed
+    run left, :func:`remove_stale_temps`, are removed before). So a run killed at any moment leaves
+    the old set, the new set, or a first file (old or new) without the rest: never a new file beside
+    an old one it does not belong with. When the body raises, the temporary files are removed and the old set
     is left as it was."""
     targets = [Path(p) for p in paths]
     for target in targets:
         if target.is_dir():
             raise InputError(f"{target} is a folder; give a file name")
+        try:  # what a killed write of this file left beside it (its process is gone): not left for good
+            remove_stale_temps(target)
+        except OSError:  # one that cannot be removed does not stop this write
+            pass
     tmps = tuple(t.with_name(f"{t.name}.tmp-{os.getpid()}") for t in targets)
     syncing: Path | None = None  # the target whose temporary file is being synced, once the body returned
     try:

@@ -565,3 +565,25 @@ def test_demo_writes_into_a_mount_point(tmp_path, monkeypatch):
     real_ismount = os.path.ismount
     monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == mounted or real_ismount(p))
     assert plan_demo(DemoConfig(quick=True, device="cpu", out=str(mounted))).out_dir == mounted
+
+
+def test_a_single_file_rewritten_takes_away_what_a_killed_write_of_it_left(tmp_path):
+    """QA (kill fuzz): `explain --out row.png --force` and `report DIR --html`, killed while writing,
+    left `row.png.tmp-PID` beside the figure and `report.html.tmp-PID` inside DIR, and no later run
+    removed them (only train did, for its checkpoint). Every atomic write of a file now removes its
+    own name's temporaries of processes that are gone, and nothing else."""
+    from laya_inspect.files import write_text, write_with
+
+    gone, other = _gone_pids(2)
+    page, fig = tmp_path / "report.html", tmp_path / "row.png"
+    (tmp_path / f"report.html.tmp-{gone}").write_text("<html>half a page")
+    (tmp_path / f"row.png.tmp-{gone}").write_bytes(b"\x89PNG half")
+    (tmp_path / f"row.png.tmp-{os.getppid()}").write_text("a running process's")  # not ours to take
+    (tmp_path / "report.html.tmp-20240105").write_text("mine")  # no PID: a date
+    (tmp_path / f"notes.txt.tmp-{other}").write_text("another file's, left alone")
+    write_text(page, "<html></html>")
+    write_with(fig, lambda p: p.write_bytes(b"\x89PNG"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["report.html", "row.png", f"row.png.tmp-{os.getppid()}", "report.html.tmp-20240105", f"notes.txt.tmp-{other}"]
+    )
+    assert (tmp_path / "report.html.tmp-20240105").read_text() == "mine"
