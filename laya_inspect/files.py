@@ -531,12 +531,14 @@ def atomic_dir(
     only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
     again just before the swap, so a file added during the run is not lost). When the body raises, the
     temporary folder is removed and ``path`` is left as it was."""
-    check_out(path, force=force, command=command, inputs=list(inputs), flag=flag)
+    inputs = list(inputs)
+    check_out(path, force=force, command=command, inputs=inputs, flag=flag)
     out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     with output_lock(out) if lock else nullcontext():
-        _remove_stale(out)
+        if _remove_stale(out):  # a killed swap's previous output is back: checked as any --out is (no --force)
+            check_out(path, force=force, command=command, inputs=inputs, flag=flag)
         try:
             tmp.mkdir(parents=True)
             yield tmp
@@ -556,14 +558,16 @@ def atomic_dir(
                     shutil.rmtree(p, ignore_errors=True)
 
 
-def _remove_stale(out: Path) -> None:
+def _remove_stale(out: Path) -> bool:
     """Temporary folders and files of killed runs on this output (we hold its lock). A run killed
     between the two renames left the previous output as ``.OUT.old-PID``: put back where ``out`` is
     missing, else removed. Only that exact name with a number a PID can be, a real folder: a user's
     ``.OUT.old-backup`` is neither moved nor deleted. Whether that PID runs now is not asked: only a
     run holding this output's lock swaps it, and we hold it, so a live process under that PID is
-    another one that got the number since (the leftover would otherwise stay, hidden, for good)."""
+    another one that got the number since (the leftover would otherwise stay, hidden, for good).
+    Returns whether a previous output was put back."""
     remove_stale_temps(out)
+    put_back = False
     prefix = f".{out.name}.old-"
     for p in sorted(out.parent.glob(glob.escape(prefix) + "*")):
         pid = pid_of(p.name[len(prefix) :])
@@ -571,8 +575,10 @@ def _remove_stale(out: Path) -> None:
             continue
         if not out.exists() and not out.is_symlink():
             os.replace(p, out)
+            put_back = True
         else:
             shutil.rmtree(p, ignore_errors=True)
+    return put_back
 
 
 def _running(pid: int) -> bool:

@@ -587,3 +587,22 @@ def test_a_single_file_rewritten_takes_away_what_a_killed_write_of_it_left(tmp_p
         ["report.html", "row.png", f"row.png.tmp-{os.getppid()}", "report.html.tmp-20240105", f"notes.txt.tmp-{other}"]
     )
     assert (tmp_path / "report.html.tmp-20240105").read_text() == "mine"
+
+
+def test_an_output_put_back_after_a_killed_swap_is_still_refused_without_force(tmp_path):
+    """QA (kill fuzz): `export-head --force` killed between its two renames left the previous output as
+    `.exp.old-PID`; the next `export-head --out exp` without --force put it back and then replaced it,
+    so the earlier head was lost without --force. The put-back output is checked as any other is."""
+    (pid,) = _gone_pids()
+    old = written(tmp_path / f".out.old-{pid}", files={"old.json": "1"})
+    ran = []
+    with pytest.raises(InputError, match="--force"):
+        with atomic_dir(tmp_path / "out", command="fit-head") as tmp:
+            ran.append(tmp)
+    assert ran == []  # refused before any work
+    assert not old.exists() and (tmp_path / "out" / "old.json").read_text() == "1"
+    assert foreign_files(tmp_path / "out") == []
+    with atomic_dir(tmp_path / "out", force=True, command="fit-head") as tmp:  # with --force: replaced
+        (tmp / "new.json").write_text("2")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [MARKER, "new.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
