@@ -406,7 +406,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   are built whole under a hidden temporary name (`.<name>.tmp-<pid>`) and renamed over the target
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with
   `--force` it is replaced whole, so no earlier run's heads or plots survive beside the new ones.
-  A run killed between the two renames is repaired by the next run on that output.
+  A run killed between the two renames is repaired by the next run on that output (the previous
+  output put back, then refused without `--force` as any non-empty output is).
 - **`--force` replaces only what laya-inspect wrote.** Every output folder carries a marker,
   `.laya-inspect.json`, naming the command, the version, the time and every file the command wrote
   (docs/FORMATS.md). `--force` replaces a folder only when it is empty, or when its marker names the
