@@ -129,6 +129,30 @@ def _logspace(start: float, stop: float, n: int) -> np.ndarray:
     return np.array([10.0 ** float(e) for e in np.linspace(start, stop, n)])
 
 
+def _exits(
+    rule: str,
+    conf: np.ndarray,
+    masses: dict[str, np.ndarray],
+    grid: tuple[np.ndarray, np.ndarray],
+    epsilon: float,
+    noise: np.ndarray | None,
+) -> Iterator[tuple[float | None, float | None, np.ndarray]]:
+    """Each step of one rule's sweep: (threshold, ε, (N,) 0-based exit depth per row), one depth
+    array at a time, not one per threshold (--thresholds × N at once)."""
+    t_grid, e_grid = grid
+    if rule == "fixed":
+        return ((None, None, np.full(len(conf), k)) for k in range(conf.shape[1]))
+    if rule in ("confidence", "random"):
+        scores = conf if rule == "confidence" else noise
+        if scores is None:
+            raise ValueError("rule random needs its uniform scores (noise)")
+        return ((t, None, exit_depths(scores, None, t, 0.0)) for t in t_grid)
+    if rule == "alpha":
+        return ((None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid)
+    m = masses["alpha_oracle" if rule.endswith("oracle") else "alpha"]
+    return ((t, epsilon, exit_depths(conf, m, t, epsilon)) for t in t_grid)
+
+
 def sweep(
     rule: str,
     preds: np.ndarray,
@@ -142,25 +166,9 @@ def sweep(
 ) -> list[dict[str, Any]]:
     """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,);
     ``noise`` (N, L) the uniform scores of rule ``random``."""
-    n_layers = preds.shape[1]
-    t_grid, e_grid = grid
-    # generators: one (N,) depth array at a time, not one per threshold (--thresholds × N at once)
-    settings: Iterator[tuple[float | None, float | None, np.ndarray]]
-    if rule == "fixed":
-        settings = ((None, None, np.full(len(labels), k)) for k in range(n_layers))
-    elif rule in ("confidence", "random"):
-        scores = conf if rule == "confidence" else noise
-        if scores is None:
-            raise ValueError("rule random needs its uniform scores (noise)")
-        settings = ((t, None, exit_depths(scores, None, t, 0.0)) for t in t_grid)
-    elif rule == "alpha":
-        settings = ((None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid)
-    else:
-        m = masses["alpha_oracle" if rule.endswith("oracle") else "alpha"]
-        settings = ((t, epsilon, exit_depths(conf, m, t, epsilon)) for t in t_grid)
     rows = np.arange(len(labels))
     points = []
-    for step, (t, e, d) in enumerate(settings):
+    for step, (t, e, d) in enumerate(_exits(rule, conf, masses, grid, epsilon, noise)):
         points.append(
             {
                 "rule": rule,
@@ -188,21 +196,16 @@ def held_out_area(
     fold: np.ndarray,
 ) -> tuple[float, float]:
     """(held-out area, mean compute overshoot) of one rule for one seed, ``fold`` (N,) True on fold A
-    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, each rule swept on each fold's rows."""
-    parts = []
-    for rows in (fold, ~fold):
-        pts = sweep(
-            rule,
-            preds[rows],
-            conf[rows],
-            labels[rows],
-            used,
-            {k: m[rows] for k, m in masses.items()},
-            grid,
-            epsilon,
-            None if noise is None else noise[rows],
-        )
-        parts.append(([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], int(rows.sum())))
+    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s. Each step's exit depths are computed
+    once for every row (an exit depth is a row's own) and read on each fold."""
+    folds = (fold, ~fold)
+    parts: list[tuple[list[float], list[float], int]] = [([], [], int(rows.sum())) for rows in folds]
+    hit_rows = np.arange(len(labels))
+    for _, _, d in _exits(rule, conf, masses, grid, epsilon, noise):
+        hit = preds[hit_rows, d] == labels
+        for (compute, acc, _), rows in zip(parts, folds):
+            compute.append(float(used[d[rows]].mean()))
+            acc.append(float(hit[rows].mean()))
     return held_out(parts[0], parts[1], float(used[0]), float(used[-1]))
 
 
