@@ -17,6 +17,7 @@ from laya_inspect.report.reading import (
     diagnose_reading,
     diff_text,
     early_exit_reading,
+    held_out_areas,
     interval,
     num,
     outcome,
@@ -94,7 +95,7 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
 
 
 def _exit(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
-    held = all("area_held_out" in e for e in s["rules"].values())  # older summaries: the in-sample area only
+    held = held_out_areas(s)
     rules = {r: est(e["area_held_out"] if held else e["area"]) for r, e in s["rules"].items()}
     comps = s["comparisons"]
 

@@ -19,7 +19,7 @@ from ..files import write_text
 from .figures import Figure, png_figure
 from .folders import pngs, read_json
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, num, outcome, pct, same
+from .reading import READINGS, diff_text, est, held_out_areas, num, outcome, pct, same
 
 REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -276,7 +276,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
-    held = all("area_held_out" in e for e in s["rules"].values())  # older summaries: the in-sample area only
+    held = held_out_areas(s)
     rules: list[list[Cell | str]] = [
         [
             rule

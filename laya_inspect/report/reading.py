@@ -445,9 +445,16 @@ def prune_reading(s: dict[str, Any]) -> Reading:
 # -- early exit ----------------------------------------------------------------------------------
 
 
+def held_out_areas(s: dict[str, Any]) -> bool:
+    """Whether an early-exit summary compares held-out areas (``area_held_out`` per rule); one written
+    before them has the in-sample ``area`` only, and its differences are of those."""
+    rules = s.get("rules") or {}
+    return bool(rules) and all("area_held_out" in e for e in rules.values())
+
+
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
-    held = "held_out" in s  # older summaries compared the in-sample areas
+    held = held_out_areas(s)
     unit = (
         f"{'held-out ' if held else ''}area under accuracy–compute, paired over {len(s['seeds'])} seed(s), "
         "95% t-interval"
