@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,12 @@ def attrs_digest(f: Any) -> str:
     groups = {name: plain(g) for name, g in f.items() if isinstance(g, h5py.Group)}
     text = json.dumps({"/": plain(f), "groups": groups}, sort_keys=True, separators=(",", ":"), default=_listed)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_warnings(attrs: Any, said: Sequence[str]) -> str:
+    """The ``warnings`` attribute of a cache whose attributes are ``attrs``, with ``said`` added after
+    what it holds (encoded, to be set before the cache is sealed)."""
+    return encode_attr("warnings", [*(decode_attr("warnings", attrs.get("warnings", "[]")) or []), *said])
 
 
 def named_twice(names: Any) -> Any:

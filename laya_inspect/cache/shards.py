@@ -36,7 +36,16 @@ from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
-from .schema import ATTRS_DIGEST, CONSTANT_SPREAD, check_attrs_end, decode_attr, encode_attr, layer_key, seal
+from .schema import (
+    ATTRS_DIGEST,
+    CONSTANT_SPREAD,
+    check_attrs_end,
+    decode_attr,
+    encode_attr,
+    layer_key,
+    seal,
+    with_warnings,
+)
 from .writer import VERIFIED, constant_warning, partial_path, same_transforms
 
 if TYPE_CHECKING:
@@ -293,8 +302,7 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
     pooling = [str(p) for p in decode_attr("layer_pooling", first.attrs.get("layer_pooling", "[]")) or []]
     said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
     if said:
-        before = decode_attr("warnings", first.attrs.get("warnings", "[]")) or []
-        f.attrs["warnings"] = encode_attr("warnings", [*before, *said])
+        f.attrs["warnings"] = with_warnings(first.attrs, said)
     total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:

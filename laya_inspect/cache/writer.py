@@ -37,6 +37,7 @@ from .schema import (
     named_twice,
     not_a_cache,
     seal,
+    with_warnings,
 )
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
@@ -550,8 +551,7 @@ class FeatureWriter:
                 self.file[split].attrs["complete"] = True
             self.file.attrs["nonfinite_counts"] = encode_attr("x", self.nonfinite())
             if warnings:
-                said = decode_attr("warnings", self.file.attrs.get("warnings", "[]")) or []
-                self.file.attrs["warnings"] = encode_attr("warnings", [*said, *warnings])
+                self.file.attrs["warnings"] = with_warnings(self.file.attrs, warnings)
             for key, value in (extra or {}).items():
                 self.file.attrs[key] = encode_attr(key, value)
             self.file.attrs["complete"] = True
