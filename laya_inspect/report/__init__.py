@@ -18,7 +18,7 @@ from typing import Any
 
 from ..files import write_text
 from .folders import folder_kind, read_folder
-from .html import fragment, page
+from .html import PAGE_MARK, fragment, page
 
 __all__ = ["build_page", "fit_summary_html", "folder_kind", "summary_html", "write_report_html"]
 
@@ -43,10 +43,6 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
         return out
 
     return page(f.kind, path, shown, TITLES[f.kind], parts)
-
-
-# what every page laya-inspect writes says of itself (html.page_facts, in the page's provenance)
-PAGE_MARK = b"<dt>page written by</dt><dd>laya-inspect "
 
 
 def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:

@@ -161,9 +161,18 @@ def fragment(reading: Reading, sections: Sequence[Section]) -> str:
     return f'<div class="laya-report">{style}{reading_html(reading)}{"".join(s.html() for s in sections)}</div>'
 
 
+def _fact(key: str, value: str) -> str:
+    return f"<dt>{esc(key)}</dt><dd>{esc(value)}</dd>"
+
+
+WRITTEN_BY = "page written by"  # the provenance fact every page carries (page_facts)
+# what a page laya-inspect wrote holds, whatever its versions: how report --html knows its own page
+PAGE_MARK = _fact(WRITTEN_BY, "laya-inspect ").removesuffix("</dd>").encode()
+
+
 def render(page: Page) -> str:
     commands = "\n".join(f"<h3>{esc(what)}</h3><pre><code>{esc(cmd)}</code></pre>" for what, cmd in page.commands)
-    prov = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in page.provenance)
+    prov = "".join(_fact(k, v) for k, v in page.provenance)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -245,9 +254,7 @@ def page_facts() -> list[tuple[str, str]]:
             versions.append(f"{pkg} {metadata.version(pkg)}")
         except metadata.PackageNotFoundError:
             continue
-    return [
-        ("page written by", f"laya-inspect {__version__}, Python {platform.python_version()}, {', '.join(versions)}")
-    ]
+    return [(WRITTEN_BY, f"laya-inspect {__version__}, Python {platform.python_version()}, {', '.join(versions)}")]
 
 
 def cli_line(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> str:
