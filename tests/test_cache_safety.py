@@ -236,27 +236,34 @@ def test_space_is_checked_before_anything_is_written(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_path):
+def _fill_under_a_file_size_limit(path: Path, limit: int, width: int) -> subprocess.CompletedProcess:
+    """A subprocess appending rows of ``width`` ones, 100 at a time, to a FeatureWriter at ``path``
+    under ``ulimit -f`` ``limit`` bytes, past the up-front space estimate as if the disk filled during
+    the run; it prints the WriteError and then "rows N", the rows on disk."""
     code = textwrap.dedent(
         f"""
         import resource
         import numpy as np
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1_500_000, 1_500_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
         from laya_inspect.cache.writer import FeatureWriter
         from laya_inspect.errors import WriteError
-        w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
-                          widths=[64], num_logits=None, check_space=False)
+        w = FeatureWriter({str(path)!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
+                          widths=[{width}], num_logits=None, check_space=False)
         w.check_space = True  # skip only the up-front estimate, as if the disk filled during the run
         try:
             for start in range(0, 10_000, 100):
-                w.append("train", [np.ones((100, 64))], np.zeros(100, int), np.arange(start, start + 100))
+                w.append("train", [np.ones((100, {width}))], np.zeros(100, int), np.arange(start, start + 100))
         except WriteError as e:
             print("WriteError:", e)
         print("rows", w.n_written("train"))
         w.close()
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_path):
+    out = _fill_under_a_file_size_limit(tmp_path / "c.h5", 1_500_000, 64)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "errno 27" in out.stdout and "rows written so far are kept" in out.stdout, out.stdout
     kept = int(out.stdout.split("rows")[-1])
@@ -269,26 +276,7 @@ def test_a_batch_that_would_not_fit_stops_before_writing_and_keeps_the_rows(tmp_
 def test_a_full_disk_at_the_first_block_says_no_row_was_written(tmp_path):
     """QA: the file size limit hit at the very first block said "the rows written so far are kept"
     when the partial file held none: it says that no row was written and what the file holds."""
-    code = textwrap.dedent(
-        f"""
-        import resource
-        import numpy as np
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))
-        from laya_inspect.cache.writer import FeatureWriter
-        from laya_inspect.errors import WriteError
-        w = FeatureWriter({str(tmp_path / "c.h5")!r}, attrs={{"command": {{}}}}, split_sizes={{"train": 10_000}},
-                          widths=[512], num_logits=None, check_space=False)
-        w.check_space = True  # skip only the up-front estimate, as if the disk filled during the run
-        try:
-            for start in range(0, 10_000, 100):
-                w.append("train", [np.ones((100, 512))], np.zeros(100, int), np.arange(start, start + 100))
-        except WriteError as e:
-            print("WriteError:", e)
-        print("rows", w.n_written("train"))
-        w.close()
-        """
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = _fill_under_a_file_size_limit(tmp_path / "c.h5", 1_000_000, 512)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     partial = partial_path(tmp_path / "c.h5")
     said = out.stdout.split("WriteError: ")[-1].split("\nrows")[0]

@@ -452,8 +452,7 @@ class FeatureWriter:
         rounding: each within :data:`~laya_inspect.cache.schema.CONSTANT_SPREAD` × the first row's largest
         |value| of it; a resumed run compares the rows it wrote with the first on disk."""
         names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
-        out = [str(names[i]) if i < len(names) else str(i) for i in self._same_rows()]
-        return out
+        return [str(names[i]) if i < len(names) else str(i) for i in self._same_rows()]
 
     def _same_rows(self) -> list[int]:
         """The layers whose rows so far are all within the tolerance of the first. The rows a killed
