@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench" / "reproduce_lib"))
 
 import paper as P  # noqa: E402
 from plans import CIFAR_ARCHIVE, TEXT_SECTIONS, mobilenet_weights  # noqa: E402
-from runner import Runner, Step, StepFailed, thread_env  # noqa: E402
+from runner import WEIGHTS_NOTE, Runner, Step, StepFailed, portable, thread_env  # noqa: E402
 
 from laya_inspect.files import write_text  # noqa: E402
 
@@ -810,7 +810,7 @@ def page(bbs: list[Backbone], runner: Runner, work: Path, mode: str) -> str:
         "## Commands and wall times",
         "",
         f"Each step is one subprocess (OMP_NUM_THREADS=1, HF_HUB_OFFLINE=1); its record and log are in "
-        f"`{work}/steps/` and `{work}/logs/`. Total wall time of the steps: {total / 60:.1f} min.",
+        f"`{work}/steps/` and `{work}/logs/`. Total wall time of the steps: {total / 60:.1f} min. {WEIGHTS_NOTE}",
         "",
         *cmds,
         "## Machine",
@@ -818,7 +818,7 @@ def page(bbs: list[Backbone], runner: Runner, work: Path, mode: str) -> str:
         *table(["", ""], [[k, v] for k, v in machine.items()] or [["recorded", "no"]]),
         "",
     ]
-    return "\n".join(head + sections(bbs, full=True) + tail).rstrip() + "\n"
+    return portable("\n".join(head + sections(bbs, full=True) + tail).rstrip() + "\n")
 
 
 def put_block(results: Path, bbs: list[Backbone], work: Path, runner: Runner) -> None:
@@ -840,7 +840,7 @@ def put_block(results: Path, bbs: list[Backbone], work: Path, runner: Runner) ->
         "",
         *sections(bbs, full=False),
     ]
-    block = "\n".join([BEGIN, *body, END])
+    block = portable("\n".join([BEGIN, *body, END]))
     i, j = text.find(BEGIN), text.find(END)
     if 0 <= i < j:
         text = text[:i] + block + text[j + len(END) :]

