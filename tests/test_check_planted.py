@@ -330,3 +330,40 @@ def test_seeds_pass_when_every_seed_passes(tmp_path) -> None:
     assert "at the 95% bar on 2 of 2 construction seeds" in result.output and "passed on every seed" in result.output
     assert re.search(r"IG\s+0\.9\d+\s+0\.9\d+\s+2/2", result.output)
     assert "holds for construction seeds 4, 5" in result.output
+
+
+def _recorded_paths(out: Path) -> tuple[str, list[str]]:
+    """Every text file's and attributions.h5's contents under ``out`` as one string, and the names of
+    the files that mention a temporary folder (``.NAME.tmp-PID``)."""
+    import h5py
+
+    texts, stale = [], []
+    for path in sorted(out.rglob("*")):
+        if path.suffix in (".json", ".csv", ".html") and path.is_file():
+            text = path.read_text(encoding="utf-8")
+        elif path.name == "attributions.h5":
+            with h5py.File(path) as f:
+                text = " ".join(str(v) for obj in [f, *f["heads"].values()] for v in obj.attrs.values())
+        else:
+            continue
+        texts.append(text)
+        if re.search(r"\.tmp-\d+", text):
+            stale.append(str(path.relative_to(out)))
+    return "\n".join(texts), stale
+
+
+def test_the_paths_heads_and_compare_record_name_the_finished_folder(default_run, two_seeds) -> None:
+    """The folder is built under a temporary name; what heads/ and compare/ record (runs.json's head
+    folders, cache paths, the pages' "rebuild this page" commands, attributions.h5) names the folder
+    as it is after the rename, and following it works."""
+    for _, _, out in (default_run, two_seeds):
+        text, stale = _recorded_paths(out)
+        assert stale == [], stale
+        assert str(out.resolve()) in text
+    _, _, out = default_run
+    runs = json.loads((out / "heads" / "runs.json").read_text(encoding="utf-8"))
+    dirs = [Path(r["head_dir"]) for r in runs]
+    assert dirs and all(d.is_dir() and (d / "config.json").is_file() for d in dirs)
+    page = (out / "compare" / "report.html").read_text(encoding="utf-8")
+    rebuild = re.search(r"laya-inspect report (\S+) --html", page)
+    assert rebuild is not None and Path(rebuild.group(1)) == (out / "compare").resolve()

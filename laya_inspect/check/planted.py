@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..files import atomic_dir, plain, write_json
+from ..files import atomic_dir, plain, write_json, write_text
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
 
@@ -213,9 +213,52 @@ def build_and_read(config: PlantedConfig, tmp: Path, out: Path, emit: Progress) 
         emit({"event": "stage", "stage": "compare", "seed": config.seed})
         heads = [tmp / "heads" / kind / f"seed_{config.seed}" for kind in fit_config.heads]
         compared = compare_heads(heads, store, compare_config, out_dir=tmp / "compare")
+    repoint(tmp, out)
     result = _read(config, out, names, compared, fit.summary)
     write_json(tmp / "summary.json", result.summary)
     return result
+
+
+def repoint(tmp: Path, out: Path) -> None:
+    """Make the paths that heads/ and compare/ record under ``tmp`` name ``out``, the folder ``tmp`` is
+    renamed to: their summaries, tables, pages ("rebuild this page: laya-inspect report …") and
+    compare's attributions.h5 would otherwise name a folder that is gone. A cache's attributes are
+    left alone (they record no path here, and their digest covers them)."""
+    import html
+    import json
+
+    import h5py
+
+    from ..cache.schema import ATTRS_DIGEST
+
+    pairs = {str(tmp.resolve()): str(out.resolve()), str(tmp): str(out)}
+    forms = [(enc(a), enc(b)) for a, b in pairs.items() for enc in (str, html.escape, lambda t: json.dumps(t)[1:-1])]
+    forms = [(a, b) for a, b in dict(forms).items() if a != b]
+
+    def swap(text: str) -> str:
+        for a, b in forms:
+            text = text.replace(a, b)
+        return text
+
+    for path in sorted(tmp.rglob("*")):
+        if path.suffix in (".json", ".csv", ".html", ".txt", ".md") and path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if swap(text) != text:
+                write_text(path, swap(text))
+        elif path.suffix == ".h5" and path.is_file():
+            with h5py.File(path, "r+") as f:
+                if ATTRS_DIGEST in f.attrs:
+                    continue
+                for obj in [f, *_h5_objects(f)]:
+                    for key, value in obj.attrs.items():
+                        if isinstance(value, str) and swap(value) != value:
+                            obj.attrs[key] = swap(value)
+
+
+def _h5_objects(f: Any) -> list[Any]:
+    found: list[Any] = []
+    f.visititems(lambda _name, obj: found.append(obj))
+    return found
 
 
 def _read(
@@ -288,9 +331,8 @@ def _read(
             "heads": "heads",
             "compare": "compare",
             "summary": "summary.json",
-            "note": "the folder is built whole under a temporary name and renamed at the end, so the paths that "
-            "heads/ and compare/ record name that temporary folder; the cache's fingerprint, which compare checks, "
-            "does not depend on them",
+            "note": "the folder is built whole under a temporary name and renamed at the end; the paths heads/ and "
+            "compare/ record are rewritten to name this folder before the rename",
         },
     }
     return PlantedResult(out, config, names, methods, effects, constant, test_acc, ablation, plain(summary))
