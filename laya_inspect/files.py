@@ -450,9 +450,8 @@ def check_out(
         # that cannot tell (no ``owned``) replaces nothing.
         why = owned(out) if owned is not None else "may not be laya-inspect's"
         if why is not None:
-            who = f"laya-inspect {command}" if command else "laya-inspect"
             raise InputError(
-                f"{flag} {out} {why}; {force_flag} replaces only a file {who} wrote: "
+                f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "
                 f"choose another {flag}, or move it away yourself"
             )
     return out
@@ -487,9 +486,15 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
         raise InputError(
-            f"{flag} {out} holds files laya-inspect did not write ({shown}); --force never deletes them: "
+            f"{flag} {out} holds files {_writer(command)} did not write ({shown}); --force never deletes them: "
             f"choose another {flag}, or empty it yourself"
         )
+
+
+def _writer(command: str | None) -> str:
+    """Who wrote what --force may replace: the command, not laya-inspect at large (another command's
+    figure saved inside this output is laya-inspect's, yet not this command's to delete)."""
+    return f"laya-inspect {command}" if command and command != "laya-inspect" else "laya-inspect"
 
 
 def _whose(out: Path, marker: dict[str, Any], command: str) -> str:

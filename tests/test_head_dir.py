@@ -565,7 +565,8 @@ def test_export_head_names_its_out_as_the_user_typed_it(tmp_path: Path, monkeypa
     (tmp_path / "x1").mkdir()
     (tmp_path / "x1" / "notes.txt").write_text("mine")
     store = SimpleNamespace(path=tmp_path / "c.h5")
-    for force, said in ((False, "--out x1 is not empty"), (True, "--out x1 holds files laya-inspect did not write")):
+    refusals = ((False, "--out x1 is not empty"), (True, "--out x1 holds files laya-inspect export-head did not write"))
+    for force, said in refusals:
         with pytest.raises(InputError) as e:
             export_head(tmp_path / "ck.pt", store, "x1", force=force)  # type: ignore[arg-type]
         assert str(e.value).startswith(said), str(e.value)

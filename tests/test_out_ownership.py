@@ -89,6 +89,17 @@ def test_force_refuses_a_folder_of_the_users_files(tmp_path):
     assert tree(out) == before
 
 
+def test_force_names_the_command_whose_files_it_keeps(tmp_path):
+    """A figure `explain` saved inside a fit-head output is laya-inspect's, but not fit-head's to delete:
+    the refusal says "laya-inspect fit-head did not write", not that laya-inspect did not write it."""
+    out = written(tmp_path / "heads")
+    (out / "row3.png").write_text("a figure another command wrote here")
+    with pytest.raises(InputError) as e:
+        written(out)
+    assert "holds files laya-inspect fit-head did not write (row3.png)" in str(e.value)
+    assert (out / "row3.png").read_text() == "a figure another command wrote here"
+
+
 def test_a_file_added_to_our_output_is_foreign(tmp_path):
     out = written(tmp_path / "out")
     (out / "plots" / "mine.png").write_text("the user's figure")
