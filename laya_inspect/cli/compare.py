@@ -8,12 +8,13 @@ from typing import Any, Optional
 import typer
 
 from ..compare.config import CompareConfig
-from ..report.terminal import build_report, fit_table, fit_title, gate_lines
+from ..report.terminal import build_report, fit_title
 from ..runtime import THREADS_FLAG, THREADS_HELP
 from .app import app, bullets, console, dim, err_console, from_options, json_text, opt
+from .fit import print_fit
 
 
-def _print_report(summary: dict[str, Any]) -> None:
+def print_report(summary: dict[str, Any]) -> None:
     for renderable in build_report(summary):
         console.print(renderable)
 
@@ -98,7 +99,7 @@ def compare_command(
     if as_json:
         typer.echo(json_text(result.summary))
     else:
-        _print_report(result.summary)
+        print_report(result.summary)
         n_plots = len(result.summary["files"].get("plots") or [])
         dim(
             f"wrote {out}/: report.html (open it in a browser), attributions.h5, summary.json, summary.csv, "
@@ -154,7 +155,7 @@ def _print_folder(folder: Any) -> None:
     from ..report.folders import CompareFolder, FitFolder
 
     if isinstance(folder, CompareFolder):
-        _print_report(folder.summary)
+        print_report(folder.summary)
         return
     if isinstance(folder, FitFolder):
         _print_fit(folder)
@@ -171,7 +172,7 @@ def _print_folder(folder: Any) -> None:
     if folder.fit is not None:
         _print_fit(folder.fit)
     if folder.compare is not None:
-        _print_report(folder.compare.summary)
+        print_report(folder.compare.summary)
 
 
 def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
@@ -189,14 +190,6 @@ def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) ->
 
 def _print_fit(folder: Any) -> None:
     """A fit-head folder's table, quality gate and α profile."""
-    from ..training.profiles import profile_lines
-
     s = folder.summary
     n_seeds = max(int(h.get("n") or 0) for h in s["heads"])
-    cache = (s.get("cache") or {}).get("cache_path", folder.path)
-    console.print(fit_table(s, fit_title(cache, s, n_seeds)))
-    for gate_line in gate_lines(s):
-        console.print(gate_line, highlight=False)
-    if folder.profiles:
-        for line in profile_lines(folder.profiles):
-            console.print(line, highlight=False)
+    print_fit(s, fit_title((s.get("cache") or {}).get("cache_path", folder.path), s, n_seeds), folder.profiles)

@@ -14,7 +14,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..demo import DEMO_DATASETS
-from ..report.terminal import build_report, fit_table, gate_lines
 from ..runtime import DEVICE_HELP
 from .app import STARTED, app, console, dim, err_console, from_options
 from .progress import fit_progress, make_progress, row_progress
@@ -115,9 +114,9 @@ def _accuracy_table(result: Any) -> None:
         f"Head accuracy on the test split ({result.plan.rows['test']:,} rows; {n} seed{'s' * (n > 1)}, "
         "mean [95% t-interval])"
     )
-    console.print(fit_table(fit, ""))  # the same table fit-head and report print, whole at 80 columns
-    for line in gate_lines(fit):  # what the gate column's "n warnings" are
-        console.print(line, highlight=False)
+    from .fit import print_fit  # here: importing it on top would list its commands before demo in --help
+
+    print_fit(fit, "")  # the same table and gate lines fit-head and report print, whole at 80 columns
     dim(
         f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
         f"{result.backbone['test_acc']:.3f}; every head reads its blocks"
@@ -207,8 +206,9 @@ def _summary(result: Any) -> None:
     _accuracy_table(result)
     _profile_table(result)
     _title("Faithfulness: does each method rank the layers as removing them one at a time does?")
-    for renderable in build_report(result.compare_summary):
-        console.print(renderable)
+    from .compare import print_report
+
+    print_report(result.compare_summary)
     _files(result)
     console.print(
         f"\nfinished in {time.perf_counter() - STARTED:.0f} s ({result.seconds:.0f} s in the steps and the report; "

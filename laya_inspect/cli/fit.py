@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -28,6 +28,19 @@ def _seeds(seeds: int | None, seed: int | None) -> tuple[int, ...]:
             "give --seed S to run seed S alone"
         )
     return tuple(range(5 if seeds is None else seeds))
+
+
+def print_fit(summary: dict[str, Any], title: str, profiles: dict[str, Any] | None = None, grid: Any = None) -> None:
+    """The table and gate lines of a fit-head summary (fit-head, report, demo), its grid choice and α profile."""
+    from ..training.profiles import profile_lines
+
+    console.print(fit_table(summary, title))
+    for gate in gate_lines(summary):
+        console.print(gate, highlight=False)
+    if grid:
+        console.print(f"grid choice ({grid['selection']}): {grid['chosen']}", highlight=False)
+    for line in profile_lines(profiles) if profiles else []:
+        console.print(line, highlight=False)
 
 
 FIT_FORCE_HELP = "replace a non-empty --out that fit-head wrote, whole (never a folder holding other files)"
@@ -82,7 +95,6 @@ def fit_head_command(
     from ..files import plain
     from ..runtime import set_threads
     from ..training.fit_head import fit_heads, resolve_heads
-    from ..training.profiles import profile_lines
 
     seed_values = _seeds(seeds, seed)
     heads = resolve_heads(head)
@@ -105,14 +117,7 @@ def fit_head_command(
     if json_out:
         typer.echo(json_text(plain(result.summary), allow_nan=False))
         return
-    console.print(fit_table(result.summary, fit_title(cache, result.summary, len(config.seeds))))
-    for gate_line in gate_lines(result.summary):
-        console.print(gate_line, highlight=False)
-    if result.grid:
-        console.print(f"grid choice ({result.grid['selection']}): {result.grid['chosen']}", highlight=False)
-    if result.profiles:
-        for line in profile_lines(result.profiles):
-            console.print(line, highlight=False)
+    print_fit(result.summary, fit_title(cache, result.summary, len(config.seeds)), result.profiles, result.grid)
     o = result.out_dir
     console.print(
         f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/", highlight=False
