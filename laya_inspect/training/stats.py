@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..files import plain
 
 UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
 
@@ -102,8 +103,7 @@ class Estimate:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able: NaN becomes None, and an undefined interval carries a note."""
-        d = {k: _finite_or_none(v) for k, v in asdict(self).items() if k != "values"}
-        d["values"] = [_finite_or_none(v) for v in self.values]
+        d = plain(asdict(self))
         if self.note:
             d["note"] = self.note
         return d
@@ -114,10 +114,6 @@ class Estimate:
         if ci:
             s += " [n/a]" if math.isnan(self.ci_low) else f" [{self.ci_low:.{digits}f}, {self.ci_high:.{digits}f}]"
         return s
-
-
-def _finite_or_none(v: Any) -> Any:
-    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def describe(values: Iterable[float], confidence: float = 0.95) -> Estimate:
@@ -184,9 +180,7 @@ def summary_to_jsonable(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any
             return v.to_dict()
         if isinstance(v, dict):
             return {k: conv(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [conv(x) for x in v]
-        return _finite_or_none(v)
+        return plain(v)
 
     return [conv(row) for row in summary]
 
