@@ -192,16 +192,11 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         emit=emit,
         tag=tag,
     )
-    emit(run_end(config.head, config.seed, stopper, history, tag))
+    end = run_end(config.head, config.seed, stopper, history, tag)
+    emit(end)
     preds, labels, weights, test_loss = predict(model, test.batches(np.arange(test_split.n), 4 * config.batch_size))
     metrics: dict[str, Any] = {
-        "head": config.head,
-        "seed": config.seed,
-        "val_acc": stopper.best_acc,
-        "val_loss": stopper.best_loss,
-        "monitor": stopper.monitor,
-        "best_epoch": stopper.best_epoch,
-        "epochs_run": len(history),
+        **{k: v for k, v in end.items() if k not in ("event", *tag)},  # head, seed, its best epoch's numbers
         "test_acc": float((preds == labels).mean()),
         "test_macro_f1": macro_f1(labels, preds),
         "test_loss": test_loss,
