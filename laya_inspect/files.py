@@ -178,11 +178,6 @@ def start_writeback(fd: int) -> None:
         fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # 0, 0: the whole file
 
 
-def lock_path(path: str | Path) -> Path:
-    target = Path(path)
-    return target.with_name(f".{target.name}.lock")
-
-
 # Lock descriptors this process holds. A forked child (a worker process, a DataLoader worker) closes
 # its copies at once: an flock lasts while any process keeps the descriptor open, so a worker still
 # dying after its killed command would otherwise refuse the user's immediate rerun.
@@ -210,7 +205,7 @@ def output_lock(path: str | Path) -> Iterator[None]:
     import fcntl
 
     target = Path(path)
-    lock = lock_path(target)
+    lock = target.with_name(f".{target.name}.lock")
     if lock.is_symlink():  # opening it would truncate what it points to
         raise InputError(
             f"{lock} is a symlink (to {os.readlink(lock)}), where laya-inspect keeps the lock of {target}; "

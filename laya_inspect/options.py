@@ -45,12 +45,6 @@ def field_of(config: Any, name: str) -> dataclasses.Field:
     raise KeyError(f"{getattr(config, '__name__', type(config).__name__)} has no field {name!r}")
 
 
-def flag_of(config: Any, name: str) -> str:
-    """The flag of a field (its first spelling: '--relu' of '--relu/--no-relu'); the field name when none."""
-    flag = field_of(config, name).metadata.get("flag")
-    return flag.partition("/")[0] if flag else name
-
-
 def default_of(config: Any, name: str) -> Any:
     f = field_of(config, name)
     if f.default is not Missing:
@@ -66,7 +60,8 @@ def check(config: Any, rules: Iterable[tuple[bool, str, str]]) -> None:
         if not ok:
             value = getattr(config, name)
             shown = list(value) if isinstance(value, tuple) else value
-            raise InputError(f"{flag_of(config, name)} {what}, got {shown!r}")
+            flag = field_of(config, name).metadata.get("flag")  # '--relu' of '--relu/--no-relu'
+            raise InputError(f"{flag.partition('/')[0] if flag else name} {what}, got {shown!r}")
 
 
 # The seeds every command draws from: torch.manual_seed and numpy's default_rng take 0 … 2**64 − 1 (numpy
