@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
 from ..errors import InputError
 from ..options import check, option, seed_ok, seed_range, tuples
-from ..runtime import THREADS_FLAG, THREADS_HELP
 from .options import HEAD_HPARAMS, loop_settings, shared, training_rules
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class FitConfig:
     )
     init: str = "glorot"
     device: str = shared("device")
-    threads: int | None = option(None, flag=THREADS_FLAG, help=THREADS_HELP)
+    threads: int | None = shared("threads")
     workers: int | None = option(
         None,
         flag="--workers",

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import LOSSES
 from ..options import SKLEARN_SEED_LIMIT, check, option, seed_rule, tuples
-from ..runtime import THREADS_FLAG, THREADS_HELP
 from .options import finite, loop_settings, shared, training_rules
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ class JointConfig:
         None, flag="--limit", help="at most this many rows per split (seeded, stratified)", always=True
     )
     device: str = shared("device")
-    threads: int | None = option(None, flag=THREADS_FLAG, help=THREADS_HELP)
+    threads: int | None = shared("threads")
     d_star: int = shared("d_star")
     tau: float = shared("tau")
     psi: str = shared("psi")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import INITS, MONITORS, PSI_CHOICES, VAL_MODES
 from ..options import option
-from ..runtime import DEVICE_HELP, check_device
+from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 if TYPE_CHECKING:
     from .loop import LoopSettings
@@ -35,6 +35,7 @@ _SHARED: dict[str, dict[str, Any]] = {
         help="stratified (a seeded draw per class) | last (the last rows, as Keras)",
     ),
     "device": dict(default="auto", flag="--device", help=DEVICE_HELP, always=True),
+    "threads": dict(default=None, flag=THREADS_FLAG, help=THREADS_HELP),
     "d_star": dict(default=96, flag="--d-star", help="adapter width d* (laya, concat, scalarmix)"),
     "tau": dict(default=1.5, flag="--tau", help="LAYA softmax temperature τ > 0"),
     "psi": dict(default="identity", flag="--psi", help="LAYA shared map ψ: identity | mlp"),
