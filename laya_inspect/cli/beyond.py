@@ -43,8 +43,9 @@ def _progress(event: dict[str, Any]) -> None:
         dim(f"  head {event['index'] + 1}/{event['total']}: {event['head']}", err=True)
 
 
-def _wrote(out: Path) -> None:
-    """The files the run wrote, as they are in ``out`` (report.html among them, plots/ when written)."""
+def _wrote(out: Path, s: dict[str, Any]) -> None:
+    """The verdict under the run's warnings, then the files in ``out`` (report.html among them, plots/ if any)."""
+    bullets(s["verdict"], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
 
@@ -142,8 +143,7 @@ def prune_command(
     console.print(table)
     for line in skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
-    bullets(s["verdict"], s.get("warnings"))
-    _wrote(out)
+    _wrote(out, s)
 
 
 _RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracle": " (not realisable)"}
@@ -212,8 +212,7 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
     console.print(depth)
-    bullets(s["verdict"], s.get("warnings"))
-    _wrote(out)
+    _wrote(out, s)
 
 
 @app.command("diagnose")
@@ -273,5 +272,4 @@ def diagnose_command(
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
-    bullets(s["verdict"], s.get("warnings"))
-    _wrote(out)
+    _wrote(out, s)
