@@ -425,10 +425,10 @@ def _run_demo(
         "backbone_test_acc": joint.metrics["test_acc"],
         "layers": ext.layer_names,
         "widths": ext.widths,
-        "head_test_acc": {h["head"]: h["test_acc"]["mean"] for h in fit.summary["heads"]},
+        "head_test_acc": done[2].numbers["test_acc"],
         "alpha_mean": _profile(profiles, "alpha", "laya", ext.layer_names),
         "scalarmix_weights": _profile(profiles, "static", "scalarmix", ext.layer_names),
-        "faithfulness": _faithfulness(cmp.summary),
+        "faithfulness": done[3].numbers["faithfulness"],
     }
     seconds = time.perf_counter() - t_start
     write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))

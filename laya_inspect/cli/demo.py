@@ -87,11 +87,8 @@ def _step_line(step: Any) -> str:
     if step.name == "fit-head":
         return "mean test accuracy: " + " · ".join(f"{h} {a:.3f}" for h, a in n["test_acc"].items())
     head, methods = next(iter(n["faithfulness"].items()))
-    return f"faithfulness ρ on {head}: " + " · ".join(f"{m} {_f(v)}" for m, v in methods.items())
-
-
-def _f(v: float | None, fmt: str = ".3f") -> str:
-    return "—" if v is None else format(v, fmt)
+    scores = " · ".join(f"{m} {'—' if v is None else f'{v:.3f}'}" for m, v in methods.items())
+    return f"faithfulness ρ on {head}: {scores}"
 
 
 def _header(plan: Any) -> None:
