@@ -10,8 +10,7 @@ import typer
 from ..errors import InputError
 from ..options import check_seed
 from ..report.terminal import fit_table, fit_title, gate_lines
-from ..training.fit_config import FitConfig
-from ..training.joint_config import JointConfig
+from ..training.fit_config import FitConfig, JointConfig
 from .app import app, comma_list, console, from_options, json_text, opt, out_file, warn
 from .progress import fit_progress
 

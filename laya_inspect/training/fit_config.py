@@ -1,20 +1,98 @@
-"""fit-head's options: :class:`FitConfig` (each field declares its flag, help and default) and the
-head-name resolution the command line uses. The library behind the command is fit_head.py."""
+"""The options of `fit-head` and `train`: :class:`FitConfig`, :class:`JointConfig` and the fields they
+share (each declared once: flag, help, default), with the head-name resolution the command line uses.
+Kept free of torch so that `--help` stays fast; the libraries behind the commands are fit_head.py and
+joint.py."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..choices import HEAD_NAMES, PSI_CHOICES, STANDARDIZE_CHOICES, known
+from ..choices import HEAD_NAMES, INITS, LOSSES, MONITORS, PSI_CHOICES, STANDARDIZE_CHOICES, VAL_MODES, known
 from ..errors import InputError
-from ..options import check, option, seed_ok, seed_range, tuples
-from .options import HEAD_HPARAMS, loop_settings, shared, training_rules
+from ..options import SKLEARN_SEED_LIMIT, check, option, seed_ok, seed_range, seed_rule, tuples
+from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 if TYPE_CHECKING:
     from .loop import LoopSettings
+
+_SHARED: dict[str, dict[str, Any]] = {
+    "lr": dict(default=3e-4, flag="--lr", help="Adam learning rate"),
+    "batch_size": dict(default=128, flag="--batch-size", help="training batch size"),
+    "epochs": dict(default=50, flag="--epochs", help="at most this many epochs", always=True),
+    "patience": dict(
+        default=5, flag="--patience", help="early stopping: epochs without a new best validation --monitor"
+    ),
+    "monitor": dict(
+        default="loss",
+        flag="--monitor",
+        choices=MONITORS,
+        help="early stopping watches validation loss (lower is better) or acc (higher); ties go to the "
+        "other; the best epoch's weights are kept",
+    ),
+    "weight_decay": dict(default=0.0, flag="--weight-decay", help="Adam weight decay (L2 penalty), ≥ 0"),
+    "val_fraction": dict(default=0.1, flag="--val-fraction", help="share of the training split held out"),
+    "val_mode": dict(
+        default="stratified",
+        flag="--val-mode",
+        choices=VAL_MODES,
+        help="stratified (a seeded draw per class) | last (the last rows, as Keras)",
+    ),
+    "device": dict(default="auto", flag="--device", help=DEVICE_HELP, always=True),
+    "threads": dict(default=None, flag=THREADS_FLAG, help=THREADS_HELP),
+    "d_star": dict(default=96, flag="--d-star", help="adapter width d* (laya, concat, scalarmix)"),
+    "tau": dict(default=1.5, flag="--tau", help="LAYA softmax temperature τ > 0"),
+    "psi": dict(default="identity", flag="--psi", help="LAYA shared map ψ: identity | mlp"),
+    "score_width": dict(default=None, flag="--score-width", help="LAYA scorer hidden width (default 2·d*)"),
+    "init": dict(
+        default="glorot",
+        flag="--init",
+        help="glorot (Keras' glorot-uniform, zero bias: the paper's) | torch (PyTorch's own defaults)",
+    ),
+}
+
+
+def shared(name: str, **changes: Any) -> Any:
+    """The field of a shared option (``changes`` override its declaration, e.g. ``always=True``)."""
+    return option(**{**_SHARED[name], **changes})
+
+
+HEAD_HPARAMS = ("d_star", "tau", "psi", "score_width", "init")  # the head options fit-head and train share
+
+
+def loop_settings(cfg: Any, **run: Any) -> LoopSettings:
+    """The training loop's settings: a config's shared options, and ``run``'s epochs, patience, seed (loss)."""
+    from .loop import LoopSettings
+
+    return LoopSettings(lr=cfg.lr, weight_decay=cfg.weight_decay, monitor=cfg.monitor, **run)
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
+    """The rules `fit-head` and `train` share, for :func:`laya_inspect.options.check` (NaN and ±inf
+    fail every rule on a float: they would train to chance and exit 0)."""
+    check_device(cfg.device)
+    return [
+        # Adam moves each weight by about lr per step: beyond 1 a run can only diverge.
+        (finite(cfg.lr) and 0 < cfg.lr <= 1, "lr", "must be a number in (0, 1]"),
+        (finite(cfg.weight_decay) and cfg.weight_decay >= 0, "weight_decay", "must be a finite number ≥ 0"),
+        (cfg.monitor in MONITORS, "monitor", f"must be one of {', '.join(MONITORS)}"),
+        (cfg.batch_size >= 1, "batch_size", "must be ≥ 1"),
+        (cfg.epochs is None or cfg.epochs >= 1, "epochs", "must be ≥ 1"),
+        (cfg.patience is None or cfg.patience >= 1, "patience", "must be ≥ 1"),
+        (0 < cfg.val_fraction < 1, "val_fraction", "must be in (0, 1)"),
+        (cfg.val_mode in VAL_MODES, "val_mode", f"must be one of {', '.join(VAL_MODES)}"),
+        (cfg.d_star >= 1, "d_star", "must be ≥ 1"),
+        (finite(cfg.tau) and cfg.tau > 0, "tau", "must be a finite number > 0"),
+        (cfg.psi in PSI_CHOICES, "psi", f"must be one of {', '.join(PSI_CHOICES)}"),
+        (cfg.score_width is None or cfg.score_width >= 1, "score_width", "must be ≥ 1"),
+        (cfg.init in INITS, "init", f"must be one of {', '.join(INITS)}"),
+    ]
 
 
 def _heads_argv(heads: tuple[str, ...]) -> str:
@@ -198,3 +276,83 @@ def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:
                 if n not in out:
                     out.append(n)
     return tuple(out)
+
+
+JOINT_HEADS = ("last", "laya", "concat", "scalarmix")
+POOLING = {"mlp": "none", "cnn": "gap", "bilstm": "last"}  # how each arch's block outputs become vectors
+
+
+@dataclass(frozen=True)
+class JointConfig:
+    model: str = option("zoo:mlp", flag="--model", help="zoo:mlp | zoo:cnn | zoo:bilstm", always=True)
+    data: str = option(
+        "fashion-mnist",
+        flag="--data",
+        always=True,
+        help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text table csv:FILE or jsonl:FILE for zoo:bilstm",
+    )
+    head: str = option(
+        "last", flag="--head", always=True, help="last (the backbone's own classifier) | laya | concat | scalarmix"
+    )
+    seed: int = option(0, flag="--seed", help="initialisation and shuffling seed", always=True)
+    lr: float = shared("lr")
+    batch_size: int = shared("batch_size")
+    epochs: int = shared("epochs")
+    patience: int = shared("patience")
+    monitor: str = shared("monitor")
+    weight_decay: float = shared("weight_decay")
+    val_fraction: float = shared("val_fraction")
+    val_mode: str = shared("val_mode")
+    limit: int | None = option(
+        None, flag="--limit", help="at most this many rows per split (seeded, stratified)", always=True
+    )
+    device: str = shared("device")
+    threads: int | None = shared("threads")
+    d_star: int = shared("d_star")
+    tau: float = shared("tau")
+    psi: str = shared("psi")
+    score_width: int | None = shared("score_width")
+    train_split: str = "train"
+    test_split: str = "test"
+    data_seed: int = 0  # the dataset's own seeded split/subset; extract's --seed must match it
+    init: str = shared("init")  # backbone and head initialisation
+    ln_eps: float | None = option(None, flag="--ln-eps", help="the backbone's LayerNorm ε (default 1e-3, Keras')")
+    loss: str = option(
+        "logits",
+        flag="--loss",
+        help="logits (cross-entropy on logits) | probs (Keras' loss on "
+        "clipped softmax probabilities, as the reference notebook)",
+    )
+    model_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"hidden": [512, 256, 128]}
+
+    def __post_init__(self) -> None:
+        tuples(self)
+        prefix, _, name = self.model.partition(":")
+        check(
+            self,
+            [
+                (
+                    prefix == "zoo" and bool(name),
+                    "model",
+                    "is not a zoo backbone; train builds zoo backbones: zoo:mlp | zoo:cnn | zoo:bilstm",
+                ),
+                (self.head in JOINT_HEADS, "head", f"must be one of {', '.join(JOINT_HEADS)}"),
+                *training_rules(self),
+                (self.threads is None or self.threads >= 1, "threads", "must be a whole number ≥ 1"),
+                seed_rule(self),
+                seed_rule(self, "data_seed", limit=SKLEARN_SEED_LIMIT),  # scikit-learn's random_state
+                (
+                    self.ln_eps is None or (finite(self.ln_eps) and self.ln_eps > 0),
+                    "ln_eps",
+                    "must be a finite number > 0",
+                ),
+                (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
+            ],
+        )
+
+    @property
+    def arch(self) -> str:
+        return self.model.partition(":")[2]
+
+    def loop_settings(self) -> LoopSettings:
+        return loop_settings(self, epochs=self.epochs, patience=self.patience, seed=self.seed, loss=self.loss)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..files import write_csv, write_json
 from ..runtime import Progress, no_progress
-from .options import HEAD_HPARAMS
+from .fit_config import HEAD_HPARAMS
 
 
 def grid_search(

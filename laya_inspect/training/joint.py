@@ -32,9 +32,8 @@ from ..errors import InputError
 from ..files import atomic_paths, check_out, json_bytes, output_lock, plain, remove_stale_temps, spec_paths
 from ..heads import Head, HeadOutput, LastLayerHead, build_head
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
-from .joint_config import JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
+from .fit_config import HEAD_HPARAMS, JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
 from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
-from .options import HEAD_HPARAMS
 from .quality import chance_level, near_chance
 from .stats import macro_f1
 
