@@ -12,7 +12,6 @@ from scipy import stats as sps
 from laya_inspect.errors import InputError
 from laya_inspect.training.stats import (
     describe,
-    mean,
     paired_difference,
     std,
     summarize_runs,
@@ -25,7 +24,7 @@ def test_t_interval_by_hand() -> None:
     x = [1.0, 2.0, 3.0, 4.0]
     # mean 2.5; std (ddof=1) = sqrt(5/3); t(0.975, 3) = 3.182446305284263 (tables)
     half = 3.182446305284263 * math.sqrt(5 / 3) / 2
-    assert mean(x) == 2.5
+    assert describe(x).mean == 2.5
     assert std(x) == pytest.approx(math.sqrt(5 / 3), abs=1e-12)
     lo, hi = t_interval(x)
     assert lo == pytest.approx(2.5 - half, abs=1e-9) and hi == pytest.approx(2.5 + half, abs=1e-9)

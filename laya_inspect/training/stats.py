@@ -57,10 +57,6 @@ def macro_f1(labels: np.ndarray, preds: np.ndarray) -> float:
     return float(f1_score(y, p, labels=np.unique(y), average="macro", zero_division=0))
 
 
-def mean(values: Iterable[float]) -> float:
-    return float(_array(values).mean())
-
-
 def std(values: Iterable[float]) -> float:
     """Sample standard deviation (ddof=1); NaN for a single value."""
     x = _array(values)
