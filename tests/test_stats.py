@@ -30,7 +30,7 @@ def test_t_interval_by_hand() -> None:
     assert lo == pytest.approx(2.5 - half, abs=1e-9) and hi == pytest.approx(2.5 + half, abs=1e-9)
     e = describe(x)
     assert (e.n, e.mean, e.confidence) == (4, 2.5, 0.95)
-    assert e.half_width == pytest.approx(half, abs=1e-9)
+    assert (e.ci_high - e.ci_low) / 2 == pytest.approx(half, abs=1e-9)
     assert e.format(3) == f"2.500 ± {math.sqrt(5 / 3):.3f} [{2.5 - half:.3f}, {2.5 + half:.3f}]"
 
 

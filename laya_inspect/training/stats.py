@@ -90,10 +90,6 @@ class Estimate:
     values: tuple[float, ...]
 
     @property
-    def half_width(self) -> float:
-        return (self.ci_high - self.ci_low) / 2
-
-    @property
     def note(self) -> str | None:
         return UNDEFINED_NOTE if self.n < 2 else None
 
