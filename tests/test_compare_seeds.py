@@ -220,3 +220,27 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
     damaged = runner.invoke(app, ["report", str(out)], env=ENV)
     assert damaged.exit_code == 1 and "across_seeds.groups[0]" in damaged.stderr, damaged.output
     assert damaged.stderr.strip().count("\n") == 0 and "Traceback" not in damaged.output
+
+
+def _compared(heads: list[dict], seeds: list[int]) -> dict:
+    """A compare summary of ``heads`` (built by :func:`_head`) as compare_reading reads it."""
+    for h in heads:
+        (entry,) = h["ablations"].values()
+        h.update(methods=entry["methods"], references=entry["references"], caveats=[], ablations_run=["mean"], n=100)
+        h["references"]["constant"]["profile"] = {"what": "the mean of α"}
+    return {"heads": heads, "split": "test", "across_seeds": across_seeds(heads, seeds)}
+
+
+def test_the_reading_says_when_the_seeds_disagree_with_the_verdict_it_leads_with() -> None:
+    from laya_inspect.report.reading import compare_reading
+
+    summary = _compared([_head(0, "beats", ["alpha"]), _head(1, "not shown", [])], [0, 1])
+    lead = " ".join(compare_reading(summary).lead)
+    # the lead reads seed 0 alone ("α ... beats it"); seed 1 does not beat the rule, and the lead says so
+    assert "laya-seed_0" in lead and "α beats it" in lead
+    assert "alpha beats the constant rule on seed 0" in lead and "alpha does not beat" in lead
+    assert "seed 0 of 2" in lead
+
+    agreeing = _compared([_head(0, "beats", ["alpha"]), _head(1, "beats", ["alpha"])], [0, 1])
+    lead = " ".join(compare_reading(agreeing).lead)
+    assert "the seeds disagree" not in lead and "each of the 2 seeds gives the same verdicts" in lead

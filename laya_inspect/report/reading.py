@@ -252,7 +252,27 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
-    return Reading(warned + head_sentences(summary, lead), details)
+    return Reading(warned + head_sentences(summary, lead) + seeds_sentence(summary, lead), details)
+
+
+def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """Where ``head`` is one seed of several: which seed the sentences above read, and whether the
+    other seeds give the same verdicts on that ablation (the across-seed caveats, said here so that a
+    verdict one seed gives is never the page's first word alone); [] for a head with one seed."""
+    across = summary.get("across_seeds") or {}
+    group = next((g for g in across.get("groups") or [] if head["name"] in (g.get("members") or [])), None)
+    if group is None:
+        return []
+    seeds = group.get("seeds") or []
+    seed = seeds[group["members"].index(head["name"])]
+    ablation = (head.get("ablations_run") or [summary.get("ablation")])[0]
+    prefix = f"{group['head']} ({ablation}): "
+    said = [c.removeprefix(prefix) for c in across.get("caveats") or [] if c.startswith(prefix)]
+    where = f"These sentences read seed {seed} of {len(seeds)} of {group['head']} ({ablation} ablation)"
+    if not said:
+        n = len(seeds)
+        return [f"{where}; each of the {n} seeds gives the same verdicts and best marks (the across-seed table below)."]
+    return [f"{where}, and the seeds disagree, so read no one seed's verdict alone: " + "; ".join(said) + "."]
 
 
 # -- fit-head ------------------------------------------------------------------------------------
