@@ -80,6 +80,25 @@ def test_unrelated_heads_on_noise_are_low():
     assert out["verdict"] == "low" and out["passed"] is True
 
 
+def test_too_few_rows_are_no_pass():
+    """compare reads no verdict on fewer than MIN_ROWS rows (a percentile bootstrap over them is no
+    95% interval); the sanity check read "low" (passed) there, from an interval over 12 rows."""
+    from laya_inspect.choices import MIN_ROWS
+    from laya_inspect.heads import LayaHead
+
+    gen = torch.Generator().manual_seed(0)
+    hs = [torch.randn(12, 8, generator=gen) for _ in range(5)]
+    target = np.zeros(12, dtype=np.int64)
+    torch.manual_seed(1)
+    head = LayaHead([8] * 5, 3, d_star=8).eval()
+    other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
+    a = attribute("alpha", head, hs, target).scores
+    effects = np.random.default_rng(0).random(a.shape)
+    out = S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
+    assert out["rank_correlation"]["n_valid"] == 12 < MIN_ROWS
+    assert out["verdict"] == "too few rows" and out["passed"] is False
+
+
 def test_scalarmix_weights_near_uniform_are_undefined_and_one_profile_has_no_interval():
     """QA: a permuted-label ScalarMix head's weights lay within 0.4% of 1/7 (fit-head calls that "still
     uniform"); ranked anyway, they gave ρ −0.61 with a 95% interval [−0.61, −0.61] "over 256 rows", one

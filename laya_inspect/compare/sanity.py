@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..choices import TIE_TOLERANCE
+from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..files import write_with
 from ..head_dir import training_settings
 from ..heads import HEADS, Head
@@ -46,7 +46,8 @@ CHOICES = {
     "threshold": THRESHOLD,
     "rule": f"low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
     f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}); high = it lies wholly outside; unclear = it "
-    "straddles the bound; undefined = no row where both rankings are defined",
+    "straddles the bound; undefined = no row where both rankings are defined; too few rows = fewer than "
+    f"{MIN_ROWS} rows with both rankings defined (a bootstrap over so few rows is no 95% interval), no pass",
     "cascade": "top: every parameter outside the adapters re-initialised (LAYA: scorer, ψ and output layer; "
     "ScalarMix: scalars and output layer; concat: post and output layer; last: the output layer); "
     "all: the adapters too (every learned parameter); standardisation buffers kept",
@@ -227,6 +228,8 @@ class Trained:
             n_boot = 0 if note else self.n_boot  # one ranking repeated: an interval over rows would have no width
             rank = M.summarise_rows(rho, n_boot=n_boot, seed=self.seed)
             word = verdict(rank)
+            if note is None and word != "undefined" and rank.n_valid < MIN_ROWS:
+                word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
             out[m] = {
                 "rank_correlation": rank.to_dict(),
                 "verdict": word,
