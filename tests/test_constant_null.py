@@ -321,3 +321,31 @@ def test_report_html_and_its_reading_state_the_verdict(compared) -> None:
     page = summary_html(s)
     assert 'id="constant-laya"' in page and "constant rule (reference)" in page
     assert "method − constant rule, paired over the same rows" in page
+
+
+def test_a_score_defined_on_too_few_rows_decides_no_verdict() -> None:
+    """compare reads no verdict on fewer than MIN_ROWS scored rows; a score defined on only a few of
+    many rows (ρ is undefined where a row's effects all tie) must not decide one either: 6 rows where
+    both ρ are defined made "beats" while the other scores, on all 100 rows, showed no difference."""
+    from laya_inspect.compare.paired import paired, versus_constant
+
+    n = 100
+    same = np.linspace(0.0, 1.0, n)
+    rho_a, rho_c = np.full(n, np.nan), np.full(n, np.nan)
+    rho_a[:6], rho_c[:6] = [0.9, 1.0, 0.8, 1.0, 0.9, 1.0], [-0.5, -0.4, -0.6, -0.5, -0.4, -0.5]
+
+    def rows(rho: np.ndarray) -> dict[str, np.ndarray]:
+        return {"top_layer_agreement": same, "deletion_at_1": same, "oracle_at_1": same + 1, "faithfulness": rho}
+
+    a, c = rows(rho_a), rows(rho_c)
+    d = paired("faithfulness", a, c, n_boot=500, seed=0)
+    assert d is not None and d.n == 6 and d.mean == pytest.approx(8.5 / 6)
+    assert np.isnan(d.ci_low) and np.isnan(d.ci_high) and not d.above  # no interval over 6 rows
+    vs = versus_constant(a, c, circular=False, caveat=False, n_boot=500, seed=0)
+    assert vs["verdict"] == "not shown"
+    assert vs["top_layer_agreement"]["ci_low"] == 0.0 == vs["top_layer_agreement"]["ci_high"]
+    from laya_inspect.report.reading import _versus
+
+    lead = {"faithfulness": {"mean": 0.8}, "vs_methods": {"ig": {**d.to_dict(), "ci_low": None, "ci_high": None}}}
+    said = _versus(lead, "ig", {"faithfulness": {"mean": 0.6}})
+    assert "not tested against IG" in said and "on 6 rows only, fewer than 20" in said and "--bootstrap" not in said

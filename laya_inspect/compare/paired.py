@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..choices import TIE_TOLERANCE
+from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..options import MAX_RESAMPLES
 from . import metrics as M
 
@@ -275,17 +275,25 @@ def row_values(
     return out
 
 
+def shared_rows(*sides: np.ndarray) -> int:
+    """How many rows every one of ``sides`` scores (finite on each)."""
+    return int(np.logical_and.reduce([np.isfinite(np.asarray(s, dtype=np.float64)) for s in sides]).sum())
+
+
 def paired(key: str, a: Rows, b: Rows, *, n_boot: int, seed: int) -> Paired | None:
-    """a − b on score ``key`` over the rows both score; None when b has no such score."""
+    """a − b on score ``key`` over the rows both score; None when b has no such score. Over fewer than
+    MIN_ROWS shared rows (ρ is undefined on a row whose effects all tie, so it can be defined on a few
+    of many scored rows) no interval is drawn: the mean alone, which decides no verdict."""
     if key == "deletion_at_1_over_oracle":
         if "deletion_at_1" not in b:
             return None
-        return paired_difference(
-            a["deletion_at_1"], b["deletion_at_1"], denominator=a["oracle_at_1"], n_boot=n_boot, seed=seed
-        )
+        sides = (a["deletion_at_1"], b["deletion_at_1"], a["oracle_at_1"])
+        draws = n_boot if shared_rows(*sides) >= MIN_ROWS else 0
+        return paired_difference(sides[0], sides[1], denominator=sides[2], n_boot=draws, seed=seed)
     if key not in a or key not in b:
         return None
-    return paired_difference(a[key], b[key], n_boot=n_boot, seed=seed)
+    draws = n_boot if shared_rows(a[key], b[key]) >= MIN_ROWS else 0
+    return paired_difference(a[key], b[key], n_boot=draws, seed=seed)
 
 
 def versus_constant(

@@ -118,9 +118,14 @@ def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
     d = (s_lead.get("vs_methods") or {}).get(rival)
     word = outcome(d)
     if word == "undecided":
+        from ..choices import MIN_ROWS
+
+        n = (d or {}).get("n")
         why = (
             "this summary holds no paired difference: rerun compare"  # written before it was stored
             if "vs_methods" not in s_lead
+            else f"ρ is defined on both on {n} rows only, fewer than {MIN_ROWS}: no paired interval"
+            if isinstance(n, int) and n < MIN_ROWS
             else "no paired interval: run with --bootstrap N"
         )
         return f"it is not tested against {name(rival)} ({rho}; {why})"
