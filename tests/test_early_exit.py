@@ -273,7 +273,7 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
 
     areas = {r: [0.8, 0.7, 0.9] for r in ("fixed", "random", "confidence", "alpha", "confidence+alpha")}
     areas["confidence+alpha_oracle"] = [0.8, 0.7 - 1e-16, 0.9]
-    areas["random"] = [0.75, 0.65, 0.85]
+    areas["random"] = [0.75, 0.66, 0.84]  # +0.05 on average, spread over seeds
     points = [
         {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
         for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))

@@ -76,3 +76,24 @@ def test_summarize_runs_pairs_by_seed() -> None:
     json.dumps(plain, allow_nan=False)
     without_base = summarize_runs([r for r in runs if r["head"] == "laya"], metrics=("test_acc",))
     assert without_base[0]["delta_vs_last"] is None
+
+
+def test_the_same_difference_on_every_seed_is_no_verdict() -> None:
+    """Test accuracies move in steps of 1/n, so two refits can tie: α − a ranking of +0.0028 on both
+    seeds has std 0 and a t-interval [+0.0028, +0.0028] of zero width, which read "beats" from no
+    spread at all. A difference that is the same on every seed, and not 0, decides nothing."""
+    from laya_inspect.beyond.common import paired, verdict
+    from laya_inspect.report.reading import fit_reading
+    from laya_inspect.training.stats import outcome
+
+    tied = paired([0.9806, 0.9806], [0.9778, 0.9778])
+    assert tied["ci_low"] == pytest.approx(tied["ci_high"]) and tied["ci_low"] > 0  # zero width, above 0
+    assert outcome(tied) == "undecided"
+    said = verdict(tied, what="the α ranking", baseline="a random ranking")
+    assert "beats" not in said and "the same on each of the 2 seeds" in said and "no verdict" in said
+    assert outcome(paired([0.98, 0.99, 0.985], [0.97, 0.975, 0.972])) == "better"  # spread over seeds: read as before
+    assert outcome(paired([0.97, 0.98], [0.97, 0.98])) == "no different"  # 0 on every seed: no difference
+
+    laya = {"head": "laya", "n": 2, "test_acc": {"mean": 0.98}, "delta_vs_last": {"test_acc": tied}}
+    first = fit_reading({"heads": [laya]}).lead[0]
+    assert "excludes 0" not in first and "the same on each of the 2 seeds" in first

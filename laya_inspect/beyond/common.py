@@ -27,7 +27,7 @@ from ..head_dir import (
 )
 from ..heads import Head
 from ..training.quality import few_rows
-from ..training.stats import outcome
+from ..training.stats import outcome, same_on_every_seed, same_text
 from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
@@ -214,6 +214,8 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -
         return f"{what} vs {baseline}: undefined"
     if lo is None or hi is None:
         return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
+    if same_on_every_seed(diff):
+        return f"{what} − {baseline} = {m:+.4f}{unit}, {same_text(diff)}"
     span = f"{m:+.4f}{unit}, 95% CI [{lo:+.4f}, {hi:+.4f}]"
     said = outcome(diff)
     if said == "better":

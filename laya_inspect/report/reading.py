@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare.records import compare_warnings
-from ..training.stats import TINY, chance_text, outcome
+from ..training.stats import TINY, chance_text, outcome, same_on_every_seed, same_text
 
 NAMES = {
     "alpha": "α",
@@ -328,6 +328,8 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         resolved = (
             ""
             if d.get("ci_low") is None
+            else f" ({same_text(d)})"
+            if same_on_every_seed(d)
             else " (the interval excludes 0)"
             if d["ci_low"] > 0 or d["ci_high"] < 0
             else " (the interval includes 0: no difference shown)"
@@ -402,7 +404,8 @@ def _word(o: str) -> str:
         "better": "beats",
         "worse": "does worse than",
         "no different": "is not distinguishable from",
-        "undecided": "cannot be compared with (no interval: one seed, or a score that is undefined)",
+        "undecided": "cannot be compared with (no interval: one seed, a score that is undefined, or the same "
+        "difference on every seed)",
     }[o]
 
 

@@ -30,9 +30,23 @@ def outcome(d: dict[str, Any] | None) -> str:
     if not d or d.get("mean") is None:
         return "undecided"
     lo, hi = d.get("ci_low"), d.get("ci_high")
-    if lo is None or hi is None:
+    if lo is None or hi is None or same_on_every_seed(d):
         return "undecided"
     return "better" if lo > TINY else "worse" if hi < -TINY else "no different"
+
+
+def same_on_every_seed(d: dict[str, Any] | None) -> bool:
+    """The difference is the same, and not 0, on each of two or more seeds: its std is 0 and its
+    t-interval has zero width, an interval drawn from no spread (test accuracies move in steps of
+    1/n, so refits tie), which decides nothing."""
+    values = [v for v in (d or {}).get("values") or [] if v is not None]
+    return len(values) >= 2 and max(values) - min(values) <= TINY and abs(float(values[0])) > TINY
+
+
+def same_text(d: dict[str, Any]) -> str:
+    """What :func:`same_on_every_seed` says, for a verdict line."""
+    n = len([v for v in d.get("values") or [] if v is not None])
+    return f"the same on each of the {n} seeds: no spread to draw an interval from, so no verdict"
 
 
 def _array(values: Iterable[float]) -> np.ndarray:
