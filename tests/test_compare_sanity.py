@@ -164,6 +164,27 @@ def test_permuted_labels_head_is_near_chance(digits_cache, trained):
     assert 1 <= info["epochs_run"] <= S.EPOCHS and info["settings"]["source"].startswith("fit-head's defaults")
 
 
+def test_a_head_at_chance_passes_no_permuted_label_check(digits_cache, trained):
+    """QA: a LAYA head at chance (0.12, chance 0.14: the real verdict "near chance", the check's own
+    verdict "undefined") still read "low", passed, for every method's permuted-label row: two heads
+    that both learned nothing from the labels rank the layers unalike, which says nothing about
+    whether a method reads what the head learned from them."""
+    head, hs, labels = trained
+    with FeatureStore(digits_cache) as store:
+        rows = S.training_rows(store, "train", 0)
+    target = labels
+    scores = {"alpha": attribute("alpha", head, hs, target).scores}
+    effects = np.random.default_rng(0).random(scores["alpha"].shape)
+    reader = S.Trained(hs, target, scores, effects, AttributionOptions(), 100, 0)
+    chance = float(np.bincount(labels).max() / len(labels))
+    out = S.data_randomisation(head, {}, rows, hs, labels, reader, chance, {})
+    assert out["real_verdict"] == "near chance" and out["verdict"] == "undefined" and not out["passed"]
+    alpha = out["methods"]["alpha"]
+    assert alpha["verdict"] == "undefined" and alpha["passed"] is False
+    assert alpha["note"].startswith("the real head is not above chance")
+    assert np.isfinite(alpha["rank_correlation"]["mean"])  # the correlation is kept, only not read
+
+
 def test_the_permuted_label_head_holds_out_as_many_rows_as_the_head_did(digits_cache, trained):
     """compare died on a 9-row training split ("leaves 9 training and 0 validation rows"): its
     permuted-label head held out a fixed 10%, where the head had been fitted with --val-fraction 0.3."""

@@ -46,7 +46,8 @@ CHOICES = {
     "threshold": THRESHOLD,
     "rule": f"low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
     f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}); high = it lies wholly outside; unclear = it "
-    "straddles the bound; undefined = no row where both rankings are defined; too few rows = fewer than "
+    "straddles the bound; undefined = no row where both rankings are defined (labels: also when the real head "
+    "is not above chance); too few rows = fewer than "
     f"{MIN_ROWS} rows with both rankings defined (a bootstrap over so few rows is no 95% interval), no pass",
     "cascade": "top: every parameter outside the adapters re-initialised (LAYA: scorer, ψ and output layer; "
     "ScalarMix: scalars and output layer; concat: post and output layer; last: the output layer); "
@@ -294,6 +295,11 @@ def data_randomisation(
     chance = float(np.bincount(labels).max() / n) if n else float("nan")
     real_above = bool(real_accuracy > chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1))))
     bound = chance + 0.5 * (real_accuracy - chance)
+    methods = trained.versus(perm, keep, "labels")
+    if not real_above:  # nothing learnt from the labels to randomise: two label-free heads, read as nothing
+        why = "the real head is not above chance: it learnt nothing from the labels for this check to take away"
+        for entry in methods.values():
+            entry.update(verdict="undefined", passed=False, note=why)
     return {
         **info,
         "accuracy": acc,
@@ -304,7 +310,7 @@ def data_randomisation(
         "passed": bool(real_above and acc <= bound),
         "real_verdict": "above chance" if real_above else "near chance",
         "weight_profile": None if profile is None else profile.tolist(),
-        "methods": trained.versus(perm, keep, "labels"),
+        "methods": methods,
     }
 
 
