@@ -349,3 +349,30 @@ def test_a_score_defined_on_too_few_rows_decides_no_verdict() -> None:
     lead = {"faithfulness": {"mean": 0.8}, "vs_methods": {"ig": {**d.to_dict(), "ci_low": None, "ci_high": None}}}
     said = _versus(lead, "ig", {"faithfulness": {"mean": 0.6}})
     assert "not tested against IG" in said and "on 6 rows only, fewer than 20" in said and "--bootstrap" not in said
+
+
+def test_the_layer_removal_changes_most_is_named_only_when_it_leads_the_next() -> None:
+    """QA: on 15 rows the reading said "removing blocks.1 changes the prediction most (+4.048)" beside
+    blocks.0 at +3.147, with no interval between them; another seed named blocks.0. The lead over the
+    runner-up is a paired difference over the same rows, and "most" is said only when it excludes 0."""
+    from laya_inspect.report.reading import relied_on
+
+    rng = np.random.default_rng(7)
+    noisy = rng.normal(1.0, 1.0, size=(60, 3))
+    noisy[:, 2] -= 2.0  # l0 and l1 alike, l2 far behind: which of l0 and l1 leads is not a finding
+    s = _summary(_measured(noisy), {"ig": noisy + 0.01 * rng.random((60, 3))}, None)
+    lead = s["lolo"]["top_lead"]
+    assert {lead["layer"], lead["runner_up"]} == {"l0", "l1"} and lead["ci_low"] < 0 < lead["ci_high"]
+    said = relied_on({"name": "h", "lolo": s["lolo"]}, "logit")
+    assert (
+        "changes the prediction most" not in said
+        and f"removing {lead['layer']} and {lead['runner_up']}" in said
+        and "not told apart" in said
+    )
+
+    clear = noisy.copy()
+    clear[:, 2] += 3.0
+    s = _summary(_measured(clear), {"ig": clear}, None)
+    assert s["lolo"]["top_lead"]["ci_low"] > 0
+    said = relied_on({"name": "h", "lolo": s["lolo"]}, "logit")
+    assert "removing l2 changes the prediction most" in said and "ahead of l" in said

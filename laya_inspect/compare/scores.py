@@ -22,6 +22,7 @@ from .paired import (
     candidates,
     constant_rule,
     paired,
+    paired_difference,
     row_values,
     significant_best,
     versus_constant,
@@ -110,7 +111,27 @@ def _area(curves: dict[str, list], ref: str, kind: str) -> float | None:
     return None if any(v is None for v in values) else _f(M.curve_area(np.asarray(values, dtype=float)))
 
 
-def lolo_entry(m: Measured, layer_names: list[str], tol: float = TIE_TOLERANCE) -> dict[str, Any]:
+def top_lead(
+    e: np.ndarray, order: np.ndarray, layer_names: list[str], *, n_boot: int, seed: int
+) -> dict[str, Any] | None:
+    """The layer of the largest mean effect against the runner-up: the paired difference of their
+    effects over the same rows (no interval under MIN_ROWS rows or without resamples), what "removing
+    it changes the prediction most" rests on; None for fewer than two layers."""
+    if len(order) < 2 or not len(e):
+        return None
+    top, second = int(order[0]), int(order[1])
+    draws = n_boot if len(e) >= MIN_ROWS else 0
+    d = paired_difference(e[:, top], e[:, second], n_boot=draws, seed=seed).to_dict()
+    return {
+        "layer": layer_names[top],
+        "runner_up": layer_names[second],
+        **{k: _f(v) if isinstance(v, float) else v for k, v in d.items()},
+    }
+
+
+def lolo_entry(
+    m: Measured, layer_names: list[str], tol: float = TIE_TOLERANCE, *, n_boot: int = 0, seed: int = 0
+) -> dict[str, Any]:
     rows = m.finite
     e, p = m.effects[rows], m.p[rows]
     n_layers = m.effects.shape[1]
@@ -136,6 +157,7 @@ def lolo_entry(m: Measured, layer_names: list[str], tol: float = TIE_TOLERANCE) 
         "random_at_1": _f(M.random_at_1(e).mean()) if len(e) else None,
         **curves,
         **{f"{ref}_{kind}_area": _area(curves, ref, kind) for ref in ("oracle", "random") for kind in AREA_KINDS},
+        "top_lead": top_lead(e, order, layer_names, n_boot=n_boot, seed=seed),
         "most_relied_on": [
             {"layer": layer_names[i], "index": int(i), "mean_effect": _f(mean_effect[i])} for i in order
         ],
@@ -218,7 +240,7 @@ def ablation_summary(
     them when the head has one), each method against the constant rule, circular pairs, caveats,
     and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
     ablation-independent keys (params, ig_delta, …)."""
-    lolo = lolo_entry(m, layer_names)
+    lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     if lolo["n_rows_scored"] < MIN_ROWS:  # the caveat says a bootstrap gives no interval: none is drawn
         n_boot = 0

@@ -236,9 +236,25 @@ def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
         return None
     top = ranked[0]
     of = "the target logit" if effect == "logit" else "p"
+    lead = (head.get("lolo") or {}).get("top_lead")
+    if lead and len(ranked) > 1 and outcome(lead) != "better":  # "most" only for a lead shown over the same rows
+        second = ranked[1]
+        why = (
+            f"paired difference {with_ci(lead, digits=3)}"
+            if outcome(lead) != "undecided"
+            else f"{lead.get('n')} rows: no paired interval under 20"
+            if isinstance(lead.get("n"), int) and lead["n"] < 20
+            else "no paired interval"
+        )
+        return (
+            f"{head['name']}: removing {top['layer']} and {second['layer']} change the prediction most, not told "
+            f"apart (mean drops of {of} {num(top.get('mean_effect'), 3, sign=True)} and "
+            f"{num(second.get('mean_effect'), 3, sign=True)}; {why})."
+        )
+    ahead = f"; ahead of {lead['runner_up']} by {with_ci(lead, digits=3)}, paired over the same rows" if lead else ""
     return (
         f"{head['name']}: removing {top['layer']} changes the prediction most "
-        f"(mean drop of {of} {num(top.get('mean_effect'), 3, sign=True)})."
+        f"(mean drop of {of} {num(top.get('mean_effect'), 3, sign=True)}{ahead})."
     )
 
 
