@@ -244,3 +244,14 @@ def test_the_reading_says_when_the_seeds_disagree_with_the_verdict_it_leads_with
     agreeing = _compared([_head(0, "beats", ["alpha"]), _head(1, "beats", ["alpha"])], [0, 1])
     lead = " ".join(compare_reading(agreeing).lead)
     assert "the seeds disagree" not in lead and "each of the 2 seeds gives the same verdicts" in lead
+
+
+def test_the_reading_of_one_seed_says_it_is_one() -> None:
+    """A verdict that changes with the seed a head was fitted with is not a verdict: where compare was
+    given one seed of a head, the reading says so beside it, and how to read every seed."""
+    from laya_inspect.report.reading import compare_reading
+
+    reading = compare_reading(_compared([_head(0, "beats", ["alpha"])], [0]))
+    assert "α beats it" in " ".join(reading.lead)
+    said = " ".join(reading.details)
+    assert "one fitted seed of laya-seed_0" in said and "the fit-head folder" in said

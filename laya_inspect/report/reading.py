@@ -273,7 +273,15 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
-    return Reading(warned + head_sentences(summary, lead) + seeds_sentence(summary, lead), details)
+    seeds = seeds_sentence(summary, lead)
+    if not seeds:  # one fitted seed: its verdicts hold for that fit only
+        details.insert(
+            0,
+            f"These sentences read one fitted seed of {lead['name']}: a verdict that changes with the seed a head "
+            "was fitted with is not a verdict; give compare the fit-head folder (every seed of the head) to read "
+            "them together.",
+        )
+    return Reading(warned + head_sentences(summary, lead) + seeds, details)
 
 
 def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
