@@ -99,6 +99,24 @@ def test_too_few_rows_are_no_pass():
     assert out["verdict"] == "too few rows" and out["passed"] is False
 
 
+def test_no_resamples_are_no_pass():
+    """With --bootstrap 0 compare reads no method against the constant rule ("untested"), but the
+    sanity check read the mean alone against ±0.5 and passed it ("low") with no interval at all."""
+    from laya_inspect.heads import LayaHead
+
+    gen = torch.Generator().manual_seed(0)
+    hs = [torch.randn(400, 8, generator=gen) for _ in range(5)]
+    target = np.zeros(400, dtype=np.int64)
+    torch.manual_seed(1)
+    head = LayaHead([8] * 5, 3, d_star=8).eval()
+    other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
+    a = attribute("alpha", head, hs, target).scores
+    effects = np.random.default_rng(0).random(a.shape)
+    out = S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 0, 0).versus(other)["alpha"]
+    assert abs(out["rank_correlation"]["mean"]) < 0.15 and np.isnan(out["rank_correlation"]["ci_low"])
+    assert out["verdict"] == "untested" and out["passed"] is False
+
+
 def test_scalarmix_weights_near_uniform_are_undefined_and_one_profile_has_no_interval():
     """QA: a permuted-label ScalarMix head's weights lay within 0.4% of 1/7 (fit-head calls that "still
     uniform"); ranked anyway, they gave ρ −0.61 with a 95% interval [−0.61, −0.61] "over 256 rows", one

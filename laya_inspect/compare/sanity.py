@@ -48,7 +48,8 @@ CHOICES = {
     f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}); high = it lies wholly outside; unclear = it "
     "straddles the bound; undefined = no row where both rankings are defined (labels: also when the real head "
     "is not above chance); too few rows = fewer than "
-    f"{MIN_ROWS} rows with both rankings defined (a bootstrap over so few rows is no 95% interval), no pass",
+    f"{MIN_ROWS} rows with both rankings defined (a bootstrap over so few rows is no 95% interval), no pass; "
+    "untested = --bootstrap 0: no interval, no pass",
     "cascade": "top: every parameter outside the adapters re-initialised (LAYA: scorer, ψ and output layer; "
     "ScalarMix: scalars and output layer; concat: post and output layer; last: the output layer); "
     "all: the adapters too (every learned parameter); standardisation buffers kept",
@@ -231,6 +232,8 @@ class Trained:
             word = verdict(rank)
             if note is None and word != "undefined" and rank.n_valid < MIN_ROWS:
                 word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
+            elif note is None and word != "undefined" and n_boot == 0:
+                word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
             out[m] = {
                 "rank_correlation": rank.to_dict(),
                 "verdict": word,

@@ -15,7 +15,9 @@ from .html import Cell, Section, Table, slug
 from .reading import num
 
 CHECKS = {"top": "top", "all": "all", "labels": "labels"}  # cascade steps, then the permuted-label head
-WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow", "undefined": "dim", "too few rows": "dim"}
+WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow"} | dict.fromkeys(
+    ("undefined", "too few rows", "untested"), "dim"
+)
 
 
 def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict[str, Any]]], str]]:
