@@ -428,8 +428,7 @@ def _word(o: str) -> str:
         "better": "beats",
         "worse": "does worse than",
         "no different": "is not distinguishable from",
-        "undecided": "cannot be compared with (no interval: one seed, a score that is undefined, or the same "
-        "difference on every seed)",
+        "undecided": "cannot be compared with (no interval)",
     }[o]
 
 
