@@ -376,3 +376,29 @@ def test_the_layer_removal_changes_most_is_named_only_when_it_leads_the_next() -
     assert s["lolo"]["top_lead"]["ci_low"] > 0
     said = relied_on({"name": "h", "lolo": s["lolo"]}, "logit")
     assert "removing l2 changes the prediction most" in said and "ahead of l" in said
+
+
+def test_a_method_no_better_than_the_rule_rarely_gets_a_verdict() -> None:
+    """One of three intervals above 0 makes "beats": at 95% each, a method equal to the constant rule
+    on average (three independent scores over 200 rows) got "beats", "worse" or "mixed" in 14% of
+    runs. Each interval is drawn at 1 − 0.05/3, which holds that to 5% (Bonferroni)."""
+    from laya_inspect.compare.paired import HEADLINE, VERDICT_CONFIDENCE, paired, versus_constant
+
+    assert VERDICT_CONFIDENCE == pytest.approx(1 - 0.05 / 3)
+    rng = np.random.default_rng(0)
+    runs, said, said_at_95 = 300, 0, 0
+    for t in range(runs):
+        a, c = (
+            {
+                "top_layer_agreement": rng.normal(size=200),
+                "deletion_at_1": rng.normal(size=200),
+                "oracle_at_1": np.full(200, 5.0),
+                "faithfulness": rng.normal(size=200),
+            }
+            for _ in range(2)
+        )
+        vs = versus_constant(a, c, circular=False, caveat=False, n_boot=1000, seed=t)
+        assert all(vs[k]["confidence"] == VERDICT_CONFIDENCE for k in HEADLINE)
+        said += vs["verdict"] != "not shown"
+        said_at_95 += verdict({k: paired(k, a, c, n_boot=1000, seed=t) for k in HEADLINE}) != "not shown"
+    assert said / runs <= 0.06 < 0.10 <= said_at_95 / runs, (said, said_at_95)

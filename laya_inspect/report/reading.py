@@ -213,6 +213,21 @@ VERSUS_LABELS = {
 }
 
 
+def level_text(*entries: dict[str, Any] | None) -> str:
+    """The confidence of the paired intervals method − constant in ``entries`` (vs_constant records),
+    in words: "98.3% intervals (95% for the three scores together)" since each is drawn at
+    1 − 0.05/3; "95% intervals" for a summary written before that."""
+    levels = {
+        round(float(d.get("confidence") or 0.95), 4)
+        for e in entries
+        for d in (e or {}).values()
+        if isinstance(d, dict) and d.get("ci_low") is not None
+    }
+    if len(levels) == 1 and (level := levels.pop()) > 0.95:
+        return f"{level * 100:.1f}% intervals (95% for the three scores together)"
+    return "95% intervals"
+
+
 def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | None) -> str | None:
     """The verdict of ``method`` against the constant rule, with the paired differences, or None
     when there is no verdict to read (no constant rule, a circular pair, a caveat)."""
@@ -227,7 +242,7 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     if word == "untested":
         return f"{head} was not tested: no intervals (run with --bootstrap N)."
     parts = ", ".join(f"{label} {with_ci(vs.get(key))}" for key, label in VERSUS_LABELS.items())
-    return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired 95% intervals)."
+    return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired {level_text(vs)})."
 
 
 def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:

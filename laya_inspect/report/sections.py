@@ -19,6 +19,7 @@ from .reading import (
     fit_reading,
     interval,
     layers_read,
+    level_text,
     num,
     sentence,
     value,
@@ -59,7 +60,7 @@ def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell 
 
 
 def versus_table(head: dict[str, Any]) -> Table | None:
-    """Each method − the constant rule on the headline scores (paired differences, 95% intervals) and
+    """Each method − the constant rule on the headline scores (paired differences and intervals) and
     its verdict, under every ablation that ran (docs/METHOD.md, "The constant rule and paired
     differences")."""
     from ..compare.paired import VERDICTS
@@ -70,6 +71,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     many = groups[0][0] is not None
     rows: list[list[Cell | str]] = []
     classes = []
+    vs_entries = [s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()]
     for a, entry in groups:
         for k, (m, s) in enumerate(entry["methods"].items()):
             vs = s.get("vs_constant") or {}
@@ -85,7 +87,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             classes.append("ref" if s.get("circular") else "")
     profile = (groups[0][1]["references"]["constant"] or {}).get("profile") or {}
     caption = (
-        f"method − constant rule, paired over the same rows (95% bootstrap interval); constant rule: "
+        f"method − constant rule, paired over the same rows (bootstrap {level_text(*vs_entries)}); constant rule: "
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "

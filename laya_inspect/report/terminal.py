@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..compare.records import compare_warnings
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import bootstrap_text, est, interval, layers_read, num, value, versus_groups
+from .reading import bootstrap_text, est, interval, layers_read, level_text, num, value, versus_groups
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -126,12 +126,13 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
 
 def versus_table(head: dict[str, Any]) -> Table | None:
     """Each method − the constant rule on the headline scores, under every ablation that ran: the
-    paired difference with its 95% interval over the same resampled rows, and the verdict."""
+    paired difference with its interval over the same resampled rows, and the verdict."""
     groups = versus_groups(head)
     if not groups:
         return None
     many = groups[0][0] is not None
-    table = rich_table("method − constant rule (paired, 95% interval over the same rows)")
+    vs_entries = [s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()]
+    table = rich_table(f"method − constant rule (paired {level_text(*vs_entries)} over the same rows)")
     if many:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", no_wrap=True)
