@@ -70,6 +70,24 @@ def test_detection_orients_alpha_scores_on_held_out_rows_and_says_what_helps():
     assert d["aupr_baseline"] == pytest.approx(test_y.mean())
 
 
+def test_msp_reversed_on_the_held_out_rows_is_negated_as_an_alpha_score_would_be():
+    """A head more confident on its errors (at chance: msp's AUROC 0.41) lost to α entropy only because
+    α's direction was learnt and msp's assumed: "alpha_entropy beats msp +0.147". msp is oriented on
+    the held-out rows too, so both sides of the difference had the same freedom."""
+    rng = np.random.default_rng(2)
+    n = 400
+    held_y, test_y = rng.random(n) < 0.3, rng.random(n) < 0.3
+
+    def scores(y):  # msp *lower* on errors (reversed), α entropy uninformative
+        return {"msp": np.where(y, 0.2, 0.6) + 0.3 * rng.random(n), "alpha_entropy": rng.random(n),
+                "alpha_divergence": rng.random(n)}  # fmt: skip
+
+    d = detection(scores(held_y), held_y, scores(test_y), test_y, n_boot=200, seed=0)
+    assert d["directions"]["msp"].startswith("negated")
+    assert d["auroc"]["msp"]["mean"] > 0.9
+    assert d["diff_vs_msp"]["alpha_entropy − msp"]["ci_high"] < 0  # α entropy is the weaker score, not the better
+
+
 def test_permutation_test_finds_the_moved_layer_and_only_it():
     rng = np.random.default_rng(0)
     a = rng.dirichlet([2, 2, 2], size=300)

@@ -5,7 +5,7 @@ Misclassification detection on the test split, positive = misclassified; each sc
 likelier error: ``msp`` = 1 − max softmax probability (the baseline without α); ``alpha_entropy`` =
 H(α(x)); ``alpha_divergence`` = KL(α(x) ‖ ᾱ_ŷ), ᾱ_c the mean α over correctly classified training rows
 predicted c; ``alpha`` (entropy and divergence) and ``msp+alpha`` (all three) combined by a logistic
-regression fitted on the head's held-out rows and scored on the test rows. An α score whose
+regression fitted on the head's held-out rows and scored on the test rows. A score (msp too) whose
 direction is reversed on the held-out rows is negated there, before the test rows are seen.
 
 Shift (with another cache of the same layers): α profiles of both caches, overall and per predicted
@@ -323,7 +323,7 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff}
 
 
-# Held-out errors below which the α scores' directions and the combinations are read as noisy.
+# Held-out errors below which the scores' directions and the combinations are read as noisy.
 FEW_ERRORS = 10
 
 
@@ -334,7 +334,7 @@ def _few_errors(per_head: list[dict[str, Any]]) -> list[str]:
     counts = ", ".join(str(h["held_out_errors"]) for h in few)
     return [
         f"the held-out rows hold {counts} error(s) ({len(few)} of {len(per_head)} head(s), fewer than {FEW_ERRORS}): "
-        "the α scores' directions and their combinations are learned from them, so α's AUROCs rest on a handful "
+        "the scores' directions and their combinations are learned from them, so the AUROCs rest on a handful "
         "of rows"
     ]
 

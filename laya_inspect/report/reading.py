@@ -627,7 +627,16 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
     lead += [f"Error detection is undefined: {h['undefined']}." for h in s["heads"][:1] if h.get("undefined")]
     details = [
         f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}"
-        + (f"; α's directions learned from {h['held_out_errors']} held-out errors" if "held_out_errors" in h else "")
+        + (
+            f"; the scores' directions learned from {h['held_out_errors']} held-out errors"
+            if "held_out_errors" in h
+            else ""
+        )
+        + (
+            "; msp negated: the head is more confident on its errors there (held-out AUROC below ½)"
+            if str((h.get("directions") or {}).get("msp", "")).startswith("negated")
+            else ""
+        )
         + "."
         for h in s["heads"]
     ]
