@@ -672,6 +672,18 @@ def test_messy_text_tables_are_read_whole_or_refused_at_the_line_that_breaks_the
         _table(tmp_path / "nan.jsonl", jsonl.split("\n")[0] + '\n{"text": NaN, "label": "neg", "split": "all"}\n')
 
 
+def test_a_csv_row_that_repeats_the_header_is_refused_at_its_line(tmp_path):
+    """Two CSV files joined with `cat` leave the second header as a data row: it was read as the text
+    'text' with a class 'label' of one row, a third class nobody has, with exit 0."""
+    rows = "".join(f"review {i},{'pos' if i % 2 else 'neg'},all\n" for i in range(6))
+    with pytest.raises(InputError, match=r"joined\.csv:8: this row repeats the header"):
+        _table(tmp_path / "joined.csv", "text,label,split\n" + rows + "text,label,split\n" + rows)
+    with pytest.raises(InputError, match=r"spaced\.csv:3: this row repeats the header"):
+        _table(tmp_path / "spaced.csv", "text,label,split\nfirst,pos,all\n text , label ,split\n" + rows)
+    texts, labels = _table(tmp_path / "ok.csv", "text,label,split\ntext,pos,all\n" + rows)  # one word alike: a row
+    assert texts[0] == "text" and labels[0] == "pos"
+
+
 def test_test_texts_that_repeat_a_training_text_are_a_warning(tmp_path):
     """A scraped table holds the same review twice; split at random, one copy lands in train and one
     in test, and the test accuracy is partly training accuracy, with no word."""

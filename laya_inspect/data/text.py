@@ -40,7 +40,8 @@ FIELD_LIMIT = 2**31 - 1
 
 def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
     """(columns, rows, the line each row starts on). A row with more fields than the header (an
-    unquoted delimiter in a text) or a header that names a column twice is refused, naming the line."""
+    unquoted delimiter in a text), a row that repeats the header (files joined with theirs) or a
+    header that names a column twice is refused, naming the line."""
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     what = "TSV" if delimiter == "\t" else "CSV"
     rows, lines = [], []
@@ -66,6 +67,11 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
                         f"{path}:{start}: {len(columns) + len(extra)} fields where the header has {len(columns)} "
                         f"(extra {extra[0]!r}): a text holding a {'tab' if delimiter == chr(9) else 'comma'} "
                         'must be quoted ("…")'
+                    )
+                if columns and [(row.get(c) or "").strip() for c in columns] == [c.strip() for c in columns]:
+                    raise InputError(
+                        f"{path}:{start}: this row repeats the header ({delimiter.join(columns)}): files joined "
+                        "with their headers? remove the line"
                     )
                 rows.append(row)
                 lines.append(start)
