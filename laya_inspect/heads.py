@@ -8,10 +8,15 @@ A head built with ``standardize="feature"`` (or ``"layer"``) first maps each h_i
 with fixed (D_l,) buffers that the trainer sets from training-split statistics
 (:meth:`Head.set_standardization`; docs/METHOD.md, "Standardisation"). The buffers live in the
 state_dict, so a saved head applied to raw cached features gives the logits it gave in training.
+
+A head built with ``untrained_classes`` (fit-head passes the classes with no training rows) holds
+their logits UNTRAINED_GAP below each row's lowest other one: an output unit that never saw its
+class cannot win a row by the luck of its initialisation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -24,6 +29,7 @@ from .errors import InputError
 from .registry import Registry
 
 HEADS: Registry[type[Head]] = Registry("head")
+UNTRAINED_GAP = 200.0  # exp(−200) is 0 in float32: a class with no training rows gets probability 0
 
 
 @dataclass
@@ -58,9 +64,16 @@ class Standardize(nn.Module):
 class Head(nn.Module):
     kind: ClassVar[str]
     has_weights: ClassVar[bool] = False
+    untrained: Tensor  # (C,) bool: the classes with no training rows
 
     def __init__(
-        self, widths: Sequence[int], num_classes: int, *, init: str = "glorot", standardize: str | None = None
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        init: str = "glorot",
+        standardize: str | None = None,
+        untrained_classes: Sequence[int] = (),
     ) -> None:
         super().__init__()
         if not widths:
@@ -74,6 +87,18 @@ class Head(nn.Module):
         self.widths = [int(w) for w in widths]
         self.num_classes = int(num_classes)
         self.init = init
+        # Classes with no training rows: their output units never learnt anything, so their logits are
+        # held far below every other (probability 0) instead of letting an untrained unit win a row.
+        self.untrained_classes = sorted({int(c) for c in untrained_classes})
+        if any(not 0 <= c < self.num_classes for c in self.untrained_classes):
+            raise InputError(f"untrained_classes must lie in 0 … {self.num_classes - 1}, got {self.untrained_classes}")
+        if len(self.untrained_classes) > self.num_classes - 2:
+            raise InputError(
+                f"untrained_classes {self.untrained_classes} leave fewer than 2 of {self.num_classes} classes"
+            )
+        untrained = torch.zeros(self.num_classes, dtype=torch.bool)
+        untrained[self.untrained_classes] = True
+        self.register_buffer("untrained", untrained, persistent=False)
         # Identity taps: the module Grad-CAM hooks to see each layer's representation inside the head.
         # They sit before the standardisation, so they see the cached h_i themselves.
         self.taps = nn.ModuleList(nn.Identity() for _ in self.widths)
@@ -122,13 +147,30 @@ class Head(nn.Module):
                 mod.mean.copy_(m_t)
                 mod.scale.copy_(s_t)
 
+    def _output(self, logits: Tensor, weights: Tensor | None) -> HeadOutput:
+        """The head's output, each untrained class's logit held UNTRAINED_GAP below the row's lowest
+        trained one (probability 0 in float32; finite, so differences and losses stay numbers)."""
+        if self.untrained_classes:
+            untrained = self.untrained.to(logits.device)
+            low = logits.detach().masked_fill(untrained, math.inf).amin(dim=-1, keepdim=True) - UNTRAINED_GAP
+            logits = torch.where(untrained, low, logits)
+        return HeadOutput(logits, weights)
+
     def extra_config(self) -> dict[str, Any]:
         return {}
 
     def config(self) -> dict[str, Any]:
         """JSON-able constructor arguments: HEADS.get(kind)(**config) rebuilds the head."""
         std = {"standardize": self.standardize} if self.standardize is not None else {}
-        return {"widths": self.widths, "num_classes": self.num_classes, "init": self.init, **std, **self.extra_config()}
+        untrained = {"untrained_classes": self.untrained_classes} if self.untrained_classes else {}
+        return {
+            "widths": self.widths,
+            "num_classes": self.num_classes,
+            "init": self.init,
+            **std,
+            **untrained,
+            **self.extra_config(),
+        }
 
     def logits(self, *hs: Tensor) -> Tensor:
         """Logits from layers given as separate arguments (the form Captum attributes over)."""
@@ -157,8 +199,9 @@ class _AdaptedHead(Head):
         d_star: int = 96,
         init: str = "glorot",
         standardize: str | None = None,
+        untrained_classes: Sequence[int] = (),
     ) -> None:
-        super().__init__(widths, num_classes, init=init, standardize=standardize)
+        super().__init__(widths, num_classes, init=init, standardize=standardize, untrained_classes=untrained_classes)
         if d_star < 1:
             raise InputError(f"d_star must be positive, got {d_star}")
         self.d_star = int(d_star)
@@ -203,8 +246,16 @@ class LayaHead(_AdaptedHead):
         score_width: int | None = None,
         init: str = "glorot",
         standardize: str | None = None,
+        untrained_classes: Sequence[int] = (),
     ) -> None:
-        super().__init__(widths, num_classes, d_star=d_star, init=init, standardize=standardize)
+        super().__init__(
+            widths,
+            num_classes,
+            d_star=d_star,
+            init=init,
+            standardize=standardize,
+            untrained_classes=untrained_classes,
+        )
         if tau <= 0:
             raise InputError(f"tau must be > 0, got {tau}")
         if psi not in PSI_CHOICES:
@@ -231,7 +282,7 @@ class LayaHead(_AdaptedHead):
         scores = self.scorer(self.psi(z).flatten(1))  # (N, L)
         alpha = _mix(torch.softmax(scores / self.tau, dim=-1), keep)
         h_agg = (alpha.unsqueeze(-1) * z).sum(dim=1)  # aggregates z, not ψ(z)
-        return HeadOutput(self.classifier(h_agg), alpha)
+        return self._output(self.classifier(h_agg), alpha)
 
 
 @HEADS.register("last")
@@ -241,14 +292,20 @@ class LastLayerHead(Head):
     kind = "last"
 
     def __init__(
-        self, widths: Sequence[int], num_classes: int, *, init: str = "glorot", standardize: str | None = None
+        self,
+        widths: Sequence[int],
+        num_classes: int,
+        *,
+        init: str = "glorot",
+        standardize: str | None = None,
+        untrained_classes: Sequence[int] = (),
     ) -> None:
-        super().__init__(widths, num_classes, init=init, standardize=standardize)
+        super().__init__(widths, num_classes, init=init, standardize=standardize, untrained_classes=untrained_classes)
         self.classifier = nn.Linear(self.widths[-1], self.num_classes)
         self._init_weights()
 
     def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
-        return HeadOutput(self.classifier(self._tap(hs, keep)[-1]), None)
+        return self._output(self.classifier(self._tap(hs, keep)[-1]), None)
 
 
 @HEADS.register("concat")
@@ -262,7 +319,7 @@ class ConcatHead(_AdaptedHead):
         self._init_weights()
 
     def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
-        return HeadOutput(self.classifier(self.post(self._adapt(hs, keep).flatten(1))), None)
+        return self._output(self.classifier(self.post(self._adapt(hs, keep).flatten(1))), None)
 
 
 @HEADS.register("scalarmix")
@@ -283,7 +340,7 @@ class ScalarMixHead(_AdaptedHead):
     def forward(self, hs: Sequence[Tensor], keep: Tensor | None = None) -> HeadOutput:
         z = self._adapt(hs)
         w = _mix(self.static_weights().expand(z.shape[0], -1), keep)
-        return HeadOutput(self.classifier((w.unsqueeze(-1) * z).sum(dim=1)), w)
+        return self._output(self.classifier((w.unsqueeze(-1) * z).sum(dim=1)), w)
 
 
 def build_head(kind: str, widths: Sequence[int], num_classes: int, **hp: Any) -> Head:

@@ -226,3 +226,25 @@ def test_test_rows_with_nonfinite_features_are_refused(tmp_path) -> None:
     with FeatureStore(cache) as store, pytest.raises(InputError, match="1 of the 60 rows of split 'test'"):
         fit_heads(store, config, out_dir=tmp_path / "h")
     assert not (tmp_path / "h").exists()
+
+
+def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) -> None:
+    """A test class with no training rows: every saved head knows it never learnt it, so no seed
+    can score its rows as hits by the luck of an untrained output unit."""
+    rng = np.random.default_rng(0)
+    y_train, y_test = np.arange(40) % 2 * 2, np.arange(12) % 3  # class 1 only in the test split
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cfg = FitConfig(heads=("laya", "last"), seeds=(0, 1), d_star=8, epochs=3, probe=False, device="cpu")
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+        hs = [torch.from_numpy(a) for a in store.layers("test")]
+        for r in result.runs:
+            head, config = load_head(r.head_dir, store=store)
+            assert config["kwargs"]["untrained_classes"] == [1]
+            assert (head(hs).logits.argmax(1) != 1).all()
+            assert r.test_acc <= 8 / 12

@@ -168,3 +168,26 @@ def test_config_rebuilds_an_identical_head() -> None:
         clone.load_state_dict(head.state_dict())
         hs = [torch.randn(5, 3), torch.randn(5, 5)]
         torch.testing.assert_close(clone(hs).logits, head(hs).logits, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["laya", "last", "concat", "scalarmix"])
+def test_a_class_with_no_training_rows_is_never_predicted(kind: str) -> None:
+    """QA (MobileNetV2, a test class absent from train): an untrained output unit gave one test row
+    0.80 probability of that class, counted as a hit (accuracy 0.929 against last's 0.857) while the
+    warning said such rows count as misses. A head built with untrained_classes gives them probability 0,
+    and its config rebuilds the same head."""
+    torch.manual_seed(0)
+    head = build_head(kind, [3, 2], 3, d_star=4, untrained_classes=[1])
+    with torch.no_grad():
+        head.classifier.bias.copy_(torch.tensor([0.0, 1e6, 0.0]))  # the untrained unit would win every row
+    hs = [torch.randn(5, 3), torch.randn(5, 2)]
+    out = head(hs)
+    assert (out.logits.argmax(1) != 1).all() and torch.isfinite(out.logits).all()
+    assert torch.softmax(out.logits, 1)[:, 1].max().item() == 0.0
+    assert head.config()["untrained_classes"] == [1]
+    again = HEADS.get(kind)(**head.config())
+    again.load_state_dict(head.state_dict())
+    torch.testing.assert_close(again(hs).logits, out.logits, rtol=0, atol=0)
+    assert "untrained_classes" not in build_head(kind, [3, 2], 3, d_star=4).config()  # older heads read alike
+    with pytest.raises(InputError, match="untrained_classes"):
+        build_head(kind, [3, 2], 3, d_star=4, untrained_classes=[3])

@@ -66,8 +66,11 @@ def refit(
     t0 = time.perf_counter()
     layers = tuple(int(i) for i in layers)
     hs = [train.hs[i] for i in layers]
+    untrained = np.setdiff1d(np.arange(num_classes), train.labels[train_rows]).tolist()  # never a lucky win
     with seeded(seed):
-        head = build_head(kind, [int(h.shape[1]) for h in hs], num_classes, **hparams)
+        head = build_head(
+            kind, [int(h.shape[1]) for h in hs], num_classes, **{**hparams, "untrained_classes": untrained}
+        )
     rows = TensorRows(hs, train.y)
     if head.standardize is not None:
         means, scales, _ = standardization(rows, train_rows, [layer_names[i] for i in layers], head.standardize)

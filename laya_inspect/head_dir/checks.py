@@ -105,6 +105,10 @@ KWARG_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         lambda v: v is None or v in STANDARDIZE_CHOICES,
         f"null or one of {', '.join(STANDARDIZE_CHOICES)}",
     ),
+    "untrained_classes": (
+        lambda v: isinstance(v, list) and all(_is_int(c) and c >= 0 for c in v),
+        "a list of class indices (integers ≥ 0)",
+    ),
 }
 
 

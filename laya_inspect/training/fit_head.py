@@ -110,8 +110,10 @@ def fit_one(
     emit = progress or no_progress
     tag = tag or {}
     t0 = time.perf_counter()
+    # a class with no training rows is one the head cannot learn: it must never win a row by luck
+    untrained = np.setdiff1d(np.arange(num_classes), train.labels[train_rows]).tolist()
     with seeded(seed):
-        head = build_head(kind, train.store.widths, num_classes, **hparams)
+        head = build_head(kind, train.store.widths, num_classes, **hparams, untrained_classes=untrained)
     if head.standardize is not None:
         if scaling is None:
             from .standardize import standardization
