@@ -242,6 +242,12 @@ def explain_row(
         raise nonfinite_logits(name, head_dir, split, np.array([False]), row=row)
     pred = int(probs.argmax())
     cls = target_of if isinstance(target_of, int) else pred if target_of == "pred" else label
+    if cls in head.untrained_classes:
+        raise InputError(
+            f"class {store.class_names[cls]!r} had no training rows: head {head_dir} never learnt it (its logit "
+            "is held below every other), so no layer can be scored for it; explain --target pred or a class "
+            "the head was trained on"
+        )
     means = layer_means(store, "train") if baseline == "mean" or abl.needs_baselines else None
     options = AttributionOptions(baselines=means, baseline=baseline, n_steps=n_steps, seed=seed, batch_size=1)
     run, skipped = plan_methods(list(EXPLAIN_METHODS), {name: head}, explicit=False)[name]

@@ -311,3 +311,28 @@ def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
         lost = read_input(store, "test", 5, label=1)
     assert view.kind == "text" and view.text == "line 5"
     assert lost.kind is None and "run explain from the one extract ran in" in lost.note
+
+
+def test_explaining_a_class_the_head_never_saw_in_training_is_refused(tmp_path: Path) -> None:
+    """QA (MobileNetV2, a test-only class): `explain --target true` on a row of a class with no training
+    rows printed LOLO effects of +0.86 and a top layer for an output unit that never learnt anything."""
+    from helpers import write_cache
+
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    rng = np.random.default_rng(0)
+    y_train, y_test = np.arange(40) % 2 * 2, np.arange(12) % 3  # class 1 only in the test split
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cfg = FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=3, probe=False, device="cpu")
+    with FeatureStore(cache) as store:
+        (run,) = fit_heads(store, cfg, out_dir=tmp_path / "fit").runs
+        with pytest.raises(InputError, match=r"class '1' had no training rows.*--target pred"):
+            explain_row(run.head_dir, store, row=1, target="true", device="cpu", draws=2)
+        with pytest.raises(InputError, match=r"class '1' had no training rows"):
+            explain_row(run.head_dir, store, row=0, target="1", device="cpu", draws=2)
+        assert explain_row(run.head_dir, store, row=1, target="pred", device="cpu", draws=2).target != 1
