@@ -313,7 +313,7 @@ def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
     assert lost.kind is None and "run explain from the one extract ran in" in lost.note
 
 
-def test_explaining_a_class_the_head_never_saw_in_training_is_refused(tmp_path: Path) -> None:
+def test_explaining_a_class_the_head_never_saw_in_training_is_refused_by_explain_and_compare(tmp_path: Path) -> None:
     """QA (MobileNetV2, a test-only class): `explain --target true` on a row of a class with no training
     rows printed LOLO effects of +0.86 and a top layer for an output unit that never learnt anything."""
     from helpers import write_cache
@@ -336,3 +336,9 @@ def test_explaining_a_class_the_head_never_saw_in_training_is_refused(tmp_path: 
         with pytest.raises(InputError, match=r"class '1' had no training rows"):
             explain_row(run.head_dir, store, row=0, target="1", device="cpu", draws=2)
         assert explain_row(run.head_dir, store, row=1, target="pred", device="cpu", draws=2).target != 1
+        # compare: the same refusal for --target true (4 of 12 rows) and for the class named
+        quick = {"methods": ("alpha",), "n_boot": 0, "plots": False, "sanity": False, "device": "cpu"}
+        for target, said in (("true", r"4 of 12 rows"), ("1", r"12 of 12 rows")):
+            with pytest.raises(InputError, match=rf"class\(es\) '1' had no training rows.*{said}.*--target pred"):
+                compare_heads([run.head_dir], store, CompareConfig(target=target, **quick), out_dir=tmp_path / target)
+        compare_heads([run.head_dir], store, CompareConfig(target="pred", **quick), out_dir=tmp_path / "pred")

@@ -315,6 +315,28 @@ def _run_head(
 _PER_ROW = ("scores", "extras", "params", "measured", "curves")
 
 
+def _refuse_untrained_targets(
+    heads: dict[str, Head], target_of: str | int, labels: np.ndarray, class_names: Sequence[str]
+) -> None:
+    """Refuse a --target that would explain a class a head had no training rows of: its output unit
+    never learnt anything (its logit is held below every other), so effects on it say nothing."""
+    for name, head in heads.items():
+        untrained = set(head.untrained_classes)
+        if isinstance(target_of, int):
+            hit = [target_of] if target_of in untrained else []
+        elif target_of == "true":
+            hit = sorted(untrained & {int(c) for c in np.unique(labels)})
+        else:
+            hit = []
+        if hit:
+            rows = int(np.isin(labels, hit).sum()) if target_of == "true" else len(labels)
+            raise InputError(
+                f"--target {target_of}: class(es) {', '.join(repr(class_names[c]) for c in hit)} had no training "
+                f"rows, so head {name} never learnt them, and {rows} of {len(labels)} rows would be explained "
+                "on an untrained output; use --target pred, or a test split without those classes"
+            )
+
+
 def _join(res: HeadResult, parts: list[dict[str, Any] | None]) -> HeadResult:
     """``res`` (this process's: the forward pass on every row) with every process's per-row
     measurements (``None``: a process without rows), in rank order, put end to end."""
@@ -376,6 +398,7 @@ def compare_heads(
     hs = [torch.from_numpy(np.ascontiguousarray(x)).to(device) for x in feats]
     labels = store.labels(config.split, rows).astype(np.int64)
     layer_names, class_names = store.layer_names, store.class_names
+    _refuse_untrained_targets(plain_heads, target_of, labels, class_names)
 
     # Under torchrun each process measures its own rows of every head, in whole batches, so it runs
     # exactly the batches one process would (the same numbers, bit for bit); the per-row random draws
