@@ -359,6 +359,14 @@ def test_float_images_outside_0_1_are_a_warning(tmp_path):
     assert "normalised again with the imagenet mean/std" in said(standard, "s.npz", normalize="imagenet")[0]
     assert said(rng.uniform(0, 1, (20, 3, 8, 8)), "u.npz") == []
     assert said(rng.integers(0, 256, (20, 8, 8, 3)).astype(np.uint8), "b.npz") == []
+    # QA: 16-bit intensities (or 0–16 digits × 16 = 0–256) kept as floats were called "normalised already"
+    for top, name in ((256.0, "d.npz"), (65535.0, "w.npz")):
+        raw = rng.uniform(0, top, (20, 3, 8, 8)).astype(np.float32)
+        raw[0, 0, 0, 0] = top
+        for kw in ({}, {"normalize": "none"}, {"normalize": "imagenet"}):
+            (w,) = said(raw, name, **kw)
+            assert "normalised already" not in w and "normalised again" not in w and "raw intensities" in w, w
+            assert "scale them to [0, 1]" in w
 
 
 def test_labels_outside_the_class_list_are_named(tmp_path):

@@ -112,7 +112,8 @@ def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarra
 
 def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     """A warning when float images (fed as they are, read as pixels in [0, 1]) are not in [0, 1]:
-    0–255 pixels stored as floats, or images normalised already (unless --normalize none says so)."""
+    0–255 pixels or larger raw intensities stored as floats, or images normalised already (unless
+    --normalize none says so)."""
     value_range = native.get("value_range")
     if not value_range or transform is None:
         return []
@@ -126,6 +127,11 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     if lo >= -1e-6 and hi <= 255 + 1e-3:
         return [
             f"{where}: values up to 255 look like 0–255 pixels; store them as uint8 (scaled by 1/255) or divide by 255"
+        ]
+    if lo >= -1e-6:  # nothing below 0: not mean-subtracted, whatever --normalize says
+        return [
+            f"{where}: values from 0 to above 255 are raw intensities (16-bit pixels reach 65535), not normalised "
+            "inputs (those centre on 0); scale them to [0, 1] (16-bit pixels: divide by 65535)"
         ]
     if transform.mean is not None:
         return [
