@@ -248,3 +248,22 @@ def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) 
             assert config["kwargs"]["untrained_classes"] == [1]
             assert (head(hs).logits.argmax(1) != 1).all()
             assert r.test_acc <= 8 / 12
+
+
+def test_a_class_whose_only_training_row_went_to_validation_is_flagged(tmp_path: Path) -> None:
+    """A class with one row in the train split that the stratified draw holds out for validation has
+    no training rows left: its heads can never predict it, and the gate now says so."""
+    rng = np.random.default_rng(0)
+    y_train = np.r_[np.arange(40) % 2 * 2, 1]  # class 1: one row, held out at --val-fraction 0.6
+    y_test = np.arange(12) % 3
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=False, device="cpu", val_fraction=0.6)
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+    (said,) = [h["warnings"] for h in result.summary["heads"] if h["head"] == "last"]
+    assert any(w.startswith("class(es) '1' have test rows but no training rows") for w in said), said

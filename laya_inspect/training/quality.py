@@ -116,7 +116,8 @@ def chance_level(labels: np.ndarray) -> float:
 
 
 def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class_names: Sequence[str]) -> str | None:
-    """A warning when classes of the test split have no training rows: no head can predict them."""
+    """A warning when classes of the test split have no training rows (``train_labels``: the rows the
+    heads are fitted on, validation rows left out): no head can predict them."""
     n = max(len(class_names), int(max(train_labels.max(initial=-1), test_labels.max(initial=-1))) + 1)
     seen, tested = np.bincount(train_labels, minlength=n), np.bincount(test_labels, minlength=n)
     gaps = [c for c in range(n) if seen[c] == 0 and tested[c] > 0]
