@@ -359,6 +359,11 @@ def test_float_images_outside_0_1_are_a_warning(tmp_path):
     assert "normalised again with the imagenet mean/std" in said(standard, "s.npz", normalize="imagenet")[0]
     assert said(rng.uniform(0, 1, (20, 3, 8, 8)), "u.npz") == []
     assert said(rng.integers(0, 256, (20, 8, 8, 3)).astype(np.uint8), "b.npz") == []
+    # QA: scikit-learn's digits kept as 0–16 floats were told to divide by 255 (pixels in [0, 0.063])
+    digits16 = rng.integers(0, 17, (20, 3, 8, 8)).astype(np.float32)
+    digits16[0, 0, 0, 0] = 16
+    (w,) = said(digits16, "d16.npz")
+    assert "[0, 16]" in w and "divide by their scale's maximum (16 here" in w and "look like 0–255" not in w, w
     # QA: 16-bit intensities (or 0–16 digits × 16 = 0–256) kept as floats were called "normalised already"
     for top, name in ((256.0, "d.npz"), (65535.0, "w.npz")):
         raw = rng.uniform(0, top, (20, 3, 8, 8)).astype(np.float32)

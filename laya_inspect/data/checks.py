@@ -124,6 +124,11 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
         f"dataset {spec!r} holds float images in [{lo:.4g}, {hi:.4g}], not pixels in [0, 1]; float inputs are "
         "fed as they are"
     )
+    if lo >= -1e-6 and hi < 128:  # far below 255: another scale (scikit-learn's digits run 0–16)
+        return [
+            f"{where}: values up to {hi:.4g} are not [0, 1] pixels and, far below 255, hardly 0–255 ones: divide "
+            f"by their scale's maximum ({hi:.4g} here, if that is it), or by 255 if they are 0–255 pixels"
+        ]
     if lo >= -1e-6 and hi <= 255 + 1e-3:
         return [
             f"{where}: values up to 255 look like 0–255 pixels; store them as uint8 (scaled by 1/255) or divide by 255"
