@@ -697,6 +697,19 @@ def test_a_csv_row_that_repeats_the_header_is_refused_at_its_line(tmp_path):
     assert texts[0] == "text" and labels[0] == "pos"
 
 
+def test_a_jsonl_record_naming_a_key_twice_is_refused_at_its_line(tmp_path):
+    """JSON lets a record name a key twice and Python keeps the last: {"label": "pos", "label": "neg"}
+    was read as 'neg' with no word, whichever the writer meant."""
+    label = ["neg", "pos"]
+    ok = "".join(f'{{"text": "review {i}", "label": "{label[i % 2]}", "split": "all"}}\n' for i in range(6))
+    twice = '{"text": "great", "label": "pos", "label": "neg", "split": "all"}\n'
+    with pytest.raises(InputError, match=r"twice\.jsonl:7: the record names key 'label' twice"):
+        _table(tmp_path / "twice.jsonl", ok + twice)
+    nested = '{"text": "x", "label": "pos", "meta": {"label": 1}, "split": "all"}\n'
+    texts, labels = _table(tmp_path / "ok.jsonl", ok + nested)
+    assert texts[-1] == "x" and labels[-1] == "pos"  # the same key in a nested object is no repeat
+
+
 def test_test_texts_that_repeat_a_training_text_are_a_warning(tmp_path):
     """A scraped table holds the same review twice; split at random, one copy lands in train and one
     in test, and the test accuracy is partly training accuracy, with no word."""

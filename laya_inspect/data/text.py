@@ -107,6 +107,21 @@ def _unclosed_quote(rows: list[dict], lines: list[int], text_col: str, label_col
                 )
 
 
+class _KeyTwice(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key named twice in it (json keeps the last one silently)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _KeyTwice(k)
+        out[k] = v
+    return out
+
+
 def _read_jsonl(path: Path) -> tuple[list[str], list[dict], list[int]]:
     rows, columns, linenos = [], {}, []
     try:
@@ -120,7 +135,12 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[dict], list[int]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json.loads(line, object_pairs_hook=_once)
+        except _KeyTwice as e:
+            raise InputError(
+                f"{path}:{lineno}: the record names key {e.key!r} twice, and only one value can be meant; "
+                "remove the other"
+            ) from None
         except (json.JSONDecodeError, RecursionError) as e:
             msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
             raise InputError(f"{path}:{lineno}: not JSON ({msg}); fix or remove the line") from None
