@@ -697,6 +697,16 @@ def test_a_csv_row_that_repeats_the_header_is_refused_at_its_line(tmp_path):
     assert texts[0] == "text" and labels[0] == "pos"
 
 
+def test_a_csv_separated_by_semicolons_or_tabs_is_named_as_such(tmp_path):
+    """A spreadsheet saved with ';' (European Excel) gave one column 'text;label', and the error offered
+    `?text_col=text;label`, which cannot help."""
+    body = "".join(f"review {i};{'pos' if i % 2 else 'neg'};all\n" for i in range(6))
+    with pytest.raises(InputError, match=r"semi\.csv:1: the header 'text;label;split' is one column.*';'"):
+        _table(tmp_path / "semi.csv", "text;label;split\n" + body)
+    with pytest.raises(InputError, match=r"tabs\.csv:1: the header .* is one column.*tab.*\.tsv"):
+        _table(tmp_path / "tabs.csv", ("text;label;split\n" + body).replace(";", "\t"))
+
+
 def test_a_jsonl_record_naming_a_key_twice_is_refused_at_its_line(tmp_path):
     """JSON lets a record name a key twice and Python keeps the last: {"label": "pos", "label": "neg"}
     was read as 'neg' with no word, whichever the writer meant."""

@@ -53,6 +53,14 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
             twice = sorted({c for c in columns if columns.count(c) > 1 and c.strip()})
             if twice:
                 raise InputError(f"{path}:1: the header names column {twice[0]!r} twice; rename one")
+            other = [c for c in (",", ";", "\t", "|") if c != delimiter and len(columns) == 1 and c in columns[0]]
+            if other:
+                said = "a tab" if other[0] == "\t" else repr(other[0])
+                raise InputError(
+                    f"{path}:1: the header {columns[0]!r} is one column: the file is separated by {said}, not by "
+                    f"{'tabs' if delimiter == chr(9) else 'commas'}; save it comma-separated as .csv "
+                    "(or tab-separated as .tsv)"
+                )
             end = reader.line_num
             for row in reader:
                 extra_fields = row.pop(None, None) or []  # what DictReader files under None: fields past the header
