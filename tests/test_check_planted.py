@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from laya_inspect.check.planted import (
     MethodShare,
     Share,
     constant_share,
+    repoint,
     signal_first,
     top_layer_counts,
     verdict_lines,
@@ -367,3 +369,15 @@ def test_the_paths_heads_and_compare_record_name_the_finished_folder(default_run
     page = (out / "compare" / "report.html").read_text(encoding="utf-8")
     rebuild = re.search(r"laya-inspect report (\S+) --html", page)
     assert rebuild is not None and Path(rebuild.group(1)) == (out / "compare").resolve()
+
+
+def test_a_relative_out_keeps_recorded_paths_absolute(tmp_path, monkeypatch) -> None:
+    """check planted --out runs/x: the paths rewritten from the temporary folder stay absolute (a head's
+    cache_path is found again from any folder), not the relative --out as typed."""
+    monkeypatch.chdir(tmp_path)
+    tmp = Path(os.path.abspath("runs/.out.tmp-1"))  # as atomic_dir names it: absolute
+    (tmp / "heads").mkdir(parents=True)
+    (tmp / "heads" / "config.json").write_text(json.dumps({"cache_path": str(tmp / "features.h5")}), encoding="utf-8")
+    repoint(tmp, Path("runs/out"))
+    recorded = json.loads((tmp / "heads" / "config.json").read_text(encoding="utf-8"))["cache_path"]
+    assert recorded == str(tmp_path.resolve() / "runs" / "out" / "features.h5")

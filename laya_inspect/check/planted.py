@@ -231,7 +231,11 @@ def repoint(tmp: Path, out: Path) -> None:
 
     from ..cache.schema import ATTRS_DIGEST
 
-    pairs = {str(tmp.resolve()): str(out.resolve()), str(tmp): str(out)}
+    # Absolute forms first, each to an absolute ``out``: a relative --out must not turn the absolute
+    # paths recorded (a head's cache_path, found again from any folder) into relative ones.
+    pairs: dict[str, str] = {}
+    for a, b in ((tmp.resolve(), out.resolve()), (tmp.absolute(), out.absolute()), (tmp, out)):
+        pairs.setdefault(str(a), str(b))
     forms = [(enc(a), enc(b)) for a, b in pairs.items() for enc in (str, html.escape, lambda t: json.dumps(t)[1:-1])]
     forms = [(a, b) for a, b in dict(forms).items() if a != b]
 
