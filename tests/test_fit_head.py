@@ -267,3 +267,23 @@ def test_a_class_whose_only_training_row_went_to_validation_is_flagged(tmp_path:
         result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
     (said,) = [h["warnings"] for h in result.summary["heads"] if h["head"] == "last"]
     assert any(w.startswith("class(es) '1' have test rows but no training rows") for w in said), said
+
+
+def test_validation_taking_every_row_of_all_but_one_class_is_refused_in_the_users_words(tmp_path: Path) -> None:
+    """Two classes, the second's one training row held out for validation: the training rows hold one
+    class. fit-head refused with "untrained_classes [1] leave fewer than 2 of 2 classes", an argument
+    the user never gave; it says what happened and what to change, before any head is fitted."""
+    rng = np.random.default_rng(0)
+    y_train, y_test = np.r_[np.zeros(40, dtype=np.int64), 1], np.arange(12) % 2
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(2)[y] * 3 + rng.normal(size=(len(y), 2))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=False, device="cpu", val_fraction=0.6)
+    with FeatureStore(cache) as store, pytest.raises(InputError) as said:
+        fit_heads(store, cfg, out_dir=tmp_path / "fit")
+    assert "untrained_classes" not in str(said.value)
+    assert "validation" in str(said.value) and "--val-fraction" in str(said.value)
+    assert not (tmp_path / "fit").exists()

@@ -247,6 +247,22 @@ def _layers_of(store: FeatureStore, requested: str) -> tuple[FeatureStore, list[
     return (store if names == every else store.keep_layers(names)), [moved] if moved else []
 
 
+def _refuse_one_trained_class(labels: np.ndarray, train_rows: np.ndarray, config: FitConfig, store: Any) -> None:
+    """The split holds two classes or more (fit_heads checked), yet the validation rows took every row
+    of all but one: a head would be fitted on one class."""
+    kept = np.unique(labels[train_rows])
+    if len(kept) >= 2:
+        return
+    names = store.class_names
+    held = [int(c) for c in np.unique(labels) if c not in kept]
+    shown = ", ".join(repr(names[c]) if 0 <= c < len(names) else str(c) for c in held)
+    raise InputError(
+        f"the validation rows (--val-fraction {config.val_fraction}, --val-mode {config.val_mode}) took every "
+        f"{config.train_split!r} row of class(es) {shown}, leaving training rows of one class only; a head needs "
+        "training rows of at least 2 classes: lower --val-fraction, or add rows of those classes"
+    )
+
+
 def _fit_into(
     store: FeatureStore,
     config: FitConfig,
@@ -275,6 +291,7 @@ def _fit_into(
     test = CacheRows(store, config.test_split, device, in_memory)
     _refuse_nonfinite(test, store.layer_names, str(store.path))
     train_rows, val_rows = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
+    _refuse_one_trained_class(train.labels, train_rows, config, store)
     num_classes = store.num_classes
     scaling, standardized = None, None
     try:
