@@ -32,3 +32,17 @@ def test_ci_runs_the_readme_test_command():
     test_command = [c for c in commands if "pytest" in c]
     assert len(test_command) == 1
     assert test_command[0] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_names_the_level_of_the_constant_rule_intervals_compare_draws():
+    """compare draws each method − constant rule interval at 98.3% (docs/METHOD.md, "Verdict"); the
+    README's excerpt and its reading of it said 95%, which the terminal no longer prints."""
+    from laya_inspect.compare.paired import VERDICT_CONFIDENCE
+    from laya_inspect.report.reading import level_text
+
+    said = level_text({"faithfulness": {"mean": 0.1, "ci_low": 0.0, "ci_high": 0.2, "confidence": VERDICT_CONFIDENCE}})
+    for page in (ROOT / "README.md", ROOT / "docs" / "demo-output.txt"):
+        text = " ".join(page.read_text(encoding="utf-8").split())  # the terminal wraps the caption
+        assert "constant rule (paired, 95% interval" not in text, page
+        assert f"method − constant rule (paired {said} over the same rows)" in text, page
+    assert "paired over the same rows with its 95% interval" not in (ROOT / "README.md").read_text(encoding="utf-8")
