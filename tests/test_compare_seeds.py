@@ -255,3 +255,6 @@ def test_the_reading_of_one_seed_says_it_is_one() -> None:
     assert "α beats it" in " ".join(reading.lead)
     said = " ".join(reading.details)
     assert "one fitted seed of laya-seed_0" in said and "the fit-head folder" in said
+    # a fit-head folder of one seed (fit-head --seeds 1, check planted's heads/) is what compare was given:
+    # the reading says how to get more seeds, not only to give it the folder it already read
+    assert "fit-head --seeds 3 or more" in said

@@ -294,7 +294,7 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
             0,
             f"These sentences read one fitted seed of {lead['name']}: a verdict that changes with the seed a head "
             "was fitted with is not a verdict; give compare the fit-head folder (every seed of the head) to read "
-            "them together.",
+            "them together, after fit-head --seeds 3 or more where the head was fitted under one seed.",
         )
     return Reading(warned + head_sentences(summary, lead) + seeds, details)
 
