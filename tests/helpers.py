@@ -189,3 +189,17 @@ def legend_entry(ax, label: str):
         if container.get_label() == label:
             return container.lines[0]
     return next((line for line in ax.get_lines() if line.get_label() == label), None)
+
+
+def class_blob_cache(path: Path, y_train: np.ndarray, y_test: np.ndarray, seed: int = 0) -> Path:
+    """A two-layer cache whose rows sit near their class's corner (one-hot × 3 plus unit noise; the
+    second layer its tanh): a few rows that any head separates, for label-layout tests (a class only in
+    the test split, a class whose one training row goes to validation)."""
+    rng = np.random.default_rng(seed)
+    classes = int(max(y_train.max(), y_test.max())) + 1
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(classes)[y] * 3 + rng.normal(size=(len(y), classes))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    return write_cache(path, {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})

@@ -62,20 +62,26 @@ def test_reinitialised_alpha_differs_and_trained_head_is_untouched(trained):
     assert same.mean == pytest.approx(1.0) and S.verdict(same) == "high"
 
 
-def test_unrelated_heads_on_noise_are_low():
-    """Known to be low: two LAYA heads of different seeds on i.i.d. noise layers of one width rank the
-    layers independently, so the mean per-row ρ is near 0 and the check passes."""
+def _noise_heads_versus(rows: int) -> dict:
+    """The α check of a LAYA head on ``rows`` rows of i.i.d. noise layers against a fully re-initialised
+    copy (random LOLO effects, 200 resamples)."""
     from laya_inspect.heads import LayaHead
 
     gen = torch.Generator().manual_seed(0)
-    hs = [torch.randn(400, 8, generator=gen) for _ in range(5)]
-    target = np.zeros(400, dtype=np.int64)
+    hs = [torch.randn(rows, 8, generator=gen) for _ in range(5)]
+    target = np.zeros(rows, dtype=np.int64)
     torch.manual_seed(1)
     head = LayaHead([8] * 5, 3, d_star=8).eval()
     other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
     a = attribute("alpha", head, hs, target).scores
     effects = np.random.default_rng(0).random(a.shape)
-    out = S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
+    return S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
+
+
+def test_unrelated_heads_on_noise_are_low():
+    """Known to be low: two LAYA heads of different seeds on i.i.d. noise layers of one width rank the
+    layers independently, so the mean per-row ρ is near 0 and the check passes."""
+    out = _noise_heads_versus(400)
     assert abs(out["rank_correlation"]["mean"]) < 0.15, out
     assert out["verdict"] == "low" and out["passed"] is True
 
@@ -84,17 +90,8 @@ def test_too_few_rows_are_no_pass():
     """compare reads no verdict on fewer than MIN_ROWS rows (a percentile bootstrap over them is no
     95% interval); the sanity check read "low" (passed) there, from an interval over 12 rows."""
     from laya_inspect.choices import MIN_ROWS
-    from laya_inspect.heads import LayaHead
 
-    gen = torch.Generator().manual_seed(0)
-    hs = [torch.randn(12, 8, generator=gen) for _ in range(5)]
-    target = np.zeros(12, dtype=np.int64)
-    torch.manual_seed(1)
-    head = LayaHead([8] * 5, 3, d_star=8).eval()
-    other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
-    a = attribute("alpha", head, hs, target).scores
-    effects = np.random.default_rng(0).random(a.shape)
-    out = S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
+    out = _noise_heads_versus(12)
     assert out["rank_correlation"]["n_valid"] == 12 < MIN_ROWS
     assert out["verdict"] == "too few rows" and out["passed"] is False
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from helpers import fit_quickly
+from helpers import class_blob_cache, fit_quickly
 from typer.testing import CliRunner
 
 from laya_inspect.cache.extract import ExtractConfig, extract_features
@@ -316,18 +316,10 @@ def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
 def test_explaining_a_class_the_head_never_saw_in_training_is_refused_by_explain_and_compare(tmp_path: Path) -> None:
     """QA (MobileNetV2, a test-only class): `explain --target true` on a row of a class with no training
     rows printed LOLO effects of +0.86 and a top layer for an output unit that never learnt anything."""
-    from helpers import write_cache
-
     from laya_inspect.training.fit_head import FitConfig, fit_heads
 
-    rng = np.random.default_rng(0)
     y_train, y_test = np.arange(40) % 2 * 2, np.arange(12) % 3  # class 1 only in the test split
-
-    def feats(y: np.ndarray) -> list[np.ndarray]:
-        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
-        return [a, np.tanh(a)]
-
-    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
     cfg = FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=3, probe=False, device="cpu")
     with FeatureStore(cache) as store:
         (run,) = fit_heads(store, cfg, out_dir=tmp_path / "fit").runs

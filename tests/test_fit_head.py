@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import class_blob_cache, write_cache
 
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import CacheError, InputError, NotFoundError
@@ -231,14 +231,8 @@ def test_test_rows_with_nonfinite_features_are_refused(tmp_path) -> None:
 def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) -> None:
     """A test class with no training rows: every saved head knows it never learnt it, so no seed
     can score its rows as hits by the luck of an untrained output unit."""
-    rng = np.random.default_rng(0)
     y_train, y_test = np.arange(40) % 2 * 2, np.arange(12) % 3  # class 1 only in the test split
-
-    def feats(y: np.ndarray) -> list[np.ndarray]:
-        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
-        return [a, np.tanh(a)]
-
-    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
     cfg = FitConfig(heads=("laya", "last"), seeds=(0, 1), d_star=8, epochs=3, probe=False, device="cpu")
     with FeatureStore(cache) as store:
         result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
@@ -253,15 +247,9 @@ def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) 
 def test_a_class_whose_only_training_row_went_to_validation_is_flagged(tmp_path: Path) -> None:
     """A class with one row in the train split that the stratified draw holds out for validation has
     no training rows left: its heads can never predict it, and the gate now says so."""
-    rng = np.random.default_rng(0)
     y_train = np.r_[np.arange(40) % 2 * 2, 1]  # class 1: one row, held out at --val-fraction 0.6
     y_test = np.arange(12) % 3
-
-    def feats(y: np.ndarray) -> list[np.ndarray]:
-        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
-        return [a, np.tanh(a)]
-
-    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
     cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=False, device="cpu", val_fraction=0.6)
     with FeatureStore(cache) as store:
         result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
@@ -273,14 +261,8 @@ def test_validation_taking_every_row_of_all_but_one_class_is_refused_in_the_user
     """Two classes, the second's one training row held out for validation: the training rows hold one
     class. fit-head refused with "untrained_classes [1] leave fewer than 2 of 2 classes", an argument
     the user never gave; it says what happened and what to change, before any head is fitted."""
-    rng = np.random.default_rng(0)
     y_train, y_test = np.r_[np.zeros(40, dtype=np.int64), 1], np.arange(12) % 2
-
-    def feats(y: np.ndarray) -> list[np.ndarray]:
-        a = (np.eye(2)[y] * 3 + rng.normal(size=(len(y), 2))).astype(np.float32)
-        return [a, np.tanh(a)]
-
-    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
     cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=False, device="cpu", val_fraction=0.6)
     with FeatureStore(cache) as store, pytest.raises(InputError) as said:
         fit_heads(store, cfg, out_dir=tmp_path / "fit")
