@@ -97,3 +97,34 @@ def test_the_same_difference_on_every_seed_is_no_verdict() -> None:
     laya = {"head": "laya", "n": 2, "test_acc": {"mean": 0.98}, "delta_vs_last": {"test_acc": tied}}
     first = fit_reading({"heads": [laya]}).lead[0]
     assert "excludes 0" not in first and "the same on each of the 2 seeds" in first
+
+
+def test_the_readings_of_prune_and_early_exit_say_a_tied_difference_has_no_spread() -> None:
+    """report.html's reading of prune and early-exit put "(no interval)" beside the zero-width
+    interval it printed ("cannot be compared with (no interval) a random ranking (+0.0028 [+0.0028,
+    +0.0028])"), where the verdict lines say why: the same on every seed, no spread."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.report.reading import early_exit_reading, prune_reading
+
+    tied = paired([0.9806, 0.9806], [0.9778, 0.9778])
+    prune = {
+        "cache": {"layer_names": ["a", "b", "c"]},
+        "alpha_vs": {"random": {"mean_test_acc_over_k_diff": tied}},
+        "seeds": [0, 1],
+        "reference": {"test_acc": {"mean": 0.98, "ci_low": 0.97, "ci_high": 0.99}},
+        "config": {"max_drop": 0.01},
+        "chosen": None,
+    }
+    first = prune_reading(prune).lead[0]
+    assert "(no interval)" not in first and "the same on each of the 2 seeds" in first, first
+    exits = {
+        "seeds": [0, 1],
+        "config": {"epsilon": 0.1},
+        "comparisons": {
+            "confidence vs random": {"area_diff": tied},
+            "confidence+alpha vs confidence": {"area_diff": tied},
+        },
+    }
+    lead = " ".join(early_exit_reading(exits).lead)
+    assert "(no interval)" not in lead and "is undecided:" not in lead, lead
+    assert lead.count("the same on each of the 2 seeds") == 2, lead

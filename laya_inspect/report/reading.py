@@ -438,6 +438,18 @@ def same(d: dict[str, Any] | None) -> bool:
     return bool(values) and all(v == 0 for v in values)
 
 
+def _said(d: dict[str, Any] | None) -> str:
+    """:func:`_word` of the paired difference ``d``, saying why where it is the same on every seed
+    (its zero-width interval is printed beside it: "no interval" would contradict it)."""
+    if same_on_every_seed(d):
+        return f"cannot be compared with ({_no_spread(d)})"
+    return _word(outcome(d))
+
+
+def _no_spread(d: dict[str, Any] | None) -> str:
+    return same_text(d or {}).removesuffix(", so no verdict")
+
+
 def _word(o: str) -> str:
     return {
         "better": "beats",
@@ -471,7 +483,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         if entry.get("same_layer_sets") or same(d):
             parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
-            parts.append(f"{_word(outcome(d))} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
+            parts.append(f"{_said(d)} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
     if parts:
         first = (
             "Ranking layers by α "
@@ -528,7 +540,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
-            f"{rule} {_word(outcome(comp[f'{rule} vs random']['area_diff']))} it "
+            f"{rule} {_said(comp[f'{rule} vs random']['area_diff'])} it "
             f"({diff_text(comp[f'{rule} vs random']['area_diff'])})"
             for rule in ("confidence", "alpha", "confidence+alpha", "fixed")
             if f"{rule} vs random" in comp
@@ -545,6 +557,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     else:
         o = outcome(d)
         helps = {"better": "helps", "worse": "hurts", "no different": "does not help", "undecided": "is undecided"}[o]
+        if same_on_every_seed(d):
+            helps += f" ({_no_spread(d)})"
         lead.append(
             f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule {helps}: "
             f"{diff_text(d)} ({unit})."
@@ -553,8 +567,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     d2 = (comp.get("alpha vs fixed") or {}).get("area_diff")
     d3 = (comp.get("confidence vs fixed") or {}).get("area_diff")
     (details if "confidence vs random" in comp else lead).append(
-        f"α alone {_word(outcome(d2))} a fixed exit depth ({diff_text(d2)}); confidence alone "
-        f"{_word(outcome(d3))} it ({diff_text(d3)})"
+        f"α alone {_said(d2)} a fixed exit depth ({diff_text(d2)}); confidence alone "
+        f"{_said(d3)} it ({diff_text(d3)})"
         + (" — fixed depth's L points credit nothing between them" if "confidence vs random" in comp else "")
         + "."
     )
@@ -565,7 +579,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     elif d4:
         details.append(
             f"With α of the full forward pass (not realisable: it needs every layer), confidence+α "
-            f"{_word(outcome(d4))} confidence ({diff_text(d4)}): the most a perfect α forecast could add."
+            f"{_said(d4)} confidence ({diff_text(d4)}): the most a perfect α forecast could add."
         )
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
@@ -585,7 +599,7 @@ def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any]) -> str:
     for key, d in diffs.items():
         score = key.split(" − ")[0]
         auc = auroc.get(score) or {}
-        parts.append(f"{score} {num(auc.get('mean'), 3)} ({_word(outcome(d))} msp: {diff_text(d, 3)})")
+        parts.append(f"{score} {num(auc.get('mean'), 3)} ({_said(d)} msp: {diff_text(d, 3)})")
     return "; ".join(parts)
 
 
