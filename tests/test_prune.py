@@ -20,6 +20,7 @@ from laya_inspect.beyond.rankings import block_influence, by_block_influence, or
 from laya_inspect.beyond.refit import Budget
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
+from laya_inspect.errors import InputError
 from laya_inspect.head_dir import cache_identity, load_head, save_head
 from laya_inspect.heads import LastLayerHead, LayaHead
 
@@ -698,3 +699,25 @@ def test_error_bars_are_drawn_within_zero_and_one(planted, tmp_path, monkeypatch
     assert all(float(t).is_integer() for t in ticks), ticks  # a count of layers: no 1.5
     one = [line for line in s["verdict"] if "smallest set within --max-drop keeps 1 " in line]
     assert one and all("keeps 1 layer," in line for line in one), s["verdict"]
+
+
+def test_a_train_limit_that_draws_one_class_is_refused_naming_it(tmp_path):
+    """--train-limit draws its rows uniformly: on a split with a rare class, 10 rows can hold one class
+    only. Every refit then stopped on "untrained_classes [1] leave fewer than 2 of 2 classes", an
+    argument the user never gave; the run is refused naming --train-limit, before any refit."""
+    head = planted_laya([0.6, 0.4, 0.0], n_classes=2)
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 400), ("test", 100)):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+        labels = (np.arange(n) % 100 == 0).astype(np.int64)  # class 1: one row in a hundred
+        splits[name] = (feats, labels)
+    cache = write_cache(tmp_path / "rare.h5", splits, layer_names=["l1", "l2", "l3"])
+    config = PruneConfig(max_drop=0.0, costs="shapes", device="cpu", plots=False, seeds=1, seed=2)  # 10 rows of class 0
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", head, meta=cache_identity(store))
+        with pytest.raises(InputError) as said:
+            prune_layers(head_dir, store, config, Budget(train_limit=10, epochs=2), out_dir=tmp_path / "out")
+    assert "untrained_classes" not in str(said.value)
+    assert "--train-limit 10" in str(said.value) and "one class" in str(said.value)
+    assert not (tmp_path / "out").exists()

@@ -193,6 +193,24 @@ def subsample(rows: np.ndarray, limit: int | None, seed: int, stream: int) -> np
     return np.sort(rng.choice(rows, size=limit, replace=False))
 
 
+def fit_rows_of(
+    rows: np.ndarray, labels: np.ndarray, limit: int | None, seed: int, class_names: Sequence[str]
+) -> np.ndarray:
+    """The rows the refits are fitted on: :func:`subsample`'s draw of ``rows`` (stream 1), refused when
+    ``--train-limit`` drew one class only from rows of several (a head needs two to learn anything)."""
+    drawn = subsample(rows, limit, seed, 1)
+    kept = np.unique(labels[drawn])
+    if len(kept) < 2 and len(np.unique(labels[rows])) >= 2:
+        only = int(kept[0]) if len(kept) else None
+        shown = "none" if only is None else f"{only} ({class_names[only]!r})" if only < len(class_names) else str(only)
+        raise InputError(
+            f"--train-limit {limit} drew {len(drawn)} training rows of one class only (class {shown}) from "
+            f"{len(rows)} rows of {len(np.unique(labels[rows]))} classes: a refit needs rows of at least 2; "
+            "raise --train-limit, or draw others with --seed"
+        )
+    return drawn
+
+
 def estimate(values: Sequence[float]) -> dict[str, Any]:
     """mean ± std over seeds with the 95% t-interval (docs/METHOD.md, "Training"), JSON-able."""
     from ..training.stats import describe

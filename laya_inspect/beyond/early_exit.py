@@ -46,13 +46,13 @@ from .common import (
     accuracy,
     check_warnings,
     estimate,
+    fit_rows_of,
     head_hparams,
     head_outputs,
     held_out_rows,
     load_split,
     open_weighted_head,
     refit_check,
-    subsample,
     trust_lines,
     write_whole,
 )
@@ -271,7 +271,7 @@ def _simulate(
         )
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
     budget = budget.for_head(hconf)
-    fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
+    fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     head.to(device)
     means = layer_means(store, config.train_split)
     given_logits, w_full = head_outputs(head, test.hs)

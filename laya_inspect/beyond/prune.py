@@ -32,6 +32,7 @@ from .common import (
     accuracy,
     check_warnings,
     estimate,
+    fit_rows_of,
     head_hparams,
     head_outputs,
     held_out_rows,
@@ -126,7 +127,7 @@ def _prune(
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
     budget = budget.for_head(hconf)
-    fit_rows = subsample(train_rows, budget.train_limit, config.seed, 1)
+    fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     rank_rows = subsample(train_rows, config.rank_rows, config.seed, 2)
     head.to(device)
     emit({"event": "step", "step": "rankings"})
