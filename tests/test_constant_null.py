@@ -402,3 +402,30 @@ def test_a_method_no_better_than_the_rule_rarely_gets_a_verdict() -> None:
         said += vs["verdict"] != "not shown"
         said_at_95 += verdict({k: paired(k, a, c, n_boot=1000, seed=t) for k in HEADLINE}) != "not shown"
     assert said / runs <= 0.06 < 0.10 <= said_at_95 / runs, (said, said_at_95)
+
+
+def test_a_method_marked_best_never_reads_no_better_than_the_constant_rule() -> None:
+    """The verdict reads 98.3% intervals against the constant rule; "best" read its own 95% one, so a
+    method could be starred best on ρ ("ahead of ... the constant rule") beside "does not beat the
+    constant rule" in the same output (ρ − constant [−0.010, +0.316] at 98.3%, [+0.000, +0.286] at 95%).
+    Best's test against the rule is the verdict's interval."""
+    from laya_inspect.compare.paired import significant_best, versus_constant
+
+    n, starred = 200, 0
+    for t in range(6):
+        rng = np.random.default_rng(t)
+        base = {"top_layer_agreement": rng.normal(size=n), "deletion_at_1": rng.normal(size=n)}
+        base["oracle_at_1"] = np.full(n, 5.0)
+        c = {**base, "faithfulness": rng.normal(size=n)}
+        a = {**base, "faithfulness": c["faithfulness"] + rng.normal(0.16, 1, size=n)}
+        b = {**base, "faithfulness": c["faithfulness"] + rng.normal(-0.5, 1, size=n)}
+        vs = versus_constant(a, c, circular=False, caveat=False, n_boot=1000, seed=0)
+        means = {m: {"faithfulness": float(np.mean(r["faithfulness"]))} for m, r in (("a", a), ("b", b))}
+        best, tests = significant_best(
+            means, {"a": a, "b": b}, {"a": None, "b": None}, c, ("faithfulness",), n_boot=1000, seed=0
+        )
+        if best.get("faithfulness") == ["a"]:
+            starred += 1
+            assert vs["faithfulness"]["ci_low"] > 0 and vs["verdict"] == "beats", (t, vs)
+            assert tests["faithfulness"]["vs_constant"] == vs["faithfulness"]
+    assert starred >= 1  # the check ran on a starred method

@@ -337,8 +337,9 @@ def significant_best(
     seed: int,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """(best, tests). Per score: the non-circular method with the highest mean (at least two with a
-    value) is best only when its paired interval against the runner-up, and against the constant
-    rule where that has the score, lies above 0. ``tests`` says, per score, what was compared."""
+    value) is best only when its paired interval against the runner-up (95%), and against the constant
+    rule where that has the score (at VERDICT_CONFIDENCE, the verdict's interval), lies above 0.
+    ``tests`` says, per score, what was compared."""
     best: dict[str, list[str]] = {}
     tests: dict[str, Any] = {}
     for key in keys:
@@ -348,7 +349,13 @@ def significant_best(
         ranked = sorted((-float(v), list(means).index(name), name) for name, v in values_of.items())
         lead, runner = ranked[0][2], ranked[1][2]
         vs_runner = paired(key, values[lead], values[runner], n_boot=n_boot, seed=seed)
-        vs_const = None if constant is None else paired(key, values[lead], constant, n_boot=n_boot, seed=seed)
+        # against the rule at the verdict's level: the same interval as vs_constant, so a starred method
+        # never reads "does not beat the constant rule" beside its star
+        vs_const = (
+            None
+            if constant is None
+            else paired(key, values[lead], constant, n_boot=n_boot, seed=seed, confidence=VERDICT_CONFIDENCE)
+        )
         ok = vs_runner is not None and vs_runner.above and (vs_const is None or vs_const.above)
         tests[key] = {
             "leader": lead,

@@ -170,7 +170,8 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
     rows = [[layer, *[num(d[i] if i < len(d) else None, 3) for d in data]] for i, layer in enumerate(layers)]
     legend = (
         "* best of the head's non-circular methods in that column: ahead of the runner-up and of the constant "
-        "rule, both paired 95% intervals above 0; the constant rule is one layer profile for every input, fitted "
+        "rule, both paired intervals above 0, the latter the one in the method − constant rule table; "
+        "the constant rule is one layer profile for every input, fitted "
         "on the other half of the rows; ° circular: the method is built from what the "
         "ablation removes, so it cannot be validated by it; reference rows (grey) are not methods. "
         f"Top-layer agreement: {dirs.get('top_layer_agreement', 'higher is better')}. "

@@ -227,7 +227,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     out.append(
         Text(
             f"{BEST} best of the head's non-circular methods: ahead of the runner-up and of the constant rule, "
-            "both paired 95% intervals above 0 ("
+            "both paired intervals above 0, the latter the one in the method − constant rule table ("
             f"{CIRCULAR} circular: the method is built from what "
             f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
             f"effects are all tied / whose top effect is / with any tie). agree = top-layer agreement, "
