@@ -429,3 +429,17 @@ def test_a_method_marked_best_never_reads_no_better_than_the_constant_rule() -> 
             assert vs["faithfulness"]["ci_low"] > 0 and vs["verdict"] == "beats", (t, vs)
             assert tests["faithfulness"]["vs_constant"] == vs["faithfulness"]
     assert starred >= 1  # the check ran on a starred method
+
+
+def test_the_tables_name_the_level_their_intervals_were_drawn_at() -> None:
+    """The caption says 98.3% for today's summaries, 95% for one written before, and no level at all
+    under --bootstrap 0, where there is no interval to name."""
+    from laya_inspect.report.reading import level_text
+
+    drawn = {"mean": 0.1, "ci_low": 0.0, "ci_high": 0.2}
+    today = {"faithfulness": {**drawn, "confidence": 1 - 0.05 / 3}, "verdict": "beats"}
+    before = {"faithfulness": {**drawn, "confidence": 0.95}, "verdict": "beats"}
+    untested = {"faithfulness": {"mean": 0.1, "ci_low": None, "ci_high": None, "confidence": 0.983}}
+    assert level_text(today, None) == "98.3% intervals (95% for the three scores together)"
+    assert level_text(before) == "95% intervals"
+    assert level_text(untested, {"verdict": "untested"}) == "no intervals: --bootstrap 0"

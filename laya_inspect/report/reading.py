@@ -216,13 +216,16 @@ VERSUS_LABELS = {
 def level_text(*entries: dict[str, Any] | None) -> str:
     """The confidence of the paired intervals method − constant in ``entries`` (vs_constant records),
     in words: "98.3% intervals (95% for the three scores together)" since each is drawn at
-    1 − 0.05/3; "95% intervals" for a summary written before that."""
+    1 − 0.05/3; "95% intervals" for a summary written before that; "no intervals" without any
+    (--bootstrap 0)."""
     levels = {
         round(float(d.get("confidence") or 0.95), 4)
         for e in entries
         for d in (e or {}).values()
         if isinstance(d, dict) and d.get("ci_low") is not None
     }
+    if not levels:
+        return "no intervals: --bootstrap 0"
     if len(levels) == 1 and (level := levels.pop()) > 0.95:
         return f"{level * 100:.1f}% intervals (95% for the three scores together)"
     return "95% intervals"

@@ -87,7 +87,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             classes.append("ref" if s.get("circular") else "")
     profile = (groups[0][1]["references"]["constant"] or {}).get("profile") or {}
     caption = (
-        f"method − constant rule, paired over the same rows (bootstrap {level_text(*vs_entries)}); constant rule: "
+        f"method − constant rule, paired over the same rows (bootstrap; {level_text(*vs_entries)}); constant rule: "
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "

@@ -132,7 +132,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         return None
     many = groups[0][0] is not None
     vs_entries = [s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()]
-    table = rich_table(f"method − constant rule (paired {level_text(*vs_entries)} over the same rows)")
+    table = rich_table(f"method − constant rule (paired over the same rows; {level_text(*vs_entries)})")
     if many:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", no_wrap=True)
