@@ -136,7 +136,8 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     if lo >= -1e-6:  # nothing below 0: not mean-subtracted, whatever --normalize says
         return [
             f"{where}: values from 0 to above 255 are raw intensities (16-bit pixels reach 65535), not normalised "
-            "inputs (those centre on 0); scale them to [0, 1] (16-bit pixels: divide by 65535)"
+            "inputs (those centre on 0); scale them to [0, 1] by the sensor's full scale (16-bit pixels: divide "
+            "by 65535; 12-bit: by 4095)"
         ]
     if transform.mean is not None:
         return [

@@ -255,13 +255,15 @@ def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
     top = ranked[0]
     of = "the target logit" if effect == "logit" else "p"
     lead = (head.get("lolo") or {}).get("top_lead")
+    from ..choices import MIN_ROWS
+
     if lead and len(ranked) > 1 and outcome(lead) != "better":  # "most" only for a lead shown over the same rows
         second = ranked[1]
         why = (
             f"paired difference {with_ci(lead, digits=3)}"
             if outcome(lead) != "undecided"
-            else f"{lead.get('n')} rows: no paired interval under 20"
-            if isinstance(lead.get("n"), int) and lead["n"] < 20
+            else f"{lead.get('n')} rows: no paired interval under {MIN_ROWS}"
+            if isinstance(lead.get("n"), int) and lead["n"] < MIN_ROWS
             else "no paired interval"
         )
         return (
