@@ -269,3 +269,27 @@ def test_validation_taking_every_row_of_all_but_one_class_is_refused_in_the_user
     assert "untrained_classes" not in str(said.value)
     assert "validation" in str(said.value) and "--val-fraction" in str(said.value)
     assert not (tmp_path / "fit").exists()
+
+
+def test_a_class_with_few_training_rows_and_a_small_validation_split_are_flagged(tmp_path: Path) -> None:
+    """A class with 1 training row and 6 validation rows: the head still fits, but the gate says that
+    the class rests on one input and that 6 rows are too few to pick the epoch and the probe's layer,
+    in summary.json beside the head's other warnings."""
+    rng = np.random.default_rng(0)
+    y_train = np.r_[np.arange(40) % 2 * 2, 1]  # class 1: one row, kept for training at --val-fraction 0.15
+    y_test = np.arange(12) % 3
+
+    def feats(y: np.ndarray) -> list[np.ndarray]:
+        a = (np.eye(3)[y] * 3 + rng.normal(size=(len(y), 3))).astype(np.float32)
+        return [a, np.tanh(a)]
+
+    cache = write_cache(tmp_path / "c.h5", {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+    cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=True, device="cpu", val_fraction=0.15)
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+    assert result.summary["split"]["n_val"] < 20
+    saved = json.loads((tmp_path / "fit" / "summary.json").read_text())
+    (said,) = [h["warnings"] for h in saved["heads"] if h["head"] == "last"]
+    assert any("fewer than 5 training rows: '1' (1)" in w for w in said), said
+    assert any(w.startswith(f"only {result.summary['split']['n_val']} validation rows") for w in said), said
+    assert any("the probe's best layer" in w for w in said), said

@@ -280,7 +280,16 @@ def _fit_into(
     from .grid import grid_search, write_grid
     from .overlap import rows_in_train
     from .profiles import class_names, compute_profiles, write_profiles
-    from .quality import chance_level, constant_layers, duplicate_layers, gate, layer_probes, unlearnable_classes
+    from .quality import (
+        chance_level,
+        constant_layers,
+        duplicate_layers,
+        few_class_rows,
+        few_validation_rows,
+        gate,
+        layer_probes,
+        unlearnable_classes,
+    )
     from .standardize import feature_moments, standardization
 
     in_memory = config.in_memory
@@ -409,6 +418,14 @@ def _fit_into(
         duplicates=duplicates,
         unlearnable=unlearnable_classes(train.labels[train_rows], test.labels, store.class_names),
         in_train=in_train,
+        small=[
+            w
+            for w in (
+                few_class_rows(train.labels[train_rows], store.class_names),
+                few_validation_rows(len(val_rows), probe=probe is not None),
+            )
+            if w
+        ],
     )
     summary: dict[str, Any] = {
         "tool_version": __version__,

@@ -37,6 +37,8 @@ ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
+FEW_CLASS_ROWS = 5  # a class with fewer training rows (but some): its output unit learns from a handful of rows
+MIN_VAL_ROWS = MIN_ROWS  # fewer validation rows: accuracy there moves in steps of > 0.05, too coarse to pick by
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
     "every head is read against the stronger on the test split of the probe on the layer with the best validation "
@@ -58,6 +60,8 @@ THRESHOLDS = {
     "top-layer shares, n the test rows",
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "unlearnable_classes": "classes of the test split with no training rows",
+    "few_class_rows": f"classes with 1 to {FEW_CLASS_ROWS - 1} training rows (validation rows left out)",
+    "few_validation_rows": f"the validation rows number fewer than {MIN_VAL_ROWS}",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "test_rows_in_train": "test rows whose features equal a training row's, byte for byte at every layer",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
@@ -128,6 +132,34 @@ def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class
     return (
         f"class(es) {names}{', …' if len(gaps) > 5 else ''} have test rows but no training rows: no head can "
         f"predict them, and their {rows} of {len(test_labels)} test rows count as misses"
+    )
+
+
+def few_class_rows(train_labels: np.ndarray, class_names: Sequence[str]) -> str | None:
+    """A warning when classes have some but fewer than FEW_CLASS_ROWS training rows (``train_labels``:
+    the rows the heads are fitted on, validation rows left out): what a head says of them rests on a
+    handful of inputs. Classes with none are unlearnable_classes' to say."""
+    counts = np.bincount(np.asarray(train_labels, dtype=np.int64), minlength=len(class_names))
+    few = [c for c in range(len(counts)) if 0 < counts[c] < FEW_CLASS_ROWS]
+    if not few:
+        return None
+    names = ", ".join(f"{class_names[c] if c < len(class_names) else str(c)!r} ({counts[c]})" for c in few[:5])
+    return (
+        f"class(es) with fewer than {FEW_CLASS_ROWS} training rows: {names}{', …' if len(few) > 5 else ''}; "
+        "a head learns them from a handful of inputs and their test rows say little; add rows of them or "
+        "leave them out of the data"
+    )
+
+
+def few_validation_rows(n_val: int, probe: bool) -> str | None:
+    """A warning when fewer than MIN_VAL_ROWS rows pick the epoch each head keeps (early stopping)
+    and, with ``probe``, the probe's layer: their accuracy moves in steps of 1/n."""
+    if n_val >= MIN_VAL_ROWS:
+        return None
+    picks = "the epoch each head keeps" + (" and the probe's best layer" if probe else "")
+    return (
+        f"only {n_val} validation rows (fewer than {MIN_VAL_ROWS}) pick {picks}: their accuracy moves in steps "
+        f"of {1 / max(n_val, 1):.2f}, so the pick is close to arbitrary; raise --val-fraction or add training rows"
     )
 
 
@@ -298,11 +330,13 @@ def gate(
     duplicates: Sequence[tuple[str, str]] = (),
     unlearnable: str | None = None,
     in_train: dict[str, Any] | None = None,
+    small: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
     ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows;
-    ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None."""
+    ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``small``:
+    the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows)."""
     from .overlap import overlap_warning
 
     for h in heads:
@@ -325,6 +359,7 @@ def gate(
             )
         if unlearnable:
             h["warnings"].append(unlearnable)
+        h["warnings"].extend(small)
         if in_train:
             h["warnings"].append(overlap_warning(in_train))
         few = few_rows(n_test, "test", "and the interval over seeds leaves out the sampling of the test rows")
