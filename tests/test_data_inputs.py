@@ -442,6 +442,24 @@ def test_empty_texts_and_a_class_spelled_two_ways_are_warnings(tmp_path):
     assert not [w for w in clean.warnings if "empty text" in w or "differ only" in w]
 
 
+def test_the_empty_text_warning_counts_the_rows_that_limit_keeps(tmp_path):
+    """QA: with --limit 1 the warning said "1 of 123 rows have an empty text" of a row the limit had
+    left out: it now counts, and names, only the rows that were extracted."""
+    rows = [",pos"] + [f"text {i},{'pos' if i % 2 else 'neg'}" for i in range(40)]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    spec = f"csv:{tmp_path / 't.csv'}"
+    one = load_data(spec, splits=("train",), input_spec=TOKENS, tokenizer=VOCAB, limit=1)
+    assert one.splits["train"].index.tolist() != [0]  # the empty row is not the one kept
+    assert not [w for w in one.warnings if "empty text" in w], one.warnings
+    two = load_data(spec, splits=("train",), input_spec=TOKENS, tokenizer=VOCAB, limit=2)
+    assert 0 in two.splits["train"].index.tolist()
+    (said,) = [w for w in two.warnings if "empty text" in w]
+    assert "1 of 2 rows" in said and "line 2" in said
+    every = load_data(spec, splits=("train", "test"), input_spec=TOKENS, tokenizer=VOCAB)
+    (said,) = [w for w in every.warnings if "empty text" in w]
+    assert "1 of 41 rows" in said and "line 2" in said
+
+
 def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warning(tmp_path, photos):
     x = np.zeros((41, 4), dtype=np.float32)
     with pytest.raises(InputError, match=r"has 1 class \('only'\); a classifier needs at least two"):
@@ -672,7 +690,7 @@ def test_messy_text_tables_are_read_whole_or_refused_at_the_line_that_breaks_the
     from laya_inspect.data.text import load_csv
 
     src = load_csv(str(tmp_path / "multi.csv"), {}, seed=0, test_fraction=0.5)
-    assert "line 5" in src.warnings[0]  # the empty text: a two-line row before it
+    assert src.row_warnings is not None and "line 5" in src.row_warnings(np.arange(4))[0]  # a two-line row before it
     with pytest.raises(InputError, match=r"late\.csv:2: no label"):
         _table(tmp_path / "late.csv", 'text,label,split\n"two\nlines",,all\nbad,neg,all\n')
     jsonl = "".join(

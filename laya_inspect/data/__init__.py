@@ -301,6 +301,8 @@ def load_data(
         if isinstance(transform, TextTransform):
             warnings += cut_texts(spec, name, texts[name], transform.tokenizer, transform.max_length)
     warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
+    if src.row_warnings is not None:  # of the rows in use only: "1 of 123 rows" must not count rows --limit left out
+        warnings += src.row_warnings(np.unique(np.concatenate([s.index for s in out.values()])))
     refuse_unreadable(f"dataset {spec!r}", src.location, headers)
     warnings += paged_warning(f"dataset {spec!r}", src.location, headers)
     if isinstance(transform, ImageTransform) and resize is None:

@@ -61,6 +61,9 @@ class Source:
     native: dict = field(default_factory=dict)
     location: str = ""
     warnings: list[str] = field(default_factory=list)  # for the user, carried into DataBundle.warnings
+    # warnings of the rows in use alone (after the splits asked for and ``limit``), given their source
+    # rows: load_data adds them to DataBundle.warnings
+    row_warnings: Callable[[np.ndarray], list[str]] | None = None
 
 
 @dataclass(frozen=True)

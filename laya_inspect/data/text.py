@@ -209,19 +209,20 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         ),
         split_info=info,
         location=str(path),
-        warnings=_empty_texts(texts, path, lines, text_col)
-        + index_spellings(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
+        warnings=index_spellings(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
+        row_warnings=lambda rows: _empty_texts(texts, rows, path, lines, text_col),
     )
 
 
-def _empty_texts(texts: list[str], path: Path, lines: list[int], col: str) -> list[str]:
-    """A warning when some rows have no text: their features describe the empty string."""
-    empty = [lines[i] for i, t in enumerate(texts) if not t.strip()]
+def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
+    """A warning when some of ``rows`` (the rows in use, after --limit) have no text: their features
+    describe the empty string."""
+    empty = sorted(lines[i] for i in rows.tolist() if not texts[i].strip())
     if not empty:
         return []
     shown = ", ".join(map(str, empty[:5])) + (", …" if len(empty) > 5 else "")
     return [
-        f"{path}: {len(empty)} of {len(texts)} rows have an empty text (column {col!r}; line {shown}): their "
+        f"{path}: {len(empty)} of {len(rows)} rows have an empty text (column {col!r}; line {shown}): their "
         "features describe the empty string, not an input; remove those rows or fill them in"
     ]
 
