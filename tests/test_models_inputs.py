@@ -476,6 +476,28 @@ def test_torchscript_and_hf_rejections_are_input_errors(tmp_path, tiny_bert):
         hf.run({"input_ids": torch.ones(1, 40, dtype=torch.long)}, ["hidden_states.1"])
 
 
+def test_greyscale_images_for_a_model_that_does_not_state_its_channels_are_refused_with_the_fix(tmp_path):
+    """QA: 1-channel npz images fed to a TorchScript model whose first convolution takes 3 channels
+    failed with "The following operation failed in the TorchScript interpreter", naming neither the
+    mismatch nor the fix. Such a model does not state its channels, so nothing repeats greyscale to
+    RGB for it (a model that states them gets the images converted, as image folders do)."""
+    path = save_script(nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten()), tmp_path / "c.pt")
+    ts = load_model(f"torchscript:{path}")
+    np.savez(tmp_path / "g.npz", X=np.zeros((8, 12, 12, 1), np.uint8), y=np.arange(8) % 2)
+    bundle = load_data(f"npz:{tmp_path / 'g.npz'}", splits=("test",), input_spec=ts.input_spec)
+    inputs, _, _ = next(iter(bundle.splits["test"].batches(4)))
+    assert tuple(inputs.shape[1:]) == (1, 12, 12)
+    with pytest.raises(InputError) as info:
+        ts.run(inputs, [])
+    said = one_line(info)
+    assert "the images have 1 channel and its first convolution takes 3" in said, said
+    assert "write the images with 3 channels" in said and "'channels': 3" in said
+    fine = load_data(
+        f"npz:{tmp_path / 'g.npz'}", splits=("test",), input_spec=InputSpec(kind="image", channels=3, size=12)
+    )
+    assert fine.transforms["channels"] == {"from": 1, "to": 3, "how": "replicate"}
+
+
 class Greedy(nn.Module):
     """Asks for a petabyte in its forward: the allocator refuses at once, nothing is touched."""
 

@@ -290,11 +290,33 @@ class LoadedModel:
                     f"{self.spec} ran out of memory on {self.device} with a batch of {got}; "
                     f"pass a smaller --batch-size{cpu}"
                 ) from e
-            expects = self.expects()
+            expects, fix = self.expects(), self._channels_fix(inputs, e)
             raise InputError(
-                f"{self.spec} rejected its input {got}: {first_line(e)}"
+                f"{self.spec} rejected its input {got}: {first_line(e).rstrip('.') if fix else first_line(e)}"
                 + (f"; it expects {expects}" if expects else "")
+                + fix
             ) from e
+
+    def _channels_fix(self, inputs: Any, e: BaseException) -> str:
+        """The fix, when a model that does not state its input channels (a TorchScript file, a
+        Python model without ``input_spec``) rejected images for their channel count: the data are
+        converted to a model's channels (greyscale repeated to RGB) only when the model states them."""
+        import re
+
+        if self.input_spec.kind != "image" or self.input_spec.channels is not None or not isinstance(inputs, Tensor):
+            return ""
+        found = re.search(r"to have (\d+) channels, but got (\d+) channels", str(e))
+        if inputs.ndim != 4 or found is None or int(found[2]) != inputs.shape[1]:
+            return ""
+        want, got = int(found[1]), int(found[2])
+        return (
+            f"; the images have {got} channel{'s' * (got != 1)} and its first convolution takes {want}, but "
+            f"{self.spec} does not state its input channels, so they are fed as they are (laya-inspect converts "
+            "images to a model's channels, greyscale repeated to RGB, only for a model that states them): write "
+            f"the images with {want} channels (an npz: X repeated along its channel axis; a folder: its files "
+            f"saved as {'RGB' if want == 3 else 'greyscale'}), or load it with a python: factory whose model "
+            f"carries input_spec = {{'kind': 'image', 'channels': {want}}}"
+        )
 
     def run(self, inputs: Any, layer_names: Sequence[str]) -> tuple[dict[str, Any], Tensor | None]:
         """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``,
