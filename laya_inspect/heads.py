@@ -9,7 +9,7 @@ with fixed (D_l,) buffers that the trainer sets from training-split statistics
 (:meth:`Head.set_standardization`; docs/METHOD.md, "Standardisation"). The buffers live in the
 state_dict, so a saved head applied to raw cached features gives the logits it gave in training.
 
-A head built with ``untrained_classes`` (fit-head passes the classes with no training rows) holds
+A head built with ``untrained_classes`` (fit-head and train pass the classes with no training rows) holds
 their logits UNTRAINED_GAP below each row's lowest other one: an output unit that never saw its
 class cannot win a row by the luck of its initialisation.
 """
@@ -148,12 +148,9 @@ class Head(nn.Module):
                 mod.scale.copy_(s_t)
 
     def _output(self, logits: Tensor, weights: Tensor | None) -> HeadOutput:
-        """The head's output, each untrained class's logit held UNTRAINED_GAP below the row's lowest
-        trained one (probability 0 in float32; finite, so differences and losses stay numbers)."""
+        """The head's output, its untrained classes' logits held down (:func:`hold_untrained`)."""
         if self.untrained_classes:
-            untrained = self.untrained.to(logits.device)
-            low = logits.detach().masked_fill(untrained, math.inf).amin(dim=-1, keepdim=True) - UNTRAINED_GAP
-            logits = torch.where(untrained, low, logits)
+            logits = hold_untrained(logits, self.untrained)
         return HeadOutput(logits, weights)
 
     def extra_config(self) -> dict[str, Any]:
@@ -341,6 +338,15 @@ class ScalarMixHead(_AdaptedHead):
         z = self._adapt(hs)
         w = _mix(self.static_weights().expand(z.shape[0], -1), keep)
         return self._output(self.classifier((w.unsqueeze(-1) * z).sum(dim=1)), w)
+
+
+def hold_untrained(logits: Tensor, untrained: Tensor) -> Tensor:
+    """``logits`` (N, C) with each class where ``untrained`` (C,) bool is set held UNTRAINED_GAP below
+    the row's lowest trained one (probability 0 in float32; finite, so differences and losses stay
+    numbers)."""
+    untrained = untrained.to(logits.device)
+    low = logits.detach().masked_fill(untrained, math.inf).amin(dim=-1, keepdim=True) - UNTRAINED_GAP
+    return torch.where(untrained, low, logits)
 
 
 def build_head(kind: str, widths: Sequence[int], num_classes: int, **hp: Any) -> Head:

@@ -343,3 +343,41 @@ def test_a_backbone_trained_to_chance_is_a_warning_that_travels_into_its_caches(
     with FeatureStore(cache) as store:
         said = [w for w in store.attrs["warnings"] if "(from `laya-inspect train`): near chance" in w]
     assert said and str(ckpt) in said[0]
+
+
+@pytest.mark.parametrize("head", ["laya", "last"])
+def test_train_and_export_head_hold_a_class_with_no_training_rows_down(tmp_path: Path, head: str) -> None:
+    """A class with test rows but no training rows: `train` said nothing of it and stored heads whose
+    untrained output unit could win a row by luck. Its head (the one export-head writes too) now
+    carries untrained_classes, as fit-head's do, and its metrics warn of the class."""
+    import numpy as np
+
+    from laya_inspect.head_dir import load_head
+
+    rng = np.random.default_rng(0)
+
+    def images(y: np.ndarray) -> np.ndarray:
+        pixels = np.c_[np.eye(3)[y].repeat(5, 1) * 200, np.zeros(len(y))] + rng.integers(0, 50, (len(y), 16))
+        return pixels.reshape(-1, 4, 4)  # greyscale 4×4
+
+    y_train, y_test = np.arange(60) % 2 * 2, np.arange(15) % 3  # class 'b' only in the test split
+    data = tmp_path / "d.npz"
+    np.savez(data, X_train=images(y_train).astype(np.uint8), y_train=y_train, X_test=images(y_test).astype(np.uint8),
+             y_test=y_test, class_names=np.array(["a", "b", "c"]))  # fmt: skip
+    ckpt, cache = tmp_path / "m.pt", tmp_path / "f.h5"
+    args = ["train", "--model", "zoo:mlp", "--data", f"npz:{data}", "--head", head, "--epochs", "2", "--out"]
+    res = runner.invoke(app, [*args, str(ckpt), "--d-star", "8"], env=ENV)
+    assert res.exit_code == 0, res.output
+    assert "class(es) 'b' have test rows but no training rows" in " ".join(res.stdout.split())
+    obj = torch.load(ckpt, weights_only=True)
+    assert obj["head"]["config"]["untrained_classes"] == [1]
+    assert any("no training rows" in w for w in obj["metrics"]["warnings"])
+    extract = ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", f"npz:{data}", "--device", "cpu"]
+    assert runner.invoke(app, [*extract, "--out", str(cache)], env=ENV).exit_code == 0
+    res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(cache), "--out", str(tmp_path / "h")], env=ENV)
+    assert res.exit_code == 0, res.output
+    exported = json.loads((tmp_path / "h" / "config.json").read_text())
+    assert exported["kwargs"]["untrained_classes"] == [1]
+    module, _ = load_head(tmp_path / "h")
+    x = [torch.randn(64, w) * 10 for w in module.widths]
+    assert (module(x).logits.argmax(1) != 1).all()

@@ -30,11 +30,11 @@ from torch import Tensor, nn
 from .. import __version__
 from ..errors import InputError
 from ..files import atomic_paths, check_out, json_bytes, output_lock, plain, remove_stale_temps, spec_paths
-from ..heads import Head, HeadOutput, LastLayerHead, build_head
+from ..heads import Head, HeadOutput, LastLayerHead, build_head, hold_untrained
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .fit_config import HEAD_HPARAMS, JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
 from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
-from .quality import chance_level, near_chance
+from .quality import chance_level, near_chance, unlearnable_classes
 from .stats import macro_f1
 
 
@@ -60,14 +60,16 @@ def pooled_features(backbone: nn.Module, x: Any) -> list[Tensor]:
 class JointModel(nn.Module):
     """Backbone + head; ``head=None`` means the backbone's own classifier on its last block."""
 
-    def __init__(self, backbone: nn.Module, head: Head | None) -> None:
+    def __init__(self, backbone: nn.Module, head: Head | None, untrained: Tensor | None = None) -> None:
         super().__init__()
         self.backbone, self.head = backbone, head
+        self.untrained = untrained  # (C,) bool (head None): the classes with no training rows, held down
 
     def forward(self, x: Any) -> HeadOutput:
         hs = pooled_features(self.backbone, x)
         if self.head is None:
-            return HeadOutput(_zoo(self.backbone).head(hs[-1]), None)
+            logits = _zoo(self.backbone).head(hs[-1])
+            return HeadOutput(logits if self.untrained is None else hold_untrained(logits, self.untrained), None)
         return self.head(hs)
 
 
@@ -169,16 +171,23 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
                 f"{type(sample).__name__} {tuple(getattr(sample, 'shape', ()))}"
             )
         kwargs.setdefault("in_shape", tuple(int(s) for s in sample.shape[1:]))
+    tr_pos, va_pos = validation_split(train_split.labels, config.val_fraction, config.val_mode, config.data_seed)
+    # a class with no training rows is one the model cannot learn: it must never win a row by luck (as in fit-head)
+    untrained = np.setdiff1d(np.arange(num_classes), train_split.labels[tr_pos]).tolist()
     with seeded(config.seed):
         backbone = build_zoo(config.arch, **kwargs)
         layer_names = DEFAULT_LAYERS[config.arch](backbone)
         with torch.no_grad():
             widths = [h.shape[1] for h in pooled_features(backbone.eval(), train_split.fetch(train_split.index[:2]))]
         hp = {k: getattr(config, k) for k in HEAD_HPARAMS}
-        head = None if config.head == "last" else build_head(config.head, widths, num_classes, **hp)
-    model = JointModel(backbone, head).to(device)
+        head = (
+            None
+            if config.head == "last"
+            else build_head(config.head, widths, num_classes, **hp, untrained_classes=untrained)
+        )
+    held = torch.isin(torch.arange(num_classes), torch.tensor(untrained, dtype=torch.long)) if untrained else None
+    model = JointModel(backbone, head, held if head is None else None).to(device)
     train, test = InputRows(train_split, device), InputRows(test_split, device)
-    tr_pos, va_pos = validation_split(train_split.labels, config.val_fraction, config.val_mode, config.data_seed)
 
     t0 = time.perf_counter()
     tag = {"stage": "joint", "run": 1, "runs": 1}
@@ -209,7 +218,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         metrics["test_mean_weights"] = dict(zip(layer_names, alpha_mean))
 
     if head is None:
-        last_head = LastLayerHead(widths, num_classes)
+        last_head = LastLayerHead(widths, num_classes, untrained_classes=untrained)
         last_head.classifier.load_state_dict(_zoo(backbone).head.state_dict())
         saved_head: Head = last_head
         metrics["backbone_head"] = "trained jointly (it is the 'last' head)"
@@ -218,6 +227,8 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
     metrics["chance"] = chance_level(labels)
     metrics["warnings"] = _warnings(metrics)
+    unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
+    metrics["warnings"] += [unlearnable] if unlearnable else []
     training = {k: v for k, v in asdict(config).items() if k != "model_kwargs"}
     ckpt_extra = {
         "head": {
