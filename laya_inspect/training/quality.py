@@ -10,7 +10,8 @@ alone. Warnings, each one line: the head is near chance; it is below that probe 
 PROBE_MARGIN; α is constant across inputs; ScalarMix's weights are still uniform; the seeds' mean
 weights peak on different layers; the seeds agree on each row's top layer no more often than chance
 at their own top-layer shares, or, above chance, on fewer than AGREEMENT_MIN of the rows while their
-mean weights peak on one layer; test rows are training rows (overlap.py).
+mean weights peak on one layer; test rows are training rows (overlap.py); a class has fewer than
+FEW_CLASS_ROWS training rows; fewer than MIN_VAL_ROWS validation rows pick the epoch and the probe's layer.
 """
 
 from __future__ import annotations
