@@ -547,3 +547,36 @@ def test_a_resumed_extraction_does_not_name_a_layer_that_varied_before_the_kill(
         assert w.constant_layers() == ["flat"]
         spread = w.row_spread()
     assert spread["rows"] == 70 and spread["apart"][0] > 1.0 and spread["apart"][1] == 0.0
+
+
+def test_one_seed_says_which_seed_checks_did_not_run_without_a_warning() -> None:
+    """QA: a head fitted on one seed showed "ok" in the gate column, where the checks across seeds
+    (seeds disagree, split per row, at chance) cannot run; "ok" read as "checked and fine"."""
+    rng = np.random.default_rng(2)
+    alpha = rng.dirichlet(np.ones(2), size=100)
+    one = head_quality("laya", [_run(0, alpha)], test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"])
+    assert one["warnings"] == [] and one["seed_agreement"] is None  # not a failure
+    assert one["checks_not_run"] == ["seeds disagree", "seeds split per row", "seeds at chance"]
+    assert "1 seed" in one["gate_notes"][0] and "--seeds 2" in one["gate_notes"][0]
+    static = _run(0, np.tile([0.6, 0.4], (100, 1)), static=np.array([0.6, 0.4]))
+    mix = head_quality("scalarmix", [static], test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"])
+    assert mix["checks_not_run"] == ["seeds disagree"]  # one profile for every row: no per-row checks anyway
+    two = head_quality(
+        "laya", [_run(0, alpha), _run(1, alpha)], test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"]
+    )
+    last = head_quality("last", [_run(0)], test_acc=0.91, chance=0.1, probe=PROBE, layer_names=["a", "b"])
+    assert two["checks_not_run"] == [] == last["checks_not_run"] and two["gate_notes"] == [] == last["gate_notes"]
+    # the gate column, in the terminal and on the page, and the note below it
+    from laya_inspect.report.reading import gate_cell
+    from laya_inspect.report.sections import fit_sections
+    from laya_inspect.report.terminal import fit_table, gate_lines
+
+    heads = [{"head": "laya", "n": 1, **one}, {"head": "last", "n": 1, **last}]
+    assert gate_cell(heads[0]) == "no seed checks (1 seed)" and gate_cell(heads[1]) == "ok"
+    assert gate_cell({**heads[0], "warnings": ["x"]}) == "1 warning; no seed checks (1 seed)"
+    summary = {"heads": heads, "quality": {"chance": 0.1}}
+    text = " ".join(" ".join(str(c) for c in col._cells) for col in fit_table(summary, "t").columns)
+    assert "no seed checks (1 seed)" in text
+    assert any(str(line).startswith("note laya: 1 seed: the checks across seeds") for line in gate_lines(summary))
+    gate = next(s for s in fit_sections(summary, []) if s.title == "Quality gate")
+    assert any("laya: 1 seed: the checks across seeds" in line for line in gate.lines)

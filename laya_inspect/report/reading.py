@@ -64,6 +64,17 @@ def layers_read(cache: dict[str, Any]) -> str:
     return f" · {len(cache.get('layer_names') or [])} of its {len(every)} layers"
 
 
+def gate_cell(head: dict[str, Any], warn: str = "{}") -> str:
+    """A fit-head table's gate cell: "ok", "2 warnings" (put in ``warn``, the terminal's colour), and
+    what the gate could not check: "no seed checks (1 seed)" for a head with layer weights fitted
+    on one seed, whose "ok" would read as checked across seeds (docs/METHOD.md, "Quality gate")."""
+    n_warn = len(head.get("warnings") or [])
+    said = [warn.format(f"{n_warn} warning{'s' * (n_warn > 1)}")] if n_warn else []
+    if head.get("checks_not_run"):
+        said.append("no seed checks (1 seed)")
+    return "; ".join(said) or "ok"
+
+
 def pct(v: Any, digits: int = 0) -> str:
     return "—" if v is None else f"{float(v):.{digits}%}"
 

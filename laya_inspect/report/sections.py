@@ -17,6 +17,7 @@ from .reading import (
     demo_reading,
     est,
     fit_reading,
+    gate_cell,
     interval,
     layers_read,
     level_text,
@@ -192,7 +193,6 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     rows: list[list[Cell | str]] = []
     for h in heads:
         d = (h.get("delta_vs_last") or {}).get("test_acc")
-        n_warn = len(h.get("warnings") or [])
         rows.append(
             [
                 h["head"],
@@ -200,7 +200,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
                 " ".join(map(str, h.get("seeds") or [])) or str(h.get("n")),
-                f"{n_warn} warning{'s' * (n_warn > 1)}" if n_warn else "ok",
+                gate_cell(h),
             ]
         )
     cols = ["head", "test accuracy [95% CI]", "macro-F1 [95% CI]", "Δ accuracy vs last [95% CI]", "seeds", "gate"]
@@ -257,6 +257,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
             Table("fit-probe", ["layer", "val accuracy", "test accuracy"], rows, probe.get("model") or "probe")
         )
     notes = [f"{h['head']}: {w}" for h in heads for w in h.get("warnings") or []]
+    lines += [f"{h['head']}: {n}." for h in heads for n in h.get("gate_notes") or []]
     if lines or tables or notes:
         sections.append(Section("Quality gate", tables, notes=notes, lines=lines))
     return sections

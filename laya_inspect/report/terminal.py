@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ..compare.records import compare_warnings
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import bootstrap_text, est, interval, layers_read, level_text, num, value, versus_groups
+from .reading import bootstrap_text, est, gate_cell, interval, layers_read, level_text, num, value, versus_groups
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -272,14 +272,13 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
     for h in summary["heads"]:
         acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
         d = (h.get("delta_vs_last") or {}).get("test_acc")
-        n_warn = len(h.get("warnings") or [])
         table.add_row(
             h["head"],
             f"{num(acc.get('mean'), 3)} {interval(acc)}",
             num(f1.get("mean"), 3),
             "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
             str(h.get("n")),
-            f"[yellow]{n_warn} warning{'s' * (n_warn > 1)}[/yellow]" if n_warn else "ok",
+            gate_cell(h, "[yellow]{}[/yellow]"),
         )
     return table
 
@@ -298,6 +297,7 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     for h in summary["heads"]:
         for w in h.get("warnings") or []:
             lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
+    lines += [Text(f"note {h['head']}: {n}") for h in summary["heads"] for n in h.get("gate_notes") or []]
     return lines
 
 

@@ -40,6 +40,7 @@ AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep thei
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
 FEW_CLASS_ROWS = 5  # a class with fewer training rows (but some): its output unit learns from a handful of rows
 MIN_VAL_ROWS = MIN_ROWS  # fewer validation rows: accuracy there moves in steps of > 0.05, too coarse to pick by
+SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
     "every head is read against the stronger on the test split of the probe on the layer with the best validation "
@@ -446,6 +447,10 @@ def head_quality(
                 f"only {_per_row(agreement)}: the seeds agree on the layers overall, not on which layer tops a "
                 "given input; read one input's weights as one seed's, not the head's"
             )
+    # with one seed the checks across seeds have nothing to compare: say so rather than pass them
+    not_run: list[str] = []
+    if weights is not None and len(runs) == 1:  # one profile for every row (ScalarMix): no per-row checks
+        not_run = list(SEED_CHECKS[:1] if runs[0].static_weights is not None else SEED_CHECKS)
     profile = None
     if weights is not None:  # each seed's mean weight per layer beside the pooled mean, on the test rows
         profile = {
@@ -454,4 +459,18 @@ def head_quality(
             "pooled": np.concatenate(weights).mean(axis=0, dtype=np.float64).tolist(),
             "per_seed": {str(s): w.mean(axis=0, dtype=np.float64).tolist() for s, w in zip(seeds, weights)},
         }
-    return {"warnings": warns, "probe_reference": reference, "seed_agreement": agreement, "layer_weights": profile}
+    return {
+        "warnings": warns,
+        "checks_not_run": not_run,
+        "gate_notes": [seed_checks_note(not_run)] if not_run else [],
+        "probe_reference": reference,
+        "seed_agreement": agreement,
+        "layer_weights": profile,
+    }
+
+
+def seed_checks_note(not_run: Sequence[str]) -> str:
+    """The note of a head with layer weights fitted on one seed: the checks across seeds it did not get."""
+    return (
+        f"1 seed: the checks across seeds ({', '.join(not_run)}) were not run; fit with --seeds 2 or more to run them"
+    )
