@@ -102,6 +102,28 @@ def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
     assert "cannot validate α: α is what drop removes (circular)" in circular.lead[1]
 
 
+def test_a_share_reads_the_same_as_a_percentage_and_as_a_decimal() -> None:
+    """QA: the demo's page said α "picks the same top layer … on 92% of inputs" where its table showed
+    0.93: 333 of 360 rows is 0.925, and format's "%" rounds 92.5 half to even. Every share k/n of a
+    few hundred rows now reads as the tables' two decimals do."""
+    from laya_inspect.report.reading import pct
+
+    for n in (40, 200, 360, 450):
+        for k in range(n + 1):
+            v = k / n
+            assert pct(v) == f"{int(num(v).replace('.', ''))}%", (k, n)
+            assert pct(v, 1) == f"{float(num(v, 3)) * 100:.1f}%", (k, n)
+    assert pct(0.925) == "93%" and pct(0.125) == "12%" and pct(None) == "—" and pct(-0.001) == "0%"
+    from laya_inspect.training.stats import chance_text, percent
+
+    assert percent(-0.02, sign=True) == "-2%" and percent(0.005, sign=True) == "+1%"
+    qa = compare_reading(_compare_summary(_scores(0.925, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69)))
+    assert "on 93% of inputs" in qa.lead[0]
+    assert chance_text({"top_layer_chance": 0.335, "top_layer_chance_shares": 0.665}) == (
+        "chance 67% at each seed's own top-layer shares, 34% at uniform picks"
+    )
+
+
 def test_the_demo_page_leads_with_each_steps_headline_and_keeps_the_warnings_below() -> None:
     """compare's reading leads with its warnings (what fit-head said of a head): the demo page took
     that warning for compare's headline and dropped the sentence on α into the details."""

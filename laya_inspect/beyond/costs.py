@@ -22,6 +22,7 @@ import numpy as np
 
 from ..cache.store import FeatureStore
 from ..errors import InputError, LayaError
+from ..training.stats import percent
 from .config import COST_CHOICES
 
 # Sources whose architecture can be built without a weights file (random values, never used).
@@ -220,8 +221,9 @@ def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) ->
     if every is not None and point["flops_saved"] <= every["flops_saved"] + 1e-12:
         return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
     if short:
-        return f"saving {point['flops_saved']:.1%} FLOPs"
+        return f"saving {percent(point['flops_saved'], 1)} FLOPs"
     return (
-        f"saves {point['flops_saved']:.1%} of the backbone's FLOPs and {point['params_saved']:.1%} of its parameters "
+        f"saves {percent(point['flops_saved'], 1)} of the backbone's FLOPs and {percent(point['params_saved'], 1)} "
+        "of its parameters "
         f"({s['costs']['source']})"
     )

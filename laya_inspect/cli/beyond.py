@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from ..report.reading import est, with_ci
+from ..report.reading import est, pct, with_ci
 from .app import app, bullets, comma_list, console, dim, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
@@ -124,7 +124,7 @@ def prune_command(
         table.add_row(
             name,
             str(best["k"]) if best else "—",
-            f"{best['flops_saved']:.1%}" if best else "—",
+            pct(best["flops_saved"], 1) if best else "—",
             _ci(best["test_acc"]) if best else "—",
             _ci(area),
             "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
@@ -210,7 +210,7 @@ def early_exit_command(
         console.print(f"[dim]{s['selection']}[/dim]")
     depth = _table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
-        depth.add_row(d["layer"], _ci(d["accuracy"]), f"{s['compute_used_by_depth'][d['layer']]:.1%}")
+        depth.add_row(d["layer"], _ci(d["accuracy"]), pct(s["compute_used_by_depth"][d["layer"]], 1))
     console.print(depth)
     _wrote(out, s)
 

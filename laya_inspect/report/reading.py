@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare.records import compare_warnings
-from ..training.stats import TINY, chance_text, outcome, same_on_every_seed, same_text
+from ..training.stats import TINY, chance_text, outcome, percent, same_on_every_seed, same_text
 
 NAMES = {
     "alpha": "α",
@@ -76,7 +76,8 @@ def gate_cell(head: dict[str, Any], warn: str = "{}") -> str:
 
 
 def pct(v: Any, digits: int = 0) -> str:
-    return "—" if v is None else f"{float(v):.{digits}%}"
+    """A share as a percentage that agrees with :func:`num` at ``digits + 2`` decimals (training.stats.percent)."""
+    return percent(v, digits)
 
 
 def name(method: str) -> str:
@@ -601,7 +602,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
             f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)} "
-            f"{interval(f['accuracy'], 4)}, {'—' if used is None else f'{used:.1%}'} of the backbone's FLOPs."
+            f"{interval(f['accuracy'], 4)}, {pct(used, 1)} of the backbone's FLOPs."
         )
     return Reading([*_warnings(s), *lead], details)
 

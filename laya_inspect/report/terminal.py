@@ -11,7 +11,18 @@ from rich.text import Text
 
 from ..compare.records import compare_warnings
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
-from .reading import bootstrap_text, est, gate_cell, interval, layers_read, level_text, num, value, versus_groups
+from .reading import (
+    bootstrap_text,
+    est,
+    gate_cell,
+    interval,
+    layers_read,
+    level_text,
+    num,
+    pct,
+    value,
+    versus_groups,
+)
 from .sanity import terminal_block as sanity_block
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
@@ -87,8 +98,8 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     methods, lolo = head["methods"], head["lolo"]
     near = lolo.get("near_ties")
     ties = (
-        f" · near-ties: all {_num(near['all_tied_share'], '.0%')}, top {_num(near['top_tied_share'], '.0%')}, "
-        f"any {_num(near.get('any_tied_share'), '.0%')}"
+        f" · near-ties: all {pct(near['all_tied_share'])}, top {pct(near['top_tied_share'])}, "
+        f"any {pct(near.get('any_tied_share'))}"
         if near
         else ""
     )
@@ -163,7 +174,7 @@ def ablation_matrix(head: dict[str, Any]) -> Table:
         near = (s.get("lolo") or {}).get("near_ties") or {}
         labels = [
             Text(a + ("!" if s.get("caveats") else ""), style="bold"),
-            Text("ties " + "/".join(_num(near.get(f"{k}_tied_share"), ".0%") for k in ("all", "top", "any")), "dim"),
+            Text("ties " + "/".join(pct(near.get(f"{k}_tied_share")) for k in ("all", "top", "any")), "dim"),
         ]
         _add_rows(table, s, labels)
     return table

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .loop import STREAM_CHUNK_ROWS, CacheRows, Rows
+from .stats import percent
 
 EXAMPLES = 5  # test rows named in summary.json and in the warning (first of them)
 
@@ -118,4 +119,4 @@ def overlap_warning(found: dict[str, Any]) -> str:
 
 def _share(share: float) -> str:
     """A share as a percentage that does not round a few rows of many to 0%."""
-    return f"{share:.0%}" if share >= 0.005 else "under 1%"
+    return percent(share) if share >= 0.005 else "under 1%"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..files import write_csv, write_json
-from .stats import chance_text, constant_agreement, seed_agreement
+from .stats import chance_text, constant_agreement, percent, seed_agreement
 
 if TYPE_CHECKING:
     from ..cache.store import FeatureStore
@@ -137,9 +137,10 @@ def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str
                 if a and kind == "α":
                     if "top_layer_agreement_constant" not in a:  # written before it was recorded
                         a = {**a, **constant_agreement(p[per_seed])}
+                    top = percent(a["top_layer_agreement"])
                     lines.append(
                         f"  seed agreement: per-row rank ρ {_rho(a.get('rank_agreement'))} · same top layer on "
-                        f"{a['top_layer_agreement']:.0%} of rows ({chance_text(a)}; " + _constant_agreement(a) + ")"
+                        f"{top} of rows ({chance_text(a)}; " + _constant_agreement(a) + ")"
                     )
             return lines
     return []
@@ -152,7 +153,7 @@ def _rho(value: Any) -> str:
 def _constant_agreement(a: dict[str, Any]) -> str:
     """The constant rule beside the seeds' agreement: each seed's mean profile used for every row."""
     top = a["top_layer_agreement_constant"]
-    return f"one mean profile per seed for every row: ρ {_rho(a.get('rank_agreement_constant'))}, {top:.0%}"
+    return f"one mean profile per seed for every row: ρ {_rho(a.get('rank_agreement_constant'))}, {percent(top)}"
 
 
 def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:

@@ -28,7 +28,7 @@ from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over 
 from ..cache.store import FeatureStore
 from ..choices import MIN_ROWS
 from ..errors import InputError
-from .stats import seed_agreement
+from .stats import percent, seed_agreement
 
 PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time
 PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
@@ -83,10 +83,10 @@ def _per_row(agree: Mapping[str, Any]) -> str:
     """The per-row top-layer agreement beside its chance, as the warnings say it: "41% of rows across
     seed pairs (chance 30% at each seed's own top-layer shares)"."""
     chance = agree.get("top_layer_chance_shares")
-    said = f"{agree['top_layer_agreement']:.0%} of rows across seed pairs"
+    said = f"{percent(agree['top_layer_agreement'])} of rows across seed pairs"
     if chance is None or chance != chance:
         return said
-    return f"{said} (chance {chance:.0%} at each seed's own top-layer shares)"
+    return f"{said} (chance {percent(chance)} at each seed's own top-layer shares)"
 
 
 def _agreement_at_chance(agree: dict[str, Any]) -> str | None:

@@ -245,15 +245,29 @@ def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
     }
 
 
+def percent(v: Any, digits: int = 0, sign: bool = False) -> str:
+    """A share as a percentage, rounded as the same share with ``digits + 2`` decimals is: 0.925 reads
+    "93%" beside a table's "0.93" (format's "%" rounds 92.5 half to even, "92%"). "—" when missing;
+    zero never reads "-0%" unless ``sign``."""
+    from decimal import Decimal
+
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    d = Decimal(format(float(v), f".{digits + 2}f")).scaleb(2)
+    if d == 0 and not sign:
+        d = abs(d)
+    return f"{d:{'+' if sign else ''}.{digits}f}%"
+
+
 def chance_text(agree: dict[str, Any]) -> str:
     """What the seeds' top-layer agreement would be by chance: at each seed's own top-layer shares
     where recorded (the null that matters when α tops nearly every row with one layer), beside 1/L."""
     shares = agree.get("top_layer_chance_shares")
     uniform = agree.get("top_layer_chance")
-    at_uniform = "—" if uniform is None else f"{uniform:.0%} at uniform picks"
+    at_uniform = "—" if uniform is None else f"{percent(uniform)} at uniform picks"
     if shares is None or shares != shares:  # a summary written before it was recorded
         return f"chance {at_uniform}"
-    return f"chance {shares:.0%} at each seed's own top-layer shares, {at_uniform}"
+    return f"chance {percent(shares)} at each seed's own top-layer shares, {at_uniform}"
 
 
 def _shares_chance(ws: Sequence[np.ndarray]) -> float:
