@@ -503,3 +503,48 @@ def test_the_terminal_shows_a_bounded_scores_interval_inside_0_1_as_report_html_
     assert _ci({"mean": 0.6, "ci_low": 0.55, "ci_high": 0.65}) == "0.6000 [0.5500, 0.6500]"
     assert _ci({"mean": 0.3, "ci_low": -0.7, "ci_high": 1.3}, signed=True) == "+0.3000 [-0.7000, +1.3000]"
     assert _ci({"mean": 0.6, "ci_low": None, "ci_high": None}) == "0.6000" and _ci(None) == "—"
+
+
+def test_a_fit_head_output_folder_is_read_as_compare_reads_it(digits_heads, tmp_path):
+    """QA: `compare heads/` expands a fit-head output to its <head>/seed_<S>/ folders, while `diagnose
+    heads/` (and prune, early-exit) said "not a head directory". diagnose now takes a fit-head output
+    (its laya heads' seeds: the heads with α per input) or one head's seed folders; prune and
+    early-exit take a folder that holds one such head, and refuse one of several seeds by name."""
+    import shutil
+
+    cache, dirs, _ = digits_heads
+    fit = tmp_path / "heads"
+    for s, d in enumerate(dirs):
+        shutil.copytree(d, fit / "laya" / f"seed_{s}")
+    with FeatureStore(cache) as store:
+        save_head(
+            fit / "last" / "seed_0", build_head("last", store.widths, store.num_classes), meta=cache_identity(store)
+        )
+    out = tmp_path / "dg"
+    args = ["diagnose", str(fit), "--cache", str(cache), "--bootstrap", "50", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    seeds = [str((fit / "laya" / f"seed_{i}").resolve()) for i in (0, 1)]
+    assert [h["head_dir"] for h in s["heads"]] == seeds  # the laya seeds, in order; last left out
+    from laya_inspect.beyond.common import one_weighted_head_dir, weighted_head_dirs
+
+    assert weighted_head_dirs([fit / "laya"]) == [fit / "laya" / "seed_0", fit / "laya" / "seed_1"]
+    # compare's refusals: a folder that is neither; and one with no laya head
+    neither = runner.invoke(app, ["diagnose", str(tmp_path), "--cache", str(cache), "--out", str(tmp_path / "o")])
+    assert neither.exit_code == 1 and "nor a fit-head output" in neither.output
+    shutil.copytree(fit / "last", tmp_path / "nolaya" / "last")
+    (tmp_path / "nolaya" / "concat").mkdir()
+    shutil.copytree(fit / "last" / "seed_0", tmp_path / "nolaya" / "concat" / "seed_0")
+    none = runner.invoke(app, ["diagnose", str(tmp_path / "nolaya"), "--cache", str(cache), "--out", str(out)])
+    assert none.exit_code == 1 and "holds no laya head (concat, last)" in " ".join(none.output.split())
+    # prune and early-exit read one head: a folder of one laya seed is that head; two are refused
+    for command in ("prune", "early-exit"):
+        two = runner.invoke(app, [command, str(fit), "--cache", str(cache), "--out", str(tmp_path / "p")], env=ENV)
+        assert two.exit_code == 1 and f"holds 2 head directories ({fit / 'laya' / 'seed_0'}" in two.output.replace(
+            "\n", ""
+        )
+        assert f"{command} reads one head: give one of them" in " ".join(two.output.split())
+    shutil.rmtree(fit / "laya" / "seed_1")
+    assert one_weighted_head_dir(fit, "prune") == fit / "laya" / "seed_0"
+    assert one_weighted_head_dir(dirs[0], "prune") == dirs[0]

@@ -92,6 +92,40 @@ def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:
     return Split(split, hs, np.asarray(store.labels(split), dtype=np.int64))
 
 
+def weighted_head_dirs(paths: Sequence[str | Path]) -> list[Path]:
+    """``paths`` as compare expands them (compare.seeds.expand_head_dirs: a fit-head output folder,
+    or a folder of one head's seeds, gives its ``<head>/seed_<S>/`` head directories, with compare's
+    refusals), except that a fit-head output of several heads gives its laya heads only: the heads
+    with α per input. One with no laya head is refused, naming the heads it holds."""
+    from ..compare.seeds import expand_head_dirs, head_name
+
+    out: list[Path] = []
+    for given in paths:
+        found = expand_head_dirs([given])
+        names = list(dict.fromkeys(head_name(d, "") for d in found))
+        if len(names) > 1:  # a whole fit-head output
+            found = [d for d in found if head_name(d, "") == "laya"]
+            if not found:
+                raise InputError(
+                    f"{given} holds no laya head ({', '.join(names)}); give a laya head directory, or a folder of "
+                    "one head's seed_<S>/ folders"
+                )
+        out += found
+    return out
+
+
+def one_weighted_head_dir(path: str | Path, command: str) -> Path:
+    """The one head directory ``path`` names, as :func:`weighted_head_dirs` expands it; a folder that
+    holds several (the seeds of a fit-head run) is refused, naming them, as ``command`` reads one head."""
+    found = weighted_head_dirs([path])
+    if len(found) != 1:
+        shown = ", ".join(str(d) for d in found[:3]) + (", …" if len(found) > 3 else "")
+        raise InputError(
+            f"{path} holds {len(found)} head directories ({shown}); {command} reads one head: give one of them"
+        )
+    return found[0]
+
+
 def open_weighted_head(
     head_dir: str | Path,
     store: FeatureStore,

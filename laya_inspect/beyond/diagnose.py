@@ -39,6 +39,7 @@ from .common import (
     paired,
     trust_lines,
     verdict,
+    weighted_head_dirs,
     write_whole,
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
@@ -126,6 +127,7 @@ def diagnose_heads(
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
+    given, head_dirs = list(head_dirs), weighted_head_dirs(head_dirs)  # a fit-head output: its laya/seed_<S>/
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     if against is not None and store is not store.whole and set(store.layer_names) <= set(against.layer_names):
         against = against.keep_layers(store.layer_names)
@@ -140,7 +142,7 @@ def diagnose_heads(
         summary = _diagnose(head_dirs, store, config, against, progress or no_progress)
         return summary, write_diagnose(tmp, summary, plots=config.plots)
 
-    inputs = [*head_dirs, store.path, against.path if against is not None else None]
+    inputs = [*given, *head_dirs, store.path, against.path if against is not None else None]
     return write_whole(out_dir, run, command="diagnose", inputs=inputs, overwrite=overwrite)
 
 

@@ -52,7 +52,12 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
 
 @app.command("prune")
 def prune_command(
-    head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
+    head_dir: Path = typer.Argument(
+        ...,
+        metavar="HEAD_DIR",
+        help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its "
+        "laya/seed_<S>/)",
+    ),
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
     scalarmix: Optional[Path] = typer.Option(
         None, "--scalarmix", help="a scalarmix head directory: rank by its weights too"
@@ -151,7 +156,12 @@ _RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracl
 
 @app.command("early-exit")
 def early_exit_command(
-    head_dir: Path = typer.Argument(..., metavar="HEAD_DIR", help="a laya head directory written by fit-head"),
+    head_dir: Path = typer.Argument(
+        ...,
+        metavar="HEAD_DIR",
+        help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its "
+        "laya/seed_<S>/)",
+    ),
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
     seeds: int = opt(ExitConfig, "seeds"),
     epsilon: float = opt(ExitConfig, "epsilon"),
@@ -217,7 +227,12 @@ def early_exit_command(
 
 @app.command("diagnose")
 def diagnose_command(
-    head_dirs: list[Path] = typer.Argument(..., metavar="HEAD_DIR...", help="laya head directories (seeds pool)"),
+    head_dirs: list[Path] = typer.Argument(
+        ...,
+        metavar="HEAD_DIR...",
+        help="laya head directories (seeds pool), or a fit-head output folder (every laya/seed_<S>/ in it) or one "
+        "head's folder of seed_<S>/ folders, as compare expands them",
+    ),
     cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the heads were trained on"),
     against: Optional[Path] = typer.Option(
         None, "--against", help="another cache of the same layers: measure the shift"
@@ -234,11 +249,11 @@ def diagnose_command(
     out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Detect misclassified and shifted inputs from α, against max softmax probability.
+    """Detect misclassified and shifted inputs from α, against max softmax probability. A fit-head
+    output folder stands for its laya/seed_<S>/ head directories, pooled as seeds.
 
     Example:
-      laya-inspect diagnose heads/laya/seed_0 heads/laya/seed_1 \\
-        --cache features.h5 --against noisy.h5 --out diagnose
+      laya-inspect diagnose heads --cache features.h5 --against noisy.h5 --out diagnose
     """
     from contextlib import ExitStack
 
