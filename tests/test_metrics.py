@@ -214,3 +214,19 @@ def test_insertion_curve_and_areas_by_hand():
     np.testing.assert_allclose(M.insertion_curve(p_keep), [0.4, 0.6, 0.9])
     assert M.curve_area(np.array([0.4, 0.6, 0.9])) == pytest.approx(0.5)  # k = L left out
     assert np.isnan(M.curve_area(np.array([0.4])))
+
+
+def test_a_tie_at_the_top_earns_a_share_of_the_credit_not_the_shallowest_layers():
+    """QA: a row whose scores tie was credited by its first (shallowest) tied layer, so an
+    uninformative method (every score equal) scored 1 wherever layer 0 had the largest effect. A row
+    with k tied top layers now earns the share of them that hold the largest effect."""
+    e = np.array([[0.9, 0.1, 0.0], [0.1, 0.9, 0.0], [0.1, 0.9, 0.0], [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+    scores = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(M.top_layer_agreement(scores, e), [1 / 3, 1 / 2, 1 / 2, 1.0, 2 / 3])
+    # an uninformative method on rows whose shallowest layer matters most earns a random pick's credit
+    flat = np.zeros((100, 4))
+    shallow = np.tile([1.0, 0.2, 0.1, 0.0], (100, 1))
+    assert M.top_layer_agreement(flat, shallow).mean() == pytest.approx(0.25)
+    assert M.tied_top_rows(flat).sum() == 100  # the count of tied rows is kept beside it
+    # untied rows: 1 or 0, as before
+    np.testing.assert_array_equal(M.top_layer_agreement(np.eye(3), np.eye(3)[[0, 2, 2]]), [1.0, 0.0, 1.0])

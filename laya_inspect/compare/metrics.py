@@ -31,7 +31,7 @@ DIRECTIONS = {
     "oracle = ceiling, random = floor)",
     "deletion_curve": "higher is better at each k (drop of p_c when the top-k scored layers are ablated together)",
     "top_layer_agreement": "higher is better (share of samples whose top-scored layer has the largest effect, "
-    "within the tie tolerance)",
+    "within the tie tolerance; a row with k layers tied at the top score earns the share of them that do)",
     "oracle_at_1": "reference: mean of max_i e_i (the best any method can reach at k=1)",
     "random_at_1": "reference: mean of mean_i e_i (expected Deletion@1 of a random ordering)",
     "subset_faithfulness": "higher is better (mean over valid rows of the Pearson r, across layer subsets S, "
@@ -304,12 +304,15 @@ def random_at_1(effects: np.ndarray) -> np.ndarray:
 
 
 def top_layer_agreement(scores: np.ndarray, effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
-    """(N,) bool: the top-scored layer (first of ties) has the largest effect, within ``tol``
-    (``tol = 0``: argmax scores == argmax effects, or another layer with exactly the top effect).
-    Its mean is the share."""
-    e = _check(effects, "effects")
-    chosen = e[np.arange(len(e)), top_layer(scores)]
-    return chosen >= e.max(axis=1) - tol
+    """(N,) credit in [0, 1]: the share of the row's top-scored layers (every layer whose score equals
+    the row's largest exactly) whose effect is within ``tol`` of the largest effect (``tol = 0``: equal
+    to it). One top-scored layer: 1 or 0. k tied ones: the expected credit of a uniform pick among
+    them, 1/k when one of them holds the largest effect, so a row whose scores all tie earns what a
+    random pick earns, not the credit of its shallowest layer. Its mean is the share."""
+    a, e = _check(scores, "scores"), _check(effects, "effects")
+    top = a == a.max(axis=1, keepdims=True)
+    hit = e >= e.max(axis=1, keepdims=True) - tol
+    return (top & hit).sum(axis=1) / top.sum(axis=1)
 
 
 def insertion_curve(p_keep: np.ndarray) -> np.ndarray:
