@@ -530,7 +530,9 @@ def test_a_fit_head_output_folder_is_read_as_compare_reads_it(digits_heads, tmp_
     from laya_inspect.beyond.common import one_weighted_head_dir, weighted_head_dirs
 
     assert weighted_head_dirs([fit / "laya"]) == [fit / "laya" / "seed_0", fit / "laya" / "seed_1"]
-    # compare's refusals: a folder that is neither; and one with no laya head
+    # compare's refusals: an --out inside the folder given; a folder that is neither; one with no laya head
+    inside = runner.invoke(app, [*args[:-1], str(fit / "diag")], env=ENV)
+    assert inside.exit_code == 1 and "lies inside this run's input" in inside.output and not (fit / "diag").exists()
     neither = runner.invoke(app, ["diagnose", str(tmp_path), "--cache", str(cache), "--out", str(tmp_path / "o")])
     assert neither.exit_code == 1 and "nor a fit-head output" in neither.output
     shutil.copytree(fit / "last", tmp_path / "nolaya" / "last")
