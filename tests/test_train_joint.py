@@ -372,6 +372,11 @@ def test_train_and_export_head_hold_a_class_with_no_training_rows_down(tmp_path:
     obj = torch.load(ckpt, weights_only=True)
     assert obj["head"]["config"]["untrained_classes"] == [1]
     assert any("no training rows" in w for w in obj["metrics"]["warnings"])
+    # what the data said is printed and kept in the checkpoint's metrics, not left unsaid
+    said = obj["metrics"]["data_warnings"]
+    assert any("'b'" in w and "'train'" in w for w in said), said
+    assert all(" ".join(w.split()) in " ".join(res.stdout.split()) for w in said)
+    assert not any(w in obj["metrics"]["warnings"] for w in said)  # not carried into every cache
     extract = ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", f"npz:{data}", "--device", "cpu"]
     assert runner.invoke(app, [*extract, "--out", str(cache)], env=ENV).exit_code == 0
     res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(cache), "--out", str(tmp_path / "h")], env=ENV)

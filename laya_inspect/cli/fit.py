@@ -201,6 +201,7 @@ def train_command(
             f"{m['backbone_head']['test_acc']:.4f}",
             highlight=False,
         )
+    warn(m.get("data_warnings"))
     warn(m.get("warnings"))
     console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
     cache = result.path.with_suffix(".h5")

@@ -229,6 +229,10 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     metrics["warnings"] = _warnings(metrics)
     unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
     metrics["warnings"] += [unlearnable] if unlearnable else []
+    # What the data said (a class missing from a split, a label written two ways): printed and kept
+    # here, not in `warnings`, which travels into every cache of this checkpoint, where extract reads
+    # the data and says it again.
+    metrics["data_warnings"] = list(bundle.warnings)
     training = {k: v for k, v in asdict(config).items() if k != "model_kwargs"}
     ckpt_extra = {
         "head": {
