@@ -386,3 +386,29 @@ def test_train_and_export_head_hold_a_class_with_no_training_rows_down(tmp_path:
     module, _ = load_head(tmp_path / "h")
     x = [torch.randn(64, w) * 10 for w in module.widths]
     assert (module(x).logits.argmax(1) != 1).all()
+
+
+def test_a_zoo_model_trained_on_non_square_images_extracts(tmp_path: Path) -> None:
+    """The zoo input spec kept only the height, so extraction resized (3, 4, 1) images to 4×4 and the
+    MLP rejected them ("mat1 and mat2 shapes cannot be multiplied"). It keeps both sides now."""
+    import h5py
+    import numpy as np
+
+    from laya_inspect.models import load_model
+
+    rng = np.random.default_rng(0)
+    y = np.arange(40) % 2
+    x = (rng.integers(0, 60, (40, 3, 4, 1)) + y[:, None, None, None] * 150).astype(np.uint8)  # (N, C, H, W)
+    data = tmp_path / "d.npz"
+    np.savez(data, X_train=x[:30], y_train=y[:30], X_test=x[30:], y_test=y[30:])
+    ckpt, cache = tmp_path / "m.pt", tmp_path / "f.h5"
+    train = ["train", "--model", "zoo:mlp", "--data", f"npz:{data}", "--epochs", "1", "--out", str(ckpt)]
+    res = runner.invoke(app, train, env=ENV)
+    assert res.exit_code == 0, res.output
+    extract = ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", f"npz:{data}", "--device", "cpu"]
+    res = runner.invoke(app, [*extract, "--out", str(cache)], env=ENV)
+    assert res.exit_code == 0, res.output
+    with h5py.File(cache) as f:
+        assert f["train/layer_000"].shape[0] == 30 and f["test/labels"].shape == (10,)
+    spec = load_model("zoo:mlp", weights=ckpt).input_spec
+    assert (spec.channels, spec.size, spec.width) == (3, 4, 1)

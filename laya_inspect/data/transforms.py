@@ -317,13 +317,13 @@ def plan_image_transform(
     """Decide the image transform from the raw images (``native``) and the model's InputSpec.
 
     Target channels: ``input_spec.channels`` (None: keep). Target size: ``image_size`` if given,
-    else ``input_spec.size`` (None: keep); ``resize`` says how to reach it (RESIZE_CHOICES).
+    else ``input_spec.hw`` (its size and width; None: keep); ``resize`` says how to reach it (RESIZE_CHOICES).
     Normalisation: ``normalize`` ("none", "imagenet", "M1,M2,M3/S1,S2,S3" or a (mean, std) pair)
     if given, else the InputSpec's mean/std, else none (values stay in [0, 1]; the description says
     so). ``native["decode"]`` (how image files were decoded) is carried into the description.
     """
     channels = getattr(input_spec, "channels", None)
-    size = _pair(image_size if image_size is not None else getattr(input_spec, "size", None))
+    size = _pair(image_size if image_size is not None else getattr(input_spec, "hw", getattr(input_spec, "size", None)))
     if size is not None and min(size) < 1:
         raise InputError(f"image size must be positive, got {image_size!r}")
     if resize not in RESIZE_CHOICES:

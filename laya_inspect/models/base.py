@@ -82,6 +82,7 @@ class InputSpec:
     kind: str = "image"
     channels: int | None = None
     size: int | None = None
+    width: int | None = None  # a non-square input's width (size is then its height); None: square
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
     unnormalized: bool = False
@@ -89,6 +90,11 @@ class InputSpec:
     vocab_size: int | None = None
     resize: str | None = None  # the model's own way to its size: "stretch" or "crop"; None: not known
     padding: str | None = None  # how texts are padded where the tokenizer alone would not do (the cache records it)
+
+    @property
+    def hw(self) -> tuple[int, int] | None:
+        """(H, W) the input is resized to, or None (keep)."""
+        return None if self.size is None else (self.size, self.width if self.width is not None else self.size)
 
 
 class Adapter:
@@ -238,8 +244,8 @@ class LoadedModel:
             return "tokenised text (input_ids, attention_mask)"
         if spec.channels is None and spec.size is None:
             return None
-        side = spec.size or "?"
-        return f"images (N, {spec.channels or '?'}, {side}, {side})"
+        h, w = spec.hw or ("?", "?")
+        return f"images (N, {spec.channels or '?'}, {h}, {w})"
 
     def role(self, name: str) -> str:
         """``embeddings`` / ``block`` / ``module``: what a layer is, for the cache's ``layer_roles``."""
@@ -257,9 +263,9 @@ class LoadedModel:
         None when the spec leaves the shape open (an image model without a size)."""
         spec = self.input_spec
         if spec.kind == "image":
-            if spec.size is None:
+            if spec.hw is None:
                 return None
-            return torch.full((n, spec.channels or 3, spec.size, spec.size), 0.5)
+            return torch.full((n, spec.channels or 3, *spec.hw), 0.5)
         if spec.kind == "text" and self.tokenizer is not None:
             return dict(self.tokenizer(["an example"] * n, padding=True, return_tensors="pt"))
         length = min(spec.max_length or 16, 16)

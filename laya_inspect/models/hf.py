@@ -84,8 +84,8 @@ def _count_hidden(model: nn.Module, spec: InputSpec, tokenizer: Any, accepted: s
     """How many hidden states the model returns on one small input: its own count, where the config's
     says otherwise (EfficientNet's ``num_hidden_layers`` counts sub-blocks) or nothing (MobileNetV2).
     None when the model cannot be run so (no tokenizer, no image size)."""
-    if spec.kind == "image" and spec.size:
-        inputs: dict[str, Any] = {"pixel_values": torch.zeros(1, spec.channels or 3, spec.size, spec.size)}
+    if spec.kind == "image" and spec.hw:
+        inputs: dict[str, Any] = {"pixel_values": torch.zeros(1, spec.channels or 3, *spec.hw)}
     elif spec.kind == "text" and tokenizer is not None:
         inputs = dict(tokenizer(["a b"], return_tensors="pt"))
     else:

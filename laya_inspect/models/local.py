@@ -253,8 +253,9 @@ def _zoo_input_spec(model: nn.Module, source: str) -> InputSpec:
     shape = kw["in_shape"]
     if len(shape) != 3:
         raise InputError(f"{source}: a zoo {model.arch} for extraction takes images (C, H, W); its in_shape is {shape}")
-    c, h, _w = shape
-    return InputSpec(kind="image", channels=c, size=h, unnormalized=True)  # `train` scales to [0, 1] only
+    c, h, w = shape  # both sides: non-square images resized to a square would not fit the first layer
+    # `train` scales to [0, 1] only
+    return InputSpec(kind="image", channels=c, size=h, width=None if w == h else w, unnormalized=True)
 
 
 @SOURCES.register("zoo")
