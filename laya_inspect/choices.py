@@ -32,6 +32,9 @@ INITS = ("glorot", "torch")  # Keras' glorot-uniform + zero bias (the paper's) |
 BASELINE_CHOICES = ("mean", "zero")
 MAX_SUBSETS = 32  # every non-empty proper subset when there are at most this many, else a seeded sample
 RANDOM_ORDERS = 8  # seeded random orderings per sample for the random curves, 1 < k < L
+# up to this many layers compare measures all 2^L ablation masks once per sample (and so can average
+# the curves of tied scores over every pick of the tied layers)
+TABLE_LAYERS = 8
 RESAMPLE_DRAWS = 4  # donors per sample for `resample`; the probabilities are averaged over them
 DONOR_POOL = 1024  # train rows the donors are drawn from (a seeded uniform subset of the split)
 # Effects closer than this (probability units) count as tied: ~10× the float32 resolution of a

@@ -126,3 +126,35 @@ def test_the_table_of_every_mask_gives_what_each_request_gives(ablation, monkeyp
     rows = np.arange(len(target))
     top = np.argmax(np.where(np.isfinite(m.effects), m.effects, -np.inf), axis=1)
     np.testing.assert_array_equal(m.oracle.p_topk[:, 0], m.p_ablated[rows, top])
+
+
+def test_method_curves_average_over_the_layers_tied_across_the_kth_place(monkeypatch):
+    """The deletion and insertion curves broke score ties by the lower layer index, so a method whose
+    scores all tie was read by its shallowest layers first. With the table, a row tied across the
+    k-th place gets the mean over every pick of the tied layers: equal to the mean of the curves of
+    every tie-breaking order (each permutation of the layers breaking the ties), measured one by one."""
+    import itertools
+
+    from laya_inspect.compare import metrics as M
+
+    head, hs, means, _, target = _case("laya")
+    n = len(target)
+    patterns = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 2.0, 2.0, 1.0], [0.4, 0.3, 0.2, 0.1]])
+    scores = patterns[np.arange(n) % 4]
+    with_table = Remover(head, hs, target, "mean", baselines=means, batch_size=8)
+    m = measure(with_table, seed=0)
+    ((d, k),) = with_table.method_curves([scores])
+    monkeypatch.setattr(effects, "TABLE_LAYERS", 0)
+    direct = Remover(head, hs, target, "mean", baselines=means, batch_size=8)
+    perms = list(itertools.permutations(range(4)))
+    orders = [np.lexsort((np.broadcast_to(np.argsort(p), scores.shape), -scores), axis=1) for p in perms]
+    every = direct.curves_of(orders)
+    np.testing.assert_allclose(d, np.mean([c[0] for c in every], axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(k, np.mean([c[1] for c in every], axis=0), rtol=0, atol=1e-12)
+    # k = 1 is Deletion@1's expected drop; an untied row keeps its one order's curve
+    np.testing.assert_allclose(m.p - d[:, 0], M.deletion_at_k(scores, m.p, m.p_ablated), rtol=0, atol=1e-12)
+    untied = np.arange(n) % 4 == 3
+    (ordered,) = direct.curves_of([M.top_order(scores)])
+    np.testing.assert_allclose(d[untied], ordered[0][untied], rtol=0, atol=1e-12)
+    # the shallowest-first order differs where the ties are (else the test would show nothing)
+    assert not np.allclose(d[~untied], ordered[0][~untied], rtol=0, atol=1e-6)

@@ -443,3 +443,20 @@ def test_the_tables_name_the_level_their_intervals_were_drawn_at() -> None:
     assert level_text(today, None) == "98.3% intervals (95% for the three scores together)"
     assert level_text(before) == "95% intervals"
     assert level_text(untested, {"verdict": "untested"}) == "no intervals: --bootstrap 0"
+
+
+def test_paired_deletion_rows_of_a_tied_method_are_the_mean_drop_of_its_tied_layers() -> None:
+    """The paired differences average the same per-row Deletion@1 as the reported mean: a method
+    whose scores all tie (Grad-CAM with --relu at 0) has, on each row, the mean effect, not the
+    shallowest layer's, and its paired difference to the constant rule follows."""
+    from laya_inspect.compare.paired import row_values
+
+    effects = np.tile([0.8, 0.2, 0.1, 0.1], (40, 1))  # the shallowest layer matters most on every row
+    m = _measured(effects)
+    flat = np.zeros((40, 4))
+    values = row_values(flat, np.arange(40), m, None)
+    np.testing.assert_allclose(values["deletion_at_1"], M.random_at_1(effects))
+    s = _summary(m, {"gradcam": flat}, np.broadcast_to([0.1, 0.4, 0.2, 0.3], (40, 4)).copy())
+    g = s["methods"]["gradcam"]
+    assert g["deletion_at_1"] == pytest.approx(0.3)
+    assert g["deletion_at_1_over_oracle"] == pytest.approx(0.3 / 0.8)

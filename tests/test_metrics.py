@@ -230,3 +230,19 @@ def test_a_tie_at_the_top_earns_a_share_of_the_credit_not_the_shallowest_layers(
     assert M.tied_top_rows(flat).sum() == 100  # the count of tied rows is kept beside it
     # untied rows: 1 or 0, as before
     np.testing.assert_array_equal(M.top_layer_agreement(np.eye(3), np.eye(3)[[0, 2, 2]]), [1.0, 0.0, 1.0])
+
+
+def test_deletion_at_1_of_a_tie_at_the_top_is_the_mean_drop_of_the_tied_layers():
+    """Deletion@1 took the first (shallowest) of the layers tied at the top score, so a method whose
+    scores all tie scored the shallowest layer's drop. It is now the mean drop over the tied layers,
+    the expected value of a uniform pick among them (the ties top-layer agreement shares among)."""
+    p = np.array([1.0, 1.0, 1.0, 1.0])
+    p_abl = np.array([[0.1, 0.7, 0.9], [0.1, 0.7, 0.9], [0.1, 0.7, 0.9], [0.1, 0.7, 0.9]])  # drops .9 .3 .1
+    scores = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 2.0, 2.0], [0.0, 2.0, 1.0]])
+    np.testing.assert_allclose(M.deletion_at_k(scores, p, p_abl), [1.3 / 3, 0.6, 0.2, 0.3])
+    # an uninformative method on rows whose shallowest layer matters most earns a random pick's drop
+    e = np.tile([1.0, 0.2, 0.1, 0.0], (50, 1))
+    flat = np.zeros((50, 4))
+    np.testing.assert_allclose(M.deletion_at_k(flat, np.ones(50), 1.0 - e), M.random_at_1(e))
+    # untied rows: the top-scored layer's drop, as before
+    np.testing.assert_allclose(M.deletion_at_k(np.eye(3), p[:3], p_abl[:3]), [0.9, 0.3, 0.1])

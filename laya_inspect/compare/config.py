@@ -18,6 +18,7 @@ from ..choices import (
     NEGLIGIBLE_EFFECT,
     RANDOM_ORDERS,
     RESAMPLE_DRAWS,
+    TABLE_LAYERS,
     TIE_TOLERANCE,
 )
 from ..errors import InputError, suggest
@@ -62,11 +63,15 @@ CHOICES = {
     "tie_tolerance": f"{TIE_TOLERANCE:g} absolute, in the units of the effect: about 10× the float32 resolution of "
     "a probability near 1 (and of a logit near 10), the precision of the cached features and of the trained head",
     "bootstrap": "percentile 95% interval of the mean over n_boot resamples of the valid rows, numpy default_rng(seed)",
-    "top_order": "descending score, ties broken by the lower layer index (stable sort); used by Deletion@k; "
-    "n_top_ties counts rows with a tied top score",
+    "top_order": "descending score; layers whose scores tie exactly across the k-th place are averaged over: "
+    "Deletion@1 is the mean drop of the layers tied at the top, and, with at most "
+    f"{TABLE_LAYERS} layers, each curve point "
+    "the mean over every pick of the tied layers that fill the top k; with more layers the curves break ties "
+    "by the lower layer index (stable sort); n_top_ties counts rows with a tied top score",
     "top_layer_agreement": "the top-scored layer's effect is within tie_tolerance of the largest effect; a row "
     "whose top score k layers share (exactly) earns the share of those k whose effect is (1/k for one of them)",
-    "deletion_at_1": "p − p(x with the top-scored layer ablated), read from the single-layer LOLO ablations",
+    "deletion_at_1": "p − p(x with the top-scored layer ablated), read from the single-layer LOLO ablations; "
+    "the mean over the layers tied at the top score where several are",
     "deletion_curve": "k = 1…L: the top-k layers of each sample ablated together in one forward pass",
     "insertion_curve": "k = 1…L: p with only the top-k layers of each sample kept, every other layer ablated",
     "areas": "deletion_area / insertion_area: mean of the curve over k = 1…L−1 (k = L is the same for every order)",

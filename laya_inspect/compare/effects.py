@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 from torch import Tensor
 
-from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TIE_TOLERANCE
+from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TABLE_LAYERS, TIE_TOLERANCE
 from ..heads import Head
 from . import metrics as M
 from .draws import RowSpan, per_row
@@ -25,8 +26,7 @@ from .masks import Masks, all_masks, curve_masks, lolo_masks, mask_codes, subset
 
 # Up to this many layers every one of the 2^L ablation masks is measured once per sample and every
 # LOLO, subset and curve value read from that table: a compare asks for more copies than 2^L
-# (≈ 100 for L = 3, 280 for L = 8), most of them the same subset of layers.
-TABLE_LAYERS = 8
+# (≈ 100 for L = 3, 280 for L = 8), most of them the same subset of layers (TABLE_LAYERS, from choices).
 
 
 def subset_masks(n_layers: int, max_subsets: int = MAX_SUBSETS, seed: int = 0) -> np.ndarray:
@@ -91,6 +91,41 @@ class Remover:
         n = len(np.asarray(self.target))
         out = self.run([m for o in orders for m in curve_masks(o, n, len(self.hs))])
         return [(out[2 * i], out[2 * i + 1]) for i in range(len(orders))]
+
+    def method_curves(self, scores: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(p_topk, p_keep) of each method's (N, L) scores, from one pass over the chunks: the top-k
+        by descending score (non-finite scores last). Where scores tie exactly across the k-th place,
+        with at most :data:`TABLE_LAYERS` layers, the mean over every way of choosing the tied layers
+        that fill the top k (:func:`tie_averaged_curves`); with more, ties go to the lower layer index."""
+        safe = [np.where(np.isfinite(s), s, -np.inf) for s in scores]
+        curves = self.curves_of([M.top_order(s) for s in safe])
+        if self._table is None:
+            return curves
+        return [tie_averaged_curves(s, self._table, *c) for s, c in zip(safe, curves)]
+
+
+def tie_averaged_curves(
+    scores: np.ndarray, table: np.ndarray, p_topk: np.ndarray, p_keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p_topk, p_keep) with each row whose scores tie exactly somewhere replaced by its expectation
+    over a uniform pick among the ties: at k, the layers scored above the k-th score are ablated (or
+    kept), and of the group tied at the k-th score as many as fill k, averaged over every such
+    choice (C(g, r) of them). ``table`` (N, 2^L): p with the layers of each mask code ablated."""
+    a = np.asarray(scores, dtype=np.float64)
+    n, n_layers = a.shape
+    out_d, out_k = p_topk.copy(), p_keep.copy()
+    bits = 1 << np.arange(n_layers)
+    full = (1 << n_layers) - 1
+    ordered = -np.sort(-a, axis=1)
+    for i in np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1)):
+        for k in range(1, n_layers + 1):
+            v = ordered[i, k - 1]
+            above, group = a[i] > v, np.flatnonzero(a[i] == v)
+            base = int(bits[above].sum())
+            codes = [base + int(bits[list(c)].sum()) for c in combinations(group, k - int(above.sum()))]
+            out_d[i, k - 1] = table[i, codes].mean()
+            out_k[i, k - 1] = table[i, [full ^ c for c in codes]].mean()
+    return out_d, out_k
 
 
 @dataclass

@@ -13,6 +13,8 @@ Policies:
 * Subset faithfulness: per row, Pearson r across layer subsets S between Σ_{i∈S} a_i and the effect
   of ablating S together (undefined where either side is constant, the effects within ``tol``).
 * Top-scored layer / top-k order: descending score, ties broken by the lower layer index (stable).
+  Deletion@1 and top-layer agreement instead average over the layers tied (exactly) at the top score,
+  and so do the curves across the k-th place where every mask is measured (``effects.tie_averaged_curves``).
 * Bootstrap: percentile interval of the mean over ``n_boot`` resamples (with replacement) of the
   valid rows, ``numpy.random.default_rng(seed)``.
 """
@@ -282,10 +284,16 @@ def tied_top_rows(scores: np.ndarray) -> np.ndarray:
 
 def deletion_at_k(scores: np.ndarray, p: np.ndarray, p_ablated: np.ndarray) -> np.ndarray:
     """(N,) Deletion@1 per sample: p − p(x with the top-scored layer ablated), from the single-layer
-    LOLO ablations ``p_ablated`` (N, L). Higher is better; its mean is the reported value."""
-    pa = _check(p_ablated, "p_ablated")
-    top = top_layer(scores)
-    return np.asarray(p, dtype=np.float64) - pa[np.arange(len(pa)), top]
+    LOLO ablations ``p_ablated`` (N, L). Where several layers share the row's top score exactly (the
+    ties :func:`top_layer_agreement` shares its credit among), the mean of their drops: the expected
+    Deletion@1 of a uniform pick among them, not the shallowest one's. Higher is better; its mean is
+    the reported value."""
+    a, pa = _check(scores, "scores"), _check(p_ablated, "p_ablated")
+    if a.shape != pa.shape:
+        raise ValueError(f"scores {a.shape} and p_ablated {pa.shape} differ in shape")
+    top = a == a.max(axis=1, keepdims=True)
+    drop = np.asarray(p, dtype=np.float64)[:, None] - pa
+    return np.where(top, drop, 0.0).sum(axis=1) / top.sum(axis=1)
 
 
 def deletion_curve(p: np.ndarray, p_topk: np.ndarray) -> np.ndarray:

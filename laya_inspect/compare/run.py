@@ -209,10 +209,6 @@ def _finite_rows(
     return rows[ok], [f[ok] for f in feats], info
 
 
-def _order(scores: np.ndarray) -> np.ndarray:
-    return M.top_order(np.where(np.isfinite(scores), scores, -np.inf))
-
-
 def nonfinite_logits(
     name: str, head_dir: str | Path, split: str, finite: np.ndarray, row: int | None = None
 ) -> CacheError:
@@ -305,7 +301,7 @@ def _run_head(
             effect=config.effect,
         )
         res.measured[a] = measure(remover, seed=config.seed)
-        curves = remover.curves_of([_order(s) for s in res.scores.values()])  # one pass for every method
+        curves = remover.method_curves(list(res.scores.values()))  # one pass for every method
         res.curves[a] = dict(zip(res.scores, curves))
     return res
 
