@@ -335,3 +335,28 @@ def test_the_same_head_given_twice_is_one_line_before_any_work(head_dirs, digits
         assert result.exit_code == 1, result.output
         assert says in " ".join(result.output.split()) and "Traceback" not in result.output, result.output
         assert not out.exists()
+
+
+def test_a_method_tied_in_score_is_read_at_the_mean_of_its_tied_layers(digits_cache, head_dirs, tmp_path):
+    """Grad-CAM with --relu scores 0 on every layer of many rows. Deletion@1 and the deletion curve
+    took the shallowest of the tied layers there; both now take the expected value over the ties,
+    so the curve's k = 1 is Deletion@1 and a row whose scores all tie reads as a random ordering."""
+    with FeatureStore(digits_cache) as store:
+        res = compare_heads(
+            [head_dirs["last"]],
+            store,
+            CompareConfig(methods=("gradcam",), relu=True, target="0", limit=60, n_boot=0, plots=False),
+            out_dir=tmp_path,
+        )
+    h = res.heads[0]
+    (a,) = h.measured
+    m, scores, (p_topk, _) = h.measured[a], h.scores["gradcam"], h.curves[a]["gradcam"]
+    flat = (scores == scores.max(axis=1, keepdims=True)).all(axis=1)
+    assert flat.sum() >= 5  # rows whose every score ties at 0
+    np.testing.assert_allclose(m.p - p_topk[:, 0], M.deletion_at_k(scores, m.p, m.p_ablated), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(M.deletion_at_k(scores, m.p, m.p_ablated)[flat], M.random_at_1(m.effects)[flat])
+    # 1 < k < L: the mean over every k of the layers (each measured among the subsets)
+    sizes = m.subsets.sum(axis=1)
+    for k in range(2, scores.shape[1]):
+        mean_k = m.p_subsets[:, sizes == k].mean(axis=1)
+        np.testing.assert_allclose(p_topk[flat, k - 1], mean_k[flat], rtol=0, atol=1e-12)
