@@ -158,3 +158,10 @@ def test_method_curves_average_over_the_layers_tied_across_the_kth_place(monkeyp
     np.testing.assert_allclose(d[untied], ordered[0][untied], rtol=0, atol=1e-12)
     # the shallowest-first order differs where the ties are (else the test would show nothing)
     assert not np.allclose(d[~untied], ordered[0][~untied], rtol=0, atol=1e-6)
+    # scores of few values: many tie patterns in one call, each row against its every order
+    few = np.random.default_rng(1).integers(0, 3, (n, 4)).astype(float)
+    ((d, k),) = with_table.method_curves([few])
+    orders = [np.lexsort((np.broadcast_to(np.argsort(p), few.shape), -few), axis=1) for p in perms]
+    every = direct.curves_of(orders)
+    np.testing.assert_allclose(d, np.mean([c[0] for c in every], axis=0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(k, np.mean([c[1] for c in every], axis=0), rtol=0, atol=1e-12)

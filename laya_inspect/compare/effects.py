@@ -114,17 +114,25 @@ def tie_averaged_curves(
     a = np.asarray(scores, dtype=np.float64)
     n, n_layers = a.shape
     out_d, out_k = p_topk.copy(), p_keep.copy()
+    ordered = -np.sort(-a, axis=1)
+    tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+    if not len(tied):
+        return out_d, out_k
     bits = 1 << np.arange(n_layers)
     full = (1 << n_layers) - 1
-    ordered = -np.sort(-a, axis=1)
-    for i in np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1)):
+    # rows whose scores order the layers alike (the same dense ranks) read the same masks: each
+    # pattern's codes are listed once
+    dense = (a[tied][:, :, None] < a[tied][:, None, :]).sum(axis=2)  # (T, L) 0 = top group
+    patterns, which = np.unique(dense, axis=0, return_inverse=True)
+    for j, rank in enumerate(patterns):
+        rows = tied[which.ravel() == j]
+        order = np.sort(rank)
         for k in range(1, n_layers + 1):
-            v = ordered[i, k - 1]
-            above, group = a[i] > v, np.flatnonzero(a[i] == v)
+            above, group = rank < order[k - 1], np.flatnonzero(rank == order[k - 1])
             base = int(bits[above].sum())
             codes = [base + int(bits[list(c)].sum()) for c in combinations(group, k - int(above.sum()))]
-            out_d[i, k - 1] = table[i, codes].mean()
-            out_k[i, k - 1] = table[i, [full ^ c for c in codes]].mean()
+            out_d[rows, k - 1] = table[rows][:, codes].mean(axis=1)
+            out_k[rows, k - 1] = table[rows][:, [full ^ c for c in codes]].mean(axis=1)
     return out_d, out_k
 
 
