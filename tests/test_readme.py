@@ -44,5 +44,5 @@ def test_the_readme_names_the_level_of_the_constant_rule_intervals_compare_draws
     for page in (ROOT / "README.md", ROOT / "docs" / "demo-output.txt"):
         text = " ".join(page.read_text(encoding="utf-8").split())  # the terminal wraps the caption
         assert "constant rule (paired, 95% interval" not in text, page
-        assert f"method − constant rule (paired {said} over the same rows)" in text, page
+        assert f"method − constant rule (paired over the same rows; {said})" in text, page
     assert "paired over the same rows with its 95% interval" not in (ROOT / "README.md").read_text(encoding="utf-8")
