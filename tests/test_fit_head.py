@@ -257,6 +257,21 @@ def test_a_class_whose_only_training_row_went_to_validation_is_flagged(tmp_path:
     assert any(w.startswith("class(es) '1' have test rows but no training rows") for w in said), said
 
 
+def test_validation_rows_of_a_class_with_no_training_rows_do_not_steer_early_stopping(tmp_path: Path) -> None:
+    """Class 1's rows all went to validation: no head can get them right, and their loss (the logit
+    held 200 below the rest) grew with the other logits' spread, so the validation loss that picks
+    the epoch was about 200 on them. They are left out of validation, and the summary says how many."""
+    y_train = np.r_[np.arange(60) % 2 * 2, 1, 1, 1]  # class 1: three rows, all held out at --val-fraction 0.9
+    y_test = np.arange(12) % 3
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
+    cfg = FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=3, probe=False, device="cpu", val_fraction=0.9)
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+    split = result.summary["split"]
+    assert split["n_val_untrained_left_out"] == 3
+    assert all(r.val_loss < 2 for r in result.runs), [r.val_loss for r in result.runs]  # 11.8 before
+
+
 def test_validation_taking_every_row_of_all_but_one_class_is_refused_in_the_users_words(tmp_path: Path) -> None:
     """Two classes, the second's one training row held out for validation: the training rows hold one
     class. fit-head refused with "untrained_classes [1] leave fewer than 2 of 2 classes", an argument
