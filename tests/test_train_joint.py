@@ -412,3 +412,27 @@ def test_a_zoo_model_trained_on_non_square_images_extracts(tmp_path: Path) -> No
         assert f["train/layer_000"].shape[0] == 30 and f["test/labels"].shape == (10,)
     spec = load_model("zoo:mlp", weights=ckpt).input_spec
     assert (spec.channels, spec.size, spec.width) == (3, 4, 1)
+
+
+def test_train_leaves_validation_rows_of_a_class_it_cannot_learn_out_of_early_stopping(tmp_path: Path) -> None:
+    """As fit-head: class 'b''s three train-split rows all go to validation, so no training row teaches
+    it; those rows (never right, their loss ≈ 200) are left out of the loss that picks the epoch."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def images(y: np.ndarray) -> np.ndarray:
+        pixels = np.c_[np.eye(3)[y].repeat(5, 1) * 200, np.zeros(len(y))] + rng.integers(0, 50, (len(y), 16))
+        return pixels.reshape(-1, 4, 4).astype(np.uint8)
+
+    y_train, y_test = np.r_[np.arange(60) % 2 * 2, 1, 1, 1], np.arange(15) % 3
+    data = tmp_path / "d.npz"
+    np.savez(data, X_train=images(y_train), y_train=y_train, X_test=images(y_test), y_test=y_test,
+             class_names=np.array(["a", "b", "c"]))  # fmt: skip
+    ckpt = tmp_path / "m.pt"
+    args = ["train", "--model", "zoo:mlp", "--data", f"npz:{data}", "--head", "laya", "--epochs", "2", "--d-star", "8"]
+    res = runner.invoke(app, [*args, "--val-fraction", "0.9", "--out", str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    metrics = torch.load(ckpt, weights_only=True)["metrics"]
+    assert metrics["n_val_untrained_left_out"] == 3
+    assert metrics["val_loss"] < 10, metrics["val_loss"]

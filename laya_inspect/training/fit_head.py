@@ -51,6 +51,7 @@ from .loop import (
     evaluate,
     run_end,
     train_loop,
+    trained_validation,
     validation_split,
 )
 from .outputs import RUN_FIELDS, save_run, summary_rows
@@ -247,20 +248,6 @@ def _layers_of(store: FeatureStore, requested: str) -> tuple[FeatureStore, list[
     return (store if names == every else store.keep_layers(names)), [moved] if moved else []
 
 
-def _trained_validation(
-    labels: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray, num_classes: int
-) -> tuple[np.ndarray, int]:
-    """The validation rows of classes the heads are fitted on, and how many were left out. A row of a
-    class with no training rows can never be right, and its loss (its logit held UNTRAINED_GAP below
-    the rest) grows with the spread of the other logits: kept, it would steer early stopping and
-    --grid toward flat, unconfident heads."""
-    untrained = np.setdiff1d(np.arange(num_classes), labels[train_rows])
-    out = np.isin(labels[val_rows], untrained)
-    if not out.any() or out.all():
-        return val_rows, 0
-    return val_rows[~out], int(out.sum())
-
-
 def _refuse_one_trained_class(labels: np.ndarray, train_rows: np.ndarray, config: FitConfig, store: Any) -> None:
     """The split holds two classes or more (fit_heads checked), yet the validation rows took every row
     of all but one: a head would be fitted on one class."""
@@ -316,7 +303,7 @@ def _fit_into(
     train_rows, val_rows = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
     _refuse_one_trained_class(train.labels, train_rows, config, store)
     num_classes = store.num_classes
-    val_rows, val_untrained = _trained_validation(train.labels, train_rows, val_rows, num_classes)
+    val_rows, val_untrained = trained_validation(train.labels, train_rows, val_rows, num_classes)
     scaling, standardized = None, None
     try:
         moments: tuple[list[np.ndarray], list[np.ndarray]] | None = feature_moments(

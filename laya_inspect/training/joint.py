@@ -33,7 +33,7 @@ from ..files import atomic_paths, check_out, json_bytes, output_lock, plain, rem
 from ..heads import Head, HeadOutput, LastLayerHead, build_head, hold_untrained
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .fit_config import HEAD_HPARAMS, JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
-from .loop import InputRows, TensorRows, predict, run_end, train_loop, validation_split
+from .loop import InputRows, TensorRows, predict, run_end, train_loop, trained_validation, validation_split
 from .quality import chance_level, near_chance, unlearnable_classes
 from .stats import macro_f1
 
@@ -174,6 +174,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     tr_pos, va_pos = validation_split(train_split.labels, config.val_fraction, config.val_mode, config.data_seed)
     # a class with no training rows is one the model cannot learn: it must never win a row by luck (as in fit-head)
     untrained = np.setdiff1d(np.arange(num_classes), train_split.labels[tr_pos]).tolist()
+    va_pos, val_untrained = trained_validation(train_split.labels, tr_pos, va_pos, num_classes)
     with seeded(config.seed):
         backbone = build_zoo(config.arch, **kwargs)
         layer_names = DEFAULT_LAYERS[config.arch](backbone)
@@ -210,6 +211,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         "test_loss": test_loss,
         "n_train": int(len(tr_pos)),
         "n_val": int(len(va_pos)),
+        **({"n_val_untrained_left_out": val_untrained} if val_untrained else {}),
         "n_test": int(test_split.n),
         "seconds": time.perf_counter() - t0,
     }

@@ -54,6 +54,20 @@ def available_memory() -> int:
         return 1 << 30
 
 
+def trained_validation(
+    labels: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray, num_classes: int
+) -> tuple[np.ndarray, int]:
+    """The validation rows of classes the heads are fitted on, and how many were left out. A row of a
+    class with no training rows can never be right, and its loss (its logit held UNTRAINED_GAP below
+    the rest) grows with the spread of the other logits: kept, it would steer early stopping and
+    --grid toward flat, unconfident heads."""
+    untrained = np.setdiff1d(np.arange(num_classes), labels[train_rows])
+    out = np.isin(labels[val_rows], untrained)
+    if not out.any() or out.all():
+        return val_rows, 0
+    return val_rows[~out], int(out.sum())
+
+
 def validation_split(labels: np.ndarray, fraction: float, mode: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(train_rows, val_rows), both sorted. 'stratified': a seeded draw of ``fraction`` of each class;
     'last': the last rows, as Keras' ``validation_split`` takes them (split at round(n·(1−fraction)))."""
