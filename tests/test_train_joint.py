@@ -386,6 +386,13 @@ def test_train_and_export_head_hold_a_class_with_no_training_rows_down(tmp_path:
     module, _ = load_head(tmp_path / "h")
     x = [torch.randn(64, w) * 10 for w in module.widths]
     assert (module(x).logits.argmax(1) != 1).all()
+    # the backbone's own classifier (extract's model logits) never picks the class either
+    from laya_inspect.models.zoo import model_from_checkpoint
+
+    backbone = model_from_checkpoint(obj)
+    with torch.no_grad():
+        own = backbone(torch.rand(64, 1, 4, 4) * 10)
+    assert (own.argmax(1) != 1).all() and (own[:, 1] <= -1e3).all()
 
 
 def test_a_zoo_model_trained_on_non_square_images_extracts(tmp_path: Path) -> None:

@@ -220,13 +220,14 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
         metrics["test_mean_weights"] = dict(zip(layer_names, alpha_mean))
 
     if head is None:
+        silence(_zoo(backbone).head, untrained)
         last_head = LastLayerHead(widths, num_classes, untrained_classes=untrained)
         last_head.classifier.load_state_dict(_zoo(backbone).head.state_dict())
         saved_head: Head = last_head
         metrics["backbone_head"] = "trained jointly (it is the 'last' head)"
     else:
         saved_head = head
-        metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit)
+        metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit, untrained)
     metrics["chance"] = chance_level(labels)
     metrics["warnings"] = _warnings(metrics)
     unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
@@ -302,6 +303,21 @@ def _warnings(metrics: dict[str, Any]) -> list[str]:
     return [w for w in warns if w]
 
 
+SILENT_BIAS = -1e4  # the bias of a class the backbone's classifier never saw (its weights 0)
+
+
+def silence(clf: nn.Module, untrained: list[int]) -> None:
+    """Give each class of ``untrained`` (no training rows) a constant logit SILENT_BIAS in the backbone's
+    own linear classifier, which the checkpoint stores and extract runs for the model's own logits: as
+    the heads hold such a class down, its untrained output unit cannot win a row there either. A
+    classifier that is not a linear layer with a bias is left as it is."""
+    if not untrained or not isinstance(clf, nn.Linear) or clf.bias is None:
+        return
+    with torch.no_grad():
+        clf.weight[untrained] = 0.0
+        clf.bias[untrained] = SILENT_BIAS
+
+
 def _probe(
     backbone: nn.Module,
     train: InputRows,
@@ -310,8 +326,10 @@ def _probe(
     va_pos: np.ndarray,
     config: JointConfig,
     emit: Progress,
+    untrained: list[int],
 ) -> dict[str, Any]:
-    """Fit the backbone's own classifier on its frozen (pooled) last block, so its logits are meaningful."""
+    """Fit the backbone's own classifier on its frozen (pooled) last block, so its logits are meaningful;
+    the classes with no training rows silenced (:func:`silence`)."""
     backbone.eval()
 
     @torch.no_grad()
@@ -338,6 +356,7 @@ def _probe(
         tag=tag,
     )
     emit(run_end(config.head, config.seed, stopper, history, tag))
+    silence(clf, untrained)
     f_te, y_te = last_block(test, np.arange(len(test.y)))
     with torch.no_grad():
         test_acc = float((clf(f_te).argmax(1) == y_te).double().mean())
