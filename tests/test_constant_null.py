@@ -460,3 +460,19 @@ def test_paired_deletion_rows_of_a_tied_method_are_the_mean_drop_of_its_tied_lay
     g = s["methods"]["gradcam"]
     assert g["deletion_at_1"] == pytest.approx(0.3)
     assert g["deletion_at_1_over_oracle"] == pytest.approx(0.3 / 0.8)
+
+
+def test_no_interval_caption_says_too_few_rows_rather_than_bootstrap_zero() -> None:
+    """Under MIN_ROWS shared rows compare draws no interval whatever --bootstrap says (paired): the
+    caption and the reading must say so, not send the user to --bootstrap N they already gave."""
+    from laya_inspect.choices import MIN_ROWS
+    from laya_inspect.report.reading import level_text, versus_constant
+
+    few = {"mean": 0.1, "ci_low": None, "ci_high": None, "n": MIN_ROWS - 8, "n_boot": 0, "confidence": 0.983}
+    vs = {"verdict": "untested", "faithfulness": few, "top_layer_agreement": few}
+    said = level_text(vs)
+    assert "bootstrap 0" not in said and f"fewer than {MIN_ROWS}" in said, said
+    text = versus_constant("alpha", {"vs_constant": vs}, {"profile": {"what": "mean α"}}) or ""
+    assert "--bootstrap N" not in text and f"fewer than {MIN_ROWS}" in text, text
+    unset = {**few, "n": 200}  # --bootstrap 0 over enough rows
+    assert level_text({"faithfulness": unset}) == "no intervals: --bootstrap 0"

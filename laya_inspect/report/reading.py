@@ -228,8 +228,8 @@ VERSUS_LABELS = {
 def level_text(*entries: dict[str, Any] | None) -> str:
     """The confidence of the paired intervals method − constant in ``entries`` (vs_constant records),
     in words: "98.3% intervals (95% for the three scores together)" since each is drawn at
-    1 − 0.05/3; "95% intervals" for a summary written before that; "no intervals" without any
-    (--bootstrap 0)."""
+    1 − 0.05/3; "95% intervals" for a summary written before that; "no intervals" without any, and
+    why (:func:`no_interval_reason`)."""
     levels = {
         round(float(d.get("confidence") or 0.95), 4)
         for e in entries
@@ -237,10 +237,21 @@ def level_text(*entries: dict[str, Any] | None) -> str:
         if isinstance(d, dict) and d.get("ci_low") is not None
     }
     if not levels:
-        return "no intervals: --bootstrap 0"
+        return f"no intervals: {no_interval_reason(*entries)}"
     if len(levels) == 1 and (level := levels.pop()) > 0.95:
         return f"{level * 100:.1f}% intervals (95% for the three scores together)"
     return "95% intervals"
+
+
+def no_interval_reason(*entries: dict[str, Any] | None) -> str:
+    """Why the paired differences in ``entries`` (vs_constant records) have no interval: fewer than
+    MIN_ROWS shared rows (compare draws none there, whatever --bootstrap says), else --bootstrap 0."""
+    from ..choices import MIN_ROWS
+
+    rows = [d["n"] for e in entries for d in (e or {}).values() if isinstance(d, dict) and isinstance(d.get("n"), int)]
+    if rows and min(rows) < MIN_ROWS:
+        return f"{min(rows)} shared rows, fewer than {MIN_ROWS}"
+    return "--bootstrap 0"
 
 
 def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | None) -> str | None:
@@ -255,7 +266,8 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
         f"Against the constant rule ({what} over the other half of the rows, the same for every input), {name(method)}"
     )
     if word == "untested":
-        return f"{head} was not tested: no intervals (run with --bootstrap N)."
+        why = no_interval_reason(vs)
+        return f"{head} was not tested: no intervals ({'run with --bootstrap N' if why == '--bootstrap 0' else why})."
     parts = ", ".join(f"{label} {with_ci(vs.get(key))}" for key, label in VERSUS_LABELS.items())
     return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired {level_text(vs)})."
 
