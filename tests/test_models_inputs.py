@@ -626,3 +626,22 @@ def test_an_hf_image_model_whose_pooler_averages_its_patches_is_pooled_by_the_me
     rows, _ = pool(out.hidden_states[-1], "auto", sequence=loaded.sequence_pool, image_hw=(32, 32))
     if mean_pooled:
         torch.testing.assert_close(beit.pooler.layernorm(rows), out.pooler_output)
+
+
+def test_a_python_model_whose_input_spec_gives_height_and_width_gets_images_of_that_size(tmp_path, monkeypatch):
+    """A python: model's ``input_spec = {"size": [H, W]}`` resized the images to H × W; reading the
+    size as a square side (InputSpec.hw) refused it with "got ([16, 12], [16, 12])"."""
+    (tmp_path / "rect_laya.py").write_text(
+        "from torch import nn\ndef build():\n"
+        "    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2))\n"
+        "    m.input_spec = {'kind': 'image', 'channels': 3, 'size': [16, 12]}\n    return m\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    loaded = load_model("python:rect_laya:build", random_init=True)
+    assert loaded.input_spec.hw == (16, 12)
+    assert loaded.expects() == "images (N, 3, 16, 12)"
+    np.savez(tmp_path / "r.npz", X=np.zeros((8, 20, 20, 3), np.uint8), y=np.arange(8) % 2)
+    bundle = load_data(f"npz:{tmp_path / 'r.npz'}", splits=("test",), input_spec=loaded.input_spec)
+    inputs, _, _ = next(iter(bundle.splits["test"].batches(4)))
+    assert tuple(inputs.shape[1:]) == (3, 16, 12)
+    assert tuple(loaded.example_inputs(1).shape) == (1, 3, 16, 12)

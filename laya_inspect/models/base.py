@@ -93,8 +93,13 @@ class InputSpec:
 
     @property
     def hw(self) -> tuple[int, int] | None:
-        """(H, W) the input is resized to, or None (keep)."""
-        return None if self.size is None else (self.size, self.width if self.width is not None else self.size)
+        """(H, W) the input is resized to, or None (keep). ``size`` may itself be (H, W), as a python:
+        model's ``input_spec`` dict may give it."""
+        if self.size is None:
+            return None
+        if isinstance(self.size, (tuple, list)) and len(self.size) == 2:
+            return (self.size[0], self.size[1])
+        return (self.size, self.width if self.width is not None else self.size)
 
 
 class Adapter:
