@@ -117,6 +117,8 @@ def test_a_share_reads_the_same_as_a_percentage_and_as_a_decimal() -> None:
     from laya_inspect.training.stats import chance_text, percent
 
     assert percent(-0.02, sign=True) == "-2%" and percent(0.005, sign=True) == "+1%"
+    # a value that is no share (NaN of any float type, ±inf) reads "—", not "NaN%" or "Infinity%"
+    assert percent(np.float32("nan")) == percent(float("inf")) == percent(np.float64("-inf")) == "—"
     qa = compare_reading(_compare_summary(_scores(0.925, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69)))
     assert "on 93% of inputs" in qa.lead[0]
     assert chance_text({"top_layer_chance": 0.335, "top_layer_chance_shares": 0.665}) == (

@@ -248,10 +248,10 @@ def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
 def percent(v: Any, digits: int = 0, sign: bool = False) -> str:
     """A share as a percentage, rounded as the same share with ``digits + 2`` decimals is: 0.925 reads
     "93%" beside a table's "0.93" (format's "%" rounds 92.5 half to even, "92%"). "—" when missing;
-    zero never reads "-0%" unless ``sign``."""
+    zero never reads "-0%" unless ``sign``; NaN and ±inf (of any float type) read "—" too."""
     from decimal import Decimal
 
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or not math.isfinite(float(v)):
         return "—"
     d = Decimal(format(float(v), f".{digits + 2}f")).scaleb(2)
     if d == 0 and not sign:
