@@ -131,8 +131,8 @@ def tie_averaged_curves(
             above, group = rank < order[k - 1], np.flatnonzero(rank == order[k - 1])
             base = int(bits[above].sum())
             codes = [base + int(bits[list(c)].sum()) for c in combinations(group, k - int(above.sum()))]
-            out_d[rows, k - 1] = table[rows][:, codes].mean(axis=1)
-            out_k[rows, k - 1] = table[rows][:, [full ^ c for c in codes]].mean(axis=1)
+            out_d[rows, k - 1] = table[np.ix_(rows, codes)].mean(axis=1)  # not table[rows]: (T, 2^L) copies
+            out_k[rows, k - 1] = table[np.ix_(rows, [full ^ c for c in codes])].mean(axis=1)
     return out_d, out_k
 
 
