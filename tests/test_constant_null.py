@@ -476,3 +476,12 @@ def test_no_interval_caption_says_too_few_rows_rather_than_bootstrap_zero() -> N
     assert "--bootstrap N" not in text and f"fewer than {MIN_ROWS}" in text, text
     unset = {**few, "n": 200}  # --bootstrap 0 over enough rows
     assert level_text({"faithfulness": unset}) == "no intervals: --bootstrap 0"
+
+
+def test_the_untested_verdict_names_both_reasons_for_no_interval() -> None:
+    """ "untested" comes of --bootstrap 0 or of fewer than MIN_ROWS shared rows (paired draws no
+    interval there): the words in the tables must not send a user who gave --bootstrap to it again."""
+    from laya_inspect.choices import MIN_ROWS
+    from laya_inspect.compare.paired import VERDICTS
+
+    assert "--bootstrap 0" in VERDICTS["untested"] and f"fewer than {MIN_ROWS}" in VERDICTS["untested"]

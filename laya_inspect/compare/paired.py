@@ -121,7 +121,8 @@ VERDICTS = {
     "worse": "does worse than the constant rule",
     "mixed": "beats the constant rule on some scores and does worse on others",
     "not shown": "does not beat the constant rule (every interval includes 0)",
-    "untested": "not tested against the constant rule (no intervals: run with --bootstrap N)",
+    "untested": f"not tested against the constant rule (no intervals: --bootstrap 0, or fewer than {MIN_ROWS} shared "
+    "rows)",
     "circular": "not read against the constant rule: circular with this ablation",
     "withheld": "not read against the constant rule: a caveat withholds every ranking",
     "no constant": "no constant rule to read it against",
