@@ -140,8 +140,9 @@ def shift_caches(tmp_path_factory) -> tuple[Path, Path, Path, Path]:
 def test_a_copy_that_changes_one_layer_moves_alpha_on_that_layer(shift_caches, tmp_path):
     base, moved2, moved3, head_dir = shift_caches
     config = DiagnoseConfig(permutations=200, n_boot=100, device="cpu", plots=False)
-    with FeatureStore(base) as store, FeatureStore(moved2) as other:
-        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    with FeatureStore(base) as store, FeatureStore(moved2) as other:  # the heads as an iterator: read once
+        s = diagnose_heads(iter([head_dir]), store, config, out_dir=tmp_path / "a", against=other).summary
+    assert len(s["heads"]) == 1
     perm = s["shift"]["heads"][0]["permutation"]
     assert int(np.argmax(np.abs(perm["diff"]))) == 1 and perm["diff"][1] < 0  # α₂ rises on the copy
     assert perm["p_value"] == pytest.approx(1 / 201) and perm["p_fwer"][1] == pytest.approx(1 / 201)

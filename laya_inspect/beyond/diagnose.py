@@ -127,7 +127,8 @@ def diagnose_heads(
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
-    given, head_dirs = list(head_dirs), weighted_head_dirs(head_dirs)  # a fit-head output: its laya/seed_<S>/
+    given = list(head_dirs)
+    head_dirs = weighted_head_dirs(given)  # a fit-head output: its laya/seed_<S>/
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     if against is not None and store is not store.whole and set(store.layer_names) <= set(against.layer_names):
         against = against.keep_layers(store.layer_names)
