@@ -96,9 +96,7 @@ class Head(nn.Module):
             raise InputError(
                 f"untrained_classes {self.untrained_classes} leave fewer than 2 of {self.num_classes} classes"
             )
-        untrained = torch.zeros(self.num_classes, dtype=torch.bool)
-        untrained[self.untrained_classes] = True
-        self.register_buffer("untrained", untrained, persistent=False)
+        self.register_buffer("untrained", class_mask(self.untrained_classes, self.num_classes), persistent=False)
         # Identity taps: the module Grad-CAM hooks to see each layer's representation inside the head.
         # They sit before the standardisation, so they see the cached h_i themselves.
         self.taps = nn.ModuleList(nn.Identity() for _ in self.widths)
@@ -338,6 +336,13 @@ class ScalarMixHead(_AdaptedHead):
         z = self._adapt(hs)
         w = _mix(self.static_weights().expand(z.shape[0], -1), keep)
         return self._output(self.classifier((w.unsqueeze(-1) * z).sum(dim=1)), w)
+
+
+def class_mask(classes: Sequence[int], num_classes: int) -> Tensor:
+    """(num_classes,) bool, set at ``classes``."""
+    mask = torch.zeros(num_classes, dtype=torch.bool)
+    mask[list(classes)] = True
+    return mask
 
 
 def hold_untrained(logits: Tensor, untrained: Tensor) -> Tensor:

@@ -60,13 +60,13 @@ def refit(
 ) -> Fit:
     """Fit a ``kind`` head on ``layers`` of ``train`` (rows ``train_rows``; early stopping on
     ``val_rows``) under ``torch.manual_seed(seed)``; test it on ``test``."""
-    from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop
+    from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, untrained_classes
     from ..training.standardize import standardization
 
     t0 = time.perf_counter()
     layers = tuple(int(i) for i in layers)
     hs = [train.hs[i] for i in layers]
-    untrained = np.setdiff1d(np.arange(num_classes), train.labels[train_rows]).tolist()  # never a lucky win
+    untrained = untrained_classes(train.labels, train_rows, num_classes)
     with seeded(seed):
         head = build_head(
             kind, [int(h.shape[1]) for h in hs], num_classes, **{**hparams, "untrained_classes": untrained}

@@ -52,6 +52,7 @@ from .loop import (
     run_end,
     train_loop,
     trained_validation,
+    untrained_classes,
     validation_split,
 )
 from .outputs import RUN_FIELDS, save_run, summary_rows
@@ -111,8 +112,7 @@ def fit_one(
     emit = progress or no_progress
     tag = tag or {}
     t0 = time.perf_counter()
-    # a class with no training rows is one the head cannot learn: it must never win a row by luck
-    untrained = np.setdiff1d(np.arange(num_classes), train.labels[train_rows]).tolist()
+    untrained = untrained_classes(train.labels, train_rows, num_classes)
     with seeded(seed):
         head = build_head(kind, train.store.widths, num_classes, **hparams, untrained_classes=untrained)
     if head.standardize is not None:

@@ -30,10 +30,19 @@ from torch import Tensor, nn
 from .. import __version__
 from ..errors import InputError
 from ..files import atomic_paths, check_out, json_bytes, output_lock, plain, remove_stale_temps, spec_paths
-from ..heads import Head, HeadOutput, LastLayerHead, build_head, hold_untrained
+from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hold_untrained
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .fit_config import HEAD_HPARAMS, JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
-from .loop import InputRows, TensorRows, predict, run_end, train_loop, trained_validation, validation_split
+from .loop import (
+    InputRows,
+    TensorRows,
+    predict,
+    run_end,
+    train_loop,
+    trained_validation,
+    untrained_classes,
+    validation_split,
+)
 from .quality import chance_level, near_chance, unlearnable_classes
 from .stats import macro_f1
 
@@ -172,8 +181,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
             )
         kwargs.setdefault("in_shape", tuple(int(s) for s in sample.shape[1:]))
     tr_pos, va_pos = validation_split(train_split.labels, config.val_fraction, config.val_mode, config.data_seed)
-    # a class with no training rows is one the model cannot learn: it must never win a row by luck (as in fit-head)
-    untrained = np.setdiff1d(np.arange(num_classes), train_split.labels[tr_pos]).tolist()
+    untrained = untrained_classes(train_split.labels, tr_pos, num_classes)
     va_pos, val_untrained = trained_validation(train_split.labels, tr_pos, va_pos, num_classes)
     with seeded(config.seed):
         backbone = build_zoo(config.arch, **kwargs)
@@ -186,7 +194,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
             if config.head == "last"
             else build_head(config.head, widths, num_classes, **hp, untrained_classes=untrained)
         )
-    held = torch.isin(torch.arange(num_classes), torch.tensor(untrained, dtype=torch.long)) if untrained else None
+    held = class_mask(untrained, num_classes) if untrained else None
     model = JointModel(backbone, head, held if head is None else None).to(device)
     train, test = InputRows(train_split, device), InputRows(test_split, device)
 

@@ -54,6 +54,12 @@ def available_memory() -> int:
         return 1 << 30
 
 
+def untrained_classes(labels: np.ndarray, train_rows: np.ndarray, num_classes: int) -> list[int]:
+    """The classes none of ``train_rows`` holds: a head cannot learn them, so it is built to hold them
+    down (heads.UNTRAINED_GAP) and must never win a row by luck."""
+    return np.setdiff1d(np.arange(num_classes), labels[train_rows]).tolist()
+
+
 def trained_validation(
     labels: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray, num_classes: int
 ) -> tuple[np.ndarray, int]:
@@ -61,8 +67,7 @@ def trained_validation(
     class with no training rows can never be right, and its loss (its logit held UNTRAINED_GAP below
     the rest) grows with the spread of the other logits: kept, it would steer early stopping and
     --grid toward flat, unconfident heads."""
-    untrained = np.setdiff1d(np.arange(num_classes), labels[train_rows])
-    out = np.isin(labels[val_rows], untrained)
+    out = np.isin(labels[val_rows], untrained_classes(labels, train_rows, num_classes))
     if not out.any() or out.all():
         return val_rows, 0
     return val_rows[~out], int(out.sum())
