@@ -247,16 +247,18 @@ def repoint(tmp: Path, out: Path) -> None:
     for path in sorted(tmp.rglob("*")):
         if path.suffix in (".json", ".csv", ".html", ".txt", ".md") and path.is_file():
             text = path.read_text(encoding="utf-8")
-            if swap(text) != text:
-                write_text(path, swap(text))
+            swapped = swap(text)
+            if swapped != text:
+                write_text(path, swapped)
         elif path.suffix == ".h5" and path.is_file():
             with h5py.File(path, "r+") as f:
                 if ATTRS_DIGEST in f.attrs:
                     continue
                 for obj in [f, *_h5_objects(f)]:
                     for key, value in obj.attrs.items():
-                        if isinstance(value, str) and swap(value) != value:
-                            obj.attrs[key] = swap(value)
+                        swapped = swap(value) if isinstance(value, str) else value
+                        if swapped != value:
+                            obj.attrs[key] = swapped
 
 
 def _h5_objects(f: Any) -> list[Any]:

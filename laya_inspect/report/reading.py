@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..choices import MIN_ROWS
 from ..compare.records import compare_warnings
 from ..training.stats import TINY, chance_text, outcome, percent, same_on_every_seed, same_text
 
@@ -130,8 +131,6 @@ def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
     d = (s_lead.get("vs_methods") or {}).get(rival)
     word = outcome(d)
     if word == "undecided":
-        from ..choices import MIN_ROWS
-
         n = (d or {}).get("n")
         why = (
             "this summary holds no paired difference: rerun compare"  # written before it was stored
@@ -189,8 +188,6 @@ def versus_groups(head: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]
 
 def bootstrap_text(summary: dict[str, Any]) -> str:
     """A compare run's resamples as the header says them: none were drawn below MIN_ROWS rows."""
-    from ..choices import MIN_ROWS
-
     n_boot = (summary.get("config") or {}).get("n_boot")
     n = summary.get("n")
     if isinstance(n, int) and n < MIN_ROWS:
@@ -243,11 +240,15 @@ def level_text(*entries: dict[str, Any] | None) -> str:
     return "95% intervals"
 
 
+def versus_level(groups: list[tuple[Any, dict[str, Any]]]) -> str:
+    """:func:`level_text` of every method's vs_constant record in ``groups`` (:func:`versus_groups`):
+    what the method − constant rule table's caption says of its intervals."""
+    return level_text(*[s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()])
+
+
 def no_interval_reason(*entries: dict[str, Any] | None) -> str:
     """Why the paired differences in ``entries`` (vs_constant records) have no interval: fewer than
     MIN_ROWS shared rows (compare draws none there, whatever --bootstrap says), else --bootstrap 0."""
-    from ..choices import MIN_ROWS
-
     rows = [d["n"] for e in entries for d in (e or {}).values() if isinstance(d, dict) and isinstance(d.get("n"), int)]
     if rows and min(rows) < MIN_ROWS:
         return f"{min(rows)} shared rows, fewer than {MIN_ROWS}"
@@ -279,8 +280,6 @@ def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
     top = ranked[0]
     of = "the target logit" if effect == "logit" else "p"
     lead = (head.get("lolo") or {}).get("top_lead")
-    from ..choices import MIN_ROWS
-
     if lead and len(ranked) > 1 and outcome(lead) != "better":  # "most" only for a lead shown over the same rows
         second = ranked[1]
         why = (

@@ -20,11 +20,11 @@ from .reading import (
     gate_cell,
     interval,
     layers_read,
-    level_text,
     num,
     sentence,
     value,
     versus_groups,
+    versus_level,
     with_ci,
 )
 from .sanity import html_section as sanity_section
@@ -72,7 +72,6 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     many = groups[0][0] is not None
     rows: list[list[Cell | str]] = []
     classes = []
-    vs_entries = [s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()]
     for a, entry in groups:
         for k, (m, s) in enumerate(entry["methods"].items()):
             vs = s.get("vs_constant") or {}
@@ -88,7 +87,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             classes.append("ref" if s.get("circular") else "")
     profile = (groups[0][1]["references"]["constant"] or {}).get("profile") or {}
     caption = (
-        f"method − constant rule, paired over the same rows (bootstrap; {level_text(*vs_entries)}); constant rule: "
+        f"method − constant rule, paired over the same rows (bootstrap; {versus_level(groups)}); constant rule: "
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "

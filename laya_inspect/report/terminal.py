@@ -17,11 +17,11 @@ from .reading import (
     gate_cell,
     interval,
     layers_read,
-    level_text,
     num,
     pct,
     value,
     versus_groups,
+    versus_level,
 )
 from .sanity import terminal_block as sanity_block
 
@@ -142,8 +142,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     if not groups:
         return None
     many = groups[0][0] is not None
-    vs_entries = [s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()]
-    table = rich_table(f"method − constant rule (paired over the same rows; {level_text(*vs_entries)})")
+    table = rich_table(f"method − constant rule (paired over the same rows; {versus_level(groups)})")
     if many:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", no_wrap=True)
