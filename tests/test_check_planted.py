@@ -349,7 +349,7 @@ def _recorded_paths(out: Path) -> tuple[str, list[str]]:
         else:
             continue
         texts.append(text)
-        if re.search(r"\.tmp-\d+", text):
+        if re.search(r"\.tmp-\d+", text) or re.search(rb"\.tmp-\d+", path.read_bytes()):
             stale.append(str(path.relative_to(out)))
     return "\n".join(texts), stale
 
@@ -381,3 +381,33 @@ def test_a_relative_out_keeps_recorded_paths_absolute(tmp_path, monkeypatch) -> 
     repoint(tmp, Path("runs/out"))
     recorded = json.loads((tmp / "heads" / "config.json").read_text(encoding="utf-8"))["cache_path"]
     assert recorded == str(tmp_path.resolve() / "runs" / "out" / "features.h5")
+
+
+def test_attributions_h5_holds_no_trace_of_the_temporary_folder_after_the_repoint(tmp_path) -> None:
+    """HDF5 does not reclaim a replaced attribute's space: an h5 file repointed in place would still
+    hold the temporary folder's name in its bytes (a grep finds it). The repointed file holds only
+    the finished folder's name, and every attribute, dataset and type reads back as written."""
+    import h5py
+
+    tmp, out = tmp_path / ".out.tmp-4242", tmp_path / "out"
+    (tmp / "compare").mkdir(parents=True)
+    h5 = tmp / "compare" / "attributions.h5"
+    with h5py.File(h5, "w") as f:
+        f.attrs["cache_path"] = str(tmp / "features.h5")
+        f.attrs["seed"] = np.int64(3)
+        group = f.create_group("heads/laya")
+        group.attrs["head_dir"] = str(tmp / "heads" / "laya" / "seed_0")
+        group.attrs["weights"] = np.arange(4, dtype=np.float32)
+        group.create_dataset("scores", data=np.arange(12.0).reshape(3, 4), compression="gzip")
+    repoint(tmp, out)
+    data = h5.read_bytes()
+    assert str(tmp).encode() not in data and b".out.tmp-4242" not in data
+    with h5py.File(h5) as f:
+        assert f.attrs["cache_path"] == str(out.resolve() / "features.h5")
+        assert f.attrs["seed"] == 3 and f.attrs["seed"].dtype == np.int64
+        group = f["heads/laya"]
+        assert group.attrs["head_dir"] == str(out.resolve() / "heads" / "laya" / "seed_0")
+        assert group.attrs["weights"].dtype == np.float32 and list(group.attrs["weights"]) == [0, 1, 2, 3]
+        assert np.array_equal(group["scores"][()], np.arange(12.0).reshape(3, 4))
+        assert group["scores"].compression == "gzip"
+    assert sorted(p.name for p in h5.parent.iterdir()) == ["attributions.h5"]  # no temporary copy left

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..files import atomic_dir, plain, write_json, write_text
+from ..files import atomic_dir, plain, write_json, write_text, write_with
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
 
@@ -227,10 +228,6 @@ def repoint(tmp: Path, out: Path) -> None:
     import html
     import json
 
-    import h5py
-
-    from ..cache.schema import ATTRS_DIGEST
-
     # Absolute forms first, each to an absolute ``out``: a relative --out must not turn the absolute
     # paths recorded (a head's cache_path, found again from any folder) into relative ones.
     pairs: dict[str, str] = {}
@@ -251,14 +248,41 @@ def repoint(tmp: Path, out: Path) -> None:
             if swapped != text:
                 write_text(path, swapped)
         elif path.suffix == ".h5" and path.is_file():
-            with h5py.File(path, "r+") as f:
-                if ATTRS_DIGEST in f.attrs:
-                    continue
-                for obj in [f, *_h5_objects(f)]:
-                    for key, value in obj.attrs.items():
-                        swapped = swap(value) if isinstance(value, str) else value
-                        if swapped != value:
-                            obj.attrs[key] = swapped
+            repoint_h5(path, swap)
+
+
+def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
+    """Swap the paths in the string attributes of the HDF5 file ``path`` (compare's attributions.h5) by
+    writing a fresh file in its place. Not edited in place: HDF5 does not reclaim the space of an
+    attribute it replaces, so the old value, the temporary folder's name, would stay in the file's
+    bytes for a grep or a hex viewer to find. A cache (it has a digest over its attributes) is left alone."""
+    import h5py
+
+    from ..cache.schema import ATTRS_DIGEST
+
+    with h5py.File(path, "r") as f:
+        if ATTRS_DIGEST in f.attrs:
+            return
+        stale = any(isinstance(v, str) and swap(v) != v for obj in [f, *_h5_objects(f)] for v in obj.attrs.values())
+    if not stale:
+        return
+
+    def copy_attrs(src: Any, dst: Any) -> None:
+        for key in src.attrs:
+            value = src.attrs[key]
+            if isinstance(value, str):
+                dst.attrs[key] = swap(value)
+            else:  # numbers and arrays keep their stored type
+                dst.attrs.create(key, value, dtype=src.attrs.get_id(key).dtype)
+
+    def rewrite(tmp: Path) -> None:
+        with h5py.File(path, "r") as src, h5py.File(tmp, "w") as dst:
+            for name in src:
+                src.copy(src[name], dst, name=name, without_attrs=True)
+            copy_attrs(src, dst)
+            src.visititems(lambda name, obj: copy_attrs(obj, dst[name]))
+
+    write_with(path, rewrite)
 
 
 def _h5_objects(f: Any) -> list[Any]:
