@@ -455,6 +455,27 @@ def test_attributes_changed_after_extract_are_refused(tmp_path, how):
         FeatureStore(path)
 
 
+@pytest.mark.parametrize(
+    "how",
+    [
+        lambda f: f["test/layer_001"].attrs.__setitem__("name", "blocks.2"),  # edited by hand
+        lambda f: f["train/layer_000"].attrs.__setitem__("name", "blocks.0".replace("0", "1")),
+    ],
+)
+def test_a_layer_dataset_whose_name_is_not_its_layer_is_refused(tmp_path, how):
+    """Each layer dataset's ``name`` attribute (what h5py or h5dump shows) lies outside the digest
+    extract records; one that names another layer than layer_names gives that dataset is damage,
+    refused when the cache opens instead of left for a reader of the file to believe."""
+    path = _named(tmp_path / "c.h5")
+    with FeatureStore(path):  # as written: every name is its layer's
+        pass
+    _mutate(path, how)
+    with pytest.raises(
+        CacheError, match=r"c\.h5 is damaged: /(test|train)/layer_00[01] says it holds layer 'blocks\.[12]'"
+    ):
+        FeatureStore(path)
+
+
 def test_a_cache_written_before_the_digest_reads_as_before(tmp_path):
     path = _named(tmp_path / "c.h5")
     with FeatureStore(path) as store:

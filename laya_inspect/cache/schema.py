@@ -128,16 +128,22 @@ ATTRS_SECONDS = 60.0
 
 def check_attrs_end(path: Path, what: str, remedy: str) -> None:
     """CacheError unless reading every attribute of the HDF5 file ``path`` (the root's and its groups')
-    ends within ATTRS_SECONDS; ``what`` names the file in the message, ``remedy`` ends it."""
+    and each layer dataset's ``name`` (which the reader checks) ends within ATTRS_SECONDS; ``what``
+    names the file in the message, ``remedy`` ends it."""
     from ..workers import finishes_in
 
     def read() -> None:
         import h5py
 
         with h5py.File(path, "r", locking=False) as f:
-            for obj in [f, *(g for g in f.values() if isinstance(g, h5py.Group))]:
+            groups = [g for g in f.values() if isinstance(g, h5py.Group)]
+            for obj in [f, *groups]:
                 for key in obj.attrs:
                     obj.attrs[key]
+            for g in groups:
+                for key in g:
+                    if key.startswith("layer_"):
+                        g[key].attrs.get("name")
 
     if not finishes_in(ATTRS_SECONDS, read):
         raise CacheError(

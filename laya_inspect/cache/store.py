@@ -139,6 +139,21 @@ class FeatureStore:
                 f"{self.path} is damaged: its attributes (layer names, classes, provenance) differ from what "
                 "extract wrote (their sha256 does not match the one it recorded); extract the cache again"
             )
+        self._check_dataset_names(names)  # after the digest: a damaged layer_names is said as such
+
+    def _check_dataset_names(self, names: list[str]) -> None:
+        """Each layer dataset's ``name`` attribute, what h5py or h5dump shows a reader of the file, must
+        be the layer ``layer_names`` gives it: the attributes' digest covers the root's and the splits'
+        attributes only, so an edited or flipped name here would otherwise pass unseen. A dataset
+        without one (none is written without it) is not refused."""
+        for split, i in ((split, i) for split in self.file for i in range(len(names))):
+            said = self.file[split][layer_key(i)].attrs.get("name")
+            said = said.decode("utf-8", "replace") if isinstance(said, bytes) else said
+            if said is not None and said != names[i]:
+                raise CacheError(
+                    f"{self.path} is damaged: /{split}/{layer_key(i)} says it holds layer {str(said)!r}, and "
+                    f"its layer_names say {names[i]!r}; extract the cache again"
+                )
 
     def _check_sources(self, group: h5py.Group) -> None:
         """A cache written under torchrun holds virtual datasets over shard files, named relative to
