@@ -44,12 +44,14 @@ def open_image(path: str) -> Any:
 class FileHeader:
     """What an image file's header says. ``size``: (H, W) as :func:`~.images.read_image` gives it,
     None when the header cannot be read (``problem`` says why); ``pages``: a TIFF's pages, its
-    reduced-resolution copies aside (the first page is the one read)."""
+    reduced-resolution copies aside (the first page is the one read); ``channels``: 1 for a greyscale
+    file, 3 for any other (palette files count as colour)."""
 
     path: str
     size: tuple[int, int] | None
     problem: str = ""
     pages: int = 1
+    channels: int = 3
 
 
 def file_header(path: str) -> FileHeader:
@@ -62,7 +64,8 @@ def file_header(path: str) -> FileHeader:
         with Image.open(path) as im:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
-            return FileHeader(path, size, pages=_pages(im))
+            channels = 1 if im.mode in GREY_MODES else 3
+            return FileHeader(path, size, pages=_pages(im), channels=channels)
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:
@@ -111,24 +114,19 @@ def orientation(im: Any) -> int:
     return value if isinstance(value, int) else 1
 
 
-def file_channels(path: str) -> int:
-    """1 for a greyscale file, 3 for any other (palette files count as colour); reads the header only."""
-    with open_image(path) as im:
-        return 1 if im.mode in GREY_MODES else 3
-
-
-def folder_channels(files: Sequence[str]) -> int:
+def folder_channels(files: Sequence[str], read: dict[str, FileHeader] | None = None) -> int:
     """3 if any file is in colour, else 1: the channels of a folder when the model does not say.
     Stops at the first colour file, so a colour folder costs one header. A file that cannot be opened
-    is passed over here: :func:`refuse_unreadable` names it with the others, if it is read at all."""
-
-    def colour(path: str) -> bool:
-        try:
-            return file_channels(path) == 3
-        except ImageFileError:
-            return False
-
-    return 3 if any(colour(f) for f in files) else 1
+    is passed over here: :func:`refuse_unreadable` names it with the others, if it is read at all.
+    Each header read is put in ``read`` (path → header) when given, so that the check of every file
+    before any work (a greyscale folder's are all read here) does not open each file again."""
+    for path in files:
+        header = file_header(path)
+        if read is not None:
+            read[path] = header
+        if header.size is not None and header.channels == 3:
+            return 3
+    return 1
 
 
 def refuse_unreadable(where: str, root: str, headers: Sequence[FileHeader]) -> None:

@@ -383,12 +383,20 @@ def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
     return out
 
 
-def _folder_split(files: list[str], labels: np.ndarray, channels: int, rows: np.ndarray | None = None) -> SplitSource:
+def _folder_split(
+    files: list[str],
+    labels: np.ndarray,
+    channels: int,
+    rows: np.ndarray | None = None,
+    read: dict[str, FileHeader] | None = None,
+) -> SplitSource:
     def fetch(q: np.ndarray) -> list[torch.Tensor]:
         return [read_image(files[i], channels) for i in q.tolist()]
 
     def headers(q: np.ndarray) -> list[FileHeader]:
-        return [file_header(files[i]) for i in q.tolist()]
+        # a header folder_channels read is taken once (popped: the listing need not hold them all)
+        known = read if read is not None else {}
+        return [known.pop(files[i]) if files[i] in known else file_header(files[i]) for i in q.tolist()]
 
     return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch, headers=headers)
 
@@ -426,16 +434,17 @@ def load_imagefolder(
         raise InputError(f"{root}: no image files ({', '.join(IMG_EXTENSIONS)}) in the class folders")
     # The model's channels when it says (each file converted to them); otherwise the folder's own,
     # decided from every file so that no file's place in the listing changes another's pixels.
-    chans = channels if channels in (1, 3) else folder_channels(every)
+    read: dict[str, FileHeader] = {}  # the headers folder_channels read, for the check before any work
+    chans = channels if channels in (1, 3) else folder_channels(every, read)
     native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
     if split_dirs:
         split_names, info = split_dirs, {"method": "native"}
-        open_split = lambda s: _folder_split(*listed[s], chans)  # noqa: E731
+        open_split = lambda s: _folder_split(*listed[s], chans, read=read)  # noqa: E731
     else:
         files, labels = listed[""]
         rows, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
         split_names = ["train", "test"]
-        open_split = lambda s: _folder_split(files, labels, chans, rows[s])  # noqa: E731
+        open_split = lambda s: _folder_split(files, labels, chans, rows[s], read)  # noqa: E731
     return Source(
         kind="image",
         class_names=class_names,
