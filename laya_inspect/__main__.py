@@ -1,3 +1,27 @@
-from .cli import main
+"""`python -m laya_inspect` and the `laya-inspect` command. Ctrl-C and SIGTERM are handled from the
+first line, before the command line's modules load (≈ 0.2 s): a signal then ends the run with the
+usual line and the shell's exit code (130 for SIGINT, 143 for SIGTERM), and nothing has been written."""
 
-main()
+from __future__ import annotations
+
+import sys
+
+from .runtime import NOTHING_HALF_WRITTEN, StartStopped, starting_signals
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        with starting_signals():
+            from .cli import main as run  # the commands' modules load here
+
+            run(argv)
+    except StartStopped as e:
+        import signal
+
+        word = "terminated" if e.signum == signal.SIGTERM else "interrupted"
+        sys.stderr.write(f"{word}: {NOTHING_HALF_WRITTEN}\n")
+        sys.exit(128 + e.signum)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,9 @@ so validating a config stays cheap.
 
 Threads: every command that runs torch calls :func:`set_threads` with its ``--threads`` value (None
 when not given) before it starts; the defaults are explained in docs/PERFORMANCE.md.
+
+Signals: :func:`starting_signals` handles Ctrl-C and SIGTERM while the command line starts, before a
+command handles them itself (``__main__.py``, cli/app.py).
 """
 
 from __future__ import annotations
@@ -186,3 +189,66 @@ def _put(q: queue.Queue, entry: tuple[Any, BaseException | None], stop: threadin
         except queue.Full:
             continue
     return False
+
+
+# Signals while the command line starts. A command handles Ctrl-C and SIGTERM from when it is invoked
+# (cli/app.py); before that the command line loads its modules and parses the options (≈ 0.2 s).
+NOTHING_HALF_WRITTEN = (
+    "every output is written whole or not at all, so nothing half-written is left; run the same command again"
+)
+
+
+class StartStopped(BaseException):
+    """Ctrl-C or SIGTERM while the command line starts, before a command handles them (or after it
+    has returned). Not a KeyboardInterrupt: click turns one raised outside a command into "Aborted!"
+    and exit code 1."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_starting(signum: int, frame: Any) -> None:
+    raise StartStopped(signum)
+
+
+_guarded: dict[int, Any] = {}  # signal → the handler starting_signals replaced, while it is on
+
+
+@contextmanager
+def starting_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`StartStopped` in the block, the command line's first lines:
+    a signal while its modules load ends it with the usual line and exit code, not with Python's
+    traceback (SIGINT) or a death by the signal (SIGTERM, exit -15). Left alone: a signal set to be
+    ignored or handled by whoever started the process, SIGTERM under torchrun (a rank dies of it at
+    once, cli/app.py), and any signal off the main thread."""
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        ranks = os.environ.get("WORLD_SIZE", "").strip() not in ("", "1")
+        for signum, usual in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):
+            if signal.getsignal(signum) is usual and not (ranks and signum == signal.SIGTERM):
+                _guarded[signum] = signal.signal(signum, _stop_starting)
+    try:
+        yield
+    finally:
+        for guarded, before in list(_guarded.items()):
+            signal.signal(guarded, before)
+        _guarded.clear()
+
+
+@contextmanager
+def ctrl_c_as_before() -> Iterator[None]:
+    """Inside :func:`starting_signals`, for a command's run: Ctrl-C raises KeyboardInterrupt again, as
+    the commands and the library expect, and the guard is back after. SIGTERM needs nothing here: the
+    command's own handler (cli/app.py) replaces the guard's for the run and puts it back after."""
+    import signal
+
+    held = signal.SIGINT in _guarded
+    if held:
+        signal.signal(signal.SIGINT, _guarded[signal.SIGINT])
+    try:
+        yield
+    finally:
+        if held:
+            signal.signal(signal.SIGINT, _stop_starting)

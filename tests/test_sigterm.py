@@ -196,3 +196,52 @@ def test_a_sigterm_a_supervisor_set_to_be_ignored_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# The child signals itself at the moment the command line starts loading its commands (an audit hook
+# on that import), as `python -m laya_inspect` is run: no timing, so the test cannot land elsewhere.
+SIGNAL_AT_START = """
+import os, runpy, signal, sys
+
+def hook(event, args):
+    if event == "import" and args[0] == "laya_inspect.cli" and not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.{sig})
+
+sent = []
+sys.addaudithook(hook)
+sys.argv = ["laya-inspect", "check", "planted", "--rows", "200", "--device", "cpu", "--out", {out!r}]
+runpy.run_module("laya_inspect", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(("sig", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")])
+def test_a_signal_while_the_command_line_starts_ends_it_as_one_during_a_command(tmp_path, sig, code, word):
+    """QA: SIGTERM or Ctrl-C in the first ≈ 0.2 s, while the command line loads its modules, ended it
+    by the signal itself (exit -15, or -2 after a KeyboardInterrupt traceback): the handling was put in
+    place only once a command was invoked. Now it is the usual line and exit code, and nothing is written."""
+    out = tmp_path / "runs" / "planted"
+    script = SIGNAL_AT_START.format(sig=sig, out=str(out))
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60)
+    from laya_inspect.cli.app import INTERRUPTED
+
+    assert done.returncode == code, (done.returncode, done.stderr[-2000:])
+    assert done.stderr == f"{word}: {INTERRUPTED[None]}\n"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_during_a_command_is_still_the_command_s_to_handle(tmp_path: Path) -> None:
+    """The start-up guard hands Ctrl-C back to the command while it runs: a KeyboardInterrupt that
+    extract turns into its own line (the rows kept in the .partial file), not the start-up's."""
+    (tmp_path / "slow_model.py").write_text(SLOW_MODEL)
+    args = [*CLI, "extract", "--model", "python:slow_model:build", "--random-init", "--data", "digits",
+            "--limit", "200", "--batch-size", "8", "--out", "c.h5", "--device", "cpu"]  # fmt: skip
+    run = Running(args, tmp_path)
+    run.wait_for(r"^train: (?!0/)\d+/200 rows")  # rows are being written
+    run.proc.send_signal(signal.SIGINT)
+    code, err = run.finish()
+    from laya_inspect.cli.app import INTERRUPTED
+
+    assert code == 130, (code, err[-3000:])
+    assert err.strip().splitlines()[-1] == f"interrupted: {INTERRUPTED['extract']}", err[-3000:]
+    assert (tmp_path / "c.h5.partial").is_file() and _temporary(tmp_path) == []

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 
 from ..errors import LayaError, os_message
 from ..options import default_of, field_of
+from ..runtime import NOTHING_HALF_WRITTEN, ctrl_c_as_before
 
 STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
 console = Console()
@@ -66,7 +67,7 @@ def memory_message(command: str | None) -> str:
 
 
 INTERRUPTED = {
-    None: "every output is written whole or not at all, so nothing half-written is left; run the same command again",
+    None: NOTHING_HALF_WRITTEN,
     "extract": "the rows written so far are kept in the cache's .partial file; run the same command again to "
     "resume from them",
     "demo": "each step the demo finished is kept whole and demo.json says which; run it again with --force to "
@@ -159,7 +160,7 @@ class _Group(TyperGroup):
     and SIGTERM into the same line as "terminated", exit 143."""
 
     def invoke(self, ctx: Any) -> Any:  # typer >= 0.24 passes its vendored click Context
-        with sigterm_like_ctrl_c() as sigterm:
+        with ctrl_c_as_before(), sigterm_like_ctrl_c() as sigterm:
 
             def after_sigterm() -> None:  # an error on the way out of a terminated run (a worker killed with it)
                 if sigterm is not None and sigterm.received:
