@@ -198,7 +198,8 @@ def seed_agreement(weights: Sequence[np.ndarray]) -> dict[str, Any] | None:
     ``rank_agreement`` is the mean over rows of the Spearman correlation between the two seeds' L
     weights of that row (rows where either seed's weights are all equal have no ranking and are left
     out: their share is ``undefined_share``), then the mean over pairs; ``top_layer_agreement`` is the
-    share of rows where both seeds put their largest weight on the same layer, mean over pairs
+    share of rows where both seeds put their largest weight on the same layer, mean over pairs (a
+    largest weight that k layers share exactly credits each 1/k: :func:`top_credit`)
     (``top_layer_chance`` = 1/L is what independent uniform choices would give;
     ``top_layer_chance_shares``, Σ_l f_a(l)·f_b(l) with f_s(l) the share of rows seed s tops with layer l,
     mean over pairs, is what independent picks at each seed's own top-layer shares give: the null that
@@ -270,12 +271,23 @@ def chance_text(agree: dict[str, Any]) -> str:
     return f"chance {percent(shares)} at each seed's own top-layer shares, {at_uniform}"
 
 
+def top_credit(w: np.ndarray) -> np.ndarray:
+    """(N, L) each row's credit for being its top layer: 1/k to each of the k layers that share the
+    row's largest value exactly, 0 elsewhere; a row with a NaN tops its first NaN, as argmax does.
+    Two rows' credits dotted are the chance that uniform picks among their ties meet, so a tie never
+    goes to the shallowest layer; untied rows are one-hot on argmax."""
+    top = w == w.max(axis=1, keepdims=True)
+    none = ~top.any(axis=1)  # a NaN in the row: max is NaN and equals nothing
+    top[none] = np.eye(w.shape[1], dtype=bool)[w[none].argmax(axis=1)]
+    return top / top.sum(axis=1, keepdims=True)
+
+
 def _shares_chance(ws: Sequence[np.ndarray]) -> float:
     """The top-layer agreement of independent picks at each seed's own top-layer shares, mean over pairs."""
     n, n_layers = ws[0].shape
     if not n:
         return math.nan
-    shares = [np.bincount(w.argmax(axis=1), minlength=n_layers) / n for w in ws]
+    shares = [top_credit(w).sum(axis=0) / n for w in ws]
     pairs = [float(shares[a] @ shares[b]) for a in range(len(ws)) for b in range(a + 1, len(ws))]
     return float(np.mean(pairs))
 
@@ -289,7 +301,7 @@ def _pair_agreement(ws: Sequence[np.ndarray]) -> tuple[list[float], list[float],
     ranks = [rankdata(w, axis=1) for w in ws]  # average ranks along each row: ties share their mean rank
     centred = [r - r.mean(axis=1, keepdims=True) for r in ranks]
     norms = [np.sqrt((c**2).sum(axis=1)) for c in centred]
-    tops = [w.argmax(axis=1) for w in ws]
+    tops = [top_credit(w) for w in ws]
     rho_pairs, top_pairs, undefined = [], [], []
     for a in range(len(ws)):
         for b in range(a + 1, len(ws)):
@@ -297,5 +309,5 @@ def _pair_agreement(ws: Sequence[np.ndarray]) -> tuple[list[float], list[float],
             rho = (centred[a][defined] * centred[b][defined]).sum(axis=1) / (norms[a][defined] * norms[b][defined])
             rho_pairs.append(float(rho.mean()) if rho.size else math.nan)
             undefined.append(1.0 - float(defined.mean()) if n else math.nan)
-            top_pairs.append(float((tops[a] == tops[b]).mean()) if n else math.nan)
+            top_pairs.append(float((tops[a] * tops[b]).sum(axis=1).mean()) if n else math.nan)
     return rho_pairs, top_pairs, undefined
