@@ -172,8 +172,9 @@ def test_signal_first_counts_strict_wins_only() -> None:
             [np.nan, 1.0, 0.0],  # not finite: left out of n
         ]
     )
-    assert signal_first(scores, 1) == Share(hits=1, n=4)
-    assert top_layer_counts(scores) == [3, 1, 0]  # ties to the lower index
+    assert signal_first(scores, 1) == Share(hits=1, n=4, tied=2)  # the two tied rows, counted apart
+    # a tie credits each tied layer alike: row 2 half to layers 0 and 1, row 4 a third to each
+    assert top_layer_counts(scores) == pytest.approx([1 + 1 / 2 + 1 / 3, 1 + 1 / 2 + 1 / 3, 1 / 3])
 
 
 @pytest.mark.parametrize(
@@ -232,7 +233,7 @@ def test_a_pass_where_the_ground_truth_is_below_the_bar_is_flagged_and_every_sha
 def test_the_constant_rule_scores_each_fold_with_its_own_profile() -> None:
     # fold 0 (2 rows) is scored by a profile that puts layer 1 first, fold 1 (3 rows) by one that ties
     rule = {"profiles": [[0.2, 0.5, 0.3], [0.4, 0.4, 0.2]], "fold_sizes": [2, 3], "source": "weights"}
-    assert constant_share(rule, 1) == Share(hits=2, n=5)
+    assert constant_share(rule, 1) == Share(hits=2, n=5, tied=3)  # fold 1 ties layer 1 for first: apart
     assert constant_share({**rule, "profiles": [[0.2, 0.5, 0.3], [None, None, None]]}, 1) == Share(hits=2, n=2)
 
 

@@ -8,7 +8,8 @@ label and removing any other layer loses nothing. The rows are cached with the l
 in-memory :func:`~laya_inspect.cache.extract.extract_features`, a LAYA head and a ScalarMix head are fitted
 with :func:`~laya_inspect.training.fit_head.fit_heads`, and :func:`~laya_inspect.compare.run.compare_heads`
 runs every method that applies. For every (head, method) the result holds how often the signal layer
-is ranked first (strictly above every other layer), with a 95% Wilson interval, beside the random floor
+is ranked first (strictly above every other layer; the rows where it only ties for the top are counted
+apart, ``tied``), with a 95% Wilson interval, beside the random floor
 1/L, the same share for the LOLO effects (the ground truth as ablation sees it) and for compare's
 constant rule (one cross-fitted profile for every row), read from compare's summary. Nothing is
 printed: :func:`run_planted` returns a :class:`PlantedResult` and writes ``out_dir`` whole
@@ -79,10 +80,12 @@ def planted_rows(config: PlantedConfig, n: int, stream: int) -> tuple[torch.Tens
 
 @dataclass(frozen=True)
 class Share:
-    """How often the signal layer is ranked first: ``hits`` of ``n`` rows, with a 95% Wilson interval."""
+    """How often the signal layer is ranked first: ``hits`` of ``n`` rows, with a 95% Wilson interval;
+    ``tied``: the rows where it shares the top score exactly with other layers, in ``n`` but not in ``hits``."""
 
     hits: int
     n: int
+    tied: int = 0
 
     @property
     def share(self) -> float:
@@ -94,7 +97,7 @@ class Share:
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
-        return {"share": self.share, "ci_low": low, "ci_high": high, "hits": self.hits, "n": self.n}
+        return {"share": self.share, "ci_low": low, "ci_high": high, "hits": self.hits, "n": self.n, "tied": self.tied}
 
 
 def against_bar(share: Share, bar: float = PASS_SHARE) -> str:
@@ -120,19 +123,32 @@ def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
 
 def signal_first(scores: np.ndarray, signal: int) -> Share:
     """Rows (of those with every score finite) whose score of layer ``signal`` is strictly above every
-    other layer's: a tie at the top does not count (an all-equal row names no layer)."""
-    s = np.asarray(scores, dtype=np.float64)
-    finite = np.isfinite(s).all(axis=1)
-    s = s[finite]
-    others = np.delete(s, signal, axis=1)
-    return Share(int((s[:, signal] > others.max(axis=1)).sum()), int(len(s)))
-
-
-def top_layer_counts(scores: np.ndarray) -> list[int]:
-    """(L,) how many rows rank each layer first (ties to the lower index), over rows with finite scores."""
+    other layer's: a tie at the top does not count (an all-equal row names no layer), and the rows where
+    ``signal`` ties for the top are counted apart (``tied``), so a method that ties says so."""
     s = np.asarray(scores, dtype=np.float64)
     s = s[np.isfinite(s).all(axis=1)]
-    return np.bincount(np.argmax(s, axis=1), minlength=s.shape[1]).tolist()
+    top = s == s.max(axis=1, keepdims=True) if len(s) else np.zeros(s.shape, dtype=bool)
+    alone = top.sum(axis=1) == 1
+    return Share(int((top[:, signal] & alone).sum()), int(len(s)), int((top[:, signal] & ~alone).sum()))
+
+
+def top_layer_counts(scores: np.ndarray) -> list[float]:
+    """(L,) how many rows rank each layer first, over rows with finite scores: a top score that k layers
+    share exactly credits each 1/k (not the lower index), so the counts sum to the rows; whole counts
+    are ints."""
+    from ..training.stats import top_credit
+
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s).all(axis=1)]
+    counts = top_credit(s).sum(axis=0) if len(s) else np.zeros(s.shape[1])
+    return [round(c) if abs(c - round(c)) < 1e-9 else c for c in map(float, counts)]  # 1/3 · 3 is 1, not 0.999…
+
+
+def top_ties(scores: np.ndarray) -> int:
+    """Rows (with finite scores) whose top score two or more layers share exactly."""
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s).all(axis=1)]
+    return int(((s == s.max(axis=1, keepdims=True)).sum(axis=1) > 1).sum()) if len(s) else 0
 
 
 def constant_share(profile: dict[str, Any], signal: int) -> Share:
@@ -147,7 +163,8 @@ class MethodShare:
     head: str  # the head's kind: laya | scalarmix
     method: str
     share: Share
-    counts: list[int]  # (L,) rows ranking each layer first
+    counts: list[float]  # (L,) rows ranking each layer first; a top that k layers tie credits each 1/k
+    top_tied: int = 0  # rows whose top score two or more layers share
 
 
 @dataclass
@@ -301,7 +318,8 @@ def _read(
     profiles: dict[str, dict[str, Any]] = {}
     for res, head in zip(compared.heads, compared.summary["heads"]):
         for method, scores in res.scores.items():
-            methods.append(MethodShare(res.kind, method, signal_first(scores, signal), top_layer_counts(scores)))
+            share, counts = signal_first(scores, signal), top_layer_counts(scores)
+            methods.append(MethodShare(res.kind, method, share, counts, top_ties(scores)))
         effects[res.kind] = signal_first(res.effects, signal)
         profile = ((head.get("references") or {}).get("constant") or {}).get("profile")
         if profile is not None:  # compare's summary holds the constant rule for this head
@@ -339,10 +357,19 @@ def _read(
             "n": compared.summary["n"],
         },
         "ranked_first": "a row counts when the signal layer's score is strictly above every other layer's; 95% "
-        "Wilson interval over rows",
+        "Wilson interval over rows; tied: rows where it shares the top score exactly with other layers (not "
+        "counted); top_layer_counts: a top score k layers share credits each 1/k; top_tied_rows: rows with a "
+        "tied top",
         "random_floor": 1.0 / config.layers,
         "methods": [
-            {"head": m.head, "method": m.method, **m.share.to_dict(), "top_layer_counts": m.counts} for m in methods
+            {
+                "head": m.head,
+                "method": m.method,
+                **m.share.to_dict(),
+                "top_layer_counts": m.counts,
+                "top_tied_rows": m.top_tied,
+            }
+            for m in methods
         ],
         "effects": {k: {"ablation": ablation, **v.to_dict()} for k, v in effects.items()},
         "constant": {k: {**profiles[k], **v.to_dict()} for k, v in constant.items()},  # {} when compare has none
@@ -389,7 +416,8 @@ def _bar(share: Share) -> str:
 
 def _pct(share: Share) -> str:
     low, high = share.interval
-    return f"{share.share:.1%} of {share.n} rows [{low:.1%}, {high:.1%}]"
+    tied = f"; on {share.tied} more it ties for first, not counted" if share.tied else ""
+    return f"{share.share:.1%} of {share.n} rows [{low:.1%}, {high:.1%}]{tied}"
 
 
 def verdict_lines(
