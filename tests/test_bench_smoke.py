@@ -37,6 +37,7 @@ ROWS = {
     "fit_epoch.py": [("ratio fit-head-epoch/hand-loop", True)],
     "captum_layer_ig.py": [("ratio captum-layer-ig/cached-ig per sample", IMAGES)],
     "cli_latency.py": [("time laya-inspect --help", True), ("ratio help/bare-python-startup", True)],
+    "tie_curves.py": [("ratio tie-curves-loop/vectorised [", True)],
 }
 
 

@@ -9,8 +9,10 @@ logit or its probability ("p" in the names below is that quantity). Shapes: N sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from itertools import combinations
 from typing import Any
 
@@ -120,20 +122,41 @@ def tie_averaged_curves(
         return out_d, out_k
     bits = 1 << np.arange(n_layers)
     full = (1 << n_layers) - 1
-    # rows whose scores order the layers alike (the same dense ranks) read the same masks: each
-    # pattern's codes are listed once
-    dense = (a[tied][:, :, None] < a[tied][:, None, :]).sum(axis=2)  # (T, L) 0 = top group
-    patterns, which = np.unique(dense, axis=0, return_inverse=True)
-    for j, rank in enumerate(patterns):
-        rows = tied[which.ravel() == j]
-        order = np.sort(rank)
-        for k in range(1, n_layers + 1):
-            above, group = rank < order[k - 1], np.flatnonzero(rank == order[k - 1])
-            base = int(bits[above].sum())
-            codes = [base + int(bits[list(c)].sum()) for c in combinations(group, k - int(above.sum()))]
-            out_d[rows, k - 1] = table[np.ix_(rows, codes)].mean(axis=1)  # not table[rows]: (T, 2^L) copies
-            out_k[rows, k - 1] = table[np.ix_(rows, [full ^ c for c in codes])].mean(axis=1)
+    picks, sizes = _picks(n_layers)
+    rank = (a[tied][:, :, None] < a[tied][:, None, :]).sum(axis=2)  # (T, L) layers scored above; 0 = top
+    at = np.sort(rank, axis=1)
+    for k in range(1, n_layers + 1):
+        kth = at[:, k - 1 : k]
+        above, group = rank < kth, rank == kth
+        base, codes = (above * bits).sum(axis=1), (group * bits).sum(axis=1)
+        r = k - above.sum(axis=1)
+        count = sizes[codes, r]
+        # rows by how many picks they average, so each row's mean runs over its picks in the order
+        # itertools.combinations lists them: the same sum, bit for bit, as one row at a time
+        for m in np.unique(count):
+            sel = np.flatnonzero(count == m)
+            rows = tied[sel]
+            masks = base[sel, None] + picks[codes[sel], r[sel], :m]  # (T_m, m) mask codes
+            out_d[rows, k - 1] = table[rows[:, None], masks].mean(axis=1)  # (T_m, m), not (T_m, 2^L) copies
+            out_k[rows, k - 1] = table[rows[:, None], full ^ masks].mean(axis=1)
     return out_d, out_k
+
+
+@cache
+def _picks(n_layers: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every group of layers (a mask code) and r: the codes of its r-subsets, in the order
+    itertools.combinations gives them (padded with 0), (2^L, L + 1, max C(L, r)), and how many there
+    are, (2^L, L + 1). 3^L subsets in all (6,561 at L = 8), listed once per L."""
+    widest = max(math.comb(n_layers, r) for r in range(n_layers + 1))
+    picks = np.zeros((1 << n_layers, n_layers + 1, widest), dtype=np.int64)
+    sizes = np.zeros((1 << n_layers, n_layers + 1), dtype=np.int64)
+    for code in range(1 << n_layers):
+        group = [i for i in range(n_layers) if code >> i & 1]
+        for r in range(len(group) + 1):
+            subsets = [sum(1 << i for i in c) for c in combinations(group, r)]
+            picks[code, r, : len(subsets)] = subsets
+            sizes[code, r] = len(subsets)
+    return picks, sizes
 
 
 @dataclass
