@@ -35,6 +35,10 @@ RANDOM_ORDERS = 8  # seeded random orderings per sample for the random curves, 1
 # up to this many layers compare measures all 2^L ablation masks once per sample (and so can average
 # the curves of tied scores over every pick of the tied layers)
 TABLE_LAYERS = 8
+# with more layers, the curves of a row whose scores tie exactly are the mean over this many seeded
+# random tie-breaks (as many orderings as the random reference averages): an estimate, not the exact
+# expectation, at (1 + TIE_ORDERS)× the curve passes of a method with tied rows
+TIE_ORDERS = 8
 RESAMPLE_DRAWS = 4  # donors per sample for `resample`; the probabilities are averaged over them
 DONOR_POOL = 1024  # train rows the donors are drawn from (a seeded uniform subset of the split)
 # Effects closer than this (probability units) count as tied: ~10× the float32 resolution of a

@@ -353,6 +353,8 @@ def test_a_method_tied_in_score_is_read_at_the_mean_of_its_tied_layers(digits_ca
     m, scores, (p_topk, _) = h.measured[a], h.scores["gradcam"], h.curves[a]["gradcam"]
     flat = (scores == scores.max(axis=1, keepdims=True)).all(axis=1)
     assert flat.sum() >= 5  # rows whose every score ties at 0
+    said = res.summary["heads"][0]["methods"]["gradcam"]  # summary.json says how many rows tie and the rule
+    assert said["n_curve_ties"] >= flat.sum() and said["curve_ties"].startswith("exact")
     np.testing.assert_allclose(m.p - p_topk[:, 0], M.deletion_at_k(scores, m.p, m.p_ablated), rtol=0, atol=1e-12)
     np.testing.assert_allclose(M.deletion_at_k(scores, m.p, m.p_ablated)[flat], M.random_at_1(m.effects)[flat])
     # 1 < k < L: the mean over every k of the layers (each measured among the subsets)

@@ -19,6 +19,7 @@ from ..choices import (
     RANDOM_ORDERS,
     RESAMPLE_DRAWS,
     TABLE_LAYERS,
+    TIE_ORDERS,
     TIE_TOLERANCE,
 )
 from ..errors import InputError, suggest
@@ -66,8 +67,10 @@ CHOICES = {
     "top_order": "descending score; layers whose scores tie exactly across the k-th place are averaged over: "
     "Deletion@1 is the mean drop of the layers tied at the top, and, with at most "
     f"{TABLE_LAYERS} layers, each curve point "
-    "the mean over every pick of the tied layers that fill the top k; with more layers the curves break ties "
-    "by the lower layer index (stable sort); n_top_ties counts rows with a tied top score",
+    "the mean over every pick of the tied layers that fill the top k; with more layers, the curves of a row "
+    f"whose scores tie exactly anywhere are the mean over {TIE_ORDERS} seeded random tie-breaks (the tied layers "
+    "ordered by uniform keys, default_rng([seed, 4, j]) for draw j; an estimate of that mean, never the lower "
+    "layer index first); n_top_ties counts rows with a tied top score, n_curve_ties rows with any exact tie",
     "top_layer_agreement": "the top-scored layer's effect is within tie_tolerance of the largest effect; a row "
     "whose top score k layers share (exactly) earns the share of those k whose effect is (1/k for one of them)",
     "deletion_at_1": "p − p(x with the top-scored layer ablated), read from the single-layer LOLO ablations; "

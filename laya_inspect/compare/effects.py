@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TABLE_LAYERS, TIE_TOLERANCE
+from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TABLE_LAYERS, TIE_ORDERS, TIE_TOLERANCE
 from ..heads import Head
 from . import metrics as M
 from .draws import RowSpan, per_row
@@ -98,12 +98,68 @@ class Remover:
         """(p_topk, p_keep) of each method's (N, L) scores, from one pass over the chunks: the top-k
         by descending score (non-finite scores last). Where scores tie exactly across the k-th place,
         with at most :data:`TABLE_LAYERS` layers, the mean over every way of choosing the tied layers
-        that fill the top k (:func:`tie_averaged_curves`); with more, ties go to the lower layer index."""
+        that fill the top k (:func:`tie_averaged_curves`); with more, the rows with any exact tie get
+        the mean over :data:`TIE_ORDERS` seeded random tie-breaks (:meth:`tie_drawn_orders`), never
+        the lower layer index. Rows without ties keep their one order's curves, bit for bit."""
         safe = [np.where(np.isfinite(s), s, -np.inf) for s in scores]
+        if self._table is None and len(self.hs) > TABLE_LAYERS:  # no table of every mask: none to read
+            return self._tie_drawn_curves(safe)
         curves = self.curves_of([M.top_order(s) for s in safe])
-        if self._table is None:
-            return curves
+        assert self._table is not None  # measured by the pass above
         return [tie_averaged_curves(s, self._table, *c) for s, c in zip(safe, curves)]
+
+    def tie_drawn_orders(self, n_layers: int) -> list[np.ndarray]:
+        """:data:`TIE_ORDERS` (N, L) uniform keys, ``default_rng([seed, 4, j])`` per draw j, that order
+        the layers a row's scores tie: drawn for all the compared rows, so a row's keys do not depend
+        on how the rows are split."""
+        n = len(np.asarray(self.target))
+
+        def keys(j: int) -> np.ndarray:
+            return per_row(
+                lambda total: np.random.default_rng([self.seed, 4, j]).random((total, n_layers)), n, self.span
+            )
+
+        return [keys(j) for j in range(TIE_ORDERS)]
+
+    def _tie_drawn_curves(self, safe: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Beyond the table: each method's order, and for a method with tied rows its scores broken
+        by each of the seeded keys too, all in one pass; a tied row's curves are the mean over the keys."""
+        keys = self.tie_drawn_orders(len(self.hs)) if any(tied_rows(s).any() for s in safe) else []
+        orders: list[np.ndarray] = []
+        for s in safe:
+            orders.append(M.top_order(s))
+            if tied_rows(s).any():
+                orders += [np.lexsort((key, -s), axis=1) for key in keys]  # by score, then by the key
+        out = self.curves_of(orders)
+        curves, i = [], 0
+        for s in safe:
+            (d, k), i = out[i], i + 1
+            tied = tied_rows(s)
+            if tied.any():
+                drawn, i = out[i : i + len(keys)], i + len(keys)
+                d, k = d.copy(), k.copy()
+                d[tied] = np.mean([c[0][tied] for c in drawn], axis=0)
+                k[tied] = np.mean([c[1][tied] for c in drawn], axis=0)
+            curves.append((d, k))
+        return curves
+
+
+def curve_tie_rule(n_layers: int) -> str:
+    """How the curves of a row whose scores tie exactly are read at ``n_layers`` layers, in words
+    (summary.json's ``curve_ties`` of each method)."""
+    if n_layers <= TABLE_LAYERS:
+        return "exact: the mean over every pick of the tied layers that fill the top k"
+    return (
+        f"estimated: the mean over {TIE_ORDERS} seeded random tie-breaks (more than {TABLE_LAYERS} layers, so not "
+        "every mask is measured)"
+    )
+
+
+def tied_rows(scores: np.ndarray) -> np.ndarray:
+    """(N,) bool: rows where two or more layers' scores are exactly equal (anywhere, not only at the
+    top: such a row has a k at which the method does not say which layers fill the top k)."""
+    ordered = np.sort(np.asarray(scores), axis=1)
+    return (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
 
 
 def tie_averaged_curves(
@@ -116,8 +172,7 @@ def tie_averaged_curves(
     a = np.asarray(scores, dtype=np.float64)
     n, n_layers = a.shape
     out_d, out_k = p_topk.copy(), p_keep.copy()
-    ordered = -np.sort(-a, axis=1)
-    tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+    tied = np.flatnonzero(tied_rows(a))
     if not len(tied):
         return out_d, out_k
     bits = 1 << np.arange(n_layers)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..choices import MIN_LAYERS, MIN_ROWS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE
 from . import metrics as M
-from .effects import Measured
+from .effects import Measured, curve_tie_rule, tied_rows
 from .lolo import ABLATIONS
 from .paired import (
     HEADLINE,
@@ -255,6 +255,8 @@ def ablation_summary(
             **entry,
             "circular": circular[name],
             "n_top_ties": int(M.tied_top_rows(a[rows]).sum()) if rows.any() else 0,
+            "n_curve_ties": int(tied_rows(a[rows]).sum()) if rows.any() else 0,
+            "curve_ties": curve_tie_rule(a.shape[1]),
             "mean_score": a[rows].mean(axis=0).tolist() if rows.any() else [None] * a.shape[1],
             **method_info[name],
         }
