@@ -20,7 +20,7 @@ SEED_LIMIT = 2**32  # well inside 2**64: the data streams' generators are seeded
 
 def default_signal_layer(layers: int) -> int:
     """The middle layer, (L − 1) // 2: never the last (the answer "the last layer" must not be right by
-    default) and, from L = 3 on, not the first either (ties go to the lower layer index)."""
+    default) and, from L = 3 on, not the first either (a rule that favours either end cannot find it by position)."""
     return (layers - 1) // 2
 
 

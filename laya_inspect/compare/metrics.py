@@ -14,7 +14,8 @@ Policies:
   of ablating S together (undefined where either side is constant, the effects within ``tol``).
 * Top-scored layer / top-k order: descending score, ties broken by the lower layer index (stable).
   Deletion@1 and top-layer agreement instead average over the layers tied (exactly) at the top score,
-  and so do the curves across the k-th place where every mask is measured (``effects.tie_averaged_curves``).
+  and so do the curves across the k-th place: exactly where every mask is measured
+  (``effects.tie_averaged_curves``), over seeded random tie-breaks beyond (``Remover.method_curves``).
 * Bootstrap: percentile interval of the mean over ``n_boot`` resamples (with replacement) of the
   valid rows, ``numpy.random.default_rng(seed)``.
 """
