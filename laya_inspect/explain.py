@@ -206,8 +206,8 @@ def explain_row(
     from .compare.attribution import BASELINE_CHOICES, AttributionOptions, attribute, plan_methods
     from .compare.config import MAX_IG_STEPS, resolve_target
     from .compare.draws import RowSpan
+    from .compare.loaded import head_warnings, load_heads, nonfinite_logits
     from .compare.lolo import ABLATIONS, check_ablation, lolo_effects
-    from .compare.run import _load_heads, _other_cache, nonfinite_logits
     from .compare.values import donor_pool, layer_means
     from .head_dir import cache_warnings, store_for_heads
     from .options import check_seed, range_text, within
@@ -226,7 +226,7 @@ def explain_row(
         raise InputError(f"--row {row} is outside split {split!r} of {store.path}, which has rows 0…{n - 1}")
     target_of = resolve_target(target, store.class_names, store.num_classes)
     dev = pick_device(device)
-    loaded = _load_heads([head_dir], store, allow_other_cache, dev)
+    loaded = load_heads([head_dir], store, allow_other_cache, dev)
     (name, (head, _cfg, _d)), *_ = loaded.items()
     abl = check_ablation(ablation, {name: head})
     rows = np.array([row])
@@ -305,7 +305,7 @@ def explain_row(
         input=read_input(store, split, source_row, label),
         effect=effect,
         cache_warnings=cache_warnings(store),
-        head_warnings=_other_cache(loaded, store, split),  # another cache, its training rows, fit-head's gate
+        head_warnings=head_warnings(loaded, store, split),  # another cache, its training rows, fit-head's gate
     )
 
 

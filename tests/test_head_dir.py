@@ -377,13 +377,13 @@ def test_an_edited_config_field_is_refused_naming_config_json_and_the_field(fitt
 
 def test_a_head_written_on_the_cache_loads_unchanged(fitted) -> None:
     from laya_inspect.beyond.common import Split, trust_lines
-    from laya_inspect.compare.run import _load_heads, _other_cache
+    from laya_inspect.compare.loaded import head_warnings, load_heads
 
     cache, d = fitted
     head, config = _read_on(d, cache)
     assert config["layer_names"] == ["blocks.0", "blocks.1", "blocks.2"] and head.widths == [3, 5, 5]
     with FeatureStore(cache) as store:
-        assert _other_cache(_load_heads([d], store, False, torch.device("cpu")), store, "test") == []
+        assert head_warnings(load_heads([d], store, False, torch.device("cpu")), store, "test") == []
         assert trust_lines(store, [(d, config)], Split("test", [], np.zeros(40, dtype=np.int64))) == []
 
 
@@ -416,14 +416,14 @@ def test_a_standardisation_scale_of_zero_is_refused(fitted) -> None:
 
 def test_a_head_without_cache_rows_loads_and_says_its_rows_are_unchecked(fitted) -> None:
     from laya_inspect.beyond.common import Split, trust_lines
-    from laya_inspect.compare.run import _load_heads, _other_cache
+    from laya_inspect.compare.loaded import head_warnings, load_heads
 
     cache, d = fitted
     _edit_config(d, _pop("cache_rows"))  # as a head written before laya-inspect recorded them
     head, config = _read_on(d, cache)
     said = "records no cache_rows in its config.json .* cannot be checked"
     with FeatureStore(cache) as store:
-        (line,) = _other_cache(_load_heads([d], store, False, torch.device("cpu")), store, "test")
+        (line,) = head_warnings(load_heads([d], store, False, torch.device("cpu")), store, "test")
         assert re.search(said, line)
         (line,) = trust_lines(store, [(d, config)], Split("test", [], np.zeros(40, dtype=np.int64)))
         assert re.search(said, line)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,18 +36,9 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
-from ..errors import CacheError, InputError
+from ..errors import InputError
 from ..files import atomic_dir, check_out, plain, write_csv, write_json
-from ..head_dir import (
-    cache_warnings,
-    fit_warnings,
-    load_head,
-    other_cache,
-    refuse_repeats,
-    store_for_heads,
-    trained_split,
-    unchecked_rows,
-)
+from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -56,10 +47,11 @@ from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan, seeded_rows
 from .effects import Measured, Remover, measure
+from .loaded import finite_rows, head_warnings, load_heads, nonfinite_logits, refuse_untrained_targets
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, csv_rows, write_h5
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
-from .seeds import SEED_DIR, across_seeds, expand_head_dirs
+from .seeds import across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
 
 
@@ -130,46 +122,6 @@ class CompareResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _load_heads(
-    head_dirs: Sequence[str | Path], store: FeatureStore, allow_other_cache: bool, device: torch.device
-) -> dict[str, tuple[Head, dict, str]]:
-    if not head_dirs:
-        raise InputError("no head directory given")
-    heads: dict[str, tuple[Head, dict, str]] = {}
-    for d in head_dirs:
-        head, cfg = load_head(d, store=store, force=allow_other_cache, hint="pass --allow-other-cache to use it anyway")
-        path = Path(d).resolve()
-        base = path.name or "head"
-        if SEED_DIR.fullmatch(base) and path.parent.name:  # fit-head's <head>/seed_<S>/ → "<head>-seed_<S>"
-            base = f"{path.parent.name}-{base}"
-        name, k = base, 2
-        while name in heads:
-            name, k = f"{base}-{k}", k + 1
-        heads[name] = (head.to(device).eval(), cfg, str(Path(d).resolve()))
-    return heads
-
-
-def _other_cache(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureStore, split: str) -> list[str]:
-    """A line for each head trained on another cache (let through by --allow-other-cache), to be read
-    beside every score: its features came from elsewhere; for each head scored on the rows it was
-    trained on; and what fit-head's quality gate said of each head."""
-    lines: list[str] = []
-    for name, (_, cfg, path) in heads.items():
-        lines += [w for w in fit_warnings(path, cfg) if w not in lines]  # said once for all seeds of a head
-        why = other_cache(name, cfg, store)
-        if why is not None:
-            lines.append(f"{why}; compared here under --allow-other-cache")
-        elif trained_split(cfg) == split:
-            lines.append(
-                f"head {name} was trained on split {split!r}, the split compared here: its attributions are read "
-                "on its own training rows, where its predictions are fitted, not on held-out inputs"
-            )
-        unchecked = unchecked_rows(name, cfg, store)
-        if unchecked is not None:
-            lines.append(unchecked)
-    return lines
-
-
 def _plan_ablations(
     names: list[str], every: bool, heads: dict[str, Head]
 ) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -186,46 +138,6 @@ def _plan_ablations(
             except InputError as e:
                 plan[n][1][a] = str(e)
     return plan
-
-
-def _finite_rows(
-    store: FeatureStore, config: CompareConfig, rows: np.ndarray, feats: list[np.ndarray]
-) -> tuple[np.ndarray, list[np.ndarray], dict[str, Any] | None]:
-    """Rows whose features are all finite; the others refused, or with ``allow_nonfinite`` left out
-    and described (their count and cache row indices)."""
-    ok = M.finite_rows(*feats)
-    if ok.all():
-        return rows, feats, None
-    bad = rows[~ok]
-    where = f"{store.path}: {len(bad)} of {len(rows)} {config.split!r} rows hold non-finite features (NaN or ±inf"
-    if not ok.any():
-        raise CacheError(f"{where}; every compared row), nothing to score; re-extract the cache from clean inputs")
-    if not config.allow_nonfinite:
-        raise CacheError(
-            f"{where}; first: row {int(bad[0])}); re-extract the cache from clean inputs, or pass "
-            "--allow-nonfinite to leave those rows out (counted in the outputs)"
-        )
-    info = {"n": int(len(bad)), "rows": bad.astype(int).tolist(), "why": "non-finite features (NaN or ±inf)"}
-    return rows[ok], [f[ok] for f in feats], info
-
-
-def nonfinite_logits(
-    name: str, head_dir: str | Path, split: str, finite: np.ndarray, row: int | None = None
-) -> CacheError:
-    """The error for a head whose logits are NaN or ±inf on some rows (``finite``: (N,) bool, False
-    there); ``row``: the split's row when only that one was run (explain)."""
-    k, n = int((~finite).sum()), len(finite)
-    where = (
-        f"row {row} of split {split!r}"
-        if row is not None
-        else f"{k} of {n} rows of split {split!r} (first: row {int(np.flatnonzero(~finite)[0])} of those compared)"
-    )
-    return CacheError(
-        f"head {name} ({head_dir}) gives non-finite logits (NaN or ±inf) on {where}: its weights overflow on these "
-        "features; refit the head"
-        + (", or pick another --row" if row is not None else "")
-        + ("" if k == n else ", or pass --allow-nonfinite to leave those rows out (counted)")
-    )
 
 
 def _run_head(
@@ -311,28 +223,6 @@ def _run_head(
 _PER_ROW = ("scores", "extras", "params", "measured", "curves")
 
 
-def _refuse_untrained_targets(
-    heads: dict[str, Head], target_of: str | int, labels: np.ndarray, class_names: Sequence[str]
-) -> None:
-    """Refuse a --target that would explain a class a head had no training rows of: its output unit
-    never learnt anything (its logit is held below every other), so effects on it say nothing."""
-    for name, head in heads.items():
-        untrained = set(head.untrained_classes)
-        if isinstance(target_of, int):
-            hit = [target_of] if target_of in untrained else []
-        elif target_of == "true":
-            hit = sorted(untrained & {int(c) for c in np.unique(labels)})
-        else:
-            hit = []
-        if hit:
-            rows = int(np.isin(labels, hit).sum()) if target_of == "true" else len(labels)
-            raise InputError(
-                f"--target {target_of}: class(es) {', '.join(repr(class_names[c]) for c in hit)} had no training "
-                f"rows, so head {name} never learnt them, and {rows} of {len(labels)} rows would be explained "
-                "on an untrained output; use --target pred, or a test split without those classes"
-            )
-
-
 def _join(res: HeadResult, parts: list[dict[str, Any] | None]) -> HeadResult:
     """``res`` (this process's: the forward pass on every row) with every process's per-row
     measurements (``None``: a process without rows), in rank order, put end to end."""
@@ -373,7 +263,7 @@ def compare_heads(
     ablations, every = resolve_ablations(config.ablation)
     world = join_world(config.device)  # under torchrun the rows are split over the processes
     device = pick_device(device_for(config.device, world))
-    heads = _load_heads(head_dirs, store, config.allow_other_cache, device)
+    heads = load_heads(head_dirs, store, config.allow_other_cache, device)
     plain_heads = {n: h for n, (h, _, _) in heads.items()}
     abl_plan = _plan_ablations(ablations, every, plain_heads)
     store.n(config.split)  # NotFoundError naming the splits
@@ -390,11 +280,11 @@ def compare_heads(
         "donors": donor_pool(store, "train", seed=config.seed) if any(a.needs_donors for a in needs) else None,
     }
     feats = store.layers(config.split, rows)
-    rows, feats, left_out = _finite_rows(store, config, rows, feats)
+    rows, feats, left_out = finite_rows(store, config, rows, feats)
     hs = [torch.from_numpy(np.ascontiguousarray(x)).to(device) for x in feats]
     labels = store.labels(config.split, rows).astype(np.int64)
     layer_names, class_names = store.layer_names, store.class_names
-    _refuse_untrained_targets(plain_heads, target_of, labels, class_names)
+    refuse_untrained_targets(plain_heads, target_of, labels, class_names)
 
     # Under torchrun each process measures its own rows of every head, in whole batches, so it runs
     # exactly the batches one process would (the same numbers, bit for bit); the per-row random draws
@@ -439,7 +329,7 @@ def compare_heads(
             "data_spec": store.attrs.get("data_spec"),
             "warnings": cache_warnings(store),
         },
-        "head_warnings": _other_cache(heads, store, config.split),
+        "head_warnings": head_warnings(heads, store, config.split),
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "ablation": results[0].ablations[0],
         "ablation_description": ABLATIONS.get(results[0].ablations[0]).description,
