@@ -99,7 +99,7 @@ def test_verdicts_and_non_finite_rows() -> None:
     up = paired_difference(np.ones(20), np.zeros(20), n_boot=50, seed=0)
     down = paired_difference(np.zeros(20), np.ones(20), n_boot=50, seed=0)
     assert verdict({"a": up, "b": down}) == "mixed" and verdict({"a": down}) == "worse"
-    assert verdict({"a": paired_difference(np.ones(3), np.zeros(3), n_boot=0)}) == "untested"
+    assert verdict({"a": paired_difference(np.ones(20), np.zeros(20), n_boot=0)}) == "untested"
     d = paired_difference(np.array([1.0, np.nan, 2.0]), np.array([0.0, 5.0, np.inf]), n_boot=10)
     assert d.n == 1 and d.mean == 1.0
 
@@ -478,10 +478,36 @@ def test_no_interval_caption_says_too_few_rows_rather_than_bootstrap_zero() -> N
     assert level_text({"faithfulness": unset}) == "no intervals: --bootstrap 0"
 
 
-def test_the_untested_verdict_names_both_reasons_for_no_interval() -> None:
-    """ "untested" comes of --bootstrap 0 or of fewer than MIN_ROWS shared rows (paired draws no
-    interval there): the words in the tables must not send a user who gave --bootstrap to it again."""
-    from laya_inspect.choices import MIN_ROWS
-    from laya_inspect.compare.paired import VERDICTS
+def test_too_few_rows_and_untested_are_two_verdicts_as_in_the_sanity_checks() -> None:
+    """No interval comes of fewer than MIN_ROWS shared rows (paired draws none there, whatever
+    --bootstrap says) or of --bootstrap 0: two verdicts, as sanity.py keeps them apart, each worded
+    with its own reason in summary.json, the terminal table and report.html, so that a user who gave
+    --bootstrap is not sent to it again."""
+    from rich.console import Console
 
-    assert "--bootstrap 0" in VERDICTS["untested"] and f"fewer than {MIN_ROWS}" in VERDICTS["untested"]
+    from laya_inspect.choices import MIN_ROWS
+    from laya_inspect.compare.paired import VERDICTS, versus_constant
+    from laya_inspect.report.reading import versus_constant as versus_sentence
+    from laya_inspect.report.sections import versus_table as html_table
+    from laya_inspect.report.terminal import versus_table
+
+    n, rng = 3 * MIN_ROWS, np.random.default_rng(0)
+    a = {k: rng.random(n) for k in ("top_layer_agreement", "deletion_at_1", "oracle_at_1", "faithfulness")}
+    c = {k: rng.random(n) for k in a}
+    few = {k: np.where(np.arange(n) < MIN_ROWS - 5, v, np.nan) for k, v in a.items()}  # ρ etc. on 15 rows
+    scarce = versus_constant(few, c, circular=False, caveat=False, n_boot=200, seed=0)
+    unset = versus_constant(a, c, circular=False, caveat=False, n_boot=0, seed=0)
+    assert scarce["verdict"] == "too few rows" and unset["verdict"] == "untested"
+    assert f"fewer than {MIN_ROWS}" in VERDICTS["too few rows"] and "--bootstrap 0" not in VERDICTS["too few rows"]
+    assert "--bootstrap 0" in VERDICTS["untested"] and f"fewer than {MIN_ROWS}" not in VERDICTS["untested"]
+
+    def head(vs: dict) -> dict:
+        const = {"profile": {"what": "mean α"}}
+        return {"name": "h", "methods": {"alpha": {"vs_constant": vs}}, "references": {"constant": const}}
+
+    for vs, word, reason in ((scarce, "too few rows", f"fewer than {MIN_ROWS}"), (unset, "untested", "bootstrap")):
+        console = Console(width=200, record=True)
+        console.print(versus_table(head(vs)))
+        assert console.export_text().splitlines()[-2].rstrip().endswith(word)
+        assert reason in (versus_sentence("alpha", {"vs_constant": vs}, {"profile": {}}) or "")
+        assert VERDICTS[word] in str(html_table(head(vs)))

@@ -121,8 +121,9 @@ VERDICTS = {
     "worse": "does worse than the constant rule",
     "mixed": "beats the constant rule on some scores and does worse on others",
     "not shown": "does not beat the constant rule (every interval includes 0)",
-    "untested": f"not tested against the constant rule (no intervals: --bootstrap 0, or fewer than {MIN_ROWS} shared "
-    "rows)",
+    "untested": "not tested against the constant rule (no intervals: --bootstrap 0)",
+    "too few rows": f"not tested against the constant rule (no intervals: fewer than {MIN_ROWS} shared rows, "
+    "whatever --bootstrap says)",
     "circular": "not read against the constant rule: circular with this ablation",
     "withheld": "not read against the constant rule: a caveat withholds every ranking",
     "no constant": "no constant rule to read it against",
@@ -234,10 +235,13 @@ def unsettled(stats: np.ndarray, tail: float) -> bool:
 def verdict(diffs: dict[str, Paired | None]) -> str:
     """A key of :data:`VERDICTS` from the paired differences method − constant of the headline
     scores: "beats" when at least one interval lies above 0 and none below, "worse" the reverse,
-    "mixed" when both happen, "not shown" when every interval includes 0, "untested" without one."""
+    "mixed" when both happen, "not shown" when every interval includes 0; without one, "too few rows"
+    when every score is shared by fewer than MIN_ROWS rows (:func:`paired` draws no interval there, as
+    sanity.py's checks), else "untested" (--bootstrap 0)."""
     tested = [d for d in diffs.values() if d is not None and np.isfinite(d.ci_low) and np.isfinite(d.ci_high)]
     if not tested:
-        return "untested"
+        given = [d for d in diffs.values() if d is not None]
+        return "too few rows" if given and all(d.n < MIN_ROWS for d in given) else "untested"
     up, down = any(d.above for d in tested), any(d.below for d in tested)
     return "mixed" if up and down else "beats" if up else "worse" if down else "not shown"
 

@@ -266,7 +266,7 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     head = (
         f"Against the constant rule ({what} over the other half of the rows, the same for every input), {name(method)}"
     )
-    if word == "untested":
+    if word in ("untested", "too few rows"):  # "untested" for both, in summaries written before "too few rows"
         why = no_interval_reason(vs)
         return f"{head} was not tested: no intervals ({'run with --bootstrap N' if why == '--bootstrap 0' else why})."
     parts = ", ".join(f"{label} {with_ci(vs.get(key))}" for key, label in VERSUS_LABELS.items())
