@@ -258,3 +258,21 @@ def test_the_reading_of_one_seed_says_it_is_one() -> None:
     # a fit-head folder of one seed (fit-head --seeds 1, check planted's heads/) is what compare was given:
     # the reading says how to get more seeds, not only to give it the folder it already read
     assert "fit-head --seeds 3 or more" in said
+
+
+def test_a_caveat_of_every_seed_is_printed_once_naming_the_seeds(
+    two_seeds: Path, digits_cache: Path, tmp_path: Path
+) -> None:
+    """On too few rows each seed's summary holds the same caveat; the terminal says it once, under the
+    first seed, naming both, while summary.json keeps it for each head."""
+    out, n = tmp_path / "few", 12
+    args = ["compare", str(two_seeds), "--cache", str(digits_cache), "--limit", str(n), "--method", "alpha"]
+    args += ["--bootstrap", "10", "--no-plots", "--no-sanity", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    said = [c for h in summary["heads"] for c in h["caveats"]]
+    assert len(said) == 2 and said[0] == said[1] and f"only {n} rows scored" in said[0]  # kept per head
+    lines = [line for line in result.output.splitlines() if said[0] in line]
+    assert len(lines) == 1, result.output
+    assert lines[0].strip().startswith("caveat (laya-seed_0, seed_1):"), lines[0]

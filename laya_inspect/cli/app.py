@@ -289,8 +289,11 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
 
 
 def warn(warnings: list[str] | None) -> None:
-    """One "warning: …" line each, in the warning colour."""
-    for w in warnings or []:
+    """One "warning: …" line each, in the warning colour; fit-head's warning said of several heads once
+    (:func:`~laya_inspect.compare.records.said_once`)."""
+    from ..compare.records import said_once
+
+    for w in said_once(warnings or []):
         console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
 
 

@@ -6,6 +6,8 @@ names the field, never in a traceback. Free of numpy and h5py: the report reads 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,27 @@ def load_summary(out_dir: str | Path) -> dict[str, Any]:
 
 
 READABLE_SCHEMAS = (1, 2)
+FIT_SAID = "fit-head said of {head} ({summary}): {warning}"  # a line of head_dir.fit_warnings
+_FIT_SAID = re.compile(r"fit-head said of (?P<head>\S+) \((?P<summary>.*?summary\.json)\): (?P<warning>.*)", re.S)
+
+
+def said_once(lines: Sequence[str]) -> list[str]:
+    """``lines`` for the terminal, each said once. fit-head's quality gate gives every head of a run
+    the same few-rows and untrained-class warnings, so the lines of one warning of one fit-head summary
+    (:data:`FIT_SAID`) become one line naming each head it was said of ("fit-head said of laya,
+    scalarmix (…): …"); any other line given twice is kept once. The outputs keep every line."""
+    heads: dict[tuple[str, str] | str, list[str]] = {}
+    for line in lines:
+        m = _FIT_SAID.fullmatch(line)
+        said = heads.setdefault((m["summary"], m["warning"]) if m else line, [])
+        if m and m["head"] not in said:
+            said.append(m["head"])
+    return [
+        k if isinstance(k, str) else FIT_SAID.format(head=", ".join(names), summary=k[0], warning=k[1])
+        for k, names in heads.items()
+    ]
+
+
 # how compare's lines about a head began, in the summaries that kept them in cache.warnings (read only there)
 OLD_HEAD_LINES = ("fit-head said of ", "head ")
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..cache.fingerprint import fingerprint_of, mismatch_said
 from ..cache.store import FeatureStore
+from ..compare.records import FIT_SAID
 from ..errors import (
     CacheError,
     LayaError,
@@ -137,7 +138,7 @@ def fit_warnings(head_dir: str | Path, config: Mapping[str, Any]) -> list[str]:
         return []
     if not ours or cache.get("cache_rows", config.get("cache_rows")) != config.get("cache_rows"):
         return []
-    return [f"fit-head said of {d.parent.name} ({d.parent.parent / 'summary.json'}): {w}" for w in said]
+    return [FIT_SAID.format(head=d.parent.name, summary=d.parent.parent / "summary.json", warning=w) for w in said]
 
 
 def trained_split(config: Mapping[str, Any]) -> str | None:

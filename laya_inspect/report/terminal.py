@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.records import compare_warnings
+from ..compare.records import compare_warnings, said_once
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
     bootstrap_text,
@@ -179,19 +180,43 @@ def ablation_matrix(head: dict[str, Any]) -> Table:
     return table
 
 
-def caveat_lines(head: dict[str, Any]) -> list[Text]:
-    """Why no method is marked best (caveats), circular pairs, and notes, per ablation."""
+def shared_caveats(heads: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each caveat or note said of several heads (the seeds of one head on too few rows) → the heads,
+    in order: :func:`caveat_lines` prints it once, under the first of them, naming them all."""
+    said: dict[str, list[str]] = {}
+    for head in heads:
+        for s in (head.get("ablations") or {}).values():
+            for text in [*(s.get("caveats") or []), *(s.get("notes") or [])]:
+                if head["name"] not in said.setdefault(text, []):
+                    said[text].append(head["name"])
+    return {text: names for text, names in said.items() if len(names) > 1}
+
+
+def head_names(names: list[str]) -> str:
+    """Heads in a label: the seeds of one head as "laya-seed_0, seed_1, seed_2"."""
+    seeds = [re.fullmatch(r"(.+-)(seed_\d+)", n) for n in names]
+    if len(names) > 1 and all(seeds) and len({m[1] for m in seeds if m}) == 1:
+        return ", ".join([names[0], *(m[2] for m in seeds[1:] if m)])
+    return ", ".join(names)
+
+
+def caveat_lines(head: dict[str, Any], shared: dict[str, list[str]] | None = None) -> list[Text]:
+    """Why no method is marked best (caveats), circular pairs, and notes, per ablation; one said of
+    several heads (``shared``, :func:`shared_caveats`) only under the first of them, naming them all."""
     out: list[Text] = []
     abls = head.get("ablations") or {}
-    many = len(abls) > 1
+    many, shared = len(abls) > 1, shared or {}
     for kind in ("caveats", "notes"):
         where: dict[str, list[str]] = {}  # the same text under several ablations is printed once
         for a, s in abls.items():
             for text in s.get(kind) or []:
                 where.setdefault(text, []).append(a)
         for text, names in where.items():
-            label = f" ({', '.join(names)})" if many else ""
-            out.append(Text(f"  {kind[:-1]}{label}: {text}", style="yellow"))
+            heads = shared.get(text, [head["name"]])
+            if heads[0] != head["name"]:
+                continue  # said above, under the first head it applies to
+            label = "; ".join([*([head_names(heads)] if len(heads) > 1 else []), *([", ".join(names)] if many else [])])
+            out.append(Text(f"  {kind[:-1]}{f' ({label})' if label else ''}: {text}", style="yellow"))
     pairs = sorted({(m, a) for a, s in abls.items() for m in (s.get("circular") or {})})
     if pairs:
         shown = ", ".join(f"{m} × {a}" for m, a in pairs)
@@ -217,11 +242,14 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
         f"IG baseline {summary['baseline']} · seed {summary['seed']} · {bootstrap_text(summary)}",
     )
-    warned = [line for of, w in compare_warnings(summary) for line in warning_lines([w], of)]
+    said = compare_warnings(summary)
+    warned = warning_lines([w for of, w in said if of == "cache"])
+    warned += warning_lines(said_once([w for of, w in said if of == "head"]), of="head")  # one line per warning
     out: list[RenderableType] = [header, *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
+    shared = shared_caveats(summary["heads"])
     for head in summary["heads"]:
         out.append(head_table(summary, head))
         versus = versus_table(head)
@@ -229,7 +257,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             out.append(versus)
         if len(head.get("ablations") or {}) > 1:
             out.append(ablation_matrix(head))
-        out += caveat_lines(head)
+        out += caveat_lines(head, shared)
         out.append(relied_on_line(head))
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
@@ -304,9 +332,11 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     lines = [Text(ref)] if ref else []
     lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
     lines += warning_lines(summary.get("warnings"), of="fit-head")
+    said: dict[str, list[str]] = {}  # the gate gives every head the same few-rows warnings: once each
     for h in summary["heads"]:
         for w in h.get("warnings") or []:
-            lines.append(Text.assemble(("warning", "yellow"), f" {h['head']}: {w}"))
+            said.setdefault(w, []).append(h["head"])
+    lines += [Text.assemble(("warning", "yellow"), f" {', '.join(heads)}: {w}") for w, heads in said.items()]
     lines += [Text(f"note {h['head']}: {n}") for h in summary["heads"] for n in h.get("gate_notes") or []]
     return lines
 

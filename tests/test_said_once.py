@@ -1,0 +1,57 @@
+"""A warning that fit-head's quality gate gives every head of a run (too few rows, classes without
+training rows) is printed once on the terminal, naming the heads it applies to; the outputs keep a
+record per head."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from laya_inspect.report.terminal import gate_lines
+
+FEW = "the test split has 15 rows (fewer than 20): its accuracy moves in steps of 0.07"
+UNLEARNABLE = "class(es) '7' have test rows but no training rows: no head can predict them"
+
+
+def _text(lines: list) -> str:
+    console = Console(file=io.StringIO(), width=400, color_system=None)
+    for line in lines:
+        console.print(line)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_fit_head_prints_a_warning_of_every_head_once() -> None:
+    summary = {
+        "heads": [
+            {"head": "laya", "warnings": ["seeds disagree", UNLEARNABLE, FEW]},
+            {"head": "last", "warnings": [UNLEARNABLE, FEW]},
+            {"head": "scalarmix", "warnings": [UNLEARNABLE, FEW]},
+        ]
+    }
+    text = _text(gate_lines(summary))
+    assert text.count(FEW) == 1 and text.count(UNLEARNABLE) == 1, text
+    assert f"warning laya, last, scalarmix: {FEW}" in text and "warning laya: seeds disagree" in text
+
+
+def test_compare_and_diagnose_print_what_fit_head_said_of_several_heads_once(tmp_path: Path, capsys) -> None:
+    from laya_inspect.cli.app import warn
+    from laya_inspect.head_dir import fit_warnings
+
+    said = {"laya": [UNLEARNABLE, "seeds disagree", FEW], "scalarmix": [UNLEARNABLE, FEW]}
+    heads = [{"head": h, "seeds": [0], "warnings": w} for h, w in said.items()]
+    (tmp_path / "summary.json").write_text(json.dumps({"cache": {"cache_fingerprint": "f"}, "heads": heads}))
+    config = {"cache_fingerprint": "f", "seed": 0}
+    lines = [w for h in said for w in fit_warnings(tmp_path / h / "seed_0", config)]  # as compare gathers them
+    assert len(lines) == 5
+    warn([*lines, "the test split has 15 rows"])
+    out = [line for line in capsys.readouterr().out.splitlines() if line]
+    where = tmp_path.resolve() / "summary.json"
+    assert out == [
+        f"warning: fit-head said of laya, scalarmix ({where}): {UNLEARNABLE}",
+        f"warning: fit-head said of laya ({where}): seeds disagree",
+        f"warning: fit-head said of laya, scalarmix ({where}): {FEW}",
+        "warning: the test split has 15 rows",
+    ]
