@@ -420,7 +420,10 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   (`extract`, `train`, `fit-head`, `export-head`, `compare`, `prune`, `early-exit`, `diagnose`,
   `demo`, `explain --out`, `report --html`) refuses an output that is a symlink, that is `.`, `/`,
   the home folder or a folder above the current or the home folder, or that is, holds, or lies
-  inside one of the run's inputs (the cache, a head directory, the weights, a data folder).
+  inside one of the run's inputs (the cache, a head directory, the weights, a data folder). A
+  fit-head output given to compare, diagnose, prune or early-exit stands for its head directories:
+  an output beside them in it (`diagnose heads --out heads/diag`) is never read as a head, and
+  `fit-head --force` refuses to delete it, so it is allowed; one that is or holds it is refused.
 - **One writer per output.** Each output is guarded by a lock file `.<name>.lock` beside it,
   holding the writer's PID (`output_lock`, an `flock` the kernel releases when the process dies, so
   a killed run never leaves a stale lock behind). A second writer is refused at once, with the

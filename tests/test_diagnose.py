@@ -531,9 +531,7 @@ def test_a_fit_head_output_folder_is_read_as_compare_reads_it(digits_heads, tmp_
     from laya_inspect.beyond.common import one_weighted_head_dir, weighted_head_dirs
 
     assert weighted_head_dirs([fit / "laya"]) == [fit / "laya" / "seed_0", fit / "laya" / "seed_1"]
-    # compare's refusals: an --out inside the folder given; a folder that is neither; one with no laya head
-    inside = runner.invoke(app, [*args[:-1], str(fit / "diag")], env=ENV)
-    assert inside.exit_code == 1 and "lies inside this run's input" in inside.output and not (fit / "diag").exists()
+    # compare's refusals: a folder that is neither; one with no laya head
     neither = runner.invoke(app, ["diagnose", str(tmp_path), "--cache", str(cache), "--out", str(tmp_path / "o")])
     assert neither.exit_code == 1 and "nor a fit-head output" in neither.output
     shutil.copytree(fit / "last", tmp_path / "nolaya" / "last")
@@ -551,3 +549,30 @@ def test_a_fit_head_output_folder_is_read_as_compare_reads_it(digits_heads, tmp_
     shutil.rmtree(fit / "laya" / "seed_1")
     assert one_weighted_head_dir(fit, "prune") == fit / "laya" / "seed_0"
     assert one_weighted_head_dir(dirs[0], "prune") == dirs[0]
+
+
+def test_an_out_inside_the_fit_head_output_read_is_written_beside_its_heads(digits_heads, tmp_path):
+    """`diagnose HEADS --out HEADS/diag` (and compare's, prune's, early-exit's): a fit-head output is
+    read only for its <head>/seed_<S>/ head directories, so an output beside them is never read as a
+    head, and fit-head --force on HEADS refuses to delete it; only an --out that is or holds a head
+    directory, or lies inside one, is refused. Before, diagnose HEADS/laya/seed_0 --out HEADS/diag was
+    allowed and diagnose HEADS --out HEADS/diag refused, the same folder by another path."""
+    import shutil
+
+    cache, dirs, _ = digits_heads
+    fit = tmp_path / "heads"
+    for s, d in enumerate(dirs):
+        shutil.copytree(d, fit / "laya" / f"seed_{s}")
+    base = ["--cache", str(cache), "--bootstrap", "20", "--device", "cpu", "--out"]
+    result = runner.invoke(app, ["diagnose", str(fit), *base, str(fit / "diag")], env=ENV)
+    assert result.exit_code == 0, result.output
+    again = runner.invoke(app, ["diagnose", str(fit), *base, str(tmp_path / "dg")], env=ENV)
+    assert again.exit_code == 0, again.output
+    seeds = [str((fit / "laya" / f"seed_{i}").resolve()) for i in (0, 1)]
+    assert [h["head_dir"] for h in json.loads((tmp_path / "dg" / "summary.json").read_text())["heads"]] == seeds
+    args = ["compare", str(fit), "--method", "alpha", "--no-plots", "--no-sanity", "--limit", "40", *base]
+    assert runner.invoke(app, [*args, str(fit / "cmp")], env=ENV).exit_code == 0
+    for out, said in ((fit, "holds this run's input"), (fit / "laya" / "seed_0" / "d", "lies inside this run's input")):
+        refused = runner.invoke(app, ["diagnose", str(fit), *base, str(out), "--force"], env=ENV)
+        assert refused.exit_code == 1 and said in refused.output, refused.output
+    assert (fit / "diag" / "summary.json").is_file() and not (fit / "laya" / "seed_0" / "d").exists()

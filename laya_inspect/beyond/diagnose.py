@@ -127,8 +127,7 @@ def diagnose_heads(
     """Error detection for every head (and the shift to ``against``); writes ``out_dir`` whole."""
     from .outputs import write_diagnose
 
-    given = list(head_dirs)
-    head_dirs = weighted_head_dirs(given)  # a fit-head output: its laya/seed_<S>/
+    head_dirs = weighted_head_dirs(list(head_dirs))  # a fit-head output: its laya/seed_<S>/
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     if against is not None and store is not store.whole and set(store.layer_names) <= set(against.layer_names):
         against = against.keep_layers(store.layer_names)
@@ -143,7 +142,8 @@ def diagnose_heads(
         summary = _diagnose(head_dirs, store, config, against, progress or no_progress)
         return summary, write_diagnose(tmp, summary, plots=config.plots)
 
-    inputs = [*given, *head_dirs, store.path, against.path if against is not None else None]
+    # the head directories, not a fit-head output given: an --out beside them in it is allowed, as in compare
+    inputs = [*head_dirs, store.path, against.path if against is not None else None]
     return write_whole(out_dir, run, command="diagnose", inputs=inputs, overwrite=overwrite)
 
 

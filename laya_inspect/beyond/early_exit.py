@@ -226,13 +226,13 @@ def simulate_early_exit(
     """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module."""
     from .outputs import write_early_exit
 
-    given, head_dir = head_dir, one_weighted_head_dir(head_dir, "early-exit")  # a fit-head output: laya/seed_<S>/
+    head_dir = one_weighted_head_dir(head_dir, "early-exit")  # a fit-head output: laya/seed_<S>/
 
     def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary = _simulate(head_dir, store, config, budget or Budget(), progress or no_progress)
         return summary, write_early_exit(tmp, summary, plots=config.plots)
 
-    return write_whole(out_dir, run, command="early-exit", inputs=[given, head_dir, store.path], overwrite=overwrite)
+    return write_whole(out_dir, run, command="early-exit", inputs=[head_dir, store.path], overwrite=overwrite)
 
 
 def fired(mass: np.ndarray, eps: float) -> int:

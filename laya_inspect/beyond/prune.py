@@ -97,13 +97,13 @@ def prune_layers(
     """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module."""
     from .outputs import write_prune
 
-    given, head_dir = head_dir, one_weighted_head_dir(head_dir, "prune")  # a fit-head output: its laya/seed_<S>/
+    head_dir = one_weighted_head_dir(head_dir, "prune")  # a fit-head output: its laya/seed_<S>/
 
     def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
         summary, chosen = _prune(head_dir, store, config, budget or Budget(), scalarmix_dir, progress or no_progress)
         return summary, write_prune(tmp, summary, chosen, plots=config.plots)
 
-    inputs = [given, head_dir, store.path, scalarmix_dir]
+    inputs = [head_dir, store.path, scalarmix_dir]  # an --out beside the head in a fit-head output is allowed
     return write_whole(out_dir, run, command="prune", inputs=inputs, overwrite=overwrite)
 
 

@@ -253,9 +253,11 @@ def compare_heads(
     """Score every applicable method of every head against each ablation's effects and write the
     artifacts; ``out_dir`` must be empty or absent unless ``overwrite`` (then it is replaced whole)."""
     emit = progress or no_progress
+    head_dirs = expand_head_dirs(head_dirs)  # a fit-head output: every <head>/seed_<S>/ in it
+    # the head directories guard a fit-head output given (an --out that is or holds it holds them), and an
+    # --out beside them in it is never read as a head (only <head>/seed_<S>/ are) nor deleted by fit-head --force
     inputs = [store.path, *head_dirs]
     check_out(out_dir, force=overwrite, command="compare", inputs=inputs)  # before the work; atomic_dir checks again
-    head_dirs = expand_head_dirs(head_dirs)  # a fit-head output: every <head>/seed_<S>/ in it
     refuse_repeats(head_dirs, "compare would score it twice under two names")
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
     requested = [p.strip() for m in config.methods for p in str(m).split(",") if p.strip()]
