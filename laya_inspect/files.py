@@ -404,6 +404,7 @@ def check_out(
     the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
     refused; False for a command that writes inside the folder (demo). Returns ``path``."""
     out = refuse_symlink(path, flag)
+    _refuse_file_above(out, flag)
     if kind == "file" and out.is_dir():
         raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
     if kind == "folder" and out.exists() and not out.is_dir():
@@ -450,6 +451,18 @@ def check_out(
                 f"choose another {flag}, or move it away yourself"
             )
     return out
+
+
+def _refuse_file_above(out: Path, flag: str) -> None:
+    """Refuse an output under a path that is a file (``notes.txt/results``): no folder can be made
+    there, and the lock beside the output would fail only after the run's work, naming the lock."""
+    for above in Path(os.path.abspath(out)).parents:
+        if above.exists():
+            if not above.is_dir():
+                raise InputError(
+                    f"{flag} {out} lies under {above}, which is a file, not a folder; choose another {flag}"
+                )
+            return
 
 
 def claimed_by(path: str | Path) -> tuple[Path, dict[str, Any]] | None:

@@ -83,6 +83,21 @@ def test_force_replaces_the_output_whole(laya_dir, digits_cache, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder or lock left beside it
 
 
+def test_an_out_under_a_file_is_refused_before_any_work(laya_dir, digits_cache, tmp_path, monkeypatch):
+    """QA: `compare --out notes.txt/results` scored every method and ran the sanity checks, then
+    failed with "could not lock notes.txt: File exists", naming the lock, not the --out."""
+    import laya_inspect.compare.run as run
+
+    def no_work(*a, **k):
+        raise AssertionError("compare started the work")
+
+    monkeypatch.setattr(run, "expand_head_dirs", no_work)
+    (tmp_path / "notes.txt").write_text("mine")
+    line = _one_error_line(_compare(laya_dir, digits_cache, tmp_path / "notes.txt" / "results"))
+    assert "notes.txt, which is a file, not a folder" in line, line
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
 def test_allow_other_cache_is_the_way_past_a_fingerprint_mismatch(laya_dir, digits_cache, tmp_path):
     with FeatureStore(digits_cache) as store:
         splits = {s: (store.layers(s), store.labels(s)) for s in store.splits}

@@ -199,6 +199,16 @@ def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused(tmp_path):
     assert check_out(tmp_path / "cmp", force=True, command="compare", inputs=[cache, heads, None]) == tmp_path / "cmp"
 
 
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_an_out_under_a_file_is_refused(tmp_path, kind):
+    (tmp_path / "notes.txt").write_text("mine")
+    for out in (tmp_path / "notes.txt" / "results", tmp_path / "notes.txt" / "a" / "b"):
+        with pytest.raises(InputError, match=r"lies under .*notes\.txt, which is a file, not a folder"):
+            check_out(out, force=True, command="compare", kind=kind)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert check_out(tmp_path / "new" / "results", force=False, command="compare", kind=kind)  # a folder to make
+
+
 def test_a_mount_point_out_is_refused_before_any_work(tmp_path, monkeypatch):
     """A mount point as --out failed with EBUSY at the final rename, after all the work."""
     mounted = tmp_path / "disk"
