@@ -187,3 +187,33 @@ def test_a_layer_left_out_with_layers_is_not_read(tmp_path: Path) -> None:
         fit_heads(store, config, out_dir=tmp_path / "h")
     found = json.loads((tmp_path / "h" / "summary.json").read_text())["quality"]["test_rows_in_train"]
     assert (found["rows"], found["of"], found["other_label"]) == (4, 30, 0)
+
+
+def test_test_rows_that_repeat_one_another_are_said_and_recorded(tmp_path: Path) -> None:
+    """QA: a test split of 10 digits each repeated 20 times (200 rows) got compare's "beats" verdicts
+    and a starred best from bootstraps over 200 rows, with no word that they were 10 inputs (only
+    copies of training rows were said). Rows 5 and 9 repeat row 2 and row 11 repeats row 4 at every
+    layer; row 13 equals row 6 but for one ulp of one feature: not a repeat."""
+    splits = two_splits(np.random.default_rng(3))
+    te = splits["test"][0]
+    for t, first in ((5, 2), (9, 2), (11, 4), (13, 6)):
+        for i in range(3):
+            te[i][t] = te[i][first]
+    te[1][13, 0] = np.nextafter(te[1][13, 0], np.float32(np.inf))
+    cache = write_cache(tmp_path / "c.h5", splits, layer_names=["embeddings", "block1", "block2"])
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(seeds=(0,), epochs=2, probe=False, heads=("laya",)), out_dir=tmp_path / "h")
+    summary = json.loads((tmp_path / "h" / "summary.json").read_text())
+    said = [w for w in summary["heads"][0]["warnings"] if "repeat an earlier test row" in w]
+    assert len(said) == 1 and said[0].startswith("3 of 30 test rows (10%)") and "27 distinct inputs" in said[0]
+    assert summary["quality"]["test_rows_repeated"]["distinct"] == 27
+
+    from laya_inspect.training.overlap import repeated_rows
+
+    with FeatureStore(cache) as store:
+        for in_memory in (True, False):
+            found = repeated_rows(CacheRows(store, "test", CPU, in_memory))
+            assert found is not None
+            assert (found["rows"], found["of"], found["distinct"]) == (3, 30, 27)
+            assert [(e["row"], e["first_row"]) for e in found["examples"]] == [(5, 2), (9, 2), (11, 4)]
+        assert repeated_rows(CacheRows(store, "train", CPU, True)) is None  # the training rows are distinct

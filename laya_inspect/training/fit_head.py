@@ -279,7 +279,7 @@ def _fit_into(
     runs its share of the runs and returns them, writing nothing. ``said``: what fit-head warns of
     its own options, for summary.json's ``warnings``."""
     from .grid import grid_search, write_grid
-    from .overlap import rows_in_train
+    from .overlap import repeated_rows, rows_in_train
     from .profiles import class_names, compute_profiles, write_profiles
     from .quality import (
         chance_level,
@@ -409,7 +409,9 @@ def _fit_into(
     constant = constant_layers(*moments, store.layer_names) if moments is not None else []
     duplicates = duplicate_layers(store, config.train_split, *moments) if moments is not None else []
     # every layer constant: every row equals every other, which the constant-layer warning says
-    in_train = rows_in_train(train, test) if len(constant) < len(store.layer_names) else None
+    distinct = len(constant) < len(store.layer_names)
+    in_train = rows_in_train(train, test) if distinct else None
+    repeated = repeated_rows(test) if distinct else None
     quality = gate(
         heads,
         runs,
@@ -421,6 +423,7 @@ def _fit_into(
         duplicates=duplicates,
         unlearnable=unlearnable_classes(train.labels[train_rows], test.labels, store.class_names),
         in_train=in_train,
+        repeated=repeated,
         small=[
             w
             for w in (

@@ -11,6 +11,10 @@ their labels gathered; the test split is streamed again, and each test row whose
 compared with the kept row byte for byte. The memory beyond one chunk: 8 bytes per test row, and one
 row per distinct repeated row. Identity at every layer is what counts: a layer that gives one row
 for every input (a class token's embedding) makes no two rows equal when another layer differs.
+
+Test rows that repeat one another (:func:`repeated_rows`) are found alike, from 16-byte digests of
+the test rows alone: a copy is not another input, yet the test accuracy and every interval drawn
+over test rows (compare's, diagnose's and early-exit's bootstraps) count it as one.
 """
 
 from __future__ import annotations
@@ -40,6 +44,47 @@ def _row_bytes(rows: Rows, n: int) -> Iterator[tuple[int, np.ndarray]]:
 def _hashes(chunk: np.ndarray) -> np.ndarray:
     """(B,) uint64: the first 8 bytes of each row's BLAKE2b digest."""
     return np.frombuffer(b"".join(hashlib.blake2b(r, digest_size=8).digest() for r in chunk), dtype=np.uint64)
+
+
+def repeated_rows(test: CacheRows) -> dict[str, Any] | None:
+    """The rows of split ``test`` identical at every layer to an earlier row of it, or None when
+    every row is distinct. Rows are told apart by a 16-byte BLAKE2b digest (a collision of two
+    different rows: about 2**-128 a pair), 16 bytes a row in memory.
+
+    Returns summary.json's ``quality.test_rows_repeated``: ``split``, ``rows`` (how many rows repeat
+    an earlier one), ``of`` (the split's rows), ``distinct`` (its distinct rows), ``examples`` (the
+    first few: the row, the earlier row it repeats, their source indices)."""
+    n = len(test.labels)
+    digests = [
+        np.frombuffer(b"".join(hashlib.blake2b(r, digest_size=16).digest() for r in chunk), dtype="V16")
+        for _, chunk in _row_bytes(test, n)
+    ]
+    if not digests:
+        return None
+    _, first, inverse = np.unique(np.concatenate(digests), return_index=True, return_inverse=True)
+    earlier = first[inverse.reshape(-1)]  # the first row with each row's digest
+    repeats = np.flatnonzero(earlier != np.arange(n))
+    if len(repeats) == 0:
+        return None
+    index = test.store.index(test.split)
+    examples = [
+        {"row": int(r), "index": int(index[r]), "first_row": int(earlier[r]), "first_index": int(index[earlier[r]])}
+        for r in repeats[:EXAMPLES]
+    ]
+    return {"split": test.split, "rows": len(repeats), "of": n, "distinct": len(first), "examples": examples}
+
+
+def repeated_warning(found: dict[str, Any]) -> str:
+    """The gate's one line on :func:`repeated_rows`'s finding, on every head."""
+    e, split = found["examples"][0], found["split"]
+    return (
+        f"{found['rows']} of {found['of']} {split} rows ({_share(found['rows'] / max(found['of'], 1))}) repeat an "
+        f"earlier {split} row (the same features at every layer, e.g. row {e['row']} (source index {e['index']}) = "
+        f"row {e['first_row']} (source index {e['first_index']})): {found['distinct']} distinct inputs, yet the "
+        f"test accuracy and every interval over {split} rows (compare's, diagnose's and early-exit's bootstraps) "
+        f"count each copy as another input, so those intervals are narrower than {found['distinct']} inputs allow; "
+        "remove the copies and extract again"
+    )
 
 
 def rows_in_train(train: CacheRows, test: CacheRows) -> dict[str, Any] | None:

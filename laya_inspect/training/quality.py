@@ -66,6 +66,7 @@ THRESHOLDS = {
     "few_validation_rows": f"the validation rows number fewer than {MIN_VAL_ROWS}",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "test_rows_in_train": "test rows whose features equal a training row's, byte for byte at every layer",
+    "test_rows_repeated": "test rows whose features equal an earlier test row's at every layer (16-byte digests)",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
 }
@@ -332,14 +333,16 @@ def gate(
     duplicates: Sequence[tuple[str, str]] = (),
     unlearnable: str | None = None,
     in_train: dict[str, Any] | None = None,
+    repeated: dict[str, Any] | None = None,
     small: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
     ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows;
-    ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``small``:
+    ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
+    the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
     the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows)."""
-    from .overlap import overlap_warning
+    from .overlap import overlap_warning, repeated_warning
 
     for h in heads:
         h.update(
@@ -364,6 +367,8 @@ def gate(
         h["warnings"].extend(small)
         if in_train:
             h["warnings"].append(overlap_warning(in_train))
+        if repeated:
+            h["warnings"].append(repeated_warning(repeated))
         few = few_rows(n_test, "test", "and the interval over seeds leaves out the sampling of the test rows")
         if few:
             h["warnings"].append(few)
@@ -372,6 +377,7 @@ def gate(
         "constant_layers": list(constant),
         "duplicate_layers": [list(p) for p in duplicates],
         "test_rows_in_train": in_train,
+        "test_rows_repeated": repeated,
         "chance_definition": "majority-class share of the test split",
         "probe": probe,
         "thresholds": THRESHOLDS,
