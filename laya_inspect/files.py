@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import hashlib
 import io
 import json
 import math
@@ -303,24 +304,74 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
     return data
 
 
+# Files up to this size get their SHA-256 in the marker, so that --force sees a summary edited by
+# hand; larger ones (caches, attributions) are not read again to be hashed. report.html is left out:
+# `report --html` rebuilds it in place from the other files.
+DIGEST_MAX_BYTES = 4 << 20
+_EDITED = " (changed since it was written)"
+_EDITED_NOTE = " or that changed since it wrote them"
+_UNDIGESTED = ("report.html",)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def write_marker(folder: str | Path, command: str, files: Sequence[str] | None = None) -> Path:
     """Mark ``folder`` as written by ``command``: the marker names the command, the version, the time
-    and the files the command wrote there (every path under ``folder`` now, unless ``files``)."""
+    and the files the command wrote there (every path under ``folder`` now, with the SHA-256 of each
+    file of at most DIGEST_MAX_BYTES: :func:`foreign_files` says a file whose content changed since;
+    or ``files``, named ahead of writing them, without digests)."""
     from datetime import datetime, timezone
 
     from . import __version__
 
     root = Path(folder)
-    if files is None:
+    digests = {}
+    if files is None:  # the folder is complete (a list given ahead names files still to be written: demo)
         files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
+        digests = _digests(root, files)
     record = {
         "written_by": "laya-inspect",
         "command": command,
         "version": __version__,
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "files": sorted(files),
+        "sha256": digests,
     }
     return write_json(root / MARKER, record)
+
+
+def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
+    found = {}
+    for rel in files:
+        p = root / rel
+        if p.name not in _UNDIGESTED and p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
+            found[rel] = _sha256(p)
+    return found
+
+
+def refresh_digests(folder: str | Path) -> None:
+    """Record again the digests of every marked folder under ``folder`` (itself included), for a
+    command that rewrote files of outputs it wrote (check planted points their recorded paths at
+    the folder they are renamed to); the rest of each marker is kept."""
+    for path in sorted(Path(folder).rglob(MARKER)):
+        marker = read_marker(path.parent)
+        if marker is not None and isinstance(marker.get("sha256"), dict):
+            write_json(path, marker | {"sha256": _digests(path.parent, marker["files"])})
+
+
+def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> bool:
+    """Whether ``entry``, a file ``marker`` lists, no longer holds what the command wrote (a summary
+    edited by hand, another file saved under its name). A marker without digests says nothing."""
+    digests = (marker or {}).get("sha256")
+    want = digests.get(rel) if isinstance(digests, dict) else None
+    if not isinstance(want, str) or entry.is_symlink() or not entry.is_file():
+        return False
+    try:
+        return entry.stat().st_size > DIGEST_MAX_BYTES or _sha256(entry) != want
+    except OSError:
+        return True
 
 
 def foreign_files(folder: str | Path) -> list[str]:
@@ -348,6 +399,8 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
                 found += [f"{rel}/{p}" for p in _foreign(entry, entry, inner)]
             else:
                 found += _foreign(root, entry, marker)
+        elif _edited(entry, rel, marker):
+            found.append(rel + _EDITED)
     return found
 
 
@@ -493,8 +546,9 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
     foreign = foreign_files(out)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
+        edited = _EDITED_NOTE if any(f.endswith(_EDITED) for f in foreign) else ""
         raise InputError(
-            f"{flag} {out} holds files {_writer(command)} did not write ({shown}); --force never deletes them: "
+            f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
             f"choose another {flag}, or empty it yourself"
         )
 

@@ -372,6 +372,16 @@ def test_the_paths_heads_and_compare_record_name_the_finished_folder(default_run
     assert rebuild is not None and Path(rebuild.group(1)) == (out / "compare").resolve()
 
 
+def test_force_can_replace_the_check_it_wrote(default_run, two_seeds) -> None:
+    """Pointing the recorded paths at the renamed folder rewrites files of heads/ and compare/ after
+    their markers took their digests: the markers are taken again, so `--force` does not see the
+    check's own files as changed since they were written."""
+    from laya_inspect.files import foreign_files
+
+    for _, _, out in (default_run, two_seeds):
+        assert foreign_files(out) == []
+
+
 def test_a_relative_out_keeps_recorded_paths_absolute(tmp_path, monkeypatch) -> None:
     """check planted --out runs/x: the paths rewritten from the temporary folder stay absolute (a head's
     cache_path is found again from any folder), not the relative --out as typed."""

@@ -110,6 +110,34 @@ def test_a_file_added_to_our_output_is_foreign(tmp_path):
     assert tree(out) == before
 
 
+def test_a_file_of_our_output_edited_by_hand_is_not_replaced(tmp_path):
+    """QA: a summary.json edited by hand (notes added to it, numbers corrected) was deleted by the
+    next --force, since the marker listed the name only."""
+    out = written(tmp_path / "out", files={"summary.json": '{"acc": 0.9}', "plots/a.png": "png", "report.html": "p"})
+    (out / "summary.json").write_text('{"acc": 0.8}')  # the same size: only the content tells
+    (out / "report.html").write_text("rebuilt by report --html")  # the page is rebuilt in place: still ours
+    before = tree(out)
+    with pytest.raises(
+        InputError, match=r"or that changed since it wrote them \(summary\.json \(changed since it was written\)\)"
+    ):
+        written(out)
+    assert tree(out) == before
+    (out / "summary.json").write_text('{"acc": 0.9}')  # put back as written: ours again
+    written(out)
+    assert (out / "summary.json").read_text() == "{}"
+
+
+def test_a_marker_without_digests_still_marks_its_files(tmp_path):
+    """A marker written before the digests (or by demo, ahead of its files) lists names only."""
+    out = written(tmp_path / "out")
+    marker = json.loads((out / MARKER).read_text())
+    assert set(marker["sha256"]) == {"summary.json", "plots/a.png"}
+    del marker["sha256"]
+    (out / MARKER).write_text(json.dumps(marker))
+    (out / "summary.json").write_text('{"edited": 1}')
+    assert foreign_files(out) == []
+
+
 def test_a_file_added_while_the_command_runs_is_not_lost(tmp_path):
     out = written(tmp_path / "out")
     with pytest.raises(InputError, match="late.txt"):

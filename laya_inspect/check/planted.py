@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..files import atomic_dir, plain, write_json, write_text, write_with
+from ..files import atomic_dir, plain, refresh_digests, write_json, write_text, write_with
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
 
@@ -266,6 +266,7 @@ def repoint(tmp: Path, out: Path) -> None:
                 write_text(path, swapped)
         elif path.suffix == ".h5" and path.is_file():
             repoint_h5(path, swap)
+    refresh_digests(tmp)  # the markers of heads/ and compare/ record what they hold now
 
 
 def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
