@@ -146,6 +146,25 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     assert "constant rule" in data["verdict"] and "beats the constant rule" in table
 
 
+def test_explain_takes_threads_as_the_other_commands_that_run_a_head(digits: dict[str, Path], monkeypatch) -> None:
+    """QA: explain had no --threads and set none, so it ran on torch's default of every core, where
+    the README says every command that runs a model takes --threads (default: a few for a head)."""
+    import torch
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4", "--json"]
+    try:
+        for n in (1, 2):
+            result = runner.invoke(app, [*args, "--threads", str(n)], env=ENV)
+            assert result.exit_code == 0, result.output
+            assert torch.get_num_threads() == n
+        result = runner.invoke(app, [*args, "--threads", "0"], env={"COLUMNS": "200"})
+        assert result.exit_code == 1 and "--threads must be a whole number ≥ 1, got 0" in result.output
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_the_ablated_value_is_named_by_what_it_holds(digits: dict[str, Path]) -> None:
     with FeatureStore(digits["cache"]) as store:
         logit = explain_row(digits["laya"], store, row=5, ablation="mean", n_steps=4, device="cpu")

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..runtime import DEVICE_HELP
+from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP
 from .app import app, console, dim, json_text, out_file
 
 
@@ -66,6 +66,7 @@ def explain_command(
         help="resample: donors drawn for the row (2 … 1,024); the LOLO effect is their mean, with a 95% interval",
     ),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="write the figure here (.png, or .svg)", parser=out_file("figure.png")
     ),
@@ -85,10 +86,13 @@ def explain_command(
     """
     from ..cache.store import FeatureStore
     from ..explain import check_figure_out, explain_row, write_figure
+    from ..runtime import set_threads
 
     if out is not None:  # before the work: never over (or into) the cache, the head directory or a file not ours
         check_figure_out(out, force=force, inputs=[cache, head_dir])
 
+    # head-sized work, as compare's: torch's own default (every core) would crowd a shared machine
+    set_threads(threads)
     with FeatureStore(cache) as store:
         e = explain_row(
             head_dir,
