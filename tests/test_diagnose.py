@@ -576,3 +576,25 @@ def test_an_out_inside_the_fit_head_output_read_is_written_beside_its_heads(digi
         refused = runner.invoke(app, ["diagnose", str(fit), *base, str(out), "--force"], env=ENV)
         assert refused.exit_code == 1 and said in refused.output, refused.output
     assert (fit / "diag" / "summary.json").is_file() and not (fit / "laya" / "seed_0" / "d").exists()
+
+
+def test_the_verdicts_against_msp_name_their_family_level(shift_caches, tmp_path):
+    """Every score against msp is one family (errors; shift apart): its differences are drawn at
+    1 − 0.05/m and summary.json, the verdict lines, the reading and report.html say which level."""
+    from laya_inspect.report.reading import diagnose_reading
+
+    base, moved2, _, head_dir = shift_caches
+    config = DiagnoseConfig(permutations=50, n_boot=200, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(moved2) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    errors, shift = s["errors"], s["shift"]["pooled"]
+    m = len(errors["diff_vs_msp"])
+    assert errors["family"] == {"confidence": 1 - 0.05 / m, "size": m, "of": "scores compared with msp"}
+    assert shift["family"]["size"] == 2 and shift["family"]["confidence"] == 0.975
+    assert all(d["confidence"] == 1 - 0.05 / m for d in errors["diff_vs_msp"].values())
+    said = [line for line in s["verdict"] if " msp" in line and "CI [" in line]
+    assert said and all(f"{(1 - 0.05 / m) * 100:.3g}% CI" in line or "97.5% CI" in line for line in said)
+    words = f"{(1 - 0.05 / m) * 100:.3g}% intervals (Bonferroni over the {m} scores compared with msp"
+    assert words in " ".join(diagnose_reading(s).lead)
+    page = (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
+    assert words in page and "97.5% intervals (Bonferroni over the 2 α scores compared with msp" in page

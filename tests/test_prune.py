@@ -641,8 +641,11 @@ def test_random_reference_by_hand_on_every_layer_set(digits_cache, heads, tmp_pa
     alpha_area = [np.mean([acc[tuple(sorted(order[:k])), seed] for k in (1, 2)]) for seed in (0, 1)]
     random_area = [np.mean([random_mean[k][seed] for k in (1, 2)]) for seed in (0, 1)]
     diff = np.subtract(alpha_area, random_area)
-    half = stats.t.ppf(0.975, 1) * diff.std(ddof=1) / np.sqrt(2)
+    # at the level of α's family of comparisons: 1 − 0.05/m over the m rankings compared with α
+    m = sum(not v["same_layer_sets"] for v in s["alpha_vs"].values())
+    half = stats.t.ppf(1 - 0.025 / m, 1) * diff.std(ddof=1) / np.sqrt(2)
     d = s["alpha_vs"]["random"]["mean_test_acc_over_k_diff"]
+    assert d["confidence"] == pytest.approx(1 - 0.05 / m)
     assert d["mean"] == pytest.approx(diff.mean(), abs=1e-12)
     assert (d["ci_low"], d["ci_high"]) == pytest.approx((diff.mean() - half, diff.mean() + half), abs=1e-12)
     assert s["per_ranking"]["random"]["mean_test_acc_over_k"]["values"] == pytest.approx(random_area, abs=1e-12)
@@ -721,3 +724,23 @@ def test_a_train_limit_that_draws_one_class_is_refused_naming_it(tmp_path):
     assert "untrained_classes" not in str(said.value)
     assert "--train-limit 10" in str(said.value) and "one class" in str(said.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_alpha_against_the_rankings_names_its_family_level(planted, tmp_path):
+    """α against random and every other ranking it is compared with is one family: each interval at
+    1 − 0.05/m, named in summary.json, the terminal and report.html."""
+    cache, head_dir = planted
+    out = tmp_path / "p"
+    args = ["prune", str(head_dir), "--cache", str(cache), "--ks", "1", "--seeds", "2", "--epochs", "2"]
+    args += ["--costs", "shapes", "--no-plots", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    vs = s["alpha_vs"]
+    m = sum(not v["same_layer_sets"] for v in vs.values())
+    assert m >= 2 and all(v["family"]["size"] == m for v in vs.values())
+    assert all(v["mean_test_acc_over_k_diff"]["confidence"] == 1 - 0.05 / m for v in vs.values())
+    words = f"{(1 - 0.05 / m) * 100:.3g}% t-intervals (Bonferroni over the {m} rankings compared with α"
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert words in page
+    assert f"{(1 - 0.05 / m) * 100:.3g}% intervals (Bonferroni over the {m} rankings" in " ".join(result.output.split())

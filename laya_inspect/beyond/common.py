@@ -27,7 +27,7 @@ from ..head_dir import (
 )
 from ..heads import Head
 from ..training.quality import few_rows
-from ..training.stats import outcome, same_on_every_seed, same_text
+from ..training.stats import family, level, outcome, same_on_every_seed, same_text  # noqa: F401  (re-exported)
 from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
@@ -252,11 +252,11 @@ def estimate(values: Sequence[float]) -> dict[str, Any]:
     return describe([float(v) for v in values]).to_dict()
 
 
-def paired(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """a − b over paired seeds, with the paired 95% t-interval."""
+def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """a − b over paired seeds, with the paired t-interval at ``confidence`` (recorded in the result)."""
     from ..training.stats import paired_difference
 
-    return paired_difference([float(v) for v in a], [float(v) for v in b]).to_dict()
+    return paired_difference([float(v) for v in a], [float(v) for v in b], confidence).to_dict()
 
 
 def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -> str:
@@ -268,7 +268,7 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -
         return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
     if same_on_every_seed(diff):
         return f"{what} − {baseline} = {m:+.4f}{unit}, {same_text(diff)}"
-    span = f"{m:+.4f}{unit}, 95% CI [{lo:+.4f}, {hi:+.4f}]"
+    span = f"{m:+.4f}{unit}, {level(diff)} CI [{lo:+.4f}, {hi:+.4f}]"
     said = outcome(diff)
     if said == "better":
         return f"{what} beats {baseline}: {span}"

@@ -32,6 +32,7 @@ from ..training.profiles import class_names
 from .common import (
     Result,
     estimate,
+    family,
     head_outputs,
     held_out_rows,
     load_split,
@@ -46,12 +47,10 @@ from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import (
     ERROR_SCORES,
     detection,
-    diffs_vs,
     permutation_test,
-    settled_aucs,
     shift_not_read,
-    shown,
     versus_chance,
+    versus_msp,
 )
 
 TINY = 1e-12
@@ -257,9 +256,8 @@ def _shift(
     sa, sb = a.scores(ref), b.scores(ref)
     y = np.concatenate([np.zeros(len(a.preds), bool), np.ones(len(b.preds), bool)])
     scores = {k: np.concatenate([sa[k], sb[k]]) for k in sa}
-    auroc, drawn = settled_aucs(y, scores, n_boot=config.n_boot, seed=config.seed, settle=settle)
-    diffs = diffs_vs(auroc, "msp")
-    shown_auroc = {k: shown(a) for k, a in auroc.items()}
+    # a family of its own (another question than the errors'): the α scores compared with msp
+    read = versus_msp(y, scores, n_boot=config.n_boot, seed=config.seed, settle=settle, of=SHIFT_FAMILY)
     return {
         "n_this": int(len(a.preds)),
         "n_other": int(len(b.preds)),
@@ -268,9 +266,10 @@ def _shift(
         "mean_alpha_this": a.weights.mean(axis=0).tolist(),
         "mean_alpha_other": b.weights.mean(axis=0).tolist(),
         "permutation": test,
-        "detect_auroc": shown_auroc,
-        "detect_diff": diffs,
-        "n_boot": drawn,
+        "detect_auroc": read["auroc"],
+        "detect_diff": read["diff_vs_msp"],
+        "family": read["family"],
+        "n_boot": read["n_boot"],
     }
 
 
@@ -298,32 +297,49 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
             if all(h[metric].get(n, {}).get("mean") is not None for h in per_head)
         }
     out["diff_vs_msp"] = {}
-    for key in per_head[0]["diff_vs_msp"]:
-        if len(per_head) == 1:
-            out["diff_vs_msp"][key] = per_head[0]["diff_vs_msp"][key]
-        elif all(h["diff_vs_msp"].get(key, {}).get("mean") is not None for h in per_head):
-            a, b = key.split(" − ")
-            out["diff_vs_msp"][key] = paired(
-                [h["auroc"][a]["mean"] for h in per_head], [h["auroc"][b]["mean"] for h in per_head]
-            )
+    if one:
+        out["diff_vs_msp"] = per_head[0]["diff_vs_msp"]
+        out["family"] = per_head[0].get("family") or family(len(out["diff_vs_msp"]), "scores compared with msp")
+        return out
+    keys = [
+        key
+        for key in per_head[0]["diff_vs_msp"]
+        if all(h["diff_vs_msp"].get(key, {}).get("mean") is not None for h in per_head)
+    ]
+    out["family"] = family(len(keys), "scores compared with msp")
+    for key in keys:
+        a, b = key.split(" − ")
+        out["diff_vs_msp"][key] = paired(
+            [h["auroc"][a]["mean"] for h in per_head],
+            [h["auroc"][b]["mean"] for h in per_head],
+            out["family"]["confidence"],
+        )
     return out
 
 
 def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
+    fam = family(len(SHIFT_SCORES), SHIFT_FAMILY)
     if len(shifts) == 1:
         return {
             "interval": _over_rows("bootstrap over rows", shifts[0], n_boot),
             "detect_auroc": shifts[0]["detect_auroc"],
             "detect_diff": shifts[0]["detect_diff"],
+            "family": shifts[0].get("family") or fam,
         }
     auroc = {k: estimate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"]}
     diff = {
         f"{k} − msp": paired(
-            [s["detect_auroc"][k]["mean"] for s in shifts], [s["detect_auroc"]["msp"]["mean"] for s in shifts]
+            [s["detect_auroc"][k]["mean"] for s in shifts],
+            [s["detect_auroc"]["msp"]["mean"] for s in shifts],
+            fam["confidence"],
         )
-        for k in ("alpha_divergence", "alpha_entropy")
+        for k in SHIFT_SCORES
     }
-    return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff}
+    return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff, "family": fam}
+
+
+SHIFT_SCORES = ("alpha_divergence", "alpha_entropy")  # what shift detection reads against msp
+SHIFT_FAMILY = "α scores compared with msp"
 
 
 # Held-out errors below which the scores' directions and the combinations are read as noisy.

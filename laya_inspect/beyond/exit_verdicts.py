@@ -7,9 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 from ..training.stats import TINY
-from .common import paired, verdict
+from .common import family, paired, verdict
 
 REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
+# The three questions the comparisons answer, each a family whose intervals are drawn at 1 − 0.05/m for
+# its m comparisons (a wrong verdict among them in at most 5% of runs where no rule differs): does a
+# rule beat random exit (the headline), does α add to confidence (realisable, and with α of the full
+# pass), and the older reading against fixed depth. Separate questions, each read on its own.
+QUESTIONS = {
+    "random": "rules compared with random exit",
+    "adds": "comparisons of confidence+α with confidence",
+    "fixed": "rules compared with fixed depth",
+}
+
+
+def _question(label: str) -> str:
+    """The key of :data:`QUESTIONS` a comparison label ("a vs b") belongs to."""
+    b = label.split(" vs ")[1]
+    return {"random": "random", "confidence": "adds"}.get(b, "fixed")
 
 
 def _same_points(points: list[dict[str, Any]], a: str, b: str) -> bool:
@@ -38,17 +53,27 @@ def _comparisons(
         "confidence vs fixed": ("confidence", "fixed"),
         "alpha vs fixed": ("alpha", "fixed"),
     }
+    identical = {
+        label: a.startswith("confidence+alpha") and b == "confidence" and _same_points(points, a, b)
+        for label, (a, b) in pairs.items()
+    }
+    same_area = {label: all(abs(x - y) <= TINY for x, y in zip(areas[a], areas[b])) for label, (a, b) in pairs.items()}
+    families = {
+        name: family(sum(not identical[k] and not same_area[k] for k in pairs if _question(k) == name), of)
+        for name, of in QUESTIONS.items()
+    }
     out: dict[str, Any] = {}
     for label, (a, b) in pairs.items():
-        d = paired(areas[a], areas[b])
-        entry: dict[str, Any] = {"area_diff": d}
+        fam = families[_question(label)]
+        d = paired(areas[a], areas[b], fam["confidence"])
+        entry: dict[str, Any] = {"area_diff": d, "family": fam}
         if in_sample is not None:
-            entry["area_diff_in_sample"] = paired(in_sample[a], in_sample[b])
+            entry["area_diff_in_sample"] = paired(in_sample[a], in_sample[b], fam["confidence"])
         adds_alpha = a.startswith("confidence+alpha") and b == "confidence"
         what = "α of the full forward pass" if a.endswith("oracle") else "α"
         n = alpha_fired["oracle_rows" if a.endswith("oracle") else "rows"]
         eps, of = alpha_fired["epsilon"], alpha_fired["of"]
-        if adds_alpha and _same_points(points, a, b):
+        if identical[label]:
             why = (
                 f"{what} never fired at ε = {eps:g} (0 of {of} rows)"
                 if n == 0
@@ -56,7 +81,7 @@ def _comparisons(
             )
             entry["identical"] = True
             entry["verdict"] = f"{why}: {a} is the confidence rule; nothing to compare"
-        elif all(abs(x - y) <= TINY for x, y in zip(areas[a], areas[b])):
+        elif same_area[label]:
             entry["same_area"] = True
             fired_on = f" ({what} fired at ε = {eps:g} on {n} of {of} rows)" if adds_alpha else ""
             entry["verdict"] = (

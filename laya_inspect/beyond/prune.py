@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
+from ..training.stats import family_text
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
@@ -32,6 +33,7 @@ from .common import (
     accuracy,
     check_warnings,
     estimate,
+    family,
     fit_rows_of,
     head_hparams,
     head_outputs,
@@ -418,21 +420,30 @@ def _compare_rankings(
         area["random"] = [float(v) for v in np.mean(per_k, axis=0)]
     per = {n: {"mean_test_acc_over_k": estimate(v)} for n, v in area.items()}
     versus = {}
-    for other in ("random", *NON_ALPHA):
-        if other in area and "alpha" in area:
-            d = paired(area["alpha"], area[other])
-            same_sets = other in tops and tops[other] == tops["alpha"]
-            baseline = (
-                "a random ranking (mean over random layer sets of each size k)"
-                if other == "random"
-                else f"the {other} ranking"
-            )
-            said = (
-                f"the α ranking and the {other} ranking keep the same layer sets at every k < L: nothing to compare"
-                if same_sets
-                else verdict(d, what="the α ranking", baseline=baseline)
-            )
-            versus[other] = {"mean_test_acc_over_k_diff": d, "same_layer_sets": same_sets, "verdict": said}
+    others = [o for o in ("random", *NON_ALPHA) if o in area and "alpha" in area]
+    same = {o: o in tops and tops[o] == tops["alpha"] for o in others}
+    # one family: α against every ranking it is compared with, random first (any "α beats X" is read as
+    # "α ranks layers well"); a ranking that keeps α's layer sets draws no verdict and is not counted
+    fam = family(sum(not v for v in same.values()), "rankings compared with α")
+    for other in others:
+        d = paired(area["alpha"], area[other], fam["confidence"])
+        same_sets = same[other]
+        baseline = (
+            "a random ranking (mean over random layer sets of each size k)"
+            if other == "random"
+            else f"the {other} ranking"
+        )
+        said = (
+            f"the α ranking and the {other} ranking keep the same layer sets at every k < L: nothing to compare"
+            if same_sets
+            else verdict(d, what="the α ranking", baseline=baseline)
+        )
+        versus[other] = {
+            "mean_test_acc_over_k_diff": d,
+            "same_layer_sets": same_sets,
+            "verdict": said,
+            "family": fam,
+        }
     return per, versus
 
 
@@ -462,7 +473,8 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     vs = s["alpha_vs"]
     if "random" in vs:  # the headline: α against what any ranking would keep
-        lines.append(vs["random"]["verdict"] + " (mean test accuracy over k < L)")
+        fam = family_text(vs["random"].get("family"))
+        lines.append(vs["random"]["verdict"] + f" (mean test accuracy over k < L; {fam})")
     note = (s.get("random_reference") or {}).get("note")
     if note:
         lines.append(note)

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..training.stats import family
+
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
     "alpha_entropy": "entropy of α(x)",
@@ -75,14 +77,23 @@ AUC_MAX_DRAWS = 100_000_000  # resampled rows at most when more resamples are dr
 
 
 def settled_aucs(
-    y: np.ndarray, scores: dict[str, np.ndarray], *, n_boot: int, seed: int, base: str = "msp", settle: bool = True
+    y: np.ndarray,
+    scores: dict[str, np.ndarray],
+    *,
+    n_boot: int,
+    seed: int,
+    base: str = "msp",
+    settle: bool = True,
+    confidence: float = 0.95,
 ) -> tuple[dict[str, dict[str, Any]], int]:
     """:func:`bootstrap_auc` of every score on the same resampled rows, and the resamples drawn: ten
     times ``n_boot`` (again, up to MAX_RESAMPLES and AUC_MAX_DRAWS resampled rows) while a bound that
     decides a verdict lies within resampling error of it (compare.paired.unsettled): a score's
     interval against chance (½), or its paired difference from ``base``'s against 0. Otherwise the
     verdict would follow the Monte-Carlo draw: one side of ½ at 1,000 resamples, the other at 2,000.
-    ``settle`` False: ``n_boot`` only (several heads, whose verdict is a t-interval over heads)."""
+    The bounds against ½ are the 95% ones; those of the differences are at ``confidence``, the level
+    :func:`diffs_vs` draws them at (a family's). ``settle`` False: ``n_boot`` only (several heads,
+    whose verdict is a t-interval over heads)."""
     from ..compare.paired import unsettled
     from ..options import MAX_RESAMPLES
 
@@ -97,8 +108,9 @@ def settled_aucs(
             near += [
                 np.asarray(a["values"]) - ref for k, a in aucs.items() if k != base and len(a["values"]) == len(ref)
             ]
+        tails = [2.5] * len(aucs) + [(1 - confidence) / 2 * 100] * (len(near) - len(aucs))
         more = drawn * 10
-        if more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS or not any(unsettled(v, 2.5) for v in near):
+        if more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS or not any(map(unsettled, near, tails)):
             return aucs, drawn
         drawn = more
 
@@ -163,35 +175,50 @@ def detection(
             f"too few (< {MIN_PER_CLASS}) to fit the combinations"
         )
     defined = 0 < int(test_y.sum()) < len(test_y)
-    aucs, drawn = settled_aucs(test_y, scores, n_boot=n_boot, seed=seed, settle=settle)
     return {
-        "n_boot": drawn,
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
         "combined_note": combined_note,
         "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
-        "auroc": {k: shown(a) for k, a in aucs.items()},
+        **versus_msp(test_y, scores, n_boot=n_boot, seed=seed, settle=settle, of="scores compared with msp"),
         "aupr": {k: {"mean": finite(aupr(test_y, v))} for k, v in scores.items()},
         "aupr_baseline": float(np.mean(test_y)),
-        "diff_vs_msp": diffs_vs(aucs, "msp"),
     }
 
 
-def diffs_vs(aucs: dict[str, dict[str, Any]], base: str) -> dict[str, dict[str, Any]]:
-    """Each score's AUROC minus ``base``'s, with the percentile interval of the paired bootstrap
-    differences (the same resampled rows for every score; none when resamples were skipped)."""
+def versus_msp(
+    y: np.ndarray, scores: dict[str, np.ndarray], *, n_boot: int, seed: int, settle: bool, of: str
+) -> dict[str, Any]:
+    """Every score's AUROC and its paired difference from msp's, the verdicts' family: every score read
+    against msp is one family (any "beats msp" among them is the same claim, that α adds to the
+    baseline), so each difference is drawn at 1 − 0.05/(scores compared), :func:`.stats.family`."""
+    fam = family(len(scores) - 1, of)
+    aucs, drawn = settled_aucs(y, scores, n_boot=n_boot, seed=seed, settle=settle, confidence=fam["confidence"])
+    return {
+        "n_boot": drawn,
+        "family": fam,
+        "auroc": {k: shown(a) for k, a in aucs.items()},
+        "diff_vs_msp": diffs_vs(aucs, "msp", fam["confidence"]),
+    }
+
+
+def diffs_vs(aucs: dict[str, dict[str, Any]], base: str, confidence: float = 0.95) -> dict[str, dict[str, Any]]:
+    """Each score's AUROC minus ``base``'s, with the percentile interval at ``confidence`` of the paired
+    bootstrap differences (the same resampled rows for every score; none when resamples were skipped)."""
     ref = np.asarray(aucs[base]["values"])
+    tail = (1 - confidence) / 2 * 100
     out = {}
     for k, a in aucs.items():
         if k == base:
             continue
         v = np.asarray(a["values"])
         ok = len(v) == len(ref) and len(v) > 0
-        lo, hi = np.percentile(v - ref, [2.5, 97.5]) if ok else (None, None)
+        lo, hi = np.percentile(v - ref, [tail, 100 - tail]) if ok else (None, None)
         point = a["auroc"] - aucs[base]["auroc"]
         out[f"{k} − {base}"] = {
             "mean": point if np.isfinite(point) else None,
             "ci_low": None if lo is None else float(lo),
             "ci_high": None if hi is None else float(hi),
+            "confidence": confidence,
         }
     return out
 

@@ -19,7 +19,7 @@ from ..files import write_text
 from .figures import Figure, png_figure
 from .folders import pngs, read_json
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, held_out_areas, num, outcome, pct, same
+from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, pct, same
 
 REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -223,7 +223,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         classes.append("ref")
     cols = ["ranking", "smallest k", "FLOPs saved", "test acc there", "mean test acc over k < L", "α − ranking", ""]
     caption = (
-        f"{s['mode']}, {len(s['seeds'])} seed(s), 95% t-intervals over seeds; all layers: test accuracy "
+        f"{s['mode']}, {len(s['seeds'])} seed(s), 95% t-intervals over seeds (α − ranking: "
+        f"{families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
         f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
         f"{s['config']['max_drop']:g} of all layers'"
     )
@@ -318,7 +319,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
                     "exit-comparisons",
                     ["comparison", "held-out area difference" if held else "area difference", ""],
                     comps,
-                    "paired over seeds",
+                    f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}",
                 ),
             ],
             notes=list(s.get("warnings") or []),
@@ -373,7 +374,10 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
         )
         classes.append("ref" if score == "msp" else "")
     base = ", ".join(num(h["aupr_baseline"], 3) for h in s["heads"])
-    caption = f"positive = misclassified test row; intervals: {e['interval']}; AUPR of a random score: {base}"
+    caption = (
+        f"positive = misclassified test row; intervals: {e['interval']}; AUROC − msp: {families_text(e)}, "
+        f"AUROC: 95% intervals; AUPR of a random score: {base}"
+    )
     cols = ["score", "AUROC", "AUPR", "AUROC − msp", "", "what"]
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]
     heads: list[list[Cell | str]] = [
@@ -397,7 +401,10 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
         shift_rows.append(
             [score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), _verdict_cell(d) if d else ""]
         )
-    caption = f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}"
+    caption = (
+        f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
+        f"{families_text(pooled)}, AUROC: 95% intervals"
+    )
     tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", ""], shift_rows, caption)]
     first = s["shift"]["heads"][0]
     perm = first["permutation"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..choices import MIN_ROWS
 from ..compare.records import compare_warnings
-from ..training.stats import TINY, chance_text, outcome, percent, same_on_every_seed, same_text
+from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text
 
 NAMES = {
     "alpha": "α",
@@ -244,6 +244,18 @@ def versus_level(groups: list[tuple[Any, dict[str, Any]]]) -> str:
     """:func:`level_text` of every method's vs_constant record in ``groups`` (:func:`versus_groups`):
     what the method − constant rule table's caption says of its intervals."""
     return level_text(*[s.get("vs_constant") for _, entry in groups for s in entry["methods"].values()])
+
+
+def families_text(*entries: dict[str, Any] | None, what: str = "intervals") -> str:
+    """The levels of the beyond commands' comparisons in ``entries`` (records with a ``family``: prune's
+    alpha_vs entries, early-exit's comparisons, diagnose's errors and shift), each family once, in
+    words (:func:`.training.stats.family_text`); "95% intervals" for a summary written before them."""
+    seen: list[dict[str, Any]] = []
+    for e in entries:
+        fam = (e or {}).get("family")
+        if isinstance(fam, dict) and fam not in seen:
+            seen.append(fam)
+    return "; ".join(family_text(f, what) for f in seen) if seen else family_text(None, what)
 
 
 def no_interval_reason(*entries: dict[str, Any] | None) -> str:
@@ -517,7 +529,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             "Ranking layers by α "
             + "; ".join(parts)
             + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired over "
-            + f"{len(s['seeds'])} seed(s), 95% t-interval."
+            + f"{len(s['seeds'])} seed(s), {families_text(*vs.values(), what='t-intervals')}."
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
@@ -561,10 +573,11 @@ def held_out_areas(s: dict[str, Any]) -> bool:
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
-    unit = (
-        f"{'held-out ' if held else ''}area under accuracy–compute, paired over {len(s['seeds'])} seed(s), "
-        "95% t-interval"
-    )
+    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired over {len(s['seeds'])} seed(s)"
+
+    def unit(*labels: str) -> str:
+        return f"{over}, {families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
+
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
@@ -576,7 +589,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         lead.append(
             "Against random exit (exit depths mixed with no information about the input, the same sweep): "
             + "; ".join(said)
-            + f" ({unit})."
+            + f" ({unit(*(k for k in comp if k.endswith(' vs random')))})."
         )
     entry = comp.get("confidence+alpha vs confidence") or {}
     d = entry.get("area_diff")
@@ -589,7 +602,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             helps += f" ({_no_spread(d)})"
         lead.append(
             f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule {helps}: "
-            f"{diff_text(d)} ({unit})."
+            f"{diff_text(d)} ({unit('confidence+alpha vs confidence')})."
         )
     details: list[str] = []
     d2 = (comp.get("alpha vs fixed") or {}).get("area_diff")
@@ -648,7 +661,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
         f"{interval(msp)}; "
         + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"])
-        + f" ({e['interval']})."
+        + f" ({e['interval']}; {families_text(e)})."
         + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
     if "shift" in s:
@@ -660,7 +673,8 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
             f"{num((auc.get('msp') or {}).get('mean'), 3)}; "
             + scores
-            + f" ({pooled['interval']}; 0.5 is chance); α profiles: {s['shift'].get('profiles', 'see the p-values')} "
+            + f" ({pooled['interval']}; {families_text(pooled)}; 0.5 is chance); "
+            f"α profiles: {s['shift'].get('profiles', 'see the p-values')} "
             f"(permutation p = {', '.join(f'{v:.3g}' for v in p)})."
         )
         if not shift_not_read(s["shift"]):

@@ -49,6 +49,31 @@ def same_text(d: dict[str, Any]) -> str:
     return f"the same on each of the {n} seeds: no spread to draw an interval from, so no verdict"
 
 
+def family(size: int, of: str) -> dict[str, Any]:
+    """The record of a family of ``size`` comparisons read together (``of``: which, in words): each
+    interval is drawn at 1 − 0.05/size (Bonferroni), so that the chance of any wrong "beats" or "worse"
+    among them, when none differs in truth, is at most 5%; one comparison alone stays at 95%."""
+    size = max(1, int(size))
+    return {"confidence": 1 - 0.05 / size, "size": size, "of": of}
+
+
+def level(d: dict[str, Any] | None) -> str:
+    """The confidence of an interval record (or a :func:`family` record) in words, "98.8%"; "95%" for a
+    record written before levels were recorded."""
+    c = (d or {}).get("confidence")
+    return f"{float(c if isinstance(c, (int, float)) else 0.95) * 100:.3g}%"
+
+
+def family_text(fam: dict[str, Any] | None, what: str = "intervals") -> str:
+    """A :func:`family` record in words, for captions and readings: "98.8% intervals (Bonferroni over
+    the 4 scores compared with msp: 95% for them together)"; "95% intervals" for one comparison or a
+    summary written before families were recorded."""
+    if not fam or int(fam.get("size") or 1) <= 1:
+        return f"{level(fam)} {what}"
+    of = fam.get("of", "comparisons")
+    return f"{level(fam)} {what} (Bonferroni over the {fam['size']} {of}: 95% for them together)"
+
+
 def _array(values: Iterable[float]) -> np.ndarray:
     x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
     if x.size == 0:

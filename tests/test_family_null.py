@@ -1,0 +1,187 @@
+"""The beyond commands' verdicts read against the null (docs/METHOD.md, "Families of comparisons"):
+each command reads several comparisons at once (diagnose: every score against msp; prune: α against
+every other ranking; early-exit: every rule against random exit, and the other questions), and at 95%
+each, where nothing differs in truth, one of them came out "beats" or "worse" in 10–25% of runs. Each
+family's intervals are drawn at 1 − 0.05/m (Bonferroni), which holds that to 5%. The simulations run
+the commands' own verdict functions on scores that are equal in truth; the same runs at 95% (the
+family's level patched back to it) show the test can fail."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from laya_inspect.training.stats import family, family_text, level, outcome
+
+RUNS = 300
+
+
+def said(diffs) -> bool:
+    """A "beats" or "worse" among the differences: what a verdict line reads as a finding."""
+    return any(outcome(d) in ("better", "worse") for d in diffs)
+
+
+def at_95(size: int, of: str) -> dict:
+    """The family record as it was before: every comparison at 95%."""
+    return {**family(1, of), "size": size}
+
+
+def rates(run, monkeypatch, module) -> tuple[float, float]:
+    """(wrong-verdict rate at the family's level, the same runs with every interval at 95%)."""
+    new = sum(run(t) for t in range(RUNS)) / RUNS
+    with monkeypatch.context() as m:
+        m.setattr(module, "family", at_95)
+        old = sum(run(t) for t in range(RUNS)) / RUNS
+    return new, old
+
+
+def test_the_family_level_and_its_words() -> None:
+    assert family(4, "x")["confidence"] == pytest.approx(1 - 0.05 / 4) and family(0, "x")["confidence"] == 0.95
+    assert level(family(3, "x")) == "98.3%" and level(family(4, "x")) == "98.8%" and level(None) == "95%"
+    assert level({"mean": 0.1}) == "95%"  # a record written before levels were recorded
+    assert family_text(family(6, "rankings compared with α"), "t-intervals") == (
+        "99.2% t-intervals (Bonferroni over the 6 rankings compared with α: 95% for them together)"
+    )
+    assert family_text(family(1, "x")) == "95% intervals" and family_text(None) == "95% intervals"
+
+
+def test_diagnose_scores_equal_to_msp_rarely_get_a_verdict(monkeypatch) -> None:
+    """Four scores (α entropy, α divergence and the two combinations) against msp, every one noise:
+    at 95% each, one read "beats msp" or "worse" in about a sixth of the runs (bootstrap over rows,
+    one head). The scores go through what detection reads them with (:func:`.scoring.versus_msp`)."""
+    from laya_inspect.beyond import scoring
+
+    names = ("msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha")
+
+    def run(t: int) -> bool:
+        rng = np.random.default_rng(t)
+        y = rng.random(150) < 0.3
+        read = scoring.versus_msp(
+            y, {k: rng.normal(size=150) for k in names}, n_boot=300, seed=t, settle=False, of="scores"
+        )
+        assert read["family"]["size"] == len(read["diff_vs_msp"]) == 4
+        assert all(d["confidence"] == read["family"]["confidence"] for d in read["diff_vs_msp"].values())
+        return said(read["diff_vs_msp"].values())
+
+    new, old = rates(run, monkeypatch, scoring)
+    assert new <= 0.06 < 0.10 <= old, (new, old)
+
+
+def test_diagnose_over_heads_reads_the_family_level(monkeypatch) -> None:
+    """Several heads: each score − msp is a paired t-interval over the heads' AUROCs, at the family's level."""
+    from laya_inspect.beyond import diagnose
+
+    names = ["msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"]
+
+    def run(t: int) -> bool:
+        rng = np.random.default_rng(t)
+        per = []
+        for _ in range(3):
+            auc = {k: {"mean": 0.7 + 0.02 * rng.normal()} for k in names}
+            per.append({"auroc": auc, "aupr": auc, "diff_vs_msp": {f"{k} − msp": {"mean": 0.0} for k in names[1:]}})
+        pooled = diagnose._pool_errors(per, 1000)
+        assert pooled["family"]["size"] == 4
+        return said(pooled["diff_vs_msp"].values())
+
+    new, old = rates(run, monkeypatch, diagnose)
+    assert new <= 0.06 < 0.10 <= old, (new, old)
+
+
+def test_prune_rankings_equal_to_alpha_rarely_get_a_verdict(monkeypatch) -> None:
+    """α against random and the five other rankings over 3 seeds, every layer set's accuracy noise: at
+    95% each, α read "beats" or "worse" against one of them in about a fifth of the runs."""
+    from laya_inspect.beyond import prune
+    from laya_inspect.beyond.rankings import NON_ALPHA, Ranking
+
+    n_layers, seeds, ks = 5, 3, [4, 3, 2, 1]
+
+    def run(t: int) -> bool:
+        rng = np.random.default_rng(t)
+        sets = [s for k in ks for s in itertools.combinations(range(n_layers), k)]
+        results = {s: [(0.9, 0.9 + 0.01 * rng.normal()) for _ in range(seeds)] for s in sets}
+        rankings = [Ranking(n, None, [int(i) for i in rng.permutation(n_layers)], "") for n in ("alpha", *NON_ALPHA)]
+        randoms = {k: ([s for s in sets if len(s) == k][:4], False) for k in ks}
+        _, versus = prune._compare_rankings(rankings, results, ks, randoms)
+        compared = [v for v in versus.values() if not v["same_layer_sets"]]
+        assert {v["family"]["size"] for v in versus.values()} == {len(compared)}
+        return said(v["mean_test_acc_over_k_diff"] for v in compared)
+
+    new, old = rates(run, monkeypatch, prune)
+    assert new <= 0.06 < 0.10 <= old, (new, old)
+
+
+def test_early_exit_rules_equal_to_random_rarely_get_a_verdict(monkeypatch) -> None:
+    """Each question's comparisons (rules against random exit, α added to confidence, against fixed
+    depth) are a family; every rule's held-out area noise over 3 seeds."""
+    from laya_inspect.beyond import exit_verdicts
+
+    rules = ("random", "fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+    fired = {"epsilon": 0.05, "rows": 10, "oracle_rows": 10, "of": 100}
+
+    def run(t: int) -> bool:
+        rng = np.random.default_rng(t)
+        areas = {r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}
+        points = [
+            {"rule": r, "seed": 0, "step": 0, "accuracy": i, "compute_used": 0.5, "mean_depth": 1}
+            for i, r in enumerate(rules)
+        ]
+        comp = exit_verdicts._comparisons(areas, points, fired)
+        assert all(e["area_diff"]["confidence"] == e["family"]["confidence"] for e in comp.values())
+        return said(e["area_diff"] for e in comp.values() if e["family"]["of"] == exit_verdicts.QUESTIONS["random"])
+
+    new, old = rates(run, monkeypatch, exit_verdicts)
+    assert new <= 0.06 < 0.10 <= old, (new, old)
+
+
+def test_early_exit_every_family_holds_its_rate() -> None:
+    """The two smaller families (α added to confidence; against fixed depth), two comparisons each, and
+    the headline's, over more runs (each family at about 5%: its pair shares a side, so Bonferroni is
+    near exact)."""
+    from laya_inspect.beyond import exit_verdicts
+
+    rules = ("random", "fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+    fired = {"epsilon": 0.05, "rows": 10, "oracle_rows": 10, "of": 100}
+    counts: dict[str, int] = dict.fromkeys(exit_verdicts.QUESTIONS.values(), 0)
+    sizes, runs = {}, 1000
+    for t in range(runs):
+        rng = np.random.default_rng(t)
+        areas = {r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}
+        points = [
+            {"rule": r, "seed": 0, "step": 0, "accuracy": i, "compute_used": 0.5, "mean_depth": 1}
+            for i, r in enumerate(rules)
+        ]
+        by: dict[str, list] = {}
+        for e in exit_verdicts._comparisons(areas, points, fired).values():
+            by.setdefault(e["family"]["of"], []).append(e["area_diff"])
+            sizes[e["family"]["of"]] = e["family"]["size"]
+        for of, diffs in by.items():
+            counts[of] += said(diffs)
+    assert sizes == dict(zip(exit_verdicts.QUESTIONS.values(), (4, 2, 2)))
+    assert all(c / runs <= 0.065 for c in counts.values()), counts
+
+
+def test_the_settle_draws_follow_the_family_level() -> None:
+    """A difference from msp whose 98.8% bound lies within resampling error of 0 (and its 95% bound
+    clear of it) draws more resamples; at 95% it would not have."""
+    from laya_inspect.beyond.scoring import bootstrap_auc, settled_aucs
+    from laya_inspect.compare.paired import unsettled
+
+    rng = np.random.default_rng(1)
+    y = rng.random(200) < 0.5
+    msp = rng.normal(size=200) + 0.5 * y
+    noise = rng.normal(size=200)
+    ref = np.asarray(bootstrap_auc(y, msp, n_boot=2000, seed=0)["values"])
+    tail = (1 - family(4, "x")["confidence"]) / 2 * 100
+    near = None
+    for lift in np.linspace(0.0, 1.5, 151):  # a signal added to msp whose 98.8% lower bound sits on 0
+        s = msp + lift * y + 0.3 * noise
+        v = np.asarray(bootstrap_auc(y, s, n_boot=2000, seed=0)["values"])
+        if unsettled(v - ref, tail) and not unsettled(v - ref, 2.5) and not unsettled(v - 0.5, 2.5):
+            near = s
+            break
+    assert near is not None
+    scores = {"msp": msp, "a": near}
+    assert settled_aucs(y, scores, n_boot=2000, seed=0, confidence=1 - 0.05 / 4)[1] > 2000
+    assert settled_aucs(y, scores, n_boot=2000, seed=0)[1] == 2000  # at 95% that bound was clear of 0
