@@ -1,6 +1,7 @@
 """report.html of a prune, early-exit or diagnose folder: one self-contained page (html.py's) that
 leads with the plain reading (reading.py: α against its baseline without α, in numbers),
-then the tables (each estimate with its 95% interval, the baseline rows without α beside α's), the
+then the tables (each estimate with its 95% interval, each difference α is read by at its family's
+level, reading.families_text; the baseline rows without α beside α's), the
 folder's PNG plots inlined, the command that rebuilds the folder and the provenance. Built from
 summary.json alone (and the cache's attributes when the cache is still there), so
 :func:`write_beyond_report` can rebuild a page from a finished folder."""
