@@ -1,6 +1,7 @@
 """The beyond block of docs/RESULTS.md that bench/beyond.py writes: per backbone, whether α beats its
 baseline without α in prune, early-exit and diagnose (misclassification and shift), with the paired
-difference and its 95% interval over seeds, the plain reading the command's report.html leads with,
+difference and its interval over seeds (at its family's level: docs/METHOD.md, "Families of
+comparisons"), the plain reading the command's report.html leads with,
 and the exact commands with their wall times. Every number is read from the folders the CLI wrote."""
 
 from __future__ import annotations
@@ -249,14 +250,16 @@ def block(bbs: list[Any], runner: Any, work: Path, *, smoke: bool, load: Callabl
         f"Written by `bench/beyond.py{' --smoke' if smoke else ''}` on {now} from the files the CLI wrote under "
         f"`{work}` ({total / 60:.1f} min of steps, OMP_NUM_THREADS=1, on the machine named at the end of this page), "
         "on the caches and LAYA heads of `bench/trust.py`. Each use of α is measured against a baseline that does "
-        "not use α; **α better** / **α worse** only when the 95% t-interval over seeds of the paired difference "
-        'excludes 0. Definitions: docs/METHOD.md, "Beyond attribution". Plots are not committed: each command\'s '
+        "not use α; **α better** / **α worse** only when the t-interval over seeds of the paired difference "
+        'excludes 0, drawn at 1 − 0.05/m over the m comparisons of its family (docs/METHOD.md, "Families of '
+        'comparisons"). Definitions: docs/METHOD.md, "Beyond attribution". Plots are not committed: each command\'s '
         "folder holds them, inlined in its report.html.",
         "",
     ]
     if smoke:
         head += ["> **SMOKE RUN**: a tiny digits model, 2 seeds, a few epochs. None of its numbers means anything.", ""]
-    head += ["### At a glance", "", *table(["backbone", "command", "α against", "α − baseline [95% CI]", ""], glance)]
+    columns = ["backbone", "command", "α against", "α − baseline [CI at its family's level]", ""]
+    head += ["### At a glance", "", *table(columns, glance)]
     tail = ["### Commands and wall times", "", WEIGHTS_NOTE, "", "<details><summary>every step, in order</summary>",
             "", "```bash", *cmds, "```", "", "</details>"]  # fmt: skip
     return portable("\n".join([BEGIN, *head, *body, *tail, END]))
