@@ -661,7 +661,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
         f"{interval(msp)}; "
         + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"])
-        + f" ({e['interval']}; {families_text(e)})."
+        + f" ({e['interval']}; AUROCs at 95%, differences from msp at {families_text(e)})."
         + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
     if "shift" in s:
@@ -673,7 +673,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
             f"{num((auc.get('msp') or {}).get('mean'), 3)}; "
             + scores
-            + f" ({pooled['interval']}; {families_text(pooled)}; 0.5 is chance); "
+            + f" ({pooled['interval']}; differences from msp at {families_text(pooled)}; 0.5 is chance); "
             f"α profiles: {s['shift'].get('profiles', 'see the p-values')} "
             f"(permutation p = {', '.join(f'{v:.3g}' for v in p)})."
         )
