@@ -651,3 +651,15 @@ def test_finishes_in_kills_work_that_does_not_end(tmp_path):
 
 def test_write_error_is_a_laya_error():
     assert issubclass(WriteError, LayaError) and issubclass(LockedError, LayaError)
+
+
+def test_a_layer_dataset_name_edited_into_a_list_is_refused_as_damage(tmp_path):
+    """QA: a ``name`` attribute edited into a list of names (h5py reads an array) was refused as
+    "not a valid feature cache (ValueError: The truth value of an array … is ambiguous)", numpy's
+    words, instead of naming the dataset and the layer its layer_names give it."""
+    import numpy as np
+
+    path = _named(tmp_path / "c.h5")
+    _mutate(path, lambda f: f["train/layer_000"].attrs.__setitem__("name", np.array(["blocks.0", "blocks.1"], "O")))
+    with pytest.raises(CacheError, match=r"c\.h5 is damaged: /train/layer_000 says it holds layer .*blocks\.1"):
+        FeatureStore(path)

@@ -149,7 +149,9 @@ class FeatureStore:
         for split, i in ((split, i) for split in self.file for i in range(len(names))):
             said = self.file[split][layer_key(i)].attrs.get("name")
             said = said.decode("utf-8", "replace") if isinstance(said, bytes) else said
-            if said is not None and said != names[i]:
+            # an edit may leave a list or a number there: compared as text, so it is refused as damage
+            # too, not as numpy's "truth value of an array is ambiguous"
+            if said is not None and not (isinstance(said, str) and said == names[i]):
                 raise CacheError(
                     f"{self.path} is damaged: /{split}/{layer_key(i)} says it holds layer {str(said)!r}, and "
                     f"its layer_names say {names[i]!r}; extract the cache again"
