@@ -55,3 +55,20 @@ def test_compare_and_diagnose_print_what_fit_head_said_of_several_heads_once(tmp
         f"warning: fit-head said of laya, scalarmix ({where}): {FEW}",
         "warning: the test split has 15 rows",
     ]
+
+
+def test_a_caveat_merged_over_seeds_names_each_seed_s_own_ablations() -> None:
+    """QA: with several ablations, a caveat two seeds share under different ablations was printed
+    once as "caveat (laya-seed_0, seed_1; zero)", the first seed's ablations given for both; only
+    a caveat said under the same ablations is merged, and each line names its own ablations."""
+    from laya_inspect.report.terminal import caveat_lines, shared_caveats
+
+    few = "only 12 rows scored (fewer than 20): a bootstrap interval over so few rows is not drawn"
+    heads = [
+        {"name": "laya-seed_0", "ablations": {"zero": {"caveats": [few]}, "mean": {}}},
+        {"name": "laya-seed_1", "ablations": {"zero": {}, "mean": {"caveats": [few]}}},
+        {"name": "laya-seed_2", "ablations": {"zero": {"caveats": [few]}, "mean": {}}},
+    ]
+    shared = shared_caveats(heads)
+    said = [_text(caveat_lines(h, shared)).strip() for h in heads]
+    assert said == [f"caveat (laya-seed_0, seed_2; zero): {few}", f"caveat (mean): {few}", ""], said

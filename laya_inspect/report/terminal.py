@@ -180,16 +180,29 @@ def ablation_matrix(head: dict[str, Any]) -> Table:
     return table
 
 
-def shared_caveats(heads: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Each caveat or note said of several heads (the seeds of one head on too few rows) → the heads,
-    in order: :func:`caveat_lines` prints it once, under the first of them, naming them all."""
-    said: dict[str, list[str]] = {}
+def _said_where(head: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """(kind, text) → the ablations of ``head`` it is said under, each caveat or note once."""
+    where: dict[tuple[str, str], list[str]] = {}  # the same text under several ablations is printed once
+    for kind in ("caveats", "notes"):
+        for a, s in (head.get("ablations") or {}).items():
+            for text in s.get(kind) or []:
+                where.setdefault((kind, text), []).append(a)
+    return where
+
+
+Shared = dict[tuple[str, str, tuple[str, ...]], list[str]]
+
+
+def shared_caveats(heads: list[dict[str, Any]]) -> Shared:
+    """Each caveat or note said of several heads under the same ablations (the seeds of one head on
+    too few rows) → the heads, in order: :func:`caveat_lines` prints it once, under the first of them,
+    naming them all. Said under other ablations of another head, it is that head's own line: the
+    ablations named beside it are each head's."""
+    said: Shared = {}
     for head in heads:
-        for s in (head.get("ablations") or {}).values():
-            for text in [*(s.get("caveats") or []), *(s.get("notes") or [])]:
-                if head["name"] not in said.setdefault(text, []):
-                    said[text].append(head["name"])
-    return {text: names for text, names in said.items() if len(names) > 1}
+        for (kind, text), names in _said_where(head).items():
+            said.setdefault((kind, text, tuple(names)), []).append(head["name"])
+    return {key: names for key, names in said.items() if len(names) > 1}
 
 
 def head_names(names: list[str]) -> str:
@@ -200,23 +213,18 @@ def head_names(names: list[str]) -> str:
     return ", ".join(names)
 
 
-def caveat_lines(head: dict[str, Any], shared: dict[str, list[str]] | None = None) -> list[Text]:
+def caveat_lines(head: dict[str, Any], shared: Shared | None = None) -> list[Text]:
     """Why no method is marked best (caveats), circular pairs, and notes, per ablation; one said of
     several heads (``shared``, :func:`shared_caveats`) only under the first of them, naming them all."""
     out: list[Text] = []
     abls = head.get("ablations") or {}
     many, shared = len(abls) > 1, shared or {}
-    for kind in ("caveats", "notes"):
-        where: dict[str, list[str]] = {}  # the same text under several ablations is printed once
-        for a, s in abls.items():
-            for text in s.get(kind) or []:
-                where.setdefault(text, []).append(a)
-        for text, names in where.items():
-            heads = shared.get(text, [head["name"]])
-            if heads[0] != head["name"]:
-                continue  # said above, under the first head it applies to
-            label = "; ".join([*([head_names(heads)] if len(heads) > 1 else []), *([", ".join(names)] if many else [])])
-            out.append(Text(f"  {kind[:-1]}{f' ({label})' if label else ''}: {text}", style="yellow"))
+    for (kind, text), names in _said_where(head).items():
+        heads = shared.get((kind, text, tuple(names)), [head["name"]])
+        if heads[0] != head["name"]:
+            continue  # said above, under the first head it applies to
+        label = "; ".join([*([head_names(heads)] if len(heads) > 1 else []), *([", ".join(names)] if many else [])])
+        out.append(Text(f"  {kind[:-1]}{f' ({label})' if label else ''}: {text}", style="yellow"))
     pairs = sorted({(m, a) for a, s in abls.items() for m in (s.get("circular") or {})})
     if pairs:
         shown = ", ".join(f"{m} × {a}" for m, a in pairs)
