@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import DatasetMissingError, InputError
-from .files import check_out, write_json, write_marker
+from .files import write_json
 from .options import command_line
+from .out_dir import check_out, write_marker
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
 
@@ -314,7 +315,7 @@ def _clear_previous(out: Path, p: dict[str, Path]) -> None:
     import shutil
 
     from .cache.schema import not_a_cache
-    from .files import foreign_files
+    from .out_dir import foreign_files
 
     for folder in (p["heads"], p["compare"]):
         if folder.is_dir() and not folder.is_symlink() and not foreign_files(folder):
@@ -336,7 +337,8 @@ def run_demo(
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events. ``plan``: the one
     :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice)."""
-    from .files import check_out, output_lock
+    from .files import output_lock
+    from .out_dir import check_out
 
     if plan is None or plan.config != config:
         plan = plan_demo(config)

@@ -17,7 +17,8 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError
-from .files import check_out, claimed_by, plain, write_with
+from .files import plain, write_with
+from .out_dir import check_out, claimed_by
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")

@@ -35,7 +35,7 @@ from laya_inspect.check.planted import (
     wilson,
 )
 from laya_inspect.cli import app
-from laya_inspect.files import read_marker
+from laya_inspect.out_dir import read_marker
 
 runner = CliRunner()
 ROWS = "200"  # seconds on two cores; IG still ranks the signal layer first on every row at this size
@@ -376,7 +376,7 @@ def test_force_can_replace_the_check_it_wrote(default_run, two_seeds) -> None:
     """Pointing the recorded paths at the renamed folder rewrites files of heads/ and compare/ after
     their markers took their digests: the markers are taken again, so `--force` does not see the
     check's own files as changed since they were written."""
-    from laya_inspect.files import foreign_files
+    from laya_inspect.out_dir import foreign_files
 
     for _, _, out in (default_run, two_seeds):
         assert foreign_files(out) == []

@@ -389,7 +389,8 @@ def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: 
     """Audit: the demo took no lock on its --out, so a second `demo --force` started while the first
     ran cleared the first's heads, comparison and page and replaced its backbone and cache under it
     (each step's own lock only refused it later, at fit-head)."""
-    from laya_inspect.files import MARKER, output_lock, write_marker
+    from laya_inspect.files import output_lock
+    from laya_inspect.out_dir import MARKER, write_marker
 
     out = tmp_path / "d"
     out.mkdir()

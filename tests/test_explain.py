@@ -239,7 +239,7 @@ def test_a_row_whose_finite_features_overflow_the_head_gets_compares_error(digit
 
 
 def test_explain_out_replaces_only_a_figure_explain_wrote_and_only_with_force(digits: dict[str, Path], tmp_path):
-    from laya_inspect.files import atomic_dir
+    from laya_inspect.out_dir import atomic_dir
 
     args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
 

@@ -429,7 +429,7 @@ def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, ob
     """Audit: `report DIR --html` wrote over any DIR/report.html: a user's own page beside a copied
     summary.json was lost. It replaces only a page its folder's marker lists or that carries the
     page's own mark, never a symlink."""
-    from laya_inspect.files import MARKER
+    from laya_inspect.out_dir import MARKER
 
     out, _ = fitted
     mine = tmp_path / "mine"

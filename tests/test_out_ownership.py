@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from laya_inspect import __version__
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
-from laya_inspect.files import MARKER, atomic_dir, check_out, foreign_files, read_marker, write_marker
+from laya_inspect.out_dir import MARKER, atomic_dir, check_out, foreign_files, read_marker, write_marker
 
 runner = CliRunner()
 ENV = {"COLUMNS": "300", "NO_COLOR": "1"}

@@ -248,7 +248,7 @@ def test_a_temporary_folder_left_under_this_process_s_own_pid_is_cleared(tmp_pat
     next run under the same PID took for its own live temporary and then failed on: 'File exists'."""
     import os
 
-    from laya_inspect.files import atomic_dir
+    from laya_inspect.out_dir import atomic_dir
 
     out = tmp_path / "out"
     left = tmp_path / f".out.tmp-{os.getpid()}"

@@ -15,7 +15,6 @@ from torch import Tensor
 
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError
-from ..files import atomic_dir
 from ..head_dir import (
     cache_warnings,
     fit_warnings,
@@ -26,6 +25,7 @@ from ..head_dir import (
     unchecked_rows,
 )
 from ..heads import Head
+from ..out_dir import atomic_dir
 from ..training.quality import few_rows
 from ..training.stats import family, level, outcome, same_on_every_seed, same_text  # noqa: F401  (re-exported)
 from .config import Budget
@@ -68,7 +68,7 @@ def write_whole(
     overwrite: bool,
 ) -> Result:
     """``run(tmp)`` computes the summary and writes the folder under a temporary name
-    (:func:`~laya_inspect.files.atomic_dir`: it appears whole or not at all); then report.html, last
+    (:func:`~laya_inspect.out_dir.atomic_dir`: it appears whole or not at all); then report.html, last
     because it inlines the plots, names the final folder in its commands. The files at their final paths."""
     from ..report.beyond import write_beyond_report
 

@@ -11,9 +11,10 @@ import torch
 from ..data import load_data
 from ..distributed import session
 from ..errors import InputError
-from ..files import check_out, output_lock, spec_paths
+from ..files import output_lock
 from ..layers import list_layers
 from ..models import load_model
+from ..out_dir import check_out, spec_paths
 from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache

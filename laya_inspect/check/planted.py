@@ -13,7 +13,7 @@ apart, ``tied``), with a 95% Wilson interval, beside the random floor
 1/L, the same share for the LOLO effects (the ground truth as ablation sees it) and for compare's
 constant rule (one cross-fitted profile for every row), read from compare's summary. Nothing is
 printed: :func:`run_planted` returns a :class:`PlantedResult` and writes ``out_dir`` whole
-(``features.h5``, ``heads/``, ``compare/``, ``summary.json``) through :func:`~laya_inspect.files.atomic_dir`.
+(``features.h5``, ``heads/``, ``compare/``, ``summary.json``) through :func:`~laya_inspect.out_dir.atomic_dir`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..files import atomic_dir, plain, refresh_digests, write_json, write_text, write_with
+from ..files import plain, write_json, write_text, write_with
+from ..out_dir import atomic_dir, refresh_digests
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
 

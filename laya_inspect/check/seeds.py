@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..files import atomic_dir, plain, write_json
+from ..files import plain, write_json
+from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
 from .config import PlantedConfig
 from .planted import INTRINSIC, PASS_SHARE, SCHEMA_VERSION, PlantedResult, build_and_read

@@ -264,10 +264,10 @@ def opt(
 def out_file(example: str) -> Callable[[str], Path]:
     """The parser of every ``--out`` that names one file (train's checkpoint, extract's cache, explain's
     figure): it sees the text as typed, before typer's Path would drop a trailing slash, and refuses
-    one (``files.file_out``): "--out newdir/ names a folder; give a file path such as newdir/``example``"."""
+    one (``out_dir.file_out``): "--out newdir/ names a folder; give a file path such as newdir/``example``"."""
 
     def parse(text: str) -> Path:
-        from ..files import file_out
+        from ..out_dir import file_out
 
         return file_out(text, example)
 

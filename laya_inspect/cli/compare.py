@@ -121,7 +121,7 @@ def report_command(
     Example:
       laya-inspect report runs/compare --html
     """
-    from ..files import refuse_symlink
+    from ..out_dir import refuse_symlink
     from ..report.beyond import beyond_kind
     from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
     from ..report.html import readable

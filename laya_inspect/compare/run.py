@@ -5,7 +5,7 @@ ablation (one, a list, or every one that applies): the LOLO effects, the effects
 subsets removed together, the oracle / random / top-1-only references, and per method its
 faithfulness ρ, subset faithfulness, Deletion@1 (and ÷ oracle), top-layer agreement, deletion and
 insertion curves with their areas (:mod:`.scores`); per target class for the first ablation.
-Writes ``out_dir`` whole, under a temporary name renamed at the end (:func:`~laya_inspect.files.atomic_dir`):
+Writes ``out_dir`` whole, under a temporary name renamed at the end (:func:`~laya_inspect.out_dir.atomic_dir`):
 
 * ``attributions.h5`` — every array needed to recompute every number (:func:`.outputs.write_h5`),
 * ``summary.json`` / ``summary.csv`` — every number of the tables, the direction of each metric,
@@ -37,9 +37,10 @@ from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import InputError
-from ..files import atomic_dir, check_out, plain, write_csv, write_json
+from ..files import plain, write_csv, write_json
 from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
+from ..out_dir import atomic_dir, check_out
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from . import metrics as M

@@ -15,8 +15,9 @@ from ..errors import (
     UnsafeCheckpointError,
     suggest,
 )
-from ..files import atomic_dir, check_out, write_json
+from ..files import write_json
 from ..heads import HEADS, Head
+from ..out_dir import atomic_dir, check_out
 from .checks import build
 from .folder import target_dir, write_head_files
 from .match import cache_identity

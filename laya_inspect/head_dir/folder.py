@@ -28,8 +28,9 @@ from ..errors import (
     few,
     suggest,
 )
-from ..files import atomic_dir, plain, write_bytes, write_text
+from ..files import plain, write_bytes, write_text
 from ..heads import HEADS, Head
+from ..out_dir import atomic_dir
 from .checks import DIGESTED, build, check_digests, check_fields, names_digest
 from .common import CONFIG, HEAD_SCHEMA_VERSION, REWRITE, WEIGHTS, FileWriter, bad, one_line
 from .match import check_against_cache, other_cache, refuse_a_layer_subset, some_layers

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
-from ..files import own_temp
+from ..out_dir import own_temp
 
 # where checkpoints keep the weights, in the order looked for (the plain weights before an EMA copy)
 WRAPPER_KEYS = ("state_dict", "model_state_dict", "model", "net", "model_ema", "state_dict_ema", "ema")

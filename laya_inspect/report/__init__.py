@@ -50,7 +50,7 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     write: one the folder's marker does not list and that does not carry the page's own mark (a
     user's page beside a copied summary.json), or a symlink."""
     from ..errors import InputError
-    from ..files import read_marker
+    from ..out_dir import read_marker
 
     page = Path(folder) / REPORT_NAME
     if not page.exists() and not page.is_symlink():

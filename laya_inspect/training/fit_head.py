@@ -10,7 +10,7 @@ shuffled by a generator seeded with the same seed. ``--grid`` first searches LAY
 After the runs, the quality gate (quality.py) adds its warnings to the summary.
 
 Output layout under ``out_dir``, built under a temporary name and renamed into place at the end
-(``files.atomic_dir``: a killed run leaves the previous folder as it was)::
+(``out_dir.atomic_dir``: a killed run leaves the previous folder as it was)::
 
     <head>/seed_<S>/   config.json, weights.pt (head_dir.save_head), metrics.json, train_log.csv
     runs.csv|json      one row per (head, seed)
@@ -36,9 +36,10 @@ from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
 from ..errors import InputError, WriteError
-from ..files import atomic_dir, write_csv, write_json
+from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
+from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from ..workers import cpu_workers, run_forked
 from .fit_config import FitConfig, resolve_heads

@@ -1,0 +1,400 @@
+"""An output folder and whose it is: the marker a command writes into what it made, the --out
+checks every command runs before any work (never a user's folder, never an input, never under a
+file), :func:`atomic_dir` that builds a folder beside its target and swaps it in, and the stale
+temporary names a killed run leaves. ``--force`` replaces only what the marker lists and what is
+unchanged since it was written (docs/RELIABILITY.md).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, WriteError, os_message
+from .files import output_lock, pid_of, remove_stale_temps, write_json
+
+MARKER = ".laya-inspect.json"
+# Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
+# files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
+# is its own only as FILE.partial of a FILE the marker lists (_foreign).
+_OWN_TEMP = re.compile(r"^\..+\.lock$|^\..+\.(?:tmp|old)-([0-9]+)$|^.+\.tmp-([0-9]+)$")
+
+
+def own_temp(name: str) -> bool:
+    """A name laya-inspect gives its lock files and temporary files and folders (``.OUT.lock``,
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``, PID a number a process can have)."""
+    m = _OWN_TEMP.match(name)
+    if m is None:
+        return False
+    pid = m.group(1) or m.group(2)
+    return pid is None or pid_of(pid) is not None
+
+
+_SHOWN = 3  # foreign entries named in a refusal
+
+
+def read_marker(folder: str | Path) -> dict[str, Any] | None:
+    """The marker a laya-inspect command wrote into ``folder`` (docs/FORMATS.md), or None."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("written_by") != "laya-inspect"
+        or not isinstance(data.get("files"), list)
+    ):
+        return None
+    return data
+
+
+# Files up to this size get their SHA-256 in the marker, so that --force sees a summary edited by
+# hand; larger ones (caches, attributions) are not read again to be hashed. report.html is left out:
+# `report --html` rebuilds it in place from the other files.
+DIGEST_MAX_BYTES = 4 << 20
+_EDITED = " (changed since it was written)"
+_EDITED_NOTE = " or that changed since it wrote them"
+_UNDIGESTED = ("report.html",)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_marker(folder: str | Path, command: str, files: Sequence[str] | None = None) -> Path:
+    """Mark ``folder`` as written by ``command``: the marker names the command, the version, the time
+    and the files the command wrote there (every path under ``folder`` now, with the SHA-256 of each
+    file of at most DIGEST_MAX_BYTES: :func:`foreign_files` says a file whose content changed since;
+    or ``files``, named ahead of writing them, without digests)."""
+    from datetime import datetime, timezone
+
+    from . import __version__
+
+    root = Path(folder)
+    digests = {}
+    if files is None:  # the folder is complete (a list given ahead names files still to be written: demo)
+        files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
+        digests = _digests(root, files)
+    record = {
+        "written_by": "laya-inspect",
+        "command": command,
+        "version": __version__,
+        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "files": sorted(files),
+        "sha256": digests,
+    }
+    return write_json(root / MARKER, record)
+
+
+def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
+    found = {}
+    for rel in files:
+        p = root / rel
+        if p.name not in _UNDIGESTED and p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
+            found[rel] = _sha256(p)
+    return found
+
+
+def refresh_digests(folder: str | Path) -> None:
+    """Record again the digests of every marked folder under ``folder`` (itself included), for a
+    command that rewrote files of outputs it wrote (check planted points their recorded paths at
+    the folder they are renamed to); the rest of each marker is kept."""
+    for path in sorted(Path(folder).rglob(MARKER)):
+        marker = read_marker(path.parent)
+        if marker is not None and isinstance(marker.get("sha256"), dict):
+            write_json(path, marker | {"sha256": _digests(path.parent, marker["files"])})
+
+
+def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> bool:
+    """Whether ``entry``, a file ``marker`` lists, no longer holds what the command wrote (a summary
+    edited by hand, another file saved under its name). A marker without digests says nothing."""
+    digests = (marker or {}).get("sha256")
+    want = digests.get(rel) if isinstance(digests, dict) else None
+    if not isinstance(want, str) or entry.is_symlink() or not entry.is_file():
+        return False
+    try:
+        return entry.stat().st_size > DIGEST_MAX_BYTES or _sha256(entry) != want
+    except OSError:
+        return True
+
+
+def foreign_files(folder: str | Path) -> list[str]:
+    """Paths under ``folder`` (relative, sorted) that no laya-inspect marker claims: everything in an
+    unmarked folder; in a marked one, what was added after the command wrote it. A marked sub-folder
+    (a head directory, a demo's heads/) answers for its own content."""
+    root = Path(folder)
+    return sorted(_foreign(root, root, read_marker(root)))
+
+
+def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]:
+    owned = set(marker["files"]) if marker else set()
+    found: list[str] = []
+    for entry in sorted(here.iterdir()):
+        if entry.name == MARKER and marker is not None and here == root:
+            continue
+        rel = entry.relative_to(root).as_posix()
+        if own_temp(entry.name) or (rel.endswith(".partial") and rel.removesuffix(".partial") in owned):
+            continue
+        if rel not in owned:
+            found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+        elif entry.is_dir() and not entry.is_symlink():
+            inner = read_marker(entry)
+            if inner is not None:
+                found += [f"{rel}/{p}" for p in _foreign(entry, entry, inner)]
+            else:
+                found += _foreign(root, entry, marker)
+        elif _edited(entry, rel, marker):
+            found.append(rel + _EDITED)
+    return found
+
+
+def spec_paths(spec: str | None) -> list[Path]:
+    """The file or folder a data spec names (``imagefolder:DIR``, ``csv:FILE``, a bare path), where one
+    exists: an input an output must not overwrite or be written into."""
+    if not spec:
+        return []
+    return [p for p in {Path(spec), Path(spec.partition(":")[2])} if str(p) not in ("", ".") and p.exists()]
+
+
+def refuse_symlink(path: str | Path, flag: str = "--out") -> Path:
+    """Refuse an output that is a symlink: what it points to is not the run's to replace."""
+    out = Path(path)
+    if out.is_symlink():
+        raise InputError(
+            f"{flag} {out} is a symlink (to {os.readlink(out)}); laya-inspect does not write through links: "
+            f"give the real path, or another {flag}"
+        )
+    return out
+
+
+def file_out(text: str, example: str, flag: str = "--out") -> Path:
+    """The path of an output that is one file, from the text as the user typed it: a trailing slash
+    means a folder (``Path`` would drop it and write a file under the folder's name), so it is refused."""
+    if text.endswith(("/", os.sep)) or (os.altsep is not None and text.endswith(os.altsep)):
+        raise InputError(f"{flag} {text} names a folder; give a file path such as {Path(text) / example}")
+    return Path(text)
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out(
+    path: str | Path,
+    *,
+    force: bool,
+    command: str | None,
+    inputs: Iterable[str | Path | None] = (),
+    flag: str = "--out",
+    kind: str = "folder",
+    owned: Callable[[Path], str | None] | None = None,
+    force_flag: str = "--force",
+    renamed: bool = True,
+) -> Path:
+    """Refuse, before any work, an output that would lose something that is not this run's to lose:
+    a symlink; the current folder, one above it, the home folder or one above it; an output that
+    holds, is, or lies inside one of the run's ``inputs``; a file where a folder is wanted (or the
+    reverse); a non-empty folder unless ``force`` and every file in it was written by ``command``
+    (its marker, :func:`foreign_files`); and with ``force``, an existing file unless ``owned(path)``
+    says laya-inspect wrote it (it returns None, else what the file is instead). ``kind``: ``folder``
+    or ``file``; an existing file without ``force`` is the caller's to refuse or resume. ``renamed``:
+    the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
+    refused; False for a command that writes inside the folder (demo). Returns ``path``."""
+    out = refuse_symlink(path, flag)
+    _refuse_file_above(out, flag)
+    if kind == "file" and out.is_dir():
+        raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
+    if kind == "folder" and out.exists() and not out.is_dir():
+        raise InputError(f"{flag} {out} is a file; give a folder")
+    real = out.resolve()
+    if kind == "folder":
+        cwd, home = Path.cwd().resolve(), Path.home().resolve()
+        if _under(cwd, real) or _under(home, real):
+            where = "the current folder" if real == cwd else "the home folder" if real == home else "a folder above"
+            where += "" if real in (cwd, home) else " the current or the home folder"
+            raise InputError(
+                f"{flag} {out} is {where}; laya-inspect replaces its {flag} whole: give a new sub-folder, "
+                f"e.g. {flag} {out / 'results'}"
+            )
+    # a rename onto a mount point fails; checked after the folders above, which say more of / or a home
+    if renamed and kind == "folder" and out.is_dir() and os.path.ismount(out):
+        raise InputError(
+            f"{flag} {out} is a mount point; laya-inspect writes its {flag} whole and renames it into place, "
+            f"which a mount point refuses: give a folder inside it, e.g. {flag} {out / 'results'}"
+        )
+    for given in inputs:
+        if given is None or not Path(given).exists():  # a spec that names no file on this machine
+            continue
+        src = Path(given).resolve()
+        if _under(src, real):
+            what = "is" if src == real else "holds"
+            raise InputError(f"{flag} {out} {what} this run's input {given}; choose an {flag} outside it")
+        if src.is_dir() and _under(real, src):
+            raise InputError(f"{flag} {out} lies inside this run's input {given}; choose an {flag} outside it")
+    if kind == "folder" and out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise InputError(
+                f"{flag} {out} is not empty; pass --force to replace it (only a folder laya-inspect wrote), "
+                f"or choose another {flag}"
+            )
+        _check_ours(out, command, flag)
+    if kind == "file" and force and out.exists():
+        # A file carries no marker of its own: only its content says who wrote it, so a command
+        # that cannot tell (no ``owned``) replaces nothing.
+        why = owned(out) if owned is not None else "may not be laya-inspect's"
+        if why is not None:
+            raise InputError(
+                f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "
+                f"choose another {flag}, or move it away yourself"
+            )
+    return out
+
+
+def _refuse_file_above(out: Path, flag: str) -> None:
+    """Refuse an output under a path that is a file (``notes.txt/results``): no folder can be made
+    there, and the lock beside the output would fail only after the run's work, naming the lock."""
+    for above in Path(os.path.abspath(out)).parents:
+        if above.exists():
+            if not above.is_dir():
+                raise InputError(
+                    f"{flag} {out} lies under {above}, which is a file, not a folder; choose another {flag}"
+                )
+            return
+
+
+def claimed_by(path: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest folder above ``path`` whose marker lists it, and that marker: the file is then part
+    of the output of the command the marker names. None for a file no marker claims."""
+    real = Path(path).resolve()
+    for folder in real.parents:
+        marker = read_marker(folder)
+        if marker is not None:
+            return (folder, marker) if real.relative_to(folder).as_posix() in marker["files"] else None
+    return None
+
+
+def _check_ours(out: Path, command: str | None, flag: str) -> None:
+    marker = read_marker(out)
+    if marker is not None and command is not None and marker.get("command") != command:
+        raise InputError(
+            f"{flag} {out} {_whose(out, marker, command)}; "
+            f"--force replaces only a folder the same command wrote: choose another {flag}"
+        )
+    if marker is None and any(out.iterdir()):
+        claim = claimed_by(out)  # a folder inside another output (a fit-head output's demo/heads/laya)
+        if claim is not None:
+            raise InputError(
+                f"{flag} {out} {_part_of(claim)}; --force replaces only a whole folder "
+                f"{command or 'laya-inspect'} wrote: choose another {flag}"
+            )
+    foreign = foreign_files(out)
+    if foreign:
+        shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
+        edited = _EDITED_NOTE if any(f.endswith(_EDITED) for f in foreign) else ""
+        raise InputError(
+            f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
+            f"choose another {flag}, or empty it yourself"
+        )
+
+
+def _writer(command: str | None) -> str:
+    """Who wrote what --force may replace: the command, not laya-inspect at large (another command's
+    figure saved inside this output is laya-inspect's, yet not this command's to delete)."""
+    return f"laya-inspect {command}" if command and command != "laya-inspect" else "laya-inspect"
+
+
+def _whose(out: Path, marker: dict[str, Any], command: str) -> str:
+    """Whose output the marked folder ``out`` is, in words: a head directory (marked by no command of
+    its own) is named by the output that holds it."""
+    if marker.get("command") == "laya-inspect":
+        claim = claimed_by(out)
+        if claim is not None:
+            return _part_of(claim)
+        return (
+            "holds a head directory laya-inspect wrote"
+            if (out / "config.json").exists()
+            else ("holds a folder laya-inspect wrote")
+        )
+    return f"holds the output of `laya-inspect {marker.get('command')}`, not of {command}"
+
+
+def _part_of(claim: tuple[Path, dict[str, Any]]) -> str:
+    folder, marker = claim
+    try:
+        shown = folder.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return f"is part of the output of `laya-inspect {marker.get('command')}` in {shown}"
+
+
+@contextmanager
+def atomic_dir(
+    path: str | Path,
+    *,
+    force: bool = False,
+    command: str | None = None,
+    inputs: Iterable[str | Path | None] = (),
+    flag: str = "--out",
+    lock: bool = True,
+) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; when the body returns, the folder is marked as
+    ``command``'s (:func:`write_marker`) and replaces ``path`` whole. An existing ``path`` is replaced
+    only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
+    again just before the swap, so a file added during the run is not lost). When the body raises, the
+    temporary folder is removed and ``path`` is left as it was."""
+    inputs = list(inputs)
+    check_out(path, force=force, command=command, inputs=inputs, flag=flag)
+    out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    with output_lock(out) if lock else nullcontext():
+        if _remove_stale(out):  # a killed swap's previous output is back: checked as any --out is (no --force)
+            check_out(path, force=force, command=command, inputs=inputs, flag=flag)
+        try:
+            tmp.mkdir(parents=True)
+            yield tmp
+            write_marker(tmp, command or "laya-inspect")
+            if out.is_dir() and any(out.iterdir()):
+                _check_ours(out, command, flag)
+            if out.exists():
+                os.replace(out, old)
+            os.replace(tmp, out)
+        except OSError as e:
+            raise WriteError(os_message(e)) from None
+        finally:
+            if old.exists() and not out.exists():  # stopped between the two renames: the old one goes back
+                os.replace(old, out)
+            for p in (tmp, old):
+                if p.exists():
+                    shutil.rmtree(p, ignore_errors=True)
+
+
+def _remove_stale(out: Path) -> bool:
+    """Temporary folders and files of killed runs on this output (we hold its lock). A run killed
+    between the two renames left the previous output as ``.OUT.old-PID``: put back where ``out`` is
+    missing, else removed. Only that exact name with a number a PID can be, a real folder: a user's
+    ``.OUT.old-backup`` is neither moved nor deleted. Whether that PID runs now is not asked: only a
+    run holding this output's lock swaps it, and we hold it, so a live process under that PID is
+    another one that got the number since (the leftover would otherwise stay, hidden, for good).
+    Returns whether a previous output was put back."""
+    remove_stale_temps(out)
+    put_back = False
+    prefix = f".{out.name}.old-"
+    for p in sorted(out.parent.glob(glob.escape(prefix) + "*")):
+        pid = pid_of(p.name[len(prefix) :])
+        if pid is None or p.is_symlink() or not p.is_dir():
+            continue
+        if not out.exists() and not out.is_symlink():
+            os.replace(p, out)
+            put_back = True
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+    return put_back
