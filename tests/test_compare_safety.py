@@ -91,7 +91,7 @@ def test_an_out_under_a_file_is_refused_before_any_work(laya_dir, digits_cache, 
     def no_work(*a, **k):
         raise AssertionError("compare started the work")
 
-    monkeypatch.setattr(run, "expand_head_dirs", no_work)
+    monkeypatch.setattr(run, "load_heads", no_work)
     (tmp_path / "notes.txt").write_text("mine")
     line = _one_error_line(_compare(laya_dir, digits_cache, tmp_path / "notes.txt" / "results"))
     assert "notes.txt, which is a file, not a folder" in line, line
