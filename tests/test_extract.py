@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
-from laya_inspect.errors import CacheError
+from laya_inspect.errors import CacheError, InputError
 from laya_inspect.models import load_model
 
 runner = CliRunner()
@@ -186,6 +186,18 @@ def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):
     assert res.exit_code == 1, res.output
     assert message in res.output
     assert "Traceback" not in res.output
+
+
+def test_an_out_named_like_extracts_own_partial_files_is_refused_and_nothing_is_written(ckpt, tmp_path):
+    # a complete cache at X.h5.partial would be read as an interrupted extraction of X.h5: resumed from, or deleted
+    out = tmp_path / "x.h5.partial"
+    res = runner.invoke(app, extract_args(ckpt, out, "--limit", "40"), env={"COLUMNS": "300"})
+    assert res.exit_code == 1, res.output
+    assert "'.partial'" in res.output and "Traceback" not in res.output
+    assert list(tmp_path.iterdir()) == []
+    batches = [(torch.zeros(4, 2), torch.zeros(4))]
+    with pytest.raises(InputError, match="partial"):  # the notebook path too
+        extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
 
 
 def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(ckpt, tmp_path):

@@ -104,10 +104,23 @@ def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
 _MOVE_IT = "move it away yourself, or choose another --out"
 
 
+def refuse_partial_name(out: str | Path) -> None:
+    """Refuse an ``out`` named like laya-inspect's own partial files (``<cache>.partial``): a complete
+    cache under that name reads as an interrupted extraction of ``<cache>``, which a rerun of that
+    extraction would resume from or, with --overwrite, delete."""
+    if Path(out).name.endswith(".partial"):
+        raise InputError(
+            f"--out {out} ends in '.partial', the suffix extract gives its own unfinished caches (an interrupted "
+            f"extraction of {Path(out).with_suffix('')} would be read there); choose a name without it, "
+            f"e.g. {Path(out).with_suffix('')}"
+        )
+
+
 def refuse_foreign_partial(out: str | Path) -> None:
     """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
     (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
     Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
+    refuse_partial_name(out)
     partial = partial_path(out)
     if partial.is_symlink():
         raise InputError(
