@@ -235,13 +235,16 @@ def ablation_summary(
     seed: int,
     constant: Constant | None = None,
     kind: str = "",
+    head_caveat: str | None = None,
 ) -> dict[str, Any]:
     """Everything about one (head, ablation): lolo, methods, references (the constant rule's among
     them when the head has one), each method against the constant rule, circular pairs, caveats,
     and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
-    ablation-independent keys (params, ig_delta, …)."""
+    ablation-independent keys (params, ig_delta, …); ``head_caveat`` one said of the head itself
+    (:func:`chance_check`), which withholds as the others do."""
     lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
+    cav += [head_caveat] if head_caveat else []
     if lolo["n_rows_scored"] < MIN_ROWS:  # the caveat says a bootstrap gives no interval: none is drawn
         n_boot = 0
     methods: dict[str, Any] = {}
@@ -382,6 +385,8 @@ def head_summary(
             "params": r.params[m],
         }
     constant = constant_rule(r.weights, r.scores, len(r.targets), seed)
+    accuracy = float((r.preds == labels).mean())
+    chance = chance_check(r.name, accuracy, labels)
     by_abl = {
         a: ablation_summary(
             r.measured[a],
@@ -394,6 +399,7 @@ def head_summary(
             seed=seed,
             constant=constant,
             kind=r.kind,
+            head_caveat=chance["caveat"],
         )
         for a in r.ablations
     }
@@ -406,7 +412,8 @@ def head_summary(
         "head_cache_fingerprint": cfg.get("cache_fingerprint"),
         "n": int(len(r.targets)),
         "n_layers": len(layer_names),
-        "accuracy": float((r.preds == labels).mean()),
+        "accuracy": accuracy,
+        "chance": chance,
         "mean_p": _mean_p(r),
         "methods_run": list(r.scores),
         "methods_skipped": r.skipped,
@@ -417,6 +424,42 @@ def head_summary(
         },
         "ablations": by_abl,
         "per_class": per_class_summary(r, class_names, num_classes),
+    }
+
+
+# What compare does with a head near chance on the rows it compares (fit-head's rule, docs/METHOD.md)
+NEAR_CHANCE_POLICY = (
+    "verdicts withheld: no method is read against the constant rule and none is marked best; the scores and "
+    "their intervals are kept"
+)
+
+
+def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, Any]:
+    """Whether the head is near chance on the compared rows, by fit-head's rule (training.quality's
+    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share), and the
+    caveat that then withholds its verdicts. A head that learnt nothing still has a computation its
+    attributions can be faithful to, but "beats the constant rule" beside it reads as an explanation
+    to trust: so the verdicts are withheld, not merely captioned (the numbers stay)."""
+    from ..training.quality import CHANCE_GAP, chance_level, near_chance
+
+    chance = chance_level(labels) if len(labels) else float("nan")
+    near = bool(np.isfinite(chance) and near_chance(accuracy, chance, "") is not None)
+    caveat = (
+        f"head {name} is near chance on the compared rows (accuracy {accuracy:.3f} vs chance {chance:.3f}, the "
+        f"majority class; below chance + {CHANCE_GAP:g}·(1 − chance)): its attributions explain a head that "
+        "learnt next to nothing, so none is read against the constant rule and no method is marked best"
+        if near
+        else None
+    )
+    return {
+        "accuracy": accuracy,
+        "chance": None if not np.isfinite(chance) else chance,
+        "bound": None if not np.isfinite(chance) else chance + CHANCE_GAP * (1 - chance),
+        "near_chance": near,
+        "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "
+        "of the compared rows (fit-head's rule)",
+        "policy": NEAR_CHANCE_POLICY,
+        "caveat": caveat,
     }
 
 
