@@ -72,3 +72,21 @@ def test_a_caveat_merged_over_seeds_names_each_seed_s_own_ablations() -> None:
     shared = shared_caveats(heads)
     said = [_text(caveat_lines(h, shared)).strip() for h in heads]
     assert said == [f"caveat (laya-seed_0, seed_2; zero): {few}", f"caveat (mean): {few}", ""], said
+
+
+def test_what_fit_head_said_of_the_test_split_is_left_out_where_the_run_says_it_itself(tmp_path: Path) -> None:
+    """QA: diagnose on a 15-row test split printed fit-head's "the test split has 15 rows …" (read back
+    as "fit-head said …") and its own, differently worded, version of the same point. The run's own line
+    is kept on the terminal and in report.html's reading; summary.json keeps both records."""
+    from laya_inspect.compare.records import FIT_SAID, said_once
+    from laya_inspect.report.reading import _warnings
+    from laya_inspect.training.quality import few_rows
+
+    theirs = few_rows(15, "test", "and the interval over seeds leaves out the sampling of the test rows")
+    mine = few_rows(15, "test", "and the intervals, over seeds or resampled rows, rest on a handful of rows")
+    assert theirs and mine and theirs != mine
+    said = FIT_SAID.format(head="laya", summary=str(tmp_path / "summary.json"), warning=theirs)
+    other = FIT_SAID.format(head="laya", summary=str(tmp_path / "summary.json"), warning="seeds disagree: …")
+    assert said_once([other, said, mine]) == [other, mine]
+    assert _warnings({"warnings": [other, said, mine]}) == [f"Warning: {other}.", f"Warning: {mine}."]
+    assert said_once([said]) == [said]  # alone, fit-head's line is said

@@ -42,10 +42,16 @@ def said_once(lines: Sequence[str]) -> list[str]:
     """``lines`` for the terminal, each said once. fit-head's quality gate gives every head of a run
     the same few-rows and untrained-class warnings, so the lines of one warning of one fit-head summary
     (:data:`FIT_SAID`) become one line naming each head it was said of ("fit-head said of laya,
-    scalarmix (…): …"); any other line given twice is kept once. The outputs keep every line."""
+    scalarmix (…): …"); any other line given twice is kept once. A fit-head line whose claim (its text
+    up to the first ": ") is the claim of one of this run's own lines is left out: the run's own says
+    it of the rows it reads ("the test split has 15 rows (fewer than 20): …, and the intervals …").
+    The outputs keep every line."""
+    own = {_claim(line) for line in lines if not _FIT_SAID.fullmatch(line)}
     heads: dict[tuple[str, str] | str, list[str]] = {}
     for line in lines:
         m = _FIT_SAID.fullmatch(line)
+        if m and _claim(m["warning"]) in own:
+            continue
         said = heads.setdefault((m["summary"], m["warning"]) if m else line, [])
         if m and m["head"] not in said:
             said.append(m["head"])
@@ -53,6 +59,11 @@ def said_once(lines: Sequence[str]) -> list[str]:
         k if isinstance(k, str) else FIT_SAID.format(head=", ".join(names), summary=k[0], warning=k[1])
         for k, names in heads.items()
     ]
+
+
+def _claim(line: str) -> str:
+    """A warning's claim: its text up to the first ": " (the whole line without one)."""
+    return line.split(": ", 1)[0]
 
 
 # how compare's lines about a head began, in the summaries that kept them in cache.warnings (read only there)

@@ -500,8 +500,11 @@ def _word(o: str) -> str:
 
 
 def _warnings(s: dict[str, Any]) -> list[str]:
-    """A run's warnings, said before its reading: what the numbers that follow cannot be trusted for."""
-    return [f"Warning: {w}." for w in s.get("warnings") or []]
+    """A run's warnings, said before its reading: what the numbers that follow cannot be trusted for;
+    each said once, as the terminal says them (summary.json keeps every record)."""
+    from ..compare.records import said_once
+
+    return [f"Warning: {w}." for w in said_once(s.get("warnings") or [])]
 
 
 # -- prune ---------------------------------------------------------------------------------------
