@@ -349,13 +349,46 @@ def test_report_html_reads_diagnose_against_chance_as_the_terminal_does():
         "auroc": {"msp": auroc(0.90, 0.88, 0.92), "alpha_entropy": auroc(0.554, 0.432, 0.677)},
         "diff_vs_msp": {"alpha_entropy − msp": auroc(-0.35, -0.47, -0.22)},
     }
-    s = {"errors": errors, "heads": [{"auroc": {}, "head_dir": "h", "test_accuracy": 0.9, "n_errors": 3, "n_test": 30}]}
+    head = {"auroc": {}, "head_dir": "h", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
+    s = {"errors": errors, "heads": [head]}
     terminal = " ".join(_verdict(s))
     text = " ".join(diagnose_reading(s).lead)
     said = "alpha_entropy is not shown to tell errors and correct predictions apart better than chance"
     assert said in terminal and said in text
     errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
     assert "chance" not in " ".join(diagnose_reading(s).lead)
+
+
+def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
+    """QA: 95/5 data whose test rows held 1 error printed "alpha_entropy is worse than msp: −0.378, 95% CI
+    [−0.674, −0.101]": a bootstrap over rows with one error says nothing (every resample holds it 0, 1,
+    2… times). The terminal, the reading and report.html say why no verdict is drawn; the numbers stay."""
+    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.report.beyond import diagnose_sections
+    from laya_inspect.report.reading import diagnose_reading
+
+    def est(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    errors = {
+        "interval": "bootstrap over test rows",
+        "auroc": {"msp": est(0.95, 0.90, 0.99), "alpha_entropy": est(0.57, 0.30, 0.85)},
+        "aupr": {"msp": est(0.3, None, None), "alpha_entropy": est(0.01, None, None)},
+        "diff_vs_msp": {"alpha_entropy − msp": est(-0.378, -0.674, -0.101)},
+    }
+    for n_errors, n_test in ((1, 300), (299, 300)):  # one error, or one correct row
+        head = {"auroc": {}, "head_dir": "h", "test_accuracy": 1 - n_errors / n_test, "n_errors": n_errors}
+        s = {"errors": errors, "heads": [{**head, "n_test": n_test, "aupr_baseline": 0.0}], "scores": {}}
+        (line,) = _verdict(s)
+        assert "not read against msp: too few rows" in line and "worse" not in line, line
+        lead = " ".join(diagnose_reading(s).lead)
+        assert "too few rows" in lead and "worse" not in lead, lead
+        table = diagnose_sections(s)[0].tables[0]
+        assert "too few rows" in str(table.rows[1]) and "worse" not in str(table.rows[1])
+        assert "too few rows" in table.caption
+    many = {"auroc": {}, "head_dir": "h", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
+    (line,) = _verdict({"errors": errors, "heads": [many]})  # enough errors: read as before
+    assert "worse than msp" in line
 
 
 # -- the command ---------------------------------------------------------------------------------

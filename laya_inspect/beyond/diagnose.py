@@ -46,7 +46,9 @@ from .common import (
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import (
     ERROR_SCORES,
+    MIN_OUTCOME_ROWS,
     detection,
+    errors_not_read,
     permutation_test,
     shift_not_read,
     versus_chance,
@@ -219,6 +221,8 @@ def _diagnose(
         + _classes_differ(store, against),
     }
     summary["errors"] = _pool_errors(per_head, config.n_boot)
+    summary["errors"]["min_rows_per_outcome"] = MIN_OUTCOME_ROWS
+    summary["errors"]["not_read"] = errors_not_read(per_head)  # no verdict vs msp; the numbers stay
     if shifts:
         p_values = [h["permutation"]["p_value"] for h in shifts]
         summary["shift"] = {
@@ -366,9 +370,11 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     lines = []
     errors = s["errors"]
     undefined = [h["undefined"] for h in s["heads"] if h.get("undefined")]
+    few = None if undefined else errors_not_read(s["heads"])
     if undefined:
         lines.append(f"error detection undefined: {undefined[0]}")
-    for key, d in errors["diff_vs_msp"].items() if not undefined else ():
+    lines += [few] if few else []
+    for key, d in errors["diff_vs_msp"].items() if not (undefined or few) else ():
         a, b = key.split(" − ")
         lines.append(
             verdict(d, what=f"error detection by {a}", baseline=b)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import MIN_ROWS
 from ..training.stats import family
 
 ERROR_SCORES = {
@@ -276,11 +277,35 @@ def permutation_test(
     return out
 
 
+# Test rows of each outcome (errors, correct rows) below which diagnose reads no verdict of a score
+# against msp, as shift_not_read reads none below MIN_ROWS rows of a cache. A null simulation (every
+# score the same distribution, so any verdict is wrong; 300 test rows, --bootstrap 1000, the family of
+# 4 differences at 1 − 0.05/4; docs/METHOD.md, "Too few errors") gave a wrong verdict in 99% of runs at
+# 1 error, 78–82% at 2, 22–28% at 5, 10–17% at 10 and 6–7% at 20: the percentile bootstrap over rows
+# with a handful of errors is no interval at its level (one error: each resample holds it 0, 1, 2… times).
+MIN_OUTCOME_ROWS = MIN_ROWS
+WRONG_AT = "99% of runs at 1 error, 22–28% at 5, 10–17% at 10, 6–7% at 20"
+
+
+def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
+    """Why no score is read against msp for telling errors from correct rows, or None: a head whose
+    test rows hold fewer than MIN_OUTCOME_ROWS errors (or correct rows). The numbers stay in
+    summary.json (QA: 1 error among the test rows gave "alpha_entropy is worse than msp: −0.378,
+    95% CI [−0.674, −0.101]")."""
+    sides = [(int(h["n_errors"]), int(h["n_test"]) - int(h["n_errors"])) for h in heads if "n_errors" in h]
+    if not sides or min(min(e, c) for e, c in sides) >= MIN_OUTCOME_ROWS:
+        return None
+    counts = ", ".join(f"{e} error{'s' * (e != 1)} and {c} correct" for e, c in sides)
+    return (
+        f"error detection not read against msp: too few rows: the test rows hold {counts} (fewer than "
+        f"{MIN_OUTCOME_ROWS} of either), and a bootstrap over so few errors says nothing (with every score alike, "
+        f"a wrong verdict came in {WRONG_AT} in a simulation); the numbers are kept in summary.json"
+    )
+
+
 def shift_not_read(shift: dict[str, Any]) -> str | None:
     """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
     fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]")."""
-    from ..choices import MIN_ROWS
-
     n = min(min(h["n_this"], h["n_other"]) for h in shift["heads"])
     if n >= MIN_ROWS:
         return None

@@ -358,7 +358,10 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
+    from ..beyond.scoring import errors_not_read
+
     e = s["errors"]
+    few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
     rows: list[list[Cell | str]] = []
     classes = []
     for score, auc in e["auroc"].items():
@@ -369,7 +372,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
                 est(auc, 3),
                 est(e["aupr"].get(score), 3),
                 "(baseline)" if score == "msp" else diff_text(d, 3),
-                Cell("", "text") if score == "msp" else _verdict_cell(d),
+                Cell("", "text") if score == "msp" else Cell("too few rows", "text") if few else _verdict_cell(d),
                 Cell(s["scores"].get(score, ""), "text"),
             ]
         )
@@ -377,7 +380,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     base = ", ".join(num(h["aupr_baseline"], 3) for h in s["heads"])
     caption = (
         f"positive = misclassified test row; intervals: {e['interval']}; AUROC − msp: {families_text(e)}, "
-        f"AUROC: 95% intervals; AUPR of a random score: {base}"
+        f"AUROC: 95% intervals; AUPR of a random score: {base}" + (f"; {few}" if few else "")
     )
     cols = ["score", "AUROC", "AUPR", "AUROC − msp", "", "what"]
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]

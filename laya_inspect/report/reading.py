@@ -658,12 +658,12 @@ def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
-    from ..beyond.scoring import shift_not_read
+    from ..beyond.scoring import errors_not_read, shift_not_read
 
     lead = [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
         f"{interval(msp)}; "
-        + _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"])
+        + (errors_not_read(s["heads"]) or _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"]))
         + f" ({e['interval']}; AUROCs at 95%, differences from msp at {families_text(e)})."
         + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
