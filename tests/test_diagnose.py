@@ -178,6 +178,12 @@ def test_shift_detection_is_not_read_on_a_handful_of_rows(shift_caches, tmp_path
 
     (page,) = [line for line in diagnose_reading(s).lead if line.startswith("Telling")]
     assert "shift detection not read: a cache gives 2 test rows" in page and "beats" not in page
+    from laya_inspect.report.beyond import diagnose_sections  # and its shift table draws no verdict either
+
+    (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-shift"]
+    cells = [str(row[3]) for row in table.rows if row[0] != "msp"]
+    assert cells and all("too few rows" in c and "better" not in c and "worse" not in c for c in cells), cells
+    assert "shift detection not read: a cache gives 2 test rows" in table.caption
 
 
 def test_the_accuracy_on_a_cache_of_other_classes_is_not_computed(shift_caches, tmp_path):

@@ -358,7 +358,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.scoring import errors_not_read
+    from ..beyond.scoring import errors_not_read, shift_not_read
 
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
@@ -399,15 +399,15 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     if "shift" not in s:
         return sections
     pooled = s["shift"]["pooled"]
+    not_read = shift_not_read(s["shift"])  # then no verdict is read, as the terminal says
     shift_rows: list[list[Cell | str]] = []
     for score, auc in pooled["detect_auroc"].items():
         d = pooled["detect_diff"].get(f"{score} − msp")
-        shift_rows.append(
-            [score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), _verdict_cell(d) if d else ""]
-        )
+        cell = "" if not d else Cell("too few rows", "text") if not_read else _verdict_cell(d)
+        shift_rows.append([score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), cell])
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
-        f"{families_text(pooled)}, AUROC: 95% intervals"
+        f"{families_text(pooled)}, AUROC: 95% intervals" + (f"; {not_read}" if not_read else "")
     )
     tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", ""], shift_rows, caption)]
     first = s["shift"]["heads"][0]
