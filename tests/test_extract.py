@@ -200,6 +200,21 @@ def test_an_out_named_like_extracts_own_partial_files_is_refused_and_nothing_is_
         extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
 
 
+def test_an_out_named_like_a_caches_shard_folder_is_refused_and_nothing_is_written(ckpt, tmp_path):
+    # a cache at X.h5.shards, where torchrun keeps X.h5's shards, stopped every later extract of X.h5
+    # (--overwrite too) with "X.h5.shards/manifest.json cannot be read (Not a directory)"
+    out = tmp_path / "x.h5.shards"
+    res = runner.invoke(app, extract_args(ckpt, out, "--limit", "40"), env={"COLUMNS": "300"})
+    assert res.exit_code == 1, res.output
+    assert "'.shards'" in res.output and "Traceback" not in res.output
+    assert list(tmp_path.iterdir()) == []
+    res = runner.invoke(app, extract_args(ckpt, tmp_path / "x.h5", "--limit", "40"), env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output  # so the cache it names can still be written
+    batches = [(torch.zeros(4, 2), torch.zeros(4))]
+    with pytest.raises(InputError, match="shards"):  # the notebook path too
+        extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
+
+
 def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(ckpt, tmp_path):
     default, chosen = _config(ckpt, tmp_path / "c.h5"), _config(ckpt, tmp_path / "c.h5", resize="stretch")
     assert default.resize is None and default.identity() == chosen.identity()

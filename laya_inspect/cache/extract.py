@@ -20,7 +20,7 @@ from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache
 from .schema import not_a_cache
 from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
-from .writer import refuse_foreign_partial, refuse_partial_name
+from .writer import refuse_foreign_partial, refuse_reserved_name
 
 
 def extract_features(
@@ -47,7 +47,7 @@ def extract_features(
         return extract_from_module(config, batches, **options)
     if batches is not None or options:
         raise InputError("extract_features(config) takes no batches or options; they belong in ExtractConfig")
-    refuse_partial_name(config.out)
+    refuse_reserved_name(config.out)
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
     check_out(

@@ -26,7 +26,7 @@ from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
-from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, refuse_partial_name
+from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, refuse_reserved_name
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 
@@ -62,7 +62,7 @@ def extract_from_module(
     """
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    refuse_partial_name(out)  # before the model runs, not after
+    refuse_reserved_name(out)  # before the model runs, not after
     splits = dict(batches) if isinstance(batches, Mapping) else {split: batches}
     if not splits:
         raise InputError("no batches: give an iterable of (inputs, labels) batches or {split: iterable}")

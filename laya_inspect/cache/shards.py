@@ -46,7 +46,7 @@ from .schema import (
     seal,
     with_warnings,
 )
-from .writer import VERIFIED, constant_warning, partial_path, same_transforms
+from .writer import SHARDS_SUFFIX, VERIFIED, constant_warning, partial_path, same_transforms
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -58,7 +58,7 @@ MANIFEST_FORMAT = "laya-inspect shards 1"
 
 def shard_dir(out: str | Path) -> Path:
     p = Path(out)
-    return p.with_name(p.name + ".shards")
+    return p.with_name(p.name + SHARDS_SUFFIX)
 
 
 def shard_path(out: str | Path, rank: int, size: int) -> Path:

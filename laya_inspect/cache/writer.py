@@ -49,6 +49,9 @@ BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
 
 
+SHARDS_SUFFIX = ".shards"  # <cache>.shards: the folder of a sharded extraction (laya_inspect.cache.shards)
+
+
 def partial_path(path: str | Path) -> Path:
     p = Path(path)
     return p.with_name(p.name + ".partial")
@@ -104,15 +107,23 @@ def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
 _MOVE_IT = "move it away yourself, or choose another --out"
 
 
-def refuse_partial_name(out: str | Path) -> None:
-    """Refuse an ``out`` named like laya-inspect's own partial files (``<cache>.partial``): a complete
-    cache under that name reads as an interrupted extraction of ``<cache>``, which a rerun of that
-    extraction would resume from or, with --overwrite, delete."""
-    if Path(out).name.endswith(".partial"):
+def refuse_reserved_name(out: str | Path) -> None:
+    """Refuse an ``out`` named like what extract keeps beside a cache. A complete cache at
+    ``<cache>.partial`` reads as an interrupted extraction of ``<cache>``, which a rerun of that
+    extraction would resume from or, with --overwrite, delete; one at ``<cache>.shards`` (the folder of
+    a torchrun extraction's shards) stops every later extract of ``<cache>``, --overwrite included,
+    whose shard manifest cannot be read inside a file."""
+    name, cache = Path(out).name, Path(out).with_suffix("")
+    if name.endswith(".partial"):
         raise InputError(
             f"--out {out} ends in '.partial', the suffix extract gives its own unfinished caches (an interrupted "
-            f"extraction of {Path(out).with_suffix('')} would be read there); choose a name without it, "
-            f"e.g. {Path(out).with_suffix('')}"
+            f"extraction of {cache} would be read there); choose a name without it, e.g. {cache}"
+        )
+    if name.endswith(SHARDS_SUFFIX):
+        raise InputError(
+            f"--out {out} ends in '{SHARDS_SUFFIX}', the suffix extract gives the folder of a cache's shards under "
+            f"torchrun (every later extract of {cache} would look for its shards there); choose a name without "
+            f"it, e.g. {cache}"
         )
 
 
@@ -120,7 +131,7 @@ def refuse_foreign_partial(out: str | Path) -> None:
     """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
     (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
     Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
-    refuse_partial_name(out)
+    refuse_reserved_name(out)
     partial = partial_path(out)
     if partial.is_symlink():
         raise InputError(
