@@ -51,7 +51,8 @@ from .effects import Measured, Remover, measure
 from .loaded import finite_rows, head_warnings, load_heads, nonfinite_logits, refuse_untrained_targets
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, csv_rows, write_h5
-from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, head_summary, headline_rows
+from .per_head import head_summary
+from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, headline_rows
 from .seeds import across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
 

@@ -1,0 +1,162 @@
+"""One head's summary for compare: its ablations each scored by :mod:`laya_inspect.compare.scores`
+(the first also at the top level), whether the head is near chance on the compared rows (which then
+withholds its verdicts), and the first ablation's scores per target class. Plain JSON-able data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..choices import TIE_TOLERANCE
+from . import metrics as M
+from .lolo import ABLATIONS
+from .paired import constant_rule
+from .scores import ablation_summary
+
+if TYPE_CHECKING:
+    from .run import HeadResult
+
+
+def head_summary(
+    r: HeadResult,
+    labels: np.ndarray,
+    cfg: dict,
+    layer_names: list[str],
+    class_names: list[str],
+    *,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Everything about one head: its ablations (the first also at the top level, as in schema 1),
+    and the first ablation's scores per target class."""
+    num_classes = max(len(class_names), int(r.logits.shape[1]))
+    info: dict[str, dict[str, Any]] = {}
+    for m in r.scores:
+        delta = r.extras[m].get("delta")
+        ok = delta[np.isfinite(delta)] if delta is not None else None
+        info[m] = {
+            "ig_delta": None
+            if ok is None or not len(ok)
+            else {"abs_mean": float(np.abs(ok).mean()), "abs_max": float(np.abs(ok).max())},
+            "params": r.params[m],
+        }
+    constant = constant_rule(r.weights, r.scores, len(r.targets), seed)
+    accuracy = float((r.preds == labels).mean())
+    chance = chance_check(r.name, accuracy, labels)
+    by_abl = {
+        a: ablation_summary(
+            r.measured[a],
+            r.scores,
+            r.curves[a],
+            info,
+            layer_names,
+            description=ABLATIONS.get(a).description,
+            n_boot=n_boot,
+            seed=seed,
+            constant=constant,
+            kind=r.kind,
+            head_caveat=chance["caveat"],
+        )
+        for a in r.ablations
+    }
+    first = by_abl[r.ablations[0]]
+    return {
+        "name": r.name,
+        "dir": r.head_dir,
+        "kind": r.kind,
+        "head_config": cfg.get("kwargs"),
+        "head_cache_fingerprint": cfg.get("cache_fingerprint"),
+        "n": int(len(r.targets)),
+        "n_layers": len(layer_names),
+        "accuracy": accuracy,
+        "chance": chance,
+        "mean_p": _mean_p(r),
+        "methods_run": list(r.scores),
+        "methods_skipped": r.skipped,
+        "ablations_run": r.ablations,
+        "ablations_skipped": r.ablations_skipped,
+        **{
+            k: first[k] for k in ("lolo", "methods", "references", "circular", "caveats", "notes", "best", "best_tests")
+        },
+        "ablations": by_abl,
+        "per_class": per_class_summary(r, class_names, num_classes),
+    }
+
+
+# What compare does with a head near chance on the rows it compares (fit-head's rule, docs/METHOD.md)
+NEAR_CHANCE_POLICY = (
+    "verdicts withheld: no method is read against the constant rule and none is marked best; the scores and "
+    "their intervals are kept"
+)
+
+
+def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, Any]:
+    """Whether the head is near chance on the compared rows, by fit-head's rule (training.quality's
+    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share), and the
+    caveat that then withholds its verdicts. A head that learnt nothing still has a computation its
+    attributions can be faithful to, but "beats the constant rule" beside it reads as an explanation
+    to trust: so the verdicts are withheld, not merely captioned (the numbers stay)."""
+    from ..training.quality import CHANCE_GAP, chance_level, near_chance
+
+    chance = chance_level(labels) if len(labels) else float("nan")
+    near = bool(np.isfinite(chance) and near_chance(accuracy, chance, "") is not None)
+    caveat = (
+        f"head {name} is near chance on the compared rows (accuracy {accuracy:.3f} vs chance {chance:.3f}, the "
+        f"majority class; below chance + {CHANCE_GAP:g}·(1 − chance)): its attributions explain a head that "
+        "learnt next to nothing, so none is read against the constant rule and no method is marked best"
+        if near
+        else None
+    )
+    return {
+        "accuracy": accuracy,
+        "chance": None if not np.isfinite(chance) else chance,
+        "bound": None if not np.isfinite(chance) else chance + CHANCE_GAP * (1 - chance),
+        "near_chance": near,
+        "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "
+        "of the compared rows (fit-head's rule)",
+        "policy": NEAR_CHANCE_POLICY,
+        "caveat": caveat,
+    }
+
+
+def _mean_p(r: HeadResult) -> float:
+    """Mean softmax probability of the target class over the rows with finite logits, whatever the effect."""
+    logits = np.asarray(r.logits, dtype=np.float64)
+    ok = np.isfinite(logits).all(axis=1)
+    if not ok.any():
+        return float("nan")
+    z = logits[ok] - logits[ok].max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return float(p[np.arange(len(p)), r.targets[ok]].mean())
+
+
+# the first ablation's scores per target class c(x) (docs/METHOD.md, "Scores")
+def per_class_summary(r: HeadResult, class_names: list[str], num_classes: int) -> dict[str, Any]:
+    m = r.primary
+    rows = m.finite
+    t, e = r.targets[rows], m.effects[rows]
+    pc_methods = {}
+    for name, scores in r.scores.items():
+        ok = np.isfinite(scores[rows]).all(axis=1)
+        a, tt, ee = scores[rows][ok], t[ok], e[ok]
+        pcf = M.per_class_faithfulness(a, ee, tt, num_classes, TIE_TOLERANCE)
+        pc_methods[name] = {
+            "faithfulness": pcf["mean"],
+            "n_valid": pcf["n_valid"],
+            "n_undefined": pcf["n_undefined"],
+            "deletion_at_1": M.per_class(M.deletion_at_k(a, m.p[rows][ok], m.p_ablated[rows][ok]), tt, num_classes),
+            "top_layer_agreement": M.per_class(M.top_layer_agreement(a, ee, TIE_TOLERANCE), tt, num_classes),
+        }
+    return {
+        "by": "target class c(x)",
+        "ablation": m.ablation,
+        "classes": class_names if len(class_names) == num_classes else [str(c) for c in range(num_classes)],
+        "n": np.bincount(t, minlength=num_classes).tolist(),
+        "mean_effect": M.per_class(e, t, num_classes),
+        "mean_weights": None if r.weights is None else M.per_class(r.weights[rows], t, num_classes),
+        "oracle_at_1": M.per_class(M.oracle_at_1(e), t, num_classes),
+        "random_at_1": M.per_class(M.random_at_1(e), t, num_classes),
+        "methods": pc_methods,
+    }
