@@ -22,7 +22,7 @@ from laya_inspect.beyond.diagnose import (
     class_reference,
     diagnose_heads,
 )
-from laya_inspect.beyond.scoring import auroc, detection, permutation_test
+from laya_inspect.beyond.scoring import auroc, detection, permutation_test, versus_msp
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head
@@ -363,6 +363,26 @@ def test_report_html_reads_diagnose_against_chance_as_the_terminal_does():
     assert said in terminal and said in text
     errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
     assert "chance" not in " ".join(diagnose_reading(s).lead)
+
+
+def test_a_difference_from_msp_that_is_undefined_is_not_counted_in_the_family():
+    """docs/METHOD.md, "Families of comparisons": a comparison that draws no verdict is not counted.
+    With one head a score whose AUROC is undefined (a NaN value) still made the family 2 of the 2
+    scores, drawing the defined one at 97.5% instead of 95%; over several heads it was left out."""
+    rng = np.random.default_rng(0)
+    y = rng.random(200) < 0.3
+    msp, entropy, divergence = (rng.normal(size=200) + y for _ in range(3))
+    broken = divergence.copy()
+    broken[0] = np.nan
+    scores = {"msp": msp, "alpha_entropy": entropy, "alpha_divergence": broken}
+    read = versus_msp(y, scores, n_boot=200, seed=0, settle=False, of="scores compared with msp")
+    diffs = read["diff_vs_msp"]
+    assert diffs["alpha_divergence − msp"]["mean"] is None and diffs["alpha_entropy − msp"]["mean"] is not None
+    assert read["family"]["size"] == 1
+    assert diffs["alpha_entropy − msp"]["confidence"] == pytest.approx(0.95)
+    both = versus_msp(y, {**scores, "alpha_divergence": divergence}, n_boot=200, seed=0, settle=False, of="x")
+    assert both["family"]["size"] == 2  # both defined: both counted, as before
+    assert both["diff_vs_msp"]["alpha_entropy − msp"]["confidence"] == pytest.approx(0.975)
 
 
 def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():

@@ -191,8 +191,12 @@ def versus_msp(
 ) -> dict[str, Any]:
     """Every score's AUROC and its paired difference from msp's, the verdicts' family: every score read
     against msp is one family (any "beats msp" among them is the same claim, that α adds to the
-    baseline), so each difference is drawn at 1 − 0.05/(scores compared), :func:`.stats.family`."""
-    fam = family(len(scores) - 1, of)
+    baseline), so each difference is drawn at 1 − 0.05/(scores compared), :func:`.stats.family`. A
+    difference that is undefined (either AUROC NaN: a non-finite score, or one class only) draws no
+    verdict, so it is not counted: counting it widened the others' intervals for nothing."""
+    base = auroc(y, scores["msp"]) if "msp" in scores else float("nan")
+    readable = [k for k, v in scores.items() if k != "msp" and np.isfinite(auroc(y, v) - base)]
+    fam = family(len(readable), of)
     aucs, drawn = settled_aucs(y, scores, n_boot=n_boot, seed=seed, settle=settle, confidence=fam["confidence"])
     return {
         "n_boot": drawn,
