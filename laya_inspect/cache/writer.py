@@ -131,7 +131,6 @@ def refuse_foreign_partial(out: str | Path) -> None:
     """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
     (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
     Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
-    refuse_reserved_name(out)
     partial = partial_path(out)
     if partial.is_symlink():
         raise InputError(
