@@ -185,3 +185,20 @@ def test_the_settle_draws_follow_the_family_level() -> None:
     scores = {"msp": msp, "a": near}
     assert settled_aucs(y, scores, n_boot=2000, seed=0, confidence=1 - 0.05 / 4)[1] > 2000
     assert settled_aucs(y, scores, n_boot=2000, seed=0)[1] == 2000  # at 95% that bound was clear of 0
+
+
+def test_diagnose_shift_over_heads_counts_only_defined_differences() -> None:
+    """Several heads, one α score's shift AUROC undefined on one head (a non-finite score): it draws no
+    verdict, so the pooled family holds the other score alone and reads it at 95%, as one head does."""
+    from laya_inspect.beyond import diagnose
+
+    shifts = []
+    for i in range(3):
+        auc = {"msp": {"mean": 0.6 + 0.01 * i}, "alpha_divergence": {"mean": 0.7 + 0.02 * i}}
+        auc["alpha_entropy"] = {"mean": None if i == 1 else 0.65}
+        shifts.append({"detect_auroc": auc})
+    pooled = diagnose._pool_shift(shifts, 1000)
+    assert pooled["family"]["size"] == 1
+    assert list(pooled["detect_diff"]) == ["alpha_divergence − msp"]
+    assert pooled["detect_diff"]["alpha_divergence − msp"]["confidence"] == pooled["family"]["confidence"] == 0.95
+    assert "alpha_entropy" not in pooled["detect_auroc"]

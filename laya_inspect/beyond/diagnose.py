@@ -322,22 +322,31 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
 
 
 def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
-    fam = family(len(SHIFT_SCORES), SHIFT_FAMILY)
     if len(shifts) == 1:
         return {
             "interval": _over_rows("bootstrap over rows", shifts[0], n_boot),
             "detect_auroc": shifts[0]["detect_auroc"],
             "detect_diff": shifts[0]["detect_diff"],
-            "family": shifts[0].get("family") or fam,
+            "family": shifts[0].get("family") or family(len(SHIFT_SCORES), SHIFT_FAMILY),
         }
-    auroc = {k: estimate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"]}
+
+    def defined(k: str) -> bool:
+        return all(s["detect_auroc"].get(k, {}).get("mean") is not None for s in shifts)
+
+    # as with one head (scoring.versus_msp): a score whose AUROC is undefined on some head draws no
+    # verdict, so it is not in the family; counting it widened the others' intervals for nothing
+    readable = [k for k in SHIFT_SCORES if defined(k) and defined("msp")]
+    fam = family(len(readable), SHIFT_FAMILY)
+    auroc = {
+        k: estimate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"] if defined(k)
+    }
     diff = {
         f"{k} − msp": paired(
             [s["detect_auroc"][k]["mean"] for s in shifts],
             [s["detect_auroc"]["msp"]["mean"] for s in shifts],
             fam["confidence"],
         )
-        for k in SHIFT_SCORES
+        for k in readable
     }
     return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff, "family": fam}
 
