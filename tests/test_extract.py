@@ -215,6 +215,21 @@ def test_an_out_named_like_a_caches_shard_folder_is_refused_and_nothing_is_writt
         extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_users_file_where_the_shards_folder_goes_is_refused_in_one_line_and_kept(ckpt, tmp_path, overwrite):
+    # a file at X.h5.shards stopped extract of X.h5 with "X.h5.shards/manifest.json cannot be read
+    # (Not a directory); pass --overwrite to start again", which --overwrite did not mend
+    shards = tmp_path / "x.h5.shards"
+    shards.write_text("my notes")
+    argv = extract_args(ckpt, tmp_path / "x.h5", "--limit", "40", *(["--overwrite"] if overwrite else []))
+    res = runner.invoke(app, argv, env={"COLUMNS": "300"})
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert f"{shards} is a file" in said and "move it away yourself" in said, said
+    assert "--overwrite to start again" not in said and "Traceback" not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5.shards"] and shards.read_text() == "my notes"
+
+
 def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(ckpt, tmp_path):
     default, chosen = _config(ckpt, tmp_path / "c.h5"), _config(ckpt, tmp_path / "c.h5", resize="stretch")
     assert default.resize is None and default.identity() == chosen.identity()

@@ -19,7 +19,7 @@ from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .rows import prepare, result_of, to_device, write_cache
 from .schema import not_a_cache
-from .shards import drop_stale_shards, extract_sharded, refuse_sharded_leftovers
+from .shards import drop_stale_shards, extract_sharded, refuse_foreign_shards, refuse_sharded_leftovers
 from .writer import refuse_foreign_partial, refuse_reserved_name
 
 
@@ -60,6 +60,7 @@ def extract_features(
         force_flag="--overwrite",
     )
     refuse_foreign_partial(config.out)  # neither resumed nor replaced: a link, or a file not laya-inspect's
+    refuse_foreign_shards(config.out)  # where the shards' folder would be: a user's file
     with session(config.device) as world:
         if world.distributed:
             return extract_sharded(config, world, progress or no_progress)

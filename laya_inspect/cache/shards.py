@@ -33,7 +33,7 @@ import h5py
 import numpy as np
 
 from ..distributed import World, agree, device_for, shard_ranges
-from ..errors import CacheError
+from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
 from .schema import (
@@ -46,7 +46,7 @@ from .schema import (
     seal,
     with_warnings,
 )
-from .writer import SHARDS_SUFFIX, VERIFIED, constant_warning, partial_path, same_transforms
+from .writer import MOVE_IT, SHARDS_SUFFIX, VERIFIED, constant_warning, partial_path, same_transforms
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -102,6 +102,20 @@ def describe_shards(out: str | Path) -> str:
         except Exception:  # noqa: BLE001 - a description only; the file may be absent or mid-write
             parts.append(f"rank {rank}: not started")
     return f" ({manifest['world_size']} processes; {'; '.join(parts)})"
+
+
+def refuse_foreign_shards(out: str | Path) -> None:
+    """Refuse, in one line naming it, an ``<out>.shards`` that is not a folder (a user's file, or a
+    dangling link): extract keeps a sharded run's manifest and shards in that folder, so nothing can be
+    written there, and ``--overwrite`` does not remove what laya-inspect did not make."""
+    folder = shard_dir(out)
+    if folder.is_dir() or not (folder.exists() or folder.is_symlink()):
+        return
+    what = f"a symlink (to {os.readlink(folder)})" if folder.is_symlink() else "a file"
+    raise InputError(
+        f"{folder} is {what}, not the folder where laya-inspect keeps {Path(out).name}'s shards; neither a resume "
+        f"nor --overwrite touches it: {MOVE_IT}"
+    )
 
 
 def refuse_sharded_leftovers(config: ExtractConfig) -> None:

@@ -104,7 +104,7 @@ def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
     return float(np.nanmax(gap, initial=0.0)) if gap.size else 0.0
 
 
-_MOVE_IT = "move it away yourself, or choose another --out"
+MOVE_IT = "move it away yourself, or choose another --out"
 
 
 def refuse_reserved_name(out: str | Path) -> None:
@@ -135,15 +135,15 @@ def refuse_foreign_partial(out: str | Path) -> None:
     if partial.is_symlink():
         raise InputError(
             f"{partial} is a symlink (to {os.readlink(partial)}); laya-inspect neither writes through links nor "
-            f"removes them: {_MOVE_IT}"
+            f"removes them: {MOVE_IT}"
         )
     why = "is a folder" if partial.is_dir() else None
     if why is None and partial.exists():
-        why = not_a_cache(partial, what=f"{partial} (an interrupted extraction)", remedy=_MOVE_IT)
+        why = not_a_cache(partial, what=f"{partial} (an interrupted extraction)", remedy=MOVE_IT)
     if why is not None:
         raise InputError(
             f"{partial} {why}; laya-inspect resumes, and --overwrite replaces, only an interrupted extraction "
-            f"it wrote: {_MOVE_IT}"
+            f"it wrote: {MOVE_IT}"
         )
 
 
