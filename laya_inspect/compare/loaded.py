@@ -124,3 +124,22 @@ def refuse_untrained_targets(
                 f"rows, so head {name} never learnt them, and {rows} of {len(labels)} rows would be explained "
                 "on an untrained output; use --target pred, or a test split without those classes"
             )
+
+
+def repeated_compared(
+    store: FeatureStore, split: str, rows: np.ndarray, feats: Sequence[np.ndarray]
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The compared rows that repeat an earlier compared row at every layer (training.overlap's
+    helper, fit-head's gate's: the same record), or None; and the gate's line on them, or none. A head
+    from export-head has no fit-head summary to say so, yet every bootstrap over rows counts each copy
+    as another input. The rows are read in the cache's order, so that over the same rows the line is
+    fit-head's, word for word, and said once (records.said_once)."""
+    from ..training.overlap import digest, repeated_among, repeated_warning
+
+    # each row's layers hashed in place (no copy of the features), then put in the cache's order
+    flat = [np.ascontiguousarray(x).reshape(len(x), -1).view(np.uint8) for x in feats]
+    digests = digest(tuple(x[i] for x in flat) for i in range(len(rows)))
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    found = repeated_among(digests[order], ordered, store.index(split, ordered), split)
+    return found, [repeated_warning(found)] if found else []

@@ -48,7 +48,14 @@ from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan, seeded_rows
 from .effects import Measured, Remover, measure
-from .loaded import finite_rows, head_warnings, load_heads, nonfinite_logits, refuse_untrained_targets
+from .loaded import (
+    finite_rows,
+    head_warnings,
+    load_heads,
+    nonfinite_logits,
+    refuse_untrained_targets,
+    repeated_compared,
+)
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, csv_rows, write_h5
 from .per_head import head_summary
@@ -321,6 +328,7 @@ def compare_heads(
         for r, (_, cfg, _) in zip(results, heads.values())
     ]
 
+    repeated, repeats_said = repeated_compared(store, config.split, rows, feats)  # a caveat: no verdict withheld
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": "laya-inspect-compare",
@@ -333,7 +341,8 @@ def compare_heads(
             "data_spec": store.attrs.get("data_spec"),
             "warnings": cache_warnings(store),
         },
-        "head_warnings": head_warnings(heads, store, config.split),
+        "head_warnings": head_warnings(heads, store, config.split) + repeats_said,
+        "rows_repeated": repeated,
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "ablation": results[0].ablations[0],
         "ablation_description": ABLATIONS.get(results[0].ablations[0]).description,

@@ -20,7 +20,7 @@ over test rows (compare's, diagnose's and early-exit's bootstraps) count it as o
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -48,30 +48,53 @@ def _hashes(chunk: np.ndarray) -> np.ndarray:
 
 def repeated_rows(test: CacheRows) -> dict[str, Any] | None:
     """The rows of split ``test`` identical at every layer to an earlier row of it, or None when
-    every row is distinct. Rows are told apart by a 16-byte BLAKE2b digest (a collision of two
-    different rows: about 2**-128 a pair), 16 bytes a row in memory.
-
-    Returns summary.json's ``quality.test_rows_repeated``: ``split``, ``rows`` (how many rows repeat
-    an earlier one), ``of`` (the split's rows), ``distinct`` (its distinct rows), ``examples`` (the
-    first few: the row, the earlier row it repeats, their source indices)."""
+    every row is distinct (:func:`repeated_among` over the whole split)."""
     n = len(test.labels)
-    digests = [
-        np.frombuffer(b"".join(hashlib.blake2b(r, digest_size=16).digest() for r in chunk), dtype="V16")
-        for _, chunk in _row_bytes(test, n)
-    ]
+    digests = [digest(chunk) for _, chunk in _row_bytes(test, n)]
     if not digests:
         return None
-    _, first, inverse = np.unique(np.concatenate(digests), return_index=True, return_inverse=True)
+    return repeated_among(np.concatenate(digests), np.arange(n), test.store.index(test.split), test.split)
+
+
+def digest(rows: Iterable[Any]) -> np.ndarray:
+    """(B,) 16-byte BLAKE2b digests of ``rows`` (each a bytes-like row; a tuple of them is read as their
+    concatenation), for :func:`repeated_among`."""
+    out = []
+    for r in rows:
+        h = hashlib.blake2b(digest_size=16)
+        for part in r if isinstance(r, tuple) else (r,):
+            h.update(part)
+        out.append(h.digest())
+    return np.frombuffer(b"".join(out), dtype="V16")
+
+
+def repeated_among(digests: np.ndarray, rows: np.ndarray, index: np.ndarray, split: str) -> dict[str, Any] | None:
+    """The rows among ``rows`` (row numbers of ``split``, ascending; ``index``: their source indices)
+    identical at every layer to an earlier one of them, or None when every row is distinct. ``digests``:
+    each row's :func:`digest` of its features over every layer, in the order of ``rows`` (a collision
+    of two different rows: about 2**-128 a pair), 16 bytes a row in memory.
+
+    Returns summary.json's ``quality.test_rows_repeated`` (compare's ``rows_repeated``): ``split``,
+    ``rows`` (how many rows repeat an earlier one), ``of`` (the rows read), ``distinct`` (the distinct
+    rows), ``examples`` (the first few: the row, the earlier row it repeats, their source indices)."""
+    if len(digests) == 0:
+        return None
+    n = len(rows)
+    _, first, inverse = np.unique(digests, return_index=True, return_inverse=True)
     earlier = first[inverse.reshape(-1)]  # the first row with each row's digest
     repeats = np.flatnonzero(earlier != np.arange(n))
     if len(repeats) == 0:
         return None
-    index = test.store.index(test.split)
     examples = [
-        {"row": int(r), "index": int(index[r]), "first_row": int(earlier[r]), "first_index": int(index[earlier[r]])}
+        {
+            "row": int(rows[r]),
+            "index": int(index[r]),
+            "first_row": int(rows[earlier[r]]),
+            "first_index": int(index[earlier[r]]),
+        }
         for r in repeats[:EXAMPLES]
     ]
-    return {"split": test.split, "rows": len(repeats), "of": n, "distinct": len(first), "examples": examples}
+    return {"split": split, "rows": len(repeats), "of": n, "distinct": len(first), "examples": examples}
 
 
 def repeated_warning(found: dict[str, Any]) -> str:
