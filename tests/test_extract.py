@@ -230,6 +230,24 @@ def test_a_users_file_where_the_shards_folder_goes_is_refused_in_one_line_and_ke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5.shards"] and shards.read_text() == "my notes"
 
 
+def test_a_symlink_where_the_shards_folder_goes_is_refused_and_its_folder_kept(ckpt, tmp_path):
+    # a link X.h5.shards to a user's folder was accepted: a torchrun extract wrote its shards through it
+    # into that folder, and --overwrite's clean-up (rmtree of a link) silently did nothing
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes")
+    shards = tmp_path / "x.h5.shards"
+    shards.symlink_to(mine, target_is_directory=True)
+    res = runner.invoke(
+        app, extract_args(ckpt, tmp_path / "x.h5", "--limit", "40", "--overwrite"), env={"COLUMNS": "300"}
+    )
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert f"{shards} is a symlink (to {mine})" in said and "move it away yourself" in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "x.h5.shards"] and shards.is_symlink()
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
 def test_the_default_resize_is_recorded_as_stretch_so_either_resumes_the_other(ckpt, tmp_path):
     default, chosen = _config(ckpt, tmp_path / "c.h5"), _config(ckpt, tmp_path / "c.h5", resize="stretch")
     assert default.resize is None and default.identity() == chosen.identity()

@@ -105,11 +105,12 @@ def describe_shards(out: str | Path) -> str:
 
 
 def refuse_foreign_shards(out: str | Path) -> None:
-    """Refuse, in one line naming it, an ``<out>.shards`` that is not a folder (a user's file, or a
-    dangling link): extract keeps a sharded run's manifest and shards in that folder, so nothing can be
-    written there, and ``--overwrite`` does not remove what laya-inspect did not make."""
+    """Refuse, in one line naming it, an ``<out>.shards`` that is not a folder extract made (a user's
+    file, or a symlink, dangling or to a folder: shards would be written through it into another
+    folder, and ``--overwrite`` cannot remove it): extract keeps a sharded run's manifest and shards
+    in that folder, and ``--overwrite`` does not remove what laya-inspect did not make."""
     folder = shard_dir(out)
-    if folder.is_dir() or not (folder.exists() or folder.is_symlink()):
+    if not folder.is_symlink() and (folder.is_dir() or not folder.exists()):
         return
     what = f"a symlink (to {os.readlink(folder)})" if folder.is_symlink() else "a file"
     raise InputError(
