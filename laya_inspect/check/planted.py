@@ -146,10 +146,11 @@ def top_layer_counts(scores: np.ndarray) -> list[float]:
 
 
 def top_ties(scores: np.ndarray) -> int:
-    """Rows (with finite scores) whose top score two or more layers share exactly."""
+    """Rows (with finite scores) whose top score two or more layers share exactly (compare's count)."""
+    from ..compare.metrics import tied_top_rows
+
     s = np.asarray(scores, dtype=np.float64)
-    s = s[np.isfinite(s).all(axis=1)]
-    return int(((s == s.max(axis=1, keepdims=True)).sum(axis=1) > 1).sum()) if len(s) else 0
+    return int(tied_top_rows(s[np.isfinite(s).all(axis=1)]).sum())
 
 
 def constant_share(profile: dict[str, Any], signal: int) -> Share:
