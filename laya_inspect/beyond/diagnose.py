@@ -46,6 +46,7 @@ from .common import (
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import (
     ERROR_SCORES,
+    ERRORS_FAMILY,
     MIN_OUTCOME_ROWS,
     detection,
     errors_not_read,
@@ -303,14 +304,14 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     out["diff_vs_msp"] = {}
     if one:
         out["diff_vs_msp"] = per_head[0]["diff_vs_msp"]
-        out["family"] = per_head[0].get("family") or family(len(out["diff_vs_msp"]), "scores compared with msp")
+        out["family"] = per_head[0].get("family") or family(len(out["diff_vs_msp"]), ERRORS_FAMILY)
         return out
     keys = [
         key
         for key in per_head[0]["diff_vs_msp"]
         if all(h["diff_vs_msp"].get(key, {}).get("mean") is not None for h in per_head)
     ]
-    out["family"] = family(len(keys), "scores compared with msp")
+    out["family"] = family(len(keys), ERRORS_FAMILY)
     for key in keys:
         a, b = key.split(" − ")
         out["diff_vs_msp"][key] = paired(

@@ -180,10 +180,13 @@ def detection(
         "directions": {k: "as is" if s > 0 else "negated (reversed on the held-out rows)" for k, s in signs.items()},
         "combined_note": combined_note,
         "undefined": None if defined else "the test rows hold no errors (or only errors): AUROC and AUPR undefined",
-        **versus_msp(test_y, scores, n_boot=n_boot, seed=seed, settle=settle, of="scores compared with msp"),
+        **versus_msp(test_y, scores, n_boot=n_boot, seed=seed, settle=settle, of=ERRORS_FAMILY),
         "aupr": {k: {"mean": finite(aupr(test_y, v))} for k, v in scores.items()},
         "aupr_baseline": float(np.mean(test_y)),
     }
+
+
+ERRORS_FAMILY = "scores compared with msp"  # the family of error detection's differences from msp
 
 
 def versus_msp(
