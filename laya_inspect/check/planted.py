@@ -126,8 +126,7 @@ def signal_first(scores: np.ndarray, signal: int) -> Share:
     """Rows (of those with every score finite) whose score of layer ``signal`` is strictly above every
     other layer's: a tie at the top does not count (an all-equal row names no layer), and the rows where
     ``signal`` ties for the top are counted apart (``tied``), so a method that ties says so."""
-    s = np.asarray(scores, dtype=np.float64)
-    s = s[np.isfinite(s).all(axis=1)]
+    s = finite_scores(scores)
     top = s == s.max(axis=1, keepdims=True) if len(s) else np.zeros(s.shape, dtype=bool)
     alone = top.sum(axis=1) == 1
     return Share(int((top[:, signal] & alone).sum()), int(len(s)), int((top[:, signal] & ~alone).sum()))
@@ -139,8 +138,7 @@ def top_layer_counts(scores: np.ndarray) -> list[float]:
     are ints."""
     from ..training.stats import top_credit
 
-    s = np.asarray(scores, dtype=np.float64)
-    s = s[np.isfinite(s).all(axis=1)]
+    s = finite_scores(scores)
     counts = top_credit(s).sum(axis=0) if len(s) else np.zeros(s.shape[1])
     return [round(c) if abs(c - round(c)) < 1e-9 else c for c in map(float, counts)]  # 1/3 · 3 is 1, not 0.999…
 
@@ -149,8 +147,14 @@ def top_ties(scores: np.ndarray) -> int:
     """Rows (with finite scores) whose top score two or more layers share exactly (compare's count)."""
     from ..compare.metrics import tied_top_rows
 
+    return int(tied_top_rows(finite_scores(scores)).sum())
+
+
+def finite_scores(scores: np.ndarray) -> np.ndarray:
+    """The rows of ``scores`` (N, L) whose every score is finite, as float64: the rows the shares and
+    counts above are read over."""
     s = np.asarray(scores, dtype=np.float64)
-    return int(tied_top_rows(s[np.isfinite(s).all(axis=1)]).sum())
+    return s[np.isfinite(s).all(axis=1)]
 
 
 def constant_share(profile: dict[str, Any], signal: int) -> Share:
