@@ -72,6 +72,17 @@ def few(items: Sequence[str], n: int) -> str:
     return ", ".join(items[:n]) + (f", … ({len(items)} in all)" if len(items) > n else "")
 
 
+def class_name(names: Sequence[str], c: int) -> str:
+    """Class ``c``'s name, or its number where the cache names no class ``c`` (a cache written without
+    class names, or with fewer than its labels reach)."""
+    return str(names[c]) if 0 <= c < len(names) else str(int(c))
+
+
+def class_label(names: Sequence[str], c: int) -> str:
+    """Class ``c`` for a message that needs its number: "3 ('cat')", or "3" where it has no name."""
+    return f"{int(c)} ({names[c]!r})" if 0 <= c < len(names) else str(int(c))
+
+
 def suggest(name: str, choices: Iterable[str], *, limit: int = 20) -> str:
     """Return "did you mean 'x'? available: a, b, c" for an error message."""
     choices = [str(c) for c in choices]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .cache.store import FeatureStore
-from .errors import InputError, LayaError
+from .errors import InputError, LayaError, class_name
 from .files import plain, write_with
 from .out_dir import check_out, claimed_by
 
@@ -83,7 +83,7 @@ class Explanation:
         return "logit_ablated" if self.effect == "logit" else "p_ablated"
 
     def class_name(self, c: int) -> str:
-        return self.class_names[c] if 0 <= c < len(self.class_names) else str(c)
+        return class_name(self.class_names, c)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(
@@ -245,9 +245,9 @@ def explain_row(
     cls = target_of if isinstance(target_of, int) else pred if target_of == "pred" else label
     if cls in head.untrained_classes:
         raise InputError(
-            f"class {store.class_names[cls]!r} had no training rows: head {head_dir} never learnt it (its logit "
-            "is held below every other), so no layer can be scored for it; explain --target pred or a class "
-            "the head was trained on"
+            f"class {class_name(store.class_names, cls)!r} had no training rows: head {head_dir} never learnt it "
+            "(its logit is held below every other), so no layer can be scored for it; explain --target pred or a "
+            "class the head was trained on"
         )
     means = layer_means(store, "train") if baseline == "mean" or abl.needs_baselines else None
     options = AttributionOptions(baselines=means, baseline=baseline, n_steps=n_steps, seed=seed, batch_size=1)

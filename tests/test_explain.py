@@ -353,3 +353,24 @@ def test_explaining_a_class_the_head_never_saw_in_training_is_refused_by_explain
             with pytest.raises(InputError, match=rf"class\(es\) '1' had no training rows.*{said}.*--target pred"):
                 compare_heads([run.head_dir], store, CompareConfig(target=target, **quick), out_dir=tmp_path / target)
         compare_heads([run.head_dir], store, CompareConfig(target="pred", **quick), out_dir=tmp_path / "pred")
+
+
+def test_a_class_never_trained_is_refused_in_one_line_when_the_cache_names_no_classes(tmp_path: Path) -> None:
+    """A cache written without class names (an old or hand-written one: the store then counts the
+    classes from the labels) made the refusal above index the empty name list: IndexError, a traceback."""
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    y_train, y_test = np.arange(40) % 2 * 2, np.arange(12) % 3  # class 1 only in the test split
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, y_test)
+    with h5py.File(cache, "a") as f:  # as written before extract recorded its attributes' digest
+        del f.attrs["class_names"], f.attrs["attrs_sha256"]
+    cfg = FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=3, probe=False, device="cpu")
+    with FeatureStore(cache) as store:
+        assert store.class_names == [] and store.num_classes == 3
+        (run,) = fit_heads(store, cfg, out_dir=tmp_path / "fit").runs
+        with pytest.raises(InputError, match=r"class '1' had no training rows.*--target pred"):
+            explain_row(run.head_dir, store, row=1, target="true", device="cpu", draws=2)
+        # compare's refusal of the same target indexed the same empty list
+        quick = CompareConfig(target="true", methods=("alpha",), n_boot=0, plots=False, sanity=False, device="cpu")
+        with pytest.raises(InputError, match=r"class\(es\) '1' had no training rows.*4 of 12 rows"):
+            compare_heads([run.head_dir], store, quick, out_dir=tmp_path / "compare")

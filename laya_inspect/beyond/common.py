@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from ..cache.store import FeatureStore
-from ..errors import CacheError, InputError
+from ..errors import CacheError, InputError, class_label
 from ..head_dir import (
     cache_warnings,
     fit_warnings,
@@ -236,7 +236,7 @@ def fit_rows_of(
     kept = np.unique(labels[drawn])
     if len(kept) < 2 and len(np.unique(labels[rows])) >= 2:
         only = int(kept[0]) if len(kept) else None
-        shown = "none" if only is None else f"{only} ({class_names[only]!r})" if only < len(class_names) else str(only)
+        shown = "none" if only is None else class_label(class_names, only)
         raise InputError(
             f"--train-limit {limit} drew {len(drawn)} training rows of one class only (class {shown}) from "
             f"{len(rows)} rows of {len(np.unique(labels[rows]))} classes: a refit needs rows of at least 2; "

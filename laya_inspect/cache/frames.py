@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, class_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,7 +41,7 @@ def store_frame(
         "row": np.arange(len(labels)),
         "index": store.index(split),
         "label": labels,
-        "class": [names[y] if 0 <= y < len(names) else str(y) for y in labels],
+        "class": [class_name(names, y) for y in labels],
     }
     logits = store.logits(split)
     if logits is not None:

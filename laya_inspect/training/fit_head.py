@@ -35,7 +35,7 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
-from ..errors import InputError, WriteError
+from ..errors import InputError, WriteError, class_label, class_name
 from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
@@ -217,7 +217,7 @@ def fit_heads(
     present = np.unique(store.labels(config.train_split))
     if len(present) < 2:
         names = store.class_names
-        shown = ", ".join(f"{int(c)} ({names[int(c)]!r})" if 0 <= c < len(names) else str(int(c)) for c in present)
+        shown = ", ".join(class_label(names, int(c)) for c in present)
         raise InputError(
             f"the {config.train_split!r} split of {store.path} holds only class {shown or '(none)'}; "
             "a head needs training rows of at least 2 classes"
@@ -257,7 +257,7 @@ def _refuse_one_trained_class(labels: np.ndarray, train_rows: np.ndarray, config
         return
     names = store.class_names
     held = [int(c) for c in np.unique(labels) if c not in kept]
-    shown = ", ".join(repr(names[c]) if 0 <= c < len(names) else str(c) for c in held)
+    shown = ", ".join(repr(class_name(names, c)) for c in held)
     raise InputError(
         f"the validation rows (--val-fraction {config.val_fraction}, --val-mode {config.val_mode}) took every "
         f"{config.train_split!r} row of class(es) {shown}, leaving training rows of one class only; a head needs "
