@@ -25,19 +25,13 @@ MIN_PER_CLASS = 2  # rows of each outcome a fit needs
 
 def auroc(y: np.ndarray, s: np.ndarray) -> float:
     """Area under the ROC curve of score ``s`` for positives ``y`` (ties count ½); NaN with one class."""
-    y = np.asarray(y, bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    from scipy.stats import rankdata
-
-    ranks = rankdata(s)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return float(_aurocs(np.asarray(y, bool)[None], np.asarray(s)[None])[0])
 
 
 def _aurocs(y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """:func:`auroc` of every row of (k, n) arrays at once (the same numbers: ranks are halves, so their
-    sums are exact in any order); NaN for a row with one class."""
+    """:func:`auroc` of every row of (k, n) arrays at once, by the rank formula (ranks are halves, so
+    their sums are exact in any order: a row gives the same number alone or among others); NaN for a
+    row with one class."""
     from scipy.stats import rankdata
 
     n_pos = y.sum(axis=1)
