@@ -13,14 +13,12 @@ from helpers import lolo_effects_loop, paper_laya
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.compare.lolo import (
     ABLATIONS,
-    ablate_subsets,
-    ablate_topk,
-    ablate_topk_curve,
+    ablate_sets,
     check_ablation,
-    keep_topk_curve,
     lolo_effects,
     resolve_ablations,
 )
+from laya_inspect.compare.masks import keep_masks, subset_masks_of, topk_masks
 from laya_inspect.compare.values import donor_pool, layer_means
 from laya_inspect.errors import InputError, NotFoundError
 from laya_inspect.heads import build_head
@@ -28,6 +26,12 @@ from laya_inspect.heads import build_head
 
 def sig(x: float) -> float:
     return 1 / (1 + math.exp(-x))
+
+
+def topk_curve(head, hs, target, order, ks, ablation, baselines=None, **kw) -> np.ndarray:
+    """(N, len(ks)) p with the layers order[n, :k] ablated together, for each k (None: 1…L)."""
+    masks = topk_masks(order, ks, len(target), len(hs))
+    return ablate_sets(head, hs, target, [masks], ablation, baselines, **kw)[0]
 
 
 # sample 0: h = (2, −2) → a = 1 → class 0, p = σ(2); sample 1: h = (−1, 1) → a = −½ → class 1, p = σ(1)
@@ -124,20 +128,22 @@ def test_topk_ablation_matches_lolo_at_k1_and_all_layers_at_kL():
     head, hs, means, target = _random_case("laya", torch.float64)
     p, p_abl, e = lolo_effects(head, hs, target, "mean", means)
     order = np.argsort(-e, axis=1, kind="stable")
-    curve = ablate_topk_curve(head, hs, target, order, None, "mean", means, batch_size=9)
+    curve = topk_curve(head, hs, target, order, None, "mean", means, batch_size=9)
     rows = np.arange(len(target))
     np.testing.assert_allclose(curve[:, 0], p_abl[rows, order[:, 0]], atol=1e-12)
     with torch.no_grad():  # k = L: every layer at its mean
         all_mean = head([torch.as_tensor(m).expand_as(h) for m, h in zip(means, hs)]).logits.softmax(-1)
     np.testing.assert_allclose(curve[:, -1], all_mean[rows, target].numpy(), atol=1e-12)
     for k in (1, 2, 3):
-        np.testing.assert_allclose(ablate_topk(head, hs, target, order, k, "mean", means), curve[:, k - 1], atol=1e-12)
+        np.testing.assert_allclose(
+            topk_curve(head, hs, target, order, [k], "mean", means)[:, 0], curve[:, k - 1], atol=1e-12
+        )
 
 
 def test_topk_on_paper_drop_all():
     # both layers dropped: α = 0 → h_agg = 0 → logits = bias = 0 → p = ½
     order = np.array([[0, 1], [1, 0]])
-    curve = ablate_topk_curve(paper_laya(), HS, TARGET, order, None, "drop")
+    curve = topk_curve(paper_laya(), HS, TARGET, order, None, "drop")
     np.testing.assert_allclose(curve, [[sig(-4), 0.5], [sig(2), 0.5]], atol=1e-12)
 
 
@@ -148,7 +154,7 @@ def test_input_checks():
     with pytest.raises(NotFoundError, match="did you mean 'mean'"):
         lolo_effects(head, hs, target, "meen", means)
     with pytest.raises(InputError, match="order must be"):
-        ablate_topk(head, hs, target, np.zeros((2, 2), dtype=int), 1, "mean", means)
+        topk_curve(head, hs, target, np.zeros((2, 2), dtype=int), [1], "mean", means)
     last = build_head("last", [5, 3, 4, 2], 4)
     with pytest.raises(InputError, match=r"not supported by: b \(last\); supported by: a \(laya\)"):
         check_ablation("drop", {"a": head, "b": last})
@@ -179,7 +185,7 @@ def test_mix_holds_the_weights_and_leaves_the_layer_out(kind):
             ref = torch.softmax(head.classifier(agg), -1)[rows, torch.as_tensor(target)]
             np.testing.assert_allclose(p_abl[:, i], ref.numpy(), atol=1e-12)
     # everything out of the mix: the classifier's bias alone
-    all_out = ablate_topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [4], "mix")
+    all_out = topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [4], "mix")
     with torch.no_grad():
         bias_p = torch.softmax(head.classifier.bias, -1)[torch.as_tensor(target)].numpy()
     np.testing.assert_allclose(all_out[:, 0], bias_p, atol=1e-12)
@@ -215,21 +221,22 @@ def test_subsets_and_keep_topk_agree_with_lolo_and_topk(ablation):
     head, hs, means, target = _random_case("laya", torch.float64)
     p, p_abl, e = lolo_effects(head, hs, target, ablation, means)
     singles = np.eye(4, dtype=bool)
-    np.testing.assert_allclose(ablate_subsets(head, hs, target, singles, ablation, means), p_abl, atol=1e-12)
+    subsets = ablate_sets(head, hs, target, [subset_masks_of(singles, 4)], ablation, means)[0]
+    np.testing.assert_allclose(subsets, p_abl, atol=1e-12)
     order = np.argsort(-e, axis=1, kind="stable")
     pairs = np.zeros((len(target), 1, 4), dtype=bool)
     pairs[np.arange(len(target)), 0, order[:, 0]] = pairs[np.arange(len(target)), 0, order[:, 1]] = True
-    top2 = ablate_topk_curve(head, hs, target, order, [2], ablation, means)[:, 0]
+    top2 = topk_curve(head, hs, target, order, [2], ablation, means)[:, 0]
     fixed = np.array([[True, True, False, False]])
     np.testing.assert_allclose(
-        ablate_subsets(head, hs, target, fixed, ablation, means)[:, 0],
-        ablate_topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [2], ablation, means)[:, 0],
+        ablate_sets(head, hs, target, [subset_masks_of(fixed, 4)], ablation, means)[0][:, 0],
+        topk_curve(head, hs, target, np.tile(np.arange(4), (len(target), 1)), [2], ablation, means)[:, 0],
         atol=1e-12,
     )
-    keep = keep_topk_curve(head, hs, target, order, ablation, means)
+    keep = ablate_sets(head, hs, target, [keep_masks(order, len(target), 4)], ablation, means)[0]
     np.testing.assert_allclose(keep[:, -1], p, atol=1e-12)  # k = L: nothing ablated
     # keeping the top 2 of 4 is ablating the bottom 2
-    bottom2 = ablate_topk_curve(head, hs, target, order[:, ::-1], [2], ablation, means)[:, 0]
+    bottom2 = topk_curve(head, hs, target, order[:, ::-1], [2], ablation, means)[:, 0]
     np.testing.assert_allclose(keep[:, 1], bottom2, atol=1e-12)
     assert top2.shape == (len(target),)
 

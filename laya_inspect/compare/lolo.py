@@ -42,7 +42,7 @@ from .ablations import ABLATIONS, Ablation, applicable, check_ablation, resolve_
 from .config import EFFECTS
 from .draws import RowSpan, per_row
 from .factored import factor, group_size
-from .masks import Masks, keep_masks, lolo_masks, subset_masks_of, topk_masks
+from .masks import Masks, lolo_masks
 
 # ---------------------------------------------------------------------------------------------
 # core: p for K masked copies of a chunk in one forward pass
@@ -261,62 +261,3 @@ def lolo_effects(
     (pc,) = ablate_sets(head, hs, target, [lolo_masks(len(hs))], ablation, baselines, **kw)
     p, p_abl = pc[:, 0], pc[:, 1:]
     return p, p_abl, p[:, None] - p_abl
-
-
-def ablate_subsets(
-    head: Head,
-    hs: Sequence[Tensor],
-    target,
-    subsets: np.ndarray,
-    ablation: str = "mean",
-    baselines: Sequence | None = None,
-    **kw,
-) -> np.ndarray:
-    """(N, M) p(x with the layers of subset m ablated together); ``subsets`` (M, L) bool, the same
-    for every sample, all M of a chunk in one call."""
-    return ablate_sets(head, hs, target, [subset_masks_of(subsets, len(hs))], ablation, baselines, **kw)[0]
-
-
-def ablate_topk_curve(
-    head: Head,
-    hs: Sequence[Tensor],
-    target,
-    order: np.ndarray,
-    ks: Sequence[int] | None = None,
-    ablation: str = "mean",
-    baselines: Sequence | None = None,
-    **kw,
-) -> np.ndarray:
-    """(N, len(ks)) p(x with the layers order[n, :k] ablated together), for each k in ``ks``
-    (default 1…L); all k of a chunk in one call."""
-    sets = [topk_masks(order, ks, len(np.asarray(target)), len(hs))]
-    return ablate_sets(head, hs, target, sets, ablation, baselines, **kw)[0]
-
-
-def keep_topk_curve(
-    head: Head,
-    hs: Sequence[Tensor],
-    target,
-    order: np.ndarray,
-    ablation: str = "mean",
-    baselines: Sequence | None = None,
-    **kw,
-) -> np.ndarray:
-    """(N, L) p(x with only the layers order[n, :k] kept, every other layer ablated), k = 1…L
-    (k = L: nothing ablated): the insertion curve's points."""
-    sets = [keep_masks(order, len(np.asarray(target)), len(hs))]
-    return ablate_sets(head, hs, target, sets, ablation, baselines, **kw)[0]
-
-
-def ablate_topk(
-    head: Head,
-    hs: Sequence[Tensor],
-    target,
-    order: np.ndarray,
-    k: int,
-    ablation: str = "mean",
-    baselines: Sequence | None = None,
-    **kw,
-) -> np.ndarray:
-    """(N,) p(x with its top-k layers by ``order`` (N, L), most important first, ablated together)."""
-    return ablate_topk_curve(head, hs, target, order, [k], ablation, baselines, **kw)[:, 0]
