@@ -14,7 +14,7 @@ import torch
 from PIL import Image, ImageOps
 
 from laya_inspect.data import load_data
-from laya_inspect.data.headers import file_size
+from laya_inspect.data.headers import file_header
 
 skdata = pytest.importorskip("skimage.data")
 
@@ -168,7 +168,7 @@ def test_exif_orientation_is_applied_as_a_viewer_shows_the_photo(tmp_path, orien
     (tmp_path / "b").mkdir()
     upright.save(tmp_path / "b" / "upright.png")
     shape = (96, 160) if orientation == 3 else (160, 96)
-    assert file_size(str(tmp_path / "a" / "phone.jpg")) == shape
+    assert file_header(str(tmp_path / "a" / "phone.jpg")).size == shape
     labels, pixels, b = all_rows(tmp_path)
     assert labels == [0, 1]
     phone, want = pixels
@@ -208,7 +208,7 @@ def test_a_photo_with_a_damaged_exif_entry_is_read_and_a_turned_tiff_is_not_turn
     _, pixels, _ = all_rows(tmp_path)
     assert sorted(tuple(p.shape) for p in pixels) == [(3, 20, 40), (3, 40, 20)]  # the damaged one turned
     im.save(tmp_path / "t.tif", exif=exif.tobytes())
-    assert file_size(str(tmp_path / "t.tif")) == (40, 20)
+    assert file_header(str(tmp_path / "t.tif")).size == (40, 20)
 
 
 def test_a_split_folder_holding_a_stray_image_is_still_a_split(tmp_path):

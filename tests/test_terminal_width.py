@@ -97,14 +97,14 @@ def test_no_negative_zero_and_signed_deltas() -> None:
     """A difference keeps its sign when it rounds to zero (QA: an interval ending at −0.0014 read
     "+.00" beside the verdict that it lies below 0); float noise and plain numbers show no "-0"."""
     from laya_inspect.report.across import short, short_ci
-    from laya_inspect.report.terminal import delta, estimate
+    from laya_inspect.report.reading import diff_text, est
 
-    assert delta({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "-0.000 [-0.000, +0.000]"
-    assert delta({"mean": -1e-12, "ci_low": -1e-12, "ci_high": 1e-12}, 3) == "+0.000 [+0.000, +0.000]"
+    assert diff_text({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "-0.000 [-0.000, +0.000]"
+    assert diff_text({"mean": -1e-12, "ci_low": -1e-12, "ci_high": 1e-12}, 3) == "+0.000 [+0.000, +0.000]"
     assert short_ci({"mean": -0.01, "ci_low": -0.02, "ci_high": -0.00143}) == "-.01 [-.02,-.00]"
     assert short(-0.0004) == ".00" and short(0.0004, sign=True) == "+.00"
-    assert estimate({"mean": -0.00001, "std": 0.0, "ci_low": -0.00003, "ci_high": 0.00001}, 3).startswith("0.000")
-    assert delta({"mean": -0.0123, "ci_low": -0.02, "ci_high": -0.004}, 3) == "-0.012 [-0.020, -0.004]"
+    assert est({"mean": -0.00001, "ci_low": -0.00003, "ci_high": 0.00001}, 3, clip=False).startswith("0.000")
+    assert diff_text({"mean": -0.0123, "ci_low": -0.02, "ci_high": -0.004}, 3) == "-0.012 [-0.020, -0.004]"
 
 
 @pytest.fixture(scope="module")

@@ -272,11 +272,6 @@ def top_order(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-_check(scores, "scores"), axis=1, kind="stable")
 
 
-def top_layer(scores: np.ndarray) -> np.ndarray:
-    """(N,) index of the top-scored layer (first of ties)."""
-    return np.argmax(_check(scores, "scores"), axis=1)
-
-
 def tied_top_rows(scores: np.ndarray) -> np.ndarray:
     """(N,) bool: rows where more than one layer shares the top score."""
     a = _check(scores, "scores")

@@ -72,12 +72,6 @@ def file_header(path: str) -> FileHeader:
         return FileHeader(path, None, getattr(e, "strerror", None) or str(e) or type(e).__name__)
 
 
-def file_size(path: str) -> tuple[int, int] | None:
-    """(H, W) as :func:`~.images.read_image` gives it (after the EXIF orientation), from the header
-    only; None for a file that cannot be read."""
-    return file_header(path).size
-
-
 def _pages(im: Any) -> int:
     """A TIFF's pages, without the reduced-resolution copies (thumbnails) some writers add; 1 for any
     other format (a camera's MPO JPEG holds a preview after the photo, read first as it should be)."""

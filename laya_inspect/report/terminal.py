@@ -289,19 +289,6 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     return out + sanity_block(summary)  # nothing without "sanity" (--no-sanity, older summaries)
 
 
-def estimate(d: dict[str, Any] | None, digits: int = 4) -> str:
-    if not d:
-        return "—"
-    std = "n/a" if d.get("std") is None else num(d["std"], digits)
-    return f"{num(d['mean'], digits)} ± {std} {interval(d, digits, clip=False)}"
-
-
-def delta(d: dict[str, Any] | None, digits: int = 4) -> str:
-    if not d:
-        return "—"
-    return f"{num(d['mean'], digits, sign=True)} {interval(d, digits, clip=False, sign=True)}"
-
-
 def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
     """The fit table's title: the cache, the share of its layers the heads read, the seeds."""
     return f"{cache}{layers_read(summary.get('cache') or {})} — test split, {n_seeds} seed(s), 95% t-interval"
