@@ -72,10 +72,10 @@ def few(items: Sequence[str], n: int) -> str:
     return ", ".join(items[:n]) + (f", … ({len(items)} in all)" if len(items) > n else "")
 
 
-def class_name(names: Sequence[str], c: int) -> str:
-    """Class ``c``'s name, or its number where the cache names no class ``c`` (a cache written without
-    class names, or with fewer than its labels reach)."""
-    return str(names[c]) if 0 <= c < len(names) else str(int(c))
+def name_of(names: Sequence[str], i: int) -> str:
+    """Class or layer ``i``'s name, or its number where ``names`` has none for it (a cache written
+    without class names, or naming fewer than its labels reach)."""
+    return str(names[i]) if 0 <= i < len(names) else str(int(i))
 
 
 def class_label(names: Sequence[str], c: int) -> str:

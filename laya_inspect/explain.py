@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .cache.store import FeatureStore
-from .errors import InputError, LayaError, class_name
+from .errors import InputError, LayaError, name_of
 from .files import plain, write_with
 from .out_dir import check_out, claimed_by
 
@@ -83,7 +83,7 @@ class Explanation:
         return "logit_ablated" if self.effect == "logit" else "p_ablated"
 
     def class_name(self, c: int) -> str:
-        return class_name(self.class_names, c)
+        return name_of(self.class_names, c)
 
     def to_dict(self) -> dict[str, Any]:
         return plain(
@@ -245,7 +245,7 @@ def explain_row(
     cls = target_of if isinstance(target_of, int) else pred if target_of == "pred" else label
     if cls in head.untrained_classes:
         raise InputError(
-            f"class {class_name(store.class_names, cls)!r} had no training rows: head {head_dir} never learnt it "
+            f"class {name_of(store.class_names, cls)!r} had no training rows: head {head_dir} never learnt it "
             "(its logit is held below every other), so no layer can be scored for it; explain --target pred or a "
             "class the head was trained on"
         )

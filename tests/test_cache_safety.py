@@ -17,8 +17,9 @@ from helpers import write_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from laya_inspect.cache.partial import partial_path
 from laya_inspect.cache.store import FeatureStore
-from laya_inspect.cache.writer import FeatureWriter, partial_path
+from laya_inspect.cache.writer import FeatureWriter
 from laya_inspect.errors import CacheError, InputError, LayaError, LockedError, WriteError
 from laya_inspect.files import output_lock
 

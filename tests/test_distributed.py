@@ -22,10 +22,10 @@ import torch
 
 from laya_inspect.cache.extract import extract_features
 from laya_inspect.cache.extract_config import ExtractConfig
+from laya_inspect.cache.partial import partial_path
 from laya_inspect.cache.schema import attrs_digest
 from laya_inspect.cache.shards import _preflight, shard_dir, shard_path
 from laya_inspect.cache.store import FeatureStore
-from laya_inspect.cache.writer import partial_path
 from laya_inspect.compare.attribution import AttributionOptions, attribute
 from laya_inspect.compare.draws import RowSpan
 from laya_inspect.compare.effects import Measured, Remover, measure

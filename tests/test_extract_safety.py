@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
+from laya_inspect.cache.partial import partial_path
 from laya_inspect.cache.store import FeatureStore
-from laya_inspect.cache.writer import partial_path
 from laya_inspect.errors import CacheError
 
 pytestmark = pytest.mark.slow

@@ -17,10 +17,10 @@ from ..models import load_model
 from ..out_dir import check_out, spec_paths
 from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
+from .partial import refuse_foreign_partial, refuse_reserved_name
 from .rows import prepare, result_of, to_device, write_cache
 from .schema import not_a_cache
 from .shards import drop_stale_shards, extract_sharded, refuse_foreign_shards, refuse_sharded_leftovers
-from .writer import refuse_foreign_partial, refuse_reserved_name
 
 
 def extract_features(

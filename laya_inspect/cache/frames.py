@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError, class_name
+from ..errors import InputError, name_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,7 +41,7 @@ def store_frame(
         "row": np.arange(len(labels)),
         "index": store.index(split),
         "label": labels,
-        "class": [class_name(names, y) for y in labels],
+        "class": [name_of(names, y) for y in labels],
     }
     logits = store.logits(split)
     if logits is not None:

@@ -26,7 +26,8 @@ from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
-from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, refuse_reserved_name
+from .partial import refuse_reserved_name
+from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 

@@ -36,6 +36,7 @@ from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, write_json
 from ..runtime import Progress, pick_device
+from .partial import MOVE_IT, SHARDS_SUFFIX, VERIFIED, partial_path, same_transforms
 from .schema import (
     ATTRS_DIGEST,
     CONSTANT_SPREAD,
@@ -46,7 +47,7 @@ from .schema import (
     seal,
     with_warnings,
 )
-from .writer import MOVE_IT, SHARDS_SUFFIX, VERIFIED, constant_warning, partial_path, same_transforms
+from .writer import constant_warning
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
 from .fingerprint import fingerprint_inputs, fingerprint_of, same_features
+from .partial import partial_path
 from .schema import (  # noqa: F401  (read through store)
     ATTRS_DIGEST,
     CHUNK_ROWS,
@@ -30,7 +31,6 @@ from .schema import (  # noqa: F401  (read through store)
     layer_key,
     named_twice,
 )
-from .writer import partial_path
 
 
 class FeatureStore:

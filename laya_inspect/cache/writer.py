@@ -13,6 +13,7 @@ keeps the dead handle open, and raises one line.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -24,8 +25,9 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ..errors import CacheError, InputError, WriteError
+from ..errors import CacheError, InputError, WriteError, name_of
 from ..files import start_writeback
+from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem
 from .schema import (
     CHUNK_ROWS,
     CONSTANT_SPREAD,
@@ -40,36 +42,11 @@ from .schema import (
     with_warnings,
 )
 
-# Attributes a resumed run must share with the rows already written (beside the command options).
-VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
 _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash the interpreter
 # Rows are written a whole HDF5 chunk at a time, buffered in at most this many bytes per split, and
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
 BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
-
-
-SHARDS_SUFFIX = ".shards"  # <cache>.shards: the folder of a sharded extraction (laya_inspect.cache.shards)
-
-
-def partial_path(path: str | Path) -> Path:
-    p = Path(path)
-    return p.with_name(p.name + ".partial")
-
-
-def rows_on_disk(out: str | Path) -> dict[str, int] | None:
-    """The rows ``<out>.partial`` holds per split (what a rerun resumes from); None where there is no
-    such file, or it is not a cache (not yet one: a run stopped while creating it) or cannot be read."""
-    partial = partial_path(out)
-    if partial.is_symlink() or not partial.is_file():
-        return None
-    try:
-        if not_a_cache(partial) is not None:  # read under the guard against a damaged file's loops
-            return None
-        with h5py.File(partial, "r", locking=False) as f:
-            return {str(s): int(f[s].attrs.get("n_written", 0)) for s in f if isinstance(f[s], h5py.Group)}
-    except (OSError, KeyError, ValueError, CacheError):
-        return None
 
 
 # What a constant layer's warning suggests instead: the command's options, or extract_from_module's.
@@ -102,49 +79,6 @@ def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
     --allow-nonfinite) is left out, not the rest of its batch with it."""
     gap = np.abs(rows.astype(np.float32, copy=False) - np.asarray(first, dtype=np.float32))
     return float(np.nanmax(gap, initial=0.0)) if gap.size else 0.0
-
-
-MOVE_IT = "move it away yourself, or choose another --out"
-
-
-def refuse_reserved_name(out: str | Path) -> None:
-    """Refuse an ``out`` named like what extract keeps beside a cache. A complete cache at
-    ``<cache>.partial`` reads as an interrupted extraction of ``<cache>``, which a rerun of that
-    extraction would resume from or, with --overwrite, delete; one at ``<cache>.shards`` (the folder of
-    a torchrun extraction's shards) stops every later extract of ``<cache>``, --overwrite included,
-    whose shard manifest cannot be read inside a file."""
-    name, cache = Path(out).name, Path(out).with_suffix("")
-    if name.endswith(".partial"):
-        raise InputError(
-            f"--out {out} ends in '.partial', the suffix extract gives its own unfinished caches (an interrupted "
-            f"extraction of {cache} would be read there); choose a name without it, e.g. {cache}"
-        )
-    if name.endswith(SHARDS_SUFFIX):
-        raise InputError(
-            f"--out {out} ends in '{SHARDS_SUFFIX}', the suffix extract gives the folder of a cache's shards under "
-            f"torchrun (every later extract of {cache} would look for its shards there); choose a name without "
-            f"it, e.g. {cache}"
-        )
-
-
-def refuse_foreign_partial(out: str | Path) -> None:
-    """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
-    (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
-    Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
-    partial = partial_path(out)
-    if partial.is_symlink():
-        raise InputError(
-            f"{partial} is a symlink (to {os.readlink(partial)}); laya-inspect neither writes through links nor "
-            f"removes them: {MOVE_IT}"
-        )
-    why = "is a folder" if partial.is_dir() else None
-    if why is None and partial.exists():
-        why = not_a_cache(partial, what=f"{partial} (an interrupted extraction)", remedy=MOVE_IT)
-    if why is not None:
-        raise InputError(
-            f"{partial} {why}; laya-inspect resumes, and --overwrite replaces, only an interrupted extraction "
-            f"it wrote: {MOVE_IT}"
-        )
 
 
 class FeatureWriter:
@@ -237,60 +171,20 @@ class FeatureWriter:
             with h5py.File(self.partial, "r") as f:
                 old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED)}
         except OSError as e:
-            raise CacheError(
-                f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
-            ) from None
+            raise self._unopenable(e) from None
         new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back
-        problem, remedy = None, "rerun the original command to resume it, or pass --overwrite to start again"
-        if old["command"] != new["command"]:
-            changes = _command_changes(old["command"], new["command"])
-            problem = "was started by a different command" + (f" ({changes})" if changes else "")
-        elif old["layer_names"] != new["layer_names"]:
-            # e.g. --layers 4,2 kept in the order given by an earlier laya-inspect, in depth order now:
-            # same command, same widths, but each dataset would get rows of another layer
-            problem = (
-                f"holds the layers {_listed(old['layer_names'])}, and this run's are {_listed(new['layer_names'])}"
-            )
-            if sorted(map(str, old["layer_names"] or [])) == sorted(map(str, new["layer_names"] or [])):
-                problem += " (this laya-inspect keeps --layers in depth order)"
-            remedy = "its rows cannot be continued with these; pass --overwrite to start again"
-        elif old["weights_sha256"] != new["weights_sha256"]:
-            problem = (
-                f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
-                f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
-            )
-        elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
-            problem = (
-                f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
-                f"{_tokenizer(new['transforms'])}): the tokenizer files of the model changed"
-            )
-        elif not same_transforms(old["transforms"], new["transforms"]):
-            was, now = old["transforms"], _unrecorded(old["transforms"], new["transforms"])
-            keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
-            changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
-            problem = (
-                f"read its inputs otherwise (transforms: {changed}): this laya-inspect decodes or transforms "
-                "them differently from the one that started it"
-            )
-        elif old["data_fingerprint"] != new["data_fingerprint"]:
-            problem = (
-                f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
-                f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
-            )
-        elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
-            names = list(attrs.get("layer_names") or [])
-            problem = (
-                f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
-                "laya-inspect decides --pool auto differently from the one that started it"
-            )
-        if problem:
-            raise CacheError(f"{self.partial} (an interrupted extraction) {problem}; {remedy}")
+        said = resume_problem(old, new, list(attrs.get("layer_names") or []))
+        if said:
+            raise CacheError(f"{self.partial} (an interrupted extraction) {said[0]}; {said[1]}")
         try:
             return h5py.File(self.partial, "a")
         except OSError as e:
-            raise CacheError(
-                f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
-            ) from None
+            raise self._unopenable(e) from None
+
+    def _unopenable(self, e: OSError) -> CacheError:
+        return CacheError(
+            f"{self.partial} (an interrupted extraction) cannot be opened ({e}); pass --overwrite to start again"
+        )
 
     def _create(self, attrs: dict[str, Any], split_sizes: dict[str, int], num_logits: int | None) -> h5py.File:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -316,7 +210,7 @@ class FeatureWriter:
                 ds = g.create_dataset(
                     layer_key(i), shape=(n, width), dtype=self.dtype, chunks=(rows, width), fletcher32=True
                 )
-                ds.attrs["name"] = names[i] if i < len(names) else str(i)
+                ds.attrs["name"] = name_of(names, i)
             g.create_dataset("labels", shape=(n,), dtype="int64", chunks=(rows,), fletcher32=True)
             g.create_dataset("index", shape=(n,), dtype="int64", chunks=(rows,), fletcher32=True)
             if num_logits:
@@ -332,12 +226,9 @@ class FeatureWriter:
 
     def _check_space(self, needed: int) -> None:
         """Refuse up front what cannot fit: a failed HDF5 write loses the partial cache."""
-        import resource
-
         folder = self.path.parent if self.path.parent.exists() else Path(".")
-        free = shutil.disk_usage(folder).free
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if limit != resource.RLIM_INFINITY and limit < min(needed, free):
+        free, limit = _room(folder)
+        if limit < min(needed, free):
             raise WriteError(
                 f"could not write {self.partial}: the cache needs about {_mb(needed)} but this process may "
                 f"write files of at most {_mb(limit)} (errno 27, file too large: see `ulimit -f`)"
@@ -350,14 +241,10 @@ class FeatureWriter:
 
     def _room_for(self, nbytes: int) -> None:
         """Stop before a batch that would not fit, while the partial cache is still whole and resumable."""
-        import resource
-
         # a batch may rewrite whole chunks, and closing writes HDF5's metadata
         margin = 2 * nbytes + CHUNK_ROWS * sum(self.widths) * self.dtype.itemsize + (64 << 10)
-        free = shutil.disk_usage(self.partial.parent).free
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        size = self.partial.stat().st_size
-        if free < margin or (limit != resource.RLIM_INFINITY and size + margin > limit):
+        free, limit = _room(self.partial.parent)
+        if free < margin or self.partial.stat().st_size + margin > limit:
             why = "no space left on device (errno 28)" if free < margin else "file size limit, `ulimit -f` (errno 27)"
             kept = sum(int(self.file[s].attrs.get("n_written", 0)) for s in self.file)
             if not kept:  # the first block: the file holds the layout and nothing to resume from
@@ -475,7 +362,7 @@ class FeatureWriter:
         rounding: each within :data:`~laya_inspect.cache.schema.CONSTANT_SPREAD` × the first row's largest
         |value| of it; a resumed run compares the rows it wrote with the first on disk."""
         names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
-        return [str(names[i]) if i < len(names) else str(i) for i in self._same_rows()]
+        return [name_of(names, i) for i in self._same_rows()]
 
     def _same_rows(self) -> list[int]:
         """The layers whose rows so far are all within the tolerance of the first. The rows a killed
@@ -556,7 +443,7 @@ class FeatureWriter:
         for split in self.file:
             for i, b in enumerate(decode_attr("x", self.file[split].attrs.get("nonfinite", "")) or []):
                 total[i] += int(b)
-        return {str(names[i]) if i < len(names) else str(i): t for i, t in enumerate(total) if t}
+        return {name_of(names, i): t for i, t in enumerate(total) if t}
 
     def finish(self, warnings: Sequence[str] = (), extra: dict[str, Any] | None = None) -> None:
         """Mark every split and the file complete, add ``warnings`` to its ``warnings`` attribute and the
@@ -659,69 +546,17 @@ def _keep_dead(handle: Any) -> None:
     _DEAD.append(handle)
 
 
-def _given(recorded: Any) -> Any:
-    """A recorded attribute, None where none was given (stored as "", or as JSON null)."""
-    return None if recorded in ("", "null", None) else recorded
+def _room(folder: Path) -> tuple[int, float]:
+    """(bytes free in ``folder``, the largest file this process may write: `ulimit -f`, inf for none)."""
+    import resource
 
-
-def _tokenizer(transforms: Any) -> Any:
-    """The tokenizer's sha256 a text cache records; None where it records none (written before)."""
-    return transforms.get("sha256") if isinstance(transforms, dict) else None
-
-
-def same_transforms(was: Any, now: Any) -> bool:
-    """The recorded ``transforms`` of a partial cache and this run's are the same: none recorded reads
-    as none given, and a tokenizer sha256 the partial cache predates is left out."""
-    return bool(_given(was) == _given(_unrecorded(was, now)))
-
-
-def _unrecorded(was: Any, now: Any) -> Any:
-    """``now`` without the tokenizer's sha256 where ``was`` (written before it was recorded) has none."""
-    if isinstance(was, dict) and isinstance(now, dict) and "sha256" not in was:
-        return {k: v for k, v in now.items() if k != "sha256"}
-    return now
-
-
-def _listed(names: Any) -> str:
-    return "[" + ", ".join(map(str, names)) + "]" if isinstance(names, (list, tuple)) else "(not recorded)"
-
-
-def _command_changes(was: Any, now: Any, shown: int = 3) -> str:
-    """ "seed: 0 → 1, limit: 100 → 50" for the recorded options that differ from this run's (at most
-    ``shown`` named); "" when either is not a recorded dict of options."""
-    if not isinstance(was, dict) or not isinstance(now, dict):
-        return ""
-
-    def value(options: dict[str, Any], other: dict[str, Any], key: str) -> str:
-        if key not in options:  # a flag left out of the record when off (amp)
-            return "off" if isinstance(other.get(key), bool) else "not recorded"
-        v = options[key]
-        if isinstance(v, bool):
-            return "on" if v else "off"
-        return "none" if v is None else ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-
-    keys = [k for k in dict.fromkeys([*was, *now]) if value(was, now, k) != value(now, was, k)]
-    diff = ", ".join(f"{k}: {value(was, now, k)} → {value(now, was, k)}" for k in keys[:shown])
-    return diff + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
-
-
-def _methods(recorded: Any) -> list[str]:
-    return [str(m) for m in recorded] if isinstance(recorded, (list, tuple)) else []
-
-
-def _changed(names: list[str], was: Any, now: Any) -> str:
-    """ "hidden_states.0: cls → mean, …" for the layers whose pooling differs (at most three named)."""
-    was, now = _methods(was), _methods(now)
-    if len(was) != len(now):
-        return f"{', '.join(was) or 'not recorded'}, now {', '.join(now) or 'not recorded'}"
-    diff = [(names[i] if i < len(names) else f"layer {i}", a, b) for i, (a, b) in enumerate(zip(was, now)) if a != b]
-    shown = ", ".join(f"{n}: {a} → {b}" for n, a, b in diff[:3])
-    return shown + (f" and {len(diff) - 3} more layers" if len(diff) > 3 else "")
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return shutil.disk_usage(folder).free, math.inf if limit == resource.RLIM_INFINITY else limit
 
 
 def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:
     return [int(np.size(x) - np.count_nonzero(np.isfinite(x))) for x in features]
 
 
-def _mb(n: int) -> str:
+def _mb(n: float) -> str:
     return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"

@@ -136,8 +136,8 @@ def _nothing_written(out: Path) -> str | None:
     """What an extract stopped before any row was written left on disk, in words (the line after
     "interrupted:"); None where rows were written (INTERRUPTED's line says what is kept) or the run
     was one of several processes (their shard files)."""
+    from ..cache.partial import partial_path, rows_on_disk
     from ..cache.shards import shard_dir
-    from ..cache.writer import partial_path, rows_on_disk
 
     partial = partial_path(out)
     rows = rows_on_disk(out)

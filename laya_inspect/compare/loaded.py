@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..cache.store import FeatureStore
-from ..errors import CacheError, InputError, class_name
+from ..errors import CacheError, InputError, name_of
 from ..head_dir import fit_warnings, load_head, other_cache, trained_split, unchecked_rows
 from ..heads import Head
 from . import metrics as M
@@ -119,7 +119,7 @@ def refuse_untrained_targets(
             hit = []
         if hit:
             rows = int(np.isin(labels, hit).sum()) if target_of == "true" else len(labels)
-            shown = ", ".join(repr(class_name(class_names, c)) for c in hit)
+            shown = ", ".join(repr(name_of(class_names, c)) for c in hit)
             raise InputError(
                 f"--target {target_of}: class(es) {shown} had no training rows, so head {name} never learnt them, "
                 f"and {rows} of {len(labels)} rows would be explained on an untrained output; use --target pred, or "

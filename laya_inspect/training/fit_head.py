@@ -35,7 +35,7 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
-from ..errors import InputError, WriteError, class_label, class_name
+from ..errors import InputError, WriteError, class_label, name_of
 from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
@@ -257,7 +257,7 @@ def _refuse_one_trained_class(labels: np.ndarray, train_rows: np.ndarray, config
         return
     names = store.class_names
     held = [int(c) for c in np.unique(labels) if c not in kept]
-    shown = ", ".join(repr(class_name(names, c)) for c in held)
+    shown = ", ".join(repr(name_of(names, c)) for c in held)
     raise InputError(
         f"the validation rows (--val-fraction {config.val_fraction}, --val-mode {config.val_mode}) took every "
         f"{config.train_split!r} row of class(es) {shown}, leaving training rows of one class only; a head needs "

@@ -27,7 +27,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..cache.store import FeatureStore
 from ..choices import MIN_ROWS
-from ..errors import InputError, class_name
+from ..errors import InputError, name_of
 from .stats import percent, seed_agreement
 
 PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time
@@ -130,7 +130,7 @@ def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class
     gaps = [c for c in range(n) if seen[c] == 0 and tested[c] > 0]
     if not gaps:
         return None
-    names = ", ".join(repr(class_name(class_names, c)) for c in gaps[:5])
+    names = ", ".join(repr(name_of(class_names, c)) for c in gaps[:5])
     rows = int(sum(tested[c] for c in gaps))
     return (
         f"class(es) {names}{', …' if len(gaps) > 5 else ''} have test rows but no training rows: no head can "
@@ -146,7 +146,7 @@ def few_class_rows(train_labels: np.ndarray, class_names: Sequence[str]) -> str 
     few = [c for c in range(len(counts)) if 0 < counts[c] < FEW_CLASS_ROWS]
     if not few:
         return None
-    names = ", ".join(f"{class_name(class_names, c)!r} ({counts[c]})" for c in few[:5])
+    names = ", ".join(f"{name_of(class_names, c)!r} ({counts[c]})" for c in few[:5])
     return (
         f"class(es) with fewer than {FEW_CLASS_ROWS} training rows: {names}{', …' if len(few) > 5 else ''}; "
         "a head learns them from a handful of inputs and their test rows say little; add rows of them or "

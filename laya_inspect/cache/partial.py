@@ -1,0 +1,188 @@
+"""The ``<out>.partial`` file an extraction writes before its cache is complete: its name, the rows
+it holds, the names and files extract refuses to write over, and whether this run may resume it (the
+command, the weights, the data, the transforms and the pooling it was started with). The writing
+itself is :mod:`.writer`'s."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import h5py
+
+from ..errors import CacheError, InputError
+from .schema import not_a_cache
+
+# Attributes a resumed run must share with the rows already written (beside the command options).
+VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
+SHARDS_SUFFIX = ".shards"  # <cache>.shards: the folder of a sharded extraction (laya_inspect.cache.shards)
+
+
+def partial_path(path: str | Path) -> Path:
+    p = Path(path)
+    return p.with_name(p.name + ".partial")
+
+
+def rows_on_disk(out: str | Path) -> dict[str, int] | None:
+    """The rows ``<out>.partial`` holds per split (what a rerun resumes from); None where there is no
+    such file, or it is not a cache (not yet one: a run stopped while creating it) or cannot be read."""
+    partial = partial_path(out)
+    if partial.is_symlink() or not partial.is_file():
+        return None
+    try:
+        if not_a_cache(partial) is not None:  # read under the guard against a damaged file's loops
+            return None
+        with h5py.File(partial, "r", locking=False) as f:
+            return {str(s): int(f[s].attrs.get("n_written", 0)) for s in f if isinstance(f[s], h5py.Group)}
+    except (OSError, KeyError, ValueError, CacheError):
+        return None
+
+
+MOVE_IT = "move it away yourself, or choose another --out"
+
+
+def refuse_reserved_name(out: str | Path) -> None:
+    """Refuse an ``out`` named like what extract keeps beside a cache. A complete cache at
+    ``<cache>.partial`` reads as an interrupted extraction of ``<cache>``, which a rerun of that
+    extraction would resume from or, with --overwrite, delete; one at ``<cache>.shards`` (the folder of
+    a torchrun extraction's shards) stops every later extract of ``<cache>``, --overwrite included,
+    whose shard manifest cannot be read inside a file."""
+    name, cache = Path(out).name, Path(out).with_suffix("")
+    if name.endswith(".partial"):
+        raise InputError(
+            f"--out {out} ends in '.partial', the suffix extract gives its own unfinished caches (an interrupted "
+            f"extraction of {cache} would be read there); choose a name without it, e.g. {cache}"
+        )
+    if name.endswith(SHARDS_SUFFIX):
+        raise InputError(
+            f"--out {out} ends in '{SHARDS_SUFFIX}', the suffix extract gives the folder of a cache's shards under "
+            f"torchrun (every later extract of {cache} would look for its shards there); choose a name without "
+            f"it, e.g. {cache}"
+        )
+
+
+def refuse_foreign_partial(out: str | Path) -> None:
+    """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
+    (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
+    Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
+    partial = partial_path(out)
+    if partial.is_symlink():
+        raise InputError(
+            f"{partial} is a symlink (to {os.readlink(partial)}); laya-inspect neither writes through links nor "
+            f"removes them: {MOVE_IT}"
+        )
+    why = "is a folder" if partial.is_dir() else None
+    if why is None and partial.exists():
+        why = not_a_cache(partial, what=f"{partial} (an interrupted extraction)", remedy=MOVE_IT)
+    if why is not None:
+        raise InputError(
+            f"{partial} {why}; laya-inspect resumes, and --overwrite replaces, only an interrupted extraction "
+            f"it wrote: {MOVE_IT}"
+        )
+
+
+def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -> tuple[str, str] | None:
+    """Why a run may not resume the interrupted extraction whose recorded :data:`VERIFIED` attributes,
+    ``command`` and ``layer_names`` are ``old`` (this run's: ``new``, both as stored and read back;
+    ``names``: this run's layer names), and what to do instead; None where it may."""
+    problem, remedy = None, "rerun the original command to resume it, or pass --overwrite to start again"
+    if old["command"] != new["command"]:
+        changes = _command_changes(old["command"], new["command"])
+        problem = "was started by a different command" + (f" ({changes})" if changes else "")
+    elif old["layer_names"] != new["layer_names"]:
+        # e.g. --layers 4,2 kept in the order given by an earlier laya-inspect, in depth order now:
+        # same command, same widths, but each dataset would get rows of another layer
+        problem = f"holds the layers {_listed(old['layer_names'])}, and this run's are {_listed(new['layer_names'])}"
+        if sorted(map(str, old["layer_names"] or [])) == sorted(map(str, new["layer_names"] or [])):
+            problem += " (this laya-inspect keeps --layers in depth order)"
+        remedy = "its rows cannot be continued with these; pass --overwrite to start again"
+    elif old["weights_sha256"] != new["weights_sha256"]:
+        problem = (
+            f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
+            f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
+        )
+    elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
+        problem = (
+            f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
+            f"{_tokenizer(new['transforms'])}): the tokenizer files of the model changed"
+        )
+    elif not same_transforms(old["transforms"], new["transforms"]):
+        was, now = old["transforms"], _unrecorded(old["transforms"], new["transforms"])
+        keys = sorted(set(was) | set(now)) if isinstance(was, dict) and isinstance(now, dict) else []
+        changed = ", ".join(k for k in keys if was.get(k) != now.get(k)) or "all"
+        problem = (
+            f"read its inputs otherwise (transforms: {changed}): this laya-inspect decodes or transforms "
+            "them differently from the one that started it"
+        )
+    elif old["data_fingerprint"] != new["data_fingerprint"]:
+        problem = (
+            f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
+            f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
+        )
+    elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
+        problem = (
+            f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
+            "laya-inspect decides --pool auto differently from the one that started it"
+        )
+    return (problem, remedy) if problem else None
+
+
+def _given(recorded: Any) -> Any:
+    """A recorded attribute, None where none was given (stored as "", or as JSON null)."""
+    return None if recorded in ("", "null", None) else recorded
+
+
+def _tokenizer(transforms: Any) -> Any:
+    """The tokenizer's sha256 a text cache records; None where it records none (written before)."""
+    return transforms.get("sha256") if isinstance(transforms, dict) else None
+
+
+def same_transforms(was: Any, now: Any) -> bool:
+    """The recorded ``transforms`` of a partial cache and this run's are the same: none recorded reads
+    as none given, and a tokenizer sha256 the partial cache predates is left out."""
+    return bool(_given(was) == _given(_unrecorded(was, now)))
+
+
+def _unrecorded(was: Any, now: Any) -> Any:
+    """``now`` without the tokenizer's sha256 where ``was`` (written before it was recorded) has none."""
+    if isinstance(was, dict) and isinstance(now, dict) and "sha256" not in was:
+        return {k: v for k, v in now.items() if k != "sha256"}
+    return now
+
+
+def _listed(names: Any) -> str:
+    return "[" + ", ".join(map(str, names)) + "]" if isinstance(names, (list, tuple)) else "(not recorded)"
+
+
+def _command_changes(was: Any, now: Any, shown: int = 3) -> str:
+    """ "seed: 0 → 1, limit: 100 → 50" for the recorded options that differ from this run's (at most
+    ``shown`` named); "" when either is not a recorded dict of options."""
+    if not isinstance(was, dict) or not isinstance(now, dict):
+        return ""
+
+    def value(options: dict[str, Any], other: dict[str, Any], key: str) -> str:
+        if key not in options:  # a flag left out of the record when off (amp)
+            return "off" if isinstance(other.get(key), bool) else "not recorded"
+        v = options[key]
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        return "none" if v is None else ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    keys = [k for k in dict.fromkeys([*was, *now]) if value(was, now, k) != value(now, was, k)]
+    diff = ", ".join(f"{k}: {value(was, now, k)} → {value(now, was, k)}" for k in keys[:shown])
+    return diff + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+
+
+def _methods(recorded: Any) -> list[str]:
+    return [str(m) for m in recorded] if isinstance(recorded, (list, tuple)) else []
+
+
+def _changed(names: list[str], was: Any, now: Any) -> str:
+    """ "hidden_states.0: cls → mean, …" for the layers whose pooling differs (at most three named)."""
+    was, now = _methods(was), _methods(now)
+    if len(was) != len(now):
+        return f"{', '.join(was) or 'not recorded'}, now {', '.join(now) or 'not recorded'}"
+    diff = [(names[i] if i < len(names) else f"layer {i}", a, b) for i, (a, b) in enumerate(zip(was, now)) if a != b]
+    shown = ", ".join(f"{n}: {a} → {b}" for n, a, b in diff[:3])
+    return shown + (f" and {len(diff) - 3} more layers" if len(diff) > 3 else "")
