@@ -10,7 +10,7 @@ import typer
 from ..compare.config import CompareConfig
 from ..report.terminal import build_report, fit_title
 from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, bullets, console, dim, err_console, from_options, json_text, opt
+from .app import app, bullets, console, dim, err_console, from_options, json_text, opt, warn
 from .fit import print_fit
 
 
@@ -141,6 +141,10 @@ def report_command(
         data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
         typer.echo(json_text(data))
     else:
+        from ..report.stale import stale_inputs
+
+        # results of a file replaced since (a demo step rerun by hand) are said before they are shown
+        warn(stale_inputs(folder))
         # read_folder checked every field the terminal reads; a hand-edited file that still fails is
         # one line naming the folder, as report.html's builder says it (report/html.py: readable)
         readable(folder.kind, out_dir, lambda: _print_folder(folder), "the report")

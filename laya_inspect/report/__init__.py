@@ -19,6 +19,7 @@ from typing import Any
 from ..files import write_text
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page
+from .stale import stale_inputs
 
 __all__ = ["build_page", "fit_summary_html", "folder_kind", "summary_html", "write_report_html"]
 
@@ -39,6 +40,8 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
 
     def parts() -> dict[str, Any]:
         out: dict[str, Any] = builder(f, shown, figures)  # type: ignore[operator]
+        # results read from files replaced since (a demo step rerun by hand) lead the page, in warning colour
+        out["reading"].lead[:0] = [f"Warning: {line}." for line in stale_inputs(f)]
         out["commands"].append(("rebuild this page", f"laya-inspect report {shown} --html"))
         return out
 
