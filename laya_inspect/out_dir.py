@@ -24,7 +24,7 @@ from .files import output_lock, pid_of, remove_stale_temps, write_json
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
 # files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
-# is its own only as FILE.partial of a FILE the marker lists (_foreign).
+# is its own only as FILE.partial of a FILE the marker lists, and only an HDF5 file (_partial_cache).
 _OWN_TEMP = re.compile(r"^\..+\.lock$|^\..+\.(?:tmp|old)-([0-9]+)$|^.+\.tmp-([0-9]+)$")
 
 
@@ -141,7 +141,8 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
         if entry.name == MARKER and marker is not None and here == root:
             continue
         rel = entry.relative_to(root).as_posix()
-        if own_temp(entry.name) or (rel.endswith(".partial") and rel.removesuffix(".partial") in owned):
+        partial = rel.endswith(".partial") and rel.removesuffix(".partial") in owned
+        if own_temp(entry.name) or (partial and _partial_cache(entry)):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
@@ -154,6 +155,22 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
         elif _edited(entry, rel, marker):
             found.append(rel + _EDITED)
     return found
+
+
+def _partial_cache(entry: Path) -> bool:
+    """Whether ``entry`` (``FILE.partial`` of a ``FILE`` the marker lists) can be extract's interrupted
+    cache: a plain file that starts as HDF5 does, or an empty one (killed as it was made). A user's
+    ``summary.json.partial`` (a draft) is not: --force deleted it with the folder. Only the signature
+    is read, as a killed run's partial file may be too damaged for libhdf5."""
+    from .cache.schema import HDF5_SIGNATURE
+
+    if entry.is_symlink() or not entry.is_file():
+        return False
+    try:
+        with open(entry, "rb") as f:
+            return f.read(len(HDF5_SIGNATURE)) in (HDF5_SIGNATURE, b"")
+    except OSError:
+        return False
 
 
 def spec_paths(spec: str | None) -> list[Path]:

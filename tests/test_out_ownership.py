@@ -170,13 +170,31 @@ def test_a_marked_sub_folder_answers_for_its_own_files(tmp_path):
 
 def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
     out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache"})
-    (out / "features.h5.partial").write_text("a killed extract")
+    (out / "features.h5.partial").write_bytes(b"\x89HDF\r\n\x1a\n a killed extract")  # HDF5, as extract's is
     (out / ".heads.lock").write_text("123")
     (out / ".heads.tmp-123").mkdir()
     assert foreign_files(out) == []
     # QA: any *.partial counted as the tool's, so --force removed a user's notes.partial with the folder
     (out / "notes.partial").write_text("mine")
     assert foreign_files(out) == ["notes.partial"]
+
+
+def test_a_users_draft_named_after_a_file_of_the_output_is_not_a_partial_cache(tmp_path):
+    """Audit: `FILE.partial` of any file the marker lists counted as extract's interrupted cache, so
+    `fit-head --force` deleted a user's summary.json.partial (a draft) with the folder. Only an HDF5
+    file (or an empty one, killed as it was made) is extract's partial cache now."""
+    out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache"})
+    (out / "summary.json.partial").write_text("my draft of the summary")
+    (out / "features.h5.partial").write_text("my notes on the cache")
+    assert foreign_files(out) == ["features.h5.partial", "summary.json.partial"]
+    before = tree(out)
+    with pytest.raises(InputError, match="did not write"):
+        written(out)  # --force
+    assert tree(out) == before
+    for name in ("summary.json.partial", "features.h5.partial"):
+        (out / name).unlink()
+    (out / "features.h5.partial").write_bytes(b"")  # killed as it was created: nothing to lose
+    assert foreign_files(out) == []
 
 
 def test_an_unreadable_marker_marks_nothing(tmp_path):
