@@ -69,11 +69,13 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_marker(folder: str | Path, command: str, files: Sequence[str] | None = None) -> Path:
+def write_marker(
+    folder: str | Path, command: str, files: Sequence[str] | None = None, *, digest: Iterable[str] = ()
+) -> Path:
     """Mark ``folder`` as written by ``command``: the marker names the command, the version, the time
     and the files the command wrote there (every path under ``folder`` now, with the SHA-256 of each
     file of at most DIGEST_MAX_BYTES: :func:`foreign_files` says a file whose content changed since;
-    or ``files``, named ahead of writing them, without digests)."""
+    or ``files``, named ahead of writing them, without digests but for those of them in ``digest``)."""
     from datetime import datetime, timezone
 
     from . import __version__
@@ -83,6 +85,8 @@ def write_marker(folder: str | Path, command: str, files: Sequence[str] | None =
     if files is None:  # the folder is complete (a list given ahead names files still to be written: demo)
         files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
         digests = _digests(root, files)
+    else:
+        digests = _digests(root, [f for f in digest if f in files])
     record = {
         "written_by": "laya-inspect",
         "command": command,

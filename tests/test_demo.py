@@ -403,3 +403,27 @@ def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: 
     assert r.exit_code == 1 and "another laya-inspect process" in r.output, r.output
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert (out / MARKER).exists()
+
+
+def test_demo_force_keeps_a_demo_json_edited_by_hand_and_allows_a_retrained_backbone(demo, tmp_path: Path) -> None:
+    """Audit: the demo's marker listed its files without digests, so `demo --force` replaced a demo.json
+    edited by hand (the protection every other output's summary has). demo.json's digest is recorded
+    now; the backbone stays replaceable, as the demo prints `train --force` for it to be rerun by hand."""
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(demo[0], out)
+    plan_demo(DemoConfig(out=str(out), force=True, quick=True))  # as written: --force may replace it
+    ckpt = torch.load(out / "backbone.pt", weights_only=True)
+    first = next(iter(ckpt["state_dict"]))
+    ckpt["state_dict"][first] = ckpt["state_dict"][first] + 1.0  # retrained, as `train --force` would
+    torch.save(ckpt, out / "backbone.pt")
+    plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    record = json.loads((out / "demo.json").read_text())
+    (out / "demo.json").write_text(json.dumps(record | {"my_note": "run on the lab machine"}))
+    before = (out / "demo.json").read_bytes()
+    with pytest.raises(Exception, match=r"demo.json \(changed since it was written\)"):
+        plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
+    assert r.exit_code == 1 and "changed since it was written" in " ".join(r.output.split()), r.output
+    assert (out / "demo.json").read_bytes() == before
