@@ -197,6 +197,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_drop_inherited_locks)
 
 
+LOCK_MAX_BYTES = 32
+
+
+def lock_content(data: bytes) -> bool:
+    """Whether ``data`` is what a lock file of :func:`output_lock` holds: a PID (or nothing yet)."""
+    return len(data) <= LOCK_MAX_BYTES and re.fullmatch(rb"\s*[0-9]*\s*", data) is not None
+
+
 @contextmanager
 def output_lock(path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on output ``path`` (a hidden ``.<name>.lock`` file beside it holding
@@ -233,7 +241,7 @@ def output_lock(path: str | Path) -> Iterator[None]:
                 break
             os.close(fd)
         held = os.pread(fd, 64, 0)
-        if os.fstat(fd).st_size > 32 or not re.fullmatch(rb"\s*[0-9]*\s*", held):
+        if os.fstat(fd).st_size > LOCK_MAX_BYTES or not lock_content(held):
             os.close(fd)  # a user's file under the lock's name: neither emptied nor removed
             raise InputError(
                 f"{lock} is not a lock file laya-inspect wrote (one holds only a PID), and laya-inspect keeps "

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, WriteError, os_message
-from .files import output_lock, pid_of, remove_stale_temps, write_json
+from .files import LOCK_MAX_BYTES, lock_content, output_lock, pid_of, remove_stale_temps, write_json
 
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
@@ -146,7 +146,7 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
             continue
         rel = entry.relative_to(root).as_posix()
         partial = rel.endswith(".partial") and rel.removesuffix(".partial") in owned
-        if own_temp(entry.name) or (partial and _partial_cache(entry)):
+        if _own_temp_entry(entry) or (partial and _partial_cache(entry)):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
@@ -159,6 +159,21 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
         elif _edited(entry, rel, marker):
             found.append(rel + _EDITED)
     return found
+
+
+def _own_temp_entry(entry: Path) -> bool:
+    """:func:`own_temp` by name, and for a lock's name by content too: a lock holds a PID alone, so a
+    user's ``.budget.lock`` holding anything else is theirs (--force deleted it with the folder)."""
+    if not own_temp(entry.name):
+        return False
+    if not entry.name.endswith(".lock"):
+        return True
+    if entry.is_symlink() or not entry.is_file():
+        return False
+    try:
+        return entry.stat().st_size <= LOCK_MAX_BYTES and lock_content(entry.read_bytes())
+    except OSError:
+        return False
 
 
 def _partial_cache(entry: Path) -> bool:

@@ -179,6 +179,21 @@ def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
     assert foreign_files(out) == ["notes.partial"]
 
 
+def test_a_users_file_named_like_a_lock_is_not_taken_for_one(tmp_path):
+    """Audit: any `.NAME.lock` in an output counted as a lock the tool left, so `--force` deleted a
+    user's `.budget.lock` with the folder. A lock holds a PID alone: anything else there is the user's."""
+    out = written(tmp_path / "out")
+    (out / ".heads.lock").write_text("4242")  # a killed run's lock: the tool's
+    assert foreign_files(out) == []
+    (out / ".budget.lock").write_text("held by the spreadsheet on the lab machine\n")
+    (out / ".plots.lock").symlink_to(tmp_path)
+    assert foreign_files(out) == [".budget.lock", ".plots.lock"]
+    before = tree(out)
+    with pytest.raises(InputError, match=r"did not write \(\.budget\.lock, \.plots\.lock\)"):
+        written(out)  # --force
+    assert tree(out) == before
+
+
 def test_a_users_draft_named_after_a_file_of_the_output_is_not_a_partial_cache(tmp_path):
     """Audit: `FILE.partial` of any file the marker lists counted as extract's interrupted cache, so
     `fit-head --force` deleted a user's summary.json.partial (a draft) with the folder. Only an HDF5
