@@ -247,6 +247,7 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
         out = default_out_dir(config.dataset)
     else:
         out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
+        check_step_folders(out)
     spec = preset.data_spec(config.data_root)
     train = JointConfig(
         model=MODEL,
@@ -308,6 +309,22 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     )
 
 
+def check_step_folders(out: Path) -> None:
+    """Refuse an output of another command where the demo's fit-head and compare steps write (heads/,
+    compare/): `demo --force` removed a prune output put at compare/ with the rest, which
+    `compare --force` itself refuses. Their own markers answer for their files (check_out)."""
+    from .out_dir import read_marker
+
+    for name, command in (("heads", "fit-head"), ("compare", "compare")):
+        marker = read_marker(out / name) if not (out / name).is_symlink() else None
+        if marker is not None and marker.get("command") != command:
+            raise InputError(
+                f"--out {out} holds the output of `laya-inspect {marker.get('command')}` in {out / name}, where "
+                f"the demo's {command} step writes; --force replaces only what the demo's steps wrote: "
+                "move it away, or choose another --out"
+            )
+
+
 def _clear_previous(out: Path, p: dict[str, Path]) -> None:
     """The previous demo's cache, heads, comparison and page, before this one replaces them: a run
     stopped part-way must not leave them beside its new backbone, read as if they came from it. Only
@@ -346,6 +363,7 @@ def run_demo(
     with output_lock(plan.out_dir):
         # checked again: another demo may have filled it since the plan
         check_out(plan.out_dir, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
+        check_step_folders(plan.out_dir)
         return _run_demo(config, plan, on_step, progress)
 
 

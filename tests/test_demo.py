@@ -5,6 +5,7 @@ failing invocation per error class."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -427,3 +428,25 @@ def test_demo_force_keeps_a_demo_json_edited_by_hand_and_allows_a_retrained_back
     r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
     assert r.exit_code == 1 and "changed since it was written" in " ".join(r.output.split()), r.output
     assert (out / "demo.json").read_bytes() == before
+
+
+def test_demo_force_never_removes_another_commands_output_where_its_steps_write(demo, tmp_path: Path) -> None:
+    """Audit: `demo --force` removed any laya-inspect output standing at heads/ or compare/ with the
+    previous demo's (a prune run put at compare/), which `compare --force --out DEMO/compare` itself
+    refuses as "the output of `laya-inspect prune`, not of compare"."""
+    import shutil
+
+    from laya_inspect.out_dir import atomic_dir
+
+    out = tmp_path / "copy"
+    shutil.copytree(demo[0], out)
+    shutil.rmtree(out / "compare")
+    with atomic_dir(out / "compare", command="prune") as tmp:
+        (tmp / "summary.json").write_text('{"my": "long prune run"}')
+    before = sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    said = f"holds the output of `laya-inspect prune` in {out / 'compare'}, where the demo's compare step writes"
+    with pytest.raises(Exception, match=re.escape(said)):
+        plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
+    assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
+    assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
