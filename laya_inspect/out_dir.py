@@ -240,7 +240,8 @@ def check_out(
     holds, is, or lies inside one of the run's ``inputs``; a file where a folder is wanted (or the
     reverse); a non-empty folder unless ``force`` and every file in it was written by ``command``
     (its marker, :func:`foreign_files`); and with ``force``, an existing file unless ``owned(path)``
-    says laya-inspect wrote it (it returns None, else what the file is instead). ``kind``: ``folder``
+    says laya-inspect wrote it (it returns None, else what the file is instead) and no other output
+    lists it (:func:`claimed_by`; a demo's, whose printed steps rewrite its files, aside). ``kind``: ``folder``
     or ``file``; an existing file without ``force`` is the caller's to refuse or resume. ``renamed``:
     the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
     refused; False for a command that writes inside the folder (demo). Returns ``path``."""
@@ -286,12 +287,21 @@ def check_out(
         # A file carries no marker of its own: only its content says who wrote it, so a command
         # that cannot tell (no ``owned``) replaces nothing.
         why = owned(out) if owned is not None else "may not be laya-inspect's"
+        claim = claimed_by(out) if why is None else None
+        if claim is not None and claim[1].get("command") not in STEPS_REWRITE:
+            why = _part_of(claim)  # a check planted's cache: its verdict would be of another file
         if why is not None:
             raise InputError(
                 f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "
                 f"choose another {flag}, or move it away yourself"
             )
     return out
+
+
+# Outputs whose files the steps they print may rewrite one by one (`train --force --out
+# DEMO/backbone.pt`; `report` then says what is stale). A file another output lists is that output's:
+# a command that writes one file does not replace it on its own.
+STEPS_REWRITE = ("demo",)
 
 
 def _refuse_file_above(out: Path, flag: str) -> None:

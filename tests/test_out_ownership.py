@@ -441,6 +441,33 @@ def test_extract_overwrite_replaces_its_own_cache(tmp_path):
         assert f["test"].attrs["n"] == 40
 
 
+def test_extract_overwrite_and_train_force_leave_a_file_another_output_lists(tmp_path, monkeypatch):
+    """Audit: `extract --overwrite --out PLANTED/features.h5` replaced the cache a `check planted`
+    output lists (its verdict then stood beside another cache, and its next --force refused the file
+    as changed). A file another output lists is that output's now, as explain already said; a demo's
+    backbone and cache stay replaceable, since the demo prints those steps to be rerun by hand."""
+    monkeypatch.chdir(tmp_path)
+    planted, demo = tmp_path / "planted", tmp_path / "demo"
+    for folder in (planted, demo):
+        assert runner.invoke(app, [*EXTRACT, "--out", str(folder / "features.h5")], env=ENV).exit_code == 0
+    write_marker(planted, "check planted")
+    write_marker(demo, "demo", files=["features.h5", "backbone.pt"])
+    before = tree(planted)
+    r = runner.invoke(app, [*EXTRACT, "--limit", "40", "--out", str(planted / "features.h5"), "--overwrite"], env=ENV)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    line = " ".join(r.output.split())
+    assert f"--out {planted / 'features.h5'} is part of the output of `laya-inspect check planted` in planted" in line
+    assert "--overwrite replaces only a file laya-inspect extract wrote" in line
+    assert tree(planted) == before
+    r = runner.invoke(app, [*EXTRACT, "--limit", "40", "--out", str(demo / "features.h5"), "--overwrite"], env=ENV)
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, [*TRAIN, "--out", str(demo / "backbone.pt")], env=ENV).exit_code == 0
+    assert (
+        runner.invoke(app, [*TRAIN, "--seed", "1", "--out", str(demo / "backbone.pt"), "--force"], env=ENV).exit_code
+        == 0
+    )
+
+
 def test_the_notebook_extract_overwrite_never_replaces_a_users_file(tmp_path):
     import torch
 
