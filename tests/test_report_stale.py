@@ -43,6 +43,15 @@ def test_report_says_the_cache_changed_since_fit_head_and_compare_read_it(tmp_pa
     assert runner.invoke(app, [*compare, "--out", str(scores)], env=ENV).exit_code == 0
     for folder in (heads, scores):  # the cache they read: nothing to say
         assert "changed since" not in _said(["report", str(folder)])
+    recorded = json.loads((scores / "summary.json").read_text())["heads"][0]["head_weights_sha256"]
+    assert isinstance(recorded, str) and len(recorded) == 64
+
+    # the heads refitted into the same folder (`fit-head --force`, other epochs): compare's scores are of the old ones
+    assert runner.invoke(app, [*fit[:-2], "--epochs", "4", "--force", "--out", str(heads)], env=ENV).exit_code == 0
+    said = _said(["report", str(scores)])
+    assert f"warning: head {head} was refitted since compare scored it for {scores}" in said, said
+    assert "changed since" not in said  # the cache is the same
+    assert "refitted" not in _said(["report", str(heads)])
 
     # another backbone's features at the same path (what `extract --overwrite` of a retrained backbone writes)
     cache.unlink()

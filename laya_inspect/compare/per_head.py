@@ -68,6 +68,8 @@ def head_summary(
         "kind": r.kind,
         "head_config": cfg.get("kwargs"),
         "head_cache_fingerprint": cfg.get("cache_fingerprint"),
+        # report says when the head was refitted since (`fit-head --force` into the same folder)
+        "head_weights_sha256": weights_sha256(r.head_dir),
         "n": int(len(r.targets)),
         "n_layers": len(layer_names),
         "accuracy": accuracy,
@@ -83,6 +85,19 @@ def head_summary(
         "ablations": by_abl,
         "per_class": per_class_summary(r, class_names, num_classes),
     }
+
+
+def weights_sha256(head_dir: Any) -> str | None:
+    """The SHA-256 of the head's weights.pt, or None where it cannot be read."""
+    import hashlib
+    from pathlib import Path
+
+    from ..head_dir import WEIGHTS
+
+    try:
+        return hashlib.sha256((Path(head_dir) / WEIGHTS).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 # What compare does with a head near chance on the rows it compares (fit-head's rule, docs/METHOD.md)

@@ -4,7 +4,8 @@ A demo prints each step's command so that one step can be rerun by hand (`train 
 DEMO/backbone.pt`, `extract --overwrite --out DEMO/features.h5`); until the steps after it are rerun
 too, the heads, the comparison and the page are of the earlier file. `report` reads the recorded
 results, so it says so: the cache's fingerprint and rows against those fit-head and compare
-recorded, and a demo's backbone against the weights its cache was extracted from. A file that is
+recorded, each compared head's weights.pt against the digest compare recorded (`fit-head --force`
+into the same folder), and a demo's backbone against the weights its cache was extracted from. A file that is
 gone says nothing (a folder copied to another machine keeps the paths of the first).
 """
 
@@ -88,16 +89,38 @@ def _fit(folder: FitFolder, demo: Path | None) -> list[str]:
 
 def _compare(folder: CompareFolder, demo: Path | None) -> list[str]:
     cache, store = _recorded(folder.summary, "path")
+    lines = _refitted(folder, demo)
     if store is None:
-        return []
+        return lines
     with store:
         recorded = cache.get("fingerprint")
         if recorded in store.fingerprints:
-            return []
+            return lines
         now = store.fingerprint
     return [
         f"{cache['path']} changed since compare read it for {folder.path} (fingerprint {recorded} then, {now} "
-        f"now); its scores are of the earlier cache: {_rerun(demo, 'compare')}"
+        f"now); its scores are of the earlier cache: {_rerun(demo, 'compare')}",
+        *lines,
+    ]
+
+
+def _refitted(folder: CompareFolder, demo: Path | None) -> list[str]:
+    """The compared heads whose weights.pt is no longer the one compare scored (a summary written
+    before compare recorded it says nothing)."""
+    from ..compare.per_head import weights_sha256
+
+    moved = []
+    for head in folder.summary.get("heads") or []:
+        recorded = head.get("head_weights_sha256") if isinstance(head, dict) else None
+        if isinstance(recorded, str):
+            now = weights_sha256(head.get("dir"))
+            if now is not None and now != recorded:
+                moved.append(str(head.get("dir")))
+    if not moved:
+        return []
+    return [
+        f"head {', '.join(moved)} was refitted since compare scored it for {folder.path}; its scores are of the "
+        f"earlier head: {_rerun(demo, 'compare')}"
     ]
 
 
