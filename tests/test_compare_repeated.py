@@ -97,3 +97,26 @@ def test_fit_heads_line_and_compares_own_over_the_same_rows_are_said_once(tmp_pa
     assert summary["rows_repeated"] == fitted  # the same helper over the same rows: the same record
     assert sum("repeat an earlier test row" in w for w in summary["head_warnings"]) == 2  # the outputs keep both
     assert " ".join(output.split()).count("repeat an earlier test row") == 1, output
+
+
+def test_fit_heads_line_is_left_out_where_compare_says_it_of_other_rows(tmp_path):
+    """QA: compare --limit read 50 of fit-head's 120 test rows and printed fit-head's "108 of 120 test
+    rows repeat …" and its own "38 of 50 test rows repeat …": one caveat said twice. The terminal says
+    compare's own, of the rows it read; summary.json keeps both."""
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    cache = _cache(tmp_path / "c.h5", distinct=12, copies=10)
+    with FeatureStore(cache) as store:
+        fit_heads(store, FitConfig(seeds=(0,), epochs=2, probe=False, heads=("laya",)), out_dir=tmp_path / "h")
+    out = tmp_path / "cmp"
+    res = runner.invoke(
+        app, ["compare", str(tmp_path / "h"), "--cache", str(cache), *ARGS, "--limit", "50", "--out", str(out)], env=ENV
+    )
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    found = summary["rows_repeated"]
+    assert found["of"] == 50 and 0 < found["rows"] < 50
+    assert sum("repeat an earlier test row" in w for w in summary["head_warnings"]) == 2  # the outputs keep both
+    flat = " ".join(res.output.split())
+    assert flat.count("repeat an earlier test row") == 1, res.output
+    assert f"{found['rows']} of 50 test rows" in flat and "108 of 120" not in flat, res.output
