@@ -374,3 +374,27 @@ def test_a_class_never_trained_is_refused_in_one_line_when_the_cache_names_no_cl
         quick = CompareConfig(target="true", methods=("alpha",), n_boot=0, plots=False, sanity=False, device="cpu")
         with pytest.raises(InputError, match=r"class\(es\) '1' had no training rows.*4 of 12 rows"):
             compare_heads([run.head_dir], store, quick, out_dir=tmp_path / "compare")
+
+
+def test_the_table_marks_every_layer_tied_at_a_columns_top_not_the_shallowest(tmp_path: Path) -> None:
+    """QA: a ScalarMix head whose weights stayed uniform gave a static column of equal weights, and the
+    table marked blocks.0 alone as the layer it "ranks first": a tie read as the shallowest layer's win.
+    Every tied layer is marked (1/k credit each, as stats.top_credit); an untied column keeps one mark."""
+    import torch
+
+    from laya_inspect.heads import build_head
+
+    cache = class_blob_cache(tmp_path / "c.h5", np.arange(30) % 3, np.arange(9) % 3)
+    torch.manual_seed(0)
+    with FeatureStore(cache) as store:
+        head = build_head("scalarmix", store.widths, store.num_classes, d_star=4).eval()  # scalars at 0: uniform
+        folder = save_head(tmp_path / "sm", head, meta=cache_identity(store))
+    args = ["explain", str(folder), "--cache", str(cache), "--row", "0", "--ablation", "mean", "--device", "cpu"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines() if line.strip()[:7] == "blocks."}
+    header = next(line.split() for line in result.output.splitlines() if line.split()[:1] == ["layer"])
+    static = header.index("static") - 1  # the cells after the layer's name
+    assert [rows[k][static] for k in sorted(rows)] == ["+0.500*", "+0.500*"], result.output
+    ig = header.index("IG") - 1
+    assert sum(cells[ig].endswith("*") for cells in rows.values()) == 1, result.output

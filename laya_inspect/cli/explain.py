@@ -15,7 +15,11 @@ from .app import app, console, dim, json_text, out_file
 
 
 def explain_table(e: Any) -> Table:
-    """Layers × (every method's score, the LOLO effect); the top layer of each column marked *."""
+    """Layers × (every method's score, the LOLO effect); the top layer of each column marked *, every
+    one of the layers that tie at its top (a uniform ScalarMix's static weights, saturated effects):
+    a tie is not the shallowest layer's win (stats.top_credit)."""
+    import numpy as np
+
     from ..report.reading import name, num
 
     columns = [(name(m) if m != "static" else "static", s, 3) for m, s in e.scores.items()]
@@ -27,12 +31,10 @@ def explain_table(e: Any) -> Table:
         table.add_column(title, justify="right", no_wrap=True)
     if drawn:
         table.add_column(f"95% interval ({e.draws} draws)", justify="right", no_wrap=True)
-    tops = [int(values.argmax()) for _, values, _ in columns]
+    tops = [_top_layers(np.asarray(values, dtype=np.float64)) for _, values, _ in columns]
     for i, layer in enumerate(e.layer_names):
         cells = [
-            Text(
-                num(values[i], digits, sign=True) + ("*" if tops[k] == i else " "), style="bold" if tops[k] == i else ""
-            )
+            Text(num(values[i], digits, sign=True) + ("*" if tops[k][i] else " "), style="bold" if tops[k][i] else "")
             for k, (_, values, digits) in enumerate(columns)
         ]
         if drawn:
@@ -40,6 +42,14 @@ def explain_table(e: Any) -> Table:
             cells.append(Text(f"[{num(low, 3, sign=True)}, {num(high, 3, sign=True)}]"))
         table.add_row(layer, *cells)
     return table
+
+
+def _top_layers(values: Any) -> Any:
+    """(L,) bool: the layers whose value is the column's largest (NaNs never; none when all are NaN)."""
+    import numpy as np
+
+    finite = ~np.isnan(values)
+    return finite & (values == (values[finite].max() if finite.any() else np.nan))
 
 
 @app.command("explain")
@@ -147,7 +157,11 @@ def _print(e: Any) -> None:
     from ..explain import VERDICT_NOTE
 
     console.print(
-        Text("* the layer each column ranks first; scores are on each method's own scale (docs/METHOD.md)", "dim")
+        Text(
+            "* the layer each column ranks first (each of the layers tied at its top); scores are on each "
+            "method's own scale (docs/METHOD.md)",
+            "dim",
+        )
     )
     if e.effects_ci is not None:
         console.print(

@@ -268,7 +268,9 @@ def one_hot_top(effects: np.ndarray, tol: float = 0.0) -> np.ndarray:
 
 
 def top_order(scores: np.ndarray) -> np.ndarray:
-    """(N, L) layer indices by descending score; ties → lower layer index first."""
+    """(N, L) layer indices by descending score; ties → lower layer index first: an order to measure
+    curves along, never a ranking to credit (a caller reading the first place as a win shares it among
+    the tied layers: :func:`top_layer_agreement`, :func:`deletion_at_k`, effects.tie_averaged_curves)."""
     return np.argsort(-_check(scores, "scores"), axis=1, kind="stable")
 
 
