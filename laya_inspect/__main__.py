@@ -1,12 +1,13 @@
 """`python -m laya_inspect` and the `laya-inspect` command. Ctrl-C and SIGTERM are handled from the
 first line, before the command line's modules load (≈ 0.2 s): a signal then ends the run with the
-usual line and the shell's exit code (130 for SIGINT, 143 for SIGTERM), and nothing has been written."""
+usual line and the shell's exit code (130 for SIGINT, 143 for SIGTERM), and nothing has been written.
+A signal once the command has returned, while the process exits, says that its work is complete."""
 
 from __future__ import annotations
 
 import sys
 
-from .runtime import NOTHING_HALF_WRITTEN, StartStopped, starting_signals
+from .runtime import FINISHED_BEFORE, NOTHING_HALF_WRITTEN, StartStopped, starting_signals
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -19,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
         import signal
 
         word = "terminated" if e.signum == signal.SIGTERM else "interrupted"
-        sys.stderr.write(f"{word}: {NOTHING_HALF_WRITTEN}\n")
+        sys.stderr.write(f"{word}: {FINISHED_BEFORE if e.finished else NOTHING_HALF_WRITTEN}\n")
         sys.exit(128 + e.signum)
 
 

@@ -198,18 +198,32 @@ NOTHING_HALF_WRITTEN = (
 )
 
 
+# what the line says of a signal once the command has returned: its results are printed and written
+FINISHED_BEFORE = "the command had finished before it: what it printed and wrote is complete"
+
+
 class StartStopped(BaseException):
     """Ctrl-C or SIGTERM while the command line starts, before a command handles them (or after it
-    has returned). Not a KeyboardInterrupt: click turns one raised outside a command into "Aborted!"
-    and exit code 1."""
+    has returned: ``finished``). Not a KeyboardInterrupt: click turns one raised outside a command
+    into "Aborted!" and exit code 1."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, finished: bool = False) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.finished = finished
+
+
+_finished = threading.Event()  # set by command_finished, cleared where starting_signals begins
+
+
+def command_finished() -> None:
+    """Said by the command line once a command has returned: a signal from here on, while the process
+    exits, finds its work done, and its line must not ask for the command to be run again."""
+    _finished.set()
 
 
 def _stop_starting(signum: int, frame: Any) -> None:
-    raise StartStopped(signum)
+    raise StartStopped(signum, _finished.is_set())
 
 
 _guarded: dict[int, Any] = {}  # signal → the handler starting_signals replaced, while it is on
@@ -224,6 +238,7 @@ def starting_signals() -> Iterator[None]:
     once, cli/app.py), and any signal off the main thread."""
     import signal
 
+    _finished.clear()
     if threading.current_thread() is threading.main_thread():
         ranks = os.environ.get("WORLD_SIZE", "").strip() not in ("", "1")
         for signum, usual in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL)):

@@ -245,3 +245,34 @@ def test_ctrl_c_during_a_command_is_still_the_command_s_to_handle(tmp_path: Path
     assert code == 130, (code, err[-3000:])
     assert err.strip().splitlines()[-1] == f"interrupted: {INTERRUPTED['extract']}", err[-3000:]
     assert (tmp_path / "c.h5.partial").is_file() and _temporary(tmp_path) == []
+
+
+# The child signals itself as the command's invoke returns (a profile hook on that return): the moment
+# a Ctrl-C lands once the results are printed and written, while the process exits; no timing.
+SIGNAL_AFTER_FINISH = """
+import os, runpy, signal, sys
+
+def hook(frame, event, arg):
+    if event == "return" and frame.f_code.co_name == "invoke" and frame.f_code.co_filename.endswith("app.py"):
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGINT)
+
+sys.setprofile(hook)
+sys.argv = ["laya-inspect", "check", "planted", "--rows", "200", "--device", "cpu", "--out", {out!r}]
+runpy.run_module("laya_inspect", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_once_the_command_has_finished_does_not_say_its_work_was_lost(tmp_path: Path) -> None:
+    """QA: Ctrl-C just after a command printed its results said "interrupted: … nothing half-written is
+    left; run the same command again", as if the run were lost. Its outputs are complete: the line says
+    so (exit 130 still, the shell's code for the signal)."""
+    out = tmp_path / "planted"
+    script = SIGNAL_AFTER_FINISH.format(out=str(out))
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert "wrote" in done.stderr and not any("run the same command again" in line for line in lines), lines[-3:]
+    from laya_inspect.runtime import FINISHED_BEFORE
+
+    assert lines[-1] == f"interrupted: {FINISHED_BEFORE}", done.stderr[-2000:]
+    assert done.returncode == 130 and (out / "summary.json").is_file()

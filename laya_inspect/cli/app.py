@@ -25,7 +25,7 @@ from typer.core import TyperGroup
 
 from ..errors import LayaError, os_message
 from ..options import default_of, field_of
-from ..runtime import NOTHING_HALF_WRITTEN, ctrl_c_as_before
+from ..runtime import NOTHING_HALF_WRITTEN, command_finished, ctrl_c_as_before
 
 STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
 console = Console()
@@ -167,7 +167,9 @@ class _Group(TyperGroup):
                     _stopped(ctx.invoked_subcommand, True)
 
             try:
-                return super().invoke(ctx)
+                done = super().invoke(ctx)
+                command_finished()  # its results are out: a Ctrl-C from here on loses nothing
+                return done
             except LayaError as e:
                 after_sigterm()
                 fail(str(e))
