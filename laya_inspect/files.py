@@ -74,9 +74,10 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
             pass
     tmps = tuple(t.with_name(f"{t.name}.tmp-{os.getpid()}") for t in targets)
     syncing: Path | None = None  # the target whose temporary file is being synced, once the body returned
+    made: list[Path] = []
     try:
         for t in targets:
-            t.parent.mkdir(parents=True, exist_ok=True)
+            made += make_parents(t)
         yield tmps
         for tmp, target in zip(tmps, targets):
             if tmp.exists():
@@ -97,6 +98,7 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for tmp in tmps:
             if tmp.exists():
                 tmp.unlink()
+        remove_empty(made)
 
 
 def _written_last(tmps: Sequence[Path], targets: Sequence[Path]) -> Path:
@@ -205,6 +207,28 @@ def lock_content(data: bytes) -> bool:
     return len(data) <= LOCK_MAX_BYTES and re.fullmatch(rb"\s*[0-9]*\s*", data) is not None
 
 
+def make_parents(path: str | Path) -> list[Path]:
+    """Create the missing folders above output ``path``; returns those it created, deepest first,
+    for :func:`remove_empty` once the output is written or given up."""
+    missing, folder = [], Path(os.path.abspath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return missing
+
+
+def remove_empty(folders: Sequence[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty: a run stopped or failed before its
+    output was in place leaves no empty folder it created (one holding the output, or anything else,
+    stays)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (the output, a user's file, another run's), or gone
+            pass
+
+
 @contextmanager
 def output_lock(path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on output ``path`` (a hidden ``.<name>.lock`` file beside it holding
@@ -219,8 +243,9 @@ def output_lock(path: str | Path) -> Iterator[None]:
             f"{lock} is a symlink (to {os.readlink(lock)}), where laya-inspect keeps the lock of {target}; "
             "move it away, or choose another output"
         )
+    made: list[Path] = []
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        made = make_parents(target)
         while True:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
@@ -263,6 +288,7 @@ def output_lock(path: str | Path) -> Iterator[None]:
             except OSError:
                 pass
             os.close(fd)
+            remove_empty(made)
 
 
 # Linux never gives a process a larger PID (PID_MAX_LIMIT, 2**22): ``notes.tmp-20240105`` is a date

@@ -715,3 +715,25 @@ def test_an_output_put_back_after_a_killed_swap_is_still_refused_without_force(t
         (tmp / "new.json").write_text("2")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [MARKER, "new.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_stopped_or_failed_write_leaves_no_empty_folder_it_created(tmp_path):
+    """QA: a command stopped (Ctrl-C, SIGTERM) or failing before its output was in place, whose --out's
+    folders did not exist, left them behind empty. The folders it created go with it where they are
+    empty; once the output is in place, or beside a user's file, they stay."""
+    from laya_inspect.files import atomic_path
+
+    for name, write in (("folder", lambda out: atomic_dir(out)), ("file", lambda out: atomic_path(out))):
+        with pytest.raises(KeyboardInterrupt):
+            with write(tmp_path / name / "a" / "b" / "out"):
+                raise KeyboardInterrupt
+        assert not (tmp_path / name).exists(), name
+    (tmp_path / "kept" / "a").mkdir(parents=True)
+    (tmp_path / "kept" / "a" / "notes.txt").write_text("a user's file")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_dir(tmp_path / "kept" / "a" / "b" / "out"):
+            raise KeyboardInterrupt
+    assert sorted(p.name for p in (tmp_path / "kept" / "a").iterdir()) == ["notes.txt"]
+    with atomic_dir(tmp_path / "done" / "a" / "out") as tmp:
+        (tmp / "x.txt").write_text("x")
+    assert (tmp_path / "done" / "a" / "out" / "x.txt").is_file()

@@ -136,7 +136,7 @@ def test_sigterm_during_extract_keeps_the_rows_and_the_same_command_resumes(
 def test_sigterm_during_fit_head_with_workers_leaves_no_worker_and_no_temporary_folder(
     digits_cache: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "heads"
+    out = tmp_path / "runs" / "heads"  # a folder made for --out goes with the run (it was left empty)
     args = [*CLI, "fit-head", str(digits_cache), "--head", "laya", "--seeds", "3", "--workers", "3",
             "--epochs", "400", "--patience", "400", "--out", str(out)]  # fmt: skip
     run = Running(args, tmp_path)
