@@ -346,3 +346,33 @@ def test_each_files_header_is_opened_once_before_any_pixel_is_read(tmp_path, mon
     assert sorted(set(opened)) == files and len(opened) == len(files), sorted(opened)
     x, _, _ = next(iter(bundle.splits["train"].batches(2)))
     assert x.shape[1] == (3 if colour_last else 1)
+
+
+@pytest.mark.parametrize("mode", ["L", "I;16", "RGB", "F"])
+@pytest.mark.parametrize("orientation", [2, 6, 7])
+def test_a_turned_tiff_is_read_upright_at_its_own_depth_or_refused_never_scrambled(tmp_path, mode, orientation):
+    """QA: a greyscale TIFF (8- or 16-bit) of EXIF orientation 5-8 came out of Pillow 13 in a buffer of
+    the wrong shape, its pixels scrambled, and was read so with no word. Each TIFF is read as a viewer
+    shows it (16-bit values / 65535, float as is, never through 8 bits), or refused by name."""
+    from laya_inspect.data.images import read_image
+    from laya_inspect.errors import ImageFileError
+
+    stored = np.arange(24).reshape(4, 6)
+    arr = {
+        "L": (stored * 10).astype(np.uint8),
+        "I;16": (stored * 2800 + 1).astype(np.uint16),  # up to 64,401: more than 8 bits
+        "RGB": np.repeat((stored * 10).astype(np.uint8)[..., None], 3, axis=2),
+        "F": (stored / 30).astype(np.float32),
+    }[mode]
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    path = tmp_path / "t.tif"
+    Image.fromarray(arr).save(path, exif=exif.tobytes())
+    grey = (arr if arr.ndim == 2 else arr[..., 0]).astype(np.float64) / (65535.0 if mode == "I;16" else 1.0)
+    want = {2: grey[:, ::-1], 6: np.rot90(grey, -1), 7: grey[::-1, ::-1].T}[orientation]
+    try:
+        got = read_image(str(path), 1)[0].double().numpy()
+    except ImageFileError as e:
+        assert mode in ("L", "I;16") and str(path) in str(e) and "save it upright" in str(e), str(e)
+        return
+    assert got.shape == want.shape and np.allclose(got, want, atol=1e-6), (got, want)

@@ -150,7 +150,7 @@ def read_image(path: str, channels: int) -> torch.Tensor:
         raise InputError(f"image files are read as greyscale (1) or RGB (3) channels, not {channels}")
     try:
         with open_image(path) as im:
-            im = _upright(im)
+            im = _upright(im, path)
             if im.mode in WIDE_MODES:
                 plane = torch.from_numpy(_wide(im, path))[None]
                 return plane.repeat(channels, 1, 1) if channels == 3 else plane
@@ -161,14 +161,24 @@ def read_image(path: str, channels: int) -> torch.Tensor:
     return t[None] if t.ndim == 2 else t.permute(2, 0, 1).contiguous()
 
 
-def _upright(im: Any) -> Any:
+def _upright(im: Any, path: str) -> Any:
     """The image as a viewer shows it: phone cameras store a photo sideways and say so in its EXIF
     orientation, so it is applied before anything else (a copy only for an image that needs turning).
     PIL's own table of turns, without ImageOps.exif_transpose, which re-writes the EXIF and fails on
     a damaged entry that does not stop the pixels from being read."""
     from PIL import Image
 
-    im.load()  # a PNG's EXIF may follow its pixels; a TIFF is turned by PIL on load
+    shown = im.size  # a TIFF says its upright size when opened: PIL turns its pixels on load
+    im.load()  # a PNG's EXIF may follow its pixels
+    if im.size != shown:
+        # Pillow 13 turns a greyscale (8- or 16-bit) TIFF of orientation 5-8 into a buffer of the wrong
+        # shape: its pixels come out scrambled, so they are refused, never read as they came
+        raise ImageFileError(
+            f"{path}: Pillow {_pillow_version()} reads this {im.mode} TIFF, turned by its EXIF orientation, "
+            f"as {im.size[0]}×{im.size[1]} where its header says {shown[0]}×{shown[1]}: its pixels come out "
+            "scrambled; save it upright (orientation 1), or as PNG",
+            path,
+        )
     turn = {
         2: Image.Transpose.FLIP_LEFT_RIGHT,
         3: Image.Transpose.ROTATE_180,
@@ -179,6 +189,12 @@ def _upright(im: Any) -> Any:
         8: Image.Transpose.ROTATE_90,
     }.get(orientation(im))
     return im if turn is None else im.transpose(turn)
+
+
+def _pillow_version() -> str:
+    import PIL
+
+    return str(PIL.__version__)
 
 
 def _on_white(im: Any) -> Any:
