@@ -166,6 +166,14 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
                 note=f"{spec} now labels source row {source_row} {int(part.labels[where[0]])}, the cache says "
                 f"{label}: the data changed since extraction",
             )
+        moved = _rows_changed(rows, np.asarray(part.labels), store.index(split), store.labels(split))
+        if moved:
+            return InputView(
+                None,
+                note=f"{spec} as read here differs from the cache's split {split!r} on {moved} of {store.n(split)} "
+                "rows (a row gone or labelled otherwise: files added, removed or renamed), so source row "
+                f"{source_row} may be another input than the one explained: the data changed since extraction",
+            )
         raw = part.fetch(np.array([source_row]))
     except (LayaError, OSError) as e:
         unknown = arg and not Path(arg).is_absolute() and not store.attrs.get("working_dir")
@@ -180,6 +188,19 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     arr = arr.astype(np.float64) / (255.0 if arr.dtype == np.uint8 else 1.0)
     img = np.clip(np.moveaxis(arr, 0, -1), 0.0, 1.0)  # (H, W, C)
     return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3])
+
+
+def _rows_changed(rows: np.ndarray, labels: np.ndarray, cached_rows: np.ndarray, cached_labels: np.ndarray) -> int:
+    """How many of the cache's rows the source as read now lacks or labels otherwise. One row's label
+    is not enough: a file removed before it renumbers the rows after it, and the row's new file
+    is most often of the same class (the files of a class are read in a run)."""
+    order = np.argsort(rows, kind="stable")
+    at = np.minimum(np.searchsorted(rows[order], cached_rows), max(len(rows) - 1, 0))
+    if not len(rows):
+        return len(cached_rows)
+    found = rows[order][at] == cached_rows
+    same = found & (labels[order][at] == cached_labels)
+    return int(len(cached_rows) - same.sum())
 
 
 def explain_row(

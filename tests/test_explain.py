@@ -294,7 +294,8 @@ def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) 
     data.write_text("\n".join(lines) + "\n")
     rng = np.random.default_rng(0)
     feats = [rng.normal(size=(4, 3)).astype("float32") for _ in range(2)]
-    cache = write_cache(tmp_path / "t.h5", {"test": (feats, np.array([0, 1, 0, 1]))}, data_spec=f"csv:{data}")
+    test = {"test": (feats, np.array([0, 1, 0, 1]))}
+    cache = write_cache(tmp_path / "t.h5", test, data_spec=f"csv:{data}", indices={"test": np.arange(8, 12)})
     with FeatureStore(cache) as store:
         view = read_input(store, "test", 9, label=1)  # file row 9 ("pos" = class 1 of ["neg", "pos"])
         changed = read_input(store, "test", 9, label=0)
@@ -320,9 +321,11 @@ def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
     rows = ["text,label,split"] + [f"{t},{'ab'[i % 2]},{'test' if i >= 4 else 'train'}" for i, t in enumerate(texts)]
     (here / "text.csv").write_text("\n".join(rows) + "\n")
     feats = [np.zeros((2, 3), dtype="float32")]
-    split = {"test": (feats, np.array([0, 1]))}
-    with_dir = write_cache(tmp_path / "a.h5", split, data_spec="csv:text.csv", extra_attrs={"working_dir": str(here)})
-    without = write_cache(tmp_path / "b.h5", split, data_spec="csv:text.csv")
+    split, rows = {"test": (feats, np.array([0, 1]))}, {"test": np.array([4, 5])}
+    with_dir = write_cache(
+        tmp_path / "a.h5", split, data_spec="csv:text.csv", extra_attrs={"working_dir": str(here)}, indices=rows
+    )
+    without = write_cache(tmp_path / "b.h5", split, data_spec="csv:text.csv", indices=rows)
     monkeypatch.chdir(elsewhere)
     with FeatureStore(with_dir) as store:
         view = read_input(store, "test", 5, label=1)
@@ -398,3 +401,38 @@ def test_the_table_marks_every_layer_tied_at_a_columns_top_not_the_shallowest(tm
     assert [rows[k][static] for k in sorted(rows)] == ["+0.500*", "+0.500*"], result.output
     ig = header.index("IG") - 1
     assert sum(cells[ig].endswith("*") for cells in rows.values()) == 1, result.output
+
+
+def test_an_image_folder_changed_since_extraction_is_said_not_shown_as_another_image(tmp_path: Path) -> None:
+    """QA (MobileNetV2 on a CIFAR-10 folder): after one test image was deleted, `explain --row 5` drew
+    the next file of the same class as "input (source row 5)" with no word: the one row's label still
+    matched, so the shifted numbering went unseen."""
+    from helpers import write_cache
+    from PIL import Image
+
+    from laya_inspect.explain import read_input
+
+    root = tmp_path / "images"
+    for split, n in (("train", 3), ("test", 4)):
+        for c, name in enumerate(("cat", "dog")):
+            (root / split / name).mkdir(parents=True)
+            for i in range(n):  # each file its own grey level, so the image read back names the file
+                level = 10 * (4 * c + i) + (100 if split == "test" else 0)
+                Image.new("RGB", (8, 8), (level, level, level)).save(root / split / name / f"{i:02d}.png")
+    feats = [np.zeros((8, 3), dtype="float32")]
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    split = {"test": (feats, labels)}
+    cache = write_cache(
+        tmp_path / "c.h5", split, class_names=["cat", "dog"], data_spec=f"imagefolder:{root}",
+        indices={"test": np.arange(8)},
+    )  # fmt: skip
+    with FeatureStore(cache) as store:
+        same = read_input(store, "test", 1, label=0)
+        (root / "test" / "cat" / "00.png").unlink()  # source row 1 is now the file that was row 2
+        changed = read_input(store, "test", 1, label=0)
+    assert same.kind == "image" and same.image is not None
+    assert abs(float(same.image.mean()) - 110 / 255) < 1e-6  # test/cat/01.png
+    assert changed.kind is None and changed.image is None
+    assert (
+        "the data changed since extraction" in changed.note and "on 2 of 8 rows" in changed.note
+    )  # row 3 now a dog, row 7 gone
