@@ -436,3 +436,28 @@ def test_an_image_folder_changed_since_extraction_is_said_not_shown_as_another_i
     assert (
         "the data changed since extraction" in changed.note and "on 2 of 8 rows" in changed.note
     )  # row 3 now a dog, row 7 gone
+
+
+def test_the_terminal_table_keeps_every_layer_name_and_number_whole_on_80_columns(digits: dict[str, Path]) -> None:
+    """QA (MobileNetV2, layers features.16 … 18): on an 80-column terminal the table cut every layer
+    name to "features" and the scores to "+0.…", so no row could be told from another."""
+    from rich.console import Console
+
+    from laya_inspect.cli.explain import explain_table
+    from laya_inspect.report.reading import num
+
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu", draws=8)
+    assert e.effects_ci is not None
+    for width in (80, 72):  # 72: narrower than the table, whose titles and intervals then wrap
+        console = Console(width=width, record=True, color_system=None)
+        console.print(explain_table(e))
+        text = console.export_text()
+        assert "…" not in text and max(map(len, text.splitlines())) <= width
+        cells = [line.split() for line in text.splitlines()]
+        words = text.replace("[", " ").replace("]", " ").replace(",", " ").replace("*", " ").split()
+        for i, layer in enumerate(e.layer_names):
+            row = next(c for c in cells if c and c[0] == layer)  # the name whole, at the start of its row
+            for scores in [*e.scores.values(), e.effects]:
+                assert num(scores[i], 3, sign=True) in " ".join(row)
+            assert {num(v, 3, sign=True) for v in e.effects_ci[i]} <= set(words)

@@ -25,13 +25,8 @@ def explain_table(e: Any) -> Table:
     columns = [(name(m) if m != "static" else "static", s, 3) for m, s in e.scores.items()]
     drawn = e.effects_ci is not None  # resample: the mean over the draws, with its interval beside it
     columns.append((f"LOLO effect ({e.ablation})", e.effects, 3 if drawn else 4))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("layer", no_wrap=True, overflow="fold")
-    for title, _, _ in columns:
-        table.add_column(title, justify="right", no_wrap=True)
-    if drawn:
-        table.add_column(f"95% interval ({e.draws} draws)", justify="right", no_wrap=True)
     tops = [_top_layers(np.asarray(values, dtype=np.float64)) for _, values, _ in columns]
+    rows = []
     for i, layer in enumerate(e.layer_names):
         cells = [
             Text(num(values[i], digits, sign=True) + ("*" if tops[k][i] else " "), style="bold" if tops[k][i] else "")
@@ -40,7 +35,17 @@ def explain_table(e: Any) -> Table:
         if drawn:
             low, high = e.effects_ci[i]
             cells.append(Text(f"[{num(low, 3, sign=True)}, {num(high, 3, sign=True)}]"))
-        table.add_row(layer, *cells)
+        rows.append([Text(layer), *cells])
+    # each column at least as wide as the widest word of its cells: on a narrow terminal titles and
+    # intervals wrap between words, and no layer name or number is cut (rich cut "features.16" to
+    # "features" and "+0.886*" to "+0.…", and cropped the interval at the edge)
+    titles = ["layer", *(t for t, _, _ in columns)] + ([f"95% interval ({e.draws} draws)"] if drawn else [])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for k, title in enumerate(titles):
+        words = [w for text in [title, *(cells[k].plain for cells in rows)] for w in text.split()]
+        table.add_column(title, justify="left" if k == 0 else "right", min_width=max(map(len, words)))
+    for cells in rows:
+        table.add_row(*cells)
     return table
 
 
