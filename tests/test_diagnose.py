@@ -657,3 +657,44 @@ def test_the_verdicts_against_msp_name_their_family_level(shift_caches, tmp_path
     assert words in " ".join(diagnose_reading(s).lead)
     page = (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
     assert words in page and "97.5% intervals (Bonferroni over the 2 α scores compared with msp" in page
+
+
+def test_a_cache_extracted_otherwise_is_said_beside_the_shift(shift_caches, tmp_path):
+    """QA (MobileNetV2): `diagnose --against` a cache of the very same test images extracted with
+    `--normalize none` said "α profiles of the two caches: differ (permutation p = 0.001)" with no word
+    that the two caches were read through other input transforms: the shift was the extraction's."""
+    base = shift_caches[0]
+    resized = {"from": "per image", "to": [64, 64], "mode": "bilinear", "antialias": True, "fit": "stretch"}
+    image = {"kind": "image", "scale": "uint8/255", "decode": "PIL", "resize": resized, "output": [3, 64, 64]}
+    normalized = {"applied": True, "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "from": "model"}
+    bare = {"applied": False, "mean": None, "std": None, "from": "option", "why": "--normalize none"}
+    with FeatureStore(base) as store:
+        splits = {s: (store.layers(s), store.labels(s)) for s in ("train", "test")}
+    ours, theirs = (
+        write_cache(
+            tmp_path / f"{name}.h5",
+            splits,
+            layer_names=["l1", "l2", "l3"],
+            data_spec=f"imagefolder:{name}",
+            extra_attrs={"transforms": {**image, "decode": f"PIL {name}", "normalize": norm}, "weights_sha256": sha},
+        )
+        for name, norm, sha in (("ours", normalized, "ab" * 32), ("theirs", bare, "cd" * 32))
+    )
+    config = DiagnoseConfig(permutations=50, n_boot=50, device="cpu", plots=False)
+    with FeatureStore(ours) as store:
+        head_dir = save_head(tmp_path / "head", planted(), meta=cache_identity(store))
+    with FeatureStore(ours) as store, FeatureStore(theirs) as against:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=against).summary
+    said = [w for w in s["warnings"] if "extracted otherwise" in w]
+    assert len(said) == 1, s["warnings"]
+    assert "weights_sha256" in said[0] and "transforms.normalize.applied: true" in said[0]
+    assert "transforms.decode" not in said[0] and "data_spec" not in said[0]  # the data's own, not the extraction's
+    npz = {**image, "scale": "uint8/255", "resize": None, "normalize": normalized}  # arrays at 64×64 already
+    arrays = write_cache(
+        tmp_path / "arrays.h5", splits, layer_names=["l1", "l2", "l3"], data_spec="npz:x.npz",
+        extra_attrs={"transforms": npz, "weights_sha256": "ab" * 32},
+    )  # fmt: skip
+    for n, (a, b) in enumerate([(ours, ours), (ours, arrays)]):  # the same extraction: nothing said
+        with FeatureStore(a) as store, FeatureStore(b) as against:
+            s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / f"b{n}", against=against).summary
+        assert not [w for w in s["warnings"] if "extracted otherwise" in w], (a, b)

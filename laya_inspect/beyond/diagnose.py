@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..cache.fingerprint import extracted_otherwise
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError, few
 from ..head_dir import refuse_repeats, store_for_heads
@@ -219,7 +220,8 @@ def _diagnose(
         "heads": per_head,
         "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test)
         + _few_errors(per_head)
-        + _classes_differ(store, against),
+        + _classes_differ(store, against)
+        + ([] if against is None else extracted_otherwise(store.path, store.attrs, against.path, against.attrs)),
     }
     summary["errors"] = _pool_errors(per_head, config.n_boot)
     summary["errors"]["min_rows_per_outcome"] = MIN_OUTCOME_ROWS

@@ -176,3 +176,48 @@ __all__ = [
     "version_note",
     "without_provenance",
 ]
+
+
+# What reads a cache's rows beside the data itself: two caches that differ here give other features
+# for the very same inputs. The data's own parts of `transforms` (how its files decode and scale,
+# where the sizes come from, the model folder's path) may differ between two data sets read alike.
+EXTRACTION_KEYS = ("model_spec", "weights_sha256", "layer_pooling", "transforms", "compute_dtype")
+DATA_OWN = ("transforms.decode", "transforms.scale", "transforms.resize.from", "transforms.name_or_path")
+
+
+def extraction_differences(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
+    """ "path: ours vs theirs" for each place two caches' attributes say they were extracted otherwise
+    (model, weights, pooling, input transforms, --amp), provenance and the data's own parts left out."""
+    found: list[tuple[str, Any, Any]] = []
+    for key in EXTRACTION_KEYS:
+        a, b = ours.get(key), theirs.get(key)
+        if key == "compute_dtype":
+            a, b = a or "float32", b or "float32"
+        if key == "transforms":
+            a, b = _resize_compared(without_provenance(a), without_provenance(b))
+        found += [f for f in _leaves(a, b, key) if f[0] not in DATA_OWN]
+    return [f"{p}: {_shown(a)} vs {_shown(b)}" for p, a, b in found]
+
+
+def extracted_otherwise(path: Any, ours: Mapping[str, Any], other: Any, theirs: Mapping[str, Any]) -> list[str]:
+    """A warning when the cache at ``other`` was read through another model, weights, pooling or
+    input transforms than the one at ``path`` (diagnose --against): the same images then give other
+    features, and a shift read between the two caches is partly that."""
+    said = extraction_differences(ours, theirs)
+    if not said:
+        return []
+    listed = "; ".join(said[:4]) + (f"; … ({len(said)} in all)" if len(said) > 4 else "")
+    return [
+        f"{other} was extracted otherwise than {path} ({listed}; this cache's value first): the same inputs "
+        "give other features there, so the shift read between them is partly the extraction's, not the "
+        "data's; extract both with the same model, --weights, --pool and input settings"
+    ]
+
+
+def _resize_compared(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b``, less ``resize`` where one records none: that source's arrays were at the
+    model's size already (an npz: of the same images as an image folder resized to that size), and
+    the output shape, compared, says the size."""
+    if isinstance(a, dict) and isinstance(b, dict) and (a.get("resize") is None or b.get("resize") is None):
+        return {k: v for k, v in a.items() if k != "resize"}, {k: v for k, v in b.items() if k != "resize"}
+    return a, b
