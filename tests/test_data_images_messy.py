@@ -376,3 +376,20 @@ def test_a_turned_tiff_is_read_upright_at_its_own_depth_or_refused_never_scrambl
         assert mode in ("L", "I;16") and str(path) in str(e) and "save it upright" in str(e), str(e)
         return
     assert got.shape == want.shape and np.allclose(got, want, atol=1e-6), (got, want)
+
+
+def test_a_class_folder_named_in_two_unicode_forms_is_one_class(tmp_path):
+    """QA (a CIFAR-10 folder copied from a Mac): train/café written decomposed (NFD, as macOS names
+    it) and test/café composed (NFC) were two classes that print alike: every test 'café' row was of
+    a class with no training rows, and the warnings named 'café' twice."""
+    import unicodedata
+
+    for part, form in (("train", "NFD"), ("test", "NFC")):
+        for i, name in enumerate(PHOTOS[:2]):
+            save_jpg(tmp_path / part / unicodedata.normalize(form, "café") / f"{i}.jpg", photo(name))
+            save_jpg(tmp_path / part / "dog" / f"{i}.jpg", photo(PHOTOS[2 + i]))
+    b = load_data(f"imagefolder:{tmp_path}")
+    assert b.class_names == ["café", "dog"] and unicodedata.is_normalized("NFC", b.class_names[0])
+    for split in b.splits.values():
+        assert sorted(int(y) for _, ys, _ in split.batches(8) for y in ys) == [0, 0, 1, 1]
+    assert not any("no rows" in w for w in b.warnings)

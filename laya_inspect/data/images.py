@@ -238,6 +238,12 @@ def _subdirs(d: Path) -> list[str]:
         raise read_failed(e) from None
 
 
+def _composed(name: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFC", name)
+
+
 def _holds_images(d: Path) -> bool:
     try:
         return any(e.name.lower().endswith(IMG_EXTENSIONS) and not e.name.startswith(".") for e in os.scandir(d))
@@ -429,7 +435,9 @@ def load_imagefolder(
     split_dirs = [s for s in top if _subdirs(root / s)] if splits else []
     split_dirs.sort(key=lambda s: (SPLIT_NAMES.index(s.lower()) if s.lower() in SPLIT_NAMES else 99, s))
     groups = {s: root / s for s in split_dirs} if split_dirs else {"": root}
-    class_names = sorted({c for d in groups.values() for c in _subdirs(d)})
+    # a class is its name as composed Unicode (NFC): macOS writes names decomposed (NFD), so a folder
+    # copied from a Mac beside one made here holds two spellings of "café" that print alike
+    class_names = sorted({_composed(c) for d in groups.values() for c in _subdirs(d)})
     if not class_names:
         raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
@@ -443,7 +451,7 @@ def load_imagefolder(
         for c in _subdirs(d):
             found[s, c] = _image_files(d / c, skipped, classes=classes)
             split_files += [path for path, _ in found[s, c]]
-            split_labels += [lookup[c]] * len(found[s, c])
+            split_labels += [lookup[_composed(c)]] * len(found[s, c])
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
     every = [f for files, _ in listed.values() for f in files]
     if not every:
