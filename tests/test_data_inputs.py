@@ -792,3 +792,17 @@ def test_a_yes_no_label_array_with_class_names_indexes_them(tmp_path):
     assert both.class_names == ["no", "yes"]
     with pytest.raises(InputError, match="has the class 'yes'"):
         load_data(npz(tmp_path, "t.npz", X=x, y=np.ones(20, bool), class_names=np.array(["no", "yes"])))
+
+
+def test_a_label_spelled_in_two_unicode_forms_is_one_class(tmp_path):
+    """QA: a table whose 'café' labels came from two systems (decomposed, NFD, on some lines and
+    composed, NFC, on others) got two classes that print alike, each half of the rows."""
+    import unicodedata
+
+    nfd, nfc = unicodedata.normalize("NFD", "café"), unicodedata.normalize("NFC", "café")
+    rows = [f"text {i},{(nfd, nfc, 'bar')[i % 3]}" for i in range(12)]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert b.class_names == ["bar", nfc]
+    labels = np.concatenate([s.labels for s in b.splits.values()])
+    assert sorted(np.bincount(labels).tolist()) == [4, 8]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,7 +249,8 @@ def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | st
             )
         return int(v)
     if isinstance(v, (str, np.str_)):
-        text = str(v).strip()
+        # composed Unicode (NFC): "café" typed decomposed (NFD, as macOS writes it) is the same class
+        text = unicodedata.normalize("NFC", str(v).strip())
         if not text:
             raise InputError(f"{where}: empty label at {at(i)}; every row needs a class")
         return int(text) if _INT.fullmatch(text) else text
