@@ -326,3 +326,24 @@ def test_heads_of_different_seeds_each_meet_their_own_null(digits_cache, tmp_pat
         preds = [z[f"heads/{name}/labels/preds"][()] for name in summary["sanity"]["heads"]]
     assert not np.array_equal(*preds)
     assert S.seeds(0) == S.seeds(0, None) and S.head_seed({"seed": True}) is None and S.head_seed({"seed": 3}) == 3
+
+
+def test_the_real_heads_near_chance_names_its_own_bound(digits_cache, trained):
+    """QA (MiniLM on 21 test texts): "near-chance bound 0.310); the real head 0.381 (near chance)" read
+    as a contradiction: 0.310 is the permuted head's bound, and the real head's (chance + 1.96 SE,
+    0.420 there) was not said."""
+    from laya_inspect.report.sanity import data_line
+
+    head, hs, labels = trained
+    with FeatureStore(digits_cache) as store:
+        rows = S.training_rows(store, "train", 0)
+    scores = {"alpha": attribute("alpha", head, hs, labels).scores}
+    effects = np.random.default_rng(0).random(scores["alpha"].shape)
+    reader = S.Trained(hs, labels, scores, effects, AttributionOptions(), 100, 0)
+    chance = float(np.bincount(labels).max() / len(labels))
+    real = chance + 0.6 * 1.96 * np.sqrt(chance * (1 - chance) / len(labels))  # above the permuted bound
+    out = S.data_randomisation(head, {}, rows, hs, labels, reader, real, {})
+    bound = chance + 1.96 * np.sqrt(chance * (1 - chance) / len(labels))
+    line = data_line(out, "laya")
+    assert out["real_verdict"] == "near chance" and f"near chance: not above {bound:.3f}" in line, line
+    assert out["real_above_bound"] == pytest.approx(bound)

@@ -302,7 +302,7 @@ def rows_of(head: dict[str, Any], where: str) -> list[tuple[str, str, dict[str, 
         for check, per_method in checks:
             if m in per_method:
                 out.append((m, check, _comparison(per_method[m], f"{where}.{check}.{m}")))
-    for k in ("accuracy", "real_accuracy", "chance", "near_chance_bound"):
+    for k in ("accuracy", "real_accuracy", "chance", "near_chance_bound", "real_above_bound"):
         _number(data.get(k), f"{where}.data.{k}")
     for k in ("weight_profile", "real_weight_profile"):  # the report prints them number by number
         profile = data.get(k)

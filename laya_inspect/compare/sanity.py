@@ -296,7 +296,8 @@ def data_randomisation(
     n = len(labels)
     acc = float((preds == labels).mean()) if n else float("nan")
     chance = float(np.bincount(labels).max() / n) if n else float("nan")
-    real_above = bool(real_accuracy > chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1))))
+    real_bound = chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1)))
+    real_above = bool(real_accuracy > real_bound)
     bound = chance + 0.5 * (real_accuracy - chance)
     methods = trained.versus(perm, keep, "labels")
     if not real_above:  # nothing learnt from the labels to randomise: two label-free heads, read as nothing
@@ -312,6 +313,7 @@ def data_randomisation(
         "verdict": ("near chance" if acc <= bound else "above chance") if real_above else "undefined",
         "passed": bool(real_above and acc <= bound),
         "real_verdict": "above chance" if real_above else "near chance",
+        "real_above_bound": real_bound,  # the real head is above chance past it (not the permuted head's bound)
         "weight_profile": None if profile is None else profile.tolist(),
         "methods": methods,
     }

@@ -45,13 +45,22 @@ def _profile(p: Any) -> str:
     return "/".join(num(v, 2) for v in p) if isinstance(p, list) else "—"
 
 
+def _real_bound(data: dict[str, Any]) -> str:
+    """The real head's own bound beside "near chance" (chance + 1.96 SE over the rows), which the
+    permuted head's near-chance bound printed before it is not (summaries written before: nothing)."""
+    bound = data.get("real_above_bound")
+    if data.get("real_verdict") != "near chance" or bound is None:
+        return ""
+    return f": not above {num(bound, 3)}, chance + 1.96 SE over the rows"
+
+
 def data_line(data: dict[str, Any], kind: str) -> str:
     """The permuted-label head in one sentence: its accuracy beside chance and the real head's."""
     text = (
         f"permuted labels: accuracy {num(data.get('accuracy'), 3)} ({data.get('verdict')}: chance "
         f"{num(data.get('chance'), 3)}, near-chance bound {num(data.get('near_chance_bound'), 3)}); the real head "
-        f"{num(data.get('real_accuracy'), 3)} ({data.get('real_verdict')}); {data.get('epochs_run')} of "
-        f"{data.get('epochs')} epochs"
+        f"{num(data.get('real_accuracy'), 3)} ({data.get('real_verdict')}{_real_bound(data)}); "
+        f"{data.get('epochs_run')} of {data.get('epochs')} epochs"
     )
     if data.get("weight_profile") is not None:
         weights = "mean α" if kind == "laya" else "mean weights"
