@@ -116,6 +116,22 @@ def _written_last(tmps: Sequence[Path], targets: Sequence[Path]) -> Path:
     return found
 
 
+def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> None:
+    """Give ``folder`` the group and permission bits of the folder it is to replace (``like``, its
+    stat): a shared folder (group-writable, setgid) must stay so after the swap. The group is
+    changed only where the process may (it belongs to it, or is root). ``building``: the body still
+    writes into ``folder``, so its owner keeps rwx until the last call (and setgid, set now, gives
+    what is written the folder's group)."""
+    import stat
+
+    try:
+        os.chown(folder, -1, like.st_gid)
+    except OSError:  # not a group of this user's: the folder keeps the process's group
+        pass
+    mode = stat.S_IMODE(like.st_mode)
+    os.chmod(folder, mode | stat.S_IRWXU if building else mode)
+
+
 def write_bytes(path: str | Path, data: bytes) -> Path:
     return write_with(path, lambda tmp: tmp.write_bytes(data))
 

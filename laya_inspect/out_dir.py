@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, WriteError, os_message
-from .files import LOCK_MAX_BYTES, lock_content, output_lock, pid_of, remove_stale_temps, write_json
+from .files import LOCK_MAX_BYTES, keep_folder_mode, lock_content, output_lock, pid_of, remove_stale_temps, write_json
 
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
@@ -406,10 +406,14 @@ def atomic_dir(
             check_out(path, force=force, command=command, inputs=inputs, flag=flag)
         try:
             tmp.mkdir(parents=True)
+            if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group
+                keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
             write_marker(tmp, command or "laya-inspect")
             if out.is_dir() and any(out.iterdir()):
                 _check_ours(out, command, flag)
+            if out.is_dir():
+                keep_folder_mode(tmp, out.stat(), building=False)
             if out.exists():
                 os.replace(out, old)
             os.replace(tmp, out)

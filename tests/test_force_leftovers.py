@@ -1,0 +1,43 @@
+"""What --force and the atomic swap treat as the tool's own: a replaced folder's mode and group, the
+temporary names inside an output, and a marker edited by hand."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from laya_inspect.out_dir import atomic_dir
+
+
+def written(path: Path, files: dict[str, str] | None = None) -> Path:
+    with atomic_dir(path, force=True, command="fit-head") as tmp:
+        for name, text in (files or {"summary.json": "{}", "plots/a.png": "png"}).items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_text(text)
+    return path
+
+
+def test_a_folder_that_existed_keeps_its_mode_and_group(tmp_path):
+    """Audit: a pre-created `--out` of mode 2770 (setgid, group-writable: a shared lab folder) came
+    back 0755 after the swap, as the folder built beside it had the process's defaults."""
+    out = tmp_path / "shared"
+    out.mkdir()
+    group = os.getgid() if os.geteuid() != 0 else 4321  # root may give it any group
+    os.chown(out, -1, group)
+    os.chmod(out, 0o2770)
+    written(out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o2770 and out.stat().st_gid == group
+    # what the command wrote inside took the folder's group, as setgid means
+    assert (out / "summary.json").stat().st_gid == group and (out / "plots").stat().st_gid == group
+    os.chmod(out, 0o750)  # --force replacing the tool's own earlier output keeps its mode too
+    written(out, {"summary.json": "[]"})
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750 and (out / "summary.json").read_text() == "[]"
+    fresh = written(tmp_path / "new")  # a new folder gets the process's defaults, as before
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o777 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
