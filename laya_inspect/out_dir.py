@@ -23,19 +23,32 @@ from .files import LOCK_MAX_BYTES, keep_folder_mode, lock_content, output_lock, 
 
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
-# files and folders, a killed run's half-renamed folder): never a user's. Extract's partial cache
-# is its own only as FILE.partial of a FILE the marker lists, and only an HDF5 file (_partial_cache).
-_OWN_TEMP = re.compile(r"^\..+\.lock$|^\..+\.(?:tmp|old)-([0-9]+)$|^.+\.tmp-([0-9]+)$")
+# files and folders, a killed run's half-renamed folder). Extract's partial cache is its own only as
+# FILE.partial of a FILE the marker lists, and only an HDF5 file (_partial_cache).
+_OWN_TEMP = re.compile(r"^\.(.+)\.lock$|^\.(.+)\.(tmp|old)-([0-9]+)$|^(.+)\.tmp-([0-9]+)$")
+
+
+def temp_of(name: str) -> list[str]:
+    """The names ``name`` is a lock or temporary name of, as laya-inspect gives them (``.OUT.lock``,
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``, PID a number a process can have): none for
+    any other name. ``.x.tmp-7`` is both the folder ``x``'s and the file ``.x``'s."""
+    m = _OWN_TEMP.match(name)
+    if m is None:
+        return []
+    lock, folder, kind, folder_pid, file, file_pid = m.groups()
+    if lock is not None:
+        return [lock]
+    if folder is not None:
+        if pid_of(folder_pid) is None:
+            return []
+        return [folder, f".{folder}"] if kind == "tmp" else [folder]
+    return [file] if pid_of(file_pid) is not None else []
 
 
 def own_temp(name: str) -> bool:
-    """A name laya-inspect gives its lock files and temporary files and folders (``.OUT.lock``,
-    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``, PID a number a process can have)."""
-    m = _OWN_TEMP.match(name)
-    if m is None:
-        return False
-    pid = m.group(1) or m.group(2)
-    return pid is None or pid_of(pid) is not None
+    """Whether ``name`` is a name laya-inspect gives its lock files and temporary files and folders
+    (:func:`temp_of`), whatever it is of."""
+    return bool(temp_of(name))
 
 
 _SHOWN = 3  # foreign entries named in a refusal
@@ -146,7 +159,7 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
             continue
         rel = entry.relative_to(root).as_posix()
         partial = rel.endswith(".partial") and rel.removesuffix(".partial") in owned
-        if _own_temp_entry(entry) or (partial and _partial_cache(entry)):
+        if _own_temp_entry(entry, root, owned) or (partial and _partial_cache(entry)):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
@@ -161,10 +174,13 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
     return found
 
 
-def _own_temp_entry(entry: Path) -> bool:
-    """:func:`own_temp` by name, and for a lock's name by content too: a lock holds a PID alone, so a
-    user's ``.budget.lock`` holding anything else is theirs (--force deleted it with the folder)."""
-    if not own_temp(entry.name):
+def _own_temp_entry(entry: Path, root: Path, owned: set[str]) -> bool:
+    """A lock or temporary name (:func:`temp_of`) of a path the marker lists, or of the marker itself:
+    inside an output the tool writes nothing else, so a user's ``notes.tmp-1`` is theirs (1 can be a
+    PID; --force deleted it with the folder). A lock's is told by content too: a lock holds a PID
+    alone, so a user's ``.heads.lock`` holding anything else is theirs."""
+    rels = {(entry.parent / name).relative_to(root).as_posix() for name in temp_of(entry.name)}
+    if not any(rel in owned or rel == MARKER for rel in rels):
         return False
     if not entry.name.endswith(".lock"):
         return True

@@ -7,7 +7,10 @@ import os
 import stat
 from pathlib import Path
 
-from laya_inspect.out_dir import atomic_dir
+import pytest
+
+from laya_inspect.errors import InputError
+from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files
 
 
 def written(path: Path, files: dict[str, str] | None = None) -> Path:
@@ -41,3 +44,21 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_users_small_numbered_temporary_name_inside_an_output_is_theirs(tmp_path):
+    """Audit: `notes.tmp-1` inside an output was taken for a temporary file a killed run left (1 can
+    be a PID), so --force deleted it. The tool's temporary names inside an output are those of the
+    paths its marker lists (and of the marker itself)."""
+    out = written(tmp_path / "out")
+    (out / "notes.tmp-1").write_text("mine")
+    (out / ".notes.tmp-2").mkdir()
+    (out / ".notes.old-3").mkdir()
+    (out / ".notes.lock").write_text("4242")
+    (out / "summary.json.tmp-99999").write_text("{half")  # a killed rewrite of a listed file: the tool's
+    (out / ".plots.tmp-123").mkdir()  # plots/ is listed
+    (out / f"{MARKER}.tmp-77").write_text("{")  # a killed rewrite of the marker
+    assert foreign_files(out) == [".notes.lock", ".notes.old-3/", ".notes.tmp-2/", "notes.tmp-1"]
+    with pytest.raises(InputError, match=r"did not write \(\.notes\.lock, .* and 1 more\)"):
+        written(out)
+    assert (out / "notes.tmp-1").read_text() == "mine"

@@ -169,7 +169,7 @@ def test_a_marked_sub_folder_answers_for_its_own_files(tmp_path):
 
 
 def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
-    out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache"})
+    out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache", "heads/x.json": "{}"})
     (out / "features.h5.partial").write_bytes(b"\x89HDF\r\n\x1a\n a killed extract")  # HDF5, as extract's is
     (out / ".heads.lock").write_text("123")
     (out / ".heads.tmp-123").mkdir()
@@ -182,8 +182,8 @@ def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
 def test_a_users_file_named_like_a_lock_is_not_taken_for_one(tmp_path):
     """Audit: any `.NAME.lock` in an output counted as a lock the tool left, so `--force` deleted a
     user's `.budget.lock` with the folder. A lock holds a PID alone: anything else there is the user's."""
-    out = written(tmp_path / "out")
-    (out / ".heads.lock").write_text("4242")  # a killed run's lock: the tool's
+    out = written(tmp_path / "out", files={"summary.json": "{}", "heads/x.json": "{}"})
+    (out / ".heads.lock").write_text("4242")  # a killed run's lock of heads/, which the marker lists: the tool's
     assert foreign_files(out) == []
     (out / ".budget.lock").write_text("held by the spreadsheet on the lab machine\n")
     (out / ".plots.lock").symlink_to(tmp_path)
