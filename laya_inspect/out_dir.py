@@ -108,7 +108,20 @@ def write_marker(
         "files": sorted(files),
         "sha256": digests,
     }
-    return write_json(root / MARKER, record)
+    return write_json(root / MARKER, record | {"files_digest": _record_digest(record)})
+
+
+def _record_digest(marker: dict[str, Any]) -> str:
+    """SHA-256 of what a marker says is the command's (its command, files and their digests), so that
+    a marker edited by hand to list a user's file is not trusted (:func:`foreign_files`)."""
+    shown = {key: marker.get(key) for key in ("command", "files", "sha256")}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _intact(marker: dict[str, Any]) -> bool:
+    """Whether ``marker`` lists what the command wrote it with: one without a digest of its list (an
+    earlier version's) is taken as it is, as before."""
+    return "files_digest" not in marker or marker["files_digest"] == _record_digest(marker)
 
 
 def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
@@ -127,7 +140,10 @@ def refresh_digests(folder: str | Path) -> None:
     for path in sorted(Path(folder).rglob(MARKER)):
         marker = read_marker(path.parent)
         if marker is not None and isinstance(marker.get("sha256"), dict):
-            write_json(path, marker | {"sha256": _digests(path.parent, marker["files"])})
+            record = marker | {"sha256": _digests(path.parent, marker["files"])}
+            if _intact(marker) and "files_digest" in marker:  # an edited marker stays untrusted
+                record["files_digest"] = _record_digest(record)
+            write_json(path, record)
 
 
 def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> bool:
@@ -152,6 +168,12 @@ def foreign_files(folder: str | Path) -> list[str]:
 
 
 def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]:
+    if marker is not None and here == root and not _intact(marker):
+        raise InputError(
+            f"{root / MARKER} was changed since laya-inspect wrote it (the files it lists no longer match "
+            f"the digest it records), so --force cannot tell which files in {root} laya-inspect wrote and "
+            f"deletes none: move what you keep out of {root} and remove the folder yourself, or choose another output"
+        )
     owned = set(marker["files"]) if marker else set()
     found: list[str] = []
     for entry in sorted(here.iterdir()):

@@ -3,6 +3,7 @@ temporary names inside an output, and a marker edited by hand."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from laya_inspect.errors import InputError
-from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files
+from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, refresh_digests, write_marker
 
 
 def written(path: Path, files: dict[str, str] | None = None) -> Path:
@@ -62,3 +63,42 @@ def test_a_users_small_numbered_temporary_name_inside_an_output_is_theirs(tmp_pa
     with pytest.raises(InputError, match=r"did not write \(\.notes\.lock, .* and 1 more\)"):
         written(out)
     assert (out / "notes.tmp-1").read_text() == "mine"
+
+
+def _edit_marker(out: Path, change) -> None:
+    marker = json.loads((out / MARKER).read_text())
+    change(marker)
+    (out / MARKER).write_text(json.dumps(marker))
+
+
+def test_a_marker_edited_to_list_a_users_file_is_not_trusted(tmp_path):
+    """Audit: a marker edited by hand to list a user's file made --force delete that file with the
+    folder. The marker records a digest of what it lists; one that no longer matches is refused."""
+    out = written(tmp_path / "out")
+    (out / "mine.csv").write_text("data")
+    _edit_marker(out, lambda m: m["files"].append("mine.csv"))
+    with pytest.raises(InputError, match=r"out/\.laya-inspect\.json was changed"):
+        written(out)
+    assert (out / "mine.csv").read_text() == "data"
+    # a marked sub-folder's marker (a head directory's) is checked the same way
+    outer = tmp_path / "outer"
+    with atomic_dir(outer, command="demo") as tmp:
+        (tmp / "heads").mkdir()
+        (tmp / "heads" / "x.json").write_text("{}")
+        write_marker(tmp / "heads", "laya-inspect")
+    (outer / "heads" / "mine.txt").write_text("data")
+    assert foreign_files(outer) == ["heads/mine.txt"]
+    _edit_marker(outer / "heads", lambda m: m["files"].append("mine.txt"))
+    with pytest.raises(InputError, match=r"heads/\.laya-inspect\.json was changed"):
+        foreign_files(outer)
+
+
+def test_markers_of_earlier_versions_and_refreshed_digests_still_work(tmp_path):
+    out = written(tmp_path / "out")
+    _edit_marker(out, lambda m: m.pop("files_digest"))  # as versions before the digest wrote it
+    assert foreign_files(out) == []
+    written(out, {"summary.json": "[]"})  # --force replaces it as before
+    assert (out / "summary.json").read_text() == "[]"
+    (out / "summary.json").write_text('{"edited": true}')
+    refresh_digests(out)  # a command that rewrote its own files records them again: still trusted
+    assert foreign_files(out) == []
