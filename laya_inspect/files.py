@@ -82,6 +82,7 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for tmp, target in zip(tmps, targets):
             if tmp.exists():
                 syncing = target
+                keep_file_mode(tmp, target)
                 with open(tmp, "rb+") as f:
                     os.fsync(f.fileno())
         for target in targets[1:]:  # the old companions go before the first file is replaced
@@ -114,6 +115,23 @@ def _written_last(tmps: Sequence[Path], targets: Sequence[Path]) -> Path:
         if changed >= when:
             found, when = target, changed
     return found
+
+
+def keep_file_mode(tmp: Path, target: Path) -> None:
+    """Give the new file ``tmp`` the group and permission bits of the file it replaces (a checkpoint
+    or cache made group-writable in a shared folder stays so after --force/--overwrite); a new file
+    keeps the process's defaults."""
+    import stat
+
+    try:
+        like = target.stat()
+    except OSError:  # no file there yet
+        return
+    try:
+        os.chown(tmp, -1, like.st_gid)
+    except OSError:  # not a group of this user's
+        pass
+    os.chmod(tmp, stat.S_IMODE(like.st_mode))
 
 
 def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> None:

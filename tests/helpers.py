@@ -27,6 +27,7 @@ def write_cache(
     data_spec: str = "test",
     extra_attrs: dict[str, Any] | None = None,
     indices: dict[str, np.ndarray] | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
     from laya_inspect.cache.writer import FeatureWriter
@@ -59,6 +60,7 @@ def write_cache(
         split_sizes={s: len(y) for s, (_, y) in splits.items()},
         widths=[f.shape[1] for f in first],
         num_logits=None,
+        overwrite=overwrite,
     ) as w:
         for split, (feats, labels) in splits.items():
             w.append(split, feats, labels, (indices or {}).get(split, np.arange(len(labels))))

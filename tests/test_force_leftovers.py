@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from laya_inspect.errors import InputError
@@ -39,6 +40,40 @@ def test_a_folder_that_existed_keeps_its_mode_and_group(tmp_path):
     assert stat.S_IMODE(out.stat().st_mode) == 0o750 and (out / "summary.json").read_text() == "[]"
     fresh = written(tmp_path / "new")  # a new folder gets the process's defaults, as before
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o777 & ~_umask()
+
+
+def test_a_file_that_existed_keeps_its_mode_and_group(tmp_path):
+    """Audit: a checkpoint or cache of mode 0660 in a shared folder came back 0644 when train --force or
+    extract --overwrite replaced it: the temporary file renamed over it had the process's defaults."""
+    from laya_inspect.files import atomic_paths, write_text
+
+    target = tmp_path / "backbone.pt"
+    target.write_text("old")
+    group = os.getgid() if os.geteuid() != 0 else 4321
+    os.chown(target, -1, group)
+    os.chmod(target, 0o660)
+    write_text(target, "new")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o660 and target.stat().st_gid == group
+    assert target.read_text() == "new"
+    fresh = write_text(tmp_path / "new.json", "{}")  # a new file keeps the process's defaults
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~_umask()
+    os.chmod(target, 0o640)  # a set of files: each keeps its own
+    with atomic_paths(target, tmp_path / "metrics.json") as (a, b):
+        a.write_text("newer")
+        b.write_text("{}")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_a_cache_replaced_by_overwrite_keeps_its_mode(tmp_path):
+    """extract --overwrite renames its finished partial file over the old cache: the old one's mode stays."""
+    from helpers import write_cache
+
+    feats = [np.zeros((4, 3), dtype="float32")]
+    split = {"train": (feats, np.array([0, 1, 0, 1])), "test": (feats, np.array([0, 1, 0, 1]))}
+    cache = write_cache(tmp_path / "c.h5", split)
+    os.chmod(cache, 0o660)
+    write_cache(cache, split, overwrite=True)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o660
 
 
 def _umask() -> int:

@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, WriteError, name_of
-from ..files import start_writeback
+from ..files import keep_file_mode, start_writeback
 from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem
 from .schema import (
     CHUNK_ROWS,
@@ -469,6 +469,7 @@ class FeatureWriter:
             self.file.close()
 
         self._guard(write)
+        keep_file_mode(self.partial, self.path)  # --overwrite: the cache it replaces keeps its mode and group
         with open(self.partial, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(self.partial, self.path)
