@@ -140,7 +140,11 @@ def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
             else "no paired interval: run with --bootstrap N"
         )
         return f"it is not tested against {name(rival)} ({rho}; {why})"
-    diff = f"paired difference {with_ci(d)}"
+    # the level the interval was drawn at, named where the summary records it (its family: the rival
+    # is picked among the other methods after the fact)
+    fam = (d or {}).get("family")
+    drawn = f", {family_text(fam, 'interval')}" if isinstance(fam, dict) else ""
+    diff = f"paired difference {with_ci(d)}{drawn}"
     if word == "no different":
         return f"it is not shown to order the layers better or worse than {name(rival)} ({rho}; {diff})"
     return f"it orders the layers {word} than {name(rival)} ({rho}; {diff})"
