@@ -133,6 +133,7 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     assert all(len(r["area_held_out"]["values"]) == 2 for r in s["rules"].values())
     assert len(s["verdict"]) == 8 and len(s["fits"]) == 2 * 3
     assert "random (reference: no information)" in result.output and "held out" in result.output
+    assert "are read apart, each at 95% for its own comparisons" in " ".join(result.output.split())
     for p in s["points"]:
         assert 0 <= p["accuracy"] <= 1 and 1 <= p["mean_depth"] <= 3
     # the confidence sweep runs from "every input exits at depth 1" to "none exits early"
@@ -473,3 +474,8 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     fam = comp["confidence vs random"]["family"]
     words = f"{fam['confidence'] * 100:.3g}% t-intervals (Bonferroni over the {fam['size']} rules compared with"
     assert words in lead and words in page
+    # α never fires here, so two questions drew intervals (against random exit, against fixed depth):
+    # the summary, the reading and the page say they are read apart, each held to 5% on its own
+    apart = s["families_read_apart"]
+    assert apart.startswith("the 2 questions (rules compared with random exit, rules compared with fixed depth)")
+    assert apart[1:40] in " ".join(early_exit_reading(s).details) and apart[1:40] in page

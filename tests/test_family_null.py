@@ -144,7 +144,7 @@ def test_early_exit_every_family_holds_its_rate() -> None:
     rules = ("random", "fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
     fired = {"epsilon": 0.05, "rows": 10, "oracle_rows": 10, "of": 100}
     counts: dict[str, int] = dict.fromkeys(exit_verdicts.QUESTIONS.values(), 0)
-    sizes, runs = {}, 1000
+    sizes, runs, together = {}, 1000, 0
     for t in range(runs):
         rng = np.random.default_rng(t)
         areas = {r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}
@@ -158,8 +158,33 @@ def test_early_exit_every_family_holds_its_rate() -> None:
             sizes[e["family"]["of"]] = e["family"]["size"]
         for of, diffs in by.items():
             counts[of] += said(diffs)
+        together += any(said(diffs) for diffs in by.values())
     assert sizes == dict(zip(exit_verdicts.QUESTIONS.values(), (4, 2, 2)))
     assert all(c / runs <= 0.065 for c in counts.values()), counts
+    # the three questions read together are not held to 5%: the output says how far they are not
+    assert together / runs == pytest.approx(exit_verdicts.TOGETHER_NULL, abs=0.025), together / runs
+
+
+def test_early_exit_says_its_questions_are_read_apart() -> None:
+    """Each question is held to 5% on its own, all eight lines together to about 15% (the test above):
+    the summary says so beside the verdicts whenever two or more questions drew an interval, and not
+    when none did (one seed: no interval, no verdict)."""
+    from laya_inspect.beyond import exit_verdicts
+
+    rules = ("random", "fixed", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+    fired = {"epsilon": 0.05, "rows": 10, "oracle_rows": 10, "of": 100}
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": i, "compute_used": 0.5, "mean_depth": 1}
+        for i, r in enumerate(rules)
+    ]
+    rng = np.random.default_rng(0)
+    said3 = exit_verdicts.read_apart(
+        exit_verdicts._comparisons({r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}, points, fired)
+    )
+    assert said3 is not None and "the 3 questions (rules compared with random exit, " in said3
+    assert "not these 8 lines together" in said3 and "in 15% of simulated runs" in said3
+    one_seed = exit_verdicts._comparisons({r: [0.8 + 0.01 * i] for i, r in enumerate(rules)}, points, fired)
+    assert exit_verdicts.read_apart(one_seed) is None
 
 
 def test_the_settle_draws_follow_the_family_level() -> None:

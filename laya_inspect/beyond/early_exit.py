@@ -60,7 +60,7 @@ from .common import (
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
-from .exit_verdicts import REALISABLE, _comparisons  # noqa: F401  (re-exported)
+from .exit_verdicts import REALISABLE, _comparisons, read_apart  # noqa: F401  (re-exported)
 from .refit import Budget, Fit, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
@@ -386,6 +386,7 @@ def _simulate(
     )
     summary["comparisons"] = _comparisons(areas, points, summary["alpha_fired"], in_sample)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
+    summary["families_read_apart"] = read_apart(summary["comparisons"])
     return summary
 
 

@@ -97,3 +97,28 @@ def _comparisons(
             )
         out[label] = entry
     return out
+
+
+# The share of null runs with a wrong verdict somewhere among all three questions' comparisons together,
+# each question held to 5% on its own (tests/test_family_null.py's simulation: every rule's held-out
+# area the same in truth, 3 seeds, 2,000 runs; docs/METHOD.md, "Families of comparisons").
+TOGETHER_NULL = 0.152
+
+
+def read_apart(comparisons: dict[str, Any]) -> str | None:
+    """What the verdict lines leave unsaid when two or more questions drew an interval: each question
+    is held to 5% on its own, not the lines together. None when one question (or none) is read."""
+    read = {
+        e["family"]["of"]
+        for e in comparisons.values()
+        if not e.get("identical") and not e.get("same_area") and (e["area_diff"] or {}).get("ci_low") is not None
+    }
+    if len(read) < 2:
+        return None
+    lines = sum(e["family"]["of"] in read for e in comparisons.values())
+    return (
+        f"the {len(read)} questions ({', '.join(q for q in QUESTIONS.values() if q in read)}) are read apart, "
+        f"each at 95% for its own comparisons, not these {lines} lines together: where no rule differs, a wrong "
+        f'"beats" or "worse" came somewhere among all three questions\' lines in {TOGETHER_NULL:.0%} of simulated '
+        "runs; read the rules against random exit as the finding, the others as side questions"
+    )

@@ -45,7 +45,9 @@ def _progress(event: dict[str, Any]) -> None:
 
 def _wrote(out: Path, s: dict[str, Any]) -> None:
     """The verdict under the run's warnings, then the files in ``out`` (report.html among them, plots/ if any)."""
-    bullets(s["verdict"], s.get("warnings"))
+    # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
+    apart = s.get("families_read_apart")
+    bullets([*s["verdict"], *([f"note: {apart}"] if apart else [])], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
 

@@ -629,6 +629,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             f"With α of the full forward pass (not realisable: it needs every layer), confidence+α "
             f"{_said(d4)} confidence ({diff_text(d4)}): the most a perfect α forecast could add."
         )
+    if s.get("families_read_apart"):  # absent in older summaries
+        details.append(sentence(s["families_read_apart"]))
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
