@@ -89,6 +89,58 @@ def test_diagnose_over_heads_reads_the_family_level(monkeypatch) -> None:
     assert new <= 0.06 < 0.10 <= old, (new, old)
 
 
+def _below(auroc: dict, names, heads=()) -> tuple[bool, bool]:
+    """("below chance" said as read now, as read from the 95% intervals before)."""
+    from laya_inspect.beyond.scoring import versus_chance
+
+    drop = ("below_chance", "chance_confidence")
+    before = {k: {x: v for x, v in a.items() if x not in drop} for k, a in auroc.items()}
+    now = "below chance" in versus_chance(auroc, names, "rows", heads)
+    return now, "below chance" in versus_chance(before, names, "rows")
+
+
+def test_diagnose_rarely_says_a_noise_score_is_below_chance() -> None:
+    """Every score's AUROC is read against chance (½) too, and "X below chance" is a finding: at 95%
+    each, one of five noise scores was said to be below chance in about a tenth of the runs (11.7% over
+    400 runs of 300 rows). "Below chance" is read at 1 − 0.05/5 (Bonferroni over the scores with an
+    AUROC); the 95% intervals, which describe each score, stay."""
+    from laya_inspect.beyond import scoring
+
+    names = ("msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha")
+    new = old = 0
+    for t in range(RUNS):
+        rng = np.random.default_rng(t)
+        y = rng.random(150) < 0.3
+        read = scoring.versus_msp(y, {k: rng.normal(size=150) for k in names}, n_boot=300, seed=t, settle=False, of="x")
+        now, before = _below(read["auroc"], names)
+        new, old = new + now, old + before
+    assert new / RUNS <= 0.05 < 0.08 <= old / RUNS, (new, old)
+    assert all(a["chance_confidence"] == 1 - 0.05 / 5 for a in read["auroc"].values())
+
+
+def test_diagnose_over_heads_rarely_says_a_noise_score_is_below_chance() -> None:
+    """Several heads: each score's AUROC is a t-interval over the heads, and "below chance" is read at
+    the family's level over the scores, as with one head."""
+    from laya_inspect.beyond import diagnose
+
+    names = ["msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"]
+    new = old = 0
+    for t in range(1000):
+        rng = np.random.default_rng(t)
+        per = []
+        for _ in range(3):
+            auc = {k: {"mean": 0.5 + 0.02 * rng.normal()} for k in names}
+            per.append({"auroc": auc, "aupr": auc, "diff_vs_msp": {}})
+        pooled = diagnose._pool_errors(per, 1000)
+        now, before = _below(pooled["auroc"], names)
+        new, old = new + now, old + before
+    assert new / 1000 <= 0.05 < 0.08 <= old / 1000, (new, old)
+    # the sentence names the level it read
+    below = {"mean": 0.4, "ci_low": 0.3, "ci_high": 0.45, "below_chance": True, "chance_confidence": 0.99}
+    said = diagnose.versus_chance({"a": below}, ["a"], "rows")
+    assert "a below chance (the whole AUROC interval under 0.5 at 99%, Bonferroni over the scores" in said, said
+
+
 def test_prune_rankings_equal_to_alpha_rarely_get_a_verdict(monkeypatch) -> None:
     """α against random and the five other rankings over 3 seeds, every layer set's accuracy noise: at
     95% each, α read "beats" or "worse" against one of them in about a fifth of the runs."""

@@ -46,6 +46,7 @@ from .common import (
 )
 from .config import DiagnoseConfig  # noqa: F401  (re-exported)
 from .scoring import (
+    CHANCE_FAMILY,
     ERROR_SCORES,
     ERRORS_FAMILY,
     MIN_OUTCOME_ROWS,
@@ -55,6 +56,7 @@ from .scoring import (
     shift_not_read,
     versus_chance,
     versus_msp,
+    with_chance,
 )
 
 TINY = 1e-12
@@ -303,6 +305,8 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
             for n in names
             if all(h[metric].get(n, {}).get("mean") is not None for h in per_head)
         }
+    if not one:
+        out["auroc"] = chance_over_heads(out["auroc"])
     out["diff_vs_msp"] = {}
     if one:
         out["diff_vs_msp"] = per_head[0]["diff_vs_msp"]
@@ -351,7 +355,17 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
         )
         for k in readable
     }
-    return {"interval": "t over heads", "detect_auroc": auroc, "detect_diff": diff, "family": fam}
+    return {"interval": "t over heads", "detect_auroc": chance_over_heads(auroc), "detect_diff": diff, "family": fam}
+
+
+def chance_over_heads(auroc: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Several heads' AUROC estimates (t over heads) with "below chance" read at the family's level over
+    the scores, as one head's are (:func:`.scoring.with_chance`)."""
+    from ..training.stats import t_interval
+
+    level = family(len(auroc), CHANCE_FAMILY)["confidence"]
+    highs = {k: t_interval(e["values"], level)[1] if e.get("n", 0) > 1 else None for k, e in auroc.items()}
+    return {k: with_chance(e, highs[k], level) for k, e in auroc.items()}
 
 
 SHIFT_SCORES = ("alpha_divergence", "alpha_entropy")  # what shift detection reads against msp
