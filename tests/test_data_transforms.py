@@ -225,3 +225,21 @@ def test_text_errors(tmp_path, tokenizer):
         load_data(f"csv:{path}", tokenizer=tokenizer, image_size=32)
     with pytest.raises(InputError, match="image size, resize and normalize do not apply"):
         load_data(f"csv:{path}", tokenizer=tokenizer, resize="crop")
+
+
+@pytest.mark.parametrize("missing", ["NaN", "nan", "None", "NULL", "N/A"])
+def test_a_missing_label_word_is_refused_naming_the_file_and_lines(tmp_path, tokenizer, missing):
+    """QA: a CSV label NaN became a class called 'NaN' (only a later "no rows in test" hinted at it)."""
+    rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5 + [("the movie was", missing)] * 2
+    path = tmp_path / "reviews.csv"
+    path.write_text("review,sentiment\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
+    with pytest.raises(InputError) as e:
+        load_data(
+            f"csv:{path}?text_col=review&label_col=sentiment",
+            tokenizer=tokenizer,
+            input_spec=spec(kind="text", max_length=8),
+            seed=0,
+        )
+    said = str(e.value)
+    assert str(path) in said and "2 of 12 rows have no class" in said
+    assert f"{missing!r} at line 12" in said and f"{missing!r} at line 13" in said

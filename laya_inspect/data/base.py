@@ -177,6 +177,7 @@ def encode_labels(
     if not vals:
         raise InputError(f"no labels in {where}")
     at = locate or (lambda i: f"label #{i}")
+    _refuse_missing(vals, where, at)
     parsed = [_one_label(v, i, where, at) for i, v in enumerate(vals)]
     first_int = next((i for i, v in enumerate(parsed) if isinstance(v, int)), None)
     first_word = next((i for i, v in enumerate(parsed) if isinstance(v, str)), None)
@@ -200,6 +201,24 @@ def encode_labels(
     names = sorted(set(map(str, parsed)))
     lookup = {v: i for i, v in enumerate(names)}
     return np.array([lookup[str(v)] for v in parsed], dtype=np.int64), names
+
+
+# words a spreadsheet, pandas or str(None) writes for a missing value (compared case-insensitively):
+# read as a class they would make one called 'NaN' out of the rows with no class
+MISSING_LABELS = ("nan", "none", "null", "na", "n/a", "#n/a", "<na>")
+
+
+def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> None:
+    """An InputError naming every row (first 5 shown) whose label is a missing-value word."""
+    missing = [i for i, v in enumerate(vals) if isinstance(v, (str, np.str_)) and v.strip().lower() in MISSING_LABELS]
+    if not missing:
+        return
+    shown = ", ".join(f"{vals[i]!r} at {at(i)}" for i in missing[:5]) + (", …" if len(missing) > 5 else "")
+    raise InputError(
+        f"{where}: {len(missing)} of {len(vals)} rows have no class ({shown}): a missing-value word is not read "
+        "as a class; remove those rows or give them their class (a class really named so: rename it, e.g. "
+        "'none_class')"
+    )
 
 
 def _shown(value: Any, word: Any) -> str:
