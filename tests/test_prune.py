@@ -47,11 +47,16 @@ def planted_laya(alpha: list[float], n_classes: int = 3, seed: int = 0) -> LayaH
 def planted(tmp_path: Path) -> tuple[Path, Path]:
     """A cache whose labels are the planted head's own predictions (accuracy 1 with every layer),
     and that head, with α = (0.6, 0.4, 0): the last layer is never read."""
+    assert planted_laya([0.6, 0.4, 0.0])([torch.zeros(1, 2)] * 3).weights[0, 2].item() == 0.0  # α₃ ≡ 0 exactly
+    return _planted_cache(tmp_path, 400, seed=0)
+
+
+def _planted_cache(tmp_path: Path, n_train: int, seed: int) -> tuple[Path, Path]:
+    """The planted head and a cache labelled by it: ``n_train`` training rows (a tenth held out), 300 test."""
     head = planted_laya([0.6, 0.4, 0.0])
-    assert head([torch.zeros(1, 2)] * 3).weights[0, 2].item() == 0.0  # α₃ ≡ 0 exactly
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     splits = {}
-    for name, n in (("train", 400), ("test", 300)):
+    for name, n in (("train", n_train), ("test", 300)):
         feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
         with torch.no_grad():
             labels = head([torch.from_numpy(f) for f in feats]).logits.argmax(1).numpy()
@@ -744,3 +749,44 @@ def test_alpha_against_the_rankings_names_its_family_level(planted, tmp_path):
     page = (out / "report.html").read_text(encoding="utf-8")
     assert words in page
     assert f"{(1 - 0.05 / m) * 100:.3g}% intervals (Bonferroni over the {m} rankings" in " ".join(result.output.split())
+
+
+def test_a_pick_made_on_too_few_validation_rows_is_no_recommendation(tmp_path):
+    """QA: on MobileNetV2 prune said "keep features.0 … saves 96.6% FLOPs", chosen on 13 validation
+    rows. A choice made on so few rows is withheld: no "keep" line, no head, the why in summary.json
+    and report.html."""
+    cache, head_dir = _planted_cache(tmp_path, 120, seed=1)
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    assert s["rows"]["val"] < 20
+    assert s["chosen"] is None and s["cheapest"] is None
+    w = s["withheld"]["chosen"]
+    assert w["k"] < 3 and f"chosen on {s['rows']['val']} validation rows" in w["why"]
+    assert not any(line.startswith("keep ") for line in s["verdict"])
+    assert any(line.startswith("no recommendation: the smallest layer set") for line in s["verdict"])
+    assert not (tmp_path / "out" / "head").exists()
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["withheld"]["chosen"]["why"] == w["why"]
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "No layer set is recommended" in html and f"chosen on {s['rows']['val']} validation rows" in html
+    # with enough validation rows the same planted head's pick stands: the rows are what withheld it
+    cache, head_dir = _planted_cache(tmp_path / "many", 400, seed=1)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out2").summary
+    assert s["chosen"]["k"] == 2 and s["withheld"] == {}
+
+
+def test_a_pick_its_own_test_reads_as_a_loss_is_withheld():
+    """QA: the headline pick's paired test difference was −0.18 [−0.30, −0.06], labelled "a loss"."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.beyond.prune import _why_withheld
+
+    lost = {"k": 1, "test_acc_vs_all": paired([0.60, 0.55, 0.70], [0.80, 0.78, 0.82])}
+    assert lost["test_acc_vs_all"]["ci_high"] < 0
+    assert "reads as a loss" in (_why_withheld(lost, 40, 19, 0.005) or "")
+    open_ = {"k": 1, "test_acc_vs_all": paired([0.79, 0.80, 0.81], [0.80, 0.78, 0.82])}
+    assert _why_withheld(open_, 40, 19, 0.005) is None  # a loss not shown: the pick stands
+    one = {"k": 1, "test_acc_vs_all": paired([0.70], [0.80])}  # no interval: a drop beyond --max-drop
+    assert "more than --max-drop" in (_why_withheld(one, 40, 19, 0.005) or "")
+    assert _why_withheld({**lost, "k": 19}, 5, 19, 0.005) is None  # all layers: nothing pruned

@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
 from ..runtime import Progress, no_progress, pick_device
+from ..training.quality import MIN_VAL_ROWS
 from ..training.stats import family_text
 from ..workers import cpu_workers, run_forked
 from .common import (
@@ -64,6 +65,11 @@ from .rankings import (
 )
 from .refit import Budget, Fit, refit
 
+WITHHOLD_RULE = (
+    f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
+    f"{MIN_VAL_ROWS} validation rows chose it, or when its paired test difference from all layers is a loss "
+    "(interval below 0; with no interval, a drop larger than --max-drop)"
+)
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
 # The random-ranking reference at each k < L: every layer set of size k where there are at most
 # RANDOM_EXACT (the exact mean over random orders: all k when L ≤ 4), else RANDOM_DRAWS distinct sets
@@ -220,6 +226,14 @@ def _prune(
                 }
             )
     chosen_point = _pick(points, sets, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
+    cheapest = _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
+    withheld: dict[str, dict[str, Any]] = {}
+    for what, point in (("chosen", chosen_point), ("cheapest", cheapest)):
+        why = _why_withheld(point, len(val_rows), n_layers, config.max_drop)
+        if point is not None and why is not None:
+            withheld[what] = {**point, "why": why}
+    chosen_point = None if "chosen" in withheld else chosen_point
+    cheapest = None if "cheapest" in withheld else cheapest
     chosen = None
     if chosen_point is not None:
         layers = tuple(chosen_point["layer_index"])
@@ -270,7 +284,10 @@ def _prune(
         else None,
         "chosen": chosen_point,
         # the compute view of the choice: the most FLOPs saved (ties: fewer layers)
-        "cheapest": _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"])),
+        "cheapest": cheapest,
+        # picks validation chose that are not recommended (not written as a head), each with why
+        "withheld": withheld,
+        "withhold_rule": WITHHOLD_RULE,
     }
     summary["ks"] = ks
     summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
@@ -286,6 +303,27 @@ def _prune(
     summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"]) + ties
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
+
+
+def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, max_drop: float) -> str | None:
+    """Why a layer set validation chose (fewer than all layers) is no recommendation, or None: too
+    few validation rows to choose by, or its own paired test difference from all layers reads as a
+    loss (the interval below 0; with no interval, a drop larger than --max-drop). The test split only
+    withholds a pick here, it never picks another one."""
+    if point is None or point["k"] == n_layers:
+        return None
+    if val_rows < MIN_VAL_ROWS:
+        return (
+            f"it was chosen on {val_rows} validation rows (fewer than {MIN_VAL_ROWS}: accuracy there moves in "
+            f"steps of {1 / val_rows:.3f}, too coarse to choose by against --max-drop {max_drop:g})"
+        )
+    d = point.get("test_acc_vs_all") or {}
+    if d.get("ci_high") is not None and d["ci_high"] < 0:
+        said = f"{d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        return f"its own test difference from all layers reads as a loss ({said}, paired over {d['n']} seeds)"
+    if d.get("ci_high") is None and d.get("mean") is not None and d["mean"] < -max_drop - TOLERANCE:
+        return f"its test accuracy falls {-d['mean']:.4f} below all layers', more than --max-drop {max_drop:g}"
+    return None
 
 
 def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: bool) -> Head | None:
@@ -479,9 +517,17 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     if note:
         lines.append(note)
     c = s["chosen"]
-    if c is None:
+    for what, w in (s.get("withheld") or {}).items():
+        view = "smallest layer set" if what == "chosen" else "layer set saving the most compute"
+        lines.append(
+            f"no recommendation: the {view} within --max-drop on validation, {', '.join(w['layers'])} "
+            f"({w['k']} of {len(s['cache']['layer_names'])} layers; {saves_text(w, s, short=True)}, test accuracy "
+            f"{w['test_acc']['mean']:.4f} vs {s['reference']['test_acc']['mean']:.4f} with all), is withheld: "
+            f"{w['why']}; no head is written for it"
+        )
+    if c is None and "chosen" not in (s.get("withheld") or {}):
         lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")
-    else:
+    elif c is not None:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "

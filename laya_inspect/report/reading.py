@@ -541,7 +541,15 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
     c, ref = s.get("chosen"), s["reference"]["test_acc"]
-    if c is None or c["k"] == n_layers:
+    withheld = (s.get("withheld") or {}).get("chosen")
+    if withheld is not None:
+        second = (
+            f"No layer set is recommended: the smallest set within --max-drop {s['config']['max_drop']:g} on "
+            f"validation keeps {withheld['k']} of {n_layers} layers ({', '.join(withheld['layers'])}), but "
+            f"{withheld['why']}; test accuracy {num(withheld['test_acc']['mean'], 4)} "
+            f"{interval(withheld['test_acc'], 4)} vs {num(ref['mean'], 4)} with all layers. No head is written."
+        )
+    elif c is None or c["k"] == n_layers:
         second = (
             f"No smaller layer set stays within --max-drop {s['config']['max_drop']:g} of all {n_layers} layers' "
             f"validation accuracy: every layer is worth keeping (test accuracy {num(ref['mean'], 4)} "
@@ -559,7 +567,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details = [
         line
         for line in s.get("verdict") or []
-        if not line.startswith(("keep ", *said)) and not line.endswith("over k < L)")
+        if not line.startswith(("keep ", "no recommendation: the smallest", *said)) and not line.endswith("over k < L)")
     ]
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
