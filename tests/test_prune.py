@@ -51,13 +51,16 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     return _planted_cache(tmp_path, 400, seed=0)
 
 
-def _planted_cache(tmp_path: Path, n_train: int, seed: int) -> tuple[Path, Path]:
-    """The planted head and a cache labelled by it: ``n_train`` training rows (a tenth held out), 300 test."""
-    head = planted_laya([0.6, 0.4, 0.0])
+def _planted_cache(
+    tmp_path: Path, n_train: int, seed: int, alpha: tuple[float, ...] = (0.6, 0.4, 0.0), l3_scale=(1.0, 1.0)
+) -> tuple[Path, Path]:
+    """The planted head and a cache labelled by it: ``n_train`` training rows (a tenth held out), 300
+    test; the third layer's values times ``l3_scale`` (train, test)."""
+    head = planted_laya(list(alpha))
     rng = np.random.default_rng(seed)
     splits = {}
-    for name, n in (("train", n_train), ("test", 300)):
-        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+    for (name, n), scale in zip((("train", n_train), ("test", 300)), l3_scale):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) * (scale if i == 2 else 1.0) for i in range(3)]
         with torch.no_grad():
             labels = head([torch.from_numpy(f) for f in feats]).logits.argmax(1).numpy()
         splits[name] = (feats, labels)
@@ -775,6 +778,21 @@ def test_a_pick_made_on_too_few_validation_rows_is_no_recommendation(tmp_path):
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out2").summary
     assert s["chosen"]["k"] == 2 and s["withheld"] == {}
+
+
+def test_a_pick_that_loses_on_test_is_no_recommendation(tmp_path):
+    """The third layer is all but constant on the training split and varies on the test split: the
+    mean ablation of it costs nothing on validation (the pick: keep l1, l2) and half the test rows.
+    That pick is withheld, not the headline "keep l1, l2" beside a test accuracy of 0.48 vs 1.00."""
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))
+    config = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    assert s["chosen"] is None and not (tmp_path / "out" / "head").exists()
+    w = s["withheld"]["chosen"]
+    assert s["rows"]["val"] >= 20 and w["layers"] == ["l1", "l2"] and w["val_acc"]["mean"] == 1.0
+    assert w["test_acc_vs_all"]["mean"] < -0.3 and "below all layers', more than --max-drop" in w["why"]
+    assert not any(line.startswith(("keep ", "most compute saved")) for line in s["verdict"])
 
 
 def test_a_pick_its_own_test_reads_as_a_loss_is_withheld():

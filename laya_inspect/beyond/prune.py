@@ -517,7 +517,10 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     if note:
         lines.append(note)
     c = s["chosen"]
-    for what, w in (s.get("withheld") or {}).items():
+    withheld = s.get("withheld") or {}
+    for what, w in withheld.items():
+        if what == "cheapest" and w["layers"] == withheld.get("chosen", {}).get("layers"):
+            continue  # the same set as the smallest one: said once
         view = "smallest layer set" if what == "chosen" else "layer set saving the most compute"
         lines.append(
             f"no recommendation: the {view} within --max-drop on validation, {', '.join(w['layers'])} "
@@ -525,7 +528,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
             f"{w['test_acc']['mean']:.4f} vs {s['reference']['test_acc']['mean']:.4f} with all), is withheld: "
             f"{w['why']}; no head is written for it"
         )
-    if c is None and "chosen" not in (s.get("withheld") or {}):
+    if c is None and "chosen" not in withheld:
         lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")
     elif c is not None:
         lines.append(
