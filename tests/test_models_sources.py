@@ -7,6 +7,7 @@ import os
 import shutil
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from helpers import need_timm_model
@@ -437,13 +438,55 @@ def test_torchscript_tuple_outputs_and_clear_error_for_hooks(tmp_path):
     x = torch.rand(3, 4)
     for path in (_jit_save(ref, tmp_path / "s.pt"), _jit_save(ref, tmp_path / "t.pt", x)):
         loaded = load_model(f"torchscript:{path}")
-        assert loaded.default_layers == ["outputs.0", "outputs.1"] and loaded.num_classes is None
+        assert loaded.default_layers == [] and loaded.num_classes is None  # a tuple's order is no depth
         raw, logits = loaded.run(x, ["outputs.1"])
         assert logits is None
         with torch.no_grad():
             torch.testing.assert_close(raw["outputs.1"], torch.relu(ref.body(x)), rtol=0, atol=0)
         with pytest.raises(InputError, match="TorchScript takes no Python hooks.*outputs.0, outputs.1"):
             loaded.run(x, ["body"])
+
+
+class ThreeOutputs(nn.Module):
+    """Returns (logits, first hidden, second hidden): the tuple's order is not the depth order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.head = nn.Linear(4, 6), nn.Linear(6, 5), nn.Linear(5, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        a = torch.relu(self.a(x))
+        b = torch.relu(self.b(a))
+        return self.head(b), a, b
+
+
+def test_torchscript_tuple_order_is_no_depth_order(tmp_path):
+    """QA: a forward returning (logits, a, b, c) with no --layers read the logits (outputs.0) as the
+    shallowest layer. Without --layers it is refused naming the outputs and how to choose; with
+    --layers the cache keeps them in the order named (shallowest first), not the tuple's."""
+    from laya_inspect.cache.extract import extract_features
+    from laya_inspect.cache.extract_config import ExtractConfig
+    from laya_inspect.cache.store import FeatureStore
+
+    torch.manual_seed(0)
+    path = _jit_save(ThreeOutputs().eval(), tmp_path / "three.pt")
+    loaded = load_model(f"torchscript:{path}")
+    with pytest.raises(InputError) as e:
+        loaded.resolve_layers("all")
+    said = str(e.value)
+    assert "(outputs.0, outputs.1, outputs.2)" in said and "says nothing about which is deeper" in said
+    assert "--layers outputs.1,outputs.2" in said
+    raw, _ = loaded.run(torch.rand(2, 4), ["outputs.2", "outputs.1"])
+    assert list(raw) == ["outputs.2", "outputs.1"]
+    rng = np.random.default_rng(0)
+    arrays = {f"x_{s}": rng.normal(size=(n, 4)).astype(np.float32) for s, n in (("train", 12), ("test", 6))}
+    np.savez(tmp_path / "d.npz", **arrays, y_train=np.arange(12) % 3, y_test=np.arange(6) % 3)
+    out = tmp_path / "c.h5"
+    common = dict(model=f"torchscript:{path}", data=f"npz:{tmp_path / 'd.npz'}", device="cpu")
+    result = extract_features(ExtractConfig(**common, layers="outputs.2,outputs.1", out=str(out)))
+    with FeatureStore(out) as store:
+        assert store.layer_names == ["outputs.2", "outputs.1"]
+    assert not any("out of depth order" in w for w in result.warnings)
 
 
 def test_torchscript_errors(tmp_path):

@@ -107,6 +107,8 @@ class Adapter:
     whose output is their logits (N, C) when they have a classifier."""
 
     virtual_names: tuple[str, ...] = ()  # layer names read from the output, not from hooks
+    # whether virtual_names stand in depth order (hidden_states.K); if not, the order --layers names them
+    virtual_in_depth_order = True
     hook_hint = ""  # appended to the error when a hook never fired
 
     def hookable(self, module: nn.Module) -> list[str]:
@@ -353,7 +355,9 @@ class LoadedModel:
                 f"layer(s) {', '.join(map(repr, silent))} did not run in the forward pass of {self.spec}, "
                 f"so their hooks saw nothing{self.adapter.hook_hint}"
             )
-        for name in self.adapter.virtual_names:  # hidden_states.K: the output of the K-th block
+        # hidden_states.K: the output of the K-th block, in depth order; a tuple's outputs.K: as asked
+        in_order = self.adapter.virtual_names if self.adapter.virtual_in_depth_order else wanted_virtual
+        for name in in_order:
             if name in wanted_virtual:
                 raw[name] = self.adapter.virtual(out, name)
         return raw, self.adapter.logits(out, self.num_classes)

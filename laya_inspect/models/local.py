@@ -52,13 +52,16 @@ class TorchScriptAdapter(Adapter):
     """TorchScript modules refuse Python forward hooks, and run their submodules inside the
     compiled graph. Two ways in remain: a scripted ``nn.Sequential`` is run child by child from
     Python (its children, and nested Sequentials' children, become layers), and a model whose
-    ``forward`` returns a tuple exposes its elements as virtual layers ``outputs.K``."""
+    ``forward`` returns a tuple exposes its elements as virtual layers ``outputs.K``. Where a tuple
+    returns two or more, the order of its elements says nothing about which is deeper (logits often
+    come first): none is a default layer, and the cache keeps them in the order ``--layers`` names them."""
 
     def __init__(self, module: nn.Module) -> None:
         returns = cast("torch.ScriptMethod[..., Any]", module.forward).schema.returns
         rtype = returns[0].type if len(returns) == 1 else None
         self.n_outputs = len(rtype.elements()) if isinstance(rtype, torch.TupleType) else 0
         self.virtual_names = tuple(f"outputs.{k}" for k in range(self.n_outputs))
+        self.virtual_in_depth_order = self.n_outputs < 2
         self.sequential = _kind(module) == "Sequential"
         works = "its children (run one by one)" if self.sequential else "none of its submodules"
         self.hook_hint = (
@@ -67,6 +70,12 @@ class TorchScriptAdapter(Adapter):
             + ". Export a forward that returns the tensors you want as a tuple and pick them with "
             "--layers outputs.K, or load the Python model with python:pkg.module:factory --weights FILE"
         )
+        if not self.virtual_in_depth_order:
+            self.hook_hint += (
+                f". Its forward returns {self.n_outputs} tensors ({', '.join(self.virtual_names)}), and the order of "
+                "a tuple says nothing about which is deeper: name the ones to read with --layers, shallowest first "
+                "(the order the cache keeps; leave out the logits), e.g. --layers " + ",".join(self.virtual_names[1:])
+            )
 
     def hookable(self, module: nn.Module) -> list[str]:
         if not self.sequential:
@@ -133,8 +142,9 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         digests.append(load_weights(module, options.weights, trust_pickle=options.trust_pickle))
         files.append(Path(options.weights))
     adapter = TorchScriptAdapter(module)
-    if adapter.virtual_names:
-        default, num_classes = list(adapter.virtual_names), None
+    if adapter.virtual_names:  # a tuple of two or more: no default, as its order is not depth
+        default = list(adapter.virtual_names) if adapter.virtual_in_depth_order else []
+        num_classes = None
     else:
         default = blocks_of(module) if adapter.sequential else []
         head = last_linear(module)
