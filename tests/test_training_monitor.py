@@ -205,3 +205,24 @@ def test_default_budget_counts_optimizer_steps() -> None:
     assert cfg.budget(54_000) == (50, 5)  # Fashion-MNIST: 422 steps an epoch, the plain defaults
     assert cfg.budget(1_212) == (400, 40)  # digits: 10 steps an epoch → 4,000 and 400 steps
     assert FitConfig(epochs=7, patience=2).budget(1_212) == (7, 2)  # given values are kept
+
+
+def test_the_best_weights_are_kept_as_clones_not_a_deep_copy(monkeypatch):
+    """A deep copy of the state dict walked Python objects at every new best: 6–15% of a prune refit
+    whose epochs are one batch each. The kept weights are tensor clones: separate
+    from the weights still training, and restored exactly."""
+    import copy
+
+    copies: list[object] = []
+    real = copy.deepcopy
+    monkeypatch.setattr(copy, "deepcopy", lambda x, *a, **k: copies.append(x) or real(x, *a, **k))
+    module = torch.nn.Linear(3, 2)
+    stopper = EarlyStopping(2)
+    stopper.step(1, 1.0, 0.5, module)  # the first epoch is the best so far: kept
+    kept = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    with torch.no_grad():
+        module.weight.add_(1.0)  # training goes on; the kept weights must not follow
+    stopper.step(2, 2.0, 0.4, module)  # worse: not kept
+    stopper.restore(module)
+    assert all(torch.equal(module.state_dict()[k], v) for k, v in kept.items())
+    assert copies == []

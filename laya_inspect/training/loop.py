@@ -13,7 +13,6 @@ tensors), :class:`CacheRows` (one split of a feature cache, in memory or streame
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import time
@@ -259,7 +258,9 @@ class EarlyStopping:
         the best); True = stop."""
         if self.best_epoch == 0 or self._key(loss, acc) > self._key(self.best_loss, self.best_acc):
             self.best_epoch, self.best_loss, self.best_acc, self.wait = epoch, loss, acc, 0
-            self.state = copy.deepcopy(module.state_dict())
+            # a clone per tensor: the same values as a deep copy, without deepcopy's Python walk (in
+            # prune's refits of one batch an epoch, 6% of a refit's profile; a clone is 4× faster)
+            self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
         else:
             self.wait += 1
         return self.wait >= self.patience
