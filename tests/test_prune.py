@@ -808,3 +808,31 @@ def test_a_pick_its_own_test_reads_as_a_loss_is_withheld():
     one = {"k": 1, "test_acc_vs_all": paired([0.70], [0.80])}  # no interval: a drop beyond --max-drop
     assert "more than --max-drop" in (_why_withheld(one, 40, 19, 0.005) or "")
     assert _why_withheld({**lost, "k": 19}, 5, 19, 0.005) is None  # all layers: nothing pruned
+
+
+def test_a_refit_gathers_its_validation_rows_once_not_every_epoch(planted, monkeypatch):
+    """The validation rows are the same every epoch: gathering them again per epoch was repeated work
+    in each of prune's hundreds of refits. Counted on the real batcher, which still runs."""
+    from laya_inspect.beyond.common import load_split
+    from laya_inspect.beyond.refit import refit
+    from laya_inspect.training.loop import TensorRows
+
+    cache, _ = planted
+    val_rows, train_rows = np.arange(0, 400, 10), np.setdiff1d(np.arange(400), np.arange(0, 400, 10))
+    gathered: list[int] = []
+    real = TensorRows.batches
+
+    def counted(self, positions, batch_size, generator=None):
+        if np.array_equal(positions, val_rows):
+            gathered.append(len(positions))
+        return real(self, positions, batch_size, generator)
+
+    monkeypatch.setattr(TensorRows, "batches", counted)
+    with FeatureStore(cache) as store:
+        cpu = torch.device("cpu")
+        train, test = load_split(store, "train", cpu), load_split(store, "test", cpu)
+        fit = refit("laya", {"d_star": 4, "tau": 1.0}, (0, 1), 0, train=train, train_rows=train_rows,
+                    val_rows=val_rows, test=test, num_classes=3, budget=Budget(epochs=6, patience=6),
+                    layer_names=store.layer_names)  # fmt: skip
+    assert fit.epochs_run == 6
+    assert gathered == [len(val_rows)]

@@ -77,10 +77,12 @@ def refit(
         head.set_standardization(means, scales)
     head.to(hs[0].device)
     epochs, patience = budget.resolve(len(train_rows))
+    # the validation rows are the same every epoch: gathered once, not once per epoch
+    val_batches = list(rows.batches(val_rows, EVAL_BATCH))
     history, stopper = train_loop(
         head,
         lambda g: rows.batches(train_rows, budget.batch_size, g),
-        lambda: rows.batches(val_rows, EVAL_BATCH),
+        lambda: val_batches,
         LoopSettings(
             lr=budget.lr, epochs=epochs, patience=patience, seed=seed, weight_decay=budget.weight_decay or 0.0
         ),
