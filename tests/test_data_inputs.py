@@ -806,3 +806,12 @@ def test_a_label_spelled_in_two_unicode_forms_is_one_class(tmp_path):
     assert b.class_names == ["bar", nfc]
     labels = np.concatenate([s.labels for s in b.splits.values()])
     assert sorted(np.bincount(labels).tolist()) == [4, 8]
+
+
+def test_a_missing_label_word_stored_as_bytes_is_refused(tmp_path):
+    """Review: an npz whose labels are byte strings (dtype S, as h5py and older numpy code write
+    them) read b'NaN' as a class called 'NaN'; the same word as text was refused."""
+    x = np.zeros((12, 4), dtype=np.float32)
+    y = np.array([b"cat", b"dog"] * 5 + [b"NaN", b"null"])
+    with pytest.raises(InputError, match=r"2 of 12 rows have no class \(b'NaN' at y\[10\], b'null' at y\[11\]\)"):
+        load_data(npz(tmp_path, "bytes.npz", X=x, y=y))

@@ -210,7 +210,7 @@ MISSING_LABELS = ("nan", "none", "null", "na", "n/a", "#n/a", "<na>")
 
 def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> None:
     """An InputError naming every row (first 5 shown) whose label is a missing-value word."""
-    missing = [i for i, v in enumerate(vals) if isinstance(v, (str, np.str_)) and v.strip().lower() in MISSING_LABELS]
+    missing = [i for i, v in enumerate(vals) if _word(v).strip().lower() in MISSING_LABELS]
     if not missing:
         return
     shown = ", ".join(f"{vals[i]!r} at {at(i)}" for i in missing[:5]) + (", …" if len(missing) > 5 else "")
@@ -219,6 +219,13 @@ def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> No
         "as a class; remove those rows or give them their class (a class really named so: rename it, e.g. "
         "'none_class')"
     )
+
+
+def _word(v: Any) -> str:
+    """A text label as text (an npz's byte strings decoded, as _one_label reads them); "" for others."""
+    if isinstance(v, (bytes, np.bytes_)):
+        return bytes(v).decode("utf-8", errors="replace")
+    return str(v) if isinstance(v, (str, np.str_)) else ""
 
 
 def _shown(value: Any, word: Any) -> str:
