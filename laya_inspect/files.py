@@ -82,9 +82,9 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for tmp, target in zip(tmps, targets):
             if tmp.exists():
                 syncing = target
-                keep_file_mode(tmp, target)
                 with open(tmp, "rb+") as f:
                     os.fsync(f.fileno())
+                keep_file_mode(tmp, target)  # after the sync: a read-only mode would refuse to reopen it
         for target in targets[1:]:  # the old companions go before the first file is replaced
             target.unlink(missing_ok=True)
         for tmp, target in zip(tmps, targets):

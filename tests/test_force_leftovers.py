@@ -137,3 +137,72 @@ def test_markers_of_earlier_versions_and_refreshed_digests_still_work(tmp_path):
     (out / "summary.json").write_text('{"edited": true}')
     refresh_digests(out)  # a command that rewrote its own files records them again: still trusted
     assert foreign_files(out) == []
+
+
+@pytest.fixture
+def user_dir(tmp_path):
+    """A folder a user who is not root works in: under root, one nobody owns and can reach (pytest's
+    tmp_path lies under a folder only root may enter)."""
+    if os.geteuid() != 0:
+        yield tmp_path
+        return
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="laya-user-"))
+    os.chmod(folder, 0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def _as_a_user(folder: Path, body) -> str:
+    """Run ``body()`` as a user who is not root (a forked child drops to nobody when the tests run as
+    root, where permission bits bind no one); returns what it raised, or "" when it returned."""
+    if os.geteuid() != 0:
+        try:
+            body()
+        except Exception as e:  # noqa: BLE001 - the test reads the message
+            return f"{type(e).__name__}: {e}"
+        return ""
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 65534, 65534)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        said = ""
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            body()
+        except BaseException as e:  # noqa: BLE001
+            said = f"{type(e).__name__}: {e}"
+        os.write(write, said.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+def test_a_read_only_file_is_replaced_and_stays_read_only(user_dir):
+    """Review: keeping a replaced file's mode gave the temporary file 0444 before it was opened again
+    to be synced, so a user's read-only checkpoint or cache (chmod a-w) failed train --force or
+    extract --overwrite at the very end with 'could not write backbone.pt.tmp-PID: Permission denied'."""
+    from helpers import write_cache
+
+    from laya_inspect.files import write_text
+
+    target = user_dir / "backbone.pt"
+    target.write_text("old")
+    feats = [np.zeros((4, 3), dtype="float32")]
+    split = {"train": (feats, np.array([0, 1, 0, 1])), "test": (feats, np.array([0, 1, 0, 1]))}
+    cache = write_cache(user_dir / "c.h5", split)
+    os.chmod(target, 0o444)
+    os.chmod(cache, 0o444)
+    assert _as_a_user(user_dir, lambda: write_text(target, "new")) == ""
+    assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o444
+    assert _as_a_user(user_dir, lambda: write_cache(cache, split, overwrite=True)) == ""
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o444

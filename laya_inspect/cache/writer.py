@@ -469,9 +469,11 @@ class FeatureWriter:
             self.file.close()
 
         self._guard(write)
-        keep_file_mode(self.partial, self.path)  # --overwrite: the cache it replaces keeps its mode and group
         with open(self.partial, "rb+") as fh:
             os.fsync(fh.fileno())
+        # --overwrite: the cache it replaces keeps its mode and group (after the sync: a read-only one
+        # would refuse to reopen the file)
+        keep_file_mode(self.partial, self.path)
         os.replace(self.partial, self.path)
 
     def close(self) -> None:
