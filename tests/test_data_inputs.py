@@ -815,3 +815,20 @@ def test_a_missing_label_word_stored_as_bytes_is_refused(tmp_path):
     y = np.array([b"cat", b"dog"] * 5 + [b"NaN", b"null"])
     with pytest.raises(InputError, match=r"2 of 12 rows have no class \(b'NaN' at y\[10\], b'null' at y\[11\]\)"):
         load_data(npz(tmp_path, "bytes.npz", X=x, y=y))
+
+
+def test_an_npz_label_spelled_in_two_unicode_forms_matches_its_class_name(tmp_path):
+    """Review: with class_names, a label typed decomposed (NFD) beside a composed (NFC) class name was
+    refused as "labels ['café'] are not in class_names ['bar', 'café']", two strings that print alike;
+    without class_names the two forms were already one class."""
+    import unicodedata
+
+    nfd, nfc = unicodedata.normalize("NFD", "café"), unicodedata.normalize("NFC", "café")
+    x = np.zeros((20, 4), dtype=np.float32)
+    y = np.array([nfd, "bar"] * 5 + [nfc, "bar"] * 5)
+    b = load_data(npz(tmp_path, "u.npz", X=x, y=y, class_names=np.array(["bar", nfd])))
+    assert b.class_names == ["bar", nfc]
+    labels = np.concatenate([s.labels for s in b.splits.values()])
+    assert np.bincount(labels).tolist() == [10, 10]
+    with pytest.raises(InputError, match="class_names names 'café' twice"):
+        load_data(npz(tmp_path, "two.npz", X=x, y=y, class_names=np.array([nfc, "bar", nfd])))

@@ -156,7 +156,11 @@ def _locator(pools: dict) -> Callable[[int], str]:
 
 
 def _text(v: object) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    """A label or class name as text, in composed Unicode (NFC) as encode_labels reads labels: a name
+    typed decomposed (NFD, as macOS writes it) is the same class."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
 
 
 def load_npz(
