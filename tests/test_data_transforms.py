@@ -227,7 +227,7 @@ def test_text_errors(tmp_path, tokenizer):
         load_data(f"csv:{path}", tokenizer=tokenizer, resize="crop")
 
 
-@pytest.mark.parametrize("missing", ["NaN", "nan", "None", "NULL", "N/A"])
+@pytest.mark.parametrize("missing", ["NaN", "nan", "NA", "NULL", "N/A"])
 def test_a_missing_label_word_is_refused_naming_the_file_and_lines(tmp_path, tokenizer, missing):
     """QA: a CSV label NaN became a class called 'NaN' (only a later "no rows in test" hinted at it)."""
     rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5 + [("the movie was", missing)] * 2
@@ -243,3 +243,18 @@ def test_a_missing_label_word_is_refused_naming_the_file_and_lines(tmp_path, tok
     said = str(e.value)
     assert str(path) in said and "2 of 12 rows have no class" in said
     assert f"{missing!r} at line 12" in said and f"{missing!r} at line 13" in said
+
+
+def test_a_class_named_none_is_a_class_not_a_missing_label(tmp_path, tokenizer):
+    """Review: "none" was refused as a missing value, so a severity column none/minor/severe that had
+    loaded before could not be read at all; it is a word a real class is often named."""
+    rows = [("it is fine", "none"), ("a small dent", "minor"), ("it is broken", "severe")] * 6
+    path = tmp_path / "damage.csv"
+    path.write_text("text,severity\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
+    bundle = load_data(
+        f"csv:{path}?text_col=text&label_col=severity",
+        tokenizer=tokenizer,
+        input_spec=spec(kind="text", max_length=8),
+        seed=0,
+    )
+    assert bundle.class_names == ["minor", "none", "severe"]

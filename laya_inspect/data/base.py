@@ -203,9 +203,10 @@ def encode_labels(
     return np.array([lookup[str(v)] for v in parsed], dtype=np.int64), names
 
 
-# words a spreadsheet, pandas or str(None) writes for a missing value (compared case-insensitively):
-# read as a class they would make one called 'NaN' out of the rows with no class
-MISSING_LABELS = ("nan", "none", "null", "na", "n/a", "#n/a", "<na>")
+# words a spreadsheet, pandas or R writes for a missing value (compared case-insensitively): read as a
+# class they would make one called 'NaN' out of the rows with no class. Not "none": a real class
+# (a severity none/minor/severe) is more often so named than a label is str(None).
+MISSING_LABELS = ("nan", "null", "na", "n/a", "#n/a", "<na>")
 
 
 def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> None:
@@ -217,7 +218,7 @@ def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> No
     raise InputError(
         f"{where}: {len(missing)} of {len(vals)} rows have no class ({shown}): a missing-value word is not read "
         "as a class; remove those rows or give them their class (a class really named so: rename it, e.g. "
-        "'none_class')"
+        "'na_class')"
     )
 
 
