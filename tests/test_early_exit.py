@@ -478,4 +478,6 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     # the summary, the reading and the page say they are read apart, each held to 5% on its own
     apart = s["families_read_apart"]
     assert apart.startswith("the 2 questions (rules compared with random exit, rules compared with fixed depth)")
+    # the rate it names is of the two read (about 1 − 0.95²), the measured 15% is of all three
+    assert "among the 2 questions' lines in about 10% of runs (15% of simulated runs with all three)" in apart
     assert apart[1:40] in " ".join(early_exit_reading(s).details) and apart[1:40] in page

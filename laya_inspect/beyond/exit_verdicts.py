@@ -119,6 +119,7 @@ def read_apart(comparisons: dict[str, Any]) -> str | None:
     return (
         f"the {len(read)} questions ({', '.join(q for q in QUESTIONS.values() if q in read)}) are read apart, "
         f"each at 95% for its own comparisons, not these {lines} lines together: where no rule differs, a wrong "
-        f'"beats" or "worse" came somewhere among all three questions\' lines in {TOGETHER_NULL:.0%} of simulated '
-        "runs; read the rules against random exit as the finding, the others as side questions"
+        f'"beats" or "worse" comes somewhere among the {len(read)} questions\' lines in about '
+        f"{1 - 0.95 ** len(read):.0%} of runs ({TOGETHER_NULL:.0%} of simulated runs with all three); read the "
+        "rules against random exit as the finding, the others as side questions"
     )
