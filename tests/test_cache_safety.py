@@ -116,8 +116,8 @@ def test_resume_refuses_the_same_layers_in_another_order(tmp_path):
         _writer(path, names=("b", "a"), command=COMMAND)
     assert str(e.value) == (
         f"{partial_path(path)} (an interrupted extraction) holds the layers [a, b], and this run's are [b, a] "
-        "(this laya-inspect keeps --layers in depth order); its rows cannot be continued with these; "
-        "pass --overwrite to start again"
+        "(the same layers in another order than this laya-inspect gives them); its rows cannot be continued with "
+        "these; pass --overwrite to start again"
     )
     w = _writer(path, names=("b", "a"), command=COMMAND, overwrite=True)  # --overwrite starts again
     assert w.n_written("train") == 0

@@ -95,7 +95,8 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
         # same command, same widths, but each dataset would get rows of another layer
         problem = f"holds the layers {_listed(old['layer_names'])}, and this run's are {_listed(new['layer_names'])}"
         if sorted(map(str, old["layer_names"] or [])) == sorted(map(str, new["layer_names"] or [])):
-            problem += " (this laya-inspect keeps --layers in depth order)"
+            # not "in depth order": a TorchScript tuple's outputs keep the order --layers names
+            problem += " (the same layers in another order than this laya-inspect gives them)"
         remedy = "its rows cannot be continued with these; pass --overwrite to start again"
     elif old["weights_sha256"] != new["weights_sha256"]:
         problem = (
