@@ -49,11 +49,21 @@ def build():
 """
 
 
+def ctrl_c_as_at_a_terminal() -> None:
+    """The child's Ctrl-C as a shell at a terminal gives it: a suite run in the background of a script
+    (`pytest &`, nohup) hands its children SIGINT ignored, which Python then keeps, and the tool rightly
+    leaves a signal its starter ignores alone, so the tests below would read that choice as a failure."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Running:
     """A command run in the background, its stderr read line by line as it comes."""
 
     def __init__(self, args: list[str], cwd: Path) -> None:
-        self.proc = subprocess.Popen(args, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            args, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=ctrl_c_as_at_a_terminal,
+        )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()
         self.err: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -222,7 +232,10 @@ def test_a_signal_while_the_command_line_starts_ends_it_as_one_during_a_command(
     place only once a command was invoked. Now it is the usual line and exit code, and nothing is written."""
     out = tmp_path / "runs" / "planted"
     script = SIGNAL_AT_START.format(sig=sig, out=str(out))
-    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=60,
+        preexec_fn=ctrl_c_as_at_a_terminal,
+    )  # fmt: skip
     from laya_inspect.cli.app import INTERRUPTED
 
     assert done.returncode == code, (done.returncode, done.stderr[-2000:])
@@ -269,7 +282,10 @@ def test_ctrl_c_once_the_command_has_finished_does_not_say_its_work_was_lost(tmp
     so (exit 130 still, the shell's code for the signal)."""
     out = tmp_path / "planted"
     script = SIGNAL_AFTER_FINISH.format(out=str(out))
-    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120,
+        preexec_fn=ctrl_c_as_at_a_terminal,
+    )  # fmt: skip
     lines = done.stderr.strip().splitlines()
     assert "wrote" in done.stderr and not any("run the same command again" in line for line in lines), lines[-3:]
     from laya_inspect.runtime import FINISHED_BEFORE
