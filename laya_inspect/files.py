@@ -131,7 +131,16 @@ def keep_file_mode(tmp: Path, target: Path) -> None:
         os.chown(tmp, -1, like.st_gid)
     except OSError:  # not a group of this user's
         pass
-    os.chmod(tmp, stat.S_IMODE(like.st_mode))
+    _chmod(tmp, stat.S_IMODE(like.st_mode))
+
+
+def _chmod(path: Path, mode: int) -> None:
+    """``os.chmod``, where the file system keeps modes: one that refuses them (a FAT drive, some network
+    mounts) must not fail a write at its very end, after all its work, for the mode alone."""
+    try:
+        os.chmod(path, mode)
+    except OSError:
+        pass
 
 
 def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> None:
@@ -147,7 +156,7 @@ def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> N
     except OSError:  # not a group of this user's: the folder keeps the process's group
         pass
     mode = stat.S_IMODE(like.st_mode)
-    os.chmod(folder, mode | stat.S_IRWXU if building else mode)
+    _chmod(folder, mode | stat.S_IRWXU if building else mode)
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

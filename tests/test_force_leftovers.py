@@ -76,6 +76,24 @@ def test_a_cache_replaced_by_overwrite_keeps_its_mode(tmp_path):
     assert stat.S_IMODE(cache.stat().st_mode) == 0o660
 
 
+def test_a_file_system_that_refuses_modes_does_not_fail_the_write(tmp_path, monkeypatch):
+    """Keeping a replaced file's or folder's mode must not end a run that did all its work with an
+    error where the file system refuses chmod (a FAT drive, some network mounts): the write stands."""
+    from laya_inspect.files import write_text
+
+    target = tmp_path / "backbone.pt"
+    target.write_text("old")
+    out = written(tmp_path / "out")
+
+    def refuse(path, mode, **kwargs):
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(os, "chmod", refuse)
+    write_text(target, "new")
+    written(out, {"summary.json": "[]"})
+    assert target.read_text() == "new" and (out / "summary.json").read_text() == "[]"
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
