@@ -159,6 +159,18 @@ def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> N
     _chmod(folder, mode | stat.S_IRWXU if building else mode)
 
 
+def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
+    """The sha256 hex digest of a file's bytes, read in chunks (what a cache's ``weights_sha256``
+    records for one weights file, and a marker for each file it lists)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
 def write_bytes(path: str | Path, data: bytes) -> Path:
     return write_with(path, lambda tmp: tmp.write_bytes(data))
 

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, WriteError, os_message
-from .files import LOCK_MAX_BYTES, keep_folder_mode, lock_content, output_lock, pid_of, remove_stale_temps, write_json
+from .files import (
+    LOCK_MAX_BYTES,
+    keep_folder_mode,
+    lock_content,
+    output_lock,
+    pid_of,
+    remove_stale_temps,
+    sha256_file,
+    write_json,
+)
 
 MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
@@ -78,10 +87,6 @@ _EDITED_NOTE = " or that changed since it wrote them"
 _UNDIGESTED = ("report.html",)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_marker(
     folder: str | Path, command: str, files: Sequence[str] | None = None, *, digest: Iterable[str] = ()
 ) -> Path:
@@ -129,7 +134,7 @@ def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
     for rel in files:
         p = root / rel
         if p.name not in _UNDIGESTED and p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
-            found[rel] = _sha256(p)
+            found[rel] = sha256_file(p)
     return found
 
 
@@ -154,7 +159,7 @@ def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> bool:
     if not isinstance(want, str) or entry.is_symlink() or not entry.is_file():
         return False
     try:
-        return entry.stat().st_size > DIGEST_MAX_BYTES or _sha256(entry) != want
+        return entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want
     except OSError:
         return True
 

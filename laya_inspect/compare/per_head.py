@@ -89,13 +89,13 @@ def head_summary(
 
 def weights_sha256(head_dir: Any) -> str | None:
     """The SHA-256 of the head's weights.pt, or None where it cannot be read."""
-    import hashlib
     from pathlib import Path
 
+    from ..files import sha256_file
     from ..head_dir import WEIGHTS
 
     try:
-        return hashlib.sha256((Path(head_dir) / WEIGHTS).read_bytes()).hexdigest()
+        return sha256_file(Path(head_dir) / WEIGHTS)
     except OSError:
         return None
 

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
+from ..files import sha256_file
 from ..out_dir import own_temp
 
 # where checkpoints keep the weights, in the order looked for (the plain weights before an EMA copy)
@@ -37,15 +38,6 @@ def step_counter(key: str) -> bool:
 class WeightsNote(UserWarning):
     """A choice made while reading a checkpoint (which copy, which prefix): the loader records it with
     the model's warnings, so it reaches the cache and the report."""
-
-
-def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
-    """The sha256 hex digest of a file's bytes (what ``weights_sha256`` records for one file)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sha256_files(paths: list[Path], digests: list[str] | None = None) -> str:

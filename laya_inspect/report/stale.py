@@ -11,11 +11,11 @@ gone says nothing (a folder copied to another machine keeps the paths of the fir
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import LayaError
+from ..files import sha256_file
 from .folders import CompareFolder, DemoFolder, FitFolder
 
 
@@ -135,7 +135,7 @@ def _backbone(folder: DemoFolder) -> list[str]:
     if not isinstance(recorded, str):
         return []
     try:
-        now = hashlib.sha256(weights.read_bytes()).hexdigest()
+        now = sha256_file(weights)
     except OSError:
         return []
     if now == recorded:
