@@ -222,6 +222,12 @@ def _refuse_missing(vals: list[Any], where: str, at: Callable[[int], str]) -> No
     )
 
 
+def composed(text: str) -> str:
+    """``text`` in composed Unicode (NFC), as every class name and label is read: "café" typed
+    decomposed (NFD, as macOS writes file names) is the same class as "café" typed composed."""
+    return unicodedata.normalize("NFC", text)
+
+
 def _word(v: Any) -> str:
     """A text label as text (an npz's byte strings decoded, as _one_label reads them); "" for others."""
     if isinstance(v, (bytes, np.bytes_)):
@@ -276,8 +282,7 @@ def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | st
             )
         return int(v)
     if isinstance(v, (str, np.str_)):
-        # composed Unicode (NFC): "café" typed decomposed (NFD, as macOS writes it) is the same class
-        text = unicodedata.normalize("NFC", str(v).strip())
+        text = composed(str(v).strip())
         if not text:
             raise InputError(f"{where}: empty label at {at(i)}; every row needs a class")
         return int(text) if _INT.fullmatch(text) else text

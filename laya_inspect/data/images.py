@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..errors import ImageFileError, InputError
-from .base import Source, SplitSource, read_failed, stratified_split, user_path
+from .base import Source, SplitSource, composed, read_failed, stratified_split, user_path
 from .headers import (
     FileHeader,
     file_header,
@@ -238,12 +238,6 @@ def _subdirs(d: Path) -> list[str]:
         raise read_failed(e) from None
 
 
-def _composed(name: str) -> str:
-    import unicodedata
-
-    return unicodedata.normalize("NFC", name)
-
-
 def _holds_images(d: Path) -> bool:
     try:
         return any(e.name.lower().endswith(IMG_EXTENSIONS) and not e.name.startswith(".") for e in os.scandir(d))
@@ -437,7 +431,7 @@ def load_imagefolder(
     groups = {s: root / s for s in split_dirs} if split_dirs else {"": root}
     # a class is its name as composed Unicode (NFC): macOS writes names decomposed (NFD), so a folder
     # copied from a Mac beside one made here holds two spellings of "café" that print alike
-    class_names = sorted({_composed(c) for d in groups.values() for c in _subdirs(d)})
+    class_names = sorted({composed(c) for d in groups.values() for c in _subdirs(d)})
     if not class_names:
         raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
@@ -451,7 +445,7 @@ def load_imagefolder(
         for c in _subdirs(d):
             found[s, c] = _image_files(d / c, skipped, classes=classes)
             split_files += [path for path, _ in found[s, c]]
-            split_labels += [lookup[_composed(c)]] * len(found[s, c])
+            split_labels += [lookup[composed(c)]] * len(found[s, c])
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
     every = [f for files, _ in listed.values() for f in files]
     if not every:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .base import Source, encode_labels, index_spellings, read_failed, user_path
+from .base import Source, composed, encode_labels, index_spellings, read_failed, user_path
 from .images import array_source, images_nchw
 
 _NUMERIC = "biuf"  # bool, signed, unsigned, float
@@ -158,9 +158,7 @@ def _locator(pools: dict) -> Callable[[int], str]:
 def _text(v: object) -> str:
     """A label or class name as text, in composed Unicode (NFC) as encode_labels reads labels: a name
     typed decomposed (NFD, as macOS writes it) is the same class."""
-    import unicodedata
-
-    return unicodedata.normalize("NFC", v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+    return composed(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
 
 
 def load_npz(
