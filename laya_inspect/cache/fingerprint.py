@@ -206,9 +206,8 @@ def extracted_otherwise(path: Any, ours: Mapping[str, Any], other: Any, theirs: 
     said = extraction_differences(ours, theirs)
     if not said:
         return []
-    listed = "; ".join(said[:4]) + (f"; … ({len(said)} in all)" if len(said) > 4 else "")
     return [
-        f"{other} was extracted otherwise than {path} ({listed}; this cache's value first): the same inputs "
+        f"{other} was extracted otherwise than {path} ({_listed(said)}; this cache's value first): the same inputs "
         "give other features there, so the shift read between them is partly the extraction's, not the "
         "data's; extract both with the same model, --weights, --pool and input settings"
     ]
