@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -836,3 +837,33 @@ def test_a_refit_gathers_its_validation_rows_once_not_every_epoch(planted, monke
                     layer_names=store.layer_names)  # fmt: skip
     assert fit.epochs_run == 6
     assert gathered == [len(val_rows)]
+
+
+def test_each_rankings_smallest_set_carries_the_withhold_rule(tmp_path):
+    """QA: with the chosen set withheld (13 validation rows, or a loss on test), the per-ranking lines
+    still read "alpha: smallest set within --max-drop keeps 2 layers, saves …" and report.html's
+    "smallest k" column showed 2, as if each were a usable pick. The same rule reads each of them."""
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    mean = replace(config, ablation="mean")
+    few, head_dir = _planted_cache(tmp_path, 120, seed=1)
+    lost, lost_head = _planted_cache(tmp_path / "lost", 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))
+    cases = [(few, head_dir, config, "validation rows"), (lost, lost_head, mean, "more than --max-drop")]
+    for cache, head, how, why in cases:
+        out = tmp_path / f"out-{why[:4]}"
+        with FeatureStore(cache) as store:
+            s = prune_layers(head, store, how, out_dir=out).summary
+        assert "chosen" in s["withheld"]
+        per_ranking = [line for line in s["verdict"] if ": smallest set within --max-drop keeps" in line]
+        withheld = [line for line in per_ranking if " keeps 3 layers" not in line]
+        assert withheld and all("no recommendation, withheld: " in line and why in line for line in withheld)
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert "(withheld)</td>" in page and "smallest set (2 layers) is withheld" in page
+        picks = [p for p in s["points"] if p["within_max_drop"] and p["k"] < 3]
+        assert picks and all(why in (p["why_withheld"] or "") for p in picks)
+    # a pick that stands carries no such caveat
+    cache, head_dir = _planted_cache(tmp_path / "many", 400, seed=1)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out-ok").summary
+    assert s["withheld"] == {} and not any("withheld" in line for line in s["verdict"])
+    assert all(p["why_withheld"] is None for p in s["points"])
+    assert "(withheld)" not in (tmp_path / "out-ok" / "report.html").read_text(encoding="utf-8")

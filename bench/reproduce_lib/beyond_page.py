@@ -14,6 +14,7 @@ from typing import Any
 
 from runner import WEIGHTS_NOTE, portable
 
+from laya_inspect.beyond.costs import smallest_k_text, smallest_within
 from laya_inspect.files import write_text
 from laya_inspect.report.reading import (
     PRUNE_NAMES,
@@ -58,13 +59,12 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
         if not e["applies"]:
             rows.append([f"`{r}`", "—", "—", "—", "—", "does not apply"])
             continue
-        within = [p for p in s["points"] if p["ranking"] == r and p["within_max_drop"]]
-        best = min(within, key=lambda p: p["k"]) if within else None
+        best = smallest_within(s, r)
         d = (s["alpha_vs"].get(r) or {}).get("mean_test_acc_over_k_diff")
         rows.append(
             [
                 f"`{r}`",
-                "—" if best is None else f"{best['k']} ({best['flops_saved']:.1%})",
+                "—" if best is None else f"{smallest_k_text(best)} ({best['flops_saved']:.1%})",
                 "—" if best is None else est(best["test_acc"]),
                 est((s["per_ranking"].get(r) or {}).get("mean_test_acc_over_k")),
                 "(α)" if r == "alpha" else diff_text(d),

@@ -227,3 +227,17 @@ def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) ->
         "of its parameters "
         f"({s['costs']['source']})"
     )
+
+
+def smallest_within(s: dict[str, Any], ranking: str) -> dict[str, Any] | None:
+    """The fewest layers ``ranking`` keeps within --max-drop on validation in a prune summary (its
+    ``why_withheld`` says when the withhold rule holds for it), or None when the ranking does not apply."""
+    within = [p for p in s["points"] if p["ranking"] == ranking and p["within_max_drop"]]
+    return min(within, key=lambda p: p["k"]) if within else None
+
+
+def smallest_k_text(point: dict[str, Any] | None) -> str:
+    """A ranking's smallest k within --max-drop for a table cell, marked when it is withheld: no pick."""
+    if point is None:
+        return "—"
+    return f"{point['k']} (withheld)" if point.get("why_withheld") else str(point["k"])

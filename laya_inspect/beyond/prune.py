@@ -51,7 +51,7 @@ from .common import (
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
-from .costs import Costs, backbone_costs, estimate_warnings, saves_text
+from .costs import Costs, backbone_costs, estimate_warnings, saves_text, smallest_within
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -223,8 +223,13 @@ def _prune(
                     # what keeping only these layers costs on the test split, paired seed by seed
                     "test_acc_vs_all": paired(tests, ref_tests),
                     "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
+                    "why_withheld": None,
                 }
             )
+            # the rule that withholds the chosen set, read on every set a ranking would pick
+            last = points[-1]
+            if last["within_max_drop"]:
+                last["why_withheld"] = _why_withheld(last, len(val_rows), n_layers, config.max_drop)
     chosen_point = _pick(points, sets, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
     cheapest = _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
     withheld: dict[str, dict[str, Any]] = {}
@@ -544,14 +549,14 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
             f"{', '.join(cheap['found_by'])}: {saves_text(cheap, s, short=True)}, test accuracy "
             f"{cheap['test_acc']['mean']:.4f}{_cost(cheap, s)}"
         )
-    by_k: dict[str, dict[str, Any]] = {}
-    for p in s["points"]:
-        if p["within_max_drop"] and (p["ranking"] not in by_k or p["k"] < by_k[p["ranking"]]["k"]):
-            by_k[p["ranking"]] = p
-    for name, p in by_k.items():
+    for name in s["rankings"]:
+        p = smallest_within(s, name)
+        if p is None:
+            continue
+        why = p.get("why_withheld")  # absent from summaries written before the rule read every ranking
         lines.append(
             f"{name}: smallest set within --max-drop keeps {p['k']} layer{'s' * (p['k'] != 1)}, "
-            f"{saves_text(p, s, short=True)}"
+            f"{saves_text(p, s, short=True)}" + (f"; no recommendation, withheld: {why}" if why else "")
         )
     lines += [
         v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")

@@ -94,6 +94,7 @@ def prune_command(
       laya-inspect prune heads/laya/seed_0 --cache features.h5 \\
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
+    from ..beyond.costs import smallest_k_text, smallest_within
     from ..beyond.prune import prune_layers
     from ..cache.store import FeatureStore
     from ..runtime import set_threads
@@ -123,14 +124,13 @@ def prune_command(
             table.add_row(name, "—", "—", "—", "—", "—", style="dim")
             skipped.append(f"{name}: {entry['how']}")
             continue
-        within = [p for p in s["points"] if p["ranking"] == name and p["within_max_drop"]]
-        best = min(within, key=lambda p: p["k"]) if within else None
+        best = smallest_within(s, name)
         vs = s["alpha_vs"].get(name, {})
         versus = vs.get("mean_test_acc_over_k_diff")
         area = s["per_ranking"].get(name, {}).get("mean_test_acc_over_k")
         table.add_row(
             name,
-            str(best["k"]) if best else "—",
+            smallest_k_text(best),
             pct(best["flops_saved"], 1) if best else "—",
             _ci(best["test_acc"]) if best else "—",
             _ci(area),

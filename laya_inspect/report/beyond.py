@@ -181,20 +181,24 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False)
 
 def prune_sections(s: dict[str, Any]) -> list[Section]:
     ref = s["reference"]["test_acc"]
+    from ..beyond.costs import smallest_k_text, smallest_within
+
     rows: list[list[Cell | str]] = []
     classes = []
+    withheld: list[str] = []
     for name, entry in s["rankings"].items():
         if not entry["applies"]:
             rows.append([name, "—", "—", "—", "—", "—", Cell("does not apply", "text")])
             classes.append("ref")
             continue
-        within = [p for p in s["points"] if p["ranking"] == name and p["within_max_drop"]]
-        best = min(within, key=lambda p: p["k"]) if within else None
+        best = smallest_within(s, name)
+        if best and best.get("why_withheld"):
+            withheld.append(f"{name}'s smallest set ({best['k']} layers) is withheld: {best['why_withheld']}")
         d = (s["alpha_vs"].get(name) or {}).get("mean_test_acc_over_k_diff")
         rows.append(
             [
                 name,
-                str(best["k"]) if best else "—",
+                smallest_k_text(best),
                 pct(best["flops_saved"], 1) if best else "—",
                 est(best["test_acc"]) if best else "—",
                 est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
@@ -230,7 +234,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         f"{s['config']['max_drop']:g} of all layers'"
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
-    notes = list(s.get("warnings") or [])
+    notes = list(s.get("warnings") or []) + withheld
     if rand:
         per_k = "; ".join(
             f"k = {e['k']}: {est(e['test_acc'])} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
