@@ -272,7 +272,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     tol = summary.get("tie_tolerance")
     out.append(
         Text(
-            f"{BEST} best of the head's non-circular methods: ahead of the runner-up and of the constant rule, "
+            f"{BEST} best of the head's non-circular methods: ahead of the runner-up (at 1 − 0.05/m, m the scores "
+            "marked on: one family) and of the constant rule, "
             "both paired intervals above 0, the latter the one in the method − constant rule table ("
             f"{CIRCULAR} circular: the method is built from what "
             f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
