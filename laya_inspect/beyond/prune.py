@@ -554,9 +554,17 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         if p is None:
             continue
         why = p.get("why_withheld")  # absent from summaries written before the rule read every ranking
+        said = why and any(why in line for line in lines)  # the same why once: later lines point back to it
         lines.append(
             f"{name}: smallest set within --max-drop keeps {p['k']} layer{'s' * (p['k'] != 1)}, "
-            f"{saves_text(p, s, short=True)}" + (f"; no recommendation, withheld: {why}" if why else "")
+            f"{saves_text(p, s, short=True)}"
+            + (
+                "; no recommendation, withheld as above"
+                if said
+                else f"; no recommendation, withheld: {why}"
+                if why
+                else ""
+            )
         )
     lines += [
         v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")
