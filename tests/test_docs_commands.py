@@ -107,3 +107,17 @@ def test_a_command_continued_over_lines_is_read_whole(tmp_path: Path) -> None:
     [(line, text), (_, after)] = code_spans(doc)
     assert line == 2 and after == "echo done"
     assert invocations(text) == [("extract", ["--model", "--no-such-flag", "--out"])]
+
+
+# a path only one machine has: a site-packages folder, or this checkout's own absolute root
+MACHINE_PATH = re.compile(r"(?:/[\w.-]+)*/site-packages/\S*|" + re.escape(str(ROOT)) + r"/\S*")
+
+
+def test_documented_command_lines_name_no_path_of_one_machine() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {m.group(0)}"
+        for path in DOCS
+        for line, text in code_spans(path)
+        for m in MACHINE_PATH.finditer(text)
+    ]
+    assert not found, "\n".join(found)
