@@ -74,14 +74,17 @@ def extract_args(weights: Path, out: Path, *extra: str) -> list[str]:
             "--device", "cpu", *extra]  # fmt: skip
 
 
-def fit_quickly(kind: str, store, steps: int = 30) -> Head:
-    """A tiny full-batch Adam loop on the cache's train split: a head that beats chance in about a second."""
+def fit_quickly(
+    kind: str, store, steps: int = 30, *, seed: int = 0, d_star: int = 16, tau: float = 1.0, labels=None
+) -> Head:
+    """A tiny full-batch Adam loop on the cache's train split (or on ``labels`` in its place, permuted
+    ones for a head near chance): a head that beats chance in about a second."""
     from laya_inspect.heads import build_head
 
-    torch.manual_seed(0)
-    head = build_head(kind, store.widths, store.num_classes, d_star=16, tau=1.0)
+    torch.manual_seed(seed)
+    head = build_head(kind, store.widths, store.num_classes, d_star=d_star, tau=tau)
     hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = torch.from_numpy(store.labels("train"))
+    y = torch.from_numpy(store.labels("train") if labels is None else labels)
     opt = torch.optim.Adam(head.parameters(), lr=1e-2)
     for _ in range(steps):
         loss = torch.nn.functional.cross_entropy(head(hs).logits, y)

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from helpers import fit_quickly
 from typer.testing import CliRunner
 
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.heads import build_head
 from laya_inspect.training.quality import CHANCE_GAP
 
 runner = CliRunner()
@@ -25,18 +24,9 @@ ARGS = ["--method", "alpha,random", "--limit", "120", "--bootstrap", "200", "--n
 
 
 def _fit(store: FeatureStore, folder: Path, shuffle: bool) -> Path:
-    torch.manual_seed(0)
-    head = build_head("laya", store.widths, store.num_classes, d_star=8)
-    hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = store.labels("train")
-    y = torch.from_numpy(np.random.default_rng(0).permutation(y) if shuffle else y)
-    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-    for _ in range(40):
-        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return save_head(folder / ("shuffled" if shuffle else "real"), head.eval(), meta=cache_identity(store))
+    y = np.random.default_rng(0).permutation(store.labels("train")) if shuffle else None
+    head = fit_quickly("laya", store, 40, d_star=8, tau=1.5, labels=y)
+    return save_head(folder / ("shuffled" if shuffle else "real"), head, meta=cache_identity(store))
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import torch
-from helpers import write_cache
+from helpers import fit_quickly, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.heads import build_head
 
 runner = CliRunner()
 ENV = {"COLUMNS": "300", "NO_COLOR": "1"}
@@ -35,19 +33,9 @@ def _cache(path, distinct: int, copies: int):
 
 
 def _head(cache, folder):
-    torch.manual_seed(0)
     with FeatureStore(cache) as store:
-        head = build_head("laya", store.widths, store.num_classes, d_star=4)
-        hs, y = [torch.from_numpy(h) for h in store.layers("train")], torch.from_numpy(store.labels("train"))
-        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-        for _ in range(30):
-            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return save_head(
-            folder / "head", head.eval(), meta=cache_identity(store)
-        )  # as export-head: no fit-head summary
+        head = fit_quickly("laya", store, 30, d_star=4, tau=1.5)
+        return save_head(folder / "head", head, meta=cache_identity(store))  # as export-head: no fit-head summary
 
 
 def _compare(head, cache, out):

@@ -15,8 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-import torch
-from helpers import other_rows_caches, write_cache
+from helpers import fit_quickly, other_rows_caches, write_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -37,18 +36,9 @@ QUICK = ["--method", "ig,random", "--n-steps", "4", "--limit", "30", "--bootstra
 
 @pytest.fixture(scope="module")
 def laya_dir(digits_cache, tmp_path_factory) -> Path:
-    torch.manual_seed(0)
     with FeatureStore(digits_cache) as store:
-        head = build_head("laya", store.widths, store.num_classes, d_star=8)
-        hs = [torch.from_numpy(h) for h in store.layers("train")]
-        y = torch.from_numpy(store.labels("train"))
-        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-        for _ in range(20):
-            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return save_head(tmp_path_factory.mktemp("h") / "laya", head.eval(), meta=cache_identity(store))
+        head = fit_quickly("laya", store, 20, d_star=8, tau=1.5)
+        return save_head(tmp_path_factory.mktemp("h") / "laya", head, meta=cache_identity(store))
 
 
 def _compare(head: Path, cache: Path, out: Path, *extra: str):

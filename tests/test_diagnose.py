@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import other_rows_caches, write_cache
+from helpers import fit_quickly, other_rows_caches, write_cache
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
@@ -449,26 +449,15 @@ def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
 # -- the command ---------------------------------------------------------------------------------
 
 
-def _fit(store: FeatureStore, seed: int):
-    torch.manual_seed(seed)
-    head = build_head("laya", store.widths, store.num_classes, d_star=16, tau=1.0)
-    hs = [torch.from_numpy(h) for h in store.layers("train")]
-    y = torch.from_numpy(store.labels("train"))
-    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-    for _ in range(30):
-        loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return head.eval()
-
-
 @pytest.fixture(scope="module")
 def digits_heads(digits_cache, tmp_path_factory) -> tuple[Path, list[Path], Path]:
     """Two LAYA seeds on digits, and a noisy copy of the test rows' first layer."""
     root = tmp_path_factory.mktemp("diag")
     with FeatureStore(digits_cache) as store:
-        dirs = [save_head(root / f"seed_{s}", _fit(store, s), meta=cache_identity(store)) for s in (0, 1)]
+        dirs = [
+            save_head(root / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=cache_identity(store))
+            for s in (0, 1)
+        ]
         rng = np.random.default_rng(0)
         test = store.layers("test")
         test[0] = test[0] + rng.normal(0, 0.5, test[0].shape).astype(np.float32)
@@ -517,7 +506,7 @@ def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp
             tmp_path / "mix", build_head("scalarmix", store.widths, store.num_classes), meta=cache_identity(store)
         )
         split = {"train_split": "train", "test_split": "test"}
-        trained = save_head(tmp_path / "tr", _fit(store, 0), meta={**cache_identity(store), "split": split})
+        trained = save_head(tmp_path / "tr", fit_quickly("laya", store), meta={**cache_identity(store), "split": split})
     kinds = run(head, str(mix))
     assert kinds.exit_code == 1 and "2 kinds (laya, scalarmix)" in kinds.output
     same = run(head, "--test-split", "train")
@@ -532,7 +521,7 @@ def test_heads_of_other_rows_of_the_same_features_are_refused_or_said(digits_cac
     test rows were training rows of the head: diagnose, prune and compare ran on it without a word."""
     first, other, reordered = other_rows_caches(digits_cache, tmp_path)
     with FeatureStore(first) as store:
-        head = save_head(tmp_path / "h", _fit(store, 0), meta=cache_identity(store))
+        head = save_head(tmp_path / "h", fit_quickly("laya", store), meta=cache_identity(store))
         assert FeatureStore(other).fingerprint == store.fingerprint
     for command in (["diagnose"], ["prune", "--seeds", "1"]):
         r = runner.invoke(app, [*command, str(head), "--cache", str(other), "--out", str(tmp_path / "x")], env=ENV)
@@ -558,7 +547,7 @@ def test_a_test_split_of_a_handful_of_rows_is_said(digits_cache, tmp_path):
             "test": (store.layers("test"), store.labels("test")),
         }
         few["test"] = ([h[:15] for h in few["test"][0]], few["test"][1][:15])
-        head = _fit(store, 0)
+        head = fit_quickly("laya", store)
     cache = write_cache(tmp_path / "few.h5", few)
     with FeatureStore(cache) as store:
         head_dir = save_head(tmp_path / "h", head, meta=cache_identity(store))

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, legend_entry, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.early_exit import (
@@ -30,7 +30,7 @@ from laya_inspect.beyond.refit import Budget
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head
-from laya_inspect.heads import LayaHead, build_head
+from laya_inspect.heads import LayaHead
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
@@ -107,17 +107,8 @@ def test_a_head_reading_only_layer_1_exits_at_depth_1(cache, tmp_path, first):
 @pytest.fixture(scope="module")
 def laya_dir(digits_cache, tmp_path_factory) -> Path:
     with FeatureStore(digits_cache) as store:
-        torch.manual_seed(0)
-        head = build_head("laya", store.widths, store.num_classes, d_star=16, tau=1.0)
-        hs = [torch.from_numpy(h) for h in store.layers("train")]
-        y = torch.from_numpy(store.labels("train"))
-        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-        for _ in range(60):
-            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return save_head(tmp_path_factory.mktemp("exit-heads") / "laya", head.eval(), meta=cache_identity(store))
+        head = fit_quickly("laya", store, 60)
+        return save_head(tmp_path_factory.mktemp("exit-heads") / "laya", head, meta=cache_identity(store))
 
 
 @pytest.mark.slow

@@ -188,30 +188,20 @@ def test_cli_errors_are_one_line_exit_1(ckpt, tmp_path, args, message):
     assert "Traceback" not in res.output
 
 
-def test_an_out_named_like_extracts_own_partial_files_is_refused_and_nothing_is_written(ckpt, tmp_path):
-    # a complete cache at X.h5.partial would be read as an interrupted extraction of X.h5: resumed from, or deleted
-    out = tmp_path / "x.h5.partial"
+@pytest.mark.parametrize("suffix", ["partial", "shards"])
+def test_an_out_named_like_extracts_own_working_files_is_refused_and_nothing_is_written(ckpt, tmp_path, suffix):
+    # a complete cache at X.h5.partial would be read as an interrupted extraction of X.h5: resumed from, or
+    # deleted; a cache at X.h5.shards, where torchrun keeps X.h5's shards, stopped every later extract of
+    # X.h5 (--overwrite too) with "X.h5.shards/manifest.json cannot be read (Not a directory)"
+    out = tmp_path / f"x.h5.{suffix}"
     res = runner.invoke(app, extract_args(ckpt, out, "--limit", "40"), env={"COLUMNS": "300"})
     assert res.exit_code == 1, res.output
-    assert "'.partial'" in res.output and "Traceback" not in res.output
-    assert list(tmp_path.iterdir()) == []
-    batches = [(torch.zeros(4, 2), torch.zeros(4))]
-    with pytest.raises(InputError, match="partial"):  # the notebook path too
-        extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
-
-
-def test_an_out_named_like_a_caches_shard_folder_is_refused_and_nothing_is_written(ckpt, tmp_path):
-    # a cache at X.h5.shards, where torchrun keeps X.h5's shards, stopped every later extract of X.h5
-    # (--overwrite too) with "X.h5.shards/manifest.json cannot be read (Not a directory)"
-    out = tmp_path / "x.h5.shards"
-    res = runner.invoke(app, extract_args(ckpt, out, "--limit", "40"), env={"COLUMNS": "300"})
-    assert res.exit_code == 1, res.output
-    assert "'.shards'" in res.output and "Traceback" not in res.output
+    assert f"'.{suffix}'" in res.output and "Traceback" not in res.output
     assert list(tmp_path.iterdir()) == []
     res = runner.invoke(app, extract_args(ckpt, tmp_path / "x.h5", "--limit", "40"), env={"COLUMNS": "300"})
     assert res.exit_code == 0, res.output  # so the cache it names can still be written
     batches = [(torch.zeros(4, 2), torch.zeros(4))]
-    with pytest.raises(InputError, match="shards"):  # the notebook path too
+    with pytest.raises(InputError, match=suffix):  # the notebook path too
         extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
 
 

@@ -389,15 +389,13 @@ def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -
 def beyond(tmp_path_factory) -> dict[str, Any]:
     """The three beyond commands on a tiny cache (class = sign of layer 1 + layer 2) with a LAYA head
     fitted here, diagnose against a copy whose layer 2 is moved; every folder with its plots."""
-    import torch
-    from helpers import write_cache
+    from helpers import fit_quickly, write_cache
 
     from laya_inspect.beyond.diagnose import DiagnoseConfig, diagnose_heads
     from laya_inspect.beyond.early_exit import ExitConfig, simulate_early_exit
     from laya_inspect.beyond.prune import PruneConfig, prune_layers
     from laya_inspect.beyond.refit import Budget
     from laya_inspect.head_dir import cache_identity, save_head
-    from laya_inspect.heads import build_head
 
     root = tmp_path_factory.mktemp("beyond")
     rng = np.random.default_rng(0)
@@ -410,16 +408,7 @@ def beyond(tmp_path_factory) -> dict[str, Any]:
     moved = {s: ([f + (1.5 if i == 1 else 0.0) for i, f in enumerate(fs)], y) for s, (fs, y) in splits.items()}
     other = write_cache(root / "moved.h5", moved, layer_names=names, data_spec="moved")
     with FeatureStore(cache) as store, FeatureStore(other) as against:
-        torch.manual_seed(0)
-        head = build_head("laya", store.widths, store.num_classes, d_star=4, tau=1.0)
-        hs, y = [torch.from_numpy(h) for h in store.layers("train")], torch.from_numpy(store.labels("train"))
-        opt = torch.optim.Adam(head.parameters(), lr=1e-2)
-        for _ in range(60):
-            loss = torch.nn.functional.cross_entropy(head(hs).logits, y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        head_dir = save_head(root / "laya", head.eval(), meta=cache_identity(store))
+        head_dir = save_head(root / "laya", fit_quickly("laya", store, 60, d_star=4), meta=cache_identity(store))
         prune = prune_layers(
             head_dir, store, PruneConfig(refit=False, costs="shapes", device="cpu"), out_dir=root / "prune"
         )
