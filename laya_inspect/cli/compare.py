@@ -121,9 +121,10 @@ def report_command(
     Example:
       laya-inspect report runs/compare --html
     """
+    from ..compare.records import read_json
     from ..out_dir import refuse_symlink
     from ..report.beyond import beyond_kind
-    from ..report.folders import CompareFolder, FitFolder, read_folder, read_json
+    from ..report.folders import CompareFolder, FitFolder, read_folder
     from ..report.html import readable
 
     if html:  # report.html is written into DIR: not through a link to somewhere else, nor over a user's page

@@ -14,16 +14,22 @@ from typing import Any
 from ..errors import CacheError, NotFoundError
 
 
+def read_json(path: Path, rerun: str = "the command that wrote it") -> Any:
+    """The JSON a command wrote at ``path``; one CacheError line, naming what to ``rerun``, when it is
+    not valid JSON or cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CacheError(f"{path} is not valid JSON ({e}); rerun {rerun}") from None
+    except OSError as e:
+        raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
+
+
 def load_summary(out_dir: str | Path) -> dict[str, Any]:
     path = Path(out_dir) / "summary.json"
     if not path.exists():
         raise NotFoundError(f"no summary.json in {out_dir}; write one with `laya-inspect compare … --out {out_dir}`")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CacheError(f"{path} is not valid JSON ({e}); rerun `laya-inspect compare` to rewrite it") from None
-    except OSError as e:
-        raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
+    summary = read_json(path, "`laya-inspect compare` to rewrite it")
     if not isinstance(summary, dict) or summary.get("kind") != "laya-inspect-compare":
         kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
         raise CacheError(f"{path} is not a compare summary (kind {kind!r})")

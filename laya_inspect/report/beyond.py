@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..files import write_text
 from .figures import Figure, png_figure
-from .folders import pngs, read_json
+from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, pct, same
 

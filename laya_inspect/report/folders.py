@@ -6,12 +6,11 @@ or hand-edited one ends in one LayaError line that names it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.records import BadField, checked_field
+from ..compare.records import BadField, checked_field, read_json
 from ..errors import CacheError, NotFoundError
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare` or `demo`"
@@ -46,15 +45,6 @@ class DemoFolder:
 
 
 Folder = FitFolder | CompareFolder | DemoFolder
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CacheError(f"{path} is not valid JSON ({e}); rerun the command that wrote it") from None
-    except OSError as e:
-        raise CacheError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def pngs(folder: Path) -> list[Path]:
