@@ -229,6 +229,17 @@ def test_a_rule_alpha_never_changes_is_not_compared(last_layer_run):
     assert "nothing to compare" in (out / "report.html").read_text(encoding="utf-8")
 
 
+def test_a_verdict_that_starts_with_alpha_keeps_its_alpha_in_the_reading(last_layer_run):
+    """The reading capitalised a verdict that starts with α to "Α never fired …": Greek capital
+    alpha, which reads as a Latin A, in report.html's first lines."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, out = last_layer_run
+    said = s["comparisons"]["confidence+alpha vs confidence"]["verdict"]
+    assert said.startswith("α never fired") and f"{said}." in early_exit_reading(s).lead
+    assert "Α never fired" not in (out / "report.html").read_text(encoding="utf-8")
+
+
 def test_compute_estimated_from_shapes_is_a_warning(last_layer_run):
     """As prune does: the reason sat only in costs.note."""
     s, out = last_layer_run

@@ -515,8 +515,8 @@ def _warnings(s: dict[str, Any]) -> list[str]:
 
 
 def sentence(text: str) -> str:
-    """A verdict line as a sentence of a page: capitalised, with its full stop."""
-    return text[:1].upper() + text[1:] + "."
+    """A verdict line as a sentence of a page: capitalised as :func:`_cap` does, with its full stop."""
+    return _cap(text) + "."
 
 
 def prune_reading(s: dict[str, Any]) -> Reading:
