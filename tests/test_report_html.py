@@ -106,16 +106,14 @@ def test_a_share_reads_the_same_as_a_percentage_and_as_a_decimal() -> None:
     """QA: the demo's page said α "picks the same top layer … on 92% of inputs" where its table showed
     0.93: 333 of 360 rows is 0.925, and format's "%" rounds 92.5 half to even. Every share k/n of a
     few hundred rows now reads as the tables' two decimals do."""
-    from laya_inspect.report.reading import pct
+    from laya_inspect.training.stats import chance_text, percent
 
     for n in (40, 200, 360, 450):
         for k in range(n + 1):
             v = k / n
-            assert pct(v) == f"{int(num(v).replace('.', ''))}%", (k, n)
-            assert pct(v, 1) == f"{float(num(v, 3)) * 100:.1f}%", (k, n)
-    assert pct(0.925) == "93%" and pct(0.125) == "12%" and pct(None) == "—" and pct(-0.001) == "0%"
-    from laya_inspect.training.stats import chance_text, percent
-
+            assert percent(v) == f"{int(num(v).replace('.', ''))}%", (k, n)
+            assert percent(v, 1) == f"{float(num(v, 3)) * 100:.1f}%", (k, n)
+    assert percent(0.925) == "93%" and percent(0.125) == "12%" and percent(None) == "—" and percent(-0.001) == "0%"
     assert percent(-0.02, sign=True) == "-2%" and percent(0.005, sign=True) == "+1%"
     # a value that is no share (NaN of any float type, ±inf) reads "—", not "NaN%" or "Infinity%"
     assert percent(np.float32("nan")) == percent(float("inf")) == percent(np.float64("-inf")) == "—"

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from ..report.reading import est, pct, with_ci
+from ..report.reading import est, with_ci
+from ..training.stats import percent
 from .app import app, bullets, comma_list, console, dim, from_options, opt
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
@@ -131,7 +132,7 @@ def prune_command(
         table.add_row(
             name,
             smallest_k_text(best),
-            pct(best["flops_saved"], 1) if best else "—",
+            percent(best["flops_saved"], 1) if best else "—",
             _ci(best["test_acc"]) if best else "—",
             _ci(area),
             "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
@@ -222,7 +223,7 @@ def early_exit_command(
         console.print(f"[dim]{s['selection']}[/dim]")
     depth = _table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
-        depth.add_row(d["layer"], _ci(d["accuracy"]), pct(s["compute_used_by_depth"][d["layer"]], 1))
+        depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
     console.print(depth)
     _wrote(out, s)
 

@@ -18,10 +18,11 @@ from typing import Any
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..files import write_text
+from ..training.stats import percent
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, pct, same
+from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same
 
 REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -200,7 +201,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             [
                 name,
                 smallest_k_text(best),
-                pct(best["flops_saved"], 1) if best else "—",
+                percent(best["flops_saved"], 1) if best else "—",
                 est(best["test_acc"]) if best else "—",
                 est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
                 "(α)" if name == "alpha" else diff_text(d),
@@ -250,8 +251,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             p["ranking"],
             str(p["k"]),
             Cell(" ".join(p["layers"]), "text"),
-            pct(p["flops_saved"], 1),
-            pct(p["params_saved"], 1),
+            percent(p["flops_saved"], 1),
+            percent(p["params_saved"], 1),
             est(p["val_acc"]),
             est(p["test_acc"]),
             "yes" if p["within_max_drop"] else "no",
@@ -271,7 +272,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             e = s["rankings"][r]
             rank = e["order"].index(n) + 1 if e["order"] else None
             row.append(f"{num(e['scores'][n], 3)} (#{rank})")
-        row += [pct(after[i]["flops_after"] / s["costs"]["flops_total"], 1) if s["costs"].get("flops_total") else "—"]
+        total = s["costs"].get("flops_total")
+        row += [percent(after[i]["flops_after"] / total, 1) if total else "—"]
         layer_rows.append(row)
     cols = ["layer", *[f"{r} score (rank)" for r in applied], "FLOPs after it"]
     how = "; ".join(f"{r}: {s['rankings'][r]['how']}" for r in applied)
@@ -339,7 +341,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
             f["layer"],
             str(f["depth"]),
             est(f["accuracy"]),
-            pct(used.get(f["layer"]), 1),
+            percent(used.get(f["layer"]), 1),
             num(mass.get(f["layer"]), 3),
             num(oracle.get(f["layer"]), 3),
         ]

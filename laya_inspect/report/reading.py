@@ -76,11 +76,6 @@ def gate_cell(head: dict[str, Any], warn: str = "{}") -> str:
     return "; ".join(said) or "ok"
 
 
-def pct(v: Any, digits: int = 0) -> str:
-    """A share as a percentage that agrees with :func:`num` at ``digits + 2`` decimals (training.stats.percent)."""
-    return percent(v, digits)
-
-
 def name(method: str) -> str:
     return NAMES.get(method, method)
 
@@ -162,9 +157,9 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     constant = (head.get("references") or {}).get("constant")
     first = (
         f"{_cap(name(lead))} picks the same top layer as the leave-one-layer-out effects on "
-        f"{pct(s.get('top_layer_agreement'))} of inputs ({where}; random scores: "
-        f"{pct(random_ref.get('top_layer_agreement'))}"
-        + (f", the constant rule: {pct(constant.get('top_layer_agreement'))}" if constant else "")
+        f"{percent(s.get('top_layer_agreement'))} of inputs ({where}; random scores: "
+        f"{percent(random_ref.get('top_layer_agreement'))}"
+        + (f", the constant rule: {percent(constant.get('top_layer_agreement'))}" if constant else "")
         + ")"
     )
     caveats = head.get("caveats") or []
@@ -433,9 +428,9 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
             constant = agree.get("top_layer_agreement_constant")
             second += (
-                f"; the seeds pick the same top layer on {pct(agree['top_layer_agreement'])} of inputs "
+                f"; the seeds pick the same top layer on {percent(agree['top_layer_agreement'])} of inputs "
                 f"({chance_text(agree)}"
-                + ("" if constant is None else f"; each seed's mean profile for every input: {pct(constant)}")
+                + ("" if constant is None else f"; each seed's mean profile for every input: {percent(constant)}")
                 + ")"
             )
         lead_lines.append(second + ".")
@@ -643,7 +638,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
             f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)} "
-            f"{interval(f['accuracy'], 4)}, {pct(used, 1)} of the backbone's FLOPs."
+            f"{interval(f['accuracy'], 4)}, {percent(used, 1)} of the backbone's FLOPs."
         )
     return Reading([*_warnings(s), *lead], details)
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.records import compare_warnings, said_once
+from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
     bootstrap_text,
@@ -19,7 +20,6 @@ from .reading import (
     interval,
     layers_read,
     num,
-    pct,
     value,
     versus_groups,
     versus_level,
@@ -99,8 +99,8 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     methods, lolo = head["methods"], head["lolo"]
     near = lolo.get("near_ties")
     ties = (
-        f" · near-ties: all {pct(near['all_tied_share'])}, top {pct(near['top_tied_share'])}, "
-        f"any {pct(near.get('any_tied_share'))}"
+        f" · near-ties: all {percent(near['all_tied_share'])}, top {percent(near['top_tied_share'])}, "
+        f"any {percent(near.get('any_tied_share'))}"
         if near
         else ""
     )
@@ -174,7 +174,7 @@ def ablation_matrix(head: dict[str, Any]) -> Table:
         near = (s.get("lolo") or {}).get("near_ties") or {}
         labels = [
             Text(a + ("!" if s.get("caveats") else ""), style="bold"),
-            Text("ties " + "/".join(pct(near.get(f"{k}_tied_share")) for k in ("all", "top", "any")), "dim"),
+            Text("ties " + "/".join(percent(near.get(f"{k}_tied_share")) for k in ("all", "top", "any")), "dim"),
         ]
         _add_rows(table, s, labels)
     return table
