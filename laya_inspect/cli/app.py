@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 from typer.core import TyperGroup
 
 from ..errors import LayaError, os_message
@@ -305,6 +307,15 @@ def bullets(lines: list[str], warnings: list[str] | None = None) -> None:
     warn(warnings)
     for line in lines:
         console.print(f"• {line}", highlight=False, soft_wrap=True)
+
+
+def titled_table(title: str, *columns: str, left: int = 1, wrap: bool = True) -> Table:
+    """A command's table: its title on the left, a rule under the header, the first ``left`` columns
+    aligned left and the rest right; the first column never wraps (no column with ``wrap=False``)."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, c in enumerate(columns):
+        table.add_column(c, justify="left" if i < left else "right", no_wrap=i == 0 or not wrap)
+    return table
 
 
 def dim(text: str, *, err: bool = False) -> None:

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
 from ..report.reading import est, with_ci
 from ..training.stats import percent
-from .app import app, bullets, comma_list, console, dim, from_options, opt
+from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
 
@@ -26,13 +24,6 @@ def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
     if signed or not d or d.get("ci_low") is None:
         return with_ci(d, signed, digits=4)
     return est(d, 4)
-
-
-def _table(title: str, *columns: str) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, c in enumerate(columns):
-        table.add_column(c, justify="left" if i == 0 else "right", no_wrap=i == 0)
-    return table
 
 
 def _progress(event: dict[str, Any]) -> None:
@@ -109,7 +100,7 @@ def prune_command(
             head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
         )
     s = result.summary
-    table = _table(
+    table = titled_table(
         f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
         f"{_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
         "ranking",
@@ -204,7 +195,7 @@ def early_exit_command(
     with FeatureStore(cache) as store:
         result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
-    table = _table(
+    table = titled_table(
         f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
         "rule",
         "held-out area",
@@ -221,7 +212,7 @@ def early_exit_command(
     console.print(table)
     if s.get("selection"):
         console.print(f"[dim]{s['selection']}[/dim]")
-    depth = _table("fixed depth", "layer", "test accuracy", "FLOPs run")
+    depth = titled_table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
     console.print(depth)
@@ -274,7 +265,7 @@ def diagnose_command(
         )
     s = result.summary
     e = s["errors"]
-    table = _table(
+    table = titled_table(
         f"misclassification detection · {len(s['heads'])} head(s) · {e['interval']}",
         "score",
         "AUROC",
@@ -286,7 +277,7 @@ def diagnose_command(
     console.print(table)
     if "shift" in s:
         pooled = s["shift"]["pooled"]
-        shift = _table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
+        shift = titled_table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)

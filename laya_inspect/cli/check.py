@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich import box
 from rich.table import Table
 
 from ..check.config import PlantedConfig
-from .app import app, bullets, console, dim, from_options, opt
+from .app import app, bullets, console, dim, from_options, opt, titled_table
 
 check_app = typer.Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",
@@ -45,15 +44,12 @@ def planted_table(s: dict[str, Any]) -> Table:
     from ..report.reading import name
 
     c = s["construction"]
-    table = Table(
-        title=f"how often signal layer {c['signal_layer_name']} is ranked first ({s['compare']['n']} test rows)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
+    table = titled_table(
+        f"how often signal layer {c['signal_layer_name']} is ranked first ({s['compare']['n']} test rows)",
+        *("head", "method", "share", "95% interval", f"vs {s['pass_share']:.0%} bar"),
+        left=2,
+        wrap=False,
     )
-    bar = f"vs {s['pass_share']:.0%} bar"
-    for i, column in enumerate(("head", "method", "share", "95% interval", bar)):
-        table.add_column(column, justify="left" if i < 2 else "right", no_wrap=True)
     where = s.get("against_bar", {})  # above: the interval's lower end reaches the bar; straddles; below
     for m in s["methods"]:
         vs = where.get("methods", {}).get(f"{m['head']}/{m['method']}", "")
@@ -75,15 +71,13 @@ def seeds_table(s: dict[str, Any]) -> Table:
 
     c = s["construction"]
     seeds = s["construction_seeds"]
-    table = Table(
-        title=f"how often signal layer {c['signal_layer_name']} is ranked first, per construction seed "
+    table = titled_table(
+        f"how often signal layer {c['signal_layer_name']} is ranked first, per construction seed "
         f"({s['compare']['n']} test rows each; * not at the {s['pass_share']:.0%} bar on that seed)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
+        *("head", "method", *(f"seed {seed}" for seed in seeds), "at bar"),
+        left=2,
+        wrap=False,
     )
-    for i, column in enumerate(("head", "method", *(f"seed {seed}" for seed in seeds), "at bar")):
-        table.add_column(column, justify="left" if i < 2 else "right", no_wrap=True)
 
     def cells(r: dict[str, Any]) -> list[str]:
         return [
