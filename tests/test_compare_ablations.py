@@ -28,15 +28,11 @@ runner = CliRunner()
 METHODS = ("alpha", "ig", "gradcam", "static", "random")
 
 
-def _fit(kind: str, store: FeatureStore, steps: int = 30):
-    return fit_quickly(kind, store, steps)
-
-
 @pytest.fixture(scope="module")
 def all_run(digits_cache, tmp_path_factory):
     root = tmp_path_factory.mktemp("ablations")
     with FeatureStore(digits_cache) as store:
-        dirs = [save_head(root / k, _fit(k, store), meta=cache_identity(store)) for k in ("laya", "last")]
+        dirs = [save_head(root / k, fit_quickly(k, store, 30), meta=cache_identity(store)) for k in ("laya", "last")]
         res = compare_heads(
             dirs,
             store,
@@ -198,7 +194,7 @@ def test_two_layers_get_a_caveat_instead_of_a_best(tmp_path):
     layers = [rng.normal(size=(60, 4)).astype("float32") + y[:, None] * k for k in (1.0, 0.5)]
     cache = write_cache(tmp_path / "two.h5", {"train": (layers, y), "test": (layers, y)})
     with FeatureStore(cache) as store:
-        head = _fit("concat", store)
+        head = fit_quickly("concat", store, 30)
     s = _one_head_run(tmp_path, cache, head, "mean,zero")
     h = s["heads"][0]
     for x in h["ablations"].values():

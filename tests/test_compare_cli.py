@@ -25,17 +25,12 @@ runner = CliRunner()
 HEADS = ("laya", "scalarmix", "last")
 
 
-def _fit(kind: str, store: FeatureStore, steps: int = 40):
-    return fit_quickly(kind, store, steps)
-
-
 @pytest.fixture(scope="module")
 def head_dirs(digits_cache, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("heads")
     with FeatureStore(digits_cache) as store:
-        return {
-            k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"}) for k in HEADS
-        }
+        meta = cache_identity(store) | {"trained_by": "test"}
+        return {k: save_head(root / k, fit_quickly(k, store, 40), meta=meta) for k in HEADS}
 
 
 @pytest.fixture(scope="module")

@@ -27,10 +27,6 @@ runner = CliRunner()
 ENV = {"COLUMNS": "100"}
 
 
-def _fit(kind: str, store: FeatureStore, steps: int = 30):
-    return fit_quickly(kind, store, steps)
-
-
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A cache extracted from the real digits images (so the input can be read back), and two heads."""
@@ -41,7 +37,7 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     with FeatureStore(cache) as store:
         heads = {
-            k: save_head(root / k, _fit(k, store), meta=cache_identity(store) | {"trained_by": "test"})
+            k: save_head(root / k, fit_quickly(k, store, 30), meta=cache_identity(store) | {"trained_by": "test"})
             for k in ("laya", "scalarmix")
         }
     return {"cache": cache, **heads, "root": root}
@@ -95,7 +91,7 @@ def test_the_input_is_the_source_image_of_that_row(digits: dict[str, Path]) -> N
 
 def test_a_cache_without_a_readable_source_still_explains(digits_cache: Path, digits: dict[str, Path]) -> None:
     with FeatureStore(digits_cache) as store:
-        head = save_head(digits["root"] / "small", _fit("laya", store), meta=cache_identity(store))
+        head = save_head(digits["root"] / "small", fit_quickly("laya", store, 30), meta=cache_identity(store))
         e = explain_row(head, store, row=0, target="3", ablation="zero", baseline="zero", n_steps=4, device="cpu")
     assert e.target == 3 and e.target_rule == "class" and e.ablation == "zero"
     assert e.input.kind is None and "no dataset 'test'" in e.input.note
@@ -270,7 +266,7 @@ def save_last(digits: dict[str, Path]) -> Path:
     path = digits["root"] / "last"
     if not path.exists():
         with FeatureStore(digits["cache"]) as store:
-            save_head(path, _fit("last", store, steps=5), meta=cache_identity(store))
+            save_head(path, fit_quickly("last", store, 5), meta=cache_identity(store))
     return path
 
 

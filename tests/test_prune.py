@@ -187,15 +187,12 @@ def test_compute_counted_from_a_zoo_model(tmp_path):
 # -- the command ---------------------------------------------------------------------------------
 
 
-def _fit(kind: str, store: FeatureStore, steps: int = 60):
-    return fit_quickly(kind, store, steps)
-
-
 @pytest.fixture(scope="module")
 def heads(digits_cache, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("prune-heads")
     with FeatureStore(digits_cache) as store:
-        return {k: save_head(root / k, _fit(k, store), meta=cache_identity(store)) for k in ("laya", "scalarmix")}
+        meta = cache_identity(store)
+        return {k: save_head(root / k, fit_quickly(k, store, 60), meta=meta) for k in ("laya", "scalarmix")}
 
 
 @pytest.mark.slow
@@ -675,7 +672,7 @@ def test_random_reference_by_hand_on_the_documented_draws(digits_cache, tmp_path
     cache = write_cache(tmp_path / "five.h5", splits, layer_names=["a", "b", "c", "d", "e"])
     seed, budget = 4, Budget(epochs=2, patience=2, train_limit=200)
     with FeatureStore(cache) as store:
-        head_dir = save_head(tmp_path / "head", _fit("laya", store, 20), meta=cache_identity(store))
+        head_dir = save_head(tmp_path / "head", fit_quickly("laya", store, 20), meta=cache_identity(store))
         config = PruneConfig(seeds=2, ks=(2,), seed=seed, costs="shapes", device="cpu", workers=1, plots=False)
         s = prune_layers(head_dir, store, config, budget, out_dir=tmp_path / "out").summary
         test_acc = _refit_by_hand(store, head_dir, budget, seed)
