@@ -15,6 +15,13 @@ from ..training.stats import percent
 from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
+# prune's and early-exit's one head and its cache
+HEAD_DIR = typer.Argument(
+    ...,
+    metavar="HEAD_DIR",
+    help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its laya/seed_<S>/)",
+)
+CACHE = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on")
 
 
 def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
@@ -46,13 +53,8 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
 
 @app.command("prune")
 def prune_command(
-    head_dir: Path = typer.Argument(
-        ...,
-        metavar="HEAD_DIR",
-        help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its "
-        "laya/seed_<S>/)",
-    ),
-    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
+    head_dir: Path = HEAD_DIR,
+    cache: Path = CACHE,
     scalarmix: Optional[Path] = typer.Option(
         None, "--scalarmix", help="a scalarmix head directory: rank by its weights too"
     ),
@@ -150,13 +152,8 @@ _RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracl
 
 @app.command("early-exit")
 def early_exit_command(
-    head_dir: Path = typer.Argument(
-        ...,
-        metavar="HEAD_DIR",
-        help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its "
-        "laya/seed_<S>/)",
-    ),
-    cache: Path = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on"),
+    head_dir: Path = HEAD_DIR,
+    cache: Path = CACHE,
     seeds: int = opt(ExitConfig, "seeds"),
     epsilon: float = opt(ExitConfig, "epsilon"),
     thresholds: int = opt(ExitConfig, "thresholds"),
