@@ -11,6 +11,7 @@ numbers JSON and CSV cannot hold: NaN and ±inf become ``null`` in JSON and an e
 from __future__ import annotations
 
 import csv
+import datetime
 import glob
 import io
 import json
@@ -169,6 +170,11 @@ def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def utc_now() -> str:
+    """When an artifact is written: UTC, to the second, in ISO 8601 ("2026-01-31T12:00:00+00:00")."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

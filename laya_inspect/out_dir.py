@@ -27,6 +27,7 @@ from .files import (
     pid_of,
     remove_stale_temps,
     sha256_file,
+    utc_now,
     write_json,
 )
 
@@ -94,8 +95,6 @@ def write_marker(
     and the files the command wrote there (every path under ``folder`` now, with the SHA-256 of each
     file of at most DIGEST_MAX_BYTES: :func:`foreign_files` says a file whose content changed since;
     or ``files``, named ahead of writing them, without digests but for those of them in ``digest``)."""
-    from datetime import datetime, timezone
-
     from . import __version__
 
     root = Path(folder)
@@ -109,7 +108,7 @@ def write_marker(
         "written_by": "laya-inspect",
         "command": command,
         "version": __version__,
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "written": utc_now(),
         "files": sorted(files),
         "sha256": digests,
     }

@@ -10,7 +10,6 @@ not know its length); data larger than memory goes through the command line's st
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,7 +22,7 @@ from torch import nn
 
 from .. import __version__
 from ..errors import InputError, NotFoundError, suggest
-from ..files import output_lock
+from ..files import output_lock, utc_now
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
@@ -103,7 +102,7 @@ def extract_from_module(
         "class_names": classes,
         "seed": 0,
         "torch_version": torch.__version__,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "command": {
             "api": "extract_features(model, batches)",
             "layers": names,

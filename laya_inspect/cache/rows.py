@@ -6,7 +6,6 @@ fingerprint of the data that a resumed run must match."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import os
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import torch
 from .. import __version__
 from ..data import load_data
 from ..errors import ImageFileError, InputError
+from ..files import utc_now
 from ..layers import depth_order, image_size_of, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
@@ -114,7 +114,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "class_names": data.class_names,
         "seed": config.seed,
         "torch_version": torch.__version__,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "command": config.identity(),
         "data_fingerprint": data_fingerprint(data),
         "random_init": bool(getattr(model, "random_init", False)),

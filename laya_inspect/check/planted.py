@@ -18,7 +18,6 @@ printed: :func:`run_planted` returns a :class:`PlantedResult` and writes ``out_d
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import torch
 from torch import nn
 
 from .. import __version__
-from ..files import plain, write_json, write_text, write_with
+from ..files import plain, utc_now, write_json, write_text, write_with
 from ..out_dir import atomic_dir, refresh_digests
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
@@ -338,7 +337,7 @@ def _read(
         "schema_version": SCHEMA_VERSION,
         "kind": "laya-inspect-check-planted",
         "tool_version": __version__,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "construction": {
             **config.to_dict(),
             "layer_names": names,

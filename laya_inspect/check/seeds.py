@@ -13,13 +13,12 @@ Nothing is printed: :func:`run_planted_seeds` returns a :class:`PlantedSeedsResu
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..files import plain, write_json
+from ..files import plain, utc_now, write_json
 from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
 from .config import PlantedConfig
@@ -143,7 +142,7 @@ def seeds_summary(config: PlantedConfig, summaries: list[dict[str, Any]]) -> dic
         "schema_version": SCHEMA_VERSION,
         "kind": "laya-inspect-check-planted",
         "tool_version": __version__,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "construction": {**first["construction"], "seed": config.seed},
         "construction_seeds": across["seeds"],
         "fit": {k: v for k, v in first["fit"].items() if k != "seed"},  # each seed fits with its own seed

@@ -24,7 +24,6 @@ The library never prints: ``progress`` receives dict events ({"event": "head" | 
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +36,7 @@ from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import InputError
-from ..files import plain, write_csv, write_json
+from ..files import plain, utc_now, write_csv, write_json
 from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
 from ..out_dir import atomic_dir, check_out
@@ -333,7 +332,7 @@ def compare_heads(
         "schema_version": SCHEMA_VERSION,
         "kind": "laya-inspect-compare",
         "tool_version": __version__,
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "cache": {
             **store.identity(),
             "class_names": class_names,
