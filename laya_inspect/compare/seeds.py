@@ -118,10 +118,6 @@ def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any
     return row
 
 
-def _seed_list(seeds: list[Any]) -> str:
-    return ", ".join(str(s) for s in seeds)
-
-
 def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
     """Caveats: a method's verdict against the constant rule, or a score's starred best method, that
     differs between seeds."""
@@ -130,10 +126,10 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
     for m, row in entry["methods"].items():
         words = row.get("verdicts") or []
         if len(set(words)) > 1:
-            parts: dict[str, list[Any]] = {}
+            parts: dict[str, list[str]] = {}
             for s, w in zip(seeds, words):
-                parts.setdefault(VERDICTS.get(str(w), str(w)), []).append(s)
-            said = "; ".join(f"{m} {w} on seed{'s' * (len(ss) > 1)} {_seed_list(ss)}" for w, ss in parts.items())
+                parts.setdefault(VERDICTS.get(str(w), str(w)), []).append(str(s))
+            said = "; ".join(f"{m} {w} on seed{'s' * (len(ss) > 1)} {', '.join(ss)}" for w, ss in parts.items())
             out.append(where + "the seeds disagree: " + said)
     for key, per_seed in entry["best"].items():
         if len({tuple(b) for b in per_seed}) > 1:
