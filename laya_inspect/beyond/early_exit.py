@@ -61,7 +61,7 @@ from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
 from .exit_verdicts import REALISABLE, _comparisons, read_apart  # noqa: F401  (re-exported)
-from .refit import Budget, Fit, refit
+from .refit import Budget, Fit, layer_moments, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 RANDOM_STREAM = 9  # default_rng([seed, refit seed, 9]): the random-exit scores
@@ -294,6 +294,7 @@ def _simulate(
     common: dict[str, Any] = dict(
         train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
     )
+    common["moments"] = layer_moments(head_hparams(hconf), train, fit_rows, names)
 
     def one(i: int, job: tuple[int, int], report: Progress) -> Fit:
         s, k = job

@@ -63,7 +63,7 @@ from .rankings import (
     by_scalarmix,
     near_ties,
 )
-from .refit import Budget, Fit, refit
+from .refit import Budget, Fit, layer_moments, refit
 
 WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
@@ -178,6 +178,7 @@ def _prune(
         train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
     )
     if config.refit:
+        common["moments"] = layer_moments(hp, train, fit_rows, names)
         jobs = [(layers, s) for layers in sets for s in seeds]
 
         def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:

@@ -20,6 +20,23 @@ from ..runtime import no_progress, seeded
 from .common import Split, accuracy, head_outputs
 from .config import Budget
 
+Moments = tuple[list[np.ndarray], list[np.ndarray]]  # per layer, the (D_l,) means and standard deviations
+
+
+def layer_moments(
+    hparams: dict[str, Any], train: Split, train_rows: np.ndarray, names: Sequence[str]
+) -> Moments | None:
+    """Every layer's standardisation moments over ``train_rows``, for heads built with ``hparams``
+    that standardise, else None. A layer's moments do not depend on the other layers beside it, so the
+    refits of every layer set and seed share them, bit for bit; computed per refit they were 2–9% of
+    a 19-layer refit on 9,000 rows (docs/PERFORMANCE.md, section 17)."""
+    from ..training.loop import TensorRows
+    from ..training.standardize import feature_moments
+
+    if hparams.get("standardize") in (None, "none"):
+        return None
+    return feature_moments(TensorRows(train.hs, train.y), train_rows, names)
+
 
 @dataclass
 class Fit:
@@ -57,9 +74,11 @@ def refit(
     budget: Budget,
     layer_names: Sequence[str],
     keep_probs: bool = False,
+    moments: Moments | None = None,
 ) -> Fit:
     """Fit a ``kind`` head on ``layers`` of ``train`` (rows ``train_rows``; early stopping on
-    ``val_rows``) under ``torch.manual_seed(seed)``; test it on ``test``."""
+    ``val_rows``) under ``torch.manual_seed(seed)``; test it on ``test``. ``moments``: every cache
+    layer's :func:`layer_moments` over the same rows, shared by a command's refits."""
     from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, untrained_classes
     from ..training.standardize import standardization
 
@@ -73,7 +92,8 @@ def refit(
         )
     rows = TensorRows(hs, train.y)
     if head.standardize is not None:
-        means, scales, _ = standardization(rows, train_rows, [layer_names[i] for i in layers], head.standardize)
+        own = None if moments is None else ([moments[0][i] for i in layers], [moments[1][i] for i in layers])
+        means, scales, _ = standardization(rows, train_rows, [layer_names[i] for i in layers], head.standardize, own)
         head.set_standardization(means, scales)
     head.to(hs[0].device)
     epochs, patience = budget.resolve(len(train_rows))
