@@ -38,6 +38,11 @@ ROWS = {
     "captum_layer_ig.py": [("ratio captum-layer-ig/cached-ig per sample", IMAGES)],
     "cli_latency.py": [("time laya-inspect --help", True), ("ratio help/bare-python-startup", True)],
     "tie_curves.py": [("ratio tie-curves-loop/vectorised [", True)],
+    "prune_speed.py": [
+        ("ratio batch-gather h[idx]/index_select", True),
+        ("ratio prune-refits before/after [MobileNetV2", IMAGES),
+        ("ratio prune-refits before/after [zoo MLP", True),
+    ],
 }
 
 
