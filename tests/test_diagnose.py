@@ -4,6 +4,7 @@ command end to end on the digits cache, and one failing invocation per error cla
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -102,6 +103,31 @@ def test_permutation_test_finds_the_moved_layer_and_only_it():
     assert same["p_value"] == 1.0 and same["observed_l1"] == 0.0
 
 
+def test_per_class_shift_p_values_are_holm_adjusted_over_the_classes():
+    """A reader scans shift_by_class.csv's classes for one that shifted: with 10 unshifted classes a
+    raw p below 0.05 comes in ~40% of runs; the Holm-adjusted p (family: the classes tested for one
+    head and one pair of caches) holds any false one to 5%."""
+    from laya_inspect.training.stats import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert holm([0.5, 0.9]) == [1.0, 1.0] and holm([]) == []
+    rng = np.random.default_rng(1)
+    draws = rng.random((5000, 10))  # a permutation p of unshifted rows is about uniform (test above)
+    assert float((draws < 0.05).any(axis=1).mean()) > 0.35
+    assert float(np.mean([min(holm(list(d))) < 0.05 for d in draws])) <= 0.055
+    a = rng.dirichlet([2, 2, 2], size=600)
+    b = rng.dirichlet([2, 2, 2], size=600)
+    pa, pb = np.repeat(np.arange(6), 100), np.repeat(np.arange(6), 100)
+    b[pb == 2, 1] += 0.3  # only class 2 shifts
+    b /= b.sum(1, keepdims=True)
+    pb[pb == 5] = 4  # class 5: no rows in the other cache, not tested, not in the family
+    r = permutation_test(a, b, pa, pb, 6, 200, 0)
+    tested = [c for c in r["per_class"] if "p_value" in c]
+    assert len(tested) == 5 and "p_holm" not in r["per_class"][5]
+    assert [c["p_holm"] for c in tested] == pytest.approx(holm([c["p_value"] for c in tested]))
+    assert r["per_class"][2]["p_holm"] < 0.05 and "the 5 predicted classes" in r["class_family"]
+
+
 def planted() -> LayaHead:
     """Identity adapters; the score of layer 2 is GELU(h₂[0]), layers 1 and 3 score 0: α moves only
     with layer 2's first feature."""
@@ -147,6 +173,9 @@ def test_a_copy_that_changes_one_layer_moves_alpha_on_that_layer(shift_caches, t
     assert int(np.argmax(np.abs(perm["diff"]))) == 1 and perm["diff"][1] < 0  # α₂ rises on the copy
     assert perm["p_value"] == pytest.approx(1 / 201) and perm["p_fwer"][1] == pytest.approx(1 / 201)
     assert s["shift"]["pooled"]["detect_auroc"]["alpha_divergence"]["mean"] > 0.7
+    with open(tmp_path / "a" / "shift_by_class.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(float(r["class_p_holm"]) >= float(r["class_p_value"]) for r in rows)
 
     with FeatureStore(base) as store, FeatureStore(moved3) as other:
         s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "b", against=other).summary

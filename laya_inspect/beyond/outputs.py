@@ -171,6 +171,7 @@ def write_diagnose(out: Path, summary: dict[str, Any], *, plots: bool) -> list[P
                             "mean_alpha_this": c["mean_this"][j] if "mean_this" in c else None,
                             "mean_alpha_other": c["mean_other"][j] if "mean_other" in c else None,
                             "class_p_value": c.get("p_value"),
+                            "class_p_holm": c.get("p_holm"),
                         }
                     )
         files.append(write_csv(out / "shift_layers.csv", layer_rows))

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import MIN_ROWS
-from ..training.stats import family, level
+from ..training.stats import family, holm, level
 
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
@@ -302,6 +302,11 @@ def permutation_test(
                 p_value=r["p_value"],
             )
         out["per_class"].append(entry)
+    # a reader scans the classes for one that shifted: Holm over the classes tested (this head, these caches)
+    tested = [e for e in out["per_class"] if "p_value" in e]
+    for e, adjusted in zip(tested, holm([e["p_value"] for e in tested])):
+        e["p_holm"] = adjusted
+    out["class_family"] = f"Holm over the {len(tested)} predicted classes tested for this head and these two caches"
     return out
 
 
