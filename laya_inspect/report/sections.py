@@ -64,7 +64,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     """Each method − the constant rule on the headline scores (paired differences and intervals) and
     its verdict, under every ablation that ran (docs/METHOD.md, "The constant rule and paired
     differences")."""
-    from ..compare.paired import VERDICTS
+    from ..compare.paired import ON_ITS_OWN, VERDICTS
 
     groups = versus_groups(head)
     if not groups:
@@ -91,7 +91,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "
-        f"{profile.get('split_seed')})" + (", under every ablation that ran" if many else "")
+        f"{profile.get('split_seed')})" + (", under every ablation that ran" if many else "") + f"; {ON_ITS_OWN}"
     )
     columns = ["ablation"] * many + ["method", *HEADLINE, "verdict"]
     return Table(f"constant-{slug(head['name'])}", columns, rows, caption, classes, text_columns=1 + many)

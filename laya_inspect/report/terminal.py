@@ -241,6 +241,8 @@ def relied_on_line(head: dict[str, Any]) -> Text:
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line; per head its table (methods × scores, first ablation, references below),
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
+    from ..compare.paired import ON_ITS_OWN
+
     cache = summary["cache"]
     ablations = summary.get("ablations") or [summary["ablation"]]
     header = Text.assemble(
@@ -283,7 +285,10 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
             "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, does not = every "
-            "interval includes 0" + (f"; effects within {tol:g} count as tied" if tol is not None else "") + ".",
+            "interval includes 0; "
+            + ON_ITS_OWN
+            + (f"; effects within {tol:g} count as tied" if tol is not None else "")
+            + ".",
             style="dim",
         )
     )
