@@ -120,7 +120,7 @@ def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
 
 def seed_sections(summary: dict[str, Any]) -> list[Section]:
     """report.html's "Across seeds" section per head with several seeds: one table per ablation."""
-    from ..compare.paired import VERDICTS
+    from ..compare.paired import ON_ITS_OWN, VERDICTS
 
     out = []
     for g in groups(summary):
@@ -154,7 +154,8 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
         legend = (
             "Each head's headline scores, and each method's paired difference to the constant rule, per seed and "
             "across seeds: the mean over seeds with the t-interval mean ± t(0.975, S−1)·std/√S. A verdict or a "
-            'best method that differs between seeds is a caveat. Definitions: docs/METHOD.md, "Across seeds".'
+            f"best method that differs between seeds is a caveat; {ON_ITS_OWN}. Definitions: docs/METHOD.md, "
+            '"Across seeds".'
         )
         out.append(Section(f"Across seeds: {g['head']} ({g['kind']}), seeds {seeds}", tables, notes, legend=legend))
     return out
