@@ -384,7 +384,7 @@ SHORT = {"top_layer_agreement": "agr.", "deletion_at_1_over_oracle": "D@1÷orc."
 
 
 def versus(r: dict | None) -> str:
-    """A headline row's paired method − constant differences [95% bootstrap interval] and its verdict."""
+    """A headline row's paired method − constant differences [98.3% bootstrap interval each] and its verdict."""
     if not r or r.get("verdict_vs_constant") is None:
         return "—"
     parts = [
@@ -712,7 +712,8 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
         "the **constant rule** (one layer profile for every input: α's mean, cross-fitted; docs/METHOD.md, \"The "
         'constant rule and paired differences"), a one-hot on the largest effect (top-1 only) and random scores. '
         "α − constant: the paired difference on top-layer agreement (agr.), Deletion@1 ÷ oracle (D@1÷orc.) and ρ "
-        "with its 95% bootstrap interval over rows, then the same over `fit-head`'s LAYA seeds with a 95% "
+        "with its 98.3% bootstrap interval over rows (each of the three at 98.3%, 95% together, as compare draws "
+        "them), then the same over `fit-head`'s LAYA seeds with a 95% "
         't-interval ("Across seeds"). Sanity: α of a head whose weights are re-initialised (top: scorer and output, '
         "all: the adapters too) and of a head fitted on permuted labels, ranked against the trained α; low = passes "
         '("Sanity checks"); ″ = as above (the checks run on the first ablation).',
