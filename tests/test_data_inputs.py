@@ -832,3 +832,17 @@ def test_an_npz_label_spelled_in_two_unicode_forms_matches_its_class_name(tmp_pa
     assert np.bincount(labels).tolist() == [10, 10]
     with pytest.raises(InputError, match="class_names names 'café' twice"):
         load_data(npz(tmp_path, "two.npz", X=x, y=y, class_names=np.array([nfc, "bar", nfd])))
+
+
+def test_a_split_spelled_otherwise_than_the_requested_one_is_a_warning(tmp_path):
+    """QA: a split column holding 'test' and 'Test' kept the 'test' rows and left the 'Test' ones out
+    with no word (a third of the table, here), though they are most likely one split."""
+    rows = [f"text {i},{'pos' if i % 2 else 'neg'},{['train', 'train', 'test', 'Test'][i % 4]}" for i in range(40)]
+    (tmp_path / "t.csv").write_text("text,label,split\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}?split_col=split", input_spec=TOKENS, tokenizer=VOCAB)
+    said = [w for w in b.warnings if "is not read" in w]
+    assert len(said) == 1 and "split 'Test' (10 rows)" in said[0] and "'test' only in case" in said[0]
+    both = load_data(
+        f"csv:{tmp_path / 't.csv'}?split_col=split", splits="train,test,Test", input_spec=TOKENS, tokenizer=VOCAB
+    )
+    assert not [w for w in both.warnings if "is not read" in w]

@@ -34,7 +34,15 @@ import torch
 from ..errors import InputError, NotFoundError, suggest
 from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
-from .checks import check_labels, cut_texts, empty_classes, float_images, repeated_texts, stretched_images
+from .checks import (
+    check_labels,
+    cut_texts,
+    empty_classes,
+    float_images,
+    repeated_texts,
+    stretched_images,
+    unread_spellings,
+)
 from .headers import FileHeader, paged_warning, refuse_unreadable
 from .images import load_imagefolder
 from .npz import load_npz
@@ -272,6 +280,7 @@ def load_data(
     )
     parts = {name: src.open(name) for name in names}
     warnings = list(src.warnings)
+    warnings += unread_spellings(spec, names, src.split_names, lambda s: len(src.open(s).labels))
     source = {n: p.labels for n, p in parts.items()}
     warnings += check_labels(spec, list(src.class_names), source)
     warnings += float_images(spec, src.native, transform if isinstance(transform, ImageTransform) else None)

@@ -3,6 +3,7 @@ be right, warnings (``DataBundle.warnings``) for what the user may mean."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
     likely one class written two ways, which the head would learn as two."""
     by_key: dict[str, list[str]] = {}
     for name in class_names:
-        by_key.setdefault(" ".join(str(name).split()).casefold(), []).append(str(name))
+        by_key.setdefault(_spelling(name), []).append(str(name))
     twice = [names for names in by_key.values() if len(names) > 1]
     if not twice:
         return []
@@ -86,6 +87,25 @@ def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
     return [
         f"dataset {spec!r}: class names that differ only in case or spacing ({shown}) are read as different "
         "classes; if each is one class written two ways, give its labels one spelling"
+    ]
+
+
+def _spelling(name: str) -> str:
+    """What two spellings of one name share once case and spacing are set aside."""
+    return " ".join(str(name).split()).casefold()
+
+
+def unread_spellings(spec: str, requested: list[str], available: list[str], rows: Callable[[str], int]) -> list[str]:
+    """A warning for each split of the source that is not read but differs from a requested one only
+    in case or spacing ('Test' beside 'test' in a split column): most likely rows of that split
+    written another way, which --split leaves out. ``rows(split)`` counts a split's rows."""
+    wanted = {_spelling(s): s for s in requested}
+    return [
+        f"dataset {spec!r}: split {s!r} ({rows(s)} rows) is not read: it differs from the requested split "
+        f"{wanted[_spelling(s)]!r} only in case or spacing; if they are one split, give it one spelling, "
+        f"or name both in --split"
+        for s in available
+        if s not in requested and _spelling(s) in wanted
     ]
 
 
