@@ -393,3 +393,17 @@ def test_a_class_folder_named_in_two_unicode_forms_is_one_class(tmp_path):
     for split in b.splits.values():
         assert sorted(int(y) for _, ys, _ in split.batches(8) for y in ys) == [0, 0, 1, 1]
     assert not any("no rows" in w for w in b.warnings)
+
+
+def test_a_file_name_with_a_newline_is_named_on_one_line(tmp_path):
+    """QA: an empty file named "e\\nmpty.jpg" split the one-line error in two ("… train/dog/e" and
+    "mpty.jpg (empty, 0 bytes) …"); a name that does not print is now shown quoted, with escapes."""
+    from laya_inspect.errors import InputError
+
+    root = tmp_path / "photos"
+    two_classes(root, n=4)
+    (root / "cat" / "e\nmpty.jpg").write_bytes(b"")
+    with pytest.raises(InputError) as caught:
+        load_data(f"imagefolder:{root}", test_fraction=0.5)
+    said = str(caught.value)
+    assert "\n" not in said and "'cat/e\\nmpty.jpg' (empty, 0 bytes)" in said

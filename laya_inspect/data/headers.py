@@ -129,7 +129,7 @@ def refuse_unreadable(where: str, root: str, headers: Sequence[FileHeader]) -> N
     bad = sorted((h for h in headers if h.size is None), key=lambda h: h.path)
     if not bad:
         return
-    named = [f"{_relative(h.path, root)} ({h.problem})" for h in bad]
+    named = [f"{relative(h.path, root)} ({h.problem})" for h in bad]
     raise ImageFileError(
         f"{where}: {len(bad)} of {len(headers)} image files to read cannot be opened (headers read, no pixels "
         f"yet): {few(named, SHOWN)}; replace or remove them, then run again",
@@ -145,9 +145,12 @@ def paged_warning(where: str, root: str, headers: Sequence[FileHeader]) -> list[
     first = paged[0]
     return [
         f"{where}: {len(paged)} file(s) hold several pages, and only the first page of each is read (e.g. "
-        f"{_relative(first.path, root)}, {first.pages} pages); save each page as its own file to include the others"
+        f"{relative(first.path, root)}, {first.pages} pages); save each page as its own file to include the others"
     ]
 
 
-def _relative(path: str, root: str) -> str:
-    return os.path.relpath(path, root) if root else path
+def relative(path: str, root: str | os.PathLike[str]) -> str:
+    """``path`` relative to ``root`` for a one-line message: quoted, with escapes, where the name
+    holds a character that does not print (a newline in a file name would break the line)."""
+    shown = os.path.relpath(path, root) if root else str(path)
+    return shown if shown.isprintable() else repr(shown)

@@ -34,6 +34,7 @@ from .headers import (
     open_image,
     orientation,
     pil_errors,
+    relative,
     unreadable,
 )
 
@@ -333,10 +334,10 @@ def _shared_files(root: Path, groups: dict[tuple[str, str], list[tuple[str, str]
         (s0, _, p0), rest = places[0], places[1:]
         other_split = [p for s, _, p in rest if s != s0]
         if other_split:
-            splits.append(f"{os.path.relpath(p0, root)} and {os.path.relpath(other_split[0], root)}")
+            splits.append(f"{relative(p0, root)} and {relative(other_split[0], root)}")
         two = [(a, b) for k, (s, c, a) in enumerate(places) for s2, c2, b in places[k + 1 :] if s == s2 and c != c2]
         if two:
-            labels.append(f"{os.path.relpath(two[0][0], root)} and {os.path.relpath(two[0][1], root)}")
+            labels.append(f"{relative(two[0][0], root)} and {relative(two[0][1], root)}")
     out = []
     if labels:
         out.append(
@@ -355,7 +356,7 @@ def _shared_files(root: Path, groups: dict[tuple[str, str], list[tuple[str, str]
 
 def _some(root: Path, paths: list[str]) -> str:
     """Up to three of ``paths``, relative to ``root``, for a one-line message."""
-    shown = ", ".join(os.path.relpath(p, root) for p in paths[:3])
+    shown = ", ".join(relative(p, root) for p in paths[:3])
     return shown + (", …" if len(paths) > 3 else "")
 
 
