@@ -216,6 +216,25 @@ def test_nonfinite_activations_refused_unless_allowed(tmp_path):
         assert store.attrs["nonfinite_counts"] == {"b": 2}
 
 
+def test_activations_float16_cannot_hold_are_refused_not_stored_as_inf(tmp_path):
+    """QA: a backbone with activations near 1e5 extracted with --dtype float16 wrote a cache of ±inf
+    with exit 0 (numpy's "overflow encountered in cast" and a layer said to give one row for every
+    input); fit-head then refused it, telling to drop an --allow-nonfinite never given."""
+    feats, y, idx = _rows(4)
+    feats[1][2, 1] = 1e5  # finite, beyond float16's 65504
+    w = _writer(tmp_path / "a.h5", dtype="float16", n=4)
+    with pytest.raises(InputError, match=r"too large for --dtype float16 .*1 values of layer 'b'.*--dtype float32"):
+        w.append("train", feats, y, idx)
+    assert w.n_written("train") == 0
+    w.close()
+    feats[1][2, 1] = 6e4  # within range: stored, as before
+    w = _writer(tmp_path / "b.h5", dtype="float16", n=4)
+    w.append("train", feats, y, idx)
+    w.finish()
+    with FeatureStore(tmp_path / "b.h5") as store:
+        assert np.isfinite(store.layer("train", 1)).all()
+
+
 def test_space_is_checked_before_anything_is_written(tmp_path):
     code = textwrap.dedent(
         f"""

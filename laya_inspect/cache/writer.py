@@ -331,6 +331,16 @@ class FeatureWriter:
                 f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
                 "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
             )
+        lost = _overflow(features, self.dtype)
+        if any(lost):
+            names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+            i = next(i for i, n in enumerate(lost) if n)
+            raise InputError(
+                f"activations too large for --dtype {self.dtype.name} in split {split!r}, rows {start}–{stop - 1}: "
+                f"{lost[i]} values of layer {name_of(names, i)!r} (the largest {float(np.abs(features[i]).max()):.4g}) "
+                f"lie beyond its ±{float(np.finfo(self.dtype).max):.6g} and would be stored as ±inf; extract with "
+                "--dtype float32"
+            )
         self._compare(features, split, start)
         pos = 0
         while pos < len(labels):
@@ -555,6 +565,14 @@ def _room(folder: Path) -> tuple[int, float]:
 
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     return shutil.disk_usage(folder).free, math.inf if limit == resource.RLIM_INFINITY else limit
+
+
+def _overflow(features: Sequence[np.ndarray], dtype: np.dtype) -> list[int]:
+    """Per layer, the finite values that ``dtype`` turns into ±inf (float16 holds up to 65504)."""
+    if dtype.itemsize >= 4:
+        return [0] * len(features)
+    with np.errstate(over="ignore"):
+        return [int(np.count_nonzero(np.isfinite(x) & ~np.isfinite(np.asarray(x, dtype=dtype)))) for x in features]
 
 
 def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:
