@@ -141,6 +141,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     """The raw input of one source row, from the dataset the cache was extracted from; a source
     that cannot be read here gives a view with the reason instead of an error."""
     from .data import DATASETS, parse_spec
+    from .data.text import EMPTY_TEXT
 
     spec = store.attrs.get("data_spec")
     info = store.attrs.get("split_info") or {}
@@ -180,7 +181,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         relative = RELATIVE_NOTE if unknown else ""
         return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
-        return InputView("text", text=raw[0])
+        return InputView("text", text=raw[0], note="" if raw[0].strip() else f"an empty text: its {EMPTY_TEXT}")
     x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.ndim != 3:
@@ -345,7 +346,7 @@ def explain_figure(e: Explanation) -> Any:
         ax_in.imshow(e.input.image, cmap="gray" if e.input.image.ndim == 2 else None, vmin=0, vmax=1)
         ax_in.set_title(f"input (source row {e.source_row})", fontsize=10)
     else:
-        shown = e.input.text if e.input.kind == "text" else e.input.note
+        shown = e.input.text if e.input.kind == "text" and not e.input.note else e.input.note
         ax_in.text(0.0, 1.0, textwrap.fill((shown or "")[:600], 45), va="top", ha="left", fontsize=8, wrap=True)
         ax_in.set_title("input text" if e.input.kind == "text" else "input", fontsize=10)
     ax_in.set_axis_off()

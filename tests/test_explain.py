@@ -301,6 +301,33 @@ def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) 
     assert absent.kind is None and "is not in split 'test'" in absent.note
 
 
+def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path) -> None:
+    """QA: explain on a test row whose text was empty printed "input: " and nothing else, then a
+    confident prediction and its layer table; only the cache's warning, naming a CSV line, not the
+    row, said that such a row describes the empty string. The row's own view now says it."""
+    from helpers import write_cache
+
+    from laya_inspect.explain import read_input
+
+    texts = [f"review {i}" if i != 9 else "  " for i in range(12)]
+    lines = ["text,label,split"] + [
+        f"{t},{'pos' if i % 2 else 'neg'},{'test' if i >= 8 else 'train'}" for i, t in enumerate(texts)
+    ]
+    data = tmp_path / "reviews.csv"
+    data.write_text("\n".join(lines) + "\n")
+    feats = [np.random.default_rng(0).normal(size=(4, 3)).astype("float32") for _ in range(2)]
+    cache = write_cache(
+        tmp_path / "t.h5",
+        {"test": (feats, np.array([0, 1, 0, 1]))},
+        data_spec=f"csv:{data}",
+        indices={"test": np.arange(8, 12)},
+    )
+    with FeatureStore(cache) as store:
+        empty, full = read_input(store, "test", 9, label=1), read_input(store, "test", 8, label=0)
+    assert empty.kind == "text" and "an empty text: its features describe the empty string" in empty.note
+    assert full.kind == "text" and full.text == "review 8" and not full.note
+
+
 def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -150,7 +150,7 @@ def _print(e: Any) -> None:
     )
     if e.input.kind == "text":
         console.print(Text("input: " + (e.input.text or "")[:300], style="dim"))
-    elif e.input.kind is None:
+    if e.input.note:
         console.print(Text(e.input.note, style="yellow"))
     console.print(explain_table(e))
     for why in e.skipped.values():

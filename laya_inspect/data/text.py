@@ -214,6 +214,9 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
     )
 
 
+EMPTY_TEXT = "features describe the empty string, not an input"  # of a row whose text is empty or blank
+
+
 def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
     """A warning when some of ``rows`` (the rows in use, after --limit) have no text: their features
     describe the empty string."""
@@ -223,7 +226,7 @@ def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int
     shown = ", ".join(map(str, empty[:5])) + (", …" if len(empty) > 5 else "")
     return [
         f"{path}: {len(empty)} of {len(rows)} rows have an empty text (column {col!r}; line {shown}): their "
-        "features describe the empty string, not an input; remove those rows or fill them in"
+        f"{EMPTY_TEXT}; remove those rows or fill them in"
     ]
 
 
