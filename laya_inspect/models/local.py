@@ -203,6 +203,12 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     mod_name, sep, attr = target.rpartition(":")
     if not sep or not mod_name or not attr:
         raise InputError(f"python model spec {target!r} must look like python:pkg.module:factory")
+    if mod_name.endswith(".py") or "/" in mod_name or os.sep in mod_name:  # a file typed for its module
+        file = Path(mod_name)
+        raise InputError(
+            f"python:{target}: python: takes a module name, not a file path: from the file's folder "
+            f"({file.parent}) pass python:{file.stem}:{attr}, or put that folder on PYTHONPATH"
+        )
     spec_name = f"python:{target}"
     random_init = keeps_random_init(spec_name, options)
     folder = options.search_dir or os.getcwd()
