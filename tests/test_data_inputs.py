@@ -477,7 +477,8 @@ def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warn
     b = load_data(npz(tmp_path, "rare.npz", X=x, y=["cat"] * 20 + ["dog"] * 20 + ["rare"]), seed=0)
     where = "train" if 40 in b.splits["train"].index else "test"
     other = "test" if where == "train" else "train"
-    assert b.warnings == [
+    assert "not stratified, as class 'rare' has a single row" in b.warnings[0]
+    assert b.warnings[1:] == [
         f"dataset 'npz:{tmp_path / 'rare.npz'}': class 'rare' (1 of 3) has no rows in split '{other}' "
         "(after splitting and --limit); its per-class scores there are undefined"
     ]
@@ -846,3 +847,17 @@ def test_a_split_spelled_otherwise_than_the_requested_one_is_a_warning(tmp_path)
         f"csv:{tmp_path / 't.csv'}?split_col=split", splits="train,test,Test", input_spec=TOKENS, tokenizer=VOCAB
     )
     assert not [w for w in both.warnings if "is not read" in w]
+
+
+def test_a_split_that_cannot_be_stratified_is_a_warning(tmp_path):
+    """QA: an image folder or table with a class of one row was split at random, not stratified, with
+    no word (only split_info's "stratified": false): each class's share of the test rows was left to
+    chance, a rare class's few rows could all land on one side."""
+    rows = [f"text {i},{'pos' if i % 2 else 'neg'}" for i in range(40)] + ["odd one,rare"]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    said = [w for w in b.warnings if "not stratified" in w]
+    assert len(said) == 1 and "class 'rare' has a single row" in said[0] and b.split_info["stratified"] is False
+    (tmp_path / "two.csv").write_text("text,label\n" + "\n".join(rows[:40]) + "\n")
+    fine = load_data(f"csv:{tmp_path / 'two.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    assert not [w for w in fine.warnings if "not stratified" in w]

@@ -42,6 +42,7 @@ from .checks import (
     repeated_texts,
     stretched_images,
     unread_spellings,
+    unstratified,
 )
 from .headers import FileHeader, paged_warning, refuse_unreadable
 from .images import load_imagefolder
@@ -281,6 +282,9 @@ def load_data(
     parts = {name: src.open(name) for name in names}
     warnings = list(src.warnings)
     warnings += unread_spellings(spec, names, src.split_names, lambda s: len(src.open(s).labels))
+    if src.split_info.get("stratified") is False:
+        every = np.concatenate([src.open(s).labels for s in src.split_names])
+        warnings += unstratified(spec, list(src.class_names), src.split_info, every)
     source = {n: p.labels for n, p in parts.items()}
     warnings += check_labels(spec, list(src.class_names), source)
     warnings += float_images(spec, src.native, transform if isinstance(transform, ImageTransform) else None)

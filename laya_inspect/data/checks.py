@@ -90,6 +90,26 @@ def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
     ]
 
 
+def unstratified(spec: str, class_names: list[str], info: dict, labels: np.ndarray) -> list[str]:
+    """A warning when the seeded train/test split fell back to a random one (``info["stratified"]``
+    False): a class of one row, or fewer rows on a side than classes, so the classes' shares in each
+    split are left to chance. ``labels``: every row the split was drawn from."""
+    if info.get("stratified") is not False:
+        return []
+    ids, counts = np.unique(labels, return_counts=True)
+    single = [int(c) for c, k in zip(ids, counts) if k == 1]
+    why = (
+        f"{_classes(class_names, single)} {_has(single)} a single row"
+        if single
+        else f"the test or training rows are fewer than the {len(ids)} classes"
+    )
+    return [
+        f"dataset {spec!r}: the train/test split is random, not stratified, as {why}: each class's share of "
+        "the test rows is left to chance; add rows, or give the split yourself (train/ and test/ folders, a "
+        "split column)"
+    ]
+
+
 def _spelling(name: str) -> str:
     """What two spellings of one name share once case and spacing are set aside."""
     return " ".join(str(name).split()).casefold()
