@@ -614,7 +614,7 @@ def test_broken_text_tables_and_named_datasets(tmp_path):
     (cifar / "test_batch").write_bytes(np.random.default_rng(1).bytes(300))
     for spec_, match in [
         (f"csv:{tmp_path / 'empty.csv'}", "no data rows"),
-        (f"csv:{tmp_path / 'latin.csv'}", "not a readable UTF-8 CSV"),
+        (f"csv:{tmp_path / 'latin.csv'}", "not a UTF-8 CSV"),
         (f"jsonl:{tmp_path / 'deep.jsonl'}", r"deep\.jsonl:1: not JSON"),
     ]:
         with pytest.raises(InputError, match=match):
@@ -861,3 +861,17 @@ def test_a_split_that_cannot_be_stratified_is_a_warning(tmp_path):
     (tmp_path / "two.csv").write_text("text,label\n" + "\n".join(rows[:40]) + "\n")
     fine = load_data(f"csv:{tmp_path / 'two.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
     assert not [w for w in fine.warnings if "not stratified" in w]
+
+
+def test_a_file_not_in_utf8_is_refused_naming_its_line_and_the_fix(tmp_path):
+    """QA: a Latin-1 CSV was refused with the decoder's "can't decode byte 0xe9 in position 289" (a
+    byte count from the start of a read chunk, not the file) and no fix; a JSONL alike."""
+    rows = [f"review {i},{'pos' if i % 2 else 'neg'}" for i in range(30)]
+    rows[20] = "un caf\u00e9 tr\u00e8s bon,pos"
+    (tmp_path / "latin.csv").write_bytes(("text,label\n" + "\n".join(rows) + "\n").encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin\.csv:22: byte 0xe9 .*not a UTF-8 CSV file.*save it as UTF-8"):
+        load_data(f"csv:{tmp_path / 'latin.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    lines = [json.dumps({"text": f"r {i}", "label": i % 2}) for i in range(5)] + ['{"text": "caf\u00e9", "label": 0}']
+    (tmp_path / "latin.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin\.jsonl:6: byte 0xe9 .*not a UTF-8 JSONL file"):
+        load_data(f"jsonl:{tmp_path / 'latin.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB)

@@ -84,12 +84,30 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
                 rows.append(row)
                 lines.append(start)
             return columns, rows, lines
-    except (UnicodeDecodeError, csv.Error) as e:
+    except UnicodeDecodeError:
+        raise _not_utf8(path, what) from None
+    except csv.Error as e:
         raise InputError(f"{path}: not a readable UTF-8 {what} file ({e})") from None
     except OSError as e:
         raise read_failed(e) from None
     finally:
         csv.field_size_limit(limit)
+
+
+def _not_utf8(path: Path, what: str) -> InputError:
+    """The first byte of ``path`` that is not UTF-8, by its line (the decoder's own position counts
+    bytes from the start of whatever chunk it was reading), and the fix."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+        where = f"{path}"
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        where = f"{path}:{line}: byte 0x{data[e.start]:02x} ({e.reason}):"
+    return InputError(
+        f"{where} not a UTF-8 {what} file; a spreadsheet or an older editor saved it in another encoding "
+        f"(Latin-1, Windows-1252): save it as UTF-8, e.g. `iconv -f cp1252 -t utf-8 {path.name}`"
+    )
 
 
 def _unclosed_quote(rows: list[dict], lines: list[int], text_col: str, label_col: str, path: Path, sep: str) -> None:
@@ -135,8 +153,8 @@ def _read_jsonl(path: Path) -> tuple[list[str], list[dict], list[int]]:
     try:
         # on "\n" alone: splitlines() also breaks at U+2028, U+0085, … which JSON strings may hold raw
         lines = path.read_text(encoding="utf-8-sig").split("\n")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text ({e})") from None
+    except UnicodeDecodeError:
+        raise _not_utf8(path, "JSONL") from None
     except OSError as e:
         raise read_failed(e) from None
     for lineno, line in enumerate(lines, 1):
