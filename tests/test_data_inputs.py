@@ -478,9 +478,14 @@ def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warn
     where = "train" if 40 in b.splits["train"].index else "test"
     other = "test" if where == "train" else "train"
     assert "not stratified, as class 'rare' has a single row" in b.warnings[0]
+    why = (
+        "a head fitted on it can never predict them, and their test rows all count as misses"
+        if other == "train"
+        else "its per-class scores there are undefined"
+    )
     assert b.warnings[1:] == [
         f"dataset 'npz:{tmp_path / 'rare.npz'}': class 'rare' (1 of 3) has no rows in split '{other}' "
-        "(after splitting and --limit); its per-class scores there are undefined"
+        f"(after splitting and --limit); {why}"
     ]
     y = ["cat"] * 20 + ["dog"] * 20 + ["rare", "odd"]  # two classes in one split only: "have", QA
     b = load_data(npz(tmp_path, "rare2.npz", X=np.concatenate([x, x[:1]]), y=y), seed=0)
@@ -875,3 +880,15 @@ def test_a_file_not_in_utf8_is_refused_naming_its_line_and_the_fix(tmp_path):
     (tmp_path / "latin.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
     with pytest.raises(InputError, match=r"latin\.jsonl:6: byte 0xe9 .*not a UTF-8 JSONL file"):
         load_data(f"jsonl:{tmp_path / 'latin.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB)
+
+
+def test_a_class_without_training_rows_is_said_to_be_one_no_head_can_predict(tmp_path):
+    """QA: a split column whose test rows held a class the training rows lacked got the same line as a
+    class missing from the test rows, "its per-class scores there are undefined", though no head
+    fitted on the training split can ever predict it."""
+    rows = [f"text {i},{'pos' if i % 2 else 'neg'},train" for i in range(20)]
+    rows += [f"test {i},{['pos', 'neg', 'mid'][i % 3]},test" for i in range(9)]
+    (tmp_path / "t.csv").write_text("text,label,split\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}?split_col=split", input_spec=TOKENS, tokenizer=VOCAB)
+    said = [w for w in b.warnings if "no rows in split 'train'" in w]
+    assert len(said) == 1 and "class 'mid'" in said[0] and "can never predict them" in said[0]

@@ -142,10 +142,15 @@ def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarra
     for split, labels in kept.items():
         missing = sorted(seen - set(np.unique(labels).tolist()))
         if missing:
+            # a class the training split lacks is one no head fitted on it can ever predict
+            why = (
+                "a head fitted on it can never predict them, and their test rows all count as misses"
+                if split == "train"
+                else "its per-class scores there are undefined"
+            )
             out.append(
                 f"dataset {spec!r}: {_classes(class_names, missing)} ({len(missing)} of {len(class_names)}) "
-                f"{_has(missing)} no rows in split {split!r} "
-                "(after splitting and --limit); its per-class scores there are undefined"
+                f"{_has(missing)} no rows in split {split!r} (after splitting and --limit); {why}"
             )
     return out
 
