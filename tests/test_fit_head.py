@@ -257,6 +257,21 @@ def test_a_class_whose_only_training_row_went_to_validation_is_flagged(tmp_path:
     assert any(w.startswith("class(es) '1' have test rows but no training rows") for w in said), said
 
 
+def test_a_class_whose_only_training_row_validation_took_is_said_so_with_the_fix(tmp_path: Path) -> None:
+    """QA: with --val-mode last on a folder listed class by class, the one image of class 'frog' in
+    the train split went to validation; the gate said "'frog' have test rows but no training rows",
+    as if the data lacked them, not naming the validation rows that took it, nor the fix."""
+    y_train = np.r_[np.arange(40) % 2 * 2, 1]  # class 1: one row, the last: --val-mode last takes it
+    cache = class_blob_cache(tmp_path / "c.h5", y_train, np.arange(12) % 3)
+    cfg = FitConfig(heads=("last",), seeds=(0,), epochs=2, probe=False, device="cpu", val_mode="last")
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
+    (said,) = [h["warnings"] for h in result.summary["heads"] if h["head"] == "last"]
+    (line,) = [w for w in said if w.startswith("class(es) '1' have test rows but no training rows")]
+    assert "the training split has 1 row(s) of them, all taken as validation rows" in line
+    assert "--val-mode stratified" in line
+
+
 def test_validation_rows_of_a_class_with_no_training_rows_do_not_steer_early_stopping(tmp_path: Path) -> None:
     """Class 1's rows all went to validation: no head can get them right, and their loss (the logit
     held 200 below the rest) grew with the other logits' spread, so the validation loss that picks

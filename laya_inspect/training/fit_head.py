@@ -422,7 +422,7 @@ def _fit_into(
         constant=constant,
         n_test=test.n,
         duplicates=duplicates,
-        unlearnable=unlearnable_classes(train.labels[train_rows], test.labels, store.class_names),
+        unlearnable=unlearnable_classes(train.labels[train_rows], test.labels, store.class_names, train.labels),
         in_train=in_train,
         repeated=repeated,
         small=[

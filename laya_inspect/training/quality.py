@@ -122,9 +122,15 @@ def chance_level(labels: np.ndarray) -> float:
     return float(counts.max() / counts.sum()) if counts.sum() else math.nan
 
 
-def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class_names: Sequence[str]) -> str | None:
+def unlearnable_classes(
+    train_labels: np.ndarray,
+    test_labels: np.ndarray,
+    class_names: Sequence[str],
+    split_labels: np.ndarray | None = None,
+) -> str | None:
     """A warning when classes of the test split have no training rows (``train_labels``: the rows the
-    heads are fitted on, validation rows left out): no head can predict them."""
+    heads are fitted on, validation rows left out): no head can predict them. ``split_labels``, the
+    whole training split, names the rows of them the validation rows took, where it had some."""
     n = max(len(class_names), int(max(train_labels.max(initial=-1), test_labels.max(initial=-1))) + 1)
     seen, tested = np.bincount(train_labels, minlength=n), np.bincount(test_labels, minlength=n)
     gaps = [c for c in range(n) if seen[c] == 0 and tested[c] > 0]
@@ -132,9 +138,17 @@ def unlearnable_classes(train_labels: np.ndarray, test_labels: np.ndarray, class
         return None
     names = ", ".join(repr(name_of(class_names, c)) for c in gaps[:5])
     rows = int(sum(tested[c] for c in gaps))
+    split = np.bincount(split_labels, minlength=n) if split_labels is not None else np.zeros(n, dtype=np.int64)
+    held = int(sum(split[c] for c in gaps))
+    why = (
+        f"; the training split has {held} row(s) of them, all taken as validation rows: lower --val-fraction, "
+        "or use --val-mode stratified (below --val-fraction 0.5 it keeps a class's only row for training)"
+        if held
+        else ""
+    )
     return (
         f"class(es) {names}{', …' if len(gaps) > 5 else ''} have test rows but no training rows: no head can "
-        f"predict them, and their {rows} of {len(test_labels)} test rows count as misses"
+        f"predict them, and their {rows} of {len(test_labels)} test rows count as misses{why}"
     )
 
 
