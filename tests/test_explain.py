@@ -328,6 +328,36 @@ def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path) -> Non
     assert full.kind == "text" and full.text == "review 8" and not full.note
 
 
+def test_a_text_with_a_newline_or_a_direction_override_is_shown_on_one_line(tmp_path: Path) -> None:
+    """QA: explain printed a row's text as it was: a newline broke the "input:" line in two, and a
+    right-to-left override (U+202E) turned the rest of the terminal line round, so the words on screen
+    were not the order the model read. Characters that do not print are now shown as escapes."""
+    from helpers import write_cache
+
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    texts = [f"review {i}" for i in range(24)]
+    texts[20] = "first line\nsecond \u202eline"
+    lines = ["text,label,split"] + [f'"{t}",{i % 2},{"test" if i >= 16 else "train"}' for i, t in enumerate(texts)]
+    data = tmp_path / "reviews.csv"
+    data.write_text("\n".join(lines) + "\n")
+    rng = np.random.default_rng(0)
+    y = np.arange(24) % 2
+    feats = [rng.normal(size=(24, 3)).astype("float32") + y[:, None] for _ in range(2)]
+    splits = {"train": ([f[:16] for f in feats], y[:16]), "test": ([f[16:] for f in feats], y[16:])}
+    cache = write_cache(
+        tmp_path / "t.h5", splits, data_spec=f"csv:{data}", indices={"train": np.arange(16), "test": np.arange(16, 24)}
+    )
+    cfg = FitConfig(heads=("laya",), seeds=(0,), d_star=8, epochs=2, probe=False, device="cpu")
+    with FeatureStore(cache) as store:
+        (run,) = fit_heads(store, cfg, out_dir=tmp_path / "fit").runs
+    args = ["explain", str(run.head_dir), "--cache", str(cache), "--row", "4", "--draws", "2", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "r.png")], env=ENV)
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("input:")]
+    assert line == "input: first line\\nsecond \\u202eline", line
+
+
 def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

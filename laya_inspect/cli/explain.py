@@ -49,6 +49,12 @@ def explain_table(e: Any) -> Table:
     return table
 
 
+def _printable(text: str) -> str:
+    """``text`` with each character that does not print (a newline, a right-to-left override) as its
+    escape: one line, its words in the order the model read them."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _top_layers(values: Any) -> Any:
     """(L,) bool: the layers whose value is the column's largest (NaNs never; none when all are NaN)."""
     import numpy as np
@@ -149,7 +155,7 @@ def _print(e: Any) -> None:
         highlight=False,
     )
     if e.input.kind == "text":
-        console.print(Text("input: " + (e.input.text or "")[:300], style="dim"))
+        console.print(Text("input: " + _printable((e.input.text or "")[:300]), style="dim"))
     if e.input.note:
         console.print(Text(e.input.note, style="yellow"))
     console.print(explain_table(e))
