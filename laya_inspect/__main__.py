@@ -1,21 +1,37 @@
 """`python -m laya_inspect` and the `laya-inspect` command. Ctrl-C and SIGTERM are handled from the
 first line, before the command line's modules load (≈ 0.2 s): a signal then ends the run with the
 usual line and the shell's exit code (130 for SIGINT, 143 for SIGTERM), and nothing has been written.
-A signal once the command has returned, while the process exits, says that its work is complete."""
+A signal once the command has returned, while the process exits, says that its work is complete;
+the process then ends after its atexit callbacks, without the interpreter's teardown."""
 
 from __future__ import annotations
 
+import atexit
 import sys
 
-from .runtime import FINISHED_BEFORE, NOTHING_HALF_WRITTEN, StartStopped, starting_signals
+from .runtime import (
+    FINISHED_BEFORE,
+    NOTHING_HALF_WRITTEN,
+    StartStopped,
+    exit_at_last,
+    exit_when_finished,
+    starting_signals,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
+    if argv is None:  # the process's own command line (not a caller's in-process run): its exit is ours
+        atexit.register(exit_at_last)  # first registered, so it runs last
     try:
         with starting_signals():
             from .cli import main as run  # the commands' modules load here
 
-            run(argv)
+            try:
+                run(argv)
+            except SystemExit as e:
+                if argv is None:
+                    exit_when_finished(e.code)
+                raise
     except StartStopped as e:
         import signal
 

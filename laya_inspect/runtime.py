@@ -248,8 +248,55 @@ def starting_signals() -> Iterator[None]:
         yield
     finally:
         for guarded, before in list(_guarded.items()):
-            signal.signal(guarded, before)
+            signal.signal(guarded, _say_finished if _exit_code else before)
         _guarded.clear()
+
+
+# The exit code of a finished command while its process exits (:func:`exit_when_finished`), else empty.
+_exit_code: list[int] = []
+
+
+def exit_when_finished(code: Any) -> None:
+    """Said by the process's own command line as a command's exit code leaves it. Once the command
+    has finished, the interpreter's teardown (torch unloading: seconds) runs no Python code, so a
+    Ctrl-C there killed the process silently (exit -2). Instead a signal from here on says the
+    results are complete (exit 128 + N), and :func:`exit_at_last` ends the process after the atexit
+    callbacks, skipping that teardown: every output is already written, synced and closed."""
+    if _finished.is_set() and (code is None or isinstance(code, int)):
+        _exit_code[:] = [code or 0]
+
+
+def _say_finished(signum: int, frame: Any) -> None:
+    import signal
+    import sys
+
+    word = "terminated" if signum == signal.SIGTERM else "interrupted"
+    _flush(sys.stdout)
+    os.write(2, f"{word}: {FINISHED_BEFORE}\n".encode())
+    os._exit(128 + signum)
+
+
+def exit_at_last() -> None:
+    """An atexit callback, registered before any other so that it runs last: a finished command's
+    process ends here with its exit code (:func:`exit_when_finished`); any other exits as usual."""
+    if not _exit_code:
+        return
+    import sys
+
+    if "logging" in sys.modules:  # registered its own flush after this callback, so it would not run
+        import logging
+
+        logging.shutdown()
+    _flush(sys.stdout)
+    _flush(sys.stderr)
+    os._exit(_exit_code[0])
+
+
+def _flush(stream: Any) -> None:
+    try:
+        stream.flush()
+    except (AttributeError, OSError, ValueError):  # closed, a pipe whose reader left, or none
+        pass
 
 
 @contextmanager

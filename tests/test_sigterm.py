@@ -292,3 +292,36 @@ def test_ctrl_c_once_the_command_has_finished_does_not_say_its_work_was_lost(tmp
 
     assert lines[-1] == f"interrupted: {FINISHED_BEFORE}", done.stderr[-2000:]
     assert done.returncode == 130 and (out / "summary.json").is_file()
+
+
+# The child signals itself as laya-inspect's main returns, its exit code on the way out: the moment a
+# Ctrl-C lands while the interpreter tears down (torch unloading takes seconds); no timing.
+SIGNAL_WHILE_EXITING = """
+import os, runpy, signal, sys
+
+def hook(frame, event, arg):
+    if event == "return" and frame.f_code.co_name == "main" and frame.f_code.co_filename.endswith("__main__.py"):
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGINT)
+
+sys.setprofile(hook)
+sys.argv = ["laya-inspect", "train", "--model", "zoo:mlp", "--data", "digits", "--limit", "100", "--epochs", "1",
+            "--device", "cpu", "--out", {out!r}]
+runpy.run_module("laya_inspect", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_while_the_process_exits_says_the_results_are_complete(tmp_path: Path) -> None:
+    """QA: Ctrl-C about a second after a command printed its results, while the interpreter unloaded
+    torch, ended the process by the signal (exit -2) with no line at all. It says the results are
+    complete, with the shell's exit code for the signal."""
+    out = tmp_path / "ckpt.pt"
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNAL_WHILE_EXITING.format(out=str(out))], env=ENV, capture_output=True,
+        text=True, timeout=120, preexec_fn=ctrl_c_as_at_a_terminal,
+    )  # fmt: skip
+    from laya_inspect.runtime import FINISHED_BEFORE
+
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.strip().splitlines()[-1] == f"interrupted: {FINISHED_BEFORE}", done.stderr[-2000:]
+    assert out.is_file() and "next:" in done.stdout
