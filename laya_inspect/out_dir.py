@@ -124,7 +124,7 @@ def _record_digest(marker: dict[str, Any]) -> str:
 
 def _intact(marker: dict[str, Any]) -> bool:
     """Whether ``marker`` lists what the command wrote it with: one without a digest of its list (an
-    earlier version's) is taken as it is, as before."""
+    earlier version's) is taken as it is, its files held to their time instead (:func:`_edited`)."""
     return "files_digest" not in marker or marker["files_digest"] == _record_digest(marker)
 
 
@@ -150,17 +150,41 @@ def refresh_digests(folder: str | Path) -> None:
             write_json(path, record)
 
 
-def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> bool:
-    """Whether ``entry``, a file ``marker`` lists, no longer holds what the command wrote (a summary
-    edited by hand, another file saved under its name). A marker without digests says nothing."""
+def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> str:
+    """What ``entry``, a file ``marker`` lists, is instead of what the command wrote ("" when it is
+    that): a file whose content no longer has the SHA-256 the marker records (a summary edited by
+    hand, another file saved under its name); under a marker an earlier version wrote (no
+    ``files_digest``, so an edit to its list is not seen), also a file without a digest there that
+    changed after the marker was written: a user's file, listed by hand, is newer than the marker."""
     digests = (marker or {}).get("sha256")
     want = digests.get(rel) if isinstance(digests, dict) else None
-    if not isinstance(want, str) or entry.is_symlink() or not entry.is_file():
-        return False
+    if entry.is_symlink() or not entry.is_file():
+        return ""
     try:
-        return entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want
+        if isinstance(want, str):
+            return _EDITED if entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want else ""
+        if marker is not None and "files_digest" not in marker and not _before(entry, marker):
+            return _NEWER
     except OSError:
-        return True
+        return _EDITED
+    return ""
+
+
+# The marker's time is in whole seconds, written after every file it lists; a file system's clock may
+# lag the process's a little (a network mount).
+_CLOCK_SLACK_S = 2.0
+_NEWER = " (newer than the marker, which an earlier version wrote without a digest)"
+
+
+def _before(entry: Path, marker: dict[str, Any]) -> bool:
+    """Whether ``entry`` last changed (its ctime, which no tool sets back) before ``marker`` was written."""
+    from datetime import datetime
+
+    try:
+        written = datetime.fromisoformat(str(marker.get("written"))).timestamp()
+    except ValueError:  # no time: nothing tells the command's files from others
+        return False
+    return entry.lstat().st_ctime < written + 1 + _CLOCK_SLACK_S
 
 
 def foreign_files(folder: str | Path) -> list[str]:
@@ -195,8 +219,8 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
                 found += [f"{rel}/{p}" for p in _foreign(entry, entry, inner)]
             else:
                 found += _foreign(root, entry, marker)
-        elif _edited(entry, rel, marker):
-            found.append(rel + _EDITED)
+        elif what := _edited(entry, rel, marker):
+            found.append(rel + what)
     return found
 
 
@@ -386,7 +410,7 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
     foreign = foreign_files(out)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
-        edited = _EDITED_NOTE if any(f.endswith(_EDITED) for f in foreign) else ""
+        edited = _EDITED_NOTE if any(f.endswith((_EDITED, _NEWER)) for f in foreign) else ""
         raise InputError(
             f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
             f"choose another {flag}, or empty it yourself"

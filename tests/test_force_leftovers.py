@@ -157,6 +157,36 @@ def test_markers_of_earlier_versions_and_refreshed_digests_still_work(tmp_path):
     assert foreign_files(out) == []
 
 
+def test_a_users_file_listed_in_an_earlier_versions_marker_is_not_deleted(tmp_path, monkeypatch):
+    """Audit: a marker written before `files_digest` was trusted whole, so a user who added their own
+    file's name to its list had that file deleted by --force. Under such a marker a listed file that
+    changed after the marker was written (a digest aside) is not the command's."""
+    import time
+
+    from laya_inspect import out_dir
+
+    monkeypatch.setattr(out_dir, "_CLOCK_SLACK_S", 0.0, raising=False)  # the test's clock and its file system's agree
+    out = written(tmp_path / "out")
+    _edit_marker(out, lambda m: m.pop("files_digest"))
+    written_at = json.loads((out / MARKER).read_text())["written"]
+    while time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()) <= written_at:  # the marker's second is over
+        time.sleep(0.05)
+    (out / "mine.csv").write_text("data")
+    _edit_marker(out, lambda m: m["files"].append("mine.csv"))
+    assert foreign_files(out) == ["mine.csv (newer than the marker, which an earlier version wrote without a digest)"]
+    with pytest.raises(InputError, match=r"did not write or that changed since it wrote them \(mine\.csv \(newer"):
+        written(out)
+    assert (out / "mine.csv").read_text() == "data"
+    _edit_marker(out, lambda m: m.pop("sha256"))  # the oldest markers record no digests at all
+    (out / "plots" / "mine.png").write_text("png")
+    _edit_marker(out, lambda m: m["files"].append("plots/mine.png"))
+    assert [f.split(" ")[0] for f in foreign_files(out)] == ["mine.csv", "plots/mine.png"]
+    (out / "mine.csv").unlink()
+    (out / "plots" / "mine.png").unlink()
+    written(out, {"summary.json": "[]"})  # the command's own untouched files are replaced as before
+    assert (out / "summary.json").read_text() == "[]"
+
+
 @pytest.fixture
 def user_dir(tmp_path):
     """A folder a user who is not root works in: under root, one nobody owns and can reach (pytest's
