@@ -352,6 +352,31 @@ def output_lock(path: str | Path) -> Iterator[None]:
             remove_empty(made)
 
 
+def dead_lock_pid(lock: Path) -> int | None:
+    """The PID a lock file of :func:`output_lock` holds when the run that wrote it is gone: its process
+    no longer exists and no process holds its flock (a run killed with SIGKILL leaves the file). None
+    for any other file: a symlink, a user's file, a lock a running writer holds."""
+    import fcntl
+
+    try:
+        if lock.is_symlink() or not lock.is_file() or lock.stat().st_size > LOCK_MAX_BYTES:
+            return None
+        held = lock.read_bytes()
+        pid = pid_of(held.decode("ascii").strip()) if lock_content(held) else None
+        if pid is None or running(pid):
+            return None
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared lock: taken only when no writer holds it
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing the descriptor releases the shared lock
+    return pid
+
+
 # Linux never gives a process a larger PID (PID_MAX_LIMIT, 2**22): ``notes.tmp-20240105`` is a date
 # the user wrote, not a PID the tool did.
 PID_MAX = 2**22

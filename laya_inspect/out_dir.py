@@ -21,6 +21,7 @@ from typing import Any
 from .errors import InputError, WriteError, os_message
 from .files import (
     LOCK_MAX_BYTES,
+    dead_lock_pid,
     keep_folder_mode,
     lock_content,
     output_lock,
@@ -209,7 +210,7 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
             continue
         rel = entry.relative_to(root).as_posix()
         partial = rel.endswith(".partial") and rel.removesuffix(".partial") in owned
-        if _own_temp_entry(entry, root, owned) or (partial and _partial_cache(entry)):
+        if _own_temp_entry(entry, root, owned) or (partial and _partial_cache(entry)) or _killed_run_left(entry):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
@@ -240,6 +241,25 @@ def _own_temp_entry(entry: Path, root: Path, owned: set[str]) -> bool:
         return entry.stat().st_size <= LOCK_MAX_BYTES and lock_content(entry.read_bytes())
     except OSError:
         return False
+
+
+def _killed_run_left(entry: Path) -> bool:
+    """Whether ``entry`` is the lock or temporary file or folder of a killed run writing an output that
+    lies inside this one (`compare --out heads/cmp`, killed with SIGKILL): only both together prove it,
+    the lock ``.X.lock`` holding the PID of a run that is gone (:func:`dead_lock_pid`) beside
+    ``.X.tmp-PID`` or ``X.tmp-PID`` of that PID. Not ``.X.old-PID``: the previous output of a swap
+    cut short, which the next run on X puts back."""
+    for target in temp_of(entry.name):
+        if entry.name == f".{target}.old-{entry.name.rpartition('-')[2]}":
+            return False
+        pid = dead_lock_pid(entry.parent / f".{target}.lock")
+        if pid is None:
+            continue
+        temps = [entry.parent / f".{target}.tmp-{pid}", entry.parent / f"{target}.tmp-{pid}"]
+        temps = [t for t in temps if t.exists() and not t.is_symlink()]
+        if temps and (entry.name == f".{target}.lock" or entry in temps):
+            return True
+    return False
 
 
 def _partial_cache(entry: Path) -> bool:
@@ -413,8 +433,25 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
         edited = _EDITED_NOTE if any(f.endswith((_EDITED, _NEWER)) for f in foreign) else ""
         raise InputError(
             f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
-            f"choose another {flag}, or empty it yourself"
+            f"choose another {flag}, or empty it yourself{_left_note(out, foreign)}"
         )
+
+
+def _left_note(out: Path, foreign: Sequence[str]) -> str:
+    """What to do with foreign entries named as a laya-inspect run's temporary names (:func:`temp_of`)
+    whose lock does not prove them a killed run's (:func:`_killed_run_left`): the run on that output
+    clears them, or puts back the previous output a swap cut short left as ``.X.old-PID``."""
+    targets = []
+    for rel in foreign:
+        folder, _, name = rel.rstrip("/").rpartition("/")
+        targets += [(out / folder / t).as_posix() for t in temp_of(name)[:1]]
+    if not targets:
+        return ""
+    named = ", ".join(sorted(set(targets))[:_SHOWN])
+    return (
+        f"; those named as laya-inspect's temporary files are of {named}: the command that writes it clears "
+        f"them when run on it again (and puts back an output its killed run had moved aside)"
+    )
 
 
 def _writer(command: str | None) -> str:

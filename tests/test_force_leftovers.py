@@ -118,6 +118,43 @@ def test_a_users_small_numbered_temporary_name_inside_an_output_is_theirs(tmp_pa
     assert (out / "notes.tmp-1").read_text() == "mine"
 
 
+def test_what_a_killed_run_inside_an_output_left_does_not_stop_force(tmp_path):
+    """Audit: `compare --out heads/cmp` killed with SIGKILL left `.cmp.lock` and `.cmp.tmp-PID/` in
+    heads/, and `fit-head --out heads --force` refused them as the user's. The lock holding the PID
+    of a run that is gone, beside that PID's temporary name, proves them a killed run's; anything
+    short of that stays refused, with what to do."""
+    import subprocess
+    import sys
+
+    out = written(tmp_path / "out")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    pid = child.pid  # a process that is gone
+    (out / f".cmp.tmp-{pid}" / "plots").mkdir(parents=True)
+    (out / f".cmp.tmp-{pid}" / "attributions.h5").write_bytes(b"half")
+    (out / ".cmp.lock").write_text(str(pid))
+    (out / f"fig.png.tmp-{pid}").write_text("half a figure")  # a killed explain --out out/fig.png
+    (out / ".fig.png.lock").write_text(str(pid))
+    assert foreign_files(out) == []
+    written(out, {"summary.json": "[]"})
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "summary.json"]
+
+    (out / f".cmp.tmp-{pid}").mkdir()  # without its lock: only named like one
+    (out / f".old.old-{pid}").mkdir()  # a swap cut short: the previous output of out/old, put back by its next run
+    (out / ".old.lock").write_text(str(pid))
+    (out / f".live.tmp-{os.getppid()}").mkdir()  # a run still writing out/live (a process that exists)
+    (out / ".live.lock").write_text(str(os.getppid()))
+    live = os.getppid()
+    assert foreign_files(out) == sorted(
+        [f".cmp.tmp-{pid}/", ".live.lock", f".live.tmp-{live}/", ".old.lock", f".old.old-{pid}/"]
+    )
+    with pytest.raises(
+        InputError, match=r"temporary files are of .*out/cmp, .*out/live, .*out/old: the command that writes it"
+    ):
+        written(out)
+    assert (out / f".old.old-{pid}").is_dir() and (out / f".cmp.tmp-{pid}").is_dir()
+
+
 def _edit_marker(out: Path, change) -> None:
     marker = json.loads((out / MARKER).read_text())
     change(marker)
