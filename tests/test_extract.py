@@ -205,6 +205,19 @@ def test_an_out_named_like_extracts_own_working_files_is_refused_and_nothing_is_
         extract_features(torch.nn.Sequential(torch.nn.Linear(2, 2)), batches, layers=["0"], out=out)
 
 
+@pytest.mark.parametrize("out", [".", ".."])
+def test_an_out_with_no_name_of_its_own_is_refused_as_a_folder(ckpt, tmp_path, monkeypatch, out):
+    # `extract --out .` ended in a traceback (ValueError: PosixPath('.') has an empty name) from the
+    # check of the names extract keeps beside a cache, before the folder check could say what was wrong
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    res = runner.invoke(app, extract_args(ckpt, out, "--limit", "40", "--overwrite"), env={"COLUMNS": "300"})
+    assert res.exit_code == 1, res.output
+    assert isinstance(res.exception, SystemExit), res.exception  # no traceback
+    assert f"--out {out} is a folder" in res.output
+    assert list((tmp_path / "work").iterdir()) == []
+
+
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_a_users_file_where_the_shards_folder_goes_is_refused_in_one_line_and_kept(ckpt, tmp_path, overwrite):
     # a file at X.h5.shards stopped extract of X.h5 with "X.h5.shards/manifest.json cannot be read

@@ -48,7 +48,10 @@ def refuse_reserved_name(out: str | Path) -> None:
     extraction would resume from or, with --overwrite, delete; one at ``<cache>.shards`` (the folder of
     a torchrun extraction's shards) stops every later extract of ``<cache>``, --overwrite included,
     whose shard manifest cannot be read inside a file."""
-    name, cache = Path(out).name, Path(out).with_suffix("")
+    name = Path(out).name
+    if not name.endswith((".partial", SHARDS_SUFFIX)):  # "." or "..", too: no name, no suffix (a folder)
+        return
+    cache = Path(out).with_suffix("")
     if name.endswith(".partial"):
         raise InputError(
             f"--out {out} ends in '.partial', the suffix extract gives its own unfinished caches (an interrupted "
