@@ -236,11 +236,14 @@ def test_activations_float16_cannot_hold_are_refused_not_stored_as_inf(tmp_path)
 
 
 def test_space_is_checked_before_anything_is_written(tmp_path):
+@pytest.mark.parametrize(("limit", "said"), [(200_000, "at most 0.2 MB"), (24_576, "at most 25 KB")])
+def test_space_is_checked_before_anything_is_written(tmp_path, limit, said):
+    # `ulimit -f 24` (24 KB) was said as "files of at most 0.0 MB"
     code = textwrap.dedent(
         f"""
         import resource, sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
         from laya_inspect.cache.writer import FeatureWriter
         from laya_inspect.errors import WriteError
         try:
@@ -252,7 +255,7 @@ def test_space_is_checked_before_anything_is_written(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "errno 27" in out.stdout and "ulimit" in out.stdout
+    assert "errno 27" in out.stdout and "ulimit" in out.stdout and said in out.stdout, out.stdout
     assert list(tmp_path.iterdir()) == []
 
 

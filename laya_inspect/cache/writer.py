@@ -580,4 +580,6 @@ def _nonfinite(features: Sequence[np.ndarray]) -> list[int]:
 
 
 def _mb(n: float) -> str:
+    if n < 1e5:  # a small `ulimit -f` would read "0.0 MB"
+        return f"{n / 1e3:,.0f} KB"
     return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
