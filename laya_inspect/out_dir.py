@@ -7,6 +7,7 @@ unchanged since it was written (docs/RELIABILITY.md).
 
 from __future__ import annotations
 
+import errno
 import glob
 import hashlib
 import json
@@ -391,14 +392,19 @@ STEPS_REWRITE = ("demo",)
 
 
 def _refuse_file_above(out: Path, flag: str) -> None:
-    """Refuse an output under a path that is a file (``notes.txt/results``): no folder can be made
-    there, and the lock beside the output would fail only after the run's work, naming the lock."""
+    """Refuse an output under a path that is a file (``notes.txt/results``), or in a folder this process
+    may not write in (read-only, another user's, a read-only mount): no folder can be made there, and
+    the lock or temporary name beside the output would fail only after the run's work (compare's
+    attributions), naming the lock."""
     for above in Path(os.path.abspath(out)).parents:
         if above.exists():
             if not above.is_dir():
                 raise InputError(
                     f"{flag} {out} lies under {above}, which is a file, not a folder; choose another {flag}"
                 )
+            if not os.access(above, os.W_OK | os.X_OK):
+                denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(above))
+                raise InputError(f"{os_message(denied, f'{flag} {out}: cannot write in')}; choose another {flag}")
             return
 
 

@@ -272,6 +272,24 @@ def _as_a_user(folder: Path, body) -> str:
     return said
 
 
+def test_an_output_in_a_folder_the_user_cannot_write_in_is_refused_before_any_work(user_dir):
+    """Audit: compare into a read-only folder computed every attribution, then failed at the end with
+    "could not lock ro/.cmp.lock: Permission denied"; check_out, run before any work, refuses it."""
+    from laya_inspect.out_dir import check_out
+
+    (user_dir / "ro").mkdir()
+    os.chmod(user_dir / "ro", 0o555)
+    for out, kind in ((user_dir / "ro" / "cmp", "folder"), (user_dir / "ro" / "new" / "deeper", "folder"),
+                      (user_dir / "ro" / "fig.png", "file")):  # fmt: skip
+        said = _as_a_user(
+            user_dir, lambda out=out, kind=kind: check_out(out, force=False, command="compare", kind=kind)
+        )
+        assert said.startswith(f"{InputError.__name__}: --out {out}: cannot write in {user_dir / 'ro'}"), said
+        assert "errno 13" in said
+    assert list((user_dir / "ro").iterdir()) == []
+    assert _as_a_user(user_dir, lambda: check_out(user_dir / "cmp", force=False, command="compare")) == ""
+
+
 def test_a_read_only_file_is_replaced_and_stays_read_only(user_dir):
     """Review: keeping a replaced file's mode gave the temporary file 0444 before it was opened again
     to be synced, so a user's read-only checkpoint or cache (chmod a-w) failed train --force or
