@@ -526,8 +526,11 @@ def atomic_dir(
             if out.exists():
                 os.replace(out, old)
             os.replace(tmp, out)
-        except OSError as e:
-            raise WriteError(os_message(e)) from None
+        except (OSError, WriteError) as e:  # a full disk names a file in the temporary folder, removed below
+            said = os_message(e) if isinstance(e, OSError) else str(e)
+            # a folder written inside another output's temporary folder (a head directory: no lock of
+            # its own) is not one the user named: that output's line says what was kept
+            raise WriteError(f"{said}; {flag} {path} was left as it was" if lock else said) from None
         finally:
             if old.exists() and not out.exists():  # stopped between the two renames: the old one goes back
                 os.replace(old, out)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from laya_inspect.errors import InputError
+from laya_inspect.errors import InputError, os_message
 from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, refresh_digests, write_marker
 
 
@@ -153,6 +153,25 @@ def test_what_a_killed_run_inside_an_output_left_does_not_stop_force(tmp_path):
     ):
         written(out)
     assert (out / f".old.old-{pid}").is_dir() and (out / f".cmp.tmp-{pid}").is_dir()
+
+
+def test_a_write_that_fails_names_the_output_left_as_it_was(tmp_path):
+    """A full disk in compare, prune, diagnose or early-exit named a file inside the hidden temporary
+    folder alone (`.cmp.tmp-PID/attributions.h5: File too large`), not that --out was kept (fit-head
+    said so on its own); a head directory written inside another output adds nothing of its own."""
+    from laya_inspect.errors import WriteError
+    from laya_inspect.files import write_text
+
+    out = written(tmp_path / "out")
+    before = (out / "summary.json").read_text()
+    with pytest.raises(WriteError, match=r"File too large \(errno 27\); --out .*out was left as it was$"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            raise WriteError(os_message(OSError(27, "File too large", str(tmp / "attributions.h5"))))
+    assert (out / "summary.json").read_text() == before
+    with pytest.raises(WriteError, match=r"errno 13\)$"):
+        with atomic_dir(tmp_path / "head", force=True, lock=False, flag="head directory") as tmp:
+            write_text(tmp / "config.json", "{}")
+            raise WriteError(os_message(PermissionError(13, "Permission denied", str(tmp / "weights.pt"))))
 
 
 def _edit_marker(out: Path, change) -> None:

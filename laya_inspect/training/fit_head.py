@@ -35,7 +35,7 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
-from ..errors import InputError, WriteError, class_label, name_of
+from ..errors import InputError, class_label, name_of
 from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
@@ -224,14 +224,11 @@ def fit_heads(
         )
     if not world.is_main:  # rank 0 writes the folder; this process only runs its share of the runs
         return _fit_into(store, config, None, final=out, device=device, emit=emit, world=world, said=said)
-    try:
-        with atomic_dir(out, force=overwrite, command="fit-head", inputs=[store.path]) as tmp:
-            result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world, said=said)
-            from ..report import write_report_html
+    with atomic_dir(out, force=overwrite, command="fit-head", inputs=[store.path]) as tmp:
+        result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world, said=said)
+        from ..report import write_report_html
 
-            result.files["report_html"] = write_report_html(tmp, as_dir=out)
-    except WriteError as e:  # it names a file inside the temporary folder, now removed
-        raise WriteError(f"{e}; --out {out} was left as it was") from None
+        result.files["report_html"] = write_report_html(tmp, as_dir=out)
     # Everything was written under the temporary name: report the final paths.
     result.files = {k: out / p.relative_to(tmp) for k, p in result.files.items()}
     return result
