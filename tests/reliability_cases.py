@@ -415,12 +415,17 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   directory or a demo's `heads/`, answers for its own files). A folder of the user's own files, a
   file added to an earlier output, or another command's output is refused in one line naming the
   first foreign files; no flag deletes them. The check runs before any work and again just before
-  the swap, so a file added while the command runs is not lost either.
+  the swap, so a file added while the command runs is not lost either. A marker written before
+  `files_digest` vouches only for files that have not changed since it was written. What a run
+  killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
+  the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
+  is refused, with the output it belongs to, whose next run clears it.
 - **Never the inputs, never the wrong folder.** Before any work, every command with an output
   (`extract`, `train`, `fit-head`, `export-head`, `compare`, `prune`, `early-exit`, `diagnose`,
   `demo`, `explain --out`, `report --html`) refuses an output that is a symlink, that is `.`, `/`,
   the home folder or a folder above the current or the home folder, or that is, holds, or lies
-  inside one of the run's inputs (the cache, a head directory, the weights, a data folder). A
+  inside one of the run's inputs (the cache, a head directory, the weights, a data folder), or that
+  lies in a folder this user may not write in (errno 13, before the work, not at its end). A
   fit-head output given to compare, diagnose, prune or early-exit stands for its head directories:
   an output beside them in it (`diagnose heads --out heads/diag`) is never read as a head, and
   `fit-head --force` refuses to delete it, so it is allowed; one that is or holds it is refused.
@@ -434,7 +439,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   it forked are ended with it. One yellow line says what is left on disk ("interrupted: …" or
   "terminated: …"), with the shell's exit code for the signal, 130 or 143. Only the command line
   handles SIGTERM so (a Python caller's own handling is left as it is); SIGKILL leaves the
-  temporary names, which the next run on that output removes.
+  temporary names, which the next run on that output removes. A signal once the command has
+  finished, while the process exits, says its results are complete (exit 130 or 143 still).
 - **A cache is complete or absent.** `extract --out NAME` writes its rows into `NAME.partial`,
   batch by batch, and renames it to `NAME` only when every split is full, so the final name never
   holds half a cache. A killed run leaves `NAME.partial`; the same command resumes it, but only when
@@ -448,7 +454,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   (by a running `compare`, say) until the new one is complete, and a failed `--overwrite` leaves
   it intact.
 - **OS errors are one line.** A full disk or a missing permission ends as one line naming the path
-  and the errno, with the temporary file removed.
+  and the errno, with the temporary file removed; a folder output's line adds that `--out` was left
+  as it was.
 
 ## The shared inputs
 
