@@ -126,3 +126,20 @@ def test_output_marker(outputs: Path) -> None:
 def test_the_name_readers() -> None:
     assert prose_names("`a` (`b`, {c, d (e), and f}, [{g, h}]) i") == {"a", "b", "c", "d", "f", "g", "h"}
     assert listed_names("a 1, b (x, y), c {d, e}, f") == {"a", "b", "c", "f"}
+
+
+def test_report_html_table_ids(outputs: Path) -> None:
+    """Each table of fit-head's and compare's page has an id the report.html section documents, a head's
+    name standing for `<head>` and an ablation's for `<ablation>`."""
+    section = between("## report.html", "It has\nno script")
+    patterns = [
+        re.escape(i).replace("<head>", "[a-z0-9-]+").replace("<ablation>", "[a-z0-9-]+")
+        for i in re.findall(r"`([a-z<>-]+)`", section)
+        if "-" in i
+    ]
+    ids = set()
+    for page in ("heads/report.html", "compare/report.html"):
+        ids |= set(re.findall(r'<table id="([^"]+)"', (outputs / page).read_text(encoding="utf-8")))
+    assert {"fit-heads", "lolo-effects", "scores-laya-seed-0"} <= ids
+    undocumented = {i for i in ids if not any(re.fullmatch(p, i) for p in patterns)}
+    assert not undocumented, f"report.html tables docs/FORMATS.md does not name: {sorted(undocumented)}"

@@ -192,6 +192,18 @@ def test_folder_kind_refuses_with_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "heads[0] lacks" in result.output and "Traceback" not in result.output
 
 
+def test_report_names_every_kind_of_folder_it_reads(tmp_path: Path) -> None:
+    """`report --help` and report's refusals name every command whose folder report reads (prune's,
+    early-exit's and diagnose's too), so a user is not sent away from a folder it would read."""
+    from laya_inspect.report.beyond import BEYOND_KINDS
+
+    kinds = ("fit-head", "compare", "demo", *BEYOND_KINDS)
+    helped = " ".join(runner.invoke(app, ["report", "--help"], env={"COLUMNS": "300"}).output.split())
+    refused = runner.invoke(app, ["report", str(tmp_path)]).output
+    for text in (helped, refused):
+        assert all(re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", text) for k in kinds), text
+
+
 # -- plots that mean one thing -----------------------------------------------------------------------
 
 

@@ -110,13 +110,16 @@ def compare_command(
 
 @app.command("report")
 def report_command(
-    out_dir: Path = typer.Argument(..., metavar="DIR", help="a folder written by fit-head, compare or demo"),
+    out_dir: Path = typer.Argument(
+        ..., metavar="DIR", help="a folder written by fit-head, compare, demo, prune, early-exit or diagnose"
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="print the folder's summary.json (demo.json for a demo) instead of the tables"
     ),
     html: bool = typer.Option(False, "--html", help="(re)build DIR/report.html, one self-contained page"),
 ) -> None:
-    """Reprint the summary of a fit-head, compare or demo folder; --html rebuilds its report.html.
+    """Reprint the summary of a fit-head, compare, demo, prune, early-exit or diagnose folder; --html rebuilds
+    its report.html.
 
     Example:
       laya-inspect report runs/compare --html

@@ -13,7 +13,7 @@ from typing import Any
 from ..compare.records import BadField, checked_field, read_json
 from ..errors import CacheError, NotFoundError
 
-USAGE = "give a folder written by `laya-inspect fit-head`, `compare` or `demo`"
+USAGE = "give a folder written by `laya-inspect fit-head`, `compare`, `demo`, `prune`, `early-exit` or `diagnose`"
 
 
 @dataclass
