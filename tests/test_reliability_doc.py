@@ -3,6 +3,7 @@ well-formed: enough rows, every command, every setup step known to tests/test_re
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import reliability_cases as rc
@@ -20,6 +21,12 @@ def test_the_doc_shows_every_row() -> None:
     for c in rc.CASES:
         assert f"`laya-inspect {c.argv}`" in doc
     assert f"{len(rc.CASES)} cases in all." in doc
+
+
+def test_the_readme_counts_the_catalogue_s_rows() -> None:
+    readme = (rc.DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    said = re.findall(r"docs/RELIABILITY\.md\) lists (\d+) of them", readme)
+    assert said == [str(len(rc.CASES))], f"README says {said}, the catalogue holds {len(rc.CASES)}"
 
 
 def test_catalogue_covers_every_command_with_at_least_60_rows() -> None:
