@@ -143,3 +143,31 @@ def test_report_html_table_ids(outputs: Path) -> None:
     assert {"fit-heads", "lolo-effects", "scores-laya-seed-0"} <= ids
     undocumented = {i for i in ids if not any(re.fullmatch(p, i) for p in patterns)}
     assert not undocumented, f"report.html tables docs/FORMATS.md does not name: {sorted(undocumented)}"
+
+
+def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
+    """The section on prune, early-exit and diagnose names every top-level key of their summary.json and no
+    key they do not write; prune's and early-exit's keys it gives to both are in both."""
+    from laya_inspect.beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
+    from laya_inspect.beyond.diagnose import diagnose_heads
+    from laya_inspect.beyond.early_exit import simulate_early_exit
+    from laya_inspect.beyond.prune import prune_layers
+
+    head, budget = outputs / "heads" / "laya" / "seed_0", Budget(epochs=1)
+    with FeatureStore(outputs / "f.h5") as store, FeatureStore(outputs / "f.h5") as other:
+        prune_layers(head, store, PruneConfig(seeds=1, plots=False), budget, out_dir=outputs / "prune")
+        simulate_early_exit(head, store, ExitConfig(seeds=1, plots=False), budget, out_dir=outputs / "exit")
+        config = DiagnoseConfig(permutations=20, n_boot=20, plots=False)
+        diagnose_heads([head], store, config, out_dir=outputs / "diagnose", against=other)
+    section = between("summary.json, top level:\n\n- all three:", "## report.html")
+    names = {
+        m.group(1): prose_names(m.group(2))
+        for m in re.finditer(r"^- ([a-z -]+): (.*?)(?=^- |\Z)", section, flags=re.M | re.S)
+    }
+    for command, folder, own in (("prune", "prune", ("prune and early-exit", "prune")),
+                                 ("early-exit", "exit", ("prune and early-exit", "early-exit")),
+                                 ("diagnose", "diagnose", ("diagnose",))):  # fmt: skip
+        written = json.loads((outputs / folder / "summary.json").read_text())
+        assert written["command"] == command
+        documented = names["all three"].union(*(names[p] for p in own))
+        check(documented, written, {})
