@@ -57,3 +57,35 @@ def test_the_tree_parser_reads_folders_and_lines_naming_several_modules() -> Non
         "  heads.py             heads",
     ]
     assert documented_modules(lines) == {"errors.py", "cache/store.py", "cache/a.py", "cache/b.py", "heads.py"}
+
+
+def test_documented_signatures_name_the_keyword_arguments_the_functions_take() -> None:
+    """Each `name(…, *, a=…, b=…) -> T` a heading of docs/ARCHITECTURE.md gives for a public library
+    function names exactly the keyword-only arguments that function takes."""
+    import importlib
+    import inspect
+
+    where = {
+        "load_model": "laya_inspect.models",
+        "load_data": "laya_inspect.data",
+        "extract_features": "laya_inspect.cache.extract",
+        "fit_heads": "laya_inspect.training.fit_head",
+        "train_joint": "laya_inspect.training.joint",
+        "compare_heads": "laya_inspect.compare.run",
+    }
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    checked = set()
+    for name, module in where.items():
+        function = getattr(importlib.import_module(module), name)
+        params = inspect.signature(function).parameters.values()
+        takes = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        for heading in headings:
+            m = re.search(rf"`{name}\(([^)]*)\)(?: -> \w+)?`", heading)
+            if m is None or "*" not in m.group(1):
+                continue
+            after = m.group(1).split("*", 1)[1]
+            named = {a.split("=")[0].strip() for a in after.split(",") if a.strip()}
+            assert named == takes, f"{heading}: {name} takes keyword arguments {sorted(takes)}"
+            checked.add(name)
+    assert checked == set(where)
