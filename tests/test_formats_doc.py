@@ -171,3 +171,19 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         assert written["command"] == command
         documented = names["all three"].union(*(names[p] for p in own))
         check(documented, written, {})
+
+
+def test_summary_csv_columns(outputs: Path) -> None:
+    """Every column of fit-head's and compare's summary.csv and of runs.csv is named in its file's entry
+    (`test_acc_*` standing for test_acc_mean, …)."""
+    import fnmatch
+
+    for csv, start, end in (
+        ("heads/summary.csv", "summary.csv       one row per head:", "report.html       "),
+        ("heads/runs.csv", "runs.csv|json     one row per", "summary.json      below"),
+        ("compare/summary.csv", "summary.csv       one number per row:", "attributions.h5   "),
+    ):
+        named = set(re.findall(r"[a-z][\w*]*", between(start, end)))
+        columns = (outputs / csv).read_text(encoding="utf-8").splitlines()[0].split(",")
+        unnamed = [c for c in columns if not any(fnmatch.fnmatchcase(c, n) for n in named)]
+        assert not unnamed, f"{csv} columns docs/FORMATS.md does not name: {unnamed}"
