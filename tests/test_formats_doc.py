@@ -187,3 +187,31 @@ def test_summary_csv_columns(outputs: Path) -> None:
         columns = (outputs / csv).read_text(encoding="utf-8").splitlines()[0].split(",")
         unnamed = [c for c in columns if not any(fnmatch.fnmatchcase(c, n) for n in named)]
         assert not unnamed, f"{csv} columns docs/FORMATS.md does not name: {unnamed}"
+
+
+def test_cache_attributes(tmp_path: Path) -> None:
+    """The cache block names every root attribute, split-group attribute and dataset of a cache extract
+    writes, and names no root attribute it does not (working_dir: the CLI's, not a module's)."""
+    import h5py
+    import torch
+    from torch import nn
+
+    from laya_inspect import extract_features
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+    x, y = torch.randn(40, 6), torch.arange(40) % 3
+    batches = {s: [(x[i : i + 20], y[i : i + 20])] for s, i in (("train", 0), ("test", 20))}
+    extract_features(net, batches, layers=["0", "2"], out=tmp_path / "f.h5")
+    block = between("/                      attributes", "\n```")
+    root, _, split = block.partition("/<split>/")
+    documented = set(re.findall(r"^  ([a-z_0-9]+)", root, flags=re.M))
+    documented |= {n for line in re.findall(r"^  (\w+(?:, \w+)+)$", root, flags=re.M) for n in line.split(", ")}
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        attrs = set(f.attrs)
+        group = f["test"]
+        in_split = set(group.attrs) | {"layer_000" if k.startswith("layer_") else k for k in group}
+    assert not attrs - documented, f"cache attributes docs/FORMATS.md does not name: {sorted(attrs - documented)}"
+    assert not documented - attrs - {"working_dir"}, f"named, not written: {sorted(documented - attrs)}"
+    split_named = set(re.findall(r"[a-z][a-z_0-9]*", split))
+    assert in_split <= split_named, f"split contents not named: {sorted(in_split - split_named)}"
