@@ -89,3 +89,21 @@ def test_documented_signatures_name_the_keyword_arguments_the_functions_take() -
             assert named == takes, f"{heading}: {name} takes keyword arguments {sorted(takes)}"
             checked.add(name)
     assert checked == set(where)
+
+
+def test_the_cli_section_names_each_command_module_with_its_commands() -> None:
+    """docs/ARCHITECTURE.md's "One module per command group" names every cli/ module that declares a
+    command, each with the commands it declares."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    sentence = " ".join(text.split("One module per command group:", 1)[1].split("lists them", 1)[0].split())
+    listed = dict(re.findall(r"`(\w+\.py)` \(([^)]*)\)", sentence))
+    declared: dict[str, set[str]] = {}
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        group = "check " if "check_app.command" in source else ""
+        names = {group + n for n in re.findall(r'\w*app\.command\("([\w-]+)"\)', source)}
+        if names:
+            declared[path.name] = names
+    assert set(listed) == set(declared), f"documented {sorted(listed)}, declared {sorted(declared)}"
+    for module, names in declared.items():
+        assert {n.strip() for n in listed[module].split(",")} == names, (module, listed[module], names)
