@@ -235,7 +235,6 @@ def test_activations_float16_cannot_hold_are_refused_not_stored_as_inf(tmp_path)
         assert np.isfinite(store.layer("train", 1)).all()
 
 
-def test_space_is_checked_before_anything_is_written(tmp_path):
 @pytest.mark.parametrize(("limit", "said"), [(200_000, "at most 0.2 MB"), (24_576, "at most 25 KB")])
 def test_space_is_checked_before_anything_is_written(tmp_path, limit, said):
     # `ulimit -f 24` (24 KB) was said as "files of at most 0.0 MB"
