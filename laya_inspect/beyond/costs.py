@@ -7,7 +7,8 @@ cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOP
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
 of the modules first called after it (its own classifier included: a head replaces it). Estimated
 from the cache (``shapes``) when the model cannot be built or hooked: each layer is taken as a dense
-map from the previous layer's channels to its own at each output position.
+map from the previous layer's channels to its own at each output position, but a layer the cache's
+``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ MODEL_HOW = (
 SHAPES_HOW = (
     "estimated from the cache's layer_shapes: layer l taken as a dense map from c_(l−1) to c_l channels at "
     "each of its output positions (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads "
-    "its whole input flattened); kernel sizes, branches and everything after the last cached layer are not counted"
+    "its whole input flattened; an embeddings layer, a table lookup, counts none); kernel sizes, branches "
+    "and everything after the last cached layer are not counted"
 )
 
 
@@ -196,11 +198,15 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     transforms = store.attrs.get("transforms") or {}
     given = transforms.get("output") if isinstance(transforms, dict) else None
     previous = [int(s) for s in given] if isinstance(given, list) and given else [int(s) for s in shapes[0]]
+    roles = store.attrs.get("layer_roles")
+    roles = roles if isinstance(roles, dict) else {}
     params, flops = [], []
-    for shape in shapes:
+    for name, shape in zip(names, shapes):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
+        if roles.get(name) == "embeddings":  # a lookup, no multiply-adds: keeping it alone saves the blocks
+            c_prev = 0
         params.append(float(c_prev * c))
         flops.append(float(2 * c_prev * c * positions))
         previous = [int(s) for s in shape]
