@@ -892,3 +892,27 @@ def test_a_class_without_training_rows_is_said_to_be_one_no_head_can_predict(tmp
     b = load_data(f"csv:{tmp_path / 't.csv'}?split_col=split", input_spec=TOKENS, tokenizer=VOCAB)
     said = [w for w in b.warnings if "no rows in split 'train'" in w]
     assert len(said) == 1 and "class 'mid'" in said[0] and "can never predict them" in said[0]
+
+
+def test_labels_that_differ_only_in_surrounding_spaces_are_a_warning_in_the_data_and_the_cache(tmp_path):
+    """QA: ' cat' and 'cat' were read as one class (labels are read stripped) with no word of it."""
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
+    from laya_inspect.cache.store import FeatureStore
+
+    rows = [f"text {i},{' cat' if i % 4 == 1 else 'cat' if i % 2 else 'dog'}" for i in range(12)]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert b.class_names == ["cat", "dog"]
+    said = [w for w in b.warnings if "differ only in surrounding spaces" in w]
+    want = "' cat' (3 rows, first line 3) and 'cat' (3 rows, first line 5) are class 'cat'"
+    assert len(said) == 1 and want in said[0], b.warnings
+    (tmp_path / "same.csv").write_text("text,label\n" + "\n".join(r.replace(", cat", ",cat") for r in rows) + "\n")
+    same = load_data(f"csv:{tmp_path / 'same.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert not [w for w in same.warnings if "surrounding spaces" in w]
+    y = np.array([" cat" if i % 4 == 1 else "cat" if i % 2 else "dog" for i in range(12)])
+    data = npz(tmp_path, "s.npz", X=np.zeros((12, 784), dtype=np.float32), y=y)
+    out = tmp_path / "c.h5"
+    extract_features(ExtractConfig(model="zoo:mlp", data=data, out=str(out), random_init=True))
+    with FeatureStore(out) as store:
+        recorded = [w for w in store.attrs["warnings"] if "differ only in surrounding spaces" in w]
+    assert len(recorded) == 1 and "' cat' (3 rows, first y[1]) and 'cat' (3 rows, first y[3])" in recorded[0]

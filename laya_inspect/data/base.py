@@ -244,15 +244,17 @@ _INT = re.compile(r"[+-]?\d+")
 
 def index_spellings(values: Sequence[Any], *, where: str, locate: Callable[[int], str] | None = None) -> list[str]:
     """A warning when one class index is written two ways among text labels ('02' and '2'): both are
-    read as one class, which may be what the user means (a spreadsheet dropped the zeros) or not."""
+    read as one class, which may be what the user means (a spreadsheet dropped the zeros) or not; and
+    one when a word is written with and without surrounding spaces (' cat' and 'cat'), likewise."""
     at = locate or (lambda i: f"label #{i}")
     first: dict[int, dict[str, int]] = {}
     for i, v in enumerate(values):
         if isinstance(v, (str, np.str_)) and _INT.fullmatch(text := str(v).strip()):
             first.setdefault(int(text), {}).setdefault(text, i)
     twice = {k: ways for k, ways in first.items() if len(ways) > 1}
+    warnings = _spaced_spellings(values, where, at)
     if not twice:
-        return []
+        return warnings
     shown = "; ".join(
         " and ".join(f"{w!r} ({at(i)})" for w, i in list(ways.items())[:3]) + f" are class {k}"
         for k, ways in list(twice.items())[:5]
@@ -260,6 +262,30 @@ def index_spellings(values: Sequence[Any], *, where: str, locate: Callable[[int]
     return [
         f"{where}: one class index written two ways ({shown}) is read as one class; if they are different "
         "classes, write the labels as words"
+    ] + warnings
+
+
+def _spaced_spellings(values: Sequence[Any], where: str, at: Callable[[int], str]) -> list[str]:
+    """A warning when a word label is written with and without surrounding spaces (' cat' and 'cat'):
+    labels are read stripped, so both are one class, which a stray space after a comma makes likely
+    but a user may not mean."""
+    ways: dict[str, dict[str, list[int]]] = {}  # class → spelling → [count, first row]
+    for i, v in enumerate(values):
+        word = _word(v)
+        if word and not _INT.fullmatch(word.strip()):
+            seen = ways.setdefault(composed(word.strip()), {}).setdefault(word, [0, i])
+            seen[0] += 1
+    twice = {k: w for k, w in ways.items() if len(w) > 1}
+    if not twice:
+        return []
+    shown = "; ".join(
+        " and ".join(f"{w!r} ({n} rows, first {at(i)})" for w, (n, i) in list(spellings.items())[:3])
+        + f" are class {k!r}"
+        for k, spellings in list(twice.items())[:5]
+    )
+    return [
+        f"{where}: labels that differ only in surrounding spaces ({shown}) are read as one class; if they "
+        "are different classes, rename them"
     ]
 
 
