@@ -28,6 +28,7 @@ def write_cache(
     extra_attrs: dict[str, Any] | None = None,
     indices: dict[str, np.ndarray] | None = None,
     overwrite: bool = False,
+    allow_nonfinite: bool = False,
 ) -> Path:
     """Write a complete schema-1 cache straight from arrays (for tests of the later stages)."""
     from laya_inspect.cache.writer import FeatureWriter
@@ -61,6 +62,7 @@ def write_cache(
         widths=[f.shape[1] for f in first],
         num_logits=None,
         overwrite=overwrite,
+        allow_nonfinite=allow_nonfinite,
     ) as w:
         for split, (feats, labels) in splits.items():
             w.append(split, feats, labels, (indices or {}).get(split, np.arange(len(labels))))

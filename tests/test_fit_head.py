@@ -220,12 +220,20 @@ def test_test_rows_with_nonfinite_features_are_refused(tmp_path) -> None:
     cache = write_cache(tmp_path / "c.h5", splits)
     import h5py
 
-    with h5py.File(cache, "r+") as f:  # one NaN row, as --allow-nonfinite caches it
+    with h5py.File(cache, "r+") as f:  # one NaN row written after extract, which would have refused it
         f["test/layer_001"][5] = np.nan
     config = FitConfig(heads=("laya",), seeds=(0,), epochs=2, probe=False)
-    with FeatureStore(cache) as store, pytest.raises(InputError, match="1 of the 60 rows of split 'test'"):
+    with FeatureStore(cache) as store, pytest.raises(InputError, match="1 of the 60 rows of split 'test'") as e:
         fit_heads(store, config, out_dir=tmp_path / "h")
     assert not (tmp_path / "h").exists()
+    # QA: the advice was always "re-extract without --allow-nonfinite", for a cache that never used it too
+    assert "the file was changed after extract" in str(e.value) and "re-extract the cache without" not in str(e.value)
+    splits["test"][0][1][5] = np.nan  # as extract --allow-nonfinite caches it, and counts it
+    flagged = write_cache(tmp_path / "f.h5", splits, allow_nonfinite=True)
+    with FeatureStore(flagged) as store, pytest.raises(InputError, match="1 of the 60 rows") as e:
+        fit_heads(store, config, out_dir=tmp_path / "h")
+    said = "re-extract the cache without --allow-nonfinite (extract cached them under it, values per layer: "
+    assert said + "{'blocks.1': 3})" in str(e.value)
 
 
 def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) -> None:

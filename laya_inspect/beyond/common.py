@@ -86,7 +86,7 @@ def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:
         if not np.isfinite(f).all():
             raise InputError(
                 f"layer {name!r} of split {split!r} in {store.path} holds NaN or infinite features; "
-                "re-extract the cache without --allow-nonfinite"
+                f"{store.nonfinite_advice()}"
             )
     hs = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
     return Split(split, hs, np.asarray(store.labels(split), dtype=np.int64))

@@ -233,6 +233,20 @@ class FeatureStore:
         there = Path(str(working_dir)) / path
         return str(there) if there.exists() else path
 
+    def nonfinite_advice(self) -> str:
+        """What to do about NaN or infinite features found in the cache, from what it records: extract
+        counts the non-finite values it cached under --allow-nonfinite (``nonfinite_counts``) and
+        refuses them without it, so with no count they were written after extract, or by another program."""
+        counts = self.attrs.get("nonfinite_counts")
+        if counts:
+            per_layer = f"values per layer: {counts}"
+            return f"re-extract the cache without --allow-nonfinite (extract cached them under it, {per_layer})"
+        said = "records no non-finite values" if isinstance(counts, dict) else "records no extract count of them"
+        return (
+            f"the cache {said}, and extract refuses them without --allow-nonfinite: the file was changed "
+            "after extract or written by another program; re-extract it"
+        )
+
     def keep_layers(self, names: Sequence[str]) -> FeatureStore:
         """A view of this cache that reads only the layers ``names``, in that order (the head prune
         writes of the layers it keeps reads those). It shares the open file (closing either closes

@@ -178,18 +178,18 @@ class FitResult:
         return fit_table(self.summary, f"{self.out_dir} — test split, 95% t-interval")
 
 
-def _refuse_nonfinite(rows: CacheRows, layer_names: Sequence[str], path: str) -> None:
+def _refuse_nonfinite(rows: CacheRows, store: FeatureStore) -> None:
     """Test rows with NaN or infinite features (a cache extracted with --allow-nonfinite) gave NaN α
     and an accuracy that counted them, with the gate "ok": refused, as the other commands do."""
     bad, first = 0, None
     for hs, _ in rows.batches(np.arange(rows.n), STREAM_CHUNK_ROWS):
         finite = [torch.isfinite(h.reshape(len(h), -1)).all(dim=1) for h in hs]
         bad += int((~torch.stack(finite).all(dim=0)).sum())
-        first = first or next((layer_names[i] for i, f in enumerate(finite) if not bool(f.all())), None)
+        first = first or next((store.layer_names[i] for i, f in enumerate(finite) if not bool(f.all())), None)
     if bad:
         raise InputError(
-            f"{bad} of the {rows.n} rows of split {rows.split!r} in {path} hold NaN or infinite features (layer "
-            f"{first!r} first): no accuracy or α can be read on them; re-extract the cache without --allow-nonfinite"
+            f"{bad} of the {rows.n} rows of split {rows.split!r} in {store.path} hold NaN or infinite features (layer "
+            f"{first!r} first): no accuracy or α can be read on them; {store.nonfinite_advice()}"
         )
 
 
@@ -297,7 +297,7 @@ def _fit_into(
         in_memory = need < available_memory() / 4
     train = CacheRows(store, config.train_split, device, in_memory)
     test = CacheRows(store, config.test_split, device, in_memory)
-    _refuse_nonfinite(test, store.layer_names, str(store.path))
+    _refuse_nonfinite(test, store)
     train_rows, val_rows = validation_split(train.labels, config.val_fraction, config.val_mode, config.split_seed)
     _refuse_one_trained_class(train.labels, train_rows, config, store)
     num_classes = store.num_classes
