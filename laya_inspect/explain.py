@@ -181,7 +181,8 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         relative = RELATIVE_NOTE if unknown else ""
         return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
-        return InputView("text", text=raw[0], note="" if raw[0].strip() else f"an empty text: its {EMPTY_TEXT}")
+        note = _cut_note(store, raw[0]) if raw[0].strip() else f"an empty text: its {EMPTY_TEXT}"
+        return InputView("text", text=raw[0], note=note)
     x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.ndim != 3:
@@ -189,6 +190,30 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     arr = arr.astype(np.float64) / (255.0 if arr.dtype == np.uint8 else 1.0)
     img = np.clip(np.moveaxis(arr, 0, -1), 0.0, 1.0)  # (H, W, C)
     return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3])
+
+
+def _cut_note(store: FeatureStore, text: str) -> str:
+    """What the row's view must say when the model read only part of ``text`` (the tokenizer's
+    ``max_length`` the cache records): the explanation is of that part alone."""
+    from .data.checks import token_lengths
+
+    transforms = store.attrs.get("transforms") or {}
+    top = transforms.get("max_length") if isinstance(transforms, dict) else None
+    prefix, _, arg = str(store.attrs.get("model_spec") or "").partition(":")
+    if not top or not transforms.get("truncation") or prefix != "hf":
+        return ""
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(store.recorded_path(arg)), local_files_only=True)
+        n = token_lengths([text], tokenizer)[0]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError) as e:
+        unknown = "whether it read all of this one is not known here"
+        return f"the model reads at most {top} tokens of a text; {unknown} ({e})"
+    if n <= int(top):
+        return ""
+    part = "last" if getattr(tokenizer, "truncation_side", "right") == "left" else "first"
+    return f"this text is {n} tokens long: the model read only its {part} {top}, so that part alone is explained"
 
 
 def _rows_changed(rows: np.ndarray, labels: np.ndarray, cached_rows: np.ndarray, cached_labels: np.ndarray) -> int:
@@ -346,8 +371,10 @@ def explain_figure(e: Explanation) -> Any:
         ax_in.imshow(e.input.image, cmap="gray" if e.input.image.ndim == 2 else None, vmin=0, vmax=1)
         ax_in.set_title(f"input (source row {e.source_row})", fontsize=10)
     else:
-        shown = e.input.text if e.input.kind == "text" and not e.input.note else e.input.note
-        ax_in.text(0.0, 1.0, textwrap.fill((shown or "")[:600], 45), va="top", ha="left", fontsize=8, wrap=True)
+        text = (e.input.text or "")[:600] if e.input.kind == "text" else ""
+        # the note first: a text cut to the model's length runs past what the panel shows
+        shown = "\n\n".join(textwrap.fill(s, 45) for s in (e.input.note, text) if s)
+        ax_in.text(0.0, 1.0, shown, va="top", ha="left", fontsize=8, wrap=True)
         ax_in.set_title("input text" if e.input.kind == "text" else "input", fontsize=10)
     ax_in.set_axis_off()
     x = np.arange(len(e.layer_names))

@@ -533,3 +533,33 @@ def test_the_compute_estimate_of_a_bert_cache_gives_its_embeddings_no_share(text
     assert costs.source == "shapes" and "read from the model's output" in (costs.note or "")
     assert [costs.saved(i)[1] for i in range(3)] == [1.0, 0.5, 0.0]
     assert "an embeddings layer, a table lookup, counts none" in costs.how
+
+
+def test_explain_says_a_text_was_cut_to_the_models_length_on_the_terminal_and_in_the_figure(text_setup, tmp_path):
+    """QA: explain showed a text longer than the tokenizer's max_length whole, with no word that the
+    model (and so the explanation) read only its first max_length tokens; it says so for an empty text."""
+    from laya_inspect.explain import Explanation, explain_figure, read_input
+
+    d, _, _ = text_setup
+    long = " ".join(["very"] * 70) + " good movie"  # 72 words + [CLS] and [SEP]: over the model's 64
+    rows = [(t, y) for t, y in TEXTS] + [(long, 1)]
+    csv = tmp_path / "long.csv"
+    csv.write_text(
+        "text,label,split\n" + "".join(f'"{t}",{y},{"test" if i >= 6 else "train"}\n' for i, (t, y) in enumerate(rows))
+    )
+    out = tmp_path / "t.h5"
+    extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{csv}", out=str(out), device="cpu"))
+    with FeatureStore(out) as store:
+        assert store.attrs["transforms"]["max_length"] == 64
+        view = read_input(store, "test", 8, label=1)
+        short = read_input(store, "test", 7, label=1)
+    assert view.kind == "text" and view.text == long
+    assert view.note == "this text is 74 tokens long: the model read only its first 64, so that part alone is explained"
+    assert short.kind == "text" and short.note == ""
+    e = Explanation(
+        "laya", "laya", "test", 2, 8, ["a", "b"], ["neg", "pos"], 1, 1, np.array([0.4, 0.6]), 1, "pred",
+        "mean", 0.6, np.array([0.5, 0.5]), np.array([0.1, 0.1]), input=view,
+    )  # fmt: skip
+    fig = explain_figure(e)
+    shown = " ".join(" ".join(t.get_text() for t in fig.axes[0].texts).split())
+    assert "the model read only its first 64" in shown and shown.endswith("very good movie")  # the text, after

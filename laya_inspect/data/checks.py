@@ -241,15 +241,20 @@ def stretched_images(
     ]
 
 
-def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_length: int) -> list[str]:
-    """A warning when texts of ``split`` are longer than ``max_length`` tokens: the model reads only
-    their first ``max_length``."""
+def token_lengths(texts: list[str], tokenizer: Any) -> list[int]:
+    """How many tokens ``tokenizer`` makes of each text, special ones included, before any cut."""
     lengths: list[int] = []
     for s in range(0, len(texts), 1024):  # lengths only, in chunks: no tensors, no padding
         lengths += [
             len(ids) for ids in tokenizer(list(texts[s : s + 1024]), truncation=False, verbose=False)["input_ids"]
         ]
-    cut = [n for n in lengths if n > max_length]
+    return lengths
+
+
+def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_length: int) -> list[str]:
+    """A warning when texts of ``split`` are longer than ``max_length`` tokens: the model reads only
+    their first ``max_length``."""
+    cut = [n for n in token_lengths(texts, tokenizer) if n > max_length]
     if not cut:
         return []
     return [
