@@ -192,3 +192,34 @@ def test_a_constant_layer_is_named_in_float16_too_and_a_nan_row_hides_no_variati
         allow_nonfinite=True,
     )
     assert not [w for w in nan.warnings if "the same row for every input" in w], nan.warnings
+
+
+def test_two_layers_that_hold_the_same_values_are_a_warning_at_extract_in_the_result_and_the_cache(
+    tmp_path: Path,
+) -> None:
+    """QA: a stage and its last block (one tensor under two names) were cached without a word; only
+    fit-head said so, later. Both extract paths now say it, and record it in the cache."""
+    from laya_inspect.cache.extract import ExtractConfig
+    from laya_inspect.cache.extract import extract_features as extract_command
+
+    config = ExtractConfig(
+        model="zoo:mlp", data="digits", layers="blocks.0,blocks.0.2,blocks.1", random_init=True, limit=60,
+        out=str(tmp_path / "c.h5"), device="cpu",
+    )  # fmt: skip
+    said = "layers that hold the same values (blocks.0.2 = blocks.0; their first 8 rows are equal)"
+    result = extract_command(config)
+    assert [w for w in result.warnings if w.startswith(said)], result.warnings
+    with FeatureStore(result.path) as store:
+        assert [w for w in store.attrs["warnings"] if w.startswith(said) and "leave one out with --layers" in w]
+    apart = extract_command(
+        ExtractConfig(**{**vars(config), "layers": "blocks.0,blocks.1", "out": str(tmp_path / "a.h5")})
+    )
+    assert not [w for w in apart.warnings if "hold the same values" in w]
+
+    x, y = _digits()
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 12), nn.Sequential(nn.Tanh()), nn.Linear(12, 10))
+    result = extract_features(net, [(x[:50], y[:50])], layers=["1", "2.0", "2"], out=tmp_path / "f.h5")
+    ours = [w for w in result.warnings if "hold the same values (2.0 = 2;" in w]
+    assert len(ours) == 1 and ours[0].endswith("leave one out of layers"), result.warnings
+    with FeatureStore(result.path) as store:
+        assert [w for w in store.attrs["warnings"] if "hold the same values" in w] == ours

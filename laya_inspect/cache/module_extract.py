@@ -26,7 +26,7 @@ from ..files import output_lock, utc_now
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
-from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning
+from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 
@@ -130,8 +130,9 @@ def extract_from_module(
                 if g.n:
                     writer.append(s, g.features, g.labels, np.arange(g.n, dtype=np.int64), None)
             nonfinite = writer.nonfinite()
-            # the check extract makes as it writes: a layer that gave one row for every input
+            # the checks extract makes as it writes: a layer that gave one row for every input, two the same
             said = constant_warning(writer.constant_layers(), first.pooling, NOTEBOOK_ADVICE)
+            said += duplicate_warning(writer.same_layers(), NOTEBOOK_ADVICE[1])
             writer.finish(warnings=said)
     seconds = time.perf_counter() - start
     rows = {s: g.n for s, g in gathered.items()}

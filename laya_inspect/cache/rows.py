@@ -33,7 +33,7 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
-from .writer import FeatureWriter, constant_warning
+from .writer import FeatureWriter, constant_warning, duplicate_warning
 
 
 @dataclass
@@ -149,9 +149,9 @@ def write_cache(
 ) -> tuple[int, dict[str, int], dict[str, int]]:
     """Create or resume the cache ``path`` and run each split's rows not yet in it through the model
     into it, then mark it complete; (rows written, rows found already written per split, non-finite
-    values per layer). A layer that gave one row for every input adds a warning to the cache's and to
-    ``prep.warnings``; a shard (``attrs`` holds ``shard``) records what that check reads instead
-    (``row_spread``), for the join to decide over all shards."""
+    values per layer). A layer that gave one row for every input, and two that hold the same values,
+    add a warning to the cache's and to ``prep.warnings``; a shard (``attrs`` holds ``shard``) records
+    what the first check reads instead (``row_spread``), for the join to decide over all shards."""
     with FeatureWriter(
         path,
         attrs=attrs,
@@ -168,6 +168,7 @@ def write_cache(
             writer.finish(extra={"row_spread": writer.row_spread()})
         else:
             said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
+            said += duplicate_warning(writer.same_layers())
             prep.warnings += said
             writer.finish(warnings=said)
     return written, resumed, nonfinite

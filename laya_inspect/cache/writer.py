@@ -74,6 +74,23 @@ def constant_warning(
     ]
 
 
+def duplicate_warning(pairs: Sequence[tuple[str, str]], leave: str = COMMAND_ADVICE[1]) -> list[str]:
+    """The warning for layers that hold the same values (:meth:`FeatureWriter.same_layers`: one tensor
+    asked for under two names, a stage and its last block); fit-head would flag them later."""
+    if not pairs:
+        return []
+    shown = ", ".join(f"{a} = {b}" for a, b in pairs)
+    return [
+        f"layers that hold the same values ({shown}; their first {SAME_LAYER_ROWS} rows are equal): they are one "
+        f"layer under two names, and how a head's weight splits between them means nothing; leave one {leave}"
+    ]
+
+
+# Rows per layer compared by FeatureWriter.same_layers: a few suffice to tell two layers apart, and
+# are cheap to keep.
+SAME_LAYER_ROWS = 8
+
+
 def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
     """The largest |difference| of ``rows`` from ``first``, in float32; a NaN value (cached under
     --allow-nonfinite) is left out, not the rest of its batch with it."""
@@ -115,6 +132,7 @@ class FeatureWriter:
         self._first: list[np.ndarray | None] = [None] * len(self.widths)
         self._apart = [0.0] * len(self.widths)
         self._first_at: tuple[str, int] | None = None  # (split, row) of that first row
+        self._sample: list[np.ndarray | None] = [None] * len(self.widths)  # its first rows, for same_layers
         self._rows = 0
         self._unchecked: dict[str, int] = {}  # split → rows a killed run wrote, not yet compared with the first
         for what in ("layer_names", "class_names"):  # the reader refuses a cache that names one twice
@@ -290,6 +308,7 @@ class FeatureWriter:
                     if self._first[i] is None:
                         self._first[i] = np.asarray(ds[0])
                         self._first_at = (split, 0)
+                        self._sample[i] = np.asarray(ds[:SAME_LAYER_ROWS])
                 self._rows += buf.on_disk
                 self._unchecked[split] = buf.on_disk
         return buf
@@ -364,6 +383,7 @@ class FeatureWriter:
                 if self._first[i] is None:
                     self._first[i] = stored[0].copy()
                     self._first_at = (split, start)
+                    self._sample[i] = stored[:SAME_LAYER_ROWS].copy()
                 self._apart[i] = max(self._apart[i], _largest_gap(stored, self._first[i]))
         self._rows += len(features[0]) if len(features) else 0
 
@@ -373,6 +393,23 @@ class FeatureWriter:
         |value| of it; a resumed run compares the rows it wrote with the first on disk."""
         names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
         return [name_of(names, i) for i in self._same_rows()]
+
+    def same_layers(self) -> list[tuple[str, str]]:
+        """Pairs of layers whose first rows (up to SAME_LAYER_ROWS) are equal: one tensor under two names.
+        Rows that are all one row tell nothing (a layer that gives one row for every input is
+        :meth:`constant_layers`'s)."""
+        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+        rows = [x if x is not None and len(x) >= 2 and np.ptp(x, axis=0).any() else None for x in self._sample]
+        return [
+            (name_of(names, i), name_of(names, j))
+            for j, b in enumerate(rows)
+            for i, a in enumerate(rows[:j])
+            if a is not None
+            and b is not None
+            and a.shape == b.shape
+            and np.ptp(a, axis=0).any()
+            and np.array_equal(a, b)
+        ]
 
     def _same_rows(self) -> list[int]:
         """The layers whose rows so far are all within the tolerance of the first. The rows a killed
