@@ -487,6 +487,25 @@ def test_torchscript_tuple_order_is_no_depth_order(tmp_path):
     with FeatureStore(out) as store:
         assert store.layer_names == ["outputs.2", "outputs.1"]
     assert not any("out of depth order" in w for w in result.warnings)
+    assert not any("one value per class" in w for w in result.warnings)
+    # QA: --layers outputs.0,... took the logits as the shallowest layer with no word
+    logit = extract_features(ExtractConfig(**common, layers="outputs.0,outputs.1", out=str(tmp_path / "l.h5")))
+    said = "outputs.0 has one value per class (3, the data's class count) and is what the model's forward returns"
+    assert [w for w in logit.warnings if w.startswith(said) and "most likely its logits" in w], logit.warnings
+    with FeatureStore(tmp_path / "l.h5") as store:
+        assert [w for w in store.attrs["warnings"] if w.startswith(said)]
+
+
+def test_a_hooked_layer_that_is_the_models_logits_is_a_warning(tmp_path):
+    """The classifier's own output asked for as a layer is said to be the logits; its input is not."""
+    from laya_inspect.cache.extract import extract_features
+    from laya_inspect.cache.extract_config import ExtractConfig
+
+    common = dict(model="zoo:mlp", data="digits", random_init=True, limit=40, device="cpu")
+    result = extract_features(ExtractConfig(**common, layers="blocks.2,head", out=str(tmp_path / "h.h5")))
+    assert [w for w in result.warnings if w.startswith("head has one value per class (10, the data's class count)")]
+    result = extract_features(ExtractConfig(**common, layers="blocks.1,blocks.2", out=str(tmp_path / "b.h5")))
+    assert not [w for w in result.warnings if "one value per class" in w]
 
 
 def test_torchscript_errors(tmp_path):

@@ -94,6 +94,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         raw, logits = model.run(to_device(inputs, device), names)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
     warnings += [moved] if moved else []
+    warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
     attrs = {
         "tool_version": __version__,
@@ -135,6 +136,30 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
         warnings=warnings,
     )
+
+
+def _logit_layers(names: list[str], raw: dict[str, Any], logits: Any, adapter: Any, n_classes: int) -> list[str]:
+    """The warning for chosen layers that are most likely the model's logits: one value per class and
+    what its forward returns (a tuple's ``outputs.K``, or the output the logits are read from)."""
+
+    def returned(name: str) -> bool:
+        out = raw.get(name)
+        if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[1] != n_classes:
+            return False
+        if name in adapter.virtual_names:
+            return bool(adapter.virtual_returned)
+        return isinstance(logits, torch.Tensor) and logits.shape == out.shape and bool(torch.equal(logits, out))
+
+    found = [n for n in names if returned(n)]
+    if not found:
+        return []
+    one = len(found) == 1
+    return [
+        f"{', '.join(found)} {'has' if one else 'have'} one value per class ({n_classes}, the data's class count) "
+        f"and {'is' if one else 'are'} what the model's forward returns: most likely its logits (the model's own "
+        f"answer), not a hidden layer, so a head's accuracy and weight there report the classifier; leave "
+        f"{'it' if one else 'them'} out of --layers unless that is meant"
+    ]
 
 
 def write_cache(

@@ -109,6 +109,7 @@ class Adapter:
     virtual_names: tuple[str, ...] = ()  # layer names read from the output, not from hooks
     # whether virtual_names stand in depth order (hidden_states.K); if not, the order --layers names them
     virtual_in_depth_order = True
+    virtual_returned = False  # whether virtual_names are what forward returns (a tuple's outputs.K)
     hook_hint = ""  # appended to the error when a hook never fired
 
     def hookable(self, module: nn.Module) -> list[str]:

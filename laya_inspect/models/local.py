@@ -62,6 +62,7 @@ class TorchScriptAdapter(Adapter):
         self.n_outputs = len(rtype.elements()) if isinstance(rtype, torch.TupleType) else 0
         self.virtual_names = tuple(f"outputs.{k}" for k in range(self.n_outputs))
         self.virtual_in_depth_order = self.n_outputs < 2
+        self.virtual_returned = True
         self.sequential = _kind(module) == "Sequential"
         works = "its children (run one by one)" if self.sequential else "none of its submodules"
         self.hook_hint = (
