@@ -407,3 +407,22 @@ def test_a_file_name_with_a_newline_is_named_on_one_line(tmp_path):
         load_data(f"imagefolder:{root}", test_fraction=0.5)
     said = str(caught.value)
     assert "\n" not in said and "'cat/e\\nmpty.jpg' (empty, 0 bytes)" in said
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="needs symbolic links")
+def test_a_dangling_symlink_is_named_as_a_link_to_a_target_that_does_not_exist(tmp_path):
+    """QA: a symlink whose target was gone was reported as "No such file or directory", though its
+    name stands in the folder; the error now says it is a link, and where to."""
+    from laya_inspect.errors import InputError, NotFoundError
+
+    root = tmp_path / "photos"
+    two_classes(root)
+    gone = tmp_path / "moved" / "5.jpg"
+    os.symlink(gone, root / "cat" / "5.jpg")
+    with pytest.raises(InputError) as caught:
+        load_data(f"imagefolder:{root}", test_fraction=0.5)
+    said = str(caught.value)
+    assert f"cat/5.jpg (a symlink to {gone}, which does not exist)" in said and "No such file" not in said
+    os.symlink(tmp_path / "moved", tmp_path / "linked")
+    with pytest.raises(NotFoundError, match="is a symlink to .*moved, which does not exist"):
+        load_data(f"imagefolder:{tmp_path / 'linked'}", test_fraction=0.5)

@@ -97,6 +97,8 @@ def user_path(arg: str, *, folder: bool, what: str) -> Path:
     if not ok:
         other = "a file" if folder else "a folder"
         isnt = f" ({str(path)!r} is {other})" if path.exists() else ""
+        if path.is_symlink() and not path.exists():
+            isnt = f" ({str(path)!r} is a symlink to {path.readlink()}, which does not exist)"
         raise NotFoundError(f"no {what} {str(path)!r}{isnt}")
     return path
 

@@ -69,6 +69,8 @@ def file_header(path: str) -> FileHeader:
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:
+        if os.path.islink(path) and not os.path.exists(path):  # "No such file" would hide that the name is there
+            return FileHeader(path, None, f"a symlink to {os.readlink(path)}, which does not exist")
         return FileHeader(path, None, getattr(e, "strerror", None) or str(e) or type(e).__name__)
 
 
