@@ -210,3 +210,18 @@ def class_blob_cache(path: Path, y_train: np.ndarray, y_test: np.ndarray, seed: 
         return [a, np.tanh(a)]
 
     return write_cache(path, {"train": (feats(y_train), y_train), "test": (feats(y_test), y_test)})
+
+
+def record_forked(monkeypatch: Any, module: Any) -> list[Any]:
+    """Every result ``module``'s calls to ``run_forked`` hand back to the parent, in order (the real
+    ``run_forked`` still runs)."""
+    received: list[Any] = []
+    real = module.run_forked
+
+    def recorded(items: Any, work: Any, workers: int, emit: Any) -> Any:
+        out = real(items, work, workers, emit)
+        received.extend(out)
+        return out
+
+    monkeypatch.setattr(module, "run_forked", recorded)
+    return received

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.early_exit import (
@@ -483,3 +483,17 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     # the rate it names is of the two read (about 1 − 0.95²), the measured 15% is of all three
     assert "among the 2 questions' lines in about 10% of runs (15% of simulated runs with all three)" in apart
     assert apart[1:40] in " ".join(early_exit_reading(s).details) and apart[1:40] in page
+
+
+def test_the_per_depth_refits_send_back_no_head(cache, tmp_path, monkeypatch):
+    """early-exit reads a per-depth refit's test probabilities, never its head: the workers do not send
+    the heads back to the parent (pickled, unpickled and kept for nothing)."""
+    import laya_inspect.beyond.early_exit as early_exit
+
+    received = record_forked(monkeypatch, early_exit)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", workers=2, plots=False)
+        simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out")
+    assert len(received) == 6
+    assert all(f.head is None and f.test_probs is not None for f in received)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
@@ -954,3 +954,22 @@ def test_a_refit_on_shared_moments_is_the_refit_on_its_own(digits_cache, standar
     other = refit("laya", head_hparams(hconf), (0, 2), 1, **kw, moments=shifted).head.state_dict()
     assert not all(torch.equal(a[k], other[k]) for k in a)
     assert layer_moments({"standardize": "none"}, train, train_rows, names) is None
+
+
+def test_the_refits_send_back_a_head_only_where_it_can_be_written(planted, tmp_path, monkeypatch):
+    """Only the chosen set's first-seed head is ever written: the other refits' heads are not sent back
+    from the workers (pickled, unpickled and kept by the parent for nothing), and the written head is
+    the first-seed refit the parent received, not a refit run again."""
+    import laya_inspect.beyond.prune as prune
+
+    received = record_forked(monkeypatch, prune)
+    cache, head_dir = planted
+    config = PruneConfig(seeds=2, max_drop=0.5, costs="shapes", device="cpu", workers=2, plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=3, patience=3), out_dir=tmp_path / "out").summary
+    assert {f.seed for f in received} == {0, 1}
+    assert [f.seed for f in received if f.head is not None] == [0] * (len(received) // 2)
+    chosen = next(f for f in received if f.seed == 0 and list(f.layers) == s["chosen"]["layer_index"])
+    written, _ = load_head(tmp_path / "out" / "head")
+    assert chosen.head is not None and written.state_dict().keys() == chosen.head.state_dict().keys()
+    assert all(torch.equal(a, b) for a, b in zip(written.state_dict().values(), chosen.head.state_dict().values()))

@@ -299,7 +299,8 @@ def _simulate(
     def one(i: int, job: tuple[int, int], report: Progress) -> Fit:
         s, k = job
         report({"event": "fit", "done": i, "total": len(jobs), "layers": names[: k + 1]})
-        return refit(head.kind, head_hparams(hconf), range(k + 1), s, layer_names=names, keep_probs=True, **common)
+        fit = refit(head.kind, head_hparams(hconf), range(k + 1), s, layer_names=names, keep_probs=True, **common)
+        return fit.without_head()  # read for its test probabilities only
 
     # independent refits: several at once in forked processes on a multi-core CPU
     done = dict(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))

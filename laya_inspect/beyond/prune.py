@@ -183,7 +183,9 @@ def _prune(
 
         def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
             report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
-            return refit(kind, hp, job[0], job[1], layer_names=names, **common)
+            fit = refit(kind, hp, job[0], job[1], layer_names=names, **common)
+            # only a first-seed head can be written (the chosen set's); the others' are never read
+            return fit if job[1] == seeds[0] else fit.without_head()
 
         # independent refits: several at once in forked processes on a multi-core CPU
         done = run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)
@@ -247,6 +249,7 @@ def _prune(
         if fit is None:
             emit({"event": "step", "step": "refit of the chosen layer set"})
             fit = refit(kind, hp, layers, seeds[0], layer_names=names, **common)
+        assert fit.head is not None
         chosen = (fit.head, _head_meta(store, head_dir, layers, chosen_point, fit, config))
         chosen_point = {**chosen_point, "head_dir": "head", "head_seed": fit.seed, "head_test_acc": fit.test_acc}
     summary: dict[str, Any] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,12 +42,17 @@ def layer_moments(
 class Fit:
     layers: tuple[int, ...]
     seed: int
-    head: Head = field(repr=False)
+    head: Head | None = field(repr=False)  # None once dropped: see without_head
     val_acc: float
     test_acc: float
     epochs_run: int
     seconds: float
     test_probs: np.ndarray | None = field(default=None, repr=False)  # (N, C) when asked for
+
+    def without_head(self) -> Fit:
+        """This fit less its head, for a caller that reads only its numbers: a refit run in a forked
+        worker is pickled back to the parent whole, and a head's weights are most of those bytes."""
+        return replace(self, head=None)
 
     def record(self) -> dict[str, Any]:
         return {
