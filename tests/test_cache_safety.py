@@ -200,6 +200,28 @@ def test_overwrite_keeps_the_old_cache_readable_until_the_new_one_is_complete(tm
         assert new.layer("train", 0)[0, 0] == 2.0
 
 
+def test_a_killed_overwrite_leaves_a_partial_file_the_refusal_names_and_says_what_becomes_of(tmp_path):
+    path = tmp_path / "c.h5"
+    w = _writer(path)
+    w.append("train", *_rows(10, 1.0))
+    w.finish()
+    w = _writer(path, overwrite=True)
+    w.append("train", *_rows(4, 2.0))
+    w.close()  # what a kill -9 leaves: the rows written so far in c.h5.partial, beside the old cache
+    with pytest.raises(CacheError) as e:
+        _writer(path)
+    said = str(e.value)
+    assert f"{partial_path(path)} beside it is an interrupted extraction (4 rows" in said
+    assert "--overwrite deletes it and starts again from the first row" in said
+    assert f"move {path} away and rerun the command that started it" in said
+    path.rename(tmp_path / "old.h5")  # what the line says resumes it: the rows are taken up
+    with _writer(path) as w:
+        assert w.n_written("train") == 4
+    (tmp_path / "old.h5").rename(path)
+    with _writer(path, overwrite=True) as w:  # and what it says --overwrite does: from the first row
+        assert w.n_written("train") == 0
+
+
 def test_nonfinite_activations_refused_unless_allowed(tmp_path):
     feats, y, idx = _rows(4)
     feats[1][2, 1] = np.nan

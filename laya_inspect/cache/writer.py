@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError, name_of
 from ..files import keep_file_mode, start_writeback
-from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem
+from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem, rows_on_disk
 from .schema import (
     CHUNK_ROWS,
     CONSTANT_SPREAD,
@@ -177,9 +177,22 @@ class FeatureWriter:
         if complete:
             raise CacheError(
                 f"{self.path} is already a complete cache; pass --overwrite to write a new one "
-                "(the old file stays readable until the new one is complete)"
+                f"(the old file stays readable until the new one is complete){self._partial_beside()}"
             )
         os.replace(self.path, self.partial)
+
+    def _partial_beside(self) -> str:
+        """What the complete cache's ``<out>.partial`` is (a killed --overwrite run's rows) and what
+        becomes of it, as the end of the refusal; "" where there is none."""
+        if not self.partial.exists():
+            return ""
+        rows = rows_on_disk(self.path)
+        held = f"{sum(rows.values())} rows" if rows is not None else "no readable rows"
+        return (
+            f"; {self.partial} beside it is an interrupted extraction ({held}, e.g. of an --overwrite run "
+            "that was killed): --overwrite deletes it and starts again from the first row; to resume it "
+            f"instead, move {self.path} away and rerun the command that started it"
+        )
 
     def _reopen(self, attrs: dict[str, Any]) -> h5py.File:
         """Open the interrupted extraction to append to it, once its recorded attributes, read without
