@@ -402,10 +402,22 @@ def _refuse_file_above(out: Path, flag: str) -> None:
                 raise InputError(
                     f"{flag} {out} lies under {above}, which is a file, not a folder; choose another {flag}"
                 )
-            if not os.access(above, os.W_OK | os.X_OK):
-                denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(above))
+            denied = unwritable(above)
+            if denied is not None:
                 raise InputError(f"{os_message(denied, f'{flag} {out}: cannot write in')}; choose another {flag}")
             return
+
+
+def unwritable(folder: Path) -> OSError | None:
+    """The error a file made in the existing ``folder`` would meet (a read-only mount, a folder this
+    process may not write in), for a refusal before any work; None where one can be made."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    try:
+        code = errno.EROFS if os.statvfs(folder).f_flag & os.ST_RDONLY else errno.EACCES
+    except OSError:
+        code = errno.EACCES
+    return OSError(code, os.strerror(code), str(folder))
 
 
 def claimed_by(path: str | Path) -> tuple[Path, dict[str, Any]] | None:

@@ -328,3 +328,22 @@ def test_a_read_only_file_is_replaced_and_stays_read_only(user_dir):
     assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o444
     assert _as_a_user(user_dir, lambda: write_cache(cache, split, overwrite=True)) == ""
     assert stat.S_IMODE(cache.stat().st_mode) == 0o444
+
+
+def test_report_html_in_a_folder_the_user_cannot_write_in_is_refused_before_any_work(user_dir):
+    """Audit: `report DIR --html` on a read-only DIR printed the report and built the page, then failed
+    naming `report.html.tmp-PID`; it is refused first, naming report.html and the folder."""
+    from laya_inspect.report import refuse_foreign_page
+
+    folder = user_dir / "heads"
+    folder.mkdir()
+    (folder / "summary.json").write_text("{}")
+    os.chmod(folder, 0o555)
+    said = _as_a_user(user_dir, lambda: refuse_foreign_page(folder))
+    assert said.startswith(
+        f"{InputError.__name__}: --html cannot write {folder / 'report.html'}: cannot write in {folder}"
+    ), said
+    assert "errno 13" in said and ".tmp-" not in said
+    assert sorted(p.name for p in folder.iterdir()) == ["summary.json"]
+    os.chmod(folder, 0o755)
+    assert _as_a_user(user_dir, lambda: refuse_foreign_page(folder)) == ""

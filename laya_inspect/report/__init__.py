@@ -51,11 +51,17 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
 def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     """Refuse, before ``report --html`` rebuilds it, a ``folder/report.html`` laya-inspect did not
     write: one the folder's marker does not list and that does not carry the page's own mark (a
-    user's page beside a copied summary.json), or a symlink."""
-    from ..errors import InputError
-    from ..out_dir import read_marker
+    user's page beside a copied summary.json), or a symlink; and a folder it cannot be written in."""
+    from ..errors import InputError, os_message
+    from ..out_dir import read_marker, unwritable
 
     page = Path(folder) / REPORT_NAME
+    denied = unwritable(Path(folder)) if Path(folder).is_dir() else None
+    if denied is not None:  # else the page is built, then fails on its temporary name
+        raise InputError(
+            f"{os_message(denied, f'--html cannot write {page}: cannot write in')}; make the folder writable, "
+            f"or copy it and run the report on the copy (without --html, `report {folder}` only reads it)"
+        )
     if not page.exists() and not page.is_symlink():
         return
     why = None
