@@ -344,10 +344,13 @@ def check_out(
         if _under(cwd, real) or _under(home, real):
             where = "the current folder" if real == cwd else "the home folder" if real == home else "a folder above"
             where += "" if real in (cwd, home) else " the current or the home folder"
-            raise InputError(
-                f"{flag} {out} is {where}; laya-inspect replaces its {flag} whole: give a new sub-folder, "
-                f"e.g. {flag} {out / 'results'}"
+            # demo writes inside its folder: it would mark the user's folder its own output instead
+            does = (
+                f"laya-inspect replaces its {flag} whole"
+                if renamed
+                else f"{_writer(command)} marks its {flag} as its own output and writes its files into it"
             )
+            raise InputError(f"{flag} {out} is {where}; {does}: give a new sub-folder, e.g. {flag} {out / 'results'}")
     # a rename onto a mount point fails; checked after the folders above, which say more of / or a home
     if renamed and kind == "folder" and out.is_dir() and os.path.ismount(out):
         raise InputError(

@@ -244,6 +244,19 @@ def test_the_current_and_home_folders_and_those_above_are_refused(tmp_path, monk
     assert tree(tmp_path) == before
 
 
+def test_the_current_folder_refused_to_demo_says_what_demo_does_with_its_out(tmp_path, monkeypatch):
+    """Audit: demo's `--out .` was refused as "replaces its --out whole", which demo does not do: it
+    writes its files and its marker inside the folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(InputError) as e:
+        check_out(Path("."), force=False, command="demo", renamed=False)
+    said = str(e.value)
+    assert said.startswith("--out . is the current folder; laya-inspect demo marks its --out as its own output")
+    assert "whole" not in said and "--out results" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
 def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused(tmp_path):
     heads = written(tmp_path / "heads")
     cache = tmp_path / "data" / "features.h5"
