@@ -543,6 +543,8 @@ def atomic_dir(
             os.replace(tmp, out)
         except (OSError, WriteError) as e:  # a full disk names a file in the temporary folder, removed below
             said = os_message(e) if isinstance(e, OSError) else str(e)
+            # named by the path the user asked for: the hidden temporary folder is gone when they read it
+            said = re.sub(re.escape(str(tmp)) + r"(?![0-9])", lambda _: str(Path(path)), said)
             # a folder written inside another output's temporary folder (a head directory: no lock of
             # its own) is not one the user named: that output's line says what was kept
             raise WriteError(f"{said}; {flag} {path} was left as it was" if lock else said) from None

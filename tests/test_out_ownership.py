@@ -257,6 +257,29 @@ def test_the_current_folder_refused_to_demo_says_what_demo_does_with_its_out(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
 
+def test_a_failed_write_names_the_path_asked_for_not_the_hidden_temporary_one(tmp_path):
+    """Audit: a full disk during fit-head said "could not write OUT/.heads.tmp-PID/last/.seed_1.tmp-PID/
+    summary.json.tmp-PID", three temporary names already removed when the user reads them."""
+    import errno
+
+    from laya_inspect.errors import WriteError
+    from laya_inspect.files import write_with
+
+    def full(path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    out = tmp_path / "heads"
+    with pytest.raises(WriteError) as e:
+        with atomic_dir(out, command="fit-head") as tmp:
+            with atomic_dir(tmp / "last" / "seed_1", command="laya-inspect", lock=False) as inner:
+                write_with(inner / "summary.json", full)
+    assert str(e.value) == (
+        f"could not write {out / 'last' / 'seed_1' / 'summary.json'}: {os.strerror(errno.ENOSPC)} (errno 28); "
+        f"--out {out} was left as it was"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused(tmp_path):
     heads = written(tmp_path / "heads")
     cache = tmp_path / "data" / "features.h5"
