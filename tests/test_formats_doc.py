@@ -1,7 +1,8 @@
 """docs/FORMATS.md against the files the commands write: every top-level key of fit-head's and compare's
-summary.json, of a head directory's config.json and of the output marker is documented, and every key
-the text names for them is in a real file (a few only under conditions this small run does not meet,
-listed with why). A key added, renamed or dropped cannot leave the format a user reads behind."""
+summary.json (and of compare's heads, ablation blocks and headline rows), of a head directory's
+config.json and of the output marker is documented, and every key the text names for them is in a real
+file (a few only under conditions this small run does not meet, listed with why). A key added, renamed
+or dropped cannot leave the format a user reads behind."""
 
 from __future__ import annotations
 
@@ -215,3 +216,35 @@ def test_cache_attributes(tmp_path: Path) -> None:
     assert not documented - attrs - {"working_dir"}, f"named, not written: {sorted(documented - attrs)}"
     split_named = set(re.findall(r"[a-z][a-z_0-9]*", split))
     assert in_split <= split_named, f"split contents not named: {sorted(in_split - split_named)}"
+
+
+def test_compare_heads_ablations_and_headline(outputs: Path) -> None:
+    """Each head's keys, an ablation block's and a headline row's are named where FORMATS describes them."""
+    summary = json.loads((outputs / "compare" / "summary.json").read_text())
+    head = summary["heads"][0]
+    block = head["ablations"][summary["ablation"]]
+    conditional = {
+        # circular and other rows of a run with more methods than this small one
+        "ig_delta": "only for ig",
+        "family": "only with another non-circular method to compare against",
+        "leader": "of best_tests, only with two methods or more to test",
+        "runner_up": "of best_tests, only with two methods or more to test",
+        "vs_runner_up": "of best_tests, only with two methods or more to test",
+        "marked": "of best_tests, only with two methods or more to test",
+        "constant_tested": "of best_tests, only with two methods or more to test",
+        "n_valid": "of faithfulness, in the heads' blocks",
+        "n_undefined": "of faithfulness, in the heads' blocks",
+        "tie_tolerance": "of faithfulness, in the heads' blocks",
+        "masks": "of lolo.subsets",
+        "all": "of `all|top|any_tied_rows`, three keys written in one",
+        "oracle": "of `oracle|random_deletion|insertion_area`, four keys written in one",
+        "report": "the command that reads the field",
+    }
+    documented = prose_names(between("Each head: `name`", "`headline`: one flat row"))
+    check(documented, head, conditional)
+    assert not set(block) - documented, f"ablation block keys not documented: {sorted(set(block) - documented)}"
+    row = summary["headline"][0]
+    named = {n for n in prose_names(between("one flat row per (head", "Non-finite numbers")) if n[0] != "_"}
+    named |= {f"{k}{s}" for k in named if k.endswith("_minus_constant") for s in ("_ci_low", "_ci_high")}
+    named |= {"faithfulness_ci_low", "faithfulness_ci_high"}  # "(and CI)"
+    assert set(row) == named, f"headline: unnamed {sorted(set(row) - named)}, not written {sorted(named - set(row))}"
