@@ -184,6 +184,28 @@ def test_compute_counted_from_a_zoo_model(tmp_path):
     assert c.flops_after[0] > c.flops_after[1] > c.flops_after[2]
 
 
+def test_a_zoo_backbone_is_counted_as_its_checkpoint_built_it(tmp_path):
+    """A zoo:mlp trained on 8×8 digits was rebuilt with the default 28×28 input, so prune and
+    early-exit fell back to the shapes estimate ("zoo:mlp rejected its input float32 (1, 1, 8, 8)")."""
+    from laya_inspect.models import build_zoo, save_zoo_checkpoint, sha256_file
+
+    module = build_zoo("mlp", in_shape=(1, 8, 8), num_classes=3, hidden=(16, 12, 8))
+    weights = save_zoo_checkpoint(tmp_path / "backbone.pt", module)
+    attrs = {
+        "weights_path": str(weights),
+        "weights_sha256": sha256_file(weights),
+        "transforms": {"kind": "image", "output": [1, 8, 8]},
+    }
+    cache = _cache_from(tmp_path, "zoo:mlp", {"blocks.0": 16, "blocks.1": 12, "blocks.2": 8}, **attrs)
+    with FeatureStore(cache) as store:
+        c = backbone_costs(store, "auto")
+        assert c.source == "model" and c.note is None
+        assert c.params_total == sum(p.numel() for p in module.parameters())
+        assert c.params_after[2] == 8 * 3 + 3 and c.flops_after[2] == 2 * 8 * 3
+        save_zoo_checkpoint(weights, module, {"retrained": True})  # not the file extract read: not counted
+        assert "changed since extract" in str(backbone_costs(store, "auto").note)
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 

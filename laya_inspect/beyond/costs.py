@@ -2,7 +2,8 @@
 (docs/METHOD.md, "Backbone compute").
 
 Counted from the model (``model``): the architecture the cache names (``model_spec``; its weights are
-not needed, parameter counts and FLOPs do not depend on their values) runs once on one input of the
+not needed, parameter counts and FLOPs do not depend on their values, but a zoo backbone is rebuilt from
+the checkpoint extract read, whose own input shape and widths it records) runs once on one input of the
 cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOPs after layer l are
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
 of the modules first called after it (its own classifier included: a head replaces it). Estimated
@@ -121,7 +122,11 @@ def costs_from_model(store: FeatureStore) -> Costs:
     # a python: module is imported from the folder extract ran in, as extract imported it
     ran_in = store.attrs.get("working_dir") if prefix == "python" else None
     search_dir = str(ran_in) if ran_in and Path(str(ran_in)).is_dir() else None
-    model = load_model(spec, random_init=prefix in _BUILDABLE, device="cpu", search_dir=search_dir)
+    weights = _zoo_weights(store) if prefix == "zoo" else None
+    random_init = prefix in _BUILDABLE and weights is None
+    model = load_model(spec, weights=weights, random_init=random_init, device="cpu", search_dir=search_dir)
+    if weights is not None and model.weights_sha256 != store.attrs.get("weights_sha256"):
+        raise InputError(f"the weights file {weights} changed since extract read it, so its architecture may differ")
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
     if virtual:
@@ -163,6 +168,17 @@ def costs_from_model(store: FeatureStore) -> Costs:
     )
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
     return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, params_total, total_flops)
+
+
+def _zoo_weights(store: FeatureStore) -> str | None:
+    """The zoo checkpoint extract read: its architecture (input shape, widths) is the checkpoint's own,
+    not the zoo default a build without it gives."""
+    path = store.recorded_path(store.attrs.get("weights_path") or None)
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise InputError(f"the zoo checkpoint extract read, {path}, is not there to rebuild its architecture from")
+    return path
 
 
 def _one_input(store: FeatureStore, model: Any) -> Any:
