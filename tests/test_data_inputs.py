@@ -477,7 +477,7 @@ def test_single_class_data_is_refused_and_a_class_missing_from_a_split_is_a_warn
     b = load_data(npz(tmp_path, "rare.npz", X=x, y=["cat"] * 20 + ["dog"] * 20 + ["rare"]), seed=0)
     where = "train" if 40 in b.splits["train"].index else "test"
     other = "test" if where == "train" else "train"
-    assert "not stratified, as class 'rare' has a single row" in b.warnings[0]
+    assert where == "train" and "class 'rare' has a single row, put with the training rows" in b.warnings[0]
     why = (
         "a head fitted on it can never predict them, and their test rows all count as misses"
         if other == "train"
@@ -861,11 +861,16 @@ def test_a_split_that_cannot_be_stratified_is_a_warning(tmp_path):
     rows = [f"text {i},{'pos' if i % 2 else 'neg'}" for i in range(40)] + ["odd one,rare"]
     (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
     b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
-    said = [w for w in b.warnings if "not stratified" in w]
-    assert len(said) == 1 and "class 'rare' has a single row" in said[0] and b.split_info["stratified"] is False
+    said = [w for w in b.warnings if "single row" in w]
+    assert len(said) == 1 and "class 'rare' has a single row, put with the training rows" in said[0]
+    assert "no test row" in said[0] and b.split_info["stratified"] is True
+    assert b.split_info["single_row_classes"] == [b.class_names.index("rare")]
     (tmp_path / "two.csv").write_text("text,label\n" + "\n".join(rows[:40]) + "\n")
     fine = load_data(f"csv:{tmp_path / 'two.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
-    assert not [w for w in fine.warnings if "not stratified" in w]
+    assert not [w for w in fine.warnings if "stratified" in w or "single row" in w]
+    (tmp_path / "ones.csv").write_text("text,label\n" + "\n".join(f"t {i},c{i}" for i in range(6)) + "\n")
+    ones = load_data(f"csv:{tmp_path / 'ones.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    assert len([w for w in ones.warnings if "is random, not stratified" in w]) == 1
 
 
 def test_a_file_not_in_utf8_is_refused_naming_its_line_and_the_fix(tmp_path):

@@ -54,11 +54,41 @@ def test_the_digits_split_keeps_the_rows_drawn_before(
     assert (info["seed"], info["test_fraction"]) == (seed, fraction)
 
 
-def test_a_class_of_one_falls_back_to_the_random_split_drawn_before() -> None:
+def test_a_class_of_one_leaves_the_other_classes_stratified() -> None:
+    """QA: one class of a single row made the whole split random (rows [1, 4, 5] to test here: class
+    0's share of the test rows left to chance). Now the other classes are split as on their own and
+    the single row goes where round(test_fraction) of one row says (as fit-head's validation draw)."""
     labels = np.array([0] * 5 + [1] + [2] * 4)
+    others = np.flatnonzero(labels != 1)
+    alone, _ = stratified_split(labels[others], test_fraction=0.3, seed=3)
     rows, info = stratified_split(labels, test_fraction=0.3, seed=3)
-    assert rows["test"].tolist() == [1, 4, 5] and rows["train"].tolist() == [0, 2, 3, 6, 7, 8, 9]
-    assert info["method"] == "random" and info["stratified"] is False
+    assert rows["test"].tolist() == others[alone["test"]].tolist()
+    assert rows["train"].tolist() == sorted([*others[alone["train"]].tolist(), 5])
+    assert set(labels[rows["test"]]) == {0, 2}
+    assert info["method"] == "stratified" and info["stratified"] is True and info["n_source"] == 10
+    assert (info["single_row_classes"], info["single_rows_in"]) == ([1], "train")
+    rows, info = stratified_split(labels, test_fraction=0.7, seed=3)
+    assert 5 in rows["test"] and info["single_rows_in"] == "test"
+
+
+def test_only_classes_of_one_fall_back_to_the_random_split() -> None:
+    rows, info = stratified_split(np.array([0, 1, 2, 3]), test_fraction=0.5, seed=3)
+    assert info["method"] == "random" and info["stratified"] is False and "single_row_classes" not in info
+    assert sorted([*rows["train"], *rows["test"]]) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_a_split_with_no_class_of_one_is_scikit_learns_byte_for_byte(seed: int) -> None:
+    from sklearn.model_selection import train_test_split
+
+    labels = np.random.default_rng(seed).integers(0, 4, size=60)
+    labels[:8] = [0, 0, 1, 1, 2, 2, 3, 3]  # every class at least twice
+    for fraction in (0.1, 0.25, 0.5):
+        rows, info = stratified_split(labels, test_fraction=fraction, seed=seed)
+        train, test = train_test_split(np.arange(60), test_size=fraction, random_state=seed, stratify=labels)
+        assert rows["test"].tobytes() == np.sort(test).astype(np.int64).tobytes()
+        assert rows["train"].tobytes() == np.sort(train).astype(np.int64).tobytes()
+        assert "single_row_classes" not in info
 
 
 def test_a_split_that_leaves_no_training_rows_is_refused() -> None:

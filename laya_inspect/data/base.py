@@ -111,9 +111,13 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
     """Seeded stratified train/test split of rows ``0..N-1``: scikit-learn's
     ``train_test_split(rows, test_size=test_fraction, random_state=seed, stratify=labels)``.
 
-    Returns ``({"train": rows, "test": rows}, split_info)``, rows sorted ascending. Falls back to an
-    unstratified split (recorded as ``"stratified": False``) when a class has a single member, or
-    when the test or training rows are fewer than the classes.
+    Returns ``({"train": rows, "test": rows}, split_info)``, rows sorted ascending. A class with a
+    single row cannot be stratified: its row goes to the side ``round(test_fraction)`` of one row
+    names (training below 0.5, as fit-head's stratified validation draw keeps a class's only row), the
+    other rows are split as above on their own, and ``split_info`` records the classes
+    (``single_row_classes``) and the side (``single_rows_in``). Falls back to an unstratified split
+    (recorded as ``"stratified": False``) when every class has a single row, or when the test or
+    training rows (of the other classes) are fewer than the classes.
     """
     from sklearn.model_selection import train_test_split
 
@@ -126,7 +130,20 @@ def stratified_split(labels: np.ndarray, *, test_fraction: float, seed: int) -> 
     n_test = math.ceil(float(test_fraction) * n)  # as scikit-learn rounds a fraction
     if n_test >= n:
         raise InputError(f"a test fraction of {test_fraction} of {n} samples leaves no training rows")
-    _, counts = np.unique(labels, return_counts=True)
+    classes, counts = np.unique(labels, return_counts=True)
+    single = np.isin(labels, classes[counts == 1])
+    if single.any() and not single.all():
+        try:
+            rows, info = stratified_split(labels[~single], test_fraction=test_fraction, seed=seed)
+        except InputError:  # too few other rows for a split of their own: the random split below
+            info = {"stratified": False}
+        if info["stratified"]:
+            side = "test" if round(float(test_fraction)) else "train"
+            kept = np.flatnonzero(~single)
+            parts = {k: kept[v] for k, v in rows.items()}
+            parts[side] = np.sort(np.concatenate([parts[side], np.flatnonzero(single)]))
+            singles = [int(c) for c in classes[counts == 1]]
+            return parts, {**info, "n_source": int(n), "single_row_classes": singles, "single_rows_in": side}
     stratified = bool(counts.min() >= 2 and min(n_test, n - n_test) >= len(counts))
     train, test = train_test_split(
         np.arange(n, dtype=np.int64),

@@ -92,8 +92,20 @@ def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
 
 def unstratified(spec: str, class_names: list[str], info: dict, labels: np.ndarray) -> list[str]:
     """A warning when the seeded train/test split fell back to a random one (``info["stratified"]``
-    False): a class of one row, or fewer rows on a side than classes, so the classes' shares in each
-    split are left to chance. ``labels``: every row the split was drawn from."""
+    False): only classes of one row, or fewer rows on a side than classes, so the classes' shares in
+    each split are left to chance; or when classes of one row were put on one side
+    (``info["single_row_classes"]``), so they are missing from the other. ``labels``: every row the
+    split was drawn from."""
+    singles = info.get("single_row_classes")
+    if singles:
+        side = "training" if info.get("single_rows_in") == "train" else "test"
+        none = "test" if side == "training" else "training"
+        they = "they have" if len(singles) > 1 else "it has"
+        return [
+            f"dataset {spec!r}: {_classes(class_names, singles)} {_has(singles)} a single row, put with the "
+            f"{side} rows (the other classes are stratified): {they} no {none} row; add rows, or "
+            "give the split yourself (train/ and test/ folders, a split column)"
+        ]
     if info.get("stratified") is not False:
         return []
     ids, counts = np.unique(labels, return_counts=True)
