@@ -236,6 +236,30 @@ def test_test_rows_with_nonfinite_features_are_refused(tmp_path) -> None:
     assert said + "{'blocks.1': 3})" in str(e.value)
 
 
+def test_training_rows_with_nonfinite_features_get_the_caches_own_advice(tmp_path) -> None:
+    """QA: NaN training rows in the standardisation and the probe said only "re-extract the cache",
+    where fit-head's test-row check says what the cache records (extract's --allow-nonfinite count)."""
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 120), ("test", 60)):
+        feats = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(2)]
+        splits[name] = (feats, (feats[1][:, 0] > 0).astype(np.int64))
+    splits["train"][0][0][7] = np.nan
+    cache = write_cache(tmp_path / "c.h5", splits, allow_nonfinite=True)
+    said = "re-extract the cache without --allow-nonfinite (extract cached them under it, values per layer: "
+    config = FitConfig(heads=("laya",), seeds=(0,), epochs=2, probe=False)
+    with FeatureStore(cache) as store:
+        with pytest.raises(InputError, match="--standardize none") as e:
+            fit_heads(store, config, out_dir=tmp_path / "h")
+        assert said in str(e.value)
+        from laya_inspect.training.quality import layer_probes
+
+        train_rows, val_rows = validation_split(store.labels("train"), 0.1, "stratified", 0)
+        with pytest.raises(InputError, match="--no-probe") as e:
+            layer_probes(store, train_split="train", test_split="test", train_rows=train_rows, val_rows=val_rows)
+        assert said in str(e.value)
+
+
 def test_fit_head_marks_classes_without_training_rows_untrained(tmp_path: Path) -> None:
     """A test class with no training rows: every saved head knows it never learnt it, so no seed
     can score its rows as hits by the luck of an untrained output unit."""

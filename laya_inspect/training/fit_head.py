@@ -305,7 +305,7 @@ def _fit_into(
     scaling, standardized = None, None
     try:
         moments: tuple[list[np.ndarray], list[np.ndarray]] | None = feature_moments(
-            train, train_rows, store.layer_names
+            train, train_rows, store.layer_names, store.nonfinite_advice()
         )
     except InputError:  # non-finite rows (--allow-nonfinite): refused below unless --standardize none
         if config.standardize != "none":

@@ -269,7 +269,7 @@ def layer_probes(
         x_fit = read(train_split, i, fit_rows)
         if not np.isfinite(x_fit).all():
             raise InputError(
-                f"layer {name!r} holds NaN or infinite features in the training rows; re-extract the cache, "
+                f"layer {name!r} holds NaN or infinite features in the training rows; {store.nonfinite_advice()}, "
                 "or fit with --no-probe"
             )
         scaler = StandardScaler().fit(x_fit)

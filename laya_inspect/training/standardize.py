@@ -22,10 +22,11 @@ SCALE_FLOOR = 0.01
 
 
 def feature_moments(
-    rows: Rows, positions: np.ndarray, layer_names: Sequence[str]
+    rows: Rows, positions: np.ndarray, layer_names: Sequence[str], advice: str = "re-extract the cache"
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Per layer, the (D_l,) mean and standard deviation (ddof 0) of ``rows`` at ``positions``, in
-    float64. A non-finite value anywhere is an InputError naming the layer."""
+    float64. A non-finite value anywhere is an InputError naming the layer, with ``advice`` (the
+    cache's :meth:`~laya_inspect.cache.store.FeatureStore.nonfinite_advice`, where the rows are its)."""
     count = 0
     means: list[np.ndarray] = []
     m2: list[np.ndarray] = []
@@ -38,7 +39,7 @@ def feature_moments(
             if not np.isfinite(x).all():
                 raise InputError(
                     f"layer {layer_names[i]!r} holds NaN or infinite features in the training rows; "
-                    "re-extract the cache, or fit with --standardize none"
+                    f"{advice}, or fit with --standardize none"
                 )
             mean_b = x.mean(axis=0)
             m2_b = ((x - mean_b) ** 2).sum(axis=0)
