@@ -307,6 +307,24 @@ def test_under_torchrun_the_joined_cache_names_a_layer_that_gives_one_row_for_ev
         assert "row_spread" not in f.attrs
 
 
+def test_under_torchrun_the_joined_cache_names_layers_that_hold_the_same_values(work):
+    """QA: the join of the shards ran only the constant-layer check, so one tensor cached under two
+    names (blocks.3 and the blocks it ends) got the duplicate warning from one process only."""
+    layers = ["--split", "test", "--limit", "64", "--layers", "blocks.2,blocks.3,blocks"]
+    one = _run(_extract(work / "one.h5", *layers), work)
+    two = _run(_extract(work / "two.h5", *layers, procs=2, batch=8), work)
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    said = "layers that hold the same values (blocks.3 = blocks; their first 8 rows are equal)"
+    assert " ".join(two.stderr.split()).count(f"warning: {said}") == 1, two.stderr  # rank 0 speaks for all
+    for out in ("one.h5", "two.h5"):
+        with FeatureStore(work / out) as store:
+            assert (
+                [w for w in store.attrs["warnings"] if "hold the same values" in w]
+                == [w for w in store.attrs["warnings"] if w.startswith(said)]
+                != []
+            ), out
+
+
 def _torchrun(*args):
     return [
         sys.executable,

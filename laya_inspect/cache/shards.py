@@ -47,7 +47,7 @@ from .schema import (
     seal,
     with_warnings,
 )
-from .writer import constant_warning
+from .writer import SAME_LAYER_ROWS, constant_warning, duplicate_warning, same_layers
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -156,7 +156,7 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
         said = agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else [])[0]
         seconds = time.perf_counter() - start
-    prep.warnings += said  # rank 0's, who speaks for all: a layer that gave one row for every input
+    prep.warnings += said  # rank 0's, who speaks for all: a layer that gave one row for every input, two alike
     nonfinite = _add_counts(counts for _, _, counts in stats)
     resumed = {s: sum(r[s] for _, r, _ in stats) for s in plan}
     written = sum(w for w, _, _ in stats)
@@ -292,7 +292,8 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
 def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]]) -> list[str]:
     """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
     shard files, with the attributes a one-process cache would have; then mark the manifest complete.
-    Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard)."""
+    Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
+    layers that hold the same values)."""
     out = Path(out)
     files = [shard_path(out, r, size) for r in range(size)]
     missing = [str(p) for p in files if not p.exists()]
@@ -317,6 +318,7 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
     layers = [str(n) for n in decode_attr("layer_names", first.attrs.get("layer_names", "[]")) or []]
     pooling = [str(p) for p in decode_attr("layer_pooling", first.attrs.get("layer_pooling", "[]")) or []]
     said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
+    said += duplicate_warning(same_layers(layers, _first_rows(shards, len(layers))))
     if said:
         f.attrs["warnings"] = with_warnings(first.attrs, said)
     total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
@@ -343,6 +345,16 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
                 v.attrs[k] = value
     seal(f)
     return said
+
+
+def _first_rows(shards: list[h5py.File], num_layers: int) -> list[np.ndarray | None]:
+    """Each layer's first rows (up to SAME_LAYER_ROWS) of the first shard split that holds two or more:
+    the same rows of every layer, which is all :func:`same_layers` needs."""
+    for s in shards:
+        for split in s:
+            if len(s[split][layer_key(0)]) >= 2:
+                return [np.asarray(s[split][layer_key(i)][:SAME_LAYER_ROWS]) for i in range(num_layers)]
+    return [None] * num_layers
 
 
 def _constant_over_shards(shards: list[h5py.File], layers: list[str]) -> list[str]:

@@ -91,6 +91,19 @@ def duplicate_warning(pairs: Sequence[tuple[str, str]], leave: str = COMMAND_ADV
 SAME_LAYER_ROWS = 8
 
 
+def same_layers(names: Sequence[str], first_rows: Sequence[np.ndarray | None]) -> list[tuple[str, str]]:
+    """Pairs of layers whose ``first_rows`` (the same rows of each layer, as stored) are equal: one tensor
+    under two names. Rows that are all one row tell nothing (a layer that gives one row for every input
+    is :meth:`FeatureWriter.constant_layers`'s)."""
+    rows = [x if x is not None and len(x) >= 2 and np.ptp(x, axis=0).any() else None for x in first_rows]
+    return [
+        (name_of(names, i), name_of(names, j))
+        for j, b in enumerate(rows)
+        for i, a in enumerate(rows[:j])
+        if a is not None and b is not None and a.shape == b.shape and np.array_equal(a, b)
+    ]
+
+
 def _largest_gap(rows: np.ndarray, first: np.ndarray | None) -> float:
     """The largest |difference| of ``rows`` from ``first``, in float32; a NaN value (cached under
     --allow-nonfinite) is left out, not the rest of its batch with it."""
@@ -408,21 +421,8 @@ class FeatureWriter:
         return [name_of(names, i) for i in self._same_rows()]
 
     def same_layers(self) -> list[tuple[str, str]]:
-        """Pairs of layers whose first rows (up to SAME_LAYER_ROWS) are equal: one tensor under two names.
-        Rows that are all one row tell nothing (a layer that gives one row for every input is
-        :meth:`constant_layers`'s)."""
-        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
-        rows = [x if x is not None and len(x) >= 2 and np.ptp(x, axis=0).any() else None for x in self._sample]
-        return [
-            (name_of(names, i), name_of(names, j))
-            for j, b in enumerate(rows)
-            for i, a in enumerate(rows[:j])
-            if a is not None
-            and b is not None
-            and a.shape == b.shape
-            and np.ptp(a, axis=0).any()
-            and np.array_equal(a, b)
-        ]
+        """:func:`same_layers` of the first rows (up to SAME_LAYER_ROWS) this writer was given."""
+        return same_layers(decode_attr("layer_names", self.file.attrs.get("layer_names", "[]")), self._sample)
 
     def _same_rows(self) -> list[int]:
         """The layers whose rows so far are all within the tolerance of the first. The rows a killed
