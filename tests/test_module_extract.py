@@ -116,15 +116,16 @@ def test_layers_are_cached_in_the_order_the_forward_computes_them(tmp_path: Path
     batches = [(x[:200], y[:200])]
     result = extract_features(Late(), batches, layers=["out", "block", "block.1"], out=tmp_path / "f.h5")
     assert result.layer_names == ["block.1", "block", "out"] and result.widths == [12, 12, 10]
-    assert result.warnings == [
+    assert result.warnings[0] == (
         "--layers out,block,block.1 named the layers out of depth order; "
         "they are kept in the order the model computes them: block.1, block, out"
-    ]
+    )
+    assert len(result.warnings) == 2 and result.warnings[1].startswith("out has one value per class")  # its logits
     with FeatureStore(result.path) as store, torch.no_grad():
         assert store.layer_names == result.layer_names and store.attrs["warnings"] == result.warnings
         np.testing.assert_allclose(store.layer("train", -1), Late()(x[:200]).numpy(), rtol=1e-6, atol=1e-6)
     again = extract_features(Late(), batches, layers="block.1,block,out", out=tmp_path / "g.h5")
-    assert again.layer_names == result.layer_names and again.warnings == []
+    assert again.layer_names == result.layer_names and again.warnings == result.warnings[1:]
 
 
 def test_a_layer_that_gives_one_row_for_every_input_is_a_warning_in_the_result_and_the_cache(tmp_path: Path) -> None:
@@ -223,3 +224,18 @@ def test_two_layers_that_hold_the_same_values_are_a_warning_at_extract_in_the_re
     assert len(ours) == 1 and ours[0].endswith("leave one out of layers"), result.warnings
     with FeatureStore(result.path) as store:
         assert [w for w in store.attrs["warnings"] if "hold the same values" in w] == ours
+
+
+def test_the_models_logits_as_a_layer_are_a_warning_from_a_module_too(tmp_path: Path) -> None:
+    """QA: `extract` warns when a chosen layer is the model's logits (one value per class, what its
+    forward returns); extract_features(model, batches) cached them without a word."""
+    x, y = _digits()
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 12), nn.Tanh(), nn.Linear(12, 10))
+    result = extract_features(net, [(x[:50], y[:50])], layers=["1", "3"], out=tmp_path / "f.h5")
+    ours = [w for w in result.warnings if "one value per class" in w]
+    assert len(ours) == 1 and ours[0].startswith("3 has one value per class (10, the data's class count)")
+    assert ours[0].endswith("leave it out of layers unless that is meant"), ours
+    with FeatureStore(result.path) as store:
+        assert [w for w in store.attrs["warnings"] if "one value per class" in w] == ours
+    hidden = extract_features(net, [(x[:50], y[:50])], layers=["1", "2"], out=tmp_path / "h.h5")
+    assert not [w for w in hidden.warnings if "one value per class" in w]

@@ -26,7 +26,7 @@ from ..files import output_lock, utc_now
 from ..layers import capture, depth_order, image_size_of, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
-from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning
+from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
 
 LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 
@@ -57,8 +57,9 @@ def extract_from_module(
     sequence unless image patches are all there is; pass ``pool="mean"`` for a decoder (GPT-2, Llama)
     or T5's encoder, whose token 0 is no summary of the text.
     The model runs in eval mode under ``torch.no_grad`` and is put back in its former mode.
-    A layer that gives the same row for every input is named in the result's and the cache's
-    ``warnings``, as `extract` names it.
+    A layer that gives the same row for every input, two layers that hold the same values, and a layer
+    that is what the forward returns with one value per class (the model's logits) are named in the
+    result's and the cache's ``warnings``, as `extract` names them.
     """
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
@@ -85,6 +86,7 @@ def extract_from_module(
     classes = [str(c) for c in class_names] if class_names is not None else [str(i) for i in range(num_classes)]
     if len(classes) < num_classes:
         raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
+    logits = logits_warning([n for n in names if first.returned.get(n) == len(classes)], len(classes), "out of layers")
     attrs = {
         "tool_version": __version__,
         "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
@@ -110,7 +112,7 @@ def extract_from_module(
         },
         "data_fingerprint": _fingerprint(gathered),
         "random_init": False,
-        "warnings": [moved] if moved else [],
+        "warnings": [*([moved] if moved else []), *logits],
         "compute_dtype": "float32",
         "world_size": 1,
     }
@@ -148,7 +150,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
-        warnings=[*([moved] if moved else []), *said],
+        warnings=[*([moved] if moved else []), *logits, *said],
     )
 
 
@@ -170,6 +172,7 @@ class _Split:
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.batch_size = 0
         self.order: list[str] = []  # the layers in the order the first batch made their outputs
+        self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
 
     @property
     def n(self) -> int:
@@ -241,10 +244,7 @@ def _run(
             continue
         x = _to(inputs, dev)
         with torch.no_grad(), capture(model, names) as raw:
-            if isinstance(x, Mapping):
-                model(**x)
-            else:
-                model(x)
+            out = model(**x) if isinstance(x, Mapping) else model(x)
         mask = x.get("attention_mask") if isinstance(x, Mapping) else None
         feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask, image_hw=image_size_of(x))
         arrays = [feats[n].float().cpu().numpy() for n in names]
@@ -252,6 +252,7 @@ def _run(
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
         if not got.parts:
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
+            got.returned = {n: int(out.shape[1]) for n in names if _is_output(raw.get(n), out)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):
             raise InputError(f"split {split!r}, batch {i}: a layer's pooled width changed between batches")
         got.parts.append(arrays)
@@ -259,6 +260,16 @@ def _run(
     if not got.parts:
         raise InputError(f"split {split!r} gave no rows")
     return got
+
+
+def _is_output(layer: Any, out: Any) -> bool:
+    return (
+        isinstance(layer, torch.Tensor)
+        and isinstance(out, torch.Tensor)
+        and layer.ndim == 2
+        and layer.shape == out.shape
+        and bool(torch.equal(layer, out))
+    )
 
 
 def _fingerprint(gathered: dict[str, _Split]) -> str:

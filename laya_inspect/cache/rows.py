@@ -33,7 +33,7 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
-from .writer import FeatureWriter, constant_warning, duplicate_warning
+from .writer import FeatureWriter, constant_warning, duplicate_warning, logits_warning
 
 
 @dataclass
@@ -150,16 +150,7 @@ def _logit_layers(names: list[str], raw: dict[str, Any], logits: Any, adapter: A
             return bool(adapter.virtual_returned)
         return isinstance(logits, torch.Tensor) and logits.shape == out.shape and bool(torch.equal(logits, out))
 
-    found = [n for n in names if returned(n)]
-    if not found:
-        return []
-    one = len(found) == 1
-    return [
-        f"{', '.join(found)} {'has' if one else 'have'} one value per class ({n_classes}, the data's class count) "
-        f"and {'is' if one else 'are'} what the model's forward returns: most likely its logits (the model's own "
-        f"answer), not a hidden layer, so a head's accuracy and weight there report the classifier; leave "
-        f"{'it' if one else 'them'} out of --layers unless that is meant"
-    ]
+    return logits_warning([n for n in names if returned(n)], n_classes)
 
 
 def write_cache(

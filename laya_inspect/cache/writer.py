@@ -86,6 +86,20 @@ def duplicate_warning(pairs: Sequence[tuple[str, str]], leave: str = COMMAND_ADV
     ]
 
 
+def logits_warning(found: Sequence[str], n_classes: int, leave: str = "out of --layers") -> list[str]:
+    """The warning for chosen layers that are most likely the model's logits (``found``: those with one
+    value per class that are what the model's forward returns)."""
+    if not found:
+        return []
+    one = len(found) == 1
+    return [
+        f"{', '.join(found)} {'has' if one else 'have'} one value per class ({n_classes}, the data's class count) "
+        f"and {'is' if one else 'are'} what the model's forward returns: most likely its logits (the model's own "
+        f"answer), not a hidden layer, so a head's accuracy and weight there report the classifier; leave "
+        f"{'it' if one else 'them'} {leave} unless that is meant"
+    ]
+
+
 # Rows per layer compared by FeatureWriter.same_layers: a few suffice to tell two layers apart, and
 # are cheap to keep.
 SAME_LAYER_ROWS = 8
