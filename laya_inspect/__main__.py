@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
 
         word = "terminated" if e.signum == signal.SIGTERM else "interrupted"
         sys.stderr.write(f"{word}: {FINISHED_BEFORE if e.finished else NOTHING_HALF_WRITTEN}\n")
+        if argv is None:  # a command's exit code already kept for the process's end gives way to the signal's
+            exit_when_finished(128 + e.signum)
         sys.exit(128 + e.signum)
 
 

@@ -300,7 +300,7 @@ SIGNAL_WHILE_EXITING = """
 import os, runpy, signal, sys
 
 def hook(frame, event, arg):
-    if event == "return" and frame.f_code.co_name == "main" and frame.f_code.co_filename.endswith("__main__.py"):
+    if event == "return" and frame.f_code.co_name == {at!r} and frame.f_code.co_filename.endswith({where!r}):
         sys.setprofile(None)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -311,13 +311,23 @@ runpy.run_module("laya_inspect", run_name="__main__", alter_sys=True)
 """
 
 
-def test_ctrl_c_while_the_process_exits_says_the_results_are_complete(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "at, where",
+    [
+        ("main", "__main__.py"),
+        # the last moment before the exit-time handler is set: the command's exit code is already kept
+        # for the process's end, which must give the signal's code instead (it gave 0)
+        ("exit_when_finished", "runtime.py"),
+    ],
+)
+def test_ctrl_c_while_the_process_exits_says_the_results_are_complete(tmp_path: Path, at: str, where: str) -> None:
     """QA: Ctrl-C about a second after a command printed its results, while the interpreter unloaded
     torch, ended the process by the signal (exit -2) with no line at all. It says the results are
     complete, with the shell's exit code for the signal."""
     out = tmp_path / "ckpt.pt"
     done = subprocess.run(
-        [sys.executable, "-c", SIGNAL_WHILE_EXITING.format(out=str(out))], env=ENV, capture_output=True,
+        [sys.executable, "-c", SIGNAL_WHILE_EXITING.format(out=str(out), at=at, where=where)], env=ENV,
+        capture_output=True,
         text=True, timeout=120, preexec_fn=ctrl_c_as_at_a_terminal,
     )  # fmt: skip
     from laya_inspect.runtime import FINISHED_BEFORE
