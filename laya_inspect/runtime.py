@@ -285,7 +285,7 @@ def exit_at_last() -> None:
     if not _exit_code or "coverage" in sys.modules:
         return
 
-    if "logging" in sys.modules:  # registered its own flush after this callback, so it would not run
+    if "logging" in sys.modules:  # imported before main() registered this, its own flush would run after it: never
         import logging
 
         logging.shutdown()
