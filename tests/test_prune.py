@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -878,6 +879,9 @@ def test_each_rankings_smallest_set_carries_the_withhold_rule(tmp_path):
         assert why in "".join(s["verdict"][: s["verdict"].index(withheld[0]) + 1])  # the why said by then
         page = (out / "report.html").read_text(encoding="utf-8")
         assert "(withheld)</td>" in page and "smallest set (2 layers) is withheld" in page
+        # each reason once on the page too, as in the verdict: it repeated it for every ranking
+        reasons = re.findall(r"smallest set \(\d+ layers?\) is withheld: ([^<]*)", page)
+        assert reasons and len(reasons) == len(set(reasons)), reasons
         picks = [p for p in s["points"] if p["within_max_drop"] and p["k"] < 3]
         assert picks and all(why in (p["why_withheld"] or "") for p in picks)
     # a pick that stands carries no such caveat

@@ -182,9 +182,9 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False)
 
 
 def prune_sections(s: dict[str, Any]) -> list[Section]:
-    ref = s["reference"]["test_acc"]
     from ..beyond.costs import smallest_k_text, smallest_within
 
+    ref = s["reference"]["test_acc"]
     rows: list[list[Cell | str]] = []
     classes = []
     withheld: list[str] = []
@@ -195,7 +195,11 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             continue
         best = smallest_within(s, name)
         if best and best.get("why_withheld"):
-            withheld.append(f"{name}'s smallest set ({best['k']} layers) is withheld: {best['why_withheld']}")
+            why = best["why_withheld"]
+            said = any(why in note for note in withheld)  # the same why once, as the verdict's lines say it
+            withheld.append(
+                f"{name}'s smallest set ({best['k']} layers) is withheld" + (", as above" if said else f": {why}")
+            )
         d = (s["alpha_vs"].get(name) or {}).get("mean_test_acc_over_k_diff")
         rows.append(
             [
