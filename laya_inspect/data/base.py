@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, NotFoundError, os_message
-from .headers import FileHeader
+from .headers import FileHeader, dangling
 
 
 @dataclass
@@ -97,8 +97,8 @@ def user_path(arg: str, *, folder: bool, what: str) -> Path:
     if not ok:
         other = "a file" if folder else "a folder"
         isnt = f" ({str(path)!r} is {other})" if path.exists() else ""
-        if path.is_symlink() and not path.exists():
-            isnt = f" ({str(path)!r} is a symlink to {path.readlink()}, which does not exist)"
+        if gone := dangling(path):
+            isnt = f" ({str(path)!r} is {gone})"
         raise NotFoundError(f"no {what} {str(path)!r}{isnt}")
     return path
 

@@ -69,8 +69,8 @@ def file_header(path: str) -> FileHeader:
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:
-        if os.path.islink(path) and not os.path.exists(path):  # "No such file" would hide that the name is there
-            return FileHeader(path, None, f"a symlink to {os.readlink(path)}, which does not exist")
+        if gone := dangling(path):  # "No such file" would hide that the name is there
+            return FileHeader(path, None, gone)
         return FileHeader(path, None, getattr(e, "strerror", None) or str(e) or type(e).__name__)
 
 
@@ -149,6 +149,13 @@ def paged_warning(where: str, root: str, headers: Sequence[FileHeader]) -> list[
         f"{where}: {len(paged)} file(s) hold several pages, and only the first page of each is read (e.g. "
         f"{relative(first.path, root)}, {first.pages} pages); save each page as its own file to include the others"
     ]
+
+
+def dangling(path: str | os.PathLike[str]) -> str:
+    """What ``path`` is when it is a symlink to nothing ("" otherwise): its name stands in the folder."""
+    if os.path.islink(path) and not os.path.exists(path):
+        return f"a symlink to {os.readlink(path)}, which does not exist"
+    return ""
 
 
 def relative(path: str, root: str | os.PathLike[str]) -> str:
