@@ -118,8 +118,9 @@ def report_command(
     ),
     html: bool = typer.Option(False, "--html", help="(re)build DIR/report.html, one self-contained page"),
 ) -> None:
-    """Reprint the summary of a fit-head, compare, demo, prune, early-exit or diagnose folder; --html rebuilds
-    its report.html.
+    """Reprint the summary of a command's output folder; --html rebuilds its report.html.
+
+    DIR: a folder written by fit-head, compare, demo, prune, early-exit or diagnose.
 
     Example:
       laya-inspect report runs/compare --html
