@@ -204,12 +204,14 @@ def test_report_names_every_kind_of_folder_it_reads(tmp_path: Path) -> None:
         assert all(re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", text) for k in kinds), text
 
 
-def test_reports_line_in_the_command_list_is_one_sentence_on_one_line() -> None:
+def test_each_commands_line_in_the_command_list_is_one_line() -> None:
     """QA: `laya-inspect --help` listed report as "… diagnose folder; --html rebuilds" with "its
-    report.html." on a line of its own: a line break of its docstring kept in the list."""
+    report.html." on a line of its own (diagnose likewise): a line break of a docstring's first
+    paragraph is kept in the list, however wide the terminal."""
     listed = runner.invoke(app, ["--help"], env={"COLUMNS": "300"}).output
     line = next(line for line in listed.splitlines() if re.search(r"\breport\s+Reprint", line))
     assert "--html rebuilds its report.html." in line, listed
+    assert not [line for line in listed.splitlines() if re.match(r"│ {6,}\S", line)], listed
 
 
 # -- plots that mean one thing -----------------------------------------------------------------------

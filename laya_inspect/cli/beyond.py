@@ -240,8 +240,9 @@ def diagnose_command(
     out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
-    """Detect misclassified and shifted inputs from α, against max softmax probability. A fit-head
-    output folder stands for its laya/seed_<S>/ head directories, pooled as seeds.
+    """Detect misclassified and shifted inputs from α, against max softmax probability.
+
+    A fit-head output folder stands for its laya/seed_<S>/ head directories, pooled as seeds.
 
     Example:
       laya-inspect diagnose heads --cache features.h5 --against noisy.h5 --out diagnose
