@@ -20,8 +20,19 @@ from .runtime import (
 
 
 def main(argv: list[str] | None = None) -> None:
-    if argv is None:  # the process's own command line (not a caller's in-process run): its exit is ours
-        atexit.register(exit_at_last)  # first registered, so it runs last
+    """Run one command line (``argv``, else ``sys.argv``) in this process. It raises SystemExit with the
+    command's exit code, and the process's own exit stays the caller's."""
+    _run(argv, own_process=False)
+
+
+def command_line() -> None:
+    """The `laya-inspect` script and `python -m laya_inspect`: the process is the command's, so once the
+    command has finished its exit is ours (:func:`laya_inspect.runtime.exit_at_last`)."""
+    atexit.register(exit_at_last)  # first registered, so it runs last
+    _run(None, own_process=True)
+
+
+def _run(argv: list[str] | None, own_process: bool) -> None:
     try:
         with starting_signals():
             from .cli import main as run  # the commands' modules load here
@@ -29,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 run(argv)
             except SystemExit as e:
-                if argv is None:
+                if own_process:
                     exit_when_finished(e.code)
                 raise
     except StartStopped as e:
@@ -37,10 +48,10 @@ def main(argv: list[str] | None = None) -> None:
 
         word = "terminated" if e.signum == signal.SIGTERM else "interrupted"
         sys.stderr.write(f"{word}: {FINISHED_BEFORE if e.finished else NOTHING_HALF_WRITTEN}\n")
-        if argv is None:  # a command's exit code already kept for the process's end gives way to the signal's
+        if own_process:  # a command's exit code already kept for the process's end gives way to the signal's
             exit_when_finished(128 + e.signum)
         sys.exit(128 + e.signum)
 
 
 if __name__ == "__main__":
-    main()
+    command_line()

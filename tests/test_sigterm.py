@@ -314,7 +314,7 @@ runpy.run_module("laya_inspect", run_name="__main__", alter_sys=True)
 @pytest.mark.parametrize(
     "at, where",
     [
-        ("main", "__main__.py"),
+        ("command_line", "__main__.py"),
         # the last moment before the exit-time handler is set: the command's exit code is already kept
         # for the process's end, which must give the signal's code instead (it gave 0)
         ("exit_when_finished", "runtime.py"),
@@ -335,3 +335,25 @@ def test_ctrl_c_while_the_process_exits_says_the_results_are_complete(tmp_path: 
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert done.stderr.strip().splitlines()[-1] == f"interrupted: {FINISHED_BEFORE}", done.stderr[-2000:]
     assert out.is_file() and "next:" in done.stdout
+
+
+CALLER_OF_MAIN = """
+import atexit, sys
+from laya_inspect.__main__ import main
+sys.argv = ["laya-inspect", "extract", "--model", "zoo:mlp", "--list-layers"]
+try:
+    main()
+except SystemExit as e:
+    print("command exit", e.code)
+atexit.register(lambda: print("caller's atexit ran"))
+sys.exit(3)
+"""
+
+
+def test_a_program_that_calls_main_keeps_its_own_exit() -> None:
+    """Review: main() called without arguments by another program armed the command line's early
+    exit, so that program's later sys.exit(3) ended the process with the command's 0. Only the
+    `laya-inspect` script and `python -m laya_inspect` (command_line) own the process's exit."""
+    done = subprocess.run([sys.executable, "-c", CALLER_OF_MAIN], env=ENV, capture_output=True, text=True, timeout=120)
+    assert "command exit 0" in done.stdout and "caller's atexit ran" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
