@@ -100,7 +100,7 @@ def _not_utf8(path: Path, what: str) -> InputError:
     data = path.read_bytes()
     try:
         data.decode("utf-8")
-        where = f"{path}"
+        where = f"{path}:"
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         where = f"{path}:{line}: byte 0x{data[e.start]:02x} ({e.reason}):"
