@@ -285,7 +285,8 @@ def exit_at_last() -> None:
     if not _exit_code or "coverage" in sys.modules:
         return
 
-    if "logging" in sys.modules:  # imported before main() registered this, its own flush would run after it: never
+    # logging imported before command_line() registered this callback: its own flush would run after it, never
+    if "logging" in sys.modules:
         import logging
 
         logging.shutdown()
