@@ -91,11 +91,10 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
         for tmp, target in zip(tmps, targets):
             os.replace(tmp, target)
     except OSError as e:
-        if e.filename:  # the file asked for, not its temporary name (removed below)
-            failed = dict(zip(map(str, tmps), targets)).get(str(e.filename), e.filename)
-            raise WriteError(os_message(OSError(e.errno, e.strerror or str(e), str(failed)))) from None
-        # write() and fsync() name no file: the one being synced, else the one the body was writing
-        failed = syncing or _written_last(tmps, targets)
+        # named by the file asked for, not its temporary name (removed below); write() and fsync() name
+        # no file: the one being synced, else the one the body was writing
+        named = dict(zip(map(str, tmps), targets)).get(str(e.filename), e.filename) if e.filename else None
+        failed = named or syncing or _written_last(tmps, targets)
         raise WriteError(os_message(OSError(e.errno, e.strerror or str(e), str(failed)))) from None
     finally:
         for tmp in tmps:
