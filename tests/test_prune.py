@@ -882,6 +882,9 @@ def test_each_rankings_smallest_set_carries_the_withhold_rule(tmp_path):
         # each reason once on the page too, as in the verdict: it repeated it for every ranking
         reasons = re.findall(r"smallest set \(\d+ layers?\) is withheld: ([^<]*)", page)
         assert reasons and len(reasons) == len(set(reasons)), reasons
+        # the others point back in the verdict's own words ("withheld as above"), as CHANGELOG says
+        again = re.findall(r"smallest set \(\d+ layers?\) is withheld as above", page)
+        assert again and len(again) + len(reasons) == page.count("is withheld"), page.count("is withheld")
         picks = [p for p in s["points"] if p["within_max_drop"] and p["k"] < 3]
         assert picks and all(why in (p["why_withheld"] or "") for p in picks)
     # a pick that stands carries no such caveat

@@ -198,7 +198,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             why = best["why_withheld"]
             said = any(why in note for note in withheld)  # the same why once, as the verdict's lines say it
             withheld.append(
-                f"{name}'s smallest set ({best['k']} layers) is withheld" + (", as above" if said else f": {why}")
+                f"{name}'s smallest set ({best['k']} layers) is withheld" + (" as above" if said else f": {why}")
             )
         d = (s["alpha_vs"].get(name) or {}).get("mean_test_acc_over_k_diff")
         rows.append(
