@@ -86,7 +86,8 @@ def extract_from_module(
     classes = [str(c) for c in class_names] if class_names is not None else [str(i) for i in range(num_classes)]
     if len(classes) < num_classes:
         raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
-    logits = logits_warning([n for n in names if first.returned.get(n) == len(classes)], len(classes), "out of layers")
+    returned = [n for n in names if first.returned.get(n) == len(classes)]
+    logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
     attrs = {
         "tool_version": __version__,
         "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
