@@ -100,8 +100,8 @@ def logits_warning(found: Sequence[str], n_classes: int, leave: str = "out of --
     ]
 
 
-# Rows per layer compared by FeatureWriter.same_layers: a few suffice to tell two layers apart, and
-# are cheap to keep.
+# Rows per layer compared by same_layers (a writer's, and the torchrun join's from one shard): a few
+# suffice to tell two layers apart, and are cheap to keep.
 SAME_LAYER_ROWS = 8
 
 
