@@ -43,6 +43,10 @@ def _run(argv: list[str] | None, own_process: bool) -> None:
                 if own_process:
                     exit_when_finished(e.code)
                 raise
+            except OSError as e:
+                if own_process:
+                    _unwritable_output(e)
+                raise
     except StartStopped as e:
         import signal
 
@@ -51,6 +55,21 @@ def _run(argv: list[str] | None, own_process: bool) -> None:
         if own_process:  # a command's exit code already kept for the process's end gives way to the signal's
             exit_when_finished(128 + e.signum)
         sys.exit(128 + e.signum)
+
+
+def _unwritable_output(e: OSError) -> None:
+    """One line instead of a traceback when output cannot be written for want of room (`> FILE` on a
+    full disk) or a reader (`| head` left): the files a command writes name their paths in their own
+    errors, so what fails here without a name is its printed output. No line for a reader that left."""
+    import errno
+    import os
+
+    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE):
+        return
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is still pending goes nowhere at exit
+    if e.errno != errno.EPIPE:
+        sys.stderr.write(f"error: could not write its output: {e.strerror} (errno {e.errno})\n")
+    sys.exit(1)
 
 
 if __name__ == "__main__":

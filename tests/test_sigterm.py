@@ -357,3 +357,16 @@ def test_a_program_that_calls_main_keeps_its_own_exit() -> None:
     done = subprocess.run([sys.executable, "-c", CALLER_OF_MAIN], env=ENV, capture_output=True, text=True, timeout=120)
     assert "command exit 0" in done.stdout and "caller's atexit ran" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+
+
+def test_output_to_a_full_disk_is_one_line_not_a_traceback() -> None:
+    """Review: `laya-inspect --help > /dev/full` (stdout on a full disk) ended in a traceback."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "laya_inspect", "--help"], env=ENV, stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == "error: could not write its output: No space left on device (errno 28)", done.stderr
