@@ -152,16 +152,22 @@ def ids(*words):
     return [VOCAB.index(w) for w in words]
 
 
-def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
-    rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5
-    path = tmp_path / "reviews.csv"
-    path.write_text("review,sentiment\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
-    b = load_data(
-        f"csv:{path}?text_col=review&label_col=sentiment",
+def _load_text_csv(path, columns, rows, tokenizer):
+    """Write ``rows`` (text, label) under the header ``columns`` (text column, label column), each text
+    quoted, and load the file as a text dataset with the test tokenizer."""
+    text_col, label_col = columns
+    path.write_text(f"{text_col},{label_col}\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
+    return load_data(
+        f"csv:{path}?text_col={text_col}&label_col={label_col}",
         tokenizer=tokenizer,
         input_spec=spec(kind="text", max_length=8),
         seed=0,
     )
+
+
+def test_csv_words_labels_seeded_split(tmp_path, tokenizer):
+    rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5
+    b = _load_text_csv(tmp_path / "reviews.csv", ("review", "sentiment"), rows, tokenizer)
     assert b.kind == "text" and b.class_names == ["neg", "pos"]
     assert b.split_info["method"] == "stratified" and (b.splits["train"].n, b.splits["test"].n) == (8, 2)
     assert sorted(b.splits["test"].labels.tolist()) == [0, 1]
@@ -232,14 +238,8 @@ def test_a_missing_label_word_is_refused_naming_the_file_and_lines(tmp_path, tok
     """QA: a CSV label NaN became a class called 'NaN' (only a later "no rows in test" hinted at it)."""
     rows = [("the movie was good", "pos"), ("the movie was bad", "neg")] * 5 + [("the movie was", missing)] * 2
     path = tmp_path / "reviews.csv"
-    path.write_text("review,sentiment\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
     with pytest.raises(InputError) as e:
-        load_data(
-            f"csv:{path}?text_col=review&label_col=sentiment",
-            tokenizer=tokenizer,
-            input_spec=spec(kind="text", max_length=8),
-            seed=0,
-        )
+        _load_text_csv(path, ("review", "sentiment"), rows, tokenizer)
     said = str(e.value)
     assert str(path) in said and "2 of 12 rows have no class" in said
     assert f"{missing!r} at line 12" in said and f"{missing!r} at line 13" in said
@@ -249,12 +249,5 @@ def test_a_class_named_none_is_a_class_not_a_missing_label(tmp_path, tokenizer):
     """Review: "none" was refused as a missing value, so a severity column none/minor/severe that had
     loaded before could not be read at all; it is a word a real class is often named."""
     rows = [("it is fine", "none"), ("a small dent", "minor"), ("it is broken", "severe")] * 6
-    path = tmp_path / "damage.csv"
-    path.write_text("text,severity\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows))
-    bundle = load_data(
-        f"csv:{path}?text_col=text&label_col=severity",
-        tokenizer=tokenizer,
-        input_spec=spec(kind="text", max_length=8),
-        seed=0,
-    )
+    bundle = _load_text_csv(tmp_path / "damage.csv", ("text", "severity"), rows, tokenizer)
     assert bundle.class_names == ["minor", "none", "severe"]
