@@ -128,16 +128,17 @@ def keep_file_mode(tmp: Path, target: Path) -> None:
         like = target.stat()
     except OSError:  # no file there yet
         return
+    _take_group_and_mode(tmp, like.st_gid, stat.S_IMODE(like.st_mode))
+
+
+def _take_group_and_mode(path: Path, gid: int, mode: int) -> None:
+    """``path`` takes group ``gid`` where the process may give it (it belongs to it, or is root) and
+    ``mode`` where the file system keeps modes: one that refuses them (a FAT drive, some network mounts)
+    must not fail a write at its very end, after all its work, for the mode alone."""
     try:
-        os.chown(tmp, -1, like.st_gid)
-    except OSError:  # not a group of this user's
+        os.chown(path, -1, gid)
+    except OSError:  # not a group of this user's: the process's group stays
         pass
-    _chmod(tmp, stat.S_IMODE(like.st_mode))
-
-
-def _chmod(path: Path, mode: int) -> None:
-    """``os.chmod``, where the file system keeps modes: one that refuses them (a FAT drive, some network
-    mounts) must not fail a write at its very end, after all its work, for the mode alone."""
     try:
         os.chmod(path, mode)
     except OSError:
@@ -152,12 +153,8 @@ def keep_folder_mode(folder: Path, like: os.stat_result, *, building: bool) -> N
     what is written the folder's group)."""
     import stat
 
-    try:
-        os.chown(folder, -1, like.st_gid)
-    except OSError:  # not a group of this user's: the folder keeps the process's group
-        pass
     mode = stat.S_IMODE(like.st_mode)
-    _chmod(folder, mode | stat.S_IRWXU if building else mode)
+    _take_group_and_mode(folder, like.st_gid, mode | stat.S_IRWXU if building else mode)
 
 
 def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
