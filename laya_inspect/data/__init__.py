@@ -282,9 +282,12 @@ def load_data(
     parts = {name: src.open(name) for name in names}
     warnings = list(src.warnings)
     warnings += unread_spellings(spec, names, src.split_names, lambda s: len(src.open(s).labels))
-    if src.split_info.get("stratified") is False or src.split_info.get("single_row_classes"):
-        every = np.concatenate([src.open(s).labels for s in src.split_names])
-        warnings += unstratified(spec, list(src.class_names), src.split_info, every)
+    warnings += unstratified(
+        spec,
+        list(src.class_names),
+        src.split_info,
+        lambda: np.concatenate([src.open(s).labels for s in src.split_names]),
+    )
     source = {n: p.labels for n, p in parts.items()}
     warnings += check_labels(spec, list(src.class_names), source)
     warnings += float_images(spec, src.native, transform if isinstance(transform, ImageTransform) else None)

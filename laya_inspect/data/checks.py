@@ -90,12 +90,12 @@ def _spelled_twice(spec: str, class_names: list[str]) -> list[str]:
     ]
 
 
-def unstratified(spec: str, class_names: list[str], info: dict, labels: np.ndarray) -> list[str]:
+def unstratified(spec: str, class_names: list[str], info: dict, labels: Callable[[], np.ndarray]) -> list[str]:
     """A warning when the seeded train/test split fell back to a random one (``info["stratified"]``
     False): only classes of one row, or fewer rows on a side than classes, so the classes' shares in
     each split are left to chance; or when classes of one row were put on one side
-    (``info["single_row_classes"]``), so they are missing from the other. ``labels``: every row the
-    split was drawn from."""
+    (``info["single_row_classes"]``), so they are missing from the other. ``labels()``: every row the
+    split was drawn from, read only for the random split."""
     singles = info.get("single_row_classes")
     if singles:
         side = "training" if info.get("single_rows_in") == "train" else "test"
@@ -108,7 +108,7 @@ def unstratified(spec: str, class_names: list[str], info: dict, labels: np.ndarr
         ]
     if info.get("stratified") is not False:
         return []
-    ids, counts = np.unique(labels, return_counts=True)
+    ids, counts = np.unique(labels(), return_counts=True)
     single = [int(c) for c, k in zip(ids, counts) if k == 1]
     why = (
         f"{_classes(class_names, single)} {_has(single)} a single row"
