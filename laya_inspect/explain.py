@@ -220,12 +220,12 @@ def _rows_changed(rows: np.ndarray, labels: np.ndarray, cached_rows: np.ndarray,
     """How many of the cache's rows the source as read now lacks or labels otherwise. One row's label
     is not enough: a file removed before it renumbers the rows after it, and the row's new file
     is most often of the same class (the files of a class are read in a run)."""
-    order = np.argsort(rows, kind="stable")
-    at = np.minimum(np.searchsorted(rows[order], cached_rows), max(len(rows) - 1, 0))
     if not len(rows):
         return len(cached_rows)
-    found = rows[order][at] == cached_rows
-    same = found & (labels[order][at] == cached_labels)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    at = np.minimum(np.searchsorted(sorted_rows, cached_rows), len(rows) - 1)
+    same = (sorted_rows[at] == cached_rows) & (labels[order][at] == cached_labels)
     return int(len(cached_rows) - same.sum())
 
 
