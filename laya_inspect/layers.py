@@ -212,6 +212,18 @@ def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> I
 # pooling
 
 
+def is_forward_output(layer: Any, out: Any) -> bool:
+    """Whether a captured ``layer`` output is, value for value, the 2-D tensor the forward returned
+    (``out``): a layer chosen there is most likely the model's logits, not a hidden layer."""
+    return (
+        isinstance(layer, Tensor)
+        and isinstance(out, Tensor)
+        and layer.ndim == 2
+        and layer.shape == out.shape
+        and bool(torch.equal(layer, out))
+    )
+
+
 def is_rnn(module: nn.Module | None) -> TypeGuard[nn.Module]:
     return isinstance(module, nn.RNNBase) or getattr(module, "original_name", None) in RNN_TYPES
 

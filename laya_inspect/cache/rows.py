@@ -21,7 +21,7 @@ from .. import __version__
 from ..data import load_data
 from ..errors import ImageFileError, InputError
 from ..files import utc_now
-from ..layers import depth_order, image_size_of, reduce_batch
+from ..layers import depth_order, image_size_of, is_forward_output, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -148,7 +148,7 @@ def _logit_layers(names: list[str], raw: dict[str, Any], logits: Any, adapter: A
             return False
         if name in adapter.virtual_names:
             return bool(adapter.virtual_returned)
-        return isinstance(logits, torch.Tensor) and logits.shape == out.shape and bool(torch.equal(logits, out))
+        return is_forward_output(out, logits)
 
     return logits_warning([n for n in names if returned(n)], n_classes)
 
