@@ -12,7 +12,7 @@ import torch
 from laya_inspect.compare import effects
 from laya_inspect.compare.effects import Remover, measure, subset_masks
 from laya_inspect.compare.factored import factor
-from laya_inspect.compare.lolo import ABLATIONS, ablate_sets, applicable, check_ablation
+from laya_inspect.compare.lolo import ABLATIONS, ablate_sets, check_ablation
 from laya_inspect.compare.masks import all_masks, curve_masks, lolo_masks, subset_masks_of
 from laya_inspect.heads import LayaHead, build_head
 
@@ -47,7 +47,7 @@ CASES = [
     for kind in ("laya", "scalarmix", "concat", "last")
     for ablation in ABLATIONS.names()
     for psi in (("identity", "mlp") if kind == "laya" else ("identity",))  # ψ is LAYA's
-    if applicable(ablation, build_head(kind, WIDTHS, 4)) is None
+    if (build_head(kind, WIDTHS, 4).has_weights or not ABLATIONS.get(ablation).needs_weights)
     and (ablation != "mix" or kind in ("laya", "scalarmix"))
 ]
 

@@ -108,11 +108,3 @@ def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
                 f"not: {', '.join(bad)}; use --ablation drop"
             )
     return abl
-
-
-def applicable(ablation: str, head: Head) -> str | None:
-    """None, or why ``ablation`` does not apply to ``head``."""
-    abl = ABLATIONS.get(ablation)
-    if abl.needs_weights and not head.has_weights:
-        return f"the {ablation!r} ablation needs aggregation weights; a {head.kind} head has none"
-    return None

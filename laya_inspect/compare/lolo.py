@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from ..choices import RESAMPLE_DRAWS
 from ..errors import InputError
 from ..heads import Head
-from .ablations import ABLATIONS, Ablation, applicable, check_ablation, resolve_ablations  # noqa: F401 (re-exported)
+from .ablations import ABLATIONS, Ablation, check_ablation, resolve_ablations  # noqa: F401 (re-exported)
 from .config import EFFECTS
 from .draws import RowSpan, per_row
 from .factored import factor, group_size
