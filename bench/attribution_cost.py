@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from laya_inspect.cache.store import FeatureStore
-from laya_inspect.compare.attribution import AttributionOptions, _all_layers_in_graph, attribute
+from laya_inspect.compare.attribution import AttributionOptions, all_layers_in_graph, attribute
 from laya_inspect.compare.effects import RANDOM_ORDERS, Remover, measure, subset_masks
 from laya_inspect.compare.lolo import ablate_sets, lolo_effects
 from laya_inspect.compare.masks import curve_masks, lolo_masks, subset_masks_of
@@ -53,7 +53,7 @@ def captum_default(head, hs, target, base, n_steps: int) -> np.ndarray:
     """IG through Captum's own gradient function (one root per row and step): the old ``ig``."""
     from captum.attr import IntegratedGradients
 
-    ig = IntegratedGradients(_all_layers_in_graph(head))
+    ig = IntegratedGradients(all_layers_in_graph(head))
     out = []
     for s in range(0, len(target), CHUNK):
         x = tuple(h[s : s + CHUNK] for h in hs)

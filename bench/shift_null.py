@@ -1,6 +1,6 @@
 """How often diagnose says the α profiles of two caches "differ for some heads only" when nothing is
 shifted (docs/METHOD.md, "Shift"): both caches' α drawn from one distribution, m independent heads,
-each head's p from diagnose's own permutation test, read by its own words (``_profiles``). Before,
+each head's p from diagnose's own permutation test, read by its own words (``profiles_verdict``). Before,
 a head counted at p < 0.05 (the rate is printed beside: the share of runs with some but not every
 p below 0.05); now at 0.05/m.
 
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from laya_inspect.beyond.diagnose import _profiles
+from laya_inspect.beyond.diagnose import profiles_verdict
 from laya_inspect.beyond.scoring import permutation_test
 
 
@@ -30,7 +30,7 @@ def main() -> None:
             ]
             for h in range(heads)
         ]
-        now += not _profiles(p).startswith("no detectable difference")
+        now += not profiles_verdict(p).startswith("no detectable difference")
         before += any(v < 0.05 for v in p)
     print(f"{heads} heads, nothing shifted: 'differ' in {now / runs:.3f} of {runs} runs ({before / runs:.3f} at 0.05)")
 

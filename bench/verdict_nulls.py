@@ -24,7 +24,7 @@ import numpy as np
 
 from laya_inspect.compare.paired import versus_constant
 from laya_inspect.compare.scores import top_lead
-from laya_inspect.training.quality import _agreement_at_chance
+from laya_inspect.training.quality import agreement_at_chance
 from laya_inspect.training.stats import outcome, seed_agreement
 
 
@@ -39,7 +39,7 @@ def lead_said(run: int, n_layers: int, n: int = 200) -> bool:
 def chance_missed(run: int, n_layers: int, n: int) -> bool:
     rng = np.random.default_rng(run)
     agree = seed_agreement([rng.dirichlet(np.ones(n_layers), size=n) for _ in range(3)])
-    return _agreement_at_chance({**agree, "rows": n}) is None
+    return agreement_at_chance({**agree, "rows": n}) is None
 
 
 def constant_said(run: int, methods: int = 4, n: int = 200) -> tuple[bool, bool]:

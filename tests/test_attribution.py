@@ -207,13 +207,13 @@ def test_ig_summed_gradients_equal_captums_per_row_roots(kind):
     on a trained head, and `attribute` (which also batches the steps) agrees with Captum's own path."""
     from captum.attr import IntegratedGradients
 
-    from laya_inspect.compare.attribution import IG_ROWS_PER_PASS, _all_layers_in_graph, summed_target_gradients
+    from laya_inspect.compare.attribution import IG_ROWS_PER_PASS, all_layers_in_graph, summed_target_gradients
 
     head, hs, target = _trained_on_digits(kind)
     means = [h.mean(0) for h in hs]
     x = tuple(hs)
     b = tuple(m.expand_as(h) for m, h in zip(means, hs))
-    forward = _all_layers_in_graph(head)
+    forward = all_layers_in_graph(head)
     captum_ig = IntegratedGradients(forward)
     ours = IntegratedGradients(forward)
     ours.gradient_func = summed_target_gradients

@@ -278,12 +278,12 @@ def test_profiles_of_unshifted_caches_rarely_read_as_differing_for_some_heads():
     is a claim about any one of the m heads, so a head counts only below 0.05/m; "differ" for every
     head still needs each p below 0.05. Under the null a permutation p is uniform: the simulation
     draws it so, and checks that through the command's own permutation test once."""
-    from laya_inspect.beyond.diagnose import _profiles
+    from laya_inspect.beyond.diagnose import profiles_verdict
     from laya_inspect.beyond.scoring import permutation_test
 
     rng = np.random.default_rng(0)
     runs = 20_000
-    said = [_profiles(list(rng.random(3))) for _ in range(runs)]
+    said = [profiles_verdict(list(rng.random(3))) for _ in range(runs)]
     wrong = sum(not s.startswith("no detectable difference") for s in said) / runs
     assert wrong <= 0.055, wrong
     at_05 = sum(any(v < 0.05 for v in rng.random(3)) for _ in range(runs)) / runs
@@ -295,10 +295,11 @@ def test_profiles_of_unshifted_caches_rarely_read_as_differing_for_some_heads():
         for t in range(40)
     ]
     assert 0.2 < float(np.mean(p)) < 0.8  # the permutation p of unshifted rows is about uniform
-    assert _profiles([0.02, 0.5, 0.5]).startswith("no detectable difference (p ≥ 0.0167 for every head, 0.05 over")
-    assert _profiles([0.01, 0.5, 0.5]).startswith("differ for some heads only (p < 0.0167 for 1 of 3")
-    assert _profiles([0.04, 0.03, 0.02]).startswith("differ (p < 0.05 for every head)")
-    assert _profiles([0.3]) == "no detectable difference (p ≥ 0.05 for every head)"
+    said = profiles_verdict([0.02, 0.5, 0.5])
+    assert said.startswith("no detectable difference (p ≥ 0.0167 for every head, 0.05 over")
+    assert profiles_verdict([0.01, 0.5, 0.5]).startswith("differ for some heads only (p < 0.0167 for 1 of 3")
+    assert profiles_verdict([0.04, 0.03, 0.02]).startswith("differ (p < 0.05 for every head)")
+    assert profiles_verdict([0.3]) == "no detectable difference (p ≥ 0.05 for every head)"
 
 
 def test_the_verdicts_follow_the_evidence():
@@ -306,7 +307,7 @@ def test_the_verdicts_follow_the_evidence():
     errors in the test rows) gave four "undefined" lines and no reason; a p-value says "differ" only
     below 0.05 for every head."""
     from laya_inspect.beyond.common import verdict
-    from laya_inspect.beyond.diagnose import _profiles
+    from laya_inspect.beyond.diagnose import profiles_verdict
 
     rounding = {"mean": 1.1e-16, "ci_low": 1.1e-16, "ci_high": 1.1e-16}
     assert verdict(rounding, what="a", baseline="b").startswith("no detectable difference")
@@ -316,9 +317,9 @@ def test_the_verdicts_follow_the_evidence():
     scores = {k: rng.random(200) for k in ("msp", "alpha_entropy", "alpha_divergence")}
     d = detection(scores, held_y, scores, np.zeros(200, bool), n_boot=50, seed=0)
     assert d["undefined"] and all(a == {"mean": None, "ci_low": None, "ci_high": None} for a in d["auroc"].values())
-    assert _profiles([0.001, 0.01]).startswith("differ (")
-    assert _profiles([0.001, 0.4]).startswith("differ for some heads only")
-    assert _profiles([1.0]).startswith("no detectable difference")
+    assert profiles_verdict([0.001, 0.01]).startswith("differ (")
+    assert profiles_verdict([0.001, 0.4]).startswith("differ for some heads only")
+    assert profiles_verdict([1.0]).startswith("no detectable difference")
 
 
 def test_error_detection_is_read_against_chance_too():

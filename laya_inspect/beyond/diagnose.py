@@ -233,7 +233,7 @@ def _diagnose(
         summary["shift"] = {
             "heads": shifts,
             "pooled": _pool_shift(shifts, config.n_boot),
-            "profiles": _profiles(p_values),
+            "profiles": profiles_verdict(p_values),
         }
     summary["verdict"] = _verdict(summary)
     return summary
@@ -423,7 +423,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _profiles(p: Sequence[float], level: float = 0.05) -> str:
+def profiles_verdict(p: Sequence[float], level: float = 0.05) -> str:
     """The permutation tests' answer in words, over every head. "Differ" for every head needs each p
     below ``level``; "differ for some heads" is a claim about any one of m heads, so a head counts
     only below level/m (Bonferroni): at ``level`` each, 3 independent heads with nothing shifted read

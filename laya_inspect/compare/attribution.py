@@ -97,7 +97,7 @@ def _method(name: str, description: str, kinds: tuple[str, ...] | None = None):
 # helpers
 
 
-def _all_layers_in_graph(head: Head) -> Callable[..., Tensor]:
+def all_layers_in_graph(head: Head) -> Callable[..., Tensor]:
     """``head.logits`` plus 0·Σ(every tap output and input), so a layer the head ignores (e.g. all
     but the last for a LastLayer head) gets a zero gradient instead of Captum's "not used in the
     graph" error. The added term is exactly zero for finite features. The tap hooks are registered
@@ -216,7 +216,7 @@ def integrated_gradients(head: Head, hs: Sequence[Tensor], target: Tensor, optio
 
     base = _baselines(hs, options)
     scores, deltas = [], []
-    forward = _all_layers_in_graph(head)
+    forward = all_layers_in_graph(head)
     per_pass = options.internal_batch_size or max(IG_ROWS_PER_PASS, options.batch_size)
     with torch.enable_grad():
         ig = IntegratedGradients(forward)
@@ -252,7 +252,7 @@ def gradcam(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributi
     from captum.attr import LayerGradCam
 
     cols = []
-    forward = _all_layers_in_graph(head)
+    forward = all_layers_in_graph(head)
     with torch.enable_grad():
         for tap in head.taps:
             cam = LayerGradCam(forward, tap)

@@ -90,7 +90,7 @@ def _per_row(agree: Mapping[str, Any]) -> str:
     return f"{said} (chance {percent(chance)} at each seed's own top-layer shares)"
 
 
-def _agreement_at_chance(agree: dict[str, Any]) -> str | None:
+def agreement_at_chance(agree: dict[str, Any]) -> str | None:
     """The seeds pick the same top layer for a row no more often than independent picks at each seed's
     own top-layer shares would: their agreement then says the seeds favour the same layers overall,
     not that they pick the same layer for the same input."""
@@ -459,7 +459,7 @@ def head_quality(
                 f"seeds disagree: mean weights peak on {', '.join(f'{n} (seed {s})' for n, s in zip(tops, seeds))}"
                 f"{rows}; read the per-seed profiles, not the pooled one"
             )
-        elif at_chance := (None if static else _agreement_at_chance(agreement)):
+        elif at_chance := (None if static else agreement_at_chance(agreement)):
             warns.append(at_chance)
         elif agreement["top_layer_agreement"] < AGREEMENT_MIN:
             warns.append(
