@@ -70,10 +70,6 @@ def without_provenance(transforms: Any) -> Any:
     return out
 
 
-def _is_provenance(path: str) -> bool:
-    return any(path == f"transforms.{part}.{key}" for part, keys in PROVENANCE.items() for key in keys)
-
-
 def _leaves(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
     """(dotted path, a's value, b's value) of each place where ``a`` and ``b`` differ, into dicts."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -110,7 +106,8 @@ def differences(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> tuple[lis
     paths = {p for p, _, _ in found}
     # "why" only words "from": said once
     found = [f for f in found if not (f[0].endswith(".why") and f[0][: -len("why")] + "from" in paths)]
-    return _phrases(found), bool(found) and all(_is_provenance(p) for p, _, _ in found)
+    provenance = {f"transforms.{part}.{key}" for part, keys in PROVENANCE.items() for key in keys}
+    return _phrases(found), bool(found) and all(p in provenance for p, _, _ in found)
 
 
 def _phrases(found: Sequence[tuple[str, Any, Any]]) -> list[str]:

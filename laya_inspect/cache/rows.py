@@ -390,14 +390,8 @@ def _pool_batch(
     """Pool one batch as every batch of the cache is pooled: --pool, the model's rule for token
     sequences (LoadedModel.sequence_for), the padding mask and image size of these inputs."""
     sequence = {n: model.sequence_for(n) for n in names}
-    return reduce_batch(
-        raw, names, config.pool, modules, mask=_mask(inputs), sequence=sequence, image_hw=image_size_of(inputs)
-    )
-
-
-def _mask(inputs: Any) -> torch.Tensor | None:
-    """Tokenised text carries an attention mask: mean/max/last pooling must skip the padding."""
-    return inputs.get("attention_mask") if isinstance(inputs, dict) else None
+    mask = inputs.get("attention_mask") if isinstance(inputs, dict) else None  # padding that pooling skips
+    return reduce_batch(raw, names, config.pool, modules, mask=mask, sequence=sequence, image_hw=image_size_of(inputs))
 
 
 def to_device(inputs: Any, device: torch.device) -> Any:

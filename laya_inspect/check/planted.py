@@ -286,7 +286,9 @@ def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
     with h5py.File(path, "r") as f:
         if ATTRS_DIGEST in f.attrs:
             return
-        stale = any(isinstance(v, str) and swap(v) != v for obj in [f, *_h5_objects(f)] for v in obj.attrs.values())
+        objects: list[Any] = []
+        f.visititems(lambda _name, obj: objects.append(obj))
+        stale = any(isinstance(v, str) and swap(v) != v for obj in [f, *objects] for v in obj.attrs.values())
     if not stale:
         return
 
@@ -306,12 +308,6 @@ def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
             src.visititems(lambda name, obj: copy_attrs(obj, dst[name]))
 
     write_with(path, rewrite)
-
-
-def _h5_objects(f: Any) -> list[Any]:
-    found: list[Any] = []
-    f.visititems(lambda _name, obj: found.append(obj))
-    return found
 
 
 def _read(

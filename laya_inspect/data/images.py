@@ -174,8 +174,10 @@ def _upright(im: Any, path: str) -> Any:
     if im.size != shown:
         # Pillow 13 turns a greyscale (8- or 16-bit) TIFF of orientation 5-8 into a buffer of the wrong
         # shape: its pixels come out scrambled, so they are refused, never read as they came
+        import PIL
+
         raise ImageFileError(
-            f"{path}: Pillow {_pillow_version()} reads this {im.mode} TIFF, turned by its EXIF orientation, "
+            f"{path}: Pillow {PIL.__version__} reads this {im.mode} TIFF, turned by its EXIF orientation, "
             f"as {im.size[0]}×{im.size[1]} where its header says {shown[0]}×{shown[1]}: its pixels come out "
             "scrambled; save it upright (orientation 1), or as PNG",
             path,
@@ -190,12 +192,6 @@ def _upright(im: Any, path: str) -> Any:
         8: Image.Transpose.ROTATE_90,
     }.get(orientation(im))
     return im if turn is None else im.transpose(turn)
-
-
-def _pillow_version() -> str:
-    import PIL
-
-    return str(PIL.__version__)
 
 
 def _on_white(im: Any) -> Any:

@@ -336,7 +336,10 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
                 ("weights sha256", str(backbone.get("weights_sha256") or "none")),
             ],
         ),
-        ("head hyper-parameters", ", ".join(f"{k}={_default(v)}" for k, v in (s.get("hparams") or {}).items())),
+        (
+            "head hyper-parameters",
+            ", ".join(f"{k}={'default' if v is None else v}" for k, v in (s.get("hparams") or {}).items()),
+        ),
         ("rows", ", ".join(f"{k} {v}" for k, v in (s.get("split") or {}).items() if k.startswith("n_"))),
     ]
     heads = ", ".join(h["head"] for h in s["heads"])
@@ -391,8 +394,3 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         "provenance": provenance,
         "subtitle": f"{(r.get('dataset') or {}).get('description', '')} · {r.get('budget_line', '')}",
     }
-
-
-def _default(value: Any) -> str:
-    """A hyper-parameter as set, "default" where the head chose it (None: e.g. the scorer's width 2·d*)."""
-    return "default" if value is None else str(value)

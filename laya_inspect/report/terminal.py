@@ -232,12 +232,6 @@ def caveat_lines(head: dict[str, Any], shared: Shared | None = None) -> list[Tex
     return out
 
 
-def relied_on_line(head: dict[str, Any]) -> Text:
-    ranked = head["lolo"]["most_relied_on"][:3]
-    parts = ", ".join(f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in ranked)
-    return Text.assemble((f"{head['name']}", "bold"), f": most relied-on layers by mean LOLO effect: {parts}")
-
-
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line; per head its table (methods × scores, first ablation, references below),
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
@@ -268,7 +262,10 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         if len(head.get("ablations") or {}) > 1:
             out.append(ablation_matrix(head))
         out += caveat_lines(head, shared)
-        out.append(relied_on_line(head))
+        ranked = ", ".join(
+            f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in head["lolo"]["most_relied_on"][:3]
+        )
+        out.append(Text.assemble((head["name"], "bold"), f": most relied-on layers by mean LOLO effect: {ranked}"))
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
