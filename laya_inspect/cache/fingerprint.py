@@ -132,7 +132,7 @@ def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], kno
     ``theirs`` are the inputs of the head's cache when known (the head recorded them, or its cache
     was found), else ``known`` holds the few of them an older head recorded (model_spec, …)."""
     if theirs is None:
-        said = differences_in(known, ours)
+        said = _phrases([leaf for key, value in known.items() for leaf in _leaves(value, ours.get(key), key)])
         if said:
             return "the cache's " + _listed(said)
         return (
@@ -151,11 +151,6 @@ def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], kno
             "(fit the head again on this cache to match it)"
         )
     return "the cache's " + _listed(said) + (f" ({note})" if note else "")
-
-
-def differences_in(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> list[str]:
-    """:func:`differences` over the keys of ``theirs`` only."""
-    return _phrases([leaf for key, value in theirs.items() for leaf in _leaves(value, ours.get(key), key)])
 
 
 def _listed(said: Sequence[str], most: int = 4) -> str:

@@ -341,7 +341,9 @@ class FeatureWriter:
         if buf is None:
             if split not in self.file:
                 raise InputError(f"no split {split!r} in {self.partial}; planned: {', '.join(self.file)}")
-            buf = _SplitBuffer(self.file[split], len(self.widths), self.dtype, self._block_rows())
+            # rows gathered before a write: one HDF5 chunk, fewer where it would not fit in BUFFER_BYTES
+            block = max(1, min(CHUNK_ROWS, BUFFER_BYTES // (sum(self.widths) * self.dtype.itemsize + 16)))
+            buf = _SplitBuffer(self.file[split], len(self.widths), self.dtype, block)
             self._splits[split] = buf
             if buf.on_disk:  # resumed: later rows are compared with the first row on disk (one row read)
                 for i, ds in enumerate(buf.layers):
@@ -352,12 +354,6 @@ class FeatureWriter:
                 self._rows += buf.on_disk
                 self._unchecked[split] = buf.on_disk
         return buf
-
-    def _block_rows(self) -> int:
-        """Rows gathered before a write: one HDF5 chunk, fewer when a chunk of rows would not fit in
-        BUFFER_BYTES (very wide flattened layers)."""
-        row_bytes = sum(self.widths) * self.dtype.itemsize + 16
-        return max(1, min(CHUNK_ROWS, BUFFER_BYTES // row_bytes))
 
     @property
     def rows_kept(self) -> int:

@@ -122,10 +122,8 @@ def _untrained(info: Mapping[str, Any], full: nn.Module, used: nn.Module, d: Pat
         k for k in info.get("missing_keys") or () if k in tensors and id(tensors[k]) in mine and not step_counter(k)
     )
 
-    def in_head(key: str) -> bool:  # outside the base model (XLNet's logits_proj), or a pooler/classifier in it
-        return id(tensors[key]) not in base or bool(HEAD_PARTS & set(key.split(".")[:-1]))
-
-    body = [k for k in missing if not in_head(k)]
+    # the head's own: outside the base model (XLNet's logits_proj), or a pooler/classifier in it
+    body = [k for k in missing if id(tensors[k]) in base and not HEAD_PARTS & set(k.split(".")[:-1])]
     if body:
         raise InputError(
             f"{d}: its weight files hold no values for {len(body)} of the model's tensors ({few(body, 3)}), which "

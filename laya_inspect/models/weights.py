@@ -78,12 +78,6 @@ def _existing(path: str | Path) -> Path:
     return p
 
 
-def _reason(message: str) -> str:
-    """The informative line of torch's long weights-only error."""
-    tail = message.split("WeightsUnpickler error:", 1)[-1]
-    return next((line.strip() for line in tail.splitlines() if line.strip()), message)
-
-
 def first_line(e: BaseException) -> str:
     """``Type: first non-empty line of the message``: an error from a library, for a one-line message."""
     text = next((line.strip() for line in str(e).splitlines() if line.strip()), "")
@@ -126,7 +120,9 @@ def _read(p: Path, trust_pickle: bool) -> Any:
             return _torch_load(p, weights_only=True)
     except pickle.UnpicklingError as e:
         if not PICKLED_OBJECT.search(str(e)):  # refused, but not for holding Python objects
-            raise InputError(f"{p} is not a readable PyTorch checkpoint: {_reason(str(e))}") from None
+            tail = str(e).split("WeightsUnpickler error:", 1)[-1]  # torch's long message: its informative line
+            reason = next((line.strip() for line in tail.splitlines() if line.strip()), str(e))
+            raise InputError(f"{p} is not a readable PyTorch checkpoint: {reason}") from None
         if not trust_pickle:
             raise UnsafeCheckpointError(
                 f"{p} is a pickled model; loading it runs code from the file. Pass --trust-pickle if you trust it"

@@ -95,10 +95,6 @@ def training_rules(cfg: Any) -> list[tuple[bool, str, str]]:
     ]
 
 
-def _heads_argv(heads: tuple[str, ...]) -> str:
-    return "all" if tuple(heads) == HEAD_NAMES else ",".join(heads)
-
-
 def _seeds_argv(seeds: tuple[int, ...]) -> str:
     if tuple(seeds) != tuple(range(len(seeds))):
         raise ValueError(f"fit-head takes seeds 0 … N−1 (--seeds N), not {list(seeds)}")
@@ -120,7 +116,7 @@ class FitConfig:
         flag="--head",
         help="laya | last | concat | scalarmix | all; repeat or comma-separate",
         always=True,
-        argv=_heads_argv,
+        argv=lambda heads: "all" if tuple(heads) == HEAD_NAMES else ",".join(heads),
     )
     seeds: tuple[int, ...] = option(
         (0, 1, 2, 3, 4), flag="--seeds", help="run seeds 0 … N−1 (default 5)", always=True, argv=_seeds_argv
