@@ -65,7 +65,7 @@ def encode_attr(key: str, value: Any) -> Any:
     return value
 
 
-def decode_attr(key: str, value: Any) -> Any:
+def decode_attr(value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.decode()
     if isinstance(value, np.generic):
@@ -84,7 +84,7 @@ def attrs_digest(f: Any) -> str:
     import h5py
 
     def plain(obj: Any) -> dict[str, Any]:
-        return {k: decode_attr(k, v) for k, v in obj.attrs.items() if k != ATTRS_DIGEST}
+        return {k: decode_attr(v) for k, v in obj.attrs.items() if k != ATTRS_DIGEST}
 
     groups = {name: plain(g) for name, g in f.items() if isinstance(g, h5py.Group)}
     text = json.dumps({"/": plain(f), "groups": groups}, sort_keys=True, separators=(",", ":"), default=_listed)
@@ -94,7 +94,7 @@ def attrs_digest(f: Any) -> str:
 def with_warnings(attrs: Any, said: Sequence[str]) -> str:
     """The ``warnings`` attribute of a cache whose attributes are ``attrs``, with ``said`` added after
     what it holds (encoded, to be set before the cache is sealed)."""
-    return encode_attr("warnings", [*(decode_attr("warnings", attrs.get("warnings", "[]")) or []), *said])
+    return encode_attr("warnings", [*(decode_attr(attrs.get("warnings", "[]")) or []), *said])
 
 
 def named_twice(names: Any) -> Any:

@@ -274,11 +274,11 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     check_attrs_end(path, str(path), "pass --overwrite to start again")
     try:
         with h5py.File(path, "r", locking=False) as f:
-            old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
-            counts = decode_attr("x", f.attrs.get("nonfinite_counts", "{}")) or {}
+            old = {k: decode_attr(f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
+            counts = decode_attr(f.attrs.get("nonfinite_counts", "{}")) or {}
     except OSError as e:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
-    new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}
+    new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}
     same = {"transforms": same_transforms}
     changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
     if changed:
@@ -315,13 +315,13 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
         # the digest is of this file's attributes: sealed below; row_spread is read below
         if key not in ("shard", "row_spread", ATTRS_DIGEST):
             f.attrs[key] = value
-    layers = [str(n) for n in decode_attr("layer_names", first.attrs.get("layer_names", "[]")) or []]
-    pooling = [str(p) for p in decode_attr("layer_pooling", first.attrs.get("layer_pooling", "[]")) or []]
+    layers = [str(n) for n in decode_attr(first.attrs.get("layer_names", "[]")) or []]
+    pooling = [str(p) for p in decode_attr(first.attrs.get("layer_pooling", "[]")) or []]
     said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
     said += duplicate_warning(same_layers(layers, _first_rows(shards, len(layers))))
     if said:
         f.attrs["warnings"] = with_warnings(first.attrs, said)
-    total = _add_counts(decode_attr("x", s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
+    total = _add_counts(decode_attr(s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:
         ranges = plan[split]
@@ -329,9 +329,9 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
         g = f.create_group(split)
         for key, value in first[split].attrs.items():
             g.attrs[key] = value
-        bad = np.zeros(len(decode_attr("x", first[split].attrs["nonfinite"])), np.int64)
+        bad = np.zeros(len(decode_attr(first[split].attrs["nonfinite"])), np.int64)
         for s in shards:
-            bad += np.asarray(decode_attr("x", s[split].attrs["nonfinite"]), np.int64)
+            bad += np.asarray(decode_attr(s[split].attrs["nonfinite"]), np.int64)
         g.attrs.update(n=n, n_written=n, complete=True, nonfinite=encode_attr("x", [int(b) for b in bad]))
         for key, ds in first[split].items():
             layout = h5py.VirtualLayout(shape=(n, *ds.shape[1:]), dtype=ds.dtype)
@@ -364,7 +364,7 @@ def _constant_over_shards(shards: list[h5py.File], layers: list[str]) -> list[st
     shard's first row + that first row's distance from rank 0's) from rank 0's first row, so a layer
     constant within each shard but different between shards is not named. Shards that recorded none
     (written by an earlier laya-inspect) name none."""
-    spreads = [decode_attr("x", s.attrs.get("row_spread", "")) for s in shards]
+    spreads = [decode_attr(s.attrs.get("row_spread", "")) for s in shards]
     if not all(isinstance(sp, dict) for sp in spreads):
         return []
     seen = []  # per shard with rows: (its first row per layer, its distances per layer)

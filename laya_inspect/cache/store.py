@@ -73,7 +73,7 @@ class FeatureStore:
 
     def _check(self) -> None:
         """Refuse a file whose attributes, datasets and shapes do not add up, naming what is wrong."""
-        version = decode_attr("schema_version", self.file.attrs.get("schema_version"))
+        version = decode_attr(self.file.attrs.get("schema_version"))
         if version != SCHEMA_VERSION:
             raise CacheError(f"{self.path} has schema_version {version!r}; this laya-inspect reads {SCHEMA_VERSION}")
         if not bool(self.file.attrs.get("complete", False)):
@@ -84,7 +84,7 @@ class FeatureStore:
                 f"{self.path} is incomplete ({progress}): its extraction was interrupted; "
                 "rerun the same extract command to resume it"
             )
-        self.attrs: dict[str, Any] = {k: decode_attr(k, v) for k, v in self.file.attrs.items()}
+        self.attrs: dict[str, Any] = {k: decode_attr(v) for k, v in self.file.attrs.items()}
         self._sources: set[Path] = set()
         self._of: FeatureStore | None = None  # set on a keep_layers view: the whole cache
         self._keys: list[str] | None = None  # a view's layer datasets

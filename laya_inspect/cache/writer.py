@@ -227,10 +227,10 @@ class FeatureWriter:
         read under :func:`check_attrs_end`'s guard by :func:`refuse_foreign_partial`."""
         try:
             with h5py.File(self.partial, "r") as f:
-                old = {k: decode_attr(k, f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED)}
+                old = {k: decode_attr(f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED)}
         except OSError as e:
             raise self._unopenable(e) from None
-        new = {k: decode_attr(k, encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back
+        new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back
         said = resume_problem(old, new, list(attrs.get("layer_names") or []))
         if said:
             raise CacheError(f"{self.partial} (an interrupted extraction) {said[0]}; {said[1]}")
@@ -388,7 +388,7 @@ class FeatureWriter:
             )
         lost = _overflow(features, self.dtype)
         if any(lost):
-            names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+            names = decode_attr(self.file.attrs.get("layer_names", "[]"))
             i = next(i for i, n in enumerate(lost) if n)
             raise InputError(
                 f"activations too large for --dtype {self.dtype.name} in split {split!r}, rows {start}–{stop - 1}: "
@@ -427,12 +427,12 @@ class FeatureWriter:
         """The layers whose every row (of every split, two rows or more) equals the first one, up to
         rounding: each within :data:`~laya_inspect.cache.schema.CONSTANT_SPREAD` × the first row's largest
         |value| of it; a resumed run compares the rows it wrote with the first on disk."""
-        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+        names = decode_attr(self.file.attrs.get("layer_names", "[]"))
         return [name_of(names, i) for i in self._same_rows()]
 
     def same_layers(self) -> list[tuple[str, str]]:
         """:func:`same_layers` of the first rows (up to SAME_LAYER_ROWS) this writer was given."""
-        return same_layers(decode_attr("layer_names", self.file.attrs.get("layer_names", "[]")), self._sample)
+        return same_layers(decode_attr(self.file.attrs.get("layer_names", "[]")), self._sample)
 
     def _same_rows(self) -> list[int]:
         """The layers whose rows so far are all within the tolerance of the first. The rows a killed
@@ -492,7 +492,7 @@ class FeatureWriter:
             if buf.logits_ds is not None and block.logits is not None:
                 buf.logits_ds[start:stop] = block.logits[: block.k]
             if any(block.bad):
-                old = decode_attr("x", buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
+                old = decode_attr(buf.group.attrs.get("nonfinite", "")) or [0] * len(block.bad)
                 buf.group.attrs["nonfinite"] = encode_attr("x", [int(a) + b for a, b in zip(old, block.bad)])
             # n_written moves only after the rows are on disk, so a kill never counts unwritten rows.
             self.file.flush()
@@ -508,10 +508,10 @@ class FeatureWriter:
     def nonfinite(self) -> dict[str, int]:
         """Non-finite values written so far, per layer (all splits); buffered rows are written first."""
         self.flush()
-        names = decode_attr("layer_names", self.file.attrs.get("layer_names", "[]"))
+        names = decode_attr(self.file.attrs.get("layer_names", "[]"))
         total = [0] * len(self.widths)
         for split in self.file:
-            for i, b in enumerate(decode_attr("x", self.file[split].attrs.get("nonfinite", "")) or []):
+            for i, b in enumerate(decode_attr(self.file[split].attrs.get("nonfinite", "")) or []):
                 total[i] += int(b)
         return {name_of(names, i): t for i, t in enumerate(total) if t}
 
