@@ -272,7 +272,7 @@ def test_an_older_summary_without_random_exit_still_renders(cache, tmp_path):
 def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
     """Text's oracle fired on 27 of 200 rows and moved points but no frontier step: the areas were
     equal on every seed and the run read "no detectable difference … -0.0000 [-0.0000, +0.0000]"."""
-    from laya_inspect.beyond.early_exit import _comparisons
+    from laya_inspect.beyond.early_exit import exit_comparisons
 
     areas = {r: [0.8, 0.7, 0.9] for r in ("fixed", "random", "confidence", "alpha", "confidence+alpha")}
     areas["confidence+alpha_oracle"] = [0.8, 0.7 - 1e-16, 0.9]
@@ -283,7 +283,7 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
         {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
         for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))
     ]
-    comp = _comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 27, "of": 200})
+    comp = exit_comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 27, "of": 200})
     assert comp["confidence+alpha vs confidence"]["verdict"].startswith("α never fired at ε = 0.05 (0 of 200 rows)")
     oracle = comp["confidence+alpha_oracle vs confidence"]
     assert oracle["same_area"] and oracle["verdict"] == (

@@ -179,7 +179,7 @@ def test_early_exit_rules_equal_to_random_rarely_get_a_verdict(monkeypatch) -> N
             {"rule": r, "seed": 0, "step": 0, "accuracy": i, "compute_used": 0.5, "mean_depth": 1}
             for i, r in enumerate(rules)
         ]
-        comp = exit_verdicts._comparisons(areas, points, fired)
+        comp = exit_verdicts.exit_comparisons(areas, points, fired)
         assert all(e["area_diff"]["confidence"] == e["family"]["confidence"] for e in comp.values())
         return said(e["area_diff"] for e in comp.values() if e["family"]["of"] == exit_verdicts.QUESTIONS["random"])
 
@@ -205,7 +205,7 @@ def test_early_exit_every_family_holds_its_rate() -> None:
             for i, r in enumerate(rules)
         ]
         by: dict[str, list] = {}
-        for e in exit_verdicts._comparisons(areas, points, fired).values():
+        for e in exit_verdicts.exit_comparisons(areas, points, fired).values():
             by.setdefault(e["family"]["of"], []).append(e["area_diff"])
             sizes[e["family"]["of"]] = e["family"]["size"]
         for of, diffs in by.items():
@@ -231,11 +231,11 @@ def test_early_exit_says_its_questions_are_read_apart() -> None:
     ]
     rng = np.random.default_rng(0)
     said3 = exit_verdicts.read_apart(
-        exit_verdicts._comparisons({r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}, points, fired)
+        exit_verdicts.exit_comparisons({r: list(0.8 + 0.01 * rng.normal(size=3)) for r in rules}, points, fired)
     )
     assert said3 is not None and "the 3 questions (rules compared with random exit, " in said3
     assert "not these 8 lines together" in said3 and "in 15% of simulated runs" in said3
-    one_seed = exit_verdicts._comparisons({r: [0.8 + 0.01 * i] for i, r in enumerate(rules)}, points, fired)
+    one_seed = exit_verdicts.exit_comparisons({r: [0.8 + 0.01 * i] for i, r in enumerate(rules)}, points, fired)
     assert exit_verdicts.read_apart(one_seed) is None
 
 

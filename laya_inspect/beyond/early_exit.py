@@ -60,7 +60,7 @@ from .common import (
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
-from .exit_verdicts import REALISABLE, _comparisons, read_apart  # noqa: F401  (re-exported)
+from .exit_verdicts import exit_comparisons, read_apart
 from .refit import Budget, Fit, layer_moments, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
@@ -386,7 +386,7 @@ def _simulate(
         + estimate_warnings(summary["costs"])
         + check_warnings(summary["refit_check"])
     )
-    summary["comparisons"] = _comparisons(areas, points, summary["alpha_fired"], in_sample)
+    summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     summary["families_read_apart"] = read_apart(summary["comparisons"])
     return summary

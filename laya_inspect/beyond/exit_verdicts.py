@@ -37,7 +37,7 @@ def _same_points(points: list[dict[str, Any]], a: str, b: str) -> bool:
     return key(a) == key(b)
 
 
-def _comparisons(
+def exit_comparisons(
     areas: dict[str, list[float]],
     points: list[dict[str, Any]],
     alpha_fired: dict[str, Any],
