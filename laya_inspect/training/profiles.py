@@ -116,7 +116,7 @@ def compute_profiles(runs: Sequence[Any], *, layer_names: Sequence[str], class_n
     }
 
 
-def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str]:
+def profile_lines(profiles: dict[str, Any]) -> list[str]:
     """The pooled line of the first α head (else static), then one line per seed and the seeds'
     agreement: what the terminal prints after a fit."""
     names = profiles["layer_names"]
@@ -126,8 +126,6 @@ def profile_lines(profiles: dict[str, Any], head: str | None = None) -> list[str
 
     for kind, table, per_seed in (("α", profiles["alpha"], "seed_means"), ("static w", profiles["static"], "weights")):
         for h, p in table.items():
-            if head is not None and h != head:
-                continue
             seeds = p["seeds"]
             pooled = f" (pooled over {len(seeds)} seeds)" if len(seeds) > 1 else ""
             lines = [f"{h} {kind}: {fmt(p['mean'])}{pooled}"]
@@ -161,7 +159,7 @@ def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
 
 
 def write_profiles(
-    out_dir: str | Path, profiles: dict[str, Any], *, plots: bool = True, formats: Sequence[str] = ("png",)
+    out_dir: str | Path, profiles: dict[str, Any], *, formats: Sequence[str] = ("png",)
 ) -> dict[str, Path]:
     """Write profiles.json, layer_weights.csv, class_layer_alpha.csv, static_weights.csv and the plots."""
     out = Path(out_dir)
@@ -205,8 +203,6 @@ def write_profiles(
     )
     static_rows = [[h, s, n, w] for h, kind, s, n, w in seed_rows if kind == "static"]
     files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
-    if plots:
-        from .plots import plot_profiles
+    from .plots import plot_profiles
 
-        files.update(plot_profiles(out, profiles, formats))
-    return files
+    return {**files, **plot_profiles(out, profiles, formats)}
