@@ -272,6 +272,48 @@ def test_heads_that_tell_the_caches_apart_in_opposite_directions_are_not_read_as
     )
 
 
+def test_the_verdict_says_how_many_classes_shift_after_holm():
+    """shift_by_class.csv held Holm-adjusted per-class p-values, but no printed sentence read them: a
+    reader scanned the raw p of 10 unshifted classes and met one below 0.05 in about 40% of runs. The
+    verdict now counts the classes whose adjusted p is below 0.05 (0.05/m over m heads, as "differ for
+    some heads" counts heads)."""
+    from laya_inspect.beyond.diagnose import _verdict
+
+    def perm(p_holm):
+        return {"p_value": 0.01, "per_class": [{"class": 0, "n_this": 1}, *({"p_holm": p} for p in p_holm)]}
+
+    def read(*perms):
+        heads = [{"permutation": p, "n_this": 300, "n_other": 300, "detect_auroc": {}} for p in perms]
+        s = {
+            "errors": {"auroc": {}, "diff_vs_msp": {}},
+            "heads": [{"auroc": {}}] * len(perms),
+            "shift": {"heads": heads, "pooled": {"detect_auroc": {}, "detect_diff": {}}, "profiles": "differ"},
+        }
+        (line,) = [v for v in _verdict(s) if v.startswith("predicted classes")]
+        return line
+
+    assert read(perm([0.001, 0.04, 0.2])) == (
+        "predicted classes whose α profile shifted: 2 of the 3 tested (Holm-adjusted p < 0.05, "
+        "Holm over the classes; shift_by_class.csv)"
+    )
+    assert read(perm([0.001, 0.04, 0.2]), perm([0.3, 0.5, 0.9])) == (
+        "predicted classes whose α profile shifted: 1 of the 3 tested, 0 of the 3 tested per head "
+        "(Holm-adjusted p < 0.025, Holm over each head's classes, 0.05 over the 2 heads, Bonferroni; "
+        "shift_by_class.csv)"
+    )
+    heads = [{"permutation": {"p_value": 0.5, "per_class": [{"class": 0}]}, "n_this": 300, "n_other": 300}]
+    s = {
+        "errors": {"auroc": {}, "diff_vs_msp": {}},
+        "heads": [{"auroc": {}}],
+        "shift": {
+            "heads": heads,
+            "pooled": {"detect_auroc": {}, "detect_diff": {}},
+            "profiles": "no detectable difference",
+        },
+    }
+    assert not [v for v in _verdict(s) if v.startswith("predicted classes")]  # no class tested: nothing said
+
+
 def test_profiles_of_unshifted_caches_rarely_read_as_differing_for_some_heads():
     """QA: "α profiles of the two caches: differ for some heads only (p < 0.05 for 1 of 3)" was read
     at 0.05 per head: with nothing shifted, 3 independent heads gave it in 14% of runs. "Some heads"

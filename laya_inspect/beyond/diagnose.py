@@ -420,7 +420,26 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
+        classes = _classes([h["permutation"] for h in s["shift"]["heads"]])
+        lines += [classes] if classes else []
     return lines
+
+
+def _classes(perms: Sequence[dict[str, Any]], level: float = 0.05) -> str | None:
+    """How many predicted classes shifted, read from the Holm-adjusted p-values (a reader scanning the
+    classes' raw p meets a false "shifted" far more often); over m heads each counts below level/m, as
+    `profiles_verdict` counts heads. Under no shift, 10 classes: bench/class_shift_null.py."""
+    tested = [[c["p_holm"] for c in p.get("per_class", []) if "p_holm" in c] for p in perms]
+    if not any(tested):
+        return None
+    m = len(tested)
+    cut = level / m
+    counts = ", ".join(f"{sum(v < cut for v in t)} of the {len(t)} tested" for t in tested)
+    over = "the classes" if m == 1 else f"each head's classes, {level:g} over the {m} heads, Bonferroni"
+    return (
+        f"predicted classes whose α profile shifted: {counts}{' per head' if m > 1 else ''} "
+        f"(Holm-adjusted p < {cut:.3g}, Holm over {over}; shift_by_class.csv)"
+    )
 
 
 def profiles_verdict(p: Sequence[float], level: float = 0.05) -> str:
