@@ -428,7 +428,7 @@ def _run_demo(
             lambda: compare_heads(
                 plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit, overwrite=force
             ),
-            lambda r: {"faithfulness": _faithfulness(r.summary)},
+            lambda r: {"faithfulness": _faithfulness(r.summary), "faithfulness_constant": _constant(r.summary)},
         )
 
     files: dict[str, Any] = {
@@ -450,6 +450,7 @@ def _run_demo(
         "alpha_mean": _profile(profiles, "alpha", "laya", ext.layer_names),
         "scalarmix_weights": _profile(profiles, "static", "scalarmix", ext.layer_names),
         "faithfulness": done[3].numbers["faithfulness"],
+        "faithfulness_constant": done[3].numbers["faithfulness_constant"],
     }
     seconds = time.perf_counter() - t_start
     write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
@@ -482,6 +483,12 @@ def _profile(profiles: dict[str, Any] | None, kind: str, head: str, layers: list
 def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, float | None]]:
     """head name → method → mean faithfulness ρ."""
     return {h["name"]: {m: s["faithfulness"]["mean"] for m, s in h["methods"].items()} for h in summary["heads"]}
+
+
+def _constant(summary: dict[str, Any]) -> dict[str, float | None]:
+    """head name → the constant rule's mean faithfulness ρ (None without one): the null beside the methods'."""
+    refs = {h["name"]: (h.get("references") or {}).get("constant") or {} for h in summary["heads"]}
+    return {name: (c.get("faithfulness") or {}).get("mean") for name, c in refs.items()}
 
 
 def _record(

@@ -131,6 +131,21 @@ def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN00
     assert sum(record["numbers"]["alpha_mean"].values()) == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.slow
+def test_the_compare_step_reads_faithfulness_beside_the_constant_rule(demo) -> None:  # noqa: ANN001
+    """The compare step's line printed each method's faithfulness ρ with random's beside it but not the
+    constant rule's (one layer profile for every input), the null every verdict is read against: on the
+    digits demo α's 0.625 read as high beside random's −0.03, the constant rule's 0.333 unsaid."""
+    out, result, _ = demo
+    cmp = json.loads((out / "compare" / "summary.json").read_text())
+    laya = next(h for h in cmp["heads"] if h["kind"] == "laya")
+    constant = laya["references"]["constant"]["faithfulness"]["mean"]
+    record = json.loads((out / "demo.json").read_text())
+    assert record["numbers"]["faithfulness_constant"][laya["name"]] == pytest.approx(constant)
+    (line,) = [ln for ln in result.output.splitlines() if "faithfulness ρ on" in ln]
+    assert line.endswith(f" · constant rule {constant:.3f}")
+
+
 class _Captured(Exception):
     pass
 

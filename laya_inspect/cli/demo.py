@@ -88,7 +88,8 @@ def _step_line(step: Any) -> str:
         return "mean test accuracy: " + " · ".join(f"{h} {a:.3f}" for h, a in n["test_acc"].items())
     head, methods = next(iter(n["faithfulness"].items()))
     scores = " · ".join(f"{m} {'—' if v is None else f'{v:.3f}'}" for m, v in methods.items())
-    return f"faithfulness ρ on {head}: {scores}"
+    constant = (n.get("faithfulness_constant") or {}).get(head)  # the null the verdicts read, said beside
+    return f"faithfulness ρ on {head}: {scores}" + ("" if constant is None else f" · constant rule {constant:.3f}")
 
 
 def _header(plan: Any) -> None:
