@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.records import compare_warnings, said_once
-from ..training.stats import percent
+from ..training.stats import outcome, percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
     bootstrap_text,
@@ -23,6 +23,7 @@ from .reading import (
     value,
     versus_groups,
     versus_level,
+    with_ci,
 )
 from .sanity import terminal_block as sanity_block
 
@@ -232,6 +233,21 @@ def caveat_lines(head: dict[str, Any], shared: Shared | None = None) -> list[Tex
     return out
 
 
+def relied_on_line(head: dict[str, Any]) -> Text:
+    ranked = head["lolo"]["most_relied_on"][:3]
+    parts = ", ".join(f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in ranked)
+    lead = head["lolo"].get("top_lead")
+    if lead and len(ranked) > 1:  # "most" as the reading says it: only a lead shown over the same rows
+        said = outcome(lead)
+        parts += (
+            f"; {lead['layer']} ahead of {lead['runner_up']} by {with_ci(lead, digits=3)}, paired over the same rows"
+            if said == "better"
+            else f"; {lead['layer']} and {lead['runner_up']} not told apart "
+            f"({'no paired interval' if said == 'undecided' else 'paired over the same rows'})"
+        )
+    return Text.assemble((f"{head['name']}", "bold"), f": most relied-on layers by mean LOLO effect: {parts}")
+
+
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line; per head its table (methods × scores, first ablation, references below),
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
@@ -262,10 +278,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         if len(head.get("ablations") or {}) > 1:
             out.append(ablation_matrix(head))
         out += caveat_lines(head, shared)
-        ranked = ", ".join(
-            f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in head["lolo"]["most_relied_on"][:3]
-        )
-        out.append(Text.assemble((head["name"], "bold"), f": most relied-on layers by mean LOLO effect: {ranked}"))
+        out.append(relied_on_line(head))
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
