@@ -145,6 +145,29 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     assert across_seeds([_head(0, "beats", [])], [0])["groups"] == []  # one seed: nothing across seeds
 
 
+def test_a_most_relied_on_layer_that_differs_between_seeds_is_a_caveat() -> None:
+    """The digits demo's LAYA heads: removing blocks.2 changed seed 0's predictions most, blocks.0 seeds 1
+    and 2's; each seed's reading said "removing X changes the prediction most" and no caveat said the
+    seeds disagree on it, as they do for a verdict or a best mark."""
+
+    def relied(head: dict, *layers: str) -> dict:
+        effects = [{"layer": name, "mean_effect": 3.0 - i} for i, name in enumerate(layers)]
+        head["ablations"]["mean"]["lolo"] = {"most_relied_on": effects}
+        return head
+
+    orders = [("b2", "b0"), ("b0", "b2"), ("b0", "b2")]
+    heads = [relied(_head(s, "beats", []), *order) for s, order in enumerate(orders)]
+    across = across_seeds(heads, [0, 1, 2])
+    (caveat,) = across["caveats"]
+    assert caveat == (
+        "laya (mean): the layer whose removal changes the prediction most differs between seeds: "
+        "b2 on seed 0; b0 on seeds 1, 2"
+    )
+    same = [relied(_head(s, "beats", []), "b2", "b0") for s in (0, 1)]
+    assert across_seeds(same, [0, 1])["caveats"] == []
+    assert across_seeds([_head(0, "beats", []), _head(1, "beats", [])], [0, 1])["caveats"] == []  # no lolo: none
+
+
 # -- end to end: two LAYA seeds of the digits cache -----------------------------------------------
 
 

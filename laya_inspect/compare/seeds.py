@@ -118,19 +118,27 @@ def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any
     return row
 
 
+def _by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
+    parts: dict[str, list[str]] = {}
+    for s, w in zip(seeds, words):
+        parts.setdefault(w, []).append(str(s))
+    return "; ".join(f"{w} on seed{'s' * (len(ss) > 1)} {', '.join(ss)}" for w, ss in parts.items())
+
+
 def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
-    """Caveats: a method's verdict against the constant rule, or a score's starred best method, that
-    differs between seeds."""
+    """Caveats: a method's verdict against the constant rule, a score's starred best method, or the
+    layer whose removal changes the prediction most, that differs between seeds."""
     seeds, out = group["seeds"], []
     where = f"{group['head']} ({abl}): "
     for m, row in entry["methods"].items():
         words = row.get("verdicts") or []
         if len(set(words)) > 1:
-            parts: dict[str, list[str]] = {}
-            for s, w in zip(seeds, words):
-                parts.setdefault(VERDICTS.get(str(w), str(w)), []).append(str(s))
-            said = "; ".join(f"{m} {w} on seed{'s' * (len(ss) > 1)} {', '.join(ss)}" for w, ss in parts.items())
+            said = _by_seed(seeds, [f"{m} {VERDICTS.get(str(w), w)}" for w in words])
             out.append(where + "the seeds disagree: " + said)
+    top = entry.get("most_relied_on") or []
+    if len(set(top)) > 1:
+        said = _by_seed(seeds, top)
+        out.append(where + f"the layer whose removal changes the prediction most differs between seeds: {said}")
     for key, per_seed in entry["best"].items():
         if len({tuple(b) for b in per_seed}) > 1:
             said = "; ".join(f"{'/'.join(b) or 'none'} on seed {s}" for s, b in zip(seeds, per_seed))
@@ -160,6 +168,8 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
             keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
             best = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
             entry = {"methods": rows, "best": best, "caveats_per_seed": [list(p.get("caveats") or []) for p in per]}
+            ranked = [((p.get("lolo") or {}).get("most_relied_on") or [{}])[0].get("layer") for p in per]
+            entry["most_relied_on"] = ranked if None not in ranked else []
             entry["caveats"] = _disagreements(g, a, entry)
             caveats += entry["caveats"]
             g["ablations"][a] = entry
