@@ -146,6 +146,42 @@ def test_the_compare_step_reads_faithfulness_beside_the_constant_rule(demo) -> N
     assert line.endswith(f" · constant rule {constant:.3f}")
 
 
+def test_the_alpha_profile_shows_the_compared_seeds_alpha_beside_its_lolo_effects(monkeypatch) -> None:  # noqa: ANN001
+    """The α profile table put the mean α pooled over 3 seeds beside the LOLO effects of the seed-0 head
+    compare scored: on the digits demo pooled α peaked on blocks.0 (0.436) beside seed 0's LOLO peak on
+    blocks.2, though seed 0's own α peaked on blocks.2 (0.406) too. The compared seed's α is shown beside."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from laya_inspect.cli import demo as cli_demo
+
+    out = Console(file=io.StringIO(), width=120, color_system=None)
+    monkeypatch.setattr(cli_demo, "console", out)
+    alpha = {
+        "seeds": [0, 1, 2],
+        "mean": [0.436, 0.300, 0.264],
+        "std": [0.38, 0.34, 0.34],
+        "seed_means": [[0.369, 0.225, 0.406], [0.393, 0.350, 0.256], [0.545, 0.325, 0.131]],
+    }
+    result = SimpleNamespace(
+        profiles={"alpha": {"laya": alpha}},
+        compare_summary={"heads": [{"kind": "laya", "lolo": {"mean_effect": [2.9, 1.8, 3.9]}}], "ablation": "mean"},
+        numbers={"layers": ["b0", "b1", "b2"], "widths": [8, 8, 8]},
+        plan=SimpleNamespace(fit=SimpleNamespace(seeds=(0, 1, 2))),
+    )
+    cli_demo._profile_table(result)
+    text = out.file.getvalue()
+    assert "α seed 0" in text
+    (row,) = [ln for ln in text.splitlines() if ln.strip().startswith("b2")]
+    assert row.split()[-2:] == ["0.406", "+3.900"]  # the compared seed's α, then its LOLO effect
+    alpha.update(seeds=[0], seed_means=[alpha["mean"]])
+    out.file = io.StringIO()
+    cli_demo._profile_table(result)
+    assert "α seed 0" not in out.file.getvalue()  # one seed: the pooled α is that seed's
+
+
 class _Captured(Exception):
     pass
 

@@ -137,8 +137,12 @@ def _profile_table(result: Any) -> None:
         f"α profile: LAYA's mean α per layer on the test split (± std over rows; "
         f"{'1 seed' if k == 1 else f'{k} seeds pooled'})"
     )
+    # the LOLO effects are the compared seed's: its own α beside them, not only the pooled one
+    seed = result.plan.fit.seeds[0]
+    own = alpha["seed_means"][alpha["seeds"].index(seed)] if k > 1 and seed in alpha["seeds"] else None
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
+    cols = ("layer", "width", "mean α", "", "ScalarMix w", *([f"α seed {seed}"] if own else []), "LOLO effect")
+    for col in cols:
         table.add_column(col, no_wrap=True, justify="left" if col in ("layer", "") else "right")
     for i, name in enumerate(layers):
         a = float(alpha["mean"][i])
@@ -146,8 +150,9 @@ def _profile_table(result: Any) -> None:
             name,
             str(widths[i]),
             f"{a:.3f} ± {float(alpha['std'][i]):.3f}",
-            "█" * round(20 * a),
+            "█" * round((10 if own else 20) * a),  # half as long beside the seed's column: 80 columns
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
+            *([f"{float(own[i]):.3f}"] if own else []),
             "—" if laya_cmp is None else f"{laya_cmp['lolo']['mean_effect'][i]:+.3f}",
         )
     console.print(table)
@@ -157,9 +162,10 @@ def _profile_table(result: Any) -> None:
         "zero": "0",
         "resample": "another training row's state (averaged over donors)",
     }.get(str(result.compare_summary.get("ablation")), f"the {result.compare_summary.get('ablation')} ablation")
+    own_said = f"α seed {seed}: the mean α of the seed-{seed} head, the one compare scored. " if own else ""
     dim(
-        "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: the mean drop of "
-        f"the LAYA head's {quantity} when the layer is replaced by {removal} (compare, seed-0 head)."
+        f"ScalarMix w: its one learned weight per layer, the same for every input. {own_said}LOLO effect: the mean "
+        f"drop of the LAYA head's {quantity} when the layer is replaced by {removal} (compare, seed-{seed} head)."
     )
 
 
