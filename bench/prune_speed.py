@@ -11,7 +11,12 @@ the gather alone. The last round
 also checks that both give bit-identical heads and the same validation and test accuracy (it
 fails when they do not).
 
-    python bench/prune_speed.py            # 200 JPEGs a class (a few minutes)
+Then whole prune runs at its defaults but the seeds (section 18): every k = 1 … L refit
+(``--search every``, the default before) against the coarse-to-fine search over k (``--search
+coarse``, today's default), CPU seconds of this process (``--workers 1``), with the refits each ran
+and whether they chose the same layer sets (chosen and cheapest, with their accuracies).
+
+    python bench/prune_speed.py            # 200 JPEGs a class (about half an hour at --repeats 1)
     python bench/prune_speed.py --smoke    # tiny sizes, seconds: checks that it runs
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import _bench
 import _caches
@@ -142,6 +148,48 @@ def gather(repeats: int) -> None:
     )
 
 
+def search(cache: str, what: str, seeds: int, repeats: int, epochs: int | None = None) -> None:
+    """Whole prune runs (every ranking, the random reference, the choice) over every k against the
+    coarse-to-fine search, on a LAYA head fitted with fit-head's defaults."""
+    from laya_inspect.beyond.prune import PruneConfig, prune_layers
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    out = Path(cache).with_suffix(".search")
+    head_dir = out / "heads" / "laya" / "seed_0"
+    if not (head_dir / "config.json").exists():
+        with FeatureStore(cache) as store:
+            fit_heads(
+                store, FitConfig(heads=("laya",), seeds=(0,), device="cpu"), out_dir=out / "heads", overwrite=True
+            )
+    runs: dict[str, dict] = {}
+
+    def run(how: str) -> float:
+        config = PruneConfig(seeds=seeds, search=how, device="cpu", plots=False, workers=1)
+        t = time.process_time()
+        with FeatureStore(cache) as store:
+            runs[how] = prune_layers(
+                head_dir, store, config, Budget(epochs=epochs), out_dir=out / how, overwrite=True
+            ).summary
+        return time.process_time() - t
+
+    label = f"prune every-k/coarse [{what}, {seeds} seed(s)]"
+    times = _bench.interleave({"every": lambda: run("every"), "coarse": lambda: run("coarse")}, repeats, warmup=False)
+    _bench.ratio(label, times["every"], times["coarse"], "> 1×, the same picks")
+
+    def pick(s: dict, key: str) -> str:
+        p = s[key] or s["withheld"].get(key)
+        return (
+            "none"
+            if p is None
+            else f"{'+'.join(p['layers'])} val {p['val_acc']['mean']:.4f} test {p['test_acc']['mean']:.4f}"
+        )
+
+    for key in ("chosen", "cheapest"):
+        a, b = pick(runs["every"], key), pick(runs["coarse"], key)
+        print(f"{key} [{what}]: {'same' if a == b else 'DIFFERENT'}: every {a}; coarse {b}")
+    print(f"refits [{what}]: every {len(runs['every']['fits'])}, coarse {len(runs['coarse']['fits'])}", flush=True)
+
+
 def main() -> None:
     args = _bench.parser(__doc__).parse_args()
     _bench.start(args, "prune's refits: the batch gather and the moments, before and after")
@@ -153,6 +201,7 @@ def main() -> None:
         _bench.skip(label + "]", "the ImageNet weights or the CIFAR-10 JPEGs are absent")
     else:
         measure(*mobile, ks, seeds, args.repeats)
+        search(*mobile, *((1, args.repeats, 2) if args.smoke else (3, args.repeats)))
     cache, what = _caches.feature_cache(600 if args.smoke else 10_000)
     measure(str(cache), what, ks, seeds, args.repeats)
     print(f"# {_bench.load()}")

@@ -41,6 +41,7 @@ ROWS = {
     "prune_speed.py": [
         ("ratio batch-gather h[idx]/index_select", True),
         ("ratio prune-refits before/after [MobileNetV2", IMAGES),
+        ("ratio prune every-k/coarse [MobileNetV2", IMAGES),
         ("ratio prune-refits before/after [zoo MLP", True),
     ],
 }

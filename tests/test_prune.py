@@ -16,7 +16,7 @@ import torch
 from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
 from typer.testing import CliRunner
 
-from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes
+from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes, smallest_within
 from laya_inspect.beyond.prune import PruneConfig, prune_layers
 from laya_inspect.beyond.rankings import block_influence, by_block_influence, order_of
 from laya_inspect.beyond.refit import Budget
@@ -1002,3 +1002,45 @@ def test_the_refits_send_back_a_head_only_where_it_can_be_written(planted, tmp_p
     written, _ = load_head(tmp_path / "out" / "head")
     assert chosen.head is not None and written.state_dict().keys() == chosen.head.state_dict().keys()
     assert all(torch.equal(a, b) for a, b in zip(written.state_dict().values(), chosen.head.state_dict().values()))
+
+
+def _ten_layer_cache(tmp_path: Path) -> tuple[Path, Path]:
+    """Ten 3-D layers whose label is the sign of the fifth layer's first feature: truncating the
+    backbone (depth's top-k) keeps the signal only at k ≥ 5."""
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 1000), ("test", 300)):
+        feats = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(10)]
+        splits[name] = (feats, (feats[4][:, 0] > 0).astype(np.int64))
+    cache = write_cache(tmp_path / "ten.h5", splits)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", fit_quickly("laya", store, 60), meta=cache_identity(store))
+    return cache, head_dir
+
+
+@pytest.mark.slow
+def test_the_coarse_k_search_refits_fewer_sets_and_picks_what_every_k_picks(tmp_path):
+    """prune's default refits every ranking at k = 1, 2, 3, 4, 6, 8 and L, then every k below each
+    ranking's smallest k within --max-drop down to the grid point before it: here depth needs its
+    first 5 layers, a k the grid skips, and finds it, with the numbers a run over every k gives."""
+    cache, head_dir = _ten_layer_cache(tmp_path)
+    budget = Budget(epochs=10)
+    runs = {}
+    with FeatureStore(cache) as store:
+        for name, ks in (("default", ()), ("every", tuple(range(1, 11)))):
+            config = PruneConfig(seeds=2, ks=ks, max_drop=0.02, costs="shapes", device="cpu", plots=False, workers=1)
+            runs[name] = prune_layers(head_dir, store, config, budget, out_dir=tmp_path / name).summary
+    fast, every = runs["default"], runs["every"]
+    assert len(fast["fits"]) < len(every["fits"]) * 0.75  # the grid skips k = 5, 7, 9 for most rankings
+    depth = smallest_within(every, "depth")
+    assert depth is not None and depth["k"] == 5  # the cache plants it: a k off the grid
+    for name in every["rankings"]:
+        a, b = smallest_within(fast, name), smallest_within(every, name)
+        assert (a and (a["k"], a["layers"], a["val_acc"], a["test_acc"])) == (
+            b and (b["k"], b["layers"], b["val_acc"], b["test_acc"])
+        ), name
+    for key in ("chosen", "cheapest"):
+        assert fast[key] == every[key], key
+    assert fast["k_search"]["search"] == "coarse" and fast["ks"] == [10, 8, 6, 4, 3, 2, 1]
+    assert 5 in fast["k_search"]["per_ranking"]["depth"]
+    assert any(line.startswith("k searched coarse to fine") for line in fast["verdict"])

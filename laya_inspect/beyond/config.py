@@ -125,6 +125,7 @@ class Budget:
 
 
 NO_REFIT_ABLATIONS = ("drop", "mean", "zero")
+K_SEARCHES = ("coarse", "every")
 # A sweep of 10,000 points resolves thresholds 250× finer than the default 41 and keeps each seed's
 # points (a few hundred bytes each, per rule) well under a gigabyte.
 MAX_THRESHOLDS = 10_000
@@ -141,6 +142,13 @@ class PruneConfig:
     seeds: int = option(3, flag="--seeds", help="refit seeds 0 … N−1 (intervals over seeds)")
     ks: tuple[int, ...] = option(
         (), flag="--ks", help="layer counts k to evaluate, a comma list (default every k = 1 … L; L is always added)"
+    )
+    search: str = option(
+        "coarse",
+        flag="--search",
+        choices=K_SEARCHES,
+        help="without --ks, under --refit: coarse (refit every ranking at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L, "
+        "then at every k just below each ranking's smallest k within --max-drop) | every (every k = 1 … L: slower)",
     )
     max_drop: float = option(
         0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
@@ -170,6 +178,7 @@ class PruneConfig:
                 (self.seeds >= 1, "seeds", "must be ≥ 1"),
                 (all(k >= 1 for k in self.ks), "ks", "must be layer counts ≥ 1"),
                 (math.isfinite(self.max_drop) and 0 <= self.max_drop < 1, "max_drop", "must be in [0, 1)"),
+                (self.search in K_SEARCHES, "search", f"must be one of {', '.join(K_SEARCHES)}"),
                 (self.ablation in NO_REFIT_ABLATIONS, "ablation", f"must be one of {', '.join(NO_REFIT_ABLATIONS)}"),
                 (self.rank_rows >= 10, "rank_rows", "must be ≥ 10"),
             ],

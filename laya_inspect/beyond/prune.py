@@ -70,6 +70,10 @@ WITHHOLD_RULE = (
     f"{MIN_VAL_ROWS} validation rows chose it, or when its paired test difference from all layers is a loss "
     "(interval below 0; with no interval, a drop larger than --max-drop)"
 )
+COARSE_HOW = (
+    "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
+    "between the grid point below its smallest k within --max-drop and that k (`--search every` refits every k)"
+)
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
 # The random-ranking reference at each k < L: every layer set of size k where there are at most
 # RANDOM_EXACT (the exact mean over random orders: all k when L ≤ 4), else RANDOM_DRAWS distinct sets
@@ -89,6 +93,18 @@ def random_sets(n_layers: int, k: int, seed: int) -> tuple[list[tuple[int, ...]]
         if s not in drawn:
             drawn.append(s)
     return drawn, False
+
+
+def coarse_ks(n_layers: int) -> list[int]:
+    """The layer counts every ranking is refit at under ``--search coarse``: 1, 2, 3, 4, 6, 8, 12, 16, …
+    below ``n_layers``, and ``n_layers``; every k up to 4."""
+    grid = {k for i in range(n_layers.bit_length()) for k in (2**i, 3 * 2**i)}
+    return sorted({k for k in grid if k < n_layers} | {n_layers})
+
+
+def _top(order: list[int], k: int) -> tuple[int, ...]:
+    """The top-``k`` layers of a ranking's order, in cache order."""
+    return tuple(sorted(order[:k]))
 
 
 def prune_layers(
@@ -158,15 +174,17 @@ def _prune(
     ]
     costs = backbone_costs(store, config.costs)
     seeds = list(range(config.seeds)) if config.refit else [config.seed]
-    ks = sorted({*config.ks, n_layers} if config.ks else range(1, n_layers + 1), reverse=True)
-
+    coarse = config.refit and not config.ks and config.search == "coarse"
+    if config.ks:
+        ks = sorted({*config.ks, n_layers}, reverse=True)
+    else:
+        ks = sorted(coarse_ks(n_layers) if coarse else range(1, n_layers + 1), reverse=True)
+    ranked = {r.name: r.order for r in rankings if r.applies and r.order is not None}
+    per_ranking = {name: list(ks) for name in ranked}  # the k each ranking is evaluated at, largest first
     sets: dict[tuple[int, ...], list[str]] = {}
-    for r in rankings:
-        if r.applies:
-            assert r.order is not None
-            for k in ks:
-                sets.setdefault(tuple(sorted(r.order[:k])), []).append(r.name)
-    ranked_sets = len(sets)
+    for name, order in ranked.items():
+        for k in ks:
+            sets.setdefault(tuple(sorted(order[:k])), []).append(name)
     randoms = {k: random_sets(n_layers, k, config.seed) for k in ks if k < n_layers}
     for drawn, _ in randoms.values():
         for layers in drawn:
@@ -179,42 +197,54 @@ def _prune(
     )
     if config.refit:
         common["moments"] = layer_moments(hp, train, fit_rows, names)
-        jobs = [(layers, s) for layers in sets for s in seeds]
-
-        def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
-            report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
-            fit = refit(kind, hp, job[0], job[1], layer_names=names, **common)
-            # only a first-seed head can be written (the chosen set's); the others' are never read
-            return fit if job[1] == seeds[0] else fit.without_head()
-
-        # independent refits: several at once in forked processes on a multi-core CPU
-        done = run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)
-        fits = dict(zip(jobs, done))
-        for layers in sets:
-            results[layers] = [(fits[layers, s].val_acc, fits[layers, s].test_acc) for s in seeds]
-        emit({"event": "fit", "done": len(jobs), "total": len(jobs), "layers": []})
-    else:
-        for i, layers in enumerate(sets):
-            emit({"event": "fit", "done": i, "total": len(sets), "layers": [names[j] for j in layers]})
-            val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
-            results[layers] = [(val, ablated_accuracy(head, test, None, layers, config.ablation, means))]
-        emit({"event": "fit", "done": len(sets), "total": len(sets), "layers": []})
-
     every = tuple(range(n_layers))
+
+    def evaluate(todo: list[tuple[int, ...]]) -> None:
+        """Refit (or re-evaluate) the layer sets of ``todo`` into ``results`` and ``fits``."""
+        if config.refit:
+            jobs = [(layers, s) for layers in todo for s in seeds]
+
+            def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
+                report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
+                fit = refit(kind, hp, job[0], job[1], layer_names=names, **common)
+                # only a first-seed head can be written (the chosen set's); the others' are never read
+                return fit if job[1] == seeds[0] else fit.without_head()
+
+            # independent refits: several at once in forked processes on a multi-core CPU
+            fits.update(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))
+            for layers in todo:
+                results[layers] = [(fits[layers, s].val_acc, fits[layers, s].test_acc) for s in seeds]
+            emit({"event": "fit", "done": len(jobs), "total": len(jobs), "layers": []})
+        else:
+            for i, layers in enumerate(todo):
+                emit({"event": "fit", "done": i, "total": len(todo), "layers": [names[j] for j in layers]})
+                val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
+                results[layers] = [(val, ablated_accuracy(head, test, None, layers, config.ablation, means))]
+            emit({"event": "fit", "done": len(todo), "total": len(todo), "layers": []})
+
+    evaluate(list(sets))
+    if coarse:  # every k between the grid point below each ranking's smallest one within --max-drop and it
+        floor = float(np.mean([v for v, _ in results[every]])) - config.max_drop - TOLERANCE
+        for name, order in ranked.items():
+            grid = sorted(ks)
+            first = next(j for j, k in enumerate(grid) if np.mean([v for v, _ in results[_top(order, k)]]) >= floor)
+            finer = list(range(grid[first - 1] + 1, grid[first])) if first > 0 else []
+            per_ranking[name] = sorted({*ks, *finer}, reverse=True)
+            for k in finer:
+                sets.setdefault(_top(order, k), []).append(name)
+        evaluate([layers for layers in sets if layers not in results])
+
     ref_val = float(np.mean([v for v, _ in results[every]]))
     ref_tests = [t for _, t in results[every]]
     points = []
-    for r in rankings:
-        if not r.applies:
-            continue
-        assert r.order is not None
-        for k in ks:
-            layers = tuple(sorted(r.order[:k]))
+    for name, order in ranked.items():
+        for k in per_ranking[name]:
+            layers = _top(order, k)
             vals, tests = zip(*results[layers])
             p_saved, f_saved = costs.saved(max(layers))
             points.append(
                 {
-                    "ranking": r.name,
+                    "ranking": name,
                     "k": k,
                     "layers": [names[j] for j in layers],
                     "layer_index": list(layers),
@@ -299,9 +329,14 @@ def _prune(
         "withhold_rule": WITHHOLD_RULE,
     }
     summary["ks"] = ks
+    summary["k_search"] = {
+        "search": "coarse" if coarse else "given" if config.ks else "every",
+        "per_ranking": {name: per_ranking[name] for name in ranked},
+        "how": COARSE_HOW if coarse else "every ranking at the same k",
+    }
     summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
     summary["random_reference"] = _random_reference(
-        randoms, results, names, n_layers, len(sets) - ranked_sets, seeds, costs
+        randoms, results, names, n_layers, sum(not found for found in sets.values()), seeds, costs
     )
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
         rankings, results, [k for k in ks if k < n_layers], randoms
@@ -525,6 +560,19 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     note = (s.get("random_reference") or {}).get("note")
     if note:
         lines.append(note)
+    search = s.get("k_search") or {}
+    if search.get("search") == "coarse" and len(s["ks"]) < len(s["cache"]["layer_names"]):
+        grid = ", ".join(str(k) for k in sorted(s["ks"]))
+        finer = "; ".join(
+            f"{name} also at {', '.join(str(k) for k in sorted(set(ks) - set(s['ks'])))}"
+            for name, ks in search["per_ranking"].items()
+            if set(ks) - set(s["ks"])
+        )
+        lines.append(
+            f"k searched coarse to fine: the rankings and the random reference are refit and compared at k = {grid}"
+            f"{'; ' + finer if finer else ''} (below each ranking's smallest k within --max-drop); "
+            "--search every refits every k"
+        )
     c = s["chosen"]
     withheld = s.get("withheld") or {}
     for what, w in withheld.items():

@@ -61,6 +61,7 @@ def prune_command(
     refit: bool = opt(PruneConfig, "refit"),
     seeds: int = opt(PruneConfig, "seeds"),
     ks: Optional[str] = opt(PruneConfig, "ks", default=None, help=field_of(PruneConfig, "ks").metadata["help"]),
+    search: str = opt(PruneConfig, "search"),
     max_drop: float = opt(PruneConfig, "max_drop"),
     ablation: str = opt(PruneConfig, "ablation"),
     rank_rows: int = opt(PruneConfig, "rank_rows"),
