@@ -90,3 +90,23 @@ def test_what_fit_head_said_of_the_test_split_is_left_out_where_the_run_says_it_
     assert said_once([other, said, mine]) == [other, mine]
     assert _warnings({"warnings": [other, said, mine]}) == [f"Warning: {other}.", f"Warning: {mine}."]
     assert said_once([said]) == [said]  # alone, fit-head's line is said
+
+
+def test_a_class_of_one_row_is_warned_of_once_on_either_side_of_the_split(tmp_path: Path) -> None:
+    """QA (all-MiniLM-L6-v2 on a review CSV whose class '3' had one row): extract said "class '3' has
+    a single row, put with the training rows …: it has no test row" and, two lines on, "class '3'
+    (1 of 4) has no rows in split 'test'"; fit-head repeated both. One line says it, on either side."""
+    from types import SimpleNamespace
+
+    from laya_inspect.data import load_data
+    from laya_inspect.data.words import WordVocab
+
+    rows = [f"good film {i},{i % 3}" for i in range(30)] + ["lonely review,3"]
+    (tmp_path / "t.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    spec, vocab = SimpleNamespace(kind="tokens", max_length=8), WordVocab(("good", "film"))
+    for fraction, side, missing in [(0.2, "training", "test"), (0.6, "test", "training")]:
+        data = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=spec, tokenizer=vocab, test_fraction=fraction)
+        said = [w for w in data.warnings if "class '3'" in w]
+        assert len(said) == 1 and f"a single row, put with the {side} rows" in said[0], data.warnings
+        assert f"it has no {missing} row" in said[0], said
+    assert "no head fitted on the training rows can predict it" in said[0], said

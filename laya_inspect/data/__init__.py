@@ -338,7 +338,8 @@ def load_data(
         split_info={**src.split_info, "splits": per_split},
         kind=src.kind,
         location=src.location,
-        warnings=warnings + empty_classes(spec, list(src.class_names), source, {n: s.labels for n, s in out.items()}),
+        warnings=warnings
+        + empty_classes(spec, list(src.class_names), source, {n: s.labels for n, s in out.items()}, src.split_info),
     )
 
 

@@ -100,10 +100,12 @@ def unstratified(spec: str, class_names: list[str], info: dict, labels: Callable
     if singles:
         side = "training" if info.get("single_rows_in") == "train" else "test"
         none = "test" if side == "training" else "training"
-        they = "they have" if len(singles) > 1 else "it has"
+        they, them = ("they have", "them") if len(singles) > 1 else ("it has", "it")
+        # empty_classes leaves these classes to this line, so it says what that line would have said
+        unlearnable = "" if none == "test" else f", so no head fitted on the training rows can predict {them}"
         return [
             f"dataset {spec!r}: {_classes(class_names, singles)} {_has(singles)} a single row, put with the "
-            f"{side} rows (the other classes are stratified): {they} no {none} row; add rows, or "
+            f"{side} rows (the other classes are stratified): {they} no {none} row{unlearnable}; add rows, or "
             "give the split yourself (train/ and test/ folders, a split column)"
         ]
     if info.get("stratified") is not False:
@@ -146,13 +148,17 @@ def _span(values: np.ndarray) -> str:
     return f"{v[0]}–{v[-1]}" if len(v) > 3 else ", ".join(map(str, v))
 
 
-def empty_classes(spec: str, class_names: list[str], source: dict[str, np.ndarray], kept: dict) -> list[str]:
+def empty_classes(
+    spec: str, class_names: list[str], source: dict[str, np.ndarray], kept: dict, info: dict
+) -> list[str]:
     """A warning for each split (after the seeded split and ``limit``) that lacks a class the
-    requested splits have somewhere."""
+    requested splits have somewhere, leaving out the classes of one row that :func:`unstratified`
+    names already (``info``: the source's split_info)."""
     seen = set(np.unique(np.concatenate(list(source.values()))).tolist())
     out = []
     for split, labels in kept.items():
-        missing = sorted(seen - set(np.unique(labels).tolist()))
+        said = info.get("single_row_classes") or [] if split != info.get("single_rows_in") else []
+        missing = sorted(seen - set(np.unique(labels).tolist()) - set(said))
         if missing:
             # a class the training split lacks is one no head fitted on it can ever predict
             why = (
