@@ -207,14 +207,20 @@ def test_report_on_a_damaged_summary_is_one_line(good_summary, tmp_path, damage,
     assert message in line and "summary.json" in line
 
 
-def test_report_shows_nan_and_null_numbers(good_summary, tmp_path):
+def test_report_shows_nan_and_null_numbers_as_a_dash(good_summary, tmp_path):
+    """QA: an undefined score (NaN, as compare holds it before summary.json turns it into null) read
+    "nan" on the terminal where report.html reads "—"."""
     s = copy.deepcopy(good_summary)
     s["heads"][0]["methods"]["ig"]["faithfulness"]["mean"] = None
     s["heads"][0]["methods"]["ig"]["top_layer_agreement"] = float("nan")
+    s["heads"][0]["methods"]["ig"]["deletion_at_1_over_oracle"] = float("nan")
+    (sanity,) = s["sanity"]["heads"].values()
+    sanity["model"][0]["methods"]["ig"]["faithfulness"]["mean"] = float("nan")  # the sanity table's "faith"
     (tmp_path / "summary.json").write_text(json.dumps(s))  # NaN written as JSON's NaN token
     r = runner.invoke(app, ["report", str(tmp_path)], env=ENV)
     assert r.exit_code == 0, r.output
-    assert "nan" in r.output and "—" in r.output
+    ig = next(line.split() for line in r.output.splitlines() if line.split()[:1] in (["ig"], ["ig°"]))
+    assert ig[1:4] == ["—", "—", "—"] and "nan" not in r.output.lower(), r.output  # agree, D@1÷orc, ρ
 
 
 JSON = st.recursive(

@@ -39,9 +39,9 @@ def rich_table(title: str) -> RichTable:
 
 
 def short(v: Any, sign: bool = False) -> str:
-    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none; zero as
+    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none or NaN; zero as
     :func:`.reading.zeroed` shows it ("-.00" only for a signed value below 0)."""
-    if v is None:
+    if v is None or v != v:  # NaN: an undefined score, as report.html shows it
         return "—"
     text = format(zeroed(float(v), 2, sign), "+.2f" if sign else ".2f")
     body = text.lstrip("+-")

@@ -36,7 +36,7 @@ COLUMNS = {**SCORES, "subset ρ": "subset_faithfulness", "del": "deletion_area",
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
-    if v is None:
+    if v is None or v != v:  # NaN: an undefined score, as report.html shows it
         return "—"
     text = format(v, fmt)
     return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text  # no "-0.00"
