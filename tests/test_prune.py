@@ -1044,3 +1044,32 @@ def test_the_coarse_k_search_refits_fewer_sets_and_picks_what_every_k_picks(tmp_
     assert fast["k_search"]["search"] == "coarse" and fast["ks"] == [10, 8, 6, 4, 3, 2, 1]
     assert 5 in fast["k_search"]["per_ranking"]["depth"]
     assert any(line.startswith("k searched coarse to fine") for line in fast["verdict"])
+
+
+def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_shapes(tmp_path, monkeypatch):
+    """QA: `prune` on a user's convnet (python:…, no input size of its own) over a CIFAR-10 folder, whose
+    images extract leaves at their own size (transforms' output [3, "H", "W"]), ended in a traceback,
+    "invalid literal for int() with base 10: 'H'", instead of counting from the shapes with a note."""
+    from PIL import Image
+
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
+
+    (tmp_path / "usernet.py").write_text(
+        "from torch import nn\n\ndef build():\n    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(inplace=True), "
+        "nn.Conv2d(4, 6, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 2))\n"
+    )
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        (tmp_path / "photos" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (10, 10, 3), dtype=np.uint8)).save(tmp_path / f"photos/c{i % 2}/{i}.png")
+    monkeypatch.chdir(tmp_path)
+    config = ExtractConfig(model="python:usernet:build", data="imagefolder:photos", out="f.h5",
+                           random_init=True, normalize="none", device="cpu")  # fmt: skip
+    extract_features(config)
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.attrs["transforms"]["output"] == [3, "H", "W"]
+        costs = backbone_costs(store, "auto")
+        assert costs.source == "shapes" and "own size" in str(costs.note), costs.note
+        assert store.layer_names == ["0", "2"] and costs.params_total == 3 * 4 + 4 * 6  # channels in × out
+        with pytest.raises(InputError, match="own size"):
+            backbone_costs(store, "model")

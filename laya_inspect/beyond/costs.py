@@ -187,7 +187,9 @@ def _one_input(store: FeatureStore, model: Any) -> Any:
     transforms = store.attrs.get("transforms") or {}
     shape = transforms.get("output") if isinstance(transforms, dict) else None
     if isinstance(transforms, dict) and transforms.get("kind") == "image" and isinstance(shape, list) and shape:
-        return torch.full((1, *[int(s) for s in shape]), 0.5)
+        if not all(isinstance(s, int) for s in shape):  # [3, "H", "W"]: no --image-size, nor one the model states
+            raise InputError(f"{store.path}'s images were read at their own size, so no one input size to count on")
+        return torch.full((1, *shape), 0.5)
     example = model.example_inputs(1)
     if example is None:
         raise InputError(f"{store.path} records no input shape to count the model's FLOPs on")
@@ -213,7 +215,9 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
         shapes = [[w] for w in store.widths]
     transforms = store.attrs.get("transforms") or {}
     given = transforms.get("output") if isinstance(transforms, dict) else None
-    previous = [int(s) for s in given] if isinstance(given, list) and given else [int(s) for s in shapes[0]]
+    # images left at their own size ([3, "H", "W"]): a conv layer reads only the channels, and no flat
+    # layer reads images of many sizes
+    previous = [s if isinstance(s, int) else 1 for s in given] if isinstance(given, list) and given else shapes[0]
     roles = store.attrs.get("layer_roles")
     roles = roles if isinstance(roles, dict) else {}
     params, flops = [], []
