@@ -212,6 +212,13 @@ def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> I
 # pooling
 
 
+def forward_answer(output: Any) -> Any:
+    """What a forward's output holds as the model's answer: the first of a tuple, a dict's "logits"
+    (a user's forward may return ``{"logits": …, "feats": …}``), else the output itself."""
+    out = output[0] if isinstance(output, (tuple, list)) and output else output
+    return out.get("logits") if isinstance(out, Mapping) else out
+
+
 def is_forward_output(layer: Any, out: Any) -> bool:
     """Whether a captured ``layer`` output is, value for value, the 2-D tensor the forward returned
     (``out``): a layer chosen there is most likely the model's logits, not a hidden layer."""

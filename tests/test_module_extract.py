@@ -239,3 +239,40 @@ def test_the_models_logits_as_a_layer_are_a_warning_from_a_module_too(tmp_path: 
         assert [w for w in store.attrs["warnings"] if "one value per class" in w] == ours
     hidden = extract_features(net, [(x[:50], y[:50])], layers=["1", "2"], out=tmp_path / "h.h5")
     assert not [w for w in hidden.warnings if "one value per class" in w]
+
+
+def test_a_model_that_returns_a_dict_has_its_logits_cached_and_named_as_a_layer(tmp_path: Path, monkeypatch) -> None:
+    """QA: a user's convnet whose forward returns {"logits": …, "feats": …} (`extract --model
+    python:…`) had no logits in the cache, and its classifier chosen as a layer got no "most likely
+    its logits" warning, which the same network returning the tensor (or a tuple) gets; nor did it
+    from extract_features(model, batches)."""
+    from laya_inspect.cache.extract import ExtractConfig
+
+    (tmp_path / "dictnet.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class Dict(nn.Module):\n"
+        "    input_spec = {'kind': 'image', 'channels': 1, 'size': 8}\n\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body, self.fc = nn.Sequential(nn.Flatten(), nn.Linear(64, 12), nn.Tanh()), nn.Linear(12, 10)\n\n"
+        "    def forward(self, x):\n"
+        "        h = self.body(x)\n"
+        "        return {'feats': h, 'logits': self.fc(h)}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from dictnet import Dict  # type: ignore[import-not-found]
+
+    torch.manual_seed(0)
+    net = Dict()
+    torch.save(net.state_dict(), tmp_path / "w.pt")
+    config = ExtractConfig(model="python:dictnet:Dict", weights="w.pt", data="digits", layers="body.2,fc",
+                           limit=60, splits=("test",), out="f.h5", device="cpu")  # fmt: skip
+    x, y = _digits()
+    module = extract_features(net, [(x[:50], y[:50])], layers=["body.2", "fc"], out="m.h5")
+    for result in (extract_features(config), module):
+        ours = [w for w in result.warnings if "one value per class" in w]
+        assert len(ours) == 1 and ours[0].startswith("fc has one value per class (10, the data's class count)"), ours
+    with FeatureStore(tmp_path / "f.h5") as store, torch.no_grad():
+        rows = torch.from_numpy(store.layer("test", "body.2"))
+        np.testing.assert_allclose(store.logits("test"), net.fc(rows).numpy(), rtol=1e-5, atol=1e-5)

@@ -23,7 +23,7 @@ from torch import nn
 from .. import __version__
 from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock, utc_now
-from ..layers import capture, depth_order, image_size_of, is_forward_output, reduce_batch
+from ..layers import capture, depth_order, forward_answer, image_size_of, is_forward_output, reduce_batch
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
 from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
@@ -253,7 +253,8 @@ def _run(
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
         if not got.parts:
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
-            got.returned = {n: int(out.shape[1]) for n in names if is_forward_output(raw.get(n), out)}
+            answer = forward_answer(out)
+            got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):
             raise InputError(f"split {split!r}, batch {i}: a layer's pooled width changed between batches")
         got.parts.append(arrays)

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError, LayaError
-from ..layers import hooks, resolve_layers, snapshot
+from ..layers import forward_answer, hooks, resolve_layers, snapshot
 from ..registry import Registry
 from .weights import first_line
 
@@ -136,7 +136,7 @@ class Adapter:
     def logits(self, output: Any, num_classes: int | None) -> Tensor | None:
         if num_classes is None:
             return None
-        out = output[0] if isinstance(output, (tuple, list)) and output else output
+        out = forward_answer(output)
         if isinstance(out, Tensor) and out.ndim == 2 and out.shape[1] == num_classes:
             return out
         return None
