@@ -145,6 +145,26 @@ def test_scalarmix_weights_near_uniform_are_undefined_and_one_profile_has_no_int
     assert S.one_profile(rho, np.array([[0.1, 0.9], [0.8, 0.2]]), np.array([[0.5, 0.5], [0.4, 0.6]]))[1] is None
 
 
+def test_near_uniform_scalarmix_weights_have_no_faithfulness_either():
+    """QA (MobileNetV2 on CIFAR-10 JPEGs): the permuted-label ScalarMix head's weights lay within 1% of
+    1/19; the sanity table said "no ranking of the layers" and ρ "—", yet showed faith −.30 from
+    ranking those same weights, while the exactly uniform re-initialised ones read "—"."""
+    from laya_inspect.heads import ScalarMixHead
+
+    gen = torch.Generator().manual_seed(0)
+    hs = [torch.randn(64, 4, generator=gen) for _ in range(7)]
+    target = np.zeros(64, dtype=np.int64)
+    head = ScalarMixHead([4] * 7, 3).eval()
+    scores = attribute("static", head, hs, target).scores
+    effects = np.tile(np.arange(7.0), (64, 1)) + np.random.default_rng(0).random((64, 7))  # deeper: larger
+    reader = S.Trained(hs, target, {"static": scores}, effects, AttributionOptions(), 200, 0)
+    with torch.no_grad():
+        head.scalars.copy_(torch.tensor([-0.003, -0.002, -0.001, 0.0, 0.001, 0.002, 0.003]))  # by depth, 0.6%
+    near = reader.versus(head)["static"]
+    assert near["note"].startswith("the randomised weights stay within 10% of 1/7")
+    assert np.isnan(near["faithfulness"]["mean"]) and near["faithfulness"]["n_valid"] == 0, near["faithfulness"]
+
+
 def test_degenerate_alpha_is_undefined_not_low(trained):
     """A head whose α is the same for every layer (scorer zeroed): every row's ranking is undefined,
     reported as such, never as a pass."""

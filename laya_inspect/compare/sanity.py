@@ -227,6 +227,8 @@ class Trained:
             if keep is not None:
                 keep[f"{check}/{m}"] = scores
             rho, note = one_profile(M.spearman_rows(scores, trained, 0.0), scores, trained)
+            if note and np.isnan(rho).all():  # weights that rank the layers by noise: no faithfulness either
+                scores = np.zeros_like(scores)
             n_boot = 0 if note else self.n_boot  # one ranking repeated: an interval over rows would have no width
             rank = M.summarise_rows(rho, n_boot=n_boot, seed=self.seed)
             word = verdict(rank)
