@@ -193,14 +193,14 @@ def extraction_differences(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -
 
 def extracted_otherwise(path: Any, ours: Mapping[str, Any], other: Any, theirs: Mapping[str, Any]) -> list[str]:
     """A warning when the cache at ``other`` was read through another model, weights, pooling or
-    input transforms than the one at ``path`` (diagnose --against): the same images then give other
+    input transforms than the one at ``path`` (diagnose --against): the same images may then give other
     features, and a shift read between the two caches is partly that."""
     said = extraction_differences(ours, theirs)
     if not said:
         return []
     return [
         f"{other} was extracted otherwise than {path} ({_listed(said)}; this cache's value first): the same inputs "
-        "give other features there, so the shift read between them is partly the extraction's, not the "
+        "may give other features there, so a shift read between them may be partly the extraction's, not the "
         "data's; extract both with the same model, --weights, --pool and input settings"
     ]
 
