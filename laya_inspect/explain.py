@@ -448,13 +448,15 @@ def check_figure_out(path: str | Path, *, force: bool, inputs: list[str | Path |
     return out
 
 
-def write_figure(e: Explanation, path: str | Path) -> Path:
-    """The figure as PNG (or SVG, by the file's suffix), written atomically and marked as explain's."""
+def write_figure(e: Explanation, path: str | Path, *, force: bool = False) -> Path:
+    """The figure as PNG (or SVG, by the file's suffix), written atomically and marked as explain's.
+    ``path`` is checked as :func:`check_figure_out` does, again here: a file saved there while the row
+    was explained is not replaced."""
     from functools import partial
 
     from .compare.plots import solve_layout
 
-    out = Path(path)
+    out = check_figure_out(path, force=force, inputs=[])
     fmt = _figure_format(out)
     meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
     fig = solve_layout(explain_figure(e))

@@ -534,8 +534,8 @@ def atomic_dir(
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
             write_marker(tmp, command or "laya-inspect")
-            if out.is_dir() and any(out.iterdir()):
-                _check_ours(out, command, flag)
+            if out.exists() or out.is_symlink():  # made during the run (a copy, a link): --force as at the start
+                check_out(path, force=force, command=command, flag=flag)
             if out.is_dir():
                 keep_folder_mode(tmp, out.stat(), building=False)
             if out.exists():

@@ -277,6 +277,20 @@ def test_write_figure_svg(digits: dict[str, Path], tmp_path: Path) -> None:
     assert path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text()
 
 
+def test_a_figure_saved_at_out_while_explain_runs_is_not_replaced(digits: dict[str, Path], tmp_path: Path) -> None:
+    """QA (race): `explain --out row1.png` checked its --out only before the work; a figure the user
+    saved there while the row was explained was replaced at the end, with --force or without."""
+    out = tmp_path / "row1.png"
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=1, n_steps=4, device="cpu")
+    out.write_bytes(b"\x89PNG the user's own figure")
+    with pytest.raises(InputError, match="exists and is not a figure laya-inspect explain wrote"):
+        write_figure(e, out)
+    with pytest.raises(InputError, match="is not a figure laya-inspect explain wrote"):
+        write_figure(e, out, force=True)
+    assert out.read_bytes() == b"\x89PNG the user's own figure" and sorted(tmp_path.iterdir()) == [out]
+
+
 def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) -> None:
     from helpers import write_cache
 

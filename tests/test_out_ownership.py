@@ -5,6 +5,7 @@ Each test that refuses compares the user's files byte for byte before and after.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -404,6 +405,26 @@ def test_train_force_replaces_its_own_checkpoint_and_never_a_users_metrics(tmp_p
     assert not other.exists() and (tmp_path / "other.metrics.json").read_text() == '{"mine": 1}'
 
 
+def test_a_file_saved_at_trains_out_during_training_is_not_replaced(tmp_path):
+    """QA (race): train checked its --out only before training (the lock keeps out other runs, not a
+    user's save); a checkpoint saved there while it trained was replaced at its end, --force or not."""
+    from laya_inspect.training.joint import JointConfig, train_joint
+
+    out = tmp_path / "model.pt"
+    config = JointConfig(model="zoo:mlp", data="digits", limit=100, epochs=1, device="cpu")
+
+    def users_save(event: dict) -> None:  # the user's own torch.save while the run trains
+        if not out.exists():
+            out.write_bytes(b"the user's own checkpoint")
+
+    for overwrite in (False, True):
+        with pytest.raises(InputError, match="exists; pass --force" if not overwrite else "not a checkpoint"):
+            train_joint(config, out=out, progress=users_save, overwrite=overwrite)
+        assert out.read_bytes() == b"the user's own checkpoint"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+        out.unlink()
+
+
 def test_train_force_on_a_full_disk_names_the_metrics_file_when_that_is_the_one_that_failed(tmp_path, monkeypatch):
     """QA: writing the metrics file's temporary copy failed (disk full) and the error named the
     checkpoint; the old checkpoint and metrics file stay as they were, with no temporary file."""
@@ -464,6 +485,30 @@ def test_extract_overwrite_never_replaces_a_users_file(tmp_path, kind):
     assert f"--out {user} is" in line and "not a cache laya-inspect wrote" in line
     assert "--overwrite replaces only a file laya-inspect extract wrote" in line
     assert user.read_bytes() == before and sorted(os.listdir(tmp_path)) == names  # no partial file or lock left
+
+
+def test_a_file_saved_at_extracts_out_while_it_runs_is_not_replaced_and_the_rows_are_kept(tmp_path):
+    """QA (race): extract checked its --out only before its work; a file saved there while the rows
+    were written was replaced by the finished cache, --overwrite or not."""
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
+    from laya_inspect.cache.store import FeatureStore
+
+    out = tmp_path / "features.h5"
+    config = ExtractConfig(model="zoo:mlp", data="digits", random_init=True, limit=50, device="cpu", out=str(out))
+
+    def users_save(event: dict) -> None:
+        if not out.exists():
+            out.write_bytes(b"the user's own file")
+
+    for overwrite in (False, True):
+        with pytest.raises(InputError, match="saved there while the cache was written"):
+            extract_features(dataclasses.replace(config, overwrite=overwrite), progress=users_save)
+        assert out.read_bytes() == b"the user's own file"
+        out.unlink()
+    extract_features(config)  # the user moved their file away: the kept rows finish the cache
+    with FeatureStore(out) as store:
+        assert store.n("train") == store.n("test") == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["features.h5"]
 
 
 def test_extract_overwrite_replaces_its_own_cache(tmp_path):
@@ -773,3 +818,19 @@ def test_a_stopped_or_failed_write_leaves_no_empty_folder_it_created(tmp_path):
     with atomic_dir(tmp_path / "done" / "a" / "out") as tmp:
         (tmp / "x.txt").write_text("x")
     assert (tmp_path / "done" / "a" / "out" / "x.txt").is_file()
+
+
+def test_an_output_copied_in_during_a_run_without_force_is_not_replaced(tmp_path):
+    """QA (race): a run on a new --out without --force, and while it ran the user copied an earlier
+    output of the same command there (`cp -a old out`): at its end the run replaced that copy, as
+    the check before the swap looked only for files the command did not write, not for --force."""
+    import shutil
+
+    shutil.copytree(written(tmp_path / "old", files={"first.json": "1"}), tmp_path / "keep")
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="pass --force"):
+        with atomic_dir(out, command="fit-head") as tmp:
+            (tmp / "second.json").write_text("2")
+            shutil.copytree(tmp_path / "keep", out)
+    assert (out / "first.json").read_text() == "1" and not (out / "second.json").exists()
+    assert foreign_files(out) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["keep", "old", "out"]

@@ -171,6 +171,7 @@ class FeatureWriter:
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
             )
         refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
+        self.overwrite = overwrite
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
             why = not_a_cache(self.path) if self.path.is_file() else None
@@ -544,6 +545,13 @@ class FeatureWriter:
         # --overwrite: the cache it replaces keeps its mode and group (after the sync: a read-only one
         # would refuse to reopen the file)
         keep_file_mode(self.partial, self.path)
+        # checked again: a file saved at --out while the rows were written is not this run's to replace
+        why = (not_a_cache(self.path) if self.overwrite else "exists") if self.path.exists() else None
+        if why is not None or self.path.is_symlink():
+            raise InputError(
+                f"{self.path} {why or 'is a symlink'}, saved there while the cache was written; it is left as it "
+                f"is, and the complete cache kept as {self.partial}: move that file away and rerun to finish"
+            )
         os.replace(self.partial, self.path)
 
     def close(self) -> None:

@@ -130,7 +130,7 @@ def explain_command(
             effect=effect,
             draws=draws,
         )
-    path = write_figure(e, out) if out is not None else None
+    path = write_figure(e, out, force=force) if out is not None else None
     if as_json:
         typer.echo(json_text(e.to_dict()))
     else:

@@ -104,21 +104,26 @@ def train_joint(
     path = Path(out)
     if path.is_dir():
         raise InputError(f"--out {path} is a folder; give a checkpoint file name such as {path / 'model.pt'}")
+    _check_out(path, config, overwrite)
+    with output_lock(path):
+        for own in (path, metrics_path(path)):  # what a killed run on this --out left
+            remove_stale_temps(own)
+        return _train_joint(config, path, progress or no_progress, overwrite)
+
+
+def _check_out(path: Path, config: JointConfig, overwrite: bool) -> None:
+    """Refuse an --out train may not write: before the work, and again before its files are replaced,
+    as a file saved there during training (the lock keeps out only other runs) is not train's."""
     from ..models.zoo import not_a_zoo_checkpoint
 
     check_out(
         path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data), owned=not_a_zoo_checkpoint
     )
     _check_metrics_out(path)
-    with output_lock(path):
-        for own in (path, metrics_path(path)):  # what a killed run on this --out left
-            remove_stale_temps(own)
-        if path.exists() and not overwrite:
-            raise InputError(
-                f"{path} exists; pass --force to replace it (only a checkpoint laya-inspect wrote), "
-                "or choose another --out"
-            )
-        return _train_joint(config, path, progress or no_progress)
+    if path.exists() and not overwrite:
+        raise InputError(
+            f"{path} exists; pass --force to replace it (only a checkpoint laya-inspect wrote), or choose another --out"
+        )
 
 
 def metrics_path(path: Path) -> Path:
@@ -142,7 +147,7 @@ def _check_metrics_out(path: Path) -> None:
         )
 
 
-def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult:
+def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: bool) -> JointResult:
     from ..data import load_data
     from ..models.zoo import DEFAULT_LAYERS, build_zoo, save_zoo_checkpoint
 
@@ -273,6 +278,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress) -> JointResult
     # renamed over --out before its metrics: a full disk or a kill leaves neither file half written,
     # an old checkpoint (with --force) intact, and never a metrics file beside a checkpoint it does
     # not describe (at worst a checkpoint without its metrics file; the checkpoint holds them too).
+    _check_out(path, config, overwrite)
     with atomic_paths(path, metrics_file) as (tmp, tmp_metrics):
         tmp.write_bytes(buf.getvalue())
         record = {
