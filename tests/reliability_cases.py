@@ -415,7 +415,9 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   directory or a demo's `heads/`, answers for its own files). A folder of the user's own files, a
   file added to an earlier output, or another command's output is refused in one line naming the
   first foreign files; no flag deletes them. The check runs before any work and again just before
-  the swap, so a file added while the command runs is not lost either. A marker written before
+  the swap, so a file added while the command runs is not lost either, nor an output that appeared
+  there meanwhile without `--force`; `train`, `extract` and `explain --out` check their one file
+  again just before it is renamed into place, for a file saved there during the run. A marker written before
   `files_digest` vouches only for files that have not changed since it was written. What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
