@@ -457,10 +457,11 @@ def _run_demo(
     from .report import write_report_html
 
     write_report_html(plan.out_dir)
-    # demo.json is the demo's alone: its digest keeps a copy edited by hand from the next --force. The
-    # backbone, its metrics and the cache are left undigested: the demo prints their steps to be rerun
-    # by hand, and those steps' own checks say whose the files are (report says what is stale then).
-    write_marker(plan.out_dir, "demo", files=names, digest=[p["demo_json"].name])
+    # demo.json and the page are the demo's alone: their digests keep a copy edited by hand from the
+    # next --force. The backbone, its metrics and the cache are left undigested: the demo prints their
+    # steps to be rerun by hand, and those steps' own checks say whose the files are (report says what
+    # is stale then).
+    write_marker(plan.out_dir, "demo", files=names, digest=[p["demo_json"].name, "report.html"])
     return DemoResult(
         out_dir=plan.out_dir,
         plan=plan,

@@ -81,13 +81,11 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
     return data
 
 
-# Files up to this size get their SHA-256 in the marker, so that --force sees a summary edited by
-# hand; larger ones (caches, attributions) are not read again to be hashed. report.html is left out:
-# `report --html` rebuilds it in place from the other files.
+# Files up to this size get their SHA-256 in the marker, so that --force sees a summary (or a page)
+# edited by hand; larger ones (caches, attributions) are not read again to be hashed.
 DIGEST_MAX_BYTES = 4 << 20
 _EDITED = " (changed since it was written)"
 _EDITED_NOTE = " or that changed since it wrote them"
-_UNDIGESTED = ("report.html",)
 
 
 def write_marker(
@@ -134,7 +132,7 @@ def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
     found = {}
     for rel in files:
         p = root / rel
-        if p.name not in _UNDIGESTED and p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
+        if p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
             found[rel] = sha256_file(p)
     return found
 
@@ -144,12 +142,20 @@ def refresh_digests(folder: str | Path) -> None:
     command that rewrote files of outputs it wrote (check planted points their recorded paths at
     the folder they are renamed to); the rest of each marker is kept."""
     for path in sorted(Path(folder).rglob(MARKER)):
-        marker = read_marker(path.parent)
-        if marker is not None and isinstance(marker.get("sha256"), dict):
-            record = marker | {"sha256": _digests(path.parent, marker["files"])}
-            if _intact(marker) and "files_digest" in marker:  # an edited marker stays untrusted
-                record["files_digest"] = _record_digest(record)
-            write_json(path, record)
+        redigest(path.parent)
+
+
+def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
+    """Record again the digests of ``files`` (default: every file) that ``folder``'s marker lists and
+    its command rewrote in place (`report --html` its page); the rest of the marker is kept."""
+    marker = read_marker(folder)
+    if marker is not None and isinstance(marker.get("sha256"), dict):
+        listed = [f for f in marker["files"] if files is None or f in files]
+        kept = {} if files is None else {k: v for k, v in marker["sha256"].items() if k not in listed}
+        record = marker | {"sha256": kept | _digests(Path(folder), listed)}
+        if _intact(marker) and "files_digest" in marker:  # an edited marker stays untrusted
+            record["files_digest"] = _record_digest(record)
+        write_json(Path(folder) / MARKER, record)
 
 
 def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> str:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from laya_inspect import __version__
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
-from laya_inspect.out_dir import MARKER, atomic_dir, check_out, foreign_files, read_marker, write_marker
+from laya_inspect.out_dir import MARKER, atomic_dir, check_out, foreign_files, read_marker, redigest, write_marker
 
 runner = CliRunner()
 ENV = {"COLUMNS": "300", "NO_COLOR": "1"}
@@ -116,7 +116,8 @@ def test_a_file_of_our_output_edited_by_hand_is_not_replaced(tmp_path):
     next --force, since the marker listed the name only."""
     out = written(tmp_path / "out", files={"summary.json": '{"acc": 0.9}', "plots/a.png": "png", "report.html": "p"})
     (out / "summary.json").write_text('{"acc": 0.8}')  # the same size: only the content tells
-    (out / "report.html").write_text("rebuilt by report --html")  # the page is rebuilt in place: still ours
+    (out / "report.html").write_text("rebuilt by report --html")
+    redigest(out, ["report.html"])  # as report --html records the page it rebuilt in place: still ours
     before = tree(out)
     with pytest.raises(
         InputError, match=r"or that changed since it wrote them \(summary\.json \(changed since it was written\)\)"
@@ -126,6 +127,17 @@ def test_a_file_of_our_output_edited_by_hand_is_not_replaced(tmp_path):
     (out / "summary.json").write_text('{"acc": 0.9}')  # put back as written: ours again
     written(out)
     assert (out / "summary.json").read_text() == "{}"
+
+
+def test_a_report_page_edited_by_hand_is_not_deleted_by_force(tmp_path):
+    """QA: report.html had no digest in the marker (report --html rebuilds it), so --force deleted a
+    page the user had annotated by hand; report --html now records the digest of the page it rebuilds."""
+    out = written(tmp_path / "out", files={"summary.json": "{}", "report.html": "<html>laya-inspect</html>"})
+    (out / "report.html").write_text("<html>laya-inspect, with my notes</html>")
+    with pytest.raises(InputError, match=r"report.html \(changed since it was written\)"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    assert (out / "report.html").read_text() == "<html>laya-inspect, with my notes</html>"
 
 
 def test_a_marker_without_digests_still_marks_its_files(tmp_path):

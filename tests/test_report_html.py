@@ -372,6 +372,20 @@ def test_report_command_reads_either_folder_and_rebuilds_the_page(runs: dict[str
     assert page.read_text(encoding="utf-8") == before  # the page compare wrote, rebuilt from the folder
 
 
+def test_a_page_rebuilt_by_report_html_stays_forces_to_replace(runs: dict[str, Any], monkeypatch) -> None:
+    """The marker records report.html's digest (so --force keeps a page edited by hand): a page
+    `report --html` rebuilds, here naming the folder by another path, has its digest recorded again."""
+    from laya_inspect.out_dir import foreign_files
+
+    folder = runs["compare"]
+    page = folder / "report.html"
+    before = page.read_bytes()
+    monkeypatch.chdir(folder.parent)
+    result = runner.invoke(app, ["report", folder.name, "--html"], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    assert page.read_bytes() != before and foreign_files(folder) == []
+
+
 @pytest.mark.slow
 def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -> None:
     from laya_inspect.compare.records import load_summary
@@ -499,6 +513,9 @@ def test_report_command_reads_a_beyond_folder_and_rebuilds_its_page(
     for line in beyond[kind].summary["verdict"]:
         assert f"• {line}" in res.output
     assert "<table" in (folder / "report.html").read_text(encoding="utf-8")
+    from laya_inspect.out_dir import foreign_files
+
+    assert foreign_files(folder) == []  # the page rebuilt under another path is still --force's to replace
     res = CliRunner().invoke(app, ["report", str(folder), "--json"])
     assert res.exit_code == 0 and '"command": "' + kind + '"' in res.output
 

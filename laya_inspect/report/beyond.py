@@ -163,8 +163,13 @@ def _read_summary(folder: Path) -> dict[str, Any]:
 def write_beyond_report(
     folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None
 ) -> Path:
-    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`."""
-    return write_text(Path(folder) / REPORT_NAME, beyond_page(folder, summary, as_dir=as_dir))
+    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`.
+    A rebuilt page's digest is recorded again, as :func:`laya_inspect.report.write_report_html` does."""
+    from ..out_dir import redigest
+
+    page = write_text(Path(folder) / REPORT_NAME, beyond_page(folder, summary, as_dir=as_dir))
+    redigest(folder, [REPORT_NAME])
+    return page
 
 
 def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False) -> Cell:
