@@ -541,7 +541,7 @@ def atomic_dir(
             yield tmp
             write_marker(tmp, command or "laya-inspect")
             if out.exists() or out.is_symlink():  # made during the run (a copy, a link): --force as at the start
-                check_out(path, force=force, command=command, flag=flag)
+                check_out(out, force=force, command=command, flag=flag)
             if out.is_dir():
                 keep_folder_mode(tmp, out.stat(), building=False)
             if out.exists():
