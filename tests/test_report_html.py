@@ -386,6 +386,30 @@ def test_a_page_rebuilt_by_report_html_stays_forces_to_replace(runs: dict[str, A
     assert page.read_bytes() != before and foreign_files(folder) == []
 
 
+def test_report_html_rebuilds_the_page_when_the_reader_of_its_output_leaves_early(runs: dict[str, Any]) -> None:
+    """QA: `laya-inspect report DIR --html | head -c 0` ended quietly with exit 1 at its first printed
+    line, before the page was written: the page was not rebuilt and nothing said so. It is written first."""
+    import os
+    import subprocess
+    import sys
+
+    page = runs["heads"] / "report.html"
+    before = page.read_bytes()
+    page.unlink()
+    env = {**os.environ, "COLUMNS": "120", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "laya_inspect", "report", str(runs["heads"]), "--html"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    run.stdout.close()  # the reader leaves before the first line
+    err = run.stderr.read()
+    run.wait()
+    assert b"Traceback" not in err and b"error" not in err, err
+    assert page.read_bytes() == before
+
+
 @pytest.mark.slow
 def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -> None:
     from laya_inspect.compare.records import load_summary

@@ -142,6 +142,11 @@ def report_command(
         _report_beyond(out_dir, summary, as_json=as_json, html=html)
         return
     folder = read_folder(out_dir)
+    page = None
+    if html:  # before the printing: a reader that leaves early (`| head`) ends the process there, quietly
+        from ..report import write_report_html
+
+        page = write_report_html(out_dir)
     if as_json:
         data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
         typer.echo(json_text(data))
@@ -153,10 +158,8 @@ def report_command(
         # read_folder checked every field the terminal reads; a hand-edited file that still fails is
         # one line naming the folder, as report.html's builder says it (report/html.py: readable)
         readable(folder.kind, out_dir, lambda: _print_folder(folder), "the report")
-    if html:
-        from ..report import write_report_html
-
-        dim(f"wrote {write_report_html(out_dir)}", err=True)
+    if page is not None:
+        dim(f"wrote {page}", err=True)
 
 
 def _print_folder(folder: Any) -> None:
@@ -186,15 +189,16 @@ def _print_folder(folder: Any) -> None:
 
 def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
     """A beyond command's folder: its summary as JSON, or its plain reading (one line per verdict)."""
+    from ..report.beyond import write_beyond_report
+
+    page = write_beyond_report(out_dir, summary) if html else None  # first, as in report_command
     if as_json:
         typer.echo(json_text(summary))
     else:
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
         bullets(summary.get("verdict") or [], summary.get("warnings"))
-    if html:
-        from ..report.beyond import write_beyond_report
-
-        dim(f"wrote {write_beyond_report(out_dir, summary)}", err=True)
+    if page is not None:
+        dim(f"wrote {page}", err=True)
 
 
 def _print_fit(folder: Any) -> None:
