@@ -385,3 +385,21 @@ def test_ctrl_c_after_the_cache_is_in_place_says_it_is_complete(ckpt, tmp_path, 
     assert result.exit_code == 130, result.output
     said = result.stderr.strip().splitlines()[-1]
     assert said == f"interrupted: {out} was written whole before the stop: every row is in it, ready to use", said
+
+
+def test_ctrl_c_while_extract_starts_does_not_say_rows_were_kept(ckpt, tmp_path, monkeypatch):
+    """QA: Ctrl-C while the command loaded its modules and set its threads (before the model loads) said
+    "the rows written so far are kept in the cache's .partial file" when there was none."""
+    import laya_inspect.runtime as runtime
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runtime, "set_threads", ctrl_c)
+    out = tmp_path / "f.h5"
+    result = runner.invoke(app, extract_args(ckpt, out, "--split", "test", "--limit", "40"))
+    monkeypatch.undo()
+    said = result.stderr.strip().splitlines()[-1]
+    assert result.exit_code == 130 and "Traceback" not in result.output, result.output
+    assert said == "interrupted: no row was written and no file was made; run the same command again", said
+    assert list(tmp_path.iterdir()) == []

@@ -52,49 +52,50 @@ def extract_command(
     Under `torchrun --nproc-per-node N -m laya_inspect extract …` each process writes a shard of the
     rows and the first joins them into --out (docs/SCALING.md); only that one prints.
     """
-    from ..cache.extract import extract_features, list_model_layers
-    from ..distributed import is_main_process
-    from ..errors import InputError
-    from ..runtime import set_threads
-
-    used = set_threads(threads, work="backbone")
-    if list_layers:
-        loaded, infos = list_model_layers(
-            model=model,
-            data=data,
-            weights=weights,
-            trust_pickle=trust_pickle,
-            trust_remote_code=trust_remote_code,
-            random_init=random_init,
-            image_size=image_size,
-            normalize=normalize,
-            resize=resize,
-            device=device,
-        )
-        defaults = set(loaded.default_layers)
-        layer_rows = [
-            (
-                info.name,
-                info.type,
-                str(tuple(info.shape)) if info.shape is not None else "?",
-                "✓" if info.name in defaults else "",
-            )
-            for info in infos
-        ]
-        _print_layers(f"layers of {model}", layer_rows)
-        return
-    if data is None or out is None:
-        raise InputError("extract needs --data and --out (or --list-layers)")
-    config = from_options(ExtractConfig, locals(), out=str(out), splits=comma_list(split, str, "--split"))
-    if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
-        extract_features(config)
-        return
-    before = _file_identity(Path(config.out))
+    before = _file_identity(Path(out)) if out is not None else None
     try:
+        from ..cache.extract import extract_features, list_model_layers
+        from ..distributed import is_main_process
+        from ..errors import InputError
+        from ..runtime import set_threads
+
+        used = set_threads(threads, work="backbone")
+        if list_layers:
+            loaded, infos = list_model_layers(
+                model=model,
+                data=data,
+                weights=weights,
+                trust_pickle=trust_pickle,
+                trust_remote_code=trust_remote_code,
+                random_init=random_init,
+                image_size=image_size,
+                normalize=normalize,
+                resize=resize,
+                device=device,
+            )
+            defaults = set(loaded.default_layers)
+            layer_rows = [
+                (
+                    info.name,
+                    info.type,
+                    str(tuple(info.shape)) if info.shape is not None else "?",
+                    "✓" if info.name in defaults else "",
+                )
+                for info in infos
+            ]
+            _print_layers(f"layers of {model}", layer_rows)
+            return
+        if data is None or out is None:
+            raise InputError("extract needs --data and --out (or --list-layers)")
+        config = from_options(ExtractConfig, locals(), out=str(out), splits=comma_list(split, str, "--split"))
+        if not is_main_process():  # another process of a torchrun launch: rank 0 speaks for all
+            extract_features(config)
+            return
         with row_progress("rows") as on_event:
             result = extract_features(config, progress=on_event)
     except KeyboardInterrupt:
-        out = Path(config.out)
+        if out is None:
+            raise
         if out.is_file() and _file_identity(out) != before:  # stopped after the cache was renamed into place
             raise Stopped(f"{out} was written whole before the stop: every row is in it, ready to use") from None
         said = _nothing_written(out)
