@@ -9,12 +9,15 @@ the total minus the count when layer l's forward hook fires, and parameters afte
 of the modules first called after it (its own classifier included: a head replaces it). Estimated
 from the cache (``shapes``) when the model cannot be built or hooked: each layer is taken as a dense
 map from the previous layer's channels to its own at each output position, but a layer the cache's
-``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none.
+``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none, and
+one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape costs its output's
+element count (a BatchNorm between two convs once read as costing as much as a conv).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +37,13 @@ MODEL_HOW = (
     "counted from the model: FLOPs of one input of the cached shape (torch FlopCounterMode, 2 per "
     "multiply-add) run after the layer's forward hook; parameters of the modules first called after it"
 )
+PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
     "estimated from the cache's layer_shapes: layer l taken as a dense map from c_(l−1) to c_l channels at "
     "each of its output positions (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads "
-    "its whole input flattened; an embeddings layer, a table lookup, counts none); kernel sizes, branches "
-    "and everything after the last cached layer are not counted"
+    f"its whole input flattened; an embeddings layer, a table lookup, counts none; {PER_ELEMENT_HOW} "
+    "(its layer_types class) and no parameters); kernel sizes, branches and everything after the last cached "
+    "layer are not counted"
 )
 
 
@@ -104,7 +109,8 @@ def estimate_warnings(costs: dict[str, Any]) -> list[str]:
     """The summary's warning when ``auto`` fell back to the cache's shapes (``note`` of
     :meth:`Costs.to_dict`): the compute shares are then an estimate, which prune and early-exit say."""
     note = costs.get("note")
-    return [f"compute estimated from the cache's shapes: {note}"] if note else []
+    assumed = f"each layer a dense map between its channels, but {PER_ELEMENT_HOW}; kernel sizes not counted"
+    return [f"compute estimated from the cache's shapes ({assumed}): {note}"] if note else []
 
 
 def costs_from_model(store: FeatureStore) -> Costs:
@@ -208,6 +214,12 @@ def _channels(shape: Sequence[int]) -> tuple[int, int]:
     return max(1, math.prod(dims)), 1
 
 
+# Module classes (the cache's layer_types) that touch each output element about once: BatchNorm2d,
+# LayerNorm, ReLU6, LeakyReLU, MaxPool2d, AdaptiveAvgPool2d, Dropout2d, …; the few parameters of a
+# norm (2 per channel) are left out like a conv's bias. Any other class, "hidden_state" included, is dense.
+_PER_ELEMENT = re.compile(r"\w*(Norm|ReLU|Pool|Dropout)\d?d?|GELU|SiLU|Sigmoid|Tanh|Hardswish|Identity|Flatten")
+
+
 def costs_from_shapes(store: FeatureStore) -> Costs:
     shapes = store.attrs.get("layer_shapes")
     names = store.layer_names
@@ -220,15 +232,18 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     previous = [s if isinstance(s, int) else 1 for s in given] if isinstance(given, list) and given else shapes[0]
     roles = store.attrs.get("layer_roles")
     roles = roles if isinstance(roles, dict) else {}
+    types = store.attrs.get("layer_types")
+    types = types if isinstance(types, list) and len(types) == len(names) else [""] * len(names)  # older caches
     params, flops = [], []
-    for name, shape in zip(names, shapes):
+    for name, shape, kind in zip(names, shapes, types):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
         if roles.get(name) == "embeddings":  # a lookup, no multiply-adds: keeping it alone saves the blocks
             c_prev = 0
-        params.append(float(c_prev * c))
-        flops.append(float(2 * c_prev * c * positions))
+        per_element = _PER_ELEMENT.fullmatch(str(kind)) is not None
+        params.append(0.0 if per_element else float(c_prev * c))
+        flops.append(float(c * positions if per_element else 2 * c_prev * c * positions))
         previous = [int(s) for s in shape]
     p, f = np.array(params), np.array(flops)
     p_after = np.array([p[i + 1 :].sum() for i in range(len(p))])
