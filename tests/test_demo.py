@@ -121,6 +121,7 @@ def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN00
         "fit_epochs": 30,
         "seeds": 1,
         "compare_heads": None,
+        "compare_every_seed": ["laya"],
         "compare_limit": None,
         "n_steps": 16,
         "n_boot": 200,
@@ -146,40 +147,118 @@ def test_the_compare_step_reads_faithfulness_beside_the_constant_rule(demo) -> N
     assert line.endswith(f" · constant rule {constant:.3f}")
 
 
-def test_the_alpha_profile_shows_the_compared_seeds_alpha_beside_its_lolo_effects(monkeypatch) -> None:  # noqa: ANN001
-    """The α profile table put the mean α pooled over 3 seeds beside the LOLO effects of the seed-0 head
-    compare scored: on the digits demo pooled α peaked on blocks.0 (0.436) beside seed 0's LOLO peak on
-    blocks.2, though seed 0's own α peaked on blocks.2 (0.406) too. The compared seed's α is shown beside."""
+def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(monkeypatch, capsys) -> None:  # noqa: ANN001
+    """Heads fitted under 3 seeds: the α profile table put seed 0's LOLO effects (peak blocks.2) beside α
+    pooled over the seeds (peak blocks.0), and the full demo stopped there with a traceback (the profile's
+    arrays read as a truth value). Now compare scores every LAYA seed, and the table reads each layer's α
+    and LOLO effect as the mean over the seeds ± the 95% t half-width, each seed's value below, and says
+    which layer each seed's α and LOLO effects put first."""
     import io
     from types import SimpleNamespace
 
     from rich.console import Console
+    from scipy import stats
 
     from laya_inspect.cli import demo as cli_demo
 
-    out = Console(file=io.StringIO(), width=120, color_system=None)
+    out = Console(file=io.StringIO(), width=80, color_system=None)
     monkeypatch.setattr(cli_demo, "console", out)
-    alpha = {
-        "seeds": [0, 1, 2],
-        "mean": [0.436, 0.300, 0.264],
-        "std": [0.38, 0.34, 0.34],
-        "seed_means": [[0.369, 0.225, 0.406], [0.393, 0.350, 0.256], [0.545, 0.325, 0.131]],
-    }
+    seed_means = np.array([[0.369, 0.225, 0.406], [0.393, 0.350, 0.256], [0.545, 0.325, 0.131]])
+    alpha = {"seeds": [0, 1, 2], "mean": seed_means.mean(0), "std": np.full(3, 0.35), "seed_means": seed_means}
+    lolo = [[2.92, 1.79, 3.92], [4.11, 2.97, 2.22], [4.86, 2.47, 1.65]]
+    heads = [{"kind": "laya", "dir": f"d/heads/laya/seed_{s}", "lolo": {"mean_effect": e}} for s, e in enumerate(lolo)]
     result = SimpleNamespace(
         profiles={"alpha": {"laya": alpha}},
-        compare_summary={"heads": [{"kind": "laya", "lolo": {"mean_effect": [2.9, 1.8, 3.9]}}], "ablation": "mean"},
+        compare_summary={"heads": heads, "ablation": "mean", "effect": "logit"},
         numbers={"layers": ["b0", "b1", "b2"], "widths": [8, 8, 8]},
         plan=SimpleNamespace(fit=SimpleNamespace(seeds=(0, 1, 2))),
     )
     cli_demo._profile_table(result)
     text = out.file.getvalue()
-    assert "α seed 0" in text
-    (row,) = [ln for ln in text.splitlines() if ln.strip().startswith("b2")]
-    assert row.split()[-2:] == ["0.406", "+3.900"]  # the compared seed's α, then its LOLO effect
-    alpha.update(seeds=[0], seed_means=[alpha["mean"]])
+    assert max(len(ln) for ln in text.splitlines()) <= 80
+    lines = text.splitlines()
+    half = stats.t.ppf(0.975, 2) / np.sqrt(3)
+    for i, name in enumerate(["b0", "b1", "b2"]):
+        k = next(n for n, ln in enumerate(lines) if ln.strip().startswith(name))
+        a, e = seed_means[:, i], np.array([r[i] for r in lolo])
+        assert f"{a.mean():.3f} ± {half * a.std(ddof=1):.3f}" in lines[k]
+        assert lines[k].rstrip().endswith(f"{e.mean():+.3f} ± {half * e.std(ddof=1):.3f}")
+        below = lines[k + 1].split()  # each seed's α, then each seed's LOLO effect, in seed order
+        assert [float(v) for v in below] == pytest.approx([*a, *e], abs=0.0051)  # two decimals
+    note = " ".join(capsys.readouterr().out.split())  # the line under the table (app's console)
+    assert "per seed (0, 1, 2), the top layer by mean α: b2, b0, b0; by LOLO effect: b2, b0, b0" in note
+    alpha.update(seeds=[0], mean=seed_means[0], seed_means=seed_means[:1])
+    result.compare_summary["heads"] = heads[:1]
     out.file = io.StringIO()
-    cli_demo._profile_table(result)
-    assert "α seed 0" not in out.file.getvalue()  # one seed: the pooled α is that seed's
+    cli_demo._profile_table(result)  # one seed: its α ± std over rows beside its LOLO effects, as before
+    (row,) = [ln for ln in out.file.getvalue().splitlines() if ln.strip().startswith("b2")]
+    assert row.split()[2:5] == ["0.406", "±", "0.350"] and row.split()[-1] == "+3.920"
+
+
+def test_the_compare_step_scores_every_laya_seed_and_the_baselines_on_seed_0(tmp_path: Path) -> None:
+    """The compare step scored the seed-0 heads only, though the demo fits 3 seeds and its headline
+    (α's faithfulness ρ) differs between them. Now it gives compare the LAYA head's folder (every seed in
+    it) and the baselines' seed-0 folders, and says so in its title and in demo.json's budget."""
+    plan = plan_demo(DemoConfig(device="cpu", out=str(tmp_path / "o")))
+    heads = plan.paths["heads"]
+    assert plan.compare_head_dirs == (
+        heads / "laya",
+        heads / "scalarmix" / "seed_0",
+        heads / "last" / "seed_0",
+        heads / "concat" / "seed_0",
+    )
+    assert plan.budget.seeds == 3 and plan.budget.compare_every_seed == ("laya",)
+    step = plan.steps()[3]
+    assert step.title.endswith("(laya on seeds 0 … 2; scalarmix, last, concat on seed 0)")
+    assert f"compare {heads / 'laya'} {heads / 'scalarmix' / 'seed_0'} " in step.command
+    quick = plan_demo(DemoConfig(device="cpu", quick=True, out=str(tmp_path / "q")))
+    assert quick.steps()[3].title.endswith("(laya, scalarmix; seed 0)")  # one seed: as before
+
+
+@pytest.fixture(scope="module")
+def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    out = tmp_path_factory.mktemp("demo2") / "out"
+    result = runner.invoke(app, ["demo", "--quick", "--seeds", "2", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+@pytest.mark.slow
+def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> None:  # noqa: ANN001
+    """Heads fitted under 2 seeds: the compare step's line and demo.json read α's faithfulness ρ on the
+    seed-0 head alone ("faithfulness ρ on laya-seed_0: alpha 0.625 …"). Now compare scored both LAYA seeds
+    (ScalarMix on seed 0), and the line and demo.json's `faithfulness_seeds` give each method's and the
+    constant rule's ρ as the mean over the seeds with the t-interval compare's across-seed table has."""
+    out, result = two_seeds
+    cmp = json.loads((out / "compare" / "summary.json").read_text())
+    assert [h["name"] for h in cmp["heads"]] == ["laya-seed_0", "laya-seed_1", "scalarmix-seed_0"]
+    (group,) = cmp["across_seeds"]["groups"]
+    rows = group["ablations"][cmp["ablation"]]["methods"]
+    record = json.loads((out / "demo.json").read_text())
+    assert record["budget"]["compare_every_seed"] == ["laya"]
+    laya = record["numbers"]["faithfulness_seeds"]["laya"]
+    assert laya["heads"] == ["laya-seed_0", "laya-seed_1"]
+    assert set(laya["faithfulness"]) == {"alpha", "alpha-contrib", "ig", "gradcam", "random"}
+    # (compare's across-seed "random" row is the random reference's: the method's is read per seed below)
+    for m, est in [*((m, e) for m, e in laya["faithfulness"].items() if m != "random"), ("constant", laya["constant"])]:
+        across = rows[m]["faithfulness"]
+        for key in ("mean", "ci_low", "ci_high", "values"):
+            assert est[key] == pytest.approx(across[key]), (m, key)
+    for m in ("alpha", "random"):
+        per_seed = [h["methods"][m]["faithfulness"]["mean"] for h in cmp["heads"][:2]]
+        assert laya["faithfulness"][m]["values"] == pytest.approx(per_seed)
+        assert laya["faithfulness"][m]["mean"] == pytest.approx(sum(per_seed) / 2)
+    assert record["numbers"]["faithfulness_seeds"]["scalarmix"]["heads"] == ["scalarmix-seed_0"]
+
+    def said(e: dict[str, Any]) -> str:
+        return f"{e['mean']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+
+    flat = " ".join(result.output.split())  # rich wraps the line
+    line = flat[flat.index("faithfulness ρ on") : flat.index(" ─")]  # the summary's rule follows it
+    assert line.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): ")
+    assert f": alpha {said(rows['alpha']['faithfulness'])} · " in line
+    assert line.endswith(f" · constant rule {said(rows['constant']['faithfulness'])}")
+    assert "α profile: LAYA per layer on the test split, seeds 0, 1" in result.output
 
 
 class _Captured(Exception):

@@ -353,5 +353,6 @@ def test_demo_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     finished = "only once the demo finishes (tests/test_demo.py runs one)"
     only_finished = ("backbone_test_acc", "layers", "widths", "head_test_acc", "alpha_mean", "scalarmix_weights")
     only_finished += ("faithfulness", "faithfulness_constant", "fit_summary", "runs", "attributions", "compare_summary")
+    only_finished += ("faithfulness_seeds", "heads", "constant", "std", "ci_low", "ci_high", "n", "values")
     only_finished += ("profile_plots",)
     check(documented, written, dict.fromkeys((*only_finished, "compare_plots"), finished))

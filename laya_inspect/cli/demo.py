@@ -86,10 +86,18 @@ def _step_line(step: Any) -> str:
         return f"{len(n['layers'])} layers: {layers} · {rows} rows"
     if step.name == "fit-head":
         return "mean test accuracy: " + " · ".join(f"{h} {a:.3f}" for h, a in n["test_acc"].items())
-    head, methods = next(iter(n["faithfulness"].items()))
-    scores = " · ".join(f"{m} {'—' if v is None else f'{v:.3f}'}" for m, v in methods.items())
-    constant = (n.get("faithfulness_constant") or {}).get(head)  # the null the verdicts read, said beside
-    return f"faithfulness ρ on {head}: {scores}" + ("" if constant is None else f" · constant rule {constant:.3f}")
+    from ..report.reading import with_ci
+    from ..report.terminal import head_names
+
+    # the first head compared (LAYA) over every seed compare scored, the constant rule's ρ, the null the
+    # verdicts read, beside: one seed's scores read alone disagreed with the other seeds' on the digits
+    est = next(iter(n["faithfulness_seeds"].values()))
+    k = len(est["heads"])
+    over = f" (mean over {k} seeds [95% t-interval])" if k > 1 else ""
+    scores = [f"{m} {with_ci(e, sign=False, digits=3)}" for m, e in est["faithfulness"].items()]
+    if est["constant"]["mean"] is not None:
+        scores.append(f"constant rule {with_ci(est['constant'], sign=False, digits=3)}")
+    return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores)
 
 
 def _header(plan: Any) -> None:
@@ -130,42 +138,102 @@ def _profile_table(result: Any) -> None:
     if alpha is None:
         return
     static = (result.profiles or {}).get("static", {}).get("scalarmix")
-    laya_cmp = next((h for h in result.compare_summary["heads"] if h["kind"] == "laya"), None)
+    lolo = _laya_lolo(result.compare_summary)
+    seeds = list(alpha["seeds"])
+    if len(seeds) > 1:
+        _seeds_profile_table(result, alpha, static, lolo)
+        return
     layers, widths = result.numbers["layers"], result.numbers["widths"]
-    k = len(alpha["seeds"])
-    _title(
-        f"α profile: LAYA's mean α per layer on the test split (± std over rows; "
-        f"{'1 seed' if k == 1 else f'{k} seeds pooled'})"
-    )
-    # the LOLO effects are the compared seed's: its own α beside them, not only the pooled one
-    seed = result.plan.fit.seeds[0]
-    own = alpha["seed_means"][alpha["seeds"].index(seed)] if k > 1 and seed in alpha["seeds"] else None
+    _title("α profile: LAYA's mean α per layer on the test split (± std over rows; 1 seed)")
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = ("layer", "width", "mean α", "", "ScalarMix w", *([f"α seed {seed}"] if own else []), "LOLO effect")
-    for col in cols:
+    for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
         table.add_column(col, no_wrap=True, justify="left" if col in ("layer", "") else "right")
+    effect = lolo.get(seeds[0])
     for i, name in enumerate(layers):
         a = float(alpha["mean"][i])
         table.add_row(
             name,
             str(widths[i]),
             f"{a:.3f} ± {float(alpha['std'][i]):.3f}",
-            "█" * round((10 if own else 20) * a),  # half as long beside the seed's column: 80 columns
+            "█" * round(20 * a),
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
-            *([f"{float(own[i]):.3f}"] if own else []),
-            "—" if laya_cmp is None else f"{laya_cmp['lolo']['mean_effect'][i]:+.3f}",
+            "—" if effect is None else f"{effect[i]:+.3f}",
         )
     console.print(table)
-    quantity = {"logit": "target logit", "prob": "confidence"}.get(result.compare_summary.get("effect", "prob"))
+    dim(
+        "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: "
+        f"{_lolo_said(result.compare_summary)} (compare, seed-{seeds[0]} head)."
+    )
+
+
+def _laya_lolo(summary: dict[str, Any]) -> dict[int, list[float]]:
+    """fit seed → the mean LOLO effect per layer of compare's LAYA head of that seed (``laya/seed_<S>``)."""
+    from ..compare.seeds import SEED_DIR
+
+    out: dict[int, list[float]] = {}
+    for h in summary["heads"]:
+        m = SEED_DIR.fullmatch(Path(h.get("dir") or "").name)
+        if h["kind"] == "laya" and m:
+            out.setdefault(int(m.group(1)), [float(v) for v in h["lolo"]["mean_effect"]])
+    return out
+
+
+def _lolo_said(summary: dict[str, Any]) -> str:
+    quantity = {"logit": "target logit", "prob": "confidence"}.get(summary.get("effect", "prob"))
     removal = {
         "mean": "its training mean",
         "zero": "0",
         "resample": "another training row's state (averaged over donors)",
-    }.get(str(result.compare_summary.get("ablation")), f"the {result.compare_summary.get('ablation')} ablation")
-    own_said = f"α seed {seed}: the mean α of the seed-{seed} head, the one compare scored. " if own else ""
+    }.get(str(summary.get("ablation")), f"the {summary.get('ablation')} ablation")
+    return f"the mean drop of the LAYA head's {quantity} when the layer is replaced by {removal}"
+
+
+def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: dict[int, list[float]]) -> None:
+    """Several seeds: each seed's mean α and its LOLO effects (compare scored every LAYA seed), read as
+    compare's across-seed table reads its scores: the mean over seeds ± the 95% t half-width, each
+    seed's value below; and the layer each seed's α and LOLO effects put first."""
+    from ..compare.seeds import t_estimate
+    from ..report.across import short
+
+    layers, widths = result.numbers["layers"], result.numbers["widths"]
+    seeds = list(alpha["seeds"])
+    own = [[float(v) for v in row] for row in alpha["seed_means"]]  # seed × layer
+    effects = [lolo.get(s) for s in seeds]
+    _title(
+        f"α profile: LAYA per layer on the test split, seeds {', '.join(map(str, seeds))}: the mean over "
+        "seeds ± 95% t half-width; below, each seed's"
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
+        table.add_column(col, justify="left" if col in ("layer", "") else "right", overflow="fold")
+
+    def cell(values: list[float | None], digits: int, sign: bool) -> Text:
+        est = t_estimate(values)
+        if est["mean"] is None:
+            return Text("—")
+        half = "" if est["ci_low"] is None else f" ± {(est['ci_high'] - est['ci_low']) / 2:.{digits}f}"
+        below = " ".join(short(v, sign) for v in est["values"])
+        return Text.assemble(f"{est['mean']:{'+' if sign else ''}.{digits}f}{half}", "\n", (below, "dim"))
+
+    for i, name in enumerate(layers):
+        a = sum(r[i] for r in own) / len(own)
+        table.add_row(
+            name,
+            str(widths[i]),
+            cell([r[i] for r in own], 3, False),
+            "█" * round(10 * a),  # half as long as one seed's: the table stays within 80 columns
+            "—" if static is None else f"{float(static['mean'][i]):.3f}",
+            cell([None if e is None else e[i] for e in effects], 3, True),
+        )
+    console.print(table)
+
+    def tops(rows: list[list[float] | None]) -> str:
+        return ", ".join("—" if r is None else layers[max(range(len(r)), key=r.__getitem__)] for r in rows)
+
     dim(
-        f"ScalarMix w: its one learned weight per layer, the same for every input. {own_said}LOLO effect: the mean "
-        f"drop of the LAYA head's {quantity} when the layer is replaced by {removal} (compare, seed-{seed} head)."
+        f"per seed ({', '.join(map(str, seeds))}), the top layer by mean α: {tops(list(own))}; by LOLO effect: "
+        f"{tops(effects)}. ScalarMix w: its one learned weight per layer, the same for every input (mean over "
+        f"seeds). LOLO effect: {_lolo_said(result.compare_summary)} (compare, each seed's LAYA head)."
     )
 
 
