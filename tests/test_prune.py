@@ -1111,3 +1111,12 @@ def test_the_shapes_estimate_of_a_convnet_is_close_to_its_count(tmp_path, monkey
     for i, name in enumerate(layers.split(",")):
         assert estimated.used(i) == pytest.approx(counted.used(i), abs=0.05), name
         assert estimated.saved(i)[0] == pytest.approx(counted.saved(i)[0], abs=0.05), name
+
+
+def test_the_help_of_ks_says_what_prune_evaluates_without_it():
+    """`prune --help` said --ks defaults to "every k = 1 … L" after the default became the coarse-to-fine
+    search (--search coarse): a user reading it expected every k refit and met the grid's k."""
+    help_text = PruneConfig.__dataclass_fields__["ks"].metadata["help"]
+    assert "every k = 1 … L" not in help_text and "--search" in help_text, help_text
+    result = runner.invoke(app, ["prune", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0 and "default: --search" in " ".join(result.output.split()), result.output

@@ -141,7 +141,9 @@ class PruneConfig:
     )
     seeds: int = option(3, flag="--seeds", help="refit seeds 0 … N−1 (intervals over seeds)")
     ks: tuple[int, ...] = option(
-        (), flag="--ks", help="layer counts k to evaluate, a comma list (default every k = 1 … L; L is always added)"
+        (),
+        flag="--ks",
+        help="layer counts k to evaluate, a comma list (default: --search's k; L is always added)",
     )
     search: str = option(
         "coarse",
