@@ -148,7 +148,9 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
 def test_a_most_relied_on_layer_that_differs_between_seeds_is_a_caveat() -> None:
     """The digits demo's LAYA heads: removing blocks.2 changed seed 0's predictions most, blocks.0 seeds 1
     and 2's; each seed's reading said "removing X changes the prediction most" and no caveat said the
-    seeds disagree on it, as they do for a verdict or a best mark."""
+    seeds disagree on it, as they do for a verdict or a best mark. The caveat names each seed's layer of
+    the largest mean effect, not "the layer whose removal changes the prediction most": the reading says
+    that only of a layer whose lead over the runner-up has an interval above 0 (docs/METHOD.md)."""
 
     def relied(head: dict, *layers: str) -> dict:
         effects = [{"layer": name, "mean_effect": 3.0 - i} for i, name in enumerate(layers)]
@@ -160,8 +162,7 @@ def test_a_most_relied_on_layer_that_differs_between_seeds_is_a_caveat() -> None
     across = across_seeds(heads, [0, 1, 2])
     (caveat,) = across["caveats"]
     assert caveat == (
-        "laya (mean): the layer whose removal changes the prediction most differs between seeds: "
-        "b2 on seed 0; b0 on seeds 1, 2"
+        "laya (mean): the layer of the largest mean LOLO effect differs between seeds: b2 on seed 0; b0 on seeds 1, 2"
     )
     same = [relied(_head(s, "beats", []), "b2", "b0") for s in (0, 1)]
     assert across_seeds(same, [0, 1])["caveats"] == []

@@ -127,7 +127,7 @@ def _by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
 
 def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
     """Caveats: a method's verdict against the constant rule, a score's starred best method, or the
-    layer whose removal changes the prediction most, that differs between seeds."""
+    layer of the largest mean LOLO effect, that differs between seeds."""
     seeds, out = group["seeds"], []
     where = f"{group['head']} ({abl}): "
     for m, row in entry["methods"].items():
@@ -138,7 +138,7 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
     top = entry.get("most_relied_on") or []
     if len(set(top)) > 1:
         said = _by_seed(seeds, top)
-        out.append(where + f"the layer whose removal changes the prediction most differs between seeds: {said}")
+        out.append(where + f"the layer of the largest mean LOLO effect differs between seeds: {said}")
     for key, per_seed in entry["best"].items():
         if len({tuple(b) for b in per_seed}) > 1:
             said = "; ".join(f"{'/'.join(b) or 'none'} on seed {s}" for s, b in zip(seeds, per_seed))
