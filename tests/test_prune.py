@@ -1120,3 +1120,27 @@ def test_the_help_of_ks_says_what_prune_evaluates_without_it():
     assert "every k = 1 … L" not in help_text and "--search" in help_text, help_text
     result = runner.invoke(app, ["prune", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert result.exit_code == 0 and "default: --search" in " ".join(result.output.split()), result.output
+
+
+def test_the_coarse_search_line_says_which_k_were_refit_for_whom():
+    """The verdict read "… the rankings and the random reference are refit and compared at k = 1, 2, 3, 4,
+    6, 8, 10 (below each ranking's smallest k within --max-drop)": with no k between the grid points
+    refit, the parenthesis put the whole grid below the rankings' smallest k; and the random reference
+    is never refit at k = L."""
+    from laya_inspect.beyond.prune import _verdict_lines
+
+    def line(per_ranking: dict) -> str:
+        s = {"cache": {"layer_names": [f"l{i}" for i in range(10)]}, "ks": [10, 8, 6, 4, 3, 2, 1], "alpha_vs": {}}
+        s |= {"k_search": {"search": "coarse", "per_ranking": per_ranking}, "chosen": None, "cheapest": None}
+        (said,) = [v for v in _verdict_lines(s | {"withheld": {}, "rankings": {}}) if v.startswith("k searched")]
+        return said
+
+    grid = "k searched coarse to fine: every ranking refit at k = 1, 2, 3, 4, 6, 8, 10 (the random reference at "
+    between = "between the grid point below each ranking's smallest k within --max-drop and it"
+    assert line({"alpha": [10, 8, 6, 5, 4, 3, 2, 1]}) == (
+        f"{grid}those below 10); alpha also at 5, {between}; --search every refits every k"
+    )
+    assert (
+        line({"alpha": [10, 8, 6, 4, 3, 2, 1]})
+        == f"{grid}those below 10); no k lies {between}; --search every refits every k"
+    )

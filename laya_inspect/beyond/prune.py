@@ -551,6 +551,25 @@ def _cost(point: dict[str, Any], s: dict[str, Any]) -> str:
     return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")
 
 
+def _search_line(s: dict[str, Any]) -> list[str]:
+    """Which k a coarse-to-fine search refit (none said when the grid is every k)."""
+    search, n_layers = s.get("k_search") or {}, len(s["cache"]["layer_names"])
+    if search.get("search") != "coarse" or len(s["ks"]) >= n_layers:
+        return []
+    finer = "; ".join(
+        f"{name} also at {', '.join(str(k) for k in sorted(set(ks) - set(s['ks'])))}"
+        for name, ks in search["per_ranking"].items()
+        if set(ks) - set(s["ks"])
+    )
+    between = "between the grid point below each ranking's smallest k within --max-drop and it"
+    return [
+        f"k searched coarse to fine: every ranking refit at k = {', '.join(str(k) for k in sorted(s['ks']))} "
+        f"(the random reference at those below {n_layers}); "
+        + (f"{finer}, {between}" if finer else f"no k lies {between}")
+        + "; --search every refits every k"
+    ]
+
+
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     vs = s["alpha_vs"]
@@ -560,19 +579,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     note = (s.get("random_reference") or {}).get("note")
     if note:
         lines.append(note)
-    search = s.get("k_search") or {}
-    if search.get("search") == "coarse" and len(s["ks"]) < len(s["cache"]["layer_names"]):
-        grid = ", ".join(str(k) for k in sorted(s["ks"]))
-        finer = "; ".join(
-            f"{name} also at {', '.join(str(k) for k in sorted(set(ks) - set(s['ks'])))}"
-            for name, ks in search["per_ranking"].items()
-            if set(ks) - set(s["ks"])
-        )
-        lines.append(
-            f"k searched coarse to fine: the rankings and the random reference are refit and compared at k = {grid}"
-            f"{'; ' + finer if finer else ''} (below each ranking's smallest k within --max-drop); "
-            "--search every refits every k"
-        )
+    lines += _search_line(s)
     c = s["chosen"]
     withheld = s.get("withheld") or {}
     for what, w in withheld.items():
