@@ -153,24 +153,6 @@ def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(mo
     arrays read as a truth value). Now compare scores every LAYA seed, and the table reads each layer's α
     and LOLO effect as the mean over the seeds ± the 95% t half-width, each seed's value below, and says
     which layer each seed's α and LOLO effects put first."""
-def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
-    """compare's terminal and report.html show an undefined score (NaN: every row's ranking tied) as "—";
-    the demo's compare step printed "nan" for a method's ρ and for the constant rule's beside it."""
-    from types import SimpleNamespace
-
-    from laya_inspect.cli.demo import _step_line
-
-    nan = float("nan")
-    est = {"alpha": {"mean": nan, "ci_low": None}, "random": {"mean": -0.026, "ci_low": None}}
-    seeds = {"laya": {"heads": ["laya-seed_0"], "faithfulness": est, "constant": {"mean": nan, "ci_low": None}}}
-    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
-    assert said == "faithfulness ρ on laya-seed_0: alpha — · random -0.026 · constant rule —", said
-
-
-def test_the_alpha_profile_shows_the_compared_seeds_alpha_beside_its_lolo_effects(monkeypatch) -> None:  # noqa: ANN001
-    """The α profile table put the mean α pooled over 3 seeds beside the LOLO effects of the seed-0 head
-    compare scored: on the digits demo pooled α peaked on blocks.0 (0.436) beside seed 0's LOLO peak on
-    blocks.2, though seed 0's own α peaked on blocks.2 (0.406) too. The compared seed's α is shown beside."""
     import io
     from types import SimpleNamespace
 
@@ -598,3 +580,17 @@ def test_demo_force_never_removes_another_commands_output_where_its_steps_write(
     r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
     assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
     assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
+    """compare's terminal and report.html show an undefined score (NaN: every row's ranking tied) as "—";
+    the demo's compare step printed "nan" for a method's ρ and for the constant rule's beside it."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+
+    nan = float("nan")
+    est = {"alpha": {"mean": nan, "ci_low": None}, "random": {"mean": -0.026, "ci_low": None}}
+    seeds = {"laya": {"heads": ["laya-seed_0"], "faithfulness": est, "constant": {"mean": nan, "ci_low": None}}}
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
+    assert said == "faithfulness ρ on laya-seed_0: alpha — · random -0.026 · constant rule —", said
