@@ -196,12 +196,12 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
     assert list(heads) == ["laya-seed_0", "laya-seed_1"]
     (group,) = summary["across_seeds"]["groups"]
     assert (group["head"], group["kind"], group["seeds"]) == ("laya", "laya", [0, 1])
-    rows = group["ablations"][summary["ablation"]]["methods"]
-    assert {"alpha", "alpha-contrib", "ig", "gradcam", "constant"} <= set(rows)
+    rows, refs = (group["ablations"][summary["ablation"]][k] for k in ("methods", "references"))
+    assert {"alpha", "alpha-contrib", "ig", "gradcam"} <= set(rows) and "constant" in refs
     for m in ("alpha", "ig", "constant"):
         for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness"):
-            est = rows[m][key]
             side = "methods" if m != "constant" else "references"
+            est = (rows if side == "methods" else refs)[m][key]
             per_seed = [heads[n][side][m][key] for n in group["members"]]
             per_seed = [v["mean"] if isinstance(v, dict) else v for v in per_seed]
             assert est["values"] == pytest.approx(per_seed) and est["mean"] == pytest.approx(sum(per_seed) / 2)
@@ -301,3 +301,51 @@ def test_a_caveat_of_every_seed_is_printed_once_naming_the_seeds(
     lines = [line for line in result.output.splitlines() if said[0] in line]
     assert len(lines) == 1, result.output
     assert lines[0].strip().startswith("caveat (laya-seed_0, seed_1):"), lines[0]
+
+
+@pytest.mark.slow
+def test_the_random_method_and_the_random_reference_are_both_read_across_seeds(
+    two_seeds: Path, digits_cache: Path, tmp_path: Path
+) -> None:
+    """The method "random" (seeded noise) and the reference "random" (a random ordering) share a name:
+    across seeds each keeps its own per-seed values, in summary.json, summary.csv, the terminal and
+    report.html."""
+    out = tmp_path / "rnd"
+    args = ["compare", str(two_seeds), "--cache", str(digits_cache), "--limit", "40", "--method", "alpha,random"]
+    args += ["--bootstrap", "10", "--no-plots", "--no-sanity", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    heads = {h["name"]: h for h in summary["heads"]}
+    (group,) = summary["across_seeds"]["groups"]
+    entry = group["ablations"][summary["ablation"]]
+    for side in ("methods", "references"):
+        per_seed = [heads[n][side]["random"]["faithfulness"]["mean"] for n in group["members"]]
+        assert entry[side]["random"]["faithfulness"]["values"] == pytest.approx(per_seed), side
+    assert set(entry["methods"]) == {"alpha", "random"}
+    noise, ordering = (entry[side]["random"]["faithfulness"]["values"] for side in ("methods", "references"))
+    assert noise != ordering
+
+    with (out / "summary.csv").open() as f:
+        means = [r for r in csv.DictReader(f) if r["scope"] == "seeds" and r["metric"] == "faithfulness_mean"]
+    random_means = sorted(float(r["value"]) for r in means if r["method"] == "random")
+    expected = [entry[side]["random"]["faithfulness"]["mean"] for side in ("methods", "references")]
+    assert random_means == pytest.approx(sorted(expected))
+
+    table = result.stdout[result.stdout.index("across seeds: laya") :]
+    assert [line.split()[0] for line in table.splitlines() if line.split()[:1] in (["random"], ["constant"])] == [
+        "random",
+        "constant",
+    ]
+    html = (out / "report.html").read_text()
+    start = html.index("Across seeds: laya")
+    section = html[start : html.index("</table>", start)]
+    assert "random (reference)" in section and '<td class="text">random</td>' in section
+
+    # a summary written before the two were kept apart (references among methods) is still reported
+    for abl in group["ablations"].values():
+        abl["methods"].update({m: {**row, "reference": True} for m, row in abl.pop("references").items()})
+    (out / "summary.json").write_text(json.dumps(summary))
+    old = runner.invoke(app, ["report", str(out)], env={"COLUMNS": "120"})
+    assert old.exit_code == 0, old.output
+    assert "constant" in old.stdout[old.stdout.index("across seeds: laya") :]

@@ -233,15 +233,14 @@ def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> N
     cmp = json.loads((out / "compare" / "summary.json").read_text())
     assert [h["name"] for h in cmp["heads"]] == ["laya-seed_0", "laya-seed_1", "scalarmix-seed_0"]
     (group,) = cmp["across_seeds"]["groups"]
-    rows = group["ablations"][cmp["ablation"]]["methods"]
+    rows, refs = (group["ablations"][cmp["ablation"]][k] for k in ("methods", "references"))
     record = json.loads((out / "demo.json").read_text())
     assert record["budget"]["compare_every_seed"] == ["laya"]
     laya = record["numbers"]["faithfulness_seeds"]["laya"]
     assert laya["heads"] == ["laya-seed_0", "laya-seed_1"]
     assert set(laya["faithfulness"]) == {"alpha", "alpha-contrib", "ig", "gradcam", "random"}
-    # (compare's across-seed "random" row is the random reference's: the method's is read per seed below)
-    for m, est in [*((m, e) for m, e in laya["faithfulness"].items() if m != "random"), ("constant", laya["constant"])]:
-        across = rows[m]["faithfulness"]
+    for m, est in [*laya["faithfulness"].items(), ("constant", laya["constant"])]:
+        across = (refs if m == "constant" else rows)[m]["faithfulness"]
         for key in ("mean", "ci_low", "ci_high", "values"):
             assert est[key] == pytest.approx(across[key]), (m, key)
     for m in ("alpha", "random"):
@@ -257,7 +256,7 @@ def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> N
     line = flat[flat.index("faithfulness ρ on") : flat.index(" ─")]  # the summary's rule follows it
     assert line.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): ")
     assert f": alpha {said(rows['alpha']['faithfulness'])} · " in line
-    assert line.endswith(f" · constant rule {said(rows['constant']['faithfulness'])}")
+    assert line.endswith(f" · constant rule {said(refs['constant']['faithfulness'])}")
     assert "α profile: LAYA per layer on the test split, seeds 0, 1" in result.output
 
 

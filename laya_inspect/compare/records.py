@@ -248,13 +248,15 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
             checked_field(g, k, str, here)
         checked_field(g, "seeds", list, here)
         for a, entry in checked_field(g, "ablations", dict, here).items():
-            for m, row in checked_field(entry, "methods", dict, f"{here}.ablations.{a}").items():
-                at = f"{here}.ablations.{a}.methods.{m}"
-                checked_field(row, "verdicts", list, at, optional=True)
-                for k, est in row.items():
-                    if isinstance(est, dict):
-                        _interval(est, f"{at}.{k}")
-                        checked_field(est, "values", "nums", f"{at}.{k}")
+            for kind in ("methods", "references"):  # no references in summaries written before: among methods
+                rows = checked_field(entry, kind, dict, f"{here}.ablations.{a}", optional=kind == "references")
+                for m, row in (rows or {}).items():
+                    at = f"{here}.ablations.{a}.{kind}.{m}"
+                    checked_field(row, "verdicts", list, at, optional=True)
+                    for k, est in row.items():
+                        if isinstance(est, dict):
+                            _interval(est, f"{at}.{k}")
+                            checked_field(est, "values", "nums", f"{at}.{k}")
     if across:
         checked_field(across, "caveats", "strs", where, optional=True)
 

@@ -118,6 +118,12 @@ def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any
     return row
 
 
+def entry_rows(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """An across-seed ablation entry's methods, then its references, as (name, row); a summary written
+    before the two were kept apart holds the references among ``methods``, marked ``reference``."""
+    return [*(entry.get("methods") or {}).items(), *(entry.get("references") or {}).items()]
+
+
 def _by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
     parts: dict[str, list[str]] = {}
     for s, w in zip(seeds, words):
@@ -160,14 +166,13 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
         g["ablations"] = {}
         for a in abls:
             per = [h["ablations"][a] for h in members]
-            rows: dict[str, Any] = {}
-            for kind, reference in (("methods", False), ("references", True)):
-                for m in per[0].get(kind) or {}:
-                    if all(m in (p.get(kind) or {}) for p in per):
-                        rows[m] = _method_row([p[kind][m] for p in per], reference)
+            entry: dict[str, Any] = {}
+            for kind, reference in (("methods", False), ("references", True)):  # apart: both have a "random"
+                shared = [m for m in per[0].get(kind) or {} if all(m in (p.get(kind) or {}) for p in per)]
+                entry[kind] = {m: _method_row([p[kind][m] for p in per], reference) for m in shared}
             keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
-            best = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
-            entry = {"methods": rows, "best": best, "caveats_per_seed": [list(p.get("caveats") or []) for p in per]}
+            entry["best"] = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
+            entry["caveats_per_seed"] = [list(p.get("caveats") or []) for p in per]
             ranked = [((p.get("lolo") or {}).get("most_relied_on") or [{}])[0].get("layer") for p in per]
             entry["most_relied_on"] = ranked if None not in ranked else []
             entry["caveats"] = _disagreements(g, a, entry)
@@ -189,7 +194,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for g in summary["across_seeds"]["groups"]:
         for a, entry in g["ablations"].items():
-            for m, row in entry["methods"].items():
+            for m, row in entry_rows(entry):
                 base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
                 for key, est in row.items():
                     if not isinstance(est, dict):

@@ -11,6 +11,7 @@ from rich.console import RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..compare.seeds import entry_rows
 from .html import Cell, Section, Table, slug
 from .reading import num, with_ci, zeroed
 
@@ -96,7 +97,7 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
         for a, entry in abls.items():
             if len(abls) > 1:
                 table.add_row(Text(a, style="bold"))
-            for m, row in (entry.get("methods") or {}).items():
+            for m, row in entry_rows(entry):
                 if row.get("reference") and m != "constant":
                     continue
                 dim = "dim" if row.get("reference") or row.get("circular") else ""
@@ -130,7 +131,7 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
         for a, entry in (g.get("ablations") or {}).items():
             rows: list[list[Cell | str]] = []
             classes = []
-            for m, row in (entry.get("methods") or {}).items():
+            for m, row in entry_rows(entry):
                 reference = bool(row.get("reference"))
                 words = [VERDICTS.get(str(w), str(w)) for w in row.get("verdicts") or []]
                 said = f"{words[0]} (every seed)" if len(set(words)) == 1 else " / ".join(words) or "—"
