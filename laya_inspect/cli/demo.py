@@ -201,7 +201,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     effects = [lolo.get(s) for s in seeds]
     _title(
         f"α profile: LAYA per layer on the test split, seeds {', '.join(map(str, seeds))}: the mean over "
-        "seeds ± 95% t half-width; below, each seed's"
+        "seeds ± 95% t half-width; below, each seed's value"
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
