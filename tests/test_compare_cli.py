@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import h5py
@@ -100,6 +101,37 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
             assert f"{head}_{kind}.png" in plots and f"{head}_{kind}.svg" not in plots  # SVG only with --svg
     assert "laya_weights_by_class.png" in plots and "last_weights_by_class.png" not in plots
     assert "faithfulness" in result.output and "most relied-on layers" in result.output
+
+
+@pytest.mark.slow
+def test_each_summary_csv_key_names_one_row_and_the_random_method_is_told_from_the_random_ordering(run):
+    """QA: the random method (seeded noise) and the random reference (a random ordering) were both
+    written as method "random": two rows per (head, ablation, method, scope, metric), nothing to say
+    which was which; the reference's deletion/insertion curves and areas were written twice more."""
+    out, _ = run
+    summary = json.loads((out / "summary.json").read_text())
+    rows = list(csv.DictReader(open(out / "summary.csv")))
+    key = ("head", "head_dir", "ablation", "method", "scope", "metric")
+    counts = Counter(tuple(r[k] for k in key) for r in rows if r["metric"] != "caveat")  # caveats: one row each
+    assert [k for k, n in counts.items() if n > 1] == []
+    for h in summary["heads"]:
+        for name, side in (("random", "methods"), ("random_ordering", "references")):
+            found = [
+                r["value"]
+                for r in rows
+                if (r["head"], r["ablation"], r["method"], r["scope"], r["metric"])
+                == (h["name"], summary["ablation"], name, "all", "faithfulness")
+            ]
+            assert [float(v) for v in found] == pytest.approx([h[side]["random"]["faithfulness"]["mean"]]), side
+        lolo = h["lolo"]
+        ordering = {
+            r["metric"]: float(r["value"])
+            for r in rows
+            if (r["head"], r["method"], r["scope"], r["ablation"])
+            == (h["name"], "random_ordering", "all", summary["ablation"])
+        }
+        assert ordering["random_at_1"] == pytest.approx(lolo["random_at_1"])
+        assert ordering["deletion_area"] == pytest.approx(lolo["random_deletion_area"])
 
 
 @pytest.mark.slow

@@ -14,11 +14,13 @@ import numpy as np
 from .. import __version__
 from ..files import plain, write_bytes
 from .effects import RANDOM_ORDERS
+from .seeds import CSV_REFERENCES
 from .seeds import csv_rows as across_seed_rows
 
 if TYPE_CHECKING:
     from .run import HeadResult
 
+RANDOM_ORDERING = CSV_REFERENCES["random"]
 SCHEMA_VERSION = 2  # 2: several ablations, references, subset faithfulness, insertion curves, caveats
 
 
@@ -98,13 +100,14 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         add(h, summary["ablation"], "", "all", "accuracy", h["accuracy"])  # head-level rows carry the first ablation
         for abl, a in h["ablations"].items():
             lolo = a["lolo"]
-            for ref in ("oracle", "random"):
-                add(h, abl, ref, "all", f"{ref}_at_1", lolo[f"{ref}_at_1"])
-                for kind, curve in (("deletion_curve", f"{ref}_curve"), ("insertion_curve", f"{ref}_insertion_curve")):
-                    for k, v in enumerate(lolo[curve], 1):
-                        add(h, abl, ref, f"k={k}", kind, v)
-                    area = kind.replace("_curve", "_area")
-                    add(h, abl, ref, "all", area, lolo[f"{ref}_{area}"])
+            add(h, abl, "oracle", "all", "oracle_at_1", lolo["oracle_at_1"])
+            add(h, abl, RANDOM_ORDERING, "all", "random_at_1", lolo["random_at_1"])
+            # the random ordering's curves and areas are the same numbers as its reference rows': written there
+            for kind, curve in (("deletion_curve", "oracle_curve"), ("insertion_curve", "oracle_insertion_curve")):
+                for k, v in enumerate(lolo[curve], 1):
+                    add(h, abl, "oracle", f"k={k}", kind, v)
+                area = kind.replace("_curve", "_area")
+                add(h, abl, "oracle", "all", area, lolo[f"oracle_{area}"])
             for i, v in enumerate(lolo["mean_effect"]):
                 add(h, abl, "lolo", f"layer:{layers[i]}", "mean_effect", v)
             near = lolo["near_ties"]
@@ -115,7 +118,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             for m, s in a["methods"].items():
                 scores(h, abl, m, s, s.get("circular"))
             for ref, s in a["references"].items():
-                scores(h, abl, ref, s)
+                scores(h, abl, CSV_REFERENCES.get(ref, ref), s)
             for key, t in a["best_tests"].items():  # why a lead is (not) marked best
                 for against in ("runner_up", "constant"):
                     d = t.get(f"vs_{against}")
@@ -130,7 +133,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             scope = f"class:{cname}"
             add(h, abl, "", scope, "n", pc["n"][c], "")
             add(h, abl, "oracle", scope, "oracle_at_1", pc["oracle_at_1"][c])
-            add(h, abl, "random", scope, "random_at_1", pc["random_at_1"][c])
+            add(h, abl, RANDOM_ORDERING, scope, "random_at_1", pc["random_at_1"][c])
             for i, layer in enumerate(layers):
                 add(h, abl, "lolo", f"{scope}|layer:{layer}", "mean_effect", pc["mean_effect"][c][i])
                 if pc["mean_weights"] is not None:

@@ -31,6 +31,7 @@ from ..errors import InputError
 from .paired import HEADLINE, VERDICTS, score_value
 
 CONFIDENCE = 0.95
+CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with
 SEED_DIR = re.compile(r"seed_(\d+)")
 LABELS = {  # a score's name in a caveat
     "top_layer_agreement": "top-layer agreement",
@@ -195,6 +196,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     for g in summary["across_seeds"]["groups"]:
         for a, entry in g["ablations"].items():
             for m, row in entry_rows(entry):
+                m = CSV_REFERENCES.get(m, m) if row.get("reference") else m
                 base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
                 for key, est in row.items():
                     if not isinstance(est, dict):
