@@ -82,7 +82,9 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
 
 
 # Files up to this size get their SHA-256 in the marker, so that --force sees a summary (or a page)
-# edited by hand; larger ones (caches, attributions) are not read again to be hashed.
+# edited by hand; larger ones (caches, attributions) are not read again to be hashed: their size and
+# mtime are recorded instead, which a file saved under the name, or one edited in place, changes.
+# Not the inode: a copy of the output (cp -a, a restored backup) would lose its files to no edit.
 DIGEST_MAX_BYTES = 4 << 20
 _EDITED = " (changed since it was written)"
 _EDITED_NOTE = " or that changed since it wrote them"
@@ -94,16 +96,16 @@ def write_marker(
     """Mark ``folder`` as written by ``command``: the marker names the command, the version, the time
     and the files the command wrote there (every path under ``folder`` now, with the SHA-256 of each
     file of at most DIGEST_MAX_BYTES: :func:`foreign_files` says a file whose content changed since;
-    or ``files``, named ahead of writing them, without digests but for those of them in ``digest``)."""
+    or ``files``, named ahead of writing them, without digests but for those of them in ``digest``);
+    a larger file gets its size and mtime instead."""
     from . import __version__
 
     root = Path(folder)
-    digests = {}
     if files is None:  # the folder is complete (a list given ahead names files still to be written: demo)
         files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
-        digests = _digests(root, files)
+        digests, stats = _digests(root, files)
     else:
-        digests = _digests(root, [f for f in digest if f in files])
+        digests, stats = _digests(root, [f for f in digest if f in files])
     record = {
         "written_by": "laya-inspect",
         "command": command,
@@ -111,14 +113,16 @@ def write_marker(
         "written": utc_now(),
         "files": sorted(files),
         "sha256": digests,
+        "stat": stats,
     }
     return write_json(root / MARKER, record | {"files_digest": _record_digest(record)})
 
 
 def _record_digest(marker: dict[str, Any]) -> str:
     """SHA-256 of what a marker says is the command's (its command, files and their digests), so that
-    a marker edited by hand to list a user's file is not trusted (:func:`foreign_files`)."""
-    shown = {key: marker.get(key) for key in ("command", "files", "sha256")}
+    a marker edited by hand to list a user's file is not trusted (:func:`foreign_files`). ``stat`` only
+    where recorded: a marker written before it keeps its digest."""
+    shown = {key: marker.get(key) for key in ("command", "files", "sha256", *(["stat"] if "stat" in marker else []))}
     return hashlib.sha256(json.dumps(shown, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -128,13 +132,17 @@ def _intact(marker: dict[str, Any]) -> bool:
     return "files_digest" not in marker or marker["files_digest"] == _record_digest(marker)
 
 
-def _digests(root: Path, files: Iterable[str]) -> dict[str, str]:
-    found = {}
+def _digests(root: Path, files: Iterable[str]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The SHA-256 of each of ``files`` of at most DIGEST_MAX_BYTES, and the size and mtime of each larger one."""
+    found, stats = {}, {}
     for rel in files:
         p = root / rel
-        if p.is_file() and not p.is_symlink() and p.stat().st_size <= DIGEST_MAX_BYTES:
-            found[rel] = sha256_file(p)
-    return found
+        if p.is_file() and not p.is_symlink():
+            if (st := p.stat()).st_size <= DIGEST_MAX_BYTES:
+                found[rel] = sha256_file(p)
+            else:
+                stats[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return found, stats
 
 
 def refresh_digests(folder: str | Path) -> None:
@@ -147,12 +155,17 @@ def refresh_digests(folder: str | Path) -> None:
 
 def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
     """Record again the digests of ``files`` (default: every file) that ``folder``'s marker lists and
-    its command rewrote in place (`report --html` its page); the rest of the marker is kept."""
+    its command rewrote in place (`report --html` its page), or the size and mtime of a larger one;
+    the rest of the marker is kept."""
     marker = read_marker(folder)
     if marker is not None and isinstance(marker.get("sha256"), dict):
         listed = [f for f in marker["files"] if files is None or f in files]
-        kept = {} if files is None else {k: v for k, v in marker["sha256"].items() if k not in listed}
-        record = marker | {"sha256": kept | _digests(Path(folder), listed)}
+        record = dict(marker)
+        new: tuple[dict[str, Any], ...] = _digests(Path(folder), listed)
+        for key, fresh in zip(("sha256", "stat"), new, strict=True):
+            old = marker.get(key)
+            kept = old if files is not None and isinstance(old, dict) else {}
+            record[key] = {k: v for k, v in kept.items() if k not in listed} | fresh
         if _intact(marker) and "files_digest" in marker:  # an edited marker stays untrusted
             record["files_digest"] = _record_digest(record)
         write_json(Path(folder) / MARKER, record)
@@ -161,16 +174,21 @@ def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
 def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> str:
     """What ``entry``, a file ``marker`` lists, is instead of what the command wrote ("" when it is
     that): a file whose content no longer has the SHA-256 the marker records (a summary edited by
-    hand, another file saved under its name); under a marker an earlier version wrote (no
+    hand, another file saved under its name), or for a larger file, no longer the size and mtime it
+    records (a file saved under its name, one edited in place); under a marker an earlier version wrote (no
     ``files_digest``, so an edit to its list is not seen), also a file without a digest there that
     changed after the marker was written: a user's file, listed by hand, is newer than the marker."""
-    digests = (marker or {}).get("sha256")
+    digests, stats = ((marker or {}).get(key) for key in ("sha256", "stat"))
     want = digests.get(rel) if isinstance(digests, dict) else None
+    was = stats.get(rel) if isinstance(stats, dict) else None
     if entry.is_symlink() or not entry.is_file():
         return ""
     try:
         if isinstance(want, str):
             return _EDITED if entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want else ""
+        if isinstance(was, dict):
+            st = entry.stat()
+            return _EDITED if {"size": st.st_size, "mtime_ns": st.st_mtime_ns} != was else ""
         if marker is not None and "files_digest" not in marker and not _before(entry, marker):
             return _NEWER
     except OSError:

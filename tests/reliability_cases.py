@@ -417,8 +417,14 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   first foreign files; no flag deletes them. The check runs before any work and again just before
   the swap, so a file added while the command runs is not lost either, nor an output that appeared
   there meanwhile without `--force`; `train`, `extract` and `explain --out` check their one file
-  again just before it is renamed into place, for a file saved there during the run. A marker written before
-  `files_digest` vouches only for files that have not changed since it was written. What a run
+  again just before it is renamed into place, for a file saved there during the run. A listed file
+  the user edited, or replaced with a file of their own under its name, is refused by name too:
+  one of at most 4 MiB by the SHA-256 the marker records, a larger one (compare's attributions.h5,
+  a head's weights) by the size and mtime it records instead of a digest (a stat, however large
+  the file: nothing is read again), so `cp -r` without `-p` makes a copied output's large files
+  the user's. A marker written before sizes and times were recorded leaves its larger files
+  unchecked, as before; one written before `files_digest` vouches only for files that have not
+  changed since it was written. What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
   is refused, with the output it belongs to, whose next run clears it.

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -846,3 +847,80 @@ def test_an_output_copied_in_during_a_run_without_force_is_not_replaced(tmp_path
             shutil.copytree(tmp_path / "keep", out)
     assert (out / "first.json").read_text() == "1" and not (out / "second.json").exists()
     assert foreign_files(out) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["keep", "old", "out"]
+
+
+def _large(tmp: Path, name: str, seed: int) -> bytes:
+    """A file over the size the marker digests (compare's attributions.h5, a cache): its bytes."""
+    from laya_inspect.out_dir import DIGEST_MAX_BYTES
+
+    data = bytes([seed]) * (DIGEST_MAX_BYTES + 1024)
+    (tmp / name).write_bytes(data)
+    return data
+
+
+def _clock_moves_past(path: Path) -> None:
+    """Wait until a file written now gets another mtime than ``path``'s, as a user's later save does
+    (a file system's timestamps may be as coarse as a kernel tick, or a second)."""
+    probe = path.with_name(".probe")
+    for _ in range(300):
+        probe.write_bytes(b"")
+        if probe.stat().st_mtime_ns != path.stat().st_mtime_ns:
+            break
+        time.sleep(0.01)
+    probe.unlink()
+
+
+def test_a_large_listed_file_the_user_replaced_or_edited_is_not_deleted_by_force(tmp_path):
+    """QA: a file over 4 MiB has no digest in the marker, so --force deleted a user's own file saved
+    under its listed name (attributions.h5), or the tool's file edited in place, with no word."""
+    out = tmp_path / "out"
+    with atomic_dir(out, command="compare") as tmp:
+        _large(tmp, "attributions.h5", 1)
+        (tmp / "summary.json").write_text("{}")
+    assert foreign_files(out) == []
+    with atomic_dir(out, force=True, command="compare") as tmp:  # the tool's own untouched file is replaced
+        new = _large(tmp, "attributions.h5", 2)
+    assert (out / "attributions.h5").read_bytes() == new
+    _clock_moves_past(out / "attributions.h5")
+    mine = _large(tmp_path, "mine.h5", 3)  # the same size, saved under the listed name
+    os.replace(tmp_path / "mine.h5", out / "attributions.h5")
+    refused = r"did not write or that changed since it wrote them \(attributions\.h5 \(changed since it was written\)\)"
+    with pytest.raises(InputError, match=refused):
+        with atomic_dir(out, force=True, command="compare") as tmp:
+            _large(tmp, "attributions.h5", 4)
+    assert (out / "attributions.h5").read_bytes() == mine
+
+    out = tmp_path / "out2"
+    with atomic_dir(out, command="compare") as tmp:
+        _large(tmp, "attributions.h5", 5)
+    _clock_moves_past(out / "attributions.h5")
+    with open(out / "attributions.h5", "r+b") as f:  # edited in place: same size, same inode
+        f.seek(2 << 20)
+        f.write(b"the user's edit")
+    before = tree(out)
+    with pytest.raises(InputError, match=refused):
+        with atomic_dir(out, force=True, command="compare") as tmp:
+            _large(tmp, "attributions.h5", 6)
+    assert tree(out) == before
+
+
+def test_a_refreshed_marker_vouches_for_a_large_file_rewritten_in_place_and_old_markers_keep_their_rule(tmp_path):
+    """What refreshes digests (check planted's refresh_digests, report --html's redigest) records a
+    large file it rewrote as the command's again; a marker written before sizes and times were recorded
+    keeps its rule: a large listed file is not checked."""
+    out = tmp_path / "out"
+    with atomic_dir(out, command="compare") as tmp:
+        _large(tmp, "attributions.h5", 1)
+    _clock_moves_past(out / "attributions.h5")
+    _large(out, "attributions.h5", 2)  # rewritten in place by the command itself
+    assert foreign_files(out) != []
+    redigest(out, ["attributions.h5"])
+    assert foreign_files(out) == []
+    marker = json.loads((out / MARKER).read_text())
+    old = {k: v for k, v in marker.items() if k != "stat"}
+    shown = {key: old.get(key) for key in ("command", "files", "sha256")}
+    old["files_digest"] = hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()
+    (out / MARKER).write_text(json.dumps(old))  # as the version before this change wrote it
+    _clock_moves_past(out / "attributions.h5")
+    _large(out, "attributions.h5", 3)
+    assert foreign_files(out) == []
