@@ -14,6 +14,7 @@ import sys
 import termios
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 CLI = [sys.executable, "-m", "laya_inspect"]
@@ -96,15 +97,27 @@ def test_fit_head_prints_the_same_80_column_table(digits_cache: Path, tmp_path: 
 def test_no_negative_zero_and_signed_deltas() -> None:
     """A difference keeps its sign when it rounds to zero (QA: an interval ending at −0.0014 read
     "+.00" beside the verdict that it lies below 0); float noise and plain numbers show no "-0"."""
-    from laya_inspect.report.across import short, short_ci
-    from laya_inspect.report.reading import diff_text, est
+    from laya_inspect.report.across import short_ci
+    from laya_inspect.report.reading import diff_text, est, num
 
     assert diff_text({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "-0.000 [-0.000, +0.000]"
     assert diff_text({"mean": -1e-12, "ci_low": -1e-12, "ci_high": 1e-12}, 3) == "+0.000 [+0.000, +0.000]"
     assert short_ci({"mean": -0.01, "ci_low": -0.02, "ci_high": -0.00143}) == "-.01 [-.02,-.00]"
-    assert short(-0.0004) == ".00" and short(0.0004, sign=True) == "+.00"
+    assert num(-0.0004, lead=False) == ".00" and num(0.0004, sign=True, lead=False) == "+.00"
     assert est({"mean": -0.00001, "ci_low": -0.00003, "ci_high": 0.00001}, 3, clip=False).startswith("0.000")
     assert diff_text({"mean": -0.0123, "ci_low": -0.02, "ci_high": -0.004}, 3) == "-0.012 [-0.020, -0.004]"
+
+
+def test_one_formatter_shows_a_missing_or_undefined_number_as_a_dash() -> None:
+    """Three formatters (the page's, the terminal's, the across-seed table's) each had their own NaN test;
+    the page's caught only Python floats and printed a numpy float32 NaN as "nan"."""
+    from laya_inspect.report.reading import num
+
+    assert [num(v) for v in (None, float("nan"), np.float64("nan"), np.float32("nan"))] == ["—"] * 4
+    assert num(np.float32("nan"), 3, sign=True, lead=False) == "—"
+    assert [num(v, lead=False) for v in (0.724, 1.0, -0.0004, 12.5)] == [".72", "1.00", ".00", "12.50"]
+    assert [num(v, 3, sign=True, lead=False) for v in (0.05, -0.0014, -1e-12)] == ["+.050", "-.001", "+.000"]
+    assert num(np.float32(0.25), 3) == "0.250" and num(-2.5, 1, lead=False) == "-2.5"
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def planted_table(s: dict[str, Any]) -> Table:
 def seeds_table(s: dict[str, Any]) -> Table:
     """Every (head, method), the LOLO effects and the constant rule: the share per construction seed and
     on how many seeds it is at the bar."""
-    from ..report.reading import name
+    from ..report.reading import name, num
 
     c = s["construction"]
     seeds = s["construction_seeds"]
@@ -81,7 +81,7 @@ def seeds_table(s: dict[str, Any]) -> Table:
 
     def cells(r: dict[str, Any]) -> list[str]:
         return [
-            "—" if v is None else f"{v:.3f}" + ("" if where == "above" else "*")
+            num(v, 3) + ("" if v is None or where == "above" else "*")
             for v, where in zip(r["shares"], r["against_bar"])
         ] + [f"{r['passed_on']}/{r['of']}"]
 
@@ -91,8 +91,7 @@ def seeds_table(s: dict[str, Any]) -> Table:
     for head, e in a["effects"].items():
         table.add_row(head, f"LOLO effect ({s['compare']['ablation']})", *cells(e), style="dim")
     for head, k in a["constant"].items():
-        shares = ["—" if v is None else f"{v:.3f}" for v in k["shares"]]
-        table.add_row(head, "constant rule", *shares, "", style="dim")
+        table.add_row(head, "constant rule", *[num(v, 3) for v in k["shares"]], "", style="dim")
     table.add_row("", "random floor 1/L", *[f"{s['random_floor']:.3f}"] * len(seeds), "", style="dim")
     return table
 

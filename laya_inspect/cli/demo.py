@@ -193,7 +193,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     compare's across-seed table reads its scores: the mean over seeds ± the 95% t half-width, each
     seed's value below; and the layer each seed's α and LOLO effects put first."""
     from ..compare.seeds import t_estimate
-    from ..report.across import short
+    from ..report.reading import num
 
     layers, widths = result.numbers["layers"], result.numbers["widths"]
     seeds = list(alpha["seeds"])
@@ -211,9 +211,9 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
         est = t_estimate(values)
         if est["mean"] is None:
             return Text("—")
-        half = "" if est["ci_low"] is None else f" ± {(est['ci_high'] - est['ci_low']) / 2:.{digits}f}"
-        below = " ".join(short(v, sign) for v in est["values"])
-        return Text.assemble(f"{est['mean']:{'+' if sign else ''}.{digits}f}{half}", "\n", (below, "dim"))
+        half = "" if est["ci_low"] is None else f" ± {num((est['ci_high'] - est['ci_low']) / 2, digits)}"
+        below = " ".join(num(v, sign=sign, lead=False) for v in est["values"])
+        return Text.assemble(num(est["mean"], digits, sign) + half, "\n", (below, "dim"))
 
     for i, name in enumerate(layers):
         a = sum(r[i] for r in own) / len(own)

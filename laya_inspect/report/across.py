@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..compare.seeds import entry_rows
 from .html import Cell, Section, Table, slug
-from .reading import num, with_ci, zeroed
+from .reading import num, with_ci
 
 # column → summary key of the headline score
 SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
@@ -39,23 +39,12 @@ def rich_table(title: str) -> RichTable:
     return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
 
 
-def short(v: Any, sign: bool = False) -> str:
-    """Two decimals without the leading zero (".72", "+.05", "1.00"); "—" for none or NaN; zero as
-    :func:`.reading.zeroed` shows it ("-.00" only for a signed value below 0)."""
-    if v is None or v != v:  # NaN: an undefined score, as report.html shows it
-        return "—"
-    text = format(zeroed(float(v), 2, sign), "+.2f" if sign else ".2f")
-    body = text.lstrip("+-")
-    return text[: len(text) - len(body)] + (body[1:] if body.startswith("0.") else body)
-
-
 def short_ci(d: dict[str, Any] | None) -> str:
     """Two signed decimals without the leading zero: "+.03 [-.01,+.08]"."""
     if not d or d.get("mean") is None:
         return "—"
-    if d.get("ci_low") is None or d.get("ci_high") is None:
-        return short(d["mean"], sign=True)
-    return f"{short(d['mean'], sign=True)} [{short(d['ci_low'], sign=True)},{short(d['ci_high'], sign=True)}]"
+    mean, lo, hi = (num(d.get(k), sign=True, lead=False) for k in ("mean", "ci_low", "ci_high"))
+    return mean if d.get("ci_low") is None or d.get("ci_high") is None else f"{mean} [{lo},{hi}]"
 
 
 def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
@@ -63,12 +52,12 @@ def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
     if not est or est.get("mean") is None:
         return "—"
     if est.get("ci_low") is None or est.get("ci_high") is None:
-        return short(est["mean"], sign)
-    return f"{short(est['mean'], sign)}±{short((est['ci_high'] - est['ci_low']) / 2)}"
+        return num(est["mean"], sign=sign, lead=False)
+    return f"{num(est['mean'], sign=sign, lead=False)}±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
 
 
 def _cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
-    per_seed = " ".join(short(v, sign) for v in (est or {}).get("values") or [])
+    per_seed = " ".join(num(v, sign=sign, lead=False) for v in (est or {}).get("values") or [])
     return Text.assemble(_mean_pm(est, sign), "\n", (per_seed, "dim"))
 
 

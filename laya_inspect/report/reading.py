@@ -49,11 +49,13 @@ def zeroed(value: float, digits: int, sign: bool) -> float:
     return 0.0
 
 
-def num(v: Any, digits: int = 2, sign: bool = False) -> str:
-    """A number for a sentence or a cell: "—" for a missing one; zero as :func:`zeroed` shows it."""
-    if v is None or (isinstance(v, float) and v != v):
+def num(v: Any, digits: int = 2, sign: bool = False, lead: bool = True) -> str:
+    """A number for a sentence or a cell: "—" for a missing or NaN one (an undefined score); zero as
+    :func:`zeroed` shows it; without ``lead`` no leading zero, for narrow tables (".72", "+.05", "-.00")."""
+    if v is None or v != v:
         return "—"
-    return format(zeroed(float(v), digits, sign), f"{'+' if sign else ''}.{digits}f")
+    text = format(zeroed(float(v), digits, sign), f"{'+' if sign else ''}.{digits}f")
+    return text.replace("0.", ".", 1) if not lead and text.lstrip("+-").startswith("0.") else text
 
 
 def layers_read(cache: dict[str, Any]) -> str:

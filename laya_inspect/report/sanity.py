@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from ..compare.records import sanity_heads
-from .across import rich_table, short, short_ci
+from .across import rich_table, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
 
@@ -107,8 +107,8 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
                 CHECKS.get(check, check),
                 short_ci(c["rank_correlation"]),
                 Text(word, style=WORD_STYLE.get(word, "")),
-                short(c["faithfulness"].get("mean"), sign=True),
-                short((c.get("trained_faithfulness") or {}).get("mean"), sign=True),
+                num(c["faithfulness"].get("mean"), sign=True, lead=False),
+                num((c.get("trained_faithfulness") or {}).get("mean"), sign=True, lead=False),
             )
             previous = m
         out.append(table)

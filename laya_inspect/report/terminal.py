@@ -35,13 +35,6 @@ REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "co
 COLUMNS = {**SCORES, "subset ρ": "subset_faithfulness", "del": "deletion_area", "ins": "insertion_area"}
 
 
-def _num(v: Any, fmt: str = ".3f") -> str:
-    if v is None or v != v:  # NaN: an undefined score, as report.html shows it
-        return "—"
-    text = format(v, fmt)
-    return text[1:] if text.startswith("-") and not any(c in "123456789" for c in text) else text  # no "-0.00"
-
-
 def _cell(text: str, best: bool, dim: bool = False) -> Text:
     style = "bold green" if best else ("dim" if dim else "")
     return Text(text + (BEST if best else ""), style=style)
@@ -76,14 +69,14 @@ def _add_rows(table: Table, entry: dict[str, Any], labels: list[Text] | None) ->
         circular = bool(s.get("circular"))
         dim = "dim" if reference or circular else ""
         cells = {
-            col: _cell(_num(value(s, key), ".2f"), not reference and name in best.get(key, []), dim=bool(dim))
+            col: _cell(num(value(s, key)), not reference and name in best.get(key, []), dim=bool(dim))
             for col, key in COLUMNS.items()
         }
         lead = [labels[i] if i < len(labels) else Text("")] if labels is not None else []
         mid = []
         if labels is None:
             f = s["faithfulness"]
-            ci = f"[{_num(f['ci_low'], '.2f')}, {_num(f['ci_high'], '.2f')}]" if f.get("ci_low") is not None else "—"
+            ci = f"[{num(f['ci_low'])}, {num(f['ci_high'])}]" if f.get("ci_low") is not None else "—"
             mid = [Text(ci, style=dim)]
         table.add_row(
             *lead,
@@ -108,9 +101,9 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     # Oracle and random are properties of the head, not of a method: they go in the title, which
     # keeps the table inside an 80-column terminal.
     table = _table(
-        f"{head['name']} ({head['kind']}) · accuracy {_num(head['accuracy'])} · n {head['n']} · "
-        f"ablation {summary['ablation']}\nDel@1 oracle {_num(lolo['oracle_at_1'])}, "
-        f"random {_num(lolo['random_at_1'])}{ties}",
+        f"{head['name']} ({head['kind']}) · accuracy {num(head['accuracy'], 3)} · n {head['n']} · "
+        f"ablation {summary['ablation']}\nDel@1 oracle {num(lolo['oracle_at_1'], 3)}, "
+        f"random {num(lolo['random_at_1'], 3)}{ties}",
         ablation_column=False,
     )
     _add_rows(table, head, None)
@@ -235,7 +228,7 @@ def caveat_lines(head: dict[str, Any], shared: Shared | None = None) -> list[Tex
 
 def relied_on_line(head: dict[str, Any]) -> Text:
     ranked = head["lolo"]["most_relied_on"][:3]
-    parts = ", ".join(f"{r['layer']} ({_num(r['mean_effect'], '+.3f')})" for r in ranked)
+    parts = ", ".join(f"{r['layer']} ({num(r['mean_effect'], 3, sign=True)})" for r in ranked)
     lead = head["lolo"].get("top_lead")
     if lead and len(ranked) > 1:  # "most" as the reading says it: only a lead shown over the same rows
         said = outcome(lead)
