@@ -100,7 +100,7 @@ def test_compare_writes_every_artifact(run, head_dirs, digits_cache):
         for kind in ("profile", "ranks", "deletion", "lolo_by_class"):
             assert f"{head}_{kind}.png" in plots and f"{head}_{kind}.svg" not in plots  # SVG only with --svg
     assert "laya_weights_by_class.png" in plots and "last_weights_by_class.png" not in plots
-    assert "faithfulness" in result.output and "most relied-on layers" in result.output
+    assert "faithfulness" in result.output and "changes the prediction most (mean drop of" in result.output
 
 
 @pytest.mark.slow

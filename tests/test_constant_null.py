@@ -459,27 +459,32 @@ def test_the_layer_removal_changes_most_is_named_only_when_it_leads_the_next() -
     assert "removing l2 changes the prediction most" in said and "ahead of l" in said
 
 
-def test_the_terminal_names_the_most_relied_on_layer_as_the_reading_does() -> None:
-    """The terminal listed "most relied-on layers by mean LOLO effect: l0 (+1.0), l1 (+0.9), …" with no
-    interval between the first two, while report.html said they were not told apart: it now says the
-    lead over the runner-up, or that the two are not told apart, from the same paired difference."""
+def test_the_terminal_names_the_most_relied_on_layer_in_the_readings_words() -> None:
+    """The terminal and report.html worded the lead over the runner-up apart: on 15 rows the terminal
+    said "not told apart (no paired interval)" where the page said "15 rows: no paired interval under
+    20", and on 60 rows "(paired over the same rows)" where the page gave the paired difference. The
+    terminal now prints the page's sentence."""
+    from laya_inspect.report.reading import relied_on
     from laya_inspect.report.terminal import relied_on_line
 
     rng = np.random.default_rng(7)
     noisy = rng.normal(1.0, 1.0, size=(60, 3))
     noisy[:, 2] -= 2.0  # l0 and l1 alike: which leads is not a finding
-    s = _summary(_measured(noisy), {"ig": noisy + 0.01 * rng.random((60, 3))}, None)
-    lead = s["lolo"]["top_lead"]
-    said = relied_on_line({"name": "h", "lolo": s["lolo"]}).plain
-    assert said.startswith("h: most relied-on layers by mean LOLO effect: l")
-    assert said.endswith(f"; {lead['layer']} and {lead['runner_up']} not told apart (paired over the same rows)")
     clear = noisy.copy()
     clear[:, 2] += 3.0
-    s = _summary(_measured(clear), {"ig": clear}, None)
-    lead = s["lolo"]["top_lead"]
-    said = relied_on_line({"name": "h", "lolo": s["lolo"]}).plain
-    ci = f"[{lead['ci_low']:+.3f}, {lead['ci_high']:+.3f}]"
-    assert said.endswith(f"; l2 ahead of {lead['runner_up']} by {lead['mean']:+.3f} {ci}, paired over the same rows")
+    for effects, why in ((noisy[:15], "15 rows: no paired interval under 20"), (noisy, "paired difference")):
+        head = {"name": "h", "lolo": _summary(_measured(effects), {"ig": effects}, None)["lolo"]}
+        line = relied_on_line(head)
+        assert line is not None and line.plain == relied_on(head) and "not told apart" in line.plain
+        assert why in line.plain and line.spans[0].style == "bold" and line.plain[line.spans[0].end :][:2] == ": "
+    head = {"name": "h", "lolo": _summary(_measured(clear), {"ig": clear}, None)["lolo"]}
+    line = relied_on_line(head, "logit")
+    assert (
+        line is not None
+        and line.plain == relied_on(head, "logit")
+        and "removing l2 changes the prediction most" in line.plain
+    )
+    assert relied_on_line({"name": "h", "lolo": {"most_relied_on": []}}) is None
 
 
 def test_a_method_no_better_than_the_rule_rarely_gets_a_verdict() -> None:

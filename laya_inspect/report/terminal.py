@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.records import compare_warnings, said_once
-from ..training.stats import outcome, percent
+from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
     bootstrap_text,
@@ -20,10 +20,10 @@ from .reading import (
     interval,
     layers_read,
     num,
+    relied_on,
     value,
     versus_groups,
     versus_level,
-    with_ci,
 )
 from .sanity import terminal_block as sanity_block
 
@@ -226,19 +226,10 @@ def caveat_lines(head: dict[str, Any], shared: Shared | None = None) -> list[Tex
     return out
 
 
-def relied_on_line(head: dict[str, Any]) -> Text:
-    ranked = head["lolo"]["most_relied_on"][:3]
-    parts = ", ".join(f"{r['layer']} ({num(r['mean_effect'], 3, sign=True)})" for r in ranked)
-    lead = head["lolo"].get("top_lead")
-    if lead and len(ranked) > 1:  # "most" as the reading says it: only a lead shown over the same rows
-        said = outcome(lead)
-        parts += (
-            f"; {lead['layer']} ahead of {lead['runner_up']} by {with_ci(lead, digits=3)}, paired over the same rows"
-            if said == "better"
-            else f"; {lead['layer']} and {lead['runner_up']} not told apart "
-            f"({'no paired interval' if said == 'undecided' else 'paired over the same rows'})"
-        )
-    return Text.assemble((f"{head['name']}", "bold"), f": most relied-on layers by mean LOLO effect: {parts}")
+def relied_on_line(head: dict[str, Any], effect: str = "prob") -> Text | None:
+    """report.html's sentence on the layer whose removal changes the prediction most, the name in bold."""
+    said = relied_on(head, effect)
+    return Text.assemble((head["name"], "bold"), said.removeprefix(head["name"])) if said else None
 
 
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
@@ -271,7 +262,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         if len(head.get("ablations") or {}) > 1:
             out.append(ablation_matrix(head))
         out += caveat_lines(head, shared)
-        out.append(relied_on_line(head))
+        out += [line] if (line := relied_on_line(head, summary.get("effect", "prob"))) else []
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
