@@ -174,6 +174,26 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
     assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "-0.000" and num(None) == "—"
 
 
+def test_fit_reading_names_each_seeds_peak_when_the_seeds_peak_apart() -> None:
+    """The pooled peak was read as α's when the seeds' mean α peaked on different layers (the demo's
+    digits: blocks.2 on seed 0, blocks.0 on seeds 1 and 2); it now names each seed's peak."""
+    acc = {"n": 3, "mean": 0.9, "ci_low": 0.85, "ci_high": 0.95}
+    per_seed = {"0": [0.2, 0.3, 0.5], "1": [0.6, 0.3, 0.1], "2": [0.55, 0.4, 0.05]}
+    pooled = [sum(r[i] for r in per_seed.values()) / 3 for i in range(3)]
+    lw = {"layers": ["a", "b", "c"], "pooled": pooled, "per_seed": per_seed}
+    summary = {"heads": [{"head": "laya", "n": 3, "test_acc": acc, "layer_weights": lw}]}
+    said = "α puts the most weight on a different layer by seed: c (seed 0), a (seeds 1, 2)."
+    assert fit_reading(summary).lead[1] == said
+    # a folder whose summary has no weights: read from profiles.json, seed by seed alike
+    summary["heads"][0]["layer_weights"] = {}
+    alpha = {"laya": {"seeds": [0, 1, 2], "mean": pooled, "seed_means": list(per_seed.values())}}
+    assert fit_reading(summary, {"layer_names": ["a", "b", "c"], "alpha": alpha}).lead[1] == said
+    # seeds that agree keep the pooled peak and its weight
+    lw["per_seed"] = {"0": [0.1, 0.2, 0.7], "1": [0.2, 0.1, 0.7]}
+    summary["heads"][0]["layer_weights"] = {**lw, "pooled": [0.15, 0.15, 0.7]}
+    assert fit_reading(summary).lead[1] == "α puts the most weight on c (0.70 on average over test inputs)."
+
+
 # -- folders that are not reports --------------------------------------------------------------------
 
 

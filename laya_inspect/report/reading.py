@@ -392,6 +392,19 @@ def _seeds(n: int) -> str:
     return f"{n} seed{'s' * (n != 1)}"
 
 
+def _peak(row: list[Any]) -> int:
+    return max(range(len(row)), key=lambda i: row[i] if row[i] is not None else -1.0)
+
+
+def _seed_peaks(layers: list[str], per_seed: dict[str, list[Any]]) -> dict[str, list[str]]:
+    """Each layer on which some seed's mean weights peak -> those seeds, in seed order."""
+    peaks: dict[str, list[str]] = {}
+    for seed, row in per_seed.items():
+        if len(row) == len(layers):
+            peaks.setdefault(layers[_peak(row)], []).append(seed)
+    return peaks
+
+
 def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None) -> Reading:
     heads = summary.get("heads") or []
     if not heads:
@@ -419,13 +432,20 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     lead_lines = [*_warnings(summary), first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
+    per_seed = dict(weights.get("per_seed") or {})
     if not pooled and profiles:
-        p = (profiles.get("alpha") or {}).get(lead["head"]) or (profiles.get("static") or {}).get(lead["head"])
-        layers, pooled = profiles.get("layer_names") or [], (p or {}).get("mean") or []
+        p = (profiles.get("alpha") or {}).get(lead["head"]) or (profiles.get("static") or {}).get(lead["head"]) or {}
+        layers, pooled = profiles.get("layer_names") or [], p.get("mean") or []
+        per_seed = dict(zip(map(str, p.get("seeds") or []), p.get("seed_means") or p.get("weights") or []))
     if layers and pooled and len(layers) == len(pooled):
-        k = max(range(len(pooled)), key=lambda i: pooled[i] if pooled[i] is not None else -1.0)
         what = "α" if lead["head"] == "laya" else "its layer weights"
-        second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
+        peaks = _seed_peaks(layers, per_seed)
+        if len(peaks) > 1:  # the pooled peak holds for no seed's reading: say each seed's, as the gate does
+            each = ", ".join(f"{layer} (seed{'s' * (len(s) > 1)} {', '.join(s)})" for layer, s in peaks.items())
+            second = f"{_cap(what)} puts the most weight on a different layer by seed: {each}"
+        else:
+            k = _peak(pooled)
+            second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
         agree = lead.get("seed_agreement") or {}
         if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
             constant = agree.get("top_layer_agreement_constant")
