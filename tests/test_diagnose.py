@@ -286,7 +286,7 @@ def test_the_verdict_says_how_many_classes_shift_after_holm():
         heads = [{"permutation": p, "n_this": 300, "n_other": 300, "detect_auroc": {}} for p in perms]
         s = {
             "errors": {"auroc": {}, "diff_vs_msp": {}},
-            "heads": [{"auroc": {}}] * len(perms),
+            "heads": [{"auroc": {}, "head_dir": f"/runs/fit/laya/seed_{i}"} for i in range(len(perms))],
             "shift": {"heads": heads, "pooled": {"detect_auroc": {}, "detect_diff": {}}, "profiles": "differ"},
         }
         (line,) = [v for v in _verdict(s) if v.startswith("predicted classes")]
@@ -297,9 +297,14 @@ def test_the_verdict_says_how_many_classes_shift_after_holm():
         "Holm over the classes; shift_by_class.csv)"
     )
     assert read(perm([0.001, 0.04, 0.2]), perm([0.3, 0.5, 0.9])) == (
-        "predicted classes whose α profile shifted: 1 of the 3 tested, 0 of the 3 tested per head "
-        "(Holm-adjusted p < 0.025, Holm over each head's classes, 0.05 over the 2 heads, Bonferroni; "
+        "predicted classes whose α profile shifted: 1 of the 3 tested for laya/seed_0, 0 of the 3 tested for "
+        "laya/seed_1 (Holm-adjusted p < 0.025, Holm over each head's classes, 0.05 over the 2 heads, Bonferroni; "
         "shift_by_class.csv)"
+    )
+    # a head whose classes were all too few to test says so, not "0 of the 0 tested"
+    assert read(perm([0.001, 0.04, 0.2]), {"p_value": 0.5, "per_class": [{"class": 0}]}).startswith(
+        "predicted classes whose α profile shifted: 1 of the 3 tested for laya/seed_0, no class tested for "
+        "laya/seed_1 ("
     )
     heads = [{"permutation": {"p_value": 0.5, "per_class": [{"class": 0}]}, "n_this": 300, "n_other": 300}]
     s = {
@@ -552,6 +557,8 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     few = [h["held_out_errors"] for h in s["heads"] if h["held_out_errors"] < 10]
     assert any("held-out rows hold" in w for w in s["warnings"]) == bool(few)
     assert s["shift"]["pooled"]["interval"] == "t over heads" and len(s["shift"]["heads"]) == 2
+    (classes,) = [v for v in s["verdict"] if v.startswith("predicted classes")]  # each head named, as report does
+    assert all(f" for {d.parent.name}/{d.name}" in classes for d in dirs), classes
     for name in ("errors.csv", "shift_layers.csv", "shift_by_class.csv"):
         assert (out / name).is_file()
     for name in ("error_auroc", "shift_profiles", "shift_by_class"):

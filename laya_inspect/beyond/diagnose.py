@@ -420,12 +420,12 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
-        classes = _classes([h["permutation"] for h in s["shift"]["heads"]])
+        classes = _classes([h["permutation"] for h in s["shift"]["heads"]], s["heads"])
         lines += [classes] if classes else []
     return lines
 
 
-def _classes(perms: Sequence[dict[str, Any]], level: float = 0.05) -> str | None:
+def _classes(perms: Sequence[dict[str, Any]], heads: Sequence[dict[str, Any]], level: float = 0.05) -> str | None:
     """How many predicted classes shifted, read from the Holm-adjusted p-values (a reader scanning the
     classes' raw p meets a false "shifted" far more often); over m heads each counts below level/m, as
     `profiles_verdict` counts heads. Under no shift, 10 classes: bench/class_shift_null.py."""
@@ -434,10 +434,12 @@ def _classes(perms: Sequence[dict[str, Any]], level: float = 0.05) -> str | None
         return None
     m = len(tested)
     cut = level / m
-    counts = ", ".join(f"{sum(v < cut for v in t)} of the {len(t)} tested" for t in tested)
+    said = [f"{sum(v < cut for v in t)} of the {len(t)} tested" if t else "no class tested" for t in tested]
+    names = ["/".join(Path(h["head_dir"]).parts[-2:]) for h in heads]  # laya/seed_0, as report names a head
+    counts = said[0] if m == 1 else ", ".join(f"{c} for {n}" for c, n in zip(said, names))
     over = "the classes" if m == 1 else f"each head's classes, {level:g} over the {m} heads, Bonferroni"
     return (
-        f"predicted classes whose α profile shifted: {counts}{' per head' if m > 1 else ''} "
+        f"predicted classes whose α profile shifted: {counts} "
         f"(Holm-adjusted p < {cut:.3g}, Holm over {over}; shift_by_class.csv)"
     )
 
