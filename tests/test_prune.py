@@ -1144,3 +1144,40 @@ def test_the_coarse_search_line_says_which_k_were_refit_for_whom():
         line({"alpha": [10, 8, 6, 4, 3, 2, 1]})
         == f"{grid}those below 10); no k lies {between}; --search every refits every k"
     )
+
+
+@pytest.mark.slow
+def test_a_set_the_coarse_search_reaches_at_a_finer_k_lists_every_ranking_that_keeps_it(tmp_path):
+    """QA: under the default coarse search, a layer set refit only at a finer k (between two grid
+    points) listed in found_by only the ranking that searched there; another ranking whose top-k is
+    the same set at that k was left out, though --search every lists it. Eight weakly informative
+    layers, one refit seed and --max-drop 0: the pick lands on such a set (asserted below)."""
+    rng = np.random.default_rng(7)
+    w = rng.uniform(0.3, 1.0, 8)
+    splits = {}
+    for name, n in (("train", 600), ("test", 200)):
+        feats = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(8)]
+        z = sum(w[i] * feats[i][:, 0] for i in range(8)) + rng.normal(0, 0.5, n)
+        splits[name] = (feats, (z > 0).astype(np.int64))
+    cache = write_cache(tmp_path / "eight.h5", splits)
+    runs = {}
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", fit_quickly("laya", store, 30), meta=cache_identity(store))
+        for search in ("coarse", "every"):
+            config = PruneConfig(
+                seeds=1, max_drop=0.0, search=search, costs="shapes", device="cpu", plots=False, workers=1
+            )
+            runs[search] = prune_layers(head_dir, store, config, Budget(epochs=20), out_dir=tmp_path / search).summary
+    coarse, every = runs["coarse"], runs["every"]
+    for key in ("chosen", "cheapest"):
+        point = coarse[key]
+        keeps = [
+            n
+            for n, r in coarse["rankings"].items()
+            if r["order"] and set(r["order"][: point["k"]]) == set(point["layers"])
+        ]
+        assert point["found_by"] == keeps, key
+        assert point["found_by"] == every[key]["found_by"] and point["layers"] == every[key]["layers"], key
+    # the case itself: a ranking keeps the chosen set at a k the coarse search did not refit it at
+    searched = coarse["k_search"]["per_ranking"]
+    assert any(coarse["chosen"]["k"] not in searched[n] for n in coarse["chosen"]["found_by"]), searched

@@ -263,8 +263,8 @@ def _prune(
             last = points[-1]
             if last["within_max_drop"]:
                 last["why_withheld"] = _why_withheld(last, len(val_rows), n_layers, config.max_drop)
-    chosen_point = _pick(points, sets, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
-    cheapest = _pick(points, sets, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
+    chosen_point = _pick(points, ranked, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
+    cheapest = _pick(points, ranked, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
     withheld: dict[str, dict[str, Any]] = {}
     for what, point in (("chosen", chosen_point), ("cheapest", cheapest)):
         why = _why_withheld(point, len(val_rows), n_layers, config.max_drop)
@@ -381,14 +381,19 @@ def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: 
 
 
 def _pick(
-    points: list[dict[str, Any]], sets: dict[tuple[int, ...], list[str]], key: Callable[[dict[str, Any]], Any]
+    points: list[dict[str, Any]], ranked: dict[str, list[int]], key: Callable[[dict[str, Any]], Any]
 ) -> dict[str, Any] | None:
-    """The point within max_drop that ``key`` puts first, with the rankings that found its layer set (α first)."""
+    """The point within max_drop that ``key`` puts first, with every ranking whose top-k is its layer
+    set (α first): also one the coarse search did not refit at that k, as a search over every k lists."""
     within = [p for p in points if p["within_max_drop"]]
     if not within:
         return None
     best = min(within, key=key)
-    found = sorted(set(sets[tuple(best["layer_index"])]), key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0)
+    layers = tuple(best["layer_index"])
+    found = sorted(
+        (n for n, order in ranked.items() if _top(order, best["k"]) == layers),
+        key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0,
+    )
     return {**best, "found_by": found}
 
 
