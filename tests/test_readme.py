@@ -46,3 +46,51 @@ def test_the_readme_names_the_level_of_the_constant_rule_intervals_compare_draws
         assert "constant rule (paired, 95% interval" not in text, page
         assert f"method − constant rule (paired over the same rows; {said})" in text, page
     assert "paired over the same rows with its 95% interval" not in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+class _TupleNet(torch.nn.Module):
+    """A forward that returns (logits, h1, h2), as the README's TorchScript line assumes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU())
+        self.b = torch.nn.Sequential(torch.nn.Conv2d(4, 6, 3, padding=1), torch.nn.ReLU())
+        self.fc = torch.nn.Linear(6, 10)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        h1 = self.a(x)
+        h2 = self.b(h1)
+        return self.fc(h2.mean((2, 3))), h1, h2
+
+
+def test_the_readme_torchscript_extract_line_runs(tmp_path, monkeypatch):
+    """A TorchScript model exposes no default layers, so the README's line must name them; it used to
+    omit --layers and every user who copied it got an error."""
+    import shlex
+    import warnings
+
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.cli import app
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(ln for ln in readme.splitlines() if ln.startswith("laya-inspect extract --model torchscript:"))
+    argv = shlex.split(line.split("#")[0])[1:]
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation notices
+        torch.jit.trace(_TupleNet().eval(), torch.zeros(2, 1, 8, 8)).save(str(tmp_path / "model.pt"))
+    rng = np.random.default_rng(0)
+    arrays = {
+        f"{k}_{s}": v
+        for s, n in (("train", 40), ("test", 20))
+        for k, v in (("X", rng.random((n, 1, 8, 8), dtype=np.float32)), ("y", np.arange(n) % 10))
+    }
+    np.savez(tmp_path / "arrays.npz", **arrays)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, argv, env={"HF_HUB_OFFLINE": "1", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.layer_names == ["outputs.1", "outputs.2"]
