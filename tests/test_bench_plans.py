@@ -133,3 +133,32 @@ def test_pages_show_commands_without_this_machines_paths(tmp_path: Path) -> None
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
     )
     assert out.stdout.strip() == weights, out.stderr
+
+
+def test_the_results_writers_call_their_helpers_with_the_arguments_they_take() -> None:
+    """`bench/reproduce` writes RESULTS.md only after every step ran (minutes); a helper that lost a
+    parameter while one caller kept passing it crashed there: `--quick` ran all its steps and ended in
+    "TypeError: faith_rows() takes 2 positional arguments but 3 were given" in the text section."""
+    import ast
+    import importlib
+    import inspect
+
+    pkg = Path(__file__).resolve().parents[1] / "bench" / "reproduce_lib" / "results"
+    wrong, checked = [], 0
+    for path in sorted(pkg.glob("*.py")):
+        module = importlib.import_module(f"results.{path.stem}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            func = getattr(module, node.func.id, None)
+            if not inspect.isfunction(func) or not func.__module__.startswith("results."):
+                continue
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                continue
+            checked += 1
+            try:
+                inspect.signature(func).bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
+            except TypeError as e:
+                wrong.append(f"{path.name}:{node.lineno} {node.func.id}: {e}")
+    assert checked > 50
+    assert not wrong, wrong

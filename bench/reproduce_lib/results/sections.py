@@ -443,7 +443,7 @@ def text_section(exp: Experiment, ctx: Ctx, number: int) -> tuple[list[str], dic
     profiles = load(exp.paths["frozen_heads"] / "profiles" / "profiles.json")
     al, ainfo = alpha_section(exp, ctx, None, profiles, None)
     out += ["### α profile (test split)", "", *al, ""]
-    frows, finfo = faith_rows(cmp, "frozen", None)
+    frows, finfo = faith_rows(cmp, "frozen")
     out += [
         "### Faithfulness and Deletion@1",
         "",
