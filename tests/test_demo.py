@@ -593,3 +593,28 @@ def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
     seeds = {"laya": {"heads": ["laya-seed_0"], "faithfulness": est, "constant": {"mean": nan, "ci_low": None}}}
     said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
     assert said == "faithfulness ρ on laya-seed_0: alpha — · random -0.026 · constant rule —", said
+
+
+def test_the_compare_step_keeps_the_constant_rule_when_its_rho_is_undefined_on_every_seed() -> None:
+    """The constant rule's ρ undefined on each LAYA seed (NaN: every row's ranking tied) reaches the step
+    line as a mean of None over the seeds: the line dropped "constant rule" altogether, where it shows a
+    method's undefined ρ as "—" (and the CHANGELOG says the constant rule's reads "—" too)."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+    from laya_inspect.demo import _over_seeds
+
+    nan = float("nan")
+
+    def head(seed: int, alpha: float) -> dict[str, Any]:
+        return {
+            "name": f"laya-seed_{seed}",
+            "dir": f"d/heads/laya/seed_{seed}",
+            "methods": {"alpha": {"faithfulness": {"mean": alpha}}},
+            "references": {"constant": {"faithfulness": {"mean": nan}}},
+        }
+
+    seeds = _over_seeds({"heads": [head(0, 0.5), head(1, 0.7)]})
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
+    assert said.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): alpha 0.600 [")
+    assert said.endswith(" · constant rule —"), said

@@ -94,9 +94,9 @@ def _step_line(step: Any) -> str:
     est = next(iter(n["faithfulness_seeds"].values()))
     k = len(est["heads"])
     over = f" (mean over {k} seeds [95% t-interval])" if k > 1 else ""
+    # the constant rule always: "—" where its ρ is undefined on every seed, as a method's is
     scores = [f"{m} {with_ci(e, sign=False, digits=3)}" for m, e in est["faithfulness"].items()]
-    if est["constant"]["mean"] is not None:
-        scores.append(f"constant rule {with_ci(est['constant'], sign=False, digits=3)}")
+    scores.append(f"constant rule {with_ci(est['constant'], sign=False, digits=3)}")
     return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores)
 
 
