@@ -305,7 +305,9 @@ def rows_of(c: dict, head: dict) -> dict[tuple[str, str], dict]:
 def full_table(c: dict, head: dict) -> list[str]:
     """Methods × ablations of one head: every headline score, references included."""
     rows = []
-    for (abl, m), r in rows_of(c, head).items():
+    # every headline row: keyed by (ablation, name) the random reference would replace the random method
+    for r in (r for r in c["headline"] if r["head"] == head["name"]):
+        abl, m = r["ablation"], r["method"]
         name = {"top1_only": "top-1 only (ref.)", "random": "random (ref.)"}.get(m, m) if r["reference"] else m
 
         def star(key: str, v: str, r: dict = r) -> str:

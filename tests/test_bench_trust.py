@@ -113,3 +113,42 @@ def test_smoke_run_writes_every_section_and_the_results_block(tmp_path: Path) ->
     text = results.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1
     assert text.endswith("## 1. First experiment\n\nbody\n")
+
+
+def test_the_full_table_keeps_the_random_method_beside_the_random_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare's headline holds the random method (seeded noise) and the random reference (a random
+    ordering) under the one name `random`: TRUST.md's methods × ablations table keyed its rows by
+    (ablation, name), so the reference's row took the method's place and the method's numbers were lost."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_trust", ROOT / "bench" / "trust.py")
+    assert spec is not None and spec.loader is not None
+    trust = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_trust", trust)  # its dataclasses look their module up
+    spec.loader.exec_module(trust)
+
+    def row(method: str, reference: bool, rho: float) -> dict:
+        scores = dict.fromkeys(("subset_faithfulness", "deletion_at_1_over_oracle", "deletion_area"), 0.5)
+        return {
+            "head": "laya",
+            "ablation": "mean",
+            "method": method,
+            "reference": reference,
+            "circular": None,
+            "best": [],
+            "faithfulness": rho,
+            "faithfulness_ci_low": rho - 0.01,
+            "faithfulness_ci_high": rho + 0.01,
+            "top_layer_agreement": 0.5,
+            "insertion_area": 0.5,
+            **scores,
+        }
+
+    c = {"headline": [row("alpha", False, 0.7), row("random", False, 0.044), row("random", True, -0.07)]}
+    lines = trust.full_table(c, {"name": "laya", "ablations": {}})
+    said = [[cell.strip() for cell in line.split("|")[2:4]] for line in lines if line.startswith("| mean |")]
+    assert said == [
+        ["alpha", "0.700 [0.69, 0.71]"],
+        ["random", "0.044 [0.03, 0.05]"],
+        ["random (ref.)", "-0.070 [-0.08, -0.06]"],
+    ]
