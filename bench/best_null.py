@@ -15,10 +15,10 @@ before the family.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 import numpy as np
+from _nulls import flags
 
 from laya_inspect.compare import paired as P
 from laya_inspect.compare.scores import BEST_METRICS
@@ -57,8 +57,9 @@ def starred(run: int, methods: Sequence[str], n: int = 200, n_boot: int = 1000) 
 
 
 def main() -> None:
-    runs = 20 if "--smoke" in sys.argv else 1000
-    if "--at-95" in sys.argv:
+    args = flags(__doc__, at_95="the rule before the family correction: each lead at 95%")
+    runs = 20 if args.smoke else 1000
+    if args.at_95:
         P.family = lambda size, of: {**family(1, of), "size": size}  # type: ignore[assignment]
     for methods in (("alpha", "ig"), ("alpha", "ig", "gradcam")):
         rate = sum(starred(t, methods) for t in range(runs)) / runs

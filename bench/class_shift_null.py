@@ -1,6 +1,6 @@
 """How often diagnose says some predicted class's α profile shifted when nothing is shifted
 (docs/METHOD.md, "Shift"): both caches' α drawn from one distribution, 10 predicted classes, each
-head's per-class p from diagnose's own permutation test, read by its own words (``_classes``).
+head's per-class p from diagnose's own permutation test, read by its own words (``classes_verdict``).
 Before, no sentence read the classes: a reader scanning shift_by_class.csv's raw p (the rate printed
 beside: some class's raw p below 0.05) met a false "shifted".
 
@@ -10,17 +10,17 @@ beside: some class's raw p below 0.05) met a false "shifted".
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+from _nulls import flags
 
-from laya_inspect.beyond.diagnose import _classes
+from laya_inspect.beyond.diagnose import classes_verdict
 from laya_inspect.beyond.scoring import permutation_test
 
 
 def main() -> None:
-    runs, heads, n, classes = (3 if "--smoke" in sys.argv else 400), 3, 300, 10
+    runs, heads, n, classes = (3 if flags(__doc__).smoke else 400), 3, 300, 10
     said = {1: 0, heads: 0}
+    names = [{"head_dir": f"heads/laya/seed_{h}"} for h in range(heads)]
     raw = {1: 0, heads: 0}
     for run in range(runs):
         rng = np.random.default_rng(run)
@@ -30,7 +30,7 @@ def main() -> None:
             for h in range(heads)
         ]
         for m in said:
-            line = _classes(perms[:m]) or ""
+            line = classes_verdict(perms[:m], names[:m]) or ""
             said[m] += any(f" {k} of" in line for k in range(1, classes + 1))
             raw[m] += any(c["p_value"] < 0.05 for p in perms[:m] for c in p["per_class"])
     for m in said:

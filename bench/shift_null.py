@@ -10,16 +10,15 @@ p below 0.05); now at 0.05/m.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+from _nulls import flags
 
 from laya_inspect.beyond.diagnose import profiles_verdict
 from laya_inspect.beyond.scoring import permutation_test
 
 
 def main() -> None:
-    runs, heads, n = (5 if "--smoke" in sys.argv else 300), 3, 150
+    runs, heads, n = (5 if flags(__doc__).smoke else 300), 3, 150
     now = before = 0
     for run in range(runs):
         rng = np.random.default_rng(run)

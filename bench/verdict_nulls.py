@@ -18,9 +18,8 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+from _nulls import flags
 
 from laya_inspect.compare.paired import versus_constant
 from laya_inspect.compare.scores import top_lead
@@ -65,7 +64,7 @@ def constant_said(run: int, methods: int = 4, n: int = 200) -> tuple[bool, bool]
 
 
 def main() -> None:
-    runs = 10 if "--smoke" in sys.argv else 1000
+    runs = 10 if flags(__doc__).smoke else 1000
     for n_layers in (2, 3, 5):
         rate = sum(lead_said(t, n_layers) for t in range(runs)) / runs
         print(f"top_lead, {n_layers} layers equal in truth: 'changes the prediction most' in {rate:.3f} of {runs}")
