@@ -215,9 +215,13 @@ def _channels(shape: Sequence[int]) -> tuple[int, int]:
 
 
 # Module classes (the cache's layer_types) that touch each output element about once: BatchNorm2d,
-# LayerNorm, ReLU6, LeakyReLU, MaxPool2d, AdaptiveAvgPool2d, Dropout2d, …; the few parameters of a
-# norm (2 per channel) are left out like a conv's bias. Any other class, "hidden_state" included, is dense.
-_PER_ELEMENT = re.compile(r"\w*(Norm|ReLU|Pool|Dropout)\d?d?|GELU|SiLU|Sigmoid|Tanh|Hardswish|Identity|Flatten")
+# LayerNorm, ReLU6, LeakyReLU, MaxPool2d, AdaptiveAvgPool2d, Dropout2d, every torch.nn activation but
+# MultiheadAttention (ELU, Mish, Hardsigmoid, Softmax, …); the few parameters of a norm (2 per channel)
+# are left out like a conv's bias. Any other class, "hidden_state" included, is dense.
+_PER_ELEMENT = re.compile(
+    r"\w*(Norm|ReLU|Pool|Dropout)\d?d?|C?ELU|SELU|GELU|SiLU|Mish|GLU|Threshold|(Log)?Sigmoid|Tanh(shrink)?"
+    r"|Hard(swish|sigmoid|tanh|shrink)|Soft(plus|sign|shrink|max2d|max|min)|LogSoftmax|Identity|Flatten"
+)
 
 
 def costs_from_shapes(store: FeatureStore) -> Costs:
