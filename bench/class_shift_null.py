@@ -1,6 +1,6 @@
 """How often diagnose says some predicted class's α profile shifted when nothing is shifted
 (docs/METHOD.md, "Shift"): both caches' α drawn from one distribution, 10 predicted classes, each
-head's per-class p from diagnose's own permutation test, read by its own words (``classes_verdict``).
+head's per-class p from diagnose's own permutation test, read by its own words (``shifted_classes``).
 Before, no sentence read the classes: a reader scanning shift_by_class.csv's raw p (the rate printed
 beside: some class's raw p below 0.05) met a false "shifted".
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from _nulls import flags
 
-from laya_inspect.beyond.diagnose import classes_verdict
+from laya_inspect.beyond.diagnose import shifted_classes
 from laya_inspect.beyond.scoring import permutation_test
 
 
@@ -30,7 +30,9 @@ def main() -> None:
             for h in range(heads)
         ]
         for m in said:
-            line = classes_verdict(perms[:m], names[:m]) or ""
+            line = (
+                shifted_classes({"heads": names[:m], "shift": {"heads": [{"permutation": p} for p in perms[:m]]}}) or ""
+            )
             said[m] += any(f" {k} of" in line for k in range(1, classes + 1))
             raw[m] += any(c["p_value"] < 0.05 for p in perms[:m] for c in p["per_class"])
     for m in said:

@@ -5,6 +5,7 @@ command end to end on the digits cache, and one failing invocation per error cla
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
 from pathlib import Path
@@ -795,3 +796,19 @@ def test_a_cache_extracted_otherwise_is_said_beside_the_shift(shift_caches, tmp_
         with FeatureStore(a) as store, FeatureStore(b) as against:
             s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / f"b{n}", against=against).summary
         assert not [w for w in s["warnings"] if "extracted otherwise" in w], (a, b)
+
+
+def test_report_html_says_how_many_classes_shifted_as_the_terminal_does(shift_caches, tmp_path):
+    """QA: diagnose --against printed "predicted classes whose α profile shifted: …" on the terminal
+    and in summary.json's verdict, but report.html's reading left it out (MobileNetV2 on CIFAR-10
+    against a noised copy: 0, 3 and 3 shifted classes over three heads, said nowhere on the page)."""
+    from laya_inspect.report.reading import diagnose_reading
+
+    base, moved2, _, head_dir = shift_caches
+    config = DiagnoseConfig(permutations=50, n_boot=50, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(moved2) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    said = [line for line in s["verdict"] if line.startswith("predicted classes whose α profile shifted: ")]
+    assert len(said) == 1
+    assert f"P{said[0][1:]}." in " ".join(diagnose_reading(s).lead)
+    assert html.escape(f"P{said[0][1:]}.", quote=False) in (tmp_path / "a" / "report.html").read_text(encoding="utf-8")

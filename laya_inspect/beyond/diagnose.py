@@ -420,17 +420,18 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
         lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
-        classes = classes_verdict([h["permutation"] for h in s["shift"]["heads"]], s["heads"])
+        classes = shifted_classes(s)
         lines += [classes] if classes else []
     return lines
 
 
-def classes_verdict(
-    perms: Sequence[dict[str, Any]], heads: Sequence[dict[str, Any]], level: float = 0.05
-) -> str | None:
-    """How many predicted classes shifted, read from the Holm-adjusted p-values (a reader scanning the
-    classes' raw p meets a false "shifted" far more often); over m heads each counts below level/m, as
-    `profiles_verdict` counts heads. Under no shift, 10 classes: bench/class_shift_null.py."""
+def shifted_classes(s: dict[str, Any], level: float = 0.05) -> str | None:
+    """How many predicted classes shifted in a diagnose summary ``s``, read from the Holm-adjusted
+    p-values (a reader scanning the classes' raw p meets a false "shifted" far more often); over m heads
+    each counts below level/m, as `profiles_verdict` counts heads. Under no shift, 10 classes:
+    bench/class_shift_null.py. The terminal and report.html say the same line."""
+    heads = s["heads"]
+    perms = [h["permutation"] for h in s["shift"]["heads"]]
     tested = [[c["p_holm"] for c in p.get("per_class", []) if "p_holm" in c] for p in perms]
     if not any(tested):
         return None

@@ -689,6 +689,7 @@ def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
+    from ..beyond.diagnose import shifted_classes
     from ..beyond.scoring import errors_not_read, shift_not_read
 
     lead = [
@@ -714,6 +715,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         if not shift_not_read(s["shift"]):
             heads = [h.get("detect_auroc") or {} for h in s["shift"]["heads"]]
             lead[-1] += _against_chance(auc, "the caches", heads)
+        lead += [f"{shifted[0].upper()}{shifted[1:]}." for shifted in [shifted_classes(s)] if shifted]
     lead += [f"Error detection is undefined: {h['undefined']}." for h in s["heads"][:1] if h.get("undefined")]
     details = [
         f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}"
