@@ -198,7 +198,8 @@ def main() -> None:
     mobile = mobilenet_cache(10 if args.smoke else 200)
     label = "prune-refits before/after [MobileNetV2"
     if mobile is None:
-        _bench.skip(label + "]", "the ImageNet weights or the CIFAR-10 JPEGs are absent")
+        for row in (label, "prune every-k/coarse [MobileNetV2"):
+            _bench.skip(row + "]", "the ImageNet weights or the CIFAR-10 JPEGs are absent")
     else:
         measure(*mobile, ks, seeds, args.repeats)
         search(*mobile, *((1, args.repeats, 2) if args.smoke else (3, args.repeats)))
