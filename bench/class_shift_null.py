@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 from _nulls import flags
 
-from laya_inspect.beyond.diagnose import shifted_classes
-from laya_inspect.beyond.scoring import permutation_test
+from laya_inspect.beyond.scoring import permutation_test, shifted_classes
 
 
 def main() -> None:

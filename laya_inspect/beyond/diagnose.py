@@ -54,6 +54,7 @@ from .scoring import (
     errors_not_read,
     permutation_test,
     shift_not_read,
+    shifted_classes,
     versus_chance,
     versus_msp,
     with_chance,
@@ -423,28 +424,6 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         classes = shifted_classes(s)
         lines += [classes] if classes else []
     return lines
-
-
-def shifted_classes(s: dict[str, Any], level: float = 0.05) -> str | None:
-    """How many predicted classes shifted in a diagnose summary ``s``, read from the Holm-adjusted
-    p-values (a reader scanning the classes' raw p meets a false "shifted" far more often); over m heads
-    each counts below level/m, as `profiles_verdict` counts heads. Under no shift, 10 classes:
-    bench/class_shift_null.py. The terminal and report.html say the same line."""
-    heads = s["heads"]
-    perms = [h["permutation"] for h in s["shift"]["heads"]]
-    tested = [[c["p_holm"] for c in p.get("per_class", []) if "p_holm" in c] for p in perms]
-    if not any(tested):
-        return None
-    m = len(tested)
-    cut = level / m
-    said = [f"{sum(v < cut for v in t)} of the {len(t)} tested" if t else "no class tested" for t in tested]
-    names = ["/".join(Path(h["head_dir"]).parts[-2:]) for h in heads]  # laya/seed_0, as report names a head
-    counts = said[0] if m == 1 else ", ".join(f"{c} for {n}" for c, n in zip(said, names))
-    over = "the classes" if m == 1 else f"each head's classes, {level:g} over the {m} heads, Bonferroni"
-    return (
-        f"predicted classes whose α profile shifted: {counts} "
-        f"(Holm-adjusted p < {cut:.3g}, Holm over {over}; shift_by_class.csv)"
-    )
 
 
 def profiles_verdict(p: Sequence[float], level: float = 0.05) -> str:

@@ -689,8 +689,7 @@ def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
-    from ..beyond.diagnose import shifted_classes
-    from ..beyond.scoring import errors_not_read, shift_not_read
+    from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes
 
     lead = [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
