@@ -184,7 +184,7 @@ def _prune(
     sets: dict[tuple[int, ...], list[str]] = {}
     for name, order in ranked.items():
         for k in ks:
-            sets.setdefault(tuple(sorted(order[:k])), []).append(name)
+            sets.setdefault(_top(order, k), []).append(name)
     randoms = {k: random_sets(n_layers, k, config.seed) for k in ks if k < n_layers}
     for drawn, _ in randoms.values():
         for layers in drawn:
