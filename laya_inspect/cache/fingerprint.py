@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .schema import FINGERPRINT_KEYS, FINGERPRINT_VERSION, PROVENANCE
+from .schema import FINGERPRINT_KEYS, PROVENANCE
 
 # fingerprint_version → what its fingerprint adds to, or leaves out of, the inputs hashed before it:
 #   none  FINGERPRINT_KEYS and widths;
@@ -156,18 +156,6 @@ def mismatch_said(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], kno
 def _listed(said: Sequence[str], most: int = 4) -> str:
     more = f"; and {len(said) - most} more" if len(said) > most else ""
     return "; ".join(said[:most]) + more
-
-
-__all__ = [
-    "FINGERPRINT_VERSION",
-    "differences",
-    "fingerprint_inputs",
-    "fingerprint_of",
-    "mismatch_said",
-    "same_features",
-    "version_note",
-    "without_provenance",
-]
 
 
 # What reads a cache's rows beside the data itself: two caches that differ here give other features

@@ -21,8 +21,6 @@ from .partial import partial_path
 from .schema import (  # noqa: F401  (read through store)
     ATTRS_DIGEST,
     CHUNK_ROWS,
-    FINGERPRINT_KEYS,
-    FINGERPRINT_VERSION,
     PER_LAYER_ATTRS,
     SCHEMA_VERSION,
     attrs_digest,

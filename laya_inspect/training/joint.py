@@ -33,7 +33,7 @@ from ..files import atomic_paths, json_bytes, output_lock, plain, remove_stale_t
 from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hold_untrained
 from ..out_dir import check_out, spec_paths
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
-from .fit_config import HEAD_HPARAMS, JOINT_HEADS, POOLING, JointConfig  # noqa: F401  (JOINT_HEADS re-exported)
+from .fit_config import HEAD_HPARAMS, POOLING, JointConfig
 from .loop import (
     InputRows,
     TensorRows,
