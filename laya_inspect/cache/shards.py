@@ -1,19 +1,16 @@
 """`extract` under torchrun: each process writes its own shard of every split, rank 0 joins them.
 
-Layout beside ``OUT`` (the contract another launcher can follow too)::
-
-    OUT                           one HDF5 file whose datasets are virtual: views of the shards' rows
-    OUT.shards/manifest.json      world size, batch alignment, each split's rows and each rank's range
-    OUT.shards/rank-00000-of-00002.h5   rank 0's rows [start, stop) of every split, an ordinary cache
-
-Rank r takes rows ``shard_ranges(n, world_size, align)[r]`` of each split (:mod:`laya_inspect.distributed`),
-``align`` being the batch size, so each process runs the very batches one process would and the arrays
-are the same bit for bit. Each shard is written by :class:`~laya_inspect.cache.writer.FeatureWriter`, so it
-is resumed after a kill as a one-process cache is; the shares are fixed by the manifest of the first
-run, and a run with another number of processes is refused rather than mixing two plans. ``OUT``
-carries the attributes of a one-process cache (``world_size`` says how it was written); its virtual
-datasets name their shard files relative to ``OUT``'s folder, so ``OUT`` and ``OUT.shards`` move
-together. ``--overwrite`` removes the old cache and its shards before the new shards are written.
+``OUT``'s datasets are virtual, views of the rows of ``OUT.shards/rank-RRRRR-of-WWWWW.h5`` (each an ordinary
+cache); ``OUT.shards/manifest.json`` holds the plan (the layout, a contract another launcher can follow too:
+docs/FORMATS.md). Rank r takes rows ``shard_ranges(n, world_size, align)[r]`` of each split
+(:mod:`laya_inspect.distributed`), ``align`` being the batch size, so each process runs the very batches one
+process would and the arrays are the same bit for bit. Each shard is written by
+:class:`~laya_inspect.cache.writer.FeatureWriter`, so it is resumed after a kill as a one-process cache is;
+the shares are fixed by the manifest of the first run, and a run with another number of processes is refused
+rather than mixing two plans. ``OUT`` carries the attributes of a one-process cache (``world_size`` says how
+it was written); its virtual datasets name their shard files relative to ``OUT``'s folder, so ``OUT`` and
+``OUT.shards`` move together. ``--overwrite`` removes the old cache and its shards before the new shards are
+written.
 """
 
 from __future__ import annotations

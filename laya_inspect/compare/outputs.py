@@ -184,24 +184,7 @@ def write_h5(
     means: list[np.ndarray] | None,
     summary: dict[str, Any],
 ) -> Path:
-    """attributions.h5 (schema_version 2)::
-
-    /                      attrs: schema_version, tool_version, cache_path, cache_fingerprint, split, n,
-                                  ablation (the first), ablations (JSON), target, effect, baseline, seed,
-                                  tie_tolerance, config (JSON), choices (JSON), layer_names,
-                                  class_names (JSON), random_orders
-    /rows (N,)             row indices into the cache split      /labels (N,) true labels
-    /baselines/layer_000   (D_l,) train-split means b_i (when used)
-    /heads/<head>/         attrs: dir, kind, head_config (JSON), methods_skipped, ablations_skipped (JSON)
-      targets, preds (N,) · logits (N, C) · weights (N, L) (heads with weights)
-      p (N,), p_ablated, effects, p_topk_oracle, p_topk_random (N, L): the first ablation, as in schema 1
-      methods/<m>/scores (N, L), p_topk (N, L) (first ablation), delta (N,) for ig; attrs = every parameter
-      ablations/<a>/       attrs: description, circular, caveats, params (JSON)
-        p (N,), p_ablated, effects (N, L), finite (N,) bool, subsets (M, L) bool, p_subsets (N, M)
-        references/<oracle|random|top1_only>/scores, p_topk, p_keep (N, L)
-        methods/<m>/p_topk, p_keep (N, L)
-      p_topk[:, k−1] = p with the top-k layers ablated; p_keep[:, k−1] = p with only the top-k kept
-    """
+    """attributions.h5, schema_version 2: its layout is docs/FORMATS.md's."""
     by_head = {h["name"]: h for h in summary["heads"]}
     # Built in memory, then written in one atomic write: h5py writing straight to a full disk
     # fails in its destructors (and can crash the process) instead of raising one OSError.

@@ -9,14 +9,8 @@ shuffled by a generator seeded with the same seed. ``--grid`` first searches LAY
 (docs/METHOD.md, "Heads") on the validation rows and then runs every head with the chosen values.
 After the runs, the quality gate (quality.py) adds its warnings to the summary.
 
-Output layout under ``out_dir``, built under a temporary name and renamed into place at the end
-(``out_dir.atomic_dir``: a killed run leaves the previous folder as it was)::
-
-    <head>/seed_<S>/   config.json, weights.pt (head_dir.save_head), metrics.json, train_log.csv
-    runs.csv|json      one row per (head, seed)
-    summary.json|csv   per head: mean ± std, 95% t-interval, n; paired difference vs 'last'; warnings
-    grid.json|csv      only with grid=True
-    profiles/          α profiles, per seed and pooled (see profiles.py)
+The output folder (its layout: docs/FORMATS.md) is built under a temporary name and renamed into
+place at the end (``out_dir.atomic_dir``: a killed run leaves the previous folder as it was).
 """
 
 from __future__ import annotations

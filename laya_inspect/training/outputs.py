@@ -1,4 +1,4 @@
-"""What `fit-head` writes: the output directory's files (layout in training/fit_head.py). Plain I/O."""
+"""What `fit-head` writes: the output directory's files (layout in docs/FORMATS.md). Plain I/O."""
 
 from __future__ import annotations
 
