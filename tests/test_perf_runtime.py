@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from laya_inspect.cache import writer as W
 from laya_inspect.cache.extract_config import DEFAULT_BATCH, MIN_CPU_BATCH
 from laya_inspect.cache.rows import default_batch_size
-from laya_inspect.cache.store import CHUNK_ROWS
+from laya_inspect.cache.schema import CHUNK_ROWS
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
 from laya_inspect.runtime import default_threads, prefetch, set_threads, usable_cpus

@@ -18,9 +18,8 @@ import numpy as np
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
 from .fingerprint import fingerprint_inputs, fingerprint_of, same_features
 from .partial import partial_path
-from .schema import (  # noqa: F401  (read through store)
+from .schema import (
     ATTRS_DIGEST,
-    CHUNK_ROWS,
     PER_LAYER_ATTRS,
     SCHEMA_VERSION,
     attrs_digest,
