@@ -618,3 +618,31 @@ def test_the_compare_step_keeps_the_constant_rule_when_its_rho_is_undefined_on_e
     said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
     assert said.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): alpha 0.600 [")
     assert said.endswith(" · constant rule —"), said
+
+
+def test_the_compare_step_counts_the_seeds_each_mean_is_over() -> None:
+    """A method whose ρ is undefined on one of the 3 LAYA seeds is the mean over the other 2; the line
+    said "mean over 3 seeds" for every method alike. Now it gives that method's own count, and
+    demo.json's `faithfulness_seeds` records it as `n`."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+    from laya_inspect.demo import _over_seeds
+
+    def head(seed: int, alpha: float) -> dict[str, Any]:
+        return {
+            "name": f"laya-seed_{seed}",
+            "dir": f"d/heads/laya/seed_{seed}",
+            "methods": {"alpha": {"faithfulness": {"mean": alpha}}, "ig": {"faithfulness": {"mean": 0.7}}},
+            "references": {"constant": {"faithfulness": {"mean": 0.1 * seed}}},
+        }
+
+    seeds = _over_seeds({"heads": [head(0, 0.5), head(1, float("nan")), head(2, 0.7)]})
+    assert seeds["laya"]["faithfulness"]["alpha"]["n"] == 2
+    assert seeds["laya"]["faithfulness"]["ig"]["n"] == 3
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
+    assert "(mean over 3 seeds [95% t-interval])" in said, said
+    alpha = said[said.index(": alpha ") :].split(" · ")[0]
+    assert alpha.startswith(": alpha 0.600 [") and alpha.endswith("] (2 of 3 seeds)"), said
+    ig = said[said.index(" · ig ") :].split(" · ")[1]
+    assert ig.startswith("ig 0.700") and "of 3 seeds" not in ig, said

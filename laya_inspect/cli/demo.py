@@ -94,9 +94,17 @@ def _step_line(step: Any) -> str:
     est = next(iter(n["faithfulness_seeds"].values()))
     k = len(est["heads"])
     over = f" (mean over {k} seeds [95% t-interval])" if k > 1 else ""
+
+    def score(name: str, e: dict[str, Any]) -> str:
+        # a seed whose ρ is undefined (every row's ranking tied) leaves the mean to the others: say how
+        # many, as "mean over k seeds" above would count it
+        n = e.get("n", k)
+        fewer = f" ({n} of {k} seeds)" if k > 1 and 0 < n < k else ""
+        return f"{name} {with_ci(e, sign=False, digits=3)}{fewer}"
+
     # the constant rule always: "—" where its ρ is undefined on every seed, as a method's is
-    scores = [f"{m} {with_ci(e, sign=False, digits=3)}" for m, e in est["faithfulness"].items()]
-    scores.append(f"constant rule {with_ci(est['constant'], sign=False, digits=3)}")
+    scores = [score(m, e) for m, e in est["faithfulness"].items()]
+    scores.append(score("constant rule", est["constant"]))
     return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores)
 
 
