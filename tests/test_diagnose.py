@@ -524,6 +524,68 @@ def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
     assert "worse than msp" in line
 
 
+def test_an_auroc_difference_over_two_heads_is_shown_inside_minus_one_to_one():
+    """The seeds of the digits demo: error detection's alpha_entropy − msp −0.225 over 2 heads at 97.5% was
+    printed "[−1.1901, +0.7405]" (t(0.9875, 1) ≈ 25 times the spread), past what a difference of two AUROCs
+    can be. Its interval is now cut to [−1, 1] in summary.json, the terminal's line and report.html say so
+    with the t bounds, and the verdict reads the same side of 0."""
+    from laya_inspect.beyond import diagnose
+    from laya_inspect.report.beyond import diagnose_sections
+
+    aucs = [
+        {"msp": 0.98429, "alpha_entropy": 0.79743, "alpha_divergence": 0.79429},
+        {"msp": 0.94492, "alpha_entropy": 0.68220, "alpha_divergence": 0.80744},
+    ]
+    per = [
+        {
+            "auroc": {k: {"mean": v} for k, v in a.items()},
+            "aupr": {k: {"mean": 0.5} for k in a},
+            "diff_vs_msp": {f"{k} − msp": {"mean": a[k] - a["msp"]} for k in ("alpha_entropy", "alpha_divergence")},
+        }
+        for a in aucs
+    ]
+    pooled = diagnose._pool_errors(per, 1000)
+    d = pooled["diff_vs_msp"]["alpha_entropy − msp"]
+    assert d["confidence"] == pytest.approx(0.975) and d["mean"] == pytest.approx(-0.2248, abs=1e-4)
+    assert (d["ci_low"], d["ci_high"]) == (-1.0, pytest.approx(0.7405, abs=1e-4))
+    assert d["t_low"] == pytest.approx(-1.190, abs=1e-3) and d["clipped"] is True
+    from laya_inspect.beyond.scoring import clipped_note
+
+    note = clipped_note(pooled["diff_vs_msp"])
+    assert note is not None and "cut to [−1, 1]" in note and "alpha_entropy − msp [-1.19, +0.74]" in note
+    assert "over 2 heads" in note and "alpha_divergence" not in note  # [−0.83, +0.50]: inside, kept as it is
+    assert "clipped" not in pooled["diff_vs_msp"]["alpha_divergence − msp"]
+    s = {
+        "errors": pooled,
+        "heads": [
+            {
+                "head_dir": f"h/seed_{i}",
+                "n_errors": 50,
+                "n_test": 360,
+                "test_accuracy": 0.86,
+                "auroc": {},
+                "aupr_baseline": 0.14,
+            }
+            for i in range(2)
+        ],
+        "scores": {},
+    }
+    (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
+    assert note in table.caption
+    assert "[-1.000, +0.741]" in str(table.rows[1]) and "1.190" not in str(table.rows[1])
+    line = diagnose._verdict(s)[0]
+    assert "no detectable difference" in line and "CI [-1.0000, +0.74" in line, line
+    shifts = [
+        {"detect_auroc": {"msp": {"mean": m}, "alpha_divergence": {"mean": a}, "alpha_entropy": {"mean": a}}}
+        for m, a in ((0.55, 0.95), (0.60, 0.70))
+    ]
+    shift = diagnose._pool_shift(shifts, 1000)
+    assert all(-1.0 <= d[k] <= 1.0 for d in shift["detect_diff"].values() for k in ("ci_low", "ci_high"))
+    assert all(d.get("clipped") for d in shift["detect_diff"].values())
+    narrow = diagnose._pool_errors([per[0], per[0], per[1], per[1], per[0]], 1000)["diff_vs_msp"]
+    assert "clipped" not in narrow["alpha_entropy − msp"] and clipped_note(narrow) is None  # 5 heads: inside
+
+
 # -- the command ---------------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
 from .common import (
     Result,
+    bounded,
     estimate,
     family,
     head_outputs,
@@ -321,7 +322,7 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     out["family"] = family(len(keys), ERRORS_FAMILY)
     for key in keys:
         a, b = key.split(" − ")
-        out["diff_vs_msp"][key] = paired(
+        out["diff_vs_msp"][key] = auroc_diff(
             [h["auroc"][a]["mean"] for h in per_head],
             [h["auroc"][b]["mean"] for h in per_head],
             out["family"]["confidence"],
@@ -349,7 +350,7 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
         k: estimate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"] if defined(k)
     }
     diff = {
-        f"{k} − msp": paired(
+        f"{k} − msp": auroc_diff(
             [s["detect_auroc"][k]["mean"] for s in shifts],
             [s["detect_auroc"]["msp"]["mean"] for s in shifts],
             fam["confidence"],
@@ -357,6 +358,11 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
         for k in readable
     }
     return {"interval": "t over heads", "detect_auroc": chance_over_heads(auroc), "detect_diff": diff, "family": fam}
+
+
+def auroc_diff(a: Sequence[float], b: Sequence[float], confidence: float) -> dict[str, Any]:
+    """The paired t-interval of AUROC a − AUROC b over heads, inside [−1, 1] where it reaches past."""
+    return bounded(paired(a, b, confidence), -1.0, 1.0)
 
 
 def chance_over_heads(auroc: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

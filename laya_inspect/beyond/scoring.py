@@ -337,6 +337,20 @@ def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
+def clipped_note(diffs: dict[str, dict[str, Any]]) -> str | None:
+    """Where an "AUROC − msp" interval over heads was cut to [−1, 1] (:func:`.common.bounded`), in
+    words with the t bounds, so a shown −1 is not read as the interval's own end. None where none was."""
+    cut = {k: d for k, d in diffs.items() if d and d.get("clipped")}
+    if not cut:
+        return None
+    n = next(iter(cut.values())).get("n")
+    t = ", ".join(f"{k} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
+    return (
+        f"AUROC − msp: an interval reaching past ±1 is shown cut to [−1, 1], the range of a difference of two "
+        f"AUROCs; the t-interval over {n} heads at this level ({t}) is too wide to bound it there"
+    )
+
+
 def shift_not_read(shift: dict[str, Any]) -> str | None:
     """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
     fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]")."""

@@ -251,6 +251,7 @@ def diagnose_command(
     from contextlib import ExitStack
 
     from ..beyond.diagnose import diagnose_heads
+    from ..beyond.scoring import clipped_note
     from ..cache.store import FeatureStore
     from ..runtime import set_threads
 
@@ -274,10 +275,16 @@ def diagnose_command(
     for score, auc in e["auroc"].items():
         table.add_row(score, _ci(auc), _ci(e["aupr"].get(score)), _ci(e["diff_vs_msp"].get(f"{score} − msp"), True))
     console.print(table)
+    cut = clipped_note(e["diff_vs_msp"])
+    if cut:
+        dim(cut)
     if "shift" in s:
         pooled = s["shift"]["pooled"]
         shift = titled_table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
+        cut = clipped_note(pooled["detect_diff"])
+        if cut:
+            dim(cut)
     _wrote(out, s)

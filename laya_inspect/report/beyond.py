@@ -374,7 +374,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.scoring import errors_not_read, shift_not_read
+    from ..beyond.scoring import clipped_note, errors_not_read, shift_not_read
 
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
@@ -396,7 +396,8 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     base = ", ".join(num(h["aupr_baseline"], 3) for h in s["heads"])
     caption = (
         f"positive = misclassified test row; intervals: {e['interval']}; AUROC − msp: {families_text(e)}, "
-        f"AUROC: 95% intervals; AUPR of a random score: {base}" + (f"; {few}" if few else "")
+        f"AUROC: 95% intervals; AUPR of a random score: {base}"
+        + "".join(f"; {t}" for t in (few, clipped_note(e["diff_vs_msp"])) if t)
     )
     cols = ["score", "AUROC", "AUPR", "AUROC − msp", "", "what"]
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]
@@ -423,7 +424,8 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
         shift_rows.append([score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), cell])
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
-        f"{families_text(pooled)}, AUROC: 95% intervals" + (f"; {not_read}" if not_read else "")
+        f"{families_text(pooled)}, AUROC: 95% intervals"
+        + "".join(f"; {t}" for t in (not_read, clipped_note(pooled["detect_diff"])) if t)
     )
     tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", ""], shift_rows, caption)]
     first = s["shift"]["heads"][0]
