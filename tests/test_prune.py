@@ -106,16 +106,16 @@ def test_the_chosen_set_is_read_against_all_layers_seed_by_seed():
     their difference; over the 3 seeds it is −0.0011 [−0.0089, +0.0066], and a loss up to 0.0089
     is not ruled out."""
     from laya_inspect.beyond.common import paired
-    from laya_inspect.beyond.prune import _cost
+    from laya_inspect.beyond.costs import cost_text
 
     d = paired([0.8776, 0.8756, 0.8793], [0.8811, 0.8779, 0.8769])
     assert (round(d["mean"], 4), round(d["ci_low"], 4), round(d["ci_high"], 4)) == (-0.0011, -0.0089, 0.0066)
-    said = _cost({"test_acc_vs_all": d}, {"mode": "refit", "seeds": [0, 1, 2]})
+    said = cost_text({"test_acc_vs_all": d}, {"mode": "refit", "seeds": [0, 1, 2]})
     assert said == " (paired over 3 seeds: -0.0011 [-0.0089, +0.0066]; a loss up to 0.0089 is not ruled out)"
     lost = paired([0.80, 0.81, 0.79], [0.88, 0.87, 0.88])
-    assert _cost({"test_acc_vs_all": lost}, {"mode": "refit"}).endswith(": a loss)")
-    assert _cost({"test_acc_vs_all": paired([0.9], [0.9])}, {"mode": "refit"}).endswith("no interval: one seed)")
-    assert _cost({}, {"mode": "refit"}) == ""  # a summary written before the difference was stored
+    assert cost_text({"test_acc_vs_all": lost}, {"mode": "refit"}).endswith(": a loss)")
+    assert cost_text({"test_acc_vs_all": paired([0.9], [0.9])}, {"mode": "refit"}).endswith("no interval: one seed)")
+    assert cost_text({}, {"mode": "refit"}) == ""  # a summary written before the difference was stored
 
 
 def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):
@@ -799,6 +799,31 @@ def test_a_pick_made_on_too_few_validation_rows_is_no_recommendation(tmp_path):
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out2").summary
     assert s["chosen"]["k"] == 2 and s["withheld"] == {}
+
+
+def test_report_html_reads_the_chosen_set_against_all_layers_seed_by_seed(tmp_path):
+    """report.html's lead read the chosen set as two unpaired numbers, "test accuracy 0.9685 [0.9463,
+    0.9907] vs 0.9796 with all layers" (digits, 3 seeds: the interval holds all layers' accuracy), where
+    the terminal gives the paired difference over the seeds, −0.0111 [−0.0294, +0.0071], and the loss it
+    leaves open. The lead now reads the paired difference, as the terminal does."""
+    from laya_inspect.beyond.config import Budget
+    from laya_inspect.report.reading import interval, prune_reading
+
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=0)
+    config = PruneConfig(seeds=3, max_drop=0.02, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=60), out_dir=tmp_path / "out").summary
+    c = s["chosen"]
+    d = c["test_acc_vs_all"]
+    assert c["k"] < 3 and d["n"] == 3 and d["ci_low"] < 0
+    paired_text = f"(paired over 3 seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+    keep = next(line for line in s["verdict"] if line.startswith("keep "))
+    assert paired_text in keep  # the terminal's line
+    (lead,) = [line for line in prune_reading(s).lead if line.startswith("The smallest set within")]
+    assert paired_text in lead and f"a loss up to {-d['ci_low']:.4f} is not ruled out" in lead, lead
+    assert interval(c["test_acc"], 4) not in lead, lead
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert paired_text in html
 
 
 def test_a_pick_that_loses_on_test_is_no_recommendation(tmp_path):

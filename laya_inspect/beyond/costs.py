@@ -255,6 +255,21 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     return Costs("shapes", SHAPES_HOW, p_after, f_after, float(p.sum()), float(f.sum()))
 
 
+def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
+    """What the layer set costs against all layers on the test split, paired seed by seed: the
+    interval, and the largest loss it leaves open (nothing for a summary written before it)."""
+    d = point.get("test_acc_vs_all")
+    if not d:
+        return ""
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        why = "one evaluation of the given head (--no-refit)" if s.get("mode") != "refit" else "one seed"
+        return f" (difference {d['mean']:+.4f}, no interval: {why})"
+    text = f" (paired over {d['n']} seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+    if d["ci_high"] < 0:
+        return text + ": a loss)"
+    return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")
+
+
 def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
     """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
     layer is kept, so the same backbone runs); a summary written before ``all_layers_saved`` reads

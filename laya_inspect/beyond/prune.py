@@ -51,7 +51,7 @@ from .common import (
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
-from .costs import Costs, backbone_costs, estimate_warnings, saves_text, smallest_within
+from .costs import Costs, backbone_costs, cost_text, estimate_warnings, saves_text, smallest_within
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -541,21 +541,6 @@ def _given(s: dict[str, Any]) -> str:
     return f" (refitted; the given head: {given:.4f})" if isinstance(given, float) else ""
 
 
-def _cost(point: dict[str, Any], s: dict[str, Any]) -> str:
-    """What the layer set costs against all layers on the test split, paired seed by seed: the
-    interval, and the largest loss it leaves open (nothing for a summary written before it)."""
-    d = point.get("test_acc_vs_all")
-    if not d:
-        return ""
-    if d.get("ci_low") is None or d.get("ci_high") is None:
-        why = "one evaluation of the given head (--no-refit)" if s.get("mode") != "refit" else "one seed"
-        return f" (difference {d['mean']:+.4f}, no interval: {why})"
-    text = f" (paired over {d['n']} seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
-    if d["ci_high"] < 0:
-        return text + ": a loss)"
-    return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")
-
-
 def _search_line(s: dict[str, Any]) -> list[str]:
     """Which k a coarse-to-fine search refit (none said when the grid is every k)."""
     search, n_layers = s.get("k_search") or {}, len(s["cache"]["layer_names"])
@@ -603,7 +588,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
-            f"{s['reference']['test_acc']['mean']:.4f} with all layers{_cost(c, s)}{_given(s)}; "
+            f"{s['reference']['test_acc']['mean']:.4f} with all layers{cost_text(c, s)}{_given(s)}; "
             f"{saves_text(c, s)}"
         )
     cheap = s["cheapest"]
@@ -611,7 +596,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         lines.append(
             f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
             f"{', '.join(cheap['found_by'])}: {saves_text(cheap, s, short=True)}, test accuracy "
-            f"{cheap['test_acc']['mean']:.4f}{_cost(cheap, s)}"
+            f"{cheap['test_acc']['mean']:.4f}{cost_text(cheap, s)}"
         )
     for name in s["rankings"]:
         p = smallest_within(s, name)

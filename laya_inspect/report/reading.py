@@ -537,7 +537,7 @@ def sentence(text: str) -> str:
 
 
 def prune_reading(s: dict[str, Any]) -> Reading:
-    from ..beyond.costs import saves_text
+    from ..beyond.costs import cost_text, saves_text
 
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}
@@ -576,8 +576,8 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         second = (
             f"The smallest set within --max-drop {s['config']['max_drop']:g} keeps {c['k']} of {n_layers} layers "
             f"({', '.join(c['layers'])}), found by {', '.join(c['found_by'])}: test accuracy "
-            f"{num(c['test_acc']['mean'], 4)} {interval(c['test_acc'], 4)} vs {num(ref['mean'], 4)} with all "
-            f"layers; {saves_text(c, s, short=True)}."
+            f"{num(c['test_acc']['mean'], 4)} vs {num(ref['mean'], 4)} with all layers"
+            f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4)}; {saves_text(c, s, short=True)}."
         )
     # the lead already says the α-vs-ranking lines and the chosen set
     said = tuple(e["verdict"] for e in vs.values() if e.get("verdict"))
