@@ -613,6 +613,9 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     assert result.exit_code == 0, result.output
     assert "misclassification detection" in result.output and "AUROC − msp" in result.output
     s = json.loads((out / "summary.json").read_text())
+    # the AUPR column beside its reference, a random score's AUPR (the error rate), as report.html has it
+    base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
+    assert f"AUPR of a random score (the error rate): {base}" in " ".join(result.output.split())
     assert len(s["heads"]) == 2 and s["errors"]["interval"] == "t over heads"
     assert set(s["errors"]["auroc"]) == {"msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"}
     for h in s["heads"]:
