@@ -433,6 +433,11 @@ def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads:
     return "".join(f"; {p}" for p in parts)
 
 
+def head_label(head_dir: str) -> str:
+    """laya/seed_0: a head directory as diagnose's lines and report.html's table name it."""
+    return "/".join(Path(head_dir).parts[-2:])
+
+
 def shifted_classes(s: dict[str, Any], level: float = 0.05) -> str | None:
     """How many predicted classes shifted in a diagnose summary ``s``, read from the Holm-adjusted
     p-values (a reader scanning the classes' raw p meets a false "shifted" far more often); over m heads
@@ -446,7 +451,7 @@ def shifted_classes(s: dict[str, Any], level: float = 0.05) -> str | None:
     m = len(tested)
     cut = level / m
     said = [f"{sum(v < cut for v in t)} of the {len(t)} tested" if t else "no class tested" for t in tested]
-    names = ["/".join(Path(h["head_dir"]).parts[-2:]) for h in heads]  # laya/seed_0, as report names a head
+    names = [head_label(h["head_dir"]) for h in heads]
     counts = said[0] if m == 1 else ", ".join(f"{c} for {n}" for c, n in zip(said, names))
     over = "the classes" if m == 1 else f"each head's classes, {level:g} over the {m} heads, Bonferroni"
     return (

@@ -201,7 +201,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     compare's across-seed table reads its scores: the mean over seeds ± the 95% t half-width, each
     seed's value below; and the layer each seed's α and LOLO effects put first."""
     from ..compare.seeds import t_estimate
-    from ..report.reading import num
+    from ..report.reading import num, peak
 
     layers, widths = result.numbers["layers"], result.numbers["widths"]
     seeds = list(alpha["seeds"])
@@ -236,7 +236,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     console.print(table)
 
     def tops(rows: list[list[float] | None]) -> str:
-        return ", ".join("—" if r is None else layers[max(range(len(r)), key=r.__getitem__)] for r in rows)
+        return ", ".join("—" if r is None else layers[peak(r)] for r in rows)
 
     dim(
         f"per seed ({', '.join(map(str, seeds))}), the top layer by mean α: {tops(list(own))}; by LOLO effect: "

@@ -374,7 +374,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.scoring import clipped_note, errors_not_read, shift_not_read
+    from ..beyond.scoring import clipped_note, errors_not_read, head_label, shift_not_read
 
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
@@ -403,7 +403,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]
     heads: list[list[Cell | str]] = [
         [
-            Cell("/".join(Path(h["head_dir"]).parts[-2:]), "text"),  # the full paths: provenance
+            Cell(head_label(h["head_dir"]), "text"),  # the full paths: provenance
             num(h["test_accuracy"], 4),
             str(h["n_errors"]),
             *[num(h["auroc"].get(k, {}).get("mean"), 3) for k in e["auroc"]],

@@ -392,7 +392,7 @@ def _seeds(n: int) -> str:
     return f"{n} seed{'s' * (n != 1)}"
 
 
-def _peak(row: list[Any]) -> int:
+def peak(row: list[Any]) -> int:
     return max(range(len(row)), key=lambda i: row[i] if row[i] is not None else -1.0)
 
 
@@ -401,7 +401,7 @@ def _seed_peaks(layers: list[str], per_seed: dict[str, list[Any]]) -> dict[str, 
     peaks: dict[str, list[str]] = {}
     for seed, row in per_seed.items():
         if len(row) == len(layers):
-            peaks.setdefault(layers[_peak(row)], []).append(seed)
+            peaks.setdefault(layers[peak(row)], []).append(seed)
     return peaks
 
 
@@ -444,7 +444,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             each = ", ".join(f"{layer} (seed{'s' * (len(s) > 1)} {', '.join(s)})" for layer, s in peaks.items())
             second = f"{_cap(what)} puts the most weight on a different layer by seed: {each}"
         else:
-            k = _peak(pooled)
+            k = peak(pooled)
             second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
         agree = lead.get("seed_agreement") or {}
         if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
