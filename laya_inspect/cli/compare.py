@@ -128,7 +128,7 @@ def report_command(
     from ..compare.records import read_json
     from ..out_dir import refuse_symlink
     from ..report.beyond import beyond_kind
-    from ..report.folders import CompareFolder, FitFolder, read_folder
+    from ..report.folders import DemoFolder, read_folder
     from ..report.html import readable
 
     if html:  # report.html is written into DIR: not through a link to somewhere else, nor over a user's page
@@ -137,19 +137,21 @@ def report_command(
         refuse_symlink(out_dir, "DIR")
         refuse_foreign_page(out_dir)
     summary_path = out_dir / "summary.json"
-    summary = read_json(summary_path) if summary_path.is_file() else None
-    if beyond_kind(summary) is not None:  # a prune, early-exit or diagnose folder
-        _report_beyond(out_dir, summary, as_json=as_json, html=html)
-        return
-    folder = read_folder(out_dir)
+    summary: Any = read_json(summary_path) if summary_path.is_file() else None
+    beyond = beyond_kind(summary) is not None  # a prune, early-exit or diagnose folder: its summary alone
+    folder = None if beyond else read_folder(out_dir)
     page = None
     if html:  # before the printing: a reader that leaves early (`| head`) ends the process there, quietly
         from ..report import write_report_html
+        from ..report.beyond import write_beyond_report
 
-        page = write_report_html(out_dir)
+        page = write_beyond_report(out_dir, summary) if beyond else write_report_html(out_dir)
     if as_json:
-        data = folder.record if not isinstance(folder, (CompareFolder, FitFolder)) else folder.summary
+        data = summary if folder is None else folder.record if isinstance(folder, DemoFolder) else folder.summary
         typer.echo(json_text(data))
+    elif folder is None:
+        console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
+        bullets(summary.get("verdict") or [], summary.get("warnings"))
     else:
         from ..report.stale import stale_inputs
 
@@ -185,20 +187,6 @@ def _print_folder(folder: Any) -> None:
         _print_fit(folder.fit)
     if folder.compare is not None:
         print_report(folder.compare.summary)
-
-
-def _report_beyond(out_dir: Path, summary: Any, *, as_json: bool, html: bool) -> None:
-    """A beyond command's folder: its summary as JSON, or its plain reading (one line per verdict)."""
-    from ..report.beyond import write_beyond_report
-
-    page = write_beyond_report(out_dir, summary) if html else None  # first, as in report_command
-    if as_json:
-        typer.echo(json_text(summary))
-    else:
-        console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
-        bullets(summary.get("verdict") or [], summary.get("warnings"))
-    if page is not None:
-        dim(f"wrote {page}", err=True)
 
 
 def _print_fit(folder: Any) -> None:

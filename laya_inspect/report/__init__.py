@@ -85,9 +85,12 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
 def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> Path:
     """Write ``folder/report.html`` (atomically) from what the fit-head, compare or demo folder holds;
     return its path. ``as_dir`` and ``figures`` as in :func:`build_page`."""
+    return write_page(folder, build_page(folder, as_dir=as_dir, figures=figures))
+
+
+def write_page(folder: str | Path, text: str) -> Path:
     from ..out_dir import redigest
 
-    text = build_page(folder, as_dir=as_dir, figures=figures)
     page = write_text(Path(folder) / REPORT_NAME, text)
     redigest(folder, [REPORT_NAME])  # a rebuilt page stays --force's to replace; one edited by hand does not
     return page

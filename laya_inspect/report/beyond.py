@@ -17,14 +17,13 @@ from typing import Any
 
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
-from ..files import write_text
 from ..training.stats import percent
+from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same
 
-REPORT_NAME = "report.html"
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
 
 # What each plot shows, by its file name (laya_inspect/beyond/plots.py draws them).
@@ -163,13 +162,8 @@ def _read_summary(folder: Path) -> dict[str, Any]:
 def write_beyond_report(
     folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None
 ) -> Path:
-    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`.
-    A rebuilt page's digest is recorded again, as :func:`laya_inspect.report.write_report_html` does."""
-    from ..out_dir import redigest
-
-    page = write_text(Path(folder) / REPORT_NAME, beyond_page(folder, summary, as_dir=as_dir))
-    redigest(folder, [REPORT_NAME])
-    return page
+    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`."""
+    return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
 def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False) -> Cell:
