@@ -321,21 +321,10 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         ]
         for c, v in s["comparisons"].items()
     ]
-    sections = [
-        Section(
-            "Rules",
-            [
-                Table("exit-rules", rule_cols, rules, caption),
-                Table(
-                    "exit-comparisons",
-                    ["comparison", "held-out area difference" if held else "area difference", ""],
-                    comps,
-                    f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}",
-                ),
-            ],
-            notes=list(s.get("warnings") or []),
-        )
-    ]
+    comp_cols = ["comparison", "held-out area difference" if held else "area difference", ""]
+    paired = f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}"
+    tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
+    sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
     used = s.get("compute_used_by_depth") or {}
     mass = (s.get("alpha_mass") or {}).get("mean_beyond_depth") or {}
     oracle = (s.get("alpha_mass") or {}).get("oracle_mean_beyond_depth") or {}
@@ -351,17 +340,8 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         for f in s["fixed_depth"]
     ]
     cols = ["layer", "depth", "test accuracy (fixed exit)", "FLOPs run", "α mass beyond", "α mass beyond (full pass)"]
-    sections.append(
-        Section(
-            "Fixed depth",
-            [
-                Table(
-                    "exit-depths", cols, depth, "α mass beyond: mean over test rows, later layers at their train means"
-                )
-            ],
-        )
-    )
-    return sections
+    caption = "α mass beyond: mean over test rows, later layers at their train means"
+    return [*sections, Section("Fixed depth", [Table("exit-depths", cols, depth, caption)])]
 
 
 # -- diagnose ------------------------------------------------------------------------------------

@@ -99,8 +99,7 @@ def group_by_head(paths: list[Path], heads: list[str]) -> dict[str, list[Path]]:
         groups[owner].append(p)
 
     def rank(p: Path) -> tuple[int, str]:
-        rest = p.stem
-        return next((i for i, key in enumerate(order) if f"_{key}" in rest), len(order)), rest
+        return next((i for i, key in enumerate(order) if f"_{key}" in p.stem), len(order)), p.stem
 
     return {h: sorted(ps, key=rank) for h, ps in groups.items() if ps}
 

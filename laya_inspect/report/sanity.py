@@ -14,7 +14,6 @@ from .across import rich_table, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
 
-CHECKS = {"top": "top", "all": "all", "labels": "labels"}  # cascade steps, then the permuted-label head
 WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow"} | dict.fromkeys(
     ("undefined", "too few rows", "untested"), "dim"
 )
@@ -31,7 +30,7 @@ def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict
 
 def _notes(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
     """What qualifies a row's verdict (a method with one profile for every row)."""
-    return "".join(f"; {m} {CHECKS.get(check, check)}: {c['note']}" for m, check, c in rows if c.get("note"))
+    return "".join(f"; {m} {check}: {c['note']}" for m, check, c in rows if c.get("note"))
 
 
 def _seeds(drawn: Any) -> str:
@@ -104,7 +103,7 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
             word = str(c["verdict"])
             table.add_row(
                 m if m != previous else "",
-                CHECKS.get(check, check),
+                check,
                 short_ci(c["rank_correlation"]),
                 Text(word, style=WORD_STYLE.get(word, "")),
                 num(c["faithfulness"].get("mean"), sign=True, lead=False),
@@ -131,7 +130,7 @@ def html_section(summary: dict[str, Any]) -> Section | None:
             rows.append(
                 [
                     Cell(m, "text"),
-                    Cell(CHECKS.get(check, check), "text"),
+                    Cell(check, "text"),
                     num(r.get("mean"), 2, sign=True),
                     "—" if r.get("ci_low") is None else f"[{num(r['ci_low'], 2)}, {num(r['ci_high'], 2)}]",
                     Cell(word, "best" if word == "low" else "text"),

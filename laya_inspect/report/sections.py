@@ -146,15 +146,9 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
                 r, c = _score_rows(s, [a + (" (caveat)" if s.get("caveats") else "")])
                 rows += r
                 classes += c
+            cols = ["ablation", "method", *SCORES]
             tables.append(
-                Table(
-                    f"ablations-{slug(head['name'])}",
-                    ["ablation", "method", *SCORES],
-                    rows,
-                    "every ablation",
-                    classes,
-                    text_columns=2,
-                )
+                Table(f"ablations-{slug(head['name'])}", cols, rows, "every ablation", classes, text_columns=2)
             )
         first = (head.get("ablations_run") or [summary.get("ablation")])[0]
         sections.append(Section(f"{head['name']} ({head['kind']}), {first} ablation", tables, notes=_notes(head)))
@@ -235,12 +229,8 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 cols.append(f"{h['head']} seed {s}")
                 data.append(row)
         rows = [[layer, *[num(d[i], 3) for d in data]] for i, layer in enumerate(layers)]
-        sections.append(
-            Section(
-                "Layer weights",
-                [Table("fit-weights", cols, rows, "mean weight per layer on the test split (α: per input, averaged)")],
-            )
-        )
+        caption = "mean weight per layer on the test split (α: per input, averaged)"
+        sections.append(Section("Layer weights", [Table("fit-weights", cols, rows, caption)]))
     quality = summary.get("quality") or {}
     probe = quality.get("probe") or {}
     lines = []
@@ -253,9 +243,8 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     tables = []
     if probe.get("layers"):
         rows = [[p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] for p in probe["layers"]]
-        tables.append(
-            Table("fit-probe", ["layer", "val accuracy", "test accuracy"], rows, probe.get("model") or "probe")
-        )
+        cols = ["layer", "val accuracy", "test accuracy"]
+        tables.append(Table("fit-probe", cols, rows, probe.get("model") or "probe"))
     notes = [f"{h['head']}: {w}" for h in heads for w in h.get("warnings") or []]
     lines += [f"{h['head']}: {n}." for h in heads for n in h.get("gate_notes") or []]
     if lines or tables or notes:
@@ -361,11 +350,8 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         [s.get("name", ""), Cell(s.get("title", ""), "text"), "—" if s.get("seconds") is None else num(s["seconds"], 1)]
         for s in steps
     ]
-    sections = [
-        Section(
-            "Steps", [Table("demo-steps", ["step", "what", "seconds"], rows, r.get("budget_line", ""), text_columns=2)]
-        )
-    ]
+    steps_table = Table("demo-steps", ["step", "what", "seconds"], rows, r.get("budget_line", ""), text_columns=2)
+    sections = [Section("Steps", [steps_table])]
     if f.backbone:
         sections[0].lines.append(
             f"Backbone ({r.get('model')}) with its own classifier: test accuracy "
