@@ -16,7 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError, os_message
 from ..files import write_text
+from ..out_dir import read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page
 from .stale import stale_inputs
@@ -52,9 +54,6 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     """Refuse, before ``report --html`` rebuilds it, a ``folder/report.html`` laya-inspect did not
     write: one the folder's marker does not list and that does not carry the page's own mark (a
     user's page beside a copied summary.json), or a symlink; and a folder it cannot be written in."""
-    from ..errors import InputError, os_message
-    from ..out_dir import read_marker, unwritable
-
     page = Path(folder) / REPORT_NAME
     denied = unwritable(Path(folder)) if Path(folder).is_dir() else None
     if denied is not None:  # else the page is built, then fails on its temporary name
@@ -89,8 +88,6 @@ def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, f
 
 
 def write_page(folder: str | Path, text: str) -> Path:
-    from ..out_dir import redigest
-
     page = write_text(Path(folder) / REPORT_NAME, text)
     redigest(folder, [REPORT_NAME])  # a rebuilt page stays --force's to replace; one edited by hand does not
     return page

@@ -15,8 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
+from ..beyond.scoring import clipped_note, errors_not_read, head_label, shift_not_read
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
+from ..options import command_line
 from ..training.stats import percent
 from . import write_page
 from .figures import Figure, png_figure
@@ -59,12 +62,8 @@ def _figures(folder: Path) -> list[Figure]:
 
 
 def _budget_flags(budget: dict[str, Any]) -> list[str]:
-    from ..beyond.config import Budget
-
     fields = {f.name for f in dataclasses.fields(Budget)}
     try:
-        from ..options import command_line
-
         return command_line("x", Budget(**{k: v for k, v in budget.items() if k in fields}))[2:]
     except (TypeError, ValueError):
         return []
@@ -72,8 +71,6 @@ def _budget_flags(budget: dict[str, Any]) -> list[str]:
 
 def _rebuild(s: dict[str, Any], kind: str, shown: Path) -> str:
     """The command line that rewrites the folder, from the config and inputs its summary records."""
-    from ..beyond.config import DiagnoseConfig, ExitConfig, PruneConfig
-
     extra = ["--cache", s["cache"]["path"]]
     if kind == "diagnose":
         extra += ["--against", s["against"]["path"]] if s.get("against") else []
@@ -348,8 +345,6 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.scoring import clipped_note, errors_not_read, head_label, shift_not_read
-
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
     rows: list[list[Cell | str]] = []

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .. import __version__
 from ..errors import CacheError, LayaError
+from ..options import command_line
 from .figures import Figure
 from .reading import Reading
 
@@ -261,8 +262,6 @@ def cli_line(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> 
     """The command line that rebuilds ``config``, or its JSON when this version cannot rebuild it."""
     import json
     import shlex
-
-    from ..options import command_line
 
     fields = {f.name for f in dataclasses.fields(config_cls)}
     try:

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
 from ..choices import MIN_ROWS
-from ..compare.records import compare_warnings
+from ..compare.records import compare_warnings, said_once
 from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text
 
 NAMES = {
@@ -523,8 +524,6 @@ def _word(o: str) -> str:
 def _warnings(s: dict[str, Any]) -> list[str]:
     """A run's warnings, said before its reading: what the numbers that follow cannot be trusted for;
     each said once, as the terminal says them (summary.json keeps every record)."""
-    from ..compare.records import said_once
-
     return [f"Warning: {w}." for w in said_once(s.get("warnings") or [])]
 
 
@@ -680,8 +679,6 @@ def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any]) -> str:
 
 def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]]) -> str:
     """The scores read against chance (AUROC ½) as the terminal reads them; nothing when each is above."""
-    from ..beyond.scoring import versus_chance
-
     said = versus_chance(auroc, list(auroc), rows, heads).removeprefix("; ")
     return f" Against chance: {said}." if said else ""
 
@@ -689,7 +686,6 @@ def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
-    from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes
 
     lead = [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
