@@ -11,6 +11,7 @@ from rich.console import RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..compare.paired import ON_ITS_OWN, VERDICTS
 from ..compare.seeds import entry_rows
 from .html import Cell, Section, Table, slug
 from .reading import num, with_ci
@@ -110,8 +111,6 @@ def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
 
 def seed_sections(summary: dict[str, Any]) -> list[Section]:
     """report.html's "Across seeds" section per head with several seeds: one table per ablation."""
-    from ..compare.paired import ON_ITS_OWN, VERDICTS
-
     out = []
     for g in groups(summary):
         tables = []

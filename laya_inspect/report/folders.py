@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.records import BadField, checked_field, read_json
+from ..compare.records import BadField, checked_field, load_summary, read_json
 from ..errors import CacheError, NotFoundError
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare`, `demo`, `prune`, `early-exit` or `diagnose`"
@@ -199,8 +199,6 @@ def read_fit(folder: Path) -> FitFolder:
 
 
 def read_compare(folder: Path) -> CompareFolder:
-    from ..compare.records import load_summary
-
     return CompareFolder(folder, load_summary(folder), pngs(folder / "plots"))
 
 

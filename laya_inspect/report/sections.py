@@ -7,6 +7,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ..compare.config import CompareConfig
+from ..compare.paired import ON_ITS_OWN, VERDICTS
+from ..training.fit_config import FitConfig
 from .across import HEADLINE, REFERENCES, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
@@ -64,8 +67,6 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     """Each method − the constant rule on the headline scores (paired differences and intervals) and
     its verdict, under every ablation that ran (docs/METHOD.md, "The constant rule and paired
     differences")."""
-    from ..compare.paired import ON_ITS_OWN, VERDICTS
-
     groups = versus_groups(head)
     if not groups:
         return None
@@ -253,8 +254,6 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
 
 
 def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str, Any]:
-    from ..compare.config import CompareConfig
-
     s = f.summary
     cache = s["cache"]
     groups: list[tuple[str, list[Figure]]] = []
@@ -303,8 +302,6 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
 
 
 def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
-    from ..training.fit_config import FitConfig
-
     s = f.summary
     cache = s.get("cache") or {}
     groups: list[tuple[str, list[Figure]]] = []

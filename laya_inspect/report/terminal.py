@@ -10,6 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..compare.paired import ON_ITS_OWN
 from ..compare.records import compare_warnings, said_once
 from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
@@ -235,8 +236,6 @@ def relied_on_line(head: dict[str, Any], effect: str = "prob") -> Text | None:
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line; per head its table (methods × scores, first ablation, references below),
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
-    from ..compare.paired import ON_ITS_OWN
-
     cache = summary["cache"]
     ablations = summary.get("ablations") or [summary["ablation"]]
     header = Text.assemble(
