@@ -21,6 +21,8 @@ from ..files import write_text
 from ..out_dir import read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page
+from .reading import compare_reading, fit_reading
+from .sections import compare_page_parts, compare_sections, demo_page_parts, fit_page_parts, fit_sections
 from .stale import stale_inputs
 
 __all__ = ["build_page", "fit_summary_html", "folder_kind", "summary_html", "write_report_html"]
@@ -33,8 +35,6 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
     """The page of ``folder`` as HTML text. ``as_dir``: the path the folder will have when it is being
     written under a temporary name (the commands on the page name it); ``figures=False`` leaves
     the figures out."""
-    from .sections import compare_page_parts, demo_page_parts, fit_page_parts
-
     path = Path(folder)
     shown = Path(as_dir) if as_dir is not None else path
     f = read_folder(path)
@@ -95,15 +95,9 @@ def write_page(folder: str | Path, text: str) -> Path:
 
 def summary_html(summary: dict[str, Any]) -> str:
     """A compare summary's reading and tables as an HTML fragment (for ``_repr_html_``)."""
-    from .reading import compare_reading
-    from .sections import compare_sections
-
     return fragment(compare_reading(summary), compare_sections(summary))
 
 
 def fit_summary_html(summary: dict[str, Any], runs: list[dict[str, Any]] | None = None) -> str:
     """A fit-head summary's reading and tables as an HTML fragment (for ``_repr_html_``)."""
-    from .reading import fit_reading
-    from .sections import fit_sections
-
     return fragment(fit_reading(summary), fit_sections(summary, runs or []))
