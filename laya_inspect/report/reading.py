@@ -710,7 +710,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         if not shift_not_read(s["shift"]):
             heads = [h.get("detect_auroc") or {} for h in s["shift"]["heads"]]
             lead[-1] += _against_chance(auc, "the caches", heads)
-        lead += [f"{shifted[0].upper()}{shifted[1:]}." for shifted in [shifted_classes(s)] if shifted]
+        lead += [sentence(shifted) for shifted in [shifted_classes(s)] if shifted]
     lead += [f"Error detection is undefined: {h['undefined']}." for h in s["heads"][:1] if h.get("undefined")]
     details = [
         f"{h['head_dir']}: test accuracy {num(h['test_accuracy'], 4)}, {h['n_errors']} errors of {h['n_test']}"
