@@ -163,10 +163,10 @@ def write_beyond_report(
     return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
-def _verdict_cell(d: dict[str, Any] | None, who: str = "α", sets: bool = False) -> Cell:
-    """``who``: what the first term of the difference is ("first" for two rules without α); ``sets``:
-    prune's rankings, whose differences are all 0 when they keep the same layer sets."""
-    if sets and same(d):
+def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = False) -> Cell:
+    """``who``: what the first term of the difference is ("first" for two rules without α); ``same_sets``:
+    two of prune's rankings that keep the same layer sets, so there is nothing to compare."""
+    if same_sets:
         return Cell("same layer sets", "text")
     o = outcome(d)
     return Cell(
@@ -196,7 +196,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             withheld.append(
                 f"{name}'s smallest set ({best['k']} layers) is withheld" + (" as above" if said else f": {why}")
             )
-        d = (s["alpha_vs"].get(name) or {}).get("mean_test_acc_over_k_diff")
+        vs = s["alpha_vs"].get(name) or {}
+        d = vs.get("mean_test_acc_over_k_diff")
         rows.append(
             [
                 name,
@@ -207,9 +208,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 "(α)" if name == "alpha" else diff_text(d),
                 Cell("", "text")
                 if name == "alpha"
-                else Cell("same layer sets", "text")
-                if (s["alpha_vs"].get(name) or {}).get("same_layer_sets")
-                else _verdict_cell(d, sets=True),
+                else _verdict_cell(d, same_sets=vs.get("same_layer_sets") or same(d)),
             ]
         )
         classes.append("")
