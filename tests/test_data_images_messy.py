@@ -221,6 +221,28 @@ def test_a_split_folder_holding_a_stray_image_is_still_a_split(tmp_path):
     assert sorted(b.splits) == ["test", "train"] and b.class_names == ["bus", "car"]
 
 
+def test_images_beside_the_class_folders_are_said_to_be_left_out(tmp_path):
+    """QA: 50 photos dropped in the folder's root beside cat/ and ship/ (and a preview in train/ beside
+    its class folders) were left out without a word in the terminal or the cache."""
+    for part in ("train", "test"):
+        for c, name in (("bus", "rocket"), ("car", "coffee")):
+            save_jpg(tmp_path / part / c / "0.jpg", photo(name))
+    save_jpg(tmp_path / "train" / "preview.jpg", photo("cat"))
+    save_jpg(tmp_path / "stray.png", photo("chelsea"))
+    (tmp_path / "notes.txt").write_text("not an image")
+    b = load_data(f"imagefolder:{tmp_path}")
+    assert sum(split.n for split in b.splits.values()) == 4  # still left out: no folder gives them a label
+    (said,) = [w for w in b.warnings if "outside the class folders" in w]
+    assert "2 image file(s)" in said and "stray.png" in said and "train/preview.jpg" in said
+    assert "notes.txt" not in said and "\n" not in said
+
+
+def test_a_folder_with_every_image_in_a_class_folder_says_nothing_of_loose_images(tmp_path):
+    two_classes(tmp_path, n=2)
+    b = load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, seed=0)
+    assert not [w for w in b.warnings if "outside the class folders" in w]
+
+
 # ----------------------------------------------------------------------------- broken and paged files
 def _extract(root: Path, out: Path, *extra: str):
     from typer.testing import CliRunner

@@ -252,6 +252,7 @@ class Skipped:
     loops: list[str] = field(default_factory=list)  # linked folders that lead back above themselves
     crossings: list[str] = field(default_factory=list)  # linked folders that lead into another class folder
     repeats: int = 0  # files reached a second time within one class (through links)
+    loose: list[str] = field(default_factory=list)  # image files beside the class folders, in no class (paths)
 
 
 def _within(path: str, folder: str) -> bool:
@@ -356,9 +357,29 @@ def _some(root: Path, paths: list[str]) -> str:
     return shown + (", …" if len(paths) > 3 else "")
 
 
+def _loose_images(folders: list[Path]) -> list[str]:
+    """The image files directly in ``folders`` (the root, the split folders): no class folder holds them,
+    so no label is theirs."""
+    try:
+        return sorted(
+            e.path
+            for d in folders
+            for e in os.scandir(d)
+            if e.name.lower().endswith(IMG_EXTENSIONS) and not e.name.startswith(".") and e.is_file()
+        )
+    except OSError as e:
+        raise read_failed(e) from None
+
+
 def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
     where = f"image folder {root}"
     out = []
+    if skipped.loose:
+        out.append(
+            f"{where}: {len(skipped.loose)} image file(s) outside the class folders left out "
+            f"({_some(root, skipped.loose)}): a row's label is the name of the folder that holds it "
+            "(DIR/<class>/<image> or DIR/<split>/<class>/<image>); move them into their class folder to include them"
+        )
     if skipped.formats:
         kinds = ", ".join(f"{ext} {n}" for ext, n in skipped.formats.most_common())
         out.append(
@@ -433,7 +454,7 @@ def load_imagefolder(
         raise InputError(f"{root}: no class folders (expected DIR/<class>/<image> or DIR/<split>/<class>/<image>)")
     lookup = {c: i for i, c in enumerate(class_names)}
     listed: dict[str, tuple[list[str], np.ndarray]] = {}
-    skipped = Skipped()
+    skipped = Skipped(loose=_loose_images([root, *(d for d in groups.values() if d != root)]))
     classes = frozenset(os.path.realpath(d / c) for d in groups.values() for c in _subdirs(d))
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for s, d in groups.items():
