@@ -411,6 +411,7 @@ class TwoOutputs(nn.Module):
 def _jit_save(module: nn.Module, path, example=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)  # a module traced in training mode
         scripted = torch.jit.trace(module, example) if example is not None else torch.jit.script(module)
         torch.jit.save(scripted, str(path))
     return path
@@ -506,6 +507,51 @@ def test_a_hooked_layer_that_is_the_models_logits_is_a_warning(tmp_path):
     assert [w for w in result.warnings if w.startswith("head has one value per class (10, the data's class count)")]
     result = extract_features(ExtractConfig(**common, layers="blocks.1,blocks.2", out=str(tmp_path / "b.h5")))
     assert not [w for w in result.warnings if "one value per class" in w]
+
+
+class NormNet(nn.Module):
+    """A small convnet with batch norm and dropout, as users save their own."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+        self.drop, self.fc = nn.Dropout(p), nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.conv(x).mean((2, 3))
+        return self.fc(self.drop(h)), h
+
+
+def test_a_torchscript_file_traced_in_training_mode_is_refused(tmp_path):
+    """QA: a convnet traced before model.eval() kept batch norm's batch statistics in its graph, and
+    .eval() on the loaded file could not undo it: each row's features depended on its batch (and
+    dropout on chance), cached with exit 0. Refused now; scripted or traced in eval mode it loads."""
+    torch.manual_seed(0)
+    x = torch.rand(6, 3, 8, 8)
+    state = NormNet().state_dict()
+
+    def saved(name: str, train: bool, how: str, p: float = 0.5):
+        net = NormNet(p)
+        net.load_state_dict(state)
+        return _jit_save(net.train(train), tmp_path / name, x if how == "trace" else None)
+
+    traced_train = saved("trace_train.pt", True, "trace")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        raw = torch.jit.load(str(traced_train)).eval()
+    with torch.no_grad():  # what the refusal guards against: one row, two batches, two features
+        assert not torch.allclose(raw(x)[1][:1], raw(x[:2])[1][:1])
+    with pytest.raises(InputError, match=r"traced in training mode: 1 batch_norm op\(s\) and 1 dropout op\(s\)"):
+        load_model(f"torchscript:{traced_train}")
+    for name, train, how, p in (
+        ("s.pt", True, "script", 0.5),
+        ("t.pt", False, "trace", 0.5),
+        ("d.pt", True, "script", 0.0),
+    ):
+        loaded = load_model(f"torchscript:{saved(name, train, how, p)}")
+        whole, _ = loaded.run(x, ["outputs.1"])
+        alone, _ = loaded.run(x[:2], ["outputs.1"])
+        torch.testing.assert_close(whole["outputs.1"][:2], alone["outputs.1"], rtol=1e-5, atol=1e-6)
 
 
 def test_torchscript_errors(tmp_path):

@@ -29,6 +29,7 @@ from .base import (
     keeps_random_init,
     last_linear,
 )
+from .traced import refuse_training_graph
 from .weights import (
     first_line,
     load_state_dict_strict,
@@ -138,6 +139,7 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         raise InputError(f"could not read the TorchScript file {str(p)!r}: {e}") from None
     except Exception as e:  # the archive reader fails in several ways on foreign or corrupt bytes
         raise InputError(f"{p} is not a TorchScript archive (torch.jit.save): {first_line(e)}") from None
+    refuse_training_graph(module, spec)
     files, digests = [p], [digest]
     if options.weights is not None:
         digests.append(load_weights(module, options.weights, trust_pickle=options.trust_pickle))
