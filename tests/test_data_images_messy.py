@@ -15,6 +15,7 @@ from PIL import Image, ImageOps
 
 from laya_inspect.data import load_data
 from laya_inspect.data.headers import file_header
+from laya_inspect.errors import InputError
 
 skdata = pytest.importorskip("skimage.data")
 
@@ -241,6 +242,33 @@ def test_a_folder_with_every_image_in_a_class_folder_says_nothing_of_loose_image
     two_classes(tmp_path, n=2)
     b = load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, seed=0)
     assert not [w for w in b.warnings if "outside the class folders" in w]
+
+
+def test_images_of_several_sizes_for_a_model_that_states_none_are_refused_before_any_work(tmp_path):
+    """QA: a user's convnet (TorchScript, no input size) over 40 CIFAR JPEGs and two photos: with
+    --batch-size 1 the photos were cached at 512×512 beside 32×32 rows with exit 0, and with larger
+    batches the run stopped part-way. Refused now before any row, naming the sizes; --image-size reads them."""
+    import warnings
+
+    from laya_inspect.cache.extract import extract_features
+    from laya_inspect.cache.extract_config import ExtractConfig
+
+    for c, name in (("bus", "rocket"), ("car", "coffee")):
+        for i in range(20):
+            save_jpg(tmp_path / "data" / c / f"{i:02d}.jpg", photo(name, (32, 32)))
+    save_jpg(tmp_path / "data" / "bus" / "big.jpg", photo("astronaut", (64, 64)))
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.jit.save(torch.jit.script(net), str(tmp_path / "net.pt"))
+    common = dict(model=f"torchscript:{tmp_path / 'net.pt'}", data=f"imagefolder:{tmp_path / 'data'}", device="cpu")
+    common |= dict(normalize="none", batch_size=1, seed=0)  # seed 0: the photo is a training row after the 8th
+    with pytest.raises(InputError, match=r"41 images have 2 sizes \(32×32: 40 \(e\.g\. bus/00\.jpg\), 64×64: 1 "):
+        extract_features(ExtractConfig(**common, out=str(tmp_path / "mixed.h5")))
+    assert not list(tmp_path.glob("mixed.h5*"))
+    extract_features(ExtractConfig(**common, image_size=32, out=str(tmp_path / "one.h5")))
+    b = load_data(f"imagefolder:{tmp_path / 'data'}", test_fraction=0.5, seed=0)  # one row at a time: kept
+    assert {tuple(x.shape[-2:]) for s in b.splits.values() for x, _, _ in s.batches(1)} == {(32, 32), (64, 64)}
 
 
 # ----------------------------------------------------------------------------- broken and paged files

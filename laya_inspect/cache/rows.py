@@ -76,6 +76,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         normalize=config.normalize,
         resize=config.resize,
         allow_nonfinite=config.allow_nonfinite,
+        batched=True,
     )
     if config.pool == "flatten" and data.kind == "text":
         raise InputError(

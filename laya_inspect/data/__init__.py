@@ -44,7 +44,7 @@ from .checks import (
     unread_spellings,
     unstratified,
 )
-from .headers import FileHeader, paged_warning, refuse_unreadable
+from .headers import FileHeader, paged_warning, refuse_mixed_sizes, refuse_unreadable
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -242,6 +242,7 @@ def load_data(
     resize: str | None = None,
     test_fraction: float = 0.2,
     allow_nonfinite: bool = False,
+    batched: bool = False,
 ) -> DataBundle:
     """Load ``spec`` and prepare ``splits`` for a model that wants ``input_spec``.
 
@@ -253,7 +254,9 @@ def load_data(
     the target size (None: stretch, with a warning when that changes images' aspect ratio).
     ``limit`` keeps a seeded stratified subset of at most that many samples per split. Image files
     are decoded one by one to ``input_spec.channels``. NaN/Inf features are an InputError unless
-    ``allow_nonfinite`` (then kept, with a warning).
+    ``allow_nonfinite`` (then kept, with a warning). ``batched``: the rows will be stacked into
+    batches (extract), so image files of several sizes with no target size (``input_spec`` states
+    none, no ``image_size``) are refused before any is decoded; read one at a time, each keeps its own.
     """
     if limit is not None:
         try:
@@ -320,6 +323,8 @@ def load_data(
     if src.row_warnings is not None:  # of the rows in use only: "1 of 123 rows" must not count rows --limit left out
         warnings += src.row_warnings(np.unique(np.concatenate([s.index for s in out.values()])))
     refuse_unreadable(f"dataset {spec!r}", src.location, headers)
+    if batched and isinstance(transform, ImageTransform) and transform.size is None:
+        refuse_mixed_sizes(f"dataset {spec!r}", src.location, headers)
     warnings += paged_warning(f"dataset {spec!r}", src.location, headers)
     if isinstance(transform, ImageTransform) and resize is None:
         sizes = [h.size for h in headers]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ImageFileError, few
+from ..errors import ImageFileError, InputError, few
 
 GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
 ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
@@ -136,6 +136,25 @@ def refuse_unreadable(where: str, root: str, headers: Sequence[FileHeader]) -> N
         f"{where}: {len(bad)} of {len(headers)} image files to read cannot be opened (headers read, no pixels "
         f"yet): {few(named, SHOWN)}; replace or remove them, then run again",
         bad[0].path,
+    )
+
+
+def refuse_mixed_sizes(where: str, root: str, headers: Sequence[FileHeader]) -> None:
+    """An error, before any work, when the images are read at their own size (the model states none
+    and no --image-size was given) and their sizes differ: a batch mixing them failed part-way, and
+    batches that happened to hold one size each cached features of different resolutions side by side."""
+    by_size: dict[tuple[int, int], list[str]] = {}
+    for h in headers:
+        if h.size is not None:
+            by_size.setdefault(h.size, []).append(h.path)
+    if len(by_size) < 2:
+        return
+    ranked = sorted(by_size.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    shown = [f"{hh}×{ww}: {len(paths)} (e.g. {relative(min(paths), root)})" for (hh, ww), paths in ranked]
+    raise InputError(
+        f"{where}: the model states no input size, so each image would be read at its own, and the "
+        f"{sum(map(len, by_size.values()))} images have {len(by_size)} sizes ({few(shown, SHOWN)}); pass "
+        "--image-size N to bring them all to N×N"
     )
 
 
