@@ -244,6 +244,29 @@ def test_a_folder_with_every_image_in_a_class_folder_says_nothing_of_loose_image
     assert not [w for w in b.warnings if "outside the class folders" in w]
 
 
+def test_class_folders_holding_only_sub_folders_are_said_to_be_read_as_one_class(tmp_path):
+    """QA: animals/{cat,dog}/ and vehicles/{ship,plane}/ were read as two classes, animals and vehicles,
+    with no word; a class folder with images of its own beside a sub-folder (cat/nested/) says nothing."""
+    for group, kinds in (("animals", ("cat", "dog")), ("vehicles", ("ship", "plane"))):
+        for k, name in zip(kinds, PHOTOS):
+            for i in range(2):
+                save_jpg(tmp_path / "grouped" / group / k / f"{i}.jpg", photo(name))
+    b = load_data(f"imagefolder:{tmp_path / 'grouped'}", test_fraction=0.5, seed=0)
+    assert b.class_names == ["animals", "vehicles"]  # still read so: the folder names the classes
+    (said,) = [w for w in b.warnings if "sub-folders" in w]
+    assert (
+        "2 class folder(s) hold no image of their own" in said
+        and "animals/: cat, dog all read as class 'animals'" in said
+    )
+    for i, name in enumerate(PHOTOS[:4]):
+        save_jpg(tmp_path / "mixed" / "cat" / f"{i}.jpg", photo(name))
+        save_jpg(tmp_path / "mixed" / "dog" / f"{i}.jpg", photo(name))
+    save_jpg(tmp_path / "mixed" / "cat" / "nested" / "a" / "0.jpg", photo("coffee"))
+    save_jpg(tmp_path / "mixed" / "cat" / "other" / "0.jpg", photo("rocket"))
+    b = load_data(f"imagefolder:{tmp_path / 'mixed'}", test_fraction=0.5, seed=0)
+    assert not [w for w in b.warnings if "sub-folders" in w]
+
+
 def test_images_of_several_sizes_for_a_model_that_states_none_are_refused_before_any_work(tmp_path):
     """QA: a user's convnet (TorchScript, no input size) over 40 CIFAR JPEGs and two photos: with
     --batch-size 1 the photos were cached at 512×512 beside 32×32 rows with exit 0, and with larger

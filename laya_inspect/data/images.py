@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import ImageFileError, InputError
+from ..errors import ImageFileError, InputError, few
 from .base import Source, SplitSource, composed, read_failed, stratified_split, user_path
 from .headers import (
     FileHeader,
@@ -253,6 +253,8 @@ class Skipped:
     crossings: list[str] = field(default_factory=list)  # linked folders that lead into another class folder
     repeats: int = 0  # files reached a second time within one class (through links)
     loose: list[str] = field(default_factory=list)  # image files beside the class folders, in no class (paths)
+    # class folders with no image of their own whose images lie in two or more sub-folders: (folder, sub-folders)
+    nested: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def _within(path: str, folder: str) -> bool:
@@ -374,6 +376,14 @@ def _loose_images(folders: list[Path]) -> list[str]:
 def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
     where = f"image folder {root}"
     out = []
+    if skipped.nested:
+        folder, subs = skipped.nested[0]
+        out.append(
+            f"{where}: {len(skipped.nested)} class folder(s) hold no image of their own, only sub-folders, and "
+            f"each is read as one class (e.g. {relative(folder, root)}/: {few(subs, 3)} all read as class "
+            f"{os.path.basename(folder)!r}); if the sub-folders are the classes, give imagefolder: the folder that "
+            "holds them, or move them up a level"
+        )
     if skipped.loose:
         out.append(
             f"{where}: {len(skipped.loose)} image file(s) outside the class folders left out "
@@ -462,6 +472,9 @@ def load_imagefolder(
         split_labels: list[int] = []
         for c in _subdirs(d):
             found[s, c] = _image_files(d / c, skipped, classes=classes)
+            subs = sorted({os.path.relpath(path, d / c).split(os.sep)[0] for path, _ in found[s, c]})
+            if len(subs) > 1 and not _holds_images(d / c):
+                skipped.nested.append((str(d / c), subs))
             split_files += [path for path, _ in found[s, c]]
             split_labels += [lookup[composed(c)]] * len(found[s, c])
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
