@@ -125,6 +125,9 @@ CASES: tuple[Case, ...] = (
     case("extract-torchscript-no-layers", "a TorchScript model with no hookable blocks, default --layers all",
          "extract --model torchscript:net.ts --data digits --out f.h5", "--layers",
          "nothing: no f.h5 (no cache with zero layers)", setup=["torchscript_opaque net.ts"]),
+    case("extract-torchscript-traced-training", "a TorchScript convnet traced in training mode (before model.eval())",
+         "extract --model torchscript:net.ts --layers -1 --data digits --out f.h5", "model.eval()",
+         "nothing: no f.h5 (no features that depend on the batch)", setup=["torchscript_traced_train net.ts"]),
     # ---- extract: data ------------------------------------------------------------------------
     case("extract-npz-nan", "the npz inputs hold NaN",
          "extract --model zoo:mlp --weights ckpt.pt --data npz:x.npz --out f.h5", NONFINITE,

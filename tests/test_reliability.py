@@ -192,6 +192,16 @@ def torchscript_opaque(work: Path, name: str) -> None:
         torch.jit.save(torch.jit.script(Opaque()), str(work / name))
 
 
+def torchscript_traced_train(work: Path, name: str) -> None:
+    """A convnet traced before model.eval(): batch norm's batch statistics are fixed into its graph."""
+    import torch
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit's deprecation notices, the trace's own check
+        torch.jit.save(torch.jit.trace(net.train(), torch.rand(4, 1, 8, 8)), str(work / name))
+
+
 def mkdir(work: Path, name: str) -> None:
     (work / name).mkdir()
 
@@ -375,6 +385,7 @@ SETUPS: dict[str, Callable[..., Cleanup | None]] = {
     "python_module": python_module,
     "hf_custom": hf_custom,
     "torchscript_opaque": torchscript_opaque,
+    "torchscript_traced_train": torchscript_traced_train,
     "mkdir": mkdir,
     "file": a_file,
     "readonly": readonly,
