@@ -126,6 +126,13 @@ def resolve_layers(
     return list(chosen)
 
 
+def parameter_counts(modules: Mapping[str, nn.Module], names: Sequence[str]) -> list[int | None]:
+    """Each layer's parameter count (its submodules' included, a shared tensor once), None for a
+    name no module holds (a hidden state read from the output): the cache's ``layer_params``, from
+    which the shapes estimate of backbone compute takes a conv's kernel size."""
+    return [sum(p.numel() for p in modules[n].parameters()) if n in modules else None for n in names]
+
+
 def depth_order(names: Sequence[str], order: Sequence[str], of: str) -> tuple[list[str], str | None]:
     """``names`` in the order they stand in ``order`` (which holds each of them), and a warning line
     when that is not the order they were given in; ``of`` says what ``order`` is, for that line.

@@ -14,7 +14,7 @@ import torch
 from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
 from typer.testing import CliRunner
 
-from laya_inspect.beyond.costs import PER_ELEMENT_HOW
+from laya_inspect.beyond.costs import ASSUMED
 from laya_inspect.beyond.early_exit import (
     NEVER,
     ExitConfig,
@@ -246,8 +246,7 @@ def test_compute_estimated_from_shapes_is_a_warning(last_layer_run):
     s, out = last_layer_run
     assert s["costs"]["source"] == "shapes" and s["costs"]["note"]
     warned = [w for w in s["warnings"] if w.startswith("compute estimated from the cache's shapes (")]
-    assumed = "each layer a dense map between its channels, but " + PER_ELEMENT_HOW + "; kernel sizes not counted"
-    assert warned == [f"compute estimated from the cache's shapes ({assumed}): {s['costs']['note']}"]
+    assert warned == [f"compute estimated from the cache's shapes ({ASSUMED}): {s['costs']['note']}"]
     assert "compute estimated from the cache" in (out / "report.html").read_text(encoding="utf-8")
 
 

@@ -7,11 +7,15 @@ the checkpoint extract read, whose own input shape and widths it records) runs o
 cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOPs after layer l are
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
 of the modules first called after it (its own classifier included: a head replaces it). Estimated
-from the cache (``shapes``) when the model cannot be built or hooked: each layer is taken as a dense
-map from the previous layer's channels to its own at each output position, but a layer the cache's
+from the cache (``shapes``) when the model cannot be built or hooked: a layer whose parameter count
+the cache records (``layer_params``) does one multiply-add per parameter at each output position (a
+conv's weights ÷ its output channels are its multiply-adds per output element, so its kernel size
+counts: a 3×3 conv once read as costing what a 1×1 one does); one without is taken as a dense map
+from the previous layer's channels to its own at each output position; a layer the cache's
 ``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none, and
-one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape costs its output's
-element count (a BatchNorm between two convs once read as costing as much as a conv).
+one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape, or that holds no
+parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
+much as a conv).
 """
 
 from __future__ import annotations
@@ -39,11 +43,20 @@ MODEL_HOW = (
 )
 PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
-    "estimated from the cache's layer_shapes: layer l taken as a dense map from c_(l−1) to c_l channels at "
-    "each of its output positions (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads "
-    f"its whole input flattened; an embeddings layer, a table lookup, counts none; {PER_ELEMENT_HOW} "
-    "(its layer_types class) and no parameters); kernel sizes, branches and everything after the last cached "
-    "layer are not counted"
+    "estimated from the cache's layer_shapes and layer_params: layer l with P_l parameters does P_l "
+    "multiply-adds at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted); a layer "
+    "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
+    "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
+    f"flattened); an embeddings layer, a table lookup, counts no FLOPs; {PER_ELEMENT_HOW} (its layer_types "
+    "class) or one with no parameters, and no parameters; modules between two cached layers that neither "
+    "holds, the resolution inside a block that strides, and everything after the last cached layer are not "
+    "counted"
+)
+
+# what the shapes estimate assumes, in the warning prune and early-exit give when ``auto`` fell back to it
+ASSUMED = (
+    "each layer a multiply-add per parameter at each output position, or where the cache records no parameter "
+    f"count a dense map between its channels; {PER_ELEMENT_HOW}; modules no cached layer holds not counted"
 )
 
 
@@ -109,8 +122,7 @@ def estimate_warnings(costs: dict[str, Any]) -> list[str]:
     """The summary's warning when ``auto`` fell back to the cache's shapes (``note`` of
     :meth:`Costs.to_dict`): the compute shares are then an estimate, which prune and early-exit say."""
     note = costs.get("note")
-    assumed = f"each layer a dense map between its channels, but {PER_ELEMENT_HOW}; kernel sizes not counted"
-    return [f"compute estimated from the cache's shapes ({assumed}): {note}"] if note else []
+    return [f"compute estimated from the cache's shapes ({ASSUMED}): {note}"] if note else []
 
 
 def costs_from_model(store: FeatureStore) -> Costs:
@@ -238,17 +250,29 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     roles = roles if isinstance(roles, dict) else {}
     types = store.attrs.get("layer_types")
     types = types if isinstance(types, list) and len(types) == len(names) else [""] * len(names)  # older caches
+    counts = store.attrs.get("layer_params")
+    counts = counts if isinstance(counts, list) and len(counts) == len(names) else [None] * len(names)
     params, flops = [], []
-    for name, shape, kind in zip(names, shapes, types):
+    for name, shape, kind, count in zip(names, shapes, types, counts):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
-        if roles.get(name) == "embeddings":  # a lookup, no multiply-adds: keeping it alone saves the blocks
-            c_prev = 0
-        per_element = _PER_ELEMENT.fullmatch(str(kind)) is not None
-        params.append(0.0 if per_element else float(c_prev * c))
-        flops.append(float(c * positions if per_element else 2 * c_prev * c * positions))
         previous = [int(s) for s in shape]
+        if roles.get(name) == "embeddings" or str(kind).startswith("Embedding"):
+            # a lookup, no multiply-adds: keeping it alone saves the blocks
+            params.append(0.0 if roles.get(name) == "embeddings" else float(count or 0))
+            flops.append(0.0)
+        elif _PER_ELEMENT.fullmatch(str(kind)) is not None or count == 0:
+            params.append(0.0)
+            flops.append(float(c * positions))
+        elif isinstance(count, int):
+            # a conv's weights ÷ its output channels are the multiply-adds of one output element
+            # (c_(l−1)·k·k of them, ÷ groups), so P multiply-adds per position: its kernel counted
+            params.append(float(count))
+            flops.append(float(2 * count * positions))
+        else:  # no count recorded (an older cache, a hidden state): a dense map between the channels
+            params.append(float(c_prev * c))
+            flops.append(float(2 * c_prev * c * positions))
     p, f = np.array(params), np.array(flops)
     p_after = np.array([p[i + 1 :].sum() for i in range(len(p))])
     f_after = np.array([f[i + 1 :].sum() for i in range(len(f))])

@@ -23,7 +23,15 @@ from torch import nn
 from .. import __version__
 from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock, utc_now
-from ..layers import capture, depth_order, forward_answer, image_size_of, is_forward_output, reduce_batch
+from ..layers import (
+    capture,
+    depth_order,
+    forward_answer,
+    image_size_of,
+    is_forward_output,
+    parameter_counts,
+    reduce_batch,
+)
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
 from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
@@ -98,6 +106,7 @@ def extract_from_module(
         "layer_types": [type(modules[n]).__name__ for n in names],
         "layer_pooling": [first.pooling[n] for n in names],
         "layer_shapes": [list(first.shapes[n]) for n in names],
+        "layer_params": parameter_counts(modules, names),
         "layer_roles": {},
         "data_spec": "batches:" + ",".join(splits),
         "transforms": {"note": "batches given in memory; their transforms are the caller's"},

@@ -21,7 +21,7 @@ from .. import __version__
 from ..data import load_data
 from ..errors import ImageFileError, InputError
 from ..files import utc_now
-from ..layers import depth_order, image_size_of, is_forward_output, reduce_batch
+from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -107,6 +107,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_types": [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names],
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
+        "layer_params": parameter_counts(modules, names),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,
         # a relative path in data_spec (csv:text.csv) is read from here: explain finds the input again

@@ -20,6 +20,7 @@ JSON_ATTRS = (
     "layer_types",
     "layer_pooling",
     "layer_shapes",
+    "layer_params",
     "layer_roles",
     "transforms",
     "split_info",
@@ -52,7 +53,7 @@ CONSTANT_SPREAD = 1e-6
 # attributes (:func:`attrs_digest`), written when the cache is marked complete.
 ATTRS_DIGEST = "attrs_sha256"
 # Attributes holding one entry per cached layer, in layer order.
-PER_LAYER_ATTRS = ("layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_roles")
+PER_LAYER_ATTRS = ("layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_params", "layer_roles")
 
 
 def encode_attr(key: str, value: Any) -> Any:
