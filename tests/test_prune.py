@@ -185,6 +185,37 @@ def test_compute_counted_from_a_zoo_model(tmp_path):
     assert c.flops_after[0] > c.flops_after[1] > c.flops_after[2]
 
 
+def test_a_set_keeping_the_last_cached_layer_saves_nothing_beyond_all_layers_in_every_table(tmp_path):
+    """QA: on MobileNetV2 the FLOPs-saved column read 0.4% on every row that kept features.18: the
+    classifier after the last cached layer, which every set "saves" alike, all layers included. Such
+    a cell now says "none beyond all layers", and a line says what runs after that layer (here the zoo
+    MLP's classifier, counted from the model)."""
+    from laya_inspect.report.beyond import prune_sections
+
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 300), ("test", 100)):
+        feats = [rng.normal(size=(n, w)).astype(np.float32) for w in (512, 256, 128)]
+        splits[name] = (feats, (feats[2][:, 0] > 0).astype(np.int64))
+    cache = write_cache(tmp_path / "z.h5", splits, model_spec="zoo:mlp")
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", fit_quickly("laya", store, 30), meta=cache_identity(store))
+    out = tmp_path / "prune"
+    args = ["prune", str(head_dir), "--cache", str(cache), "--no-refit", "--max-drop", "0.9", "--costs", "model"]
+    result = runner.invoke(app, [*args, "--no-plots", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    classifier = s["all_layers_saved"]["flops_saved"]
+    assert classifier == 2 * 128 * 10 / s["costs"]["flops_total"] > 0  # what runs after blocks.2
+    shown = f"{100 * classifier:.1f}%"
+    row = next(line for line in result.output.splitlines() if line.strip().startswith("deepest"))
+    assert "none beyond all layers" in row and shown not in row  # deepest's top 1 is blocks.2
+    assert f"after it ({shown} of the FLOPs" in " ".join(result.output.split())
+    points = next(t for sec in prune_sections(s) for t in sec.tables if t.id == "prune-points")
+    kept_last = [r for r, p in zip(points.rows, s["points"]) if p["deepest"] == "blocks.2"]
+    assert kept_last and all(r[3] == r[4] == "none beyond all layers" for r in kept_last)
+
+
 def test_a_zoo_backbone_is_counted_as_its_checkpoint_built_it(tmp_path):
     """A zoo:mlp trained on 8×8 digits was rebuilt with the default 28×28 input, so prune and
     early-exit fell back to the shapes estimate ("zoo:mlp rejected its input float32 (1, 1, 8, 8)")."""

@@ -294,15 +294,52 @@ def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
     return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")
 
 
-def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
-    """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
-    layer is kept, so the same backbone runs); a summary written before ``all_layers_saved`` reads
-    it from its k = L point."""
+def _all_layers_saved(s: dict[str, Any]) -> dict[str, Any] | None:
+    """What all layers save (what runs after the last cached layer); a summary written before
+    ``all_layers_saved`` reads it from its k = L point."""
     every = s.get("all_layers_saved")
     if every is None:
         n = len(s["cache"]["layer_names"])
         every = next((p for p in s.get("points") or [] if p["k"] == n), None)
-    if every is not None and point["flops_saved"] <= every["flops_saved"] + 1e-12:
+    return every
+
+
+def _saves_nothing_more(point: dict[str, Any], s: dict[str, Any], key: str = "flops_saved") -> bool:
+    every = _all_layers_saved(s)
+    return every is not None and point[key] <= every[key] + 1e-12
+
+
+NONE_BEYOND = "none beyond all layers"
+
+
+def saved_cell(point: dict[str, Any] | None, s: dict[str, Any], key: str = "flops_saved") -> str:
+    """A table cell of what a layer set saves (``key``: flops_saved or params_saved), or that it saves
+    nothing beyond all layers: the share a set keeping the last cached layer saves is only what runs
+    after that layer (a classifier a head replaces), the same for every such set, which
+    :func:`saved_note` says once."""
+    if point is None:
+        return "—"
+    return NONE_BEYOND if _saves_nothing_more(point, s, key) else percent(point[key], 1)
+
+
+def saved_note(s: dict[str, Any], points: list[dict[str, Any] | None]) -> str | None:
+    """Why a cell of :func:`saved_cell` among ``points`` reads "none beyond all layers", or None when none does."""
+    every = _all_layers_saved(s)
+    if every is None or not any(p is not None and _saves_nothing_more(p, s) for p in points):
+        return None
+    last = s["cache"]["layer_names"][-1]
+    return (
+        f"FLOPs saved: {NONE_BEYOND} where a set keeps {last}, the last cached layer: the same backbone runs; what "
+        f"runs after it ({percent(every['flops_saved'], 1)} of the FLOPs, {percent(every['params_saved'], 1)} of "
+        "the parameters: the part a head replaces, such as the classifier, or blocks not cached) is saved by all "
+        "layers alike"
+    )
+
+
+def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) -> str:
+    """What dropping the other layers saves, or that it saves nothing beyond all layers (the deepest
+    layer is kept, so the same backbone runs)."""
+    if _saves_nothing_more(point, s):
         return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
     if short:
         return f"saving {percent(point['flops_saved'], 1)} FLOPs"

@@ -89,7 +89,7 @@ def prune_command(
       laya-inspect prune heads/laya/seed_0 --cache features.h5 \\
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
-    from ..beyond.costs import smallest_k_text, smallest_within
+    from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
     from ..beyond.prune import prune_layers
     from ..cache.store import FeatureStore
     from ..runtime import set_threads
@@ -126,7 +126,7 @@ def prune_command(
         table.add_row(
             name,
             smallest_k_text(best),
-            percent(best["flops_saved"], 1) if best else "—",
+            saved_cell(best, s),
             _ci(best["test_acc"]) if best else "—",
             _ci(area),
             "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
@@ -143,7 +143,8 @@ def prune_command(
             style="bold",
         )
     console.print(table)
-    for line in skipped:
+    note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
+    for line in ([note] if note else []) + skipped:
         console.print(line, style="dim", highlight=False, soft_wrap=True)
     _wrote(out, s)
 

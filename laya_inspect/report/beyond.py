@@ -178,7 +178,7 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = F
 
 
 def prune_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.costs import smallest_k_text, smallest_within
+    from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
 
     ref = s["reference"]["test_acc"]
     rows: list[list[Cell | str]] = []
@@ -202,7 +202,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             [
                 name,
                 smallest_k_text(best),
-                percent(best["flops_saved"], 1) if best else "—",
+                saved_cell(best, s),
                 est(best["test_acc"]) if best else "—",
                 est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
                 "(α)" if name == "alpha" else diff_text(d),
@@ -235,7 +235,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         f"{s['config']['max_drop']:g} of all layers'"
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
-    notes = list(s.get("warnings") or []) + withheld
+    note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
+    notes = list(s.get("warnings") or []) + ([note] if note else []) + withheld
     if rand:
         per_k = "; ".join(
             f"k = {e['k']}: {est(e['test_acc'])} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
@@ -250,8 +251,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             p["ranking"],
             str(p["k"]),
             Cell(" ".join(p["layers"]), "text"),
-            percent(p["flops_saved"], 1),
-            percent(p["params_saved"], 1),
+            saved_cell(p, s),
+            saved_cell(p, s, "params_saved"),
             est(p["val_acc"]),
             est(p["test_acc"]),
             "yes" if p["within_max_drop"] else "no",
@@ -259,7 +260,14 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         for p in s["points"]
     ]
     cols = ["ranking", "k", "layers kept", "FLOPs saved", "params saved", "val acc", "test acc", "within"]
-    sections.append(Section("Every layer set", [Table("prune-points", cols, pts, s["selection"], text_columns=1)]))
+    note = saved_note(s, s["points"])
+    sections.append(
+        Section(
+            "Every layer set",
+            [Table("prune-points", cols, pts, s["selection"], text_columns=1)],
+            notes=[note] if note else [],
+        )
+    )
 
     names = s["cache"]["layer_names"]
     applied = [r for r, e in s["rankings"].items() if e["scores"] is not None]
