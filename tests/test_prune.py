@@ -1102,6 +1102,76 @@ def test_the_coarse_k_search_refits_fewer_sets_and_picks_what_every_k_picks(tmp_
     assert any(line.startswith("k searched coarse to fine") for line in fast["verdict"])
 
 
+def _built_curve(layers: tuple[int, ...]) -> float:
+    """A validation and test accuracy built as a function of the layer set: 1 with the fifth layer
+    (index 4) unless the sixth is there without the tenth. Along depth's top-k: 0.5 at k ≤ 4, 1 at
+    k = 5, 0.4 at k = 6 … 9, 1 at k = 10: not monotone, its smallest k within --max-drop off the grid,
+    in a gap below a grid k that is not."""
+    if 4 not in layers:
+        return 0.5
+    return 0.4 if 5 in layers and 9 not in layers else 1.0
+
+
+def test_the_coarse_k_search_finds_what_every_k_finds_on_a_curve_that_is_not_monotone(tmp_path, monkeypatch):
+    """The bench's smoke cache (10 validation rows) chose depth's 10 layers as the cheapest set over
+    every k and 17 coarse: the search refit only the gap below depth's first grid k within --max-drop.
+    Each refit here is prune's own, its accuracies replaced by a curve built not to be monotone
+    (_built_curve): depth's k = 5 is within --max-drop, k = 6 and 8 are not, and the grid shows the
+    fall from k = 4 to 6; the default refits every k below 10 for depth, says so, and picks what a
+    search over every k picks."""
+    import laya_inspect.beyond.prune as prune
+
+    real = prune.refit
+
+    def on_the_curve(kind, hp, layers, seed, **kw):
+        fit = real(kind, hp, layers, seed, **kw)
+        return replace(fit, val_acc=_built_curve(tuple(layers)), test_acc=_built_curve(tuple(layers)))
+
+    monkeypatch.setattr(prune, "refit", on_the_curve)
+    cache, head_dir = _ten_layer_cache(tmp_path)
+    runs = {}
+    with FeatureStore(cache) as store:
+        for how in ("coarse", "every"):
+            config = PruneConfig(
+                seeds=1, search=how, max_drop=0.02, costs="shapes", device="cpu", plots=False, workers=1
+            )
+            runs[how] = prune_layers(head_dir, store, config, Budget(epochs=1), out_dir=tmp_path / how).summary
+    fast, every = runs["coarse"], runs["every"]
+    assert smallest_within(every, "depth")["k"] == 5  # type: ignore[index]  # the curve plants it
+    for name in every["rankings"]:
+        a, b = smallest_within(fast, name), smallest_within(every, name)
+        assert (a and (a["k"], a["layers"], a["val_acc"])) == (b and (b["k"], b["layers"], b["val_acc"])), name
+    for key in ("chosen", "cheapest"):
+        assert fast[key] == every[key], key
+    assert fast["k_search"]["every_k_below"]["depth"].startswith("validation accuracy falls from k = 4 to k = 6")
+    assert {5, 7, 9} <= set(fast["k_search"]["per_ranking"]["depth"])
+    assert len(fast["fits"]) < len(every["fits"])  # still fewer refits than every k
+    assert any("depth at every k below its smallest grid k" in line for line in fast["verdict"])
+
+
+def test_the_coarse_k_search_refits_every_k_below_where_its_grid_is_not_monotone():
+    """finer_ks against a search over every k on built curves of 19 layers: one monotone (only the gap
+    below the first grid k within the floor), one that falls on the grid before it, one back under
+    the floor after it."""
+    from laya_inspect.beyond.prune import coarse_ks, finer_ks
+
+    grid = coarse_ks(19)
+    curves = {
+        "monotone": lambda k: min(1.0, k / 10),
+        "falls before": lambda k: {5: 1.0, 6: 0.3}.get(k, 0.5 if k < 12 else 1.0),
+        "back under after": lambda k: 1.0 if k in (5, 8, 19) else 0.5,
+    }
+    found = {}
+    for name, curve in curves.items():
+        finer, why = finer_ks(grid, {k: curve(k) for k in grid}, 0.98)
+        found[name] = (min(k for k in [*grid, *finer] if curve(k) >= 0.98), why is None, len(finer))
+    assert found == {
+        "monotone": (10, True, 3),  # k = 9, 10, 11: the gap between grid k 8 and 12
+        "falls before": (5, False, 5),  # 0.5 at k = 4, 0.3 at 6: k = 5, 7, 9, 10, 11
+        "back under after": (5, False, 2),  # 8 within, 12 and 16 not: k = 5, 7
+    }
+
+
 def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_shapes(tmp_path, monkeypatch):
     """QA: `prune` on a user's convnet (python:…, no input size of its own) over a CIFAR-10 folder, whose
     images extract leaves at their own size (transforms' output [3, "H", "W"]), ended in a traceback,
