@@ -156,22 +156,23 @@ def refresh_digests(folder: str | Path) -> None:
 def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
     """Record again the digests of ``files`` (default: every file) that ``folder``'s marker lists and
     its command rewrote in place (`report --html` its page), or the size and mtime of a larger one;
-    the rest of the marker is kept."""
+    the rest of the marker is kept, the record of a listed file that is gone included."""
     marker = read_marker(folder)
     if marker is not None and isinstance(marker.get("sha256"), dict):
-        listed = [f for f in marker["files"] if files is None or f in files]
+        # a listed file the user deleted keeps its record: a file saved under its name later is theirs
+        listed = [f for f in marker["files"] if (files is None or f in files) and os.path.lexists(Path(folder) / f)]
         record = dict(marker)
         new: tuple[dict[str, Any], ...] = _digests(Path(folder), listed)
         for key, fresh in zip(("sha256", "stat"), new, strict=True):
             old = marker.get(key)
-            kept = old if files is not None and isinstance(old, dict) else {}
+            kept = old if isinstance(old, dict) else {}
             record[key] = {k: v for k, v in kept.items() if k not in listed} | fresh
         if _intact(marker) and "files_digest" in marker:  # an edited marker stays untrusted
             record["files_digest"] = _record_digest(record)
         write_json(Path(folder) / MARKER, record)
 
 
-def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> str:
+def _edited(entry: Path, rel: str, marker: dict[str, Any] | None, marker_path: Path) -> str:
     """What ``entry``, a file ``marker`` lists, is instead of what the command wrote ("" when it is
     that): a file whose content no longer has the SHA-256 the marker records (a summary edited by
     hand, another file saved under its name), or for a larger file, no longer the size and mtime it
@@ -189,7 +190,7 @@ def _edited(entry: Path, rel: str, marker: dict[str, Any] | None) -> str:
         if isinstance(was, dict):
             st = entry.stat()
             return _EDITED if {"size": st.st_size, "mtime_ns": st.st_mtime_ns} != was else ""
-        if marker is not None and "files_digest" not in marker and not _before(entry, marker):
+        if marker is not None and "files_digest" not in marker and not _before(entry, marker, marker_path):
             return _NEWER
     except OSError:
         return _EDITED
@@ -202,15 +203,19 @@ _CLOCK_SLACK_S = 2.0
 _NEWER = " (newer than the marker, which an earlier version wrote without a digest)"
 
 
-def _before(entry: Path, marker: dict[str, Any]) -> bool:
-    """Whether ``entry`` last changed (its ctime, which no tool sets back) before ``marker`` was written."""
+def _before(entry: Path, marker: dict[str, Any], marker_path: Path) -> bool:
+    """Whether ``entry`` last changed (its ctime, which no tool sets back) before ``marker`` was written:
+    before the end of its ``written`` second, and not after the marker file itself last changed. The
+    second alone let a file saved in the seconds after the run (a name listed ahead, a marker written
+    by hand with the time of day) pass; the file system's own times, to the nanosecond, do not."""
     from datetime import datetime
 
     try:
         written = datetime.fromisoformat(str(marker.get("written"))).timestamp()
     except ValueError:  # no time: nothing tells the command's files from others
         return False
-    return entry.lstat().st_ctime < written + 1 + _CLOCK_SLACK_S
+    changed = entry.lstat().st_ctime_ns
+    return changed / 1e9 < written + 1 + _CLOCK_SLACK_S and changed <= marker_path.lstat().st_ctime_ns
 
 
 def foreign_files(folder: str | Path) -> list[str]:
@@ -245,7 +250,7 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
                 found += [f"{rel}/{p}" for p in _foreign(entry, entry, inner)]
             else:
                 found += _foreign(root, entry, marker)
-        elif what := _edited(entry, rel, marker):
+        elif what := _edited(entry, rel, marker, root / MARKER):
             found.append(rel + what)
     return found
 

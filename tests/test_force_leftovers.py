@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from laya_inspect.errors import InputError, os_message
-from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, refresh_digests, write_marker
+from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, redigest, refresh_digests, write_marker
 
 
 def written(path: Path, files: dict[str, str] | None = None) -> Path:
@@ -241,6 +241,41 @@ def test_a_users_file_listed_in_an_earlier_versions_marker_is_not_deleted(tmp_pa
     (out / "plots" / "mine.png").unlink()
     written(out, {"summary.json": "[]"})  # the command's own untouched files are replaced as before
     assert (out / "summary.json").read_text() == "[]"
+
+
+def test_a_users_file_saved_just_after_an_earlier_versions_marker_is_not_deleted(tmp_path):
+    """Audit: under a marker without `files_digest` a listed file without a digest was the command's
+    if it changed before the marker's second ended plus 2 s of clock slack, so a user's file saved in
+    those seconds under a name the marker lists (a marker written by hand with the time of day, as
+    an earlier version would have) was deleted by --force. A file newer than the marker file is not
+    the command's, whatever the marker says of its time."""
+    from laya_inspect.files import utc_now
+
+    out = tmp_path / "out"
+    out.mkdir()
+    marker = {"written_by": "laya-inspect", "command": "fit-head", "version": "0.1.0", "written": utc_now()}
+    (out / MARKER).write_text(json.dumps(marker | {"files": ["mine.csv"], "sha256": {}}))
+    (out / "mine.csv").write_text("data")  # saved within the second the marker names
+    assert foreign_files(out) == ["mine.csv (newer than the marker, which an earlier version wrote without a digest)"]
+    with pytest.raises(InputError, match=r"did not write or that changed since it wrote them \(mine\.csv \(newer"):
+        written(out)
+    assert (out / "mine.csv").read_text() == "data"
+
+
+def test_a_listed_file_the_user_deleted_keeps_its_record_when_digests_are_recorded_again(tmp_path):
+    """Audit: recording the digests again (`check planted`, `report --html`) dropped the digest of a
+    listed file the user had deleted while its name stayed listed, so a file the user saved under
+    that name later was deleted by --force with no check."""
+    for refresh in (refresh_digests, lambda out: redigest(out, ["summary.json"])):
+        out = written(tmp_path / "out")
+        (out / "summary.json").unlink()
+        refresh(out)
+        (out / "summary.json").write_text('{"mine": true}')
+        assert foreign_files(out) == ["summary.json (changed since it was written)"]
+        with pytest.raises(InputError, match=r"did not write or that changed since it wrote them \(summary\.json"):
+            written(out)
+        assert (out / "summary.json").read_text() == '{"mine": true}'
+        (out / "summary.json").unlink()
 
 
 @pytest.fixture
