@@ -333,8 +333,26 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
 def check_step_folders(out: Path) -> None:
     """Refuse an output of another command where the demo's fit-head and compare steps write (heads/,
     compare/): `demo --force` removed a prune output put at compare/ with the rest, which
-    `compare --force` itself refuses. Their own markers answer for their files (check_out)."""
+    `compare --force` itself refuses. Their own markers answer for their files (check_out). Likewise a
+    file where the train and extract steps write that they would refuse to replace (a user's
+    backbone.pt): refused before the previous demo's cache, heads and comparison are cleared."""
+    import os
+
+    from .cache.schema import not_a_cache
+    from .models.zoo import not_a_zoo_checkpoint
     from .out_dir import read_marker
+
+    for name, step, owned in (("backbone.pt", "train", not_a_zoo_checkpoint), ("features.h5", "extract", not_a_cache)):
+        path = out / name
+        if path.is_symlink():
+            why: str | None = f"is a symlink (to {os.readlink(path)})"
+        else:
+            why = "is a folder" if path.is_dir() else owned(path) if path.exists() else None
+        if why is not None:
+            raise InputError(
+                f"{path} {why}; the demo's {step} step replaces only a file laya-inspect {step} wrote: "
+                "move it away, or choose another --out"
+            )
 
     for name, command in (("heads", "fit-head"), ("compare", "compare")):
         marker = read_marker(out / name) if not (out / name).is_symlink() else None

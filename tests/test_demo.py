@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.demo import DemoConfig, default_out_dir, plan_demo
+from laya_inspect.errors import InputError
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200"}
@@ -579,6 +580,29 @@ def test_demo_force_never_removes_another_commands_output_where_its_steps_write(
     r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
     assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
     assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def test_demo_force_refuses_a_users_backbone_or_cache_before_clearing_the_previous_demo(demo, tmp_path: Path) -> None:
+    """Audit: with a user's file at backbone.pt (or features.h5), `demo --force` deleted the previous
+    demo's cache, heads, comparison and page, then stopped at the train step, which refuses to replace
+    a file it did not write: neither the old output kept nor a new one. Refused before anything goes."""
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(demo[0], out)
+    for name, step in (("features.h5", "extract"), ("backbone.pt", "train")):
+        kept = out / name
+        shutil.move(kept, tmp_path / name)
+        kept.write_text("my own file")
+        said = f"{kept} is not a"
+        with pytest.raises(InputError, match=re.escape(said) + f".*the demo's {step} step replaces only"):
+            plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+        before = sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*"))
+        r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
+        assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
+        assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+        kept.unlink()
+        shutil.move(tmp_path / name, kept)
 
 
 def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
