@@ -334,15 +334,22 @@ def check_step_folders(out: Path) -> None:
     """Refuse an output of another command where the demo's fit-head and compare steps write (heads/,
     compare/): `demo --force` removed a prune output put at compare/ with the rest, which
     `compare --force` itself refuses. Their own markers answer for their files (check_out). Likewise a
-    file where the train and extract steps write that they would refuse to replace (a user's
-    backbone.pt): refused before the previous demo's cache, heads and comparison are cleared."""
+    file where the demo writes that is not laya-inspect's (a user's backbone.pt, or their page saved
+    into a demo killed before its marker vouched for one): refused before the previous demo's cache,
+    heads and comparison are cleared, and before demo.json is rewritten."""
     import os
 
     from .cache.schema import not_a_cache
     from .models.zoo import not_a_zoo_checkpoint
     from .out_dir import read_marker
 
-    for name, step, owned in (("backbone.pt", "train", not_a_zoo_checkpoint), ("features.h5", "extract", not_a_cache)):
+    checks = (
+        ("backbone.pt", not_a_zoo_checkpoint),
+        ("features.h5", not_a_cache),
+        ("report.html", _not_a_page),
+        ("demo.json", _not_a_record),
+    )
+    for name, owned in checks:
         path = out / name
         if path.is_symlink():
             why: str | None = f"is a symlink (to {os.readlink(path)})"
@@ -350,7 +357,7 @@ def check_step_folders(out: Path) -> None:
             why = "is a folder" if path.is_dir() else owned(path) if path.exists() else None
         if why is not None:
             raise InputError(
-                f"{path} {why}; the demo's {step} step replaces only a file laya-inspect {step} wrote: "
+                f"{path} {why}; `demo --force` replaces only what laya-inspect wrote there: "
                 "move it away, or choose another --out"
             )
 
@@ -362,6 +369,22 @@ def check_step_folders(out: Path) -> None:
                 f"the demo's {command} step writes; --force replaces only what the demo's steps wrote: "
                 "move it away, or choose another --out"
             )
+
+
+def _not_a_page(path: Path) -> str | None:
+    from .report.html import PAGE_MARK
+
+    return None if PAGE_MARK in path.read_bytes() else "is not a page laya-inspect wrote"
+
+
+def _not_a_record(path: Path) -> str | None:
+    import json
+
+    try:
+        kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (ValueError, AttributeError):
+        kind = None
+    return None if kind == "laya-inspect-demo" else "is not a demo.json laya-inspect wrote"
 
 
 def _clear_previous(out: Path, p: dict[str, Path]) -> None:

@@ -522,11 +522,12 @@ def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: 
     (each step's own lock only refused it later, at fit-head)."""
     from laya_inspect.files import output_lock
     from laya_inspect.out_dir import MARKER, write_marker
+    from laya_inspect.report.html import PAGE_MARK
 
     out = tmp_path / "d"
     out.mkdir()
     (out / "demo.json").write_text('{"kind": "laya-inspect-demo", "complete": true}')
-    (out / "report.html").write_text("the running demo's page")
+    (out / "report.html").write_bytes(PAGE_MARK + b" the running demo's page")
     write_marker(out, "demo", files=["demo.json", "report.html"])
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with output_lock(out):  # the first demo, still running
@@ -582,27 +583,35 @@ def test_demo_force_never_removes_another_commands_output_where_its_steps_write(
     assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
 
 
-def test_demo_force_refuses_a_users_backbone_or_cache_before_clearing_the_previous_demo(demo, tmp_path: Path) -> None:
+def test_demo_force_refuses_a_users_file_where_it_writes_before_clearing_anything(demo, tmp_path: Path) -> None:
     """Audit: with a user's file at backbone.pt (or features.h5), `demo --force` deleted the previous
-    demo's cache, heads, comparison and page, then stopped at the train step, which refuses to replace
-    a file it did not write: neither the old output kept nor a new one. Refused before anything goes."""
+    demo's cache, heads, comparison and page, then stopped at the train or extract step, which refuses
+    to replace a file it did not write: neither the old output kept nor a new one. In a demo killed
+    half-way (its marker lists its names ahead, without digests) a user's report.html was deleted and
+    their demo.json overwritten. Each is refused before anything goes."""
     import shutil
+
+    from laya_inspect.out_dir import write_marker
 
     out = tmp_path / "copy"
     shutil.copytree(demo[0], out)
-    for name, step in (("features.h5", "extract"), ("backbone.pt", "train")):
+    names = json.loads((out / ".laya-inspect.json").read_text())["files"]
+    write_marker(out, "demo", files=names)  # as a demo killed half-way left it
+    for name in ("features.h5", "backbone.pt", "report.html", "demo.json"):
         kept = out / name
         shutil.move(kept, tmp_path / name)
         kept.write_text("my own file")
         said = f"{kept} is not a"
-        with pytest.raises(InputError, match=re.escape(said) + f".*the demo's {step} step replaces only"):
+        with pytest.raises(InputError, match=re.escape(said) + ".*`demo --force` replaces only what laya-inspect"):
             plan_demo(DemoConfig(out=str(out), force=True, quick=True))
         before = sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*"))
-        r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
-        assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
-        assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+        if name == "backbone.pt":  # through the command line, too
+            r = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--force", "--out", str(out)], env=ENV)
+            assert r.exit_code == 1 and said in " ".join(r.output.split()), r.output
+            assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
         kept.unlink()
         shutil.move(tmp_path / name, kept)
+    plan_demo(DemoConfig(out=str(out), force=True, quick=True))  # the demo's own files pass
 
 
 def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
