@@ -342,7 +342,9 @@ def check_step_folders(out: Path) -> None:
     from .cache.schema import not_a_cache
     from .models.zoo import not_a_zoo_checkpoint
     from .out_dir import read_marker
+    from .training.joint import check_metrics_out
 
+    check_metrics_out(out / "backbone.pt")
     checks = (
         ("backbone.pt", not_a_zoo_checkpoint),
         ("features.h5", not_a_cache),

@@ -611,6 +611,11 @@ def test_demo_force_refuses_a_users_file_where_it_writes_before_clearing_anythin
             assert sorted((p.relative_to(out).as_posix(), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
         kept.unlink()
         shutil.move(tmp_path / name, kept)
+    metrics = out / "backbone.metrics.json"  # train refuses a user's, as it does their backbone.pt
+    metrics.write_text('{"my": "metrics"}')
+    with pytest.raises(InputError, match=re.escape(f"{metrics}, which is not a metrics file laya-inspect train")):
+        plan_demo(DemoConfig(out=str(out), force=True, quick=True))
+    shutil.copy(demo[0] / metrics.name, metrics)
     plan_demo(DemoConfig(out=str(out), force=True, quick=True))  # the demo's own files pass
 
 

@@ -119,7 +119,7 @@ def _check_out(path: Path, config: JointConfig, overwrite: bool) -> None:
     check_out(
         path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data), owned=not_a_zoo_checkpoint
     )
-    _check_metrics_out(path)
+    check_metrics_out(path)
     if path.exists() and not overwrite:
         raise InputError(
             f"{path} exists; pass --force to replace it (only a checkpoint laya-inspect wrote), or choose another --out"
@@ -130,7 +130,7 @@ def metrics_path(path: Path) -> Path:
     return path.with_name(path.stem + ".metrics.json")
 
 
-def _check_metrics_out(path: Path) -> None:
+def check_metrics_out(path: Path) -> None:
     """The metrics file beside the checkpoint is written too: an existing one that train did not write
     (the user's own ``model.metrics.json``) is refused, --force or not."""
     metrics = metrics_path(path)
