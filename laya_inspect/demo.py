@@ -567,10 +567,10 @@ def _constant(summary: dict[str, Any]) -> dict[str, float | None]:
 
 def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """fit-head head (laya, …) → ``heads`` (its compared seeds' names), ``faithfulness`` (method → the
-    mean ρ over those seeds with its 95% t-interval and each seed's value: compare.seeds.t_estimate, as
-    compare's across-seed table reads it; no interval for one seed) and ``constant`` (the same of the
-    constant rule)."""
-    from .compare.seeds import head_name, t_estimate
+    mean ρ over those seeds with its 95% t-interval, cut to [−1, 1] where it reaches past, and each seed's
+    value: compare.seeds.ranged, as compare's across-seed table reads it; no interval for one seed) and
+    ``constant`` (the same of the constant rule)."""
+    from .compare.seeds import head_name, ranged
 
     by: dict[str, list[dict[str, Any]]] = {}
     for h in summary["heads"]:
@@ -579,11 +579,11 @@ def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
         name: {
             "heads": [h["name"] for h in heads],
             "faithfulness": {
-                m: t_estimate([h["methods"][m]["faithfulness"]["mean"] for h in heads])
+                m: ranged("faithfulness", [h["methods"][m]["faithfulness"]["mean"] for h in heads])
                 for m in heads[0]["methods"]
                 if all(m in h["methods"] for h in heads)
             },
-            "constant": t_estimate([_constant_of(h) for h in heads]),
+            "constant": ranged("faithfulness", [_constant_of(h) for h in heads]),
         }
         for name, heads in by.items()
     }

@@ -145,6 +145,29 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     assert across_seeds([_head(0, "beats", [])], [0])["groups"] == []  # one seed: nothing across seeds
 
 
+def test_a_rho_interval_over_seeds_is_kept_inside_minus_one_to_one_and_said_so() -> None:
+    """ρ 0.7, 0.8, 0.9 over 3 seeds has the t-interval [0.552, 1.048], past what a Spearman ρ can be; it
+    was written so to summary.json and report.html, and the terminal showed ".80±.25". Now it is cut to
+    [−1, 1] (``clipped``, the t bounds kept), the terminal shows the cut interval, and both say so once."""
+    across = across_seeds([_head(s, "beats", ["alpha"]) for s in (0, 1, 2)], [0, 1, 2])
+    (group,) = across["groups"]
+    entry = group["ablations"]["mean"]
+    rho = entry["methods"]["alpha"]["faithfulness"]
+    assert (rho["ci_low"], rho["ci_high"]) == (pytest.approx(0.5516, abs=1e-4), 1.0) and rho["clipped"]
+    assert rho["t_high"] == pytest.approx(1.0484, abs=1e-4)
+    assert "clipped" not in entry["methods"]["alpha"]["top_layer_agreement"]  # [0.875, 0.945]: inside
+    assert "clipped" not in entry["methods"]["alpha"]["faithfulness_minus_constant"]
+    summary = {"across_seeds": across}
+    text = " ".join(_render(seed_tables(summary)).split())
+    assert ".80 [.55,1.00]" in text and ".80±.25" not in text, text
+    note = "alpha faithfulness ρ [+0.55, +1.05]"
+    assert text.count("cut to its score's range") == 1 and note in text and "over 3 seeds" in text
+    (section,) = seed_sections(summary)
+    (table,) = section.tables
+    assert "cut to its score's range" in table.caption and note in table.caption
+    assert "1.05" not in str(table.rows)
+
+
 def test_a_most_relied_on_layer_that_differs_between_seeds_is_a_caveat() -> None:
     """The digits demo's LAYA heads: removing blocks.2 changed seed 0's predictions most, blocks.0 seeds 1
     and 2's; each seed's reading said "removing X changes the prediction most" and no caveat said the
@@ -206,7 +229,10 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
             per_seed = [v["mean"] if isinstance(v, dict) else v for v in per_seed]
             assert est["values"] == pytest.approx(per_seed) and est["mean"] == pytest.approx(sum(per_seed) / 2)
             if est["std"]:  # two seeds: t(0.975, 1) = 12.706
-                assert est["ci_high"] - est["mean"] == pytest.approx(12.7062047361747 * est["std"] / math.sqrt(2))
+                half = 12.7062047361747 * est["std"] / math.sqrt(2)
+                assert est.get("t_high", est["ci_high"]) - est["mean"] == pytest.approx(half)
+                high = {"top_layer_agreement": 1.0, "faithfulness": 1.0}.get(key, math.inf)
+                assert est["ci_high"] == pytest.approx(min(high, est["mean"] + half))  # cut to ρ's range
     diff = rows["alpha"]["faithfulness_minus_constant"]["values"]
     assert diff == pytest.approx(
         [heads[n]["methods"]["alpha"]["vs_constant"]["faithfulness"]["mean"] for n in group["members"]]

@@ -255,6 +255,9 @@ def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> N
 
     flat = " ".join(result.output.split())  # rich wraps the line
     line = flat[flat.index("faithfulness ρ on") : flat.index(" ─")]  # the summary's rule follows it
+    line, _, note = line.partition(" ρ: an interval reaching outside [−1, 1]")  # then the intervals it cut
+    cut = [m for m, e in [*laya["faithfulness"].items(), ("constant rule", laya["constant"])] if e.get("clipped")]
+    assert bool(note) == bool(cut) and all(f"{m} [" in note for m in cut), note
     assert line.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): ")
     assert f": alpha {said(rows['alpha']['faithfulness'])} · " in line
     assert line.endswith(f" · constant rule {said(refs['constant']['faithfulness'])}")
@@ -655,7 +658,7 @@ def test_the_compare_step_keeps_the_constant_rule_when_its_rho_is_undefined_on_e
     seeds = _over_seeds({"heads": [head(0, 0.5), head(1, 0.7)]})
     said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
     assert said.startswith("faithfulness ρ on laya-seed_0, seed_1 (mean over 2 seeds [95% t-interval]): alpha 0.600 [")
-    assert said.endswith(" · constant rule —"), said
+    assert said.splitlines()[0].endswith(" · constant rule —"), said  # then the note on alpha's cut interval
 
 
 def test_the_compare_step_counts_the_seeds_each_mean_is_over() -> None:
@@ -684,3 +687,33 @@ def test_the_compare_step_counts_the_seeds_each_mean_is_over() -> None:
     assert alpha.startswith(": alpha 0.600 [") and alpha.endswith("] (2 of 3 seeds)"), said
     ig = said[said.index(" · ig ") :].split(" · ")[1]
     assert ig.startswith("ig 0.700") and "of 3 seeds" not in ig, said
+
+
+def test_the_compare_step_keeps_a_rho_interval_inside_minus_one_to_one_and_says_so() -> None:
+    """A t-interval over 3 seeds of a faithfulness ρ reached past 1 ("0.600 [-0.021, 1.221]"), a value no
+    Spearman ρ takes. demo.json's `faithfulness_seeds` now holds it cut to [−1, 1] (`clipped`, the t
+    bounds as `t_low`, `t_high`) and the step line says so once, with the t bounds; an interval inside
+    is left as it is."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+    from laya_inspect.demo import _over_seeds
+
+    def head(seed: int, alpha: float) -> dict[str, Any]:
+        return {
+            "name": f"laya-seed_{seed}",
+            "dir": f"d/heads/laya/seed_{seed}",
+            "methods": {"alpha": {"faithfulness": {"mean": alpha}}, "ig": {"faithfulness": {"mean": 0.7 + seed / 100}}},
+            "references": {"constant": {"faithfulness": {"mean": 0.1 * seed}}},
+        }
+
+    seeds = _over_seeds({"heads": [head(0, 0.35), head(1, 0.6), head(2, 0.85)]})
+    alpha = seeds["laya"]["faithfulness"]["alpha"]
+    assert (alpha["ci_low"], alpha["ci_high"]) == (pytest.approx(-0.0211, abs=1e-4), 1.0) and alpha["clipped"]
+    assert alpha["t_high"] == pytest.approx(1.2211, abs=1e-4) and alpha["t_low"] == alpha["ci_low"]
+    assert "clipped" not in seeds["laya"]["faithfulness"]["ig"] and "clipped" not in seeds["laya"]["constant"]
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
+    assert "alpha 0.600 [-0.021, 1.000]" in said and "1.221" not in said.splitlines()[0], said
+    (note,) = said.splitlines()[1:]
+    assert "cut to [−1, 1]" in note and "alpha [-0.02, +1.22]" in note and "over 3 seeds" in note, note
+    assert "ig [" not in note

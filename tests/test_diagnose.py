@@ -9,6 +9,7 @@ import html
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -524,6 +525,12 @@ def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
     assert "worse than msp" in line
 
 
+def _two_heads() -> list[dict[str, Any]]:
+    """Two heads' records as diagnose_sections reads them, for a pooled summary built by hand."""
+    keys = {"n_errors": 50, "n_test": 360, "test_accuracy": 0.86, "auroc": {}, "aupr_baseline": 0.14}
+    return [{"head_dir": f"h/seed_{i}", **keys} for i in range(2)]
+
+
 def test_an_auroc_difference_over_two_heads_is_shown_inside_minus_one_to_one():
     """The seeds of the digits demo: error detection's alpha_entropy − msp −0.225 over 2 heads at 97.5% was
     printed "[−1.1901, +0.7405]" (t(0.9875, 1) ≈ 25 times the spread), past what a difference of two AUROCs
@@ -557,17 +564,7 @@ def test_an_auroc_difference_over_two_heads_is_shown_inside_minus_one_to_one():
     assert "clipped" not in pooled["diff_vs_msp"]["alpha_divergence − msp"]
     s = {
         "errors": pooled,
-        "heads": [
-            {
-                "head_dir": f"h/seed_{i}",
-                "n_errors": 50,
-                "n_test": 360,
-                "test_accuracy": 0.86,
-                "auroc": {},
-                "aupr_baseline": 0.14,
-            }
-            for i in range(2)
-        ],
+        "heads": _two_heads(),
         "scores": {},
     }
     (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
@@ -584,6 +581,50 @@ def test_an_auroc_difference_over_two_heads_is_shown_inside_minus_one_to_one():
     assert all(d.get("clipped") for d in shift["detect_diff"].values())
     narrow = diagnose._pool_errors([per[0], per[0], per[1], per[1], per[0]], 1000)["diff_vs_msp"]
     assert "clipped" not in narrow["alpha_entropy − msp"] and clipped_note(narrow) is None  # 5 heads: inside
+
+
+def test_an_auroc_over_two_heads_is_kept_inside_0_1_in_summary_json_and_said_once():
+    """summary.json held an AUROC's raw t bounds over 2 heads (msp 0.865 [−0.596, 2.326]) while the terminal
+    and report.html showed them cut to [0, 1] without a word. The record now holds the cut interval with
+    ``clipped`` and the t bounds, and one note says so with them: AUPR too, and shift detection's AUROC."""
+    from laya_inspect.beyond import diagnose
+    from laya_inspect.report.beyond import diagnose_sections
+
+    aucs = [{"msp": 0.98, "alpha_entropy": 0.70}, {"msp": 0.75, "alpha_entropy": 0.72}]
+    per = [
+        {
+            "auroc": {k: {"mean": v} for k, v in a.items()},
+            "aupr": {"msp": {"mean": a["msp"] - 0.5}, "alpha_entropy": {"mean": 0.2}},
+            "diff_vs_msp": {"alpha_entropy − msp": {"mean": a["alpha_entropy"] - a["msp"]}},
+        }
+        for a in aucs
+    ]
+    pooled = diagnose._pool_errors(per, 1000)
+    msp = pooled["auroc"]["msp"]
+    assert msp["mean"] == pytest.approx(0.865) and msp["clipped"] is True
+    assert (msp["ci_low"], msp["ci_high"]) == (0.0, 1.0) and not msp["below_chance"]
+    assert (msp["t_low"], msp["t_high"]) == (pytest.approx(-0.596, abs=1e-3), pytest.approx(2.326, abs=1e-3))
+    assert pooled["aupr"]["msp"]["clipped"] and "clipped" not in pooled["auroc"]["alpha_entropy"]
+    from laya_inspect.beyond.scoring import auroc_note
+
+    note = auroc_note({"AUROC": pooled["auroc"], "AUPR": pooled["aupr"]})
+    assert note is not None and "cut to [0, 1]" in note and "over 2 heads" in note
+    assert f"msp AUROC [{msp['t_low']:+.2f}, {msp['t_high']:+.2f}]" in note and "msp AUPR [" in note
+    assert "alpha_entropy AUROC" not in note
+    s = {"errors": pooled, "heads": _two_heads(), "scores": {}}
+    (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
+    assert table.caption.count(note) == 1
+    shift = diagnose._pool_shift(
+        [
+            {"detect_auroc": {"msp": {"mean": m}, "alpha_divergence": {"mean": a}, "alpha_entropy": {"mean": 0.5}}}
+            for m, a in ((0.55, 0.99), (0.60, 0.60))
+        ],
+        1000,
+    )
+    assert shift["detect_auroc"]["alpha_divergence"]["ci_high"] == 1.0
+    assert shift["detect_auroc"]["alpha_divergence"]["clipped"]
+    narrow = diagnose._pool_errors([per[0], per[0], per[1], per[1], per[0]] * 4, 1000)
+    assert auroc_note({"AUROC": narrow["auroc"], "AUPR": narrow["aupr"]}) is None  # 20 heads: inside
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -617,6 +658,12 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
     assert f"AUPR of a random score (the error rate): {base}" in " ".join(result.output.split())
     assert len(s["heads"]) == 2 and s["errors"]["interval"] == "t over heads"
+    from laya_inspect.beyond.scoring import auroc_note
+
+    for e in (*s["errors"]["auroc"].values(), *s["errors"]["aupr"].values()):  # inside [0, 1] in the file too
+        assert 0.0 <= e["ci_low"] <= e["ci_high"] <= 1.0
+    said = auroc_note({"AUROC": s["errors"]["auroc"], "AUPR": s["errors"]["aupr"]})
+    assert said is None or said in " ".join(result.output.split())
     assert set(s["errors"]["auroc"]) == {"msp", "alpha_entropy", "alpha_divergence", "alpha", "msp+alpha"}
     for h in s["heads"]:
         assert 0.5 < h["auroc"]["msp"]["mean"] <= 1.0  # a trained head's confidence says something

@@ -110,6 +110,7 @@ def test_compare_summary_json(outputs: Path) -> None:
         "quality": "fit-head's summary, named as what rows_repeated mirrors",
         "why": "of rows_left_out, only with --allow-nonfinite",
         **dict.fromkeys(("members", "seeds", "std", "values", "verdicts", "caveats_per_seed"), "one seed compared"),
+        **dict.fromkeys(("clipped", "t_low", "t_high"), "an interval over seeds cut to its score's range"),
     }
     check(documented, written, conditional)
 
@@ -357,5 +358,5 @@ def test_demo_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     only_finished = ("backbone_test_acc", "layers", "widths", "head_test_acc", "alpha_mean", "scalarmix_weights")
     only_finished += ("faithfulness", "faithfulness_constant", "fit_summary", "runs", "attributions", "compare_summary")
     only_finished += ("faithfulness_seeds", "heads", "constant", "std", "ci_low", "ci_high", "n", "values")
-    only_finished += ("profile_plots",)
+    only_finished += ("profile_plots", "clipped", "t_low", "t_high")  # the last: a ρ interval cut to [−1, 1]
     check(documented, written, dict.fromkeys((*only_finished, "compare_plots"), finished))

@@ -27,7 +27,7 @@ from ..head_dir import (
 from ..heads import Head
 from ..out_dir import atomic_dir
 from ..training.quality import few_rows
-from ..training.stats import family, level, outcome, same_on_every_seed, same_text  # noqa: F401  (re-exported)
+from ..training.stats import bounded, family, level, outcome, same_on_every_seed, same_text  # noqa: F401  (re-exported)
 from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
@@ -257,17 +257,6 @@ def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> 
     from ..training.stats import paired_difference
 
     return paired_difference([float(v) for v in a], [float(v) for v in b], confidence).to_dict()
-
-
-def bounded(diff: dict[str, Any], low: float, high: float) -> dict[str, Any]:
-    """``diff`` with its interval clipped to [low, high], the values the difference can take: a
-    t-interval over 2 seeds at a Bonferroni level is many times its spread wide (t(0.9875, 1) ≈ 25) and
-    reached −1.19 for a difference of two AUROCs. The t bounds stay as ``t_low`` / ``t_high`` and
-    ``clipped`` is true where one was cut; which side of 0 the interval lies on does not change."""
-    lo, hi = diff.get("ci_low"), diff.get("ci_high")
-    if lo is None or hi is None or (low <= lo and hi <= high):
-        return diff
-    return {**diff, "ci_low": max(low, lo), "ci_high": min(high, hi), "t_low": lo, "t_high": hi, "clipped": True}
 
 
 def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -> str:

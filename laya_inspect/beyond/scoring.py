@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import MIN_ROWS
-from ..training.stats import family, holm, level
+from ..training.stats import cut_note, family, holm, level
 
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
@@ -340,15 +340,14 @@ def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
 def clipped_note(diffs: dict[str, dict[str, Any]]) -> str | None:
     """Where an "AUROC − msp" interval over heads was cut to [−1, 1] (:func:`.common.bounded`), in
     words with the t bounds, so a shown −1 is not read as the interval's own end. None where none was."""
-    cut = {k: d for k, d in diffs.items() if d and d.get("clipped")}
-    if not cut:
-        return None
-    n = next(iter(cut.values())).get("n")
-    t = ", ".join(f"{k} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
-    return (
-        f"AUROC − msp: an interval reaching past ±1 is shown cut to [−1, 1], the range of a difference of two "
-        f"AUROCs; the t-interval over {n} heads at this level ({t}) is too wide to bound it there"
-    )
+    return cut_note(diffs, "AUROC − msp", "[−1, 1]", "the range of a difference of two AUROCs", "heads at this level")
+
+
+def auroc_note(scores: dict[str, dict[str, dict[str, Any]]]) -> str | None:
+    """Where an interval over heads of ``scores`` ("AUROC" or "AUPR" → score → estimate) was cut to
+    [0, 1] (:func:`.common.bounded`), as :func:`clipped_note` says it. None where none was."""
+    named = {f"{score} {metric}": d for metric, by in scores.items() for score, d in by.items()}
+    return cut_note(named, "/".join(scores), "[0, 1]", "the values they can take", "heads (95%)")
 
 
 def shift_not_read(shift: dict[str, Any]) -> str | None:

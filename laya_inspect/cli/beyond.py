@@ -252,7 +252,7 @@ def diagnose_command(
     from contextlib import ExitStack
 
     from ..beyond.diagnose import diagnose_heads
-    from ..beyond.scoring import clipped_note
+    from ..beyond.scoring import auroc_note, clipped_note
     from ..cache.store import FeatureStore
     from ..runtime import set_threads
 
@@ -279,16 +279,16 @@ def diagnose_command(
     # AUPR's chance is the error rate, not ½: the digits demo's alpha_entropy 0.132 beside 0.028, 0.017
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
     dim(f"AUPR of a random score (the error rate): {base}; AUROC's: 0.5")
-    cut = clipped_note(e["diff_vs_msp"])
-    if cut:
-        dim(cut)
+    for cut in (auroc_note({"AUROC": e["auroc"], "AUPR": e["aupr"]}), clipped_note(e["diff_vs_msp"])):
+        if cut:
+            dim(cut)
     if "shift" in s:
         pooled = s["shift"]["pooled"]
         shift = titled_table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         console.print(shift)
-        cut = clipped_note(pooled["detect_diff"])
-        if cut:
-            dim(cut)
+        for cut in (auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"])):
+            if cut:
+                dim(cut)
     _wrote(out, s)

@@ -88,6 +88,7 @@ def _step_line(step: Any) -> str:
         return "mean test accuracy: " + " · ".join(f"{h} {a:.3f}" for h, a in n["test_acc"].items())
     from ..report.reading import with_ci
     from ..report.terminal import head_names
+    from ..training.stats import cut_note
 
     # the first head compared (LAYA) over every seed compare scored, the constant rule's ρ, the null the
     # verdicts read, beside: one seed's scores read alone disagreed with the other seeds' on the digits
@@ -105,7 +106,14 @@ def _step_line(step: Any) -> str:
     # the constant rule always: "—" where its ρ is undefined on every seed, as a method's is
     scores = [score(m, e) for m, e in est["faithfulness"].items()]
     scores.append(score("constant rule", est["constant"]))
-    return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores)
+    cut = cut_note(
+        {**est["faithfulness"], "constant rule": est["constant"]},
+        "ρ",
+        "[−1, 1]",
+        "the range of a Spearman ρ",
+        "seeds (95%)",
+    )
+    return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores) + (f"\n  {cut}" if cut else "")
 
 
 def _header(plan: Any) -> None:

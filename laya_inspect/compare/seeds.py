@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..training.stats import bounded, cut_note
 from .paired import HEADLINE, VERDICTS, score_value
 
 CONFIDENCE = 0.95
@@ -105,14 +106,51 @@ def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> lis
     return out
 
 
+# the values a headline score can take, where a t-interval over a few seeds reaches past them (3 seeds:
+# t(0.975, 2) = 4.3, and ρ [−0.035, +1.235]); a difference of two such scores spans twice the width
+RANGES = {"top_layer_agreement": (0.0, 1.0), "faithfulness": (-1.0, 1.0)}
+
+
+def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
+    """:func:`t_estimate` of score ``key`` (``<score>_minus_constant`` for its difference to the
+    constant rule), its interval cut to the score's range where it reaches past (``clipped``, with the
+    t bounds), as diagnose's AUROCs are."""
+    est = t_estimate(values)
+    base = key.removesuffix("_minus_constant")
+    if base not in RANGES:
+        return est
+    low, high = RANGES[base]
+    return bounded(est, low - high, high - low) if base != key else bounded(est, low, high)
+
+
+def ranged_note(entry: dict[str, Any]) -> str | None:
+    """Where :func:`ranged` cut an interval of an across-seed ablation entry, in words with the t
+    bounds, so a shown end at the range's edge is not read as the interval's own. None where none was."""
+
+    def name(key: str) -> str:
+        base = key.removesuffix("_minus_constant")
+        return LABELS.get(base, base) + " − constant" * (base != key)
+
+    named = {
+        f"{m} {name(key)}": est for m, row in entry_rows(entry) for key, est in row.items() if isinstance(est, dict)
+    }
+    return cut_note(
+        named,
+        "across seeds",
+        "its score's range",
+        "[0, 1] for top-layer agreement, [−1, 1] for ρ, twice as wide for a difference to the constant rule",
+        "seeds (95%)",
+    )
+
+
 def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"reference": reference}
     for key in HEADLINE:
-        row[key] = t_estimate([score_value(e, key) for e in entries])
+        row[key] = ranged(key, [score_value(e, key) for e in entries])
     if not reference:
         for key in HEADLINE:
-            row[f"{key}_minus_constant"] = t_estimate(
-                [((e.get("vs_constant") or {}).get(key) or {}).get("mean") for e in entries]
+            row[f"{key}_minus_constant"] = ranged(
+                f"{key}_minus_constant", [((e.get("vs_constant") or {}).get(key) or {}).get("mean") for e in entries]
             )
         row["verdicts"] = [(e.get("vs_constant") or {}).get("verdict") for e in entries]
         row["circular"] = next((e.get("circular") for e in entries if e.get("circular")), None)

@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN, VERDICTS
-from ..compare.seeds import entry_rows
+from ..compare.seeds import entry_rows, ranged_note
 from .html import Cell, Section, Table, slug
 from .reading import num, with_ci
 
@@ -54,6 +54,9 @@ def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
         return "—"
     if est.get("ci_low") is None or est.get("ci_high") is None:
         return num(est["mean"], sign=sign, lead=False)
+    if est.get("clipped"):  # cut to the score's range: no longer mean ± one half-width
+        lo, hi = (num(est[k], sign=sign, lead=False) for k in ("ci_low", "ci_high"))
+        return f"{num(est['mean'], sign=sign, lead=False)} [{lo},{hi}]"
     return f"{num(est['mean'], sign=sign, lead=False)}±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
 
 
@@ -99,6 +102,7 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
         out.append(table)
+        out += [Text(f"  {c}", style="dim") for c in map(ranged_note, abls.values()) if c]
     out += [Text(f"  caveat (seeds): {c}", style="yellow") for c in caveats(summary)]
     return out
 
@@ -137,7 +141,10 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
                     ]
                 )
                 classes.append("ref" if reference or row.get("circular") else "")
-            caption = f"ablation {a}: mean over seeds {seeds} [two-sided 95% t-interval]; then each seed's value"
+            cut = ranged_note(entry)
+            caption = f"ablation {a}: mean over seeds {seeds} [two-sided 95% t-interval]; then each seed's value" + (
+                f"; {cut}" if cut else ""
+            )
             tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", cols, rows, caption, classes))
         notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
         legend = (

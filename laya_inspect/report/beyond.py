@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import clipped_note, errors_not_read, head_label, shift_not_read
+from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, head_label, shift_not_read
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
@@ -373,7 +373,11 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     caption = (
         f"positive = misclassified test row; intervals: {e['interval']}; AUROC − msp: {families_text(e)}, "
         f"AUROC: 95% intervals; AUPR of a random score: {base}"
-        + "".join(f"; {t}" for t in (few, clipped_note(e["diff_vs_msp"])) if t)
+        + "".join(
+            f"; {t}"
+            for t in (few, auroc_note({"AUROC": e["auroc"], "AUPR": e["aupr"]}), clipped_note(e["diff_vs_msp"]))
+            if t
+        )
     )
     cols = ["score", "AUROC", "AUPR", "AUROC − msp", "", "what"]
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]
@@ -401,7 +405,11 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
         f"{families_text(pooled)}, AUROC: 95% intervals"
-        + "".join(f"; {t}" for t in (not_read, clipped_note(pooled["detect_diff"])) if t)
+        + "".join(
+            f"; {t}"
+            for t in (not_read, auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"]))
+            if t
+        )
     )
     tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", ""], shift_rows, caption)]
     first = s["shift"]["heads"][0]

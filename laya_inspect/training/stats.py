@@ -8,7 +8,7 @@ here and ``note`` says so; JSON writers turn NaN into null. Also the macro-F1 of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -47,6 +47,35 @@ def same_text(d: dict[str, Any]) -> str:
     """What :func:`same_on_every_seed` says, for a verdict line."""
     n = len([v for v in d.get("values") or [] if v is not None])
     return f"the same on each of the {n} seeds: no spread to draw an interval from, so no verdict"
+
+
+def bounded(diff: dict[str, Any], low: float, high: float) -> dict[str, Any]:
+    """``diff`` with its interval clipped to [low, high], the values the quantity can take: a
+    t-interval over 2 seeds at a Bonferroni level is many times its spread wide (t(0.9875, 1) ≈ 25) and
+    reached −1.19 for a difference of two AUROCs. The t bounds stay as ``t_low`` / ``t_high`` and
+    ``clipped`` is true where one was cut; which side of 0 the interval lies on does not change."""
+    lo, hi = diff.get("ci_low"), diff.get("ci_high")
+    if lo is None or hi is None or (low <= lo and hi <= high):
+        return diff
+    return {**diff, "ci_low": max(low, lo), "ci_high": min(high, hi), "t_low": lo, "t_high": hi, "clipped": True}
+
+
+def cut_note(
+    estimates: Mapping[str, Mapping[str, Any] | None], label: str, span: str, why: str, over: str
+) -> str | None:
+    """Where :func:`bounded` cut an interval of ``estimates`` (name → estimate) to ``span``: one
+    sentence with the t bounds, so a shown end at the range's edge is not read as the interval's own;
+    ``why`` names the range ("the range of a Spearman ρ"), ``over`` what the t-interval is over. None
+    where none was cut."""
+    cut = {k: d for k, d in estimates.items() if d and d.get("clipped")}
+    if not cut:
+        return None
+    n = next(iter(cut.values())).get("n")
+    t = ", ".join(f"{k} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
+    return (
+        f"{label}: an interval reaching outside {span} is shown cut to {span}, {why}; the t-interval over {n} "
+        f"{over} ({t}) is too wide to bound it there"
+    )
 
 
 def family(size: int, of: str) -> dict[str, Any]:
