@@ -4,6 +4,7 @@ digits cache, and one failing invocation per error class."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,7 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     assert len(s["verdict"]) == 8 and len(s["fits"]) == 2 * 3
     assert "random (reference: no information)" in result.output and "held out" in result.output
     assert "are read apart, each at 95% for its own comparisons" in " ".join(result.output.split())
+    assert f"note: {s['family_rule']}" in " ".join(result.output.split())  # how many each family counts
     for p in s["points"]:
         assert 0 <= p["accuracy"] <= 1 and 1 <= p["mean_depth"] <= 3
     # the confidence sweep runs from "every input exits at depth 1" to "none exits early"
@@ -228,6 +230,56 @@ def test_a_rule_alpha_never_changes_is_not_compared(last_layer_run):
     assert comp["confidence+alpha_oracle vs confidence"]["verdict"].startswith("α of the full forward pass never fired")
     assert not any("rule confidence+alpha and rule confidence:" in v for v in s["verdict"])
     assert "nothing to compare" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_confidence_alpha_against_random_where_alpha_never_fired_is_said_to_be_confidences(last_layer_run):
+    """α never fired, so confidence+alpha is the confidence rule, yet "confidence+alpha vs random" was printed
+    as a finding of its own ("rule confidence+alpha is not distinguishable from random exit: …", the same
+    numbers as confidence's line above it). The line, report.html's row and its reading now say it is the
+    confidence rule's comparison."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, out = last_layer_run
+    entry = s["comparisons"]["confidence+alpha vs random"]
+    assert entry["same_as"] == "confidence vs random"
+    assert entry["area_diff"] == s["comparisons"]["confidence vs random"]["area_diff"]
+    said = (
+        "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule, so its comparison "
+        "with random exit is confidence's (the line above), not a second finding"
+    )
+    assert entry["verdict"] == said and said in s["verdict"]
+    assert not any(v.startswith("rule confidence+alpha") and "random exit" in v for v in s["verdict"])
+    lead = " ".join(early_exit_reading(s).lead)
+    assert "confidence+alpha, the confidence rule here (α never fired at ε = 0.05 (0 of 200 rows))" in lead
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert (
+        "confidence&#x27;s comparison: the same rule here" in page or "confidence's comparison: the same rule" in page
+    )
+
+
+def test_each_family_counts_every_comparison_it_asks_and_says_so():
+    """The family sizes were the comparisons left after dropping those of the same rule or the same area,
+    read off the very test rows compared, while the code said the family is fixed before the data. Now
+    one rule: every comparison a question asks counts (4, 2, 2), and the run says so."""
+    from laya_inspect.beyond.early_exit import exit_comparisons
+
+    areas = {"random": [0.75, 0.651, 0.849], "confidence": [0.8, 0.7, 0.9], "alpha": [0.7, 0.6, 0.82]}
+    areas |= {"fixed": areas["alpha"], "confidence+alpha": areas["confidence"]}  # alpha vs fixed: same area
+    areas["confidence+alpha_oracle"] = [0.81, 0.7, 0.92]
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))
+    ]
+    comp = exit_comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 27, "of": 200})
+    assert comp["alpha vs fixed"]["same_area"] and comp["confidence+alpha vs confidence"]["identical"]
+    assert comp["confidence vs fixed"]["family"]["size"] == 2  # was 1: alpha vs fixed left out after looking
+    assert comp["confidence+alpha_oracle vs confidence"]["family"]["size"] == 2  # was 1
+    assert comp["confidence vs fixed"]["area_diff"]["confidence"] == 0.975
+    assert "97.5% CI" in comp["confidence+alpha_oracle vs confidence"]["verdict"]
+    assert comp["confidence vs random"]["family"]["size"] == 4
+    from laya_inspect.beyond.exit_verdicts import FAMILY_RULE
+
+    assert "fixed before the data (4 against random exit, 2 of confidence+α with confidence, 2 against" in FAMILY_RULE
 
 
 def test_a_verdict_that_starts_with_alpha_keeps_its_alpha_in_the_reading(last_layer_run):
@@ -456,8 +508,7 @@ def test_summary_records_both_areas_and_the_verdicts_read_the_held_out_one(last_
 
 def test_each_comparison_names_its_family_level(last_layer_run):
     """The comparisons answer three questions, each a family drawn at 1 − 0.05/m over the comparisons
-    that are read (one that is the same rule, or the same area, draws no verdict): summary.json,
-    the verdict lines and report.html name the level."""
+    it asks: summary.json, the verdict lines and report.html name the level."""
     from laya_inspect.report.reading import early_exit_reading
 
     s, out = last_layer_run
@@ -465,12 +516,16 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     for e in comp.values():
         assert e["area_diff"]["confidence"] == e["family"]["confidence"] == 1 - 0.05 / e["family"]["size"]
     assert comp["confidence vs random"]["family"]["of"] == "rules compared with random exit"
-    read = [e for e in comp.values() if e["family"] == comp["confidence vs random"]["family"]]
-    assert comp["confidence vs random"]["family"]["size"] == sum(
-        not e.get("identical") and not e.get("same_area") for e in read
-    )
+    # every comparison a question asks counts, fixed before the data (here α never fires: two are no contest)
+    sizes = {e["family"]["of"]: e["family"]["size"] for e in comp.values()}
+    assert sizes == {
+        "rules compared with random exit": 4,
+        "comparisons of confidence+α with confidence": 2,
+        "rules compared with fixed depth": 2,
+    }
     for e in comp.values():
-        if not e.get("identical") and not e.get("same_area") and e["area_diff"]["ci_low"] is not None:
+        drawn = not any(e.get(k) for k in ("identical", "same_area", "same_as"))  # same_as: confidence's line
+        if drawn and e["area_diff"]["ci_low"] is not None:
             assert f"{e['family']['confidence'] * 100:.3g}% CI" in e["verdict"], e["verdict"]
     lead = " ".join(early_exit_reading(s).lead)
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -484,6 +539,9 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     # the rate it names is of the two read (about 1 − 0.95²), the measured 15% is of all three
     assert "among the 2 questions' lines in about 10% of runs (15% of simulated runs with all three)" in apart
     assert apart[1:40] in " ".join(early_exit_reading(s).details) and apart[1:40] in page
+    from laya_inspect.beyond.exit_verdicts import FAMILY_RULE
+
+    assert s["family_rule"] == FAMILY_RULE and FAMILY_RULE in html.unescape(page)
 
 
 def test_the_per_depth_refits_send_back_no_head(cache, tmp_path, monkeypatch):

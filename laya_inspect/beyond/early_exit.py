@@ -60,7 +60,7 @@ from .common import (
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
-from .exit_verdicts import exit_comparisons, read_apart
+from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
 from .refit import Budget, Fit, layer_moments, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
@@ -389,6 +389,7 @@ def _simulate(
     summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     summary["families_read_apart"] = read_apart(summary["comparisons"])
+    summary["family_rule"] = FAMILY_RULE
     return summary
 
 

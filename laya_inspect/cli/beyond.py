@@ -45,8 +45,8 @@ def _progress(event: dict[str, Any]) -> None:
 def _wrote(out: Path, s: dict[str, Any]) -> None:
     """The verdict under the run's warnings, then the files in ``out`` (report.html among them, plots/ if any)."""
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
-    apart = s.get("families_read_apart")
-    bullets([*s["verdict"], *([f"note: {apart}"] if apart else [])], s.get("warnings"))
+    notes = [f"note: {s[k]}" for k in ("families_read_apart", "family_rule") if s.get(k)]
+    bullets([*s["verdict"], *notes], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
 

@@ -317,7 +317,9 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         [
             c,
             diff_text(v["area_diff"]),
-            Cell("same rule: nothing to compare", "text")
+            Cell("confidence's comparison: the same rule here", "text")
+            if v.get("same_as")
+            else Cell("same rule: nothing to compare", "text")
             if v.get("identical")
             else Cell("same area on every seed", "text")
             if v.get("same_area")
@@ -327,6 +329,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     ]
     comp_cols = ["comparison", "held-out area difference" if held else "area difference", ""]
     paired = f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}"
+    paired += f"; {s['family_rule']}" if s.get("family_rule") else ""
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
     sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
     used = s.get("compute_used_by_depth") or {}

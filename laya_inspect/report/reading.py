@@ -612,7 +612,10 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
-            f"{rule} {_said(comp[f'{rule} vs random']['area_diff'])} it "
+            f"{rule}, the confidence rule here ({comp[f'{rule} vs random']['verdict'].split(':')[0]}), is confidence's "
+            "comparison, not a second finding"
+            if comp[f"{rule} vs random"].get("same_as")
+            else f"{rule} {_said(comp[f'{rule} vs random']['area_diff'])} it "
             f"({diff_text(comp[f'{rule} vs random']['area_diff'])})"
             for rule in ("confidence", "alpha", "confidence+alpha", "fixed")
             if f"{rule} vs random" in comp
