@@ -347,6 +347,35 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
     assert comp["confidence vs random"]["verdict"].startswith("rule confidence beats random exit: +0.0500")
 
 
+def test_a_real_difference_too_small_for_four_decimals_is_not_shown_as_zero():
+    """The oracle used less compute at equal accuracy on one seed of 3 (held-out area +9.3e-06 there,
+    float noise of 1e-16 on the others) and was printed "+0.0000 [-0.0000, +0.0000]", which reads as the
+    same rule. Not round-off (10¹⁰ times it), so it stays a comparison, shown in e-notation."""
+    from laya_inspect.beyond.early_exit import exit_comparisons
+    from laya_inspect.report.reading import diff_text
+
+    areas = {r: [0.97, 0.975, 0.9749] for r in ("fixed", "random", "alpha")}
+    areas["confidence"] = areas["confidence+alpha"] = [0.9740092592592594, 0.9750000000000003, 0.9749691358024692]
+    areas["confidence+alpha_oracle"] = [0.9740185185185185, 0.9749999999999999, 0.9749691358024689]
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.97, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))
+    ]
+    comp = exit_comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 97, "of": 360})
+    oracle = comp["confidence+alpha_oracle vs confidence"]
+    d = oracle["area_diff"]
+    assert not oracle.get("same_area") and d["mean"] == pytest.approx(3.09e-06, abs=1e-8)
+    assert "+0.0000" not in oracle["verdict"] and "+0.0000" not in diff_text(d), (oracle["verdict"], diff_text(d))
+    span = f"{d['mean']:+.1e}, 97.5% CI [{d['ci_low']:+.1e}, {d['ci_high']:+.1e}]"
+    assert span == "+3.1e-06, 97.5% CI [-1.6e-05, +2.2e-05]"
+    assert oracle["verdict"].startswith(
+        f"no detectable difference between rule confidence+alpha_oracle and rule confidence: {span}"
+    )
+    assert diff_text(d) == "+3.1e-06 [-1.6e-05, +2.2e-05]"
+    assert diff_text({"mean": 0.0, "ci_low": -1e-17, "ci_high": 1e-17}) == "+0.0000 [+0.0000, +0.0000]"  # noise
+    assert diff_text({"mean": 0.0116, "ci_low": 0.0009, "ci_high": 0.0223}) == "+0.0116 [+0.0009, +0.0223]"
+
+
 def test_the_plots_draw_random_exit_as_the_reference(cache, tmp_path, monkeypatch):
     """Random exit, the reference every rule is read against, was drawn as one more rule: it is now
     grey and dashed, labelled "random exit (reference, …)", on both plots, at its mean curve over seeds."""

@@ -100,7 +100,9 @@ def test_no_negative_zero_and_signed_deltas() -> None:
     from laya_inspect.report.across import short_ci
     from laya_inspect.report.reading import diff_text, est, num
 
-    assert diff_text({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "-0.000 [-0.000, +0.000]"
+    # past float noise but ±0 at 3 decimals throughout: e-notation, not a row of zeros read as "the same"
+    assert diff_text({"mean": -0.00001, "ci_low": -0.00002, "ci_high": 0.00001}, 3) == "-1.0e-05 [-2.0e-05, +1.0e-05]"
+    assert diff_text({"mean": -0.0001, "ci_low": -0.002, "ci_high": 0.0001}, 3) == "-0.000 [-0.002, +0.000]"
     assert diff_text({"mean": -1e-12, "ci_low": -1e-12, "ci_high": 1e-12}, 3) == "+0.000 [+0.000, +0.000]"
     assert short_ci({"mean": -0.01, "ci_low": -0.02, "ci_high": -0.00143}) == "-.01 [-.02,-.00]"
     assert num(-0.0004, lead=False) == ".00" and num(0.0004, sign=True, lead=False) == "+.00"

@@ -27,7 +27,15 @@ from ..head_dir import (
 from ..heads import Head
 from ..out_dir import atomic_dir
 from ..training.quality import few_rows
-from ..training.stats import bounded, family, level, outcome, same_on_every_seed, same_text  # noqa: F401  (re-exported)
+from ..training.stats import (  # noqa: F401  (re-exported)
+    bounded,
+    family,
+    level,
+    outcome,
+    same_on_every_seed,
+    same_text,
+    spec,
+)
 from .config import Budget
 
 EVAL_ROWS = 4096  # rows per forward pass when a head is only evaluated
@@ -268,7 +276,8 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -
         return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
     if same_on_every_seed(diff):
         return f"{what} − {baseline} = {m:+.4f}{unit}, {same_text(diff)}"
-    span = f"{m:+.4f}{unit}, {level(diff)} CI [{lo:+.4f}, {hi:+.4f}]"
+    f = spec(diff)
+    span = f"{m:{f}}{unit}, {level(diff)} CI [{lo:{f}}, {hi:{f}}]"
     said = outcome(diff)
     if said == "better":
         return f"{what} beats {baseline}: {span}"

@@ -23,7 +23,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import compare_warnings, said_once
-from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text
+from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
 
 NAMES = {
     "alpha": "α",
@@ -490,7 +490,10 @@ PRUNE_NAMES = {
 
 
 def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
-    """'+0.0116 [+0.0009, +0.0223]' of a paired difference."""
+    """'+0.0116 [+0.0009, +0.0223]' of a paired difference; '+3.1e-06 [-1.0e-05, +1.6e-05]' where all
+    three would show as ±0 but it is not float noise (:func:`.training.stats.spec`)."""
+    if d and d.get("mean") is not None and d.get("ci_low") is not None and spec(d, digits) == "+.1e":
+        return f"{d['mean']:+.1e} [{d['ci_low']:+.1e}, {d['ci_high']:+.1e}]"
     return est(d, digits, clip=False, sign=True)
 
 

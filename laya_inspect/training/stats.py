@@ -78,6 +78,17 @@ def cut_note(
     )
 
 
+def spec(d: dict[str, Any], digits: int = 4) -> str:
+    """The format of a difference's mean and bounds: ``+.{digits}f``, or ``+.1e`` where the difference is
+    past float noise (a value beyond TINY) yet every one of the three shows as ±0 at ``digits`` decimals:
+    early-exit's oracle, 9.3e-06 better on one seed of 3, printed "+0.0000 [-0.0000, +0.0000]", which
+    reads as the same rule, not a difference too small to show."""
+    values = [d.get(k) for k in ("mean", "ci_low", "ci_high")]
+    shown = [float(v) for v in values if v is not None]
+    small = bool(shown) and all(round(v, digits) == 0 for v in shown) and any(abs(v) > TINY for v in shown)
+    return "+.1e" if small else f"+.{digits}f"
+
+
 def family(size: int, of: str) -> dict[str, Any]:
     """The record of a family of ``size`` comparisons read together (``of``: which, in words): each
     interval is drawn at 1 − 0.05/size (Bonferroni), so that the chance of any wrong "beats" or "worse"
