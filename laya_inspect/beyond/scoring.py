@@ -347,7 +347,7 @@ def auroc_note(scores: dict[str, dict[str, dict[str, Any]]]) -> str | None:
     """Where an interval over heads of ``scores`` ("AUROC" or "AUPR" → score → estimate) was cut to
     [0, 1] (:func:`.common.bounded`), as :func:`clipped_note` says it. None where none was."""
     named = {f"{score} {metric}": d for metric, by in scores.items() for score, d in by.items()}
-    return cut_note(named, "/".join(scores), "[0, 1]", "the values they can take", "heads (95%)")
+    return cut_note(named, "/".join(scores), "[0, 1]", "the values they can take", "heads at 95%")
 
 
 def shift_not_read(shift: dict[str, Any]) -> str | None:

@@ -111,7 +111,7 @@ def _step_line(step: Any) -> str:
         "ρ",
         "[−1, 1]",
         "the range of a Spearman ρ",
-        "seeds (95%)",
+        "seeds at 95%",
     )
     return f"faithfulness ρ on {head_names(est['heads'])}{over}: " + " · ".join(scores) + (f"\n  {cut}" if cut else "")
 

@@ -139,7 +139,7 @@ def ranged_note(entry: dict[str, Any]) -> str | None:
         "across seeds",
         "its score's range",
         "[0, 1] for top-layer agreement, [−1, 1] for ρ, twice as wide for a difference to the constant rule",
-        "seeds (95%)",
+        "seeds at 95%",
     )
 
 
