@@ -15,8 +15,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
-from laya_inspect.compare.seeds import across_seeds, expand_head_dirs, t_estimate
+from laya_inspect.compare.seeds import across_seeds, csv_rows, expand_head_dirs, t_estimate
 from laya_inspect.errors import InputError
+from laya_inspect.files import write_csv
 from laya_inspect.report.across import seed_sections, seed_tables
 
 runner = CliRunner()
@@ -273,6 +274,29 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
     assert damaged.stderr.strip().count("\n") == 0 and "Traceback" not in damaged.output
 
 
+def test_summary_csv_reads_as_one_numeric_value_column_with_one_row_per_key(tmp_path: Path) -> None:
+    """QA: each seed's verdict and each caveat stood in `value` among the numbers, so a reader
+    (pandas) took the whole column for text, and the caveats of one head shared one key."""
+    across = across_seeds([_head(0, "beats", ["alpha"]), _head(1, "not shown", [])], [0, 1])
+    assert len(across["caveats"]) == 2
+    path = write_csv(tmp_path / "summary.csv", csv_rows({"across_seeds": across, "directions": {}}))
+    rows = list(csv.DictReader(path.open()))
+    assert [r["value"] for r in rows if r["value"] and not _is_number(r["value"])] == []
+    keys = [(r["head"], r["ablation"], r["method"], r["scope"], r["metric"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    assert [r["text"] for r in rows if r["metric"].startswith("caveat_")] == across["caveats"]
+    verdicts = [r["text"] for r in rows if r["metric"] == "verdict_vs_constant"]
+    assert verdicts == ["beats", "not shown"]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _compared(heads: list[dict], seeds: list[int]) -> dict:
     """A compare summary of ``heads`` (built by :func:`_head`) as compare_reading reads it."""
     for h in heads:
@@ -327,6 +351,9 @@ def test_a_caveat_of_every_seed_is_printed_once_naming_the_seeds(
     lines = [line for line in result.output.splitlines() if said[0] in line]
     assert len(lines) == 1, result.output
     assert lines[0].strip().startswith("caveat (laya-seed_0, seed_1):"), lines[0]
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [r["value"] for r in rows if r["value"] and not _is_number(r["value"])] == []
+    assert [r["text"] for r in rows if r["metric"] == "caveat_1" and r["scope"] == "all"] == said
 
 
 @pytest.mark.slow
@@ -353,7 +380,7 @@ def test_the_random_method_and_the_random_reference_are_both_read_across_seeds(
     assert noise != ordering
 
     with (out / "summary.csv").open() as f:
-        across = [r for r in csv.DictReader(f) if r["head"] == group["head"] and r["metric"] != "caveat"]
+        across = [r for r in csv.DictReader(f) if r["head"] == group["head"] and not r["metric"].startswith("caveat")]
     keys = [(r["ablation"], r["method"], r["scope"], r["metric"]) for r in across]
     assert len(keys) == len(set(keys))  # QA: the random reference's rows were also method "random"
     means = {

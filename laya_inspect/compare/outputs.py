@@ -14,7 +14,7 @@ import numpy as np
 from .. import __version__
 from ..files import plain, write_bytes
 from .effects import RANDOM_ORDERS
-from .seeds import CSV_REFERENCES
+from .seeds import CSV_REFERENCES, cell
 from .seeds import csv_rows as across_seed_rows
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "method": method,
                 "scope": scope,
                 "metric": metric,
-                "value": value,
+                **cell(value),
                 "direction": dirs.get(direction_key or metric, ""),
                 "circular": circular or "",
                 **const,
@@ -125,8 +125,8 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                     for part in ("mean", "ci_low", "ci_high") if d else ():
                         add(h, abl, t["leader"], "all", f"{key}_lead_minus_{against}_{part}", d[part], key)
                 add(h, abl, t["leader"], "all", f"{key}_marked_best", int(bool(t.get("marked"))), "")
-            for c in a["caveats"]:
-                add(h, abl, "", "all", "caveat", c, "")
+            for k, c in enumerate(a["caveats"], 1):  # numbered: each row keeps a key of its own
+                add(h, abl, "", "all", f"caveat_{k}", c, "")
         pc = h["per_class"]
         abl = pc["ablation"]
         for c, cname in enumerate(pc["classes"]):

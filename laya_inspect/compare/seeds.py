@@ -225,6 +225,12 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
     }
 
 
+def cell(value: Any) -> dict[str, Any]:
+    """A row's ``value`` and ``text``: words (a verdict, a caveat) go to ``text``, so that ``value``
+    holds numbers alone and a reader (pandas) reads it as one numeric column."""
+    return {"value": None, "text": value} if isinstance(value, str) else {"value": value, "text": ""}
+
+
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """summary.csv's rows for the across-seed scores: per (head, ablation, method, score) the mean,
     std, interval and n over seeds (scope ``seeds``) and each seed's value (scope ``seed:<S>``); ``summary``: the
@@ -248,11 +254,11 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 if row.get("verdicts"):
                     for s, w in zip(g["seeds"], row["verdicts"]):
                         rows.append(
-                            {**base, "scope": f"seed:{s}", "metric": "verdict_vs_constant", "value": w, "direction": ""}
+                            {**base, "scope": f"seed:{s}", "metric": "verdict_vs_constant", **cell(w), "direction": ""}
                         )
-            for c in entry["caveats"]:
+            for k, c in enumerate(entry["caveats"], 1):
                 head = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": ""}
-                rows.append({**head, "scope": "seeds", "metric": "caveat", "value": c, "direction": ""})
+                rows.append({**head, "scope": "seeds", "metric": f"caveat_{k}", **cell(c), "direction": ""})
     return rows
 
 
