@@ -4,6 +4,7 @@ attribution and LOLO code on one row), its input is the source image the cache's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -514,9 +515,11 @@ def test_the_terminal_table_keeps_every_layer_name_and_number_whole_on_80_column
     from laya_inspect.report.reading import num
 
     with FeatureStore(digits["cache"]) as store:
-        e = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu", draws=8)
-    assert e.effects_ci is not None
-    for width in (80, 72):  # 72: narrower than the table, whose titles and intervals then wrap
+        base = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu", draws=8)
+    assert base.effects_ci is not None
+    # QA (MiniLM, layers hidden_states.0 … 6): names that long cropped the interval to "[-0.2" at 80
+    long_names = dataclasses.replace(base, layer_names=[f"hidden_states.{i}" for i in range(len(base.layer_names))])
+    for e, width in ((base, 80), (base, 72), (long_names, 80)):  # 72: the titles and intervals wrap
         console = Console(width=width, record=True, color_system=None)
         console.print(explain_table(e))
         text = console.export_text()

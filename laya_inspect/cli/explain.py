@@ -40,10 +40,15 @@ def explain_table(e: Any) -> Table:
     # intervals wrap between words, and no layer name or number is cut (rich cut "features.16" to
     # "features" and "+0.886*" to "+0.…", and cropped the interval at the edge)
     titles = ["layer", *(t for t, _, _ in columns)] + ([f"95% interval ({e.draws} draws)"] if drawn else [])
+    # A column of single words never wraps (no_wrap): rich narrows a table by shrinking its widest
+    # wrapping columns, then widens each back to its min_width, and crops the last column by the
+    # difference (HF layer names, "hidden_states.0", cut the interval to "[-0.2" on 80 columns)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for k, title in enumerate(titles):
-        words = [w for text in [title, *(cells[k].plain for cells in rows)] for w in text.split()]
-        table.add_column(title, justify="left" if k == 0 else "right", min_width=max(map(len, words)))
+        texts = [title, *(cells[k].plain for cells in rows)]
+        words = [w for text in texts for w in text.split()]
+        one_word = all(len(text.split()) <= 1 for text in texts)
+        table.add_column(title, justify="left" if k == 0 else "right", min_width=max(map(len, words)), no_wrap=one_word)
     for cells in rows:
         table.add_row(*cells)
     return table
