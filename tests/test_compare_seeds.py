@@ -356,6 +356,23 @@ def test_a_caveat_of_every_seed_is_printed_once_naming_the_seeds(
     assert [r["text"] for r in rows if r["metric"] == "caveat_1" and r["scope"] == "all"] == said
 
 
+def test_the_terminal_says_when_verdicts_read_one_fitted_seed(
+    two_seeds: Path, digits_cache: Path, tmp_path: Path
+) -> None:
+    """QA (MobileNetV2): compare given seed 0 alone printed "alpha beats" the constant rule with no word
+    that it read one fitted seed (seeds 1 and 2: "worse", "does not"); report.html's reading said so."""
+    common = ["--cache", str(digits_cache), "--limit", "40", "--method", "alpha", "--bootstrap", "10"]
+    common += ["--no-plots", "--no-sanity", "--device", "cpu"]
+    said = {}
+    for name, heads in (("one", two_seeds / "laya" / "seed_0"), ("both", two_seeds)):
+        result = runner.invoke(app, ["compare", str(heads), *common, "--out", str(tmp_path / name)], env=ENV)
+        assert result.exit_code == 0, result.output
+        said[name] = " ".join(result.output.split())
+    assert "note: the verdicts above read one fitted seed of laya-seed_0:" in said["one"]
+    assert "give compare the fit-head folder" in said["one"]
+    assert "read one fitted seed" not in said["both"]  # every seed compared: the table across seeds reads them
+
+
 @pytest.mark.slow
 def test_the_random_method_and_the_random_reference_are_both_read_across_seeds(
     two_seeds: Path, digits_cache: Path, tmp_path: Path

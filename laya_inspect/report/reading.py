@@ -332,13 +332,17 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
     seeds = seeds_sentence(summary, lead)
     if not seeds:  # one fitted seed: its verdicts hold for that fit only
-        details.insert(
-            0,
-            f"These sentences read one fitted seed of {lead['name']}: a verdict that changes with the seed a head "
-            "was fitted with is not a verdict; give compare the fit-head folder (every seed of the head) to read "
-            "them together, after fit-head --seeds 3 or more where the head was fitted under one seed.",
-        )
+        details.insert(0, one_seed_sentence("These sentences", lead["name"]))
     return Reading(warned + head_sentences(summary, lead) + seeds, details)
+
+
+def one_seed_sentence(what: str, names: str) -> str:
+    """Why verdicts read from one fitted seed of a head are not yet verdicts, and what reads them all."""
+    return (
+        f"{what} read one fitted seed of {names}: a verdict that changes with the seed a head "
+        "was fitted with is not a verdict; give compare the fit-head folder (every seed of the head) to read "
+        "them together, after fit-head --seeds 3 or more where the head was fitted under one seed."
+    )
 
 
 def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:

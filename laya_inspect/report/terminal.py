@@ -21,6 +21,7 @@ from .reading import (
     interval,
     layers_read,
     num,
+    one_seed_sentence,
     relied_on,
     value,
     versus_groups,
@@ -233,6 +234,23 @@ def relied_on_line(head: dict[str, Any], effect: str = "prob") -> Text | None:
     return Text.assemble((head["name"], "bold"), said.removeprefix(head["name"])) if said else None
 
 
+def one_seed_lines(summary: dict[str, Any]) -> list[RenderableType]:
+    """Where a head's verdicts against the constant rule come from one fitted seed (no other seed of it
+    compared), the terminal says so, as report.html's reading does: on MobileNetV2 seed 0 alone read
+    "alpha beats" the rule, seeds 1 and 2 "worse" and "does not"."""
+    across = summary.get("across_seeds") or {}
+    grouped = {m for g in across.get("groups") or [] for m in g.get("members") or []}
+    alone = [
+        h["name"]
+        for h in summary["heads"]
+        if h["name"] not in grouped
+        and any((s.get("vs_constant") or {}).get("verdict") for s in (h.get("methods") or {}).values())
+    ]
+    if not alone:
+        return []
+    return [Text("  note: " + one_seed_sentence("the verdicts above", ", ".join(alone)), "yellow")]
+
+
 def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     """Header line; per head its table (methods × scores, first ablation, references below),
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
@@ -263,6 +281,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
         out += caveat_lines(head, shared)
         out += [line] if (line := relied_on_line(head, summary.get("effect", "prob"))) else []
     out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
+    out += one_seed_lines(summary)
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
     out.append(
