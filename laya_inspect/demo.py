@@ -342,11 +342,11 @@ def check_step_folders(out: Path) -> None:
     from .cache.schema import not_a_cache
     from .models.zoo import not_a_zoo_checkpoint
     from .out_dir import read_marker
-    from .training.joint import check_metrics_out
+    from .training.joint import not_a_metrics_file
 
-    check_metrics_out(out / "backbone.pt")
     checks = (
         ("backbone.pt", not_a_zoo_checkpoint),
+        ("backbone.metrics.json", not_a_metrics_file),
         ("features.h5", not_a_cache),
         ("report.html", _not_a_page),
         ("demo.json", _not_a_record),

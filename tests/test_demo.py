@@ -616,7 +616,9 @@ def test_demo_force_refuses_a_users_file_where_it_writes_before_clearing_anythin
         shutil.move(tmp_path / name, kept)
     metrics = out / "backbone.metrics.json"  # train refuses a user's, as it does their backbone.pt
     metrics.write_text('{"my": "metrics"}')
-    with pytest.raises(InputError, match=re.escape(f"{metrics}, which is not a metrics file laya-inspect train")):
+    # said as the demo's own refusal: the user gave --out DIR, never "--out DIR/backbone.pt"
+    said = f"{metrics} is not a metrics file laya-inspect train wrote; `demo --force` replaces only"
+    with pytest.raises(InputError, match=re.escape(said)):
         plan_demo(DemoConfig(out=str(out), force=True, quick=True))
     shutil.copy(demo[0] / metrics.name, metrics)
     plan_demo(DemoConfig(out=str(out), force=True, quick=True))  # the demo's own files pass

@@ -136,15 +136,22 @@ def check_metrics_out(path: Path) -> None:
     metrics = metrics_path(path)
     if not metrics.exists() and not metrics.is_symlink():
         return
-    try:
-        data = json.loads(metrics.read_text(encoding="utf-8")) if not metrics.is_symlink() else None
-    except (OSError, ValueError):
-        data = None
-    if not (isinstance(data, dict) and {"checkpoint", "training", "history"} <= set(data)):
+    if not_a_metrics_file(metrics) is not None:
         raise InputError(
             f"--out {path} writes its metrics to {metrics}, which is not a metrics file laya-inspect train wrote; "
             "laya-inspect replaces only its own files: choose another --out, or move it away yourself"
         )
+
+
+def not_a_metrics_file(path: Path) -> str | None:
+    """None when ``path`` is a metrics file ``train`` wrote (one it may replace), else what it is instead."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if not path.is_symlink() else None
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and {"checkpoint", "training", "history"} <= set(data):
+        return None
+    return "is not a metrics file laya-inspect train wrote"
 
 
 def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: bool) -> JointResult:
