@@ -554,6 +554,22 @@ def test_a_torchscript_file_traced_in_training_mode_is_refused(tmp_path):
         torch.testing.assert_close(whole["outputs.1"][:2], alone["outputs.1"], rtol=1e-5, atol=1e-6)
 
 
+def test_a_batch_norm_without_running_statistics_is_refused_for_what_it_is(tmp_path):
+    """A BatchNorm with track_running_stats=False uses each batch's statistics in eval mode too, so its
+    trace fixes the training flag on even after model.eval(): the refusal said "traced in training mode"
+    and to trace again after model.eval(), which the user had done and which changes nothing."""
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, track_running_stats=False), nn.ReLU()).eval()
+    x = torch.rand(6, 3, 8, 8)
+    path = _jit_save(net, tmp_path / "eval_no_stats.pt", x)
+    with torch.no_grad():  # the harm is real in eval mode: one row, two batches, two outputs
+        assert not torch.allclose(net(x)[:1], net(x[:2])[:1])
+    with pytest.raises(InputError) as e:
+        load_model(f"torchscript:{path}")
+    said = str(e.value)
+    assert "1 batch_norm op(s) of its graph keep no running statistics" in said, said
+    assert "track_running_stats=False" in said and "traced in training mode" not in said, said
+
+
 def test_torchscript_errors(tmp_path):
     with pytest.raises(NotFoundError):
         load_model(f"torchscript:{tmp_path / 'none.pt'}")

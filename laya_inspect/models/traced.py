@@ -39,9 +39,16 @@ def _constant(value: Any) -> Any:
     return node.output().toIValue() if node.kind() == "prim::Constant" else None
 
 
+def _none(value: Any) -> bool:
+    """Whether a graph input is the constant None (a batch norm's running mean where it keeps none)."""
+    return value.node().kind() == "prim::Constant" and value.type().kind() == "NoneType"
+
+
 def training_ops(module: nn.Module) -> Counter[str]:
     """How many batch-norm and dropout ops of ``module``'s forward run in training mode whatever
-    ``.eval()`` says, by op name (``batch_norm``, ``dropout``)."""
+    ``.eval()`` says, by op name (``batch_norm``, ``dropout``; ``batch_norm without running statistics``
+    for a BatchNorm with ``track_running_stats=False``, which uses each batch's statistics in eval mode
+    too, so its trace fixes the flag on however it was traced)."""
     graph = getattr(module, "inlined_graph", None)
     found: Counter[str] = Counter()
     if graph is None:
@@ -54,8 +61,14 @@ def training_ops(module: nn.Module) -> Counter[str]:
         if node.kind() != "aten::batch_norm" and _constant(inputs[1]) == 0:  # dropout with p = 0 drops nothing
             continue
         if _constant(inputs[at]) is True:
-            found["batch_norm" if "batch_norm" in node.kind() else "dropout"] += 1
+            if node.kind() != "aten::batch_norm":
+                found["dropout"] += 1
+            else:  # inputs[3]: the running mean
+                found[NO_STATS if _none(inputs[3]) else "batch_norm"] += 1
     return found
+
+
+NO_STATS = "batch_norm without running statistics"
 
 
 def refuse_training_graph(module: nn.Module, spec: str) -> None:
@@ -64,6 +77,13 @@ def refuse_training_graph(module: nn.Module, spec: str) -> None:
     found = training_ops(module)
     if not found:
         return
+    if set(found) == {NO_STATS}:  # traced in eval mode or not: eval() and a new trace change nothing
+        raise InputError(
+            f"{spec}: {found[NO_STATS]} batch_norm op(s) of its graph keep no running statistics (a BatchNorm "
+            "with track_running_stats=False), so they normalise by each batch's own statistics in eval mode too "
+            "and each row's features would depend on the rows batched with it; tracing again after model.eval() "
+            "does not change that: give those layers running statistics (track_running_stats=True, trained)"
+        )
     parts = " and ".join(f"{n} {op} op(s)" for op, n in sorted(found.items()))
     raise InputError(
         f"{spec}: the file was traced in training mode: {parts} of its graph keep training behaviour, which "
