@@ -245,9 +245,14 @@ def test_confidence_alpha_against_random_where_alpha_never_fired_is_said_to_be_c
     assert entry["area_diff"] == s["comparisons"]["confidence vs random"]["area_diff"]
     said = (
         "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule, so its comparison "
-        "with random exit is confidence's (the line above), not a second finding"
+        "with random exit is confidence's (rule confidence's line against random exit, above), not a second finding"
     )
     assert entry["verdict"] == said and said in s["verdict"]
+    # the line it points to is confidence's; the one right above it is alpha's ("the line above" sent there)
+    lines = s["verdict"]
+    pointed = lines.index(s["comparisons"]["confidence vs random"]["verdict"])
+    assert pointed < lines.index(said), lines
+    assert "the line above" not in said or pointed == lines.index(said) - 1, lines
     assert not any(v.startswith("rule confidence+alpha") and "random exit" in v for v in s["verdict"])
     lead = " ".join(early_exit_reading(s).lead)
     assert "confidence+alpha, the confidence rule here (α never fired at ε = 0.05 (0 of 200 rows))" in lead

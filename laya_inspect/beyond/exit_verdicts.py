@@ -88,7 +88,7 @@ def exit_comparisons(
             entry["same_as"] = "confidence vs random"
             entry["verdict"] = (
                 f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule, so its comparison with "
-                "random exit is confidence's (the line above), not a second finding"
+                "random exit is confidence's (rule confidence's line against random exit, above), not a second finding"
             )
         elif identical[label]:
             why = _fired(alpha_fired, "oracle_rows" if a.endswith("oracle") else "rows", what)
