@@ -77,11 +77,6 @@ class Explanation:
     effects_sd: np.ndarray | None = None  # (L,) the effect's spread over the draws (ddof 1); None: deterministic
     effects_ci: np.ndarray | None = None  # (L, 2) 95% t-interval of the mean effect over the draws
 
-    @property
-    def ablated_key(self) -> str:
-        """What ``p_ablated`` holds, as its JSON key: the target's logit or its probability."""
-        return "logit_ablated" if self.effect == "logit" else "p_ablated"
-
     def class_name(self, c: int) -> str:
         return name_of(self.class_names, c)
 
@@ -112,7 +107,7 @@ class Explanation:
                             else {}
                         ),
                         # the target's logit (effect "logit") or probability ("prob") with the layer ablated
-                        self.ablated_key: self.p_ablated[i],
+                        ("logit_ablated" if self.effect == "logit" else "p_ablated"): self.p_ablated[i],
                         **{m: s[i] for m, s in self.scores.items()},
                     }
                     for i, name in enumerate(self.layer_names)

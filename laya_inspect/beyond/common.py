@@ -267,17 +267,17 @@ def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> 
     return paired_difference([float(v) for v in a], [float(v) for v in b], confidence).to_dict()
 
 
-def verdict(diff: dict[str, Any], *, what: str, baseline: str, unit: str = "") -> str:
+def verdict(diff: dict[str, Any], *, what: str, baseline: str) -> str:
     """One plain sentence from a difference estimate: better, worse, or no detectable difference."""
     m, lo, hi = diff.get("mean"), diff.get("ci_low"), diff.get("ci_high")
     if m is None:
         return f"{what} vs {baseline}: undefined"
     if lo is None or hi is None:
-        return f"{what} − {baseline} = {m:+.4f}{unit} from one value: no interval, so no verdict"
+        return f"{what} − {baseline} = {m:+.4f} from one value: no interval, so no verdict"
     if same_on_every_seed(diff):
-        return f"{what} − {baseline} = {m:+.4f}{unit}, {same_text(diff)}"
+        return f"{what} − {baseline} = {m:+.4f}, {same_text(diff)}"
     f = spec(diff)
-    span = f"{m:{f}}{unit}, {level(diff)} CI [{lo:{f}}, {hi:{f}}]"
+    span = f"{m:{f}}, {level(diff)} CI [{lo:{f}}, {hi:{f}}]"
     said = outcome(diff)
     if said == "better":
         return f"{what} beats {baseline}: {span}"

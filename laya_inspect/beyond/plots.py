@@ -43,13 +43,6 @@ def _err(values: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.clip(np.nan_to_num(np.stack([mean - lo, hi - mean]), nan=0.0), 0.0, None)
 
 
-def random_ranking_label(rand: dict[str, Any]) -> str:
-    """ "random ranking (mean of N sets)", N the layer sets averaged at each k (a range where it varies)."""
-    counts = sorted({len(e["sets"]) for e in rand["per_k"]})
-    n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-    return f"random ranking (mean of {n} sets)"
-
-
 def _random_ranking(ax: Any, s: dict[str, Any], x_key: str) -> None:
     """prune's random reference at each k < L (its intervals over seeds), joined to all layers at k = L."""
     rand = s.get("random_reference")
@@ -62,8 +55,12 @@ def _random_ranking(ax: Any, s: dict[str, Any], x_key: str) -> None:
     if every is not None:  # k = L: every ranking keeps all layers
         x.append(float(len(s["cache"]["layer_names"]) if x_key == "k" else every[x_key]))
         values.append(s["reference"]["test_acc"])
+    counts = sorted({len(e["sets"]) for e in per_k})  # layer sets averaged at each k: a range where it varies
+    n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
     mean, err = _err(values)
-    ax.errorbar(x, mean, yerr=err, marker="s", markersize=4, capsize=3, label=random_ranking_label(rand), **REFERENCE)
+    ax.errorbar(
+        x, mean, yerr=err, marker="s", markersize=4, capsize=3, label=f"random ranking (mean of {n} sets)", **REFERENCE
+    )
 
 
 def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
