@@ -13,11 +13,11 @@ from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 COST_CHOICES = ("auto", "model", "shapes")
 
-# Options every beyond command shares, declared once (the review found them copied three times).
+# Options every beyond command shares, declared once; each command says what its --seed and splits are for.
 _COMMON: dict[str, dict[str, Any]] = {
-    "seed": dict(default=0, flag="--seed", help="seed of the row draws"),
-    "train_split": dict(default="train", flag="--train-split", help="split the heads are fitted on"),
-    "test_split": dict(default="test", flag="--test-split", help="split the results are reported on"),
+    "seed": dict(default=0, flag="--seed"),
+    "train_split": dict(default="train", flag="--train-split"),
+    "test_split": dict(default="test", flag="--test-split"),
     "device": dict(default="auto", flag="--device", help=DEVICE_HELP),
     "allow_other_cache": dict(
         default=False, flag="--allow-other-cache", help="use a head trained on a cache with another fingerprint"
