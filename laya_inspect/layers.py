@@ -196,20 +196,20 @@ def _submodule(module: nn.Module, name: str) -> nn.Module:
 
 
 @contextmanager
-def capture(module: nn.Module, names: Sequence[str], *, clone: bool = True) -> Iterator[dict[str, Any]]:
+def capture(module: nn.Module, names: Sequence[str]) -> Iterator[dict[str, Any]]:
     """Yield a dict that forward hooks on ``names`` fill with each module's raw output.
 
     The dict holds the outputs in the order they were made; a module called several times in one
-    forward keeps its last output, in the place of that last call. Outputs are cloned
-    (``clone=True``) because in-place ops later in the forward would otherwise change them; the
-    clone keeps autograd history, so this also works inside a training step. Unknown names raise
-    :class:`NotFoundError`; the hooks are removed on exit, also when the body raises.
+    forward keeps its last output, in the place of that last call. Outputs are cloned because
+    in-place ops later in the forward would otherwise change them; the clone keeps autograd history,
+    so this also works inside a training step. Unknown names raise :class:`NotFoundError`; the hooks
+    are removed on exit, also when the body raises.
     """
     store: dict[str, Any] = {}
 
     def record(name: str, _m: nn.Module, out: Any) -> None:
         store.pop(name, None)  # a second call moves the name to where its output now stands
-        store[name] = snapshot(out) if clone else out
+        store[name] = snapshot(out)
 
     with hooks(module, names, record):
         yield store
