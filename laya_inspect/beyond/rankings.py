@@ -1,8 +1,7 @@
 """Layer rankings for pruning, most important first (docs/METHOD.md, "Prune"): the head's global α,
 ScalarMix's weights, the mean leave-one-layer-out effect, Block Influence, and depth alone (shallowest
-first, and deepest first). Pure
-functions of arrays apart from the LOLO pass. Ties go to the shallower layer (stable sort), so a tie
-never costs compute."""
+first, and deepest first). Pure functions of arrays apart from the LOLO pass. Ties go to the shallower
+layer (stable sort), so a tie never costs compute."""
 
 from __future__ import annotations
 

@@ -52,11 +52,11 @@ def aupr(y: np.ndarray, s: np.ndarray) -> float:
     return float(average_precision_score(y, s))
 
 
-def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int, stream: int = 7) -> dict[str, Any]:
-    """AUROC with a percentile 95% interval over ``n_boot`` row resamples (``default_rng([seed, stream])``;
+def bootstrap_auc(y: np.ndarray, s: np.ndarray, *, n_boot: int, seed: int) -> dict[str, Any]:
+    """AUROC with a percentile 95% interval over ``n_boot`` row resamples (``default_rng([seed, 7])``;
     resamples with one class are skipped); ``values`` holds the resampled AUROCs, for paired differences."""
     point = auroc(y, s)
-    rng = np.random.default_rng([seed, stream])
+    rng = np.random.default_rng([seed, 7])
     # the resamples' rows drawn a block at a time (the same draws as all at once), so that memory does
     # not grow as n_boot × N: 100,000 resamples of 10,000 rows would be 8 GB of indices
     step = max(1, 2_000_000 // max(1, len(y)))

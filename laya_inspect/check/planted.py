@@ -100,13 +100,13 @@ class Share:
         return {"share": self.share, "ci_low": low, "ci_high": high, "hits": self.hits, "n": self.n, "tied": self.tied}
 
 
-def against_bar(share: Share, bar: float = PASS_SHARE) -> str:
+def against_bar(share: Share) -> str:
     """Where a share's 95% interval lies against the bar: ``"above"`` (its lower end reaches the bar),
     ``"below"`` (its upper end is under it) or ``"straddles"`` (the rows cannot tell); ``"none"`` for no rows."""
     low, high = share.interval
     if share.n == 0:
         return "none"
-    return "above" if low >= bar else "below" if high < bar else "straddles"
+    return "above" if low >= PASS_SHARE else "below" if high < PASS_SHARE else "straddles"
 
 
 def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
