@@ -128,3 +128,22 @@ def test_the_readings_of_prune_and_early_exit_say_a_tied_difference_has_no_sprea
     lead = " ".join(early_exit_reading(exits).lead)
     assert "(no interval)" not in lead and "is undecided:" not in lead, lead
     assert lead.count("the same on each of the 2 seeds") == 2, lead
+
+
+def test_a_cut_note_says_each_intervals_count_where_they_differ() -> None:
+    """The demo's ρ over 3 seeds and the constant rule's over 2 (its ρ undefined on one seed), both cut
+    to [−1, 1]: the note said "over 3 seeds" for both, the first one's count. Each is now said with its
+    own; where the counts agree the sentence names the one count, as before."""
+    from laya_inspect.compare.seeds import t_estimate
+    from laya_inspect.training.stats import bounded, cut_note
+
+    alpha = bounded(t_estimate([0.35, 0.6, 0.85]), -1.0, 1.0)
+    constant = bounded(t_estimate([0.1, None, 0.9]), -1.0, 1.0)
+    assert alpha["n"] == 3 and constant["n"] == 2 and alpha["clipped"] and constant["clipped"]
+    note = cut_note({"alpha": alpha, "constant rule": constant}, "ρ", "[−1, 1]", "the range", "seeds at 95%")
+    assert note is not None and "over 3 seeds" not in note, note
+    assert f"alpha over 3 [{alpha['t_low']:+.2f}, +1.22]" in note, note
+    assert f"constant rule over 2 [{constant['t_low']:+.2f}, {constant['t_high']:+.2f}]" in note, note
+    assert "the t-interval over each one's seeds at 95% (" in note, note
+    same = cut_note({"alpha": alpha, "ig": alpha}, "ρ", "[−1, 1]", "the range", "seeds at 95%")
+    assert same is not None and "the t-interval over 3 seeds at 95% (alpha [-0.02, +1.22], ig [" in same, same

@@ -66,14 +66,21 @@ def cut_note(
     """Where :func:`bounded` cut an interval of ``estimates`` (name → estimate) to ``span``: one
     sentence with the t bounds, so a shown end at the range's edge is not read as the interval's own;
     ``why`` names the range ("the range of a Spearman ρ"), ``over`` what the t-interval is over. None
-    where none was cut."""
+    where none was cut. Where the cut ones are over different counts (a seed whose ρ is undefined leaves
+    one of them over fewer), each one's count is said beside its bounds."""
     cut = {k: d for k, d in estimates.items() if d and d.get("clipped")}
     if not cut:
         return None
-    n = next(iter(cut.values())).get("n")
-    t = ", ".join(f"{k} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
+    counts = {d.get("n") for d in cut.values()}
+    each = len(counts) > 1
+
+    def name(k: str, d: Mapping[str, Any]) -> str:
+        return f"{k} over {d.get('n')}" if each else k
+
+    t = ", ".join(f"{name(k, d)} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
+    size = "each one's" if each else str(next(iter(counts)))
     return (
-        f"{label}: an interval reaching outside {span} is shown cut to {span}, {why}; the t-interval over {n} "
+        f"{label}: an interval reaching outside {span} is shown cut to {span}, {why}; the t-interval over {size} "
         f"{over} ({t}) is too wide to bound it there"
     )
 
