@@ -262,6 +262,48 @@ def test_confidence_alpha_against_random_where_alpha_never_fired_is_said_to_be_c
     )
 
 
+def test_confidence_alpha_of_confidences_area_against_random_is_said_to_be_confidences(last_layer_run):
+    """The digits demo's heads: α fired on 2 of 360 rows and left every seed's held-out area as confidence's,
+    and "confidence+alpha vs random" repeated confidence's numbers as a finding of its own. Its line, the
+    reading and report.html's row now say it has confidence's area, so its comparison is confidence's."""
+    from laya_inspect.beyond.early_exit import exit_comparisons
+    from laya_inspect.report.beyond import early_exit_sections
+    from laya_inspect.report.html import Cell
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, _ = last_layer_run
+    areas = {r: e["area_held_out"]["values"] for r, e in s["rules"].items()}
+    areas["confidence"] = areas["confidence+alpha"] = [0.9, 0.88]
+    areas["random"] = [0.7, 0.69]
+    points = [  # confidence+alpha's points move (α fired), its area does not
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.45), ("confidence+alpha_oracle", 0.4))
+    ]
+    fired = {"epsilon": 0.05, "rows": 2, "oracle_rows": 3, "of": 360}
+    comp = exit_comparisons(areas, points, fired)
+    assert comp["confidence+alpha vs confidence"]["same_area"]
+    entry = comp["confidence+alpha vs random"]
+    assert entry["same_as"] == "confidence vs random" and entry["same_by"] == "area"
+    assert entry["area_diff"] == comp["confidence vs random"]["area_diff"]
+    assert entry["verdict"] == (
+        "rule confidence+alpha has the same held-out area as confidence's on every seed (α fired at ε = 0.05 on 2 "
+        "of 360 rows), so its comparison with random exit is confidence's (rule confidence's line against random "
+        "exit, above), not a second finding"
+    )
+    assert "the confidence rule" not in entry["verdict"]
+    summary = {**s, "comparisons": comp, "alpha_fired": fired, "verdict": [e["verdict"] for e in comp.values()]}
+    lead = " ".join(early_exit_reading(summary).lead)
+    assert (
+        "confidence+alpha, of the same held-out area as confidence's on every seed (α fired at ε = 0.05 on 2 of "
+        "360 rows), is confidence's comparison, not a second finding" in lead
+    ), lead
+    assert "confidence+alpha, the confidence rule here" not in lead
+    rows = [r for sec in early_exit_sections(summary) for t in sec.tables for r in t.rows]
+    cells = [c.text if isinstance(c, Cell) else c for r in rows for c in r]
+    assert "confidence's comparison: the same area here" in cells
+    assert "confidence's comparison: the same rule here" not in cells
+
+
 def test_each_family_counts_every_comparison_it_asks_and_says_so():
     """The family sizes were the comparisons left after dropping those of the same rule or the same area,
     read off the very test rows compared, while the code said the family is fixed before the data. Now

@@ -71,8 +71,10 @@ def exit_comparisons(
     # after looking. A comparison that turns out so draws no wrong verdict, so counting it keeps the family
     # under 5% and costs width only (3 seeds: t(1 − 0.05/8, 2) = 8.86 against 7.65 at m = 3, 16% wider).
     families = {name: family(sum(_question(k) == name for k in pairs), of) for name, of in QUESTIONS.items()}
-    # confidence+alpha with the points of confidence: its comparison with random exit is confidence's
+    # confidence+alpha with the points of confidence, or with their area on every seed (α fired on a few
+    # rows and moved no step of the frontier): its comparison with random exit is confidence's
     same_rule = identical["confidence+alpha vs confidence"]
+    same_as = same_rule or same_area["confidence+alpha vs confidence"]
     out: dict[str, Any] = {}
     for label, (a, b) in pairs.items():
         fam = families[_question(label)]
@@ -84,11 +86,18 @@ def exit_comparisons(
         what = "α of the full forward pass" if a.endswith("oracle") else "α"
         n = alpha_fired["oracle_rows" if a.endswith("oracle") else "rows"]
         eps, of = alpha_fired["epsilon"], alpha_fired["of"]
-        if same_rule and label == "confidence+alpha vs random":
+        if same_as and label == "confidence+alpha vs random":
             entry["same_as"] = "confidence vs random"
+            entry["same_by"] = "rule" if same_rule else "area"
+            why = (
+                f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule"
+                if same_rule
+                else f"rule confidence+alpha has the same held-out area as confidence's on every seed (α fired at "
+                f"ε = {eps:g} on {n} of {of} rows)"
+            )
             entry["verdict"] = (
-                f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule, so its comparison with "
-                "random exit is confidence's (rule confidence's line against random exit, above), not a second finding"
+                f"{why}, so its comparison with random exit is confidence's (rule confidence's line against random "
+                "exit, above), not a second finding"
             )
         elif identical[label]:
             why = _fired(alpha_fired, "oracle_rows" if a.endswith("oracle") else "rows", what)

@@ -317,7 +317,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         [
             c,
             diff_text(v["area_diff"]),
-            Cell("confidence's comparison: the same rule here", "text")
+            Cell(f"confidence's comparison: the same {v.get('same_by', 'rule')} here", "text")
             if v.get("same_as")
             else Cell("same rule: nothing to compare", "text")
             if v.get("identical")

@@ -608,6 +608,19 @@ def held_out_areas(s: dict[str, Any]) -> bool:
     return bool(rules) and all("area_held_out" in e for e in rules.values())
 
 
+def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str:
+    """A rule's comparison with random exit that is confidence's, in the lead: the same rule (α never
+    fired, or only where confidence exits as early), or the same held-out area on every seed."""
+    if entry.get("same_by") == "area":
+        return (
+            f"{rule}, of the same held-out area as confidence's on every seed (α fired at ε = "
+            f"{fired.get('epsilon', 0):g} on {fired.get('rows')} of {fired.get('of')} rows), is confidence's "
+            "comparison, not a second finding"
+        )
+    why = entry["verdict"].split(":")[0]
+    return f"{rule}, the confidence rule here ({why}), is confidence's comparison, not a second finding"
+
+
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
@@ -619,8 +632,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
-            f"{rule}, the confidence rule here ({comp[f'{rule} vs random']['verdict'].split(':')[0]}), is confidence's "
-            "comparison, not a second finding"
+            _confidences(rule, comp[f"{rule} vs random"], s.get("alpha_fired") or {})
             if comp[f"{rule} vs random"].get("same_as")
             else f"{rule} {_said(comp[f'{rule} vs random']['area_diff'])} it "
             f"({diff_text(comp[f'{rule} vs random']['area_diff'])})"
