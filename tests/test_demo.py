@@ -182,7 +182,8 @@ def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(mo
     for i, name in enumerate(["b0", "b1", "b2"]):
         k = next(n for n, ln in enumerate(lines) if ln.strip().startswith(name))
         a, e = seed_means[:, i], np.array([r[i] for r in lolo])
-        assert f"{a.mean():.3f} ± {half * a.std(ddof=1):.3f}" in lines[k]
+        if name != "b2":  # b2's α reaches below 0: shown cut to [0, 1] (the test below)
+            assert f"{a.mean():.3f} ± {half * a.std(ddof=1):.3f}" in lines[k]
         assert lines[k].rstrip().endswith(f"{e.mean():+.3f} ± {half * e.std(ddof=1):.3f}")
         below = lines[k + 1].split()  # each seed's α, then each seed's LOLO effect, in seed order
         assert [float(v) for v in below] == pytest.approx([*a, *e], abs=0.0051)  # two decimals
@@ -194,6 +195,44 @@ def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(mo
     cli_demo._profile_table(result)  # one seed: its α ± std over rows beside its LOLO effects, as before
     (row,) = [ln for ln in out.file.getvalue().splitlines() if ln.strip().startswith("b2")]
     assert row.split()[2:5] == ["0.406", "±", "0.350"] and row.split()[-1] == "+3.920"
+
+
+def test_the_alpha_profile_shows_an_alpha_reaching_outside_0_1_cut_as_other_intervals_are(monkeypatch, capsys) -> None:  # noqa: ANN001
+    """α lies in [0, 1], yet its mean over 3 seeds ± the 95% t half-width was printed "0.264 ± 0.342", down
+    to −0.078. That layer's cell is now the interval cut to [0, 1], as the other cut intervals are shown,
+    with one note line giving the t bounds; a layer whose interval lies inside keeps its ± half-width."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+    from scipy import stats
+
+    from laya_inspect.cli import demo as cli_demo
+
+    out = Console(file=io.StringIO(), width=80, color_system=None)
+    monkeypatch.setattr(cli_demo, "console", out)
+    seed_means = np.array([[0.594, 0.406], [0.744, 0.256], [0.869, 0.131]])
+    alpha = {"seeds": [0, 1, 2], "mean": seed_means.mean(0), "std": np.full(2, 0.3), "seed_means": seed_means}
+    heads = [{"kind": "laya", "dir": f"d/heads/laya/seed_{s}", "lolo": {"mean_effect": [1.0, 2.0]}} for s in range(3)]
+    result = SimpleNamespace(
+        profiles={"alpha": {"laya": alpha}},
+        compare_summary={"heads": heads, "ablation": "mean", "effect": "logit"},
+        numbers={"layers": ["b0", "b1"], "widths": [8, 8]},
+        plan=SimpleNamespace(fit=SimpleNamespace(seeds=(0, 1, 2))),
+    )
+    cli_demo._profile_table(result)
+    rows = {ln.split()[0]: ln for ln in out.file.getvalue().splitlines() if ln.strip().startswith("b")}
+    half = stats.t.ppf(0.975, 2) / np.sqrt(3) * seed_means.std(0, ddof=1)
+    mean = seed_means.mean(0)
+    assert mean[1] - half[1] < 0 < mean[0] - half[0] and mean[0] + half[0] > 1 > mean[1] + half[1]
+    assert f"{mean[1]:.3f} [0.000, {mean[1] + half[1]:.3f}]" in rows["b1"], rows
+    assert f"{mean[0]:.3f} [{mean[0] - half[0]:.3f}, 1.000]" in rows["b0"], rows
+    assert "±" not in rows["b0"].split("█")[0] and "±" not in rows["b1"].split("█")[0], rows
+    note = " ".join(capsys.readouterr().out.split())
+    t = ", ".join(f"b{i} [{mean[i] - half[i]:+.2f}, {mean[i] + half[i]:+.2f}]" for i in (0, 1))
+    assert "mean α: an interval reaching outside [0, 1] is shown cut to [0, 1]" in note, note
+    assert f"the t-interval over 3 seeds at 95% ({t}) is too wide" in note, note
+    assert note.count("is shown cut to") == 1
 
 
 def test_the_compare_step_scores_every_laya_seed_and_the_baselines_on_seed_0(tmp_path: Path) -> None:

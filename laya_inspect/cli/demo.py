@@ -209,7 +209,8 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     compare's across-seed table reads its scores: the mean over seeds ± the 95% t half-width, each
     seed's value below; and the layer each seed's α and LOLO effects put first."""
     from ..compare.seeds import t_estimate
-    from ..report.reading import num, peak
+    from ..report.reading import num, peak, with_ci
+    from ..training.stats import bounded, cut_note
 
     layers, widths = result.numbers["layers"], result.numbers["widths"]
     seeds = list(alpha["seeds"])
@@ -221,14 +222,27 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
-        table.add_column(col, justify="left" if col in ("layer", "") else "right", overflow="fold")
+        # a cut α cell ("0.264 [0.000, 0.606]") and the LOLO seeds' line stay whole at 80 columns; the
+        # headers and the bar give way instead
+        table.add_column(
+            col,
+            justify="left" if col in ("layer", "") else "right",
+            overflow="fold",
+            no_wrap=col in ("mean α", "LOLO effect"),
+        )
 
-    def cell(values: list[float | None], digits: int, sign: bool) -> Text:
+    cut: dict[str, dict[str, Any]] = {}  # layer → its α estimate where bounded() cut it to [0, 1]
+
+    def cell(values: list[float | None], digits: int, sign: bool, layer: str | None = None) -> Text:
         est = t_estimate(values)
         if est["mean"] is None:
             return Text("—")
         half = "" if est["ci_low"] is None else f" ± {num((est['ci_high'] - est['ci_low']) / 2, digits)}"
         below = " ".join(num(v, sign=sign, lead=False) for v in est["values"])
+        shown = bounded(est, 0.0, 1.0) if layer is not None else est
+        if shown.get("clipped"):  # α lies in [0, 1]: shown as the other cut intervals are, with a note
+            cut[str(layer)] = shown
+            return Text.assemble(with_ci(shown, sign=False, digits=digits), "\n", (below, "dim"))
         return Text.assemble(num(est["mean"], digits, sign) + half, "\n", (below, "dim"))
 
     for i, name in enumerate(layers):
@@ -236,12 +250,15 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
         table.add_row(
             name,
             str(widths[i]),
-            cell([r[i] for r in own], 3, False),
+            cell([r[i] for r in own], 3, False, layer=name),
             "█" * round(10 * a),  # half as long as one seed's: the table stays within 80 columns
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
             cell([None if e is None else e[i] for e in effects], 3, True),
         )
     console.print(table)
+    note = cut_note(cut, "mean α", "[0, 1]", "the values a weight α takes", "seeds at 95%")
+    if note:
+        dim(note)
 
     def tops(rows: list[list[float] | None]) -> str:
         return ", ".join("—" if r is None else layers[peak(r)] for r in rows)
