@@ -27,7 +27,7 @@ from typer.core import TyperGroup
 
 from ..errors import LayaError, os_message
 from ..options import default_of, field_of
-from ..runtime import NOTHING_HALF_WRITTEN, command_finished, ctrl_c_as_before
+from ..runtime import NOTHING_HALF_WRITTEN, THREADS_FLAG, THREADS_HELP, command_finished, ctrl_c_as_before
 
 STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
 console = Console()
@@ -263,6 +263,9 @@ def opt(
         callback=one_of if choices else None,
         parser=parser,
     )
+
+
+THREADS = typer.Option(None, THREADS_FLAG, help=THREADS_HELP)  # the commands whose config has no threads field
 
 
 def out_file(example: str) -> Callable[[str], Path]:

@@ -11,6 +11,7 @@ import typer
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
 from ..report.reading import est, with_ci
+from ..runtime import set_threads
 from ..training.stats import percent
 from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
 
@@ -92,7 +93,6 @@ def prune_command(
     from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
     from ..beyond.prune import prune_layers
     from ..cache.store import FeatureStore
-    from ..runtime import set_threads
 
     given = locals()
     config = from_options(PruneConfig, given, ks=comma_list(ks or "", int, "--ks", "a comma list of integers"))
@@ -185,7 +185,6 @@ def early_exit_command(
     """
     from ..beyond.early_exit import simulate_early_exit
     from ..cache.store import FeatureStore
-    from ..runtime import set_threads
 
     given = locals()
     config = from_options(ExitConfig, given)
@@ -254,7 +253,6 @@ def diagnose_command(
     from ..beyond.diagnose import diagnose_heads
     from ..beyond.scoring import auroc_note, clipped_note
     from ..cache.store import FeatureStore
-    from ..runtime import set_threads
 
     config = from_options(DiagnoseConfig, locals(), n_boot=bootstrap)
     set_threads(config.threads)

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from ..check.config import PlantedConfig
+from ..runtime import set_threads
 from .app import app, bullets, console, dim, from_options, opt, titled_table
 
 check_app = typer.Typer(
@@ -125,11 +126,9 @@ def planted_command(
     """
     from ..check.planted import run_planted
     from ..check.seeds import run_planted_seeds
-    from ..runtime import set_threads
 
-    config = from_options(PlantedConfig, locals())
+    c = from_options(PlantedConfig, locals())
     set_threads(None)
-    c = config
     which = f"seed {c.seed}" if c.seeds == 1 else f"construction seeds {c.seed} … {c.seed + c.seeds - 1}"
     dim(
         f"check planted: {c.layers} layers, signal in layer {c.signal}, noise {c.noise:g}, {c.rows} train and "
@@ -137,7 +136,7 @@ def planted_command(
         err=True,
     )
     if c.seeds > 1:
-        several = run_planted_seeds(config, out_dir=out, overwrite=force, progress=_progress(True))
+        several = run_planted_seeds(c, out_dir=out, overwrite=force, progress=_progress(True))
         s = several.summary
         console.print(seeds_table(s))
         accuracy = "; ".join(
@@ -149,7 +148,7 @@ def planted_command(
         folders = ", ".join(f"{folder}/" for folder in s["files"]["seeds"].values())
         dim(f"wrote {out / 'summary.json'} and, one per seed, {folders}", err=True)
         return
-    result = run_planted(config, out_dir=out, overwrite=force, progress=_progress(False))
+    result = run_planted(c, out_dir=out, overwrite=force, progress=_progress(False))
     s = result.summary
     console.print(planted_table(s))
     accuracy = ", ".join(f"{head} {acc:.3f}" for head, acc in s["test_acc"].items())

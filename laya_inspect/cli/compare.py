@@ -9,8 +9,8 @@ import typer
 
 from ..compare.config import CompareConfig
 from ..report.terminal import build_report, fit_title
-from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import app, bullets, console, dim, err_console, from_options, json_text, opt, warn
+from ..runtime import set_threads
+from .app import THREADS, app, bullets, console, dim, err_console, from_options, json_text, opt, warn
 from .fit import print_fit
 
 
@@ -51,7 +51,7 @@ def compare_command(
     plots: bool = opt(CompareConfig, "plots"),
     svg: bool = opt(CompareConfig, "svg"),
     sanity: bool = opt(CompareConfig, "sanity"),
-    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
+    threads: Optional[int] = THREADS,
     workers: Optional[int] = opt(CompareConfig, "workers"),
     force: bool = typer.Option(
         False,
@@ -73,11 +73,9 @@ def compare_command(
     """
     from ..cache.store import FeatureStore
     from ..compare.run import compare_heads
-    from ..runtime import set_threads
+    from ..distributed import is_main_process
 
     config = from_options(CompareConfig, locals(), methods=tuple(method or ("all",)), n_boot=bootstrap)
-
-    from ..distributed import is_main_process
 
     def progress(event: dict[str, Any]) -> None:
         if not is_main_process():  # under torchrun every process runs every head: rank 0 tells

@@ -10,8 +10,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP
-from .app import app, console, dim, json_text, out_file
+from ..report.terminal import warning_lines
+from ..runtime import DEVICE_HELP, set_threads
+from .app import THREADS, app, console, dim, json_text, out_file
 
 
 def explain_table(e: Any) -> Table:
@@ -92,7 +93,7 @@ def explain_command(
         help="resample: donors drawn for the row (2 … 1,024); the LOLO effect is their mean, with a 95% interval",
     ),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
-    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
+    threads: Optional[int] = THREADS,
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="write the figure here (.png, or .svg)", parser=out_file("figure.png")
     ),
@@ -112,7 +113,6 @@ def explain_command(
     """
     from ..cache.store import FeatureStore
     from ..explain import check_figure_out, explain_row, write_figure
-    from ..runtime import set_threads
 
     if out is not None:  # before the work: never over (or into) the cache, the head directory or a file not ours
         check_figure_out(out, force=force, inputs=[cache, head_dir])
@@ -166,8 +166,6 @@ def _print(e: Any) -> None:
     console.print(explain_table(e))
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
-    from ..report.terminal import warning_lines
-
     for line in warning_lines(e.cache_warnings) + warning_lines(e.head_warnings, of="head"):
         console.print(line, highlight=False)
     from ..explain import VERDICT_NOTE

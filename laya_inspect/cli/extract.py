@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
-from ..runtime import THREADS_FLAG, THREADS_HELP
-from .app import Stopped, app, comma_list, console, err_console, from_options, opt, out_file
+from .app import THREADS, Stopped, app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
 
 
@@ -38,7 +37,7 @@ def extract_command(
     random_init: bool = opt(ExtractConfig, "random_init"),
     allow_nonfinite: bool = opt(ExtractConfig, "allow_nonfinite"),
     overwrite: bool = opt(ExtractConfig, "overwrite"),
-    threads: Optional[int] = typer.Option(None, THREADS_FLAG, help=THREADS_HELP),
+    threads: Optional[int] = THREADS,
     list_layers: bool = typer.Option(
         False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
     ),
