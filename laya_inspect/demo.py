@@ -517,9 +517,7 @@ def _run_demo(
         "head_test_acc": done[2].numbers["test_acc"],
         "alpha_mean": _profile(profiles, "alpha", "laya", ext.layer_names),
         "scalarmix_weights": _profile(profiles, "static", "scalarmix", ext.layer_names),
-        "faithfulness": done[3].numbers["faithfulness"],
-        "faithfulness_constant": done[3].numbers["faithfulness_constant"],
-        "faithfulness_seeds": done[3].numbers["faithfulness_seeds"],
+        **done[3].numbers,  # compare's: faithfulness, faithfulness_constant, faithfulness_seeds
     }
     seconds = time.perf_counter() - t_start
     write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))

@@ -244,12 +244,7 @@ class LayaHead(_AdaptedHead):
         untrained_classes: Sequence[int] = (),
     ) -> None:
         super().__init__(
-            widths,
-            num_classes,
-            d_star=d_star,
-            init=init,
-            standardize=standardize,
-            untrained_classes=untrained_classes,
+            widths, num_classes, d_star=d_star, init=init, standardize=standardize, untrained_classes=untrained_classes
         )
         if tau <= 0:
             raise InputError(f"tau must be > 0, got {tau}")
