@@ -68,9 +68,6 @@ class DemoPreset:
     takes_root: bool = False  # fashion-mnist:ROOT; --data-root
     note: str = ""  # how the budget departs from the paper's setting
 
-    def data_spec(self, root: str | None) -> str:
-        return self.name if root is None else f"{self.name}:{root}"
-
 
 ALL_HEADS = ("laya", "last", "concat", "scalarmix")
 COMPARED = ("laya", "scalarmix", "last", "concat")  # heads with layer weights first
@@ -265,7 +262,7 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     else:
         out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
         check_step_folders(out)
-    spec = preset.data_spec(config.data_root)
+    spec = preset.name if config.data_root is None else f"{preset.name}:{config.data_root}"
     train = JointConfig(
         model=MODEL,
         data=spec,
