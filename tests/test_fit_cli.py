@@ -6,6 +6,7 @@ import csv
 import html
 import json
 import shutil
+from itertools import takewhile
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +145,35 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
     assert "summary.json" in text and "runs.csv" in text and "profiles" in text
     assert f"heads    {out}/<laya|last|concat|scalarmix>/" in text  # the final folder, not the temporary one
     assert "report   " in text and "report.html (open it in a browser)" in text.replace("\n", "")
+
+
+def _settings(text: str) -> tuple[str, str]:
+    """The settings line's two parts: what the command line gave, what it left at the default."""
+    line = " ".join(text.split()).split("settings given: ", 1)[1]
+    given, left = line.split("; left at their defaults: ", 1)
+    return given, left.split(" device ")[0] + " device " + left.split(" device ")[1].split()[0]
+
+
+@pytest.mark.slow
+def test_terminal_states_the_settings_and_which_were_left_at_default(fitted: tuple[Path, object]) -> None:
+    """Users read accuracies without the settings that produced them (those were only in summary.json):
+    one line above the table names them, the defaults said apart, and `report` prints it again."""
+    out, result = fitted
+    summary = json.loads((out / "summary.json").read_text())
+    assert {"d_star", "tau", "weight_decay", "patience", "val_fraction", "device"} <= set(summary["config_defaults"])
+    assert not {"lr", "epochs", "batch_size", "seeds"} & set(summary["config_defaults"])
+    text = result.stdout
+    lines = text.splitlines()
+    assert text.index("settings given: ") < text.index("Δ acc vs last")  # read before the numbers
+    start = next(i for i, line in enumerate(lines) if line.startswith("settings given: "))
+    block = [lines[start], *takewhile(lambda line: line.startswith("  "), lines[start + 1 :])]
+    assert len(block) <= 3 and max(len(line) for line in block) <= 100, block  # a 200-column terminal too
+    given, left = _settings(text)
+    assert given == "lr 0.01 · ≤ 3 epochs · seeds 0, 1 · batch 32"
+    patience = summary["training"]["patience"]
+    assert left == f"d*=96 · τ=1.5 · weight decay 0.01 · patience {patience} · validation 0.1 of train · device cpu"
+    again = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert again.exit_code == 0 and _settings(again.stdout) == (given, left)
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..choices import HEAD_NAMES, INITS, LOSSES, MONITORS, PSI_CHOICES, STANDARDIZE_CHOICES, VAL_MODES, known
@@ -258,6 +258,11 @@ class FitConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def defaulted(self) -> list[str]:
+        """The fields left at their declared default (summary.json's ``config_defaults``): a reader of
+        the numbers learns which settings nobody chose."""
+        return [f.name for f in fields(self) if f.default is not MISSING and getattr(self, f.name) == f.default]
 
 
 def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:

@@ -429,6 +429,7 @@ def _fit_into(
         "tool_version": __version__,
         "cache": identity,
         "config": config.to_dict(),
+        "config_defaults": config.defaulted(),
         "device": str(device),
         "workers": workers,  # runs at once in forked processes; the numbers do not depend on it
         "hparams": hparams,
