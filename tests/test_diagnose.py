@@ -653,6 +653,8 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     result = runner.invoke(app, [*args, "--permutations", "50", "--device", "cpu", "--out", str(out)], env=ENV)
     assert result.exit_code == 0, result.output
     assert "misclassification detection" in result.output and "AUROC − msp" in result.output
+    said = " ".join(result.output.split())  # the seed of the draws behind the intervals, read before them
+    assert said.index("settings given: 50 permutations; left at their defaults: seed 0") < said.index("AUROC − msp")
     s = json.loads((out / "summary.json").read_text())
     # the AUPR column beside its reference, a random score's AUPR (the error rate), as report.html has it
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])

@@ -123,6 +123,11 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     s = json.loads((out / "summary.json").read_text())
     rules = {"fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle"}
     assert set(s["rules"]) == rules
+    said = " ".join(result.output.split())  # the settings behind the numbers, read before them
+    p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
+    given = "settings given: refits ≤ 10 epochs · 11 thresholds · 2 seed(s); "
+    first = said.index(given + f"left at their defaults: patience {p} · lr 0.003 · weight decay {wd:g}")
+    assert first < said.index("held-out area")
     assert all(len(r["area_held_out"]["values"]) == 2 for r in s["rules"].values())
     assert len(s["verdict"]) == 8 and len(s["fits"]) == 2 * 3
     assert "random (reference: no information)" in result.output and "held out" in result.output

@@ -260,6 +260,11 @@ def test_prune_command_on_digits(digits_cache, heads, tmp_path):
     s = json.loads((out / "summary.json").read_text())
     assert s["seeds"] == [0, 1] and s["costs"]["source"] == "shapes"
     assert {p["ranking"] for p in s["points"]} == {"alpha", "scalarmix", "lolo", "depth", "deepest"}
+    said = " ".join(result.output.split())  # the settings behind the numbers, read before them
+    p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
+    first = said.index("settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seed(s); left at their defaults: ")
+    assert first < said.index("α − ranking")
+    assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · ablation drop · " in said
     assert all(len(p["test_acc"]["values"]) == 2 for p in s["points"])
     assert set(s["alpha_vs"]) == {"random", "scalarmix", "lolo", "depth", "deepest"}
     for name in ("points.csv", "rankings.csv", "fits.csv", "head/config.json", "head/weights.pt"):

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..options import field_of
+from ..options import default_of, field_of
 from ..report.reading import est, with_ci
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -50,6 +50,31 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
     bullets([*s["verdict"], *notes], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
+
+
+def _left(config: Any, name: str) -> bool:
+    return bool(getattr(config, name) == default_of(type(config), name))
+
+
+def _settings(config: Any, budget: Budget, s: dict[str, Any], own: list[tuple[str, str]]) -> None:
+    """The settings that decide the numbers, above them: the refits' budget, then ``own`` (text, field)."""
+    from ..report.settings import settings_line
+
+    epochs, patience = (s.get("budget") or {}).get("epochs_patience") or (None, None)
+    items = (
+        []
+        if epochs is None
+        else [  # no refit ran (prune --no-refit): no budget to state
+            (f"refits ≤ {epochs} epochs", _left(budget, "epochs")),
+            (f"patience {patience}", _left(budget, "patience")),
+            (f"lr {budget.lr:g}", _left(budget, "lr")),
+            (f"weight decay {s['budget']['weight_decay']:g}", _left(budget, "weight_decay")),
+            (f"batch {budget.batch_size}", _left(budget, "batch_size")),
+            *([(f"≤ {budget.train_limit:,} train rows", False)] if budget.train_limit is not None else []),
+        ]
+    )
+    items += [(text, _left(config, name)) for text, name in own]
+    console.print(settings_line(items, min(console.width, 100)), highlight=False)
 
 
 @app.command("prune")
@@ -103,6 +128,19 @@ def prune_command(
             head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
         )
     s = result.summary
+    _settings(
+        config,
+        budget,
+        s,
+        [
+            (f"--max-drop {config.max_drop:g}", "max_drop"),
+            (f"ablation {config.ablation}", "ablation"),
+            (f"rankings on ≤ {config.rank_rows:,} train rows", "rank_rows"),
+            (f"search {config.search}", "search"),
+            (f"{config.seeds} seed(s)", "seeds"),
+            (f"row seed {config.seed}", "seed"),
+        ],
+    )
     table = titled_table(
         f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
         f"{_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
@@ -193,6 +231,16 @@ def early_exit_command(
     with FeatureStore(cache) as store:
         result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
+    _settings(
+        config,
+        budget,
+        s,
+        [
+            (f"ε={config.epsilon:g}", "epsilon"),
+            (f"{config.thresholds} thresholds", "thresholds"),
+            (f"{config.seeds} seed(s)", "seeds"),
+        ],
+    )
     table = titled_table(
         f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
         "rule",
@@ -264,6 +312,12 @@ def diagnose_command(
         )
     s = result.summary
     e = s["errors"]
+    from ..report.settings import settings_line
+
+    drawn = [(f"seed {config.seed}", _left(config, "seed"))]  # the bootstrap's (and permutations') draws
+    if against is not None:
+        drawn.append((f"{config.permutations:,} permutations", _left(config, "permutations")))
+    console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
     table = titled_table(
         f"misclassification detection · {len(s['heads'])} head(s) · {e['interval']}",
         "score",
