@@ -191,6 +191,7 @@ def test_compare_shows_the_constant_rule_at_80_columns(compared: tuple[Path, str
 
     out, text = compared
     _check_constant(text, 80)
+    assert "IG baseline mean, 8 steps · seed 0" in " ".join(text.split())  # every setting behind IG's scores
     summary = json.loads((out / "summary.json").read_text())
     for h in summary["heads"]:
         const = h["references"]["constant"]

@@ -256,12 +256,15 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
     cache = summary["cache"]
     ablations = summary.get("ablations") or [summary["ablation"]]
+    c = summary.get("config") or {}
+    # IG's steps change its scores and were said nowhere on the terminal (only in summary.json)
+    steps = f", {c['n_steps']} steps" if "ig" in (c.get("methods_resolved") or []) and c.get("n_steps") else ""
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
         f"(fingerprint {cache['fingerprint']}){layers_read(cache)} · target {summary['target']} · "
         f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
-        f"IG baseline {summary['baseline']} · seed {summary['seed']} · {bootstrap_text(summary)}",
+        f"IG baseline {summary['baseline']}{steps} · seed {summary['seed']} · {bootstrap_text(summary)}",
     )
     said = compare_warnings(summary)
     warned = warning_lines([w for of, w in said if of == "cache"])
