@@ -152,6 +152,8 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
         extract_args(ckpt, tmp_path / "c.h5", "--limit", "40"),
     )
     assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())  # which rows and how stored, said beside the rows written
+    assert "settings given: ≤ 40 rows per split; left at their defaults: seed 0 · stored as float32" in said
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.n("train") == 40 and store.n("test") == 40
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
+from ..options import default_of
 from .app import THREADS, Stopped, app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
 
@@ -101,6 +102,14 @@ def extract_command(
         if said is None:
             raise
         raise Stopped(said) from None
+    from ..report.settings import settings_line
+
+    drawn = [] if config.limit is None else [(f"≤ {config.limit:,} rows per split", False)]
+    drawn += [  # which rows (--limit's subset, a dataset's own split) and the stored precision
+        (f"seed {config.seed}", config.seed == default_of(ExtractConfig, "seed")),
+        (f"stored as {config.dtype}", config.dtype == default_of(ExtractConfig, "dtype")),
+    ]
+    console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
     table = Table(title=f"{result.path}")
     for col in ("layer", "width", "pooling"):
         table.add_column(col)
