@@ -128,6 +128,22 @@ def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):
     assert dropped["test_acc"]["mean"] == 1.0
 
 
+def test_the_no_refit_settings_line_states_no_refit_budget_and_no_refit_seeds(planted, tmp_path):
+    """--no-refit evaluates the given head once: a refit budget, --search or "2 seed(s)" stated above
+    its table would be settings that decided nothing, and --ablation is the one that does."""
+    cache, head_dir = planted
+    args = ["prune", str(head_dir), "--cache", str(cache), "--no-refit", "--ablation", "mean", "--seeds", "2"]
+    result = runner.invoke(app, [*args, "--costs", "shapes", "--no-plots", "--out", str(tmp_path / "o")], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    line = said[said.index("settings given: ") : said.index("row seed 0") + len("row seed 0")]
+    assert line == (
+        "settings given: ablation mean; left at their defaults: --max-drop 0.005 · "
+        "rankings on ≤ 2,000 train rows · row seed 0"
+    )
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["seeds"] == [0]
+
+
 def test_only_the_layer_counts_asked_for_are_evaluated(planted, tmp_path):
     cache, head_dir = planted
     config = PruneConfig(refit=False, ks=[1], max_drop=0.0, costs="shapes", device="cpu", plots=False)
@@ -264,7 +280,8 @@ def test_prune_command_on_digits(digits_cache, heads, tmp_path):
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
     first = said.index("settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seed(s); left at their defaults: ")
     assert first < said.index("α − ranking")
-    assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · ablation drop · " in said
+    assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · rankings on ≤ 2,000 " in said
+    assert "ablation" not in said[first : said.index("α − ranking")]  # --ablation acts under --no-refit only
     assert all(len(p["test_acc"]["values"]) == 2 for p in s["points"])
     assert set(s["alpha_vs"]) == {"random", "scalarmix", "lolo", "depth", "deepest"}
     for name in ("points.csv", "rankings.csv", "fits.csv", "head/config.json", "head/weights.pt"):

@@ -56,15 +56,15 @@ def _left(config: Any, name: str) -> bool:
     return bool(getattr(config, name) == default_of(type(config), name))
 
 
-def _settings(config: Any, budget: Budget, s: dict[str, Any], own: list[tuple[str, str]]) -> None:
+def _settings(config: Any, budget: Budget, s: dict[str, Any], own: list[tuple[str, str]], refits: bool = True) -> None:
     """The settings that decide the numbers, above them: the refits' budget, then ``own`` (text, field)."""
     from ..report.settings import settings_line
 
     epochs, patience = (s.get("budget") or {}).get("epochs_patience") or (None, None)
     items = (
         []
-        if epochs is None
-        else [  # no refit ran (prune --no-refit): no budget to state
+        if epochs is None or not refits
+        else [  # no refit ran (prune --no-refit): no budget to state, though summary.json records one
             (f"refits ≤ {epochs} epochs", _left(budget, "epochs")),
             (f"patience {patience}", _left(budget, "patience")),
             (f"lr {budget.lr:g}", _left(budget, "lr")),
@@ -132,14 +132,15 @@ def prune_command(
         config,
         budget,
         s,
-        [
+        [  # --ablation acts under --no-refit only; --seeds under --refit only, and --search there without --ks
             (f"--max-drop {config.max_drop:g}", "max_drop"),
-            (f"ablation {config.ablation}", "ablation"),
+            *([] if config.refit else [(f"ablation {config.ablation}", "ablation")]),
             (f"rankings on ≤ {config.rank_rows:,} train rows", "rank_rows"),
-            (f"search {config.search}", "search"),
-            (f"{config.seeds} seed(s)", "seeds"),
+            *([(f"search {config.search}", "search")] if config.refit and not config.ks else []),
+            *([(f"{config.seeds} seed(s)", "seeds")] if config.refit else []),
             (f"row seed {config.seed}", "seed"),
         ],
+        refits=config.refit,
     )
     table = titled_table(
         f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
