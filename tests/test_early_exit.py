@@ -113,6 +113,16 @@ def laya_dir(digits_cache, tmp_path_factory) -> Path:
         return save_head(tmp_path_factory.mktemp("exit-heads") / "laya", head, meta=cache_identity(store))
 
 
+def test_the_settings_line_states_the_seed_of_the_train_limit_rows(digits_cache, laya_dir, tmp_path):
+    """--seed draws --train-limit's rows, so it decides the numbers there and is stated with the limit."""
+    args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]
+    args += ["--thresholds", "5", "--train-limit", "200", "--seed", "4", "--device", "cpu", "--no-plots"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "ee")], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed(s) · row seed 4; " in said
+
+
 @pytest.mark.slow
 def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     out = tmp_path / "ee"

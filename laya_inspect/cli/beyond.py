@@ -240,6 +240,8 @@ def early_exit_command(
             (f"ε={config.epsilon:g}", "epsilon"),
             (f"{config.thresholds} thresholds", "thresholds"),
             (f"{config.seeds} seed(s)", "seeds"),
+            # --seed draws --train-limit's rows and nothing else
+            *([(f"row seed {config.seed}", "seed")] if budget.train_limit is not None else []),
         ],
     )
     table = titled_table(
