@@ -480,3 +480,17 @@ def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, ob
     (mine / "report.html").write_bytes(ours)  # a page laya-inspect wrote, by its mark
     assert runner.invoke(app, ["report", str(mine), "--html"], env=ENV).exit_code == 0
     assert runner.invoke(app, ["report", str(out), "--html"], env=ENV).exit_code == 0  # listed by its marker
+
+
+def test_the_settings_line_says_given_splits_apart_from_the_defaults() -> None:
+    """fit-head --train-split test --test-split train: the validation rows drawn from the given train split
+    are not "left at their defaults", and the split the accuracies are measured on is stated."""
+    from laya_inspect.report.settings import fit_settings_line
+    from laya_inspect.training.fit_config import FitConfig
+
+    config = FitConfig(heads=("last",), seeds=(0,), train_split="test", test_split="train", device="cpu")
+    summary = {"config": config.to_dict(), "config_defaults": config.defaulted(), "device": "cpu"}
+    line = " ".join(str(fit_settings_line(summary, 1000)).split())
+    given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
+    assert "validation 0.1 of test" in given and "tested on train" in given
+    assert "validation" not in left and "tested" not in left

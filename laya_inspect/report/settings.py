@@ -41,7 +41,8 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
         (("epochs",), f"≤ {_g(t.get('epochs', c.get('epochs')))} epochs", True),
         (("patience",), f"patience {_g(t.get('patience', c.get('patience')))}", True),
         (("monitor",), f"early stopping on validation {c.get('monitor')}", False),
-        (("val_fraction",), val, True),
+        (("val_fraction", "train_split"), val, True),  # the text names the split the rows are drawn from
+        (("test_split",), f"tested on {c.get('test_split')}", False),
         (("val_mode",), f"validation rows: {c.get('val_mode')}", False),
         (("split_seed",), f"split seed {_g(c.get('split_seed'))}", False),
         (
