@@ -680,6 +680,17 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
         assert (out / "plots" / f"{name}.png").stat().st_size > 1000
 
 
+def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tmp_path):
+    """One head's AUROC intervals are bootstrapped: a given --bootstrap decides them, so the line does not
+    say every setting was left at its default."""
+    cache, dirs, _ = digits_heads
+    args = ["diagnose", str(dirs[0]), "--cache", str(cache), "--bootstrap", "50", "--device", "cpu", "--no-plots"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "dg")], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert said.index("settings given: --bootstrap 50; left at their defaults: seed 0") < said.index("AUROC − msp")
+
+
 def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp_path):
     """The same head twice pooled as two seeds that agree exactly (a zero-width interval); a laya and
     a scalarmix head pooled as seeds; the test split the heads were trained on scored as held out."""

@@ -318,6 +318,8 @@ def diagnose_command(
     from ..report.settings import settings_line
 
     drawn = [(f"seed {config.seed}", _left(config, "seed"))]  # the bootstrap's (and permutations') draws
+    if len(s["heads"]) == 1:  # over several heads the intervals are t over them, and draw no resamples
+        drawn.append((f"--bootstrap {config.n_boot:,}", _left(config, "n_boot")))
     if against is not None:
         drawn.append((f"{config.permutations:,} permutations", _left(config, "permutations")))
     console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
