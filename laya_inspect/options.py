@@ -54,6 +54,13 @@ def default_of(config: Any, name: str) -> Any:
     return Missing
 
 
+def left_at_default(config: Any, name: str) -> bool:
+    """Whether ``config``'s field ``name`` holds its declared default (a field with none never does):
+    the settings lines say these apart from the ones a user chose."""
+    default = default_of(type(config), name)
+    return default is not Missing and bool(getattr(config, name) == default)
+
+
 def check(config: Any, rules: Iterable[tuple[bool, str, str]]) -> None:
     """Raise InputError for the first rule ``(ok, field, what)`` that fails: "--flag what, got value"."""
     for ok, name, what in rules:

@@ -9,8 +9,9 @@ from typing import Any, Optional
 import typer
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..options import default_of, field_of
+from ..options import field_of, left_at_default
 from ..report.reading import est, with_ci
+from ..report.settings import settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
 from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
@@ -52,28 +53,22 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
     dim(f"wrote {out}/: {', '.join(names)}")
 
 
-def _left(config: Any, name: str) -> bool:
-    return bool(getattr(config, name) == default_of(type(config), name))
-
-
 def _settings(config: Any, budget: Budget, s: dict[str, Any], own: list[tuple[str, str]], refits: bool = True) -> None:
     """The settings that decide the numbers, above them: the refits' budget, then ``own`` (text, field)."""
-    from ..report.settings import settings_line
-
     epochs, patience = (s.get("budget") or {}).get("epochs_patience") or (None, None)
     items = (
         []
         if epochs is None or not refits
         else [  # no refit ran (prune --no-refit): no budget to state, though summary.json records one
-            (f"refits ≤ {epochs} epochs", _left(budget, "epochs")),
-            (f"patience {patience}", _left(budget, "patience")),
-            (f"lr {budget.lr:g}", _left(budget, "lr")),
-            (f"weight decay {s['budget']['weight_decay']:g}", _left(budget, "weight_decay")),
-            (f"batch {budget.batch_size}", _left(budget, "batch_size")),
+            (f"refits ≤ {epochs} epochs", left_at_default(budget, "epochs")),
+            (f"patience {patience}", left_at_default(budget, "patience")),
+            (f"lr {budget.lr:g}", left_at_default(budget, "lr")),
+            (f"weight decay {s['budget']['weight_decay']:g}", left_at_default(budget, "weight_decay")),
+            (f"batch {budget.batch_size}", left_at_default(budget, "batch_size")),
             *([(f"≤ {budget.train_limit:,} train rows", False)] if budget.train_limit is not None else []),
         ]
     )
-    items += [(text, _left(config, name)) for text, name in own]
+    items += [(text, left_at_default(config, name)) for text, name in own]
     console.print(settings_line(items, min(console.width, 100)), highlight=False)
 
 
@@ -315,13 +310,11 @@ def diagnose_command(
         )
     s = result.summary
     e = s["errors"]
-    from ..report.settings import settings_line
-
-    drawn = [(f"seed {config.seed}", _left(config, "seed"))]  # the bootstrap's (and permutations') draws
+    drawn = [(f"seed {config.seed}", left_at_default(config, "seed"))]  # the bootstrap's (and permutations') draws
     if len(s["heads"]) == 1:  # over several heads the intervals are t over them, and draw no resamples
-        drawn.append((f"--bootstrap {config.n_boot:,}", _left(config, "n_boot")))
+        drawn.append((f"--bootstrap {config.n_boot:,}", left_at_default(config, "n_boot")))
     if against is not None:
-        drawn.append((f"{config.permutations:,} permutations", _left(config, "permutations")))
+        drawn.append((f"{config.permutations:,} permutations", left_at_default(config, "permutations")))
     console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
     table = titled_table(
         f"misclassification detection · {len(s['heads'])} head(s) · {e['interval']}",

@@ -45,11 +45,7 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
         (("test_split",), f"tested on {c.get('test_split')}", False),
         (("val_mode",), f"validation rows: {c.get('val_mode')}", False),
         (("split_seed",), f"split seed {_g(c.get('split_seed'))}", False),
-        (
-            ("seeds",),
-            _seeds(seeds),
-            True,
-        ),
+        (("seeds",), _seeds(seeds), True),
         (("batch_size",), f"batch {_g(c.get('batch_size'))}", True),
         (
             ("device",),
