@@ -208,7 +208,7 @@ def test_a_head_whose_alpha_is_constant_scores_exactly_the_constant_rule() -> No
     vs = a["vs_constant"]
     for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness"):
         assert vs[key]["mean"] == 0.0 and vs[key]["ci_low"] == 0.0 == vs[key]["ci_high"]
-    assert vs["verdict"] == "not shown"
+    assert vs["verdict"] == "identical"  # the rule itself: no "does not beat it", which reads as a finding
     assert const["deletion_area"] is None and const["profile"]["source"] == "weights"
 
 
@@ -620,3 +620,68 @@ def test_too_few_rows_and_untested_are_two_verdicts_as_in_the_sanity_checks() ->
         assert console.export_text().splitlines()[-2].rstrip().endswith(word)
         assert reason in (versus_sentence("alpha", {"vs_constant": vs}, {"profile": {}}) or "")
         assert VERDICTS[word] in str(html_table(head(vs)))
+
+
+def _rendered(head: dict) -> tuple[str, str]:
+    """The terminal's method − constant rule table (wide, as plain text) and report.html's."""
+    from rich.console import Console
+
+    from laya_inspect.report.sections import versus_table as html_table
+    from laya_inspect.report.terminal import versus_table
+
+    console = Console(width=200, record=True)
+    console.print(versus_table(head))
+    return console.export_text(), str(html_table(head))
+
+
+def test_a_method_with_the_rules_scores_on_every_row_is_identical_to_it_whatever_its_name() -> None:
+    """ScalarMix's static weights are a constant profile, and IG on the last head ranks the layers as
+    the rule does: "+.00 [+.00,+.00] does not beat it" read as a finding. Decided from the rows, not
+    the method's or head's name: Grad-CAM equal to the profile on every row is the rule; the same
+    scores with one row's ranking changed are read as usual."""
+    from laya_inspect.compare.paired import VERDICTS
+    from laya_inspect.compare.scores import headline_rows
+
+    rng = np.random.default_rng(4)
+    effects = rng.random((60, 4))
+    profile = np.broadcast_to([0.1, 0.4, 0.2, 0.3], (60, 4)).copy()
+    moved = profile.copy()
+    moved[7] = [0.4, 0.1, 0.2, 0.3]  # one row ranks the layers otherwise
+    s = _summary(_measured(effects), {"gradcam": profile, "ig": moved}, profile)
+    assert s["methods"]["gradcam"]["vs_constant"]["verdict"] == "identical"
+    assert s["methods"]["ig"]["vs_constant"]["verdict"] == "not shown"
+    rows = {r["method"]: r for r in headline_rows([{"name": "h", "kind": "laya", "ablations": {"mean": s}}])}
+    assert rows["gradcam"]["verdict_vs_constant"] == "identical"  # summary.csv and summary.json's headline
+    text, page = _rendered({"name": "h", **s})
+    assert [line.split()[-1] for line in text.splitlines() if line.split()[:1] == ["gradcam"]] == ["identical"]
+    assert VERDICTS["identical"] == "identical to the constant rule (same profile)" and VERDICTS["identical"] in page
+
+
+def test_the_verdict_names_the_scores_that_carry_it() -> None:
+    """One interval above 0 and none below beats the rule, so MiniLM's α "beat" it on agreement and
+    Deletion@1 while its ρ was −.03 [−.21, +.16]: the terminal, report.html and the reading name the
+    scores that carry the verdict and those that do not; a verdict all three carry stays bare."""
+    from laya_inspect.compare.paired import versus_constant
+    from laya_inspect.report.reading import carried
+    from laya_inspect.report.reading import versus_constant as versus_sentence
+
+    rng = np.random.default_rng(0)
+    n = 200
+    c = {k: rng.random(n) for k in ("top_layer_agreement", "deletion_at_1", "oracle_at_1", "faithfulness")}
+    c["oracle_at_1"] = c["oracle_at_1"] + 1
+    ahead = {**c, "top_layer_agreement": c["top_layer_agreement"] + 0.3, "deletion_at_1": c["deletion_at_1"] + 0.3}
+    noisy = {**ahead, "faithfulness": c["faithfulness"] + rng.normal(0, 0.3, n)}  # ρ no better
+    vs = versus_constant(noisy, c, circular=False, caveat=False, n_boot=500, seed=0)
+    assert vs["verdict"] == "beats" and vs["faithfulness"]["ci_low"] < 0 < vs["faithfulness"]["ci_high"]
+    assert carried(vs) == "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"
+    head = {"name": "h", "methods": {"alpha": {"vs_constant": vs}}, "references": {"constant": {"profile": {}}}}
+    text, page = _rendered(head)
+    assert "alpha beats: on agree, D@1÷orc; not on ρ" in text, text
+    assert "beats the constant rule (on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ)" in page
+    said = versus_sentence("alpha", {"vs_constant": vs}, {"profile": {}}) or ""
+    assert "beats it (on top-layer agreement, Deletion@1 ÷ oracle; not on ρ):" in said, said
+    every = {**ahead, "faithfulness": c["faithfulness"] + 0.3}
+    assert carried(versus_constant(every, c, circular=False, caveat=False, n_boot=500, seed=0)) == ""
+    mixed = {**ahead, "faithfulness": c["faithfulness"] - 0.3}
+    vs = versus_constant(mixed, c, circular=False, caveat=False, n_boot=500, seed=0)
+    assert vs["verdict"] == "mixed" and carried(vs) == "better on top-layer agreement, Deletion@1 ÷ oracle; worse on ρ"

@@ -130,6 +130,7 @@ VERDICTS = {
     "worse": "does worse than the constant rule",
     "mixed": "beats the constant rule on some scores and does worse on others",
     "not shown": "does not beat the constant rule (every interval includes 0)",
+    "identical": "identical to the constant rule (same profile)",
     "untested": "not tested against the constant rule (no intervals: --bootstrap 0)",
     "too few rows": f"not tested against the constant rule (no intervals: fewer than {MIN_ROWS} shared rows, "
     "whatever --bootstrap says)",
@@ -316,6 +317,19 @@ def paired(key: str, a: Rows, b: Rows, *, n_boot: int, seed: int, confidence: fl
     return paired_difference(a[key], b[key], n_boot=draws, seed=seed, confidence=confidence)
 
 
+# the per-row values behind the three headline scores (Deletion@1 ÷ oracle's numerator)
+ROW_KEYS = ("top_layer_agreement", "deletion_at_1", "faithfulness")
+
+
+def same_scores(a: Rows, b: Rows) -> bool:
+    """a scores every row as b does on every headline score (the same rows undefined): a method that
+    ranks the layers as the constant rule does on every row (ScalarMix's static weights; IG on a head
+    that reads one layer). Its differences are 0 by construction, so "does not beat it" would read as
+    a finding; it is said to be the rule instead, from the data, whatever the head."""
+    same = all(k in a and k in b and np.array_equal(a[k], b[k], equal_nan=True) for k in ROW_KEYS)
+    return same and any(np.isfinite(a[k]).any() for k in ROW_KEYS)
+
+
 def versus_constant(
     a: Rows, constant: Rows | None, *, circular: bool, caveat: bool, n_boot: int, seed: int
 ) -> dict[str, Any]:
@@ -324,7 +338,8 @@ def versus_constant(
     if constant is None:
         return {"verdict": "no constant", **{k: None for k in HEADLINE}}
     diffs = {k: paired(k, a, constant, n_boot=n_boot, seed=seed, confidence=VERDICT_CONFIDENCE) for k in HEADLINE}
-    word = "withheld" if caveat else "circular" if circular else verdict(diffs)
+    same = same_scores(a, constant)
+    word = "withheld" if caveat else "circular" if circular else "identical" if same else verdict(diffs)
     return {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
 
 

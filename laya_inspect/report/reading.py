@@ -216,12 +216,32 @@ CONSTANT_WORDS = {
     "worse": "does worse than it",
     "mixed": "beats it on some scores and does worse on others",
     "not shown": "does not beat it (every paired interval includes 0)",
+    "identical": "is identical to it (the same profile: the rule's scores on every row, so its differences are 0 "
+    "by construction, no finding)",
 }
 VERSUS_LABELS = {
     "top_layer_agreement": "top-layer agreement",
     "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
     "faithfulness": "ρ",
 }
+
+
+def carried(vs: dict[str, Any], labels: dict[str, str] = VERSUS_LABELS) -> str:
+    """Which headline scores carry a "beats", "worse" or "mixed" verdict (a vs_constant record) and which
+    do not: "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"; "" when all three carry it. One
+    interval above 0 and none below is enough to beat the rule (docs/METHOD.md), so a bare "beats" was
+    read as beating it on ρ where ρ's interval included 0 (MiniLM: −.03 [−.21, +.16])."""
+    word = vs.get("verdict")
+    if word not in ("beats", "worse", "mixed"):
+        return ""
+    by: dict[str, list[str]] = {"up": [], "down": [], "not": []}
+    for key, label in labels.items():
+        d = vs.get(key) or {}
+        lo, hi = d.get("ci_low"), d.get("ci_high")  # NaN (None in JSON) where no interval was drawn
+        by["not" if lo is None or hi is None else "up" if lo > 0 else "down" if hi < 0 else "not"].append(label)
+    parts = [f"better on {', '.join(by['up'])}", f"worse on {', '.join(by['down'])}"] if word == "mixed" else []
+    parts = parts or [f"on {', '.join(by['up' if word == 'beats' else 'down'])}"]
+    return "; ".join([*parts, f"not on {', '.join(by['not'])}"]) if by["not"] else "; ".join(parts) * (word == "mixed")
 
 
 def level_text(*entries: dict[str, Any] | None) -> str:
@@ -284,7 +304,8 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
         why = no_interval_reason(vs)
         return f"{head} was not tested: no intervals ({'run with --bootstrap N' if why == '--bootstrap 0' else why})."
     parts = ", ".join(f"{label} {with_ci(vs.get(key))}" for key, label in VERSUS_LABELS.items())
-    return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}: {parts} (paired {level_text(vs)})."
+    which = f" ({c})" if (c := carried(vs)) else ""
+    return f"{head} {CONSTANT_WORDS.get(str(word), str(word))}{which}: {parts} (paired {level_text(vs)})."
 
 
 def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:

@@ -16,6 +16,7 @@ from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
 from .reading import (
     bootstrap_text,
+    carried,
     compare_reading,
     demo_reading,
     est,
@@ -73,16 +74,18 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     many = groups[0][0] is not None
     rows: list[list[Cell | str]] = []
     classes = []
+    labels = {key: label for label, key in HEADLINE.items()}
     for a, entry in groups:
         for k, (m, s) in enumerate(entry["methods"].items()):
             vs = s.get("vs_constant") or {}
             word = str(vs.get("verdict"))
+            style = "best" if word == "beats" else "text"
             rows.append(
                 [
                     *([Cell(str(a) if k == 0 else "", "text")] if many else []),
                     Cell(m + (" °" if s.get("circular") else ""), "text"),
                     *[with_ci(vs.get(key)) for key in HEADLINE.values()],
-                    Cell(VERDICTS.get(word, word), "best" if word == "beats" else "text"),
+                    Cell(VERDICTS.get(word, word) + (f" ({c})" if (c := carried(vs, labels)) else ""), style),
                 ]
             )
             classes.append("ref" if s.get("circular") else "")

@@ -16,6 +16,7 @@ from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
     bootstrap_text,
+    carried,
     est,
     gate_cell,
     interval,
@@ -146,6 +147,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     for col in SCORES:
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
+    labels, lines = {key: col for col, key in SCORES.items()}, []
     for a, entry in groups:
         for k, (m, s) in enumerate(entry["methods"].items()):
             vs = s.get("vs_constant") or {}
@@ -160,6 +162,10 @@ def versus_table(head: dict[str, Any]) -> Table | None:
                 ],
                 Text(WORDS.get(str(word), str(word)), style=style),
             )
+            if c := carried(vs, labels):  # one interval is enough to beat the rule: name the ones that do
+                lines.append(f"{m}{f' ({a})' if many else ''} {WORDS.get(str(word), str(word))}: {c}")
+    if lines:
+        table.caption, table.caption_justify = "\n".join(lines), "left"
     return table
 
 
@@ -300,7 +306,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
             "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, does not = every "
-            "interval includes 0; "
+            "interval includes 0, identical = the rule's scores on every row (the same profile: its differences "
+            "are 0 by construction, no finding); "
             + ON_ITS_OWN
             + (f"; effects within {tol:g} count as tied" if tol is not None else "")
             + ".",
