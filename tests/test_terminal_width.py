@@ -181,7 +181,8 @@ def _check_constant(text: str, columns: int) -> None:
     titles = [i for i, line in enumerate(lines) if line.startswith("method − constant rule")]
     assert len(titles) == 2, text
     rows = [line.split() for line in lines if line.split()[:1] and line.split()[0].rstrip("°") in ("alpha", "ig")]
-    verdicts = [r[-1] for r in rows if r[-1] in ("beats", "does", "not", "worse", "mixed", "untested", "circular")]
+    words = ("beats", "does", "not", "rule", "worse", "mixed", "untested", "circular")
+    verdicts = [r[-1] for r in rows if r[-1] in words]
     assert verdicts, text  # every verdict row ends in its word, on the same line as its numbers
 
 

@@ -23,7 +23,7 @@ HEADLINE = {  # the same in report.html (its column headers)
     "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
     "faithfulness ρ": "faithfulness",
 }
-WORDS = {"not shown": "does not"}  # the verdicts' short words in the terminal
+WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
 REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
 from ..choices import MIN_ROWS
-from ..compare.records import compare_warnings, said_once
+from ..compare.records import compare_warnings, said_once, sanity_heads
 from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
 
 NAMES = {
@@ -351,6 +351,7 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
+    warned += [sentence(line) for line in sanity_failed(summary)]  # before any verdict it undoes
     seeds = seeds_sentence(summary, lead)
     if not seeds:  # one fitted seed: its verdicts hold for that fit only
         details.insert(0, one_seed_sentence("These sentences", lead["name"]))
@@ -547,6 +548,31 @@ def _word(o: str) -> str:
         "no different": "is not distinguishable from",
         "undecided": "cannot be compared with (no interval)",
     }[o]
+
+
+SANITY_CHECKS = {
+    "top": "the weights outside its adapters re-initialised",
+    "all": "every weight re-initialised",
+    "labels": "a head fitted on permuted labels",
+}
+
+
+def sanity_failed(summary: dict[str, Any]) -> list[str]:
+    """One sentence per check an attribution failed ("high": it stayed correlated with the trained
+    head's on a head that learned nothing), said at the top of the terminal and of report.html's
+    reading: at the end of a long run, in a table's yellow cell, it was missed (MiniLM's ScalarMix
+    seed 2: IG and Grad-CAM −.69 [−.73, −.65] under the top re-initialisation)."""
+    if "sanity" not in summary:
+        return []
+    t = summary["sanity"]["choices"].get("threshold")
+    return [
+        f"sanity check failed: {m} on {name} with {SANITY_CHECKS.get(check, check)} keeps ρ "
+        f"{with_ci(c['rank_correlation'])} with the trained head's attributions (|ρ| ≥ {t} over the whole "
+        "interval): they follow something other than what the head learned, so its scores do not explain the head"
+        for name, _, rows in sanity_heads(summary)
+        for m, check, c in rows
+        if c["verdict"] == "high"
+    ]
 
 
 def _warnings(s: dict[str, Any]) -> list[str]:

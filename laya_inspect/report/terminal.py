@@ -24,6 +24,7 @@ from .reading import (
     num,
     one_seed_sentence,
     relied_on,
+    sanity_failed,
     value,
     versus_groups,
     versus_level,
@@ -275,6 +276,7 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
     said = compare_warnings(summary)
     warned = warning_lines([w for of, w in said if of == "cache"])
     warned += warning_lines(said_once([w for of, w in said if of == "head"]), of="head")  # one line per warning
+    warned += [Text(f"  {line}", "bold yellow") for line in sanity_failed(summary)]  # not only in its table
     out: list[RenderableType] = [header, *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
@@ -306,8 +308,8 @@ def build_report(summary: dict[str, Any]) -> list[RenderableType]:
             f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
             "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, does not = every "
-            "interval includes 0, identical = the rule's scores on every row (the same profile: its differences "
-            "are 0 by construction, no finding); "
+            "interval includes 0, = rule = identical to the constant rule (same profile: the rule's scores on every "
+            "row, its differences 0 by construction, no finding); "
             + ON_ITS_OWN
             + (f"; effects within {tol:g} count as tied" if tol is not None else "")
             + ".",
