@@ -2,12 +2,17 @@
 first line, before the command line's modules load (≈ 0.2 s): a signal then ends the run with the
 usual line and the shell's exit code (130 for SIGINT, 143 for SIGTERM), and nothing has been written.
 A signal once the command has returned, while the process exits, says that its work is complete;
-the process then ends after its atexit callbacks, without the interpreter's teardown."""
+the process then ends after its atexit callbacks, without the interpreter's teardown.
+A closed stdout or stderr (`| head` left) is written to no more, quietly; the command finishes its
+work and files, and exits 141 (128 + SIGPIPE, as a tool the pipe's signal ends) where it would have exited 0."""
 
 from __future__ import annotations
 
 import atexit
+import io
+import os
 import sys
+from typing import Any
 
 from .runtime import (
     FINISHED_BEFORE,
@@ -29,6 +34,7 @@ def command_line() -> None:
     """The `laya-inspect` script and `python -m laya_inspect`: the process is the command's, so once the
     command has finished its exit is ours (:func:`laya_inspect.runtime.exit_at_last`)."""
     atexit.register(exit_at_last)  # first registered, so it runs last
+    sys.stdout, sys.stderr = _quiet_when_left(sys.stdout), _quiet_when_left(sys.stderr)
     _run(None, own_process=True)
 
 
@@ -41,7 +47,11 @@ def _run(argv: list[str] | None, own_process: bool) -> None:
                 run(argv)
             except SystemExit as e:
                 if own_process:
-                    exit_when_finished(e.code)
+                    for stream in (sys.stdout, sys.stderr):
+                        stream.flush()  # a reader that left is known now, before the exit code is
+                    code = 141 if _Left.reader_left and e.code in (0, None) else e.code  # 128 + SIGPIPE
+                    exit_when_finished(code)
+                    raise SystemExit(code) from None
                 raise
             except OSError as e:
                 if own_process:
@@ -59,17 +69,54 @@ def _run(argv: list[str] | None, own_process: bool) -> None:
 
 def _unwritable_output(e: OSError) -> None:
     """One line instead of a traceback when output cannot be written for want of room (`> FILE` on a
-    full disk) or a reader (`| head` left): the files a command writes name their paths in their own
-    errors, so what fails here without a name is its printed output. No line for a reader that left."""
+    full disk): the files a command writes name their paths in their own errors, so what fails here
+    without a name is its printed output."""
     import errno
-    import os
 
-    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE):
+    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is still pending goes nowhere at exit
-    if e.errno != errno.EPIPE:
-        sys.stderr.write(f"error: could not write its output: {e.strerror} (errno {e.errno})\n")
+    sys.stderr.write(f"error: could not write its output: {e.strerror} (errno {e.errno})\n")
     sys.exit(1)
+
+
+class _Left(io.RawIOBase):
+    """A stream's file descriptor that goes to /dev/null once its reader has left: a write to a closed
+    pipe raised BrokenPipeError from whatever line printed, and a demo stopped there left its folder
+    half-made."""
+
+    reader_left = False  # any stream's, for the exit code
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, b: Any) -> int:
+        data = memoryview(b)
+        try:
+            return os.write(self.fd, data)
+        except BrokenPipeError:
+            _Left.reader_left = True
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.fd)
+            return len(data)
+
+
+def _quiet_when_left(stream: Any) -> Any:
+    """``stream`` over :class:`_Left`, with its encoding, error policy and line buffering (a stream
+    that is not a file's, or none, as it is)."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return stream
+    stream.flush()
+    raw = io.BufferedWriter(_Left(stream.fileno()))
+    return io.TextIOWrapper(raw, encoding=stream.encoding, errors=stream.errors, line_buffering=stream.line_buffering)
 
 
 if __name__ == "__main__":
