@@ -148,12 +148,18 @@ def test_the_compare_step_reads_faithfulness_beside_the_constant_rule(demo) -> N
     assert line.endswith(f" · constant rule {constant:.3f}")
 
 
+def _short(v: float, sign: str = "") -> str:
+    """Two decimals without the leading zero, as compare's across-seed cells print them."""
+    return format(v, f"{sign}.2f").replace("0.", ".", 1)
+
+
 def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(monkeypatch, capsys) -> None:  # noqa: ANN001
     """Heads fitted under 3 seeds: the α profile table put seed 0's LOLO effects (peak blocks.2) beside α
     pooled over the seeds (peak blocks.0), and the full demo stopped there with a traceback (the profile's
     arrays read as a truth value). Now compare scores every LAYA seed, and the table reads each layer's α
     and LOLO effect as the mean over the seeds ± the 95% t half-width, each seed's value below, and says
-    which layer each seed's α and LOLO effects put first."""
+    which layer each seed's α and LOLO effects put first, in the cells of compare's across-seed table
+    (".38±.08", two decimals: they read "0.369 ± 0.084", three, from a twin of that table's cell)."""
     import io
     from types import SimpleNamespace
 
@@ -183,8 +189,8 @@ def test_the_alpha_profile_reads_each_seeds_alpha_beside_its_own_lolo_effects(mo
         k = next(n for n, ln in enumerate(lines) if ln.strip().startswith(name))
         a, e = seed_means[:, i], np.array([r[i] for r in lolo])
         if name != "b2":  # b2's α reaches below 0: shown cut to [0, 1] (the test below)
-            assert f"{a.mean():.3f} ± {half * a.std(ddof=1):.3f}" in lines[k]
-        assert lines[k].rstrip().endswith(f"{e.mean():+.3f} ± {half * e.std(ddof=1):.3f}")
+            assert f"{_short(a.mean())}±{_short(half * a.std(ddof=1))}" in lines[k]
+        assert lines[k].rstrip().endswith(f"{_short(e.mean(), '+')}±{_short(half * e.std(ddof=1))}")
         below = lines[k + 1].split()  # each seed's α, then each seed's LOLO effect, in seed order
         assert [float(v) for v in below] == pytest.approx([*a, *e], abs=0.0051)  # two decimals
     note = " ".join(capsys.readouterr().out.split())  # the line under the table (app's console)
@@ -225,8 +231,8 @@ def test_the_alpha_profile_shows_an_alpha_reaching_outside_0_1_cut_as_other_inte
     half = stats.t.ppf(0.975, 2) / np.sqrt(3) * seed_means.std(0, ddof=1)
     mean = seed_means.mean(0)
     assert mean[1] - half[1] < 0 < mean[0] - half[0] and mean[0] + half[0] > 1 > mean[1] + half[1]
-    assert f"{mean[1]:.3f} [0.000, {mean[1] + half[1]:.3f}]" in rows["b1"], rows
-    assert f"{mean[0]:.3f} [{mean[0] - half[0]:.3f}, 1.000]" in rows["b0"], rows
+    assert f"{_short(mean[1])} [.00,{_short(mean[1] + half[1])}]" in rows["b1"], rows
+    assert f"{_short(mean[0])} [{_short(mean[0] - half[0])},1.00]" in rows["b0"], rows
     assert "±" not in rows["b0"].split("█")[0] and "±" not in rows["b1"].split("█")[0], rows
     note = " ".join(capsys.readouterr().out.split())
     t = ", ".join(f"b{i} [{mean[i] - half[i]:+.2f}, {mean[i] + half[i]:+.2f}]" for i in (0, 1))

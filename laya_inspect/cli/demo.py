@@ -205,11 +205,12 @@ def _lolo_said(summary: dict[str, Any]) -> str:
 
 
 def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: dict[int, list[float]]) -> None:
-    """Several seeds: each seed's mean α and its LOLO effects (compare scored every LAYA seed), read as
-    compare's across-seed table reads its scores: the mean over seeds ± the 95% t half-width, each
-    seed's value below; and the layer each seed's α and LOLO effects put first."""
+    """Several seeds: each seed's mean α and its LOLO effects (compare scored every LAYA seed), in
+    compare's across-seed table's cells (report.across.seed_cell); and the layer each seed's α and LOLO
+    effects put first."""
     from ..compare.seeds import t_estimate
-    from ..report.reading import num, peak, with_ci
+    from ..report.across import seed_cell
+    from ..report.reading import peak
     from ..training.stats import bounded, cut_note
 
     layers, widths = result.numbers["layers"], result.numbers["widths"]
@@ -222,7 +223,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("layer", "width", "mean α", "", "ScalarMix w", "LOLO effect"):
-        # a cut α cell ("0.264 [0.000, 0.606]") and the LOLO seeds' line stay whole at 80 columns; the
+        # a cut α cell (".26 [.00,.61]") and the LOLO seeds' line stay whole at 80 columns; the
         # headers and the bar give way instead
         table.add_column(
             col,
@@ -230,33 +231,19 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
             overflow="fold",
             no_wrap=col in ("mean α", "LOLO effect"),
         )
-
-    cut: dict[str, dict[str, Any]] = {}  # layer → its α estimate where bounded() cut it to [0, 1]
-
-    def cell(values: list[float | None], digits: int, sign: bool, layer: str | None = None) -> Text:
-        est = t_estimate(values)
-        if est["mean"] is None:
-            return Text("—")
-        half = "" if est["ci_low"] is None else f" ± {num((est['ci_high'] - est['ci_low']) / 2, digits)}"
-        below = " ".join(num(v, sign=sign, lead=False) for v in est["values"])
-        shown = bounded(est, 0.0, 1.0) if layer is not None else est
-        if shown.get("clipped"):  # α lies in [0, 1]: shown as the other cut intervals are, with a note
-            cut[str(layer)] = shown
-            return Text.assemble(with_ci(shown, sign=False, digits=digits), "\n", (below, "dim"))
-        return Text.assemble(num(est["mean"], digits, sign) + half, "\n", (below, "dim"))
-
+    # α lies in [0, 1]: an interval reaching past is shown cut, as compare's cut intervals are, with a note
+    est = {name: bounded(t_estimate([r[i] for r in own]), 0.0, 1.0) for i, name in enumerate(layers)}
     for i, name in enumerate(layers):
-        a = sum(r[i] for r in own) / len(own)
         table.add_row(
             name,
             str(widths[i]),
-            cell([r[i] for r in own], 3, False, layer=name),
-            "█" * round(10 * a),  # half as long as one seed's: the table stays within 80 columns
+            seed_cell(est[name]),
+            "█" * round(10 * est[name]["mean"]),  # half as long as one seed's: the table stays within 80 columns
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
-            cell([None if e is None else e[i] for e in effects], 3, True),
+            seed_cell(t_estimate([None if e is None else e[i] for e in effects]), sign=True),
         )
     console.print(table)
-    note = cut_note(cut, "mean α", "[0, 1]", "the values a weight α takes", "seeds at 95%")
+    note = cut_note(est, "mean α", "[0, 1]", "the values a weight α takes", "seeds at 95%")
     if note:
         dim(note)
 

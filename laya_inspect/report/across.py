@@ -48,21 +48,20 @@ def short_ci(d: dict[str, Any] | None) -> str:
     return mean if d.get("ci_low") is None or d.get("ci_high") is None else f"{mean} [{lo},{hi}]"
 
 
-def _mean_pm(est: dict[str, Any] | None, sign: bool = False) -> str:
-    """ "mean±h" with h the half-width of the t-interval (just the mean when it has none)."""
-    if not est or est.get("mean") is None:
-        return "—"
-    if est.get("ci_low") is None or est.get("ci_high") is None:
-        return num(est["mean"], sign=sign, lead=False)
-    if est.get("clipped"):  # cut to the score's range: no longer mean ± one half-width
-        lo, hi = (num(est[k], sign=sign, lead=False) for k in ("ci_low", "ci_high"))
-        return f"{num(est['mean'], sign=sign, lead=False)} [{lo},{hi}]"
-    return f"{num(est['mean'], sign=sign, lead=False)}±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
-
-
-def _cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
-    per_seed = " ".join(num(v, sign=sign, lead=False) for v in (est or {}).get("values") or [])
-    return Text.assemble(_mean_pm(est, sign), "\n", (per_seed, "dim"))
+def seed_cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
+    """An estimate over seeds in a narrow cell: "mean±h" with h the half-width of the t-interval (just
+    the mean when it has none; "mean [lo,hi]" when it was cut to the score's range), each seed's value
+    dim below. compare's across-seed tables and the demo's α profile read alike."""
+    est = est or {}
+    mean = num(est.get("mean"), sign=sign, lead=False)
+    if None not in (est.get("mean"), est.get("ci_low"), est.get("ci_high")):
+        if est.get("clipped"):  # cut to the score's range: no longer mean ± one half-width
+            lo, hi = (num(est[k], sign=sign, lead=False) for k in ("ci_low", "ci_high"))
+            mean += f" [{lo},{hi}]"
+        else:
+            mean += f"±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
+    per_seed = " ".join(num(v, sign=sign, lead=False) for v in est.get("values") or [])
+    return Text.assemble(mean, "\n", (per_seed, "dim"))
 
 
 def _verdicts(words: list[Any]) -> Text:
@@ -95,9 +94,9 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
                     continue
                 dim = "dim" if row.get("reference") or row.get("circular") else ""
                 label = m + ("°" if row.get("circular") else "")
-                table.add_row(Text(label, style=dim), *[_cell(row.get(k)) for k in SCORES.values()], "")
+                table.add_row(Text(label, style=dim), *[seed_cell(row.get(k)) for k in SCORES.values()], "")
                 if not row.get("reference"):
-                    diffs = [_cell(row.get(f"{k}_minus_constant"), sign=True) for k in SCORES.values()]
+                    diffs = [seed_cell(row.get(f"{k}_minus_constant"), sign=True) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row.get("verdicts") or []))
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
