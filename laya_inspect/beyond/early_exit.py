@@ -59,7 +59,7 @@ from .common import (
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
-from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, held_out, two_folds
+from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
 from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
 from .refit import Budget, Fit, layer_moments, refit
 
@@ -103,16 +103,9 @@ def mass_beyond(weights: np.ndarray) -> np.ndarray:
 
 def frontier_area(used: Sequence[float], acc: Sequence[float], lo: float, hi: float) -> float:
     """Mean over compute budgets c ∈ [lo, hi] of the best accuracy reached with compute ≤ c (a step
-    function through the points; 0 below the cheapest point)."""
-    if hi <= lo:
-        return float(max(acc))
-    u, a = np.asarray(used, float), np.asarray(acc, float)
-    xs = np.unique(np.clip(np.concatenate([u, [lo, hi]]), lo, hi))
-    area = 0.0
-    for x0, x1 in zip(xs[:-1], xs[1:]):
-        reach = a[u <= x0 + 1e-12]
-        area += (float(reach.max()) if len(reach) else 0.0) * (x1 - x0)
-    return area / (hi - lo)
+    function through the points; 0 below the cheapest point): the held-out area's choice made and
+    scored on the same rows."""
+    return crossfit_area(used, acc, used, acc, lo, hi)[0]
 
 
 def threshold_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -197,16 +190,13 @@ def held_out_area(
     fold: np.ndarray,
 ) -> tuple[float, float]:
     """(held-out area, mean compute overshoot) of one rule for one seed, ``fold`` (N,) True on fold A
-    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s. Each step's exit depths are computed
-    once for every row (an exit depth is a row's own) and read on each fold."""
-    folds = (fold, ~fold)
-    parts: list[tuple[list[float], list[float], int]] = [([], [], int(rows.sum())) for rows in folds]
-    hit_rows = np.arange(len(labels))
-    for _, _, d in _exits(rule, conf, masses, grid, epsilon, noise):
-        hit = preds[hit_rows, d] == labels
-        for (compute, acc, _), rows in zip(parts, folds):
-            compute.append(float(used[d[rows]].mean()))
-            acc.append(float(hit[rows].mean()))
+    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, which gives each fold's points (an exit
+    depth is a row's own)."""
+    parts = []
+    for rows in (fold, ~fold):
+        mass, noise_f = {k: m[rows] for k, m in masses.items()}, None if noise is None else noise[rows]
+        pts = sweep(rule, preds[rows], conf[rows], labels[rows], used, mass, grid, epsilon, noise_f)
+        parts.append(([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], int(rows.sum())))
     return held_out(parts[0], parts[1], float(used[0]), float(used[-1]))
 
 

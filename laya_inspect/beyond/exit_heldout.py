@@ -44,7 +44,7 @@ def crossfit_area(
 ) -> tuple[float, float]:
     """(area, overshoot): the mean over budgets c ∈ [lo, hi] of the fold-B accuracy of the point chosen
     on fold A (the best fold-A accuracy with fold-A compute ≤ c; ties to the lower fold-A compute, then
-    the earlier point; 0 where none is within c, as in :func:`~.early_exit.frontier_area`), and the
+    the earlier point; 0 where none is within c; with A = B, :func:`~.early_exit.frontier_area`), and the
     mean over c of max(0, its fold-B compute − c). Point i is the same threshold in both folds."""
     ua, aa, ub, ab = (np.asarray(x, float) for x in (used_a, acc_a, used_b, acc_b))
     if hi <= lo:  # one budget: the best fold-A point overall
