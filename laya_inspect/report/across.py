@@ -40,11 +40,11 @@ def rich_table(title: str) -> RichTable:
     return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
 
 
-def short_ci(d: dict[str, Any] | None) -> str:
-    """Two signed decimals without the leading zero: "+.03 [-.01,+.08]"."""
+def short_ci(d: dict[str, Any] | None, sign: bool = True) -> str:
+    """Two decimals without the leading zero, signed unless ``sign`` is false: "+.03 [-.01,+.08]"."""
     if not d or d.get("mean") is None:
         return "—"
-    mean, lo, hi = (num(d.get(k), sign=True, lead=False) for k in ("mean", "ci_low", "ci_high"))
+    mean, lo, hi = (num(d.get(k), sign=sign, lead=False) for k in ("mean", "ci_low", "ci_high"))
     return mean if d.get("ci_low") is None or d.get("ci_high") is None else f"{mean} [{lo},{hi}]"
 
 
@@ -53,15 +53,11 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
     the mean when it has none; "mean [lo,hi]" when it was cut to the score's range), each seed's value
     dim below. compare's across-seed tables and the demo's α profile read alike."""
     est = est or {}
-    mean = num(est.get("mean"), sign=sign, lead=False)
-    if None not in (est.get("mean"), est.get("ci_low"), est.get("ci_high")):
-        if est.get("clipped"):  # cut to the score's range: no longer mean ± one half-width
-            lo, hi = (num(est[k], sign=sign, lead=False) for k in ("ci_low", "ci_high"))
-            mean += f" [{lo},{hi}]"
-        else:
-            mean += f"±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
+    shown = short_ci(est, sign)  # cut to the score's range, or no interval: the interval as it is
+    if not est.get("clipped") and None not in (est.get("mean"), est.get("ci_low"), est.get("ci_high")):
+        shown = f"{num(est['mean'], sign=sign, lead=False)}±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
     per_seed = " ".join(num(v, sign=sign, lead=False) for v in est.get("values") or [])
-    return Text.assemble(mean, "\n", (per_seed, "dim"))
+    return Text.assemble(shown, "\n", (per_seed, "dim"))
 
 
 def _verdicts(words: list[Any]) -> Text:
