@@ -489,11 +489,7 @@ def _run_demo(
             lambda: compare_heads(
                 plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit, overwrite=force
             ),
-            lambda r: {
-                "faithfulness": _faithfulness(r.summary),
-                "faithfulness_constant": _constant(r.summary),
-                "faithfulness_seeds": _over_seeds(r.summary),
-            },
+            lambda r: _faithfulness(r.summary),
         )
 
     files: dict[str, Any] = {
@@ -545,19 +541,20 @@ def _profile(profiles: dict[str, Any] | None, kind: str, head: str, layers: list
     return None if p is None else {n: float(v) for n, v in zip(layers, p["mean"])}
 
 
-def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, float | None]]:
-    """head name → method → mean faithfulness ρ."""
-    return {h["name"]: {m: s["faithfulness"]["mean"] for m, s in h["methods"].items()} for h in summary["heads"]}
+def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``faithfulness``: head name → method → mean faithfulness ρ; ``faithfulness_constant``: head name →
+    the constant rule's (the null beside the methods'); ``faithfulness_seeds``: :func:`_over_seeds`."""
+    heads = summary["heads"]
+    return {
+        "faithfulness": {h["name"]: {m: s["faithfulness"]["mean"] for m, s in h["methods"].items()} for h in heads},
+        "faithfulness_constant": {h["name"]: _constant_of(h) for h in heads},
+        "faithfulness_seeds": _over_seeds(summary),
+    }
 
 
 def _constant_of(head: dict[str, Any]) -> float | None:
     """The constant rule's mean faithfulness ρ on a compared head (None without one)."""
     return (((head.get("references") or {}).get("constant") or {}).get("faithfulness") or {}).get("mean")
-
-
-def _constant(summary: dict[str, Any]) -> dict[str, float | None]:
-    """head name → the constant rule's mean faithfulness ρ: the null beside the methods'."""
-    return {h["name"]: _constant_of(h) for h in summary["heads"]}
 
 
 def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
