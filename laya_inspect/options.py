@@ -54,11 +54,15 @@ def default_of(config: Any, name: str) -> Any:
     return Missing
 
 
-def left_at_default(config: Any, name: str) -> bool:
-    """Whether ``config``'s field ``name`` holds its declared default (a field with none never does):
-    the settings lines say these apart from the ones a user chose."""
-    default = default_of(type(config), name)
-    return default is not Missing and bool(getattr(config, name) == default)
+def defaulted(config: Any) -> list[str]:
+    """The names of ``config``'s fields that hold their declared default (a field with none never does),
+    summary.json's ``config_defaults``: the settings lines say these apart from the ones a user chose."""
+    out = []
+    for f in dataclasses.fields(config):
+        default = default_of(type(config), f.name)
+        if default is not Missing and bool(getattr(config, f.name) == default):
+            out.append(f.name)
+    return out
 
 
 def check(config: Any, rules: Iterable[tuple[bool, str, str]]) -> None:

@@ -225,3 +225,18 @@ def record_forked(monkeypatch: Any, module: Any) -> list[Any]:
 
     monkeypatch.setattr(module, "run_forked", recorded)
     return received
+
+
+def settings_said(output: str) -> str:
+    """The settings line a command printed (its continuation lines joined), spaces normalised."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("settings"))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return " ".join(" ".join(lines[start:end]).split())
+
+
+def page_said(page: Path) -> str:
+    """report.html's text, entities undone and spaces normalised: what a reader sees, to look a line up in."""
+    import html
+
+    return " ".join(html.unescape(page.read_text()).split())

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import fit_quickly, other_rows_caches, write_cache
+from helpers import fit_quickly, other_rows_caches, page_said, settings_said, write_cache
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
@@ -689,6 +689,22 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert said.index("settings given: --bootstrap 50; left at their defaults: seed 0") < said.index("AUROC − msp")
+
+
+def test_the_settings_line_of_several_heads_states_no_seed_and_report_restates_it(digits_heads, tmp_path):
+    """Over several heads without --against the intervals are t over the heads and nothing is drawn:
+    "seed 0" would be a setting that decided nothing. `report DIR` and report.html restate the line."""
+    cache, dirs, _ = digits_heads
+    out = tmp_path / "dg"
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--device", "cpu", "--no-plots", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    assert line == "settings, all left at their defaults: --train-split train · --test-split test"
+    report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
+    assert line in page_said(out / "report.html")
 
 
 def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, page_said, record_forked, settings_said, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import ASSUMED
@@ -121,6 +121,25 @@ def test_the_settings_line_states_the_seed_of_the_train_limit_rows(digits_cache,
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed(s) · row seed 4; " in said
+
+
+def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(digits_cache, laya_dir, tmp_path):
+    """A given --train-split (the refits' rows), --test-split (the rows measured) or --costs (the compute
+    read) decides early-exit's numbers: the line states them, and `report DIR` and report.html restate
+    the line the command printed, those left at their defaults said apart."""
+    out = tmp_path / "ee"
+    args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]
+    args += ["--thresholds", "5", "--train-split", "test", "--test-split", "train", "--costs", "shapes"]
+    result = runner.invoke(app, [*args, "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
+    assert given.endswith(" · --train-split test · --test-split train · --costs shapes"), given
+    assert "lr 0.003" in left.split(" · ")
+    report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
+    assert line in page_said(out / "report.html")
 
 
 @pytest.mark.slow

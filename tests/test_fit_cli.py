@@ -170,8 +170,10 @@ def test_terminal_states_the_settings_and_which_were_left_at_default(fitted: tup
     assert len(block) <= 3 and max(len(line) for line in block) <= 100, block  # a 200-column terminal too
     given, left = _settings(text)
     assert given == "lr 0.01 · ≤ 3 epochs · seeds 0, 1 · batch 32"
-    patience = summary["training"]["patience"]
-    assert left == f"d*=96 · τ=1.5 · weight decay 0.01 · patience {patience} · validation 0.1 of train · device cpu"
+    patience = summary["training"]["patience"]  # the default rule's, more than the 3 epochs: it stops nothing
+    assert patience >= 3
+    stop = f"no early stop (patience {patience} ≥ 3 epochs)"
+    assert left == f"d*=96 · τ=1.5 · weight decay 0.01 · {stop} · validation 0.1 of train · device cpu"
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and _settings(again.stdout) == (given, left)
 
@@ -482,14 +484,29 @@ def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, ob
     assert runner.invoke(app, ["report", str(out), "--html"], env=ENV).exit_code == 0  # listed by its marker
 
 
+def test_a_patience_of_at_least_the_epochs_reads_as_no_early_stop() -> None:
+    """ "≤ 3 epochs · patience 37" read as if training could stop early; with a patience of at least the
+    epochs it cannot (the first stop comes after patience + 1 epochs), and the line says so."""
+    from laya_inspect.report.settings import fit_settings_line
+    from laya_inspect.training.fit_config import FitConfig
+
+    config = FitConfig(heads=("last",), seeds=(0,), epochs=3, device="cpu")
+    for patience, said in ((37, "no early stop (patience 37 ≥ 3 epochs)"), (2, "patience 2")):
+        summary = {"config": config.to_dict(), "config_defaults": ["patience"], "device": "cpu"}
+        summary["training"] = {"epochs": 3, "patience": patience}
+        line = " ".join(str(fit_settings_line(summary, 1000)).split())
+        assert f"left at their defaults: {said}" in line, line
+
+
 def test_the_settings_line_says_given_splits_apart_from_the_defaults() -> None:
     """fit-head --train-split test --test-split train: the validation rows drawn from the given train split
     are not "left at their defaults", and the split the accuracies are measured on is stated."""
+    from laya_inspect.options import defaulted
     from laya_inspect.report.settings import fit_settings_line
     from laya_inspect.training.fit_config import FitConfig
 
     config = FitConfig(heads=("last",), seeds=(0,), train_split="test", test_split="train", device="cpu")
-    summary = {"config": config.to_dict(), "config_defaults": config.defaulted(), "device": "cpu"}
+    summary = {"config": config.to_dict(), "config_defaults": defaulted(config), "device": "cpu"}
     line = " ".join(str(fit_settings_line(summary, 1000)).split())
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
     assert "validation 0.1 of test" in given and "tested on train" in given

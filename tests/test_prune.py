@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, record_forked, write_cache
+from helpers import drawn_figures, fit_quickly, legend_entry, page_said, record_forked, settings_said, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes, smallest_within
@@ -138,10 +138,30 @@ def test_the_no_refit_settings_line_states_no_refit_budget_and_no_refit_seeds(pl
     said = " ".join(result.output.split())
     line = said[said.index("settings given: ") : said.index("row seed 0") + len("row seed 0")]
     assert line == (
-        "settings given: ablation mean; left at their defaults: --max-drop 0.005 · "
+        "settings given: ablation mean · --costs shapes; left at their defaults: --max-drop 0.005 · "
         "rankings on ≤ 2,000 train rows · row seed 0"
     )
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["seeds"] == [0]
+
+
+def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(planted, tmp_path):
+    """A given --train-split, --test-split or --costs decides prune's numbers (the rows ranked on and
+    measured on, the FLOPs saved), so the line states them; `report DIR` and report.html restate the
+    line the command printed, those left at their defaults said apart."""
+    cache, head_dir = planted
+    out = tmp_path / "o"
+    args = ["prune", str(head_dir), "--cache", str(cache), "--no-refit", "--train-split", "test"]
+    args += ["--test-split", "train", "--costs", "shapes", "--no-plots", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
+    assert given.split(" · ") == ["--train-split test", "--test-split train", "--costs shapes"]
+    assert "row seed 0" in left.split(" · ")
+    report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
+    assert line in page_said(out / "report.html")
 
 
 def test_only_the_layer_counts_asked_for_are_evaluated(planted, tmp_path):

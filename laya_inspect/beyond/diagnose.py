@@ -28,6 +28,7 @@ from ..cache.fingerprint import extracted_otherwise
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError, few
 from ..head_dir import refuse_repeats, store_for_heads
+from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
 from .common import (
@@ -220,6 +221,7 @@ def _diagnose(
         "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
         "class_names": class_names(store),
         "config": asdict(config),
+        "config_defaults": defaulted(config),
         "scores": {**ERROR_SCORES},
         "heads": per_head,
         "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test)

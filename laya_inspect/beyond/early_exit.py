@@ -38,6 +38,7 @@ from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import store_for_heads
 from ..heads import Head
+from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
@@ -263,6 +264,7 @@ def _simulate(
             f"half of them and scored on the other); it has {test.n}"
         )
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     head.to(device)
@@ -324,7 +326,9 @@ def _simulate(
         "head_kind": head.kind,
         "cache": store.identity(),
         "config": asdict(config),
+        "config_defaults": defaulted(config),
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
+        "budget_defaults": budget_defaults,
         "seeds": seeds,
         "rows": {"fit": len(fit_rows), "val": len(val_rows), "test": test.n, "val_how": rows_how},
         "costs": costs.to_dict(names),

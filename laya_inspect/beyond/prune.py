@@ -24,6 +24,7 @@ from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
+from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.quality import MIN_VAL_ROWS
 from ..training.stats import family_text
@@ -179,6 +180,7 @@ def _prune(
     smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     rank_rows = subsample(train_rows, config.rank_rows, config.seed, 2)
@@ -318,7 +320,9 @@ def _prune(
         "scalarmix_dir": None if scalarmix_dir is None else str(Path(scalarmix_dir).resolve()),
         "cache": store.identity(),
         "config": asdict(config),
+        "config_defaults": defaulted(config),
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
+        "budget_defaults": budget_defaults,
         "mode": "refit" if config.refit else f"no-refit (ablation {config.ablation})",
         "seeds": seeds,
         "rows": {

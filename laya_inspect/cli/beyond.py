@@ -9,9 +9,9 @@ from typing import Any, Optional
 import typer
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..options import field_of, left_at_default
+from ..options import field_of
 from ..report.reading import est, with_ci
-from ..report.settings import settings_line
+from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
 from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
@@ -44,6 +44,11 @@ def _progress(event: dict[str, Any]) -> None:
         dim(f"  head {event['index'] + 1}/{event['total']}: {event['head']}", err=True)
 
 
+def _settings(s: dict[str, Any]) -> None:
+    """The settings that decide the numbers, above them (`report DIR` restates the line from ``s``)."""
+    console.print(beyond_settings_line(s, min(console.width, 100)), highlight=False)
+
+
 def _wrote(out: Path, s: dict[str, Any]) -> None:
     """The verdict under the run's warnings, then the files in ``out`` (report.html among them, plots/ if any)."""
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
@@ -51,25 +56,6 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
     bullets([*s["verdict"], *notes], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
-
-
-def _settings(config: Any, budget: Budget, s: dict[str, Any], own: list[tuple[str, str]], refits: bool = True) -> None:
-    """The settings that decide the numbers, above them: the refits' budget, then ``own`` (text, field)."""
-    epochs, patience = (s.get("budget") or {}).get("epochs_patience") or (None, None)
-    items = (
-        []
-        if epochs is None or not refits
-        else [  # no refit ran (prune --no-refit): no budget to state, though summary.json records one
-            (f"refits ≤ {epochs} epochs", left_at_default(budget, "epochs")),
-            (f"patience {patience}", left_at_default(budget, "patience")),
-            (f"lr {budget.lr:g}", left_at_default(budget, "lr")),
-            (f"weight decay {s['budget']['weight_decay']:g}", left_at_default(budget, "weight_decay")),
-            (f"batch {budget.batch_size}", left_at_default(budget, "batch_size")),
-            *([(f"≤ {budget.train_limit:,} train rows", False)] if budget.train_limit is not None else []),
-        ]
-    )
-    items += [(text, left_at_default(config, name)) for text, name in own]
-    console.print(settings_line(items, min(console.width, 100)), highlight=False)
 
 
 @app.command("prune")
@@ -123,20 +109,7 @@ def prune_command(
             head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
         )
     s = result.summary
-    _settings(
-        config,
-        budget,
-        s,
-        [  # --ablation acts under --no-refit only; --seeds under --refit only, and --search there without --ks
-            (f"--max-drop {config.max_drop:g}", "max_drop"),
-            *([] if config.refit else [(f"ablation {config.ablation}", "ablation")]),
-            (f"rankings on ≤ {config.rank_rows:,} train rows", "rank_rows"),
-            *([(f"search {config.search}", "search")] if config.refit and not config.ks else []),
-            *([(f"{config.seeds} seed(s)", "seeds")] if config.refit else []),
-            (f"row seed {config.seed}", "seed"),
-        ],
-        refits=config.refit,
-    )
+    _settings(s)
     table = titled_table(
         f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
         f"{_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
@@ -227,18 +200,7 @@ def early_exit_command(
     with FeatureStore(cache) as store:
         result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
     s = result.summary
-    _settings(
-        config,
-        budget,
-        s,
-        [
-            (f"ε={config.epsilon:g}", "epsilon"),
-            (f"{config.thresholds} thresholds", "thresholds"),
-            (f"{config.seeds} seed(s)", "seeds"),
-            # --seed draws --train-limit's rows and nothing else
-            *([(f"row seed {config.seed}", "seed")] if budget.train_limit is not None else []),
-        ],
-    )
+    _settings(s)
     table = titled_table(
         f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
         "rule",
@@ -310,12 +272,7 @@ def diagnose_command(
         )
     s = result.summary
     e = s["errors"]
-    drawn = [(f"seed {config.seed}", left_at_default(config, "seed"))]  # the bootstrap's (and permutations') draws
-    if len(s["heads"]) == 1:  # over several heads the intervals are t over them, and draw no resamples
-        drawn.append((f"--bootstrap {config.n_boot:,}", left_at_default(config, "n_boot")))
-    if against is not None:
-        drawn.append((f"{config.permutations:,} permutations", left_at_default(config, "permutations")))
-    console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
+    _settings(s)
     table = titled_table(
         f"misclassification detection · {len(s['heads'])} head(s) · {e['interval']}",
         "score",

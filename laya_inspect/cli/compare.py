@@ -148,7 +148,10 @@ def report_command(
         data = summary if folder is None else folder.record if isinstance(folder, DemoFolder) else folder.summary
         typer.echo(json_text(data))
     elif folder is None:
+        from ..report.settings import beyond_settings_line
+
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
+        console.print(beyond_settings_line(summary, min(console.width, 100)), highlight=False)  # as the command said
         bullets(summary.get("verdict") or [], summary.get("warnings"))
     else:
         from ..report.stale import stale_inputs

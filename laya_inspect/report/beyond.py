@@ -26,6 +26,7 @@ from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same
+from .settings import ONE_LINE, beyond_settings_line
 
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
 
@@ -142,6 +143,7 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
             "commands": [(f"this {kind} run", _rebuild(s, kind, shown)), ("rebuild this page", rebuild)],
             "provenance": _provenance(s, kind),
             "subtitle": _subtitle(s, kind),
+            "settings": str(beyond_settings_line(s, ONE_LINE)),
             "figures": [("", _figures(path))],
         },
     )

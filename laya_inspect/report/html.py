@@ -127,6 +127,7 @@ class Page:
     figures: list[tuple[str, list[Figure]]]  # (group title, figures)
     commands: list[tuple[str, str]]  # (what, command line)
     provenance: list[tuple[str, str]]
+    settings: str = ""  # the settings line the command printed, on one line
 
 
 def reading_html(reading: Reading) -> str:
@@ -186,6 +187,7 @@ def render(page: Page) -> str:
 <body>
 <h1>{esc(page.title)}</h1>
 <p class="sub">{esc(page.subtitle)}</p>
+{f'<p class="sub">{esc(page.settings)}</p>' if page.settings else ""}
 {reading_html(page.reading)}
 <h2 id="tables">Tables</h2>
 {"".join(s.html() for s in page.sections)}

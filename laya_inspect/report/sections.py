@@ -32,6 +32,7 @@ from .reading import (
     with_ci,
 )
 from .sanity import html_section as sanity_section
+from .settings import ONE_LINE, fit_settings_line
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
@@ -340,6 +341,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
         "commands": [("this fit-head run", command)],
         "provenance": facts,
         "subtitle": f"heads {heads} on {cache.get('cache_path')} · test split {split.get('n_test', '?')} rows",
+        "settings": str(fit_settings_line(s, ONE_LINE) or ""),
     }
 
 

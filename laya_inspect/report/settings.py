@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.text import Text
 
+ONE_LINE = 10**6  # a width no settings line reaches: report.html's page wraps it itself
+
 
 def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
@@ -39,7 +41,7 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
         (("lr",), f"lr {_g(c.get('lr'))}", True),
         (("weight_decay",), f"weight decay {_g(c.get('weight_decay'))}", True),
         (("epochs",), f"≤ {_g(t.get('epochs', c.get('epochs')))} epochs", True),
-        (("patience",), f"patience {_g(t.get('patience', c.get('patience')))}", True),
+        (("patience",), _patience(t.get("patience", c.get("patience")), t.get("epochs", c.get("epochs"))), True),
         (("monitor",), f"early stopping on validation {c.get('monitor')}", False),
         (("val_fraction", "train_split"), val, True),  # the text names the split the rows are drawn from
         (("test_split",), f"tested on {c.get('test_split')}", False),
@@ -58,6 +60,71 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
         all(f in defaults for f in fs) if isinstance(defaults, list) else None for fs, _, _ in items
     ]
     return settings_line([(text, d) for (_, text, shown), d in zip(items, left) if shown or d is False], width)
+
+
+def _patience(patience: Any, epochs: Any) -> str:
+    """ "patience 5"; a patience of at least the epochs stops nothing early (the first stop could come
+    after patience + 1 epochs), and "≤ 3 epochs · patience 37" read as if it could."""
+    if isinstance(patience, int) and isinstance(epochs, int) and patience >= epochs:
+        return f"no early stop (patience {patience} ≥ {epochs} epochs)"
+    return f"patience {_g(patience)}"
+
+
+def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
+    """prune's, early-exit's or diagnose's settings, each where it acts, from its summary.json, so that
+    `report DIR` restates the line the command printed (values alone for a summary from before
+    ``config_defaults``)."""
+    c, b, kind = s.get("config") or {}, s.get("budget") or {}, s.get("command")
+
+    def left(name: str, of: str = "config_defaults") -> bool | None:
+        names = s.get(of)
+        return name in names if isinstance(names, list) else None
+
+    items: list[tuple[str, bool | None]] = []
+    epochs, patience = b.get("epochs_patience") or (None, None)
+    if epochs is not None and c.get("refit", True):  # prune --no-refit refits nothing: no budget to state
+        items += [
+            (f"refits ≤ {epochs} epochs", left("epochs", "budget_defaults")),
+            (_patience(patience, epochs), left("patience", "budget_defaults")),
+            (f"lr {_g(b.get('lr'))}", left("lr", "budget_defaults")),
+            (f"weight decay {_g(b.get('weight_decay'))}", left("weight_decay", "budget_defaults")),
+            (f"batch {b.get('batch_size')}", left("batch_size", "budget_defaults")),
+        ]
+        if b.get("train_limit") is not None:
+            items.append((f"≤ {b['train_limit']:,} train rows", False))
+    own: list[tuple[str, str]] = []  # (text, field)
+    if kind == "prune":  # --ablation acts under --no-refit only; --seeds under --refit, --search there without --ks
+        refit = c.get("refit")
+        own += [(f"--max-drop {_g(c.get('max_drop'))}", "max_drop")]
+        own += [] if refit else [(f"ablation {c.get('ablation')}", "ablation")]
+        own += [(f"rankings on ≤ {c.get('rank_rows'):,} train rows", "rank_rows")]
+        own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
+        own += [(f"{c.get('seeds')} seed(s)", "seeds")] if refit else []
+        own += [(f"row seed {c.get('seed')}", "seed")]
+    elif kind == "early-exit":  # --seed draws --train-limit's rows and nothing else
+        own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
+        own += [(f"{c.get('seeds')} seed(s)", "seeds")]
+        own += [(f"row seed {c.get('seed')}", "seed")] if b.get("train_limit") is not None else []
+    else:  # diagnose: the seed draws one head's bootstrap and --against's permutations; over several heads
+        # without --against the intervals are t over them and nothing is drawn
+        one, against = len(s.get("heads") or []) == 1, bool(s.get("against"))
+        own += [(f"seed {c.get('seed')}", "seed")] if one or against else []
+        own += [(f"--bootstrap {c.get('n_boot'):,}", "n_boot")] if one else []
+        own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
+        # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
+        own += [
+            (f"--train-split {c.get('train_split')}", "train_split"),
+            (f"--test-split {c.get('test_split')}", "test_split"),
+        ]
+    items += [(text, left(name)) for text, name in own]
+    # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: stated when given
+    flags = {"train_split": "--train-split", "test_split": "--test-split", "costs": "--costs"}
+    items += [
+        (f"{flag} {c[name]}", False)
+        for name, flag in flags.items()
+        if name in c and left(name) is False and kind != "diagnose"
+    ]
+    return settings_line(items, width)
 
 
 def settings_line(items: Sequence[tuple[str, bool | None]], width: int = 100) -> Text:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..choices import HEAD_NAMES, INITS, LOSSES, MONITORS, PSI_CHOICES, STANDARDIZE_CHOICES, VAL_MODES, known
 from ..errors import InputError
-from ..options import SKLEARN_SEED_LIMIT, check, left_at_default, option, seed_ok, seed_range, seed_rule, tuples
+from ..options import SKLEARN_SEED_LIMIT, check, option, seed_ok, seed_range, seed_rule, tuples
 from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 if TYPE_CHECKING:
@@ -258,11 +258,6 @@ class FitConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
-    def defaulted(self) -> list[str]:
-        """The fields left at their declared default (summary.json's ``config_defaults``): a reader of
-        the numbers learns which settings nobody chose."""
-        return [f.name for f in fields(self) if left_at_default(self, f.name)]
 
 
 def resolve_heads(names: Sequence[str]) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ from ..errors import InputError, class_label, name_of
 from ..files import write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
+from ..options import defaulted
 from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from ..workers import cpu_workers, run_forked
@@ -429,7 +430,7 @@ def _fit_into(
         "tool_version": __version__,
         "cache": identity,
         "config": config.to_dict(),
-        "config_defaults": config.defaulted(),
+        "config_defaults": defaulted(config),
         "device": str(device),
         "workers": workers,  # runs at once in forked processes; the numbers do not depend on it
         "hparams": hparams,
