@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import fit_quickly, write_cache
+from helpers import fit_quickly, page_said, settings_said, write_cache
 from typer.testing import CliRunner
 
 from laya_inspect.cache.store import FeatureStore
@@ -213,6 +213,25 @@ def test_compare_json_and_options(digits_cache, head_dirs, tmp_path):
     assert summary["heads"][0]["methods"]["ig"]["params"]["n_steps"] == 8
     assert summary["heads"][0]["methods"]["alpha"]["faithfulness"]["ci_low"] is None
     assert not (tmp_path / "plots").exists()
+
+
+def test_the_settings_line_states_grad_cams_relu_and_report_restates_it(digits_cache, head_dirs, tmp_path):
+    """--relu changes Grad-CAM's scores (its negative ones become 0) and was said only in summary.json:
+    the settings line states it where Grad-CAM ran, IG's baseline only where IG did, the given ones said
+    apart; `report DIR` and report.html restate the line compare printed."""
+    out = tmp_path / "out"
+    args = ["compare", str(head_dirs["laya"]), "--cache", str(digits_cache), "--method", "gradcam,random"]
+    args += ["--relu", "--limit", "40", "--bootstrap", "0", "--no-sanity", "--no-plots", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(out)], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
+    assert given.split(" · ") == ["Grad-CAM with ReLU", "bootstrap 0"], given
+    assert left.split(" · ")[:3] == ["target pred", "effect logit", "ablation resample"] and "IG" not in line
+    report = runner.invoke(app, ["report", str(out), "--html"], env={"COLUMNS": "100"})
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
+    assert line in page_said(out / "report.html")
 
 
 @pytest.mark.parametrize(

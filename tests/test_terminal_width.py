@@ -192,7 +192,9 @@ def test_compare_shows_the_constant_rule_at_80_columns(compared: tuple[Path, str
 
     out, text = compared
     _check_constant(text, 80)
-    assert "IG baseline mean, 8 steps · seed 0" in " ".join(text.split())  # every setting behind IG's scores
+    said = " ".join(text.split())  # every setting behind IG's scores, the given ones said apart
+    assert "settings given: IG baseline mean, 8 steps · bootstrap 100" in said
+    assert "Grad-CAM without ReLU · seed 0" in said
     summary = json.loads((out / "summary.json").read_text())
     for h in summary["heads"]:
         const = h["references"]["constant"]

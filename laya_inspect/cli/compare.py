@@ -15,7 +15,7 @@ from .fit import print_fit
 
 
 def print_report(summary: dict[str, Any]) -> None:
-    for renderable in build_report(summary):
+    for renderable in build_report(summary, min(console.width, 100)):  # a long line breaks between its items
         console.print(renderable)
 
 

@@ -39,6 +39,7 @@ from ..errors import InputError
 from ..files import plain, utc_now, write_csv, write_json
 from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
+from ..options import defaulted
 from ..out_dir import atomic_dir, check_out
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
@@ -343,6 +344,7 @@ def compare_heads(
         "head_warnings": head_warnings(heads, store, config.split) + repeats_said,
         "rows_repeated": repeated,
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
+        "config_defaults": defaulted(config),
         "ablation": results[0].ablations[0],
         "ablation_description": ABLATIONS.get(results[0].ablations[0]).description,
         "ablations": [a for a in ablations if a in used],

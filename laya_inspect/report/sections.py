@@ -32,7 +32,7 @@ from .reading import (
     with_ci,
 )
 from .sanity import html_section as sanity_section
-from .settings import ONE_LINE, fit_settings_line
+from .settings import ONE_LINE, compare_settings_line, fit_settings_line
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
@@ -290,11 +290,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
         ("head directories", " · ".join(s.get("head_dirs") or [])),
         ("seed · bootstrap", f"{s.get('seed')} · {bootstrap_text(s)}"),
     ]
-    ablations = s.get("ablations") or [s["ablation"]]
-    subtitle = (
-        f"{s['n']} {s['split']} rows of {cache['path']}{layers_read(cache)} · target {s['target']} · "
-        f"ablation {', '.join(ablations)} · IG baseline {s['baseline']} · seed {s['seed']}"
-    )
+    subtitle = f"{s['n']} {s['split']} rows of {cache['path']}{layers_read(cache)}"
     return {
         "reading": compare_reading(s),
         "sections": compare_sections(s),
@@ -302,6 +298,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
         "commands": [("this compare run", command)],
         "provenance": facts,
         "subtitle": subtitle,
+        "settings": str(compare_settings_line(s, ONE_LINE)),
     }
 
 

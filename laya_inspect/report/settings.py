@@ -62,6 +62,32 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
     return settings_line([(text, d) for (_, text, shown), d in zip(items, left) if shown or d is False], width)
 
 
+def compare_settings_line(s: dict[str, Any], width: int = 100) -> Text:
+    """The settings behind compare's scores, each where it acts (IG's only where IG ran, Grad-CAM's
+    ReLU only where Grad-CAM did), from its summary.json: compare and `report DIR` print the same line."""
+    from .reading import bootstrap_text
+
+    c = s.get("config") or {}
+    ran = c.get("methods_resolved")  # None: a summary from before it recorded them; every setting said
+
+    def left(*names: str) -> bool | None:
+        given = s.get("config_defaults")
+        return all(n in given for n in names) if isinstance(given, list) else None
+
+    items = [
+        (f"target {s['target']}", left("target")),
+        (f"effect {s.get('effect', 'prob')}", left("effect")),
+        (f"ablation {', '.join(s.get('ablations') or [s['ablation']])}", left("ablation")),
+    ]
+    if ran is None or "ig" in ran:  # IG's steps change its scores: said beside its baseline
+        steps = f", {c['n_steps']} steps" if c.get("n_steps") else ""
+        items.append((f"IG baseline {s['baseline']}{steps}", left("baseline", "n_steps")))
+    if "relu" in c and (ran is None or "gradcam" in ran):  # ReLU zeroes Grad-CAM's negative scores
+        items.append((f"Grad-CAM {'with' if c['relu'] else 'without'} ReLU", left("relu")))
+    items += [(f"seed {s['seed']}", left("seed")), (bootstrap_text(s), left("n_boot"))]
+    return settings_line(items, width)
+
+
 def _patience(patience: Any, epochs: Any) -> str:
     """ "patience 5"; a patience of at least the epochs stops nothing early (the first stop could come
     after patience + 1 epochs), and "≤ 3 epochs · patience 37" read as if it could."""

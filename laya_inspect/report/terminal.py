@@ -15,7 +15,6 @@ from ..compare.records import compare_warnings, said_once
 from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
-    bootstrap_text,
     carried,
     est,
     gate_cell,
@@ -30,6 +29,7 @@ from .reading import (
     versus_level,
 )
 from .sanity import terminal_block as sanity_block
+from .settings import compare_settings_line
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
@@ -258,26 +258,21 @@ def one_seed_lines(summary: dict[str, Any]) -> list[RenderableType]:
     return [Text("  note: " + one_seed_sentence("the verdicts above", ", ".join(alone)), "yellow")]
 
 
-def build_report(summary: dict[str, Any]) -> list[RenderableType]:
-    """Header line; per head its table (methods × scores, first ablation, references below),
-    the methods × ablations matrix when several ran, caveats, relied-on layers; the legend."""
+def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableType]:
+    """Header line, the settings line within ``width`` columns; per head its table (methods × scores,
+    first ablation, references below), the methods × ablations matrix when several ran, caveats,
+    relied-on layers; the legend."""
     cache = summary["cache"]
-    ablations = summary.get("ablations") or [summary["ablation"]]
-    c = summary.get("config") or {}
-    # IG's steps change its scores and were said nowhere on the terminal (only in summary.json)
-    steps = f", {c['n_steps']} steps" if "ig" in (c.get("methods_resolved") or []) and c.get("n_steps") else ""
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
-        f"(fingerprint {cache['fingerprint']}){layers_read(cache)} · target {summary['target']} · "
-        f"effect {summary.get('effect', 'prob')} · ablation {', '.join(ablations)} · "
-        f"IG baseline {summary['baseline']}{steps} · seed {summary['seed']} · {bootstrap_text(summary)}",
+        f"(fingerprint {cache['fingerprint']}){layers_read(cache)}",
     )
     said = compare_warnings(summary)
     warned = warning_lines([w for of, w in said if of == "cache"])
     warned += warning_lines(said_once([w for of, w in said if of == "head"]), of="head")  # one line per warning
     warned += [Text(f"  {line}", "bold yellow") for line in sanity_failed(summary)]  # not only in its table
-    out: list[RenderableType] = [header, *warned]
+    out: list[RenderableType] = [header, compare_settings_line(summary, width), *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
