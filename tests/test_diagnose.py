@@ -654,7 +654,8 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     assert result.exit_code == 0, result.output
     assert "misclassification detection" in result.output and "AUROC − msp" in result.output
     said = " ".join(result.output.split())  # the seed of the draws behind the intervals, read before them
-    assert said.index("settings given: 50 permutations; left at their defaults: seed 0") < said.index("AUROC − msp")
+    given = "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · 50 permutations; "
+    assert said.index(given + "left at their defaults: seed 0") < said.index("AUROC − msp")
     s = json.loads((out / "summary.json").read_text())
     # the AUPR column beside its reference, a random score's AUPR (the error rate), as report.html has it
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
@@ -691,20 +692,29 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     assert said.index("settings given: --bootstrap 50; left at their defaults: seed 0") < said.index("AUROC − msp")
 
 
-def test_the_settings_line_of_several_heads_states_no_seed_and_report_restates_it(digits_heads, tmp_path):
-    """Over several heads without --against the intervals are t over the heads and nothing is drawn:
-    "seed 0" would be a setting that decided nothing. `report DIR` and report.html restate the line."""
+def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):
+    """Over several heads the intervals shown are t over the heads: the seed and --bootstrap draw only
+    each head's own intervals (errors.csv), the line says so, and with --bootstrap 0 and no --against
+    the seed draws nothing and is not stated. `report DIR` and report.html restate the line."""
     cache, dirs, _ = digits_heads
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--device", "cpu", "--no-plots"]
     out = tmp_path / "dg"
-    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--device", "cpu", "--no-plots", "--out", str(out)]
-    result = runner.invoke(app, args, env=ENV)
+    result = runner.invoke(app, [*args, "--bootstrap", "50", "--out", str(out)], env=ENV)
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
-    assert line == "settings, all left at their defaults: --train-split train · --test-split test"
+    assert line == (
+        "settings given: --bootstrap 50 (each head's own intervals, errors.csv); left at their defaults: "
+        "seed 0 · --train-split train · --test-split test"
+    )
+    with open(out / "errors.csv") as f:  # the bootstrap's intervals, per head
+        assert all(row["auroc_ci_low"] for row in csv.DictReader(f))
     report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
     assert report.exit_code == 0, report.output
     assert settings_said(report.output) == line
     assert line in page_said(out / "report.html")
+    result = runner.invoke(app, [*args, "--bootstrap", "0", "--out", str(tmp_path / "none")], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert "seed" not in settings_said(result.output)
 
 
 def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import page_said
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -176,6 +177,7 @@ def test_terminal_states_the_settings_and_which_were_left_at_default(fitted: tup
     assert left == f"d*=96 · τ=1.5 · weight decay 0.01 · {stop} · validation 0.1 of train · device cpu"
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and _settings(again.stdout) == (given, left)
+    assert f"settings given: {given}; left at their defaults: {left}" in page_said(out / "report.html")
 
 
 @pytest.mark.slow

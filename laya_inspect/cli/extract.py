@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig
-from ..options import default_of
+from ..options import defaulted
 from .app import THREADS, Stopped, app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
 
@@ -105,9 +105,10 @@ def extract_command(
     from ..report.settings import settings_line
 
     drawn = [] if config.limit is None else [(f"≤ {config.limit:,} rows per split", False)]
+    left = defaulted(config)
     drawn += [  # which rows (--limit's subset, a dataset's own split) and the stored precision
-        (f"seed {config.seed}", config.seed == default_of(ExtractConfig, "seed")),
-        (f"stored as {config.dtype}", config.dtype == default_of(ExtractConfig, "dtype")),
+        (f"seed {config.seed}", "seed" in left),
+        (f"stored as {config.dtype}", "dtype" in left),
     ]
     console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
     table = Table(title=f"{result.path}")

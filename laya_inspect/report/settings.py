@@ -131,11 +131,11 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
         own += [(f"{c.get('seeds')} seed(s)", "seeds")]
         own += [(f"row seed {c.get('seed')}", "seed")] if b.get("train_limit") is not None else []
-    else:  # diagnose: the seed draws one head's bootstrap and --against's permutations; over several heads
-        # without --against the intervals are t over them and nothing is drawn
-        one, against = len(s.get("heads") or []) == 1, bool(s.get("against"))
-        own += [(f"seed {c.get('seed')}", "seed")] if one or against else []
-        own += [(f"--bootstrap {c.get('n_boot'):,}", "n_boot")] if one else []
+    else:  # diagnose: the seed draws the bootstrap (none with --bootstrap 0) and --against's permutations
+        one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot") or 0
+        own += [(f"seed {c.get('seed')}", "seed")] if n_boot > 0 or against else []
+        # over several heads the intervals shown are t over them: the bootstrap draws each head's own, in errors.csv
+        own += [(f"--bootstrap {n_boot:,}" + ("" if one else " (each head's own intervals, errors.csv)"), "n_boot")]
         own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
         # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
         own += [
