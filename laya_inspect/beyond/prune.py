@@ -73,8 +73,8 @@ WITHHOLD_RULE = (
 )
 COARSE_HOW = (
     "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
-    "between the grid point below its smallest k within --max-drop and that k, or at every k below that k where "
-    "its grid accuracy is not monotone (`every_k_below` says why; `--search every` refits every k)"
+    "below its smallest grid k within --max-drop: the picks are those of `--search every`, the comparisons over k "
+    "read the grid's k"
 )
 TOLERANCE = 1e-12  # accuracies are ratios of counts: equal within rounding means equal
 # The random-ranking reference at each k < L: every layer set of size k where there are at most
@@ -104,29 +104,15 @@ def coarse_ks(n_layers: int) -> list[int]:
     return sorted({k for k in grid if k < n_layers} | {n_layers})
 
 
-def finer_ks(grid: list[int], val: dict[int, float], floor: float) -> tuple[list[int], str | None]:
+def finer_ks(grid: list[int], val: dict[int, float], floor: float) -> list[int]:
     """The k off the coarse ``grid`` (ascending, ending at L) one ranking is also refit at, given its
-    mean validation accuracy ``val`` at each grid k and the accuracy ``floor`` of --max-drop; and why
-    every k below its first grid k at the floor is taken instead of the one gap below it (None when
-    not). A k off the grid can be at the floor below that first one only where accuracy falls as
-    layers are added; where the grid shows such a fall (a drop up to that first k, or a grid k past it
-    back under the floor), every k below it is refit, and the search finds what one over every k finds.
-    A rise and fall between two grid points that leaves no trace on the grid can still be missed."""
-    first = next(j for j, k in enumerate(grid) if val[k] >= floor)
-    if first == 0:  # k = 1: nothing below it
-        return [], None
-    falls = [(a, b) for a, b in zip(grid[: first + 1], grid[1 : first + 1]) if val[b] < val[a] - TOLERANCE]
-    under = [k for k in grid[first + 1 :] if val[k] < floor]
-    why = None
-    if falls:
-        a, b = falls[0]
-        why = f"validation accuracy falls from k = {a} to k = {b} ({val[a]:.4f} to {val[b]:.4f})"
-    elif under:
-        k = under[0]
-        why = f"validation accuracy at k = {k} ({val[k]:.4f}) is back below --max-drop after k = {grid[first]}"
-    low = 1 if why else grid[first - 1] + 1
-    finer = [k for k in range(low, grid[first]) if k not in grid]
-    return finer, why if finer else None  # a grid with no k off it below: nothing more to refit
+    mean validation accuracy ``val`` at each grid k and the accuracy ``floor`` of --max-drop: every k
+    below its first grid k at the floor. Accuracy need not rise with k (a rise and fall between two grid
+    points leaves no trace on the grid), so only every k below it finds the ranking's smallest k at the
+    floor; the k above it cannot be smaller, nor save more compute (the deepest kept layer never
+    shallows as k grows), so the picks are those of a search over every k."""
+    first = next(k for k in grid if val[k] >= floor)
+    return [k for k in range(1, first) if k not in grid]
 
 
 def _top(order: list[int], k: int) -> tuple[int, ...]:
@@ -251,14 +237,11 @@ def _prune(
             emit({"event": "fit", "done": len(todo), "total": len(todo), "layers": []})
 
     evaluate(list(sets))
-    every_k_below: dict[str, str] = {}  # per ranking whose grid accuracy is not monotone, why
-    if coarse:  # every k between the grid point below each ranking's smallest one within --max-drop and it
+    if coarse:  # every k below each ranking's smallest grid k within --max-drop
         floor = float(np.mean([v for v, _ in results[every]])) - config.max_drop - TOLERANCE
         for name, order in ranked.items():
             val = {k: float(np.mean([v for v, _ in results[_top(order, k)]])) for k in ks}
-            finer, why = finer_ks(sorted(ks), val, floor)
-            if why is not None:
-                every_k_below[name] = why
+            finer = finer_ks(sorted(ks), val, floor)
             per_ranking[name] = sorted({*ks, *finer}, reverse=True)
             for k in finer:
                 sets.setdefault(_top(order, k), []).append(name)
@@ -364,7 +347,6 @@ def _prune(
     summary["k_search"] = {
         "search": "coarse" if coarse else "given" if config.ks else "every",
         "per_ranking": {name: per_ranking[name] for name in ranked},
-        "every_k_below": every_k_below,
         "how": COARSE_HOW if coarse else "every ranking at the same k",
     }
     summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
@@ -579,21 +561,15 @@ def _search_line(s: dict[str, Any]) -> list[str]:
     search, n_layers = s.get("k_search") or {}, len(s["cache"]["layer_names"])
     if search.get("search") != "coarse" or len(s["ks"]) >= n_layers:
         return []
-    below = search.get("every_k_below") or {}  # absent from summaries written before it
     extra = {
         name: ", ".join(str(k) for k in sorted(set(ks) - set(s["ks"]))) for name, ks in search["per_ranking"].items()
     }
-    finer = "; ".join(f"{name} also at {ks}" for name, ks in extra.items() if ks and name not in below)
-    between = "between the grid point below each ranking's smallest k within --max-drop and it"
-    parts = [f"{finer}, {between}"] if finer else [] if below else [f"no k lies {between}"]
-    parts += [
-        f"{name} at every k below its smallest grid k within --max-drop ({extra[name]}), its accuracy along the grid "
-        f"not monotone: {why}"
-        for name, why in below.items()
-    ]
+    finer = "; ".join(f"{name} also at {ks}" for name, ks in extra.items() if ks) or "no ranking at any other k"
     return [
         f"k searched coarse to fine: every ranking refit at k = {', '.join(str(k) for k in sorted(s['ks']))} "
-        f"(the random reference at those below {n_layers}); " + "; ".join(parts) + "; --search every refits every k"
+        f"(the random reference at those below {n_layers}); {finer}, every k below its smallest grid k within "
+        "--max-drop, so the layer sets chosen are those a search over every k chooses; the comparisons over k read "
+        "the grid's k; --search every refits every k"
     ]
 
 
