@@ -15,7 +15,8 @@ from the previous layer's channels to its own at each output position; a layer t
 ``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none, and
 one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
-much as a conv).
+much as a conv); the model's classifier, where the cache holds its logits, is a dense map from the last
+cached layer's channels to them, run after every layer (``not_counted`` says what the estimate cannot see).
 """
 
 from __future__ import annotations
@@ -49,15 +50,21 @@ SHAPES_HOW = (
     "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
     "flattened); an embeddings layer, a table lookup, counts none (an Embedding module its parameters, no "
     f"FLOPs); {PER_ELEMENT_HOW} (its layer_types "
-    "class) or one with no parameters, and no parameters; modules between two cached layers that neither "
-    "holds, the resolution inside a block that strides, and everything after the last cached layer are not "
-    "counted"
+    "class) or one with no parameters, and no parameters; the model's classifier, where the cache holds its "
+    "logits, a dense map from the last cached layer's channels to them, run after every layer"
 )
+# what the shapes estimate cannot see: the cache records only the cached layers' modules
+BETWEEN = "modules between two cached layers that neither holds, and the resolution inside a block that strides"
+AFTER = {
+    True: "modules between the last cached layer and the classifier",
+    False: "everything after the last cached layer (the cache holds no logits of the model's: no classifier known)",
+}
 
 # what the shapes estimate assumes, in the warning prune and early-exit give when ``auto`` fell back to it
 ASSUMED = (
     "each layer a multiply-add per parameter at each output position, or where the cache records no parameter "
-    f"count a dense map between its channels; {PER_ELEMENT_HOW}; modules no cached layer holds not counted"
+    f"count a dense map between its channels; {PER_ELEMENT_HOW}; the classifier a dense map to the cached logits; "
+    "modules no cached layer holds not counted"
 )
 
 
@@ -73,6 +80,7 @@ class Costs:
     params_total: float
     flops_total: float
     note: str | None = None  # why ``auto`` fell back to shapes
+    not_counted: str | None = None  # what a shapes estimate leaves out (the model's count leaves out nothing)
 
     def saved(self, deepest: int) -> tuple[float, float]:
         """(parameter share, FLOP share) of the backbone saved when layer ``deepest`` is the last one run."""
@@ -89,6 +97,7 @@ class Costs:
             "source": self.source,
             "how": self.how,
             "note": self.note,
+            "not_counted": self.not_counted,
             "params_total": self.params_total,
             "flops_total": self.flops_total,
             "after_layer": [
@@ -274,10 +283,16 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
         else:  # no count recorded (an older cache, a hidden state): a dense map between the channels
             params.append(float(c_prev * c))
             flops.append(float(2 * c_prev * c * positions))
+    # the model's classifier runs after every cached layer (a head replaces it): MobileNetV2's is 37% of
+    # its parameters. Its input is the last cached layer's channels, pooled: a dense map to the logits.
+    classes = next((int(x.shape[1]) for sp in store.splits if (x := store.logits(sp, slice(0, 1))) is not None), 0)
+    tail = float(_channels(shapes[-1])[0] * classes)
     p, f = np.array(params), np.array(flops)
-    p_after = np.array([p[i + 1 :].sum() for i in range(len(p))])
-    f_after = np.array([f[i + 1 :].sum() for i in range(len(f))])
-    return Costs("shapes", SHAPES_HOW, p_after, f_after, float(p.sum()), float(f.sum()))
+    p_after = np.array([p[i + 1 :].sum() + tail for i in range(len(p))])
+    f_after = np.array([f[i + 1 :].sum() + 2 * tail for i in range(len(f))])
+    missed = f"{BETWEEN}; {AFTER[classes > 0]}"
+    how = f"{SHAPES_HOW}; not counted: {missed}"
+    return Costs("shapes", how, p_after, f_after, float(p.sum() + tail), float(f.sum() + 2 * tail), not_counted=missed)
 
 
 def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
