@@ -150,7 +150,8 @@ class PruneConfig:
         flag="--search",
         choices=K_SEARCHES,
         help="without --ks, under --refit: coarse (refit every ranking at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L, "
-        "then at every k just below each ranking's smallest k within --max-drop) | every (every k = 1 … L: slower)",
+        "then at every k below each ranking's smallest one within --max-drop: the same picks as every) | every "
+        "(every k = 1 … L: slower)",
     )
     max_drop: float = option(
         0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
