@@ -1237,7 +1237,8 @@ def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_
         costs = backbone_costs(store, "auto")
         assert costs.source == "shapes" and "own size" in str(costs.note), costs.note
         assert store.attrs["layer_params"] == [3 * 4 * 9 + 4, 4 * 6 * 9 + 6]  # each 3×3 conv's weights and bias
-        assert store.layer_names == ["0", "2"] and costs.params_total == 112 + 222
+        # the classifier Linear(6, 2) after the last cached layer: a dense map from its 6 channels to 2 logits
+        assert store.layer_names == ["0", "2"] and costs.params_total == 112 + 222 + 6 * 2
         with pytest.raises(InputError, match="own size"):
             backbone_costs(store, "model")
 
