@@ -564,12 +564,14 @@ def _search_line(s: dict[str, Any]) -> list[str]:
     extra = {
         name: ", ".join(str(k) for k in sorted(set(ks) - set(s["ks"]))) for name, ks in search["per_ranking"].items()
     }
-    finer = "; ".join(f"{name} also at {ks}" for name, ks in extra.items() if ks) or "no ranking at any other k"
+    finer = "; ".join(f"{name} also at {ks}" for name, ks in extra.items() if ks)
+    below = "every k below its smallest grid k within --max-drop"
     return [
         f"k searched coarse to fine: every ranking refit at k = {', '.join(str(k) for k in sorted(s['ks']))} "
-        f"(the random reference at those below {n_layers}); {finer}, every k below its smallest grid k within "
-        "--max-drop, so the layer sets chosen are those a search over every k chooses; the comparisons over k read "
-        "the grid's k; --search every refits every k"
+        f"(the random reference at those below {n_layers}); "
+        + (f"{finer}: {below}" if finer else f"no ranking has a k off the grid {below}")
+        + "; the chosen and cheapest sets are those a search over every k finds; α's comparisons over k read the "
+        "grid's k only; --search every refits every k"
     ]
 
 
