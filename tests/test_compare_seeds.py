@@ -125,7 +125,9 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     assert alpha["faithfulness_minus_constant"]["values"] == [pytest.approx(0.2), pytest.approx(0.3)]
     assert alpha["verdicts"] == ["beats", "not shown"]
     verdict, best = across["caveats"]
-    assert "alpha beats the constant rule on seed 0" in verdict and "alpha does not beat" in verdict
+    # the fixture's seed 0 beats the rule on ρ alone (it holds no other interval): the caveat says so
+    beats = "alpha beats the constant rule (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    assert beats in verdict and "alpha does not beat" in verdict
     assert "best method for faithfulness ρ differs" in best and "alpha on seed 0; none on seed 1" in best
 
     summary = {"across_seeds": across}
@@ -313,7 +315,8 @@ def test_the_reading_says_when_the_seeds_disagree_with_the_verdict_it_leads_with
     lead = " ".join(compare_reading(summary).lead)
     # the lead reads seed 0 alone ("α ... beats it"); seed 1 does not beat the rule, and the lead says so
     assert "laya-seed_0" in lead and "α beats it" in lead
-    assert "alpha beats the constant rule on seed 0" in lead and "alpha does not beat" in lead
+    beats = "alpha beats the constant rule (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    assert beats in lead and "alpha does not beat" in lead
     assert "seed 0 of 2" in lead
 
     agreeing = _compared([_head(0, "beats", ["alpha"]), _head(1, "beats", ["alpha"])], [0, 1])
@@ -423,3 +426,42 @@ def test_the_random_method_and_the_random_reference_are_both_read_across_seeds(
     old = runner.invoke(app, ["report", str(out)], env={"COLUMNS": "120"})
     assert old.exit_code == 0, old.output
     assert "constant" in old.stdout[old.stdout.index("across seeds: laya") :]
+
+
+def _carried_by(seed: int, above: tuple[str, ...]) -> dict:
+    """A head of ``_head`` whose alpha beats the rule with these scores' intervals above 0, the others'
+    including 0."""
+    head = _head(seed, "beats", [])
+    keys = ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness")
+    vs = {k: {"mean": 0.1, "ci_low": 0.05 if k in above else -0.05, "ci_high": 0.2} for k in keys}
+    head["ablations"]["mean"]["methods"]["alpha"]["vs_constant"] = {"verdict": "beats", **vs}
+    return head
+
+
+def test_an_across_seed_verdict_names_the_scores_that_carry_it() -> None:
+    """One interval above 0 is enough to beat the constant rule; the per-seed tables named the scores
+    that carry a verdict, but the across-seed table said "beats (all)" / "beats the constant rule (every
+    seed)", read as beating it on every score, and seeds that beat it on different scores read as agreeing."""
+    agree_d1 = ("top_layer_agreement", "deletion_at_1_over_oracle")
+    across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, agree_d1)], [0, 1])
+    alpha = across["groups"][0]["ablations"]["mean"]["methods"]["alpha"]
+    which = "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"
+    assert alpha["carried"] == [which, which] and across["caveats"] == []
+    text = " ".join(_render(seed_tables({"across_seeds": across})).split())
+    assert f"alpha: beats (all): {which}" in text, text
+    (section,) = seed_sections({"across_seeds": across})
+    assert f"beats the constant rule (every seed): {which}" in section.html()
+    rows = csv_rows({"directions": {}, "across_seeds": across})
+    said = [(r["scope"], r["text"]) for r in rows if r["metric"] == "verdict_carried_by"]
+    assert said == [("seed:0", which), ("seed:1", which)]
+
+    # the same word carried by other scores is another verdict: a caveat, and said seed by seed
+    across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])
+    (caveat,) = across["caveats"]
+    other = "on ρ; not on top-layer agreement, Deletion@1 ÷ oracle"
+    assert f"alpha beats the constant rule ({which}) on seed 0; alpha beats the constant rule ({other}) on seed 1" in (
+        caveat
+    )
+    text = " ".join(_render(seed_tables({"across_seeds": across})).split())
+    assert f"alpha: beats ({which}) on seed 0; beats ({other}) on seed 1" in text, text
+    assert max(len(line) for line in _render(seed_tables({"across_seeds": across})).splitlines()) <= 80

@@ -663,7 +663,7 @@ def test_the_verdict_names_the_scores_that_carry_it() -> None:
     Deletion@1 while its ρ was −.03 [−.21, +.16]: the terminal, report.html and the reading name the
     scores that carry the verdict and those that do not; a verdict all three carry stays bare."""
     from laya_inspect.compare.paired import versus_constant
-    from laya_inspect.report.reading import carried
+    from laya_inspect.compare.records import carried
     from laya_inspect.report.reading import versus_constant as versus_sentence
 
     rng = np.random.default_rng(0)

@@ -253,6 +253,7 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
                 for m, row in (rows or {}).items():
                     at = f"{here}.ablations.{a}.{kind}.{m}"
                     checked_field(row, "verdicts", list, at, optional=True)
+                    checked_field(row, "carried", "strs", at, optional=True)
                     for k, est in row.items():
                         if isinstance(est, dict):
                             _interval(est, f"{at}.{k}")
@@ -326,3 +327,29 @@ def sanity_heads(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any], lis
     _obj(sanity.get("choices"), "sanity.choices")
     heads = _obj(sanity.get("heads"), "sanity.heads")
     return [(name, head, rows_of(head, f"sanity.heads.{name}")) for name, head in heads.items()]
+
+
+# the headline scores' names in a verdict's words
+VERSUS_LABELS = {
+    "top_layer_agreement": "top-layer agreement",
+    "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
+    "faithfulness": "ρ",
+}
+
+
+def carried(vs: dict[str, Any], labels: dict[str, str] = VERSUS_LABELS) -> str:
+    """Which headline scores carry a "beats", "worse" or "mixed" verdict (a vs_constant record) and which
+    do not: "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"; "" when all three carry it. One
+    interval above 0 and none below is enough to beat the rule (docs/METHOD.md), so a bare "beats" was
+    read as beating it on ρ where ρ's interval included 0 (MiniLM: −.03 [−.21, +.16])."""
+    word = vs.get("verdict")
+    if word not in ("beats", "worse", "mixed"):
+        return ""
+    by: dict[str, list[str]] = {"up": [], "down": [], "not": []}
+    for key, label in labels.items():
+        d = vs.get(key) or {}
+        lo, hi = d.get("ci_low"), d.get("ci_high")  # NaN (None in JSON) where no interval was drawn
+        by["not" if lo is None or hi is None else "up" if lo > 0 else "down" if hi < 0 else "not"].append(label)
+    parts = [f"better on {', '.join(by['up'])}", f"worse on {', '.join(by['down'])}"] if word == "mixed" else []
+    parts = parts or [f"on {', '.join(by['up' if word == 'beats' else 'down'])}"]
+    return "; ".join([*parts, f"not on {', '.join(by['not'])}"]) if by["not"] else "; ".join(parts) * (word == "mixed")

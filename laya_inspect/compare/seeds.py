@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import InputError
 from ..training.stats import bounded, cut_note
 from .paired import HEADLINE, VERDICTS, score_value
+from .records import carried
 
 CONFIDENCE = 0.95
 CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with
@@ -153,6 +154,7 @@ def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any
                 f"{key}_minus_constant", [((e.get("vs_constant") or {}).get(key) or {}).get("mean") for e in entries]
             )
         row["verdicts"] = [(e.get("vs_constant") or {}).get("verdict") for e in entries]
+        row["carried"] = [carried(e.get("vs_constant") or {}) for e in entries]  # one interval is enough to beat
         row["circular"] = next((e.get("circular") for e in entries if e.get("circular")), None)
     return row
 
@@ -163,11 +165,19 @@ def entry_rows(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [*(entry.get("methods") or {}).items(), *(entry.get("references") or {}).items()]
 
 
-def _by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
+def by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
     parts: dict[str, list[str]] = {}
     for s, w in zip(seeds, words):
         parts.setdefault(w, []).append(str(s))
     return "; ".join(f"{w} on seed{'s' * (len(ss) > 1)} {', '.join(ss)}" for w, ss in parts.items())
+
+
+def seed_verdicts(row: dict[str, Any], words: dict[str, str]) -> list[str]:
+    """Each seed's verdict of an across-seed method row in ``words`` (VERDICTS, or the terminal's short
+    words), with the scores that carry it where not all three do: "beats the constant rule (on
+    top-layer agreement; not on Deletion@1 ÷ oracle, ρ)"."""
+    said = row.get("carried") or [""] * len(row.get("verdicts") or [])  # none in summaries written before
+    return [words.get(str(w), str(w)) + (f" ({c})" if c else "") for w, c in zip(row.get("verdicts") or [], said)]
 
 
 def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
@@ -176,13 +186,13 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
     seeds, out = group["seeds"], []
     where = f"{group['head']} ({abl}): "
     for m, row in entry["methods"].items():
-        words = row.get("verdicts") or []
-        if len(set(words)) > 1:
-            said = _by_seed(seeds, [f"{m} {VERDICTS.get(str(w), w)}" for w in words])
+        words = seed_verdicts(row, VERDICTS)
+        if len(set(words)) > 1:  # a verdict carried by other scores on another seed is another verdict
+            said = by_seed(seeds, [f"{m} {w}" for w in words])
             out.append(where + "the seeds disagree: " + said)
     top = entry.get("most_relied_on") or []
     if len(set(top)) > 1:
-        said = _by_seed(seeds, top)
+        said = by_seed(seeds, top)
         out.append(where + f"the layer of the largest mean LOLO effect differs between seeds: {said}")
     for key, per_seed in entry["best"].items():
         if len({tuple(b) for b in per_seed}) > 1:
@@ -251,11 +261,10 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                         rows[-1]["direction"] = direction if part in ("mean", "ci_low", "ci_high") else ""
                     for s, v in zip(g["seeds"], est["values"]):
                         rows.append({**base, "scope": f"seed:{s}", "metric": key, "value": v, "direction": direction})
-                if row.get("verdicts"):
-                    for s, w in zip(g["seeds"], row["verdicts"]):
-                        rows.append(
-                            {**base, "scope": f"seed:{s}", "metric": "verdict_vs_constant", **cell(w), "direction": ""}
-                        )
+                for metric in ("verdicts", "carried"):
+                    for s, w in zip(g["seeds"], row.get(metric) or []):
+                        name = "verdict_vs_constant" if metric == "verdicts" else "verdict_carried_by"
+                        rows.append({**base, "scope": f"seed:{s}", "metric": name, **cell(w), "direction": ""})
             for k, c in enumerate(entry["caveats"], 1):
                 head = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": ""}
                 rows.append({**head, "scope": "seeds", "metric": f"caveat_{k}", **cell(c), "direction": ""})

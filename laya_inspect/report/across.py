@@ -12,7 +12,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN, VERDICTS
-from ..compare.seeds import entry_rows, ranged_note
+from ..compare.seeds import by_seed, entry_rows, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, with_ci
 
@@ -60,11 +60,23 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
     return Text.assemble(shown, "\n", (per_seed, "dim"))
 
 
-def _verdicts(words: list[Any]) -> Text:
-    said = [WORDS.get(str(w), str(w)) for w in words]
-    if len(set(said)) == 1:
+def _verdicts(row: dict[str, Any]) -> Text:
+    said = [WORDS.get(str(w), str(w)) for w in row.get("verdicts") or []]
+    if len(set(seed_verdicts(row, WORDS))) == 1:
         return Text(f"{said[0]} (all)", style="bold green" if said[0] == "beats" else "dim")
     return Text(" / ".join(said), style="yellow")
+
+
+def verdict_text(row: dict[str, Any], seeds: list[Any], words: dict[str, str], every: str) -> str:
+    """An across-seed method row's verdicts in ``words`` with the scores that carry them, as the per-seed
+    tables say them: "beats (every seed): on agree; not on D@1÷orc, ρ"; seed by seed where they differ,
+    in the verdict or in the scores that carry it. One interval is enough to beat the rule, so a bare
+    "beats (all)" was read as beating it on every score."""
+    said, carried = seed_verdicts(row, words), row.get("carried") or [""]
+    if len(set(said)) > 1:
+        return by_seed(seeds, said)
+    first = str((row.get("verdicts") or ["—"])[0])
+    return f"{words.get(first, first)} ({every})" + (f": {carried[0]}" if carried[0] else "")
 
 
 def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
@@ -81,7 +93,7 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
         for col in SCORES:
             table.add_column(col, justify="right", overflow="fold")
         table.add_column("verdicts", overflow="fold")
-        abls = g.get("ablations") or {}
+        abls, lines = g.get("ablations") or {}, []
         for a, entry in abls.items():
             if len(abls) > 1:
                 table.add_row(Text(a, style="bold"))
@@ -93,9 +105,14 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
                 table.add_row(Text(label, style=dim), *[seed_cell(row.get(k)) for k in SCORES.values()], "")
                 if not row.get("reference"):
                     diffs = [seed_cell(row.get(f"{k}_minus_constant"), sign=True) for k in SCORES.values()]
-                    table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row.get("verdicts") or []))
+                    table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
+                    if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
+                        where = f" ({a})" * (len(abls) > 1)
+                        lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], WORDS, 'all')}")
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
+        if lines:
+            table.caption, table.caption_justify = "\n".join(lines), "left"
         out.append(table)
         out += [Text(f"  {c}", style="dim") for c in map(ranged_note, abls.values()) if c]
     out += [Text(f"  caveat (seeds): {c}", style="yellow") for c in caveats(summary)]
@@ -120,8 +137,7 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
             classes = []
             for m, row in entry_rows(entry):
                 reference = bool(row.get("reference"))
-                words = [VERDICTS.get(str(w), str(w)) for w in row.get("verdicts") or []]
-                said = f"{words[0]} (every seed)" if len(set(words)) == 1 else " / ".join(words) or "—"
+                said = verdict_text(row, g["seeds"], VERDICTS, "every seed") if row.get("verdicts") else "—"
                 rows.append(
                     [
                         Cell(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
 from ..choices import MIN_ROWS
-from ..compare.records import compare_warnings, said_once, sanity_heads
+from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
 
 NAMES = {
@@ -219,29 +219,6 @@ CONSTANT_WORDS = {
     "identical": "is identical to it (the same profile: the rule's scores on every row, so its differences are 0 "
     "by construction, no finding)",
 }
-VERSUS_LABELS = {
-    "top_layer_agreement": "top-layer agreement",
-    "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
-    "faithfulness": "ρ",
-}
-
-
-def carried(vs: dict[str, Any], labels: dict[str, str] = VERSUS_LABELS) -> str:
-    """Which headline scores carry a "beats", "worse" or "mixed" verdict (a vs_constant record) and which
-    do not: "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"; "" when all three carry it. One
-    interval above 0 and none below is enough to beat the rule (docs/METHOD.md), so a bare "beats" was
-    read as beating it on ρ where ρ's interval included 0 (MiniLM: −.03 [−.21, +.16])."""
-    word = vs.get("verdict")
-    if word not in ("beats", "worse", "mixed"):
-        return ""
-    by: dict[str, list[str]] = {"up": [], "down": [], "not": []}
-    for key, label in labels.items():
-        d = vs.get(key) or {}
-        lo, hi = d.get("ci_low"), d.get("ci_high")  # NaN (None in JSON) where no interval was drawn
-        by["not" if lo is None or hi is None else "up" if lo > 0 else "down" if hi < 0 else "not"].append(label)
-    parts = [f"better on {', '.join(by['up'])}", f"worse on {', '.join(by['down'])}"] if word == "mixed" else []
-    parts = parts or [f"on {', '.join(by['up' if word == 'beats' else 'down'])}"]
-    return "; ".join([*parts, f"not on {', '.join(by['not'])}"]) if by["not"] else "; ".join(parts) * (word == "mixed")
 
 
 def level_text(*entries: dict[str, Any] | None) -> str:

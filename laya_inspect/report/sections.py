@@ -9,6 +9,7 @@ from typing import Any
 
 from ..compare.config import CompareConfig
 from ..compare.paired import ON_ITS_OWN, VERDICTS
+from ..compare.records import carried
 from ..training.fit_config import FitConfig
 from .across import HEADLINE, REFERENCES, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
@@ -16,7 +17,6 @@ from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
 from .reading import (
     bootstrap_text,
-    carried,
     compare_reading,
     demo_reading,
     est,

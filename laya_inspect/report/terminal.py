@@ -11,11 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN
-from ..compare.records import compare_warnings, said_once
+from ..compare.records import carried, compare_warnings, said_once
 from ..training.stats import percent
 from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
 from .reading import (
-    carried,
     est,
     gate_cell,
     interval,
