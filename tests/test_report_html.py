@@ -602,3 +602,33 @@ def test_beyond_pages_render_in_chromium(beyond: dict[str, Any], tmp_path: Path)
         said = beyond[kind].summary.get("warnings") or []
         first = f"Warning: {said[0]}" if said else BEYOND_LEADS[kind]  # a run's warnings come first
         assert result["reading"].startswith(first) and BEYOND_LEADS[kind] in result["reading"]
+
+
+def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_chance() -> None:
+    """fit-head's reading led with "LAYA reaches a test accuracy of 0.105 … +0.004 against the last-layer
+    head" on a cache of permuted labels (chance 0.113): no word that the head did not learn (that was one
+    of "6 warnings: see below"), and neither chance, the probe nor macro-F1 beside the accuracy."""
+    acc = {"n": 3, "mean": 0.105, "ci_low": 0.088, "ci_high": 0.122}
+    f1 = {"n": 3, "mean": 0.103, "ci_low": 0.086, "ci_high": 0.120}
+    laya = {
+        "head": "laya",
+        "n": 3,
+        "test_acc": acc,
+        "test_macro_f1": f1,
+        "probe_reference": {"layer": "blocks.2", "test_acc": 0.096},
+    }
+    last = {"head": "last", "n": 3, "test_acc": {**acc, "mean": 0.101}}
+    summary = {"heads": [laya, last], "quality": {"chance": 0.113}}
+    lead = fit_reading(summary).lead
+    assert lead[0].startswith("LAYA did not learn: its test accuracy 0.105 [0.088, 0.122] is near chance (0.113")
+    assert "macro-F1 0.103 [0.086, 0.120]" in lead[1]
+    assert "+0.009 [-0.008, +0.026] against the single-layer probe on blocks.2 (0.096)" in lead[1]
+    assert "-0.008 [-0.025, +0.009] against chance (0.113, the majority class)" in lead[1]
+    assert fit_reading(summary).details == [
+        "last: test accuracy 0.101 [0.088, 0.122] over 3 seeds (near chance: it did not learn)."
+    ]
+    # a head that learned: its nulls beside it, no verdict of chance
+    summary["heads"][0]["test_acc"] = {**acc, "mean": 0.9, "ci_low": 0.85, "ci_high": 0.95}
+    lead = fit_reading(summary).lead
+    assert lead[0].startswith("LAYA reaches a test accuracy of 0.900") and "did not learn" not in " ".join(lead)
+    assert "+0.787 [+0.737, +0.837] against chance" in lead[0]

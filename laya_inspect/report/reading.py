@@ -23,6 +23,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
+from ..training.quality import CHANCE_GAP, near_chance
 from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
 
 NAMES = {
@@ -415,10 +416,12 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         return Reading(["This fit-head run fitted no head."])
     by_name = {h["head"]: h for h in heads}
     lead = by_name.get("laya") or max(heads, key=lambda h: (h.get("test_acc") or {}).get("mean") or 0.0)
-    acc = lead.get("test_acc") or {}
+    acc, f1 = lead.get("test_acc") or {}, lead.get("test_macro_f1") or {}
+    title = "LAYA" if lead["head"] == "laya" else lead["head"]
     first = (
-        f"{'LAYA' if lead['head'] == 'laya' else lead['head']} reaches a test accuracy of {num(acc.get('mean'), 3)} "
-        f"over {_seeds(int(lead.get('n') or 0))} (95% interval {interval(acc)})"
+        f"{title} reaches a test accuracy of {num(acc.get('mean'), 3)} over {_seeds(int(lead.get('n') or 0))} "
+        f"(95% interval {interval(acc)}"
+        + (f"; macro-F1 {num(f1['mean'], 3)} {interval(f1)})" if f1.get("mean") is not None else ")")
     )
     d = (lead.get("delta_vs_last") or {}).get("test_acc")
     if lead["head"] != "last" and d and d.get("mean") is not None:
@@ -432,8 +435,10 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             else " (the interval includes 0: no difference shown)"
         )
         first += f", {est(d, 3, clip=False, sign=True)} against the last-layer head{resolved}"
+    chance = (summary.get("quality") or {}).get("chance")
+    first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
-    lead_lines = [*_warnings(summary), first + "."]
+    lead_lines = [*_warnings(summary), *([at] if (at := _at_chance(title, acc, chance)) else []), first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
     per_seed = dict(weights.get("per_seed") or {})
@@ -462,7 +467,8 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         lead_lines.append(second + ".")
     details = [
         f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
-        f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}."
+        f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}"
+        + (" (near chance: it did not learn)." if _at_chance(h["head"], h.get("test_acc") or {}, chance) else ".")
         for h in heads
         if h is not lead
     ]
@@ -470,6 +476,43 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     if n_warn:
         details.append(f"The quality gate raised {n_warn} warning{'s' * (n_warn > 1)}: see below.")
     return Reading(lead_lines, details)
+
+
+def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
+    """A t-estimate over seeds less a number every seed shares (chance, the probe fitted once): the
+    interval of the per-seed differences, which pair trivially."""
+    return {k: None if d.get(k) is None else d[k] - x for k in ("mean", "ci_low", "ci_high")}
+
+
+def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
+    """A head's test accuracy less its other nulls, each with its interval over seeds: the single-layer
+    probe the gate reads it against, and chance (the majority class); [] in summaries without them."""
+    acc, probe = head.get("test_acc") or {}, head.get("probe_reference") or {}
+    if acc.get("mean") is None:
+        return []
+    out = []
+    if probe.get("test_acc") is not None:
+        d = _minus(acc, probe["test_acc"])
+        out.append(
+            f"{est(d, 3, clip=False, sign=True)} against the single-layer probe on {probe['layer']} "
+            f"({num(probe['test_acc'], 3)})"
+        )
+    if chance is not None:
+        d = _minus(acc, chance)
+        out.append(f"{est(d, 3, clip=False, sign=True)} against chance ({num(chance, 3)}, the majority class)")
+    return out
+
+
+def _at_chance(title: str, acc: dict[str, Any], chance: float | None) -> str | None:
+    """The verdict on a head the quality gate finds near chance (its rule, docs/METHOD.md, "Quality gate"),
+    said before its numbers: an accuracy beside a bare "+0.004 against last" read as a head that works."""
+    if chance is None or acc.get("mean") is None or near_chance(acc["mean"], chance, "") is None:
+        return None
+    return (
+        f"{title} did not learn: its test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance "
+        f"({num(chance, 3)}, the majority class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = "
+        f"{num(chance + CHANCE_GAP * (1 - chance), 3)}), so what it puts on a layer says nothing about the layers."
+    )
 
 
 def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:
