@@ -666,3 +666,22 @@ def test_the_per_depth_refits_send_back_no_head(cache, tmp_path, monkeypatch):
         simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out")
     assert len(received) == 6
     assert all(f.head is None and f.test_probs is not None for f in received)
+
+
+def test_the_reading_says_alpha_is_one_fitted_heads_not_read_over_seeds():
+    """early-exit's intervals run "over 3 seed(s)", the refits of the per-depth heads; α (the alpha and
+    confidence+alpha rules) is the one given head's, so a line on α held for that fit only, and nothing
+    said so: the page read "paired over 3 seed(s)" as α's seeds."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    d = {"mean": 0.002, "ci_low": -0.02, "ci_high": 0.03, "values": [0.0, 0.002, 0.004]}
+    s = {
+        "head_dir": "heads/laya/seed_0",
+        "seeds": [0, 1, 2],
+        "config": {"epsilon": 0.05},
+        "comparisons": {k: {"area_diff": d} for k in ("confidence+alpha vs confidence", "alpha vs fixed")},
+        "fixed_depth": [],
+    }
+    first = early_exit_reading(s).details[0]
+    assert first.startswith("α here is one fitted head's (heads/laya/seed_0): the 3 seeds the intervals run over")
+    assert "hold for this fit of α only" in first and "laya/seed_<S>/" in first

@@ -744,6 +744,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         )
     if s.get("families_read_apart"):  # absent in older summaries
         details.append(sentence(s["families_read_apart"]))
+    if s.get("head_dir"):  # first, as compare says it: what "over seeds" leaves out
+        details.insert(0, _one_alpha(s))
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
@@ -751,6 +753,18 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             f"{interval(f['accuracy'], 4)}, {percent(used, 1)} of the backbone's FLOPs."
         )
     return Reading([*_warnings(s), *lead], details)
+
+
+def _one_alpha(s: dict[str, Any]) -> str:
+    """Early exit's seeds are the per-depth heads' refits (and random exit's draws); α, in the alpha
+    and confidence+alpha rules, is the one given head's, so its verdicts hold for that fit of α alone."""
+    n = len(s.get("seeds") or [])
+    return (
+        f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
+        "the per-depth heads' refits, not fits of α, so the alpha and confidence+alpha lines hold for this fit of α "
+        "only; a verdict that changes with the seed a head was fitted with is not a verdict: run early-exit on each "
+        "of its fit-head seeds (laya/seed_<S>/) and read them together."
+    )
 
 
 # -- diagnose ------------------------------------------------------------------------------------
