@@ -963,3 +963,22 @@ def test_report_html_says_how_many_classes_shifted_as_the_terminal_does(shift_ca
     assert len(said) == 1
     assert f"P{said[0][1:]}." in " ".join(diagnose_reading(s).lead)
     assert html.escape(f"P{said[0][1:]}.", quote=False) in (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
+    """diagnose of one head draws its intervals over test rows: "alpha_entropy does worse than msp" held
+    for that fit of the head alone, and the page did not say so, as compare's does of one fitted seed."""
+    from laya_inspect.report.reading import diagnose_reading
+
+    errors = {
+        "interval": "bootstrap over test rows",
+        "auroc": {"msp": {"mean": 0.9, "ci_low": 0.88, "ci_high": 0.92}},
+        "diff_vs_msp": {},
+    }
+    head = {"auroc": {}, "head_dir": "heads/laya/seed_0", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
+    s = {"errors": errors, "heads": [head]}
+    first = diagnose_reading(s).details[0]
+    assert first.startswith("These sentences read one fitted seed of heads/laya/seed_0")
+    assert "give diagnose the fit-head folder" in first
+    s["heads"] = [head, {**head, "head_dir": "heads/laya/seed_1"}]  # seeds pooled: no such sentence
+    assert not any("one fitted seed" in line for line in diagnose_reading(s).details)

@@ -336,11 +336,12 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     return Reading(warned + head_sentences(summary, lead) + seeds, details)
 
 
-def one_seed_sentence(what: str, names: str) -> str:
-    """Why verdicts read from one fitted seed of a head are not yet verdicts, and what reads them all."""
+def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
+    """Why verdicts read from one fitted seed of a head are not yet verdicts, and what reads them all
+    (``command``: compare, or diagnose, which take a fit-head folder alike)."""
     return (
         f"{what} read one fitted seed of {names}: a verdict that changes with the seed a head "
-        "was fitted with is not a verdict; give compare the fit-head folder (every seed of the head) to read "
+        f"was fitted with is not a verdict; give {command} the fit-head folder (every seed of the head) to read "
         "them together, after fit-head --seeds 3 or more where the head was fitted under one seed."
     )
 
@@ -830,6 +831,8 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         + "."
         for h in s["heads"]
     ]
+    if len(s["heads"]) == 1:  # its intervals run over test rows: they leave out the seed it was fitted with
+        details.insert(0, one_seed_sentence("These sentences", s["heads"][0]["head_dir"], "diagnose"))
     return Reading([*_warnings(s), *lead], details)
 
 
