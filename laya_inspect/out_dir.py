@@ -87,6 +87,8 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
 # Not the inode: a copy of the output (cp -a, a restored backup) would lose its files to no edit.
 DIGEST_MAX_BYTES = 4 << 20
 _EDITED = " (changed since it was written)"
+_NOT_OURS = " (a link or special file, which laya-inspect never writes)"
+_UNRECORDED = " (a file the marker records no digest of)"
 _EDITED_NOTE = " or that changed since it wrote them"
 
 
@@ -178,12 +180,16 @@ def _edited(entry: Path, rel: str, marker: dict[str, Any] | None, marker_path: P
     hand, another file saved under its name), or for a larger file, no longer the size and mtime it
     records (a file saved under its name, one edited in place); under a marker an earlier version wrote (no
     ``files_digest``, so an edit to its list is not seen), also a file without a digest there that
-    changed after the marker was written: a user's file, listed by hand, is newer than the marker."""
+    changed after the marker was written: a user's file, listed by hand, is newer than the marker;
+    under one that records every file (``stat``; not a demo's), a file it records nothing of. A link
+    or special file is never what the command wrote."""
     digests, stats = ((marker or {}).get(key) for key in ("sha256", "stat"))
     want = digests.get(rel) if isinstance(digests, dict) else None
     was = stats.get(rel) if isinstance(stats, dict) else None
     if entry.is_symlink() or not entry.is_file():
-        return ""
+        # laya-inspect writes neither: one under a listed name (a summary replaced by a link to the
+        # user's annotated copy) is the user's, and --force deleted it
+        return _NOT_OURS
     try:
         if isinstance(want, str):
             return _EDITED if entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want else ""
@@ -192,6 +198,14 @@ def _edited(entry: Path, rel: str, marker: dict[str, Any] | None, marker_path: P
             return _EDITED if {"size": st.st_size, "mtime_ns": st.st_mtime_ns} != was else ""
         if marker is not None and "files_digest" not in marker and not _before(entry, marker, marker_path):
             return _NEWER
+        if (
+            marker is not None
+            and {"files_digest", "stat"} <= marker.keys()
+            and marker.get("command") not in STEPS_REWRITE
+        ):
+            # such a marker records every file its command wrote (a demo's names listed ahead aside): a
+            # file it lists without a record is one saved where a folder was, or listed by hand
+            return _UNRECORDED
     except OSError:
         return _EDITED
     return ""

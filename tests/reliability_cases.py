@@ -427,7 +427,9 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   the file: nothing is read again), so `cp -r` without `-p` makes a copied output's large files
   the user's. A marker written before sizes and times were recorded leaves its larger files
   unchecked, as before; one written before `files_digest` vouches only for files that have not
-  changed since it was written. What a run
+  changed since it was written. A link under a listed name is the user's (laya-inspect writes
+  none), and so is a listed file a current marker records nothing of (a file saved where a listed
+  folder was). What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
   is refused, with the output it belongs to, whose next run clears it.

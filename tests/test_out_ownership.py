@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -926,3 +927,48 @@ def test_a_refreshed_marker_vouches_for_a_large_file_rewritten_in_place_and_old_
     _clock_moves_past(out / "attributions.h5")
     _large(out, "attributions.h5", 3)
     assert foreign_files(out) == []
+
+
+def test_a_link_under_a_listed_name_is_the_users_and_not_deleted_by_force(tmp_path):
+    """QA: laya-inspect writes no links, yet a summary.json the user replaced by a link to their
+    annotated copy, or a listed plots/ replaced by a link to their own folder, passed as the command's
+    (the marker lists the name) and --force deleted the link."""
+    theirs = users_folder(tmp_path / "theirs")
+    for name, target in (("summary.json", tmp_path / "theirs" / "notes.txt"), ("plots", tmp_path / "theirs")):
+        out = written(tmp_path / f"out-{name}")
+        (out / name).unlink() if name == "summary.json" else shutil.rmtree(out / name)
+        (out / name).symlink_to(target)
+        assert foreign_files(out) == [f"{name} (a link or special file, which laya-inspect never writes)"]
+        with pytest.raises(InputError, match=f"did not write \\({name} \\(a link"):
+            written(out)
+        assert (out / name).is_symlink() and os.readlink(out / name) == str(target)
+    assert tree(tmp_path / "theirs") == theirs
+
+
+def _listed_by_hand(out: Path, name: str) -> None:
+    """List ``name`` in ``out``'s marker with no digest, the marker's own digest computed again as
+    docs/FORMATS.md defines it (files_digest: SHA-256 of the JSON of command, files, sha256 and stat)."""
+    marker = json.loads((out / MARKER).read_text())
+    marker["files"] = sorted([*marker["files"], name])
+    shown = {key: marker[key] for key in ("command", "files", "sha256", "stat")}
+    marker["files_digest"] = hashlib.sha256(
+        json.dumps(shown, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    ).hexdigest()
+    (out / MARKER).write_text(json.dumps(marker))
+
+
+def test_a_listed_file_the_marker_records_no_digest_of_is_not_deleted_by_force(tmp_path):
+    """QA: a marker records the digest (or size and time) of every file its command wrote, yet a file
+    it listed without one passed on its name alone: the user's file saved where a listed folder was
+    (plots), or their notes.txt listed in a marker copied in with its digest computed again, went
+    with --force."""
+    out = written(tmp_path / "out")
+    shutil.rmtree(out / "plots")
+    (out / "plots").write_text("the user's file, where the plots folder was")
+    _listed_by_hand(out, "notes.txt")
+    (out / "notes.txt").write_text("mine")
+    before = tree(out)
+    assert [f.split(" (")[0] for f in foreign_files(out)] == ["notes.txt", "plots"]
+    with pytest.raises(InputError, match=r"notes\.txt \(a file the marker records no digest of\)"):
+        written(out)
+    assert tree(out) == before
