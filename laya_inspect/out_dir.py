@@ -565,7 +565,9 @@ def atomic_dir(
     temporary folder is removed and ``path`` is left as it was."""
     inputs = list(inputs)
     check_out(path, force=force, command=command, inputs=inputs, flag=flag)
-    out = Path(os.path.abspath(path))  # "x/.." has no name of its own for the temporary siblings
+    # the folder check_out checked: "link/../x" is where the link points, not the lexical ./x (which
+    # --force replaced instead); "x/.." has no name of its own for the temporary siblings
+    out = Path(os.path.realpath(path))
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     with output_lock(out) if lock else nullcontext():

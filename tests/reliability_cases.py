@@ -438,7 +438,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   `demo`, `explain --out`, `report --html`) refuses an output that is a symlink, that is `.`, `/`,
   the home folder or a folder above the current or the home folder, or that is, holds, or lies
   inside one of the run's inputs (the cache, a head directory, the weights, a data folder), or that
-  lies in a folder this user may not write in (errno 13, before the work, not at its end). A
+  lies in a folder this user may not write in (errno 13, before the work, not at its end); a
+  folder output is written where it was checked, `link/../x` beside the link's target. A
   fit-head output given to compare, diagnose, prune or early-exit stands for its head directories:
   an output beside them in it (`diagnose heads --out heads/diag`) is never read as a head, and
   `fit-head --force` refuses to delete it, so it is allowed; one that is or holds it is refused.

@@ -972,3 +972,18 @@ def test_a_listed_file_the_marker_records_no_digest_of_is_not_deleted_by_force(t
     with pytest.raises(InputError, match=r"notes\.txt \(a file the marker records no digest of\)"):
         written(out)
     assert tree(out) == before
+
+
+def test_an_out_through_a_linked_folder_and_dot_dot_is_written_where_it_was_checked(tmp_path):
+    """QA: `--out link/../results`, link a symlink to a folder elsewhere, was checked where the system
+    resolves it (beside the link's target) but written at the lexical ./results: --force replaced
+    another output than the one named, and without --force the run failed only after its work."""
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere" / "deep")
+    lexical = written(tmp_path / "results", files={"old.json": "the output the user did not name"})
+    before = tree(lexical)
+    named = tmp_path / "link" / ".." / "results"
+    written(named, files={"new.json": "1"})
+    written(named, files={"newer.json": "2"})  # --force replaces the folder it checked
+    assert sorted(tree(tmp_path / "elsewhere" / "results")) == [MARKER, "newer.json"]
+    assert tree(lexical) == before
