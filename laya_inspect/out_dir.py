@@ -254,7 +254,11 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
             continue
         rel = entry.relative_to(root).as_posix()
         partial = rel.endswith(".partial") and rel.removesuffix(".partial") in owned
-        if _own_temp_entry(entry, root, owned) or (partial and _partial_cache(entry)) or _killed_run_left(entry):
+        if (
+            _own_temp_entry(entry, root, owned, marker)
+            or (partial and _partial_cache(entry))
+            or _killed_run_left(entry)
+        ):
             continue
         if rel not in owned:
             found.append(rel + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
@@ -269,22 +273,26 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
     return found
 
 
-def _own_temp_entry(entry: Path, root: Path, owned: set[str]) -> bool:
+def _own_temp_entry(entry: Path, root: Path, owned: set[str], marker: dict[str, Any] | None) -> bool:
     """A lock or temporary name (:func:`temp_of`) of a path the marker lists, or of the marker itself:
     inside an output the tool writes nothing else, so a user's ``notes.tmp-1`` is theirs (1 can be a
     PID; --force deleted it with the folder). A lock's is told by content too: a lock holds a PID
-    alone, so a user's ``.heads.lock`` holding anything else is theirs."""
+    alone, so a user's ``.heads.lock`` holding anything else is theirs. Never a link, nor a folder
+    of a path the marker records as a file (digest, or size and time): the tool's temporary folders
+    are of folders, so a user's ``.summary.json.tmp-7/`` is theirs."""
     rels = {(entry.parent / name).relative_to(root).as_posix() for name in temp_of(entry.name)}
-    if not any(rel in owned or rel == MARKER for rel in rels):
+    if entry.is_symlink() or not any(rel in owned or rel == MARKER for rel in rels):
         return False
-    if not entry.name.endswith(".lock"):
-        return True
-    if entry.is_symlink() or not entry.is_file():
-        return False
-    try:
-        return entry.stat().st_size <= LOCK_MAX_BYTES and lock_content(entry.read_bytes())
-    except OSError:
-        return False
+    if entry.name.endswith(".lock"):
+        try:
+            return entry.is_file() and entry.stat().st_size <= LOCK_MAX_BYTES and lock_content(entry.read_bytes())
+        except OSError:
+            return False
+    if entry.is_dir():
+        record = marker or {}
+        files = {f for key in ("sha256", "stat") if isinstance(record.get(key), dict) for f in record[key]}
+        return not any(rel in files or rel == MARKER for rel in rels)
+    return True
 
 
 def _killed_run_left(entry: Path) -> bool:

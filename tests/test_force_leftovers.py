@@ -382,3 +382,24 @@ def test_report_html_in_a_folder_the_user_cannot_write_in_is_refused_before_any_
     assert sorted(p.name for p in folder.iterdir()) == ["summary.json"]
     os.chmod(folder, 0o755)
     assert _as_a_user(user_dir, lambda: refuse_foreign_page(folder)) == ""
+
+
+def test_a_link_or_a_folder_under_a_temporary_name_of_a_listed_file_is_not_deleted_by_force(tmp_path):
+    """QA: a name laya-inspect gives its temporary files passed as its own whatever it was: a user's
+    folder `.summary.json.tmp-77/` (the tool's temporary folders are of folders, and summary.json is a
+    file the marker records) or a link `summary.json.tmp-123` went with --force."""
+    out = tmp_path / "out"
+    with atomic_dir(out, command="fit-head") as tmp:
+        (tmp / "summary.json").write_text("{}")
+        (tmp / "plots").mkdir()
+    (tmp_path / "keep.txt").write_text("mine")
+    (out / "summary.json.tmp-123").symlink_to(tmp_path / "keep.txt")
+    (out / ".summary.json.tmp-77").mkdir()
+    (out / ".summary.json.tmp-77" / "thesis.tex").write_text("mine")
+    (out / ".plots.tmp-78").mkdir()  # a listed folder's: the tool's
+    assert [f.split(" ")[0] for f in foreign_files(out)] == [".summary.json.tmp-77/", "summary.json.tmp-123"]
+    with pytest.raises(InputError, match="summary.json.tmp-123"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    assert (out / ".summary.json.tmp-77" / "thesis.tex").read_text() == "mine"
+    assert (out / "summary.json.tmp-123").is_symlink()
