@@ -120,6 +120,47 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
     extract_features(_config(ckpt, part, overwrite=True, splits=("test",)))
 
 
+_EDITED_NET = """
+import os
+from torch import nn
+
+
+def build():  # the user's factory: which activation it builds is what they edit between runs
+    act = nn.GELU() if os.environ.get("QA_NET_ACT") == "gelu" else nn.ReLU()
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), act, nn.Linear(32, 16), act, nn.Linear(16, 10))
+"""
+
+
+def test_resume_over_an_edited_model_with_the_same_weights_is_refused(tmp_path, monkeypatch):
+    """QA: a python: model's code edited between a killed extract and its rerun (ReLU → GELU, the
+    same --weights file) resumed silently: the cache mixed rows of two networks, exit 0. The rerun
+    now recomputes the last rows on disk and refuses when they differ."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qa_edited_net.py").write_text(_EDITED_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import qa_edited_net
+
+    torch.manual_seed(0)
+    torch.save(qa_edited_net.build().state_dict(), tmp_path / "net.pt")
+    config = ExtractConfig(
+        model="python:qa_edited_net:build", weights="net.pt", data="digits", out="f.h5", batch_size=100, device="cpu"
+    )
+    calls = {"n": 0}
+
+    def interrupt(event):
+        calls["n"] += event["event"] == "batch"
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        extract_features(config, progress=interrupt)
+    monkeypatch.setenv("QA_NET_ACT", "gelu")
+    with pytest.raises(CacheError, match=r"rows 296–299 of split 'train' .* differ from the ones on disk"):
+        extract_features(config)
+    monkeypatch.setenv("QA_NET_ACT", "relu")  # the model as it was: the same rows, resumed
+    assert extract_features(config).resumed_from["train"] == 300
+
+
 def test_amp_is_said_in_the_cache_and_the_terminal_and_changes_the_fingerprint(ckpt, tmp_path):
     """--amp rows are not float32's: extract warns, the cache records the warning and its fingerprint
     differs from the float32 cache of the same options, so their heads are told apart."""

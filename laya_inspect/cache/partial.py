@@ -10,13 +10,39 @@ from pathlib import Path
 from typing import Any
 
 import h5py
+import numpy as np
 
 from ..errors import CacheError, InputError
 from .schema import not_a_cache
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
 VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
+# A resumed run recomputes the last rows on disk (at most RECHECK_ROWS) and refuses where one differs
+# from what it gives now by more than RECHECK_TOLERANCE[amp] of the row's norm (relative L2). Measured
+# on CPU (2026-12-06): another batch size gives identical rows in float32 and under bfloat16 autocast
+# (MobileNetV2, all-MiniLM-L6-v2 with other padding), 2e-5 apart stored as float16; another network
+# with the same weights (ReLU → GELU in a user's convnet) 0.09 and up. A GPU picks kernels by batch
+# size, unmeasured here: bfloat16's rounding (3–16% from float32, see --amp) gets a wide margin.
+RECHECK_ROWS, RECHECK_TOLERANCE = 4, {False: 0.03, True: 0.25}
 SHARDS_SUFFIX = ".shards"  # <cache>.shards: the folder of a sharded extraction (laya_inspect.cache.shards)
+
+
+def recomputed_problem(
+    stored: list[np.ndarray], fresh: list[np.ndarray], names: list[str], split: str, start: int, *, amp: bool
+) -> str | None:
+    """What is wrong with resuming, where this run's rows (per layer, (k, D)) for rows ``start`` … of
+    ``split`` differ from the ones a killed run wrote there; None where they agree."""
+    for name, old, new in zip(names, stored, fresh):
+        old, new = np.asarray(old, dtype=np.float64), np.asarray(new, dtype=np.float64)
+        scale = np.maximum(np.linalg.norm(old, axis=1), np.linalg.norm(new, axis=1))
+        gap = np.linalg.norm(old - new, axis=1) / np.where(scale > 0, scale, 1.0)
+        if gap.max() > RECHECK_TOLERANCE[amp]:
+            return (
+                f"rows {start}–{start + len(old) - 1} of split {split!r} as this run computes them differ from the "
+                f"ones on disk (layer {name!r}: up to {gap.max():.0%} of a row's norm): the model, its code or its "
+                "inputs changed since the rows were written; pass --overwrite to start again"
+            )
+    return None
 
 
 def partial_path(path: str | Path) -> Path:

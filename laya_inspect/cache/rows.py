@@ -19,7 +19,7 @@ import torch
 
 from .. import __version__
 from ..data import load_data
-from ..errors import ImageFileError, InputError
+from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
@@ -33,6 +33,7 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
+from .partial import RECHECK_ROWS, recomputed_problem
 from .writer import FeatureWriter, constant_warning, duplicate_warning, logits_warning
 
 
@@ -197,7 +198,7 @@ def _write_rows(
 ) -> tuple[int, dict[str, int]]:
     written = 0
     resumed: dict[str, int] = {}
-    device, names = prep.device, prep.names
+    names = prep.names
     for split_name, split in splits.items():
         done = writer.n_written(split_name)
         resumed[split_name] = done
@@ -205,25 +206,32 @@ def _write_rows(
         # image files: the next batch is decoded on another CPU while this one runs (arrays, already
         # decoded, and a single CPU gain nothing from it)
         ahead = 2 if "decode" in prep.data.transforms and usable_cpus() > 1 else 0
+        if done:  # rows a killed run wrote: this model must give them again (its code may have changed)
+            k = min(done, RECHECK_ROWS)
+            inputs, _, _ = next(iter(split.batches(k, start=done - k)))
+            fresh, _ = _rows(config, prep, inputs)
+            stored = writer.stored(split_name, done - k, done)
+            said = recomputed_problem(stored, fresh, names, split_name, done - k, amp=config.amp)
+            if said is not None:
+                raise CacheError(f"{writer.partial} (an interrupted extraction): {said}")
         with closing(prefetch(split.batches(prep.batch_size, start=done), ahead)) as batches, _resume_hint(writer):
             for inputs, labels, index in batches:
-                with autocast(device, config.amp):
-                    raw, logits = prep.model.run(to_device(inputs, device), names)
-                feats, _, _ = _pool_batch(config, prep.model, prep.modules, raw, names, inputs)
-                batch_logits = None
-                if prep.num_logits is not None:
-                    assert logits is not None  # the model gave logits on the dry batch
-                    batch_logits = logits.float().cpu().numpy()
-                writer.append(
-                    split_name,
-                    [feats[n].float().cpu().numpy() for n in names],
-                    labels.numpy(),
-                    index.numpy(),
-                    batch_logits,
-                )
+                feats, batch_logits = _rows(config, prep, inputs)
+                writer.append(split_name, feats, labels.numpy(), index.numpy(), batch_logits)
                 written += len(labels)
                 emit({"event": "batch", "split": split_name, "rows": len(labels)})
     return written, resumed
+
+
+def _rows(config: ExtractConfig, prep: Prepared, inputs: Any) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """One batch through the model: each layer's pooled rows (B, D) and the logits (B, C) if cached."""
+    with autocast(prep.device, config.amp):
+        raw, logits = prep.model.run(to_device(inputs, prep.device), prep.names)
+    feats, _, _ = _pool_batch(config, prep.model, prep.modules, raw, prep.names, inputs)
+    if prep.num_logits is None:
+        return [feats[n].float().cpu().numpy() for n in prep.names], None
+    assert logits is not None  # the model gave logits on the dry batch
+    return [feats[n].float().cpu().numpy() for n in prep.names], logits.float().cpu().numpy()
 
 
 @contextmanager

@@ -365,6 +365,10 @@ class FeatureWriter:
         """Rows of ``split`` on disk (a resumed run starts there); rows still buffered are not counted."""
         return self._buffers(split).on_disk
 
+    def stored(self, split: str, start: int, stop: int) -> list[np.ndarray]:
+        """Rows ``start:stop`` of ``split`` as on disk, per layer (k, D)."""
+        return [np.asarray(ds[start:stop]) for ds in self._buffers(split).layers]
+
     def append(
         self,
         split: str,
