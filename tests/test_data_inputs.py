@@ -781,6 +781,27 @@ def test_a_class_index_written_two_ways_is_a_warning_and_yes_no_labels_keep_thei
         load_data(f"jsonl:{tmp_path / 'mixed.jsonl'}", input_spec=TOKENS, tokenizer=VOCAB)
 
 
+def test_whole_numbers_written_with_a_decimal_point_are_class_indices(tmp_path):
+    """QA: pandas writes an integer label column that held NaN as 0.0, 1.0, …, 10.0. Those labels were
+    read as words sorted as text ('10.0' before '2.0': class 2 held label 10), so a model's own argmax
+    disagreed with the cache's labels unnoticed; '0' beside '1.0' was refused as numbers mixed with
+    words. They are class indices, as JSON's 1.0 is."""
+    rows = [f"text {i},{i % 11}.0" for i in range(44)]
+    (tmp_path / "p.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 'p.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert b.class_names == [str(i) for i in range(11)]
+    split = b.splits["train"]
+    assert all(int(y) == int(i) % 11 for y, i in zip(split.labels, split.index))  # row i had label i % 11
+    mixed = ["good,0", "bad,1.0", "ok,1", "fine,0"] * 3
+    (tmp_path / "m.csv").write_text("text,label\n" + "\n".join(mixed) + "\n")
+    m = load_data(f"csv:{tmp_path / 'm.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert m.class_names == ["0", "1"]
+    assert any("'1.0' (line 3) and '1' (line 4) are class 1" in w for w in m.warnings), m.warnings
+    (tmp_path / "f.csv").write_text("text,label\n" + "\n".join(["a,0", "b,1.5", "c,1"]) + "\n")
+    with pytest.raises(InputError, match="mix numbers and words"):  # 1.5 names no class index
+        load_data(f"csv:{tmp_path / 'f.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+
+
 def test_a_yes_no_label_array_with_class_names_indexes_them(tmp_path):
     """Review: with class_names, a bool y went through the words "false"/"true", so an array of only
     True was read as class 0 (class_names[0]), not class 1."""

@@ -186,8 +186,8 @@ def encode_labels(
 ) -> tuple[np.ndarray, list[str]]:
     """Labels as read from a file → (int64 array, class names).
 
-    Whole numbers (ints, integral floats, strings of digits) are class indices and keep their values,
-    with names "0".."max"; words become the sorted distinct values, and so do JSON's true/false (the
+    Whole numbers (ints, integral floats, strings of digits with or without ".0") are class indices and
+    keep their values, with names "0".."max"; words become the sorted distinct values, and so do JSON's true/false (the
     words "false" and "true", not the indices 0 and 1). A negative index, a fraction, NaN,
     a value that is neither number nor word, or numbers mixed with words is an InputError naming the
     value and where it is (``locate(i)``, e.g. "line 7"; default "label #i").
@@ -258,7 +258,13 @@ def _shown(value: Any, word: Any) -> str:
     return repr(word) if isinstance(value, (bool, np.bool_)) else repr(value)  # JSON's true as 'true'
 
 
-_INT = re.compile(r"[+-]?\d+")
+# a class index as text: digits, or a whole number with a decimal point (pandas writes a label column that
+# held NaN as 1.0), read as JSON's 1.0 is
+_INT = re.compile(r"[+-]?\d+(?:\.0*)?")
+
+
+def _index(text: str) -> int:
+    return int(text.split(".")[0])
 
 
 def index_spellings(values: Sequence[Any], *, where: str, locate: Callable[[int], str] | None = None) -> list[str]:
@@ -269,7 +275,7 @@ def index_spellings(values: Sequence[Any], *, where: str, locate: Callable[[int]
     first: dict[int, dict[str, int]] = {}
     for i, v in enumerate(values):
         if isinstance(v, (str, np.str_)) and _INT.fullmatch(text := str(v).strip()):
-            first.setdefault(int(text), {}).setdefault(text, i)
+            first.setdefault(_index(text), {}).setdefault(text, i)
     twice = {k: ways for k, ways in first.items() if len(ways) > 1}
     warnings = _spaced_spellings(values, where, at)
     if not twice:
@@ -330,5 +336,5 @@ def _one_label(v: Any, i: int, where: str, at: Callable[[int], str]) -> int | st
         text = composed(str(v).strip())
         if not text:
             raise InputError(f"{where}: empty label at {at(i)}; every row needs a class")
-        return int(text) if _INT.fullmatch(text) else text
+        return _index(text) if _INT.fullmatch(text) else text
     raise InputError(f"{where}: label {v!r} at {at(i)} is neither a number nor a word")
