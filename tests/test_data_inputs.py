@@ -802,6 +802,19 @@ def test_whole_numbers_written_with_a_decimal_point_are_class_indices(tmp_path):
         load_data(f"csv:{tmp_path / 'f.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
 
 
+def test_year_labels_in_a_text_file_are_refused_with_advice_a_text_file_can_follow(tmp_path):
+    """QA: labels 1990, 2000, 2010 in a CSV were refused with "renumber the labels from 0 (or store
+    class_names beside them)", advice only an npz can follow; a CSV or JSONL can write them as words."""
+    rows = [f"doc {i},{1990 + 10 * (i % 3)}" for i in range(30)]
+    (tmp_path / "y.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(InputError, match="renumber the labels from 0, or write the classes as words") as e:
+        load_data(f"csv:{tmp_path / 'y.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    assert "class_names" not in str(e.value)
+    x, y = np.zeros((30, 4), dtype=np.float32), np.array([1990, 2000, 2010] * 10)
+    with pytest.raises(InputError, match="or store class_names beside them"):
+        load_data(npz(tmp_path, "y.npz", X=x, y=y))
+
+
 def test_a_yes_no_label_array_with_class_names_indexes_them(tmp_path):
     """Review: with class_names, a bool y went through the words "false"/"true", so an array of only
     True was read as class 0 (class_names[0]), not class 1."""

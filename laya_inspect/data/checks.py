@@ -59,8 +59,8 @@ def check_labels(spec: str, class_names: list[str], source: dict[str, np.ndarray
     if implicit and len(absent) > len(seen):  # e.g. labels 1000–1009: a 1010-class head for 10 classes
         raise InputError(
             f"dataset {spec!r}: labels {_span(seen)} are read as class indices 0..{n_classes - 1}, so "
-            f"{len(absent)} of the {n_classes} classes would have no rows; renumber the labels from 0 "
-            "(or store class_names beside them)"
+            f"{len(absent)} of the {n_classes} classes would have no rows; renumber the labels from 0, or write "
+            "the classes as words" + (" (or store class_names beside them)" if spec.startswith("npz:") else "")
         )
     hint = (
         f"integer labels are read as class indices 0..{n_classes - 1}: renumber them if only {len(seen)} classes exist"
