@@ -294,6 +294,16 @@ def test_stretch_sample_is_bounded_and_seeded(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- normalisation, warnings
+def test_the_no_normalisation_warning_does_not_say_float_images_were_scaled(tmp_path):
+    """QA: float 0–255 images in an npz got two warnings that disagreed: one that floats are fed as they
+    are, and one that the images were "only scaled to [0, 1]"."""
+    x = np.random.default_rng(0).uniform(0, 255, (20, 3, 8, 8)).astype(np.float32)
+    b = load_data(npz(tmp_path, "f.npz", X=x, y=np.arange(20) % 2), input_spec=spec(channels=3))
+    said = [w for w in b.warnings if "no normalisation applied" in w]
+    assert len(said) == 1 and "float arrays fed as they are" in said[0], b.warnings
+    assert not any("only scaled to [0, 1]" in w for w in b.warnings)
+
+
 def test_transforms_record_normalisation_and_warn_when_the_model_cannot_know(tmp_path):
     b = load_data("digits", input_spec=spec(channels=1))  # what python: and torchscript: models give
     norm = b.transforms["normalize"]

@@ -296,9 +296,9 @@ def load_data(
     warnings += float_images(spec, src.native, transform if isinstance(transform, ImageTransform) else None)
     if isinstance(transform, ImageTransform) and transform.normalize_from == "unknown":
         warnings.append(
-            "no normalisation applied: the model does not state the mean/std its inputs need, so images are "
-            "only scaled to [0, 1]; if it was trained on normalised images pass --normalize imagenet or "
-            "--normalize M1,M2,M3/S1,S2,S3 (--normalize none confirms that none is right)"
+            "no normalisation applied: the model does not state the mean/std its inputs need (8-bit pixels are "
+            "scaled to [0, 1], float arrays fed as they are); if it was trained on normalised images pass "
+            "--normalize imagenet or --normalize M1,M2,M3/S1,S2,S3 (--normalize none confirms that none is right)"
         )
     out: dict[str, Split] = {}
     per_split: dict[str, dict] = {}
