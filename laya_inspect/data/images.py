@@ -251,7 +251,7 @@ class Skipped:
     hidden_folders: list[str] = field(default_factory=list)  # folders named '.…' (not entered)
     loops: list[str] = field(default_factory=list)  # linked folders that lead back above themselves
     crossings: list[str] = field(default_factory=list)  # linked folders that lead into another class folder
-    repeats: int = 0  # files reached a second time within one class (through links)
+    repeats: list[str] = field(default_factory=list)  # paths reaching a file listed already in the class (links)
     loose: list[str] = field(default_factory=list)  # image files beside the class folders, in no class (paths)
     # class folders with no image of their own whose images lie in two or more sub-folders: (folder, sub-folders)
     nested: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -313,7 +313,7 @@ def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[
     for _, files in sorted(found, key=lambda f: f[0]):
         for path, real in files:
             if real in seen:
-                skipped.repeats += 1
+                skipped.repeats.append(path)
             else:
                 seen.add(real)
                 out.append((path, real))
@@ -421,8 +421,8 @@ def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
         )
     if skipped.repeats:
         out.append(
-            f"{where}: {skipped.repeats} file(s) reached a second time within one class folder through links "
-            "listed once; remove the extra links to silence this"
+            f"{where}: {len(skipped.repeats)} file(s) reached a second time within one class folder through links "
+            f"({_some(root, skipped.repeats)}) listed once; remove the extra links to silence this"
         )
     return out
 
