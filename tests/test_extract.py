@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import extract_args
+from helpers import extract_args, settings_said
 from typer.testing import CliRunner
 
 from laya_inspect.cache.extract import ExtractConfig, extract_features
@@ -194,9 +194,30 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     )
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())  # which rows and how stored, said beside the rows written
-    assert "settings given: ≤ 40 rows per split; left at their defaults: seed 0 · stored as float32" in said
+    given = f"settings given: weights {ckpt} · ≤ 40 rows per split; "
+    assert given + "left at their defaults: splits train,test · seed 0 · stored as float32" in said
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.n("train") == 40 and store.n("test") == 40
+
+
+def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
+    """QA: --layers, --split, --seed and --dtype given read "settings, all left at their defaults: seed 0
+    · stored as float32" (only the seed and dtype were looked at): the line says what shaped the cache."""
+    args = ["--layers", "blocks.1", "--split", "test", "--seed", "3", "--dtype", "float16", "--allow-nonfinite"]
+    res = runner.invoke(app, extract_args(ckpt, tmp_path / "c.h5", *args), env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    given, left = settings_said(res.output).removeprefix("settings given: ").split("; left at their defaults: ")
+    assert given.split(" · ") == [
+        f"weights {ckpt}",
+        "--layers blocks.1",
+        "--allow-nonfinite",
+        "splits test",
+        "seed 3",
+        "stored as float16",
+    ]
+    assert left.split(" · ") == ["every row"]  # --pool auto: each layer's pooling is in the table below
+    with FeatureStore(tmp_path / "c.h5") as store:
+        assert store.layer_names == ["blocks.1"] and store.splits == ["test"]
 
 
 @pytest.mark.parametrize(

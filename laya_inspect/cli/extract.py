@@ -104,13 +104,7 @@ def extract_command(
         raise Stopped(said) from None
     from ..report.settings import settings_line
 
-    drawn = [] if config.limit is None else [(f"≤ {config.limit:,} rows per split", False)]
-    left = defaulted(config)
-    drawn += [  # which rows (--limit's subset, a dataset's own split) and the stored precision
-        (f"seed {config.seed}", "seed" in left),
-        (f"stored as {config.dtype}", "dtype" in left),
-    ]
-    console.print(settings_line(drawn, min(console.width, 100)), highlight=False)
+    console.print(settings_line(_settings(config), min(console.width, 100)), highlight=False)
     table = Table(title=f"{result.path}")
     for col in ("layer", "width", "pooling"):
         table.add_column(col)
@@ -131,6 +125,32 @@ def extract_command(
         + (f" × {result.world_size} processes" if result.world_size > 1 else "")
         + f") → {result.path}"
     )
+
+
+def _settings(config: ExtractConfig) -> list[tuple[str, bool]]:
+    """The settings that shape the stored rows, (text, left at its default) each; the layers read and
+    their pooling are named in the table below, so --layers and --pool are said only as given."""
+    left = defaulted(config)
+    given = [(f"weights {config.weights}", False)] if config.weights else []
+    given += [("--random-init", False)] if config.random_init else []
+    given += [(f"--{n.replace('_', '-')} {getattr(config, n)}", False) for n in ("layers", "pool") if n not in left]
+    given += [  # how images reach the model, stated below (normalisation) or in a warning when left to it
+        (text, False)
+        for name, text in (
+            ("image_size", f"images {config.image_size} px"),
+            ("resize", f"--resize {config.resize}"),
+            ("normalize", f"--normalize {config.normalize}"),
+            ("amp", "--amp (bfloat16 autocast)"),
+            ("allow_nonfinite", "--allow-nonfinite"),
+        )
+        if name not in left
+    ]
+    return given + [  # which rows (--limit's subset, a dataset's own split) and the stored precision
+        (f"splits {','.join(config.splits)}", "splits" in left),
+        ("every row" if config.limit is None else f"≤ {config.limit:,} rows per split", "limit" in left),
+        (f"seed {config.seed}", "seed" in left),
+        (f"stored as {config.dtype}", "dtype" in left),
+    ]
 
 
 def _file_identity(path: Path) -> tuple[int, int, int] | None:
