@@ -692,6 +692,23 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     assert said.index("settings given: --bootstrap 50; left at their defaults: seed 0") < said.index("AUROC − msp")
 
 
+def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tmp_path):
+    """QA: report.html said that one head's scores read one fitted seed (intervals over test rows leave
+    the seed out), the terminal did not: it says so in the same sentence, and not over several heads."""
+    from laya_inspect.report.reading import one_seed_sentence
+
+    cache, dirs, _ = digits_heads
+    args = ["diagnose", "--cache", str(cache), "--bootstrap", "0", "--device", "cpu", "--no-plots"]
+    one = runner.invoke(app, [*args, str(dirs[0]), "--out", str(tmp_path / "one")], env=ENV)
+    assert one.exit_code == 0, one.output
+    said = " ".join(one.output.split())
+    sentence = one_seed_sentence("the verdicts above", str(dirs[0]), "diagnose")
+    assert said.index("note: " + sentence) > said.index("error detection by alpha − msp")
+    both = runner.invoke(app, [*args, *map(str, dirs), "--out", str(tmp_path / "both")], env=ENV)
+    assert both.exit_code == 0, both.output
+    assert "one fitted seed" not in " ".join(both.output.split())
+
+
 def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):
     """Over several heads the intervals shown are t over the heads: the seed and --bootstrap draw only
     each head's own intervals (errors.csv), the line says so, and with --bootstrap 0 and no --against

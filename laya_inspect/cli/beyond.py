@@ -10,7 +10,7 @@ import typer
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..options import field_of
-from ..report.reading import est, with_ci
+from ..report.reading import est, one_seed_sentence, with_ci
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -49,11 +49,12 @@ def _settings(s: dict[str, Any]) -> None:
     console.print(beyond_settings_line(s, min(console.width, 100)), highlight=False)
 
 
-def _wrote(out: Path, s: dict[str, Any]) -> None:
-    """The verdict under the run's warnings, then the files in ``out`` (report.html among them, plots/ if any)."""
+def _wrote(out: Path, s: dict[str, Any], *notes: str) -> None:
+    """The verdict and ``notes`` under the run's warnings, then the files in ``out`` (report.html among them,
+    plots/ if any)."""
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
-    notes = [f"note: {s[k]}" for k in ("families_read_apart", "family_rule") if s.get(k)]
-    bullets([*s["verdict"], *notes], s.get("warnings"))
+    notes = (*(s[k] for k in ("families_read_apart", "family_rule") if s.get(k)), *notes)
+    bullets([*s["verdict"], *(f"note: {n}" for n in notes)], s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
 
@@ -298,4 +299,6 @@ def diagnose_command(
         for cut in (auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"])):
             if cut:
                 dim(cut)
-    _wrote(out, s)
+    # one head's intervals run over test rows: they leave out the seed it was fitted with, as report.html says
+    one = s["heads"][0]["head_dir"] if len(s["heads"]) == 1 else None
+    _wrote(out, s, *([one_seed_sentence("the verdicts above", one, "diagnose")] if one else []))
