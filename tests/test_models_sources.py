@@ -461,6 +461,30 @@ class ThreeOutputs(nn.Module):
         return self.head(b), a, b
 
 
+class LogitsLast(ThreeOutputs):
+    """Returns (first hidden, second hidden, logits): the logits need not come first."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        a = torch.relu(self.a(x))
+        b = torch.relu(self.b(a))
+        return a, b, self.head(b)
+
+
+def test_torchscript_tuple_hint_names_no_layers_that_hold_the_logits(tmp_path):
+    """QA: the refusal of a tuple's outputs gave "e.g. --layers outputs.1,outputs.2", right only where the
+    logits come first: for (h1, h2, logits) it read the logits. It names no outputs to pick and says how
+    to tell the logits, which --list-layers shows: the output whose last dimension is the class count."""
+    torch.manual_seed(0)
+    loaded = load_model(f"torchscript:{_jit_save(LogitsLast().eval(), tmp_path / 'last.pt')}")
+    with pytest.raises(InputError) as e:
+        loaded.resolve_layers("all")
+    said = str(e.value)
+    assert "(outputs.0, outputs.1, outputs.2)" in said and "nor which is the logits" in said
+    assert "e.g. --layers" not in said and "--list-layers shows each output's shape" in said
+    shapes = {i.name: i.shape for i in list_layers(loaded, torch.rand(2, 4))}
+    assert shapes == {"outputs.0": (6,), "outputs.1": (5,), "outputs.2": (3,)}  # the logits: 3 classes, last
+
+
 def test_torchscript_tuple_order_is_no_depth_order(tmp_path):
     """QA: a forward returning (logits, a, b, c) with no --layers read the logits (outputs.0) as the
     shallowest layer. Without --layers it is refused naming the outputs and how to choose; with
@@ -476,7 +500,7 @@ def test_torchscript_tuple_order_is_no_depth_order(tmp_path):
         loaded.resolve_layers("all")
     said = str(e.value)
     assert "(outputs.0, outputs.1, outputs.2)" in said and "says nothing about which is deeper" in said
-    assert "--layers outputs.1,outputs.2" in said
+    assert "leave out the logits, the output whose last dimension is the number of classes" in said
     raw, _ = loaded.run(torch.rand(2, 4), ["outputs.2", "outputs.1"])
     assert list(raw) == ["outputs.2", "outputs.1"]
     rng = np.random.default_rng(0)

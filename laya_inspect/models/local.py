@@ -75,8 +75,9 @@ class TorchScriptAdapter(Adapter):
         if not self.virtual_in_depth_order:
             self.hook_hint += (
                 f". Its forward returns {self.n_outputs} tensors ({', '.join(self.virtual_names)}), and the order of "
-                "a tuple says nothing about which is deeper: name the ones to read with --layers, shallowest first "
-                "(the order the cache keeps; leave out the logits), e.g. --layers " + ",".join(self.virtual_names[1:])
+                "a tuple says nothing about which is deeper, nor which is the logits: name the ones to read with "
+                "--layers, shallowest first (the order the cache keeps), and leave out the logits, the output whose "
+                "last dimension is the number of classes (--list-layers shows each output's shape)"
             )
 
     def hookable(self, module: nn.Module) -> list[str]:
