@@ -455,12 +455,17 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   handles SIGTERM so (a Python caller's own handling is left as it is); SIGKILL leaves the
   temporary names, which the next run on that output removes. A signal once the command has
   finished, while the process exits, says its results are complete (exit 130 or 143 still).
+- **A reader that leaves the pipe stops nothing.** `laya-inspect demo | head`: once stdout's (or
+  stderr's) reader is gone the command writes nothing more there, quietly, finishes its work and its
+  files, and exits 141 (128 + SIGPIPE) instead of 0; an error keeps exit 1.
 - **A cache is complete or absent.** `extract --out NAME` writes its rows into `NAME.partial`,
   batch by batch, and renames it to `NAME` only when every split is full, so the final name never
   holds half a cache. A killed run leaves `NAME.partial`; the same command resumes it, but only when
   the command, the layers (in their order), the checkpoint (its sha256) and the data (a fingerprint
   of the files behind `--data`) are the ones its rows came from; otherwise it refuses, names what
-  changed (the options: old → new), and leaves the partial file as it was. A `NAME.partial` that
+  changed (the options: old → new), and leaves the partial file as it was. Before it goes on it
+  computes the last rows on disk again (at most 4 a split) and refuses when the model no longer gives
+  them (its code edited while the weights file stayed the same). A `NAME.partial` that
   laya-inspect did not write (a symlink, a folder, any file that is not its cache) is neither
   resumed nor removed, with or without `--overwrite`: it is refused by name and left as it is.
 - **`extract --overwrite` never truncates in place.** It takes the lock first, builds the new cache
