@@ -7,8 +7,8 @@ what the demo prints is what it ran::
     1 train     zoo:mlp (512-256-128) with its own classifier (the LastLayer head), end to end → backbone.pt
     2 extract   every block of the frozen backbone, train and test rows                       → features.h5
     3 fit-head  LAYA, LastLayer, Concat, ScalarMix over seeds 0 … N−1                           → heads/
-    4 compare   α, IG, Grad-CAM, static weights, random, LOLO-scored: LAYA on every seed,       → compare/
-                the baselines on seed 0
+    4 compare   α, IG, Grad-CAM, static weights, random, LOLO-scored, on every head and seed     → compare/
+                (compare over the fit-head folder: each verdict read across the seeds)
 
 ``demo.json`` in the output directory records the config, the dataset preset and budget (what
 ``--quick`` changed), every command line, each step's seconds and the key numbers.
@@ -51,9 +51,7 @@ class DemoBudget:
     limit: int | None  # rows per split (seeded stratified subset); None = every row
     train_epochs: int  # backbone, at most (early stopping, patience 5)
     fit_epochs: int  # each head, at most (early stopping, patience 5)
-    seeds: int  # heads fitted with seeds 0 … seeds−1
-    compare_heads: tuple[str, ...]  # the heads compared
-    compare_every_seed: tuple[str, ...]  # of those, the ones compared on every seed (the others on the first)
+    seeds: int  # heads fitted with seeds 0 … seeds−1, every one compared
     compare_limit: int | None  # test rows compared (seeded subset); None = all
     n_steps: int  # Integrated Gradients steps
     n_boot: int  # bootstrap resamples of the faithfulness interval
@@ -70,19 +68,14 @@ class DemoPreset:
 
 
 ALL_HEADS = ("laya", "last", "concat", "scalarmix")
-COMPARED = ("laya", "scalarmix", "last", "concat")  # heads with layer weights first
-# the headline head's seeds disagree on the digits (α and LOLO peak on blocks.2 on seed 0, blocks.0 on 1
-# and 2): it is read across seeds. Every seed of the baselines too took compare from ≈ 11.5 to ≈ 18.5 CPU
-# seconds on the digits (seed 0 only: ≈ 9.6), past what the demo's 20 s target leaves on two cores
-EVERY_SEED = ("laya",)
 DEMO_DATASETS: Registry[DemoPreset] = Registry("demo dataset")
 DEMO_DATASETS.add(
     "digits",
     DemoPreset(
         "digits",
         "scikit-learn's bundled digits: 1,797 real 8×8 images of handwritten digits, 10 classes",
-        default=DemoBudget(None, 30, 50, 3, COMPARED, EVERY_SEED, None, 50, 1000),
-        quick=DemoBudget(None, 10, 30, 1, ("laya", "scalarmix"), EVERY_SEED, None, 16, 200),
+        default=DemoBudget(None, 30, 50, 3, None, 50, 1000),
+        quick=DemoBudget(None, 10, 30, 1, None, 16, 200),
     ),
 )
 DEMO_DATASETS.add(
@@ -90,8 +83,8 @@ DEMO_DATASETS.add(
     DemoPreset(
         "fashion-mnist",
         "Fashion-MNIST: 28×28 greyscale clothing images, 10 classes",
-        default=DemoBudget(10000, 15, 20, 3, COMPARED, EVERY_SEED, 1000, 50, 1000),
-        quick=DemoBudget(3000, 5, 10, 1, ("laya", "scalarmix"), EVERY_SEED, 300, 16, 200),
+        default=DemoBudget(10000, 15, 20, 3, 1000, 50, 1000),
+        quick=DemoBudget(3000, 5, 10, 1, 300, 16, 200),
         takes_root=True,
         note="the paper trains on all 60,000 images for up to 50 epochs with 5 seeds; drop --limit and raise "
         "--epochs / --seeds in the printed commands for that",
@@ -143,7 +136,6 @@ class DemoPlan:
     fit: FitConfig
     compare: CompareConfig
     paths: dict[str, Path]
-    compare_head_dirs: tuple[Path, ...]
 
     def steps(self) -> list[DemoStep]:
         p, b = self.paths, self.budget
@@ -168,28 +160,17 @@ class DemoPlan:
             (
                 "compare",
                 f"score α, IG, Grad-CAM, static weights and random against leave-one-layer-out effects "
-                f"({self.compared()})",
+                f"(every head, {seeds})",
                 command_line(
                     "compare",
                     self.compare,
-                    positional=self.compare_head_dirs,
+                    positional=[p["heads"]],  # the fit-head folder: compare takes each <head>/seed_<S>/ in it
                     extra=["--cache", str(p["features"])],
                     out=p["compare"],
                 ),
             ),
         ]
         return [DemoStep(i + 1, len(todo), name, title, tuple(argv)) for i, (name, title, argv) in enumerate(todo)]
-
-    def compared(self) -> str:
-        """The heads compared and their seeds: "laya on seeds 0 … 2; scalarmix, last, concat on seed 0"."""
-        b, seeds = self.budget, self.fit.seeds
-        every = [h for h in b.compare_heads if h in b.compare_every_seed]
-        first = [h for h in b.compare_heads if h not in every]
-        if len(seeds) == 1 or not every or not first:
-            return f"{', '.join(b.compare_heads)}; " + (
-                f"seeds 0 … {len(seeds) - 1}" if every and len(seeds) > 1 else f"seed {seeds[0]}"
-            )
-        return f"{', '.join(every)} on seeds 0 … {len(seeds) - 1}; {', '.join(first)} on seed {seeds[0]}"
 
     def budget_line(self) -> str:
         b, r = self.budget, self.rows
@@ -304,11 +285,6 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
         n_boot=budget.n_boot,
         device=config.device,
     )
-    # a head compared on every seed is given as its folder: compare takes each seed_<S>/ in it
-    head_dirs = tuple(
-        paths["heads"] / h if h in budget.compare_every_seed else paths["heads"] / h / f"seed_{fit.seeds[0]}"
-        for h in budget.compare_heads
-    )
     splits = ("train", "test")
     return DemoPlan(
         config=config,
@@ -323,7 +299,6 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
         fit=fit,
         compare=compare,
         paths=paths,
-        compare_head_dirs=head_dirs,
     )
 
 
@@ -487,7 +462,7 @@ def _run_demo(
         cmp = run(
             steps[3],
             lambda: compare_heads(
-                plan.compare_head_dirs, store, plan.compare, out_dir=p["compare"], progress=emit, overwrite=force
+                [p["heads"]], store, plan.compare, out_dir=p["compare"], progress=emit, overwrite=force
             ),
             lambda r: _faithfulness(r.summary),
         )

@@ -116,13 +116,11 @@ def test_numbers_read_back_from_the_files_are_sane(demo) -> None:  # noqa: ANN00
 
     record = json.loads((out / "demo.json").read_text())
     assert record["complete"] and record["quick"]
-    assert record["budget"] | {"compare_heads": None} == {
+    assert record["budget"] == {
         "limit": None,
         "train_epochs": 10,
         "fit_epochs": 30,
         "seeds": 1,
-        "compare_heads": None,
-        "compare_every_seed": ["laya"],
         "compare_limit": None,
         "n_steps": 16,
         "n_boot": 200,
@@ -241,24 +239,19 @@ def test_the_alpha_profile_shows_an_alpha_reaching_outside_0_1_cut_as_other_inte
     assert note.count("is shown cut to") == 1
 
 
-def test_the_compare_step_scores_every_laya_seed_and_the_baselines_on_seed_0(tmp_path: Path) -> None:
-    """The compare step scored the seed-0 heads only, though the demo fits 3 seeds and its headline
-    (α's faithfulness ρ) differs between them. Now it gives compare the LAYA head's folder (every seed in
-    it) and the baselines' seed-0 folders, and says so in its title and in demo.json's budget."""
+def test_the_compare_step_scores_every_seed_of_every_head(tmp_path: Path) -> None:
+    """The compare step scored LAYA on every seed but the baselines (scalarmix, last, concat) on seed 0
+    alone, so their verdicts were one seed's. Now it gives compare the fit-head folder, as users are told
+    to: every <head>/seed_<S>/ in it, each head's verdicts read across its seeds."""
     plan = plan_demo(DemoConfig(device="cpu", out=str(tmp_path / "o")))
     heads = plan.paths["heads"]
-    assert plan.compare_head_dirs == (
-        heads / "laya",
-        heads / "scalarmix" / "seed_0",
-        heads / "last" / "seed_0",
-        heads / "concat" / "seed_0",
-    )
-    assert plan.budget.seeds == 3 and plan.budget.compare_every_seed == ("laya",)
     step = plan.steps()[3]
-    assert step.title.endswith("(laya on seeds 0 … 2; scalarmix, last, concat on seed 0)")
-    assert f"compare {heads / 'laya'} {heads / 'scalarmix' / 'seed_0'} " in step.command
+    assert plan.budget.seeds == 3
+    assert shlex.split(step.command)[1:3] == ["compare", str(heads)]  # then --cache …
+    assert step.title.endswith("(every head, seeds 0 … 2)")
     quick = plan_demo(DemoConfig(device="cpu", quick=True, out=str(tmp_path / "q")))
-    assert quick.steps()[3].title.endswith("(laya, scalarmix; seed 0)")  # one seed: as before
+    assert quick.steps()[3].title.endswith("(every head, seed 0)")
+    assert shlex.split(quick.steps()[3].command)[1:3] == ["compare", str(quick.paths["heads"])]
 
 
 @pytest.fixture(scope="module")
@@ -272,16 +265,17 @@ def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 @pytest.mark.slow
 def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> None:  # noqa: ANN001
     """Heads fitted under 2 seeds: the compare step's line and demo.json read α's faithfulness ρ on the
-    seed-0 head alone ("faithfulness ρ on laya-seed_0: alpha 0.625 …"). Now compare scored both LAYA seeds
-    (ScalarMix on seed 0), and the line and demo.json's `faithfulness_seeds` give each method's and the
-    constant rule's ρ as the mean over the seeds with the t-interval compare's across-seed table has."""
+    seed-0 head alone ("faithfulness ρ on laya-seed_0: alpha 0.625 …"). Now compare scored both seeds of
+    every head, and the line and demo.json's `faithfulness_seeds` give each method's and the constant
+    rule's ρ as the mean over the seeds with the t-interval compare's across-seed table has."""
     out, result = two_seeds
     cmp = json.loads((out / "compare" / "summary.json").read_text())
-    assert [h["name"] for h in cmp["heads"]] == ["laya-seed_0", "laya-seed_1", "scalarmix-seed_0"]
-    (group,) = cmp["across_seeds"]["groups"]
-    rows, refs = (group["ablations"][cmp["ablation"]][k] for k in ("methods", "references"))
+    names = [f"{h}-seed_{s}" for h in ("laya", "last", "concat", "scalarmix") for s in (0, 1)]
+    assert [h["name"] for h in cmp["heads"]] == names
+    groups = {g["head"]: g for g in cmp["across_seeds"]["groups"]}
+    assert set(groups) == {"laya", "last", "concat", "scalarmix"}
+    rows, refs = (groups["laya"]["ablations"][cmp["ablation"]][k] for k in ("methods", "references"))
     record = json.loads((out / "demo.json").read_text())
-    assert record["budget"]["compare_every_seed"] == ["laya"]
     laya = record["numbers"]["faithfulness_seeds"]["laya"]
     assert laya["heads"] == ["laya-seed_0", "laya-seed_1"]
     assert set(laya["faithfulness"]) == {"alpha", "alpha-contrib", "ig", "gradcam", "random"}
@@ -293,7 +287,9 @@ def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> N
         per_seed = [h["methods"][m]["faithfulness"]["mean"] for h in cmp["heads"][:2]]
         assert laya["faithfulness"][m]["values"] == pytest.approx(per_seed)
         assert laya["faithfulness"][m]["mean"] == pytest.approx(sum(per_seed) / 2)
-    assert record["numbers"]["faithfulness_seeds"]["scalarmix"]["heads"] == ["scalarmix-seed_0"]
+    for head in ("last", "concat", "scalarmix"):  # every baseline read across its seeds too
+        assert record["numbers"]["faithfulness_seeds"][head]["heads"] == [f"{head}-seed_0", f"{head}-seed_1"]
+    assert "read one fitted seed of" not in result.output  # compare's note on a head given one seed of
 
     def said(e: dict[str, Any]) -> str:
         return f"{e['mean']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
@@ -351,7 +347,7 @@ def test_printed_commands_build_the_same_configs(demo, monkeypatch: pytest.Monke
         "train": (plan.train, plan.paths["backbone"], False),
         "extract": (plan.extract, None),
         "fit-head": (plan.fit, plan.paths["heads"], False),
-        "compare": (plan.compare, plan.paths["compare"], list(plan.compare_head_dirs)),
+        "compare": (plan.compare, plan.paths["compare"], [plan.paths["heads"]]),
     }
     for step in plan.steps():
         result = runner.invoke(app, shlex.split(step.command)[1:], env=ENV)

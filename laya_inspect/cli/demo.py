@@ -330,8 +330,7 @@ def demo_command(
     quick: bool = typer.Option(
         False,
         "--quick",
-        help="a sub-30-second run: fewer epochs, 1 seed, the LAYA and "
-        "ScalarMix heads compared, IG 16 steps, 200 bootstrap resamples",
+        help="a sub-30-second run: fewer epochs, 1 seed, IG 16 steps, 200 bootstrap resamples",
     ),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
 ) -> None:
