@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import _bench
 
@@ -34,8 +36,9 @@ PEAK = (
 )
 
 
-def run(*argv: str) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MB) of one fresh process; fails loudly."""
+def run(*argv: str, timed: Callable[[], None] | None = None) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MB) of one fresh process; fails loudly. ``timed`` reads the
+    timed run's own files before the second run (for its peak memory) writes them again."""
     t = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_bench.ENV)
     _, status, _ = os.wait4(proc.pid, 0)
@@ -44,6 +47,8 @@ def run(*argv: str) -> tuple[float, float]:
     if proc.returncode != 0:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    if timed is not None:
+        timed()
     peak = subprocess.run([sys.executable, "-c", PEAK, *argv], capture_output=True, text=True, env=_bench.ENV)
     return took, int(peak.stdout.split()[-1]) / 1024  # ru_maxrss is in KiB on Linux
 
@@ -54,9 +59,9 @@ def main() -> None:
     py = sys.executable
     mem: dict[str, float] = {}
 
-    def case(name: str, *argv: str):
+    def case(name: str, *argv: str, timed: Callable[[], None] | None = None):
         def go() -> float:
-            took, mem[name] = run(*argv)
+            took, mem[name] = run(*argv, timed=timed)
             return took
 
         return go
@@ -76,13 +81,28 @@ def main() -> None:
         steps: dict[str, dict[str, list[float]]] = {"quick": {}, "full": {}}
 
         def demo(name: str, out: Path, *extra: str):
+            record: dict[str, Any] = {}
+
+            def read() -> None:  # the timed run's demo.json, before the peak-memory run writes its own
+                record.update(json.loads((out / "demo.json").read_text()))
+
             run_it = case(
-                name, py, "-m", "laya_inspect", "demo", "--device", "cpu", "--force", "--out", str(out), *extra
+                name,
+                py,
+                "-m",
+                "laya_inspect",
+                "demo",
+                "--device",
+                "cpu",
+                "--force",
+                "--out",
+                str(out),
+                *extra,
+                timed=read,
             )
 
             def go() -> float:
                 took = run_it()
-                record = json.loads((out / "demo.json").read_text())
                 for s in record["steps"]:  # each step's own seconds; the rest is start-up and the summary
                     steps[name].setdefault(s["name"], []).append(s["seconds"])
                 steps[name].setdefault("start-up, printing, report", []).append(took - record["seconds"])
