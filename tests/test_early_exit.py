@@ -685,3 +685,83 @@ def test_the_reading_says_alpha_is_one_fitted_heads_not_read_over_seeds():
     first = early_exit_reading(s).details[0]
     assert first.startswith("α here is one fitted head's (heads/laya/seed_0): the 3 seeds the intervals run over")
     assert "hold for this fit of α only" in first and "laya/seed_<S>/" in first
+
+
+@pytest.fixture(scope="module")
+def two_laya_seeds(cache, tmp_path_factory) -> Path:
+    """A fit-head output of two LAYA seeds that disagree: seed 0's α sits on layer 1 (every input may
+    exit at depth 1), seed 1's on the last layer (none may), both recording their seed as fit-head does."""
+    fit = tmp_path_factory.mktemp("exit-seeds") / "heads"
+    with FeatureStore(cache) as store:
+        for s, first in ((0, True), (1, False)):
+            save_head(fit / "laya" / f"seed_{s}", planted(first), meta={**cache_identity(store), "seed": s})
+    return fit
+
+
+def test_a_fit_head_output_reads_every_laya_seed_each_alpha_with_its_seeds_refits(cache, two_laya_seeds, tmp_path):
+    """early-exit refused a folder of several LAYA seeds, so its intervals "over seeds" ran over the refits
+    with one fitted α. Given the fit-head output, seed s's refits are read with α of the head of seed s:
+    seed 0's α rule exits every input at depth 1 for ε > 0, seed 1's never exits early."""
+    with FeatureStore(cache) as store:
+        config = ExitConfig(thresholds=5, costs="shapes", device="cpu", plots=False)
+        s = simulate_early_exit(two_laya_seeds, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    assert s["seeds"] == [0, 1]
+    laya = (two_laya_seeds / "laya").resolve()
+    assert [(h["head_dir"], h["seed"]) for h in s["alpha_heads"]] == [
+        (str(laya / "seed_0"), 0),
+        (str(laya / "seed_1"), 1),
+    ]
+    assert s["head_dir"] == str(two_laya_seeds.resolve())
+    depths = {
+        seed: [p["mean_depth"] for p in s["points"] if p["rule"] == "alpha" and p["seed"] == seed] for seed in (0, 1)
+    }
+    assert depths == {0: [3.0, 1.0, 1.0, 1.0, 1.0], 1: [3.0, 3.0, 3.0, 3.0, 1.0]}
+    assert [h["alpha_rows_fired"] for h in s["alpha_heads"]] == [200, 0]
+    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits"
+    # each seed's refits are read against its own head: seed 1's reads the last layer, noise
+    first, last = s["refit_check"]["given_heads_test_acc"]
+    assert first == 1.0 and last < 0.6 and s["refit_check"]["given_head_test_acc"] == pytest.approx((first + last) / 2)
+    reading = " ".join(page_said(tmp_path / "out" / "report.html").split())
+    assert "α here is each of 2 fitted LAYA heads'" in reading and "over 2 fitted LAYA heads" in reading
+
+
+def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seeds, tmp_path):
+    """One head: the seeds are the refits' with α from that head; a fit-head output: its LAYA heads."""
+    base = ["early-exit", "--cache", str(cache), "--thresholds", "5", "--epochs", "2", "--costs", "shapes"]
+    base += ["--device", "cpu", "--no-plots"]
+    one = runner.invoke(
+        app, [*base, str(two_laya_seeds / "laya" / "seed_0"), "--seeds", "2", "--out", str(tmp_path / "a")], env=ENV
+    )
+    assert one.exit_code == 0, one.output
+    assert "· 2 refit seed(s), α from one head · compute shapes" in " ".join(one.output.split())
+    both = runner.invoke(app, [*base, str(two_laya_seeds), "--out", str(tmp_path / "b")], env=ENV)
+    assert both.exit_code == 0, both.output
+    both_said = " ".join(both.output.split())
+    assert "· over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits ·" in both_said
+    given = settings_said(both.output).split("; left at their defaults: ")[0]
+    assert given.endswith("seeds 0 1 of 2 LAYA heads · --costs shapes") and "3 seed(s)" not in both_said, given
+    reading = " ".join(page_said(tmp_path / "b" / "report.html").split())
+    assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in reading
+    said = page_said(tmp_path / "a" / "report.html")
+    assert "2 refit seed(s), α from one head, 95% t-intervals over seeds" in " ".join(said.split())
+
+
+def test_several_laya_heads_take_their_own_seeds(cache, two_laya_seeds, tmp_path):
+    bad = runner.invoke(
+        app,
+        ["early-exit", str(two_laya_seeds), "--cache", str(cache), "--seeds", "4", "--out", str(tmp_path / "o")],
+        env=ENV,
+    )
+    assert bad.exit_code == 1 and "--seeds 4 with 2 LAYA heads: the refit seeds are the heads' own (0, 1)" in bad.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_laya_heads_that_held_out_other_rows_are_refused(cache, tmp_path):
+    """Every seed's refits stop on one set of held-out rows: heads of two runs that held out others are refused."""
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, fraction in ((0, 0.1), (1, 0.3)):
+            meta = {**cache_identity(store), "seed": s, "split": {"val_fraction": fraction, "val_mode": "stratified"}}
+            save_head(fit / "laya" / f"seed_{s}", planted(True), meta=meta)
+    bad = runner.invoke(app, ["early-exit", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
+    assert bad.exit_code == 1 and "held out other train rows than" in bad.output, bad.output

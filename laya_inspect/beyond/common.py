@@ -325,19 +325,27 @@ SHORTFALL = 0.01
 
 
 def refit_check(
-    given: float, refit_test: Sequence[float], n_layers: int, budget: Budget, n_train: int, head_config: dict[str, Any]
+    given: float | Sequence[float],
+    refit_test: Sequence[float],
+    n_layers: int,
+    budget: Budget,
+    n_train: int,
+    head_config: dict[str, Any],
 ) -> dict[str, Any]:
     """The refits on all ``n_layers`` layers beside the given head's test accuracy ``given`` on the
-    same rows: the reference every refit accuracy is read against. ``warning`` when the refits fall
+    same rows (a sequence: each seed's own given head's, early-exit's several LAYA heads): the
+    reference every refit accuracy is read against. ``warning`` when the refits fall
     short of it: their mean by more than SHORTFALL, or any one seed by more than 2 × SHORTFALL. Then
     fewer layers can look as good as all only because the refits are under-trained. Not "every seed
     short" (a third seed 0.008 short hid a mean shortfall of 0.044), nor the mean's interval (with
     2 or 3 seeds too wide to ever lie below the head): adding seeds cannot hide a seed far short."""
     refits = estimate(refit_test)
-    shortfalls = [given - float(v) for v in refit_test]
+    givens = [float(given)] * len(refit_test) if isinstance(given, (int, float)) else [float(g) for g in given]
+    shortfalls = [g - float(v) for g, v in zip(givens, refit_test)]
     mean_short = float(np.mean(shortfalls))
+    several = len(set(givens)) > 1
     record: dict[str, Any] = {
-        "given_head_test_acc": given,
+        "given_head_test_acc": float(np.mean(givens)),  # several heads: their mean (each in given_heads_test_acc)
         "refit_all_layers_test_acc": refits,
         "tolerance": SHORTFALL,
         "mean_shortfall": mean_short,
@@ -345,6 +353,8 @@ def refit_check(
         "rule": f"mean shortfall > {SHORTFALL:g} or any seed short by > {2 * SHORTFALL:g}",
         "under_trained": bool(mean_short > SHORTFALL or max(shortfalls) > 2 * SHORTFALL),
     }
+    if several:
+        record["given_heads_test_acc"] = givens
     if record["under_trained"]:
         epochs, patience = budget.resolve(n_train)
         ran = (head_config.get("metrics") or {}).get("epochs_run")
@@ -352,10 +362,12 @@ def refit_check(
         head_ran = f"{ran} epochs" if isinstance(ran, int) else "its own budget"
         lr = trained.get("lr")
         head_lr = f" at lr {lr:g}" if isinstance(lr, (int, float)) else ""
+        each = ", ".join(f"{g:.4f}" for g in givens)
+        heads = f"heads of those seeds {each}" if several else f"head {givens[0]:.4f}"
         record["warning"] = (
             f"the refits fall short of the given head: on all {n_layers} layers each seed's refit reaches "
-            f"test accuracy {', '.join(f'{v:.4f}' for v in refit_test)}, the given head {given:.4f} on the same "
-            f"rows (mean shortfall {mean_short:.4f}, largest {max(shortfalls):.4f}; the rule: "
+            f"test accuracy {', '.join(f'{v:.4f}' for v in refit_test)}, the given {heads} on the same rows "
+            f"(mean shortfall {mean_short:.4f}, largest {max(shortfalls):.4f}; the rule: "
             f"{record['rule']}). "
             f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "
             f"{budget.weight_decay or 0.0:g}) under-trains this head, so every accuracy here is an under-trained "

@@ -11,7 +11,9 @@ Rules, each swept over its threshold:
   mixing depths alone);
 * ``confidence`` — the depth-k head's max softmax probability ≥ t;
 * ``alpha`` — α's mass beyond k is below ε, with α from the given head when layers after k are
-  replaced by their train means (what is known at depth k);
+  replaced by their train means (what is known at depth k); given several LAYA heads (a fit-head
+  output), seed s's refits are read with α of the head of seed s, so each interval over seeds covers
+  both α's fit and the refits (:mod:`.exit_alpha`);
 * ``confidence+alpha`` — either of the two, t swept at ``epsilon``;
 * ``confidence+alpha_oracle`` — the same with α(x) of the full forward pass, which needs every layer:
   a reference for what a perfect α forecast could add, not a realisable rule.
@@ -31,35 +33,31 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import store_for_heads
-from ..heads import Head
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
-    Split,
-    accuracy,
     check_warnings,
     estimate,
     fit_rows_of,
     head_hparams,
-    head_outputs,
     held_out_rows,
     load_split,
-    one_weighted_head_dir,
     open_weighted_head,
     refit_check,
     trust_lines,
+    weighted_head_dirs,
     write_whole,
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
+from .exit_alpha import mass_beyond, read_alpha, refit_seeds, seeds_how  # noqa: F401  (mass_beyond re-exported)
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
 from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
 from .refit import Budget, Fit, layer_moments, refit
@@ -94,12 +92,6 @@ def exit_depths(conf: np.ndarray | None, mass: np.ndarray | None, t: float, eps:
         stop |= mass < eps
     stop[:, -1] = True
     return stop.argmax(axis=1)
-
-
-def mass_beyond(weights: np.ndarray) -> np.ndarray:
-    """(N, L) Σ_(j>k) w_j for each k, from (N, L) weights (0 at the last depth)."""
-    tail = np.cumsum(weights[:, ::-1], axis=1)[:, ::-1]
-    return np.concatenate([tail[:, 1:], np.zeros((len(weights), 1))], axis=1)
 
 
 def frontier_area(used: Sequence[float], acc: Sequence[float], lo: float, hi: float) -> float:
@@ -214,46 +206,37 @@ def simulate_early_exit(
     overwrite: bool = False,
     progress: Progress | None = None,
 ) -> Result:
-    """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module."""
+    """Fit the per-depth heads, sweep every rule, write ``out_dir`` whole; see the module. ``head_dir``:
+    one head directory, or a fit-head output (its laya/seed_<S>/, each seed's α paired with its refits)."""
     from .outputs import write_early_exit
 
-    head_dir = one_weighted_head_dir(head_dir, "early-exit")  # a fit-head output: laya/seed_<S>/
+    head_dirs = weighted_head_dirs([head_dir])
 
     def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
-        summary = _simulate(head_dir, store, config, budget or Budget(), progress or no_progress)
+        summary = _simulate(head_dirs, store, config, budget or Budget(), progress or no_progress)
+        if len(head_dirs) > 1:  # the folder given; the heads read are in `alpha_heads`
+            summary["head_dir"] = str(Path(head_dir).resolve())
         return summary, write_early_exit(tmp, summary, plots=config.plots)
 
-    return write_whole(out_dir, run, command="early-exit", inputs=[head_dir, store.path], overwrite=overwrite)
-
-
-def fired(mass: np.ndarray, eps: float) -> int:
-    """Rows whose α rule fires at ε before the last depth (where every row exits anyway)."""
-    return int((mass[:, :-1] < eps).any(axis=1).sum())
-
-
-def causal_alpha(head: Head, split: Split, means: Sequence[np.ndarray]) -> np.ndarray:
-    """(N, L) α's mass beyond each depth k with every layer after k replaced by its train mean."""
-    n_layers = head.num_layers
-    out = np.zeros((split.n, n_layers))
-    device = split.hs[0].device
-    for k in range(n_layers - 1):
-        hs = [h if j <= k else torch.as_tensor(means[j], device=device).expand_as(h) for j, h in enumerate(split.hs)]
-        _, w = head_outputs(head, hs)
-        assert w is not None
-        out[:, k] = w[:, k + 1 :].sum(axis=1)
-    return out
+    return write_whole(out_dir, run, command="early-exit", inputs=[*head_dirs, store.path], overwrite=overwrite)
 
 
 def _simulate(
-    head_dir: str | Path, store: FeatureStore, config: ExitConfig, budget: Budget, emit: Progress
+    head_dirs: Sequence[Path], store: FeatureStore, config: ExitConfig, budget: Budget, emit: Progress
 ) -> dict[str, Any]:
     from ..compare.values import layer_means
 
     device = pick_device(config.device)
-    store = store_for_heads(store, [head_dir])  # prune's head of the layers it keeps reads only those
-    head, hconf = open_weighted_head(
-        head_dir, store, command="early-exit", allow_other_cache=config.allow_other_cache, test_split=config.test_split
-    )
+    store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
+    opened = [
+        open_weighted_head(
+            d, store, command="early-exit", allow_other_cache=config.allow_other_cache, test_split=config.test_split
+        )
+        for d in head_dirs
+    ]
+    head, hconf = opened[0]
+    head_dir = head_dirs[0]
+    seeds = refit_seeds(head_dirs, [c for _, c in opened], config)
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:
         raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
@@ -264,18 +247,22 @@ def _simulate(
             f"half of them and scored on the other); it has {test.n}"
         )
     train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    for d, (_, c) in zip(head_dirs[1:], opened[1:]):
+        if not np.array_equal(held_out_rows(c, train.labels)[1], val_rows):
+            raise InputError(
+                f"{d} held out other train rows than {head_dir}: the refits of every seed stop on one set of "
+                "held-out rows; give the heads of one fit-head run"
+            )
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
-    head.to(device)
     means = layer_means(store, config.train_split)
-    given_logits, w_full = head_outputs(head, test.hs)
-    assert w_full is not None
-    masses = {"alpha": causal_alpha(head, test, means), "alpha_oracle": mass_beyond(w_full)}
+    heads = [(h.to(device), d) for (h, _), d in zip(opened, head_dirs)]
+    alpha_heads, head_masses = read_alpha(heads, seeds, test, means, config.epsilon)
+    masses_of = dict(zip(seeds, head_masses if len(opened) > 1 else head_masses * len(seeds)))
     costs = backbone_costs(store, config.costs)
     used = np.array([costs.used(k) for k in range(n_layers)])
     grid = threshold_grid(config.thresholds)
-    seeds = list(range(config.seeds))
     points: list[dict[str, Any]] = []
     areas: dict[str, list[float]] = {r: [] for r in RULES}  # held out: the areas compared
     in_sample: dict[str, list[float]] = {r: [] for r in RULES}
@@ -309,6 +296,7 @@ def _simulate(
         noise = np.random.default_rng([config.seed, s, RANDOM_STREAM]).uniform(size=conf.shape)
         fold = two_folds(test.labels, np.random.default_rng([config.seed, s, FOLD_STREAM]))
         fold_sizes.append([int(fold.sum()), int((~fold).sum())])
+        masses = masses_of[s]
         for rule in RULES:
             pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise)
             in_sample[rule].append(
@@ -330,6 +318,8 @@ def _simulate(
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},
         "budget_defaults": budget_defaults,
         "seeds": seeds,
+        "alpha_heads": alpha_heads,
+        "seeds_how": seeds_how(seeds, alpha_heads),
         "rows": {"fit": len(fit_rows), "val": len(val_rows), "test": test.n, "val_how": rows_how},
         "costs": costs.to_dict(names),
         "compute_used_by_depth": {n: float(u) for n, u in zip(names, used)},
@@ -352,22 +342,22 @@ def _simulate(
         },
         "random_exit": RANDOM_HOW,
         "selection": SELECTION_CAVEAT,
-        "alpha_fired": {
+        "alpha_fired": {  # several heads: the most of any one (each head's in alpha_heads)
             "epsilon": config.epsilon,
-            "rows": fired(masses["alpha"], config.epsilon),
-            "oracle_rows": fired(masses["alpha_oracle"], config.epsilon),
+            "rows": max(h["alpha_rows_fired"] for h in alpha_heads),
+            "oracle_rows": max(h["oracle_rows_fired"] for h in alpha_heads),
             "of": test.n,
         },
-        "alpha_mass": {
-            "mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha"].mean(axis=0))},
-            "oracle_mean_beyond_depth": {n: float(m) for n, m in zip(names, masses["alpha_oracle"].mean(axis=0))},
+        "alpha_mass": {  # several heads: the mean over them
+            key: {n: float(np.mean([m[k][:, j].mean() for m in head_masses])) for j, n in enumerate(names)}
+            for key, k in (("mean_beyond_depth", "alpha"), ("oracle_mean_beyond_depth", "alpha_oracle"))
         },
         "fixed_depth": _fixed(points, names),
         "points": points,
         "fits": fits,
         # the reference of every per-depth head: the given head itself, on all its layers
         "refit_check": refit_check(
-            accuracy(given_logits, test.labels),
+            [h["test_acc"] for h in alpha_heads] * (len(seeds) if len(alpha_heads) == 1 else 1),
             [done[s, n_layers - 1].test_acc for s in seeds],
             n_layers,
             budget,
@@ -376,7 +366,7 @@ def _simulate(
         ),
     }
     summary["warnings"] = (
-        trust_lines(store, [(head_dir, hconf)], test)
+        trust_lines(store, [(d, c) for d, (_, c) in zip(head_dirs, opened)], test)
         + estimate_warnings(summary["costs"])
         + check_warnings(summary["refit_check"])
     )

@@ -162,7 +162,12 @@ _RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracl
 
 @app.command("early-exit")
 def early_exit_command(
-    head_dir: Path = HEAD_DIR,
+    head_dir: Path = typer.Argument(
+        ...,
+        metavar="HEAD_DIR",
+        help="a laya head directory written by fit-head, or a fit-head output folder: every laya/seed_<S>/ in it "
+        "is read, each seed's α with the refits of that seed",
+    ),
     cache: Path = CACHE,
     seeds: int = opt(ExitConfig, "seeds"),
     epsilon: float = opt(ExitConfig, "epsilon"),
@@ -187,9 +192,11 @@ def early_exit_command(
 ) -> None:
     """Simulate per-input early exit: confidence, α and fixed depth against random exit.
 
+    Given a fit-head output (or its laya/ folder), every LAYA seed is read: the refit seeds are the
+    heads' seeds, so the intervals over seeds cover α's fit too; one head is read with --seeds refits.
+
     Example:
-      laya-inspect early-exit heads/laya/seed_0 --cache features.h5 \\
-        --seeds 3 --out early-exit
+      laya-inspect early-exit heads --cache features.h5 --out early-exit
     """
     from ..beyond.early_exit import simulate_early_exit
     from ..cache.store import FeatureStore
@@ -203,7 +210,8 @@ def early_exit_command(
     s = result.summary
     _settings(s)
     table = titled_table(
-        f"early exit {head_dir} · {len(s['seeds'])} seed(s) · compute {s['costs']['source']}",
+        f"early exit {head_dir} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · compute "
+        f"{s['costs']['source']}",
         "rule",
         "held-out area",
         "in-sample area (optimistic)",

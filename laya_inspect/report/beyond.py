@@ -98,6 +98,8 @@ def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     else:
         facts.append(("head directory", str(s.get("head_dir"))))
         facts.append(("seeds", " ".join(map(str, s.get("seeds") or []))))
+        if len(s.get("alpha_heads") or []) > 1:  # early-exit given a fit-head output
+            facts.append(("LAYA heads read", " · ".join(h["head_dir"] for h in s["alpha_heads"])))
         rows = s.get("rows") or {}
         facts.append(("rows", ", ".join(f"{k} {v}" for k, v in rows.items())))
         costs = s.get("costs") or {}
@@ -115,7 +117,8 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
         against = f" · shift to {s['against']['path']}" if s.get("against") else ""
         return f"{n} head{'s' * (n != 1)} on {cache}{against} · intervals {s['errors']['interval']}"
     mode = f" · {s['mode']}" if kind == "prune" else ""
-    return f"{s['head_dir']} on {cache}{mode} · {len(s['seeds'])} seed(s), 95% t-intervals over seeds"
+    seeds = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"  # absent in prune's and older summaries
+    return f"{s['head_dir']} on {cache}{mode} · {seeds}, 95% t-intervals over seeds"
 
 
 def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None) -> str:
@@ -313,7 +316,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         if held
         else ["rule", "area under accuracy–compute (in sample)"]
     )
-    caption = f"{s['area']}; mean over {len(s['seeds'])} seed(s) with the 95% t-interval"
+    caption = f"{s['area']}; mean over seeds ({s.get('seeds_how') or len(s['seeds'])}) with the 95% t-interval"
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [
         [

@@ -692,7 +692,8 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
-    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired over {len(s['seeds'])} seed(s)"
+    seeds = s["seeds_how"] if len(s.get("alpha_heads") or []) > 1 else f"over {len(s['seeds'])} seed(s)"
+    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired {seeds}"
 
     def unit(*labels: str) -> str:
         return f"{over}, {families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
@@ -758,8 +759,14 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
 
 def _one_alpha(s: dict[str, Any]) -> str:
     """Early exit's seeds are the per-depth heads' refits (and random exit's draws); α, in the alpha
-    and confidence+alpha rules, is the one given head's, so its verdicts hold for that fit of α alone."""
+    and confidence+alpha rules, is the one given head's, so its verdicts hold for that fit of α alone;
+    given several LAYA heads, seed s's refits are read with the head of seed s."""
     n = len(s.get("seeds") or [])
+    if len(s.get("alpha_heads") or []) > 1:
+        return (
+            f"α here is each of {n} fitted LAYA heads' ({s['head_dir']}): seed s's per-depth refits are read with α "
+            "of the head fitted with seed s, so each interval over seeds covers both α's fit and the refits."
+        )
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
         "the per-depth heads' refits, not fits of α, so the alpha and confidence+alpha lines hold for this fit of α "

@@ -129,7 +129,9 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         own += [(f"row seed {c.get('seed')}", "seed")]
     elif kind == "early-exit":  # --seed draws --train-limit's rows and nothing else
         own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
-        own += [(f"{c.get('seeds')} seed(s)", "seeds")]
+        heads = len(s.get("alpha_heads") or [])  # several: the seeds are the heads' own, given by the folder
+        own += [(f"seeds {' '.join(map(str, s['seeds']))} of {heads} LAYA heads", "alpha_heads")] if heads > 1 else []
+        own += [] if heads > 1 else [(f"{c.get('seeds')} seed(s)", "seeds")]
         own += [(f"row seed {c.get('seed')}", "seed")] if b.get("train_limit") is not None else []
     else:  # diagnose: the seed draws the bootstrap (none with --bootstrap 0) and --against's permutations
         one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot") or 0

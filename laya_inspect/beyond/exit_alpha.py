@@ -1,0 +1,90 @@
+"""The LAYA heads early-exit reads α from (docs/METHOD.md, "Early exit", Seeds): one head, read with
+every refit seed, or each seed of a fit-head output read with the refits of its own seed, so an
+interval over seeds covers α's fit as well as the refits. Shapes: N test rows, L layers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from ..heads import Head
+from ..options import defaulted
+from .common import Split, accuracy, head_outputs
+from .config import ExitConfig
+
+
+def refit_seeds(head_dirs: Sequence[Path], configs: Sequence[dict[str, Any]], config: ExitConfig) -> list[int]:
+    """0 … --seeds−1 for one head; for several, each head's own recorded seed: seed s's refits are read
+    with α of the head of seed s, so an interval over seeds covers α's fit as well as the refits."""
+    if len(head_dirs) == 1:
+        return list(range(config.seeds))
+    seeds = [c.get("seed") for c in configs]
+    if not all(isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds):
+        raise InputError(
+            f"early-exit pairs each LAYA head's α with the refits of its seed, and {', '.join(map(str, head_dirs))} "
+            f"record seeds {seeds}: give heads of distinct recorded seeds (fit-head's laya/seed_<S>/), or one head"
+        )
+    if "seeds" not in defaulted(config) and config.seeds != len(seeds):
+        raise InputError(
+            f"--seeds {config.seeds} with {len(seeds)} LAYA heads: the refit seeds are the heads' own "
+            f"({', '.join(map(str, seeds))}); leave --seeds out, or give one head"
+        )
+    return seeds  # type: ignore[return-value]
+
+
+def seeds_how(seeds: Sequence[int], alpha_heads: Sequence[dict[str, Any]]) -> str:
+    """What the intervals "over seeds" run over, for the header of the terminal and report.html."""
+    if len(alpha_heads) > 1:
+        return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
+    return f"{len(seeds)} refit seed(s), α from one head"
+
+
+def mass_beyond(weights: np.ndarray) -> np.ndarray:
+    """(N, L) Σ_(j>k) w_j for each k, from (N, L) weights (0 at the last depth)."""
+    tail = np.cumsum(weights[:, ::-1], axis=1)[:, ::-1]
+    return np.concatenate([tail[:, 1:], np.zeros((len(weights), 1))], axis=1)
+
+
+def fired(mass: np.ndarray, eps: float) -> int:
+    """Rows whose α rule fires at ε before the last depth (where every row exits anyway)."""
+    return int((mass[:, :-1] < eps).any(axis=1).sum())
+
+
+def causal_alpha(head: Head, split: Split, means: Sequence[np.ndarray]) -> np.ndarray:
+    """(N, L) α's mass beyond each depth k with every layer after k replaced by its train mean."""
+    n_layers = head.num_layers
+    out = np.zeros((split.n, n_layers))
+    device = split.hs[0].device
+    for k in range(n_layers - 1):
+        hs = [h if j <= k else torch.as_tensor(means[j], device=device).expand_as(h) for j, h in enumerate(split.hs)]
+        _, w = head_outputs(head, hs)
+        assert w is not None
+        out[:, k] = w[:, k + 1 :].sum(axis=1)
+    return out
+
+
+def read_alpha(
+    heads: Sequence[tuple[Head, Path]], seeds: Sequence[int], test: Split, means: Sequence[np.ndarray], epsilon: float
+) -> tuple[list[dict[str, Any]], list[dict[str, np.ndarray]]]:
+    """(a record per head, its α masses {"alpha": causal, "alpha_oracle": full pass}, each (N, L))."""
+    records, masses = [], []
+    for (head, d), s in zip(heads, seeds):
+        logits, w_full = head_outputs(head, test.hs)
+        assert w_full is not None
+        m = {"alpha": causal_alpha(head, test, means), "alpha_oracle": mass_beyond(w_full)}
+        masses.append(m)
+        records.append(
+            {
+                "head_dir": str(d.resolve()),
+                "seed": s if len(heads) > 1 else None,  # one head: α for every refit seed
+                "test_acc": accuracy(logits, test.labels),
+                "alpha_rows_fired": fired(m["alpha"], epsilon),
+                "oracle_rows_fired": fired(m["alpha_oracle"], epsilon),
+            }
+        )
+    return records, masses
