@@ -565,12 +565,14 @@ def atomic_dir(
     inputs: Iterable[str | Path | None] = (),
     flag: str = "--out",
     lock: bool = True,
+    mark: bool = True,
 ) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``path``; when the body returns, the folder is marked as
     ``command``'s (:func:`write_marker`) and replaces ``path`` whole. An existing ``path`` is replaced
     only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
     again just before the swap, so a file added during the run is not lost). When the body raises, the
-    temporary folder is removed and ``path`` is left as it was."""
+    temporary folder is removed and ``path`` is left as it was. ``mark=False``: the body writes the
+    marker itself (a demo's lists its names, and leaves the files its printed steps rewrite undigested)."""
     inputs = list(inputs)
     check_out(path, force=force, command=command, inputs=inputs, flag=flag)
     # the folder check_out checked: "link/../x" is where the link points, not the lexical ./x (which
@@ -586,7 +588,8 @@ def atomic_dir(
             if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
-            write_marker(tmp, command or "laya-inspect")
+            if mark:
+                write_marker(tmp, command or "laya-inspect")
             if out.exists() or out.is_symlink():  # made during the run (a copy, a link): --force as at the start
                 check_out(out, force=force, command=command, flag=flag)
             if out.is_dir():

@@ -244,9 +244,9 @@ def build_and_read(config: PlantedConfig, tmp: Path, out: Path, emit: Progress) 
 
 def repoint(tmp: Path, out: Path) -> None:
     """Make the paths that heads/ and compare/ record under ``tmp`` name ``out``, the folder ``tmp`` is
-    renamed to: their summaries, tables, pages ("rebuild this page: laya-inspect report …") and
-    compare's attributions.h5 would otherwise name a folder that is gone. A cache's attributes are
-    left alone (they record no path here, and their digest covers them)."""
+    renamed to: their summaries, tables, pages ("rebuild this page: laya-inspect report …"),
+    compare's attributions.h5 and a cache's attributes (a demo's records its backbone's path) would
+    otherwise name a folder that is gone."""
     import html
     import json
 
@@ -278,14 +278,12 @@ def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
     """Swap the paths in the string attributes of the HDF5 file ``path`` (compare's attributions.h5) by
     writing a fresh file in its place. Not edited in place: HDF5 does not reclaim the space of an
     attribute it replaces, so the old value, the temporary folder's name, would stay in the file's
-    bytes for a grep or a hex viewer to find. A cache (it has a digest over its attributes) is left alone."""
+    bytes for a grep or a hex viewer to find. A cache's digest over its attributes is recorded again."""
     import h5py
 
-    from ..cache.schema import ATTRS_DIGEST
+    from ..cache.schema import ATTRS_DIGEST, seal
 
     with h5py.File(path, "r") as f:
-        if ATTRS_DIGEST in f.attrs:
-            return
         objects: list[Any] = []
         f.visititems(lambda _name, obj: objects.append(obj))
         stale = any(isinstance(v, str) and swap(v) != v for obj in [f, *objects] for v in obj.attrs.values())
@@ -306,6 +304,8 @@ def repoint_h5(path: Path, swap: Callable[[str], str]) -> None:
                 src.copy(src[name], dst, name=name, without_attrs=True)
             copy_attrs(src, dst)
             src.visititems(lambda name, obj: copy_attrs(obj, dst[name]))
+            if ATTRS_DIGEST in src.attrs:
+                seal(dst)
 
     write_with(path, rewrite)
 
