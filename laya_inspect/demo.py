@@ -19,6 +19,7 @@ and ``fashion-mnist`` (the Debian IDX files, on a subset and a short epoch budge
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -241,7 +242,8 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     if config.out is None:
         out = default_out_dir(config.dataset)
     else:
-        out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
+        # --force builds the new demo beside the previous one and renames it into place (run_demo)
+        out = check_out(config.out, force=config.force, command="demo", inputs=[config.data_root], renamed=config.force)
         check_step_folders(out)
     spec = preset.name if config.data_root is None else f"{preset.name}:{config.data_root}"
     train = JointConfig(
@@ -361,25 +363,6 @@ def _not_a_record(path: Path) -> str | None:
     return None if kind == "laya-inspect-demo" else "is not a demo.json laya-inspect wrote"
 
 
-def _clear_previous(out: Path, p: dict[str, Path]) -> None:
-    """The previous demo's cache, heads, comparison and page, before this one replaces them: a run
-    stopped part-way must not leave them beside its new backbone, read as if they came from it. Only
-    what laya-inspect wrote goes (check_out refused the folder otherwise; checked again here)."""
-    import shutil
-
-    from .cache.schema import not_a_cache
-    from .out_dir import foreign_files
-
-    for folder in (p["heads"], p["compare"]):
-        if folder.is_dir() and not folder.is_symlink() and not foreign_files(folder):
-            shutil.rmtree(folder)
-    if p["features"].is_file() and not p["features"].is_symlink() and not_a_cache(p["features"]) is None:
-        p["features"].unlink()
-    page = out / "report.html"
-    if page.is_file() and not page.is_symlink():
-        page.unlink()
-
-
 def run_demo(
     config: DemoConfig,
     *,
@@ -389,28 +372,66 @@ def run_demo(
 ) -> DemoResult:
     """Run the four steps of :func:`plan_demo` into its output folder; ``on_step`` hears of each step as it
     starts and when it is done, ``progress`` gets the steps' own progress events. ``plan``: the one
-    :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice)."""
+    :func:`plan_demo` already made of ``config`` (it is not checked and loaded twice). Without
+    ``--force`` the demo writes into its new folder, so a demo stopped part-way keeps the steps it
+    finished; with it, the new demo is built beside the previous one and replaces it only once
+    complete (:func:`~laya_inspect.out_dir.atomic_dir`), so a run stopped part-way leaves that one whole."""
     from .files import output_lock
-    from .out_dir import check_out
+    from .out_dir import atomic_dir, check_out
 
     if plan is None or plan.config != config:
         plan = plan_demo(config)
-    # one demo at a time on a folder: a second one's --force cleared the first's steps under it
-    with output_lock(plan.out_dir):
-        # checked again: another demo may have filled it since the plan
-        check_out(plan.out_dir, force=config.force, command="demo", inputs=[config.data_root], renamed=False)
+    inputs = [config.data_root]
+    if not config.force:
+        # one demo at a time on a folder; checked again: another demo may have filled it since the plan
+        with output_lock(plan.out_dir):
+            check_out(plan.out_dir, force=False, command="demo", inputs=inputs, renamed=False)
+            return _run_demo(config, plan, on_step, progress)
+    with atomic_dir(plan.out_dir, force=True, command="demo", inputs=inputs, mark=False) as tmp:
         check_step_folders(plan.out_dir)
-        return _run_demo(config, plan, on_step, progress)
+        result = _run_demo(config, _relocated(plan, tmp), on_step, progress, shown=plan)
+        check_step_folders(plan.out_dir)  # a file saved where the demo writes while it ran is not replaced
+    return result
+
+
+def _relocated(plan: DemoPlan, tmp: Path) -> DemoPlan:
+    """``plan`` with its folder moved to ``tmp``, the temporary folder beside it, named as ``plan``
+    names its folder (relative, through a link) where that is the same folder, so that the paths its
+    steps record differ from the demo's only in the folder's name (:func:`_repointed`)."""
+    named = plan.out_dir.with_name(tmp.name)
+    root = named if os.path.realpath(named) == str(tmp) else tmp
+
+    def at(path: str | Path) -> Path:
+        return root / Path(path).relative_to(plan.out_dir)
+
+    paths = {k: at(v) for k, v in plan.paths.items()}
+    return dataclasses.replace(
+        plan,
+        out_dir=root,
+        paths=paths,
+        extract=dataclasses.replace(plan.extract, out=str(paths["features"]), weights=str(paths["backbone"])),
+        compare_head_dirs=tuple(at(d) for d in plan.compare_head_dirs),
+    )
 
 
 def _run_demo(
-    config: DemoConfig, plan: DemoPlan, on_step: StepCallback | None, progress: Progress | None
+    config: DemoConfig,
+    plan: DemoPlan,
+    on_step: StepCallback | None,
+    progress: Progress | None,
+    shown: DemoPlan | None = None,
 ) -> DemoResult:
+    """The steps of ``plan``, into its folder; ``shown``: the plan whose folder that one is renamed to
+    (`demo --force`), whose paths are printed and recorded."""
+    import json
+
     from .cache.extract import extract_features
     from .cache.store import FeatureStore
     from .compare.run import compare_heads
     from .training.fit_head import fit_heads
     from .training.joint import train_joint
+
+    shown = shown or plan
 
     # every step is small (an MLP and heads on it): the thread default for head-sized work, which
     # keeps a busy machine from slowing the run many times over (docs/PERFORMANCE.md, "--threads")
@@ -423,14 +444,10 @@ def _run_demo(
     # half-way can be rerun with --force (its sub-folders carry their own commands' markers)
     names = [*(q.name for q in p.values()), "report.html"]
     write_marker(plan.out_dir, "demo", files=names)
-    steps = plan.steps()
+    steps = shown.steps()
     done: list[DemoStep] = []
-    record = _record(plan, done, {}, {}, complete=False)
-    # before the previous demo's steps go: a run killed while clearing them must not leave that
-    # demo's demo.json saying it finished, beside a folder without its cache, heads and comparison
-    write_json(p["demo_json"], record)
-    if force:
-        _clear_previous(plan.out_dir, p)
+    # before any step: a demo killed in its first one says it did not finish
+    write_json(p["demo_json"], _record(shown, done, {}, {}, complete=False))
     t_start = time.perf_counter()
 
     def run(step: DemoStep, fn: Callable[[], Any], numbers: Callable[[Any], dict[str, Any]]) -> Any:
@@ -439,7 +456,7 @@ def _run_demo(
         out = fn()
         finished = dataclasses.replace(step, seconds=time.perf_counter() - t0, numbers=numbers(out))
         done.append(finished)
-        write_json(p["demo_json"], _record(plan, done, {}, {}, complete=False))  # a demo killed later says so
+        write_json(p["demo_json"], _record(shown, done, {}, {}, complete=False))  # a demo killed later says so
         tell(finished)
         return out
 
@@ -477,6 +494,11 @@ def _run_demo(
         "profile_plots": sorted(v for v in fit.files.values() if v.suffix == ".png"),
         "compare_plots": sorted(f for f in cmp.files if f.suffix == ".png"),
     }
+
+    def moved(path: Path) -> Path:
+        return shown.out_dir / path.relative_to(plan.out_dir)
+
+    files = {k: [moved(f) for f in v] if isinstance(v, list) else moved(v) for k, v in files.items()}
     profiles = fit.profiles
     numbers = {
         "backbone_test_acc": joint.metrics["test_acc"],
@@ -488,23 +510,30 @@ def _run_demo(
         **done[3].numbers,  # compare's: faithfulness, faithfulness_constant, faithfulness_seeds
     }
     seconds = time.perf_counter() - t_start
-    write_json(p["demo_json"], _record(plan, done, numbers, files, complete=True, seconds=seconds))
+    write_json(p["demo_json"], _record(shown, done, numbers, files, complete=True, seconds=seconds))
     from .report import write_report_html
 
-    write_report_html(plan.out_dir)
+    write_report_html(plan.out_dir, as_dir=shown.out_dir)
+    if shown is not plan:  # built beside the previous demo: what its files record names the demo's folder
+        from .check.planted import repoint
+
+        repoint(plan.out_dir, shown.out_dir)
     # demo.json and the page are the demo's alone: their digests keep a copy edited by hand from the
     # next --force. The backbone, its metrics and the cache are left undigested: the demo prints their
     # steps to be rerun by hand, and those steps' own checks say whose the files are (report says what
     # is stale then).
     write_marker(plan.out_dir, "demo", files=names, digest=[p["demo_json"].name, "report.html"])
+    fit_summary, compare_summary = (
+        json.loads(f.read_text(encoding="utf-8")) for f in (p["heads"] / "summary.json", p["compare"] / "summary.json")
+    )  # as written, with the paths in the demo's folder
     return DemoResult(
-        out_dir=plan.out_dir,
-        plan=plan,
+        out_dir=shown.out_dir,
+        plan=shown,
         steps=done,
         backbone=joint.metrics,
-        fit_summary=fit.summary,
+        fit_summary=fit_summary,
         profiles=profiles,
-        compare_summary=cmp.summary,
+        compare_summary=compare_summary,
         files=files,
         numbers=numbers,
         seconds=seconds,

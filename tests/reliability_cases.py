@@ -410,7 +410,11 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with
   `--force` it is replaced whole, so no earlier run's heads or plots survive beside the new ones.
   A run killed between the two renames is repaired by the next run on that output (the previous
-  output put back, then refused without `--force` as any non-empty output is).
+  output put back, then refused without `--force` as any non-empty output is). `demo --force` builds
+  the new demo the same way beside the previous one, whose files name the demo's folder, not the
+  temporary one: a run stopped at any step leaves the previous demo whole. A `demo` without
+  `--force` writes into its new folder step by step, and one stopped part-way keeps the steps it
+  finished (its `demo.json` says which).
 - **`--force` replaces only what laya-inspect wrote.** Every output folder carries a marker,
   `.laya-inspect.json`, naming the command, the version, the time and every file the command wrote
   (docs/FORMATS.md). `--force` replaces a folder only when it is empty, or when its marker names the

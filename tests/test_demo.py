@@ -493,14 +493,25 @@ def test_a_demo_stopped_half_way_says_so_and_which_steps_were_done(
     assert "compare (not run)" in rep.output and "fit-head (not run)" not in rep.output
 
 
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` and beside it, with the SHA-256 of each file (a folder as "/")."""
+    import hashlib
+
+    found = {p.name: "/" if p.is_dir() else "file" for p in folder.parent.iterdir() if p != folder}
+    for p in sorted(folder.rglob("*")):
+        found[p.relative_to(folder).as_posix()] = "/" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return found
+
+
 @pytest.mark.slow
-def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_beside_it(
+def test_a_forced_demo_stopped_half_way_leaves_the_previous_one_whole(
     demo,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
 ) -> None:
-    """QA: `demo --force` over a finished demo, stopped when fit-head started, left the new backbone and
-    cache beside the previous demo's heads and comparison, which `report` then read as this demo's."""
+    """Round 1: `demo --force` over a finished demo deleted its cache, heads, comparison and page before
+    writing the new ones, so a run that failed part-way lost both. The new demo is built beside the
+    previous one and replaces it only once complete: a failed step leaves that one byte for byte."""
     import shutil
 
     import laya_inspect.training.fit_head
@@ -508,7 +519,7 @@ def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_besid
 
     out = tmp_path / "out"
     shutil.copytree(demo[0], out)
-    assert (out / "heads").is_dir() and (out / "compare").is_dir() and (out / "report.html").is_file()
+    before = _snapshot(out)
 
     def stop(*args: Any, **kwargs: Any) -> None:
         raise InputError("stopped here by the test")
@@ -516,48 +527,59 @@ def test_a_forced_demo_stopped_half_way_leaves_nothing_of_the_previous_one_besid
     monkeypatch.setattr(laya_inspect.training.fit_head, "fit_heads", stop)
     result = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--out", str(out), "--force"], env=ENV)
     assert result.exit_code == 1 and "stopped here by the test" in result.output
-    assert not (out / "heads").exists() and not (out / "compare").exists() and not (out / "report.html").exists()
-    record = json.loads((out / "demo.json").read_text())
-    assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == ["train", "extract"]
+    assert _snapshot(out) == before
     rep = runner.invoke(app, ["report", str(out)], env=ENV)
-    assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output
+    assert rep.exit_code == 0 and "this demo did not finish" not in rep.output, rep.output
 
 
 @pytest.mark.slow
-def test_a_forced_demo_killed_as_it_clears_the_previous_one_does_not_say_that_one_finished(
-    demo,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
-) -> None:
-    """QA (kill fuzz): `demo --force` over a finished demo, killed right after it removed the previous
-    demo's cache, heads and comparison, left the previous demo.json saying "complete" with every step
-    done, so `report` read the folder as a finished demo whose files were gone."""
+def test_a_forced_demo_killed_at_any_step_leaves_the_previous_one_whole_and_reruns(demo, tmp_path: Path) -> None:
+    """Round 1: `demo --force` killed part-way (Ctrl-C, SIGTERM, SIGKILL) left neither the previous demo
+    nor a new one. Each signal at a step of a real subprocess leaves the previous demo byte for byte
+    (SIGKILL its temporary folder beside it too), and the next `demo --force` clears that and finishes,
+    with no file naming the temporary folder."""
+    import os
     import shutil
-
-    import laya_inspect.demo
+    import signal
+    import subprocess
+    import sys
 
     out = tmp_path / "out"
     shutil.copytree(demo[0], out)
+    before = _snapshot(out)
+    env = {**os.environ, **ENV, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
+    argv = [sys.executable, "-m", "laya_inspect", "demo", "--quick", "--device", "cpu", "--force", "--out", str(out)]
+
+    def at_a_terminal() -> None:  # a suite run in the background hands its children SIGINT ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    for sig, step, code in ((signal.SIGINT, 2, 130), (signal.SIGTERM, 3, 143), (signal.SIGKILL, 4, -9)):
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=at_a_terminal
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(f"[{step}/4]"):
+                proc.send_signal(sig)
+                break
+        said, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, err
+        if sig != signal.SIGKILL:
+            assert "was left as it was" in " ".join(err.split()), err
+        left = _snapshot(out)
+        if sig == signal.SIGKILL:  # the killed run's temporary folder and lock file, for the next run
+            left = {k: v for k, v in left.items() if not re.fullmatch(rf"\.out\.(tmp-{proc.pid}|lock)", k)}
+        assert left == before, sig
+
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert json.loads((out / "demo.json").read_text())["complete"] is True
-    clear = laya_inspect.demo._clear_previous
-
-    class Killed(BaseException):  # nothing after the kill runs: no except, no later write
-        pass
-
-    def killed(*args: Any, **kwargs: Any) -> None:
-        clear(*args, **kwargs)
-        raise Killed
-
-    monkeypatch.setattr(laya_inspect.demo, "_clear_previous", killed)
-    with pytest.raises(Killed):
-        laya_inspect.demo.run_demo(DemoConfig(quick=True, device="cpu", out=str(out), force=True))
-    assert not (out / "heads").exists() and not (out / "features.h5").exists()
-    record = json.loads((out / "demo.json").read_text())
-    assert record["complete"] is False
-    assert [s["name"] for s in record["steps"] if s.get("seconds") is not None] == []
-    monkeypatch.undo()
-    rep = runner.invoke(app, ["report", str(out)], env=ENV)
-    assert rep.exit_code == 0 and "this demo did not finish" in rep.output, rep.output
+    assert _snapshot(out) != before
+    named = [p for p in out.rglob("*") if p.is_file() and b".out.tmp-" in p.read_bytes()]
+    assert named == []
+    rep = subprocess.run([*argv[:3], "report", str(out)], env=env, capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0 and "changed since" not in rep.stdout + rep.stderr, rep.stdout + rep.stderr
 
 
 def test_a_second_demo_on_the_same_out_is_refused_and_touches_nothing(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..runtime import DEVICE_HELP
-from .app import STARTED, app, console, dim, err_console, from_options
+from .app import STARTED, Stopped, app, console, dim, err_console, from_options
 from .progress import fit_progress, make_progress, row_progress
 
 Handler = Callable[[dict[str, Any]], None]
@@ -350,5 +350,13 @@ def demo_command(
     plan = plan_demo(config)  # a LayaError (e.g. the dataset is missing) is one red line before anything is written
     _header(plan)
     with _Steps() as steps:
-        result = run_demo(config, on_step=steps.on_step, progress=steps.on_event, plan=plan)
+        try:
+            result = run_demo(config, on_step=steps.on_step, progress=steps.on_event, plan=plan)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: --force's new demo is dropped whole, not kept in part
+            if not force:
+                raise
+            raise Stopped(
+                f"--out {plan.out_dir} was left as it was (with --force the new demo replaces it only once "
+                "complete); run it again to start over"
+            ) from None
     _summary(result)
