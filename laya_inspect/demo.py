@@ -309,8 +309,8 @@ def check_step_folders(out: Path) -> None:
     compare/): `demo --force` removed a prune output put at compare/ with the rest, which
     `compare --force` itself refuses. Their own markers answer for their files (check_out). Likewise a
     file where the demo writes that is not laya-inspect's (a user's backbone.pt, or their page saved
-    into a demo killed before its marker vouched for one): refused before the previous demo's cache,
-    heads and comparison are cleared, and before demo.json is rewritten."""
+    into a demo killed before its marker vouched for one): refused before any work, and again before
+    the new demo replaces the previous one."""
     import os
 
     from .cache.schema import not_a_cache
