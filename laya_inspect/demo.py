@@ -410,7 +410,6 @@ def _relocated(plan: DemoPlan, tmp: Path) -> DemoPlan:
         out_dir=root,
         paths=paths,
         extract=dataclasses.replace(plan.extract, out=str(paths["features"]), weights=str(paths["backbone"])),
-        compare_head_dirs=tuple(at(d) for d in plan.compare_head_dirs),
     )
 
 
