@@ -20,15 +20,17 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
-from ..cache.store import FeatureStore
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
 from .stats import percent, seed_agreement
+
+if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
+    from ..cache.store import FeatureStore
 
 PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time
 PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
