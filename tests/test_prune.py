@@ -1330,3 +1330,24 @@ def test_the_shapes_estimate_costs_any_torch_activation_per_element(tmp_path, mo
     off the model's count at relu1 here, as bn1 once did)."""
     for name, estimated, counted in _estimated_and_counted(tmp_path, monkeypatch, ("ELU", "Mish", "Hardsigmoid")):
         assert estimated[0] == pytest.approx(counted[0], abs=0.01), name
+
+
+def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_head(planted, tmp_path):
+    """prune reads α from one head: its intervals "over seeds" run over the refits on each ranking's
+    layers, not over fits of α, so the header, report.html and the reading say so (as early-exit's do)."""
+    cache, head_dir = planted
+    out = tmp_path / "o"
+    args = ["prune", str(head_dir), "--cache", str(cache), "--seeds", "2", "--ks", "1", "--epochs", "2"]
+    result = runner.invoke(
+        app, [*args, "--costs", "shapes", "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV
+    )
+    assert result.exit_code == 0, result.output
+    assert "· refit · 2 refit seed(s), α from one head · all layers" in " ".join(result.output.split())
+    assert json.loads((out / "summary.json").read_text())["seeds_how"] == "2 refit seed(s), α from one head"
+    said = " ".join(page_said(out / "report.html").split())
+    assert "refit · 2 refit seed(s), α from one head, 95% t-intervals over seeds" in said
+    assert "paired over 2 refit seed(s), α from one head" in said
+    assert (
+        f"α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the refits" in said
+    )
+    assert "run prune on each of its fit-head seeds (laya/seed_<S>/)" in said

@@ -122,6 +122,14 @@ def weighted_head_dirs(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
+def seeds_how(seeds: Sequence[int], heads: int) -> str:
+    """What the intervals "over seeds" run over, for the header of the terminal and report.html:
+    the refit seeds with α from one head, or the seeds of ``heads`` fitted LAYA heads."""
+    if heads > 1:
+        return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
+    return f"{len(seeds)} refit seed(s), α from one head"
+
+
 def one_weighted_head_dir(path: str | Path, command: str) -> Path:
     """The one head directory ``path`` names, as :func:`weighted_head_dirs` expands it; a folder that
     holds several (the seeds of a fit-head run) is refused, naming them, as ``command`` reads one head."""

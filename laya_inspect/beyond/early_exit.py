@@ -51,13 +51,14 @@ from .common import (
     load_split,
     open_weighted_head,
     refit_check,
+    seeds_how,
     trust_lines,
     weighted_head_dirs,
     write_whole,
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
-from .exit_alpha import mass_beyond, read_alpha, refit_seeds, seeds_how  # noqa: F401  (mass_beyond re-exported)
+from .exit_alpha import mass_beyond, read_alpha, refit_seeds  # noqa: F401  (mass_beyond re-exported)
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
 from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
 from .refit import Budget, Fit, layer_moments, refit
@@ -319,7 +320,7 @@ def _simulate(
         "budget_defaults": budget_defaults,
         "seeds": seeds,
         "alpha_heads": alpha_heads,
-        "seeds_how": seeds_how(seeds, alpha_heads),
+        "seeds_how": seeds_how(seeds, len(alpha_heads)),
         "rows": {"fit": len(fit_rows), "val": len(val_rows), "test": test.n, "val_how": rows_how},
         "costs": costs.to_dict(names),
         "compute_used_by_depth": {n: float(u) for n, u in zip(names, used)},

@@ -37,13 +37,6 @@ def refit_seeds(head_dirs: Sequence[Path], configs: Sequence[dict[str, Any]], co
     return seeds  # type: ignore[return-value]
 
 
-def seeds_how(seeds: Sequence[int], alpha_heads: Sequence[dict[str, Any]]) -> str:
-    """What the intervals "over seeds" run over, for the header of the terminal and report.html."""
-    if len(alpha_heads) > 1:
-        return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
-    return f"{len(seeds)} refit seed(s), α from one head"
-
-
 def mass_beyond(weights: np.ndarray) -> np.ndarray:
     """(N, L) Σ_(j>k) w_j for each k, from (N, L) weights (0 at the last depth)."""
     tail = np.cumsum(weights[:, ::-1], axis=1)[:, ::-1]

@@ -46,6 +46,7 @@ from .common import (
     paired,
     refit_check,
     rows_tensor,
+    seeds_how,
     subsample,
     trust_lines,
     verdict,
@@ -308,6 +309,8 @@ def _prune(
         "budget_defaults": budget_defaults,
         "mode": "refit" if config.refit else f"no-refit (ablation {config.ablation})",
         "seeds": seeds,
+        # the rankings' α (and LOLO) are one head's: the intervals over seeds run over the refits alone
+        **({"seeds_how": seeds_how(seeds, 1)} if config.refit else {}),
         "rows": {
             "fit": len(fit_rows),
             "val": len(val_rows),

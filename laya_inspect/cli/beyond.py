@@ -112,8 +112,8 @@ def prune_command(
     s = result.summary
     _settings(s)
     table = titled_table(
-        f"prune {head_dir} · {s['mode']} · {len(s['seeds'])} seed(s) · all layers: test accuracy "
-        f"{_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
+        f"prune {head_dir} · {s['mode']} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · all layers: "
+        f"test accuracy {_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
         "ranking",
         "smallest k",
         "FLOPs saved",

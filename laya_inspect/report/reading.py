@@ -627,7 +627,8 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             "Ranking layers by α "
             + "; ".join(parts)
             + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired over "
-            + f"{len(s['seeds'])} seed(s), {families_text(*vs.values(), what='t-intervals')}."
+            + f"{s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'}, "
+            + f"{families_text(*vs.values(), what='t-intervals')}."
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
@@ -663,6 +664,12 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
+    if s.get("seeds_how"):  # refits over seeds, α from one head (absent under --no-refit and in older summaries)
+        refits, lines = (
+            "the refits on each ranking's layers",
+            "the α ranking's lines (and the LOLO ranking's, the same head's)",
+        )
+        details.insert(0, _one_alpha(s, refits, lines))
     return Reading([*_warnings(s), first, second], details)
 
 
@@ -757,10 +764,15 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     return Reading([*_warnings(s), *lead], details)
 
 
-def _one_alpha(s: dict[str, Any]) -> str:
+def _one_alpha(
+    s: dict[str, Any],
+    refits: str = "the per-depth heads' refits",
+    lines: str = "the alpha and confidence+alpha lines",
+) -> str:
     """Early exit's seeds are the per-depth heads' refits (and random exit's draws); α, in the alpha
     and confidence+alpha rules, is the one given head's, so its verdicts hold for that fit of α alone;
-    given several LAYA heads, seed s's refits are read with the head of seed s."""
+    given several LAYA heads, seed s's refits are read with the head of seed s. Prune's seeds are its
+    refits on each ranking's layers, its α (and LOLO) ranking the one head's."""
     n = len(s.get("seeds") or [])
     if len(s.get("alpha_heads") or []) > 1:
         return (
@@ -769,9 +781,9 @@ def _one_alpha(s: dict[str, Any]) -> str:
         )
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
-        "the per-depth heads' refits, not fits of α, so the alpha and confidence+alpha lines hold for this fit of α "
-        "only; a verdict that changes with the seed a head was fitted with is not a verdict: run early-exit on each "
-        "of its fit-head seeds (laya/seed_<S>/) and read them together."
+        f"{refits}, not fits of α, so {lines} hold for this fit of α only; a verdict that changes with the seed a "
+        f"head was fitted with is not a verdict: run {s.get('command') or 'early-exit'} on each of its fit-head "
+        "seeds (laya/seed_<S>/) and read them together."
     )
 
 
