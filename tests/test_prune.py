@@ -1347,6 +1347,7 @@ def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_he
     said = " ".join(page_said(out / "report.html").split())
     assert "refit · 2 refit seed(s), α from one head, 95% t-intervals over seeds" in said
     assert "paired over 2 refit seed(s), α from one head" in said
+    assert "refit, 2 refit seed(s), α from one head, 95% t-intervals over seeds (α − ranking" in said
     assert (
         f"α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the refits" in said
     )

@@ -234,8 +234,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         classes.append("ref")
     cols = ["ranking", "smallest k", "FLOPs saved", "test acc there", "mean test acc over k < L", "α − ranking", ""]
     caption = (
-        f"{s['mode']}, {len(s['seeds'])} seed(s), 95% t-intervals over seeds (α − ranking: "
-        f"{families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
+        f"{s['mode']}, {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'}, 95% t-intervals over seeds "
+        f"(α − ranking: {families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
         f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
         f"{s['config']['max_drop']:g} of all layers'"
     )
