@@ -744,6 +744,8 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in reading
     said = page_said(tmp_path / "a" / "report.html")
     assert "2 refit seed(s), α from one head, 95% t-intervals over seeds" in " ".join(said.split())
+    # early-exit reads every seed of a fit-head folder itself: the advice is to give it one
+    assert "give early-exit the fit-head folder (or its laya/) to read α of every seed" in " ".join(said.split())
 
 
 def test_several_laya_heads_take_their_own_seeds(cache, two_laya_seeds, tmp_path):

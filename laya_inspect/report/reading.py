@@ -779,11 +779,16 @@ def _one_alpha(
             f"α here is each of {n} fitted LAYA heads' ({s['head_dir']}): seed s's per-depth refits are read with α "
             "of the head fitted with seed s, so each interval over seeds covers both α's fit and the refits."
         )
+    command = s.get("command") or "early-exit"
+    todo = (  # early-exit reads every seed of a fit-head folder itself; prune reads one head
+        "give early-exit the fit-head folder (or its laya/) to read α of every seed"
+        if command == "early-exit"
+        else f"run {command} on each of its fit-head seeds (laya/seed_<S>/) and read them together"
+    )
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
         f"{refits}, not fits of α, so {lines} hold for this fit of α only; a verdict that changes with the seed a "
-        f"head was fitted with is not a verdict: run {s.get('command') or 'early-exit'} on each of its fit-head "
-        "seeds (laya/seed_<S>/) and read them together."
+        f"head was fitted with is not a verdict: {todo}."
     )
 
 
