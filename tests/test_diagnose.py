@@ -707,6 +707,12 @@ def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tm
     both = runner.invoke(app, [*args, *map(str, dirs), "--out", str(tmp_path / "both")], env=ENV)
     assert both.exit_code == 0, both.output
     assert "one fitted seed" not in " ".join(both.output.split())
+    # `report DIR` restates the verdict lines the command printed, the note among them
+    again = runner.invoke(app, ["report", str(tmp_path / "one")], env=ENV)
+    assert again.exit_code == 0, again.output
+    assert "note: " + sentence in " ".join(again.output.split())
+    again = runner.invoke(app, ["report", str(tmp_path / "both")], env=ENV)
+    assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
 
 
 def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):

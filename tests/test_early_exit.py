@@ -140,6 +140,9 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
     assert report.exit_code == 0, report.output
     assert settings_said(report.output) == line
     assert line in page_said(out / "report.html")
+    # and the verdict's lines, its notes on the questions read apart among them (they were left out)
+    notes = [n for n in result.output.splitlines() if n.startswith("• note: ")]
+    assert notes and all(n in report.output.splitlines() for n in notes), report.output
 
 
 @pytest.mark.slow

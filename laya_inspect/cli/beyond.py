@@ -49,12 +49,20 @@ def _settings(s: dict[str, Any]) -> None:
     console.print(beyond_settings_line(s, min(console.width, 100)), highlight=False)
 
 
-def _wrote(out: Path, s: dict[str, Any], *notes: str) -> None:
-    """The verdict and ``notes`` under the run's warnings, then the files in ``out`` (report.html among them,
-    plots/ if any)."""
+def verdict_lines(s: dict[str, Any]) -> list[str]:
+    """The verdict and its notes, as the command prints them and `report DIR` prints them again."""
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
-    notes = (*(s[k] for k in ("families_read_apart", "family_rule") if s.get(k)), *notes)
-    bullets([*s["verdict"], *(f"note: {n}" for n in notes)], s.get("warnings"))
+    notes = [s[k] for k in ("families_read_apart", "family_rule") if s.get(k)]
+    heads = (s.get("heads") or []) if s.get("command") == "diagnose" else []
+    if len(heads) == 1:  # its intervals run over test rows: they leave out the seed it was fitted with
+        notes.append(one_seed_sentence("the verdicts above", heads[0]["head_dir"], "diagnose"))
+    return [*(s.get("verdict") or []), *(f"note: {n}" for n in notes)]
+
+
+def _wrote(out: Path, s: dict[str, Any]) -> None:
+    """The verdict and its notes under the run's warnings, then the files in ``out`` (report.html among
+    them, plots/ if any)."""
+    bullets(verdict_lines(s), s.get("warnings"))
     names = sorted(p.name + "/" * p.is_dir() for p in Path(out).iterdir())
     dim(f"wrote {out}/: {', '.join(names)}")
 
@@ -307,6 +315,4 @@ def diagnose_command(
         for cut in (auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"])):
             if cut:
                 dim(cut)
-    # one head's intervals run over test rows: they leave out the seed it was fitted with, as report.html says
-    one = s["heads"][0]["head_dir"] if len(s["heads"]) == 1 else None
-    _wrote(out, s, *([one_seed_sentence("the verdicts above", one, "diagnose")] if one else []))
+    _wrote(out, s)

@@ -149,10 +149,11 @@ def report_command(
         typer.echo(json_text(data))
     elif folder is None:
         from ..report.settings import beyond_settings_line
+        from .beyond import verdict_lines
 
         console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
         console.print(beyond_settings_line(summary, min(console.width, 100)), highlight=False)  # as the command said
-        bullets(summary.get("verdict") or [], summary.get("warnings"))
+        bullets(verdict_lines(summary), summary.get("warnings"))
     else:
         from ..report.stale import stale_inputs
 
