@@ -454,6 +454,13 @@ def test_an_across_seed_verdict_names_the_scores_that_carry_it() -> None:
     rows = csv_rows({"directions": {}, "across_seeds": across})
     said = [(r["scope"], r["text"]) for r in rows if r["metric"] == "verdict_carried_by"]
     assert said == [("seed:0", which), ("seed:1", which)]
+    # a seed whose verdict all three scores carry has no row saying so (docs/FORMATS.md: an empty one said nothing)
+    every = ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness")
+    rows = csv_rows(
+        {"directions": {}, "across_seeds": across_seeds([_carried_by(0, every), _carried_by(1, agree_d1)], [0, 1])}
+    )
+    said = [(r["scope"], r["text"]) for r in rows if r["metric"] == "verdict_carried_by"]
+    assert said == [("seed:1", which)], said
 
     # the same word carried by other scores is another verdict: a caveat, and said seed by seed
     across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])

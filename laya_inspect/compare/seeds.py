@@ -264,7 +264,8 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 for metric in ("verdicts", "carried"):
                     for s, w in zip(g["seeds"], row.get(metric) or []):
                         name = "verdict_vs_constant" if metric == "verdicts" else "verdict_carried_by"
-                        rows.append({**base, "scope": f"seed:{s}", "metric": name, **cell(w), "direction": ""})
+                        if w != "" or metric == "verdicts":  # "": all three carry it, no row to say so
+                            rows.append({**base, "scope": f"seed:{s}", "metric": name, **cell(w), "direction": ""})
             for k, c in enumerate(entry["caveats"], 1):
                 head = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": ""}
                 rows.append({**head, "scope": "seeds", "metric": f"caveat_{k}", **cell(c), "direction": ""})
