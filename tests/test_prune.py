@@ -1213,6 +1213,21 @@ def test_the_coarse_k_search_refits_every_k_below_the_first_grid_k_within_max_dr
     assert finer_ks(grid, {k: curves["hidden rise and fall"](k) for k in grid}, 0.98) == [5, 7, 9, 10, 11]
 
 
+def test_the_search_line_reads_where_no_ranking_needs_a_k_off_the_grid():
+    """Every ranking within --max-drop at a grid k with no k off the grid below it (k <= 4): the verdict's
+    line read "no ranking has a k off the grid every k below its smallest grid k within --max-drop"."""
+    from laya_inspect.beyond.prune import _search_line, coarse_ks
+
+    grid = coarse_ks(10)
+    s = {"ks": grid, "cache": {"layer_names": [f"l{i}" for i in range(10)]}}
+    s["k_search"] = {"search": "coarse", "per_ranking": {"alpha": grid, "depth": grid}}
+    (line,) = _search_line(s)
+    assert "; no ranking is refit at a k off the grid: none lies below its smallest grid k within --max-drop; " in line
+    s["k_search"]["per_ranking"]["depth"] = sorted({*grid, 5, 7, 9})
+    (line,) = _search_line(s)
+    assert "; depth also at 5, 7, 9: every k below its smallest grid k within --max-drop; " in line
+
+
 def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_shapes(tmp_path, monkeypatch):
     """QA: `prune` on a user's convnet (python:…, no input size of its own) over a CIFAR-10 folder, whose
     images extract leaves at their own size (transforms' output [3, "H", "W"]), ended in a traceback,

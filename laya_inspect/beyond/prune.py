@@ -572,7 +572,11 @@ def _search_line(s: dict[str, Any]) -> list[str]:
     return [
         f"k searched coarse to fine: every ranking refit at k = {', '.join(str(k) for k in sorted(s['ks']))} "
         f"(the random reference at those below {n_layers}); "
-        + (f"{finer}: {below}" if finer else f"no ranking has a k off the grid {below}")
+        + (
+            f"{finer}: {below}"
+            if finer
+            else "no ranking is refit at a k off the grid: none lies below its smallest grid k within --max-drop"
+        )
         + "; the chosen and cheapest sets are those a search over every k finds; α's comparisons over k read the "
         "grid's k only; --search every refits every k"
     ]
