@@ -173,7 +173,7 @@ def test_terminal_states_the_settings_and_which_were_left_at_default(fitted: tup
     assert given == "lr 0.01 · ≤ 3 epochs · seeds 0, 1 · batch 32"
     patience = summary["training"]["patience"]  # the default rule's, more than the 3 epochs: it stops nothing
     assert patience >= 3
-    stop = f"no early stop (patience {patience} ≥ 3 epochs)"
+    stop = f"no early stop (patience {patience} ≥ the 2 epochs after the first)"
     assert left == f"d*=96 · τ=1.5 · weight decay 0.01 · {stop} · validation 0.1 of train · device cpu"
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and _settings(again.stdout) == (given, left)
@@ -488,15 +488,18 @@ def test_report_html_never_replaces_a_page_the_user_wrote(fitted: tuple[Path, ob
 
 def test_a_patience_of_at_least_the_epochs_reads_as_no_early_stop() -> None:
     """ "≤ 3 epochs · patience 37" read as if training could stop early; with a patience of at least the
-    epochs it cannot (the first stop comes after patience + 1 epochs), and the line says so."""
+    epochs after the first it cannot (the first epoch is always a new best, so the first stop comes after
+    patience + 1 epochs: patience 2 of 3 epochs stops at the last one), and the line says so."""
     from laya_inspect.report.settings import fit_settings_line
     from laya_inspect.training.fit_config import FitConfig
 
     config = FitConfig(heads=("last",), seeds=(0,), epochs=3, device="cpu")
-    for patience, said in ((37, "no early stop (patience 37 ≥ 3 epochs)"), (2, "patience 2")):
+    stop = "no early stop (patience {} ≥ the 2 epochs after the first)"
+    for patience, said in ((2, stop.format(2)), (37, stop.format(37)), (1, "patience 1")):
         summary = {"config": config.to_dict(), "config_defaults": ["patience"], "device": "cpu"}
         summary["training"] = {"epochs": 3, "patience": patience}
         line = " ".join(str(fit_settings_line(summary, 1000)).split())
+        assert ("no early stop" in line) == (patience != 1), line  # 2 of 3 epochs: a stop comes at the last
         assert f"left at their defaults: {said}" in line, line
 
 

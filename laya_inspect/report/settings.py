@@ -89,10 +89,12 @@ def compare_settings_line(s: dict[str, Any], width: int = 100) -> Text:
 
 
 def _patience(patience: Any, epochs: Any) -> str:
-    """ "patience 5"; a patience of at least the epochs stops nothing early (the first stop could come
-    after patience + 1 epochs), and "≤ 3 epochs · patience 37" read as if it could."""
-    if isinstance(patience, int) and isinstance(epochs, int) and patience >= epochs:
-        return f"no early stop (patience {patience} ≥ {epochs} epochs)"
+    """ "patience 5"; a patience of at least the epochs after the first stops nothing early (the first
+    epoch is always a new best, so the first stop comes after patience + 1 epochs: with patience
+    epochs − 1, at the last one), and "≤ 3 epochs · patience 37" read as if it could."""
+    if isinstance(patience, int) and isinstance(epochs, int) and patience >= epochs - 1:
+        after = epochs - 1
+        return f"no early stop (patience {patience} ≥ the {after} epoch{'s' * (after != 1)} after the first)"
     return f"patience {_g(patience)}"
 
 
