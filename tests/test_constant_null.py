@@ -727,3 +727,7 @@ def test_a_failed_sanity_check_is_said_before_any_verdict(compared) -> None:
     assert text.count("sanity check failed") == before + 1
     lead = compare_reading(summary).lead
     assert [line for line in lead if line.startswith("S" + said[1:])] and "Against" not in lead[0], lead
+    # a summary that records no threshold (written before it was stored) says the check read high, not "≥ None"
+    del summary["sanity"]["choices"]["threshold"]
+    text = printed(summary)
+    assert "≥ None" not in text and "sanity check failed: ig on laya" in text and "(read high)" in text, text

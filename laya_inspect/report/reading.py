@@ -588,8 +588,9 @@ def sanity_failed(summary: dict[str, Any]) -> list[str]:
     t = summary["sanity"]["choices"].get("threshold")
     return [
         f"sanity check failed: {m} on {name} with {SANITY_CHECKS.get(check, check)} keeps ρ "
-        f"{with_ci(c['rank_correlation'])} with the trained head's attributions (|ρ| ≥ {t} over the whole "
-        "interval): they follow something other than what the head learned, so its scores do not explain the head"
+        f"{with_ci(c['rank_correlation'])} with the trained head's attributions ("
+        + (f"|ρ| ≥ {t} over the whole interval" if t is not None else "read high")
+        + "): they follow something other than what the head learned, so its scores do not explain the head"
         for name, _, rows in sanity_heads(summary)
         for m, check, c in rows
         if c["verdict"] == "high"

@@ -301,8 +301,8 @@ def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableTy
             f"{dirs['faithfulness']}; subset ρ = correlation over layer subsets; del / ins = deletion / insertion "
             f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
             "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
-            "verdict: beats = an interval above 0 and none below, worse = the reverse, does not = every "
-            "interval includes 0, = rule = identical to the constant rule (same profile: the rule's scores on every "
+            "verdict: beats = an interval above 0 and none below, worse = the reverse, 'does not' = every "
+            "interval includes 0, '= rule' = identical to the constant rule (same profile: the rule's scores on every "
             "row, its differences 0 by construction, no finding); "
             + ON_ITS_OWN
             + (f"; effects within {tol:g} count as tied" if tol is not None else "")
