@@ -472,3 +472,21 @@ def test_an_across_seed_verdict_names_the_scores_that_carry_it() -> None:
     text = " ".join(_render(seed_tables({"across_seeds": across})).split())
     assert f"alpha: beats ({which}) on seed 0; beats ({other}) on seed 1" in text, text
     assert max(len(line) for line in _render(seed_tables({"across_seeds": across})).splitlines()) <= 80
+
+
+def test_seeds_that_give_one_verdict_on_other_scores_are_not_said_to_disagree() -> None:
+    """QA (all-MiniLM-L6-v2, 3 seeds): IG beat the constant rule on every seed, on other scores on one,
+    and both the caveat and report.html's lead said "the seeds disagree" of it (the lead twice over,
+    "the seeds disagree, so read …: the seeds disagree: ig beats … on seeds 0, 2; ig beats … on seed 1")."""
+    from laya_inspect.report.reading import compare_reading
+
+    agree_d1 = ("top_layer_agreement", "deletion_at_1_over_oracle")
+    across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])
+    (caveat,) = across["caveats"]
+    assert "disagree" not in caveat and "the seeds give one verdict on other scores: alpha beats" in caveat
+    summary = _compared([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])
+    lead = " ".join(compare_reading(summary).lead)
+    assert "disagree" not in lead and "seed 0 of 2" in lead and "one verdict on other scores" in lead
+    # a verdict that differs between the seeds is still said to
+    differing = across_seeds([_head(0, "beats", ["alpha"]), _head(1, "not shown", [])], [0, 1])
+    assert any("the seeds disagree: alpha beats" in c for c in differing["caveats"])

@@ -770,3 +770,17 @@ def test_laya_heads_that_held_out_other_rows_are_refused(cache, tmp_path):
             save_head(fit / "laya" / f"seed_{s}", planted(True), meta=meta)
     bad = runner.invoke(app, ["early-exit", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
     assert bad.exit_code == 1 and "held out other train rows than" in bad.output, bad.output
+
+
+def test_the_refit_warning_names_each_laya_seeds_own_epochs(cache, tmp_path):
+    """QA (all-MiniLM-L6-v2, 3 LAYA seeds that ran 299, 980 and 993 epochs): the under-trained refit
+    warning said "the given head ran 299 epochs", seed 0's alone, of a run that reads every seed."""
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, first in ((0, True), (1, False)):
+            meta = {**cache_identity(store), "seed": s, "metrics": {"epochs_run": 40 + s}, "training": {"lr": 0.002}}
+            save_head(fit / "laya" / f"seed_{s}", planted(first), meta=meta)
+        config = ExitConfig(thresholds=5, costs="shapes", device="cpu", plots=False)
+        s = simulate_early_exit(fit, store, config, Budget(epochs=1), out_dir=tmp_path / "out").summary
+    (warned,) = [w for w in s["warnings"] if w.startswith("the refits fall short")]
+    assert warned.endswith("(the given heads ran 40, 41 epochs at lr 0.002)")

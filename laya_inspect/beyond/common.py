@@ -338,7 +338,7 @@ def refit_check(
     n_layers: int,
     budget: Budget,
     n_train: int,
-    head_config: dict[str, Any],
+    head_config: dict[str, Any] | Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     """The refits on all ``n_layers`` layers beside the given head's test accuracy ``given`` on the
     same rows (a sequence: each seed's own given head's, early-exit's several LAYA heads): the
@@ -365,10 +365,12 @@ def refit_check(
         record["given_heads_test_acc"] = givens
     if record["under_trained"]:
         epochs, patience = budget.resolve(n_train)
-        ran = (head_config.get("metrics") or {}).get("epochs_run")
-        trained = head_config.get("training") or {}
-        head_ran = f"{ran} epochs" if isinstance(ran, int) else "its own budget"
-        lr = trained.get("lr")
+        # early-exit's several LAYA heads (``head_config`` a sequence): each seed's own epochs, not the first's
+        configs = [head_config] if isinstance(head_config, dict) else list(head_config)
+        ran = [(c.get("metrics") or {}).get("epochs_run") for c in configs]
+        head_ran = f"{', '.join(map(str, ran))} epochs" if all(isinstance(r, int) for r in ran) else "its own budget"
+        lrs = {(c.get("training") or {}).get("lr") for c in configs}
+        lr = lrs.pop() if len(lrs) == 1 else None
         head_lr = f" at lr {lr:g}" if isinstance(lr, (int, float)) else ""
         each = ", ".join(f"{g:.4f}" for g in givens)
         heads = f"heads of those seeds {each}" if several else f"head {givens[0]:.4f}"
@@ -380,6 +382,6 @@ def refit_check(
             f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "
             f"{budget.weight_decay or 0.0:g}) under-trains this head, so every accuracy here is an under-trained "
             f"head's, and fewer layers can look as good as all; rerun with more --epochs and --patience "
-            f"(the given head ran {head_ran}{head_lr})"
+            f"(the given head{'s' * (len(configs) > 1)} ran {head_ran}{head_lr})"
         )
     return record

@@ -363,7 +363,7 @@ def _simulate(
             n_layers,
             budget,
             len(fit_rows),
-            hconf,
+            [c for _, c in opened],
         ),
     }
     summary["warnings"] = (

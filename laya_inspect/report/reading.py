@@ -363,7 +363,8 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     if not said:
         n = len(seeds)
         return [f"{where}; each of the {n} seeds gives the same verdicts and best marks (the across-seed table below)."]
-    return [f"{where}, and the seeds disagree, so read no one seed's verdict alone: " + "; ".join(said) + "."]
+    unlike = "the seeds do not all read alike, so read no one seed's verdict alone"
+    return [f"{where}, and {unlike}: " + "; ".join(said) + "."]
 
 
 # -- fit-head ------------------------------------------------------------------------------------
