@@ -147,3 +147,13 @@ def test_a_cut_note_says_each_intervals_count_where_they_differ() -> None:
     assert "the t-interval over each one's seeds at 95% (" in note, note
     same = cut_note({"alpha": alpha, "ig": alpha}, "ρ", "[−1, 1]", "the range", "seeds at 95%")
     assert same is not None and "the t-interval over 3 seeds at 95% (alpha [-0.02, +1.22], ig [" in same, same
+
+
+def test_a_cut_note_shows_a_bound_past_the_range_edge_as_past_it() -> None:
+    """QA (all-MiniLM-L6-v2, 3 seeds): "the t-interval … (gradcam top-layer agreement [+0.88, +1.00]) is
+    too wide to bound it there": the upper bound, 1.003, rounded onto the edge of [0, 1] it was cut to."""
+    from laya_inspect.training.stats import bounded, cut_note
+
+    agree = bounded({"mean": 0.94, "ci_low": 0.8812, "ci_high": 1.0031, "n": 3}, 0.0, 1.0)
+    note = cut_note({"gradcam": agree}, "agreement", "[0, 1]", "its range", "seeds at 95%")
+    assert note is not None and "gradcam [+0.88, +1.003]" in note, note

@@ -77,12 +77,20 @@ def cut_note(
     def name(k: str, d: Mapping[str, Any]) -> str:
         return f"{k} over {d.get('n')}" if each else k
 
-    t = ", ".join(f"{name(k, d)} [{d['t_low']:+.2f}, {d['t_high']:+.2f}]" for k, d in cut.items())
+    t = ", ".join(f"{name(k, d)} [{_bound(d['t_low'])}, {_bound(d['t_high'])}]" for k, d in cut.items())
     size = "each one's" if each else str(next(iter(counts)))
     return (
         f"{label}: an interval reaching outside {span} is shown cut to {span}, {why}; the t-interval over {size} "
         f"{over} ({t}) is too wide to bound it there"
     )
+
+
+def _bound(v: float) -> str:
+    """A t bound at 2 decimals, or more where 2 round it onto a whole number, the edge of every range
+    here: "+1.003", not "+1.00", which read as inside the [0, 1] it was cut to ("[+0.88, +1.00] is too
+    wide to bound it there")."""
+    digits = next((d for d in (2, 3, 4) if round(v, d) != round(v)), 6)
+    return f"{v:+.{digits}f}"
 
 
 def spec(d: dict[str, Any], digits: int = 4) -> str:
