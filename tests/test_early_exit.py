@@ -784,3 +784,37 @@ def test_the_refit_warning_names_each_laya_seeds_own_epochs(cache, tmp_path):
         s = simulate_early_exit(fit, store, config, Budget(epochs=1), out_dir=tmp_path / "out").summary
     (warned,) = [w for w in s["warnings"] if w.startswith("the refits fall short")]
     assert warned.endswith("(the given heads ran 40, 41 epochs at lr 0.002)")
+
+
+def test_report_dir_restates_the_notes_that_read_the_verdict(digits_cache, laya_dir, tmp_path):
+    """QA (all-MiniLM-L6-v2): `report DIR` of an early-exit folder reprinted its verdict lines without the
+    notes the command printed under them (its 3 questions read apart, each at 95%, and how often a wrong
+    "beats" comes among them): the verdicts without their family."""
+    out = tmp_path / "ee"
+    args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]
+    result = runner.invoke(
+        app, [*args, "--thresholds", "5", "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV
+    )
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("• note: ")]
+    assert notes, result.output
+    report = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert report.exit_code == 0, report.output
+    bulleted = [line for line in report.output.splitlines() if line.startswith("• ")]
+    assert bulleted == [line for line in result.output.splitlines() if line.startswith("• ")]
+
+
+def test_an_interval_cut_to_0_1_is_said_to_be_cut() -> None:
+    """QA (MobileNetV2 on CIFAR-10, 2 LAYA seeds): the fixed-depth table showed features.16's accuracy
+    "0.4825 [0.0000, 1.0000]", a t-interval over 2 seeds cut to [0, 1] with no word of it (diagnose and
+    compare say where they cut one)."""
+    from laya_inspect.beyond.scoring import exit_cut_note
+    from laya_inspect.compare.seeds import t_estimate
+
+    wide, narrow = t_estimate([0.3, 0.665]), t_estimate([0.58, 0.60])
+    s = {"fixed_depth": [{"layer": "features.16", "accuracy": wide}, {"layer": "features.18", "accuracy": narrow}]}
+    s["rules"] = {"alpha": {"area_held_out": narrow, "area_in_sample": narrow}}
+    note = exit_cut_note(s)
+    assert note is not None and note.startswith("areas and accuracies: an interval reaching outside [0, 1]"), note
+    assert f"(features.16 accuracy [{wide['ci_low']:+.2f}, {wide['ci_high']:+.2f}])" in note, note
+    assert exit_cut_note({"fixed_depth": s["fixed_depth"][1:], "rules": s["rules"]}) is None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import MIN_ROWS
-from ..training.stats import cut_note, family, holm, level
+from ..training.stats import bounded, cut_note, family, holm, level
 
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
@@ -348,6 +348,18 @@ def auroc_note(scores: dict[str, dict[str, dict[str, Any]]]) -> str | None:
     [0, 1] (:func:`.common.bounded`), as :func:`clipped_note` says it. None where none was."""
     named = {f"{score} {metric}": d for metric, by in scores.items() for score, d in by.items()}
     return cut_note(named, "/".join(scores), "[0, 1]", "the values they can take", "heads at 95%")
+
+
+def exit_cut_note(s: dict[str, Any]) -> str | None:
+    """Where an early-exit summary's interval over seeds of a rule's area or a fixed depth's accuracy
+    reached outside [0, 1] and is shown cut to it (2 seeds: "[0.0000, 1.0000]"), as :func:`auroc_note`
+    says it of diagnose's. None where none did."""
+    named = {f"{f['layer']} accuracy": bounded(f["accuracy"], 0.0, 1.0) for f in s.get("fixed_depth") or []}
+    for rule, entry in (s.get("rules") or {}).items():
+        for key in ("area_held_out", "area_in_sample"):
+            if entry.get(key):
+                named[f"{rule} {key.replace('_', ' ')}"] = bounded(entry[key], 0.0, 1.0)
+    return cut_note(named, "areas and accuracies", "[0, 1]", "the values they can take", "seeds at 95%")
 
 
 def shift_not_read(shift: dict[str, Any]) -> str | None:

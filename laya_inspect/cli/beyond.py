@@ -239,6 +239,10 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
     console.print(depth)
+    from ..beyond.scoring import exit_cut_note
+
+    if cut := exit_cut_note(s):
+        dim(cut)
     _wrote(out, s)
 
 

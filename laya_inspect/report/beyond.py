@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, head_label, shift_not_read
+from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, exit_cut_note, head_label, shift_not_read
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
@@ -353,6 +353,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     ]
     cols = ["layer", "depth", "test accuracy (fixed exit)", "FLOPs run", "α mass beyond", "α mass beyond (full pass)"]
     caption = "α mass beyond: mean over test rows, later layers at their train means"
+    caption += "".join(f"; {cut}" for cut in [exit_cut_note(s)] if cut)
     return [*sections, Section("Fixed depth", [Table("exit-depths", cols, depth, caption)])]
 
 
