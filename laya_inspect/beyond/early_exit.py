@@ -47,7 +47,6 @@ from .common import (
     estimate,
     fit_rows_of,
     head_hparams,
-    held_out_rows,
     load_split,
     open_weighted_head,
     refit_check,
@@ -58,9 +57,10 @@ from .common import (
 )
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
-from .exit_alpha import mass_beyond, read_alpha, refit_seeds  # noqa: F401  (mass_beyond re-exported)
+from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-exported)
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
 from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
+from .laya_seeds import refit_seeds, shared_held_out
 from .refit import Budget, Fit, layer_moments, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
@@ -237,7 +237,7 @@ def _simulate(
     ]
     head, hconf = opened[0]
     head_dir = head_dirs[0]
-    seeds = refit_seeds(head_dirs, [c for _, c in opened], config)
+    seeds = refit_seeds(head_dirs, [c for _, c in opened], config, "early-exit")
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:
         raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
@@ -247,13 +247,7 @@ def _simulate(
             f"early exit needs at least 2 rows in split {config.test_split!r} (its thresholds are chosen on one "
             f"half of them and scored on the other); it has {test.n}"
         )
-    train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
-    for d, (_, c) in zip(head_dirs[1:], opened[1:]):
-        if not np.array_equal(held_out_rows(c, train.labels)[1], val_rows):
-            raise InputError(
-                f"{d} held out other train rows than {head_dir}: the refits of every seed stop on one set of "
-                "held-out rows; give the heads of one fit-head run"
-            )
+    train_rows, val_rows, rows_how = shared_held_out(head_dirs, [c for _, c in opened], train.labels)
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)

@@ -11,30 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
 from ..heads import Head
-from ..options import defaulted
 from .common import Split, accuracy, head_outputs
-from .config import ExitConfig
-
-
-def refit_seeds(head_dirs: Sequence[Path], configs: Sequence[dict[str, Any]], config: ExitConfig) -> list[int]:
-    """0 … --seeds−1 for one head; for several, each head's own recorded seed: seed s's refits are read
-    with α of the head of seed s, so an interval over seeds covers α's fit as well as the refits."""
-    if len(head_dirs) == 1:
-        return list(range(config.seeds))
-    seeds = [c.get("seed") for c in configs]
-    if not all(isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds):
-        raise InputError(
-            f"early-exit pairs each LAYA head's α with the refits of its seed, and {', '.join(map(str, head_dirs))} "
-            f"record seeds {seeds}: give heads of distinct recorded seeds (fit-head's laya/seed_<S>/), or one head"
-        )
-    if "seeds" not in defaulted(config) and config.seeds != len(seeds):
-        raise InputError(
-            f"--seeds {config.seeds} with {len(seeds)} LAYA heads: the refit seeds are the heads' own "
-            f"({', '.join(map(str, seeds))}); leave --seeds out, or give one head"
-        )
-    return seeds  # type: ignore[return-value]
 
 
 def mass_beyond(weights: np.ndarray) -> np.ndarray:
