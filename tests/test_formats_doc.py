@@ -177,7 +177,11 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         documented = names["all three"].union(*(names[p] for p in own))
         # an AUROC difference's interval over several heads cut to [−1, 1]: one head here
         cut = {k: "over heads, where cut" for k in ("clipped", "t_low", "t_high")} if command == "diagnose" else {}
-        several = {"given_heads_test_acc": "early-exit given several LAYA heads"}  # one head here
+        several = {  # one head here
+            "given_heads_test_acc": "early-exit given several LAYA heads",
+            "layers_by_seed": "prune given several LAYA heads",
+            "by_seed": "prune given several LAYA heads",
+        }
         check(documented, written, cut if command == "diagnose" else several)
 
 

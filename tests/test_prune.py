@@ -1366,4 +1366,131 @@ def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_he
     assert (
         f"α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the refits" in said
     )
-    assert "run prune on each of its fit-head seeds (laya/seed_<S>/)" in said
+    assert "give prune the fit-head folder (or its laya/) to read α of every seed" in said
+
+
+@pytest.fixture()
+def two_laya_seeds(planted, tmp_path) -> tuple[Path, Path]:
+    """The planted cache and a fit-head output of two LAYA seeds that rank the layers apart: seed 0's
+    α (0.6, 0.4, 0) keeps l1 first, seed 1's (0, 0.4, 0.6) l3 first, so their sets differ at k < 3."""
+    cache, _ = planted
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, alpha in ((0, [0.6, 0.4, 0.0]), (1, [0.0, 0.4, 0.6])):
+            save_head(fit / "laya" / f"seed_{s}", planted_laya(alpha), meta={**cache_identity(store), "seed": s})
+    return cache, fit
+
+
+def test_a_fit_head_output_is_pruned_over_every_laya_seed_each_ranking_its_seeds_refits(two_laya_seeds, tmp_path):
+    """prune refused a folder of several LAYA seeds, so its intervals "over seeds" ran over the refits
+    of one fitted α. Given the fit-head output, seed s's α (and LOLO) ranks the layers refit at seed s;
+    where the heads keep different sets at a k, the point records each, saves their mean compute, and
+    is no recommendation."""
+    cache, fit = two_laya_seeds
+    config = PruneConfig(costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        costs = backbone_costs(store, "shapes")
+        r = prune_layers(fit, store, config, Budget(epochs=3), out_dir=tmp_path / "out")
+    s = r.summary
+    laya = (fit / "laya").resolve()
+    assert s["seeds"] == [0, 1] and s["head_dir"] == str(fit.resolve())
+    assert [(h["head_dir"], h["seed"]) for h in s["alpha_heads"]] == [
+        (str(laya / "seed_0"), 0),
+        (str(laya / "seed_1"), 1),
+    ]
+    assert s["alpha_heads"][0]["test_acc"] == 1.0  # the cache's labels are seed 0's predictions
+    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits"
+    alpha = {p["k"]: p for p in s["points"] if p["ranking"] == "alpha"}
+    assert alpha[1]["layers_by_seed"] == {"0": ["l1"], "1": ["l3"]}
+    assert alpha[2]["layers_by_seed"] == {"0": ["l1", "l2"], "1": ["l2", "l3"]}
+    assert "layers_by_seed" not in alpha[3] and alpha[3]["layers"] == ["l1", "l2", "l3"]
+    assert alpha[1]["flops_saved"] == pytest.approx((costs.saved(0)[1] + costs.saved(2)[1]) / 2)
+    # seed s's α set is refit at seed s: its accuracies are those of the same set in the rankings that keep it
+    depth = {p["k"]: p for p in s["points"] if p["ranking"] == "depth"}
+    deepest = {p["k"]: p for p in s["points"] if p["ranking"] == "deepest"}
+    for k in (1, 2):
+        assert alpha[k]["test_acc"]["values"] == [
+            depth[k]["test_acc"]["values"][0],
+            deepest[k]["test_acc"]["values"][1],
+        ]
+    # paired per seed: seed 0's α keeps depth's sets (difference 0 there), seed 1's deepest's
+    assert s["alpha_vs"]["depth"]["mean_test_acc_over_k_diff"]["values"][0] == 0.0
+    assert s["alpha_vs"]["deepest"]["mean_test_acc_over_k_diff"]["values"][1] == 0.0
+    assert not s["alpha_vs"]["depth"]["same_layer_sets"] and not s["alpha_vs"]["deepest"]["same_layer_sets"]
+    for p in (s["chosen"], s["cheapest"]):
+        assert p is None or "layers_by_seed" not in p
+    assert "the heads' α rankings keep different sets at k = 1, 2: not a stable recommendation" in s["verdict"]
+    assert s["refit_check"]["given_heads_test_acc"][0] == 1.0 and len(s["refit_check"]["given_heads_test_acc"]) == 2
+    rows = (tmp_path / "out" / "points.csv").read_text()
+    assert "seed 0: l1; seed 1: l3" in rows
+
+
+def test_several_laya_heads_are_not_pruned_without_refits(two_laya_seeds, tmp_path):
+    cache, fit = two_laya_seeds
+    args = ["prune", str(fit), "--cache", str(cache), "--no-refit", "--out", str(tmp_path / "o")]
+    bad = runner.invoke(app, args, env=ENV)
+    assert bad.exit_code == 1 and "--no-refit with 2 LAYA heads" in " ".join(bad.output.split()), bad.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_several_laya_heads_take_their_own_seeds_in_prune(two_laya_seeds, tmp_path):
+    cache, fit = two_laya_seeds
+    args = ["prune", str(fit), "--cache", str(cache), "--seeds", "4", "--out", str(tmp_path / "o")]
+    bad = runner.invoke(app, args, env=ENV)
+    said = " ".join(bad.output.split())
+    assert bad.exit_code == 1 and "--seeds 4 with 2 LAYA heads: the refit seeds are the heads' own (0, 1)" in said
+    assert not (tmp_path / "o").exists()
+
+
+def test_laya_heads_of_one_seed_or_other_held_out_rows_are_not_pruned_together(planted, tmp_path):
+    cache, _ = planted
+    for name, metas in (
+        ("same", ({"seed": 0}, {"seed": 0})),
+        ("rows", ({"seed": 0}, {"seed": 1, "split": {"val_fraction": 0.3, "val_mode": "stratified"}})),
+    ):
+        fit = tmp_path / name
+        with FeatureStore(cache) as store:
+            for i, meta in enumerate(metas):
+                save_head(
+                    fit / "laya" / f"seed_{i}", planted_laya([0.6, 0.4, 0.0]), meta={**cache_identity(store), **meta}
+                )
+        bad = runner.invoke(
+            app, ["prune", str(fit), "--cache", str(cache), "--out", str(tmp_path / f"o{name}")], env=ENV
+        )
+        said = " ".join(bad.output.split())
+        assert bad.exit_code == 1, bad.output
+        assert ("prune pairs each LAYA head's α" if name == "same" else "held out other train rows than") in said
+
+
+def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_laya_heads(two_laya_seeds, tmp_path):
+    """Given a fit-head output, the seeds are the heads' own: "over 2 fitted LAYA heads", as early-exit says."""
+    cache, fit = two_laya_seeds
+    out = tmp_path / "o"
+    args = ["prune", str(fit), "--cache", str(cache), "--ks", "1", "--epochs", "2", "--costs", "shapes"]
+    result = runner.invoke(app, [*args, "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "· refit · over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits · all layers" in said
+    given = settings_said(result.output).split("; left at their defaults: ")[0]
+    assert "seeds 0 1 of 2 LAYA heads" in given and "3 seed(s)" not in said, given
+    assert "the heads' α rankings keep different sets at k = 1: not a stable recommendation" in said
+    page = " ".join(page_said(out / "report.html").split())
+    assert f"α here is each of 2 fitted LAYA heads' ({fit.resolve()}): seed s's refits on each ranking's layers" in page
+    assert "seed 0: l1; seed 1: l3" in page
+
+
+def test_a_set_only_one_seeds_ranking_keeps_is_refit_at_that_seed_only():
+    """Refits are (layer set, seed) pairs: seed 0's α keeps {0, 1} at k = 2 and seed 1's {8, 9}; each is
+    refit at its own seed (and at another only where a shared ranking or the random reference keeps it)."""
+    from laya_inspect.beyond.prune import random_sets, refit_jobs
+
+    depth = list(range(10))
+    ranked = {"alpha": {0: depth, 1: depth[::-1]}, "depth": {0: depth, 1: depth}}
+    randoms = {2: random_sets(10, 2, 0)}
+    jobs = refit_jobs(ranked, [10, 2], randoms, [0, 1])
+    assert jobs[(8, 9), 1] == ["alpha"] and ((8, 9), 0) not in jobs
+    assert jobs[(0, 1), 0] == ["alpha", "depth"] and jobs[(0, 1), 1] == ["depth"]
+    assert jobs[tuple(depth), 0] == jobs[tuple(depth), 1] == ["alpha", "depth"]
+    for drawn in randoms[2][0]:
+        assert (drawn, 0) in jobs and (drawn, 1) in jobs
+    assert len(jobs) == 2 * 2 + 1 + 2 * len(set(randoms[2][0]) - {(0, 1), (8, 9)})

@@ -130,18 +130,6 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     return f"{len(seeds)} refit seed(s), α from one head"
 
 
-def one_weighted_head_dir(path: str | Path, command: str) -> Path:
-    """The one head directory ``path`` names, as :func:`weighted_head_dirs` expands it; a folder that
-    holds several (the seeds of a fit-head run) is refused, naming them, as ``command`` reads one head."""
-    found = weighted_head_dirs([path])
-    if len(found) != 1:
-        shown = ", ".join(str(d) for d in found[:3]) + (", …" if len(found) > 3 else "")
-        raise InputError(
-            f"{path} holds {len(found)} head directories ({shown}); {command} reads one head: give one of them"
-        )
-    return found[0]
-
-
 def open_weighted_head(
     head_dir: str | Path,
     store: FeatureStore,

@@ -14,6 +14,7 @@ from ..files import write_csv, write_json
 from ..head_dir import save_head
 from ..heads import Head
 from .common import estimate
+from .rankings import layers_text
 
 
 def _est(prefix: str, e: dict[str, Any] | None) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def write_prune(
         {
             "ranking": p["ranking"],
             "k": p["k"],
-            "layers": " ".join(p["layers"]),
+            "layers": layers_text(p),
             "deepest": p["deepest"],
             "params_saved": p["params_saved"],
             "flops_saved": p["flops_saved"],

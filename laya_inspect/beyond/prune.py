@@ -39,9 +39,7 @@ from .common import (
     fit_rows_of,
     head_hparams,
     head_outputs,
-    held_out_rows,
     load_split,
-    one_weighted_head_dir,
     open_weighted_head,
     paired,
     refit_check,
@@ -50,10 +48,12 @@ from .common import (
     subsample,
     trust_lines,
     verdict,
+    weighted_head_dirs,
     write_whole,
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
 from .costs import Costs, backbone_costs, cost_text, estimate_warnings, saves_text, smallest_within
+from .laya_seeds import refit_seeds, shared_held_out
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -116,6 +116,27 @@ def finer_ks(grid: list[int], val: dict[int, float], floor: float) -> list[int]:
     return [k for k in range(1, first) if k not in grid]
 
 
+def refit_jobs(
+    ranked: dict[str, dict[int, list[int]]],
+    ks: list[int],
+    randoms: dict[int, tuple[list[tuple[int, ...]], bool]],
+    seeds: list[int],
+) -> dict[tuple[tuple[int, ...], int], list[str]]:
+    """The (layer set, seed) pairs to refit, each with the rankings that keep it at that seed: a set
+    one seed's ranking keeps (its own LAYA head's α or LOLO) is refit at that seed only; the random
+    reference's sets at every seed (with no ranking, where none keeps them)."""
+    wanted: dict[tuple[tuple[int, ...], int], list[str]] = {}
+    for name, orders in ranked.items():
+        for k in ks:
+            for s, order in orders.items():
+                wanted.setdefault((_top(order, k), s), []).append(name)
+    for drawn, _ in randoms.values():
+        for layers in drawn:
+            for s in seeds:
+                wanted.setdefault((layers, s), [])
+    return wanted
+
+
 def _top(order: list[int], k: int) -> tuple[int, ...]:
     """The top-``k`` layers of a ranking's order, in cache order."""
     return tuple(sorted(order[:k]))
@@ -132,21 +153,36 @@ def prune_layers(
     overwrite: bool = False,
     progress: Progress | None = None,
 ) -> Result:
-    """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module."""
+    """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module.
+    ``head_dir``: one head directory, or a fit-head output (its laya/seed_<S>/, each seed's α and LOLO
+    ranking the layers refit at that seed)."""
     from .outputs import write_prune
 
-    head_dir = one_weighted_head_dir(head_dir, "prune")  # a fit-head output: its laya/seed_<S>/
+    head_dirs = weighted_head_dirs([head_dir])
+    if len(head_dirs) > 1 and not config.refit:
+        raise InputError(
+            f"--no-refit with {len(head_dirs)} LAYA heads in {head_dir}: --no-refit re-evaluates one head; give "
+            "one of them (laya/seed_<S>/), or leave --no-refit out to refit each head's ranking at its seed"
+        )
+    given = Path(head_dir) if len(head_dirs) > 1 else head_dirs[0]  # the heads read are in `alpha_heads`
 
     def run(tmp: Path) -> tuple[dict[str, Any], list[Path]]:
-        summary, chosen = _prune(head_dir, store, config, budget or Budget(), scalarmix_dir, progress or no_progress)
+        summary, chosen = _prune(
+            given, head_dirs, store, config, budget or Budget(), scalarmix_dir, progress or no_progress
+        )
         return summary, write_prune(tmp, summary, chosen, plots=config.plots)
 
-    inputs = [head_dir, store.path, scalarmix_dir]  # an --out beside the head in a fit-head output is allowed
+    inputs = [*head_dirs, store.path, scalarmix_dir]  # an --out beside the head in a fit-head output is allowed
     return write_whole(out_dir, run, command="prune", inputs=inputs, overwrite=overwrite)
 
 
+Layers = tuple[int, ...]
+Job = tuple[Layers, int]  # a layer set and the seed it is refit at
+
+
 def _prune(
-    head_dir: str | Path,
+    given: Path,
+    head_dirs: list[Path],
     store: FeatureStore,
     config: PruneConfig,
     budget: Budget,
@@ -154,58 +190,69 @@ def _prune(
     emit: Progress,
 ) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
     device = pick_device(config.device)
-    store = store_for_heads(store, [head_dir, *([scalarmix_dir] if scalarmix_dir is not None else [])])
-    head, hconf = open_weighted_head(
-        head_dir, store, command="prune", allow_other_cache=config.allow_other_cache, test_split=config.test_split
-    )
+    store = store_for_heads(store, [*head_dirs, *([scalarmix_dir] if scalarmix_dir is not None else [])])
+    opened = [
+        open_weighted_head(
+            d, store, command="prune", allow_other_cache=config.allow_other_cache, test_split=config.test_split
+        )
+        for d in head_dirs
+    ]
+    head, hconf = opened[0]
     names, n_layers = store.layer_names, head.num_layers
     if n_layers < 2:
-        raise InputError(f"prune needs a head on at least 2 layers; {head_dir} reads {n_layers}")
+        raise InputError(f"prune needs a head on at least 2 layers; {head_dirs[0]} reads {n_layers}")
     too_many = [k for k in config.ks if k > n_layers]
     if too_many:
         raise InputError(f"--ks {too_many[0]}: the head reads {n_layers} layers; give layer counts 1 … {n_layers}")
+    seeds = refit_seeds(head_dirs, [c for _, c in opened], config, "prune") if config.refit else [config.seed]
     smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
-    train_rows, val_rows, rows_how = held_out_rows(hconf, train.labels)
+    train_rows, val_rows, rows_how = shared_held_out(head_dirs, [c for _, c in opened], train.labels)
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     rank_rows = subsample(train_rows, config.rank_rows, config.seed, 2)
-    head.to(device)
     emit({"event": "step", "step": "rankings"})
     rank_hs = rows_tensor(train.hs, rank_rows)
-    logits, weights = head_outputs(head, rank_hs)
-    assert weights is not None  # open_weighted_head: heads with weights only
     from ..compare.values import layer_means
 
     means = layer_means(store, config.train_split)
+    own = []  # each head's α and LOLO rankings, which rank the layers refit at its seed
+    for h, _ in opened:
+        h.to(device)
+        logits, weights = head_outputs(h, rank_hs)
+        assert weights is not None  # open_weighted_head: heads with weights only
+        own.append((by_alpha(weights, len(rank_rows)), by_lolo(h, rank_hs, logits.argmax(1), means, len(rank_rows))))
     rankings = [
-        by_alpha(weights, len(rank_rows)),
+        own[0][0],
         by_scalarmix(smix, None if scalarmix_dir is None else str(scalarmix_dir)),
-        by_lolo(head, rank_hs, logits.argmax(1), means, len(rank_rows)),
+        own[0][1],
         by_block_influence([h.cpu().numpy() for h in rank_hs], names, len(rank_rows)),
         by_depth(n_layers),
         by_deepest(n_layers),
     ]
     costs = backbone_costs(store, config.costs)
-    seeds = list(range(config.seeds)) if config.refit else [config.seed]
     coarse = config.refit and not config.ks and config.search == "coarse"
     if config.ks:
         ks = sorted({*config.ks, n_layers}, reverse=True)
     else:
         ks = sorted(coarse_ks(n_layers) if coarse else range(1, n_layers + 1), reverse=True)
-    ranked = {r.name: r.order for r in rankings if r.applies and r.order is not None}
+    # each ranking's order at each seed: α and LOLO are each head's own (one head: the same at every seed)
+    ranked = {r.name: {s: r.order for s in seeds} for r in rankings if r.applies and r.order is not None}
+    if len(opened) > 1:
+        for s, pair in zip(seeds, own):
+            for r in pair:
+                assert r.order is not None
+                ranked[r.name][s] = r.order
     per_ranking = {name: list(ks) for name in ranked}  # the k each ranking is evaluated at, largest first
-    sets: dict[tuple[int, ...], list[str]] = {}
-    for name, order in ranked.items():
-        for k in ks:
-            sets.setdefault(_top(order, k), []).append(name)
     randoms = {k: random_sets(n_layers, k, config.seed) for k in ks if k < n_layers}
-    for drawn, _ in randoms.values():
-        for layers in drawn:
-            sets.setdefault(layers, [])  # a set no ranking reaches: refit for the reference only
-    results: dict[tuple[int, ...], list[tuple[float, float]]] = {}
-    fits: dict[tuple[tuple[int, ...], int], Fit] = {}
+    wanted = refit_jobs(ranked, ks, randoms, seeds)
+    added = {layers for (layers, _), found in wanted.items() if not found} - {
+        layers for (layers, _), found in wanted.items() if found
+    }
+    added_refits = sum(not found for found in wanted.values())
+    results: dict[Job, tuple[float, float]] = {}
+    fits: dict[Job, Fit] = {}
     hp, kind = head_hparams(hconf), head.kind
     common: dict[str, Any] = dict(
         train=train, train_rows=fit_rows, val_rows=val_rows, test=test, num_classes=store.num_classes, budget=budget
@@ -214,76 +261,84 @@ def _prune(
         common["moments"] = layer_moments(hp, train, fit_rows, names)
     every = tuple(range(n_layers))
 
-    def evaluate(todo: list[tuple[int, ...]]) -> None:
-        """Refit (or re-evaluate) the layer sets of ``todo`` into ``results`` and ``fits``."""
+    def evaluate(todo: list[Job]) -> None:
+        """Refit (or re-evaluate) the (layer set, seed) pairs of ``todo`` into ``results`` and ``fits``."""
         if config.refit:
-            jobs = [(layers, s) for layers in todo for s in seeds]
 
-            def one(i: int, job: tuple[tuple[int, ...], int], report: Progress) -> Fit:
-                report({"event": "fit", "done": i, "total": len(jobs), "layers": [names[j] for j in job[0]]})
+            def one(i: int, job: Job, report: Progress) -> Fit:
+                report({"event": "fit", "done": i, "total": len(todo), "layers": [names[j] for j in job[0]]})
                 fit = refit(kind, hp, job[0], job[1], layer_names=names, **common)
                 # only a first-seed head can be written (the chosen set's); the others' are never read
                 return fit if job[1] == seeds[0] else fit.without_head()
 
             # independent refits: several at once in forked processes on a multi-core CPU
-            fits.update(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))
-            for layers in todo:
-                results[layers] = [(fits[layers, s].val_acc, fits[layers, s].test_acc) for s in seeds]
-            emit({"event": "fit", "done": len(jobs), "total": len(jobs), "layers": []})
+            fits.update(zip(todo, run_forked(todo, one, cpu_workers(config.workers, device, len(todo)), emit)))
+            results.update({job: (fits[job].val_acc, fits[job].test_acc) for job in todo})
         else:
-            for i, layers in enumerate(todo):
+            for i, (layers, s) in enumerate(todo):
                 emit({"event": "fit", "done": i, "total": len(todo), "layers": [names[j] for j in layers]})
                 val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
-                results[layers] = [(val, ablated_accuracy(head, test, None, layers, config.ablation, means))]
-            emit({"event": "fit", "done": len(todo), "total": len(todo), "layers": []})
+                results[layers, s] = (val, ablated_accuracy(head, test, None, layers, config.ablation, means))
+        emit({"event": "fit", "done": len(todo), "total": len(todo), "layers": []})
 
-    evaluate(list(sets))
+    def accs(orders: dict[int, list[int]], k: int) -> tuple[list[float], list[float]]:
+        """(val, test) accuracies per seed of a ranking's top-k sets, each refit at its seed."""
+        vals, tests = zip(*(results[_top(order, k), s] for s, order in orders.items()))
+        return list(vals), list(tests)
+
+    evaluate(list(wanted))
     if coarse:  # every k below each ranking's smallest grid k within --max-drop
-        floor = float(np.mean([v for v, _ in results[every]])) - config.max_drop - TOLERANCE
-        for name, order in ranked.items():
-            val = {k: float(np.mean([v for v, _ in results[_top(order, k)]])) for k in ks}
-            finer = finer_ks(sorted(ks), val, floor)
+        floor = float(np.mean([results[every, s][0] for s in seeds])) - config.max_drop - TOLERANCE
+        for name, orders in ranked.items():
+            finer = finer_ks(sorted(ks), {k: float(np.mean(accs(orders, k)[0])) for k in ks}, floor)
             per_ranking[name] = sorted({*ks, *finer}, reverse=True)
             for k in finer:
-                sets.setdefault(_top(order, k), []).append(name)
-        evaluate([layers for layers in sets if layers not in results])
+                for s, order in orders.items():
+                    wanted.setdefault((_top(order, k), s), []).append(name)
+        evaluate([job for job in wanted if job not in results])
 
-    ref_val = float(np.mean([v for v, _ in results[every]]))
-    ref_tests = [t for _, t in results[every]]
+    ref_vals, ref_tests = accs({s: list(every) for s in seeds}, n_layers)
+    ref_val = float(np.mean(ref_vals))
     points = []
-    for name, order in ranked.items():
+    for name, orders in ranked.items():
         for k in per_ranking[name]:
-            layers = _top(order, k)
-            vals, tests = zip(*results[layers])
-            p_saved, f_saved = costs.saved(max(layers))
-            points.append(
-                {
-                    "ranking": name,
-                    "k": k,
-                    "layers": [names[j] for j in layers],
-                    "layer_index": list(layers),
-                    "deepest": names[max(layers)],
-                    "params_saved": p_saved,
-                    "flops_saved": f_saved,
-                    "val_acc": estimate(vals),
-                    "test_acc": estimate(tests),
-                    # what keeping only these layers costs on the test split, paired seed by seed
-                    "test_acc_vs_all": paired(tests, ref_tests),
-                    "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
-                    "why_withheld": None,
-                }
-            )
+            tops = {s: _top(order, k) for s, order in orders.items()}
+            vals, tests = accs(orders, k)
+            p_saved, f_saved = np.mean([costs.saved(max(layers)) for layers in tops.values()], axis=0)
+            layers = tops[seeds[0]]
+            stable = len(set(tops.values())) == 1
+            point: dict[str, Any] = {
+                "ranking": name,
+                "k": k,
+                "layers": [names[j] for j in layers] if stable else None,
+                "layer_index": list(layers) if stable else None,
+                "deepest": names[max(layers)] if stable else None,
+                "params_saved": float(p_saved),
+                "flops_saved": float(f_saved),
+                "val_acc": estimate(vals),
+                "test_acc": estimate(tests),
+                # what keeping only these layers costs on the test split, paired seed by seed
+                "test_acc_vs_all": paired(tests, ref_tests),
+                "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
+                "why_withheld": None,
+            }
+            if not stable:  # each head's set: no one set to recommend
+                point["layers_by_seed"] = {str(s): [names[j] for j in t] for s, t in tops.items()}
+            points.append(point)
             # the rule that withholds the chosen set, read on every set a ranking would pick
-            last = points[-1]
-            if last["within_max_drop"]:
-                last["why_withheld"] = _why_withheld(last, len(val_rows), n_layers, config.max_drop)
+            if point["within_max_drop"]:
+                point["why_withheld"] = (
+                    _unstable(name, [k])
+                    if not stable
+                    else _why_withheld(point, len(val_rows), n_layers, config.max_drop)
+                )
     chosen_point = _pick(points, ranked, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
     cheapest = _pick(points, ranked, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
     withheld: dict[str, dict[str, Any]] = {}
-    for what, point in (("chosen", chosen_point), ("cheapest", cheapest)):
-        why = _why_withheld(point, len(val_rows), n_layers, config.max_drop)
-        if point is not None and why is not None:
-            withheld[what] = {**point, "why": why}
+    for what, pick in (("chosen", chosen_point), ("cheapest", cheapest)):
+        why = _why_withheld(pick, len(val_rows), n_layers, config.max_drop)
+        if pick is not None and why is not None:
+            withheld[what] = {**pick, "why": why}
     chosen_point = None if "chosen" in withheld else chosen_point
     cheapest = None if "cheapest" in withheld else cheapest
     chosen = None
@@ -294,12 +349,19 @@ def _prune(
             emit({"event": "step", "step": "refit of the chosen layer set"})
             fit = refit(kind, hp, layers, seeds[0], layer_names=names, **common)
         assert fit.head is not None
-        chosen = (fit.head, _head_meta(store, head_dir, layers, chosen_point, fit, config))
+        chosen = (fit.head, _head_meta(store, given, layers, chosen_point, fit, config))
         chosen_point = {**chosen_point, "head_dir": "head", "head_seed": fit.seed, "head_test_acc": fit.test_acc}
+    given_accs = [accuracy(head_outputs(h, test.hs)[0], test.labels) for h, _ in opened]
+    several = len(opened) > 1
     summary: dict[str, Any] = {
         "tool_version": __version__,
         "command": "prune",
-        "head_dir": str(Path(head_dir).resolve()),
+        "head_dir": str(given.resolve()),
+        # the heads α and LOLO are read from: one, for every seed, or each fit-head seed's for its own
+        "alpha_heads": [
+            {"head_dir": str(d.resolve()), "seed": s if several else None, "test_acc": a}
+            for d, s, a in zip(head_dirs, seeds, given_accs)
+        ],
         "head_kind": kind,
         "scalarmix_dir": None if scalarmix_dir is None else str(Path(scalarmix_dir).resolve()),
         "cache": store.identity(),
@@ -309,8 +371,7 @@ def _prune(
         "budget_defaults": budget_defaults,
         "mode": "refit" if config.refit else f"no-refit (ablation {config.ablation})",
         "seeds": seeds,
-        # the rankings' α (and LOLO) are one head's: the intervals over seeds run over the refits alone
-        **({"seeds_how": seeds_how(seeds, 1)} if config.refit else {}),
+        **({"seeds_how": seeds_how(seeds, len(opened))} if config.refit else {}),
         "rows": {
             "fit": len(fit_rows),
             "val": len(val_rows),
@@ -319,23 +380,15 @@ def _prune(
             "val_how": rows_how,
         },
         "selection": "smallest k whose mean validation accuracy is within max_drop of all layers'; ties: more FLOPs "
-        "saved, then higher validation accuracy",
+        "saved, then higher validation accuracy; never a k where the heads' rankings keep different sets",
         "costs": costs.to_dict(names),
         "rankings": {r.name: _ranking_entry(r, names) for r in rankings},
-        "reference": {
-            "val_acc": estimate([v for v, _ in results[every]]),
-            "test_acc": estimate([t for _, t in results[every]]),
-        },
+        "reference": {"val_acc": estimate(ref_vals), "test_acc": estimate(ref_tests)},
         "points": points,
         "fits": [f.record() for f in fits.values()],
-        # the reference of every refit accuracy: the given head itself (no refit under --no-refit)
+        # the reference of every refit accuracy: each seed's given head itself (no refit under --no-refit)
         "refit_check": refit_check(
-            accuracy(head_outputs(head, test.hs)[0], test.labels),
-            [t for _, t in results[every]],
-            n_layers,
-            budget,
-            len(fit_rows),
-            hconf,
+            given_accs if several else given_accs[0], ref_tests, n_layers, budget, len(fit_rows), hconf
         )
         if config.refit
         else None,
@@ -346,6 +399,10 @@ def _prune(
         "withheld": withheld,
         "withhold_rule": WITHHOLD_RULE,
     }
+    if several:  # each head's α and LOLO order, which rank the layers refit at its seed
+        for pair, s in zip(own, seeds):
+            for r in pair:
+                summary["rankings"][r.name].setdefault("by_seed", {})[str(s)] = _ranking_entry(r, names)
     summary["ks"] = ks
     summary["k_search"] = {
         "search": "coarse" if coarse else "given" if config.ks else "every",
@@ -354,17 +411,26 @@ def _prune(
     }
     summary["all_layers_saved"] = dict(zip(("params_saved", "flops_saved"), costs.saved(n_layers - 1)))
     summary["random_reference"] = _random_reference(
-        randoms, results, names, n_layers, sum(not found for found in sets.values()), seeds, costs
+        randoms, results, names, n_layers, (len(added), added_refits), seeds, costs
     )
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
-        rankings, results, [k for k in ks if k < n_layers], randoms
+        ranked, results, [k for k in ks if k < n_layers], seeds, randoms
     )
-    given = [(head_dir, hconf)] + ([(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else [])
+    heads: list[tuple[str | Path, dict[str, Any]]] = [(d, c) for d, (_, c) in zip(head_dirs, opened)]
+    heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
     ties = [w for r in rankings if (w := near_ties(r, names)) is not None]
     estimated = estimate_warnings(summary["costs"])
-    summary["warnings"] = trust_lines(store, given, test) + estimated + check_warnings(summary["refit_check"]) + ties
+    summary["warnings"] = trust_lines(store, heads, test) + estimated + check_warnings(summary["refit_check"]) + ties
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
+
+
+def _unstable(name: str, ks: list[int]) -> str:
+    """Why a point whose layer sets differ across the LAYA heads is no recommendation."""
+    what = {"alpha": "α", "lolo": "LOLO"}.get(name, name)
+    return (
+        f"the heads' {what} rankings keep different sets at k = {', '.join(map(str, ks))}: not a stable recommendation"
+    )
 
 
 def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, max_drop: float) -> str | None:
@@ -399,17 +465,18 @@ def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: 
 
 
 def _pick(
-    points: list[dict[str, Any]], ranked: dict[str, list[int]], key: Callable[[dict[str, Any]], Any]
+    points: list[dict[str, Any]], ranked: dict[str, dict[int, list[int]]], key: Callable[[dict[str, Any]], Any]
 ) -> dict[str, Any] | None:
     """The point within max_drop that ``key`` puts first, with every ranking whose top-k is its layer
-    set (α first): also one the coarse search did not refit at that k, as a search over every k lists."""
-    within = [p for p in points if p["within_max_drop"]]
+    set at every seed (α first): also one the coarse search did not refit at that k, as a search over
+    every k lists. A point whose sets differ across the LAYA heads is never one."""
+    within = [p for p in points if p["within_max_drop"] and "layers_by_seed" not in p]
     if not within:
         return None
     best = min(within, key=key)
     layers = tuple(best["layer_index"])
     found = sorted(
-        (n for n, order in ranked.items() if _top(order, best["k"]) == layers),
+        (n for n, orders in ranked.items() if all(_top(o, best["k"]) == layers for o in orders.values())),
         key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0,
     )
     return {**best, "found_by": found}
@@ -451,10 +518,10 @@ def _ranking_entry(r: Ranking, names: list[str]) -> dict[str, Any]:
 
 def _random_reference(
     randoms: dict[int, tuple[list[tuple[int, ...]], bool]],
-    results: dict[tuple[int, ...], list[tuple[float, float]]],
+    results: dict[Job, tuple[float, float]],
     names: list[str],
     n_layers: int,
-    added: int,
+    added: tuple[int, int],
     seeds: list[int],
     costs: Costs,
 ) -> dict[str, Any] | None:
@@ -465,8 +532,8 @@ def _random_reference(
         return None
     per_k = []
     for k, (drawn, exact) in sorted(randoms.items(), reverse=True):
-        tests = np.mean([[t for _, t in results[s]] for s in drawn], axis=0)
-        vals = np.mean([[v for v, _ in results[s]] for s in drawn], axis=0)
+        tests = np.mean([[results[d, s][1] for s in seeds] for d in drawn], axis=0)
+        vals = np.mean([[results[d, s][0] for s in seeds] for d in drawn], axis=0)
         p_saved, f_saved = np.mean([costs.saved(max(s)) for s in drawn], axis=0)
         per_k.append(
             {
@@ -495,33 +562,32 @@ def _random_reference(
         "refit over the same seeds as the rankings (paired)",
         "exact": exact,
         "per_k": per_k,
-        "layer_sets_added": added,
-        "refits_added": added * len(seeds),
+        "layer_sets_added": added[0],
+        "refits_added": added[1],
         "note": note,
     }
 
 
 def _compare_rankings(
-    rankings: list[Ranking],
-    results: dict[tuple[int, ...], list[tuple[float, float]]],
+    ranked: dict[str, dict[int, list[int]]],
+    results: dict[Job, tuple[float, float]],
     ks: list[int],
+    seeds: list[int],
     randoms: dict[int, tuple[list[tuple[int, ...]], bool]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
-    all); α's paired difference from a random ranking (the headline) and from each other ranking
-    that applies. Rankings that keep α's layer sets at every k are said to, not compared."""
+    all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
+    headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
+    and seed are said to, not compared."""
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
-    tops: dict[str, list[tuple[int, ...]]] = {}
-    for r in rankings:
-        if r.applies:
-            assert r.order is not None
-            tops[r.name] = [tuple(sorted(r.order[:k])) for k in ks]
-            per_k = [[t for _, t in results[layers]] for layers in tops[r.name]]
-            area[r.name] = [float(v) for v in np.mean(per_k, axis=0)]
+    tops: dict[str, dict[int, list[tuple[int, ...]]]] = {}
+    for name, orders in ranked.items():
+        tops[name] = {s: [_top(o, k) for k in ks] for s, o in orders.items()}
+        area[name] = [float(np.mean([results[t, s][1] for t in tops[name][s]])) for s in seeds]
     if randoms:
-        per_k = [np.mean([[t for _, t in results[s]] for s in randoms[k][0]], axis=0) for k in ks]
+        per_k = [np.mean([[results[d, s][1] for s in seeds] for d in randoms[k][0]], axis=0) for k in ks]
         area["random"] = [float(v) for v in np.mean(per_k, axis=0)]
     per = {n: {"mean_test_acc_over_k": estimate(v)} for n, v in area.items()}
     versus = {}
@@ -592,6 +658,9 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     if note:
         lines.append(note)
     lines += _search_line(s)
+    for name in s["rankings"]:  # several LAYA heads: the k where their α (or LOLO) sets differ
+        ks = sorted(p["k"] for p in s["points"] if p["ranking"] == name and "layers_by_seed" in p)
+        lines += [_unstable(name, ks)] if ks else []
     c = s["chosen"]
     withheld = s.get("withheld") or {}
     for what, w in withheld.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from torch import Tensor
@@ -27,6 +28,14 @@ class Ranking:
     @property
     def applies(self) -> bool:
         return self.order is not None
+
+
+def layers_text(point: dict[str, Any]) -> str:
+    """A prune point's layer set, or each LAYA head's where they differ ("seed 0: l1; seed 1: l3")."""
+    by_seed = point.get("layers_by_seed")
+    if by_seed:
+        return "; ".join(f"seed {s}: {' '.join(layers)}" for s, layers in by_seed.items())
+    return " ".join(point["layers"])
 
 
 def order_of(scores: np.ndarray) -> list[int]:

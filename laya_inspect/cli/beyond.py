@@ -21,7 +21,8 @@ FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept unti
 HEAD_DIR = typer.Argument(
     ...,
     metavar="HEAD_DIR",
-    help="a laya head directory written by fit-head, or a fit-head output folder that holds one (its laya/seed_<S>/)",
+    help="a laya head directory written by fit-head, or a fit-head output folder: every laya/seed_<S>/ in it "
+    "is read, each seed's α with the refits of that seed",
 )
 CACHE = typer.Option(..., "--cache", "-c", help="features.h5 the head was trained on")
 
@@ -101,8 +102,11 @@ def prune_command(
 ) -> None:
     """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest.
 
+    Given a fit-head output (or its laya/ folder), every LAYA seed is read: each seed's α and LOLO
+    rank the layers refit at that seed; one head is read with --seeds refits.
+
     Example:
-      laya-inspect prune heads/laya/seed_0 --cache features.h5 \\
+      laya-inspect prune heads --cache features.h5 \\
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
     from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
@@ -170,12 +174,7 @@ _RULE_NOTES = {"random": " (reference: no information)", "confidence+alpha_oracl
 
 @app.command("early-exit")
 def early_exit_command(
-    head_dir: Path = typer.Argument(
-        ...,
-        metavar="HEAD_DIR",
-        help="a laya head directory written by fit-head, or a fit-head output folder: every laya/seed_<S>/ in it "
-        "is read, each seed's α with the refits of that seed",
-    ),
+    head_dir: Path = HEAD_DIR,
     cache: Path = CACHE,
     seeds: int = opt(ExitConfig, "seeds"),
     epsilon: float = opt(ExitConfig, "epsilon"),

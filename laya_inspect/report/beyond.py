@@ -184,6 +184,7 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = F
 
 def prune_sections(s: dict[str, Any]) -> list[Section]:
     from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
+    from ..beyond.rankings import layers_text
 
     ref = s["reference"]["test_acc"]
     rows: list[list[Cell | str]] = []
@@ -255,7 +256,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         [
             p["ranking"],
             str(p["k"]),
-            Cell(" ".join(p["layers"]), "text"),
+            Cell(layers_text(p), "text"),
             saved_cell(p, s),
             saved_cell(p, s, "params_saved"),
             est(p["val_acc"]),

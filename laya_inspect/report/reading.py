@@ -666,7 +666,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
-    if s.get("seeds_how"):  # refits over seeds, α from one head (absent under --no-refit and in older summaries)
+    if s.get("seeds_how"):  # refits over seeds (absent under --no-refit and in older summaries)
         refits, lines = (
             "the refits on each ranking's layers",
             "the α ranking's lines (and the LOLO ranking's, the same head's)",
@@ -771,22 +771,18 @@ def _one_alpha(
     refits: str = "the per-depth heads' refits",
     lines: str = "the alpha and confidence+alpha lines",
 ) -> str:
-    """Early exit's seeds are the per-depth heads' refits (and random exit's draws); α, in the alpha
-    and confidence+alpha rules, is the one given head's, so its verdicts hold for that fit of α alone;
-    given several LAYA heads, seed s's refits are read with the head of seed s. Prune's seeds are its
-    refits on each ranking's layers, its α (and LOLO) ranking the one head's."""
+    """Early exit's seeds are the per-depth heads' refits (and random exit's draws), prune's its refits
+    on each ranking's layers; α (and prune's LOLO) is the one given head's, so its verdicts hold for
+    that fit of α alone; given several LAYA heads, seed s's refits are read with the head of seed s."""
     n = len(s.get("seeds") or [])
     if len(s.get("alpha_heads") or []) > 1:
         return (
-            f"α here is each of {n} fitted LAYA heads' ({s['head_dir']}): seed s's per-depth refits are read with α "
-            "of the head fitted with seed s, so each interval over seeds covers both α's fit and the refits."
+            f"α here is each of {n} fitted LAYA heads' ({s['head_dir']}): seed s's {refits.removeprefix('the ')} "
+            "are read with α of the head fitted with seed s, so each interval over seeds covers both α's fit and the "
+            "refits."
         )
-    command = s.get("command") or "early-exit"
-    todo = (  # early-exit reads every seed of a fit-head folder itself; prune reads one head
-        "give early-exit the fit-head folder (or its laya/) to read α of every seed"
-        if command == "early-exit"
-        else f"run {command} on each of its fit-head seeds (laya/seed_<S>/) and read them together"
-    )
+    command = s.get("command") or "early-exit"  # both read every seed of a fit-head folder themselves
+    todo = f"give {command} the fit-head folder (or its laya/) to read α of every seed"
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
         f"{refits}, not fits of α, so {lines} hold for this fit of α only; a verdict that changes with the seed a "

@@ -98,6 +98,14 @@ def _patience(patience: Any, epochs: Any) -> str:
     return f"patience {_g(patience)}"
 
 
+def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The refit seeds: --seeds for one head; several LAYA heads' own seeds, given by the folder."""
+    heads = len(s.get("alpha_heads") or [])
+    if heads > 1:
+        return [(f"seeds {' '.join(map(str, s['seeds']))} of {heads} LAYA heads", "alpha_heads")]
+    return [(f"{(s.get('config') or {}).get('seeds')} seed(s)", "seeds")]
+
+
 def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     """prune's, early-exit's or diagnose's settings, each where it acts, from its summary.json, so that
     `report DIR` restates the line the command printed (values alone for a summary from before
@@ -127,13 +135,11 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         own += [] if refit else [(f"ablation {c.get('ablation')}", "ablation")]
         own += [(f"rankings on ≤ {c.get('rank_rows'):,} train rows", "rank_rows")]
         own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
-        own += [(f"{c.get('seeds')} seed(s)", "seeds")] if refit else []
+        own += _seeds_item(s) if refit else []
         own += [(f"row seed {c.get('seed')}", "seed")]
     elif kind == "early-exit":  # --seed draws --train-limit's rows and nothing else
         own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
-        heads = len(s.get("alpha_heads") or [])  # several: the seeds are the heads' own, given by the folder
-        own += [(f"seeds {' '.join(map(str, s['seeds']))} of {heads} LAYA heads", "alpha_heads")] if heads > 1 else []
-        own += [] if heads > 1 else [(f"{c.get('seeds')} seed(s)", "seeds")]
+        own += _seeds_item(s)
         own += [(f"row seed {c.get('seed')}", "seed")] if b.get("train_limit") is not None else []
     else:  # diagnose: the seed draws the bootstrap (none with --bootstrap 0) and --against's permutations
         one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot") or 0
