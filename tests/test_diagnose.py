@@ -698,12 +698,12 @@ def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tm
     from laya_inspect.report.reading import one_seed_sentence
 
     cache, dirs, _ = digits_heads
-    args = ["diagnose", "--cache", str(cache), "--bootstrap", "0", "--device", "cpu", "--no-plots"]
+    args = ["diagnose", "--cache", str(cache), "--bootstrap", "50", "--device", "cpu", "--no-plots"]
     one = runner.invoke(app, [*args, str(dirs[0]), "--out", str(tmp_path / "one")], env=ENV)
     assert one.exit_code == 0, one.output
     said = " ".join(one.output.split())
     sentence = one_seed_sentence("the verdicts above", str(dirs[0]), "diagnose")
-    assert said.index("note: " + sentence) > said.index("error detection by alpha − msp")
+    assert said.index("note: " + sentence) > said.rindex("0.5 is chance)")  # under the last verdict
     both = runner.invoke(app, [*args, *map(str, dirs), "--out", str(tmp_path / "both")], env=ENV)
     assert both.exit_code == 0, both.output
     assert "one fitted seed" not in " ".join(both.output.split())
@@ -713,6 +713,37 @@ def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tm
     assert "note: " + sentence in " ".join(again.output.split())
     again = runner.invoke(app, ["report", str(tmp_path / "both")], env=ENV)
     assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
+
+
+def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(digits_heads, tmp_path):
+    """QA: one head's diagnose said "the verdicts above read one fitted seed" under "too few rows" and
+    under "no interval, so no verdict" (--bootstrap 0), where no verdict was drawn; the terminal,
+    `report DIR` and report.html's reading say it only beside a verdict."""
+    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.cli.beyond import verdict_lines
+    from laya_inspect.report.reading import diagnose_reading
+
+    cache, dirs, _ = digits_heads
+    args = ["diagnose", str(dirs[0]), "--cache", str(cache), "--device", "cpu", "--no-plots"]
+    out = tmp_path / "b0"
+    result = runner.invoke(app, [*args, "--bootstrap", "0", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "no interval, so no verdict" in said and "one fitted seed" not in said
+    again = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
+    drawn = json.loads((out.parent / "b0" / "summary.json").read_text())
+    assert not any("one fitted seed" in line for line in diagnose_reading(drawn).details)
+    # the same run with one error among 300 test rows: "too few rows", no verdict and no note
+    few = {**drawn, "heads": [{**drawn["heads"][0], "n_errors": 1, "n_test": 300}]}
+    few["verdict"] = _verdict(few)
+    for d in drawn["errors"]["diff_vs_msp"].values():
+        d.update(ci_low=d["mean"] - 0.1, ci_high=d["mean"] + 0.1)  # an interval: the note is said
+    drawn["verdict"] = _verdict(drawn)
+    assert "one fitted seed" in verdict_lines(drawn)[-1]
+    assert any("one fitted seed" in line for line in diagnose_reading(drawn).details)
+    assert any("too few rows" in line for line in verdict_lines(few))
+    assert not any("one fitted seed" in line for line in verdict_lines(few) + diagnose_reading(few).details)
 
 
 def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):
@@ -989,8 +1020,11 @@ def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
 
     errors = {
         "interval": "bootstrap over test rows",
-        "auroc": {"msp": {"mean": 0.9, "ci_low": 0.88, "ci_high": 0.92}},
-        "diff_vs_msp": {},
+        "auroc": {
+            "msp": {"mean": 0.9, "ci_low": 0.88, "ci_high": 0.92},
+            "alpha": {"mean": 0.7, "ci_low": 0.6, "ci_high": 0.8},
+        },
+        "diff_vs_msp": {"alpha − msp": {"mean": -0.2, "ci_low": -0.3, "ci_high": -0.1}},
     }
     head = {"auroc": {}, "head_dir": "heads/laya/seed_0", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
     s = {"errors": errors, "heads": [head]}

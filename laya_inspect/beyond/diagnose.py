@@ -54,6 +54,7 @@ from .scoring import (
     MIN_OUTCOME_ROWS,
     detection,
     errors_not_read,
+    errors_read,
     permutation_test,
     shift_not_read,
     shifted_classes,
@@ -413,7 +414,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     if undefined:
         lines.append(f"error detection undefined: {undefined[0]}")
     lines += [few] if few else []
-    for key, d in errors["diff_vs_msp"].items() if not (undefined or few) else ():
+    for key, d in errors_read(s).items():
         a, b = key.split(" − ")
         lines.append(
             verdict(d, what=f"error detection by {a}", baseline=b)

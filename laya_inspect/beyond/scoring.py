@@ -337,6 +337,20 @@ def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
     )
 
 
+def errors_read(s: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The "score − msp" differences read as verdicts: none where a head's error detection is undefined
+    or its test rows hold too few errors (:func:`errors_not_read`)."""
+    if any(h.get("undefined") for h in s["heads"]) or errors_not_read(s["heads"]):
+        return {}
+    return s["errors"]["diff_vs_msp"]
+
+
+def verdict_drawn(s: dict[str, Any]) -> bool:
+    """Whether a diagnose summary's verdict lines draw any verdict: a difference from msp with an
+    interval, or --against's α profiles (not "too few rows", "undefined" or "no interval")."""
+    return "shift" in s or any(d.get("ci_low") is not None for d in errors_read(s).values())
+
+
 def clipped_note(diffs: dict[str, dict[str, Any]]) -> str | None:
     """Where an "AUROC − msp" interval over heads was cut to [−1, 1] (:func:`.common.bounded`), in
     words with the t bounds, so a shown −1 is not read as the interval's own end. None where none was."""

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
+from ..beyond.scoring import verdict_drawn
 from ..options import field_of
 from ..report.reading import est, one_seed_sentence, with_ci
 from ..report.settings import beyond_settings_line
@@ -55,7 +56,7 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
     notes = [s[k] for k in ("families_read_apart", "family_rule") if s.get(k)]
     heads = (s.get("heads") or []) if s.get("command") == "diagnose" else []
-    if len(heads) == 1:  # its intervals run over test rows: they leave out the seed it was fitted with
+    if len(heads) == 1 and verdict_drawn(s):  # its intervals run over test rows: they leave out its fitted seed
         notes.append(one_seed_sentence("the verdicts above", heads[0]["head_dir"], "diagnose"))
     return [*(s.get("verdict") or []), *(f"note: {n}" for n in notes)]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, versus_chance
+from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..training.quality import CHANCE_GAP, near_chance
@@ -853,7 +853,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         + "."
         for h in s["heads"]
     ]
-    if len(s["heads"]) == 1:  # its intervals run over test rows: they leave out the seed it was fitted with
+    if len(s["heads"]) == 1 and verdict_drawn(s):  # its intervals run over test rows, not its fitted seeds
         details.insert(0, one_seed_sentence("These sentences", s["heads"][0]["head_dir"], "diagnose"))
     return Reading([*_warnings(s), *lead], details)
 
