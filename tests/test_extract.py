@@ -209,8 +209,8 @@ def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
     given, left = settings_said(res.output).removeprefix("settings given: ").split("; left at their defaults: ")
     assert given.split(" · ") == [
         f"weights {ckpt}",
-        "--layers blocks.1",
-        "--allow-nonfinite",
+        "layers blocks.1",  # one style: each setting in words, as fit's and compare's lines
+        "NaN/inf activations kept",
         "splits test",
         "seed 3",
         "stored as float16",

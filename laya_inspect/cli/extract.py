@@ -128,20 +128,23 @@ def extract_command(
 
 
 def _settings(config: ExtractConfig) -> list[tuple[str, bool]]:
-    """The settings that shape the stored rows, (text, left at its default) each; the layers read and
-    their pooling are named in the table below, so --layers and --pool are said only as given."""
+    """The settings that shape the stored rows, (text, left at its default) each, in words as fit's and
+    compare's lines name theirs; the layers read and their pooling are named in the table below, so
+    they are said only as given."""
     left = defaulted(config)
     given = [(f"weights {config.weights}", False)] if config.weights else []
-    given += [("--random-init", False)] if config.random_init else []
-    given += [(f"--{n.replace('_', '-')} {getattr(config, n)}", False) for n in ("layers", "pool") if n not in left]
-    given += [  # how images reach the model, stated below (normalisation) or in a warning when left to it
+    given += [("random initial weights", False)] if config.random_init else []
+    given += [
         (text, False)
         for name, text in (
+            ("layers", f"layers {config.layers}"),
+            ("pool", f"pooling {config.pool}"),
+            # how images reach the model, stated below (normalisation) or in a warning when left to it
             ("image_size", f"images {config.image_size} px"),
-            ("resize", f"--resize {config.resize}"),
-            ("normalize", f"--normalize {config.normalize}"),
-            ("amp", "--amp (bfloat16 autocast)"),
-            ("allow_nonfinite", "--allow-nonfinite"),
+            ("resize", f"resize {config.resize}"),
+            ("normalize", f"normalize {config.normalize}"),
+            ("amp", "bfloat16 autocast"),
+            ("allow_nonfinite", "NaN/inf activations kept"),
         )
         if name not in left
     ]
