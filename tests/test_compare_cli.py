@@ -408,3 +408,27 @@ def test_a_method_tied_in_score_is_read_at_the_mean_of_its_tied_layers(digits_ca
     for k in range(2, scores.shape[1]):
         mean_k = m.p_subsets[:, sizes == k].mean(axis=1)
         np.testing.assert_allclose(p_topk[flat, k - 1], mean_k[flat], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_settings_line_wraps_its_items_whole_at_80_and_100_columns(width):
+    """QA: at 80 columns compare's line left "seed 0 ·" alone on a line and the terminal cut the long
+    bootstrap item at column 80 with no indent: an item longer than a line follows the one before it and
+    breaks between its own words, every line within the width, the words as on one line."""
+    from laya_inspect.report.settings import ONE_LINE, compare_settings_line
+
+    config = {"n_boot": 1000, "n_steps": 50, "relu": False, "methods_resolved": ["alpha", "ig", "gradcam"]}
+    summary = {"target": "pred", "effect": "logit", "ablation": "resample", "baseline": "mean", "seed": 0, "n": 450}
+    summary |= {"config": config, "heads": [{"paired": {"n_boot": 10_000, "ci_low": 0.0}}]}
+    summary["config_defaults"] = ["target", "effect", "ablation", "baseline", "n_steps", "relu", "seed", "n_boot"]
+    lines = str(compare_settings_line(summary, width)).splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    assert all(line.startswith("  ") for line in lines[1:]), lines
+    assert not any(line.strip().removesuffix(" ·") == "seed 0" for line in lines), lines  # never alone
+    one = str(compare_settings_line(summary, ONE_LINE))
+    boot = one[one.index("bootstrap 1000") :]
+    if len(boot) + 4 <= width:  # a line of its own holds it: whole on one
+        assert any(line.strip() == boot for line in lines), lines
+    else:  # longer than a line: it follows "seed 0" and its words flow on
+        assert any("seed 0 · bootstrap 1000 (up to 10,000" in line for line in lines), lines
+    assert " ".join(" ".join(lines).split()) == one and "bootstrap 1000 (up to 10,000 for a paired" in one

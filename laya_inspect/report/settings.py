@@ -176,14 +176,21 @@ def settings_line(items: Sequence[tuple[str, bool | None]], width: int = 100) ->
 
 def _wrapped(groups: list[tuple[str, list[str]]], width: int) -> Text:
     """Each group's label and items joined by " · ", the groups by "; ", broken only between items
-    (a value never parted from its name) within ``width`` columns, continued two spaces in."""
+    (a value never parted from its name) within ``width`` columns, continued two spaces in. An item
+    longer than a line of its own follows the one before it and breaks between its words: broken
+    before it, it left that item alone on a line ("seed 0 ·") and was cut again by the terminal."""
     lines, line = [], ""
     for label, texts in groups:
         for i, text in enumerate(texts):
             piece = f"{label} {text}" if i == 0 else text
             sep = "" if not line.strip() else ("; " if i == 0 else " · ")
-            if line.strip() and len(line) + len(sep) + len(piece) + 2 > width:  # 2: the separator left behind
+            whole = len(piece) + 4 <= width  # 4: the indent and the separator left behind
+            if whole and line.strip() and len(line) + len(sep) + len(piece) + 2 > width:
                 lines.append(line + sep.rstrip())
                 line, sep = "  ", ""
+            start = len(line) + len(sep)
             line += sep + piece
+            while len(line) + 2 > width and (cut := line.rfind(" ", start + 1, width - 1)) > start:
+                lines.append(line[:cut])
+                line, start = "  " + line[cut + 1 :], 1
     return Text("\n".join([*lines, line]))
