@@ -812,6 +812,28 @@ def test_whole_numbers_written_with_a_decimal_point_are_class_indices(tmp_path):
         load_data(f"csv:{tmp_path / 'f.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
 
 
+def test_a_whole_number_with_a_bare_decimal_point_is_the_class_index_1_0_is(tmp_path):
+    """Review: "1." (numpy's and Fortran's printing of 1.0) was read as class 1 with no rule said. It is
+    the rule for "1.0": a class index (as a word "10." sorted before "2."), and beside "1" or "1.0" one
+    class index written two ways, with the warning that says so; "1.5" still names no class."""
+    rows = [f"text {i},{i % 11}." for i in range(44)]
+    (tmp_path / "p.csv").write_text("text,label\n" + "\n".join(rows) + "\n")
+    b = load_data(f"csv:{tmp_path / 'p.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert b.class_names == [str(i) for i in range(11)] and not [w for w in b.warnings if "two ways" in w]
+    split = b.splits["train"]
+    assert all(int(y) == int(i) % 11 for y, i in zip(split.labels, split.index))  # row i had label i % 11
+    mixed = ["good,0", "bad,1.", "ok,1.0", "fine,1", "meh,0."] * 3
+    (tmp_path / "m.csv").write_text("text,label\n" + "\n".join(mixed) + "\n")
+    m = load_data(f"csv:{tmp_path / 'm.csv'}", input_spec=TOKENS, tokenizer=VOCAB, test_fraction=0.25)
+    assert m.class_names == ["0", "1"]
+    (said,) = [w for w in m.warnings if "written two ways" in w]
+    assert "'1.' (line 3) and '1.0' (line 4) and '1' (line 5) are class 1" in said, said
+    assert "'0' (line 2) and '0.' (line 6) are class 0" in said, said
+    (tmp_path / "f.csv").write_text("text,label\n" + "\n".join(["a,0", "b,1.5", "c,1."]) + "\n")
+    with pytest.raises(InputError, match="mix numbers and words"):
+        load_data(f"csv:{tmp_path / 'f.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+
+
 def test_year_labels_in_a_text_file_are_refused_with_advice_a_text_file_can_follow(tmp_path):
     """QA: labels 1990, 2000, 2010 in a CSV were refused with "renumber the labels from 0 (or store
     class_names beside them)", advice only an npz can follow; a CSV or JSONL can write them as words."""

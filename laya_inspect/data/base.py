@@ -186,7 +186,8 @@ def encode_labels(
 ) -> tuple[np.ndarray, list[str]]:
     """Labels as read from a file → (int64 array, class names).
 
-    Whole numbers (ints, integral floats, strings of digits with or without ".0") are class indices and
+    Whole numbers (ints, integral floats, strings of digits with or without a decimal point and zeros:
+    "1", "1.", "1.0", "1.00") are class indices and
     keep their values, with names "0".."max"; words become the sorted distinct values, and so do JSON's true/false (the
     words "false" and "true", not the indices 0 and 1). A negative index, a fraction, NaN,
     a value that is neither number nor word, or numbers mixed with words is an InputError naming the
@@ -259,7 +260,8 @@ def _shown(value: Any, word: Any) -> str:
 
 
 # a class index as text: digits, or a whole number with a decimal point (pandas writes a label column that
-# held NaN as 1.0), read as JSON's 1.0 is
+# held NaN as 1.0; numpy's and Fortran's printing write 1.), read as JSON's 1.0 is. "1." is the number 1
+# as "1.0" is: read as a word it sorted "10." before "2."; beside "1" or "1.0", index_spellings warns
 _INT = re.compile(r"[+-]?\d+(?:\.0*)?")
 
 
