@@ -1228,22 +1228,27 @@ def test_the_search_line_reads_where_no_ranking_needs_a_k_off_the_grid():
     assert "; depth also at 5, 7, 9: every k below its smallest grid k within --max-drop; " in line
 
 
+def _photos(root: Path, n: int, size: int) -> None:
+    """``n`` seeded random RGB images of ``size``² pixels in root/photos/c0 and c1, alternately."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        (root / "photos" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(root / f"photos/c{i % 2}/{i}.png")
+
+
 def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_shapes(tmp_path, monkeypatch):
     """QA: `prune` on a user's convnet (python:…, no input size of its own) over a CIFAR-10 folder, whose
     images extract leaves at their own size (transforms' output [3, "H", "W"]), ended in a traceback,
     "invalid literal for int() with base 10: 'H'", instead of counting from the shapes with a note."""
-    from PIL import Image
-
     from laya_inspect.cache.extract import ExtractConfig, extract_features
 
     (tmp_path / "usernet.py").write_text(
         "from torch import nn\n\ndef build():\n    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(inplace=True), "
         "nn.Conv2d(4, 6, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 2))\n"
     )
-    rng = np.random.default_rng(0)
-    for i in range(12):
-        (tmp_path / "photos" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (10, 10, 3), dtype=np.uint8)).save(tmp_path / f"photos/c{i % 2}/{i}.png")
+    _photos(tmp_path, 12, 10)
     monkeypatch.chdir(tmp_path)
     config = ExtractConfig(model="python:usernet:build", data="imagefolder:photos", out="f.h5",
                            random_init=True, normalize="none", device="cpu")  # fmt: skip
@@ -1263,8 +1268,6 @@ def _estimated_and_counted(tmp_path, monkeypatch, acts=("ReLU", "ReLU", "ReLU"))
     """Per cached layer of a convnet of 3×3 conv, BatchNorm, activation (``acts``, one per block), 1×1
     conv and max-pool blocks at a fixed input size: (name, FLOPs-run and parameters-saved shares
     estimated from the shapes, the same counted from the model)."""
-    from PIL import Image
-
     from laya_inspect.beyond.costs import costs_from_model
     from laya_inspect.cache.extract import ExtractConfig, extract_features
 
@@ -1279,10 +1282,7 @@ def _estimated_and_counted(tmp_path, monkeypatch, acts=("ReLU", "ReLU", "ReLU"))
         "from collections import OrderedDict\nfrom torch import nn\n\ndef build():\n"
         f"    return nn.Sequential(OrderedDict([{blocks}, {head}]))\n"
     )
-    rng = np.random.default_rng(0)
-    for i in range(4):
-        (tmp_path / "photos" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(tmp_path / f"photos/c{i % 2}/{i}.png")
+    _photos(tmp_path, 4, 32)
     monkeypatch.chdir(tmp_path)
     layers = ",".join(f"{k}{i}" for i in (1, 2, 3) for k in ("conv", "bn", "relu", "mix", "pool"))
     config = ExtractConfig(model=f"python:{module}:build", data="imagefolder:photos", out="f.h5", layers=layers,
@@ -1316,15 +1316,10 @@ def test_the_shapes_estimate_of_mobilenet_v2_counts_its_classifier(tmp_path):
     its parameters-saved share was 0.365 off the model's count: the classifier, Linear(1280, 1000), 37%
     of the parameters, which every layer set saves (a head replaces it). Counted from the cached logits
     (1,000 of them) it is 1000 bias parameters off; the summary says what the estimate cannot see."""
-    from PIL import Image
-
     from laya_inspect.beyond.costs import costs_from_model
     from laya_inspect.cache.extract import ExtractConfig, extract_features
 
-    rng = np.random.default_rng(0)
-    for i in range(4):
-        (tmp_path / "photos" / f"c{i % 2}").mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(tmp_path / f"photos/c{i % 2}/{i}.png")
+    _photos(tmp_path, 4, 32)
     config = ExtractConfig(model="torchvision:mobilenet_v2", data=f"imagefolder:{tmp_path / 'photos'}",
                            out=str(tmp_path / "m.h5"), image_size=32, random_init=True, device="cpu")  # fmt: skip
     extract_features(config)
@@ -1494,3 +1489,37 @@ def test_a_set_only_one_seeds_ranking_keeps_is_refit_at_that_seed_only():
     for drawn in randoms[2][0]:
         assert (drawn, 0) in jobs and (drawn, 1) in jobs
     assert len(jobs) == 2 * 2 + 1 + 2 * len(set(randoms[2][0]) - {(0, 1), (8, 9)})
+    assert "run prune on each of its fit-head seeds (laya/seed_<S>/)" in said
+
+
+def test_the_shapes_estimate_counts_a_cached_classifier_once(tmp_path, monkeypatch):
+    """Review: with the classifier's own layer cached beside the logits (--layers …,fc), the shapes
+    estimate counted Linear(64, 10) as a layer and again a classifier after it, a dense map from fc's 10
+    outputs to the 10 logits: 10,478 parameters for the model's 10,378 (MobileNetV2 with classifier.1
+    cached: 1000 × 1000 more). Counted once, as the model counts it, float16 rows of fc included."""
+    from laya_inspect.beyond.costs import costs_from_model
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
+
+    (tmp_path / "fcnet.py").write_text(
+        "from collections import OrderedDict\nfrom torch import nn\n\ndef build():\n"
+        "    return nn.Sequential(OrderedDict([('conv1', nn.Conv2d(3, 16, 3, padding=1)), ('relu1', nn.ReLU()),\n"
+        "        ('conv2', nn.Conv2d(16, 64, 3, padding=1)), ('gap', nn.AdaptiveAvgPool2d(1)),\n"
+        "        ('flat', nn.Flatten()), ('fc', nn.Linear(64, 10))]))\n"
+    )
+    _photos(tmp_path, 4, 16)
+    monkeypatch.chdir(tmp_path)
+    for layers, dtype in (("conv1,conv2,fc", "float32"), ("conv1,conv2,fc", "float16"), ("conv1,conv2", "float32")):
+        config = ExtractConfig(model="python:fcnet:build", data="imagefolder:photos", out=f"{dtype}{len(layers)}.h5",
+                               layers=layers, image_size=16, random_init=True, normalize="none", dtype=dtype,
+                               device="cpu")  # fmt: skip
+        extract_features(config)
+        with FeatureStore(tmp_path / config.out) as store:
+            counted, estimated = costs_from_model(store), costs_from_shapes(store)
+        assert counted.params_total == 3 * 16 * 9 + 16 + 16 * 64 * 9 + 64 + 64 * 10 + 10
+        # fc cached: its own count, bias included; after the last cached layer: a dense map, its bias left out
+        assert estimated.params_total == counted.params_total - 10 * (not layers.endswith("fc")), layers
+        for i in range(len(layers.split(","))):
+            assert estimated.saved(i)[0] == pytest.approx(counted.saved(i)[0], abs=0.001), (layers, dtype, i)
+        if layers.endswith("fc"):  # the classifier is the last cached layer: nothing after it is missed
+            assert estimated.params_after[-1] == estimated.flops_after[-1] == 0, estimated
+            assert "classifier" not in str(estimated.not_counted)

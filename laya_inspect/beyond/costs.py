@@ -16,7 +16,8 @@ from the previous layer's channels to its own at each output position; a layer t
 one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
 much as a conv); the model's classifier, where the cache holds its logits, is a dense map from the last
-cached layer's channels to them, run after every layer (``not_counted`` says what the estimate cannot see).
+cached layer's channels to them, run after every layer, unless a cached layer is the classifier's own
+output (its rows are the logits): counted there, once (``not_counted`` says what the estimate cannot see).
 """
 
 from __future__ import annotations
@@ -286,13 +287,35 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     # the model's classifier runs after every cached layer (a head replaces it): MobileNetV2's is 37% of
     # its parameters. Its input is the last cached layer's channels, pooled: a dense map to the logits.
     classes = next((int(x.shape[1]) for sp in store.splits if (x := store.logits(sp, slice(0, 1))) is not None), 0)
-    tail = float(_channels(shapes[-1])[0] * classes)
+    cached = _cached_classifier(store, classes)  # counted above as a layer: not again after the last one
+    tail = 0.0 if cached else float(_channels(shapes[-1])[0] * classes)
     p, f = np.array(params), np.array(flops)
     p_after = np.array([p[i + 1 :].sum() + tail for i in range(len(p))])
     f_after = np.array([f[i + 1 :].sum() + 2 * tail for i in range(len(f))])
-    missed = f"{BETWEEN}; {AFTER[classes > 0]}"
+    missed = BETWEEN if cached else f"{BETWEEN}; {AFTER[classes > 0]}"
     how = f"{SHAPES_HOW}; not counted: {missed}"
     return Costs("shapes", how, p_after, f_after, float(p.sum() + tail), float(f.sum() + 2 * tail), not_counted=missed)
+
+
+def _cached_classifier(store: FeatureStore, classes: int) -> str | None:
+    """The cached layer whose rows are the cached logits (the classifier's own output, --layers …,fc), or
+    None: a layer of one value per class that the first rows show to be the model's answer."""
+    split = next((sp for sp in store.splits if store.logits(sp, slice(0, 1)) is not None), None)
+    if split is None or classes == 0:
+        return None
+    rows = slice(0, min(store.n(split), 8))
+    logits = np.asarray(store.logits(split, rows), dtype=np.float32)
+    scale = 1e-3 * max(1.0, float(np.abs(logits).max(initial=0.0)))  # a float16 cache rounds the layer's rows
+    return next(
+        (
+            name
+            for name, width in zip(store.layer_names, store.widths)
+            if width == classes
+            and (x := store.layer(split, name, rows)).shape == logits.shape
+            and np.allclose(x, logits, rtol=1e-3, atol=scale)
+        ),
+        None,
+    )
 
 
 def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
