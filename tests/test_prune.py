@@ -1489,7 +1489,6 @@ def test_a_set_only_one_seeds_ranking_keeps_is_refit_at_that_seed_only():
     for drawn in randoms[2][0]:
         assert (drawn, 0) in jobs and (drawn, 1) in jobs
     assert len(jobs) == 2 * 2 + 1 + 2 * len(set(randoms[2][0]) - {(0, 1), (8, 9)})
-    assert "run prune on each of its fit-head seeds (laya/seed_<S>/)" in said
 
 
 def test_the_shapes_estimate_counts_a_cached_classifier_once(tmp_path, monkeypatch):
