@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from helpers import fit_quickly
+from helpers import fit_quickly, settings_said
 from test_compare_factored import CASES, _case, _sets
 from typer.testing import CliRunner
 
@@ -86,7 +86,9 @@ def test_effect_end_to_end(digits_cache, laya_dir, tmp_path, effect):
     result, summary = _compare(digits_cache, laya_dir, tmp_path / "out", "--method", "alpha,ig", *extra)
     want = effect or "logit"  # the default
     assert summary["effect"] == want and summary["config"]["effect"] == want
-    assert f"· effect {want} ·" in result.output
+    given, _, left = settings_said(result.output).partition("; left at their defaults: ")
+    # stated either way; a value equal to the default reads as left at it
+    assert f"effect {want}" in (left if want == "logit" else given), (given, left)
     assert "subset ρ chance floor (random scores)" in result.output
     head = summary["heads"][0]
     assert head["lolo"]["params"]["effect"] == want
