@@ -417,6 +417,7 @@ def _fit_into(
         unlearnable=unlearnable_classes(train.labels[train_rows], test.labels, store.class_names, train.labels),
         in_train=in_train,
         repeated=repeated,
+        epochs=epochs,
         small=[
             w
             for w in (

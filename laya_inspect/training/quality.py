@@ -27,7 +27,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
-from .stats import percent, seed_agreement
+from .stats import describe, percent, seed_agreement
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -351,13 +351,15 @@ def gate(
     in_train: dict[str, Any] | None = None,
     repeated: dict[str, Any] | None = None,
     small: Sequence[str] = (),
+    epochs: int | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
     ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows;
     ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
     the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
-    the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows)."""
+    the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows); ``epochs``: the
+    most epochs a seed could run."""
     from .overlap import overlap_warning, repeated_warning
 
     for h in heads:
@@ -370,6 +372,7 @@ def gate(
                 probe=probe,
                 layer_names=layer_names,
                 constant=constant,
+                epochs=epochs,
             )
         )
         if duplicates and h["head"] != "last":
@@ -410,10 +413,13 @@ def head_quality(
     probe: dict[str, Any] | None,
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
+    epochs: int | None = None,
 ) -> dict[str, Any]:
-    """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test and
-    .static_weights): its warnings, its probe reference and the seeds' agreement on the layers."""
+    """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
+    .epochs_run and .static_weights; ``epochs``: the most each seed could run): its warnings, its
+    probe reference and the seeds' agreement on the layers."""
     warns = [w for w in [near_chance(test_acc, chance, "the head did not learn")] if w]
+    notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
     if read:
         warns.append(
@@ -427,11 +433,20 @@ def head_quality(
         reference = probe_reference(probe, head)
         layer, ref = reference["layer"], reference["test_acc"]
         if test_acc < ref - PROBE_MARGIN:
-            warns.append(
-                f"below the probe: test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on "
-                f"{layer} alone (the reference probe: {reference['chosen_by']}); the head is under-trained "
-                "(try another --lr or more --epochs)"
-            )
+            said = f"test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on {layer} alone"
+            said += f" (the reference probe: {reference['chosen_by']})"
+            # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
+            gap = describe([r.test_acc - ref for r in runs]) if len(runs) > 1 else None
+            if gap is not None and gap.ci_high >= 0:
+                reference |= {"reading": "not shown below the probe", "gap": gap.to_dict()}
+                notes.append(
+                    f"not shown below the probe: {said}, but the gap over {gap.n} seeds, {gap.mean:+.3f} "
+                    f"[{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] ({gap.confidence:.0%} t-interval), includes 0; "
+                    "more seeds would tell"
+                )
+            else:
+                reference |= {"reading": "below the probe", "gap": gap.to_dict() if gap else None}
+                warns.append(f"below the probe: {said}; the head is under-trained ({_advice(runs, epochs)})")
     # per seed, the head's (N, L) weights on the test rows; None for heads without weights
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
     weights = ws if ws and len(ws) == len(runs) else None
@@ -484,11 +499,27 @@ def head_quality(
     return {
         "warnings": warns,
         "checks_not_run": not_run,
-        "gate_notes": [seed_checks_note(not_run)] if not_run else [],
+        "gate_notes": notes + ([seed_checks_note(not_run)] if not_run else []),
         "probe_reference": reference,
         "seed_agreement": agreement,
         "layer_weights": profile,
     }
+
+
+def _advice(runs: Sequence[Any], epochs: int | None) -> str:
+    """What to try for a head below the probe: more --epochs only where a seed used them all; seeds
+    that stopped on patience before the budget would not use more."""
+    if epochs is None:
+        return "try another --lr or more --epochs"
+    ran = sorted(r.epochs_run for r in runs)
+    if ran[-1] < epochs:
+        span = f"{ran[0]}" if ran[0] == ran[-1] else f"{ran[0]}–{ran[-1]}"
+        return (
+            f"try another --lr; every seed stopped early on patience ({span} of {epochs} epochs), "
+            "so more --epochs will not help"
+        )
+    full = [str(r.seed) for r in runs if r.epochs_run >= epochs]
+    return f"try another --lr or more --epochs: seed(s) {', '.join(full)} ran all {epochs} epochs"
 
 
 def seed_checks_note(not_run: Sequence[str]) -> str:
