@@ -648,7 +648,11 @@ def test_each_comparison_names_its_family_level(last_layer_run):
     # α never fires here, so two questions drew intervals (against random exit, against fixed depth):
     # the summary, the reading and the page say they are read apart, each held to 5% on its own
     apart = s["families_read_apart"]
-    assert apart.startswith("the 2 questions (rules compared with random exit, rules compared with fixed depth)")
+    # QA (all-MiniLM-L6-v2): the note said "the 2 questions … these 6 lines" above 8 lines and 3 families;
+    # its counts are now of the lines printed, and it names the question that drew no interval
+    assert apart.startswith(f"these {len(s['verdict'])} lines answer the 3 questions (rules compared with random")
+    assert "; 2 drew an interval (rules compared with random exit, rules compared with fixed depth) and are" in apart
+    assert "not their 6 lines together (comparisons of confidence+α with confidence: no interval," in apart
     # the rate it names is of the two read (about 1 − 0.95²), the measured 15% is of all three
     assert "among the 2 questions' lines in about 10% of runs (15% of simulated runs with all three)" in apart
     assert apart[1:40] in " ".join(early_exit_reading(s).details) and apart[1:40] in page

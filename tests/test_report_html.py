@@ -530,6 +530,10 @@ def test_each_beyond_command_writes_its_page_with_its_tables(beyond: dict[str, A
     # the command names the folder, not the temporary one it was written under
     assert f"laya-inspect {kind} " in text and f"--out {result.out_dir}" in html.unescape(text)
     assert ".tmp" not in html.unescape(text.split('id="provenance"')[0]).split('id="commands"')[1]
+    # QA: early-exit's page said to rebuild it with `python -c 'from laya_inspect.report.beyond import …'`;
+    # every page now names the command, as fit-head's does
+    commands = html.unescape(text.split('id="provenance"')[0].split('id="commands"')[1])
+    assert f"laya-inspect report {result.out_dir} --html" in commands and "python -c" not in commands
     n_png = len(list((result.out_dir / "plots").glob("*.png")))
     assert n_png >= 1 and text.count('src="data:image/png;base64,') == n_png
     if kind == "prune":  # one row per evaluated (ranking, k)

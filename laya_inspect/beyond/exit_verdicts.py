@@ -146,13 +146,21 @@ def read_apart(comparisons: dict[str, Any]) -> str | None:
     }
     if len(read) < 2:
         return None
-    lines = sum(e["family"]["of"] in read for e in comparisons.values())
+    # every comparison prints one verdict line, also those of a question that drew no interval
+    shown, names = len(comparisons), ", ".join(q for q in QUESTIONS.values() if q in read)
     rate = f"in {TOGETHER_NULL:.0%} of simulated runs"  # measured with all three; two: about 1 − 0.95²
+    said = f"the {len(read)} questions ({names}) are read apart, each at 95% for its own comparisons, not these "
+    said += f"{shown} lines together"
     if len(read) < len(QUESTIONS):
         rate = f"in about {1 - 0.95 ** len(read):.0%} of runs ({TOGETHER_NULL:.0%} of simulated runs with all three)"
+        lines = sum(e["family"]["of"] in read for e in comparisons.values())
+        idle = [q for q in QUESTIONS.values() if q not in read]
+        said = (
+            f"these {shown} lines answer the {len(QUESTIONS)} questions ({', '.join(QUESTIONS.values())}); "
+            f"{len(read)} drew an interval ({names}) and are read apart, each at 95% for its own comparisons, not "
+            f"their {lines} lines together ({', '.join(idle)}: no interval, nothing to compare)"
+        )
     return (
-        f"the {len(read)} questions ({', '.join(q for q in QUESTIONS.values() if q in read)}) are read apart, "
-        f"each at 95% for its own comparisons, not these {lines} lines together: where no rule differs, a wrong "
-        f'"beats" or "worse" comes somewhere among the {len(read)} questions\' lines {rate}; read the rules '
-        "against random exit as the finding, the others as side questions"
+        f'{said}: where no rule differs, a wrong "beats" or "worse" comes somewhere among the {len(read)} '
+        f"questions' lines {rate}; read the rules against random exit as the finding, the others as side questions"
     )

@@ -131,10 +131,7 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
     kind = beyond_kind(s)
     if kind is None:
         raise CacheError(f"{path / 'summary.json'} was not written by prune, early-exit or diagnose")
-    module = "laya_inspect.report.beyond"
-    rebuild = (
-        f"python -c {shlex.quote(f'from {module} import write_beyond_report; write_beyond_report({str(shown)!r})')}"
-    )
+    rebuild = f"laya-inspect report {shlex.quote(str(shown))} --html"  # as fit-head's and compare's pages say it
     return page(
         kind,
         path,
