@@ -648,8 +648,13 @@ def reading(b: Backbone) -> list[str]:
             f"Heads with defaults: {len(s['heads']) - len(low)} of {len(s['heads'])} reach the probe minus "
             f"the margin" + (f" (below: {', '.join(low)})" if low else "") + f"; {n_w} gate warning(s)."
         )
-        if "laya" in low:
-            short.append("the LAYA head with defaults is below the probe minus the margin (under-trained)")
+        if "laya" in low:  # the gate's reading: a gap whose interval over seeds includes 0 is not a shortfall
+            laya = next(x for x in s["heads"] if x["head"] == "laya")["probe_reference"]
+            shown = laya.get("reading", "below the probe") == "below the probe"
+            short.append(
+                "the LAYA head with defaults is below the probe minus the margin "
+                + ("(under-trained)" if shown else "(not shown below it: the gap's interval over seeds includes 0)")
+            )
     if short and out:
         out.append("In short: " + "; ".join(short) + ".")
     return out

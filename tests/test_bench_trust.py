@@ -152,3 +152,30 @@ def test_the_full_table_keeps_the_random_method_beside_the_random_reference(monk
         ["random", "0.044 [0.03, 0.05]"],
         ["random (ref.)", "-0.070 [-0.08, -0.06]"],
     ]
+
+
+def test_the_reading_calls_laya_under_trained_only_where_the_gate_shows_it_below_the_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA (all-MiniLM-L6-v2): LAYA's mean was more than the margin under the probe, but its gap's interval
+    over seeds included 0; fit-head's gate says "not shown below the probe", and so does the reading."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("bench_trust", ROOT / "bench" / "trust.py")
+    assert spec is not None and spec.loader is not None
+    trust = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_trust", trust)  # its dataclasses look their module up
+    spec.loader.exec_module(trust)
+    heads = tmp_path / "heads"
+    heads.mkdir()
+    ref = {"layer": "hidden_states.6", "test_acc": 0.933, "margin": 0.03, "chosen_by": "the last layer"}
+    laya = {"head": "laya", "test_acc": {"mean": 0.894}, "warnings": [], "seed_agreement": None}
+    laya["probe_reference"] = {**ref, "reading": "not shown below the probe"}
+    (heads / "summary.json").write_text(json.dumps({"heads": [laya]}), encoding="utf-8")
+    said = " ".join(trust.reading(trust.Backbone("minilm", "MiniLM", heads=heads, compare=tmp_path / "none")))
+    assert "(not shown below it: the gap's interval over seeds includes 0)" in said and "under-trained" not in said
+    laya["probe_reference"]["reading"] = "below the probe"
+    (heads / "summary.json").write_text(json.dumps({"heads": [laya]}), encoding="utf-8")
+    said = " ".join(trust.reading(trust.Backbone("minilm", "MiniLM", heads=heads, compare=tmp_path / "none")))
+    assert "the LAYA head with defaults is below the probe minus the margin (under-trained)" in said
