@@ -518,21 +518,23 @@ def test_a_layer_pooled_to_one_row_for_every_text_is_a_warning_on_the_terminal_a
     assert not [w for w in mean.warnings if "the same row for every input" in w]
 
 
-def test_the_compute_estimate_of_a_bert_cache_gives_its_embeddings_no_share(text_setup, tmp_path):
-    """QA: a Hugging Face model is not counted (its hidden_states are read from the output), and the
-    estimate took each layer as an equal share, so keeping hidden_states.0 (a table lookup) alone
-    read as saving 2/3 of a two-block BERT, where it saves all of it."""
+def test_the_compute_estimate_of_a_bert_cache_gives_its_embeddings_no_flops(text_setup, tmp_path):
+    """QA: the estimate took each layer as an equal share, so keeping hidden_states.0 (a table lookup)
+    alone read as saving 2/3 of a two-block BERT's FLOPs, where it saves all of them. Counted from the
+    model (auto), the blocks do the FLOPs too, and the embeddings' parameters are not saved."""
     from laya_inspect.beyond.costs import backbone_costs
 
-    d, _, _ = text_setup
+    d, model, _ = text_setup
     out = tmp_path / "t.h5"
     extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), device="cpu"))
     with FeatureStore(out) as store:
         assert store.layer_names == ["hidden_states.0", "hidden_states.1", "hidden_states.2"]
-        costs = backbone_costs(store, "auto")
-    assert costs.source == "shapes" and "read from the model's output" in (costs.note or "")
-    assert [costs.saved(i)[1] for i in range(3)] == [1.0, 0.5, 0.0]
-    assert "an embeddings layer, a table lookup, counts none" in costs.how
+        shapes, counted = backbone_costs(store, "shapes"), backbone_costs(store, "auto")
+    assert [shapes.saved(i)[1] for i in range(3)] == [1.0, 0.5, 0.0]
+    assert "an embeddings layer, a table lookup, no FLOPs" in shapes.how
+    assert counted.source == "model" and counted.saved(0)[1] == 1.0
+    table = sum(p.numel() for p in model.embeddings.parameters())
+    assert counted.params_total - counted.params_after[0] == table
 
 
 def test_explain_says_a_text_was_cut_to_the_models_length_on_the_terminal_and_in_the_figure(text_setup, tmp_path):
