@@ -183,16 +183,14 @@ def costs_from_model(store: FeatureStore) -> Costs:
 
     # a hidden state read from the output (a Hugging Face hidden_states.k) is placed where the first
     # module that returned that very tensor finished: the embeddings, block k, a final norm
-    made: dict[int, tuple[int, int]] = {}
-    kept: list[Any] = []  # every output held, so no id is reused while the model runs
+    made: dict[int, tuple[int, int, Any]] = {}  # the tensor held too, so no id is reused while the model runs
 
     def returned(_m: Any, _args: Any, out: Any) -> None:
         tick[0] += 1
         parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
         for t in parts:
             if isinstance(t, torch.Tensor) and id(t) not in made:
-                made[id(t)] = (tick[0], counter.get_total_flops())
-                kept.append(t)
+                made[id(t)] = (tick[0], counter.get_total_flops(), t)
 
     handles = [m.register_forward_pre_hook(pre) for m in model.module.modules() if sizes[id(m)]]
     handles += [m.register_forward_hook(returned) for m in model.module.modules()] if virtual else []
@@ -205,7 +203,7 @@ def costs_from_model(store: FeatureStore) -> Costs:
     for n in virtual:
         if id(state := model.adapter.virtual(out, n)) not in made:
             raise InputError(f"layer {n!r} is computed outside any module the model calls: its FLOPs cannot be placed")
-        done[n] = made[id(state)]
+        done[n] = made[id(state)][:2]
     silent = [n for n in names if n not in done]
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
