@@ -195,7 +195,8 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())  # which rows and how stored, said beside the rows written
     given = f"settings given: weights {ckpt} · ≤ 40 rows per split; "
-    assert given + "left at their defaults: splits train,test · seed 0 · stored as float32" in said
+    left = "left at their defaults: image size 8 (the images' own) · splits train,test · seed 0 · stored as float32"
+    assert given + left in said
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.n("train") == 40 and store.n("test") == 40
 
@@ -215,9 +216,47 @@ def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
         "seed 3",
         "stored as float16",
     ]
-    assert left.split(" · ") == ["every row"]  # --pool auto: each layer's pooling is in the table below
+    # --pool auto: each layer's pooling is in the table below; the 8-px digits reach the MLP as they are
+    assert left.split(" · ") == ["image size 8 (the images' own)", "every row"]
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.layer_names == ["blocks.1"] and store.splits == ["test"]
+
+
+@pytest.fixture(scope="module")
+def small_photos(tmp_path_factory):
+    """32-px photos in an image folder, as CIFAR's: smaller than the 224 px MobileNetV2 takes."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("photos")
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        for label in ("cat", "dog"):
+            (root / split / label).mkdir(parents=True)
+            for i in range(2):
+                pixels = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+                Image.fromarray(pixels).save(root / split / label / f"{i}.png")
+    return root
+
+
+@pytest.mark.parametrize(
+    "extra, given, left",
+    [
+        # QA: 32-px images went in at 224 px with no word; "pooling mean" stood over a table saying "none"
+        (["--layers", "features.18,classifier.1", "--pool", "mean"],
+         ["pooling mean on 1 of 2 layers (the table says each)"], ["image size 224 (the model's)"]),
+        (["--layers", "-1", "--image-size", "64"], ["image size 64"], []),
+        (["--layers", "features.18", "--pool", "max"], ["pooling max"], ["image size 224 (the model's)"]),
+    ],
+)  # fmt: skip
+def test_cli_extract_states_the_image_size_and_pooling_used(small_photos, tmp_path, extra, given, left):
+    args = ["extract", "--model", "torchvision:mobilenet_v2", "--random-init", "--data", f"imagefolder:{small_photos}"]
+    args += ["--limit", "2", "--device", "cpu", "--out", str(tmp_path / "c.h5"), *extra]
+    res = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    said_given, said_left = settings_said(res.output).split("; left at their defaults: ")
+    assert [g for g in given if g not in said_given.split(" · ")] == [], res.output
+    assert [x for x in left if x not in said_left.split(" · ")] == [], res.output
+    assert "image size" in said_given + said_left and "pooling mean ·" not in said_given + " ·", res.output
 
 
 @pytest.mark.parametrize(

@@ -156,3 +156,4 @@ class ExtractResult:
     nonfinite: dict[str, int] = dataclasses.field(default_factory=dict)
     batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
     world_size: int = 1  # processes that wrote it (torchrun)
+    transforms: dict = dataclasses.field(default_factory=dict)  # how inputs reached the model, as the cache records

@@ -276,6 +276,7 @@ def result_of(
         nonfinite=nonfinite,
         batch_size=prep.batch_size,
         world_size=world_size,
+        transforms=prep.data.transforms,
     )
 
 

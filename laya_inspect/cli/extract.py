@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..cache.extract_config import ExtractConfig
+from ..cache.extract_config import ExtractConfig, ExtractResult
 from ..options import defaulted
 from .app import THREADS, Stopped, app, comma_list, console, err_console, from_options, opt, out_file
 from .progress import row_progress
@@ -104,7 +104,7 @@ def extract_command(
         raise Stopped(said) from None
     from ..report.settings import settings_line
 
-    console.print(settings_line(_settings(config), min(console.width, 100)), highlight=False)
+    console.print(settings_line(_settings(config, result), min(console.width, 100)), highlight=False)
     table = Table(title=f"{result.path}")
     for col in ("layer", "width", "pooling"):
         table.add_column(col)
@@ -127,20 +127,23 @@ def extract_command(
     )
 
 
-def _settings(config: ExtractConfig) -> list[tuple[str, bool]]:
+def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, bool]]:
     """The settings that shape the stored rows, (text, left at its default) each, in words as fit's and
     compare's lines name theirs; the layers read and their pooling are named in the table below, so
-    they are said only as given."""
+    they are said only as given, and --pool as the table shows it (a 2-D layer has nothing to pool)."""
     left = defaulted(config)
     given = [(f"weights {config.weights}", False)] if config.weights else []
     given += [("random initial weights", False)] if config.random_init else []
+    pooled = sum(how == config.pool for how in result.pooling)
+    pool = f"pooling {config.pool}"
+    if pooled < len(result.pooling):
+        pool += f" on {pooled} of {len(result.pooling)} layers (the table says each)"
     given += [
         (text, False)
         for name, text in (
             ("layers", f"layers {config.layers}"),
-            ("pool", f"pooling {config.pool}"),
+            ("pool", pool),
             # how images reach the model, stated below (normalisation) or in a warning when left to it
-            ("image_size", f"images {config.image_size} px"),
             ("resize", f"resize {config.resize}"),
             ("normalize", f"normalize {config.normalize}"),
             ("amp", "bfloat16 autocast"),
@@ -148,12 +151,26 @@ def _settings(config: ExtractConfig) -> list[tuple[str, bool]]:
         )
         if name not in left
     ]
+    given += _image_size(result.transforms, "image_size" in left)
     return given + [  # which rows (--limit's subset, a dataset's own split) and the stored precision
         (f"splits {','.join(config.splits)}", "splits" in left),
         ("every row" if config.limit is None else f"≤ {config.limit:,} rows per split", "limit" in left),
         (f"seed {config.seed}", "seed" in left),
         (f"stored as {config.dtype}", "dtype" in left),
     ]
+
+
+def _image_size(transforms: dict, left: bool) -> list[tuple[str, bool]]:
+    """The side images were fed at, said left at its default too: 32-px CIFAR images reach MobileNetV2
+    at 224 px unless --image-size says otherwise, and its rows differ with it."""
+    if transforms.get("kind") != "image":
+        return []
+    h, w = transforms["output"][1:]
+    if not isinstance(h, int):  # no size to reach: each image as it came
+        return [("each image at its own size", left)]
+    size = str(h) if h == w else f"{h}×{w}"
+    whose = "" if not left else " (the model's)" if transforms.get("resize") else " (the images' own)"
+    return [(f"image size {size}{whose}", left)]
 
 
 def _file_identity(path: Path) -> tuple[int, int, int] | None:
