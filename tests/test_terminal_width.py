@@ -209,3 +209,51 @@ def test_compare_shows_the_constant_rule_at_80_columns(compared: tuple[Path, str
 def test_report_reprints_the_constant_rule_at_80_columns(compared: tuple[Path, str], how: str) -> None:
     run = _pipe if how == "pipe" else _tty
     _check_constant(run(["report", str(compared[0])], 80), 80)
+
+
+@pytest.fixture(scope="module")
+def beyond_heads(digits_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One LAYA head on the digits cache, for prune, early-exit and diagnose."""
+    from helpers import fit_quickly
+
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.head_dir import cache_identity, save_head
+
+    with FeatureStore(digits_cache) as store:
+        head = fit_quickly("laya", store, 60)
+        return save_head(tmp_path_factory.mktemp("beyond80") / "laya", head, meta=cache_identity(store))
+
+
+BEYOND = {
+    "prune": ["--no-refit", "--rank-rows", "200"],
+    "early-exit": ["--seeds", "1", "--epochs", "2", "--thresholds", "5"],
+    "diagnose": ["--bootstrap", "50"],
+}
+
+
+@pytest.mark.parametrize("command", list(BEYOND))
+def test_beyond_commands_wrap_their_warnings_and_verdicts_at_80_columns(
+    digits_cache: Path, beyond_heads: Path, tmp_path: Path, command: str
+) -> None:
+    """QA: prune, early-exit and diagnose printed their warning and verdict lines unwrapped, 579
+    characters through a pipe at COLUMNS=80; now they break between words, continued two spaces in,
+    and a path stays whole."""
+    import json
+
+    from laya_inspect.cli.beyond import verdict_lines
+
+    out = tmp_path / "o"
+    args = [command, str(beyond_heads), "--cache", str(digits_cache), *BEYOND[command], "--no-plots"]
+    text = _pipe([*args, "--device", "cpu", "--out", str(out)], 80)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, text
+    summary = json.loads((out / "summary.json").read_text())
+    said = " ".join(text.split())
+    paragraphs = [f"warning: {w}" for w in summary.get("warnings") or []] + [f"• {v}" for v in verdict_lines(summary)]
+    assert paragraphs and [p for p in paragraphs if " ".join(p.split()) not in said] == [], text
+    assert any(len(p) > 80 for p in paragraphs), paragraphs  # the wrapping was needed
+    starts = [i for i, line in enumerate(lines) if line.startswith(("• ", "warning: "))]
+    assert len(starts) == len(paragraphs), text
+    for i in starts:  # a paragraph's continuation lines are indented, up to the next paragraph or other line
+        assert lines[i + 1].startswith(("  ", "• ", "warning: ", "wrote ")) or not lines[i + 1].strip(), text
+    assert any(f"wrote {out}/:" in line for line in lines), text  # the folder's path on one line, unbroken

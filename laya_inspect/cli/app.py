@@ -295,21 +295,36 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
         raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
 
 
+def wrapped(text: str, *, lead: str = "", style: str | None = None, err: bool = False) -> None:
+    """``text`` after ``lead`` ("warning: ", "• ") in lines of the console's width, broken only between
+    words and continued two spaces in: a path, or any word longer than a line, stays whole on a line of
+    its own (the terminal's own wrap, which a pipe's reader never gets, broke such lines anywhere)."""
+    import textwrap
+
+    out = err_console if err else console
+    for part in (lead + text).splitlines() or [""]:
+        indent = part[: len(part) - len(part.lstrip())] + "  "
+        # break_on_hyphens=False: runs/early-exit and --train-split stay whole
+        lines = textwrap.wrap(part, out.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+        for line in lines or [""]:
+            out.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
 def warn(warnings: list[str] | None) -> None:
-    """One "warning: …" line each, in the warning colour; fit-head's warning said of several heads once
-    (:func:`~laya_inspect.compare.records.said_once`)."""
+    """One "warning: …" paragraph each, in the warning colour; fit-head's warning said of several heads
+    once (:func:`~laya_inspect.compare.records.said_once`)."""
     from ..compare.records import said_once
 
     for w in said_once(warnings or []):
-        console.print(f"warning: {w}", style="yellow", highlight=False, soft_wrap=True)
+        wrapped(w, lead="warning: ", style="yellow")
 
 
 def bullets(lines: list[str], warnings: list[str] | None = None) -> None:
-    """A result's verdict, one bullet a line, after its ``warnings``: a verdict is read only beside
+    """A result's verdict, one bullet a paragraph, after its ``warnings``: a verdict is read only beside
     what it cannot be trusted for."""
     warn(warnings)
     for line in lines:
-        console.print(f"• {line}", highlight=False, soft_wrap=True)
+        wrapped(line, lead="• ")
 
 
 def titled_table(title: str, *columns: str, left: int = 1, wrap: bool = True) -> Table:
@@ -323,7 +338,7 @@ def titled_table(title: str, *columns: str, left: int = 1, wrap: bool = True) ->
 
 def dim(text: str, *, err: bool = False) -> None:
     """One dim line on stdout (``err``: stderr): a step, a note, what was written."""
-    (err_console if err else console).print(text, style="dim", highlight=False)
+    wrapped(text, style="dim", err=err)
 
 
 def fail(message: str) -> None:

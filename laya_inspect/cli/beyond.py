@@ -166,7 +166,7 @@ def prune_command(
     console.print(table)
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
     for line in ([note] if note else []) + skipped:
-        console.print(line, style="dim", highlight=False, soft_wrap=True)
+        dim(line)
     _wrote(out, s)
 
 
@@ -234,7 +234,7 @@ def early_exit_command(
         )
     console.print(table)
     if s.get("selection"):
-        console.print(f"[dim]{s['selection']}[/dim]")
+        dim(s["selection"])
     depth = titled_table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))

@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig, ExtractResult
 from ..options import defaulted
-from .app import THREADS, Stopped, app, comma_list, console, err_console, from_options, opt, out_file
+from .app import THREADS, Stopped, app, comma_list, console, from_options, opt, out_file, wrapped
 from .progress import row_progress
 
 
@@ -117,7 +116,7 @@ def extract_command(
         console.print(f"resumed from the rows already written ({said})", highlight=False)
     console.print(f"input normalisation: {result.normalization}", highlight=False)
     for warning in result.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+        wrapped(warning, lead="warning: ", style="yellow", err=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
     console.print(
         f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s, "
