@@ -1472,6 +1472,9 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     page = " ".join(page_said(out / "report.html").split())
     assert f"α here is each of 2 fitted LAYA heads' ({fit.resolve()}): seed s's refits on each ranking's layers" in page
     assert "seed 0: l1; seed 1: l3" in page
+    # the reading's first line said "paired over over 2 fitted LAYA heads"
+    assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in page
+    assert "over over" not in page
 
 
 def test_a_set_only_one_seeds_ranking_keeps_is_refit_at_that_seed_only():

@@ -624,12 +624,14 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
             parts.append(f"{_said(d)} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
+    # seeds_how: "3 refit seed(s), α from one head", or "over 3 fitted LAYA heads …", said once
+    how = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
     if parts:
         first = (
             "Ranking layers by α "
             + "; ".join(parts)
-            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired over "
-            + f"{s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'}, "
+            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired "
+            + f"{how if how.startswith('over ') else 'over ' + how}, "
             + f"{families_text(*vs.values(), what='t-intervals')}."
         )
     else:
