@@ -1477,6 +1477,18 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     assert "over over" not in page
 
 
+def test_the_chosen_line_names_each_laya_heads_own_accuracy_not_their_mean_as_one_heads():
+    """QA (digits, 3 LAYA seeds): the chosen set's line read "(refitted; the given head: 0.9769)", the
+    mean of the three heads' accuracies said as one given head's. It names each head's."""
+    from laya_inspect.beyond.prune import _given
+
+    three = {"refit_check": {"given_head_test_acc": 0.9769}}
+    three["alpha_heads"] = [{"seed": s, "test_acc": a} for s, a in enumerate([0.9722, 0.9806, 0.9778])]
+    assert _given(three) == " (refitted; the given heads of seeds 0, 1, 2: 0.9722, 0.9806, 0.9778)"
+    one = {"refit_check": {"given_head_test_acc": 0.9722}, "alpha_heads": [{"seed": None, "test_acc": 0.9722}]}
+    assert _given(one) == " (refitted; the given head: 0.9722)"
+
+
 def test_a_set_only_one_seeds_ranking_keeps_is_refit_at_that_seed_only():
     """Refits are (layer set, seed) pairs: seed 0's α keeps {0, 1} at k = 2 and seed 1's {8, 9}; each is
     refit at its own seed (and at another only where a shared ranking or the random reference keeps it)."""

@@ -619,9 +619,13 @@ def _compare_rankings(
 
 
 def _given(s: dict[str, Any]) -> str:
-    """The given head's own test accuracy, beside the refits' on all layers (their reference)."""
-    check = s.get("refit_check") or {}
-    given = check.get("given_head_test_acc")
+    """The given head's own test accuracy, beside the refits' on all layers (their reference); several
+    LAYA heads' each (refit_check's `given_head_test_acc` is their mean, no one head's)."""
+    heads = s.get("alpha_heads") or []
+    if len(heads) > 1:
+        seeds, accs = (", ".join(f"{h[k]:{f}}" for h in heads) for k, f in (("seed", ""), ("test_acc", ".4f")))
+        return f" (refitted; the given heads of seeds {seeds}: {accs})"
+    given = (s.get("refit_check") or {}).get("given_head_test_acc")
     return f" (refitted; the given head: {given:.4f})" if isinstance(given, float) else ""
 
 
