@@ -749,6 +749,9 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     assert given.endswith("seeds 0 1 of 2 LAYA heads · --costs shapes") and "3 seed(s)" not in both_said, given
     reading = " ".join(page_said(tmp_path / "b" / "report.html").split())
     assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in reading
+    # the rules table's caption read "mean over seeds (over 2 fitted LAYA heads …)"
+    assert "mean over seeds (2 fitted LAYA heads (seeds 0 1), each α with its seed's refits)" in reading
+    assert "over over" not in reading and "(over " not in reading
     said = page_said(tmp_path / "a" / "report.html")
     assert "2 refit seed(s), α from one head, 95% t-intervals over seeds" in " ".join(said.split())
     # early-exit reads every seed of a fit-head folder itself: the advice is to give it one

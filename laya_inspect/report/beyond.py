@@ -117,7 +117,7 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
         against = f" · shift to {s['against']['path']}" if s.get("against") else ""
         return f"{n} head{'s' * (n != 1)} on {cache}{against} · intervals {s['errors']['interval']}"
     mode = f" · {s['mode']}" if kind == "prune" else ""
-    seeds = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"  # absent in prune's and older summaries
+    seeds = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"  # absent under --no-refit and in older summaries
     return f"{s['head_dir']} on {cache}{mode} · {seeds}, 95% t-intervals over seeds"
 
 
@@ -314,7 +314,8 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         if held
         else ["rule", "area under accuracy–compute (in sample)"]
     )
-    caption = f"{s['area']}; mean over seeds ({s.get('seeds_how') or len(s['seeds'])}) with the 95% t-interval"
+    how = (s.get("seeds_how") or str(len(s["seeds"]))).removeprefix("over ")  # "over 3 fitted LAYA heads …"
+    caption = f"{s['area']}; mean over seeds ({how}) with the 95% t-interval"
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [
         [
