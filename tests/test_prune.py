@@ -406,6 +406,27 @@ def test_refit_check_reads_the_refits_against_the_given_head(planted):
     assert one["under_trained"]
 
 
+def test_the_refit_warning_over_several_laya_heads_names_each_heads_epochs_and_accuracy(planted, tmp_path):
+    """prune over a fit-head folder read the refits against every LAYA head but named seed 0's epochs
+    alone ("the given head ran 40 epochs"), as early-exit once did; and heads of equal accuracy lost
+    `given_heads_test_acc`, which FORMATS.md gives for several heads."""
+    cache, _ = planted
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s in (0, 1):
+            meta = {**cache_identity(store), "seed": s, "metrics": {"epochs_run": 40 + s}}
+            save_head(fit / "laya" / f"seed_{s}", planted_laya([0.6, 0.4, 0.0]), meta=meta)
+    out = tmp_path / "p"
+    args = ["prune", str(fit), "--cache", str(cache), "--ks", "1", "--epochs", "1", "--patience", "1"]
+    args += ["--lr", "1e-5", "--costs", "shapes", "--no-plots", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    check = json.loads((out / "summary.json").read_text())["refit_check"]
+    assert check["under_trained"] and check["given_heads_test_acc"] == [1.0, 1.0]
+    assert "the given heads of those seeds 1.0000, 1.0000 on the same rows" in check["warning"]
+    assert check["warning"].endswith("(the given heads ran 40, 41 epochs)")
+
+
 def test_an_under_trained_refit_is_a_warning_in_every_output(planted, tmp_path):
     cache, head_dir = planted
     out = tmp_path / "p"

@@ -329,7 +329,7 @@ def refit_check(
     head_config: dict[str, Any] | Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     """The refits on all ``n_layers`` layers beside the given head's test accuracy ``given`` on the
-    same rows (a sequence: each seed's own given head's, early-exit's several LAYA heads): the
+    same rows (a sequence: each seed's own given head's, prune's and early-exit's several LAYA heads): the
     reference every refit accuracy is read against. ``warning`` when the refits fall
     short of it: their mean by more than SHORTFALL, or any one seed by more than 2 × SHORTFALL. Then
     fewer layers can look as good as all only because the refits are under-trained. Not "every seed
@@ -339,7 +339,9 @@ def refit_check(
     givens = [float(given)] * len(refit_test) if isinstance(given, (int, float)) else [float(g) for g in given]
     shortfalls = [g - float(v) for g, v in zip(givens, refit_test)]
     mean_short = float(np.mean(shortfalls))
-    several = len(set(givens)) > 1
+    # several LAYA heads (``head_config`` one per head): each head's own, though two may score alike
+    configs = [head_config] if isinstance(head_config, dict) else list(head_config)
+    several = len(configs) > 1
     record: dict[str, Any] = {
         "given_head_test_acc": float(np.mean(givens)),  # several heads: their mean (each in given_heads_test_acc)
         "refit_all_layers_test_acc": refits,
@@ -353,8 +355,6 @@ def refit_check(
         record["given_heads_test_acc"] = givens
     if record["under_trained"]:
         epochs, patience = budget.resolve(n_train)
-        # early-exit's several LAYA heads (``head_config`` a sequence): each seed's own epochs, not the first's
-        configs = [head_config] if isinstance(head_config, dict) else list(head_config)
         ran = [(c.get("metrics") or {}).get("epochs_run") for c in configs]
         head_ran = f"{', '.join(map(str, ran))} epochs" if all(isinstance(r, int) for r in ran) else "its own budget"
         lrs = {(c.get("training") or {}).get("lr") for c in configs}
@@ -370,6 +370,6 @@ def refit_check(
             f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "
             f"{budget.weight_decay or 0.0:g}) under-trains this head, so every accuracy here is an under-trained "
             f"head's, and fewer layers can look as good as all; rerun with more --epochs and --patience "
-            f"(the given head{'s' * (len(configs) > 1)} ran {head_ran}{head_lr})"
+            f"(the given head{'s' * several} ran {head_ran}{head_lr})"
         )
     return record

@@ -388,7 +388,7 @@ def _prune(
         "fits": [f.record() for f in fits.values()],
         # the reference of every refit accuracy: each seed's given head itself (no refit under --no-refit)
         "refit_check": refit_check(
-            given_accs if several else given_accs[0], ref_tests, n_layers, budget, len(fit_rows), hconf
+            given_accs if several else given_accs[0], ref_tests, n_layers, budget, len(fit_rows), [c for _, c in opened]
         )
         if config.refit
         else None,
