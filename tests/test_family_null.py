@@ -145,17 +145,19 @@ def test_prune_rankings_equal_to_alpha_rarely_get_a_verdict(monkeypatch) -> None
     """α against random and the five other rankings over 3 seeds, every layer set's accuracy noise: at
     95% each, α read "beats" or "worse" against one of them in about a fifth of the runs."""
     from laya_inspect.beyond import prune
-    from laya_inspect.beyond.rankings import NON_ALPHA, Ranking
+    from laya_inspect.beyond.rankings import NON_ALPHA
 
     n_layers, seeds, ks = 5, 3, [4, 3, 2, 1]
 
     def run(t: int) -> bool:
         rng = np.random.default_rng(t)
         sets = [s for k in ks for s in itertools.combinations(range(n_layers), k)]
-        results = {s: [(0.9, 0.9 + 0.01 * rng.normal()) for _ in range(seeds)] for s in sets}
-        rankings = [Ranking(n, None, [int(i) for i in rng.permutation(n_layers)], "") for n in ("alpha", *NON_ALPHA)]
+        # each (layer set, seed) refit's (validation, test) accuracy; each ranking one order at every seed
+        results = {(s, i): (0.9, 0.9 + 0.01 * rng.normal()) for s in sets for i in range(seeds)}
+        orders = {n: [int(i) for i in rng.permutation(n_layers)] for n in ("alpha", *NON_ALPHA)}
+        ranked = {n: dict.fromkeys(range(seeds), order) for n, order in orders.items()}
         randoms = {k: ([s for s in sets if len(s) == k][:4], False) for k in ks}
-        _, versus = prune._compare_rankings(rankings, results, ks, randoms)
+        _, versus = prune._compare_rankings(ranked, results, ks, list(range(seeds)), randoms)
         compared = [v for v in versus.values() if not v["same_layer_sets"]]
         assert {v["family"]["size"] for v in versus.values()} == {len(compared)}
         return said(v["mean_test_acc_over_k_diff"] for v in compared)
