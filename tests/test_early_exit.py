@@ -746,7 +746,10 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     both_said = " ".join(both.output.split())
     assert "· over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits ·" in both_said
     given = settings_said(both.output).split("; left at their defaults: ")[0]
-    assert given.endswith("seeds 0 1 of 2 LAYA heads · --costs shapes") and "3 seed(s)" not in both_said, given
+    # the seeds were read from the folder, not given: the header names them, the settings line does not
+    assert given.endswith("--costs shapes") and "LAYA heads" not in given and "3 seed(s)" not in both_said, given
+    assert "LAYA heads" not in settings_said(runner.invoke(app, ["report", str(tmp_path / "b")], env=ENV).output)
+    assert "of 2 LAYA heads" not in page_said(tmp_path / "b" / "report.html")
     reading = " ".join(page_said(tmp_path / "b" / "report.html").split())
     assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in reading
     # the rules table's caption read "mean over seeds (over 2 fitted LAYA heads …)"
@@ -777,6 +780,21 @@ def test_laya_heads_that_held_out_other_rows_are_refused(cache, tmp_path):
             save_head(fit / "laya" / f"seed_{s}", planted(True), meta=meta)
     bad = runner.invoke(app, ["early-exit", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
     assert bad.exit_code == 1 and "held out other train rows than" in bad.output, bad.output
+
+
+def test_laya_heads_of_fit_head_runs_with_other_settings_are_refused(cache, tmp_path):
+    """The refits of every seed take the first head's settings: heads whose config.json differs in more
+    than the seed (here the weight decay) are refused, naming both heads and what differs."""
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, decay in ((0, 0.0), (1, 0.01)):
+            meta = {**cache_identity(store), "seed": s, "training": {"weight_decay": decay}}
+            save_head(fit / "laya" / f"seed_{s}", planted(True), meta=meta)
+    bad = runner.invoke(app, ["early-exit", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
+    said = " ".join(bad.output.split())
+    assert bad.exit_code == 1, bad.output
+    assert f"{fit / 'laya' / 'seed_1'} and {fit / 'laya' / 'seed_0'} record other settings than their seed" in said
+    assert "(training.weight_decay 0.0 vs 0.01)" in said, said
 
 
 def test_the_refit_warning_names_each_laya_seeds_own_epochs(cache, tmp_path):

@@ -1478,6 +1478,24 @@ def test_laya_heads_of_one_seed_or_other_held_out_rows_are_not_pruned_together(p
         assert ("prune pairs each LAYA head's α" if name == "same" else "held out other train rows than") in said
 
 
+def test_laya_heads_of_fit_head_runs_with_other_settings_are_not_pruned_together(planted, tmp_path):
+    """The refits of every seed take the first head's settings: heads whose config.json differs in more
+    than the seed (here the learning rate and epochs) are refused, naming both heads and what differs."""
+    cache, _ = planted
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, lr, epochs in ((0, 0.001, 40), (1, 0.01, 5)):
+            training = {"lr": lr, "batch_size": 64, "weight_decay": 0.0, "epochs": epochs}
+            meta = {**cache_identity(store), "seed": s, "training": training, "metrics": {"test_acc": 0.5 + s / 10}}
+            save_head(fit / "laya" / f"seed_{s}", planted_laya([0.6, 0.4, 0.0]), meta=meta)
+    bad = runner.invoke(app, ["prune", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
+    said = " ".join(bad.output.split())
+    assert bad.exit_code == 1, bad.output
+    assert f"{fit / 'laya' / 'seed_1'} and {fit / 'laya' / 'seed_0'} record other settings than their seed" in said
+    assert "(training.epochs 40 vs 5; training.lr 0.001 vs 0.01)" in said, said
+    assert not (tmp_path / "o").exists()
+
+
 def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_laya_heads(two_laya_seeds, tmp_path):
     """Given a fit-head output, the seeds are the heads' own: "over 2 fitted LAYA heads", as early-exit says."""
     cache, fit = two_laya_seeds
@@ -1488,7 +1506,10 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     said = " ".join(result.output.split())
     assert "· refit · over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits · all layers" in said
     given = settings_said(result.output).split("; left at their defaults: ")[0]
-    assert "seeds 0 1 of 2 LAYA heads" in given and "3 seed(s)" not in said, given
+    # the seeds were read from the folder, not given: the header names them, the settings line does not
+    assert "LAYA heads" not in settings_said(result.output) and "3 seed(s)" not in said, given
+    assert "LAYA heads" not in settings_said(runner.invoke(app, ["report", str(out)], env=ENV).output)
+    assert "of 2 LAYA heads" not in page_said(out / "report.html")
     assert "the heads' α rankings keep different sets at k = 1: not a stable recommendation" in said
     page = " ".join(page_said(out / "report.html").split())
     assert f"α here is each of 2 fitted LAYA heads' ({fit.resolve()}): seed s's refits on each ranking's layers" in page

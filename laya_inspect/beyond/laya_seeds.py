@@ -49,4 +49,33 @@ def shared_held_out(
                 f"{d} held out other train rows than {head_dirs[0]}: the refits of every seed stop on one set of "
                 "held-out rows; give the heads of one fit-head run"
             )
+    _one_run(head_dirs, configs)
     return train_rows, val_rows, how
+
+
+# what a head's config.json records of its own fit, not of the run's settings (fit-head's save_run)
+PER_SEED = ("seed", "history", "metrics")
+
+
+def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """config.json's settings as {"training.lr": 0.001, …}, the per-seed records left out."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if prefix or k not in PER_SEED:
+            out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _one_run(head_dirs: Sequence[Path], configs: Sequence[dict[str, Any]]) -> None:
+    """Refused unless every head records the first's settings but for its seed: the refits of every seed
+    take the first head's d*, τ, learning rate, weight decay and epochs."""
+    first = _flat(configs[0])
+    for d, c in zip(head_dirs[1:], configs[1:]):
+        other = _flat(c)
+        keys = sorted(k for k in first.keys() | other.keys() if first.get(k) != other.get(k))
+        if keys:
+            differ = "; ".join(f"{k} {first.get(k)!r} vs {other.get(k)!r}" for k in keys)
+            raise InputError(
+                f"{d} and {head_dirs[0]} record other settings than their seed ({differ}): the refits of every "
+                "seed take the first head's; give the heads of one fit-head run"
+            )

@@ -99,10 +99,10 @@ def _patience(patience: Any, epochs: Any) -> str:
 
 
 def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
-    """The refit seeds: --seeds for one head; several LAYA heads' own seeds, given by the folder."""
-    heads = len(s.get("alpha_heads") or [])
-    if heads > 1:
-        return [(f"seeds {' '.join(map(str, s['seeds']))} of {heads} LAYA heads", "alpha_heads")]
+    """The refit seeds: --seeds for one head; none for several LAYA heads, whose seeds were read from the
+    folder, not given (the header names them: "over 2 fitted LAYA heads (seeds 0 1)")."""
+    if len(s.get("alpha_heads") or []) > 1:
+        return []
     return [(f"{(s.get('config') or {}).get('seeds')} seed(s)", "seeds")]
 
 
