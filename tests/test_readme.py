@@ -34,6 +34,16 @@ def test_ci_runs_the_readme_test_command():
     assert test_command[0] in (ROOT / ".ci" / "run").read_text()
 
 
+def test_the_readme_gives_prune_and_early_exit_the_fit_head_folder():
+    """Both read every LAYA seed of a fit-head folder: the README's examples give them the folder its
+    fit-head example writes, not one seed's head (early-exit's gave heads/laya/seed_0)."""
+    readme = (ROOT / "README.md").read_text()
+    fit_out = re.search(r"^laya-inspect fit-head .*--out (\S+)$", readme, re.M).group(1)
+    for command in ("prune", "early-exit"):
+        given = re.findall(rf"^laya-inspect {command} (\S+)", readme, re.M)
+        assert given == [fit_out], (command, given)
+
+
 def test_the_readme_names_the_level_of_the_constant_rule_intervals_compare_draws():
     """compare draws each method − constant rule interval at 98.3% (docs/METHOD.md, "Verdict"); the
     README's excerpt and its reading of it said 95%, which the terminal no longer prints."""
