@@ -793,7 +793,7 @@ def test_laya_heads_of_fit_head_runs_with_other_settings_are_refused(cache, tmp_
     bad = runner.invoke(app, ["early-exit", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
     said = " ".join(bad.output.split())
     assert bad.exit_code == 1, bad.output
-    assert f"{fit / 'laya' / 'seed_1'} and {fit / 'laya' / 'seed_0'} record other settings than their seed" in said
+    assert f"{fit / 'laya' / 'seed_0'} and {fit / 'laya' / 'seed_1'} record other settings than their seed" in said
     assert "(training.weight_decay 0.0 vs 0.01)" in said, said
 
 

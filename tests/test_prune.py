@@ -1491,7 +1491,7 @@ def test_laya_heads_of_fit_head_runs_with_other_settings_are_not_pruned_together
     bad = runner.invoke(app, ["prune", str(fit), "--cache", str(cache), "--out", str(tmp_path / "o")], env=ENV)
     said = " ".join(bad.output.split())
     assert bad.exit_code == 1, bad.output
-    assert f"{fit / 'laya' / 'seed_1'} and {fit / 'laya' / 'seed_0'} record other settings than their seed" in said
+    assert f"{fit / 'laya' / 'seed_0'} and {fit / 'laya' / 'seed_1'} record other settings than their seed" in said
     assert "(training.epochs 40 vs 5; training.lr 0.001 vs 0.01)" in said, said
     assert not (tmp_path / "o").exists()
 

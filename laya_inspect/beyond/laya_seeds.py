@@ -76,6 +76,6 @@ def _one_run(head_dirs: Sequence[Path], configs: Sequence[dict[str, Any]]) -> No
         if keys:
             differ = "; ".join(f"{k} {first.get(k)!r} vs {other.get(k)!r}" for k in keys)
             raise InputError(
-                f"{d} and {head_dirs[0]} record other settings than their seed ({differ}): the refits of every "
+                f"{head_dirs[0]} and {d} record other settings than their seed ({differ}): the refits of every "
                 "seed take the first head's; give the heads of one fit-head run"
             )
