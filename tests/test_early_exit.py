@@ -795,6 +795,15 @@ def test_laya_heads_of_fit_head_runs_with_other_settings_are_refused(cache, tmp_
     assert bad.exit_code == 1, bad.output
     assert f"{fit / 'laya' / 'seed_0'} and {fit / 'laya' / 'seed_1'} record other settings than their seed" in said
     assert "(training.weight_decay 0.0 vs 0.01)" in said, said
+    # the device a head was fitted on is no setting the refits take: one run's heads fitted on two devices pass
+    same = tmp_path / "devices"
+    with FeatureStore(cache) as store:
+        for s, device in ((0, "cpu"), (1, "cuda")):
+            meta = {**cache_identity(store), "seed": s, "device": device, "training": {"weight_decay": 0.01}}
+            save_head(same / "laya" / f"seed_{s}", planted(True), meta=meta)
+    args = ["--cache", str(cache), "--thresholds", "5", "--epochs", "2", "--costs", "shapes", "--device", "cpu"]
+    ok = runner.invoke(app, ["early-exit", str(same), *args, "--no-plots", "--out", str(tmp_path / "d")], env=ENV)
+    assert ok.exit_code == 0, ok.output
 
 
 def test_the_refit_warning_names_each_laya_seeds_own_epochs(cache, tmp_path):

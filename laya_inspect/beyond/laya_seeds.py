@@ -53,8 +53,9 @@ def shared_held_out(
     return train_rows, val_rows, how
 
 
-# what a head's config.json records of its own fit, not of the run's settings (fit-head's save_run)
-PER_SEED = ("seed", "history", "metrics")
+# what a head's config.json records of its own fit, not of the run's settings (fit-head's save_run); the
+# device changes no setting the refits take (they run on the command's own --device)
+PER_SEED = ("seed", "history", "metrics", "device")
 
 
 def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
