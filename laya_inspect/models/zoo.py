@@ -29,8 +29,11 @@ ZOO: Registry[type[nn.Module]] = Registry("zoo model")
 FORMAT = "laya-inspect-zoo"
 
 
-def _jsonable(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+def _arguments(given: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's arguments from its ``locals()`` taken before it binds any other name, JSON-able
+    (lists, not tuples)."""
+    named = {k: v for k, v in given.items() if k not in ("self", "__class__")}  # __class__: super()'s cell
+    return {k: list(v) if isinstance(v, (tuple, list)) else v for k, v in named.items()}
 
 
 def _init(module: nn.Module, init: str) -> None:
@@ -88,9 +91,7 @@ class MLP(nn.Module):
         init: str = "glorot",
     ) -> None:
         super().__init__()
-        self.kwargs = _jsonable(
-            dict(in_shape=tuple(in_shape), num_classes=num_classes, hidden=tuple(hidden), ln_eps=ln_eps, init=init)
-        )
+        self.kwargs = _arguments(locals())
         self.flatten = nn.Flatten()
         widths = [math.prod(in_shape), *hidden]
         self.blocks = nn.ModuleList(
@@ -145,16 +146,7 @@ class CNN(nn.Module):
         init: str = "glorot",
     ) -> None:
         super().__init__()
-        self.kwargs = _jsonable(
-            dict(
-                in_shape=tuple(in_shape),
-                num_classes=num_classes,
-                stem_width=stem_width,
-                widths=tuple(widths),
-                ln_eps=ln_eps,
-                init=init,
-            )
-        )
+        self.kwargs = _arguments(locals())
         self.stem = nn.Sequential(
             nn.Conv2d(in_shape[0], stem_width, 3, padding=1), ChannelLayerNorm(stem_width, eps=ln_eps), nn.GELU()
         )
@@ -185,9 +177,7 @@ class BiLSTM(nn.Module):
         self, vocab_size: int = 20000, embed_dim: int = 128, hidden: int = 64, num_classes: int = 2, max_len: int = 200
     ) -> None:
         super().__init__()
-        self.kwargs = dict(
-            vocab_size=vocab_size, embed_dim=embed_dim, hidden=hidden, num_classes=num_classes, max_len=max_len
-        )
+        self.kwargs = _arguments(locals())
         self.embedding = nn.Embedding(vocab_size, embed_dim)
         self.lstm1 = nn.LSTM(embed_dim, hidden, batch_first=True, bidirectional=True)
         self.lstm2 = nn.LSTM(2 * hidden, hidden, batch_first=True, bidirectional=True)
