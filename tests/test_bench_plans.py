@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import typer
 
-import laya_inspect.cli.commands  # noqa: F401  (registers every command on `app`)
+import laya_inspect.cli  # noqa: F401  (registers every command on `app`)
 from laya_inspect.cli import app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "reproduce_lib"))

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer.main
 
-import laya_inspect.cli.commands  # noqa: F401  (registers every command on `app`)
+import laya_inspect.cli  # noqa: F401  (registers every command on `app`)
 from laya_inspect.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]

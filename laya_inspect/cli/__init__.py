@@ -7,8 +7,8 @@ and keeps its traceback.
 
 from __future__ import annotations
 
-# Each command module adds its commands to `app` as it is imported.
-from . import commands  # noqa: E402,F401,I001
+# Each command module adds its commands to `app` as it is imported, in the order --help lists them.
+from . import demo, extract, fit, compare, explain, beyond, check  # noqa: F401  # isort: skip
 from .app import app, main
 
 __all__ = ["app", "main"]
