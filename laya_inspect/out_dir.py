@@ -291,8 +291,19 @@ def _own_temp_entry(entry: Path, root: Path, owned: set[str], marker: dict[str, 
     if entry.is_dir():
         record = marker or {}
         files = {f for key in ("sha256", "stat") if isinstance(record.get(key), dict) for f in record[key]}
-        return not any(rel in files or rel == MARKER for rel in rels)
+        return not any(rel in files or rel == MARKER for rel in rels) and _holds_only_own(entry)
     return True
+
+
+def _holds_only_own(folder: Path) -> bool:
+    """Whether ``folder``, named as a temporary folder of a listed one, holds nothing but what
+    laya-inspect wrote: nothing at all (killed as it was made), or what its own intact marker lists
+    unchanged (a swap's previous output). The name alone was taken as proof, and --force deleted a
+    user's ``.plots.tmp-123/mine.png`` with the folder around it."""
+    try:
+        return not foreign_files(folder)
+    except (InputError, OSError):  # its marker was edited: nothing in it is known to be the tool's
+        return False
 
 
 def _killed_run_left(entry: Path) -> bool:
@@ -516,7 +527,9 @@ def _left_note(out: Path, foreign: Sequence[str]) -> str:
     targets = []
     for rel in foreign:
         folder, _, name = rel.rstrip("/").rpartition("/")
-        targets += [(out / folder / t).as_posix() for t in temp_of(name)[:1]]
+        # a listed path's temporary name is refused for what it holds (:func:`_holds_only_own`), and a
+        # run on that path would delete it with the user's files inside
+        targets += [(out / folder / t).as_posix() for t in temp_of(name)[:1] if claimed_by(out / folder / t) is None]
     if not targets:
         return ""
     named = ", ".join(sorted(set(targets))[:_SHOWN])

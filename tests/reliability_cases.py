@@ -436,7 +436,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   folder was). What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
-  is refused, with the output it belongs to, whose next run clears it.
+  is refused, with the output it belongs to, whose next run clears it. A temporary name of a listed
+  folder (`.plots.tmp-123/`) is the tool's only while it holds nothing the tool did not write.
 - **Never the inputs, never the wrong folder.** Before any work, every command with an output
   (`extract`, `train`, `fit-head`, `export-head`, `compare`, `prune`, `early-exit`, `diagnose`,
   `demo`, `explain --out`, `report --html`) refuses an output that is a symlink, that is `.`, `/`,

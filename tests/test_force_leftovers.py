@@ -403,3 +403,21 @@ def test_a_link_or_a_folder_under_a_temporary_name_of_a_listed_file_is_not_delet
             (tmp / "summary.json").write_text("{}")
     assert (out / ".summary.json.tmp-77" / "thesis.tex").read_text() == "mine"
     assert (out / "summary.json.tmp-123").is_symlink()
+
+
+def test_a_temporary_name_of_a_listed_folder_holding_a_users_file_is_not_deleted_by_force(tmp_path):
+    """Audit: `.plots.tmp-123/` and `.plots.old-5/` inside an output passed as the tool's leftovers by
+    their names alone (plots/ is listed), so `compare --force` deleted a user's figure kept in one.
+    Empty, or the intact previous output a cut-short swap left, they are still the tool's."""
+    out = written(tmp_path / "out")
+    for name in (".plots.tmp-123", ".plots.old-5"):
+        (out / name).mkdir()
+        (out / name / "mine.png").write_text("mine")
+    (out / ".plots.tmp-124").mkdir()  # killed as it was made
+    written(out / ".plots.old-6")  # a swap's previous output, marked and unchanged
+    assert foreign_files(out) == [".plots.old-5/", ".plots.tmp-123/"]
+    with pytest.raises(InputError, match=r"\.plots\.old-5/, \.plots\.tmp-123/\); --force never deletes them") as e:
+        written(out)
+    assert "clears them" not in str(e.value)  # a run on out/plots would delete them with the user's file
+    assert (out / ".plots.tmp-123" / "mine.png").read_text() == "mine"
+    assert (out / ".plots.old-5" / "mine.png").read_text() == "mine"
