@@ -75,7 +75,7 @@ def _unwritable_output(e: OSError) -> None:
 
     if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is still pending goes nowhere at exit
+    _to_devnull(sys.stdout.fileno())  # what is still pending goes nowhere at exit
     sys.stderr.write(f"error: could not write its output: {e.strerror} (errno {e.errno})\n")
     sys.exit(1)
 
@@ -105,8 +105,17 @@ class _Left(io.RawIOBase):
             return os.write(self.fd, data)
         except BrokenPipeError:
             _Left.reader_left = True
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self.fd)
+            _to_devnull(self.fd)
             return len(data)
+
+
+def _to_devnull(fd: int) -> None:
+    """Point ``fd`` at /dev/null; the descriptor opened for it is closed, as dup2 made its copy."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _quiet_when_left(stream: Any) -> Any:

@@ -33,3 +33,28 @@ def test_a_demo_piped_into_head_finishes_its_files_and_exits_141(tmp_path: Path)
     assert all(s["seconds"] is not None for s in record["steps"])
     for rel in ("backbone.pt", "features.h5", "heads/summary.json", "compare/summary.json", "report.html"):
         assert (out / rel).is_file(), rel
+
+
+def test_a_closed_pipe_leaves_no_descriptor_open() -> None:
+    """Each stream whose reader left kept one more descriptor of /dev/null open for good (the one
+    opened to dup2 onto it): two per run with stdout and stderr both piped."""
+    from laya_inspect.__main__ import _Left
+
+    def open_fds() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    pipes = [os.pipe() for _ in range(2)]
+    for read, _ in pipes:
+        os.close(read)  # the reader leaves
+    before = open_fds()
+    streams = [_Left(write) for _, write in pipes]
+    try:
+        for stream in streams:
+            assert stream.write(b"after the reader left") == 21
+            assert stream.write(b"and again") == 9  # now to /dev/null
+        assert open_fds() == before
+        assert all(os.readlink(f"/proc/self/fd/{w}") == os.devnull for _, w in pipes)
+    finally:
+        _Left.reader_left = False
+        for _, write in pipes:
+            os.close(write)
