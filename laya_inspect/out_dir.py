@@ -174,6 +174,16 @@ def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
         write_json(Path(folder) / MARKER, record)
 
 
+def changed_since_written(folder: str | Path, rel: str) -> str:
+    """What ``folder/rel``, a file ``folder``'s marker lists, is instead of what its command wrote, in
+    words ("" when unchanged): the rule of --force (:func:`foreign_files`) for a command that rewrites
+    one listed file in place (`report --html` its page, which replaced one annotated by hand)."""
+    marker = read_marker(folder)
+    if marker is not None and not _intact(marker):
+        return "listed by a marker changed since laya-inspect wrote it"
+    return _edited(Path(folder) / rel, rel, marker, Path(folder) / MARKER).strip(" ()")
+
+
 def _edited(entry: Path, rel: str, marker: dict[str, Any] | None, marker_path: Path) -> str:
     """What ``entry``, a file ``marker`` lists, is instead of what the command wrote ("" when it is
     that): a file whose content no longer has the SHA-256 the marker records (a summary edited by

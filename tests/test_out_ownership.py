@@ -142,6 +142,21 @@ def test_a_report_page_edited_by_hand_is_not_deleted_by_force(tmp_path):
     assert (out / "report.html").read_text() == "<html>laya-inspect, with my notes</html>"
 
 
+def test_report_html_does_not_rebuild_over_a_page_edited_by_hand(tmp_path):
+    """Audit: --force kept a report.html annotated by hand, yet `report DIR --html` rebuilt it over the
+    notes (the page was listed, so it passed as laya-inspect's whatever it held now)."""
+    from laya_inspect.report import refuse_foreign_page
+
+    out = written(tmp_path / "out", files={"summary.json": "{}", "report.html": "<html>laya-inspect</html>"})
+    refuse_foreign_page(out)  # as written: rebuilt
+    (out / "report.html").write_text("<html>laya-inspect, with my notes</html>")
+    with pytest.raises(InputError, match=r"report.html is not the page laya-inspect wrote \(changed since it was"):
+        refuse_foreign_page(out)
+    assert (out / "report.html").read_text() == "<html>laya-inspect, with my notes</html>"
+    (out / "report.html").write_text("<html>laya-inspect</html>")  # put back as written: ours again
+    refuse_foreign_page(out)
+
+
 def test_a_marker_without_digests_still_marks_its_files(tmp_path):
     """A marker written before the digests (or by demo, ahead of its files) lists names only."""
     out = written(tmp_path / "out")
