@@ -477,7 +477,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
 - **`extract --overwrite` never truncates in place.** It takes the lock first, builds the new cache
   beside the old one and renames it over the old one at the end, so the old cache stays readable
   (by a running `compare`, say) until the new one is complete, and a failed `--overwrite` leaves
-  it intact.
+  it intact. It replaces only a cache holding nothing but what extract writes: one the user saved
+  a dataset of their own into (`/notes`, `/train/my_labels`) is refused by name.
 - **OS errors are one line.** A full disk or a missing permission ends as one line naming the path
   and the errno, with the temporary file removed; a folder output's line adds that `--out` was left
   as it was.

@@ -518,6 +518,25 @@ def test_extract_overwrite_never_replaces_a_users_file(tmp_path, kind):
     assert user.read_bytes() == before and sorted(os.listdir(tmp_path)) == names  # no partial file or lock left
 
 
+def test_extract_overwrite_never_replaces_a_cache_the_user_saved_data_into(tmp_path):
+    """Audit: a cache extract wrote, to which the user had added a dataset of their own (annotations
+    beside the rows), passed as extract's by its attributes alone and was replaced by --overwrite."""
+    import h5py
+    import numpy as np
+
+    out = tmp_path / "features.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out)], env=ENV).exit_code == 0
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV).exit_code == 0  # as written
+    with h5py.File(out, "a") as f:
+        f["notes"] = np.arange(3)
+        f["train/my_labels"] = np.arange(3)
+    before = out.read_bytes()
+    r = runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV)
+    line = " ".join(r.output.split())
+    assert r.exit_code == 1 and "holds what it does not write (/notes, /train/my_labels: added since)" in line, line
+    assert out.read_bytes() == before
+
+
 def test_a_file_saved_at_extracts_out_while_it_runs_is_not_replaced_and_the_rows_are_kept(tmp_path):
     """QA (race): extract checked its --out only before its work; a file saved there while the rows
     were written was replaced by the finished cache, --overwrite or not."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,28 @@ def not_a_cache(
     try:
         with h5py.File(path, "r", locking=False) as f:
             ours = all(k in f.attrs for k in ("schema_version", "layer_names", "command"))
+            added = _added_objects(f) if ours else []
     except OSError as e:
         return f"is an HDF5 file h5py cannot open ({e})"
+    if added:
+        shown = ", ".join(added[:3]) + (f" and {len(added) - 3} more" if len(added) > 3 else "")
+        return f"is a cache laya-inspect wrote that holds what it does not write ({shown}: added since)"
     return None if ours else "is an HDF5 file but not a cache laya-inspect wrote (it has no schema_version)"
+
+
+# What a cache holds (cache/writer.py): one group per split, of these datasets and nothing else.
+_SPLIT_ITEM = re.compile(r"layer_[0-9]{3,}|labels|index|logits")
+
+
+def _added_objects(f: Any) -> list[str]:
+    """Paths in the open cache ``f`` that extract never writes: a dataset of the user's annotations
+    saved into it was lost with the file to ``extract --overwrite``."""
+    import h5py
+
+    found = []
+    for name, item in f.items():
+        if not isinstance(item, h5py.Group):
+            found.append(f"/{name}")
+            continue
+        found += [f"/{name}/{key}" for key in item if not _SPLIT_ITEM.fullmatch(key)]
+    return found
