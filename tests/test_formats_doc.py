@@ -181,6 +181,7 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
             "given_heads_test_acc": "early-exit given several LAYA heads",
             "layers_by_seed": "prune given several LAYA heads",
             "by_seed": "prune given several LAYA heads",
+            "scores_over_heads": "prune given several LAYA heads",
         }
         check(documented, written, cut if command == "diagnose" else several)
 

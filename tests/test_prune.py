@@ -1579,3 +1579,32 @@ def test_the_shapes_estimate_counts_a_cached_classifier_once(tmp_path, monkeypat
         if layers.endswith("fc"):  # the classifier is the last cached layer: nothing after it is missed
             assert estimated.params_after[-1] == estimated.flops_after[-1] == 0, estimated
             assert "classifier" not in str(estimated.not_counted)
+
+
+def test_several_laya_heads_near_ties_and_top_level_scores_speak_for_every_head(planted, tmp_path):
+    """Given several LAYA heads, prune's near-tie warning and the top-level α scores were the first
+    head's: seed 1's α (0.5, 0.2501, 0.2499), whose l2 and l3 are a near tie, went unwarned. The
+    warning now names each head whose ranking is a near tie, and the top-level scores are the heads'
+    mean with their interval beside each head's own."""
+    cache, _ = planted
+    fit = tmp_path / "heads"
+    with FeatureStore(cache) as store:
+        for s, alpha in ((0, [0.6, 0.4, 0.0]), (1, [0.5, 0.2501, 0.2499])):
+            save_head(fit / "laya" / f"seed_{s}", planted_laya(alpha), meta={**cache_identity(store), "seed": s})
+        config = PruneConfig(costs="shapes", device="cpu", plots=False, ks=(1,))
+        s = prune_layers(fit, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    ties = [w for w in s["warnings"] if "near ties" in w]
+    assert len(ties) == 1 and ties[0].startswith(
+        "1 of 2 LAYA heads (seed 1): seed 1: the alpha ranking holds near ties"
+    )
+    assert "l2 above l3" in ties[0]
+    alpha = s["rankings"]["alpha"]
+    each = [alpha["by_seed"][str(seed)]["scores"] for seed in (0, 1)]
+    for n in ("l1", "l2", "l3"):
+        assert alpha["scores"][n] == pytest.approx((each[0][n] + each[1][n]) / 2)
+        assert alpha["scores_over_heads"][n]["values"] == pytest.approx([each[0][n], each[1][n]])
+    assert alpha["scores"]["l1"] == pytest.approx(0.55, abs=1e-4)
+    assert alpha["how"].startswith("mean over 2 LAYA heads (seeds 0 1) of each head's mean α")
+    assert alpha["order"] == ["l1", "l2", "l3"]
+    lolo = s["rankings"]["lolo"]
+    assert "scores_over_heads" in lolo and lolo["how"].startswith("mean over 2 LAYA heads")

@@ -57,6 +57,7 @@ from .laya_seeds import refit_seeds, shared_held_out
 from .rankings import (
     NON_ALPHA,
     Ranking,
+    across_heads,
     by_alpha,
     by_block_influence,
     by_deepest,
@@ -64,6 +65,7 @@ from .rankings import (
     by_lolo,
     by_scalarmix,
     near_ties,
+    near_ties_by_seed,
 )
 from .refit import Budget, Fit, layer_moments, refit
 
@@ -223,10 +225,15 @@ def _prune(
         logits, weights = head_outputs(h, rank_hs)
         assert weights is not None  # open_weighted_head: heads with weights only
         own.append((by_alpha(weights, len(rank_rows)), by_lolo(h, rank_hs, logits.argmax(1), means, len(rank_rows))))
+    seeds_of_heads = seeds if len(opened) > 1 else seeds[:1]
+    # several heads: the top-level α and LOLO scores are their mean (each head's own in by_seed)
+    alpha, lolo = (
+        across_heads([pair[i] for pair in own], seeds_of_heads) if len(own) > 1 else own[0][i] for i in (0, 1)
+    )
     rankings = [
-        own[0][0],
+        alpha,
         by_scalarmix(smix, None if scalarmix_dir is None else str(scalarmix_dir)),
-        own[0][1],
+        lolo,
         by_block_influence([h.cpu().numpy() for h in rank_hs], names, len(rank_rows)),
         by_depth(n_layers),
         by_deepest(n_layers),
@@ -403,6 +410,10 @@ def _prune(
         for pair, s in zip(own, seeds):
             for r in pair:
                 summary["rankings"][r.name].setdefault("by_seed", {})[str(s)] = _ranking_entry(r, names)
+        for i, name in enumerate(("alpha", "lolo")):  # the top-level mean's interval over the heads
+            summary["rankings"][name]["scores_over_heads"] = {
+                n: estimate([float(np.asarray(pair[i].scores)[j]) for pair in own]) for j, n in enumerate(names)
+            }
     summary["ks"] = ks
     summary["k_search"] = {
         "search": "coarse" if coarse else "given" if config.ks else "every",
@@ -418,7 +429,10 @@ def _prune(
     )
     heads: list[tuple[str | Path, dict[str, Any]]] = [(d, c) for d, (_, c) in zip(head_dirs, opened)]
     heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
-    ties = [w for r in rankings if (w := near_ties(r, names)) is not None]
+    # α's near ties are each head's: the mean of several can tie where no head does, or smooth one that does
+    ties = [w for r in rankings if r.name != "alpha" and (w := near_ties(r, names)) is not None]
+    alpha_ties = near_ties_by_seed([pair[0] for pair in own], seeds_of_heads, names)
+    ties = ([alpha_ties] if alpha_ties else []) + ties
     estimated = estimate_warnings(summary["costs"])
     summary["warnings"] = trust_lines(store, heads, test) + estimated + check_warnings(summary["refit_check"]) + ties
     summary["verdict"] = _verdict_lines(summary)

@@ -165,3 +165,23 @@ def near_ties(r: Ranking, names: Sequence[str]) -> str | None:
         f"the {r.name} ranking holds near ties ({what} of neighbours in its order differing by less than "
         f"{NEAR_TIE:.0%} of 1/L = {uniform:.4f}): {shown}{more}; the order between them is not meaningful"
     )
+
+
+def across_heads(rs: Sequence[Ranking], seeds: Sequence[int]) -> Ranking:
+    """One ranking read from several LAYA heads (each seed's α, or LOLO): the mean of their scores and
+    its order, so the top-level figure speaks for every head rather than the first one's."""
+    scores = np.nanmean(np.stack([np.asarray(r.scores, np.float64) for r in rs]), axis=0)
+    how = f"mean over {len(rs)} LAYA heads (seeds {' '.join(map(str, seeds))}) of each head's {rs[0].how}"
+    return Ranking(rs[0].name, scores, order_of(scores), how)
+
+
+def near_ties_by_seed(rs: Sequence[Ranking], seeds: Sequence[int], names: Sequence[str]) -> str | None:
+    """One warning for the heads whose ranking holds near ties (:func:`near_ties`), naming their seeds;
+    None when no head's does."""
+    if len(rs) == 1:
+        return near_ties(rs[0], names)
+    found = {s: w for r, s in zip(rs, seeds) if (w := near_ties(r, names)) is not None}
+    if not found:
+        return None
+    heads = f"{len(found)} of {len(rs)} LAYA heads (seed {' '.join(map(str, found))})"
+    return f"{heads}: " + "; ".join(f"seed {s}: {w}" for s, w in found.items())
