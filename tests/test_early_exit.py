@@ -852,3 +852,36 @@ def test_an_interval_cut_to_0_1_is_said_to_be_cut() -> None:
     assert note is not None and note.startswith("areas and accuracies: an interval reaching outside [0, 1]"), note
     assert f"(features.16 accuracy [{wide['ci_low']:+.2f}, {wide['ci_high']:+.2f}])" in note, note
     assert exit_cut_note({"fixed_depth": s["fixed_depth"][1:], "rules": s["rules"]}) is None
+
+
+def test_alpha_fired_over_several_heads_is_said_per_head_not_as_one_heads(last_layer_run):
+    """Given several LAYA heads, `alpha_fired` held the most rows of any one head, and the verdicts said
+    "α fired … on 5 of 360 rows" as if of one head. They now give the range over the heads and each
+    seed's count, which summary.json keeps in `by_seed`."""
+    from laya_inspect.beyond.exit_verdicts import alpha_fired, exit_comparisons
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, _ = last_layer_run
+    areas = {r: e["area_held_out"]["values"] for r, e in s["rules"].items()}
+    areas["confidence"] = areas["confidence+alpha"] = [0.9, 0.88]
+    areas["random"] = [0.7, 0.69]
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.45), ("confidence+alpha_oracle", 0.4))
+    ]
+    heads = [
+        {"seed": 0, "alpha_rows_fired": 2, "oracle_rows_fired": 3},
+        {"seed": 1, "alpha_rows_fired": 5, "oracle_rows_fired": 3},
+    ]
+    fired = alpha_fired(heads, 0.05, 360)
+    assert fired["by_seed"] == {"0": {"rows": 2, "oracle_rows": 3}, "1": {"rows": 5, "oracle_rows": 3}}
+    assert fired["rows"] == 5 and fired["oracle_rows"] == 3
+    comp = exit_comparisons(areas, points, fired)
+    said = "α fired at ε = 0.05 on 2–5 of 360 rows across 2 LAYA heads (seed 0: 2, seed 1: 5)"
+    assert said in comp["confidence+alpha vs random"]["verdict"]
+    assert said in comp["confidence+alpha vs confidence"]["verdict"]
+    summary = {**s, "comparisons": comp, "alpha_fired": fired, "verdict": [e["verdict"] for e in comp.values()]}
+    lead = " ".join(early_exit_reading(summary).lead)
+    assert "on 2–5 of 360 rows across 2 LAYA heads" in lead and "on 5 of 360 rows" not in lead
+    one = exit_comparisons(areas, points, alpha_fired(heads[:1], 0.05, 360))
+    assert "α fired at ε = 0.05 on 2 of 360 rows)" in one["confidence+alpha vs random"]["verdict"]

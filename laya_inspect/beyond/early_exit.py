@@ -59,7 +59,7 @@ from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-exported)
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
-from .exit_verdicts import FAMILY_RULE, exit_comparisons, read_apart
+from .exit_verdicts import FAMILY_RULE, alpha_fired, exit_comparisons, read_apart
 from .laya_seeds import refit_seeds, shared_held_out
 from .refit import Budget, Fit, layer_moments, refit
 
@@ -337,12 +337,7 @@ def _simulate(
         },
         "random_exit": RANDOM_HOW,
         "selection": SELECTION_CAVEAT,
-        "alpha_fired": {  # several heads: the most of any one (each head's in alpha_heads)
-            "epsilon": config.epsilon,
-            "rows": max(h["alpha_rows_fired"] for h in alpha_heads),
-            "oracle_rows": max(h["oracle_rows_fired"] for h in alpha_heads),
-            "of": test.n,
-        },
+        "alpha_fired": alpha_fired(alpha_heads, config.epsilon, test.n),
         "alpha_mass": {  # several heads: the mean over them
             key: {n: float(np.mean([m[k][:, j].mean() for m in head_masses])) for j, n in enumerate(names)}
             for key, k in (("mean_beyond_depth", "alpha"), ("oracle_mean_beyond_depth", "alpha_oracle"))

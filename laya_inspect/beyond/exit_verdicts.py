@@ -8,6 +8,7 @@ from typing import Any
 
 from ..training.stats import TINY
 from .common import family, paired, verdict
+from .scoring import fired_rows
 
 REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
 # The three questions the comparisons answer, each a family whose intervals are drawn at 1 − 0.05/m for
@@ -84,8 +85,8 @@ def exit_comparisons(
             entry["area_diff_in_sample"] = paired(in_sample[a], in_sample[b], fam["confidence"])
         adds_alpha = a.startswith("confidence+alpha") and b == "confidence"
         what = "α of the full forward pass" if a.endswith("oracle") else "α"
-        n = alpha_fired["oracle_rows" if a.endswith("oracle") else "rows"]
-        eps, of = alpha_fired["epsilon"], alpha_fired["of"]
+        n = fired_rows(alpha_fired, "oracle_rows" if a.endswith("oracle") else "rows")
+        eps = alpha_fired["epsilon"]
         if same_as and label == "confidence+alpha vs random":
             entry["same_as"] = "confidence vs random"
             entry["same_by"] = "rule" if same_rule else "area"
@@ -93,7 +94,7 @@ def exit_comparisons(
                 f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule"
                 if same_rule
                 else f"rule confidence+alpha has the same held-out area as confidence's on every seed (α fired at "
-                f"ε = {eps:g} on {n} of {of} rows)"
+                f"ε = {eps:g} on {n})"
             )
             entry["verdict"] = (
                 f"{why}, so its comparison with random exit is confidence's (rule confidence's line against random "
@@ -105,7 +106,7 @@ def exit_comparisons(
             entry["verdict"] = f"{why}: {a} is the confidence rule; nothing to compare"
         elif same_area[label]:
             entry["same_area"] = True
-            fired_on = f" ({what} fired at ε = {eps:g} on {n} of {of} rows)" if adds_alpha else ""
+            fired_on = f" ({what} fired at ε = {eps:g} on {n})" if adds_alpha else ""
             entry["verdict"] = (
                 f"rule {a} has the same held-out area as {'random exit' if b == 'random' else f'rule {b}'} on "
                 f"every seed"
@@ -121,13 +122,29 @@ def exit_comparisons(
     return out
 
 
+def alpha_fired(alpha_heads: list[dict[str, Any]], epsilon: float, of: int) -> dict[str, Any]:
+    """The test rows where α fired at ``epsilon``: with several heads, ``rows`` and ``oracle_rows`` are
+    the most of any one and ``by_seed`` holds each head's, so no count reads as one head's when it is not."""
+    out: dict[str, Any] = {
+        "epsilon": epsilon,
+        "rows": max(h["alpha_rows_fired"] for h in alpha_heads),
+        "oracle_rows": max(h["oracle_rows_fired"] for h in alpha_heads),
+        "of": of,
+    }
+    if len(alpha_heads) > 1:
+        out["by_seed"] = {
+            str(h["seed"]): {"rows": h["alpha_rows_fired"], "oracle_rows": h["oracle_rows_fired"]} for h in alpha_heads
+        }
+    return out
+
+
 def _fired(alpha_fired: dict[str, Any], key: str, what: str) -> str:
     """Where α (``key``: "rows", or "oracle_rows" for the full pass's) fired, for a rule that is the
     confidence rule's: never, or only where confidence exits as early."""
-    n, eps, of = alpha_fired[key], alpha_fired["epsilon"], alpha_fired["of"]
+    n, eps = alpha_fired[key], alpha_fired["epsilon"]
     if n == 0:
-        return f"{what} never fired at ε = {eps:g} (0 of {of} rows)"
-    return f"{what} fired at ε = {eps:g} on {n} of {of} rows, only where confidence exits as early"
+        return f"{what} never fired at ε = {eps:g} ({fired_rows(alpha_fired, key)})"
+    return f"{what} fired at ε = {eps:g} on {fired_rows(alpha_fired, key)}, only where confidence exits as early"
 
 
 # The share of null runs with a wrong verdict somewhere among all three questions' comparisons together,

@@ -483,3 +483,17 @@ def shifted_classes(s: dict[str, Any], level: float = 0.05) -> str | None:
         f"predicted classes whose α profile shifted: {counts} "
         f"(Holm-adjusted p < {cut:.3g}, Holm over {over}; shift_by_class.csv)"
     )
+
+
+def fired_rows(alpha_fired: dict[str, Any], key: str = "rows") -> str:
+    """ "n of N rows" for one head; with several, the range over them and each seed's count (summaries
+    written before ``by_seed`` read as one head's)."""
+    n, of, each = alpha_fired.get(key), alpha_fired.get("of"), alpha_fired.get("by_seed")
+    if not each:
+        return f"{n} of {of} rows"
+    counts = {s: c[key] for s, c in each.items()}
+    low, high = min(counts.values()), max(counts.values())
+    if low == high:
+        return f"{high} of {of} rows on each of {len(counts)} LAYA heads"
+    seeds = ", ".join(f"seed {s}: {c}" for s, c in counts.items())
+    return f"{low}–{high} of {of} rows across {len(counts)} LAYA heads ({seeds})"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..beyond.scoring import errors_not_read, shift_not_read, shifted_classes, verdict_drawn, versus_chance
+from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..training.quality import CHANCE_GAP, near_chance
@@ -693,7 +693,7 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
     if entry.get("same_by") == "area":
         return (
             f"{rule}, of the same held-out area as confidence's on every seed (α fired at ε = "
-            f"{fired.get('epsilon', 0):g} on {fired.get('rows')} of {fired.get('of')} rows), is confidence's "
+            f"{fired.get('epsilon', 0):g} on {fired_rows(fired)}), is confidence's "
             "comparison, not a second finding"
         )
     why = entry["verdict"].split(":")[0]
