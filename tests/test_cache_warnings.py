@@ -153,3 +153,41 @@ def test_a_compare_summary_written_before_head_warnings_reads_as_it_did() -> Non
         *(("head", w) for w in ["seeds disagree on laya", *heads]),
     ]
     assert compare_warnings({"cache": {}}) == compare_warnings({"cache": {"warnings": []}, "head_warnings": []}) == []
+
+
+def test_a_head_not_shown_below_the_probe_is_said_so_wherever_it_is_read(tmp_path: Path) -> None:
+    """fit-head's gate reads a head under the probe whose gap over seeds includes 0 as "not shown below
+    the probe", a note of its own summary only: compare then stated the head's accuracy and verdicts
+    with no word of it. The note now travels with the head like the gate's warnings."""
+    from helpers import page_said
+
+    cache, _ = _fitted(tmp_path, [])
+    fit = ["fit-head", str(cache), "--head", "laya", "--seeds", "2", "--epochs", "2", "--out", str(tmp_path / "h2")]
+    assert runner.invoke(app, fit, env=ENV).exit_code == 0
+    summary_path = tmp_path / "h2" / "summary.json"
+    fitted = json.loads(summary_path.read_text())
+    (laya,) = fitted["heads"]
+    note = (
+        "not shown below the probe: test accuracy 0.800 vs 0.900 for a logistic regression on layer2 alone, but "
+        "the gap over 2 seeds, -0.100 [-0.900, +0.700] (95% t-interval), includes 0; more seeds would tell"
+    )  # as the gate writes it (training/quality.py)
+    laya["probe_reference"] = {**(laya.get("probe_reference") or {}), "reading": "not shown below the probe"}
+    laya["gate_notes"] = [note]
+    summary_path.write_text(json.dumps(fitted))
+    want = f"fit-head said of laya ({summary_path}): {note}"
+
+    heads = [str(tmp_path / "h2" / "laya" / f"seed_{s}") for s in (0, 1)]
+    args = ["compare", *heads, "--cache", str(cache), "--method", "alpha", "--no-sanity", "--no-plots"]
+    compared = runner.invoke(app, [*args, "--out", str(tmp_path / "c")], env=ENV)
+    assert compared.exit_code == 0, compared.output
+    assert want in json.loads((tmp_path / "c" / "summary.json").read_text())["head_warnings"]
+    assert "not shown below the probe" in " ".join(compared.stdout.split())
+    assert "not shown below the probe: test accuracy 0.800" in page_said(tmp_path / "c" / "report.html")
+    again = runner.invoke(app, ["report", str(tmp_path / "c")], env=ENV)
+    assert again.exit_code == 0 and "not shown below the probe" in " ".join(again.stdout.split())
+    # a gate that read the head as above the probe carries no such note
+    laya["probe_reference"]["reading"] = "above the probe"
+    summary_path.write_text(json.dumps(fitted))
+    alone = runner.invoke(app, [*args, "--out", str(tmp_path / "c2")], env=ENV)
+    assert alone.exit_code == 0, alone.output
+    assert not any("probe" in w for w in json.loads((tmp_path / "c2" / "summary.json").read_text())["head_warnings"])

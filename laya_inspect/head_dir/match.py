@@ -21,6 +21,7 @@ from ..errors import (
     few,
     suggest,
 )
+from ..training.quality import NOT_SHOWN_BELOW
 from .common import CONFIG, bad
 
 
@@ -134,6 +135,10 @@ def fit_warnings(head_dir: str | Path, config: Mapping[str, Any]) -> list[str]:
         (entry,) = [h for h in summary["heads"] if h.get("head") == d.parent.name]
         ours = cache["cache_fingerprint"] == config.get("cache_fingerprint") and config.get("seed") in entry["seeds"]
         said = [str(w) for w in entry.get("warnings") or []]
+        # a head below the probe whose gap over seeds reaches 0 is a note there, not a warning, but every
+        # accuracy or verdict of the head is read with it
+        if (entry.get("probe_reference") or {}).get("reading") == NOT_SHOWN_BELOW:
+            said += [str(n) for n in entry.get("gate_notes") or [] if str(n).startswith(NOT_SHOWN_BELOW)]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # no fit-head folder around it
         return []
     if not ours or cache.get("cache_rows", config.get("cache_rows")) != config.get("cache_rows"):

@@ -404,6 +404,11 @@ def gate(
     }
 
 
+# The reading of a head below the probe whose gap over seeds includes 0, and how its note begins: it
+# travels with every result of the head (head_dir.fit_warnings)
+NOT_SHOWN_BELOW = "not shown below the probe"
+
+
 def head_quality(
     head: str,
     runs: Sequence[Any],
@@ -438,9 +443,9 @@ def head_quality(
             # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
             gap = describe([r.test_acc - ref for r in runs]) if len(runs) > 1 else None
             if gap is not None and gap.ci_high >= 0:
-                reference |= {"reading": "not shown below the probe", "gap": gap.to_dict()}
+                reference |= {"reading": NOT_SHOWN_BELOW, "gap": gap.to_dict()}
                 notes.append(
-                    f"not shown below the probe: {said}, but the gap over {gap.n} seeds, {gap.mean:+.3f} "
+                    f"{NOT_SHOWN_BELOW}: {said}, but the gap over {gap.n} seeds, {gap.mean:+.3f} "
                     f"[{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] ({gap.confidence:.0%} t-interval), includes 0; "
                     "more seeds would tell"
                 )
