@@ -557,14 +557,19 @@ def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _constant_of(head: dict[str, Any]) -> float | None:
     """The constant rule's mean faithfulness ρ on a compared head (None without one)."""
-    return (((head.get("references") or {}).get("constant") or {}).get("faithfulness") or {}).get("mean")
+    return _reference_of(head, "constant")
+
+
+def _reference_of(head: dict[str, Any], name: str) -> float | None:
+    """A reference's (constant, top1_only) mean faithfulness ρ on a compared head (None without one)."""
+    return (((head.get("references") or {}).get(name) or {}).get("faithfulness") or {}).get("mean")
 
 
 def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """fit-head head (laya, …) → ``heads`` (its compared seeds' names), ``faithfulness`` (method → the
     mean ρ over those seeds with its 95% t-interval, cut to [−1, 1] where it reaches past, and each seed's
     value: compare.seeds.ranged, as compare's across-seed table reads it; no interval for one seed) and
-    ``constant`` (the same of the constant rule)."""
+    ``constant`` and ``top1_only`` (the same of the constant rule and of top-1 only)."""
     from .compare.seeds import head_name, ranged
 
     by: dict[str, list[dict[str, Any]]] = {}
@@ -579,6 +584,11 @@ def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 if all(m in h["methods"] for h in heads)
             },
             "constant": ranged("faithfulness", [_constant_of(h) for h in heads]),
+            **(
+                {"top1_only": ranged("faithfulness", [_reference_of(h, "top1_only") for h in heads])}
+                if any("top1_only" in (h.get("references") or {}) for h in heads)
+                else {}
+            ),
         }
         for name, heads in by.items()
     }

@@ -782,3 +782,33 @@ def test_the_compare_step_keeps_a_rho_interval_inside_minus_one_to_one_and_says_
     (note,) = said.splitlines()[1:]
     assert "cut to [−1, 1]" in note and "alpha [-0.02, +1.22]" in note and "over 3 seeds" in note, note
     assert "ig [" not in note
+
+
+def test_the_compare_step_reads_faithfulness_beside_top_1_only() -> None:
+    """The compare step's line gave each method's ρ beside random's and the constant rule's but not top-1
+    only's (a one-hot on the largest effect, docs/METHOD.md): on the digits demo top-1 only's 0.87 beat
+    α's 0.76, unsaid. The line and demo.json's `faithfulness_seeds` now give it over the seeds."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+    from laya_inspect.demo import _over_seeds
+
+    def head(seed: int, alpha: float, top1: float) -> dict[str, Any]:
+        return {
+            "name": f"laya-seed_{seed}",
+            "dir": f"d/heads/laya/seed_{seed}",
+            "methods": {"alpha": {"faithfulness": {"mean": alpha}}},
+            "references": {
+                "constant": {"faithfulness": {"mean": 0.4}},
+                "top1_only": {"faithfulness": {"mean": top1}},
+            },
+        }
+
+    seeds = _over_seeds({"heads": [head(0, 0.7, 0.85), head(1, 0.8, 0.89)]})
+    assert seeds["laya"]["top1_only"]["values"] == [0.85, 0.89]
+    assert seeds["laya"]["top1_only"]["mean"] == pytest.approx(0.87)
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
+    assert " · top-1 only 0.870 [" in said and said.index("top-1 only") < said.index("constant rule"), said
+    one = _over_seeds({"heads": [head(0, 0.7, 0.85)]})
+    said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": one}))
+    assert said == "faithfulness ρ on laya-seed_0: alpha 0.700 · top-1 only 0.850 · constant rule 0.400", said

@@ -366,5 +366,5 @@ def test_demo_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     only_finished = ("backbone_test_acc", "layers", "widths", "head_test_acc", "alpha_mean", "scalarmix_weights")
     only_finished += ("faithfulness", "faithfulness_constant", "fit_summary", "runs", "attributions", "compare_summary")
     only_finished += ("faithfulness_seeds", "heads", "constant", "std", "ci_low", "ci_high", "n", "values")
-    only_finished += ("profile_plots", "clipped", "t_low", "t_high")  # the last: a ρ interval cut to [−1, 1]
+    only_finished += ("profile_plots", "clipped", "t_low", "t_high", "top1_only")  # clipped…t_high: a ρ cut to [−1, 1]
     check(documented, written, dict.fromkeys((*only_finished, "compare_plots"), finished))
