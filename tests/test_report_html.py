@@ -67,6 +67,24 @@ def _diff(mean: float, lo: float | None, hi: float | None) -> dict:
     return {"mean": mean, "ci_low": lo, "ci_high": hi}
 
 
+def test_compare_reading_gives_the_rho_of_top_1_only_and_the_constant_rule_beside_the_leads() -> None:
+    """The lead sentence read α's ρ against its strongest rival only: on the digits demo "faithfulness ρ
+    0.76 vs 0.84", where a one-hot on the largest effect (top-1 only) scored 0.87 and the constant rule
+    0.42. The sentence now gives both nulls beside the two methods' ρ."""
+    s = _compare_summary(
+        _scores(0.93, 0.76, 0.72, 0.78), _scores(0.94, 0.84, 0.81, 0.86), paired=_diff(-0.08, -0.12, -0.05)
+    )
+    s["heads"][0]["references"] |= {
+        "top1_only": {"faithfulness": {"mean": 0.87}},
+        "constant": {"top_layer_agreement": 0.49, "faithfulness": {"mean": 0.42}},
+    }
+    lead = compare_reading(s).lead[0]
+    assert "(faithfulness ρ 0.76 vs 0.84; top-1 only 0.87, the constant rule 0.42; paired difference" in lead, lead
+    del s["heads"][0]["references"]["top1_only"]
+    lead = compare_reading(s).lead[0]
+    assert "(faithfulness ρ 0.76 vs 0.84; the constant rule 0.42; paired difference" in lead, lead
+
+
 def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
     """QA: the intervals of α's ρ (0.88) and IG's (0.90) overlapped and the page said "about as well
     as IG", though the paired difference over the same rows was −0.020 [−0.035, −0.008]."""

@@ -123,10 +123,21 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
     return max(scored)[1] if scored else None
 
 
-def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any]) -> str:
+def _rho_nulls(refs: dict[str, Any]) -> str:
+    """The nulls of ρ the summary records, to read the lead's ρ beside: top-1 only (what knowing only
+    the top layer earns; on the digits demo 0.87, above every method) and the constant rule."""
+    said = [
+        f"{label} {num(f)}"
+        for key, label in (("top1_only", "top-1 only"), ("constant", "the constant rule"))
+        if (f := ((refs.get(key) or {}).get("faithfulness") or {}).get("mean")) is not None
+    ]
+    return f"; {', '.join(said)}" if said else ""
+
+
+def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any], nulls: str = "") -> str:
     """How the lead orders the layers beside its rival, read from their paired difference in ρ over
-    the same rows (two intervals that overlap can still differ row by row, and did)."""
-    rho = f"faithfulness ρ {num(_faith(s_lead)[0])} vs {num(_faith(s_rival)[0])}"
+    the same rows (two intervals that overlap can still differ row by row, and did), with ρ's nulls."""
+    rho = f"faithfulness ρ {num(_faith(s_lead)[0])} vs {num(_faith(s_rival)[0])}{nulls}"
     d = (s_lead.get("vs_methods") or {}).get(rival)
     word = outcome(d)
     if word == "undecided":
@@ -173,7 +184,8 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
         return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
     rival = _rival(head, lead)
     against = versus_constant(lead, s, constant)
-    lines = [first + "." if rival is None else f"{first}; {_versus(s, rival, head['methods'][rival])}."]
+    nulls = _rho_nulls(head.get("references") or {})
+    lines = [first + "." if rival is None else f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
     return lines + ([against] if against else [])
 
 
