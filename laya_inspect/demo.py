@@ -473,7 +473,10 @@ def _run_demo(
         fit = run(
             steps[2],
             lambda: fit_heads(store, plan.fit, out_dir=p["heads"], progress=emit, overwrite=force),
-            lambda r: {"test_acc": {h["head"]: h["test_acc"]["mean"] for h in r.summary["heads"]}},
+            lambda r: {
+                "test_acc": {h["head"]: h["test_acc"]["mean"] for h in r.summary["heads"]},
+                **_accuracy_nulls(r.summary),
+            },
         )
         cmp = run(
             steps[3],
@@ -537,6 +540,17 @@ def _run_demo(
         numbers=numbers,
         seconds=seconds,
     )
+
+
+def _accuracy_nulls(fit: dict[str, Any]) -> dict[str, Any]:
+    """What the heads' accuracies are read against, as fit-head's gate reads them: ``chance`` (the majority
+    class's share) and ``probe`` (the reference probe's layer and test accuracy; absent without one)."""
+    q = fit.get("quality") or {}
+    probe = q.get("probe") or {}
+    said: dict[str, Any] = {"chance": q.get("chance")}
+    if probe.get("reference_layer") is not None:
+        said["probe"] = {"layer": probe["reference_layer"], "test_acc": probe.get("reference_test_acc")}
+    return said
 
 
 def _profile(profiles: dict[str, Any] | None, kind: str, head: str, layers: list[str]) -> dict[str, float] | None:

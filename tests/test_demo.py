@@ -812,3 +812,25 @@ def test_the_compare_step_reads_faithfulness_beside_top_1_only() -> None:
     one = _over_seeds({"heads": [head(0, 0.7, 0.85)]})
     said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": one}))
     assert said == "faithfulness ρ on laya-seed_0: alpha 0.700 · top-1 only 0.850 · constant rule 0.400", said
+
+
+def test_the_fit_head_step_reads_the_accuracies_beside_the_probe_and_chance() -> None:
+    """The fit-head step's line gave each head's mean test accuracy alone ("laya 0.975 · last 0.969 …"),
+    with nothing to read it against: fit-head's gate reads it against the reference probe and chance,
+    and the line now gives both."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cli.demo import _step_line
+    from laya_inspect.demo import _accuracy_nulls
+
+    fit = {
+        "heads": [{"head": "laya", "test_acc": {"mean": 0.975}}],
+        "quality": {"chance": 0.1028, "probe": {"reference_layer": "blocks.2", "reference_test_acc": 0.975}},
+    }
+    nulls = _accuracy_nulls(fit)
+    assert nulls == {"chance": 0.1028, "probe": {"layer": "blocks.2", "test_acc": 0.975}}
+    said = _step_line(SimpleNamespace(name="fit-head", numbers={"test_acc": {"laya": 0.975}, **nulls}))
+    assert said == "mean test accuracy: laya 0.975 · probe on blocks.2 0.975 · chance 0.103", said
+    no_probe = _accuracy_nulls({"quality": {"chance": 0.5, "probe": None}})
+    said = _step_line(SimpleNamespace(name="fit-head", numbers={"test_acc": {"laya": 0.9}, **no_probe}))
+    assert said == "mean test accuracy: laya 0.900 · chance 0.500", said

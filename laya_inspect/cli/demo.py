@@ -85,7 +85,11 @@ def _step_line(step: Any) -> str:
         rows = " + ".join(f"{v:,} {k}" for k, v in n["rows"].items())
         return f"{len(n['layers'])} layers: {layers} · {rows} rows"
     if step.name == "fit-head":
-        return "mean test accuracy: " + " · ".join(f"{h} {a:.3f}" for h, a in n["test_acc"].items())
+        # the accuracies beside what they are read against: the reference probe and chance
+        probe = n.get("probe") or {}
+        nulls = [f"probe on {probe['layer']} {probe['test_acc']:.3f}"] if probe.get("test_acc") is not None else []
+        nulls += [f"chance {n['chance']:.3f}"] if n.get("chance") is not None else []
+        return "mean test accuracy: " + " · ".join([*(f"{h} {a:.3f}" for h, a in n["test_acc"].items()), *nulls])
     from ..report.reading import with_ci
     from ..report.terminal import head_names
     from ..training.stats import cut_note
