@@ -335,6 +335,77 @@ def _check_rendered(result: dict[str, Any], n_figures: int, tables: set[str]) ->
     assert result["links"] == []  # nothing the page would fetch
 
 
+def _widths(page: Path, width: int, tmp_path: Path) -> dict[str, Any]:
+    """Open ``page`` in headless Chromium ``width`` pixels wide: how wide the page lays out (a page
+    wider than the window scrolls sideways: its right edge is off screen), and where each table's
+    caption and box end."""
+    script = """<script>window.addEventListener("load", () => {
+      const right = e => Math.round(e.getBoundingClientRect().right);
+      const out = {view: document.documentElement.clientWidth, page: document.documentElement.scrollWidth,
+                   captions: [...document.querySelectorAll("caption, p.caption")].map(right),
+                   boxes: [...document.querySelectorAll("table")].map(t => right(t.parentElement))};
+      const pre = document.createElement("pre"); pre.id = "widths"; pre.textContent = JSON.stringify(out);
+      document.body.appendChild(pre);
+    });</script>"""
+    text = page.read_text(encoding="utf-8").replace(
+        "default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1
+    )
+    copy = tmp_path / f"widths-{width}-{page.parent.name}.html"
+    copy.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
+    flags = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", f"--window-size={width},2000"]
+    run = subprocess.run(
+        [*flags, "--virtual-time-budget=10000", "--dump-dom", copy.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = re.search(r'<pre id="widths">(.*?)</pre>', run.stdout, re.S)
+    assert found, run.stdout[-2000:] + run.stderr[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+def _wide_page() -> str:
+    from laya_inspect.report.html import Cell, Page, Section, Table, render
+    from laya_inspect.report.reading import Reading
+
+    columns = ["method", *[f"score number {i} of a long heading" for i in range(8)], "verdict"]
+    rows: list[list[Cell | str]] = [
+        [
+            m,
+            *[f"+0.{i}4 [+0.{i}1, +0.{i}7]" for i in range(8)],
+            Cell("beats the constant rule (on every score)", "best text"),
+        ]
+        for m in ("alpha", "ig", "gradcam")
+    ]
+    caption = "method − constant rule, paired over the same rows; " * 6
+    table = Table("wide", columns, rows, caption)
+    return render(Page("t", "sub", Reading(["lead"]), [Section("Wide", [table])], [], [], []))
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [420, 1280])
+def test_a_table_wider_than_the_screen_scrolls_in_its_box_and_the_page_does_not(tmp_path: Path, width: int) -> None:
+    """QA: at 420 px every table of the demo's page ran off the right edge, its caption cut mid-word,
+    and the whole page scrolled sideways (1,476 px of a 485 px window); at 1280 px compare's
+    constant-rule table (its verdicts on one line) and the LOLO table did (1,516 px). A table now
+    scrolls in its own box, its caption above it wraps at the page's width."""
+    page = tmp_path / "wide" / "report.html"
+    page.parent.mkdir()
+    page.write_text(_wide_page(), encoding="utf-8")
+    got = _widths(page, width, tmp_path)
+    assert got["page"] <= got["view"], got
+    assert got["captions"] and max(got["captions"] + got["boxes"]) <= got["view"], got
+
+
+def test_a_column_of_words_is_aligned_left_with_its_heading() -> None:
+    """QA: the verdict column of compare's constant-rule table and the gate column of fit-head's were
+    set right like numbers, their heading at the far right of a column of left-set words."""
+    text = _wide_page()
+    head = re.search(r"<thead>(.*?)</thead>", text).group(1)
+    assert re.findall(r"<th( class=\"text\")?>", head) == [' class="text"', *[""] * 8, ' class="text"']
+    assert '<td class="best text">beats the constant rule' in text
+
+
 @pytest.mark.slow
 @needs_chromium
 def test_compare_page_renders_in_chromium(runs: dict[str, Any], tmp_path: Path) -> None:
@@ -348,6 +419,9 @@ def test_compare_page_renders_in_chromium(runs: dict[str, Any], tmp_path: Path) 
     tables = {"lolo-effects", *(f"{k}-{h}" for h in heads for k in ("scores", "ablations"))}
     _check_rendered(result, len(pngs), tables)
     assert "α picks the same top layer as the leave-one-layer-out effects" in result["reading"]
+    for width in (420, 1280):  # no table, caption or line runs off the screen
+        got = _widths(page, width, tmp_path)
+        assert got["page"] <= got["view"] and max(got["captions"] + got["boxes"]) <= got["view"], (width, got)
     text = page.read_text(encoding="utf-8")
     for fact in ("cache fingerprint", "weights sha256", "laya-inspect compare ", "--ablation mean,zero", "torch "):
         assert fact in text

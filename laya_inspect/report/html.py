@@ -35,12 +35,14 @@ h3 { font-size: 1rem; margin: 1.4rem 0 .4rem; }
 .reading { font-size: 1.12rem; background: #f3f7fb; border-left: 4px solid #0072B2; padding: .7rem 1rem; }
 .reading p { margin: .3rem 0; }
 ul.details { color: #333; }
-table { border-collapse: collapse; margin: .4rem 0 1rem; font-variant-numeric: tabular-nums; }
-caption { text-align: left; color: #444; padding-bottom: .3rem; }
+.table-box { max-width: 100%; overflow-x: auto; margin: .4rem 0 1rem; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+p.caption { color: #444; margin: .8rem 0 .3rem; max-width: 60rem; }
 th, td { padding: .2rem .6rem; border-bottom: 1px solid #e3e3e3; text-align: right; white-space: nowrap; }
-th { background: #f7f7f7; }
+th { background: #f7f7f7; white-space: normal; vertical-align: bottom; }  /* a long heading wraps, numbers do not */
 th.text, td.text { text-align: left; }
-td.text { white-space: normal; }
+td.text { white-space: normal; min-width: 6rem; }
+td.text:last-child { min-width: 14rem; }  /* a verdict squeezed to a word a line made rows a screen tall */
 tr.ref td { color: #777; }
 td.best { font-weight: 700; color: #006d2c; }
 .note { color: #8a5a00; }
@@ -78,9 +80,16 @@ class Table:
     row_classes: list[str] = field(default_factory=list)  # one per row ("ref" dims a reference row)
     text_columns: int = 1  # the leading columns that hold names, not numbers (aligned left)
 
+    def _text_column(self, j: int) -> bool:
+        # a column of words (a verdict, a gate) is aligned left like the names, its heading with it
+        cells = [row[j] for row in self.rows if j < len(row)]
+        return (
+            j < self.text_columns or bool(cells) and all(isinstance(c, Cell) and "text" in c.cls.split() for c in cells)
+        )
+
     def html(self) -> str:
         left = ' class="text"'
-        head = "".join(f"<th{left if j < self.text_columns else ''}>{esc(c)}</th>" for j, c in enumerate(self.columns))
+        head = "".join(f"<th{left if self._text_column(j) else ''}>{esc(c)}</th>" for j, c in enumerate(self.columns))
         body = []
         for i, row in enumerate(self.rows):
             cls = self.row_classes[i] if i < len(self.row_classes) else ""
@@ -91,9 +100,12 @@ class Table:
                 cells.append(f"<td{attr}>{esc(cell.text)}</td>")
             tr = f' class="{cls}"' if cls else ""
             body.append(f"<tr{tr}>{''.join(cells)}</tr>")
-        caption = f"<caption>{esc(self.caption)}</caption>" if self.caption else ""
+        # the caption sits above the table's box, not in it: it wraps at the page's width while a table
+        # wider than the screen scrolls in its box, and the page itself never scrolls sideways
+        caption = f'<p class="caption" id="{esc(self.id)}-caption">{esc(self.caption)}</p>' if self.caption else ""
         return (
-            f'<table id="{esc(self.id)}">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            f'{caption}<div class="table-box"><table id="{esc(self.id)}">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         )
 
 

@@ -133,7 +133,7 @@ def html_section(summary: dict[str, Any]) -> Section | None:
                     Cell(check, "text"),
                     num(r.get("mean"), 2, sign=True),
                     "—" if r.get("ci_low") is None else f"[{num(r['ci_low'], 2)}, {num(r['ci_high'], 2)}]",
-                    Cell(word, "best" if word == "low" else "text"),
+                    Cell(word, "best text" if word == "low" else "text"),
                     num(c["faithfulness"].get("mean"), 2),
                     num((c.get("trained_faithfulness") or {}).get("mean"), 2),
                 ]

@@ -80,7 +80,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         for k, (m, s) in enumerate(entry["methods"].items()):
             vs = s.get("vs_constant") or {}
             word = str(vs.get("verdict"))
-            style = "best" if word == "beats" else "text"
+            style = "best text" if word == "beats" else "text"
             rows.append(
                 [
                     *([Cell(str(a) if k == 0 else "", "text")] if many else []),
@@ -199,7 +199,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
                 " ".join(map(str, h.get("seeds") or [])) or str(h.get("n")),
-                gate_cell(h),
+                Cell(gate_cell(h), "text"),
             ]
         )
     cols = ["head", "test accuracy [95% CI]", "macro-F1 [95% CI]", "Δ accuracy vs last [95% CI]", "seeds", "gate"]
