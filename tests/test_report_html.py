@@ -619,6 +619,8 @@ def test_each_beyond_command_writes_its_page_with_its_tables(beyond: dict[str, A
     assert body.startswith(f"<p>{BEYOND_LEADS[kind]}")
     for table in BEYOND_TABLES[kind]:
         assert f'<table id="{table}">' in text
+    # QA: the verdict columns ("too few rows", "α better", "same layer sets") had a blank heading
+    assert not re.search(r"<th[^>]*></th>", text)
     # the command names the folder, not the temporary one it was written under
     assert f"laya-inspect {kind} " in text and f"--out {result.out_dir}" in html.unescape(text)
     assert ".tmp" not in html.unescape(text.split('id="provenance"')[0]).split('id="commands"')[1]

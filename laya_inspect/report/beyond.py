@@ -230,7 +230,15 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             ]
         )
         classes.append("ref")
-    cols = ["ranking", "smallest k", "FLOPs saved", "test acc there", "mean test acc over k < L", "α − ranking", ""]
+    cols = [
+        "ranking",
+        "smallest k",
+        "FLOPs saved",
+        "test acc there",
+        "mean test acc over k < L",
+        "α − ranking",
+        "verdict",
+    ]
     caption = (
         f"{s['mode']}, {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'}, 95% t-intervals over seeds "
         f"(α − ranking: {families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
@@ -331,7 +339,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         ]
         for c, v in s["comparisons"].items()
     ]
-    comp_cols = ["comparison", "held-out area difference" if held else "area difference", ""]
+    comp_cols = ["comparison", "held-out area difference" if held else "area difference", "verdict"]
     paired = f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}"
     paired += f"; {s['family_rule']}" if s.get("family_rule") else ""
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
@@ -387,7 +395,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
             if t
         )
     )
-    cols = ["score", "AUROC", "AUPR", "AUROC − msp", "", "what"]
+    cols = ["score", "AUROC", "AUPR", "AUROC − msp", "verdict", "what"]
     sections = [Section("Misclassification detection", [Table("diagnose-errors", cols, rows, caption, classes)])]
     heads: list[list[Cell | str]] = [
         [
@@ -419,7 +427,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
             if t
         )
     )
-    tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", ""], shift_rows, caption)]
+    tables = [Table("diagnose-shift", ["score", "AUROC", "AUROC − msp", "verdict"], shift_rows, caption)]
     first = s["shift"]["heads"][0]
     perm = first["permutation"]
     layers: list[list[Cell | str]] = [
