@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import zipfile
 
 import numpy as np
@@ -55,11 +56,45 @@ def test_minilm_hidden_states_are_counted_from_the_model(minilm):
     np.testing.assert_allclose(steps, steps[0], rtol=1e-6)
 
 
-def test_the_shapes_estimate_says_it_does_not_see_the_embeddings_parameters(minilm):
-    """QA: the estimate counted hidden_states.0's parameters as 0 and said nothing, so keeping it read as
-    saving 100.0% of the parameters; the cache records no size of the table, which the estimate now says."""
-    out, _ = minilm
+def test_extract_records_each_hidden_states_parameters_from_the_modules_that_made_it(minilm):
+    """QA: the cache recorded no layer_params for hidden states (no module holds one), so the shapes
+    estimate took the 11.9M-parameter embeddings table as 0 and each block as a 384 × 384 map: keeping
+    hidden_states.0 read as saving 100.0% of the parameters (the model's count: 47.5%) of a backbone of
+    0.88M (22.7M). The modules that made each state are counted now."""
+    out, model = minilm
+
+    def size(m):
+        return sum(p.numel() for p in m.parameters())
+
     with FeatureStore(out) as store:
+        recorded = store.attrs["layer_params"]
+        shapes, counted = backbone_costs(store, "shapes"), backbone_costs(store, "model")
+    assert recorded == [size(model.embeddings)] + [size(b) for b in model.encoder.layer]
+    assert "embeddings table" not in str(shapes.not_counted)
+    # the pooler runs after the last state and the cache holds no logits: only it is left out
+    np.testing.assert_allclose(
+        shapes.params_after / shapes.params_total, counted.params_after / counted.params_total, atol=0.01
+    )
+    np.testing.assert_allclose(
+        shapes.flops_after / shapes.flops_total, counted.flops_after / counted.flops_total, atol=0.01
+    )
+
+
+def test_the_shapes_estimate_says_it_does_not_see_the_embeddings_parameters(minilm, tmp_path):
+    """QA: the estimate counted hidden_states.0's parameters as 0 and said nothing, so keeping it read as
+    saving 100.0% of the parameters; a cache that records no size of the table (written before extract
+    counted hidden states) still says so."""
+    import shutil
+
+    import h5py
+
+    out, _ = minilm
+    old = tmp_path / "old.h5"
+    shutil.copy(out, old)
+    with h5py.File(old, "r+") as f:  # as a cache written before: no counts, no attributes digest
+        f.attrs["layer_params"] = json.dumps([None] * len(json.loads(f.attrs["layer_names"])))
+        del f.attrs["attrs_sha256"]
+    with FeatureStore(old) as store:
         costs = backbone_costs(store, "shapes")
         names = store.layer_names
     said = "the parameters of hidden_states.0, an embeddings table the cache records no size of"

@@ -281,7 +281,7 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     counts = store.attrs.get("layer_params")
     counts = counts if isinstance(counts, list) and len(counts) == len(names) else [None] * len(names)
     params, flops = [], []
-    unsized = []  # embeddings whose parameters the cache does not record (a hidden state's)
+    unsized = []  # embeddings whose parameters the cache does not record (a cache written before they were counted)
     for name, shape, kind, count in zip(names, shapes, types, counts):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
@@ -300,7 +300,7 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
             # (c_(l−1)·k·k of them, ÷ groups), so P multiply-adds per position: its kernel counted
             params.append(float(count))
             flops.append(float(2 * count * positions))
-        else:  # no count recorded (an older cache, a hidden state): a dense map between the channels
+        else:  # no count recorded (an older cache, a state no module returned): a dense map between the channels
             params.append(float(c_prev * c))
             flops.append(float(2 * c_prev * c * positions))
     # the model's classifier runs after every cached layer (a head replaces it): MobileNetV2's is 37% of

@@ -23,6 +23,7 @@ from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
+from ..models.sizes import output_state_params
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
@@ -108,7 +109,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_types": [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names],
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
-        "layer_params": parameter_counts(modules, names),
+        "layer_params": _layer_params(model, modules, names, inputs),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,
         # a relative path in data_spec (csv:text.csv) is read from here: explain finds the input again
@@ -139,6 +140,16 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
         warnings=warnings,
     )
+
+
+def _layer_params(model: Any, modules: dict[str, Any], names: list[str], inputs: Any) -> list[int | None]:
+    """The cache's ``layer_params``: a hooked layer's module's count; a hidden state read from the
+    output, which no module holds, counted from the modules that made it (one more pass on the dry batch)."""
+    counts = parameter_counts(modules, names)
+    if not any(n in model.adapter.virtual_names for n in names):
+        return counts
+    made = output_state_params(model, inputs)
+    return [made.get(n, c) for n, c in zip(names, counts)]
 
 
 def _logit_layers(names: list[str], raw: dict[str, Any], logits: Any, adapter: Any, n_classes: int) -> list[str]:
