@@ -378,7 +378,7 @@ def test_a_tiff_of_several_pages_is_read_as_its_first_and_said(tmp_path):
     with Image.open(root / "cat" / "thumbnailed.tif") as im:
         assert im.n_frames == 2
     b = load_data(f"imagefolder:{root}", test_fraction=0.5)
-    (said,) = [w for w in b.warnings if "pages" in w]
+    (said,) = [w for w in b.warnings if "several pages" in w]
     assert said == (
         f"dataset 'imagefolder:{root}': 1 file(s) hold several pages, and only the first page of each is read "
         "(e.g. dog/pages.tif, 2 pages); save each page as its own file to include the others"
@@ -499,3 +499,41 @@ def test_a_dangling_symlink_is_named_as_a_link_to_a_target_that_does_not_exist(t
     os.symlink(tmp_path / "moved", tmp_path / "linked")
     with pytest.raises(NotFoundError, match="is a symlink to .*moved, which does not exist"):
         load_data(f"imagefolder:{tmp_path / 'linked'}", test_fraction=0.5)
+
+
+# ----------------------------------------------------------------------------- colour and greyscale mixed
+def test_files_converted_across_colour_are_counted_and_named(tmp_path):
+    """QA: a folder mixing greyscale (skimage's camera, a photo saved as L) and colour JPEGs was read
+    with each file converted to the model's channels and nothing said: greyscale photos replicated to
+    RGB beside colour ones, or colour photos read by luma for a greyscale model, with no word of how many."""
+    root = tmp_path / "mixed"
+    save_jpg(root / "a" / "camera.jpg", Image.fromarray(skdata.camera()).resize((48, 48)))
+    save_jpg(root / "a" / "astronaut_grey.jpg", photo("astronaut").convert("L"))
+    for name in ("chelsea", "coffee"):
+        save_jpg(root / "a" / f"{name}.jpg", photo(name))
+    for name in PHOTOS[3:5]:
+        save_jpg(root / "b" / f"{name}.JPG", photo(name))
+
+    def said(channels):
+        b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, input_spec=image_spec(channels))
+        return [w for w in b.warnings if "image files are" in w]
+
+    rgb, grey, own = said(3), said(1), said(None)
+    assert rgb == own and len(rgb) == 1, rgb
+    assert "2 of 6 image files are greyscale, replicated to RGB" in rgb[0]
+    assert "a/astronaut_grey.jpg, a/camera.jpg" in rgb[0] and "chelsea" not in rgb[0]
+    assert len(grey) == 1 and "4 of 6 image files are in colour, converted to greyscale by luma" in grey[0]
+    assert "b/cat.JPG" in grey[0] and "camera" not in grey[0]
+    # a wholly greyscale folder read as RGB is what the replication is for: nothing to say
+    for f in [*root.glob("*/*.jpg"), *root.glob("*/*.JPG")]:
+        Image.open(f).convert("L").save(f)
+    assert said(3) == []
+
+
+def image_spec(channels):
+    from types import SimpleNamespace
+
+    hw = (48, 48)
+    return SimpleNamespace(
+        kind="image", channels=channels, size=hw, hw=hw, mean=None, std=None, max_length=None, resize=None
+    )

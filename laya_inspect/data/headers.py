@@ -170,6 +170,26 @@ def paged_warning(where: str, root: str, headers: Sequence[FileHeader]) -> list[
     ]
 
 
+def converted_warning(where: str, root: str, headers: Sequence[FileHeader], channels: Any) -> list[str]:
+    """A warning when files are converted to ``channels`` (what they are decoded to) across colour: colour
+    files read as greyscale lose their colour, and greyscale files replicated to RGB beside colour ones are
+    inputs unlike the rest (a black-and-white photo's features are not those of the same scene in colour).
+    A folder wholly greyscale read by an RGB model (digits, X-rays) is what the replication is for: no warning."""
+    grey = [h for h in headers if h.size is not None and h.channels == 1]
+    colour = [h for h in headers if h.size is not None and h.channels == 3]
+    if channels == 1 and colour:
+        moved, how = colour, "in colour, converted to greyscale by luma (their colour is not read)"
+    elif channels == 3 and grey and colour:
+        moved, how = grey, "greyscale, replicated to RGB beside colour ones (inputs unlike the rest)"
+    else:
+        return []
+    shown = few([relative(h.path, root) for h in sorted(moved, key=lambda h: h.path)], SHOWN)
+    return [
+        f"{where}: {len(moved)} of {len(grey) + len(colour)} image files are {how}, as the images are read with "
+        f"{channels} channel{'s' * (channels != 1)}: {shown}; convert or remove them to read inputs of one kind"
+    ]
+
+
 def dangling(path: str | os.PathLike[str]) -> str:
     """What ``path`` is when it is a symlink to nothing ("" otherwise): its name stands in the folder."""
     if os.path.islink(path) and not os.path.exists(path):
