@@ -645,6 +645,22 @@ def test_keeping_the_deepest_layer_saves_no_compute_beyond_all_layers():
     assert saves_text(kept, old).startswith("no compute saved")
 
 
+def test_sets_that_differ_by_head_and_save_nothing_name_the_layer_they_all_keep():
+    """QA: on MobileNetV2 with three LAYA seeds, α's sets at k = 3 differ by seed (no one ``deepest``),
+    and prune said "no compute saved beyond all layers (the deepest layer, None, is kept)"."""
+    from laya_inspect.beyond.costs import saves_text
+
+    s: dict[str, Any] = {
+        "cache": {"layer_names": ["a", "b", "c"]},
+        "costs": {"source": "model"},
+        "all_layers_saved": {"params_saved": 0.365, "flops_saved": 0.023},
+    }
+    split = {"k": 2, "deepest": None, "flops_saved": 0.023, "params_saved": 0.365}
+    said = saves_text(split, s)
+    assert "None" not in said
+    assert said == "no compute saved beyond all layers (each head's set keeps the deepest layer, c)"
+
+
 def test_near_ties_in_alpha_and_scalarmix_are_flagged():
     from laya_inspect.beyond.rankings import Ranking, near_ties, order_of
 
