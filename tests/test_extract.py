@@ -195,7 +195,13 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())  # which rows and how stored, said beside the rows written
     given = f"settings given: weights {ckpt} · ≤ 40 rows per split; "
-    left = "left at their defaults: image size 8 (the images' own) · splits train,test · seed 0 · stored as float32"
+    # the digits name no split: the test rows drawn from them are said (QA: "splits train,test" alone read
+    # as the data's own split)
+    drawn = "(the data name no split: test drawn stratified, 20% of 1,797 rows, seed 0)"
+    left = (
+        f"left at their defaults: image size 8 (the images' own) · splits train,test {drawn} · seed 0 · "
+        "stored as float32"
+    )
     assert given + left in said
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.n("train") == 40 and store.n("test") == 40
@@ -212,7 +218,7 @@ def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
         f"weights {ckpt}",
         "layers blocks.1",  # one style: each setting in words, as fit's and compare's lines
         "NaN/inf activations kept",
-        "splits test",
+        "splits test (the data name no split: test drawn stratified, 20% of 1,797 rows, seed 3)",
         "seed 3",
         "stored as float16",
     ]

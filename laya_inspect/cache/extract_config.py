@@ -157,3 +157,4 @@ class ExtractResult:
     batch_size: int = DEFAULT_BATCH  # rows per forward pass used (--batch-size, or the default for the model)
     world_size: int = 1  # processes that wrote it (torchrun)
     transforms: dict = dataclasses.field(default_factory=dict)  # how inputs reached the model, as the cache records
+    split_info: dict = dataclasses.field(default_factory=dict)  # how the rows were split, as the cache records

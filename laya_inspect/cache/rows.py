@@ -279,6 +279,7 @@ def result_of(
         widths=prep.widths,
         pooling=prep.pooling,
         rows={s: sp.n for s, sp in prep.data.splits.items()},
+        split_info=dict(prep.data.split_info or {}),
         resumed_from=resumed,
         seconds=seconds,
         rows_per_second=written / seconds if seconds > 0 else float("nan"),

@@ -152,11 +152,23 @@ def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, b
     ]
     given += _image_size(result.transforms, "image_size" in left)
     return given + [  # which rows (--limit's subset, a dataset's own split) and the stored precision
-        (f"splits {','.join(config.splits)}", "splits" in left),
+        (f"splits {','.join(config.splits)}{_drawn(result.split_info)}", "splits" in left),
         ("every row" if config.limit is None else f"≤ {config.limit:,} rows per split", "limit" in left),
         (f"seed {config.seed}", "seed" in left),
         (f"stored as {config.dtype}", "dtype" in left),
     ]
+
+
+def _drawn(info: dict) -> str:
+    """How a test split was drawn from data that name none (no split column, no train/ and test/
+    folders): a fifth of the rows, by default, that a user who thought the file held one split reads."""
+    if info.get("method") not in ("stratified", "random") or not info.get("n_source"):
+        return ""
+    how = "stratified" if info["method"] == "stratified" else "at random"
+    return (
+        f" (the data name no split: test drawn {how}, {info.get('test_fraction', 0):.0%} of "
+        f"{int(info['n_source']):,} rows, seed {info.get('seed')})"
+    )
 
 
 def _image_size(transforms: dict, left: bool) -> list[tuple[str, bool]]:
