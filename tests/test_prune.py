@@ -1624,3 +1624,31 @@ def test_several_laya_heads_near_ties_and_top_level_scores_speak_for_every_head(
     assert alpha["order"] == ["l1", "l2", "l3"]
     lolo = s["rankings"]["lolo"]
     assert "scores_over_heads" in lolo and lolo["how"].startswith("mean over 2 LAYA heads")
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_the_prune_table_cuts_no_cell_at_80_or_60_columns(tmp_path, monkeypatch, columns):
+    """QA: at 80 columns prune's table read "1 (withhe…" in the smallest-k column: Rich narrowed the
+    table by cutting cells. Every cell keeps all its characters; at 80 columns every word stays whole."""
+    import importlib
+    import io
+
+    from rich.console import Console
+
+    from laya_inspect.cli.beyond import prune_table
+
+    cli_app = importlib.import_module("laya_inspect.cli.app")  # the module: the package's `app` is the Typer app
+
+    cache, head_dir = _planted_cache(tmp_path, 120, seed=1)
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    assert any(p.get("why_withheld") for p in s["points"])
+    screen = io.StringIO()
+    monkeypatch.setattr(cli_app, "console", Console(file=screen, width=columns, color_system=None))
+    cli_app.show(prune_table(s, head_dir))
+    text = screen.getvalue()
+    assert "…" not in text and max(map(len, text.splitlines())) <= columns, text
+    if columns == 80:
+        words = text.split()
+        assert "(withheld)" in words and "(reference)" in " ".join(words), text

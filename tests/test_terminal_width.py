@@ -257,3 +257,31 @@ def test_beyond_commands_wrap_their_warnings_and_verdicts_at_80_columns(
     for i in starts:  # a paragraph's continuation lines are indented, up to the next paragraph or other line
         assert lines[i + 1].startswith(("  ", "• ", "warning: ", "wrote ")) or not lines[i + 1].strip(), text
     assert any(f"wrote {out}/:" in line for line in lines), text  # the folder's path on one line, unbroken
+
+
+def test_a_table_too_narrow_for_its_longest_words_breaks_the_longest_first():
+    """At 60 columns compare's and prune's tables cannot hold every word whole side by side: the long
+    names are broken (every character kept) and the short numbers beside them stay whole, where Rich's
+    own narrowing cut cells to "…"."""
+    import io
+
+    from rich.console import Console
+
+    from laya_inspect.report.across import fit_width, rich_table
+
+    table = rich_table("scores")
+    for col in ("method", "agree", "ρ"):
+        table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
+    name = "a_method_name_longer_than_a_column"
+    table.add_row(name, "0.9312", "-0.0345")
+    screen = io.StringIO()
+    console = Console(file=screen, width=30, color_system=None)
+    console.print(fit_width(table, console))
+    text = screen.getvalue()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 30, text
+    words = text.split()
+    assert "0.9312" in words and "-0.0345" in words, text  # the numbers whole
+    assert (
+        "".join(w for w in words if w not in ("0.9312", "-0.0345", "scores", "method", "agree", "ρ")).replace("─", "")
+        == name
+    ), text  # the name broken, not a character of it lost

@@ -336,6 +336,15 @@ def titled_table(title: str, *columns: str, left: int = 1, wrap: bool = True) ->
     return table
 
 
+def show(renderable: Any, out: Console | None = None) -> None:
+    """A renderable on stdout (``out``: another console); a table first sized to the terminal so that no
+    cell is cut to "…"."""
+    from ..report.across import fit_width
+
+    out = out or console
+    out.print(fit_width(renderable, out) if isinstance(renderable, Table) else renderable)
+
+
 def dim(text: str, *, err: bool = False) -> None:
     """One dim line on stdout (``err``: stderr): a step, a note, what was written."""
     wrapped(text, style="dim", err=err)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import verdict_drawn
@@ -15,7 +16,7 @@ from ..report.reading import est, one_seed_sentence, with_ci
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
-from .app import app, bullets, comma_list, console, dim, from_options, opt, titled_table
+from .app import app, bullets, comma_list, console, dim, from_options, opt, show, titled_table
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
 # prune's and early-exit's one head and its cache
@@ -69,6 +70,51 @@ def _wrote(out: Path, s: dict[str, Any]) -> None:
     dim(f"wrote {out}/: {', '.join(names)}")
 
 
+def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
+    """Prune's table: per ranking its smallest k within --max-drop, the FLOPs that saves, test accuracy
+    there and over k, and α's difference to it; the random reference last."""
+    from ..beyond.costs import saved_cell, smallest_k_text, smallest_within
+
+    table = titled_table(
+        f"prune {head_dir} · {s['mode']} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · all layers: "
+        f"test accuracy {_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
+        "ranking",
+        "smallest k",
+        "FLOPs saved",
+        "test acc there",
+        "mean acc over k",
+        "α − ranking",
+    )
+    for name, entry in s["rankings"].items():
+        if not entry["applies"]:
+            table.add_row(name, "—", "—", "—", "—", "—", style="dim")
+            continue
+        best = smallest_within(s, name)
+        vs = s["alpha_vs"].get(name, {})
+        versus = vs.get("mean_test_acc_over_k_diff")
+        area = s["per_ranking"].get(name, {}).get("mean_test_acc_over_k")
+        table.add_row(
+            name,
+            smallest_k_text(best),
+            saved_cell(best, s),
+            _ci(best["test_acc"]) if best else "—",
+            _ci(area),
+            "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
+        )
+    rand = s.get("random_reference")
+    if rand:  # the reference α is read against first: what a random order keeps
+        table.add_row(
+            "random (reference)",
+            "—",
+            "—",
+            "—",
+            _ci(s["per_ranking"].get("random", {}).get("mean_test_acc_over_k")),
+            _ci(s["alpha_vs"].get("random", {}).get("mean_test_acc_over_k_diff"), signed=True),
+            style="bold",
+        )
+    return table
+
+
 @app.command("prune")
 def prune_command(
     head_dir: Path = HEAD_DIR,
@@ -110,7 +156,7 @@ def prune_command(
       laya-inspect prune heads --cache features.h5 \\
         --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
     """
-    from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
+    from ..beyond.costs import saved_note, smallest_within
     from ..beyond.prune import prune_layers
     from ..cache.store import FeatureStore
 
@@ -124,47 +170,9 @@ def prune_command(
         )
     s = result.summary
     _settings(s)
-    table = titled_table(
-        f"prune {head_dir} · {s['mode']} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · all layers: "
-        f"test accuracy {_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
-        "ranking",
-        "smallest k",
-        "FLOPs saved",
-        "test acc there",
-        "mean acc over k",
-        "α − ranking",
-    )
-    skipped = []
-    for name, entry in s["rankings"].items():
-        if not entry["applies"]:
-            table.add_row(name, "—", "—", "—", "—", "—", style="dim")
-            skipped.append(f"{name}: {entry['how']}")
-            continue
-        best = smallest_within(s, name)
-        vs = s["alpha_vs"].get(name, {})
-        versus = vs.get("mean_test_acc_over_k_diff")
-        area = s["per_ranking"].get(name, {}).get("mean_test_acc_over_k")
-        table.add_row(
-            name,
-            smallest_k_text(best),
-            saved_cell(best, s),
-            _ci(best["test_acc"]) if best else "—",
-            _ci(area),
-            "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
-        )
-    rand = s.get("random_reference")
-    if rand:  # the reference α is read against first: what a random order keeps
-        table.add_row(
-            "random (reference)",
-            "—",
-            "—",
-            "—",
-            _ci(s["per_ranking"].get("random", {}).get("mean_test_acc_over_k")),
-            _ci(s["alpha_vs"].get("random", {}).get("mean_test_acc_over_k_diff"), signed=True),
-            style="bold",
-        )
-    console.print(table)
+    show(prune_table(s, head_dir))
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
+    skipped = [f"{name}: {entry['how']}" for name, entry in s["rankings"].items() if not entry["applies"]]
     for line in ([note] if note else []) + skipped:
         dim(line)
     _wrote(out, s)
@@ -232,13 +240,13 @@ def early_exit_command(
             _ci(entry["area_in_sample"]),
             f"{entry['compute_overshoot']['mean']:.4f}",
         )
-    console.print(table)
+    show(table)
     if s.get("selection"):
         dim(s["selection"])
     depth = titled_table("fixed depth", "layer", "test accuracy", "FLOPs run")
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
-    console.print(depth)
+    show(depth)
     from ..beyond.scoring import exit_cut_note
 
     if cut := exit_cut_note(s):
@@ -303,7 +311,7 @@ def diagnose_command(
     )
     for score, auc in e["auroc"].items():
         table.add_row(score, _ci(auc), _ci(e["aupr"].get(score)), _ci(e["diff_vs_msp"].get(f"{score} − msp"), True))
-    console.print(table)
+    show(table)
     # AUPR's chance is the error rate, not ½: the digits demo's alpha_entropy 0.132 beside 0.028, 0.017
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
     dim(f"AUPR of a random score (the error rate): {base}; AUROC's: 0.5")
@@ -315,7 +323,7 @@ def diagnose_command(
         shift = titled_table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
         for score, auc in pooled["detect_auroc"].items():
             shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
-        console.print(shift)
+        show(shift)
         for cut in (auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"])):
             if cut:
                 dim(cut)

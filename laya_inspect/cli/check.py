@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..check.config import PlantedConfig
 from ..runtime import set_threads
-from .app import app, bullets, console, dim, from_options, opt, titled_table
+from .app import app, bullets, console, dim, from_options, opt, show, titled_table
 
 check_app = typer.Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",
@@ -138,7 +138,7 @@ def planted_command(
     if c.seeds > 1:
         several = run_planted_seeds(c, out_dir=out, overwrite=force, progress=_progress(True))
         s = several.summary
-        console.print(seeds_table(s))
+        show(seeds_table(s))
         accuracy = "; ".join(
             f"seed {p['seed']}: " + ", ".join(f"{head} {acc:.3f}" for head, acc in p["test_acc"].items())
             for p in s["per_seed"]
@@ -150,7 +150,7 @@ def planted_command(
         return
     result = run_planted(c, out_dir=out, overwrite=force, progress=_progress(False))
     s = result.summary
-    console.print(planted_table(s))
+    show(planted_table(s))
     accuracy = ", ".join(f"{head} {acc:.3f}" for head, acc in s["test_acc"].items())
     console.print(f"test accuracy: {accuracy}", highlight=False)
     bullets(s["verdict"])

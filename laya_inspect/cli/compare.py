@@ -10,13 +10,13 @@ import typer
 from ..compare.config import CompareConfig
 from ..report.terminal import build_report, fit_title
 from ..runtime import set_threads
-from .app import THREADS, app, bullets, console, dim, err_console, from_options, json_text, opt, warn
+from .app import THREADS, app, bullets, console, dim, err_console, from_options, json_text, opt, show, warn
 from .fit import print_fit
 
 
 def print_report(summary: dict[str, Any]) -> None:
     for renderable in build_report(summary, min(console.width, 100)):  # a long line breaks between its items
-        console.print(renderable)
+        show(renderable)
 
 
 @app.command("compare")

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..runtime import DEVICE_HELP
-from .app import STARTED, Stopped, app, console, dim, err_console, from_options
+from .app import STARTED, Stopped, app, console, dim, err_console, from_options, show
 from .progress import fit_progress, make_progress, row_progress
 
 Handler = Callable[[dict[str, Any]], None]
@@ -183,7 +183,7 @@ def _profile_table(result: Any) -> None:
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
             "—" if effect is None else f"{effect[i]:+.3f}",
         )
-    console.print(table)
+    show(table, console)
     dim(
         "ScalarMix w: its one learned weight per layer, the same for every input. LOLO effect: "
         f"{_lolo_said(result.compare_summary)} (compare, seed-{seeds[0]} head)."
@@ -250,7 +250,7 @@ def _seeds_profile_table(result: Any, alpha: dict[str, Any], static: Any, lolo: 
             "—" if static is None else f"{float(static['mean'][i]):.3f}",
             seed_cell(t_estimate([None if e is None else e[i] for e in effects]), sign=True),
         )
-    console.print(table)
+    show(table, console)
     note = cut_note(est, "mean α", "[0, 1]", "the values a weight α takes", "seeds at 95%")
     if note:
         dim(note)

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..report.terminal import warning_lines
 from ..runtime import DEVICE_HELP, set_threads
-from .app import THREADS, app, console, dim, json_text, out_file
+from .app import THREADS, app, console, dim, json_text, out_file, show
 
 
 def explain_table(e: Any) -> Table:
@@ -163,7 +163,7 @@ def _print(e: Any) -> None:
         console.print(Text("input: " + _printable((e.input.text or "")[:300]), style="dim"))
     if e.input.note:
         console.print(Text(e.input.note, style="yellow"))
-    console.print(explain_table(e))
+    show(explain_table(e))
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
     for line in warning_lines(e.cache_warnings) + warning_lines(e.head_warnings, of="head"):

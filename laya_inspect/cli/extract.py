@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..cache.extract_config import ExtractConfig, ExtractResult
 from ..options import defaulted
-from .app import THREADS, Stopped, app, comma_list, console, from_options, opt, out_file, wrapped
+from .app import THREADS, Stopped, app, comma_list, console, from_options, opt, out_file, show, wrapped
 from .progress import row_progress
 
 
@@ -109,7 +109,7 @@ def extract_command(
         table.add_column(col)
     for name, width, how in zip(result.layer_names, result.widths, result.pooling):
         table.add_row(name, str(width), how)
-    console.print(table)
+    show(table)
     resumed = {s: n for s, n in result.resumed_from.items() if n}
     if resumed:
         said = ", ".join(f"{s}: {n:,} rows" for s, n in resumed.items())
@@ -226,7 +226,7 @@ def _print_layers(title: str, rows: list[tuple[str, str, str, str]]) -> None:
             table.add_column(col, no_wrap=True)
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        show(table)
         return
     console.print(title, highlight=False, markup=False)
     for row in [header, *rows]:

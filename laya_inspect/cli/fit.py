@@ -12,7 +12,7 @@ from ..options import check_seed
 from ..report.settings import fit_settings_line
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig, JointConfig
-from .app import app, comma_list, console, from_options, json_text, opt, out_file, warn
+from .app import app, comma_list, console, from_options, json_text, opt, out_file, show, warn
 from .progress import fit_progress
 
 
@@ -37,7 +37,7 @@ def print_fit(summary: dict[str, Any], title: str, profiles: dict[str, Any] | No
     settings = fit_settings_line(summary, min(console.width, 100))  # a long line breaks between its items
     if settings is not None:
         console.print(settings, highlight=False)
-    console.print(fit_table(summary, title))
+    show(fit_table(summary, title))
     for gate in gate_lines(summary):
         console.print(gate, highlight=False)
     if grid:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -38,6 +39,47 @@ def caveats(summary: dict[str, Any]) -> list[str]:
 def rich_table(title: str) -> RichTable:
     """A terminal table as every summary prints one: title on the left, a rule under the header."""
     return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+
+
+def fit_width(table: RichTable, console: Console) -> RichTable:
+    """``table`` sized to the console so that no cell is cut to "…": each column at least as wide as its
+    longest word, the rest of the width shared by how much more each column holds. Rich narrows a
+    table too wide for the terminal by shrinking its widest columns below their longest word ("1
+    (withheld)" read "1 (withhe…" in prune's table at 80 columns); where even the longest words do not
+    fit side by side, the too-long words are broken across lines instead (nothing is dropped)."""
+    options = console.options
+    # a column's share of the width: what Rich adds to its content (padding) and between columns (the box)
+    pad_left, pad_right = table.padding[3], table.padding[1]
+    last = len(table.columns) - 1
+    overhead = (2 if table.box and table.show_edge else 0) + (last if table.box else 0)
+    for i in range(len(table.columns)):
+        left = pad_left if i > 0 or table.pad_edge else 0
+        right = pad_right if i < last or table.pad_edge else 0
+        if table.collapse_padding and i > 0:
+            left = max(0, left - pad_right)
+        overhead += left + right
+    room = console.width - overhead
+    lows, highs = [], []
+    for column in table.columns:
+        sizes = [Measurement.get(console, options, cell) for cell in (column.header, *column.cells)]
+        high = max(m.maximum for m in sizes)
+        lows.append(high if column.no_wrap else max(m.minimum for m in sizes))
+        highs.append(high)
+    if sum(highs) <= room:
+        return table  # Rich gives every column all it holds
+    if sum(lows) > room:  # the unbreakable columns (a name, an estimate) may wrap between their words too
+        lows = [max(Measurement.get(console, options, c).minimum for c in (k.header, *k.cells)) for k in table.columns]
+        for column in table.columns:
+            column.no_wrap = False
+    if sum(lows) > room:
+        for column in table.columns:
+            column.overflow = "fold"
+        return table
+    spare, more = room - sum(lows), [h - lo for lo, h in zip(lows, highs)]
+    shares = [spare * m // sum(more) for m in more]
+    for column, low, share in zip(table.columns, lows, shares):
+        column.width = low + share
+    return table
 
 
 def short_ci(d: dict[str, Any] | None, sign: bool = True) -> str:
