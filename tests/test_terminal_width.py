@@ -29,7 +29,7 @@ def _pipe(args: list[str], columns: int) -> str:
     return r.stdout
 
 
-def _tty(args: list[str], columns: int) -> str:
+def _tty(args: list[str], columns: int, code: int = 0) -> str:
     """Run in a pseudo-terminal of ``columns`` × 50 with no COLUMNS in the environment, as a user's shell."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(HF_HUB_OFFLINE="1", TERM="xterm")
@@ -47,7 +47,7 @@ def _tty(args: list[str], columns: int) -> str:
             break
         chunks.append(data)
     os.close(leader)
-    assert proc.wait(timeout=300) == 0
+    assert proc.wait(timeout=300) == code
     text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor codes
 
@@ -285,3 +285,21 @@ def test_a_table_too_narrow_for_its_longest_words_breaks_the_longest_first():
         "".join(w for w in words if w not in ("0.9312", "-0.0345", "scores", "method", "agree", "ρ")).replace("─", "")
         == name
     ), text  # the name broken, not a character of it lost
+
+
+def test_an_error_line_wraps_at_a_terminal_and_stays_one_line_in_a_pipe(tmp_path: Path) -> None:
+    """QA: "error: …" (and "interrupted: …", printed the same way) was one long line at a terminal too,
+    broken by the terminal anywhere, mid-word, while warnings and verdicts wrap between words. At a
+    terminal it wraps as they do; through a pipe it stays one line, as a log reads it."""
+    missing = tmp_path / "a-folder-whose-name-runs-past-the-width" / "and-then-some"
+    text = _tty(["report", str(missing)], 60, code=1)
+    lines = [line for line in text.splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("error: "))
+    said = lines[start:]
+    assert len(said) > 1 and all(line.startswith("  ") for line in said[1:]), text
+    assert all(len(line) <= 60 for line in said if str(missing) not in line), text  # a path stays whole
+    joined = " ".join(line.strip() for line in said)
+    assert joined.startswith(f"error: no folder {missing}, so no summary.json") and "`diagnose`" in joined, text
+    env = {**os.environ, "COLUMNS": "60", "HF_HUB_OFFLINE": "1"}
+    piped = subprocess.run([*CLI, "report", str(missing)], capture_output=True, text=True, env=env, timeout=300)
+    assert piped.returncode == 1 and piped.stderr.count("\n") == 1 and piped.stderr.startswith("error: "), piped.stderr

@@ -21,8 +21,8 @@ from typing import Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from ..errors import LayaError, os_message
@@ -152,7 +152,7 @@ def _stopped(command: str | None, signalled: bool, said: str | None = None) -> N
     INTERRUPTED), with the shell's exit code for the signal (130 for SIGINT, 143 for SIGTERM)."""
     said = said or INTERRUPTED.get(command, INTERRUPTED[None])
     word, code = ("terminated", 128 + signal.SIGTERM) if signalled else ("interrupted", 128 + signal.SIGINT)
-    err_console.print(f"[yellow]{word}:[/] {said}", highlight=False, soft_wrap=True)
+    stderr_line(word, said, "yellow")
     raise typer.Exit(code) from None
 
 
@@ -295,19 +295,37 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
         raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
 
 
-def wrapped(text: str, *, lead: str = "", style: str | None = None, err: bool = False) -> None:
+def wrapped(
+    text: str, *, lead: str = "", style: str | None = None, err: bool = False, lead_style: str | None = None
+) -> None:
     """``text`` after ``lead`` ("warning: ", "• ") in lines of the console's width, broken only between
     words and continued two spaces in: a path, or any word longer than a line, stays whole on a line of
-    its own (the terminal's own wrap, which a pipe's reader never gets, broke such lines anywhere)."""
+    its own (the terminal's own wrap, which a pipe's reader never gets, broke such lines anywhere).
+    ``lead_style`` colours the lead alone ("error:" in red, the message plain)."""
     import textwrap
 
     out = err_console if err else console
+    first = True
     for part in (lead + text).splitlines() or [""]:
         indent = part[: len(part) - len(part.lstrip())] + "  "
         # break_on_hyphens=False: runs/early-exit and --train-split stay whole
         lines = textwrap.wrap(part, out.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
         for line in lines or [""]:
-            out.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+            said = Text(line, style=style or "")
+            if first and lead_style and line.startswith(lead):
+                said.stylize(lead_style, 0, len(lead.rstrip()))
+            first = False
+            out.print(said, highlight=False, soft_wrap=True)
+
+
+def stderr_line(word: str, text: str, style: str) -> None:
+    """ "``word``: ``text``" on stderr, the word in ``style``: one line where stderr is a pipe or a file, so
+    a log keeps one line per error or stop; at a terminal wrapped between words to its width, as every
+    other line is, instead of the terminal breaking it mid-word."""
+    if err_console.is_terminal:
+        wrapped(text, lead=f"{word}: ", lead_style=style, err=True)
+    else:
+        err_console.print(Text.assemble((f"{word}:", style), f" {text}"), highlight=False, soft_wrap=True)
 
 
 def warn(warnings: list[str] | None) -> None:
@@ -351,7 +369,7 @@ def dim(text: str, *, err: bool = False) -> None:
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    stderr_line("error", message, "bold red")
     raise typer.Exit(1)
 
 
@@ -379,5 +397,5 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=True)
     except LayaError as e:  # pragma: no cover - _Group normally turns it into exit 1 first
-        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        stderr_line("error", str(e), "bold red")
         sys.exit(1)
