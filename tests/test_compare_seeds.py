@@ -126,7 +126,9 @@ def test_seeds_that_disagree_are_a_caveat_everywhere() -> None:
     assert alpha["verdicts"] == ["beats", "not shown"]
     verdict, best = across["caveats"]
     # the fixture's seed 0 beats the rule on ρ alone (it holds no other interval): the caveat says so
-    beats = "alpha beats the constant rule (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    beats = (
+        "alpha beats the constant rule (on faithfulness ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    )
     assert beats in verdict and "alpha does not beat" in verdict
     assert "best method for faithfulness ρ differs" in best and "alpha on seed 0; none on seed 1" in best
 
@@ -315,7 +317,9 @@ def test_the_reading_says_when_the_seeds_disagree_with_the_verdict_it_leads_with
     lead = " ".join(compare_reading(summary).lead)
     # the lead reads seed 0 alone ("α ... beats it"); seed 1 does not beat the rule, and the lead says so
     assert "laya-seed_0" in lead and "α beats it" in lead
-    beats = "alpha beats the constant rule (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    beats = (
+        "alpha beats the constant rule (on faithfulness ρ; not on top-layer agreement, Deletion@1 ÷ oracle) on seed 0"
+    )
     assert beats in lead and "alpha does not beat" in lead
     assert "seed 0 of 2" in lead
 
@@ -445,7 +449,7 @@ def test_an_across_seed_verdict_names_the_scores_that_carry_it() -> None:
     agree_d1 = ("top_layer_agreement", "deletion_at_1_over_oracle")
     across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, agree_d1)], [0, 1])
     alpha = across["groups"][0]["ablations"]["mean"]["methods"]["alpha"]
-    which = "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"
+    which = "on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ"
     assert alpha["carried"] == [which, which] and across["caveats"] == []
     text = " ".join(_render(seed_tables({"across_seeds": across})).split())
     assert f"alpha: beats (all): {which}" in text, text
@@ -465,7 +469,7 @@ def test_an_across_seed_verdict_names_the_scores_that_carry_it() -> None:
     # the same word carried by other scores is another verdict: a caveat, and said seed by seed
     across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])
     (caveat,) = across["caveats"]
-    other = "on ρ; not on top-layer agreement, Deletion@1 ÷ oracle"
+    other = "on faithfulness ρ; not on top-layer agreement, Deletion@1 ÷ oracle"
     assert f"alpha beats the constant rule ({which}) on seed 0; alpha beats the constant rule ({other}) on seed 1" in (
         caveat
     )

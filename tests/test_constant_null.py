@@ -674,18 +674,19 @@ def test_the_verdict_names_the_scores_that_carry_it() -> None:
     noisy = {**ahead, "faithfulness": c["faithfulness"] + rng.normal(0, 0.3, n)}  # ρ no better
     vs = versus_constant(noisy, c, circular=False, caveat=False, n_boot=500, seed=0)
     assert vs["verdict"] == "beats" and vs["faithfulness"]["ci_low"] < 0 < vs["faithfulness"]["ci_high"]
-    assert carried(vs) == "on top-layer agreement, Deletion@1 ÷ oracle; not on ρ"
+    assert carried(vs) == "on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ"
     head = {"name": "h", "methods": {"alpha": {"vs_constant": vs}}, "references": {"constant": {"profile": {}}}}
     text, page = _rendered(head)
     assert "alpha beats: on agree, D@1÷orc; not on ρ" in text, text
     assert "beats the constant rule (on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ)" in page
     said = versus_sentence("alpha", {"vs_constant": vs}, {"profile": {}}) or ""
-    assert "beats it (on top-layer agreement, Deletion@1 ÷ oracle; not on ρ):" in said, said
+    assert "beats it (on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ):" in said, said
     every = {**ahead, "faithfulness": c["faithfulness"] + 0.3}
     assert carried(versus_constant(every, c, circular=False, caveat=False, n_boot=500, seed=0)) == ""
     mixed = {**ahead, "faithfulness": c["faithfulness"] - 0.3}
     vs = versus_constant(mixed, c, circular=False, caveat=False, n_boot=500, seed=0)
-    assert vs["verdict"] == "mixed" and carried(vs) == "better on top-layer agreement, Deletion@1 ÷ oracle; worse on ρ"
+    worse = "better on top-layer agreement, Deletion@1 ÷ oracle; worse on faithfulness ρ"
+    assert vs["verdict"] == "mixed" and carried(vs) == worse
 
 
 @pytest.mark.slow
@@ -731,3 +732,24 @@ def test_a_failed_sanity_check_is_said_before_any_verdict(compared) -> None:
     del summary["sanity"]["choices"]["threshold"]
     text = printed(summary)
     assert "≥ None" not in text and "sanity check failed: ig on laya" in text and "(read high)" in text, text
+
+
+def test_each_score_is_named_as_docs_method_names_it_in_every_place_a_user_reads():
+    """QA: one score had several names: faithfulness was "ρ" in the verdicts' words, "faithfulness ρ" in
+    the across-seed caveats and report.html; subset faithfulness was "subset ρ" in the caveats and the
+    page. The verdict, the caveats and report.html's headers use docs/METHOD.md's names ("Scores")."""
+    import re
+    from pathlib import Path
+
+    from laya_inspect.compare.records import VERSUS_LABELS
+    from laya_inspect.compare.seeds import LABELS
+    from laya_inspect.report.sections import SCORES as PAGE_COLUMNS
+
+    method = (Path(__file__).parents[1] / "docs" / "METHOD.md").read_text(encoding="utf-8")
+    scores = method.split("## Scores", 1)[1].split("\n## ", 1)[0]
+    named = {n.lower() for n in re.findall(r"^- \*\*([^*]+)\*\*", scores, re.M)}
+    assert {"top-layer agreement", "deletion@1 ÷ oracle", "faithfulness ρ", "subset faithfulness"} <= named
+    page = {key: column for column, key in PAGE_COLUMNS.items()}
+    for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness", "subset_faithfulness"):
+        said = [LABELS[key], page[key]] + ([VERSUS_LABELS[key]] if key in VERSUS_LABELS else [])
+        assert all(label.lower() in named for label in said), (key, said)

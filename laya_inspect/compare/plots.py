@@ -172,7 +172,7 @@ def rank_figure(
         valid = finite & ~(constant_rows(a) | tied_rows(effects, tol))
         f = head["methods"][m]["faithfulness"]
         rho = "undefined" if f["mean"] is None else f"{f['mean']:.3f}"
-        _title(ax, f"{m}: mean ρ = {rho} ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
+        _title(ax, f"{m}: faithfulness ρ = {rho} ({f['n_valid']} valid, {f['n_undefined']} undefined)", fontsize=9)
         if valid.any():
             ra = rankdata(a[valid], axis=1).ravel()
             re = tolerant_ranks(effects[valid], tol).ravel()

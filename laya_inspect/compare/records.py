@@ -333,7 +333,7 @@ def sanity_heads(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any], lis
 VERSUS_LABELS = {
     "top_layer_agreement": "top-layer agreement",
     "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
-    "faithfulness": "ρ",
+    "faithfulness": "faithfulness ρ",
 }
 
 

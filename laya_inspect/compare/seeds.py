@@ -40,7 +40,7 @@ LABELS = {  # a score's name in a caveat
     "deletion_at_1": "Deletion@1",
     "deletion_at_1_over_oracle": "Deletion@1 ÷ oracle",
     "faithfulness": "faithfulness ρ",
-    "subset_faithfulness": "subset ρ",
+    "subset_faithfulness": "subset faithfulness",
     "deletion_area": "the deletion area",
     "insertion_area": "the insertion area",
 }
@@ -175,7 +175,7 @@ def by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
 def seed_verdicts(row: dict[str, Any], words: dict[str, str]) -> list[str]:
     """Each seed's verdict of an across-seed method row in ``words`` (VERDICTS, or the terminal's short
     words), with the scores that carry it where not all three do: "beats the constant rule (on
-    top-layer agreement; not on Deletion@1 ÷ oracle, ρ)"."""
+    top-layer agreement; not on Deletion@1 ÷ oracle, faithfulness ρ)"."""
     said = row.get("carried") or [""] * len(row.get("verdicts") or [])  # none in summaries written before
     return [words.get(str(w), str(w)) + (f" ({c})" if c else "") for w, c in zip(row.get("verdicts") or [], said)]
 

@@ -111,7 +111,7 @@ def _verdicts(row: dict[str, Any]) -> Text:
 
 def verdict_text(row: dict[str, Any], seeds: list[Any], words: dict[str, str], every: str) -> str:
     """An across-seed method row's verdicts in ``words`` with the scores that carry them, as the per-seed
-    tables say them: "beats (every seed): on top-layer agreement; not on Deletion@1 ÷ oracle, ρ"; seed
+    tables say them: "beats (every seed): on top-layer agreement; not on Deletion@1 ÷ oracle, faithfulness ρ"; seed
     by seed where they differ, in the verdict or in the scores that carry it. One interval is enough to
     beat the rule, so a bare "beats (all)" was read as beating it on every score."""
     said, carried = seed_verdicts(row, words), row.get("carried") or [""]

@@ -37,7 +37,7 @@ from .settings import ONE_LINE, compare_settings_line, fit_settings_line
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
     **HEADLINE,
-    "subset ρ": "subset_faithfulness",
+    "subset faithfulness": "subset_faithfulness",
     "deletion area": "deletion_area",
     "insertion area": "insertion_area",
 }

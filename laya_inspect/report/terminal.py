@@ -96,7 +96,7 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     methods, lolo = head["methods"], head["lolo"]
     near = lolo.get("near_ties")
     ties = (
-        f" · near-ties: all {percent(near['all_tied_share'])}, top {percent(near['top_tied_share'])}, "
+        f" · ties: all {percent(near['all_tied_share'])}, top {percent(near['top_tied_share'])}, "
         f"any {percent(near.get('any_tied_share'))}"
         if near
         else ""
@@ -105,7 +105,7 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     # keeps the table inside an 80-column terminal.
     table = _table(
         f"{head['name']} ({head['kind']}) · accuracy {num(head['accuracy'], 3)} · n {head['n']} · "
-        f"ablation {summary['ablation']}\nDel@1 oracle {num(lolo['oracle_at_1'], 3)}, "
+        f"ablation {summary['ablation']}\nDeletion@1: oracle {num(lolo['oracle_at_1'], 3)}, "
         f"random {num(lolo['random_at_1'], 3)}{ties}",
         ablation_column=False,
     )
@@ -297,9 +297,10 @@ def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableTy
             f"{CIRCULAR} circular: the method is built from what "
             f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
             f"effects are all tied / whose top effect is / with any tie). agree = top-layer agreement, "
-            f"{dirs['top_layer_agreement']}; D@1÷orc = Deletion@1 ÷ oracle; ρ = faithfulness, "
-            f"{dirs['faithfulness']}; subset ρ = correlation over layer subsets; del / ins = deletion / insertion "
-            f"curve areas; top-1 only = a one-hot on the largest effect, the ρ that knowing only the top layer earns; "
+            f"{dirs['top_layer_agreement']}; D@1÷orc = Deletion@1 ÷ oracle; ρ = faithfulness ρ, "
+            f"{dirs['faithfulness']}; subset ρ = subset faithfulness, the correlation over layer subsets; "
+            "del / ins = deletion / insertion curve areas; top-1 only = a one-hot on the largest effect, the ρ "
+            "that knowing only the top layer earns; "
             "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, 'does not' = every "
             "interval includes 0, '= rule' = identical to the constant rule (same profile: the rule's scores on every "
