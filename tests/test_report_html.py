@@ -343,7 +343,9 @@ def _widths(page: Path, width: int, tmp_path: Path) -> dict[str, Any]:
       const right = e => Math.round(e.getBoundingClientRect().right);
       const out = {view: document.documentElement.clientWidth, page: document.documentElement.scrollWidth,
                    captions: [...document.querySelectorAll("caption, p.caption")].map(right),
-                   boxes: [...document.querySelectorAll("table")].map(t => right(t.parentElement))};
+                   boxes: [...document.querySelectorAll("table")].map(t => right(t.parentElement)),
+                   figures: [...document.querySelectorAll("figure img")].map(
+                     i => ({shown: Math.round(i.getBoundingClientRect().width), box: right(i.parentElement)}))};
       const pre = document.createElement("pre"); pre.id = "widths"; pre.textContent = JSON.stringify(out);
       document.body.appendChild(pre);
     });</script>"""
@@ -395,6 +397,40 @@ def test_a_table_wider_than_the_screen_scrolls_in_its_box_and_the_page_does_not(
     got = _widths(page, width, tmp_path)
     assert got["page"] <= got["view"], got
     assert got["captions"] and max(got["captions"] + got["boxes"]) <= got["view"], got
+
+
+@needs_chromium
+def test_a_figure_keeps_its_size_on_a_phone_and_scrolls_in_its_box(tmp_path: Path) -> None:
+    """QA: at 420 px every figure shrank to the screen (≈ 390 px) and its labels could not be read. On a
+    narrow screen a figure now keeps its own size in a box that scrolls, and the page does not; on a
+    wide one it still fits the page."""
+    import matplotlib.pyplot as plt
+
+    from laya_inspect.report.figures import Figure, svg_figure
+    from laya_inspect.report.html import Page, render
+    from laya_inspect.report.reading import Reading
+
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.plot([0, 1, 2], [0.2, 0.5, 0.4])
+    drawn = svg_figure(fig, "a drawn figure", "drawn")
+    plt.close(fig)
+    png = tmp_path / "plot.png"
+    fig, ax = plt.subplots(figsize=(8, 3))
+    fig.savefig(png, dpi=100)  # 800 px wide
+    plt.close(fig)
+    from laya_inspect.report.figures import png_figure
+
+    figures: list[Figure] = [drawn, png_figure(png)]
+    page = tmp_path / "figs" / "report.html"
+    page.parent.mkdir()
+    page.write_text(render(Page("t", "sub", Reading(["lead"]), [], [("plots", figures)], [], [])), encoding="utf-8")
+    narrow = _widths(page, 420, tmp_path)
+    assert narrow["page"] <= narrow["view"], narrow
+    shown = [f["shown"] for f in narrow["figures"]]  # its own width and its 1 px border each side
+    assert shown == [drawn.width_px + 2, 802] and min(shown) > narrow["view"], narrow
+    assert all(f["box"] <= narrow["view"] for f in narrow["figures"]), narrow
+    wide = _widths(page, 1280, tmp_path)
+    assert wide["page"] <= wide["view"] and all(f["shown"] <= wide["view"] for f in wide["figures"]), wide
 
 
 def test_a_column_of_words_is_aligned_left_with_its_heading() -> None:

@@ -48,8 +48,12 @@ td.best { font-weight: 700; color: #006d2c; }
 .note { color: #8a5a00; }
 .legend { color: #555; font-size: .9rem; max-width: 60rem; }
 figure { margin: 1rem 0 1.6rem; }
+.figure-box { max-width: 100%; overflow-x: auto; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figure img.svg { width: 100%; }
+@media (max-width: 48rem) {  /* a phone: a plot shrunk to the screen has unreadable labels */
+  figure img, figure img.svg { max-width: none; width: var(--natural, auto); }  /* own size, scrolled */
+}
 figcaption { color: #444; font-size: .9rem; max-width: 60rem; }
 pre { background: #f6f6f6; padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
 dl.prov { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
@@ -161,9 +165,10 @@ def figures_html(groups: Sequence[tuple[str, list[Figure]]]) -> str:
         if title:
             parts.append(f"<h3>{esc(title)}</h3>")
         for f in figs:
-            size = f' class="svg" style="max-width: {f.width_px}px"' if f.width_px else ""
+            size = f' class="svg" style="max-width: {f.width_px}px; --natural: {f.width_px}px"' if f.width_px else ""
+            # in its own box: on a narrow screen the figure keeps its size and scrolls, its caption wraps
             parts.append(
-                f'<figure><img src="{f.src}" alt="{esc(f.alt)}"{size}>'
+                f'<figure><div class="figure-box"><img src="{f.src}" alt="{esc(f.alt)}"{size}></div>'
                 f"<figcaption>{esc(f.caption)}</figcaption></figure>"
             )
     return "\n".join(parts)
