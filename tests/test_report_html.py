@@ -158,6 +158,19 @@ def test_the_demo_page_leads_with_each_steps_headline_and_keeps_the_warnings_bel
     assert demo_reading(None, said_apart) == page
 
 
+def test_the_heads_table_names_the_seeds_fitted_so_seed_0_does_not_read_as_none() -> None:
+    """QA: fit-head's Heads table had a "seeds" column of seed numbers; a one-seed run showed "0",
+    read as zero seeds fitted."""
+    from laya_inspect.report.sections import fit_sections
+
+    acc = {"n": 1, "mean": 0.9, "ci_low": None, "ci_high": None, "values": [0.9]}
+    heads = [{"head": "laya", "n": 1, "seeds": [0], "test_acc": acc}, {"head": "last", "n": 3, "test_acc": acc}]
+    heads[1]["seeds"] = [0, 1, 2]
+    table = fit_sections({"heads": heads}, [])[0].tables[0]
+    column = table.columns.index("seeds fitted")
+    assert [row[column] for row in table.rows] == ["seed 0", "seeds 0 to 2"]
+
+
 def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> None:
     acc = {"n": 3, "mean": 0.98, "ci_low": 0.95, "ci_high": 1.02, "values": [0.97, 0.98, 0.99]}
     delta = {"n": 3, "mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}

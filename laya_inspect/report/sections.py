@@ -32,7 +32,7 @@ from .reading import (
     with_ci,
 )
 from .sanity import html_section as sanity_section
-from .settings import ONE_LINE, compare_settings_line, fit_settings_line
+from .settings import ONE_LINE, compare_settings_line, fit_settings_line, seeds_text
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
@@ -198,11 +198,19 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 est(h.get("test_acc"), 3),
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
-                " ".join(map(str, h.get("seeds") or [])) or str(h.get("n")),
+                # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
+                seeds_text(h["seeds"]) if h.get("seeds") else f"{h.get('n')} seed(s)",
                 Cell(gate_cell(h), "text"),
             ]
         )
-    cols = ["head", "test accuracy [95% CI]", "macro-F1 [95% CI]", "Δ accuracy vs last [95% CI]", "seeds", "gate"]
+    cols = [
+        "head",
+        "test accuracy [95% CI]",
+        "macro-F1 [95% CI]",
+        "Δ accuracy vs last [95% CI]",
+        "seeds fitted",
+        "gate",
+    ]
     read = layers_read(summary.get("cache") or {})
     caption = f"test split{read}, {n_seeds} seed{'s' * (n_seeds != 1)}; intervals are 95% t-intervals over seeds"
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]

@@ -15,7 +15,7 @@ def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
 
-def _seeds(seeds: list[Any]) -> str:
+def seeds_text(seeds: list[Any]) -> str:
     """ "seeds 0 to 4" (no ellipsis: on the terminal "…" says a cell was cut), "seed 3", "seeds 0, 3, 7"."""
     if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
         return f"seeds {seeds[0]} to {seeds[-1]}"
@@ -47,7 +47,7 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
         (("test_split",), f"tested on {c.get('test_split')}", False),
         (("val_mode",), f"validation rows: {c.get('val_mode')}", False),
         (("split_seed",), f"split seed {_g(c.get('split_seed'))}", False),
-        (("seeds",), _seeds(seeds), True),
+        (("seeds",), seeds_text(seeds), True),
         (("batch_size",), f"batch {_g(c.get('batch_size'))}", True),
         (
             ("device",),
