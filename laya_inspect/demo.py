@@ -622,6 +622,10 @@ def _record(
         "tool_version": __version__,
         "complete": complete,
         "config": dataclasses.asdict(plan.config),
+        # the settings left at their defaults, which the page's settings line says apart
+        "config_defaults": [
+            f.name for f in dataclasses.fields(DemoConfig) if getattr(plan.config, f.name) == f.default
+        ],
         "out_dir": str(plan.out_dir),
         "dataset": {
             "name": plan.preset.name,

@@ -171,6 +171,22 @@ def test_the_heads_table_names_the_seeds_fitted_so_seed_0_does_not_read_as_none(
     assert [row[column] for row in table.rows] == ["seed 0", "seeds 0 to 2"]
 
 
+def test_the_demo_page_states_its_settings_under_the_title(tmp_path: Path) -> None:
+    """QA: compare's, fit-head's and prune's pages say which settings were given and which were left
+    at their defaults under the title; the demo's page said neither."""
+    from laya_inspect.demo import DemoConfig, _record, plan_demo
+
+    out = tmp_path / "demo"
+    plan = plan_demo(DemoConfig(quick=True, device="cpu", out=str(out)))
+    out.mkdir()
+    write_json(out / "demo.json", _record(plan, [], {}, {}, complete=False))
+    said = " ".join(html.unescape(build_page(out)).split())
+    assert (
+        "settings given: budget --quick · device cpu; left at their defaults: dataset digits · "
+        "heads fitted with seed 0 · seed 0 (backbone and compare)" in said
+    )
+
+
 def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> None:
     acc = {"n": 3, "mean": 0.98, "ci_low": 0.95, "ci_high": 1.02, "values": [0.97, 0.98, 0.99]}
     delta = {"n": 3, "mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}

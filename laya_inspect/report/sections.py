@@ -32,7 +32,7 @@ from .reading import (
     with_ci,
 )
 from .sanity import html_section as sanity_section
-from .settings import ONE_LINE, compare_settings_line, fit_settings_line, seeds_text
+from .settings import ONE_LINE, compare_settings_line, demo_settings_line, fit_settings_line, seeds_text
 
 # column header → summary key of the score (the key that also names "best")
 SCORES = {
@@ -386,4 +386,5 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         "commands": commands,
         "provenance": provenance,
         "subtitle": f"{(r.get('dataset') or {}).get('description', '')} · {r.get('budget_line', '')}",
+        "settings": str(demo_settings_line(r, ONE_LINE)),
     }

@@ -163,6 +163,28 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     return settings_line(items, width)
 
 
+def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:
+    """The demo's own settings (its steps' settings follow from them: the commands under the page say
+    each), from demo.json: values alone for a record from before ``config_defaults``."""
+    c, b = record.get("config") or {}, record.get("budget") or {}
+    defaults = record.get("config_defaults")
+
+    def left(*names: str) -> bool | None:
+        return all(n in defaults for n in names) if isinstance(defaults, list) else None
+
+    root = f" from {c['data_root']}" if c.get("data_root") else ""
+    items: list[tuple[str, bool | None]] = [
+        (f"dataset {c.get('dataset')}{root}", left("dataset", "data_root")),
+        ("budget --quick" if c.get("quick") else "full budget (no --quick)", left("quick")),
+        (f"heads fitted with {seeds_text(list(range(int(b.get('seeds') or 0))))}", left("seeds")),
+        (f"seed {c.get('seed')} (backbone and compare)", left("seed")),
+        (f"device {c.get('device')}", left("device")),
+    ]
+    if c.get("threads") is not None:
+        items.append((f"{c['threads']} threads", left("threads")))
+    return settings_line(items, width)
+
+
 def settings_line(items: Sequence[tuple[str, bool | None]], width: int = 100) -> Text:
     """The settings that decide a command's numbers, (text, left at its default) each, those left at
     their defaults said apart (None: not known, the values alone), within ``width`` columns."""
