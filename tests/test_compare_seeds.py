@@ -335,7 +335,7 @@ def test_the_reading_of_one_seed_says_it_is_one() -> None:
 
     reading = compare_reading(_compared([_head(0, "beats", ["alpha"])], [0]))
     assert "α beats it" in " ".join(reading.lead)
-    said = " ".join(reading.details)
+    said = reading.lead[-1]  # right after the verdicts, not in the list under them
     assert "one fitted seed of laya-seed_0" in said and "the fit-head folder" in said
     # a fit-head folder of one seed (fit-head --seeds 1, check planted's heads/) is what compare was given:
     # the reading says how to get more seeds, not only to give it the folder it already read

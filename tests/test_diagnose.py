@@ -733,7 +733,7 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
     drawn = json.loads((out.parent / "b0" / "summary.json").read_text())
-    assert not any("one fitted seed" in line for line in diagnose_reading(drawn).details)
+    assert not any("one fitted seed" in line for line in diagnose_reading(drawn).lead)
     # the same run with one error among 300 test rows: "too few rows", no verdict and no note
     few = {**drawn, "heads": [{**drawn["heads"][0], "n_errors": 1, "n_test": 300}]}
     few["verdict"] = _verdict(few)
@@ -741,9 +741,9 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
         d.update(ci_low=d["mean"] - 0.1, ci_high=d["mean"] + 0.1)  # an interval: the note is said
     drawn["verdict"] = _verdict(drawn)
     assert "one fitted seed" in verdict_lines(drawn)[-1]
-    assert any("one fitted seed" in line for line in diagnose_reading(drawn).details)
+    assert "one fitted seed" in diagnose_reading(drawn).lead[-1]
     assert any("too few rows" in line for line in verdict_lines(few))
-    assert not any("one fitted seed" in line for line in verdict_lines(few) + diagnose_reading(few).details)
+    assert not any("one fitted seed" in line for line in verdict_lines(few) + diagnose_reading(few).lead)
 
 
 def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):
@@ -1024,8 +1024,8 @@ def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
     }
     head = {"auroc": {}, "head_dir": "heads/laya/seed_0", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
     s = {"errors": errors, "heads": [head]}
-    first = diagnose_reading(s).details[0]
+    first = diagnose_reading(s).lead[-1]  # right after the verdict it qualifies
     assert first.startswith("These sentences read one fitted seed of heads/laya/seed_0")
     assert "give diagnose the fit-head folder" in first
     s["heads"] = [head, {**head, "head_dir": "heads/laya/seed_1"}]  # seeds pooled: no such sentence
-    assert not any("one fitted seed" in line for line in diagnose_reading(s).details)
+    assert not any("one fitted seed" in line for line in diagnose_reading(s).lead)

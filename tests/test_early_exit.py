@@ -403,7 +403,8 @@ def test_an_older_summary_without_random_exit_still_renders(cache, tmp_path):
     s["comparisons"] = {k: {"area_diff": v["area_diff"], "verdict": v["verdict"]} for k, v in s["comparisons"].items()}
     s["comparisons"] = {k: v for k, v in s["comparisons"].items() if not k.endswith("vs random")}
     assert early_exit_sections(s)
-    assert early_exit_reading(s).lead[-2].startswith("Adding α's mass beyond the exit depth")
+    lead = early_exit_reading(s).lead  # the verdicts, then what they rest on (one fitted head's α)
+    assert lead[-3].startswith("Adding α's mass beyond the exit depth") and lead[-1].startswith("α here is one")
 
 
 def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
@@ -689,7 +690,7 @@ def test_the_reading_says_alpha_is_one_fitted_heads_not_read_over_seeds():
         "comparisons": {k: {"area_diff": d} for k in ("confidence+alpha vs confidence", "alpha vs fixed")},
         "fixed_depth": [],
     }
-    first = early_exit_reading(s).details[0]
+    first = early_exit_reading(s).lead[-1]  # right after the verdicts on α it qualifies
     assert first.startswith("α here is one fitted head's (heads/laya/seed_0): the 3 seeds the intervals run over")
     assert "hold for this fit of α only" in first and "the fit-head folder (or its laya/)" in first
 

@@ -3,6 +3,7 @@ checked by hand; the command end to end on the digits cache, and one failing inv
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -1399,6 +1400,9 @@ def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_he
         f"α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the refits" in said
     )
     assert "give prune the fit-head folder (or its laya/) to read α of every seed" in said
+    # in the reading box, right after the verdicts on α it qualifies, not in the list under the box
+    box = (out / "report.html").read_text(encoding="utf-8").split('<div class="reading" id="reading">')[1]
+    assert "α here is one fitted head" in html.unescape(box.split("</div>")[0])
 
 
 @pytest.fixture()

@@ -93,7 +93,7 @@ def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
             _scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69), paired=_diff(-0.21, -0.27, -0.15)
         )
     )
-    assert worse.lead == [
+    assert worse.lead[:-1] == [  # then what it rests on: one fitted seed
         "α picks the same top layer as the leave-one-layer-out effects on 96% of inputs (laya, mean ablation, "
         "200 test inputs; random scores: 31%); it orders the layers worse than IG (faithfulness ρ 0.41 vs 0.62; "
         "paired difference -0.21 [-0.27, -0.15])."
@@ -156,6 +156,19 @@ def test_the_demo_page_leads_with_each_steps_headline_and_keeps_the_warnings_bel
     # as compare writes it now, what is said of a head in its own list: the same page
     said_apart = {**summary, "cache": {"warnings": []}, "head_warnings": summary["cache"]["warnings"]}
     assert demo_reading(None, said_apart) == page
+
+
+def test_a_verdict_read_from_one_seed_is_followed_by_its_caveat_in_the_reading_itself() -> None:
+    """QA: on compare's and the demo's page "These sentences read one fitted seed … a verdict that
+    changes with the seed … is not a verdict" sat in the list under the reading box, so the box's
+    first words were one seed's verdict alone. It now follows the verdict sentences in the box."""
+    from laya_inspect.report.reading import demo_reading
+
+    summary = _compare_summary(_scores(0.96, 0.41, 0.35, 0.47), _scores(0.9, 0.62, 0.55, 0.69))
+    for reading in (compare_reading(summary), demo_reading(None, summary)):
+        assert reading.lead[0].startswith("α picks the same top layer")
+        assert reading.lead[-1].startswith("These sentences read one fitted seed of laya: a verdict that changes")
+        assert not any("one fitted seed" in line for line in reading.details)
 
 
 def test_the_heads_table_names_the_seeds_fitted_so_seed_0_does_not_read_as_none() -> None:

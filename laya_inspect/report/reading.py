@@ -12,6 +12,8 @@ difference to the last-layer head, then where α puts its weight and whether the
 A prune, early-exit or diagnose run is read first by whether α beats the baseline that does not use α,
 with the difference and its 95% interval, then by what else the run found; "beats" and "worse" only
 when the interval excludes 0 (docs/METHOD.md, "Beyond attribution").
+Each reading says right after its verdicts what they rest on (one fitted seed of a head, or which of
+several), so that a verdict one fit gives is never read alone.
 """
 
 from __future__ import annotations
@@ -330,7 +332,7 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     heads = summary.get("heads") or []
     if not heads:
         return Reading(["This compare run scored no head."])
-    lead = next((h for h in heads if "alpha" in (h.get("methods") or {})), heads[0])
+    lead = lead_head(summary)
     details = []
     for h in heads:
         if h is not lead:
@@ -342,10 +344,20 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
     warned += [sentence(line) for line in sanity_failed(summary)]  # before any verdict it undoes
-    seeds = seeds_sentence(summary, lead)
-    if not seeds:  # one fitted seed: its verdicts hold for that fit only
-        details.insert(0, one_seed_sentence("These sentences", lead["name"]))
-    return Reading(warned + head_sentences(summary, lead) + seeds, details)
+    return Reading(warned + head_sentences(summary, lead) + seed_caveat(summary, lead), details)
+
+
+def lead_head(summary: dict[str, Any]) -> dict[str, Any]:
+    """The head compare's reading is read from: the one with α, else the first."""
+    heads = summary["heads"]
+    return next((h for h in heads if "alpha" in (h.get("methods") or {})), heads[0])
+
+
+def seed_caveat(summary: dict[str, Any], head: dict[str, Any], what: str = "These sentences") -> list[str]:
+    """What the verdicts on ``head`` rest on, said right after them: which seed of how many, or that
+    they read one fitted seed and hold for that fit only (a verdict one seed gives is never the
+    reading's first word alone; a caveat in the list under it was read as a footnote)."""
+    return seeds_sentence(summary, head) or [one_seed_sentence(what, head["name"])]
 
 
 def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
@@ -530,10 +542,13 @@ def _at_chance(title: str, acc: dict[str, Any], chance: float | None) -> str | N
 
 
 def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:
-    """Each step's headline first (fit-head's, compare's), then the rest; a step's warnings, which lead
-    its own page, follow the headlines here, so compare's headline is not pushed out by them."""
+    """Each step's headline first (fit-head's, compare's) with what compare's verdicts rest on (the
+    seeds they read), then the rest; a step's warnings, which lead its own page, follow the headlines
+    here, so compare's headline is not pushed out by them."""
     parts = [r for r in (fit_reading(fit) if fit else None, compare_reading(compare) if compare else None) if r]
     lead = [h for r in parts if (h := next((x for x in r.lead if not x.startswith("Warning:")), None))]
+    if compare and compare.get("heads"):
+        lead += seed_caveat(compare, lead_head(compare))
     rest = [line for r in parts for line in r.lead if line not in lead] + [x for r in parts for x in r.details]
     rest.sort(key=lambda line: not line.startswith("Warning:"))  # stable: the warnings first, in their order
     return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(rest)))
@@ -680,13 +695,15 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
-    if s.get("seeds_how"):  # refits over seeds (absent under --no-refit and in older summaries)
+    # what α's verdicts rest on, right after them (refits over seeds: absent under --no-refit and in older summaries)
+    one_alpha = []
+    if s.get("seeds_how"):
         refits, lines = (
             "the refits on each ranking's layers",
             "the α ranking's lines (and the LOLO ranking's, the same head's)",
         )
-        details.insert(0, _one_alpha(s, refits, lines))
-    return Reading([*_warnings(s), first, second], details)
+        one_alpha.append(_one_alpha(s, refits, lines))
+    return Reading([*_warnings(s), first, *one_alpha, second], details)
 
 
 # -- early exit ----------------------------------------------------------------------------------
@@ -769,8 +786,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         )
     if s.get("families_read_apart"):  # absent in older summaries
         details.append(sentence(s["families_read_apart"]))
-    if s.get("head_dir"):  # first, as compare says it: what "over seeds" leaves out
-        details.insert(0, _one_alpha(s))
+    if s.get("head_dir"):  # right after the verdicts, as compare says it: what "over seeds" leaves out
+        lead.append(_one_alpha(s))
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
@@ -868,7 +885,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
         for h in s["heads"]
     ]
     if len(s["heads"]) == 1 and verdict_drawn(s):  # its intervals run over test rows, not its fitted seeds
-        details.insert(0, one_seed_sentence("These sentences", s["heads"][0]["head_dir"], "diagnose"))
+        lead.append(one_seed_sentence("These sentences", s["heads"][0]["head_dir"], "diagnose"))
     return Reading([*_warnings(s), *lead], details)
 
 
