@@ -19,6 +19,7 @@ import math
 import os
 import re
 import shutil
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -404,11 +405,12 @@ def running(pid: int) -> bool:
 
 
 def stale_temps(path: str | Path) -> list[Path]:
-    """The temporary files and folders a killed run left for output ``path``: the file
+    """The temporary files and folders a killed run may have left for output ``path``: the file
     ``NAME.tmp-PID`` (:func:`atomic_path`) and the folder ``.NAME.tmp-PID`` (:func:`atomic_dir`) beside
     it whose PID is no running process. Nothing else is ever named, whatever it looks like: not a
     folder under the file's name nor a file under the folder's, not a symlink, not a number no
-    process can have (``results.tmp-20240105``, a date)."""
+    process can have (``results.tmp-20240105``, a date). A folder named so is removed only when it
+    proves itself the tool's (:func:`remove_stale_temps`)."""
     target = Path(path)
     found = []
     for prefix, folder in ((f"{target.name}.tmp-", False), (f".{target.name}.tmp-", True)):
@@ -421,12 +423,93 @@ def stale_temps(path: str | Path) -> list[Path]:
     return sorted(found)
 
 
-def remove_stale_temps(path: str | Path) -> list[Path]:
-    """Remove :func:`stale_temps` of ``path`` (call it holding :func:`output_lock` on ``path``); returns them."""
-    found = stale_temps(path)
-    for p in found:
+# Written into a temporary folder the moment it is made (:func:`make_temp_dir`): the name and the PID
+# alone prove nothing, as a user's `.cmp.tmp-123/` bears both, and a rerun deleted it with their files.
+TEMP_MARK = ".laya-inspect.tmp"
+_TEMP_MARK_MAX_BYTES = 256
+
+
+def make_temp_dir(folder: Path) -> None:
+    """Create the temporary folder ``folder`` (``.NAME.tmp-PID``) and put the tool's mark in it at once:
+    a run killed after this leaves a folder :func:`remove_stale_temps` knows as its own; one killed
+    before the mark is written leaves an empty folder, which is removed as well."""
+    folder.mkdir(parents=True)
+    mark = json.dumps({"written_by": "laya-inspect", "temporary": folder.name, "pid": os.getpid()})
+    (folder / TEMP_MARK).write_text(mark + "\n", encoding="utf-8")
+
+
+def temp_dir_marked(folder: Path) -> bool:
+    """Whether ``folder`` carries the mark :func:`make_temp_dir` wrote when it made a folder of this
+    name: a plain small file naming the folder and the PID in its name."""
+    mark = folder / TEMP_MARK
+    try:
+        if mark.is_symlink() or not mark.is_file() or mark.stat().st_size > _TEMP_MARK_MAX_BYTES:
+            return False
+        data = json.loads(mark.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    pid = pid_of(folder.name.rpartition("-")[2])
+    return (
+        isinstance(data, dict)
+        and data.get("written_by") == "laya-inspect"
+        and data.get("temporary") == folder.name
+        and data.get("pid") == pid
+    )
+
+
+def empty_folder(folder: Path) -> bool:
+    try:
+        return not any(folder.iterdir())
+    except OSError:
+        return False
+
+
+def remove_tree(folder: Path, what: str) -> None:
+    """Remove ``folder``, the tool's own. One holding a folder this process may not write in (the user
+    made ``plots/`` read-only) is left whole, and said in a warning naming it and why: removed in part,
+    it lost the marks that prove it the tool's, and no later run could remove it either."""
+    blocked = next((Path(d) for d, _, _ in os.walk(folder) if not os.access(d, os.W_OK | os.X_OK)), None)
+    if blocked is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return
+        try:
+            shutil.rmtree(folder)  # again, to learn why: the first pass removed all it could
+            return
+        except OSError as e:
+            why = os_message(e)
+    else:
+        why = f"{blocked} is read-only"
+    warnings.warn(
+        f"{folder} ({what}) could not be removed: {why}; laya-inspect leaves it: make it writable "
+        f"(chmod -R u+w {folder}) and delete it yourself",
+        stacklevel=3,
+    )
+
+
+def remove_stale_temps(path: str | Path, *, vouched: Callable[[Path], bool] | None = None) -> list[Path]:
+    """Remove :func:`stale_temps` of ``path`` (call it holding :func:`output_lock` on ``path``); returns
+    them. A folder goes only when it is the tool's: empty, carrying the mark of :func:`make_temp_dir`,
+    or one ``vouched`` says is (its own intact marker lists all it holds); any other is left as it is
+    and named in a warning."""
+    removed = []
+    for p in stale_temps(path):
         if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
+            if not (empty_folder(p) or temp_dir_marked(p) or (vouched is not None and vouched(p))):
+                warn_kept(p, Path(path))
+                continue
+            remove_tree(p, f"a temporary folder a killed run on {path} left")
         else:
             p.unlink(missing_ok=True)
-    return found
+        removed.append(p)
+    return removed
+
+
+def warn_kept(folder: Path, target: Path) -> None:
+    """Say that ``folder``, named as a killed run's temporary folder of ``target``, was left alone."""
+    warnings.warn(
+        f"{folder} is named like a folder laya-inspect leaves while it writes {target}, but it holds files "
+        f"laya-inspect cannot show are its own, so it was left as it is: move it away, or delete it if it "
+        f"is not yours",
+        stacklevel=3,
+    )

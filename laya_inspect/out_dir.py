@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -22,14 +21,20 @@ from typing import Any
 from .errors import InputError, WriteError, os_message
 from .files import (
     LOCK_MAX_BYTES,
+    TEMP_MARK,
     dead_lock_pid,
+    empty_folder,
     keep_folder_mode,
     lock_content,
+    make_temp_dir,
     output_lock,
     pid_of,
     remove_stale_temps,
+    remove_tree,
     sha256_file,
+    temp_dir_marked,
     utc_now,
+    warn_kept,
     write_json,
 )
 
@@ -104,7 +109,8 @@ def write_marker(
 
     root = Path(folder)
     if files is None:  # the folder is complete (a list given ahead names files still to be written: demo)
-        files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name != MARKER]
+        # the mark of a temporary folder (:func:`atomic_dir`) is removed before the swap: not the output's
+        files = [r for p in sorted(root.rglob("*")) if (r := p.relative_to(root).as_posix()) not in (MARKER, TEMP_MARK)]
         digests, stats = _digests(root, files)
     else:
         digests, stats = _digests(root, [f for f in digest if f in files])
@@ -309,7 +315,10 @@ def _holds_only_own(folder: Path) -> bool:
     """Whether ``folder``, named as a temporary folder of a listed one, holds nothing but what
     laya-inspect wrote: nothing at all (killed as it was made), or what its own intact marker lists
     unchanged (a swap's previous output). The name alone was taken as proof, and --force deleted a
-    user's ``.plots.tmp-123/mine.png`` with the folder around it."""
+    user's ``.plots.tmp-123/mine.png`` with the folder around it. A temporary folder the tool made
+    carries its mark (:func:`~laya_inspect.files.make_temp_dir`)."""
+    if temp_dir_marked(folder):
+        return True
     try:
         return not foreign_files(folder)
     except (InputError, OSError):  # its marker was edited: nothing in it is known to be the tool's
@@ -607,12 +616,14 @@ def atomic_dir(
         if _remove_stale(out):  # a killed swap's previous output is back: checked as any --out is (no --force)
             check_out(path, force=force, command=command, inputs=inputs, flag=flag)
         try:
-            tmp.mkdir(parents=True)
+            make_temp_dir(tmp)
             if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
             if mark:
                 write_marker(tmp, command or "laya-inspect")
+            # from here the output's own marker vouches for the folder (a demo's body wrote its own)
+            (tmp / TEMP_MARK).unlink(missing_ok=True)
             if out.exists() or out.is_symlink():  # made during the run (a copy, a link): --force as at the start
                 check_out(out, force=force, command=command, flag=flag)
             if out.is_dir():
@@ -630,29 +641,42 @@ def atomic_dir(
         finally:
             if old.exists() and not out.exists():  # stopped between the two renames: the old one goes back
                 os.replace(old, out)
-            for p in (tmp, old):
-                if p.exists():
-                    shutil.rmtree(p, ignore_errors=True)
+            if tmp.exists():
+                remove_tree(tmp, f"the unfinished {flag} {path}")
+            if old.exists():
+                remove_tree(old, f"the previous {flag} {path}, replaced")
 
 
 def _remove_stale(out: Path) -> bool:
     """Temporary folders and files of killed runs on this output (we hold its lock). A run killed
     between the two renames left the previous output as ``.OUT.old-PID``: put back where ``out`` is
-    missing, else removed. Only that exact name with a number a PID can be, a real folder: a user's
-    ``.OUT.old-backup`` is neither moved nor deleted. Whether that PID runs now is not asked: only a
-    run holding this output's lock swaps it, and we hold it, so a live process under that PID is
-    another one that got the number since (the leftover would otherwise stay, hidden, for good).
-    Returns whether a previous output was put back."""
-    remove_stale_temps(out)
+    missing, else removed. Only that exact name with a number a PID can be, a real folder that holds
+    nothing laya-inspect did not write (empty, or what its intact marker lists, as the previous
+    output was when --force let it be replaced): a user's ``.OUT.old-backup``, or a ``.OUT.old-123``
+    of their own files, is neither moved nor deleted, but named in a warning. Whether that PID runs
+    now is not asked: only a run holding this output's lock swaps it, and we hold it, so a live
+    process under that PID is another one that got the number since (the leftover would otherwise
+    stay, hidden, for good). Returns whether a previous output was put back."""
+    remove_stale_temps(out, vouched=_holds_only_own)
     put_back = False
-    prefix = f".{out.name}.old-"
-    for p in sorted(out.parent.glob(glob.escape(prefix) + "*")):
-        pid = pid_of(p.name[len(prefix) :])
-        if pid is None or p.is_symlink() or not p.is_dir():
-            continue
-        if not out.exists() and not out.is_symlink():
+    for p in moved_aside(out):
+        if not (empty_folder(p) or _holds_only_own(p)):
+            warn_kept(p, out)
+        elif not out.exists() and not out.is_symlink():
             os.replace(p, out)
             put_back = True
         else:
-            shutil.rmtree(p, ignore_errors=True)
+            remove_tree(p, f"the previous output of {out}, which a killed run had moved aside")
     return put_back
+
+
+def moved_aside(out: str | Path) -> list[Path]:
+    """The folders ``.OUT.old-PID`` beside output ``out``: where a run killed between the two renames of
+    :func:`atomic_dir` left the previous output (real folders, PID a number a process can have)."""
+    target = Path(out)
+    prefix = f".{target.name}.old-"
+    return [
+        p
+        for p in sorted(target.parent.glob(glob.escape(prefix) + "*"))
+        if pid_of(p.name[len(prefix) :]) is not None and p.is_dir() and not p.is_symlink()
+    ]

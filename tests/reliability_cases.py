@@ -410,7 +410,13 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with
   `--force` it is replaced whole, so no earlier run's heads or plots survive beside the new ones.
   A run killed between the two renames is repaired by the next run on that output (the previous
-  output put back, then refused without `--force` as any non-empty output is). `demo --force` builds
+  output put back, then refused without `--force` as any non-empty output is). A temporary folder carries the mark
+  `.laya-inspect.tmp` from the moment it is made, and the next run removes a `.<name>.tmp-<pid>/`
+  only when it is empty or carries that mark (or its own marker lists all it holds), and puts back
+  or removes a `.<name>.old-<pid>/` only when it is empty or holds only what its marker lists: a
+  folder of the user's under such a name is left as it is and named in a warning. A previous output
+  that cannot be removed (a read-only folder inside it) is left whole and named in a warning, with
+  why, by each run that meets it. `demo --force` builds
   the new demo the same way beside the previous one, whose files name the demo's folder, not the
   temporary one: a run stopped at any step leaves the previous demo whole. A `demo` without
   `--force` writes into its new folder step by step, and one stopped part-way keeps the steps it

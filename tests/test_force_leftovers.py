@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -421,3 +422,97 @@ def test_a_temporary_name_of_a_listed_folder_holding_a_users_file_is_not_deleted
     assert "clears them" not in str(e.value)  # a run on out/plots would delete them with the user's file
     assert (out / ".plots.tmp-123" / "mine.png").read_text() == "mine"
     assert (out / ".plots.old-5" / "mine.png").read_text() == "mine"
+
+
+def _killed(out: Path, *, mid_swap: bool = False, files: dict[str, str] | None = None) -> int:
+    """Run ``atomic_dir(out)`` in a child process killed (``os._exit``: no cleanup runs) while its body
+    writes, or with ``mid_swap`` between the two renames; returns the PID, which is gone by then."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            if mid_swap:
+                real = os.replace
+                mine = os.path.realpath(out)
+
+                def replace(src, dst):  # the first of the two renames, then killed
+                    real(src, dst)
+                    if os.path.realpath(dst) != mine and os.path.realpath(src) == mine:
+                        os._exit(0)
+
+                os.replace = replace
+            with atomic_dir(out, force=True, command="fit-head") as tmp:
+                for name, text in (files or {"summary.json": "{}", "plots/a.png": "png"}).items():
+                    (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                    (tmp / name).write_text(text)
+                if not mid_swap:
+                    os._exit(0)
+        finally:
+            os._exit(1)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def test_a_users_folder_named_like_a_killed_runs_temporary_folder_is_kept_and_named(tmp_path):
+    """Attack: `mkdir .cmp2.tmp-123; echo mine > .cmp2.tmp-123/MINE.txt`, then `compare --out cmp2`
+    (no --force) exited 0 and MINE.txt was gone: a hidden name and a PID no process has were taken for
+    proof of a killed run's folder. The same for `.cmp2.old-123/`, deleted beside an existing output,
+    or moved in place of a missing one. Only a folder that proves itself the tool's goes now."""
+    out = written(tmp_path / "out")
+    pid = _killed(tmp_path / "gone")  # a real killed run's folder, to compare with
+    users = [tmp_path / f".out.tmp-{pid}", tmp_path / f".out.old-{pid}", tmp_path / f".new.old-{pid}"]
+    for folder in users:
+        folder.mkdir()
+        (folder / "MINE.txt").write_text("mine")
+    with pytest.warns(UserWarning, match="left as it is") as said:
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    kept = sorted(str(w.message).split(" ")[0] for w in said)
+    assert kept == [str(tmp_path / f".out.old-{pid}"), str(tmp_path / f".out.tmp-{pid}")]
+    with pytest.warns(UserWarning, match=rf"\.new\.old-{pid} .*left as it is"):
+        with atomic_dir(tmp_path / "new", command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    for folder in users:
+        assert (folder / "MINE.txt").read_text() == "mine", folder
+    assert foreign_files(tmp_path / "new") == []
+
+
+def test_a_killed_runs_own_temporary_and_previous_folders_are_still_removed_or_put_back(tmp_path):
+    """What a killed run really left carries the tool's mark or marker: its temporary folder is
+    removed, and a swap cut short puts the previous output back, as before."""
+    out = written(tmp_path / "out", files={"old.json": "1"})
+    pid = _killed(out)
+    assert (tmp_path / f".out.tmp-{pid}" / "plots" / "a.png").exists()
+    with atomic_dir(out, force=True, command="fit-head") as tmp:
+        assert not (tmp_path / f".out.tmp-{pid}").exists()
+        (tmp / "old.json").write_text("2")
+    pid = _killed(out, mid_swap=True, files={"new.json": "3"})
+    assert not out.exists() and (tmp_path / f".out.old-{pid}" / "old.json").read_text() == "2"
+    with atomic_dir(out, force=True, command="fit-head") as tmp:
+        assert (out / "old.json").read_text() == "2"  # put back before the swap
+        (tmp / "new.json").write_text("4")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_previous_output_that_cannot_be_removed_is_named_in_a_warning(user_dir):
+    """Attack: with `chmod a-w compare/plots`, `compare --force` exited 0 and left a hidden
+    `.compare.old-PID/` no later run could remove, without a word. Now each run says which folder
+    it leaves and why."""
+    out = written(user_dir / "out")
+
+    def replace() -> None:
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with atomic_dir(out, force=True, command="fit-head") as tmp:
+                (tmp / "summary.json").write_text("{}")
+        raise RuntimeError(" | ".join(str(w.message) for w in caught))
+
+    os.chmod(out / "plots", 0o555)
+    said = _as_a_user(user_dir, replace)
+    (left,) = [p for p in user_dir.iterdir() if p.name.startswith(".out.old-")]
+    why = rf"RuntimeError: {re.escape(str(left))} \(.*\) could not be removed: .*/plots is read-only.*"
+    assert re.fullmatch(why, said), said
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "summary.json"]
+    said = _as_a_user(user_dir, replace)  # the next run cannot remove it either, and says so again
+    assert re.fullmatch(why, said), said

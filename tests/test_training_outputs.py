@@ -248,11 +248,12 @@ def test_a_temporary_folder_left_under_this_process_s_own_pid_is_cleared(tmp_pat
     next run under the same PID took for its own live temporary and then failed on: 'File exists'."""
     import os
 
+    from laya_inspect.files import make_temp_dir
     from laya_inspect.out_dir import atomic_dir
 
     out = tmp_path / "out"
     left = tmp_path / f".out.tmp-{os.getpid()}"
-    left.mkdir()
+    make_temp_dir(left)  # as the killed run made it, with the tool's mark (a user's folder is refused)
     (left / "x").write_text("from the killed run")
     with atomic_dir(out) as tmp:
         (tmp / "a").write_text("new")
