@@ -410,7 +410,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with
   `--force` it is replaced whole, so no earlier run's heads or plots survive beside the new ones.
   A run killed between the two renames is repaired by the next run on that output (the previous
-  output put back, then refused without `--force` as any non-empty output is). A temporary folder carries the mark
+  output put back, then refused without `--force` as any non-empty output is; `report` on the missing
+  output names the `.<name>.old-<pid>/` that holds it). A temporary folder carries the mark
   `.laya-inspect.tmp` from the moment it is made, and the next run removes a `.<name>.tmp-<pid>/`
   only when it is empty or carries that mark (or its own marker lists all it holds), and puts back
   or removes a `.<name>.old-<pid>/` only when it is empty or holds only what its marker lists: a

@@ -516,3 +516,19 @@ def test_a_previous_output_that_cannot_be_removed_is_named_in_a_warning(user_dir
     assert sorted(p.name for p in out.iterdir()) == [MARKER, "summary.json"]
     said = _as_a_user(user_dir, replace)  # the next run cannot remove it either, and says so again
     assert re.fullmatch(why, said), said
+
+
+def test_report_on_an_output_a_killed_swap_moved_aside_names_where_it_is(tmp_path):
+    """Attack: after a kill between the two renames (`compare/` missing, `.compare.old-PID/` holding
+    it), `report compare` said only "no folder": it names the folder and that a rerun puts it back."""
+    from typer.testing import CliRunner
+
+    from laya_inspect.cli import app
+
+    out = written(tmp_path / "out")
+    pid = _killed(out, mid_swap=True)
+    r = CliRunner().invoke(app, ["report", str(out)], env={"COLUMNS": "300", "NO_COLOR": "1"})
+    assert r.exit_code == 1
+    said = " ".join(r.output.split())
+    assert f".out.old-{pid} holds the output a killed run on {out} had moved aside" in said, said
+    assert "puts it back" in said

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..compare.records import BadField, checked_field, load_summary, read_json
 from ..errors import CacheError, NotFoundError
+from ..out_dir import moved_aside
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare`, `demo`, `prune`, `early-exit` or `diagnose`"
 
@@ -215,6 +216,13 @@ def folder_kind(folder: str | Path) -> str:
     """ "fit-head", "compare" or "demo", from the files the folder holds."""
     path = Path(folder)
     if not path.exists():
+        aside = moved_aside(path)
+        if aside:  # a run killed between its two renames: the previous output is whole, under another name
+            raise NotFoundError(
+                f"no folder {path}, but {aside[-1]} holds the output a killed run on {path} had moved aside: "
+                f"read it there (report {aside[-1]}), or run the command that wrote {path} again, which puts "
+                f"it back first"
+            )
         raise NotFoundError(f"no folder {path}, so no summary.json or demo.json to read; {USAGE}")
     if not path.is_dir():
         raise NotFoundError(f"{path} is a file; {USAGE}")
