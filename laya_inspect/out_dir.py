@@ -615,6 +615,14 @@ def atomic_dir(
     with output_lock(out) if lock else nullcontext():
         if _remove_stale(out):  # a killed swap's previous output is back: checked as any --out is (no --force)
             check_out(path, force=force, command=command, inputs=inputs, flag=flag)
+        # one left above as not the tool's, under this process's own PID (in a container each run may be
+        # PID 1): the cleanup below would otherwise remove it as this run's own
+        for taken in (tmp, old):
+            if os.path.lexists(taken):
+                raise InputError(
+                    f"{taken} is where laya-inspect (PID {os.getpid()}) builds or moves aside {flag} {path}, "
+                    f"and it holds what laya-inspect cannot show is its own: move it away, or choose another {flag}"
+                )
         try:
             make_temp_dir(tmp)
             if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group

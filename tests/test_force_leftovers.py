@@ -476,6 +476,23 @@ def test_a_users_folder_named_like_a_killed_runs_temporary_folder_is_kept_and_na
     assert foreign_files(tmp_path / "new") == []
 
 
+@pytest.mark.parametrize("kind", ["tmp", "old"])
+def test_a_users_folder_under_this_processs_own_temporary_name_is_refused_not_removed(tmp_path, kind):
+    """A user's `.out.tmp-1/` where every run is PID 1 (a container): left by the stale cleanup as not
+    the tool's, then the run's own cleanup removed it as its temporary folder after failing to make
+    that folder. It is refused before any work now, untouched."""
+    out = written(tmp_path / "out")
+    mine = tmp_path / f".out.{kind}-{os.getpid()}"
+    mine.mkdir()
+    (mine / "MINE.txt").write_text("mine")
+    ran = []
+    with pytest.warns(UserWarning, match="left as it is"), pytest.raises(InputError, match="move it away"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            ran.append(tmp)
+    assert ran == [] and (mine / "MINE.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "plots", "summary.json"]
+
+
 def test_a_killed_runs_own_temporary_and_previous_folders_are_still_removed_or_put_back(tmp_path):
     """What a killed run really left carries the tool's mark or marker: its temporary folder is
     removed, and a swap cut short puts the previous output back, as before."""
