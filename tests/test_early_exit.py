@@ -27,7 +27,7 @@ from laya_inspect.beyond.early_exit import (
     sweep,
     threshold_grid,
 )
-from laya_inspect.beyond.exit_heldout import crossfit_area, held_out, two_folds
+from laya_inspect.beyond.exit_heldout import MIN_FOLD_ROWS, crossfit_area, held_out, small_folds, two_folds
 from laya_inspect.beyond.refit import Budget
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
@@ -205,6 +205,28 @@ def test_per_depth_heads_are_read_against_the_given_head(cache, tmp_path):
     assert "Warning: the refits fall short" in (tmp_path / "weak" / "report.html").read_text(encoding="utf-8")
     assert not ok["refit_check"]["under_trained"] and ok["warnings"] == []
     assert ok["refit_check"]["refit_all_layers_test_acc"]["mean"] > 0.98
+
+
+def test_folds_too_small_to_read_a_difference_are_warned_of(tmp_path):
+    """QA: 47 test rows were split into two halves for held-out thresholds without a word; fit-head
+    warns of 19 validation rows. A fold below MIN_FOLD_ROWS is warned of and recorded with the folds."""
+    rng = np.random.default_rng(0)
+    splits = {}
+    for name, n in (("train", 300), ("test", 47)):
+        feats = [rng.normal(size=(n, 2)).astype(np.float32) for _ in range(3)]
+        splits[name] = (feats, (feats[0][:, 0] < 0).astype(np.int64))
+    small = write_cache(tmp_path / "small.h5", splits, layer_names=["l1", "l2", "l3"])
+    config = ExitConfig(seeds=1, thresholds=5, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(small) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "o").summary
+    h = s["held_out"]
+    assert sorted(h["fold_sizes"]["0"]) == [23, 24] and h["min_fold_rows"] == MIN_FOLD_ROWS > 24
+    assert h["folds_too_small"].startswith("the held-out areas split the test rows into two folds, the smaller of 23")
+    assert h["folds_too_small"] in s["warnings"]
+    saved = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert saved["held_out"]["folds_too_small"] == h["folds_too_small"]
+    assert small_folds([[100, 100]]) is None  # the fixture's 200 test rows: folds of 100 say nothing
 
 
 def test_random_exit_lands_between_the_fixed_depths():

@@ -75,7 +75,7 @@ def _planted_cache(
 
 def test_a_layer_alpha_ignores_is_pruned_at_no_cost(planted, tmp_path):
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         r = prune_layers(head_dir, store, config, out_dir=tmp_path / "out")
         shapes = costs_from_shapes(store)
@@ -122,7 +122,7 @@ def test_the_chosen_set_is_read_against_all_layers_seed_by_seed():
 def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):
     """With the mean ablation the ignored layer still costs nothing: α₃ = 0 whatever h₃ is."""
     cache, head_dir = planted
-    config = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, ablation="mean", max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     dropped = next(p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == 2)
@@ -167,7 +167,7 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
 
 def test_only_the_layer_counts_asked_for_are_evaluated(planted, tmp_path):
     cache, head_dir = planted
-    config = PruneConfig(refit=False, ks=[1], max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, ks=[1], max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     assert s["ks"] == [3, 1] and {p["k"] for p in s["points"]} == {3, 1}
@@ -516,7 +516,7 @@ def test_the_commands_read_the_kept_layers_head_on_those_layers_of_the_cache(pla
     from laya_inspect.head_dir import store_for_heads
 
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     kept = tmp_path / "out" / "head"
@@ -594,7 +594,7 @@ def test_alpha_is_read_against_a_random_ranking_and_the_deepest_layers(planted, 
     headline is now α against random (the exact mean over every set of each size k when L is small),
     beside keeping the deepest k layers, with a note that 3 layers leave little room to rank."""
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     rand = s["random_reference"]
@@ -616,7 +616,7 @@ def test_alpha_is_read_against_a_random_ranking_and_the_deepest_layers(planted, 
 def test_identical_rankings_are_said_to_keep_the_same_sets_not_compared(planted, tmp_path):
     """QA: identical rankings read "no detectable difference … +0.0000 [+0.0000, +0.0000]"."""
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     assert s["rankings"]["alpha"]["order"] == s["rankings"]["depth"]["order"]
@@ -680,7 +680,7 @@ def test_near_ties_in_alpha_and_scalarmix_are_flagged():
 
 def test_a_summary_written_before_the_random_reference_still_reads(planted, tmp_path):
     cache, head_dir = planted
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         prune_layers(head_dir, store, config, out_dir=tmp_path / "out")
     path = tmp_path / "out" / "summary.json"
@@ -701,7 +701,7 @@ def test_the_plots_draw_the_random_reference_beside_the_rankings(planted, tmp_pa
     mean FLOPs those sets save on the FLOPs plot) and at all layers for k = L."""
     cache, head_dir = planted
     figures = drawn_figures(monkeypatch)
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=True)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=True)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
         shapes = costs_from_shapes(store)
@@ -892,7 +892,7 @@ def test_a_pick_made_on_too_few_validation_rows_is_no_recommendation(tmp_path):
     rows. A choice made on so few rows is withheld: no "keep" line, no head, the why in summary.json
     and report.html."""
     cache, head_dir = _planted_cache(tmp_path, 120, seed=1)
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     assert s["rows"]["val"] < 20
@@ -921,7 +921,7 @@ def test_report_html_reads_the_chosen_set_against_all_layers_seed_by_seed(tmp_pa
     from laya_inspect.beyond.config import Budget
     from laya_inspect.report.reading import interval, prune_reading
 
-    cache, head_dir = _planted_cache(tmp_path, 400, seed=0)
+    cache, head_dir = _planted_cache(tmp_path, 600, seed=0)  # 60 validation rows: one weighs less than 0.02
     config = PruneConfig(seeds=3, max_drop=0.02, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, Budget(epochs=60), out_dir=tmp_path / "out").summary
@@ -943,7 +943,7 @@ def test_a_pick_that_loses_on_test_is_no_recommendation(tmp_path):
     mean ablation of it costs nothing on validation (the pick: keep l1, l2) and half the test rows.
     That pick is withheld, not the headline "keep l1, l2" beside a test accuracy of 0.48 vs 1.00."""
     cache, head_dir = _planted_cache(tmp_path, 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))
-    config = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, ablation="mean", max_drop=0.05, costs="shapes", device="cpu", plots=False)
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     assert s["chosen"] is None and not (tmp_path / "out" / "head").exists()
@@ -960,12 +960,33 @@ def test_a_pick_its_own_test_reads_as_a_loss_is_withheld():
 
     lost = {"k": 1, "test_acc_vs_all": paired([0.60, 0.55, 0.70], [0.80, 0.78, 0.82])}
     assert lost["test_acc_vs_all"]["ci_high"] < 0
-    assert "reads as a loss" in (_why_withheld(lost, 40, 19, 0.005) or "")
+    assert "reads as a loss" in (_why_withheld(lost, 400, 19, 0.005) or "")
     open_ = {"k": 1, "test_acc_vs_all": paired([0.79, 0.80, 0.81], [0.80, 0.78, 0.82])}
-    assert _why_withheld(open_, 40, 19, 0.005) is None  # a loss not shown: the pick stands
+    assert _why_withheld(open_, 400, 19, 0.005) is None  # a loss not shown: the pick stands
     one = {"k": 1, "test_acc_vs_all": paired([0.70], [0.80])}  # no interval: a drop beyond --max-drop
-    assert "more than --max-drop" in (_why_withheld(one, 40, 19, 0.005) or "")
+    assert "more than --max-drop 0.005" in (_why_withheld(one, 400, 19, 0.005) or "")
     assert _why_withheld({**lost, "k": 19}, 5, 19, 0.005) is None  # all layers: nothing pruned
+
+
+def test_a_pick_validation_cannot_resolve_against_max_drop_is_withheld(tmp_path):
+    """QA: on MobileNetV2 a set was chosen on exactly 20 validation rows under --max-drop 0.005 (test
+    accuracy 0.463 vs 0.547 with all layers): one row there weighs 0.05, ten times the drop to keep under,
+    so "within --max-drop" only meant "no validation row lost". Such a pick is withheld; with a
+    --max-drop one row can resolve, the same pick on the same rows stands."""
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    strict = PruneConfig(refit=False, max_drop=0.005, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, strict, out_dir=tmp_path / "out").summary
+    n = s["rows"]["val"]
+    assert 20 <= n < 200 and s["chosen"] is None and not (tmp_path / "out" / "head").exists()
+    why = s["withheld"]["chosen"]["why"]
+    assert f"chosen on {n} validation rows: one row there weighs {1 / n:.4f}, more than --max-drop 0.005" in why
+    assert "200 rows resolve it" in why and "one validation row weighs more than --max-drop" in s["withhold_rule"]
+    assert any(line.startswith("no recommendation: the smallest layer set") for line in s["verdict"])
+    loose = PruneConfig(refit=False, max_drop=2 / n, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, loose, out_dir=tmp_path / "out2").summary
+    assert s["withheld"] == {} and s["chosen"]["layers"] == ["l1", "l2"]
 
 
 def test_a_refit_gathers_its_validation_rows_once_not_every_epoch(planted, monkeypatch):
@@ -1000,7 +1021,7 @@ def test_each_rankings_smallest_set_carries_the_withhold_rule(tmp_path):
     """QA: with the chosen set withheld (13 validation rows, or a loss on test), the per-ranking lines
     still read "alpha: smallest set within --max-drop keeps 2 layers, saves …" and report.html's
     "smallest k" column showed 2, as if each were a usable pick. The same rule reads each of them."""
-    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
     mean = replace(config, ablation="mean")
     few, head_dir = _planted_cache(tmp_path, 120, seed=1)
     lost, lost_head = _planted_cache(tmp_path / "lost", 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))

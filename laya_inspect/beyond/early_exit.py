@@ -58,7 +58,7 @@ from .common import (
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-exported)
-from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, crossfit_area, held_out, two_folds
+from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, MIN_FOLD_ROWS, crossfit_area, held_out, small_folds, two_folds
 from .exit_verdicts import FAMILY_RULE, alpha_fired, exit_comparisons, read_apart
 from .laya_seeds import refit_seeds, shared_held_out
 from .refit import Budget, Fit, layer_moments, refit
@@ -333,6 +333,9 @@ def _simulate(
             "how": HELD_OUT_HOW,
             "folds": f"default_rng([{config.seed}, refit seed, {FOLD_STREAM}])",
             "fold_sizes": dict(zip(map(str, seeds), fold_sizes)),
+            "min_fold_rows": MIN_FOLD_ROWS,
+            # the warning below, kept with the folds it reads
+            "folds_too_small": small_folds(fold_sizes),
             "compared": "area_held_out",
         },
         "random_exit": RANDOM_HOW,
@@ -359,6 +362,7 @@ def _simulate(
         trust_lines(store, [(d, c) for d, (_, c) in zip(head_dirs, opened)], test)
         + estimate_warnings(summary["costs"])
         + check_warnings(summary["refit_check"])
+        + ([summary["held_out"]["folds_too_small"]] if summary["held_out"]["folds_too_small"] else [])
     )
     summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample)
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]

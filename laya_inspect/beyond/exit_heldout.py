@@ -14,6 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 FOLD_STREAM = 10  # default_rng([seed, refit seed, 10]): the two folds
+# A fold both chooses each budget's threshold and scores the other fold's choice: below this many
+# rows its accuracy moves in steps above 0.02, as coarse as the area differences the verdicts read.
+MIN_FOLD_ROWS = 50
 HELD_OUT_HOW = (
     "held-out area (cross-fitted operating points): the test rows are split into two folds balanced by label "
     "(default_rng([seed, refit seed, 10]), per seed); for each compute budget c the threshold with the best "
@@ -22,6 +25,19 @@ HELD_OUT_HOW = (
     "row counted once). A threshold chosen within c on one fold may run more than c on the other: its accuracy "
     "counts regardless, and the mean excess over c is `compute_overshoot`"
 )
+
+
+def small_folds(fold_sizes: Sequence[Sequence[int]]) -> str | None:
+    """A warning when a fold (of any seed) has fewer than MIN_FOLD_ROWS rows, or None."""
+    smallest = min(min(sizes) for sizes in fold_sizes)
+    if smallest >= MIN_FOLD_ROWS:
+        return None
+    return (
+        f"the held-out areas split the test rows into two folds, the smaller of {smallest} rows (fewer than "
+        f"{MIN_FOLD_ROWS}): a fold's accuracy moves in steps of {1 / max(smallest, 1):.3f}, so its thresholds "
+        "are chosen, and the other fold's scored, too coarsely to read the differences between rules; use a "
+        "larger test split"
+    )
 
 
 def two_folds(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:

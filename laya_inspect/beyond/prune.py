@@ -71,8 +71,9 @@ from .refit import Budget, Fit, layer_moments, refit
 
 WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
-    f"{MIN_VAL_ROWS} validation rows chose it, or when its paired test difference from all layers is a loss "
-    "(interval below 0; with no interval, a drop larger than --max-drop)"
+    f"{MIN_VAL_ROWS} validation rows chose it, or when one validation row weighs more than --max-drop "
+    "(1/rows > max_drop: validation cannot resolve the drop the set is to keep under), or when its paired test "
+    "difference from all layers is a loss (interval below 0; with no interval, a drop larger than --max-drop)"
 )
 COARSE_HOW = (
     "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
@@ -449,7 +450,8 @@ def _unstable(name: str, ks: list[int]) -> str:
 
 def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, max_drop: float) -> str | None:
     """Why a layer set validation chose (fewer than all layers) is no recommendation, or None: too
-    few validation rows to choose by, or its own paired test difference from all layers reads as a
+    few validation rows to choose by (fewer than MIN_VAL_ROWS, or one row weighing more than
+    ``max_drop``), or its own paired test difference from all layers reads as a
     loss (the interval below 0; with no interval, a drop larger than --max-drop). The test split only
     withholds a pick here, it never picks another one."""
     if point is None or point["k"] == n_layers:
@@ -458,6 +460,14 @@ def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, ma
         return (
             f"it was chosen on {val_rows} validation rows (fewer than {MIN_VAL_ROWS}: accuracy there moves in "
             f"steps of {1 / val_rows:.3f}, too coarse to choose by against --max-drop {max_drop:g})"
+        )
+    # A drop finer than one row is invisible to validation: "within --max-drop" would then mean
+    # "no validation row lost", which QA saw pass a set that lost 0.084 on test (20 rows, --max-drop 0.005).
+    if 1 / val_rows > max_drop + TOLERANCE:
+        need = f"; {math.ceil(1 / max_drop - TOLERANCE)} rows resolve it" if max_drop > 0 else ""
+        return (
+            f"it was chosen on {val_rows} validation rows: one row there weighs {1 / val_rows:.4f}, more than "
+            f"--max-drop {max_drop:g}, so validation cannot resolve the drop the set is to keep under{need}"
         )
     d = point.get("test_acc_vs_all") or {}
     if d.get("ci_high") is not None and d["ci_high"] < 0:
