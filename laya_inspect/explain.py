@@ -36,12 +36,18 @@ VERDICT_NOTE = (
 @dataclass
 class InputView:
     """The row's raw input: ``kind`` "image" (``image`` (H, W) or (H, W, 3) in [0, 1]), "text"
-    (``text``), or None with ``note`` saying why it is not shown."""
+    (``text``), or None with ``note`` saying why it is not shown; ``source``: the file the row was read
+    from, relative to the data's folder, where the data are files (an image folder), else ""."""
 
     kind: str | None
     image: np.ndarray | None = None
     text: str | None = None
     note: str = ""
+    source: str = ""
+
+    def where(self, source_row: int) -> str:
+        """ "source row 3", with its file where the data name one: a row number alone names no image."""
+        return f"source row {source_row}" + (f": {self.source}" if self.source else "")
 
 
 @dataclass
@@ -113,7 +119,12 @@ class Explanation:
                     for i, name in enumerate(self.layer_names)
                 },
                 "skipped": self.skipped,
-                "input": {"kind": self.input.kind, "text": self.input.text, "note": self.input.note},
+                "input": {
+                    "kind": self.input.kind,
+                    "text": self.input.text,
+                    "note": self.input.note,
+                    "source": self.input.source or None,
+                },
                 "cache_warnings": self.cache_warnings,
                 "head_warnings": self.head_warnings,
                 "verdict": VERDICT_NOTE,
@@ -171,6 +182,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
                 f"{source_row} may be another input than the one explained: the data changed since extraction",
             )
         raw = part.fetch(np.array([source_row]))
+        source = _file_of(src.location, part.headers, source_row)
     except (LayaError, OSError) as e:
         unknown = arg and not Path(arg).is_absolute() and not store.attrs.get("working_dir")
         relative = RELATIVE_NOTE if unknown else ""
@@ -184,7 +196,19 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         return InputView(None, note=f"the input is a vector of {arr.size} numbers: no picture to show")
     arr = arr.astype(np.float64) / (255.0 if arr.dtype == np.uint8 else 1.0)
     img = np.clip(np.moveaxis(arr, 0, -1), 0.0, 1.0)  # (H, W, C)
-    return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3])
+    return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3], source=source)
+
+
+def _file_of(location: str, headers: Any, source_row: int) -> str:
+    """The file holding ``source_row``, relative to ``location`` where it lies inside it; "" for data
+    that are no files (arrays, a table's records)."""
+    if headers is None:
+        return ""
+    path = Path(headers(np.array([source_row]))[0].path)
+    try:
+        return str(path.relative_to(location)) if location else str(path)
+    except ValueError:
+        return str(path)
 
 
 def _cut_note(store: FeatureStore, text: str) -> str:
@@ -364,7 +388,7 @@ def explain_figure(e: Explanation) -> Any:
     ax_in, ax_sc, ax_ef = fig.subplots(1, 3, gridspec_kw={"width_ratios": [0.8, 1.3, 1.0]})
     if e.input.kind == "image" and e.input.image is not None:
         ax_in.imshow(e.input.image, cmap="gray" if e.input.image.ndim == 2 else None, vmin=0, vmax=1)
-        ax_in.set_title(f"input (source row {e.source_row})", fontsize=10)
+        ax_in.set_title(wrap(f"input ({e.input.where(e.source_row)})", 3.3, 10), fontsize=10)  # the panel's width
     else:
         text = (e.input.text or "")[:600] if e.input.kind == "text" else ""
         # the note first: a text cut to the model's length runs past what the panel shows

@@ -500,6 +500,7 @@ def test_an_image_folder_changed_since_extraction_is_said_not_shown_as_another_i
         changed = read_input(store, "test", 1, label=0)
     assert same.kind == "image" and same.image is not None
     assert abs(float(same.image.mean()) - 110 / 255) < 1e-6  # test/cat/01.png
+    assert same.source == "test/cat/01.png" and same.where(1) == "source row 1: test/cat/01.png"
     assert changed.kind is None and changed.image is None
     assert (
         "the data changed since extraction" in changed.note and "on 2 of 8 rows" in changed.note

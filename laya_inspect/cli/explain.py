@@ -149,7 +149,7 @@ def _print(e: Any) -> None:
     console.print(
         Text.assemble(
             (f"{e.head}", "bold"),
-            f" ({e.head_kind}) on {e.split} row {e.row} (source row {e.source_row}): label "
+            f" ({e.head_kind}) on {e.split} row {e.row} ({e.input.where(e.source_row)}): label "
             f"{e.class_name(e.label)}, predicted {e.class_name(e.pred)} "
             f"({', '.join(f'{e.class_name(c)} {e.probs[c]:.3f}' for c in top)})",
         )
