@@ -766,6 +766,26 @@ def test_test_texts_that_repeat_a_training_text_are_a_warning(tmp_path):
     assert not [w for w in clean.warnings if "also stand in" in w]
 
 
+def test_texts_repeated_within_one_split_are_a_warning_and_recorded(tmp_path):
+    """QA: repeated texts were flagged only across splits; one text twice in the test split (counted
+    twice) and one text under two labels in train (label noise) passed with no word. Each split's repeats
+    are warned of, in the data's warnings that extract keeps in the cache, as the across-split one is."""
+    rows = [f"review number {i} says {'good' if i % 2 else 'bad'}" for i in range(40)]
+    table = [(t, "pos" if i % 2 else "neg", "train" if i < 30 else "test") for i, t in enumerate(rows)]
+    table += [(rows[31], "pos", "test"), (" " + rows[2].title(), "pos", "train"), (rows[2], "neg", "train")]
+    (tmp_path / "t.csv").write_text("text,label,split\n" + "".join(f"{t},{y},{s}\n" for t, y, s in table))
+    b = load_data(f"csv:{tmp_path / 't.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    said = {w.split("texts of split ")[1].split()[0]: w for w in b.warnings if "repeat an earlier text" in w}
+    assert "2 of 32 texts of split 'train' repeat an earlier text" in said["'train'"]
+    assert "1 of them under another label than the first" in said["'train'"]
+    assert "1 of 11 texts of split 'test' repeat an earlier text" in said["'test'"]
+    assert "another label" not in said["'test'"]  # rows[31] twice, under its own label both times
+    assert not [w for w in b.warnings if "also stand in" in w]  # no text crosses the splits here
+    (tmp_path / "clean.csv").write_text("text,label,split\n" + "".join(f"{t},{y},{s}\n" for t, y, s in table[:40]))
+    clean = load_data(f"csv:{tmp_path / 'clean.csv'}", input_spec=TOKENS, tokenizer=VOCAB)
+    assert not [w for w in clean.warnings if "repeat an earlier text" in w]
+
+
 def test_a_class_index_written_two_ways_is_a_warning_and_yes_no_labels_keep_their_words(tmp_path):
     """'02' and '2' were one class with no word; JSON's true/false became classes '0' and '1'."""
     rows = ["good,2", "bad,0", "ok,02", "fine,1", "meh,0", "nice,2", "poor,1", "so so,0"]

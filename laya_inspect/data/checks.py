@@ -282,12 +282,13 @@ def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_lengt
 
 
 def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.ndarray]) -> list[str]:
-    """A warning for each split whose texts also stand in the training split: a score on them is
-    partly a score on rows the head trained on (and a repeat under another label is label noise)."""
+    """A warning for each split whose texts repeat one of its own, then for each split whose texts
+    also stand in the training split: a score on them is partly a score on rows the head trained on
+    (and a repeat under another label is label noise)."""
+    out = [w for name, part in texts.items() if (w := _repeated_within(spec, name, part, labels[name]))]
     if "train" not in texts:
-        return []
+        return out
     seen = {" ".join(t.split()).lower(): int(y) for t, y in zip(texts["train"], labels["train"])}
-    out = []
     for name, part in texts.items():
         if name == "train":
             continue
@@ -303,3 +304,27 @@ def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.
             "training rows; remove the repeats to read them as held out"
         )
     return out
+
+
+def _repeated_within(spec: str, name: str, part: list[str], labels: np.ndarray) -> str | None:
+    """A warning when texts of one split repeat an earlier text of it: a repeated row weighs twice in
+    its accuracy (or its training), and one text under two labels caps the accuracy any head reaches."""
+    first: dict[str, int] = {}
+    again = other = 0
+    for t, y in zip(part, labels):
+        key = " ".join(t.split()).lower()
+        if not key:  # empty texts have their own warning
+            continue
+        if key in first:
+            again += 1
+            other += first[key] != int(y)
+        else:
+            first[key] = int(y)
+    if not again:
+        return None
+    relabelled = f", {other} of them under another label than the first (label noise no head can fit)" if other else ""
+    return (
+        f"dataset {spec!r}: {again} of {len(part)} texts of split {name!r} repeat an earlier text of that split "
+        f"(the same words, case and spacing aside{relabelled}): each repeat counts again in what is read on "
+        f"{name!r}; remove the repeats to count each text once"
+    )
