@@ -4,6 +4,7 @@ failing invocation per error class."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -303,6 +304,86 @@ def test_the_compare_step_reads_faithfulness_over_the_laya_seeds(two_seeds) -> N
     assert f": alpha {said(rows['alpha']['faithfulness'])} · " in line
     assert line.endswith(f" · constant rule {said(refs['constant']['faithfulness'])}")
     assert "α profile: LAYA per layer on the test split, seeds 0, 1" in result.output
+
+
+def _full_report(summary: dict[str, Any]) -> list[str]:
+    """compare's whole terminal report of ``summary`` at the width the demo ran at (ENV)."""
+    from rich.console import Console
+
+    from laya_inspect.report.terminal import build_report
+
+    console = Console(width=int(ENV["COLUMNS"]), record=True, file=io.StringIO())
+    for part in build_report(summary, 100):
+        console.print(part)
+    return console.export_text().splitlines()
+
+
+@pytest.mark.slow
+def test_the_demo_prints_one_seeds_tables_and_every_verdict(two_seeds) -> None:  # noqa: ANN001
+    """The demo printed compare's whole report: on the digits, 800 lines, twelve per-seed tables and
+    twelve sanity tables a first run cannot read. Now the whole demo is shorter than that report alone,
+    and still says every head's verdict against the constant rule, the layer each head relies on, the
+    across-seed tables, each head's sanity checks and every warning compare printed."""
+    from laya_inspect.report.across import WORDS
+    from laya_inspect.report.reading import relied_on, sanity_failed
+
+    out, result = two_seeds
+    cmp = json.loads((out / "compare" / "summary.json").read_text())
+    full = _full_report(cmp)
+    assert len(result.output.splitlines()) < len(full)
+    from laya_inspect.report.terminal import tabled  # the brief view's heads with tables
+
+    flat = " ".join(result.output.split())
+    shown = tabled(cmp)
+    assert shown == ["laya-seed_0"]  # one seed's tables; the across-seed tables give every seed's scores
+    assert f"`laya-inspect report {out / 'compare'}`" in flat
+    for head in cmp["heads"]:
+        name = head["name"]
+        assert (f"{name} ({head['kind']}) · accuracy" in flat) == (name in shown)
+        if name not in shown:
+            said = flat.split(f"{name} − constant rule: ")[1].split(f" {name}: ")[0]
+            for m, s in head["methods"].items():
+                word = s["vs_constant"]["verdict"]
+                assert f"{m} {WORDS.get(word, word)}" in said, (name, m, said)
+        assert " ".join(relied_on(head, cmp["effect"]).split()) in flat
+        assert re.search(rf"{re.escape(name)}(: sanity \(|: \d+ of \d+ low)", flat), name
+    for g in cmp["across_seeds"]["groups"]:
+        assert f"across seeds: {g['head']} ({g['kind']}), seeds 0, 1" in flat
+    for line in [*sanity_failed(cmp), *(ln for ln in full if ln.startswith("warning"))]:
+        assert " ".join(line.split()) in flat
+
+
+@pytest.mark.slow
+def test_the_brief_sanity_view_keeps_the_table_of_a_head_that_fails_a_check(two_seeds) -> None:  # noqa: ANN001
+    """The demo's sanity section: one line per head that failed no check; the whole table for one whose
+    attributions kept a high correlation with the trained head's (planted here in the demo's record)."""
+    import copy
+
+    from rich.console import Console
+
+    from laya_inspect.report.sanity import terminal_block
+
+    out, _ = two_seeds
+    summary = json.loads((out / "compare" / "summary.json").read_text())
+
+    def text(s: dict[str, Any], brief: bool) -> str:
+        console = Console(width=100, record=True, file=io.StringIO())
+        for part in terminal_block(s, brief):
+            console.print(part)
+        return console.export_text()
+
+    names = list(summary["sanity"]["heads"])
+    full, brief = text(summary, False), text(summary, True)
+    assert all(f"{n}: sanity (" in full for n in names)
+    tabled = [n for n in names if f"{n}: sanity (" in brief]
+    passed = [n for n in names if re.search(rf"\b{re.escape(n)}: \d+ of \d+ low", brief)]
+    assert sorted(tabled + passed) == sorted(names) and len(passed) >= len(names) // 2, brief
+    assert len(brief.splitlines()) < len(full.splitlines())
+    failed = copy.deepcopy(summary)
+    check = next(iter(failed["sanity"]["heads"][passed[0]]["data"]["methods"].values()))
+    check.update(verdict="high", rank_correlation={"mean": 0.9, "ci_low": 0.85, "ci_high": 0.95})
+    planted = text(failed, True)
+    assert [n for n in names if f"{n}: sanity (" in planted] == sorted([passed[0], *tabled], key=names.index)
 
 
 class _Captured(Exception):

@@ -14,8 +14,8 @@ from .app import THREADS, app, bullets, console, dim, err_console, from_options,
 from .fit import print_fit
 
 
-def print_report(summary: dict[str, Any]) -> None:
-    for renderable in build_report(summary, min(console.width, 100)):  # a long line breaks between its items
+def print_report(summary: dict[str, Any], brief: bool = False) -> None:
+    for renderable in build_report(summary, min(console.width, 100), brief):  # a long line breaks between its items
         show(renderable)
 
 

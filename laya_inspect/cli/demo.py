@@ -306,15 +306,20 @@ def _summary(result: Any) -> None:
     _accuracy_table(result)
     _profile_table(result)
     _title("Faithfulness: does each method rank the layers as removing them one at a time does?")
+    from ..report.terminal import tabled
     from .compare import print_report
 
-    print_report(result.compare_summary)
+    summary, compare = result.compare_summary, result.plan.paths["compare"]
+    # the whole output ran to 800 lines on the digits: here every verdict, warning and failed check,
+    # and the tables of one seed; the rest is in the files
+    dim(f"Tables of {', '.join(tabled(summary))} below; every seed's: `laya-inspect report {compare}`")
+    print_report(summary, brief=True)
     _files(result)
     console.print(
         f"\nfinished in {time.perf_counter() - STARTED:.0f} s ({result.seconds:.0f} s in the steps and the report; "
         "the rest is start-up: torch, matplotlib and the other imports). Rerun or change any step with the "
         "command printed above "
-        f"it; `laya-inspect report {result.plan.paths['compare']}` reprints the faithfulness tables.",
+        f"it; `laya-inspect report {result.plan.paths['compare']}` prints every faithfulness table.",
         highlight=False,
     )
 

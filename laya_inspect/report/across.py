@@ -13,9 +13,10 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN, VERDICTS
+from ..compare.records import carried
 from ..compare.seeds import by_seed, entry_rows, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
-from .reading import num, with_ci
+from .reading import num, versus_groups, with_ci
 
 # column → summary key of the headline score
 SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
@@ -90,7 +91,7 @@ def short_ci(d: dict[str, Any] | None, sign: bool = True) -> str:
     return mean if d.get("ci_low") is None or d.get("ci_high") is None else f"{mean} [{lo},{hi}]"
 
 
-def seed_cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
+def seed_cell(est: dict[str, Any] | None, sign: bool = False, each: bool = True) -> Text:
     """An estimate over seeds in a narrow cell: "mean±h" with h the half-width of the t-interval (just
     the mean when it has none; "mean [lo,hi]" when it was cut to the score's range), each seed's value
     dim below. compare's across-seed tables and the demo's α profile read alike."""
@@ -98,6 +99,8 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False) -> Text:
     shown = short_ci(est, sign)  # cut to the score's range, or no interval: the interval as it is
     if not est.get("clipped") and None not in (est.get("mean"), est.get("ci_low"), est.get("ci_high")):
         shown = f"{num(est['mean'], sign=sign, lead=False)}±{num((est['ci_high'] - est['ci_low']) / 2, lead=False)}"
+    if not each:
+        return Text(shown)
     per_seed = " ".join(num(v, sign=sign, lead=False) for v in est.get("values") or [])
     return Text.assemble(shown, "\n", (per_seed, "dim"))
 
@@ -121,15 +124,50 @@ def verdict_text(row: dict[str, Any], seeds: list[Any], words: dict[str, str], e
     return f"{words.get(first, first)} ({every})" + (f": {carried[0]}" if carried[0] else "")
 
 
-def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
+def verdict_line(head: dict[str, Any]) -> Text | None:
+    """A head's verdicts against the constant rule in one line, for a seed whose tables the demo leaves
+    to the files: the across-seed table carries its scores, this line what its own intervals said
+    (with the scores that carry a verdict, as the method − constant rule table's caption names them)."""
+    said = []
+    for a, entry in versus_groups(head):
+        words = []
+        for m, s in entry["methods"].items():
+            vs = s.get("vs_constant") or {}
+            word = WORDS.get(str(vs.get("verdict")), str(vs.get("verdict")))
+            why = carried(vs, {key: col for col, key in SCORES.items()})
+            words.append(f"{m}{'°' * bool(s.get('circular'))} {word}" + (f" ({why})" if why else ""))
+        said.append((f"{a}: " if a is not None else "") + ", ".join(words))
+    if not said:
+        return None
+    return Text.assemble((head["name"], "bold"), " − constant rule: " + "; ".join(said))
+
+
+def cut_short(entry: dict[str, Any]) -> str | None:
+    """:func:`ranged_note` without the t bounds (report.html gives them): which cells show an interval
+    cut to its score's range."""
+    short = {key: col for col, key in SCORES.items()}
+    cut = [
+        f"{m} {short.get(key.removesuffix('_minus_constant'), key)}" + " − constant" * key.endswith("_minus_constant")
+        for m, row in entry_rows(entry)
+        for key, est in row.items()
+        if isinstance(est, dict) and est.get("clipped")
+    ]
+    if not cut:
+        return None
+    said = "across seeds: the t-interval over the seeds is too wide for its score's range, shown cut to it: "
+    return said + ", ".join(cut)
+
+
+def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[RenderableType]:
     """Per head with several seeds, one table: each method's headline scores and its paired
-    difference to the constant rule (mean ± 95% t half-width over seeds, each seed's value below),
-    the constant rule's own scores, and the seeds' verdicts; then the caveats of seeds that disagree."""
+    difference to the constant rule (mean ± 95% t half-width over seeds, each seed's value below but
+    in the ``brief`` view), the constant rule's own scores, and the seeds' verdicts; then the caveats of
+    seeds that disagree."""
     out: list[RenderableType] = []
     for g in groups(summary):
         table = rich_table(
             f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
-            "mean ± 95% t half-width over seeds; below, each seed's value"
+            "mean ± 95% t half-width over seeds" + ("" if brief else "; below, each seed's value")
         )
         table.add_column("method", no_wrap=True)
         for col in SCORES:
@@ -144,9 +182,10 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
                     continue
                 dim = "dim" if row.get("reference") or row.get("circular") else ""
                 label = m + ("°" if row.get("circular") else "")
-                table.add_row(Text(label, style=dim), *[seed_cell(row.get(k)) for k in SCORES.values()], "")
+                cells = [seed_cell(row.get(k), each=not brief) for k in SCORES.values()]
+                table.add_row(Text(label, style=dim), *cells, "")
                 if not row.get("reference"):
-                    diffs = [seed_cell(row.get(f"{k}_minus_constant"), sign=True) for k in SCORES.values()]
+                    diffs = [seed_cell(row.get(f"{k}_minus_constant"), True, not brief) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
                         where = f" ({a})" * (len(abls) > 1)
@@ -156,7 +195,7 @@ def seed_tables(summary: dict[str, Any]) -> list[RenderableType]:
         if lines:
             table.caption, table.caption_justify = "\n".join(lines), "left"
         out.append(table)
-        out += [Text(f"  {c}", style="dim") for c in map(ranged_note, abls.values()) if c]
+        out += [Text(f"  {c}", style="dim") for c in map(cut_short if brief else ranged_note, abls.values()) if c]
     out += [Text(f"  caveat (seeds): {c}", style="yellow") for c in caveats(summary)]
     return out
 

@@ -86,13 +86,47 @@ def legend(summary: dict[str, Any]) -> str:
     )
 
 
-def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
+def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[str, Any]) -> Text | None:
+    """A head that failed no check in one line: how many checks read low, each other verdict with the
+    checks it names (an unclear one with its interval), the permuted-label head beside chance. None
+    for a head whose table must be read: a check read high, or the permuted-label head is not near
+    chance. The notes that qualify a verdict follow the lines (:func:`terminal_block`)."""
+    if not rows or any(c["verdict"] == "high" for _, _, c in rows) or data.get("verdict") != "near chance":
+        return None
+    said: dict[str, dict[str, list[str]]] = {}  # verdict → method → its checks
+    for m, check, c in rows:
+        ci = f" {short_ci(c['rank_correlation'])}" if c["verdict"] == "unclear" else ""
+        said.setdefault(str(c["verdict"]), {}).setdefault(m, []).append(check + ci)
+    low = sum(map(len, said.pop("low", {}).values()))
+    others = [
+        f"{sum(map(len, by.values()))} {word} (" + "; ".join(f"{m} {', '.join(c)}" for m, c in by.items()) + ")"
+        for word, by in said.items()
+    ]
+    return Text(
+        f"  {name}: {low} of {len(rows)} low" + "".join(f", {o}" for o in others) + "; permuted labels near "
+        f"chance ({num(data.get('accuracy'), 3)} vs {num(data.get('chance'), 3)})",
+        style="dim",
+    )
+
+
+def terminal_block(summary: dict[str, Any], brief: bool = False) -> list[RenderableType]:
     """Per head: a table of method × check (ρ with the trained attributions, verdict, faithfulness),
-    the permuted-label head's line; then the legend. Nothing when the summary has no "sanity"."""
+    the permuted-label head's line; then the legend. Nothing when the summary has no "sanity".
+    ``brief`` (the demo's view): one line for a head that passed every check (:func:`passed`)."""
     if "sanity" not in summary:
         return []
     out: list[RenderableType] = []
+    data = {name: head["data"] for name, head, _ in sanity_heads(summary)}
+    titled = False  # the heads said in one line, under one title, each note once after them
+    notes: dict[str, None] = {}
     for name, rows, data_text in _heads(summary):
+        if brief and (line := passed(name, rows, data[name])) is not None:
+            if not titled:
+                out.append(Text("sanity (re-initialised weights, permuted labels):", style="bold"))
+                titled = True
+            out.append(line)
+            notes.update(dict.fromkeys(f"  {m} {c['verdict']}: {c['note']}" for m, _, c in rows if c.get("note")))
+            continue
         table = rich_table(f"{name}: sanity (re-initialised weights, permuted labels)")
         for col in ("method", "check"):
             table.add_column(col, no_wrap=True)
@@ -112,6 +146,7 @@ def terminal_block(summary: dict[str, Any]) -> list[RenderableType]:
             previous = m
         out.append(table)
         out.append(Text("  " + data_text, style="dim"))
+    out += [Text(n, style="dim") for n in notes]
     out.append(Text(legend(summary), style="dim"))
     return out
 

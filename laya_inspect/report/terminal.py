@@ -13,7 +13,7 @@ from rich.text import Text
 from ..compare.paired import ON_ITS_OWN
 from ..compare.records import carried, compare_warnings, said_once
 from ..training.stats import percent
-from .across import SCORES, WORDS, rich_table, seed_tables, short_ci
+from .across import SCORES, WORDS, groups, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
     est,
     gate_cell,
@@ -257,10 +257,19 @@ def one_seed_lines(summary: dict[str, Any]) -> list[RenderableType]:
     return [Text("  note: " + one_seed_sentence("the verdicts above", ", ".join(alone)), "yellow")]
 
 
-def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableType]:
+def tabled(summary: dict[str, Any]) -> list[str]:
+    """The heads whose own tables the brief view keeps: each head compared on one seed, and the first
+    seed of the first head read across seeds; the other seeds' scores are in the across-seed tables."""
+    grouped = [g.get("members") or [] for g in groups(summary)]
+    first = [grouped[0][0]] if grouped and grouped[0] else []
+    return [h["name"] for h in summary["heads"] if h["name"] in first or not any(h["name"] in g for g in grouped)]
+
+
+def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False) -> list[RenderableType]:
     """Header line, the settings line within ``width`` columns; per head its table (methods × scores,
     first ablation, references below), the methods × ablations matrix when several ran, caveats,
-    relied-on layers; the legend."""
+    relied-on layers; the legend. ``brief`` (the demo's view): the tables of the heads :func:`tabled`
+    names, each other head's verdicts in one line, and a sanity line per head that passed every check."""
     cache = summary["cache"]
     header = Text.assemble(
         ("compare", "bold"),
@@ -276,16 +285,17 @@ def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableTy
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
     shared = shared_caveats(summary["heads"])
+    shown = tabled(summary) if brief else [h["name"] for h in summary["heads"]]
     for head in summary["heads"]:
-        out.append(head_table(summary, head))
-        versus = versus_table(head)
-        if versus is not None:
-            out.append(versus)
-        if len(head.get("ablations") or {}) > 1:
-            out.append(ablation_matrix(head))
+        if head["name"] not in shown:
+            out += [line] if (line := verdict_line(head)) else []
+        else:
+            out += [head_table(summary, head), *filter(None, [versus_table(head)])]
+            if len(head.get("ablations") or {}) > 1:
+                out.append(ablation_matrix(head))
         out += caveat_lines(head, shared)
         out += [line] if (line := relied_on_line(head, summary.get("effect", "prob"))) else []
-    out += seed_tables(summary)  # heads with several seeds: mean and t-interval over seeds, caveats
+    out += seed_tables(summary, brief)  # heads with several seeds: mean and t-interval over seeds, caveats
     out += one_seed_lines(summary)
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
@@ -311,7 +321,7 @@ def build_report(summary: dict[str, Any], width: int = 100) -> list[RenderableTy
             style="dim",
         )
     )
-    return out + sanity_block(summary)  # nothing without "sanity" (--no-sanity, older summaries)
+    return out + sanity_block(summary, brief)  # nothing without "sanity" (--no-sanity, older summaries)
 
 
 def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
