@@ -240,3 +240,16 @@ def page_said(page: Path) -> str:
     import html
 
     return " ".join(html.unescape(page.read_text()).split())
+
+
+def noted_under_verdicts(output: str, out: Path, reading: Any, report: str) -> None:
+    """The sentence of report.html's reading (``reading`` of ``out``'s summary.json) that starts "α here"
+    is a note the command printed (``output``) under every verdict line, and `report DIR` (``report``) again."""
+    import json
+
+    said = " ".join(output.split())
+    s = json.loads((out / "summary.json").read_text())
+    (note,) = [line for line in reading(s).lead if line.startswith("α here")]
+    at = said.index("• note: " + note)
+    assert s["verdict"] and all(said.index(v) < at for v in s["verdict"])
+    assert "• note: " + note in " ".join(report.split()), report

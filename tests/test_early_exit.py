@@ -784,6 +784,30 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     assert "give early-exit the fit-head folder (or its laya/) to read α of every seed" in " ".join(said.split())
 
 
+def test_the_terminal_of_one_head_says_its_alpha_is_one_fit(cache, two_laya_seeds, tmp_path):
+    """QA: report.html said that one head's α is one fit (the seeds the intervals run over are the
+    per-depth heads' refits), the terminal did not: the command and `report DIR` print the page's
+    sentence under the verdicts, and not where every LAYA seed of a fit-head folder was read."""
+    from helpers import noted_under_verdicts
+
+    from laya_inspect.report.reading import early_exit_reading
+
+    base = ["early-exit", "--cache", str(cache), "--thresholds", "5", "--epochs", "2", "--costs", "shapes"]
+    base += ["--device", "cpu", "--no-plots"]
+    head = two_laya_seeds / "laya" / "seed_0"
+    one = runner.invoke(app, [*base, str(head), "--seeds", "2", "--out", str(tmp_path / "a")], env=ENV)
+    assert one.exit_code == 0, one.output
+    said = " ".join(one.output.split())
+    start = f"• note: α here is one fitted head's ({head.resolve()}): the 2 seeds the intervals run over are the "
+    assert start + "per-depth heads' refits, not fits of α" in said
+    again = runner.invoke(app, ["report", str(tmp_path / "a")], env=ENV)
+    assert again.exit_code == 0, again.output
+    noted_under_verdicts(one.output, tmp_path / "a", early_exit_reading, again.output)  # report.html's sentence
+    both = runner.invoke(app, [*base, str(two_laya_seeds), "--out", str(tmp_path / "b")], env=ENV)
+    assert both.exit_code == 0, both.output
+    assert "one fitted head" not in " ".join(both.output.split())
+
+
 def test_several_laya_heads_take_their_own_seeds(cache, two_laya_seeds, tmp_path):
     bad = runner.invoke(
         app,

@@ -1438,6 +1438,34 @@ def two_laya_seeds(planted, tmp_path) -> tuple[Path, Path]:
     return cache, fit
 
 
+def test_the_terminal_of_one_head_says_its_alpha_is_one_fit(two_laya_seeds, tmp_path):
+    """QA: report.html said that one head's α (and LOLO) is one fit, its intervals "over seeds" the refits
+    on each ranking's layers; the terminal did not: the command and `report DIR` print the page's
+    sentence under the verdicts, and not where every LAYA seed of a fit-head folder was read."""
+    from helpers import noted_under_verdicts
+
+    from laya_inspect.report.reading import prune_reading
+
+    cache, fit = two_laya_seeds
+    head_dir = fit / "laya" / "seed_0"
+    args = ["prune", "--cache", str(cache), "--ks", "1", "--epochs", "2", "--costs", "shapes", "--device", "cpu"]
+    args += ["--no-plots"]
+    one = runner.invoke(app, [*args, str(head_dir), "--seeds", "2", "--out", str(tmp_path / "a")], env=ENV)
+    assert one.exit_code == 0, one.output
+    said = " ".join(one.output.split())
+    start = f"• note: α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the "
+    assert start + "refits on each ranking's layers, not fits of α" in said
+    assert "give prune the fit-head folder (or its laya/) to read α of every seed" in said
+    again = runner.invoke(app, ["report", str(tmp_path / "a")], env=ENV)
+    assert again.exit_code == 0, again.output
+    noted_under_verdicts(one.output, tmp_path / "a", prune_reading, again.output)  # report.html's sentence
+    # every LAYA seed of a fit-head folder read: the header says whose seeds they are, no note
+    both = runner.invoke(app, [*args, str(fit), "--out", str(tmp_path / "b")], env=ENV)
+    assert both.exit_code == 0, both.output
+    assert "over 2 fitted LAYA heads" in " ".join(both.output.split())
+    assert "one fitted head" not in " ".join(both.output.split())
+
+
 def test_a_fit_head_output_is_pruned_over_every_laya_seed_each_ranking_its_seeds_refits(two_laya_seeds, tmp_path):
     """prune refused a folder of several LAYA seeds, so its intervals "over seeds" ran over the refits
     of one fitted α. Given the fit-head output, seed s's α (and LOLO) ranks the layers refit at seed s;

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import verdict_drawn
 from ..options import field_of
-from ..report.reading import est, one_seed_sentence, with_ci
+from ..report.reading import alpha_fit_note, est, one_seed_sentence, with_ci
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -56,9 +56,14 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
     """The verdict and its notes, as the command prints them and `report DIR` prints them again."""
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
     notes = [s[k] for k in ("families_read_apart", "family_rule") if s.get(k)]
-    heads = (s.get("heads") or []) if s.get("command") == "diagnose" else []
+    command = str(s.get("command") or "")
+    heads = (s.get("heads") or []) if command == "diagnose" else []
     if len(heads) == 1 and verdict_drawn(s):  # its intervals run over test rows: they leave out its fitted seed
         notes.append(one_seed_sentence("the verdicts above", heads[0]["head_dir"], "diagnose"))
+    # one head's α: its intervals run over refits, not over fits of α (several heads: the header says so)
+    one_head = command in ("prune", "early-exit") and len(s.get("alpha_heads") or []) <= 1
+    if one_head and (note := alpha_fit_note(s, command)):
+        notes.append(note)
     return [*(s.get("verdict") or []), *(f"note: {n}" for n in notes)]
 
 

@@ -695,14 +695,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
-    # what α's verdicts rest on, right after them (refits over seeds: absent under --no-refit and in older summaries)
-    one_alpha = []
-    if s.get("seeds_how"):
-        refits, lines = (
-            "the refits on each ranking's layers",
-            "the α ranking's lines (and the LOLO ranking's, the same head's)",
-        )
-        one_alpha.append(_one_alpha(s, refits, lines))
+    one_alpha = [note] if (note := alpha_fit_note(s, "prune")) else []  # what α's verdicts rest on, right after them
     return Reading([*_warnings(s), first, *one_alpha, second], details)
 
 
@@ -786,8 +779,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         )
     if s.get("families_read_apart"):  # absent in older summaries
         details.append(sentence(s["families_read_apart"]))
-    if s.get("head_dir"):  # right after the verdicts, as compare says it: what "over seeds" leaves out
-        lead.append(_one_alpha(s))
+    if note := alpha_fit_note(s, "early-exit"):  # right after the verdicts, as compare says it
+        lead.append(note)
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
@@ -797,14 +790,22 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     return Reading([*_warnings(s), *lead], details)
 
 
-def _one_alpha(
-    s: dict[str, Any],
-    refits: str = "the per-depth heads' refits",
-    lines: str = "the alpha and confidence+alpha lines",
-) -> str:
-    """Early exit's seeds are the per-depth heads' refits (and random exit's draws), prune's its refits
-    on each ranking's layers; α (and prune's LOLO) is the one given head's, so its verdicts hold for
-    that fit of α alone; given several LAYA heads, seed s's refits are read with the head of seed s."""
+# what prune's and early-exit's intervals over seeds run over, and the lines on α they qualify
+_REFITS = {
+    "prune": ("the refits on each ranking's layers", "the α ranking's lines (and the LOLO ranking's, the same head's)"),
+    "early-exit": ("the per-depth heads' refits", "the alpha and confidence+alpha lines"),
+}
+
+
+def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
+    """What the verdicts on α of a prune or early-exit run (``command``) rest on, for report.html's reading
+    and the terminal's notes: early exit's seeds are the per-depth heads' refits (and random exit's
+    draws), prune's its refits on each ranking's layers; α (and prune's LOLO) is the one given head's,
+    so its verdicts hold for that fit of α alone; given several LAYA heads, seed s's refits are read
+    with the head of seed s. None where no interval runs over refits (prune --no-refit, older summaries)."""
+    if not s.get("seeds_how" if command == "prune" else "head_dir"):
+        return None
+    refits, lines = _REFITS[command]
     n = len(s.get("seeds") or [])
     if len(s.get("alpha_heads") or []) > 1:
         return (
@@ -812,7 +813,7 @@ def _one_alpha(
             "are read with α of the head fitted with seed s, so each interval over seeds covers both α's fit and the "
             "refits."
         )
-    command = s.get("command") or "early-exit"  # both read every seed of a fit-head folder themselves
+    # both read every seed of a fit-head folder themselves
     todo = f"give {command} the fit-head folder (or its laya/) to read α of every seed"
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
