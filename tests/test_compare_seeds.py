@@ -342,6 +342,27 @@ def test_the_reading_of_one_seed_says_it_is_one() -> None:
     assert "fit-head --seeds 3 or more" in said
 
 
+def test_the_demo_reading_box_holds_compares_verdicts_and_names_what_its_caveat_covers() -> None:
+    """QA: the demo's reading box showed compare's first sentence only: "Against the constant rule …, α
+    beats it" sat in the list under the box, while the box's caveat on the seeds began "These sentences",
+    above which stood fit-head's headline over every seed. The box now holds compare's verdict sentences,
+    as compare's own page does, and its caveat names them."""
+    from laya_inspect.report.reading import compare_reading, demo_reading
+
+    fit = {"heads": [{"head": "laya", "n": 2, "test_acc": {"mean": 0.9, "ci_low": 0.85, "ci_high": 0.95}}]}
+    for seeds, caveat in (([0, 1], "read seed 0 of 2 of laya"), ([0], "read one fitted seed of laya-seed_0")):
+        summary = _compared([_head(s, "beats", ["alpha"]) for s in seeds], seeds)
+        own = compare_reading(summary).lead
+        box = demo_reading(fit, summary).lead
+        assert box[0].startswith("LAYA reaches a test accuracy of 0.900 over 2 seeds")
+        (against,) = [line for line in own if line.startswith("Against the constant rule")]
+        assert against in box and "α beats it" in against
+        assert box[1:-1] == own[:-1]  # compare's sentences, in its order
+        assert own[-1].startswith(f"These sentences {caveat}")
+        assert box[-1].startswith(f"The compare step's sentences above {caveat}")
+        assert not any(line.startswith("These sentences") for line in demo_reading(fit, summary).details)
+
+
 def test_a_caveat_of_every_seed_is_printed_once_naming_the_seeds(
     two_seeds: Path, digits_cache: Path, tmp_path: Path
 ) -> None:

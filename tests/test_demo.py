@@ -147,6 +147,22 @@ def test_the_compare_step_reads_faithfulness_beside_the_constant_rule(demo) -> N
     assert line.endswith(f" · constant rule {constant:.3f}")
 
 
+@pytest.mark.slow
+def test_the_reading_box_holds_compares_verdict_against_the_constant_rule(demo) -> None:  # noqa: ANN001
+    """QA: report.html's reading box held compare's first sentence only; its verdict against the constant
+    rule sat in the list under the box, below a caveat that spoke of "these sentences"."""
+    import html
+
+    out, _, _ = demo
+    page = (out / "report.html").read_text(encoding="utf-8")
+    box = html.unescape(page.split('<div class="reading" id="reading">')[1].split("</div>")[0])
+    said = re.findall(r"<p[^>]*>(.*?)</p>", box, re.S)
+    assert said[0].startswith("LAYA reaches a test accuracy")  # fit-head's headline, then compare's verdicts
+    (against,) = [i for i, line in enumerate(said) if line.startswith("Against the constant rule")]
+    assert said[against - 1].startswith("α picks the same top layer")
+    assert said[-1].startswith("The compare step's sentences above read ")  # the caveat names what it covers
+
+
 def _short(v: float, sign: str = "") -> str:
     """Two decimals without the leading zero, as compare's across-seed cells print them."""
     return format(v, f"{sign}.2f").replace("0.", ".", 1)

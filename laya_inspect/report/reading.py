@@ -343,8 +343,17 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
-    warned += [sentence(line) for line in sanity_failed(summary)]  # before any verdict it undoes
-    return Reading(warned + head_sentences(summary, lead) + seed_caveat(summary, lead), details)
+    return Reading(warned + compare_verdicts(summary), details)
+
+
+def compare_verdicts(summary: dict[str, Any], what: str = "These sentences") -> list[str]:
+    """Compare's verdicts on its lead head and what they rest on, said as ``what``: the sanity checks
+    that undo them first, then the head's sentences (the constant rule's among them), then the seeds
+    they read. The demo's page leads with these too: with its first sentence alone, the verdict
+    against the constant rule sat in the list under a caveat that spoke of "these sentences"."""
+    lead = lead_head(summary)
+    undone = [sentence(line) for line in sanity_failed(summary)]
+    return undone + head_sentences(summary, lead) + seed_caveat(summary, lead, what)
 
 
 def lead_head(summary: dict[str, Any]) -> dict[str, Any]:
@@ -357,7 +366,7 @@ def seed_caveat(summary: dict[str, Any], head: dict[str, Any], what: str = "Thes
     """What the verdicts on ``head`` rest on, said right after them: which seed of how many, or that
     they read one fitted seed and hold for that fit only (a verdict one seed gives is never the
     reading's first word alone; a caveat in the list under it was read as a footnote)."""
-    return seeds_sentence(summary, head) or [one_seed_sentence(what, head["name"])]
+    return seeds_sentence(summary, head, what) or [one_seed_sentence(what, head["name"])]
 
 
 def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
@@ -370,7 +379,7 @@ def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
     )
 
 
-def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
+def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "These sentences") -> list[str]:
     """Where ``head`` is one seed of several: which seed the sentences above read, and whether the
     other seeds give the same verdicts on that ablation (the across-seed caveats, said here so that a
     verdict one seed gives is never the page's first word alone); [] for a head with one seed."""
@@ -383,7 +392,7 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     ablation = (head.get("ablations_run") or [summary.get("ablation")])[0]
     prefix = f"{group['head']} ({ablation}): "
     said = [c.removeprefix(prefix) for c in across.get("caveats") or [] if c.startswith(prefix)]
-    where = f"These sentences read seed {seed} of {len(seeds)} of {group['head']} ({ablation} ablation)"
+    where = f"{what} read seed {seed} of {len(seeds)} of {group['head']} ({ablation} ablation)"
     if not said:
         n = len(seeds)
         return [f"{where}; each of the {n} seeds gives the same verdicts and best marks (the across-seed table below)."]
@@ -542,14 +551,21 @@ def _at_chance(title: str, acc: dict[str, Any], chance: float | None) -> str | N
 
 
 def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:
-    """Each step's headline first (fit-head's, compare's) with what compare's verdicts rest on (the
-    seeds they read), then the rest; a step's warnings, which lead its own page, follow the headlines
-    here, so compare's headline is not pushed out by them."""
-    parts = [r for r in (fit_reading(fit) if fit else None, compare_reading(compare) if compare else None) if r]
-    lead = [h for r in parts if (h := next((x for x in r.lead if not x.startswith("Warning:")), None))]
-    if compare and compare.get("heads"):
-        lead += seed_caveat(compare, lead_head(compare))
-    rest = [line for r in parts for line in r.lead if line not in lead] + [x for r in parts for x in r.details]
+    """fit-head's headline first, then compare's verdicts with what they rest on (the seeds they read),
+    then the rest; a step's warnings, which lead its own page, follow the headlines here, so compare's
+    verdicts are not pushed out by them. The caveat names compare's sentences: fit-head's headline
+    above them reads every seed."""
+    lead: list[str] = []
+    rest: list[str] = []
+    if fit:
+        r = fit_reading(fit)
+        lead += [next((x for x in r.lead if not x.startswith("Warning:")), r.lead[0])]
+        rest += [x for x in r.lead if x not in lead] + r.details
+    if compare:
+        r = compare_reading(compare)
+        # compare's lead is its warnings, then its verdicts: here named as compare's (not "these sentences")
+        lead += compare_verdicts(compare, "The compare step's sentences above") if compare.get("heads") else r.lead
+        rest += [x for x in r.lead if x.startswith("Warning:") and x not in lead] + r.details
     rest.sort(key=lambda line: not line.startswith("Warning:"))  # stable: the warnings first, in their order
     return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(rest)))
 
