@@ -1,11 +1,12 @@
 """Every file the tool writes goes through here: plain values, and atomic writers.
 
-Atomic: each writer writes ``<name>.tmp-<pid>`` beside the target, flushes and fsyncs it, then
-renames it over the target, so a reader (or a killed run) sees the old file or the new one, never
-half of one; a whole output folder is built the same way by ``out_dir.atomic_dir``. An OS error (full
-disk, no permission) becomes one :class:`WriteError` line naming the path and the errno, with the
-temporary file removed. :func:`output_lock` keeps two runs from writing one output. One policy for
-numbers JSON and CSV cannot hold: NaN and ±inf become ``null`` in JSON and an empty cell in CSV.
+Atomic: each writer writes ``<name>.tmp-<pid>-<check>`` (:func:`temp_file_name`) beside the target,
+flushes and fsyncs it, then renames it over the target, so a reader (or a killed run) sees the old
+file or the new one, never half of one; a whole output folder is built the same way by
+``out_dir.atomic_dir``. An OS error (full disk, no permission) becomes one :class:`WriteError` line
+naming the path and the errno, with the temporary file removed. :func:`output_lock` keeps two runs
+from writing one output. One policy for numbers JSON and CSV cannot hold: NaN and ±inf become
+``null`` in JSON and an empty cell in CSV.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
             remove_stale_temps(target)
         except OSError:  # one that cannot be removed does not stop this write
             pass
-    tmps = tuple(t.with_name(f"{t.name}.tmp-{os.getpid()}") for t in targets)
+    tmps = tuple(t.with_name(temp_file_name(t.name, os.getpid())) for t in targets)
     syncing: Path | None = None  # the target whose temporary file is being synced, once the body returned
     made: list[Path] = []
     try:
@@ -404,22 +405,62 @@ def running(pid: int) -> bool:
     return True
 
 
+def temp_check(name: str, pid: int) -> str:
+    """The check value in the name of the temporary file of ``name`` written by process ``pid``: 8 hex
+    digits of the SHA-256 of both. The file's bytes are the writer's (h5py, torch.save, savefig), so
+    only its name can say it is the tool's, and a user's ``model.pt.tmp-1`` was taken for one and deleted."""
+    import hashlib
+
+    return hashlib.sha256(f"{name}\0{pid}".encode()).hexdigest()[:8]
+
+
+def temp_file_name(name: str, pid: int) -> str:
+    """The name :func:`atomic_paths` writes ``name`` under in process ``pid``: ``NAME.tmp-PID-CHECK``."""
+    return f"{name}.tmp-{pid}-{temp_check(name, pid)}"
+
+
+def temp_file_pid(name: str, entry: str) -> int | None:
+    """The PID in ``entry`` when it is a temporary file name of ``name`` the tool gives
+    (:func:`temp_file_name`, its check value matching), else None."""
+    head, _, rest = entry.rpartition(".tmp-")
+    pid_text, _, check = rest.partition("-")
+    pid = pid_of(pid_text) if head == name else None
+    return pid if pid is not None and check == temp_check(name, pid) else None
+
+
 def stale_temps(path: str | Path) -> list[Path]:
     """The temporary files and folders a killed run may have left for output ``path``: the file
-    ``NAME.tmp-PID`` (:func:`atomic_path`) and the folder ``.NAME.tmp-PID`` (:func:`atomic_dir`) beside
-    it whose PID is no running process. Nothing else is ever named, whatever it looks like: not a
-    folder under the file's name nor a file under the folder's, not a symlink, not a number no
-    process can have (``results.tmp-20240105``, a date). A folder named so is removed only when it
-    proves itself the tool's (:func:`remove_stale_temps`)."""
+    ``NAME.tmp-PID-CHECK`` (:func:`atomic_path`, its check value matching) and the folder
+    ``.NAME.tmp-PID`` (:func:`atomic_dir`) beside it whose PID is no running process. Nothing else is
+    ever named, whatever it looks like: not a plain ``NAME.tmp-PID`` file (a user's, or an older
+    version's: :func:`unproven_temps`), not a folder under the file's name nor a file under the
+    folder's, not a symlink, not a number no process can have (``results.tmp-20240105``, a date). A
+    folder named so is removed only when it proves itself the tool's (:func:`remove_stale_temps`)."""
     target = Path(path)
     found = []
-    for prefix, folder in ((f"{target.name}.tmp-", False), (f".{target.name}.tmp-", True)):
-        for p in target.parent.glob(glob.escape(prefix) + "*"):
-            pid = pid_of(p.name[len(prefix) :])
-            if pid is None or running(pid) or p.is_symlink():
-                continue
-            if p.is_dir() if folder else p.is_file():
-                found.append(p)
+    for p in target.parent.glob(glob.escape(f"{target.name}.tmp-") + "*"):
+        pid = temp_file_pid(target.name, p.name)
+        if pid is not None and not running(pid) and not p.is_symlink() and p.is_file():
+            found.append(p)
+    prefix = f".{target.name}.tmp-"
+    for p in target.parent.glob(glob.escape(prefix) + "*"):
+        pid = pid_of(p.name[len(prefix) :])
+        if pid is not None and not running(pid) and not p.is_symlink() and p.is_dir():
+            found.append(p)
+    return sorted(found)
+
+
+def unproven_temps(path: str | Path) -> list[Path]:
+    """Files beside output ``path`` named ``NAME.tmp-PID`` without a check value, PID no running
+    process: the temporary name of an older laya-inspect, or a user's own file. Nothing tells them
+    apart, so they are left and named in a warning (:func:`remove_stale_temps`)."""
+    target = Path(path)
+    prefix = f"{target.name}.tmp-"
+    found = []
+    for p in target.parent.glob(glob.escape(prefix) + "*"):
+        pid = pid_of(p.name[len(prefix) :])
+        if pid is not None and not running(pid) and not p.is_symlink() and p.is_file():
+            found.append(p)
     return sorted(found)
 
 
@@ -491,7 +532,14 @@ def remove_stale_temps(path: str | Path, *, vouched: Callable[[Path], bool] | No
     """Remove :func:`stale_temps` of ``path`` (call it holding :func:`output_lock` on ``path``); returns
     them. A folder goes only when it is the tool's: empty, carrying the mark of :func:`make_temp_dir`,
     or one ``vouched`` says is (its own intact marker lists all it holds); any other is left as it is
-    and named in a warning."""
+    and named in a warning, as is a file named as an older version's temporary file
+    (:func:`unproven_temps`)."""
+    for p in unproven_temps(path):
+        warnings.warn(
+            f"{p} is named like a file an older laya-inspect left while it wrote {path}, but nothing shows it "
+            f"is not yours, so it was left as it is: delete it if it is not yours",
+            stacklevel=2,
+        )
     removed = []
     for p in stale_temps(path):
         if p.is_dir() and not p.is_symlink():

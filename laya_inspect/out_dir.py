@@ -33,6 +33,8 @@ from .files import (
     remove_tree,
     sha256_file,
     temp_dir_marked,
+    temp_file_name,
+    temp_file_pid,
     utc_now,
     warn_kept,
     write_json,
@@ -42,24 +44,25 @@ MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
 # files and folders, a killed run's half-renamed folder). Extract's partial cache is its own only as
 # FILE.partial of a FILE the marker lists, and only an HDF5 file (_partial_cache).
-_OWN_TEMP = re.compile(r"^\.(.+)\.lock$|^\.(.+)\.(tmp|old)-([0-9]+)$|^(.+)\.tmp-([0-9]+)$")
+_OWN_TEMP = re.compile(r"^\.(.+)\.lock$|^\.(.+)\.(tmp|old)-([0-9]+)$|^(.+)\.tmp-[0-9]+-[0-9a-f]{8}$")
 
 
 def temp_of(name: str) -> list[str]:
     """The names ``name`` is a lock or temporary name of, as laya-inspect gives them (``.OUT.lock``,
-    ``.OUT.tmp-PID``, ``OUT.tmp-PID``, ``.OUT.old-PID``, PID a number a process can have): none for
-    any other name. ``.x.tmp-7`` is both the folder ``x``'s and the file ``.x``'s."""
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID-CHECK`` with its check value, ``.OUT.old-PID``, PID a number a
+    process can have): none for any other name, a plain ``OUT.tmp-PID`` file included (a user's
+    ``notes.tmp-1`` is theirs: :func:`~laya_inspect.files.temp_file_pid`)."""
     m = _OWN_TEMP.match(name)
     if m is None:
         return []
-    lock, folder, kind, folder_pid, file, file_pid = m.groups()
+    lock, folder, _kind, folder_pid, file = m.groups()
     if lock is not None:
         return [lock]
     if folder is not None:
         if pid_of(folder_pid) is None:
             return []
-        return [folder, f".{folder}"] if kind == "tmp" else [folder]
-    return [file] if pid_of(file_pid) is not None else []
+        return [folder]
+    return [file] if temp_file_pid(file, name) is not None else []
 
 
 def own_temp(name: str) -> bool:
@@ -329,7 +332,7 @@ def _killed_run_left(entry: Path) -> bool:
     """Whether ``entry`` is the lock or temporary file or folder of a killed run writing an output that
     lies inside this one (`compare --out heads/cmp`, killed with SIGKILL): only both together prove it,
     the lock ``.X.lock`` holding the PID of a run that is gone (:func:`dead_lock_pid`) beside
-    ``.X.tmp-PID`` or ``X.tmp-PID`` of that PID. Not ``.X.old-PID``: the previous output of a swap
+    ``.X.tmp-PID`` or ``X.tmp-PID-CHECK`` of that PID. Not ``.X.old-PID``: the previous output of a swap
     cut short, which the next run on X puts back."""
     for target in temp_of(entry.name):
         if entry.name == f".{target}.old-{entry.name.rpartition('-')[2]}":
@@ -337,7 +340,7 @@ def _killed_run_left(entry: Path) -> bool:
         pid = dead_lock_pid(entry.parent / f".{target}.lock")
         if pid is None:
             continue
-        temps = [entry.parent / f".{target}.tmp-{pid}", entry.parent / f"{target}.tmp-{pid}"]
+        temps = [entry.parent / f".{target}.tmp-{pid}", entry.parent / temp_file_name(target, pid)]
         temps = [t for t in temps if t.exists() and not t.is_symlink()]
         if temps and (entry.name == f".{target}.lock" or entry in temps):
             return True

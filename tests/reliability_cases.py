@@ -398,13 +398,16 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
 
 ## Crash safety: how outputs are written
 
-- **Atomic files.** Every file is written as `<name>.tmp-<pid>` beside its target, flushed and
+- **Atomic files.** Every file is written as `<name>.tmp-<pid>-<check>` beside its target, flushed and
   fsynced, then renamed over the target in one step (`laya_inspect/files.py`: `write_json`,
   `write_csv`, `write_text`, `write_bytes`, `write_with`, `atomic_path`). A reader, or a run killed
   at any point, sees the old file or the new one, never half of one. Files that belong together
   (`train`'s checkpoint and its metrics) are renamed in an order that never leaves a new one beside
   an old one (`atomic_paths`), and the next run on an output removes the temporary files a killed
-  run left there, when their PID is no running process.
+  run left there, when their PID is no running process. The check value in the name (8 hex digits of
+  the SHA-256 of the name and the PID) is what makes such a file the tool's, as its bytes are the
+  writer's: a user's `summary.json.tmp-123` or `features.h5.tmp-123` is never removed, even where 123
+  is no running process, and the run names it in a warning.
 - **Atomic folders.** A head directory, `fit-head --out`, `compare --out` and `export-head --out`
   are built whole under a hidden temporary name (`.<name>.tmp-<pid>`) and renamed over the target
   at the end (`atomic_dir`). A non-empty output folder is refused without `--force`; with

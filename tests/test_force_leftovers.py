@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from laya_inspect.errors import InputError, os_message
+from laya_inspect.files import temp_file_name
 from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, redigest, refresh_digests, write_marker
 
 
@@ -110,9 +111,9 @@ def test_a_users_small_numbered_temporary_name_inside_an_output_is_theirs(tmp_pa
     (out / ".notes.tmp-2").mkdir()
     (out / ".notes.old-3").mkdir()
     (out / ".notes.lock").write_text("4242")
-    (out / "summary.json.tmp-99999").write_text("{half")  # a killed rewrite of a listed file: the tool's
+    (out / temp_file_name("summary.json", 99999)).write_text("{half")  # a killed rewrite of a listed file: the tool's
     (out / ".plots.tmp-123").mkdir()  # plots/ is listed
-    (out / f"{MARKER}.tmp-77").write_text("{")  # a killed rewrite of the marker
+    (out / temp_file_name(MARKER, 77)).write_text("{")  # a killed rewrite of the marker
     assert foreign_files(out) == [".notes.lock", ".notes.old-3/", ".notes.tmp-2/", "notes.tmp-1"]
     with pytest.raises(InputError, match=r"did not write \(\.notes\.lock, .* and 1 more\)"):
         written(out)
@@ -134,7 +135,7 @@ def test_what_a_killed_run_inside_an_output_left_does_not_stop_force(tmp_path):
     (out / f".cmp.tmp-{pid}" / "plots").mkdir(parents=True)
     (out / f".cmp.tmp-{pid}" / "attributions.h5").write_bytes(b"half")
     (out / ".cmp.lock").write_text(str(pid))
-    (out / f"fig.png.tmp-{pid}").write_text("half a figure")  # a killed explain --out out/fig.png
+    (out / temp_file_name("fig.png", pid)).write_text("half a figure")  # a killed explain --out out/fig.png
     (out / ".fig.png.lock").write_text(str(pid))
     assert foreign_files(out) == []
     written(out, {"summary.json": "[]"})

@@ -10,6 +10,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from laya_inspect.errors import InputError, NotFoundError, UnsafeCheckpointError
+from laya_inspect.files import temp_file_name
 from laya_inspect.models import load_model
 from laya_inspect.models.weights import load_state_dict_strict, read_checkpoint, sha256_file, to_state_dict
 
@@ -122,11 +123,12 @@ def test_a_pickled_module_is_named_so_in_each_torchs_words(tmp_path, monkeypatch
 def test_missing_corrupt_and_mismatched_files(tmp_path):
     with pytest.raises(NotFoundError, match="no weights file"):
         load_model("torchvision:resnet18", weights=tmp_path / "nope.pth")
-    for name in (".x.h5.lock", "m.pt.tmp-123", "model.pt"):  # the run's own lock file listed first, QA
+    own = temp_file_name("m.pt", 123)
+    for name in (".x.h5.lock", own, "model.pt"):  # the run's own lock file listed first, QA
         (tmp_path / name).write_bytes(b"")
     with pytest.raises(NotFoundError, match=r"no weights file .*; the folder holds: model\.pt$"):
         load_model("torchvision:resnet18", weights=tmp_path / "nope.pth")
-    for name in (".x.h5.lock", "m.pt.tmp-123", "model.pt"):
+    for name in (".x.h5.lock", own, "model.pt"):
         (tmp_path / name).unlink()
     (tmp_path / "junk.pth").write_bytes(b"not a checkpoint at all")
     with pytest.raises(InputError, match="not a readable"):

@@ -714,7 +714,7 @@ def test_a_killed_runs_old_output_whose_pid_was_reused_is_still_put_back(tmp_pat
 def test_stale_temporaries_are_only_the_tools_names_and_kinds(tmp_path):
     """Audit: a user's `results.tmp-20240105/` (a folder, dated) beside --out results was removed as a
     killed run's temporary. atomic_path's temporaries are files, atomic_dir's hidden folders."""
-    from laya_inspect.files import remove_stale_temps
+    from laya_inspect.files import remove_stale_temps, temp_file_name
 
     a, b, c, d, e = _gone_pids(5)
     users = {name: users_folder(tmp_path / name) for name in (f"results.tmp-{a}", "results.tmp-20240105")}
@@ -722,9 +722,9 @@ def test_stale_temporaries_are_only_the_tools_names_and_kinds(tmp_path):
     (tmp_path / f".results.tmp-{b}").write_text("a file, not the tool's folder")
     os.symlink(tmp_path / "results.tmp-20240105", tmp_path / f".results.tmp-{c}")
     (tmp_path / f".results.tmp-{d}").mkdir()  # a killed atomic_dir's
-    (tmp_path / f"results.tmp-{e}").write_text("half a file")  # a killed atomic_path's
+    (tmp_path / temp_file_name("results", e)).write_text("half a file")  # a killed atomic_path's
     removed = {p.name for p in remove_stale_temps(tmp_path / "results")}
-    assert removed == {f".results.tmp-{d}", f"results.tmp-{e}"}
+    assert removed == {f".results.tmp-{d}", temp_file_name("results", e)}
     for name, before in users.items():
         assert tree(tmp_path / name) == before, name
     assert (tmp_path / f".results.tmp-{b}").read_text() == "a file, not the tool's folder"
@@ -812,12 +812,12 @@ def test_a_single_file_rewritten_takes_away_what_a_killed_write_of_it_left(tmp_p
     left `row.png.tmp-PID` beside the figure and `report.html.tmp-PID` inside DIR, and no later run
     removed them (only train did, for its checkpoint). Every atomic write of a file now removes its
     own name's temporaries of processes that are gone, and nothing else."""
-    from laya_inspect.files import write_text, write_with
+    from laya_inspect.files import temp_file_name, write_text, write_with
 
     gone, other = _gone_pids(2)
     page, fig = tmp_path / "report.html", tmp_path / "row.png"
-    (tmp_path / f"report.html.tmp-{gone}").write_text("<html>half a page")
-    (tmp_path / f"row.png.tmp-{gone}").write_bytes(b"\x89PNG half")
+    (tmp_path / temp_file_name("report.html", gone)).write_text("<html>half a page")
+    (tmp_path / temp_file_name("row.png", gone)).write_bytes(b"\x89PNG half")
     (tmp_path / f"row.png.tmp-{os.getppid()}").write_text("a running process's")  # not ours to take
     (tmp_path / "report.html.tmp-20240105").write_text("mine")  # no PID: a date
     (tmp_path / f"notes.txt.tmp-{other}").write_text("another file's, left alone")
@@ -827,6 +827,48 @@ def test_a_single_file_rewritten_takes_away_what_a_killed_write_of_it_left(tmp_p
         ["report.html", "row.png", f"row.png.tmp-{os.getppid()}", "report.html.tmp-20240105", f"notes.txt.tmp-{other}"]
     )
     assert (tmp_path / "report.html.tmp-20240105").read_text() == "mine"
+
+
+def test_a_users_file_under_a_plain_temporary_name_survives_a_write_of_its_output(tmp_path):
+    """Audit: a user's `summary.json.tmp-123` or `features.h5.tmp-123` (123 no running process) was
+    deleted by the next run writing summary.json or features.h5, without --force, on its name alone:
+    the bytes of a temporary file are the writer's and prove nothing. The tool's temporary names now
+    carry a check value of the name and the PID; a plain one is left and named in a warning."""
+    import h5py
+
+    from laya_inspect.files import atomic_path, temp_file_name, write_json
+
+    gone, killed = _gone_pids(2)
+    users = {tmp_path / f"summary.json.tmp-{gone}": b"my draft", tmp_path / f"features.h5.tmp-{gone}": b"my cache"}
+    for path, data in users.items():
+        path.write_bytes(data)
+    (tmp_path / temp_file_name("features.h5", killed)).write_bytes(b"\x89HDF half")  # the tool's, killed
+    with pytest.warns(UserWarning, match=rf"summary\.json\.tmp-{gone} is named like .* left as it is"):
+        write_json(tmp_path / "summary.json", {"a": 1})
+    with pytest.warns(UserWarning, match=rf"features\.h5\.tmp-{gone} is named like"):
+        with atomic_path(tmp_path / "features.h5") as tmp:
+            with h5py.File(tmp, "w") as f:
+                f["x"] = [1, 2, 3]
+    for path, data in users.items():
+        assert path.read_bytes() == data
+    kept = sorted(["summary.json", "features.h5", *(p.name for p in users)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept
+
+
+def test_a_users_plain_temporary_name_inside_an_output_stops_force(tmp_path):
+    """Audit: `summary.json.tmp-99999` inside an output whose marker lists summary.json passed as a killed
+    rewrite of it, and --force deleted it; only a name with its check value is the tool's now."""
+    from laya_inspect.files import temp_file_name
+
+    with atomic_dir(tmp_path / "out", command="compare") as tmp:
+        (tmp / "summary.json").write_text("[]")
+    out = tmp_path / "out"
+    (out / "summary.json.tmp-99999").write_text("mine")
+    (out / temp_file_name("summary.json", 99998)).write_text("{half")  # a killed rewrite: the tool's
+    assert foreign_files(out) == ["summary.json.tmp-99999"]
+    with pytest.raises(InputError, match=r"summary\.json\.tmp-99999\); --force never deletes"):
+        check_out(out, force=True, command="compare")
+    assert (out / "summary.json.tmp-99999").read_text() == "mine"
 
 
 def test_an_output_put_back_after_a_killed_swap_is_still_refused_without_force(tmp_path):

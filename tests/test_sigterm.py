@@ -110,7 +110,9 @@ def _alive(pid: int) -> bool:
 
 
 def _temporary(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if re.search(r"\.tmp-\d+$", p.name))
+    # a folder's temporary name ends in its PID, a file's in its check value after it
+    named = re.compile(r"\.tmp-\d+(-[0-9a-f]{8})?$")
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if named.search(p.name))
 
 
 def _terminated_line(err: str) -> str:

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
+from laya_inspect.files import temp_file_name
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200"}
@@ -225,12 +226,13 @@ def test_train_removes_the_temporary_files_a_killed_run_left_on_its_out(tmp_path
     gone.wait()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        stale = [tmp_path / f"m.pt.tmp-{gone.pid}", tmp_path / f"m.metrics.json.tmp-{gone.pid}"]
+        stale = [tmp_path / temp_file_name("m.pt", gone.pid), tmp_path / temp_file_name("m.metrics.json", gone.pid)]
         kept = [
-            tmp_path / f"m.pt.tmp-{alive.pid}",  # a run still writing
-            tmp_path / f"other.pt.tmp-{gone.pid}",  # another output's
+            tmp_path / temp_file_name("m.pt", alive.pid),  # a run still writing
+            tmp_path / temp_file_name("other.pt", gone.pid),  # another output's
             tmp_path / "m.pt.tmp-notes",  # not the tool's naming
             tmp_path / f"m.pt.tmp-{gone.pid}.txt",
+            tmp_path / f"m.pt.tmp-{gone.pid}",  # no check value: a user's, or an older version's
         ]
         for p in stale + kept:
             p.write_bytes(b"half a file")

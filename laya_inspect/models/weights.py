@@ -55,7 +55,7 @@ def sha256_files(paths: list[Path], digests: list[str] | None = None) -> str:
 
 def _listing(folder: Path) -> str:
     try:
-        # a run's own lock and temporary files (.out.lock, .x.tmp-PID) would only hide the user's files
+        # a run's own lock and temporary files (.out.lock, .x.tmp-PID-CHECK) would only hide the user's files
         names = sorted(c.name for c in folder.iterdir() if not own_temp(c.name))
     except OSError:
         return ""
