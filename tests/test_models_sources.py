@@ -422,7 +422,8 @@ def test_torchscript_sequential_layers_run_child_by_child(tmp_path):
     ref = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 3)).eval()
     for how, example in (("script", None), ("trace", torch.rand(2, 4))):
         loaded = load_model(f"torchscript:{_jit_save(ref, tmp_path / f'{how}.pt', example)}")
-        assert loaded.default_layers == ["0", "2"] and loaded.num_classes == 3 and frozen(loaded)
+        # one tap per unit, after its activation (Linear, ReLU → "1"); the classifier's unit left out
+        assert loaded.default_layers == ["1", "2"] and loaded.num_classes == 3 and frozen(loaded)
         x = torch.rand(5, 4)
         raw, logits = loaded.run(x, ["0", "2.1", "3"])
         with torch.no_grad():
@@ -633,7 +634,7 @@ def factory_module(tmp_path, monkeypatch):
 
 def test_python_factory_with_weights(factory_module, tmp_path):
     loaded = load_model(f"python:{factory_module}:make", random_init=True)
-    assert loaded.default_layers == ["0"] and loaded.num_classes == 5
+    assert loaded.default_layers == ["1"] and loaded.num_classes == 5  # after the ReLU, not the flatten
     assert (loaded.input_spec.channels, loaded.input_spec.size) == (1, 8)
     trained = {k: torch.randn_like(v) for k, v in loaded.module.state_dict().items()}
     torch.save(trained, tmp_path / "w.pt")

@@ -289,6 +289,7 @@ def result_of(
         batch_size=prep.batch_size,
         world_size=world_size,
         transforms=prep.data.transforms,
+        layers_how=getattr(prep.model, "default_layers_how", "") if config.layers == "all" else "",
     )
 
 

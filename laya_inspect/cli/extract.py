@@ -151,6 +151,8 @@ def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, b
         if name not in left
     ]
     given += _image_size(result.transforms, "image_size" in left)
+    # a fallback rule read the model's structure to pick the layers: say which, as the table cannot
+    given += [(f"layers all: {result.layers_how}", True)] if result.layers_how else []
     return given + [  # which rows (--limit's subset, a dataset's own split) and the stored precision
         (f"splits {','.join(config.splits)}{_drawn(result.split_info)}", "splits" in left),
         ("every row" if config.limit is None else f"≤ {config.limit:,} rows per split", "limit" in left),

@@ -205,6 +205,7 @@ class LoadedModel:
     image_processor: Any = None
     random_init: bool = False
     warnings: list[str] = field(default_factory=list)
+    default_layers_how: str = ""  # the rule that picked default_layers, where a fallback did (blocks_how)
     sequence_pool: str = "cls"  # what --pool auto takes of a token sequence: "mean", or "mean[K:]" after K front tokens
     # ... of the embeddings' sequence (layer_roles), when sequence_pool takes one token: there token 0
     # is a class token's embedding alone, the same row for every input
@@ -381,8 +382,56 @@ def last_linear(module: nn.Module) -> tuple[str, nn.Linear] | None:
     return found
 
 
+UNITS_HOW = (
+    "one per unit of the nn.Sequential (a child with parameters that is not a norm layer, and the children after "
+    "it), taken after its norm and activation (its last child that is not a flatten or dropout); the classifier's "
+    "unit left out"
+)
+CHILDREN_HOW = "the top-level children holding parameters, the classifier left out"
+
+
 def blocks_of(module: nn.Module) -> list[str]:
-    """Fallback default layers: top-level children with parameters, classifier excluded."""
+    """Fallback default layers (:func:`blocks_how` says which rule picks them): a plain Sequential's
+    units, else top-level children with parameters, classifier excluded."""
+    return _units(module) or _children(module)
+
+
+def blocks_how(module: nn.Module) -> str:
+    """The rule :func:`blocks_of` picks ``module``'s default layers by, in words."""
+    return UNITS_HOW if _units(module) else CHILDREN_HOW
+
+
+def _kind(m: nn.Module) -> str:
+    return getattr(m, "original_name", None) or type(m).__name__  # TorchScript copies keep the class name here
+
+
+def _units(module: nn.Module) -> list[str]:
+    """The last child of each unit of a plain Sequential, in order; [] for any other module. A conv
+    and its own BatchNorm are one unit, read after its activation: tapping each parameterised child
+    took a conv before its norm and the norm before its ReLU, two layers of one unit."""
+    if _kind(module) != "Sequential":
+        return []
+    units: list[list[str]] = []
+    for name, m in module.named_children():
+        starts = any(True for _ in m.parameters()) and "Norm" not in _kind(m)
+        if starts:
+            units.append([name])
+        elif units:  # parameter-free children before the first unit belong to none
+            units[-1].append(name)
+    head = last_linear(module)
+    if len(units) > 1 and head is not None and units[-1][0] == head[0].split(".")[0]:
+        units = units[:-1]
+    return [next((n for n in reversed(unit) if not _reshapes(module, n)), unit[0]) for unit in units]
+
+
+def _reshapes(module: nn.Module, name: str) -> bool:
+    """A child that only reshapes or drops out (the identity in eval): tapped, a conv unit's map would
+    reach the cache flattened, its spatial layout lost to --pool."""
+    kind = _kind(getattr(module, name))
+    return kind in ("Flatten", "Unflatten", "Identity") or kind.startswith("Dropout")
+
+
+def _children(module: nn.Module) -> list[str]:
     head = last_linear(module)
     head_top = head[0].split(".")[0] if head else None
     names = [n for n, m in module.named_children() if any(True for _ in m.parameters())]

@@ -23,6 +23,7 @@ from .base import (
     LoadedModel,
     LoadOptions,
     Record,
+    blocks_how,
     blocks_of,
     carries_weights,
     freeze,
@@ -146,11 +147,13 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         digests.append(load_weights(module, options.weights, trust_pickle=options.trust_pickle))
         files.append(Path(options.weights))
     adapter = TorchScriptAdapter(module)
+    how = ""
     if adapter.virtual_names:  # a tuple of two or more: no default, as its order is not depth
         default = list(adapter.virtual_names) if adapter.virtual_in_depth_order else []
         num_classes = None
     else:
         default = blocks_of(module) if adapter.sequential else []
+        how = blocks_how(module) if adapter.sequential else ""
         head = last_linear(module)
         num_classes = int(head[1].weight.shape[0]) if head else None
     return LoadedModel(
@@ -159,6 +162,7 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         source="torchscript",
         input_spec=InputSpec(kind="image"),
         default_layers=default,
+        default_layers_how=how,
         num_classes=num_classes,
         weights_path=options.weights or str(p),
         weights_sha256=sha256_files(files, digests),
@@ -201,7 +205,8 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     The module is looked up in the current directory (``options.search_dir`` when given) first,
     then on ``sys.path`` (as ``python -m`` does). The model may carry ``input_spec`` (an
     :class:`InputSpec` or a dict of its fields), ``default_layers`` and ``num_classes``; otherwise:
-    image input, top-level blocks, and the last ``nn.Linear``'s width as the class count. Without
+    image input, the default blocks of :func:`~.base.blocks_of` (a plain Sequential: one per unit),
+    and the last ``nn.Linear``'s width as the class count. Without
     ``weights`` only with ``random_init``.
     """
     mod_name, sep, attr = target.rpartition(":")
@@ -254,6 +259,7 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
         source="python",
         input_spec=spec if isinstance(spec, InputSpec) else InputSpec(kind="image"),
         default_layers=list(getattr(model, "default_layers", None) or blocks_of(model)),
+        default_layers_how="" if getattr(model, "default_layers", None) else blocks_how(model),
         num_classes=num_classes,
         weights_path=options.weights,
         weights_sha256=sha,
