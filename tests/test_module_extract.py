@@ -276,3 +276,30 @@ def test_a_model_that_returns_a_dict_has_its_logits_cached_and_named_as_a_layer(
     with FeatureStore(tmp_path / "f.h5") as store, torch.no_grad():
         rows = torch.from_numpy(store.layer("test", "body.2"))
         np.testing.assert_allclose(store.logits("test"), net.fc(rows).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_layer_read_after_its_conv_records_the_conv_s_unit_and_the_shapes_estimate_counts_it(tmp_path: Path) -> None:
+    """A ReLU read after a conv and its norm recorded 0 parameters, its own, so the shapes estimate
+    of backbone compute took the unit for a per-element op and missed the conv's multiply-adds."""
+    from laya_inspect.beyond.costs import costs_from_shapes
+
+    x, y = _digits()
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 1), nn.ReLU()
+    )
+    batches = [(x[:64], y[:64])]
+    extract_features(net, batches, layers=["2", "5"], out=tmp_path / "units.h5")
+    with FeatureStore(tmp_path / "units.h5") as store:
+        assert store.attrs["layer_types"] == ["ReLU", "ReLU"] and store.attrs["layer_ops"] == ["Conv2d", "Conv2d"]
+        # 3×3 conv 1→4 with bias and its norm's scale and shift; after the pool, the 1×1 conv 4→6
+        assert store.attrs["layer_params"] == [1 * 4 * 9 + 4 + 2 * 4, 4 * 6 + 6]
+        costs = costs_from_shapes(store)
+    # each conv's multiply-adds at each of its outputs (8×8 and 4×4 positions), not one FLOP per element
+    assert costs.flops_total == 2 * 48 * 64 + 2 * 30 * 16
+
+    # each module read alone keeps its own count and class: the conv's figures are not counted twice
+    extract_features(net, batches, layers=["0", "1", "2"], out=tmp_path / "each.h5")
+    with FeatureStore(tmp_path / "each.h5") as store:
+        assert store.attrs["layer_params"] == [40, 8, 0]
+        assert store.attrs["layer_ops"] == ["Conv2d", "GroupNorm", "ReLU"]

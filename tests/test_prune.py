@@ -1316,9 +1316,13 @@ def test_a_user_convnet_on_images_at_their_own_size_is_counted_from_the_cache_s_
         assert store.attrs["transforms"]["output"] == [3, "H", "W"]
         costs = backbone_costs(store, "auto")
         assert costs.source == "shapes" and "own size" in str(costs.note), costs.note
-        assert store.attrs["layer_params"] == [3 * 4 * 9 + 4, 4 * 6 * 9 + 6]  # each 3×3 conv's weights and bias
+        # the default layers are each conv's unit, read after its ReLU and its pool; each records its 3×3
+        # conv's weights and bias, and that a conv made it
+        assert store.layer_names == ["1", "3"] and store.attrs["layer_types"] == ["ReLU", "AdaptiveAvgPool2d"]
+        assert store.attrs["layer_params"] == [3 * 4 * 9 + 4, 4 * 6 * 9 + 6]
+        assert store.attrs["layer_ops"] == ["Conv2d", "Conv2d"]
         # the classifier Linear(6, 2) after the last cached layer: a dense map from its 6 channels to 2 logits
-        assert store.layer_names == ["0", "2"] and costs.params_total == 112 + 222 + 6 * 2
+        assert costs.params_total == 112 + 222 + 6 * 2
         with pytest.raises(InputError, match="own size"):
             backbone_costs(store, "model")
 

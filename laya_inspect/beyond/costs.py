@@ -16,7 +16,8 @@ counts: a 3×3 conv once read as costing what a 1×1 one does); one without is t
 from the previous layer's channels to its own at each output position; a layer the cache's
 ``layer_roles`` names ``embeddings`` (a Hugging Face ``hidden_states.0``) is a table lookup: no FLOPs, its
 recorded parameters (where none are recorded, ``not_counted`` says its parameters are not seen), and
-one whose ``layer_types`` class is a norm, activation, pool, dropout or reshape, or that holds no
+one whose ``layer_ops`` class (``layer_types``' in older caches; a unit's ReLU read after its conv records the
+conv there, and the conv's parameters) is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
 much as a conv); the model's classifier, where the cache holds its logits, is a dense map from the last
 cached layer's channels to them, run after every layer, unless a cached layer is the classifier's own
@@ -53,8 +54,8 @@ SHAPES_HOW = (
     "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
     "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
     "flattened); an embeddings layer, a table lookup, no FLOPs and its recorded parameters; "
-    f"{PER_ELEMENT_HOW} (its layer_types "
-    "class) or one with no parameters, and no parameters; the model's classifier, where the cache holds its "
+    f"{PER_ELEMENT_HOW} (its layer_ops class, else its layer_types one) "
+    "or one with no parameters, and no parameters; the model's classifier, where the cache holds its "
     "logits, a dense map from the last cached layer's channels to them, run after every layer"
 )
 # what the shapes estimate cannot see: the cache records only the cached layers' modules
@@ -276,7 +277,8 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     previous = [s if isinstance(s, int) else 1 for s in given] if isinstance(given, list) and given else shapes[0]
     roles = store.attrs.get("layer_roles")
     roles = roles if isinstance(roles, dict) else {}
-    types = store.attrs.get("layer_types")
+    # the op a layer's recorded parameters run: its module's class, or the conv a unit's ReLU is read after
+    types = store.attrs.get("layer_ops") or store.attrs.get("layer_types")  # layer_ops: absent in older caches
     types = types if isinstance(types, list) and len(types) == len(names) else [""] * len(names)  # older caches
     counts = store.attrs.get("layer_params")
     counts = counts if isinstance(counts, list) and len(counts) == len(names) else [None] * len(names)

@@ -32,6 +32,7 @@ from ..layers import (
     parameter_counts,
     reduce_batch,
 )
+from ..models.sizes import unit_sizes, with_units
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
 from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
@@ -96,6 +97,8 @@ def extract_from_module(
         raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
     returned = [n for n in names if first.returned.get(n) == len(classes)]
     logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
+    types = [type(modules[n]).__name__ for n in names]
+    params, ops = with_units(first.units, names, parameter_counts(modules, names), types)
     attrs = {
         "tool_version": __version__,
         "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
@@ -103,10 +106,11 @@ def extract_from_module(
         "weights_path": None,
         "weights_sha256": state_sha256(model),
         "layer_names": names,
-        "layer_types": [type(modules[n]).__name__ for n in names],
+        "layer_types": types,
+        "layer_ops": ops,
         "layer_pooling": [first.pooling[n] for n in names],
         "layer_shapes": [list(first.shapes[n]) for n in names],
-        "layer_params": parameter_counts(modules, names),
+        "layer_params": params,
         "layer_roles": {},
         "data_spec": "batches:" + ",".join(splits),
         "transforms": {"note": "batches given in memory; their transforms are the caller's"},
@@ -183,6 +187,7 @@ class _Split:
         self.batch_size = 0
         self.order: list[str] = []  # the layers in the order the first batch made their outputs
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
+        self.units: dict[str, tuple[int, str]] = {}  # models/sizes.unit_sizes of the first batch
 
     @property
     def n(self) -> int:
@@ -253,7 +258,8 @@ def _run(
         if len(y) == 0:
             continue
         x = _to(inputs, dev)
-        with torch.no_grad(), capture(model, names) as raw:
+        sized = [] if got.parts else names  # the first batch alone counts each layer's unit (hooks on every module)
+        with torch.no_grad(), capture(model, names) as raw, unit_sizes(model, modules, sized) as units:
             out = model(**x) if isinstance(x, Mapping) else model(x)
         mask = x.get("attention_mask") if isinstance(x, Mapping) else None
         feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask, image_hw=image_size_of(x))
@@ -262,6 +268,7 @@ def _run(
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
         if not got.parts:
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
+            got.units = units
             answer = forward_answer(out)
             got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):

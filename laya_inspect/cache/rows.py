@@ -23,7 +23,7 @@ from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
-from ..models.sizes import output_state_params
+from ..models.sizes import output_state_params, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
@@ -93,12 +93,18 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
-    with _largest_activation(model.module) as largest, autocast(device, config.amp):
+    with (
+        _largest_activation(model.module) as largest,
+        autocast(device, config.amp),
+        unit_sizes(model.module, modules, names) as units,
+    ):
         raw, logits = model.run(to_device(inputs, device), names)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
     warnings += [moved] if moved else []
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
+    types = [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names]
+    params, ops = with_units(units, names, parameter_counts(modules, names), types)
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -106,10 +112,11 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "weights_path": str(config.weights) if config.weights else None,
         "weights_sha256": model.weights_sha256,
         "layer_names": names,
-        "layer_types": [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names],
+        "layer_types": types,
+        "layer_ops": ops,
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
-        "layer_params": _layer_params(model, modules, names, inputs),
+        "layer_params": _layer_params(model, params, names, inputs),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,
         # a relative path in data_spec (csv:text.csv) is read from here: explain finds the input again
@@ -142,10 +149,10 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     )
 
 
-def _layer_params(model: Any, modules: dict[str, Any], names: list[str], inputs: Any) -> list[int | None]:
-    """The cache's ``layer_params``: a hooked layer's module's count; a hidden state read from the
-    output, which no module holds, counted from the modules that made it (one more pass on the dry batch)."""
-    counts = parameter_counts(modules, names)
+def _layer_params(model: Any, counts: list[int | None], names: list[str], inputs: Any) -> list[int | None]:
+    """The cache's ``layer_params``: ``counts`` (a hooked layer's module's, or its unit's); a hidden
+    state read from the output, which no module holds, counted from the modules that made it (one more
+    pass on the dry batch)."""
     if not any(n in model.adapter.virtual_names for n in names):
         return counts
     made = output_state_params(model, inputs)

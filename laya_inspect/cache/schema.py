@@ -16,13 +16,18 @@ import numpy as np
 from ..errors import CacheError
 
 SCHEMA_VERSION = 1
-JSON_ATTRS = (
+# Attributes holding one entry per cached layer, in layer order.
+PER_LAYER_ATTRS = (
     "layer_names",
     "layer_types",
+    "layer_ops",
     "layer_pooling",
     "layer_shapes",
     "layer_params",
     "layer_roles",
+)
+JSON_ATTRS = (
+    *PER_LAYER_ATTRS,
     "transforms",
     "split_info",
     "class_names",
@@ -53,8 +58,6 @@ CONSTANT_SPREAD = 1e-6
 # The root attribute holding the sha256 of every other root attribute and every split group's
 # attributes (:func:`attrs_digest`), written when the cache is marked complete.
 ATTRS_DIGEST = "attrs_sha256"
-# Attributes holding one entry per cached layer, in layer order.
-PER_LAYER_ATTRS = ("layer_names", "layer_types", "layer_pooling", "layer_shapes", "layer_params", "layer_roles")
 
 
 def encode_attr(key: str, value: Any) -> Any:
