@@ -303,3 +303,19 @@ def test_a_layer_read_after_its_conv_records_the_conv_s_unit_and_the_shapes_esti
     with FeatureStore(tmp_path / "each.h5") as store:
         assert store.attrs["layer_params"] == [40, 8, 0]
         assert store.attrs["layer_ops"] == ["Conv2d", "GroupNorm", "ReLU"]
+
+
+def test_a_module_with_batchnorm_is_cached_and_its_hash_reads_the_norm_s_step_count(tmp_path: Path) -> None:
+    """extract_features on any module holding a BatchNorm ended in a RuntimeError ("self.dim() cannot
+    be 0 to view Long as Byte"): its num_batches_tracked, a 0-dim integer, was hashed as bytes."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    extract_features(net, [(x[:32], y[:32])], layers=["2"], out=tmp_path / "a.h5")
+    net[1].num_batches_tracked += 1  # the only change: the hash still tells the two weights apart
+    extract_features(net, [(x[:32], y[:32])], layers=["2"], out=tmp_path / "b.h5")
+    with torch.no_grad():
+        expected = net.eval()(x[:32]).mean(dim=(2, 3)).numpy()  # the ReLU's map, averaged over its positions
+    with FeatureStore(tmp_path / "a.h5") as a, FeatureStore(tmp_path / "b.h5") as b:
+        np.testing.assert_allclose(a.layer("train", 0), expected, rtol=1e-6, atol=1e-6)
+        assert a.attrs["weights_sha256"] != b.attrs["weights_sha256"]
