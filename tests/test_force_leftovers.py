@@ -425,6 +425,30 @@ def test_a_temporary_name_of_a_listed_folder_holding_a_users_file_is_not_deleted
     assert (out / ".plots.old-5" / "mine.png").read_text() == "mine"
 
 
+def test_a_refusal_says_a_rerun_clears_only_the_temporary_folders_a_rerun_removes(tmp_path):
+    """A user's `.cmp.tmp-123/mine.png` inside an output refused --force with "the command that writes
+    out/cmp clears them when run on it again", but that run keeps a folder holding what it cannot show is
+    its own (and says so), so the user met the same refusal and advice again. Only an empty or marked one
+    (what a killed run leaves, and the run removes) is still said to be cleared."""
+    from laya_inspect.files import make_temp_dir
+
+    out = written(tmp_path / "out")
+    users = out / ".cmp.tmp-123"
+    users.mkdir()
+    (users / "mine.png").write_text("mine")
+    with pytest.raises(InputError, match=r"\.cmp\.tmp-123/\); --force never deletes them") as e:
+        written(out)
+    assert "clears them" not in str(e.value)
+    with pytest.warns(UserWarning, match="left as it is"):  # what that rerun does with it
+        with atomic_dir(out / "cmp", command="compare") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    assert (users / "mine.png").read_text() == "mine"
+    users.rename(tmp_path / "kept")
+    make_temp_dir(out / f".cmp.tmp-{os.getpid()}")  # as a killed run under this PID left it: marked
+    with pytest.raises(InputError, match=rf"temporary files are of {re.escape(str(out / 'cmp'))}: .* clears them"):
+        written(out)
+
+
 def _killed(out: Path, *, mid_swap: bool = False, files: dict[str, str] | None = None) -> int:
     """Run ``atomic_dir(out)`` in a child process killed (``os._exit``: no cleanup runs) while its body
     writes, or with ``mid_swap`` between the two renames; returns the PID, which is gone by then."""
