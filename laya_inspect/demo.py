@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .errors import DatasetMissingError, InputError
 from .files import write_json
-from .options import command_line
+from .options import command_line, defaulted
 from .out_dir import check_out, write_marker
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
@@ -623,9 +623,7 @@ def _record(
         "complete": complete,
         "config": dataclasses.asdict(plan.config),
         # the settings left at their defaults, which the page's settings line says apart
-        "config_defaults": [
-            f.name for f in dataclasses.fields(DemoConfig) if getattr(plan.config, f.name) == f.default
-        ],
+        "config_defaults": defaulted(plan.config),
         "out_dir": str(plan.out_dir),
         "dataset": {
             "name": plan.preset.name,
