@@ -550,9 +550,10 @@ def _left_note(out: Path, foreign: Sequence[str]) -> str:
     for rel in foreign:
         folder, _, name = rel.rstrip("/").rpartition("/")
         entry = out / folder / name
-        # a folder holding what laya-inspect cannot show is its own is kept by that run too (named in a
-        # warning), so it is not said to clear it: the user would rerun it and meet this refusal again
-        if rel.endswith("/") and not (empty_folder(entry) or _holds_only_own(entry)):
+        # a link, or a folder holding what laya-inspect cannot show is its own, is kept by that run too
+        # (a folder named in a warning), so it is not said to clear it: the user would rerun it and meet
+        # this refusal again
+        if entry.is_symlink() or rel.endswith("/") and not (empty_folder(entry) or _holds_only_own(entry)):
             continue
         # a listed path's temporary name is refused for what it holds (:func:`_holds_only_own`), and a
         # run on that path would delete it with the user's files inside

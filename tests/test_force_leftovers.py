@@ -444,6 +444,11 @@ def test_a_refusal_says_a_rerun_clears_only_the_temporary_folders_a_rerun_remove
             (tmp / "summary.json").write_text("{}")
     assert (users / "mine.png").read_text() == "mine"
     users.rename(tmp_path / "kept")
+    (out / ".cmp.tmp-125").symlink_to(tmp_path / "kept")  # a link under such a name: never removed either
+    with pytest.raises(InputError, match=r"\(\.cmp\.tmp-125, cmp/\); --force never deletes them") as e:
+        written(out)
+    assert "clears them" not in str(e.value)
+    (out / ".cmp.tmp-125").unlink()
     make_temp_dir(out / f".cmp.tmp-{os.getpid()}")  # as a killed run under this PID left it: marked
     with pytest.raises(InputError, match=rf"temporary files are of {re.escape(str(out / 'cmp'))}: .* clears them"):
         written(out)
