@@ -367,4 +367,5 @@ def test_demo_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     only_finished += ("faithfulness", "faithfulness_constant", "fit_summary", "runs", "attributions", "compare_summary")
     only_finished += ("faithfulness_seeds", "heads", "constant", "std", "ci_low", "ci_high", "n", "values")
     only_finished += ("profile_plots", "clipped", "t_low", "t_high", "top1_only")  # clipped…t_high: a ρ cut to [−1, 1]
+    only_finished += ("test_acc", "chance", "probe", "layer")  # fit-head step's numbers
     check(documented, written, dict.fromkeys((*only_finished, "compare_plots"), finished))
