@@ -154,7 +154,10 @@ class PruneConfig:
         "(every k = 1 … L: slower)",
     )
     max_drop: float = option(
-        0.005, flag="--max-drop", help="largest loss of mean validation accuracy the chosen layer set may cost"
+        0.005,
+        flag="--max-drop",
+        help="largest loss of mean validation accuracy the chosen layer set may cost; a pick is withheld "
+        "unless validation resolves it (at least 1/max-drop rows: 200 at 0.005; 0 withholds every pick)",
     )
     ablation: str = option(
         "drop",
