@@ -285,18 +285,18 @@ def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.
     """A warning for each split whose texts repeat one of its own, then for each split whose texts
     also stand in the training split: a score on them is partly a score on rows the head trained on
     (and a repeat under another label is label noise)."""
-    out = [w for name, part in texts.items() if (w := _repeated_within(spec, name, part, labels[name]))]
+    keys = {name: [" ".join(t.split()).lower() for t in part] for name, part in texts.items()}
+    out = [w for name, k in keys.items() if (w := _repeated_within(spec, name, k, labels[name]))]
     if "train" not in texts:
         return out
-    seen = {" ".join(t.split()).lower(): int(y) for t, y in zip(texts["train"], labels["train"])}
+    seen = {k: int(y) for k, y in zip(keys["train"], labels["train"])}
     for name, part in texts.items():
         if name == "train":
             continue
-        keys = [" ".join(t.split()).lower() for t in part]
-        same = [i for i, k in enumerate(keys) if k and k in seen]  # empty texts have their own warning
+        same = [i for i, k in enumerate(keys[name]) if k and k in seen]  # empty texts have their own warning
         if not same:
             continue
-        other = sum(1 for i in same if seen[keys[i]] != int(labels[name][i]))
+        other = sum(1 for i in same if seen[keys[name][i]] != int(labels[name][i]))
         relabelled = f", {other} of them under another label" if other else ""
         out.append(
             f"dataset {spec!r}: {len(same)} of {len(part)} texts of split {name!r} also stand in split 'train' "
@@ -306,13 +306,13 @@ def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.
     return out
 
 
-def _repeated_within(spec: str, name: str, part: list[str], labels: np.ndarray) -> str | None:
-    """A warning when texts of one split repeat an earlier text of it: a repeated row weighs twice in
-    its accuracy (or its training), and one text under two labels caps the accuracy any head reaches."""
+def _repeated_within(spec: str, name: str, keys: list[str], labels: np.ndarray) -> str | None:
+    """A warning when texts of one split (``keys``: each text's words, lower case) repeat an earlier
+    text of it: a repeated row weighs twice in its accuracy (or its training), and one text under two
+    labels caps the accuracy any head reaches."""
     first: dict[str, int] = {}
     again = other = 0
-    for t, y in zip(part, labels):
-        key = " ".join(t.split()).lower()
+    for key, y in zip(keys, labels):
         if not key:  # empty texts have their own warning
             continue
         if key in first:
@@ -324,7 +324,7 @@ def _repeated_within(spec: str, name: str, part: list[str], labels: np.ndarray) 
         return None
     relabelled = f", {other} of them under another label than the first (label noise no head can fit)" if other else ""
     return (
-        f"dataset {spec!r}: {again} of {len(part)} texts of split {name!r} repeat an earlier text of that split "
+        f"dataset {spec!r}: {again} of {len(keys)} texts of split {name!r} repeat an earlier text of that split "
         f"(the same words, case and spacing aside{relabelled}): each repeat counts again in what is read on "
         f"{name!r}; remove the repeats to count each text once"
     )
