@@ -15,6 +15,13 @@ def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
 
+def _left(record: dict[str, Any], *names: str, of: str = "config_defaults") -> bool | None:
+    """Whether every option in ``names`` was left at its default (each listed in ``record[of]``); None
+    for a record from before it listed them, whose line gives the values alone."""
+    given = record.get(of)
+    return all(n in given for n in names) if isinstance(given, list) else None
+
+
 def seeds_text(seeds: list[Any]) -> str:
     """ "seeds 0 to 4" (no ellipsis: on the terminal "…" says a cell was cut), "seed 3", "seeds 0, 3, 7"."""
     if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
@@ -55,10 +62,7 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
             True,
         ),
     ]
-    defaults = summary.get("config_defaults")
-    left = [  # None: a summary from before it recorded them, the values alone
-        all(f in defaults for f in fs) if isinstance(defaults, list) else None for fs, _, _ in items
-    ]
+    left = [_left(summary, *fs) for fs, _, _ in items]
     return settings_line([(text, d) for (_, text, shown), d in zip(items, left) if shown or d is False], width)
 
 
@@ -70,21 +74,17 @@ def compare_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     c = s.get("config") or {}
     ran = c.get("methods_resolved")  # None: a summary from before it recorded them; every setting said
 
-    def left(*names: str) -> bool | None:
-        given = s.get("config_defaults")
-        return all(n in given for n in names) if isinstance(given, list) else None
-
     items = [
-        (f"target {s['target']}", left("target")),
-        (f"effect {s.get('effect', 'prob')}", left("effect")),
-        (f"ablation {', '.join(s.get('ablations') or [s['ablation']])}", left("ablation")),
+        (f"target {s['target']}", _left(s, "target")),
+        (f"effect {s.get('effect', 'prob')}", _left(s, "effect")),
+        (f"ablation {', '.join(s.get('ablations') or [s['ablation']])}", _left(s, "ablation")),
     ]
     if ran is None or "ig" in ran:  # IG's steps change its scores: said beside its baseline
         steps = f", {c['n_steps']} steps" if c.get("n_steps") else ""
-        items.append((f"IG baseline {s['baseline']}{steps}", left("baseline", "n_steps")))
+        items.append((f"IG baseline {s['baseline']}{steps}", _left(s, "baseline", "n_steps")))
     if "relu" in c and (ran is None or "gradcam" in ran):  # ReLU zeroes Grad-CAM's negative scores
-        items.append((f"Grad-CAM {'with' if c['relu'] else 'without'} ReLU", left("relu")))
-    items += [(f"seed {s['seed']}", left("seed")), (bootstrap_text(s), left("n_boot"))]
+        items.append((f"Grad-CAM {'with' if c['relu'] else 'without'} ReLU", _left(s, "relu")))
+    items += [(f"seed {s['seed']}", _left(s, "seed")), (bootstrap_text(s), _left(s, "n_boot"))]
     return settings_line(items, width)
 
 
@@ -112,19 +112,15 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     ``config_defaults``)."""
     c, b, kind = s.get("config") or {}, s.get("budget") or {}, s.get("command")
 
-    def left(name: str, of: str = "config_defaults") -> bool | None:
-        names = s.get(of)
-        return name in names if isinstance(names, list) else None
-
     items: list[tuple[str, bool | None]] = []
     epochs, patience = b.get("epochs_patience") or (None, None)
     if epochs is not None and c.get("refit", True):  # prune --no-refit refits nothing: no budget to state
         items += [
-            (f"refits ≤ {epochs} epochs", left("epochs", "budget_defaults")),
-            (_patience(patience, epochs), left("patience", "budget_defaults")),
-            (f"lr {_g(b.get('lr'))}", left("lr", "budget_defaults")),
-            (f"weight decay {_g(b.get('weight_decay'))}", left("weight_decay", "budget_defaults")),
-            (f"batch {b.get('batch_size')}", left("batch_size", "budget_defaults")),
+            (f"refits ≤ {epochs} epochs", _left(s, "epochs", of="budget_defaults")),
+            (_patience(patience, epochs), _left(s, "patience", of="budget_defaults")),
+            (f"lr {_g(b.get('lr'))}", _left(s, "lr", of="budget_defaults")),
+            (f"weight decay {_g(b.get('weight_decay'))}", _left(s, "weight_decay", of="budget_defaults")),
+            (f"batch {b.get('batch_size')}", _left(s, "batch_size", of="budget_defaults")),
         ]
         if b.get("train_limit") is not None:
             items.append((f"≤ {b['train_limit']:,} train rows", False))
@@ -152,13 +148,13 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
             (f"--train-split {c.get('train_split')}", "train_split"),
             (f"--test-split {c.get('test_split')}", "test_split"),
         ]
-    items += [(text, left(name)) for text, name in own]
+    items += [(text, _left(s, name)) for text, name in own]
     # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: stated when given
     flags = {"train_split": "--train-split", "test_split": "--test-split", "costs": "--costs"}
     items += [
         (f"{flag} {c[name]}", False)
         for name, flag in flags.items()
-        if name in c and left(name) is False and kind != "diagnose"
+        if name in c and _left(s, name) is False and kind != "diagnose"
     ]
     return settings_line(items, width)
 
@@ -167,21 +163,17 @@ def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:
     """The demo's own settings (its steps' settings follow from them: the commands under the page say
     each), from demo.json: values alone for a record from before ``config_defaults``."""
     c, b = record.get("config") or {}, record.get("budget") or {}
-    defaults = record.get("config_defaults")
-
-    def left(*names: str) -> bool | None:
-        return all(n in defaults for n in names) if isinstance(defaults, list) else None
 
     root = f" from {c['data_root']}" if c.get("data_root") else ""
     items: list[tuple[str, bool | None]] = [
-        (f"dataset {c.get('dataset')}{root}", left("dataset", "data_root")),
-        ("budget --quick" if c.get("quick") else "full budget (no --quick)", left("quick")),
-        (f"heads fitted with {seeds_text(list(range(int(b.get('seeds') or 0))))}", left("seeds")),
-        (f"seed {c.get('seed')} (backbone and compare)", left("seed")),
-        (f"device {c.get('device')}", left("device")),
+        (f"dataset {c.get('dataset')}{root}", _left(record, "dataset", "data_root")),
+        ("budget --quick" if c.get("quick") else "full budget (no --quick)", _left(record, "quick")),
+        (f"heads fitted with {seeds_text(list(range(int(b.get('seeds') or 0))))}", _left(record, "seeds")),
+        (f"seed {c.get('seed')} (backbone and compare)", _left(record, "seed")),
+        (f"device {c.get('device')}", _left(record, "device")),
     ]
     if c.get("threads") is not None:
-        items.append((f"{c['threads']} threads", left("threads")))
+        items.append((f"{c['threads']} threads", _left(record, "threads")))
     return settings_line(items, width)
 
 
