@@ -437,29 +437,34 @@ def stale_temps(path: str | Path) -> list[Path]:
     folder's, not a symlink, not a number no process can have (``results.tmp-20240105``, a date). A
     folder named so is removed only when it proves itself the tool's (:func:`remove_stale_temps`)."""
     target = Path(path)
-    found = []
-    for p in target.parent.glob(glob.escape(f"{target.name}.tmp-") + "*"):
-        pid = temp_file_pid(target.name, p.name)
-        if pid is not None and not running(pid) and not p.is_symlink() and p.is_file():
-            found.append(p)
-    prefix = f".{target.name}.tmp-"
-    for p in target.parent.glob(glob.escape(prefix) + "*"):
-        pid = pid_of(p.name[len(prefix) :])
-        if pid is not None and not running(pid) and not p.is_symlink() and p.is_dir():
-            found.append(p)
-    return sorted(found)
+    prefix = f"{target.name}.tmp-"
+    files = pid_named(target, prefix, folder=False, pid_in=lambda rest: temp_file_pid(target.name, prefix + rest))
+    return sorted(files + pid_named(target, f".{target.name}.tmp-", folder=True))
 
 
 def unproven_temps(path: str | Path) -> list[Path]:
     """Files beside output ``path`` named ``NAME.tmp-PID`` without a check value, PID no running
     process: the temporary name of an older laya-inspect, or a user's own file. Nothing tells them
     apart, so they are left and named in a warning (:func:`remove_stale_temps`)."""
-    target = Path(path)
-    prefix = f"{target.name}.tmp-"
+    return pid_named(Path(path), f"{Path(path).name}.tmp-", folder=False)
+
+
+def pid_named(
+    target: Path,
+    prefix: str,
+    *,
+    folder: bool,
+    dead_only: bool = True,
+    pid_in: Callable[[str], int | None] = pid_of,
+) -> list[Path]:
+    """The real files (``folder``: folders) beside ``target`` named ``prefix`` then what ``pid_in`` reads
+    a PID from, links never, sorted; ``dead_only``: only those whose PID runs no process."""
     found = []
     for p in target.parent.glob(glob.escape(prefix) + "*"):
-        pid = pid_of(p.name[len(prefix) :])
-        if pid is not None and not running(pid) and not p.is_symlink() and p.is_file():
+        pid = pid_in(p.name[len(prefix) :])
+        if pid is None or (dead_only and running(pid)) or p.is_symlink():
+            continue
+        if p.is_dir() if folder else p.is_file():
             found.append(p)
     return sorted(found)
 

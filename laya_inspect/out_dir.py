@@ -8,7 +8,6 @@ unchanged since it was written (docs/RELIABILITY.md).
 from __future__ import annotations
 
 import errno
-import glob
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from .files import (
     lock_content,
     make_temp_dir,
     output_lock,
+    pid_named,
     pid_of,
     remove_stale_temps,
     remove_tree,
@@ -691,9 +691,4 @@ def moved_aside(out: str | Path) -> list[Path]:
     """The folders ``.OUT.old-PID`` beside output ``out``: where a run killed between the two renames of
     :func:`atomic_dir` left the previous output (real folders, PID a number a process can have)."""
     target = Path(out)
-    prefix = f".{target.name}.old-"
-    return [
-        p
-        for p in sorted(target.parent.glob(glob.escape(prefix) + "*"))
-        if pid_of(p.name[len(prefix) :]) is not None and p.is_dir() and not p.is_symlink()
-    ]
+    return pid_named(target, f".{target.name}.old-", folder=True, dead_only=False)
