@@ -226,11 +226,8 @@ def _prune(
         logits, weights = head_outputs(h, rank_hs)
         assert weights is not None  # open_weighted_head: heads with weights only
         own.append((by_alpha(weights, len(rank_rows)), by_lolo(h, rank_hs, logits.argmax(1), means, len(rank_rows))))
-    seeds_of_heads = seeds if len(opened) > 1 else seeds[:1]
     # several heads: the top-level α and LOLO scores are their mean (each head's own in by_seed)
-    alpha, lolo = (
-        across_heads([pair[i] for pair in own], seeds_of_heads) if len(own) > 1 else own[0][i] for i in (0, 1)
-    )
+    alpha, lolo = (across_heads([pair[i] for pair in own], seeds) if len(own) > 1 else own[0][i] for i in (0, 1))
     rankings = [
         alpha,
         by_scalarmix(smix, None if scalarmix_dir is None else str(scalarmix_dir)),
@@ -432,7 +429,7 @@ def _prune(
     heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
     # α's near ties are each head's: the mean of several can tie where no head does, or smooth one that does
     ties = [w for r in rankings if r.name != "alpha" and (w := near_ties(r, names)) is not None]
-    alpha_ties = near_ties_by_seed([pair[0] for pair in own], seeds_of_heads, names)
+    alpha_ties = near_ties_by_seed([pair[0] for pair in own], seeds, names)
     ties = ([alpha_ties] if alpha_ties else []) + ties
     estimated = estimate_warnings(summary["costs"])
     summary["warnings"] = trust_lines(store, heads, test) + estimated + check_warnings(summary["refit_check"]) + ties

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import verdict_drawn
+from ..beyond.scoring import exit_cut_note, verdict_drawn
 from ..options import field_of
 from ..report.reading import alpha_fit_note, est, one_seed_sentence, with_ci
 from ..report.settings import beyond_settings_line
@@ -252,7 +252,6 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
     show(depth)
-    from ..beyond.scoring import exit_cut_note
 
     if cut := exit_cut_note(s):
         dim(cut)
