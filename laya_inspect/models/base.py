@@ -391,14 +391,15 @@ CHILDREN_HOW = "the top-level children holding parameters, the classifier left o
 
 
 def blocks_of(module: nn.Module) -> list[str]:
-    """Fallback default layers (:func:`blocks_how` says which rule picks them): a plain Sequential's
-    units, else top-level children with parameters, classifier excluded."""
-    return _units(module) or _children(module)
+    """Fallback default layers: a plain Sequential's units, else top-level children with parameters,
+    classifier excluded."""
+    return default_blocks(module)[0]
 
 
-def blocks_how(module: nn.Module) -> str:
-    """The rule :func:`blocks_of` picks ``module``'s default layers by, in words."""
-    return UNITS_HOW if _units(module) else CHILDREN_HOW
+def default_blocks(module: nn.Module) -> tuple[list[str], str]:
+    """:func:`blocks_of`'s layers and the rule that picked them, in words (UNITS_HOW or CHILDREN_HOW)."""
+    units = _units(module)
+    return (units, UNITS_HOW) if units else (_children(module), CHILDREN_HOW)
 
 
 def _kind(m: nn.Module) -> str:

@@ -23,9 +23,8 @@ from .base import (
     LoadedModel,
     LoadOptions,
     Record,
-    blocks_how,
-    blocks_of,
     carries_weights,
+    default_blocks,
     freeze,
     keeps_random_init,
     last_linear,
@@ -152,8 +151,7 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
         default = list(adapter.virtual_names) if adapter.virtual_in_depth_order else []
         num_classes = None
     else:
-        default = blocks_of(module) if adapter.sequential else []
-        how = blocks_how(module) if adapter.sequential else ""
+        default, how = default_blocks(module) if adapter.sequential else ([], "")
         head = last_linear(module)
         num_classes = int(head[1].weight.shape[0]) if head else None
     return LoadedModel(
@@ -253,13 +251,15 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     if not isinstance(num_classes, int):
         head = last_linear(model)
         num_classes = head[1].out_features if head else None
+    given = getattr(model, "default_layers", None)
+    default, how = (given, "") if given else default_blocks(model)
     return LoadedModel(
         module=freeze(model, options.device),
         spec=spec_name,
         source="python",
         input_spec=spec if isinstance(spec, InputSpec) else InputSpec(kind="image"),
-        default_layers=list(getattr(model, "default_layers", None) or blocks_of(model)),
-        default_layers_how="" if getattr(model, "default_layers", None) else blocks_how(model),
+        default_layers=list(default),
+        default_layers_how=how,
         num_classes=num_classes,
         weights_path=options.weights,
         weights_sha256=sha,
