@@ -564,14 +564,9 @@ def _faithfulness(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     heads = summary["heads"]
     return {
         "faithfulness": {h["name"]: {m: s["faithfulness"]["mean"] for m, s in h["methods"].items()} for h in heads},
-        "faithfulness_constant": {h["name"]: _constant_of(h) for h in heads},
+        "faithfulness_constant": {h["name"]: _reference_of(h, "constant") for h in heads},
         "faithfulness_seeds": _over_seeds(summary),
     }
-
-
-def _constant_of(head: dict[str, Any]) -> float | None:
-    """The constant rule's mean faithfulness ρ on a compared head (None without one)."""
-    return _reference_of(head, "constant")
 
 
 def _reference_of(head: dict[str, Any], name: str) -> float | None:
@@ -597,7 +592,7 @@ def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 for m in heads[0]["methods"]
                 if all(m in h["methods"] for h in heads)
             },
-            "constant": ranged("faithfulness", [_constant_of(h) for h in heads]),
+            "constant": ranged("faithfulness", [_reference_of(h, "constant") for h in heads]),
             **(
                 {"top1_only": ranged("faithfulness", [_reference_of(h, "top1_only") for h in heads])}
                 if any("top1_only" in (h.get("references") or {}) for h in heads)
