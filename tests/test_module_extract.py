@@ -305,6 +305,28 @@ def test_a_layer_read_after_its_conv_records_the_conv_s_unit_and_the_shapes_esti
         assert store.attrs["layer_ops"] == ["Conv2d", "GroupNorm", "ReLU"]
 
 
+def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
+    """extract_features on a module with a scripted submodule ended in a RuntimeError
+    ("register_forward_pre_hook is not supported on ScriptModules") from the hooks that count a unit's
+    parameters: a TorchScript module takes none, and is left out of that count."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    net = nn.Sequential(torch.jit.script(nn.Conv2d(1, 4, 3)), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
+    extract_features(
+        net, {"train": [(x[:32], y[:32])], "test": [(x[32:64], y[32:64])]}, layers=["1"], out=tmp_path / "s.h5"
+    )
+    with torch.no_grad():
+        expected = net.eval()[:2](x[32:64]).mean(dim=(2, 3)).numpy()
+    with FeatureStore(tmp_path / "s.h5") as store:
+        np.testing.assert_allclose(store.layer("test", 0), expected, rtol=1e-6, atol=1e-6)
+        assert store.attrs["layer_ops"] == ["ReLU"] and store.attrs["layer_params"] == [0]
+    assert all(
+        not m._forward_hooks and not m._forward_pre_hooks
+        for m in net.modules()
+        if not isinstance(m, torch.jit.ScriptModule)
+    )
+
+
 def test_a_module_with_batchnorm_is_cached_and_its_hash_reads_the_norm_s_step_count(tmp_path: Path) -> None:
     """extract_features on any module holding a BatchNorm ended in a RuntimeError ("self.dim() cannot
     be 0 to view Long as Byte"): its num_batches_tracked, a 0-dim integer, was hashed as bytes."""

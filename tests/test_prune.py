@@ -487,6 +487,21 @@ def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_pat
     assert "net.ts" not in str(there.get("note"))
 
 
+def test_a_torchscript_model_s_compute_is_estimated_from_the_shapes(tmp_path):
+    """`prune --costs auto` on a TorchScript archive of a known input size ended in a RuntimeError
+    ("register_forward_pre_hook is not supported on ScriptModules"): it takes no hooks, so which
+    parameters run after a layer cannot be told. It falls back to the shapes estimate, saying why."""
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 3))
+    torch.jit.script(net).save(tmp_path / "net.ts")
+    image = {"kind": "image", "output": [1, 8, 8]}
+    cache = _cache_from(tmp_path, f"torchscript:{tmp_path / 'net.ts'}", {"1": 4}, transforms=image)
+    with FeatureStore(cache) as store:
+        costs = backbone_costs(store, "auto")
+        assert costs.source == "shapes" and "TorchScript module takes no hooks" in str(costs.note), costs.note
+        with pytest.raises(InputError, match="TorchScript module takes no hooks"):
+            backbone_costs(store, "model")
+
+
 def test_a_python_model_is_imported_from_the_folder_extract_ran_in(tmp_path, monkeypatch):
     """`extract --model python:mynet:build` imports mynet.py from the folder it runs in: prune run
     from another folder once fell back to the shapes estimate with "cannot import 'mynet'"."""
@@ -1403,6 +1418,72 @@ def test_the_shapes_estimate_costs_any_torch_activation_per_element(tmp_path, mo
     off the model's count at relu1 here, as bn1 once did)."""
     for name, estimated, counted in _estimated_and_counted(tmp_path, monkeypatch, ("ELU", "Mish", "Hardsigmoid")):
         assert estimated[0] == pytest.approx(counted[0], abs=0.01), name
+
+
+def _pooled_convnet(tmp_path, monkeypatch) -> Path:
+    """A cache of a user's plain Sequential convnet, (Conv–BN–ReLU–MaxPool2d(2)) × 2 → Flatten → Linear,
+    on 32×32 images: its default layers are each unit read after its pool, "3" (16×16×16) and "7" (32×8×8)."""
+    from laya_inspect.cache.extract import ExtractConfig, extract_features
+
+    (tmp_path / "poolnet.py").write_text(
+        "from torch import nn\n\ndef build():\n    return nn.Sequential("
+        "nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), "
+        "nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), "
+        "nn.Flatten(), nn.Linear(32 * 8 * 8, 10))\n"
+    )
+    _photos(tmp_path, 4, 32)
+    monkeypatch.chdir(tmp_path)
+    config = ExtractConfig(model="python:poolnet:build", data="imagefolder:photos", out="f.h5", image_size=32,
+                           random_init=True, normalize="none", device="cpu")  # fmt: skip
+    extract_features(config)
+    return tmp_path / "f.h5"
+
+
+def test_the_shapes_estimate_counts_a_unit_s_conv_before_its_pool_and_the_flattened_map_s_classifier(
+    tmp_path, monkeypatch
+):
+    """QA: behind a unit read after its MaxPool2d(2), the shapes estimate counted the conv at the pool's
+    output size, 4× too few positions (FLOPs total 0.85M for the model's 3.28M), and the classifier after
+    the last layer as a dense map from its 32 channels, where Linear(2048, 10) reads the map flattened: the
+    parameters-saved shares were 0.74 off the model's count. Extract records the map each unit's conv made
+    and the width the classifier reads; the estimate is within 0.001 of the count in parameters."""
+    from laya_inspect.beyond.costs import costs_from_model
+
+    with FeatureStore(_pooled_convnet(tmp_path, monkeypatch)) as store:
+        counted, estimated = costs_from_model(store), costs_from_shapes(store)
+        attrs = store.attrs
+    assert attrs["layer_names"] == ["3", "7"] and attrs["layer_shapes"] == [[16, 16, 16], [32, 8, 8]]
+    for i in range(2):
+        assert estimated.saved(i)[0] == pytest.approx(counted.saved(i)[0], abs=0.001), i
+        assert estimated.used(i) == pytest.approx(counted.used(i), abs=0.02), i
+    assert attrs["layer_op_shapes"] == [[16, 32, 32], [32, 16, 16]] and attrs["classifier_inputs"] == 32 * 8 * 8
+    # each unit's weights, biases and norm (480 and 4,704) at each position of its conv's map, then Linear(2048, 10)
+    assert estimated.flops_total == 2 * 480 * 32 * 32 + 2 * 4704 * 16 * 16 + 2 * 2048 * 10
+    assert estimated.flops_total == pytest.approx(counted.flops_total, rel=0.05)  # the norms' few parameters
+    assert estimated.params_total == counted.params_total - 10 and estimated.warnings == []
+
+
+def test_an_older_cache_keeps_its_shapes_estimate_and_says_where_it_reads_low(tmp_path, monkeypatch):
+    """A cache written before extract recorded a unit's conv map and the classifier's width: the estimate
+    is what it was, and the summary's warnings say which layers' FLOPs read low and why."""
+    import h5py
+
+    from laya_inspect.beyond.costs import estimate_warnings
+
+    path = _pooled_convnet(tmp_path, monkeypatch)
+    with h5py.File(path, "r+") as f:  # as a cache written before them: no attributes digest either
+        for key in ("layer_op_shapes", "classifier_inputs", "attrs_sha256"):
+            if key in f.attrs:
+                del f.attrs[key]
+    with FeatureStore(path) as store:
+        costs = costs_from_shapes(store)
+        said = estimate_warnings(costs.to_dict(store.layer_names))
+    assert costs.flops_total == 2 * 480 * 16 * 16 + 2 * 4704 * 8 * 8 + 2 * 32 * 10
+    assert costs.params_total == 480 + 4704 + 32 * 10
+    assert len(said) == 2 and said == [f"compute estimate: {w}" for w in costs.warnings], said
+    assert said[0].startswith("compute estimate: a unit read after its pool or flatten (layers 3, 7) is counted at")
+    assert "the classifier is counted as a dense map from 7's 32 channels, pooled" in said[1]
+    assert "reads the map flattened (2048 values)" in said[1]
 
 
 def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_head(planted, tmp_path):

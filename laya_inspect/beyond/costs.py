@@ -19,17 +19,20 @@ recorded parameters (where none are recorded, ``not_counted`` says its parameter
 one whose ``layer_ops`` class (``layer_types``' in older caches; a unit's ReLU read after its conv records the
 conv there, and the conv's parameters) is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
-much as a conv); the model's classifier, where the cache holds its logits, is a dense map from the last
-cached layer's channels to them, run after every layer, unless a cached layer is the classifier's own
-output (its rows are the logits): counted there, once (``not_counted`` says what the estimate cannot see).
+much as a conv); a unit read after its pool counts at its conv's map (``layer_op_shapes``), not the pool's;
+the model's classifier, where the cache holds its logits, is a dense map from the width it reads
+(``classifier_inputs``: a flattened map, or pooled channels; else the last cached layer's channels) to them,
+run after every layer, unless a cached layer is the classifier's own output (its rows are the logits):
+counted there, once (``not_counted`` says what the estimate cannot see, ``warnings`` where an older cache
+reads low).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +53,15 @@ MODEL_HOW = (
 PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
     "estimated from the cache's layer_shapes and layer_params: layer l with P_l parameters does P_l "
-    "multiply-adds at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted); a layer "
+    "multiply-adds at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted; a unit read "
+    "after its pool at its conv's map, layer_op_shapes); a layer "
     "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
     "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
     "flattened); an embeddings layer, a table lookup, no FLOPs and its recorded parameters; "
     f"{PER_ELEMENT_HOW} (its layer_ops class, else its layer_types one) "
     "or one with no parameters, and no parameters; the model's classifier, where the cache holds its "
-    "logits, a dense map from the last cached layer's channels to them, run after every layer"
+    "logits, a dense map from the width it reads (classifier_inputs, else the last cached layer's channels) to "
+    "them, run after every layer"
 )
 # what the shapes estimate cannot see: the cache records only the cached layers' modules
 BETWEEN = "modules between two cached layers that neither holds, and the resolution inside a block that strides"
@@ -86,6 +91,7 @@ class Costs:
     flops_total: float
     note: str | None = None  # why ``auto`` fell back to shapes
     not_counted: str | None = None  # what a shapes estimate leaves out (the model's count leaves out nothing)
+    warnings: list[str] = field(default_factory=list)  # where a shapes estimate reads low, from an older cache
 
     def saved(self, deepest: int) -> tuple[float, float]:
         """(parameter share, FLOP share) of the backbone saved when layer ``deepest`` is the last one run."""
@@ -103,6 +109,7 @@ class Costs:
             "how": self.how,
             "note": self.note,
             "not_counted": self.not_counted,
+            "warnings": self.warnings,
             "params_total": self.params_total,
             "flops_total": self.flops_total,
             "after_layer": [
@@ -134,10 +141,12 @@ def backbone_costs(store: FeatureStore, mode: str = "auto") -> Costs:
 
 
 def estimate_warnings(costs: dict[str, Any]) -> list[str]:
-    """The summary's warning when ``auto`` fell back to the cache's shapes (``note`` of
-    :meth:`Costs.to_dict`): the compute shares are then an estimate, which prune and early-exit say."""
+    """The summary's warnings about its compute shares (:meth:`Costs.to_dict`): that ``auto`` fell back to
+    the cache's shapes (``note``), so they are an estimate, which prune and early-exit say, and where that
+    estimate reads low (``warnings``)."""
     note = costs.get("note")
-    return [f"compute estimated from the cache's shapes ({ASSUMED}): {note}"] if note else []
+    fell_back = [f"compute estimated from the cache's shapes ({ASSUMED}): {note}"] if note else []
+    return fell_back + [f"compute estimate: {w}" for w in costs.get("warnings") or []]
 
 
 def costs_from_model(store: FeatureStore) -> Costs:
@@ -145,6 +154,7 @@ def costs_from_model(store: FeatureStore) -> Costs:
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..models import load_model
+    from ..models.sizes import call_order
 
     spec = store.attrs.get("model_spec")
     if not spec:
@@ -160,61 +170,32 @@ def costs_from_model(store: FeatureStore) -> Costs:
     model = load_model(spec, weights=weights, random_init=random_init, device="cpu", search_dir=search_dir)
     if weights is not None and model.weights_sha256 != store.attrs.get("weights_sha256"):
         raise InputError(f"the weights file {weights} changed since extract read it, so its architecture may differ")
+    if isinstance(model.module, torch.jit.ScriptModule):  # its parameters would all read as run before any layer
+        raise InputError("a TorchScript module takes no hooks, so which parameters run after each layer is not known")
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
     inputs = _one_input(store, model)
     counter = FlopCounterMode(display=False)
-    tick = [0]
-    first_call: dict[int, int] = {}
     done: dict[str, tuple[int, int]] = {}
-    sizes: dict[int, int] = {}
-    seen: set[int] = set()
-    for m in model.module.modules():
-        own = [p for p in m.parameters(recurse=False) if id(p) not in seen]
-        seen.update(id(p) for p in own)
-        sizes[id(m)] = sum(p.numel() for p in own)
+    with call_order(model.module, counter.get_total_flops) as calls, counter, torch.no_grad():
 
-    def pre(m: Any, _args: Any) -> None:
-        tick[0] += 1
-        first_call.setdefault(id(m), tick[0])
+        def record(name: str, _m: Any, _out: Any) -> None:
+            done[name] = (calls.tick(), counter.get_total_flops())
 
-    def record(name: str, _m: Any, _out: Any) -> None:
-        tick[0] += 1
-        done[name] = (tick[0], counter.get_total_flops())
-
+        out = model.forward(inputs, [n for n in names if n not in virtual], record, bool(virtual))
     # a hidden state read from the output (a Hugging Face hidden_states.k) is placed where the first
     # module that returned that very tensor finished: the embeddings, block k, a final norm
-    made: dict[int, tuple[int, int, Any]] = {}  # the tensor held too, so no id is reused while the model runs
-
-    def returned(_m: Any, _args: Any, out: Any) -> None:
-        tick[0] += 1
-        parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
-        for t in parts:
-            if isinstance(t, torch.Tensor) and id(t) not in made:
-                made[id(t)] = (tick[0], counter.get_total_flops(), t)
-
-    handles = [m.register_forward_pre_hook(pre) for m in model.module.modules() if sizes[id(m)]]
-    handles += [m.register_forward_hook(returned) for m in model.module.modules()] if virtual else []
-    try:
-        with counter, torch.no_grad():
-            out = model.forward(inputs, [n for n in names if n not in virtual], record, bool(virtual))
-    finally:
-        for h in handles:
-            h.remove()
     for n in virtual:
-        if id(state := model.adapter.virtual(out, n)) not in made:
+        if (made := calls.maker(model.adapter.virtual(out, n))) is None:
             raise InputError(f"layer {n!r} is computed outside any module the model calls: its FLOPs cannot be placed")
-        done[n] = made[id(state)][:2]
+        done[n] = (made.time, made.stamp)
     silent = [n for n in names if n not in done]
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
     total_flops = float(counter.get_total_flops())
-    params_total = float(sum(sizes[i] for i in first_call))
-    params_after = np.array(
-        [sum(sizes[i] for i, t in first_call.items() if t > done[n][0]) for n in names], dtype=float
-    )
+    params_after = np.array([calls.params(done[n][0]) for n in names], dtype=float)
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
-    return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, params_total, total_flops)
+    return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, float(calls.params(0)), total_flops)
 
 
 def _zoo_weights(store: FeatureStore) -> str | None:
@@ -278,13 +259,17 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     roles = store.attrs.get("layer_roles")
     roles = roles if isinstance(roles, dict) else {}
     # the op a layer's recorded parameters run: its module's class, or the conv a unit's ReLU is read after
-    types = store.attrs.get("layer_ops") or store.attrs.get("layer_types")  # layer_ops: absent in older caches
+    own = store.attrs.get("layer_types")
+    types = store.attrs.get("layer_ops") or own  # layer_ops: absent in older caches
     types = types if isinstance(types, list) and len(types) == len(names) else [""] * len(names)  # older caches
     counts = store.attrs.get("layer_params")
     counts = counts if isinstance(counts, list) and len(counts) == len(names) else [None] * len(names)
+    # the map a unit's op made, where it is not the layer's own: the conv's, before the pool it is read after
+    recorded = store.attrs.get("layer_op_shapes")  # absent in older caches
+    op_shapes = recorded if isinstance(recorded, list) and len(recorded) == len(names) else [None] * len(names)
     params, flops = [], []
     unsized = []  # embeddings whose parameters the cache does not record (a cache written before they were counted)
-    for name, shape, kind, count in zip(names, shapes, types, counts):
+    for name, shape, kind, count, op_shape in zip(names, shapes, types, counts, op_shapes):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
@@ -299,17 +284,20 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
             flops.append(float(c * positions))
         elif isinstance(count, int):
             # a conv's weights ÷ its output channels are the multiply-adds of one output element
-            # (c_(l−1)·k·k of them, ÷ groups), so P multiply-adds per position: its kernel counted
+            # (c_(l−1)·k·k of them, ÷ groups), so P multiply-adds at each position its op made: its kernel counted
             params.append(float(count))
-            flops.append(float(2 * count * positions))
+            flops.append(float(2 * count * _channels(op_shape or shape)[1]))
         else:  # no count recorded (an older cache, a state no module returned): a dense map between the channels
             params.append(float(c_prev * c))
             flops.append(float(2 * c_prev * c * positions))
     # the model's classifier runs after every cached layer (a head replaces it): MobileNetV2's is 37% of
-    # its parameters. Its input is the last cached layer's channels, pooled: a dense map to the logits.
-    classes = next((int(x.shape[1]) for sp in store.splits if (x := store.logits(sp, slice(0, 1))) is not None), 0)
-    cached = _cached_classifier(store, classes)  # counted above as a layer: not again after the last one
-    tail = 0.0 if cached else float(_channels(shapes[-1])[0] * classes)
+    # its parameters. A dense map from what it reads (the last cached layer's map flattened, or its channels
+    # pooled) to the logits.
+    classes, cached = _classifier(store)  # a cached classifier is counted above as a layer: not again
+    reads = store.attrs.get("classifier_inputs")  # absent in older caches
+    last, spread = _channels(shapes[-1])
+    width = reads if isinstance(reads, int) and reads > 0 else None
+    tail = 0.0 if cached else float((width or last) * classes)
     p, f = np.array(params), np.array(flops)
     p_after = np.array([p[i + 1 :].sum() + tail for i in range(len(p))])
     f_after = np.array([f[i + 1 :].sum() + 2 * tail for i in range(len(f))])
@@ -319,29 +307,51 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
             f"; the parameters of {unsized[0]}, an embeddings table the cache records no size of (the parameter "
             "shares saved read high)"
         )
+    warnings = [] if recorded is not None else _shrunk_warning(names, own, types)
+    if classes and not cached and width is None and len(shapes[-1]) == 3 and spread > 1:
+        warnings.append(
+            f"the classifier is counted as a dense map from {names[-1]}'s {last} channels, pooled, to the {classes} "
+            "logits: the cache records no width it reads (classifier_inputs: written before it was recorded, or no "
+            f"one op returned the logits), so where it reads the map flattened ({last * spread} values) its FLOPs "
+            "and parameters read low"
+        )
     how = f"{SHAPES_HOW}; not counted: {missed}"
-    return Costs("shapes", how, p_after, f_after, float(p.sum() + tail), float(f.sum() + 2 * tail), not_counted=missed)
+    total = (float(p.sum() + tail), float(f.sum() + 2 * tail))
+    return Costs("shapes", how, p_after, f_after, *total, not_counted=missed, warnings=warnings)
 
 
-def _cached_classifier(store: FeatureStore, classes: int) -> str | None:
-    """The cached layer whose rows are the cached logits (the classifier's own output, --layers …,fc), or
-    None: a layer of one value per class that the first rows show to be the model's answer."""
+def _shrunk_warning(names: list[str], own: Any, ops: list[str]) -> list[str]:
+    """What a cache written before ``layer_op_shapes`` leaves low: a unit read after a pool or flatten
+    (Conv–BN–ReLU–MaxPool2d(2) read after its pool) is counted at that layer's output size."""
+    own = own if isinstance(own, list) and len(own) == len(names) else ops
+    shrunk = [n for n, kind, op in zip(names, own, ops) if kind != op and re.search("Pool|Flatten", str(kind))]
+    if not shrunk:
+        return []
+    return [
+        f"a unit read after its pool or flatten (layers {', '.join(shrunk)}) is counted at that layer's output "
+        "size: the cache, written before layer_op_shapes, records no size its op ran at, so its FLOPs read low (4× "
+        "behind a 2×2 max-pool); extract the cache again to count it at its own size"
+    ]
+
+
+def _classifier(store: FeatureStore) -> tuple[int, str | None]:
+    """(the number of logits the cache holds, 0 when it holds none; the cached layer whose rows are
+    those logits, the classifier's own output, --layers …,fc, or None): a layer of one value per class
+    that the first rows show to be the model's answer."""
     split = next((sp for sp in store.splits if store.logits(sp, slice(0, 1)) is not None), None)
-    if split is None or classes == 0:
-        return None
+    if split is None:
+        return 0, None
     rows = slice(0, min(store.n(split), 8))
     logits = np.asarray(store.logits(split, rows), dtype=np.float32)
     scale = 1e-3 * max(1.0, float(np.abs(logits).max(initial=0.0)))  # a float16 cache rounds the layer's rows
-    return next(
-        (
-            name
-            for name, width in zip(store.layer_names, store.widths)
-            if width == classes
-            and (x := store.layer(split, name, rows)).shape == logits.shape
-            and np.allclose(x, logits, rtol=1e-3, atol=scale)
-        ),
-        None,
+    cached = (
+        name
+        for name, width in zip(store.layer_names, store.widths)
+        if width == logits.shape[1]
+        and (x := store.layer(split, name, rows)).shape == logits.shape
+        and np.allclose(x, logits, rtol=1e-3, atol=scale)
     )
+    return int(logits.shape[1]), next(cached, None)
 
 
 def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:

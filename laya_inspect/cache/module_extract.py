@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from ..layers import (
     parameter_counts,
     reduce_batch,
 )
-from ..models.sizes import unit_sizes, with_units
+from ..models.sizes import Unit, call_order, unit_sizes, with_units
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
 from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
@@ -83,7 +84,8 @@ def extract_from_module(
     was_training = model.training
     model.eval()
     try:
-        gathered = {s: _run(model, it, names, pool, modules, dev, s) for s, it in splits.items()}
+        # the first split's first batch alone counts each layer's unit (hooks on every module)
+        gathered = {s: _run(model, it, names, pool, modules, dev, s, not i) for i, (s, it) in enumerate(splits.items())}
     finally:
         model.train(was_training)
     ordered, moved = depth_order(names, next(iter(gathered.values())).order, "the order the model computes them")
@@ -98,7 +100,7 @@ def extract_from_module(
     returned = [n for n in names if first.returned.get(n) == len(classes)]
     logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
     types = [type(modules[n]).__name__ for n in names]
-    params, ops = with_units(first.units, names, parameter_counts(modules, names), types)
+    params, ops, op_shapes = with_units(first.units, names, parameter_counts(modules, names), types)
     attrs = {
         "tool_version": __version__,
         "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
@@ -108,10 +110,12 @@ def extract_from_module(
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,
+        "layer_op_shapes": op_shapes,
         "layer_pooling": [first.pooling[n] for n in names],
         "layer_shapes": [list(first.shapes[n]) for n in names],
         "layer_params": params,
         "layer_roles": {},
+        "classifier_inputs": None,  # no logits cached: no classifier after the layers is counted
         "data_spec": "batches:" + ",".join(splits),
         "transforms": {"note": "batches given in memory; their transforms are the caller's"},
         "split_info": {s: {"rows": g.n} for s, g in gathered.items()},
@@ -188,7 +192,7 @@ class _Split:
         self.batch_size = 0
         self.order: list[str] = []  # the layers in the order the first batch made their outputs
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
-        self.units: dict[str, tuple[int, str]] = {}  # models/sizes.unit_sizes of the first batch
+        self.units: dict[str, Unit] = {}  # models/sizes.unit_sizes of the first batch
 
     @property
     def n(self) -> int:
@@ -252,6 +256,7 @@ def _run(
     modules: dict[str, nn.Module],
     dev: torch.device,
     split: str,
+    count_units: bool,
 ) -> _Split:
     got = _Split()
     for i, batch in enumerate(batches):
@@ -259,8 +264,8 @@ def _run(
         if len(y) == 0:
             continue
         x = _to(inputs, dev)
-        sized = [] if got.parts else names  # the first batch alone counts each layer's unit (hooks on every module)
-        with torch.no_grad(), capture(model, names) as raw, unit_sizes(model, modules, sized) as units:
+        counted = call_order(model) if count_units and not got.parts else nullcontext()
+        with torch.no_grad(), capture(model, names) as raw, counted as calls:
             out = model(**x) if isinstance(x, Mapping) else model(x)
         mask = x.get("attention_mask") if isinstance(x, Mapping) else None
         feats, decided, shapes = reduce_batch(raw, names, pool, modules, mask=mask, image_hw=image_size_of(x))
@@ -269,7 +274,7 @@ def _run(
             raise InputError(f"split {split!r}, batch {i}: {len(y)} labels but layer outputs of another batch size")
         if not got.parts:
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
-            got.units = units
+            got.units = unit_sizes(calls, modules, names) if calls is not None else {}
             answer = forward_answer(out)
             got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):

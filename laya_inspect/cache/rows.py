@@ -23,7 +23,7 @@ from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
-from ..models.sizes import output_state_params, unit_sizes, with_units
+from ..models.sizes import call_order, classifier_inputs, output_state_params, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
@@ -96,7 +96,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     with (
         _largest_activation(model.module) as largest,
         autocast(device, config.amp),
-        unit_sizes(model.module, modules, names) as units,
+        call_order(model.module) as calls,
     ):
         raw, logits = model.run(to_device(inputs, device), names)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
@@ -104,7 +104,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
     types = [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names]
-    params, ops = with_units(units, names, parameter_counts(modules, names), types)
+    units = unit_sizes(calls, modules, names)
+    params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -114,9 +115,11 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,
+        "layer_op_shapes": op_shapes,
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
         "layer_params": _layer_params(model, params, names, inputs),
+        "classifier_inputs": classifier_inputs(calls, logits),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,
         # a relative path in data_spec (csv:text.csv) is read from here: explain finds the input again

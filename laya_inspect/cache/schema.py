@@ -21,6 +21,7 @@ PER_LAYER_ATTRS = (
     "layer_names",
     "layer_types",
     "layer_ops",
+    "layer_op_shapes",
     "layer_pooling",
     "layer_shapes",
     "layer_params",

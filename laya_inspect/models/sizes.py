@@ -1,16 +1,96 @@
 """The parameter count of each layer whose own module does not hold the op that made its output: a
 layer read from a model's output (a Hugging Face ``hidden_states.k``), which no module holds, and a
 hooked activation, pool or norm read after a conv or linear layer that is not cached (a plain
-Sequential's unit, Conv–BN–ReLU, read after its ReLU). The cache's ``layer_params`` (and ``layer_ops``)
-for such a layer, from which the shapes estimate of backbone compute (docs/METHOD.md, "Backbone
-compute") counts a block's or a unit's multiply-adds and the size of the embeddings table.
+Sequential's unit, Conv–BN–ReLU, read after its ReLU). The cache's ``layer_params`` (and ``layer_ops``,
+``layer_op_shapes``, ``classifier_inputs``) for such a layer, from which the shapes estimate of backbone
+compute (docs/METHOD.md, "Backbone compute") counts a block's or a unit's multiply-adds, the size of the
+embeddings table and the classifier's. Also the order of one forward pass that the model's own count of
+backbone compute places each layer in (:func:`call_order`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import math
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class Made(NamedTuple):
+    """Where a tensor was first returned: the clock then, what the stamp read then, a weak reference to
+    the tensor (an id is reused once its tensor is freed; none is held), the module, and the width of that
+    module's input rows."""
+
+    time: int
+    stamp: Any
+    tensor: weakref.ref[Any]
+    module: Any
+    reads: int | None
+
+
+class Calls:
+    """One forward pass in order, every hook advancing one clock (:meth:`tick`): when each module holding
+    parameters of its own was first called (``first``), the first module to return each tensor
+    (:meth:`maker`: a parent passing its block's output on does not move it), and each module's last return
+    with the shape it returned, without the batch axis (``last``)."""
+
+    def __init__(self, sizes: dict[int, int], stamp: Callable[[], Any]) -> None:
+        self.sizes = sizes
+        self.stamp = stamp
+        self.now = 0
+        self.first: dict[int, tuple[int, Any]] = {}
+        self.made: dict[int, Made] = {}
+        self.last: dict[int, tuple[int, list[int] | None]] = {}
+
+    def tick(self) -> int:
+        self.now += 1
+        return self.now
+
+    def called(self, m: Any, _args: Any) -> None:
+        self.first.setdefault(id(m), (self.tick(), m))
+
+    def returned(self, m: Any, args: Any, out: Any) -> None:
+        import torch
+
+        now = self.tick()
+        parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
+        made = [t for t in parts if isinstance(t, torch.Tensor)]
+        self.last[id(m)] = (now, [int(s) for s in made[0].shape[1:]] if made else None)
+        given = next((a for a in args if isinstance(a, torch.Tensor) and a.ndim and len(a)), None)
+        for t in made:
+            if self.maker(t) is None:
+                self.made[id(t)] = Made(
+                    now, self.stamp(), weakref.ref(t), m, None if given is None else given[0].numel()
+                )
+
+    def maker(self, t: Any) -> Made | None:
+        """Where the module that first returned the very tensor ``t`` returned it, or None."""
+        made = self.made.get(id(t))
+        return made if made is not None and made.tensor() is t else None
+
+    def params(self, after: float, upto: float = math.inf) -> int:
+        """The parameters of the modules first called after time ``after``, up to ``upto``."""
+        return sum(self.sizes[i] for i, (t, _) in self.first.items() if after < t <= upto)
+
+
+@contextmanager
+def call_order(root: Any, stamp: Callable[[], Any] = lambda: None) -> Iterator[Calls]:
+    """Hooks on every module of ``root`` for the forward pass run in the body, recording :class:`Calls`
+    (``stamp``: what each ``made`` entry also reads, FLOPs counted so far); removed on exit, also when the
+    body raises. A TorchScript module takes no hooks: it is left out (a TorchScript archive's record stays
+    empty)."""
+    import torch
+
+    calls = Calls(_own_sizes(root), stamp)
+    modules = [m for m in root.modules() if not isinstance(m, torch.jit.ScriptModule)]
+    handles = [m.register_forward_pre_hook(calls.called) for m in modules if calls.sizes[id(m)]]
+    handles += [m.register_forward_hook(calls.returned) for m in modules]
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def output_state_params(model: Any, inputs: Any) -> dict[str, int]:
@@ -27,38 +107,15 @@ def output_state_params(model: Any, inputs: Any) -> dict[str, int]:
     names = list(model.adapter.virtual_names)
     if not names or isinstance(model.module, torch.jit.ScriptModule):
         return {}
-    sizes = _own_sizes(model.module)
-    tick = [0]
-    first_call: dict[int, int] = {}
-    made: dict[int, tuple[int, Any]] = {}  # the tensor held too, so no id is reused while the model runs
-
-    def pre(m: Any, _args: Any) -> None:
-        tick[0] += 1
-        first_call.setdefault(id(m), tick[0])
-
-    def returned(_m: Any, _args: Any, out: Any) -> None:
-        tick[0] += 1
-        parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
-        for t in parts:
-            if isinstance(t, torch.Tensor):
-                made.setdefault(id(t), (tick[0], t))
-
-    modules = list(model.module.modules())
-    handles = [m.register_forward_pre_hook(pre) for m in modules if sizes[id(m)]]
-    handles += [m.register_forward_hook(returned) for m in modules]
-    try:
-        with torch.no_grad():
-            out = model.forward(inputs, [], lambda *_: None, True)
-    finally:
-        for h in handles:
-            h.remove()
+    with call_order(model.module) as calls, torch.no_grad():
+        out = model.forward(inputs, [], lambda *_: None, True)
     counts: dict[str, int] = {}
     start: int | None = 0
     for name in names:
-        end = made.get(id(model.adapter.virtual(out, name)))
-        if end is not None and start is not None and end[0] > start:
-            counts[name] = sum(sizes[i] for i, t in first_call.items() if start < t <= end[0])
-        start = end[0] if end is not None else None
+        end = calls.maker(model.adapter.virtual(out, name))
+        if end is not None and start is not None and end.time > start:
+            counts[name] = calls.params(start, end.time)
+        start = end.time if end is not None else None
     return counts
 
 
@@ -79,61 +136,51 @@ def _is_op(m: Any) -> bool:
     return any(True for _ in m.parameters(recurse=False)) and "Norm" not in type(m).__name__
 
 
-@contextmanager
-def unit_sizes(root: Any, modules: Mapping[str, Any], names: Sequence[str]) -> Iterator[dict[str, tuple[int, str]]]:
-    """Hooks for one forward pass run in the body; on exit the yielded dict holds ``{name: (parameters,
-    op class)}`` for each hooked layer in ``names`` that holds no op of its own (an activation, a pool,
-    a norm) but reads one no other of ``names`` does: the parameters of the modules first called after
-    the previous layer in ``names`` made its output, up to this one's (its own norm's included), and the
-    class of the last op among them (``Conv2d``). Counted alone, a ReLU read after its conv held 0
-    parameters and the shapes estimate took the unit for a per-element op, its conv's cost unseen.
+class Unit(NamedTuple):
+    """A layer's unit: its parameters, the class of its last op and the shape that op returned."""
 
-    A TorchScript module takes no hooks: the dict stays empty. The hooks are removed on exit, also when
-    the body raises.
-    """
-    import torch
+    params: int
+    op: str
+    shape: list[int] | None
 
-    found: dict[str, tuple[int, str]] = {}
+
+def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -> dict[str, Unit]:
+    """``{name: Unit}`` for each hooked layer in ``names`` that holds no op of its own (an activation, a
+    pool, a norm) but reads one no other of ``names`` does, from the pass ``calls`` recorded: the
+    parameters of the modules first called after the previous layer in ``names`` made its output, up to
+    this one's (its own norm's included), the class of the last op among them (``Conv2d``) and its output
+    shape (a unit read after its pool: the conv's map, before the pool halved it). Counted alone, a ReLU
+    read after its conv held 0 parameters and the shapes estimate took the unit for a per-element op, its
+    conv's cost unseen. A module run twice: where its last output was made, as capture keeps."""
     hooked = [n for n in names if n in modules and not any(_is_op(m) for m in modules[n].modules())]
-    if not hooked or isinstance(root, torch.jit.ScriptModule):
-        yield found
-        return
-    sizes = _own_sizes(root)
-    tick = [0]
-    first_call: dict[int, tuple[int, Any]] = {}
-    made: dict[str, int] = {}
-
-    def pre(m: Any, _args: Any) -> None:
-        tick[0] += 1
-        first_call.setdefault(id(m), (tick[0], m))
-
-    def returned(name: str) -> Any:
-        def hook(_m: Any, _args: Any, _out: Any) -> None:
-            tick[0] += 1
-            made[name] = tick[0]  # a module run twice: where its last output was made, as capture keeps
-
-        return hook
-
-    handles = [m.register_forward_pre_hook(pre) for m in root.modules() if sizes[id(m)]]
-    handles += [modules[n].register_forward_hook(returned(n)) for n in names if n in modules]
-    try:
-        yield found
-    finally:
-        for h in handles:
-            h.remove()
+    done = {n: calls.last[id(modules[n])][0] for n in names if n in modules and id(modules[n]) in calls.last}
+    found: dict[str, Unit] = {}
+    in_order = sorted(calls.first.values(), key=lambda tm: tm[0])
     start = 0
-    for name in sorted(made, key=made.__getitem__):
-        window = [(t, m) for t, m in first_call.values() if start < t <= made[name]]
-        ops = [m for _, m in sorted(window, key=lambda tm: tm[0]) if _is_op(m)]
+    for name in sorted(done, key=done.__getitem__):
+        ops = [m for t, m in in_order if start < t <= done[name] and _is_op(m)]
         if name in hooked and ops:
-            found[name] = (sum(sizes[id(m)] for _, m in window), type(ops[-1]).__name__)
-        start = made[name]
+            found[name] = Unit(calls.params(start, done[name]), type(ops[-1]).__name__, calls.last[id(ops[-1])][1])
+        start = done[name]
+    return found
+
+
+def classifier_inputs(calls: Calls, logits: Any) -> int | None:
+    """The width of the rows the model's classifier reads (a Linear after a Flatten: the flattened map;
+    MobileNetV2's: the 1280 pooled channels): the input of the first module that returned the very
+    ``logits`` tensor, where that module is one op with no submodules; else None."""
+    made = calls.maker(logits) if logits is not None else None
+    if made is None or not _is_op(made.module) or any(True for _ in made.module.children()):
+        return None
+    return made.reads
 
 
 def with_units(
-    units: Mapping[str, tuple[int, str]], names: Sequence[str], counts: Sequence[int | None], types: Sequence[str]
-) -> tuple[list[int | None], list[str]]:
-    """The cache's ``layer_params`` and ``layer_ops``: each layer's own count and class (``counts``,
-    ``types``), or its unit's, where :func:`unit_sizes` found one."""
-    params = [units[n][0] if n in units else c for n, c in zip(names, counts)]
-    return params, [units[n][1] if n in units else t for n, t in zip(names, types)]
+    units: Mapping[str, Unit], names: Sequence[str], counts: Sequence[int | None], types: Sequence[str]
+) -> tuple[list[int | None], list[str], list[list[int] | None]]:
+    """The cache's ``layer_params``, ``layer_ops`` and ``layer_op_shapes``: each layer's own count and
+    class (``counts``, ``types``) and no shape of another op's, or its unit's, where :func:`unit_sizes`
+    found one."""
+    params = [units[n].params if n in units else c for n, c in zip(names, counts)]
+    ops = [units[n].op if n in units else t for n, t in zip(names, types)]
+    return params, ops, [units[n].shape if n in units else None for n in names]
