@@ -36,8 +36,9 @@ VERDICT_NOTE = (
 @dataclass
 class InputView:
     """The row's raw input: ``kind`` "image" (``image`` (H, W) or (H, W, 3) in [0, 1]), "text"
-    (``text``), or None with ``note`` saying why it is not shown; ``source``: the file the row was read
-    from, relative to the data's folder, where the data are files (an image folder), else ""."""
+    (``text``), or None with ``note`` saying why it is not shown; ``source``: what names the row beside
+    its number: the file it was read from, relative to the data's folder, where the data are files (an
+    image folder), the start of a text, quoted, else ""."""
 
     kind: str | None
     image: np.ndarray | None = None
@@ -189,7 +190,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
         note = _cut_note(store, raw[0]) if raw[0].strip() else f"an empty text: its {EMPTY_TEXT}"
-        return InputView("text", text=raw[0], note=note)
+        return InputView("text", text=raw[0], note=note, source=_text_start(raw[0]))
     x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.ndim != 3:
@@ -197,6 +198,15 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     arr = arr.astype(np.float64) / (255.0 if arr.dtype == np.uint8 else 1.0)
     img = np.clip(np.moveaxis(arr, 0, -1), 0.0, 1.0)  # (H, W, C)
     return InputView("image", image=img[..., 0] if img.shape[-1] == 1 else img[..., :3], source=source)
+
+
+SOURCE_CHARS = 60  # of a text named beside its row number: about a file name's length
+
+
+def _text_start(text: str) -> str:
+    """The text's first SOURCE_CHARS characters, quoted as Python writes a string: a newline or a
+    direction override as an escape, so the name stays on its line and in its order."""
+    return repr(text if len(text) <= SOURCE_CHARS else text[: SOURCE_CHARS - 1] + "…")
 
 
 def _file_of(location: str, headers: Any, source_row: int) -> str:
@@ -394,7 +404,8 @@ def explain_figure(e: Explanation) -> Any:
         # the note first: a text cut to the model's length runs past what the panel shows
         shown = "\n\n".join(textwrap.fill(s, 45) for s in (e.input.note, text) if s)
         ax_in.text(0.0, 1.0, shown, va="top", ha="left", fontsize=8, wrap=True)
-        ax_in.set_title("input text" if e.input.kind == "text" else "input", fontsize=10)
+        named = f"input text ({e.input.where(e.source_row)})" if e.input.kind == "text" else "input"
+        ax_in.set_title(wrap(named, 3.3, 10), fontsize=10)
     ax_in.set_axis_off()
     x = np.arange(len(e.layer_names))
     for m, s in e.scores.items():

@@ -316,6 +316,35 @@ def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) 
     assert absent.kind is None and "is not in split 'test'" in absent.note
 
 
+def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_file(tmp_path: Path) -> None:
+    """QA: explain on a CSV of texts said only "source row 9" in its header and the figure's input
+    panel, where an image folder's row names its file: a reader matching a row to their table had a
+    number alone. The row is now named by its text's first 60 characters, quoted."""
+    from helpers import write_cache
+
+    from laya_inspect.explain import read_input
+
+    texts = [f"review {i}" for i in range(12)]
+    texts[9] = "an unusually long review that goes on about the film " * 4
+    lines = ["text,label,split"] + [
+        f"{t},{'pos' if i % 2 else 'neg'},{'test' if i >= 8 else 'train'}" for i, t in enumerate(texts)
+    ]
+    data = tmp_path / "reviews.csv"
+    data.write_text("\n".join(lines) + "\n")
+    feats = [np.random.default_rng(0).normal(size=(4, 3)).astype("float32") for _ in range(2)]
+    cache = write_cache(
+        tmp_path / "t.h5",
+        {"test": (feats, np.array([0, 1, 0, 1]))},
+        data_spec=f"csv:{data}",
+        indices={"test": np.arange(8, 12)},
+    )
+    with FeatureStore(cache) as store:
+        short, long = read_input(store, "test", 8, label=0), read_input(store, "test", 9, label=1)
+    assert short.where(8) == "source row 8: 'review 8'"
+    assert long.text == texts[9] and long.source == repr(texts[9][:59] + "…")
+    assert long.where(9) == "source row 9: 'an unusually long review that goes on about the film an unu…'"
+
+
 def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path) -> None:
     """QA: explain on a test row whose text was empty printed "input: " and nothing else, then a
     confident prediction and its layer table; only the cache's warning, naming a CSV line, not the
@@ -371,6 +400,9 @@ def test_a_text_with_a_newline_or_a_direction_override_is_shown_on_one_line(tmp_
     assert result.exit_code == 0, result.output
     (line,) = [x for x in result.output.splitlines() if x.startswith("input:")]
     assert line == "input: first line\\nsecond \\u202eline", line
+    # the header names the row by its text's start, as an image row by its file, on the same line
+    (header,) = [x for x in result.output.splitlines() if "(source row 20" in x]
+    assert "(source row 20: 'first line\\nsecond \\u202eline'): label" in header, header
 
 
 def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
