@@ -316,16 +316,10 @@ def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) 
     assert absent.kind is None and "is not in split 'test'" in absent.note
 
 
-def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_file(tmp_path: Path) -> None:
-    """QA: explain on a CSV of texts said only "source row 9" in its header and the figure's input
-    panel, where an image folder's row names its file: a reader matching a row to their table had a
-    number alone. The row is now named by its text's first 60 characters, quoted."""
+def _reviews_cache(tmp_path: Path, texts: list[str]) -> Path:
+    """A cache of random features over test rows 8 … 11 of a CSV of ``texts`` labelled neg, pos, …"""
     from helpers import write_cache
 
-    from laya_inspect.explain import read_input
-
-    texts = [f"review {i}" for i in range(12)]
-    texts[9] = "an unusually long review that goes on about the film " * 4
     lines = ["text,label,split"] + [
         f"{t},{'pos' if i % 2 else 'neg'},{'test' if i >= 8 else 'train'}" for i, t in enumerate(texts)
     ]
@@ -338,7 +332,18 @@ def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_fil
         data_spec=f"csv:{data}",
         indices={"test": np.arange(8, 12)},
     )
-    with FeatureStore(cache) as store:
+    return cache
+
+
+def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_file(tmp_path: Path) -> None:
+    """QA: explain on a CSV of texts said only "source row 9" in its header and the figure's input
+    panel, where an image folder's row names its file: a reader matching a row to their table had a
+    number alone. The row is now named by its text's first 60 characters, quoted."""
+    from laya_inspect.explain import read_input
+
+    texts = [f"review {i}" for i in range(12)]
+    texts[9] = "an unusually long review that goes on about the film " * 4
+    with FeatureStore(_reviews_cache(tmp_path, texts)) as store:
         short, long = read_input(store, "test", 8, label=0), read_input(store, "test", 9, label=1)
     assert short.where(8) == "source row 8: 'review 8'"
     assert long.text == texts[9] and long.source == repr(texts[9][:59] + "…")
@@ -349,24 +354,10 @@ def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path) -> Non
     """QA: explain on a test row whose text was empty printed "input: " and nothing else, then a
     confident prediction and its layer table; only the cache's warning, naming a CSV line, not the
     row, said that such a row describes the empty string. The row's own view now says it."""
-    from helpers import write_cache
-
     from laya_inspect.explain import read_input
 
     texts = [f"review {i}" if i != 9 else "  " for i in range(12)]
-    lines = ["text,label,split"] + [
-        f"{t},{'pos' if i % 2 else 'neg'},{'test' if i >= 8 else 'train'}" for i, t in enumerate(texts)
-    ]
-    data = tmp_path / "reviews.csv"
-    data.write_text("\n".join(lines) + "\n")
-    feats = [np.random.default_rng(0).normal(size=(4, 3)).astype("float32") for _ in range(2)]
-    cache = write_cache(
-        tmp_path / "t.h5",
-        {"test": (feats, np.array([0, 1, 0, 1]))},
-        data_spec=f"csv:{data}",
-        indices={"test": np.arange(8, 12)},
-    )
-    with FeatureStore(cache) as store:
+    with FeatureStore(_reviews_cache(tmp_path, texts)) as store:
         empty, full = read_input(store, "test", 9, label=1), read_input(store, "test", 8, label=0)
     assert empty.kind == "text" and "an empty text: its features describe the empty string" in empty.note
     assert full.kind == "text" and full.text == "review 8" and not full.note
