@@ -242,21 +242,37 @@ def is_rnn(module: nn.Module | None) -> TypeGuard[nn.Module]:
     return isinstance(module, nn.RNNBase) or getattr(module, "original_name", None) in RNN_TYPES
 
 
-def _first_tensor(obj: Any) -> Tensor:
-    """The first tensor in a (nested) tuple, list, dict or ``ModelOutput``."""
+def _tensors(obj: Any) -> Iterator[Tensor]:
+    """The tensors in a (nested) tuple, list, dict or ``ModelOutput``, in order."""
     if isinstance(obj, Tensor):
-        return obj
-    if isinstance(obj, nn.utils.rnn.PackedSequence):
-        return nn.utils.rnn.pad_packed_sequence(obj, batch_first=True)[0]
-    if hasattr(obj, "to_tuple"):  # transformers ModelOutput
-        obj = obj.to_tuple()
-    values = obj.values() if isinstance(obj, Mapping) else obj if isinstance(obj, (tuple, list)) else ()
-    for value in values:
-        try:
-            return _first_tensor(value)
-        except InputError:
-            continue
-    raise InputError(f"layer output of type {type(obj).__name__} holds no tensor to pool")
+        yield obj
+    elif isinstance(obj, nn.utils.rnn.PackedSequence):
+        yield nn.utils.rnn.pad_packed_sequence(obj, batch_first=True)[0]
+    else:
+        if hasattr(obj, "to_tuple"):  # transformers ModelOutput
+            obj = obj.to_tuple()
+        values = obj.values() if isinstance(obj, Mapping) else obj if isinstance(obj, (tuple, list)) else ()
+        for value in values:
+            yield from _tensors(value)
+
+
+def _first_tensor(obj: Any) -> Tensor:
+    """The first tensor with a batch axis in a (nested) tuple, list, dict or ``ModelOutput``. A
+    0-dim one (an auxiliary loss, a count) holds nothing per row and is passed over; one number per
+    row first, beside a tensor of more axes (a score and the features it was taken from), is refused:
+    which of them is the layer's state is the user's to say."""
+    found = [t for t in _tensors(obj) if t.ndim > 0]
+    if not found:
+        raise InputError(f"layer output of type {type(obj).__name__} holds no tensor with a batch axis to pool")
+    first, wider = found[0], next((t for t in found[1:] if t.ndim > 1), None)
+    if first.ndim == 1 and wider is not None:
+        raise InputError(
+            f"its output ({type(obj).__name__}) holds one number per row first (N,) and an "
+            f"(N, {', '.join(map(str, wider.shape[1:]))}) tensor after it: which of them is the layer's state "
+            "is not clear; give --layers the submodule that makes the one wanted (--list-layers names them), "
+            "or return it first"
+        )
+    return first
 
 
 def _rnn_sequence(output: Any, module: nn.Module) -> Tensor:

@@ -320,6 +320,43 @@ def test_pool_tuple_uses_first_tensor():
     torch.testing.assert_close(pool({"a": x})[0], x[:, 0])
 
 
+class _ScoreFirst(nn.Module):
+    """A user's block that returns what it computed in its own order: a dict with an auxiliary loss
+    first, or a tuple with a per-row score before the feature map."""
+
+    def __init__(self, order: str) -> None:
+        super().__init__()
+        self.order, self.conv = order, nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> object:
+        y = torch.relu(self.conv(x))
+        if self.order == "dict":
+            return {"aux_loss": y.square().mean(), "features": y}
+        return y.mean((1, 2, 3)), y
+
+
+def test_a_blocks_auxiliary_loss_is_passed_over_and_a_score_before_its_features_refused():
+    """QA: a user's convnet whose block returned {"aux_loss": scalar, "features": map} stopped extract
+    with a bare IndexError (the scalar was pooled); one returning (score per row, map) was stored as a
+    layer of width 1, its score, with no word. The scalar holds nothing per row and is passed over;
+    the score first is refused, naming what the output holds."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, 8)
+    net = nn.Sequential(_ScoreFirst("dict"))
+    with capture(net, ["0"]) as raw:
+        feats = net(x)["features"]
+    pooled, decided, shapes = reduce_batch(raw, ["0"], "auto", net)
+    torch.testing.assert_close(pooled["0"], feats.mean((2, 3)))
+    assert decided == {"0": "gap"} and shapes == {"0": (4, 8, 8)}
+    net = nn.Sequential(_ScoreFirst("tuple"))
+    with capture(net, ["0"]) as raw:
+        net(x)
+    with pytest.raises(InputError, match=r"layer '0': .*one number per row first \(N,\) and an \(N, 4, 8, 8\) tensor"):
+        reduce_batch(raw, ["0"], "auto", net)
+    with pytest.raises(InputError, match="no tensor with a batch axis"):
+        pool(torch.tensor(1.0))
+
+
 @pytest.mark.parametrize(("kind", "batch_first"), [("LSTM", True), ("LSTM", False), ("GRU", True)])
 def test_pool_rnn_final_hidden_state_both_directions(kind, batch_first):
     torch.manual_seed(0)
