@@ -537,3 +537,30 @@ def image_spec(channels):
     return SimpleNamespace(
         kind="image", channels=channels, size=hw, hw=hw, mean=None, std=None, max_length=None, resize=None
     )
+
+
+def test_files_with_transparency_beside_opaque_ones_are_counted_and_named(tmp_path):
+    """QA: a CIFAR-like folder holding a PNG with an alpha channel (here transparent throughout, as an
+    export of a mask can be) was read as a blank white image, composited on white, with no word, beside
+    opaque photos; a palette PNG with a transparent colour likewise. They are now counted and named; a
+    folder whose every file is transparent (icons) is read one way throughout and says nothing."""
+    root = tmp_path / "clear"
+    for name in PHOTOS[:4]:
+        save_jpg(root / ("a" if name < "coffee" else "b") / f"{name}.jpg", photo(name))
+    rgba = np.dstack([np.asarray(photo("coffee")), np.zeros((48, 48), np.uint8)])
+    Image.fromarray(rgba, "RGBA").save(root / "a" / "mask.png")
+    keyed = photo("rocket").convert("P")
+    keyed.save(root / "b" / "keyed.png", transparency=0)
+
+    def said():
+        b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, input_spec=image_spec(3))
+        return [w for w in b.warnings if "image files are" in w]
+
+    (line,) = said()
+    assert "2 of 6 image files are transparent in part or whole, composited on white" in line, line
+    assert "a/mask.png, b/keyed.png" in line and "chelsea" not in line
+    _, pixels, _ = all_rows(root, input_spec=image_spec(3))
+    assert sum(bool((x == 1.0).all()) for x in pixels) == 1  # the mask: the blank white input said
+    for f in root.glob("*/*.jpg"):
+        f.unlink()
+    assert said() == []

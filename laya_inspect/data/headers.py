@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ImageFileError, InputError, few
 
 GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
+ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")  # composited on white when read (images.py)
 ORIENTATION = 0x0112  # the EXIF tag that says how a camera's stored pixels are turned to be upright
 _SIDEWAYS = (5, 6, 7, 8)  # ... of which these swap width and height
 SHOWN = 5  # files named in one message
@@ -45,13 +46,15 @@ class FileHeader:
     """What an image file's header says. ``size``: (H, W) as :func:`~.images.read_image` gives it,
     None when the header cannot be read (``problem`` says why); ``pages``: a TIFF's pages, its
     reduced-resolution copies aside (the first page is the one read); ``channels``: 1 for a greyscale
-    file, 3 for any other (palette files count as colour)."""
+    file, 3 for any other (palette files count as colour); ``alpha``: the file has transparency that
+    reading composites on white (an alpha channel, or a palette's transparent colour)."""
 
     path: str
     size: tuple[int, int] | None
     problem: str = ""
     pages: int = 1
     channels: int = 3
+    alpha: bool = False
 
 
 def file_header(path: str) -> FileHeader:
@@ -65,7 +68,8 @@ def file_header(path: str) -> FileHeader:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
             channels = 1 if im.mode in GREY_MODES else 3
-            return FileHeader(path, size, pages=_pages(im), channels=channels)
+            alpha = im.mode in ALPHA_MODES or (im.mode == "P" and "transparency" in im.info)
+            return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=alpha)
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:
@@ -174,19 +178,29 @@ def converted_warning(where: str, root: str, headers: Sequence[FileHeader], chan
     """A warning when files are converted to ``channels`` (what they are decoded to) across colour: colour
     files read as greyscale lose their colour, and greyscale files replicated to RGB beside colour ones are
     inputs unlike the rest (a black-and-white photo's features are not those of the same scene in colour).
-    A folder wholly greyscale read by an RGB model (digits, X-rays) is what the replication is for: no warning."""
-    grey = [h for h in headers if h.size is not None and h.channels == 1]
-    colour = [h for h in headers if h.size is not None and h.channels == 3]
+    A folder wholly greyscale read by an RGB model (digits, X-rays) is what the replication is for: no warning.
+    Files with transparency beside opaque ones are said likewise: their transparent pixels are read as
+    white, whatever the photos around them show (a file transparent throughout is a blank white input)."""
+    read = [h for h in headers if h.size is not None]
+    grey = [h for h in read if h.channels == 1]
+    colour = [h for h in read if h.channels == 3]
+    clear = [h for h in read if h.alpha]
+    said = []
     if channels == 1 and colour:
-        moved, how = colour, "in colour, converted to greyscale by luma (their colour is not read)"
+        how = "in colour, converted to greyscale by luma (their colour is not read)"
+        said.append((colour, f"{how}, as the images are read with 1 channel"))
     elif channels == 3 and grey and colour:
-        moved, how = grey, "greyscale, replicated to RGB beside colour ones (inputs unlike the rest)"
-    else:
-        return []
-    shown = few([relative(h.path, root) for h in sorted(moved, key=lambda h: h.path)], SHOWN)
+        how = "greyscale, replicated to RGB beside colour ones (inputs unlike the rest)"
+        said.append((grey, f"{how}, as the images are read with 3 channels"))
+    if clear and len(clear) < len(read):
+        said.append(
+            (clear, "transparent in part or whole, composited on white beside opaque ones (inputs unlike the rest)")
+        )
     return [
-        f"{where}: {len(moved)} of {len(grey) + len(colour)} image files are {how}, as the images are read with "
-        f"{channels} channel{'s' * (channels != 1)}: {shown}; convert or remove them to read inputs of one kind"
+        f"{where}: {len(moved)} of {len(read)} image files are {how}: "
+        f"{few([relative(h.path, root) for h in sorted(moved, key=lambda h: h.path)], SHOWN)}; convert or remove "
+        "them to read inputs of one kind"
+        for moved, how in said
     ]
 
 

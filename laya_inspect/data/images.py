@@ -28,6 +28,7 @@ import torch
 from ..errors import ImageFileError, InputError, few
 from .base import Source, SplitSource, composed, read_failed, stratified_split, user_path
 from .headers import (
+    ALPHA_MODES,
     FileHeader,
     file_header,
     folder_channels,
@@ -137,7 +138,6 @@ def array_source(
 # 8-bit results are uint8 tensors (C, H, W); 16-bit and float ones are float32 in [0, 1].
 
 WIDE_MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N", "F")  # more than 8 bits: never through uint8
-_ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 DECODE = (
     "each file converted on its own with PIL: EXIF orientation applied first (upright as a viewer "
     "shows it), alpha composited on white, palette and CMYK to RGB, "
@@ -199,7 +199,7 @@ def _on_white(im: Any) -> Any:
 
     if im.mode == "P":
         im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-    if im.mode not in _ALPHA_MODES:
+    if im.mode not in ALPHA_MODES:
         return im
     rgba = im.convert("RGBA")
     white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
