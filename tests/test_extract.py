@@ -161,6 +161,46 @@ def test_resume_over_an_edited_model_with_the_same_weights_is_refused(tmp_path, 
     assert extract_features(config).resumed_from["train"] == 300
 
 
+_SHARED_NET = """
+from collections import OrderedDict
+
+from torch import nn
+
+
+def build():  # one ReLU built once and used after each layer, as a user's net may
+    act = nn.ReLU()
+    parts = [("flat", nn.Flatten()), ("fc1", nn.Linear(64, 32)), ("act", act), ("fc2", nn.Linear(32, 16))]
+    return nn.Sequential(OrderedDict([*parts, ("act2", act), ("out", nn.Linear(16, 10))]))
+"""
+
+
+def test_a_module_run_at_several_places_is_said_to_be_read_at_its_last(tmp_path, monkeypatch):
+    """QA: a user's net that reuses one activation module after each layer (a ReLU built once), with
+    --layers naming it, cached only its last run's output under that name, moved after the layer it
+    followed there, with no word: the reader took it for the activation where it was named first."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qa_shared_net.py").write_text(_SHARED_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import qa_shared_net
+
+    torch.manual_seed(0)
+    torch.save(qa_shared_net.build().state_dict(), tmp_path / "net.pt")
+
+    def extract(out, layers):
+        model, weights = "python:qa_shared_net:build", "net.pt"
+        config = ExtractConfig(
+            model=model, weights=weights, data="digits", out=out, layers=layers, limit=40, device="cpu"
+        )
+        return extract_features(config).warnings
+
+    said = "layer(s) 'act' (2 times) ran more than once in one forward pass (one module used at several places)"
+    assert any(w.startswith(said) for w in extract("f.h5", "fc1,act,fc2"))
+    with FeatureStore(tmp_path / "f.h5") as store:
+        assert store.layer_names == ["fc1", "fc2", "act"] and store.widths == [32, 16, 16]
+        assert any(w.startswith(said) for w in store.attrs["warnings"])
+    assert not any("more than once" in w for w in extract("g.h5", "fc1,fc2"))
+
+
 def test_amp_is_said_in_the_cache_and_the_terminal_and_changes_the_fingerprint(ckpt, tmp_path):
     """--amp rows are not float32's: extract warns, the cache records the warning and its fingerprint
     differs from the float32 cache of the same options, so their heads are told apart."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
+from ..models.base import rerun_warning
 from ..models.sizes import call_order, classifier_inputs, output_state_params, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -98,7 +100,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         autocast(device, config.amp),
         call_order(model.module) as calls,
     ):
-        raw, logits = model.run(to_device(inputs, device), names)
+        raw, logits = model.run(to_device(inputs, device), names, calls=(runs := Counter[str]()))
+    warnings += rerun_warning(runs)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
     warnings += [moved] if moved else []
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
