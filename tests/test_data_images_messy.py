@@ -564,3 +564,22 @@ def test_files_with_transparency_beside_opaque_ones_are_counted_and_named(tmp_pa
     for f in root.glob("*/*.jpg"):
         f.unlink()
     assert said() == []
+
+
+def test_files_with_no_extension_in_a_class_folder_are_said_not_to_be_read(tmp_path):
+    """QA: a photo saved without an extension (as a download script may name it) beside JPEGs in a class
+    folder was left out of the rows with no word, where an image in a format not read (.gif) is
+    counted and named. Files with no extension are now counted and named too."""
+    root = tmp_path / "bare"
+    for name in PHOTOS[:4]:
+        save_jpg(root / ("a" if name < "coffee" else "b") / f"{name}.jpg", photo(name))
+    photo("rocket").save(root / "a" / "IMG_0412", format="JPEG")
+    (root / "b" / "README").write_text("photos from the shoot")
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
+    assert sum(split.n for split in b.splits.values()) == 4
+    (line,) = [w for w in b.warnings if "no extension" in w]
+    assert "2 file(s) in the class folders have no extension and are not read (a/IMG_0412, b/README)" in line
+    (root / "a" / "IMG_0412").rename(root / "a" / "IMG_0412.jpg")
+    (root / "b" / "README").unlink()
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
+    assert sum(split.n for split in b.splits.values()) == 5 and not [w for w in b.warnings if "extension" in w]

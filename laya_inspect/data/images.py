@@ -247,6 +247,9 @@ class Skipped:
     """What listing the class folders left out, each kept for the warning that says so."""
 
     formats: Counter[str] = field(default_factory=Counter)  # images in formats not read, by extension
+    bare: list[str] = field(
+        default_factory=list
+    )  # files with no extension (paths): images saved without one are not read
     hidden_files: list[str] = field(default_factory=list)  # image files named '.…' (paths)
     hidden_folders: list[str] = field(default_factory=list)  # folders named '.…' (not entered)
     loops: list[str] = field(default_factory=list)  # linked folders that lead back above themselves
@@ -302,6 +305,8 @@ def _image_files(d: Path, skipped: Skipped, *, classes: frozenset[str]) -> list[
                 files.append((e.path, _real(e, chain[-1])))
             elif e.name.lower().endswith(OTHER_IMAGES):
                 skipped.formats[os.path.splitext(e.name)[1].lower()] += 1
+            elif "." not in e.name and e.is_file():
+                skipped.bare.append(e.path)
         found.append((folder, files))
 
     try:
@@ -395,6 +400,12 @@ def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
         out.append(
             f"{where}: {sum(skipped.formats.values())} image(s) in the class folders are not read ({kinds}): "
             f"the formats read are {', '.join(IMG_EXTENSIONS)}; convert the others to PNG or JPEG to include them"
+        )
+    if skipped.bare:
+        out.append(
+            f"{where}: {len(skipped.bare)} file(s) in the class folders have no extension and are not read "
+            f"({_some(root, skipped.bare)}): a file is read by its name's extension ({', '.join(IMG_EXTENSIONS)}); "
+            "if they are images, name them so to include them"
         )
     hidden = skipped.hidden_files + skipped.hidden_folders
     if hidden:
