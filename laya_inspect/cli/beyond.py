@@ -12,7 +12,7 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import exit_cut_note, verdict_drawn
 from ..options import field_of
-from ..report.reading import alpha_fit_note, est, one_seed_sentence, with_ci
+from ..report.reading import alpha_fit_note, est, one_seed_sentence, seeds_said, with_ci
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -81,7 +81,7 @@ def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
     from ..beyond.costs import saved_cell, smallest_k_text, smallest_within
 
     table = titled_table(
-        f"prune {head_dir} · {s['mode']} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · all layers: "
+        f"prune {head_dir} · {s['mode']} · {seeds_said(s)} · all layers: "
         f"test accuracy {_ci(s['reference']['test_acc'])} · compute {s['costs']['source']}",
         "ranking",
         "smallest k",
@@ -231,8 +231,7 @@ def early_exit_command(
     s = result.summary
     _settings(s)
     table = titled_table(
-        f"early exit {head_dir} · {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'} · compute "
-        f"{s['costs']['source']}",
+        f"early exit {head_dir} · {seeds_said(s)} · compute {s['costs']['source']}",
         "rule",
         "held-out area",
         "in-sample area (optimistic)",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,19 +124,23 @@ def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
     return bounded(est, low - high, high - low) if base != key else bounded(est, low, high)
 
 
-def ranged_note(entry: dict[str, Any]) -> str | None:
-    """Where :func:`ranged` cut an interval of an across-seed ablation entry, in words with the t
-    bounds, so a shown end at the range's edge is not read as the interval's own. None where none was."""
+def named_estimates(entry: dict[str, Any], labels: Mapping[str, str] = LABELS) -> dict[str, dict[str, Any]]:
+    """An across-seed ablation entry's interval estimates by "<method> <score>" (``labels`` names the
+    scores; " − constant" after a difference to the constant rule)."""
 
     def name(key: str) -> str:
         base = key.removesuffix("_minus_constant")
-        return LABELS.get(base, base) + " − constant" * (base != key)
+        return labels.get(base, base) + " − constant" * (base != key)
 
-    named = {
-        f"{m} {name(key)}": est for m, row in entry_rows(entry) for key, est in row.items() if isinstance(est, dict)
-    }
+    rows = entry_rows(entry)
+    return {f"{m} {name(key)}": est for m, row in rows for key, est in row.items() if isinstance(est, dict)}
+
+
+def ranged_note(entry: dict[str, Any]) -> str | None:
+    """Where :func:`ranged` cut an interval of an across-seed ablation entry, in words with the t
+    bounds, so a shown end at the range's edge is not read as the interval's own. None where none was."""
     return cut_note(
-        named,
+        named_estimates(entry),
         "across seeds",
         "its score's range",
         "[0, 1] for top-layer agreement, [−1, 1] for ρ, twice as wide for a difference to the constant rule",

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN, VERDICTS
 from ..compare.records import carried
-from ..compare.seeds import by_seed, entry_rows, ranged_note, seed_verdicts
+from ..compare.seeds import by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
@@ -60,16 +60,14 @@ def fit_width(table: RichTable, console: Console) -> RichTable:
             left = max(0, left - pad_right)
         overhead += left + right
     room = console.width - overhead
-    lows, highs = [], []
-    for column in table.columns:
-        sizes = [Measurement.get(console, options, cell) for cell in (column.header, *column.cells)]
-        high = max(m.maximum for m in sizes)
-        lows.append(high if column.no_wrap else max(m.minimum for m in sizes))
-        highs.append(high)
+    sizes = [[Measurement.get(console, options, cell) for cell in (k.header, *k.cells)] for k in table.columns]
+    highs = [max(m.maximum for m in s) for s in sizes]
+    words = [max(m.minimum for m in s) for s in sizes]  # each column's longest word
+    lows = [h if k.no_wrap else w for k, h, w in zip(table.columns, highs, words)]
     if sum(highs) <= room:
         return table  # Rich gives every column all it holds
     if sum(lows) > room:  # the unbreakable columns (a name, an estimate) may wrap between their words too
-        lows = [max(Measurement.get(console, options, c).minimum for c in (k.header, *k.cells)) for k in table.columns]
+        lows = words
         for column in table.columns:
             column.no_wrap = False
     if sum(lows) > room:
@@ -145,13 +143,8 @@ def verdict_line(head: dict[str, Any]) -> Text | None:
 def cut_short(entry: dict[str, Any]) -> str | None:
     """:func:`ranged_note` without the t bounds (report.html gives them): which cells show an interval
     cut to its score's range."""
-    short = {key: col for col, key in SCORES.items()}
-    cut = [
-        f"{m} {short.get(key.removesuffix('_minus_constant'), key)}" + " − constant" * key.endswith("_minus_constant")
-        for m, row in entry_rows(entry)
-        for key, est in row.items()
-        if isinstance(est, dict) and est.get("clipped")
-    ]
+    named = named_estimates(entry, {key: col for col, key in SCORES.items()})
+    cut = [name for name, est in named.items() if est.get("clipped")]
     if not cut:
         return None
     said = "across seeds: the t-interval over the seeds is too wide for its score's range, shown cut to it: "

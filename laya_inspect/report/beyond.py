@@ -25,7 +25,7 @@ from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same
+from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same, seeds_said
 from .settings import ONE_LINE, beyond_settings_line
 
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -117,8 +117,7 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
         against = f" · shift to {s['against']['path']}" if s.get("against") else ""
         return f"{n} head{'s' * (n != 1)} on {cache}{against} · intervals {s['errors']['interval']}"
     mode = f" · {s['mode']}" if kind == "prune" else ""
-    seeds = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"  # absent under --no-refit and in older summaries
-    return f"{s['head_dir']} on {cache}{mode} · {seeds}, 95% t-intervals over seeds"
+    return f"{s['head_dir']} on {cache}{mode} · {seeds_said(s)}, 95% t-intervals over seeds"
 
 
 def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None) -> str:
@@ -240,7 +239,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         "verdict",
     ]
     caption = (
-        f"{s['mode']}, {s.get('seeds_how') or str(len(s['seeds'])) + ' seed(s)'}, 95% t-intervals over seeds "
+        f"{s['mode']}, {seeds_said(s)}, 95% t-intervals over seeds "
         f"(α − ranking: {families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
         f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
         f"{s['config']['max_drop']:g} of all layers'"
@@ -322,7 +321,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         if held
         else ["rule", "area under accuracy–compute (in sample)"]
     )
-    how = (s.get("seeds_how") or str(len(s["seeds"]))).removeprefix("over ")  # "over 3 fitted LAYA heads …"
+    how = seeds_said(s).removeprefix("over ")  # "over 3 fitted LAYA heads …"
     caption = f"{s['area']}; mean over seeds ({how}) with the 95% t-interval"
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [

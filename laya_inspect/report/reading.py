@@ -328,7 +328,9 @@ def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
     )
 
 
-def compare_reading(summary: dict[str, Any]) -> Reading:
+def compare_reading(summary: dict[str, Any], what: str = "These sentences") -> Reading:
+    """Compare's warnings and :func:`compare_verdicts` (their caveat naming them ``what``), then the
+    other heads' sentences."""
     heads = summary.get("heads") or []
     if not heads:
         return Reading(["This compare run scored no head."])
@@ -343,7 +345,7 @@ def compare_reading(summary: dict[str, Any]) -> Reading:
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
     # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
-    return Reading(warned + compare_verdicts(summary), details)
+    return Reading(warned + compare_verdicts(summary, what), details)
 
 
 def compare_verdicts(summary: dict[str, Any], what: str = "These sentences") -> list[str]:
@@ -367,6 +369,13 @@ def seed_caveat(summary: dict[str, Any], head: dict[str, Any], what: str = "Thes
     they read one fitted seed and hold for that fit only (a verdict one seed gives is never the
     reading's first word alone; a caveat in the list under it was read as a footnote)."""
     return seeds_sentence(summary, head, what) or [one_seed_sentence(what, head["name"])]
+
+
+def seeds_said(s: dict[str, Any]) -> str:
+    """What a prune or early-exit summary's intervals run over: its ``seeds_how`` ("3 refit seed(s), α
+    from one head", "over 3 fitted LAYA heads …"), or the seed count where it has none (--no-refit, an
+    older summary)."""
+    return s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
 
 
 def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
@@ -562,10 +571,10 @@ def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> 
         lead += [next((x for x in r.lead if not x.startswith("Warning:")), r.lead[0])]
         rest += [x for x in r.lead if x not in lead] + r.details
     if compare:
-        r = compare_reading(compare)
         # compare's lead is its warnings, then its verdicts: here named as compare's (not "these sentences")
-        lead += compare_verdicts(compare, "The compare step's sentences above") if compare.get("heads") else r.lead
-        rest += [x for x in r.lead if x.startswith("Warning:") and x not in lead] + r.details
+        r = compare_reading(compare, "The compare step's sentences above")
+        lead += [x for x in r.lead if not x.startswith("Warning:")]
+        rest += [x for x in r.lead if x.startswith("Warning:")] + r.details
     rest.sort(key=lambda line: not line.startswith("Warning:"))  # stable: the warnings first, in their order
     return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(rest)))
 
@@ -667,8 +676,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
             parts.append(f"{_said(d)} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
-    # seeds_how: "3 refit seed(s), α from one head", or "over 3 fitted LAYA heads …", said once
-    how = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
+    how = seeds_said(s)
     if parts:
         first = (
             "Ranking layers by α "
