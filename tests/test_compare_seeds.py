@@ -515,3 +515,53 @@ def test_seeds_that_give_one_verdict_on_other_scores_are_not_said_to_disagree() 
     # a verdict that differs between the seeds is still said to
     differing = across_seeds([_head(0, "beats", ["alpha"]), _head(1, "not shown", [])], [0, 1])
     assert any("the seeds disagree: alpha beats" in c for c in differing["caveats"])
+
+
+def _with_top1_only(summary: dict, rho: float, every_row: bool) -> dict:
+    """``summary`` (:func:`_compared`) with IG beside α and top-1 only among the references, as compare
+    writes them on a head of 3 layers."""
+    for h in summary["heads"]:
+        h["n_layers"] = 3
+        h["methods"]["ig"] = {"top_layer_agreement": 0.94, "faithfulness": {"mean": 0.78}}
+        spread = 0.0 if every_row else 0.02
+        top = {"mean": rho, "ci_low": rho - spread, "ci_high": rho + spread}
+        h["references"]["top1_only"] = {"top_layer_agreement": 1.0, "faithfulness": top}
+    return summary
+
+
+def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_fixed() -> None:
+    """The digits demo's reading gave "faithfulness ρ 0.62 vs 0.78; top-1 only 0.87, …" and left the
+    reader to see that α orders the layers worse than naming the top one alone, and that at 3 layers
+    top-1 only scores √3/2 on every row (docs/METHOD.md, "Scores")."""
+    from laya_inspect.report.reading import compare_reading
+
+    root3 = math.sqrt(3) / 2
+    lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), root3, True)).lead)
+    said = (
+        "faithfulness ρ 0.70 vs 0.78; top-1 only 0.87 on every row (a one-hot's ρ against 3 untied effects), "
+        "above α's: naming the top layer alone orders the layers better, the constant rule 0.50"
+    )
+    assert said in lead, lead
+    # α above top-1 only, whose ρ varies by row (tied effects): neither clause
+    lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 0.6, False)).lead)
+    assert "top-1 only 0.60, the constant rule 0.50" in lead, lead
+
+
+def test_the_terminal_across_seed_table_reads_each_method_beside_top1_only() -> None:
+    """The terminal's across-seed table left top-1 only out (report.html's holds it): α's ρ .69 over the
+    digits demo's seeds stood beside the constant rule alone, not beside the .87 that naming the top
+    layer alone earns. Random is scored as a method there, so its reference row stays out."""
+    summary = _with_top1_only(_compared([_head(s, "beats", ["alpha"]) for s in (0, 1)], [0, 1]), 0.866, True)
+    noise = {"top_layer_agreement": 0.3, "faithfulness": {"mean": 0.01}}
+    for h in summary["heads"]:
+        h["ablations"]["mean"]["references"]["random"] = noise
+    summary["across_seeds"] = across_seeds(summary["heads"], [0, 1])
+    lines = _render(seed_tables(summary)).splitlines()
+    (top,) = [line.split() for line in lines if line.lstrip().startswith("top-1 only")]
+    assert top[:3] == ["top-1", "only", "1.00±.00"] and top[-1] == ".87±.00", lines
+    assert any(line.lstrip().startswith("random ref") for line in lines), lines  # the null of a run without random
+    for h in summary["heads"]:
+        h["methods"]["random"] = {**noise, "vs_constant": {"verdict": "worse"}}
+    summary["across_seeds"] = across_seeds(summary["heads"], [0, 1])
+    lines = _render(seed_tables(summary)).splitlines()
+    assert not any("random ref" in line for line in lines) and any(line.startswith(" random ") for line in lines)

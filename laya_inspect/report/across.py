@@ -27,6 +27,7 @@ HEADLINE = {  # the same in report.html (its column headers)
 }
 WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
 REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}
+REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}  # the terminal's
 
 
 def groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,11 +171,12 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         for a, entry in abls.items():
             if len(abls) > 1:
                 table.add_row(Text(a, style="bold"))
+            methods = entry.get("methods") or {}
             for m, row in entry_rows(entry):
-                if row.get("reference") and m != "constant":
+                if row.get("reference") and m in methods:  # random: scored as a method already
                     continue
                 dim = "dim" if row.get("reference") or row.get("circular") else ""
-                label = m + ("°" if row.get("circular") else "")
+                label = (REF_LABELS.get(m, m) if row.get("reference") else m) + ("°" if row.get("circular") else "")
                 cells = [seed_cell(row.get(k), each=not brief) for k in SCORES.values()]
                 table.add_row(Text(label, style=dim), *cells, "")
                 if not row.get("reference"):

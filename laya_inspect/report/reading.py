@@ -125,14 +125,25 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
     return max(scored)[1] if scored else None
 
 
-def _rho_nulls(refs: dict[str, Any]) -> str:
+def _rho_nulls(head: dict[str, Any], lead: str) -> str:
     """The nulls of ρ the summary records, to read the lead's ρ beside: top-1 only (what knowing only
-    the top layer earns; on the digits demo 0.87, above every method) and the constant rule."""
-    said = [
-        f"{label} {num(f)}"
-        for key, label in (("top1_only", "top-1 only"), ("constant", "the constant rule"))
-        if (f := ((refs.get(key) or {}).get("faithfulness") or {}).get("mean")) is not None
-    ]
+    the top layer earns; on the digits demo 0.87, above every method) and the constant rule. Top-1 only
+    says what a ρ below it means, and that its value is fixed by the layer count where it is the same on
+    every row (3 untied layers: √3/2 on each, docs/METHOD.md, "Scores")."""
+    refs = head.get("references") or {}
+    said = []
+    top = (refs.get("top1_only") or {}).get("faithfulness") or {}
+    if top.get("mean") is not None:
+        text = f"top-1 only {num(top['mean'])}"
+        if top.get("ci_low") == top["mean"] == top.get("ci_high") and head.get("n_layers"):
+            text += f" on every row (a one-hot's ρ against {head['n_layers']} untied effects)"
+        rho = _faith(head["methods"][lead])[0]
+        if rho is not None and round(rho, 2) < round(top["mean"], 2):  # as printed: both reading 0.87 is no "below"
+            text += f", above {name(lead)}'s: naming the top layer alone orders the layers better"
+        said.append(text)
+    constant = ((refs.get("constant") or {}).get("faithfulness") or {}).get("mean")
+    if constant is not None:
+        said.append(f"the constant rule {num(constant)}")
     return f"; {', '.join(said)}" if said else ""
 
 
@@ -186,7 +197,7 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
         return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
     rival = _rival(head, lead)
     against = versus_constant(lead, s, constant)
-    nulls = _rho_nulls(head.get("references") or {})
+    nulls = _rho_nulls(head, lead)
     lines = [first + "." if rival is None else f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
     return lines + ([against] if against else [])
 

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..compare.paired import ON_ITS_OWN
 from ..compare.records import carried, compare_warnings, said_once
 from ..training.stats import percent
-from .across import SCORES, WORDS, groups, rich_table, seed_tables, short_ci, verdict_line
+from .across import REF_LABELS, SCORES, WORDS, groups, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
     est,
     gate_cell,
@@ -32,7 +32,6 @@ from .settings import compare_settings_line
 
 BEST = "*"  # the best non-circular method of a head in a column (direction from summary["directions"])
 CIRCULAR = "°"  # a (method, ablation) pair that cannot validate the method: never best
-REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}
 # detailed table column → summary key of the score (the same key names "best"); the first three are
 # the headline scores whose paired differences to the constant rule the verdict reads (SCORES)
 COLUMNS = {**SCORES, "subset ρ": "subset_faithfulness", "del": "deletion_area", "ins": "insertion_area"}
