@@ -220,7 +220,26 @@ def test_report_shows_nan_and_null_numbers_as_a_dash(good_summary, tmp_path):
     r = runner.invoke(app, ["report", str(tmp_path)], env=ENV)
     assert r.exit_code == 0, r.output
     ig = next(line.split() for line in r.output.splitlines() if line.split()[:1] in (["ig"], ["ig°"]))
-    assert ig[1:4] == ["—", "—", "—"] and "nan" not in r.output.lower(), r.output  # agree, D@1÷orc, ρ
+    assert ig[1:4] == ["—", "—", "—"] and "nan" not in r.output.lower(), r.output  # the three headline scores
+
+
+def test_the_terminal_tables_name_the_headline_scores_as_docs_method_does(good_summary):
+    """The terminal headed its columns "agree", "D@1÷orc", names found nowhere else; they now read
+    docs/METHOD.md's "top-layer agreement" and "Deletion@1 ÷ oracle" (each on two lines), and ρ, and
+    the per-head table still fits 80 columns."""
+    import io
+
+    from laya_inspect.report.terminal import head_table, versus_table
+
+    head = good_summary["heads"][0]
+    for table in (head_table(good_summary, head), versus_table(head)):
+        screen = io.StringIO()
+        Console(file=screen, width=80, color_system=None).print(table)
+        lines = screen.getvalue().splitlines()
+        (top,) = [i for i, line in enumerate(lines) if line.split()[-2:] == ["top-layer", "Deletion@1"]]
+        assert "agreement ÷ oracle ρ" in " ".join(lines[top + 1].split()), lines
+        assert "agree " not in screen.getvalue() and "D@1÷orc" not in screen.getvalue()
+        assert max(map(len, lines)) <= 80, lines
 
 
 JSON = st.recursive(

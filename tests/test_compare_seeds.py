@@ -18,7 +18,7 @@ from laya_inspect.cli import app
 from laya_inspect.compare.seeds import across_seeds, csv_rows, expand_head_dirs, t_estimate
 from laya_inspect.errors import InputError
 from laya_inspect.files import write_csv
-from laya_inspect.report.across import seed_sections, seed_tables
+from laya_inspect.report.across import seed_sections, seed_tables, verdict_line
 
 runner = CliRunner()
 ENV = {"COLUMNS": "80"}
@@ -538,13 +538,16 @@ def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_
     root3 = math.sqrt(3) / 2
     lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), root3, True)).lead)
     said = (
-        "faithfulness ρ 0.70 vs 0.78; top-1 only 0.87 on every row (a one-hot's ρ against 3 untied effects), "
+        "faithfulness ρ 0.70 vs 0.78; top-1 only 0.87 on every row (what a one-hot scores against 3 untied effects), "
         "above α's: naming the top layer alone orders the layers better, the constant rule 0.50"
     )
     assert said in lead, lead
     # α above top-1 only, whose ρ varies by row (tied effects): neither clause
     lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 0.6, False)).lead)
     assert "top-1 only 0.60, the constant rule 0.50" in lead, lead
+    # the same on every row but not by the layer count (the last-layer head: two effects tied at 0)
+    lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 1.0, True)).lead)
+    assert "top-1 only 1.00 on every row, above α's: naming the top layer alone orders" in lead, lead
 
 
 def test_the_terminal_across_seed_table_reads_each_method_beside_top1_only() -> None:
@@ -565,3 +568,19 @@ def test_the_terminal_across_seed_table_reads_each_method_beside_top1_only() -> 
     summary["across_seeds"] = across_seeds(summary["heads"], [0, 1])
     lines = _render(seed_tables(summary)).splitlines()
     assert not any("random ref" in line for line in lines) and any(line.startswith(" random ") for line in lines)
+
+
+def test_the_across_seed_table_names_the_scores_as_docs_method_does() -> None:
+    """The across-seed table and the scores that carry a verdict said "agree" and "D@1÷orc"; they now
+    use docs/METHOD.md's names, as report.html does."""
+    agree_d1 = ("top_layer_agreement", "deletion_at_1_over_oracle")
+    across = across_seeds([_carried_by(0, agree_d1), _carried_by(1, ("faithfulness",))], [0, 1])
+    text = _render(seed_tables({"across_seeds": across}))
+    lines = text.splitlines()
+    (top,) = [i for i, line in enumerate(lines) if line.split() == ["top-layer", "Deletion@1"]]
+    assert lines[top + 1].split() == ["method", "agreement", "÷", "oracle", "ρ", "verdicts"], lines
+    assert "agree " not in text and "D@1÷orc" not in text
+    # the one line a head gets in the demo's brief view names the scores that carry its verdict
+    (head,) = _compared([_carried_by(0, ("faithfulness",))], [0])["heads"]
+    said = str(verdict_line(head))
+    assert said == "laya-seed_0 − constant rule: alpha beats (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle)"

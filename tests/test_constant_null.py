@@ -677,7 +677,7 @@ def test_the_verdict_names_the_scores_that_carry_it() -> None:
     assert carried(vs) == "on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ"
     head = {"name": "h", "methods": {"alpha": {"vs_constant": vs}}, "references": {"constant": {"profile": {}}}}
     text, page = _rendered(head)
-    assert "alpha beats: on agree, D@1÷orc; not on ρ" in text, text
+    assert "alpha beats: on top-layer agreement, Deletion@1 ÷ oracle; not on ρ" in text, text
     assert "beats the constant rule (on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ)" in page
     said = versus_sentence("alpha", {"vs_constant": vs}, {"profile": {}}) or ""
     assert "beats it (on top-layer agreement, Deletion@1 ÷ oracle; not on faithfulness ρ):" in said, said

@@ -19,15 +19,23 @@ from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
 # column → summary key of the headline score
-SCORES = {"agree": "top_layer_agreement", "D@1÷orc": "deletion_at_1_over_oracle", "ρ": "faithfulness"}
-HEADLINE = {  # the same in report.html (its column headers)
+HEADLINE = {  # the headline scores by docs/METHOD.md's names: report.html's column headers
     "top-layer agreement": "top_layer_agreement",
     "Deletion@1 ÷ oracle": "deletion_at_1_over_oracle",
     "faithfulness ρ": "faithfulness",
 }
+SCORES = {
+    label.removeprefix("faithfulness "): key for label, key in HEADLINE.items()
+}  # the terminal's: ρ, as METHOD.md
 WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
 REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}
 REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}  # the terminal's
+
+
+def header(label: str) -> str:
+    """A score's name as a terminal column header, on two lines ("top-layer" over "agreement"): the
+    numbers under it are narrower than the name."""
+    return label.replace(" ", "\n", 1)
 
 
 def groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -165,7 +173,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         )
         table.add_column("method", no_wrap=True)
         for col in SCORES:
-            table.add_column(col, justify="right", overflow="fold")
+            table.add_column(header(col), justify="right", overflow="fold")
         table.add_column("verdicts", overflow="fold")
         abls, lines = g.get("ablations") or {}, []
         for a, entry in abls.items():

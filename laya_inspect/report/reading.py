@@ -18,6 +18,7 @@ several), so that a verdict one fit gives is never read alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,15 +129,18 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
 def _rho_nulls(head: dict[str, Any], lead: str) -> str:
     """The nulls of ρ the summary records, to read the lead's ρ beside: top-1 only (what knowing only
     the top layer earns; on the digits demo 0.87, above every method) and the constant rule. Top-1 only
-    says what a ρ below it means, and that its value is fixed by the layer count where it is the same on
-    every row (3 untied layers: √3/2 on each, docs/METHOD.md, "Scores")."""
+    says what a ρ below it means, and where it is the same on every row, whether the layer count alone
+    fixes it: against L untied effects a one-hot scores √(3/(L + 1)), √3/2 at 3 (docs/METHOD.md, "Scores")."""
     refs = head.get("references") or {}
     said = []
     top = (refs.get("top1_only") or {}).get("faithfulness") or {}
     if top.get("mean") is not None:
         text = f"top-1 only {num(top['mean'])}"
-        if top.get("ci_low") == top["mean"] == top.get("ci_high") and head.get("n_layers"):
-            text += f" on every row (a one-hot's ρ against {head['n_layers']} untied effects)"
+        if top.get("ci_low") == top["mean"] == top.get("ci_high"):
+            text += " on every row"
+            n = head.get("n_layers")
+            if isinstance(n, int) and abs(top["mean"] - math.sqrt(3 / (n + 1))) < TINY:  # one-hot vs n distinct ranks
+                text += f" (what a one-hot scores against {n} untied effects)"
         rho = _faith(head["methods"][lead])[0]
         if rho is not None and round(rho, 2) < round(top["mean"], 2):  # as printed: both reading 0.87 is no "below"
             text += f", above {name(lead)}'s: naming the top layer alone orders the layers better"

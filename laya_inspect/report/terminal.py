@@ -13,7 +13,7 @@ from rich.text import Text
 from ..compare.paired import ON_ITS_OWN
 from ..compare.records import carried, compare_warnings, said_once
 from ..training.stats import percent
-from .across import REF_LABELS, SCORES, WORDS, groups, rich_table, seed_tables, short_ci, verdict_line
+from .across import REF_LABELS, SCORES, WORDS, groups, header, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
     est,
     gate_cell,
@@ -58,7 +58,7 @@ def _table(title: str, ablation_column: bool) -> Table:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", justify="left", no_wrap=True)
     for col in (*list(COLUMNS)[:3], *(() if ablation_column else ("95% CI",)), *list(COLUMNS)[3:]):
-        table.add_column(col, justify="right", no_wrap=True)
+        table.add_column(header(col) if col in SCORES else col, justify="right", no_wrap=True)
     return table
 
 
@@ -78,7 +78,11 @@ def _add_rows(table: Table, entry: dict[str, Any], labels: list[Text] | None) ->
         mid = []
         if labels is None:
             f = s["faithfulness"]
-            ci = f"[{num(f['ci_low'])}, {num(f['ci_high'])}]" if f.get("ci_low") is not None else "—"
+            ci = (
+                f"[{num(f['ci_low'], lead=False)},{num(f['ci_high'], lead=False)}]"
+                if f.get("ci_low") is not None
+                else "—"
+            )
             mid = [Text(ci, style=dim)]
         table.add_row(
             *lead,
@@ -144,7 +148,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", no_wrap=True)
     for col in SCORES:
-        table.add_column(col, justify="right", no_wrap=True)
+        table.add_column(header(col), justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     labels, lines = {key: col for col, key in SCORES.items()}, []
     for a, entry in groups:
@@ -305,8 +309,8 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
             "both paired intervals above 0, the latter the one in the method − constant rule table ("
             f"{CIRCULAR} circular: the method is built from what "
             f"the ablation removes; ! an ablation with a caveat, nothing marked; ties all/top/any = rows whose "
-            f"effects are all tied / whose top effect is / with any tie). agree = top-layer agreement, "
-            f"{dirs['top_layer_agreement']}; D@1÷orc = Deletion@1 ÷ oracle; ρ = faithfulness ρ, "
+            f"effects are all tied / whose top effect is / with any tie). top-layer agreement: "
+            f"{dirs['top_layer_agreement']}; ρ = faithfulness ρ, "
             f"{dirs['faithfulness']}; subset ρ = subset faithfulness, the correlation over layer subsets; "
             "del / ins = deletion / insertion curve areas; top-1 only = a one-hot on the largest effect, the ρ "
             "that knowing only the top layer earns; "
