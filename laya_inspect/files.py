@@ -503,25 +503,19 @@ def temp_dir_marked(folder: Path) -> bool:
     )
 
 
-def empty_folder(folder: Path) -> bool:
-    try:
-        return not any(folder.iterdir())
-    except OSError:
-        return False
-
-
-def remove_tree(folder: Path, what: str) -> None:
-    """Remove ``folder``, the tool's own. One holding a folder this process may not write in (the user
-    made ``plots/`` read-only) is left whole, and said in a warning naming it and why: removed in part,
-    it lost the marks that prove it the tool's, and no later run could remove it either."""
+def remove_tree(folder: Path, what: str) -> bool:
+    """Remove ``folder``, the tool's own; returns whether it is gone. One holding a folder this process
+    may not write in (the user made ``plots/`` read-only) is left whole, and said in a warning naming it
+    and why: removed in part, it lost the marks that prove it the tool's, and no later run could remove
+    it either."""
     blocked = next((Path(d) for d, _, _ in os.walk(folder) if not os.access(d, os.W_OK | os.X_OK)), None)
     if blocked is None:
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):
-            return
+            return True
         try:
             shutil.rmtree(folder)  # again, to learn why: the first pass removed all it could
-            return
+            return True
         except OSError as e:
             why = os_message(e)
     else:
@@ -531,14 +525,16 @@ def remove_tree(folder: Path, what: str) -> None:
         f"(chmod -R u+w {folder}) and delete it yourself",
         stacklevel=3,
     )
+    return False
 
 
 def remove_stale_temps(path: str | Path, *, vouched: Callable[[Path], bool] | None = None) -> list[Path]:
     """Remove :func:`stale_temps` of ``path`` (call it holding :func:`output_lock` on ``path``); returns
-    them. A folder goes only when it is the tool's: empty, carrying the mark of :func:`make_temp_dir`,
-    or one ``vouched`` says is (its own intact marker lists all it holds); any other is left as it is
+    them. A folder goes only when it is the tool's: ``vouched`` says so (out_dir's test: also one its own
+    intact marker lists all of), by default only an empty one or one carrying the mark of
+    :func:`make_temp_dir`; any other is left as it is
     and named in a warning, as is a file named as an older version's temporary file
-    (:func:`unproven_temps`)."""
+    (:func:`unproven_temps`), and one that could not be removed: none of these is returned."""
     for p in unproven_temps(path):
         warnings.warn(
             f"{p} is named like a file an older laya-inspect left while it wrote {path}, but nothing shows it "
@@ -548,14 +544,26 @@ def remove_stale_temps(path: str | Path, *, vouched: Callable[[Path], bool] | No
     removed = []
     for p in stale_temps(path):
         if p.is_dir() and not p.is_symlink():
-            if not (empty_folder(p) or temp_dir_marked(p) or (vouched is not None and vouched(p))):
+            if not (vouched or _marked_or_empty)(p):
                 warn_kept(p, Path(path))
-                continue
-            remove_tree(p, f"a temporary folder a killed run on {path} left")
-        else:
+            elif remove_tree(p, f"a temporary folder a killed run on {path} left"):
+                removed.append(p)
+            continue
+        try:
             p.unlink(missing_ok=True)
+        except OSError as e:  # the others are still cleared; this one is said, not listed as removed
+            warnings.warn(f"{os_message(e, 'could not remove')}, a killed run's temporary file of {path}", stacklevel=2)
+            continue
         removed.append(p)
     return removed
+
+
+def _marked_or_empty(folder: Path) -> bool:
+    """A temporary folder known as the tool's by itself: it carries the mark, or was killed as it was made."""
+    try:
+        return temp_dir_marked(folder) or not any(folder.iterdir())
+    except OSError:
+        return False
 
 
 def warn_kept(folder: Path, target: Path) -> None:

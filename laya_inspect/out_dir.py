@@ -22,7 +22,6 @@ from .files import (
     LOCK_MAX_BYTES,
     TEMP_MARK,
     dead_lock_pid,
-    empty_folder,
     keep_folder_mode,
     lock_content,
     make_temp_dir,
@@ -183,12 +182,11 @@ def redigest(folder: str | Path, files: Sequence[str] | None = None) -> None:
         write_json(Path(folder) / MARKER, record)
 
 
-def changed_since_written(folder: str | Path, rel: str) -> str:
-    """What ``folder/rel``, a file ``folder``'s marker lists, is instead of what its command wrote, in
+def changed_since_written(folder: str | Path, rel: str, marker: dict[str, Any]) -> str:
+    """What ``folder/rel``, a file ``folder``'s ``marker`` lists, is instead of what its command wrote, in
     words ("" when unchanged): the rule of --force (:func:`foreign_files`) for a command that rewrites
     one listed file in place (`report --html` its page, which replaced one annotated by hand)."""
-    marker = read_marker(folder)
-    if marker is not None and not _intact(marker):
+    if not _intact(marker):
         return "listed by a marker changed since laya-inspect wrote it"
     return _edited(Path(folder) / rel, rel, marker, Path(folder) / MARKER).strip(" ()")
 
@@ -553,7 +551,7 @@ def _left_note(out: Path, foreign: Sequence[str]) -> str:
         # a link, or a folder holding what laya-inspect cannot show is its own, is kept by that run too
         # (a folder named in a warning), so it is not said to clear it: the user would rerun it and meet
         # this refusal again
-        if entry.is_symlink() or rel.endswith("/") and not (empty_folder(entry) or _holds_only_own(entry)):
+        if entry.is_symlink() or rel.endswith("/") and not _holds_only_own(entry):
             continue
         # a listed path's temporary name is refused for what it holds (:func:`_holds_only_own`), and a
         # run on that path would delete it with the user's files inside
@@ -677,7 +675,7 @@ def _remove_stale(out: Path) -> bool:
     remove_stale_temps(out, vouched=_holds_only_own)
     put_back = False
     for p in moved_aside(out):
-        if not (empty_folder(p) or _holds_only_own(p)):
+        if not _holds_only_own(p):
             warn_kept(p, out)
         elif not out.exists() and not out.is_symlink():
             os.replace(p, out)

@@ -565,6 +565,29 @@ def test_a_previous_output_that_cannot_be_removed_is_named_in_a_warning(user_dir
     assert re.fullmatch(why, said), said
 
 
+def test_a_leftover_that_cannot_be_removed_is_not_reported_removed(user_dir):
+    """Audit: remove_stale_temps returned a killed run's temporary folder it could not remove (its
+    plots/ read-only) among those it removed, while the folder stayed."""
+    from laya_inspect.files import remove_stale_temps
+
+    out = user_dir / "out"
+    pid = _killed(out)
+    left = user_dir / f".out.tmp-{pid}"
+    os.chmod(left / "plots", 0o555)
+
+    def clear() -> None:
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            removed = remove_stale_temps(out)
+        raise RuntimeError(f"{[p.name for p in removed]} | " + " | ".join(str(w.message) for w in caught))
+
+    said = _as_a_user(user_dir, clear)
+    assert said.startswith("RuntimeError: [] | ") and "could not be removed" in said, said
+    assert (left / "plots" / "a.png").exists()
+
+
 def test_report_on_an_output_a_killed_swap_moved_aside_names_where_it_is(tmp_path):
     """Attack: after a kill between the two renames (`compare/` missing, `.compare.old-PID/` holding
     it), `report compare` said only "no folder": it names the folder and that a rerun puts it back."""

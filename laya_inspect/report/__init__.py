@@ -74,7 +74,7 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
             except OSError as e:
                 raise InputError(f"{page} cannot be read ({e.strerror or e})") from None
             why = None if ours else "is not a page laya-inspect wrote"
-        elif changed := changed_since_written(folder, REPORT_NAME):
+        elif changed := changed_since_written(folder, REPORT_NAME, marker):
             why = f"is not the page laya-inspect wrote ({changed})"  # annotated by hand: the rebuild lost the notes
     if why is not None:
         raise InputError(
