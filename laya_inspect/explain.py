@@ -17,8 +17,8 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError, name_of
-from .files import plain, write_with
-from .out_dir import check_out, claimed_by
+from .files import atomic_path, plain
+from .out_dir import check_out, claimed_by, put_record, take_record
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
 EXPLAIN_METHODS = ("alpha", "alpha-contrib", "ig", "gradcam", "static")
@@ -466,7 +466,7 @@ def check_figure_out(path: str | Path, *, force: bool, inputs: list[str | Path |
     file laya-inspect explain did not write (with ``force`` or not), or any existing file without ``force``."""
     out = Path(path)
     # a run's own input first: "--out cache.h5" is the cache, whatever its suffix says
-    check_out(out, force=force, command="explain", kind="file", inputs=inputs, owned=not_explains_figure)
+    check_out(out, force=force, command="explain", kind="file", inputs=inputs, owned=not_explains_figure, recorded=True)
     _figure_format(out)
     if out.exists() and not force:
         why = not_explains_figure(out)
@@ -482,12 +482,14 @@ def write_figure(e: Explanation, path: str | Path, *, force: bool = False) -> Pa
     """The figure as PNG (or SVG, by the file's suffix), written atomically and marked as explain's.
     ``path`` is checked as :func:`check_figure_out` does, again here: a file saved there while the row
     was explained is not replaced."""
-    from functools import partial
-
     from .compare.plots import solve_layout
 
     out = check_figure_out(path, force=force, inputs=[])
     fmt = _figure_format(out)
     meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
     fig = solve_layout(explain_figure(e))
-    return write_with(out, partial(fig.savefig, format=fmt, dpi=110, metadata=meta))
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=110, metadata=meta)
+        record = take_record(out, "explain", {out: tmp})
+    put_record(out, record)  # what --force checks: a figure edited since, mark kept, is not replaced
+    return out

@@ -155,6 +155,76 @@ def _digests(root: Path, files: Iterable[str]) -> tuple[dict[str, str], dict[str
     return found, stats
 
 
+def record_of(path: str | Path) -> Path:
+    """Where laya-inspect records what it wrote as the single file ``path``: ``.NAME.laya-inspect.json``
+    beside it (a file carries no marker, and its mark inside stays in a copy a user annotated)."""
+    return Path(path).with_name(f".{Path(path).name}{MARKER}")
+
+
+def take_record(path: Path, command: str, written: dict[Path, Path]) -> dict[str, Any] | None:
+    """Call inside the atomic write of ``path`` (and its companions), each target of ``written`` mapped to
+    its finished temporary file: records their digests, taken of those temporary files (no file saved
+    there since the work began can be taken for the tool's), beside ``path`` before the renames, with
+    the previous record's as ``before``: a run killed part-way leaves each file old or new, and --force
+    knows both. Returns the record :func:`put_record` writes once all are renamed. None for a file a
+    folder's marker lists: that marker answers for it."""
+    if claimed_by(path) is not None:
+        return None
+    record: dict[str, Any] = {"written_by": "laya-inspect", "command": command, "written": utc_now()}
+    record |= {"file": path.name, "sha256": {}, "stat": {}}
+    for target, tmp in written.items():
+        sums, stats = _digests(tmp.parent, [tmp.name])
+        record["sha256"] |= {target.name: sums[tmp.name]} if tmp.name in sums else {}
+        record["stat"] |= {target.name: stats[tmp.name]} if tmp.name in stats else {}
+    prior = read_record(path)
+    before = {"before": {k: prior[k] for k in ("sha256", "stat")}} if prior is not None else {}
+    put_record(path, record | before)
+    return record
+
+
+def put_record(path: Path, record: dict[str, Any] | None) -> None:
+    if record is not None:
+        write_json(record_of(path), record)
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record :func:`take_record` made of ``path``, or None (none, a link, a user's file by its name)."""
+    rec = record_of(path)
+    try:
+        data = None if rec.is_symlink() else json.loads(rec.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("written_by") != "laya-inspect" or data.get("file") != path.name:
+        return None
+    return data if all(isinstance(data.get(k), dict) for k in ("sha256", "stat")) else None
+
+
+def unproven_file(path: Path) -> str | None:
+    """None when the single file ``path`` and each companion its record lists are as laya-inspect wrote
+    them (same SHA-256, or for a large file size and mtime, as a folder's marker proves its files; or
+    as its previous record says, where a killed run left one), else what is wrong, naming the file: the
+    tool's mark inside a figure survives a user's edits."""
+    record = read_record(path)
+    if record is None:
+        return (
+            f"has no record beside it ({record_of(path).name}) of what laya-inspect wrote, so nothing shows it "
+            "is unchanged (an earlier version wrote none)"
+        )
+    before = record.get("before")
+    states = [record, *([before] if isinstance(before, dict) else [])]
+    states = [st for st in states if all(isinstance(st.get(k), dict) for k in ("sha256", "stat"))]
+    for name in dict.fromkeys([path.name, *(n for st in states for key in ("sha256", "stat") for n in st[key])]):
+        entry = path.with_name(name)
+        if name != path.name and not os.path.lexists(entry):
+            continue  # a companion removed since: nothing of it to lose
+        said = [
+            _edited(entry, name, st, record_of(path)) for st in states if name in st["sha256"] or name in st["stat"]
+        ]
+        if "" not in said:
+            return f"is not as laya-inspect wrote it: {entry}{said[0] if said else _UNRECORDED}"
+    return None
+
+
 def refresh_digests(folder: str | Path) -> None:
     """Record again the digests of every marked folder under ``folder`` (itself included), for a
     command that rewrote files of outputs it wrote (check planted points their recorded paths at
@@ -403,6 +473,7 @@ def check_out(
     owned: Callable[[Path], str | None] | None = None,
     force_flag: str = "--force",
     renamed: bool = True,
+    recorded: bool = False,
 ) -> Path:
     """Refuse, before any work, an output that would lose something that is not this run's to lose:
     a symlink; the current folder, one above it, the home folder or one above it; an output that
@@ -413,7 +484,8 @@ def check_out(
     lists it (:func:`claimed_by`; a demo's, whose printed steps rewrite its files, aside). ``kind``: ``folder``
     or ``file``; an existing file without ``force`` is the caller's to refuse or resume. ``renamed``:
     the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
-    refused; False for a command that writes inside the folder (demo). Returns ``path``."""
+    refused; False for a command that writes inside the folder (demo). ``recorded``: the file's writer
+    records it beside it (:func:`take_record`), and ``force`` replaces it only as recorded. Returns ``path``."""
     out = refuse_symlink(path, flag)
     _refuse_file_above(out, flag)
     if kind == "file" and out.is_dir():
@@ -455,13 +527,21 @@ def check_out(
                 f"or choose another {flag}"
             )
         _check_ours(out, command, flag)
+    record = record_of(out)
+    if recorded and os.path.lexists(record) and read_record(out) is None:  # a user's file under its name
+        raise InputError(
+            f"{flag} {out} is recorded in {record}, which is not a record laya-inspect wrote; laya-inspect "
+            f"never replaces it: move it away, or choose another {flag}"
+        )
     if kind == "file" and force and out.exists():
-        # A file carries no marker of its own: only its content says who wrote it, so a command
-        # that cannot tell (no ``owned``) replaces nothing.
+        # Only the file's content says which command's kind it is, so a command that cannot tell
+        # (no ``owned``) replaces nothing; and only its record (``recorded``), that it is unchanged.
         why = owned(out) if owned is not None else "may not be laya-inspect's"
         claim = claimed_by(out) if why is None else None
         if claim is not None and claim[1].get("command") not in STEPS_REWRITE:
             why = _part_of(claim)  # a check planted's cache: its verdict would be of another file
+        elif why is None and claim is None and recorded:
+            why = unproven_file(out)
         if why is not None:
             raise InputError(
                 f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "

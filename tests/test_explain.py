@@ -292,6 +292,34 @@ def test_a_figure_saved_at_out_while_explain_runs_is_not_replaced(digits: dict[s
     assert out.read_bytes() == b"\x89PNG the user's own figure" and sorted(tmp_path.iterdir()) == [out]
 
 
+def test_force_replaces_a_figure_only_as_explain_wrote_it(digits: dict[str, Path], tmp_path: Path) -> None:
+    """QA (data loss): --force took any file holding explain's mark for explain's, so a figure the user
+    annotated (the SVG's metadata, mark and all, kept) was replaced; and one with no record of how it
+    was written (its record removed) likewise."""
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=1, n_steps=4, device="cpu")
+    out = write_figure(e, tmp_path / "row1.svg")
+    write_figure(e, out, force=True)  # unchanged since written: replaced
+    annotated = out.read_text().replace("</svg>", '<text x="5" y="5">outlier, ask Ana</text></svg>')
+    out.write_text(annotated)
+    with pytest.raises(InputError, match=f"is not as laya-inspect wrote it: {out} .changed since it was written"):
+        write_figure(e, out, force=True)
+    assert out.read_text() == annotated
+    from laya_inspect.out_dir import record_of
+
+    out.unlink()
+    write_figure(e, out)
+    record_of(out).unlink()
+    before = out.read_bytes()
+    with pytest.raises(InputError, match="has no record beside it"):
+        write_figure(e, out, force=True)
+    assert out.read_bytes() == before
+    record_of(out).write_text("my notes")  # a user's file under the record's name is never replaced
+    with pytest.raises(InputError, match="not a record laya-inspect wrote"):
+        write_figure(e, tmp_path / "row1.svg", force=True)
+    assert record_of(out).read_text() == "my notes"
+
+
 def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) -> None:
     from helpers import write_cache
 

@@ -323,6 +323,11 @@ def test_train_metrics_json(tmp_path: Path) -> None:
     written = json.loads((tmp_path / "m.metrics.json").read_text())
     documented = prose_names(between("The metrics file `<FILE stem>.metrics.json`", "## Compare output"))
     check(documented, written, {"n_val_untrained_left_out": "only when a class has no training rows"})
+    record = json.loads((tmp_path / ".m.pt.laya-inspect.json").read_text())
+    documented = prose_names(between("are recorded beside them, in", "A file with no record"))
+    larger = {"size": "only of a file over 4 MiB", "mtime_ns": "only of a file over 4 MiB"}
+    left = {"before": "only in a record a killed run left", "explain": "explain's record", "name": "a file's name"}
+    check(documented, record, left | larger)
 
 
 def test_check_planted_summary_json(tmp_path: Path) -> None:

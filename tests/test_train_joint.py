@@ -108,6 +108,30 @@ def test_train_laya_stores_its_head_and_alpha(tmp_path: Path) -> None:
     assert again.exit_code == 1 and "--force" in again.stderr
 
 
+def test_train_force_replaces_checkpoint_and_metrics_only_as_train_wrote_them(tmp_path: Path) -> None:
+    """QA (data loss): --force took any zoo checkpoint for train's, so one the user re-saved (a state
+    dict edited, the format kept) was replaced, as was a metrics file they annotated."""
+    ckpt = tmp_path / "mlp.pt"
+    args = ["train", "--model", "zoo:mlp", "--data", "digits", "--epochs", "1", "--limit", "200", "--out", str(ckpt)]
+    assert runner.invoke(app, args, env=ENV).exit_code == 0
+    assert runner.invoke(app, [*args, "--force"], env=ENV).exit_code == 0  # unchanged since written
+    obj = torch.load(ckpt, weights_only=True)
+    obj["note"] = "pruned by hand"
+    torch.save(obj, ckpt)
+    before = ckpt.read_bytes()
+    again = runner.invoke(app, [*args, "--force"], env=ENV)
+    assert again.exit_code == 1 and f"{ckpt} (changed since it was written)" in again.stderr, again.output
+    assert ckpt.read_bytes() == before
+    metrics = tmp_path / "mlp.metrics.json"
+    ckpt.unlink()
+    assert runner.invoke(app, args, env=ENV).exit_code == 0
+    metrics.write_text(metrics.read_text().replace('"history"', '"my_note": 1, "history"'))
+    noted = metrics.read_text()
+    again = runner.invoke(app, [*args, "--force"], env=ENV)
+    assert again.exit_code == 1 and f"{metrics} (changed since it was written)" in again.stderr, again.output
+    assert metrics.read_text() == noted
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

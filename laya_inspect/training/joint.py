@@ -31,7 +31,7 @@ from .. import __version__
 from ..errors import InputError
 from ..files import atomic_paths, json_bytes, output_lock, plain, remove_stale_temps
 from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hold_untrained
-from ..out_dir import check_out, spec_paths
+from ..out_dir import check_out, put_record, spec_paths, take_record
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .fit_config import HEAD_HPARAMS, POOLING, JointConfig
 from .loop import (
@@ -117,7 +117,13 @@ def _check_out(path: Path, config: JointConfig, overwrite: bool) -> None:
     from ..models.zoo import not_a_zoo_checkpoint
 
     check_out(
-        path, force=overwrite, command="train", kind="file", inputs=spec_paths(config.data), owned=not_a_zoo_checkpoint
+        path,
+        force=overwrite,
+        command="train",
+        kind="file",
+        inputs=spec_paths(config.data),
+        owned=not_a_zoo_checkpoint,
+        recorded=True,
     )
     check_metrics_out(path)
     if path.exists() and not overwrite:
@@ -298,6 +304,8 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
             "history": history,
         }
         tmp_metrics.write_bytes(json_bytes(record))
+        proof = take_record(path, "train", {path: tmp, metrics_file: tmp_metrics})
+    put_record(path, proof)  # what --force checks: both files as train wrote them
     return JointResult(
         path=path,
         metrics_path=metrics_file,
