@@ -48,7 +48,6 @@ from .common import (
     fit_rows_of,
     head_hparams,
     load_split,
-    open_weighted_head,
     refit_check,
     seeds_how,
     trust_lines,
@@ -60,7 +59,7 @@ from .costs import backbone_costs, estimate_warnings
 from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-exported)
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, MIN_FOLD_ROWS, crossfit_area, held_out, small_folds, two_folds
 from .exit_verdicts import FAMILY_RULE, alpha_fired, exit_comparisons, read_apart
-from .laya_seeds import refit_seeds, shared_held_out
+from .laya_seeds import open_laya_heads
 from .refit import Budget, Fit, layer_moments, refit
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
@@ -229,30 +228,20 @@ def _simulate(
 
     device = pick_device(config.device)
     store = store_for_heads(store, head_dirs)  # prune's head of the layers it keeps reads only those
-    opened = [
-        open_weighted_head(
-            d, store, command="early-exit", allow_other_cache=config.allow_other_cache, test_split=config.test_split
-        )
-        for d in head_dirs
-    ]
-    head, hconf = opened[0]
-    head_dir = head_dirs[0]
-    seeds = refit_seeds(head_dirs, [c for _, c in opened], config, "early-exit")
+    opened, configs, seeds, train_rows, val_rows, rows_how = open_laya_heads(head_dirs, store, config, "early-exit")
+    head, hconf, head_dir = opened[0], configs[0], head_dirs[0]
     names, n_layers = store.layer_names, head.num_layers
-    if n_layers < 2:
-        raise InputError(f"early exit needs a head on at least 2 layers; {head_dir} reads {n_layers}")
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     if test.n < 2:
         raise InputError(
             f"early exit needs at least 2 rows in split {config.test_split!r} (its thresholds are chosen on one "
             f"half of them and scored on the other); it has {test.n}"
         )
-    train_rows, val_rows, rows_how = shared_held_out(head_dirs, [c for _, c in opened], train.labels)
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
     means = layer_means(store, config.train_split)
-    heads = [(h.to(device), d) for (h, _), d in zip(opened, head_dirs)]
+    heads = [(h.to(device), d) for h, d in zip(opened, head_dirs)]
     alpha_heads, head_masses = read_alpha(heads, seeds, test, means, config.epsilon)
     masses_of = dict(zip(seeds, head_masses if len(opened) > 1 else head_masses * len(seeds)))
     costs = backbone_costs(store, config.costs)
@@ -355,11 +344,11 @@ def _simulate(
             n_layers,
             budget,
             len(fit_rows),
-            [c for _, c in opened],
+            configs,
         ),
     }
     summary["warnings"] = (
-        trust_lines(store, [(d, c) for d, (_, c) in zip(head_dirs, opened)], test)
+        trust_lines(store, list(zip(head_dirs, configs)), test)
         + estimate_warnings(summary["costs"])
         + check_warnings(summary["refit_check"])
         + ([summary["held_out"]["folds_too_small"]] if summary["held_out"]["folds_too_small"] else [])

@@ -10,10 +10,31 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.store import FeatureStore
 from ..errors import InputError
+from ..heads import Head
 from ..options import defaulted
-from .common import held_out_rows
+from .common import held_out_rows, open_weighted_head
 from .config import ExitConfig, PruneConfig
+
+
+def open_laya_heads(
+    head_dirs: Sequence[Path], store: FeatureStore, config: ExitConfig | PruneConfig, command: str, refit: bool = True
+) -> tuple[list[Head], list[dict[str, Any]], list[int], np.ndarray, np.ndarray, str]:
+    """The heads of ``head_dirs`` (:func:`~.common.open_weighted_head`; the first on at least 2 layers), their
+    config.json, the refit seeds (``refit=False``: --seed) and the train and held-out rows every refit shares."""
+    opened = [
+        open_weighted_head(
+            d, store, command=command, allow_other_cache=config.allow_other_cache, test_split=config.test_split
+        )
+        for d in head_dirs
+    ]
+    heads, configs = [h for h, _ in opened], [c for _, c in opened]
+    if heads[0].num_layers < 2:
+        raise InputError(f"{command} needs a head on at least 2 layers; {head_dirs[0]} reads {heads[0].num_layers}")
+    seeds = refit_seeds(head_dirs, configs, config, command) if refit else [config.seed]
+    rows = shared_held_out(head_dirs, configs, np.asarray(store.labels(config.train_split), dtype=np.int64))
+    return heads, configs, seeds, *rows
 
 
 def refit_seeds(

@@ -53,7 +53,7 @@ from .common import (
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
 from .costs import Costs, backbone_costs, cost_text, estimate_warnings, saves_text, smallest_within
-from .laya_seeds import refit_seeds, shared_held_out
+from .laya_seeds import open_laya_heads
 from .rankings import (
     NON_ALPHA,
     Ranking,
@@ -194,23 +194,16 @@ def _prune(
 ) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
     device = pick_device(config.device)
     store = store_for_heads(store, [*head_dirs, *([scalarmix_dir] if scalarmix_dir is not None else [])])
-    opened = [
-        open_weighted_head(
-            d, store, command="prune", allow_other_cache=config.allow_other_cache, test_split=config.test_split
-        )
-        for d in head_dirs
-    ]
-    head, hconf = opened[0]
+    opened, configs, seeds, train_rows, val_rows, rows_how = open_laya_heads(
+        head_dirs, store, config, "prune", refit=config.refit
+    )
+    head, hconf = opened[0], configs[0]
     names, n_layers = store.layer_names, head.num_layers
-    if n_layers < 2:
-        raise InputError(f"prune needs a head on at least 2 layers; {head_dirs[0]} reads {n_layers}")
     too_many = [k for k in config.ks if k > n_layers]
     if too_many:
         raise InputError(f"--ks {too_many[0]}: the head reads {n_layers} layers; give layer counts 1 … {n_layers}")
-    seeds = refit_seeds(head_dirs, [c for _, c in opened], config, "prune") if config.refit else [config.seed]
     smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
-    train_rows, val_rows, rows_how = shared_held_out(head_dirs, [c for _, c in opened], train.labels)
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
     fit_rows = fit_rows_of(train_rows, train.labels, budget.train_limit, config.seed, store.class_names)
@@ -221,7 +214,7 @@ def _prune(
 
     means = layer_means(store, config.train_split)
     own = []  # each head's α and LOLO rankings, which rank the layers refit at its seed
-    for h, _ in opened:
+    for h in opened:
         h.to(device)
         logits, weights = head_outputs(h, rank_hs)
         assert weights is not None  # open_weighted_head: heads with weights only
@@ -356,7 +349,7 @@ def _prune(
         assert fit.head is not None
         chosen = (fit.head, _head_meta(store, given, layers, chosen_point, fit, config))
         chosen_point = {**chosen_point, "head_dir": "head", "head_seed": fit.seed, "head_test_acc": fit.test_acc}
-    given_accs = [accuracy(head_outputs(h, test.hs)[0], test.labels) for h, _ in opened]
+    given_accs = [accuracy(head_outputs(h, test.hs)[0], test.labels) for h in opened]
     several = len(opened) > 1
     summary: dict[str, Any] = {
         "tool_version": __version__,
@@ -393,7 +386,7 @@ def _prune(
         "fits": [f.record() for f in fits.values()],
         # the reference of every refit accuracy: each seed's given head itself (no refit under --no-refit)
         "refit_check": refit_check(
-            given_accs if several else given_accs[0], ref_tests, n_layers, budget, len(fit_rows), [c for _, c in opened]
+            given_accs if several else given_accs[0], ref_tests, n_layers, budget, len(fit_rows), configs
         )
         if config.refit
         else None,
@@ -425,7 +418,7 @@ def _prune(
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
         ranked, results, [k for k in ks if k < n_layers], seeds, randoms
     )
-    heads: list[tuple[str | Path, dict[str, Any]]] = [(d, c) for d, (_, c) in zip(head_dirs, opened)]
+    heads: list[tuple[str | Path, dict[str, Any]]] = list(zip(head_dirs, configs))
     heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
     # α's near ties are each head's: the mean of several can tie where no head does, or smooth one that does
     ties = [w for r in rankings if r.name != "alpha" and (w := near_ties(r, names)) is not None]
