@@ -1790,3 +1790,61 @@ def test_the_prune_table_cuts_no_cell_at_80_or_60_columns(tmp_path, monkeypatch,
     if columns == 80:
         words = text.split()
         assert "(withheld)" in words and "(reference)" in " ".join(words), text
+
+
+def test_max_drop_0_keeps_a_set_that_loses_nothing(tmp_path):
+    """--max-drop 0 ("lose nothing") withheld every pick: one validation row always weighs more than 0.
+    It now reads validation at its resolution, no row lost on any seed, and withholds a set whose test
+    accuracy falls on mean: the planted head ignores l3, so keeping l1, l2 loses nothing and is kept,
+    while the set whose third layer is constant on train and informative on test is still withheld."""
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    assert s["withheld"] == {} and s["chosen"]["layers"] == ["l1", "l2"]
+    assert s["chosen"]["test_acc_vs_all"]["mean"] == 0.0 and (tmp_path / "out" / "head").is_dir()
+    said = [line for line in s["verdict"] if line.startswith("--max-drop 0: ")]
+    assert said and f"loses no validation row on any seed (one of the {s['rows']['val']} weighs" in said[0]
+    lost_cache, lost_head = _planted_cache(tmp_path / "lost", 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))
+    mean = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(lost_cache) as store:
+        s = prune_layers(lost_head, store, mean, out_dir=tmp_path / "out2").summary
+    assert s["chosen"] is None and "below all layers', more than --max-drop 0" in s["withheld"]["chosen"]["why"]
+
+
+def test_max_drop_0_withholds_a_set_whose_test_mean_falls():
+    """Under --max-drop 0 a test mean below all layers' withholds a pick even where the paired interval
+    over seeds does not read as a loss; no test loss, and it stands."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.beyond.prune import _why_withheld
+
+    slight = {"k": 1, "test_acc_vs_all": paired([0.79, 0.80, 0.80], [0.80, 0.80, 0.80])}
+    assert slight["test_acc_vs_all"]["ci_high"] >= 0
+    why = _why_withheld(slight, 400, 19, 0.0) or ""
+    assert "below all layers' (mean over 3 seeds), more than --max-drop 0" in why
+    assert _why_withheld(slight, 400, 19, 0.02) is None  # a drop of 0.0033 is within 0.02
+    same = {"k": 1, "test_acc_vs_all": paired([0.80, 0.81, 0.80], [0.80, 0.80, 0.80])}
+    assert _why_withheld(same, 400, 19, 0.0) is None
+
+
+def test_max_drop_0_reads_validation_seed_by_seed():
+    """Under --max-drop 0 a set is within only if no seed loses a validation row: a mean over seeds
+    could hide one seed's loss behind another's gain. Above 0 the mean over seeds is read."""
+    from laya_inspect.beyond.prune import within_margin
+
+    vals, refs = [0.90, 0.80], [0.85, 0.85]  # the same mean, one seed below
+    assert within_margin(vals, refs, 0.0) == pytest.approx(-0.05)
+    assert within_margin(vals, refs, 0.005) == pytest.approx(0.0)
+    assert within_margin([0.85, 0.86], refs, 0.0) == pytest.approx(0.0)
+
+
+def test_one_seeds_headline_names_no_family_level_it_has_no_interval_for(planted, tmp_path):
+    """With one refit seed α − random has no interval, and the headline said "no interval, so no verdict"
+    followed by "98.3% intervals (Bonferroni …)": a level of intervals that were never drawn. It now
+    names the level only where there is an interval."""
+    cache, head_dir = planted
+    config = PruneConfig(seeds=1, ks=[1], costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        headline = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o").summary["verdict"][0]
+    assert "− a random ranking" in headline and "no interval, so no verdict" in headline
+    assert headline.endswith("(mean test accuracy over k < L)") and "Bonferroni" not in headline

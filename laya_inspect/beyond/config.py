@@ -157,7 +157,8 @@ class PruneConfig:
         0.005,
         flag="--max-drop",
         help="largest loss of mean validation accuracy the chosen layer set may cost; a pick is withheld "
-        "unless validation resolves it (at least 1/max-drop rows: 200 at 0.005; 0 withholds every pick)",
+        "unless validation resolves it (at least 1/max-drop rows: 200 at 0.005); 0 keeps only a set that loses "
+        "no validation row on any seed and no mean test accuracy",
     )
     ablation: str = option(
         "drop",

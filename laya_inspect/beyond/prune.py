@@ -72,8 +72,9 @@ from .refit import Budget, Fit, layer_moments, refit
 WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
     f"{MIN_VAL_ROWS} validation rows chose it, or when one validation row weighs more than --max-drop "
-    "(1/rows > max_drop: validation cannot resolve the drop the set is to keep under), or when its paired test "
-    "difference from all layers is a loss (interval below 0; with no interval, a drop larger than --max-drop)"
+    "(1/rows > max_drop > 0: validation cannot resolve the drop the set is to keep under), or when its paired test "
+    "difference from all layers is a loss (interval below 0; with no interval, or under --max-drop 0, a mean drop "
+    "larger than --max-drop)"
 )
 COARSE_HOW = (
     "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
@@ -108,9 +109,18 @@ def coarse_ks(n_layers: int) -> list[int]:
     return sorted({k for k in grid if k < n_layers} | {n_layers})
 
 
+def within_margin(vals: list[float], refs: list[float], max_drop: float) -> float:
+    """What --max-drop reads of a set's validation accuracy per seed ``vals`` against all layers' ``refs``:
+    the mean difference, within when ≥ −max_drop; under --max-drop 0 the worst seed's, so "within" means
+    no validation row lost on any seed (a mean could hide one seed's loss behind another's gain)."""
+    if max_drop == 0:
+        return float(np.min(np.asarray(vals) - np.asarray(refs)))
+    return float(np.mean(vals) - np.mean(refs))
+
+
 def finer_ks(grid: list[int], val: dict[int, float], floor: float) -> list[int]:
     """The k off the coarse ``grid`` (ascending, ending at L) one ranking is also refit at, given its
-    mean validation accuracy ``val`` at each grid k and the accuracy ``floor`` of --max-drop: every k
+    validation reading ``val`` at each grid k (:func:`within_margin`) and the ``floor`` of --max-drop: every k
     below its first grid k at the floor. Accuracy need not rise with k (a rise and fall between two grid
     points leaves no trace on the grid), so only every k below it finds the ranking's smallest k at the
     floor; the k above it cannot be smaller, nor save more compute (the deepest kept layer never
@@ -285,18 +295,18 @@ def _prune(
         return list(vals), list(tests)
 
     evaluate(list(wanted))
+    ref_vals, ref_tests = accs({s: list(every) for s in seeds}, n_layers)
+    floor = -config.max_drop - TOLERANCE
     if coarse:  # every k below each ranking's smallest grid k within --max-drop
-        floor = float(np.mean([results[every, s][0] for s in seeds])) - config.max_drop - TOLERANCE
         for name, orders in ranked.items():
-            finer = finer_ks(sorted(ks), {k: float(np.mean(accs(orders, k)[0])) for k in ks}, floor)
+            margins = {k: within_margin(accs(orders, k)[0], ref_vals, config.max_drop) for k in ks}
+            finer = finer_ks(sorted(ks), margins, floor)
             per_ranking[name] = sorted({*ks, *finer}, reverse=True)
             for k in finer:
                 for s, order in orders.items():
                     wanted.setdefault((_top(order, k), s), []).append(name)
         evaluate([job for job in wanted if job not in results])
 
-    ref_vals, ref_tests = accs({s: list(every) for s in seeds}, n_layers)
-    ref_val = float(np.mean(ref_vals))
     points = []
     for name, orders in ranked.items():
         for k in per_ranking[name]:
@@ -317,7 +327,7 @@ def _prune(
                 "test_acc": estimate(tests),
                 # what keeping only these layers costs on the test split, paired seed by seed
                 "test_acc_vs_all": paired(tests, ref_tests),
-                "within_max_drop": float(np.mean(vals)) >= ref_val - config.max_drop - TOLERANCE,
+                "within_max_drop": within_margin(vals, ref_vals, config.max_drop) >= floor,
                 "why_withheld": None,
             }
             if not stable:  # each head's set: no one set to recommend
@@ -377,8 +387,9 @@ def _prune(
             "rank": len(rank_rows),
             "val_how": rows_how,
         },
-        "selection": "smallest k whose mean validation accuracy is within max_drop of all layers'; ties: more FLOPs "
-        "saved, then higher validation accuracy; never a k where the heads' rankings keep different sets",
+        "selection": "smallest k whose mean validation accuracy is within max_drop of all layers' (max_drop 0: "
+        "no lower than all layers' on any seed); ties: more FLOPs saved, then higher validation accuracy; never a k "
+        "where the heads' rankings keep different sets",
         "costs": costs.to_dict(names),
         "rankings": {r.name: _ranking_entry(r, names) for r in rankings},
         "reference": {"val_acc": estimate(ref_vals), "test_acc": estimate(ref_tests)},
@@ -453,18 +464,22 @@ def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, ma
         )
     # A drop finer than one row is invisible to validation: "within --max-drop" would then mean
     # "no validation row lost", which passed a MobileNetV2 set that lost 0.084 on test (20 rows, --max-drop 0.005).
-    if 1 / val_rows > max_drop + TOLERANCE:
-        need = f"; {math.ceil(1 / max_drop - TOLERANCE)} rows resolve it" if max_drop > 0 else ""
+    # --max-drop 0 asks for exactly that, read per seed, and the test mean must not fall either.
+    if max_drop > 0 and 1 / val_rows > max_drop + TOLERANCE:
         return (
             f"it was chosen on {val_rows} validation rows: one row there weighs {1 / val_rows:.4f}, more than "
-            f"--max-drop {max_drop:g}, so validation cannot resolve the drop the set is to keep under{need}"
+            f"--max-drop {max_drop:g}, so validation cannot resolve the drop the set is to keep under; "
+            f"{math.ceil(1 / max_drop - TOLERANCE)} rows resolve it, or --max-drop 0 asks for a set that loses "
+            "no validation row on any seed and no mean test accuracy"
         )
     d = point.get("test_acc_vs_all") or {}
     if d.get("ci_high") is not None and d["ci_high"] < 0:
         said = f"{d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
         return f"its own test difference from all layers reads as a loss ({said}, paired over {d['n']} seeds)"
-    if d.get("ci_high") is None and d.get("mean") is not None and d["mean"] < -max_drop - TOLERANCE:
-        return f"its test accuracy falls {-d['mean']:.4f} below all layers', more than --max-drop {max_drop:g}"
+    mean_only = d.get("ci_high") is None or max_drop == 0
+    if mean_only and d.get("mean") is not None and d["mean"] < -max_drop - TOLERANCE:
+        over = f" (mean over {d['n']} seeds)" if (d.get("n") or 1) > 1 else ""
+        return f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}"
     return None
 
 
@@ -670,8 +685,10 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     vs = s["alpha_vs"]
     if "random" in vs:  # the headline: α against what any ranking would keep
-        fam = family_text(vs["random"].get("family"))
-        lines.append(vs["random"]["verdict"] + f" (mean test accuracy over k < L; {fam})")
+        # the family's level reads an interval: one seed gives none
+        no_ci = vs["random"]["mean_test_acc_over_k_diff"].get("ci_low") is None
+        fam = "" if no_ci else f"; {family_text(vs['random'].get('family'))}"
+        lines.append(vs["random"]["verdict"] + f" (mean test accuracy over k < L{fam})")
     note = (s.get("random_reference") or {}).get("note")
     if note:
         lines.append(note)
@@ -679,6 +696,13 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     for name in s["rankings"]:  # several LAYA heads: the k where their α (or LOLO) sets differ
         ks = sorted(p["k"] for p in s["points"] if p["ranking"] == name and "layers_by_seed" in p)
         lines += [_unstable(name, ks)] if ks else []
+    if s["config"]["max_drop"] == 0:  # the one request validation reads at any number of rows
+        n = s["rows"]["val"]
+        lines.append(
+            f"--max-drop 0: a set is within only if it loses no validation row on any seed (one of the {n} weighs "
+            f"{1 / n:.4f}: a smaller loss is not seen there), and no recommendation unless its mean test accuracy "
+            "is no lower than all layers'"
+        )
     c = s["chosen"]
     withheld = s.get("withheld") or {}
     for what, w in withheld.items():
