@@ -1848,3 +1848,22 @@ def test_one_seeds_headline_names_no_family_level_it_has_no_interval_for(planted
         headline = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o").summary["verdict"][0]
     assert "− a random ranking" in headline and "no interval, so no verdict" in headline
     assert headline.endswith("(mean test accuracy over k < L)") and "Bonferroni" not in headline
+
+
+def test_the_kept_set_is_read_against_random_sets_of_as_many_layers(tmp_path):
+    """ "keep l1, l2" was read against all layers only: whether any 2 of the 3 layers would do as well
+    went unsaid. Each point now carries its paired test difference from the random reference at its k
+    (`test_acc_vs_random`), and the keep line reads it, in the terminal and report.html."""
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    c = s["chosen"]
+    random_at_2 = next(e for e in s["random_reference"]["per_k"] if e["k"] == 2)["test_acc"]["mean"]
+    assert c["k"] == 2 and c["test_acc_vs_random"]["mean"] == pytest.approx(c["test_acc"]["mean"] - random_at_2)
+    assert c["test_acc_vs_random"]["mean"] > 0  # two of the three random pairs keep l3, which α ignores
+    keep = next(line for line in s["verdict"] if line.startswith("keep "))
+    assert "these 2 layers − random sets of 2 (the random reference at k = 2) = +" in keep
+    assert all(p["test_acc_vs_random"] is None for p in s["points"] if p["k"] == 3)
+    said = " ".join(page_said(tmp_path / "out" / "report.html").split())
+    assert "these 2 layers − random sets of 2 (the random reference at k = 2) = +" in said

@@ -307,6 +307,10 @@ def _prune(
                     wanted.setdefault((_top(order, k), s), []).append(name)
         evaluate([job for job in wanted if job not in results])
 
+    # per seed, what a random ranking keeps at each k it is refit at: the null of a set a ranking keeps
+    random_tests = {
+        k: np.mean([[results[d, s][1] for s in seeds] for d in drawn], axis=0) for k, (drawn, _) in randoms.items()
+    }
     points = []
     for name, orders in ranked.items():
         for k in per_ranking[name]:
@@ -327,6 +331,8 @@ def _prune(
                 "test_acc": estimate(tests),
                 # what keeping only these layers costs on the test split, paired seed by seed
                 "test_acc_vs_all": paired(tests, ref_tests),
+                # against random layer sets of the same size (none off the coarse grid, nor at k = L)
+                "test_acc_vs_random": paired(tests, random_tests[k]) if k in random_tests else None,
                 "within_max_drop": within_margin(vals, ref_vals, config.max_drop) >= floor,
                 "why_withheld": None,
             }
@@ -508,7 +514,21 @@ def _pick(
         (n for n, orders in ranked.items() if all(_top(o, best["k"]) == layers for o in orders.values())),
         key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0,
     )
-    return {**best, "found_by": found}
+    return {**best, "found_by": found, "vs_random": _vs_random(best)}
+
+
+def _vs_random(point: dict[str, Any]) -> str | None:
+    """The set against random sets of as many layers, paired seed by seed: whether keeping these k
+    layers is the ranking's finding or any k layers' (None where there is no random reference)."""
+    d, k = point.get("test_acc_vs_random"), point["k"]
+    if not d or d.get("mean") is None:
+        return None
+    said = verdict(d, what=f"these {k} layers", baseline=f"random sets of {k} (the random reference at k = {k})")
+    return f"{said} (test accuracy)"
+
+
+def _also(text: str | None) -> str:
+    return f"; {text}" if text else ""
 
 
 def _head_meta(
@@ -722,14 +742,14 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
             f"{', '.join(c['found_by'])}: test accuracy {c['test_acc']['mean']:.4f} vs "
             f"{s['reference']['test_acc']['mean']:.4f} with all layers{cost_text(c, s)}{_given(s)}; "
-            f"{saves_text(c, s)}"
+            f"{saves_text(c, s)}{_also(c.get('vs_random'))}"
         )
     cheap = s["cheapest"]
     if cheap is not None:
         lines.append(
             f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
             f"{', '.join(cheap['found_by'])}: {saves_text(cheap, s, short=True)}, test accuracy "
-            f"{cheap['test_acc']['mean']:.4f}{cost_text(cheap, s)}"
+            f"{cheap['test_acc']['mean']:.4f}{cost_text(cheap, s)}{_also(cheap.get('vs_random'))}"
         )
     for name in s["rankings"]:
         p = smallest_within(s, name)

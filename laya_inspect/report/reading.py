@@ -722,7 +722,8 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             f"The smallest set within --max-drop {s['config']['max_drop']:g} keeps {c['k']} of {n_layers} layers "
             f"({', '.join(c['layers'])}), found by {', '.join(c['found_by'])}: test accuracy "
             f"{num(c['test_acc']['mean'], 4)} vs {num(ref['mean'], 4)} with all layers"
-            f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4)}; {saves_text(c, s, short=True)}."
+            f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4)}; {saves_text(c, s, short=True)}"
+            + (f"; {c['vs_random']}." if c.get("vs_random") else ".")  # against random sets of its size
         )
     # the lead already says the α-vs-ranking lines and the chosen set
     said = tuple(e["verdict"] for e in vs.values() if e.get("verdict"))
