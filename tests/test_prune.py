@@ -1863,7 +1863,7 @@ def test_the_kept_set_is_read_against_random_sets_of_as_many_layers(tmp_path):
     assert c["k"] == 2 and c["test_acc_vs_random"]["mean"] == pytest.approx(c["test_acc"]["mean"] - random_at_2)
     assert c["test_acc_vs_random"]["mean"] > 0  # two of the three random pairs keep l3, which α ignores
     keep = next(line for line in s["verdict"] if line.startswith("keep "))
-    assert "these 2 layers − random sets of 2 (the random reference at k = 2) = +" in keep
+    assert "these 2 layers − random sets of 2 layers (the random reference at k = 2) = +" in keep
     assert all(p["test_acc_vs_random"] is None for p in s["points"] if p["k"] == 3)
     said = " ".join(page_said(tmp_path / "out" / "report.html").split())
-    assert "these 2 layers − random sets of 2 (the random reference at k = 2) = +" in said
+    assert "these 2 layers − random sets of 2 layers (the random reference at k = 2) = +" in said

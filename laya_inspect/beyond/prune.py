@@ -523,7 +523,12 @@ def _vs_random(point: dict[str, Any]) -> str | None:
     d, k = point.get("test_acc_vs_random"), point["k"]
     if not d or d.get("mean") is None:
         return None
-    said = verdict(d, what=f"these {k} layers", baseline=f"random sets of {k} (the random reference at k = {k})")
+    layers = f"{k} layer{'s' * (k != 1)}"
+    said = verdict(
+        d,
+        what="this layer" if k == 1 else f"these {layers}",
+        baseline=f"random sets of {layers} (the random reference at k = {k})",
+    )
     return f"{said} (test accuracy)"
 
 
