@@ -1867,3 +1867,20 @@ def test_the_kept_set_is_read_against_random_sets_of_as_many_layers(tmp_path):
     assert all(p["test_acc_vs_random"] is None for p in s["points"] if p["k"] == 3)
     said = " ".join(page_said(tmp_path / "out" / "report.html").split())
     assert "these 2 layers − random sets of 2 layers (the random reference at k = 2) = +" in said
+
+
+def test_each_rankings_smallest_set_is_read_against_random_sets(planted, tmp_path):
+    """ "alpha: smallest set within --max-drop keeps 1 layer" was read against nothing: under --max-drop
+    0.9 one random layer stays within it too, so keeping one layer is no finding of any ranking's. The
+    verdict names the fewest layers random sets keep within --max-drop; none, where none does."""
+    cache, head_dir = planted
+    loose = PruneConfig(refit=False, max_drop=0.9, costs="shapes", device="cpu", plots=False)
+    strict = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, loose, out_dir=tmp_path / "a").summary
+        t = prune_layers(head_dir, store, strict, out_dir=tmp_path / "b").summary
+    assert "random sets of 1 layer stay within --max-drop (the mean over random sets" in " ".join(s["verdict"])
+    assert "a ranking whose smallest set keeps 1 or more layers found no fewer than layers drawn at random" in " ".join(
+        s["verdict"]
+    )
+    assert "random sets: none of 2, 1 layers stays within --max-drop" in t["verdict"]

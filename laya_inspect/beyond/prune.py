@@ -773,9 +773,28 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
                 else ""
             )
         )
+    lines += _random_within(s)
     lines += [
         v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")
         for k, v in vs.items()
         if k != "random"
     ]
     return lines
+
+
+def _random_within(s: dict[str, Any]) -> list[str]:
+    """The null of each ranking's smallest set within --max-drop: the fewest layers random sets keep
+    within it (validation, as the rankings are read), so a ranking's smallest k at or above it is
+    said to be no finding of the ranking's."""
+    per_k, max_drop = (s.get("random_reference") or {}).get("per_k") or [], s["config"]["max_drop"]
+    ref = s["reference"]["val_acc"]["values"]
+    ks = [e["k"] for e in per_k if within_margin(e["val_acc"]["values"], ref, max_drop) >= -max_drop - TOLERANCE]
+    if not per_k:
+        return []
+    if not ks:
+        return [f"random sets: none of {', '.join(str(e['k']) for e in per_k)} layers stays within --max-drop"]
+    k = min(ks)
+    return [
+        f"random sets of {k} layer{'s' * (k != 1)} stay within --max-drop (the mean over random sets, as the rankings "
+        f"are read): a ranking whose smallest set keeps {k} or more layers found no fewer than layers drawn at random"
+    ]
