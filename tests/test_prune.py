@@ -7,6 +7,7 @@ import html
 import json
 import math
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -1420,23 +1421,39 @@ def test_the_shapes_estimate_costs_any_torch_activation_per_element(tmp_path, mo
         assert estimated[0] == pytest.approx(counted[0], abs=0.01), name
 
 
-def _pooled_convnet(tmp_path, monkeypatch) -> Path:
-    """A cache of a user's plain Sequential convnet, (Conv–BN–ReLU–MaxPool2d(2)) × 2 → Flatten → Linear,
-    on 32×32 images: its default layers are each unit read after its pool, "3" (16×16×16) and "7" (32×8×8)."""
+POOLNET = (
+    "nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), "
+    "nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), "
+    "nn.Flatten(), nn.Linear(32 * 8 * 8, 10)"
+)
+
+
+def _pooled_convnet(tmp_path, monkeypatch, net: str = POOLNET, photos: int = 4, **extract: Any) -> Path:
+    """A cache of a user's plain Sequential convnet, by default (Conv–BN–ReLU–MaxPool2d(2)) × 2 → Flatten →
+    Linear, on 32×32 images: its default layers are each unit read after its pool, "3" (16×16×16) and "7"
+    (32×8×8)."""
     from laya_inspect.cache.extract import ExtractConfig, extract_features
 
-    (tmp_path / "poolnet.py").write_text(
-        "from torch import nn\n\ndef build():\n    return nn.Sequential("
-        "nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), "
-        "nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), "
-        "nn.Flatten(), nn.Linear(32 * 8 * 8, 10))\n"
-    )
-    _photos(tmp_path, 4, 32)
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "poolnet.py").write_text(f"from torch import nn\n\ndef build():\n    return nn.Sequential({net})\n")
+    _photos(tmp_path, photos, 32)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "poolnet", raising=False)  # this folder's, not one imported before
     config = ExtractConfig(model="python:poolnet:build", data="imagefolder:photos", out="f.h5", image_size=32,
-                           random_init=True, normalize="none", device="cpu")  # fmt: skip
+                           random_init=True, normalize="none", device="cpu", **extract)  # fmt: skip
     extract_features(config)
     return tmp_path / "f.h5"
+
+
+def _as_older(path: Path) -> Path:
+    """The cache as one written before extract recorded a unit's conv map and the classifier's width."""
+    import h5py
+
+    with h5py.File(path, "r+") as f:  # no attributes digest either
+        for key in ("layer_op_shapes", "classifier_inputs", "attrs_sha256"):
+            if key in f.attrs:
+                del f.attrs[key]
+    return path
 
 
 def test_the_shapes_estimate_counts_a_unit_s_conv_before_its_pool_and_the_flattened_map_s_classifier(
@@ -1466,16 +1483,9 @@ def test_the_shapes_estimate_counts_a_unit_s_conv_before_its_pool_and_the_flatte
 def test_an_older_cache_keeps_its_shapes_estimate_and_says_where_it_reads_low(tmp_path, monkeypatch):
     """A cache written before extract recorded a unit's conv map and the classifier's width: the estimate
     is what it was, and the summary's warnings say which layers' FLOPs read low and why."""
-    import h5py
-
     from laya_inspect.beyond.costs import estimate_warnings
 
-    path = _pooled_convnet(tmp_path, monkeypatch)
-    with h5py.File(path, "r+") as f:  # as a cache written before them: no attributes digest either
-        for key in ("layer_op_shapes", "classifier_inputs", "attrs_sha256"):
-            if key in f.attrs:
-                del f.attrs[key]
-    with FeatureStore(path) as store:
+    with FeatureStore(_as_older(_pooled_convnet(tmp_path, monkeypatch))) as store:
         costs = costs_from_shapes(store)
         said = estimate_warnings(costs.to_dict(store.layer_names))
     assert costs.flops_total == 2 * 480 * 16 * 16 + 2 * 4704 * 8 * 8 + 2 * 32 * 10
@@ -1484,6 +1494,22 @@ def test_an_older_cache_keeps_its_shapes_estimate_and_says_where_it_reads_low(tm
     assert said[0].startswith("compute estimate: a unit read after its pool or flatten (layers 3, 7) is counted at")
     assert "the classifier is counted as a dense map from 7's 32 channels, pooled" in said[1]
     assert "reads the map flattened (2048 values)" in said[1]
+
+
+def test_an_older_cache_s_pooled_classifier_gets_no_warning_and_a_flattening_one_does(tmp_path, monkeypatch):
+    """An older cache of a model whose classifier reads its last map's channels pooled (MobileNetV2's pool
+    and Linear) warned that the classifier might read the map flattened and read low, though its count was
+    right. Where the cached logits are an affine function of the last layer's channel means, no warning;
+    a classifier reading the map flattened still gets one, which says why."""
+    pooled = "nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3)"
+    path = _pooled_convnet(tmp_path / "a", monkeypatch, pooled, photos=24, layers="0.1")
+    with FeatureStore(_as_older(path)) as store:
+        assert store.layer_names == ["0.1"] and store.attrs["layer_shapes"] == [[4, 30, 30]]
+        assert costs_from_shapes(store).warnings == []
+    with FeatureStore(_as_older(_pooled_convnet(tmp_path / "b", monkeypatch, photos=80))) as store:
+        said = costs_from_shapes(store).warnings
+    assert len(said) == 2 and "the classifier is counted as a dense map from 7's 32 channels" in said[1], said
+    assert "its logits are no affine function of 7's channel means" in said[1], said[1]
 
 
 def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_head(planted, tmp_path):

@@ -308,12 +308,14 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
             "shares saved read high)"
         )
     warnings = [] if recorded is not None else _shrunk_warning(names, own, types)
-    if classes and not cached and width is None and len(shapes[-1]) == 3 and spread > 1:
+    flat = classes and not cached and width is None and len(shapes[-1]) == 3 and spread > 1
+    unread = _unexplained(store, len(shapes) - 1, shapes[-1]) if flat else None
+    if unread:
         warnings.append(
             f"the classifier is counted as a dense map from {names[-1]}'s {last} channels, pooled, to the {classes} "
             "logits: the cache records no width it reads (classifier_inputs: written before it was recorded, or no "
-            f"one op returned the logits), so where it reads the map flattened ({last * spread} values) its FLOPs "
-            "and parameters read low"
+            f"one op returned the logits) and {unread}, so where it reads the map flattened ({last * spread} values) "
+            "its FLOPs and parameters read low"
         )
     how = f"{SHAPES_HOW}; not counted: {missed}"
     total = (float(p.sum() + tail), float(f.sum() + 2 * tail))
@@ -332,6 +334,37 @@ def _shrunk_warning(names: list[str], own: Any, ops: list[str]) -> list[str]:
         "size: the cache, written before layer_op_shapes, records no size its op ran at, so its FLOPs read low (4× "
         "behind a 2×2 max-pool); extract the cache again to count it at its own size"
     ]
+
+
+def _unexplained(store: FeatureStore, last: int, shape: list[int]) -> str | None:
+    """Why the classifier may read more than layer ``last``'s channel means, a map's (C, H, W), or None where
+    the cached logits are an affine function of them: then a dense map from its C channels (MobileNetV2's
+    pool and Linear(1280, 1000)) is what the classifier is, as counted. A classifier reading the map
+    flattened mixes its positions, which the channel means do not hold: no fit of twice as many rows as
+    they have values leaves under 1% of the logits' spread."""
+    name, pooling = store.layer_names[last], (store.attrs.get("layer_pooling") or [""] * (last + 1))[last]
+    if pooling not in ("gap", "mean", "flatten"):
+        return (
+            f"{name} is cached {pooling}-pooled, which cannot show whether the logits are read from its channel means"
+        )
+    need = 2 * (shape[0] + 1)
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for split in store.splits:
+        rows = slice(0, min(store.n(split), need - sum(map(len, ys))))
+        if rows.stop and (logits := store.logits(split, rows)) is not None:
+            ys.append(np.asarray(logits, dtype=np.float64))
+            xs.append(np.asarray(store.layer(split, name, rows), dtype=np.float64).reshape(rows.stop, shape[0], -1))
+    if sum(map(len, ys)) < need:
+        return f"the cache holds under {need} rows with logits, too few to check them against {name}'s channel means"
+    x, y = np.concatenate(xs).mean(2), np.concatenate(ys)
+    x = np.hstack([x, np.ones((len(x), 1))])
+    left = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    spread = np.linalg.norm(y - y.mean(0))
+    if np.linalg.norm(left) <= 0.01 * spread:
+        return None
+    left_over = f"{np.linalg.norm(left) / spread:.0%} of their spread left"
+    return f"its logits are no affine function of {name}'s channel means ({left_over})"
 
 
 def _classifier(store: FeatureStore) -> tuple[int, str | None]:
