@@ -95,11 +95,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     # One dry batch fixes the widths, pooling decisions and original shapes before the file exists.
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
-    with (
-        _largest_activation(model.module) as largest,
-        autocast(device, config.amp),
-        call_order(model.module) as calls,
-    ):
+    with autocast(device, config.amp), call_order(model.module) as calls:
         raw, logits = model.run(to_device(inputs, device), names, calls=(runs := Counter[str]()))
     warnings += rerun_warning(runs)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
@@ -150,7 +146,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         pooling=[decided[n] for n in names],
         num_logits=int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None,
         attrs=attrs,
-        batch_size=config.batch_size or default_batch_size(model.module, device, largest[0] / min(2, first.n)),
+        batch_size=config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n)),
         warnings=warnings,
     )
 
@@ -396,29 +392,6 @@ def default_batch_size(module: torch.nn.Module, device: torch.device, row_bytes:
     while batch > MIN_CPU_BATCH and batch * row_bytes > ACTIVATION_BUDGET:
         batch //= 2
     return batch
-
-
-@contextmanager
-def _largest_activation(module: torch.nn.Module) -> Iterator[list[int]]:
-    """Record, in the list it yields, the bytes of the largest tensor any submodule outputs during the
-    body (modules that take no hooks, such as TorchScript ones, are left out). Hooks removed in finally."""
-    largest = [0]
-
-    def hook(_m: Any, _i: Any, out: Any) -> None:
-        if isinstance(out, torch.Tensor):
-            largest[0] = max(largest[0], out.numel() * out.element_size())
-
-    handles = []
-    try:
-        for m in module.modules():
-            try:
-                handles.append(m.register_forward_hook(hook))
-            except RuntimeError:  # a ScriptModule
-                continue
-        yield largest
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _pool_batch(

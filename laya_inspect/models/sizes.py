@@ -33,7 +33,8 @@ class Calls:
     """One forward pass in order, every hook advancing one clock (:meth:`tick`): when each module holding
     parameters of its own was first called (``first``), the first module to return each tensor
     (:meth:`maker`: a parent passing its block's output on does not move it), and each module's last return
-    with the shape it returned, without the batch axis (``last``)."""
+    with the shape it returned, without the batch axis (``last``); ``largest``: the bytes of the largest
+    tensor a module returned alone, batch included (what extract sizes its CPU batch by)."""
 
     def __init__(self, sizes: dict[int, int], stamp: Callable[[], Any]) -> None:
         self.sizes = sizes
@@ -42,6 +43,7 @@ class Calls:
         self.first: dict[int, tuple[int, Any]] = {}
         self.made: dict[int, Made] = {}
         self.last: dict[int, tuple[int, list[int] | None]] = {}
+        self.largest = 0
 
     def tick(self) -> int:
         self.now += 1
@@ -54,6 +56,8 @@ class Calls:
         import torch
 
         now = self.tick()
+        if isinstance(out, torch.Tensor):
+            self.largest = max(self.largest, out.numel() * out.element_size())
         parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
         made = [t for t in parts if isinstance(t, torch.Tensor)]
         self.last[id(m)] = (now, [int(s) for s in made[0].shape[1:]] if made else None)
