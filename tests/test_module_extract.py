@@ -295,8 +295,11 @@ def test_a_layer_read_after_its_conv_records_the_conv_s_unit_and_the_shapes_esti
         # 3×3 conv 1→4 with bias and its norm's scale and shift; after the pool, the 1×1 conv 4→6
         assert store.attrs["layer_params"] == [1 * 4 * 9 + 4 + 2 * 4, 4 * 6 + 6]
         costs = costs_from_shapes(store)
-    # each conv's multiply-adds at each of its outputs (8×8 and 4×4 positions), not one FLOP per element
-    assert costs.flops_total == 2 * 48 * 64 + 2 * 30 * 16
+        # a row's multiply-adds: each kernel (not its bias or norm) at each position of its conv's map
+        assert store.attrs["layer_macs"] == [1 * 4 * 9 * 64, 4 * 6 * 16]
+    # each conv's multiply-adds at each of its outputs (8×8 and 4×4 positions), not one FLOP per element, nor
+    # one per bias or norm parameter
+    assert costs.flops_total == 2 * 36 * 64 + 2 * 24 * 16
 
     # each module read alone keeps its own count and class: the conv's figures are not counted twice
     extract_features(net, batches, layers=["0", "1", "2"], out=tmp_path / "each.h5")

@@ -10,7 +10,9 @@ of the modules first called after it (its own classifier included: a head replac
 read from the model's output (a Hugging Face ``hidden_states.k``) is placed where the first module that
 returned that very tensor finished (the embeddings, block k, a final norm). Estimated
 from the cache (``shapes``) when the model cannot be built or hooked: a layer whose parameter count
-the cache records (``layer_params``) does one multiply-add per parameter at each output position (a
+the cache records (``layer_params``) does the multiply-adds extract counted through its convs and linear
+maps (``layer_macs``: no bias or norm, each at the size it ran at), or in older caches one per parameter
+at each output position (a
 conv's weights ÷ its output channels are its multiply-adds per output element, so its kernel size
 counts: a 3×3 conv once read as costing what a 1×1 one does); one without is taken as a dense map
 from the previous layer's channels to its own at each output position; a layer the cache's
@@ -52,8 +54,9 @@ MODEL_HOW = (
 )
 PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
-    "estimated from the cache's layer_shapes and layer_params: layer l with P_l parameters does P_l "
-    "multiply-adds at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted; a unit read "
+    "estimated from the cache's layer_shapes and layer_params: layer l with P_l parameters does the M_l "
+    "multiply-adds extract counted through its convs and linear maps (layer_macs: FLOPs 2·M_l), or in an older "
+    "cache P_l at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted; a unit read "
     "after its pool at its conv's map, layer_op_shapes); a layer "
     "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
     "channels (parameters c_(l−1)·c_l, FLOPs 2·c_(l−1)·c_l·positions; a flat layer reads its whole input "
@@ -267,9 +270,13 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     # the map a unit's op made, where it is not the layer's own: the conv's, before the pool it is read after
     recorded = store.attrs.get("layer_op_shapes")  # absent in older caches
     op_shapes = recorded if isinstance(recorded, list) and len(recorded) == len(names) else [None] * len(names)
+    # a row's multiply-adds through each layer's convs and linear maps at the size each ran at (a strided
+    # block's expansion at its input's), not its biases and norms, which the model's count leaves out
+    macs = store.attrs.get("layer_macs")  # absent in older caches
+    macs = macs if isinstance(macs, list) and len(macs) == len(names) else [None] * len(names)
     params, flops = [], []
     unsized = []  # embeddings whose parameters the cache does not record (a cache written before they were counted)
-    for name, shape, kind, count, op_shape in zip(names, shapes, types, counts, op_shapes):
+    for name, shape, kind, count, op_shape, mac in zip(names, shapes, types, counts, op_shapes, macs):
         c, positions = _channels(shape)
         # a flat layer reads its input flattened (an MLP on pixels); any other reads its channels
         c_prev = math.prod(previous) if len(shape) == 1 else _channels(previous)[0]
@@ -285,8 +292,9 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
         elif isinstance(count, int):
             # a conv's weights ÷ its output channels are the multiply-adds of one output element
             # (c_(l−1)·k·k of them, ÷ groups), so P multiply-adds at each position its op made: its kernel counted
+            # (layer_macs, where recorded, counts each conv at its own size, without biases and norms)
             params.append(float(count))
-            flops.append(float(2 * count * _channels(op_shape or shape)[1]))
+            flops.append(float(2 * mac) if mac else float(2 * count * _channels(op_shape or shape)[1]))
         else:  # no count recorded (an older cache, a state no module returned): a dense map between the channels
             params.append(float(c_prev * c))
             flops.append(float(2 * c_prev * c * positions))

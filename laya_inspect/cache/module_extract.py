@@ -33,7 +33,7 @@ from ..layers import (
     parameter_counts,
     reduce_batch,
 )
-from ..models.sizes import Unit, call_order, unit_sizes, with_units
+from ..models.sizes import Unit, call_order, layer_macs, unit_sizes, with_units
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
 from .writer import NOTEBOOK_ADVICE, FeatureWriter, constant_warning, duplicate_warning, logits_warning
@@ -114,6 +114,7 @@ def extract_from_module(
         "layer_pooling": [first.pooling[n] for n in names],
         "layer_shapes": [list(first.shapes[n]) for n in names],
         "layer_params": params,
+        "layer_macs": [first.macs.get(n) for n in names],
         "layer_roles": {},
         "classifier_inputs": None,  # no logits cached: no classifier after the layers is counted
         "data_spec": "batches:" + ",".join(splits),
@@ -193,6 +194,7 @@ class _Split:
         self.order: list[str] = []  # the layers in the order the first batch made their outputs
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
         self.units: dict[str, Unit] = {}  # models/sizes.unit_sizes of the first batch
+        self.macs: dict[str, int] = {}  # models/sizes.layer_macs of the first batch
 
     @property
     def n(self) -> int:
@@ -275,6 +277,7 @@ def _run(
         if not got.parts:
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
             got.units = unit_sizes(calls, modules, names) if calls is not None else {}
+            got.macs = layer_macs(calls, got.units, {n: modules[n] for n in names}) if calls is not None else {}
             answer = forward_answer(out)
             got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):

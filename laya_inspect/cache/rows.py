@@ -25,7 +25,7 @@ from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
 from ..models.base import rerun_warning
-from ..models.sizes import call_order, classifier_inputs, output_state_params, unit_sizes, with_units
+from ..models.sizes import call_order, classifier_inputs, layer_macs, output_state_params, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
@@ -105,6 +105,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     types = [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names]
     units = unit_sizes(calls, modules, names)
     params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
+    macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -118,6 +119,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
         "layer_params": _layer_params(model, params, names, inputs),
+        "layer_macs": [macs.get(n) for n in names],
         "classifier_inputs": classifier_inputs(calls, logits),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
         "data_spec": config.data,

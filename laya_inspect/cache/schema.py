@@ -25,6 +25,7 @@ PER_LAYER_ATTRS = (
     "layer_pooling",
     "layer_shapes",
     "layer_params",
+    "layer_macs",
     "layer_roles",
 )
 JSON_ATTRS = (

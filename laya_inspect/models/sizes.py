@@ -44,6 +44,7 @@ class Calls:
         self.made: dict[int, Made] = {}
         self.last: dict[int, tuple[int, list[int] | None]] = {}
         self.largest = 0
+        self.work: dict[int, int] = {}  # multiply-adds of a module's last call, one row
 
     def tick(self) -> int:
         self.now += 1
@@ -61,6 +62,11 @@ class Calls:
         parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
         made = [t for t in parts if isinstance(t, torch.Tensor)]
         self.last[id(m)] = (now, [int(s) for s in made[0].shape[1:]] if made else None)
+        if made and made[0].ndim and len(made[0]):
+            # a weight of two or more dimensions (a conv's kernel, a linear layer's matrix) multiplies once for
+            # each of its output channels (dim 0) at each position: a bias or a norm's scale adds no multiply-adds
+            row = made[0][0].numel()
+            self.work[id(m)] = sum(p.numel() * row // p.shape[0] for p in m.parameters(recurse=False) if p.ndim > 1)
         given = next((a for a in args if isinstance(a, torch.Tensor) and a.ndim and len(a)), None)
         for t in made:
             if self.maker(t) is None:
@@ -141,11 +147,13 @@ def _is_op(m: Any) -> bool:
 
 
 class Unit(NamedTuple):
-    """A layer's unit: its parameters, the class of its last op and the shape that op returned."""
+    """A layer's unit: its parameters, the class of its last op, the shape that op returned and the
+    multiply-adds of one row through its modules."""
 
     params: int
     op: str
     shape: list[int] | None
+    macs: int
 
 
 def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -> dict[str, Unit]:
@@ -164,7 +172,9 @@ def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -
     for name in sorted(done, key=done.__getitem__):
         ops = [m for t, m in in_order if start < t <= done[name] and _is_op(m)]
         if name in hooked and ops:
-            found[name] = Unit(calls.params(start, done[name]), type(ops[-1]).__name__, calls.last[id(ops[-1])][1])
+            op, shape = type(ops[-1]).__name__, calls.last[id(ops[-1])][1]
+            work = sum(calls.work.get(id(m), 0) for t, m in in_order if start < t <= done[name])
+            found[name] = Unit(calls.params(start, done[name]), op, shape, work)
         start = done[name]
     return found
 
@@ -188,3 +198,10 @@ def with_units(
     params = [units[n].params if n in units else c for n, c in zip(names, counts)]
     ops = [units[n].op if n in units else t for n, t in zip(names, types)]
     return params, ops, [units[n].shape if n in units else None for n in names]
+
+
+def layer_macs(calls: Calls, units: Mapping[str, Unit], modules: Mapping[str, Any]) -> dict[str, int]:
+    """The cache's ``layer_macs``: ``{name: multiply-adds of one row}`` for each hooked layer, those of its
+    unit's modules or of its module's own, each at the size it ran at (:meth:`Calls.returned`)."""
+    own = {n: sum(calls.work.get(id(m), 0) for m in modules[n].modules()) for n in modules}
+    return {n: units[n].macs if n in units else own[n] for n in modules}
