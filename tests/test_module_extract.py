@@ -308,6 +308,18 @@ def test_a_layer_read_after_its_conv_records_the_conv_s_unit_and_the_shapes_esti
         assert store.attrs["layer_ops"] == ["Conv2d", "GroupNorm", "ReLU"]
 
 
+def test_a_layer_s_multiply_adds_are_its_weights_at_each_output_position_or_unknown() -> None:
+    """The cache's layer_macs: a linear map's matrix at each of its 5 positions (not its bias); an embedding
+    table's rows are no output channels, so its lookups are no multiply-adds it can count: None, and the
+    shapes estimate falls back to its recorded parameters."""
+    from laya_inspect.models.sizes import call_order, layer_macs
+
+    net = nn.Sequential(nn.Embedding(50, 8), nn.Linear(8, 4))
+    with call_order(net) as calls, torch.no_grad():
+        net(torch.zeros(2, 5, dtype=torch.long))
+    assert layer_macs(calls, {}, {"0": net[0], "1": net[1], "all": net}) == {"0": None, "1": 8 * 4 * 5, "all": None}
+
+
 def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
     """extract_features on a module with a scripted submodule ended in a RuntimeError
     ("register_forward_pre_hook is not supported on ScriptModules") from the hooks that count a unit's

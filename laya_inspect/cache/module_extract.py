@@ -194,7 +194,7 @@ class _Split:
         self.order: list[str] = []  # the layers in the order the first batch made their outputs
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
         self.units: dict[str, Unit] = {}  # models/sizes.unit_sizes of the first batch
-        self.macs: dict[str, int] = {}  # models/sizes.layer_macs of the first batch
+        self.macs: dict[str, int | None] = {}  # models/sizes.layer_macs of the first batch
 
     @property
     def n(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -44,7 +44,7 @@ class Calls:
         self.made: dict[int, Made] = {}
         self.last: dict[int, tuple[int, list[int] | None]] = {}
         self.largest = 0
-        self.work: dict[int, int] = {}  # multiply-adds of a module's last call, one row
+        self.work: dict[int, int | None] = {}  # multiply-adds of a module's last call, one row (None: unknown)
 
     def tick(self) -> int:
         self.now += 1
@@ -62,11 +62,14 @@ class Calls:
         parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
         made = [t for t in parts if isinstance(t, torch.Tensor)]
         self.last[id(m)] = (now, [int(s) for s in made[0].shape[1:]] if made else None)
-        if made and made[0].ndim and len(made[0]):
+        mats = [p for p in m.parameters(recurse=False) if p.ndim > 1]
+        if mats:
             # a weight of two or more dimensions (a conv's kernel, a linear layer's matrix) multiplies once for
-            # each of its output channels (dim 0) at each position: a bias or a norm's scale adds no multiply-adds
-            row = made[0][0].numel()
-            self.work[id(m)] = sum(p.numel() * row // p.shape[0] for p in m.parameters(recurse=False) if p.ndim > 1)
+            # each of its output channels (dim 0) at each position: a bias or a norm's scale adds no multiply-adds.
+            # One whose rows are not the output's channels (an embedding table, an LSTM's gates): not known
+            out = made[0] if made and made[0].ndim > 1 and len(made[0]) else None
+            known = out is not None and all(p.shape[0] in (out.shape[1], out.shape[-1]) for p in mats)
+            self.work[id(m)] = sum(p.numel() * out[0].numel() // p.shape[0] for p in mats) if known else None
         given = next((a for a in args if isinstance(a, torch.Tensor) and a.ndim and len(a)), None)
         for t in made:
             if self.maker(t) is None:
@@ -78,6 +81,11 @@ class Calls:
         """Where the module that first returned the very tensor ``t`` returned it, or None."""
         made = self.made.get(id(t))
         return made if made is not None and made.tensor() is t else None
+
+    def work_of(self, modules: Iterable[Any]) -> int | None:
+        """The multiply-adds of one row through ``modules``, or None where one's is not known."""
+        work = [self.work.get(id(m), 0) for m in modules]
+        return None if None in work else sum(w for w in work if w is not None)
 
     def params(self, after: float, upto: float = math.inf) -> int:
         """The parameters of the modules first called after time ``after``, up to ``upto``."""
@@ -153,7 +161,7 @@ class Unit(NamedTuple):
     params: int
     op: str
     shape: list[int] | None
-    macs: int
+    macs: int | None
 
 
 def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -> dict[str, Unit]:
@@ -173,7 +181,7 @@ def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -
         ops = [m for t, m in in_order if start < t <= done[name] and _is_op(m)]
         if name in hooked and ops:
             op, shape = type(ops[-1]).__name__, calls.last[id(ops[-1])][1]
-            work = sum(calls.work.get(id(m), 0) for t, m in in_order if start < t <= done[name])
+            work = calls.work_of(m for t, m in in_order if start < t <= done[name])
             found[name] = Unit(calls.params(start, done[name]), op, shape, work)
         start = done[name]
     return found
@@ -200,8 +208,8 @@ def with_units(
     return params, ops, [units[n].shape if n in units else None for n in names]
 
 
-def layer_macs(calls: Calls, units: Mapping[str, Unit], modules: Mapping[str, Any]) -> dict[str, int]:
+def layer_macs(calls: Calls, units: Mapping[str, Unit], modules: Mapping[str, Any]) -> dict[str, int | None]:
     """The cache's ``layer_macs``: ``{name: multiply-adds of one row}`` for each hooked layer, those of its
     unit's modules or of its module's own, each at the size it ran at (:meth:`Calls.returned`)."""
-    own = {n: sum(calls.work.get(id(m), 0) for m in modules[n].modules()) for n in modules}
+    own = {n: calls.work_of(modules[n].modules()) for n in modules}
     return {n: units[n].macs if n in units else own[n] for n in modules}
