@@ -1913,3 +1913,19 @@ def test_each_rankings_smallest_set_is_read_against_random_sets(planted, tmp_pat
         s["verdict"]
     )
     assert "random sets: none of 2, 1 layers stays within --max-drop" in t["verdict"]
+
+
+def test_one_seeds_alpha_note_names_no_interval_it_has_not_drawn():
+    """With one refit seed prune and early-exit said "the 1 seed the intervals run over are the refits
+    …": there is no interval. The note now says no interval is drawn and what would draw one."""
+    from laya_inspect.report.reading import alpha_fit_note
+
+    for command, s in (
+        ("prune", {"seeds_how": "1 refit seed(s), α from one head", "head_dir": "h", "alpha_heads": [{}]}),
+        ("early-exit", {"head_dir": "h", "alpha_heads": [{}]}),
+    ):
+        one = alpha_fit_note({**s, "seeds": [0]}, command) or ""
+        assert "intervals run over" not in one and "no interval is drawn" in one, one
+        assert f"run {command} with --seeds 3 or more" in one and "this one refit only" in one, one
+        three = alpha_fit_note({**s, "seeds": [0, 1, 2]}, command) or ""
+        assert "the 3 seeds the intervals run over are" in three, three

@@ -855,6 +855,12 @@ def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
         )
     # both read every seed of a fit-head folder themselves
     todo = f"give {command} the fit-head folder (or its laya/) to read α of every seed"
+    if n == 1:  # no interval is drawn: there is nothing "the intervals run over"
+        return (
+            f"α here is one fitted head's ({s['head_dir']}) and {refits} are of one seed: no interval is drawn, "
+            f"so {lines} hold for this fit of α and this one refit only; a verdict that changes with the seed a "
+            f"head or refit was drawn with is not a verdict: run {command} with --seeds 3 or more, and {todo}."
+        )
     return (
         f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
         f"{refits}, not fits of α, so {lines} hold for this fit of α only; a verdict that changes with the seed a "
