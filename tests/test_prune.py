@@ -1929,3 +1929,24 @@ def test_one_seeds_alpha_note_names_no_interval_it_has_not_drawn():
         assert f"run {command} with --seeds 3 or more" in one and "this one refit only" in one, one
         three = alpha_fit_note({**s, "seeds": [0, 1, 2]}, command) or ""
         assert "the 3 seeds the intervals run over are" in three, three
+
+
+def test_a_withheld_set_is_read_against_all_layers_seed_by_seed(tmp_path):
+    """The withheld line quoted two unpaired numbers ("test accuracy 0.9685 vs 0.9796 with all") where a
+    kept set's gives the paired difference over the seeds and its interval: the terminal's line and
+    report.html's lead now read a withheld set as a kept one."""
+    from laya_inspect.report.reading import interval, prune_reading
+
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)  # 40 validation rows: one weighs more than 0.005
+    config = PruneConfig(seeds=2, ks=[2], max_drop=0.005, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    w = s["withheld"]["chosen"]
+    d = w["test_acc_vs_all"]
+    assert s["chosen"] is None and d["n"] == 2 and d["ci_low"] is not None and "paired over" not in w["why"]
+    paired_text = f"(paired over 2 seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+    line = next(line for line in s["verdict"] if line.startswith("no recommendation: the smallest layer set"))
+    assert paired_text in line, line
+    (lead,) = [line for line in prune_reading(s).lead if line.startswith("No layer set is recommended")]
+    assert paired_text in lead and interval(w["test_acc"], 4) not in lead, lead
+    assert paired_text in page_said(tmp_path / "out" / "report.html")

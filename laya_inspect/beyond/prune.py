@@ -707,6 +707,8 @@ def _search_line(s: dict[str, Any]) -> list[str]:
 
 
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
+    from ..report.reading import withheld_cost
+
     lines = []
     vs = s["alpha_vs"]
     if "random" in vs:  # the headline: α against what any ranking would keep
@@ -736,9 +738,9 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         view = "smallest layer set" if what == "chosen" else "layer set saving the most compute"
         lines.append(
             f"no recommendation: the {view} within --max-drop on validation, {', '.join(w['layers'])} "
-            f"({w['k']} of {len(s['cache']['layer_names'])} layers; {saves_text(w, s, short=True)}, test accuracy "
-            f"{w['test_acc']['mean']:.4f} vs {s['reference']['test_acc']['mean']:.4f} with all), is withheld: "
-            f"{w['why']}; no head is written for it"
+            f"({w['k']} of {len(s['cache']['layer_names'])} layers; {saves_text(w, s, short=True)}), is withheld: "
+            f"{w['why']}; test accuracy {w['test_acc']['mean']:.4f} vs {s['reference']['test_acc']['mean']:.4f} "
+            f"with all layers{withheld_cost(w, s)}; no head is written for it"
         )
     if c is None and "chosen" not in withheld:
         lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")

@@ -679,6 +679,14 @@ def sentence(text: str) -> str:
     return _cap(text) + "."
 
 
+def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
+    """A withheld set's paired test difference from all layers, as ``cost_text`` reads a kept set's;
+    nothing where its why already quotes that difference (a loss on test)."""
+    from ..beyond.costs import cost_text
+
+    return "" if "paired over" in w["why"] else cost_text(w, s)
+
+
 def prune_reading(s: dict[str, Any]) -> Reading:
     from ..beyond.costs import cost_text, saves_text
 
@@ -708,8 +716,8 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         second = (
             f"No layer set is recommended: the smallest set within --max-drop {s['config']['max_drop']:g} on "
             f"validation keeps {withheld['k']} of {n_layers} layers ({', '.join(withheld['layers'])}), but "
-            f"{withheld['why']}; test accuracy {num(withheld['test_acc']['mean'], 4)} "
-            f"{interval(withheld['test_acc'], 4)} vs {num(ref['mean'], 4)} with all layers. No head is written."
+            f"{withheld['why']}; test accuracy {num(withheld['test_acc']['mean'], 4)} vs {num(ref['mean'], 4)} with "
+            f"all layers{withheld_cost(withheld, s)}. No head is written."
         )
     elif c is None or c["k"] == n_layers:
         second = (
