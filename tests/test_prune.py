@@ -1950,3 +1950,21 @@ def test_a_withheld_set_is_read_against_all_layers_seed_by_seed(tmp_path):
     (lead,) = [line for line in prune_reading(s).lead if line.startswith("No layer set is recommended")]
     assert paired_text in lead and interval(w["test_acc"], 4) not in lead, lead
     assert paired_text in page_said(tmp_path / "out" / "report.html")
+
+
+def test_the_max_drop_0_rule_is_read_where_the_pick_is(planted, tmp_path):
+    """report.html for --max-drop 0 stated how 0 is read (no validation row lost on any seed, the test
+    mean no lower) only among the details below the reading: the lead that names the pick now says it."""
+    from laya_inspect.report.reading import prune_reading
+
+    cache, head_dir = planted
+    config = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    reading = prune_reading(s)
+    rule = "--max-drop 0: a set is within only if it loses no validation row on any seed"
+    pick = next(i for i, line in enumerate(reading.lead) if "--max-drop 0 " in line)
+    assert " ".join(reading.lead[pick + 1 : pick + 2]).startswith(rule), reading.lead
+    assert not any(line.startswith(rule) for line in reading.details)
+    box = (tmp_path / "out" / "report.html").read_text(encoding="utf-8").split('<div class="reading" id="reading">')[1]
+    assert rule in html.unescape(box.split("</div>")[0])

@@ -733,18 +733,21 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4)}; {saves_text(c, s, short=True)}"
             + (f"; {c['vs_random']}." if c.get("vs_random") else ".")  # against random sets of its size
         )
-    # the lead already says the α-vs-ranking lines and the chosen set
+    # --max-drop 0 is read per seed and against the test mean: said where the pick is, not only below
+    rule = [sentence(line) for line in s.get("verdict") or [] if line.startswith("--max-drop 0:")]
+    # the lead already says the α-vs-ranking lines, the chosen set and that rule
     said = tuple(e["verdict"] for e in vs.values() if e.get("verdict"))
     details = [
         line
         for line in s.get("verdict") or []
-        if not line.startswith(("keep ", "no recommendation: the smallest", *said)) and not line.endswith("over k < L)")
+        if not line.startswith(("keep ", "no recommendation: the smallest", "--max-drop 0:", *said))
+        and not line.endswith("over k < L)")
     ]
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
     one_alpha = [note] if (note := alpha_fit_note(s, "prune")) else []  # what α's verdicts rest on, right after them
-    return Reading([*_warnings(s), first, *one_alpha, second], details)
+    return Reading([*_warnings(s), first, *one_alpha, second, *rule], details)
 
 
 # -- early exit ----------------------------------------------------------------------------------
