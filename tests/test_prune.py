@@ -1968,3 +1968,30 @@ def test_the_max_drop_0_rule_is_read_where_the_pick_is(planted, tmp_path):
     assert not any(line.startswith(rule) for line in reading.details)
     box = (tmp_path / "out" / "report.html").read_text(encoding="utf-8").split('<div class="reading" id="reading">')[1]
     assert rule in html.unescape(box.split("</div>")[0])
+
+
+def test_a_kept_set_off_the_coarse_grid_says_why_it_has_no_random_reference():
+    """Under the coarse search a ranking's finer k has no random reference (`test_acc_vs_random` null),
+    and the keep line said nothing of random sets there: it now says why there is none."""
+    from laya_inspect.beyond.prune import _pick
+
+    def point(k: int, vs_random: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "ranking": "depth",
+            "k": k,
+            "layer_index": list(range(k)),
+            "flops_saved": 1 - k / 10,
+            "val_acc": {"mean": 1.0},
+            "within_max_drop": True,
+            "test_acc_vs_random": vs_random,
+        }
+
+    ranked = {"depth": {0: list(range(10))}}
+    chosen = _pick([point(5, None), point(10, None)], ranked, lambda p: p["k"], 10)
+    assert chosen is not None and chosen["k"] == 5
+    said = chosen["vs_random"] or ""
+    assert said.startswith("no random reference at k = 5: random sets are refit at the coarse grid's k only"), said
+    every = _pick([point(10, None)], ranked, lambda p: p["k"], 10)
+    assert every is not None and "every set of 10 layers is all layers" in (every["vs_random"] or "")
+    on_grid = _pick([point(4, {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3})], ranked, lambda p: p["k"], 10)
+    assert on_grid is not None and "random sets of 4 layers (the random reference at k = 4)" in on_grid["vs_random"]

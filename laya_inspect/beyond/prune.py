@@ -346,8 +346,8 @@ def _prune(
                     if not stable
                     else _why_withheld(point, len(val_rows), n_layers, config.max_drop)
                 )
-    chosen_point = _pick(points, ranked, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]))
-    cheapest = _pick(points, ranked, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]))
+    chosen_point = _pick(points, ranked, lambda p: (p["k"], -p["flops_saved"], -p["val_acc"]["mean"]), n_layers)
+    cheapest = _pick(points, ranked, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]), n_layers)
     withheld: dict[str, dict[str, Any]] = {}
     for what, pick in (("chosen", chosen_point), ("cheapest", cheapest)):
         why = _why_withheld(pick, len(val_rows), n_layers, config.max_drop)
@@ -500,7 +500,10 @@ def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: 
 
 
 def _pick(
-    points: list[dict[str, Any]], ranked: dict[str, dict[int, list[int]]], key: Callable[[dict[str, Any]], Any]
+    points: list[dict[str, Any]],
+    ranked: dict[str, dict[int, list[int]]],
+    key: Callable[[dict[str, Any]], Any],
+    n_layers: int,
 ) -> dict[str, Any] | None:
     """The point within max_drop that ``key`` puts first, with every ranking whose top-k is its layer
     set at every seed (α first): also one the coarse search did not refit at that k, as a search over
@@ -514,16 +517,21 @@ def _pick(
         (n for n, orders in ranked.items() if all(_top(o, best["k"]) == layers for o in orders.values())),
         key=lambda n: NON_ALPHA.index(n) + 1 if n in NON_ALPHA else 0,
     )
-    return {**best, "found_by": found, "vs_random": _vs_random(best)}
+    return {**best, "found_by": found, "vs_random": _vs_random(best, n_layers)}
 
 
-def _vs_random(point: dict[str, Any]) -> str | None:
+def _vs_random(point: dict[str, Any], n_layers: int) -> str:
     """The set against random sets of as many layers, paired seed by seed: whether keeping these k
-    layers is the ranking's finding or any k layers' (None where there is no random reference)."""
+    layers is the ranking's finding or any k layers'; where there is no random reference, why."""
     d, k = point.get("test_acc_vs_random"), point["k"]
-    if not d or d.get("mean") is None:
-        return None
     layers = f"{k} layer{'s' * (k != 1)}"
+    if k == n_layers:
+        return f"no random reference at k = {k}: every set of {layers} is all layers"
+    if not d or d.get("mean") is None:  # a k the coarse search added below its grid
+        return (
+            f"no random reference at k = {k}: random sets are refit at the coarse grid's k only "
+            "(--search every refits them at every k)"
+        )
     said = verdict(
         d,
         what="this layer" if k == 1 else f"these {layers}",
