@@ -342,6 +342,23 @@ def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
     )
 
 
+def test_a_module_run_at_several_places_is_said_in_the_result_and_the_cache(tmp_path: Path) -> None:
+    """extract_features on a net that uses one ReLU after each layer stored the ReLU's last run alone
+    under its name with no word, where `extract` on the same net warns: the warning is in both now."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    act = nn.ReLU()
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), act, nn.Linear(32, 16), act, nn.Linear(16, 10))
+    said = "layer(s) '2' (2 times) ran more than once in one forward pass (one module used at several places)"
+    result = extract_features(net, {"train": [(x[:32], y[:32])]}, layers=["1", "2", "3"], out=tmp_path / "s.h5")
+    assert [w for w in result.warnings if w.startswith(said)] != []
+    with FeatureStore(tmp_path / "s.h5") as store:
+        assert store.layer_names == ["1", "3", "2"] and store.widths == [32, 16, 16]
+        assert [w for w in store.attrs["warnings"] if w.startswith(said)] != []
+    once = extract_features(net, {"train": [(x[:32], y[:32])]}, layers=["1", "3"], out=tmp_path / "t.h5")
+    assert not [w for w in once.warnings if "more than once" in w]
+
+
 def test_a_module_with_batchnorm_is_cached_and_its_hash_reads_the_norm_s_step_count(tmp_path: Path) -> None:
     """extract_features on any module holding a BatchNorm ended in a RuntimeError ("self.dim() cannot
     be 0 to view Long as Byte"): its num_batches_tracked, a 0-dim integer, was hashed as bytes."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -33,6 +34,7 @@ from ..layers import (
     parameter_counts,
     reduce_batch,
 )
+from ..models.base import rerun_warning
 from ..models.sizes import Unit, call_order, layer_macs, unit_sizes, with_units
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
@@ -68,7 +70,8 @@ def extract_from_module(
     or T5's encoder, whose token 0 is no summary of the text.
     The model runs in eval mode under ``torch.no_grad`` and is put back in its former mode.
     A layer that gives the same row for every input, two layers that hold the same values, and a layer
-    that is what the forward returns with one value per class (the model's logits) are named in the
+    that is what the forward returns with one value per class (the model's logits), and a layer whose
+    module runs at several places in one forward (only its last output is read), are named in the
     result's and the cache's ``warnings``, as `extract` names them.
     """
     if dtype not in DTYPES:
@@ -99,6 +102,7 @@ def extract_from_module(
         raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
     returned = [n for n in names if first.returned.get(n) == len(classes)]
     logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
+    reran = rerun_warning(first.runs)
     types = [type(modules[n]).__name__ for n in names]
     params, ops, op_shapes = with_units(first.units, names, parameter_counts(modules, names), types)
     attrs = {
@@ -131,7 +135,7 @@ def extract_from_module(
         },
         "data_fingerprint": _fingerprint(gathered),
         "random_init": False,
-        "warnings": [*([moved] if moved else []), *logits],
+        "warnings": [*reran, *([moved] if moved else []), *logits],
         "compute_dtype": "float32",
         "world_size": 1,
     }
@@ -169,7 +173,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
-        warnings=[*([moved] if moved else []), *logits, *said],
+        warnings=[*reran, *([moved] if moved else []), *logits, *said],
     )
 
 
@@ -195,6 +199,7 @@ class _Split:
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
         self.units: dict[str, Unit] = {}  # models/sizes.unit_sizes of the first batch
         self.macs: dict[str, int | None] = {}  # models/sizes.layer_macs of the first batch
+        self.runs: Counter[str] = Counter()  # how often each layer's module ran in the first batch's forward
 
     @property
     def n(self) -> int:
@@ -278,6 +283,7 @@ def _run(
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
             got.units = unit_sizes(calls, modules, names) if calls is not None else {}
             got.macs = layer_macs(calls, got.units, {n: modules[n] for n in names}) if calls is not None else {}
+            got.runs = Counter({n: calls.runs[id(modules[n])] for n in names} if calls is not None else {})
             answer = forward_answer(out)
             got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -32,9 +33,10 @@ class Made(NamedTuple):
 class Calls:
     """One forward pass in order, every hook advancing one clock (:meth:`tick`): when each module holding
     parameters of its own was first called (``first``), the first module to return each tensor
-    (:meth:`maker`: a parent passing its block's output on does not move it), and each module's last return
-    with the shape it returned, without the batch axis (``last``); ``largest``: the bytes of the largest
-    tensor a module returned alone, batch included (what extract sizes its CPU batch by)."""
+    (:meth:`maker`: a parent passing its block's output on does not move it), each module's last return
+    with the shape it returned, without the batch axis (``last``), and how often each returned (``runs``);
+    ``largest``: the bytes of the largest tensor a module returned alone, batch included (what extract sizes
+    its CPU batch by)."""
 
     def __init__(self, sizes: dict[int, int], stamp: Callable[[], Any]) -> None:
         self.sizes = sizes
@@ -45,6 +47,7 @@ class Calls:
         self.last: dict[int, tuple[int, list[int] | None]] = {}
         self.largest = 0
         self.work: dict[int, int | None] = {}  # multiply-adds of a module's last call, one row (None: unknown)
+        self.runs: Counter[int] = Counter()
 
     def tick(self) -> int:
         self.now += 1
@@ -70,6 +73,7 @@ class Calls:
             out = made[0] if made and made[0].ndim > 1 and len(made[0]) else None
             known = out is not None and all(p.shape[0] in (out.shape[1], out.shape[-1]) for p in mats)
             self.work[id(m)] = sum(p.numel() * out[0].numel() // p.shape[0] for p in mats) if known else None
+        self.runs[id(m)] += 1
         given = next((a for a in args if isinstance(a, torch.Tensor) and a.ndim and len(a)), None)
         for t in made:
             if self.maker(t) is None:
