@@ -536,7 +536,9 @@ def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_
     from laya_inspect.report.reading import compare_reading
 
     root3 = math.sqrt(3) / 2
-    lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), root3, True)).lead)
+    summary = _with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), root3, True)
+    summary["heads"][0]["methods"]["alpha"]["faithfulness"] |= {"ci_low": 0.66, "ci_high": 0.74}
+    lead = " ".join(compare_reading(summary).lead)
     said = (
         "faithfulness ρ 0.70 vs 0.78; top-1 only 0.87 on every row (what a one-hot scores against 3 untied effects), "
         "above α's: naming the top layer alone orders the layers better, the constant rule 0.50"
@@ -546,8 +548,16 @@ def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_
     lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 0.6, False)).lead)
     assert "top-1 only 0.60, the constant rule 0.50" in lead, lead
     # the same on every row but not by the layer count (the last-layer head: two effects tied at 0)
-    lead = " ".join(compare_reading(_with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 1.0, True)).lead)
+    summary = _with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 1.0, True)
+    summary["heads"][0]["methods"]["alpha"]["faithfulness"] |= {"ci_low": 0.66, "ci_high": 0.74}
+    lead = " ".join(compare_reading(summary).lead)
     assert "top-1 only 1.00 on every row, above α's: naming the top layer alone orders" in lead, lead
+    # α's mean a hair below top-1 only's, its interval reaching past it: no "orders better" from the means
+    summary = _with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 0.72, True)
+    summary["heads"][0]["methods"]["alpha"]["faithfulness"] |= {"ci_low": 0.66, "ci_high": 0.74}
+    lead = " ".join(compare_reading(summary).lead)
+    assert "top-1 only 0.72 on every row, above α's mean but not its 95% interval: not shown to order" in lead, lead
+    assert "orders the layers better" not in lead, lead
 
 
 def test_the_terminal_across_seed_table_reads_each_method_beside_top1_only() -> None:

@@ -141,9 +141,15 @@ def _rho_nulls(head: dict[str, Any], lead: str) -> str:
             n = head.get("n_layers")
             if isinstance(n, int) and abs(top["mean"] - math.sqrt(3 / (n + 1))) < TINY:  # one-hot vs n distinct ranks
                 text += f" (what a one-hot scores against {n} untied effects)"
-        rho = _faith(head["methods"][lead])[0]
+        rho, _, high = _faith(head["methods"][lead])
         if rho is not None and round(rho, 2) < round(top["mean"], 2):  # as printed: both reading 0.87 is no "below"
-            text += f", above {name(lead)}'s: naming the top layer alone orders the layers better"
+            # "better" only past both intervals, as a method is said better than another only on an
+            # interval (docs/METHOD.md, "One method against another"): a mean a hair above proves nothing
+            floor = top.get("ci_low") if top.get("ci_low") is not None else top["mean"]
+            if high is not None and high < floor:
+                text += f", above {name(lead)}'s: naming the top layer alone orders the layers better"
+            else:
+                text += f", above {name(lead)}'s mean but not its 95% interval: not shown to order the layers better"
         said.append(text)
     constant = ((refs.get("constant") or {}).get("faithfulness") or {}).get("mean")
     if constant is not None:
