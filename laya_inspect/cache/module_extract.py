@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -199,7 +198,7 @@ class _Split:
         self.returned: dict[str, int] = {}  # layers whose (N, K) output is what the forward returned: K
         self.units: dict[str, Unit] = {}  # models/sizes.unit_sizes of the first batch
         self.macs: dict[str, int | None] = {}  # models/sizes.layer_macs of the first batch
-        self.runs: Counter[str] = Counter()  # how often each layer's module ran in the first batch's forward
+        self.runs: dict[str, int] = {}  # how often each layer's module ran in the first batch's forward
 
     @property
     def n(self) -> int:
@@ -283,7 +282,7 @@ def _run(
             got.pooling, got.shapes, got.batch_size, got.order = decided, shapes, len(y), list(raw)
             got.units = unit_sizes(calls, modules, names) if calls is not None else {}
             got.macs = layer_macs(calls, got.units, {n: modules[n] for n in names}) if calls is not None else {}
-            got.runs = Counter({n: calls.runs[id(modules[n])] for n in names} if calls is not None else {})
+            got.runs = {n: calls.runs[id(modules[n])] for n in names} if calls is not None else {}
             answer = forward_answer(out)
             got.returned = {n: int(answer.shape[1]) for n in names if is_forward_output(raw.get(n), answer)}
         elif any(a.shape[1] != b.shape[1] for a, b in zip(arrays, got.parts[0])):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -96,8 +95,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     first = next(iter(data.splits.values()))
     inputs, _, _ = next(iter(first.batches(min(2, first.n))))
     with autocast(device, config.amp), call_order(model.module) as calls:
-        raw, logits = model.run(to_device(inputs, device), names, calls=(runs := Counter[str]()))
-    warnings += rerun_warning(runs)
+        raw, logits = model.run(to_device(inputs, device), names)
+    warnings += rerun_warning({n: calls.runs[id(modules[n])] for n in names if n in modules})
     names, moved = depth_order(names, list(raw), "the order the model computes them")
     warnings += [moved] if moved else []
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))

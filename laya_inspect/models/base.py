@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,13 +333,10 @@ class LoadedModel:
             f"carries input_spec = {{'kind': 'image', 'channels': {want}}}"
         )
 
-    def run(
-        self, inputs: Any, layer_names: Sequence[str], *, calls: Counter[str] | None = None
-    ) -> tuple[dict[str, Any], Tensor | None]:
+    def run(self, inputs: Any, layer_names: Sequence[str]) -> tuple[dict[str, Any], Tensor | None]:
         """One forward pass under ``torch.no_grad()``: ``({name: raw output}, logits (N, C) | None)``,
         the outputs in depth order: hooked modules in the order the forward made them (a module run
         twice where its last output was made), outputs read from the model's output by their index.
-        ``calls``, where given, counts each hooked module's runs (:func:`rerun_warning`).
 
         Inputs the model rejects raise :class:`InputError` (see :meth:`forward`).
         """
@@ -352,8 +348,6 @@ class LoadedModel:
         def record(name: str, _m: nn.Module, out: Any) -> None:
             raw.pop(name, None)  # a second call moves the name to where its output now stands
             raw[name] = snapshot(out)
-            if calls is not None:
-                calls[name] += 1
 
         with torch.no_grad():
             out = self.forward(inputs, hooked, record, bool(wanted_virtual))
@@ -371,10 +365,10 @@ class LoadedModel:
         return raw, self.adapter.logits(out, self.num_classes)
 
 
-def rerun_warning(calls: Counter[str]) -> list[str]:
+def rerun_warning(runs: Mapping[str, int]) -> list[str]:
     """A warning for chosen layers whose module ran more than once in one forward pass (one module used
     at several places, as a user's net may reuse one activation): only its last output is read."""
-    again = [f"{name!r} ({n} times)" for name, n in calls.items() if n > 1]
+    again = [f"{name!r} ({n} times)" for name, n in runs.items() if n > 1]
     if not again:
         return []
     return [
