@@ -320,6 +320,37 @@ def test_a_layer_s_multiply_adds_are_its_weights_at_each_output_position_or_unkn
     assert layer_macs(calls, {}, {"0": net[0], "1": net[1], "all": net}) == {"0": None, "1": 8 * 4 * 5, "all": None}
 
 
+class _PooledLSTM(nn.Module):
+    """Token ids → embeddings → LSTM(8, 6) → max over the 10 steps → Linear(6, 3)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb, self.lstm = nn.Embedding(50, 8), nn.LSTM(8, 6, batch_first=True)
+        self.pool, self.fc = nn.AdaptiveMaxPool1d(1), nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.lstm(self.emb(x))
+        return self.fc(self.pool(out.transpose(1, 2)).squeeze(-1))
+
+
+def test_an_lstm_read_after_its_pool_over_the_steps_is_counted_at_its_steps(tmp_path: Path) -> None:
+    """An LSTM's gates are no output channels, so extract records no multiply-adds for its unit (layer_macs
+    null); read after a max over its 10 steps, the shapes estimate counts its parameters at the LSTM's 10
+    steps (layer_op_shapes), not at the pool's (6, 1) output, which _channels takes for 6 positions."""
+    from laya_inspect.beyond.costs import costs_from_shapes
+
+    torch.manual_seed(0)
+    tokens, labels = torch.randint(0, 50, (12, 10)), torch.arange(12) % 3
+    extract_features(_PooledLSTM(), [(tokens, labels)], layers=["emb", "pool"], out=tmp_path / "l.h5")
+    with FeatureStore(tmp_path / "l.h5") as store:
+        attrs, costs = store.attrs, costs_from_shapes(store)
+    assert attrs["layer_shapes"] == [[10, 8], [6, 1]] and attrs["layer_ops"] == ["Embedding", "LSTM"]
+    assert attrs["layer_macs"] == [None, None] and attrs["layer_op_shapes"] == [None, [10, 6]]
+    lstm = 4 * 6 * (8 + 6) + 2 * 4 * 6  # its gates' weights and both biases
+    assert attrs["layer_params"] == [50 * 8, lstm]
+    assert costs.flops_total == 2 * lstm * 10  # the table lookup none
+
+
 def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
     """extract_features on a module with a scripted submodule ended in a RuntimeError
     ("register_forward_pre_hook is not supported on ScriptModules") from the hooks that count a unit's
