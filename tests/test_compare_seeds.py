@@ -594,3 +594,30 @@ def test_the_across_seed_table_names_the_scores_as_docs_method_does() -> None:
     (head,) = _compared([_carried_by(0, ("faithfulness",))], [0])["heads"]
     said = str(verdict_line(head))
     assert said == "laya-seed_0 − constant rule: alpha beats (on ρ; not on top-layer agreement, Deletion@1 ÷ oracle)"
+
+
+def test_a_cut_reference_interval_is_named_by_its_label_not_its_key() -> None:
+    """The notes under the across-seed tables named a cut interval of a reference by its summary key
+    ("constant faithfulness ρ", "top1_only ρ"), not as every table labels it ("constant rule",
+    "top-1 only"); and the random reference's estimates replaced the random method's of the same name."""
+    from laya_inspect.compare.seeds import named_estimates, ranged_note
+    from laya_inspect.report.across import cut_short
+
+    heads = [_head(s, "beats", ["alpha"]) for s in (0, 1, 2)]
+    for s, h in enumerate(heads):
+        refs = h["ablations"]["mean"]["references"]
+        refs["constant"]["faithfulness"] = {"mean": 0.7 + s / 10}  # 0.7, 0.8, 0.9: t-interval past 1
+        refs["top1_only"] = {"top_layer_agreement": 1.0, "faithfulness": {"mean": 0.75 + s / 10}}
+        refs["random"] = {"top_layer_agreement": 0.3, "faithfulness": {"mean": 0.0}}
+        h["ablations"]["mean"]["methods"]["random"] = _scores(0.3, 0.01 * s, "worse")
+    (group,) = across_seeds(heads, [0, 1, 2])["groups"]
+    entry = group["ablations"]["mean"]
+    assert entry["references"]["constant"]["faithfulness"]["clipped"]
+    short = cut_short(entry) or ""
+    assert "constant rule ρ" in short and "top-1 only ρ" in short, short
+    assert "constant ρ" not in short and "top1_only" not in short, short
+    note = ranged_note(entry) or ""
+    assert "constant rule faithfulness ρ [" in note and "top-1 only faithfulness ρ [" in note, note
+    named = named_estimates(entry)
+    assert named["random faithfulness ρ"]["values"] == pytest.approx([0.0, 0.01, 0.02])  # the method's
+    assert named["random (reference) faithfulness ρ"]["values"] == [0.0, 0.0, 0.0]

@@ -717,6 +717,26 @@ def test_the_reading_says_alpha_is_one_fitted_heads_not_read_over_seeds():
     assert "hold for this fit of α only" in first and "the fit-head folder (or its laya/)" in first
 
 
+def test_the_reading_says_what_the_seeds_of_one_heads_intervals_are():
+    """With one head, early-exit's reading said "paired over 3 seed(s)" where the header and prune say
+    the summary's own words, "3 refit seed(s), α from one head"; a summary without them keeps the count."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    d = {"mean": 0.002, "ci_low": -0.02, "ci_high": 0.03, "values": [0.0, 0.002, 0.004]}
+    s = {
+        "head_dir": "heads/laya/seed_0",
+        "seeds": [0, 1, 2],
+        "seeds_how": "3 refit seed(s), α from one head",
+        "config": {"epsilon": 0.05},
+        "comparisons": {"confidence+alpha vs confidence": {"area_diff": d}},
+        "fixed_depth": [],
+    }
+    said = " ".join(early_exit_reading(s).lead)
+    assert "area under accuracy–compute, paired over 3 refit seed(s), α from one head, " in said, said
+    del s["seeds_how"]  # a summary written before it
+    assert "area under accuracy–compute, paired over 3 seed(s), " in " ".join(early_exit_reading(s).lead)
+
+
 @pytest.fixture(scope="module")
 def two_laya_seeds(cache, tmp_path_factory) -> Path:
     """A fit-head output of two LAYA seeds that disagree: seed 0's α sits on layer 1 (every input may

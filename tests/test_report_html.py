@@ -812,3 +812,27 @@ def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_cha
     lead = fit_reading(summary).lead
     assert lead[0].startswith("LAYA reaches a test accuracy of 0.900") and "did not learn" not in " ".join(lead)
     assert "+0.787 [+0.737, +0.837] against chance" in lead[0]
+
+
+def test_the_headline_reads_the_leads_rho_beside_its_nulls_with_no_rival_method() -> None:
+    """`compare --method alpha` (or α and random only): the lead sentence gave top-layer agreement alone,
+    α's ρ and the nulls to read it beside (top-1 only, the constant rule, random scores) nowhere."""
+    s = _compare_summary(_scores(0.93, 0.76, 0.72, 0.80), _scores(0.94, 0.84, 0.81, 0.86))
+    del s["heads"][0]["methods"]["ig"]
+    s["heads"][0]["references"] = {
+        "random": {"top_layer_agreement": 0.31, "faithfulness": {"mean": 0.01}},
+        "top1_only": {"faithfulness": {"mean": 0.87}},
+        "constant": {"top_layer_agreement": 0.49, "faithfulness": {"mean": 0.42}},
+    }
+    lead = compare_reading(s).lead[0]
+    nulls = (
+        "top-1 only 0.87, above α's: naming the top layer alone orders the layers better, the constant rule 0.42, "
+        "random scores 0.01"
+    )
+    assert lead.endswith(f"; its faithfulness ρ is 0.76 [0.72, 0.80] ({nulls})."), lead
+    del s["heads"][0]["methods"]["random"]  # --method alpha: the random reference is still scored
+    assert compare_reading(s).lead[0] == lead
+    # with a rival, random scores' ρ is read beside the others too
+    s["heads"][0]["methods"]["ig"] = _scores(0.94, 0.84, 0.81, 0.86)
+    s["heads"][0]["methods"]["alpha"]["vs_methods"] = {"ig": _diff(-0.08, -0.12, -0.05)}
+    assert f"(faithfulness ρ 0.76 vs 0.84; {nulls}; paired difference" in compare_reading(s).lead[0]

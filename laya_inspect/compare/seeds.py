@@ -34,6 +34,7 @@ from .records import carried
 
 CONFIDENCE = 0.95
 CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with
+REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}  # as the tables name them
 SEED_DIR = re.compile(r"seed_(\d+)")
 LABELS = {  # a score's name in a caveat
     "top_layer_agreement": "top-layer agreement",
@@ -126,14 +127,21 @@ def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
 
 def named_estimates(entry: dict[str, Any], labels: Mapping[str, str] = LABELS) -> dict[str, dict[str, Any]]:
     """An across-seed ablation entry's interval estimates by "<method> <score>" (``labels`` names the
-    scores; " − constant" after a difference to the constant rule)."""
+    scores; " − constant" after a difference to the constant rule), a reference by its label ("constant
+    rule", "top-1 only"; "random (reference)" beside the random method, whose estimates it would
+    otherwise replace)."""
 
     def name(key: str) -> str:
         base = key.removesuffix("_minus_constant")
         return labels.get(base, base) + " − constant" * (base != key)
 
-    rows = entry_rows(entry)
-    return {f"{m} {name(key)}": est for m, row in rows for key, est in row.items() if isinstance(est, dict)}
+    methods = entry.get("methods") or {}
+    return {
+        f"{label}{' (reference)' * (reference and m in methods)} {name(key)}": est
+        for m, row, label, reference in entry_rows(entry, REFERENCES)
+        for key, est in row.items()
+        if isinstance(est, dict)
+    }
 
 
 def ranged_note(entry: dict[str, Any]) -> str | None:
@@ -163,10 +171,16 @@ def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any
     return row
 
 
-def entry_rows(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """An across-seed ablation entry's methods, then its references, as (name, row); a summary written
-    before the two were kept apart holds the references among ``methods``, marked ``reference``."""
-    return [*(entry.get("methods") or {}).items(), *(entry.get("references") or {}).items()]
+def entry_rows(
+    entry: dict[str, Any], labels: Mapping[str, str] = REFERENCES
+) -> list[tuple[str, dict[str, Any], str, bool]]:
+    """A compare entry's methods, then its references, as (name, scores, label, reference): a method
+    is labelled by its name, a reference by ``labels``. The entry is a head's, one of its ablations', or
+    an across-seed ablation's; an across-seed summary written before the methods and references were
+    kept apart holds the references among ``methods``, marked ``reference``."""
+    rows = [(m, s, bool(s.get("reference"))) for m, s in (entry.get("methods") or {}).items()]
+    rows += [(r, s, True) for r, s in (entry.get("references") or {}).items()]
+    return [(n, s, labels.get(n, n) if reference else n, reference) for n, s, reference in rows]
 
 
 def by_seed(seeds: Sequence[int], words: Sequence[str]) -> str:
@@ -256,8 +270,7 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for g in summary["across_seeds"]["groups"]:
         for a, entry in g["ablations"].items():
-            for m, row in entry_rows(entry):
-                m = CSV_REFERENCES.get(m, m) if row.get("reference") else m
+            for _, row, m, _ in entry_rows(entry, CSV_REFERENCES):
                 base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
                 for key, est in row.items():
                     if not isinstance(est, dict):

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN, VERDICTS
 from ..compare.records import carried
-from ..compare.seeds import by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
+from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
@@ -28,8 +28,8 @@ SCORES = {
     label.removeprefix("faithfulness "): key for label, key in HEADLINE.items()
 }  # the terminal's: ρ, as METHOD.md
 WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
-REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}
 REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}  # the terminal's
+PAGE_LABELS = {r: f"{label} (reference)" for r, label in REFERENCES.items()}  # report.html's
 
 
 def header(label: str) -> str:
@@ -180,14 +180,13 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
             if len(abls) > 1:
                 table.add_row(Text(a, style="bold"))
             methods = entry.get("methods") or {}
-            for m, row in entry_rows(entry):
-                if row.get("reference") and m in methods:  # random: scored as a method already
+            for m, row, label, reference in entry_rows(entry, REF_LABELS):
+                if reference and m in methods:  # random: scored as a method already
                     continue
-                dim = "dim" if row.get("reference") or row.get("circular") else ""
-                label = (REF_LABELS.get(m, m) if row.get("reference") else m) + ("°" if row.get("circular") else "")
+                dim = "dim" if reference or row.get("circular") else ""
                 cells = [seed_cell(row.get(k), each=not brief) for k in SCORES.values()]
-                table.add_row(Text(label, style=dim), *cells, "")
-                if not row.get("reference"):
+                table.add_row(Text(label + ("°" if row.get("circular") else ""), style=dim), *cells, "")
+                if not reference:
                     diffs = [seed_cell(row.get(f"{k}_minus_constant"), True, not brief) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
@@ -219,17 +218,11 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
         for a, entry in (g.get("ablations") or {}).items():
             rows: list[list[Cell | str]] = []
             classes = []
-            for m, row in entry_rows(entry):
-                reference = bool(row.get("reference"))
+            for _, row, label, reference in entry_rows(entry, PAGE_LABELS):
                 said = verdict_text(row, g["seeds"], VERDICTS, "every seed") if row.get("verdicts") else "—"
                 rows.append(
                     [
-                        Cell(
-                            f"{REFERENCES.get(m, m)} (reference)"
-                            if reference
-                            else m + " °" * bool(row.get("circular")),
-                            "text",
-                        ),
+                        Cell(label + " °" * bool(row.get("circular")), "text"),
                         *[_html_cell(row.get(k)) for k in HEADLINE.values()],
                         *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HEADLINE.values()],
                         Cell(said, "text"),

@@ -128,9 +128,10 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
 
 def _rho_nulls(head: dict[str, Any], lead: str) -> str:
     """The nulls of ρ the summary records, to read the lead's ρ beside: top-1 only (what knowing only
-    the top layer earns; on the digits demo 0.87, above every method) and the constant rule. Top-1 only
-    says what a ρ below it means, and where it is the same on every row, whether the layer count alone
-    fixes it: against L untied effects a one-hot scores √(3/(L + 1)), √3/2 at 3 (docs/METHOD.md, "Scores")."""
+    the top layer earns; on the digits demo 0.87, above every method), the constant rule and random
+    scores. Top-1 only says what a ρ below it means, and where it is the same on every row, whether the
+    layer count alone fixes it: against L untied effects a one-hot scores √(3/(L + 1)), √3/2 at 3
+    (docs/METHOD.md, "Scores")."""
     refs = head.get("references") or {}
     said = []
     top = (refs.get("top1_only") or {}).get("faithfulness") or {}
@@ -151,16 +152,17 @@ def _rho_nulls(head: dict[str, Any], lead: str) -> str:
             else:
                 text += f", above {name(lead)}'s mean but not its 95% interval: not shown to order the layers better"
         said.append(text)
-    constant = ((refs.get("constant") or {}).get("faithfulness") or {}).get("mean")
-    if constant is not None:
-        said.append(f"the constant rule {num(constant)}")
-    return f"; {', '.join(said)}" if said else ""
+    for ref, words in (("constant", "the constant rule"), ("random", "random scores")):
+        rho = ((refs.get(ref) or {}).get("faithfulness") or {}).get("mean")
+        if rho is not None:
+            said.append(f"{words} {num(rho)}")
+    return ", ".join(said)
 
 
 def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any], nulls: str = "") -> str:
     """How the lead orders the layers beside its rival, read from their paired difference in ρ over
     the same rows (two intervals that overlap can still differ row by row, and did), with ρ's nulls."""
-    rho = f"faithfulness ρ {num(_faith(s_lead)[0])} vs {num(_faith(s_rival)[0])}{nulls}"
+    rho = f"faithfulness ρ {num(_faith(s_lead)[0])} vs {num(_faith(s_rival)[0])}" + (f"; {nulls}" if nulls else "")
     d = (s_lead.get("vs_methods") or {}).get(rival)
     word = outcome(d)
     if word == "undecided":
@@ -208,7 +210,11 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     rival = _rival(head, lead)
     against = versus_constant(lead, s, constant)
     nulls = _rho_nulls(head, lead)
-    lines = [first + "." if rival is None else f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
+    if rival is None:  # no method to read it against: the lead's ρ beside its nulls alone
+        rho = f"its faithfulness ρ is {with_ci(s.get('faithfulness'), sign=False)}" + (f" ({nulls})" if nulls else "")
+        lines = [f"{first}; {rho}."]
+    else:
+        lines = [f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
     return lines + ([against] if against else [])
 
 
@@ -392,11 +398,12 @@ def seed_caveat(summary: dict[str, Any], head: dict[str, Any], what: str = "Thes
     return seeds_sentence(summary, head, what) or [one_seed_sentence(what, head["name"])]
 
 
-def seeds_said(s: dict[str, Any]) -> str:
+def seeds_said(s: dict[str, Any], over: bool = False) -> str:
     """What a prune or early-exit summary's intervals run over: its ``seeds_how`` ("3 refit seed(s), α
     from one head", "over 3 fitted LAYA heads …"), or the seed count where it has none (--no-refit, an
-    older summary)."""
-    return s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
+    older summary); led by "over" for a sentence where ``over``."""
+    how = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
+    return how if not over or how.startswith("over ") else f"over {how}"
 
 
 def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
@@ -705,13 +712,11 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
             parts.append(f"{_said(d)} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
-    how = seeds_said(s)
     if parts:
         first = (
             "Ranking layers by α "
             + "; ".join(parts)
-            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired "
-            + f"{how if how.startswith('over ') else 'over ' + how}, "
+            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired {seeds_said(s, over=True)}, "
             + f"{families_text(*vs.values(), what='t-intervals')}."
         )
     else:
@@ -782,8 +787,7 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
-    seeds = s["seeds_how"] if len(s.get("alpha_heads") or []) > 1 else f"over {len(s['seeds'])} seed(s)"
-    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired {seeds}"
+    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired {seeds_said(s, over=True)}"
 
     def unit(*labels: str) -> str:
         return f"{over}, {families_text(*(comp.get(k) for k in labels), what='t-intervals')}"

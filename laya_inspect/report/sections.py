@@ -10,8 +10,9 @@ from typing import Any
 from ..compare.config import CompareConfig
 from ..compare.paired import ON_ITS_OWN, VERDICTS
 from ..compare.records import carried
+from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
-from .across import HEADLINE, REFERENCES, seed_sections
+from .across import HEADLINE, PAGE_LABELS, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
@@ -41,7 +42,6 @@ SCORES = {
     "deletion area": "deletion_area",
     "insertion area": "insertion_area",
 }
-REF_LABELS = {r: f"{label} (reference)" for r, label in REFERENCES.items()}
 
 
 def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell | str]], list[str]]:
@@ -49,9 +49,7 @@ def _score_rows(entry: dict[str, Any], lead: list[str]) -> tuple[list[list[Cell 
     best = entry.get("best") or {}
     rows: list[list[Cell | str]] = []
     classes = []
-    items = [(m, s, m, False) for m, s in (entry.get("methods") or {}).items()]
-    items += [(r, s, REF_LABELS.get(r, r), True) for r, s in (entry.get("references") or {}).items()]
-    for i, (name, s, label, reference) in enumerate(items):
+    for i, (name, s, label, reference) in enumerate(entry_rows(entry, PAGE_LABELS)):
         circular = bool(s.get("circular"))
         cells: list[Cell | str] = [Cell(lead[i] if i < len(lead) else "", "text")] if lead else []
         cells.append(Cell(label + (" °" if circular else ""), "text"))

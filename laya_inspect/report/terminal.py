@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..compare.paired import ON_ITS_OWN
 from ..compare.records import carried, compare_warnings, said_once
+from ..compare.seeds import entry_rows
 from ..training.stats import percent
 from .across import REF_LABELS, SCORES, WORDS, groups, header, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
@@ -65,8 +66,7 @@ def _table(title: str, ablation_column: bool) -> Table:
 def _add_rows(table: Table, entry: dict[str, Any], labels: list[Text] | None) -> None:
     """The methods of one ablation, then its references; ``labels`` fill the ablation column."""
     best = _best(entry)
-    rows = [(m, s, m, False) for m, s in entry["methods"].items()]
-    rows += [(r, s, REF_LABELS.get(r, r), True) for r, s in (entry.get("references") or {}).items()]
+    rows = entry_rows(entry, REF_LABELS)
     for i, (name, s, label, reference) in enumerate(rows):
         circular = bool(s.get("circular"))
         dim = "dim" if reference or circular else ""
