@@ -583,3 +583,30 @@ def test_files_with_no_extension_in_a_class_folder_are_said_not_to_be_read(tmp_p
     (root / "b" / "README").unlink()
     b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
     assert sum(split.n for split in b.splits.values()) == 5 and not [w for w in b.warnings if "extension" in w]
+
+
+def test_greyscale_and_rgb_files_with_a_colour_marked_transparent_are_composited_on_white(tmp_path):
+    """QA: a PNG in greyscale or RGB may mark one colour transparent (a tRNS chunk) instead of carrying
+    an alpha channel; such files were read with that colour as it was stored (black here) where alpha
+    and palette files are composited on white, and were not named beside the opaque photos."""
+    root = tmp_path / "keyed"
+    for name in PHOTOS[:4]:
+        save_jpg(root / ("a" if name < "coffee" else "b") / f"{name}.jpg", photo(name))
+    rgb = np.asarray(photo("coffee")).copy()
+    rgb[:, :24] = 0  # the left half in the colour marked transparent
+    Image.fromarray(rgb, "RGB").save(root / "a" / "rgb.png", transparency=(0, 0, 0))
+    grey = np.asarray(photo("rocket").convert("L")).copy()
+    grey[:, :24] = 0
+    Image.fromarray(grey, "L").save(root / "b" / "grey.png", transparency=0)
+    deep = (grey.astype(np.uint16) * 257).astype(np.uint16)  # 16-bit greyscale, its 0 marked transparent
+    Image.fromarray(deep).save(root / "b" / "deep.png", transparency=0)
+    assert {Image.open(root / "b" / "deep.png").mode, Image.open(root / "a" / "rgb.png").mode} == {"I;16", "RGB"}
+
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, input_spec=image_spec(3))
+    (line,) = [w for w in b.warnings if "transparent in part or whole" in w]
+    assert "3 of 7 image files are transparent in part or whole, composited on white" in line, line
+    assert "a/rgb.png, b/deep.png, b/grey.png" in line and "chelsea" not in line
+    _, pixels, _ = all_rows(root, input_spec=image_spec(3))
+    halves = [x for x in pixels if bool((x[:, :, :24] == 1.0).all())]
+    assert len(halves) == 3  # the keyed halves read white, in 8-bit RGB, 8-bit and 16-bit greyscale
+    assert all(float(x[:, :, 24:].min()) < 1.0 for x in halves)  # the rest of each file as it was

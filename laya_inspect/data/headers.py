@@ -47,7 +47,7 @@ class FileHeader:
     None when the header cannot be read (``problem`` says why); ``pages``: a TIFF's pages, its
     reduced-resolution copies aside (the first page is the one read); ``channels``: 1 for a greyscale
     file, 3 for any other (palette files count as colour); ``alpha``: the file has transparency that
-    reading composites on white (an alpha channel, or a palette's transparent colour)."""
+    reading composites on white (an alpha channel, or a colour marked transparent)."""
 
     path: str
     size: tuple[int, int] | None
@@ -55,6 +55,12 @@ class FileHeader:
     pages: int = 1
     channels: int = 3
     alpha: bool = False
+
+
+def transparent(im: Any) -> bool:
+    """Whether an open image has transparency that reading composites on white: an alpha channel, or one
+    colour marked transparent (a PNG's tRNS chunk, which greyscale, RGB and palette files may carry)."""
+    return im.mode in ALPHA_MODES or "transparency" in im.info
 
 
 def file_header(path: str) -> FileHeader:
@@ -68,8 +74,7 @@ def file_header(path: str) -> FileHeader:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
             channels = 1 if im.mode in GREY_MODES else 3
-            alpha = im.mode in ALPHA_MODES or (im.mode == "P" and "transparency" in im.info)
-            return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=alpha)
+            return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=transparent(im))
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except pil_errors() as e:

@@ -36,6 +36,7 @@ from .headers import (
     orientation,
     pil_errors,
     relative,
+    transparent,
     unreadable,
 )
 
@@ -130,7 +131,8 @@ def array_source(
 # - colour (RGB, CMYK, YCbCr, LAB, HSV, palette P) → RGB with PIL's converters; to greyscale with
 #   PIL's ``convert("L")`` (ITU-R 601-2 luma, 299/1000 R + 587/1000 G + 114/1000 B, what
 #   torchvision's ``Grayscale`` does to a PIL image);
-# - alpha (RGBA, LA, PA, P with a transparent colour) → composited on white first;
+# - alpha (RGBA, LA, PA; P, L, RGB, 1 or 16-bit greyscale with one colour marked transparent) →
+#   composited on white first;
 # - 1-bit and 8-bit greyscale (1, L) → replicated to RGB when the model takes three channels;
 # - 16-bit greyscale (I;16, and I when its values fit 0..65535) → value / 65535 as float32, never
 #   through 8 bits; 32-bit float (F) kept as is when it lies in [0, 1].
@@ -197,8 +199,8 @@ def _upright(im: Any, path: str) -> Any:
 def _on_white(im: Any) -> Any:
     from PIL import Image
 
-    if im.mode == "P":
-        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+    if im.mode == "P" or "transparency" in im.info:  # PIL's convert reads the colour marked transparent
+        im = im.convert("RGBA" if transparent(im) else "RGB")
     if im.mode not in ALPHA_MODES:
         return im
     rgba = im.convert("RGBA")
@@ -224,6 +226,9 @@ def _wide(im: Any, path: str) -> np.ndarray:
             "save the file with 8 or 16 bits",
             path,
         )
+    key = im.info.get("transparency")
+    if isinstance(key, int):  # a 16-bit greyscale PNG's tRNS value: composited on white as 8-bit files are
+        values = np.where(values == key, 65535, values)
     return (values / 65535.0).astype(np.float32)
 
 
