@@ -565,6 +565,25 @@ def test_broken_npz_files(tmp_path):
             load_data(spec_)
 
 
+def test_npz_arrays_that_would_be_left_unread_are_refused(tmp_path):
+    """QA: an npz holding X/y beside X_train/y_train was read as the one pool X/y, the per-split arrays
+    left unread with no word; one holding y_test with no X_test read as having no test split, so
+    `extract --split train` ran on and the test labels were never read. Both are refused by name."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    img = (x.reshape(-1, 8, 8) * 15).astype(np.uint8)[:200]
+    y = y[:200]
+    both = npz(tmp_path, "both.npz", X=img, y=y, X_train=img[:150], y_train=y[:150])
+    with pytest.raises(InputError, match="holds both X/y and per-split arrays"):
+        load_data(both)
+    lone = npz(tmp_path, "lone.npz", X_train=img[:150], y_train=y[:150], y_test=y[150:])
+    with pytest.raises(InputError, match="no inputs X_test for y_test"):
+        load_data(lone, splits="train")
+    fine = npz(tmp_path, "fine.npz", X_train=img[:150], y_train=y[:150], X_test=img[150:], y_test=y[150:])
+    assert load_data(fine, splits="train").splits["train"].n == 150
+
+
 def test_broken_image_folders_name_the_file(tmp_path, photos):
     with pytest.raises(InputError, match="no class folders"):
         load_data(f"imagefolder:{tmp_path}")

@@ -1,7 +1,8 @@
 """``npz:FILE``: arrays written with ``np.savez``.
 
 The file holds ``X`` and ``y``, or per-split ``X_<split>``/``y_<split>`` (e.g. ``X_train``,
-``y_test``), and optionally ``class_names``. ``X`` is images (N, H, W), (N, H, W, C) or (N, C, H, W)
+``y_test``; never both layouts, nor labels of a split without its inputs), and optionally
+``class_names``. ``X`` is images (N, H, W), (N, H, W, C) or (N, C, H, W)
 with C in 1, 3, 4, or vectors (N, D); uint8 is scaled by 1/255, floats are taken as already in [0, 1]
 (float images outside it are a warning: :func:`laya_inspect.data.checks.float_images`).
 ``y`` is one label a row: class indices 0..C-1 (``class_names`` then has C names) or words.
@@ -51,6 +52,12 @@ def _read(path: Path) -> dict[str, np.ndarray]:
 def _pools(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     keys = {k.lower(): k for k in arrays}
     split_keys = sorted({m.group(1) for k in arrays if (m := re.fullmatch(r"[xX]_(\w+)", k))})
+    label_keys = sorted({m.group(1) for k in arrays if (m := re.fullmatch(r"[yY]_(\w+)", k))})
+    if "x" in keys and (split_keys or label_keys):  # one of the two would be left unread with no word
+        raise InputError(
+            f"{path}: holds both X/y and per-split arrays (keys: {', '.join(arrays)}); keep X and y for one pool "
+            "split by --test-fraction, or X_<split>/y_<split> alone"
+        )
     if "x" in keys:
         if "y" not in keys:
             raise InputError(f"{path}: has X but no y (keys: {', '.join(arrays)})")
@@ -59,6 +66,9 @@ def _pools(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, tuple[np.ndar
         missing = [s for s in split_keys if f"y_{s}".lower() not in keys]
         if missing:
             raise InputError(f"{path}: no labels y_{missing[0]} for X_{missing[0]} (keys: {', '.join(arrays)})")
+        lone = [s for s in label_keys if s.lower() not in {k.lower() for k in split_keys}]
+        if lone:  # labels of a split whose inputs are missing: that split would not exist, with no word
+            raise InputError(f"{path}: no inputs X_{lone[0]} for y_{lone[0]} (keys: {', '.join(arrays)})")
         return {
             s: (arrays[f"X_{s}" if f"X_{s}" in arrays else f"x_{s}"], arrays[keys[f"y_{s}".lower()]])
             for s in split_keys
