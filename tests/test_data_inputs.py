@@ -584,6 +584,24 @@ def test_npz_arrays_that_would_be_left_unread_are_refused(tmp_path):
     assert load_data(fine, splits="train").splits["train"].n == 150
 
 
+def test_a_split_of_one_class_at_99_percent_is_said_with_its_share_and_the_rows_left(tmp_path):
+    """QA: a 99:1 problem (real digits, 'other' against sixteen zeros) gave heads 0.99 accuracy that
+    read as learnt, where always answering the majority scores that much; the data now says each
+    split's majority share and how few rows the other class leaves, as a warning extract records.
+    A balanced two-class problem says nothing."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    img = (x.reshape(-1, 8, 8) * 15).astype(np.uint8)
+    idx = np.concatenate([np.flatnonzero(y != 0)[:1584], np.flatnonzero(y == 0)[:16]])
+    rare = npz(tmp_path, "rare.npz", X=img[idx], y=np.where(y[idx] == 0, "zero", "other"))
+    said = [w for w in load_data(rare, seed=0).warnings if "always answering" in w]
+    assert len(said) == 2 and "split 'test' is 99.1% class 'other' (317 of 320 rows, 3 of the" in said[1], said
+    assert "scores 0.991 accuracy there" in said[1] and "rest on 3 rows" in said[1]
+    two = npz(tmp_path, "two.npz", X=img[y < 2], y=y[y < 2])
+    assert not [w for w in load_data(two, seed=0).warnings if "always answering" in w]
+
+
 def test_broken_image_folders_name_the_file(tmp_path, photos):
     with pytest.raises(InputError, match="no class folders"):
         load_data(f"imagefolder:{tmp_path}")

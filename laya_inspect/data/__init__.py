@@ -39,6 +39,7 @@ from .checks import (
     cut_texts,
     empty_classes,
     float_images,
+    one_class_dominates,
     repeated_texts,
     stretched_images,
     unread_spellings,
@@ -336,6 +337,7 @@ def load_data(
         src.location,
         ", ".join(f"{k} {v['n']}/{v['n_source']}" for k, v in per_split.items()),
     )
+    kept = {n: s.labels for n, s in out.items()}
     return DataBundle(
         spec=str(spec).strip(),
         splits=out,
@@ -345,7 +347,8 @@ def load_data(
         kind=src.kind,
         location=src.location,
         warnings=warnings
-        + empty_classes(spec, list(src.class_names), source, {n: s.labels for n, s in out.items()}, src.split_info),
+        + empty_classes(spec, list(src.class_names), source, kept, src.split_info)
+        + one_class_dominates(spec, list(src.class_names), kept),
     )
 
 

@@ -173,6 +173,32 @@ def empty_classes(
     return out
 
 
+MAJORITY_SHARE = 0.95  # a split this much one class: accuracy near 1 says little about the others
+
+
+def one_class_dominates(spec: str, class_names: list[str], kept: dict[str, np.ndarray]) -> list[str]:
+    """A warning for each split (after the seeded split and ``limit``) where one class holds at least
+    MAJORITY_SHARE of the rows: always answering it scores that share as accuracy, and the other
+    classes' scores (macro-F1, recall) rest on the few rows left, which the warning counts."""
+    out = []
+    for split, labels in kept.items():
+        if not len(labels):
+            continue
+        counts = np.bincount(labels, minlength=len(class_names))
+        top = int(counts.argmax())
+        share = counts[top] / len(labels)
+        if share < MAJORITY_SHARE:
+            continue
+        rest = len(labels) - int(counts[top])
+        out.append(
+            f"dataset {spec!r}: split {split!r} is {share:.1%} class {class_names[top]!r} ({counts[top]} of "
+            f"{len(labels)} rows, {rest} of the other classes): always answering {class_names[top]!r} scores "
+            f"{share:.3f} accuracy there; read its accuracies against that share and its macro-F1, whose other "
+            f"classes rest on {rest} row{'s' * (rest != 1)}"
+        )
+    return out
+
+
 def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     """A warning when float images (fed as they are, read as pixels in [0, 1]) are not in [0, 1]:
     0–255 pixels or larger raw intensities stored as floats, or images normalised already (unless
