@@ -548,7 +548,12 @@ def test_broken_npz_files(tmp_path):
         (npz(tmp_path, "str.npz", X=np.array([["a", "b"]] * 20), y=y), InputError, "X holds <U1 values, not numbers"),
         (npz(tmp_path, "cx.npz", X=x.astype(complex), y=y), InputError, "complex128 values, not numbers"),
         (npz(tmp_path, "scalar.npz", X=np.array(3.0), y=np.array(1)), InputError, r"X is shaped \(\)"),
-        (npz(tmp_path, "y2.npz", X=x, y=np.zeros((20, 2))), InputError, r"y is shaped \(20, 2\)"),
+        (
+            npz(tmp_path, "y2.npz", X=x, y=np.zeros((20, 2))),
+            InputError,
+            r"y is shaped \(20, 2\); expected one label a row, shaped \(N,\)$",
+        ),
+        (npz(tmp_path, "hot.npz", X=x, y=np.eye(2)[y]), InputError, r"one-hot rows: store y.argmax\(1\)"),
         (npz(tmp_path, "w0.npz", X=np.zeros((20, 0)), y=y), InputError, "an empty feature axis"),
         (
             npz(tmp_path, "e.npz", X_train=x, y_train=y, X_test=x[:0], y_test=y[:0]),
@@ -582,6 +587,21 @@ def test_npz_arrays_that_would_be_left_unread_are_refused(tmp_path):
         load_data(lone, splits="train")
     fine = npz(tmp_path, "fine.npz", X_train=img[:150], y_train=y[:150], X_test=img[150:], y_test=y[150:])
     assert load_data(fine, splits="train").splits["train"].n == 150
+
+
+def test_float64_images_beyond_float32_are_refused_as_infinite_without_a_numpy_warning(tmp_path):
+    """QA: float64 images holding a value beyond float32's range were refused as infinite, as they
+    should be, but numpy's "overflow encountered in cast" was printed on the way, naming a file
+    of the tool's own. Only the refusal is said now."""
+    import warnings
+
+    x = np.random.default_rng(0).random((20, 5, 5))
+    x[3, 1, 1] = 1e300
+    spec = npz(tmp_path, "big.npz", X=x, y=np.arange(20) % 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(InputError, match=r"1 of 500 values in X of .* are NaN or infinite \(first in row 3\)"):
+            load_data(spec)
 
 
 def test_a_split_of_one_class_at_99_percent_is_said_with_its_share_and_the_rows_left(tmp_path):

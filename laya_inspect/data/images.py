@@ -67,7 +67,8 @@ def images_nchw(x: np.ndarray, *, where: str) -> np.ndarray:
 
 def _pixel_dtype(x: np.ndarray, where: str) -> np.ndarray:
     if x.dtype == np.uint8 or np.issubdtype(x.dtype, np.floating):
-        return x if x.dtype != np.float64 else x.astype(np.float32)
+        with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, refused or kept after
+            return x if x.dtype != np.float64 else x.astype(np.float32)
     if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
         if x.size and (x.min() < 0 or x.max() > 255):
             raise InputError(f"{where}: integer pixels must lie in 0..255, got {x.min()}..{x.max()}")

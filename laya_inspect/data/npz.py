@@ -89,7 +89,9 @@ def _checked(path: Path, name: str, x: np.ndarray, y: np.ndarray) -> tuple[np.nd
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
-        raise InputError(f"{path}: {yn} is shaped {y.shape}; expected one label a row, shaped (N,)")
+        onehot = y.ndim == 2 and y.dtype.kind in _NUMERIC and bool(np.isin(y, (0, 1)).all() and (y.sum(1) == 1).all())
+        hint = f" ({yn} reads as one-hot rows: store {yn}.argmax(1))" if onehot else ""
+        raise InputError(f"{path}: {yn} is shaped {y.shape}; expected one label a row, shaped (N,){hint}")
     if len(x) != len(y):
         raise InputError(f"{path}: {xn} has {len(x)} rows but {yn} has {len(y)}")
     return x, y
