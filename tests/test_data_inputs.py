@@ -604,6 +604,25 @@ def test_float64_images_beyond_float32_are_refused_as_infinite_without_a_numpy_w
             load_data(spec)
 
 
+def test_npz_images_whose_channel_axis_could_be_first_or_last_are_read_first_with_a_warning(tmp_path):
+    """QA: real digits at 4×4, stored channels-last as RGB (N, 4, 4, 3), were read with no word as
+    4 channels (an alpha among them) of 4×3 pixels. Both axes could hold the channels, so the file is
+    read as (N, C, H, W), as before, with a warning that names the other reading and its fix."""
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    small = (x.reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)) * 15).astype(np.uint8)[:100]
+    rgb = npz(tmp_path, "rgb.npz", X=np.repeat(small[..., None], 3, axis=-1), y=y[:100])
+    b = load_data(rgb, seed=0)
+    (said,) = [w for w in b.warnings if "could be the channels" in w]
+    assert "X shaped (100, 4, 4, 3) is read as (N, C, H, W), 4 channel(s) of 4×3" in said, said
+    assert "np.moveaxis(X, -1, 1)" in said
+    first = npz(tmp_path, "first.npz", X=np.repeat(small[:, None], 3, axis=1), y=y[:100])  # (N, 3, 4, 4)
+    assert [w for w in load_data(first, seed=0).warnings if "could be the channels" in w]
+    wide = npz(tmp_path, "wide.npz", X=(x.reshape(-1, 8, 8, 1) * 15).astype(np.uint8)[:100], y=y[:100])
+    assert not [w for w in load_data(wide, seed=0).warnings if "could be the channels" in w]
+
+
 def test_a_split_of_one_class_at_99_percent_is_said_with_its_share_and_the_rows_left(tmp_path):
     """QA: a 99:1 problem (real digits, 'other' against sixteen zeros) gave heads 0.99 accuracy that
     read as learnt, where always answering the majority scores that much; the data now says each

@@ -110,6 +110,18 @@ def _nonfinite(path: Path, name: str, x: np.ndarray, allow: bool, warnings: list
     warnings.append(f"{what}; kept as asked (allow_nonfinite)")
 
 
+def _axes_warning(path: Path, name: str, x: np.ndarray) -> list[str]:
+    """Images whose first and last axes could each be the channels (4×4 RGB stored channels-last reads
+    as 4 channels of 4×3): read as (N, C, H, W), with a warning that says so."""
+    if x.ndim != 4 or x.shape[1] == x.shape[-1] or not {x.shape[1], x.shape[-1]} <= {1, 3, 4}:
+        return []
+    n, c, h, w = x.shape
+    return [
+        f"{path}: X{name} shaped {x.shape} is read as (N, C, H, W), {c} channel(s) of {h}×{w}; its last axis "
+        f"could be the channels ({w}) instead: if so, store it as (N, C, H, W) with np.moveaxis(X, -1, 1)"
+    ]
+
+
 def _float_range(xs: list[np.ndarray]) -> list[float] | None:
     """[min, max] of the finite values of float images (fed as they are), else None."""
     lo, hi = np.inf, -np.inf
@@ -188,6 +200,7 @@ def load_npz(
         if x.ndim == 2 and x.dtype != np.uint8:
             with np.errstate(over="ignore"):  # float64 beyond float32's range becomes inf, counted next
                 x = x.astype(np.float32)
+        warnings += _axes_warning(path, f"_{s}" if s else "", x)
         x = x if x.ndim == 2 else images_nchw(x, where=str(path))
         _nonfinite(path, f"_{s}" if s else "", x, allow_nonfinite, warnings)
         prepared[s] = (x, flat[bounds[i] : bounds[i + 1]])
