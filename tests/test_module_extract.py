@@ -404,3 +404,37 @@ def test_a_module_with_batchnorm_is_cached_and_its_hash_reads_the_norm_s_step_co
     with FeatureStore(tmp_path / "a.h5") as a, FeatureStore(tmp_path / "b.h5") as b:
         np.testing.assert_allclose(a.layer("train", 0), expected, rtol=1e-6, atol=1e-6)
         assert a.attrs["weights_sha256"] != b.attrs["weights_sha256"]
+
+
+def test_a_module_run_at_several_places_is_said_from_a_module_too(tmp_path: Path) -> None:
+    """QA: a net that reuses one activation module after each layer cached, through the Python API,
+    only the last run's output under that module's name with no word, where `extract` warns. The
+    same warning is now in the result and the cache; a module run once says nothing."""
+    x, y = _digits()
+    torch.manual_seed(0)
+    act = nn.ReLU()  # built once, used after each layer
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), act, nn.Linear(32, 16), act, nn.Linear(16, 10))
+    batches = [(x[:64], y[:64]), (x[64:128], y[64:128])]
+    result = extract_features(net, batches, layers=["1", "2", "3"], out=tmp_path / "f.h5")
+    said = "layer(s) '2' (2 times) ran more than once in one forward pass (one module used at several places)"
+    assert [w for w in result.warnings if "more than once" in w][0].startswith(said), result.warnings
+    with FeatureStore(result.path) as store:
+        assert store.layer_names == ["1", "3", "2"] and store.widths == [32, 16, 16]
+        assert any(w.startswith(said) for w in store.attrs["warnings"])
+    once = extract_features(net, batches, layers=["1", "3"], out=tmp_path / "g.h5")
+    assert not any("more than once" in w for w in once.warnings)
+
+
+def test_batches_of_one_class_are_refused_and_a_99_percent_class_is_said(tmp_path: Path) -> None:
+    """QA: through the Python API, batches whose labels were all one class were cached with no word
+    (the data sources refuse them), and a 99:1 split gave no warning of its majority share."""
+    x, y = _digits()
+    net = _net()
+    with pytest.raises(InputError, match="every row of the batches has the class '0'"):
+        extract_features(net, [(x[:64], torch.zeros(64, dtype=torch.long))], layers=["1"], out=tmp_path / "a.h5")
+    rare = torch.cat([torch.nonzero(y != 0)[:198, 0], torch.nonzero(y == 0)[:2, 0]])
+    result = extract_features(net, [(x[rare], (y[rare] == 0).long())], layers=["1"], out=tmp_path / "b.h5")
+    said = "split 'train' is 99.0% class '0' (198 of 200 rows, 2 of the other classes)"
+    assert any(said in w for w in result.warnings), result.warnings
+    with FeatureStore(result.path) as store:
+        assert any(said in w for w in store.attrs["warnings"])

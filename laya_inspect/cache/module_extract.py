@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from .. import __version__
+from ..data.checks import one_class_dominates
 from ..errors import InputError, NotFoundError, suggest
 from ..files import output_lock, utc_now
 from ..layers import (
@@ -99,6 +100,13 @@ def extract_from_module(
     classes = [str(c) for c in class_names] if class_names is not None else [str(i) for i in range(num_classes)]
     if len(classes) < num_classes:
         raise InputError(f"class_names has {len(classes)} names but the labels reach class {num_classes - 1}")
+    seen = np.unique(np.concatenate([g.labels for g in gathered.values()]))
+    if len(seen) < 2:  # as the data sources refuse it (data.checks.check_labels)
+        raise InputError(
+            f"every row of the batches has the class {classes[int(seen[0])]!r}; a classifier needs rows of at "
+            "least two classes"
+        )
+    lopsided = one_class_dominates("batches:" + ",".join(splits), classes, {s: g.labels for s, g in gathered.items()})
     returned = [n for n in names if first.returned.get(n) == len(classes)]
     logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
     reran = rerun_warning(first.runs)
@@ -134,7 +142,7 @@ def extract_from_module(
         },
         "data_fingerprint": _fingerprint(gathered),
         "random_init": False,
-        "warnings": [*reran, *([moved] if moved else []), *logits],
+        "warnings": [*reran, *lopsided, *([moved] if moved else []), *logits],
         "compute_dtype": "float32",
         "world_size": 1,
     }
@@ -172,7 +180,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
-        warnings=[*reran, *([moved] if moved else []), *logits, *said],
+        warnings=[*reran, *lopsided, *([moved] if moved else []), *logits, *said],
     )
 
 
