@@ -9,6 +9,7 @@ compare.lolo; definitions in docs/METHOD.md), on one row.
 from __future__ import annotations
 
 import copy
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError, name_of
-from .files import atomic_path, plain
+from .files import atomic_path, output_lock, plain
 from .out_dir import check_out, claimed_by, put_record, take_record
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
@@ -478,18 +479,21 @@ def check_figure_out(path: str | Path, *, force: bool, inputs: list[str | Path |
     return out
 
 
-def write_figure(e: Explanation, path: str | Path, *, force: bool = False) -> Path:
+def write_figure(e: Explanation, path: str | Path, *, force: bool = False, locked: bool = False) -> Path:
     """The figure as PNG (or SVG, by the file's suffix), written atomically and marked as explain's.
     ``path`` is checked as :func:`check_figure_out` does, again here: a file saved there while the row
-    was explained is not replaced."""
+    was explained is not replaced. ``locked``: the caller holds ``path``'s :func:`~.files.output_lock`
+    (the command holds it from its check to this write); else it is taken here, so another laya-inspect
+    process writing ``path`` is refused, naming its PID."""
     from .compare.plots import solve_layout
 
-    out = check_figure_out(path, force=force, inputs=[])
-    fmt = _figure_format(out)
-    meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
-    fig = solve_layout(explain_figure(e))
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, format=fmt, dpi=110, metadata=meta)
-        record = take_record(out, "explain", {out: tmp})
-    put_record(out, record)  # what --force checks: a figure edited since, mark kept, is not replaced
+    with nullcontext() if locked else output_lock(path):
+        out = check_figure_out(path, force=force, inputs=[])
+        fmt = _figure_format(out)
+        meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
+        fig = solve_layout(explain_figure(e))
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=110, metadata=meta)
+            record = take_record(out, "explain", {out: tmp})
+        put_record(out, record)  # what --force checks: a figure edited since, mark kept, is not replaced
     return out

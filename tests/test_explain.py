@@ -20,7 +20,7 @@ from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare.config import resolve_target
 from laya_inspect.compare.run import CompareConfig, compare_heads
-from laya_inspect.errors import InputError
+from laya_inspect.errors import InputError, LockedError
 from laya_inspect.explain import explain_row, write_figure
 from laya_inspect.head_dir import cache_identity, save_head
 
@@ -318,6 +318,41 @@ def test_force_replaces_a_figure_only_as_explain_wrote_it(digits: dict[str, Path
     with pytest.raises(InputError, match="not a record laya-inspect wrote"):
         write_figure(e, tmp_path / "row1.svg", force=True)
     assert record_of(out).read_text() == "my notes"
+
+
+def test_a_second_explain_writing_the_same_figure_is_refused_naming_the_first(
+    digits: dict[str, Path], tmp_path: Path
+) -> None:
+    """QA (race): explain took no lock on its --out, so two `explain --force --out same.png` at once
+    both wrote it and both exited 0. Another process holding the figure's lock, as a running explain
+    does from its check to its write, refuses the command and write_figure, naming that PID."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "row5.png"
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
+    assert runner.invoke(app, [*args, "--out", str(out), "--device", "cpu"], env=ENV).exit_code == 0
+    before = out.read_bytes()
+    hold = (
+        "import sys\nfrom laya_inspect.files import output_lock\n"
+        "with output_lock(sys.argv[1]):\n print('held', flush=True); sys.stdin.read()"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", hold, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        r = runner.invoke(app, [*args, "--out", str(out), "--force", "--device", "cpu"], env=ENV)
+        line = " ".join(r.output.split())
+        assert r.exit_code != 0 and f"is being written by another laya-inspect process (PID {other.pid})" in line, line
+        with FeatureStore(digits["cache"]) as store:
+            e = explain_row(digits["laya"], store, row=5, n_steps=4, device="cpu")
+        with pytest.raises(LockedError, match=f"PID {other.pid}"):
+            write_figure(e, out, force=True)
+    finally:
+        other.communicate("")
+    assert out.read_bytes() == before
+    assert write_figure(e, out, force=True) == out  # the lock is free again: replaced, as explain wrote it
 
 
 def test_a_text_input_is_read_back_and_a_changed_source_is_said(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
@@ -113,29 +114,32 @@ def explain_command(
     """
     from ..cache.store import FeatureStore
     from ..explain import check_figure_out, explain_row, write_figure
+    from ..files import output_lock
 
     if out is not None:  # before the work: never over (or into) the cache, the head directory or a file not ours
         check_figure_out(out, force=force, inputs=[cache, head_dir])
 
-    # head-sized work, as compare's: torch's own default (every core) would crowd a shared machine
-    set_threads(threads)
-    with FeatureStore(cache) as store:
-        e = explain_row(
-            head_dir,
-            store,
-            row=row,
-            split=split,
-            target=target,
-            ablation=ablation,
-            baseline=baseline,
-            n_steps=n_steps,
-            seed=seed,
-            device=device,
-            allow_other_cache=allow_other_cache,
-            effect=effect,
-            draws=draws,
-        )
-    path = write_figure(e, out, force=force) if out is not None else None
+    # held from the check above to the write: a second explain writing the same --out is refused, naming this PID
+    with output_lock(out) if out is not None else nullcontext():
+        # head-sized work, as compare's: torch's own default (every core) would crowd a shared machine
+        set_threads(threads)
+        with FeatureStore(cache) as store:
+            e = explain_row(
+                head_dir,
+                store,
+                row=row,
+                split=split,
+                target=target,
+                ablation=ablation,
+                baseline=baseline,
+                n_steps=n_steps,
+                seed=seed,
+                device=device,
+                allow_other_cache=allow_other_cache,
+                effect=effect,
+                draws=draws,
+            )
+        path = write_figure(e, out, force=force, locked=True) if out is not None else None
     if as_json:
         typer.echo(json_text(e.to_dict()))
     else:
