@@ -160,6 +160,9 @@ CASES: tuple[Case, ...] = (
     case("extract-resume-data-changed", "an interrupted extract rerun after the npz behind --data was replaced",
          EXTRACT_NPZ, "data", "npzcache.h5.partial unchanged (resumable with the old data); no npzcache.h5",
          setup=["interrupted npzcache.h5", "npz shifted digits.npz"]),
+    case("extract-overwrite-edited", "--overwrite onto a cache extract wrote, a note added to it by hand since",
+         EXTRACT + " --overwrite", "changed since it was written", "cache.h5 unchanged",
+         setup=["cache note_attribute cache.h5 cache.h5"]),
     case("extract-locked", "--overwrite while another laya-inspect process holds the cache's lock",
          EXTRACT + " --overwrite", "PID", "cache.h5 unchanged; the other process's lock file untouched",
          setup=["lock_held cache.h5"]),
@@ -493,7 +496,10 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   beside the old one and renames it over the old one at the end, so the old cache stays readable
   (by a running `compare`, say) until the new one is complete, and a failed `--overwrite` leaves
   it intact. It replaces only a cache holding nothing but what extract writes: one the user saved
-  a dataset of their own into (`/notes`, `/train/my_labels`) is refused by name.
+  a dataset of their own into (`/notes`, `/train/my_labels`) is refused by name. And only one still
+  as extract wrote it, by the record beside it (`.cache.h5.laya-inspect.json`: its SHA-256, or its
+  size and mtime over 4 MiB): a note added or a label changed in place is refused by name too. A cache
+  an earlier version wrote has no record: it is replaced with a warning that such edits cannot be seen.
 - **OS errors are one line.** A full disk or a missing permission ends as one line naming the path
   and the errno, with the temporary file removed; a folder output's line adds that `--out` was left
   as it was.

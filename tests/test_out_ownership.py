@@ -537,6 +537,47 @@ def test_extract_overwrite_never_replaces_a_cache_the_user_saved_data_into(tmp_p
     assert out.read_bytes() == before
 
 
+@pytest.mark.parametrize("edit", ["root_attribute", "label_value"])
+def test_extract_overwrite_never_replaces_a_cache_edited_in_place(tmp_path, edit):
+    """Audit: an attribute added at the cache's root, or a label changed in place, adds no group or
+    dataset, and --overwrite replaced the cache, the edit lost, with exit 0."""
+    import h5py
+
+    out = tmp_path / "features.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out)], env=ENV).exit_code == 0
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV).exit_code == 0  # as written
+    with h5py.File(out, "a") as f:
+        if edit == "root_attribute":
+            f.attrs["note"] = "checked by hand"
+        else:
+            f["train/labels"][0] = int(f["train/labels"][0]) + 1
+    before = out.read_bytes()
+    r = runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV)
+    line = " ".join(r.output.split())
+    assert r.exit_code == 1 and f"is not as laya-inspect wrote it: {out} (changed since it was written)" in line, line
+    assert out.read_bytes() == before
+
+
+def test_extract_overwrite_replaces_an_earlier_versions_cache_with_a_warning_and_records_the_new_one(tmp_path):
+    """A cache written before extract recorded its caches has no record: --overwrite still replaces
+    it (added groups and datasets still refused), says what it could not check, and records the new one."""
+    import h5py
+
+    from laya_inspect.cache.schema import decode_attr
+    from laya_inspect.out_dir import read_record, record_of, unproven_file
+
+    out = tmp_path / "features.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out)], env=ENV).exit_code == 0
+    assert read_record(out) is not None and unproven_file(out) is None  # recorded as renamed into place
+    record_of(out).unlink()  # as an earlier version left it
+    with pytest.warns(UserWarning, match="an attribute or value edited inside it could not be seen"):
+        r = runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV)
+    assert r.exit_code == 0, r.output
+    with h5py.File(out, "r") as f:
+        assert any("could not be seen" in w for w in decode_attr(f.attrs["warnings"]))  # the new cache says it
+    assert read_record(out) is not None and unproven_file(out) is None
+
+
 def test_a_file_saved_at_extracts_out_while_it_runs_is_not_replaced_and_the_rows_are_kept(tmp_path):
     """QA (race): extract checked its --out only before its work; a file saved there while the rows
     were written was replaced by the finished cache, --overwrite or not."""
@@ -558,7 +599,8 @@ def test_a_file_saved_at_extracts_out_while_it_runs_is_not_replaced_and_the_rows
     extract_features(config)  # the user moved their file away: the kept rows finish the cache
     with FeatureStore(out) as store:
         assert store.n("train") == store.n("test") == 50
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["features.h5"]
+    # the cache and its record (what the next --overwrite checks): no partial file or lock left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".features.h5.laya-inspect.json", "features.h5"]
 
 
 def test_extract_overwrite_replaces_its_own_cache(tmp_path):
@@ -628,7 +670,8 @@ def test_extract_never_deletes_or_writes_through_a_partial_file_it_did_not_write
         line = " ".join(r.output.split())
         assert f"{tmp_path / out}.partial {message}" in line and "move it away yourself" in line, line
     assert tree(tmp_path) == before and (tmp_path / "o2.h5.partial").is_symlink()
-    assert sorted(os.listdir(tmp_path)) == ["o2.h5.partial", "out.h5.partial", "precious.h5"]
+    listed = [".precious.h5.laya-inspect.json", "o2.h5.partial", "out.h5.partial", "precious.h5"]  # and its record
+    assert sorted(os.listdir(tmp_path)) == listed
 
 
 @pytest.mark.parametrize(

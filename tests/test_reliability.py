@@ -262,9 +262,12 @@ def cache(work: Path, kind: str, src: str, dst: str) -> None:
     import h5py
     import numpy as np
 
-    shutil.copy(work / src, work / dst)
+    if src != dst:  # else the cache is edited in place, as a user edits the one extract wrote
+        shutil.copy(work / src, work / dst)
     with h5py.File(work / dst, "r+") as f:
-        if kind == "incomplete":
+        if kind == "note_attribute":
+            f.attrs["note"] = "checked by hand"
+        elif kind == "incomplete":
             _make_incomplete(f)
         elif kind == "drop_layer_names":
             del f.attrs["layer_names"]

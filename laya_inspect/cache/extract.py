@@ -19,8 +19,8 @@ from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .partial import refuse_foreign_partial, refuse_reserved_name
 from .rows import prepare, result_of, to_device, write_cache
-from .schema import not_a_cache
 from .shards import drop_stale_shards, extract_sharded, refuse_foreign_shards, refuse_sharded_leftovers
+from .writer import unproven_cache
 
 
 def extract_features(
@@ -56,7 +56,7 @@ def extract_features(
         command="extract",
         kind="file",
         inputs=[config.weights, *spec_paths(config.data)],
-        owned=not_a_cache,
+        owned=unproven_cache,
         force_flag="--overwrite",
     )
     refuse_foreign_partial(config.out)  # neither resumed nor replaced: a link, or a file not laya-inspect's

@@ -32,6 +32,7 @@ import numpy as np
 from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, write_json
+from ..out_dir import put_record, take_record
 from ..runtime import Progress, pick_device
 from .partial import MOVE_IT, SHARDS_SUFFIX, VERIFIED, partial_path, same_transforms
 from .schema import (
@@ -301,6 +302,8 @@ def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int
         # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed
         with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
             said = _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan)
+        record = take_record(out, "extract", {out: tmp})  # what the next --overwrite checks
+    put_record(out, record)
     manifest = read_manifest(out) or {}
     write_json(shard_dir(out) / MANIFEST, {**manifest, "complete": True})
     return said

@@ -4,7 +4,8 @@ Rows are gathered a whole HDF5 chunk at a time (or for at most FLUSH_SECONDS), t
 ``<out>.partial`` and flushed, so memory stays flat in N and a killed run resumes from ``n_written``,
 which counts only rows on disk (:meth:`FeatureWriter.close` writes the rows gathered so far). Only a
 complete cache is renamed to ``<out>``, so the final name never holds half a cache (``--overwrite``
-builds the new cache beside the old one, which stays readable until the rename). Resuming checks
+builds the new cache beside the old one, which stays readable until the rename, and replaces only
+a cache unchanged since the record beside it: :func:`unproven_cache`). Resuming checks
 that the command, the weights and the data are the ones the rows came from. Non-finite activations
 are counted as they are written and refused unless allowed. HDF5 cannot be closed cleanly after a
 failed write (it crashes the process), so a writer that hits a full disk drops its partial file,
@@ -18,6 +19,7 @@ import os
 import re
 import shutil
 import time
+import warnings as pywarnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..errors import CacheError, InputError, WriteError, name_of
 from ..files import keep_file_mode, start_writeback
+from ..out_dir import claimed_by, put_record, read_record, record_of, take_record, unproven_file
 from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem, rows_on_disk
 from .schema import (
     CHUNK_ROWS,
@@ -47,6 +50,35 @@ _DEAD: list[Any] = []  # h5py handles of failed writes: closing them would crash
 # at least every FLUSH_SECONDS, so a slow model still moves n_written (what a killed run resumes from).
 BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
+
+
+def unproven_cache(path: Path) -> str | None:
+    """None when ``extract --overwrite`` may replace the file ``path``: a cache laya-inspect wrote
+    (:func:`~.schema.not_a_cache`) and, where extract recorded it beside it (``.NAME.laya-inspect.json``,
+    the record train and explain keep: docs/FORMATS.md), unchanged since: an attribute added or a label
+    changed in place adds no group or dataset, so only the record sees it. Else what it is instead."""
+    why = not_a_cache(path)
+    if why is None and os.path.lexists(record_of(path)):
+        why = _foreign_record(path) or unproven_file(path)
+    return why
+
+
+def _foreign_record(path: Path) -> str | None:
+    if os.path.lexists(record_of(path)) and read_record(path) is None:
+        return f"is recorded in {record_of(path)}, which is not a record laya-inspect wrote"
+    return None
+
+
+def unrecorded_warning(path: Path) -> list[str]:
+    """The warning for replacing a cache an earlier version wrote: it has no record, so only added
+    groups and datasets show it was edited (a file a folder's marker lists is that marker's to prove)."""
+    if os.path.lexists(record_of(path)) or claimed_by(path) is not None:
+        return []
+    return [
+        f"{path} had no record beside it ({record_of(path).name}; an earlier version wrote none), so --overwrite "
+        "replaced it having checked only that it held no group or dataset extract does not write: an attribute "
+        "or value edited inside it could not be seen"
+    ]
 
 
 # What a constant layer's warning suggests instead: the command's options, or extract_from_module's.
@@ -172,14 +204,23 @@ class FeatureWriter:
             )
         refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
         self.overwrite = overwrite
+        self._said: list[str] = []  # warnings of this writer's own, added to the cache's
+        self._shard = "shard" in attrs
+        foreign = _foreign_record(self.path)  # finish writes the record there: never over a user's file
+        if foreign is not None:
+            raise InputError(f"{self.path} {foreign}; choose another out, or move that file away yourself")
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
-            why = not_a_cache(self.path) if self.path.is_file() else None
+            why = unproven_cache(self.path) if self.path.is_file() else None
             if why is not None:
                 raise InputError(
-                    f"{self.path} {why}; overwrite replaces only a cache laya-inspect wrote: choose another out, "
-                    "or move it away yourself"
+                    f"{self.path} {why}; overwrite replaces only a cache laya-inspect wrote, unchanged since: "
+                    "choose another out, or move it away yourself"
                 )
+            if self.path.is_file():
+                self._said = unrecorded_warning(self.path)
+                for said in self._said:
+                    pywarnings.warn(said, stacklevel=2)
             self.partial.unlink(missing_ok=True)
         elif self.path.exists():
             self._adopt_old_layout()
@@ -525,6 +566,7 @@ class FeatureWriter:
         attributes ``extra``, record the attributes' digest (nothing changes them after this) and rename
         the partial file to its final name."""
         self.flush()
+        warnings = [*self._said, *warnings]
         for split in self.file:
             g = self.file[split]
             if int(g.attrs["n_written"]) != int(g.attrs["n"]):
@@ -550,13 +592,18 @@ class FeatureWriter:
         # would refuse to reopen the file)
         keep_file_mode(self.partial, self.path)
         # checked again: a file saved at --out while the rows were written is not this run's to replace
-        why = (not_a_cache(self.path) if self.overwrite else "exists") if self.path.exists() else None
+        why = (unproven_cache(self.path) if self.overwrite else "exists") if self.path.exists() else None
+        why = why or _foreign_record(self.path)
         if why is not None or self.path.is_symlink():
             raise InputError(
                 f"{self.path} {why or 'is a symlink'}, saved there while the cache was written; it is left as it "
                 f"is, and the complete cache kept as {self.partial}: move that file away and rerun to finish"
             )
+        # what the next --overwrite checks: the cache as renamed (its size and mtime, or its SHA-256); a
+        # shard is joined into the cache, which is recorded (cache/shards.py), never replaced by a user
+        record = None if self._shard else take_record(self.path, "extract", {self.path: self.partial})
         os.replace(self.partial, self.path)
+        put_record(self.path, record)
 
     def close(self) -> None:
         """Write the rows appended so far (a resumed run continues after them) and close the file."""
