@@ -247,6 +247,9 @@ def test_overwrite_under_torchrun_and_then_alone_replaces_the_shards(work):
     out = work / "d.h5"
     first = _run(_extract(out, "--split", "test", procs=2), work)
     assert first.returncode == 0, first.stderr
+    from laya_inspect.out_dir import read_record, unproven_file
+
+    assert read_record(out) is not None and unproven_file(out) is None  # the joined cache, recorded as renamed
     with ExitStack() as held, pytest.raises(CacheError, match="already exists; pass --overwrite"):
         _preflight(_config(out, splits=("test",)), World(rank=0, size=2), held)
     extract_features(_config(out, splits=("test",), overwrite=True))
