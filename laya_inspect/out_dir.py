@@ -167,8 +167,9 @@ def take_record(path: Path, command: str, written: dict[Path, Path]) -> dict[str
     there since the work began can be taken for the tool's), beside ``path`` before the renames, with
     the previous record's as ``before``: a run killed part-way leaves each file old or new, and --force
     knows both. Returns the record :func:`put_record` writes once all are renamed. None for a file a
-    folder's marker lists, or one written into a folder :func:`atomic_dir` builds: that marker answers for it."""
-    if claimed_by(path) is not None or temp_dir_marked(path.parent):
+    folder's marker lists, or one written into (a folder of) a folder :func:`atomic_dir` builds: that
+    marker answers for it."""
+    if claimed_by(path) is not None or any(temp_dir_marked(folder) for folder in path.resolve().parents):
         return None
     record: dict[str, Any] = {"written_by": "laya-inspect", "command": command, "written": utc_now()}
     record |= {"file": path.name, "sha256": {}, "stat": {}}
