@@ -1499,6 +1499,21 @@ def test_an_older_cache_keeps_its_shapes_estimate_and_says_where_it_reads_low(tm
     assert "reads the map flattened (2048 values)" in said[1]
 
 
+def test_a_cache_recording_each_unit_s_multiply_adds_but_not_its_map_gets_no_reads_low_warning(tmp_path, monkeypatch):
+    """A cache holding layer_macs but not layer_op_shapes was told its units read after their pools read low,
+    though the estimate counts them from layer_macs, exactly: the warning keys on what the estimate lacks."""
+    import h5py
+
+    path = _pooled_convnet(tmp_path, monkeypatch)
+    with h5py.File(path, "r+") as f:
+        del f.attrs["layer_op_shapes"], f.attrs["attrs_sha256"]
+    with FeatureStore(path) as store:
+        assert "layer_op_shapes" not in store.attrs and store.attrs["layer_macs"] == [432 * 32 * 32, 4608 * 16 * 16]
+        costs = costs_from_shapes(store)
+    assert costs.flops_total == 2 * 432 * 32 * 32 + 2 * 4608 * 16 * 16 + 2 * 2048 * 10
+    assert costs.warnings == []
+
+
 def test_an_older_cache_s_pooled_classifier_gets_no_warning_and_a_flattening_one_does(tmp_path, monkeypatch):
     """An older cache of a model whose classifier reads its last map's channels pooled (MobileNetV2's pool
     and Linear) warned that the classifier might read the map flattened and read low, though its count was

@@ -4,7 +4,9 @@
 Counted from the model (``model``): the architecture the cache names (``model_spec``; its weights are
 not needed, parameter counts and FLOPs do not depend on their values, but a zoo backbone is rebuilt from
 the checkpoint extract read, whose own input shape and widths it records) runs once on one input of the
-cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`; FLOPs after layer l are
+cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`, a recurrent module's matmuls,
+which it does not see, added as the module returns (:func:`~laya_inspect.models.sizes.recurrent_flops`); FLOPs
+after layer l are
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
 of the modules first called after it (its own classifier included: a head replaces it); a hidden state
 read from the model's output (a Hugging Face ``hidden_states.k``) is placed where the first module that
@@ -50,7 +52,8 @@ _BUILDABLE = ("torchvision", "timm", "zoo", "python")
 _FROM_PATH = ("hf", "torchscript")  # model specs whose argument is a path
 MODEL_HOW = (
     "counted from the model: FLOPs of one input of the cached shape (torch FlopCounterMode, 2 per "
-    "multiply-add) run after the layer's forward hook; parameters of the modules first called after it"
+    "multiply-add; a recurrent module's 2 per weight-matrix entry per row-step) run after the layer's forward "
+    "hook; parameters of the modules first called after it"
 )
 PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
@@ -157,7 +160,7 @@ def costs_from_model(store: FeatureStore) -> Costs:
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..models import load_model
-    from ..models.sizes import call_order
+    from ..models.sizes import call_order, recurrent_flops
 
     spec = store.attrs.get("model_spec")
     if not spec:
@@ -180,10 +183,16 @@ def costs_from_model(store: FeatureStore) -> Costs:
     inputs = _one_input(store, model)
     counter = FlopCounterMode(display=False)
     done: dict[str, tuple[int, int]] = {}
-    with call_order(model.module, counter.get_total_flops) as calls, counter, torch.no_grad():
+    # an LSTM's work, which the counter does not see, is added as it returns: before any hook reads the count
+    with (
+        recurrent_flops(model.module, counter.get_total_flops) as flops,
+        call_order(model.module, flops) as calls,
+        counter,
+        torch.no_grad(),
+    ):
 
         def record(name: str, _m: Any, _out: Any) -> None:
-            done[name] = (calls.tick(), counter.get_total_flops())
+            done[name] = (calls.tick(), flops())
 
         out = model.forward(inputs, [n for n in names if n not in virtual], record, bool(virtual))
     # a hidden state read from the output (a Hugging Face hidden_states.k) is placed where the first
@@ -195,7 +204,7 @@ def costs_from_model(store: FeatureStore) -> Costs:
     silent = [n for n in names if n not in done]
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
-    total_flops = float(counter.get_total_flops())
+    total_flops = float(flops())
     params_after = np.array([calls.params(done[n][0]) for n in names], dtype=float)
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
     return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, float(calls.params(0)), total_flops)
@@ -315,7 +324,9 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
             f"; the parameters of {unsized[0]}, an embeddings table the cache records no size of (the parameter "
             "shares saved read high)"
         )
-    warnings = [] if recorded is not None else _shrunk_warning(names, own, types)
+    # a layer whose multiply-adds extract recorded is counted at its op's own size, whatever it is read after
+    sized = [bool(m) or s is not None for m, s in zip(macs, op_shapes)]
+    warnings = _shrunk_warning(names, own, types, sized)
     flat = classes and not cached and width is None and len(shapes[-1]) == 3 and spread > 1
     unread = _unexplained(store, len(shapes) - 1, shapes[-1]) if flat else None
     if unread:
@@ -330,11 +341,16 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
     return Costs("shapes", how, p_after, f_after, *total, not_counted=missed, warnings=warnings)
 
 
-def _shrunk_warning(names: list[str], own: Any, ops: list[str]) -> list[str]:
-    """What a cache written before ``layer_op_shapes`` leaves low: a unit read after a pool or flatten
-    (Conv–BN–ReLU–MaxPool2d(2) read after its pool) is counted at that layer's output size."""
+def _shrunk_warning(names: list[str], own: Any, ops: list[str], sized: list[bool]) -> list[str]:
+    """What a cache written before ``layer_op_shapes`` and ``layer_macs`` leaves low: a unit read after a pool
+    or flatten (Conv–BN–ReLU–MaxPool2d(2) read after its pool) whose multiply-adds and op's map it records
+    neither of (``sized`` False) is counted at that layer's output size."""
     own = own if isinstance(own, list) and len(own) == len(names) else ops
-    shrunk = [n for n, kind, op in zip(names, own, ops) if kind != op and re.search("Pool|Flatten", str(kind))]
+    shrunk = [
+        n
+        for n, kind, op, known in zip(names, own, ops, sized)
+        if not known and kind != op and re.search("Pool|Flatten", str(kind))
+    ]
     if not shrunk:
         return []
     return [

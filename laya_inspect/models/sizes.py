@@ -115,6 +115,48 @@ def call_order(root: Any, stamp: Callable[[], Any] = lambda: None) -> Iterator[C
             h.remove()
 
 
+@contextmanager
+def recurrent_flops(root: Any, counted: Callable[[], int]) -> Iterator[Callable[[], int]]:
+    """Hooks on ``root``'s recurrent modules (an LSTM, GRU or RNN, and their cells) for the forward pass run
+    in the body; yields the FLOPs ``counted`` reads plus what it missed of theirs: torch's FlopCounterMode
+    sees none of an LSTM's matmuls. Each weight matrix does one multiply-add per row at each step, both
+    directions and every layer (docs/METHOD.md, "Backbone compute"); only what the counter did not see
+    inside the call is added, so a torch that counts them is not counted twice. Register it before any
+    hook that reads the count when such a module returns."""
+    from torch import nn
+
+    missed = [0]
+    started: list[int] = []
+
+    def before(_m: Any, _args: Any) -> None:
+        started.append(counted())
+
+    def after(m: Any, args: Any, _out: Any) -> None:
+        seen = counted() - started.pop()
+        missed[0] += max(0, 2 * _recurrent_macs(m, args) - seen)
+
+    modules = [m for m in root.modules() if isinstance(m, (nn.RNNBase, nn.RNNCellBase))]
+    handles = [h for m in modules for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))]
+    try:
+        yield lambda: counted() + missed[0]
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _recurrent_macs(m: Any, args: Any) -> int:
+    """Multiply-adds of one call of a recurrent module over all it was given: its weight matrices'
+    entries times the row-steps it read (a packed sequence's real steps, not its padding)."""
+    import torch
+    from torch.nn.utils.rnn import PackedSequence
+
+    x = args[0] if args else None
+    x = x.data if isinstance(x, PackedSequence) else x
+    if not isinstance(x, torch.Tensor) or not x.ndim or not x.shape[-1]:
+        return 0
+    return x.numel() // x.shape[-1] * sum(p.numel() for p in m.parameters(recurse=False) if p.ndim > 1)
+
+
 def output_state_params(model: Any, inputs: Any) -> dict[str, int]:
     """``{name: parameters}`` for each of the model's output states (``model.adapter.virtual_names``)
     that a module returned: those of the modules first called after the previous state was made, up
