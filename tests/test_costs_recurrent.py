@@ -3,12 +3,16 @@
 from pathlib import Path
 
 import pytest
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from laya_inspect.beyond.costs import costs_from_model
 from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.data import WordVocab
 from laya_inspect.models import build_zoo, save_zoo_checkpoint
+from laya_inspect.models.sizes import recurrent_flops
 
 
 def test_the_model_count_holds_each_lstm_s_weights_at_each_step(tmp_path: Path) -> None:
@@ -40,3 +44,33 @@ def test_the_model_count_holds_each_lstm_s_weights_at_each_step(tmp_path: Path) 
     assert costs.flops_total == 2 * 8 * (per_lstm["lstm1"] + per_lstm["lstm2"]) + head
     assert list(costs.flops_after) == [2 * 8 * per_lstm["lstm2"] + head, head]
     assert costs.saved(0)[1] == pytest.approx(0.5, abs=1e-3)
+
+
+def _packed() -> nn.utils.rnn.PackedSequence:
+    return nn.utils.rnn.pack_padded_sequence(torch.rand(7, 3, 6), [7, 4, 2])
+
+
+@pytest.mark.parametrize(
+    ("module", "given", "steps"),
+    [
+        (lambda: nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True), lambda: torch.rand(3, 7, 6), 21),
+        (lambda: nn.GRU(6, 5, num_layers=2), lambda: torch.rand(7, 3, 6), 21),
+        (lambda: nn.RNN(6, 5, batch_first=True), lambda: torch.rand(3, 7, 6), 21),
+        (lambda: nn.LSTMCell(6, 5), lambda: torch.rand(3, 6), 3),
+        (lambda: nn.LSTM(6, 5, proj_size=2), _packed, 7 + 4 + 2),  # packed: its real steps, not the padding
+    ],
+)
+def test_a_recurrent_module_counts_its_weights_at_each_row_step_once(module, given, steps) -> None:
+    """Whether torch's counter sees a recurrent module's matmuls depends on the module and its input (an
+    unpacked LSTM's it does not): the count is 2 FLOPs per weight-matrix entry per row-step either way,
+    never the counter's and the added ones both."""
+    torch.manual_seed(0)
+    m, x = module(), given()
+    counter = FlopCounterMode(display=False)
+    with recurrent_flops(m, counter.get_total_flops) as flops, counter, torch.no_grad():
+        m(x)
+    assert flops() == 2 * steps * sum(p.numel() for p in m.parameters() if p.ndim > 1)
+    counted = flops()
+    with torch.no_grad():
+        m(x)  # the hooks are gone: a pass after the block adds nothing
+    assert flops() == counted
