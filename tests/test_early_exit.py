@@ -952,3 +952,21 @@ def test_alpha_fired_over_several_heads_is_said_per_head_not_as_one_heads(last_l
     assert "on 2–5 of 360 rows across 2 LAYA heads" in lead and "on 5 of 360 rows" not in lead
     one = exit_comparisons(areas, points, alpha_fired(heads[:1], 0.05, 360))
     assert "α fired at ε = 0.05 on 2 of 360 rows)" in one["confidence+alpha vs random"]["verdict"]
+
+
+def test_one_seed_reading_names_no_level_of_intervals(cache, tmp_path):
+    """With one refit seed report.html's first sentence read "(+0.0018 [n/a])" and "98.8% t-intervals
+    (Bonferroni over the 4 rules …)" of intervals never drawn: it now gives one value each and says no
+    verdict follows."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=1, thresholds=5, costs="shapes", device="cpu", plots=False)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    reading = early_exit_reading(s)
+    said = " ".join(reading.lead + reading.details)
+    assert "[n/a]" not in said and "t-intervals" not in said and "Bonferroni" not in said, said
+    (first,) = [line for line in reading.lead if line.startswith("Against random exit")]
+    assert "confidence − random exit = " in first and "one value each: no interval is drawn, so no verdict" in first
+    assert first in page_said(tmp_path / "out" / "report.html")

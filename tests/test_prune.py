@@ -653,7 +653,7 @@ def test_keeping_the_deepest_layer_saves_no_compute_beyond_all_layers():
         "all_layers_saved": {"params_saved": 0.002, "flops_saved": 0.002},
     }
     kept = {"k": 1, "deepest": "c", "flops_saved": 0.002, "params_saved": 0.002}
-    assert saves_text(kept, s) == "no compute saved beyond all layers (the deepest layer, c, is kept)"
+    assert saves_text(kept, s) == "no compute saved beyond all layers, as it keeps the deepest layer, c"
     cut = {"k": 2, "deepest": "b", "flops_saved": 0.4, "params_saved": 0.3}
     assert saves_text(cut, s) == "saves 40.0% of the backbone's FLOPs and 30.0% of its parameters (model)"
     # a summary written before all_layers_saved: its k = L point says what all layers save
@@ -675,7 +675,7 @@ def test_sets_that_differ_by_head_and_save_nothing_name_the_layer_they_all_keep(
     split = {"k": 2, "deepest": None, "flops_saved": 0.023, "params_saved": 0.365}
     said = saves_text(split, s)
     assert "None" not in said
-    assert said == "no compute saved beyond all layers (each head's set keeps the deepest layer, c)"
+    assert said == "no compute saved beyond all layers, as each head's set keeps the deepest layer, c"
 
 
 def test_near_ties_in_alpha_and_scalarmix_are_flagged():
@@ -1853,7 +1853,9 @@ def test_max_drop_0_keeps_a_set_that_loses_nothing(tmp_path):
     mean = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
     with FeatureStore(lost_cache) as store:
         s = prune_layers(lost_head, store, mean, out_dir=tmp_path / "out2").summary
-    assert s["chosen"] is None and "below all layers', more than --max-drop 0" in s["withheld"]["chosen"]["why"]
+    assert (
+        s["chosen"] is None and "lower than all layers', and --max-drop 0 recommends" in s["withheld"]["chosen"]["why"]
+    )
 
 
 def test_max_drop_0_withholds_a_set_whose_test_mean_falls():
@@ -1865,7 +1867,7 @@ def test_max_drop_0_withholds_a_set_whose_test_mean_falls():
     slight = {"k": 1, "test_acc_vs_all": paired([0.79, 0.80, 0.80], [0.80, 0.80, 0.80])}
     assert slight["test_acc_vs_all"]["ci_high"] >= 0
     why = _why_withheld(slight, 400, 19, 0.0) or ""
-    assert "below all layers' (mean over 3 seeds), more than --max-drop 0" in why
+    assert "test accuracy, mean over 3 seeds, is 0.0033 lower than all layers', and --max-drop 0" in why
     assert _why_withheld(slight, 400, 19, 0.02) is None  # a drop of 0.0033 is within 0.02
     same = {"k": 1, "test_acc_vs_all": paired([0.80, 0.81, 0.80], [0.80, 0.80, 0.80])}
     assert _why_withheld(same, 400, 19, 0.0) is None
@@ -2010,3 +2012,52 @@ def test_a_kept_set_off_the_coarse_grid_says_why_it_has_no_random_reference():
     assert every is not None and "every set of 10 layers is all layers" in (every["vs_random"] or "")
     on_grid = _pick([point(4, {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 3})], ranked, lambda p: p["k"], 10)
     assert on_grid is not None and "random sets of 4 layers (the random reference at k = 4)" in on_grid["vs_random"]
+
+
+def test_one_seed_reading_names_no_level_of_intervals(tmp_path):
+    """With one refit seed report.html's first sentence still read "98.3% t-intervals (Bonferroni over
+    the 3 rankings …)" and "(+0.0028 [n/a])": no interval is drawn, so it now gives each difference
+    as one value and says no verdict follows."""
+    from laya_inspect.report.reading import prune_reading
+
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    config = PruneConfig(seeds=1, ks=[2], max_drop=0.005, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    (first,) = [line for line in prune_reading(s).lead if line.startswith("Ranking layers by α")]
+    assert first.startswith("Ranking layers by α: α − ") and "[n/a]" not in first, first
+    assert "t-intervals" not in first and "Bonferroni" not in first, first
+    assert first.endswith("one value each: no interval is drawn, so no verdict."), first
+    lead = page_said(tmp_path / "out" / "report.html")
+    assert first in lead and "[n/a]" not in lead.split("one value each")[0]
+
+
+def test_a_withheld_reason_says_by_its_kind_whether_it_quotes_the_paired_difference():
+    """report.html's withheld line decided whether the reason quoted its paired difference by looking for
+    "paired over" in the words; the summary now records the reason's kind, and the line reads that."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.report.reading import withheld_cost
+
+    s: dict[str, Any] = {"cache": {"layer_names": ["a", "b", "c"]}, "reference": {"test_acc": {"mean": 0.8}}}
+    lost = {"k": 1, "test_acc_vs_all": paired([0.60, 0.55, 0.70], [0.80, 0.78, 0.82])}
+    # a reason of another kind whose words happen to say "paired over" still gets its difference
+    coarse = {**lost, "why_kind": "coarse validation", "why": "chosen on rows paired over 3 seeds"}
+    assert withheld_cost(coarse, s).startswith(" (paired over 3 seeds: ")
+    from laya_inspect.beyond.prune import _withhold
+
+    kind, why = _withhold(lost, 400, 3, 0.005) or ("", "")
+    assert kind == "test loss" and "paired over" in why
+    assert withheld_cost({**lost, "why_kind": kind, "why": why}, s) == ""
+
+
+def test_under_max_drop_0_a_fall_of_the_test_mean_is_not_worded_as_a_loss():
+    """Under --max-drop 0 a withheld set's reason said "falls 0.0046 below all layers', more than
+    --max-drop 0" where its paired interval held 0: the rule (kept) is now said as a rule on the mean."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.beyond.prune import _why_withheld
+
+    slight = {"k": 1, "test_acc_vs_all": paired([0.79, 0.80, 0.80], [0.80, 0.80, 0.80])}
+    assert slight["test_acc_vs_all"]["ci_low"] < 0 < slight["test_acc_vs_all"]["ci_high"]
+    why = _why_withheld(slight, 400, 19, 0.0) or ""
+    assert why and "more than --max-drop 0" not in why and "falls" not in why, why
+    assert "a rule on the mean, not a measured loss" in why, why

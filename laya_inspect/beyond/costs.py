@@ -474,8 +474,8 @@ def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) ->
     if _saves_nothing_more(point, s):
         if point.get("deepest") is None:  # each head's set its own (different LAYA seeds): all keep the last
             last = s["cache"]["layer_names"][-1]
-            return f"no compute saved beyond all layers (each head's set keeps the deepest layer, {last})"
-        return f"no compute saved beyond all layers (the deepest layer, {point['deepest']}, is kept)"
+            return f"no compute saved beyond all layers, as each head's set keeps the deepest layer, {last}"
+        return f"no compute saved beyond all layers, as it keeps the deepest layer, {point['deepest']}"
     if short:
         return f"saving {percent(point['flops_saved'], 1)} FLOPs"
     return (

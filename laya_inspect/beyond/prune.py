@@ -350,9 +350,9 @@ def _prune(
     cheapest = _pick(points, ranked, lambda p: (-p["flops_saved"], p["k"], -p["val_acc"]["mean"]), n_layers)
     withheld: dict[str, dict[str, Any]] = {}
     for what, pick in (("chosen", chosen_point), ("cheapest", cheapest)):
-        why = _why_withheld(pick, len(val_rows), n_layers, config.max_drop)
+        why = _withhold(pick, len(val_rows), n_layers, config.max_drop)
         if pick is not None and why is not None:
-            withheld[what] = {**pick, "why": why}
+            withheld[what] = {**pick, "why_kind": why[0], "why": why[1]}
     chosen_point = None if "chosen" in withheld else chosen_point
     cheapest = None if "cheapest" in withheld else cheapest
     chosen = None
@@ -456,15 +456,22 @@ def _unstable(name: str, ks: list[int]) -> str:
 
 
 def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, max_drop: float) -> str | None:
-    """Why a layer set validation chose (fewer than all layers) is no recommendation, or None: too
-    few validation rows to choose by (fewer than MIN_VAL_ROWS, or one row weighing more than
-    ``max_drop``), or its own paired test difference from all layers reads as a
-    loss (the interval below 0; with no interval, a drop larger than --max-drop). The test split only
-    withholds a pick here, it never picks another one."""
+    """The words of :func:`_withhold`: why a set is no recommendation, or None."""
+    said = _withhold(point, val_rows, n_layers, max_drop)
+    return None if said is None else said[1]
+
+
+def _withhold(point: dict[str, Any] | None, val_rows: int, n_layers: int, max_drop: float) -> tuple[str, str] | None:
+    """Why a layer set validation chose (fewer than all layers) is no recommendation, as (kind, words),
+    or None. The kinds: "few validation rows" (fewer than MIN_VAL_ROWS), "coarse validation" (one row
+    weighing more than ``max_drop``), "test loss" (its own paired test difference from all layers
+    reads as a loss: the words quote that difference), "test mean" (with no interval, a drop larger
+    than --max-drop; under --max-drop 0, any fall of the test mean). The test split only withholds a
+    pick here, it never picks another one."""
     if point is None or point["k"] == n_layers:
         return None
     if val_rows < MIN_VAL_ROWS:
-        return (
+        return "few validation rows", (
             f"it was chosen on {val_rows} validation rows (fewer than {MIN_VAL_ROWS}: accuracy there moves in "
             f"steps of {1 / val_rows:.3f}, too coarse to choose by against --max-drop {max_drop:g})"
         )
@@ -472,7 +479,7 @@ def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, ma
     # "no validation row lost", which passed a MobileNetV2 set that lost 0.084 on test (20 rows, --max-drop 0.005).
     # --max-drop 0 asks for exactly that, read per seed, and the test mean must not fall either.
     if max_drop > 0 and 1 / val_rows > max_drop + TOLERANCE:
-        return (
+        return "coarse validation", (
             f"it was chosen on {val_rows} validation rows: one row there weighs {1 / val_rows:.4f}, more than "
             f"--max-drop {max_drop:g}, so validation cannot resolve the drop the set is to keep under; "
             f"{math.ceil(1 / max_drop - TOLERANCE)} rows resolve it, or --max-drop 0 asks for a set that loses "
@@ -481,11 +488,24 @@ def _why_withheld(point: dict[str, Any] | None, val_rows: int, n_layers: int, ma
     d = point.get("test_acc_vs_all") or {}
     if d.get("ci_high") is not None and d["ci_high"] < 0:
         said = f"{d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
-        return f"its own test difference from all layers reads as a loss ({said}, paired over {d['n']} seeds)"
+        return (
+            "test loss",
+            f"its own test difference from all layers reads as a loss ({said}, paired over {d['n']} seeds)",
+        )
     mean_only = d.get("ci_high") is None or max_drop == 0
     if mean_only and d.get("mean") is not None and d["mean"] < -max_drop - TOLERANCE:
-        over = f" (mean over {d['n']} seeds)" if (d.get("n") or 1) > 1 else ""
-        return f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}"
+        n = d.get("n") or 1
+        if max_drop == 0:  # a rule on the mean, deliberately strict: not a loss the interval shows
+            return "test mean", (
+                f"its test accuracy{f', mean over {n} seeds,' if n > 1 else ''} is {-d['mean']:.4f} lower than all "
+                "layers', and --max-drop 0 recommends no set whose test mean is lower at all (a rule on the mean, "
+                "not a measured loss)"
+            )
+        over = f" (mean over {n} seeds)" if n > 1 else ""
+        return (
+            "test mean",
+            f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}",
+        )
     return None
 
 

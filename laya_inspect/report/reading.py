@@ -643,6 +643,23 @@ def _no_spread(d: dict[str, Any] | None) -> str:
     return same_text(d or {}).removesuffix(", so no verdict")
 
 
+def one_value(*diffs: dict[str, Any] | None) -> bool:
+    """Every paired difference in ``diffs`` is one seed's value: no interval is drawn, so a reading
+    names no level of intervals and no "[n/a]" beside them."""
+    drawn = [d for d in diffs if d and d.get("mean") is not None]
+    return bool(drawn) and all(d.get("n") == 1 for d in drawn)
+
+
+def versus_text(subject: str, d: dict[str, Any] | None, other: str) -> str:
+    """'α beats depth alone (+0.0116 [+0.0009, +0.0223])'; from one seed 'α − depth alone = +0.0028'."""
+    if one_value(d):
+        return f"{subject} − {other} = {num((d or {})['mean'], 4, sign=True)}"
+    return f"{subject} {_said(d)} {other} ({diff_text(d)})".lstrip()
+
+
+ONE_VALUE = "one value each: no interval is drawn, so no verdict"
+
+
 def _word(o: str) -> str:
     return {
         "better": "beats",
@@ -694,10 +711,10 @@ def sentence(text: str) -> str:
 
 def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
     """A withheld set's paired test difference from all layers, as ``cost_text`` reads a kept set's;
-    nothing where its why already quotes that difference (a loss on test)."""
+    nothing where its why already quotes that difference (``why_kind`` "test loss")."""
     from ..beyond.costs import cost_text
 
-    return "" if "paired over" in w["why"] else cost_text(w, s)
+    return "" if w.get("why_kind") == "test loss" else cost_text(w, s)
 
 
 def prune_reading(s: dict[str, Any]) -> Reading:
@@ -706,18 +723,19 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}
     parts = []
+    one = one_value(*(e.get("mean_test_acc_over_k_diff") for e in vs.values()))
     for other, entry in vs.items():
         d = entry.get("mean_test_acc_over_k_diff")
         if entry.get("same_layer_sets") or same(d):
-            parts.append(f"keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
+            parts.append(f"{'α ' * one}keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
         else:
-            parts.append(f"{_said(d)} {PRUNE_NAMES.get(other, other)} ({diff_text(d)})")
+            parts.append(versus_text("α" if one else "", d, PRUNE_NAMES.get(other, other)))
     if parts:
         first = (
-            "Ranking layers by α "
+            f"Ranking layers by α{':' * one} "
             + "; ".join(parts)
             + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired {seeds_said(s, over=True)}, "
-            + f"{families_text(*vs.values(), what='t-intervals')}."
+            + f"{ONE_VALUE if one else families_text(*vs.values(), what='t-intervals')}."
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
@@ -789,16 +807,17 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     held = held_out_areas(s)
     over = f"{'held-out ' if held else ''}area under accuracy–compute, paired {seeds_said(s, over=True)}"
 
+    one = one_value(*(e.get("area_diff") for e in comp.values()))
+
     def unit(*labels: str) -> str:
-        return f"{over}, {families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
+        return f"{over}, {ONE_VALUE if one else families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
 
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference
         said = [
             _confidences(rule, comp[f"{rule} vs random"], s.get("alpha_fired") or {})
             if comp[f"{rule} vs random"].get("same_as")
-            else f"{rule} {_said(comp[f'{rule} vs random']['area_diff'])} it "
-            f"({diff_text(comp[f'{rule} vs random']['area_diff'])})"
+            else versus_text(rule, comp[f"{rule} vs random"]["area_diff"], "random exit" if one else "it")
             for rule in ("confidence", "alpha", "confidence+alpha", "fixed")
             if f"{rule} vs random" in comp
         ]
@@ -817,15 +836,16 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         if same_on_every_seed(d):
             helps += f" ({_no_spread(d)})"
         lead.append(
-            f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule {helps}: "
-            f"{diff_text(d)} ({unit('confidence+alpha vs confidence')})."
+            f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule"
+            f"{'' if one else ' ' + helps}: {num((d or {})['mean'], 4, sign=True) if one_value(d) else diff_text(d)} "
+            f"({unit('confidence+alpha vs confidence')})."
         )
     details: list[str] = []
     d2 = (comp.get("alpha vs fixed") or {}).get("area_diff")
     d3 = (comp.get("confidence vs fixed") or {}).get("area_diff")
     (details if "confidence vs random" in comp else lead).append(
-        f"α alone {_said(d2)} a fixed exit depth ({diff_text(d2)}); confidence alone "
-        f"{_said(d3)} it ({diff_text(d3)})"
+        f"{versus_text('α alone', d2, 'a fixed exit depth')}; "
+        f"{versus_text('confidence alone', d3, 'a fixed exit depth' if one_value(d3) else 'it')}"
         + (" — fixed depth's L points credit nothing between them" if "confidence vs random" in comp else "")
         + "."
     )
@@ -835,8 +855,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         details.append(sentence(oracle["verdict"]))
     elif d4:
         details.append(
-            f"With α of the full forward pass (not realisable: it needs every layer), confidence+α "
-            f"{_said(d4)} confidence ({diff_text(d4)}): the most a perfect α forecast could add."
+            f"With α of the full forward pass (not realisable: it needs every layer), "
+            f"{versus_text('confidence+α', d4, 'confidence')}: the most a perfect α forecast could add."
         )
     if s.get("families_read_apart"):  # absent in older summaries
         details.append(sentence(s["families_read_apart"]))
@@ -845,8 +865,9 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
         details.append(
-            f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)} "
-            f"{interval(f['accuracy'], 4)}, {percent(used, 1)} of the backbone's FLOPs."
+            f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)}"
+            f"{'' if one_value(f['accuracy']) else ' ' + interval(f['accuracy'], 4)}, {percent(used, 1)} of the "
+            "backbone's FLOPs."
         )
     return Reading([*_warnings(s), *lead], details)
 
