@@ -1075,3 +1075,17 @@ def test_labels_that_differ_only_in_surrounding_spaces_are_a_warning_in_the_data
     with FeatureStore(out) as store:
         recorded = [w for w in store.attrs["warnings"] if "differ only in surrounding spaces" in w]
     assert len(recorded) == 1 and "' cat' (3 rows, first y[1]) and 'cat' (3 rows, first y[3])" in recorded[0]
+
+
+def test_sixteen_bit_npz_images_are_refused_with_the_float_form_that_loads(tmp_path):
+    """QA: uint16 images were refused as "must lie in 0..255" with no way forward."""
+    from skimage import data as skdata
+
+    grey = skdata.camera()[::32, ::32].astype(np.uint16) * 257  # 16×16, the full 16-bit range
+    x = np.stack([np.roll(grey, i, axis=1) for i in range(8)])[:, None]
+    y = np.arange(8) % 2
+    with pytest.raises(InputError, match=r"uint16\); store deeper images as float in 0\.\.1 .*/ 65535") as e:
+        load_data(npz(tmp_path, "deep.npz", X=x, y=y), test_fraction=0.5)
+    assert "X.astype('float32') / 65535" in str(e.value)
+    ds = load_data(npz(tmp_path, "float.npz", X=x.astype("float32") / 65535, y=y), test_fraction=0.5)
+    assert sum(len(s.labels) for s in ds.splits.values()) == 8

@@ -193,6 +193,10 @@ def test_a_constant_layer_is_named_in_float16_too_and_a_nan_row_hides_no_variati
         allow_nonfinite=True,
     )
     assert not [w for w in nan.warnings if "the same row for every input" in w], nan.warnings
+    # the library call's refusal names the argument it takes, not the command's flag
+    with pytest.raises(InputError, match=r"or pass allow_nonfinite=True to cache them") as refused:
+        extract_features(Two(), [(x[:50], y[:50])], layers=["tail"], out=tmp_path / "r.h5")
+    assert "--allow-nonfinite" not in str(refused.value)
 
 
 def test_two_layers_that_hold_the_same_values_are_a_warning_at_extract_in_the_result_and_the_cache(

@@ -157,6 +157,7 @@ def extract_from_module(
             dtype=dtype,
             overwrite=overwrite,
             allow_nonfinite=allow_nonfinite,
+            nonfinite_switch="allow_nonfinite=True",
         ) as writer:
             for s, g in gathered.items():
                 if g.n:

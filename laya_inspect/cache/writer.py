@@ -177,12 +177,14 @@ class FeatureWriter:
         overwrite: bool = False,
         allow_nonfinite: bool = False,
         check_space: bool = True,
+        nonfinite_switch: str = "--allow-nonfinite",
     ) -> None:
         self.path = Path(path)
         self.partial = partial_path(self.path)
         self.widths = list(widths)
         self.dtype = np.dtype(dtype)
         self.allow_nonfinite = allow_nonfinite
+        self.nonfinite_switch = nonfinite_switch  # what the refusal names: the flag, or a library call's argument
         self.check_space = check_space
         self._broken = False
         self._splits: dict[str, _SplitBuffer] = {}
@@ -430,7 +432,8 @@ class FeatureWriter:
             which = ", ".join(f"layer {i}: {b}" for i, b in enumerate(bad) if b)
             raise InputError(
                 f"non-finite activations (NaN or ±inf) in split {split!r}, rows {start}–{stop - 1} ({which} values); "
-                "check the inputs and weights, or pass --allow-nonfinite to cache them anyway (counted in the cache)"
+                "check the inputs and weights, or pass "
+                f"{self.nonfinite_switch} to cache them anyway (counted in the cache)"
             )
         lost = _overflow(features, self.dtype)
         if any(lost):

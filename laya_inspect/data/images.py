@@ -71,7 +71,11 @@ def _pixel_dtype(x: np.ndarray, where: str) -> np.ndarray:
             return x if x.dtype != np.float64 else x.astype(np.float32)
     if np.issubdtype(x.dtype, np.integer) or x.dtype == np.bool_:
         if x.size and (x.min() < 0 or x.max() > 255):
-            raise InputError(f"{where}: integer pixels must lie in 0..255, got {x.min()}..{x.max()}")
+            deeper = f" (e.g. X.astype('float32') / {np.iinfo(x.dtype).max})" if x.max() > 255 else ""
+            raise InputError(
+                f"{where}: integer pixels must lie in 0..255, got {x.min()}..{x.max()} ({x.dtype}); store "
+                f"deeper images as float in 0..1{deeper}, which are fed as they are"
+            )
         return x.astype(np.uint8) if x.dtype != np.bool_ else x.astype(np.float32)
     raise InputError(f"{where}: unsupported array dtype {x.dtype}")
 
