@@ -19,7 +19,7 @@ from laya_inspect.cache.store import FeatureStore
 from laya_inspect.errors import InputError
 from laya_inspect.training.fit_head import FitConfig, fit_heads
 from laya_inspect.training.loop import validation_split
-from laya_inspect.training.quality import PROBE_MARGIN, chance_level, head_quality, layer_probes
+from laya_inspect.training.quality import CHANCE_GAP, PROBE_MARGIN, chance_level, head_quality, layer_probes
 from laya_inspect.training.stats import seed_agreement
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -615,3 +615,45 @@ def test_one_seed_says_which_seed_checks_did_not_run_without_a_warning() -> None
     assert any(str(line).startswith("note laya: 1 seed: the checks across seeds") for line in gate_lines(summary))
     gate = next(s for s in fit_sections(summary, []) if s.title == "Quality gate")
     assert any("laya: 1 seed: the checks across seeds" in line for line in gate.lines)
+
+
+def _digits_zero_or_not(c: float, share_of_zeros: int) -> tuple[np.ndarray, np.ndarray]:
+    """Test labels and a logistic regression's predictions on sklearn's digits relabelled "is it a 0"
+    (1 = a zero), the zeros subsampled to ``share_of_zeros`` of all rows, or all rows kept for 0."""
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    x, digit = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    y = (digit == 0).astype(np.int64)
+    zeros = np.flatnonzero(y == 1)
+    keep = np.arange(len(y)) if not share_of_zeros else np.concatenate([np.flatnonzero(y == 0), zeros[:16]])
+    keep = rng.permutation(keep)
+    x, y = x[keep], y[keep]
+    if not share_of_zeros:
+        y = digit[keep]  # the ten balanced classes
+    preds = LogisticRegression(C=c, max_iter=2000).fit(x[:1000], y[:1000]).predict(x[1000:])
+    return y[1000:], preds
+
+
+def test_a_head_above_the_majority_share_by_a_few_minority_rows_is_near_chance() -> None:
+    """QA: on 99:1 data a head at 0.997 against a majority share of 0.992 passed the gate, and compare
+    gave it verdicts, although 3 of the 5 minority test rows decide everything."""
+    from laya_inspect.compare.per_head import chance_check
+    from laya_inspect.training.quality import GAIN_ROWS, near_chance
+
+    labels, preds = _digits_zero_or_not(0.003, 99)
+    acc, chance = float((preds == labels).mean()), chance_level(labels)
+    assert chance > 0.99 and acc >= chance + CHANCE_GAP * (1 - chance)  # the accuracy rule alone lets it pass
+    gain = round((acc - chance) * len(labels))
+    assert 0 < gain < GAIN_ROWS
+    said = near_chance(acc, chance, "the head did not learn", n=len(labels))
+    assert said is not None and f"on {gain} of {len(labels)} test rows" in said
+    check = chance_check("laya", acc, labels)
+    assert check["near_chance"] and f"on {gain} of {len(labels)} rows" in check["caveat"]
+    assert check["chance"] < acc < check["bound"]
+    # the same head on the ten balanced classes is no nearer chance than before
+    labels, preds = _digits_zero_or_not(0.003, 0)
+    acc = float((preds == labels).mean())
+    assert near_chance(acc, chance_level(labels), "", n=len(labels)) is None
+    assert not chance_check("laya", acc, labels)["near_chance"]

@@ -109,28 +109,32 @@ NEAR_CHANCE_POLICY = (
 
 def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, Any]:
     """Whether the head is near chance on the compared rows, by fit-head's rule (training.quality's
-    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share), and the
-    caveat that then withholds its verdicts. A head that learnt nothing still has a computation its
-    attributions can be faithful to, but "beats the constant rule" beside it reads as an explanation
-    to trust: so the verdicts are withheld, not merely captioned (the numbers stay)."""
-    from ..training.quality import CHANCE_GAP, chance_level, near_chance
+    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share, or above
+    it by fewer than GAIN_ROWS rows), and the caveat that then withholds its verdicts. A head that
+    learnt nothing still has a computation its attributions can be faithful to, but "beats the constant
+    rule" beside it reads as an explanation to trust: so the verdicts are withheld, not merely
+    captioned (the numbers stay)."""
+    from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_level, near_chance
 
-    chance = chance_level(labels) if len(labels) else float("nan")
-    near = bool(np.isfinite(chance) and near_chance(accuracy, chance, "") is not None)
+    n = len(labels)
+    chance = chance_level(labels) if n else float("nan")
+    said = near_chance(accuracy, chance, "", n=n) if np.isfinite(chance) else None
+    # fit-head's words, read on the compared rows: "near chance: test accuracy …; …" → "accuracy …"
+    detail = said.split(";")[0].split(": ", 1)[1].replace("test ", "") if said else ""
     caveat = (
-        f"head {name} is near chance on the compared rows (accuracy {accuracy:.3f} vs chance {chance:.3f}, the "
-        f"majority class; below chance + {CHANCE_GAP:g}·(1 − chance)): its attributions explain a head that "
+        f"head {name} is near chance on the compared rows ({detail}): its attributions explain a head that "
         "learnt next to nothing, so none is read against the constant rule and no method is marked best"
-        if near
+        if said
         else None
     )
+    ok = bool(np.isfinite(chance))
     return {
         "accuracy": accuracy,
-        "chance": None if not np.isfinite(chance) else chance,
-        "bound": None if not np.isfinite(chance) else chance + CHANCE_GAP * (1 - chance),
-        "near_chance": near,
+        "chance": chance if ok else None,
+        "bound": max(chance + CHANCE_GAP * (1 - chance), chance + (GAIN_ROWS - 0.5) / n) if ok else None,
+        "near_chance": said is not None,
         "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "
-        "of the compared rows (fit-head's rule)",
+        f"of the n compared rows, or (accuracy − chance)·n < {GAIN_ROWS} rows (fit-head's rule)",
         "policy": NEAR_CHANCE_POLICY,
         "caveat": caveat,
     }

@@ -36,6 +36,7 @@ PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a conten
 PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
 PROBE_MARGIN = 0.03  # accuracy a head may lose to the probe before it is flagged
 CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
+GAIN_ROWS = 5  # "near chance" also: beats always answering the majority class on fewer test rows than this
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
@@ -51,7 +52,8 @@ REFERENCE_RULE = (
 )
 
 THRESHOLDS = {
-    "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance)",
+    "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance), or (mean test accuracy − chance)·n < "
+    f"{GAIN_ROWS} rows, n the test rows",
     "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the stronger on the test split of "
     "the probe on the layer with the best validation accuracy, ties to the deeper layer, and the probe on the last "
     "layer; for 'last' the probe on the last layer)",
@@ -210,15 +212,28 @@ def few_rows(n: int | None, split: str, intervals: str) -> str | None:
     )
 
 
-def near_chance(test_acc: float, chance: float, what: str) -> str | None:
+def near_chance(
+    test_acc: float,
+    chance: float,
+    what: str,
+    *,
+    n: int | None = None,
+) -> str | None:
     """The near-chance warning (THRESHOLDS["near_chance"]) of a test accuracy, else None; ``what``
-    says what failed ("the head did not learn")."""
-    if test_acc >= chance + CHANCE_GAP * (1 - chance):
-        return None
-    return (
-        f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); "
-        f"{what} (try another --lr or more --epochs)"
-    )
+    says what failed ("the head did not learn"). On imbalanced classes an accuracy just above the
+    majority share can come from a few rows of the minority classes, which CHANCE_GAP of a small
+    1 − chance cannot see: with ``n`` test rows, a head that beats always answering the majority class
+    on fewer than GAIN_ROWS of them is near chance too."""
+    fix = "(try another --lr or more --epochs)"
+    if test_acc < chance + CHANCE_GAP * (1 - chance):
+        return f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); {what} {fix}"
+    if n and (test_acc - chance) * n < GAIN_ROWS - 0.5:  # counted in whole rows; accuracy is a mean over seeds
+        return (
+            f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class) beats always "
+            f"answering that class on {(test_acc - chance) * n:.3g} of {n} test rows, fewer than {GAIN_ROWS}: those "
+            f"few rows of the other classes decide every comparison; {what} {fix}"
+        )
+    return None
 
 
 def _read(store: FeatureStore, split: str, layer: int, rows: np.ndarray | None, step: int = 8192) -> np.ndarray:
@@ -369,6 +384,7 @@ def gate(
                 [r for r in runs if r.head == h["head"]],
                 test_acc=h["test_acc"]["mean"],
                 chance=chance,
+                n_test=n_test,
                 probe=probe,
                 layer_names=layer_names,
                 constant=constant,
@@ -419,11 +435,13 @@ def head_quality(
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
     epochs: int | None = None,
+    n_test: int | None = None,
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
     .epochs_run and .static_weights; ``epochs``: the most each seed could run): its warnings, its
     probe reference and the seeds' agreement on the layers."""
-    warns = [w for w in [near_chance(test_acc, chance, "the head did not learn")] if w]
+    near = near_chance(test_acc, chance, "the head did not learn", n=n_test)
+    warns = [near] if near else []
     notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
     if read:
