@@ -157,3 +157,26 @@ def test_a_cut_note_shows_a_bound_past_the_range_edge_as_past_it() -> None:
     agree = bounded({"mean": 0.94, "ci_low": 0.8812, "ci_high": 1.0031, "n": 3}, 0.0, 1.0)
     note = cut_note({"gradcam": agree}, "agreement", "[0, 1]", "its range", "seeds at 95%")
     assert note is not None and "gradcam [+0.88, +1.003]" in note, note
+
+
+def test_a_difference_of_accuracies_whose_interval_leaves_minus_one_to_one_is_said_uninformative() -> None:
+    """QA: 2 seeds printed "Δ acc vs last +0.153 [−1.435, +1.741]", bounds no difference of accuracies
+    can take; the interval is said to be uninformative at so few seeds instead."""
+    from laya_inspect.report.reading import est
+    from laya_inspect.report.sections import fit_sections
+    from laya_inspect.report.terminal import fit_table
+
+    runs = [
+        {"head": h, "seed": s, "test_acc": a, "test_macro_f1": a}
+        for h, accs in (("laya", (0.55, 0.98)), ("last", (0.60, 0.62)), ("concat", (0.61, 0.64)))
+        for s, a in enumerate(accs)
+    ]
+    heads = summary_to_jsonable(summarize_runs(runs, baseline="last"))
+    wide, narrow = (heads[i]["delta_vs_last"]["test_acc"] for i in (0, 2))
+    assert wide["ci_low"] < -1 and wide["ci_high"] > 1 and -1 < narrow["ci_low"] < narrow["ci_high"] < 1
+    summary = {"heads": [{**h, "warnings": []} for h in heads], "quality": {"chance": 0.1}}
+    text = " ".join(" ".join(str(c) for c in col._cells) for col in fit_table(summary, "t").columns)
+    assert "uninformative at 2 seeds" in text and f"{wide['ci_low']:+.3f}" not in text
+    assert est(narrow, 3, clip=False, sign=True, diff=True) in text  # a bounded interval keeps its bounds
+    page = str(fit_sections(summary, []))
+    assert "uninformative at 2 seeds" in page and f"{wide['ci_high']:+.3f}" not in page

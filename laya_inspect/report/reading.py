@@ -440,21 +440,28 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "T
 # -- fit-head ------------------------------------------------------------------------------------
 
 
-def interval(d: dict[str, Any] | None, digits: int = 3, clip: bool = True, sign: bool = False) -> str:
-    """'[lo, hi]' of an estimate; accuracies (``clip``) stay inside [0, 1]."""
+def interval(
+    d: dict[str, Any] | None, digits: int = 3, clip: bool = True, sign: bool = False, *, diff: bool = False
+) -> str:
+    """'[lo, hi]' of an estimate; accuracies (``clip``) stay inside [0, 1]. A difference of two
+    accuracies (``diff``) lies in [−1, 1]: a t-interval over few seeds that reaches past it is said to be
+    uninformative rather than printed with bounds no difference can take (docs/METHOD.md)."""
     if not d or d.get("ci_low") is None or d.get("ci_high") is None:
         return "[n/a]"
     lo, hi = float(d["ci_low"]), float(d["ci_high"])
+    if diff and (lo < -1 or hi > 1):
+        seeds = f" at {d['n']} seeds" if d.get("n") else ""
+        return f"[uninformative{seeds}: the interval reaches past ±1]"
     if clip:
         lo, hi = max(0.0, lo), min(1.0, hi)
     return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]"
 
 
-def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool = False) -> str:
-    """'mean [lo, hi]' of an estimate, "—" without one; ``clip`` as in :func:`interval`."""
+def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool = False, *, diff: bool = False) -> str:
+    """'mean [lo, hi]' of an estimate, "—" without one; ``clip`` and ``diff`` as in :func:`interval`."""
     if not d or d.get("mean") is None:
         return "—"
-    return f"{num(d['mean'], digits, sign)} {interval(d, digits, clip, sign)}"
+    return f"{num(d['mean'], digits, sign)} {interval(d, digits, clip, sign, diff=diff)}"
 
 
 def with_ci(d: dict[str, Any] | None, sign: bool = True, digits: int = 2) -> str:
@@ -506,7 +513,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             if d["ci_low"] > 0 or d["ci_high"] < 0
             else " (the interval includes 0: no difference shown)"
         )
-        first += f", {est(d, 3, clip=False, sign=True)} against the last-layer head{resolved}"
+        first += f", {est(d, 3, clip=False, sign=True, diff=True)} against the last-layer head{resolved}"
     chance = (summary.get("quality") or {}).get("chance")
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
@@ -566,12 +573,14 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     if probe.get("test_acc") is not None:
         d = _minus(acc, probe["test_acc"])
         out.append(
-            f"{est(d, 3, clip=False, sign=True)} against the single-layer probe on {probe['layer']} "
+            f"{est(d, 3, clip=False, sign=True, diff=True)} against the single-layer probe on {probe['layer']} "
             f"({num(probe['test_acc'], 3)})"
         )
     if chance is not None:
         d = _minus(acc, chance)
-        out.append(f"{est(d, 3, clip=False, sign=True)} against chance ({num(chance, 3)}, the majority class)")
+        out.append(
+            f"{est(d, 3, clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority class)"
+        )
     return out
 
 

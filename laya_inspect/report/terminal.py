@@ -347,7 +347,7 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
             h["head"],
             f"{num(acc.get('mean'), 3)} {interval(acc)}",
             num(f1.get("mean"), 3),
-            "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True),
+            "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
             str(h.get("n")),
             gate_cell(h, "[yellow]{}[/yellow]"),
         )
