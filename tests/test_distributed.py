@@ -24,7 +24,7 @@ from laya_inspect.cache.extract import extract_features
 from laya_inspect.cache.extract_config import ExtractConfig
 from laya_inspect.cache.partial import partial_path
 from laya_inspect.cache.schema import attrs_digest
-from laya_inspect.cache.shards import _preflight, shard_dir, shard_path
+from laya_inspect.cache.shards import _plan, _preflight, shard_dir, shard_path
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.compare.attribution import AttributionOptions, attribute
 from laya_inspect.compare.draws import RowSpan
@@ -256,6 +256,42 @@ def test_overwrite_under_torchrun_and_then_alone_replaces_the_shards(work):
     assert not shard_dir(out).exists()  # the one-process cache replaced the shards it no longer needs
     with h5py.File(out, "r") as f:
         assert int(f.attrs["world_size"]) == 1 and not f["test/layer_000"].is_virtual
+
+
+def test_overwrite_under_torchrun_checks_the_cache_again_before_removing_it(work):
+    """QA (race): under torchrun, --overwrite checked the old cache before the model loaded and removed
+    it once loaded without checking again, so an edit made meanwhile was lost. The plan checks it
+    again, as the one-process writer does before its rename, and leaves an edited cache as it is."""
+    from laya_inspect.cache.rows import prepare
+    from laya_inspect.errors import InputError
+
+    out = work / "e.h5"
+    extract_features(_config(out, splits=("test",)))  # recorded beside it
+    config = _config(out, splits=("test",), overwrite=True)
+    prep = prepare(config, torch.device("cpu"), world_size=2)  # what the processes do after the first check
+    with h5py.File(out, "a") as f:
+        f.attrs["note"] = "checked by hand"  # edited while the model loaded
+    before = out.read_bytes()
+    with pytest.raises(InputError, match="is not as laya-inspect wrote it"):
+        _plan(config, World(rank=0, size=2), prep)
+    assert out.read_bytes() == before and not shard_dir(out).exists()
+
+
+def test_overwrite_under_torchrun_of_an_unrecorded_cache_says_so_at_the_end_and_in_the_joined_caches_notes(work):
+    """The note that --overwrite replaced a cache with no record: in the end-of-run warnings and the
+    joined cache's `overwrite_notes`, as a one-process run gives it, not in its `warnings`."""
+    from laya_inspect.cache.schema import decode_attr
+    from laya_inspect.out_dir import record_of
+
+    out = work / "n.h5"
+    extract_features(_config(out, splits=("test",)))
+    record_of(out).unlink()  # as an earlier version left it
+    r = _run(_extract(out, "--split", "test", "--overwrite", procs=2), work)
+    assert r.returncode == 0, r.stderr
+    assert f"warning: {out} had no record beside it" in " ".join(r.stderr.split()), r.stderr
+    with h5py.File(out, "r") as f:
+        assert any("could not be seen" in n for n in decode_attr(f.attrs["overwrite_notes"]))
+        assert not any("no record" in w for w in decode_attr(f.attrs["warnings"]))
 
 
 CONSTANT_MODEL = """

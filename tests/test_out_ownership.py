@@ -573,9 +573,42 @@ def test_extract_overwrite_replaces_an_earlier_versions_cache_with_a_warning_and
     with pytest.warns(UserWarning, match="an attribute or value edited inside it could not be seen"):
         r = runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV)
     assert r.exit_code == 0, r.output
-    with h5py.File(out, "r") as f:
-        assert any("could not be seen" in w for w in decode_attr(f.attrs["warnings"]))  # the new cache says it
+    with h5py.File(out, "r") as f:  # the new cache says what its run replaced
+        assert any("could not be seen" in w for w in decode_attr(f.attrs["overwrite_notes"]))
     assert read_record(out) is not None and unproven_file(out) is None
+
+
+def test_extract_overwrite_of_an_unrecorded_cache_says_so_at_the_end_and_not_as_the_new_caches_warning(tmp_path):
+    """QA: the note that --overwrite replaced a cache with no record reached the user only as a Python
+    warning, not in extract's end-of-run warnings; and it was stored in the new cache's `warnings`,
+    which fit-head, compare and report print again as a warning about this cache's data."""
+    from laya_inspect.cache.extract import extract_features
+    from laya_inspect.cache.extract_config import ExtractConfig
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.head_dir.match import cache_warnings
+    from laya_inspect.out_dir import record_of
+
+    out = tmp_path / "features.h5"
+    assert runner.invoke(app, [*EXTRACT, "--out", str(out)], env=ENV).exit_code == 0
+    record_of(out).unlink()  # as an earlier version left it
+    with pytest.warns(UserWarning, match="could not be seen"):
+        r = runner.invoke(app, [*EXTRACT, "--out", str(out), "--overwrite"], env=ENV)
+    assert r.exit_code == 0, r.output
+    line = " ".join(r.output.split())
+    assert f"warning: {out} had no record beside it" in line, line  # in the end-of-run list
+    with FeatureStore(out) as store:
+        assert not [w for w in cache_warnings(store) if "record" in w]  # not a warning about this cache's data
+        assert any("could not be seen" in n for n in store.attrs["overwrite_notes"])
+    config = ExtractConfig(
+        model="zoo:mlp", random_init=True, data="digits", limit=50, device="cpu", out=str(out), overwrite=True
+    )
+    record_of(out).unlink()
+    with pytest.warns(UserWarning, match="could not be seen"):
+        result = extract_features(config)
+    assert any(f"{out} had no record beside it" in w for w in result.warnings)  # the Python API's list too
+    extract_features(config)  # recorded now: nothing to say
+    with FeatureStore(out) as store:
+        assert "overwrite_notes" not in store.attrs
 
 
 def test_a_file_saved_at_extracts_out_while_it_runs_is_not_replaced_and_the_rows_are_kept(tmp_path):

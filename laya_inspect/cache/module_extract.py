@@ -167,6 +167,7 @@ def extract_from_module(
             said = constant_warning(writer.constant_layers(), first.pooling, NOTEBOOK_ADVICE)
             said += duplicate_warning(writer.same_layers(), NOTEBOOK_ADVICE[1])
             writer.finish(warnings=said)
+            replaced = writer.overwrite_notes
     seconds = time.perf_counter() - start
     rows = {s: g.n for s, g in gathered.items()}
     return ExtractResult(
@@ -181,7 +182,7 @@ def extract_from_module(
         normalization="the caller's (batches given in memory)",
         nonfinite=nonfinite,
         batch_size=first.batch_size,
-        warnings=[*reran, *lopsided, *([moved] if moved else []), *logits, *said],
+        warnings=[*reran, *lopsided, *([moved] if moved else []), *logits, *said, *replaced],
     )
 
 

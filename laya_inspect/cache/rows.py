@@ -211,6 +211,7 @@ def write_cache(
             said += duplicate_warning(writer.same_layers())
             prep.warnings += said
             writer.finish(warnings=said)
+    prep.warnings += writer.overwrite_notes  # said at the end of the run; the cache keeps them apart
     return written, resumed, nonfinite
 
 

@@ -10,7 +10,7 @@ the shares are fixed by the manifest of the first run, and a run with another nu
 rather than mixing two plans. ``OUT`` carries the attributes of a one-process cache (``world_size`` says how
 it was written); its virtual datasets name their shard files relative to ``OUT``'s folder, so ``OUT`` and
 ``OUT.shards`` move together. ``--overwrite`` removes the old cache and its shards before the new shards are
-written.
+written, once the model and data have loaded, checking the old cache against its record again just before.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import operator
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,14 @@ from .schema import (
     seal,
     with_warnings,
 )
-from .writer import SAME_LAYER_ROWS, constant_warning, duplicate_warning, same_layers
+from .writer import (
+    OVERWRITE_NOTES,
+    SAME_LAYER_ROWS,
+    constant_warning,
+    duplicate_warning,
+    may_overwrite,
+    same_layers,
+)
 
 if TYPE_CHECKING:
     from .extract_config import ExtractConfig, ExtractResult
@@ -150,11 +157,12 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         agree(world, lambda: box.append(prepare(config, device, world_size=world.size)))
         prep = box[0]
         start = time.perf_counter()
-        plan = agree(world, lambda: _plan(config, world, prep) if world.is_main else {})[0]  # rank 0's
+        plan, notes = agree(world, lambda: _plan(config, world, prep) if world.is_main else ({}, []))[0]  # rank 0's
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
-        said = agree(world, lambda: merge_shards(out, world.size, plan) if world.is_main else [])[0]
+        said = agree(world, lambda: merge_shards(out, world.size, plan, notes) if world.is_main else [])[0]
         seconds = time.perf_counter() - start
-    prep.warnings += said  # rank 0's, who speaks for all: a layer that gave one row for every input, two alike
+    # rank 0's, who speaks for all: a layer that gave one row for every input, two alike; what it replaced
+    prep.warnings += [*said, *notes]
     nonfinite = _add_counts(counts for _, _, counts in stats)
     resumed = {s: sum(r[s] for _, r, _ in stats) for s in plan}
     written = sum(w for w, _, _ in stats)
@@ -196,11 +204,16 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
         )
 
 
-def _plan(config: ExtractConfig, world: World, prep: Prepared) -> dict[str, list[tuple[int, int]]]:
-    """Rank 0: each split's rows per rank, from the manifest of the run being resumed or made now."""
+def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
+    """Rank 0: each split's rows per rank, from the manifest of the run being resumed or made now; and
+    what --overwrite could not check of the cache it removed (the writer's ``overwrite_notes``)."""
     out = Path(config.out)
     sizes = {s: sp.n for s, sp in prep.data.splits.items()}
+    notes: list[str] = []
     if config.overwrite:
+        # checked again before deleting, as the one-process writer checks before its rename: a cache
+        # edited while the model loaded is not this run's to replace
+        notes = may_overwrite(out)
         out.unlink(missing_ok=True)
         partial_path(out).unlink(missing_ok=True)
         drop_stale_shards(out)
@@ -212,10 +225,10 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> dict[str, list
                 f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): the data or --limit changed; "
                 "rerun the original command to resume it, or pass --overwrite to start again"
             )
-        return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}
+        return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}, notes
     plan = {s: shard_ranges(n, world.size, prep.batch_size) for s, n in sizes.items()}
     _write_manifest(out, world.size, prep.batch_size, plan, complete=False)
-    return plan
+    return plan, notes
 
 
 def _write_manifest(out: Path, size: int, align: int, plan: dict[str, list[tuple[int, int]]], **extra: Any) -> None:
@@ -287,9 +300,12 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
 
 
-def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]]) -> list[str]:
+def merge_shards(
+    out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]], notes: Sequence[str] = ()
+) -> list[str]:
     """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
-    shard files, with the attributes a one-process cache would have; then mark the manifest complete.
+    shard files, with the attributes a one-process cache would have (``notes``: its ``overwrite_notes``);
+    then mark the manifest complete.
     Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
     layers that hold the same values)."""
     out = Path(out)
@@ -301,7 +317,7 @@ def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int
         shards = [opened.enter_context(h5py.File(p, "r")) for p in files]
         # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed
         with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
-            said = _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan)
+            said = _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan, notes)
         record = take_record(out, "extract", {out: tmp})  # what the next --overwrite checks
     put_record(out, record)
     manifest = read_manifest(out) or {}
@@ -309,7 +325,13 @@ def merge_shards(out: str | Path, size: int, plan: dict[str, list[tuple[int, int
     return said
 
 
-def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[str, list[tuple[int, int]]]) -> list[str]:
+def _join(
+    f: h5py.File,
+    shards: list[h5py.File],
+    names: list[str],
+    plan: dict[str, list[tuple[int, int]]],
+    notes: Sequence[str],
+) -> list[str]:
     first = shards[0]
     for key, value in first.attrs.items():
         # the digest is of this file's attributes: sealed below; row_spread is read below
@@ -321,6 +343,8 @@ def _join(f: h5py.File, shards: list[h5py.File], names: list[str], plan: dict[st
     said += duplicate_warning(same_layers(layers, _first_rows(shards, len(layers))))
     if said:
         f.attrs["warnings"] = with_warnings(first.attrs, said)
+    if notes:
+        f.attrs[OVERWRITE_NOTES] = encode_attr(OVERWRITE_NOTES, list(notes))
     total = _add_counts(decode_attr(s.attrs.get("nonfinite_counts", "{}")) or {} for s in shards)
     f.attrs["nonfinite_counts"] = encode_attr("x", total)
     for split in first:

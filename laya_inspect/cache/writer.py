@@ -69,6 +69,27 @@ def _foreign_record(path: Path) -> str | None:
     return None
 
 
+def may_overwrite(path: Path) -> list[str]:
+    """Refuse to replace the file ``path`` unless :func:`unproven_cache` allows it (no file there is
+    fine); what could not be checked of it (:func:`unrecorded_warning`), warned about and returned."""
+    if not path.is_file():
+        return []
+    why = unproven_cache(path)
+    if why is not None:
+        raise InputError(
+            f"{path} {why}; overwrite replaces only a cache laya-inspect wrote, unchanged since: "
+            "choose another out, or move it away yourself"
+        )
+    notes = unrecorded_warning(path)
+    for said in notes:
+        pywarnings.warn(said, stacklevel=3)
+    return notes
+
+
+# The root attribute that says what --overwrite replaced (docs/FORMATS.md): absent when nothing is to be said.
+OVERWRITE_NOTES = "overwrite_notes"
+
+
 def unrecorded_warning(path: Path) -> list[str]:
     """The warning for replacing a cache an earlier version wrote: it has no record, so only added
     groups and datasets show it was edited (a file a folder's marker lists is that marker's to prove)."""
@@ -206,23 +227,16 @@ class FeatureWriter:
             )
         refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
         self.overwrite = overwrite
-        self._said: list[str] = []  # warnings of this writer's own, added to the cache's
+        # what --overwrite could not check of the file it replaces: a note on this run, not on the rows,
+        # so kept apart from the cache's warnings, which every later command prints again
+        self.overwrite_notes: list[str] = []
         self._shard = "shard" in attrs
         foreign = _foreign_record(self.path)  # finish writes the record there: never over a user's file
         if foreign is not None:
             raise InputError(f"{self.path} {foreign}; choose another out, or move that file away yourself")
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
-            why = unproven_cache(self.path) if self.path.is_file() else None
-            if why is not None:
-                raise InputError(
-                    f"{self.path} {why}; overwrite replaces only a cache laya-inspect wrote, unchanged since: "
-                    "choose another out, or move it away yourself"
-                )
-            if self.path.is_file():
-                self._said = unrecorded_warning(self.path)
-                for said in self._said:
-                    pywarnings.warn(said, stacklevel=2)
+            self.overwrite_notes = may_overwrite(self.path)
             self.partial.unlink(missing_ok=True)
         elif self.path.exists():
             self._adopt_old_layout()
@@ -569,7 +583,6 @@ class FeatureWriter:
         attributes ``extra``, record the attributes' digest (nothing changes them after this) and rename
         the partial file to its final name."""
         self.flush()
-        warnings = [*self._said, *warnings]
         for split in self.file:
             g = self.file[split]
             if int(g.attrs["n_written"]) != int(g.attrs["n"]):
@@ -583,6 +596,8 @@ class FeatureWriter:
                 self.file.attrs["warnings"] = with_warnings(self.file.attrs, warnings)
             for key, value in (extra or {}).items():
                 self.file.attrs[key] = encode_attr(key, value)
+            if self.overwrite_notes:
+                self.file.attrs[OVERWRITE_NOTES] = encode_attr(OVERWRITE_NOTES, self.overwrite_notes)
             self.file.attrs["complete"] = True
             seal(self.file)  # last: the attributes' digest, which the reader checks
             self.file.flush()
