@@ -970,3 +970,14 @@ def test_one_seed_reading_names_no_level_of_intervals(cache, tmp_path):
     (first,) = [line for line in reading.lead if line.startswith("Against random exit")]
     assert "confidence − random exit = " in first and "one value each: no interval is drawn, so no verdict" in first
     assert first in page_said(tmp_path / "out" / "report.html")
+
+
+def test_one_seeds_page_names_no_level_of_intervals(cache, tmp_path):
+    """With one refit seed report.html's subtitle and caption still said "95% t-intervals over seeds" and
+    "with the 95% t-interval" of intervals never drawn: they now say no interval is drawn."""
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=1, thresholds=5, costs="shapes", device="cpu", plots=False)
+        simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out")
+    said = page_said(tmp_path / "out" / "report.html")
+    assert "t-interval" not in said and "one seed: no interval is drawn" in said, said

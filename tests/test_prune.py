@@ -2061,3 +2061,14 @@ def test_under_max_drop_0_a_fall_of_the_test_mean_is_not_worded_as_a_loss():
     why = _why_withheld(slight, 400, 19, 0.0) or ""
     assert why and "more than --max-drop 0" not in why and "falls" not in why, why
     assert "a rule on the mean, not a measured loss" in why, why
+
+
+def test_one_seeds_page_names_no_level_of_intervals(planted, tmp_path):
+    """With one refit seed report.html's subtitle and table caption still said "95% t-intervals over
+    seeds (α − ranking: … Bonferroni …)" of intervals never drawn: they now say no interval is drawn."""
+    cache, head_dir = planted
+    config = PruneConfig(seeds=1, ks=[1], costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o")
+    said = " ".join(page_said(tmp_path / "o" / "report.html").split())
+    assert "t-intervals over seeds" not in said and "one seed: no interval is drawn" in said, said

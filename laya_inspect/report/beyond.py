@@ -117,7 +117,12 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
         against = f" · shift to {s['against']['path']}" if s.get("against") else ""
         return f"{n} head{'s' * (n != 1)} on {cache}{against} · intervals {s['errors']['interval']}"
     mode = f" · {s['mode']}" if kind == "prune" else ""
-    return f"{s['head_dir']} on {cache}{mode} · {seeds_said(s)}, 95% t-intervals over seeds"
+    return f"{s['head_dir']} on {cache}{mode} · {seeds_said(s)}, {_intervals(s)}"
+
+
+def _intervals(s: dict[str, Any], what: str = "95% t-intervals over seeds") -> str:
+    """``what`` a prune or early-exit page's intervals are; with one seed none is drawn, so no level is named."""
+    return "one seed: no interval is drawn" if len(s.get("seeds") or []) == 1 else what
 
 
 def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None) -> str:
@@ -239,8 +244,9 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         "verdict",
     ]
     caption = (
-        f"{s['mode']}, {seeds_said(s)}, 95% t-intervals over seeds "
-        f"(α − ranking: {families_text(*s['alpha_vs'].values())}); all layers: test accuracy "
+        f"{s['mode']}, {seeds_said(s)}, "
+        + _intervals(s, f"95% t-intervals over seeds (α − ranking: {families_text(*s['alpha_vs'].values())})")
+        + f"; all layers: test accuracy "
         f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
         f"{s['config']['max_drop']:g} of all layers'"
     )
@@ -322,7 +328,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         else ["rule", "area under accuracy–compute (in sample)"]
     )
     how = seeds_said(s).removeprefix("over ")  # "over 3 fitted LAYA heads …"
-    caption = f"{s['area']}; mean over seeds ({how}) with the 95% t-interval"
+    caption = f"{s['area']}; " + _intervals(s, f"mean over seeds ({how}) with the 95% t-interval")
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     comps: list[list[Cell | str]] = [
         [
@@ -339,7 +345,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         for c, v in s["comparisons"].items()
     ]
     comp_cols = ["comparison", "held-out area difference" if held else "area difference", "verdict"]
-    paired = f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}"
+    paired = _intervals(s, f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}")
     paired += f"; {s['family_rule']}" if s.get("family_rule") else ""
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
     sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
