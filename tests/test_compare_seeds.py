@@ -558,6 +558,12 @@ def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_
     lead = " ".join(compare_reading(summary).lead)
     assert "top-1 only 0.72 on every row, above α's mean but not its 95% interval: not shown to order" in lead, lead
     assert "orders the layers better" not in lead, lead
+    # top-1 only's mean past α's interval, its own interval reaching into α's: it is above that interval
+    summary = _with_top1_only(_compared([_head(0, "beats", ["alpha"])], [0]), 0.755, False)
+    summary["heads"][0]["methods"]["alpha"]["faithfulness"] |= {"ci_low": 0.66, "ci_high": 0.74}
+    lead = " ".join(compare_reading(summary).lead)
+    assert "above α's 95% interval but its own reaching into it: not shown to order the layers better" in lead, lead
+    assert "not its 95% interval" not in lead and "orders the layers better" not in lead, lead
 
 
 def test_the_terminal_across_seed_table_reads_each_method_beside_top1_only() -> None:

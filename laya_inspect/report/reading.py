@@ -149,6 +149,11 @@ def _rho_nulls(head: dict[str, Any], lead: str) -> str:
             floor = top.get("ci_low") if top.get("ci_low") is not None else top["mean"]
             if high is not None and high < floor:
                 text += f", above {name(lead)}'s: naming the top layer alone orders the layers better"
+            elif high is not None and high < top["mean"]:  # past α's interval, but its own interval reaches into it
+                text += (
+                    f", above {name(lead)}'s 95% interval but its own reaching into it: not shown to order the "
+                    "layers better"
+                )
             else:
                 text += f", above {name(lead)}'s mean but not its 95% interval: not shown to order the layers better"
         said.append(text)
