@@ -676,7 +676,6 @@ BEYOND_TABLES = {
     "diagnose": {"diagnose-errors", "diagnose-heads", "diagnose-shift", "diagnose-shift-layers"},
 }
 BEYOND_LEADS = {
-    "prune": "Ranking layers by α",  # "α: " with one seed (one value each), "α " with more
     "prune": "Ranking layers by α: α − a random ranking = ",  # --no-refit: one evaluation, one value each
     "early-exit": "Against random exit (exit depths mixed with no information about the input",
     "diagnose": "Misclassified test rows: max softmax probability (no α) reaches AUROC",
