@@ -814,6 +814,25 @@ def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_cha
     assert "+0.787 [+0.737, +0.837] against chance" in lead[0]
 
 
+def test_fit_reading_says_a_head_above_the_majority_share_by_a_few_test_rows_did_not_learn() -> None:
+    """On 99:1 data a head at 0.998 against a majority share of 0.994 over 635 test rows, which fit-head's
+    gate warns near chance (it beats always answering the majority class on 3 rows), was read as "LAYA
+    reaches a test accuracy of 0.998", with no word that it did not learn."""
+    acc = {"n": 3, "mean": 0.998, "ci_low": 0.996, "ci_high": 1.0}
+    summary = {
+        "heads": [{"head": "laya", "n": 3, "test_acc": acc}, {"head": "last", "n": 3, "test_acc": acc}],
+        "quality": {"chance": 0.994},
+        "split": {"n_test": 635},
+    }
+    lead = fit_reading(summary).lead
+    assert lead[0].startswith("LAYA did not learn: its test accuracy 0.998 [0.996, 1.000] is near chance (0.994")
+    assert "chance + 0.1·(1 − chance) = 0.995, or fewer than 5 of the 635 test rows above it = 1.001)" in lead[0]
+    assert fit_reading(summary).details[0].endswith("(near chance: it did not learn).")
+    # on ten times the test rows the same accuracy beats the majority class on 25 rows: it learned
+    summary["split"]["n_test"] = 6350
+    assert "did not learn" not in " ".join(fit_reading(summary).lead + fit_reading(summary).details)
+
+
 def test_the_headline_reads_the_leads_rho_beside_its_nulls_with_no_rival_method() -> None:
     """`compare --method alpha` (or α and random only): the lead sentence gave top-layer agreement alone,
     α's ρ and the nulls to read it beside (top-1 only, the constant rule, random scores) nowhere."""

@@ -467,3 +467,19 @@ def test_train_leaves_validation_rows_of_a_class_it_cannot_learn_out_of_early_st
     metrics = torch.load(ckpt, weights_only=True)["metrics"]
     assert metrics["n_val_untrained_left_out"] == 3
     assert metrics["val_loss"] < 10, metrics["val_loss"]
+
+
+def test_train_warns_a_model_above_the_majority_share_by_a_few_test_rows_near_chance() -> None:
+    """train's gate read only chance + 0.1·(1 − chance): on 99:1 data a model at 0.998 against a majority
+    share of 0.994 over 635 test rows passed, though it beats always answering the majority class on 3
+    rows, which fit-head's gate and compare call near chance."""
+    from laya_inspect.training.joint import _warnings
+
+    probe = {"test_acc": 0.998}
+    metrics = {"test_acc": 0.998, "chance": 0.994, "n_test": 635, "backbone_head": probe}
+    said = _warnings(metrics)
+    assert len(said) == 2 and all(w.startswith("near chance: test accuracy 0.998 vs chance 0.994") for w in said)
+    assert all("on 2.54 of 635 test rows, fewer than 5" in w for w in said)
+    assert "the model did not learn" in said[0] and "the backbone's own classifier" in said[1]
+    # over ten times the test rows the same accuracy beats the majority class on 25 rows: no warning
+    assert _warnings({**metrics, "n_test": 6350}) == []

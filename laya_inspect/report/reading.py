@@ -26,7 +26,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
-from ..training.quality import CHANCE_GAP, near_chance
+from ..training.quality import CHANCE_GAP, GAIN_ROWS, near_chance
 from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
 
 NAMES = {
@@ -522,7 +522,9 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     chance = (summary.get("quality") or {}).get("chance")
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
-    lead_lines = [*_warnings(summary), *([at] if (at := _at_chance(title, acc, chance)) else []), first + "."]
+    n_test = (summary.get("split") or {}).get("n_test")
+    at = _at_chance(title, acc, chance, n_test)
+    lead_lines = [*_warnings(summary), *([at] if at else []), first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
     per_seed = dict(weights.get("per_seed") or {})
@@ -552,7 +554,11 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     details = [
         f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
         f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}"
-        + (" (near chance: it did not learn)." if _at_chance(h["head"], h.get("test_acc") or {}, chance) else ".")
+        + (
+            " (near chance: it did not learn)."
+            if _at_chance(h["head"], h.get("test_acc") or {}, chance, n_test)
+            else "."
+        )
         for h in heads
         if h is not lead
     ]
@@ -589,15 +595,23 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     return out
 
 
-def _at_chance(title: str, acc: dict[str, Any], chance: float | None) -> str | None:
-    """The verdict on a head the quality gate finds near chance (its rule, docs/METHOD.md, "Quality gate"),
-    said before its numbers: an accuracy beside a bare "+0.004 against last" read as a head that works."""
-    if chance is None or acc.get("mean") is None or near_chance(acc["mean"], chance, "") is None:
+def _at_chance(title: str, acc: dict[str, Any], chance: float | None, n: int | None) -> str | None:
+    """The verdict on a head the quality gate finds near chance (its rule, docs/METHOD.md, "Quality gate",
+    over the ``n`` test rows; None in older summaries: the accuracy rule alone), said before its numbers:
+    an accuracy beside a bare "+0.004 against last" read as a head that works."""
+    if chance is None or acc.get("mean") is None or near_chance(acc["mean"], chance, "", n=n) is None:
         return None
+    # the second line in whole rows, as the gate counts them: fewer than GAIN_ROWS is below GAIN_ROWS − ½
+    rows = (
+        f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(chance + (GAIN_ROWS - 0.5) / n, 3)}"
+        if n
+        else ""
+    )
     return (
         f"{title} did not learn: its test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance "
         f"({num(chance, 3)}, the majority class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = "
-        f"{num(chance + CHANCE_GAP * (1 - chance), 3)}), so what it puts on a layer says nothing about the layers."
+        f"{num(chance + CHANCE_GAP * (1 - chance), 3)}{rows}), so what it puts on a layer says nothing "
+        "about the layers."
     )
 
 

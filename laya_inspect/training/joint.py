@@ -319,8 +319,8 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
 def _warnings(metrics: dict[str, Any]) -> list[str]:
     """fit-head's near-chance gate for the jointly trained model and for the backbone's own
     classifier: a backbone at chance makes every cache extracted from it garbage."""
-    chance = metrics["chance"]
-    warns = [near_chance(metrics["test_acc"], chance, "the model did not learn")]
+    chance, n = metrics["chance"], metrics["n_test"]
+    warns = [near_chance(metrics["test_acc"], chance, "the model did not learn", n=n)]
     probe = metrics.get("backbone_head")
     if isinstance(probe, dict):
         warns.append(
@@ -328,6 +328,7 @@ def _warnings(metrics: dict[str, Any]) -> list[str]:
                 probe["test_acc"],
                 chance,
                 "the backbone's own classifier, refit on its frozen last block, did not learn",
+                n=n,
             )
         )
     return [w for w in warns if w]
