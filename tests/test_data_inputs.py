@@ -513,8 +513,13 @@ def test_nonfinite_features_are_refused_unless_allowed(tmp_path):
     x = np.random.default_rng(0).random((40, 5))
     x[3, 1], x[7, 0], x[7, 4] = np.nan, np.inf, -np.inf
     spec_ = npz(tmp_path, "nan.npz", X=x, y=np.arange(40) % 2)
-    with pytest.raises(InputError, match=r"3 of 200 values in X of .*nan\.npz are NaN or infinite \(first in row 3\)"):
+    with pytest.raises(
+        InputError, match=r"3 of 200 values in X of .*nan\.npz are NaN or infinite \(first in row 3\)"
+    ) as refused:
         load_data(spec_)
+    # the refusal names the switch a command takes and the argument a Python call takes
+    assert "--allow-nonfinite on the command line" in str(refused.value)
+    assert "allow_nonfinite=True to ExtractConfig or load_data" in str(refused.value)
     b = load_data(spec_, allow_nonfinite=True)
     assert b.warnings == [
         f"3 of 200 values in X of {tmp_path / 'nan.npz'} are NaN or infinite; kept as asked (allow_nonfinite)"

@@ -106,7 +106,10 @@ def _nonfinite(path: Path, name: str, x: np.ndarray, allow: bool, warnings: list
     what = f"{bad} of {x.size} values in X{name} of {path} are NaN or infinite"
     if not allow:
         row = int(np.argmax(~np.isfinite(x.reshape(len(x), -1)).all(axis=1)))
-        raise InputError(f"{what} (first in row {row}); fix the file, or pass --allow-nonfinite to keep them")
+        raise InputError(
+            f"{what} (first in row {row}); fix the file, or keep them: --allow-nonfinite on the command line, "
+            "allow_nonfinite=True to ExtractConfig or load_data from Python"
+        )
     warnings.append(f"{what}; kept as asked (allow_nonfinite)")
 
 
