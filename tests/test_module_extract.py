@@ -377,6 +377,27 @@ def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
     )
 
 
+def test_a_unit_holding_a_torchscript_part_has_unknown_multiply_adds(tmp_path: Path) -> None:
+    """A scripted Linear takes no hooks, so its multiply-adds were counted as 0: the ReLU's unit got the
+    first Linear's alone, too low but not zero, and the shapes estimate used it. Unknown now (None), so the
+    estimate falls back to the unit's parameters, as for any layer whose multiply-adds are not known."""
+    from laya_inspect.beyond.costs import costs_from_shapes
+    from laya_inspect.models.sizes import call_order, layer_macs
+
+    x, y = _digits()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 16), torch.jit.script(nn.Linear(16, 16)), nn.ReLU())
+    extract_features(net, [(x[:32], y[:32])], layers=["3"], out=tmp_path / "u.h5")
+    with FeatureStore(tmp_path / "u.h5") as store:
+        attrs, costs = store.attrs, costs_from_shapes(store)
+    assert attrs["layer_ops"] == ["Linear"] and attrs["layer_macs"] == [None]
+    assert costs.flops_total != 2 * 64 * 16  # not the first Linear's alone
+    # a module read alone that holds the scripted part: unknown too, its plain sibling still counted
+    with call_order(net) as calls, torch.no_grad():
+        net(x[:2])
+    assert layer_macs(calls, {}, {"1": net[1], "all": net}) == {"1": 64 * 16, "all": None}
+
+
 def test_a_module_run_at_several_places_is_said_in_the_result_and_the_cache(tmp_path: Path) -> None:
     """extract_features on a net that uses one ReLU after each layer stored the ReLU's last run alone
     under its name with no word, where `extract` on the same net warns: the warning is in both now."""

@@ -32,11 +32,11 @@ class Made(NamedTuple):
 
 class Calls:
     """One forward pass in order, every hook advancing one clock (:meth:`tick`): when each module holding
-    parameters of its own was first called (``first``), the first module to return each tensor
-    (:meth:`maker`: a parent passing its block's output on does not move it), each module's last return
-    with the shape it returned, without the batch axis (``last``), and how often each returned (``runs``);
-    ``largest``: the bytes of the largest tensor a module returned alone, batch included (what extract sizes
-    its CPU batch by)."""
+    parameters of its own, or holding a TorchScript one with parameters (``unseen``: :func:`call_order`), was
+    first called (``first``), the first module to return each tensor (:meth:`maker`: a parent passing its
+    block's output on does not move it), each module's last return with the shape it returned, without the
+    batch axis (``last``), and how often each returned (``runs``); ``largest``: the bytes of the largest
+    tensor a module returned alone, batch included (what extract sizes its CPU batch by)."""
 
     def __init__(self, sizes: dict[int, int], stamp: Callable[[], Any]) -> None:
         self.sizes = sizes
@@ -47,6 +47,9 @@ class Calls:
         self.last: dict[int, tuple[int, list[int] | None]] = {}
         self.largest = 0
         self.work: dict[int, int | None] = {}  # multiply-adds of a module's last call, one row (None: unknown)
+        # modules with parameters that took no hooks (TorchScript), and the hooked modules holding one: what
+        # they compute is not seen, so no count that holds them is known
+        self.unseen: set[int] = set()
         self.runs: Counter[int] = Counter()
 
     def tick(self) -> int:
@@ -88,7 +91,7 @@ class Calls:
 
     def work_of(self, modules: Iterable[Any]) -> int | None:
         """The multiply-adds of one row through ``modules``, or None where one's is not known."""
-        work = [self.work.get(id(m), 0) for m in modules]
+        work = [None if id(m) in self.unseen else self.work.get(id(m), 0) for m in modules]
         return None if None in work else sum(w for w in work if w is not None)
 
     def params(self, after: float, upto: float = math.inf) -> int:
@@ -101,12 +104,18 @@ def call_order(root: Any, stamp: Callable[[], Any] = lambda: None) -> Iterator[C
     """Hooks on every module of ``root`` for the forward pass run in the body, recording :class:`Calls`
     (``stamp``: what each ``made`` entry also reads, FLOPs counted so far); removed on exit, also when the
     body raises. A TorchScript module takes no hooks: it is left out (a TorchScript archive's record stays
-    empty)."""
+    empty); one holding parameters, and the module holding it, are ``unseen``, the holder's call recorded
+    in ``first`` so a unit it runs in holds it."""
     import torch
 
     calls = Calls(_own_sizes(root), stamp)
+    scripted = [m for m in root.modules() if isinstance(m, torch.jit.ScriptModule)]
+    calls.unseen = {id(m) for m in scripted if any(True for _ in m.parameters())}
     modules = [m for m in root.modules() if not isinstance(m, torch.jit.ScriptModule)]
-    handles = [m.register_forward_pre_hook(calls.called) for m in modules if calls.sizes[id(m)]]
+    calls.unseen |= {id(m) for m in modules if any(id(c) in calls.unseen for c in m.children())}
+    handles = [
+        m.register_forward_pre_hook(calls.called) for m in modules if calls.sizes[id(m)] or id(m) in calls.unseen
+    ]
     handles += [m.register_forward_hook(calls.returned) for m in modules]
     try:
         yield calls
