@@ -277,6 +277,23 @@ def test_overwrite_under_torchrun_checks_the_cache_again_before_removing_it(work
     assert out.read_bytes() == before and not shard_dir(out).exists()
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_users_file_at_the_records_name_is_refused_under_torchrun_before_any_work(work, overwrite):
+    """The joined cache's record (`.NAME.laya-inspect.json`) must not replace a user's file of that name:
+    refused when the run starts, as the one-process writer refuses it, and again before the join."""
+    from laya_inspect.cache.shards import merge_shards
+    from laya_inspect.errors import InputError
+    from laya_inspect.out_dir import record_of
+
+    out = work / "f.h5"
+    record_of(out).write_text("my notes\n")
+    with ExitStack() as held, pytest.raises(InputError, match="not a record laya-inspect wrote"):
+        _preflight(_config(out, splits=("test",), overwrite=overwrite), World(rank=0, size=2), held)
+    with pytest.raises(InputError, match="not a record laya-inspect wrote"):
+        merge_shards(out, 2, {"test": [(0, 8), (8, 16)]})
+    assert record_of(out).read_text() == "my notes\n" and not out.exists() and not shard_dir(out).exists()
+
+
 def test_overwrite_under_torchrun_of_an_unrecorded_cache_says_so_at_the_end_and_in_the_joined_caches_notes(work):
     """The note that --overwrite replaced a cache with no record: in the end-of-run warnings and the
     joined cache's `overwrite_notes`, as a one-process run gives it, not in its `warnings`."""
