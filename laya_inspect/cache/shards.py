@@ -48,9 +48,9 @@ from .schema import (
 from .writer import (
     OVERWRITE_NOTES,
     SAME_LAYER_ROWS,
-    _foreign_record,
     constant_warning,
     duplicate_warning,
+    foreign_record,
     may_overwrite,
     same_layers,
 )
@@ -209,7 +209,7 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
 def _refuse_foreign_record(out: Path) -> None:
     """Refuse, as the one-process writer does, a file at ``out``'s record name that laya-inspect did not
     write: the joined cache's record would replace it."""
-    foreign = _foreign_record(out)
+    foreign = foreign_record(out)
     if foreign is not None:
         raise InputError(f"{out} {foreign}; choose another out, or move that file away yourself")
 

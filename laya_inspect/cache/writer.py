@@ -59,11 +59,11 @@ def unproven_cache(path: Path) -> str | None:
     changed in place adds no group or dataset, so only the record sees it. Else what it is instead."""
     why = not_a_cache(path)
     if why is None and os.path.lexists(record_of(path)):
-        why = _foreign_record(path) or unproven_file(path)
+        why = foreign_record(path) or unproven_file(path)
     return why
 
 
-def _foreign_record(path: Path) -> str | None:
+def foreign_record(path: Path) -> str | None:
     if os.path.lexists(record_of(path)) and read_record(path) is None:
         return f"is recorded in {record_of(path)}, which is not a record laya-inspect wrote"
     return None
@@ -231,7 +231,7 @@ class FeatureWriter:
         # so kept apart from the cache's warnings, which every later command prints again
         self.overwrite_notes: list[str] = []
         self._shard = "shard" in attrs
-        foreign = _foreign_record(self.path)  # finish writes the record there: never over a user's file
+        foreign = foreign_record(self.path)  # finish writes the record there: never over a user's file
         if foreign is not None:
             raise InputError(f"{self.path} {foreign}; choose another out, or move that file away yourself")
         if overwrite:
@@ -611,7 +611,7 @@ class FeatureWriter:
         keep_file_mode(self.partial, self.path)
         # checked again: a file saved at --out while the rows were written is not this run's to replace
         why = (unproven_cache(self.path) if self.overwrite else "exists") if self.path.exists() else None
-        why = why or _foreign_record(self.path)
+        why = why or foreign_record(self.path)
         if why is not None or self.path.is_symlink():
             raise InputError(
                 f"{self.path} {why or 'is a symlink'}, saved there while the cache was written; it is left as it "
