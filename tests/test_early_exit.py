@@ -968,7 +968,8 @@ def test_one_seed_reading_names_no_level_of_intervals(cache, tmp_path):
     said = " ".join(reading.lead + reading.details)
     assert "[n/a]" not in said and "t-intervals" not in said and "Bonferroni" not in said, said
     (first,) = [line for line in reading.lead if line.startswith("Against random exit")]
-    assert "confidence − random exit = " in first and "one value each: no interval is drawn, so no verdict" in first
+    assert "confidence − random exit = " in first and "one value, no interval, so no verdict" in first
+    assert "from 1 refit seed, α from one head: one value" in first and "paired over" not in first, first
     assert first in page_said(tmp_path / "out" / "report.html")
 
 

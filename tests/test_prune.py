@@ -2017,8 +2017,12 @@ def test_a_kept_set_off_the_coarse_grid_says_why_it_has_no_random_reference():
 def test_one_seed_reading_names_no_level_of_intervals(tmp_path):
     """With one refit seed report.html's first sentence still read "98.3% t-intervals (Bonferroni over
     the 3 rankings …)" and "(+0.0028 [n/a])": no interval is drawn, so it now gives each difference
-    as one value and says no verdict follows."""
+    as one value and says no verdict follows. It then said "paired over 1 refit seed(s), … one value each:
+    no interval is drawn, so no verdict" where the terminal said "from one value: no interval, so no
+    verdict": it now says "from 1 refit seed", and one value in the terminal's words."""
+    from laya_inspect.beyond.common import seeds_how
     from laya_inspect.report.reading import prune_reading
+    from laya_inspect.training.stats import ONE_VALUE
 
     cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
     config = PruneConfig(seeds=1, ks=[2], max_drop=0.005, costs="shapes", device="cpu", plots=False)
@@ -2027,9 +2031,16 @@ def test_one_seed_reading_names_no_level_of_intervals(tmp_path):
     (first,) = [line for line in prune_reading(s).lead if line.startswith("Ranking layers by α")]
     assert first.startswith("Ranking layers by α: α − ") and "[n/a]" not in first, first
     assert "t-intervals" not in first and "Bonferroni" not in first, first
-    assert first.endswith("one value each: no interval is drawn, so no verdict."), first
+    assert first.endswith("from 1 refit seed, α from one head: one value, no interval, so no verdict."), first
     lead = page_said(tmp_path / "out" / "report.html")
-    assert first in lead and "[n/a]" not in lead.split("one value each")[0]
+    assert first in lead and "[n/a]" not in lead.split("one value, no interval")[0]
+    # the lead said "paired over 1 refit seed(s)": nothing is paired into an interval, and the count is known
+    assert "paired over" not in first and "(s)" not in first and s["seeds_how"] == "1 refit seed, α from one head"
+    # the terminal's lines and the page say one value in the same words
+    versus = [line for line in s["verdict"] if line.startswith("the α ranking − ")]
+    assert versus and all(f": {ONE_VALUE} (" in line for line in versus), versus
+    assert first.endswith(f": {ONE_VALUE}.") and ONE_VALUE == "one value, no interval, so no verdict"
+    assert seeds_how([0, 1, 2], 1) == "3 refit seed(s), α from one head"  # more seeds: worded as before
 
 
 def test_a_withheld_reason_says_by_its_kind_whether_it_quotes_the_paired_difference():
@@ -2072,3 +2083,21 @@ def test_one_seeds_page_names_no_level_of_intervals(planted, tmp_path):
         prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o")
     said = " ".join(page_said(tmp_path / "o" / "report.html").split())
     assert "t-intervals over seeds" not in said and "one seed: no interval is drawn" in said, said
+
+
+def test_one_seeds_fall_past_max_drop_is_worded_as_one_value_not_a_measured_drop():
+    """With one refit seed and --max-drop 0.005 the reason said "its test accuracy falls 0.0111 below all
+    layers', more than --max-drop 0.005": one seed's value, with no interval, read as a measured drop."""
+    from laya_inspect.beyond.common import paired
+    from laya_inspect.beyond.prune import _withhold
+
+    one = {"k": 1, "test_acc_vs_all": paired([0.9639], [0.9750])}
+    kind, why = _withhold(one, 400, 3, 0.005) or ("", "")
+    assert kind == "test mean" and "falls" not in why, why
+    assert "one value from one seed, no interval: a rule on that value, not a measured loss" in why, why
+    assert "0.0111 lower than all layers', more than --max-drop 0.005" in why, why
+    _, measured = _withhold(one, 400, 3, 0.005, refit=False) or ("", "")  # --no-refit: the given head's own drop
+    assert measured == "its test accuracy falls 0.0111 below all layers', more than --max-drop 0.005", measured
+    three = {"k": 1, "test_acc_vs_all": {"mean": -0.015, "n": 3, "ci_low": None, "ci_high": None}}  # as before
+    _, why3 = _withhold(three, 400, 3, 0.005) or ("", "")
+    assert why3 == "its test accuracy falls 0.0150 below all layers' (mean over 3 seeds), more than --max-drop 0.005"

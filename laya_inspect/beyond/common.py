@@ -28,6 +28,7 @@ from ..heads import Head
 from ..out_dir import atomic_dir
 from ..training.quality import few_rows
 from ..training.stats import (  # noqa: F401  (re-exported)
+    ONE_VALUE,
     bounded,
     family,
     level,
@@ -127,7 +128,7 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     the refit seeds with α from one head, or the seeds of ``heads`` fitted LAYA heads."""
     if heads > 1:
         return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
-    return f"{len(seeds)} refit seed(s), α from one head"
+    return f"{len(seeds)} refit seed{'(s)' if len(seeds) != 1 else ''}, α from one head"
 
 
 def open_weighted_head(
@@ -269,7 +270,7 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str) -> str:
     if m is None:
         return f"{what} vs {baseline}: undefined"
     if lo is None or hi is None:
-        return f"{what} − {baseline} = {m:+.4f} from one value: no interval, so no verdict"
+        return f"{what} − {baseline} = {m:+.4f}: {ONE_VALUE}"
     if same_on_every_seed(diff):
         return f"{what} − {baseline} = {m:+.4f}, {same_text(diff)}"
     f = spec(diff)

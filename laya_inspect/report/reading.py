@@ -27,7 +27,17 @@ from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifte
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..training.quality import CHANCE_GAP, GAIN_ROWS, near_chance
-from ..training.stats import TINY, chance_text, family_text, outcome, percent, same_on_every_seed, same_text, spec
+from ..training.stats import (
+    ONE_VALUE,
+    TINY,
+    chance_text,
+    family_text,
+    outcome,
+    percent,
+    same_on_every_seed,
+    same_text,
+    spec,
+)
 
 NAMES = {
     "alpha": "α",
@@ -407,8 +417,15 @@ def seeds_said(s: dict[str, Any], over: bool = False) -> str:
     """What a prune or early-exit summary's intervals run over: its ``seeds_how`` ("3 refit seed(s), α
     from one head", "over 3 fitted LAYA heads …"), or the seed count where it has none (--no-refit, an
     older summary); led by "over" for a sentence where ``over``."""
-    how = s.get("seeds_how") or f"{len(s['seeds'])} seed(s)"
+    n = len(s["seeds"])
+    how = s.get("seeds_how") or f"{n} seed{'(s)' if n != 1 else ''}"
     return how if not over or how.startswith("over ") else f"over {how}"
+
+
+def seeds_read(s: dict[str, Any], one: bool) -> str:
+    """How a lead's differences were read: "paired over 3 refit seed(s) …", or "from 1 refit seed …"
+    where each is one seed's value (nothing is paired into an interval)."""
+    return f"from {seeds_said(s)}" if one else f"paired {seeds_said(s, over=True)}"
 
 
 def one_seed_sentence(what: str, names: str, command: str = "compare") -> str:
@@ -685,9 +702,6 @@ def versus_text(subject: str, d: dict[str, Any] | None, other: str) -> str:
     return f"{subject} {_said(d)} {other} ({diff_text(d)})".lstrip()
 
 
-ONE_VALUE = "one value each: no interval is drawn, so no verdict"
-
-
 def _word(o: str) -> str:
     return {
         "better": "beats",
@@ -762,8 +776,8 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         first = (
             f"Ranking layers by α{':' * one} "
             + "; ".join(parts)
-            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, paired {seeds_said(s, over=True)}, "
-            + f"{ONE_VALUE if one else families_text(*vs.values(), what='t-intervals')}."
+            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, {seeds_read(s, one)}"
+            + (f": {ONE_VALUE}." if one else f", {families_text(*vs.values(), what='t-intervals')}.")
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
@@ -833,12 +847,13 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
-    over = f"{'held-out ' if held else ''}area under accuracy–compute, paired {seeds_said(s, over=True)}"
-
     one = one_value(*(e.get("area_diff") for e in comp.values()))
+    over = f"{'held-out ' if held else ''}area under accuracy–compute, {seeds_read(s, one)}"
 
     def unit(*labels: str) -> str:
-        return f"{over}, {ONE_VALUE if one else families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
+        if one:
+            return f"{over}: {ONE_VALUE}"
+        return f"{over}, {families_text(*(comp.get(k) for k in labels), what='t-intervals')}"
 
     lead = []
     if "confidence vs random" in comp:  # older summaries have no random-exit reference

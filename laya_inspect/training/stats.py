@@ -43,6 +43,10 @@ def same_on_every_seed(d: dict[str, Any] | None) -> bool:
     return len(values) >= 2 and max(values) - min(values) <= TINY and abs(float(values[0])) > TINY
 
 
+# One seed's difference, said alike by the terminal's verdict lines and the reading (report.html).
+ONE_VALUE = "one value, no interval, so no verdict"
+
+
 def same_text(d: dict[str, Any]) -> str:
     """What :func:`same_on_every_seed` says, for a verdict line."""
     n = len([v for v in d.get("values") or [] if v is not None])
