@@ -490,7 +490,7 @@ def test_ctrl_c_before_any_row_says_nothing_was_written_and_what_is_on_disk(ckpt
     with h5py.File(partial, "r") as f:
         assert int(f["test"].attrs["n_written"]) == 0
     assert runner.invoke(app, args).exit_code == 0  # as said: the same command starts it
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".f.h5.laya-inspect.json", "f.h5"]  # and its record
 
     before = out.read_bytes()  # --overwrite stopped before any row: the earlier cache is untouched
     said = _stopped_extract([*args, "--overwrite"], monkeypatch, "append")
