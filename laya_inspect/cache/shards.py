@@ -50,8 +50,8 @@ from .writer import (
     SAME_LAYER_ROWS,
     constant_warning,
     duplicate_warning,
-    foreign_record,
     may_overwrite,
+    refuse_foreign_record,
     same_layers,
 )
 
@@ -183,7 +183,7 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
     """Rank 0 holds ``OUT``'s lock for the whole run and refuses what earlier runs left in the way."""
     out = Path(config.out)
     held.enter_context(output_lock(out))
-    _refuse_foreign_record(out)  # merge_shards writes the record there: refused before any work
+    refuse_foreign_record(out)  # merge_shards writes the record there: refused before any work
     if config.overwrite:
         return  # cleared in _plan, once the model and data have loaded
     if out.exists():
@@ -204,14 +204,6 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
             f"and this run has {world.size}: rows already written cannot be shared out again; rerun it with "
             f"{size} processes (`torchrun --nproc-per-node {size} …`) to resume it, or pass --overwrite to start again"
         )
-
-
-def _refuse_foreign_record(out: Path) -> None:
-    """Refuse, as the one-process writer does, a file at ``out``'s record name that laya-inspect did not
-    write: the joined cache's record would replace it."""
-    foreign = foreign_record(out)
-    if foreign is not None:
-        raise InputError(f"{out} {foreign}; choose another out, or move that file away yourself")
 
 
 def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -319,7 +311,7 @@ def merge_shards(
     Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
     layers that hold the same values)."""
     out = Path(out)
-    _refuse_foreign_record(out)  # checked again: a file saved there while the shards were written
+    refuse_foreign_record(out)  # checked again: a file saved there while the shards were written
     files = [shard_path(out, r, size) for r in range(size)]
     missing = [str(p) for p in files if not p.exists()]
     if missing:

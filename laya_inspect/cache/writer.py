@@ -69,6 +69,14 @@ def foreign_record(path: Path) -> str | None:
     return None
 
 
+def refuse_foreign_record(path: Path) -> None:
+    """Refuse a file at ``path``'s record name that laya-inspect did not write: the cache's record, written
+    once the cache is in place (here or by the torchrun join), would replace it."""
+    foreign = foreign_record(path)
+    if foreign is not None:
+        raise InputError(f"{path} {foreign}; choose another out, or move that file away yourself")
+
+
 def may_overwrite(path: Path) -> list[str]:
     """Refuse to replace the file ``path`` unless :func:`unproven_cache` allows it (no file there is
     fine); what could not be checked of it (:func:`unrecorded_warning`), warned about and returned."""
@@ -231,9 +239,7 @@ class FeatureWriter:
         # so kept apart from the cache's warnings, which every later command prints again
         self.overwrite_notes: list[str] = []
         self._shard = "shard" in attrs
-        foreign = foreign_record(self.path)  # finish writes the record there: never over a user's file
-        if foreign is not None:
-            raise InputError(f"{self.path} {foreign}; choose another out, or move that file away yourself")
+        refuse_foreign_record(self.path)  # finish writes the record there: never over a user's file
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
             self.overwrite_notes = may_overwrite(self.path)
