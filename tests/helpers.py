@@ -3,7 +3,8 @@ worked out on paper, and a plain reference implementation of the leave-one-layer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -253,3 +254,47 @@ def noted_under_verdicts(output: str, out: Path, reading: Any, report: str) -> N
     at = said.index("• note: " + note)
     assert s["verdict"] and all(said.index(v) < at for v in s["verdict"])
     assert "• note: " + note in " ".join(report.split()), report
+
+
+class HookWatch:
+    """The forward hooks and pre-hooks registered on any module inside :func:`watch_hooks`, each counting
+    its calls: a hook left on a module fires on that module's next forward pass."""
+
+    def __init__(self) -> None:
+        self.registered = 0
+        self.calls = 0
+
+    def fired_after(self, module: torch.nn.Module, *inputs: Any) -> int:
+        """How many of the watched hooks fire on one more forward pass of ``module``: 0 once all are removed."""
+        before = self.calls
+        with torch.no_grad():
+            module(*inputs)
+        return self.calls - before
+
+
+@contextmanager
+def watch_hooks() -> Iterator[HookWatch]:
+    """Count the forward hooks registered inside the block and their calls from then on, through the
+    public ``register_forward_hook`` and ``register_forward_pre_hook``. Each hook runs inside a counting
+    wrapper, one frame more between the module's call and the hook: not for a test of where an error
+    raised in a hook is said to come from."""
+    import pytest
+
+    watch = HookWatch()
+
+    def counted(register: Any) -> Any:
+        def wrapped(module: torch.nn.Module, hook: Any, *args: Any, **kwargs: Any) -> Any:
+            def counting(*hook_args: Any, **hook_kwargs: Any) -> Any:
+                watch.calls += 1
+                return hook(*hook_args, **hook_kwargs)
+
+            handle = register(module, counting, *args, **kwargs)
+            watch.registered += 1
+            return handle
+
+        return wrapped
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("register_forward_hook", "register_forward_pre_hook"):
+            patch.setattr(torch.nn.Module, name, counted(getattr(torch.nn.Module, name)))
+        yield watch

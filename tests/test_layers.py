@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import watch_hooks
 from torch import nn
 
 from laya_inspect.errors import InputError, NotFoundError
@@ -26,10 +27,6 @@ CANDIDATES = ["conv1", "bn1", *DEFAULT, "layer1.0", "layer1.0.conv1", "fc"]
 def tiny() -> nn.Sequential:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Linear(8, 3))
-
-
-def no_hooks(module: nn.Module) -> bool:
-    return all(not m._forward_hooks for m in module.modules())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,38 +129,38 @@ def test_depth_order_sorts_by_the_order_given_and_says_so_only_when_it_moved_a_l
 def test_capture_matches_plain_forward_and_removes_hooks():
     model, x = tiny(), torch.randn(5, 4)
     expected = model(x)
-    with capture(model, ["0", "2"]) as got:
+    with watch_hooks() as watch, capture(model, ["0", "2"]) as got:
         out = model(x)
-    assert no_hooks(model)
+    assert watch.registered == 2 and watch.fired_after(model, x) == 0
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
     torch.testing.assert_close(got["2"], expected, rtol=0, atol=0)
     torch.testing.assert_close(got["0"], model[0](x), rtol=0, atol=0)
 
 
 def test_capture_removes_hooks_after_exception_and_does_not_swallow_it():
-    model = tiny()
-    with pytest.raises(ZeroDivisionError):
+    model, x = tiny(), torch.randn(2, 4)
+    with watch_hooks() as watch, pytest.raises(ZeroDivisionError):
         with capture(model, ["0", "1", "2"]):
-            model(torch.randn(2, 4))
-            assert not no_hooks(model)
+            model(x)
+            assert watch.calls == 3
             1 / 0  # noqa: B018
-    assert no_hooks(model)
+    assert watch.fired_after(model, x) == 0
 
 
 def test_capture_removes_hooks_when_forward_fails():
     model = tiny()
-    with pytest.raises(RuntimeError):
+    with watch_hooks() as watch, pytest.raises(RuntimeError):
         with capture(model, ["0"]):
             model(torch.randn(2, 5))  # wrong width
-    assert no_hooks(model)
+    assert watch.registered == 1 and watch.fired_after(model, torch.randn(2, 4)) == 0
 
 
 def test_capture_unknown_name_registers_nothing():
     model = tiny()
-    with pytest.raises(NotFoundError, match="did you mean '2'"):
+    with watch_hooks() as watch, pytest.raises(NotFoundError, match="did you mean '2'"):
         with capture(model, ["0", "22"]):
             pass
-    assert no_hooks(model)
+    assert watch.registered == 0
 
 
 def test_capture_holds_the_outputs_in_the_order_the_forward_made_them():
@@ -194,10 +191,12 @@ def test_capture_survives_inplace_ops():
 
 
 def test_hooks_callback_sees_module_and_output():
-    model, seen = tiny(), []
-    with hooks(model, ["1"], lambda name, m, out: seen.append((name, type(m).__name__, tuple(out.shape)))):
-        model(torch.randn(3, 4))
-    assert seen == [("1", "ReLU", (3, 8))] and no_hooks(model)
+    model, seen, x = tiny(), [], torch.randn(3, 4)
+    with watch_hooks() as watch:
+        with hooks(model, ["1"], lambda name, m, out: seen.append((name, type(m).__name__, tuple(out.shape)))):
+            model(x)
+    assert seen == [("1", "ReLU", (3, 8))]
+    assert watch.registered == 1 and watch.fired_after(model, x) == 0 and len(seen) == 1
 
 
 # ---------------------------------------------------------------------------------------------

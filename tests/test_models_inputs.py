@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import need_timm_model
+from helpers import need_timm_model, watch_hooks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import save_file
@@ -455,14 +455,14 @@ def test_npz_features_of_the_wrong_width_name_shape_and_expectation(mlp, tmp_pat
     np.savez(tmp_path / "feat.npz", X=rng.random((30, 20)).astype("float32"), y=np.arange(30) % 3)
     bundle = load_data(f"npz:{tmp_path / 'feat.npz'}", splits=("test",), input_spec=mlp.input_spec)
     inputs, _, _ = next(iter(next(iter(bundle.splits.values())).batches(4)))
-    with pytest.raises(InputError) as info:
+    with watch_hooks() as watch, pytest.raises(InputError) as info:
         mlp.run(inputs, mlp.default_layers)
     assert one_line(info) == (
         "zoo:mlp rejected its input float32 (4, 20): RuntimeError: mat1 and mat2 shapes cannot be multiplied "
         "(4x20 and 784x512); it expects images (N, 1, 28, 28)"
     )
     assert isinstance(info.value.__cause__, RuntimeError)
-    assert all(not m._forward_hooks for m in mlp.module.modules())
+    assert watch.registered and watch.fired_after(mlp.module, torch.rand(2, 1, 28, 28)) == 0
 
 
 def test_token_ids_beyond_the_vocabulary(tmp_path):
@@ -536,22 +536,26 @@ def test_running_out_of_memory_on_a_torch_without_its_device_generic_error(monke
 
 
 def test_errors_of_laya_inspects_own_code_stay_visible(mlp):
-    x = torch.rand(2, 1, 28, 28)
+    x, calls = torch.rand(2, 1, 28, 28), []
 
     def broken_hook(name, module, out):
+        calls.append(name)
         raise ZeroDivisionError("a bug in a hook")
 
     with pytest.raises(ZeroDivisionError):
         mlp.forward(x, ["blocks.0"], broken_hook, False)
+    with torch.no_grad():
+        mlp.module(x)  # the hook, were it left on, would raise again
+    assert calls == ["blocks.0"]
 
     class BrokenAdapter(Adapter):
         def call(self, module, inputs, want_virtual):
             return module(inputs.no_such_attribute)  # fails before the model is called
 
     broken = LoadedModel(mlp.module, "zoo:mlp", "zoo", mlp.input_spec, mlp.default_layers, adapter=BrokenAdapter())
-    with pytest.raises(AttributeError):
-        broken.run(x, [])
-    assert all(not m._forward_hooks for m in mlp.module.modules())
+    with watch_hooks() as watch, pytest.raises(AttributeError):
+        broken.run(x, ["blocks.0"])
+    assert watch.registered == 1 and watch.fired_after(mlp.module, x) == 0
 
 
 def test_list_layers_on_a_dummy_batch_the_model_rejects_lists_names_only(mlp):

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import need_timm_model
+from helpers import need_timm_model, watch_hooks
 from torch import nn
 
 from laya_inspect.errors import InputError, NotFoundError
@@ -680,9 +680,9 @@ def test_python_factory_errors(factory_module):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         loaded = load_model(f"python:{factory_module}:scripted_inside", random_init=True)
-    with pytest.raises(InputError, match="cannot be hooked"):
-        loaded.run(torch.rand(1, 2), ["0"])
-    assert all(not m._forward_hooks for m in loaded.module.modules() if not isinstance(m, torch.jit.ScriptModule))
+    with watch_hooks() as watch, pytest.raises(InputError, match="layer '0' cannot be hooked"):
+        loaded.run(torch.rand(1, 2), ["1", "0"])  # the ReLU's hook, registered first, is removed
+    assert watch.registered == 1 and watch.fired_after(loaded.module, torch.rand(1, 2)) == 0
 
 
 @pytest.mark.parametrize(

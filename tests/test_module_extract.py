@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import watch_hooks
 from sklearn.datasets import load_digits
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -362,19 +363,16 @@ def test_a_module_holding_a_torchscript_part_is_cached(tmp_path: Path) -> None:
     x, y = _digits()
     torch.manual_seed(0)
     net = nn.Sequential(torch.jit.script(nn.Conv2d(1, 4, 3)), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
-    extract_features(
-        net, {"train": [(x[:32], y[:32])], "test": [(x[32:64], y[32:64])]}, layers=["1"], out=tmp_path / "s.h5"
-    )
+    with watch_hooks() as watch:
+        extract_features(
+            net, {"train": [(x[:32], y[:32])], "test": [(x[32:64], y[32:64])]}, layers=["1"], out=tmp_path / "s.h5"
+        )
     with torch.no_grad():
         expected = net.eval()[:2](x[32:64]).mean(dim=(2, 3)).numpy()
     with FeatureStore(tmp_path / "s.h5") as store:
         np.testing.assert_allclose(store.layer("test", 0), expected, rtol=1e-6, atol=1e-6)
         assert store.attrs["layer_ops"] == ["ReLU"] and store.attrs["layer_params"] == [0]
-    assert all(
-        not m._forward_hooks and not m._forward_pre_hooks
-        for m in net.modules()
-        if not isinstance(m, torch.jit.ScriptModule)
-    )
+    assert watch.registered and watch.fired_after(net, x[:2]) == 0
 
 
 def test_a_unit_holding_a_torchscript_part_has_unknown_multiply_adds(tmp_path: Path) -> None:
