@@ -17,8 +17,6 @@ from .app import app, bullets, console, dim, from_options, opt, show, titled_tab
 check_app = typer.Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",
     no_args_is_help=True,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(check_app, name="check")
 
