@@ -24,7 +24,7 @@ from typing import Any, ClassVar, cast
 import torch
 from torch import Tensor, nn
 
-from .choices import PSI_CHOICES, STANDARDIZE_CHOICES
+from .choices import INITS, PSI_CHOICES, STANDARDIZE_CHOICES
 from .errors import InputError
 from .registry import Registry
 
@@ -80,8 +80,8 @@ class Head(nn.Module):
             raise InputError("a head needs at least one layer")
         if num_classes < 2:
             raise InputError(f"a head needs at least 2 classes, got {num_classes}")
-        if init not in ("glorot", "torch"):
-            raise InputError(f"init must be 'glorot' or 'torch', got {init!r}")
+        if init not in INITS:
+            raise InputError(f"init must be {' or '.join(map(repr, INITS))}, got {init!r}")
         if standardize is not None and standardize not in STANDARDIZE_CHOICES:
             raise InputError(f"standardize must be one of {', '.join(STANDARDIZE_CHOICES)}, got {standardize!r}")
         self.widths = [int(w) for w in widths]

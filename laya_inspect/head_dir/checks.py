@@ -14,14 +14,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..choices import INITS, PSI_CHOICES, STANDARDIZE_CHOICES
 from ..compare.records import BadField, checked_field
-from ..errors import (
-    InputError,
-    LayaError,
-    few,
-)
+from ..errors import InputError, LayaError, few
 from ..files import plain
-from ..heads import HEADS, PSI_CHOICES, STANDARDIZE_CHOICES, Head
+from ..heads import HEADS, Head
 from .common import bad, one_line
 
 # the config.json fields whose sha256 a head records (names_sha256): an edit that keeps them plausible
@@ -100,7 +97,7 @@ KWARG_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a finite number > 0",
     ),
     "psi": (lambda v: v in PSI_CHOICES, f"one of {', '.join(PSI_CHOICES)}"),
-    "init": (lambda v: v in ("glorot", "torch"), "'glorot' or 'torch'"),
+    "init": (lambda v: v in INITS, " or ".join(map(repr, INITS))),
     "standardize": (
         lambda v: v is None or v in STANDARDIZE_CHOICES,
         f"null or one of {', '.join(STANDARDIZE_CHOICES)}",

@@ -5,19 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import (
-    CacheError,
-)
+from ..errors import CacheError
 
 HEAD_SCHEMA_VERSION = 1
-
-
 CONFIG, WEIGHTS = "config.json", "weights.pt"
-
-
 REWRITE = "write it again with `laya-inspect fit-head` or `laya-inspect export-head`"
-
-
 FileWriter = Callable[[Path], object]
 
 

@@ -10,11 +10,7 @@ import numpy as np
 import torch
 
 from ..cache.store import FeatureStore
-from ..errors import (
-    InputError,
-    UnsafeCheckpointError,
-    suggest,
-)
+from ..errors import InputError, UnsafeCheckpointError, suggest
 from ..files import write_json
 from ..heads import HEADS, Head
 from ..out_dir import atomic_dir, check_out

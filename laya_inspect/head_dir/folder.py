@@ -20,14 +20,7 @@ import torch
 from .. import __version__
 from ..cache.store import FeatureStore
 from ..compare.records import BadField
-from ..errors import (
-    PICKLED_OBJECT,
-    CacheError,
-    InputError,
-    NotFoundError,
-    few,
-    suggest,
-)
+from ..errors import PICKLED_OBJECT, CacheError, InputError, NotFoundError, few, suggest
 from ..files import plain, write_bytes, write_text
 from ..heads import HEADS, Head
 from ..out_dir import atomic_dir

@@ -15,12 +15,7 @@ import numpy as np
 from ..cache.fingerprint import fingerprint_of, mismatch_said
 from ..cache.store import FeatureStore
 from ..compare.records import FIT_SAID
-from ..errors import (
-    CacheError,
-    LayaError,
-    few,
-    suggest,
-)
+from ..errors import CacheError, LayaError, few, suggest
 from ..training.quality import NOT_SHOWN_BELOW
 from .common import CONFIG, bad
 
