@@ -100,3 +100,19 @@ def test_the_shapes_estimate_says_it_does_not_see_the_embeddings_parameters(mini
     said = "the parameters of hidden_states.0, an embeddings table the cache records no size of"
     assert said in str(costs.not_counted) and said in costs.how
     assert costs.to_dict(names)["not_counted"] == costs.not_counted
+
+
+def test_the_model_count_holds_each_block_s_attention_matmuls(minilm):
+    """By hand, one row of T tokens through a BERT block of width E and feed-forward F: four E × E
+    projections and the two feed-forward maps at each token, and the scores and their weighted sum (T × T × E
+    each); the pooler one E × E map. torch's FlopCounterMode counts scaled dot-product attention's fused
+    CPU kernel as 0 FLOPs, so the blocks read low by T / (2E + F); it runs in its math form now."""
+    from laya_inspect.models import load_model
+
+    out, model = minilm
+    e, f = model.config.hidden_size, model.config.intermediate_size
+    t = load_model(f"hf:{out.parent / 'model'}").example_inputs(1)["input_ids"].shape[1]  # what it counts on
+    with FeatureStore(out) as store:
+        counted = backbone_costs(store, "model")
+    block = t * (4 * e * e + 2 * e * f) + 2 * t * t * e
+    assert counted.flops_total == 2 * (len(model.encoder.layer) * block + e * e)

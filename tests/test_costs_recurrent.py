@@ -12,7 +12,7 @@ from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.data import WordVocab
 from laya_inspect.models import build_zoo, save_zoo_checkpoint
-from laya_inspect.models.sizes import recurrent_flops
+from laya_inspect.models.work import missed_flops
 
 
 def test_the_model_count_holds_each_lstm_s_weights_at_each_step(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_recurrent_module_counts_its_weights_at_each_row_step_once(module, giv
     torch.manual_seed(0)
     m, x = module(), given()
     counter = FlopCounterMode(display=False)
-    with recurrent_flops(m, counter.get_total_flops) as flops, counter, torch.no_grad():
+    with missed_flops(m, counter.get_total_flops) as flops, counter, torch.no_grad():
         m(x)
     assert flops() == 2 * steps * sum(p.numel() for p in m.parameters() if p.ndim > 1)
     counted = flops()

@@ -270,15 +270,16 @@ def test_default_batch_keeps_a_conv_nets_largest_activation_in_cache():
 
 def test_the_call_order_keeps_the_bytes_of_the_largest_tensor_a_module_returned():
     """Extract sizes its CPU batch by the largest activation of its dry batch, read through the one set of
-    hooks its unit counts take (models.sizes.call_order): a tensor returned alone, the batch included; a
-    scripted part, which takes no hooks, left out, as are a module's returned tuples."""
+    hooks its unit counts take (models.sizes.call_order): a tensor returned alone, the batch included, a
+    scripted part's called from Python too (seen through torch's global module hooks); a module's returned
+    tuples left out."""
     from laya_inspect.models.sizes import call_order
 
-    scripted = torch.jit.script(torch.nn.Conv2d(8, 64, 1))  # 2 × 64 × 6 × 6 float32: 18,432 bytes, unseen
+    scripted = torch.jit.script(torch.nn.Conv2d(8, 64, 1))  # 2 × 64 × 6 × 6 float32: 18,432 bytes
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), scripted, torch.nn.AdaptiveAvgPool2d(1))
     with call_order(net) as calls, torch.no_grad():
         net(torch.zeros(2, 3, 8, 8))
-    assert calls.largest == 2 * 8 * 6 * 6 * 4  # the conv's and the ReLU's map, not the pool's 2 × 64
+    assert calls.largest == 2 * 64 * 6 * 6 * 4  # the scripted conv's map, not the pool's 2 × 64
     gru = torch.nn.GRU(4, 16, batch_first=True)  # returns (output, hidden): a tuple
     with call_order(gru) as calls, torch.no_grad():
         gru(torch.zeros(2, 3, 4))

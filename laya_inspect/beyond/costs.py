@@ -5,7 +5,8 @@ Counted from the model (``model``): the architecture the cache names (``model_sp
 not needed, parameter counts and FLOPs do not depend on their values, but a zoo backbone is rebuilt from
 the checkpoint extract read, whose own input shape and widths it records) runs once on one input of the
 cached input shape under :class:`torch.utils.flop_counter.FlopCounterMode`, a recurrent module's matmuls,
-which it does not see, added as the module returns (:func:`~laya_inspect.models.sizes.recurrent_flops`); FLOPs
+and attention's on its fast path and a Bilinear's, which it does not see, added as the module returns
+(:func:`~laya_inspect.models.work.missed_flops`), and attention in its math form, whose matmuls it counts; FLOPs
 after layer l are
 the total minus the count when layer l's forward hook fires, and parameters after layer l are those
 of the modules first called after it (its own classifier included: a head replaces it); a hidden state
@@ -23,7 +24,8 @@ recorded parameters (where none are recorded, ``not_counted`` says its parameter
 one whose ``layer_ops`` class (``layer_types``' in older caches; a unit's ReLU read after its conv records the
 conv there, and the conv's parameters) is a norm, activation, pool, dropout or reshape, or that holds no
 parameters, costs its output's element count (a BatchNorm between two convs once read as costing as
-much as a conv); a unit read after its pool counts at its conv's map (``layer_op_shapes``), not the pool's;
+much as a conv); a unit read after its pool counts at its conv's size (its ``layer_macs``, or where those are
+not known its op's map, ``layer_op_shapes``), not the pool's;
 the model's classifier, where the cache holds its logits, is a dense map from the width it reads
 (``classifier_inputs``: a flattened map, or pooled channels; else the last cached layer's channels) to them,
 run after every layer, unless a cached layer is the classifier's own output (its rows are the logits):
@@ -160,7 +162,8 @@ def costs_from_model(store: FeatureStore) -> Costs:
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..models import load_model
-    from ..models.sizes import call_order, recurrent_flops
+    from ..models.sizes import call_order
+    from ..models.work import missed_flops
 
     spec = store.attrs.get("model_spec")
     if not spec:
@@ -183,9 +186,11 @@ def costs_from_model(store: FeatureStore) -> Costs:
     inputs = _one_input(store, model)
     counter = FlopCounterMode(display=False)
     done: dict[str, tuple[int, int]] = {}
-    # an LSTM's work, which the counter does not see, is added as it returns: before any hook reads the count
+    # an LSTM's work, which the counter does not see, is added as it returns: before any hook reads the count;
+    # attention on CPU runs one fused op the counter has no formula for, its math form the matmuls it counts
     with (
-        recurrent_flops(model.module, counter.get_total_flops) as flops,
+        _math_attention(),
+        missed_flops(model.module, counter.get_total_flops) as flops,
         call_order(model.module, flops) as calls,
         counter,
         torch.no_grad(),
@@ -208,6 +213,19 @@ def costs_from_model(store: FeatureStore) -> Costs:
     params_after = np.array([calls.params(done[n][0]) for n in names], dtype=float)
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
     return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, float(calls.params(0)), total_flops)
+
+
+def _math_attention() -> Any:
+    """Scaled dot-product attention run in its math form, as matmuls FlopCounterMode counts (its fused CPU
+    kernel it counts as 0 FLOPs: all-MiniLM-L6-v2's blocks at 128 tokens read 5% low); a torch before 2.3,
+    which has no switch for it, runs as it would."""
+    from contextlib import nullcontext
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return nullcontext()
+    return sdpa_kernel(SDPBackend.MATH)
 
 
 def _zoo_weights(store: FeatureStore) -> str | None:
@@ -342,9 +360,9 @@ def costs_from_shapes(store: FeatureStore) -> Costs:
 
 
 def _shrunk_warning(names: list[str], own: Any, ops: list[str], sized: list[bool]) -> list[str]:
-    """What a cache written before ``layer_op_shapes`` and ``layer_macs`` leaves low: a unit read after a pool
-    or flatten (Conv–BN–ReLU–MaxPool2d(2) read after its pool) whose multiply-adds and op's map it records
-    neither of (``sized`` False) is counted at that layer's output size."""
+    """What a cache that records neither the multiply-adds (``layer_macs``) nor the op's map
+    (``layer_op_shapes``) of a unit read after a pool or flatten (Conv–BN–ReLU–MaxPool2d(2) read after its
+    pool; ``sized`` False) leaves low: it is counted at that layer's output size."""
     own = own if isinstance(own, list) and len(own) == len(names) else ops
     shrunk = [
         n
@@ -355,8 +373,8 @@ def _shrunk_warning(names: list[str], own: Any, ops: list[str], sized: list[bool
         return []
     return [
         f"a unit read after its pool or flatten (layers {', '.join(shrunk)}) is counted at that layer's output "
-        "size: the cache, written before layer_op_shapes, records no size its op ran at, so its FLOPs read low (4× "
-        "behind a 2×2 max-pool); extract the cache again to count it at its own size"
+        "size: the cache records neither its multiply-adds (layer_macs) nor the map its op made (layer_op_shapes), "
+        "so its FLOPs read low (4× behind a 2×2 max-pool); extract the cache again to count it at its own size"
     ]
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from .work import covers_inside, row_macs
+
 
 class Made(NamedTuple):
     """Where a tensor was first returned: the clock then, what the stamp read then, a weak reference to
@@ -32,14 +34,15 @@ class Made(NamedTuple):
 
 class Calls:
     """One forward pass in order, every hook advancing one clock (:meth:`tick`): when each module holding
-    parameters of its own, or holding a TorchScript one with parameters (``unseen``: :func:`call_order`), was
-    first called (``first``), the first module to return each tensor (:meth:`maker`: a parent passing its
-    block's output on does not move it), each module's last return with the shape it returned, without the
-    batch axis (``last``), and how often each returned (``runs``); ``largest``: the bytes of the largest
-    tensor a module returned alone, batch included (what extract sizes its CPU batch by)."""
+    parameters of its own, or a TorchScript one (``scripted``), was first called (``first``), the first module
+    to return each tensor (:meth:`maker`: a parent passing its block's output on does not move it), each
+    module's last return with the shape it returned, without the batch axis (``last``), and how often each
+    returned (``runs``); ``largest``: the bytes of the largest tensor a module returned alone, batch included
+    (what extract sizes its CPU batch by)."""
 
     def __init__(self, sizes: dict[int, int], stamp: Callable[[], Any]) -> None:
         self.sizes = sizes
+        self.own = sizes  # the parameters each module holds itself (``sizes``: a scripted one's all it holds)
         self.stamp = stamp
         self.now = 0
         self.first: dict[int, tuple[int, Any]] = {}
@@ -47,10 +50,29 @@ class Calls:
         self.last: dict[int, tuple[int, list[int] | None]] = {}
         self.largest = 0
         self.work: dict[int, int | None] = {}  # multiply-adds of a module's last call, one row (None: unknown)
-        # modules with parameters that took no hooks (TorchScript), and the hooked modules holding one: what
-        # they compute is not seen, so no count that holds them is known
-        self.unseen: set[int] = set()
+        # TorchScript modules holding parameters: they take no hooks of their own, but a call from Python runs
+        # torch's global module hooks (one called inside another's graph is not seen); each one's scripted
+        # modules holding parameters inside it
+        self.scripted: dict[int, list[int]] = {}
+        self.holders: dict[int, list[int]] = {}  # a hooked module: the scripted modules in it
         self.runs: Counter[int] = Counter()
+
+    def covered(self) -> set[int]:
+        """The scripted modules whose work a hook saw: one that ran, those inside it, and one holding no
+        parameters of its own whose scripted parts are all covered (a scripted Sequential run child by child)."""
+        done = {i for i in self.scripted if i in self.runs}
+        done |= {c for i in done for c in self.scripted[i]}
+        for i in sorted(self.scripted, key=lambda i: len(self.scripted[i])):
+            if not self.own[i] and self.scripted[i] and set(self.scripted[i]) <= done:
+                done.add(i)
+        return done
+
+    @property
+    def unseen(self) -> set[int]:
+        """The scripted modules no hook saw run, and the hooked modules holding one: what they compute is
+        not known, so no count that holds them is."""
+        unrun = set(self.scripted) - self.covered()
+        return unrun | {h for h, inside in self.holders.items() if unrun.intersection(inside)}
 
     def tick(self) -> int:
         self.now += 1
@@ -68,14 +90,7 @@ class Calls:
         parts = out.values() if isinstance(out, Mapping) else out if isinstance(out, (tuple, list)) else [out]
         made = [t for t in parts if isinstance(t, torch.Tensor)]
         self.last[id(m)] = (now, [int(s) for s in made[0].shape[1:]] if made else None)
-        mats = [p for p in m.parameters(recurse=False) if p.ndim > 1]
-        if mats:
-            # a weight of two or more dimensions (a conv's kernel, a linear layer's matrix) multiplies once for
-            # each of its output channels (dim 0) at each position: a bias or a norm's scale adds no multiply-adds.
-            # One whose rows are not the output's channels (an embedding table, an LSTM's gates): not known
-            out = made[0] if made and made[0].ndim > 1 and len(made[0]) else None
-            known = out is not None and all(p.shape[0] in (out.shape[1], out.shape[-1]) for p in mats)
-            self.work[id(m)] = sum(p.numel() * out[0].numel() // p.shape[0] for p in mats) if known else None
+        self.work[id(m)] = _work(m, args, made[0] if made else None)
         self.runs[id(m)] += 1
         given = next((a for a in args if isinstance(a, torch.Tensor) and a.ndim and len(a)), None)
         for t in made:
@@ -90,80 +105,106 @@ class Calls:
         return made if made is not None and made.tensor() is t else None
 
     def work_of(self, modules: Iterable[Any]) -> int | None:
-        """The multiply-adds of one row through ``modules``, or None where one's is not known."""
-        work = [None if id(m) in self.unseen else self.work.get(id(m), 0) for m in modules]
+        """The multiply-adds of one row through ``modules``, or None where one's is not known; a scripted
+        module's own count holds what runs in it."""
+        modules, unseen = list(modules), self.unseen
+        # a scripted module or attention that ran holds the work of those inside it: counted once
+        inside = {c for i in self.scripted if i in self.runs for c in self.scripted[i]}
+        inside |= {id(c) for m in modules if covers_inside(m) and id(m) in self.runs for c in list(m.modules())[1:]}
+        work = [
+            # a weight that did not run where a hook saw it (a fast path calling none of its submodules): unknown
+            None if id(m) in unseen or (id(m) not in self.runs and _weighs(m)) else self.work.get(id(m), 0)
+            for m in modules
+            if id(m) not in inside
+        ]
         return None if None in work else sum(w for w in work if w is not None)
 
     def params(self, after: float, upto: float = math.inf) -> int:
-        """The parameters of the modules first called after time ``after``, up to ``upto``."""
-        return sum(self.sizes[i] for i, (t, _) in self.first.items() if after < t <= upto)
+        """The parameters of the modules first called after time ``after``, up to ``upto``; a scripted module
+        no hook saw run counts with the hooked module holding it."""
+        unrun = set(self.scripted) - self.covered()
+        # a hooked module's scripted parts that no hook saw, outermost only (each holds those inside it)
+        outer = unrun - {c for i in unrun for c in self.scripted[i]}
+        extra = {h: sum(self.sizes[i] for i in inside if i in outer) for h, inside in self.holders.items()}
+        return sum(self.sizes[i] + extra.get(i, 0) for i, (t, _) in self.first.items() if after < t <= upto)
+
+
+def _weighs(m: Any) -> bool:
+    return any(p.ndim > 1 for p in m.parameters(recurse=_scripted(m)))
+
+
+def _work(m: Any, args: Any, out: Any) -> int | None:
+    """The multiply-adds of one row of a module's call through its own weights: counted by hand for a
+    recurrent module, attention, a transposed conv (:func:`~laya_inspect.models.work.call_macs`); none for
+    an embedding table's lookup; else each weight of two or more dimensions (a conv's kernel, a linear
+    layer's matrix) multiplies once for each of its output channels (dim 0) at each position (a bias or a
+    norm's scale adds none). One whose rows are not the output's channels, or a TorchScript module holding
+    others, whose work is not seen: None."""
+    from torch import nn
+
+    if (by_hand := row_macs(m, args)) is not None:
+        return by_hand
+    if isinstance(m, (nn.Embedding, nn.EmbeddingBag)):
+        return 0  # a table lookup
+    if _scripted(m) and any(True for _ in m.children()):
+        return None
+    mats = [p for p in m.parameters(recurse=False) if p.ndim > 1]
+    if not mats:
+        return 0
+    out = out if out is not None and out.ndim > 1 and len(out) else None
+    known = out is not None and all(p.shape[0] in (out.shape[1], out.shape[-1]) for p in mats)
+    return sum(p.numel() * out[0].numel() // p.shape[0] for p in mats) if known else None
+
+
+def _scripted(m: Any) -> bool:
+    import torch
+
+    return isinstance(m, torch.jit.ScriptModule)
 
 
 @contextmanager
 def call_order(root: Any, stamp: Callable[[], Any] = lambda: None) -> Iterator[Calls]:
     """Hooks on every module of ``root`` for the forward pass run in the body, recording :class:`Calls`
     (``stamp``: what each ``made`` entry also reads, FLOPs counted so far); removed on exit, also when the
-    body raises. A TorchScript module takes no hooks: it is left out (a TorchScript archive's record stays
-    empty); one holding parameters, and the module holding it, are ``unseen``, the holder's call recorded
-    in ``first`` so a unit it runs in holds it."""
-    import torch
+    body raises. A TorchScript module takes no hooks of its own: one called from Python (a scripted part of
+    a Python model, a scripted Sequential's child run one by one) is seen through torch's global module
+    hooks, as one op holding all its parameters; one run inside a scripted graph is not, and a hooked module
+    holding one that did not run where a hook saw it has its parameters counted where it was first called
+    and its work unknown."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    calls = Calls(_own_sizes(root), stamp)
-    scripted = [m for m in root.modules() if isinstance(m, torch.jit.ScriptModule)]
-    calls.unseen = {id(m) for m in scripted if any(True for _ in m.parameters())}
-    modules = [m for m in root.modules() if not isinstance(m, torch.jit.ScriptModule)]
-    calls.unseen |= {id(m) for m in modules if any(id(c) in calls.unseen for c in m.children())}
+    own = _own_sizes(root)
+    calls = Calls(dict(own), stamp)
+    calls.own = own
+    modules = [m for m in root.modules() if not _scripted(m)]
+    for m in root.modules():
+        if _scripted(m) and (size := sum(own[id(c)] for c in m.modules())):
+            calls.scripted[id(m)] = [id(c) for c in list(m.modules())[1:] if sum(own[id(d)] for d in c.modules())]
+            calls.sizes[id(m)] = size  # a scripted module is seen as one op: all it holds
+    for m in modules:
+        inside = [i for i in map(id, m.modules()) if i in calls.scripted]
+        calls.holders.update({id(m): inside} if inside else {})
     handles = [
-        m.register_forward_pre_hook(calls.called) for m in modules if calls.sizes[id(m)] or id(m) in calls.unseen
+        m.register_forward_pre_hook(calls.called) for m in modules if calls.sizes[id(m)] or id(m) in calls.holders
     ]
     handles += [m.register_forward_hook(calls.returned) for m in modules]
+    scripted = {id(m) for m in root.modules() if _scripted(m)}
+    if scripted:
+
+        def before(m: Any, args: Any) -> None:
+            if id(m) in scripted:
+                calls.called(m, args)
+
+        def after(m: Any, args: Any, out: Any) -> None:
+            if id(m) in scripted:
+                calls.returned(m, args, out)
+
+        handles += [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
     try:
         yield calls
     finally:
         for h in handles:
             h.remove()
-
-
-@contextmanager
-def recurrent_flops(root: Any, counted: Callable[[], int]) -> Iterator[Callable[[], int]]:
-    """Hooks on ``root``'s recurrent modules (an LSTM, GRU or RNN, and their cells) for the forward pass run
-    in the body; yields the FLOPs ``counted`` reads plus what it missed of theirs: torch's FlopCounterMode
-    sees none of an LSTM's matmuls. Each weight matrix does one multiply-add per row at each step, both
-    directions and every layer (docs/METHOD.md, "Backbone compute"); only what the counter did not see
-    inside the call is added, so a torch that counts them is not counted twice. Register it before any
-    hook that reads the count when such a module returns."""
-    from torch import nn
-
-    missed = [0]
-    started: list[int] = []
-
-    def before(_m: Any, _args: Any) -> None:
-        started.append(counted())
-
-    def after(m: Any, args: Any, _out: Any) -> None:
-        seen = counted() - started.pop()
-        missed[0] += max(0, 2 * _recurrent_macs(m, args) - seen)
-
-    modules = [m for m in root.modules() if isinstance(m, (nn.RNNBase, nn.RNNCellBase))]
-    handles = [h for m in modules for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))]
-    try:
-        yield lambda: counted() + missed[0]
-    finally:
-        for h in handles:
-            h.remove()
-
-
-def _recurrent_macs(m: Any, args: Any) -> int:
-    """Multiply-adds of one call of a recurrent module over all it was given: its weight matrices'
-    entries times the row-steps it read (a packed sequence's real steps, not its padding)."""
-    import torch
-    from torch.nn.utils.rnn import PackedSequence
-
-    x = args[0] if args else None
-    x = x.data if isinstance(x, PackedSequence) else x
-    if not isinstance(x, torch.Tensor) or not x.ndim or not x.shape[-1]:
-        return 0
-    return x.numel() // x.shape[-1] * sum(p.numel() for p in m.parameters(recurse=False) if p.ndim > 1)
 
 
 def output_state_params(model: Any, inputs: Any) -> dict[str, int]:
@@ -205,8 +246,13 @@ def _own_sizes(root: Any) -> dict[int, int]:
 
 
 def _is_op(m: Any) -> bool:
-    """A module holding weights of its own that map its input (a conv, a linear layer), not a norm's scale."""
-    return any(True for _ in m.parameters(recurse=False)) and "Norm" not in type(m).__name__
+    """A module holding weights of its own that map its input (a conv, a linear layer), not a norm's scale;
+    a TorchScript module is one op holding all its parameters."""
+    return any(True for _ in m.parameters(recurse=_scripted(m))) and "Norm" not in _kind(m)
+
+
+def _kind(m: Any) -> str:
+    return getattr(m, "original_name", None) or type(m).__name__  # TorchScript copies keep the class name here
 
 
 class Unit(NamedTuple):
@@ -235,7 +281,7 @@ def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -
     for name in sorted(done, key=done.__getitem__):
         ops = [m for t, m in in_order if start < t <= done[name] and _is_op(m)]
         if name in hooked and ops:
-            op, shape = type(ops[-1]).__name__, calls.last[id(ops[-1])][1]
+            op, shape = _kind(ops[-1]), calls.last[id(ops[-1])][1]
             work = calls.work_of(m for t, m in in_order if start < t <= done[name])
             found[name] = Unit(calls.params(start, done[name]), op, shape, work)
         start = done[name]
@@ -257,10 +303,11 @@ def with_units(
 ) -> tuple[list[int | None], list[str], list[list[int] | None]]:
     """The cache's ``layer_params``, ``layer_ops`` and ``layer_op_shapes``: each layer's own count and
     class (``counts``, ``types``) and no shape of another op's, or its unit's, where :func:`unit_sizes`
-    found one."""
+    found one; its op's shape only where the unit's multiply-adds are not known, which otherwise count it
+    at its own size (an LSTM read after a max over its steps)."""
     params = [units[n].params if n in units else c for n, c in zip(names, counts)]
     ops = [units[n].op if n in units else t for n, t in zip(names, types)]
-    return params, ops, [units[n].shape if n in units else None for n in names]
+    return params, ops, [units[n].shape if n in units and units[n].macs is None else None for n in names]
 
 
 def layer_macs(calls: Calls, units: Mapping[str, Unit], modules: Mapping[str, Any]) -> dict[str, int | None]:
