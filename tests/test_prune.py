@@ -301,7 +301,7 @@ def test_prune_command_on_digits(digits_cache, heads, tmp_path):
     assert {p["ranking"] for p in s["points"]} == {"alpha", "scalarmix", "lolo", "depth", "deepest"}
     said = " ".join(result.output.split())  # the settings behind the numbers, read before them
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
-    first = said.index("settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seed(s); left at their defaults: ")
+    first = said.index("settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seeds; left at their defaults: ")
     assert first < said.index("α − ranking")
     assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · rankings on ≤ 2,000 " in said
     assert "ablation" not in said[first : said.index("α − ranking")]  # --ablation acts under --no-refit only
@@ -1541,12 +1541,12 @@ def test_one_heads_header_says_its_seeds_are_refit_seeds_with_alpha_from_that_he
         app, [*args, "--costs", "shapes", "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV
     )
     assert result.exit_code == 0, result.output
-    assert "· refit · 2 refit seed(s), α from one head · all layers" in " ".join(result.output.split())
-    assert json.loads((out / "summary.json").read_text())["seeds_how"] == "2 refit seed(s), α from one head"
+    assert "· refit · 2 refit seeds, α from one head · all layers" in " ".join(result.output.split())
+    assert json.loads((out / "summary.json").read_text())["seeds_how"] == "2 refit seeds, α from one head"
     said = " ".join(page_said(out / "report.html").split())
-    assert "refit · 2 refit seed(s), α from one head, 95% t-intervals over seeds" in said
-    assert "paired over 2 refit seed(s), α from one head" in said
-    assert "refit, 2 refit seed(s), α from one head, 95% t-intervals over seeds (α − ranking" in said
+    assert "refit · 2 refit seeds, α from one head, 95% t-intervals over seeds" in said
+    assert "paired over 2 refit seeds, α from one head" in said
+    assert "refit, 2 refit seeds, α from one head, 95% t-intervals over seeds (α − ranking" in said
     assert (
         f"α here is one fitted head's ({head_dir.resolve()}): the 2 seeds the intervals run over are the refits" in said
     )
@@ -1849,7 +1849,11 @@ def test_max_drop_0_keeps_a_set_that_loses_nothing(tmp_path):
     assert s["withheld"] == {} and s["chosen"]["layers"] == ["l1", "l2"]
     assert s["chosen"]["test_acc_vs_all"]["mean"] == 0.0 and (tmp_path / "out" / "head").is_dir()
     said = [line for line in s["verdict"] if line.startswith("--max-drop 0: ")]
-    assert said and f"loses no validation row on any seed (one of the {s['rows']['val']} weighs" in said[0]
+    assert (
+        said
+        and f"validation accuracy is no lower than all layers' on any seed (one of the {s['rows']['val']} rows weighs"
+        in said[0]
+    )
     lost_cache, lost_head = _planted_cache(tmp_path / "lost", 400, seed=0, alpha=(0.4, 0.3, 0.3), l3_scale=(1e-3, 3.0))
     mean = PruneConfig(refit=False, ablation="mean", max_drop=0.0, costs="shapes", device="cpu", plots=False)
     with FeatureStore(lost_cache) as store:
@@ -1930,7 +1934,9 @@ def test_each_rankings_smallest_set_is_read_against_random_sets(planted, tmp_pat
     assert "a ranking whose smallest set keeps 1 or more layers found no fewer than layers drawn at random" in " ".join(
         s["verdict"]
     )
-    assert "random sets: none of 2, 1 layers stays within --max-drop" in t["verdict"]
+    assert "random sets: none of 2 or 1 layers stays within --max-drop (the mean over random sets" in " ".join(
+        t["verdict"]
+    )
 
 
 def test_one_seeds_alpha_note_names_no_interval_it_has_not_drawn():
@@ -1980,7 +1986,7 @@ def test_the_max_drop_0_rule_is_read_where_the_pick_is(planted, tmp_path):
     with FeatureStore(cache) as store:
         s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
     reading = prune_reading(s)
-    rule = "--max-drop 0: a set is within only if it loses no validation row on any seed"
+    rule = "--max-drop 0: a set is within only if its validation accuracy is no lower than all layers' on any seed"
     pick = next(i for i, line in enumerate(reading.lead) if "--max-drop 0 " in line)
     assert " ".join(reading.lead[pick + 1 : pick + 2]).startswith(rule), reading.lead
     assert not any(line.startswith(rule) for line in reading.details)
@@ -2041,7 +2047,7 @@ def test_one_seed_reading_names_no_level_of_intervals(tmp_path):
     versus = [line for line in s["verdict"] if line.startswith("the α ranking − ")]
     assert versus and all(f": {ONE_VALUE} (" in line for line in versus), versus
     assert first.endswith(f": {ONE_VALUE}.") and ONE_VALUE == "one value, no interval, so no verdict"
-    assert seeds_how([0, 1, 2], 1) == "3 refit seed(s), α from one head"  # more seeds: worded as before
+    assert seeds_how([0, 1, 2], 1) == "3 refit seeds, α from one head"
 
 
 def test_a_withheld_reason_says_by_its_kind_whether_it_quotes_the_paired_difference():
@@ -2102,3 +2108,53 @@ def test_one_seeds_fall_past_max_drop_is_worded_as_one_value_not_a_measured_drop
     three = {"k": 1, "test_acc_vs_all": {"mean": -0.015, "n": 3, "ci_low": None, "ci_high": None}}  # as before
     _, why3 = _withhold(three, 400, 3, 0.005) or ("", "")
     assert why3 == "its test accuracy falls 0.0150 below all layers' (mean over 3 seeds), more than --max-drop 0.005"
+
+
+def test_one_seeds_page_and_plots_show_each_value_alone(monkeypatch, tmp_path):
+    """With one refit seed report.html's tables showed every accuracy and difference as "0.9639 [n/a]",
+    their verdict cells "—", the withheld note "(1 layers)", and the plots' title "1 seed(s)": each cell
+    now shows its one value, the verdict cells say no verdict follows, and the title says "1 seed"."""
+    figures = drawn_figures(monkeypatch)
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    config = PruneConfig(seeds=1, ks=[1, 2], max_drop=0.005, costs="shapes", device="cpu", plots=True)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    said = page_said(tmp_path / "out" / "report.html")
+    assert "[n/a]" not in said
+    assert f"test accuracy {s['reference']['test_acc']['mean']:.4f};" in said
+    random = s["alpha_vs"]["random"]["mean_test_acc_over_k_diff"]
+    assert f">{random['mean']:+.4f}<" in said and "no verdict: one seed" in said
+    assert "One seed here: each point is its one value" in said
+    assert "(1 layer) is withheld" in said and "(1 layers)" not in said
+    title = figures["prune_accuracy_vs_flops"].axes[0].get_title()
+    assert title == "prune: refit, 1 seed (one value per point, no interval)", title
+
+
+def test_the_caption_says_the_max_drop_rule_it_applied(planted, tmp_path):
+    """Under --max-drop 0 the rankings table's caption and the every-set table's said "fewest layers whose
+    mean validation accuracy is within --max-drop 0 of all layers'", where 0 is read seed by seed (no
+    lower than all layers' on any seed): each now says the rule the run applied."""
+    cache, head_dir = planted
+    strict = PruneConfig(refit=False, max_drop=0.0, costs="shapes", device="cpu", plots=False)
+    loose = replace(strict, max_drop=0.01)
+    with FeatureStore(cache) as store:
+        zero = prune_layers(head_dir, store, strict, out_dir=tmp_path / "zero").summary
+        prune_layers(head_dir, store, loose, out_dir=tmp_path / "loose")
+    rule = "fewest layers whose validation accuracy is no lower than all layers' on any seed (--max-drop 0)"
+    said = page_said(tmp_path / "zero" / "report.html")
+    assert rule in said and "mean validation accuracy" not in said, said
+    assert zero["selection"].startswith("smallest k whose validation accuracy is no lower than all layers' on any")
+    loose_said = page_said(tmp_path / "loose" / "report.html")
+    assert "fewest layers whose mean validation accuracy is within --max-drop 0.01 of all layers'" in loose_said
+    assert "on any seed (--max-drop 0)" not in loose_said
+
+
+def test_one_seeds_verdict_prints_a_small_value_past_noise_as_such():
+    """One seed's difference of -1.5e-05 (early-exit's oracle) read "= -0.0000: one value, …", which
+    reads as a value below zero that rounds away: it is now printed as -1.5e-05, as an interval's is."""
+    from laya_inspect.beyond.common import verdict
+
+    d = {"n": 1, "mean": -1.5432e-05, "ci_low": None, "ci_high": None}
+    said = verdict(d, what="rule a", baseline="rule b")
+    assert said.startswith("rule a − rule b = -1.5e-05: one value"), said
+    assert verdict({**d, "mean": 0.0028}, what="a", baseline="b").startswith("a − b = +0.0028: one value")

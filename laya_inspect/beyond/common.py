@@ -128,7 +128,7 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     the refit seeds with α from one head, or the seeds of ``heads`` fitted LAYA heads."""
     if heads > 1:
         return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
-    return f"{len(seeds)} refit seed{'(s)' if len(seeds) != 1 else ''}, α from one head"
+    return f"{len(seeds)} refit seed{'s' * (len(seeds) != 1)}, α from one head"
 
 
 def open_weighted_head(
@@ -269,8 +269,8 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str) -> str:
     m, lo, hi = diff.get("mean"), diff.get("ci_low"), diff.get("ci_high")
     if m is None:
         return f"{what} vs {baseline}: undefined"
-    if lo is None or hi is None:
-        return f"{what} − {baseline} = {m:+.4f}: {ONE_VALUE}"
+    if lo is None or hi is None:  # spec: a value past float noise is not printed as -0.0000
+        return f"{what} − {baseline} = {m:{spec(diff)}}: {ONE_VALUE}"
     if same_on_every_seed(diff):
         return f"{what} − {baseline} = {m:+.4f}, {same_text(diff)}"
     f = spec(diff)

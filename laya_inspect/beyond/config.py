@@ -157,8 +157,8 @@ class PruneConfig:
         0.005,
         flag="--max-drop",
         help="largest loss of mean validation accuracy the chosen layer set may cost; a pick is withheld "
-        "unless validation resolves it (at least 1/max-drop rows: 200 at 0.005); 0 keeps only a set that loses "
-        "no validation row on any seed and no mean test accuracy",
+        "unless validation resolves it (at least 1/max-drop rows: 200 at 0.005); 0 keeps only a set whose validation "
+        "accuracy is no lower than all layers' on any seed, nor its mean test accuracy",
     )
     ablation: str = option(
         "drop",

@@ -112,7 +112,7 @@ def coarse_ks(n_layers: int) -> list[int]:
 def within_margin(vals: list[float], refs: list[float], max_drop: float) -> float:
     """What --max-drop reads of a set's validation accuracy per seed ``vals`` against all layers' ``refs``:
     the mean difference, within when ≥ −max_drop; under --max-drop 0 the worst seed's, so "within" means
-    no validation row lost on any seed (a mean could hide one seed's loss behind another's gain)."""
+    validation accuracy no lower on any seed (a mean could hide one seed's loss behind another's gain)."""
     if max_drop == 0:
         return float(np.min(np.asarray(vals) - np.asarray(refs)))
     return float(np.mean(vals) - np.mean(refs))
@@ -393,9 +393,7 @@ def _prune(
             "rank": len(rank_rows),
             "val_how": rows_how,
         },
-        "selection": "smallest k whose mean validation accuracy is within max_drop of all layers' (max_drop 0: "
-        "no lower than all layers' on any seed); ties: more FLOPs saved, then higher validation accuracy; never a k "
-        "where the heads' rankings keep different sets",
+        "selection": _selection(config.max_drop),
         "costs": costs.to_dict(names),
         "rankings": {r.name: _ranking_entry(r, names) for r in rankings},
         "reference": {"val_acc": estimate(ref_vals), "test_acc": estimate(ref_tests)},
@@ -447,6 +445,19 @@ def _prune(
     return summary, chosen
 
 
+def _selection(max_drop: float) -> str:
+    """The rule that picked each ranking's smallest k, as :func:`within_margin` reads --max-drop."""
+    within = (
+        "whose validation accuracy is no lower than all layers' on any seed (--max-drop 0)"
+        if max_drop == 0
+        else f"whose mean validation accuracy is within --max-drop {max_drop:g} of all layers'"
+    )
+    return (
+        f"smallest k {within}; ties: more FLOPs saved, then higher validation accuracy; never a k where the heads' "
+        "rankings keep different sets"
+    )
+
+
 def _unstable(name: str, ks: list[int]) -> str:
     """Why a point whose layer sets differ across the LAYA heads is no recommendation."""
     what = {"alpha": "α", "lolo": "LOLO"}.get(name, name)
@@ -487,8 +498,8 @@ def _withhold(
         return "coarse validation", (
             f"it was chosen on {val_rows} validation rows: one row there weighs {1 / val_rows:.4f}, more than "
             f"--max-drop {max_drop:g}, so validation cannot resolve the drop the set is to keep under; "
-            f"{math.ceil(1 / max_drop - TOLERANCE)} rows resolve it, or --max-drop 0 asks for a set that loses "
-            "no validation row on any seed and no mean test accuracy"
+            f"{math.ceil(1 / max_drop - TOLERANCE)} rows resolve it, or --max-drop 0 asks for a set whose "
+            "validation accuracy is no lower than all layers' on any seed, nor its mean test accuracy"
         )
     d = point.get("test_acc_vs_all") or {}
     if d.get("ci_high") is not None and d["ci_high"] < 0:
@@ -765,9 +776,9 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
     if s["config"]["max_drop"] == 0:  # the one request validation reads at any number of rows
         n = s["rows"]["val"]
         lines.append(
-            f"--max-drop 0: a set is within only if it loses no validation row on any seed (one of the {n} weighs "
-            f"{1 / n:.4f}: a smaller loss is not seen there), and no recommendation unless its mean test accuracy "
-            "is no lower than all layers'"
+            f"--max-drop 0: a set is within only if its validation accuracy is no lower than all layers' on any seed "
+            f"(one of the {n} rows weighs {1 / n:.4f}: a smaller loss is not seen there), and no recommendation unless "
+            "its mean test accuracy is no lower than all layers'"
         )
     c = s["chosen"]
     withheld = s.get("withheld") or {}
@@ -833,7 +844,11 @@ def _random_within(s: dict[str, Any]) -> list[str]:
     if not per_k:
         return []
     if not ks:
-        return [f"random sets: none of {', '.join(str(e['k']) for e in per_k)} layers stays within --max-drop"]
+        sizes = " or ".join(str(e["k"]) for e in per_k)
+        return [
+            f"random sets: none of {sizes} layers stays within --max-drop (the mean over random sets of each size, as "
+            "the rankings are read): no ranking's smallest set is matched by layers drawn at random"
+        ]
     k = min(ks)
     return [
         f"random sets of {k} layer{'s' * (k != 1)} stay within --max-drop (the mean over random sets, as the rankings "
