@@ -120,7 +120,7 @@ def test_the_settings_line_states_the_seed_of_the_train_limit_rows(digits_cache,
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "ee")], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed(s) · row seed 4; " in said
+    assert "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed · row seed 4; " in said
 
 
 def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(digits_cache, laya_dir, tmp_path):
@@ -157,7 +157,7 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     assert set(s["rules"]) == rules
     said = " ".join(result.output.split())  # the settings behind the numbers, read before them
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
-    given = "settings given: refits ≤ 10 epochs · 11 thresholds · 2 seed(s); "
+    given = "settings given: refits ≤ 10 epochs · 11 thresholds · 2 seeds; "
     first = said.index(given + f"left at their defaults: patience {p} · lr 0.003 · weight decay {wd:g}")
     assert first < said.index("held-out area")
     assert all(len(r["area_held_out"]["values"]) == 2 for r in s["rules"].values())
@@ -494,6 +494,7 @@ def test_the_plots_draw_random_exit_as_the_reference(cache, tmp_path, monkeypatc
         config = ExitConfig(seeds=2, thresholds=5, costs="shapes", device="cpu", plots=True)
         s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
     assert set(figures) == {"early_exit_accuracy_vs_compute", "early_exit_accuracy_vs_depth"}
+    assert figures["early_exit_accuracy_vs_depth"].axes[0].get_title() == "early exit: mean over 2 seeds; ε = 0.05"
     label = f"random exit (reference, held-out area {s['rules']['random']['area_held_out']['mean']:.4f})"
     plotted = (("early_exit_accuracy_vs_compute", "compute_used"), ("early_exit_accuracy_vs_depth", "mean_depth"))
     for name, x_key in plotted:
@@ -783,7 +784,7 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
         app, [*base, str(two_laya_seeds / "laya" / "seed_0"), "--seeds", "2", "--out", str(tmp_path / "a")], env=ENV
     )
     assert one.exit_code == 0, one.output
-    assert "· 2 refit seed(s), α from one head · compute shapes" in " ".join(one.output.split())
+    assert "· 2 refit seeds, α from one head · compute shapes" in " ".join(one.output.split())
     both = runner.invoke(app, [*base, str(two_laya_seeds), "--out", str(tmp_path / "b")], env=ENV)
     assert both.exit_code == 0, both.output
     both_said = " ".join(both.output.split())
@@ -799,7 +800,7 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     assert "mean over seeds (2 fitted LAYA heads (seeds 0 1), each α with its seed's refits)" in reading
     assert "over over" not in reading and "(over " not in reading
     said = page_said(tmp_path / "a" / "report.html")
-    assert "2 refit seed(s), α from one head, 95% t-intervals over seeds" in " ".join(said.split())
+    assert "2 refit seeds, α from one head, 95% t-intervals over seeds" in " ".join(said.split())
     # early-exit reads every seed of a fit-head folder itself: the advice is to give it one
     assert "give early-exit the fit-head folder (or its laya/) to read α of every seed" in " ".join(said.split())
 
@@ -982,3 +983,39 @@ def test_one_seeds_page_names_no_level_of_intervals(cache, tmp_path):
         simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out")
     said = page_said(tmp_path / "out" / "report.html")
     assert "t-interval" not in said and "one seed: no interval is drawn" in said, said
+
+
+def test_one_seeds_tables_and_plots_show_each_value_alone(cache, tmp_path, monkeypatch):
+    """With one refit seed report.html's tables showed every area, difference and accuracy as
+    "0.9694 [n/a]" and the comparisons' verdict cells "—", and the plots' title "mean over 1 seed(s)":
+    each cell now shows its one value, the verdict cells say no verdict follows, and the title says one seed.
+    Over seeds, an interval across 0 read "no difference", which no interval shows: "not distinguishable"."""
+    from laya_inspect.report.beyond import early_exit_sections
+    from laya_inspect.report.html import Cell
+
+    figures = drawn_figures(monkeypatch)
+    with FeatureStore(cache) as store:
+        head_dir = save_head(tmp_path / "head", planted(True), meta=cache_identity(store))
+        config = ExitConfig(seeds=1, thresholds=5, costs="shapes", device="cpu", plots=True)
+        s = simulate_early_exit(head_dir, store, config, Budget(epochs=3), out_dir=tmp_path / "out").summary
+    said = page_said(tmp_path / "out" / "report.html")
+    assert "[n/a]" not in said
+    area = s["rules"]["confidence"]["area_held_out"]["mean"]
+    assert f"<td>{area:.4f}</td>" in said
+    # a comparison whose rules differ on the one seed: its value alone, and no verdict drawn from it
+    one = {"n": 1, "mean": 0.0018, "ci_low": None, "ci_high": None}
+    comp = {**s["comparisons"]["confidence vs random"], "area_diff": one, "same_area": False}
+    tables = early_exit_sections({**s, "comparisons": {"confidence vs random": comp}})[0].tables
+    (row,) = next(t for t in tables if t.id == "exit-comparisons").rows
+    assert row[1:] == ["+0.0018", Cell("no verdict: one seed", "text")], row
+    # over seeds, an interval across 0 detects no difference: it does not show there is none
+    three = {"n": 3, "mean": 0.0036, "ci_low": -0.0095, "ci_high": 0.0166, "values": [0.001, 0.002, 0.0078]}
+    comp = {**comp, "area_diff": three}
+    tables = early_exit_sections({**s, "seeds": [0, 1, 2], "comparisons": {"confidence vs random": comp}})[0].tables
+    (row,) = next(t for t in tables if t.id == "exit-comparisons").rows
+    assert row[2] == Cell("not distinguishable", "text"), row
+    assert "One seed here: each point is its one value" in said
+    # the family's count sets the level of intervals: with none drawn, the caption does not say it
+    assert s["family_rule"] not in said
+    title = figures["early_exit_accuracy_vs_compute"].axes[0].get_title()
+    assert title == "early exit: one seed; ε = 0.05", title

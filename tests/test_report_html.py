@@ -855,3 +855,12 @@ def test_the_headline_reads_the_leads_rho_beside_its_nulls_with_no_rival_method(
     s["heads"][0]["methods"]["ig"] = _scores(0.94, 0.84, 0.81, 0.86)
     s["heads"][0]["methods"]["alpha"]["vs_methods"] = {"ig": _diff(-0.08, -0.12, -0.05)}
     assert f"(faithfulness ρ 0.76 vs 0.84; {nulls}; paired difference" in compare_reading(s).lead[0]
+
+
+def test_a_head_without_its_seed_list_counts_its_seeds_in_words():
+    """The heads table of a summary with no seed list read "1 seed(s)"; it now says "1 seed" or "3 seeds"."""
+    from laya_inspect.report.sections import fit_sections
+
+    for n, said in ((1, "1 seed"), (3, "3 seeds")):
+        (table,) = fit_sections({"heads": [{"head": "last", "n": n}]}, [])[0].tables
+        assert table.rows[0][4] == said, table.rows[0]

@@ -33,6 +33,12 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
+def seeds_count(s: dict[str, Any]) -> str:
+    """ "1 seed" or "3 seeds" of a prune or early-exit summary, as a plot's title says it."""
+    n = len(s["seeds"])
+    return f"{n} seed{'s' * (n != 1)}"
+
+
 def _err(values: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     """Means and error bars of accuracies or AUROCs, drawn within [0, 1]: a t-interval over 2 seeds
     (±12.7 sd/√2) can reach −1.6 and stretch the axis until the points are flat; summary.json keeps it whole."""
@@ -98,7 +104,8 @@ def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
         if x_key == "k":  # a count of layers: no 1.5
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"prune: {s['mode']}, {len(s['seeds'])} seed(s)")
+        bars = "one value per point, no interval" if len(s["seeds"]) == 1 else "bars: 95% t-intervals"
+        ax.set_title(f"prune: {s['mode']}, {seeds_count(s)} ({bars})")
         ax.legend(fontsize=8)
         paths.append(_save(fig, out / f"{name}.png"))
     fig = Figure(figsize=(6.4, 3.8), layout="constrained")
@@ -140,7 +147,10 @@ def early_exit_plots(out: Path, s: dict[str, Any], curves: list[dict[str, Any]])
             ax.plot(x, y, marker="o" if rule == "fixed" else ".", linestyle=style, label=label)
         ax.set_xlabel(label)
         ax.set_ylabel("test accuracy")
-        ax.set_title(f"early exit: mean over {len(s['seeds'])} seed(s); ε = {s['config']['epsilon']:g}")
+        ax.set_title(
+            f"early exit: {'one seed' if len(s['seeds']) == 1 else f'mean over {seeds_count(s)}'}; "
+            f"ε = {s['config']['epsilon']:g}"
+        )
         ax.legend(fontsize=8)
         paths.append(_save(fig, out / f"{name}.png"))
     return paths

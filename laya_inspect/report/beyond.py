@@ -20,7 +20,7 @@ from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, exit_cut
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
-from ..training.stats import percent
+from ..training.stats import percent, spec
 from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
@@ -57,9 +57,13 @@ def beyond_kind(summary: Any) -> str | None:
     return kind if kind in BEYOND_KINDS else None
 
 
-def _figures(folder: Path) -> list[Figure]:
+def _figures(folder: Path, one: bool = False) -> list[Figure]:
+    """The folder's plots with their captions; ``one``: a run of one seed, whose points are that seed's
+    values with no bars (the captions speak of intervals and means over seeds)."""
     paths = sorted(pngs(folder / "plots"), key=lambda p: ORDER.index(p.stem) if p.stem in ORDER else len(ORDER))
-    return [png_figure(p, CAPTIONS.get(p.stem)) for p in paths]
+    said = " One seed here: each point is its one value, with no interval (no bars) and no mean over seeds."
+    captions = {stem: c + (said if one and stem != "rankings" else "") for stem, c in CAPTIONS.items()}
+    return [png_figure(p, captions.get(p.stem)) for p in paths]
 
 
 def _budget_flags(budget: dict[str, Any]) -> list[str]:
@@ -122,7 +126,36 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
 
 def _intervals(s: dict[str, Any], what: str = "95% t-intervals over seeds") -> str:
     """``what`` a prune or early-exit page's intervals are; with one seed none is drawn, so no level is named."""
-    return "one seed: no interval is drawn" if len(s.get("seeds") or []) == 1 else what
+    return "one seed: no interval is drawn" if _one_seed(s) else what
+
+
+def _one_seed(s: dict[str, Any]) -> bool:
+    return len(s.get("seeds") or []) == 1
+
+
+def _value(d: dict[str, Any] | None, one: bool, digits: int = 4) -> str:
+    """An estimate's cell: with one seed its value alone (no interval is drawn, as the caption says),
+    else the mean and its 95% interval."""
+    if one and d and d.get("mean") is not None:
+        return num(d["mean"], digits)
+    return est(d, digits)
+
+
+def _diff(d: dict[str, Any] | None, one: bool) -> str:
+    """A paired difference's cell: with one seed its signed value alone, else with its interval."""
+    if one and d and d.get("mean") is not None:
+        return f"{d['mean']:{spec(d)}}"  # a value past float noise is not printed as -0.0000
+    return diff_text(d)
+
+
+def _max_drop_rule(max_drop: float) -> str:
+    """The rule "within --max-drop" read, as prune applies it (beyond.prune.within_margin)."""
+    if max_drop == 0:
+        return (
+            "smallest k: fewest layers whose validation accuracy is no lower than all layers' on any seed "
+            "(--max-drop 0)"
+        )
+    return f"smallest k: fewest layers whose mean validation accuracy is within --max-drop {max_drop:g} of all layers'"
 
 
 def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None) -> str:
@@ -148,7 +181,7 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
             "provenance": _provenance(s, kind),
             "subtitle": _subtitle(s, kind),
             "settings": str(beyond_settings_line(s, ONE_LINE)),
-            "figures": [("", _figures(path))],
+            "figures": [("", _figures(path, _one_seed(s)))],
         },
     )
 
@@ -169,14 +202,19 @@ def write_beyond_report(
     return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
-def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = False) -> Cell:
+def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = False, one: bool = False) -> Cell:
     """``who``: what the first term of the difference is ("first" for two rules without α); ``same_sets``:
-    two of prune's rankings that keep the same layer sets, so there is nothing to compare."""
+    two of prune's rankings that keep the same layer sets, so there is nothing to compare; ``one``: one
+    seed's value, which draws no verdict."""
     if same_sets:
         return Cell("same layer sets", "text")
+    if one and d and d.get("mean") is not None:
+        return Cell("no verdict: one seed", "text")
     o = outcome(d)
     return Cell(
-        {"better": f"{who} better", "worse": f"{who} worse", "no different": "no difference"}.get(o, "—"), "text"
+        # an interval across 0 shows no difference it can detect, not that there is none
+        {"better": f"{who} better", "worse": f"{who} worse", "no different": "not distinguishable"}.get(o, "—"),
+        "text",
     )
 
 
@@ -188,6 +226,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
     from ..beyond.rankings import layers_text
 
     ref = s["reference"]["test_acc"]
+    one = _one_seed(s)
     rows: list[list[Cell | str]] = []
     classes = []
     withheld: list[str] = []
@@ -201,7 +240,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             why = best["why_withheld"]
             said = any(why in note for note in withheld)  # the same why once, as the verdict's lines say it
             withheld.append(
-                f"{name}'s smallest set ({best['k']} layers) is withheld" + (" as above" if said else f": {why}")
+                f"{name}'s smallest set ({best['k']} layer{'s' * (best['k'] != 1)}) is withheld"
+                + (" as above" if said else f": {why}")
             )
         vs = s["alpha_vs"].get(name) or {}
         d = vs.get("mean_test_acc_over_k_diff")
@@ -210,12 +250,12 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 name,
                 smallest_k_text(best),
                 saved_cell(best, s),
-                est(best["test_acc"]) if best else "—",
-                est((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k")),
-                "(α)" if name == "alpha" else diff_text(d),
+                _value(best["test_acc"], one) if best else "—",
+                _value((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k"), one),
+                "(α)" if name == "alpha" else _diff(d, one),
                 Cell("", "text")
                 if name == "alpha"
-                else _verdict_cell(d, same_sets=vs.get("same_layer_sets") or same(d)),
+                else _verdict_cell(d, same_sets=vs.get("same_layer_sets") or same(d), one=one),
             ]
         )
         classes.append("")
@@ -228,9 +268,9 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 "—",
                 "—",
                 "—",
-                est((s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k")),
-                diff_text(d),
-                _verdict_cell(d),
+                _value((s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k"), one),
+                _diff(d, one),
+                _verdict_cell(d, one=one),
             ]
         )
         classes.append("ref")
@@ -246,16 +286,14 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
     caption = (
         f"{s['mode']}, {seeds_said(s)}, "
         + _intervals(s, f"95% t-intervals over seeds (α − ranking: {families_text(*s['alpha_vs'].values())})")
-        + f"; all layers: test accuracy "
-        f"{est(ref)}; smallest k: fewest layers whose mean validation accuracy is within --max-drop "
-        f"{s['config']['max_drop']:g} of all layers'"
+        + f"; all layers: test accuracy {_value(ref, one)}; {_max_drop_rule(s['config']['max_drop'])}"
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
     notes = list(s.get("warnings") or []) + ([note] if note else []) + withheld
     if rand:
         per_k = "; ".join(
-            f"k = {e['k']}: {est(e['test_acc'])} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
+            f"k = {e['k']}: {_value(e['test_acc'], one)} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
             for e in rand["per_k"]
         )
         notes += [f"random reference: {rand['how']} ({per_k}; {rand['refits_added']} refits added)"]
@@ -269,8 +307,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             Cell(layers_text(p), "text"),
             saved_cell(p, s),
             saved_cell(p, s, "params_saved"),
-            est(p["val_acc"]),
-            est(p["test_acc"]),
+            _value(p["val_acc"], one),
+            _value(p["test_acc"], one),
             "yes" if p["within_max_drop"] else "no",
         ]
         for p in s["points"]
@@ -309,15 +347,20 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     held = held_out_areas(s)
+    one = _one_seed(s)
     rules: list[list[Cell | str]] = [
         [
             rule
             + (" (not realisable)" if rule.endswith("oracle") else "")
             + (" (reference: no information)" if rule == "random" else ""),
             *(
-                [est(e["area_held_out"]), est(e["area_in_sample"]), num(e["compute_overshoot"]["mean"], 4)]
+                [
+                    _value(e["area_held_out"], one),
+                    _value(e["area_in_sample"], one),
+                    num(e["compute_overshoot"]["mean"], 4),
+                ]
                 if held
-                else [est(e["area"])]
+                else [_value(e["area"], one)]
             ),
         ]
         for rule, e in s["rules"].items()
@@ -333,20 +376,20 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     comps: list[list[Cell | str]] = [
         [
             c,
-            diff_text(v["area_diff"]),
+            _diff(v["area_diff"], one),
             Cell(f"confidence's comparison: the same {v.get('same_by', 'rule')} here", "text")
             if v.get("same_as")
             else Cell("same rule: nothing to compare", "text")
             if v.get("identical")
             else Cell("same area on every seed", "text")
             if v.get("same_area")
-            else _verdict_cell(v["area_diff"], "α" if "alpha" in c else "first"),
+            else _verdict_cell(v["area_diff"], "α" if "alpha" in c else "first", one=one),
         ]
         for c, v in s["comparisons"].items()
     ]
     comp_cols = ["comparison", "held-out area difference" if held else "area difference", "verdict"]
     paired = _intervals(s, f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}")
-    paired += f"; {s['family_rule']}" if s.get("family_rule") else ""
+    paired += f"; {s['family_rule']}" if s.get("family_rule") and not one else ""  # families set levels of intervals
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
     sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
     used = s.get("compute_used_by_depth") or {}
@@ -356,7 +399,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
         [
             f["layer"],
             str(f["depth"]),
-            est(f["accuracy"]),
+            _value(f["accuracy"], one),
             percent(used.get(f["layer"]), 1),
             num(mass.get(f["layer"]), 3),
             num(oracle.get(f["layer"]), 3),

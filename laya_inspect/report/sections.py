@@ -197,7 +197,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
                 # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
-                seeds_text(h["seeds"]) if h.get("seeds") else f"{h.get('n')} seed(s)",
+                seeds_text(h["seeds"]) if h.get("seeds") else f"{h.get('n')} seed{'s' * (h.get('n') != 1)}",
                 Cell(gate_cell(h), "text"),
             ]
         )

@@ -103,7 +103,8 @@ def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
     folder, not given (the header names them: "over 2 fitted LAYA heads (seeds 0 1)")."""
     if len(s.get("alpha_heads") or []) > 1:
         return []
-    return [(f"{(s.get('config') or {}).get('seeds')} seed(s)", "seeds")]
+    n = (s.get("config") or {}).get("seeds")
+    return [(f"{n} seed{'s' * (n != 1)}", "seeds")]
 
 
 def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
