@@ -847,7 +847,7 @@ def _random_within(s: dict[str, Any]) -> list[str]:
         sizes = " or ".join(str(e["k"]) for e in per_k)
         return [
             f"random sets: none of {sizes} layers stays within --max-drop (the mean over random sets of each size, as "
-            "the rankings are read): no ranking's smallest set is matched by layers drawn at random"
+            "the rankings are read)"
         ]
     k = min(ks)
     return [
