@@ -23,7 +23,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from ..errors import LayaError, os_message
 from ..options import default_of, field_of
@@ -32,20 +32,6 @@ from ..runtime import NOTHING_HALF_WRITTEN, THREADS_FLAG, THREADS_HELP, command_
 STARTED = time.perf_counter()  # as near the process's start as the command can see: before torch and the rest
 console = Console()
 err_console = Console(stderr=True)
-
-# typer's help prints "<bool>" beside every on/off flag, as if it took a value; a flag takes none.
-# display_type_rich is typer's own method, not a documented hook: where a typer in our range lacks it,
-# the help keeps typer's column (cosmetic) instead of the command failing to start.
-_type_column = getattr(typer.core.TyperOption, "display_type_rich", None)
-
-
-def _flag_without_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
-    return None if self.is_flag or _type_column is None else _type_column(self, ctx)
-
-
-if _type_column is not None:
-    typer.core.TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
-
 
 # What sizes each command's memory, for the one line a MemoryError becomes (the options' own bounds
 # catch a typo up front; this is for a large run on a small machine).
@@ -156,7 +142,22 @@ def _stopped(command: str | None, signalled: bool, said: str | None = None) -> N
     raise typer.Exit(code) from None
 
 
-class _Group(TyperGroup):
+class _BlankHelpType:
+    """-h/--help without typer's "<bool>" beside it: a flag takes no value, and an empty metavar (the
+    documented name of an option's value) leaves that column blank, as on every other flag here."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_BlankHelpType, TyperCommand):
+    pass
+
+
+class _Group(_BlankHelpType, TyperGroup):
     """Turns a LayaError raised by any command, an OS error on a named path (full disk, no
     permission) or a MemoryError into one red line and exit code 1; Ctrl-C into one line, exit 130,
     and SIGTERM into the same line as "terminated", exit 143."""
@@ -190,7 +191,21 @@ class _Group(TyperGroup):
                 _stopped(ctx.invoked_subcommand, bool(sigterm and sigterm.received), said)
 
 
-app = typer.Typer(
+class _HelpGroup(_BlankHelpType, TyperGroup):
+    pass
+
+
+class Typer(typer.Typer):
+    """typer's app whose commands and groups show -h/--help as the flag it is (see _BlankHelpType)."""
+
+    def __init__(self, *args: Any, cls: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, cls=cls or _HelpGroup, **kwargs)
+
+    def command(self, *args: Any, cls: Any = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = Typer(
     cls=_Group,
     name="laya-inspect",
     help="Which layers of a frozen network does each prediction rely on? extract → fit-head → compare.",
@@ -212,7 +227,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(
-        False, "--version", help="print the version and exit", is_eager=True, callback=_print_version
+        False, "--version", metavar="", help="print the version and exit", is_eager=True, callback=_print_version
     ),
 ) -> None:
     """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
@@ -260,6 +275,9 @@ def opt(
         *aliases,
         help=help or f.metadata["help"],
         show_default=True,
+        # typer's help prints "<bool>" beside an on/off flag, as if it took a value: an empty metavar (the
+        # documented name of an option's value) leaves that column blank, as every flag of the cli/ does
+        metavar="" if isinstance(value, bool) else None,
         callback=one_of if choices else None,
         parser=parser,
     )

@@ -150,7 +150,7 @@ def prune_command(
     allow_other_cache: bool = opt(PruneConfig, "allow_other_cache"),
     plots: bool = opt(PruneConfig, "plots"),
     out: Path = typer.Option(Path("runs/prune"), "--out", "-o", help="folder for summary.json, *.csv, head/, plots/"),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=FORCE_HELP),
 ) -> None:
     """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest.
 
@@ -209,7 +209,7 @@ def early_exit_command(
     allow_other_cache: bool = opt(ExitConfig, "allow_other_cache"),
     plots: bool = opt(ExitConfig, "plots"),
     out: Path = typer.Option(Path("runs/early-exit"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=FORCE_HELP),
 ) -> None:
     """Simulate per-input early exit: confidence, α and fixed depth against random exit.
 
@@ -279,7 +279,7 @@ def diagnose_command(
     allow_other_cache: bool = opt(DiagnoseConfig, "allow_other_cache"),
     plots: bool = opt(DiagnoseConfig, "plots"),
     out: Path = typer.Option(Path("runs/diagnose"), "--out", "-o", help="folder for summary.json, *.csv, plots/"),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=FORCE_HELP),
 ) -> None:
     """Detect misclassified and shifted inputs from α, against max softmax probability.
 

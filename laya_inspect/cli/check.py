@@ -12,9 +12,9 @@ from rich.table import Table
 
 from ..check.config import PlantedConfig
 from ..runtime import set_threads
-from .app import app, bullets, console, dim, from_options, opt, show, titled_table
+from .app import Typer, app, bullets, console, dim, from_options, opt, show, titled_table
 
-check_app = typer.Typer(
+check_app = Typer(
     help="Checks with a known answer: run one first on a new attribution method or a new machine.",
     no_args_is_help=True,
 )
@@ -107,7 +107,7 @@ def planted_command(
     out: Path = typer.Option(
         Path("runs/check-planted"), "--out", "-o", help="folder for summary.json, features.h5, heads/, compare/"
     ),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=FORCE_HELP),
 ) -> None:
     """A backbone whose label lives in one tapped layer: does each method rank that layer first?
 

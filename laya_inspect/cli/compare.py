@@ -43,7 +43,7 @@ def compare_command(
     out: Path = typer.Option(
         Path("runs/compare"), "--out", "-o", help="directory for attributions.h5, summary.*, plots/"
     ),
-    as_json: bool = typer.Option(False, "--json", help="print summary.json to stdout instead of the table"),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="print summary.json to stdout instead of the table"),
     device: str = opt(CompareConfig, "device"),
     batch_size: int = opt(CompareConfig, "batch_size"),
     allow_other_cache: bool = opt(CompareConfig, "allow_other_cache"),
@@ -56,6 +56,7 @@ def compare_command(
     force: bool = typer.Option(
         False,
         "--force",
+        metavar="",
         help=(
             "replace a non-empty --out that compare wrote, whole "
             "(its old files and plots go; kept until the new run is complete)"
@@ -112,9 +113,9 @@ def report_command(
         ..., metavar="DIR", help="a folder written by fit-head, compare, demo, prune, early-exit or diagnose"
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="print the folder's summary.json (demo.json for a demo) instead of the tables"
+        False, "--json", metavar="", help="print the folder's summary.json (demo.json for a demo) instead of the tables"
     ),
-    html: bool = typer.Option(False, "--html", help="(re)build DIR/report.html, one self-contained page"),
+    html: bool = typer.Option(False, "--html", metavar="", help="(re)build DIR/report.html, one self-contained page"),
 ) -> None:
     """Reprint the summary of a command's output folder; --html rebuilds its report.html.
 

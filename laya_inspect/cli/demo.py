@@ -335,7 +335,9 @@ def demo_command(
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="output folder (default: a fresh ./laya-demo-<dataset>, -2, -3, …)"
     ),
-    force: bool = typer.Option(False, "--force", help="write into a non-empty --out, overwriting the demo's files"),
+    force: bool = typer.Option(
+        False, "--force", metavar="", help="write into a non-empty --out, overwriting the demo's files"
+    ),
     seed: int = typer.Option(0, "--seed", help="seed of the backbone's training and of compare (heads: --seeds)"),
     seeds: Optional[int] = typer.Option(
         None, "--seeds", help="fit the heads with seeds 0 … N−1 (default 3, --quick 1)"
@@ -343,6 +345,7 @@ def demo_command(
     quick: bool = typer.Option(
         False,
         "--quick",
+        metavar="",
         help="a sub-30-second run: fewer epochs, 1 seed, IG 16 steps, 200 bootstrap resamples",
     ),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),

@@ -99,11 +99,14 @@ def explain_command(
         None, "--out", "-o", help="write the figure here (.png, or .svg)", parser=out_file("figure.png")
     ),
     force: bool = typer.Option(
-        False, "--force", help="replace an existing --out (only a figure explain wrote; never anyone else's file)"
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --out (only a figure explain wrote; never anyone else's file)",
     ),
-    as_json: bool = typer.Option(False, "--json", help="print the numbers as JSON instead of the table"),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="print the numbers as JSON instead of the table"),
     allow_other_cache: bool = typer.Option(
-        False, "--allow-other-cache", help="use a head trained on a cache with another fingerprint"
+        False, "--allow-other-cache", metavar="", help="use a head trained on a cache with another fingerprint"
     ),
 ) -> None:
     """Explain one prediction: its input, the prediction, and per layer α, IG, Grad-CAM and the LOLO effect.

@@ -39,7 +39,7 @@ def extract_command(
     overwrite: bool = opt(ExtractConfig, "overwrite"),
     threads: Optional[int] = THREADS,
     list_layers: bool = typer.Option(
-        False, "--list-layers", help="print each candidate layer's name, type and output shape, then stop"
+        False, "--list-layers", metavar="", help="print each candidate layer's name, type and output shape, then stop"
     ),
 ) -> None:
     """Stream the chosen layers' hidden states of a frozen model into one HDF5 cache.

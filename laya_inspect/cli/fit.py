@@ -86,8 +86,10 @@ def fit_head_command(
     threads: Optional[int] = opt(FitConfig, "threads"),
     workers: Optional[int] = opt(FitConfig, "workers"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output directory (default ./<cache name>-heads)"),
-    json_out: bool = typer.Option(False, "--json", help="print the summary as JSON on stdout instead of the table"),
-    force: bool = typer.Option(False, "--force", help=FIT_FORCE_HELP),
+    json_out: bool = typer.Option(
+        False, "--json", metavar="", help="print the summary as JSON on stdout instead of the table"
+    ),
+    force: bool = typer.Option(False, "--force", metavar="", help=FIT_FORCE_HELP),
 ) -> None:
     """Fit LAYA and the baseline heads on a frozen feature cache over seeds; report accuracy, macro-F1 and α.
 
@@ -170,7 +172,7 @@ def train_command(
         help="checkpoint file (default ./zoo-<arch>-<head>-seed<S>.pt)",
         parser=out_file("model.pt"),
     ),
-    force: bool = typer.Option(False, "--force", help=TRAIN_FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=TRAIN_FORCE_HELP),
 ) -> None:
     """Train a zoo backbone end to end with a head (the paper's joint protocol); write a zoo checkpoint.
 
@@ -222,7 +224,7 @@ def export_head_command(
     cache: Path = typer.Option(..., "--cache", "-c", help="the cache `extract` wrote from that checkpoint"),
     out: Path = typer.Option(..., "--out", "-o", help="head directory to write (for `compare`)"),
     split: str = typer.Option("test", "--split", help="split on which to check the head's accuracy"),
-    force: bool = typer.Option(False, "--force", help=EXPORT_FORCE_HELP),
+    force: bool = typer.Option(False, "--force", metavar="", help=EXPORT_FORCE_HELP),
 ) -> None:
     """Turn the head trained jointly by `train` into a head directory that `compare` scores.
 
