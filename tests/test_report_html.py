@@ -618,7 +618,7 @@ def test_compare_heatmaps_share_one_scale_and_titles_fit(runs: dict[str, Any]) -
         P.solve_layout(fig)
         renderer = FigureCanvasAgg(fig).get_renderer()
         whole = fig.bbox
-        for text in [fig._suptitle, *[ax.title for ax in fig.axes]]:
+        for text in [*fig.texts, *[ax.title for ax in fig.axes]]:  # fig.texts holds the suptitle
             if text is not None and text.get_text():
                 box = text.get_window_extent(renderer)
                 assert box.x0 >= whole.x0 - 1 and box.x1 <= whole.x1 + 1 and box.y1 <= whole.y1 + 1, text.get_text()
