@@ -151,8 +151,10 @@ def describe_inputs(inputs: Any) -> str:
     return type(inputs).__name__
 
 
-_MODULE_CALLS = ("_call_impl", "_wrapped_call_impl", "inner")  # inner: _call_impl's closure when hooks are set
-_TORCH_MODULE_FILE = str(Path(nn.Module.__call__.__code__.co_filename))
+# A module call starts at the public Module.__call__ (whatever torch names the function behind it) and
+# reaches forward and the hooks through other frames of the same file: both found from __call__ alone.
+_MODULE_CALL = nn.Module.__call__.__code__
+_TORCH_MODULE_FILE = _MODULE_CALL.co_filename
 _OWN_DIR = str(Path(__file__).parents[1]) + os.sep
 
 
@@ -164,8 +166,10 @@ def raised_by_model(tb: TracebackType | None) -> bool:
     after_call = False
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_filename == _TORCH_MODULE_FILE and code.co_name in _MODULE_CALLS:
+        if code is _MODULE_CALL:
             inside = after_call = True
+        elif after_call and code.co_filename == _TORCH_MODULE_FILE:
+            pass  # torch's own steps from the call to forward or a hook
         else:
             if after_call and code.co_filename.startswith(_OWN_DIR) and code.co_name != "forward":
                 return False  # a hook of ours, called by the module
