@@ -339,6 +339,35 @@ def test_train_bilstm_on_text_then_extract_with_its_vocabulary(tmp_path: Path) -
     assert summary["accuracy_on_cache"] == pytest.approx(metrics["test_acc"], abs=1e-9)
 
 
+def test_train_on_rare_test_rows_points_to_macro_f1_rather_than_saying_the_model_did_not_learn(tmp_path: Path) -> None:
+    """On 99:1 Fashion-MNIST `train` ended a zoo:mlp at test accuracy 0.994 (chance 0.990), macro-F1
+    0.811, and said "the model did not learn": beating the majority class on 4 of 1000 rows is too few
+    to read, not a proof of nothing learned. Here the minority class is 4 of 400 test rows and plain to
+    tell apart, so the model gets it right, and the warning names its macro-F1 beside the majority
+    rule's instead."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def images(y: np.ndarray) -> np.ndarray:
+        return (y[:, None] * 200 + rng.integers(0, 50, (len(y), 16))).reshape(-1, 4, 4).astype(np.uint8)
+
+    y_train, y_test = np.arange(200) % 2, (np.arange(400) % 100 == 0).astype(np.int64)
+    data = tmp_path / "d.npz"
+    np.savez(data, X_train=images(y_train), y_train=y_train, X_test=images(y_test), y_test=y_test)
+    ckpt = tmp_path / "m.pt"
+    args = ["train", "--model", "zoo:mlp", "--data", f"npz:{data}", "--epochs", "5", "--lr", "1e-2", "--out"]
+    res = runner.invoke(app, [*args, str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    metrics = torch.load(ckpt, weights_only=True)["metrics"]
+    assert metrics["test_acc"] == 1.0 and metrics["test_macro_f1"] == 1.0, metrics
+    said = " ".join(res.stdout.split())
+    assert "beats always answering that class on 4 of 400 test rows, fewer than 5" in said
+    assert "the model did not learn" not in said
+    assert "read its test macro-F1, 1.000, against 0.497 for always answering the majority class" in said
+    assert any("macro-F1, 1.000" in w for w in metrics["warnings"])
+
+
 def test_bilstm_without_its_vocabulary_is_refused(tmp_path: Path) -> None:
     data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv', n=20)}"
     res = runner.invoke(
