@@ -286,7 +286,8 @@ def test_images_of_several_sizes_for_a_model_that_states_none_are_refused_before
         torch.jit.save(torch.jit.script(net), str(tmp_path / "net.pt"))
     common = dict(model=f"torchscript:{tmp_path / 'net.pt'}", data=f"imagefolder:{tmp_path / 'data'}", device="cpu")
     common |= dict(normalize="none", batch_size=1, seed=0)  # seed 0: the photo is a training row after the 8th
-    with pytest.raises(InputError, match=r"41 images have 2 sizes \(32×32: 40 \(e\.g\. bus/00\.jpg\), 64×64: 1 "):
+    sizes = r"41 images have 2 sizes, height×width \(32×32: 40 \(e\.g\. bus/00\.jpg\), 64×64: 1 "
+    with pytest.raises(InputError, match=sizes):
         extract_features(ExtractConfig(**common, out=str(tmp_path / "mixed.h5")))
     assert not list(tmp_path.glob("mixed.h5*"))
     extract_features(ExtractConfig(**common, image_size=32, out=str(tmp_path / "one.h5")))
@@ -610,3 +611,25 @@ def test_greyscale_and_rgb_files_with_a_colour_marked_transparent_are_composited
     halves = [x for x in pixels if bool((x[:, :, :24] == 1.0).all())]
     assert len(halves) == 3  # the keyed halves read white, in 8-bit RGB, 8-bit and 16-bit greyscale
     assert all(float(x[:, :, 24:].min()) < 1.0 for x in halves)  # the rest of each file as it was
+
+
+def test_a_size_in_a_message_says_which_side_is_the_height(tmp_path):
+    """QA: a folder of CIFAR JPEGs with some saved 48 wide × 40 high was refused as holding "40×48"
+    images, and warned of "e.g. 40×48" aspect ratios, where Pillow, file managers and `file` say 48×40
+    (width first): the messages now say height×width."""
+    from laya_inspect.data.headers import refuse_mixed_sizes
+
+    for i in range(3):
+        save_jpg(tmp_path / "cat" / f"{i}.jpg", photo("chelsea", (32, 32)))
+    save_jpg(tmp_path / "cat" / "wide.jpg", photo("chelsea", (48, 40)))  # 48 wide, 40 high
+    headers = [file_header(str(p)) for p in sorted((tmp_path / "cat").iterdir())]
+    assert {h.size for h in headers} == {(32, 32), (40, 48)}  # (height, width), as the cache stores shapes
+    with pytest.raises(InputError, match=r"4 images have 2 sizes, height×width \(32×32: 3 .*, 40×48: 1 "):
+        refuse_mixed_sizes("imagefolder:x", str(tmp_path), headers)
+    from types import SimpleNamespace
+
+    from laya_inspect.data.checks import stretched_images
+
+    square = SimpleNamespace(size=(32, 32), resize="stretch")
+    (said,) = stretched_images("imagefolder:x", square, {}, [h.size for h in headers], seed=0)
+    assert "1 of 4 images read (headers only; height×width e.g. 40×48)" in said

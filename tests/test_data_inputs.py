@@ -275,7 +275,7 @@ def test_default_stretch_of_square_photos_and_of_non_square_arrays(tmp_path):
     (w,) = stretch_warnings(
         load_data(npz(tmp_path, "w.npz", X=wide, y=np.arange(8) % 2), test_fraction=0.5, input_spec=model)
     )
-    assert "its images (32×64)" in w
+    assert "its images (32×64, height×width)" in w
 
 
 def test_stretch_sample_is_bounded_and_seeded(tmp_path, monkeypatch):

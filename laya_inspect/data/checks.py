@@ -257,7 +257,7 @@ def stretched_images(
     if native.get("size"):
         h, w = native["size"]
         found: list[tuple[int, int] | None] = [(h, w)]
-        counted = f"its images ({h}×{w})"
+        counted = f"its images ({h}×{w}, height×width)"
     else:
         found = list(read)
         if len(found) > SIZE_SAMPLE:
@@ -270,7 +270,7 @@ def stretched_images(
         return []
     if not counted:
         shown = ", ".join(f"{h}×{w}" for h, w in sorted(set(bent))[:3])
-        counted = f"{len(bent)} of {len(sizes)} images read (headers only; e.g. {shown})"
+        counted = f"{len(bent)} of {len(sizes)} images read (headers only; height×width e.g. {shown})"
     why = (
         "the model's own preprocessing keeps the aspect ratio (shorter side, then the centre)"
         if own == "crop"

@@ -162,7 +162,7 @@ def refuse_mixed_sizes(where: str, root: str, headers: Sequence[FileHeader]) -> 
     shown = [f"{hh}×{ww}: {len(paths)} (e.g. {relative(min(paths), root)})" for (hh, ww), paths in ranked]
     raise InputError(
         f"{where}: the model states no input size, so each image would be read at its own, and the "
-        f"{sum(map(len, by_size.values()))} images have {len(by_size)} sizes ({few(shown, SHOWN)}); pass "
+        f"{sum(map(len, by_size.values()))} images have {len(by_size)} sizes, height×width ({few(shown, SHOWN)}); pass "
         "--image-size N to bring them all to N×N"
     )
 
