@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import time
-import warnings as pywarnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,12 +58,17 @@ def unproven_cache(path: Path) -> str | None:
     changed in place adds no group or dataset, so only the record sees it. Else what it is instead."""
     why = not_a_cache(path)
     if why is None and os.path.lexists(record_of(path)):
-        why = foreign_record(path) or unproven_file(path)
+        why = _not_a_record(path) or unproven_file(path)
     return why
 
 
 def foreign_record(path: Path) -> str | None:
-    if os.path.lexists(record_of(path)) and read_record(path) is None:
+    return _not_a_record(path) if os.path.lexists(record_of(path)) else None
+
+
+def _not_a_record(path: Path) -> str | None:
+    """What is wrong with the file at ``path``'s record name, which exists."""
+    if read_record(path) is None:
         return f"is recorded in {record_of(path)}, which is not a record laya-inspect wrote"
     return None
 
@@ -79,7 +83,8 @@ def refuse_foreign_record(path: Path) -> None:
 
 def may_overwrite(path: Path) -> list[str]:
     """Refuse to replace the file ``path`` unless :func:`unproven_cache` allows it (no file there is
-    fine); what could not be checked of it (:func:`unrecorded_warning`), warned about and returned."""
+    fine); what could not be checked of it (:func:`unrecorded_warning`), returned for the run's
+    warnings (said once, at the end, as extract's others are)."""
     if not path.is_file():
         return []
     why = unproven_cache(path)
@@ -88,10 +93,7 @@ def may_overwrite(path: Path) -> list[str]:
             f"{path} {why}; overwrite replaces only a cache laya-inspect wrote, unchanged since: "
             "choose another out, or move it away yourself"
         )
-    notes = unrecorded_warning(path)
-    for said in notes:
-        pywarnings.warn(said, stacklevel=3)
-    return notes
+    return unrecorded_warning(path)
 
 
 # The root attribute that says what --overwrite replaced (docs/FORMATS.md): absent when nothing is to be said.
