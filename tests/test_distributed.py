@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from contextlib import ExitStack
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -32,6 +33,7 @@ from laya_inspect.compare.effects import Measured, Remover, measure
 from laya_inspect.distributed import World, shard_ranges
 from laya_inspect.errors import CacheError
 from laya_inspect.heads import build_head
+from laya_inspect.runtime import no_progress
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 # Attributes that may differ from a one-process cache (docs/FORMATS.md): when it was made, and by how many.
@@ -258,6 +260,89 @@ def test_overwrite_under_torchrun_and_then_alone_replaces_the_shards(work):
         assert int(f.attrs["world_size"]) == 1 and not f["test/layer_000"].is_virtual
 
 
+@pytest.mark.slow
+def test_overwrite_under_torchrun_killed_mid_run_keeps_the_old_cache_and_a_rerun_replaces_it(work):
+    """QA (data loss): under torchrun, --overwrite removed the old cache when the plan was made, so a run
+    killed or failing afterwards left the user with no cache, where one process keeps the old file until
+    the new one is renamed over it. The old cache, its shards and its record now stay until the join."""
+    from laya_inspect.out_dir import unproven_file
+
+    out = work / "k.h5"
+    first = _run(_extract(out, "--split", "test", procs=2, batch=8), work)
+    assert first.returncode == 0, first.stderr
+    old = _contents(out)
+    before = out.read_bytes()
+    (work / "SLOW").touch()
+    proc = subprocess.Popen(
+        _extract(out, "--overwrite", procs=2, batch=8),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=work,
+    )
+    _wait_for_rows(_being_written(work, "k.h5.shards*/rank-00001-of-00002.h5", proc), 64, proc)
+    os.kill(int((work / "pid-1").read_text()), signal.SIGKILL)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert out.read_bytes() == before and unproven_file(out) is None  # as it was, and still proven by its record
+    _assert_same_contents(old, _contents(out))  # its shards too
+    (work / "SLOW").unlink()
+
+    again = _run(_extract(out, "--overwrite", procs=2, batch=8), work)
+    assert again.returncode == 0, again.stderr
+    extract_features(_config(work / "ref.h5", batch=8))
+    _assert_same(work / "ref.h5", out)
+    assert sorted(p.name for p in work.iterdir() if p.name.startswith("k.h5")) == ["k.h5", "k.h5.shards"]
+    assert unproven_file(out) is None
+
+
+def _being_written(folder, pattern, proc, deadline=120):
+    """The shard file matching ``pattern`` whose partial file has appeared (the new run's, wherever its
+    shards are written)."""
+    end = time.time() + deadline
+    while time.time() < end and proc.poll() is None:
+        found = sorted(folder.glob(pattern + ".partial"))
+        if found:
+            return found[0].with_suffix("")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.skip("the extraction finished (or failed) before it could be caught writing")
+
+
+def _assert_same_contents(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        if key.endswith("[]"):
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_overwrite_under_torchrun_keeps_the_old_cache_until_the_join_and_checks_it_again_there(work):
+    """The plan of an --overwrite run leaves the old cache and its shards in place (the new shards go to
+    OUT.shards.partial); a cache edited while the shards were written is refused at the join, kept as
+    edited, its shards with it."""
+    from laya_inspect.cache.rows import prepare
+    from laya_inspect.cache.shards import _write_shard, merge_shards
+    from laya_inspect.errors import InputError
+
+    out = work / "j.h5"
+    extract_features(_config(out, splits=("test",)))  # recorded beside it
+    before = out.read_bytes()
+    config = _config(out, splits=("test",), overwrite=True)
+    prep = prepare(config, torch.device("cpu"), world_size=2)
+    plan, folder = _plan(config, World(rank=0, size=2), prep)
+    assert out.exists() and out.read_bytes() == before  # kept, its shards too: the new ones go elsewhere
+    assert Path(folder) == work / "j.h5.shards.partial"
+    for rank in range(2):
+        _write_shard(config, World(rank=rank, size=2), prep, plan, Path(folder), no_progress)
+    with h5py.File(out, "a") as f:
+        f.attrs["note"] = "checked by hand"  # edited while the shards were written
+    edited = out.read_bytes()
+    with pytest.raises(InputError, match="is not as laya-inspect wrote it"):
+        merge_shards(out, 2, plan, Path(folder), overwrite=True)
+    assert out.read_bytes() == edited and not shard_dir(out).exists()
+
+
 def test_overwrite_under_torchrun_checks_the_cache_again_before_removing_it(work):
     """QA (race): under torchrun, --overwrite checked the old cache before the model loaded and removed
     it once loaded without checking again, so an edit made meanwhile was lost. The plan checks it
@@ -305,7 +390,13 @@ def test_overwrite_under_torchrun_of_an_unrecorded_cache_says_so_at_the_end_and_
     record_of(out).unlink()  # as an earlier version left it
     r = _run(_extract(out, "--split", "test", "--overwrite", procs=2), work)
     assert r.returncode == 0, r.stderr
-    assert f"warning: {out} had no record beside it" in " ".join(r.stderr.split()), r.stderr
+    said = " ".join(r.stderr.split())
+    assert said.count(f"{out} had no record beside it") == 1, r.stderr  # once, with the other warnings
+    assert f"warning: {out} had no record beside it" in said, r.stderr
+    record_of(out).unlink()
+    alone = _run(_extract(out, "--split", "test", "--overwrite"), work)  # one process says it once too
+    assert alone.returncode == 0, alone.stderr
+    assert " ".join(alone.stderr.split()).count(f"{out} had no record beside it") == 1, alone.stderr
     with h5py.File(out, "r") as f:
         assert any("could not be seen" in n for n in decode_attr(f.attrs["overwrite_notes"]))
         assert not any("no record" in w for w in decode_attr(f.attrs["warnings"]))

@@ -552,3 +552,19 @@ def test_ctrl_c_while_extract_starts_does_not_say_rows_were_kept(ckpt, tmp_path,
     assert result.exit_code == 130 and "Traceback" not in result.output, result.output
     assert said == "interrupted: no row was written and no file was made; run the same command again", said
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("folder", ["x.h5.shards", "x.h5.shards.partial", "x.h5.shards.old"])
+def test_a_users_file_inside_a_shards_folder_is_refused_and_kept_by_overwrite(ckpt, tmp_path, folder):
+    # --overwrite removed a cache's shards folder whole (rmtree), a user's notes saved in it included;
+    # a folder holding a file extract does not write is now refused, named, and left as it is
+    shards = tmp_path / folder
+    shards.mkdir()
+    (shards / "notes.txt").write_text("my notes")
+    res = runner.invoke(
+        app, extract_args(ckpt, tmp_path / "x.h5", "--limit", "40", "--overwrite"), env={"COLUMNS": "300"}
+    )
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert f"{shards} is a folder holding notes.txt" in said and "move it away yourself" in said, said
+    assert (shards / "notes.txt").read_text() == "my notes" and not (tmp_path / "x.h5").exists()

@@ -9,8 +9,11 @@ process would and the arrays are the same bit for bit. Each shard is written by
 the shares are fixed by the manifest of the first run, and a run with another number of processes is refused
 rather than mixing two plans. ``OUT`` carries the attributes of a one-process cache (``world_size`` says how
 it was written); its virtual datasets name their shard files relative to ``OUT``'s folder, so ``OUT`` and
-``OUT.shards`` move together. ``--overwrite`` removes the old cache and its shards before the new shards are
-written, once the model and data have loaded, checking the old cache against its record again just before.
+``OUT.shards`` move together. ``--overwrite`` of an existing ``OUT`` writes the new shards into
+``OUT.shards.partial`` and keeps the old cache and its shards until the join: the old cache is checked against
+its record then, and again just before the swap (the old shards renamed aside, the new cache renamed into
+place, the new shards renamed to ``OUT.shards``), so a run that fails or is killed before it leaves the old
+cache as it was.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import dataclasses
 import json
 import operator
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Sequence
@@ -53,6 +57,7 @@ from .writer import (
     may_overwrite,
     refuse_foreign_record,
     same_layers,
+    unproven_cache,
 )
 
 if TYPE_CHECKING:
@@ -68,12 +73,23 @@ def shard_dir(out: str | Path) -> Path:
     return p.with_name(p.name + SHARDS_SUFFIX)
 
 
-def shard_path(out: str | Path, rank: int, size: int) -> Path:
-    return shard_dir(out) / f"rank-{rank:05d}-of-{size:05d}.h5"
+def staging_dir(out: str | Path) -> Path:
+    """Where ``--overwrite`` writes the shards of a cache that replaces an existing one."""
+    return partial_path(shard_dir(out))
 
 
-def read_manifest(out: str | Path) -> dict[str, Any] | None:
-    path = shard_dir(out) / MANIFEST
+def _aside_dir(out: str | Path) -> Path:
+    """Where the old cache's shards wait, for the moment of the swap, until the new ones are in place."""
+    folder = shard_dir(out)
+    return folder.with_name(folder.name + ".old")
+
+
+def shard_path(out: str | Path, rank: int, size: int, folder: Path | None = None) -> Path:
+    return (folder or shard_dir(out)) / f"rank-{rank:05d}-of-{size:05d}.h5"
+
+
+def read_manifest(out: str | Path, folder: Path | None = None) -> dict[str, Any] | None:
+    path = (folder or shard_dir(out)) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
@@ -111,25 +127,40 @@ def describe_shards(out: str | Path) -> str:
     return f" ({manifest['world_size']} processes; {'; '.join(parts)})"
 
 
+# What extract keeps in a shards folder: the manifest, its temporary file, shard files (partial or complete)
+# and their locks. A folder holding anything else is not removed by --overwrite.
+_OURS = re.compile(r"manifest\.json(\.tmp-\d+-\w+)?|\.?rank-\d{5}-of-\d{5}\.h5(\.partial|\.lock)?")
+
+
 def refuse_foreign_shards(out: str | Path) -> None:
-    """Refuse, in one line naming it, an ``<out>.shards`` that is not a folder extract made (a user's
-    file, or a symlink, dangling or to a folder: shards would be written through it into another
-    folder, and ``--overwrite`` cannot remove it): extract keeps a sharded run's manifest and shards
-    in that folder, and ``--overwrite`` does not remove what laya-inspect did not make."""
-    folder = shard_dir(out)
-    if not folder.is_symlink() and (folder.is_dir() or not folder.exists()):
-        return
-    what = f"a symlink (to {os.readlink(folder)})" if folder.is_symlink() else "a file"
-    raise InputError(
-        f"{folder} is {what}, not the folder where laya-inspect keeps {Path(out).name}'s shards; neither a resume "
-        f"nor --overwrite touches it: {MOVE_IT}"
-    )
+    """Refuse, in one line naming it, an ``<out>.shards`` (or the ``.shards.partial`` and ``.shards.old``
+    folders of an --overwrite run) that is not a folder extract made (a user's file, a symlink, dangling
+    or to a folder: shards would be written through it into another folder, or a folder holding a file
+    extract does not write): extract keeps a sharded run's manifest and shards in these folders, and
+    ``--overwrite`` does not remove what laya-inspect did not make."""
+    for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)):
+        if not folder.is_symlink() and not folder.exists():
+            continue
+        if folder.is_symlink() or not folder.is_dir():
+            what = f"a symlink (to {os.readlink(folder)})" if folder.is_symlink() else "a file"
+        else:
+            other = sorted(p.name for p in folder.iterdir() if not _OURS.fullmatch(p.name) or p.is_symlink())
+            if not other:
+                continue
+            named = ", ".join(other[:3]) + (" …" if len(other) > 3 else "")
+            what = f"a folder holding {named}, which extract does not write"
+        raise InputError(
+            f"{folder} is {what}, not the folder where laya-inspect keeps {Path(out).name}'s shards; neither a "
+            f"resume nor --overwrite touches it: {MOVE_IT}"
+        )
 
 
 def refuse_sharded_leftovers(config: ExtractConfig) -> None:
     """A one-process run must not start over an interrupted run of several processes unasked."""
+    if config.overwrite or Path(config.out).exists():
+        return  # --overwrite starts again, whatever the manifest holds
     manifest = read_manifest(config.out)
-    if manifest is None or config.overwrite or Path(config.out).exists() or not _shard_files(Path(config.out)):
+    if manifest is None or not _shard_files(Path(config.out)):
         return
     size = int(manifest["world_size"])
     raise CacheError(
@@ -140,10 +171,11 @@ def refuse_sharded_leftovers(config: ExtractConfig) -> None:
 
 
 def drop_stale_shards(out: str | Path) -> None:
-    """Remove the shards of a cache that a one-process run has just replaced."""
-    folder = shard_dir(out)
-    if folder.is_dir():
-        shutil.rmtree(folder, ignore_errors=True)
+    """Remove the shards of a cache that a one-process run has just replaced, and those an --overwrite
+    run under torchrun left unfinished."""
+    for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)):
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
@@ -158,9 +190,16 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         agree(world, lambda: box.append(prepare(config, device, world_size=world.size)))
         prep = box[0]
         start = time.perf_counter()
-        plan, notes = agree(world, lambda: _plan(config, world, prep) if world.is_main else ({}, []))[0]  # rank 0's
-        stats = agree(world, lambda: _write_shard(config, world, prep, plan, held, emit))
-        said = agree(world, lambda: merge_shards(out, world.size, plan, notes) if world.is_main else [])[0]
+        plan, folder = agree(world, lambda: _plan(config, world, prep) if world.is_main else ({}, ""))[0]  # rank 0's
+        stats = agree(world, lambda: _write_shard(config, world, prep, plan, Path(folder), emit))
+        said, notes = agree(
+            world,
+            lambda: (
+                merge_shards(out, world.size, plan, Path(folder), overwrite=config.overwrite)
+                if world.is_main
+                else ([], [])
+            ),
+        )[0]
         seconds = time.perf_counter() - start
     # rank 0's, who speaks for all: a layer that gave one row for every input, two alike; what it replaced
     prep.warnings += [*said, *notes]
@@ -184,12 +223,13 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
     out = Path(config.out)
     held.enter_context(output_lock(out))
     refuse_foreign_record(out)  # merge_shards writes the record there: refused before any work
+    refuse_foreign_shards(out)  # checked again under the lock: --overwrite removes these folders
     if config.overwrite:
         return  # cleared in _plan, once the model and data have loaded
     if out.exists():
         raise CacheError(
             f"{out} already exists; pass --overwrite to write a new cache "
-            "(under torchrun the old cache and its shards are removed first)"
+            "(the old cache and its shards are kept until the new one is complete)"
         )
     if partial_path(out).exists():
         raise CacheError(
@@ -206,20 +246,24 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
         )
 
 
-def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
+def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str, list[tuple[int, int]]], str]:
     """Rank 0: each split's rows per rank, from the manifest of the run being resumed or made now; and
-    what --overwrite could not check of the cache it removed (the writer's ``overwrite_notes``)."""
+    the folder the shards are written to (``OUT.shards``, or ``OUT.shards.partial`` where --overwrite
+    replaces an existing cache, which stays as it is until the join)."""
     out = Path(config.out)
     sizes = {s: sp.n for s, sp in prep.data.splits.items()}
-    notes: list[str] = []
+    folder = shard_dir(out)
     if config.overwrite:
-        # checked again before deleting, as the one-process writer checks before its rename: a cache
-        # edited while the model loaded is not this run's to replace
-        notes = may_overwrite(out)
-        out.unlink(missing_ok=True)
+        # checked again now the model has loaded, as the one-process writer checks when it starts: a
+        # cache edited meanwhile is refused before the work, not after (and again at the join)
+        may_overwrite(out)
         partial_path(out).unlink(missing_ok=True)
-        drop_stale_shards(out)
-    manifest = read_manifest(out)
+        if out.exists():
+            folder = staging_dir(out)  # the old cache reads its shards from shard_dir until the swap
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            drop_stale_shards(out)
+    manifest = read_manifest(out, folder)
     if manifest is not None and int(manifest["world_size"]) == world.size:
         old = {s: int(v["n"]) for s, v in manifest["splits"].items()}
         if old != sizes:
@@ -227,15 +271,17 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str
                 f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): the data or --limit changed; "
                 "rerun the original command to resume it, or pass --overwrite to start again"
             )
-        return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}, notes
+        return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}, str(folder)
     plan = {s: shard_ranges(n, world.size, prep.batch_size) for s, n in sizes.items()}
-    _write_manifest(out, world.size, prep.batch_size, plan, complete=False)
-    return plan, notes
+    _write_manifest(out, folder, world.size, prep.batch_size, plan, complete=False)
+    return plan, str(folder)
 
 
-def _write_manifest(out: Path, size: int, align: int, plan: dict[str, list[tuple[int, int]]], **extra: Any) -> None:
+def _write_manifest(
+    out: Path, folder: Path, size: int, align: int, plan: dict[str, list[tuple[int, int]]], **extra: Any
+) -> None:
     write_json(
-        shard_dir(out) / MANIFEST,
+        folder / MANIFEST,
         {
             "format": MANIFEST_FORMAT,
             "cache": out.name,
@@ -259,14 +305,28 @@ def _write_shard(
     world: World,
     prep: Prepared,
     plan: dict[str, list[tuple[int, int]]],
-    held: ExitStack,
+    folder: Path,
     emit: Progress,
 ) -> tuple[int, dict[str, int], dict[str, int]]:
-    """This rank's rows of every split into its shard file: (rows written, rows resumed, non-finite)."""
+    """This rank's rows of every split into its shard file in ``folder``: (rows written, rows resumed,
+    non-finite)."""
+    path = shard_path(config.out, world.rank, world.size, folder)
+    # held while this shard is written only: OUT's lock, which rank 0 holds to the end, keeps other runs
+    # out, and the join renames the folder the shard's lock file is in
+    with output_lock(path):
+        return _write_locked(config, world, prep, plan, path, emit)
+
+
+def _write_locked(
+    config: ExtractConfig,
+    world: World,
+    prep: Prepared,
+    plan: dict[str, list[tuple[int, int]]],
+    path: Path,
+    emit: Progress,
+) -> tuple[int, dict[str, int], dict[str, int]]:
     from .rows import write_cache
 
-    path = shard_path(config.out, world.rank, world.size)
-    held.enter_context(output_lock(path))
     mine = {s: plan[s][world.rank] for s in plan}
     splits = {
         s: dataclasses.replace(sp, labels=sp.labels[slice(*mine[s])], index=sp.index[slice(*mine[s])])
@@ -303,29 +363,66 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
 
 
 def merge_shards(
-    out: str | Path, size: int, plan: dict[str, list[tuple[int, int]]], notes: Sequence[str] = ()
-) -> list[str]:
+    out: str | Path,
+    size: int,
+    plan: dict[str, list[tuple[int, int]]],
+    folder: Path | None = None,
+    *,
+    overwrite: bool = False,
+) -> tuple[list[str], list[str]]:
     """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
-    shard files, with the attributes a one-process cache would have (``notes``: its ``overwrite_notes``);
-    then mark the manifest complete.
+    shard files in ``folder`` (default ``OUT.shards``), with the attributes a one-process cache would
+    have; then mark the manifest complete. With ``overwrite``, the cache at ``out`` is checked against
+    its record before the join and again just before the swap; shards written into another folder
+    (``OUT.shards.partial``) replace ``OUT.shards`` only then.
     Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
-    layers that hold the same values)."""
+    layers that hold the same values) and what could not be checked of the cache replaced (its
+    ``overwrite_notes``)."""
     out = Path(out)
+    final = shard_dir(out)
+    folder = folder or final
     refuse_foreign_record(out)  # checked again: a file saved there while the shards were written
-    files = [shard_path(out, r, size) for r in range(size)]
+    files = [shard_path(out, r, size, folder) for r in range(size)]
     missing = [str(p) for p in files if not p.exists()]
     if missing:
         raise CacheError(f"cannot join the shards of {out}: {', '.join(missing)} missing; rerun the same command")
-    with atomic_path(out) as tmp, ExitStack() as opened:
-        shards = [opened.enter_context(h5py.File(p, "r")) for p in files]
-        # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed
-        with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
-            said = _join(f, shards, [os.path.relpath(p, out.parent) for p in files], plan, notes)
+    notes = may_overwrite(out) if overwrite else []  # a cache edited while the shards were written is kept
+    aside = _aside_dir(out)
+    with atomic_path(out) as tmp:
+        with ExitStack() as opened:
+            shards = [opened.enter_context(h5py.File(p, "r")) for p in files]
+            # virtual datasets need the HDF5 1.10 format; this file is written once, whole, then renamed;
+            # it names the shards where they will be once in place
+            names = [os.path.relpath(shard_path(out, r, size), out.parent) for r in range(size)]
+            with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
+                said = _join(f, shards, names, plan, notes)
+        if out.exists():
+            _check_before_swap(out, overwrite, folder)
         record = take_record(out, "extract", {out: tmp})  # what the next --overwrite checks
+        if folder != final:
+            # a run killed from here on leaves a cache whose shards are missing (refused on reading,
+            # never read from another run's shards): the old shards wait in OUT.shards.old
+            shutil.rmtree(aside, ignore_errors=True)
+            if final.exists():
+                os.rename(final, aside)
+    if folder != final:
+        os.rename(folder, final)
+        shutil.rmtree(aside, ignore_errors=True)
     put_record(out, record)
     manifest = read_manifest(out) or {}
-    write_json(shard_dir(out) / MANIFEST, {**manifest, "complete": True})
-    return said
+    write_json(final / MANIFEST, {**manifest, "complete": True})
+    return said, notes
+
+
+def _check_before_swap(out: Path, overwrite: bool, folder: Path) -> None:
+    """Refuse to replace ``out`` unless --overwrite was given and it is still a cache laya-inspect wrote,
+    unchanged since (a file saved there, or an edit, while the join was written)."""
+    why = unproven_cache(out) if overwrite else "was saved there while the shards were written"
+    if why is not None:
+        raise InputError(
+            f"{out} {why}; it was not replaced (this run's shards are in {folder}): move it away yourself "
+            "and rerun, or choose another out"
+        )
 
 
 def _join(
