@@ -657,3 +657,17 @@ def test_bench_scripts_smoke_mode_runs(script, tmp_path):
         assert (tmp_path / "r.md").read_text().startswith("# GPU check")
     else:
         assert res.stdout.count("rows/s [zoo:mlp") == 3
+
+
+def test_a_cache_whose_swap_was_stopped_says_so_and_how_to_mend_it(work):
+    """A kill between the join's renames leaves OUT without OUT.shards (the old shards in OUT.shards.old,
+    the new in OUT.shards.partial): the reader refuses it, naming the stopped --overwrite, instead of
+    telling the user to keep a folder that is gone beside it."""
+    out = work / "s.h5"
+    r = _run(_extract(out, "--split", "test", procs=2), work)
+    assert r.returncode == 0, r.stderr
+    FeatureStore(out).close()  # readable as joined
+    shard_dir(out).rename(work / "s.h5.shards.old")  # where the swap puts the old shards first
+    (work / "s.h5.shards.partial").mkdir()
+    with pytest.raises(CacheError, match=r"extract --overwrite` under torchrun was stopped .* rerun that extract"):
+        FeatureStore(out)

@@ -168,10 +168,7 @@ class FeatureStore:
                     with h5py.File(path, "r") as f:
                         complete = bool(f.attrs.get("complete", False))
                 except OSError:
-                    raise CacheError(
-                        f"{self.path}: its rows are kept in shard files, and {path} is missing or unreadable; "
-                        f"keep the folder {path.parent.name} beside {self.path.name} (move them together)"
-                    ) from None
+                    raise CacheError(_missing_shard(self.path, path)) from None
                 if not complete:
                     raise CacheError(f"{self.path}: its shard file {path} is incomplete; rerun the extraction")
                 self._sources.add(path)
@@ -393,3 +390,22 @@ def _read(ds: h5py.Dataset, rows: slice | np.ndarray | None) -> np.ndarray:
     out = np.empty((len(rows),) + data.shape[1:], dtype=data.dtype)
     out[order] = data[inverse]
     return out
+
+
+def _missing_shard(cache: Path, shard: Path) -> str:
+    """Why ``cache`` cannot be read, its shard file ``shard`` being absent: a folder moved apart from it,
+    or an ``extract --overwrite`` under torchrun stopped while it renamed the new cache and shards into
+    place (the old shards wait in ``<folder>.old``, the new ones in ``<folder>.partial``)."""
+    folder = shard.parent
+    swapping = [p.name for p in (folder.with_name(folder.name + ".old"), folder.with_name(folder.name + ".partial"))]
+    if not folder.exists() and any((folder.parent / name).is_dir() for name in swapping):
+        return (
+            f"{cache}: its rows are kept in shard files, and {folder} is missing: an `extract --overwrite` under "
+            f"torchrun was stopped while it swapped the new cache in ({' and '.join(swapping)} beside it hold the "
+            "old and new shards, and whether the cache is old or new cannot be told from here); rerun that "
+            "extract with --overwrite"
+        )
+    return (
+        f"{cache}: its rows are kept in shard files, and {shard} is missing or unreadable; "
+        f"keep the folder {folder.name} beside {cache.name} (move them together)"
+    )
