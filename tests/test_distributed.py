@@ -671,3 +671,20 @@ def test_a_cache_whose_swap_was_stopped_says_so_and_how_to_mend_it(work):
     (work / "s.h5.shards.partial").mkdir()
     with pytest.raises(CacheError, match=r"extract --overwrite` under torchrun was stopped .* rerun that extract"):
         FeatureStore(out)
+
+
+def test_a_file_saved_at_out_while_the_shards_were_written_is_not_replaced_by_the_join(work):
+    """QA (race): the join renamed the joined cache over whatever was at OUT by then, a file the user
+    saved there while the shards were written included; it is now refused, the file and the shards kept."""
+    from laya_inspect.cache.shards import merge_shards, read_manifest
+    from laya_inspect.errors import InputError
+
+    out = work / "u.h5"
+    r = _run(_extract(out, "--split", "test", procs=2), work)
+    assert r.returncode == 0, r.stderr
+    plan = {s: [tuple(x) for x in v["ranges"]] for s, v in read_manifest(out)["splits"].items()}
+    out.unlink()  # as before the join
+    out.write_text("my notes\n")  # saved there meanwhile
+    with pytest.raises(InputError, match="was saved there while the shards were written"):
+        merge_shards(out, 2, plan)
+    assert out.read_text() == "my notes\n" and shard_path(out, 1, 2).exists()
