@@ -212,3 +212,61 @@ def test_a_weight_that_did_not_run_leaves_the_count_unknown() -> None:
     with call_order(net) as calls, torch.no_grad():
         net(torch.rand(2, 4))
     assert layer_macs(calls, {}, {"used": net.used, "all": net}) == {"used": 16, "all": None}
+
+
+def _scripted_cache(tmp_path: Path) -> Path:
+    from laya_inspect.cache.extract import ExtractConfig
+    from laya_inspect.cache.extract import extract_features as extract
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 15), nn.ReLU(), nn.Linear(15, 10))
+    torch.jit.save(torch.jit.script(net.eval()), tmp_path / "s.pt")
+    out = tmp_path / "s.h5"
+    extract(ExtractConfig(model=f"torchscript:{tmp_path / 's.pt'}", data="digits", layers="all", out=str(out)))
+    return out
+
+
+def test_a_scripted_sequential_s_layer_types_are_its_children_s_classes(tmp_path: Path) -> None:
+    """Every layer of a TorchScript archive was recorded as a RecursiveScriptModule (--layers all: each
+    unit's ReLU): each now has the class its TorchScript copy keeps."""
+    with FeatureStore(_scripted_cache(tmp_path)) as store:
+        assert store.layer_names == ["2", "4"] and store.attrs["layer_types"] == ["ReLU", "ReLU"]
+
+
+def test_the_model_count_runs_a_scripted_sequential_child_by_child(tmp_path: Path) -> None:
+    """--costs model refused a TorchScript archive; a scripted Sequential runs child by child from Python,
+    where torch's global hooks place each child: by hand, each Linear's weights once per row."""
+    from laya_inspect.beyond.costs import backbone_costs
+
+    sizes = [64 * 32 + 32, 32 * 15 + 15, 15 * 10 + 10]
+    with FeatureStore(_scripted_cache(tmp_path)) as store:
+        costs = backbone_costs(store, "model")
+    assert costs.source == "model" and costs.params_total == sum(sizes)
+    assert costs.flops_total == 2 * (64 * 32 + 32 * 15 + 15 * 10)
+    # after each unit's ReLU: the Linear layers after it
+    assert list(costs.params_after) == [sum(sizes[1:]), sizes[2]]
+    assert list(costs.flops_after) == [2 * (32 * 15 + 15 * 10), 2 * 15 * 10]
+
+
+def test_the_model_count_refuses_a_scripted_recurrent_part(tmp_path: Path) -> None:
+    """A scripted LSTM's matmuls are not seen by torch's counter, nor can they be added by hand (it takes no
+    hooks of its own): the count is refused, not given low."""
+    from laya_inspect.beyond.costs import backbone_costs
+    from laya_inspect.errors import InputError
+
+    class _Steps(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.rnn(x.reshape(len(x), 8, 8))[0][:, -1]
+
+    torch.jit.save(torch.jit.script(nn.Sequential(_Steps(), nn.Linear(8, 10)).eval()), tmp_path / "r.pt")
+    from laya_inspect.cache.extract import ExtractConfig
+    from laya_inspect.cache.extract import extract_features as extract
+
+    out = tmp_path / "r.h5"
+    extract(ExtractConfig(model=f"torchscript:{tmp_path / 'r.pt'}", data="digits", layers="0", out=str(out)))
+    with FeatureStore(out) as store, pytest.raises(InputError, match="GRU"):
+        backbone_costs(store, "model")

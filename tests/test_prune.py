@@ -488,18 +488,40 @@ def test_a_relative_model_path_is_counted_from_the_folder_extract_ran_in(tmp_pat
     assert "net.ts" not in str(there.get("note"))
 
 
-def test_a_torchscript_model_s_compute_is_estimated_from_the_shapes(tmp_path):
-    """`prune --costs auto` on a TorchScript archive of a known input size ended in a RuntimeError
-    ("register_forward_pre_hook is not supported on ScriptModules"): it takes no hooks, so which
-    parameters run after a layer cannot be told. It falls back to the shapes estimate, saying why."""
+def test_a_scripted_sequential_s_compute_is_counted_from_the_model(tmp_path):
+    """`prune --costs auto` on a TorchScript archive ended in a RuntimeError ("register_forward_pre_hook is
+    not supported on ScriptModules"), then fell back to the shapes estimate; a scripted Sequential runs
+    child by child from Python, where torch's global hooks place each child: counted by hand, the conv's
+    4 × 9 weights at 6 × 6 positions and the Linear's 144 × 3 after the ReLU."""
     net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 3))
     torch.jit.script(net).save(tmp_path / "net.ts")
     image = {"kind": "image", "output": [1, 8, 8]}
     cache = _cache_from(tmp_path, f"torchscript:{tmp_path / 'net.ts'}", {"1": 4}, transforms=image)
     with FeatureStore(cache) as store:
         costs = backbone_costs(store, "auto")
-        assert costs.source == "shapes" and "TorchScript module takes no hooks" in str(costs.note), costs.note
-        with pytest.raises(InputError, match="TorchScript module takes no hooks"):
+    assert costs.source == "model" and costs.note is None
+    assert costs.flops_total == 2 * (4 * 9 * 36 + 144 * 3) and list(costs.flops_after) == [2 * 144 * 3]
+    assert costs.params_total == 4 * 9 + 4 + 144 * 3 + 3 and list(costs.params_after) == [144 * 3 + 3]
+
+
+def test_a_torchscript_graph_s_compute_is_estimated_from_the_shapes(tmp_path):
+    """A TorchScript module other than a Sequential runs as one graph that takes no hooks: which parameters
+    run after a layer cannot be told, so `auto` falls back to the shapes estimate, saying why."""
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x, self.fc(x)
+
+    torch.jit.script(Twice()).save(tmp_path / "net.ts")
+    cache = _cache_from(tmp_path, f"torchscript:{tmp_path / 'net.ts'}", {"outputs.0": 4})
+    with FeatureStore(cache) as store:
+        costs = backbone_costs(store, "auto")
+        assert costs.source == "shapes" and "runs as one graph that takes no hooks" in str(costs.note), costs.note
+        with pytest.raises(InputError, match="runs as one graph that takes no hooks"):
             backbone_costs(store, "model")
 
 

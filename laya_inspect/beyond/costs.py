@@ -179,8 +179,7 @@ def costs_from_model(store: FeatureStore) -> Costs:
     model = load_model(spec, weights=weights, random_init=random_init, device="cpu", search_dir=search_dir)
     if weights is not None and model.weights_sha256 != store.attrs.get("weights_sha256"):
         raise InputError(f"the weights file {weights} changed since extract read it, so its architecture may differ")
-    if isinstance(model.module, torch.jit.ScriptModule):  # its parameters would all read as run before any layer
-        raise InputError("a TorchScript module takes no hooks, so which parameters run after each layer is not known")
+    _refuse_unseen(model)
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
     inputs = _one_input(store, model)
@@ -209,10 +208,33 @@ def costs_from_model(store: FeatureStore) -> Costs:
     silent = [n for n in names if n not in done]
     if silent:
         raise InputError(f"layer {silent[0]!r} did not run in the model's forward pass")
+    if calls.unseen:  # a scripted part run inside another's graph in a layer: where its work falls is not known
+        raise InputError("a TorchScript part ran where no hook saw it, so where its work falls is not known")
     total_flops = float(flops())
     params_after = np.array([calls.params(done[n][0]) for n in names], dtype=float)
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
     return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, float(calls.params(0)), total_flops)
+
+
+def _refuse_unseen(model: Any) -> None:
+    """An InputError where the count would not see what runs after each layer: a TorchScript archive that
+    is not a Sequential runs as one graph (its parameters would all read as run before any layer; a
+    scripted Sequential runs child by child from Python, where torch's global hooks see each child), and a
+    scripted recurrent module or attention, whose matmuls the counter does not see nor a hook can add."""
+    import torch
+
+    from ..models.work import scripted_blind
+
+    if isinstance(model.module, torch.jit.ScriptModule) and not getattr(model.adapter, "sequential", False):
+        raise InputError(
+            "a TorchScript module other than a Sequential runs as one graph that takes no hooks, so which "
+            "parameters run after each layer is not known"
+        )
+    if blind := scripted_blind(model.module):
+        raise InputError(
+            f"torch's FLOP counter does not see the matmuls of {', '.join(blind)}, and a TorchScript module takes "
+            "no hooks that could add them"
+        )
 
 
 def _math_attention() -> Any:

@@ -34,7 +34,7 @@ from ..layers import (
     parameter_counts,
     reduce_batch,
 )
-from ..models.base import rerun_warning
+from ..models.base import module_kind, rerun_warning
 from ..models.sizes import Unit, call_order, layer_macs, unit_sizes, with_units
 from .extract_config import DTYPES, ExtractResult
 from .partial import refuse_reserved_name
@@ -110,7 +110,7 @@ def extract_from_module(
     returned = [n for n in names if first.returned.get(n) == len(classes)]
     logits = logits_warning(returned, len(classes), NOTEBOOK_ADVICE[1])
     reran = rerun_warning(first.runs)
-    types = [type(modules[n]).__name__ for n in names]
+    types = [module_kind(modules[n]) for n in names]
     params, ops, op_shapes = with_units(first.units, names, parameter_counts(modules, names), types)
     attrs = {
         "tool_version": __version__,

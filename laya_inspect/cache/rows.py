@@ -23,7 +23,7 @@ from ..errors import CacheError, ImageFileError, InputError
 from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
-from ..models.base import rerun_warning
+from ..models.base import module_kind, rerun_warning
 from ..models.sizes import call_order, classifier_inputs, layer_macs, output_state_params, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
@@ -101,7 +101,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     warnings += [moved] if moved else []
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
-    types = [type(modules[n]).__name__ if n in modules else "hidden_state" for n in names]
+    types = [module_kind(modules[n]) if n in modules else "hidden_state" for n in names]
     units = unit_sizes(calls, modules, names)
     params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})

@@ -394,7 +394,7 @@ def last_linear(module: nn.Module) -> tuple[str, nn.Linear] | None:
     """The last ``nn.Linear`` in definition order: usually the classifier."""
     found = None
     for name, m in module.named_modules():
-        if isinstance(m, nn.Linear) or getattr(m, "original_name", None) == "Linear":  # TorchScript copies too
+        if module_kind(m) == "Linear":  # TorchScript copies too
             found = (name, m)
     return found
 
@@ -419,19 +419,21 @@ def default_blocks(module: nn.Module) -> tuple[list[str], str]:
     return (units, UNITS_HOW) if units else (_children(module), CHILDREN_HOW)
 
 
-def _kind(m: nn.Module) -> str:
-    return getattr(m, "original_name", None) or type(m).__name__  # TorchScript copies keep the class name here
+def module_kind(m: nn.Module) -> str:
+    """A module's class name (``Linear``), a TorchScript copy's too: its type is ``RecursiveScriptModule``,
+    and it keeps the class name in ``original_name``."""
+    return getattr(m, "original_name", None) or type(m).__name__
 
 
 def _units(module: nn.Module) -> list[str]:
     """The last child of each unit of a plain Sequential, in order; [] for any other module. A conv
     and its own BatchNorm are one unit, read after its activation: tapping each parameterised child
     took a conv before its norm and the norm before its ReLU, two layers of one unit."""
-    if _kind(module) != "Sequential":
+    if module_kind(module) != "Sequential":
         return []
     units: list[list[str]] = []
     for name, m in module.named_children():
-        starts = any(True for _ in m.parameters()) and "Norm" not in _kind(m)
+        starts = any(True for _ in m.parameters()) and "Norm" not in module_kind(m)
         if starts:
             units.append([name])
         elif units:  # parameter-free children before the first unit belong to none
@@ -445,7 +447,7 @@ def _units(module: nn.Module) -> list[str]:
 def _reshapes(module: nn.Module, name: str) -> bool:
     """A child that only reshapes or drops out (the identity in eval): tapped, a conv unit's map would
     reach the cache flattened, its spatial layout lost to --pool."""
-    kind = _kind(getattr(module, name))
+    kind = module_kind(getattr(module, name))
     return kind in ("Flatten", "Unflatten", "Identity") or kind.startswith("Dropout")
 
 

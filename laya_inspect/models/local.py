@@ -28,6 +28,7 @@ from .base import (
     freeze,
     keeps_random_init,
     last_linear,
+    module_kind,
 )
 from .traced import refuse_training_graph
 from .weights import (
@@ -45,10 +46,6 @@ from .zoo import DEFAULT_LAYERS, ZOO, build_zoo, is_zoo_checkpoint, model_from_c
 # TorchScript
 
 
-def _kind(module: nn.Module) -> str:
-    return getattr(module, "original_name", type(module).__name__)
-
-
 class TorchScriptAdapter(Adapter):
     """TorchScript modules refuse Python forward hooks, and run their submodules inside the
     compiled graph. Two ways in remain: a scripted ``nn.Sequential`` is run child by child from
@@ -64,10 +61,11 @@ class TorchScriptAdapter(Adapter):
         self.virtual_names = tuple(f"outputs.{k}" for k in range(self.n_outputs))
         self.virtual_in_depth_order = self.n_outputs < 2
         self.virtual_returned = True
-        self.sequential = _kind(module) == "Sequential"
+        self.sequential = module_kind(module) == "Sequential"
         works = "its children (run one by one)" if self.sequential else "none of its submodules"
+        kind = module_kind(module)
         self.hook_hint = (
-            f"; TorchScript takes no Python hooks, so for this scripted {_kind(module)} laya-inspect can read {works}"
+            f"; TorchScript takes no Python hooks, so for this scripted {kind} laya-inspect can read {works}"
             + (f" and the outputs {', '.join(self.virtual_names)}" if self.virtual_names else "")
             + ". Export a forward that returns the tensors you want as a tuple and pick them with "
             "--layers outputs.K, or load the Python model with python:pkg.module:factory --weights FILE"
@@ -88,7 +86,7 @@ class TorchScriptAdapter(Adapter):
         def walk(mod: nn.Module, prefix: str) -> None:
             for name, child in mod.named_children():
                 names.append(prefix + name)
-                if _kind(child) == "Sequential":
+                if module_kind(child) == "Sequential":
                     walk(child, prefix + name + ".")
 
         walk(module, "")
@@ -105,7 +103,7 @@ class TorchScriptAdapter(Adapter):
         def run(mod: nn.Module, x: Any, prefix: str) -> Any:
             for name, child in mod.named_children():
                 full = prefix + name
-                inside = _kind(child) == "Sequential" and any(w.startswith(full + ".") for w in wanted)
+                inside = module_kind(child) == "Sequential" and any(w.startswith(full + ".") for w in wanted)
                 x = run(child, x, full + ".") if inside else child(x)
                 if full in wanted:
                     record(full, child, x)

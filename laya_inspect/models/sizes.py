@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from .base import module_kind
 from .work import covers_inside, row_macs
 
 
@@ -248,11 +249,7 @@ def _own_sizes(root: Any) -> dict[int, int]:
 def _is_op(m: Any) -> bool:
     """A module holding weights of its own that map its input (a conv, a linear layer), not a norm's scale;
     a TorchScript module is one op holding all its parameters."""
-    return any(True for _ in m.parameters(recurse=_scripted(m))) and "Norm" not in _kind(m)
-
-
-def _kind(m: Any) -> str:
-    return getattr(m, "original_name", None) or type(m).__name__  # TorchScript copies keep the class name here
+    return any(True for _ in m.parameters(recurse=_scripted(m))) and "Norm" not in module_kind(m)
 
 
 class Unit(NamedTuple):
@@ -281,7 +278,7 @@ def unit_sizes(calls: Calls, modules: Mapping[str, Any], names: Sequence[str]) -
     for name in sorted(done, key=done.__getitem__):
         ops = [m for t, m in in_order if start < t <= done[name] and _is_op(m)]
         if name in hooked and ops:
-            op, shape = _kind(ops[-1]), calls.last[id(ops[-1])][1]
+            op, shape = module_kind(ops[-1]), calls.last[id(ops[-1])][1]
             work = calls.work_of(m for t, m in in_order if start < t <= done[name])
             found[name] = Unit(calls.params(start, done[name]), op, shape, work)
         start = done[name]

@@ -19,6 +19,22 @@ def _blind() -> tuple[type, ...]:
     return (nn.RNNBase, nn.RNNCellBase, nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.Bilinear)
 
 
+# the class names of :func:`_blind`'s kinds, which a TorchScript copy keeps (``original_name``)
+_BLIND_NAMES = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "TransformerEncoderLayer")
+
+
+def scripted_blind(root: Any) -> list[str]:
+    """The names and classes of ``root``'s TorchScript modules of :func:`_blind`'s kinds (``0.rnn (GRU)``):
+    they take no hooks of their own, so what the counter misses of theirs cannot be added."""
+    import torch
+
+    return [
+        f"{name or 'the model'} ({m.original_name})"
+        for name, m in root.named_modules()
+        if isinstance(m, torch.jit.ScriptModule) and m.original_name in (*_BLIND_NAMES, "Bilinear")
+    ]
+
+
 def covers_inside(m: Any) -> bool:
     """Whether :func:`call_macs` of ``m`` holds its submodules' work (attention's projections, which its
     fast path, or the functional form, runs without calling them)."""
