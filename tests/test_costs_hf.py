@@ -107,12 +107,30 @@ def test_the_model_count_holds_each_block_s_attention_matmuls(minilm):
     projections and the two feed-forward maps at each token, and the scores and their weighted sum (T × T × E
     each); the pooler one E × E map. torch's FlopCounterMode counts scaled dot-product attention's fused
     CPU kernel as 0 FLOPs, so the blocks read low by T / (2E + F); it runs in its math form now."""
+
+    out, model = minilm
+    e, f = model.config.hidden_size, model.config.intermediate_size
+    with FeatureStore(out) as store:
+        counted = backbone_costs(store, "model")
+        t = store.attrs["layer_shapes"][0][0]  # the tokens of extract's first batch, as the estimate counts
+    block = t * (4 * e * e + 2 * e * f) + 2 * t * t * e
+    assert counted.flops_total == 2 * (len(model.encoder.layer) * block + e * e)
+
+
+def test_the_model_count_runs_on_a_text_of_the_cached_length(minilm):
+    """QA: the model's count ran on the tokenizer's example ("an example": 4 tokens) while the cache's
+    texts ran at 5 or more (layer_shapes), so it and the shapes estimate counted different texts. It runs
+    on one text of the length the cache records, and says so."""
     from laya_inspect.models import load_model
 
     out, model = minilm
     e, f = model.config.hidden_size, model.config.intermediate_size
-    t = load_model(f"hf:{out.parent / 'model'}").example_inputs(1)["input_ids"].shape[1]  # what it counts on
+    example = load_model(f"hf:{out.parent / 'model'}").example_inputs(1)["input_ids"].shape[1]
     with FeatureStore(out) as store:
+        t = store.attrs["layer_shapes"][0][0]
         counted = backbone_costs(store, "model")
+    assert t != example and f"one text of {t} tokens" in counted.how
+    assert counted.to_dict(store.layer_names)["how"] == counted.how  # what summary.json records
+    # each block's four projections and feed-forward maps at each token, and the t × t scores and weighted sum
     block = t * (4 * e * e + 2 * e * f) + 2 * t * t * e
-    assert counted.flops_total == 2 * (len(model.encoder.layer) * block + e * e)
+    assert counted.flops_after[0] - counted.flops_after[1] == 2 * block

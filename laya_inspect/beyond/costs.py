@@ -213,7 +213,8 @@ def costs_from_model(store: FeatureStore) -> Costs:
     total_flops = float(flops())
     params_after = np.array([calls.params(done[n][0]) for n in names], dtype=float)
     flops_after = np.array([total_flops - done[n][1] for n in names], dtype=float)
-    return Costs("model", f"{MODEL_HOW} ({spec})", params_after, flops_after, float(calls.params(0)), total_flops)
+    on = f", one text of {_text_length(store)} tokens, as layer_shapes records" if _is_text(store) else ""
+    return Costs("model", f"{MODEL_HOW} ({spec}{on})", params_after, flops_after, float(calls.params(0)), total_flops)
 
 
 def _refuse_unseen(model: Any) -> None:
@@ -270,10 +271,28 @@ def _one_input(store: FeatureStore, model: Any) -> Any:
         if not all(isinstance(s, int) for s in shape):  # [3, "H", "W"]: no --image-size, nor one the model states
             raise InputError(f"{store.path}'s images were read at their own size, so no one input size to count on")
         return torch.full((1, *shape), 0.5)
+    if _is_text(store):
+        return model.example_inputs(1, _text_length(store))
     example = model.example_inputs(1)
     if example is None:
         raise InputError(f"{store.path} records no input shape to count the model's FLOPs on")
     return example
+
+
+def _is_text(store: FeatureStore) -> bool:
+    transforms = store.attrs.get("transforms")
+    return isinstance(transforms, dict) and transforms.get("kind") == "text"
+
+
+def _text_length(store: FeatureStore) -> int:
+    """The tokens of the text the model is counted on: those of the first cached layer's (T, D) output
+    (``layer_shapes``: extract's first batch, padded to its longest text), the length the shapes estimate
+    counts at; a model's own example (4 tokens for all-MiniLM-L6-v2) read a text of 5 or more as one of 4."""
+    shapes = store.attrs.get("layer_shapes")
+    found = [s[0] for s in shapes if isinstance(s, list) and len(s) == 2] if isinstance(shapes, list) else []
+    if not found or not isinstance(found[0], int) or found[0] < 1:
+        raise InputError(f"{store.path} records no text length (a layer's (T, D) shape) to count the model's FLOPs on")
+    return found[0]
 
 
 def _channels(shape: Sequence[int]) -> tuple[int, int]:

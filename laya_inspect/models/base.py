@@ -271,17 +271,23 @@ class LoadedModel:
             return {k: v.to(self.device) if isinstance(v, Tensor) else v for k, v in inputs.items()}
         return inputs
 
-    def example_inputs(self, n: int = 2) -> Any:
+    def example_inputs(self, n: int = 2, length: int | None = None) -> Any:
         """A dummy batch shaped as ``input_spec`` asks (for ``--list-layers`` without data), or
-        None when the spec leaves the shape open (an image model without a size)."""
+        None when the spec leaves the shape open (an image model without a size); ``length``: the
+        tokens of each text (special ones included), else a short example's."""
         spec = self.input_spec
         if spec.kind == "image":
             if spec.hw is None:
                 return None
             return torch.full((n, spec.channels or 3, *spec.hw), 0.5)
         if spec.kind == "text" and self.tokenizer is not None:
-            return dict(self.tokenizer(["an example"] * n, padding=True, return_tensors="pt"))
-        length = min(spec.max_length or 16, 16)
+            if length is None:
+                return dict(self.tokenizer(["an example"] * n, padding=True, return_tensors="pt"))
+            # words enough to fill ``length`` tokens, cut there: every token real, none padding
+            text = " ".join(["example"] * length)
+            cut = {"truncation": True, "max_length": length, "padding": "max_length"}
+            return dict(self.tokenizer([text] * n, return_tensors="pt", **cut))
+        length = length or min(spec.max_length or 16, 16)
         ids = torch.ones(n, length, dtype=torch.long)
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids)} if spec.kind == "text" else ids
 
