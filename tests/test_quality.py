@@ -657,3 +657,48 @@ def test_a_head_above_the_majority_share_by_a_few_minority_rows_is_near_chance()
     acc = float((preds == labels).mean())
     assert near_chance(acc, chance_level(labels), "", n=len(labels)) is None
     assert not chance_check("laya", acc, labels)["near_chance"]
+
+
+def _labels_with_majority(n: int, m: int) -> np.ndarray:
+    """``n`` labels whose largest class has ``m`` rows (the others fill classes of at most ``m``)."""
+    rest = np.arange(n - m) // m + 1
+    return np.concatenate([np.zeros(m, dtype=np.int64), rest])
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "seeds", "correct", "near"),
+    [
+        (13, 3, 2, 15, False),  # 4.5 rows above chance on average over 2 seeds: on the rows line
+        (7, 1, 2, 11, False),  # the same, where float rounding fell the other way
+        (10, 4, 4, 34, False),
+        (10, 4, 2, 17, False),
+        (13, 3, 2, 14, True),  # 4 rows
+        (13, 3, 1, 7, True),  # one seed, 4 rows
+        (13, 3, 1, 8, False),  # one seed, 5 rows
+        (100, 50, 1, 55, False),  # on the gap line, chance 0.5 and accuracy 0.55: not below it
+        (100, 50, 1, 54, True),
+    ],
+)
+def test_fit_head_compare_and_the_reading_draw_one_near_chance_line(n, m, seeds, correct, near) -> None:
+    """fit-head's warning, compare's withheld verdicts (with the bound it records) and the reading's
+    "did not learn" must agree: each computed the rule's lines itself, and at an accuracy on a line (a
+    mean over seeds lands there exactly) float rounding decided differently for each."""
+    from laya_inspect.compare.per_head import chance_check
+    from laya_inspect.report.reading import fit_reading
+    from laya_inspect.training.quality import chance_lines, near_chance
+
+    labels = _labels_with_majority(n, m)
+    chance = chance_level(labels)
+    assert chance == m / n
+    acc = correct / (seeds * n)  # the mean over seeds of their accuracies, ``correct`` rows right in all
+    fit = near_chance(acc, chance, "the head did not learn", n=n) is not None
+    check = chance_check("laya", acc, labels)
+    summary = {
+        "heads": [{"head": "laya", "n": seeds, "test_acc": {"n": seeds, "mean": acc}}],
+        "quality": {"chance": chance},
+        "split": {"n_test": n},
+    }
+    reading = fit_reading(summary).lead[0].startswith("LAYA did not learn")
+    assert fit == check["near_chance"] == reading == near
+    assert check["bound"] == max(x for x in chance_lines(chance, n) if x is not None)
+    assert (acc < check["bound"]) if near else (acc >= check["bound"] - 1e-9)

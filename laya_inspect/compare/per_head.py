@@ -114,7 +114,7 @@ def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, An
     learnt nothing still has a computation its attributions can be faithful to, but "beats the constant
     rule" beside it reads as an explanation to trust: so the verdicts are withheld, not merely
     captioned (the numbers stay)."""
-    from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_level, near_chance
+    from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_level, chance_lines, near_chance
 
     n = len(labels)
     chance = chance_level(labels) if n else float("nan")
@@ -131,7 +131,7 @@ def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, An
     return {
         "accuracy": accuracy,
         "chance": chance if ok else None,
-        "bound": max(chance + CHANCE_GAP * (1 - chance), chance + (GAIN_ROWS - 0.5) / n) if ok else None,
+        "bound": max(x for x in chance_lines(chance, n) if x is not None) if ok else None,
         "near_chance": said is not None,
         "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "
         f"of the n compared rows, or (accuracy − chance)·n < {GAIN_ROWS} rows (fit-head's rule)",

@@ -26,7 +26,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
-from ..training.quality import CHANCE_GAP, GAIN_ROWS, near_chance
+from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance
 from ..training.stats import (
     ONE_VALUE,
     TINY,
@@ -616,18 +616,14 @@ def _at_chance(title: str, acc: dict[str, Any], chance: float | None, n: int | N
     """The verdict on a head the quality gate finds near chance (its rule, docs/METHOD.md, "Quality gate",
     over the ``n`` test rows; None in older summaries: the accuracy rule alone), said before its numbers:
     an accuracy beside a bare "+0.004 against last" read as a head that works."""
-    if chance is None or acc.get("mean") is None or near_chance(acc["mean"], chance, "", n=n) is None:
+    if chance is None or acc.get("mean") is None or not is_near_chance(acc["mean"], chance, n):
         return None
-    # the second line in whole rows, as the gate counts them: fewer than GAIN_ROWS is below GAIN_ROWS − ½
-    rows = (
-        f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(chance + (GAIN_ROWS - 0.5) / n, 3)}"
-        if n
-        else ""
-    )
+    gap, rows_line = chance_lines(chance, n)
+    rows = f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(rows_line, 3)}" if rows_line else ""
     return (
         f"{title} did not learn: its test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance "
         f"({num(chance, 3)}, the majority class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = "
-        f"{num(chance + CHANCE_GAP * (1 - chance), 3)}{rows}), so what it puts on a layer says nothing "
+        f"{num(gap, 3)}{rows}), so what it puts on a layer says nothing "
         "about the layers."
     )
 

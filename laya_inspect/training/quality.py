@@ -37,6 +37,7 @@ PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
 PROBE_MARGIN = 0.03  # accuracy a head may lose to the probe before it is flagged
 CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
 GAIN_ROWS = 5  # "near chance" also: beats always answering the majority class on fewer test rows than this
+LINE_TOLERANCE = 1e-9  # an accuracy this close to a near-chance line lies on it (float rounding of k/n means)
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
@@ -212,6 +213,21 @@ def few_rows(n: int | None, split: str, intervals: str) -> str | None:
     )
 
 
+def chance_lines(chance: float, n: int | None = None) -> tuple[float, float | None]:
+    """The two lines of the near-chance rule (THRESHOLDS["near_chance"]), in accuracy: chance +
+    CHANCE_GAP·(1 − chance), and with ``n`` test rows chance + (GAIN_ROWS − ½)/n, beating always
+    answering the majority class on fewer than GAIN_ROWS rows (counted in whole rows: an accuracy is a
+    mean over seeds, so a gain of 4.5 rows is not fewer than 5); None without ``n``. An accuracy below
+    either is near chance (:func:`is_near_chance`); fit-head, compare and the reading all draw them here."""
+    return chance + CHANCE_GAP * (1 - chance), (chance + (GAIN_ROWS - 0.5) / n if n else None)
+
+
+def is_near_chance(acc: float, chance: float, n: int | None = None) -> bool:
+    """Whether ``acc`` lies below either of :func:`chance_lines`; an accuracy on a line (within float
+    rounding: means over seeds land on the rows line exactly) is not below it, as the rule's "<" says."""
+    return any(line is not None and acc < line - LINE_TOLERANCE for line in chance_lines(chance, n))
+
+
 def near_chance(
     test_acc: float,
     chance: float,
@@ -224,16 +240,17 @@ def near_chance(
     majority share can come from a few rows of the minority classes, which CHANCE_GAP of a small
     1 − chance cannot see: with ``n`` test rows, a head that beats always answering the majority class
     on fewer than GAIN_ROWS of them is near chance too."""
+    if not is_near_chance(test_acc, chance, n):
+        return None
     fix = "(try another --lr or more --epochs)"
-    if test_acc < chance + CHANCE_GAP * (1 - chance):
+    gap, _ = chance_lines(chance, n)
+    if test_acc < gap - LINE_TOLERANCE:
         return f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); {what} {fix}"
-    if n and (test_acc - chance) * n < GAIN_ROWS - 0.5:  # counted in whole rows; accuracy is a mean over seeds
-        return (
-            f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class) beats always "
-            f"answering that class on {(test_acc - chance) * n:.3g} of {n} test rows, fewer than {GAIN_ROWS}: those "
-            f"few rows of the other classes decide every comparison; {what} {fix}"
-        )
-    return None
+    return (
+        f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class) beats always "
+        f"answering that class on {(test_acc - chance) * (n or 0):.3g} of {n} test rows, fewer than {GAIN_ROWS}: "
+        f"those few rows of the other classes decide every comparison; {what} {fix}"
+    )
 
 
 def _read(store: FeatureStore, split: str, layer: int, rows: np.ndarray | None, step: int = 8192) -> np.ndarray:
