@@ -516,7 +516,7 @@ def test_fit_head_and_compare_under_torchrun_write_what_one_process_writes(work)
         work,
     )  # fmt: skip
     assert two.returncode == 0, two.stderr
-    assert two.stdout.count("test split, 2 seed(s)") == 1  # rank 0 alone prints
+    assert two.stdout.count("test split, 2 seeds") == 1  # rank 0 alone prints
     assert _json(work / "fit1" / "summary.json") == _json(work / "fit2" / "summary.json")
     runs1, runs2 = json.loads((work / "fit1/runs.json").read_text()), json.loads((work / "fit2/runs.json").read_text())
     timing = {"seconds", "head_dir"}

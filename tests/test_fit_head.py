@@ -300,7 +300,7 @@ def test_a_class_whose_only_training_row_validation_took_is_said_so_with_the_fix
         result = fit_heads(store, cfg, out_dir=tmp_path / "fit")
     (said,) = [h["warnings"] for h in result.summary["heads"] if h["head"] == "last"]
     (line,) = [w for w in said if w.startswith("class(es) '1' have test rows but no training rows")]
-    assert "the training split has 1 row(s) of them, all taken as validation rows" in line
+    assert "the training split has 1 row of them, all taken as validation rows" in line
     assert "--val-mode stratified" in line
 
 

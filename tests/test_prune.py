@@ -1728,7 +1728,7 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     assert "· refit · over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits · all layers" in said
     given = settings_said(result.output).split("; left at their defaults: ")[0]
     # the seeds were read from the folder, not given: the header names them, the settings line does not
-    assert "LAYA heads" not in settings_said(result.output) and "3 seed(s)" not in said, given
+    assert "LAYA heads" not in settings_said(result.output) and "3 seeds" not in said, given
     assert "LAYA heads" not in settings_said(runner.invoke(app, ["report", str(out)], env=ENV).output)
     assert "of 2 LAYA heads" not in page_said(out / "report.html")
     assert "the heads' α rankings keep different sets at k = 1: not a stable recommendation" in said

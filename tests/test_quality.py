@@ -134,7 +134,7 @@ def test_a_gap_to_the_probe_whose_interval_over_seeds_includes_0_is_not_called_u
     # a seed that used every epoch: more of them may help
     runs[1].epochs_run = 2000
     q = head_quality("laya", runs, test_acc=0.70, chance=0.4, probe=PROBE, layer_names=["a", "b"], epochs=2000)
-    assert "try another --lr or more --epochs: seed(s) 1 ran all 2000 epochs" in " ".join(q["warnings"])
+    assert "try another --lr or more --epochs: seed 1 ran all 2000 epochs" in " ".join(q["warnings"])
 
 
 PROBE = {
@@ -166,7 +166,7 @@ def test_gate_flags_chance_probe_constant_alpha_and_disagreeing_seeds() -> None:
     text = " ".join(q["warnings"])
     assert "near chance: test accuracy 0.150 vs chance 0.100" in text
     assert "below the probe: test accuracy 0.150 vs 0.900 for a logistic regression on a alone" in text
-    assert "α constant across inputs in seed(s) 0, 1" in text
+    assert "α constant across inputs in seeds 0, 1" in text
     assert "seeds disagree: mean weights peak on a (seed 0), b (seed 1)" in text
     assert len(q["warnings"]) == 4
 

@@ -864,3 +864,17 @@ def test_a_head_without_its_seed_list_counts_its_seeds_in_words():
     for n, said in ((1, "1 seed"), (3, "3 seeds")):
         (table,) = fit_sections({"heads": [{"head": "last", "n": n}]}, [])[0].tables
         assert table.rows[0][4] == said, table.rows[0]
+
+
+@pytest.mark.parametrize(("n", "said"), [(1, "1 seed"), (3, "3 seeds")])
+def test_seed_counts_read_as_words_not_seed_s(n: int, said: str) -> None:
+    """The fit table's title, early-exit's settings line and a prune reading's seeds said "1 seed(s)" and
+    "3 seed(s)"."""
+    from laya_inspect.report.reading import seeds_said
+    from laya_inspect.report.settings import beyond_settings_line
+    from laya_inspect.report.terminal import fit_title
+
+    assert f"test split, {said}, 95% t-interval" in fit_title("f.h5", {}, n)
+    line = beyond_settings_line({"command": "early-exit", "config": {"epsilon": 0.01, "thresholds": 5, "seeds": n}})
+    assert f"{said} " in f"{line.plain} " and "(s)" not in line.plain
+    assert seeds_said({"seeds": list(range(n))}) == said

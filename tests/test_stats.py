@@ -180,3 +180,9 @@ def test_a_difference_of_accuracies_whose_interval_leaves_minus_one_to_one_is_sa
     assert est(narrow, 3, clip=False, sign=True, diff=True) in text  # a bounded interval keeps its bounds
     page = str(fit_sections(summary, []))
     assert "uninformative at 2 seeds" in page and f"{wide['ci_high']:+.3f}" not in page
+
+
+def test_counted_says_one_without_a_plural() -> None:
+    from laya_inspect.training.stats import counted
+
+    assert [counted(n, "layer") for n in (0, 1, 2)] == ["0 layers", "1 layer", "2 layers"]

@@ -20,7 +20,7 @@ from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, exit_cut
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
-from ..training.stats import percent, spec
+from ..training.stats import counted, percent, spec
 from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
@@ -239,10 +239,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         if best and best.get("why_withheld"):
             why = best["why_withheld"]
             said = any(why in note for note in withheld)  # the same why once, as the verdict's lines say it
-            withheld.append(
-                f"{name}'s smallest set ({best['k']} layer{'s' * (best['k'] != 1)}) is withheld"
-                + (" as above" if said else f": {why}")
-            )
+            size = counted(best["k"], "layer")
+            withheld.append(f"{name}'s smallest set ({size}) is withheld" + (" as above" if said else f": {why}"))
         vs = s["alpha_vs"].get(name) or {}
         d = vs.get("mean_test_acc_over_k_diff")
         rows.append(

@@ -31,6 +31,7 @@ from ..training.stats import (
     ONE_VALUE,
     TINY,
     chance_text,
+    counted,
     family_text,
     outcome,
     percent,
@@ -414,16 +415,16 @@ def seed_caveat(summary: dict[str, Any], head: dict[str, Any], what: str = "Thes
 
 
 def seeds_said(s: dict[str, Any], over: bool = False) -> str:
-    """What a prune or early-exit summary's intervals run over: its ``seeds_how`` ("3 refit seed(s), α
+    """What a prune or early-exit summary's intervals run over: its ``seeds_how`` ("3 refit seeds, α
     from one head", "over 3 fitted LAYA heads …"), or the seed count where it has none (--no-refit, an
     older summary); led by "over" for a sentence where ``over``."""
     n = len(s["seeds"])
-    how = s.get("seeds_how") or f"{n} seed{'(s)' if n != 1 else ''}"
+    how = s.get("seeds_how") or counted(n, "seed")
     return how if not over or how.startswith("over ") else f"over {how}"
 
 
 def seeds_read(s: dict[str, Any], one: bool) -> str:
-    """How a lead's differences were read: "paired over 3 refit seed(s) …", or "from 1 refit seed …"
+    """How a lead's differences were read: "paired over 3 refit seeds …", or "from 1 refit seed …"
     where each is one seed's value (nothing is paired into an interval)."""
     return f"from {seeds_said(s)}" if one else f"paired {seeds_said(s, over=True)}"
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.text import Text
 
+from ..training.stats import counted
+
 ONE_LINE = 10**6  # a width no settings line reaches: report.html's page wraps it itself
 
 
@@ -104,7 +106,7 @@ def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
     if len(s.get("alpha_heads") or []) > 1:
         return []
     n = (s.get("config") or {}).get("seeds")
-    return [(f"{n} seed{'s' * (n != 1)}", "seeds")]
+    return [(counted(n, "seed") if isinstance(n, int) else f"seeds {n}", "seeds")]
 
 
 def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:

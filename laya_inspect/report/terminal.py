@@ -13,7 +13,7 @@ from rich.text import Text
 from ..compare.paired import ON_ITS_OWN
 from ..compare.records import carried, compare_warnings, said_once
 from ..compare.seeds import entry_rows
-from ..training.stats import percent
+from ..training.stats import counted, percent
 from .across import REF_LABELS, SCORES, WORDS, groups, header, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
     est,
@@ -329,7 +329,7 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
 
 def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
     """The fit table's title: the cache, the share of its layers the heads read, the seeds."""
-    return f"{cache}{layers_read(summary.get('cache') or {})} — test split, {n_seeds} seed(s), 95% t-interval"
+    return f"{cache}{layers_read(summary.get('cache') or {})} — test split, {counted(n_seeds, 'seed')}, 95% t-interval"
 
 
 def fit_table(summary: dict[str, Any], title: str) -> Table:

@@ -27,7 +27,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
-from .stats import describe, percent, seed_agreement
+from .stats import counted, describe, percent, seed_agreement
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -146,7 +146,7 @@ def unlearnable_classes(
     split = np.bincount(split_labels, minlength=n) if split_labels is not None else np.zeros(n, dtype=np.int64)
     held = int(sum(split[c] for c in gaps))
     why = (
-        f"; the training split has {held} row(s) of them, all taken as validation rows: lower --val-fraction, "
+        f"; the training split has {counted(held, 'row')} of them, all taken as validation rows: lower --val-fraction, "
         "or use --val-mode stratified (below --val-fraction 0.5 it keeps a class's only row for training)"
         if held
         else ""
@@ -496,8 +496,9 @@ def head_quality(
         flat = [s for s, w in zip(seeds, weights) if float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD]
         if flat:
             warns.append(
-                f"α constant across inputs in seed(s) {', '.join(map(str, flat))} (std over test rows < "
-                f"{ALPHA_CONSTANT_STD} for every layer): it weighs layers globally, like ScalarMix, not per input"
+                f"α constant across inputs in seed{'s' * (len(flat) > 1)} {', '.join(map(str, flat))} (std over "
+                f"test rows < {ALPHA_CONSTANT_STD} for every layer): it weighs layers globally, like ScalarMix, not "
+                "per input"
             )
     statics = [r.static_weights for r in runs if r.static_weights is not None]
     if statics and len(statics) == len(runs):
@@ -559,7 +560,7 @@ def _advice(runs: Sequence[Any], epochs: int | None) -> str:
             "so more --epochs will not help"
         )
     full = [str(r.seed) for r in runs if r.epochs_run >= epochs]
-    return f"try another --lr or more --epochs: seed(s) {', '.join(full)} ran all {epochs} epochs"
+    return f"try another --lr or more --epochs: seed{'s' * (len(full) > 1)} {', '.join(full)} ran all {epochs} epochs"
 
 
 def seed_checks_note(not_run: Sequence[str]) -> str:

@@ -343,6 +343,11 @@ def constant_agreement(means: Sequence[np.ndarray]) -> dict[str, float]:
     }
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and its noun, plural unless one: "1 seed", "3 seeds"."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def percent(v: Any, digits: int = 0, sign: bool = False) -> str:
     """A share as a percentage, rounded as the same share with ``digits + 2`` decimals is: 0.925 reads
     "93%" beside a table's "0.93" (format's "%" rounds 92.5 half to even, "92%"). "—" when missing;
