@@ -143,7 +143,7 @@ def test_report_prints_the_methods_by_ablations_table_and_the_csv_has_every_abla
     assert rep.exit_code == 0, rep.output
     text = rep.output
     assert "laya: methods × ablations" in text and "last: methods × ablations" in text
-    assert "top-1 only" in text and "random ref" in text and "alpha°" in text
+    assert "top-1 only" in text and "random reference" in text and "alpha°" in text
     assert "circular (never best): alpha × drop, alpha × mix" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     rows = list(csv.DictReader(open(res.out_dir / "summary.csv")))

@@ -89,7 +89,7 @@ def test_effect_end_to_end(digits_cache, laya_dir, tmp_path, effect):
     given, _, left = settings_said(result.output).partition("; left at their defaults: ")
     # stated either way; a value equal to the default reads as left at it
     assert f"effect {want}" in (left if want == "logit" else given), (given, left)
-    assert "subset ρ chance floor (random scores)" in result.output
+    assert "subset ρ chance floor (the random reference's)" in result.output
     head = summary["heads"][0]
     assert head["lolo"]["params"]["effect"] == want
     with h5py.File(tmp_path / "out" / "attributions.h5", "r") as f:

@@ -395,7 +395,7 @@ def test_report_html_and_its_reading_state_the_verdict(compared) -> None:
     alpha = s["heads"][0]["methods"]["alpha"]["vs_constant"]
     reading = compare_reading(s)
     lead = " ".join(reading.lead)
-    assert "the constant rule:" in lead  # its agreement beside random scores'
+    assert "the constant rule:" in lead  # its agreement beside the random reference's
     if alpha["verdict"] in ("beats", "worse", "mixed", "not shown"):
         assert "Against the constant rule (the mean of α over the other half of the rows" in lead
         assert f"top-layer agreement {alpha['top_layer_agreement']['mean']:+.2f}" in lead

@@ -96,7 +96,7 @@ def test_compare_reading_orders_methods_by_their_paired_difference() -> None:
     )
     assert worse.lead[:-1] == [  # then what it rests on: one fitted seed
         "α picks the same top layer as the leave-one-layer-out effects on 96% of inputs (laya, mean ablation, "
-        "200 test inputs; random scores: 31%); it orders the layers worse than IG (faithfulness ρ 0.41 vs 0.62; "
+        "200 test inputs; the random reference: 31%); it orders the layers worse than IG (faithfulness ρ 0.41 vs 0.62; "
         "paired difference -0.21 [-0.27, -0.15])."
     ]
     assert "removing blocks.2 changes the prediction most (mean drop of p +0.250)" in " ".join(worse.details)
@@ -846,12 +846,12 @@ def test_the_headline_reads_the_leads_rho_beside_its_nulls_with_no_rival_method(
     lead = compare_reading(s).lead[0]
     nulls = (
         "top-1 only 0.87, above α's: naming the top layer alone orders the layers better, the constant rule 0.42, "
-        "random scores 0.01"
+        "the random reference 0.01"
     )
     assert lead.endswith(f"; its faithfulness ρ is 0.76 [0.72, 0.80] ({nulls})."), lead
     del s["heads"][0]["methods"]["random"]  # --method alpha: the random reference is still scored
     assert compare_reading(s).lead[0] == lead
-    # with a rival, random scores' ρ is read beside the others too
+    # with a rival, the random reference's ρ is read beside the others too
     s["heads"][0]["methods"]["ig"] = _scores(0.94, 0.84, 0.81, 0.86)
     s["heads"][0]["methods"]["alpha"]["vs_methods"] = {"ig": _diff(-0.08, -0.12, -0.05)}
     assert f"(faithfulness ρ 0.76 vs 0.84; {nulls}; paired difference" in compare_reading(s).lead[0]

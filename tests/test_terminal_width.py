@@ -176,8 +176,14 @@ def _check_constant(text: str, columns: int) -> None:
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= columns, text
     assert "…" not in text and "-0.00 " not in text, text
+    # the nulls: the table's abbreviations, each explained once; the Deletion@1 title's random layer; the
+    # subset ρ floor's caption names the random reference, not "random scores" (also the random method)
     refs = [w for w in map(str.split, lines) if w[:1] == ["constant"] and re.fullmatch(r"-?\d\.\d\d", w[1])]
     assert len(refs) == 2 and all(len(r) >= 5 for r in refs), text  # one row per head, its numbers on it
+    said = " ".join(text.split())
+    assert "constant = the constant rule" in said and "random ref = the random reference" in said, text
+    assert text.count("Deletion@1: oracle") == text.count(", random layer ") == 2, text
+    assert "random scores" not in text and "floor (the random reference's)" in said, text
     titles = [i for i, line in enumerate(lines) if line.startswith("method − constant rule")]
     assert len(titles) == 2, text
     rows = [line.split() for line in lines if line.split()[:1] and line.split()[0].rstrip("°") in ("alpha", "ig")]
@@ -196,6 +202,14 @@ def test_compare_shows_the_constant_rule_at_80_columns(compared: tuple[Path, str
     assert "settings given: IG baseline mean, 8 steps · bootstrap 100" in said
     assert "Grad-CAM without ReLU · seed 0" in said
     summary = json.loads((out / "summary.json").read_text())
+    # the terminal leads with report.html's first sentence: α's ρ beside top-1 only, the constant rule and
+    # the random reference (before, it began with the header, and the nulls were in tables further down)
+    from laya_inspect.report.reading import compare_headline, compare_reading
+
+    headline = " ".join(" ".join(compare_headline(summary)).split())
+    assert headline.startswith("α picks the same top layer") and headline in " ".join(compare_reading(summary).lead)
+    assert "top-1 only" in headline and "the constant rule" in headline and "the random reference" in headline
+    assert said.index(headline) < said.index("compare: 80 test rows"), said
     for h in summary["heads"]:
         const = h["references"]["constant"]
         assert const["profile"]["source"] == ("weights" if h["kind"] == "laya" else "|ig|")

@@ -34,7 +34,8 @@ from .records import carried
 
 CONFIDENCE = 0.95
 CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with
-REFERENCES = {"top1_only": "top-1 only", "random": "random", "constant": "constant rule"}  # as the tables name them
+# the nulls' one name each, in the terminal's tables, report.html's and the across-seed caveats
+REFERENCES = {"top1_only": "top-1 only", "random": "random reference", "constant": "constant rule"}
 SEED_DIR = re.compile(r"seed_(\d+)")
 LABELS = {  # a score's name in a caveat
     "top_layer_agreement": "top-layer agreement",
@@ -127,17 +128,17 @@ def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
 
 def named_estimates(entry: dict[str, Any], labels: Mapping[str, str] = LABELS) -> dict[str, dict[str, Any]]:
     """An across-seed ablation entry's interval estimates by "<method> <score>" (``labels`` names the
-    scores; " − constant" after a difference to the constant rule), a reference by its label ("constant
-    rule", "top-1 only"; "random (reference)" beside the random method, whose estimates it would
-    otherwise replace)."""
+    scores; " − constant rule" after a difference to the constant rule), a reference by its label ("constant
+    rule", "top-1 only", "random reference"; "(reference)" after a label a method shares, whose
+    estimates it would otherwise replace)."""
 
     def name(key: str) -> str:
         base = key.removesuffix("_minus_constant")
-        return labels.get(base, base) + " − constant" * (base != key)
+        return labels.get(base, base) + " − constant rule" * (base != key)
 
     methods = entry.get("methods") or {}
     return {
-        f"{label}{' (reference)' * (reference and m in methods)} {name(key)}": est
+        f"{label}{' (reference)' * (reference and label in methods)} {name(key)}": est
         for m, row, label, reference in entry_rows(entry, REFERENCES)
         for key, est in row.items()
         if isinstance(est, dict)

@@ -3,7 +3,7 @@ report.html says (definitions of the scores: docs/METHOD.md).
 
 A compare run is read from the head that has α (else the first head) on the first ablation: how
 often the lead method picks the layer whose removal changes the prediction most (top-layer
-agreement, beside random scores and the constant rule), whether it orders the layers better or worse
+agreement, beside the random reference and the constant rule), whether it orders the layers better or worse
 than the best other non-circular method (the paired difference in faithfulness ρ over the same rows,
 "better" or "worse" only when its 95% interval excludes 0), and whether it beats the constant rule
 (paired differences on the headline scores).
@@ -46,7 +46,7 @@ NAMES = {
     "ig": "IG",
     "gradcam": "Grad-CAM",
     "static": "ScalarMix's weight vector",
-    "random": "random scores",
+    "random": "random attribution",  # the method; the random reference is a null, named as one
 }
 
 
@@ -139,8 +139,8 @@ def _rival(head: dict[str, Any], lead: str) -> str | None:
 
 def _rho_nulls(head: dict[str, Any], lead: str) -> str:
     """The nulls of ρ the summary records, to read the lead's ρ beside: top-1 only (what knowing only
-    the top layer earns; on the digits demo 0.87, above every method), the constant rule and random
-    scores. Top-1 only says what a ρ below it means, and where it is the same on every row, whether the
+    the top layer earns; on the digits demo 0.87, above every method), the constant rule and the
+    random reference. Top-1 only says what a ρ below it means, and where it is the same on every row, whether the
     layer count alone fixes it: against L untied effects a one-hot scores √(3/(L + 1)), √3/2 at 3
     (docs/METHOD.md, "Scores")."""
     refs = head.get("references") or {}
@@ -168,7 +168,7 @@ def _rho_nulls(head: dict[str, Any], lead: str) -> str:
             else:
                 text += f", above {name(lead)}'s mean but not its 95% interval: not shown to order the layers better"
         said.append(text)
-    for ref, words in (("constant", "the constant rule"), ("random", "random scores")):
+    for ref, words in (("constant", "the constant rule"), ("random", "the random reference")):
         rho = ((refs.get(ref) or {}).get("faithfulness") or {}).get("mean")
         if rho is not None:
             said.append(f"{words} {num(rho)}")
@@ -202,7 +202,27 @@ def _versus(s_lead: dict[str, Any], rival: str, s_rival: dict[str, Any], nulls: 
 
 
 def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
-    """What one head's first ablation says, in one or two sentences."""
+    """What one head's first ablation says: :func:`headline_sentences`, then its lead method against the
+    constant rule with the paired differences, where there is a verdict to read."""
+    lines = headline_sentences(summary, head)
+    lead = _lead_method(head)
+    if lead is None or head.get("caveats") or head["methods"][lead].get("circular"):
+        return lines
+    against = versus_constant(lead, head["methods"][lead], (head.get("references") or {}).get("constant"))
+    return lines + ([against] if against else [])
+
+
+def compare_headline(summary: dict[str, Any]) -> list[str]:
+    """The reading's first sentence on compare's lead head, with the caveat that qualifies it where one
+    does: report.html's reading and the terminal both lead with it, so that neither says α's ρ without
+    top-1 only, the constant rule and the random reference beside it. [] without heads."""
+    return headline_sentences(summary, lead_head(summary)) if summary.get("heads") else []
+
+
+def headline_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """One head's first ablation in a sentence: its lead method's top-layer agreement and ρ beside their
+    nulls, and how it orders the layers against its strongest rival; with the caveat or circularity
+    that stops it from being read, said right after it, where there is one."""
     ablation = (head.get("ablations_run") or [summary.get("ablation")])[0]
     where = f"{head['name']}, {ablation} ablation, {head.get('n', summary.get('n'))} {summary.get('split', '')} inputs"
     lead = _lead_method(head)
@@ -213,7 +233,7 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     constant = (head.get("references") or {}).get("constant")
     first = (
         f"{_cap(name(lead))} picks the same top layer as the leave-one-layer-out effects on "
-        f"{percent(s.get('top_layer_agreement'))} of inputs ({where}; random scores: "
+        f"{percent(s.get('top_layer_agreement'))} of inputs ({where}; the random reference: "
         f"{percent(random_ref.get('top_layer_agreement'))}"
         + (f", the constant rule: {percent(constant.get('top_layer_agreement'))}" if constant else "")
         + ")"
@@ -224,14 +244,11 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     if s.get("circular"):
         return [first + ".", f"This cannot validate {name(lead)}: {s['circular']} (circular)."]
     rival = _rival(head, lead)
-    against = versus_constant(lead, s, constant)
     nulls = _rho_nulls(head, lead)
     if rival is None:  # no method to read it against: the lead's ρ beside its nulls alone
         rho = f"its faithfulness ρ is {with_ci(s.get('faithfulness'), sign=False)}" + (f" ({nulls})" if nulls else "")
-        lines = [f"{first}; {rho}."]
-    else:
-        lines = [f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
-    return lines + ([against] if against else [])
+        return [f"{first}; {rho}."]
+    return [f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
 
 
 def versus_groups(head: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:

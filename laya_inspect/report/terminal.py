@@ -16,14 +16,17 @@ from ..compare.seeds import entry_rows
 from ..training.stats import counted, percent
 from .across import REF_LABELS, SCORES, WORDS, groups, header, rich_table, seed_tables, short_ci, verdict_line
 from .reading import (
+    compare_headline,
     est,
     gate_cell,
     interval,
     layers_read,
+    lead_head,
     num,
     one_seed_sentence,
     relied_on,
     sanity_failed,
+    seeds_sentence,
     value,
     versus_groups,
     versus_level,
@@ -109,7 +112,7 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     table = _table(
         f"{head['name']} ({head['kind']}) · accuracy {num(head['accuracy'], 3)} · n {head['n']} · "
         f"ablation {summary['ablation']}\nDeletion@1: oracle {num(lolo['oracle_at_1'], 3)}, "
-        f"random {num(lolo['random_at_1'], 3)}{ties}",
+        f"random layer {num(lolo['random_at_1'], 3)}{ties}",
         ablation_column=False,
     )
     _add_rows(table, head, None)
@@ -126,7 +129,7 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
         caption.append("IG |δ| " + ", ".join(deltas))
     floor = ((head.get("references") or {}).get("random") or {}).get("subset_faithfulness") or {}
     if floor.get("mean") is not None:  # summed noise grows with |S| as the effects do: subset ρ's floor is not 0
-        caption.append(f"subset ρ chance floor (random scores): {floor['mean']:.2f}")
+        caption.append(f"subset ρ chance floor (the random reference's): {floor['mean']:.2f}")
     skipped = head.get("methods_skipped") or {}
     if skipped:
         caption.append("skipped: " + "; ".join(skipped.values()))
@@ -269,11 +272,17 @@ def tabled(summary: dict[str, Any]) -> list[str]:
 
 
 def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False) -> list[RenderableType]:
-    """Header line, the settings line within ``width`` columns; per head its table (methods × scores,
-    first ablation, references below), the methods × ablations matrix when several ran, caveats,
-    relied-on layers; the legend. ``brief`` (the demo's view): the tables of the heads :func:`tabled`
-    names, each other head's verdicts in one line, and a sanity line per head that passed every check."""
+    """The reading's headline (:func:`.reading.compare_headline`, after any sanity check that undoes it)
+    and which seed it reads, then the header line, the settings line within ``width`` columns; per head
+    its table (methods × scores, first ablation, references below), the methods × ablations matrix when
+    several ran, caveats, relied-on layers; the legend. ``brief`` (the demo's view): the tables of the
+    heads :func:`tabled` names, each other head's verdicts in one line, and a sanity line per head that
+    passed every check."""
     cache = summary["cache"]
+    # report.html's first sentence leads here too: α's ρ beside its nulls, not a table to find them in
+    undone = [Text(line, "bold yellow") for line in sanity_failed(summary)]
+    said_seed = seeds_sentence(summary, lead_head(summary), "The headline's numbers") if summary.get("heads") else []
+    headline = [Text(line, "bold") for line in compare_headline(summary)] + [Text(s, "dim") for s in said_seed]
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
@@ -282,8 +291,7 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
     said = compare_warnings(summary)
     warned = warning_lines([w for of, w in said if of == "cache"])
     warned += warning_lines(said_once([w for of, w in said if of == "head"]), of="head")  # one line per warning
-    warned += [Text(f"  {line}", "bold yellow") for line in sanity_failed(summary)]  # not only in its table
-    out: list[RenderableType] = [header, compare_settings_line(summary, width), *warned]
+    out: list[RenderableType] = [*undone, *headline, header, compare_settings_line(summary, width), *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         out.append(Text(f"  note: {left_out['n']} rows left out: {left_out.get('why', 'non-finite values')}", "yellow"))
@@ -314,7 +322,8 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
             f"{dirs['faithfulness']}; subset ρ = subset faithfulness, the correlation over layer subsets; "
             "del / ins = deletion / insertion curve areas; top-1 only = a one-hot on the largest effect, the ρ "
             "that knowing only the top layer earns; "
-            "constant = one layer profile for every input, fitted on the other half of the rows (two folds); "
+            "constant = the constant rule, one layer profile for every input, fitted on the other half of the rows "
+            "(two folds); random ref = the random reference, seeded uniform noise scored like a method; "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, 'does not' = every "
             "interval includes 0, '= rule' = identical to the constant rule (same profile: the rule's scores on every "
             "row, its differences 0 by construction, no finding); "
