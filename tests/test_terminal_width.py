@@ -183,6 +183,7 @@ def _check_constant(text: str, columns: int) -> None:
     said = " ".join(text.split())
     assert "constant = the constant rule" in said and "random ref = the random reference" in said, text
     assert text.count("Deletion@1: oracle") == text.count(", random layer ") == 2, text
+    assert len(re.findall(r"· accuracy \d\.\d{3} \(chance \d\.\d{3}\) · n 80", said)) == 2, text  # beside its null
     assert "random scores" not in text and "floor (the random reference's)" in said, text
     titles = [i for i, line in enumerate(lines) if line.startswith("method − constant rule")]
     assert len(titles) == 2, text

@@ -109,8 +109,10 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     )
     # Oracle and random are properties of the head, not of a method: they go in the title, which
     # keeps the table inside an 80-column terminal.
+    chance = (head.get("chance") or {}).get("chance")  # the accuracy's null, the majority class's share
+    beside = f" (chance {num(chance, 3)})" if chance is not None else ""
     table = _table(
-        f"{head['name']} ({head['kind']}) · accuracy {num(head['accuracy'], 3)} · n {head['n']} · "
+        f"{head['name']} ({head['kind']}) · accuracy {num(head['accuracy'], 3)}{beside} · n {head['n']} · "
         f"ablation {summary['ablation']}\nDeletion@1: oracle {num(lolo['oracle_at_1'], 3)}, "
         f"random layer {num(lolo['random_at_1'], 3)}{ties}",
         ablation_column=False,
