@@ -447,7 +447,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   one of at most 4 MiB by the SHA-256 the marker records, a larger one (compare's attributions.h5,
   a head's weights) by the size and mtime it records instead of a digest (a stat, however large
   the file: nothing is read again), so `cp -r` without `-p` makes a copied output's large files
-  the user's. `report --html` rebuilds no page edited since it was written either. A marker
+  the user's. `report --html` rebuilds no page edited since it was written either, even one copied
+  out without the folder's marker (the page's own SHA-256 seal, docs/FORMATS.md). A marker
   written before sizes and times were recorded leaves its larger files
   unchecked, as before; one written before `files_digest` vouches only for files that have not
   changed since it was written. A link under a listed name is the user's (laya-inspect writes

@@ -878,3 +878,25 @@ def test_seed_counts_read_as_words_not_seed_s(n: int, said: str) -> None:
     line = beyond_settings_line({"command": "early-exit", "config": {"epsilon": 0.01, "thresholds": 5, "seeds": n}})
     assert f"{said} " in f"{line.plain} " and "(s)" not in line.plain
     assert seeds_said({"seeds": list(range(n))}) == said
+
+
+def test_report_html_keeps_notes_in_a_page_copied_without_its_marker(runs: dict[str, Path], tmp_path: Path) -> None:
+    """`cp out/* notes/` copies report.html but not the hidden marker; the page still carries
+    laya-inspect's mark, so `report notes --html` rebuilt it over the user's notes. A page now
+    carries the SHA-256 of what it holds, so only one unchanged since it was written is replaced."""
+    from laya_inspect.out_dir import MARKER
+    from laya_inspect.report import refuse_foreign_page
+
+    notes = tmp_path / "notes"
+    shutil.copytree(runs["compare"], notes)
+    (notes / MARKER).unlink()
+    refuse_foreign_page(notes)  # as written: rebuilt
+    write_report_html(notes)
+    refuse_foreign_page(notes)  # the rebuilt page is sealed too
+    page = notes / "report.html"
+    annotated = page.read_text(encoding="utf-8").replace("</body>", "<p>reviewer 2: see layer 3</p></body>")
+    page.write_text(annotated, encoding="utf-8")
+    result = runner.invoke(app, ["report", str(notes), "--html"], env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    assert "changed since it was written" in result.output, result.output
+    assert page.read_text(encoding="utf-8") == annotated

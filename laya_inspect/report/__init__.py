@@ -20,7 +20,7 @@ from ..errors import InputError, os_message
 from ..files import write_text
 from ..out_dir import changed_since_written, read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
-from .html import PAGE_MARK, fragment, page
+from .html import PAGE_MARK, fragment, page, page_unchanged, seal
 from .reading import compare_reading, fit_reading
 from .sections import compare_page_parts, compare_sections, demo_page_parts, fit_page_parts, fit_sections
 from .stale import stale_inputs
@@ -50,10 +50,19 @@ def build_page(folder: str | Path, *, as_dir: str | Path | None = None, figures:
     return page(f.kind, path, shown, TITLES[f.kind], parts)
 
 
+_EDITED_PAGE = "is not the page laya-inspect wrote (changed since it was written: its seal no longer matches)"
+_UNSEALED_PAGE = (
+    "is a page an earlier laya-inspect wrote without a seal, and no marker in its folder records it, so "
+    "nothing shows it is unchanged"
+)
+
+
 def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     """Refuse, before ``report --html`` rebuilds it, a ``folder/report.html`` laya-inspect did not
     write: one the folder's marker does not list and that does not carry the page's own mark (a
-    user's page beside a copied summary.json), or a symlink; and a folder it cannot be written in."""
+    user's page beside a copied summary.json), or whose seal no longer matches what it holds (a page
+    copied out of its output and annotated; one an earlier version wrote has no seal); one the marker
+    lists and changed since; a symlink; and a folder it cannot be written in."""
     page = Path(folder) / REPORT_NAME
     denied = unwritable(Path(folder)) if Path(folder).is_dir() else None
     if denied is not None:  # else the page is built, then fails on its temporary name
@@ -70,10 +79,16 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
         marker = read_marker(folder)
         if marker is None or REPORT_NAME not in marker["files"]:
             try:
-                ours = PAGE_MARK in page.read_bytes()
+                data = page.read_bytes()
             except OSError as e:
                 raise InputError(f"{page} cannot be read ({e.strerror or e})") from None
-            why = None if ours else "is not a page laya-inspect wrote"
+            # no marker answers for the page (`cp out/* notes/` leaves the hidden marker behind): only
+            # its seal shows it unchanged, as the mark alone survives a user's notes
+            unchanged = page_unchanged(data) if PAGE_MARK in data else False
+            if unchanged is False:
+                why = "is not a page laya-inspect wrote" if PAGE_MARK not in data else _EDITED_PAGE
+            elif unchanged is None:
+                why = _UNSEALED_PAGE
         elif changed := changed_since_written(folder, REPORT_NAME, marker):
             why = f"is not the page laya-inspect wrote ({changed})"  # annotated by hand: the rebuild lost the notes
     if why is not None:
@@ -90,7 +105,7 @@ def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, f
 
 
 def write_page(folder: str | Path, text: str) -> Path:
-    page = write_text(Path(folder) / REPORT_NAME, text)
+    page = write_text(Path(folder) / REPORT_NAME, seal(text))
     redigest(folder, [REPORT_NAME])  # a rebuilt page stays --force's to replace; one edited by hand does not
     return page
 

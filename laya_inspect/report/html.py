@@ -187,6 +187,32 @@ def _fact(key: str, value: str) -> str:
 WRITTEN_BY = "page written by"  # the provenance fact every page carries (page_facts)
 # what a page laya-inspect wrote holds, whatever its versions: how report --html knows its own page
 PAGE_MARK = _fact(WRITTEN_BY, "laya-inspect ").removesuffix("</dd>").encode()
+# The SHA-256 of the page without this line, in its head: in a folder no marker vouches for (a
+# `cp out/* elsewhere/` leaves the hidden marker behind) the mark alone survived a user's notes, and
+# `report --html` rebuilt the page over them.
+SEAL_NAME = "laya-inspect-page-sha256"
+_SEAL = re.compile(rb'<meta name="' + SEAL_NAME.encode() + rb'" content="([0-9a-f]{64})">\n')
+_SEAL_AFTER = '<meta charset="utf-8">\n'
+
+
+def seal(text: str) -> str:
+    """``text``, a page :func:`render` made, with the SHA-256 of its bytes written into its head."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    head, sep, rest = text.partition(_SEAL_AFTER)
+    return f'{head}{sep}<meta name="{SEAL_NAME}" content="{digest}">\n{rest}' if sep else text
+
+
+def page_unchanged(data: bytes) -> bool | None:
+    """Whether the page ``data`` is as laya-inspect wrote it (its seal matches what it holds now); None
+    for a page without a seal (one an earlier version wrote), of which nothing can tell."""
+    import hashlib
+
+    found = _SEAL.search(data)
+    if found is None:
+        return None
+    return hashlib.sha256(data[: found.start()] + data[found.end() :]).hexdigest() == found[1].decode()
 
 
 def render(page: Page) -> str:
