@@ -22,7 +22,7 @@ from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare import plots as P
 from laya_inspect.compare.run import CompareConfig, compare_heads
-from laya_inspect.errors import CacheError, NotFoundError
+from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.files import write_json
 from laya_inspect.report import build_page, folder_kind, write_report_html
 from laya_inspect.report.reading import compare_reading, fit_reading, num
@@ -900,3 +900,25 @@ def test_report_html_keeps_notes_in_a_page_copied_without_its_marker(runs: dict[
     assert result.exit_code == 1, result.output
     assert "changed since it was written" in result.output, result.output
     assert page.read_text(encoding="utf-8") == annotated
+
+
+def test_report_html_keeps_a_page_saved_while_it_was_built(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report DIR --html` checked DIR/report.html only before building the page (seconds, with
+    figures), then wrote over whatever was there: a page the user saved meanwhile was lost."""
+    import laya_inspect.report as report
+
+    out = tmp_path / "cmp"
+    shutil.copytree(runs["compare"], out)
+    built = report.build_page
+
+    def build_then_user_saves(folder: Any, **kw: Any) -> str:
+        text = built(folder, **kw)
+        (out / "report.html").write_text("<html>my own page</html>", encoding="utf-8")
+        return text
+
+    monkeypatch.setattr(report, "build_page", build_then_user_saves)
+    with pytest.raises(InputError, match="changed since it was written"):
+        report.write_report_html(out)
+    assert (out / "report.html").read_text(encoding="utf-8") == "<html>my own page</html>"

@@ -105,6 +105,8 @@ def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, f
 
 
 def write_page(folder: str | Path, text: str) -> Path:
+    # checked again as the page is written: one the user saved while it was built is theirs
+    refuse_foreign_page(folder)
     page = write_text(Path(folder) / REPORT_NAME, seal(text))
     redigest(folder, [REPORT_NAME])  # a rebuilt page stays --force's to replace; one edited by hand does not
     return page
