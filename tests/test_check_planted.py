@@ -396,6 +396,23 @@ def test_a_relative_out_keeps_recorded_paths_absolute(tmp_path, monkeypatch) -> 
     assert recorded == str(tmp_path.resolve() / "runs" / "out" / "features.h5")
 
 
+def test_a_repointed_page_keeps_a_seal_that_matches_it(tmp_path) -> None:
+    """A page names the folder it rebuilds from; the repoint rewrites it, so its seal (the SHA-256 of
+    what it holds, which `report --html` checks in a folder without a marker) is written again: else
+    the check's own page, copied out, read as one the user had changed."""
+    from laya_inspect.report.html import page_unchanged, seal
+
+    tmp = tmp_path / ".out.tmp-1"
+    (tmp / "compare").mkdir(parents=True)
+    page = tmp / "compare" / "report.html"
+    text = f'<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n</head><body>laya-inspect report {tmp}</body>'
+    page.write_text(seal(text), encoding="utf-8")
+    assert page_unchanged(page.read_bytes()) is True
+    repoint(tmp, tmp_path / "out")
+    assert str(tmp) not in page.read_text(encoding="utf-8")
+    assert page_unchanged(page.read_bytes()) is True
+
+
 def test_attributions_h5_holds_no_trace_of_the_temporary_folder_after_the_repoint(tmp_path) -> None:
     """HDF5 does not reclaim a replaced attribute's space: an h5 file repointed in place would still
     hold the temporary folder's name in its bytes (a grep finds it). The repointed file holds only

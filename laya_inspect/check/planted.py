@@ -250,6 +250,8 @@ def repoint(tmp: Path, out: Path) -> None:
     import html
     import json
 
+    from ..report.html import reseal
+
     # Absolute forms first, each to an absolute ``out``: a relative --out must not turn the absolute
     # paths recorded (a head's cache_path, found again from any folder) into relative ones.
     pairs: dict[str, str] = {}
@@ -267,6 +269,8 @@ def repoint(tmp: Path, out: Path) -> None:
         if path.suffix in (".json", ".csv", ".html", ".txt", ".md") and path.is_file():
             text = path.read_text(encoding="utf-8")
             swapped = swap(text)
+            if swapped != text and path.suffix == ".html":
+                swapped = reseal(swapped)  # the page's seal is of what it holds (report --html checks it)
             if swapped != text:
                 write_text(path, swapped)
         elif path.suffix == ".h5" and path.is_file():

@@ -204,6 +204,16 @@ def seal(text: str) -> str:
     return f'{head}{sep}<meta name="{SEAL_NAME}" content="{digest}">\n{rest}' if sep else text
 
 
+def reseal(text: str) -> str:
+    """A sealed page rewritten by laya-inspect itself (check planted names the folder a temporary one
+    is renamed to), sealed again over what it holds now; a page without a seal is left as it is."""
+    found = _SEAL.search(text.encode("utf-8"))
+    if found is None:
+        return text
+    line = found[0].decode()
+    return seal(text.replace(line, "", 1))
+
+
 def page_unchanged(data: bytes) -> bool | None:
     """Whether the page ``data`` is as laya-inspect wrote it (its seal matches what it holds now); None
     for a page without a seal (one an earlier version wrote), of which nothing can tell."""
