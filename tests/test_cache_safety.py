@@ -707,3 +707,26 @@ def test_a_layer_dataset_name_edited_into_a_list_is_refused_as_damage(tmp_path):
     _mutate(path, lambda f: f["train/layer_000"].attrs.__setitem__("name", np.array(["blocks.0", "blocks.1"], "O")))
     with pytest.raises(CacheError, match=r"c\.h5 is damaged: /train/layer_000 says it holds layer .*blocks\.1"):
         FeatureStore(path)
+
+
+@pytest.mark.parametrize("kind", ["folder", "link"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_folder_or_link_at_the_records_name_is_named_as_such_with_what_to_do(tmp_path, kind, overwrite):
+    """A folder or a link where the cache's record goes is said to be one, and the user told to move it:
+    "not a record laya-inspect wrote" alone left them looking for a file."""
+    from laya_inspect.out_dir import record_of
+
+    path = tmp_path / "c.h5"
+    if overwrite:
+        w = _writer(path)
+        w.append("train", *_rows(10))
+        w.finish()
+        record_of(path).unlink()
+    rec = record_of(path)
+    if kind == "folder":
+        rec.mkdir()
+    else:
+        rec.symlink_to(tmp_path / "notes.json")
+    with pytest.raises(InputError, match=rf"which is a {kind}\b.*move that {kind} away yourself"):
+        _writer(path, overwrite=overwrite)
+    assert rec.is_symlink() if kind == "link" else rec.is_dir()

@@ -68,8 +68,17 @@ def foreign_record(path: Path) -> str | None:
 
 def _not_a_record(path: Path) -> str | None:
     """What is wrong with the file at ``path``'s record name, which exists."""
+    rec = record_of(path)
+    if rec.is_symlink() or rec.is_dir():
+        # laya-inspect writes its record there as a plain file, and never through a link or into a folder
+        what = f"a link (to {os.readlink(rec)})" if rec.is_symlink() else "a folder"
+        return (
+            f"is recorded in {rec}, which is {what}, not a record laya-inspect wrote: laya-inspect keeps its record "
+            f"there as a plain file and writes nothing {'through a link' if rec.is_symlink() else 'into a folder'}, "
+            f"so move that {'link' if rec.is_symlink() else 'folder'} away yourself (or choose another out) and rerun"
+        )
     if read_record(path) is None:
-        return f"is recorded in {record_of(path)}, which is not a record laya-inspect wrote"
+        return f"is recorded in {rec}, which is not a record laya-inspect wrote"
     return None
 
 
@@ -78,7 +87,8 @@ def refuse_foreign_record(path: Path) -> None:
     once the cache is in place (here or by the torchrun join), would replace it."""
     foreign = foreign_record(path)
     if foreign is not None:
-        raise InputError(f"{path} {foreign}; choose another out, or move that file away yourself")
+        mend = "" if foreign.endswith("rerun") else "; choose another out, or move that file away yourself"
+        raise InputError(f"{path} {foreign}{mend}")
 
 
 def may_overwrite(path: Path) -> list[str]:
