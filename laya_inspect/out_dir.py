@@ -175,8 +175,9 @@ def take_record(path: Path, command: str, written: dict[Path, Path]) -> dict[str
     record |= {"file": path.name, "sha256": {}, "stat": {}}
     for target, tmp in written.items():
         sums, stats = _digests(tmp.parent, [tmp.name])
-        record["sha256"] |= {target.name: sums[tmp.name]} if tmp.name in sums else {}
-        record["stat"] |= {target.name: stats[tmp.name]} if tmp.name in stats else {}
+        name = Path(os.path.relpath(target, path.parent)).as_posix()  # a companion may sit in a folder beside it
+        record["sha256"] |= {name: sums[tmp.name]} if tmp.name in sums else {}
+        record["stat"] |= {name: stats[tmp.name]} if tmp.name in stats else {}
     prior = read_record(path)
     before = {"before": {k: prior[k] for k in ("sha256", "stat")}} if prior is not None else {}
     put_record(path, record | before)
@@ -215,7 +216,7 @@ def unproven_file(path: Path) -> str | None:
     states = [record, *([before] if isinstance(before, dict) else [])]
     states = [st for st in states if all(isinstance(st.get(k), dict) for k in ("sha256", "stat"))]
     for name in dict.fromkeys([path.name, *(n for st in states for key in ("sha256", "stat") for n in st[key])]):
-        entry = path.with_name(name)
+        entry = path.parent / name
         if name != path.name and not os.path.lexists(entry):
             continue  # a companion removed since: nothing of it to lose
         said = [
