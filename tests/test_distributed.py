@@ -688,3 +688,54 @@ def test_a_file_saved_at_out_while_the_shards_were_written_is_not_replaced_by_th
     with pytest.raises(InputError, match="was saved there while the shards were written"):
         merge_shards(out, 2, plan)
     assert out.read_text() == "my notes\n" and shard_path(out, 1, 2).exists()
+
+
+def _sharded(out, overwrite=False):
+    """A torchrun extraction of two processes, run in this process: the plan, each rank's shard, the join."""
+    from laya_inspect.cache.rows import prepare
+    from laya_inspect.cache.shards import _write_shard, merge_shards
+
+    config = _config(out, splits=("test",), overwrite=overwrite)
+    prep = prepare(config, torch.device("cpu"), world_size=2)
+    plan, folder = _plan(config, World(rank=0, size=2), prep)
+    for rank in range(2):
+        _write_shard(config, World(rank=rank, size=2), prep, plan, Path(folder), no_progress)
+    return merge_shards(out, 2, plan, Path(folder), overwrite=overwrite)
+
+
+def test_overwrite_under_torchrun_refuses_a_shard_edited_since_the_join_and_keeps_it(work):
+    """QA (data loss): --overwrite checked the joined cache against its record, not the shard files its
+    rows are read from, so a shard edited by hand was replaced without a word. The record lists the shards."""
+    from laya_inspect.errors import InputError
+    from laya_inspect.out_dir import read_record
+
+    out = work / "r.h5"
+    _sharded(out)
+    shard = shard_path(out, 0, 2)
+    with h5py.File(shard, "a") as f:
+        f["test"]["labels"][0] = 7  # a label mended by hand, read through the cache
+    edited = shard.read_bytes()
+    with pytest.raises(InputError, match=r"is not as laya-inspect wrote it: .*r\.h5\.shards/rank-00000-of-00002\.h5"):
+        _sharded(out, overwrite=True)
+    assert shard.read_bytes() == edited
+    with pytest.raises(InputError, match=r"rank-00000-of-00002\.h5"):  # a one-process run checks them too
+        extract_features(_config(out, splits=("test",), overwrite=True))
+    assert shard.read_bytes() == edited
+    assert "r.h5.shards/rank-00000-of-00002.h5" in {**read_record(out)["sha256"], **read_record(out)["stat"]}
+
+
+def test_overwrite_of_a_torchrun_cache_whose_record_lists_no_shard_notes_it(work):
+    """A record an earlier version wrote lists the cache alone: --overwrite replaces it as before, noting
+    that its shards could not be checked, as it notes a cache without a record."""
+    from laya_inspect.out_dir import put_record, read_record
+
+    out = work / "o.h5"
+    _sharded(out)
+    record = read_record(out)
+    for key in ("sha256", "stat"):
+        record[key] = {k: v for k, v in record[key].items() if k == out.name}
+    put_record(out, record)
+    _, notes = _sharded(out, overwrite=True)
+    assert any("lists none of its shard files" in n for n in notes), notes
+    _, notes = _sharded(out, overwrite=True)  # recorded now, shards and all
+    assert notes == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import h5py
 import numpy as np
@@ -122,6 +123,7 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
 
 _EDITED_NET = """
 import os
+import re
 from torch import nn
 
 
@@ -568,3 +570,60 @@ def test_a_users_file_inside_a_shards_folder_is_refused_and_kept_by_overwrite(ck
     said = " ".join(res.output.split())
     assert f"{shards} is a folder holding notes.txt" in said and "move it away yourself" in said, said
     assert (shards / "notes.txt").read_text() == "my notes" and not (tmp_path / "x.h5").exists()
+
+
+_NUMBERED_NET = """
+import os
+import re
+
+import torch
+from torch import nn
+
+
+def build():  # a classifier of 5 classes whose class k is the data's class SHIFT (or of WIDTH classes)
+    width, shift = int(os.environ.get("QA_WIDTH", "5")), int(os.environ.get("QA_SHIFT", "0"))
+    head = nn.Linear(5, width, bias=False)
+    with torch.no_grad():
+        head.weight.copy_(torch.roll(torch.eye(width, 5), shift, dims=0))
+    return nn.Sequential(nn.Identity(), head)
+"""
+
+
+@pytest.mark.parametrize(
+    ("width", "shift", "said"),
+    [
+        (5, 0, None),
+        (5, 1, r"top class is the row's label on 0 of 80 rows \(0\.00\), at or below chance \(1/5 = 0\.20\)"),
+        (10, 0, r"gives 10 logits per row and the data has 5 classes"),
+    ],
+)
+def test_logits_in_another_class_numbering_than_the_labels_are_warned_of_and_recorded(
+    tmp_path, monkeypatch, width, shift, said
+):
+    """QA: a model whose classes are not the data's (another order, another count) had its logits cached
+    as "the frozen model's own logits" beside labels they do not score (0.07 top-logit accuracy), without
+    a word. extract now warns, and the cache's warnings record it; logits that agree with the labels do not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qa_numbered_net.py").write_text(_NUMBERED_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("QA_WIDTH", str(width))
+    monkeypatch.setenv("QA_SHIFT", str(shift))
+    import qa_numbered_net
+
+    torch.save(qa_numbered_net.build().state_dict(), tmp_path / "net.pt")
+    y = {s: np.arange(n) % 5 for s, n in (("train", 80), ("test", 40))}
+    x = {f"X_{s}": np.eye(5, dtype=np.float32)[v] for s, v in y.items()}
+    np.savez(tmp_path / "d.npz", **x, **{f"y_{s}": v for s, v in y.items()}, class_names=np.array(list("abcde")))
+    config = ExtractConfig(
+        model="python:qa_numbered_net:build", weights="net.pt", data="npz:d.npz", layers="0", out="c.h5",
+        batch_size=16, device="cpu", splits=("train",),
+    )  # fmt: skip
+    result = extract_features(config)
+    with FeatureStore(tmp_path / "c.h5") as store:
+        recorded = list(store.attrs.get("warnings") or [])
+    numbering = [w for w in result.warnings if "class numbering" in w]
+    if said is None:
+        assert numbering == [] and not any("class numbering" in w for w in recorded)
+    else:
+        assert len(numbering) == 1 and re.search(said, numbering[0]), result.warnings
+        assert numbering[0] in recorded

@@ -36,7 +36,14 @@ from .extract_config import (
     ExtractResult,
 )
 from .partial import RECHECK_ROWS, recomputed_problem
-from .writer import FeatureWriter, constant_warning, duplicate_warning, logits_warning
+from .writer import (
+    LOGIT_AGREEMENT,
+    FeatureWriter,
+    constant_warning,
+    duplicate_warning,
+    logits_warning,
+    numbering_warning,
+)
 
 
 @dataclass
@@ -100,6 +107,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     names, moved = depth_order(names, list(raw), "the order the model computes them")
     warnings += [moved] if moved else []
     warnings += _logit_layers(names, raw, logits, model.adapter, len(data.class_names))
+    num_logits = int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None
+    warnings += numbering_warning(num_logits, data.class_names)
     feats, decided, shapes = _pool_batch(config, model, modules, raw, names, inputs)
     types = [module_kind(modules[n]) if n in modules else "hidden_state" for n in names]
     units = unit_sizes(calls, modules, names)
@@ -145,7 +154,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         modules=modules,
         widths=[int(feats[n].shape[1]) for n in names],
         pooling=[decided[n] for n in names],
-        num_logits=int(logits.shape[1]) if logits is not None and logits.ndim == 2 else None,
+        num_logits=num_logits,
         attrs=attrs,
         batch_size=config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n)),
         warnings=warnings,
@@ -205,10 +214,13 @@ def write_cache(
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
         if "shard" in attrs:  # one process's rows of a torchrun run: the join decides over every shard
-            writer.finish(extra={"row_spread": writer.row_spread()})
+            extra = {"row_spread": writer.row_spread(), LOGIT_AGREEMENT: writer.logit_agreement()}
+            writer.finish(extra={k: v for k, v in extra.items() if v is not None})
         else:
             said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
             said += duplicate_warning(writer.same_layers())
+            if prep.num_logits == len(prep.data.class_names):  # another width was said when it was found
+                said += numbering_warning(prep.num_logits, prep.data.class_names, writer.logit_agreement())
             prep.warnings += said
             writer.finish(warnings=said)
     prep.warnings += writer.overwrite_notes  # said at the end of the run; the cache keeps them apart

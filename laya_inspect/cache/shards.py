@@ -50,11 +50,13 @@ from .schema import (
     with_warnings,
 )
 from .writer import (
+    LOGIT_AGREEMENT,
     OVERWRITE_NOTES,
     SAME_LAYER_ROWS,
     constant_warning,
     duplicate_warning,
     may_overwrite,
+    numbering_warning,
     refuse_foreign_record,
     same_layers,
     unproven_cache,
@@ -398,7 +400,9 @@ def merge_shards(
                 said = _join(f, shards, names, plan, notes)
         if out.exists():
             _check_before_swap(out, overwrite, folder)
-        record = take_record(out, "extract", {out: tmp})  # what the next --overwrite checks
+        # what the next --overwrite checks: the cache and each shard its rows are read from
+        shards_at = {shard_path(out, r, size): p for r, p in enumerate(files)}
+        record = take_record(out, "extract", {out: tmp, **shards_at})
         if folder != final:
             # a run killed from here on leaves a cache whose shards are missing (refused on reading,
             # never read from another run's shards): the old shards wait in OUT.shards.old
@@ -435,12 +439,13 @@ def _join(
     first = shards[0]
     for key, value in first.attrs.items():
         # the digest is of this file's attributes: sealed below; row_spread is read below
-        if key not in ("shard", "row_spread", ATTRS_DIGEST):
+        if key not in ("shard", "row_spread", LOGIT_AGREEMENT, ATTRS_DIGEST):
             f.attrs[key] = value
     layers = [str(n) for n in decode_attr(first.attrs.get("layer_names", "[]")) or []]
     pooling = [str(p) for p in decode_attr(first.attrs.get("layer_pooling", "[]")) or []]
     said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
     said += duplicate_warning(same_layers(layers, _first_rows(shards, len(layers))))
+    said += _numbering_over_shards(shards)
     if said:
         f.attrs["warnings"] = with_warnings(first.attrs, said)
     if notes:
@@ -469,6 +474,17 @@ def _join(
                 v.attrs[k] = value
     seal(f)
     return said
+
+
+def _numbering_over_shards(shards: list[h5py.File]) -> list[str]:
+    """:func:`numbering_warning` of the logits' agreement with the labels, summed over the shards (shards of
+    an earlier laya-inspect, or of an untrained model, recorded none: no check)."""
+    counts = [decode_attr(s.attrs.get(LOGIT_AGREEMENT, "")) for s in shards]
+    if not all(isinstance(c, list) and len(c) == 2 for c in counts):
+        return []
+    names = decode_attr(shards[0].attrs.get("class_names", "[]")) or []
+    width = next((int(s[split]["logits"].shape[1]) for s in shards for split in s if "logits" in s[split]), None)
+    return numbering_warning(width, names, [sum(int(c[0]) for c in counts), sum(int(c[1]) for c in counts)])
 
 
 def _first_rows(shards: list[h5py.File], num_layers: int) -> list[np.ndarray | None]:

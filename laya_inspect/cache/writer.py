@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import CacheError, InputError, WriteError, name_of
 from ..files import keep_file_mode, start_writeback
 from ..out_dir import claimed_by, put_record, read_record, record_of, take_record, unproven_file
-from .partial import VERIFIED, partial_path, refuse_foreign_partial, resume_problem, rows_on_disk
+from .partial import SHARDS_SUFFIX, VERIFIED, partial_path, refuse_foreign_partial, resume_problem, rows_on_disk
 from .schema import (
     CHUNK_ROWS,
     CONSTANT_SPREAD,
@@ -112,13 +112,32 @@ OVERWRITE_NOTES = "overwrite_notes"
 
 def unrecorded_warning(path: Path) -> list[str]:
     """The warning for replacing a cache an earlier version wrote: it has no record, so only added
-    groups and datasets show it was edited (a file a folder's marker lists is that marker's to prove)."""
-    if os.path.lexists(record_of(path)) or claimed_by(path) is not None:
+    groups and datasets show it was edited (a file a folder's marker lists is that marker's to prove);
+    and for a torchrun cache whose record lists none of its shards (an earlier version recorded only the
+    cache), that its shards could not be checked."""
+    if claimed_by(path) is not None:
         return []
+    if os.path.lexists(record_of(path)):
+        return _unrecorded_shards(path)
     return [
         f"{path} had no record beside it ({record_of(path).name}; an earlier version wrote none), so --overwrite "
         "replaced it having checked only that it held no group or dataset extract does not write: an attribute "
         "or value edited inside it could not be seen"
+    ]
+
+
+def _unrecorded_shards(path: Path) -> list[str]:
+    """The note for a recorded cache whose shard files (``OUT.shards/rank-*.h5``) its record does not list."""
+    record = read_record(path) or {}
+    listed = {n for key in ("sha256", "stat") for n in record.get(key) or {}}
+    folder = path.with_name(path.name + SHARDS_SUFFIX)
+    shards = sorted(folder.glob("rank-*-of-*.h5")) if folder.is_dir() and not folder.is_symlink() else []
+    if not shards or any(f"{folder.name}/{p.name}" in listed for p in shards):
+        return []
+    return [
+        f"{path}'s record lists none of its shard files ({folder.name}/; an earlier version recorded only the "
+        "cache), so --overwrite replaced them having checked only the cache: a value edited inside a shard "
+        "could not be seen"
     ]
 
 
@@ -171,6 +190,43 @@ def logits_warning(found: Sequence[str], n_classes: int, leave: str = "out of --
         f"answer), not a hidden layer, so a head's accuracy and weight there report the classifier; leave "
         f"{'it' if one else 'them'} {leave} unless that is meant"
     ]
+
+
+def numbering_warning(
+    num_logits: int | None, class_names: Sequence[str], agreement: Sequence[int] | None = None
+) -> list[str]:
+    """The warning for cached logits that are not in the data's class numbering: ``num_logits`` per row
+    for another number of classes than ``class_names``; or, ``agreement`` being [rows whose top logit is
+    their label, rows compared], a top logit that agrees with the label at or below chance (1 / classes),
+    over at least NUMBERING_ROWS rows and two per class."""
+    n = len(class_names)
+    if num_logits is None or not n:
+        return []
+    if num_logits != n:
+        return [
+            f"the model gives {num_logits} logits per row and the data has {n} classes: the cached logits are in "
+            "the model's own class numbering, not the data's (logits[:, k] is the model's class k, not "
+            "class_names[k]); read them, and anything computed from them, as the model's answer, not as scores "
+            "of the data's classes"
+        ]
+    if agreement is None:
+        return []
+    hits, rows = int(agreement[0]), int(agreement[1])
+    if rows < max(NUMBERING_ROWS, 2 * n) or hits / rows > 1 / n:
+        return []
+    return [
+        f"the cached logits' top class is the row's label on {hits} of {rows} rows ({hits / rows:.2f}), at or below "
+        f"chance (1/{n} = {1 / n:.2f}): the logits are in the model's own class numbering, which is most likely "
+        "not the data's (a model trained on other classes, or on these in another order); read logits[:, k] as "
+        "the model's class k, not class_names[k], or give the data's classes in the model's order"
+    ]
+
+
+# A shard's attribute: its writer's logit_agreement, summed over the shards by the torchrun join.
+LOGIT_AGREEMENT = "logit_agreement"
+
+# Rows numbering_warning needs before it judges the logits' agreement with the labels.
+NUMBERING_ROWS = 20
 
 
 # Rows per layer compared by same_layers (a writer's, and the torchrun join's from one shard): a few
@@ -251,6 +307,10 @@ class FeatureWriter:
         # so kept apart from the cache's warnings, which every later command prints again
         self.overwrite_notes: list[str] = []
         self._shard = "shard" in attrs
+        # rows whose top logit is their label, of the labelled rows compared: counted only where the logits
+        # are one per class of the data, and not for an untrained model, which is at chance by design
+        n_classes = len(attrs.get("class_names") or [])
+        self._agree = [0, 0] if num_logits == n_classes > 0 and not attrs.get("random_init") else None
         refuse_foreign_record(self.path)  # finish writes the record there: never over a user's file
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
@@ -478,6 +538,10 @@ class FeatureWriter:
                 "--dtype float32"
             )
         self._compare(features, split, start)
+        if self._agree is not None and logits is not None:
+            known = labels >= 0
+            self._agree[0] += int(np.count_nonzero(np.argmax(logits[known], axis=1) == labels[known]))
+            self._agree[1] += int(np.count_nonzero(known))
         pos = 0
         while pos < len(labels):
             # fill up to the next block boundary of the dataset, so whole chunks are written at once
@@ -546,6 +610,11 @@ class FeatureWriter:
             "apart": [float(a) for a in self._apart],
             "rows": int(self._rows),
         }
+
+    def logit_agreement(self) -> list[int] | None:
+        """[rows whose top logit is their label, labelled rows compared] of the rows this writer was given;
+        None where not counted (no logits, other than one per class, or an untrained model's)."""
+        return None if self._agree is None else list(self._agree)
 
     def flush(self) -> None:
         """Write every buffered row now (each split's ``n_written`` then counts it)."""
