@@ -739,3 +739,43 @@ def test_overwrite_of_a_torchrun_cache_whose_record_lists_no_shard_notes_it(work
     assert any("lists none of its shard files" in n for n in notes), notes
     _, notes = _sharded(out, overwrite=True)  # recorded now, shards and all
     assert notes == []
+
+
+@pytest.mark.parametrize("stopped", ["before_the_cache", "after_the_cache"])
+def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, monkeypatch, stopped):
+    """A kill between the join's renames left OUT without OUT.shards, refused by every reader until the
+    user started the whole extraction again. The new cache's SHA-256, written into the new shards' manifest
+    before the swap, tells a rerun which cache is in place: it moves the new shards in, or puts the old back."""
+    from laya_inspect.out_dir import read_record, unproven_file
+
+    out = work / "w.h5"
+    _sharded(out)
+    old = out.read_bytes()
+    time.sleep(1.1)  # the new cache's created_at (whole seconds) tells it from the old
+    real = os.rename
+
+    def stop(src, dst):  # a kill at that point of the swap
+        if stopped == "before_the_cache" and Path(dst).name == "w.h5.shards.old":
+            real(src, dst)
+            raise KeyboardInterrupt
+        if stopped == "after_the_cache" and Path(src).name == "w.h5.shards.partial":
+            raise KeyboardInterrupt
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", stop)
+    with pytest.raises(KeyboardInterrupt):
+        _sharded(out, overwrite=True)
+    monkeypatch.setattr(os, "rename", real)
+    new = out.read_bytes()
+    assert (new == old) == (stopped == "before_the_cache")
+    assert not shard_dir(out).exists()
+    with pytest.raises(CacheError, match="was stopped while it swapped"):
+        FeatureStore(out)
+    what = "new cache was in place" if stopped == "after_the_cache" else "old cache was still in place"
+    with pytest.raises(CacheError, match=rf"{what}.* is a complete cache: pass --overwrite"):  # no --overwrite
+        extract_features(_config(out, splits=("test",)))
+    assert out.read_bytes() == new and unproven_file(out) is None
+    FeatureStore(out).close()  # readable again, from its own shards
+    assert not (work / "w.h5.shards.old").exists()
+    if stopped == "after_the_cache":
+        assert not (work / "w.h5.shards.partial").exists() and "before" not in read_record(out)

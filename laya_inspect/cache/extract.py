@@ -9,8 +9,8 @@ from typing import Any
 import torch
 
 from ..data import load_data
-from ..distributed import session
-from ..errors import InputError
+from ..distributed import env_world, session
+from ..errors import CacheError, InputError
 from ..files import output_lock
 from ..layers import list_layers
 from ..models import load_model
@@ -19,7 +19,14 @@ from ..runtime import Progress, no_progress, pick_device
 from .extract_config import RANDOM_WITHOUT_WEIGHTS, ExtractConfig, ExtractResult
 from .partial import refuse_foreign_partial, refuse_reserved_name
 from .rows import prepare, result_of, to_device, write_cache
-from .shards import drop_stale_shards, extract_sharded, refuse_foreign_shards, refuse_sharded_leftovers
+from .shards import (
+    drop_stale_shards,
+    extract_sharded,
+    finish_swap,
+    refuse_foreign_shards,
+    refuse_sharded_leftovers,
+    staging_dir,
+)
 from .writer import unproven_cache
 
 
@@ -50,6 +57,14 @@ def extract_features(
     refuse_reserved_name(config.out)
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
+    mended = None
+    # a swap a stopped --overwrite under torchrun left half done; under torchrun, rank 0 mends it once it
+    # holds the lock for the run
+    if not env_world().distributed and staging_dir(config.out).is_dir():
+        with output_lock(config.out):
+            mended = finish_swap(config.out)
+    if mended is not None and not config.overwrite:  # the cache there is whole again, and not to be replaced
+        raise CacheError(f"{mended}; {config.out} is a complete cache: pass --overwrite to write a new one")
     check_out(
         config.out,
         force=config.overwrite,
@@ -67,6 +82,7 @@ def extract_features(
         with output_lock(config.out):
             refuse_sharded_leftovers(config)
             result = _extract(config, progress or no_progress)
+            result.warnings += [mended] if mended else []
             if config.overwrite:
                 drop_stale_shards(config.out)
             return result

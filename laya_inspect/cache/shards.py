@@ -35,8 +35,8 @@ import numpy as np
 
 from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError, InputError
-from ..files import atomic_path, output_lock, write_json
-from ..out_dir import put_record, take_record
+from ..files import atomic_path, output_lock, sha256_file, write_json
+from ..out_dir import put_record, read_record, take_record
 from ..runtime import Progress, pick_device
 from .partial import MOVE_IT, SHARDS_SUFFIX, VERIFIED, partial_path, same_transforms
 from .schema import (
@@ -188,9 +188,10 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
     device = pick_device(device_for(config.device, world))
     box: list[Prepared] = []
     with ExitStack() as held:
-        agree(world, lambda: _preflight(config, world, held) if world.is_main else None)
+        mended = agree(world, lambda: _preflight(config, world, held) if world.is_main else None)[0]
         agree(world, lambda: box.append(prepare(config, device, world_size=world.size)))
         prep = box[0]
+        prep.warnings += [mended] if mended else []
         start = time.perf_counter()
         plan, folder = agree(world, lambda: _plan(config, world, prep) if world.is_main else ({}, ""))[0]  # rank 0's
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, Path(folder), emit))
@@ -220,14 +221,16 @@ def _add_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
-    """Rank 0 holds ``OUT``'s lock for the whole run and refuses what earlier runs left in the way."""
+def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> str | None:
+    """Rank 0 holds ``OUT``'s lock for the whole run and refuses what earlier runs left in the way; it
+    mends a swap an earlier run left half done (:func:`finish_swap`), and returns what it did."""
     out = Path(config.out)
     held.enter_context(output_lock(out))
     refuse_foreign_record(out)  # merge_shards writes the record there: refused before any work
     refuse_foreign_shards(out)  # checked again under the lock: --overwrite removes these folders
+    mended = finish_swap(out)
     if config.overwrite:
-        return  # cleared in _plan, once the model and data have loaded
+        return mended  # cleared in _plan, once the model and data have loaded
     if out.exists():
         raise CacheError(
             f"{out} already exists; pass --overwrite to write a new cache "
@@ -246,6 +249,7 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> None:
             f"and this run has {world.size}: rows already written cannot be shared out again; rerun it with "
             f"{size} processes (`torchrun --nproc-per-node {size} …`) to resume it, or pass --overwrite to start again"
         )
+    return mended
 
 
 def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str, list[tuple[int, int]]], str]:
@@ -404,8 +408,10 @@ def merge_shards(
         shards_at = {shard_path(out, r, size): p for r, p in enumerate(files)}
         record = take_record(out, "extract", {out: tmp, **shards_at})
         if folder != final:
-            # a run killed from here on leaves a cache whose shards are missing (refused on reading,
-            # never read from another run's shards): the old shards wait in OUT.shards.old
+            # a run killed from here on leaves a cache whose shards are missing (never read from another
+            # run's shards): the old shards wait in OUT.shards.old, the new cache's SHA-256 in the new
+            # shards' manifest, from which a rerun tells which cache is in place (finish_swap)
+            write_json(folder / MANIFEST, {**(read_manifest(out, folder) or {}), SWAP: sha256_file(tmp)})
             shutil.rmtree(aside, ignore_errors=True)
             if final.exists():
                 os.rename(final, aside)
@@ -416,6 +422,46 @@ def merge_shards(
     manifest = read_manifest(out) or {}
     write_json(final / MANIFEST, {**manifest, "complete": True})
     return said, notes
+
+
+# The staging manifest's key for the SHA-256 of the cache an --overwrite run is about to rename into place.
+SWAP = "swap_cache_sha256"
+
+
+def finish_swap(out: str | Path) -> str | None:
+    """Mend what an ``--overwrite`` run under torchrun left when stopped between its swap's renames (``OUT``
+    without ``OUT.shards``; the old shards in ``OUT.shards.old``, the new in ``OUT.shards.partial``): ``OUT``
+    is the new cache when it has the SHA-256 its run recorded in the new shards' manifest, and its shards
+    are then moved into place; else it is the old cache, whose shards are put back. What was done, in
+    words, or None where there was nothing to mend (or no record of the new cache: left as it is). The
+    caller holds ``OUT``'s lock."""
+    out = Path(out)
+    final, staged, aside = shard_dir(out), staging_dir(out), _aside_dir(out)
+    if os.path.lexists(final) or not out.is_file() or out.is_symlink() or not staged.is_dir():
+        return None
+    try:
+        manifest = read_manifest(out, staged) or {}
+    except CacheError:
+        return None
+    new = manifest.get(SWAP)
+    if not isinstance(new, str):
+        return None
+    stopped = f"an `extract --overwrite` under torchrun was stopped while it swapped {out} in"
+    if sha256_file(out) == new:
+        os.rename(staged, final)
+        shutil.rmtree(aside, ignore_errors=True)
+        record = read_record(out)
+        if record is not None and "before" in record:
+            put_record(out, {k: v for k, v in record.items() if k != "before"})
+        write_json(final / MANIFEST, {**manifest, "complete": True})
+        return f"{stopped}; the new cache was in place, and its shards are now moved beside it into {final}"
+    if not aside.is_dir():
+        return None
+    os.rename(aside, final)
+    return (
+        f"{stopped}; the old cache was still in place, and its shards are put back into {final} (the stopped "
+        f"run's shards stay in {staged}, which the next --overwrite starts again from scratch)"
+    )
 
 
 def _check_before_swap(out: Path, overwrite: bool, folder: Path) -> None:

@@ -402,8 +402,9 @@ def _missing_shard(cache: Path, shard: Path) -> str:
         return (
             f"{cache}: its rows are kept in shard files, and {folder} is missing: an `extract --overwrite` under "
             f"torchrun was stopped while it swapped the new cache in ({' and '.join(swapping)} beside it hold the "
-            "old and new shards, and whether the cache is old or new cannot be told from here); rerun that "
-            "extract with --overwrite"
+            "old and new shards); rerun that extract with the same --out, as one process or with --overwrite "
+            "under torchrun: it tells from the new shards' manifest whether the cache in place is the old or the "
+            "new one, and finishes the swap or puts the old shards back"
         )
     return (
         f"{cache}: its rows are kept in shard files, and {shard} is missing or unreadable; "
