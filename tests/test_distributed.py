@@ -741,8 +741,9 @@ def test_overwrite_of_a_torchrun_cache_whose_record_lists_no_shard_notes_it(work
     assert notes == []
 
 
+@pytest.mark.parametrize("rerun", ["alone", "torchrun"])
 @pytest.mark.parametrize("stopped", ["before_the_cache", "after_the_cache"])
-def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, monkeypatch, stopped):
+def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, monkeypatch, stopped, rerun):
     """A kill between the join's renames left OUT without OUT.shards, refused by every reader until the
     user started the whole extraction again. The new cache's SHA-256, written into the new shards' manifest
     before the swap, tells a rerun which cache is in place: it moves the new shards in, or puts the old back."""
@@ -772,8 +773,12 @@ def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, mon
     with pytest.raises(CacheError, match="was stopped while it swapped"):
         FeatureStore(out)
     what = "new cache was in place" if stopped == "after_the_cache" else "old cache was still in place"
-    with pytest.raises(CacheError, match=rf"{what}.* is a complete cache: pass --overwrite"):  # no --overwrite
-        extract_features(_config(out, splits=("test",)))
+    if rerun == "alone":
+        with pytest.raises(CacheError, match=rf"{what}.* is a complete cache: pass --overwrite"):  # no --overwrite
+            extract_features(_config(out, splits=("test",)))
+    else:  # rank 0 of a torchrun --overwrite mends it under the run's lock, then goes on to replace it
+        with ExitStack() as held:
+            assert what in _preflight(_config(out, splits=("test",), overwrite=True), World(rank=0, size=2), held)
     assert out.read_bytes() == new and unproven_file(out) is None
     FeatureStore(out).close()  # readable again, from its own shards
     assert not (work / "w.h5.shards.old").exists()
