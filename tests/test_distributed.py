@@ -784,3 +784,27 @@ def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, mon
     assert not (work / "w.h5.shards.old").exists()
     if stopped == "after_the_cache":
         assert not (work / "w.h5.shards.partial").exists() and "before" not in read_record(out)
+
+
+def test_mending_a_stopped_swap_never_removes_a_users_file_in_the_old_shards_folder(work, monkeypatch):
+    """Finishing the swap removes OUT.shards.old: one holding a file extract does not write is refused."""
+    from laya_inspect.errors import InputError
+
+    out = work / "u.h5"
+    _sharded(out)
+    time.sleep(1.1)
+    real = os.rename
+
+    def stop(src, dst):
+        if Path(src).name == "u.h5.shards.partial":
+            raise KeyboardInterrupt
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", stop)
+    with pytest.raises(KeyboardInterrupt):
+        _sharded(out, overwrite=True)
+    monkeypatch.setattr(os, "rename", real)
+    (work / "u.h5.shards.old" / "notes.txt").write_text("mine\n")
+    with pytest.raises(InputError, match=r"u\.h5\.shards\.old is a folder holding notes\.txt"):
+        extract_features(_config(out, splits=("test",)))
+    assert (work / "u.h5.shards.old" / "notes.txt").read_text() == "mine\n"

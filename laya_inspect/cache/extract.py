@@ -62,6 +62,7 @@ def extract_features(
     # holds the lock for the run
     if not env_world().distributed and staging_dir(config.out).is_dir():
         with output_lock(config.out):
+            refuse_foreign_shards(config.out)  # the mend removes the old shards' folder: never a user's file
             mended = finish_swap(config.out)
     if mended is not None and not config.overwrite:  # the cache there is whole again, and not to be replaced
         raise CacheError(f"{mended}; {config.out} is a complete cache: pass --overwrite to write a new one")
