@@ -808,3 +808,36 @@ def test_mending_a_stopped_swap_never_removes_a_users_file_in_the_old_shards_fol
     with pytest.raises(InputError, match=r"u\.h5\.shards\.old is a folder holding notes\.txt"):
         extract_features(_config(out, splits=("test",)))
     assert (work / "u.h5.shards.old" / "notes.txt").read_text() == "mine\n"
+
+
+def test_the_join_warns_of_logits_in_another_class_numbering_from_every_shards_rows(work):
+    """Each shard counts the rows whose top logit is their label; the join sums them and warns, in the
+    joined cache's warnings, as one process does, when that is at or below chance."""
+    from laya_inspect.cache.rows import prepare
+    from laya_inspect.cache.schema import decode_attr
+    from laya_inspect.cache.shards import _write_shard, merge_shards
+
+    (work / "shifted.py").write_text(
+        "import torch\nfrom torch import nn\n\n\ndef make():\n    head = nn.Linear(5, 5, bias=False)\n"
+        "    with torch.no_grad():\n        head.weight.copy_(torch.roll(torch.eye(5), 1, dims=0))\n"
+        "    return nn.Sequential(nn.Identity(), head)\n"
+    )
+    import shifted
+
+    torch.save(shifted.make().state_dict(), work / "net.pt")
+    y = np.arange(60) % 5
+    np.savez(work / "d.npz", X_test=np.eye(5, dtype=np.float32)[y], y_test=y, class_names=np.array(list("abcde")))
+    out = work / "l.h5"
+    config = ExtractConfig(
+        model="python:shifted:make", weights="net.pt", data="npz:d.npz", layers="0", out=str(out),
+        batch_size=8, device="cpu", splits=("test",),
+    )  # fmt: skip
+    prep = prepare(config, torch.device("cpu"), world_size=2)
+    plan, folder = _plan(config, World(rank=0, size=2), prep)
+    for rank in range(2):
+        _write_shard(config, World(rank=rank, size=2), prep, plan, Path(folder), no_progress)
+    said, _ = merge_shards(out, 2, plan, Path(folder))
+    assert [w for w in said if "on 0 of 60 rows" in w and "class numbering" in w], said
+    with h5py.File(out, "r") as f:
+        assert any("on 0 of 60 rows" in w for w in decode_attr(f.attrs["warnings"]))
+        assert "logit_agreement" not in f.attrs  # a shard's count, not the joined cache's
