@@ -702,3 +702,53 @@ def test_fit_head_compare_and_the_reading_draw_one_near_chance_line(n, m, seeds,
     assert fit == check["near_chance"] == reading == near
     assert check["bound"] == max(x for x in chance_lines(chance, n) if x is not None)
     assert (acc < check["bound"]) if near else (acc >= check["bound"] - 1e-9)
+
+
+def test_fit_head_on_rare_test_rows_points_to_macro_f1_rather_than_saying_the_head_did_not_learn(
+    tmp_path: Path,
+) -> None:
+    """On 99:1 Fashion-MNIST fit-head said "the head did not learn" to heads of macro-F1 0.75-0.77
+    (0.497 for always answering the majority class): beating the majority class on a few test rows is
+    too few to read, not a proof of nothing learned. Here the 4 minority rows of 400 are plain to tell
+    apart: the warning and the reading name the heads' macro-F1 instead, as train's does."""
+    from laya_inspect.report.reading import fit_reading
+
+    rng = np.random.default_rng(0)
+
+    def rows(y: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        return [(8.0 * y[:, None] + rng.normal(size=(len(y), 4))).astype(np.float32) for _ in range(2)], y
+
+    y_test = (np.arange(400) % 100 == 0).astype(np.int64)
+    cache = write_cache(tmp_path / "c.h5", {"train": rows(np.arange(200) % 2), "test": rows(y_test)})
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, FitConfig(seeds=(0,), epochs=5, probe=False), out_dir=tmp_path / "heads")
+    assert result.summary["quality"]["majority_macro_f1"] == pytest.approx(0.4975, abs=1e-4)
+    for h in result.summary["heads"]:
+        assert h["test_acc"]["mean"] == 1.0 and h["test_macro_f1"]["mean"] == 1.0, h
+        said = " ".join(h["warnings"])
+        assert "beats always answering that class on 4 of 400 test rows, fewer than 5" in said
+        assert "did not learn" not in said
+        assert "read its test macro-F1, 1.000, against 0.497 for always answering the majority class" in said
+    reading = " ".join(fit_reading(result.summary).lead + fit_reading(result.summary).details)
+    assert "did not learn" not in reading
+    assert "accuracy alone cannot show whether LAYA learned: read its test macro-F1, 1.000" in reading
+    assert "(near chance: accuracy alone cannot show whether it learned" in reading
+
+
+def test_compare_withholds_a_rare_rows_head_without_saying_it_learnt_nothing() -> None:
+    """compare withholds verdicts for a head above the majority share by a few rows, but a head whose
+    macro-F1 (1.0 here, 0.497 for the majority class) says it learned is not called one that "learnt
+    next to nothing"."""
+    from laya_inspect.compare.per_head import chance_check
+
+    labels = (np.arange(400) % 100 == 0).astype(np.int64)
+    check = chance_check("laya", 1.0, labels, preds=labels.copy())
+    assert check["near_chance"] and check["macro_f1"] == 1.0
+    assert "learnt next to nothing" not in check["caveat"]
+    assert (
+        "accuracy alone cannot show whether head laya learned: read its macro-F1 on these rows, 1.000"
+        in (check["caveat"])
+    )
+    # a head that answers the majority class but for one row is still one that learnt next to nothing
+    preds = np.zeros(400, dtype=np.int64)
+    assert "learnt next to nothing" in chance_check("laya", 0.99, labels, preds=preds)["caveat"]

@@ -44,7 +44,7 @@ def head_summary(
         }
     constant = constant_rule(r.weights, r.scores, len(r.targets), seed)
     accuracy = float((r.preds == labels).mean())
-    chance = chance_check(r.name, accuracy, labels)
+    chance = chance_check(r.name, accuracy, labels, preds=r.preds)
     by_abl = {
         a: ablation_summary(
             r.measured[a],
@@ -107,23 +107,44 @@ NEAR_CHANCE_POLICY = (
 )
 
 
-def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, Any]:
+ON_ROWS = "its macro-F1 on these rows"
+
+
+def chance_check(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarray | None = None) -> dict[str, Any]:
     """Whether the head is near chance on the compared rows, by fit-head's rule (training.quality's
     near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share, or above
     it by fewer than GAIN_ROWS rows), and the caveat that then withholds its verdicts. A head that
     learnt nothing still has a computation its attributions can be faithful to, but "beats the constant
     rule" beside it reads as an explanation to trust: so the verdicts are withheld, not merely
-    captioned (the numbers stay)."""
-    from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_level, chance_lines, near_chance
+    captioned (the numbers stay). With the head's ``preds``, a head whose accuracy cannot tell
+    (training.quality.not_learned) is not said to have learnt nothing: its macro-F1 is named instead."""
+    from ..training.quality import (
+        CHANCE_GAP,
+        GAIN_ROWS,
+        chance_level,
+        chance_lines,
+        macro_f1_decides,
+        majority_macro_f1,
+        near_chance,
+        not_learned,
+    )
+    from ..training.stats import macro_f1
 
     n = len(labels)
     chance = chance_level(labels) if n else float("nan")
+    f1 = macro_f1(labels, preds) if preds is not None and n else None
+    majority_f1 = majority_macro_f1(labels) if f1 is not None else None
     said = near_chance(accuracy, chance, "", n=n) if np.isfinite(chance) else None
     # fit-head's words, read on the compared rows: "near chance: test accuracy …; …" → "accuracy …"
     detail = said.split(";")[0].split(": ", 1)[1].replace("test ", "") if said else ""
+    learnt = (
+        not_learned(f"head {name}", accuracy, chance, f1=f1, majority_f1=majority_f1, f1_of=ON_ROWS)
+        if macro_f1_decides(accuracy, chance, f1, majority_f1)
+        else "its attributions explain a head that learnt next to nothing"
+    )
     caveat = (
-        f"head {name} is near chance on the compared rows ({detail}): its attributions explain a head that "
-        "learnt next to nothing, so none is read against the constant rule and no method is marked best"
+        f"head {name} is near chance on the compared rows ({detail}): {learnt}, so none is read against the "
+        "constant rule and no method is marked best"
         if said
         else None
     )
@@ -131,6 +152,8 @@ def chance_check(name: str, accuracy: float, labels: np.ndarray) -> dict[str, An
     return {
         "accuracy": accuracy,
         "chance": chance if ok else None,
+        "macro_f1": f1,
+        "majority_macro_f1": majority_f1,
         "bound": max(x for x in chance_lines(chance, n) if x is not None) if ok else None,
         "near_chance": said is not None,
         "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "

@@ -26,7 +26,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
-from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance
+from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance, macro_f1_decides, not_learned
 from ..training.stats import (
     ONE_VALUE,
     TINY,
@@ -558,7 +558,8 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
     n_test = (summary.get("split") or {}).get("n_test")
-    at = _at_chance(title, acc, chance, n_test)
+    majority_f1 = (summary.get("quality") or {}).get("majority_macro_f1")
+    at = _at_chance(title, lead, chance, n_test, majority_f1)
     lead_lines = [*_warnings(summary), *([at] if at else []), first + "."]
     weights = lead.get("layer_weights") or {}
     layers, pooled = weights.get("layers") or [], weights.get("pooled") or []
@@ -590,8 +591,8 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
         f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}"
         + (
-            " (near chance: it did not learn)."
-            if _at_chance(h["head"], h.get("test_acc") or {}, chance, n_test)
+            f" (near chance: {not_learned('it', h['test_acc']['mean'], chance, f1=_f1(h), majority_f1=majority_f1)})."
+            if chance is not None and _at_chance(h["head"], h, chance, n_test)
             else "."
         )
         for h in heads
@@ -601,6 +602,10 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     if n_warn:
         details.append(f"The quality gate raised {n_warn} warning{'s' * (n_warn > 1)}: see below.")
     return Reading(lead_lines, details)
+
+
+def _f1(head: dict[str, Any]) -> float | None:
+    return (head.get("test_macro_f1") or {}).get("mean")
 
 
 def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
@@ -630,20 +635,30 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     return out
 
 
-def _at_chance(title: str, acc: dict[str, Any], chance: float | None, n: int | None) -> str | None:
+def _at_chance(
+    title: str,
+    head: dict[str, Any],
+    chance: float | None,
+    n: int | None,
+    majority_f1: float | None = None,
+) -> str | None:
     """The verdict on a head the quality gate finds near chance (its rule, docs/METHOD.md, "Quality gate",
     over the ``n`` test rows; None in older summaries: the accuracy rule alone), said before its numbers:
-    an accuracy beside a bare "+0.004 against last" read as a head that works."""
+    an accuracy beside a bare "+0.004 against last" read as a head that works. Where its accuracy cannot
+    tell (training.quality.not_learned), it points to the head's macro-F1 beside ``majority_f1``."""
+    acc = head.get("test_acc") or {}
     if chance is None or acc.get("mean") is None or not is_near_chance(acc["mean"], chance, n):
         return None
     gap, rows_line = chance_lines(chance, n)
     rows = f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(rows_line, 3)}" if rows_line else ""
-    return (
-        f"{title} did not learn: its test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance "
-        f"({num(chance, 3)}, the majority class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = "
-        f"{num(gap, 3)}{rows}), so what it puts on a layer says nothing "
-        "about the layers."
+    near = (
+        f"test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance ({num(chance, 3)}, the majority "
+        f"class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = {num(gap, 3)}{rows})"
     )
+    said = not_learned(title, acc["mean"], chance, f1=_f1(head), majority_f1=majority_f1)
+    if macro_f1_decides(acc["mean"], chance, _f1(head), majority_f1):
+        return f"{title}'s {near}; {said}."
+    return f"{said}: its {near}, so what it puts on a layer says nothing about the layers."
 
 
 def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> Reading:

@@ -282,6 +282,7 @@ def _fit_into(
         few_validation_rows,
         gate,
         layer_probes,
+        majority_macro_f1,
         unlearnable_classes,
     )
     from .standardize import feature_moments, standardization
@@ -409,6 +410,7 @@ def _fit_into(
         heads,
         runs,
         chance=chance_level(test.labels),
+        majority_f1=majority_macro_f1(test.labels),
         probe=probe,
         layer_names=store.layer_names,
         constant=constant,

@@ -44,7 +44,7 @@ from .loop import (
     untrained_classes,
     validation_split,
 )
-from .quality import chance_level, near_chance, unlearnable_classes
+from .quality import chance_level, majority_macro_f1, near_chance, not_learned, unlearnable_classes
 from .stats import macro_f1
 
 
@@ -256,8 +256,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit, untrained)
     metrics["chance"] = chance_level(labels)
-    majority = np.full(len(labels), np.bincount(np.asarray(labels, dtype=np.int64)).argmax())
-    metrics["warnings"] = _warnings(metrics, majority_f1=macro_f1(labels, majority))
+    metrics["warnings"] = _warnings(metrics, majority_f1=majority_macro_f1(labels))
     unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
     metrics["warnings"] += [unlearnable] if unlearnable else []
     # What the data said (a class missing from a split, a label written two ways): printed and kept
@@ -319,19 +318,11 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
 
 def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None) -> list[str]:
     """fit-head's near-chance gate for the jointly trained model and for the backbone's own
-    classifier: a backbone at chance makes every cache extracted from it garbage. An accuracy that
-    clears the gap over chance but beats the majority class on only a few test rows says nothing
-    either way (on 99:1 data a model with macro-F1 0.81 lands there), so the warning then points to
-    the model's macro-F1 beside ``majority_f1``, always answering the majority class's, rather than
-    saying the model did not learn."""
+    classifier: a backbone at chance makes every cache extracted from it garbage. Where the accuracy
+    cannot tell (quality.not_learned), the warning points to the model's macro-F1 beside
+    ``majority_f1``, always answering the majority class's."""
     chance, n, acc = metrics["chance"], metrics["n_test"], metrics["test_acc"]
-    said = "the model did not learn"
-    f1 = metrics.get("test_macro_f1")
-    if f1 is not None and majority_f1 is not None and near_chance(acc, chance, said) is None:
-        said = (
-            f"accuracy alone cannot show whether the model learned: read its test macro-F1, {f1:.3f}, against "
-            f"{majority_f1:.3f} for always answering the majority class"
-        )
+    said = not_learned("the model", acc, chance, f1=metrics.get("test_macro_f1"), majority_f1=majority_f1)
     warns = [near_chance(acc, chance, said, n=n)]
     probe = metrics.get("backbone_head")
     if isinstance(probe, dict):

@@ -27,7 +27,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
-from .stats import counted, describe, percent, seed_agreement
+from .stats import counted, describe, macro_f1, percent, seed_agreement
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -253,6 +253,43 @@ def near_chance(
     )
 
 
+def majority_macro_f1(labels: np.ndarray) -> float:
+    """The macro-F1 of always answering the majority class of ``labels``: what a model's macro-F1 is
+    read against where its accuracy cannot tell (:func:`not_learned`)."""
+    y = np.asarray(labels, dtype=np.int64).ravel()
+    if not y.size:
+        return math.nan
+    return macro_f1(y, np.full(len(y), np.bincount(y).argmax()))
+
+
+def macro_f1_decides(acc: float, chance: float, f1: float | None, majority_f1: float | None) -> bool:
+    """Whether a near-chance accuracy leaves the verdict to macro-F1: it clears the gap over chance and
+    falls only under the rows line. On 99:1 data a model of macro-F1 0.81 (0.50 for the majority
+    class) beats the majority class on 4 of 1000 rows: too few for its accuracy to say it learned, and
+    its macro-F1 says it did; so "did not learn" would be wrong there."""
+    return f1 is not None and majority_f1 is not None and math.isfinite(f1) and not is_near_chance(acc, chance)
+
+
+def not_learned(
+    who: str,
+    acc: float,
+    chance: float,
+    *,
+    f1: float | None = None,
+    majority_f1: float | None = None,
+    f1_of: str = "its test macro-F1",
+) -> str:
+    """What a near-chance verdict says of ``who`` ("the model"): that it did not learn, or where
+    :func:`macro_f1_decides`, that its accuracy cannot show it and ``f1_of`` is to be read beside the
+    majority class's. train, fit-head, compare and the reading all say it here."""
+    if f1 is not None and majority_f1 is not None and macro_f1_decides(acc, chance, f1, majority_f1):
+        return (
+            f"accuracy alone cannot show whether {who} learned: read {f1_of}, {f1:.3f}, against "
+            f"{majority_f1:.3f} for always answering the majority class"
+        )
+    return f"{who} did not learn"
+
+
 def _read(store: FeatureStore, split: str, layer: int, rows: np.ndarray | None, step: int = 8192) -> np.ndarray:
     """One layer at ``rows`` (sorted; all rows for None), read in contiguous chunks: HDF5 point
     selection of thousands of scattered rows is far slower than reading the chunks around them."""
@@ -378,6 +415,7 @@ def gate(
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
     n_test: int | None = None,
+    majority_f1: float | None = None,
     duplicates: Sequence[tuple[str, str]] = (),
     unlearnable: str | None = None,
     in_train: dict[str, Any] | None = None,
@@ -388,6 +426,7 @@ def gate(
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
     ``constant``: the layers :func:`constant_layers` found; ``n_test``: the test split's rows;
+    ``majority_f1``: the test split's :func:`majority_macro_f1`;
     ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
     the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
     the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows); ``epochs``: the
@@ -400,6 +439,8 @@ def gate(
                 h["head"],
                 [r for r in runs if r.head == h["head"]],
                 test_acc=h["test_acc"]["mean"],
+                test_f1=(h.get("test_macro_f1") or {}).get("mean"),
+                majority_f1=majority_f1,
                 chance=chance,
                 n_test=n_test,
                 probe=probe,
@@ -426,6 +467,7 @@ def gate(
             h["warnings"].append(few)
     return {
         "chance": chance,
+        "majority_macro_f1": majority_f1,
         "constant_layers": list(constant),
         "duplicate_layers": [list(p) for p in duplicates],
         "test_rows_in_train": in_train,
@@ -453,11 +495,15 @@ def head_quality(
     constant: Sequence[str] = (),
     epochs: int | None = None,
     n_test: int | None = None,
+    test_f1: float | None = None,
+    majority_f1: float | None = None,
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
     .epochs_run and .static_weights; ``epochs``: the most each seed could run): its warnings, its
-    probe reference and the seeds' agreement on the layers."""
-    near = near_chance(test_acc, chance, "the head did not learn", n=n_test)
+    probe reference and the seeds' agreement on the layers. ``test_f1``: its mean test macro-F1 over
+    seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`)."""
+    said = not_learned("the head", test_acc, chance, f1=test_f1, majority_f1=majority_f1)
+    near = near_chance(test_acc, chance, said, n=n_test)
     warns = [near] if near else []
     notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
