@@ -516,3 +516,37 @@ def test_the_settings_line_says_given_splits_apart_from_the_defaults() -> None:
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
     assert "validation 0.1 of test" in given and "tested on train" in given
     assert "validation" not in left and "tested" not in left
+
+
+def test_fit_head_names_the_split_it_tested_on(tmp_path: Path) -> None:
+    """`fit-head s.h5 --train-split Train --test-split valid` titled its table "s.h5 — test split, 2
+    seeds", and so did report.html's table and the notebook's display of the result."""
+    from helpers import write_cache
+    from rich.console import Console
+
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.training.fit_head import FitConfig, fit_heads
+
+    rng = np.random.default_rng(0)
+
+    def rows(n: int) -> tuple[list[np.ndarray], np.ndarray]:
+        y = np.arange(n) % 2
+        return [(y[:, None] + rng.normal(size=(n, 4))).astype(np.float32) for _ in range(2)], y
+
+    cache = write_cache(tmp_path / "s.h5", {"Train": rows(60), "valid": rows(20), "test": rows(20)})
+    out = tmp_path / "heads"
+    args = ["fit-head", str(cache), "--train-split", "Train", "--test-split", "valid", "--seeds", "2", "--no-probe"]
+    res = runner.invoke(app, [*args, "--head", "laya", *FAST, "--out", str(out)], env=ENV)
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "valid split, 2 seeds, 95% t-interval" in said and "test split" not in said
+    assert runner.invoke(app, ["report", str(out), "--html"], env=ENV).exit_code == 0
+    page = page_said(out / "report.html")
+    assert "valid split, 2 seeds; intervals are 95% t-intervals over seeds" in page
+    assert "mean weight per layer on the valid split (α" in page and "· valid split 20 rows" in page
+    config = FitConfig(train_split="Train", test_split="valid", seeds=(0,), epochs=1, probe=False, heads=("laya",))
+    with FeatureStore(cache) as store:
+        result = fit_heads(store, config, out_dir=tmp_path / "nb")
+    console = Console(record=True, width=200)
+    console.print(result)
+    assert "valid split" in console.export_text() and "test split" not in console.export_text()

@@ -83,6 +83,11 @@ def layers_read(cache: dict[str, Any]) -> str:
     return f" · {len(cache.get('layer_names') or [])} of its {len(every)} layers"
 
 
+def tested_split(summary: dict[str, Any]) -> str:
+    """'test split', or the split fit-head tested on with --test-split ('valid split')."""
+    return f"{(summary.get('split') or {}).get('test_split') or 'test'} split"
+
+
 def gate_cell(head: dict[str, Any], warn: str = "{}") -> str:
     """A fit-head table's gate cell: "ok", "2 warnings" (put in ``warn``, the terminal's colour), and
     what the gate could not check: "no seed checks (1 seed)" for a head with layer weights fitted

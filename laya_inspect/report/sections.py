@@ -27,6 +27,7 @@ from .reading import (
     layers_read,
     num,
     sentence,
+    tested_split,
     value,
     versus_groups,
     versus_level,
@@ -210,7 +211,8 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
         "gate",
     ]
     read = layers_read(summary.get("cache") or {})
-    caption = f"test split{read}, {n_seeds} seed{'s' * (n_seeds != 1)}; intervals are 95% t-intervals over seeds"
+    seeds = f"{n_seeds} seed{'s' * (n_seeds != 1)}"
+    caption = f"{tested_split(summary)}{read}, {seeds}; intervals are 95% t-intervals over seeds"
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:
         keys = [
@@ -240,13 +242,13 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 cols.append(f"{h['head']} seed {s}")
                 data.append(row)
         rows = [[layer, *[num(d[i], 3) for d in data]] for i, layer in enumerate(layers)]
-        caption = "mean weight per layer on the test split (α: per input, averaged)"
+        caption = f"mean weight per layer on the {tested_split(summary)} (α: per input, averaged)"
         sections.append(Section("Layer weights", [Table("fit-weights", cols, rows, caption)]))
     quality = summary.get("quality") or {}
     probe = quality.get("probe") or {}
     lines = []
     if quality.get("chance") is not None:
-        lines.append(f"Chance (majority class of the test split): {num(quality['chance'], 3)}.")
+        lines.append(f"Chance (majority class of the {tested_split(summary)}): {num(quality['chance'], 3)}.")
     if probe.get("layers") and probe.get("best_layer"):
         from .terminal import probe_text
 
@@ -343,7 +345,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
         "figures": groups,
         "commands": [("this fit-head run", command)],
         "provenance": facts,
-        "subtitle": f"heads {heads} on {cache.get('cache_path')} · test split {split.get('n_test', '?')} rows",
+        "subtitle": f"heads {heads} on {cache.get('cache_path')} · {tested_split(s)} {split.get('n_test', '?')} rows",
         "settings": str(fit_settings_line(s, ONE_LINE) or ""),
     }
 

@@ -27,6 +27,7 @@ from .reading import (
     relied_on,
     sanity_failed,
     seeds_sentence,
+    tested_split,
     value,
     versus_groups,
     versus_level,
@@ -339,8 +340,9 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
 
 
 def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
-    """The fit table's title: the cache, the share of its layers the heads read, the seeds."""
-    return f"{cache}{layers_read(summary.get('cache') or {})} — test split, {counted(n_seeds, 'seed')}, 95% t-interval"
+    """The fit table's title: the cache, the share of its layers the heads read, the split tested on, the seeds."""
+    read = layers_read(summary.get("cache") or {})
+    return f"{cache}{read} — {tested_split(summary)}, {counted(n_seeds, 'seed')}, 95% t-interval"
 
 
 def fit_table(summary: dict[str, Any], title: str) -> Table:

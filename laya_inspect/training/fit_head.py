@@ -168,9 +168,9 @@ class FitResult:
         return fit_summary_html(self.summary, [r.row() for r in self.runs])
 
     def __rich__(self) -> Any:  # a terminal (rich.print, IPython with rich) shows the fit-head table
-        from ..report.terminal import fit_table
+        from ..report.terminal import fit_table, fit_title
 
-        return fit_table(self.summary, f"{self.out_dir} — test split, 95% t-interval")
+        return fit_table(self.summary, fit_title(self.out_dir, self.summary, len(self.config.seeds)))
 
 
 def _refuse_nonfinite(rows: CacheRows, store: FeatureStore) -> None:
