@@ -1019,3 +1019,33 @@ def test_one_seeds_tables_and_plots_show_each_value_alone(cache, tmp_path, monke
     assert s["family_rule"] not in said
     title = figures["early_exit_accuracy_vs_compute"].axes[0].get_title()
     assert title == "early exit: one seed; ε = 0.05", title
+
+
+def test_one_seed_reads_as_one_seed_and_a_tiny_difference_as_itself(last_layer_run):
+    """Run at --seeds 1, the verdicts and the reading said "the same held-out area as confidence's on
+    every seed", and the reading printed a one-seed difference of -1.5e-05 as "-0.0000" (the terminal
+    prints "-1.5e-05")."""
+    from laya_inspect.beyond.early_exit import exit_comparisons
+    from laya_inspect.report.reading import early_exit_reading, versus_text
+
+    s, _ = last_layer_run
+    areas = {r: [0.8] for r in ("fixed", "alpha", "confidence", "confidence+alpha", "confidence+alpha_oracle")}
+    areas["random"] = [0.7]
+    points = [
+        {"rule": r, "seed": 0, "step": 0, "accuracy": 0.8, "compute_used": c, "mean_depth": 1.0}
+        for r, c in (("confidence", 0.5), ("confidence+alpha", 0.45), ("confidence+alpha_oracle", 0.4))
+    ]
+    fired = {"epsilon": 0.05, "rows": 2, "oracle_rows": 3, "of": 360}
+    comp = exit_comparisons(areas, points, fired)
+    said = " ".join(e["verdict"] for e in comp.values())
+    assert "every seed" not in said
+    assert "the same held-out area as confidence's on the one seed run (α fired at ε = 0.05" in said
+    assert "rule alpha has the same held-out area as rule fixed on the one seed run: its points move" in said
+    summary = {**s, "comparisons": comp, "alpha_fired": fired, "verdict": [e["verdict"] for e in comp.values()]}
+    lead = " ".join(early_exit_reading(summary).lead)
+    assert "confidence+alpha, of the same held-out area as confidence's on the one seed run" in lead, lead
+    assert "on every seed" not in lead
+    tiny = {"mean": -1.5e-05, "ci_low": None, "ci_high": None, "n": 1, "values": [-1.5e-05]}
+    assert versus_text("confidence+α", tiny, "confidence") == "confidence+α − confidence = -1.5e-05"
+    plain = {"mean": 0.0028, "ci_low": None, "ci_high": None, "n": 1, "values": [0.0028]}
+    assert versus_text("α", plain, "depth alone") == "α − depth alone = +0.0028"

@@ -87,13 +87,14 @@ def exit_comparisons(
         what = "α of the full forward pass" if a.endswith("oracle") else "α"
         n = fired_rows(alpha_fired, "oracle_rows" if a.endswith("oracle") else "rows")
         eps = alpha_fired["epsilon"]
+        seeds = "on every seed" if len(areas[a]) > 1 else "on the one seed run"
         if same_as and label == "confidence+alpha vs random":
             entry["same_as"] = "confidence vs random"
             entry["same_by"] = "rule" if same_rule else "area"
             why = (
                 f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule"
                 if same_rule
-                else f"rule confidence+alpha has the same held-out area as confidence's on every seed (α fired at "
+                else f"rule confidence+alpha has the same held-out area as confidence's {seeds} (α fired at "
                 f"ε = {eps:g} on {n})"
             )
             entry["verdict"] = (
@@ -108,8 +109,7 @@ def exit_comparisons(
             entry["same_area"] = True
             fired_on = f" ({what} fired at ε = {eps:g} on {n})" if adds_alpha else ""
             entry["verdict"] = (
-                f"rule {a} has the same held-out area as {'random exit' if b == 'random' else f'rule {b}'} on "
-                f"every seed"
+                f"rule {a} has the same held-out area as {'random exit' if b == 'random' else f'rule {b}'} {seeds}"
                 f"{fired_on}: its points move, no step of the frontier does; nothing to compare"
             )
         else:

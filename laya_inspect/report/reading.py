@@ -730,9 +730,11 @@ def one_value(*diffs: dict[str, Any] | None) -> bool:
 
 
 def versus_text(subject: str, d: dict[str, Any] | None, other: str) -> str:
-    """'α beats depth alone (+0.0116 [+0.0009, +0.0223])'; from one seed 'α − depth alone = +0.0028'."""
+    """'α beats depth alone (+0.0116 [+0.0009, +0.0223])'; from one seed 'α − depth alone = +0.0028', or
+    '-1.5e-05' where it is past float noise yet shows as ±0 at four decimals (as the terminal prints it)."""
     if one_value(d):
-        return f"{subject} − {other} = {num((d or {})['mean'], 4, sign=True)}"
+        m = (d or {})["mean"]
+        return f"{subject} − {other} = {format(m, '+.1e') if spec(d or {}) == '+.1e' else num(m, 4, sign=True)}"
     return f"{subject} {_said(d)} {other} ({diff_text(d)})".lstrip()
 
 
@@ -869,8 +871,9 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
     """A rule's comparison with random exit that is confidence's, in the lead: the same rule (α never
     fired, or only where confidence exits as early), or the same held-out area on every seed."""
     if entry.get("same_by") == "area":
+        seeds = "on every seed" if ((entry.get("area_diff") or {}).get("n") or 0) != 1 else "on the one seed run"
         return (
-            f"{rule}, of the same held-out area as confidence's on every seed (α fired at ε = "
+            f"{rule}, of the same held-out area as confidence's {seeds} (α fired at ε = "
             f"{fired.get('epsilon', 0):g} on {fired_rows(fired)}), is confidence's "
             "comparison, not a second finding"
         )
