@@ -87,9 +87,11 @@ def test_ig_ranks_the_planted_layer_first_and_the_summary_records_every_share(de
     assert (out / "features.h5").is_file() and (out / "compare" / "summary.json").is_file()
     assert (out / "heads" / "laya" / "seed_0").is_dir() and (out / "heads" / "scalarmix" / "seed_0").is_dir()
     assert read_marker(out)["command"] == "check planted"
-    assert "IG" in result.output and re.search(r"random floor 1/L\s+0\.250", result.output)
+    assert "IG" in result.output and re.search(r"random reference 1/L\s+0\.250", result.output)
     said = " ".join(result.output.split())  # the verdict's bullets wrap at the terminal's width
     assert "at least 95%, the pipeline finds the planted layer" in said
+    # the null by its name, apart from the random attribution method
+    assert "the random reference ranks it first on 1/L = 25.0% of rows in expectation" in said
     # the rule, recorded: the interval's lower end against the bar, for this one construction seed
     assert "lower end of the 95% Wilson interval" in s["pass_rule"] and s["construction_seeds"] == [0]
     assert s["against_bar"]["methods"]["laya/ig"] == "above" and _method(s, "ig")["ci_low"] >= s["pass_share"]
@@ -320,8 +322,13 @@ def test_seeds_fail_when_one_seed_fails_and_the_summary_says_per_seed_and_across
     )
     out = result.output
     assert re.search(r"seed 0\s+seed 1\s+at bar", out) and re.search(r"IG\s+1\.000\s+0\.\d+\*\s+1/2", out)
-    assert re.search(r"random scores\s+0\.\d+\*\s+0\.\d+\*\s+0/2", out)  # * : not at the bar on that seed
+    assert re.search(r"random attribution\s+0\.\d+\*\s+0\.\d+\*\s+0/2", out)  # * : not at the bar on that seed
     assert "holds for construction seeds 0, 1 (each its own backbone" in out and "seed 0 only" not in out
+    flat = " ".join(out.split())
+    assert "the random reference ranks it first on 1/L = 25.0% of rows in expectation; random attribution on the " in (
+        flat
+    )
+    assert "random scores" not in flat
 
 
 def test_seeds_pass_when_every_seed_passes(tmp_path) -> None:

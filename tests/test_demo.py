@@ -795,7 +795,7 @@ def test_the_compare_step_shows_an_undefined_faithfulness_as_a_dash() -> None:
     est = {"alpha": {"mean": nan, "ci_low": None}, "random": {"mean": -0.026, "ci_low": None}}
     seeds = {"laya": {"heads": ["laya-seed_0"], "faithfulness": est, "constant": {"mean": nan, "ci_low": None}}}
     said = _step_line(SimpleNamespace(name="compare", numbers={"faithfulness_seeds": seeds}))
-    assert said == "faithfulness ρ on laya-seed_0: alpha — · random -0.026 · constant rule —", said
+    assert said == "faithfulness ρ on laya-seed_0: alpha — · random attribution -0.026 · constant rule —", said
 
 
 def test_the_compare_step_keeps_the_constant_rule_when_its_rho_is_undefined_on_every_seed() -> None:

@@ -476,7 +476,7 @@ def verdict_lines(
             f"the LOLO effects ({ablation}) rank it first on {_pct(truth)}: the planted answer as removing each "
             f"layer shows it, {_bar(truth)}" + note
         )
-    lines.append(f"random ranks it first on 1/L = {1 / layers:.1%} of rows in expectation")
+    lines.append(f"the random reference ranks it first on 1/L = {1 / layers:.1%} of rows in expectation")
     if "laya" in constant:
         lines.append(
             f"compare's constant rule (the mean α, cross-fitted) ranks it first on {_pct(constant['laya'])}: every "

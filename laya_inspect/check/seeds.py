@@ -92,7 +92,7 @@ def across_seeds(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """The reading across construction seeds of per-seed summaries (each a one-seed summary.json, in
     seed order): for every (head, method) and each head's LOLO effects, on how many seeds it is at the
     bar and which seeds it is not (a method a seed lacks counts as not at the bar there); the constant
-    rule's and the random scores' shares per seed; ``passed``: IG on the LAYA head at the bar on every seed."""
+    rule's and random attribution's shares per seed; ``passed``: IG on the LAYA head at the bar on every seed."""
     seeds = [int(s["construction"]["seed"]) for s in summaries]
     keys: list[tuple[str, str]] = []
     for s in summaries:
@@ -220,8 +220,10 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
             )
         lines.append(f"the LOLO effects ({ablation}) rank it first {_count(truth, seeds)}" + note)
     random = methods.get(("laya", "random"))
-    measured = f"; the LAYA head's random scores did on {_shares(random)}" if random else ""
-    lines.append(f"random ranks it first on 1/L = {across['random_floor']:.1%} of rows in expectation{measured}")
+    measured = f"; random attribution on the LAYA head did on {_shares(random)}" if random else ""
+    lines.append(
+        f"the random reference ranks it first on 1/L = {across['random_floor']:.1%} of rows in expectation{measured}"
+    )
     if "laya" in across["constant"]:
         shares = _shares(across["constant"]["laya"])
         lines.append(

@@ -59,7 +59,7 @@ def planted_table(s: dict[str, Any]) -> Table:
         )
     for head, k in s["constant"].items():
         table.add_row(head, f"constant rule ({k['source']})", *_cell(k), style="dim")
-    table.add_row("", "random floor 1/L", f"{s['random_floor']:.3f}", "", style="dim")
+    table.add_row("", "random reference 1/L", f"{s['random_floor']:.3f}", "", style="dim")
     return table
 
 
@@ -91,7 +91,7 @@ def seeds_table(s: dict[str, Any]) -> Table:
         table.add_row(head, f"LOLO effect ({s['compare']['ablation']})", *cells(e), style="dim")
     for head, k in a["constant"].items():
         table.add_row(head, "constant rule", *[num(v, 3) for v in k["shares"]], "", style="dim")
-    table.add_row("", "random floor 1/L", *[f"{s['random_floor']:.3f}"] * len(seeds), "", style="dim")
+    table.add_row("", "random reference 1/L", *[f"{s['random_floor']:.3f}"] * len(seeds), "", style="dim")
     return table
 
 

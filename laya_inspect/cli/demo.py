@@ -90,7 +90,7 @@ def _step_line(step: Any) -> str:
         nulls = [f"probe on {probe['layer']} {probe['test_acc']:.3f}"] if probe.get("test_acc") is not None else []
         nulls += [f"chance {n['chance']:.3f}"] if n.get("chance") is not None else []
         return "mean test accuracy: " + " · ".join([*(f"{h} {a:.3f}" for h, a in n["test_acc"].items()), *nulls])
-    from ..report.reading import with_ci
+    from ..report.reading import name, with_ci
     from ..report.terminal import head_names
     from ..training.stats import cut_note
 
@@ -108,14 +108,16 @@ def _step_line(step: Any) -> str:
         return f"{name} {with_ci(e, sign=False, digits=3)}{fewer}"
 
     # the constant rule always: "—" where its ρ is undefined on every seed, as a method's is
-    scores = [score(m, e) for m, e in est["faithfulness"].items()]
+    # random attribution by the readings' name: "random" alone reads as the random reference, a null
+    faith = {(name(m) if m == "random" else m): e for m, e in est["faithfulness"].items()}
+    scores = [score(m, e) for m, e in faith.items()]
     # top-1 only, the ρ that knowing only the top layer earns: on the digits it beat every method (0.87
     # against α's 0.76); absent in demo.json written before it
     top1 = {"top-1 only": est["top1_only"]} if est.get("top1_only") else {}
     scores += [score(m, e) for m, e in top1.items()]
     scores.append(score("constant rule", est["constant"]))
     cut = cut_note(
-        {**est["faithfulness"], **top1, "constant rule": est["constant"]},
+        {**faith, **top1, "constant rule": est["constant"]},
         "ρ",
         "[−1, 1]",
         "the range of a Spearman ρ",
