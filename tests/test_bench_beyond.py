@@ -120,3 +120,12 @@ def test_smoke_run_writes_every_folder_page_and_block(tmp_path: Path) -> None:
         timeout=300,
     )
     assert again.returncode == 0 and "[run]" not in again.stdout and again.stdout.count("[reuse]") == 9
+
+
+def test_results_page_cells_say_not_distinguishable_as_report_html_does() -> None:
+    """docs/RESULTS.md's beyond table read "no difference" where report.html's cell reads "not
+    distinguishable": an interval that holds 0 shows no difference, it does not show there is none."""
+    holds_zero = {"mean": 0.01, "ci_low": -0.02, "ci_high": 0.04}
+    assert page.word(holds_zero) == "not distinguishable"
+    assert page.word(holds_zero, alpha=False) == "not distinguishable"
+    assert page.word({"mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}) == "**α better**"

@@ -753,3 +753,14 @@ def test_each_score_is_named_as_docs_method_names_it_in_every_place_a_user_reads
     for key in ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness", "subset_faithfulness"):
         said = [LABELS[key], page[key]] + ([VERSUS_LABELS[key]] if key in VERSUS_LABELS else [])
         assert all(label.lower() in named for label in said), (key, said)
+
+
+def test_an_unmarked_lead_names_the_constant_rule_in_full() -> None:
+    """report.html's note on a lead left unmarked read "alpha − constant [...]", the one place the
+    constant rule went by a bare "constant"."""
+    from laya_inspect.report.sections import _notes
+
+    d = {"mean": 0.05, "ci_low": -0.01, "ci_high": 0.11}
+    test = {"leader": "alpha", "runner_up": "ig", "marked": False, "vs_runner_up": d, "vs_constant": d}
+    (said,) = [n for n in _notes({"best_tests": {"faithfulness": test}}) if n.startswith("no * for")]
+    assert ", alpha − constant rule " in said and "− constant [" not in said, said

@@ -30,7 +30,7 @@ from laya_inspect.report.reading import (
 )
 
 BEGIN, END = "<!-- beyond:begin -->", "<!-- beyond:end -->"
-WORD = {"better": "**α better**", "worse": "**α worse**", "no different": "no difference", "undecided": "—"}
+WORD = {"better": "**α better**", "worse": "**α worse**", "no different": "not distinguishable", "undecided": "—"}
 
 
 def word(d: dict[str, Any] | None, alpha: bool = True, sets: bool = False) -> str:

@@ -115,7 +115,7 @@ def _notes(head: dict[str, Any]) -> list[str]:
         const = t.get("vs_constant")
         out.append(
             f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {with_ci(t.get('vs_runner_up'))}"
-            + (f", {t['leader']} − constant {with_ci(const)}" if const else "")
+            + (f", {t['leader']} − constant rule {with_ci(const)}" if const else "")
             + " (both must lie above 0)"
         )
     out += [f"skipped: {why}" for why in (head.get("methods_skipped") or {}).values()]
