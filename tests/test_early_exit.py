@@ -735,7 +735,7 @@ def test_the_reading_says_what_the_seeds_of_one_heads_intervals_are():
     said = " ".join(early_exit_reading(s).lead)
     assert "area under accuracy–compute, paired over 3 refit seed(s), α from one head, " in said, said
     del s["seeds_how"]  # a summary written before it
-    assert "area under accuracy–compute, paired over 3 seed(s), " in " ".join(early_exit_reading(s).lead)
+    assert "area under accuracy–compute, paired over 3 seeds, " in " ".join(early_exit_reading(s).lead)
 
 
 @pytest.fixture(scope="module")
