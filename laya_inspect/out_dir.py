@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -740,8 +741,24 @@ def atomic_dir(
                 os.replace(old, out)
             if tmp.exists():
                 remove_tree(tmp, f"the unfinished {flag} {path}")
-            if old.exists():
+            if old.exists() and _holds_only_own(old):
                 remove_tree(old, f"the previous {flag} {path}, replaced")
+            elif old.exists():  # written into the output after its last check, before the rename
+                _warn_added(old, flag, path)
+
+
+def _warn_added(old: Path, flag: str, path: str | Path) -> None:
+    """Say that the previous output, moved aside as ``old`` by the swap, was kept: something was
+    written into it after its last check (another command's figure saved there meanwhile)."""
+    try:
+        shown = ", ".join(foreign_files(old)[:_SHOWN])
+    except (InputError, OSError):  # its marker was edited: nothing in it is known to be the tool's
+        shown = "its marker was changed"
+    warnings.warn(
+        f"{old} is the previous {flag} {path}, replaced, and it holds what laya-inspect did not write, added "
+        f"after {flag} was checked ({shown}), so it was left as it is: move what you keep out of it, then delete it",
+        stacklevel=4,
+    )
 
 
 def _remove_stale(out: Path) -> bool:

@@ -602,3 +602,25 @@ def test_report_on_an_output_a_killed_swap_moved_aside_names_where_it_is(tmp_pat
     said = " ".join(r.output.split())
     assert f".out.old-{pid} holds the output a killed run on {out} had moved aside" in said, said
     assert "puts it back" in said
+
+
+def test_a_file_written_into_the_output_just_before_the_swap_is_kept_with_the_previous_output(tmp_path, monkeypatch):
+    """Attack: `explain --out P/fig.png` landing in P while `prune --force --out P` swapped P: the figure,
+    saved after the last check of P and before its rename aside, was deleted with the previous output."""
+    import laya_inspect.out_dir as out_dir
+
+    out = written(tmp_path / "out")
+    keep_mode = out_dir.keep_folder_mode
+
+    def figure_lands(tmp, st, *, building):  # the last step before the rename aside
+        if not building:
+            (out / "fig.png").write_text("mine")
+        keep_mode(tmp, st, building=building)
+
+    monkeypatch.setattr(out_dir, "keep_folder_mode", figure_lands)
+    with pytest.warns(UserWarning, match=r"fig\.png\).*left as it is"):
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text("{}")
+    old = tmp_path / f".out.old-{os.getpid()}"
+    assert (old / "fig.png").read_text() == "mine"
+    assert foreign_files(out) == []
