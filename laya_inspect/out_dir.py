@@ -703,7 +703,14 @@ def atomic_dir(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     with output_lock(out) if lock else nullcontext():
-        if _remove_stale(out):  # a killed swap's previous output is back: checked as any --out is (no --force)
+        with warnings.catch_warnings(record=True) as cleanup:
+            warnings.simplefilter("always")
+            put_back = _remove_stale(out)
+        # said once, here, and kept in the new output's summary: stderr alone scrolls away
+        notes = [str(w.message) for w in cleanup]
+        for w in cleanup:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if put_back:  # a killed swap's previous output is back: checked as any --out is (no --force)
             check_out(path, force=force, command=command, inputs=inputs, flag=flag)
         # one left above as not the tool's, under this process's own PID (in a container each run may be
         # PID 1): the cleanup below would otherwise remove it as this run's own
@@ -718,6 +725,8 @@ def atomic_dir(
             if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
+            if notes and mark:  # a body that wrote its own marker recorded its files' digests
+                record_notes(tmp / "summary.json", notes)
             if mark:
                 write_marker(tmp, command or "laya-inspect")
             # from here the output's own marker vouches for the folder (a demo's body wrote its own)
@@ -759,6 +768,17 @@ def _warn_added(old: Path, flag: str, path: str | Path) -> None:
         f"after {flag} was checked ({shown}), so it was left as it is: move what you keep out of it, then delete it",
         stacklevel=4,
     )
+
+
+def record_notes(summary: Path, notes: Sequence[str]) -> None:
+    """Add ``notes`` to the ``warnings`` of the output's ``summary`` (what a command's summary.json
+    lists as what its run warned about), when the command wrote one that has that list."""
+    try:
+        record = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no summary (an exported head directory): the warning on stderr says it
+        return
+    if isinstance(record, dict) and isinstance(record.get("warnings"), list):
+        write_json(summary, record | {"warnings": [*record["warnings"], *notes]})
 
 
 def _remove_stale(out: Path) -> bool:

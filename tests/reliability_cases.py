@@ -424,9 +424,10 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   `.laya-inspect.tmp` from the moment it is made, and the next run removes a `.<name>.tmp-<pid>/`
   only when it is empty or carries that mark (or its own marker lists all it holds), and puts back
   or removes a `.<name>.old-<pid>/` only when it is empty or holds only what its marker lists: a
-  folder of the user's under such a name is left as it is and named in a warning; the swap's own
-  `.<name>.old-<pid>/` is checked again before it is removed, and kept, named in a warning, when a
-  file was saved into the output just before the rename; one under the very
+  folder of the user's under such a name is left as it is and named in a warning (also among the
+  new output's summary.json `warnings`); the swap's own `.<name>.old-<pid>/` is checked again before
+  it is removed, and kept, named in a warning, when a file was saved into the output just before the
+  rename; one under the very
   name the run would use (its own PID, as every run in a container may be PID 1) is refused before
   any work. A previous output
   that cannot be removed (a read-only folder inside it) is left whole and named in a warning, with

@@ -624,3 +624,24 @@ def test_a_file_written_into_the_output_just_before_the_swap_is_kept_with_the_pr
     old = tmp_path / f".out.old-{os.getpid()}"
     assert (old / "fig.png").read_text() == "mine"
     assert foreign_files(out) == []
+
+
+def test_a_kept_leftover_is_named_in_the_new_outputs_summary_warnings(tmp_path):
+    """Attack: `mv fh .fh.old-424243; echo x > .fh.old-424243/mine.txt; fit-head … --out fh --force`
+    kept the folder and said so on stderr only: the new summary.json's warnings did not name it."""
+    out = written(tmp_path / "out", {"summary.json": '{"warnings": ["earlier"]}'})
+    pid = _killed(tmp_path / "gone")
+    mine = tmp_path / f".out.old-{pid}"
+    mine.mkdir()
+    (mine / "mine.txt").write_text("x")
+    with pytest.warns(UserWarning, match="left as it is") as said:
+        with atomic_dir(out, force=True, command="fit-head") as tmp:
+            (tmp / "summary.json").write_text('{"warnings": ["its own"]}')
+    assert len(said) == 1
+    recorded = json.loads((out / "summary.json").read_text())["warnings"]
+    assert recorded == ["its own", str(said[0].message)] and str(mine) in recorded[1]
+    assert foreign_files(out) == [] and (mine / "mine.txt").read_text() == "x"
+    (mine / "mine.txt").rename(tmp_path / "mine.txt")  # the user took their file: a run with nothing kept adds nothing
+    with atomic_dir(out, force=True, command="fit-head") as tmp:
+        (tmp / "summary.json").write_text('{"warnings": []}')
+    assert json.loads((out / "summary.json").read_text())["warnings"] == []
