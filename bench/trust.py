@@ -717,7 +717,8 @@ def sections(bbs: list[Backbone], full: bool) -> list[str]:
         f"`{DEFAULT_BASELINE}`), scored against leave-one-layer-out (LOLO) effects; ° = circular for that method "
         "(built from what the ablation removes: never best); caveat = no method marked best. The references are "
         "the **constant rule** (one layer profile for every input: α's mean, cross-fitted; docs/METHOD.md, \"The "
-        'constant rule and paired differences"), a one-hot on the largest effect (top-1 only) and the random reference (random scores). '
+        'constant rule and paired differences"), a one-hot on the largest effect (top-1 only) and the random '
+        "reference (random scores). "
         "α − constant: the paired difference on top-layer agreement (agr.), Deletion@1 ÷ oracle (D@1÷orc.) and ρ "
         "with its 98.3% bootstrap interval over rows (each of the three at 98.3%, 95% together, as compare draws "
         "them), then the same over `fit-head`'s LAYA seeds with a 95% "
