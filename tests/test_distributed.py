@@ -690,7 +690,7 @@ def test_a_file_saved_at_out_while_the_shards_were_written_is_not_replaced_by_th
     assert out.read_text() == "my notes\n" and shard_path(out, 1, 2).exists()
 
 
-def _sharded(out, overwrite=False):
+def _sharded(out, overwrite=False, before_join=lambda: None):
     """A torchrun extraction of two processes, run in this process: the plan, each rank's shard, the join."""
     from laya_inspect.cache.rows import prepare
     from laya_inspect.cache.shards import _write_shard, merge_shards
@@ -700,7 +700,47 @@ def _sharded(out, overwrite=False):
     plan, folder = _plan(config, World(rank=0, size=2), prep)
     for rank in range(2):
         _write_shard(config, World(rank=rank, size=2), prep, plan, Path(folder), no_progress)
+    before_join()
     return merge_shards(out, 2, plan, Path(folder), overwrite=overwrite)
+
+
+def test_overwrite_under_torchrun_keeps_a_file_saved_in_the_shards_folder_while_the_shards_were_written(work):
+    """QA (data loss): the swap removed the old shards' folder whole, with a file the user saved in it
+    after the run's first check; the join now refuses it by name and leaves the old cache as it was."""
+    from laya_inspect.errors import InputError
+    from laya_inspect.out_dir import unproven_file
+
+    out = work / "n.h5"
+    _sharded(out)
+    before = out.read_bytes()
+    notes = shard_dir(out) / "notes.txt"
+    with pytest.raises(InputError, match=r"n\.h5\.shards is a folder holding notes\.txt"):
+        _sharded(out, overwrite=True, before_join=lambda: notes.write_text("mine\n"))
+    assert notes.read_text() == "mine\n"
+    assert out.read_bytes() == before and unproven_file(out) is None
+    FeatureStore(out).close()  # still read from its own shards
+
+
+def test_overwrite_by_one_process_keeps_a_file_saved_in_the_old_shards_folder_and_says_so(work, monkeypatch):
+    """The one-process --overwrite of a torchrun cache removed its shards' folder whole once the new cache
+    was in place, a file saved there during the run included: the folder is kept with it, and a warning
+    names it."""
+    import laya_inspect.cache.extract as extract
+
+    out = work / "p.h5"
+    _sharded(out)
+    notes = shard_dir(out) / "notes.txt"
+    real = extract._extract
+
+    def saving(config, emit):
+        notes.write_text("mine\n")  # after the check before the run
+        return real(config, emit)
+
+    monkeypatch.setattr(extract, "_extract", saving)
+    result = extract_features(_config(out, splits=("test",), overwrite=True))
+    assert notes.read_text() == "mine\n"
+    assert sorted(p.name for p in shard_dir(out).iterdir()) == ["notes.txt"]  # the stale shards went
+    assert any("p.h5.shards held the shards" in w and "notes.txt" in w for w in result.warnings), result.warnings
 
 
 def test_overwrite_under_torchrun_refuses_a_shard_edited_since_the_join_and_keeps_it(work):
@@ -841,3 +881,48 @@ def test_the_join_warns_of_logits_in_another_class_numbering_from_every_shards_r
     with h5py.File(out, "r") as f:
         assert any("on 0 of 60 rows" in w for w in decode_attr(f.attrs["warnings"]))
         assert "logit_agreement" not in f.attrs  # a shard's count, not the joined cache's
+
+
+def _stop_swap_with_old_cache_in_place(out, monkeypatch):
+    """An --overwrite under torchrun killed once the old shards were moved aside, before the new cache."""
+    real = os.rename
+
+    def stop(src, dst):
+        real(src, dst)
+        if Path(dst).name == out.name + ".shards.old":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "rename", stop)
+    with pytest.raises(KeyboardInterrupt):
+        _sharded(out, overwrite=True)
+    monkeypatch.setattr(os, "rename", real)
+
+
+def test_an_untouched_cache_whose_swap_was_stopped_twice_is_replaced_by_overwrite(work, monkeypatch):
+    """QA: putting the old shards back left the stopped run's record (the new cache's digests, the old
+    under 'before'); a second stopped swap kept the first one's new digests as 'before', and the
+    untouched old cache was then refused by --overwrite as changed."""
+    from laya_inspect.out_dir import unproven_file
+
+    out = work / "t.h5"
+    _sharded(out)
+    old = out.read_bytes()
+    for _ in range(2):
+        time.sleep(1.1)  # the new cache's created_at (whole seconds) tells it from the old
+        _stop_swap_with_old_cache_in_place(out, monkeypatch)
+        with pytest.raises(CacheError, match="old cache was still in place"):
+            extract_features(_config(out, splits=("test",)))
+        assert out.read_bytes() == old and unproven_file(out) is None
+    _sharded(out, overwrite=True)
+    FeatureStore(out).close()
+
+
+def test_a_torchrun_rerun_without_overwrite_says_what_it_mended(work, monkeypatch):
+    """Rank 0 mended a stopped swap and then stopped with "already exists" alone, the mend unsaid."""
+    out = work / "m.h5"
+    _sharded(out)
+    time.sleep(1.1)
+    _stop_swap_with_old_cache_in_place(out, monkeypatch)
+    with ExitStack() as held, pytest.raises(CacheError, match=r"old cache was still in place.* is a complete cache"):
+        _preflight(_config(out, splits=("test",)), World(rank=0, size=2), held)
+    assert shard_dir(out).is_dir()

@@ -85,7 +85,7 @@ def extract_features(
             result = _extract(config, progress or no_progress)
             result.warnings += [mended] if mended else []
             if config.overwrite:
-                drop_stale_shards(config.out)
+                result.warnings += drop_stale_shards(config.out)  # a folder holding a user's file is kept
             return result
 
 

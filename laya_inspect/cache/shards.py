@@ -23,7 +23,6 @@ import json
 import operator
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
@@ -146,15 +145,44 @@ def refuse_foreign_shards(out: str | Path) -> None:
         if folder.is_symlink() or not folder.is_dir():
             what = f"a symlink (to {os.readlink(folder)})" if folder.is_symlink() else "a file"
         else:
-            other = sorted(p.name for p in folder.iterdir() if not _OURS.fullmatch(p.name) or p.is_symlink())
+            other = _foreign(folder)
             if not other:
                 continue
-            named = ", ".join(other[:3]) + (" …" if len(other) > 3 else "")
-            what = f"a folder holding {named}, which extract does not write"
+            what = f"a folder holding {_named(other)}, which extract does not write"
         raise InputError(
             f"{folder} is {what}, not the folder where laya-inspect keeps {Path(out).name}'s shards; neither a "
             f"resume nor --overwrite touches it: {MOVE_IT}"
         )
+
+
+def _foreign(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if not _OURS.fullmatch(p.name) or p.is_symlink())
+
+
+def _named(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+
+
+def drop_ours(folder: Path) -> list[str]:
+    """Remove ``folder`` (a shards folder extract made) and what extract wrote in it; a folder that holds
+    anything else by then (a file saved there after the last check) is kept, whole but for extract's
+    files, and the warning saying so returned."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    for entry in folder.iterdir():
+        if _OURS.fullmatch(entry.name) and not entry.is_symlink() and entry.is_file():
+            entry.unlink(missing_ok=True)
+    try:
+        folder.rmdir()  # fails where something not extract's is left: that is kept
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return [
+            f"{folder} held the shards extract replaced, and also what extract does not write "
+            f"({_named(sorted(p.name for p in folder.iterdir()))}), so it was left with that in it: move what "
+            "you keep out of it, then delete it"
+        ]
+    return []
 
 
 def refuse_sharded_leftovers(config: ExtractConfig) -> None:
@@ -172,12 +200,10 @@ def refuse_sharded_leftovers(config: ExtractConfig) -> None:
     )
 
 
-def drop_stale_shards(out: str | Path) -> None:
+def drop_stale_shards(out: str | Path) -> list[str]:
     """Remove the shards of a cache that a one-process run has just replaced, and those an --overwrite
-    run under torchrun left unfinished."""
-    for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)):
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
+    run under torchrun left unfinished; return the warnings of folders kept (:func:`drop_ours`)."""
+    return [said for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)) for said in drop_ours(folder)]
 
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
@@ -231,6 +257,8 @@ def _preflight(config: ExtractConfig, world: World, held: ExitStack) -> str | No
     mended = finish_swap(out)
     if config.overwrite:
         return mended  # cleared in _plan, once the model and data have loaded
+    if out.exists() and mended is not None:  # said as one process says it: the cache is whole again
+        raise CacheError(f"{mended}; {out} is a complete cache: pass --overwrite to write a new one")
     if out.exists():
         raise CacheError(
             f"{out} already exists; pass --overwrite to write a new cache "
@@ -263,10 +291,12 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str
         # checked again now the model has loaded, as the one-process writer checks when it starts: a
         # cache edited meanwhile is refused before the work, not after (and again at the join)
         may_overwrite(out)
+        refuse_foreign_shards(out)  # a file saved there while the model loaded: the folders are removed next
         partial_path(out).unlink(missing_ok=True)
         if out.exists():
             folder = staging_dir(out)  # the old cache reads its shards from shard_dir until the swap
-            shutil.rmtree(folder, ignore_errors=True)
+            if drop_ours(folder):  # a file saved there since the check above
+                refuse_foreign_shards(out)
         else:
             drop_stale_shards(out)
     manifest = read_manifest(out, folder)
@@ -383,7 +413,7 @@ def merge_shards(
     (``OUT.shards.partial``) replace ``OUT.shards`` only then.
     Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
     layers that hold the same values) and what could not be checked of the cache replaced (its
-    ``overwrite_notes``)."""
+    ``overwrite_notes``), with the warning of an old shards' folder kept for a file saved in it."""
     out = Path(out)
     final = shard_dir(out)
     folder = folder or final
@@ -404,6 +434,8 @@ def merge_shards(
                 said = _join(f, shards, names, plan, notes)
         if out.exists():
             _check_before_swap(out, overwrite, folder)
+        # a file saved in the shards' folders while the shards were written: the swap removes the old ones
+        refuse_foreign_shards(out)
         # what the next --overwrite checks: the cache and each shard its rows are read from
         shards_at = {shard_path(out, r, size): p for r, p in enumerate(files)}
         record = take_record(out, "extract", {out: tmp, **shards_at})
@@ -412,16 +444,18 @@ def merge_shards(
             # run's shards): the old shards wait in OUT.shards.old, the new cache's SHA-256 in the new
             # shards' manifest, from which a rerun tells which cache is in place (finish_swap)
             write_json(folder / MANIFEST, {**(read_manifest(out, folder) or {}), SWAP: sha256_file(tmp)})
-            shutil.rmtree(aside, ignore_errors=True)
+            if drop_ours(aside):  # a file saved there since the check above
+                refuse_foreign_shards(out)
             if final.exists():
                 os.rename(final, aside)
+    kept = []
     if folder != final:
         os.rename(folder, final)
-        shutil.rmtree(aside, ignore_errors=True)
+        kept = drop_ours(aside)  # a file saved there since the check just before the swap is kept
     put_record(out, record)
     manifest = read_manifest(out) or {}
     write_json(final / MANIFEST, {**manifest, "complete": True})
-    return said, notes
+    return said, [*notes, *kept]
 
 
 # The staging manifest's key for the SHA-256 of the cache an --overwrite run is about to rename into place.
@@ -449,15 +483,21 @@ def finish_swap(out: str | Path) -> str | None:
     stopped = f"an `extract --overwrite` under torchrun was stopped while it swapped {out} in"
     if sha256_file(out) == new:
         os.rename(staged, final)
-        shutil.rmtree(aside, ignore_errors=True)
+        kept = drop_ours(aside)
         record = read_record(out)
         if record is not None and "before" in record:
             put_record(out, {k: v for k, v in record.items() if k != "before"})
         write_json(final / MANIFEST, {**manifest, "complete": True})
-        return f"{stopped}; the new cache was in place, and its shards are now moved beside it into {final}"
+        moved = f"{stopped}; the new cache was in place, and its shards are now moved beside it into {final}"
+        return "; ".join([moved, *kept])
     if not aside.is_dir():
         return None
     os.rename(aside, final)
+    record = read_record(out)
+    if record is not None and isinstance(record.get("before"), dict):
+        # the record the stopped run wrote is the new cache's, the old one's under 'before': the old
+        # cache's alone again, so that the next stopped swap keeps it as 'before' in turn
+        put_record(out, {k: v for k, v in record.items() if k != "before"} | record["before"])
     return (
         f"{stopped}; the old cache was still in place, and its shards are put back into {final} (the stopped "
         f"run's shards stay in {staged}, which the next --overwrite starts again from scratch)"

@@ -198,7 +198,7 @@ def numbering_warning(
     """The warning for cached logits that are not in the data's class numbering: ``num_logits`` per row
     for another number of classes than ``class_names``; or, ``agreement`` being [rows whose top logit is
     their label, rows compared], a top logit that agrees with the label at or below chance (1 / classes),
-    over at least NUMBERING_ROWS rows and two per class."""
+    over at least NUMBERING_ROWS rows and twice as many rows as classes (not counted per class)."""
     n = len(class_names)
     if num_logits is None or not n:
         return []
