@@ -39,16 +39,16 @@ CAPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         r"^layer_weights$",
-        "Mean weight per layer on the test split, pooled over seeds; the error bars are the "
+        "Mean weight per layer on the {tested}, pooled over seeds; the error bars are the "
         "spread the legend names (over inputs or over seeds), not an uncertainty of the mean.",
     ),
     (r"_seeds$", "Each seed's mean weight per layer beside the pooled mean: seeds that disagree show here."),
-    (r"_class_all_seed(\d+)$", "Mean α by class for seed {0} alone."),
-    (r"_class_all$", "Mean α by class over all test rows, pooled over seeds."),
-    (r"_class_correct$", "Mean α by class over the correctly classified test rows, pooled over seeds."),
+    (r"_class_all_seed(\d+)$", "Mean α by class over all rows of the {tested}, for seed {0} alone."),
+    (r"_class_all$", "Mean α by class over all rows of the {tested}, pooled over seeds."),
+    (r"_class_correct$", "Mean α by class over the correctly classified rows of the {tested}, pooled over seeds."),
     (
         r"_class_incorrect$",
-        "Mean α by class over the misclassified test rows, pooled over seeds (empty cells: no such rows).",
+        "Mean α by class over the misclassified rows of the {tested}, pooled over seeds (empty cells: no such rows).",
     ),
 )
 
@@ -61,17 +61,19 @@ class Figure:
     width_px: int | None = None  # SVG: the width to show it at (CSS pixels); PNG: its own
 
 
-def caption_of(stem: str) -> str:
+def caption_of(stem: str, tested: str = "test split") -> str:
+    """The caption of a plot file by its name; ``tested``: the split its rows came from, as
+    :func:`~laya_inspect.report.reading.tested_split` names the one fit-head tested on ("valid split")."""
     for pattern, text in CAPTIONS:
         m = re.search(pattern, stem)
         if m:
-            return text.format(*m.groups())
+            return text.format(*m.groups(), tested=tested)
     return stem
 
 
-def png_figure(path: Path, caption: str | None = None) -> Figure:
+def png_figure(path: Path, caption: str | None = None, tested: str = "test split") -> Figure:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return Figure(f"data:image/png;base64,{data}", caption or caption_of(path.stem), path.stem)
+    return Figure(f"data:image/png;base64,{data}", caption or caption_of(path.stem, tested), path.stem)
 
 
 def svg_figure(fig: Any, caption: str, alt: str) -> Figure:

@@ -317,7 +317,8 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
     if figures:
         groups.append(("Accuracy", [accuracy_figure(s)]))
         by_head = group_by_head(f.figures, [h["head"] for h in s["heads"]])
-        groups += [(h or "Layer weights", [png_figure(p) for p in ps]) for h, ps in by_head.items()]
+        tested = tested_split(s)
+        groups += [(h or "Layer weights", [png_figure(p, tested=tested) for p in ps]) for h, ps in by_head.items()]
     command = cli_line("fit-head", FitConfig, s.get("config") or {}, positional=[cache.get("cache_path")], out=shown)
     backbone = cache.get("backbone") or {}
     facts = [

@@ -1,0 +1,32 @@
+"""The captions of the page's figures (laya_inspect/report/figures.py)."""
+
+import html
+import re
+from pathlib import Path
+
+import numpy as np
+
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.report import write_report_html
+from laya_inspect.training.fit_head import FitConfig, fit_heads
+from tests.helpers import write_cache
+
+
+def test_the_layer_weight_captions_name_the_split_fit_head_tested_on(tmp_path: Path) -> None:
+    """fit-head --test-split valid: the page's layer-weight figures were captioned "on the test split",
+    a split the heads never saw; they name the valid split, as the tables above them do."""
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 2
+    feats = [rng.normal(size=(60, 4)) + y[:, None], rng.normal(size=(60, 3)) - y[:, None]]
+    splits = {"train": ([f[:40] for f in feats], y[:40]), "valid": ([f[40:] for f in feats], y[40:])}
+    cache = write_cache(tmp_path / "c.h5", splits)
+    config = FitConfig(heads=("laya",), seeds=(0,), epochs=2, batch_size=16, probe=False, test_split="valid")
+    with FeatureStore(cache) as store:
+        fit_heads(store, config, out_dir=tmp_path / "heads")
+    page = write_report_html(tmp_path / "heads").read_text(encoding="utf-8")
+    captions = [html.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page, re.S)]
+    weights = [c for c in captions if c.startswith("Mean weight per layer")]
+    assert weights and all("on the valid split" in c for c in weights), captions
+    by_class = [c for c in captions if c.startswith("Mean α by class")]
+    assert by_class and all("of the valid split" in c for c in by_class), by_class
+    assert not [c for c in captions if "test split" in c or "test rows" in c], captions
