@@ -46,6 +46,29 @@ def test_the_model_count_holds_each_lstm_s_weights_at_each_step(tmp_path: Path) 
     assert costs.saved(0)[1] == pytest.approx(0.5, abs=1e-3)
 
 
+def test_the_zoo_bilstm_is_counted_at_the_length_its_texts_were_cached_at(tmp_path: Path) -> None:
+    """A zoo BiLSTM reading 20 tokens a text was counted on its own example of 16: each LSTM's work read
+    4/5 of what it is. Counted by hand: 2 FLOPs per weight-matrix entry at each of the 20 steps, both
+    LSTMs, and the head's 2 × 128 × 2 once."""
+    texts = [f"{w} film was {v}" for w, v in zip("the a this that".split() * 4, "great awful fine dull".split() * 4)]
+    (tmp_path / "t.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(texts)))
+    vocab = WordVocab.fit(texts, 20)
+    model = build_zoo("bilstm", vocab_size=50, max_len=20)
+    save_zoo_checkpoint(tmp_path / "b.pt", model, {"vocab": list(vocab.words)})
+    out = tmp_path / "f.h5"
+    config = ExtractConfig(
+        model="zoo:bilstm", weights=str(tmp_path / "b.pt"), data=f"csv:{tmp_path / 't.csv'}", out=str(out), device="cpu"
+    )
+    extract_features(config)
+    lstm = 4 * 64 * (128 + 64) * 2  # 4 gates × hidden × (input + hidden) × 2 directions, each LSTM
+    with FeatureStore(out) as store:
+        assert store.attrs["transforms"]["kind"] == "token_ids" and store.attrs["layer_shapes"][0] == [20, 128]
+        costs = costs_from_model(store)
+    assert costs.flops_total == 2 * 20 * 2 * lstm + 2 * 128 * 2
+    assert list(costs.flops_after) == [2 * 20 * lstm + 2 * 128 * 2, 2 * 128 * 2]
+    assert costs.how.endswith("(zoo:bilstm, one text of 20 tokens, as layer_shapes records)")
+
+
 def _packed() -> nn.utils.rnn.PackedSequence:
     return nn.utils.rnn.pack_padded_sequence(torch.rand(7, 3, 6), [7, 4, 2])
 

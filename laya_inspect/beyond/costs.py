@@ -280,14 +280,16 @@ def _one_input(store: FeatureStore, model: Any) -> Any:
 
 
 def _is_text(store: FeatureStore) -> bool:
+    """Text a tokenizer read (``text``) or the zoo's word ids (``token_ids``, zoo:bilstm)."""
     transforms = store.attrs.get("transforms")
-    return isinstance(transforms, dict) and transforms.get("kind") == "text"
+    return isinstance(transforms, dict) and transforms.get("kind") in ("text", "token_ids")
 
 
 def _text_length(store: FeatureStore) -> int:
     """The tokens of the text the model is counted on: those of the first cached layer's (T, D) output
-    (``layer_shapes``: extract's first batch, padded to its longest text), the length the shapes estimate
-    counts at; a model's own example (4 tokens for all-MiniLM-L6-v2) read a text of 5 or more as one of 4."""
+    (``layer_shapes``: extract's first batch, padded to its longest text, or the zoo BiLSTM's word ids,
+    every text padded to its length), the length the shapes estimate counts at; a model's own example (4
+    tokens for all-MiniLM-L6-v2, 16 for a BiLSTM that reads 200) read a longer text as a short one."""
     shapes = store.attrs.get("layer_shapes")
     found = [s[0] for s in shapes if isinstance(s, list) and len(s) == 2] if isinstance(shapes, list) else []
     if not found or not isinstance(found[0], int) or found[0] < 1:
