@@ -15,25 +15,26 @@ from laya_inspect.models import build_zoo, save_zoo_checkpoint
 from laya_inspect.models.work import missed_flops
 
 
+def _bilstm_cache(tmp_path: Path, max_len: int) -> tuple[nn.Module, Path]:
+    """A zoo BiLSTM reading ``max_len`` tokens a text, and the cache extract writes of its LSTMs on 16 texts."""
+    texts = [f"{w} film was {v}" for w, v in zip("the a this that".split() * 4, "great awful fine dull".split() * 4)]
+    (tmp_path / "t.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(texts)))
+    vocab = WordVocab.fit(texts, 20)
+    model = build_zoo("bilstm", vocab_size=50, max_len=max_len)
+    save_zoo_checkpoint(tmp_path / "b.pt", model, {"vocab": list(vocab.words)})
+    out = tmp_path / "f.h5"
+    config = ExtractConfig(
+        model="zoo:bilstm", weights=str(tmp_path / "b.pt"), data=f"csv:{tmp_path / 't.csv'}", out=str(out), device="cpu"
+    )
+    extract_features(config)
+    return model, out
+
+
 def test_the_model_count_holds_each_lstm_s_weights_at_each_step(tmp_path: Path) -> None:
     """QA: torch's FlopCounterMode sees none of an LSTM's matmuls, so the zoo BiLSTM (two bidirectional
     LSTMs of 98,304 weight-matrix entries each, run over 8 steps) counted 512 FLOPs, its head's alone, and
     keeping lstm1 read as saving nothing. Each LSTM now counts 2 × its weights × its steps."""
-    texts = [f"{w} film was {v}" for w, v in zip("the a this that".split() * 4, "great awful fine dull".split() * 4)]
-    (tmp_path / "t.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(texts)))
-    vocab = WordVocab.fit(texts, 20)
-    model = build_zoo("bilstm", vocab_size=50, max_len=8)
-    save_zoo_checkpoint(tmp_path / "b.pt", model, {"vocab": list(vocab.words)})
-    out = tmp_path / "f.h5"
-    extract_features(
-        ExtractConfig(
-            model="zoo:bilstm",
-            weights=str(tmp_path / "b.pt"),
-            data=f"csv:{tmp_path / 't.csv'}",
-            out=str(out),
-            device="cpu",
-        )  # fmt: skip
-    )
+    model, out = _bilstm_cache(tmp_path, 8)
     per_lstm = {
         n: sum(p.numel() for k, p in getattr(model, n).named_parameters() if "weight" in k) for n in ("lstm1", "lstm2")
     }
@@ -50,16 +51,7 @@ def test_the_zoo_bilstm_is_counted_at_the_length_its_texts_were_cached_at(tmp_pa
     """A zoo BiLSTM reading 20 tokens a text was counted on its own example of 16: each LSTM's work read
     4/5 of what it is. Counted by hand: 2 FLOPs per weight-matrix entry at each of the 20 steps, both
     LSTMs, and the head's 2 × 128 × 2 once."""
-    texts = [f"{w} film was {v}" for w, v in zip("the a this that".split() * 4, "great awful fine dull".split() * 4)]
-    (tmp_path / "t.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(texts)))
-    vocab = WordVocab.fit(texts, 20)
-    model = build_zoo("bilstm", vocab_size=50, max_len=20)
-    save_zoo_checkpoint(tmp_path / "b.pt", model, {"vocab": list(vocab.words)})
-    out = tmp_path / "f.h5"
-    config = ExtractConfig(
-        model="zoo:bilstm", weights=str(tmp_path / "b.pt"), data=f"csv:{tmp_path / 't.csv'}", out=str(out), device="cpu"
-    )
-    extract_features(config)
+    _, out = _bilstm_cache(tmp_path, 20)
     lstm = 4 * 64 * (128 + 64) * 2  # 4 gates × hidden × (input + hidden) × 2 directions, each LSTM
     with FeatureStore(out) as store:
         assert store.attrs["transforms"]["kind"] == "token_ids" and store.attrs["layer_shapes"][0] == [20, 128]
