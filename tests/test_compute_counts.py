@@ -270,3 +270,58 @@ def test_the_model_count_refuses_a_scripted_recurrent_part(tmp_path: Path) -> No
     extract(ExtractConfig(model=f"torchscript:{tmp_path / 'r.pt'}", data="digits", layers="0", out=str(out)))
     with FeatureStore(out) as store, pytest.raises(InputError, match="GRU"):
         backbone_costs(store, "model")
+
+
+class _MyRNN(nn.LSTM):
+    """An LSTM under another class name."""
+
+
+class _Rows(nn.Module):
+    """A digit's 64 pixels as 8 steps of 8."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(-1, 8, 8)
+
+
+class _Last(nn.Module):
+    """An LSTM's output at its last step."""
+
+    def forward(self, out: tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        return out[0][:, -1]
+
+
+class _OwnLSTM(nn.Module):
+    """A module that calls torch.lstm itself, holding no nn.LSTM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w_ih, self.w_hh = nn.Parameter(torch.rand(24, 8)), nn.Parameter(torch.rand(24, 6))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        h = torch.zeros(1, x.shape[0], 6)
+        out = torch.lstm(x, [h, h], [self.w_ih, self.w_hh], False, 1, 0.0, False, False, True)
+        return out[0], (out[1], out[2])
+
+
+@pytest.mark.parametrize(
+    ("archive", "named"),
+    [
+        (lambda net: torch.jit.trace(net, torch.rand(2, 64), check_trace=False), "_MyRNN"),
+        (torch.jit.script, "_OwnLSTM"),
+    ],
+)
+def test_the_model_count_refuses_a_scripted_recurrent_part_under_any_class_name(tmp_path: Path, archive, named) -> None:
+    """A TorchScript LSTM was known by its class name: a subclass of nn.LSTM named otherwise, or a module
+    calling torch.lstm itself, was counted without its matmuls. The ops of its graph name it."""
+    from laya_inspect.beyond.costs import backbone_costs
+    from laya_inspect.cache.extract import ExtractConfig
+    from laya_inspect.cache.extract import extract_features as extract
+    from laya_inspect.errors import InputError
+
+    part = _MyRNN(8, 6, batch_first=True) if named == "_MyRNN" else _OwnLSTM()
+    net = nn.Sequential(_Rows(), part, _Last(), nn.Linear(6, 10)).eval()
+    torch.jit.save(archive(net), tmp_path / "r.pt")
+    out = tmp_path / "r.h5"
+    extract(ExtractConfig(model=f"torchscript:{tmp_path / 'r.pt'}", data="digits", out=str(out)))
+    with FeatureStore(out) as store, pytest.raises(InputError, match=rf"1 \({named}: aten::lstm\)"):
+        backbone_costs(store, "model")

@@ -8,6 +8,7 @@ its submodules), a transposed conv (its weight's rows are its input's channels) 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,20 +20,64 @@ def _blind() -> tuple[type, ...]:
     return (nn.RNNBase, nn.RNNCellBase, nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.Bilinear)
 
 
-# the class names of :func:`_blind`'s kinds, which a TorchScript copy keeps (``original_name``)
-_BLIND_NAMES = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "TransformerEncoderLayer")
+# the ops of each of :func:`_blind`'s kinds, by the class name a TorchScript copy keeps (``original_name``):
+# read where a module's graph cannot be (a scripted nn.LSTM, GRU or RNN has overloads, no ``forward`` graph)
+_CLASS_OPS = {
+    "LSTM": ("lstm",),
+    "GRU": ("gru",),
+    "RNN": ("rnn_tanh", "rnn_relu"),
+    "LSTMCell": ("lstm_cell",),
+    "GRUCell": ("gru_cell",),
+    "RNNCell": ("rnn_tanh_cell", "rnn_relu_cell"),
+    "MultiheadAttention": ("_native_multi_head_attention",),
+    "TransformerEncoderLayer": ("_transformer_encoder_layer_fwd", "_native_multi_head_attention"),
+    "Bilinear": ("bilinear",),
+}
+# those ops in a TorchScript graph, whatever the module calling them is named (a subclass of nn.LSTM, a
+# module calling torch.lstm itself); scaled_dot_product_attention is not one: run in its math form
+# (costs.py), the counter sees its matmuls in a scripted graph as in Python
+_BLIND_OPS = frozenset(f"aten::{op}" for ops in _CLASS_OPS.values() for op in ops)
 
 
 def scripted_blind(root: Any) -> list[str]:
-    """The names and classes of ``root``'s TorchScript modules of :func:`_blind`'s kinds (``0.rnn (GRU)``):
-    they take no hooks of their own, so what the counter misses of theirs cannot be added."""
+    """The names, classes and ops of ``root``'s TorchScript modules that run an op of :func:`_blind`'s kinds
+    themselves, not through a scripted child (``1 (MyRNN: aten::lstm)``): they take no hooks of their own,
+    so what the counter misses of theirs cannot be added."""
     import torch
 
-    return [
-        f"{name or 'the model'} ({m.original_name})"
-        for name, m in root.named_modules()
-        if isinstance(m, torch.jit.ScriptModule) and m.original_name in (*_BLIND_NAMES, "Bilinear")
-    ]
+    found = []
+    for name, m in root.named_modules():
+        if not isinstance(m, torch.jit.ScriptModule):
+            continue
+        ops = _blind_ops(m)
+        if ops is None:  # no graph to read: its class alone tells
+            ops = Counter(["its class"] if m.original_name in _CLASS_OPS else [])
+        for child in m.children():
+            inside = _blind_ops(child)
+            if inside is not None:
+                ops -= inside
+                continue
+            for op in _CLASS_OPS.get(getattr(child, "original_name", ""), ()):  # a child known by its class
+                ops.pop(f"aten::{op}", None)
+        if ops:
+            found.append(f"{name or 'the model'} ({m.original_name}: {', '.join(sorted(ops))})")
+    return found
+
+
+def _blind_ops(m: Any) -> Counter[str] | None:
+    """How often each op of :data:`_BLIND_OPS` occurs in ``m``'s forward graph, its calls inlined (its
+    scripted children's with them); None where it has no ``forward`` graph (or is not scripted)."""
+    try:
+        graph = m.inlined_graph
+    except (RuntimeError, AttributeError):
+        return None
+    found: Counter[str] = Counter()
+    blocks = [graph]
+    while blocks:
+        for node in blocks.pop().nodes():
+            found.update([node.kind()] if node.kind() in _BLIND_OPS else [])
+            blocks.extend(node.blocks())
+    return found
 
 
 def covers_inside(m: Any) -> bool:
