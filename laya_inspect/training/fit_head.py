@@ -453,7 +453,7 @@ def _fit_into(
     if weighted:
         profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=class_names(store))
         formats = ("png", "svg") if config.svg else ("png",)
-        files.update(write_profiles(out / "profiles", profiles, formats=formats))
+        files.update(write_profiles(out / "profiles", profiles, formats=formats, split=config.test_split))
     return FitResult(
         out_dir=final,
         config=config,

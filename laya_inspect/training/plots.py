@@ -1,6 +1,6 @@
 """Plots of the layer-weight profiles (matplotlib, Agg backend): each figure as PNG and SVG.
 
-- layer_weights: bars of the mean weight per layer, error bars = std (α: over test rows; static:
+- layer_weights: bars of the mean weight per layer, error bars = std (α: over the tested rows; static:
   over seeds), one group of bars per head; pooled over seeds, as its title says.
 - <head>_seeds: one group of bars per seed (each seed's mean weight per layer) beside the pooled
   mean, so seeds that disagree show instead of averaging out.
@@ -56,28 +56,41 @@ def _pooled(n_seeds: int) -> str:
     return f"pooled over {n_seeds} seeds" if n_seeds > 1 else "1 seed"
 
 
-def plot_layer_bars(profiles: dict[str, Any], stem: Path, formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
+def plot_layer_bars(
+    profiles: dict[str, Any], stem: Path, formats: Sequence[str] = PNG_ONLY, split: str = "test"
+) -> dict[str, Path]:
     names = profiles["layer_names"]
     series = [(f"{h} α (± std over rows)", p["mean"], p["std"]) for h, p in profiles["alpha"].items()]
     series += [(f"{h} static (± std over seeds)", p["mean"], p["std"]) for h, p in profiles["static"].items()]
     n_seeds = max([len(p["seeds"]) for t in ("alpha", "static") for p in profiles[t].values()] or [1])
     title = f"Layer weights, {_pooled(n_seeds)} (error bars clipped to [0, 1])"
-    return _bars(names, series, title, stem, formats)
+    return _bars(names, series, title, stem, formats, split)
 
 
 def plot_seed_bars(
-    head: str, kind: str, p: dict[str, Any], names: list[str], stem: Path, formats: Sequence[str] = PNG_ONLY
+    head: str,
+    kind: str,
+    p: dict[str, Any],
+    names: list[str],
+    stem: Path,
+    formats: Sequence[str] = PNG_ONLY,
+    split: str = "test",
 ) -> dict[str, Path]:
     """Each seed's mean weight per layer beside the pooled mean (no error bars)."""
     per_seed = p["seed_means"] if kind == "alpha" else p["weights"]
     series = [(f"seed {s}", row, None) for s, row in zip(p["seeds"], per_seed)]
     series.append((f"{_pooled(len(p['seeds']))}", p["mean"], None))
     label = "α" if kind == "alpha" else "static weights"
-    return _bars(names, series, f"{head} {label} per seed, and pooled", stem, formats)
+    return _bars(names, series, f"{head} {label} per seed, and pooled", stem, formats, split)
 
 
 def _bars(
-    names: list[str], series: list[tuple[str, Any, Any]], title: str, stem: Path, formats: Sequence[str]
+    names: list[str],
+    series: list[tuple[str, Any, Any]],
+    title: str,
+    stem: Path,
+    formats: Sequence[str],
+    split: str = "test",
 ) -> dict[str, Path]:
     plt = _plt()
     x = np.arange(len(names))
@@ -91,7 +104,7 @@ def _bars(
             err = np.stack([np.minimum(std, mean), np.minimum(std, 1.0 - mean)])  # weights live in [0, 1]
         ax.bar(x + (k - (len(series) - 1) / 2) * width, mean, width, yerr=err, capsize=3, label=label)
     ax.set_xticks(x, names, rotation=30 if len(names) > 6 else 0, ha="right" if len(names) > 6 else "center")
-    ax.set_ylabel("mean weight on the test split")
+    ax.set_ylabel(f"mean weight on the {split} split")
     ax.set_ylim(0, 1.02)
     ax.set_title(title, fontsize=10)
     ax.legend(
@@ -128,28 +141,33 @@ def plot_class_heatmap(
     return _save(fig, stem, formats)
 
 
-def plot_profiles(out_dir: Path, profiles: dict[str, Any], formats: Sequence[str] = PNG_ONLY) -> dict[str, Path]:
-    """Every profile figure; drawn several at once in forked processes where the machine has the
-    cores (:mod:`laya_inspect.workers`): drawing is most of a small fit's writing time."""
+def plot_profiles(
+    out_dir: Path, profiles: dict[str, Any], formats: Sequence[str] = PNG_ONLY, split: str = "test"
+) -> dict[str, Path]:
+    """Every profile figure, its labels naming the split the heads were tested on (``split``); drawn
+    several at once in forked processes where the machine has the cores (:mod:`laya_inspect.workers`):
+    drawing is most of a small fit's writing time."""
     from ..runtime import no_progress
     from ..workers import plot_workers, run_forked
 
     names, classes = profiles["layer_names"], profiles["class_names"]
-    jobs: list[Callable[[], dict[str, Path]]] = [partial(plot_layer_bars, profiles, out_dir / "layer_weights", formats)]
+    jobs: list[Callable[[], dict[str, Path]]] = [
+        partial(plot_layer_bars, profiles, out_dir / "layer_weights", formats, split)
+    ]
     for kind in ("alpha", "static"):
         for h, p in profiles[kind].items():
             if len(p["seeds"]) > 1:
-                jobs.append(partial(plot_seed_bars, h, kind, p, names, out_dir / f"{h}_seeds", formats))
+                jobs.append(partial(plot_seed_bars, h, kind, p, names, out_dir / f"{h}_seeds", formats, split))
     heatmap = partial(plot_class_heatmap, layer_names=names, class_names=classes, formats=formats)
     for h, p in profiles["alpha"].items():
         pooled = _pooled(len(p["seeds"]))
         for group, g in p["class"].items():
-            title = f"{h}: mean α by class ({group} test rows, {pooled})"
+            title = f"{h}: mean α by class ({group} {split} rows, {pooled})"
             jobs.append(partial(heatmap, g["mean"], g["count"], title=title, stem=out_dir / f"{h}_class_{group}"))
         if len(p["seeds"]) > 1:
             counts = p["class"]["all"]["count"] // len(p["seeds"])
             for s, matrix in zip(p["seeds"], p["seed_class"]):
-                title = f"{h}: mean α by class (all test rows, seed {s} only)"
+                title = f"{h}: mean α by class (all {split} rows, seed {s} only)"
                 jobs.append(partial(heatmap, matrix, counts, title=title, stem=out_dir / f"{h}_class_all_seed{s}"))
     workers = plot_workers(len(jobs))
     if workers > 1:  # imported once here, not in each worker: fit-head's report needs it after them anyway
