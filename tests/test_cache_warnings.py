@@ -191,3 +191,24 @@ def test_a_head_not_shown_below_the_probe_is_said_so_wherever_it_is_read(tmp_pat
     alone = runner.invoke(app, [*args, "--out", str(tmp_path / "c2")], env=ENV)
     assert alone.exit_code == 0, alone.output
     assert not any("probe" in w for w in json.loads((tmp_path / "c2" / "summary.json").read_text())["head_warnings"])
+
+
+def test_a_kept_leftover_beside_compares_output_is_named_in_its_summary(tmp_path: Path) -> None:
+    """Review: `compare --out c --force` beside a user's `.c.old-99999/` kept the folder and said so
+    on stderr only: compare's summary.json had no top-level `warnings` for the note to join."""
+    cache, _ = _fitted(tmp_path, [])
+    out = tmp_path / "c"
+    args = ["compare", str(tmp_path / "h" / "laya" / "seed_0"), "--cache", str(cache), "--method", "alpha"]
+    args += ["--no-sanity", "--no-plots", "--out", str(out)]
+    assert runner.invoke(app, args, env=ENV).exit_code == 0
+    mine = tmp_path / ".c.old-99999"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    again = runner.invoke(app, [*args, "--force"], env=ENV)
+    assert again.exit_code == 0, again.output
+    summary = json.loads((out / "summary.json").read_text())
+    (said,) = summary["warnings"]
+    assert str(mine) in said and "left as it is" in said
+    assert (mine / "notes.txt").read_text() == "mine"
+    shown = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert shown.exit_code == 0 and "warning compare:" in shown.stdout and mine.name in shown.stdout

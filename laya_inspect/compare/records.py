@@ -84,10 +84,12 @@ OLD_HEAD_LINES = ("fit-head said of ", "head ")
 def compare_warnings(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """Each warning of a compare summary, in order, with what it is said of: ("cache", line) for
     what extract recorded about the cache, ("head", line) for what is said of a head (fit-head's
-    quality gate, another cache, its training rows)."""
+    quality gate, another cache, its training rows), ("compare", line) for what the run said of its
+    output folder (a leftover beside it kept as the user's)."""
     cache = (summary.get("cache") or {}).get("warnings") or []
+    own = [("compare", w) for w in summary.get("warnings") or []]
     if "head_warnings" in summary:
-        return [("cache", w) for w in cache] + [("head", w) for w in summary["head_warnings"] or []]
+        return [("cache", w) for w in cache] + [("head", w) for w in summary["head_warnings"] or []] + own
     # Only for a summary written before `head_warnings` (laya-inspect 0.1.0 before this change): its
     # cache.warnings held both kinds, and compare's lines about a head began with one of these words.
     return [("head" if w.startswith(OLD_HEAD_LINES) else "cache", w) for w in cache]
@@ -208,6 +210,7 @@ def check_summary(summary: dict[str, Any], path: str | Path = "summary.json") ->
             checked_field(cache, k, str, "summary.cache")
         checked_field(cache, "warnings", "strs", "summary.cache", optional=True)
         checked_field(summary, "head_warnings", "strs", "summary", optional=True)  # absent before it: compare_warnings
+        checked_field(summary, "warnings", "strs", "summary", optional=True)  # absent before it
         for k in ("layer_names", "class_names"):
             checked_field(cache, k, "strs", "summary.cache")
         for k in ("split", "target", "baseline", "ablation"):

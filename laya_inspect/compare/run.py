@@ -342,6 +342,7 @@ def compare_heads(
             "warnings": cache_warnings(store),
         },
         "head_warnings": head_warnings(heads, store, config.split) + repeats_said,
+        "warnings": [],  # what the run warned about its output folder (a kept leftover): atomic_dir adds them
         "rows_repeated": repeated,
         "config": {**config.to_dict(), "methods_resolved": methods, "device_resolved": str(device)},
         "config_defaults": defaulted(config),

@@ -408,7 +408,8 @@ def compare_reading(summary: dict[str, Any], what: str = "These sentences") -> R
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
         details.append(f"{left_out['n']} rows were left out: {left_out.get('why', 'non-finite values')}.")
-    # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a head
+    # the cache's warnings, then a head on another cache or on its training rows, what fit-head said of a
+    # head, then what the run said of its output folder
     warned = _warnings({"warnings": [w for _, w in compare_warnings(summary)]})
     return Reading(warned + compare_verdicts(summary, what), details)
 

@@ -294,6 +294,7 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
     said = compare_warnings(summary)
     warned = warning_lines([w for of, w in said if of == "cache"])
     warned += warning_lines(said_once([w for of, w in said if of == "head"]), of="head")  # one line per warning
+    warned += warning_lines([w for of, w in said if of == "compare"], of="compare")
     out: list[RenderableType] = [*undone, *headline, header, compare_settings_line(summary, width), *warned]
     left_out = summary.get("rows_left_out")
     if isinstance(left_out, dict) and left_out.get("n"):
@@ -415,5 +416,6 @@ def probe_text(probe: dict[str, Any]) -> str:
 def warning_lines(warnings: Any, of: str = "cache") -> list[Text]:
     """One line per warning, saying what it is said of: "cache", what extract warned about the cache
     every number here comes from, "head", what is said of a head (fit-head's gate, another cache,
-    its training rows), or "fit-head", what fit-head said of its own options."""
+    its training rows), "fit-head", what fit-head said of its own options, or "compare", what compare
+    said of its output folder."""
     return [Text.assemble(("warning", "yellow"), f" {of}: {w}") for w in warnings or []]
