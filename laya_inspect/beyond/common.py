@@ -30,6 +30,7 @@ from ..training.quality import few_rows
 from ..training.stats import (  # noqa: F401  (re-exported)
     ONE_VALUE,
     bounded,
+    counted,
     family,
     level,
     outcome,
@@ -128,7 +129,7 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     the refit seeds with α from one head, or the seeds of ``heads`` fitted LAYA heads."""
     if heads > 1:
         return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
-    return f"{len(seeds)} refit seed{'s' * (len(seeds) != 1)}, α from one head"
+    return f"{counted(len(seeds), 'refit seed')}, α from one head"
 
 
 def open_weighted_head(

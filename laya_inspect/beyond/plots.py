@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..files import write_with
+from ..training.stats import counted
 
 # How a reference (no information about the input) is drawn beside the rules: grey, dashed, beneath them.
 REFERENCE: dict[str, Any] = {"color": "grey", "linestyle": "--", "linewidth": 1.5, "zorder": 1}
@@ -31,12 +32,6 @@ REFERENCE: dict[str, Any] = {"color": "grey", "linestyle": "--", "linewidth": 1.
 def _save(fig: Figure, path: Path) -> Path:
     write_with(path, partial(fig.savefig, format="png", dpi=110))
     return path
-
-
-def seeds_count(s: dict[str, Any]) -> str:
-    """ "1 seed" or "3 seeds" of a prune or early-exit summary, as a plot's title says it."""
-    n = len(s["seeds"])
-    return f"{n} seed{'s' * (n != 1)}"
 
 
 def _err(values: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +100,7 @@ def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("test accuracy")
         bars = "one value per point, no interval" if len(s["seeds"]) == 1 else "bars: 95% t-intervals"
-        ax.set_title(f"prune: {s['mode']}, {seeds_count(s)} ({bars})")
+        ax.set_title(f"prune: {s['mode']}, {counted(len(s['seeds']), 'seed')} ({bars})")
         ax.legend(fontsize=8)
         paths.append(_save(fig, out / f"{name}.png"))
     fig = Figure(figsize=(6.4, 3.8), layout="constrained")
@@ -148,7 +143,7 @@ def early_exit_plots(out: Path, s: dict[str, Any], curves: list[dict[str, Any]])
         ax.set_xlabel(label)
         ax.set_ylabel("test accuracy")
         ax.set_title(
-            f"early exit: {'one seed' if len(s['seeds']) == 1 else f'mean over {seeds_count(s)}'}; "
+            f"early exit: {'one seed' if len(s['seeds']) == 1 else 'mean over ' + counted(len(s['seeds']), 'seed')}; "
             f"ε = {s['config']['epsilon']:g}"
         )
         ax.legend(fontsize=8)

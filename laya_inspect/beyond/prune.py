@@ -27,7 +27,7 @@ from ..heads import Head
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.quality import MIN_VAL_ROWS
-from ..training.stats import family_text
+from ..training.stats import counted, family_text
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
@@ -566,7 +566,7 @@ def _vs_random(point: dict[str, Any], n_layers: int) -> str:
     """The set against random sets of as many layers, paired seed by seed: whether keeping these k
     layers is the ranking's finding or any k layers'; where there is no random reference, why."""
     d, k = point.get("test_acc_vs_random"), point["k"]
-    layers = f"{k} layer{'s' * (k != 1)}"
+    layers = counted(k, "layer")
     if k == n_layers:
         return f"no random reference at k = {k}: every set of {layers} is all layers"
     if not d or d.get("mean") is None:  # a k the coarse search added below its grid
@@ -815,7 +815,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
         why = p.get("why_withheld")  # absent from summaries written before the rule read every ranking
         said = why and any(why in line for line in lines)  # the same why once: later lines point back to it
         lines.append(
-            f"{name}: smallest set within --max-drop keeps {p['k']} layer{'s' * (p['k'] != 1)}, "
+            f"{name}: smallest set within --max-drop keeps {counted(p['k'], 'layer')}, "
             f"{saves_text(p, s, short=True)}"
             + (
                 "; no recommendation, withheld as above"
@@ -851,6 +851,6 @@ def _random_within(s: dict[str, Any]) -> list[str]:
         ]
     k = min(ks)
     return [
-        f"random sets of {k} layer{'s' * (k != 1)} stay within --max-drop (the mean over random sets, as the rankings "
+        f"random sets of {counted(k, 'layer')} stay within --max-drop (the mean over random sets, as the rankings "
         f"are read): a ranking whose smallest set keeps {k} or more layers found no fewer than layers drawn at random"
     ]

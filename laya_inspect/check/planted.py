@@ -9,7 +9,7 @@ in-memory :func:`~laya_inspect.cache.extract.extract_features`, a LAYA head and 
 with :func:`~laya_inspect.training.fit_head.fit_heads`, and :func:`~laya_inspect.compare.run.compare_heads`
 runs every method that applies. For every (head, method) the result holds how often the signal layer
 is ranked first (strictly above every other layer; the rows where it only ties for the top are counted
-apart, ``tied``), with a 95% Wilson interval, beside the random floor
+apart, ``tied``), with a 95% Wilson interval, beside the random reference's share
 1/L, the same share for the LOLO effects (the ground truth as ablation sees it) and for compare's
 constant rule (one cross-fitted profile for every row), read from compare's summary. Nothing is
 printed: :func:`run_planted` returns a :class:`PlantedResult` and writes ``out_dir`` whole

@@ -150,7 +150,7 @@ class CompareConfig:
     seed: int = option(
         0,
         flag="--seed",
-        help="seed of random scores, --limit rows, bootstrap, random orders, subsets and resample donors",
+        help="seed of random attribution scores, --limit rows, bootstrap, random orders, subsets and resample donors",
         always=True,
     )
     n_steps: int = option(50, flag="--n-steps", help=f"Integrated Gradients steps (1 … {MAX_IG_STEPS:,})", always=True)

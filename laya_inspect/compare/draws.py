@@ -2,7 +2,7 @@
 
 Under torchrun each process of a compare scores a contiguous part of the rows. A draw made for the
 rows a process holds would give row r other numbers than one process gives it, so every per-row draw
-(random scores, random orderings, resample donors) is made for all the compared rows and each
+(random attribution scores, random orderings, resample donors) is made for all the compared rows and each
 process keeps its own part: the same numbers whatever the split. A draw is a few numbers per row and
 layer, so drawing them all on every process costs nothing next to the ablated forward passes.
 """

@@ -129,17 +129,15 @@ def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
 def named_estimates(entry: dict[str, Any], labels: Mapping[str, str] = LABELS) -> dict[str, dict[str, Any]]:
     """An across-seed ablation entry's interval estimates by "<method> <score>" (``labels`` names the
     scores; " − constant rule" after a difference to the constant rule), a reference by its label ("constant
-    rule", "top-1 only", "random reference"; "(reference)" after a label a method shares, whose
-    estimates it would otherwise replace)."""
+    rule", "top-1 only", "random reference": none a method's name, so none replaces a method's estimates)."""
 
     def name(key: str) -> str:
         base = key.removesuffix("_minus_constant")
         return labels.get(base, base) + " − constant rule" * (base != key)
 
-    methods = entry.get("methods") or {}
     return {
-        f"{label}{' (reference)' * (reference and label in methods)} {name(key)}": est
-        for m, row, label, reference in entry_rows(entry, REFERENCES)
+        f"{label} {name(key)}": est
+        for _, row, label, _ in entry_rows(entry, REFERENCES)
         for key, est in row.items()
         if isinstance(est, dict)
     }

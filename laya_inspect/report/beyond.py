@@ -262,7 +262,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         d = (s["alpha_vs"].get("random") or {}).get("mean_test_acc_over_k_diff")
         rows.append(
             [
-                "random (reference)",
+                "random reference",
                 "—",
                 "—",
                 "—",

@@ -12,6 +12,7 @@ from ..compare.paired import ON_ITS_OWN, VERDICTS
 from ..compare.records import carried
 from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
+from ..training.stats import counted
 from .across import HEADLINE, PAGE_LABELS, seed_sections
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
@@ -198,7 +199,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
                 # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
-                seeds_text(h["seeds"]) if h.get("seeds") else f"{h.get('n')} seed{'s' * (h.get('n') != 1)}",
+                seeds_text(h["seeds"]) if h.get("seeds") else counted(h.get("n"), "seed"),
                 Cell(gate_cell(h), "text"),
             ]
         )
@@ -211,7 +212,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
         "gate",
     ]
     read = layers_read(summary.get("cache") or {})
-    seeds = f"{n_seeds} seed{'s' * (n_seeds != 1)}"
+    seeds = counted(n_seeds, "seed")
     caption = f"{tested_split(summary)}{read}, {seeds}; intervals are 95% t-intervals over seeds"
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:

@@ -542,7 +542,7 @@ def head_quality(
         flat = [s for s, w in zip(seeds, weights) if float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD]
         if flat:
             warns.append(
-                f"α constant across inputs in seed{'s' * (len(flat) > 1)} {', '.join(map(str, flat))} (std over "
+                f"α constant across inputs in seed{'s' * (len(flat) != 1)} {', '.join(map(str, flat))} (std over "
                 f"test rows < {ALPHA_CONSTANT_STD} for every layer): it weighs layers globally, like ScalarMix, not "
                 "per input"
             )
@@ -606,7 +606,7 @@ def _advice(runs: Sequence[Any], epochs: int | None) -> str:
             "so more --epochs will not help"
         )
     full = [str(r.seed) for r in runs if r.epochs_run >= epochs]
-    return f"try another --lr or more --epochs: seed{'s' * (len(full) > 1)} {', '.join(full)} ran all {epochs} epochs"
+    return f"try another --lr or more --epochs: seed{'s' * (len(full) != 1)} {', '.join(full)} ran all {epochs} epochs"
 
 
 def seed_checks_note(not_run: Sequence[str]) -> str:
