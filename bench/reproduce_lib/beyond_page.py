@@ -78,7 +78,7 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
     rand = (s["alpha_vs"].get("random") or {}).get("mean_test_acc_over_k_diff")
     if s.get("random_reference"):  # the reference α is read against first: what a random order keeps
         area = (s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k")
-        rows.append(["random (reference)", "—", "—", est(area), diff_text(rand), word(rand)])
+        rows.append(["random reference", "—", "—", est(area), diff_text(rand), word(rand)])
         first = next((i for i, g in enumerate(glance) if g[:2] == [name, "prune"]), len(glance))
         glance.insert(first, [name, "prune", "rank layers: α vs a random ranking", diff_text(rand), word(rand)])
     n = len(s["cache"]["layer_names"])

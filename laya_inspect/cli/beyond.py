@@ -109,7 +109,7 @@ def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
     rand = s.get("random_reference")
     if rand:  # the reference α is read against first: what a random order keeps
         table.add_row(
-            "random (reference)",
+            "random reference",
             "—",
             "—",
             "—",
