@@ -543,7 +543,7 @@ def test_the_reading_says_what_a_rho_below_top1_only_means_and_why_top1_only_is_
     lead = " ".join(compare_reading(summary).lead)
     said = (
         "faithfulness ρ 0.70 vs 0.78; top-1 only 0.87 on every row (what a one-hot scores against 3 untied effects), "
-        "above α's: naming the top layer alone orders the layers better, the constant rule 0.50"
+        "above α's: naming the top layer alone orders the layers better; the constant rule 0.50"
     )
     assert said in lead, lead
     # α above top-1 only, whose ρ varies by row (tied effects): neither clause

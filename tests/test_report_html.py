@@ -80,7 +80,7 @@ def test_compare_reading_gives_the_rho_of_top_1_only_and_the_constant_rule_besid
     }
     lead = compare_reading(s).lead[0]
     top = "top-1 only 0.87, above α's: naming the top layer alone orders the layers better"
-    assert f"(faithfulness ρ 0.76 vs 0.84; {top}, the constant rule 0.42; paired difference" in lead, lead
+    assert f"(faithfulness ρ 0.76 vs 0.84; {top}; the constant rule 0.42; paired difference" in lead, lead
     del s["heads"][0]["references"]["top1_only"]
     lead = compare_reading(s).lead[0]
     assert "(faithfulness ρ 0.76 vs 0.84; the constant rule 0.42; paired difference" in lead, lead
@@ -845,7 +845,7 @@ def test_the_headline_reads_the_leads_rho_beside_its_nulls_with_no_rival_method(
     }
     lead = compare_reading(s).lead[0]
     nulls = (
-        "top-1 only 0.87, above α's: naming the top layer alone orders the layers better, the constant rule 0.42, "
+        "top-1 only 0.87, above α's: naming the top layer alone orders the layers better; the constant rule 0.42, "
         "the random reference 0.01"
     )
     assert lead.endswith(f"; its faithfulness ρ is 0.76 [0.72, 0.80] ({nulls})."), lead

@@ -177,6 +177,8 @@ def _rho_nulls(head: dict[str, Any], lead: str) -> str:
         rho = ((refs.get(ref) or {}).get("faithfulness") or {}).get("mean")
         if rho is not None:
             said.append(f"{words} {num(rho)}")
+    if said and ":" in said[0]:  # top-1 only's own verdict ends at a semicolon, not run on into the other nulls
+        return "; ".join([said[0], ", ".join(said[1:])]) if said[1:] else said[0]
     return ", ".join(said)
 
 
