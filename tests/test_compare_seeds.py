@@ -629,3 +629,15 @@ def test_a_cut_reference_interval_is_named_by_its_label_not_its_key() -> None:
     named = named_estimates(entry)
     assert named["random faithfulness ρ"]["values"] == pytest.approx([0.0, 0.01, 0.02])  # the method's
     assert named["random reference faithfulness ρ"]["values"] == [0.0, 0.0, 0.0]
+
+
+def test_a_seed_that_does_not_beat_the_rule_is_said_in_words_not_cut_short() -> None:
+    """`report` on a compare folder read "alpha: mixed (…) on seed 0; worse (…) on seed 1; does not on
+    seed 2": the table cell's short word ran into the sentence under it, cut short."""
+    from laya_inspect.report.across import LINE_WORDS, verdict_text
+
+    row = {"verdicts": ["beats", "not shown"], "carried": ["on ρ", ""]}
+    said = verdict_text(row, [0, 1], LINE_WORDS, "all")
+    assert "does not beat the rule on seed 1" in said and "does not on" not in said, said
+    (head,) = _compared([_head(0, "not shown", ["alpha"])], [0])["heads"]
+    assert "alpha does not beat the rule" in str(verdict_line(head)), verdict_line(head)

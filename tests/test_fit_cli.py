@@ -138,7 +138,7 @@ def test_terminal_output(fitted: tuple[Path, object]) -> None:
     assert "  seed 0: blocks.0" in text and "  seed 1: blocks.0" in text and "seed agreement: per-row rank ρ" in text
     assert "one mean profile per seed for every row: ρ" in text.replace("\n", " ")
     assert "gate" in text and "reference: chance" in text
-    assert "logistic probe on one layer: best by validation blocks." in text
+    assert "logistic probe on one layer, test accuracy: best by validation blocks." in text
     summary = json.loads((out / "summary.json").read_text())
     for h in summary["heads"]:
         for w in h["warnings"]:

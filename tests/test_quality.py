@@ -485,12 +485,15 @@ def test_summary_and_terminal_say_which_probe_the_heads_are_read_against(tmp_pat
         ["laya", "last", "concat", "scalarmix"], "c"
     )
     line = " ".join(str(gate_lines(summary)[0]).split())
-    assert f"best by validation b {probe['best_test_acc']:.3f} (on {probe['val_rows']} validation rows; tied" in line
+    assert (
+        f"best by validation b {probe['best_test_acc']:.3f} (picked on {probe['val_rows']} validation rows; tied"
+        in line
+    )
     assert f"heads are read against c {probe['reference_test_acc']:.3f}, the stronger of the two" in line
     # a summary from before the rule was recorded still reads, in its old words
     old = {k: v for k, v in probe.items() if k not in ("val_rows", "best_val_tied") and not k.startswith("reference")}
     line = " ".join(str(gate_lines(summary | {"quality": summary["quality"] | {"probe": old}})[0]).split())
-    assert "logistic probe on one layer: best b" in line and "read against" not in line
+    assert "logistic probe on one layer, test accuracy: best b" in line and "read against" not in line
 
 
 def test_seeds_whose_mean_weights_peak_on_one_layer_are_not_said_to_disagree() -> None:

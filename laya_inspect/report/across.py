@@ -28,6 +28,8 @@ SCORES = {
     label.removeprefix("faithfulness "): key for label, key in HEADLINE.items()
 }  # the terminal's: ρ, as METHOD.md
 WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
+# the same verdicts in a line of words, where a cut "does not" read as a sentence cut short
+LINE_WORDS = {"not shown": "does not beat the rule", "identical": "identical to the rule"}
 # the terminal's tables: the 80-column per-head table has no room for "constant rule" and "random reference",
 # so they abbreviate them (the legend says so); report.html and every sentence use REFERENCES' names
 REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}
@@ -142,7 +144,7 @@ def verdict_line(head: dict[str, Any]) -> Text | None:
         words = []
         for m, s in entry["methods"].items():
             vs = s.get("vs_constant") or {}
-            word = WORDS.get(str(vs.get("verdict")), str(vs.get("verdict")))
+            word = LINE_WORDS.get(str(vs.get("verdict")), str(vs.get("verdict")))
             why = carried(vs, {key: col for col, key in SCORES.items()})
             words.append(f"{m}{'°' * bool(s.get('circular'))} {word}" + (f" ({why})" if why else ""))
         said.append((f"{a}: " if a is not None else "") + ", ".join(words))
@@ -193,7 +195,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
                         where = f" ({a})" * (len(abls) > 1)
-                        lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], WORDS, 'all')}")
+                        lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
         if lines:

@@ -396,13 +396,15 @@ def probe_text(probe: dict[str, Any]) -> str:
     last = probe["layers"][-1]["layer"]
     if "reference_layer" not in probe:  # a summary from before the reference rule was recorded
         return (
-            f"logistic probe on one layer: best {probe['best_layer']} {num(best.get('test_acc'), 3)}, "
+            f"logistic probe on one layer, test accuracy: best {probe['best_layer']} {num(best.get('test_acc'), 3)}, "
             f"last {last} {num(probe.get('last_test_acc'), 3)}"
         )
-    how = [f"on {probe['val_rows']} validation rows"] if probe.get("val_rows") is not None else []
+    how = [f"picked on {probe['val_rows']} validation rows"] if probe.get("val_rows") is not None else []
     if probe.get("best_val_tied"):
         how.append(f"tied there with {', '.join(probe['best_val_tied'])}, the deeper layer taken")
-    said = f"logistic probe on one layer: best by validation {probe['best_layer']} {num(best.get('test_acc'), 3)}"
+    # the numbers are test accuracies: "best by validation X 0.720 (on 30 validation rows)" read as a validation score
+    said = "logistic probe on one layer, test accuracy: best by validation "
+    said += f"{probe['best_layer']} {num(best.get('test_acc'), 3)}"
     said += f" ({'; '.join(how)})" if how else ""
     if probe["best_layer"] != last:
         said += f", last {last} {num(probe.get('last_test_acc'), 3)}"
