@@ -340,7 +340,7 @@ def test_the_demo_prints_one_seeds_tables_and_every_verdict(two_seeds) -> None: 
     twelve sanity tables a first run cannot read. Now the whole demo is shorter than that report alone,
     and still says every head's verdict against the constant rule, the layer each head relies on, the
     across-seed tables, each head's sanity checks and every warning compare printed."""
-    from laya_inspect.report.across import WORDS
+    from laya_inspect.report.across import LINE_WORDS
     from laya_inspect.report.reading import relied_on, sanity_failed
 
     out, result = two_seeds
@@ -360,7 +360,7 @@ def test_the_demo_prints_one_seeds_tables_and_every_verdict(two_seeds) -> None: 
             said = flat.split(f"{name} − constant rule: ")[1].split(f" {name}: ")[0]
             for m, s in head["methods"].items():
                 word = s["vs_constant"]["verdict"]
-                assert f"{m} {WORDS.get(word, word)}" in said, (name, m, said)
+                assert f"{m} {LINE_WORDS.get(word, word)}" in said, (name, m, said)
         assert " ".join(relied_on(head, cmp["effect"]).split()) in flat
         assert re.search(rf"{re.escape(name)}(: sanity \(|: \d+ of \d+ low)", flat), name
     for g in cmp["across_seeds"]["groups"]:
