@@ -793,20 +793,7 @@ def test_a_rerun_finishes_or_undoes_a_swap_stopped_between_its_renames(work, mon
     _sharded(out)
     old = out.read_bytes()
     time.sleep(1.1)  # the new cache's created_at (whole seconds) tells it from the old
-    real = os.rename
-
-    def stop(src, dst):  # a kill at that point of the swap
-        if stopped == "before_the_cache" and Path(dst).name == "w.h5.shards.old":
-            real(src, dst)
-            raise KeyboardInterrupt
-        if stopped == "after_the_cache" and Path(src).name == "w.h5.shards.partial":
-            raise KeyboardInterrupt
-        real(src, dst)
-
-    monkeypatch.setattr(os, "rename", stop)
-    with pytest.raises(KeyboardInterrupt):
-        _sharded(out, overwrite=True)
-    monkeypatch.setattr(os, "rename", real)
+    _stop_swap(out, monkeypatch, stopped)
     new = out.read_bytes()
     assert (new == old) == (stopped == "before_the_cache")
     assert not shard_dir(out).exists()
@@ -833,17 +820,7 @@ def test_mending_a_stopped_swap_never_removes_a_users_file_in_the_old_shards_fol
     out = work / "u.h5"
     _sharded(out)
     time.sleep(1.1)
-    real = os.rename
-
-    def stop(src, dst):
-        if Path(src).name == "u.h5.shards.partial":
-            raise KeyboardInterrupt
-        real(src, dst)
-
-    monkeypatch.setattr(os, "rename", stop)
-    with pytest.raises(KeyboardInterrupt):
-        _sharded(out, overwrite=True)
-    monkeypatch.setattr(os, "rename", real)
+    _stop_swap(out, monkeypatch, "after_the_cache")
     (work / "u.h5.shards.old" / "notes.txt").write_text("mine\n")
     with pytest.raises(InputError, match=r"u\.h5\.shards\.old is a folder holding notes\.txt"):
         extract_features(_config(out, splits=("test",)))
@@ -883,13 +860,17 @@ def test_the_join_warns_of_logits_in_another_class_numbering_from_every_shards_r
         assert "logit_agreement" not in f.attrs  # a shard's count, not the joined cache's
 
 
-def _stop_swap_with_old_cache_in_place(out, monkeypatch):
-    """An --overwrite under torchrun killed once the old shards were moved aside, before the new cache."""
+def _stop_swap(out, monkeypatch, stopped="before_the_cache"):
+    """An --overwrite under torchrun killed during its swap: once the old shards were moved aside, before
+    the new cache ("before_the_cache"), or once the new cache was in place, before its shards were
+    ("after_the_cache")."""
     real = os.rename
 
     def stop(src, dst):
+        if stopped == "after_the_cache" and Path(src).name == out.name + ".shards.partial":
+            raise KeyboardInterrupt
         real(src, dst)
-        if Path(dst).name == out.name + ".shards.old":
+        if stopped == "before_the_cache" and Path(dst).name == out.name + ".shards.old":
             raise KeyboardInterrupt
 
     monkeypatch.setattr(os, "rename", stop)
@@ -909,7 +890,7 @@ def test_an_untouched_cache_whose_swap_was_stopped_twice_is_replaced_by_overwrit
     old = out.read_bytes()
     for _ in range(2):
         time.sleep(1.1)  # the new cache's created_at (whole seconds) tells it from the old
-        _stop_swap_with_old_cache_in_place(out, monkeypatch)
+        _stop_swap(out, monkeypatch)
         with pytest.raises(CacheError, match="old cache was still in place"):
             extract_features(_config(out, splits=("test",)))
         assert out.read_bytes() == old and unproven_file(out) is None
@@ -922,7 +903,7 @@ def test_a_torchrun_rerun_without_overwrite_says_what_it_mended(work, monkeypatc
     out = work / "m.h5"
     _sharded(out)
     time.sleep(1.1)
-    _stop_swap_with_old_cache_in_place(out, monkeypatch)
+    _stop_swap(out, monkeypatch)
     with ExitStack() as held, pytest.raises(CacheError, match=r"old cache was still in place.* is a complete cache"):
         _preflight(_config(out, splits=("test",)), World(rank=0, size=2), held)
     assert shard_dir(out).is_dir()
