@@ -133,13 +133,18 @@ def describe_shards(out: str | Path) -> str:
 _OURS = re.compile(r"manifest\.json(\.tmp-\d+-\w+)?|\.?rank-\d{5}-of-\d{5}\.h5(\.partial|\.lock)?")
 
 
+def _shard_folders(out: str | Path) -> tuple[Path, Path, Path]:
+    """``OUT.shards`` and the ``.shards.partial`` and ``.shards.old`` folders of an --overwrite run."""
+    return shard_dir(out), staging_dir(out), _aside_dir(out)
+
+
 def refuse_foreign_shards(out: str | Path) -> None:
     """Refuse, in one line naming it, an ``<out>.shards`` (or the ``.shards.partial`` and ``.shards.old``
     folders of an --overwrite run) that is not a folder extract made (a user's file, a symlink, dangling
     or to a folder: shards would be written through it into another folder, or a folder holding a file
     extract does not write): extract keeps a sharded run's manifest and shards in these folders, and
     ``--overwrite`` does not remove what laya-inspect did not make."""
-    for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)):
+    for folder in _shard_folders(out):
         if not folder.is_symlink() and not folder.exists():
             continue
         if folder.is_symlink() or not folder.is_dir():
@@ -203,7 +208,7 @@ def refuse_sharded_leftovers(config: ExtractConfig) -> None:
 def drop_stale_shards(out: str | Path) -> list[str]:
     """Remove the shards of a cache that a one-process run has just replaced, and those an --overwrite
     run under torchrun left unfinished; return the warnings of folders kept (:func:`drop_ours`)."""
-    return [said for folder in (shard_dir(out), staging_dir(out), _aside_dir(out)) for said in drop_ours(folder)]
+    return [said for folder in _shard_folders(out) for said in drop_ours(folder)]
 
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
