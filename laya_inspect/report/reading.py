@@ -520,10 +520,6 @@ def with_ci(d: dict[str, Any] | None, sign: bool = True, digits: int = 2) -> str
     return num(d["mean"], digits, sign) + ci
 
 
-def _seeds(n: int) -> str:
-    return f"{n} seed{'s' * (n != 1)}"
-
-
 def peak(row: list[Any]) -> int:
     return max(range(len(row)), key=lambda i: row[i] if row[i] is not None else -1.0)
 
@@ -546,7 +542,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     acc, f1 = lead.get("test_acc") or {}, lead.get("test_macro_f1") or {}
     title = "LAYA" if lead["head"] == "laya" else lead["head"]
     first = (
-        f"{title} reaches a test accuracy of {num(acc.get('mean'), 3)} over {_seeds(int(lead.get('n') or 0))} "
+        f"{title} reaches a test accuracy of {num(acc.get('mean'), 3)} over {counted(int(lead.get('n') or 0), 'seed')} "
         f"(95% interval {interval(acc)}"
         + (f"; macro-F1 {num(f1['mean'], 3)} {interval(f1)})" if f1.get("mean") is not None else ")")
     )
@@ -597,7 +593,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         lead_lines.append(second + ".")
     details = [
         f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
-        f"{interval(h.get('test_acc'))} over {_seeds(int(h.get('n') or 0))}"
+        f"{interval(h.get('test_acc'))} over {counted(int(h.get('n') or 0), 'seed')}"
         + (
             f" (near chance: {not_learned('it', h['test_acc']['mean'], chance, f1=_f1(h), majority_f1=majority_f1)})."
             if chance is not None and _at_chance(h["head"], h, chance, n_test)
@@ -987,7 +983,7 @@ def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
             f"head or refit was drawn with is not a verdict: run {command} with --seeds 3 or more, and {todo}."
         )
     return (
-        f"α here is one fitted head's ({s['head_dir']}): the {n} seed{'s' * (n != 1)} the intervals run over are "
+        f"α here is one fitted head's ({s['head_dir']}): the {counted(n, 'seed')} the intervals run over are "
         f"{refits}, not fits of α, so {lines} hold for this fit of α only; a verdict that changes with the seed a "
         f"head was fitted with is not a verdict: {todo}."
     )
