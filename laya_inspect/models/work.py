@@ -2,7 +2,8 @@
 (docs/METHOD.md, "Backbone compute"): a recurrent module (an LSTM, GRU or RNN and their cells), attention
 (``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer``, whose fast path in eval mode runs none of
 its submodules), a transposed conv (its weight's rows are its input's channels) and ``nn.Bilinear``; and
-:func:`missed_flops`, which adds to torch's FlopCounterMode what it does not see of them.
+:func:`missed_flops`, which adds to torch's FlopCounterMode what it does not see of them, and
+:func:`math_attention`, which shows it attention's matmuls.
 """
 
 from __future__ import annotations
@@ -176,3 +177,16 @@ def missed_flops(root: Any, counted: Callable[[], int]) -> Iterator[Callable[[],
     finally:
         for h in handles:
             h.remove()
+
+
+def math_attention() -> Any:
+    """Scaled dot-product attention run in its math form, as matmuls FlopCounterMode counts (its fused CPU
+    kernel it counts as 0 FLOPs: all-MiniLM-L6-v2's blocks at 128 tokens read 5% low); a torch before 2.3,
+    which has no switch for it, runs as it would."""
+    from contextlib import nullcontext
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return nullcontext()
+    return sdpa_kernel(SDPBackend.MATH)
