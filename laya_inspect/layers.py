@@ -133,6 +133,12 @@ def parameter_counts(modules: Mapping[str, nn.Module], names: Sequence[str]) -> 
     return [sum(p.numel() for p in modules[n].parameters()) if n in modules else None for n in names]
 
 
+def module_kind(m: nn.Module) -> str:
+    """A module's class name (``Linear``), a TorchScript copy's too: its type is ``RecursiveScriptModule``,
+    and it keeps the class name in ``original_name``."""
+    return getattr(m, "original_name", None) or type(m).__name__
+
+
 def depth_order(names: Sequence[str], order: Sequence[str], of: str) -> tuple[list[str], str | None]:
     """``names`` in the order they stand in ``order`` (which holds each of them), and a warning line
     when that is not the order they were given in; ``of`` says what ``order`` is, for that line.
@@ -538,6 +544,5 @@ def list_layers(model: Any, inputs: Any = None) -> list[LayerInfo]:
         infos.append(LayerInfo(name, "virtual", shape, name in default, loaded.role(name)))
     for name in hookable:
         role = loaded.role(name) if loaded is not None else "module"
-        kind = getattr(named[name], "original_name", None) or type(named[name]).__name__
-        infos.append(LayerInfo(name, kind, shapes.get(name), name in default, role))
+        infos.append(LayerInfo(name, module_kind(named[name]), shapes.get(name), name in default, role))
     return infos

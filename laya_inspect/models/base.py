@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError, LayaError
-from ..layers import forward_answer, hooks, resolve_layers, snapshot
+from ..layers import forward_answer, hooks, module_kind, resolve_layers, snapshot
 from ..registry import Registry
 from .weights import first_line
 
@@ -423,12 +423,6 @@ def default_blocks(module: nn.Module) -> tuple[list[str], str]:
     """:func:`blocks_of`'s layers and the rule that picked them, in words (UNITS_HOW or CHILDREN_HOW)."""
     units = _units(module)
     return (units, UNITS_HOW) if units else (_children(module), CHILDREN_HOW)
-
-
-def module_kind(m: nn.Module) -> str:
-    """A module's class name (``Linear``), a TorchScript copy's too: its type is ``RecursiveScriptModule``,
-    and it keeps the class name in ``original_name``."""
-    return getattr(m, "original_name", None) or type(m).__name__
 
 
 def _units(module: nn.Module) -> list[str]:
