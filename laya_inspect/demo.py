@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from .errors import DatasetMissingError, InputError
-from .files import write_json
+from .files import artifact_header, write_json
 from .options import command_line, defaulted
 from .out_dir import check_out, write_marker
 from .registry import Registry
@@ -613,8 +612,7 @@ def _record(
     seconds: float | None = None,
 ) -> dict[str, Any]:
     return {
-        "kind": "laya-inspect-demo",
-        "tool_version": __version__,
+        **artifact_header("laya-inspect-demo"),
         "complete": complete,
         "config": dataclasses.asdict(plan.config),
         # the settings left at their defaults, which the page's settings line says apart

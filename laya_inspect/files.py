@@ -176,6 +176,23 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def artifact_header(
+    kind: str | None = None, *, schema: int | None = None, command: str | None = None, dated: bool = False
+) -> dict[str, Any]:
+    """The keys an artifact (a summary.json, a head's config, a file's attributes) opens with, those
+    asked for, always in this order: ``schema_version``, ``kind``, ``tool_version``, ``created_at``
+    (:func:`utc_now`, when ``dated``), ``command``. Readers and docs/FORMATS.md rely on the names."""
+    from . import __version__
+
+    return {
+        **({} if schema is None else {"schema_version": schema}),
+        **({} if kind is None else {"kind": kind}),
+        "tool_version": __version__,
+        **({"created_at": utc_now()} if dated else {}),
+        **({} if command is None else {"command": command}),
+    }
+
+
 def write_bytes(path: str | Path, data: bytes) -> Path:
     return write_with(path, lambda tmp: tmp.write_bytes(data))
 

@@ -8,6 +8,7 @@ user reads behind."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from pathlib import Path
@@ -18,6 +19,9 @@ import pytest
 from helpers import write_cache
 
 from laya_inspect import CompareConfig, FeatureStore, FitConfig, compare_heads, fit_heads
+from laya_inspect.compare.outputs import SCHEMA_VERSION
+from laya_inspect.files import artifact_header
+from laya_inspect.head_dir.common import HEAD_SCHEMA_VERSION
 
 FORMATS = (Path(__file__).resolve().parents[1] / "docs" / "FORMATS.md").read_text(encoding="utf-8")
 
@@ -113,6 +117,23 @@ def test_compare_summary_json(outputs: Path) -> None:
         **dict.fromkeys(("clipped", "t_low", "t_high"), "an interval over seeds cut to its score's range"),
     }
     check(documented, written, conditional)
+
+
+def test_files_open_with_the_shared_header(outputs: Path) -> None:
+    """compare's summary.json, fit-head's and a head's config.json open with artifact_header's keys, in
+    its order and with its values (the time aside: compare's is when it wrote, an ISO 8601 UTC time)."""
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    for path, header in [
+        ("compare/summary.json", artifact_header("laya-inspect-compare", schema=SCHEMA_VERSION, dated=True)),
+        ("heads/summary.json", artifact_header()),
+        ("heads/laya/seed_0/config.json", artifact_header(schema=HEAD_SCHEMA_VERSION)),
+    ]:
+        written = json.loads((outputs / path).read_text())
+        assert list(written)[: len(header)] == list(header), path
+        same = [k for k in header if k != "created_at"]
+        assert [written[k] for k in same] == [header[k] for k in same], path
+    created = datetime.datetime.fromisoformat(json.loads((outputs / "compare/summary.json").read_text())["created_at"])
+    assert created.utcoffset() == datetime.timedelta(0) and created <= before
 
 
 def test_head_config_json(outputs: Path) -> None:

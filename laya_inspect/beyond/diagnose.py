@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
 from ..cache.fingerprint import extracted_otherwise
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError, few
+from ..files import artifact_header
 from ..head_dir import refuse_repeats, store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
@@ -216,8 +216,7 @@ def _diagnose(
                 _shift(te, ot, ref, store.num_classes, config, _same_classes(store, against), len(heads) == 1)
             )
     summary: dict[str, Any] = {
-        "tool_version": __version__,
-        "command": "diagnose",
+        **artifact_header(command="diagnose"),
         "cache": store.identity(),
         "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
         "class_names": class_names(store),

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
+from ..files import artifact_header
 from ..head_dir import store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
@@ -292,8 +292,7 @@ def _simulate(
             points += [{**q, "seed": s} for q in pts]
     emit({"event": "fit", "done": total, "total": total, "layers": []})
     summary: dict[str, Any] = {
-        "tool_version": __version__,
-        "command": "early-exit",
+        **artifact_header(command="early-exit"),
         "head_dir": str(Path(head_dir).resolve()),
         "head_kind": head.kind,
         "cache": store.identity(),

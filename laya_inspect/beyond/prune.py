@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
 from ..cache.store import FeatureStore
 from ..errors import InputError
+from ..files import artifact_header
 from ..head_dir import cache_identity, read_head_config, store_for_heads
 from ..heads import Head
 from ..options import defaulted
@@ -368,8 +368,7 @@ def _prune(
     given_accs = [accuracy(head_outputs(h, test.hs)[0], test.labels) for h in opened]
     several = len(opened) > 1
     summary: dict[str, Any] = {
-        "tool_version": __version__,
-        "command": "prune",
+        **artifact_header(command="prune"),
         "head_dir": str(given.resolve()),
         # the heads α and LOLO are read from: one, for every seed, or each fit-head seed's for its own
         "alpha_heads": [

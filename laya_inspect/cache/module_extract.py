@@ -21,10 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import __version__
 from ..data.checks import one_class_dominates
 from ..errors import InputError, NotFoundError, suggest
-from ..files import output_lock, utc_now
+from ..files import artifact_header, output_lock, utc_now
 from ..layers import (
     capture,
     depth_order,
@@ -113,7 +112,7 @@ def extract_from_module(
     types = [module_kind(modules[n]) for n in names]
     params, ops, op_shapes = with_units(first.units, names, parameter_counts(modules, names), types)
     attrs = {
-        "tool_version": __version__,
+        **artifact_header(),
         "model_spec": f"module:{type(model).__module__}.{type(model).__qualname__}",
         "model_source": "module",
         "weights_path": None,

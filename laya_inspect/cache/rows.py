@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
 from ..data import load_data
 from ..errors import CacheError, ImageFileError, InputError
-from ..files import utc_now
+from ..files import artifact_header, utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
 from ..models.base import module_kind, rerun_warning
@@ -116,7 +115,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     params, macs = _output_states(model, params, macs, names, inputs)
     attrs = {
-        "tool_version": __version__,
+        **artifact_header(),
         "model_spec": config.model,
         "model_source": model.source,
         "weights_path": str(config.weights) if config.weights else None,

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import __version__
-from ..files import plain, utc_now, write_json, write_text, write_with
+from ..files import artifact_header, plain, write_json, write_text, write_with
 from ..out_dir import atomic_dir, refresh_digests
 from ..runtime import Progress, no_progress, pick_device, seeded
 from .config import PlantedConfig
@@ -334,10 +333,7 @@ def _read(
     test_acc = {h["head"]: float(h["test_acc"]["mean"]) for h in fit_summary["heads"]}
     ablation = str(compared.summary["ablation"])
     summary = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "laya-inspect-check-planted",
-        "tool_version": __version__,
-        "created_at": utc_now(),
+        **artifact_header("laya-inspect-check-planted", schema=SCHEMA_VERSION, dated=True),
         "construction": {
             **config.to_dict(),
             "layer_names": names,

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..files import plain, utc_now, write_json
+from ..files import artifact_header, plain, write_json
 from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
 from .config import PlantedConfig
@@ -139,10 +138,7 @@ def seeds_summary(config: PlantedConfig, summaries: list[dict[str, Any]]) -> dic
         for seed, s in zip(across["seeds"], summaries)
     ]
     summary = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "laya-inspect-check-planted",
-        "tool_version": __version__,
-        "created_at": utc_now(),
+        **artifact_header("laya-inspect-check-planted", schema=SCHEMA_VERSION, dated=True),
         "construction": {**first["construction"], "seed": config.seed},
         "construction_seeds": across["seeds"],
         "fit": {k: v for k, v in first["fit"].items() if k != "seed"},  # each seed fits with its own seed

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
-from .. import __version__
-from ..files import plain, write_bytes
+from ..files import artifact_header, plain, write_bytes
 from .effects import RANDOM_ORDERS
 from .seeds import CSV_REFERENCES, cell
 from .seeds import csv_rows as across_seed_rows
@@ -193,8 +192,7 @@ def write_h5(
         _attrs(
             f,
             {
-                "schema_version": SCHEMA_VERSION,
-                "tool_version": __version__,
+                **artifact_header(schema=SCHEMA_VERSION),
                 "cache_path": summary["cache"]["path"],
                 "cache_fingerprint": summary["cache"]["fingerprint"],
                 **{k: summary[k] for k in ROOT_ATTRS},

@@ -32,11 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
 from ..errors import InputError
-from ..files import plain, utc_now, write_csv, write_json
+from ..files import artifact_header, plain, write_csv, write_json
 from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
 from ..options import defaulted
@@ -330,10 +329,7 @@ def compare_heads(
 
     repeated, repeats_said = repeated_compared(store, config.split, rows, feats)  # a caveat: no verdict withheld
     summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "laya-inspect-compare",
-        "tool_version": __version__,
-        "created_at": utc_now(),
+        **artifact_header("laya-inspect-compare", schema=SCHEMA_VERSION, dated=True),
         "cache": {
             **store.identity(),
             "class_names": class_names,

@@ -17,11 +17,10 @@ from typing import Any
 
 import torch
 
-from .. import __version__
 from ..cache.store import FeatureStore
 from ..compare.records import BadField
 from ..errors import PICKLED_OBJECT, CacheError, InputError, NotFoundError, few, suggest
-from ..files import plain, write_bytes, write_text
+from ..files import artifact_header, plain, write_bytes, write_text
 from ..heads import HEADS, Head
 from ..out_dir import atomic_dir
 from .checks import DIGESTED, build, check_digests, check_fields, names_digest
@@ -38,8 +37,7 @@ def target_dir(out_dir: str | Path) -> Path:
 
 def write_head_files(d: Path, head: Head, meta: Mapping[str, Any], files: Mapping[str, FileWriter]) -> None:
     core = {
-        "schema_version": HEAD_SCHEMA_VERSION,
-        "tool_version": __version__,
+        **artifact_header(schema=HEAD_SCHEMA_VERSION),
         "kind": head.kind,
         "kwargs": head.config(),
     }

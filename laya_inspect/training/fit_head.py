@@ -26,11 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import __version__
 from ..cache.store import FeatureStore
 from ..distributed import World, device_for, join_world, spread
 from ..errors import InputError, class_label, name_of
-from ..files import write_csv, write_json
+from ..files import artifact_header, write_csv, write_json
 from ..head_dir import cache_identity
 from ..heads import Head, ScalarMixHead, build_head
 from ..options import defaulted
@@ -430,7 +429,7 @@ def _fit_into(
         ],
     )
     summary: dict[str, Any] = {
-        "tool_version": __version__,
+        **artifact_header(),
         "cache": identity,
         "config": config.to_dict(),
         "config_defaults": defaulted(config),
