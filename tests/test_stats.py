@@ -186,3 +186,12 @@ def test_counted_says_one_without_a_plural() -> None:
     from laya_inspect.training.stats import counted
 
     assert [counted(n, "layer") for n in (0, 1, 2)] == ["0 layers", "1 layer", "2 layers"]
+
+
+def test_counted_list_puts_the_noun_before_its_items() -> None:
+    from laya_inspect.training.stats import counted_list
+
+    assert counted_list("seed", [3]) == "seed 3"
+    assert counted_list("seed", [0, 1]) == "seeds 0, 1"
+    assert counted_list("seed", (s for s in (2, 5, 7))) == "seeds 2, 5, 7"  # any iterable, read once
+    assert counted_list("seed", []) == "seeds —"

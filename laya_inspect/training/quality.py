@@ -27,7 +27,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
-from .stats import counted, describe, macro_f1, percent, seed_agreement
+from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -542,7 +542,7 @@ def head_quality(
         flat = [s for s, w in zip(seeds, weights) if float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD]
         if flat:
             warns.append(
-                f"α constant across inputs in seed{'s' * (len(flat) != 1)} {', '.join(map(str, flat))} (std over "
+                f"α constant across inputs in {counted_list('seed', flat)} (std over "
                 f"test rows < {ALPHA_CONSTANT_STD} for every layer): it weighs layers globally, like ScalarMix, not "
                 "per input"
             )
@@ -605,8 +605,8 @@ def _advice(runs: Sequence[Any], epochs: int | None) -> str:
             f"try another --lr; every seed stopped early on patience ({span} of {epochs} epochs), "
             "so more --epochs will not help"
         )
-    full = [str(r.seed) for r in runs if r.epochs_run >= epochs]
-    return f"try another --lr or more --epochs: seed{'s' * (len(full) != 1)} {', '.join(full)} ran all {epochs} epochs"
+    full = [r.seed for r in runs if r.epochs_run >= epochs]
+    return f"try another --lr or more --epochs: {counted_list('seed', full)} ran all {epochs} epochs"
 
 
 def seed_checks_note(not_run: Sequence[str]) -> str:

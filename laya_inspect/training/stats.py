@@ -348,6 +348,12 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' * (n != 1)}"
 
 
+def counted_list(noun: str, items: Iterable[Any]) -> str:
+    """The noun, plural unless one item, before the items: "seed 3", "seeds 0, 1"; "seeds —" for none."""
+    said = [str(i) for i in items]
+    return f"{noun}{'s' * (len(said) != 1)} {', '.join(said) or '—'}"
+
+
 def percent(v: Any, digits: int = 0, sign: bool = False) -> str:
     """A share as a percentage, rounded as the same share with ``digits + 2`` decimals is: 0.925 reads
     "93%" beside a table's "0.93" (format's "%" rounds 92.5 half to even, "92%"). "—" when missing;
