@@ -654,7 +654,7 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     assert result.exit_code == 0, result.output
     assert "misclassification detection" in result.output and "AUROC − msp" in result.output
     said = " ".join(result.output.split())  # the seed of the draws behind the intervals, read before them
-    given = "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · 50 permutations; "
+    given = "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · 50 permutations · --device cpu; "
     assert said.index(given + "left at their defaults: seed 0") < said.index("AUROC − msp")
     s = json.loads((out / "summary.json").read_text())
     # the AUPR column beside its reference, a random score's AUPR (the error rate), as report.html has it
@@ -689,7 +689,8 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "dg")], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert said.index("settings given: --bootstrap 50; left at their defaults: seed 0") < said.index("AUROC − msp")
+    given = "settings given: --bootstrap 50 · --device cpu; left at their defaults: seed 0"
+    assert said.index(given) < said.index("AUROC − msp")
 
 
 def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tmp_path):
@@ -757,8 +758,8 @@ def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     assert line == (
-        "settings given: --bootstrap 50 (each head's own intervals, errors.csv); left at their defaults: "
-        "seed 0 · --train-split train · --test-split test"
+        "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · --device cpu; left at their "
+        "defaults: seed 0 · --train-split train · --test-split test"
     )
     with open(out / "errors.csv") as f:  # the bootstrap's intervals, per head
         assert all(row["auroc_ci_low"] for row in csv.DictReader(f))

@@ -27,6 +27,7 @@ from laya_inspect.cli import app
 from laya_inspect.errors import InputError
 from laya_inspect.head_dir import cache_identity, load_head, save_head
 from laya_inspect.heads import LastLayerHead, LayaHead
+from laya_inspect.training.stats import family_text
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
@@ -301,7 +302,9 @@ def test_prune_command_on_digits(digits_cache, heads, tmp_path):
     assert {p["ranking"] for p in s["points"]} == {"alpha", "scalarmix", "lolo", "depth", "deepest"}
     said = " ".join(result.output.split())  # the settings behind the numbers, read before them
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
-    first = said.index("settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seeds; left at their defaults: ")
+    smix = f"--scalarmix {heads['scalarmix'].resolve()}"  # a given ranking, named among the settings
+    given = f"settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seeds · {smix} · --device cpu; "
+    first = said.index(given + "left at their defaults: ")
     assert first < said.index("α − ranking")
     assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · rankings on ≤ 2,000 " in said
     assert "ablation" not in said[first : said.index("α − ranking")]  # --ablation acts under --no-refit only
@@ -675,7 +678,7 @@ def test_identical_rankings_are_said_to_keep_the_same_sets_not_compared(planted,
     assert s["rankings"]["alpha"]["order"] == s["rankings"]["depth"]["order"]
     depth = s["alpha_vs"]["depth"]
     assert depth["same_layer_sets"]
-    said = "the α ranking and the depth ranking keep the same layer sets at every k < L: nothing to compare"
+    said = "the α ranking and the depth ranking keep the same layer sets at each k tried (k = 1, 2): nothing to compare"
     assert depth["verdict"] == said and said in s["verdict"]
     assert not any("difference between the α ranking and the depth" in line for line in s["verdict"])
 
@@ -1935,7 +1938,7 @@ def test_one_seeds_headline_names_no_family_level_it_has_no_interval_for(planted
     with FeatureStore(cache) as store:
         headline = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o").summary["verdict"][0]
     assert "− a random ranking" in headline and "no interval, so no verdict" in headline
-    assert headline.endswith("(mean test accuracy over k < L)") and "Bonferroni" not in headline
+    assert headline.endswith("(mean test accuracy over k = 1 of 3 layers)") and "Bonferroni" not in headline
 
 
 def test_the_kept_set_is_read_against_random_sets_of_as_many_layers(tmp_path):
@@ -2195,3 +2198,45 @@ def test_one_seeds_verdict_prints_a_small_value_past_noise_as_such():
     said = verdict(d, what="rule a", baseline="rule b")
     assert said.startswith("rule a − rule b = -1.5e-05: one value"), said
     assert verdict({**d, "mean": 0.0028}, what="a", baseline="b").startswith("a − b = +0.0028: one value")
+
+
+def test_the_settings_line_names_ks_scalarmix_and_device(planted, tmp_path):
+    """With --ks 1 --scalarmix DIR the settings line said "settings, all left at their defaults": every
+    given setting that decides the numbers is named, and `report DIR` restates the line."""
+    cache, head_dir = planted
+    with FeatureStore(cache) as store:
+        smix = save_head(tmp_path / "smix", fit_quickly("scalarmix", store, 30), meta=cache_identity(store))
+    out = tmp_path / "o"
+    args = ["prune", str(head_dir), "--cache", str(cache), "--ks", "1", "--scalarmix", str(smix), "--seeds", "2"]
+    args += ["--epochs", "2", "--costs", "shapes", "--device", "cpu", "--no-plots", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
+    smix_said = f"--scalarmix {smix.resolve()}"
+    assert given == ["refits ≤ 2 epochs", "--ks 1", "2 seeds", smix_said, "--costs shapes", "--device cpu"]
+    report = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
+
+
+def test_the_headline_says_only_the_layer_counts_tried(planted, tmp_path):
+    """With --ks 1 on 3 layers the headline read "mean test accuracy over k < L" and report.html's
+    reading "over k < 3 kept layers", though k = 2 was never tried: they say the k they average over."""
+    cache, head_dir = planted
+    config = PruneConfig(seeds=2, ks=[1], costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "o").summary
+    tried = "mean test accuracy over k = 1 of 3 layers"
+    assert s["verdict"][0].endswith(f"({tried}; {family_text(s['alpha_vs']['random']['family'])})"), s["verdict"][0]
+    assert not any("k < " in v for v in s["verdict"]), s["verdict"]
+    page = page_said(tmp_path / "o" / "report.html")
+    assert f"{tried} kept, refit heads" in page and "k < 3" not in page and "k < L" not in page
+    assert "mean test acc over k = 1" in page
+
+
+def test_the_layer_counts_tried_are_said_as_runs():
+    from laya_inspect.report.settings import ks_text
+
+    assert ks_text([19, 1, 2, 3, 4, 6, 8, 12, 16], 19) == "k = 1 to 4, 6, 8, 12, 16 of 19 layers"
+    assert ks_text([4, 1], 19) == "k = 1, 4 of 19 layers" and ks_text([1, 2]) == "k = 1, 2"

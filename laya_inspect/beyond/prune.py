@@ -682,6 +682,8 @@ def _compare_rankings(
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
     headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
     and seed are said to, not compared."""
+    from ..report.settings import ks_text
+
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
@@ -708,7 +710,8 @@ def _compare_rankings(
             else f"the {other} ranking"
         )
         said = (
-            f"the α ranking and the {other} ranking keep the same layer sets at every k < L: nothing to compare"
+            f"the α ranking and the {other} ranking keep the same layer sets at each k tried ({ks_text(ks)}): "
+            "nothing to compare"
             if same_sets
             else verdict(d, what="the α ranking", baseline=baseline)
         )
@@ -757,14 +760,16 @@ def _search_line(s: dict[str, Any]) -> list[str]:
 
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
     from ..report.reading import withheld_cost
+    from ..report.settings import ks_text
 
     lines = []
     vs = s["alpha_vs"]
+    over = f"mean test accuracy over {ks_text(s['ks'], len(s['cache']['layer_names']))}"  # the k tried, no others
     if "random" in vs:  # the headline: α against what any ranking would keep
         # the family's level reads an interval: one seed gives none
         no_ci = vs["random"]["mean_test_acc_over_k_diff"].get("ci_low") is None
         fam = "" if no_ci else f"; {family_text(vs['random'].get('family'))}"
-        lines.append(vs["random"]["verdict"] + f" (mean test accuracy over k < L{fam})")
+        lines.append(vs["random"]["verdict"] + f" ({over}{fam})")
     note = (s.get("random_reference") or {}).get("note")
     if note:
         lines.append(note)
@@ -825,11 +830,7 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
             )
         )
     lines += _random_within(s)
-    lines += [
-        v["verdict"] + ("" if v.get("same_layer_sets") else " (mean test accuracy over k < L)")
-        for k, v in vs.items()
-        if k != "random"
-    ]
+    lines += [v["verdict"] + ("" if v.get("same_layer_sets") else f" ({over})") for k, v in vs.items() if k != "random"]
     return lines
 
 

@@ -26,7 +26,7 @@ from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same, seeds_said
-from .settings import ONE_LINE, beyond_settings_line
+from .settings import ONE_LINE, beyond_settings_line, ks_text
 
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
 
@@ -277,7 +277,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         "smallest k",
         "FLOPs saved",
         "test acc there",
-        "mean test acc over k < L",
+        f"mean test acc over {ks_text(s['ks'])}",  # the k tried below L, no others
         "α − ranking",
         "verdict",
     ]

@@ -796,6 +796,7 @@ def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
 
 def prune_reading(s: dict[str, Any]) -> Reading:
     from ..beyond.costs import cost_text, saves_text
+    from .settings import ks_text
 
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}
@@ -811,7 +812,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         first = (
             f"Ranking layers by α{':' * one} "
             + "; ".join(parts)
-            + f" — mean test accuracy over k < {n_layers} kept layers, refit heads, {seeds_read(s, one)}"
+            + f" — mean test accuracy over {ks_text(s['ks'], n_layers)} kept, refit heads, {seeds_read(s, one)}"
             + (f": {ONE_VALUE}." if one else f", {families_text(*vs.values(), what='t-intervals')}.")
         )
     else:
@@ -847,7 +848,6 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         line
         for line in s.get("verdict") or []
         if not line.startswith(("keep ", "no recommendation: the smallest", "--max-drop 0:", *said))
-        and not line.endswith("over k < L)")
     ]
     details += [
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")

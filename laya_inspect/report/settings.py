@@ -31,6 +31,21 @@ def seeds_text(seeds: list[Any]) -> str:
     return f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds)) or '—'}"
 
 
+def ks_text(ks: Sequence[int], n_layers: int | None = None) -> str:
+    """The layer counts below all ``n_layers`` that were tried, runs of three or more as "1 to 4":
+    "k = 1 to 4, 6, 8 of 19 layers". prune's comparisons average over these alone, and "k < L" read
+    as every count where --ks or the coarse grid tried a few."""
+    below = sorted(k for k in set(ks) if n_layers is None or k < n_layers)
+    runs: list[list[int]] = []
+    for k in below:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    said = ", ".join(f"{r[0]} to {r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    return f"k = {said or '—'}" + (f" of {n_layers} layers" if n_layers is not None else "")
+
+
 def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
     """The settings that decide a fit's numbers, those left at their defaults said apart: accuracies
     read without them could come from any budget. Optional settings show only when changed."""
@@ -133,6 +148,8 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         own += [(f"--max-drop {_g(c.get('max_drop'))}", "max_drop")]
         own += [] if refit else [(f"ablation {c.get('ablation')}", "ablation")]
         own += [(f"rankings on ≤ {c.get('rank_rows'):,} train rows", "rank_rows")]
+        # --ks replaces the search: the layer counts tried are the ones every comparison reads
+        own += [(f"--ks {','.join(map(str, c['ks']))}", "ks")] if c.get("ks") else []
         own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
         own += _seeds_item(s) if refit else []
         own += [(f"row seed {c.get('seed')}", "seed")]
@@ -152,6 +169,8 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
             (f"--test-split {c.get('test_split')}", "test_split"),
         ]
     items += [(text, _left(s, name)) for text, name in own]
+    if s.get("scalarmix_dir"):  # prune --scalarmix: one more ranking, and one more comparison in α's family
+        items.append((f"--scalarmix {s['scalarmix_dir']}", False))
     # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: stated when given
     flags = {"train_split": "--train-split", "test_split": "--test-split", "costs": "--costs"}
     items += [
@@ -159,6 +178,12 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         for name, flag in flags.items()
         if name in c and _left(s, name) is False and kind != "diagnose"
     ]
+    # every command's: the device the refits or scores ran on (its floating point moves the last digits),
+    # and a head from a cache with another fingerprint, accepted only when asked
+    items += [(f"--device {c['device']}", False)] if "device" in c and _left(s, "device") is False else []
+    items += (
+        [("--allow-other-cache", False)] if c.get("allow_other_cache") and not _left(s, "allow_other_cache") else []
+    )
     return settings_line(items, width)
 
 
