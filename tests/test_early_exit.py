@@ -286,10 +286,11 @@ def test_a_rule_alpha_never_changes_is_not_compared(last_layer_run):
     s, out = last_layer_run
     comp = s["comparisons"]
     assert s["alpha_fired"] == {"epsilon": 0.05, "rows": 0, "oracle_rows": 0, "of": 200}
-    said = "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule; nothing to compare"
+    said = "rule confidence+alpha is the confidence rule, as said above: nothing to compare with rule confidence"
     assert comp["confidence+alpha vs confidence"]["identical"]
     assert comp["confidence+alpha vs confidence"]["verdict"] == said and said in s["verdict"]
-    assert comp["confidence+alpha_oracle vs confidence"]["verdict"].startswith("α of the full forward pass never fired")
+    oracle = comp["confidence+alpha_oracle vs confidence"]["verdict"]
+    assert oracle.startswith("rule confidence+alpha_oracle is the confidence rule, as said above")
     assert not any("rule confidence+alpha and rule confidence:" in v for v in s["verdict"])
     assert "nothing to compare" in (out / "report.html").read_text(encoding="utf-8")
 
@@ -306,8 +307,9 @@ def test_confidence_alpha_against_random_where_alpha_never_fired_is_said_to_be_c
     assert entry["same_as"] == "confidence vs random"
     assert entry["area_diff"] == s["comparisons"]["confidence vs random"]["area_diff"]
     said = (
-        "α never fired at ε = 0.05 (0 of 200 rows): confidence+alpha is the confidence rule, so its comparison "
-        "with random exit is confidence's (rule confidence's line against random exit, above), not a second finding"
+        "α never fired at ε = 0.05, neither at an exit nor in the full forward pass (0 of 200 rows): confidence+alpha "
+        "and confidence+alpha_oracle are the confidence rule, so confidence+alpha's comparison with random exit is "
+        "confidence's (rule confidence's line against random exit, above), not a second finding"
     )
     assert entry["verdict"] == said and said in s["verdict"]
     # the line it points to is confidence's; the one right above it is alpha's ("the line above" sent there)
@@ -317,7 +319,7 @@ def test_confidence_alpha_against_random_where_alpha_never_fired_is_said_to_be_c
     assert "the line above" not in said or pointed == lines.index(said) - 1, lines
     assert not any(v.startswith("rule confidence+alpha") and "random exit" in v for v in s["verdict"])
     lead = " ".join(early_exit_reading(s).lead)
-    assert "confidence+alpha, the confidence rule here (α never fired at ε = 0.05 (0 of 200 rows))" in lead
+    assert "confidence+alpha, the confidence rule here (α never fired at ε = 0.05, neither at an exit nor" in lead
     page = (out / "report.html").read_text(encoding="utf-8")
     assert (
         "confidence&#x27;s comparison: the same rule here" in page or "confidence's comparison: the same rule" in page
@@ -349,10 +351,15 @@ def test_confidence_alpha_of_confidences_area_against_random_is_said_to_be_confi
     assert entry["area_diff"] == comp["confidence vs random"]["area_diff"]
     assert entry["verdict"] == (
         "rule confidence+alpha has the same held-out area as confidence's on every seed (α fired at ε = 0.05 on 2 "
-        "of 360 rows), so its comparison with random exit is confidence's (rule confidence's line against random "
+        "of 360 rows), so confidence+alpha's comparison with random exit is confidence's (rule confidence's line "
+        "against random "
         "exit, above), not a second finding"
     )
     assert "the confidence rule" not in entry["verdict"]
+    assert comp["confidence+alpha vs confidence"]["verdict"] == (  # α's firing said once, on the line above
+        "rule confidence+alpha has the same held-out area as rule confidence on every seed, as said above: its "
+        "points move, no step of the frontier does; nothing to compare"
+    )
     summary = {**s, "comparisons": comp, "alpha_fired": fired, "verdict": [e["verdict"] for e in comp.values()]}
     lead = " ".join(early_exit_reading(summary).lead)
     assert (
@@ -397,8 +404,8 @@ def test_a_verdict_that_starts_with_alpha_keeps_its_alpha_in_the_reading(last_la
     from laya_inspect.report.reading import early_exit_reading
 
     s, out = last_layer_run
-    said = s["comparisons"]["confidence+alpha vs confidence"]["verdict"]
-    assert said.startswith("α never fired") and f"{said}." in early_exit_reading(s).lead
+    said = s["comparisons"]["confidence+alpha vs random"]["verdict"].split(":")[0]
+    assert said.startswith("α never fired") and f"({said})" in " ".join(early_exit_reading(s).lead)
     assert "Α never fired" not in (out / "report.html").read_text(encoding="utf-8")
 
 
@@ -447,7 +454,8 @@ def test_equal_areas_are_said_as_such_not_as_a_zero_interval():
         for r, c in (("confidence", 0.5), ("confidence+alpha", 0.5), ("confidence+alpha_oracle", 0.4))
     ]
     comp = exit_comparisons(areas, points, {"epsilon": 0.05, "rows": 0, "oracle_rows": 27, "of": 200})
-    assert comp["confidence+alpha vs confidence"]["verdict"].startswith("α never fired at ε = 0.05 (0 of 200 rows)")
+    assert comp["confidence+alpha vs random"]["verdict"].startswith("α never fired at ε = 0.05 (0 of 200 rows)")
+    assert comp["confidence+alpha vs confidence"]["verdict"].startswith("rule confidence+alpha is the confidence rule")
     oracle = comp["confidence+alpha_oracle vs confidence"]
     assert oracle["same_area"] and oracle["verdict"] == (
         "rule confidence+alpha_oracle has the same held-out area as rule confidence on every seed (α of the full "
@@ -952,7 +960,7 @@ def test_alpha_fired_over_several_heads_is_said_per_head_not_as_one_heads(last_l
     comp = exit_comparisons(areas, points, fired)
     said = "α fired at ε = 0.05 on 2–5 of 360 rows across 2 LAYA heads (seed 0: 2, seed 1: 5)"
     assert said in comp["confidence+alpha vs random"]["verdict"]
-    assert said in comp["confidence+alpha vs confidence"]["verdict"]
+    assert "as said above" in comp["confidence+alpha vs confidence"]["verdict"]  # each count said once
     summary = {**s, "comparisons": comp, "alpha_fired": fired, "verdict": [e["verdict"] for e in comp.values()]}
     lead = " ".join(early_exit_reading(summary).lead)
     assert "on 2–5 of 360 rows across 2 LAYA heads" in lead and "on 5 of 360 rows" not in lead
@@ -1054,3 +1062,28 @@ def test_one_seed_reads_as_one_seed_and_a_tiny_difference_as_itself(last_layer_r
     assert versus_text("confidence+α", tiny, "confidence") == "confidence+α − confidence = -1.5e-05"
     plain = {"mean": 0.0028, "ci_low": None, "ci_high": None, "n": 1, "values": [0.0028]}
     assert versus_text("α", plain, "depth alone") == "α − depth alone = +0.0028"
+
+
+def test_alpha_never_firing_is_said_once_and_each_line_names_its_null(last_layer_run):
+    """α never fired, and the run said "α never fired at ε = 0.05 (0 of 200 rows)" on three lines, once
+    per comparison it made the confidence rule's (against random exit, and the realisable and the
+    full-pass rules against confidence). It is said once; the later lines point back to it, each still
+    naming the rule it is read against."""
+    from laya_inspect.report.reading import early_exit_reading
+
+    s, out = last_layer_run
+    assert s["alpha_fired"]["rows"] == 0 and s["alpha_fired"]["oracle_rows"] == 0
+    lines = s["verdict"]
+    assert sum("never fired" in line for line in lines) == 1, lines
+    first = s["comparisons"]["confidence+alpha vs random"]["verdict"]
+    assert first.startswith(
+        "α never fired at ε = 0.05, neither at an exit nor in the full forward pass (0 of 200 rows): confidence+alpha "
+        "and confidence+alpha_oracle are the confidence rule, so confidence+alpha's comparison with random exit is "
+        "confidence's (rule confidence's line against random exit, above)"
+    ), first
+    for rule in ("confidence+alpha", "confidence+alpha_oracle"):
+        said = s["comparisons"][f"{rule} vs confidence"]["verdict"]
+        assert said == f"rule {rule} is the confidence rule, as said above: nothing to compare with rule confidence"
+        assert lines.index(first) < lines.index(said)
+    reading = early_exit_reading(s)
+    assert sum("never fired" in line for line in [*reading.lead, *reading.details]) == 1

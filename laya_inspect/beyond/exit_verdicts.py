@@ -76,6 +76,11 @@ def exit_comparisons(
     # rows and moved no step of the frontier): its comparison with random exit is confidence's
     same_rule = identical["confidence+alpha vs confidence"]
     same_as = same_rule or same_area["confidence+alpha vs confidence"]
+    # α never firing (or not past confidence) makes confidence+alpha, and the oracle's rule, the confidence
+    # rule in every comparison it is in: the fact is said on the first such line, the later ones point to it
+    oracle_too = identical["confidence+alpha_oracle vs confidence"] and not alpha_fired["oracle_rows"]
+    both = same_rule and oracle_too and not alpha_fired["rows"]
+    said: set[str] = set()
     out: dict[str, Any] = {}
     for label, (a, b) in pairs.items():
         fam = families[_question(label)]
@@ -92,22 +97,31 @@ def exit_comparisons(
             entry["same_as"] = "confidence vs random"
             entry["same_by"] = "rule" if same_rule else "area"
             why = (
-                f"{_fired(alpha_fired, 'rows', 'α')}: confidence+alpha is the confidence rule"
+                f"{_fired(alpha_fired, 'rows', 'α', both)}: confidence+alpha"
+                + (" and confidence+alpha_oracle are" if both else " is")
+                + " the confidence rule"
                 if same_rule
                 else f"rule confidence+alpha has the same held-out area as confidence's {seeds} (α fired at "
                 f"ε = {eps:g} on {n})"
             )
+            said |= {"rows", "oracle_rows"} if both else {"rows"} if same_rule else {"area"}
             entry["verdict"] = (
-                f"{why}, so its comparison with random exit is confidence's (rule confidence's line against random "
-                "exit, above), not a second finding"
+                f"{why}, so confidence+alpha's comparison with random exit is confidence's (rule confidence's line "
+                "against random exit, above), not a second finding"
             )
         elif identical[label]:
-            why = _fired(alpha_fired, "oracle_rows" if a.endswith("oracle") else "rows", what)
+            key = "oracle_rows" if a.endswith("oracle") else "rows"
             entry["identical"] = True
-            entry["verdict"] = f"{why}: {a} is the confidence rule; nothing to compare"
+            if key in said:
+                entry["verdict"] = f"rule {a} is the confidence rule, as said above: nothing to compare with rule {b}"
+            else:
+                entry["verdict"] = f"{_fired(alpha_fired, key, what)}: {a} is the confidence rule; nothing to compare"
+                said.add(key)
         elif same_area[label]:
             entry["same_area"] = True
             fired_on = f" ({what} fired at ε = {eps:g} on {n})" if adds_alpha else ""
+            if adds_alpha and not a.endswith("oracle") and "area" in said:
+                fired_on = ", as said above"
             entry["verdict"] = (
                 f"rule {a} has the same held-out area as {'random exit' if b == 'random' else f'rule {b}'} {seeds}"
                 f"{fired_on}: its points move, no step of the frontier does; nothing to compare"
@@ -138,10 +152,14 @@ def alpha_fired(alpha_heads: list[dict[str, Any]], epsilon: float, of: int) -> d
     return out
 
 
-def _fired(alpha_fired: dict[str, Any], key: str, what: str) -> str:
+def _fired(alpha_fired: dict[str, Any], key: str, what: str, both: bool = False) -> str:
     """Where α (``key``: "rows", or "oracle_rows" for the full pass's) fired, for a rule that is the
-    confidence rule's: never, or only where confidence exits as early."""
+    confidence rule's: never, or only where confidence exits as early. ``both``: neither α fired, said
+    in one sentence for the two rules."""
     n, eps = alpha_fired[key], alpha_fired["epsilon"]
+    if both:
+        where = "neither at an exit nor in the full forward pass"
+        return f"α never fired at ε = {eps:g}, {where} ({fired_rows(alpha_fired, key)})"
     if n == 0:
         return f"{what} never fired at ε = {eps:g} ({fired_rows(alpha_fired, key)})"
     return f"{what} fired at ε = {eps:g} on {fired_rows(alpha_fired, key)}, only where confidence exits as early"
