@@ -2236,7 +2236,7 @@ def test_the_headline_says_only_the_layer_counts_tried(planted, tmp_path):
 
 
 def test_the_layer_counts_tried_are_said_as_runs():
-    from laya_inspect.report.settings import ks_text
+    from laya_inspect.report.reading import ks_text
 
     assert ks_text([19, 1, 2, 3, 4, 6, 8, 12, 16], 19) == "k = 1 to 4, 6, 8, 12, 16 of 19 layers"
     assert ks_text([4, 1], 19) == "k = 1, 4 of 19 layers" and ks_text([1, 2]) == "k = 1, 2"

@@ -682,7 +682,7 @@ def _compare_rankings(
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
     headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
     and seed are said to, not compared."""
-    from ..report.settings import ks_text
+    from ..report.reading import ks_text
 
     area: dict[str, list[float]] = {}
     if not ks:
@@ -759,8 +759,7 @@ def _search_line(s: dict[str, Any]) -> list[str]:
 
 
 def _verdict_lines(s: dict[str, Any]) -> list[str]:
-    from ..report.reading import withheld_cost
-    from ..report.settings import ks_text
+    from ..report.reading import ks_text, withheld_cost
 
     lines = []
     vs = s["alpha_vs"]

@@ -25,8 +25,8 @@ from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, families_text, held_out_areas, num, outcome, same, seeds_said
-from .settings import ONE_LINE, beyond_settings_line, ks_text
+from .reading import READINGS, diff_text, est, families_text, held_out_areas, ks_text, num, outcome, same, seeds_said
+from .settings import ONE_LINE, beyond_settings_line
 
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
 

@@ -19,7 +19,7 @@ several), so that a verdict one fit gives is never read alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -786,6 +786,21 @@ def sentence(text: str) -> str:
     return _cap(text) + "."
 
 
+def ks_text(ks: Sequence[int], n_layers: int | None = None) -> str:
+    """The layer counts below all ``n_layers`` that were tried, runs of three or more as "1 to 4":
+    "k = 1 to 4, 6, 8 of 19 layers". prune's comparisons average over these alone, and "k < L" read
+    as every count where --ks or the coarse grid tried a few."""
+    below = sorted(k for k in set(ks) if n_layers is None or k < n_layers)
+    runs: list[list[int]] = []
+    for k in below:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    said = ", ".join(f"{r[0]} to {r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+    return f"k = {said or '—'}" + (f" of {n_layers} layers" if n_layers is not None else "")
+
+
 def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
     """A withheld set's paired test difference from all layers, as ``cost_text`` reads a kept set's;
     nothing where its why already quotes that difference (``why_kind`` "test loss")."""
@@ -796,7 +811,6 @@ def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
 
 def prune_reading(s: dict[str, Any]) -> Reading:
     from ..beyond.costs import cost_text, saves_text
-    from .settings import ks_text
 
     n_layers = len(s["cache"]["layer_names"])
     vs = s.get("alpha_vs") or {}

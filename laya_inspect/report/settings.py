@@ -31,21 +31,6 @@ def seeds_text(seeds: list[Any]) -> str:
     return f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds)) or '—'}"
 
 
-def ks_text(ks: Sequence[int], n_layers: int | None = None) -> str:
-    """The layer counts below all ``n_layers`` that were tried, runs of three or more as "1 to 4":
-    "k = 1 to 4, 6, 8 of 19 layers". prune's comparisons average over these alone, and "k < L" read
-    as every count where --ks or the coarse grid tried a few."""
-    below = sorted(k for k in set(ks) if n_layers is None or k < n_layers)
-    runs: list[list[int]] = []
-    for k in below:
-        if runs and k == runs[-1][-1] + 1:
-            runs[-1].append(k)
-        else:
-            runs.append([k])
-    said = ", ".join(f"{r[0]} to {r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-    return f"k = {said or '—'}" + (f" of {n_layers} layers" if n_layers is not None else "")
-
-
 def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
     """The settings that decide a fit's numbers, those left at their defaults said apart: accuracies
     read without them could come from any budget. Optional settings show only when changed."""
