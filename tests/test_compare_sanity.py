@@ -367,3 +367,36 @@ def test_the_real_heads_near_chance_names_its_own_bound(digits_cache, trained):
     line = data_line(out, "laya")
     assert out["real_verdict"] == "near chance" and f"near chance: not above {bound:.3f}" in line, line
     assert out["real_above_bound"] == pytest.approx(bound)
+
+
+def test_a_head_that_reads_one_layer_is_not_applicable_not_passed(digits_cache, head_dirs, tmp_path):
+    """A 'last' head reads one layer: Grad-CAM and IG of the trained head and of any randomised copy are
+    0 on every other layer, so each row's ρ is ±1 from one sign and its mean reads the signs (the demo's
+    'last' head read "4 of 4 low", passed). Every check reads "not applicable", neither passed nor
+    failed, in summary.json, the terminal and report.html; a LAYA head beside it is read as before."""
+    from rich.console import Console
+
+    from laya_inspect.report.sanity import html_section, terminal_block
+
+    config = CompareConfig(limit=80, n_boot=50, device="cpu", plots=False, methods=("gradcam", "ig"), workers=1)
+    with FeatureStore(digits_cache) as store:
+        summary = compare_heads(head_dirs, store, config, out_dir=tmp_path / "out").summary
+    laya, last = summary["sanity"]["heads"]["laya"], summary["sanity"]["heads"]["last"]
+    checks = [*last["model"][0]["methods"].values(), *last["data"]["methods"].values()]
+    assert len(checks) == 4 and all(c["verdict"] == "not applicable" and c["passed"] is None for c in checks)
+    assert all("the one the head reads" in c["note"] for c in checks)
+    assert last["layers_read"] == [2] and laya["layers_read"] == [0, 1, 2]
+    assert last["data"]["verdict"] in ("near chance", "above chance")  # its accuracy is still read against chance
+    laya_checks = [c for step in laya["model"] for c in step["methods"].values()]
+    assert all(c["verdict"] != "not applicable" and isinstance(c["passed"], bool) for c in laya_checks)
+    for brief in (True, False):
+        console = Console(width=80, record=True, color_system=None)
+        for r in terminal_block(summary, brief):
+            console.print(r)
+        text = " ".join(console.export_text().split())
+        assert "not applicable (the head reads one layer)" in text, text
+        assert "last: 0 of" not in text
+    section = html_section(summary)
+    assert section is not None
+    last_table = next(t for t in section.tables if t.caption.startswith("last:"))
+    assert "not applicable (the head reads one layer)" in last_table.caption

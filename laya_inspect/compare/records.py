@@ -266,6 +266,7 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
 
 
 # the "sanity" record (docs/METHOD.md, "Sanity checks")
+NOT_APPLICABLE = "not applicable"  # every check's verdict on a head that reads one layer (compare.sanity)
 
 
 def _bad(where: str, what: str) -> CacheError:

@@ -26,6 +26,7 @@ from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
 from .draws import seeded_rows
 from .lolo import forward_rows
+from .records import NOT_APPLICABLE
 
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
 EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
@@ -41,6 +42,10 @@ SEEDS = (
     "are drawn once, by rows_seed"
 )
 STATIC = ("random",)  # methods that read no weight of the head: nothing to randomise
+ONE_LAYER = (
+    "every method's attribution is 0 on each layer but the one the head reads, trained or randomised, so each "
+    "row's ρ is ±1 from one sign, whatever the head learned"
+)
 
 CHOICES = {
     "threshold": THRESHOLD,
@@ -69,6 +74,9 @@ CHOICES = {
     "rows": f"attributions compared on every compared row, or at most {ROWS} of them drawn by "
     f"default_rng([seed, {ROWS_STREAM}]); accuracies on every compared row",
     "skipped": "random (reads no weight of the head)",
+    "one_layer": f"{NOT_APPLICABLE} on every method and check (no pass, no fail) for a head whose logits change "
+    "with one layer alone (each layer in turn replaced by seeded noise on the checked rows: layers_read): "
+    f"{ONE_LAYER}; the permuted-label head's accuracy is still read against chance",
 }
 
 
@@ -115,6 +123,22 @@ def randomised(head: Head, new: Head, names: Sequence[str]) -> Head:
             if n in names:
                 p.copy_(state[n].to(p))
     return out.eval()
+
+
+def layers_read(head: Head, hs: Sequence[torch.Tensor]) -> list[int]:
+    """The layers ``head``'s logits depend on, on the rows ``hs``: each layer in turn replaced by seeded
+    noise of its shape, a layer is read when any logit moves. Read from the head's outputs, not its kind,
+    so any head that reads one layer (``last``, or one of a user's own) is found."""
+    with torch.no_grad():
+        base = head(list(hs)).logits
+        gen = torch.Generator().manual_seed(0)
+        read = []
+        for i, h in enumerate(hs):
+            noise = torch.randn(h.shape, generator=gen, dtype=h.dtype).to(h.device)
+            moved = head([noise if j == i else x for j, x in enumerate(hs)]).logits
+            if not torch.equal(moved, base):
+                read.append(i)
+    return read
 
 
 def verdict(rank: M.Faithfulness) -> str:
@@ -218,9 +242,12 @@ class Trained:
     def _faith(self, scores: np.ndarray) -> M.Faithfulness:
         return M.faithfulness(scores, self.effects, n_boot=self.n_boot, seed=self.seed, tol=TIE_TOLERANCE)
 
-    def versus(self, head: Head, keep: dict[str, Any] | None = None, check: str = "") -> dict[str, Any]:
+    def versus(
+        self, head: Head, keep: dict[str, Any] | None = None, check: str = "", one_layer: bool = False
+    ) -> dict[str, Any]:
         """Every method of ``head`` (randomised) against the trained head's: ρ, verdict, faithfulness;
-        its scores kept in ``keep`` under "<check>/<method>"."""
+        its scores kept in ``keep`` under "<check>/<method>". ``one_layer``: the trained head reads one
+        layer (:func:`layers_read`), so every verdict is NOT_APPLICABLE, neither passed nor failed."""
         out = {}
         for m, trained in self.scores.items():
             scores = attribute(m, head, self.hs, self.target, self.options).scores
@@ -236,10 +263,12 @@ class Trained:
                 word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
             elif note is None and word != "undefined" and n_boot == 0:
                 word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
+            if one_layer:  # ρ is ±1 by one sign per row: its mean reads the signs, not what the head learned
+                word, note = NOT_APPLICABLE, ONE_LAYER
             out[m] = {
                 "rank_correlation": rank.to_dict(),
                 "verdict": word,
-                "passed": word == "low",
+                "passed": None if word == NOT_APPLICABLE else word == "low",
                 "faithfulness": self._faith(scores).to_dict(),
                 "trained_faithfulness": self.faith[m],
                 **({"note": note} if note else {}),
@@ -264,7 +293,9 @@ def one_profile(rho: np.ndarray, scores: np.ndarray, trained: np.ndarray) -> tup
     return rho, "one profile for every row: ρ is one number, no interval over rows"
 
 
-def model_randomisation(head: Head, trained: Trained, init_seed: int, keep: dict[str, Any]) -> list[dict[str, Any]]:
+def model_randomisation(
+    head: Head, trained: Trained, init_seed: int, keep: dict[str, Any], one_layer: bool = False
+) -> list[dict[str, Any]]:
     """Per cascade step: what was re-initialised and every method's comparison with the trained head."""
     new = fresh(head, init_seed)
     out = []
@@ -272,7 +303,7 @@ def model_randomisation(head: Head, trained: Trained, init_seed: int, keep: dict
         rand = randomised(head, new, names)
         n = int(sum(p.numel() for k, p in rand.named_parameters() if k in names))
         modules = sorted({k.split(".")[0] for k in names})
-        methods = trained.versus(rand, keep, step)
+        methods = trained.versus(rand, keep, step, one_layer)
         out.append({"step": step, "reinitialised": modules, "n_parameters": n, "methods": methods})
     return out
 
@@ -286,6 +317,7 @@ def data_randomisation(
     trained: Trained,
     real_accuracy: float,
     keep: dict[str, Any],
+    one_layer: bool = False,
 ) -> dict[str, Any]:
     """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
     its mean weight profile, and every method's comparison with the trained head."""
@@ -301,8 +333,8 @@ def data_randomisation(
     real_bound = chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1)))
     real_above = bool(real_accuracy > real_bound)
     bound = chance + 0.5 * (real_accuracy - chance)
-    methods = trained.versus(perm, keep, "labels")
-    if not real_above:  # nothing learnt from the labels to randomise: two label-free heads, read as nothing
+    methods = trained.versus(perm, keep, "labels", one_layer)
+    if not real_above and not one_layer:  # nothing learnt from the labels to randomise: read as nothing
         why = "the real head is not above chance: it learnt nothing from the labels for this check to take away"
         for entry in methods.values():
             entry.update(verdict="undefined", passed=False, note=why)
@@ -351,12 +383,15 @@ def check_head(
     emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
     keep: dict[str, Any] = {"rows": pick}
     drawn = seeds(seed, head_seed(cfg))
-    model = model_randomisation(head, trained, drawn["init_seed"], keep)
+    read = layers_read(head, trained.hs)
+    one_layer = len(read) < 2  # every attribution 0 outside one layer: ρ is structural (ONE_LAYER)
+    model = model_randomisation(head, trained, drawn["init_seed"], keep, one_layer)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
     real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
-    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep)
+    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep, one_layer)
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
     out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "seeds": drawn}
+    out["layers_read"] = read  # positions of the layers the head's logits depend on (one: NOT_APPLICABLE)
     out |= {"model": model, "data": data}
     return {**out, ARRAYS: keep}
 

@@ -9,14 +9,20 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ..compare.records import sanity_heads
+from ..compare.records import NOT_APPLICABLE, sanity_heads
 from .across import rich_table, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
 
 WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow"} | dict.fromkeys(
-    ("undefined", "too few rows", "untested"), "dim"
+    ("undefined", "too few rows", "untested", "n/a", NOT_APPLICABLE), "dim"
 )
+ONE_LAYER_SAID = f"{NOT_APPLICABLE} (the head reads one layer)"
+
+
+def one_layer(rows: list[tuple[str, str, dict[str, Any]]]) -> bool:
+    """Every check of a head is NOT_APPLICABLE: it reads one layer, so its ρ says nothing (ONE_LAYER)."""
+    return bool(rows) and all(c["verdict"] == NOT_APPLICABLE for _, _, c in rows)
 
 
 def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict[str, Any]]], str]]:
@@ -29,7 +35,10 @@ def _heads(summary: dict[str, Any]) -> list[tuple[str, list[tuple[str, str, dict
 
 
 def _notes(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
-    """What qualifies a row's verdict (a method with one profile for every row)."""
+    """What qualifies a row's verdict (a method with one profile for every row); a note every row shares
+    (a head that reads one layer) said once."""
+    if one_layer(rows) and len({c.get("note") for _, _, c in rows}) == 1:
+        return f"; every check {ONE_LAYER_SAID}: {rows[0][2].get('note')}"
     return "".join(f"; {m} {check}: {c['note']}" for m, check, c in rows if c.get("note"))
 
 
@@ -93,6 +102,12 @@ def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[st
     chance. The notes that qualify a verdict follow the lines (:func:`terminal_block`)."""
     if not rows or any(c["verdict"] == "high" for _, _, c in rows) or data.get("verdict") != "near chance":
         return None
+    if one_layer(rows):  # no check passed or failed: said as such, not as "0 of 4 low"
+        return Text(
+            f"  {name}: {ONE_LAYER_SAID}, no check passed or failed; permuted labels near chance "
+            f"({num(data.get('accuracy'), 3)} vs {num(data.get('chance'), 3)})",
+            style="dim",
+        )
     said: dict[str, dict[str, list[str]]] = {}  # verdict → method → its checks
     for m, check, c in rows:
         ci = f" {short_ci(c['rank_correlation'])}" if c["verdict"] == "unclear" else ""
@@ -125,7 +140,10 @@ def terminal_block(summary: dict[str, Any], brief: bool = False) -> list[Rendera
                 out.append(Text("sanity (re-initialised weights, permuted labels):", style="bold"))
                 titled = True
             out.append(line)
-            notes.update(dict.fromkeys(f"  {m} {c['verdict']}: {c['note']}" for m, _, c in rows if c.get("note")))
+            if one_layer(rows):
+                notes[f"  {ONE_LAYER_SAID}: {rows[0][2].get('note')}"] = None
+            else:
+                notes.update(dict.fromkeys(f"  {m} {c['verdict']}: {c['note']}" for m, _, c in rows if c.get("note")))
             continue
         table = rich_table(f"{name}: sanity (re-initialised weights, permuted labels)")
         for col in ("method", "check"):
@@ -135,6 +153,7 @@ def terminal_block(summary: dict[str, Any], brief: bool = False) -> list[Rendera
         previous = None
         for m, check, c in rows:
             word = str(c["verdict"])
+            word = "n/a" if word == NOT_APPLICABLE else word  # within 80 columns; the line below says why
             table.add_row(
                 m if m != previous else "",
                 check,
