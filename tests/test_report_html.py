@@ -237,6 +237,24 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
     assert num(-0.0004, 3) == "0.000" and num(-0.0004, 3, sign=True) == "-0.000" and num(None) == "—"
 
 
+def test_fit_reading_marks_every_gap_whose_interval_spans_0_alike() -> None:
+    """fit-head's headline said "no difference shown" of a gap to the last-layer head whose interval
+    spans 0, but printed the gap to the probe, as null, bare: every gap of the headline is marked alike."""
+    acc = {"n": 3, "mean": 0.975, "ci_low": 0.965, "ci_high": 0.985, "values": [0.97, 0.975, 0.98]}
+    delta = {"n": 3, "mean": 0.004, "ci_low": -0.006, "ci_high": 0.014, "values": [0.0, 0.004, 0.008]}
+    probe = {"layer": "blocks.2", "test_acc": 0.972}
+    head = {"head": "laya", "n": 3, "test_acc": acc, "delta_vs_last": {"test_acc": delta}, "probe_reference": probe}
+    first = fit_reading({"heads": [head], "quality": {"chance": 0.103}}).lead[0]
+    null = "the interval includes 0: no difference shown"
+    assert f"against the last-layer head ({null})" in first, first
+    assert f"against the single-layer probe on blocks.2 (0.972; {null})" in first, first
+    assert "against chance (0.103, the majority class; the interval excludes 0)" in first, first
+    # a probe gap the same on every seed has no spread to read: said so, as the gap to 'last' is
+    head["test_acc"] = {**acc, "ci_low": 0.975, "ci_high": 0.975, "values": [0.975] * 3}
+    first = fit_reading({"heads": [head]}).lead[0]
+    assert "(0.972; the same on each of the 3 seeds: no spread to draw an interval from, so no verdict)" in first
+
+
 def test_fit_reading_names_each_seeds_peak_when_the_seeds_peak_apart() -> None:
     """The pooled peak was read as α's when the seeds' mean α peaked on different layers (the demo's
     digits: blocks.2 on seed 0, blocks.0 on seeds 1 and 2); it now names each seed's peak."""
@@ -802,8 +820,9 @@ def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_cha
     lead = fit_reading(summary).lead
     assert lead[0].startswith("LAYA did not learn: its test accuracy 0.105 [0.088, 0.122] is near chance (0.113")
     assert "macro-F1 0.103 [0.086, 0.120]" in lead[1]
-    assert "+0.009 [-0.008, +0.026] against the single-layer probe on blocks.2 (0.096)" in lead[1]
-    assert "-0.008 [-0.025, +0.009] against chance (0.113, the majority class)" in lead[1]
+    null = "the interval includes 0: no difference shown"
+    assert f"+0.009 [-0.008, +0.026] against the single-layer probe on blocks.2 (0.096; {null})" in lead[1]
+    assert f"-0.008 [-0.025, +0.009] against chance (0.113, the majority class; {null})" in lead[1]
     assert fit_reading(summary).details == [
         "last: test accuracy 0.101 [0.088, 0.122] over 3 seeds (near chance: it did not learn)."
     ]

@@ -548,16 +548,10 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     )
     d = (lead.get("delta_vs_last") or {}).get("test_acc")
     if lead["head"] != "last" and d and d.get("mean") is not None:
-        resolved = (
-            ""
-            if d.get("ci_low") is None
-            else f" ({same_text(d)})"
-            if same_on_every_seed(d)
-            else " (the interval excludes 0)"
-            if d["ci_low"] > 0 or d["ci_high"] < 0
-            else " (the interval includes 0: no difference shown)"
+        shown = gap_shown(d)
+        first += f", {est(d, 3, clip=False, sign=True, diff=True)} against the last-layer head" + (
+            f" ({shown})" if shown else ""
         )
-        first += f", {est(d, 3, clip=False, sign=True, diff=True)} against the last-layer head{resolved}"
     chance = (summary.get("quality") or {}).get("chance")
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
@@ -612,10 +606,23 @@ def _f1(head: dict[str, Any]) -> float | None:
     return (head.get("test_macro_f1") or {}).get("mean")
 
 
+def gap_shown(d: dict[str, Any]) -> str:
+    """What the interval of a gap over seeds shows, said alike for every gap of fit-head's headline (to
+    the last-layer head, the probe, chance): "" without an interval (one seed)."""
+    if d.get("ci_low") is None or d.get("ci_high") is None:
+        return ""
+    if same_on_every_seed(d):
+        return same_text(d)
+    if d["ci_low"] > 0 or d["ci_high"] < 0:
+        return "the interval excludes 0"
+    return "the interval includes 0: no difference shown"
+
+
 def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
     """A t-estimate over seeds less a number every seed shares (chance, the probe fitted once): the
-    interval of the per-seed differences, which pair trivially."""
-    return {k: None if d.get(k) is None else d[k] - x for k in ("mean", "ci_low", "ci_high")}
+    interval of the per-seed differences, which pair trivially; each seed's value kept (same_on_every_seed)."""
+    out = {k: None if d.get(k) is None else d[k] - x for k in ("mean", "ci_low", "ci_high")}
+    return out | {"values": [None if v is None else v - x for v in d.get("values") or []]}
 
 
 def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
@@ -627,14 +634,17 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     out = []
     if probe.get("test_acc") is not None:
         d = _minus(acc, probe["test_acc"])
+        shown = "; " * bool(gap_shown(d)) + gap_shown(d)
         out.append(
             f"{est(d, 3, clip=False, sign=True, diff=True)} against the single-layer probe on {probe['layer']} "
-            f"({num(probe['test_acc'], 3)})"
+            f"({num(probe['test_acc'], 3)}{shown})"
         )
     if chance is not None:
         d = _minus(acc, chance)
+        shown = "; " * bool(gap_shown(d)) + gap_shown(d)
         out.append(
-            f"{est(d, 3, clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority class)"
+            f"{est(d, 3, clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority "
+            f"class{shown})"
         )
     return out
 
