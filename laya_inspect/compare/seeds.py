@@ -206,9 +206,10 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
         words = seed_verdicts(row, VERDICTS)
         if len(set(words)) > 1:  # a verdict carried by other scores on another seed is another verdict
             said = by_seed(seeds, [f"{m} {w}" for w in words])
-            # every seed's word alike ("beats" on each, on other scores): not "the seeds disagree"
+            # every seed's word alike ("beats" on each, on other scores): not "the seeds disagree", but
+            # not "one verdict" either, where the readings that follow differ in the scores that carry it
             alike = len({str(v) for v in row.get("verdicts") or []}) == 1
-            how = "the seeds give one verdict on other scores: " if alike else "the seeds disagree: "
+            how = "the same verdict on every seed, carried by different scores: " if alike else "the seeds disagree: "
             out.append(where + how + said)
     top = entry.get("most_relied_on") or []
     if len(set(top)) > 1:
