@@ -643,3 +643,30 @@ def test_a_seed_that_does_not_beat_the_rule_is_said_in_words_not_cut_short() -> 
     assert "does not beat the rule on seed 1" in said and "does not on" not in said, said
     (head,) = _compared([_head(0, "not shown", ["alpha"])], [0])["heads"]
     assert "alpha does not beat the rule" in str(verdict_line(head)), verdict_line(head)
+
+
+def _with_ig(head: dict, low: float, high: float) -> dict:
+    """``head`` (:func:`_head`) with IG beside α and α − IG's paired faithfulness difference in [low, high]."""
+    methods = head["ablations"]["mean"]["methods"]
+    methods["ig"] = _scores(0.95, 0.9, "beats")
+    methods["alpha"]["vs_methods"] = {"ig": {"mean": (low + high) / 2, "ci_low": low, "ci_high": high, "n": 100}}
+    return head
+
+
+def test_the_reading_reads_the_headlines_rival_on_every_seed() -> None:
+    """The headline's "it orders the layers worse than IG (… paired difference …)" read seed 0's interval
+    alone, and the seed sentence after it, "each of the 2 seeds gives the same verdicts and best marks",
+    was said where seed 1 showed no difference from IG: each seed's paired difference is read now."""
+    from laya_inspect.report.reading import compare_reading
+
+    heads = [_with_ig(_head(0, "beats", []), -0.2, -0.1), _with_ig(_head(1, "beats", []), -0.1, 0.05)]
+    lead = " ".join(compare_reading(_compared(heads, [0, 1])).lead)
+    assert "it orders the layers worse than IG" in lead  # seed 0's own reading, as before
+    assert "same verdicts" not in lead and "read no one seed's verdict alone" in lead, lead
+    said = "α against IG differs between seeds: orders the layers worse on seed 0; is not shown to order the layers"
+    assert said in lead, lead
+    heads = [_with_ig(_head(0, "beats", []), -0.2, -0.1), _with_ig(_head(1, "beats", []), -0.3, -0.05)]
+    lead = " ".join(compare_reading(_compared(heads, [0, 1])).lead)
+    assert (
+        "each of the 2 seeds gives the same verdicts and best marks, and α orders the layers worse than IG on" in lead
+    )

@@ -26,6 +26,7 @@ from typing import Any
 from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
 from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
+from ..compare.seeds import by_seed
 from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance, macro_f1_decides, not_learned
 from ..training.stats import (
     ONE_VALUE,
@@ -478,11 +479,50 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "T
     prefix = f"{group['head']} ({ablation}): "
     said = [c.removeprefix(prefix) for c in across.get("caveats") or [] if c.startswith(prefix)]
     where = f"{what} read seed {seed} of {len(seeds)} of {group['head']} ({ablation} ablation)"
+    rival = _rival_by_seed(summary, head, group)
+    alike = rival is not None and rival[0]
+    if rival is not None and not alike:  # the headline's comparison with its rival is a verdict the seeds differ on
+        said.insert(0, rival[1])
     if not said:
-        n = len(seeds)
-        return [f"{where}; each of the {n} seeds gives the same verdicts and best marks (the across-seed table below)."]
+        also = f", and {rival[1]}" if rival else ""
+        same = f"each of the {len(seeds)} seeds gives the same verdicts and best marks{also}"
+        return [f"{where}; {same} (the across-seed table below)."]
     unlike = "the seeds do not all read alike, so read no one seed's verdict alone"
-    return [f"{where}, and {unlike}: " + "; ".join(said) + "."]
+    return [f"{where}, and {unlike}: " + "; ".join(said) + "."] + ([_cap(rival[1]) + "."] if rival and alike else [])
+
+
+RIVAL_WORDS = {
+    "better": "orders the layers better than",
+    "worse": "orders the layers worse than",
+    "no different": "is not shown to order the layers better or worse than",
+    "undecided": "is not tested against",
+}
+
+
+def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[str, Any]) -> tuple[bool, str] | None:
+    """How the headline's lead method orders the layers against its rival on every seed of ``group``,
+    each seed read from its own paired difference (the headline reads one seed's): (True, "α orders
+    the layers worse than IG on each of the 3 seeds …") where all read alike, else (False, "α against
+    IG differs between seeds: …"). None where the headline compares the lead with no rival."""
+    lead = _lead_method(head)
+    if lead is None or head.get("caveats") or head["methods"][lead].get("circular"):
+        return None
+    rival = _rival(head, lead)
+    if rival is None:
+        return None
+    by_name = {h.get("name"): h for h in summary.get("heads") or []}
+    words = []
+    for member in group.get("members") or []:
+        s = ((by_name.get(member) or {}).get("methods") or {}).get(lead) or {}
+        words.append(outcome((s.get("vs_methods") or {}).get(rival)))
+    if len(set(words)) == 1:
+        each = f"on each of the {len(words)} seeds (each seed's paired difference)"
+        return True, f"{name(lead)} {RIVAL_WORDS[words[0]]} {name(rival)} {each}"
+    short = [RIVAL_WORDS[w].removesuffix(" than").removesuffix(" against") for w in words]
+    return (
+        False,
+        f"{name(lead)} against {name(rival)} differs between seeds: {by_seed(group.get('seeds') or [], short)}",
+    )
 
 
 # -- fit-head ------------------------------------------------------------------------------------
