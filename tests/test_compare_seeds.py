@@ -670,3 +670,12 @@ def test_the_reading_reads_the_headlines_rival_on_every_seed() -> None:
     assert (
         "each of the 2 seeds gives the same verdicts and best marks, and α orders the layers worse than IG on" in lead
     )
+
+
+def test_seeds_that_all_find_no_difference_from_the_rule_are_not_said_to_disagree() -> None:
+    """The demo's 'last' head: Grad-CAM identical to the constant rule on seed 0 and "does not beat" it on
+    seeds 1 and 2 read "the seeds disagree", where no seed found a difference from the rule."""
+    (caveat,) = across_seeds([_head(0, "identical", []), _head(1, "not shown", [])], [0, 1])["caveats"]
+    assert "disagree" not in caveat and "no seed shows a difference from the constant rule: alpha identical" in caveat
+    (caveat,) = across_seeds([_head(0, "beats", []), _head(1, "not shown", [])], [0, 1])["caveats"]
+    assert "the seeds disagree: alpha beats" in caveat

@@ -197,6 +197,9 @@ def seed_verdicts(row: dict[str, Any], words: dict[str, str]) -> list[str]:
     return [words.get(str(w), str(w)) + (f" ({c})" if c else "") for w, c in zip(row.get("verdicts") or [], said)]
 
 
+NO_FINDING = {"identical", "not shown"}  # verdicts that find no difference from the constant rule
+
+
 def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> list[str]:
     """Caveats: a method's verdict against the constant rule, a score's starred best method, or the
     layer of the largest mean LOLO effect, that differs between seeds."""
@@ -208,8 +211,15 @@ def _disagreements(group: dict[str, Any], abl: str, entry: dict[str, Any]) -> li
             said = by_seed(seeds, [f"{m} {w}" for w in words])
             # every seed's word alike ("beats" on each, on other scores): not "the seeds disagree", but
             # not "one verdict" either, where the readings that follow differ in the scores that carry it
-            alike = len({str(v) for v in row.get("verdicts") or []}) == 1
-            how = "the same verdict on every seed, carried by different scores: " if alike else "the seeds disagree: "
+            verdicts = {str(v) for v in row.get("verdicts") or []}
+            how = (
+                "the same verdict on every seed, carried by different scores: "
+                if len(verdicts) == 1
+                # identical to the rule on one seed, every interval holding 0 on another: both are no finding
+                else "no seed shows a difference from the constant rule: "
+                if verdicts <= NO_FINDING
+                else "the seeds disagree: "
+            )
             out.append(where + how + said)
     top = entry.get("most_relied_on") or []
     if len(set(top)) > 1:
