@@ -45,7 +45,14 @@ from .checks import (
     unread_spellings,
     unstratified,
 )
-from .headers import FileHeader, converted_warning, paged_warning, refuse_mixed_sizes, refuse_unreadable
+from .headers import (
+    FileHeader,
+    converted_warning,
+    enlarged_warning,
+    paged_warning,
+    refuse_mixed_sizes,
+    refuse_unreadable,
+)
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -328,6 +335,8 @@ def load_data(
         refuse_mixed_sizes(f"dataset {spec!r}", src.location, headers)
     warnings += paged_warning(f"dataset {spec!r}", src.location, headers)
     warnings += converted_warning(f"dataset {spec!r}", src.location, headers, src.native.get("channels"))
+    if isinstance(transform, ImageTransform):
+        warnings += enlarged_warning(f"dataset {spec!r}", src.location, headers, transform.size)
     if isinstance(transform, ImageTransform) and resize is None:
         sizes = [h.size for h in headers]
         warnings += stretched_images(spec, transform, src.native, sizes, seed, getattr(input_spec, "resize", None))

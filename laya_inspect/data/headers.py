@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ImageFileError, InputError, few
 
 GREY_MODES = ("1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F")
@@ -206,6 +208,31 @@ def converted_warning(where: str, root: str, headers: Sequence[FileHeader], chan
         f"{few([relative(h.path, root) for h in sorted(moved, key=lambda h: h.path)], SHOWN)}; convert or remove "
         "them to read inputs of one kind"
         for moved, how in said
+    ]
+
+
+# An image whose shorter side is this many times smaller than both the model's input and the files'
+# median is blown up from a few pixels: a 1×1 file becomes a flat patch of one colour.
+ENLARGED = 4
+
+
+def enlarged_warning(where: str, root: str, headers: Sequence[FileHeader], size: tuple[int, int] | None) -> list[str]:
+    """A warning when some files are far smaller than the rest and are enlarged to the model's ``size``
+    (H, W): their input is a few pixels blown up, unlike the others. A folder of small images all
+    brought to a large input (8×8 digits at 224) is what --image-size is for: no warning."""
+    read = [(h.path, h.size) for h in headers if h.size is not None and min(h.size) > 0]
+    if size is None or not read:
+        return []
+    typical = float(np.median([min(hw) for _, hw in read]))
+    small = sorted((path, hw) for path, hw in read if min(hw) * ENLARGED <= min(min(size), typical))
+    if not small:
+        return []
+    shown = [f"{relative(path, root)} ({h}×{w})" for path, (h, w) in small]
+    return [
+        f"{where}: {len(small)} of {len(read)} image files are enlarged {ENLARGED}× or more to the model's "
+        f"{size[0]}×{size[1]} input, far smaller than the rest (shorter side {typical:g} at the median): "
+        f"{few(shown, SHOWN)}; their few pixels are blown up into inputs unlike the rest; remove them or "
+        "replace them with larger files"
     ]
 
 
