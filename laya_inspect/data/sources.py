@@ -69,10 +69,30 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=start).reshape(tuple(dims))
 
 
+def _idx_header(path: Path) -> bytes:
+    """An IDX file's magic and dimensions (gzip or not): what says which rows it holds, read cheaply."""
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+            head = f.read(4)
+            return head + f.read(4 * head[3]) if len(head) == 4 else head
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise InputError(f"{path}: a damaged gzip file ({e}); download it again") from None
+    except OSError as e:
+        raise read_failed(e) from None
+
+
 def _find(folder: Path, stem: str) -> Path | None:
-    for name in (stem, stem + ".gz"):
-        if (folder / name).is_file():
-            return folder / name
+    """STEM, else STEM.gz. Where both stand and their headers differ (a subset written beside the
+    download), which one is meant cannot be told: refused, naming both."""
+    plain, packed = folder / stem, folder / (stem + ".gz")
+    if plain.is_file() and packed.is_file() and _idx_header(plain) != _idx_header(packed):
+        raise InputError(
+            f"{folder}: both {stem} and {stem}.gz stand there and hold different data (their headers differ), "
+            "so which one is meant cannot be told; move the one you do not mean out of the folder"
+        )
+    for path in (plain, packed):
+        if path.is_file():
+            return path
     return None
 
 
