@@ -74,7 +74,7 @@ def test_hidden_files_and_folders_are_left_out_and_counted(tmp_path):
     labels, pixels, b = all_rows(messy)  # the '._' file once aborted here
     assert len(labels) == 6 and labels == want_labels == [0, 0, 0, 1, 1, 1]
     assert all(torch.equal(a, w) for a, w in zip(pixels, want_pixels))
-    (said,) = [w for w in b.warnings if "hidden" in w]
+    (said,) = [w for w in b.warnings if "hidden folder" in w]
     assert "2 hidden image file(s) and 3 hidden folder(s) (names starting with '.')" in said
     assert "cat/.hidden.jpg" in said and "left out" in said and ".DS_Store" not in said
     assert str(messy) in said and "\n" not in said

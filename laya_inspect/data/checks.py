@@ -354,3 +354,44 @@ def _repeated_within(spec: str, name: str, keys: list[str], labels: np.ndarray) 
         f"(the same words, case and spacing aside{relabelled}): each repeat counts again in what is read on "
         f"{name!r}; remove the repeats to count each text once"
     )
+
+
+def copied_across_classes(root: str, found: dict[tuple[str, str], list[tuple[str, str]]]) -> list[str]:
+    """A warning when one split holds the same bytes under two class folders (a scraped image saved
+    twice, a file copied into the wrong folder): one input read under two labels. Links are said by the
+    folder listing; this finds copies. Only files of one size are read, so a folder of distinct JPEGs
+    costs one stat per file. ``found``: (split, class) → its (path, real path) files."""
+    import hashlib
+    import os
+
+    from .headers import relative
+
+    by_size: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
+    for (split, label), files in found.items():
+        for path, real in files:
+            try:
+                by_size.setdefault((split, os.path.getsize(real)), []).append((label, path, real))
+            except OSError:  # a dangling link: refuse_unreadable names it
+                continue
+    pairs = []
+    for same_size in by_size.values():
+        if len({label for label, _, _ in same_size}) < 2:
+            continue
+        seen: dict[bytes, tuple[str, str, str]] = {}
+        for label, path, real in same_size:
+            try:
+                with open(real, "rb") as f:
+                    digest = hashlib.blake2b(f.read(), digest_size=16).digest()
+            except OSError:  # unreadable: refuse_unreadable names it
+                continue
+            first = seen.setdefault(digest, (label, path, real))
+            if first[0] != label and first[2] != real:  # the same real file is a link, said elsewhere
+                pairs.append((first[1], path))
+    if not pairs:
+        return []
+    shown = ", ".join(f"{relative(a, root)} = {relative(b, root)}" for a, b in sorted(pairs)[:3])
+    return [
+        f"image folder {root}: {len(pairs)} file(s) are byte-for-byte copies of a file filed under a different "
+        f"class in the same split ({shown}{', …' if len(pairs) > 3 else ''}): one image read under two labels; remove "
+        "the copy where the image does not belong"
+    ]

@@ -27,6 +27,7 @@ import torch
 
 from ..errors import ImageFileError, InputError, few
 from .base import Source, SplitSource, composed, read_failed, stratified_split, user_path
+from .checks import copied_across_classes
 from .headers import (
     ALPHA_MODES,
     FileHeader,
@@ -523,5 +524,5 @@ def load_imagefolder(
         split_info=info,
         native=native,
         location=str(root),
-        warnings=_skipped_warning(root, skipped) + _shared_files(root, found),
+        warnings=_skipped_warning(root, skipped) + _shared_files(root, found) + copied_across_classes(str(root), found),
     )
