@@ -1,5 +1,6 @@
 """imagefolder: the same image saved under two class folders of one split is one input read under two
-labels. Real photos from skimage.data, through the public loader."""
+labels, and split folders named training/testing are splits, not classes. Real photos from
+skimage.data, through the public loader."""
 
 from __future__ import annotations
 
@@ -49,3 +50,18 @@ def test_copies_within_one_class_and_across_splits_are_not_this_warning(tmp_path
     os.remove(root / "train" / "cat" / "again.jpg")
     os.replace(root / "test" / "cat" / "chelsea.jpg", root / "test" / "dog" / "chelsea.jpg")
     assert copies(root) == []  # its twin is in train/ only: not one split's two labels
+
+
+def test_training_and_testing_folders_are_splits_not_classes(tmp_path):
+    """QA: DIR/training/{cat,dog} and DIR/testing/{cat,dog} (a layout data sites ship) were read as two
+    classes, 'testing' and 'training', with a warning only: every head then learnt which folder a photo
+    came from. They are splits; the default train,test is refused naming them."""
+    from laya_inspect.errors import NotFoundError
+
+    root = tmp_path / "photos"
+    for split in ("training", "testing"):
+        folder(root / split)
+    with pytest.raises(NotFoundError, match="available: training, testing"):
+        load_data(f"imagefolder:{root}", seed=0)
+    b = load_data(f"imagefolder:{root}", splits=("training", "testing"), seed=0)
+    assert b.class_names == ["cat", "dog"] and {k: s.n for k, s in b.splits.items()} == {"training": 4, "testing": 4}

@@ -45,7 +45,7 @@ IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tif
 # Images in formats not read: a folder holding them gets a warning (other files are passed over quietly).
 OTHER_IMAGES: tuple[str, ...] = (".gif", ".jfif", ".jpe", ".pbm", ".pnm", ".heic", ".heif", ".avif", ".jxl", ".jp2")
 OTHER_IMAGES += (".j2k", ".ico", ".tga", ".psd", ".svg", ".dng", ".cr2", ".nef", ".arw", ".exr", ".hdr")
-SPLIT_NAMES = ("train", "test", "val", "valid", "validation", "dev", "eval")
+SPLIT_NAMES = ("train", "training", "test", "testing", "val", "valid", "validation", "dev", "eval")
 
 
 # ----------------------------------------------------------------------------- arrays
