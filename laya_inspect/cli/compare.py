@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
@@ -130,21 +132,29 @@ def report_command(
     from ..report.folders import DemoFolder, read_folder
     from ..report.html import readable
 
+    lock: Any = nullcontext()
     if html:  # report.html is written into DIR: not through a link to somewhere else, nor over a user's page
-        from ..report import refuse_foreign_page
+        from ..files import output_lock
 
         refuse_symlink(out_dir, "DIR")
-        refuse_foreign_page(out_dir)
-    summary_path = out_dir / "summary.json"
-    summary: Any = read_json(summary_path) if summary_path.is_file() else None
-    beyond = beyond_kind(summary) is not None  # a prune, early-exit or diagnose folder: its summary alone
-    folder = None if beyond else read_folder(out_dir)
-    page = None
-    if html:  # before the printing: a reader that leaves early (`| head`) ends the process there, quietly
-        from ..report import write_report_html
-        from ..report.beyond import write_beyond_report
+        # the lock every writer of DIR takes (fit-head --force, another report --html): the page is not
+        # built from a folder being swapped, nor written over one another run wrote meanwhile
+        lock = output_lock(os.path.realpath(out_dir))
+    with lock:
+        if html:
+            from ..report import refuse_foreign_page
 
-        page = write_beyond_report(out_dir, summary) if beyond else write_report_html(out_dir)
+            refuse_foreign_page(out_dir)
+        summary_path = out_dir / "summary.json"
+        summary: Any = read_json(summary_path) if summary_path.is_file() else None
+        beyond = beyond_kind(summary) is not None  # a prune, early-exit or diagnose folder: its summary alone
+        folder = None if beyond else read_folder(out_dir)
+        page = None
+        if html:  # before the printing: a reader that leaves early (`| head`) ends the process there, quietly
+            from ..report import write_report_html
+            from ..report.beyond import write_beyond_report
+
+            page = write_beyond_report(out_dir, summary) if beyond else write_report_html(out_dir)
     if as_json:
         data = summary if folder is None else folder.record if isinstance(folder, DemoFolder) else folder.summary
         typer.echo(json_text(data))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, os_message
-from ..files import write_text
+from ..files import write_with
 from ..out_dir import changed_since_written, read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page, page_unchanged, seal
@@ -107,7 +107,13 @@ def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, f
 def write_page(folder: str | Path, text: str) -> Path:
     # checked again as the page is written: one the user saved while it was built is theirs
     refuse_foreign_page(folder)
-    page = write_text(Path(folder) / REPORT_NAME, seal(text))
+
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(seal(text).encode("utf-8"))
+        # and once more just before the rename: one saved while the page was written is refused by name
+        refuse_foreign_page(folder)
+
+    page = write_with(Path(folder) / REPORT_NAME, write)
     redigest(folder, [REPORT_NAME])  # a rebuilt page stays --force's to replace; one edited by hand does not
     return page
 
