@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import DatasetMissingError, InputError
 from .files import artifact_header, write_json
 from .options import command_line, defaulted
-from .out_dir import check_out, write_marker
+from .out_dir import check_out, run_notes, write_marker
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
 
@@ -442,10 +442,11 @@ def _run_demo(
     # half-way can be rerun with --force (its sub-folders carry their own commands' markers)
     names = [*(q.name for q in p.values()), "report.html"]
     write_marker(plan.out_dir, "demo", files=names)
+    notes = run_notes(plan.out_dir)  # what --force's cleanup kept beside the previous demo, said in demo.json
     steps = shown.steps()
     done: list[DemoStep] = []
     # before any step: a demo killed in its first one says it did not finish
-    write_json(p["demo_json"], _record(shown, done, {}, {}, complete=False))
+    write_json(p["demo_json"], _record(shown, notes, done, {}, {}, complete=False))
     t_start = time.perf_counter()
 
     def run(step: DemoStep, fn: Callable[[], Any], numbers: Callable[[Any], dict[str, Any]]) -> Any:
@@ -454,7 +455,7 @@ def _run_demo(
         out = fn()
         finished = dataclasses.replace(step, seconds=time.perf_counter() - t0, numbers=numbers(out))
         done.append(finished)
-        write_json(p["demo_json"], _record(shown, done, {}, {}, complete=False))  # a demo killed later says so
+        write_json(p["demo_json"], _record(shown, notes, done, {}, {}, complete=False))  # a demo killed later says so
         tell(finished)
         return out
 
@@ -511,7 +512,7 @@ def _run_demo(
         **done[3].numbers,  # compare's: faithfulness, faithfulness_constant, faithfulness_seeds
     }
     seconds = time.perf_counter() - t_start
-    write_json(p["demo_json"], _record(shown, done, numbers, files, complete=True, seconds=seconds))
+    write_json(p["demo_json"], _record(shown, notes, done, numbers, files, complete=True, seconds=seconds))
     from .report import write_report_html
 
     write_report_html(plan.out_dir, as_dir=shown.out_dir)
@@ -604,6 +605,7 @@ def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _record(
     plan: DemoPlan,
+    warnings: list[str],
     steps: list[DemoStep],
     numbers: dict[str, Any],
     files: dict[str, Any],
@@ -643,4 +645,5 @@ def _record(
         "numbers": numbers,
         "files": files,
         "seconds": seconds,
+        "warnings": warnings,
     }

@@ -688,13 +688,17 @@ def atomic_dir(
     flag: str = "--out",
     lock: bool = True,
     mark: bool = True,
+    notes_in: str = "summary.json",
 ) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``path``; when the body returns, the folder is marked as
     ``command``'s (:func:`write_marker`) and replaces ``path`` whole. An existing ``path`` is replaced
     only with ``force`` and only when laya-inspect wrote every file in it (:func:`check_out`, checked
     again just before the swap, so a file added during the run is not lost). When the body raises, the
     temporary folder is removed and ``path`` is left as it was. ``mark=False``: the body writes the
-    marker itself (a demo's lists its names, and leaves the files its printed steps rewrite undigested)."""
+    marker itself (a demo's lists its names, and leaves the files its printed steps rewrite undigested).
+    What the cleanup of killed runs' leftovers warned (a folder kept as not the tool's) is added to the
+    ``warnings`` of ``notes_in`` after the body; the body reads it first with :func:`run_notes` (a page
+    built inside the body says it too)."""
     inputs = list(inputs)
     check_out(path, force=force, command=command, inputs=inputs, flag=flag)
     # the folder check_out checked: "link/../x" is where the link points, not the lexical ./x (which
@@ -722,11 +726,12 @@ def atomic_dir(
                 )
         try:
             make_temp_dir(tmp)
+            _NOTES[tmp] = notes
             if out.is_dir():  # a folder the user made (a shared one) keeps its mode and group
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
             if notes and mark:  # a body that wrote its own marker recorded its files' digests
-                record_notes(tmp / "summary.json", notes)
+                record_notes(tmp / notes_in, notes)
             if mark:
                 write_marker(tmp, command or "laya-inspect")
             # from here the output's own marker vouches for the folder (a demo's body wrote its own)
@@ -746,6 +751,7 @@ def atomic_dir(
             # its own) is not one the user named: that output's line says what was kept
             raise WriteError(f"{said}; {flag} {path} was left as it was" if lock else said) from None
         finally:
+            _NOTES.pop(tmp, None)
             if old.exists() and not out.exists():  # stopped between the two renames: the old one goes back
                 os.replace(old, out)
             if tmp.exists():
@@ -770,15 +776,40 @@ def _warn_added(old: Path, flag: str, path: str | Path) -> None:
     )
 
 
+# what each atomic_dir's cleanup warned, by the temporary folder it builds: read by the body's writers
+_NOTES: dict[Path, list[str]] = {}
+
+
+def run_notes(folder: str | Path) -> list[str]:
+    """What the cleanup before the output now being built in the temporary ``folder`` warned (a killed
+    run's leftover kept as not the tool's), for a writer inside :func:`atomic_dir`'s body to record or
+    show; [] for any other folder."""
+    return list(_NOTES.get(Path(os.path.realpath(folder)), []))
+
+
+def with_run_notes(record: dict[str, Any], folder: str | Path) -> dict[str, Any]:
+    """``record`` (a summary being written or read inside :func:`atomic_dir`'s body) with the
+    :func:`run_notes` of ``folder`` after its own ``warnings``, as the finished output's file will list
+    them; ``record`` itself where there are none."""
+    notes = run_notes(folder)
+    if not notes or not isinstance(record.get("warnings", []), list):
+        return record
+    said = list(record.get("warnings") or [])
+    return record | {"warnings": [*said, *(n for n in notes if n not in said)]}
+
+
 def record_notes(summary: Path, notes: Sequence[str]) -> None:
     """Add ``notes`` to the ``warnings`` of the output's ``summary`` (what a command's summary.json
-    lists as what its run warned about), when the command wrote one that has that list."""
+    lists as what its run warned about), when the command wrote one that has that list; a note the body
+    recorded itself (:func:`run_notes`) is not added twice."""
     try:
         record = json.loads(summary.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # no summary (an exported head directory): the warning on stderr says it
+    except (OSError, ValueError):  # no summary (a head directory inside an output): the warning on stderr says it
         return
     if isinstance(record, dict) and isinstance(record.get("warnings"), list):
-        write_json(summary, record | {"warnings": [*record["warnings"], *notes]})
+        new = [n for n in notes if n not in record["warnings"]]
+        if new:
+            write_json(summary, record | {"warnings": [*record["warnings"], *new]})
 
 
 def _remove_stale(out: Path) -> bool:

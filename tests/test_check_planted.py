@@ -448,3 +448,20 @@ def test_attributions_h5_holds_no_trace_of_the_temporary_folder_after_the_repoin
         assert np.array_equal(group["scores"][()], np.arange(12.0).reshape(3, 4))
         assert group["scores"].compression == "gzip"
     assert sorted(p.name for p in h5.parent.iterdir()) == ["attributions.h5"]  # no temporary copy left
+
+
+def test_a_kept_leftover_is_recorded_in_the_checks_summary(default_run, tmp_path) -> None:
+    """Attack: `mkdir .out.old-4194303; echo x > .out.old-4194303/mine.txt; check planted --out out --force`
+    kept the folder and said so on stderr only: summary.json had no warnings to name it in."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(default_run[2], out)
+    assert default_run[1]["warnings"] == []
+    mine = tmp_path / ".out.old-4194303"  # a number a PID can be, no process has here
+    mine.mkdir()
+    (mine / "mine.txt").write_text("x")
+    _, summary = _check(out, "--force")
+    (said,) = summary["warnings"]
+    assert str(mine) in said and "left as it is" in said
+    assert (mine / "mine.txt").read_text() == "x"

@@ -931,3 +931,25 @@ def test_the_fit_head_step_reads_the_accuracies_beside_the_probe_and_chance() ->
     no_probe = _accuracy_nulls({"quality": {"chance": 0.5, "probe": None}})
     said = _step_line(SimpleNamespace(name="fit-head", numbers={"test_acc": {"laya": 0.9}, **no_probe}))
     assert said == "mean test accuracy: laya 0.900 · chance 0.500", said
+
+
+@pytest.mark.slow
+def test_a_kept_leftover_is_recorded_in_demo_json_and_said_on_its_page(demo, tmp_path: Path) -> None:  # noqa: ANN001
+    """Attack: `mkdir .out.old-4194303; echo x > .out.old-4194303/mine.txt; demo --out out --force` kept
+    the folder and said so on stderr only: demo.json had no warnings and the page did not name it."""
+    import html
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(demo[0], out)
+    assert json.loads((out / "demo.json").read_text())["warnings"] == []
+    mine = tmp_path / ".out.old-4194303"  # a number a PID can be, no process has here
+    mine.mkdir()
+    (mine / "mine.txt").write_text("x")
+    result = runner.invoke(app, ["demo", "--quick", "--device", "cpu", "--out", str(out), "--force"], env=ENV)
+    assert result.exit_code == 0, result.output
+    (said,) = json.loads((out / "demo.json").read_text())["warnings"]
+    assert str(mine) in said and "left as it is" in said
+    page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
+    assert f"Warning: {said}" in page
+    assert (mine / "mine.txt").read_text() == "x"

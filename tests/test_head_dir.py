@@ -571,3 +571,25 @@ def test_export_head_names_its_out_as_the_user_typed_it(tmp_path: Path, monkeypa
             export_head(tmp_path / "ck.pt", store, "x1", force=force)  # type: ignore[arg-type]
         assert str(e.value).startswith(said), str(e.value)
     assert (tmp_path / "x1" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_export_head_records_a_kept_leftover_in_export_json(tmp_path: Path) -> None:
+    """Attack: `mkdir .xh.old-4194303; echo x > .xh.old-4194303/mine.txt; export-head … --out xh --force`
+    kept the folder and said so on stderr only: export.json had no warnings to name it in."""
+    a = _train(tmp_path / "a.pt", 0)
+    cache = _extract(a, tmp_path / "a.h5")
+    args = ["export-head", str(a), "--cache", str(cache), "--out", str(tmp_path / "xh")]
+    assert runner.invoke(app, args, env=ENV).exit_code == 0
+    assert json.loads((tmp_path / "xh" / "export.json").read_text())["warnings"] == []
+    mine = tmp_path / ".xh.old-4194303"  # a number a PID can be, no process has here
+    mine.mkdir()
+    (mine / "mine.txt").write_text("x")
+    res = runner.invoke(app, [*args, "--force"], env=ENV)
+    assert res.exit_code == 0, res.output
+    (said,) = json.loads((tmp_path / "xh" / "export.json").read_text())["warnings"]
+    assert str(mine) in said and "left as it is" in said
+    assert (mine / "mine.txt").read_text() == "x"
+    from laya_inspect.out_dir import foreign_files
+
+    assert foreign_files(tmp_path / "xh") == []  # the note is in the digest export-head's marker records

@@ -3,6 +3,9 @@ is refused by name; what a run's cleanup kept is said on the page it writes."""
 
 from __future__ import annotations
 
+import html
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,18 @@ def test_a_page_saved_while_report_html_writes_is_refused_not_overwritten(fitted
     assert f"{page} is not a page laya-inspect wrote" in said or f"{page} is not the page" in said, said
     assert page.read_text(encoding="utf-8") == "<p>my notes</p>"
     assert sorted(p.name for p in fitted.iterdir() if ".tmp-" in p.name) == []
+
+
+def test_a_kept_leftover_is_said_on_fit_heads_page_and_in_its_summary(fitted: Path, digits_cache: Path) -> None:
+    """Attack: `mkdir .fh.old-424243; echo x > .fh.old-424243/mine.txt; fit-head … --out fh --force`:
+    summary.json named the kept folder, but report.html, built before that note was added, did not."""
+    mine = fitted.parent / ".fh.old-4194303"  # a number a PID can be, no process has here
+    mine.mkdir()
+    (mine / "mine.txt").write_text("x")
+    with pytest.warns(UserWarning, match="left as it is"), FeatureStore(digits_cache) as store:
+        fit_heads(store, FIT, out_dir=fitted, overwrite=True)
+    recorded = json.loads((fitted / "summary.json").read_text())["warnings"]
+    assert [w for w in recorded if str(mine) in w] and len(recorded) == len(set(recorded))
+    shown = " ".join(html.unescape((fitted / "report.html").read_text(encoding="utf-8")).split())
+    assert str(mine) in shown and (mine / "mine.txt").read_text() == "x"
+    assert os.listdir(mine) == ["mine.txt"]

@@ -334,6 +334,7 @@ def _read(
     ablation = str(compared.summary["ablation"])
     summary = {
         **artifact_header("laya-inspect-check-planted", schema=SCHEMA_VERSION, dated=True),
+        "warnings": [],  # what the run said of its output folder (a kept leftover), added as it is finished
         "construction": {
             **config.to_dict(),
             "layer_names": names,

@@ -139,6 +139,7 @@ def seeds_summary(config: PlantedConfig, summaries: list[dict[str, Any]]) -> dic
     ]
     summary = {
         **artifact_header("laya-inspect-check-planted", schema=SCHEMA_VERSION, dated=True),
+        "warnings": [],  # what the run said of its output folder (a kept leftover), added as it is finished
         "construction": {**first["construction"], "seed": config.seed},
         "construction_seeds": across["seeds"],
         "fit": {k: v for k, v in first["fit"].items() if k != "seed"},  # each seed fits with its own seed

@@ -13,7 +13,7 @@ from ..cache.store import FeatureStore
 from ..errors import InputError, UnsafeCheckpointError, suggest
 from ..files import write_json
 from ..heads import HEADS, Head
-from ..out_dir import atomic_dir, check_out
+from ..out_dir import atomic_dir, check_out, with_run_notes
 from .checks import build
 from .folder import target_dir, write_head_files
 from .match import cache_identity
@@ -102,7 +102,7 @@ def export_head(
     labels = store.labels(split)
     with torch.no_grad():
         out = head(hs)
-    summary = {
+    summary: dict[str, Any] = {
         "checkpoint": str(checkpoint),
         "cache": str(store.path),
         "kind": head.kind,
@@ -111,7 +111,9 @@ def export_head(
         "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
         "joint_test_acc": metrics.get("test_acc"),
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
+        "warnings": [],
     }
     with atomic_dir(out_dir, force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
+        summary = with_run_notes(summary, tmp)  # what the cleanup before it kept, as fit-head's summary says it
         write_head_files(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
     return summary

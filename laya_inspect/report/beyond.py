@@ -20,6 +20,7 @@ from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, exit_cut
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
+from ..out_dir import with_run_notes
 from ..training.stats import counted, percent, spec
 from . import write_page
 from .figures import Figure, png_figure
@@ -164,7 +165,7 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
     have once it is complete (the commands on the page name it)."""
     path = Path(folder)
     shown = Path(as_dir) if as_dir is not None else path
-    s = summary if summary is not None else _read_summary(path)
+    s = with_run_notes(summary if summary is not None else _read_summary(path), path)
     kind = beyond_kind(s)
     if kind is None:
         raise CacheError(f"{path / 'summary.json'} was not written by prune, early-exit or diagnose")

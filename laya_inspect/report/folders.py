@@ -12,7 +12,7 @@ from typing import Any
 
 from ..compare.records import BadField, checked_field, load_summary, read_json
 from ..errors import CacheError, NotFoundError
-from ..out_dir import moved_aside
+from ..out_dir import moved_aside, with_run_notes
 
 USAGE = "give a folder written by `laya-inspect fit-head`, `compare`, `demo`, `prune`, `early-exit` or `diagnose`"
 
@@ -163,6 +163,7 @@ def _check_demo(record: Any, path: Path) -> dict[str, Any]:
         raise CacheError(f"{path} is not a demo record; rerun `laya-inspect demo` to rewrite it")
     try:
         _some(record, "complete", bool, "demo")
+        _some(record, "warnings", "strs", "demo")
         for k in ("budget_line", "model"):
             _some(record, k, str, "demo")
         dataset = _some(record, "dataset", dict, "demo") or {}
@@ -189,7 +190,8 @@ def read_fit(folder: Path) -> FitFolder:
     path = folder / "summary.json"
     if not path.is_file():
         raise NotFoundError(f"no summary.json in {folder}; {USAGE}")
-    summary = _check_fit(read_json(path), path)
+    # inside a run's temporary folder, what its cleanup warned is said on the page as in summary.json
+    summary = with_run_notes(_check_fit(read_json(path), path), folder)
     runs_path = folder / "runs.json"
     runs = _check_runs(read_json(runs_path), runs_path) if runs_path.is_file() else []
     prof_path = folder / "profiles" / "profiles.json"
@@ -200,7 +202,7 @@ def read_fit(folder: Path) -> FitFolder:
 
 
 def read_compare(folder: Path) -> CompareFolder:
-    return CompareFolder(folder, load_summary(folder), pngs(folder / "plots"))
+    return CompareFolder(folder, with_run_notes(load_summary(folder), folder), pngs(folder / "plots"))
 
 
 def read_demo(folder: Path) -> DemoFolder:

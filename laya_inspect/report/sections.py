@@ -381,8 +381,11 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         groups += [(f"{prefix}: {t}", figs) for t, figs in parts["figures"]]
         provenance += [(f"{prefix}: {k}", v) for k, v in parts["provenance"]]
     commands = [(f"{s.get('name')}", s.get("command", "")) for s in steps]
+    reading = demo_reading(f.fit.summary if f.fit else None, f.compare.summary if f.compare else None)
+    # what the demo said of its own folder (a leftover kept beside it) leads, as a command's warnings do
+    reading.lead[:0] = [f"Warning: {w}." for w in r.get("warnings") or []]
     return {
-        "reading": demo_reading(f.fit.summary if f.fit else None, f.compare.summary if f.compare else None),
+        "reading": reading,
         "sections": sections,
         "figures": groups,
         "commands": commands,
