@@ -22,7 +22,7 @@ import dataclasses
 import os
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -446,7 +446,7 @@ def _run_demo(
     steps = shown.steps()
     done: list[DemoStep] = []
     # before any step: a demo killed in its first one says it did not finish
-    write_json(p["demo_json"], _record(shown, notes, done, {}, {}, complete=False))
+    write_json(p["demo_json"], _record(shown, done, {}, {}, complete=False, warnings=notes))
     t_start = time.perf_counter()
 
     def run(step: DemoStep, fn: Callable[[], Any], numbers: Callable[[Any], dict[str, Any]]) -> Any:
@@ -455,7 +455,9 @@ def _run_demo(
         out = fn()
         finished = dataclasses.replace(step, seconds=time.perf_counter() - t0, numbers=numbers(out))
         done.append(finished)
-        write_json(p["demo_json"], _record(shown, notes, done, {}, {}, complete=False))  # a demo killed later says so
+        write_json(
+            p["demo_json"], _record(shown, done, {}, {}, complete=False, warnings=notes)
+        )  # a demo killed later says so
         tell(finished)
         return out
 
@@ -512,7 +514,7 @@ def _run_demo(
         **done[3].numbers,  # compare's: faithfulness, faithfulness_constant, faithfulness_seeds
     }
     seconds = time.perf_counter() - t_start
-    write_json(p["demo_json"], _record(shown, notes, done, numbers, files, complete=True, seconds=seconds))
+    write_json(p["demo_json"], _record(shown, done, numbers, files, complete=True, warnings=notes, seconds=seconds))
     from .report import write_report_html
 
     write_report_html(plan.out_dir, as_dir=shown.out_dir)
@@ -605,13 +607,13 @@ def _over_seeds(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _record(
     plan: DemoPlan,
-    warnings: list[str],
     steps: list[DemoStep],
     numbers: dict[str, Any],
     files: dict[str, Any],
     *,
     complete: bool,
     seconds: float | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     return {
         **artifact_header("laya-inspect-demo"),
@@ -645,5 +647,5 @@ def _record(
         "numbers": numbers,
         "files": files,
         "seconds": seconds,
-        "warnings": warnings,
+        "warnings": list(warnings),
     }
