@@ -392,14 +392,8 @@ def test_refit_check_reads_the_refits_against_the_given_head(planted):
     """The reference of every refit accuracy is the given head on the same rows: a mean shortfall beyond
     SHORTFALL whose paired interval over seeds lies below 0 is a warning; one the seeds' spread holds,
     or a single seed within what one seed can tell, is not."""
-    from laya_inspect.beyond.common import (
-        ONE_SEED_SHORTFALL,
-        SHORTFALL,
-        accuracy,
-        head_outputs,
-        load_split,
-        refit_check,
-    )
+    from laya_inspect.beyond.common import accuracy, head_outputs, load_split
+    from laya_inspect.beyond.refit import ONE_SEED_SHORTFALL, SHORTFALL, refit_check
 
     cache, head_dir = planted
     head = load_head(head_dir)[0]
@@ -615,7 +609,7 @@ def test_refits_short_within_the_seeds_spread_are_not_called_under_trained():
     """QA (mobilenet): refits at 0.623, 0.559, 0.645 against the head's 0.653 (mean shortfall 0.044,
     one seed 0.008 short): the paired interval over the 3 seeds holds 0, so the shortfall is no more
     than the seeds' own spread; the same shortfall on steadier seeds is a warning."""
-    from laya_inspect.beyond.common import SHORTFALL, refit_check
+    from laya_inspect.beyond.refit import SHORTFALL, refit_check
 
     budget = Budget().for_head({})
     three = refit_check(0.653, [0.623, 0.559, 0.645], 19, budget, 400, {})

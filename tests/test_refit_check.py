@@ -10,8 +10,8 @@ import pytest
 from helpers import fit_quickly
 from typer.testing import CliRunner
 
-from laya_inspect.beyond.common import ONE_SEED_SHORTFALL, refit_check
 from laya_inspect.beyond.config import Budget
+from laya_inspect.beyond.refit import ONE_SEED_SHORTFALL, refit_check
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.head_dir import cache_identity, save_head

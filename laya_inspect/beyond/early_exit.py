@@ -43,12 +43,10 @@ from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
-    check_warnings,
     estimate,
     fit_rows_of,
     head_hparams,
     load_split,
-    refit_check,
     seeds_how,
     trust_lines,
     weighted_head_dirs,
@@ -60,7 +58,7 @@ from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-e
 from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, MIN_FOLD_ROWS, crossfit_area, held_out, small_folds, two_folds
 from .exit_verdicts import FAMILY_RULE, alpha_fired, exit_comparisons, read_apart
 from .laya_seeds import open_laya_heads
-from .refit import Budget, Fit, layer_moments, refit
+from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 RANDOM_STREAM = 9  # default_rng([seed, refit seed, 9]): the random-exit scores

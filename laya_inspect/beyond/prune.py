@@ -33,7 +33,6 @@ from .common import (
     Result,
     ablated_accuracy,
     accuracy,
-    check_warnings,
     estimate,
     family,
     fit_rows_of,
@@ -42,7 +41,6 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
-    refit_check,
     rows_tensor,
     seeds_how,
     subsample,
@@ -67,7 +65,7 @@ from .rankings import (
     near_ties,
     near_ties_by_seed,
 )
-from .refit import Budget, Fit, layer_moments, refit
+from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
 
 WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "

@@ -17,7 +17,7 @@ import torch
 
 from ..heads import Head, build_head
 from ..runtime import no_progress, seeded
-from .common import Split, accuracy, head_outputs
+from .common import Split, accuracy, estimate, head_outputs, level, paired
 from .config import Budget
 
 Moments = tuple[list[np.ndarray], list[np.ndarray]]  # per layer, the (D_l,) means and standard deviations
@@ -125,4 +125,116 @@ def refit(
         epochs_run=len(history),
         seconds=time.perf_counter() - t0,
         test_probs=torch.softmax(torch.from_numpy(logits), dim=1).numpy() if keep_probs else None,
+    )
+
+
+def check_warnings(check: dict[str, Any] | None) -> list[str]:
+    """The summary's ``warnings`` from a :func:`refit_check` record (None: no refits were checked)."""
+    return [check["warning"]] if check and "warning" in check else []
+
+
+# How far the refits on all layers may fall below the given head's own test accuracy before they
+# count as under-trained (accuracy, absolute). Over several seeds the shortfall must also exceed the
+# seeds' own noise: the paired interval of refit − given over seeds wholly below 0. On a MobileNetV2
+# run (450 CIFAR-10 images) the given heads differed by 0.033 between seeds, and a fixed per-seed
+# bound warned of one seed 4 test rows short while the refits beat the heads on average.
+SHORTFALL = 0.01
+# One seed gives no spread to read a shortfall against: only one past that seed-to-seed spread counts.
+# Every seed short by more is a warning too, where 2 seeds' interval (t = 12.7) is too wide to tell.
+ONE_SEED_SHORTFALL = 0.05
+
+
+def refit_check(
+    given: float | Sequence[float],
+    refit_test: Sequence[float],
+    n_layers: int,
+    budget: Budget,
+    n_train: int,
+    head_config: dict[str, Any] | Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """The refits on all ``n_layers`` layers beside the given head's test accuracy ``given`` on the
+    same rows (a sequence: each seed's own given head's, prune's and early-exit's several LAYA heads): the
+    reference every refit accuracy is read against. ``warning`` when the refits fall short of it by
+    more than the seeds' noise: over several seeds, a mean shortfall above SHORTFALL whose paired
+    interval (refit − given, same seeds paired) lies wholly below 0, or every seed short by more than
+    ONE_SEED_SHORTFALL, what one seed can tell; with one seed, that alone. Then fewer layers can look
+    as good as all only because the refits are under-trained."""
+    givens = [float(given)] * len(refit_test) if isinstance(given, (int, float)) else [float(g) for g in given]
+    shortfalls = [g - float(v) for g, v in zip(givens, refit_test)]
+    mean_short = float(np.mean(shortfalls))
+    diff = paired(refit_test, givens)
+    if len(shortfalls) > 1:
+        rule = (
+            f"mean shortfall > {SHORTFALL:g} with the paired {level(diff)} interval of refit − given over "
+            f"{len(shortfalls)} seeds wholly below 0, or every seed short by > {ONE_SEED_SHORTFALL:g}"
+        )
+        # the interval's own end, not outcome(): a shortfall the same on every seed has no spread to hide in
+        under = (mean_short > SHORTFALL and diff["ci_high"] < 0) or min(shortfalls) > ONE_SEED_SHORTFALL
+    else:
+        rule = f"one seed, no interval: its shortfall > {ONE_SEED_SHORTFALL:g}"
+        under = mean_short > ONE_SEED_SHORTFALL
+    # several LAYA heads (``head_config`` one per head): each head's own, though two may score alike
+    configs = [head_config] if isinstance(head_config, dict) else list(head_config)
+    several = len(configs) > 1
+    record: dict[str, Any] = {
+        "given_head_test_acc": float(np.mean(givens)),  # several heads: their mean (each in given_heads_test_acc)
+        "refit_all_layers_test_acc": estimate(refit_test),
+        "difference": diff,
+        "tolerance": SHORTFALL,
+        "one_seed_tolerance": ONE_SEED_SHORTFALL,
+        "mean_shortfall": mean_short,
+        "max_shortfall": max(shortfalls),
+        "rule": rule,
+        "under_trained": bool(under),
+    }
+    if several:
+        record["given_heads_test_acc"] = givens
+    if under:
+        record["warning"] = _under_trained(record, refit_test, n_layers, budget, n_train, configs)
+    return record
+
+
+def _under_trained(
+    record: dict[str, Any],
+    refit_test: Sequence[float],
+    n_layers: int,
+    budget: Budget,
+    n_train: int,
+    configs: Sequence[dict[str, Any]],
+) -> str:
+    """The warning of a :func:`refit_check` record that found the refits short, naming both learning rates."""
+    givens = record.get("given_heads_test_acc") or [record["given_head_test_acc"]]
+    several = len(configs) > 1
+    epochs, patience = budget.resolve(n_train)
+    ran = [(c.get("metrics") or {}).get("epochs_run") for c in configs]
+    head_ran = f"{', '.join(map(str, ran))} epochs" if all(isinstance(r, int) for r in ran) else "its own budget"
+    lrs = sorted({lr for c in configs if isinstance(lr := (c.get("training") or {}).get("lr"), (int, float))})
+    head_lr = f" at lr {', '.join(f'{lr:g}' for lr in lrs)}" if lrs else ""
+    each = ", ".join(f"{g:.4f}" for g in givens)
+    heads = f"heads of those seeds {each}" if several else f"head {givens[0]:.4f}"
+    diff = record["difference"]
+    if diff.get("ci_high") is None:
+        noise = "one seed cannot tell a smaller shortfall from seed noise"
+    else:
+        span = f"refit − given {diff['mean']:+.4f}, {level(diff)} CI [{diff['ci_low']:+.4f}, {diff['ci_high']:+.4f}]"
+        noise = (
+            f"{span} over the seeds paired: short beyond the seeds' noise"
+            if diff["ci_high"] < 0
+            else f"{span} over the seeds paired is too wide to tell, but every seed is short by more than "
+            f"{ONE_SEED_SHORTFALL:g}, past what one seed can tell"
+        )
+    if lrs and lrs != [budget.lr]:
+        whose = "heads'" if several else "head's"
+        lr_advice = f"rerun with --lr nearer the given {whose} (the refits ran at lr {budget.lr:g})"
+    else:
+        lr_advice = f"rerun with another --lr (the refits ran at lr {budget.lr:g})"
+    return (
+        f"the refits fall short of the given head: on all {n_layers} layers each seed's refit reaches "
+        f"test accuracy {', '.join(f'{v:.4f}' for v in refit_test)}, the given {heads} on the same rows "
+        f"(mean shortfall {record['mean_shortfall']:.4f}, largest {record['max_shortfall']:.4f}; {noise}; the rule: "
+        f"{record['rule']}). "
+        f"The refit budget ({epochs} epochs, patience {patience}, --lr {budget.lr:g}, --weight-decay "
+        f"{budget.weight_decay or 0.0:g}) under-trains this head, so every accuracy here is an under-trained "
+        f"head's, and fewer layers can look as good as all; {lr_advice}, or with more --epochs and --patience "
+        f"(the given head{'s' * several} ran {head_ran}{head_lr})"
     )
