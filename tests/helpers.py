@@ -236,6 +236,11 @@ def settings_said(output: str) -> str:
     return " ".join(" ".join(lines[start:end]).split())
 
 
+def settings_given(output: str) -> list[str]:
+    """The settings a printed settings line names as given, in its order."""
+    return settings_said(output).removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
+
+
 def page_said(page: Path) -> str:
     """report.html's text, entities undone and spaces normalised: what a reader sees, to look a line up in."""
     import html

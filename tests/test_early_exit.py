@@ -12,7 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, page_said, record_forked, settings_said, write_cache
+from helpers import (
+    drawn_figures,
+    fit_quickly,
+    legend_entry,
+    page_said,
+    record_forked,
+    settings_given,
+    settings_said,
+    write_cache,
+)
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import ASSUMED
@@ -36,6 +45,7 @@ from laya_inspect.heads import LayaHead
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+NO_PLOTS = "--no-plots (no effect on the numbers)"  # named among the settings given, changing no number
 
 
 def test_exit_depths_by_hand():
@@ -121,9 +131,30 @@ def test_the_settings_line_states_the_seed_of_the_train_limit_rows(digits_cache,
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert (
-        "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed · row seed 4 · --device cpu; "
-        in said
+        "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed · row seed 4 · --device cpu · "
+        f"{NO_PLOTS}; " in said
     )
+
+
+def test_a_given_seed_without_train_limit_is_named_as_deciding_nothing(digits_cache, laya_dir, tmp_path):
+    """--seed draws --train-limit's rows only: without a limit it decides nothing, yet the line read "settings,
+    all left at their defaults" over it. Every given setting is named, the idle ones marked; --workers and
+    --threads change no number and say so. `report DIR` restates the line."""
+    out = tmp_path / "ee"
+    args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]
+    args += ["--thresholds", "5", "--seed", "5", "--workers", "1", "--threads", "1", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    assert settings_given(result.output)[-3:] == [
+        "--seed 5 (decides nothing here: no --train-limit)",
+        "--workers 1 (no effect on the numbers)",
+        "--threads 1 (no effect on the numbers)",
+    ], line
+    assert "row seed" not in line
+    report = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
 
 
 def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(digits_cache, laya_dir, tmp_path):
@@ -137,7 +168,7 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
-    assert given.endswith(" · --train-split test · --test-split train · --costs shapes · --device cpu"), given
+    assert given.endswith(f" · --train-split test · --test-split train · --costs shapes · --device cpu · {NO_PLOTS}")
     assert "lr 0.003" in left.split(" · ")
     report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
     assert report.exit_code == 0, report.output
@@ -803,7 +834,9 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     given = settings_said(both.output).split("; left at their defaults: ")[0]
     # the seeds were read from the folder, not given: the header names them, the settings line does not
     assert (
-        given.endswith("--costs shapes · --device cpu") and "LAYA heads" not in given and "3 seed(s)" not in both_said
+        given.endswith(f"--costs shapes · --device cpu · {NO_PLOTS}")
+        and "LAYA heads" not in given
+        and "3 seed(s)" not in both_said
     ), given
     assert "LAYA heads" not in settings_said(runner.invoke(app, ["report", str(tmp_path / "b")], env=ENV).output)
     assert "of 2 LAYA heads" not in page_said(tmp_path / "b" / "report.html")

@@ -15,7 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import drawn_figures, fit_quickly, legend_entry, page_said, record_forked, settings_said, write_cache
+from helpers import (
+    drawn_figures,
+    fit_quickly,
+    legend_entry,
+    page_said,
+    record_forked,
+    settings_given,
+    settings_said,
+    write_cache,
+)
 from typer.testing import CliRunner
 
 from laya_inspect.beyond.costs import backbone_costs, costs_from_shapes, smallest_within
@@ -31,6 +40,7 @@ from laya_inspect.training.stats import family_text
 
 runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+NO_PLOTS = "--no-plots (no effect on the numbers)"  # named among the settings given, changing no number
 
 
 def planted_laya(alpha: list[float], n_classes: int = 3, seed: int = 0) -> LayaHead:
@@ -131,17 +141,20 @@ def test_the_mean_ablation_also_frees_a_layer_alpha_ignores(planted, tmp_path):
     assert dropped["test_acc"]["mean"] == 1.0
 
 
-def test_the_no_refit_settings_line_states_no_refit_budget_and_no_refit_seeds(planted, tmp_path):
-    """--no-refit evaluates the given head once: a refit budget, --search or "2 seed(s)" stated above
-    its table would be settings that decided nothing, and --ablation is the one that does."""
+def test_the_no_refit_settings_line_marks_a_given_refit_budget_and_seeds_as_deciding_nothing(planted, tmp_path):
+    """--no-refit evaluates the given head once: a refit budget, --search or --seeds decide nothing there,
+    and --ablation is the one that does. Left out, a given --seeds read as if no setting had been given:
+    each is named as given and marked, never stated as if it shaped the numbers."""
     cache, head_dir = planted
     args = ["prune", str(head_dir), "--cache", str(cache), "--no-refit", "--ablation", "mean", "--seeds", "2"]
+    args += ["--search", "every", "--epochs", "3", "--lr", "0.01"]
     result = runner.invoke(app, [*args, "--costs", "shapes", "--no-plots", "--out", str(tmp_path / "o")], env=ENV)
     assert result.exit_code == 0, result.output
-    said = " ".join(result.output.split())
-    line = said[said.index("settings given: ") : said.index("row seed 0") + len("row seed 0")]
-    assert line == (
-        "settings given: ablation mean · --costs shapes; left at their defaults: --max-drop 0.005 · "
+    assert settings_said(result.output) == (
+        "settings given: ablation mean · --costs shapes · --epochs 3 (decides nothing here: --no-refit refits "
+        "nothing) · --lr 0.01 (decides nothing here: --no-refit refits nothing) · --search every (decides nothing "
+        "here: --no-refit refits nothing) · --seeds 2 (decides nothing here: --no-refit refits nothing) · "
+        f"{NO_PLOTS}; left at their defaults: --max-drop 0.005 · "
         "rankings on ≤ 2,000 train rows · row seed 0"
     )
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["seeds"] == [0]
@@ -159,7 +172,7 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
-    assert given.split(" · ") == ["--train-split test", "--test-split train", "--costs shapes"]
+    assert given.split(" · ") == ["--train-split test", "--test-split train", "--costs shapes", NO_PLOTS]
     assert "row seed 0" in left.split(" · ")
     report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
     assert report.exit_code == 0, report.output
@@ -2194,6 +2207,23 @@ def test_one_seeds_verdict_prints_a_small_value_past_noise_as_such():
     assert verdict({**d, "mean": 0.0028}, what="a", baseline="b").startswith("a − b = +0.0028: one value")
 
 
+def test_a_given_ablation_and_search_that_decide_nothing_under_refit_and_ks_are_named(planted, tmp_path):
+    """--ablation acts under --no-refit only and --search only without --ks: given to a refit with --ks,
+    both were left off the line as if never given. They are named and marked, as is --workers."""
+    cache, head_dir = planted
+    args = ["prune", str(head_dir), "--cache", str(cache), "--ks", "1", "--ablation", "zero", "--search", "every"]
+    args += ["--seeds", "1", "--epochs", "2", "--workers", "1", "--costs", "shapes", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(tmp_path / "o")], env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    assert settings_given(result.output)[-4:] == [
+        "--ablation zero (decides nothing here: it acts under --no-refit)",
+        "--search every (decides nothing here: --ks gives the layer counts)",
+        "--workers 1 (no effect on the numbers)",
+        NO_PLOTS,
+    ], line
+
+
 def test_the_settings_line_names_ks_scalarmix_and_device(planted, tmp_path):
     """With --ks 1 --scalarmix DIR the settings line said "settings, all left at their defaults": every
     given setting that decides the numbers is named, and `report DIR` restates the line."""
@@ -2208,7 +2238,15 @@ def test_the_settings_line_names_ks_scalarmix_and_device(planted, tmp_path):
     line = settings_said(result.output)
     given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
     smix_said = f"--scalarmix {smix.resolve()}"
-    assert given == ["refits ≤ 2 epochs", "--ks 1", "2 seeds", smix_said, "--costs shapes", "--device cpu"]
+    assert given == [
+        "refits ≤ 2 epochs",
+        "--ks 1",
+        "2 seeds",
+        smix_said,
+        "--costs shapes",
+        "--device cpu",
+        NO_PLOTS,
+    ]
     report = runner.invoke(app, ["report", str(out)], env=ENV)
     assert report.exit_code == 0, report.output
     assert settings_said(report.output) == line

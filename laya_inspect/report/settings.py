@@ -13,6 +13,9 @@ from ..training.stats import counted
 ONE_LINE = 10**6  # a width no settings line reaches: report.html's page wraps it itself
 
 
+NO_REFIT = "--no-refit refits nothing"
+
+
 def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
@@ -101,12 +104,27 @@ def _patience(patience: Any, epochs: Any) -> str:
 
 
 def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
-    """The refit seeds: --seeds for one head; none for several LAYA heads, whose seeds were read from the
-    folder, not given (the header names them: "over 2 fitted LAYA heads (seeds 0 1)")."""
-    if len(s.get("alpha_heads") or []) > 1:
-        return []
+    """The refit seeds: --seeds for one head; for several LAYA heads, whose seeds were read from the
+    folder (the header names them: "over 2 fitted LAYA heads (seeds 0, 1)"), only a --seeds given,
+    which must match their number."""
     n = (s.get("config") or {}).get("seeds")
+    if len(s.get("alpha_heads") or []) > 1:
+        return [(f"--seeds {n} (one per fitted LAYA head)", "seeds")] if _left(s, "seeds") is False else []
     return [(counted(n, "seed") if isinstance(n, int) else f"seeds {n}", "seeds")]
+
+
+def _inert(s: dict[str, Any], given: Sequence[tuple[str, str]], why: str, of: str = "config_defaults") -> list[Any]:
+    """Settings given, (text, field) each, that decide nothing in this run, said as given with ``why``:
+    left out, a line could read "all left at their defaults" over a --seed the user gave."""
+    return [(f"{text} ({why})", False) for text, name in given if _left(s, name, of=of) is False]
+
+
+def _no_number(s: dict[str, Any]) -> list[Any]:
+    """--workers, --threads and --plots as given: they change how a run goes, never a number."""
+    c = s.get("config") or {}
+    flags = {"workers": f"--workers {c.get('workers')}", "threads": f"--threads {c.get('threads')}"}
+    flags["plots"] = "--plots" if c.get("plots", True) else "--no-plots"
+    return _inert(s, [(text, name) for name, text in flags.items() if name in c], "no effect on the numbers")
 
 
 def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
@@ -116,6 +134,7 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     c, b, kind = s.get("config") or {}, s.get("budget") or {}, s.get("command")
 
     items: list[tuple[str, bool | None]] = []
+    inert: list[tuple[str, bool]] = []  # settings given that decide nothing in this run: said last, marked
     epochs, patience = b.get("epochs_patience") or (None, None)
     if epochs is not None and c.get("refit", True):  # prune --no-refit refits nothing: no budget to state
         items += [
@@ -127,6 +146,12 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         ]
         if b.get("train_limit") is not None:
             items.append((f"≤ {b['train_limit']:,} train rows", False))
+    elif epochs is not None:  # the refit budget a user gave to a run with no refits
+        wd, limit = b.get("weight_decay"), b.get("train_limit")
+        budget = [(f"--epochs {epochs}", "epochs"), (f"--patience {patience}", "patience")]
+        budget += [(f"--lr {_g(b.get('lr'))}", "lr"), (f"--weight-decay {_g(wd)}", "weight_decay")]
+        budget += [(f"--batch-size {b.get('batch_size')}", "batch_size"), (f"--train-limit {limit}", "train_limit")]
+        inert += _inert(s, budget, f"decides nothing here: {NO_REFIT}", of="budget_defaults")
     own: list[tuple[str, str]] = []  # (text, field)
     if kind == "prune":  # --ablation acts under --no-refit only; --seeds under --refit, --search there without --ks
         refit = c.get("refit")
@@ -138,13 +163,28 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
         own += _seeds_item(s) if refit else []
         own += [(f"row seed {c.get('seed')}", "seed")]
+        search = f"--search {c.get('search')}", "search"
+        if refit:
+            inert += _inert(
+                s, [(f"--ablation {c.get('ablation')}", "ablation")], "decides nothing here: it acts under --no-refit"
+            )
+            inert += _inert(s, [search], "decides nothing here: --ks gives the layer counts") if c.get("ks") else []
+        elif refit is not None:
+            inert += _inert(s, [search, (f"--seeds {c.get('seeds')}", "seeds")], f"decides nothing here: {NO_REFIT}")
     elif kind == "early-exit":  # --seed draws --train-limit's rows and nothing else
         own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
         own += _seeds_item(s)
-        own += [(f"row seed {c.get('seed')}", "seed")] if b.get("train_limit") is not None else []
+        if b.get("train_limit") is not None:
+            own += [(f"row seed {c.get('seed')}", "seed")]
+        else:
+            inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], "decides nothing here: no --train-limit")
     else:  # diagnose: the seed draws the bootstrap (none with --bootstrap 0) and --against's permutations
         one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot") or 0
-        own += [(f"seed {c.get('seed')}", "seed")] if n_boot > 0 or against else []
+        if n_boot > 0 or against:
+            own += [(f"seed {c.get('seed')}", "seed")]
+        else:
+            why = "decides nothing here: --bootstrap 0 and no --against"
+            inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], why)
         # over several heads the intervals shown are t over them: the bootstrap draws each head's own, in errors.csv
         own += [(f"--bootstrap {n_boot:,}" + ("" if one else " (each head's own intervals, errors.csv)"), "n_boot")]
         own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
@@ -169,7 +209,8 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     items += (
         [("--allow-other-cache", False)] if c.get("allow_other_cache") and not _left(s, "allow_other_cache") else []
     )
-    return settings_line(items, width)
+    # diagnose's --threads and --plots are not named yet: its line reads as it did
+    return settings_line(items + inert + (_no_number(s) if kind != "diagnose" else []), width)
 
 
 def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:

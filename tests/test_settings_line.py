@@ -1,0 +1,47 @@
+"""The settings line of prune, early-exit and diagnose (report/settings.py) from a summary's own
+fields: a setting the user gave is named even where it decides nothing in that run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from laya_inspect.beyond.config import DiagnoseConfig, ExitConfig
+from laya_inspect.options import defaulted
+from laya_inspect.report.settings import ONE_LINE, beyond_settings_line
+
+
+def _summary(command: str, config: Any, **fields: Any) -> dict[str, Any]:
+    """The fields of a summary.json the line is read from, for ``config`` as the command records it."""
+    return {"command": command, "config": asdict(config), "config_defaults": defaulted(config), **fields}
+
+
+def test_early_exit_with_only_a_seed_given_does_not_read_all_left_at_their_defaults() -> None:
+    """`early-exit HEAD --cache C --seed 5` printed "settings, all left at their defaults": its --seed
+    draws --train-limit's rows only, but the user gave it, so it is named and marked."""
+    line = str(beyond_settings_line(_summary("early-exit", ExitConfig(seed=5)), ONE_LINE))
+    assert line.startswith("settings given: --seed 5 (decides nothing here: no --train-limit); left at"), line
+
+
+def test_several_heads_name_a_given_seeds_as_their_own() -> None:
+    """Over several LAYA heads the refit seeds are the heads' own; a --seeds given (it must match their
+    number) is named rather than dropped, and one left out stays unsaid."""
+    heads = {"alpha_heads": [{"seed": 0}, {"seed": 1}]}
+    given = str(beyond_settings_line(_summary("early-exit", ExitConfig(seeds=2), **heads), ONE_LINE))
+    assert given.startswith("settings given: --seeds 2 (one per fitted LAYA head); left at"), given
+    left = str(beyond_settings_line(_summary("early-exit", ExitConfig(), **heads), ONE_LINE))
+    assert left.startswith("settings, all left at their defaults:") and "seeds" not in left, left
+
+
+def test_diagnose_names_a_given_seed_that_draws_nothing() -> None:
+    """With --bootstrap 0 and no --against diagnose draws nothing at random: a --seed given is named and
+    marked; left at its default it is not stated at all."""
+    heads = {"heads": [{}, {}]}
+    line = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(seed=3, n_boot=0), **heads), ONE_LINE))
+    given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
+    assert given == [
+        "--bootstrap 0 (each head's own intervals, errors.csv)",
+        "--seed 3 (decides nothing here: --bootstrap 0 and no --against)",
+    ], line
+    quiet = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), **heads), ONE_LINE))
+    assert "seed" not in quiet, quiet
