@@ -810,7 +810,7 @@ def test_a_fit_head_output_reads_every_laya_seed_each_alpha_with_its_seeds_refit
     }
     assert depths == {0: [3.0, 1.0, 1.0, 1.0, 1.0], 1: [3.0, 3.0, 3.0, 3.0, 1.0]}
     assert [h["alpha_rows_fired"] for h in s["alpha_heads"]] == [200, 0]
-    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits"
+    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits"
     # each seed's refits are read against its own head: seed 1's reads the last layer, noise
     first, last = s["refit_check"]["given_heads_test_acc"]
     assert first == 1.0 and last < 0.6 and s["refit_check"]["given_head_test_acc"] == pytest.approx((first + last) / 2)
@@ -830,7 +830,7 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     both = runner.invoke(app, [*base, str(two_laya_seeds), "--out", str(tmp_path / "b")], env=ENV)
     assert both.exit_code == 0, both.output
     both_said = " ".join(both.output.split())
-    assert "· over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits ·" in both_said
+    assert "· over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits ·" in both_said
     given = settings_said(both.output).split("; left at their defaults: ")[0]
     # the seeds were read from the folder, not given: the header names them, the settings line does not
     assert (
@@ -841,9 +841,9 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     assert "LAYA heads" not in settings_said(runner.invoke(app, ["report", str(tmp_path / "b")], env=ENV).output)
     assert "of 2 LAYA heads" not in page_said(tmp_path / "b" / "report.html")
     reading = " ".join(page_said(tmp_path / "b" / "report.html").split())
-    assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in reading
+    assert "paired over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits" in reading
     # the rules table's caption read "mean over seeds (over 2 fitted LAYA heads …)"
-    assert "mean over seeds (2 fitted LAYA heads (seeds 0 1), each α with its seed's refits)" in reading
+    assert "mean over seeds (2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits)" in reading
     assert "over over" not in reading and "(over " not in reading
     said = page_said(tmp_path / "a" / "report.html")
     assert "2 refit seeds, α from one head, 95% t-intervals over seeds" in " ".join(said.split())

@@ -1661,7 +1661,7 @@ def test_a_fit_head_output_is_pruned_over_every_laya_seed_each_ranking_its_seeds
         (str(laya / "seed_1"), 1),
     ]
     assert s["alpha_heads"][0]["test_acc"] == 1.0  # the cache's labels are seed 0's predictions
-    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits"
+    assert s["seeds_how"] == "over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits"
     alpha = {p["k"]: p for p in s["points"] if p["ranking"] == "alpha"}
     assert alpha[1]["layers_by_seed"] == {"0": ["l1"], "1": ["l3"]}
     assert alpha[2]["layers_by_seed"] == {"0": ["l1", "l2"], "1": ["l2", "l3"]}
@@ -1750,7 +1750,7 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     result = runner.invoke(app, [*args, "--device", "cpu", "--no-plots", "--out", str(out)], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "· refit · over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits · all layers" in said
+    assert "· refit · over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits · all layers" in said
     given = settings_said(result.output).split("; left at their defaults: ")[0]
     # the seeds were read from the folder, not given: the header names them, the settings line does not
     assert "LAYA heads" not in settings_said(result.output) and "3 seeds" not in said, given
@@ -1761,8 +1761,9 @@ def test_the_header_settings_and_reading_say_the_intervals_run_over_the_fitted_l
     assert f"α here is each of 2 fitted LAYA heads' ({fit.resolve()}): seed s's refits on each ranking's layers" in page
     assert "seed 0: l1; seed 1: l3" in page
     # the reading's first line said "paired over over 2 fitted LAYA heads"
-    assert "paired over 2 fitted LAYA heads (seeds 0 1), each α with its seed's refits" in page
+    assert "paired over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits" in page
     assert "over over" not in page
+    assert "<dt>seeds</dt><dd>0, 1</dd>" in page  # the facts list the seeds as every other line does
 
 
 def test_the_chosen_line_names_each_laya_heads_own_accuracy_not_their_mean_as_one_heads():

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from laya_inspect.beyond.common import seeds_how
 from laya_inspect.beyond.config import DiagnoseConfig, ExitConfig
 from laya_inspect.options import defaulted
-from laya_inspect.report.settings import ONE_LINE, beyond_settings_line
+from laya_inspect.report.settings import ONE_LINE, beyond_settings_line, seeds_text
 
 
 def _summary(command: str, config: Any, **fields: Any) -> dict[str, Any]:
@@ -45,3 +46,10 @@ def test_diagnose_names_a_given_seed_that_draws_nothing() -> None:
     ], line
     quiet = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), **heads), ONE_LINE))
     assert "seed" not in quiet, quiet
+
+
+def test_the_settings_line_and_header_list_seeds_with_commas() -> None:
+    """Seeds are listed with commas, as the rest of the tool lists them: the header of several LAYA heads
+    read "(seeds 0 1)"."""
+    assert seeds_how([0, 1], 2) == "over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits"
+    assert seeds_text([0, 3, 7]) == "seeds 0, 3, 7" and seeds_text([3]) == "seed 3"

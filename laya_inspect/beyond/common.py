@@ -31,6 +31,7 @@ from ..training.stats import (  # noqa: F401  (re-exported)
     ONE_VALUE,
     bounded,
     counted,
+    counted_list,
     family,
     level,
     outcome,
@@ -127,7 +128,7 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     """What the intervals "over seeds" run over, for the header of the terminal and report.html:
     the refit seeds with α from one head, or the seeds of ``heads`` fitted LAYA heads."""
     if heads > 1:
-        return f"over {len(seeds)} fitted LAYA heads (seeds {' '.join(map(str, seeds))}), each α with its seed's refits"
+        return f"over {len(seeds)} fitted LAYA heads ({counted_list('seed', seeds)}), each α with its seed's refits"
     return f"{counted(len(seeds), 'refit seed')}, α from one head"
 
 

@@ -102,7 +102,7 @@ def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:
             facts.append(("other cache", f"{s['against']['path']} (fingerprint {s['against']['fingerprint']})"))
     else:
         facts.append(("head directory", str(s.get("head_dir"))))
-        facts.append(("seeds", " ".join(map(str, s.get("seeds") or []))))
+        facts.append(("seeds", ", ".join(map(str, s.get("seeds") or []))))
         if len(s.get("alpha_heads") or []) > 1:  # early-exit given a fit-head output
             facts.append(("LAYA heads read", " · ".join(h["head_dir"] for h in s["alpha_heads"])))
         rows = s.get("rows") or {}
@@ -120,7 +120,7 @@ def _subtitle(s: dict[str, Any], kind: str) -> str:
     if kind == "diagnose":
         n = len(s["heads"])
         against = f" · shift to {s['against']['path']}" if s.get("against") else ""
-        return f"{n} head{'s' * (n != 1)} on {cache}{against} · intervals {s['errors']['interval']}"
+        return f"{counted(n, 'head')} on {cache}{against} · intervals {s['errors']['interval']}"
     mode = f" · {s['mode']}" if kind == "prune" else ""
     return f"{s['head_dir']} on {cache}{mode} · {seeds_said(s)}, {_intervals(s)}"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..training.stats import counted
+from ..training.stats import counted, counted_list
 
 ONE_LINE = 10**6  # a width no settings line reaches: report.html's page wraps it itself
 
@@ -31,7 +31,7 @@ def seeds_text(seeds: list[Any]) -> str:
     """ "seeds 0 to 4" (no ellipsis: on the terminal "…" says a cell was cut), "seed 3", "seeds 0, 3, 7"."""
     if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
         return f"seeds {seeds[0]} to {seeds[-1]}"
-    return f"seed{'s' * (len(seeds) != 1)} {', '.join(map(str, seeds)) or '—'}"
+    return counted_list("seed", seeds)
 
 
 def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
@@ -99,7 +99,7 @@ def _patience(patience: Any, epochs: Any) -> str:
     epochs − 1, at the last one), and "≤ 3 epochs · patience 37" read as if it could."""
     if isinstance(patience, int) and isinstance(epochs, int) and patience >= epochs - 1:
         after = epochs - 1
-        return f"no early stop (patience {patience} ≥ the {after} epoch{'s' * (after != 1)} after the first)"
+        return f"no early stop (patience {patience} ≥ the {counted(after, 'epoch')} after the first)"
     return f"patience {_g(patience)}"
 
 
