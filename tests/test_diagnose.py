@@ -1030,3 +1030,46 @@ def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
     assert "give diagnose the fit-head folder" in first
     s["heads"] = [head, {**head, "head_dir": "heads/laya/seed_1"}]  # seeds pooled: no such sentence
     assert not any("one fitted seed" in line for line in diagnose_reading(s).lead)
+
+
+def test_a_head_near_chance_has_its_verdicts_against_msp_withheld(digits_heads, tmp_path):
+    """A head fitted to permuted labels errs on nearly every test row: "α beats msp" beside it would read
+    as a detector to trust, so error and shift detection are not read (fit-head's near-chance rule), the
+    numbers kept; the trained heads of the same cache are not flagged."""
+    cache, trained, noisy = digits_heads
+    with FeatureStore(cache) as store:
+        permuted = np.random.default_rng(0).permutation(store.labels("train"))
+        dirs = [
+            save_head(
+                tmp_path / f"seed_{s}",
+                fit_quickly("laya", store, 60, seed=s, labels=permuted),
+                meta=cache_identity(store),
+            )
+            for s in (0, 1)
+        ]
+    out = tmp_path / "dg"
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--against", str(noisy), "--bootstrap", "50"]
+    result = runner.invoke(app, [*args, "--permutations", "50", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    assert not any(
+        " msp: " in v and ("beats" in v or "no detectable difference" in v) for v in s["verdict"]
+    )  # no verdict on a head that learnt nothing
+    assert all(h["chance"]["near_chance"] for h in s["heads"]), [h["test_accuracy"] for h in s["heads"]]
+    said = " ".join(result.output.split())
+    for what in ("error detection", "shift detection"):
+        (line,) = [v for v in s["verdict"] if v.startswith(f"{what} not read against msp: near chance")]
+        assert "seed_0: accuracy" in line and line in " ".join(said.split())
+    assert s["errors"]["diff_vs_msp"] and s["shift"]["pooled"]["detect_diff"]  # the numbers stay
+    from laya_inspect.report.beyond import diagnose_sections  # report.html's tables say why, not "too few rows"
+
+    for table in [
+        t for sec in diagnose_sections(s) for t in sec.tables if t.id in ("diagnose-errors", "diagnose-shift")
+    ]:
+        cells = [str(row[len(row) - 2 if table.id == "diagnose-errors" else 3]) for row in table.rows[1:]]
+        assert cells and all("near chance" in c and "too few" not in c for c in cells), (table.id, cells)
+    assert "error detection not read against msp: near chance" in page_said(out / "report.html")
+    control = tmp_path / "trained"
+    args = ["diagnose", *map(str, trained), "--cache", str(cache), "--bootstrap", "50", "--device", "cpu"]
+    assert runner.invoke(app, [*args, "--out", str(control)], env=ENV).exit_code == 0
+    assert not any(h["chance"]["near_chance"] for h in json.loads((control / "summary.json").read_text())["heads"])

@@ -55,6 +55,8 @@ from .scoring import (
     detection,
     errors_not_read,
     errors_read,
+    head_chance,
+    head_label,
     permutation_test,
     shift_not_read,
     shifted_classes,
@@ -197,8 +199,10 @@ def _diagnose(
             seed=config.seed,
             settle=len(heads) == 1,  # several heads: the verdict is a t-interval over them, not these
         )
+        chance = head_chance(head_label(str(d)), float((te.preds == te.labels).mean()), te.labels, te.preds)
         entry = {
             "head_dir": str(Path(d).resolve()),
+            "chance": chance,
             "held_out_errors": int((held.preds != held.labels).sum()),
             "kind": head.kind,
             "test_accuracy": float((te.preds == te.labels).mean()),
@@ -212,9 +216,8 @@ def _diagnose(
         per_head.append(entry)
         if other is not None:
             ot = _read(head, other.hs, other.labels)
-            shifts.append(
-                _shift(te, ot, ref, store.num_classes, config, _same_classes(store, against), len(heads) == 1)
-            )
+            shift = _shift(te, ot, ref, store.num_classes, config, _same_classes(store, against), len(heads) == 1)
+            shifts.append({**shift, "chance": chance})  # the head's on this cache's test rows
     summary: dict[str, Any] = {
         **artifact_header(command="diagnose"),
         "cache": store.identity(),

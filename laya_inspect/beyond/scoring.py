@@ -321,11 +321,59 @@ MIN_OUTCOME_ROWS = MIN_ROWS
 WRONG_AT = "99% of runs at 1 error, 22–28% at 5, 10–17% at 10, 6–7% at 20"
 
 
+def head_chance(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarray) -> dict[str, Any]:
+    """Whether a head is near chance on the test rows, by fit-head's rule (training.quality's
+    is_near_chance, chance the majority class's share): {chance, near_chance, caveat}. A head that
+    learnt next to nothing makes errors of nearly every row, and "α beats msp" beside it reads as a
+    detector to trust, so its verdicts are withheld as compare withholds its (the numbers stay);
+    where its accuracy cannot tell, its macro-F1 is named (training.quality.not_learned)."""
+    from ..training.quality import chance_level, macro_f1_decides, majority_macro_f1, near_chance, not_learned
+    from ..training.stats import macro_f1
+
+    n = len(labels)
+    chance = chance_level(labels) if n else float("nan")
+    said = near_chance(accuracy, chance, "", n=n) if np.isfinite(chance) else None
+    caveat = None
+    if said:
+        f1, majority = macro_f1(labels, preds), majority_macro_f1(labels)
+        learnt = (
+            not_learned("the head", accuracy, chance, f1=f1, majority_f1=majority, f1_of="its macro-F1 on these rows")
+            if macro_f1_decides(accuracy, chance, f1, majority)
+            else "the head learnt next to nothing"
+        )
+        caveat = f"{name}: accuracy {accuracy:.3f} on the test rows vs chance {chance:.3f} (majority class): {learnt}"
+    return {"chance": chance if np.isfinite(chance) else None, "near_chance": said is not None, "caveat": caveat}
+
+
+def near_chance_not_read(heads: Sequence[dict[str, Any]], what: str) -> str | None:
+    """Why ``what`` is not read against msp where a head is near chance (:func:`head_chance`), or None
+    (a summary written before the check: no ``chance`` field)."""
+    near = [h for h in heads if (h.get("chance") or {}).get("near_chance")]
+    if not near:
+        return None
+    said = "; ".join(str(h["chance"]["caveat"]) for h in near)
+    of = "" if len(heads) == 1 else f" ({len(near)} of {len(heads)} heads)"
+    return (
+        f"{what} not read against msp: near chance{of}: {said}; the scores of a head that learnt next to nothing "
+        "say little about the rows, so none is said to beat msp or not (fit-head's rule, as compare withholds its "
+        "verdicts); the numbers are kept in summary.json"
+    )
+
+
+def not_read_word(why: str) -> str:
+    """The verdict cell of a difference from msp left unread for ``why`` (:func:`errors_not_read`,
+    :func:`shift_not_read`): "near chance" or "too few rows"."""
+    return "near chance" if ": near chance" in why else "too few rows"
+
+
 def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
-    """Why no score is read against msp for telling errors from correct rows, or None: a head whose
-    test rows hold fewer than MIN_OUTCOME_ROWS errors (or correct rows). The numbers stay in
-    summary.json (QA: 1 error among the test rows gave "alpha_entropy is worse than msp: −0.378,
-    95% CI [−0.674, −0.101]")."""
+    """Why no score is read against msp for telling errors from correct rows, or None: a head near
+    chance on the test rows (:func:`near_chance_not_read`), or whose test rows hold fewer than
+    MIN_OUTCOME_ROWS errors (or correct rows). The numbers stay in summary.json (QA: 1 error among
+    the test rows gave "alpha_entropy is worse than msp: −0.378, 95% CI [−0.674, −0.101]")."""
+    near = near_chance_not_read(heads, "error detection")
+    if near:
+        return near
     sides = [(int(h["n_errors"]), int(h["n_test"]) - int(h["n_errors"])) for h in heads if "n_errors" in h]
     if not sides or min(min(e, c) for e, c in sides) >= MIN_OUTCOME_ROWS:
         return None
@@ -378,7 +426,11 @@ def exit_cut_note(s: dict[str, Any]) -> str | None:
 
 def shift_not_read(shift: dict[str, Any]) -> str | None:
     """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
-    fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]")."""
+    fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]"),
+    or a head near chance on this cache's test rows (:func:`near_chance_not_read`)."""
+    near = near_chance_not_read(shift["heads"], "shift detection")
+    if near:
+        return near
     n = min(min(h["n_this"], h["n_other"]) for h in shift["heads"])
     if n >= MIN_ROWS:
         return None

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import auroc_note, clipped_note, errors_not_read, exit_cut_note, head_label, shift_not_read
+from ..beyond.scoring import (
+    auroc_note,
+    clipped_note,
+    errors_not_read,
+    exit_cut_note,
+    head_label,
+    not_read_word,
+    shift_not_read,
+)
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
 from ..options import command_line
@@ -427,7 +435,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
                 est(auc, 3),
                 est(e["aupr"].get(score), 3),
                 "(baseline)" if score == "msp" else diff_text(d, 3),
-                Cell("", "text") if score == "msp" else Cell("too few rows", "text") if few else _verdict_cell(d),
+                Cell("", "text") if score == "msp" else Cell(not_read_word(few), "text") if few else _verdict_cell(d),
                 Cell(s["scores"].get(score, ""), "text"),
             ]
         )
@@ -463,7 +471,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     shift_rows: list[list[Cell | str]] = []
     for score, auc in pooled["detect_auroc"].items():
         d = pooled["detect_diff"].get(f"{score} − msp")
-        cell = "" if not d else Cell("too few rows", "text") if not_read else _verdict_cell(d)
+        cell = "" if not d else Cell(not_read_word(not_read), "text") if not_read else _verdict_cell(d)
         shift_rows.append([score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), cell])
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
