@@ -465,3 +465,19 @@ def test_a_kept_leftover_is_recorded_in_the_checks_summary(default_run, tmp_path
     (said,) = summary["warnings"]
     assert str(mine) in said and "left as it is" in said
     assert (mine / "mine.txt").read_text() == "x"
+def test_a_laya_head_near_chance_gets_no_verdict_not_a_failed_pipeline(tmp_path) -> None:
+    """At --noise 20 the label is drowned and the LAYA head learns next to nothing: there is no planted
+    layer in it for IG to find, so the run says "no verdict" (and does not pass), not that the pipeline
+    fails to find the layer; across seeds too."""
+    from laya_inspect.check.seeds import across_seeds, seeds_verdict_lines
+
+    result, s = _check(tmp_path / "out", "--noise", "20")
+    ig = s["verdict"][0]
+    assert ig.startswith("IG on the LAYA head") and "no verdict: the LAYA head is near chance" in ig, ig
+    assert "failed" not in ig and "does not find" not in ig
+    assert ig in " ".join(result.output.split()) and not s["passed"]
+    assert s["near_chance"]["laya"]["accuracy"] == pytest.approx(s["test_acc"]["laya"])
+    across = across_seeds([s])
+    assert across["near_chance_seeds"] == [0] and not across["passed"]
+    (line,) = [v for v in seeds_verdict_lines(across, "layers.1", "resample") if v.startswith("IG")]
+    assert "on seed 0 the LAYA head is near chance" in line and "passes only when" not in line
