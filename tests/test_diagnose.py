@@ -1073,3 +1073,32 @@ def test_a_head_near_chance_has_its_verdicts_against_msp_withheld(digits_heads, 
     args = ["diagnose", *map(str, trained), "--cache", str(cache), "--bootstrap", "50", "--device", "cpu"]
     assert runner.invoke(app, [*args, "--out", str(control)], env=ENV).exit_code == 0
     assert not any(h["chance"]["near_chance"] for h in json.loads((control / "summary.json").read_text())["heads"])
+
+
+def test_a_head_of_one_layer_reads_alpha_as_not_applicable(digits_cache, tmp_path):
+    """A LAYA head on one layer has α = 1 for every input: its α scores are constant by construction, so
+    "alpha_entropy is worse than msp" would be a structural result, not a finding: not applicable."""
+    with FeatureStore(digits_cache) as store:
+        splits = {s: ([store.layers(s)[-1]], store.labels(s)) for s in ("train", "test")}
+    one = write_cache(tmp_path / "one.h5", splits)
+    with FeatureStore(one) as store:
+        d = save_head(tmp_path / "seed_0", fit_quickly("laya", store, 10), meta=cache_identity(store))
+    out = tmp_path / "dg"
+    args = ["diagnose", str(d), "--cache", str(one), "--against", str(one), "--bootstrap", "50"]
+    result = runner.invoke(app, [*args, "--permutations", "50", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    h = s["heads"][0]
+    assert min(h["n_errors"], h["n_test"] - h["n_errors"]) >= 20  # enough rows to read otherwise
+    assert not any(" msp: " in v and ("worse" in v or "no detectable difference" in v) for v in s["verdict"])
+    said = " ".join(result.output.split())
+    for what in ("error detection", "shift detection"):
+        (line,) = [v for v in s["verdict"] if v.startswith(f"{what} by α not applicable: the head reads one layer")]
+        assert line in said
+    assert "α profiles of the two caches: not applicable" in said
+    from laya_inspect.report.beyond import diagnose_sections
+
+    tables = [t for sec in diagnose_sections(s) for t in sec.tables if t.id in ("diagnose-errors", "diagnose-shift")]
+    assert all(
+        "not applicable" in str(row[4 if t.id == "diagnose-errors" else 3]) for t in tables for row in t.rows[1:]
+    )

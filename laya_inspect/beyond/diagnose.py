@@ -203,6 +203,7 @@ def _diagnose(
         entry = {
             "head_dir": str(Path(d).resolve()),
             "chance": chance,
+            "layers_read": len(store.layer_names),  # 1: α = 1 for every input, its scores constant by construction
             "held_out_errors": int((held.preds != held.labels).sum()),
             "kind": head.kind,
             "test_accuracy": float((te.preds == te.labels).mean()),
@@ -217,7 +218,9 @@ def _diagnose(
         if other is not None:
             ot = _read(head, other.hs, other.labels)
             shift = _shift(te, ot, ref, store.num_classes, config, _same_classes(store, against), len(heads) == 1)
-            shifts.append({**shift, "chance": chance})  # the head's on this cache's test rows
+            shifts.append(
+                {**shift, "chance": chance, "layers_read": len(store.layer_names)}
+            )  # the head's on this cache's test rows
     summary: dict[str, Any] = {
         **artifact_header(command="diagnose"),
         "cache": store.identity(),
@@ -240,7 +243,9 @@ def _diagnose(
         summary["shift"] = {
             "heads": shifts,
             "pooled": _pool_shift(shifts, config.n_boot),
-            "profiles": profiles_verdict(p_values),
+            "profiles": profiles_verdict(p_values)
+            if len(store.layer_names) > 1
+            else "not applicable (one layer: α = 1 for every row of both caches)",
         }
     summary["verdict"] = _verdict(summary)
     return summary

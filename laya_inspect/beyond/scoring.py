@@ -362,8 +362,23 @@ def near_chance_not_read(heads: Sequence[dict[str, Any]], what: str) -> str | No
 
 def not_read_word(why: str) -> str:
     """The verdict cell of a difference from msp left unread for ``why`` (:func:`errors_not_read`,
-    :func:`shift_not_read`): "near chance" or "too few rows"."""
+    :func:`shift_not_read`): "not applicable", "near chance" or "too few rows"."""
+    if " not applicable:" in why:
+        return "not applicable"
     return "near chance" if ": near chance" in why else "too few rows"
+
+
+def one_layer_not_read(heads: Sequence[dict[str, Any]], what: str) -> str | None:
+    """Why ``what`` is not applicable where the heads read one layer (``layers_read``), or None: α is 1
+    for every input there, so every α score is the same on every row by construction and its AUROC of ½
+    against msp's is no finding about α (a summary written before: no ``layers_read``, read)."""
+    if not any(h.get("layers_read") == 1 for h in heads):
+        return None
+    return (
+        f"{what} by α not applicable: the head reads one layer, so α = 1 for every input and every α score is "
+        "the same on every row by construction; no α score is read against msp (msp's own AUROC stands); the "
+        "numbers are kept in summary.json"
+    )
 
 
 def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
@@ -371,7 +386,7 @@ def errors_not_read(heads: Sequence[dict[str, Any]]) -> str | None:
     chance on the test rows (:func:`near_chance_not_read`), or whose test rows hold fewer than
     MIN_OUTCOME_ROWS errors (or correct rows). The numbers stay in summary.json (QA: 1 error among
     the test rows gave "alpha_entropy is worse than msp: −0.378, 95% CI [−0.674, −0.101]")."""
-    near = near_chance_not_read(heads, "error detection")
+    near = one_layer_not_read(heads, "error detection") or near_chance_not_read(heads, "error detection")
     if near:
         return near
     sides = [(int(h["n_errors"]), int(h["n_test"]) - int(h["n_errors"])) for h in heads if "n_errors" in h]
@@ -428,7 +443,9 @@ def shift_not_read(shift: dict[str, Any]) -> str | None:
     """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
     fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]"),
     or a head near chance on this cache's test rows (:func:`near_chance_not_read`)."""
-    near = near_chance_not_read(shift["heads"], "shift detection")
+    near = one_layer_not_read(shift["heads"], "shift detection") or near_chance_not_read(
+        shift["heads"], "shift detection"
+    )
     if near:
         return near
     n = min(min(h["n_this"], h["n_other"]) for h in shift["heads"])
