@@ -465,6 +465,8 @@ def test_a_kept_leftover_is_recorded_in_the_checks_summary(default_run, tmp_path
     (said,) = summary["warnings"]
     assert str(mine) in said and "left as it is" in said
     assert (mine / "mine.txt").read_text() == "x"
+
+
 def test_a_laya_head_near_chance_gets_no_verdict_not_a_failed_pipeline(tmp_path) -> None:
     """At --noise 20 the label is drowned and the LAYA head learns next to nothing: there is no planted
     layer in it for IG to find, so the run says "no verdict" (and does not pass), not that the pipeline
