@@ -679,3 +679,56 @@ def test_seeds_that_all_find_no_difference_from_the_rule_are_not_said_to_disagre
     assert "disagree" not in caveat and "no seed shows a difference from the constant rule: alpha identical" in caveat
     (caveat,) = across_seeds([_head(0, "beats", []), _head(1, "not shown", [])], [0, 1])["caveats"]
     assert "the seeds disagree: alpha beats" in caveat
+
+
+def test_a_head_that_reads_one_layer_is_not_read_against_the_constant_rule(digits_cache: Path, tmp_path: Path) -> None:
+    """A 'last' head reads one layer: Grad-CAM's and IG's attributions and the constant rule's profile are 0
+    on every other layer, so each method is "identical to the rule" or within float noise of it by
+    construction (the demo's "= rule / does not / does not"). Every verdict reads "not applicable (the head
+    reads one layer)", as the sanity checks do, on every seed, in summary.json, the terminal and report.html,
+    with or without --sanity; a LAYA head beside it is read as before."""
+    from helpers import fit_quickly
+
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.compare.run import CompareConfig, compare_heads
+    from laya_inspect.head_dir import cache_identity, save_head
+
+    with FeatureStore(digits_cache) as store:
+        meta = cache_identity(store) | {"trained_by": "test"}
+        dirs = [
+            save_head(tmp_path / k / f"seed_{s}", fit_quickly(k, store, 40, seed=s), meta=meta | {"seed": s})
+            for k in ("last", "laya")
+            for s in (0, 1)
+        ]
+        config = CompareConfig(
+            limit=80, n_boot=50, device="cpu", plots=False, sanity=False, methods=("gradcam", "ig"), workers=1
+        )
+        summary = compare_heads(dirs, store, config, out_dir=tmp_path / "out").summary
+    said = "not applicable (the head reads one layer)"
+    heads = {h["name"]: h for h in summary["heads"]}
+    for name, h in heads.items():
+        verdicts = {m: s["vs_constant"]["verdict"] for m, s in h["methods"].items()}
+        if name.startswith("last"):
+            assert set(verdicts.values()) == {"not applicable"} and h.get("layers_read") == [2], verdicts
+            assert all("the one layer the head reads" in s["vs_constant"]["note"] for s in h["methods"].values())
+        else:
+            assert h.get("layers_read") == [0, 1, 2] and "not applicable" not in verdicts.values(), verdicts
+    groups = {g["head"]: g for g in summary["across_seeds"]["groups"]}
+    rows = groups["last"]["ablations"][summary["ablation"]]["methods"]
+    assert all(r["verdicts"] == ["not applicable"] * 2 for r in rows.values()), rows
+    assert not any(c.startswith("last (") for c in summary["across_seeds"]["caveats"])
+
+    last_only = {"across_seeds": {"groups": [groups["last"]], "caveats": []}}
+    text = " ".join(_render(seed_tables(last_only)).split())
+    assert said in text and "= rule" not in text and "does not" not in text, text
+    line = " ".join(_render([verdict_line(heads["last-seed_0"])]).split())
+    assert said in line and "identical" not in line and "does not beat" not in line, line
+    from laya_inspect.report.reading import head_sentences
+    from laya_inspect.report.terminal import versus_table
+
+    table = " ".join(_render([versus_table(heads["last-seed_0"])]).split())
+    assert f"every verdict {said}" in table and "= rule" not in table and "does not" not in table, table
+    assert any(said in t for t in head_sentences(summary, heads["last-seed_0"]))
+    (section,) = seed_sections(last_only)
+    cells = [c.text if hasattr(c, "text") else str(c) for t in section.tables for r in t.rows for c in r]
+    assert any(said in c for c in cells) and not any("identical to" in c or "does not beat" in c for c in cells)

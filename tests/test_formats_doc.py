@@ -274,6 +274,7 @@ def test_compare_heads_ablations_and_headline(outputs: Path) -> None:
         "all": "of `all|top|any_tied_rows`, three keys written in one",
         "oracle": "of `oracle|random_deletion|insertion_area`, four keys written in one",
         "report": "the command that reads the field",
+        "note": "of vs_constant, only on a head that reads one layer",
         # vs_constant's verdicts this small run does not reach ("not shown", "too few rows", "no constant": first word)
         **dict.fromkeys(("beats", "mixed", "identical", "untested", "withheld", "not", "too", "no"), "a verdict"),
     }

@@ -35,6 +35,7 @@ from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..options import MAX_RESAMPLES
 from ..training.stats import family
 from . import metrics as M
+from .records import NOT_APPLICABLE
 
 if TYPE_CHECKING:
     from .effects import Measured
@@ -137,7 +138,15 @@ VERDICTS = {
     "circular": "not read against the constant rule: circular with this ablation",
     "withheld": "not read against the constant rule: a caveat withholds every ranking",
     "no constant": "no constant rule to read it against",
+    NOT_APPLICABLE: f"{NOT_APPLICABLE} (the head reads one layer)",
 }
+# why a head that reads one layer has no verdict against the constant rule (summary.json's "note")
+ONE_LAYER = (
+    "every row's LOLO effect, every attribution and the constant rule's profile are 0 outside the one layer the "
+    "head reads: the rule ranks that layer first on every row, as the effects do, so no method can beat it, and "
+    "a method's scores read one sign per row (its attribution there against zeros elsewhere), whatever the head "
+    "learned"
+)
 
 
 @dataclass(frozen=True)
@@ -331,16 +340,35 @@ def same_scores(a: Rows, b: Rows) -> bool:
 
 
 def versus_constant(
-    a: Rows, constant: Rows | None, *, circular: bool, caveat: bool, n_boot: int, seed: int
+    a: Rows,
+    constant: Rows | None,
+    *,
+    circular: bool,
+    caveat: bool,
+    n_boot: int,
+    seed: int,
+    one_layer: bool = False,
 ) -> dict[str, Any]:
     """method − constant on each headline score, each interval at VERDICT_CONFIDENCE, and the verdict
-    (a key of :data:`.paired.VERDICTS`)."""
+    (a key of :data:`.paired.VERDICTS`): NOT_APPLICABLE, with :data:`ONE_LAYER` as its note, on a head
+    that reads one layer (``one_layer``), where the rule and every gradient method agree by construction."""
     if constant is None:
         return {"verdict": "no constant", **{k: None for k in HEADLINE}}
     diffs = {k: paired(k, a, constant, n_boot=n_boot, seed=seed, confidence=VERDICT_CONFIDENCE) for k in HEADLINE}
     same = same_scores(a, constant)
-    word = "withheld" if caveat else "circular" if circular else "identical" if same else verdict(diffs)
-    return {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
+    word = (
+        "withheld"
+        if caveat
+        else "circular"
+        if circular
+        else NOT_APPLICABLE
+        if one_layer
+        else "identical"
+        if same
+        else verdict(diffs)
+    )
+    out = {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
+    return out | ({"note": ONE_LAYER} if word == NOT_APPLICABLE else {})
 
 
 def score_value(entry: Mapping[str, Any], key: str) -> Any:

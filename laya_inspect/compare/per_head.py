@@ -28,9 +28,12 @@ def head_summary(
     *,
     n_boot: int,
     seed: int,
+    layers_read: list[int] | None = None,
 ) -> dict[str, Any]:
     """Everything about one head: its ablations (the first also at the top level, as in schema 1),
-    and the first ablation's scores per target class."""
+    and the first ablation's scores per target class. ``layers_read``: the positions of the layers
+    its logits depend on (:func:`.sanity.layers_read`); one alone, and no method is read against the
+    constant rule."""
     num_classes = max(len(class_names), int(r.logits.shape[1]))
     info: dict[str, dict[str, Any]] = {}
     for m in r.scores:
@@ -58,6 +61,7 @@ def head_summary(
             constant=constant,
             kind=r.kind,
             head_caveat=chance["caveat"],
+            one_layer=layers_read is not None and len(layers_read) < 2,
         )
         for a in r.ablations
     }
@@ -72,6 +76,7 @@ def head_summary(
         "head_weights_sha256": weights_sha256(r.head_dir),
         "n": int(len(r.targets)),
         "n_layers": len(layer_names),
+        "layers_read": layers_read,
         "accuracy": accuracy,
         "chance": chance,
         "mean_p": _mean_p(r),

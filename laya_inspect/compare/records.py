@@ -146,8 +146,9 @@ def _scores(s: Any, where: str, reference: bool = False) -> None:
         vs = checked_field(s, "vs_constant", dict, where, optional=True) or {}  # absent before the constant rule
         if vs:
             checked_field(vs, "verdict", str, f"{where}.vs_constant")
+            checked_field(vs, "note", str, f"{where}.vs_constant", optional=True)  # why a verdict is not applicable
         for k, d in vs.items():
-            if k != "verdict" and checked_field(vs, k, (dict, type(None)), f"{where}.vs_constant"):
+            if k not in ("verdict", "note") and checked_field(vs, k, (dict, type(None)), f"{where}.vs_constant"):
                 _interval(d, f"{where}.vs_constant.{k}")
 
 

@@ -249,6 +249,15 @@ def _join(res: HeadResult, parts: list[dict[str, Any] | None]) -> HeadResult:
     )
 
 
+def read_layers(heads: dict[str, tuple[Head, dict, str]], hs: list[torch.Tensor], seed: int) -> list[list[int]]:
+    """Per head, the layers its logits depend on, on the rows the sanity checks compare (the same
+    answer as their record's "layers_read", with or without --sanity)."""
+    from .sanity import ROWS, ROWS_STREAM, layers_read
+
+    pick = torch.from_numpy(seeded_rows(len(hs[0]), ROWS, [seed, ROWS_STREAM])).to(hs[0].device)
+    return [layers_read(head, [h[pick] for h in hs]) for head, _, _ in heads.values()]
+
+
 def compare_heads(
     head_dirs: Sequence[str | Path],
     store: FeatureStore,
@@ -322,9 +331,10 @@ def compare_heads(
     parts = agree(world, mine)  # [rank][head]
     if world.distributed:
         results = [_join(r, [p[i] for p in parts]) for i, r in enumerate(results)]
+    read = read_layers(heads, hs, config.seed)
     head_summaries = [
-        head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed)
-        for r, (_, cfg, _) in zip(results, heads.values())
+        head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed, layers_read=n)
+        for r, (_, cfg, _), n in zip(results, heads.values(), read)
     ]
 
     repeated, repeats_said = repeated_compared(store, config.split, rows, feats)  # a caveat: no verdict withheld

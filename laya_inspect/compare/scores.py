@@ -257,12 +257,14 @@ def ablation_summary(
     constant: Constant | None = None,
     kind: str = "",
     head_caveat: str | None = None,
+    one_layer: bool = False,
 ) -> dict[str, Any]:
     """Everything about one (head, ablation): lolo, methods, references (the constant rule's among
     them when the head has one), each method against the constant rule, circular pairs, caveats,
     and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
     ablation-independent keys (params, ig_delta, …); ``head_caveat`` one said of the head itself
-    (:func:`chance_check`), which withholds as the others do."""
+    (:func:`chance_check`), which withholds as the others do; ``one_layer``: the head reads one layer, so
+    no method is read against the constant rule (:data:`.paired.ONE_LAYER`)."""
     lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     cav += [head_caveat] if head_caveat else []
@@ -295,7 +297,13 @@ def ablation_summary(
         const_values = row_values(constant.scores, rows, m, None)
     for name in methods:
         methods[name]["vs_constant"] = versus_constant(
-            values[name], const_values, circular=bool(circular[name]), caveat=bool(cav), n_boot=n_boot, seed=seed
+            values[name],
+            const_values,
+            circular=bool(circular[name]),
+            caveat=bool(cav),
+            n_boot=n_boot,
+            seed=seed,
+            one_layer=one_layer,
         )
     compared = [m for m in methods if m != "random" and not circular[m]]
     for name, vs in versus_methods(values, compared, n_boot=n_boot, seed=seed).items():

@@ -12,8 +12,8 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..compare.paired import ON_ITS_OWN, VERDICTS
-from ..compare.records import carried
+from ..compare.paired import ON_ITS_OWN, ONE_LAYER, VERDICTS
+from ..compare.records import NOT_APPLICABLE, carried
 from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
@@ -27,9 +27,22 @@ HEADLINE = {  # the headline scores by docs/METHOD.md's names: report.html's col
 SCORES = {
     label.removeprefix("faithfulness "): key for label, key in HEADLINE.items()
 }  # the terminal's: ρ, as METHOD.md
-WORDS = {"not shown": "does not", "identical": "= rule"}  # the verdicts' short words in the terminal
+# the verdicts' short words in the terminal; "n/a" as the sanity checks' table, with a line saying why
+WORDS = {"not shown": "does not", "identical": "= rule", NOT_APPLICABLE: "n/a"}
 # the same verdicts in a line of words, where a cut "does not" read as a sentence cut short
-LINE_WORDS = {"not shown": "does not beat the rule", "identical": "identical to the rule"}
+LINE_WORDS = {"not shown": "does not beat the rule", "identical": "identical to the rule"} | {
+    NOT_APPLICABLE: VERDICTS[NOT_APPLICABLE]
+}
+
+
+def one_layer_line(verdicts: list[Any]) -> str | None:
+    """The line under a table whose every verdict is NOT_APPLICABLE (a head that reads one layer), in the
+    sanity checks' words; None otherwise."""
+    if not verdicts or any(v != NOT_APPLICABLE for v in verdicts):
+        return None
+    return f"every verdict {VERDICTS[NOT_APPLICABLE]}: {ONE_LAYER}"
+
+
 # the terminal's tables: the 80-column per-head table has no room for "constant rule" and "random reference",
 # so they abbreviate them (the legend says so); report.html and every sentence use REFERENCES' names
 REF_LABELS = {"top1_only": "top-1 only", "random": "random ref", "constant": "constant"}
@@ -140,6 +153,9 @@ def verdict_line(head: dict[str, Any]) -> Text | None:
     to the files: the across-seed table carries its scores, this line what its own intervals said
     (with the scores that carry a verdict, as the method − constant rule table's caption names them)."""
     said = []
+    every = [(s.get("vs_constant") or {}).get("verdict") for _, e in versus_groups(head) for s in e["methods"].values()]
+    if one_layer_line(every):
+        return Text.assemble((head["name"], "bold"), f" − constant rule: every verdict {VERDICTS[NOT_APPLICABLE]}")
     for a, entry in versus_groups(head):
         words = []
         for m, s in entry["methods"].items():
@@ -198,6 +214,10 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                         lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
+        every = [
+            v for e in abls.values() for row in (e.get("methods") or {}).values() for v in row.get("verdicts") or []
+        ]
+        lines = [why] if (why := one_layer_line(every)) else lines
         if lines:
             table.caption, table.caption_justify = "\n".join(lines), "left"
         out.append(table)

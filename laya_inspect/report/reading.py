@@ -25,7 +25,7 @@ from typing import Any
 
 from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
 from ..choices import MIN_ROWS
-from ..compare.records import VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
+from ..compare.records import NOT_APPLICABLE, VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..compare.seeds import by_seed
 from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance, macro_f1_decides, not_learned
 from ..training.stats import (
@@ -360,6 +360,9 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     head = (
         f"Against the constant rule ({what} over the other half of the rows, the same for every input), {name(method)}"
     )
+    if word == NOT_APPLICABLE:  # a head that reads one layer: the rule ranks as the effects do (ONE_LAYER)
+        why = f": {vs['note']}" if vs.get("note") else ""
+        return f"{head} is not read against it: {NOT_APPLICABLE} (the head reads one layer){why}."
     if word in ("untested", "too few rows"):  # "untested" for both, in summaries written before "too few rows"
         why = no_interval_reason(vs)
         return f"{head} was not tested: no intervals ({'run with --bootstrap N' if why == '--bootstrap 0' else why})."
