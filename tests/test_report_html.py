@@ -223,7 +223,8 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
     assert r.lead == [
         "LAYA reaches a test accuracy of 0.980 over 3 seeds (95% interval [0.950, 1.000]), +0.030 [+0.010, +0.050] "
         "against the last-layer head (the interval excludes 0).",
-        "α puts the most weight on c (0.70 on average over test inputs); the seeds pick the same top layer on 80% of "
+        "α puts the most weight on c (0.70 on average over test inputs, uniform 0.33); the seeds pick the same top "
+        "layer on 80% of "
         "inputs (chance 33% at uniform picks).",
     ]
     assert r.details == ["last: test accuracy 0.950 [0.000, 0.990] over 3 seeds."]
@@ -272,7 +273,26 @@ def test_fit_reading_names_each_seeds_peak_when_the_seeds_peak_apart() -> None:
     # seeds that agree keep the pooled peak and its weight
     lw["per_seed"] = {"0": [0.1, 0.2, 0.7], "1": [0.2, 0.1, 0.7]}
     summary["heads"][0]["layer_weights"] = {**lw, "pooled": [0.15, 0.15, 0.7]}
-    assert fit_reading(summary).lead[1] == "α puts the most weight on c (0.70 on average over test inputs)."
+    assert (
+        fit_reading(summary).lead[1] == "α puts the most weight on c (0.70 on average over test inputs, uniform 0.33)."
+    )
+
+
+def test_fit_reading_puts_the_uniform_weight_beside_alphas_peak() -> None:
+    """α's largest mean weight is read against 1/L, the weight an α with no preference gives each layer:
+    0.40 on one of four layers is 0.15 above uniform, on one of two it is below."""
+    acc = {"n": 1, "mean": 0.9, "ci_low": None, "ci_high": None, "values": [0.9]}
+    for layers, pooled, uniform in (
+        (["a", "b", "c", "d"], [0.2, 0.4, 0.2, 0.2], "0.25"),
+        (["a", "b"], [0.4, 0.6], "0.50"),
+    ):
+        head = {"head": "laya", "n": 1, "test_acc": acc, "layer_weights": {"layers": layers, "pooled": pooled}}
+        second = fit_reading({"heads": [head]}).lead[-1]
+        top = layers[pooled.index(max(pooled))]
+        assert (
+            second
+            == f"α puts the most weight on {top} ({max(pooled):.2f} on average over test inputs, uniform {uniform})."
+        ), second
 
 
 # -- folders that are not reports --------------------------------------------------------------------

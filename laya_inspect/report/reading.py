@@ -617,7 +617,12 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
             second = f"{_cap(what)} puts the most weight on a different layer by seed: {each}"
         else:
             k = peak(pooled)
-            second = f"{_cap(what)} puts the most weight on {layers[k]} ({num(pooled[k])} on average over test inputs)"
+            # beside the uniform weight 1/L, which an α that learned no preference gives each layer
+            uniform = num(1 / len(layers))
+            second = (
+                f"{_cap(what)} puts the most weight on {layers[k]} "
+                f"({num(pooled[k])} on average over test inputs, uniform {uniform})"
+            )
         agree = lead.get("seed_agreement") or {}
         if agree.get("top_layer_agreement") is not None and int(agree.get("seeds") or 0) > 1:
             constant = agree.get("top_layer_agreement_constant")
