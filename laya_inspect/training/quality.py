@@ -11,7 +11,8 @@ PROBE_MARGIN; α is constant across inputs; ScalarMix's weights are still unifor
 weights peak on different layers; the seeds agree on each row's top layer no more often than chance
 at their own top-layer shares, or, above chance, on fewer than AGREEMENT_MIN of the rows while their
 mean weights peak on one layer; test rows are training rows (overlap.py); a class has fewer than
-FEW_CLASS_ROWS training rows; fewer than MIN_VAL_ROWS validation rows pick the epoch and the probe's layer.
+FEW_CLASS_ROWS training rows; fewer than MIN_VAL_ROWS validation rows pick the epoch and the probe's layer;
+the test split's own sampling (a Wilson interval over its rows) is far wider than the interval over seeds.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
-from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement
+from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement, wilson
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -44,6 +45,8 @@ AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep thei
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
 FEW_CLASS_ROWS = 5  # a class with fewer training rows (but some): its output unit learns from a handful of rows
 MIN_VAL_ROWS = MIN_ROWS  # fewer validation rows: accuracy there moves in steps of > 0.05, too coarse to pick by
+SAMPLING_RATIO = 2.0  # the test rows' Wilson interval wider than this many seed intervals: the seed one reads too sure
+SAMPLING_FLOOR = 0.01  # ... and its half-width above this: 10,000 rows (±0.006) leave the second decimal alone
 SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
@@ -70,6 +73,9 @@ THRESHOLDS = {
     "few_class_rows": f"classes with 1 to {FEW_CLASS_ROWS - 1} training rows (validation rows left out)",
     "few_validation_rows": f"the validation rows number fewer than {MIN_VAL_ROWS}",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
+    "test_sampling": f"with two seeds or more and at least {MIN_ROWS} test rows, the 95% Wilson interval of the mean "
+    f"test accuracy over the n test rows is wider than {SAMPLING_RATIO:g} × the 95% t-interval over seeds (or that "
+    f"has zero width) and its half-width above {SAMPLING_FLOOR}",
     "test_rows_in_train": "test rows whose features equal a training row's, byte for byte at every layer",
     "test_rows_repeated": "test rows whose features equal an earlier test row's at every layer (16-byte digests)",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
@@ -210,6 +216,32 @@ def few_rows(n: int | None, split: str, intervals: str) -> str | None:
     return (
         f"the {split} split has {n} rows (fewer than {MIN_ROWS}): its accuracy moves in steps of "
         f"{1 / max(n, 1):.2f}, {intervals}"
+    )
+
+
+def sampling_warning(acc: Mapping[str, Any], n: int | None) -> str | None:
+    """A warning when the interval over seeds of a head's mean test accuracy (``acc``: its Estimate as
+    a dict) is far narrower than the test split's own sampling allows (THRESHOLDS["test_sampling"]):
+    the seeds see the same ``n`` test rows, so their interval leaves out which rows were drawn. 27 of
+    27 rows right on every seed read "1.000 [1.000, 1.000]", where 27 rows alone allow [0.875, 1].
+    Below MIN_ROWS test rows few_rows says it instead. The line does not name the head: every place
+    it goes names it (summary.json's head, the terminal's "warning laya:"), and heads whose numbers
+    are the same are then said once, naming them all."""
+    low, high, mean = acc.get("ci_low"), acc.get("ci_high"), acc.get("mean")
+    if n is None or n < MIN_ROWS or low is None or high is None or mean is None:  # one seed: no interval to read
+        return None
+    if not all(math.isfinite(v) for v in (low, high, mean)):
+        return None
+    w_low, w_high = wilson(mean * n, n)
+    wide, seeds = w_high - w_low, high - low
+    if wide <= SAMPLING_RATIO * seeds or wide / 2 <= SAMPLING_FLOOR:
+        return None
+    how = "the seed interval has zero width" if seeds <= LINE_TOLERANCE else f"{wide / seeds:.1f}× as wide"
+    return (
+        f"test sampling: the 95% interval over {counted(int(acc.get('n') or 0), 'seed')}, [{low:.3f}, "
+        f"{high:.3f}], covers seed-to-seed variation only, not the sampling of the {n} test rows: their own 95% "
+        f"Wilson interval of {mean:.3f} is [{w_low:.3f}, {w_high:.3f}] ({how}); read "
+        "the accuracy to within that, or add test rows"
     )
 
 
@@ -465,6 +497,8 @@ def gate(
         few = few_rows(n_test, "test", "and the interval over seeds leaves out the sampling of the test rows")
         if few:
             h["warnings"].append(few)
+        if sampled := sampling_warning(h["test_acc"], n_test):
+            h["warnings"].append(sampled)
     return {
         "chance": chance,
         "majority_macro_f1": majority_f1,

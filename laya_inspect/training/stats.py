@@ -2,7 +2,8 @@
 
 As docs/METHOD.md, "Training", says: report mean ± std (ddof=1) and the two-sided 95% t-interval
 mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
-here and ``note`` says so; JSON writers turn NaN into null. Also the macro-F1 of one run's predictions.
+here and ``note`` says so; JSON writers turn NaN into null. Also the macro-F1 of one run's predictions,
+and the Wilson interval of a share over n rows (what a test split's own sampling allows).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import InputError
 from ..files import plain
 
 UNDEFINED_NOTE = "n=1: std and the t-interval are undefined (NaN)"
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 
 
 # a difference of identical scores is 0 up to float rounding (1e-16 here), not a win
@@ -186,6 +188,21 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float
     m, s = float(x.mean()), float(x.std(ddof=1))
     half = float(t.ppf((1 + confidence) / 2, x.size - 1)) * s / math.sqrt(x.size)
     return m - half, m + half
+
+
+def wilson(hits: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial share ``hits / n`` (95% at the default ``z``); (NaN, NaN)
+    when n = 0. ``hits`` may be fractional: a mean accuracy over seeds times the test rows. Its ends
+    are exactly 0 and 1 at a share of 0 and 1, and it stays inside [0, 1] where the normal
+    approximation would not (27 of 27 rows right: [0.875, 1])."""
+    if n <= 0:
+        return math.nan, math.nan
+    p = min(max(hits / n, 0.0), 1.0)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low = 0.0 if p == 0 else max(0.0, centre - half)  # exactly 0 and 1 at the ends, not 1 − 1e-16
+    high = 1.0 if p == 1 else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass(frozen=True)
