@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,11 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f, delimiter=delimiter)
             columns = list(reader.fieldnames or [])
+            if any("\x00" in c for c in columns):  # UTF-16 read as UTF-8: a NUL after every ASCII character
+                raise InputError(
+                    f"{path}:1: the header holds NUL bytes ({columns[0][:16]!r}…): the file looks saved as UTF-16; "
+                    f"save it as UTF-8, e.g. `iconv -f utf-16 -t utf-8 {path.name}`"
+                )
             twice = sorted({c for c in columns if columns.count(c) > 1 and c.strip()})
             if twice:
                 raise InputError(f"{path}:1: the header names column {twice[0]!r} twice; rename one")
@@ -228,24 +234,47 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         split_info=info,
         location=str(path),
         warnings=index_spellings(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
-        row_warnings=lambda rows: _empty_texts(texts, rows, path, lines, text_col),
+        row_warnings=lambda rows: [
+            *_empty_texts(texts, rows, path, lines, text_col),
+            *_nul_texts(texts, rows, path, lines, text_col),
+        ],
     )
 
 
 EMPTY_TEXT = "features describe the empty string, not an input"  # of a row whose text is empty or blank
 
 
-def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
-    """A warning when some of ``rows`` (the rows in use, after --limit) have no text: their features
-    describe the empty string."""
-    empty = sorted(lines[i] for i in rows.tolist() if not texts[i].strip())
-    if not empty:
+def _text_rows(
+    texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str, odd: Callable[[str], bool], said: str
+) -> list[str]:
+    """A warning naming the lines of those of ``rows`` (the rows in use, after --limit) whose text is
+    ``odd``: "{path}: 2 of 8 rows {said}"."""
+    held = sorted(lines[i] for i in rows.tolist() if odd(texts[i]))
+    if not held:
         return []
-    shown = ", ".join(map(str, empty[:5])) + (", …" if len(empty) > 5 else "")
-    return [
-        f"{path}: {len(empty)} of {len(rows)} rows have an empty text (column {col!r}; line {shown}): their "
-        f"{EMPTY_TEXT}; remove those rows or fill them in"
-    ]
+    shown = ", ".join(map(str, held[:5])) + (", …" if len(held) > 5 else "")
+    head, _, tail = said.partition(": ")
+    return [f"{path}: {len(held)} of {len(rows)} rows {head} (column {col!r}; line {shown}): {tail}"]
+
+
+def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
+    """A warning when some of ``rows`` have no text: their features describe the empty string."""
+    said = f"have an empty text: their {EMPTY_TEXT}; remove those rows or fill them in"
+    return _text_rows(texts, rows, path, lines, col, lambda t: not t.strip(), said)
+
+
+def _nul_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
+    """A warning when some of ``rows`` hold a NUL character, a mark of a damaged or mis-encoded row
+    rather than of a text. It is a warning, not a refusal, as an empty or a cut text is: the row is
+    still read, but what the model reads of it depends on its tokenizer (BERT's normaliser deletes it
+    and joins the words around it, "cat\x00sat" becoming one unknown word; a byte-level BPE keeps it as
+    a token; the word vocabulary splits there), which this reader does not see."""
+    said = (
+        "hold a NUL character in their text: a damaged or mis-encoded row? the model's tokenizer may delete it "
+        "and join the words around it (BERT's does) or read it as a token; replace it with a space or remove "
+        "those rows"
+    )
+    return _text_rows(texts, rows, path, lines, col, lambda t: "\x00" in t, said)
 
 
 def _strict(path: Path, sep: str) -> bool:
