@@ -109,6 +109,7 @@ def test_the_readings_of_prune_and_early_exit_say_a_tied_difference_has_no_sprea
     tied = paired([0.9806, 0.9806], [0.9778, 0.9778])
     prune = {
         "cache": {"layer_names": ["a", "b", "c"]},
+        "ks": [1, 2],  # every prune summary records the layer counts it tried
         "alpha_vs": {"random": {"mean_test_acc_over_k_diff": tied}},
         "seeds": [0, 1],
         "reference": {"test_acc": {"mean": 0.98, "ci_low": 0.97, "ci_high": 0.99}},
