@@ -741,6 +741,18 @@ def test_near_ties_in_alpha_and_scalarmix_are_flagged():
     assert near_ties(ranking("lolo", [0.25, 0.25, 0.25, 0.25]), names) is None  # not weights
 
 
+def test_near_ties_across_several_heads_name_their_seeds_as_a_list():
+    from laya_inspect.beyond.rankings import Ranking, across_heads, near_ties_by_seed, order_of
+
+    names = ["a", "b", "c", "d"]
+    tied = np.array([0.5, 0.2501, 0.2499, 0.0])
+    clear = np.array([0.5, 0.3, 0.15, 0.05])
+    rs = [Ranking("alpha", s, order_of(s), "mean α") for s in (tied, clear, tied)]
+    said = near_ties_by_seed(rs, [0, 1, 2], names)
+    assert said is not None and said.startswith("2 of 3 LAYA heads (seeds 0, 2): seed 0: the alpha ranking")
+    assert across_heads(rs, [0, 1, 2]).how == "mean over 3 LAYA heads (seeds 0, 1, 2) of each head's mean α"
+
+
 def test_a_summary_written_before_the_random_reference_still_reads(planted, tmp_path):
     cache, head_dir = planted
     config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
@@ -1851,7 +1863,7 @@ def test_several_laya_heads_near_ties_and_top_level_scores_speak_for_every_head(
         assert alpha["scores"][n] == pytest.approx((each[0][n] + each[1][n]) / 2)
         assert alpha["scores_over_heads"][n]["values"] == pytest.approx([each[0][n], each[1][n]])
     assert alpha["scores"]["l1"] == pytest.approx(0.55, abs=1e-4)
-    assert alpha["how"].startswith("mean over 2 LAYA heads (seeds 0 1) of each head's mean α")
+    assert alpha["how"].startswith("mean over 2 LAYA heads (seeds 0, 1) of each head's mean α")
     assert alpha["order"] == ["l1", "l2", "l3"]
     lolo = s["rankings"]["lolo"]
     assert "scores_over_heads" in lolo and lolo["how"].startswith("mean over 2 LAYA heads")

@@ -14,6 +14,7 @@ import numpy as np
 from torch import Tensor
 
 from ..heads import Head, ScalarMixHead
+from ..training.stats import counted_list
 
 NON_ALPHA = ("scalarmix", "lolo", "block_influence", "depth", "deepest")
 
@@ -171,7 +172,7 @@ def across_heads(rs: Sequence[Ranking], seeds: Sequence[int]) -> Ranking:
     """One ranking read from several LAYA heads (each seed's α, or LOLO): the mean of their scores and
     its order, so the top-level figure speaks for every head rather than the first one's."""
     scores = np.nanmean(np.stack([np.asarray(r.scores, np.float64) for r in rs]), axis=0)
-    how = f"mean over {len(rs)} LAYA heads (seeds {' '.join(map(str, seeds))}) of each head's {rs[0].how}"
+    how = f"mean over {len(rs)} LAYA heads ({counted_list('seed', seeds)}) of each head's {rs[0].how}"
     return Ranking(rs[0].name, scores, order_of(scores), how)
 
 
@@ -183,5 +184,5 @@ def near_ties_by_seed(rs: Sequence[Ranking], seeds: Sequence[int], names: Sequen
     found = {s: w for r, s in zip(rs, seeds) if (w := near_ties(r, names)) is not None}
     if not found:
         return None
-    heads = f"{len(found)} of {len(rs)} LAYA heads (seed {' '.join(map(str, found))})"
+    heads = f"{len(found)} of {len(rs)} LAYA heads ({counted_list('seed', found)})"
     return f"{heads}: " + "; ".join(f"seed {s}: {w}" for s, w in found.items())
