@@ -1897,6 +1897,24 @@ def test_the_prune_table_cuts_no_cell_at_80_or_60_columns(tmp_path, monkeypatch,
         assert "(withheld)" in words and "random reference" in " ".join(words), text
 
 
+def test_report_keeps_the_layer_counts_whole_on_a_line_at_any_width(tmp_path):
+    """At some widths the report read "(mean test accuracy over k = 1," with "2 of 3 layers)" on the next
+    line: a line broke inside the list of counts. Each "k = 1, 2 of 3 layers" stays on one line, at every
+    width from 40 to 120 columns, and the summary keeps plain spaces."""
+    cache, head_dir = _planted_cache(tmp_path, 120, seed=1)
+    config = PruneConfig(refit=False, max_drop=0.05, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        prune_layers(head_dir, store, config, out_dir=tmp_path / "out")
+    counts = "k = 1, 2 of 3 layers"
+    assert counts in (tmp_path / "out" / "summary.json").read_text(encoding="utf-8")
+    for columns in range(40, 121):
+        result = runner.invoke(app, ["report", str(tmp_path / "out")], env={"COLUMNS": str(columns)})
+        assert result.exit_code == 0, result.output
+        joined = " ".join(line.strip() for line in result.output.splitlines())
+        assert joined.count(counts) > 0, result.output
+        assert result.output.count(counts) == joined.count(counts), (columns, result.output)
+
+
 def test_max_drop_0_keeps_a_set_that_loses_nothing(tmp_path):
     """--max-drop 0 ("lose nothing") withheld every pick: one validation row always weighs more than 0.
     It now reads validation at its resolution, no row lost on any seed, and withholds a set whose test

@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -313,12 +314,23 @@ def comma_list(value: str, cast: Callable[[str], Any], option: str, what: str = 
         raise typer.BadParameter(f"expected {what}, got {value!r}", param_hint=option) from None
 
 
+_HELD = "\ue000"  # a private-use character: a space that textwrap does not break at, put back before printing
+_LAYER_COUNTS = re.compile(r"\bk = [\d, to—]+? of \d+ layers")  # report/reading.py's ks_text: "k = 1, 2 of 3 layers"
+
+
+def _held_together(part: str, room: int) -> str:
+    """``part`` with the spaces inside each "k = 1, 2 of 3 layers" held, so a line never ends "k = 1,"
+    and reads "2 of 3 layers" below; one longer than a line (``room``) may still break."""
+    return _LAYER_COUNTS.sub(lambda m: m[0].replace(" ", _HELD) if len(m[0]) <= room else m[0], part)
+
+
 def wrapped(
     text: str, *, lead: str = "", style: str | None = None, err: bool = False, lead_style: str | None = None
 ) -> None:
     """``text`` after ``lead`` ("warning: ", "• ") in lines of the console's width, broken only between
-    words and continued two spaces in: a path, or any word longer than a line, stays whole on a line of
-    its own (the terminal's own wrap, which a pipe's reader never gets, broke such lines anywhere).
+    words (never inside "k = 1, 2 of 3 layers") and continued two spaces in: a path, or any word longer
+    than a line, stays whole on a line of its own (the terminal's own wrap, which a pipe's reader never
+    gets, broke such lines anywhere).
     ``lead_style`` colours the lead alone ("error:" in red, the message plain)."""
     import textwrap
 
@@ -326,9 +338,10 @@ def wrapped(
     first = True
     for part in (lead + text).splitlines() or [""]:
         indent = part[: len(part) - len(part.lstrip())] + "  "
+        part = _held_together(part, out.width - len(indent))
         # break_on_hyphens=False: runs/early-exit and --train-split stay whole
         lines = textwrap.wrap(part, out.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
-        for line in lines or [""]:
+        for line in (line.replace(_HELD, " ") for line in lines or [""]):
             said = Text(line, style=style or "")
             if first and lead_style and line.startswith(lead):
                 said.stylize(lead_style, 0, len(lead.rstrip()))
