@@ -689,8 +689,27 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "dg")], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    given = "settings given: --bootstrap 50 · --device cpu; left at their defaults: seed 0"
-    assert said.index(given) < said.index("AUROC − msp")
+    given = "settings given: --bootstrap 50 · --device cpu · --no-plots (no effect on the numbers); left at their "
+    assert said.index(given + "defaults: seed 0") < said.index("AUROC − msp")
+
+
+def test_the_settings_line_names_a_given_threads_and_no_plots_as_changing_no_number(digits_heads, tmp_path):
+    """diagnose's line left out --threads and --no-plots when given, and read "all left at their
+    defaults" over them; prune and early-exit name them, marked: diagnose does too, and `report DIR`
+    restates the line."""
+    cache, dirs, _ = digits_heads
+    args = ["diagnose", str(dirs[0]), "--cache", str(cache), "--threads", "1", "--no-plots"]
+    out = tmp_path / "dg"
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    line = settings_said(result.output)
+    assert line == (
+        "settings given: --threads 1 (no effect on the numbers) · --no-plots (no effect on the numbers); left "
+        "at their defaults: seed 0 · --bootstrap 1,000 · --train-split train · --test-split test"
+    )
+    report = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert report.exit_code == 0, report.output
+    assert settings_said(report.output) == line
 
 
 def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tmp_path):
@@ -758,8 +777,8 @@ def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     assert line == (
-        "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · --device cpu; left at their "
-        "defaults: seed 0 · --train-split train · --test-split test"
+        "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · --device cpu · --no-plots (no "
+        "effect on the numbers); left at their defaults: seed 0 · --train-split train · --test-split test"
     )
     with open(out / "errors.csv") as f:  # the bootstrap's intervals, per head
         assert all(row["auroc_ci_low"] for row in csv.DictReader(f))

@@ -209,8 +209,7 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     items += (
         [("--allow-other-cache", False)] if c.get("allow_other_cache") and not _left(s, "allow_other_cache") else []
     )
-    # diagnose's --threads and --plots are not named yet: its line reads as it did
-    return settings_line(items + inert + (_no_number(s) if kind != "diagnose" else []), width)
+    return settings_line(items + inert + _no_number(s), width)
 
 
 def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:
