@@ -517,7 +517,7 @@ def _run_demo(
     write_json(p["demo_json"], _record(shown, done, numbers, files, complete=True, warnings=notes, seconds=seconds))
     from .report import write_report_html
 
-    write_report_html(plan.out_dir, as_dir=shown.out_dir)
+    write_report_html(plan.out_dir, as_dir=shown.out_dir, locked=True)  # run_demo holds the folder's lock
     if shown is not plan:  # built beside the previous demo: what its files record names the demo's folder
         from .check.planted import repoint
 

@@ -43,6 +43,24 @@ def test_report_html_is_refused_while_another_writer_holds_the_folder(fitted: Pa
     assert result.exit_code == 0, result.output  # the lock is gone with its holder
 
 
+def test_the_library_call_is_refused_while_another_writer_holds_the_folder(fitted: Path) -> None:
+    """Attack: a script's `write_report_html(fh)` while `fit-head … --out fh --force` swaps the folder:
+    only `report --html` took the lock, the library call built its page from whatever stood there. It
+    takes the lock too; a caller that holds it already says so (``locked=True``) and is not refused."""
+    from laya_inspect.errors import LockedError
+
+    page = fitted / "report.html"
+    before = page.read_bytes()
+    with output_lock(fitted):  # the lock fit-head --force holds on fh
+        with pytest.raises(LockedError, match="is being written by another laya-inspect process"):
+            report.write_report_html(fitted)
+        assert page.read_bytes() == before
+        assert report.write_report_html(fitted, locked=True) == page  # the holder writes its own page
+    assert not (fitted.parent / ".fh.lock").exists()
+    assert report.write_report_html(fitted) == page  # the lock is gone with its holder, and this call's too
+    assert not (fitted.parent / ".fh.lock").exists()
+
+
 def test_a_page_saved_while_report_html_writes_is_refused_not_overwritten(fitted: Path, monkeypatch) -> None:
     """Attack: a user saved their annotated report.html after `report --html` had checked the page and
     before it renamed its own over it: the user's page was replaced. Checked again just before the rename."""

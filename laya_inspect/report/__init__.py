@@ -13,11 +13,12 @@ what a result object shows in a notebook (``_repr_html_``).
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, os_message
-from ..files import write_with
+from ..files import output_lock, write_with
 from ..out_dir import changed_since_written, read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page, page_unchanged, seal
@@ -98,10 +99,16 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
         )
 
 
-def write_report_html(folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True) -> Path:
+def write_report_html(
+    folder: str | Path, *, as_dir: str | Path | None = None, figures: bool = True, locked: bool = False
+) -> Path:
     """Write ``folder/report.html`` (atomically) from what the fit-head, compare or demo folder holds;
-    return its path. ``as_dir`` and ``figures`` as in :func:`build_page`."""
-    return write_page(folder, build_page(folder, as_dir=as_dir, figures=figures))
+    return its path. ``as_dir`` and ``figures`` as in :func:`build_page`. It holds the folder's lock, the
+    one every writer of it takes (fit-head --force, `report DIR --html`), so the page is not built from a
+    folder being swapped: LockedError while another holds it. ``locked``: the caller holds it already
+    (the demo, `report DIR --html`); a second take in the same process would refuse its own page."""
+    with nullcontext() if locked else output_lock(os.path.realpath(folder)):
+        return write_page(folder, build_page(folder, as_dir=as_dir, figures=figures))
 
 
 def write_page(folder: str | Path, text: str) -> Path:
