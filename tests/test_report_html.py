@@ -756,6 +756,26 @@ def test_each_beyond_command_writes_its_page_with_its_tables(beyond: dict[str, A
     assert write_beyond_report(result.out_dir).read_text(encoding="utf-8") == text
 
 
+def test_the_beyond_page_call_is_refused_while_another_writer_holds_the_folder(beyond: dict[str, Any]) -> None:
+    """Attack: a script's `write_beyond_report(pr)` while `prune … --out pr --force` swaps the folder: the
+    library call took no lock and built its page from whatever stood there. It takes the folder's lock as
+    write_report_html does; a caller that holds it says so (``locked=True``) and is not refused."""
+    from laya_inspect.errors import LockedError
+    from laya_inspect.files import output_lock
+    from laya_inspect.report.beyond import write_beyond_report
+
+    out = beyond["diagnose"].out_dir
+    page = out / "report.html"
+    before = page.read_bytes()
+    with output_lock(out):  # the lock a --force run of the command holds on its folder
+        with pytest.raises(LockedError, match="is being written by another laya-inspect process"):
+            write_beyond_report(out)
+        assert page.read_bytes() == before
+        assert write_beyond_report(out, locked=True) == page
+    assert write_beyond_report(out) == page  # the lock went with its holder
+    assert not (out.parent / f".{out.name}.lock").exists()
+
+
 @pytest.mark.parametrize("kind", sorted(BEYOND_TABLES))
 def test_report_command_reads_a_beyond_folder_and_rebuilds_its_page(
     beyond: dict[str, Any], kind: str, tmp_path: Path

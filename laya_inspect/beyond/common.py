@@ -85,7 +85,7 @@ def write_whole(
     out = Path(out_dir)
     with atomic_dir(out, force=overwrite, command=command, inputs=inputs) as tmp:
         summary, files = run(tmp)
-        files.append(write_beyond_report(tmp, summary, as_dir=out))
+        files.append(write_beyond_report(tmp, summary, as_dir=out, locked=True))
     return Result(out, summary, [out / p.relative_to(tmp) for p in files])
 
 

@@ -154,7 +154,11 @@ def report_command(
             from ..report import write_report_html
             from ..report.beyond import write_beyond_report
 
-            page = write_beyond_report(out_dir, summary) if beyond else write_report_html(out_dir, locked=True)
+            # this command holds the folder's lock already
+            if beyond:
+                page = write_beyond_report(out_dir, summary, locked=True)
+            else:
+                page = write_report_html(out_dir, locked=True)
     if as_json:
         data = summary if folder is None else folder.record if isinstance(folder, DemoFolder) else folder.summary
         typer.echo(json_text(data))

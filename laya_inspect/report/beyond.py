@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from ..beyond.scoring import (
 )
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
+from ..files import output_lock
 from ..options import command_line
 from ..out_dir import with_run_notes
 from ..training.stats import counted, percent, spec
@@ -205,10 +208,17 @@ def _read_summary(folder: Path) -> dict[str, Any]:
 
 
 def write_beyond_report(
-    folder: str | Path, summary: dict[str, Any] | None = None, *, as_dir: str | Path | None = None
+    folder: str | Path,
+    summary: dict[str, Any] | None = None,
+    *,
+    as_dir: str | Path | None = None,
+    locked: bool = False,
 ) -> Path:
-    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`."""
-    return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
+    """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`.
+    It holds the folder's lock as :func:`~laya_inspect.report.write_report_html` does, unless ``locked``:
+    the caller holds it already (the command writing the folder, `report DIR --html`)."""
+    with nullcontext() if locked else output_lock(os.path.realpath(folder)):
+        return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
 def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = False, one: bool = False) -> Cell:

@@ -222,7 +222,7 @@ def fit_heads(
         result = _fit_into(store, config, tmp, final=out, device=device, emit=emit, world=world, said=said)
         from ..report import write_report_html
 
-        result.files["report_html"] = write_report_html(tmp, as_dir=out)
+        result.files["report_html"] = write_report_html(tmp, as_dir=out, locked=True)
     # Everything was written under the temporary name: report the final paths.
     result.files = {k: out / p.relative_to(tmp) for k, p in result.files.items()}
     return result
