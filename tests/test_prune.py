@@ -2295,7 +2295,8 @@ def test_the_headline_says_only_the_layer_counts_tried(planted, tmp_path):
     assert not any("k < " in v for v in s["verdict"]), s["verdict"]
     page = page_said(tmp_path / "o" / "report.html")
     assert f"{tried} kept, refit heads" in page and "k < 3" not in page and "k < L" not in page
-    assert "mean test acc over k = 1" in page
+    # the table's column says the same k, whole: s["ks"] holds L too (the all-layer reference), not averaged
+    assert "mean test acc over k = 1 of 3 layers" in page and "k = 1, 3" not in page
 
 
 def test_the_layer_counts_tried_are_said_as_runs():

@@ -296,7 +296,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
         "smallest k",
         "FLOPs saved",
         "test acc there",
-        f"mean test acc over {ks_text(s['ks'])}",  # the k tried below L, no others
+        f"mean test acc over {ks_text(s['ks'], len(s['cache']['layer_names']))}",  # the k tried below L, no others
         "α − ranking",
         "verdict",
     ]
