@@ -384,17 +384,17 @@ def test_error_detection_is_read_against_chance_too():
         "diff_vs_msp": {"alpha_entropy − msp": auroc(-0.35, -0.47, -0.22)},
     }
     one = [{"auroc": {}}]
-    (line,) = _verdict({"errors": errors, "heads": one})
+    _, line = _verdict({"errors": errors, "heads": one})  # under "no verdict: one seed"
     assert "0.5 is chance" in line
     assert line.endswith(
         "; alpha_entropy is not shown to tell errors and correct predictions apart better than chance"
         " (its interval holds 0.5)"
     )
     errors["auroc"]["alpha_entropy"] = auroc(0.396, 0.30, 0.48)
-    (below,) = _verdict({"errors": errors, "heads": one})
+    _, below = _verdict({"errors": errors, "heads": one})
     assert below.endswith("; alpha_entropy below chance (the whole AUROC interval under 0.5)")
     errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
-    (fine,) = _verdict({"errors": errors, "heads": one})
+    _, fine = _verdict({"errors": errors, "heads": one})
     assert "chance)" in fine and "better than chance" not in fine and "below chance" not in fine
 
 
@@ -521,7 +521,9 @@ def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
         assert "too few rows" in str(table.rows[1]) and "worse" not in str(table.rows[1])
         assert "too few rows" in table.caption
     many = {"auroc": {}, "head_dir": "h", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
-    (line,) = _verdict({"errors": errors, "heads": [many]})  # enough errors: read as before
+    _, line = _verdict({"errors": errors, "heads": [many]})  # enough errors: read as before, one head's numbers
+    assert line.startswith("no verdict: one seed: error detection by alpha_entropy − msp = -0.3780")
+    (line,) = _verdict({"errors": errors, "heads": [many, many]})  # over seeds: a verdict
     assert "worse than msp" in line
 
 
@@ -714,25 +716,50 @@ def test_the_settings_line_names_a_given_threads_and_no_plots_as_changing_no_num
 
 def test_the_terminal_of_one_head_says_it_reads_one_fitted_seed(digits_heads, tmp_path):
     """QA: report.html said that one head's scores read one fitted seed (intervals over test rows leave
-    the seed out), the terminal did not: it says so in the same sentence, and not over several heads."""
-    from laya_inspect.report.reading import one_seed_sentence
+    the seed out), the terminal did not: it says so, before the numbers, and not over several heads."""
+    from laya_inspect.beyond.scoring import one_seed_said
 
     cache, dirs, _ = digits_heads
     args = ["diagnose", "--cache", str(cache), "--bootstrap", "50", "--device", "cpu", "--no-plots"]
     one = runner.invoke(app, [*args, str(dirs[0]), "--out", str(tmp_path / "one")], env=ENV)
     assert one.exit_code == 0, one.output
     said = " ".join(one.output.split())
-    sentence = one_seed_sentence("the verdicts above", str(dirs[0]), "diagnose")
-    assert said.index("note: " + sentence) > said.rindex("0.5 is chance)")  # under the last verdict
+    first = one_seed_said(json.loads((tmp_path / "one" / "summary.json").read_text()))
+    assert first and str(dirs[0]) in first
+    assert said.index(first) < said.index("error detection by")  # before the numbers it reads, not under them
     both = runner.invoke(app, [*args, *map(str, dirs), "--out", str(tmp_path / "both")], env=ENV)
     assert both.exit_code == 0, both.output
-    assert "one fitted seed" not in " ".join(both.output.split())
-    # `report DIR` restates the verdict lines the command printed, the note among them
+    assert "one seed" not in " ".join(both.output.split())
+    # `report DIR` restates the verdict lines the command printed, that one first among them
     again = runner.invoke(app, ["report", str(tmp_path / "one")], env=ENV)
     assert again.exit_code == 0, again.output
-    assert "note: " + sentence in " ".join(again.output.split())
+    assert first in " ".join(again.output.split())
     again = runner.invoke(app, ["report", str(tmp_path / "both")], env=ENV)
-    assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
+    assert again.exit_code == 0 and "one seed" not in " ".join(again.output.split()), again.output
+
+
+def test_one_head_gives_no_verdict_against_msp_up_front_and_keeps_the_numbers(digits_heads, tmp_path):
+    """One head's diagnose printed "error detection by alpha beats msp …" from a bootstrap over its test
+    rows, then a note that such a verdict "is not a verdict". It says "no verdict: one seed" first, in the
+    terminal, summary.json, the reading and the table, and keeps every difference in summary.json."""
+    cache, dirs, _ = digits_heads
+    out = tmp_path / "one"
+    args = ["diagnose", str(dirs[0]), "--cache", str(cache), "--bootstrap", "50", "--device", "cpu", "--no-plots"]
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["heads"][0]["n_errors"] >= 20  # enough errors that the differences are read at all
+    assert s["verdict"][0].startswith("no verdict: one seed: "), s["verdict"]
+    diffs = [line for line in s["verdict"] if line.startswith("no verdict: one seed: error detection by ")]
+    assert len(diffs) == len(s["errors"]["diff_vs_msp"]) == 4
+    for key, d in s["errors"]["diff_vs_msp"].items():  # the numbers are kept, said without a verdict
+        assert d["ci_low"] is not None and any(key in line and f"{d['mean']:+.4f}" in line for line in diffs)
+    said = " ".join(result.output.split())
+    assert not any(w in said for w in (" beats msp", "worse than msp", "no detectable difference between"))
+    assert said.index("no verdict: one seed") < said.index("error detection by")
+    page = page_said(out / "report.html")
+    assert "No verdict: one seed" in page and "no verdict: one seed" in page  # the reading and the table
+    assert not any(w in page for w in ("α better", "α worse", "not distinguishable", "beats msp"))
 
 
 def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(digits_heads, tmp_path):
@@ -749,21 +776,21 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
     result = runner.invoke(app, [*args, "--bootstrap", "0", "--out", str(out)], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "no interval, so no verdict" in said and "one fitted seed" not in said
+    assert "no interval, so no verdict" in said and "one seed" not in said
     again = runner.invoke(app, ["report", str(out)], env=ENV)
-    assert again.exit_code == 0 and "one fitted seed" not in " ".join(again.output.split()), again.output
+    assert again.exit_code == 0 and "one seed" not in " ".join(again.output.split()), again.output
     drawn = json.loads((out.parent / "b0" / "summary.json").read_text())
-    assert not any("one fitted seed" in line for line in diagnose_reading(drawn).lead)
+    assert not any("one seed" in line for line in diagnose_reading(drawn).lead)
     # the same run with one error among 300 test rows: "too few rows", no verdict and no note
     few = {**drawn, "heads": [{**drawn["heads"][0], "n_errors": 1, "n_test": 300}]}
     few["verdict"] = _verdict(few)
     for d in drawn["errors"]["diff_vs_msp"].values():
         d.update(ci_low=d["mean"] - 0.1, ci_high=d["mean"] + 0.1)  # an interval: the note is said
     drawn["verdict"] = _verdict(drawn)
-    assert "one fitted seed" in verdict_lines(drawn)[-1]
-    assert "one fitted seed" in diagnose_reading(drawn).lead[-1]
+    assert verdict_lines(drawn)[0].startswith("no verdict: one seed: ")
+    assert diagnose_reading(drawn).lead[0].startswith("No verdict: one seed: ")
     assert any("too few rows" in line for line in verdict_lines(few))
-    assert not any("one fitted seed" in line for line in verdict_lines(few) + diagnose_reading(few).lead)
+    assert not any("one seed" in line for line in verdict_lines(few) + diagnose_reading(few).lead)
 
 
 def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report_restates_it(digits_heads, tmp_path):
@@ -1031,7 +1058,7 @@ def test_report_html_says_how_many_classes_shifted_as_the_terminal_does(shift_ca
 
 def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
     """diagnose of one head draws its intervals over test rows: "alpha_entropy does worse than msp" held
-    for that fit of the head alone, and the page did not say so, as compare's does of one fitted seed."""
+    for that fit of the head alone: the page says "no verdict: one seed" first and keeps the numbers."""
     from laya_inspect.report.reading import diagnose_reading
 
     errors = {
@@ -1044,11 +1071,13 @@ def test_the_reading_of_one_head_says_it_reads_one_fitted_seed():
     }
     head = {"auroc": {}, "head_dir": "heads/laya/seed_0", "test_accuracy": 0.9, "n_errors": 100, "n_test": 1000}
     s = {"errors": errors, "heads": [head]}
-    first = diagnose_reading(s).lead[-1]  # right after the verdict it qualifies
-    assert first.startswith("These sentences read one fitted seed of heads/laya/seed_0")
-    assert "give diagnose the fit-head folder" in first
+    lead = diagnose_reading(s).lead
+    assert lead[0].startswith("No verdict: one seed: the differences from msp below read one fitted head")
+    assert "heads/laya/seed_0" in lead[0] and "give diagnose the fit-head folder" in lead[0]
+    assert "alpha 0.700 (− msp: -0.200 [-0.300, -0.100], no verdict: one seed)" in lead[1]
+    assert "worse" not in " ".join(lead)
     s["heads"] = [head, {**head, "head_dir": "heads/laya/seed_1"}]  # seeds pooled: no such sentence
-    assert not any("one fitted seed" in line for line in diagnose_reading(s).lead)
+    assert not any("one seed" in line for line in diagnose_reading(s).lead)
 
 
 def test_a_head_near_chance_has_its_verdicts_against_msp_withheld(digits_heads, tmp_path):

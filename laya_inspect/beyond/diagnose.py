@@ -31,6 +31,7 @@ from ..head_dir import refuse_repeats, store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
+from ..training.stats import level, spec
 from .common import (
     Result,
     bounded,
@@ -57,6 +58,7 @@ from .scoring import (
     errors_read,
     head_chance,
     head_label,
+    one_seed_said,
     permutation_test,
     shift_not_read,
     shifted_classes,
@@ -413,6 +415,16 @@ def _auroc_text(auroc: dict[str, Any], names: Sequence[str]) -> str:
     return ", ".join(f"{n} {auroc[n]['mean']:.3f}" for n in names if n in auroc and auroc[n].get("mean") is not None)
 
 
+def _against(d: dict[str, Any], one: str | None, *, what: str, baseline: str) -> str:
+    """A difference from msp as a verdict, or with ``one`` (:func:`.scoring.one_seed_said`) as one
+    seed's numbers, which draw none."""
+    if not one or d.get("mean") is None or d.get("ci_low") is None:
+        return verdict(d, what=what, baseline=baseline)
+    f = spec(d)
+    span = f"{d['mean']:{f}}, {level(d)} CI [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
+    return f"no verdict: one seed: {what} − {baseline} = {span}"
+
+
 def _verdict(s: dict[str, Any]) -> list[str]:
     lines = []
     errors = s["errors"]
@@ -421,10 +433,12 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     if undefined:
         lines.append(f"error detection undefined: {undefined[0]}")
     lines += [few] if few else []
+    one = one_seed_said(s)
+    lines += [one] if one else []
     for key, d in errors_read(s).items():
         a, b = key.split(" − ")
         lines.append(
-            verdict(d, what=f"error detection by {a}", baseline=b)
+            _against(d, one, what=f"error detection by {a}", baseline=b)
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
             + versus_chance(errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]])
         )
@@ -434,7 +448,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         lines += [not_read] if not_read else []
         for key, d in pooled["detect_diff"].items() if not not_read else ():
             a, b = key.split(" − ")
-            line = verdict(d, what=f"shift detection by {a}", baseline=b)
+            line = _against(d, one, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
             heads = [h["detect_auroc"] for h in s["shift"]["heads"]]
             lines.append(line + versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))

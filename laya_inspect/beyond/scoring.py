@@ -408,10 +408,33 @@ def errors_read(s: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return s["errors"]["diff_vs_msp"]
 
 
+def one_seed_said(s: dict[str, Any]) -> str | None:
+    """Where a diagnose summary reads one head: its differences from msp run over that head's test rows,
+    not over the seeds it could have been fitted with, so they are said as "no verdict: one seed" first,
+    their numbers kept (as prune and early-exit say one seed's); None for several heads or where no
+    difference had an interval to read."""
+    if len(s["heads"]) != 1 or not _intervals(s):
+        return None
+    named = "".join(f" ({h})" for h in [s["heads"][0].get("head_dir")] if h)
+    return (
+        f"no verdict: one seed: the differences from msp below read one fitted head{named}, "
+        "their intervals over its test rows, not over the seeds it could have been fitted with, and a verdict that "
+        "changes with the seed is no verdict; the numbers are kept in summary.json; give diagnose the fit-head "
+        "folder (every seed of the head, fit-head --seeds 3 or more) for a verdict"
+    )
+
+
+def _intervals(s: dict[str, Any]) -> bool:
+    """Whether any "score − msp" difference (errors, or the shift's) was read with an interval."""
+    shift = [] if "shift" not in s or shift_not_read(s["shift"]) else list(s["shift"]["pooled"]["detect_diff"].values())
+    return any(d.get("ci_low") is not None for d in [*errors_read(s).values(), *shift])
+
+
 def verdict_drawn(s: dict[str, Any]) -> bool:
     """Whether a diagnose summary's verdict lines draw any verdict: a difference from msp with an
-    interval, or --against's α profiles (not "too few rows", "undefined" or "no interval")."""
-    return "shift" in s or any(d.get("ci_low") is not None for d in errors_read(s).values())
+    interval over several heads, or --against's α profiles (not "too few rows", "undefined", "no
+    interval" or one head's "no verdict: one seed")."""
+    return "shift" in s or (len(s["heads"]) > 1 and _intervals(s))
 
 
 def clipped_note(diffs: dict[str, dict[str, Any]]) -> str | None:

@@ -435,6 +435,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
+    one = len(s["heads"]) == 1  # intervals over one head's test rows: no verdict (scoring.one_seed_said)
     rows: list[list[Cell | str]] = []
     classes = []
     for score, auc in e["auroc"].items():
@@ -445,7 +446,11 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
                 est(auc, 3),
                 est(e["aupr"].get(score), 3),
                 "(baseline)" if score == "msp" else diff_text(d, 3),
-                Cell("", "text") if score == "msp" else Cell(not_read_word(few), "text") if few else _verdict_cell(d),
+                Cell("", "text")
+                if score == "msp"
+                else Cell(not_read_word(few), "text")
+                if few
+                else _verdict_cell(d, one=one),
                 Cell(s["scores"].get(score, ""), "text"),
             ]
         )
@@ -478,10 +483,11 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
         return sections
     pooled = s["shift"]["pooled"]
     not_read = shift_not_read(s["shift"])  # then no verdict is read, as the terminal says
+    one = len(s["heads"]) == 1
     shift_rows: list[list[Cell | str]] = []
     for score, auc in pooled["detect_auroc"].items():
         d = pooled["detect_diff"].get(f"{score} − msp")
-        cell = "" if not d else Cell(not_read_word(not_read), "text") if not_read else _verdict_cell(d)
+        cell = "" if not d else Cell(not_read_word(not_read), "text") if not_read else _verdict_cell(d, one=one)
         shift_rows.append([score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), cell])
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "

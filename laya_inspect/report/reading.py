@@ -23,7 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..beyond.scoring import errors_not_read, fired_rows, shift_not_read, shifted_classes, verdict_drawn, versus_chance
+from ..beyond.scoring import (
+    errors_not_read,
+    fired_rows,
+    one_seed_said,
+    shift_not_read,
+    shifted_classes,
+    verdict_drawn,
+    versus_chance,
+)
 from ..choices import MIN_ROWS
 from ..compare.records import NOT_APPLICABLE, VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
 from ..compare.seeds import by_seed
@@ -1064,13 +1072,15 @@ def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
 # -- diagnose ------------------------------------------------------------------------------------
 
 
-def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any]) -> str:
-    """Each score's AUROC and its difference to max softmax probability ("score − msp" keys)."""
+def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any], one: bool = False) -> str:
+    """Each score's AUROC and its difference to max softmax probability ("score − msp" keys); ``one``:
+    one head's, which draw no verdict (:func:`.beyond.scoring.one_seed_said`)."""
     parts = []
     for key, d in diffs.items():
         score = key.split(" − ")[0]
         auc = auroc.get(score) or {}
-        parts.append(f"{score} {num(auc.get('mean'), 3)} ({_said(d)} msp: {diff_text(d, 3)})")
+        said = f"− msp: {diff_text(d, 3)}, no verdict: one seed" if one else f"{_said(d)} msp: {diff_text(d, 3)}"
+        parts.append(f"{score} {num(auc.get('mean'), 3)} ({said})")
     return "; ".join(parts)
 
 
@@ -1083,18 +1093,19 @@ def _against_chance(auroc: dict[str, Any], rows: str, heads: list[dict[str, Any]
 def diagnose_reading(s: dict[str, Any]) -> Reading:
     e = s["errors"]
     msp = e["auroc"].get("msp") or {}
-
-    lead = [
+    one = one_seed_said(s)
+    lead = [sentence(one)] if one else []  # up front, as the terminal says it: one head's numbers are no verdict
+    lead += [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
         f"{interval(msp)}; "
-        + (errors_not_read(s["heads"]) or _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"]))
+        + (errors_not_read(s["heads"]) or _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"], bool(one)))
         + f" ({e['interval']}; AUROCs at 95%, differences from msp at {families_text(e)})."
         + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
     if "shift" in s:
         pooled = s["shift"]["pooled"]
         auc = pooled["detect_auroc"]
-        scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc)
+        scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc, bool(one))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         lead.append(
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
