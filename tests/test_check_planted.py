@@ -483,3 +483,60 @@ def test_a_laya_head_near_chance_gets_no_verdict_not_a_failed_pipeline(tmp_path)
     assert across["near_chance_seeds"] == [0] and not across["passed"]
     (line,) = [v for v in seeds_verdict_lines(across, "layers.1", "resample") if v.startswith("IG")]
     assert "on seed 0 the LAYA head is near chance" in line and "passes only when" not in line
+
+
+def test_a_pass_the_constant_rule_also_reaches_is_not_read_as_per_input_attribution(default_run) -> None:
+    """At the defaults IG, α and compare's constant rule (one profile for every row) all rank the signal
+    layer first on every row: the pass said the pipeline finds the planted layer and nothing beside it
+    said that one fixed profile does as well, so it read as a pass of per-input attribution. The pass
+    line says it is not, and summary.json names the rule (a pass does not need IG to beat the constant)."""
+    result, s, _ = default_run
+    const = s["constant"]["laya"]
+    assert s["passed"] is True and const["ci_low"] >= s["pass_share"]
+    ig = s["verdict"][0]
+    assert ig.startswith("IG on the LAYA head") and "passed: " in ig
+    said = "; not a pass of per-input attribution: compare's constant rule (one profile for every row) reaches"
+    assert said in ig and f"{const['share']:.1%} of {const['n']} rows" in ig, ig
+    assert "cannot tell IG from one fixed profile" in " ".join(result.output.split())
+    assert s["constant_at_bar"] is True
+    assert s["pass_vs_constant"].startswith("not required: every row's planted answer is the same layer")
+
+
+def test_the_random_line_gives_the_measured_random_share_beside_one_over_l(default_run) -> None:
+    """One seed's random line gave 1/L alone; the measured share of random attribution on the LAYA head
+    sits beside it, as the reading across seeds gives it."""
+    _, s, _ = default_run
+    random = _method(s, "random")
+    (line,) = [v for v in s["verdict"] if v.startswith("the random reference")]
+    low, high = random["ci_low"], random["ci_high"]
+    measured = f"random attribution on the LAYA head did on {random['share']:.1%} of {random['n']} rows"
+    assert line.endswith(f"; {measured} [{low:.1%}, {high:.1%}]"), line
+
+
+def test_a_failing_ig_beside_a_constant_rule_at_the_bar_says_one_fixed_profile_does_better(tmp_path) -> None:
+    """At --noise 1.5 the LAYA head learns the label (test accuracy well above chance), IG ranks the signal
+    layer first on about two rows in three and the constant rule on every row: the failure says a fixed
+    profile does better, so it is IG's per-input reading that misses, not the head's layer."""
+    result, s = _check(tmp_path / "out", "--noise", "1.5")
+    ig, const = _method(s, "ig"), s["constant"]["laya"]
+    assert not s["passed"] and not s["near_chance"]
+    assert const["ci_low"] >= s["pass_share"] and const["ci_low"] > ig["ci_high"]  # surely above IG on these rows
+    line = s["verdict"][0]
+    assert "failed: the whole interval is below 95%" in line
+    assert line.endswith(
+        f"; compare's constant rule (one profile for every row) does better ({const['share']:.1%}"
+        f" of {const['n']} rows [{const['ci_low']:.1%}, {const['ci_high']:.1%}])"
+    ), line
+    assert "per-input attribution" not in line  # nothing passed, so no pass to qualify
+
+
+def test_the_reading_across_seeds_says_a_pass_the_constant_rule_reaches_too(default_run) -> None:
+    """Across seeds, as on one: IG passing on every seed where the constant rule reaches the bar on
+    every seed too is a pass of the pipeline finding the layer, not of per-input attribution."""
+    from laya_inspect.check.seeds import across_seeds, seeds_verdict_lines
+
+    _, s, _ = default_run
+    across = across_seeds([s])
+    (line,) = [v for v in seeds_verdict_lines(across, "layers.1", "resample") if v.startswith("IG")]
+    assert "passed on every seed" in line and "not a pass of per-input attribution" in line, line
+    assert across["passed"] and across["constant_at_bar_on_every_seed"] is True

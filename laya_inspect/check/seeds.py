@@ -21,7 +21,7 @@ from ..files import artifact_header, plain, write_json
 from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
 from .config import PlantedConfig
-from .planted import INTRINSIC, PASS_SHARE, SCHEMA_VERSION, PlantedResult, build_and_read
+from .planted import INTRINSIC, PASS_SHARE, PASS_VS_CONSTANT, SCHEMA_VERSION, PlantedResult, build_and_read
 
 PASS_RULE_SEEDS = (
     "passed when, on every construction seed, the lower end of the 95% Wilson interval of IG's share (LAYA head) "
@@ -37,6 +37,7 @@ PER_SEED_KEYS = (
     "constant",
     "against_bar",
     "ground_truth_at_bar",
+    "constant_at_bar",
 )
 
 
@@ -137,6 +138,7 @@ def across_seeds(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "effects": effects,
         "constant": constant,
         "random_floor": summaries[0]["random_floor"],
+        "constant_at_bar_on_every_seed": _constant_everywhere(summaries),
     }
 
 
@@ -160,6 +162,7 @@ def seeds_summary(config: PlantedConfig, summaries: list[dict[str, Any]]) -> dic
         "random_floor": first["random_floor"],
         "pass_share": first["pass_share"],
         "pass_rule": PASS_RULE_SEEDS,
+        "pass_vs_constant": PASS_VS_CONSTANT,
         "passed": across["passed"],
         "per_seed": per_seed,
         "near_chance_seeds": across["near_chance_seeds"],
@@ -175,6 +178,13 @@ def seeds_summary(config: PlantedConfig, summaries: list[dict[str, Any]]) -> dic
         },
     }
     return plain(summary)
+
+
+def _constant_everywhere(summaries: list[dict[str, Any]]) -> bool | None:
+    """Whether compare's constant rule on the LAYA head reached the bar on every seed (None where a seed
+    has no constant rule to read)."""
+    at = [s.get("constant_at_bar") for s in summaries]
+    return None if any(a is None for a in at) else all(at)
 
 
 def _seeds(seeds: list[int]) -> str:
@@ -212,6 +222,12 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
                 "find and those seeds test nothing (lower --noise or raise --rows)"
                 if near
                 else ": passed on every seed, the pipeline finds the planted layer"
+                + (
+                    "; not a pass of per-input attribution: compare's constant rule (one profile for every row) "
+                    "reaches the bar on every seed too, so this check cannot tell IG from one fixed profile"
+                    if across.get("constant_at_bar_on_every_seed")
+                    else ""
+                )
                 if ig["at_bar_on_every_seed"]
                 else ": not passed: a method passes only when it passes on every construction seed"
             )
