@@ -688,7 +688,6 @@ def atomic_dir(
     flag: str = "--out",
     lock: bool = True,
     mark: bool = True,
-    notes_in: str = "summary.json",
 ) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``path``; when the body returns, the folder is marked as
     ``command``'s (:func:`write_marker`) and replaces ``path`` whole. An existing ``path`` is replaced
@@ -697,7 +696,8 @@ def atomic_dir(
     temporary folder is removed and ``path`` is left as it was. ``mark=False``: the body writes the
     marker itself (a demo's lists its names, and leaves the files its printed steps rewrite undigested).
     What the cleanup of killed runs' leftovers warned (a folder kept as not the tool's) is added to the
-    ``warnings`` of ``notes_in`` after the body; the body reads it first with :func:`run_notes` (a page
+    ``warnings`` of its summary.json after the body (export-head, whose record is export.json, records it
+    itself); the body reads it first with :func:`run_notes` (a page
     built inside the body says it too)."""
     inputs = list(inputs)
     check_out(path, force=force, command=command, inputs=inputs, flag=flag)
@@ -731,7 +731,7 @@ def atomic_dir(
                 keep_folder_mode(tmp, out.stat(), building=True)
             yield tmp
             if notes and mark:  # a body that wrote its own marker recorded its files' digests
-                record_notes(tmp / notes_in, notes)
+                record_notes(tmp / "summary.json", notes)
             if mark:
                 write_marker(tmp, command or "laya-inspect")
             # from here the output's own marker vouches for the folder (a demo's body wrote its own)
