@@ -400,3 +400,24 @@ def test_a_head_that_reads_one_layer_is_not_applicable_not_passed(digits_cache, 
     assert section is not None
     last_table = next(t for t in section.tables if t.caption.startswith("last:"))
     assert "not applicable (the head reads one layer)" in last_table.caption
+
+
+def test_compare_finds_the_layers_each_head_reads_once(digits_cache, head_dirs, tmp_path, monkeypatch):
+    """compare finds the layers each head's logits depend on once, on the rows the sanity checks compare,
+    and hands that answer to the checks: one layer test per head, not a second one inside the checks over
+    the same rows, and the head's record and its sanity record say the same layers."""
+    tested: list[int] = []
+    real = S.layers_read
+
+    def counted(head, hs):
+        tested.append(len(hs[0]))
+        return real(head, hs)
+
+    monkeypatch.setattr(S, "layers_read", counted)
+    config = CompareConfig(limit=60, n_boot=20, device="cpu", plots=False, methods=("gradcam",), workers=1)
+    with FeatureStore(digits_cache) as store:
+        summary = compare_heads(head_dirs, store, config, out_dir=tmp_path / "out").summary
+    assert tested == [60, 60]  # one test per head (laya, last), on the 60 compared rows
+    read = {h["name"]: h["layers_read"] for h in summary["heads"]}
+    assert read == {"laya": [0, 1, 2], "last": [2]}
+    assert {name: h["layers_read"] for name, h in summary["sanity"]["heads"].items()} == read

@@ -108,3 +108,21 @@ def check_ablation(ablation: str, heads: dict[str, Head]) -> Ablation:
                 f"not: {', '.join(bad)}; use --ablation drop"
             )
     return abl
+
+
+def plan_ablations(
+    names: list[str], every: bool, heads: dict[str, Head]
+) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Per head: (ablations to run, {skipped: reason}). A named ablation must apply to every head;
+    with ``all``, each head runs the ones that apply to it."""
+    plan: dict[str, tuple[list[str], dict[str, str]]] = {n: ([], {}) for n in heads}
+    for a in names:
+        if not every:
+            check_ablation(a, heads)
+        for n, h in heads.items():
+            try:
+                check_ablation(a, {n: h})
+                plan[n][0].append(a)
+            except InputError as e:
+                plan[n][1][a] = str(e)
+    return plan

@@ -34,7 +34,6 @@ import torch
 
 from ..cache.store import FeatureStore
 from ..distributed import agree, device_for, join_world, shard_ranges
-from ..errors import InputError
 from ..files import artifact_header, plain, write_csv, write_json
 from ..head_dir import cache_warnings, refuse_repeats, store_for_heads
 from ..heads import Head
@@ -43,6 +42,7 @@ from ..out_dir import atomic_dir, check_out
 from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from . import metrics as M
+from .ablations import plan_ablations
 from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
 from .draws import RowSpan, seeded_rows
@@ -55,9 +55,11 @@ from .loaded import (
     refuse_untrained_targets,
     repeated_compared,
 )
-from .lolo import ABLATIONS, RESAMPLE_DRAWS, check_ablation, forward_rows, resolve_ablations
+from .lolo import ABLATIONS, RESAMPLE_DRAWS, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, csv_rows, write_h5
 from .per_head import head_summary
+from .sanity import read_layers, run_sanity
+from .sanity import write_h5 as write_sanity_h5
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, headline_rows
 from .seeds import across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
@@ -128,24 +130,6 @@ class CompareResult:
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-def _plan_ablations(
-    names: list[str], every: bool, heads: dict[str, Head]
-) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """Per head: (ablations to run, {skipped: reason}). A named ablation must apply to every head;
-    with ``all``, each head runs the ones that apply to it."""
-    plan: dict[str, tuple[list[str], dict[str, str]]] = {n: ([], {}) for n in heads}
-    for a in names:
-        if not every:
-            check_ablation(a, heads)
-        for n, h in heads.items():
-            try:
-                check_ablation(a, {n: h})
-                plan[n][0].append(a)
-            except InputError as e:
-                plan[n][1][a] = str(e)
-    return plan
 
 
 def _run_head(
@@ -249,15 +233,6 @@ def _join(res: HeadResult, parts: list[dict[str, Any] | None]) -> HeadResult:
     )
 
 
-def read_layers(heads: dict[str, tuple[Head, dict, str]], hs: list[torch.Tensor], seed: int) -> list[list[int]]:
-    """Per head, the layers its logits depend on, on the rows the sanity checks compare (the same
-    answer as their record's "layers_read", with or without --sanity)."""
-    from .sanity import ROWS, ROWS_STREAM, layers_read
-
-    pick = torch.from_numpy(seeded_rows(len(hs[0]), ROWS, [seed, ROWS_STREAM])).to(hs[0].device)
-    return [layers_read(head, [h[pick] for h in hs]) for head, _, _ in heads.values()]
-
-
 def compare_heads(
     head_dirs: Sequence[str | Path],
     store: FeatureStore,
@@ -284,7 +259,7 @@ def compare_heads(
     device = pick_device(device_for(config.device, world))
     heads = load_heads(head_dirs, store, config.allow_other_cache, device)
     plain_heads = {n: h for n, (h, _, _) in heads.items()}
-    abl_plan = _plan_ablations(ablations, every, plain_heads)
+    abl_plan = plan_ablations(ablations, every, plain_heads)
     store.n(config.split)  # NotFoundError naming the splits
     target_of = resolve_target(config.target, store.class_names, store.num_classes)
     explicit = {m for m in requested if m != "all"}
@@ -375,9 +350,7 @@ def compare_heads(
     summary["across_seeds"] = across_seeds(head_summaries, [cfg.get("seed") for _, cfg, _ in heads.values()])
     summary.setdefault("caveats", []).extend(summary["across_seeds"]["caveats"])
     if config.sanity and world.is_main:  # every row is here after the join; rank 0 writes them
-        from .sanity import run_sanity
-
-        summary["sanity"], sanity_arrays = run_sanity(heads, results, store, hs, labels, config, values, emit)
+        summary["sanity"], sanity_arrays = run_sanity(heads, results, read, store, hs, labels, config, values, emit)
     summary["files"] = {
         "attributions": "attributions.h5",
         "summary_json": "summary.json",
@@ -403,8 +376,6 @@ def compare_heads(
             *plot_files,
         ]
         if "sanity" in summary:  # after the plots, before report.html (the last file)
-            from .sanity import write_h5 as write_sanity_h5
-
             written.append(write_sanity_h5(tmp / "sanity.h5", sanity_arrays))
         from ..report import write_report_html
 

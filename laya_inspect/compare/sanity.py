@@ -141,6 +141,19 @@ def layers_read(head: Head, hs: Sequence[torch.Tensor]) -> list[int]:
     return read
 
 
+def checked_rows(n: int, seed: int) -> np.ndarray:
+    """Positions, among ``n`` compared rows, of the rows the checks compare attributions on: every row,
+    or ROWS of them drawn by default_rng([seed, ROWS_STREAM])."""
+    return seeded_rows(n, ROWS, [seed, ROWS_STREAM])
+
+
+def read_layers(heads: Mapping[str, tuple[Head, Any, Any]], hs: Sequence[torch.Tensor], seed: int) -> list[list[int]]:
+    """Per head, :func:`layers_read` on the rows the checks compare (:func:`check_head`'s): compare
+    records it with or without --sanity, and hands it to :func:`run_sanity`."""
+    pick = torch.from_numpy(checked_rows(len(hs[0]), seed)).to(hs[0].device)
+    return [layers_read(head, [h[pick] for h in hs]) for head, _, _ in heads.values()]
+
+
 def verdict(rank: M.Faithfulness) -> str:
     """low | high | unclear | undefined for the mean per-row ρ and its interval (the mean alone
     when the bootstrap did not run)."""
@@ -361,15 +374,16 @@ def check_head(
     hs: Sequence[torch.Tensor],
     labels: np.ndarray,
     options: AttributionOptions,
+    read: list[int],
     *,
     n_boot: int,
     seed: int,
     emit: Progress,
 ) -> dict[str, Any]:
     """Both checks for one head of compare (``result``: its HeadResult, every row measured; ``rows``: its
-    training split's rows, :func:`training_rows`)."""
+    training split's rows, :func:`training_rows`; ``read``: the layers it reads, :func:`read_layers`)."""
     methods = [m for m in result.scores if m not in STATIC]
-    pick = seeded_rows(len(labels), ROWS, [seed, ROWS_STREAM])  # the rows the attributions are compared on
+    pick = checked_rows(len(labels), seed)  # the rows the attributions are compared on
     index = torch.from_numpy(pick).to(hs[0].device)
     trained = Trained(
         [h[index] for h in hs],
@@ -383,7 +397,6 @@ def check_head(
     emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
     keep: dict[str, Any] = {"rows": pick}
     drawn = seeds(seed, head_seed(cfg))
-    read = layers_read(head, trained.hs)
     one_layer = len(read) < 2  # every attribution 0 outside one layer: ρ is structural (ONE_LAYER)
     model = model_randomisation(head, trained, drawn["init_seed"], keep, one_layer)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
@@ -399,6 +412,7 @@ def check_head(
 def run_sanity(
     heads: Mapping[str, tuple[Head, dict[str, Any], str]],
     results: Sequence[Any],
+    read: Sequence[list[int]],
     store: Any,
     hs: Sequence[torch.Tensor],
     labels: np.ndarray,
@@ -407,25 +421,27 @@ def run_sanity(
     emit: Progress,
 ) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
     """(summary.json's "sanity", each head's arrays for :func:`write_h5`), every head of compare
-    (``results`` in the order of ``heads``)."""
+    (``results`` and ``read``, :func:`read_layers`, in the order of ``heads``)."""
     from ..workers import cpu_workers, run_forked
 
     options = options_for(config, values)
-    items = [(r, head, cfg) for r, (head, cfg, _) in zip(results, heads.values())]
-    splits = {training_settings(cfg)["train_split"] for _, _, cfg in items}  # read here, before the fork
+    items = [(r, head, cfg, layers) for r, (head, cfg, _), layers in zip(results, heads.values(), read)]
+    splits = {training_settings(cfg)["train_split"] for _, _, cfg, _ in items}  # read here, before the fork
     train = {sp: training_rows(store, sp, seeds(config.seed)["permutation_seed"]) for sp in sorted(splits)}
 
-    def one(_i: int, item: tuple[Any, Head, dict[str, Any]], report: Progress) -> dict[str, Any]:
-        r, head, cfg = item
+    def one(_i: int, item: tuple[Any, Head, dict[str, Any], list[int]], report: Progress) -> dict[str, Any]:
+        r, head, cfg, layers = item
         rows = train[training_settings(cfg)["train_split"]]
-        return check_head(head, cfg, r, rows, hs, labels, options, n_boot=config.n_boot, seed=config.seed, emit=report)
+        return check_head(
+            head, cfg, r, rows, hs, labels, options, layers, n_boot=config.n_boot, seed=config.seed, emit=report
+        )
 
     # several heads at once in forked processes on a multi-core CPU, as compare's own heads (the same numbers)
     done = run_forked(items, one, cpu_workers(config.workers, hs[0].device, len(items)), emit)
-    arrays = {r.name: d.pop(ARRAYS) for (r, _, _), d in zip(items, done)}
+    arrays = {r.name: d.pop(ARRAYS) for (r, *_), d in zip(items, done)}
     choices = {**CHOICES, "epochs": EPOCHS, "patience": PATIENCE, "seeds": SEEDS}
     choices["rows_seed"] = seeds(config.seed)["permutation_seed"]
-    return {"choices": choices, "heads": {r.name: d for (r, _, _), d in zip(items, done)}}, arrays
+    return {"choices": choices, "heads": {r.name: d for (r, *_), d in zip(items, done)}}, arrays
 
 
 def write_h5(path: Path, arrays: Mapping[str, Mapping[str, np.ndarray]]) -> Path:
