@@ -595,7 +595,8 @@ def test_too_few_rows_and_untested_are_two_verdicts_as_in_the_sanity_checks() ->
     from rich.console import Console
 
     from laya_inspect.choices import MIN_ROWS
-    from laya_inspect.compare.paired import VERDICTS, versus_constant
+    from laya_inspect.compare.paired import versus_constant
+    from laya_inspect.compare.records import VERDICTS
     from laya_inspect.report.reading import versus_constant as versus_sentence
     from laya_inspect.report.sections import versus_table as html_table
     from laya_inspect.report.terminal import versus_table
@@ -639,7 +640,7 @@ def test_a_method_with_the_rules_scores_on_every_row_is_identical_to_it_whatever
     the rule does: "+.00 [+.00,+.00] does not beat it" read as a finding. Decided from the rows, not
     the method's or head's name: Grad-CAM equal to the profile on every row is the rule; the same
     scores with one row's ranking changed are read as usual."""
-    from laya_inspect.compare.paired import VERDICTS
+    from laya_inspect.compare.records import VERDICTS
     from laya_inspect.compare.scores import headline_rows
 
     rng = np.random.default_rng(4)

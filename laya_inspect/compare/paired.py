@@ -35,7 +35,7 @@ from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..options import MAX_RESAMPLES
 from ..training.stats import family
 from . import metrics as M
-from .records import NOT_APPLICABLE
+from .records import NOT_APPLICABLE, ONE_LAYER, score_value
 
 if TYPE_CHECKING:
     from .effects import Measured
@@ -120,33 +120,6 @@ HEADLINE = ("top_layer_agreement", "deletion_at_1_over_oracle", "faithfulness")
 # beat it in 8% of simulated runs (three independent scores), so each is drawn at 1 − 0.05/3
 # (Bonferroni), which holds the chance of a wrong verdict over the three together to 5%.
 VERDICT_CONFIDENCE = 1 - 0.05 / len(HEADLINE)
-# no text picks among the methods by their verdicts, so the methods are not one family; the tables say
-# so, since a reader scanning them meets a wrong verdict on some method far more often than 5%
-ON_ITS_OWN = (
-    "each method's verdict is tested on its own (95% for its three scores together), not over the methods: "
-    "with 4 methods no different from the rule, some row reads beats, worse or mixed in 17% of simulated runs"
-)
-VERDICTS = {
-    "beats": "beats the constant rule",
-    "worse": "does worse than the constant rule",
-    "mixed": "beats the constant rule on some scores and does worse on others",
-    "not shown": "does not beat the constant rule (every interval includes 0)",
-    "identical": "identical to the constant rule (same profile)",
-    "untested": "not tested against the constant rule (no intervals: --bootstrap 0)",
-    "too few rows": f"not tested against the constant rule (no intervals: fewer than {MIN_ROWS} shared rows, "
-    "whatever --bootstrap says)",
-    "circular": "not read against the constant rule: circular with this ablation",
-    "withheld": "not read against the constant rule: a caveat withholds every ranking",
-    "no constant": "no constant rule to read it against",
-    NOT_APPLICABLE: f"{NOT_APPLICABLE} (the head reads one layer)",
-}
-# why a head that reads one layer has no verdict against the constant rule (summary.json's "note")
-ONE_LAYER = (
-    "every row's LOLO effect, every attribution and the constant rule's profile are 0 outside the one layer the "
-    "head reads: the rule ranks that layer first on every row, as the effects do, so no method can beat it, and "
-    "a method's scores read one sign per row (its attribution there against zeros elsewhere), whatever the head "
-    "learned"
-)
 
 
 @dataclass(frozen=True)
@@ -252,7 +225,7 @@ def unsettled(stats: np.ndarray, tail: float) -> bool:
 
 
 def verdict(diffs: dict[str, Paired | None]) -> str:
-    """A key of :data:`VERDICTS` from the paired differences method − constant of the headline
+    """A key of :data:`.records.VERDICTS` from the paired differences method − constant of the headline
     scores: "beats" when at least one interval lies above 0 and none below, "worse" the reverse,
     "mixed" when both happen, "not shown" when every interval includes 0; without one, "too few rows"
     when every score is shared by fewer than MIN_ROWS rows (:func:`paired` draws no interval there, as
@@ -350,7 +323,7 @@ def versus_constant(
     one_layer: bool = False,
 ) -> dict[str, Any]:
     """method − constant on each headline score, each interval at VERDICT_CONFIDENCE, and the verdict
-    (a key of :data:`.paired.VERDICTS`): NOT_APPLICABLE, with :data:`ONE_LAYER` as its note, on a head
+    (a key of :data:`.records.VERDICTS`): NOT_APPLICABLE, with :data:`ONE_LAYER` as its note, on a head
     that reads one layer (``one_layer``), where the rule and every gradient method agree by construction."""
     if constant is None:
         return {"verdict": "no constant", **{k: None for k in HEADLINE}}
@@ -369,12 +342,6 @@ def versus_constant(
     )
     out = {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
     return out | ({"note": ONE_LAYER} if word == NOT_APPLICABLE else {})
-
-
-def score_value(entry: Mapping[str, Any], key: str) -> Any:
-    """A score's value in a method's entry: the mean of a faithfulness record, else the number itself."""
-    v = entry.get(key)
-    return v.get("mean") if isinstance(v, dict) else v
 
 
 def candidates(means: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None], key: str) -> dict[str, Any]:

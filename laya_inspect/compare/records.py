@@ -1,16 +1,18 @@
 """A compare summary.json read back (:func:`load_summary`): every field the report reads is checked
 to be there with its type, numbers null or NaN allowed (:func:`check_summary`, and the "sanity"
 record: :func:`sanity_heads`), so a damaged or hand-edited summary ends in one CacheError line that
-names the field, never in a traceback. Free of numpy and h5py: the report reads through it."""
+names the field, never in a traceback; and the words a verdict against the constant rule is said in
+(:data:`VERDICTS`). Free of numpy and h5py: the report reads through it."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..choices import MIN_ROWS
 from ..errors import CacheError, NotFoundError
 
 
@@ -334,6 +336,35 @@ def sanity_heads(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any], lis
     return [(name, head, rows_of(head, f"sanity.heads.{name}")) for name, head in heads.items()]
 
 
+# a verdict against the constant rule (compare.paired) in the words the tables and the reading say
+# no text picks among the methods by their verdicts, so the methods are not one family; the tables say
+# so, since a reader scanning them meets a wrong verdict on some method far more often than 5%
+ON_ITS_OWN = (
+    "each method's verdict is tested on its own (95% for its three scores together), not over the methods: "
+    "with 4 methods no different from the rule, some row reads beats, worse or mixed in 17% of simulated runs"
+)
+VERDICTS = {
+    "beats": "beats the constant rule",
+    "worse": "does worse than the constant rule",
+    "mixed": "beats the constant rule on some scores and does worse on others",
+    "not shown": "does not beat the constant rule (every interval includes 0)",
+    "identical": "identical to the constant rule (same profile)",
+    "untested": "not tested against the constant rule (no intervals: --bootstrap 0)",
+    "too few rows": f"not tested against the constant rule (no intervals: fewer than {MIN_ROWS} shared rows, "
+    "whatever --bootstrap says)",
+    "circular": "not read against the constant rule: circular with this ablation",
+    "withheld": "not read against the constant rule: a caveat withholds every ranking",
+    "no constant": "no constant rule to read it against",
+    NOT_APPLICABLE: f"{NOT_APPLICABLE} (the head reads one layer)",
+}
+# why a head that reads one layer has no verdict against the constant rule (summary.json's "note")
+ONE_LAYER = (
+    "every row's LOLO effect, every attribution and the constant rule's profile are 0 outside the one layer the "
+    "head reads: the rule ranks that layer first on every row, as the effects do, so no method can beat it, and "
+    "a method's scores read one sign per row (its attribution there against zeros elsewhere), whatever the head "
+    "learned"
+)
+
 # the headline scores' names in a verdict's words
 VERSUS_LABELS = {
     "top_layer_agreement": "top-layer agreement",
@@ -358,3 +389,9 @@ def carried(vs: dict[str, Any], labels: dict[str, str] = VERSUS_LABELS) -> str:
     parts = [f"better on {', '.join(by['up'])}", f"worse on {', '.join(by['down'])}"] if word == "mixed" else []
     parts = parts or [f"on {', '.join(by['up' if word == 'beats' else 'down'])}"]
     return "; ".join([*parts, f"not on {', '.join(by['not'])}"]) if by["not"] else "; ".join(parts) * (word == "mixed")
+
+
+def score_value(entry: Mapping[str, Any], key: str) -> Any:
+    """A score's value in a method's entry: the mean of a faithfulness record, else the number itself."""
+    v = entry.get(key)
+    return v.get("mean") if isinstance(v, dict) else v

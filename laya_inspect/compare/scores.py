@@ -264,7 +264,7 @@ def ablation_summary(
     and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
     ablation-independent keys (params, ig_delta, …); ``head_caveat`` one said of the head itself
     (:func:`chance_check`), which withholds as the others do; ``one_layer``: the head reads one layer, so
-    no method is read against the constant rule (:data:`.paired.ONE_LAYER`)."""
+    no method is read against the constant rule (:data:`.records.ONE_LAYER`)."""
     lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     cav += [head_caveat] if head_caveat else []

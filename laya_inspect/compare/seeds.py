@@ -29,8 +29,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..training.stats import bounded, cut_note
-from .paired import HEADLINE, VERDICTS, score_value
-from .records import carried
+from .paired import HEADLINE
+from .records import VERDICTS, carried, score_value
 
 CONFIDENCE = 0.95
 CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with

@@ -12,8 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..compare.paired import ON_ITS_OWN, ONE_LAYER, VERDICTS
-from ..compare.records import NOT_APPLICABLE, carried
+from ..compare.records import NOT_APPLICABLE, ON_ITS_OWN, ONE_LAYER, VERDICTS, carried
 from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci

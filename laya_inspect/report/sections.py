@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compare.config import CompareConfig
-from ..compare.paired import ON_ITS_OWN, VERDICTS
-from ..compare.records import carried
+from ..compare.records import ON_ITS_OWN, VERDICTS, carried
 from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
 from ..training.stats import counted

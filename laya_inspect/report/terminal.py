@@ -10,8 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.paired import ON_ITS_OWN
-from ..compare.records import carried, compare_warnings, said_once
+from ..compare.records import ON_ITS_OWN, carried, compare_warnings, said_once
 from ..compare.seeds import entry_rows
 from ..training.stats import counted, percent
 from .across import (
