@@ -379,7 +379,7 @@ def compare_heads(
             written.append(write_sanity_h5(tmp / "sanity.h5", sanity_arrays))
         from ..report import write_report_html
 
-        written.append(write_report_html(tmp, as_dir=out, figures=config.plots))
+        written.append(write_report_html(tmp, as_dir=out, figures=config.plots, locked=True))
     files = [out / p.relative_to(tmp) for p in written]
     for f in [*files[:3], *([out / "plots"] if plot_files else []), files[-1]]:
         emit({"event": "write", "path": str(f)})
