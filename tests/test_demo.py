@@ -368,8 +368,47 @@ def test_the_demo_prints_one_seeds_tables_and_every_verdict(two_seeds) -> None: 
         assert re.search(rf"{re.escape(name)}(: sanity \(|: \d+ of \d+ low|: not applicable)", flat), name
     for g in cmp["across_seeds"]["groups"]:
         assert f"across seeds: {g['head']} ({g['kind']}), seeds 0, 1" in flat
-    for line in [*sanity_failed(cmp), *(ln for ln in full if ln.startswith("warning"))]:
+    # fit-head's gate warnings compare carries over are printed above it, under the accuracy table
+    # (test_the_demo_says_each_fit_head_warning_once)
+    warned = [ln for ln in full if ln.startswith("warning") and not ln.startswith("warning head: fit-head said of")]
+    for line in [*sanity_failed(cmp), *warned]:
         assert " ".join(line.split()) in flat
+
+
+@pytest.mark.slow
+def test_the_demo_says_each_fit_head_warning_once(two_seeds) -> None:  # noqa: ANN001
+    """QA: the full demo printed each warning of fit-head's gate twice, under the accuracy table
+    ("warning laya: seeds disagree: …") and again among compare's warnings, carried over ("warning
+    head: fit-head said of laya (…): seeds disagree: …"); report.html said it at the top of the page
+    and again in the gate's list. Now compare's part points to the lines above and the gate's list to
+    the top of the page; compare's summary.json keeps every carried line and `report` prints them."""
+    import html
+
+    out, result = two_seeds
+    fit = json.loads((out / "heads" / "summary.json").read_text())
+    cmp = json.loads((out / "compare" / "summary.json").read_text())
+    said = {" ".join(w.split()) for h in fit["heads"] for w in h.get("warnings") or []}
+    assert said, "two quick seeds give gate warnings (seeds at chance, test sampling): nothing to test"
+    flat = " ".join(result.output.split())
+    for w in said:
+        assert flat.count(w) == 1, (w, flat.count(w))
+    assert "fit-head said of" not in flat
+    pointer = r"warning head: fit-head's \d+ warnings? above \(.+\) (apply|applies) to these heads too"
+    assert re.search(pointer, flat), flat
+    # nothing lost: compare's summary.json keeps a carried line per head and warning; report prints each
+    carried = [" ".join(w.split()) for w in cmp["head_warnings"] if w.startswith("fit-head said of ")]
+    assert {(h["head"], " ".join(w.split())) for h in fit["heads"] for w in h.get("warnings") or []} == {
+        (c.split(" ", 4)[3], c.split("): ", 1)[1]) for c in carried
+    }
+    report = runner.invoke(app, ["report", str(out / "compare")], env=ENV)
+    assert report.exit_code == 0, report.output
+    again = " ".join(report.output.split())
+    assert all(w in again for w in said) and "warning head: fit-head said of" in again
+    # the page: each said once, at the top; the gate's list points there
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text("utf-8"))).split())
+    for w in said:
+        assert page.count(w) == 1, (w, page.count(w))
+    assert re.search(r"\d+ warnings? of this gate, said at the top of the page", page)
 
 
 @pytest.mark.slow

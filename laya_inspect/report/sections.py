@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compare.config import CompareConfig
-from ..compare.records import ON_ITS_OWN, VERDICTS, carried
+from ..compare.records import FIT_SAID, ON_ITS_OWN, VERDICTS, carried, compare_warnings, said_once
 from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
 from ..training.stats import counted
@@ -351,6 +351,36 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
     }
 
 
+def gate_repeats(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> dict[str, tuple[str, str]]:
+    """compare's lines that repeat a warning of fit-head's quality gate, each → (head, warning): in the
+    demo compare reads the heads fit-head has just fitted, and carries each head's gate warnings over
+    as "fit-head said of <head> (…/summary.json): <warning>", so the demo would say each one twice. Only
+    lines compare still says after :func:`said_once` count: one it leaves out for its own is no repeat."""
+    if not fit or not compare:
+        return {}
+    lines = [w for of, w in compare_warnings(compare) if of == "head"]
+    kept = said_once(lines)
+    out: dict[str, tuple[str, str]] = {}
+    for h in fit.get("heads") or []:
+        for w in h.get("warnings") or []:
+            # the line's text about this head and warning, around the summary's path ("\0": not in a path)
+            start, end = FIT_SAID.format(head=h["head"], summary="\0", warning=w).split("\0")
+            if not any(k.startswith("fit-head said of ") and k.endswith(end) for k in kept):
+                continue
+            out.update({line: (h["head"], w) for line in lines if line.startswith(start) and line.endswith(end)})
+    return out
+
+
+def repeats_said(repeats: dict[str, tuple[str, str]]) -> str:
+    """What the repeated gate warnings are, in a few words: "laya: seeds disagree; last, scalarmix:
+    test sampling" (each warning's claim, its text up to the first ": ", with the heads it was said of)."""
+    claims: dict[str, list[str]] = {}
+    for head, w in repeats.values():
+        heads = claims.setdefault(w.split(": ", 1)[0], [])
+        heads += [head] * (head not in heads)
+    return "; ".join(f"{', '.join(heads)}: {claim}" for claim, heads in claims.items())
+
+
 def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]:
     r = f.record
     steps = r.get("steps") or []
@@ -375,7 +405,18 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         subs.append(("heads", fit_page_parts(f.fit, shown / "heads", figures)))
     if f.compare is not None:
         subs.append(("compare", compare_page_parts(f.compare, shown / "compare", figures)))
+    # compare's copy of a gate warning is said at the top of the page (the reading's warnings); the
+    # gate's list points there instead of saying it again
+    repeats = set(gate_repeats(f.fit.summary if f.fit else None, f.compare.summary if f.compare else None).values())
     for prefix, parts in subs:
+        for gate in [x for x in parts["sections"] if prefix == "heads" and x.title == "Quality gate"]:
+            said = [n for n in gate.notes if n in {f"{h}: {w}" for h, w in repeats}]
+            if said:
+                heads = ", ".join(dict.fromkeys(h for h, _ in repeats))
+                gate.notes = [n for n in gate.notes if n not in said] + [
+                    f"{heads}: {counted(len(said), 'warning')} of this gate, said at the top of the page "
+                    '("fit-head said of …")'
+                ]
         sections += [dataclasses.replace(s, title=f"{prefix}: {s.title}") for s in parts["sections"]]
         groups += [(f"{prefix}: {t}", figs) for t, figs in parts["figures"]]
         provenance += [(f"{prefix}: {k}", v) for k, v in parts["provenance"]]
