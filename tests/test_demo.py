@@ -404,6 +404,13 @@ def test_the_demo_says_each_fit_head_warning_once(two_seeds) -> None:  # noqa: A
     assert report.exit_code == 0, report.output
     again = " ".join(report.output.split())
     assert all(w in again for w in said) and "warning head: fit-head said of" in again
+    # `report DEMO_DIR` prints fit-head's report and then compare's: each said once there too
+    whole = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert whole.exit_code == 0, whole.output
+    both = " ".join(whole.output.split())
+    for w in said:
+        assert both.count(w) == 1, (w, both.count(w))
+    assert re.search(pointer, both) and "fit-head said of" not in both
     # the page: each said once, at the top; the gate's list points there
     page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text("utf-8"))).split())
     for w in said:

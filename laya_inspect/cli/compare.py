@@ -203,7 +203,10 @@ def _print_folder(folder: Any) -> None:
     if folder.fit is not None:
         _print_fit(folder.fit)
     if folder.compare is not None:
-        print_report(folder.compare.summary)
+        from ..report.sections import said_above
+
+        # fit-head's gate warnings were printed just above: compare's carried copies point to them
+        print_report(said_above(folder.fit.summary, folder.compare.summary) if folder.fit else folder.compare.summary)
 
 
 def _print_fit(folder: Any) -> None:

@@ -308,6 +308,7 @@ def _summary(result: Any) -> None:
     _accuracy_table(result)
     _profile_table(result)
     _title("Faithfulness: does each method rank the layers as removing them one at a time does?")
+    from ..report.sections import said_above
     from ..report.terminal import tabled
     from .compare import print_report
 
@@ -315,7 +316,7 @@ def _summary(result: Any) -> None:
     # the whole output ran to 800 lines on the digits: here every verdict, warning and failed check,
     # and the tables of one seed; the rest is in the files
     dim(f"Tables of {', '.join(tabled(summary))} below; every seed's: `laya-inspect report {compare}`")
-    print_report(_said_above(result.fit_summary, summary), brief=True)
+    print_report(said_above(result.fit_summary, summary), brief=True)
     _files(result)
     console.print(
         f"\nfinished in {time.perf_counter() - STARTED:.0f} s ({result.seconds:.0f} s in the steps and the report; "
@@ -324,25 +325,6 @@ def _summary(result: Any) -> None:
         f"it; `laya-inspect report {result.plan.paths['compare']}` prints every faithfulness table.",
         highlight=False,
     )
-
-
-def _said_above(fit: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-    """compare's summary as its report is printed here: the fit-head gate warnings it carries over were
-    printed under the accuracy table above, so one line points to them in their place. compare's
-    summary.json and `laya-inspect report` keep every line."""
-    from ..report.sections import gate_repeats, repeats_said
-    from ..training.stats import counted
-
-    repeats = gate_repeats(fit, summary)
-    if not repeats or "head_warnings" not in summary:  # a summary from before head_warnings: as written
-        return summary
-    n = len({w for _, w in repeats.values()})  # as the gate said them: one line for heads given the same
-    verb = "applies" if n == 1 else "apply"
-    pointer = f"fit-head's {counted(n, 'warning')} above ({repeats_said(repeats)}) {verb} to these heads too"
-    lines = summary["head_warnings"]
-    first = next(i for i, w in enumerate(lines) if w in repeats)
-    kept = [*lines[:first], pointer, *(w for w in lines[first:] if w not in repeats)]
-    return {**summary, "head_warnings": kept}
 
 
 @app.command("demo")

@@ -433,3 +433,19 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         "subtitle": f"{(r.get('dataset') or {}).get('description', '')} · {r.get('budget_line', '')}",
         "settings": str(demo_settings_line(r, ONE_LINE)),
     }
+
+
+def said_above(fit: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """compare's summary as it is printed below fit-head's report (the demo, `report DEMO_DIR`): the
+    fit-head gate warnings it carries over were printed under the accuracy table above, so one line
+    points to them in their place. compare's summary.json and `report COMPARE_DIR` keep every line."""
+    repeats = gate_repeats(fit, summary)
+    if not repeats or "head_warnings" not in summary:  # a summary from before head_warnings: as written
+        return summary
+    n = len({w for _, w in repeats.values()})  # as the gate said them: one line for heads given the same
+    verb = "applies" if n == 1 else "apply"
+    pointer = f"fit-head's {counted(n, 'warning')} above ({repeats_said(repeats)}) {verb} to these heads too"
+    lines = summary["head_warnings"]
+    first = next(i for i, w in enumerate(lines) if w in repeats)
+    kept = [*lines[:first], pointer, *(w for w in lines[first:] if w not in repeats)]
+    return {**summary, "head_warnings": kept}
