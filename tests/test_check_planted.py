@@ -32,10 +32,10 @@ from laya_inspect.check.planted import (
     signal_first,
     top_layer_counts,
     verdict_lines,
-    wilson,
 )
 from laya_inspect.cli import app
 from laya_inspect.out_dir import read_marker
+from laya_inspect.training.stats import wilson
 
 runner = CliRunner()
 ROWS = "200"  # seconds on two cores; IG still ranks the signal layer first on every row at this size

@@ -31,13 +31,13 @@ from torch import nn
 from ..files import artifact_header, plain, write_json, write_text, write_with
 from ..out_dir import atomic_dir, refresh_digests
 from ..runtime import Progress, no_progress, pick_device, seeded
+from ..training.stats import wilson
 from .config import PlantedConfig
 
 SCHEMA_VERSION = 1
 CLASSES = 4  # C
 CHUNK = 8  # input features each branch reads
 WIDTH = 16  # D: each tapped layer's width
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 FIT_EPOCHS, FIT_PATIENCE = 60, 10  # the heads' budget: enough to converge on these rows, and seconds on a CPU
 PASS_SHARE = 0.95  # IG on the LAYA head must rank the signal layer first on at least this share of rows
 PASS_RULE = (
@@ -114,18 +114,6 @@ def against_bar(share: Share) -> str:
     if share.n == 0:
         return "none"
     return "above" if low >= PASS_SHARE else "below" if high < PASS_SHARE else "straddles"
-
-
-def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial share ``hits / n`` (NaN, NaN when n = 0)."""
-    if n == 0:
-        return math.nan, math.nan
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    low = 0.0 if hits == 0 else max(0.0, centre - half)  # exactly 0 and 1 at the ends, not 1 − 1e-16
-    high = 1.0 if hits == n else min(1.0, centre + half)
-    return low, high
 
 
 def signal_first(scores: np.ndarray, signal: int) -> Share:

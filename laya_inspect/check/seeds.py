@@ -20,6 +20,7 @@ from typing import Any
 from ..files import artifact_header, plain, write_json
 from ..out_dir import atomic_dir
 from ..runtime import Progress, no_progress, pick_device
+from ..training.stats import counted_list
 from .config import PlantedConfig
 from .planted import INTRINSIC, PASS_SHARE, PASS_VS_CONSTANT, SCHEMA_VERSION, PlantedResult, build_and_read
 
@@ -217,7 +218,7 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
             f"IG on the LAYA head ranks the signal layer {layer} first "
             + _count(ig, seeds)
             + (
-                f": not passed: on seed{'s' * (len(near) > 1)} {_seeds(near)} the LAYA head is near chance "
+                f": not passed: on {counted_list('seed', near)} the LAYA head is near chance "
                 "(fit-head's rule), it learnt next to nothing of the label, so there is no planted layer in it to "
                 "find and those seeds test nothing (lower --noise or raise --rows)"
                 if near
