@@ -483,6 +483,10 @@ def test_a_laya_head_near_chance_gets_no_verdict_not_a_failed_pipeline(tmp_path)
     assert across["near_chance_seeds"] == [0] and not across["passed"]
     (line,) = [v for v in seeds_verdict_lines(across, "layers.1", "resample") if v.startswith("IG")]
     assert "on seed 0 the LAYA head is near chance" in line and "passes only when" not in line
+    # no line speaks of a verdict the run did not draw, here or across its one seed
+    for said in (s["verdict"], seeds_verdict_lines(across, "layers.1", "resample")):
+        assert not any("verdict holds" in v for v in said), said
+        assert said[-1].startswith("no verdict on construction seed 0: the LAYA head is near chance"), said[-1]
 
 
 def test_a_pass_the_constant_rule_also_reaches_is_not_read_as_per_input_attribution(default_run) -> None:
@@ -540,3 +544,21 @@ def test_the_reading_across_seeds_says_a_pass_the_constant_rule_reaches_too(defa
     (line,) = [v for v in seeds_verdict_lines(across, "layers.1", "resample") if v.startswith("IG")]
     assert "passed on every seed" in line and "not a pass of per-input attribution" in line, line
     assert across["passed"] and across["constant_at_bar_on_every_seed"] is True
+
+
+def test_a_near_chance_laya_head_whose_macro_f1_decides_is_not_said_to_have_learnt_nothing() -> None:
+    """On 990:10 rows a LAYA head right on 4 of the 10 minority rows is near chance by its accuracy, but
+    its macro-F1 (0.78 against 0.50) says it may have learned: IG's line names the macro-F1, as compare's
+    caveat does, and does not say the head learnt next to nothing."""
+    from laya_inspect.check.planted import near_chance_line
+    from laya_inspect.compare.per_head import chance_check
+
+    y = np.r_[np.zeros(990, int), np.ones(10, int)]
+    p = np.r_[np.zeros(990, int), np.ones(4, int), np.zeros(6, int)]
+    check = chance_check("laya", 0.994, y, preds=p)
+    assert check["near_chance"]
+    line = near_chance_line(Share(1000, 1000), "layers.1", check)
+    assert "no verdict" in line and "accuracy alone cannot show whether the LAYA head learned" in line, line
+    assert "learnt next to nothing" not in line, line
+    nothing = chance_check("laya", 0.99, y, preds=np.zeros(1000, int))
+    assert "learnt next to nothing" in near_chance_line(Share(1000, 1000), "layers.1", nothing)

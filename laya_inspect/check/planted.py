@@ -330,7 +330,7 @@ def _read(
     # compare's near-chance check of each head on the compared rows (fit-head's rule): a head that learnt
     # nothing holds no planted layer for a method to find, so the pass mark is not read on it
     near = {
-        res.kind: {"accuracy": head["chance"]["accuracy"], "chance": head["chance"]["chance"]}
+        res.kind: {k: head["chance"].get(k) for k in ("accuracy", "chance", "macro_f1", "majority_macro_f1")}
         for res, head in zip(compared.heads, compared.summary["heads"])
         if (head.get("chance") or {}).get("near_chance")
     }
@@ -407,12 +407,23 @@ def _read(
 
 
 def near_chance_line(ig: Share, layer: str, near: dict[str, Any]) -> str:
-    """IG's line where the LAYA head is near chance on the test rows: no verdict, not "failed"."""
+    """IG's line where the LAYA head is near chance on the test rows: no verdict, not "failed". Where its
+    accuracy cannot tell (macro-F1 decides, training.quality.not_learned) it is not said to have learnt
+    nothing: its macro-F1 is named, as compare names it."""
+    from ..training.quality import macro_f1_decides, not_learned
+
+    acc, chance = float(near["accuracy"]), float(near["chance"])
+    f1, majority = near.get("macro_f1"), near.get("majority_macro_f1")  # None where compare had no predictions
+    learnt = (
+        not_learned("the LAYA head", acc, chance, f1=f1, majority_f1=majority, f1_of="its macro-F1 on these rows")
+        + ", so this run does not show that the head holds the planted layer"
+        if macro_f1_decides(acc, chance, f1, majority)
+        else "it learnt next to nothing of the label, so there is no planted layer in it to find"
+    )
     return (
         f"IG on the LAYA head ranks the signal layer {layer} first on {_pct(ig)}: no verdict: the LAYA head is near "
-        f"chance (test accuracy {near['accuracy']:.3f} vs chance {near['chance']:.3f}, fit-head's rule), it learnt "
-        "next to nothing of the label, so there is no planted layer in it to find and this run does not test the "
-        "pipeline (not passed; lower --noise or raise --rows)"
+        f"chance (test accuracy {acc:.3f} vs chance {chance:.3f}, fit-head's rule): {learnt}, and this run does "
+        "not test the pipeline (not passed; lower --noise or raise --rows)"
     )
 
 
@@ -530,7 +541,9 @@ def verdict_lines(
         )
     seeds = "this construction seed" if seed is None else f"construction seed {seed}"
     lines.append(
-        f"this verdict holds for {seeds} only (backbone, data and fit): another seed can fail; run several "
+        f"no verdict on {seeds}: the LAYA head is near chance; rerun with lower --noise or more --rows"
+        if near is not None
+        else f"this verdict holds for {seeds} only (backbone, data and fit): another seed can fail; run several "
         "(--seeds 3) and read the check as passed only when every seed passes"
     )
     return lines
