@@ -1150,3 +1150,21 @@ def test_a_head_of_one_layer_reads_alpha_as_not_applicable(digits_cache, tmp_pat
     assert all(
         "not applicable" in str(row[4 if t.id == "diagnose-errors" else 3]) for t in tables for row in t.rows[1:]
     )
+
+
+def test_a_near_chance_head_whose_macro_f1_decides_is_not_said_to_have_learnt_nothing():
+    """990:10 labels, a head right on 4 of the 10 minority rows: accuracy 0.994 beats the majority class
+    on too few rows to say it learned, and its macro-F1 (0.78 against 0.50) says it may have. The line
+    named the macro-F1 and then said "the scores of a head that learnt next to nothing say little";
+    it reads the macro-F1 rule once, as compare does."""
+    from laya_inspect.beyond.scoring import head_chance, near_chance_not_read
+
+    y = np.r_[np.zeros(990, int), np.ones(10, int)]
+    p = np.r_[np.zeros(990, int), np.ones(4, int), np.zeros(6, int)]
+    chance = head_chance("seed_0", 0.994, y, p)
+    line = near_chance_not_read([{"chance": chance}], "error detection")
+    assert line and chance["near_chance"] and "accuracy alone cannot show whether the head learned" in line
+    assert "learnt next to nothing" not in line, line
+    # a head that answers the majority class on every row is still one that learnt next to nothing
+    line = near_chance_not_read([{"chance": head_chance("seed_0", 0.99, y, np.zeros(1000, int))}], "error detection")
+    assert line and "the head learnt next to nothing" in line, line

@@ -339,7 +339,7 @@ def head_chance(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarra
         learnt = (
             not_learned("the head", accuracy, chance, f1=f1, majority_f1=majority, f1_of="its macro-F1 on these rows")
             if macro_f1_decides(accuracy, chance, f1, majority)
-            else "the head learnt next to nothing"
+            else "the head learnt next to nothing, so its scores say little about the rows"
         )
         caveat = f"{name}: accuracy {accuracy:.3f} on the test rows vs chance {chance:.3f} (majority class): {learnt}"
     return {"chance": chance if np.isfinite(chance) else None, "near_chance": said is not None, "caveat": caveat}
@@ -354,9 +354,8 @@ def near_chance_not_read(heads: Sequence[dict[str, Any]], what: str) -> str | No
     said = "; ".join(str(h["chance"]["caveat"]) for h in near)
     of = "" if len(heads) == 1 else f" ({len(near)} of {len(heads)} heads)"
     return (
-        f"{what} not read against msp: near chance{of}: {said}; the scores of a head that learnt next to nothing "
-        "say little about the rows, so none is said to beat msp or not (fit-head's rule, as compare withholds its "
-        "verdicts); the numbers are kept in summary.json"
+        f"{what} not read against msp: near chance{of}: {said}; so none is said to beat msp or not (fit-head's "
+        "rule, as compare withholds its verdicts); the numbers are kept in summary.json"
     )
 
 
