@@ -777,6 +777,7 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "no interval, so no verdict" in said and "one seed" not in said
+    assert "--bootstrap 0 (no intervals drawn: AUROCs as points only)" in settings_said(result.output)
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and "one seed" not in " ".join(again.output.split()), again.output
     drawn = json.loads((out.parent / "b0" / "summary.json").read_text())
@@ -816,6 +817,10 @@ def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report
     result = runner.invoke(app, [*args, "--bootstrap", "0", "--out", str(tmp_path / "none")], env=ENV)
     assert result.exit_code == 0, result.output
     assert "seed" not in settings_said(result.output)
+    # --bootstrap 0 draws no head's own interval: the line says what it does, as errors.csv shows
+    assert "--bootstrap 0 (no head's own intervals: errors.csv holds points only" in settings_said(result.output)
+    with open(tmp_path / "none" / "errors.csv") as f:
+        assert not any(row["auroc_ci_low"] for row in csv.DictReader(f))
 
 
 def test_diagnose_refuses_heads_it_would_pool_or_score_wrongly(digits_heads, tmp_path):

@@ -41,11 +41,13 @@ def test_diagnose_names_a_given_seed_that_draws_nothing() -> None:
     line = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(seed=3, n_boot=0), **heads), ONE_LINE))
     given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
     assert given == [
-        "--bootstrap 0 (each head's own intervals, errors.csv)",
+        "--bootstrap 0 (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)",
         "--seed 3 (decides nothing here: --bootstrap 0 and no --against)",
     ], line
     quiet = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), **heads), ONE_LINE))
     assert "seed" not in quiet, quiet
+    one = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), heads=[{}]), ONE_LINE))
+    assert "--bootstrap 0 (no intervals drawn: AUROCs as points only)" in one, one
 
 
 def test_the_settings_line_and_header_list_seeds_with_commas() -> None:

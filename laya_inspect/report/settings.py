@@ -185,8 +185,20 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         else:
             why = "decides nothing here: --bootstrap 0 and no --against"
             inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], why)
-        # over several heads the intervals shown are t over them: the bootstrap draws each head's own, in errors.csv
-        own += [(f"--bootstrap {n_boot:,}" + ("" if one else " (each head's own intervals, errors.csv)"), "n_boot")]
+        # over several heads the intervals shown are t over them: the bootstrap draws each head's own, in errors.csv;
+        # --bootstrap 0 draws none, so each head's AUROCs are points (and one head's differences are not read)
+        drawn = (
+            (
+                " (no intervals drawn: AUROCs as points only)"
+                if one
+                else " (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)"
+            )
+            if n_boot == 0
+            else ""
+            if one
+            else " (each head's own intervals, errors.csv)"
+        )
+        own += [(f"--bootstrap {n_boot:,}{drawn}", "n_boot")]
         own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
         # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
         own += [
