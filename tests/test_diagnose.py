@@ -386,13 +386,16 @@ def test_error_detection_is_read_against_chance_too():
     one = [{"auroc": {}}]
     _, line = _verdict({"errors": errors, "heads": one})  # under "no verdict: one seed"
     assert "0.5 is chance" in line
+    # one head's interval runs over its test rows: a reading of that fitted head, and the line says so
     assert line.endswith(
         "; alpha_entropy is not shown to tell errors and correct predictions apart better than chance"
-        " (its interval holds 0.5)"
+        " on this fitted head's rows (its interval holds 0.5)"
     )
     errors["auroc"]["alpha_entropy"] = auroc(0.396, 0.30, 0.48)
     _, below = _verdict({"errors": errors, "heads": one})
-    assert below.endswith("; alpha_entropy below chance (the whole AUROC interval under 0.5)")
+    assert below.endswith(
+        "; alpha_entropy below chance on this fitted head's rows (the whole AUROC interval under 0.5)"
+    )
     errors["auroc"]["alpha_entropy"] = auroc(0.80, 0.70, 0.90)
     _, fine = _verdict({"errors": errors, "heads": one})
     assert "chance)" in fine and "better than chance" not in fine and "below chance" not in fine
@@ -760,6 +763,21 @@ def test_one_head_gives_no_verdict_against_msp_up_front_and_keeps_the_numbers(di
     page = page_said(out / "report.html")
     assert "No verdict: one seed" in page and "no verdict: one seed" in page  # the reading and the table
     assert not any(w in page for w in ("α better", "α worse", "not distinguishable", "beats msp"))
+
+
+def test_one_head_reads_its_alpha_profiles_as_a_verdict_on_that_head(digits_heads, tmp_path):
+    """One head's diagnose opens "no verdict: one seed", yet its --against line read "α profiles of the
+    two caches: differ (…)" as a verdict on the method. The permutation runs over that head's rows: the
+    line says it reads this fitted head; over two heads it does not."""
+    cache, dirs, noisy = digits_heads
+    args = ["diagnose", "--cache", str(cache), "--against", str(noisy), "--bootstrap", "50", "--permutations", "50"]
+    for heads, name in (([dirs[0]], "one"), (dirs, "both")):
+        out = tmp_path / name
+        result = runner.invoke(app, [*args, *map(str, heads), "--device", "cpu", "--no-plots", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        (line,) = [v for v in json.loads((out / "summary.json").read_text())["verdict"] if v.startswith("α profiles")]
+        assert ("as this fitted head reads them" in line) == (name == "one"), line
+        assert line in " ".join(result.output.split())
 
 
 def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(digits_heads, tmp_path):

@@ -454,7 +454,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             lines.append(line + versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
-        lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
+        # a permutation over rows reads the fitted head it is given: with one head, that head, not the method
+        whose = " as this fitted head reads them (one seed: a verdict on this head, not on the method)" if one else ""
+        lines.append(f"α profiles of the two caches{whose}: {s['shift']['profiles']} (permutation p = {shown})")
         classes = shifted_classes(s)
         lines += [classes] if classes else []
     return lines

@@ -516,7 +516,9 @@ def _sides(heads: Sequence[dict[str, Any]], name: str) -> tuple[int, int] | None
 def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
     """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
     that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
-    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it."""
+    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it. With
+    one head the interval runs over its test rows: a reading of that fitted head, said so, not of the method."""
+    on = " on this fitted head's rows" if len(heads) == 1 else ""
     sides = {n: _sides(heads, n) or (0, 0) for n in names if _chance(auroc, n)}
     spread = [n for n, (up, down) in sides.items() if up and not down]  # each head alone above ½
     opposite = [n for n, (up, down) in sides.items() if up and down]  # each head alone off ½, seeds both ways
@@ -524,9 +526,9 @@ def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads:
     below = [n for n in names if _below_chance(auroc, n)]
     parts = []
     if len(none) == 1:
-        parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance (its interval holds 0.5)")
+        parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance{on} (its interval holds 0.5)")
     elif none:
-        parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance")
+        parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance{on}")
     if spread:
         parts.append(
             f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
@@ -545,7 +547,7 @@ def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads:
             if levels
             else ""
         )
-        parts.append(f"{' and '.join(below)} below chance (the whole AUROC interval under 0.5{at})")
+        parts.append(f"{' and '.join(below)} below chance{on} (the whole AUROC interval under 0.5{at})")
     return "".join(f"; {p}" for p in parts)
 
 
