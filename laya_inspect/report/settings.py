@@ -14,6 +14,8 @@ ONE_LINE = 10**6  # a width no settings line reaches: report.html's page wraps i
 
 
 NO_REFIT = "--no-refit refits nothing"
+# diagnose with --bootstrap 0 over several heads: no head's own interval, the t over heads still shown
+_NO_OWN_INTERVALS = " (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)"
 
 
 def _g(x: Any) -> str:
@@ -187,17 +189,10 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
             inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], why)
         # over several heads the intervals shown are t over them: the bootstrap draws each head's own, in errors.csv;
         # --bootstrap 0 draws none, so each head's AUROCs are points (and one head's differences are not read)
-        drawn = (
-            (
-                " (no intervals drawn: AUROCs as points only)"
-                if one
-                else " (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)"
-            )
-            if n_boot == 0
-            else ""
-            if one
-            else " (each head's own intervals, errors.csv)"
-        )
+        if n_boot == 0:
+            drawn = " (no intervals drawn: AUROCs as points only)" if one else _NO_OWN_INTERVALS
+        else:
+            drawn = "" if one else " (each head's own intervals, errors.csv)"
         own += [(f"--bootstrap {n_boot:,}{drawn}", "n_boot")]
         own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
         # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
