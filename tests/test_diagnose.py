@@ -348,7 +348,9 @@ def test_profiles_of_unshifted_caches_rarely_read_as_differing_for_some_heads():
     assert said.startswith("no detectable difference (p ≥ 0.0167 for every head, 0.05 over")
     assert profiles_verdict([0.01, 0.5, 0.5]).startswith("differ for some heads only (p < 0.0167 for 1 of 3")
     assert profiles_verdict([0.04, 0.03, 0.02]).startswith("differ (p < 0.05 for every head)")
-    assert profiles_verdict([0.3]) == "no detectable difference (p ≥ 0.05 for every head)"
+    assert profiles_verdict([0.3]) == (
+        "no detectable difference (p ≥ 0.05 for this fitted head: one seed, a verdict on this head, not on the method)"
+    )
 
 
 def test_the_verdicts_follow_the_evidence():
@@ -768,7 +770,7 @@ def test_one_head_gives_no_verdict_against_msp_up_front_and_keeps_the_numbers(di
 def test_one_head_reads_its_alpha_profiles_as_a_verdict_on_that_head(digits_heads, tmp_path):
     """One head's diagnose opens "no verdict: one seed", yet its --against line read "α profiles of the
     two caches: differ (…)" as a verdict on the method. The permutation runs over that head's rows: the
-    line says it reads this fitted head; over two heads it does not."""
+    line and report.html's reading say it reads this fitted head; over two heads they do not."""
     cache, dirs, noisy = digits_heads
     args = ["diagnose", "--cache", str(cache), "--against", str(noisy), "--bootstrap", "50", "--permutations", "50"]
     for heads, name in (([dirs[0]], "one"), (dirs, "both")):
@@ -776,8 +778,9 @@ def test_one_head_reads_its_alpha_profiles_as_a_verdict_on_that_head(digits_head
         result = runner.invoke(app, [*args, *map(str, heads), "--device", "cpu", "--no-plots", "--out", str(out)])
         assert result.exit_code == 0, result.output
         (line,) = [v for v in json.loads((out / "summary.json").read_text())["verdict"] if v.startswith("α profiles")]
-        assert ("as this fitted head reads them" in line) == (name == "one"), line
+        assert ("for this fitted head: one seed, a verdict on this head" in line) == (name == "one"), line
         assert line in " ".join(result.output.split())
+        assert ("for this fitted head" in page_said(out / "report.html")) == (name == "one")  # the reading too
 
 
 def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(digits_heads, tmp_path):

@@ -454,9 +454,7 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             lines.append(line + versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         shown = ", ".join(f"{v:.4g}" for v in p)
-        # a permutation over rows reads the fitted head it is given: with one head, that head, not the method
-        whose = " as this fitted head reads them (one seed: a verdict on this head, not on the method)" if one else ""
-        lines.append(f"α profiles of the two caches{whose}: {s['shift']['profiles']} (permutation p = {shown})")
+        lines.append(f"α profiles of the two caches: {s['shift']['profiles']} (permutation p = {shown})")
         classes = shifted_classes(s)
         lines += [classes] if classes else []
     return lines
@@ -466,7 +464,11 @@ def profiles_verdict(p: Sequence[float], level: float = 0.05) -> str:
     """The permutation tests' answer in words, over every head. "Differ" for every head needs each p
     below ``level``; "differ for some heads" is a claim about any one of m heads, so a head counts
     only below level/m (Bonferroni): at ``level`` each, 3 independent heads with nothing shifted read
-    "differ for some heads only" in 16.7% of simulated runs, 4.7% at level/m (bench/shift_null.py)."""
+    "differ for some heads only" in 16.7% of simulated runs, 4.7% at level/m (bench/shift_null.py).
+    One head's permutation runs over its rows: a verdict on that fitted head, not on the method, said so."""
+    if len(p) == 1:
+        word = "differ (p < " if p[0] < level else "no detectable difference (p ≥ "
+        return f"{word}{level:g} for this fitted head: one seed, a verdict on this head, not on the method)"
     if all(v < level for v in p):
         return f"differ (p < {level:g} for every head)"
     cut, m = level / len(p), len(p)
