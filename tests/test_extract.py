@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -124,6 +125,7 @@ def test_interrupted_run_resumes_to_identical_arrays(ckpt, tmp_path):
 _EDITED_NET = """
 import os
 import re
+from pathlib import Path
 from torch import nn
 
 
@@ -236,13 +238,14 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     )
     assert res.exit_code == 0, res.output
     said = " ".join(res.output.split())  # which rows and how stored, said beside the rows written
-    given = f"settings given: weights {ckpt} · ≤ 40 rows per split; "
+    given = f"settings given: weights {ckpt} · ≤ 40 rows per split · device cpu; "
     # the digits name no split: the test rows drawn from them are said (QA: "splits train,test" alone read
     # as the data's own split)
     drawn = "(the data name no split: test drawn stratified, 20% of 1,797 rows, seed 0)"
     left = (
-        f"left at their defaults: image size 8 (the images' own) · splits train,test {drawn} · seed 0 · "
-        "stored as float32"
+        "left at their defaults: layers all · pooling auto (the table says each layer's) · image size 8 "
+        "(the images' own) · no normalisation (the model was trained on inputs scaled to [0, 1] without "
+        f"mean/std) · splits train,test {drawn} · seed 0 · forward in float32 · stored as float32"
     )
     assert given + left in said
     with FeatureStore(tmp_path / "c.h5") as store:
@@ -263,9 +266,16 @@ def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
         "splits test (the data name no split: test drawn stratified, 20% of 1,797 rows, seed 3)",
         "seed 3",
         "stored as float16",
+        "device cpu",
     ]
     # --pool auto: each layer's pooling is in the table below; the 8-px digits reach the MLP as they are
-    assert left.split(" · ") == ["image size 8 (the images' own)", "every row"]
+    assert left.split(" · ") == [
+        "pooling auto (the table says each layer's)",
+        "image size 8 (the images' own)",
+        "no normalisation (the model was trained on inputs scaled to [0, 1] without mean/std)",
+        "every row",
+        "forward in float32",
+    ]
     with FeatureStore(tmp_path / "c.h5") as store:
         assert store.layer_names == ["blocks.1"] and store.splits == ["test"]
 
@@ -575,6 +585,7 @@ def test_a_users_file_inside_a_shards_folder_is_refused_and_kept_by_overwrite(ck
 _NUMBERED_NET = """
 import os
 import re
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -627,3 +638,57 @@ def test_logits_in_another_class_numbering_than_the_labels_are_warned_of_and_rec
     else:
         assert len(numbering) == 1 and re.search(said, numbering[0]), result.warnings
         assert numbering[0] in recorded
+
+
+CIFAR_JPEG = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
+
+
+@pytest.fixture(scope="module")
+def cifar_jpegs(tmp_path_factory):
+    """Two real CIFAR-10 JPEGs per class and split, airplane and cat, in an image folder (32 px, square)."""
+    import tarfile
+
+    if not CIFAR_JPEG.is_file():
+        pytest.skip(f"{CIFAR_JPEG} is absent (../shared/data/README.md)")
+    root, kept = tmp_path_factory.mktemp("cifar"), {}
+    with tarfile.open(CIFAR_JPEG) as tar:
+        for member in tar:
+            parts = Path(member.name).parts[-3:]
+            if not member.isfile() or len(parts) < 3 or parts[1] not in ("airplane", "cat"):
+                continue
+            if parts[0] in ("train", "test") and kept.get(parts[:2], 0) < 2:
+                kept[parts[:2]] = kept.get(parts[:2], 0) + 1
+                (root / parts[0] / parts[1]).mkdir(parents=True, exist_ok=True)
+                (root / Path(*parts)).write_bytes(tar.extractfile(member).read())
+            if len(kept) == 4 and min(kept.values()) == 2:
+                break
+    return root
+
+
+def test_cli_extract_says_and_records_every_default_that_shapes_the_rows(cifar_jpegs, tmp_path):
+    """QA: extract --model torchvision:mobilenet_v2 --weights W --data imagefolder:DIR --image-size 96 named
+    no resize, no normalisation beside the settings, and not the device: the stretch, the ImageNet mean/std
+    (torchvision's preset for the architecture, which the user's own weights need not share) and the device
+    are said left at their defaults, and the cache records which options were left at them."""
+    import torchvision
+
+    weights = tmp_path / "mnv2.pt"
+    torch.save(torchvision.models.mobilenet_v2(num_classes=2).state_dict(), weights)
+    args = ["extract", "--model", "torchvision:mobilenet_v2", "--weights", str(weights), "--image-size", "48"]
+    args += ["--data", f"imagefolder:{cifar_jpegs}", "--layers", "-1", "--out", str(tmp_path / "c.h5")]
+    res = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert res.exit_code == 0, res.output
+    given, left = settings_said(res.output).split("; left at their defaults: ")
+    left_items = left.split(" · ")
+    assert "resize stretch (straight to the size)" in left_items, res.output
+    norm = [x for x in left_items if x.startswith("normalize ")]
+    assert norm == [
+        "normalize mean 0.485,0.456,0.406 / std 0.229,0.224,0.225 (the model's: its architecture's preset, "
+        "assumed for --weights; --normalize if trained otherwise)"
+    ], res.output
+    assert "device cpu (auto)" in left_items or "device cuda (auto)" in left_items, res.output
+    assert "forward in float32" in left_items and "image size 48" in given.split(" · "), res.output
+    with FeatureStore(tmp_path / "c.h5") as store:
+        assert {"resize", "normalize", "device", "amp", "pool", "batch_size"} <= set(store.attrs["config_defaults"])
+        assert "image_size" not in store.attrs["config_defaults"]
+        assert store.attrs["device"] in ("cpu", "cuda:0", "cuda") and store.attrs["batch_size"] >= 1

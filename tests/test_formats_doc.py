@@ -226,7 +226,8 @@ def test_summary_csv_columns(outputs: Path) -> None:
 def test_cache_attributes(tmp_path: Path) -> None:
     """The cache block names every root attribute, split-group attribute and dataset of a cache extract
     writes, and names no root attribute it does not (working_dir: the CLI's, not a module's;
-    overwrite_notes: only where --overwrite replaced a cache with no record)."""
+    overwrite_notes: only where --overwrite replaced a cache with no record; config_defaults and batch_size:
+    the command's options, which batches given in memory have none of)."""
     import h5py
     import torch
     from torch import nn
@@ -247,7 +248,7 @@ def test_cache_attributes(tmp_path: Path) -> None:
         group = f["test"]
         in_split = set(group.attrs) | {"layer_000" if k.startswith("layer_") else k for k in group}
     assert not attrs - documented, f"cache attributes docs/FORMATS.md does not name: {sorted(attrs - documented)}"
-    named_only = documented - attrs - {"working_dir", "overwrite_notes"}
+    named_only = documented - attrs - {"working_dir", "overwrite_notes", "config_defaults", "batch_size"}
     assert not named_only, f"named, not written: {sorted(named_only)}"
     split_named = set(re.findall(r"[a-z][a-z_0-9]*", split))
     assert in_split <= split_named, f"split contents not named: {sorted(in_split - split_named)}"

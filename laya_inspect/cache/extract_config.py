@@ -158,4 +158,5 @@ class ExtractResult:
     world_size: int = 1  # processes that wrote it (torchrun)
     transforms: dict = dataclasses.field(default_factory=dict)  # how inputs reached the model, as the cache records
     split_info: dict = dataclasses.field(default_factory=dict)  # how the rows were split, as the cache records
+    device: str = ""  # the device the backbone ran on (--device auto resolved)
     layers_how: str = ""  # the rule that picked the model's default layers, where --layers all took a fallback's

@@ -144,6 +144,7 @@ def extract_from_module(
         "warnings": [*reran, *lopsided, *([moved] if moved else []), *logits],
         "compute_dtype": "float32",
         "world_size": 1,
+        "device": str(dev),
     }
     widths = [int(first.features[i].shape[1]) for i in range(len(names))]
     with output_lock(out):

@@ -25,6 +25,7 @@ from ..models import load_model
 from ..models.base import module_kind, rerun_warning
 from ..models.sizes import call_order, classifier_inputs, layer_macs, output_states, unit_sizes, with_units
 from ..models.weights import sha256_file
+from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
 from .extract_config import (
     ACTIVATION_BUDGET,
@@ -114,6 +115,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     params, macs = _output_states(model, params, macs, names, inputs)
+    batch = config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n))
     attrs = {
         **artifact_header(),
         "model_spec": config.model,
@@ -145,6 +147,10 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "warnings": warnings,
         "compute_dtype": "float32" if compute is None else f"{_name(compute)} (autocast)",
         "world_size": world_size,
+        # what the run was told and what it left to its defaults (resumed runs keep the first run's)
+        "config_defaults": defaulted(config),
+        "device": str(device),
+        "batch_size": batch,  # rows per forward: no number depends on it beyond rounding
     }
     return Prepared(
         model=model,
@@ -156,7 +162,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         pooling=[decided[n] for n in names],
         num_logits=num_logits,
         attrs=attrs,
-        batch_size=config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n)),
+        batch_size=batch,
         warnings=warnings,
     )
 
@@ -314,6 +320,7 @@ def result_of(
         batch_size=prep.batch_size,
         world_size=world_size,
         transforms=prep.data.transforms,
+        device=str(prep.device),
         layers_how=getattr(prep.model, "default_layers_how", "") if config.layers == "all" else "",
     )
 

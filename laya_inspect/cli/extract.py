@@ -114,7 +114,6 @@ def extract_command(
     if resumed:
         said = ", ".join(f"{s}: {n:,} rows" for s, n in resumed.items())
         console.print(f"resumed from the rows already written ({said})", highlight=False)
-    console.print(f"input normalisation: {result.normalization}", highlight=False)
     for warning in result.warnings:
         wrapped(warning, lead="warning: ", style="yellow", err=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
@@ -135,30 +134,68 @@ def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, b
     given += [("random initial weights", False)] if config.random_init else []
     pooled = sum(how == config.pool for how in result.pooling)
     pool = f"pooling {config.pool}"
-    if pooled < len(result.pooling):
+    if config.pool == "auto":  # each layer's own rule: the table names what it chose
+        pool += " (the table says each layer's)"
+    elif pooled < len(result.pooling):
         pool += f" on {pooled} of {len(result.pooling)} layers (the table says each)"
+    # the layers read and their pooling, said left at their defaults too: the table names the layers,
+    # not that --layers all chose them
+    given += [(f"layers {config.layers}", "layers" in left), (pool, "pool" in left)]
     given += [
         (text, False)
         for name, text in (
-            ("layers", f"layers {config.layers}"),
-            ("pool", pool),
-            # how images reach the model, stated below (normalisation) or in a warning when left to it
-            ("resize", f"resize {config.resize}"),
-            ("normalize", f"normalize {config.normalize}"),
             ("amp", "bfloat16 autocast"),
             ("allow_nonfinite", "NaN/inf activations kept"),
         )
         if name not in left
     ]
     given += _image_size(result.transforms, "image_size" in left)
+    given += _inputs(config, result.transforms, left)
     # a fallback rule read the model's structure to pick the layers: say which, as the table cannot
     given += [(f"layers all: {result.layers_how}", True)] if result.layers_how else []
-    return given + [  # which rows (--limit's subset, a dataset's own split) and the stored precision
+    device = f"device {result.device or config.device}" + " (auto)" * (config.device == "auto")
+    return given + [  # which rows (--limit's subset, a dataset's own split), the precision and the device
         (f"splits {','.join(config.splits)}{_drawn(result.split_info)}", "splits" in left),
         ("every row" if config.limit is None else f"≤ {config.limit:,} rows per split", "limit" in left),
         (f"seed {config.seed}", "seed" in left),
+        *([] if config.amp else [("forward in float32", True)]),  # --amp is said as given above
         (f"stored as {config.dtype}", "dtype" in left),
+        # its floating point moves the last digits of every row
+        (device, "device" in left),
     ]
+
+
+def _inputs(config: ExtractConfig, transforms: dict, left: list[str]) -> list[tuple[str, bool]]:
+    """How inputs reached the model, each step that decides the rows: the resize's fit, a colour change,
+    the normalisation and where it came from, a text's token limit. A torchvision or timm model's
+    mean/std come from its architecture's preset, which a user's own --weights need not share: said so."""
+    items: list[tuple[str, bool]] = []
+    resize, channels, norm = transforms.get("resize"), transforms.get("channels"), transforms.get("normalize")
+    if resize or "resize" not in left:
+        fit = (resize or {}).get("fit") or config.resize or "stretch"
+        kept = " (straight to the size)" if fit == "stretch" else " (shorter side scaled, centre crop)"
+        items.append((f"resize {fit}{kept if resize else ' (no image resized)'}", "resize" in left))
+    if channels:
+        items.append((f"colour {channels['from']}→{channels['to']} channels ({channels['how']}, the model's)", True))
+    if isinstance(norm, dict):
+        if norm.get("applied"):
+            text = f"normalize mean {_vals(norm['mean'])} / std {_vals(norm['std'])}"
+            if norm.get("from") == "model":
+                text += " (the model's"
+                if config.weights and config.model.split(":", 1)[0] in ("torchvision", "timm"):
+                    text += ": its architecture's preset, assumed for --weights; --normalize if trained otherwise"
+                text += ")"
+        else:
+            why = str(norm.get("why") or norm.get("from")).removeprefix("none: ")
+            text = f"no normalisation ({why})"
+        items.append((text, "normalize" in left))
+    if transforms.get("kind") == "text":  # no option sets it: always the default
+        items.append((f"texts cut at {transforms.get('max_length')} tokens", True))
+    return items
+
+
+def _vals(v: list) -> str:
+    return ",".join(f"{x:g}" for x in v)
 
 
 def _drawn(info: dict) -> str:
