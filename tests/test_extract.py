@@ -244,8 +244,9 @@ def test_cli_extract_and_list_layers(ckpt, tmp_path):
     drawn = "(the data name no split: test drawn stratified, 20% of 1,797 rows, seed 0)"
     left = (
         "left at their defaults: layers all · pooling auto (the table says each layer's) · image size 8 "
-        "(the images' own) · no normalisation (the model was trained on inputs scaled to [0, 1] without "
-        f"mean/std) · splits train,test {drawn} · seed 0 · forward in float32 · stored as float32"
+        "(the images' own) · images read as greyscale (1 channel) · no normalisation (the model was trained "
+        f"on inputs scaled to [0, 1] without mean/std) · splits train,test {drawn} · seed 0 · "
+        "forward in float32 · stored as float32"
     )
     assert given + left in said
     with FeatureStore(tmp_path / "c.h5") as store:
@@ -272,6 +273,7 @@ def test_cli_extract_settings_line_states_every_setting_given(ckpt, tmp_path):
     assert left.split(" · ") == [
         "pooling auto (the table says each layer's)",
         "image size 8 (the images' own)",
+        "images read as greyscale (1 channel)",
         "no normalisation (the model was trained on inputs scaled to [0, 1] without mean/std)",
         "every row",
         "forward in float32",
@@ -681,6 +683,7 @@ def test_cli_extract_says_and_records_every_default_that_shapes_the_rows(cifar_j
     given, left = settings_said(res.output).split("; left at their defaults: ")
     left_items = left.split(" · ")
     assert "resize stretch (straight to the size)" in left_items, res.output
+    assert "images read as RGB (3 channels)" in left_items, res.output
     norm = [x for x in left_items if x.startswith("normalize ")]
     assert norm == [
         "normalize mean 0.485,0.456,0.406 / std 0.229,0.224,0.225 (the model's: its architecture's preset, "

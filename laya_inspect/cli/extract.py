@@ -177,6 +177,9 @@ def _inputs(config: ExtractConfig, transforms: dict, left: list[str]) -> list[tu
         items.append((f"resize {fit}{kept if resize else ' (no image resized)'}", "resize" in left))
     if channels:
         items.append((f"colour {channels['from']}→{channels['to']} channels ({channels['how']}, the model's)", True))
+    elif transforms.get("kind") == "image":  # no option sets it: files are decoded to the channels the model takes
+        n = transforms["output"][0]
+        items.append((f"images read as {_COLOUR.get(n, f'{n} channels')}", True))
     if isinstance(norm, dict):
         if norm.get("applied"):
             text = f"normalize mean {_vals(norm['mean'])} / std {_vals(norm['std'])}"
@@ -192,6 +195,9 @@ def _inputs(config: ExtractConfig, transforms: dict, left: list[str]) -> list[tu
     if transforms.get("kind") == "text":  # no option sets it: always the default
         items.append((f"texts cut at {transforms.get('max_length')} tokens", True))
     return items
+
+
+_COLOUR = {1: "greyscale (1 channel)", 3: "RGB (3 channels)"}
 
 
 def _vals(v: list) -> str:
