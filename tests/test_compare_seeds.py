@@ -5,12 +5,15 @@ summary.json, the terminal and report.html (docs/METHOD.md, "Across seeds")."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
+import torch
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -732,3 +735,96 @@ def test_a_head_that_reads_one_layer_is_not_read_against_the_constant_rule(digit
     (section,) = seed_sections(last_only)
     cells = [c.text if hasattr(c, "text") else str(c) for t in section.tables for r in t.rows for c in r]
     assert any(said in c for c in cells) and not any("identical to" in c or "does not beat" in c for c in cells)
+
+
+def _compare(digits_cache: Path, tmp_path: Path, kinds: tuple[str, ...], methods: tuple[str, ...], **kw) -> dict:
+    """compare on real digits over heads fitted in a second (``kinds``: "kind" or "kind:seed"); a head
+    named "zero" is a 'last' head with every weight zeroed, so its logits move with no layer."""
+    from helpers import fit_quickly
+
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.compare.run import CompareConfig, compare_heads
+    from laya_inspect.head_dir import cache_identity, save_head
+
+    with FeatureStore(digits_cache) as store:
+        meta = cache_identity(store) | {"trained_by": "test"}
+        dirs = []
+        for spec in kinds:
+            kind, seed = (spec.split(":") + ["0"])[:2]
+            head = fit_quickly("last" if kind == "zero" else kind, store, 40, seed=int(seed))
+            if kind == "zero":
+                with torch.no_grad():
+                    for p in head.parameters():
+                        p.zero_()
+            dirs.append(save_head(tmp_path / kind / f"seed_{seed}", head, meta=meta | {"seed": int(seed)}))
+        config = CompareConfig(limit=80, n_boot=50, device="cpu", plots=False, methods=methods, workers=1, **kw)
+        return compare_heads(dirs, store, config, out_dir=tmp_path / "out").summary
+
+
+def test_a_head_that_reads_one_layer_compares_no_method_with_another(digits_cache: Path, tmp_path: Path) -> None:
+    """On a 'last' head Grad-CAM and IG are 0 outside the one layer it reads, so their top-layer agreement
+    and the paired difference between them read one sign per row (the demo: "IG picks the same top layer
+    … 99%", "not shown to order the layers better or worse than Grad-CAM (ρ 0.99 vs 0.99 …)"). No
+    method is compared with another there, the reading leads with a head that reads several layers, and
+    the random reference, noise on every layer, keeps its verdict against the constant rule."""
+    from laya_inspect.report.reading import compare_headline, compare_reading, head_sentences, versus_constant
+    from laya_inspect.report.terminal import versus_table
+
+    summary = _compare(digits_cache, tmp_path, ("last:0", "last:1", "concat"), ("gradcam", "ig", "random"))
+    heads = {h["name"]: h for h in summary["heads"]}
+    last = heads["last-seed_0"]
+    assert last["layers_read"] == [2] and heads["concat-seed_0"]["layers_read"] == [0, 1, 2]
+    assert all(s["vs_methods"] == {} for s in last["methods"].values()), last["methods"]
+    assert last["best"] == {} and any(n.startswith("no method is marked best") for n in last["notes"]), last["best"]
+    assert heads["concat-seed_0"]["methods"]["ig"]["vs_methods"]  # a head that reads several is compared as before
+    verdicts = {m: s["vs_constant"]["verdict"] for m, s in last["methods"].items()}
+    assert verdicts["gradcam"] == verdicts["ig"] == "not applicable", verdicts
+    # random's top layer is noise: its difference from the rule is measured, below 0 on top-layer agreement
+    assert verdicts["random"] in ("worse", "mixed") and "note" not in last["methods"]["random"]["vs_constant"]
+    assert last["methods"]["random"]["vs_constant"]["top_layer_agreement"]["ci_high"] < 0
+
+    assert "concat" in compare_headline(summary)[0]  # led by the head that reads several layers
+    said = "not applicable (the head reads one layer)"
+    for text in [*head_sentences(summary, last), *compare_reading(summary).details]:
+        assert "picks the same top layer" not in text or "last-seed" not in text, text
+        assert "order the layers" not in text or "last-seed" not in text, text
+    assert any(said in t and "last-seed_0" in t for t in head_sentences(summary, last))
+    only_last = summary | {"heads": [last, heads["last-seed_1"]]}
+    (first,) = compare_headline(only_last)
+    assert said in first and "picks the same top layer" not in first, first
+    ig = versus_constant("ig", last["methods"]["ig"], last["references"]["constant"])
+    assert ig is not None and ig.split(": ")[0].count("against") == 1 and said in ig, ig
+
+    table = " ".join(_render([versus_table(last)]).split())
+    assert f"n/a = {said}" in table and "every verdict" not in table, table
+    line = " ".join(_render([verdict_line(last)]).split())
+    assert f"random {verdicts['random']}" in line, line
+    assert line.count(said) == 2, line  # Grad-CAM's and IG's, not random's
+    page = " ".join(html.unescape(re.sub("<[^>]+>", " ", (tmp_path / "out" / "report.html").read_text())).split())
+    about_last = re.findall(r"[^.]*last-seed_\d[^.]*\.", page)
+    assert any(t.startswith(" No method is read on last-seed_0") for t in about_last), about_last
+    assert not any("picks the same top layer" in t or "order the layers" in t for t in about_last), about_last
+
+
+def test_a_head_that_reads_no_layer_is_said_to(digits_cache: Path, tmp_path: Path) -> None:
+    """A head whose logits do not move with any layer (a 'last' head with its weights zeroed) was said to
+    "read one layer": every score, check and verdict on it is meaningless, and it is said to read none,
+    in summary.json, the sanity checks, the terminal and the reading."""
+    from laya_inspect.report.reading import compare_headline
+    from laya_inspect.report.sanity import terminal_block
+    from laya_inspect.report.terminal import versus_table
+
+    summary = _compare(digits_cache, tmp_path, ("zero",), ("gradcam", "ig", "random"), sanity=True)
+    (head,) = summary["heads"]
+    assert head["layers_read"] == []
+    for m, s in head["methods"].items():  # random too: every LOLO effect is 0, so nothing is measured
+        assert s["vs_constant"]["verdict"] == "not applicable", m
+        assert "logits move with no layer" in s["vs_constant"]["note"], s["vs_constant"]["note"]
+        assert s["vs_methods"] == {}, m
+    checks = [c for step in summary["sanity"]["heads"][head["name"]]["model"] for c in step["methods"].values()]
+    assert checks and all(c["verdict"] == "not applicable" and "with no layer" in c["note"] for c in checks)
+    said = "not applicable (the head reads no layer)"
+    assert said in compare_headline(summary)[0], compare_headline(summary)
+    assert f"every verdict {said}" in " ".join(_render([versus_table(head)]).split())
+    text = " ".join(_render(terminal_block(summary, False)).split())
+    assert said in text and "reads one layer" not in text, text

@@ -35,7 +35,7 @@ from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..options import MAX_RESAMPLES
 from ..training.stats import family
 from . import metrics as M
-from .records import NOT_APPLICABLE, ONE_LAYER, score_value
+from .records import NOT_APPLICABLE, score_value
 
 if TYPE_CHECKING:
     from .effects import Measured
@@ -320,28 +320,29 @@ def versus_constant(
     caveat: bool,
     n_boot: int,
     seed: int,
-    one_layer: bool = False,
+    inapplicable: str | None = None,
 ) -> dict[str, Any]:
     """method − constant on each headline score, each interval at VERDICT_CONFIDENCE, and the verdict
-    (a key of :data:`.records.VERDICTS`): NOT_APPLICABLE, with :data:`ONE_LAYER` as its note, on a head
-    that reads one layer (``one_layer``), where the rule and every gradient method agree by construction."""
+    (a key of :data:`.records.VERDICTS`): NOT_APPLICABLE, with ``inapplicable`` as its note (ONE_LAYER,
+    NO_LAYER of :mod:`.records`), on a head that reads fewer than two layers, where the rule and every
+    gradient method agree by construction."""
     if constant is None:
         return {"verdict": "no constant", **{k: None for k in HEADLINE}}
     diffs = {k: paired(k, a, constant, n_boot=n_boot, seed=seed, confidence=VERDICT_CONFIDENCE) for k in HEADLINE}
     same = same_scores(a, constant)
-    word = (
-        "withheld"
+    word = (  # a head that reads one layer (or none) undoes every score, whatever else holds: said first
+        NOT_APPLICABLE
+        if inapplicable
+        else "withheld"
         if caveat
         else "circular"
         if circular
-        else NOT_APPLICABLE
-        if one_layer
         else "identical"
         if same
         else verdict(diffs)
     )
     out = {"verdict": word, **{k: None if d is None else d.to_dict() for k, d in diffs.items()}}
-    return out | ({"note": ONE_LAYER} if word == NOT_APPLICABLE else {})
+    return out | ({"note": inapplicable} if word == NOT_APPLICABLE else {})
 
 
 def candidates(means: Mapping[str, Mapping[str, Any]], circular: Mapping[str, str | None], key: str) -> dict[str, Any]:

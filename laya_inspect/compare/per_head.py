@@ -13,6 +13,7 @@ from ..choices import TIE_TOLERANCE
 from . import metrics as M
 from .lolo import ABLATIONS
 from .paired import constant_rule
+from .records import inapplicable
 from .scores import ablation_summary
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ def head_summary(
 ) -> dict[str, Any]:
     """Everything about one head: its ablations (the first also at the top level, as in schema 1),
     and the first ablation's scores per target class. ``layers_read``: the positions of the layers
-    its logits depend on (:func:`.sanity.layers_read`); one alone, and no method is read against the
-    constant rule."""
+    its logits depend on (:func:`.sanity.layers_read`); one alone or none, and no method is read against
+    another, nor against the constant rule (the random reference, on one layer, excepted)."""
     num_classes = max(len(class_names), int(r.logits.shape[1]))
     info: dict[str, dict[str, Any]] = {}
     for m in r.scores:
@@ -61,7 +62,7 @@ def head_summary(
             constant=constant,
             kind=r.kind,
             head_caveat=chance["caveat"],
-            one_layer=layers_read is not None and len(layers_read) < 2,
+            inapplicable=inapplicable(layers_read),
         )
         for a in r.ablations
     }

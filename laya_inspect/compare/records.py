@@ -359,11 +359,31 @@ VERDICTS = {
 }
 # why a head that reads one layer has no verdict against the constant rule (summary.json's "note")
 ONE_LAYER = (
-    "every row's LOLO effect, every attribution and the constant rule's profile are 0 outside the one layer the "
+    "every row's LOLO effect, every attribution but random's and the constant rule's profile are 0 "
+    "outside the one layer the "
     "head reads: the rule ranks that layer first on every row, as the effects do, so no method can beat it, and "
     "a method's scores read one sign per row (its attribution there against zeros elsewhere), whatever the head "
     "learned"
 )
+# why a head whose logits move with no layer (a constant head, its weights zeroed) has no verdict at all
+NO_LAYER = (
+    "the head's logits move with no layer (each replaced in turn by seeded noise): every LOLO effect and every "
+    "gradient attribution is 0 on every layer, so no score, check or comparison says anything of the head"
+)
+
+
+def inapplicable(layers_read: Sequence[int] | None) -> str | None:
+    """Why a head's methods are read against nothing (the note, ONE_LAYER or NO_LAYER), from the layers its
+    logits depend on; None where it reads several, or the summary does not say (written before)."""
+    if layers_read is None or len(layers_read) > 1:
+        return None
+    return ONE_LAYER if len(layers_read) == 1 else NO_LAYER
+
+
+def inapplicable_said(note: Any) -> str:
+    """ "not applicable (the head reads one layer)", or "… no layer)" for a NO_LAYER note."""
+    return f"{NOT_APPLICABLE} (the head reads {'no' if note == NO_LAYER else 'one'} layer)"
+
 
 # the headline scores' names in a verdict's words
 VERSUS_LABELS = {

@@ -26,7 +26,7 @@ from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
 from .draws import seeded_rows
 from .lolo import forward_rows
-from .records import NOT_APPLICABLE
+from .records import NO_LAYER, NOT_APPLICABLE
 
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
 EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
@@ -76,7 +76,8 @@ CHOICES = {
     "skipped": "random (reads no weight of the head)",
     "one_layer": f"{NOT_APPLICABLE} on every method and check (no pass, no fail) for a head whose logits change "
     "with one layer alone (each layer in turn replaced by seeded noise on the checked rows: layers_read): "
-    f"{ONE_LAYER}; the permuted-label head's accuracy is still read against chance",
+    f"{ONE_LAYER}; likewise for a head whose logits change with no layer ({NO_LAYER}); the permuted-label "
+    "head's accuracy is still read against chance",
 }
 
 
@@ -256,11 +257,12 @@ class Trained:
         return M.faithfulness(scores, self.effects, n_boot=self.n_boot, seed=self.seed, tol=TIE_TOLERANCE)
 
     def versus(
-        self, head: Head, keep: dict[str, Any] | None = None, check: str = "", one_layer: bool = False
+        self, head: Head, keep: dict[str, Any] | None = None, check: str = "", inapplicable: str | None = None
     ) -> dict[str, Any]:
         """Every method of ``head`` (randomised) against the trained head's: ρ, verdict, faithfulness;
-        its scores kept in ``keep`` under "<check>/<method>". ``one_layer``: the trained head reads one
-        layer (:func:`layers_read`), so every verdict is NOT_APPLICABLE, neither passed nor failed."""
+        its scores kept in ``keep`` under "<check>/<method>". ``inapplicable``: why the trained head's
+        attributions say nothing (:func:`.records.inapplicable`: it reads one layer, or none), so every
+        verdict is NOT_APPLICABLE, with it as the note, neither passed nor failed."""
         out = {}
         for m, trained in self.scores.items():
             scores = attribute(m, head, self.hs, self.target, self.options).scores
@@ -276,8 +278,8 @@ class Trained:
                 word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
             elif note is None and word != "undefined" and n_boot == 0:
                 word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
-            if one_layer:  # ρ is ±1 by one sign per row: its mean reads the signs, not what the head learned
-                word, note = NOT_APPLICABLE, ONE_LAYER
+            if inapplicable:  # ρ is ±1 by one sign per row (or all 0): it reads the signs, not what the head learned
+                word, note = NOT_APPLICABLE, inapplicable
             out[m] = {
                 "rank_correlation": rank.to_dict(),
                 "verdict": word,
@@ -307,7 +309,7 @@ def one_profile(rho: np.ndarray, scores: np.ndarray, trained: np.ndarray) -> tup
 
 
 def model_randomisation(
-    head: Head, trained: Trained, init_seed: int, keep: dict[str, Any], one_layer: bool = False
+    head: Head, trained: Trained, init_seed: int, keep: dict[str, Any], inapplicable: str | None = None
 ) -> list[dict[str, Any]]:
     """Per cascade step: what was re-initialised and every method's comparison with the trained head."""
     new = fresh(head, init_seed)
@@ -316,7 +318,7 @@ def model_randomisation(
         rand = randomised(head, new, names)
         n = int(sum(p.numel() for k, p in rand.named_parameters() if k in names))
         modules = sorted({k.split(".")[0] for k in names})
-        methods = trained.versus(rand, keep, step, one_layer)
+        methods = trained.versus(rand, keep, step, inapplicable)
         out.append({"step": step, "reinitialised": modules, "n_parameters": n, "methods": methods})
     return out
 
@@ -330,7 +332,7 @@ def data_randomisation(
     trained: Trained,
     real_accuracy: float,
     keep: dict[str, Any],
-    one_layer: bool = False,
+    inapplicable: str | None = None,
 ) -> dict[str, Any]:
     """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
     its mean weight profile, and every method's comparison with the trained head."""
@@ -346,8 +348,8 @@ def data_randomisation(
     real_bound = chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1)))
     real_above = bool(real_accuracy > real_bound)
     bound = chance + 0.5 * (real_accuracy - chance)
-    methods = trained.versus(perm, keep, "labels", one_layer)
-    if not real_above and not one_layer:  # nothing learnt from the labels to randomise: read as nothing
+    methods = trained.versus(perm, keep, "labels", inapplicable)
+    if not real_above and not inapplicable:  # nothing learnt from the labels to randomise: read as nothing
         why = "the real head is not above chance: it learnt nothing from the labels for this check to take away"
         for entry in methods.values():
             entry.update(verdict="undefined", passed=False, note=why)
@@ -397,11 +399,12 @@ def check_head(
     emit({"event": "step", "head": result.name, "step": "sanity: re-initialised weights"})
     keep: dict[str, Any] = {"rows": pick}
     drawn = seeds(seed, head_seed(cfg))
-    one_layer = len(read) < 2  # every attribution 0 outside one layer: ρ is structural (ONE_LAYER)
-    model = model_randomisation(head, trained, drawn["init_seed"], keep, one_layer)
+    # every attribution 0 outside one layer (or everywhere): ρ is structural
+    why = None if len(read) > 1 else ONE_LAYER if read else NO_LAYER
+    model = model_randomisation(head, trained, drawn["init_seed"], keep, why)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
     real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
-    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep, one_layer)
+    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep, why)
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
     out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "seeds": drawn}
     out["layers_read"] = read  # positions of the layers the head's logits depend on (one: NOT_APPLICABLE)

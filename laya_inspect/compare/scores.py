@@ -26,6 +26,7 @@ from .paired import (
     significant_best,
     versus_constant,
 )
+from .records import ONE_LAYER, inapplicable_said
 
 BEST_METRICS = (
     "faithfulness",
@@ -257,14 +258,15 @@ def ablation_summary(
     constant: Constant | None = None,
     kind: str = "",
     head_caveat: str | None = None,
-    one_layer: bool = False,
+    inapplicable: str | None = None,
 ) -> dict[str, Any]:
     """Everything about one (head, ablation): lolo, methods, references (the constant rule's among
     them when the head has one), each method against the constant rule, circular pairs, caveats,
     and "best" with the paired tests behind it. ``method_info[m]`` holds the method's
     ablation-independent keys (params, ig_delta, …); ``head_caveat`` one said of the head itself
-    (:func:`chance_check`), which withholds as the others do; ``one_layer``: the head reads one layer, so
-    no method is read against the constant rule (:data:`.records.ONE_LAYER`)."""
+    (:func:`chance_check`), which withholds as the others do; ``inapplicable``: why the head's attributions
+    are read against nothing (:func:`.records.inapplicable`: it reads one layer, or none), so no method is
+    read against another, and none but the random reference against the constant rule."""
     lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     cav += [head_caveat] if head_caveat else []
@@ -303,14 +305,22 @@ def ablation_summary(
             caveat=bool(cav),
             n_boot=n_boot,
             seed=seed,
-            one_layer=one_layer,
+            # random's scores are seeded noise on every layer, not 0 outside the one the head reads: its
+            # difference from the rule is measured, not fixed by construction (with no layer read, the
+            # effects are 0 everywhere and nothing is measured)
+            inapplicable=None if name == "random" and inapplicable == ONE_LAYER else inapplicable,
         )
-    compared = [m for m in methods if m != "random" and not circular[m]]
+    # one layer read: every gradient method scores one sign per row, so a paired difference between two
+    # of them reads those signs, not an ordering of the layers (ONE_LAYER); none is drawn
+    compared = [] if inapplicable else [m for m in methods if m != "random" and not circular[m]]
     for name, vs in versus_methods(values, compared, n_boot=n_boot, seed=seed).items():
         methods[name]["vs_methods"] = vs
     for name in methods:
         methods[name].setdefault("vs_methods", {})
     best, tests = significant_best(methods, values, circular, const_values, BEST_METRICS, n_boot=n_boot, seed=seed)
+    if inapplicable:  # a best mark is a method read against its runner-up: one sign per row, as vs_methods
+        best, tests = {}, {}
+        notes.append(f"no method is marked best: {inapplicable_said(inapplicable)}")
     if constant is None:
         notes.append(
             "no constant rule: the head has no layer weights and neither IG nor Grad-CAM ran, so 'best' "

@@ -12,7 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..compare.records import NOT_APPLICABLE, ON_ITS_OWN, ONE_LAYER, VERDICTS, carried
+from ..compare.records import NOT_APPLICABLE, ON_ITS_OWN, ONE_LAYER, VERDICTS, carried, inapplicable_said
 from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
@@ -34,12 +34,33 @@ LINE_WORDS = {"not shown": "does not beat the rule", "identical": "identical to 
 }
 
 
-def one_layer_line(verdicts: list[Any]) -> str | None:
-    """The line under a table whose every verdict is NOT_APPLICABLE (a head that reads one layer), in the
-    sanity checks' words; None otherwise."""
-    if not verdicts or any(v != NOT_APPLICABLE for v in verdicts):
+def one_layer_line(verdicts: list[Any], note: Any = None) -> str | None:
+    """The line under a table with a NOT_APPLICABLE verdict (a head that reads one layer, or none: ``note``,
+    the verdicts' own, says which), in the sanity checks' words; None without one. "every verdict" where
+    all are; else "n/a =": the random reference keeps its verdict on a head that reads one layer."""
+    if NOT_APPLICABLE not in verdicts:
         return None
-    return f"every verdict {VERDICTS[NOT_APPLICABLE]}: {ONE_LAYER}"
+    lead = "every verdict" if all(v == NOT_APPLICABLE for v in verdicts) else "n/a ="
+    return f"{lead} {inapplicable_said(note)}: {note or ONE_LAYER}"
+
+
+def with_one_layer_line(lines: list[str], verdicts: list[Any], note: Any = None) -> list[str]:
+    """A table's caption lines with :func:`one_layer_line`: alone where every verdict is NOT_APPLICABLE,
+    else after the lines."""
+    why = one_layer_line(verdicts, note)
+    if why is None:
+        return lines
+    return [why] if all(v == NOT_APPLICABLE for v in verdicts) else [*lines, why]
+
+
+def head_note(head: dict[str, Any]) -> Any:
+    """The note of a head's first NOT_APPLICABLE verdict against the constant rule (None without one)."""
+    every = [
+        s.get("vs_constant") or {}
+        for e in [head, *(head.get("ablations") or {}).values()]
+        for s in (e.get("methods") or {}).values()
+    ]
+    return next((vs.get("note") for vs in every if vs.get("verdict") == NOT_APPLICABLE), None)
 
 
 # the terminal's tables: the 80-column per-head table has no room for "constant rule" and "random reference",
@@ -153,13 +174,19 @@ def verdict_line(head: dict[str, Any]) -> Text | None:
     (with the scores that carry a verdict, as the method − constant rule table's caption names them)."""
     said = []
     every = [(s.get("vs_constant") or {}).get("verdict") for _, e in versus_groups(head) for s in e["methods"].values()]
-    if one_layer_line(every):
-        return Text.assemble((head["name"], "bold"), f" − constant rule: every verdict {VERDICTS[NOT_APPLICABLE]}")
+    if every and all(v == NOT_APPLICABLE for v in every):
+        return Text.assemble(
+            (head["name"], "bold"), f" − constant rule: every verdict {inapplicable_said(head_note(head))}"
+        )
     for a, entry in versus_groups(head):
         words = []
         for m, s in entry["methods"].items():
             vs = s.get("vs_constant") or {}
-            word = LINE_WORDS.get(str(vs.get("verdict")), str(vs.get("verdict")))
+            word = (
+                inapplicable_said(vs.get("note"))
+                if vs.get("verdict") == NOT_APPLICABLE
+                else LINE_WORDS.get(str(vs.get("verdict")), str(vs.get("verdict")))
+            )
             why = carried(vs, {key: col for col, key in SCORES.items()})
             words.append(f"{m}{'°' * bool(s.get('circular'))} {word}" + (f" ({why})" if why else ""))
         said.append((f"{a}: " if a is not None else "") + ", ".join(words))
@@ -216,7 +243,9 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         every = [
             v for e in abls.values() for row in (e.get("methods") or {}).values() for v in row.get("verdicts") or []
         ]
-        lines = [why] if (why := one_layer_line(every)) else lines
+        by_name = {h.get("name"): h for h in summary.get("heads") or []}
+        note = next((n for m in g.get("members") or [] if (n := head_note(by_name.get(m) or {}))), None)
+        lines = with_one_layer_line(lines, every, note)
         if lines:
             table.caption, table.caption_justify = "\n".join(lines), "left"
         out.append(table)

@@ -33,7 +33,16 @@ from ..beyond.scoring import (
     versus_chance,
 )
 from ..choices import MIN_ROWS
-from ..compare.records import NOT_APPLICABLE, VERSUS_LABELS, carried, compare_warnings, said_once, sanity_heads
+from ..compare.records import (
+    NOT_APPLICABLE,
+    VERSUS_LABELS,
+    carried,
+    compare_warnings,
+    inapplicable,
+    inapplicable_said,
+    said_once,
+    sanity_heads,
+)
 from ..compare.seeds import by_seed
 from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance, macro_f1_decides, not_learned
 from ..training.stats import (
@@ -222,8 +231,8 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
     constant rule with the paired differences, where there is a verdict to read."""
     lines = headline_sentences(summary, head)
     lead = _lead_method(head)
-    if lead is None or head.get("caveats") or head["methods"][lead].get("circular"):
-        return lines
+    if lead is None or head.get("caveats") or head["methods"][lead].get("circular") or reads_few(head):
+        return lines  # a head that reads one layer or none: the headline said why nothing is read
     against = versus_constant(lead, head["methods"][lead], (head.get("references") or {}).get("constant"))
     return lines + ([against] if against else [])
 
@@ -244,6 +253,8 @@ def headline_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[st
     lead = _lead_method(head)
     if lead is None:
         return [f"No attribution method ran on {head['name']}."]
+    if note := reads_few(head):  # its agreement and ρ are one sign per row (or nothing): no finding to lead with
+        return [f"No method is read on {where}: {inapplicable_said(note)}: {note}."]
     s = head["methods"][lead]
     random_ref = (head.get("references") or {}).get("random") or {}
     constant = (head.get("references") or {}).get("constant")
@@ -265,6 +276,13 @@ def headline_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[st
         rho = f"its faithfulness ρ is {with_ci(s.get('faithfulness'), sign=False)}" + (f" ({nulls})" if nulls else "")
         return [f"{first}; {rho}."]
     return [f"{first}; {_versus(s, rival, head['methods'][rival], nulls)}."]
+
+
+def reads_few(head: dict[str, Any]) -> str | None:
+    """Why no method of ``head`` is read against another (:func:`.compare.records.inapplicable`: its
+    logits move with one layer, or none); None where it reads several or its summary does not say."""
+    read = head.get("layers_read")
+    return inapplicable(read) if isinstance(read, list) else None
 
 
 def versus_groups(head: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
@@ -365,12 +383,11 @@ def versus_constant(method: str, s: dict[str, Any], constant: dict[str, Any] | N
     if not constant or word in (None, "circular", "withheld", "no constant"):
         return None
     what = (constant.get("profile") or {}).get("what", "one layer profile")
-    head = (
-        f"Against the constant rule ({what} over the other half of the rows, the same for every input), {name(method)}"
-    )
-    if word == NOT_APPLICABLE:  # a head that reads one layer: the rule ranks as the effects do (ONE_LAYER)
+    rule = f"the constant rule ({what} over the other half of the rows, the same for every input)"
+    if word == NOT_APPLICABLE:  # a head that reads one layer (or none): the rule ranks as the effects do
         why = f": {vs['note']}" if vs.get("note") else ""
-        return f"{head} is not read against it: {NOT_APPLICABLE} (the head reads one layer){why}."
+        return f"{_cap(name(method))} is not read against {rule}: {inapplicable_said(vs.get('note'))}{why}."
+    head = f"Against {rule}, {name(method)}"
     if word in ("untested", "too few rows"):  # "untested" for both, in summaries written before "too few rows"
         why = no_interval_reason(vs)
         return f"{head} was not tested: no intervals ({'run with --bootstrap N' if why == '--bootstrap 0' else why})."
@@ -439,8 +456,9 @@ def compare_verdicts(summary: dict[str, Any], what: str = "These sentences") -> 
 
 
 def lead_head(summary: dict[str, Any]) -> dict[str, Any]:
-    """The head compare's reading is read from: the one with α, else the first."""
-    heads = summary["heads"]
+    """The head compare's reading is read from: the one with α, else the first; among the heads that read
+    several layers where there is one (a head that reads one layer has no comparison to lead with)."""
+    heads = [h for h in summary["heads"] if not reads_few(h)] or summary["heads"]
     return next((h for h in heads if "alpha" in (h.get("methods") or {})), heads[0])
 
 
@@ -516,7 +534,7 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
     the layers worse than IG on each of the 3 seeds …") where all read alike, else (False, "α against
     IG differs between seeds: …"). None where the headline compares the lead with no rival."""
     lead = _lead_method(head)
-    if lead is None or head.get("caveats") or head["methods"][lead].get("circular"):
+    if lead is None or head.get("caveats") or head["methods"][lead].get("circular") or reads_few(head):
         return None
     rival = _rival(head, lead)
     if rival is None:

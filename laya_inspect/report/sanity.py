@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ..compare.records import NOT_APPLICABLE, sanity_heads
+from ..compare.records import NOT_APPLICABLE, inapplicable_said, sanity_heads
 from .across import rich_table, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
@@ -17,7 +17,6 @@ from .reading import num
 WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow"} | dict.fromkeys(
     ("undefined", "too few rows", "untested", "n/a", NOT_APPLICABLE), "dim"
 )
-ONE_LAYER_SAID = f"{NOT_APPLICABLE} (the head reads one layer)"
 
 
 def one_layer(rows: list[tuple[str, str, dict[str, Any]]]) -> bool:
@@ -38,7 +37,7 @@ def _notes(rows: list[tuple[str, str, dict[str, Any]]]) -> str:
     """What qualifies a row's verdict (a method with one profile for every row); a note every row shares
     (a head that reads one layer) said once."""
     if one_layer(rows) and len({c.get("note") for _, _, c in rows}) == 1:
-        return f"; every check {ONE_LAYER_SAID}: {rows[0][2].get('note')}"
+        return f"; every check {inapplicable_said(rows[0][2].get('note'))}: {rows[0][2].get('note')}"
     return "".join(f"; {m} {check}: {c['note']}" for m, check, c in rows if c.get("note"))
 
 
@@ -104,7 +103,8 @@ def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[st
         return None
     if one_layer(rows):  # no check passed or failed: said as such, not as "0 of 4 low"
         return Text(
-            f"  {name}: {ONE_LAYER_SAID}, no check passed or failed; permuted labels near chance "
+            f"  {name}: {inapplicable_said(rows[0][2].get('note'))}, no check passed or failed; permuted labels "
+            "near chance "
             f"({num(data.get('accuracy'), 3)} vs {num(data.get('chance'), 3)})",
             style="dim",
         )
@@ -141,7 +141,7 @@ def terminal_block(summary: dict[str, Any], brief: bool = False) -> list[Rendera
                 titled = True
             out.append(line)
             if one_layer(rows):
-                notes[f"  {ONE_LAYER_SAID}: {rows[0][2].get('note')}"] = None
+                notes[f"  {inapplicable_said(rows[0][2].get('note'))}: {rows[0][2].get('note')}"] = None
             else:
                 notes.update(dict.fromkeys(f"  {m} {c['verdict']}: {c['note']}" for m, _, c in rows if c.get("note")))
             continue

@@ -18,12 +18,13 @@ from .across import (
     SCORES,
     WORDS,
     groups,
+    head_note,
     header,
-    one_layer_line,
     rich_table,
     seed_tables,
     short_ci,
     verdict_line,
+    with_one_layer_line,
 )
 from .reading import (
     compare_headline,
@@ -184,7 +185,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             if c := carried(vs, labels):  # one interval is enough to beat the rule: name the ones that do
                 lines.append(f"{m}{f' ({a})' if many else ''} {WORDS.get(str(word), str(word))}: {c}")
     every = [(s.get("vs_constant") or {}).get("verdict") for _, e in groups for s in e["methods"].values()]
-    lines = [why] if (why := one_layer_line(every)) else lines
+    lines = with_one_layer_line(lines, every, head_note(head))
     if lines:
         table.caption, table.caption_justify = "\n".join(lines), "left"
     return table
@@ -342,7 +343,8 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
             "(two folds); random ref = the random reference, seeded uniform noise scored like a method; "
             "verdict: beats = an interval above 0 and none below, worse = the reverse, 'does not' = every "
             "interval includes 0, '= rule' = identical to the constant rule (same profile: the rule's scores on every "
-            "row, its differences 0 by construction, no finding), n/a = not applicable (the head reads one layer); "
+            "row, its differences 0 by construction, no finding), n/a = not applicable "
+            "(the head reads one layer, or none); "
             + ON_ITS_OWN
             + (f"; effects within {tol:g} count as tied" if tol is not None else "")
             + ".",
