@@ -739,7 +739,8 @@ def test_a_head_that_reads_one_layer_is_not_read_against_the_constant_rule(digit
 
 def _compare(digits_cache: Path, tmp_path: Path, kinds: tuple[str, ...], methods: tuple[str, ...], **kw) -> dict:
     """compare on real digits over heads fitted in a second (``kinds``: "kind" or "kind:seed"); a head
-    named "zero" is a 'last' head with every weight zeroed, so its logits move with no layer."""
+    named "zero" is a 'last' head with every weight zeroed (its biases set to its seed), so its logits move with
+    no layer."""
     from helpers import fit_quickly
 
     from laya_inspect.cache.store import FeatureStore
@@ -754,8 +755,8 @@ def _compare(digits_cache: Path, tmp_path: Path, kinds: tuple[str, ...], methods
             head = fit_quickly("last" if kind == "zero" else kind, store, 40, seed=int(seed))
             if kind == "zero":
                 with torch.no_grad():
-                    for p in head.parameters():
-                        p.zero_()
+                    for name, p in head.named_parameters():  # every weight 0; a bias per seed keeps heads apart
+                        p.fill_(int(seed) if name.endswith("bias") else 0)
             dirs.append(save_head(tmp_path / kind / f"seed_{seed}", head, meta=meta | {"seed": int(seed)}))
         config = CompareConfig(limit=80, n_boot=50, device="cpu", plots=False, methods=methods, workers=1, **kw)
         return compare_heads(dirs, store, config, out_dir=tmp_path / "out").summary
@@ -814,8 +815,8 @@ def test_a_head_that_reads_no_layer_is_said_to(digits_cache: Path, tmp_path: Pat
     from laya_inspect.report.sanity import terminal_block
     from laya_inspect.report.terminal import versus_table
 
-    summary = _compare(digits_cache, tmp_path, ("zero",), ("gradcam", "ig", "random"), sanity=True)
-    (head,) = summary["heads"]
+    summary = _compare(digits_cache, tmp_path, ("zero:0", "zero:1"), ("gradcam", "ig", "random"), sanity=True)
+    head = summary["heads"][0]
     assert head["layers_read"] == []
     for m, s in head["methods"].items():  # random too: every LOLO effect is 0, so nothing is measured
         assert s["vs_constant"]["verdict"] == "not applicable", m
@@ -826,5 +827,8 @@ def test_a_head_that_reads_no_layer_is_said_to(digits_cache: Path, tmp_path: Pat
     said = "not applicable (the head reads no layer)"
     assert said in compare_headline(summary)[0], compare_headline(summary)
     assert f"every verdict {said}" in " ".join(_render([versus_table(head)]).split())
-    text = " ".join(_render(terminal_block(summary, False)).split())
+    text = " ".join(_render(terminal_block(summary, False) + seed_tables(summary)).split())
     assert said in text and "reads one layer" not in text, text
+    (section,) = seed_sections(summary)
+    cells = [c.text if hasattr(c, "text") else str(c) for t in section.tables for r in t.rows for c in r]
+    assert any(said in c for c in cells) and not any("reads one layer" in c for c in cells), cells

@@ -79,6 +79,12 @@ def groups(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return list((summary.get("across_seeds") or {}).get("groups") or [])
 
 
+def group_note(summary: dict[str, Any], group: dict[str, Any]) -> Any:
+    """:func:`head_note` of the first seed of ``group`` with one (None where the summary holds none)."""
+    by_name = {h.get("name"): h for h in summary.get("heads") or []}
+    return next((n for m in group.get("members") or [] if (n := head_note(by_name.get(m) or {}))), None)
+
+
 def caveats(summary: dict[str, Any]) -> list[str]:
     return list((summary.get("across_seeds") or {}).get("caveats") or [])
 
@@ -243,9 +249,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         every = [
             v for e in abls.values() for row in (e.get("methods") or {}).values() for v in row.get("verdicts") or []
         ]
-        by_name = {h.get("name"): h for h in summary.get("heads") or []}
-        note = next((n for m in g.get("members") or [] if (n := head_note(by_name.get(m) or {}))), None)
-        lines = with_one_layer_line(lines, every, note)
+        lines = with_one_layer_line(lines, every, group_note(summary, g))
         if lines:
             table.caption, table.caption_justify = "\n".join(lines), "left"
         out.append(table)
@@ -267,11 +271,12 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
         tables = []
         seeds = ", ".join(map(str, g["seeds"]))
         cols = ["method", *HEADLINE, *[f"{c} − constant rule" for c in HEADLINE], "verdict per seed"]
+        words = VERDICTS | {NOT_APPLICABLE: inapplicable_said(group_note(summary, g))}  # one layer, or none
         for a, entry in (g.get("ablations") or {}).items():
             rows: list[list[Cell | str]] = []
             classes = []
             for _, row, label, reference in entry_rows(entry, PAGE_LABELS):
-                said = verdict_text(row, g["seeds"], VERDICTS, "every seed") if row.get("verdicts") else "—"
+                said = verdict_text(row, g["seeds"], words, "every seed") if row.get("verdicts") else "—"
                 rows.append(
                     [
                         Cell(label + " °" * bool(row.get("circular")), "text"),
