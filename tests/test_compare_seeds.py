@@ -832,3 +832,10 @@ def test_a_head_that_reads_no_layer_is_said_to(digits_cache: Path, tmp_path: Pat
     (section,) = seed_sections(summary)
     cells = [c.text if hasattr(c, "text") else str(c) for t in section.tables for r in t.rows for c in r]
     assert any(said in c for c in cells) and not any("reads one layer" in c for c in cells), cells
+    # report.html's per-head table of each method against the constant rule says the same
+    from laya_inspect.report.sections import versus_table as page_table
+
+    table = page_table(head)
+    assert table is not None
+    words = [c.text for r in table.rows for c in r if hasattr(c, "text")]
+    assert any(said in w for w in words) and not any("reads one layer" in w for w in words), words

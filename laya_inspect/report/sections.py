@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from ..compare.config import CompareConfig
-from ..compare.records import FIT_SAID, ON_ITS_OWN, VERDICTS, carried, compare_warnings, said_once
+from ..compare.records import (
+    FIT_SAID,
+    NOT_APPLICABLE,
+    ON_ITS_OWN,
+    VERDICTS,
+    carried,
+    compare_warnings,
+    inapplicable_said,
+    said_once,
+)
 from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
 from ..training.stats import counted
@@ -80,12 +89,14 @@ def versus_table(head: dict[str, Any]) -> Table | None:
             vs = s.get("vs_constant") or {}
             word = str(vs.get("verdict"))
             style = "best text" if word == "beats" else "text"
+            # one layer read or none: the note says which
+            said = inapplicable_said(vs.get("note")) if word == NOT_APPLICABLE else VERDICTS.get(word, word)
             rows.append(
                 [
                     *([Cell(str(a) if k == 0 else "", "text")] if many else []),
                     Cell(m + (" °" if s.get("circular") else ""), "text"),
                     *[with_ci(vs.get(key)) for key in HEADLINE.values()],
-                    Cell(VERDICTS.get(word, word) + (f" ({c})" if (c := carried(vs, labels)) else ""), style),
+                    Cell(said + (f" ({c})" if (c := carried(vs, labels)) else ""), style),
                 ]
             )
             classes.append("ref" if s.get("circular") else "")
