@@ -416,9 +416,13 @@ def test_refit_check_reads_the_refits_against_the_given_head(planted):
     budget = Budget(lr=1e-4).for_head({})
     close = refit_check(given, [1.0, 0.995, 0.998], n, budget, 400, {})
     assert close["given_head_test_acc"] == 1.0 and not close["under_trained"] and "warning" not in close
-    wide = refit_check(given, [0.6, 0.99, 1.0], n, budget, 400, {})  # one seed far short, the others not
-    assert not wide["under_trained"] and wide["max_shortfall"] == pytest.approx(0.4)
-    assert wide["difference"]["ci_low"] < 0 < wide["difference"]["ci_high"]
+    held = refit_check(given, [0.97, 0.99, 1.0], n, budget, 400, {})  # one seed a little short: the spread holds it
+    assert not held["under_trained"] and held["max_shortfall"] == pytest.approx(0.03)
+    assert held["difference"]["ci_low"] < 0 < held["difference"]["ci_high"]
+    # one seed far short: the interval spans 0, but 0.137 short on average is past what one seed can tell
+    wide = refit_check(given, [0.6, 0.99, 1.0], n, budget, 400, {})
+    assert wide["difference"]["ci_low"] < 0 < wide["difference"]["ci_high"] and wide["under_trained"]
+    assert "the mean shortfall is more than 0.05" in wide["warning"]
     short = refit_check(given, [0.6, 0.62, 0.61], n, budget, 400, {"metrics": {"epochs_run": 77}})
     assert short["under_trained"] and short["tolerance"] == SHORTFALL
     assert "fall short of the given head" in short["warning"] and "ran 77 epochs" in short["warning"]
