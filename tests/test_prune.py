@@ -2308,3 +2308,56 @@ def test_the_layer_counts_tried_are_said_as_runs():
 
     assert ks_text([19, 1, 2, 3, 4, 6, 8, 12, 16], 19) == "k = 1 to 4, 6, 8, 12, 16 of 19 layers"
     assert ks_text([4, 1], 19) == "k = 1, 4 of 19 layers" and ks_text([1, 2]) == "k = 1, 2"
+
+
+def test_different_sets_that_tie_on_every_seed_are_neither_the_same_sets_nor_a_verdict(planted, tmp_path):
+    """QA (MobileNetV2, 5 CIFAR classes, 3 seeds): α and LOLO kept different sets at k = 4 on seed 2 that
+    scored alike on 200 test rows, every paired difference 0. report.html read that as "keeps the same
+    layer sets as leave-one-layer-out effects" (summary.json: same_layer_sets false) and the verdict said
+    "no detectable difference … +0.0000, 99% CI [+0.0000, +0.0000]", a zero-width interval from ties. The
+    run is real; only the recorded difference is set to the tie those 200 rows gave."""
+    from laya_inspect.beyond.prune import versus_verdict
+    from laya_inspect.report.reading import prune_reading, same_sets
+
+    cache, head_dir = planted
+    config = PruneConfig(seeds=2, ks=(1,), max_drop=0.05, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    entry = s["alpha_vs"]["deepest"]
+    assert not entry["same_layer_sets"] and s["alpha_vs"]["depth"]["same_layer_sets"]
+    d = entry["mean_test_acc_over_k_diff"]
+    d.update(values=[0.0, 0.0], mean=0.0, std=0.0, ci_low=0.0, ci_high=0.0)
+    said = versus_verdict("deepest", d, same_sets=False, ks=s["ks"], n_seeds=2)
+    assert "keep different layer sets" in said and "no verdict" in said, said
+    assert "no detectable difference" not in said and "CI [" not in said
+    lead = next(x for x in prune_reading(s).lead if x.startswith("Ranking layers by α"))
+    assert "same layer sets as keeping the deepest layers" not in lead, lead
+    assert "keeps different layer sets from keeping the deepest layers that score alike" in lead, lead
+    assert "same layer sets as depth alone" in lead  # the ranking that does keep α's sets still said to
+    # a summary written before same_layer_sets: the recorded sets decide, never the equal scores
+    for v in s["alpha_vs"].values():
+        del v["same_layer_sets"]
+    assert not same_sets(s, "deepest") and same_sets(s, "depth")
+    (tmp_path / "out" / "summary.json").write_text(json.dumps(s))
+    result = runner.invoke(app, ["report", str(tmp_path / "out"), "--html"], env=ENV)
+    assert result.exit_code == 0, result.output
+    page = html.unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
+    assert "no verdict: different sets, same accuracy on every seed" in page
+    assert "same layer sets as keeping the deepest" not in page
+
+
+def test_scalarmix_read_from_its_one_head_against_several_seeds_says_so(digits_cache, heads, tmp_path):
+    """QA: --scalarmix takes one head, so its ranking is one seed's while α's interval is paired over
+    3 seeds: "is not distinguishable from ScalarMix's weights … paired over 3 seeds" read as if ScalarMix's
+    own seed variation were in it. The terminal, summary.json and report.html now say where it is compared."""
+    out = tmp_path / "p"
+    args = ["prune", str(heads["laya"]), "--cache", str(digits_cache), "--scalarmix", str(heads["scalarmix"])]
+    args += ["--ks", "2", "--seeds", "2", "--epochs", "2", "--costs", "shapes", "--no-plots", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    words = "ScalarMix's ranking is from its one given head (one seed)"
+    assert words in s["alpha_vs"]["scalarmix"]["verdict"]
+    assert words in " ".join(result.output.split())
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    assert words in " ".join(page.split())

@@ -27,7 +27,7 @@ from ..heads import Head
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.quality import MIN_VAL_ROWS
-from ..training.stats import counted, family_text
+from ..training.stats import counted, family_text, same_text
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
@@ -680,8 +680,6 @@ def _compare_rankings(
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
     headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
     and seed are said to, not compared."""
-    from ..report.reading import ks_text
-
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
@@ -701,25 +699,38 @@ def _compare_rankings(
     fam = family(sum(not v for v in same.values()), "rankings compared with α")
     for other in others:
         d = paired(area["alpha"], area[other], fam["confidence"])
-        same_sets = same[other]
-        baseline = (
-            "a random ranking (mean over random layer sets of each size k)"
-            if other == "random"
-            else f"the {other} ranking"
-        )
-        said = (
-            f"the α ranking and the {other} ranking keep the same layer sets at each k tried ({ks_text(ks)}): "
-            "nothing to compare"
-            if same_sets
-            else verdict(d, what="the α ranking", baseline=baseline)
-        )
         versus[other] = {
             "mean_test_acc_over_k_diff": d,
-            "same_layer_sets": same_sets,
-            "verdict": said,
+            "same_layer_sets": same[other],
+            "verdict": versus_verdict(other, d, same_sets=same[other], ks=ks, n_seeds=len(seeds)),
             "family": fam,
         }
     return per, versus
+
+
+def versus_verdict(other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int) -> str:
+    """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
+    tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict."""
+    from ..report.reading import SCALARMIX_ONE_SEED, ks_text, tied
+
+    baseline = (
+        "a random ranking (mean over random layer sets of each size k)" if other == "random" else f"the {other} ranking"
+    )
+    if same_sets:
+        said = (
+            f"the α ranking and the {other} ranking keep the same layer sets at each k tried ({ks_text(ks)}): "
+            "nothing to compare"
+        )
+    elif tied(d):
+        said = (
+            f"the α ranking and the {other} ranking keep different layer sets at some k tried ({ks_text(ks)}), "
+            f"which score alike: α − {other} = {d['mean']:+.4f}, {same_text(d)}"
+        )
+    else:
+        said = verdict(d, what="the α ranking", baseline=baseline)
+    if other == "scalarmix" and n_seeds > 1:  # one --scalarmix head: its ranking does not vary by seed
+        said += f"; {SCALARMIX_ONE_SEED}"
+    return said
 
 
 def _given(s: dict[str, Any]) -> str:

@@ -220,6 +220,7 @@ def early_exit_command(
       laya-inspect early-exit heads --cache features.h5 --out early-exit
     """
     from ..beyond.early_exit import simulate_early_exit
+    from ..beyond.exit_verdicts import OVERSHOOT_LEGEND
     from ..cache.store import FeatureStore
 
     given = locals()
@@ -245,6 +246,7 @@ def early_exit_command(
             f"{entry['compute_overshoot']['mean']:.4f}",
         )
     show(table)
+    dim(OVERSHOOT_LEGEND)
     if s.get("selection"):
         dim(s["selection"])
     depth = titled_table("fixed depth", "layer", "test accuracy", "FLOPs run")

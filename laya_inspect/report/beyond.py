@@ -37,7 +37,19 @@ from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
-from .reading import READINGS, diff_text, est, families_text, held_out_areas, ks_text, num, outcome, same, seeds_said
+from .reading import (
+    READINGS,
+    diff_text,
+    est,
+    families_text,
+    held_out_areas,
+    ks_text,
+    num,
+    outcome,
+    same_sets,
+    seeds_said,
+    tied,
+)
 from .settings import ONE_LINE, beyond_settings_line
 
 BEYOND_KINDS = ("prune", "early-exit", "diagnose")
@@ -272,7 +284,9 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 "(α)" if name == "alpha" else _diff(d, one),
                 Cell("", "text")
                 if name == "alpha"
-                else _verdict_cell(d, same_sets=vs.get("same_layer_sets") or same(d), one=one),
+                else Cell("no verdict: different sets, same accuracy on every seed", "text")
+                if tied(d) and not same_sets(s, name)
+                else _verdict_cell(d, same_sets=same_sets(s, name), one=one),
             ]
         )
         classes.append("")
@@ -363,6 +377,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
+    from ..beyond.exit_verdicts import OVERSHOOT_LEGEND
+
     held = held_out_areas(s)
     one = _one_seed(s)
     rules: list[list[Cell | str]] = [
@@ -390,6 +406,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     how = seeds_said(s).removeprefix("over ")  # "over 3 fitted LAYA heads …"
     caption = f"{s['area']}; " + _intervals(s, f"mean over seeds ({how}) with the 95% t-interval")
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
+    caption += f"; {OVERSHOOT_LEGEND}" if held else ""
     comps: list[list[Cell | str]] = [
         [
             c,

@@ -787,10 +787,34 @@ def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
     return est(d, digits, clip=False, sign=True)
 
 
-def same(d: dict[str, Any] | None) -> bool:
-    """True when every paired difference is exactly 0: both rankings chose the same layer sets."""
-    values = (d or {}).get("values") or []
-    return bool(values) and all(v == 0 for v in values)
+# --scalarmix takes one head: its ranking is the same at every seed, so α's interval against it holds the
+# refits' and α's heads' spread, none of ScalarMix's own across its seeds
+SCALARMIX_ONE_SEED = (
+    "ScalarMix's ranking is from its one given head (one seed) at every seed: the interval covers the refits "
+    "and α's heads, not ScalarMix's own variation across seeds"
+)
+
+
+def tied(d: dict[str, Any] | None) -> bool:
+    """The paired difference is 0 on each of two or more seeds: the two rankings' sets scored the same
+    (test accuracies move in steps of 1/n), a zero-width interval that decides nothing."""
+    values = [v for v in (d or {}).get("values") or [] if v is not None]
+    return len(values) >= 2 and all(abs(float(v)) <= TINY for v in values)
+
+
+def same_sets(s: dict[str, Any], other: str) -> bool:
+    """prune's α and ``other`` keep the same layer sets at every k and seed, as summary.json records it;
+    a summary written before that record: the sets its points record compared. Never read off equal
+    accuracies: different sets can score alike on every seed."""
+    entry = (s.get("alpha_vs") or {}).get(other) or {}
+    if "same_layer_sets" in entry:
+        return bool(entry["same_layer_sets"])
+
+    def sets(name: str) -> dict[int, Any]:
+        return {p["k"]: p.get("layers_by_seed") or p.get("layers") for p in s["points"] if p["ranking"] == name}
+
+    alpha, theirs = sets("alpha"), sets(other)
+    return bool(theirs) and all(alpha.get(k) == theirs.get(k) for k in s["ks"])
 
 
 def _said(d: dict[str, Any] | None) -> str:
@@ -902,10 +926,15 @@ def prune_reading(s: dict[str, Any]) -> Reading:
     one = one_value(*(e.get("mean_test_acc_over_k_diff") for e in vs.values()))
     for other, entry in vs.items():
         d = entry.get("mean_test_acc_over_k_diff")
-        if entry.get("same_layer_sets") or same(d):
-            parts.append(f"{'α ' * one}keeps the same layer sets as {PRUNE_NAMES.get(other, other)}")
+        name = PRUNE_NAMES.get(other, other)
+        if same_sets(s, other):
+            parts.append(f"{'α ' * one}keeps the same layer sets as {name}")
+        elif tied(d):
+            parts.append(f"keeps different layer sets from {name} that score alike ({_no_spread(d)}, {diff_text(d)})")
         else:
-            parts.append(versus_text("α" if one else "", d, PRUNE_NAMES.get(other, other)))
+            parts.append(versus_text("α" if one else "", d, name))
+        if other == "scalarmix" and not one:
+            parts[-1] += f" ({SCALARMIX_ONE_SEED})"
     if parts:
         first = (
             f"Ranking layers by α{':' * one} "
