@@ -1125,7 +1125,7 @@ def test_alpha_never_firing_is_said_once_and_each_line_names_its_null(last_layer
 def test_the_compute_overshoot_column_is_explained_under_the_table_and_on_the_page(digits_cache, laya_dir, tmp_path):
     """QA: the terminal's table had a "compute overshoot" column that nothing on the terminal explained;
     a legend line under it says what it measures, as report.html's caption does."""
-    from laya_inspect.beyond.exit_verdicts import OVERSHOOT_LEGEND
+    from laya_inspect.report.reading import OVERSHOOT_LEGEND
 
     out = tmp_path / "ee"
     args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]

@@ -10,12 +10,6 @@ from ..training.stats import TINY
 from .common import family, paired, verdict
 from .scoring import fired_rows
 
-# The held-out table's last column, said under it: the number alone was read nowhere on the terminal
-OVERSHOOT_LEGEND = (
-    "compute overshoot: how far past each compute budget c the threshold chosen within c on one fold of the test "
-    "rows runs on the other, max(0, its compute − c) averaged over c (a fraction of all layers' FLOPs; 0: never "
-    "over budget); its held-out accuracy counts regardless"
-)
 REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
 # The three questions the comparisons answer, each a family whose intervals are drawn at 1 − 0.05/m for
 # its m comparisons (a wrong verdict among them in at most 5% of runs where no rule differs): does a

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import exit_cut_note, verdict_drawn
 from ..options import field_of
-from ..report.reading import alpha_fit_note, est, one_seed_sentence, seeds_said, with_ci
+from ..report.reading import OVERSHOOT_LEGEND, alpha_fit_note, est, one_seed_sentence, seeds_said, with_ci
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -220,7 +220,6 @@ def early_exit_command(
       laya-inspect early-exit heads --cache features.h5 --out early-exit
     """
     from ..beyond.early_exit import simulate_early_exit
-    from ..beyond.exit_verdicts import OVERSHOOT_LEGEND
     from ..cache.store import FeatureStore
 
     given = locals()

@@ -38,6 +38,7 @@ from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import (
+    OVERSHOOT_LEGEND,
     READINGS,
     diff_text,
     est,
@@ -377,8 +378,6 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
 
 
 def early_exit_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.exit_verdicts import OVERSHOOT_LEGEND
-
     held = held_out_areas(s)
     one = _one_seed(s)
     rules: list[list[Cell | str]] = [

@@ -769,6 +769,14 @@ def demo_reading(fit: dict[str, Any] | None, compare: dict[str, Any] | None) -> 
     return Reading(lead or ["The demo has not finished: no summary to read yet."], list(dict.fromkeys(rest)))
 
 
+# The held-out table's last column, said under it: the number alone was read nowhere on the terminal
+OVERSHOOT_LEGEND = (
+    "compute overshoot: how far past each compute budget c the threshold chosen within c on one fold of the test "
+    "rows runs on the other, max(0, its compute − c) averaged over c (a fraction of all layers' FLOPs; 0: never "
+    "over budget); its held-out accuracy counts regardless"
+)
+
+
 PRUNE_NAMES = {
     "scalarmix": "ScalarMix's weights",
     "lolo": "leave-one-layer-out effects",
