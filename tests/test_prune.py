@@ -4,6 +4,7 @@ checked by hand; the command end to end on the digits cache, and one failing inv
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 import re
@@ -2316,8 +2317,7 @@ def test_different_sets_that_tie_on_every_seed_are_neither_the_same_sets_nor_a_v
     layer sets as leave-one-layer-out effects" (summary.json: same_layer_sets false) and the verdict said
     "no detectable difference … +0.0000, 99% CI [+0.0000, +0.0000]", a zero-width interval from ties. The
     run is real; only the recorded difference is set to the tie those 200 rows gave."""
-    from laya_inspect.beyond.prune import versus_verdict
-    from laya_inspect.report.reading import prune_reading, same_sets
+    from laya_inspect.report.reading import prune_reading
 
     cache, head_dir = planted
     config = PruneConfig(seeds=2, ks=(1,), max_drop=0.05, costs="shapes", device="cpu", plots=False)
@@ -2327,9 +2327,6 @@ def test_different_sets_that_tie_on_every_seed_are_neither_the_same_sets_nor_a_v
     assert not entry["same_layer_sets"] and s["alpha_vs"]["depth"]["same_layer_sets"]
     d = entry["mean_test_acc_over_k_diff"]
     d.update(values=[0.0, 0.0], mean=0.0, std=0.0, ci_low=0.0, ci_high=0.0)
-    said = versus_verdict("deepest", d, same_sets=False, ks=s["ks"], n_seeds=2)
-    assert "keep different layer sets" in said and "no verdict" in said, said
-    assert "no detectable difference" not in said and "CI [" not in said
     lead = next(x for x in prune_reading(s).lead if x.startswith("Ranking layers by α"))
     assert "same layer sets as keeping the deepest layers" not in lead, lead
     assert "keeps different layer sets from keeping the deepest layers that score alike" in lead, lead
@@ -2337,13 +2334,28 @@ def test_different_sets_that_tie_on_every_seed_are_neither_the_same_sets_nor_a_v
     # a summary written before same_layer_sets: the recorded sets decide, never the equal scores
     for v in s["alpha_vs"].values():
         del v["same_layer_sets"]
-    assert not same_sets(s, "deepest") and same_sets(s, "depth")
     (tmp_path / "out" / "summary.json").write_text(json.dumps(s))
     result = runner.invoke(app, ["report", str(tmp_path / "out"), "--html"], env=ENV)
     assert result.exit_code == 0, result.output
     page = html.unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
     assert "no verdict: different sets, same accuracy on every seed" in page
     assert "same layer sets as keeping the deepest" not in page
+    from rich.console import Console
+
+    from laya_inspect.cli.beyond import prune_table
+
+    console = Console(width=250, record=True, file=io.StringIO())
+    console.print(prune_table(s, head_dir))  # the terminal's table, as the command prints it
+    row = next(line for line in console.export_text().splitlines() if line.lstrip("│┃ ").startswith("deepest"))
+    assert "0 on every seed: no verdict" in row and "[+0.0000" not in row, row
+    # the verdict line the terminal and summary.json say
+    from laya_inspect.beyond.prune import versus_verdict
+    from laya_inspect.report.reading import same_sets
+
+    said = versus_verdict("deepest", d, same_sets=False, ks=s["ks"], n_seeds=2)
+    assert "keep different layer sets" in said and "no verdict" in said, said
+    assert "no detectable difference" not in said and "CI [" not in said
+    assert not same_sets(s, "deepest") and same_sets(s, "depth")
 
 
 def test_scalarmix_read_from_its_one_head_against_several_seeds_says_so(digits_cache, heads, tmp_path):

@@ -711,7 +711,7 @@ def _compare_rankings(
 def versus_verdict(other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int) -> str:
     """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
     tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict."""
-    from ..report.reading import SCALARMIX_ONE_SEED, ks_text, tied
+    from ..report.reading import SCALARMIX_INTERVAL, SCALARMIX_ONE_SEED, ks_text, tied
 
     baseline = (
         "a random ranking (mean over random layer sets of each size k)" if other == "random" else f"the {other} ranking"
@@ -729,7 +729,7 @@ def versus_verdict(other: str, d: dict[str, Any], *, same_sets: bool, ks: list[i
     else:
         said = verdict(d, what="the α ranking", baseline=baseline)
     if other == "scalarmix" and n_seeds > 1:  # one --scalarmix head: its ranking does not vary by seed
-        said += f"; {SCALARMIX_ONE_SEED}"
+        said += f"; {SCALARMIX_ONE_SEED}" + ("" if same_sets else f": {SCALARMIX_INTERVAL}")
     return said
 
 

@@ -12,7 +12,16 @@ from rich.table import Table
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import exit_cut_note, verdict_drawn
 from ..options import field_of
-from ..report.reading import OVERSHOOT_LEGEND, alpha_fit_note, est, one_seed_sentence, seeds_said, with_ci
+from ..report.reading import (
+    OVERSHOOT_LEGEND,
+    alpha_fit_note,
+    est,
+    one_seed_sentence,
+    same_sets,
+    seeds_said,
+    tied,
+    with_ci,
+)
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent
@@ -104,7 +113,7 @@ def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
             saved_cell(best, s),
             _ci(best["test_acc"]) if best else "—",
             _ci(area),
-            "(α)" if name == "alpha" else "same sets" if vs.get("same_layer_sets") else _ci(versus, signed=True),
+            _versus_cell(s, name, versus),
         )
     rand = s.get("random_reference")
     if rand:  # the reference α is read against first: what a random order keeps
@@ -118,6 +127,16 @@ def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
             style="bold",
         )
     return table
+
+
+def _versus_cell(s: dict[str, Any], name: str, versus: dict[str, Any] | None) -> str:
+    """α's difference to ``name``: different sets that tie on every seed have a zero-width interval that
+    tests nothing, so it is not printed as one."""
+    if name == "alpha":
+        return "(α)"
+    if same_sets(s, name):
+        return "same sets"
+    return "0 on every seed: no verdict" if tied(versus) else _ci(versus, signed=True)
 
 
 @app.command("prune")

@@ -797,10 +797,8 @@ def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
 
 # --scalarmix takes one head: its ranking is the same at every seed, so α's interval against it holds the
 # refits' and α's heads' spread, none of ScalarMix's own across its seeds
-SCALARMIX_ONE_SEED = (
-    "ScalarMix's ranking is from its one given head (one seed) at every seed: the interval covers the refits "
-    "and α's heads, not ScalarMix's own variation across seeds"
-)
+SCALARMIX_ONE_SEED = "ScalarMix's ranking is from its one given head (one seed), the same at every seed"
+SCALARMIX_INTERVAL = "the interval covers the refits and α's heads, not ScalarMix's own variation across seeds"
 
 
 def tied(d: dict[str, Any] | None) -> bool:
@@ -942,7 +940,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         else:
             parts.append(versus_text("α" if one else "", d, name))
         if other == "scalarmix" and not one:
-            parts[-1] += f" ({SCALARMIX_ONE_SEED})"
+            parts[-1] += f" ({SCALARMIX_ONE_SEED}" + ("" if same_sets(s, other) else f": {SCALARMIX_INTERVAL}") + ")"
     if parts:
         first = (
             f"Ranking layers by α{':' * one} "
