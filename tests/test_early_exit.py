@@ -1125,13 +1125,15 @@ def test_alpha_never_firing_is_said_once_and_each_line_names_its_null(last_layer
 def test_the_compute_overshoot_column_is_explained_under_the_table_and_on_the_page(digits_cache, laya_dir, tmp_path):
     """QA: the terminal's table had a "compute overshoot" column that nothing on the terminal explained;
     a legend line under it says what it measures, as report.html's caption does."""
-    from laya_inspect.report.reading import OVERSHOOT_LEGEND
-
     out = tmp_path / "ee"
     args = ["early-exit", str(laya_dir), "--cache", str(digits_cache), "--seeds", "1", "--epochs", "2"]
     result = runner.invoke(
         app, [*args, "--thresholds", "5", "--no-plots", "--device", "cpu", "--out", str(out)], env=ENV
     )
     assert result.exit_code == 0, result.output
-    assert "compute overshoot" in result.output and OVERSHOOT_LEGEND in " ".join(result.output.split())
+    said = " ".join(result.output.split())
+    assert "compute overshoot" in said and "compute overshoot: how far past each compute budget" in said, said
+    from laya_inspect.report.reading import OVERSHOOT_LEGEND
+
+    assert OVERSHOOT_LEGEND in said
     assert OVERSHOOT_LEGEND in " ".join(page_said(out / "report.html").split())
