@@ -110,7 +110,7 @@ def test_the_readings_of_prune_and_early_exit_say_a_tied_difference_has_no_sprea
     prune = {
         "cache": {"layer_names": ["a", "b", "c"]},
         "ks": [1, 2],  # every prune summary records the layer counts it tried
-        "alpha_vs": {"random": {"mean_test_acc_over_k_diff": tied}},
+        "alpha_vs": {"random": {"mean_test_acc_over_k_diff": tied, "same_layer_sets": False}},
         "seeds": [0, 1],
         "reference": {"test_acc": {"mean": 0.98, "ci_low": 0.97, "ci_high": 0.99}},
         "config": {"max_drop": 0.01},
