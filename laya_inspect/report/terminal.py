@@ -423,7 +423,9 @@ def probe_text(probe: dict[str, Any]) -> str:
     if probe["best_layer"] != last:
         said += f", last {last} {num(probe.get('last_test_acc'), 3)}"
         said += f"; heads are read against {probe['reference_layer']} {num(probe.get('reference_test_acc'), 3)}"
-        said += ", the stronger of the two" + ("" if probe["reference_layer"] == last else " (last: against the last)")
+        if "stronger" in probe.get("reference_rule", ""):  # a summary whose reference the test split picked
+            said += ", the stronger of the two on the test split"
+        said += "" if probe["reference_layer"] == last else " (last: against the last)"
     else:
         said += "; every head is read against it"
     return said
