@@ -248,7 +248,8 @@ def test_fit_reading_marks_every_gap_whose_interval_spans_0_alike() -> None:
     first = fit_reading({"heads": [head], "quality": {"chance": 0.103}}).lead[0]
     null = "the interval includes 0: no difference shown"
     assert f"against the last-layer head ({null})" in first, first
-    assert f"against the single-layer probe on blocks.2 (0.972; {null})" in first, first
+    one = "the probe is one fit; the interval covers the head's seeds only"
+    assert f"against the single-layer probe on blocks.2 (0.972; {null}; {one})" in first, first
     assert "against chance (0.103, the majority class; the interval excludes 0)" in first, first
     # a probe gap the same on every seed has no spread to read: said so, as the gap to 'last' is
     head["test_acc"] = {**acc, "ci_low": 0.975, "ci_high": 0.975, "values": [0.975] * 3}
@@ -843,6 +844,19 @@ def test_beyond_pages_render_in_chromium(beyond: dict[str, Any], tmp_path: Path)
         assert result["reading"].startswith(first) and BEYOND_LEADS[kind] in result["reading"]
 
 
+def test_fit_reading_prints_a_gap_that_excludes_0_with_bounds_that_do_not_read_as_0() -> None:
+    """A user (MobileNetV2, 5 CIFAR classes, 3 seeds) read "-0.045 [-0.090, -0.000] against the single-layer
+    probe on features.15 (0.810; the interval excludes 0)": an upper bound of −0.0002 printed as 0 beside
+    "excludes 0", and no word that the probe, fitted once, varies too."""
+    acc = {"n": 3, "mean": 0.765, "ci_low": 0.7198, "ci_high": 0.8098, "values": [0.745, 0.76, 0.79]}
+    laya = {"head": "laya", "n": 3, "test_acc": acc, "probe_reference": {"layer": "features.15", "test_acc": 0.81}}
+    lead = " ".join(fit_reading({"heads": [laya], "quality": {"chance": 0.2}}).lead)
+    assert "-0.0450 [-0.0902, -0.0002] against the single-layer probe on features.15 (0.810; the interval " in lead
+    assert "excludes 0; the probe is one fit; the interval covers the head's seeds only)" in lead
+    # a gap whose bounds are far from 0 keeps three decimals
+    assert "+0.565 [+0.520, +0.610] against chance (0.200, the majority class; the interval excludes 0)" in lead
+
+
 def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_chance() -> None:
     """fit-head's reading led with "LAYA reaches a test accuracy of 0.105 … +0.004 against the last-layer
     head" on a cache of permuted labels (chance 0.113): no word that the head did not learn (that was one
@@ -862,7 +876,8 @@ def test_fit_reading_reads_the_lead_head_beside_its_nulls_and_says_a_head_at_cha
     assert lead[0].startswith("LAYA did not learn: its test accuracy 0.105 [0.088, 0.122] is near chance (0.113")
     assert "macro-F1 0.103 [0.086, 0.120]" in lead[1]
     null = "the interval includes 0: no difference shown"
-    assert f"+0.009 [-0.008, +0.026] against the single-layer probe on blocks.2 (0.096; {null})" in lead[1]
+    one = "the probe is one fit; the interval covers the head's seeds only"
+    assert f"+0.009 [-0.008, +0.026] against the single-layer probe on blocks.2 (0.096; {null}; {one})" in lead[1]
     assert f"-0.008 [-0.025, +0.009] against chance (0.113, the majority class; {null})" in lead[1]
     assert fit_reading(summary).details == [
         "last: test accuracy 0.101 [0.088, 0.122] over 3 seeds (near chance: it did not learn)."

@@ -44,7 +44,15 @@ from ..compare.records import (
     sanity_heads,
 )
 from ..compare.seeds import by_seed
-from ..training.quality import CHANCE_GAP, GAIN_ROWS, chance_lines, is_near_chance, macro_f1_decides, not_learned
+from ..training.quality import (
+    CHANCE_GAP,
+    GAIN_ROWS,
+    PROBE_ONE_FIT,
+    chance_lines,
+    is_near_chance,
+    macro_f1_decides,
+    not_learned,
+)
 from ..training.stats import (
     ONE_VALUE,
     TINY,
@@ -618,7 +626,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     d = (lead.get("delta_vs_last") or {}).get("test_acc")
     if lead["head"] != "last" and d and d.get("mean") is not None:
         shown = gap_shown(d)
-        first += f", {est(d, 3, clip=False, sign=True, diff=True)} against the last-layer head" + (
+        first += f", {est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the last-layer head" + (
             f" ({shown})" if shown else ""
         )
     chance = (summary.get("quality") or {}).get("chance")
@@ -692,6 +700,17 @@ def gap_shown(d: dict[str, Any]) -> str:
     return "the interval includes 0: no difference shown"
 
 
+def gap_digits(d: dict[str, Any], digits: int = 3, most: int = 6) -> int:
+    """Decimals for a gap whose interval excludes 0: enough that neither bound reads as 0 ("-0.000"
+    beside "excludes 0" reads as a contradiction; -0.0002 does not); ``digits`` otherwise."""
+    if gap_shown(d) != "the interval excludes 0":  # also "" where a bound is missing
+        return digits
+    bounds = [float(d["ci_low"]), float(d["ci_high"])]
+    while digits < most and any(round(b, digits) == 0 for b in bounds):
+        digits += 1
+    return digits
+
+
 def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
     """A t-estimate over seeds less a number every seed shares (chance, the probe fitted once): the
     interval of the per-seed differences, which pair trivially; each seed's value kept (same_on_every_seed)."""
@@ -709,15 +728,17 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     if probe.get("test_acc") is not None:
         d = _minus(acc, probe["test_acc"])
         shown = "; " * bool(gap_shown(d)) + gap_shown(d)
+        # the probe is fitted once: its own variation is in no interval (training.quality.PROBE_FITS)
+        one_fit = f"; {PROBE_ONE_FIT}" if d.get("ci_low") is not None and not same_on_every_seed(d) else ""
         out.append(
-            f"{est(d, 3, clip=False, sign=True, diff=True)} against the single-layer probe on {probe['layer']} "
-            f"({num(probe['test_acc'], 3)}{shown})"
+            f"{est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the single-layer probe on "
+            f"{probe['layer']} ({num(probe['test_acc'], 3)}{shown}{one_fit})"
         )
     if chance is not None:
         d = _minus(acc, chance)
         shown = "; " * bool(gap_shown(d)) + gap_shown(d)
         out.append(
-            f"{est(d, 3, clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority "
+            f"{est(d, gap_digits(d), clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority "
             f"class{shown})"
         )
     return out
