@@ -161,3 +161,45 @@ def test_the_floor_keeps_ten_thousand_test_rows_quiet_however_close_the_seeds_co
     # one seed has no interval to be too sure of; below 20 test rows the few-rows warning says it
     assert sampling_warning({"mean": 1.0, "ci_low": None, "ci_high": None, "n": 1}, 27) is None
     assert sampling_warning({"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n": 3}, 19) is None
+
+
+def test_a_difference_to_last_whose_seeds_agree_is_read_beside_what_the_shared_test_rows_allow(
+    tmp_path: Path,
+) -> None:
+    """A user read "concat +0.075 [+0.063, +0.087]" against last over 3 seeds on 200 test rows: the seeds
+    share the rows, so that interval leaves out their sampling, and the test-sampling warning spoke only
+    of each head's accuracy. The warning now says so of the difference too, where the rows allow far more."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    x, y = load_digits(return_X_y=True)
+    feats = digits_layers(x)
+    train, test = train_test_split(np.arange(len(y)), test_size=200, random_state=0)
+    cache = write_cache(
+        tmp_path / "c.h5", {"train": ([f[train] for f in feats], y[train]), "test": ([f[test] for f in feats], y[test])}
+    )
+    with FeatureStore(cache) as store:
+        config = FitConfig(heads=("concat", "last"), seeds=(0, 1, 2), epochs=300, probe=False)
+        result = fit_heads(store, config, out_dir=tmp_path / "heads")
+    summary = json.loads((tmp_path / "heads" / "summary.json").read_text())
+    last = {r.seed: r.test for r in result.runs if r.head == "last"}
+    warned = []
+    for head in summary["heads"]:
+        lines = [w for w in head["warnings"] if w.startswith("test sampling of Δ vs last:")]
+        if head["head"] == "last":
+            assert not lines
+            continue
+        # the rule recomputed from each seed's predictions: the paired Wald half-width over the 200 rows
+        pairs = [(r.test, last[r.seed]) for r in result.runs if r.head == head["head"]]
+        b = np.mean([((p.preds == p.labels) & (q.preds != q.labels)).mean() for p, q in pairs])
+        c = np.mean([((p.preds != p.labels) & (q.preds == q.labels)).mean() for p, q in pairs])
+        half = 1.96 * np.sqrt((b + c - (b - c) ** 2) / 200)
+        d = head["delta_vs_last"]["test_acc"]
+        rule = 2 * half > SAMPLING_RATIO * (d["ci_high"] - d["ci_low"]) and half > SAMPLING_FLOOR
+        assert bool(lines) == rule, (head["head"], d, half, lines)
+        if lines:
+            warned.append(head["head"])
+            assert f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]" in lines[0] and f"±{half:.3f}" in lines[0]
+            assert "200 shared test rows" in lines[0]
+    assert warned, [h["delta_vs_last"] for h in summary["heads"]]
+    assert "test_sampling_delta" in summary["quality"]["thresholds"]

@@ -82,6 +82,9 @@ THRESHOLDS = {
     "test_sampling": f"with two seeds or more and at least {MIN_ROWS} test rows, the 95% Wilson interval of the mean "
     f"test accuracy over the n test rows is wider than {SAMPLING_RATIO:g} × the 95% t-interval over seeds (or that "
     f"has zero width) and its half-width above {SAMPLING_FLOOR}",
+    "test_sampling_delta": f"with two seeds or more and at least {MIN_ROWS} test rows, the paired 95% Wald interval "
+    f"of a head's accuracy less last's over the n shared test rows is wider than {SAMPLING_RATIO:g} × the 95% "
+    f"t-interval over seeds of that difference and its half-width above {SAMPLING_FLOOR}",
     "test_rows_in_train": "test rows whose features equal a training row's, byte for byte at every layer",
     "test_rows_repeated": "test rows whose features equal an earlier test row's at every layer (16-byte digests)",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
@@ -182,6 +185,36 @@ def few_class_rows(train_labels: np.ndarray, class_names: Sequence[str]) -> str 
         f"class(es) with fewer than {FEW_CLASS_ROWS} training rows: {names}{', …' if len(few) > 5 else ''}; "
         "a head learns them from a handful of inputs and their test rows say little; add rows of them or "
         "leave them out of the data"
+    )
+
+
+def difference_sampling_warning(
+    delta: Mapping[str, Any], runs: Sequence[Any], last: Sequence[Any], n: int | None
+) -> str | None:
+    """sampling_warning for a head's "Δ acc vs last" (``delta``: its Estimate as a dict; ``runs``,
+    ``last``: the two heads' runs, paired by seed, with .test.preds and .test.labels): the seeds share
+    the ``n`` test rows, so their interval leaves out which rows were drawn. The rows' own 95% interval
+    of a paired difference (Wald, from the shares of rows each seed's two heads answer differently,
+    averaged over seeds) stands beside it; one line per head, not per cell."""
+    low, high = delta.get("ci_low"), delta.get("ci_high")
+    if n is None or n < MIN_ROWS or low is None or high is None or not math.isfinite(high - low):
+        return None
+    other = {r.seed: r.test for r in last if r.test is not None}
+    pairs = [(r.test, other[r.seed]) for r in runs if r.test is not None and r.seed in other]
+    if len(pairs) < 2:
+        return None
+    wins = [float(((a.preds == a.labels) & (b.preds != b.labels)).mean()) for a, b in pairs]
+    losses = [float(((a.preds != a.labels) & (b.preds == b.labels)).mean()) for a, b in pairs]
+    apart, diff = float(np.mean(wins) + np.mean(losses)), float(np.mean(wins) - np.mean(losses))
+    half = 1.96 * math.sqrt(max(apart - diff * diff, 0.0) / n)
+    seeds = high - low
+    if 2 * half <= SAMPLING_RATIO * seeds or half <= SAMPLING_FLOOR:
+        return None
+    return (
+        f"test sampling of Δ vs last: its 95% interval over {counted(len(pairs), 'seed')}, [{low:+.3f}, "
+        f"{high:+.3f}], covers seed-to-seed variation only; the {n} shared test rows alone allow ±{half:.3f} "
+        f"(a paired 95% interval from the {apart:.1%} of rows the two heads answer differently); read the "
+        "difference to within that, or add test rows"
     )
 
 
@@ -502,6 +535,11 @@ def gate(
             h["warnings"].append(few)
         if sampled := sampling_warning(h["test_acc"], n_test):
             h["warnings"].append(sampled)
+        delta = (h.get("delta_vs_last") or {}).get("test_acc")
+        if delta and h["head"] != "last":
+            mine, last = ([r for r in runs if r.head == k] for k in (h["head"], "last"))
+            if sampled := difference_sampling_warning(delta, mine, last, n_test):
+                h["warnings"].append(sampled)
     return {
         "chance": chance,
         "majority_macro_f1": majority_f1,
