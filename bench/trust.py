@@ -653,7 +653,11 @@ def reading(b: Backbone) -> list[str]:
             shown = laya.get("reading", "below the probe") == "below the probe"
             short.append(
                 "the LAYA head with defaults is below the probe minus the margin "
-                + ("(under-trained)" if shown else "(not shown below it: the gap's interval over seeds includes 0)")
+                + (
+                    "(beyond its seeds' spread)"
+                    if shown
+                    else "(not shown below it: the gap's interval over seeds includes 0)"
+                )
             )
     if short and out:
         out.append("In short: " + "; ".join(short) + ".")

@@ -178,4 +178,4 @@ def test_the_reading_calls_laya_under_trained_only_where_the_gate_shows_it_below
     laya["probe_reference"]["reading"] = "below the probe"
     (heads / "summary.json").write_text(json.dumps({"heads": [laya]}), encoding="utf-8")
     said = " ".join(trust.reading(trust.Backbone("minilm", "MiniLM", heads=heads, compare=tmp_path / "none")))
-    assert "the LAYA head with defaults is below the probe minus the margin (under-trained)" in said
+    assert "the LAYA head with defaults is below the probe minus the margin (beyond its seeds' spread)" in said
