@@ -467,6 +467,22 @@ def test_a_kept_leftover_is_recorded_in_the_checks_summary(default_run, tmp_path
     assert (mine / "mine.txt").read_text() == "x"
 
 
+def test_seeds_near_chance_among_others_are_named_where_the_verdict_is_said_to_hold(default_run, tmp_path) -> None:
+    """Across seeds, with the LAYA head near chance on some construction seeds only, the IG line said "not
+    passed" but the last line said the verdict "holds for construction seeds 0, 1" without a word of the
+    seed that tests nothing."""
+    from laya_inspect.check.seeds import across_seeds, seeds_verdict_lines
+
+    _, trained, _ = default_run
+    _, drowned = _check(tmp_path / "out", "--noise", "20", "--seed", "1")
+    assert "laya" in drowned["near_chance"] and not trained.get("near_chance")
+    across = across_seeds([trained, drowned])
+    assert across["near_chance_seeds"] == [1]
+    last = seeds_verdict_lines(across, "layers.1", "resample")[-1]
+    assert last.startswith("this verdict holds for construction seeds 0, 1"), last
+    assert last.endswith("; on construction seed 1 the LAYA head is near chance, so that seed tests nothing"), last
+
+
 def test_a_laya_head_near_chance_gets_no_verdict_not_a_failed_pipeline(tmp_path) -> None:
     """At --noise 20 the label is drowned and the LAYA head learns next to nothing: there is no planted
     layer in it for IG to find, so the run says "no verdict" (and does not pass), not that the pipeline

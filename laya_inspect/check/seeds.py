@@ -245,8 +245,8 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
         note = ""
         if ig is not None and ig["at_bar_on_every_seed"] and truth["failed_seeds"]:
             note = (
-                f"; the pass is flagged: on seed{'s' if len(truth['failed_seeds']) > 1 else ''} "
-                f"{_seeds(truth['failed_seeds'])} the LAYA head itself is not shown to rely on the signal layer "
+                f"; the pass is flagged: on {counted_list('seed', truth['failed_seeds'])} the LAYA head itself is "
+                "not shown to rely on the signal layer "
                 f"on {PASS_SHARE:.0%} of rows, so there IG is not tested against the head (raise --rows or lower "
                 "--noise)"
             )
@@ -269,5 +269,11 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
         if set(near) >= set(seeds)
         else f"this verdict holds for construction seeds {_seeds(seeds)} (each its own backbone, data and fit): a "
         "method passes only when it passes on every one of them; seeds not run can still fail"
+        + (
+            f"; on {counted_list('construction seed', near)} the LAYA head is near chance, so "
+            f"{'that seed tests' if len(near) == 1 else 'those seeds test'} nothing"
+            if near
+            else ""
+        )
     )
     return lines
