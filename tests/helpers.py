@@ -228,6 +228,21 @@ def record_forked(monkeypatch: Any, module: Any) -> list[Any]:
     return received
 
 
+def tiny_bert(d: Path, vocab: Sequence[str], layers: int = 1, **config: Any) -> tuple[Any, Any]:
+    """A small random BERT encoder (hidden 16, 2 heads) and its word-piece tokenizer over ``vocab``, saved
+    as one Hugging Face folder at ``d / "model"`` (``hf:`` takes it); seeded, so every run builds the same."""
+    import transformers
+
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(str(d))
+    settings = dict(hidden_size=16, num_hidden_layers=layers, num_attention_heads=2, intermediate_size=32) | config
+    torch.manual_seed(0)
+    model = transformers.BertModel(transformers.BertConfig(vocab_size=len(vocab), **settings)).eval()
+    model.save_pretrained(d / "model")
+    tokenizer.save_pretrained(d / "model")
+    return model, tokenizer
+
+
 def settings_said(output: str) -> str:
     """The settings line a command printed (its continuation lines joined), spaces normalised."""
     lines = output.splitlines()

@@ -9,6 +9,7 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_bert
 
 from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
@@ -47,22 +48,9 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def text_setup(tmp_path_factory):
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     d = tmp_path_factory.mktemp("bert")
-    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(str(d))
-    config = transformers.BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    model = transformers.BertModel(config).eval()
-    model.save_pretrained(d / "model")
-    tokenizer.save_pretrained(d / "model")
+    model, tokenizer = tiny_bert(d, VOCAB, layers=2, max_position_embeddings=64)
     rows = "".join(f'"{t}",{y},{"test" if i % 2 else "train"}\n' for i, (t, y) in enumerate(TEXTS))
     (d / "t.csv").write_text("text,label,split\n" + rows)
     return d, model, tokenizer

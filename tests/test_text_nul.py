@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import tiny_bert
 
 from laya_inspect.cache.extract import ExtractConfig, extract_features
 from laya_inspect.cache.store import FeatureStore
@@ -23,18 +24,9 @@ ROWS = ["the cat,0", "good movie,1", '"cat\x00sat",0', "bad movie,0", "the movie
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
-    transformers = pytest.importorskip("transformers")
-    import torch
-
+    pytest.importorskip("transformers")
     d = tmp_path_factory.mktemp("bert")
-    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(str(d))
-    config = transformers.BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).eval().save_pretrained(d / "model")
-    tokenizer.save_pretrained(d / "model")
+    _, tokenizer = tiny_bert(d, VOCAB)
     return d, tokenizer
 
 
