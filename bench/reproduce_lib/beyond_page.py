@@ -26,18 +26,22 @@ from laya_inspect.report.reading import (
     num,
     outcome,
     prune_reading,
-    same,
+    same_sets,
+    tied,
 )
 
 BEGIN, END = "<!-- beyond:begin -->", "<!-- beyond:end -->"
 WORD = {"better": "**α better**", "worse": "**α worse**", "no different": "not distinguishable", "undecided": "—"}
 
 
-def word(d: dict[str, Any] | None, alpha: bool = True, sets: bool = False) -> str:
-    """The verdict cell; ``alpha=False`` for a comparison of two rules that both do without α;
-    ``sets``: prune's rankings, whose differences are all 0 when they keep the same layer sets."""
-    if sets and same(d):
+def word(d: dict[str, Any] | None, alpha: bool = True, sets: bool | None = None) -> str:
+    """The verdict cell; ``alpha=False`` for a comparison of two rules that both do without α; ``sets``:
+    whether prune's two rankings keep the same layer sets (summary.json's record, never read off equal
+    accuracies: different sets can score alike on every seed)."""
+    if sets:
         return "same layer sets"
+    if sets is False and tied(d):
+        return "no verdict: different sets, same accuracy on every seed"
     text = WORD[outcome(d)]
     return text if alpha else text.replace("α ", "first ")
 
@@ -68,13 +72,12 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
                 "—" if best is None else est(best["test_acc"]),
                 est((s["per_ranking"].get(r) or {}).get("mean_test_acc_over_k")),
                 "(α)" if r == "alpha" else diff_text(d),
-                "" if r == "alpha" else word(d, sets=True),
+                "" if r == "alpha" else word(d, sets=same_sets(s, r)),
             ]
         )
         if r != "alpha":
-            glance.append(
-                [name, "prune", f"rank layers: α vs {PRUNE_NAMES.get(r, r)}", diff_text(d), word(d, sets=True)]
-            )
+            said = word(d, sets=same_sets(s, r))
+            glance.append([name, "prune", f"rank layers: α vs {PRUNE_NAMES.get(r, r)}", diff_text(d), said])
     rand = (s["alpha_vs"].get("random") or {}).get("mean_test_acc_over_k_diff")
     if s.get("random_reference"):  # the reference α is read against first: what a random order keeps
         area = (s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k")
