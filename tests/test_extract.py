@@ -694,4 +694,7 @@ def test_cli_extract_says_and_records_every_default_that_shapes_the_rows(cifar_j
     with FeatureStore(tmp_path / "c.h5") as store:
         assert {"resize", "normalize", "device", "amp", "pool", "batch_size"} <= set(store.attrs["config_defaults"])
         assert "image_size" not in store.attrs["config_defaults"]
+        # where it writes and whether it may replace a cache shape no row: a rerun with --overwrite
+        # writes the same attributes
+        assert not {"out", "overwrite"} & set(store.attrs["config_defaults"])
         assert store.attrs["device"] in ("cpu", "cuda:0", "cuda") and store.attrs["batch_size"] >= 1

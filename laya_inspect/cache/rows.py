@@ -147,8 +147,10 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "warnings": warnings,
         "compute_dtype": "float32" if compute is None else f"{_name(compute)} (autocast)",
         "world_size": world_size,
-        # what the run was told and what it left to its defaults (resumed runs keep the first run's)
-        "config_defaults": defaulted(config),
+        # what the run was told and what it left to its defaults (resumed runs keep the first run's); where
+        # it writes and whether it may replace a cache say nothing of the rows, and differ between two
+        # runs that write the same cache (a first run and an --overwrite one)
+        "config_defaults": [n for n in defaulted(config) if n not in ("out", "overwrite")],
         "device": str(device),
         "batch_size": batch,  # rows per forward: no number depends on it beyond rounding
     }
