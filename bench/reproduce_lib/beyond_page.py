@@ -27,8 +27,8 @@ from laya_inspect.report.reading import (
     outcome,
     prune_reading,
     same_sets,
-    tied,
 )
+from laya_inspect.training.stats import tied
 
 BEGIN, END = "<!-- beyond:begin -->", "<!-- beyond:end -->"
 WORD = {"better": "**α better**", "worse": "**α worse**", "no different": "not distinguishable", "undecided": "—"}

@@ -711,7 +711,8 @@ def _compare_rankings(
 def versus_verdict(other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int) -> str:
     """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
     tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict."""
-    from ..report.reading import SCALARMIX_INTERVAL, SCALARMIX_ONE_SEED, ks_text, tied
+    from ..report.reading import SCALARMIX_INTERVAL, SCALARMIX_ONE_SEED, ks_text
+    from ..training.stats import tied
 
     baseline = (
         "a random ranking (mean over random layer sets of each size k)" if other == "random" else f"the {other} ranking"

@@ -19,12 +19,11 @@ from ..report.reading import (
     one_seed_sentence,
     same_sets,
     seeds_said,
-    tied,
     with_ci,
 )
 from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
-from ..training.stats import percent
+from ..training.stats import percent, tied
 from .app import app, bullets, comma_list, console, dim, from_options, opt, show, titled_table
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"

@@ -32,7 +32,7 @@ from ..errors import CacheError, NotFoundError
 from ..files import output_lock
 from ..options import command_line
 from ..out_dir import with_run_notes
-from ..training.stats import counted, percent, spec
+from ..training.stats import counted, percent, spec, tied
 from . import write_page
 from .figures import Figure, png_figure
 from .folders import pngs
@@ -49,7 +49,6 @@ from .reading import (
     outcome,
     same_sets,
     seeds_said,
-    tied,
 )
 from .settings import ONE_LINE, beyond_settings_line
 

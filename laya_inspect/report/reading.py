@@ -64,6 +64,7 @@ from ..training.stats import (
     same_on_every_seed,
     same_text,
     spec,
+    tied,
 )
 
 NAMES = {
@@ -820,13 +821,6 @@ def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
 # refits' and α's heads' spread, none of ScalarMix's own across its seeds
 SCALARMIX_ONE_SEED = "ScalarMix's ranking is from its one given head (one seed), the same at every seed"
 SCALARMIX_INTERVAL = "the interval covers the refits and α's heads, not ScalarMix's own variation across seeds"
-
-
-def tied(d: dict[str, Any] | None) -> bool:
-    """The paired difference is 0 on each of two or more seeds: the two rankings' sets scored the same
-    (test accuracies move in steps of 1/n), a zero-width interval that decides nothing."""
-    values = [v for v in (d or {}).get("values") or [] if v is not None]
-    return len(values) >= 2 and all(abs(float(v)) <= TINY for v in values)
 
 
 def same_sets(s: dict[str, Any], other: str) -> bool:

@@ -45,6 +45,14 @@ def same_on_every_seed(d: dict[str, Any] | None) -> bool:
     return len(values) >= 2 and max(values) - min(values) <= TINY and abs(float(values[0])) > TINY
 
 
+def tied(d: dict[str, Any] | None) -> bool:
+    """The paired difference is 0 on each of two or more seeds (:func:`same_on_every_seed`: the same and
+    not 0): the two rankings' sets scored the same (test accuracies move in steps of 1/n), a zero-width
+    interval that decides nothing."""
+    values = [v for v in (d or {}).get("values") or [] if v is not None]
+    return len(values) >= 2 and all(abs(float(v)) <= TINY for v in values)
+
+
 # One seed's difference, said alike by the terminal's verdict lines and the reading (report.html).
 ONE_VALUE = "one value, no interval, so no verdict"
 
