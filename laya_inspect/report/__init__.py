@@ -13,7 +13,7 @@ what a result object shows in a notebook (``_repr_html_``).
 from __future__ import annotations
 
 import os
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +107,15 @@ def write_report_html(
     one every writer of it takes (fit-head --force, `report DIR --html`), so the page is not built from a
     folder being swapped: LockedError while another holds it. ``locked``: the caller holds it already
     (the demo, `report DIR --html`); a second take in the same process would refuse its own page."""
-    with nullcontext() if locked else output_lock(os.path.realpath(folder)):
+    with page_lock(folder, locked):
         return write_page(folder, build_page(folder, as_dir=as_dir, figures=figures))
+
+
+def page_lock(folder: str | Path, locked: bool) -> AbstractContextManager[None]:
+    """The lock every writer of ``folder`` takes, held while its page is built and written; none where
+    the caller holds it already (``locked``: the command writing the folder, `report DIR --html`), as a
+    second take in the same process would refuse its own page."""
+    return nullcontext() if locked else output_lock(os.path.realpath(folder))
 
 
 def write_page(folder: str | Path, text: str) -> Path:

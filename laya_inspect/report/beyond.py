@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +27,10 @@ from ..beyond.scoring import (
 )
 from ..compare.records import read_json
 from ..errors import CacheError, NotFoundError
-from ..files import output_lock
 from ..options import command_line
 from ..out_dir import with_run_notes
 from ..training.stats import counted, percent, spec, tied
-from . import write_page
+from . import page_lock, write_page
 from .figures import Figure, png_figure
 from .folders import pngs
 from .html import Cell, Section, Table, cache_facts, cli_line, page
@@ -229,7 +226,7 @@ def write_beyond_report(
     """Write ``folder/report.html`` (atomically) and return its path; arguments as in :func:`beyond_page`.
     It holds the folder's lock as :func:`~laya_inspect.report.write_report_html` does, unless ``locked``:
     the caller holds it already (the command writing the folder, `report DIR --html`)."""
-    with nullcontext() if locked else output_lock(os.path.realpath(folder)):
+    with page_lock(folder, locked):
         return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
