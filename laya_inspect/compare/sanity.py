@@ -1,7 +1,7 @@
 """Sanity checks of every head's attributions (docs/METHOD.md, "Sanity checks"): Adebayo et al.'s
 model and data randomisation at layer level, on the rows compare already holds. A deep copy of the
 trained head re-initialised in cascade (:func:`cascade`: outside the adapters, then everything), and a
-head fitted on permuted labels by the library's loop (:func:`permuted_head`); every method compare ran
+head fitted on permuted labels by the library's loop (:mod:`.permuted`); every method compare ran
 (``random`` aside) is read against the trained head's attributions (per-row Spearman ρ, mean and
 interval: "low" inside ±THRESHOLD) and LOLO effects (faithfulness). The trained head is never touched.
 """
@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -20,18 +20,19 @@ import torch
 from ..choices import MIN_ROWS, TIE_TOLERANCE
 from ..files import write_with
 from ..head_dir import training_settings
-from ..heads import HEADS, Head
-from ..runtime import Progress, seeded
+from ..heads import Head
+from ..runtime import Progress
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
 from .draws import seeded_rows
 from .lolo import forward_rows
+from .permuted import EPOCHS, PATIENCE, TRAIN_ROWS, fresh, permuted_head, training_rows
 from .records import NO_LAYER, NOT_APPLICABLE
 
+if TYPE_CHECKING:
+    from .run import HeadResult
+
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
-EPOCHS = 10  # the permuted-label head's epoch budget (early stopping on validation loss, PATIENCE)
-PATIENCE = 3
-TRAIN_ROWS = 10_000  # at most this many training rows (a seeded subset) for the permuted-label fit
 ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
@@ -108,13 +109,6 @@ def cascade(head: Head) -> list[tuple[str, list[str]]]:
     return steps
 
 
-def fresh(head: Head, init_seed: int) -> Head:
-    """A new head of ``head``'s kind and constructor arguments, initialised under ``init_seed``."""
-    with seeded(init_seed):
-        new = HEADS.get(head.kind)(**head.config())
-    return new.to(next(head.parameters()).device)
-
-
 def randomised(head: Head, new: Head, names: Sequence[str]) -> Head:
     """A deep copy of ``head`` with the parameters ``names`` taken from ``new``; ``head`` is untouched."""
     out = copy.deepcopy(head)
@@ -166,68 +160,6 @@ def verdict(rank: M.Faithfulness) -> str:
     if low >= THRESHOLD or high <= -THRESHOLD:
         return "high"
     return "unclear"
-
-
-def training_rows(store: Any, split: str, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """The permuted-label fit's rows of ``split``: every row, or at most TRAIN_ROWS seeded ones, with
-    finite features; (per-layer features, labels). Read once, before any fork."""
-    rows = seeded_rows(store.n(split), TRAIN_ROWS, seed)
-    feats = store.layers(split, rows)
-    ok = M.finite_rows(*feats)
-    return [f[ok] for f in feats], np.asarray(store.labels(split, rows), dtype=np.int64)[ok]
-
-
-def permuted_head(
-    head: Head,
-    rows: tuple[list[np.ndarray], np.ndarray],
-    settings: Mapping[str, Any],
-    *,
-    permutation_seed: int,
-    fit_seed: int,
-) -> tuple[Head, dict[str, Any]]:
-    """A head like ``head`` fitted on ``rows`` (:func:`training_rows`) with permuted labels; (head, what was done)."""
-    from ..training.loop import EVAL_BATCH, LoopSettings, TensorRows, train_loop, validation_split
-
-    feats, labels = rows
-    permuted = np.random.default_rng(permutation_seed).permutation(labels)
-    device = next(head.parameters()).device
-    x = [torch.from_numpy(np.ascontiguousarray(f)).to(device) for f in feats]
-    data = TensorRows(x, torch.from_numpy(permuted).to(device))
-    fraction = float(settings["val_fraction"])  # training_settings: the head's, else fit-head's
-    train_rows, val_rows = validation_split(permuted, fraction, "stratified", permutation_seed)
-    new = fresh(head, fit_seed)
-    buffers = {k: v for k, v in head.state_dict().items() if k.startswith("standardizers.")}
-    new.load_state_dict({**new.state_dict(), **buffers})
-    loop = LoopSettings(
-        lr=float(settings["lr"]),
-        epochs=EPOCHS,
-        patience=PATIENCE,
-        seed=fit_seed,
-        weight_decay=float(settings["weight_decay"]),
-    )
-    bs = int(settings["batch_size"])
-    history, stopper = train_loop(
-        new,
-        lambda g: data.batches(train_rows, bs, g),
-        lambda: data.batches(val_rows, EVAL_BATCH),
-        loop,
-        name=head.kind,
-        emit=lambda _e: None,
-        tag={"stage": "sanity"},
-    )
-    info = {
-        "split": settings["train_split"],
-        "n_train": int(len(train_rows)),
-        "n_val": int(len(val_rows)),
-        "val_fraction": fraction,
-        "epochs": EPOCHS,
-        "patience": PATIENCE,
-        "epochs_run": len(history),
-        "best_epoch": stopper.best_epoch,
-        "val_acc": stopper.best_acc,
-        "settings": dict(settings),
-    }
-    return new.eval(), info
 
 
 def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -371,7 +303,7 @@ def data_randomisation(
 def check_head(
     head: Head,
     cfg: Mapping[str, Any],
-    result: Any,
+    result: HeadResult,
     rows: tuple[list[np.ndarray], np.ndarray],
     hs: Sequence[torch.Tensor],
     labels: np.ndarray,
@@ -414,7 +346,7 @@ def check_head(
 
 def run_sanity(
     heads: Mapping[str, tuple[Head, dict[str, Any], str]],
-    results: Sequence[Any],
+    results: Sequence[HeadResult],
     read: Sequence[list[int]],
     store: Any,
     hs: Sequence[torch.Tensor],
@@ -432,7 +364,7 @@ def run_sanity(
     splits = {training_settings(cfg)["train_split"] for _, _, cfg, _ in items}  # read here, before the fork
     train = {sp: training_rows(store, sp, seeds(config.seed)["permutation_seed"]) for sp in sorted(splits)}
 
-    def one(_i: int, item: tuple[Any, Head, dict[str, Any], list[int]], report: Progress) -> dict[str, Any]:
+    def one(_i: int, item: tuple[HeadResult, Head, dict[str, Any], list[int]], report: Progress) -> dict[str, Any]:
         r, head, cfg, layers = item
         rows = train[training_settings(cfg)["train_split"]]
         return check_head(
