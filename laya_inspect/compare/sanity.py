@@ -22,6 +22,7 @@ from ..files import write_with
 from ..head_dir import training_settings
 from ..heads import Head
 from ..runtime import Progress
+from ..training.quality import UNIFORM_SHARE, chance_level, uniform_spread
 from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
 from .draws import seeded_rows
@@ -228,8 +229,6 @@ def one_profile(rho: np.ndarray, scores: np.ndarray, trained: np.ndarray) -> tup
     its ρ is one number repeated, not a sample of rows; and a randomised profile within UNIFORM_SHARE
     of 1/L (fit-head's "still uniform") ranks the layers by noise, so it is undefined, as an exactly
     uniform one is (its ranks all tie)."""
-    from ..training.quality import UNIFORM_SHARE, uniform_spread
-
     if len(scores) == 0 or np.ptp(scores, axis=0).max() > 0 or np.ptp(trained, axis=0).max() > 0:
         return rho, None
     n_layers, w = scores.shape[1], scores[0]
@@ -276,7 +275,7 @@ def data_randomisation(
     keep["labels/preds"] = preds
     n = len(labels)
     acc = float((preds == labels).mean()) if n else float("nan")
-    chance = float(np.bincount(labels).max() / n) if n else float("nan")
+    chance = chance_level(labels)
     real_bound = chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1)))
     real_above = bool(real_accuracy > real_bound)
     bound = chance + 0.5 * (real_accuracy - chance)
