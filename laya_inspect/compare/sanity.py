@@ -314,7 +314,7 @@ def check_head(
     emit: Progress,
 ) -> dict[str, Any]:
     """Both checks for one head of compare (``result``: its HeadResult, every row measured; ``rows``: its
-    training split's rows, :func:`training_rows`; ``read``: the layers it reads, :func:`read_layers`)."""
+    training split's rows, :func:`.permuted.training_rows`; ``read``: the layers it reads, :func:`read_layers`)."""
     methods = [m for m in result.scores if m not in STATIC]
     pick = checked_rows(len(labels), seed)  # the rows the attributions are compared on
     index = torch.from_numpy(pick).to(hs[0].device)
