@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -132,7 +133,22 @@ def _read(p: Path, trust_pickle: bool) -> Any:
     try:
         return _torch_load(p, weights_only=False)
     except Exception as e:  # unpickling can fail in any way: missing classes, modules, versions
-        raise InputError(f"{p} could not be unpickled (even with --trust-pickle): {first_line(e)}") from None
+        raise InputError(
+            f"{p} could not be unpickled (even with --trust-pickle): {first_line(e)}{_pickled_in_main(e)}"
+        ) from None
+
+
+def _pickled_in_main(e: Exception) -> str:
+    """The way out when a model was pickled by a script run directly: its class was recorded as
+    ``__main__.NAME``, and no other program's ``__main__`` holds that class, so no loader can rebuild it."""
+    # pickle looks the class up in whatever runs as __main__ here: the tool's (laya_inspect.__main__)
+    if not (isinstance(e, AttributeError) and re.search(r"on <module '([\w.]+\.)?__main__'", str(e))):
+        return ""
+    return (
+        ". The model was saved with torch.save(model) by a script run directly, so its class is recorded as "
+        "__main__.CLASS, which only that script defines: save its weights instead "
+        "(torch.save(model.state_dict(), FILE)) and load them with --model python:MODULE:FACTORY --weights FILE"
+    )
 
 
 def read_checkpoint(path: str | Path, *, trust_pickle: bool = False) -> Any:
