@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import pytest
 import torch
@@ -51,3 +52,18 @@ def test_a_pickle_missing_an_ordinary_module_gets_no_word_about_main(tmp_path, m
         read_checkpoint(path, trust_pickle=True)
     assert "qa_conv_gone" in str(caught.value)
     assert "__main__" not in str(caught.value)
+
+
+def test_a_traced_convnet_is_not_called_scripted_when_its_layers_cannot_be_read(tmp_path):
+    from laya_inspect.models import load_model
+
+    path = tmp_path / "traced.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.* deprecation notices
+        torch.jit.save(torch.jit.trace(SmallConv().eval(), torch.rand(2, 1, 8, 8)), str(path))
+    loaded = load_model(f"torchscript:{path}")
+    with pytest.raises(InputError) as caught:
+        loaded.resolve_layers("all")
+    said = str(caught.value)
+    assert "this TorchScript SmallConv" in said
+    assert "scripted" not in said

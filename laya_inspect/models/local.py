@@ -65,7 +65,7 @@ class TorchScriptAdapter(Adapter):
         works = "its children (run one by one)" if self.sequential else "none of its submodules"
         kind = module_kind(module)
         self.hook_hint = (
-            f"; TorchScript takes no Python hooks, so for this scripted {kind} laya-inspect can read {works}"
+            f"; TorchScript takes no Python hooks, so for this TorchScript {kind} laya-inspect can read {works}"
             + (f" and the outputs {', '.join(self.virtual_names)}" if self.virtual_names else "")
             + ". Export a forward that returns the tensors you want as a tuple and pick them with "
             "--layers outputs.K, or load the Python model with python:pkg.module:factory --weights FILE"
