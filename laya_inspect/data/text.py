@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import unicodedata
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -260,7 +261,14 @@ def _text_rows(
 def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
     """A warning when some of ``rows`` have no text: their features describe the empty string."""
     said = f"have an empty text: their {EMPTY_TEXT}; remove those rows or fill them in"
-    return _text_rows(texts, rows, path, lines, col, lambda t: not t.strip(), said)
+    return _text_rows(texts, rows, path, lines, col, _blank, said)
+
+
+def _blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only spaces, control and format characters. str.strip keeps a
+    zero-width space or a byte-order mark (a file joined after its BOM), which a tokenizer drops
+    (all-MiniLM-L6-v2's reads "\u200b" as [CLS] [SEP]), so such a row is an empty one."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
 
 
 def _nul_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
