@@ -762,3 +762,17 @@ def test_compare_withholds_a_rare_rows_head_without_saying_it_learnt_nothing() -
     # a head that answers the majority class but for one row is still one that learnt next to nothing
     preds = np.zeros(400, dtype=np.int64)
     assert "learnt next to nothing" in chance_check("laya", 0.99, labels, preds=preds)["caveat"]
+
+
+def test_near_chance_advice_offers_more_epochs_only_where_a_seed_used_them_all() -> None:
+    """A head near chance whose seeds all stopped early on patience would not use more --epochs: the
+    advice reads the seeds' epochs as the below-the-probe advice does."""
+    runs = [_run(s, test_acc=0.41, epochs_run=e) for s, e in enumerate([12, 30, 17])]
+    q = head_quality("laya", runs, test_acc=0.41, chance=0.4, probe=None, layer_names=["a", "b"], epochs=200)
+    (near,) = [w for w in q["warnings"] if w.startswith("near chance")]
+    assert "every seed stopped early on patience (12–30 of 200 epochs), so more --epochs will not" in near
+    assert "or more --epochs" not in near
+    runs[2].epochs_run = 200
+    q = head_quality("laya", runs, test_acc=0.41, chance=0.4, probe=None, layer_names=["a", "b"], epochs=200)
+    (near,) = [w for w in q["warnings"] if w.startswith("near chance")]
+    assert "another --lr or more --epochs may help: seed 2 ran all 200 epochs" in near

@@ -305,15 +305,18 @@ def near_chance(
     what: str,
     *,
     n: int | None = None,
+    runs: Sequence[Any] | None = None,
+    epochs: int | None = None,
 ) -> str | None:
     """The near-chance warning (THRESHOLDS["near_chance"]) of a test accuracy, else None; ``what``
     says what failed ("the head did not learn"). On imbalanced classes an accuracy just above the
     majority share can come from a few rows of the minority classes, which CHANCE_GAP of a small
     1 − chance cannot see: with ``n`` test rows, a head that beats always answering the majority class
-    on fewer than GAIN_ROWS of them is near chance too."""
+    on fewer than GAIN_ROWS of them is near chance too. Given the seeds' ``runs`` (.seed, .epochs_run)
+    and ``epochs``, the most each could run, its advice reads them as the probe's does (:func:`_advice`)."""
     if not is_near_chance(test_acc, chance, n):
         return None
-    fix = "(try another --lr or more --epochs)"
+    fix = "(try another --lr or more --epochs)" if runs is None else f"({_advice(runs, epochs, 'may help')})"
     gap, _ = chance_lines(chance, n)
     if test_acc < gap - LINE_TOLERANCE:
         return f"near chance: test accuracy {test_acc:.3f} vs chance {chance:.3f} (majority class); {what} {fix}"
@@ -578,7 +581,7 @@ def head_quality(
     probe reference and the seeds' agreement on the layers. ``test_f1``: its mean test macro-F1 over
     seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`)."""
     said = not_learned("the head", test_acc, chance, f1=test_f1, majority_f1=majority_f1)
-    near = near_chance(test_acc, chance, said, n=n_test)
+    near = near_chance(test_acc, chance, said, n=n_test, runs=runs, epochs=epochs)
     warns = [near] if near else []
     notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
@@ -668,20 +671,20 @@ def head_quality(
     }
 
 
-def _advice(runs: Sequence[Any], epochs: int | None) -> str:
-    """What to try for a head below the probe: more --epochs only where a seed used them all; seeds
-    that stopped on patience before the budget would not use more."""
-    if epochs is None:
-        return "another --lr or more --epochs may close the gap"
+def _advice(runs: Sequence[Any], epochs: int | None, effect: str = "may close the gap") -> str:
+    """What to try for a head below the probe or near chance (``effect``: what it may do): more --epochs
+    only where a seed used them all; seeds that stopped on patience before the budget would not use more."""
+    if epochs is None or not runs:
+        return f"another --lr or more --epochs {effect}"
     ran = sorted(r.epochs_run for r in runs)
     if ran[-1] < epochs:
         span = f"{ran[0]}" if ran[0] == ran[-1] else f"{ran[0]}–{ran[-1]}"
         return (
-            f"another --lr may close the gap; every seed stopped early on patience ({span} of {epochs} epochs), "
+            f"another --lr {effect}; every seed stopped early on patience ({span} of {epochs} epochs), "
             "so more --epochs will not"
         )
     full = [r.seed for r in runs if r.epochs_run >= epochs]
-    return f"another --lr or more --epochs may close the gap: {counted_list('seed', full)} ran all {epochs} epochs"
+    return f"another --lr or more --epochs {effect}: {counted_list('seed', full)} ran all {epochs} epochs"
 
 
 def seed_checks_note(not_run: Sequence[str]) -> str:
