@@ -690,7 +690,10 @@ def test_identical_rankings_are_said_to_keep_the_same_sets_not_compared(planted,
     assert s["rankings"]["alpha"]["order"] == s["rankings"]["depth"]["order"]
     depth = s["alpha_vs"]["depth"]
     assert depth["same_layer_sets"]
-    said = "the α ranking and the depth ranking keep the same layer sets at each k tried (k = 1, 2): nothing to compare"
+    said = (
+        "the α ranking and the depth ranking keep the same layer sets at each k tried (k = 1, 2 of 3 layers): "
+        "nothing to compare"
+    )
     assert depth["verdict"] == said and said in s["verdict"]
     assert not any("difference between the α ranking and the depth" in line for line in s["verdict"])
 
@@ -2373,3 +2376,49 @@ def test_scalarmix_read_from_its_one_head_against_several_seeds_says_so(digits_c
     assert words in " ".join(result.output.split())
     page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
     assert words in " ".join(page.split())
+
+
+def test_scalarmix_near_uniform_weights_are_said_beside_its_comparison_once(digits_cache, heads, tmp_path):
+    """QA: the warning that --scalarmix's weights are nearly uniform led the run's warnings, far from the
+    α-against-ScalarMix verdict it qualifies (and from no other). It is now said beside that comparison,
+    once, in the terminal, summary.json and report.html. An unfitted ScalarMix head's weights are uniform."""
+    with FeatureStore(digits_cache) as store:
+        flat = save_head(tmp_path / "flat", fit_quickly("scalarmix", store, 0), meta=cache_identity(store))
+    out = tmp_path / "p"
+    args = ["prune", str(heads["laya"]), "--cache", str(digits_cache), "--scalarmix", str(flat)]
+    args += ["--ks", "2", "--seeds", "2", "--epochs", "2", "--costs", "shapes", "--no-plots", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    words = "the scalarmix ranking orders nearly uniform weights"
+    caveat = s["alpha_vs"]["scalarmix"]["caveat"]
+    assert caveat.startswith(words) and not [w for w in s["warnings"] if words in w], s["warnings"]
+    (line,) = [v for v in s["verdict"] if words in v]
+    assert line.startswith(s["alpha_vs"]["scalarmix"]["verdict"]), line
+    said = " ".join(result.output.split())
+    assert said.count(words) == 1 and f"warning: {words}" not in said
+    page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
+    assert page.count(words) == 1 and f"Warning: {words}" not in page
+
+
+def test_a_comparisons_layer_counts_read_of_n_layers_and_stay_on_one_line():
+    """QA: "keep the same layer sets at each k tried (k = 1, 2)" named no layer total, as the headline does
+    ("k = 1, 2 of 19 layers"), and the terminal broke it after "k = 1,"."""
+    import importlib
+
+    from rich.console import Console
+
+    from laya_inspect.beyond.prune import versus_verdict
+
+    cli_app = importlib.import_module("laya_inspect.cli.app")  # the module; the package's `app` is the command
+
+    d = {"mean": 0.0, "values": [0.0, 0.0], "ci_low": 0.0, "ci_high": 0.0}
+    said = versus_verdict("depth", d, same_sets=True, ks=[1, 2], n_seeds=2, n_layers=19)
+    assert "(k = 1, 2 of 19 layers)" in said, said
+    for width in range(40, 100):
+        console = Console(width=width, record=True, file=io.StringIO())
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(cli_app, "console", console)
+            cli_app.wrapped(said, lead="• ")
+        lines = console.export_text().splitlines()
+        assert any("k = 1, 2 of 19 layers" in line for line in lines), (width, lines)

@@ -428,12 +428,16 @@ def _prune(
         randoms, results, names, n_layers, (len(added), added_refits), seeds, costs
     )
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
-        ranked, results, [k for k in ks if k < n_layers], seeds, randoms
+        ranked, results, [k for k in ks if k < n_layers], seeds, randoms, n_layers=n_layers
     )
     heads: list[tuple[str | Path, dict[str, Any]]] = list(zip(head_dirs, configs))
     heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
     # α's near ties are each head's: the mean of several can tie where no head does, or smooth one that does
     ties = [w for r in rankings if r.name != "alpha" and (w := near_ties(r, names)) is not None]
+    smix_vs = summary["alpha_vs"].get("scalarmix")
+    if smix_vs is not None:  # ScalarMix's near ties qualify α's comparison with it alone: said there, once
+        smix_vs["caveat"] = next((w for w in ties if w.startswith("the scalarmix ranking")), None)
+        ties = [w for w in ties if w != smix_vs["caveat"]]
     alpha_ties = near_ties_by_seed([pair[0] for pair in own], seeds, names)
     ties = ([alpha_ties] if alpha_ties else []) + ties
     estimated = estimate_warnings(summary["costs"])
@@ -675,6 +679,8 @@ def _compare_rankings(
     ks: list[int],
     seeds: list[int],
     randoms: dict[int, tuple[list[tuple[int, ...]], bool]] | None = None,
+    *,
+    n_layers: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
@@ -702,29 +708,33 @@ def _compare_rankings(
         versus[other] = {
             "mean_test_acc_over_k_diff": d,
             "same_layer_sets": same[other],
-            "verdict": versus_verdict(other, d, same_sets=same[other], ks=ks, n_seeds=len(seeds)),
+            "verdict": versus_verdict(other, d, same_sets=same[other], ks=ks, n_seeds=len(seeds), n_layers=n_layers),
             "family": fam,
         }
     return per, versus
 
 
-def versus_verdict(other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int) -> str:
+def versus_verdict(
+    other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int, n_layers: int | None = None
+) -> str:
     """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
-    tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict."""
+    tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict. The k
+    tried read "k = 1, 2 of 19 layers", as the headline says them (and the terminal keeps them on one line)."""
     from ..report.reading import SCALARMIX_INTERVAL, SCALARMIX_ONE_SEED, ks_text
     from ..training.stats import tied
 
     baseline = (
         "a random ranking (mean over random layer sets of each size k)" if other == "random" else f"the {other} ranking"
     )
+    tried = ks_text(ks, n_layers)
     if same_sets:
         said = (
-            f"the α ranking and the {other} ranking keep the same layer sets at each k tried ({ks_text(ks)}): "
+            f"the α ranking and the {other} ranking keep the same layer sets at each k tried ({tried}): "
             "nothing to compare"
         )
     elif tied(d):
         said = (
-            f"the α ranking and the {other} ranking keep different layer sets at some k tried ({ks_text(ks)}), "
+            f"the α ranking and the {other} ranking keep different layer sets at some k tried ({tried}), "
             f"which score alike: α − {other} = {d['mean']:+.4f}, {same_text(d)}"
         )
     else:
@@ -839,7 +849,13 @@ def _verdict_lines(s: dict[str, Any]) -> list[str]:
             )
         )
     lines += _random_within(s)
-    lines += [v["verdict"] + ("" if v.get("same_layer_sets") else f" ({over})") for k, v in vs.items() if k != "random"]
+    lines += [
+        v["verdict"]
+        + ("" if v.get("same_layer_sets") else f" ({over})")
+        + (f"; {v['caveat']}" if v.get("caveat") else "")
+        for k, v in vs.items()
+        if k != "random"
+    ]
     return lines
 
 

@@ -271,6 +271,15 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             withheld.append(f"{name}'s smallest set ({size}) is withheld" + (" as above" if said else f": {why}"))
         vs = s["alpha_vs"].get(name) or {}
         d = vs.get("mean_test_acc_over_k_diff")
+        cell = (
+            Cell("", "text")
+            if name == "alpha"
+            else Cell("no verdict: different sets, same accuracy on every seed", "text")
+            if tied(d) and not same_sets(s, name)
+            else _verdict_cell(d, same_sets=same_sets(s, name), one=one)
+        )
+        if vs.get("caveat"):  # what qualifies this comparison alone (ScalarMix's near ties), beside it
+            cell = Cell(f"{cell.text}; {vs['caveat']}", "text")
         rows.append(
             [
                 name,
@@ -279,11 +288,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 _value(best["test_acc"], one) if best else "—",
                 _value((s["per_ranking"].get(name) or {}).get("mean_test_acc_over_k"), one),
                 "(α)" if name == "alpha" else _diff(d, one),
-                Cell("", "text")
-                if name == "alpha"
-                else Cell("no verdict: different sets, same accuracy on every seed", "text")
-                if tied(d) and not same_sets(s, name)
-                else _verdict_cell(d, same_sets=same_sets(s, name), one=one),
+                cell,
             ]
         )
         classes.append("")
