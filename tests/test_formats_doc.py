@@ -203,6 +203,7 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
             "layers_by_seed": "prune given several LAYA heads",
             "by_seed": "prune given several LAYA heads",
             "scores_over_heads": "prune given several LAYA heads",
+            "caveat": "prune given --scalarmix",  # none here
         }
         check(documented, written, cut if command == "diagnose" else several)
 
