@@ -453,6 +453,23 @@ def refuse_symlink(path: str | Path, flag: str = "--out") -> Path:
     return out
 
 
+def refuse_non_utf8(path: str | Path, inputs: Iterable[str | Path | None] = (), flag: str = "--out") -> None:
+    """Refuse an output or input path whose name is not UTF-8 (bytes another locale wrote, which Python
+    keeps as surrogates): every output records its paths and command line in UTF-8 (summary.json, the
+    marker, a cache's attributes), which cannot hold them, so the run failed with a traceback after all
+    its work."""
+    for given, said in [(path, flag), *((p, "this run's input") for p in inputs if p is not None)]:
+        text = os.fspath(given)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+            raise InputError(
+                f"{said} {shown} is not a UTF-8 name, and laya-inspect records the paths of a run in UTF-8 "
+                f"(summary.json, the output's marker): rename it, or choose another {flag}"
+            ) from None
+
+
 def file_out(text: str, example: str, flag: str = "--out") -> Path:
     """The path of an output that is one file, from the text as the user typed it: a trailing slash
     means a folder (``Path`` would drop it and write a file under the folder's name), so it is refused."""
@@ -488,7 +505,9 @@ def check_out(
     or ``file``; an existing file without ``force`` is the caller's to refuse or resume. ``renamed``:
     the folder is written whole and renamed into place (:func:`atomic_dir`), so a mount point is
     refused; False for a command that writes inside the folder (demo). ``recorded``: the file's writer
-    records it beside it (:func:`take_record`), and ``force`` replaces it only as recorded. Returns ``path``."""
+    records it beside it (:func:`take_record`), and ``force`` replaces it only as recorded. A path that is
+    not UTF-8 is refused too (:func:`refuse_non_utf8`). Returns ``path``."""
+    refuse_non_utf8(path, inputs, flag)
     out = refuse_symlink(path, flag)
     _refuse_file_above(out, flag)
     if kind == "file" and out.is_dir():
