@@ -578,3 +578,17 @@ def test_a_near_chance_laya_head_whose_macro_f1_decides_is_not_said_to_have_lear
     assert "learnt next to nothing" not in line, line
     nothing = chance_check("laya", 0.99, y, preds=np.zeros(1000, int))
     assert "learnt next to nothing" in near_chance_line(Share(1000, 1000), "layers.1", nothing)
+
+
+def test_a_pass_of_alpha_the_constant_rule_reaches_too_is_said_to_be_no_finding(default_run) -> None:
+    """The LAYA head's constant rule is the mean α: where it reaches the bar, α's and α-contrib's lines
+    read "at the bar" alone, while IG's line said that the check cannot tell it from one fixed profile.
+    Every method that passes beside the rule now says so, on one seed and across seeds."""
+    from laya_inspect.check.seeds import across_seeds, seeds_verdict_lines
+
+    _, s, _ = default_run
+    assert s["constant"]["laya"]["ci_low"] >= s["pass_share"]  # the rule reaches the bar on this run
+    for lines in (s["verdict"], seeds_verdict_lines(across_seeds([s]), "layers.1", "resample")):
+        for name in ("α", "α-contrib"):
+            (line,) = [v for v in lines if v.startswith(f"{name} ranks it first")]
+            assert f"so this check cannot tell {name} from one fixed profile" in line, line

@@ -436,7 +436,7 @@ def constant_at_bar(constant: dict[str, Share]) -> bool | None:
     return against_bar(constant["laya"]) == "above" if "laya" in constant else None
 
 
-def _against_constant(ig: Share, constant: dict[str, Share]) -> str:
+def _against_constant(ig: Share, constant: dict[str, Share], name: str = "IG") -> str:
     """IG's pass line read beside the constant rule: a pass the constant rule also reaches shows the
     pipeline finds the layer, not per-input attribution; a constant rule surely above IG is said."""
     if "laya" not in constant:
@@ -445,7 +445,7 @@ def _against_constant(ig: Share, constant: dict[str, Share]) -> str:
     if against_bar(ig) == "above" and constant_at_bar(constant):
         return (
             f"; not a pass of per-input attribution: compare's constant rule (one profile for every row) reaches "
-            f"the bar too ({_pct(const)}), so this check cannot tell IG from one fixed profile"
+            f"the bar too ({_pct(const)}), so this check cannot tell {name} from one fixed profile"
         )
     if ig.n and const.n and const.interval[0] > ig.interval[1]:
         return f"; compare's constant rule (one profile for every row) does better ({_pct(const)})"
@@ -509,7 +509,11 @@ def verdict_lines(
     )
     for m in methods:
         if m.head == "laya" and m.method in INTRINSIC:
-            lines.append(f"{INTRINSIC[m.method]} ranks it first on {_pct(m.share)}: {_bar(m.share)}")
+            name = INTRINSIC[m.method]  # α's constant rule is its own mean: a pass it reaches too is no finding
+            lines.append(
+                f"{name} ranks it first on {_pct(m.share)}: {_bar(m.share)}"
+                + _against_constant(m.share, constant, name)
+            )
     if "laya" in effects:
         truth = effects["laya"]
         truth_ok = against_bar(truth) == "above"

@@ -239,6 +239,12 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
             lines.append(
                 f"{label} ranks it first {_count(r, seeds)}"
                 + (": at the bar across seeds" if r["at_bar_on_every_seed"] else ": not at the bar across seeds")
+                + (
+                    "; compare's constant rule (the mean α, one profile for every row) reaches the bar on every seed "
+                    f"too, so this check cannot tell {label} from one fixed profile"
+                    if r["at_bar_on_every_seed"] and across.get("constant_at_bar_on_every_seed")
+                    else ""
+                )
             )
     if "laya" in across["effects"]:
         truth = across["effects"]["laya"]
