@@ -42,6 +42,8 @@ from .checks import (
     one_class_dominates,
     repeated_texts,
     stretched_images,
+    token_counts,
+    unknown_texts,
     unread_spellings,
     unstratified,
 )
@@ -326,7 +328,9 @@ def load_data(
         if src.kind == "text":
             texts[name] = list(part.fetch(rows))
         if isinstance(transform, TextTransform):
-            warnings += cut_texts(spec, name, texts[name], transform.tokenizer, transform.max_length)
+            counts = token_counts(texts[name], transform.tokenizer)  # one tokenisation for both checks
+            warnings += cut_texts(spec, name, counts, transform.max_length)
+            warnings += unknown_texts(spec, name, counts, rows, str(getattr(transform.tokenizer, "unk_token", None)))
     warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
     if src.row_warnings is not None:  # of the rows in use only: "1 of 123 rows" must not count rows --limit left out
         warnings += src.row_warnings(np.unique(np.concatenate([s.index for s in out.values()])))

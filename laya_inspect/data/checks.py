@@ -285,26 +285,75 @@ def stretched_images(
     ]
 
 
+def token_counts(texts: list[str], tokenizer: Any) -> np.ndarray:
+    """(N, 3) int64, per text: how many tokens ``tokenizer`` makes of it (special ones included,
+    before any cut), how many of them are ordinary (special tokens aside), and how many of those are
+    its unknown token (0 for a tokenizer without one, see :func:`_unknown_id`)."""
+    unk = _unknown_id(tokenizer)
+    special = set(getattr(tokenizer, "all_special_ids", None) or ()) - {unk}
+    out = np.zeros((len(texts), 3), dtype=np.int64)
+    for s in range(0, len(texts), 1024):  # ids of one chunk at a time: no tensors, no padding
+        chunk = tokenizer(list(texts[s : s + 1024]), truncation=False, verbose=False)["input_ids"]
+        for i, ids in enumerate(chunk, s):
+            ordinary = [t for t in ids if t not in special]
+            out[i] = len(ids), len(ordinary), ordinary.count(unk) if unk is not None else 0
+    return out
+
+
 def token_lengths(texts: list[str], tokenizer: Any) -> list[int]:
     """How many tokens ``tokenizer`` makes of each text, special ones included, before any cut."""
-    lengths: list[int] = []
-    for s in range(0, len(texts), 1024):  # lengths only, in chunks: no tensors, no padding
-        lengths += [
-            len(ids) for ids in tokenizer(list(texts[s : s + 1024]), truncation=False, verbose=False)["input_ids"]
-        ]
-    return lengths
+    return token_counts(texts, tokenizer)[:, 0].tolist()
 
 
-def cut_texts(spec: str, split: str, texts: list[str], tokenizer: Any, max_length: int) -> list[str]:
+def _unknown_id(tokenizer: Any) -> int | None:
+    """The id of the token ``tokenizer`` puts for what its vocabulary lacks, or None where it has
+    none, or where that token is another special token too (GPT-2's unknown token is its end of text,
+    which its byte-level vocabulary never needs for a character): then it never marks an unknown."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    names = dict(getattr(tokenizer, "special_tokens_map", None) or {})
+    word = names.pop("unk_token", None)
+    if unk is None or any(word == v or (isinstance(v, list) and word in v) for v in names.values()):
+        return None
+    return int(unk)
+
+
+def cut_texts(spec: str, split: str, counts: np.ndarray, max_length: int) -> list[str]:
     """A warning when texts of ``split`` are longer than ``max_length`` tokens: the model reads only
-    their first ``max_length``."""
-    cut = [n for n in token_lengths(texts, tokenizer) if n > max_length]
-    if not cut:
+    their first ``max_length`` (``counts``: :func:`token_counts` of its texts)."""
+    cut = counts[counts[:, 0] > max_length, 0]
+    if not len(cut):
         return []
     return [
-        f"dataset {spec!r}: {len(cut)} of {len(texts)} texts of split {split!r} are longer than {max_length} tokens "
-        f"(the longest {max(cut)}); the model reads only their first {max_length}"
+        f"dataset {spec!r}: {len(cut)} of {len(counts)} texts of split {split!r} are longer than {max_length} tokens "
+        f"(the longest {int(cut.max())}); the model reads only their first {max_length}"
     ]
+
+
+UNKNOWN_SHARE = 0.5  # of a split's ordinary tokens: beyond it the tokenizer hardly reads the language
+
+
+def unknown_texts(spec: str, split: str, counts: np.ndarray, rows: np.ndarray, unk: str) -> list[str]:
+    """A warning when texts of ``split`` are nothing but the unknown token ``unk`` to the model's
+    tokenizer (an emoji-only text, a script its vocabulary lacks): every such text reaches the model as
+    the same few tokens. A milder one when more than UNKNOWN_SHARE of the split's ordinary tokens are
+    ``unk``: most likely a tokenizer for another language. ``counts``: :func:`token_counts` of its
+    texts; ``rows``: their source rows, the first few of which are named."""
+    out = []
+    only = np.flatnonzero((counts[:, 1] > 0) & (counts[:, 2] == counts[:, 1]))  # empty texts have their own warning
+    if len(only):
+        shown = ", ".join(str(int(r)) for r in rows[only[:5]]) + (", …" if len(only) > 5 else "")
+        out.append(
+            f"dataset {spec!r}: {len(only)} of {len(counts)} texts of split {split!r} are only unknown tokens to the "
+            f"model's tokenizer (source row{'s' * (len(only) > 1)} {shown}): their features describe {unk}, not the "
+            "text; remove those rows, or use a model whose tokenizer reads them"
+        )
+    ordinary, unknown = int(counts[:, 1].sum()), int(counts[:, 2].sum())
+    if ordinary and unknown > UNKNOWN_SHARE * ordinary:
+        out.append(
+            f"dataset {spec!r}: {unknown} of the {ordinary} tokens of split {split!r} ({unknown / ordinary:.0%}, "
+            f"special tokens aside) are the unknown token {unk}: is the model's tokenizer one for this language?"
+        )
+    return out
 
 
 def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.ndarray]) -> list[str]:
