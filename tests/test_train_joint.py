@@ -512,3 +512,15 @@ def test_train_warns_a_model_above_the_majority_share_by_a_few_test_rows_near_ch
     assert "the model did not learn" in said[0] and "the backbone's own classifier" in said[1]
     # over ten times the test rows the same accuracy beats the majority class on 25 rows: no warning
     assert _warnings({**metrics, "n_test": 6350}) == []
+
+
+def test_train_near_chance_advice_reads_the_epochs_each_run_used() -> None:
+    """train's near-chance warning always said "(try another --lr or more --epochs)": a model that stopped
+    early on patience would not use more --epochs, which fit-head's warning already says."""
+    from laya_inspect.training.joint import _warnings
+
+    probe = {"test_acc": 0.1, "epochs_run": 30}
+    metrics = {"test_acc": 0.1, "chance": 0.1, "n_test": 200, "seed": 0, "epochs_run": 4, "backbone_head": probe}
+    model, backbone = _warnings(metrics, epochs=30)
+    assert "every seed stopped early on patience (4 of 30 epochs), so more --epochs will not" in model
+    assert "more --epochs" in backbone and "seed 0 ran all 30 epochs" in backbone

@@ -21,6 +21,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -256,7 +257,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, emit, untrained)
     metrics["chance"] = chance_level(labels)
-    metrics["warnings"] = _warnings(metrics, majority_f1=majority_macro_f1(labels))
+    metrics["warnings"] = _warnings(metrics, majority_f1=majority_macro_f1(labels), epochs=config.epochs)
     unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
     metrics["warnings"] += [unlearnable] if unlearnable else []
     # What the data said (a class missing from a split, a label written two ways): printed and kept
@@ -316,14 +317,15 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
     )
 
 
-def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None) -> list[str]:
+def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None, epochs: int | None = None) -> list[str]:
     """fit-head's near-chance gate for the jointly trained model and for the backbone's own
     classifier: a backbone at chance makes every cache extracted from it garbage. Where the accuracy
     cannot tell (quality.not_learned), the warning points to the model's macro-F1 beside
-    ``majority_f1``, always answering the majority class's."""
+    ``majority_f1``, always answering the majority class's. Given ``epochs`` (--epochs, the most each
+    run could train), the advice offers more --epochs only to a run that used them all, as fit-head's does."""
     chance, n, acc = metrics["chance"], metrics["n_test"], metrics["test_acc"]
     said = not_learned("the model", acc, chance, f1=metrics.get("test_macro_f1"), majority_f1=majority_f1)
-    warns = [near_chance(acc, chance, said, n=n)]
+    warns = [near_chance(acc, chance, said, n=n, runs=_ran(metrics), epochs=epochs)]
     probe = metrics.get("backbone_head")
     if isinstance(probe, dict):
         warns.append(
@@ -332,9 +334,19 @@ def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None) -> l
                 chance,
                 "the backbone's own classifier, refit on its frozen last block, did not learn",
                 n=n,
+                runs=_ran({"seed": metrics.get("seed"), **probe}),
+                epochs=epochs,
             )
         )
     return [w for w in warns if w]
+
+
+def _ran(record: dict[str, Any]) -> list[SimpleNamespace] | None:
+    """The one run of ``record`` as quality.near_chance reads runs (.seed, .epochs_run), or None where
+    the record does not say how many epochs it ran."""
+    if record.get("epochs_run") is None:
+        return None
+    return [SimpleNamespace(seed=record.get("seed"), epochs_run=int(record["epochs_run"]))]
 
 
 SILENT_BIAS = -1e4  # the bias of a class the backbone's classifier never saw (its weights 0)
