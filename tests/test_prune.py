@@ -2422,3 +2422,95 @@ def test_a_comparisons_layer_counts_read_of_n_layers_and_stay_on_one_line():
             cli_app.wrapped(said, lead="• ")
         lines = console.export_text().splitlines()
         assert any("k = 1, 2 of 19 layers" in line for line in lines), (width, lines)
+
+
+def _one_row_lost(differ_to_lose: int) -> tuple[np.ndarray, np.ndarray]:
+    """66 test rows, 50 right with all layers (0.7576); the kept set loses ``differ_to_lose`` of them."""
+    every = np.arange(66) < 50
+    kept = every.copy()
+    kept[:differ_to_lose] = False
+    return kept, every
+
+
+def test_a_loss_of_one_test_row_on_every_seed_is_within_the_test_rows_sampling():
+    """QA: "test accuracy 0.7424 vs 0.7576 with all layers (paired over 2 seeds: -0.0152 [-0.0152, -0.0152]: a
+    loss)" was one test row of 66, the same on both seeds: the interval over seeds has zero width and leaves out
+    which rows were drawn. Beside the test rows' own paired interval it is no loss, and withholds no pick."""
+    from laya_inspect.beyond.common import paired, test_rows
+    from laya_inspect.beyond.costs import cost_text
+    from laya_inspect.beyond.prune import _withhold
+
+    kept, every = _one_row_lost(1)
+    d = paired([kept.mean()] * 2, [every.mean()] * 2)
+    assert (round(d["mean"], 4), round(d["ci_low"], 4), round(d["ci_high"], 4)) == (-0.0152,) * 3
+    rows = test_rows(d, [kept, kept], [every, every])
+    assert rows is not None and rows["dominates"] and rows["within_sampling"]
+    assert (rows["rows"], rows["differ"], rows["better"], rows["worse"]) == (66, 1, 0, 1)
+    point = {"k": 1, "test_acc_vs_all": d, "test_rows_vs_all": rows}
+    said = cost_text(point, {"mode": "refit"})
+    assert ": a loss" not in said, said
+    assert "1 row of 66 differs: within the test rows' sampling" in said and "so no verdict" in said
+    assert _withhold(point, 400, 19, 0.005) is None
+    # a summary written before the rows were read keeps its reading
+    assert cost_text({"test_acc_vs_all": d}, {"mode": "refit"}).endswith(": a loss)")
+    # twenty rows lost on each seed: the test rows' own interval lies below 0 too, and it stays a loss
+    kept, every = _one_row_lost(20)
+    d = paired([kept.mean()] * 2, [every.mean()] * 2)
+    rows = test_rows(d, [kept, kept], [every, every])
+    assert rows is not None and rows["dominates"] and not rows["within_sampling"] and rows["ci_high"] < 0
+    lost = {"k": 1, "test_acc_vs_all": d, "test_rows_vs_all": rows}
+    assert cost_text(lost, {"mode": "refit"}).endswith(": a loss)")
+    assert (_withhold(lost, 400, 19, 0.005) or ("",))[0] == "test loss"
+
+
+def test_the_test_rows_interval_is_fit_heads_test_sampling_interval():
+    """prune reads the test rows' paired interval as fit-head's "test sampling of Δ vs last" draws it: the same
+    half-width from the same rows, and the same rule for when it outweighs the interval over seeds."""
+    from types import SimpleNamespace
+
+    from laya_inspect.beyond.common import paired, test_rows
+    from laya_inspect.training.quality import difference_sampling_warning
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 200)
+
+    def answers(right: np.ndarray) -> Any:
+        return SimpleNamespace(preds=np.where(right, labels, (labels + 1) % 3), labels=labels)
+
+    # the same counts right on every seed, other rows each time (a zero-width interval over seeds) …
+    same = [rng.permutation(np.arange(200) < k) for k in (160, 150, 160, 150)]
+    # … and counts that move from seed to seed (an interval over seeds wider than the rows allow)
+    moving = [rng.random(200) < p for p in (0.80, 0.95, 0.70, 0.60)]
+    for right, dominates in ((same, True), (moving, False)):
+        runs = [SimpleNamespace(seed=s, test=answers(right[s])) for s in (0, 1)]
+        last = [SimpleNamespace(seed=s, test=answers(right[2 + s])) for s in (0, 1)]
+        d = paired([r.mean() for r in right[:2]], [r.mean() for r in right[2:]])
+        rows = test_rows(d, right[:2], right[2:])
+        warned = difference_sampling_warning(d, runs, last, 200)
+        assert rows is not None and rows["dominates"] is dominates and (warned is not None) is dominates
+        assert rows["mean"] == pytest.approx(d["mean"])
+        if warned is not None:
+            assert f"the 200 shared test rows alone allow ±{rows['half_width']:.3f}" in warned
+
+
+def test_prune_records_the_test_rows_interval_of_every_set_and_report_html_reads_it(tmp_path):
+    """summary.json records, beside each set's paired difference from all layers over seeds, the test rows' own
+    paired interval of it, counted from the refits' own answers; report.html reads a difference within it."""
+    from laya_inspect.report.beyond import beyond_page
+
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=1)
+    config = PruneConfig(seeds=2, ks=[2], max_drop=0.005, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    for p in s["points"]:
+        d, rows = p["test_acc_vs_all"], p["test_rows_vs_all"]
+        assert rows["rows"] == 300 and rows["seeds"] == 2
+        assert rows["mean"] == pytest.approx(d["mean"]) == pytest.approx((rows["better"] - rows["worse"]) / 300)
+        assert rows["differ"] > 0 or p["k"] == 3
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["points"][0]["test_rows_vs_all"] == s["points"][0]["test_rows_vs_all"]
+    w = s["withheld"]["chosen"]
+    assert w["why_kind"] == "coarse validation"  # its line quotes the paired difference, and the rows beside it
+    w["test_rows_vs_all"] = {**w["test_rows_vs_all"], "differ": 1, "better": 0, "worse": 1, "within_sampling": True}
+    page = " ".join(html.unescape(beyond_page(tmp_path / "out", summary=s)).split())
+    assert "1 row of 300 differs: within the test rows' sampling (their own paired 95% interval" in page

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ..cache.store import FeatureStore
+from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError, class_label
 from ..head_dir import (
     cache_warnings,
@@ -26,15 +27,17 @@ from ..head_dir import (
 )
 from ..heads import Head
 from ..out_dir import atomic_dir
-from ..training.quality import few_rows
+from ..training.quality import SAMPLING_FLOOR, SAMPLING_RATIO, few_rows
 from ..training.stats import (  # noqa: F401  (re-exported)
     ONE_VALUE,
+    TINY,
     bounded,
     counted,
     counted_list,
     family,
     level,
     outcome,
+    rows_paired,
     same_on_every_seed,
     same_text,
     spec,
@@ -284,10 +287,40 @@ def verdict(diff: dict[str, Any], *, what: str, baseline: str) -> str:
     return f"no detectable difference between {what} and {baseline}: {span}"
 
 
+def test_rows(diff: dict[str, Any], right: Sequence[np.ndarray], other: Sequence[np.ndarray]) -> dict[str, Any] | None:
+    """The test rows' own paired 95% interval (stats.rows_paired: ``right``/``other``, each seed's rows
+    answered right by the two sides) beside ``diff``, their paired difference over those seeds, read
+    by fit-head's rule (quality.THRESHOLDS["test_sampling_delta"]): it ``dominates`` where, over two
+    seeds or more and at least MIN_ROWS rows, it is wider than SAMPLING_RATIO × the interval over seeds
+    and its half-width above SAMPLING_FLOOR. ``within_sampling`` where it dominates and holds 0: the
+    seeds share the test rows, so a loss or gain their interval shows may be only which rows were
+    drawn (2 seeds, one row of 66 on each: [-0.0152, -0.0152]). None without rows."""
+    rows = rows_paired(right, other)
+    if rows is None:
+        return None
+    lo, hi, half = diff.get("ci_low"), diff.get("ci_high"), rows["half_width"]
+    dominates = (
+        lo is not None
+        and hi is not None
+        and rows["rows"] >= MIN_ROWS
+        and 2 * half > SAMPLING_RATIO * (hi - lo)
+        and half > SAMPLING_FLOOR
+    )
+    within = dominates and rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
+    return {**rows, "dominates": bool(dominates), "within_sampling": bool(within)}
+
+
 def ablated_accuracy(
     head: Head, split: Split, rows: np.ndarray | None, kept: Sequence[int], ablation: str, means: Sequence[np.ndarray]
 ) -> float:
     """Accuracy of ``head`` with every layer outside ``kept`` removed by ``ablation``."""
+    return float(ablated_right(head, split, rows, kept, ablation, means).mean())
+
+
+def ablated_right(
+    head: Head, split: Split, rows: np.ndarray | None, kept: Sequence[int], ablation: str, means: Sequence[np.ndarray]
+) -> np.ndarray:
+    """(N,) which rows ``head`` answers right with every layer outside ``kept`` removed by ``ablation``."""
     from ..compare.ablations import check_ablation
 
     abl = check_ablation(ablation, {head.kind: head})
@@ -298,7 +331,7 @@ def ablated_accuracy(
     base = [torch.as_tensor(m, device=hs[0].device) for m in means] if abl.needs_baselines else None
     x, keep = abl.apply(hs, mask.expand(len(labels), -1), base)
     logits, _ = head_outputs(head, x, keep)
-    return accuracy(logits, labels)
+    return logits.argmax(1) == labels
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:

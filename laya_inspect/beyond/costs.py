@@ -47,7 +47,7 @@ import numpy as np
 
 from ..cache.store import FeatureStore
 from ..errors import InputError, LayaError
-from ..training.stats import percent
+from ..training.stats import percent, sampling_text
 from .config import COST_CHOICES
 
 # Sources whose architecture can be built without a weights file (random values, never used).
@@ -451,7 +451,9 @@ def _classifier(store: FeatureStore) -> tuple[int, str | None]:
 
 def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
     """What the layer set costs against all layers on the test split, paired seed by seed: the
-    interval, and the largest loss it leaves open (nothing for a summary written before it)."""
+    interval, and the largest loss it leaves open (nothing for a summary written before it); where the
+    test rows' own paired interval dominates and holds 0 (``test_rows_vs_all``), how many rows differ
+    and no verdict."""
     d = point.get("test_acc_vs_all")
     if not d:
         return ""
@@ -459,6 +461,9 @@ def cost_text(point: dict[str, Any], s: dict[str, Any]) -> str:
         why = "one evaluation of the given head (--no-refit)" if s.get("mode") != "refit" else "one seed"
         return f" (difference {d['mean']:+.4f}, no interval: {why})"
     text = f" (paired over {d['n']} seeds: {d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+    rows = point.get("test_rows_vs_all") or {}
+    if rows.get("within_sampling"):  # the seeds share the test rows: their interval leaves out which were drawn
+        return f"{text}; {sampling_text(rows)})"
     if d["ci_high"] < 0:
         return text + ": a loss)"
     return text + (f"; a loss up to {-d['ci_low']:.4f} is not ruled out)" if d["ci_low"] < 0 else ")")

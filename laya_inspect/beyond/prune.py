@@ -32,6 +32,7 @@ from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
     ablated_accuracy,
+    ablated_right,
     accuracy,
     estimate,
     family,
@@ -44,6 +45,7 @@ from .common import (
     rows_tensor,
     seeds_how,
     subsample,
+    test_rows,
     trust_lines,
     verdict,
     weighted_head_dirs,
@@ -71,8 +73,8 @@ WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
     f"{MIN_VAL_ROWS} validation rows chose it, or when one validation row weighs more than --max-drop "
     "(1/rows > max_drop > 0: validation cannot resolve the drop the set is to keep under), or when its paired test "
-    "difference from all layers is a loss (interval below 0; with no interval, or under --max-drop 0, a mean drop "
-    "larger than --max-drop)"
+    "difference from all layers is a loss (interval below 0, and not within the test rows' own sampling: fit-head's "
+    "test-sampling rule; with no interval, or under --max-drop 0, a mean drop larger than --max-drop)"
 )
 COARSE_HOW = (
     "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
@@ -258,6 +260,7 @@ def _prune(
     }
     added_refits = sum(not found for found in wanted.values())
     results: dict[Job, tuple[float, float]] = {}
+    rights: dict[Job, np.ndarray] = {}  # (N,) the test rows each refit answers right: their own sampling
     fits: dict[Job, Fit] = {}
     hp, kind = head_hparams(hconf), head.kind
     common: dict[str, Any] = dict(
@@ -280,11 +283,15 @@ def _prune(
             # independent refits: several at once in forked processes on a multi-core CPU
             fits.update(zip(todo, run_forked(todo, one, cpu_workers(config.workers, device, len(todo)), emit)))
             results.update({job: (fits[job].val_acc, fits[job].test_acc) for job in todo})
+            for job in todo:
+                if (right := fits[job].test_right) is not None:
+                    rights[job] = right
         else:
             for i, (layers, s) in enumerate(todo):
                 emit({"event": "fit", "done": i, "total": len(todo), "layers": [names[j] for j in layers]})
                 val = ablated_accuracy(head, train, val_rows, layers, config.ablation, means)
-                results[layers, s] = (val, ablated_accuracy(head, test, None, layers, config.ablation, means))
+                rights[layers, s] = ablated_right(head, test, None, layers, config.ablation, means)
+                results[layers, s] = (val, float(rights[layers, s].mean()))
         emit({"event": "fit", "done": len(todo), "total": len(todo), "layers": []})
 
     def accs(orders: dict[int, list[int]], k: int) -> tuple[list[float], list[float]]:
@@ -328,7 +335,11 @@ def _prune(
                 "val_acc": estimate(vals),
                 "test_acc": estimate(tests),
                 # what keeping only these layers costs on the test split, paired seed by seed
-                "test_acc_vs_all": paired(tests, ref_tests),
+                "test_acc_vs_all": (vs_all := paired(tests, ref_tests)),
+                # ... beside the test rows' own paired interval (the seeds share those rows)
+                "test_rows_vs_all": test_rows(
+                    vs_all, [rights[tops[s], s] for s in orders], [rights[every, s] for s in orders]
+                ),
                 # against random layer sets of the same size (none off the coarse grid, nor at k = L)
                 "test_acc_vs_random": paired(tests, random_tests[k]) if k in random_tests else None,
                 "within_max_drop": within_margin(vals, ref_vals, config.max_drop) >= floor,
@@ -481,7 +492,8 @@ def _withhold(
     """Why a layer set validation chose (fewer than all layers) is no recommendation, as (kind, words),
     or None. The kinds: "few validation rows" (fewer than MIN_VAL_ROWS), "coarse validation" (one row
     weighing more than ``max_drop``), "test loss" (its own paired test difference from all layers
-    reads as a loss: the words quote that difference), "test mean" (with no interval, a drop larger
+    reads as a loss, one the test rows' own sampling does not hold (``test_rows_vs_all``'s
+    within_sampling): the words quote that difference), "test mean" (with no interval, a drop larger
     than --max-drop, worded as a rule on one seed's value where one refit seed drew it, as --no-refit
     measures the given head itself; under --max-drop 0, any fall of the test mean). The test split
     only withholds a pick here, it never picks another one."""
@@ -503,7 +515,9 @@ def _withhold(
             "validation accuracy is no lower than all layers' on any seed, nor its mean test accuracy"
         )
     d = point.get("test_acc_vs_all") or {}
-    if d.get("ci_high") is not None and d["ci_high"] < 0:
+    # a loss of the interval over seeds that the test rows' own sampling holds is no measured loss
+    sampled = (point.get("test_rows_vs_all") or {}).get("within_sampling")
+    if d.get("ci_high") is not None and d["ci_high"] < 0 and not sampled:
         said = f"{d['mean']:+.4f} [{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
         return (
             "test loss",

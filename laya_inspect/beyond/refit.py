@@ -48,6 +48,7 @@ class Fit:
     epochs_run: int
     seconds: float
     test_probs: np.ndarray | None = field(default=None, repr=False)  # (N, C) when asked for
+    test_right: np.ndarray | None = field(default=None, repr=False)  # (N,) the test rows answered right
 
     def without_head(self) -> Fit:
         """This fit less its head, for a caller that reads only its numbers: a refit run in a forked
@@ -122,6 +123,7 @@ def refit(
         head=head.cpu().eval(),
         val_acc=float(stopper.best_acc),
         test_acc=accuracy(logits, test.labels),
+        test_right=logits.argmax(1) == test.labels,
         epochs_run=len(history),
         seconds=time.perf_counter() - t0,
         test_probs=torch.softmax(torch.from_numpy(logits), dim=1).numpy() if keep_probs else None,

@@ -3,7 +3,8 @@
 As docs/METHOD.md, "Training", says: report mean ± std (ddof=1) and the two-sided 95% t-interval
 mean ± t(0.975, n−1)·std/√n. With one value the std and the interval are undefined: they are NaN
 here and ``note`` says so; JSON writers turn NaN into null. Also the macro-F1 of one run's predictions,
-and the Wilson interval of a share over n rows (what a test split's own sampling allows).
+the Wilson interval of a share over n rows (what a test split's own sampling allows) and the paired
+interval of two accuracies over the same rows.
 """
 
 from __future__ import annotations
@@ -211,6 +212,59 @@ def wilson(hits: float, n: int, z: float = Z95) -> tuple[float, float]:
     low = 0.0 if p == 0 else max(0.0, centre - half)  # exactly 0 and 1 at the ends, not 1 − 1e-16
     high = 1.0 if p == 1 else min(1.0, centre + half)
     return low, high
+
+
+def rows_paired(right: Sequence[np.ndarray], other: Sequence[np.ndarray], z: float = Z95) -> dict[str, Any] | None:
+    """The test rows' own paired 95% interval (at the default ``z``) of one accuracy less another over
+    the same n rows, what fit-head's "test sampling of Δ vs last" reads: ``right[i]`` and ``other[i]``
+    are seed i's (N,) rows answered right by each side. A Wald interval from the shares of rows the two
+    answer differently (``better``: only ``right`` right; ``worse``: only ``other``), averaged over the
+    seeds, centred on their difference: the seeds share the test rows, so the interval over seeds leaves
+    out which rows were drawn. ``better``/``worse``/``differ`` are counts of rows, means over the seeds.
+    None without a seed or a row."""
+    pairs = [(np.asarray(a, dtype=bool).ravel(), np.asarray(b, dtype=bool).ravel()) for a, b in zip(right, other)]
+    n = len(pairs[0][0]) if pairs else 0
+    if not n:
+        return None
+    if any(len(a) != n or len(b) != n for a, b in pairs):
+        raise InputError("a paired difference over test rows needs the same rows on each side and seed")
+    better = float(np.mean([(a & ~b).sum() for a, b in pairs]))
+    worse = float(np.mean([(~a & b).sum() for a, b in pairs]))
+    apart, diff = (better + worse) / n, (better - worse) / n
+    half = z * math.sqrt(max(apart - diff * diff, 0.0) / n)
+    return {
+        "rows": n,
+        "seeds": len(pairs),
+        "better": better,
+        "worse": worse,
+        "differ": better + worse,
+        "mean": diff,
+        "half_width": half,
+        "ci_low": diff - half,
+        "ci_high": diff + half,
+        "confidence": math.erf(z / math.sqrt(2)),  # the normal's two-sided level of z: 0.95 at Z95
+    }
+
+
+def rows_text(rows: dict[str, Any]) -> str:
+    """How many of the test rows two sides answer differently: "1 row of 66 differs", "3 rows of 66
+    differ (1 better, 2 worse)"; counts that vary by seed are their mean ("1.5 rows of 66 differ, mean
+    over 2 seeds")."""
+    differ, n = rows["differ"], rows["rows"]
+    said = f"{differ:g} row{'s' * (differ != 1)} of {n} differ{'s' * (differ == 1)}"
+    if rows["better"] and rows["worse"]:
+        said += f" ({rows['better']:g} better, {rows['worse']:g} worse)"
+    if any(float(v) != round(float(v)) for v in (rows["better"], rows["worse"])):
+        said += f", mean over {rows['seeds']} seeds"
+    return said
+
+
+def sampling_text(rows: dict[str, Any]) -> str:
+    """What beyond.common.test_rows says of a difference within the test rows' sampling, for a verdict line."""
+    return (
+        f"{rows_text(rows)}: within the test rows' sampling (their own paired 95% interval "
+        f"[{rows['ci_low']:+.4f}, {rows['ci_high']:+.4f}]), so no verdict"
+    )
 
 
 @dataclass(frozen=True)
