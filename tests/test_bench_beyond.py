@@ -129,3 +129,46 @@ def test_results_page_cells_say_not_distinguishable_as_report_html_does() -> Non
     assert page.word(holds_zero) == "not distinguishable"
     assert page.word(holds_zero, alpha=False) == "not distinguishable"
     assert page.word({"mean": 0.03, "ci_low": 0.01, "ci_high": 0.05}) == "**α better**"
+
+
+def test_results_page_heads_the_mean_over_k_column_with_the_k_tried_as_prune_does(tmp_path: Path) -> None:
+    """docs/RESULTS.md's prune table headed its column "mean test acc over k < 19" where prune tried
+    k = 1 to 3, 5, 8, 12, 16 alone; prune's own table names the k it averaged over, and the page copies it."""
+    from test_prune import _planted_cache
+
+    from laya_inspect.beyond.config import PruneConfig
+    from laya_inspect.beyond.prune import prune_layers
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.report.beyond import prune_sections
+
+    cache, head_dir = _planted_cache(tmp_path, 400, seed=0)
+    config = PruneConfig(refit=False, ks=[1], max_drop=0.05, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, out_dir=tmp_path / "out").summary
+    tool = next(t for t in prune_sections(s)[0].tables if t.id == "prune-rankings")
+    over_k = next(c for c in tool.columns if c.startswith("mean test acc over "))
+    assert over_k == "mean test acc over k = 1 of 3 layers"  # k = 2 was not tried
+    header = next(line for line in page._prune(s, [], "planted") if line.startswith("| ranking |"))
+    assert f"| {over_k} |" in header
+
+
+def test_the_block_names_the_commit_its_steps_ran_at(tmp_path: Path) -> None:
+    """The trust block named the commit its steps ran at and the beyond block did not, so a page rerun in
+    part could not say which of its figures were new; the beyond block names the commits of its steps."""
+    from types import SimpleNamespace
+
+    from runner import Runner, Step
+
+    work = tmp_path / "w"
+    steps = [Step(f"convnet.{t}", ["laya-inspect", t], [], "convnet", t) for t in ("prune", "diagnose", "early-exit")]
+    runner = Runner(work, echo=False)
+    runner.steps_dir.mkdir(parents=True)
+    for st, rec in zip(
+        steps, ({"commit": "abc1234"}, {"commit": "abc1234"}, {"commit": "def5678", "status": "failed"})
+    ):
+        (runner.steps_dir / f"{st.name}.json").write_text(json.dumps({"status": "ok", "wall_s": 30.0, **rec}))
+    out = {c: work / c for c in ("prune", "early-exit", "diagnose")}
+    b = SimpleNamespace(name="convnet", title="t", skip=None, cache=work / "c.h5", laya=[work / "h" / "seed_0"])
+    b.__dict__.update(steps=steps, outs=out, shifts=[])
+    text = page.block([b], runner, work, smoke=False, load=lambda p: None)
+    assert "(1.5 min of steps at commit `abc1234`, OMP_NUM_THREADS=1," in text  # the failed step's commit is not said

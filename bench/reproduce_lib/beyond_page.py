@@ -23,6 +23,7 @@ from laya_inspect.report.reading import (
     early_exit_reading,
     held_out_areas,
     interval,
+    ks_text,
     num,
     outcome,
     prune_reading,
@@ -84,12 +85,12 @@ def _prune(s: dict[str, Any], glance: list[list[Any]], name: str) -> list[str]:
         rows.append(["random reference", "—", "—", est(area), diff_text(rand), word(rand)])
         first = next((i for i, g in enumerate(glance) if g[:2] == [name, "prune"]), len(glance))
         glance.insert(first, [name, "prune", "rank layers: α vs a random ranking", diff_text(rand), word(rand)])
-    n = len(s["cache"]["layer_names"])
     cols = [
         "ranking",
         f"smallest k within {s['config']['max_drop']:g} (FLOPs saved)",
         "test acc there",
-        f"mean test acc over k < {n}",
+        # the k tried below L, as prune's own table heads it: --ks or the coarse grid may skip some
+        f"mean test acc over {ks_text(s['ks'], len(s['cache']['layer_names']))}",
         "α − ranking",
         "",
     ]
@@ -223,6 +224,7 @@ def block(bbs: list[Any], runner: Any, work: Path, *, smoke: bool, load: Callabl
     body: list[str] = []
     cmds: list[str] = []
     total = 0.0
+    ran_at: list[str] = []  # the commits the finished steps ran at: what every number of the block comes from
     for i, b in enumerate(bbs, 1):
         body += [f"### {i}. {b.title}", ""]
         if b.skip:
@@ -246,12 +248,16 @@ def block(bbs: list[Any], runner: Any, work: Path, *, smoke: bool, load: Callabl
             rec = runner.read_record(st) or {}
             wall = rec.get("wall_s")
             total += wall or 0.0
+            if rec.get("status") == "ok":
+                ran_at.append(rec.get("commit") or "unrecorded")
             cmds.append(f"{shlex.join(st.cmd)}  # {'not run' if wall is None else f'{wall:.0f} s'}")
     head = [
         "## Beyond attribution: prune, early exit, diagnose",
         "",
         f"Written by `bench/beyond.py{' --smoke' if smoke else ''}` on {now} from the files the CLI wrote under "
-        f"`{work}` ({total / 60:.1f} min of steps, OMP_NUM_THREADS=1, on the machine named at the end of this page), "
+        f"`{work}` ({total / 60:.1f} min of steps at commit "
+        f"{', '.join(f'`{c}`' for c in dict.fromkeys(ran_at)) or 'none yet'}, OMP_NUM_THREADS=1, on the machine "
+        "named at the end of this page), "
         "on the caches and LAYA heads of `bench/trust.py`. Each use of α is measured against a baseline that does "
         "not use α; **α better** / **α worse** only when the t-interval over seeds of the paired difference "
         'excludes 0, drawn at 1 − 0.05/m over the m comparisons of its family (docs/METHOD.md, "Families of '
