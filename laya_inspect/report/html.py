@@ -8,7 +8,7 @@ import dataclasses
 import html
 import platform
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from .. import __version__
 from ..errors import CacheError, LayaError
 from ..options import command_line
+from .cached import made_facts
 from .figures import Figure
 from .reading import Reading
 
@@ -277,8 +278,11 @@ def page(kind: str, path: Path, shown: Path, title: str, build: Callable[[], dic
     return render(Page(title=f"{title}: {shown.name or shown}", **parts))
 
 
-def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """What the cache file itself records, when it is still there; else what the summary recorded."""
+def cache_facts(
+    path: str | None, recorded: list[tuple[str, str]], made: Mapping[str, Any] | None = None
+) -> list[tuple[str, str]]:
+    """What the cache file itself records, when it is still there; else what the summary recorded
+    (``recorded``, and ``made``: the cache attributes it kept of how the features were made)."""
     from ..cache.store import FeatureStore
     from ..head_dir import cache_warnings
 
@@ -295,12 +299,14 @@ def cache_facts(path: str | None, recorded: list[tuple[str, str]]) -> list[tuple
                 ("cache written by", f"laya-inspect {attrs.get('tool_version')}, torch {attrs.get('torch_version')}"),
                 ("cache written at", str(attrs.get("created_at"))),
             ]
+            facts += made_facts(attrs)
             if attrs.get("random_init"):
                 facts.append(("note", "the backbone had random weights (--random-init)"))
             facts += [("cache warning", w) for w in cache_warnings(store)]
             return facts
     except (LayaError, OSError) as e:
-        return [*recorded, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]
+        said = made_facts(made if isinstance(made, Mapping) else {})
+        return [*recorded, *said, ("cache file", f"not read ({e}); the facts above are those the summary recorded")]
 
 
 def page_facts() -> list[tuple[str, str]]:

@@ -305,6 +305,7 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
                 ("backbone", str(cache.get("model_spec"))),
                 ("data", str(cache.get("data_spec"))),
             ],
+            {**cache, "layer_names": cache.get("cache_layer_names") or cache.get("layer_names")},
         ),
         ("head directories", " · ".join(s.get("head_dirs") or [])),
         ("seed · bootstrap", f"{s.get('seed')} · {bootstrap_text(s)}"),
@@ -342,6 +343,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
                 ("backbone", str(backbone.get("model_spec"))),
                 ("weights sha256", str(backbone.get("weights_sha256") or "none")),
             ],
+            cache.get("cache_fingerprint_inputs"),
         ),
         (
             "head hyper-parameters",
