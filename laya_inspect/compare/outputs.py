@@ -6,18 +6,16 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h5py
 import numpy as np
 
 from ..files import artifact_header, plain, write_bytes
 from .effects import RANDOM_ORDERS
+from .per_head import HeadResult
 from .seeds import CSV_REFERENCES, cell
 from .seeds import csv_rows as across_seed_rows
-
-if TYPE_CHECKING:
-    from .run import HeadResult
 
 RANDOM_ORDERING = CSV_REFERENCES["random"]
 SCHEMA_VERSION = 2  # 2: several ablations, references, subset faithfulness, insertion curves, caveats

@@ -5,19 +5,57 @@ withholds its verdicts), and the first ablation's scores per target class. Plain
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..choices import TIE_TOLERANCE
 from . import metrics as M
+from .effects import Measured
 from .lolo import ABLATIONS
 from .paired import constant_rule
 from .records import inapplicable
 from .scores import ablation_summary
 
-if TYPE_CHECKING:
-    from .run import HeadResult
+
+@dataclass
+class HeadResult:
+    """One head as compare measured it: its forward pass, each method's scores and each ablation's
+    effects; read by the summary, the outputs and the sanity checks."""
+
+    name: str
+    head_dir: str
+    kind: str
+    targets: np.ndarray  # (N,)
+    preds: np.ndarray  # (N,)
+    logits: np.ndarray  # (N, C)
+    weights: np.ndarray | None  # (N, L) aggregation weights (α for LAYA)
+    ablations: list[str]  # run on this head, the first is the primary
+    measured: dict[str, Measured] = field(default_factory=dict)  # ablation → effects and references
+    scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (N, L)
+    extras: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)  # abl → m → curves
+    skipped: dict[str, str] = field(default_factory=dict)
+    ablations_skipped: dict[str, str] = field(default_factory=dict)
+    head_config: dict[str, Any] = field(default_factory=dict)  # the head's config.json
+
+    @property
+    def primary(self) -> Measured:
+        return self.measured[self.ablations[0]]
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.primary.p
+
+    @property
+    def p_ablated(self) -> np.ndarray:
+        return self.primary.p_ablated
+
+    @property
+    def effects(self) -> np.ndarray:
+        return self.primary.effects
 
 
 def head_summary(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,48 +57,12 @@ from .loaded import (
 )
 from .lolo import ABLATIONS, RESAMPLE_DRAWS, forward_rows, resolve_ablations
 from .outputs import SCHEMA_VERSION, csv_rows, write_h5
-from .per_head import head_summary
+from .per_head import HeadResult, head_summary
 from .sanity import read_layers, run_sanity
 from .sanity import write_h5 as write_sanity_h5
 from .scores import MIN_LAYERS, NEGLIGIBLE_EFFECT, TIE_TOLERANCE, headline_rows
 from .seeds import across_seeds, expand_head_dirs
 from .values import DONOR_POOL, donor_pool, layer_means
-
-
-@dataclass
-class HeadResult:
-    name: str
-    head_dir: str
-    kind: str
-    targets: np.ndarray  # (N,)
-    preds: np.ndarray  # (N,)
-    logits: np.ndarray  # (N, C)
-    weights: np.ndarray | None  # (N, L) aggregation weights (α for LAYA)
-    ablations: list[str]  # run on this head, the first is the primary
-    measured: dict[str, Measured] = field(default_factory=dict)  # ablation → effects and references
-    scores: dict[str, np.ndarray] = field(default_factory=dict)  # method → (N, L)
-    extras: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    curves: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)  # abl → m → curves
-    skipped: dict[str, str] = field(default_factory=dict)
-    ablations_skipped: dict[str, str] = field(default_factory=dict)
-    head_config: dict[str, Any] = field(default_factory=dict)  # the head's config.json
-
-    @property
-    def primary(self) -> Measured:
-        return self.measured[self.ablations[0]]
-
-    @property
-    def p(self) -> np.ndarray:
-        return self.primary.p
-
-    @property
-    def p_ablated(self) -> np.ndarray:
-        return self.primary.p_ablated
-
-    @property
-    def effects(self) -> np.ndarray:
-        return self.primary.effects
 
 
 @dataclass

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,11 +27,9 @@ from . import metrics as M
 from .attribution import AttributionOptions, attribute, options_for
 from .draws import seeded_rows
 from .lolo import forward_rows
+from .per_head import HeadResult
 from .permuted import EPOCHS, PATIENCE, TRAIN_ROWS, fresh, permuted_head, training_rows
 from .records import NO_LAYER, NOT_APPLICABLE
-
-if TYPE_CHECKING:
-    from .run import HeadResult
 
 THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
 ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
