@@ -111,6 +111,20 @@ def refuse_foreign_partial(out: str | Path) -> None:
         )
 
 
+# What to do where the files behind the same command changed: rerunning it is refused the same way.
+WEIGHTS_REMEDY = (
+    "only the very bytes it was started from resume it (a checkpoint saved again, even with the same values, "
+    "is other bytes): put that file back, or pass --overwrite to start again"
+)
+# A folder's files are told apart by name, size and modification time (reading every file up front would
+# cost as much as the extraction): a file only touched, or copied without its times, counts as changed.
+DATA_REMEDY = (
+    "a data file's bytes, or a folder's file names, sizes or modification times, are not those it was started "
+    "on (a touch, or a copy that does not keep times, gives other times); put the files back as they were, "
+    "or pass --overwrite to start again"
+)
+
+
 def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -> tuple[str, str] | None:
     """Why a run may not resume the interrupted extraction whose recorded :data:`VERIFIED` attributes,
     ``command`` and ``layer_names`` are ``old`` (this run's: ``new``, both as stored and read back;
@@ -132,6 +146,7 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
             f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
         )
+        remedy = WEIGHTS_REMEDY
     elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
         problem = (
             f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
@@ -150,6 +165,7 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
             f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
         )
+        remedy = DATA_REMEDY
     elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
         problem = (
             f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
