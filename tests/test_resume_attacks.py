@@ -5,6 +5,7 @@ Real data: CIFAR-10 JPEGs from ../shared/data (skipped where absent) through a z
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tarfile
@@ -109,3 +110,13 @@ def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_byt
     assert "rerun the original command" not in said, said
     shutil.copy(work / "cnn.pt", weights)  # the very bytes it was started from: resumes
     assert extract_features(config).resumed_from.get("test")
+
+
+def test_a_resume_with_normalize_none_names_the_option_it_changed(work, tmp_path):
+    """--normalize left out is recorded as not given, --normalize none as the word "none": both were
+    shown as "none", so the refusal named no option."""
+    data, weights = _copy(work, tmp_path)
+    config = _config(work, data, tmp_path / "c.h5", weights)
+    _stopped(config)
+    with pytest.raises(CacheError, match=r"started by a different command \(normalize: not given → none\)"):
+        extract_features(dataclasses.replace(config, normalize="none"))

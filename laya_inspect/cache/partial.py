@@ -213,7 +213,9 @@ def _command_changes(was: Any, now: Any, shown: int = 3) -> str:
         v = options[key]
         if isinstance(v, bool):
             return "on" if v else "off"
-        return "none" if v is None else ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+        if v is None:  # not given; said so where the other run gave the word "none" (--normalize none)
+            return "not given" if other.get(key) == "none" else "none"
+        return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
 
     keys = [k for k in dict.fromkeys([*was, *now]) if value(was, now, k) != value(now, was, k)]
     diff = ", ".join(f"{k}: {value(was, now, k)} → {value(now, was, k)}" for k in keys[:shown])
