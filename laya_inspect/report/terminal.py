@@ -390,6 +390,7 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     ref = f"reference: chance {q['chance']:.3f} (majority class)" if q.get("chance") is not None else ""
     if probe:
         ref += " · " + probe_text(probe)
+    ref += imbalance_text(q)
     lines = [Text(ref)] if ref else []
     lines += warning_lines((summary.get("cache") or {}).get("cache_warnings"))
     lines += warning_lines(summary.get("warnings"), of="fit-head")
@@ -400,6 +401,20 @@ def gate_lines(summary: dict[str, Any]) -> list[Text]:
     lines += [Text.assemble(("warning", "yellow"), f" {', '.join(heads)}: {w}") for w, heads in said.items()]
     lines += [Text(f"note {h['head']}: {n}") for h in summary["heads"] for n in h.get("gate_notes") or []]
     return lines
+
+
+def imbalance_text(quality: dict[str, Any]) -> str:
+    """On imbalanced classes, the macro-F1 references the heads' macro-F1 is read against: always
+    answering the majority class, and the reference probe; empty otherwise (and in older summaries)."""
+    balance, f1 = quality.get("class_balance") or {}, quality.get("majority_macro_f1")
+    if not balance.get("imbalanced") or f1 is None:
+        return ""
+    said = f" · imbalanced classes ({balance['smallest']!r} {percent(balance['smallest_share'])} of test rows): "
+    said += f"macro-F1 {f1:.3f} always answering the majority class"
+    probe = quality.get("probe") or {}
+    if probe.get("reference_test_macro_f1") is not None:
+        said += f", {probe['reference_test_macro_f1']:.3f} for the probe on {probe['reference_layer']}"
+    return said
 
 
 def probe_text(probe: dict[str, Any]) -> str:

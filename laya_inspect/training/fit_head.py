@@ -270,6 +270,7 @@ def _fit_into(
     """Fit into the folder ``out``; ``out`` None: a process other than rank 0 under torchrun, which
     runs its share of the runs and returns them, writing nothing. ``said``: what fit-head warns of
     its own options, for summary.json's ``warnings``."""
+    from .classes import add_per_class
     from .grid import grid_search, write_grid
     from .overlap import repeated_rows, rows_in_train
     from .profiles import class_names, compute_profiles, write_profiles
@@ -399,6 +400,7 @@ def _fit_into(
     files["runs_json"] = write_json(out / "runs.json", rows)
     files["runs_csv"] = write_csv(out / "runs.csv", rows)
     heads = summary_to_jsonable(summarize_runs(rows, metrics=("test_acc", "test_macro_f1"), baseline="last"))
+    balance = add_per_class(heads, runs, store.class_names, num_classes, test.labels)
     constant = constant_layers(*moments, store.layer_names) if moments is not None else []
     duplicates = duplicate_layers(store, config.train_split, *moments) if moments is not None else []
     # every layer constant: every row equals every other, which the constant-layer warning says
@@ -419,6 +421,7 @@ def _fit_into(
         in_train=in_train,
         repeated=repeated,
         epochs=epochs,
+        balance=balance,
         small=[
             w
             for w in (

@@ -28,6 +28,8 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
+from .classes import RULES as CLASS_RULES
+from .classes import weakest_note
 from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement, wilson
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
@@ -66,7 +68,8 @@ THRESHOLDS = {
     "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance), or (mean test accuracy − chance)·n < "
     f"{GAIN_ROWS} rows, n the test rows",
     "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the probe on the layer with the best "
-    "validation accuracy, ties to the deeper layer; for 'last' the probe on the last layer)",
+    "validation accuracy, ties to the deeper layer; for 'last' the probe on the last layer); on imbalanced classes "
+    f"(see 'imbalanced') also mean test macro-F1 < that probe's test macro-F1 − {PROBE_MARGIN}",
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": "the seeds' mean weights peak on different layers",
@@ -89,6 +92,7 @@ THRESHOLDS = {
     "test_rows_repeated": "test rows whose features equal an earlier test row's at every layer (16-byte digests)",
     "constant_layer": f"a layer's features have an RMS std over the training rows ≤ {CONSTANT_SPREAD} × their "
     "largest |mean| (flagged on every head that reads it)",
+    **CLASS_RULES,
 }
 
 
@@ -423,8 +427,9 @@ def layer_probes(
             warnings.simplefilter("ignore", ConvergenceWarning)
             clf.fit(scaler.transform(x_fit), y_fit)
         val_acc = float((clf.predict(scaler.transform(read(train_split, i, val_rows))) == y_val).mean())
-        test_acc = float((clf.predict(scaler.transform(read(test_split, i, None))) == y_test).mean())
-        layers.append({"layer": name, "val_acc": val_acc, "test_acc": test_acc})
+        pred = clf.predict(scaler.transform(read(test_split, i, None)))
+        test_acc, test_f1 = float((pred == y_test).mean()), macro_f1(y_test, pred)
+        layers.append({"layer": name, "val_acc": val_acc, "test_acc": test_acc, "test_macro_f1": test_f1})
     best = max(range(len(layers)), key=lambda i: (layers[i]["val_acc"], i))  # ties: the deeper layer
     out = {
         "model": f"scikit-learn LogisticRegression(C={PROBE_C}) on standardised features, one layer at a time",
@@ -444,6 +449,7 @@ def layer_probes(
     return out | {
         "reference_layer": ref["layer"],
         "reference_test_acc": ref["test_acc"],
+        "reference_test_macro_f1": ref.get("test_macro_f1"),
         "reference_rule": REFERENCE_RULE,
         "fits": PROBE_FITS,
     }
@@ -462,7 +468,8 @@ def probe_reference(probe: Mapping[str, Any], head: str) -> dict[str, Any]:
         pick, chosen_by = last, "the best layer by validation accuracy, which is the last layer"
     else:
         pick, chosen_by = best, "the best layer by validation accuracy"
-    return {"layer": pick["layer"], "test_acc": pick["test_acc"], "margin": PROBE_MARGIN, "chosen_by": chosen_by}
+    f1 = {"test_macro_f1": pick["test_macro_f1"]} if "test_macro_f1" in pick else {}  # absent in older summaries
+    return {"layer": pick["layer"], "test_acc": pick["test_acc"], **f1, "margin": PROBE_MARGIN, "chosen_by": chosen_by}
 
 
 def _draw(rows: np.ndarray, labels: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -493,6 +500,7 @@ def gate(
     repeated: dict[str, Any] | None = None,
     small: Sequence[str] = (),
     epochs: int | None = None,
+    balance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
     (``heads``: summarize_runs rows, JSON-able); return summary.json's ``quality`` section.
@@ -501,8 +509,11 @@ def gate(
     ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
     the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
     the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows); ``epochs``: the
-    most epochs a seed could run."""
+    most epochs a seed could run; ``balance``: the test split's classes.class_balance, whose
+    ``imbalanced`` makes the probe check read macro-F1 too and names each head's weakest class."""
     from .overlap import overlap_warning, repeated_warning
+
+    imbalanced = bool((balance or {}).get("imbalanced"))
 
     for h in heads:
         h.update(
@@ -518,8 +529,11 @@ def gate(
                 layer_names=layer_names,
                 constant=constant,
                 epochs=epochs,
+                imbalanced=imbalanced,
             )
         )
+        if balance is not None and (weak := weakest_note(h.get("per_class"), balance, int(h.get("n") or 1))):
+            h["gate_notes"].append(weak)
         if duplicates and h["head"] != "last":
             pairs = ", ".join(f"{a} = {b}" for a, b in duplicates)
             h["warnings"].append(
@@ -546,6 +560,7 @@ def gate(
     return {
         "chance": chance,
         "majority_macro_f1": majority_f1,
+        "class_balance": balance,
         "constant_layers": list(constant),
         "duplicate_layers": [list(p) for p in duplicates],
         "test_rows_in_train": in_train,
@@ -575,11 +590,14 @@ def head_quality(
     n_test: int | None = None,
     test_f1: float | None = None,
     majority_f1: float | None = None,
+    imbalanced: bool = False,
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
     .epochs_run and .static_weights; ``epochs``: the most each seed could run): its warnings, its
     probe reference and the seeds' agreement on the layers. ``test_f1``: its mean test macro-F1 over
-    seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`)."""
+    seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`), and held
+    to the probe's macro-F1 as well as its accuracy where the classes are ``imbalanced``: there the
+    minority classes weigh little in accuracy, and macro-F1 says whether the head learned them."""
     said = not_learned("the head", test_acc, chance, f1=test_f1, majority_f1=majority_f1)
     near = near_chance(test_acc, chance, said, n=n_test, runs=runs, epochs=epochs)
     warns = [near] if near else []
@@ -595,12 +613,21 @@ def head_quality(
     reference = None
     if probe is not None:
         reference = probe_reference(probe, head)
-        layer, ref = reference["layer"], reference["test_acc"]
-        if test_acc < ref - PROBE_MARGIN:
-            said = f"test accuracy {test_acc:.3f} vs {ref:.3f} for a logistic regression on {layer} alone"
+        layer = reference["layer"]
+        checks = [("test_acc", "test accuracy", test_acc, reference["test_acc"])]
+        ref_f1 = reference.get("test_macro_f1")
+        if imbalanced and test_f1 is not None and math.isfinite(test_f1) and ref_f1 is not None:
+            checks.append(("test_macro_f1", "test macro-F1", test_f1, ref_f1))
+        below = next((c for c in checks if c[2] < c[3] - PROBE_MARGIN), None)
+        if below is not None:
+            key, what, value, ref = below
+            said = f"{what} {value:.3f} vs {ref:.3f} for a logistic regression on {layer} alone"
             said += f" (the reference probe: {reference['chosen_by']})"
+            if key == "test_macro_f1":
+                said += "; on imbalanced classes macro-F1 is read beside accuracy, which hides the minority classes"
             # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
-            gap = describe([r.test_acc - ref for r in runs]) if len(runs) > 1 else None
+            gap = describe([getattr(r, key) - ref for r in runs]) if len(runs) > 1 else None
+            reference["metric"] = key
             if gap is not None and gap.ci_high >= 0:
                 reference |= {"reading": NOT_SHOWN_BELOW, "gap": gap.to_dict()}
                 notes.append(
