@@ -149,7 +149,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
     """The raw input of one source row, from the dataset the cache was extracted from; a source
     that cannot be read here gives a view with the reason instead of an error."""
     from .data import DATASETS, parse_spec
-    from .data.text import EMPTY_TEXT
+    from .data.text import EMPTY_TEXT, blank_text
 
     spec = store.attrs.get("data_spec")
     info = store.attrs.get("split_info") or {}
@@ -190,7 +190,7 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         relative = RELATIVE_NOTE if unknown else ""
         return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
-        note = _cut_note(store, raw[0]) if raw[0].strip() else f"an empty text: its {EMPTY_TEXT}"
+        note = f"an empty text: its {EMPTY_TEXT}" if blank_text(raw[0]) else _cut_note(store, raw[0])
         return InputView("text", text=raw[0], note=note, source=_text_start(raw[0]))
     x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)

@@ -413,13 +413,15 @@ def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_fil
     assert long.where(9) == "source row 9: 'an unusually long review that goes on about the film an unu…'"
 
 
-def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path) -> None:
+@pytest.mark.parametrize("blank", ["  ", "\u200b\u200b", "\ufeff", "\u200d \x07\x7f"])
+def test_an_empty_text_is_said_where_its_row_is_explained(tmp_path: Path, blank: str) -> None:
     """QA: explain on a test row whose text was empty printed "input: " and nothing else, then a
     confident prediction and its layer table; only the cache's warning, naming a CSV line, not the
-    row, said that such a row describes the empty string. The row's own view now says it."""
+    row, said that such a row describes the empty string. The row's own view now says it, also of a
+    text of only zero-width spaces, a byte-order mark or control characters, which extract calls empty."""
     from laya_inspect.explain import read_input
 
-    texts = [f"review {i}" if i != 9 else "  " for i in range(12)]
+    texts = [f"review {i}" if i != 9 else blank for i in range(12)]
     with FeatureStore(_reviews_cache(tmp_path, texts)) as store:
         empty, full = read_input(store, "test", 9, label=1), read_input(store, "test", 8, label=0)
     assert empty.kind == "text" and "an empty text: its features describe the empty string" in empty.note

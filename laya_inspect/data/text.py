@@ -261,10 +261,10 @@ def _text_rows(
 def _empty_texts(texts: list[str], rows: np.ndarray, path: Path, lines: list[int], col: str) -> list[str]:
     """A warning when some of ``rows`` have no text: their features describe the empty string."""
     said = f"have an empty text: their {EMPTY_TEXT}; remove those rows or fill them in"
-    return _text_rows(texts, rows, path, lines, col, _blank, said)
+    return _text_rows(texts, rows, path, lines, col, blank_text, said)
 
 
-def _blank(text: str) -> bool:
+def blank_text(text: str) -> bool:
     """Whether ``text`` shows nothing: only spaces, control and format characters. str.strip keeps a
     zero-width space or a byte-order mark (a file joined after its BOM), which a tokenizer drops
     (all-MiniLM-L6-v2's reads "\u200b" as [CLS] [SEP]), so such a row is an empty one."""
