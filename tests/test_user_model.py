@@ -103,3 +103,4 @@ def test_a_plain_sequential_convnet_is_tapped_once_per_unit_after_its_activation
         assert all(store.layer("test", n).min() >= 0 for n in store.layer_names)
     said = " ".join(res.output.split())
     assert "layers all: one per unit of the nn.Sequential" in said and "classifier's unit left out" in said
+    assert said.count("layers all") == 1  # the rule beside --layers all, not a second "layers all" item

@@ -139,8 +139,9 @@ def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, b
     elif pooled < len(result.pooling):
         pool += f" on {pooled} of {len(result.pooling)} layers (the table says each)"
     # the layers read and their pooling, said left at their defaults too: the table names the layers,
-    # not that --layers all chose them
-    given += [(f"layers {config.layers}", "layers" in left), (pool, "pool" in left)]
+    # not that --layers all chose them, nor the fallback rule that read the model's structure to pick them
+    layers = f"layers {config.layers}" + (f": {result.layers_how}" if result.layers_how else "")
+    given += [(layers, "layers" in left), (pool, "pool" in left)]
     given += [
         (text, False)
         for name, text in (
@@ -151,8 +152,6 @@ def _settings(config: ExtractConfig, result: ExtractResult) -> list[tuple[str, b
     ]
     given += _image_size(result.transforms, "image_size" in left)
     given += _inputs(config, result.transforms, left)
-    # a fallback rule read the model's structure to pick the layers: say which, as the table cannot
-    given += [(f"layers all: {result.layers_how}", True)] if result.layers_how else []
     device = f"device {result.device or config.device}" + " (auto)" * (config.device == "auto")
     return given + [  # which rows (--limit's subset, a dataset's own split), the precision and the device
         (f"splits {','.join(config.splits)}{_drawn(result.split_info)}", "splits" in left),
