@@ -36,6 +36,11 @@ def ckpt(tmp_path_factory):
     return _zoo_digits_checkpoint(tmp_path_factory.mktemp("zoo") / "mlp.pt")
 
 
+def _not_chance(warnings):
+    """``warnings`` less the one every cache of the untrained ``ckpt`` gets: it is at chance on digits."""
+    return [w for w in warnings if not w.startswith("the model is near chance on its own task")]
+
+
 def _config(ckpt, out, **kw):
     base = dict(model="zoo:mlp", weights=str(ckpt), data="digits", out=str(out), batch_size=64, device="cpu")
     return ExtractConfig(**{**base, **kw})
@@ -74,7 +79,7 @@ def test_float16_and_layer_subset(ckpt, tmp_path):
         assert f["test/layer_000"].dtype == np.float16
     with FeatureStore(tmp_path / "f.h5") as store:
         assert store.layer_names == ["blocks.0", "blocks.2"]
-        assert store.splits == ["test"] and store.attrs["warnings"] == []
+        assert store.splits == ["test"] and _not_chance(store.attrs["warnings"]) == []
 
 
 def test_layers_named_out_of_depth_order_are_cached_in_depth_order_with_a_warning(ckpt, tmp_path):
@@ -218,8 +223,8 @@ def test_amp_is_said_in_the_cache_and_the_terminal_and_changes_the_fingerprint(c
     assert "Run extract without --amp for float32 features" in outputs["amp"]
     with FeatureStore(tmp_path / "f32.h5") as f32, FeatureStore(tmp_path / "amp.h5") as amp:
         assert amp.attrs["compute_dtype"] == "bfloat16 (autocast)" and f32.attrs["compute_dtype"] == "float32"
-        assert not f32.attrs["warnings"]
-        (said,) = amp.attrs["warnings"]
+        assert not _not_chance(f32.attrs["warnings"])
+        (said,) = _not_chance(amp.attrs["warnings"])
         assert said.startswith("--amp: the backbone ran under bfloat16 autocast") and "GPU" in said
         assert amp.fingerprint != f32.fingerprint
         assert not np.array_equal(amp.layer("test", -1), f32.layer("test", -1))  # the rows do differ
@@ -606,7 +611,7 @@ def build():  # a classifier of 5 classes whose class k is the data's class SHIF
     ("width", "shift", "said"),
     [
         (5, 0, None),
-        (5, 1, r"top class is the row's label on 0 of 80 rows \(0\.00\), at or below chance \(1/5 = 0\.20\)"),
+        (5, 1, r"near chance on its own task: .* on 0 of 80 train rows \(0\.000, the majority class's share 0\.200\)"),
         (10, 0, r"gives 10 logits per row and the data has 5 classes"),
     ],
 )

@@ -27,6 +27,7 @@ from ..models.sizes import call_order, classifier_inputs, layer_macs, output_sta
 from ..models.weights import sha256_file
 from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
+from ..training.chance import chance_level, is_near_chance
 from .extract_config import (
     ACTIVATION_BUDGET,
     AMP_COST,
@@ -41,9 +42,13 @@ from .writer import (
     FeatureWriter,
     constant_warning,
     duplicate_warning,
+    enough_rows,
     logits_warning,
     numbering_warning,
 )
+
+# The cache's attribute of the model's own top-1 agreement with the labels, per split (own_task).
+MODEL_TOP1 = "model_top1"
 
 
 @dataclass
@@ -229,12 +234,66 @@ def write_cache(
         else:
             said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))
             said += duplicate_warning(writer.same_layers())
+            top1, near = own_task(prep, splits, writer.split_agreement())
             if prep.num_logits == len(prep.data.class_names):  # another width was said when it was found
-                said += numbering_warning(prep.num_logits, prep.data.class_names, writer.logit_agreement())
+                # near chance names a class order unlike the data's among its causes: said once
+                said += near or numbering_warning(prep.num_logits, prep.data.class_names, writer.logit_agreement())
             prep.warnings += said
-            writer.finish(warnings=said)
+            writer.finish(warnings=said, extra={MODEL_TOP1: top1} if top1 else None)
     prep.warnings += writer.overwrite_notes  # said at the end of the run; the cache keeps them apart
     return written, resumed, nonfinite
+
+
+def own_task(
+    prep: Prepared, splits: dict[str, Any], counts: dict[str, list[int]] | None
+) -> tuple[dict[str, Any], list[str]]:
+    """The model's own top-1 agreement with the labels on each split (``counts``: the writer's
+    :meth:`~.writer.FeatureWriter.split_agreement`, counted only where its logits are one per class of
+    the data), as the cache records it (MODEL_TOP1), and the warning where a split of enough rows
+    (:func:`~.writer.enough_rows`) finds it near chance by fit-head's rule against that split's majority
+    class: a model that does not do its own task on these inputs makes its layers' rows, and every head
+    fitted on them, say little of what it learned."""
+    if not counts:
+        return {}, []
+    n = len(prep.data.class_names)
+    record: dict[str, Any] = {}
+    low = []
+    for split, (hits, rows) in counts.items():
+        labels = np.asarray(splits[split].labels)
+        majority = chance_level(labels[labels >= 0]) if rows else None
+        record[split] = {"top1": hits / rows if rows else None, "hits": hits, "rows": rows, "majority": majority}
+        if majority is not None and enough_rows(rows, n) and is_near_chance(hits / rows, majority, rows):
+            low.append(f"{hits} of {rows} {split} rows ({hits / rows:.3f}, the majority class's share {majority:.3f})")
+    if not low:
+        return record, []
+    return record, [
+        f"the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
+        f"{' and '.join(low)}, so its layers' rows, and any head fitted on them, say little of what it learned. "
+        f"Most likely its inputs are prepared unlike its training ({_preparation(prep.data.transforms)}), or its "
+        "classes are in another order than the data's (the logits in another class numbering: logits[:, k] is the "
+        "model's class k, not class_names[k]; give the data's classes in the model's order)"
+    ]
+
+
+def _preparation(transforms: dict[str, Any]) -> str:
+    """What of the inputs' preparation to check against the model's training, with what this cache did."""
+    if transforms.get("kind") == "image":
+        channels, resize = transforms.get("channels"), transforms.get("resize")
+        c = transforms["output"][0]
+        colour = f"{channels['from']}→{channels['to']} channels" if channels else f"{c} channel" + "s" * (c != 1)
+        norm = transforms.get("normalize") or {}
+        told = f"mean {norm['mean']}, std {norm['std']}" if norm.get("applied") else "none"
+        h, w = transforms["output"][1:]
+        size = ("each image's own" if not isinstance(h, int) else str(h) if h == w else f"{h}×{w}") + " px"
+        fit = f"{resize['fit']} from {resize['from']}" if resize else "not resized"
+        return (
+            f"normalisation mean/std, here {told}: --normalize M/S gives the model's "
+            f"own; colour mode, here {colour}; size, here {size} ({fit}): --image-size, --resize"
+        )
+    if transforms.get("kind") in ("text", "token_ids"):
+        vocabulary = transforms.get("tokenizer") or f"a vocabulary of {transforms.get('vocab_size')} words"
+        return f"the tokenizer, here {vocabulary}, and the tokens texts are cut at, here {transforms.get('max_length')}"
+    return f"their scale and normalisation, here {transforms.get('scale') or 'as given'}"
 
 
 def _write_rows(

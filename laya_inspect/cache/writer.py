@@ -212,7 +212,7 @@ def numbering_warning(
     if agreement is None:
         return []
     hits, rows = int(agreement[0]), int(agreement[1])
-    if rows < max(NUMBERING_ROWS, 2 * n) or hits / rows > 1 / n:
+    if not enough_rows(rows, n) or hits / rows > 1 / n:
         return []
     return [
         f"the cached logits' top class is the row's label on {hits} of {rows} rows ({hits / rows:.2f}), at or below "
@@ -227,6 +227,12 @@ LOGIT_AGREEMENT = "logit_agreement"
 
 # Rows numbering_warning needs before it judges the logits' agreement with the labels.
 NUMBERING_ROWS = 20
+
+
+def enough_rows(rows: int, n_classes: int) -> bool:
+    """Whether ``rows`` labelled rows are enough to judge logits' agreement with their labels: at least
+    NUMBERING_ROWS, and twice as many as classes (agreement is not counted per class)."""
+    return rows >= max(NUMBERING_ROWS, 2 * n_classes)
 
 
 # Rows per layer compared by same_layers (a writer's, and the torchrun join's from one shard): a few
@@ -307,10 +313,11 @@ class FeatureWriter:
         # so kept apart from the cache's warnings, which every later command prints again
         self.overwrite_notes: list[str] = []
         self._shard = "shard" in attrs
-        # rows whose top logit is their label, of the labelled rows compared: counted only where the logits
-        # are one per class of the data, and not for an untrained model, which is at chance by design
+        # per split, rows whose top logit is their label, of the labelled rows compared: counted only where
+        # the logits are one per class of the data, and not for an untrained model, at chance by design
         n_classes = len(attrs.get("class_names") or [])
-        self._agree = [0, 0] if num_logits == n_classes > 0 and not attrs.get("random_init") else None
+        counted = num_logits == n_classes > 0 and not attrs.get("random_init")
+        self._agree: dict[str, list[int]] | None = {} if counted else None
         refuse_foreign_record(self.path)  # finish writes the record there: never over a user's file
         if overwrite:
             # extract checked this before its work; the notebook path (module_extract) is checked here
@@ -489,7 +496,19 @@ class FeatureWriter:
                         self._sample[i] = np.asarray(ds[:SAME_LAYER_ROWS])
                 self._rows += buf.on_disk
                 self._unchecked[split] = buf.on_disk
+                if self._agree is not None and buf.logits_ds is not None:  # so the agreement covers every row
+                    for lo in range(0, buf.on_disk, CHUNK_ROWS):
+                        hi = min(buf.on_disk, lo + CHUNK_ROWS)
+                        self._count_agreement(split, np.asarray(buf.logits_ds[lo:hi]), np.asarray(buf.labels_ds[lo:hi]))
         return buf
+
+    def _count_agreement(self, split: str, logits: np.ndarray, labels: np.ndarray) -> None:
+        """Add ``split``'s rows whose top logit is their label, and its labelled rows, to the counts."""
+        assert self._agree is not None
+        known = labels >= 0
+        counts = self._agree.setdefault(split, [0, 0])
+        counts[0] += int(np.count_nonzero(np.argmax(logits[known], axis=1) == labels[known]))
+        counts[1] += int(np.count_nonzero(known))
 
     @property
     def rows_kept(self) -> int:
@@ -539,9 +558,7 @@ class FeatureWriter:
             )
         self._compare(features, split, start)
         if self._agree is not None and logits is not None:
-            known = labels >= 0
-            self._agree[0] += int(np.count_nonzero(np.argmax(logits[known], axis=1) == labels[known]))
-            self._agree[1] += int(np.count_nonzero(known))
+            self._count_agreement(split, logits, labels)
         pos = 0
         while pos < len(labels):
             # fill up to the next block boundary of the dataset, so whole chunks are written at once
@@ -612,9 +629,16 @@ class FeatureWriter:
         }
 
     def logit_agreement(self) -> list[int] | None:
-        """[rows whose top logit is their label, labelled rows compared] of the rows this writer was given;
-        None where not counted (no logits, other than one per class, or an untrained model's)."""
-        return None if self._agree is None else list(self._agree)
+        """[rows whose top logit is their label, labelled rows compared] over every split: the rows this
+        writer was given and those a killed run wrote; None where not counted (no logits, other than one
+        per class, or an untrained model's)."""
+        if self._agree is None:
+            return None
+        return [sum(c[0] for c in self._agree.values()), sum(c[1] for c in self._agree.values())]
+
+    def split_agreement(self) -> dict[str, list[int]] | None:
+        """:meth:`logit_agreement` of each split."""
+        return None if self._agree is None else {split: list(c) for split, c in self._agree.items()}
 
     def flush(self) -> None:
         """Write every buffered row now (each split's ``n_written`` then counts it)."""

@@ -28,6 +28,8 @@ import numpy as np
 from ..cache.schema import CONSTANT_SPREAD  # a layer is constant: RMS std over training rows ≤ this × largest |mean|
 from ..choices import MIN_ROWS
 from ..errors import InputError, name_of
+from .chance import CHANCE_GAP, GAIN_ROWS, LINE_TOLERANCE, chance_lines, is_near_chance
+from .chance import chance_level as chance_level  # read from here by fit-head, train and compare
 from .classes import RULES as CLASS_RULES
 from .classes import weakest_note
 from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement, wilson
@@ -38,9 +40,6 @@ if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule 
 PROBE_MAX_ROWS = 10_000  # training rows of the probe: a reference, not a contender; bounded time
 PROBE_C = 1.0  # scikit-learn's default inverse L2 strength
 PROBE_MARGIN = 0.03  # accuracy a head may lose to the probe before it is flagged
-CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
-GAIN_ROWS = 5  # "near chance" also: beats always answering the majority class on fewer test rows than this
-LINE_TOLERANCE = 1e-9  # an accuracy this close to a near-chance line lies on it (float rounding of k/n means)
 ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this over test rows
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
@@ -138,12 +137,6 @@ def constant_layers(means: Sequence[np.ndarray], stds: Sequence[np.ndarray], lay
         if spread <= CONSTANT_SPREAD * max(float(np.abs(m).max()) if m.size else 0.0, 1e-30):
             out.append(name)
     return out
-
-
-def chance_level(labels: np.ndarray) -> float:
-    """Accuracy of always answering the most frequent class of ``labels``."""
-    counts = np.bincount(np.asarray(labels, dtype=np.int64))
-    return float(counts.max() / counts.sum()) if counts.sum() else math.nan
 
 
 def unlearnable_classes(
@@ -286,21 +279,6 @@ def sampling_warning(acc: Mapping[str, Any], n: int | None) -> str | None:
         f"Wilson interval of {mean:.3f} is [{w_low:.3f}, {w_high:.3f}] ({how}); read "
         "the accuracy to within that, or add test rows"
     )
-
-
-def chance_lines(chance: float, n: int | None = None) -> tuple[float, float | None]:
-    """The two lines of the near-chance rule (THRESHOLDS["near_chance"]), in accuracy: chance +
-    CHANCE_GAP·(1 − chance), and with ``n`` test rows chance + (GAIN_ROWS − ½)/n, beating always
-    answering the majority class on fewer than GAIN_ROWS rows (counted in whole rows: an accuracy is a
-    mean over seeds, so a gain of 4.5 rows is not fewer than 5); None without ``n``. An accuracy below
-    either is near chance (:func:`is_near_chance`); fit-head, compare and the reading all draw them here."""
-    return chance + CHANCE_GAP * (1 - chance), (chance + (GAIN_ROWS - 0.5) / n if n else None)
-
-
-def is_near_chance(acc: float, chance: float, n: int | None = None) -> bool:
-    """Whether ``acc`` lies below either of :func:`chance_lines`; an accuracy on a line (within float
-    rounding: means over seeds land on the rows line exactly) is not below it, as the rule's "<" says."""
-    return any(line is not None and acc < line - LINE_TOLERANCE for line in chance_lines(chance, n))
 
 
 def near_chance(
