@@ -2435,7 +2435,8 @@ def _one_row_lost(differ_to_lose: int) -> tuple[np.ndarray, np.ndarray]:
 def test_a_loss_of_one_test_row_on_every_seed_is_within_the_test_rows_sampling():
     """QA: "test accuracy 0.7424 vs 0.7576 with all layers (paired over 2 seeds: -0.0152 [-0.0152, -0.0152]: a
     loss)" was one test row of 66, the same on both seeds: the interval over seeds has zero width and leaves out
-    which rows were drawn. Beside the test rows' own paired interval it is no loss, and withholds no pick."""
+    which rows were drawn. Beside the test rows' own paired interval it is no measured loss; the rule on the
+    mean (a drop larger than --max-drop) still withholds the pick, and says it is a rule, not a loss."""
     from laya_inspect.beyond.common import paired, test_rows
     from laya_inspect.beyond.costs import cost_text
     from laya_inspect.beyond.prune import _withhold
@@ -2450,7 +2451,16 @@ def test_a_loss_of_one_test_row_on_every_seed_is_within_the_test_rows_sampling()
     said = cost_text(point, {"mode": "refit"})
     assert ": a loss" not in said, said
     assert "1 row of 66 differs: within the test rows' sampling" in said and "so no verdict" in said
-    assert _withhold(point, 400, 19, 0.005) is None
+    # no measured loss, yet the mean still falls more than --max-drop: withheld by the rule on the mean, said so
+    held = _withhold(point, 400, 19, 0.005)
+    assert held is not None and held[0] == "test mean" and "not a measured loss" in held[1], held
+    assert _withhold(point, 400, 19, 0.02) is None
+    three = _one_row_lost(3)
+    d3 = paired([three[0].mean()] * 2, [three[1].mean()] * 2)
+    rows3 = test_rows(d3, [three[0]] * 2, [three[1]] * 2)
+    assert rows3 is not None and rows3["within_sampling"]  # 3 rows of 66: −0.0455, nine times --max-drop
+    held = _withhold({"k": 1, "test_acc_vs_all": d3, "test_rows_vs_all": rows3}, 400, 19, 0.005)
+    assert held is not None and held[0] == "test mean", held
     # a summary written before the rows were read keeps its reading
     assert cost_text({"test_acc_vs_all": d}, {"mode": "refit"}).endswith(": a loss)")
     # twenty rows lost on each seed: the test rows' own interval lies below 0 too, and it stays a loss

@@ -74,7 +74,8 @@ WITHHOLD_RULE = (
     f"{MIN_VAL_ROWS} validation rows chose it, or when one validation row weighs more than --max-drop "
     "(1/rows > max_drop > 0: validation cannot resolve the drop the set is to keep under), or when its paired test "
     "difference from all layers is a loss (interval below 0, and not within the test rows' own sampling: fit-head's "
-    "test-sampling rule; with no interval, or under --max-drop 0, a mean drop larger than --max-drop)"
+    "test-sampling rule; with no interval, within that sampling, or under --max-drop 0, a mean drop larger than "
+    "--max-drop)"
 )
 COARSE_HOW = (
     "every ranking and the random reference at k = 1, 2, 3, 4, 6, 8, 12, 16, … and L; then each ranking at every k "
@@ -523,7 +524,8 @@ def _withhold(
             "test loss",
             f"its own test difference from all layers reads as a loss ({said}, paired over {d['n']} seeds)",
         )
-    mean_only = d.get("ci_high") is None or max_drop == 0
+    # within the rows' sampling the interval decides nothing, so the mean rule still holds --max-drop
+    mean_only = d.get("ci_high") is None or max_drop == 0 or bool(sampled)
     if mean_only and d.get("mean") is not None and d["mean"] < -max_drop - TOLERANCE:
         n = d.get("n") or 1
         if max_drop == 0:  # a rule on the mean, deliberately strict: not a loss the interval shows
@@ -539,9 +541,10 @@ def _withhold(
                 "loss)"
             )
         over = f" (mean over {n} seeds)" if n > 1 else ""
+        why = " (within the test rows' sampling: a rule on the mean, not a measured loss)" if sampled else ""
         return (
             "test mean",
-            f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}",
+            f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}{why}",
         )
     return None
 
