@@ -459,14 +459,15 @@ def refuse_non_utf8(path: str | Path, inputs: Iterable[str | Path | None] = (), 
     marker, a cache's attributes), which cannot hold them, so the run failed with a traceback after all
     its work."""
     for given, said in [(path, flag), *((p, "this run's input") for p in inputs if p is not None)]:
-        text = os.fspath(given)
+        text = os.fsdecode(given)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
             shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+            way = f"rename it, or choose another {flag}" if said == flag else "rename it"
             raise InputError(
                 f"{said} {shown} is not a UTF-8 name, and laya-inspect records the paths of a run in UTF-8 "
-                f"(summary.json, the output's marker): rename it, or choose another {flag}"
+                f"(summary.json, the output's marker): {way}"
             ) from None
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
-from laya_inspect.out_dir import check_out
+from laya_inspect.out_dir import check_out, refuse_non_utf8
 
 runner = CliRunner()
 ENV = {"COLUMNS": "300", "NO_COLOR": "1"}
@@ -42,6 +42,9 @@ def test_an_out_whose_name_is_not_utf8_is_refused_before_the_work(tmp_path, monk
 @pytest.mark.parametrize("where", ["out", "input"])
 def test_check_out_refuses_a_path_that_is_not_utf8(tmp_path, where):
     out, given = (tmp_path / LATIN1, tmp_path / "in") if where == "out" else (tmp_path / "out", tmp_path / LATIN1)
-    with pytest.raises(InputError, match="not a UTF-8 name"):
+    with pytest.raises(InputError, match="not a UTF-8 name") as refused:
         check_out(out, force=False, command="compare", inputs=[given])
+    # the way out names --out only where --out is the name at fault
+    assert ("choose another --out" in str(refused.value)) == (where == "out"), refused.value
     check_out(tmp_path / "café", force=False, command="compare", inputs=[tmp_path / "données"])  # UTF-8 is fine
+    refuse_non_utf8(os.fsencode(tmp_path / "café"))  # a bytes path is read as the OS names it, not refused
