@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -141,8 +140,9 @@ def _read(p: Path, trust_pickle: bool) -> Any:
 def _pickled_in_main(e: Exception) -> str:
     """The way out when a model was pickled by a script run directly: its class was recorded as
     ``__main__.NAME``, and no other program's ``__main__`` holds that class, so no loader can rebuild it."""
-    # pickle looks the class up in whatever runs as __main__ here: the tool's (laya_inspect.__main__)
-    if not (isinstance(e, AttributeError) and re.search(r"on <module '([\w.]+\.)?__main__'", str(e))):
+    # pickle looks the class up in whatever runs as __main__ here: the tool's (laya_inspect.__main__);
+    # the message's wording varies across Python versions, the module's name does not
+    if not (isinstance(e, AttributeError) and "__main__" in str(e)):
         return ""
     return (
         ". The model was saved with torch.save(model) by a script run directly, so its class is recorded as "
