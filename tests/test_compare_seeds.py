@@ -874,3 +874,27 @@ def test_beating_the_rule_on_each_seed_is_not_said_over_the_seeds_when_their_int
     assert said not in _render(seed_tables({"across_seeds": steady}))
     (section,) = seed_sections({"across_seeds": steady})
     assert said not in section.html()
+
+
+def test_a_rival_read_alike_on_each_seed_says_its_difference_over_the_seeds() -> None:
+    """ "α orders the layers worse than IG on each of the 3 seeds (each seed's paired difference)" read
+    each seed's interval, which holds that seed's head fixed, and no interval over the seeds was computed:
+    α − IG −0.15, −0.45, −0.02 (each seed's interval below 0) has a t-interval over the seeds that holds 0.
+    The summary keeps that difference over the seeds, and the reading says when it holds 0."""
+    from laya_inspect.report.reading import compare_reading
+
+    def run(means: tuple[float, ...]) -> tuple[dict, str]:
+        heads = [_with_ig(_head(s, "beats", []), d - 0.01, d + 0.01) for s, d in enumerate(means)]
+        summary = _compared(heads, list(range(len(means))))
+        return summary, " ".join(compare_reading(summary).lead)
+
+    summary, lead = run((-0.15, -0.45, -0.02))
+    (group,) = summary["across_seeds"]["groups"]
+    over = group["ablations"]["mean"]["vs_methods"]["alpha"]["ig"]
+    assert over["values"] == pytest.approx([-0.15, -0.45, -0.02]) and over["ci_low"] < 0 < over["ci_high"]
+    assert "α orders the layers worse than IG on each of the 3 seeds (each seed's paired difference), but its" in lead
+    assert "includes 0 (95% t-interval over the seeds): not shown for the head refitted with another seed" in lead
+    # differences that agree over the seeds: said, and lying below 0
+    _, lead = run((-0.2, -0.3, -0.25))
+    assert "not shown for the head refitted" not in lead and "over the seeds -0.25 [" in lead, lead
+    assert "lies below 0 too" in lead, lead

@@ -264,6 +264,10 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
                         if isinstance(est, dict):
                             _interval(est, f"{at}.{k}")
                             checked_field(est, "values", "nums", f"{at}.{k}")
+            over = checked_field(entry, "vs_methods", dict, f"{here}.ablations.{a}", optional=True)  # absent before
+            for m in over or {}:
+                for r, est in checked_field(over, m, dict, f"{here}.ablations.{a}.vs_methods").items():
+                    _interval(est, f"{here}.ablations.{a}.vs_methods.{m}.{r}")
     if across:
         checked_field(across, "caveats", "strs", where, optional=True)
 

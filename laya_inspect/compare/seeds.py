@@ -155,6 +155,19 @@ def ranged_note(entry: dict[str, Any]) -> str | None:
     )
 
 
+def _versus_over_seeds(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each other method a method's every seed was read against (``vs_methods``, the paired difference in ρ
+    over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2]: each
+    seed's interval holds that seed's head fixed, this one asks whether a head refitted with another
+    seed would order the layers the same way."""
+    rivals = [r for r in entries[0].get("vs_methods") or {} if all(r in (e.get("vs_methods") or {}) for e in entries)]
+    low, high = RANGES["faithfulness"]
+    return {
+        r: bounded(t_estimate([e["vs_methods"][r].get("mean") for e in entries]), low - high, high - low)
+        for r in rivals
+    }
+
+
 def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"reference": reference}
     for key in HEADLINE:
@@ -251,6 +264,8 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
                 shared = [m for m in per[0].get(kind) or {} if all(m in (p.get(kind) or {}) for p in per)]
                 entry[kind] = {m: _method_row([p[kind][m] for p in per], reference) for m in shared}
             keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
+            # beside the method rows, whose every dict is one score's estimate
+            entry["vs_methods"] = {m: _versus_over_seeds([p["methods"][m] for p in per]) for m in entry["methods"]}
             entry["best"] = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
             entry["caveats_per_seed"] = [list(p.get("caveats") or []) for p in per]
             ranked = [((p.get("lolo") or {}).get("most_relied_on") or [{}])[0].get("layer") for p in per]

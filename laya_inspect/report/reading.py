@@ -555,12 +555,32 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
         words.append(outcome((s.get("vs_methods") or {}).get(rival)))
     if len(set(words)) == 1:
         each = f"on each of the {len(words)} seeds (each seed's paired difference)"
-        return True, f"{name(lead)} {RIVAL_WORDS[words[0]]} {name(rival)} {each}"
+        over = _over_seeds(head, group, lead, rival, words[0])
+        return True, f"{name(lead)} {RIVAL_WORDS[words[0]]} {name(rival)} {each}{over}"
     short = [RIVAL_WORDS[w].removesuffix(" than").removesuffix(" against") for w in words]
     return (
         False,
         f"{name(lead)} against {name(rival)} differs between seeds: {by_seed(group.get('seeds') or [], short)}",
     )
+
+
+def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: str, word: str) -> str:
+    """The mean of the lead's paired difference to its rival over the seeds, with its t-interval, after
+    a verdict every seed gives alike: each seed's interval holds that seed's head fixed, so "worse on each
+    of the 3 seeds" is not shown for a head refitted with another seed where this one includes 0. ""
+    where the summary holds none (written before it was stored) or no seed reads better or worse."""
+    entries = group.get("ablations") or {}
+    entry: dict[str, Any] = entries.get((head.get("ablations_run") or list(entries) or [None])[0]) or {}
+    d = ((entry.get("vs_methods") or {}).get(lead) or {}).get(rival)
+    if word not in ("better", "worse") or not d or d.get("ci_low") is None:
+        return ""
+    over = f"its mean difference in ρ over the seeds {with_ci(d)}"
+    said = outcome(d)
+    if said == word:
+        return f", and {over} lies {'above' if word == 'better' else 'below'} 0 too"
+    if said != "no different":  # the same difference on every seed: no spread, no interval to read
+        return ""
+    return f", but {over} includes 0 (95% t-interval over the seeds): not shown for the head refitted with another seed"
 
 
 # -- fit-head ------------------------------------------------------------------------------------
