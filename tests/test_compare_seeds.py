@@ -898,3 +898,28 @@ def test_a_rival_read_alike_on_each_seed_says_its_difference_over_the_seeds() ->
     _, lead = run((-0.2, -0.3, -0.25))
     assert "not shown for the head refitted" not in lead and "over the seeds -0.25 [" in lead, lead
     assert "lies below 0 too" in lead, lead
+
+
+def test_the_legend_counts_the_methods_the_run_read_against_the_rule() -> None:
+    """The legends said "with 4 methods no different from the rule, some row reads beats, worse or mixed in
+    17% of simulated runs" on every run, compare --method alpha's one method included: the count and the
+    rate now come from the methods that run read against the constant rule."""
+    from laya_inspect.report.sections import versus_table
+
+    def legends(methods: list[str]) -> tuple[str, str]:
+        heads = [_head(s, "beats", []) for s in (0, 1)]
+        for h in heads:
+            for m in methods[1:]:
+                h["ablations"]["mean"]["methods"][m] = _scores(0.5, 0.5, "not shown")
+        summary = _compared(heads, [0, 1])
+        (section,) = seed_sections(summary)
+        table = versus_table(summary["heads"][0])
+        assert table is not None
+        return section.legend, table.caption
+
+    for said in legends(["alpha"]):
+        assert "tested on its own" in said and "with 4 methods" not in said and "17%" not in said, said
+    for said in legends(["alpha", "ig", "gradcam", "random"]):
+        assert "with 4 methods no different from the rule, some row reads beats, worse or mixed in 17% of" in said
+    for said in legends(["alpha", "ig"]):
+        assert "with 2 methods no different from the rule" in said and "in about 9% of runs" in said, said

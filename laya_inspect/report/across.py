@@ -12,7 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..compare.records import NOT_APPLICABLE, ON_ITS_OWN, ONE_LAYER, VERDICTS, carried, inapplicable_said
+from ..compare.records import NOT_APPLICABLE, ONE_LAYER, TESTED, VERDICTS, carried, inapplicable_said, on_its_own
 from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
@@ -289,6 +289,13 @@ def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
     return f"{with_ci(est, sign)}; {' / '.join(num(v, sign=sign) for v in est.get('values') or [])}"
 
 
+def _tested(entry: dict[str, Any]) -> int:
+    """The methods of an across-seed ablation entry that some seed read against the constant rule with
+    intervals: the rows of its table that can read a verdict no method has."""
+    rows = (entry.get("methods") or {}).values()
+    return sum(any(v in TESTED for v in row.get("verdicts") or []) for row in rows if not row.get("reference"))
+
+
 def seed_sections(summary: dict[str, Any]) -> list[Section]:
     """report.html's "Across seeds" section per head with several seeds: one table per ablation."""
     out = []
@@ -318,10 +325,11 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
             )
             tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", cols, rows, caption, classes))
         notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
+        tested = max((_tested(entry) for entry in (g.get("ablations") or {}).values()), default=0)
         legend = (
             "Each head's headline scores, and each method's paired difference to the constant rule, per seed and "
             "across seeds: the mean over seeds with the t-interval mean ± t(0.975, S−1)·std/√S. A verdict or a "
-            f"best method that differs between seeds is a caveat; {ON_ITS_OWN}. Definitions: docs/METHOD.md, "
+            f"best method that differs between seeds is a caveat; {on_its_own(tested)}. Definitions: docs/METHOD.md, "
             '"Across seeds".'
         )
         out.append(Section(f"Across seeds: {g['head']} ({g['kind']}), seeds {seeds}", tables, notes, legend=legend))

@@ -11,11 +11,12 @@ from ..compare.config import CompareConfig
 from ..compare.records import (
     FIT_SAID,
     NOT_APPLICABLE,
-    ON_ITS_OWN,
     VERDICTS,
     carried,
     compare_warnings,
     inapplicable_said,
+    methods_tested,
+    on_its_own,
     said_once,
 )
 from ..compare.seeds import entry_rows
@@ -106,7 +107,9 @@ def versus_table(head: dict[str, Any]) -> Table | None:
         f"{profile.get('what', 'one layer profile')} over the other half of the rows, the same for every input, "
         f"cross-fitted in {profile.get('folds', 2)} "
         f"folds of {'/'.join(str(n) for n in profile.get('fold_sizes') or [])} rows (split seed "
-        f"{profile.get('split_seed')})" + (", under every ablation that ran" if many else "") + f"; {ON_ITS_OWN}"
+        f"{profile.get('split_seed')})"
+        + (", under every ablation that ran" if many else "")
+        + f"; {on_its_own(methods_tested([head]))}"
     )
     columns = ["ablation"] * many + ["method", *HEADLINE, "verdict"]
     return Table(f"constant-{slug(head['name'])}", columns, rows, caption, classes, text_columns=1 + many)

@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..compare.records import ON_ITS_OWN, carried, compare_warnings, said_once
+from ..compare.records import carried, compare_warnings, methods_tested, on_its_own, said_once
 from ..compare.seeds import entry_rows
 from ..training.stats import counted, percent
 from .across import (
@@ -345,7 +345,7 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
             "interval includes 0, '= rule' = identical to the constant rule (same profile: the rule's scores on every "
             "row, its differences 0 by construction, no finding), n/a = not applicable "
             "(the head reads one layer, or none); "
-            + ON_ITS_OWN
+            + on_its_own(methods_tested(summary["heads"]))
             + (f"; effects within {tol:g} count as tied" if tol is not None else "")
             + ".",
             style="dim",
