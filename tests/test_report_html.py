@@ -997,3 +997,24 @@ def test_report_html_keeps_a_page_saved_while_it_was_built(
     with pytest.raises(InputError, match="changed since it was written"):
         report.write_report_html(out)
     assert (out / "report.html").read_text(encoding="utf-8") == "<html>my own page</html>"
+
+
+def test_the_layer_removal_changes_most_is_not_read_on_a_head_that_reads_one_layer() -> None:
+    """A 'last' head reads one layer: "last-seed_0: removing blocks.2 changes the prediction most (ahead of
+    blocks.0 by +5.929 …)" was said like a finding, where removing any other layer leaves its logits as
+    they are. It reads "not applicable (the head reads one layer)", as the verdicts do."""
+    from laya_inspect.report.reading import relied_on
+
+    s = _compare_summary(_scores(0.9, 0.5, 0.4, 0.6), _scores(0.9, 0.5, 0.4, 0.6), paired=_diff(0.0, -0.1, 0.1))
+    (head,) = s["heads"]
+    head["lolo"] = {
+        "most_relied_on": [{"layer": "blocks.2", "mean_effect": 5.929}, {"layer": "blocks.0", "mean_effect": 0.0}],
+        "top_lead": {"mean": 5.929, "ci_low": 5.8, "ci_high": 6.0, "runner_up": "blocks.0", "n": 200},
+    }
+    assert "removing blocks.2 changes the prediction most" in (relied_on(head) or "")  # a head with no record
+    head["layers_read"] = [2]
+    said = relied_on(head) or ""
+    assert "not applicable (the head reads one layer)" in said and "changes the prediction most (" not in said, said
+    assert said in " ".join(compare_reading(s).details)
+    head["layers_read"] = []
+    assert "not applicable (the head reads no layer)" in (relied_on(head) or "")

@@ -34,6 +34,7 @@ from ..beyond.scoring import (
 )
 from ..choices import MIN_ROWS
 from ..compare.records import (
+    NO_LAYER,
     NOT_APPLICABLE,
     VERSUS_LABELS,
     carried,
@@ -410,6 +411,12 @@ def relied_on(head: dict[str, Any], effect: str = "prob") -> str | None:
     if not ranked:
         return None
     top = ranked[0]
+    if few := reads_few(head):  # only the layer it reads moves its logits: its lead is so by construction
+        why = "no layer moves its logits" if few == NO_LAYER else f"only removing {top['layer']} moves its logits"
+        return (
+            f"{head['name']}: the layer whose removal changes the prediction most: {inapplicable_said(few)}: "
+            f"{why}, by construction."
+        )
     of = "the target logit" if effect == "logit" else "p"
     lead = (head.get("lolo") or {}).get("top_lead")
     if lead and len(ranked) > 1 and outcome(lead) != "better":  # "most" only for a lead shown over the same rows
