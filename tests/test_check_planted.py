@@ -592,3 +592,30 @@ def test_a_pass_of_alpha_the_constant_rule_reaches_too_is_said_to_be_no_finding(
         for name in ("α", "α-contrib"):
             (line,) = [v for v in lines if v.startswith(f"{name} ranks it first")]
             assert f"so this check cannot tell {name} from one fixed profile" in line, line
+
+
+def test_the_constant_rule_rows_say_whether_they_reach_the_bar(default_run) -> None:
+    """The tables left the constant rule's "vs bar" / "at bar" cell blank, while the bullets under them
+    said that it reaches the bar (at the defaults it ranks the signal layer first on every row): the
+    cell now says where its interval lies, as every method's does, and summary.json records it."""
+    import io
+
+    from rich.console import Console
+
+    from laya_inspect.check.seeds import across_seeds
+    from laya_inspect.cli.check import planted_table, seeds_table
+
+    def rows(table: Any) -> list[str]:
+        console = Console(file=io.StringIO(), width=200, color_system=None)
+        console.print(table)
+        return [line for line in console.file.getvalue().splitlines() if "constant rule" in line]  # type: ignore[attr-defined]
+
+    _, s, _ = default_run
+    assert s["constant_at_bar"] is True and s["against_bar"]["constant"]["laya"] == "above"
+    (row,) = [r for r in rows(planted_table(s)) if r.split()[0] == "laya"]
+    assert row.split()[-1] == "above", row
+    across = across_seeds([s, s])
+    assert across["constant"]["laya"]["passed_on"] == 2 and across["constant"]["laya"]["at_bar_on_every_seed"]
+    seeds = {**s, "construction_seeds": [0, 1], "across_seeds": across}
+    (row,) = [r for r in rows(seeds_table(seeds)) if r.split()[0] == "laya"]
+    assert row.split()[-1] == "2/2", row

@@ -388,6 +388,7 @@ def _read(
         "against_bar": {  # where each 95% interval lies against pass_share: above | straddles | below
             "methods": {f"{m.head}/{m.method}": against_bar(m.share) for m in methods},
             "effects": {k: against_bar(v) for k, v in effects.items()},
+            "constant": {k: against_bar(v) for k, v in constant.items()},  # the bullets say it; the table too
         },
         "ground_truth_at_bar": bool("laya" in effects and against_bar(effects["laya"]) == "above"),
         "construction_seeds": [config.seed],

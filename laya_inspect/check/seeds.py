@@ -125,7 +125,12 @@ def across_seeds(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         for head in dict.fromkeys(heads)
     }
     constant = {
-        head: {"shares": [s["constant"][head]["share"] if head in s["constant"] else None for s in summaries]}
+        head: _reading(
+            [
+                (seed, s["constant"].get(head), s["against_bar"].get("constant", {}).get(head, "none"))
+                for seed, s in zip(seeds, summaries)
+            ]
+        )
         for head in dict.fromkeys(h for s in summaries for h in s["constant"])
     }
     ig = next((m for m in methods if (m["head"], m["method"]) == ("laya", "ig")), None)

@@ -58,7 +58,8 @@ def planted_table(s: dict[str, Any]) -> Table:
             head, f"LOLO effect ({e['ablation']})", *_cell(e), where.get("effects", {}).get(head, ""), style="dim"
         )
     for head, k in s["constant"].items():
-        table.add_row(head, f"constant rule ({k['source']})", *_cell(k), style="dim")
+        vs = where.get("constant", {}).get(head, "")
+        table.add_row(head, f"constant rule ({k['source']})", *_cell(k), vs, style="dim")
     table.add_row("", "random reference 1/L", f"{s['random_floor']:.3f}", "", style="dim")
     return table
 
@@ -90,7 +91,7 @@ def seeds_table(s: dict[str, Any]) -> Table:
     for head, e in a["effects"].items():
         table.add_row(head, f"LOLO effect ({s['compare']['ablation']})", *cells(e), style="dim")
     for head, k in a["constant"].items():
-        table.add_row(head, "constant rule", *[num(v, 3) for v in k["shares"]], "", style="dim")
+        table.add_row(head, "constant rule", *cells(k), style="dim")
     table.add_row("", "random reference 1/L", *[f"{s['random_floor']:.3f}"] * len(seeds), "", style="dim")
     return table
 
