@@ -1194,3 +1194,57 @@ def test_a_near_chance_head_whose_macro_f1_decides_is_not_said_to_have_learnt_no
     # a head that answers the majority class on every row is still one that learnt next to nothing
     line = near_chance_not_read([{"chance": head_chance("seed_0", 0.99, y, np.zeros(1000, int))}], "error detection")
     assert line and "the head learnt next to nothing" in line, line
+
+
+def test_a_difference_from_msp_every_head_shows_alone_is_said_beside_no_detectable_difference():
+    """QA (MobileNetV2, CIFAR-10, 3 seeds): α entropy − msp read "no detectable difference", -0.127,
+    98.8% CI [-0.338, +0.084] (t over heads, 2 degrees of freedom), and report.html "not
+    distinguishable", though each head's own paired interval over its 500 test rows lay below 0
+    (seed 0: [-0.131, -0.024]; seed 1: [-0.199, -0.085]; seed 2: [-0.216, -0.094])."""
+    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.report.beyond import diagnose_sections
+
+    def est(mean, lo, hi):
+        return {"mean": mean, "ci_low": lo, "ci_high": hi}
+
+    key = "alpha_entropy − msp"
+    errors = {
+        "interval": "t over heads",
+        "auroc": {"msp": est(0.73, 0.69, 0.77), "alpha_entropy": est(0.60, 0.54, 0.67)},
+        "aupr": {"msp": est(0.65, 0.60, 0.70), "alpha_entropy": est(0.54, 0.43, 0.65)},
+        "diff_vs_msp": {key: {**est(-0.127, -0.338, 0.084), "confidence": 0.9875}},
+        "family": {"confidence": 0.9875, "size": 1, "of": "scores compared with msp"},
+    }
+    own = [(-0.131, -0.024), (-0.199, -0.085), (-0.216, -0.094)]
+    heads = [
+        {
+            "head_dir": f"h/laya/seed_{i}",
+            "held_out_errors": 20,
+            "test_accuracy": 0.55,
+            "n_errors": 225,
+            "n_test": 500,
+            "auroc": {"msp": est(0.73, 0.69, 0.77), "alpha_entropy": est(0.60, 0.55, 0.65)},
+            "diff_vs_msp": {key: {**est((lo + hi) / 2, lo, hi), "confidence": 0.9875}},
+            "aupr_baseline": 0.45,
+        }
+        for i, (lo, hi) in enumerate(own)
+    ]
+    s = {"errors": errors, "heads": heads, "scores": {}}
+    (line,) = _verdict(s)
+    assert line.startswith("no detectable difference between error detection by alpha_entropy and msp")
+    assert (
+        "; alpha_entropy worse than msp on each of the 3 heads' own test rows (each head's paired interval "
+        "below 0), but the interval over heads holds 0 (the heads differ too much to pin it down)" in line
+    )
+    s["verdict"] = [line]
+
+    def cell():
+        table = next(t for sec in diagnose_sections(s) for t in sec.tables if "AUROC − msp" in t.columns)
+        return next(r[table.columns.index("verdict")] for r in table.rows if r[0] == "alpha_entropy")
+
+    assert cell().text == "not distinguishable over heads; worse on each head's own rows"
+    # one head's own interval holds 0: nothing more is said
+    heads[0]["diff_vs_msp"][key] = {**est(-0.05, -0.12, 0.02), "confidence": 0.9875}
+    (line,) = _verdict(s)
+    assert "each of the 3 heads" not in line
+    assert cell().text == "not distinguishable"

@@ -53,7 +53,9 @@ from .scoring import (
     ERROR_SCORES,
     ERRORS_FAMILY,
     MIN_OUTCOME_ROWS,
+    alone_text,
     detection,
+    each_head_alone,
     errors_not_read,
     errors_read,
     head_chance,
@@ -437,9 +439,11 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     lines += [one] if one else []
     for key, d in errors_read(s).items():
         a, b = key.split(" − ")
+        alone = each_head_alone(d, [(h.get("diff_vs_msp") or {}).get(key) for h in s["heads"]])
         lines.append(
             _against(d, one, what=f"error detection by {a}", baseline=b)
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
+            + (alone_text(a, b, alone, len(s["heads"])) if alone else "")
             + versus_chance(errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]])
         )
     if "shift" in s:
@@ -450,6 +454,8 @@ def _verdict(s: dict[str, Any]) -> list[str]:
             a, b = key.split(" − ")
             line = _against(d, one, what=f"shift detection by {a}", baseline=b)
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
+            alone = each_head_alone(d, [(h.get("detect_diff") or {}).get(key) for h in s["shift"]["heads"]])
+            line += alone_text(a, b, alone, len(s["shift"]["heads"])) if alone else ""
             heads = [h["detect_auroc"] for h in s["shift"]["heads"]]
             lines.append(line + versus_chance(pooled["detect_auroc"], [a, b], "the caches", heads))
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import MIN_ROWS
-from ..training.stats import bounded, cut_note, family, holm, level
+from ..training.stats import bounded, cut_note, family, holm, level, outcome
 
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
@@ -511,6 +511,25 @@ def _sides(heads: Sequence[dict[str, Any]], name: str) -> tuple[int, int] | None
         return None
     up, down = sum(lo > 0.5 for lo, _ in ends), sum(hi < 0.5 for _, hi in ends)
     return (up, down) if up + down == len(heads) else None
+
+
+def each_head_alone(pooled: dict[str, Any] | None, heads: Sequence[dict[str, Any] | None]) -> str | None:
+    """ "better" or "worse" where the interval over several heads holds 0 while each head's own paired
+    interval over its test rows lies on that one side of 0: over 3 heads the t-interval has 2 degrees
+    of freedom, so it can hold 0 where every head alone shows a difference. None otherwise."""
+    if len(heads) < 2 or outcome(pooled) != "no different":
+        return None
+    sides = {outcome(h) for h in heads}
+    return sides.pop() if len(sides) == 1 and sides <= {"better", "worse"} else None
+
+
+def alone_text(name: str, baseline: str, side: str, n: int) -> str:
+    """:func:`each_head_alone`'s finding in words, after a "no detectable difference" line."""
+    word, where = ("better", "above") if side == "better" else ("worse", "below")
+    return (
+        f"; {name} {word} than {baseline} on each of the {n} heads' own test rows (each head's paired interval "
+        f"{where} 0), but the interval over heads holds 0 (the heads differ too much to pin it down)"
+    )
 
 
 def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:

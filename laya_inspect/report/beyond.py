@@ -19,6 +19,7 @@ from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import (
     auroc_note,
     clipped_note,
+    each_head_alone,
     errors_not_read,
     exit_cut_note,
     head_label,
@@ -246,6 +247,15 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = F
     )
 
 
+def _alone_cell(d: dict[str, Any] | None, heads: list[dict[str, Any] | None], one: bool) -> Cell:
+    """A verdict cell against msp that says, as the terminal does (scoring.alone_text), where every
+    head alone shows the difference that the interval over heads does not."""
+    side = None if one else each_head_alone(d, heads)
+    if side is None:
+        return _verdict_cell(d, one=one)
+    return Cell(f"not distinguishable over heads; {side} on each head's own rows", "text")
+
+
 # -- prune ---------------------------------------------------------------------------------------
 
 
@@ -467,7 +477,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
                 if score == "msp"
                 else Cell(not_read_word(few), "text")
                 if few
-                else _verdict_cell(d, one=one),
+                else _alone_cell(d, [(h.get("diff_vs_msp") or {}).get(f"{score} − msp") for h in s["heads"]], one),
                 Cell(s["scores"].get(score, ""), "text"),
             ]
         )
@@ -504,7 +514,8 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     shift_rows: list[list[Cell | str]] = []
     for score, auc in pooled["detect_auroc"].items():
         d = pooled["detect_diff"].get(f"{score} − msp")
-        cell = "" if not d else Cell(not_read_word(not_read), "text") if not_read else _verdict_cell(d, one=one)
+        own = [(h.get("detect_diff") or {}).get(f"{score} − msp") for h in s["shift"]["heads"]]
+        cell = "" if not d else Cell(not_read_word(not_read), "text") if not_read else _alone_cell(d, own, one)
         shift_rows.append([score, est(auc, 3), "(baseline)" if score == "msp" else diff_text(d, 3), cell])
     caption = (
         f"positive = a row of {s['against']['path']}; intervals: {pooled['interval']}; AUROC − msp: "
