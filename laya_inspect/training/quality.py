@@ -32,7 +32,7 @@ from .chance import CHANCE_GAP, GAIN_ROWS, LINE_TOLERANCE, chance_lines, is_near
 from .chance import chance_level as chance_level  # read from here by fit-head, train and compare
 from .classes import RULES as CLASS_RULES
 from .classes import weakest_note
-from .stats import counted, counted_list, describe, macro_f1, percent, seed_agreement, wilson
+from .stats import counted, counted_list, describe, macro_f1, percent, rows_paired, seed_agreement, wilson
 
 if TYPE_CHECKING:  # only for annotations: report.reading reads the chance rule without loading h5py
     from ..cache.store import FeatureStore
@@ -191,8 +191,7 @@ def difference_sampling_warning(
     """sampling_warning for a head's "Δ acc vs last" (``delta``: its Estimate as a dict; ``runs``,
     ``last``: the two heads' runs, paired by seed, with .test.preds and .test.labels): the seeds share
     the ``n`` test rows, so their interval leaves out which rows were drawn. The rows' own 95% interval
-    of a paired difference (Wald, from the shares of rows each seed's two heads answer differently,
-    averaged over seeds) stands beside it; one line per head, not per cell."""
+    of a paired difference (stats.rows_paired) stands beside it; one line per head, not per cell."""
     low, high = delta.get("ci_low"), delta.get("ci_high")
     if n is None or n < MIN_ROWS or low is None or high is None or not math.isfinite(high - low):
         return None
@@ -200,10 +199,10 @@ def difference_sampling_warning(
     pairs = [(r.test, other[r.seed]) for r in runs if r.test is not None and r.seed in other]
     if len(pairs) < 2:
         return None
-    wins = [float(((a.preds == a.labels) & (b.preds != b.labels)).mean()) for a, b in pairs]
-    losses = [float(((a.preds != a.labels) & (b.preds == b.labels)).mean()) for a, b in pairs]
-    apart, diff = float(np.mean(wins) + np.mean(losses)), float(np.mean(wins) - np.mean(losses))
-    half = 1.96 * math.sqrt(max(apart - diff * diff, 0.0) / n)
+    rows = rows_paired([a.preds == a.labels for a, _ in pairs], [b.preds == b.labels for _, b in pairs])
+    if rows is None:
+        return None
+    half, apart = rows["half_width"], rows["differ"] / rows["rows"]
     seeds = high - low
     if 2 * half <= SAMPLING_RATIO * seeds or half <= SAMPLING_FLOOR:
         return None
