@@ -661,7 +661,7 @@ def test_diagnose_command_on_digits(digits_heads, tmp_path):
     assert result.exit_code == 0, result.output
     assert "misclassification detection" in result.output and "AUROC − msp" in result.output
     said = " ".join(result.output.split())  # the seed of the draws behind the intervals, read before them
-    given = "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · 50 permutations · --device cpu; "
+    given = "settings given: bootstrap 50 (each head's own intervals, errors.csv) · 50 permutations · device cpu; "
     assert said.index(given + "left at their defaults: seed 0") < said.index("AUROC − msp")
     s = json.loads((out / "summary.json").read_text())
     # the AUPR column beside its reference, a random score's AUPR (the error rate), as report.html has it
@@ -696,7 +696,7 @@ def test_the_settings_line_of_one_head_states_a_given_bootstrap(digits_heads, tm
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "dg")], env=ENV)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    given = "settings given: --bootstrap 50 · --device cpu · --no-plots (no effect on the numbers); left at their "
+    given = "settings given: bootstrap 50 · device cpu · --no-plots (no effect on the numbers); left at their "
     assert said.index(given + "defaults: seed 0") < said.index("AUROC − msp")
 
 
@@ -712,7 +712,7 @@ def test_the_settings_line_names_a_given_threads_and_no_plots_as_changing_no_num
     line = settings_said(result.output)
     assert line == (
         "settings given: --threads 1 (no effect on the numbers) · --no-plots (no effect on the numbers); left "
-        "at their defaults: seed 0 · --bootstrap 1,000 · --train-split train · --test-split test"
+        "at their defaults: seed 0 · bootstrap 1,000 · train split train · test split test"
     )
     report = runner.invoke(app, ["report", str(out)], env=ENV)
     assert report.exit_code == 0, report.output
@@ -798,7 +798,7 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "no interval, so no verdict" in said and "one seed" not in said
-    assert "--bootstrap 0 (no intervals drawn: AUROCs as points only)" in settings_said(result.output)
+    assert "bootstrap 0 (no intervals drawn: AUROCs as points only)" in settings_said(result.output)
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0 and "one seed" not in " ".join(again.output.split()), again.output
     drawn = json.loads((out.parent / "b0" / "summary.json").read_text())
@@ -826,8 +826,8 @@ def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     assert line == (
-        "settings given: --bootstrap 50 (each head's own intervals, errors.csv) · --device cpu · --no-plots (no "
-        "effect on the numbers); left at their defaults: seed 0 · --train-split train · --test-split test"
+        "settings given: bootstrap 50 (each head's own intervals, errors.csv) · device cpu · --no-plots (no "
+        "effect on the numbers); left at their defaults: seed 0 · train split train · test split test"
     )
     with open(out / "errors.csv") as f:  # the bootstrap's intervals, per head
         assert all(row["auroc_ci_low"] for row in csv.DictReader(f))
@@ -839,7 +839,7 @@ def test_the_settings_line_of_several_heads_says_where_the_seed_draws_and_report
     assert result.exit_code == 0, result.output
     assert "seed" not in settings_said(result.output)
     # --bootstrap 0 draws no head's own interval: the line says what it does, as errors.csv shows
-    assert "--bootstrap 0 (no head's own intervals: errors.csv holds points only" in settings_said(result.output)
+    assert "bootstrap 0 (no head's own intervals: errors.csv holds points only" in settings_said(result.output)
     with open(tmp_path / "none" / "errors.csv") as f:
         assert not any(row["auroc_ci_low"] for row in csv.DictReader(f))
 

@@ -131,7 +131,7 @@ def test_the_settings_line_states_the_seed_of_the_train_limit_rows(digits_cache,
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert (
-        "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed · row seed 4 · --device cpu · "
+        "settings given: refits ≤ 2 epochs · ≤ 200 train rows · 5 thresholds · 1 seed · row seed 4 · device cpu · "
         f"{NO_PLOTS}; " in said
     )
 
@@ -168,7 +168,7 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
-    assert given.endswith(f" · --train-split test · --test-split train · --costs shapes · --device cpu · {NO_PLOTS}")
+    assert given.endswith(f" · train split test · test split train · costs shapes · device cpu · {NO_PLOTS}")
     assert "lr 0.003" in left.split(" · ")
     report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
     assert report.exit_code == 0, report.output
@@ -191,7 +191,7 @@ def test_early_exit_command_on_digits(digits_cache, laya_dir, tmp_path):
     assert set(s["rules"]) == rules
     said = " ".join(result.output.split())  # the settings behind the numbers, read before them
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
-    given = "settings given: refits ≤ 10 epochs · 11 thresholds · 2 seeds · --device cpu; "
+    given = "settings given: refits ≤ 10 epochs · 11 thresholds · 2 seeds · device cpu; "
     first = said.index(given + f"left at their defaults: patience {p} · lr 0.003 · weight decay {wd:g}")
     assert first < said.index("held-out area")
     assert all(len(r["area_held_out"]["values"]) == 2 for r in s["rules"].values())
@@ -836,7 +836,7 @@ def test_the_header_says_whose_seeds_the_intervals_run_over(cache, two_laya_seed
     given = settings_said(both.output).split("; left at their defaults: ")[0]
     # the seeds were read from the folder, not given: the header names them, the settings line does not
     assert (
-        given.endswith(f"--costs shapes · --device cpu · {NO_PLOTS}")
+        given.endswith(f"costs shapes · device cpu · {NO_PLOTS}")
         and "LAYA heads" not in given
         and "3 seed(s)" not in both_said
     ), given

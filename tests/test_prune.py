@@ -152,10 +152,10 @@ def test_the_no_refit_settings_line_marks_a_given_refit_budget_and_seeds_as_deci
     result = runner.invoke(app, [*args, "--costs", "shapes", "--no-plots", "--out", str(tmp_path / "o")], env=ENV)
     assert result.exit_code == 0, result.output
     assert settings_said(result.output) == (
-        "settings given: ablation mean · --costs shapes · --epochs 3 (decides nothing here: --no-refit refits "
+        "settings given: ablation mean · costs shapes · --epochs 3 (decides nothing here: --no-refit refits "
         "nothing) · --lr 0.01 (decides nothing here: --no-refit refits nothing) · --search every (decides nothing "
         "here: --no-refit refits nothing) · --seeds 2 (decides nothing here: --no-refit refits nothing) · "
-        f"{NO_PLOTS}; left at their defaults: --max-drop 0.005 · "
+        f"{NO_PLOTS}; left at their defaults: max drop 0.005 · "
         "rankings on ≤ 2,000 train rows · row seed 0"
     )
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["seeds"] == [0]
@@ -173,7 +173,7 @@ def test_the_settings_line_states_given_splits_and_costs_and_report_restates_it(
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     given, left = line.removeprefix("settings given: ").split("; left at their defaults: ")
-    assert given.split(" · ") == ["--train-split test", "--test-split train", "--costs shapes", NO_PLOTS]
+    assert given.split(" · ") == ["train split test", "test split train", "costs shapes", NO_PLOTS]
     assert "row seed 0" in left.split(" · ")
     report = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
     assert report.exit_code == 0, report.output
@@ -316,8 +316,8 @@ def test_prune_command_on_digits(digits_cache, heads, tmp_path):
     assert {p["ranking"] for p in s["points"]} == {"alpha", "scalarmix", "lolo", "depth", "deepest"}
     said = " ".join(result.output.split())  # the settings behind the numbers, read before them
     p, wd = s["budget"]["epochs_patience"][1], s["budget"]["weight_decay"]
-    smix = f"--scalarmix {heads['scalarmix'].resolve()}"  # a given ranking, named among the settings
-    given = f"settings given: refits ≤ 15 epochs · --max-drop 0.02 · 2 seeds · {smix} · --device cpu; "
+    smix = f"ScalarMix head {heads['scalarmix'].resolve()}"  # a given ranking, named among the settings
+    given = f"settings given: refits ≤ 15 epochs · max drop 0.02 · 2 seeds · {smix} · device cpu; "
     first = said.index(given + "left at their defaults: ")
     assert first < said.index("α − ranking")
     assert f"defaults: patience {p} · lr 0.003 · weight decay {wd:g} · batch 128 · rankings on ≤ 2,000 " in said
@@ -2276,14 +2276,14 @@ def test_the_settings_line_names_ks_scalarmix_and_device(planted, tmp_path):
     assert result.exit_code == 0, result.output
     line = settings_said(result.output)
     given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
-    smix_said = f"--scalarmix {smix.resolve()}"
+    smix_said = f"ScalarMix head {smix.resolve()}"
     assert given == [
         "refits ≤ 2 epochs",
-        "--ks 1",
+        "layer counts 1",
         "2 seeds",
         smix_said,
-        "--costs shapes",
-        "--device cpu",
+        "costs shapes",
+        "device cpu",
         NO_PLOTS,
     ]
     report = runner.invoke(app, ["report", str(out)], env=ENV)

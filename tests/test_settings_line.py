@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from laya_inspect.beyond.common import seeds_how
-from laya_inspect.beyond.config import DiagnoseConfig, ExitConfig
+from laya_inspect.beyond.config import DiagnoseConfig, ExitConfig, PruneConfig
 from laya_inspect.options import defaulted
 from laya_inspect.report.settings import ONE_LINE, beyond_settings_line, seeds_text
 
@@ -29,7 +29,7 @@ def test_several_heads_name_a_given_seeds_as_their_own() -> None:
     number) is named rather than dropped, and one left out stays unsaid."""
     heads = {"alpha_heads": [{"seed": 0}, {"seed": 1}]}
     given = str(beyond_settings_line(_summary("early-exit", ExitConfig(seeds=2), **heads), ONE_LINE))
-    assert given.startswith("settings given: --seeds 2 (one per fitted LAYA head); left at"), given
+    assert given.startswith("settings given: seeds 2 (one per fitted LAYA head); left at"), given
     left = str(beyond_settings_line(_summary("early-exit", ExitConfig(), **heads), ONE_LINE))
     assert left.startswith("settings, all left at their defaults:") and "seeds" not in left, left
 
@@ -41,13 +41,13 @@ def test_diagnose_names_a_given_seed_that_draws_nothing() -> None:
     line = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(seed=3, n_boot=0), **heads), ONE_LINE))
     given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
     assert given == [
-        "--bootstrap 0 (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)",
+        "bootstrap 0 (no head's own intervals: errors.csv holds points only; the intervals shown are t over heads)",
         "--seed 3 (decides nothing here: --bootstrap 0 and no --against)",
     ], line
     quiet = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), **heads), ONE_LINE))
     assert "seed" not in quiet, quiet
     one = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=0), heads=[{}]), ONE_LINE))
-    assert "--bootstrap 0 (no intervals drawn: AUROCs as points only)" in one, one
+    assert "bootstrap 0 (no intervals drawn: AUROCs as points only)" in one, one
 
 
 def test_the_settings_line_and_header_list_seeds_with_commas() -> None:
@@ -55,3 +55,18 @@ def test_the_settings_line_and_header_list_seeds_with_commas() -> None:
     read "(seeds 0 1)"."""
     assert seeds_how([0, 1], 2) == "over 2 fitted LAYA heads (seeds 0, 1), each α with its seed's refits"
     assert seeds_text([0, 3, 7]) == "seeds 0, 3, 7" and seeds_text([3]) == "seed 3"
+
+
+def test_settings_that_decide_the_numbers_read_in_words_as_fit_heads_do() -> None:
+    """prune's, early-exit's and diagnose's lines wrote "--device cpu", "--max-drop 0.005" where extract,
+    fit-head and compare write "device cpu": a setting that decides the numbers reads in words on every
+    line; only a setting that decides nothing keeps its flag, quoted as the user typed it."""
+    prune = PruneConfig(refit=False, ks=[1, 2], max_drop=0.02, costs="shapes", device="cpu")
+    line = str(beyond_settings_line(_summary("prune", prune, scalarmix_dir="smix"), ONE_LINE))
+    given = line.removeprefix("settings given: ").split("; left at their defaults: ")[0].split(" · ")
+    for said in ("max drop 0.02", "layer counts 1,2", "ScalarMix head smix", "costs shapes", "device cpu"):
+        assert said in given, line
+    diagnose = str(beyond_settings_line(_summary("diagnose", DiagnoseConfig(n_boot=50), heads=[{}]), ONE_LINE))
+    assert "bootstrap 50" in diagnose and "train split train" in diagnose and "--" not in diagnose, diagnose
+    early = str(beyond_settings_line(_summary("early-exit", ExitConfig(seeds=2, device="cpu")), ONE_LINE))
+    assert "device cpu" in early and "--" not in early, early

@@ -111,7 +111,7 @@ def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
     which must match their number."""
     n = (s.get("config") or {}).get("seeds")
     if len(s.get("alpha_heads") or []) > 1:
-        return [(f"--seeds {n} (one per fitted LAYA head)", "seeds")] if _left(s, "seeds") is False else []
+        return [(f"seeds {n} (one per fitted LAYA head)", "seeds")] if _left(s, "seeds") is False else []
     return [(counted(n, "seed") if isinstance(n, int) else f"seeds {n}", "seeds")]
 
 
@@ -157,11 +157,11 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     own: list[tuple[str, str]] = []  # (text, field)
     if kind == "prune":  # --ablation acts under --no-refit only; --seeds under --refit, --search there without --ks
         refit = c.get("refit")
-        own += [(f"--max-drop {_g(c.get('max_drop'))}", "max_drop")]
+        own += [(f"max drop {_g(c.get('max_drop'))}", "max_drop")]
         own += [] if refit else [(f"ablation {c.get('ablation')}", "ablation")]
         own += [(f"rankings on ≤ {c.get('rank_rows'):,} train rows", "rank_rows")]
         # --ks replaces the search: the layer counts tried are the ones every comparison reads
-        own += [(f"--ks {','.join(map(str, c['ks']))}", "ks")] if c.get("ks") else []
+        own += [(f"layer counts {','.join(map(str, c['ks']))}", "ks")] if c.get("ks") else []
         own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
         own += _seeds_item(s) if refit else []
         own += [(f"row seed {c.get('seed')}", "seed")]
@@ -193,28 +193,30 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
             drawn = " (no intervals drawn: AUROCs as points only)" if one else _NO_OWN_INTERVALS
         else:
             drawn = "" if one else " (each head's own intervals, errors.csv)"
-        own += [(f"--bootstrap {n_boot:,}{drawn}", "n_boot")]
+        own += [(f"bootstrap {n_boot:,}{drawn}", "n_boot")]
         own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
         # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
         own += [
-            (f"--train-split {c.get('train_split')}", "train_split"),
-            (f"--test-split {c.get('test_split')}", "test_split"),
+            (f"train split {c.get('train_split')}", "train_split"),
+            (f"test split {c.get('test_split')}", "test_split"),
         ]
     items += [(text, _left(s, name)) for text, name in own]
     if s.get("scalarmix_dir"):  # prune --scalarmix: one more ranking, and one more comparison in α's family
-        items.append((f"--scalarmix {s['scalarmix_dir']}", False))
+        items.append((f"ScalarMix head {s['scalarmix_dir']}", False))
     # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: stated when given
-    flags = {"train_split": "--train-split", "test_split": "--test-split", "costs": "--costs"}
+    words = {"train_split": "train split", "test_split": "test split", "costs": "costs"}
     items += [
-        (f"{flag} {c[name]}", False)
-        for name, flag in flags.items()
+        (f"{word} {c[name]}", False)
+        for name, word in words.items()
         if name in c and _left(s, name) is False and kind != "diagnose"
     ]
     # every command's: the device the refits or scores ran on (its floating point moves the last digits),
     # and a head from a cache with another fingerprint, accepted only when asked
-    items += [(f"--device {c['device']}", False)] if "device" in c and _left(s, "device") is False else []
+    items += [(f"device {c['device']}", False)] if "device" in c and _left(s, "device") is False else []
     items += (
-        [("--allow-other-cache", False)] if c.get("allow_other_cache") and not _left(s, "allow_other_cache") else []
+        [("a head of another cache accepted", False)]
+        if c.get("allow_other_cache") and not _left(s, "allow_other_cache")
+        else []
     )
     return settings_line(items + inert + _no_number(s), width)
 
