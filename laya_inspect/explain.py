@@ -225,7 +225,7 @@ def _file_of(location: str, headers: Any, source_row: int) -> str:
 def _cut_note(store: FeatureStore, text: str) -> str:
     """What the row's view must say when the model read only part of ``text`` (the tokenizer's
     ``max_length`` the cache records): the explanation is of that part alone."""
-    from .data.checks import token_lengths
+    from .data.text_checks import token_lengths
 
     transforms = store.attrs.get("transforms") or {}
     top = transforms.get("max_length") if isinstance(transforms, dict) else None

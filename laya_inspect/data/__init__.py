@@ -36,14 +36,10 @@ from ..registry import Registry
 from .base import DatasetKind, Source, stratified_split, stratified_subset
 from .checks import (
     check_labels,
-    cut_texts,
     empty_classes,
     float_images,
     one_class_dominates,
-    repeated_texts,
     stretched_images,
-    token_counts,
-    unknown_texts,
     unread_spellings,
     unstratified,
 )
@@ -59,6 +55,7 @@ from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
 from .text import TEXT_OPTIONS, load_csv, load_jsonl
+from .text_checks import cut_texts, repeated_texts, token_counts, unknown_texts
 from .transforms import DEFAULT_MAX_LENGTH, ImageTransform, TextTransform, VectorTransform, plan_image_transform
 from .words import TokenIdTransform, WordVocab
 
