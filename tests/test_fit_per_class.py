@@ -173,3 +173,46 @@ def test_on_imbalanced_classes_a_head_below_the_probes_macro_f1_is_below_the_pro
         and skewed["probe_reference"]["metric"] == "test_macro_f1"
     )
     assert len(skewed["warnings"]) == 1 and "test macro-F1 0.621 vs 0.720" in skewed["warnings"][0]
+
+
+def _table(page: str, table_id: str) -> str:
+    """The HTML of one table of a page, found by its id."""
+    start = page.index(f'<table id="{table_id}"')
+    return page[start : page.index("</table>", start)]
+
+
+def test_report_html_has_a_per_class_table_and_the_probes_macro_f1(fitted: tuple[dict, str, Path]) -> None:
+    """The page had no per-class table and no probe macro-F1 although summary.json held both: on imbalanced
+    classes it shows each class's test rows with each head's mean F1 and recall, the rare class among them."""
+    summary, rare, out = fitted
+    page = (out / "report.html").read_text(encoding="utf-8")
+    classes = _table(page, "fit-classes")
+    laya = next(h for h in summary["heads"] if h["head"] == "laya")["per_class"]
+    i = laya["classes"].index(rare)
+    assert f">{rare}<" in classes and ">laya F1<" in classes and ">last recall<" in classes
+    assert f">{laya['f1']['mean'][i]:.3f}<" in classes and f">{laya['support'][i]}<" in classes
+    probe = _table(page, "fit-probe")
+    first = summary["quality"]["probe"]["layers"][0]
+    assert ">test macro-F1<" in probe and f">{first['test_macro_f1']:.3f}<" in probe
+
+
+def test_the_per_class_table_follows_the_gate_notes_rule() -> None:
+    """Shown only where the gate names a weakest class (imbalanced, or one class far below the others), and
+    on many classes only those of lowest F1, the weakest among them."""
+    from laya_inspect.report.classes import CLASS_ROWS, class_table
+    from laya_inspect.training.classes import class_balance, weakest
+
+    def head(f1: list[float]) -> dict:
+        names = [f"c{c}" for c in range(len(f1))]
+        per = {"classes": names, "support": [10] * len(f1), "f1": {"mean": f1}, "recall": {"mean": f1}}
+        return {"head": "laya", "n": 2, "per_class": per | {"weakest": weakest(per)}}
+
+    balanced = class_balance(np.repeat([0, 1, 2], 10), ["c0", "c1", "c2"])
+    assert class_table([head([0.9, 0.85, 0.8])], balanced, "test split") == []
+    (table,) = class_table([head([0.9, 0.85, 0.5])], balanced, "test split")
+    assert [r[0] for r in table.rows] == ["c0", "c1", "c2"] and "'c2'" in table.caption
+    many = [0.9 - 0.01 * c for c in range(30)]
+    many[3] = 0.2
+    wide = class_balance(np.repeat(np.arange(30), 10), [f"c{c}" for c in range(30)])
+    (table,) = class_table([head(many)], wide, "test split")
+    assert len(table.rows) == CLASS_ROWS and table.rows[0][0] == "c3" and "20 of 30 classes" in table.caption

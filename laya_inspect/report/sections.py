@@ -23,6 +23,7 @@ from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
 from ..training.stats import counted
 from .across import HEADLINE, PAGE_LABELS, seed_sections
+from .classes import class_table
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
@@ -269,9 +270,14 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
         lines.append(sentence(probe_text(probe)))
     tables = []
     if probe.get("layers"):
-        rows = [[p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] for p in probe["layers"]]
-        cols = ["layer", "val accuracy", "test accuracy"]
+        f1 = any("test_macro_f1" in p for p in probe["layers"])  # absent in older summaries
+        rows = [
+            [p["layer"], num(p.get("val_acc"), 3), num(p.get("test_acc"), 3)] + [num(p.get("test_macro_f1"), 3)] * f1
+            for p in probe["layers"]
+        ]
+        cols = ["layer", "val accuracy", "test accuracy"] + ["test macro-F1"] * f1
         tables.append(Table("fit-probe", cols, rows, probe.get("model") or "probe"))
+    tables += class_table(heads, quality.get("class_balance"), tested_split(summary))
     notes = [f"{h['head']}: {w}" for h in heads for w in h.get("warnings") or []]
     lines += [f"{h['head']}: {n}." for h in heads for n in h.get("gate_notes") or []]
     if lines or tables or notes:

@@ -113,16 +113,23 @@ def weakest(block: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def weakest_note(block: dict[str, Any] | None, balance: dict[str, Any], n_seeds: int) -> str | None:
-    """The gate note naming a head's weakest class (RULES["weakest_class"]), else None."""
+def stands_out(block: dict[str, Any] | None, balance: dict[str, Any]) -> bool:
+    """Whether a head's weakest class is to be named (RULES["weakest_class"]): the classes are
+    imbalanced, or its mean F1 lies more than WEAK_GAP below the other classes'."""
     weak = (block or {}).get("weakest")
     if not weak:
+        return False
+    return bool(balance.get("imbalanced")) or weak["f1"] < weak["others_f1"] - WEAK_GAP
+
+
+def weakest_note(block: dict[str, Any] | None, balance: dict[str, Any], n_seeds: int) -> str | None:
+    """The gate note naming a head's weakest class (RULES["weakest_class"]), else None."""
+    if not block or not stands_out(block, balance):
         return None
-    if not balance.get("imbalanced") and weak["f1"] >= weak["others_f1"] - WEAK_GAP:
-        return None
-    rows = sum(block["support"]) if block else 0
-    i = block["classes"].index(weak["class"]) if block else 0
-    spread = block["f1"]["std"][i] if block and n_seeds > 1 else None
+    weak = block["weakest"]
+    rows = sum(block["support"])
+    i = block["classes"].index(weak["class"])
+    spread = block["f1"]["std"][i] if n_seeds > 1 else None
     f1 = f"{weak['f1']:.3f}" + (f" ± {spread:.3f} std over {n_seeds} seeds" if spread is not None else "")
     why = "imbalanced classes" if balance.get("imbalanced") else f"F1 more than {WEAK_GAP:g} below the others'"
     return (
