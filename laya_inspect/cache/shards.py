@@ -37,7 +37,7 @@ from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, sha256_file, write_json
 from ..out_dir import put_record, read_record, take_record
 from ..runtime import Progress, pick_device
-from .partial import MOVE_IT, SHARDS_SUFFIX, VERIFIED, partial_path, same_transforms
+from .partial import DATA_REMEDY, MOVE_IT, SHARDS_SUFFIX, VERIFIED, WEIGHTS_REMEDY, partial_path, same_transforms
 from .schema import (
     ATTRS_DIGEST,
     CONSTANT_SPREAD,
@@ -396,11 +396,21 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     same = {"transforms": same_transforms}
     changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
     if changed:
-        raise CacheError(
-            f"{path} was written with another {', '.join(changed)} than this run's; rerun the original command "
-            "to resume it, or pass --overwrite to start again"
-        )
+        raise CacheError(f"{path} was written with another {', '.join(changed)} than this run's; {_remedy(changed)}")
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
+
+
+# What resumes a shard refused for a changed attribute, in the order partial.resume_problem reads a
+# one-process resume: the first that changed decides, as there (rerunning only where nothing else was said).
+_RERUN = "rerun the original command to resume it, or pass --overwrite to start again"
+_ORDER = ("command", "shard", "weights_sha256", "transforms", "data_fingerprint", "layer_pooling")
+_REMEDIES = {"weights_sha256": WEIGHTS_REMEDY, "data_fingerprint": DATA_REMEDY}
+
+
+def _remedy(changed: list[str]) -> str:
+    """What resumes a shard whose recorded ``changed`` attributes differ from this run's."""
+    first = min(changed, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
+    return _REMEDIES.get(first, _RERUN)
 
 
 def merge_shards(

@@ -1,0 +1,56 @@
+"""A torchrun shard refused on resume says what resumes it, as a one-process resume does
+(cache/partial.py): the same checkpoint bytes, the same data files, or the original command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h5py
+import pytest
+
+from laya_inspect.cache.partial import DATA_REMEDY, WEIGHTS_REMEDY
+from laya_inspect.cache.schema import encode_attr
+from laya_inspect.cache.shards import _check_shard
+from laya_inspect.errors import CacheError
+
+STARTED: dict[str, Any] = {
+    "command": "laya-inspect extract --model resnet18 --data digits --out c.h5",
+    "shard": {"rank": 1, "world_size": 2, "rows": {"test": [64, 128]}},
+    "weights_sha256": "a" * 64,
+    "data_fingerprint": "f" * 16,
+    "layer_pooling": {"layer4": "mean"},
+    "transforms": {"kind": "image", "size": [8, 8]},
+}
+
+
+def _shard(path: Path) -> Path:
+    """A shard file as rank 1 left it, with the attributes a resume checks."""
+    with h5py.File(path, "w") as f:
+        for key, value in STARTED.items():
+            f.attrs[key] = encode_attr(key, value)
+    return path
+
+
+@pytest.mark.parametrize(
+    "changed, remedy",
+    [
+        ({"weights_sha256": "b" * 64}, WEIGHTS_REMEDY),
+        ({"data_fingerprint": "e" * 16}, DATA_REMEDY),
+        ({"data_fingerprint": "e" * 16, "weights_sha256": "b" * 64}, WEIGHTS_REMEDY),  # the weights first, as there
+        ({"command": STARTED["command"] + " --limit 9", "weights_sha256": "b" * 64}, None),  # another command
+    ],
+)
+def test_a_shard_refused_for_changed_files_says_what_resumes_it(
+    tmp_path: Path, changed: dict[str, Any], remedy: str | None
+) -> None:
+    """It said "rerun the original command" where the checkpoint or the data had changed under that very command."""
+    path = _shard(tmp_path / "rank-00001-of-00002.h5.partial")
+    assert _check_shard(path, dict(STARTED)) == {}  # unchanged: resumed
+    with pytest.raises(CacheError) as e:
+        _check_shard(path, {**STARTED, **changed})
+    said = str(e.value)
+    if remedy is None:  # rerunning the command that started it is what resumes it
+        assert said.endswith("rerun the original command to resume it, or pass --overwrite to start again"), said
+    else:
+        assert said.endswith(remedy) and "rerun the original command" not in said, said
