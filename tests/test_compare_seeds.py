@@ -861,6 +861,7 @@ def test_beating_the_rule_on_each_seed_is_not_said_over_the_seeds_when_their_int
     spread = across_seeds([_beats_by(s, d) for s, d in enumerate((0.05, 0.45, 0.02))], [0, 1, 2])
     alpha = spread["groups"][0]["ablations"]["mean"]["methods"]["alpha"]
     assert alpha["verdicts"] == ["beats"] * 3 and alpha["faithfulness_minus_constant"]["ci_low"] < 0
+    assert alpha["verdict_over_seeds"] == "not shown"  # summary.json says it, not only the text
     said = "no score's mean difference over the seeds lies above 0"
     text = " ".join(_render(seed_tables({"across_seeds": spread})).split())
     assert f"alpha: beats the constant rule on each of the 3 seeds, but {said}" in text, text
@@ -873,6 +874,7 @@ def test_beating_the_rule_on_each_seed_is_not_said_over_the_seeds_when_their_int
     )
     # the same verdict with differences that agree over the seeds ([+0.05, +0.55]): no such line
     steady = across_seeds([_beats_by(s, d) for s, d in enumerate((0.2, 0.3, 0.4))], [0, 1, 2])
+    assert steady["groups"][0]["ablations"]["mean"]["methods"]["alpha"]["verdict_over_seeds"] == "beats"
     assert said not in _render(seed_tables({"across_seeds": steady}))
     (section,) = seed_sections({"across_seeds": steady})
     assert said not in section.html()
@@ -925,3 +927,72 @@ def test_the_legend_counts_the_methods_the_run_read_against_the_rule() -> None:
         assert "with 4 methods no different from the rule, some row reads beats, worse or mixed in 17% of" in said
     for said in legends(["alpha", "ig"]):
         assert "with 2 methods no different from the rule" in said and "in about 9% of runs" in said, said
+
+
+def test_the_tables_read_the_verdict_over_the_seeds_that_summary_json_records() -> None:
+    """The line "beats the constant rule on each of the 3 seeds, but no score's mean difference over the
+    seeds lies above 0" was worked out in the report from the intervals, so summary.json's row held only
+    "beats" × 3. The row records it (``verdict_over_seeds``) and the terminal and report.html read it."""
+    spread = across_seeds([_beats_by(s, d) for s, d in enumerate((0.05, 0.45, 0.02))], [0, 1, 2])
+    alpha = spread["groups"][0]["ablations"]["mean"]["methods"]["alpha"]
+    said = "no score's mean difference over the seeds lies above 0"
+    assert said in " ".join(_render(seed_tables({"across_seeds": spread})).split())
+    alpha["verdict_over_seeds"] = None  # as a summary written before it was kept: no line, not one worked out here
+    assert said not in " ".join(_render(seed_tables({"across_seeds": spread})).split())
+    (section,) = seed_sections({"across_seeds": spread})
+    assert said not in " ".join(html.unescape(section.html()).split())
+
+
+def test_the_across_seed_table_shows_each_methods_difference_in_rho_to_another(
+    digits_cache: Path, tmp_path: Path
+) -> None:
+    """summary.json kept Grad-CAM − IG's paired difference in ρ over the seeds (``vs_methods``), and only the
+    reading said it; the across-seed table in the terminal and report.html now show it, each pair once, on
+    a real compare of two seeds of a concat head of digits. A method read against no other adds no row."""
+    from laya_inspect.report.reading import with_ci
+
+    summary = _compare(digits_cache, tmp_path, ("concat:0", "concat:1"), ("gradcam", "ig"))
+    (group,) = summary["across_seeds"]["groups"]
+    entry = group["ablations"][next(iter(group["ablations"]))]
+    over = entry["vs_methods"]["gradcam"]["ig"]
+    assert over["n"] == 2 and over["ci_low"] is not None, over
+    lines = _render(seed_tables(summary, brief=True)).splitlines()
+    rows = [line for line in lines if line.strip().startswith("− ig")]
+    assert len(rows) == 1, lines  # gradcam − ig; ig − gradcam is the same pair mirrored
+    mean, half = over["mean"], (over["ci_high"] - over["ci_low"]) / 2
+    shown = f"{mean:+.2f}".replace("0.", ".", 1) + "±" + f"{half:.2f}".replace("0.", ".", 1)
+    assert shown in rows[0] or over.get("clipped"), (shown, rows[0])
+    assert not any(line.strip().startswith("− gradcam") for line in lines), lines
+    assert "− <method>: the method above minus that method, paired difference in ρ over the seeds" in " ".join(
+        " ".join(lines).split()
+    )
+    (section,) = seed_sections(summary)
+    page = html.unescape(section.html())
+    assert "faithfulness ρ − other method" in page and f"− ig: {with_ci(over)}" in page, page
+    for m, row in entry["methods"].items():  # recorded on every row, one verdict over the seeds or none
+        words = set(row["verdicts"])
+        assert row["verdict_over_seeds"] in (
+            {"beats", "not shown"} if words == {"beats"} else {"worse", "not shown"} if words == {"worse"} else {None}
+        ), (m, row)
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (
+        "verdict_over_seeds"
+        in saved["across_seeds"]["groups"][0]["ablations"][next(iter(group["ablations"]))]["methods"]["gradcam"]
+    )
+
+    # one method: no pair, no column, no row
+    alone = _compare(digits_cache, tmp_path / "one", ("concat:0", "concat:1"), ("gradcam",))
+    (section,) = seed_sections(alone)
+    assert "other method" not in section.html()
+    said = [line.strip() for line in _render(seed_tables(alone, brief=True)).splitlines()]
+    assert [t for t in said if t.startswith("− ")] == [t for t in said if t.startswith("− constant")], said
+    assert "<method>" not in " ".join(said)
+
+
+def test_a_seed_with_no_difference_to_a_rival_gives_no_value_over_the_seeds() -> None:
+    """A head's ``vs_methods`` holds None for a pair with no difference drawn; over the seeds that seed gives
+    no value (None in ``values``), where reading it stopped compare with an AttributeError."""
+    heads = [_with_ig(_head(s, "beats", []), -0.2, -0.1) for s in range(3)]
+    heads[1]["ablations"]["mean"]["methods"]["alpha"]["vs_methods"]["ig"] = None
+    over = across_seeds(heads, [0, 1, 2])["groups"][0]["ablations"]["mean"]["vs_methods"]["alpha"]["ig"]
+    assert over["values"] == [pytest.approx(-0.15), None, pytest.approx(-0.15)] and over["n"] == 2

@@ -113,7 +113,10 @@ def test_compare_summary_json(outputs: Path) -> None:
         "prob": "the other value of `effect`",
         "quality": "fit-head's summary, named as what rows_repeated mirrors",
         "why": "of rows_left_out, only with --allow-nonfinite",
-        **dict.fromkeys(("members", "seeds", "std", "values", "verdicts", "carried", "caveats_per_seed"), "one seed"),
+        **dict.fromkeys(
+            ("members", "seeds", "std", "values", "verdicts", "carried", "verdict_over_seeds", "caveats_per_seed"),
+            "one seed",
+        ),
         **dict.fromkeys(("clipped", "t_low", "t_high"), "an interval over seeds cut to its score's range"),
     }
     check(documented, written, conditional)

@@ -157,23 +157,28 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False, each: bool = True)
 
 def not_over_seeds(row: dict[str, Any]) -> str | None:
     """Where every seed's verdict is "beats" (or every one "worse") but no score's mean difference to the
-    constant rule over the seeds lies on that side of 0, a line saying so; else None. Each seed's verdict
-    reads its rows with that seed's head fixed; the t-interval over the seeds asks whether the head refitted
-    with another seed would differ from the rule, and over 3 seeds t(0.975, 2) = 4.3 makes it wide: the
-    digits demo's concat heads beat the rule on each seed, ρ − rule +0.33 over seeds, [−0.04, +0.70]."""
+    constant rule over the seeds lies on that side of 0 (the row's ``verdict_over_seeds`` "not shown",
+    :func:`..compare.seeds.verdict_over_seeds`), a line saying so; else None, and in a summary written
+    before that field was kept."""
     verdicts = [str(v) for v in row.get("verdicts") or []]
-    if len(verdicts) < 2 or len(set(verdicts)) != 1 or verdicts[0] not in ("beats", "worse"):
+    if row.get("verdict_over_seeds") != "not shown" or not verdicts:
         return None
     above = verdicts[0] == "beats"
-    ests = [row.get(f"{key}_minus_constant") or {} for key in SCORES.values()]
-    bounds = [(e["ci_low"], e["ci_high"]) for e in ests if None not in (e.get("ci_low"), e.get("ci_high"))]
-    if not bounds or any(lo > 0 if above else hi < 0 for lo, hi in bounds):
-        return None
     word, side = ("beats the constant rule", "above") if above else ("does worse than the constant rule", "below")
     return (
         f"{word} on each of the {len(verdicts)} seeds, but no score's mean difference over the seeds lies {side} 0 "
         "(every 95% t-interval over the seeds includes 0): not shown for the head refitted with another seed"
     )
+
+
+def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]]]:
+    """The other methods ``method``'s ρ was read against over the seeds (the entry's ``vs_methods``), each
+    pair once: those after ``method`` in the entry's order (b − a is a − b mirrored). [] where the summary
+    holds none (written before, or a head that reads one layer)."""
+    over = (entry.get("vs_methods") or {}).get(method) or {}
+    order = list(entry.get("methods") or {})
+    after = order[order.index(method) + 1 :] if method in order else []
+    return [(r, over[r]) for r in after if isinstance(over.get(r), dict) and over[r].get("mean") is not None]
 
 
 def _verdicts(row: dict[str, Any]) -> Text:
@@ -235,6 +240,10 @@ def cut_short(entry: dict[str, Any]) -> str | None:
     return said + ", ".join(cut)
 
 
+# what a " − ig" row under a method's holds: ρ alone, the one score read between two methods
+VERSUS_LINE = "− <method>: the method above minus that method, paired difference in ρ over the seeds"
+
+
 def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[RenderableType]:
     """Per head with several seeds, one table: each method's headline scores and its paired
     difference to the constant rule (mean ± 95% t half-width over seeds, each seed's value below but
@@ -262,15 +271,19 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                 cells = [seed_cell(row.get(k), each=not brief) for k in SCORES.values()]
                 table.add_row(Text(label + ("°" if row.get("circular") else ""), style=dim), *cells, "")
                 if not reference:
+                    where = f" ({a})" * (len(abls) > 1)
                     diffs = [seed_cell(row.get(f"{k}_minus_constant"), True, not brief) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
-                    where = f" ({a})" * (len(abls) > 1)
+                    for r, est in rivals(entry, m):  # α − IG in ρ over the seeds: the other scores are not paired
+                        table.add_row(Text(f" − {r}", style="dim"), "", "", seed_cell(est, True, not brief), "")
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
                         lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")
                     if note := not_over_seeds(row):
                         lines.append(f"{m}{where}: {note}")
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
+        if any(rivals(e, m) for e in abls.values() for m in e.get("methods") or {}):  # one line for every such row
+            lines.insert(0, VERSUS_LINE)
         every = [
             v for e in abls.values() for row in (e.get("methods") or {}).values() for v in row.get("verdicts") or []
         ]
@@ -287,6 +300,15 @@ def _html_cell(est: dict[str, Any] | None, sign: bool = False) -> str:
     if not est or est.get("mean") is None:
         return "—"
     return f"{with_ci(est, sign)}; {' / '.join(num(v, sign=sign) for v in est.get('values') or [])}"
+
+
+VERSUS = "faithfulness ρ − other method"
+
+
+def _versus_cell(pairs: list[tuple[str, dict[str, Any]]]) -> str:
+    """A method's paired difference in ρ to each later method over the seeds: "− ig: +0.12 [−0.05, +0.29];
+    each seed's value", rival after rival ("—" where it has none)."""
+    return "; ".join(f"− {r}: {_html_cell(est, sign=True)}" for r, est in pairs) or "—"
 
 
 def _tested(entry: dict[str, Any]) -> int:
@@ -307,7 +329,8 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
         for a, entry in (g.get("ablations") or {}).items():
             rows: list[list[Cell | str]] = []
             classes = []
-            for _, row, label, reference in entry_rows(entry, PAGE_LABELS):
+            versus = any(rivals(entry, m) for m in entry.get("methods") or {})
+            for m, row, label, reference in entry_rows(entry, PAGE_LABELS):
                 said = verdict_text(row, g["seeds"], words, "every seed") if row.get("verdicts") else "—"
                 said += f"; {note}" if (note := not_over_seeds(row)) else ""
                 rows.append(
@@ -315,15 +338,17 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
                         Cell(label + " °" * bool(row.get("circular")), "text"),
                         *[_html_cell(row.get(k)) for k in HEADLINE.values()],
                         *[_html_cell(row.get(f"{k}_minus_constant"), sign=True) for k in HEADLINE.values()],
+                        *([_versus_cell(rivals(entry, m) if not reference else [])] if versus else []),
                         Cell(said, "text"),
                     ]
                 )
                 classes.append("ref" if reference or row.get("circular") else "")
+            head_cols = [*cols[:-1], VERSUS, cols[-1]] if versus else cols
             cut = ranged_note(entry)
             caption = f"ablation {a}: mean over seeds {seeds} [two-sided 95% t-interval]; then each seed's value" + (
                 f"; {cut}" if cut else ""
             )
-            tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", cols, rows, caption, classes))
+            tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", head_cols, rows, caption, classes))
         notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
         tested = max((_tested(entry) for entry in (g.get("ablations") or {}).values()), default=0)
         legend = (
