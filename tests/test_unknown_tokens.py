@@ -93,17 +93,17 @@ def test_rows_are_counted_after_limit_and_named_by_their_source_row(tmp_path):
     assert f"{len(unknown)} of 30 texts of split 'train'" in line and f"(source rows {shown}, …)" in line
 
 
-def _word_tokenizer(unk: str):
+def _word_tokenizer(unk: str, pad: str = "<|endoftext|>"):
     """A word-level tokenizer over "good movie" whose unknown token is ``unk``, its end of text
-    <|endoftext|> (also its padding)."""
+    <|endoftext|>, its padding ``pad``."""
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(["<|endoftext|>", unk, "good", "movie"]))}
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(["<|endoftext|>", unk, pad, "good", "movie"]))}
     tok = Tokenizer(models.WordLevel(vocab, unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|endoftext|>", unk_token=unk, pad_token="<|endoftext|>"
+        tokenizer_object=tok, eos_token="<|endoftext|>", unk_token=unk, pad_token=pad
     )
 
 
@@ -115,6 +115,16 @@ def test_a_tokenizer_whose_unknown_token_is_its_end_of_text_says_nothing(tmp_pat
     assert gpt2_like("zzz qqq")["input_ids"] == [gpt2_like.unk_token_id] * 2
     assert _said(spec, gpt2_like, "unknown token") == []
     (line,) = _said(spec, _word_tokenizer("<unk>"), "only unknown tokens")
+    assert "1 of 2 texts of split 'train'" in line and "describe <unk>, not the text" in line
+
+
+def test_a_padding_token_set_to_the_unknown_token_leaves_the_warning(tmp_path):
+    """Llama-family setups often pad with the unknown token: it still marks what the vocabulary
+    lacks, so texts of nothing but it are still named."""
+    spec = _csv(tmp_path / "t.csv", [("good movie", 1, "train"), ("zzz qqq", 0, "train"), ("movie", 0, "test")])
+    tokenizer = _word_tokenizer("<unk>", pad="<unk>")
+    assert tokenizer.pad_token_id == tokenizer.unk_token_id != tokenizer.eos_token_id
+    (line,) = _said(spec, tokenizer, "only unknown tokens")
     assert "1 of 2 texts of split 'train'" in line and "describe <unk>, not the text" in line
 
 

@@ -31,12 +31,11 @@ def token_lengths(texts: list[str], tokenizer: Any) -> list[int]:
 
 def _unknown_id(tokenizer: Any) -> int | None:
     """The id of the token ``tokenizer`` puts for what its vocabulary lacks, or None where it has
-    none, or where that token is another special token too (GPT-2's unknown token is its end of text,
-    which its byte-level vocabulary never needs for a character): then it never marks an unknown."""
+    none, or where that token is its end of text too (GPT-2's, whose byte-level vocabulary never
+    needs it for a character): then it never marks an unknown. Another special token set to the
+    unknown one (a padding token, as Llama-family setups often do) leaves it marking unknowns."""
     unk = getattr(tokenizer, "unk_token_id", None)
-    names = dict(getattr(tokenizer, "special_tokens_map", None) or {})
-    word = names.pop("unk_token", None)
-    if unk is None or any(word == v or (isinstance(v, list) and word in v) for v in names.values()):
+    if unk is None or unk == getattr(tokenizer, "eos_token_id", None):
         return None
     return int(unk)
 
