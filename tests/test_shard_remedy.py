@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import h5py
 import pytest
 
-from laya_inspect.cache.partial import DATA_REMEDY, WEIGHTS_REMEDY
+from laya_inspect.cache.partial import DATA_REMEDY, RERUN_REMEDY, WEIGHTS_REMEDY
 from laya_inspect.cache.schema import encode_attr
-from laya_inspect.cache.shards import _check_shard
+from laya_inspect.cache.shards import _check_shard, _plan
 from laya_inspect.errors import CacheError
 
 STARTED: dict[str, Any] = {
@@ -51,6 +52,24 @@ def test_a_shard_refused_for_changed_files_says_what_resumes_it(
         _check_shard(path, {**STARTED, **changed})
     said = str(e.value)
     if remedy is None:  # rerunning the command that started it is what resumes it
-        assert said.endswith("rerun the original command to resume it, or pass --overwrite to start again"), said
+        assert said.endswith(RERUN_REMEDY), said
     else:
         assert said.endswith(remedy) and "rerun the original command" not in said, said
+
+
+def _prepared(rows: int) -> SimpleNamespace:
+    """What planning the shards reads of a prepared run: each split's row count, the batch size."""
+    return SimpleNamespace(data=SimpleNamespace(splits={"test": SimpleNamespace(n=rows)}), batch_size=16)
+
+
+def test_shards_started_on_other_rows_say_what_resumes_them(tmp_path: Path) -> None:
+    """Other row counts come from other data or another --limit, which the original command, rerun, does
+    not undo: the refusal says what does, as a one-process resume on changed data does."""
+    config, world = SimpleNamespace(out=str(tmp_path / "c.h5"), overwrite=False), SimpleNamespace(size=2)
+    started, _ = _plan(config, world, _prepared(128))
+    assert _plan(config, world, _prepared(128))[0] == started  # the same rows: resumed
+    with pytest.raises(CacheError) as e:
+        _plan(config, world, _prepared(100))
+    said = str(e.value)
+    assert "started on other rows ({'test': 128}, now {'test': 100})" in said, said
+    assert said.endswith(DATA_REMEDY) and RERUN_REMEDY not in said, said

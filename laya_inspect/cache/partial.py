@@ -111,6 +111,8 @@ def refuse_foreign_partial(out: str | Path) -> None:
         )
 
 
+# What resumes an interrupted extraction where nothing behind its command changed but the command.
+RERUN_REMEDY = "rerun the original command to resume it, or pass --overwrite to start again"
 # What to do where the files behind the same command changed: rerunning it is refused the same way.
 WEIGHTS_REMEDY = (
     "only the very bytes it was started from resume it (a checkpoint saved again, even with the same values, "
@@ -129,7 +131,7 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
     """Why a run may not resume the interrupted extraction whose recorded :data:`VERIFIED` attributes,
     ``command`` and ``layer_names`` are ``old`` (this run's: ``new``, both as stored and read back;
     ``names``: this run's layer names), and what to do instead; None where it may."""
-    problem, remedy = None, "rerun the original command to resume it, or pass --overwrite to start again"
+    problem, remedy = None, RERUN_REMEDY
     if old["command"] != new["command"]:
         changes = _command_changes(old["command"], new["command"])
         problem = "was started by a different command" + (f" ({changes})" if changes else "")

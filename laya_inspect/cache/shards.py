@@ -37,7 +37,16 @@ from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, sha256_file, write_json
 from ..out_dir import put_record, read_record, take_record
 from ..runtime import Progress, pick_device
-from .partial import DATA_REMEDY, MOVE_IT, SHARDS_SUFFIX, VERIFIED, WEIGHTS_REMEDY, partial_path, same_transforms
+from .partial import (
+    DATA_REMEDY,
+    MOVE_IT,
+    RERUN_REMEDY,
+    SHARDS_SUFFIX,
+    VERIFIED,
+    WEIGHTS_REMEDY,
+    partial_path,
+    same_transforms,
+)
 from .schema import (
     ATTRS_DIGEST,
     CONSTANT_SPREAD,
@@ -308,9 +317,10 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str
     if manifest is not None and int(manifest["world_size"]) == world.size:
         old = {s: int(v["n"]) for s, v in manifest["splits"].items()}
         if old != sizes:
+            # rerunning the command cannot help: with the --limit it was started with, only the data changed
             raise CacheError(
                 f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): the data or --limit changed; "
-                "rerun the original command to resume it, or pass --overwrite to start again"
+                f"where --limit is the one it was started with, {DATA_REMEDY}"
             )
         return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}, str(folder)
     plan = {s: shard_ranges(n, world.size, prep.batch_size) for s, n in sizes.items()}
@@ -402,7 +412,6 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
 
 # What resumes a shard refused for a changed attribute, in the order partial.resume_problem reads a
 # one-process resume: the first that changed decides, as there (rerunning only where nothing else was said).
-_RERUN = "rerun the original command to resume it, or pass --overwrite to start again"
 _ORDER = ("command", "shard", "weights_sha256", "transforms", "data_fingerprint", "layer_pooling")
 _REMEDIES = {"weights_sha256": WEIGHTS_REMEDY, "data_fingerprint": DATA_REMEDY}
 
@@ -410,7 +419,7 @@ _REMEDIES = {"weights_sha256": WEIGHTS_REMEDY, "data_fingerprint": DATA_REMEDY}
 def _remedy(changed: list[str]) -> str:
     """What resumes a shard whose recorded ``changed`` attributes differ from this run's."""
     first = min(changed, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
-    return _REMEDIES.get(first, _RERUN)
+    return _REMEDIES.get(first, RERUN_REMEDY)
 
 
 def merge_shards(
