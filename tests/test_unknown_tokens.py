@@ -8,10 +8,12 @@ from importlib.util import find_spec
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from helpers import tiny_bert
 
 from laya_inspect.data import load_data
+from laya_inspect.data.text_checks import unknown_texts
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "sat", "on", "mat", "good", "bad", "movie"]
 TEXT = SimpleNamespace(kind="text", channels=None, size=None, mean=None, std=None, max_length=32)
@@ -39,7 +41,7 @@ def minilm(tmp_path_factory):
     return transformers.AutoTokenizer.from_pretrained(str(d))
 
 
-def test_texts_minilm_reads_as_only_unknown_tokens_are_named_by_row(minilm, tmp_path):
+def test_texts_minilm_reads_as_only_unknown_tokens_are_named_by_line(minilm, tmp_path):
     """ "音響 処理 ソフト 🎵" is six [UNK] to all-MiniLM-L6-v2 and "😀😀 🎉" two: features of [UNK] alone."""
     assert minilm("😀😀 🎉")["input_ids"] == [minilm.cls_token_id, minilm.unk_token_id, minilm.unk_token_id, 102]
     rows = [
@@ -53,7 +55,7 @@ def test_texts_minilm_reads_as_only_unknown_tokens_are_named_by_row(minilm, tmp_
     spec = _csv(tmp_path / "t.csv", rows)
     assert _said(spec, minilm, "unknown") == [
         f"dataset {spec!r}: 2 of 4 texts of split 'train' are only unknown tokens to the model's tokenizer "
-        "(source rows 1, 3): their features describe [UNK], not the text; remove those rows, or use a model "
+        "(line 3, 5): their features describe [UNK], not the text; remove those rows, or use a model "
         "whose tokenizer reads them"
     ]
 
@@ -76,11 +78,11 @@ def test_a_split_mostly_of_unknown_tokens_is_a_milder_warning(tmp_path):
         "[UNK]: is the model's tokenizer one for this language?"
     ]
     (only,) = _said(spec, tokenizer, "only unknown tokens")
-    assert "1 of 2 texts of split 'train'" in only and "(source row 1)" in only
+    assert "1 of 2 texts of split 'train'" in only and "(line 3)" in only
 
 
-def test_rows_are_counted_after_limit_and_named_by_their_source_row(tmp_path):
-    """The count is of the rows --limit keeps; the first five are named by their row in the file, then "…"."""
+def test_rows_are_counted_after_limit_and_named_by_their_line(tmp_path):
+    """The count is of the rows --limit keeps; the first five are named by their line in the file, then "…"."""
     pytest.importorskip("transformers")
     _, tokenizer = tiny_bert(tmp_path, VOCAB)
     texts = ["the cat", "good movie", "zzz", "a mat", "zzz qqq"] * 8
@@ -89,8 +91,30 @@ def test_rows_are_counted_after_limit_and_named_by_their_source_row(tmp_path):
     unknown = [int(r) for r in b.splits["train"].index if texts[r].startswith("zzz")]
     assert len(unknown) > 5  # the seed keeps enough of them for the "…"
     (line,) = [w for w in b.warnings if "only unknown tokens" in w]
-    shown = ", ".join(map(str, unknown[:5]))
-    assert f"{len(unknown)} of 30 texts of split 'train'" in line and f"(source rows {shown}, …)" in line
+    shown = ", ".join(str(r + 2) for r in unknown[:5])  # each text on one line, after the header
+    assert f"{len(unknown)} of 30 texts of split 'train'" in line and f"(line {shown}, …)" in line
+
+
+def test_rows_are_named_by_the_file_line_the_empty_text_warning_names(tmp_path):
+    """A text over two lines puts the rows after it one line further on: both warnings on the file
+    name a row by its line, so a user looking one up lands on it."""
+    pytest.importorskip("transformers")
+    _, tokenizer = tiny_bert(tmp_path, VOCAB)
+    rows = [("a good\nmovie", 1, "train"), ("", 0, "train"), ("zzz qqq", 1, "train"), ("movie", 0, "test")]
+    spec = _csv(tmp_path / "t.csv", rows)
+    (empty,) = _said(spec, tokenizer, "empty text")
+    (only,) = _said(spec, tokenizer, "only unknown tokens")
+    assert "(column 'text'; line 4)" in empty
+    assert "1 of 3 texts of split 'train'" in only and "(line 5)" in only, only
+
+
+def test_rows_of_a_source_without_lines_are_named_by_their_row():
+    """A source that is no file of lines names a row by its index in the source."""
+    counts = np.array([[5, 3, 0], [4, 2, 2], [3, 1, 1]])  # (N, 3): tokens, ordinary ones, unknown ones
+    (only,) = unknown_texts("hf:x", "train", counts, np.array([7, 9, 11]), "[UNK]")
+    assert "2 of 3 texts of split 'train'" in only and "(source rows 9, 11)" in only, only
+    (named,) = unknown_texts("csv:x", "train", counts, np.array([7, 9, 11]), "[UNK]", lines=list(range(2, 14)))
+    assert "(line 11, 13)" in named, named
 
 
 def _word_tokenizer(unk: str, pad: str = "<|endoftext|>"):
@@ -158,6 +182,6 @@ def test_the_cache_records_the_warning(tmp_path):
         said = [w for w in store.attrs["warnings"] if "only unknown tokens" in w]
     assert said == [
         f"dataset {spec!r}: 1 of 3 texts of split 'train' are only unknown tokens to the model's tokenizer "
-        "(source row 2): their features describe [UNK], not the text; remove those rows, or use a model whose "
+        "(line 4): their features describe [UNK], not the text; remove those rows, or use a model whose "
         "tokenizer reads them"
     ]

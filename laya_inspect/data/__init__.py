@@ -327,7 +327,8 @@ def load_data(
         if isinstance(transform, TextTransform):
             counts = token_counts(texts[name], transform.tokenizer)  # one tokenisation for both checks
             warnings += cut_texts(spec, name, counts, transform.max_length)
-            warnings += unknown_texts(spec, name, counts, rows, str(getattr(transform.tokenizer, "unk_token", None)))
+            unk = str(getattr(transform.tokenizer, "unk_token", None))
+            warnings += unknown_texts(spec, name, counts, rows, unk, lines=src.lines)
     warnings += repeated_texts(spec, texts, {n: s.labels for n, s in out.items()})
     if src.row_warnings is not None:  # of the rows in use only: "1 of 123 rows" must not count rows --limit left out
         warnings += src.row_warnings(np.unique(np.concatenate([s.index for s in out.values()])))

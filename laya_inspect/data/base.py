@@ -65,6 +65,9 @@ class Source:
     # warnings of the rows in use alone (after the splits asked for and ``limit``), given their source
     # rows: load_data adds them to DataBundle.warnings
     row_warnings: Callable[[np.ndarray], list[str]] | None = None
+    # the file line of each source row, where the source is a file of lines (csv, jsonl): warnings name
+    # rows by it, as a user finds them in an editor; None: by the row itself
+    lines: list[int] | None = None
 
 
 @dataclass(frozen=True)

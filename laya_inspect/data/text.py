@@ -239,6 +239,7 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
             *_empty_texts(texts, rows, path, lines, text_col),
             *_nul_texts(texts, rows, path, lines, text_col),
         ],
+        lines=lines,
     )
 
 

@@ -55,19 +55,24 @@ def cut_texts(spec: str, split: str, counts: np.ndarray, max_length: int) -> lis
 UNKNOWN_SHARE = 0.5  # of a split's ordinary tokens: beyond it the tokenizer hardly reads the language
 
 
-def unknown_texts(spec: str, split: str, counts: np.ndarray, rows: np.ndarray, unk: str) -> list[str]:
+def unknown_texts(
+    spec: str, split: str, counts: np.ndarray, rows: np.ndarray, unk: str, *, lines: list[int] | None = None
+) -> list[str]:
     """A warning when texts of ``split`` are nothing but the unknown token ``unk`` to the model's
     tokenizer (an emoji-only text, a script its vocabulary lacks): every such text reaches the model as
     the same few tokens. A milder one when more than UNKNOWN_SHARE of the split's ordinary tokens are
     ``unk``: most likely a tokenizer for another language. ``counts``: :func:`token_counts` of its
-    texts; ``rows``: their source rows, the first few of which are named."""
+    texts; ``rows``: their source rows, the first few of which are named by their file line where
+    ``lines`` gives each source row's (as the empty-text warning names them), else by the row itself."""
     out = []
     only = np.flatnonzero((counts[:, 1] > 0) & (counts[:, 2] == counts[:, 1]))  # empty texts have their own warning
     if len(only):
-        shown = ", ".join(str(int(r)) for r in rows[only[:5]]) + (", …" if len(only) > 5 else "")
+        named = [lines[r] for r in rows[only[:5]].tolist()] if lines is not None else rows[only[:5]].tolist()
+        shown = ", ".join(map(str, named)) + (", …" if len(only) > 5 else "")
+        where = "line" if lines is not None else f"source row{'s' * (len(only) > 1)}"
         out.append(
             f"dataset {spec!r}: {len(only)} of {len(counts)} texts of split {split!r} are only unknown tokens to the "
-            f"model's tokenizer (source row{'s' * (len(only) > 1)} {shown}): their features describe {unk}, not the "
+            f"model's tokenizer ({where} {shown}): their features describe {unk}, not the "
             "text; remove those rows, or use a model whose tokenizer reads them"
         )
     ordinary, unknown = int(counts[:, 1].sum()), int(counts[:, 2].sum())
