@@ -1203,6 +1203,7 @@ def test_a_difference_from_msp_every_head_shows_alone_is_said_beside_no_detectab
     (seed 0: [-0.131, -0.024]; seed 1: [-0.199, -0.085]; seed 2: [-0.216, -0.094])."""
     from laya_inspect.beyond.diagnose import _verdict
     from laya_inspect.report.beyond import diagnose_sections
+    from laya_inspect.report.reading import diagnose_reading
 
     def est(mean, lo, hi):
         return {"mean": mean, "ci_low": lo, "ci_high": hi}
@@ -1243,8 +1244,14 @@ def test_a_difference_from_msp_every_head_shows_alone_is_said_beside_no_detectab
         return next(r[table.columns.index("verdict")] for r in table.rows if r[0] == "alpha_entropy")
 
     assert cell().text == "not distinguishable over heads; worse on each head's own rows"
+    # report.html's reading paragraph says it too: "is not distinguishable from msp" alone read as no
+    # difference at all
+    alone = "alpha_entropy worse than msp on each of the 3 heads' own test rows"
+    (reading,) = [x for x in diagnose_reading(s).lead if x.startswith("Misclassified")]
+    assert "alpha_entropy 0.600 (is not distinguishable from msp: -0.127 [-0.338, +0.084]; " + alone in reading
     # one head's own interval holds 0: nothing more is said
     heads[0]["diff_vs_msp"][key] = {**est(-0.05, -0.12, 0.02), "confidence": 0.9875}
     (line,) = _verdict(s)
     assert "each of the 3 heads" not in line
     assert cell().text == "not distinguishable"
+    assert "each of the 3 heads" not in " ".join(diagnose_reading(s).lead)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..beyond.scoring import (
+    alone_text,
+    each_head_alone,
     errors_not_read,
     fired_rows,
     one_seed_said,
@@ -1167,14 +1169,20 @@ def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
 # -- diagnose ------------------------------------------------------------------------------------
 
 
-def _vs_msp(diffs: dict[str, Any], auroc: dict[str, Any], one: bool = False) -> str:
+def _vs_msp(
+    diffs: dict[str, Any], auroc: dict[str, Any], one: bool = False, heads: Sequence[dict[str, Any]] = ()
+) -> str:
     """Each score's AUROC and its difference to max softmax probability ("score − msp" keys); ``one``:
-    one head's, which draw no verdict (:func:`.beyond.scoring.one_seed_said`)."""
+    one head's, which draw no verdict (:func:`.beyond.scoring.one_seed_said`). ``heads``: each head's
+    own differences by the same keys, so a difference every head alone shows is said beside "not
+    distinguishable", as the verdict line says it (:func:`.beyond.scoring.alone_text`)."""
     parts = []
     for key, d in diffs.items():
         score = key.split(" − ")[0]
         auc = auroc.get(score) or {}
         said = f"− msp: {diff_text(d, 3)}, no verdict: one seed" if one else f"{_said(d)} msp: {diff_text(d, 3)}"
+        alone = None if one else each_head_alone(d, [h.get(key) for h in heads])
+        said += alone_text(score, "msp", alone, len(heads)) if alone else ""
         parts.append(f"{score} {num(auc.get('mean'), 3)} ({said})")
     return "; ".join(parts)
 
@@ -1193,14 +1201,20 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
     lead += [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
         f"{interval(msp)}; "
-        + (errors_not_read(s["heads"]) or _vs_msp(e.get("diff_vs_msp") or {}, e["auroc"], bool(one)))
+        + (
+            errors_not_read(s["heads"])
+            or _vs_msp(
+                e.get("diff_vs_msp") or {}, e["auroc"], bool(one), [h.get("diff_vs_msp") or {} for h in s["heads"]]
+            )
+        )
         + f" ({e['interval']}; AUROCs at 95%, differences from msp at {families_text(e)})."
         + _against_chance(e["auroc"], "errors and correct predictions", [h.get("auroc") or {} for h in s["heads"]])
     ]
     if "shift" in s:
         pooled = s["shift"]["pooled"]
         auc = pooled["detect_auroc"]
-        scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc, bool(one))
+        own = [h.get("detect_diff") or {} for h in s["shift"]["heads"]]
+        scores = shift_not_read(s["shift"]) or _vs_msp(pooled["detect_diff"], auc, bool(one), own)
         p = [h["permutation"]["p_value"] for h in s["shift"]["heads"]]
         lead.append(
             f"Telling {s['against']['path']} from this cache's test rows: msp AUROC "
