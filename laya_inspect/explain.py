@@ -9,6 +9,7 @@ compare.lolo; definitions in docs/METHOD.md), on one row.
 from __future__ import annotations
 
 import copy
+import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,10 @@ class Explanation:
     draws: int = 1
     effects_sd: np.ndarray | None = None  # (L,) the effect's spread over the draws (ddof 1); None: deterministic
     effects_ci: np.ndarray | None = None  # (L, 2) 95% t-interval of the mean effect over the draws
+    # the options that decide the numbers, as given, and the names of those left at explain_row's defaults
+    config: dict[str, Any] = field(default_factory=dict)
+    config_defaults: list[str] = field(default_factory=list)
+    device: str = ""  # the device the scores ran on (--device auto resolved)
 
     def class_name(self, c: int) -> str:
         return name_of(self.class_names, c)
@@ -130,6 +135,9 @@ class Explanation:
                 "cache_warnings": self.cache_warnings,
                 "head_warnings": self.head_warnings,
                 "verdict": VERDICT_NOTE,
+                "config": self.config,
+                "config_defaults": self.config_defaults,
+                "device": self.device,
             }
         )
 
@@ -357,6 +365,8 @@ def explain_row(
         sd = effects.std(axis=0, ddof=1)
         ci = np.array([t_interval(effects[:, i]) for i in range(effects.shape[1])])
     source_row = int(store.index(split, rows)[0])
+    config = {"target": target, "effect": effect, "ablation": ablation, "draws": draws, "baseline": baseline}
+    config |= {"n_steps": n_steps, "seed": seed, "device": device, "allow_other_cache": allow_other_cache}
     return Explanation(
         head=name,
         head_kind=head.kind,
@@ -384,7 +394,19 @@ def explain_row(
         effect=effect,
         cache_warnings=cache_warnings(store),
         head_warnings=head_warnings(loaded, store, split),  # another cache, its training rows, fit-head's gate
+        config=config,
+        config_defaults=_left_at_defaults(config),
+        device=str(dev),
     )
+
+
+def _left_at_defaults(config: dict[str, Any]) -> list[str]:
+    """The names in ``config`` whose value is :func:`explain_row`'s own default: the settings line says
+    them apart from the ones a user chose."""
+    import inspect
+
+    params = inspect.signature(explain_row).parameters
+    return [k for k, v in config.items() if k in params and params[k].default == v]
 
 
 def explain_figure(e: Explanation) -> Any:
@@ -491,6 +513,8 @@ def write_figure(e: Explanation, path: str | Path, *, force: bool = False, locke
         out = check_figure_out(path, force=force, inputs=[])
         fmt = _figure_format(out)
         meta = {"Date": None, "Creator": FIGURE_MARK} if fmt == "svg" else {"Software": FIGURE_MARK}
+        # the settings that decided its numbers, in the file: a figure names no --baseline or --seed
+        meta["Description"] = "settings: " + json.dumps(plain(e.config), sort_keys=True)
         fig = solve_layout(explain_figure(e))
         with atomic_path(out) as tmp:
             fig.savefig(tmp, format=fmt, dpi=110, metadata=meta)

@@ -143,6 +143,31 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     assert "constant rule" in data["verdict"] and "beats the constant rule" in table
 
 
+def test_explain_names_its_settings_on_the_terminal_in_its_json_and_in_its_figure(
+    digits: dict[str, Path], tmp_path: Path
+) -> None:
+    """QA: `explain HEAD --cache C --row 5` never named the IG baseline (mean), --n-steps 50 or --seed 0,
+    where every other command prints the settings given and those left at their defaults."""
+    from PIL import Image
+
+    out = tmp_path / "row5.png"
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "5", "--n-steps", "4"]
+    result = runner.invoke(app, [*args, "--device", "cpu", "--out", str(out)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert (
+        "settings given: IG baseline mean, 4 steps · device cpu; left at their defaults: target pred · "
+        "effect logit · ablation resample · 32 draws · seed 0" in " ".join(result.output.split())
+    ), result.output
+    settings = json.loads(Image.open(out).text["Description"].removeprefix("settings: "))
+    assert settings["baseline"] == "mean" and settings["n_steps"] == 4 and settings["seed"] == 0
+    # a seed given to an ablation that draws no donors is said as given, deciding nothing
+    result = runner.invoke(app, [*args, "--ablation", "mean", "--seed", "3"], env={"COLUMNS": "300"})
+    assert "--seed 3 (decides nothing here: mean draws no donors)" in " ".join(result.output.split())
+    data = json.loads(runner.invoke(app, [*args, "--ablation", "mean", "--json"], env=ENV).output)
+    assert data["config"]["ablation"] == "mean" and data["config"]["n_steps"] == 4
+    assert "seed" in data["config_defaults"] and not {"ablation", "n_steps"} & set(data["config_defaults"])
+
+
 def test_explain_takes_threads_as_the_other_commands_that_run_a_head(digits: dict[str, Path], monkeypatch) -> None:
     """QA: explain had no --threads and set none, so it ran on torch's default of every core, where
     the README says every command that runs a model takes --threads (default: a few for a head)."""

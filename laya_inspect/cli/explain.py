@@ -56,6 +56,29 @@ def explain_table(e: Any) -> Table:
     return table
 
 
+def _settings(e: Any) -> list[tuple[str, bool]]:
+    """The settings that decide the row's numbers, (text, left at its default) each, where each acts: the
+    IG baseline and steps where IG ran, the seed and draws where donors were drawn. One given that decides
+    nothing here is said as given, with why: left out, the line could read "all left at their defaults"."""
+    c, left = e.config, set(e.config_defaults)
+    items = [(f"target {c['target']}", "target" in left), (f"effect {c['effect']}", "effect" in left)]
+    items.append((f"ablation {e.ablation}", "ablation" in left))
+    inert = []
+    if "ig" in e.scores:  # IG's baseline and steps change its scores
+        items.append((f"IG baseline {c['baseline']}, {c['n_steps']} steps", {"baseline", "n_steps"} <= left))
+    else:
+        given = [f"--{k.replace('_', '-')} {c[k]}" for k in ("baseline", "n_steps") if k not in left]
+        inert += [(f"{flag} (decides nothing here: IG did not run)", False) for flag in given]
+    if e.draws > 1:  # the donors: how many, and the seed that draws them
+        items += [(f"{e.draws} draws", "draws" in left), (f"seed {c['seed']}", "seed" in left)]
+    else:
+        given = [f"--{k} {c[k]}" for k in ("draws", "seed") if k not in left]
+        inert += [(f"{flag} (decides nothing here: {e.ablation} draws no donors)", False) for flag in given]
+    items.append((f"device {e.device}" + " (auto)" * (c["device"] == "auto"), "device" in left))
+    items += [("--allow-other-cache", False)] if c["allow_other_cache"] else []
+    return items + inert
+
+
 def _printable(text: str) -> str:
     """``text`` with each character that does not print (a newline, a right-to-left override) as its
     escape: one line, its words in the order the model read them."""
@@ -166,6 +189,9 @@ def _print(e: Any) -> None:
         f"its {'logit' if e.effect == 'logit' else 'probability'} with the layer removed ({e.ablation} ablation)",
         highlight=False,
     )
+    from ..report.settings import settings_line
+
+    console.print(settings_line(_settings(e), min(console.width, 100)), highlight=False)
     if e.input.kind == "text":
         console.print(Text("input: " + _printable((e.input.text or "")[:300]), style="dim"))
     if e.input.note:
