@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from laya_inspect.beyond.config import DiagnoseConfig
+from laya_inspect.beyond.diagnose import diagnose_heads
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
 from laya_inspect.compare.run import CompareConfig, compare_heads
 from laya_inspect.report import write_report_html
+from laya_inspect.report.beyond import write_beyond_report
 from laya_inspect.report.cached import inputs_fact, layers_fact
 from laya_inspect.report.html import cache_facts
 from laya_inspect.training.fit_head import FitConfig, fit_heads
@@ -58,8 +61,15 @@ def digits_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             CompareConfig(methods=("alpha",), limit=40, n_boot=0, plots=False, sanity=False),
             out_dir=root / "compare",
         )
+        diagnose_heads(
+            [root / "heads" / "laya" / "seed_0"],
+            store,
+            DiagnoseConfig(n_boot=0, plots=False, device="cpu"),
+            out_dir=root / "diagnose",
+        )
     write_report_html(root / "heads")
-    return {"root": root, "cache": cache, "heads": root / "heads", "compare": root / "compare"}
+    folders = {"heads": root / "heads", "compare": root / "compare", "diagnose": root / "diagnose"}
+    return {"root": root, "cache": cache, **folders}
 
 
 def test_fit_and_compare_pages_say_the_layers_and_inputs_of_the_cache(digits_runs: dict[str, Any]) -> None:
@@ -90,6 +100,28 @@ def test_the_pages_say_them_from_the_summary_once_the_cache_is_gone(
             assert facts["layers"] == [DIGITS_LAYERS], folder
             # the summaries keep the transforms, not which extract options were left at their defaults
             assert facts["inputs"] == [DIGITS_INPUTS.replace(" (default)", "")], folder
+    finally:
+        moved.rename(digits_runs["cache"])
+
+
+def test_prune_early_exit_and_diagnose_pages_say_them_from_their_summary_once_the_cache_is_gone(
+    digits_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    """QA: the prune, early-exit and diagnose pages gave cache_facts nothing but the fingerprint, so once
+    the cache was gone their layers and inputs lines disappeared. Their summaries keep the cache's
+    pooling, transforms and the extract options left at their defaults, so the "(default)" marks stay."""
+    folder = digits_runs["diagnose"]
+    cache = json.loads((folder / "summary.json").read_text())["cache"]
+    with FeatureStore(digits_runs["cache"]) as store:
+        assert cache["transforms"] == store.attrs["transforms"]
+        assert cache["config_defaults"] == store.attrs["config_defaults"]
+    moved = tmp_path / "elsewhere.h5"
+    digits_runs["cache"].rename(moved)
+    try:
+        write_beyond_report(folder)
+        facts = facts_of(folder / "report.html")
+        assert "not read" in facts["cache file"][0]
+        assert facts["layers"] == [DIGITS_LAYERS] and facts["inputs"] == [DIGITS_INPUTS]
     finally:
         moved.rename(digits_runs["cache"])
 

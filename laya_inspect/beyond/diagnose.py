@@ -35,6 +35,7 @@ from ..training.stats import level, spec
 from .common import (
     Result,
     bounded,
+    cache_record,
     estimate,
     family,
     head_outputs,
@@ -227,7 +228,7 @@ def _diagnose(
             )  # the head's on this cache's test rows
     summary: dict[str, Any] = {
         **artifact_header(command="diagnose"),
-        "cache": store.identity(),
+        "cache": cache_record(store),
         "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
         "class_names": class_names(store),
         "config": asdict(config),

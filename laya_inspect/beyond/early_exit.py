@@ -43,6 +43,7 @@ from ..runtime import Progress, no_progress, pick_device
 from ..workers import cpu_workers, run_forked
 from .common import (
     Result,
+    cache_record,
     estimate,
     fit_rows_of,
     head_hparams,
@@ -293,7 +294,7 @@ def _simulate(
         **artifact_header(command="early-exit"),
         "head_dir": str(Path(head_dir).resolve()),
         "head_kind": head.kind,
-        "cache": store.identity(),
+        "cache": cache_record(store),
         "config": asdict(config),
         "config_defaults": defaulted(config),
         "budget": {**asdict(budget), "epochs_patience": list(budget.resolve(len(fit_rows)))},

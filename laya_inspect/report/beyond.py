@@ -115,7 +115,13 @@ def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     facts = [
         (f"{kind} run by", f"laya-inspect {s.get('tool_version')}"),
         ("cache", str(cache["path"])),
-        *cache_facts(cache["path"], [("cache fingerprint", str(cache.get("fingerprint")))]),
+        *cache_facts(
+            cache["path"],
+            [("cache fingerprint", str(cache.get("fingerprint")))],
+            # how the features were made, as the summary kept it (absent in summaries written before it):
+            # the whole cache's layers, to match its pooling
+            {**cache, "layer_names": cache.get("cache_layer_names") or cache.get("layer_names")},
+        ),
     ]
     if kind == "diagnose":
         facts.append(("head directories", " · ".join(h["head_dir"] for h in s["heads"])))
