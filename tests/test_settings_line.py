@@ -70,3 +70,15 @@ def test_settings_that_decide_the_numbers_read_in_words_as_fit_heads_do() -> Non
     assert "bootstrap 50" in diagnose and "train split train" in diagnose and "--" not in diagnose, diagnose
     early = str(beyond_settings_line(_summary("early-exit", ExitConfig(seeds=2, device="cpu")), ONE_LINE))
     assert "device cpu" in early and "--" not in early, early
+
+
+def test_prune_and_early_exit_name_their_splits_costs_and_device_left_at_their_defaults() -> None:
+    """The rows prune and early-exit fit and measure on, their compute model and the device decide their
+    numbers: they are named when left at their defaults too, as diagnose names its splits."""
+    for command, config in (("prune", PruneConfig()), ("early-exit", ExitConfig())):
+        line = str(beyond_settings_line(_summary(command, config), ONE_LINE))
+        assert line.startswith("settings, all left at their defaults:"), line
+        for item in ("train split train", "test split test", "costs auto", "device auto"):
+            assert item in line.split(" · ") or f" {item}" in line, (item, line)
+    given = str(beyond_settings_line(_summary("prune", PruneConfig(costs="shapes")), ONE_LINE))
+    assert given.startswith("settings given: costs shapes; left at"), given

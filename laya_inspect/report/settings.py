@@ -203,16 +203,14 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     items += [(text, _left(s, name)) for text, name in own]
     if s.get("scalarmix_dir"):  # prune --scalarmix: one more ranking, and one more comparison in α's family
         items.append((f"ScalarMix head {s['scalarmix_dir']}", False))
-    # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: stated when given
+    # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: given or not,
+    # as diagnose states its splits above
     words = {"train_split": "train split", "test_split": "test split", "costs": "costs"}
-    items += [
-        (f"{word} {c[name]}", False)
-        for name, word in words.items()
-        if name in c and _left(s, name) is False and kind != "diagnose"
-    ]
+    if kind != "diagnose":
+        items += [(f"{word} {c[name]}", _left(s, name)) for name, word in words.items() if name in c]
     # every command's: the device the refits or scores ran on (its floating point moves the last digits),
     # and a head from a cache with another fingerprint, accepted only when asked
-    items += [(f"device {c['device']}", False)] if "device" in c and _left(s, "device") is False else []
+    items += [(f"device {c['device']}", _left(s, "device"))] if "device" in c else []
     items += (
         [("a head of another cache accepted", False)]
         if c.get("allow_other_cache") and not _left(s, "allow_other_cache")
