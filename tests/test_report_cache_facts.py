@@ -98,8 +98,8 @@ def test_the_pages_say_them_from_the_summary_once_the_cache_is_gone(
             facts = facts_of(folder / "report.html")
             assert "not read" in facts["cache file"][0], folder
             assert facts["layers"] == [DIGITS_LAYERS], folder
-            # the summaries keep the transforms, not which extract options were left at their defaults
-            assert facts["inputs"] == [DIGITS_INPUTS.replace(" (default)", "")], folder
+            # the summaries keep the transforms and which extract options were left at their defaults
+            assert facts["inputs"] == [DIGITS_INPUTS], folder
     finally:
         moved.rename(digits_runs["cache"])
 

@@ -288,6 +288,7 @@ def compare_heads(
             # facts when the cache file is gone; the whole cache's, as its fingerprint
             "layer_pooling": store.whole.attrs.get("layer_pooling"),
             "transforms": store.whole.attrs.get("transforms"),
+            "config_defaults": store.whole.attrs.get("config_defaults"),  # the page's "(default)" marks
             "warnings": cache_warnings(store),
         },
         "head_warnings": head_warnings(heads, store, config.split) + repeats_said,

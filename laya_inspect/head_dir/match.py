@@ -34,6 +34,8 @@ def cache_identity(store: FeatureStore) -> dict[str, Any]:
         "backbone": {"model_spec": store.attrs.get("model_spec"), "weights_sha256": store.attrs.get("weights_sha256")},
         # what extract warned about (random weights, a backbone trained to chance, …): read beside every result
         "cache_warnings": cache_warnings(store),
+        # the extract options left at their defaults: the page's "(default)" marks once the cache is gone
+        "cache_config_defaults": store.whole.attrs.get("config_defaults"),
         **({} if store is store.whole else {"cache_layer_names": store.whole.layer_names}),
     }
 

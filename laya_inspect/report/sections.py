@@ -352,7 +352,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
                 ("backbone", str(backbone.get("model_spec"))),
                 ("weights sha256", str(backbone.get("weights_sha256") or "none")),
             ],
-            cache.get("cache_fingerprint_inputs"),
+            {**(cache.get("cache_fingerprint_inputs") or {}), "config_defaults": cache.get("cache_config_defaults")},
         ),
         (
             "head hyper-parameters",
