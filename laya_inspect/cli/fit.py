@@ -9,9 +9,10 @@ import typer
 
 from ..errors import InputError
 from ..options import check_seed
-from ..report.settings import fit_settings_line
+from ..report.settings import fit_settings_line, settings_line
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig, JointConfig
+from ..training.stats import counted
 from .app import app, comma_list, console, from_options, json_text, opt, out_file, show, warn
 from .progress import fit_progress
 
@@ -141,6 +142,35 @@ def fit_head_command(
         console.print(f"report   {o / 'report.html'} (open it in a browser)", highlight=False)
 
 
+def train_settings(metrics: dict[str, Any], config: JointConfig, width: int = 100) -> Any:
+    """train's settings line: every option that decides its numbers, those left at their defaults
+    said apart (from the metrics' ``config_defaults``), the head's own options only where they act."""
+    c, left = config, set(metrics.get("config_defaults") or [])
+    ln_eps = "1e-3 (Keras')" if c.ln_eps is None else f"{c.ln_eps:g}"
+    items = [
+        ("head", f"head {c.head}"),
+        *([("d_star", f"d*={c.d_star}")] if c.head != "last" else []),
+        *([("tau", f"τ={c.tau:g}"), ("psi", f"ψ {c.psi}")] if c.head == "laya" else []),
+        *([("score_width", f"scorer width {c.score_width or 2 * c.d_star}")] if c.head == "laya" else []),
+        ("init", f"init {c.init}"),
+        ("lr", f"lr {c.lr:g}"),
+        ("weight_decay", f"weight decay {c.weight_decay:g}"),
+        ("epochs", f"≤ {counted(c.epochs, 'epoch')}"),
+        # the first epoch is always a new best: a patience of epochs − 1 or more never stops a run early
+        ("patience", f"patience {c.patience}" + " (no early stop)" * (c.patience >= c.epochs - 1)),
+        ("monitor", f"early stopping on validation {c.monitor}"),
+        ("val_fraction", f"validation {c.val_fraction:g} of train"),
+        ("val_mode", f"validation rows: {c.val_mode}"),
+        ("limit", "all rows" if c.limit is None else f"≤ {c.limit} rows per split"),
+        ("loss", f"loss on {c.loss}"),
+        ("ln_eps", f"LayerNorm ε {ln_eps}"),
+        ("seed", f"seed {c.seed}"),
+        ("batch_size", f"batch {c.batch_size}"),
+        ("device", f"device {metrics.get('device', c.device)}" + " (auto)" * (c.device == "auto")),
+    ]
+    return settings_line([(text, name in left) for name, text in items], width)
+
+
 @app.command("train")
 def train_command(
     model: str = opt(JointConfig, "model", "-m", default=...),
@@ -189,6 +219,7 @@ def train_command(
     with fit_progress() as on_event:
         result = train_joint(config, out=path, progress=on_event, overwrite=force)
     m = result.metrics
+    console.print(train_settings(m, config, min(console.width, 100)), highlight=False)
     console.print(
         f"{model} + {head} on {data}, seed {seed}: test accuracy {m['test_acc']:.4f}, "
         f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']} by validation "

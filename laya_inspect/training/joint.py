@@ -32,6 +32,7 @@ from .. import __version__
 from ..errors import InputError
 from ..files import atomic_paths, json_bytes, output_lock, plain, remove_stale_temps
 from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hold_untrained
+from ..options import defaulted
 from ..out_dir import check_out, put_record, spec_paths, take_record
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
 from .fit_config import HEAD_HPARAMS, POOLING, JointConfig
@@ -242,6 +243,9 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         **({"n_val_untrained_left_out": val_untrained} if val_untrained else {}),
         "n_test": int(test_split.n),
         "seconds": time.perf_counter() - t0,
+        "device": str(device),  # what --device auto chose: the settings line names it
+        # the options left at their defaults, so the settings line can say them apart from chosen ones
+        "config_defaults": [n for n in defaulted(config) if n != "model_kwargs"],
     }
     alpha_mean = weights.mean(axis=0).tolist() if weights is not None else None
     if alpha_mean is not None:

@@ -1,0 +1,33 @@
+"""What `laya-inspect train` tells a user about its own run, read as a user reads it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from laya_inspect.cli import app
+
+runner = CliRunner()
+ENV = {"COLUMNS": "200"}
+
+
+def test_train_names_every_setting_and_says_which_were_left_at_their_defaults(tmp_path: Path) -> None:
+    ckpt = tmp_path / "m.pt"
+    args = ["train", "-m", "zoo:mlp", "-d", "digits", "--head", "laya", "--epochs", "1", "--lr", "0.001"]
+    res = runner.invoke(app, [*args, "--limit", "200", "--device", "cpu", "--out", str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("settings given:"))
+    line, more = lines[at], lines[at + 1 :]
+    while more and more[0].startswith("  "):  # a long line goes on two spaces in
+        line, more = f"{line} {more[0].strip()}", more[1:]
+    given, kept = line.removeprefix("settings given: ").split("; left at their defaults: ")
+    assert given.split(" · ") == ["head laya", "lr 0.001", "≤ 1 epoch", "≤ 200 rows per split", "device cpu"]
+    for default in ("d*=96", "τ=1.5", "init glorot", "batch 128", "seed 0", "loss on logits", "weight decay 0"):
+        assert default in kept.split(" · ")
+    assert "patience 5 (no early stop)" in kept  # 5 ≥ the epochs after the first: nothing stops early
+    metrics = json.loads((tmp_path / "m.metrics.json").read_text())
+    assert metrics["device"] == "cpu"
+    assert "batch_size" in metrics["config_defaults"] and "lr" not in metrics["config_defaults"]
