@@ -31,3 +31,14 @@ def test_train_names_every_setting_and_says_which_were_left_at_their_defaults(tm
     metrics = json.loads((tmp_path / "m.metrics.json").read_text())
     assert metrics["device"] == "cpu"
     assert "batch_size" in metrics["config_defaults"] and "lr" not in metrics["config_defaults"]
+
+
+def test_export_head_example_reads_the_files_train_and_extract_examples_write() -> None:
+    """A user copying the examples one after another: export-head's must name train's --out and
+    the cache train's `next:` line has extract write beside it."""
+    train_help = runner.invoke(app, ["train", "--help"], env=ENV).stdout
+    export_help = runner.invoke(app, ["export-head", "--help"], env=ENV).stdout
+    ckpt = Path(train_help.split("Example:", 1)[1].split("--out ", 1)[1].split()[0])
+    example = export_help.split("Example:", 1)[1].split("laya-inspect export-head ", 1)[1].split()
+    assert example[0] == str(ckpt)
+    assert example[example.index("--cache") + 1] == str(ckpt.with_suffix(".h5"))

@@ -208,7 +208,7 @@ def train_command(
 
     Example:
       laya-inspect train --model zoo:mlp --data fashion-mnist --head laya \\
-        --out joint
+        --out joint.pt
     """
     from ..runtime import set_threads
     from ..training.joint import train_joint
@@ -263,8 +263,7 @@ def export_head_command(
     `extract` wrote from that very file (its recorded weights sha256 is checked).
 
     Example:
-      laya-inspect export-head joint/model.pt --cache joint-features.h5 \\
-        --out heads/joint-laya
+      laya-inspect export-head joint.pt --cache joint.h5 --out heads/joint-laya
     """
     from ..cache.store import FeatureStore
     from ..head_dir import export_head
