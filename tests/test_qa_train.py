@@ -42,3 +42,12 @@ def test_export_head_example_reads_the_files_train_and_extract_examples_write() 
     example = export_help.split("Example:", 1)[1].split("laya-inspect export-head ", 1)[1].split()
     assert example[0] == str(ckpt)
     assert example[example.index("--cache") + 1] == str(ckpt.with_suffix(".h5"))
+
+
+def test_train_next_step_extracts_the_rows_it_trained_and_tested_on(tmp_path: Path) -> None:
+    ckpt = tmp_path / "m.pt"
+    args = ["train", "-m", "zoo:mlp", "-d", "digits", "--epochs", "1", "--limit", "200", "--device", "cpu"]
+    res = runner.invoke(app, [*args, "--out", str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    nxt = next(x for x in res.stdout.splitlines() if x.startswith("next: laya-inspect extract"))
+    assert " --limit 200 --out " in nxt  # extract reads the 200 rows per split train read

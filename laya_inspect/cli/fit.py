@@ -243,7 +243,10 @@ def train_command(
     console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
     cache = result.path.with_suffix(".h5")
     console.print(
-        f"next: laya-inspect extract --model {model} --weights {result.path} --data {data} --out {cache}",
+        f"next: laya-inspect extract --model {model} --weights {result.path} --data {data}"
+        # the rows train saw: without it extract reads every row, and export-head's check is on others
+        + ("" if limit is None else f" --limit {limit}")
+        + f" --out {cache}",
         highlight=False,
         soft_wrap=True,
     )
