@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
@@ -51,3 +52,19 @@ def test_train_next_step_extracts_the_rows_it_trained_and_tested_on(tmp_path: Pa
     assert res.exit_code == 0, res.output
     nxt = next(x for x in res.stdout.splitlines() if x.startswith("next: laya-inspect extract"))
     assert " --limit 200 --out " in nxt  # extract reads the 200 rows per split train read
+
+
+def test_export_head_names_the_layer_of_each_mean_weight(tmp_path: Path) -> None:
+    ckpt, cache = tmp_path / "m.pt", tmp_path / "m.h5"
+    args = ["-m", "zoo:mlp", "-d", "digits", "--limit", "200", "--device", "cpu"]
+    res = runner.invoke(app, ["train", *args, "--head", "laya", "--epochs", "1", "--out", str(ckpt)], env=ENV)
+    assert res.exit_code == 0, res.output
+    extract = ["extract", "--model", "zoo:mlp", "--weights", str(ckpt), "--data", "digits", "--limit", "200"]
+    res = runner.invoke(app, [*extract, "--device", "cpu", "--out", str(cache)], env=ENV)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["export-head", str(ckpt), "--cache", str(cache), "--out", str(tmp_path / "h")], env=ENV)
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if x.startswith("mean layer weights: "))
+    named = [item.split(" ") for item in line.removeprefix("mean layer weights: ").split(" · ")]
+    assert [n for n, _ in named] == ["blocks.0", "blocks.1", "blocks.2"]
+    assert sum(float(w) for _, w in named) == pytest.approx(1.0, abs=2e-3)  # α sums to 1 on every row
