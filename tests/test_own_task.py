@@ -133,3 +133,25 @@ def test_a_resumed_extraction_counts_the_logits_a_killed_run_wrote(tmp_path):
         w.append("train", [rows[40:]], labels[40:], np.arange(40, 50), logits[40:])
         assert w.logit_agreement() == [40, 50]
         assert w.split_agreement() == {"train": [40, 50]}
+
+
+def test_logits_of_a_train_checkpoints_unlearnt_classifier_are_not_blamed_on_the_inputs():
+    """QA: a `laya-inspect train` checkpoint of 3 epochs carries the backbone's own classifier, refit with the
+    run's short budget (0.108 on Fashion-MNIST) and warned of by train. The cache's near-chance warning then
+    guessed at the inputs' normalisation, which was wrong: it names train's warning as the cause instead."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cache.rows import own_task
+    from laya_inspect.training.chance import CLASSIFIER_NOT_LEARNED
+
+    labels = np.repeat(np.arange(10), 10)
+    transforms = {"kind": "image", "output": [1, 28, 28], "normalize": {"applied": False}}
+    data = SimpleNamespace(class_names=[str(k) for k in range(10)], transforms=transforms)
+    counts, splits = {"test": [10, 100]}, {"test": SimpleNamespace(labels=labels)}
+    carried = f"joint.pt (from `laya-inspect train`): warning: near chance: {CLASSIFIER_NOT_LEARNED} …"
+    record, said = own_task(SimpleNamespace(data=data, warnings=[carried]), splits, counts)
+    assert record["test"]["top1"] == 0.1 and len(said) == 1
+    assert "warned did not learn" in said[0] and "normalisation" not in said[0], said
+    # without train's warning the inputs' preparation is what it names
+    _, guessed = own_task(SimpleNamespace(data=data, warnings=[]), splits, counts)
+    assert len(guessed) == 1 and "normalisation mean/std, here none" in guessed[0], guessed

@@ -27,7 +27,7 @@ from ..models.sizes import call_order, classifier_inputs, layer_macs, output_sta
 from ..models.weights import sha256_file
 from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
-from ..training.chance import chance_level, is_near_chance
+from ..training.chance import CLASSIFIER_NOT_LEARNED, chance_level, is_near_chance
 from .extract_config import (
     ACTIVATION_BUDGET,
     AMP_COST,
@@ -266,9 +266,16 @@ def own_task(
             low.append(f"{hits} of {rows} {split} rows ({hits / rows:.3f}, the majority class's share {majority:.3f})")
     if not low:
         return record, []
+    said = "the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
+    if any(CLASSIFIER_NOT_LEARNED in w for w in prep.warnings):
+        # a `laya-inspect train` checkpoint: its logits are the classifier train refit and already warned of
+        return record, [
+            f"{said}{' and '.join(low)}. These logits are those of the backbone's own classifier, which "
+            "`laya-inspect train` refit on the frozen last block and warned did not learn (the warning above): "
+            "they say nothing of the layers themselves, which the heads fitted on this cache read"
+        ]
     return record, [
-        f"the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
-        f"{' and '.join(low)}, so its layers' rows, and any head fitted on them, say little of what it learned. "
+        f"{said}{' and '.join(low)}, so its layers' rows, and any head fitted on them, say little of what it learned. "
         f"Most likely its inputs are prepared unlike its training ({_preparation(prep.data.transforms)}), or its "
         "classes are in another order than the data's (the logits in another class numbering: logits[:, k] is the "
         "model's class k, not class_names[k]; give the data's classes in the model's order)"

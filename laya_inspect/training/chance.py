@@ -11,6 +11,9 @@ import numpy as np
 CHANCE_GAP = 0.1  # "near chance": recovers less than this share of the way from chance to 1
 GAIN_ROWS = 5  # "near chance" also: beats always answering the majority class on fewer test rows than this
 LINE_TOLERANCE = 1e-9  # an accuracy this close to a near-chance line lies on it (float rounding of k/n means)
+# train's warning on the classifier whose logits a zoo checkpoint carries: extract reads it to name that
+# cause rather than guess at the inputs' preparation
+CLASSIFIER_NOT_LEARNED = "the backbone's own classifier, refit on its frozen last block, did not learn"
 
 
 def chance_level(labels: np.ndarray) -> float:

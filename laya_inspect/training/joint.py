@@ -35,6 +35,7 @@ from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hol
 from ..options import defaulted
 from ..out_dir import check_out, put_record, spec_paths, take_record
 from ..runtime import Progress, no_progress, pick_device, seeded, set_threads
+from .chance import CLASSIFIER_NOT_LEARNED
 from .fit_config import HEAD_HPARAMS, POOLING, JointConfig
 from .loop import (
     InputRows,
@@ -336,7 +337,7 @@ def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None, epoc
             near_chance(
                 probe["test_acc"],
                 chance,
-                "the backbone's own classifier, refit on its frozen last block, did not learn",
+                CLASSIFIER_NOT_LEARNED,
                 n=n,
                 runs=_ran({"seed": metrics.get("seed"), **probe}),
                 epochs=epochs,
