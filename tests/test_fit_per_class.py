@@ -152,6 +152,27 @@ def test_balanced_classes_name_a_class_only_when_its_f1_is_far_below_the_others(
     assert note is not None and "'c'" in note and "below the others'" in note
 
 
+def test_imbalanced_classes_name_no_weakest_class_of_a_head_that_has_none() -> None:
+    """Review: on 95/95/5 test rows a head with one error on a big class read "weakest class 'a' (imbalanced
+    classes): F1 0.995 … vs mean F1 0.997 …; accuracy and macro-F1 hide it". Imbalance lowers the gap that
+    names a class, it does not name one that is no weaker than the rest."""
+    from laya_inspect.training.classes import class_balance, weakest, weakest_note
+
+    names = ["a", "b", "c"]
+    balance = class_balance(np.repeat([0, 1, 2], [95, 95, 5]), names)
+    assert balance["imbalanced"]
+
+    def block(f1: list[float]) -> dict:
+        per = {"classes": names, "support": [95, 95, 5], "f1": {"mean": f1, "std": [0.0] * 3}}
+        per["recall"] = {"mean": f1}
+        return per | {"weakest": weakest(per)}
+
+    assert weakest_note(block([0.995, 0.997, 1.0]), balance, 1) is None
+    note = weakest_note(block([0.95, 0.96, 0.8]), balance, 1)  # 0.155 below: named on imbalanced classes only
+    assert note is not None and "'c'" in note and "hide" not in note, note
+    assert weakest_note(block([0.95, 0.96, 0.8]), class_balance(np.repeat([0, 1, 2], 10), names), 1) is None
+
+
 def test_on_imbalanced_classes_a_head_below_the_probes_macro_f1_is_below_the_probe() -> None:
     """Accuracy level with the probe, macro-F1 0.10 under it: below the probe only where the classes are imbalanced."""
     probe = {
