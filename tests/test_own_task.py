@@ -155,3 +155,22 @@ def test_logits_of_a_train_checkpoints_unlearnt_classifier_are_not_blamed_on_the
     # without train's warning the inputs' preparation is what it names
     _, guessed = own_task(SimpleNamespace(data=data, warnings=[]), splits, counts)
     assert len(guessed) == 1 and "normalisation mean/std, here none" in guessed[0], guessed
+
+
+def test_on_imbalanced_rows_the_own_task_warning_says_accuracy_alone_cannot_tell():
+    """Review: on 950/50 labels a model right on 954 of 1000 (minority recall 0.28) read "near chance … Most
+    likely its inputs are prepared unlike its training": accuracy near the majority share cannot tell such a
+    model from a useless one. The warning says so and names what to check, not a likely cause."""
+    from types import SimpleNamespace
+
+    from laya_inspect.cache.rows import own_task
+
+    transforms = {"kind": "image", "output": [1, 28, 28], "normalize": {"applied": False}}
+    data = SimpleNamespace(class_names=["a", "b"], transforms=transforms)
+    splits = {"test": SimpleNamespace(labels=np.repeat([0, 1], [950, 50]))}
+    _, said = own_task(SimpleNamespace(data=data, warnings=[]), splits, {"test": [954, 1000]})
+    assert len(said) == 1 and "accuracy alone cannot tell" in said[0] and "Most likely" not in said[0], said
+    balanced = {"test": SimpleNamespace(labels=np.repeat(np.arange(10), 100))}
+    data10 = SimpleNamespace(class_names=[str(k) for k in range(10)], transforms=transforms)
+    _, plain = own_task(SimpleNamespace(data=data10, warnings=[]), balanced, {"test": [103, 1000]})
+    assert len(plain) == 1 and "cannot tell" not in plain[0] and "Check whether" in plain[0], plain

@@ -28,6 +28,7 @@ from ..models.weights import sha256_file
 from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
 from ..training.chance import CLASSIFIER_NOT_LEARNED, chance_level, is_near_chance
+from ..training.classes import class_balance
 from .extract_config import (
     ACTIVATION_BUDGET,
     AMP_COST,
@@ -257,13 +258,15 @@ def own_task(
         return {}, []
     n = len(prep.data.class_names)
     record: dict[str, Any] = {}
-    low = []
+    low, skewed = [], False
     for split, (hits, rows) in counts.items():
         labels = np.asarray(splits[split].labels)
         majority = chance_level(labels[labels >= 0]) if rows else None
         record[split] = {"top1": hits / rows if rows else None, "hits": hits, "rows": rows, "majority": majority}
         if majority is not None and enough_rows(rows, n) and is_near_chance(hits / rows, majority, rows):
             low.append(f"{hits} of {rows} {split} rows ({hits / rows:.3f}, the majority class's share {majority:.3f})")
+            # on imbalanced classes accuracy alone cannot tell such a model from one that learnt the rare ones
+            skewed |= class_balance(labels[labels >= 0], prep.data.class_names)["imbalanced"]
     if not low:
         return record, []
     said = "the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
@@ -275,10 +278,17 @@ def own_task(
             "they say nothing of the layers themselves, which the heads fitted on this cache read"
         ]
     return record, [
-        f"{said}{' and '.join(low)}, so its layers' rows, and any head fitted on them, say little of what it learned. "
-        f"Most likely its inputs are prepared unlike its training ({_preparation(prep.data.transforms)}), or its "
-        "classes are in another order than the data's (the logits in another class numbering: logits[:, k] is the "
-        "model's class k, not class_names[k]; give the data's classes in the model's order)"
+        f"{said}{' and '.join(low)}, so its layers' rows, and any head fitted on them, may say little of what it "
+        "learned"
+        + (
+            " (on classes this imbalanced accuracy alone cannot tell: read the heads' macro-F1 beside the majority "
+            "class's)"
+            if skewed
+            else ""
+        )
+        + f". Check whether its inputs are prepared unlike its training ({_preparation(prep.data.transforms)}), "
+        "and whether its classes are in another order than the data's (the logits in another class numbering: "
+        "logits[:, k] is the model's class k, not class_names[k]; give the data's classes in the model's order)"
     ]
 
 
