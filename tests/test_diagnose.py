@@ -712,7 +712,7 @@ def test_the_settings_line_names_a_given_threads_and_no_plots_as_changing_no_num
     line = settings_said(result.output)
     assert line == (
         "settings given: --threads 1 (no effect on the numbers) · --no-plots (no effect on the numbers); left "
-        "at their defaults: seed 0 · bootstrap 1,000 · train split train · test split test · device auto"
+        "at their defaults: seed 0 · bootstrap 1,000 · train split train · test split test · device cpu (auto)"
     )
     report = runner.invoke(app, ["report", str(out)], env=ENV)
     assert report.exit_code == 0, report.output

@@ -156,7 +156,7 @@ def test_the_no_refit_settings_line_marks_a_given_refit_budget_and_seeds_as_deci
         "nothing) · --lr 0.01 (decides nothing here: --no-refit refits nothing) · --search every (decides nothing "
         "here: --no-refit refits nothing) · --seeds 2 (decides nothing here: --no-refit refits nothing) · "
         f"{NO_PLOTS}; left at their defaults: max drop 0.005 · "
-        "rankings on ≤ 2,000 train rows · row seed 0 · train split train · test split test · device auto"
+        "rankings on ≤ 2,000 train rows · row seed 0 · train split train · test split test · device cpu (auto)"
     )
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["seeds"] == [0]
 

@@ -80,5 +80,7 @@ def test_prune_and_early_exit_name_their_splits_costs_and_device_left_at_their_d
         assert line.startswith("settings, all left at their defaults:"), line
         for item in ("train split train", "test split test", "costs auto", "device auto"):
             assert item in line.split(" · ") or f" {item}" in line, (item, line)
+    ran = str(beyond_settings_line(_summary("early-exit", ExitConfig(), device="cpu"), ONE_LINE))
+    assert "device cpu (auto)" in ran.split(" · "), ran  # the device auto chose, where the summary records it
     given = str(beyond_settings_line(_summary("prune", PruneConfig(costs="shapes")), ONE_LINE))
     assert given.startswith("settings given: costs shapes; left at"), given

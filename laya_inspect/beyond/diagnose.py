@@ -228,6 +228,7 @@ def _diagnose(
             )  # the head's on this cache's test rows
     summary: dict[str, Any] = {
         **artifact_header(command="diagnose"),
+        "device": str(device),  # what --device (auto by default) ran on
         "cache": cache_record(store),
         "against": None if against is None else {"path": str(against.path), "fingerprint": against.fingerprint},
         "class_names": class_names(store),

@@ -292,6 +292,7 @@ def _simulate(
     emit({"event": "fit", "done": total, "total": total, "layers": []})
     summary: dict[str, Any] = {
         **artifact_header(command="early-exit"),
+        "device": str(device),  # what --device (auto by default) ran on
         "head_dir": str(Path(head_dir).resolve()),
         "head_kind": head.kind,
         "cache": cache_record(store),

@@ -380,6 +380,7 @@ def _prune(
     several = len(opened) > 1
     summary: dict[str, Any] = {
         **artifact_header(command="prune"),
+        "device": str(device),  # what --device (auto by default) ran on
         "head_dir": str(given.resolve()),
         # the heads α and LOLO are read from: one, for every seed, or each fit-head seed's for its own
         "alpha_heads": [

@@ -210,7 +210,9 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         items += [(f"{word} {c[name]}", _left(s, name)) for name, word in words.items() if name in c]
     # every command's: the device the refits or scores ran on (its floating point moves the last digits),
     # and a head from a cache with another fingerprint, accepted only when asked
-    items += [(f"device {c['device']}", _left(s, "device"))] if "device" in c else []
+    ran = s.get("device")  # the device auto chose, in summaries that record it
+    auto = f"device {ran} (auto)" if c.get("device") == "auto" and ran else None
+    items += [(auto or f"device {c['device']}", _left(s, "device"))] if "device" in c else []
     items += (
         [("a head of another cache accepted", False)]
         if c.get("allow_other_cache") and not _left(s, "allow_other_cache")
