@@ -120,7 +120,7 @@ def test_the_weakest_class_note_reaches_the_terminal_and_the_page(fitted: tuple[
     # macro-F1's references stand beside the accuracy's: the majority class's and the probe's
     q = summary["quality"]
     assert f"macro-F1 {q['majority_macro_f1']:.3f} always answering the majority class" in lines[0]
-    assert f"{q['probe']['reference_test_macro_f1']:.3f} for the probe" in lines[0]
+    assert f"{q['probe']['reference_test_macro_f1']:.3f} for the reference probe" in lines[0]
     assert "weakest class" in (out / "report.html").read_text()
 
 

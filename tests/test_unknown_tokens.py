@@ -55,7 +55,7 @@ def test_texts_minilm_reads_as_only_unknown_tokens_are_named_by_line(minilm, tmp
     spec = _csv(tmp_path / "t.csv", rows)
     assert _said(spec, minilm, "unknown") == [
         f"dataset {spec!r}: 2 of 4 texts of split 'train' are only unknown tokens to the model's tokenizer "
-        "(line 3, 5): their features describe [UNK], not the text; remove those rows, or use a model "
+        "(lines 3, 5): their features describe [UNK], not the text; remove those rows, or use a model "
         "whose tokenizer reads them"
     ]
 
@@ -92,7 +92,7 @@ def test_rows_are_counted_after_limit_and_named_by_their_line(tmp_path):
     assert len(unknown) > 5  # the seed keeps enough of them for the "…"
     (line,) = [w for w in b.warnings if "only unknown tokens" in w]
     shown = ", ".join(str(r + 2) for r in unknown[:5])  # each text on one line, after the header
-    assert f"{len(unknown)} of 30 texts of split 'train'" in line and f"(line {shown}, …)" in line
+    assert f"{len(unknown)} of 30 texts of split 'train'" in line and f"(lines {shown}, …)" in line
 
 
 def test_rows_are_named_by_the_file_line_the_empty_text_warning_names(tmp_path):
@@ -114,7 +114,7 @@ def test_rows_of_a_source_without_lines_are_named_by_their_row():
     (only,) = unknown_texts("hf:x", "train", counts, np.array([7, 9, 11]), "[UNK]")
     assert "2 of 3 texts of split 'train'" in only and "(source rows 9, 11)" in only, only
     (named,) = unknown_texts("csv:x", "train", counts, np.array([7, 9, 11]), "[UNK]", lines=list(range(2, 14)))
-    assert "(line 11, 13)" in named, named
+    assert "(lines 11, 13)" in named, named
 
 
 def _word_tokenizer(unk: str, pad: str = "<|endoftext|>"):

@@ -496,10 +496,10 @@ def _withhold(
     or None. The kinds: "few validation rows" (fewer than MIN_VAL_ROWS), "coarse validation" (one row
     weighing more than ``max_drop``), "test loss" (its own paired test difference from all layers
     reads as a loss, one the test rows' own sampling does not hold (``test_rows_vs_all``'s
-    within_sampling): the words quote that difference), "test mean" (with no interval, a drop larger
-    than --max-drop, worded as a rule on one seed's value where one refit seed drew it, as --no-refit
-    measures the given head itself; under --max-drop 0, any fall of the test mean). The test split
-    only withholds a pick here, it never picks another one."""
+    within_sampling): the words quote that difference), "test mean" (with no interval, or within the
+    test rows' sampling, a drop larger than --max-drop, worded as a rule on one seed's value where one
+    refit seed drew it, as --no-refit measures the given head itself; under --max-drop 0, any fall of
+    the test mean). The test split only withholds a pick here, it never picks another one."""
     if point is None or point["k"] == n_layers:
         return None
     if val_rows < MIN_VAL_ROWS:

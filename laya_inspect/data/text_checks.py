@@ -69,7 +69,7 @@ def unknown_texts(
     if len(only):
         named = [lines[r] for r in rows[only[:5]].tolist()] if lines is not None else rows[only[:5]].tolist()
         shown = ", ".join(map(str, named)) + (", …" if len(only) > 5 else "")
-        where = "line" if lines is not None else f"source row{'s' * (len(only) > 1)}"
+        where = f"line{'s' * (len(only) > 1)}" if lines is not None else f"source row{'s' * (len(only) > 1)}"
         out.append(
             f"dataset {spec!r}: {len(only)} of {len(counts)} texts of split {split!r} are only unknown tokens to the "
             f"model's tokenizer ({where} {shown}): their features describe {unk}, not the "

@@ -13,7 +13,15 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from ..compare.records import NOT_APPLICABLE, ONE_LAYER, TESTED, VERDICTS, carried, inapplicable_said, on_its_own
-from ..compare.seeds import REFERENCES, by_seed, entry_rows, named_estimates, ranged_note, seed_verdicts
+from ..compare.seeds import (
+    REFERENCES,
+    by_seed,
+    entry_rows,
+    named_estimates,
+    ranged_note,
+    seed_verdicts,
+    verdict_over_seeds,
+)
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
@@ -161,7 +169,8 @@ def not_over_seeds(row: dict[str, Any]) -> str | None:
     :func:`..compare.seeds.verdict_over_seeds`), a line saying so; else None, and in a summary written
     before that field was kept."""
     verdicts = [str(v) for v in row.get("verdicts") or []]
-    if row.get("verdict_over_seeds") != "not shown" or not verdicts:
+    over = row["verdict_over_seeds"] if "verdict_over_seeds" in row else verdict_over_seeds(row)  # older summaries
+    if over != "not shown" or not verdicts:
         return None
     above = verdicts[0] == "beats"
     word, side = ("beats the constant rule", "above") if above else ("does worse than the constant rule", "below")

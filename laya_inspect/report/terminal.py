@@ -413,7 +413,8 @@ def imbalance_text(quality: dict[str, Any]) -> str:
     said += f"macro-F1 {f1:.3f} always answering the majority class"
     probe = quality.get("probe") or {}
     if probe.get("reference_test_macro_f1") is not None:
-        said += f", {probe['reference_test_macro_f1']:.3f} for the probe on {probe['reference_layer']}"
+        ref = f"best layer by validation, {probe['reference_layer']}"
+        said += f", {probe['reference_test_macro_f1']:.3f} for the reference probe ({ref})"
     return said
 
 
