@@ -27,7 +27,7 @@ from ..head_dir import (
 )
 from ..heads import Head
 from ..out_dir import atomic_dir
-from ..training.quality import SAMPLING_FLOOR, SAMPLING_RATIO, few_rows
+from ..training.quality import few_rows, sampling_outweighs
 from ..training.stats import (  # noqa: F401  (re-exported)
     ONE_VALUE,
     TINY,
@@ -300,21 +300,15 @@ def test_rows(diff: dict[str, Any], right: Sequence[np.ndarray], other: Sequence
     """The test rows' own paired 95% interval (stats.rows_paired: ``right``/``other``, each seed's rows
     answered right by the two sides) beside ``diff``, their paired difference over those seeds, read
     by fit-head's rule (quality.THRESHOLDS["test_sampling_delta"]): it ``dominates`` where, over two
-    seeds or more and at least MIN_ROWS rows, it is wider than SAMPLING_RATIO × the interval over seeds
-    and its half-width above SAMPLING_FLOOR. ``within_sampling`` where it dominates and holds 0: the
-    seeds share the test rows, so a loss or gain their interval shows may be only which rows were
-    drawn (2 seeds, one row of 66 on each: [-0.0152, -0.0152]). None without rows."""
+    seeds or more and at least MIN_ROWS rows, quality.sampling_outweighs the interval over seeds.
+    ``within_sampling`` where it dominates and holds 0: the seeds share the test rows, so a loss or
+    gain their interval shows may be only which rows were drawn (2 seeds, one row of 66 on each:
+    [-0.0152, -0.0152]). None without rows."""
     rows = rows_paired(right, other)
     if rows is None:
         return None
     lo, hi, half = diff.get("ci_low"), diff.get("ci_high"), rows["half_width"]
-    dominates = (
-        lo is not None
-        and hi is not None
-        and rows["rows"] >= MIN_ROWS
-        and 2 * half > SAMPLING_RATIO * (hi - lo)
-        and half > SAMPLING_FLOOR
-    )
+    dominates = lo is not None and hi is not None and rows["rows"] >= MIN_ROWS and sampling_outweighs(2 * half, hi - lo)
     within = dominates and rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
     return {**rows, "dominates": bool(dominates), "within_sampling": bool(within)}
 

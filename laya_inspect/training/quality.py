@@ -185,6 +185,14 @@ def few_class_rows(train_labels: np.ndarray, class_names: Sequence[str]) -> str 
     )
 
 
+def sampling_outweighs(rows_width: float, seeds_width: float) -> bool:
+    """Fit-head's test-sampling rule (THRESHOLDS["test_sampling"], ["test_sampling_delta"]): the test
+    rows' own 95% interval, ``rows_width`` wide, is wider than SAMPLING_RATIO × the interval over seeds
+    and its half-width above SAMPLING_FLOOR, so the seeds' interval reads too sure. fit-head's accuracy
+    and Δ-vs-last warnings and prune's test rows all read it here."""
+    return rows_width > SAMPLING_RATIO * seeds_width and rows_width / 2 > SAMPLING_FLOOR
+
+
 def difference_sampling_warning(
     delta: Mapping[str, Any], runs: Sequence[Any], last: Sequence[Any], n: int | None
 ) -> str | None:
@@ -204,7 +212,7 @@ def difference_sampling_warning(
         return None
     half, apart = rows["half_width"], rows["differ"] / rows["rows"]
     seeds = high - low
-    if 2 * half <= SAMPLING_RATIO * seeds or half <= SAMPLING_FLOOR:
+    if not sampling_outweighs(2 * half, seeds):
         return None
     return (
         f"test sampling of Δ vs last: its 95% interval over {counted(len(pairs), 'seed')}, [{low:+.3f}, "
@@ -269,7 +277,7 @@ def sampling_warning(acc: Mapping[str, Any], n: int | None) -> str | None:
         return None
     w_low, w_high = wilson(mean * n, n)
     wide, seeds = w_high - w_low, high - low
-    if wide <= SAMPLING_RATIO * seeds or wide / 2 <= SAMPLING_FLOOR:
+    if not sampling_outweighs(wide, seeds):
         return None
     how = "the seed interval has zero width" if seeds <= LINE_TOLERANCE else f"{wide / seeds:.1f}× as wide"
     return (
