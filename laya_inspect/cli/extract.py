@@ -168,23 +168,25 @@ def _inputs(config: ExtractConfig, transforms: dict, left: list[str]) -> list[tu
     """How inputs reached the model, each step that decides the rows: the resize's fit, a colour change,
     the normalisation and where it came from, a text's token limit. A torchvision or timm model's
     mean/std come from its architecture's preset, which a user's own --weights need not share: said so."""
+    from ..report.cached import COLOUR, FIT_WORDS, PRESET_SOURCES  # the words report.html says them in
+
     items: list[tuple[str, bool]] = []
     resize, channels, norm = transforms.get("resize"), transforms.get("channels"), transforms.get("normalize")
     if resize or "resize" not in left:
         fit = (resize or {}).get("fit") or config.resize or "stretch"
-        kept = " (straight to the size)" if fit == "stretch" else " (shorter side scaled, centre crop)"
+        kept = FIT_WORDS["stretch" if fit == "stretch" else "crop"]
         items.append((f"resize {fit}{kept if resize else ' (no image resized)'}", "resize" in left))
     if channels:
         items.append((f"colour {channels['from']}→{channels['to']} channels ({channels['how']}, the model's)", True))
     elif transforms.get("kind") == "image":  # no option sets it: files are decoded to the channels the model takes
         n = transforms["output"][0]
-        items.append((f"images read as {_COLOUR.get(n, f'{n} channels')}", True))
+        items.append((f"images read as {COLOUR.get(n, f'{n} channels')}", True))
     if isinstance(norm, dict):
         if norm.get("applied"):
             text = f"normalize mean {_vals(norm['mean'])} / std {_vals(norm['std'])}"
             if norm.get("from") == "model":
                 text += " (the model's"
-                if config.weights and config.model.split(":", 1)[0] in ("torchvision", "timm"):
+                if config.weights and config.model.split(":", 1)[0] in PRESET_SOURCES:
                     text += ": its architecture's preset, assumed for --weights; --normalize if trained otherwise"
                 text += ")"
         else:
@@ -194,9 +196,6 @@ def _inputs(config: ExtractConfig, transforms: dict, left: list[str]) -> list[tu
     if transforms.get("kind") == "text":  # no option sets it: always the default
         items.append((f"texts cut at {transforms.get('max_length')} tokens", True))
     return items
-
-
-_COLOUR = {1: "greyscale (1 channel)", 3: "RGB (3 channels)"}
 
 
 def _vals(v: list) -> str:

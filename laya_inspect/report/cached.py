@@ -10,6 +10,7 @@ from typing import Any
 MAX_NAMED_LAYERS = 6  # more are shown as the first three, "…" and the last two, with their count
 COLOUR = {1: "greyscale (1 channel)", 3: "RGB (3 channels)"}
 PRESET_SOURCES = ("torchvision", "timm")  # sources whose mean/std are the architecture's, whatever the weights
+FIT_WORDS = {"stretch": " (straight to the size)", "crop": " (shorter side scaled, centre crop)"}  # extract's too
 
 
 def made_facts(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -79,9 +80,7 @@ def inputs_fact(transforms: Mapping[str, Any], defaults: Any, model_spec: Any = 
         if isinstance(resize, Mapping):
             frm = resize.get("from")
             frm = "×".join(map(str, frm)) if isinstance(frm, list) else str(frm)
-            kept = (
-                " (straight to the size)" if resize.get("fit") == "stretch" else " (shorter side scaled, centre crop)"
-            )
+            kept = FIT_WORDS["stretch" if resize.get("fit") == "stretch" else "crop"]
             parts.append(f"resized from {frm} by {resize.get('fit')}{kept}{default('resize')}")
         channels = transforms.get("channels")
         if isinstance(channels, Mapping):
