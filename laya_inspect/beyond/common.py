@@ -96,9 +96,7 @@ def cache_record(store: FeatureStore) -> dict[str, Any]:
     """What a summary records of the cache it read: :meth:`FeatureStore.identity`, and how the whole
     cache's features were made (its model, pooling, input transforms and the extract options left at
     their defaults), so report.html still says them once the cache file is gone."""
-    attrs = store.whole.attrs
-    made = {k: attrs.get(k) for k in ("model_spec", "layer_pooling", "transforms", "config_defaults")}
-    return {**store.identity(), **made}
+    return {**store.identity(), **store.made()}
 
 
 def load_split(store: FeatureStore, split: str, device: torch.device) -> Split:

@@ -267,6 +267,12 @@ class FeatureStore:
             out["cache_layer_names"] = self._of.layer_names
         return out
 
+    def made(self) -> dict[str, Any]:
+        """How the whole cache's features were made: its model, pooling, input transforms and the extract
+        options left at their defaults; what a summary keeps of them, so that report.html still says them
+        once the cache file is gone."""
+        return {k: self.whole.attrs.get(k) for k in ("model_spec", "layer_pooling", "transforms", "config_defaults")}
+
     @property
     def whole(self) -> FeatureStore:
         """The cache with all its layers (itself, unless this is a :meth:`keep_layers` view)."""

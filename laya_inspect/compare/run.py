@@ -282,13 +282,10 @@ def compare_heads(
         "cache": {
             **store.identity(),
             "class_names": class_names,
-            "model_spec": store.attrs.get("model_spec"),
             "data_spec": store.attrs.get("data_spec"),
-            # how the features were made (normalisation and where it came from, pooling): the page's
-            # facts when the cache file is gone; the whole cache's, as its fingerprint
-            "layer_pooling": store.whole.attrs.get("layer_pooling"),
-            "transforms": store.whole.attrs.get("transforms"),
-            "config_defaults": store.whole.attrs.get("config_defaults"),  # the page's "(default)" marks
+            # how the features were made (model, pooling, normalisation and where it came from, the options
+            # left at their defaults): the page's facts when the cache file is gone
+            **store.made(),
             "warnings": cache_warnings(store),
         },
         "head_warnings": head_warnings(heads, store, config.split) + repeats_said,
