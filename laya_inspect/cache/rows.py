@@ -261,12 +261,13 @@ def own_task(
     low, skewed = [], False
     for split, (hits, rows) in counts.items():
         labels = np.asarray(splits[split].labels)
-        majority = chance_level(labels[labels >= 0]) if rows else None
+        labels = labels[labels >= 0]  # the labelled rows the writer counted
+        majority = chance_level(labels) if rows else None
         record[split] = {"top1": hits / rows if rows else None, "hits": hits, "rows": rows, "majority": majority}
         if majority is not None and enough_rows(rows, n) and is_near_chance(hits / rows, majority, rows):
             low.append(f"{hits} of {rows} {split} rows ({hits / rows:.3f}, the majority class's share {majority:.3f})")
             # on imbalanced classes accuracy alone cannot tell such a model from one that learnt the rare ones
-            skewed |= class_balance(labels[labels >= 0], prep.data.class_names)["imbalanced"]
+            skewed |= class_balance(labels, prep.data.class_names)["imbalanced"]
     if not low:
         return record, []
     said = "the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
