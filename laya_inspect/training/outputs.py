@@ -57,9 +57,13 @@ def summary_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for k in ("mean", "std", "ci_low", "ci_high"):
                 row[f"delta_{m}_{k}"] = d.get(k)
         agreement = h.get("seed_agreement") or {}
+        # each agreement beside its nulls (docs/METHOD.md, "Seed agreement"): a bare "ρ 0.9" or "99% of
+        # rows" in a spreadsheet read as agreement about inputs where one profile per seed gives as much
         row["seed_rank_agreement"] = agreement.get("rank_agreement")
+        row["seed_rank_agreement_constant"] = agreement.get("rank_agreement_constant")
         row["seed_top_layer_agreement"] = agreement.get("top_layer_agreement")
         row["seed_top_layer_agreement_constant"] = agreement.get("top_layer_agreement_constant")
+        row["seed_top_layer_chance_shares"] = agreement.get("top_layer_chance_shares")
         row["warnings"] = " | ".join(h.get("warnings") or [])
         rows.append(row)
     return rows
