@@ -619,3 +619,28 @@ def test_the_constant_rule_rows_say_whether_they_reach_the_bar(default_run) -> N
     seeds = {**s, "construction_seeds": [0, 1], "across_seeds": across}
     (row,) = [r for r in rows(seeds_table(seeds)) if r.split()[0] == "laya"]
     assert row.split()[-1] == "2/2", row
+
+
+def test_the_reading_across_seeds_names_the_seeds_where_the_constant_rule_reaches_the_bar_too(default_run) -> None:
+    """Across seeds the pass was qualified only when the constant rule reached the bar on every seed: on
+    some seeds only, IG's and α's passes stood bare, though on those seeds one fixed profile did as well.
+    Those seeds are now named, and summary.json keeps them (`constant_at_bar_seeds`)."""
+    import copy
+
+    from laya_inspect.check.seeds import across_seeds, seeds_verdict_lines
+
+    _, s, _ = default_run
+    assert s["constant_at_bar"] is True
+    other = copy.deepcopy(s)  # a second seed whose constant rule falls short of the bar, IG still at it
+    other["construction"]["seed"] = 1
+    other["constant_at_bar"] = False
+    other["against_bar"]["constant"]["laya"] = "straddles"
+    across = across_seeds([s, other])
+    assert across["constant_at_bar_seeds"] == [0] and across["constant_at_bar_on_every_seed"] is False
+    lines = seeds_verdict_lines(across, "layers.1", "resample")
+    for name in ("IG", "α", "α-contrib"):
+        (line,) = [v for v in lines if v.startswith(f"{name} ")]
+        assert line.endswith(
+            "; on construction seed 0 compare's constant rule (one profile for every row) reaches the bar too, "
+            f"so there this check cannot tell {name} from one fixed profile"
+        ), line

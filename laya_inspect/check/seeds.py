@@ -145,6 +145,7 @@ def across_seeds(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "constant": constant,
         "random_floor": summaries[0]["random_floor"],
         "constant_at_bar_on_every_seed": _constant_everywhere(summaries),
+        "constant_at_bar_seeds": [seed for seed, s in zip(seeds, summaries) if s.get("constant_at_bar")],
     }
 
 
@@ -193,6 +194,18 @@ def _constant_everywhere(summaries: list[dict[str, Any]]) -> bool | None:
     return None if any(a is None for a in at) else all(at)
 
 
+def _constant_some(across: dict[str, Any], label: str) -> str:
+    """Where the constant rule reaches the bar on some seeds but not all: those seeds' passes cannot tell
+    ``label`` from one fixed profile (said on every seed, the line says it already)."""
+    some = across.get("constant_at_bar_seeds") or []
+    if not some or across.get("constant_at_bar_on_every_seed"):
+        return ""
+    return (
+        f"; on {counted_list('construction seed', some)} compare's constant rule (one profile for every row) reaches "
+        f"the bar too, so there this check cannot tell {label} from one fixed profile"
+    )
+
+
 def _seeds(seeds: list[int]) -> str:
     return ", ".join(map(str, seeds))
 
@@ -232,7 +245,7 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
                     "; not a pass of per-input attribution: compare's constant rule (one profile for every row) "
                     "reaches the bar on every seed too, so this check cannot tell IG from one fixed profile"
                     if across.get("constant_at_bar_on_every_seed")
-                    else ""
+                    else _constant_some(across, "IG")
                 )
                 if ig["at_bar_on_every_seed"]
                 else ": not passed: a method passes only when it passes on every construction seed"
@@ -248,6 +261,8 @@ def seeds_verdict_lines(across: dict[str, Any], layer: str, ablation: str) -> li
                     "; compare's constant rule (the mean α, one profile for every row) reaches the bar on every seed "
                     f"too, so this check cannot tell {label} from one fixed profile"
                     if r["at_bar_on_every_seed"] and across.get("constant_at_bar_on_every_seed")
+                    else _constant_some(across, label)
+                    if r["at_bar_on_every_seed"]
                     else ""
                 )
             )
