@@ -524,6 +524,12 @@ def test_seeds_whose_mean_weights_peak_on_one_layer_are_not_said_to_disagree() -
     assert line.startswith("seeds split per row: every seed's mean weights peak on a, but per-row top layers agree")
     assert f"only {agree['top_layer_agreement']:.0%} of rows across seed pairs (chance " in line
     assert f"chance {agree['top_layer_chance_shares']:.0%} at each seed's own top-layer shares" in line
+    # beside the constant rule too: one mean profile per seed, all peaking on a, agree on every row
+    assert line.endswith(
+        "shares; each seed's mean profile for every row: 100%): the seeds agree on the layers "
+        "overall, not on which layer tops a given input; read one input's weights as one seed's, "
+        "not the head's"
+    ), line
     # seeds whose mean weights peak on different layers still disagree, in those words
     flip = seed(1)
     flip.test.weights = flip.test.weights[:, ::-1].copy()
@@ -531,6 +537,7 @@ def test_seeds_whose_mean_weights_peak_on_one_layer_are_not_said_to_disagree() -
     assert any(
         w.startswith("seeds disagree: mean weights peak on a (seed 0), c (seed 1); per-row") for w in q["warnings"]
     )
+    assert any("each seed's mean profile for every row: 0%)" in w for w in q["warnings"])
 
 
 def test_extract_and_fit_head_read_one_threshold_for_a_layer_that_gives_one_row(tmp_path: Path) -> None:

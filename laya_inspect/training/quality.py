@@ -104,13 +104,19 @@ def uniform_spread(weights: Any) -> float:
 
 
 def _per_row(agree: Mapping[str, Any]) -> str:
-    """The per-row top-layer agreement beside its chance, as the warnings say it: "41% of rows across
-    seed pairs (chance 30% at each seed's own top-layer shares)"."""
-    chance = agree.get("top_layer_chance_shares")
+    """The per-row top-layer agreement beside its nulls, as the warnings say it: "41% of rows across
+    seed pairs (chance 30% at each seed's own top-layer shares; each seed's mean profile for every row:
+    100%)": the constant rule too, as the terminal's profile line and the reading give it."""
+    chance, constant = agree.get("top_layer_chance_shares"), agree.get("top_layer_agreement_constant")
+    nulls = []
+    for value, said in (
+        (chance, "chance {} at each seed's own top-layer shares"),
+        (constant, "each seed's mean profile for every row: {}"),
+    ):
+        if value is not None and value == value:  # NaN: no such null to say
+            nulls.append(said.format(percent(value)))
     said = f"{percent(agree['top_layer_agreement'])} of rows across seed pairs"
-    if chance is None or chance != chance:
-        return said
-    return f"{said} (chance {percent(chance)} at each seed's own top-layer shares)"
+    return f"{said} ({'; '.join(nulls)})" if nulls else said
 
 
 def agreement_at_chance(agree: dict[str, Any]) -> str | None:
