@@ -421,3 +421,15 @@ def test_compare_finds_the_layers_each_head_reads_once(digits_cache, head_dirs, 
     read = {h["name"]: h["layers_read"] for h in summary["heads"]}
     assert read == {"laya": [0, 1, 2], "last": [2]}
     assert {name: h["layers_read"] for name, h in summary["sanity"]["heads"].items()} == read
+
+
+def test_a_passed_heads_line_gives_the_bound_permuted_labels_were_read_against():
+    """QA: the one-line view said "permuted labels near chance (0.211 vs 0.103)", which reads as twice chance
+    called near it; the rule is chance plus half the real head's gain (here 0.540), which the line now gives."""
+    from laya_inspect.report.sanity import passed
+
+    check = {"verdict": "low", "rank_correlation": {"mean": 0.01, "ci": [-0.1, 0.1]}}
+    data = {"verdict": "near chance", "accuracy": 0.211, "chance": 0.103, "near_chance_bound": 0.540}
+    line = passed("laya-seed_1", [("ig", "top", check)], data)
+    assert line is not None
+    assert "(0.211 vs chance 0.103, below its bound 0.540)" in line.plain, line.plain

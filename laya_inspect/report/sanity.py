@@ -94,6 +94,15 @@ def legend(summary: dict[str, Any]) -> str:
     )
 
 
+def _labels_near(data: dict[str, Any]) -> str:
+    """The permuted-label head's accuracy beside chance and the bound it was read against: "near chance"
+    alone reads 0.21 against 0.10 as a failure, while the bound (chance plus half the real head's gain
+    over it) is far above."""
+    bound = data.get("near_chance_bound")
+    below = f", below its bound {num(bound, 3)}" if bound is not None else ""
+    return f"permuted labels near chance ({num(data.get('accuracy'), 3)} vs chance {num(data.get('chance'), 3)}{below})"
+
+
 def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[str, Any]) -> Text | None:
     """A head that failed no check in one line: how many checks read low, each other verdict with the
     checks it names (an unclear one with its interval), the permuted-label head beside chance. None
@@ -103,9 +112,7 @@ def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[st
         return None
     if one_layer(rows):  # no check passed or failed: said as such, not as "0 of 4 low"
         return Text(
-            f"  {name}: {inapplicable_said(rows[0][2].get('note'))}, no check passed or failed; permuted labels "
-            "near chance "
-            f"({num(data.get('accuracy'), 3)} vs {num(data.get('chance'), 3)})",
+            f"  {name}: {inapplicable_said(rows[0][2].get('note'))}, no check passed or failed; {_labels_near(data)}",
             style="dim",
         )
     said: dict[str, dict[str, list[str]]] = {}  # verdict → method → its checks
@@ -118,8 +125,7 @@ def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[st
         for word, by in said.items()
     ]
     return Text(
-        f"  {name}: {low} of {len(rows)} low" + "".join(f", {o}" for o in others) + "; permuted labels near "
-        f"chance ({num(data.get('accuracy'), 3)} vs {num(data.get('chance'), 3)})",
+        f"  {name}: {low} of {len(rows)} low" + "".join(f", {o}" for o in others) + f"; {_labels_near(data)}",
         style="dim",
     )
 
