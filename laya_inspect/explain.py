@@ -40,17 +40,24 @@ class InputView:
     """The row's raw input: ``kind`` "image" (``image`` (H, W) or (H, W, 3) in [0, 1]), "text"
     (``text``), or None with ``note`` saying why it is not shown; ``source``: what names the row beside
     its number: the file it was read from, relative to the data's folder, where the data are files (an
-    image folder), the start of a text, quoted, else ""."""
+    image folder), the start of a text, quoted, else ""; ``line``: the row's line in ``file``, where the
+    data are a file of lines (CSV, TSV, JSONL): 1-based, header and blank lines counted, as the data's
+    warnings and errors name it."""
 
     kind: str | None
     image: np.ndarray | None = None
     text: str | None = None
     note: str = ""
     source: str = ""
+    line: int | None = None
+    file: str = ""
 
     def where(self, source_row: int) -> str:
-        """ "source row 3", with its file where the data name one: a row number alone names no image."""
-        return f"source row {source_row}" + (f": {self.source}" if self.source else "")
+        """ "line 5 of reviews.csv" where the data are a file of lines (a user finds the row in their
+        editor so, and extract's warnings name it so), else "source row 3"; with its file or the start
+        of its text: a row number alone names no image."""
+        named = f"line {self.line} of {self.file}" if self.line is not None else f"source row {source_row}"
+        return named + (f": {self.source}" if self.source else "")
 
 
 @dataclass
@@ -101,6 +108,7 @@ class Explanation:
                 "split": self.split,
                 "row": self.row,
                 "source_row": self.source_row,
+                "source_line": self.input.line,
                 "label": self.class_name(self.label),
                 "pred": self.class_name(self.pred),
                 "target": self.class_name(self.target),
@@ -131,6 +139,7 @@ class Explanation:
                     "text": self.input.text,
                     "note": self.input.note,
                     "source": self.input.source or None,
+                    "file": self.input.file or None,
                 },
                 "cache_warnings": self.cache_warnings,
                 "head_warnings": self.head_warnings,
@@ -199,7 +208,9 @@ def read_input(store: FeatureStore, split: str, source_row: int, label: int) -> 
         return InputView(None, note=f"input not shown: {e}{relative}")
     if isinstance(raw, list) and raw and isinstance(raw[0], str):
         note = f"an empty text: its {EMPTY_TEXT}" if blank_text(raw[0]) else _cut_note(store, raw[0])
-        return InputView("text", text=raw[0], note=note, source=_text_start(raw[0]))
+        line = src.lines[source_row] if src.lines is not None else None
+        file = Path(src.location).name if line is not None else ""
+        return InputView("text", text=raw[0], note=note, source=_text_start(raw[0]), line=line, file=file)
     x = raw[0]
     arr = np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x)
     if arr.ndim != 3:

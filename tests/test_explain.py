@@ -433,9 +433,9 @@ def test_a_text_row_is_named_by_the_start_of_its_text_as_an_image_row_by_its_fil
     texts[9] = "an unusually long review that goes on about the film " * 4
     with FeatureStore(_reviews_cache(tmp_path, texts)) as store:
         short, long = read_input(store, "test", 8, label=0), read_input(store, "test", 9, label=1)
-    assert short.where(8) == "source row 8: 'review 8'"
+    assert short.where(8) == "line 10 of reviews.csv: 'review 8'"
     assert long.text == texts[9] and long.source == repr(texts[9][:59] + "…")
-    assert long.where(9) == "source row 9: 'an unusually long review that goes on about the film an unu…'"
+    assert long.where(9) == "line 11 of reviews.csv: 'an unusually long review that goes on about the film an unu…'"
 
 
 @pytest.mark.parametrize("blank", ["  ", "\u200b\u200b", "\ufeff", "\u200d \x07\x7f"])
@@ -482,8 +482,8 @@ def test_a_text_with_a_newline_or_a_direction_override_is_shown_on_one_line(tmp_
     (line,) = [x for x in result.output.splitlines() if x.startswith("input:")]
     assert line == "input: first line\\nsecond \\u202eline", line
     # the header names the row by its text's start, as an image row by its file, on the same line
-    (header,) = [x for x in result.output.splitlines() if "(source row 20" in x]
-    assert "(source row 20: 'first line\\nsecond \\u202eline'): label" in header, header
+    (header,) = [x for x in result.output.splitlines() if "(line 22 of reviews.csv" in x]
+    assert "(line 22 of reviews.csv: 'first line\\nsecond \\u202eline'): label" in header, header
 
 
 def test_a_relative_data_path_is_read_from_the_folder_extract_ran_in(
