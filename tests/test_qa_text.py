@@ -60,3 +60,32 @@ def test_texts_of_only_invisible_characters_are_empty_ones(bert, tmp_path):
     _, _, warnings = _extract(bert, tmp_path, _rows(texts))
     empty = [w for w in warnings if "have an empty text" in w]
     assert len(empty) == 1 and "3 of 8 rows have an empty text (column 'text'; line 2, 4, 7)" in empty[0], warnings
+
+
+def test_a_csv_saved_without_its_header_line_is_said_so(tmp_path):
+    """QA (Debian package descriptions by Section, the header line left out): extract said "no column
+    'text' for text_col; available: collection of roundrobin utilities, python", the first record's
+    text and label read as column names, and nothing said why. It now says the file seems to have no
+    header line."""
+    from laya_inspect.data import DATASETS
+    from laya_inspect.errors import InputError
+
+    rows = [
+        ("collection of roundrobin utilities", "python"),
+        ("GNU C Library: Shared libraries", "libs"),
+        ("Python 3 module for YAML", "python"),
+        ("command-line JSON processor", "utils"),
+    ]
+    data = tmp_path / "pkgs.csv"
+    data.write_text("".join(f"{t},{y}\r\n" for t, y in rows), encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        DATASETS.get("csv").load(str(data), {}, seed=0, test_fraction=0.2)
+    said = str(e.value)
+    assert "no column 'text' for text_col" in said
+    assert "its line 1 reads as a data row ('python' is also a value of that column below it)" in said
+    assert "has no header line?" in said
+    # a header that names other columns is no data row: no such guess
+    data.write_text("review,sentiment\r\n" + "".join(f"{t},{y}\r\n" for t, y in rows), encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        DATASETS.get("csv").load(str(data), {}, seed=0, test_fraction=0.2)
+    assert "no header line" not in str(e.value)

@@ -101,6 +101,18 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict], list[int]]:
         csv.field_size_limit(limit)
 
 
+def _no_header(columns: list[str], rows: list[dict], path: Path) -> str:
+    """What to add to "no column 'text'" when the header reads as a data row: a file saved without its
+    header line lends its first record's text and label as the column names, which the user never wrote."""
+    again = [c for c in columns if c.strip() and any((r.get(c) or "").strip() == c.strip() for r in rows)]
+    if not again:
+        return ""
+    return (
+        f"; its line 1 reads as a data row ({again[0]!r} is also a value of that column below it): the file "
+        f"has no header line? add one naming the columns, e.g. `text,label`, as the first line of {path.name}"
+    )
+
+
 def _not_utf8(path: Path, what: str) -> InputError:
     """The first byte of ``path`` that is not UTF-8, by its line (the decoder's own position counts
     bytes from the start of whatever chunk it was reading), and the fix."""
@@ -211,6 +223,7 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         if col not in columns:
             raise InputError(
                 f"{path}: no column {col!r} for {key}; {suggest(col, columns)} (choose with {fmt}:FILE?{key}=NAME)"
+                + (_no_header(columns, rows, path) if fmt == "csv" else "")
             )
     if "split_col" in options and split_col not in columns:
         raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
