@@ -519,8 +519,39 @@ def test_train_near_chance_advice_reads_the_epochs_each_run_used() -> None:
     early on patience would not use more --epochs, which fit-head's warning already says."""
     from laya_inspect.training.joint import _warnings
 
-    probe = {"test_acc": 0.1, "epochs_run": 30}
+    probe = {"test_acc": 0.1, "converged": True}
     metrics = {"test_acc": 0.1, "chance": 0.1, "n_test": 200, "seed": 0, "epochs_run": 4, "backbone_head": probe}
     model, backbone = _warnings(metrics, epochs=30)
     assert "every seed stopped early on patience (4 of 30 epochs), so more --epochs will not" in model
-    assert "more --epochs" in backbone and "seed 0 ran all 30 epochs" in backbone
+    # the backbone's classifier is fitted to convergence on its own budget: the joint run's epochs decide
+    assert "every seed stopped early on patience (4 of 30 epochs)" in backbone
+    ran_all = _warnings({**metrics, "epochs_run": 30}, epochs=30)[1]
+    assert "more --epochs" in ran_all and "seed 0 ran all 30 epochs" in ran_all
+
+
+def test_a_short_joint_run_fits_the_backbone_classifier_on_its_own_budget(tmp_path: Path) -> None:
+    """The backbone's own classifier (extract's model logits) was refit on the frozen last block with
+    the joint run's --epochs and --lr: after `--epochs 3` on Fashion-MNIST it read test accuracy 0.108
+    (LAYA 0.7635), a good block behind an unfitted classifier. It is now fitted to convergence on its
+    own budget, and the checkpoint's classifier gives the accuracy train reports."""
+    from laya_inspect.data import load_data
+    from laya_inspect.models.zoo import model_from_checkpoint
+
+    ckpt = tmp_path / "short.pt"
+    args = ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "1", "--d-star", "16"]
+    result = runner.invoke(app, [*args, "--limit", "600", "--out", str(ckpt)], env=ENV)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "short.metrics.json").read_text())
+    probe = metrics["backbone_head"]
+    assert probe["test_acc"] > 0.7, probe  # chance is about 0.1; the joint model itself is lower after 1 epoch
+    assert probe["converged"] and 0 < probe["iterations"] < 500 and "not the joint run's --epochs" in probe["fit"]
+    assert not any("backbone's own classifier" in w for w in metrics["warnings"])
+    assert f"test accuracy {probe['test_acc']:.4f}" in " ".join(result.stdout.split())
+    obj = torch.load(ckpt, weights_only=True)
+    backbone = model_from_checkpoint(obj).eval()
+    test = load_data("digits", splits=("test",), limit=600).splits["test"]
+    x, y, _ = next(test.batches(test.n))
+    with torch.no_grad():
+        acc = float((backbone(x).argmax(1) == y).double().mean())
+    assert abs(acc - probe["test_acc"]) < 1e-9
+

@@ -233,9 +233,12 @@ def train_command(
             highlight=False,
         )
     if isinstance(m.get("backbone_head"), dict):
+        probe = m["backbone_head"]
         console.print(
-            f"backbone classifier: linear probe on the frozen last block, test accuracy "
-            f"{m['backbone_head']['test_acc']:.4f}",
+            f"backbone classifier (extract's model logits): logistic-regression probe on the frozen last block, "
+            f"L-BFGS {counted(probe['iterations'], 'iteration')}"
+            + ("" if probe["converged"] else " (not converged)")
+            + f", not --epochs/--lr: test accuracy {probe['test_acc']:.4f}",
             highlight=False,
         )
     warn(m.get("data_warnings"))
