@@ -555,3 +555,21 @@ def test_a_short_joint_run_fits_the_backbone_classifier_on_its_own_budget(tmp_pa
         acc = float((backbone(x).argmax(1) == y).double().mean())
     assert abs(acc - probe["test_acc"]) < 1e-9
 
+
+def test_train_says_which_options_do_not_reach_a_bilstm_and_refuses_them_given(tmp_path: Path) -> None:
+    """train's settings line and metrics listed `init` and LayerNorm ε for zoo:bilstm, which has no
+    LayerNorm and always takes Keras' initialisation: --ln-eps 0.5 and --init torch ran and changed nothing."""
+    data = f"csv:{_sentiment_csv(tmp_path / 'reviews.csv', n=80)}"
+    base = ["train", "--model", "zoo:bilstm", "--data", data, "--epochs", "1", "--out", str(tmp_path / "b.pt")]
+    refused = runner.invoke(app, [*base, "--ln-eps", "0.5"], env=ENV)
+    assert refused.exit_code == 1 and "--ln-eps is not used by zoo:bilstm" in refused.stderr
+    refused = runner.invoke(app, [*base, "--head", "last", "--init", "torch"], env=ENV)
+    assert refused.exit_code == 1 and "--init torch is not used" in refused.stderr
+    assert not (tmp_path / "b.pt").exists()
+    ran = runner.invoke(app, [*base, "--head", "laya", "--d-star", "8", "--init", "torch"], env=ENV)
+    assert ran.exit_code == 0, ran.output
+    said = " ".join(ran.stdout.split())
+    assert "LayerNorm ε not used by zoo:bilstm" in said and "LayerNorm ε 1e-3" not in said
+    assert "init torch (the head's only: zoo:bilstm's own layers always take Keras' (glorot)" in said
+    metrics = json.loads((tmp_path / "b.metrics.json").read_text())
+    assert set(metrics["not_used"]) == {"ln_eps", "init"}

@@ -145,14 +145,16 @@ def fit_head_command(
 def train_settings(metrics: dict[str, Any], config: JointConfig, width: int = 100) -> Any:
     """train's settings line: every option that decides its numbers, those left at their defaults
     said apart (from the metrics' ``config_defaults``), the head's own options only where they act."""
-    c, left = config, set(metrics.get("config_defaults") or [])
+    c, left, unused = config, set(metrics.get("config_defaults") or []), metrics.get("not_used") or {}
     ln_eps = "1e-3 (Keras')" if c.ln_eps is None else f"{c.ln_eps:g}"
+    ln_eps = f"LayerNorm ε {ln_eps}" if "ln_eps" not in unused else f"LayerNorm ε {unused['ln_eps']}"
+    init = f"init {c.init}" + (f" ({unused['init']})" if "init" in unused else "")
     items = [
         ("head", f"head {c.head}"),
         *([("d_star", f"d*={c.d_star}")] if c.head != "last" else []),
         *([("tau", f"τ={c.tau:g}"), ("psi", f"ψ {c.psi}")] if c.head == "laya" else []),
         *([("score_width", f"scorer width {c.score_width or 2 * c.d_star}")] if c.head == "laya" else []),
-        ("init", f"init {c.init}"),
+        ("init", init),
         ("lr", f"lr {c.lr:g}"),
         ("weight_decay", f"weight decay {c.weight_decay:g}"),
         ("epochs", f"≤ {counted(c.epochs, 'epoch')}"),
@@ -163,7 +165,7 @@ def train_settings(metrics: dict[str, Any], config: JointConfig, width: int = 10
         ("val_mode", f"validation rows: {c.val_mode}"),
         ("limit", "all rows" if c.limit is None else f"≤ {c.limit} rows per split"),
         ("loss", f"loss on {c.loss}"),
-        ("ln_eps", f"LayerNorm ε {ln_eps}"),
+        ("ln_eps", ln_eps),
         ("seed", f"seed {c.seed}"),
         ("batch_size", f"batch {c.batch_size}"),
         ("device", f"device {metrics.get('device', c.device)}" + " (auto)" * (c.device == "auto")),

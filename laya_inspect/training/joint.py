@@ -101,6 +101,7 @@ def train_joint(
     """Train ``config.model`` with ``config.head`` on ``config.data``; write the checkpoint and metrics.
     An existing checkpoint is refused unless ``overwrite``; a second run on the same ``out`` is
     refused while the first holds its lock."""
+    refuse_unused(config)
     if config.threads is not None:  # the command line applies the default itself
         set_threads(config.threads, work="backbone")
     path = Path(out)
@@ -111,6 +112,26 @@ def train_joint(
         for own in (path, metrics_path(path)):  # what a killed run on this --out left
             remove_stale_temps(own)
         return _train_joint(config, path, progress or no_progress, overwrite)
+
+
+def not_used(config: JointConfig) -> dict[str, str]:
+    """The options that do not reach ``config``'s backbone (zoo:bilstm has no LayerNorm and always
+    takes Keras' initialisation), each with why: the settings line and metrics.json say so."""
+    if config.arch != "bilstm":
+        return {}
+    out = {"ln_eps": f"not used by zoo:{config.arch} (it has no LayerNorm)"}
+    reach = "the head's only" if config.head != "last" else "not used"
+    out["init"] = f"{reach}: zoo:{config.arch}'s own layers always take Keras' (glorot) initialisation"
+    return out
+
+
+def refuse_unused(config: JointConfig) -> None:
+    """Refuse an option given explicitly that would change nothing of the run."""
+    unused = not_used(config)
+    if "ln_eps" in unused and config.ln_eps is not None:
+        raise InputError(f"--ln-eps is {unused['ln_eps']}; leave it out")
+    if "init" in unused and config.init != "glorot" and config.head == "last":
+        raise InputError(f"--init {config.init} is {unused['init']} (and --head last has no head of its own)")
 
 
 def _check_out(path: Path, config: JointConfig, overwrite: bool) -> None:
@@ -246,6 +267,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         "device": str(device),  # what --device auto chose: the settings line names it
         # the options left at their defaults, so the settings line can say them apart from chosen ones
         "config_defaults": [n for n in defaulted(config) if n != "model_kwargs"],
+        "not_used": not_used(config),
     }
     alpha_mean = weights.mean(axis=0).tolist() if weights is not None else None
     if alpha_mean is not None:
