@@ -573,3 +573,25 @@ def test_train_says_which_options_do_not_reach_a_bilstm_and_refuses_them_given(t
     assert "init torch (the head's only: zoo:bilstm's own layers always take Keras' (glorot)" in said
     metrics = json.loads((tmp_path / "b.metrics.json").read_text())
     assert set(metrics["not_used"]) == {"ln_eps", "init"}
+
+
+def test_export_head_compares_train_s_accuracy_only_on_the_same_split_and_rows(tmp_path: Path) -> None:
+    """export-head printed "accuracy on train of f.h5 0.73 (train measured 0.70)" beside train's *test*
+    accuracy, and set a cache of 300 test rows beside train's 600 without a word: the gap looked like the
+    head's, while it was the rows'."""
+    ckpt, cache = tmp_path / "m.pt", tmp_path / "f.h5"
+    args = ["train", "--model", "zoo:mlp", "--data", "digits", "--head", "laya", "--epochs", "1", "--d-star", "8"]
+    assert runner.invoke(app, [*args, "--limit", "600", "--out", str(ckpt)], env=ENV).exit_code == 0
+    assert runner.invoke(app, extract_args(ckpt, cache, "--limit", "300"), env=ENV).exit_code == 0
+    export = ["export-head", str(ckpt), "--cache", str(cache), "--out"]
+    res = runner.invoke(app, [*export, str(tmp_path / "h1"), "--split", "train"], env=ENV)
+    assert res.exit_code == 0, res.output
+    assert "train measured" not in res.stdout
+    assert json.loads((tmp_path / "h1" / "export.json").read_text())["joint_test_acc"] is None
+    res = runner.invoke(app, [*export, str(tmp_path / "h2")], env=ENV)
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "train measured" in said and "holds 300 rows of split 'test', but train measured its test" in said
+    assert "extract with train's --limit 600" in said
+    written = json.loads((tmp_path / "h2" / "export.json").read_text())["warnings"]
+    assert len(written) == 1 and "300 rows" in written[0]

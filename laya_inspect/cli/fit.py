@@ -279,9 +279,10 @@ def export_head_command(
     with FeatureStore(cache) as store:
         s = export_head(checkpoint, store, out, split=split, force=force)
         layers = list(store.layer_names)  # the head's own: export_head refuses a cache of other layers
-    joint = "" if s["joint_test_acc"] is None else f" (train measured {s['joint_test_acc']:.4f})"
+    joint = "" if s["joint_test_acc"] is None else f" (train measured {s['joint_test_acc']:.4f} on its test split)"
     console.print(f"{s['kind']} head → {out}: accuracy on {s['split']} of {cache} {s['accuracy_on_cache']:.4f}{joint}")
     if s["mean_weights_on_cache"] is not None:
         weights = zip(layers, s["mean_weights_on_cache"])
         console.print("mean layer weights: " + " · ".join(f"{n} {w:.3f}" for n, w in weights), highlight=False)
+    warn(s["warnings"])
     console.print(f"next: laya-inspect compare {out} --cache {cache} --method all")

@@ -102,6 +102,9 @@ def export_head(
     labels = store.labels(split)
     with torch.no_grad():
         out = head(hs)
+    training = ckpt.get("training")
+    training = training if isinstance(training, dict) else {}
+    tested = split == training.get("test_split", "test")  # train's test accuracy is of its test split only
     summary: dict[str, Any] = {
         "checkpoint": str(checkpoint),
         "cache": str(store.path),
@@ -109,11 +112,25 @@ def export_head(
         "split": split,
         "n": int(len(labels)),
         "accuracy_on_cache": float((out.logits.argmax(1).numpy() == labels).mean()),
-        "joint_test_acc": metrics.get("test_acc"),
+        "joint_test_acc": metrics.get("test_acc") if tested else None,
         "mean_weights_on_cache": None if out.weights is None else out.weights.mean(0).tolist(),
-        "warnings": [],
+        "warnings": _other_rows(metrics, training, len(labels), split, store.path) if tested else [],
     }
     with atomic_dir(out_dir, force=force, command="export-head", inputs=[checkpoint, store.path]) as tmp:
         summary = with_run_notes(summary, tmp)  # what the cleanup before it kept, as fit-head's summary says it
         write_head_files(tmp, head, meta, {"export.json": lambda p: write_json(p, summary)})
     return summary
+
+
+def _other_rows(metrics: dict[str, Any], training: dict[str, Any], n: int, split: str, cache: Path) -> list[str]:
+    """A warning where the cache holds another number of test rows than train measured on (extract
+    without train's --limit): the two accuracies then differ by their rows, not by the head."""
+    n_test = metrics.get("n_test")
+    if not isinstance(n_test, int) or n_test == n:
+        return []
+    limit = training.get("limit")
+    same = f"extract with train's --limit {limit}" if limit is not None else "extract without --limit"
+    return [
+        f"{cache} holds {n} rows of split {split!r}, but train measured its test accuracy on {n_test}: the two "
+        f"accuracies are of other rows, not of another head ({same} to read the same rows)"
+    ]
