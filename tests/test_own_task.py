@@ -136,9 +136,10 @@ def test_a_resumed_extraction_counts_the_logits_a_killed_run_wrote(tmp_path):
 
 
 def test_logits_of_a_train_checkpoints_unlearnt_classifier_are_not_blamed_on_the_inputs():
-    """QA: a `laya-inspect train` checkpoint of 3 epochs carries the backbone's own classifier, refit with the
-    run's short budget (0.108 on Fashion-MNIST) and warned of by train. The cache's near-chance warning then
-    guessed at the inputs' normalisation, which was wrong: it names train's warning as the cause instead."""
+    """QA: a `laya-inspect train` checkpoint carries the backbone's own classifier, fitted on the frozen last
+    block, and train's warning where it did not learn. The cache's near-chance warning then guessed at the
+    inputs' normalisation, which was wrong: it names train's warning as the cause instead, and says what a
+    classifier fitted to convergence at chance does tell (the last block may not separate the classes)."""
     from types import SimpleNamespace
 
     from laya_inspect.cache.rows import own_task
@@ -152,6 +153,7 @@ def test_logits_of_a_train_checkpoints_unlearnt_classifier_are_not_blamed_on_the
     record, said = own_task(SimpleNamespace(data=data, warnings=[carried]), splits, counts)
     assert record["test"]["top1"] == 0.1 and len(said) == 1
     assert "warned did not learn" in said[0] and "normalisation" not in said[0], said
+    assert "may not separate these classes" in said[0] and "say nothing of the layers" not in said[0], said
     # without train's warning the inputs' preparation is what it names
     _, guessed = own_task(SimpleNamespace(data=data, warnings=[]), splits, counts)
     assert len(guessed) == 1 and "normalisation mean/std, here none" in guessed[0], guessed

@@ -275,8 +275,9 @@ def own_task(
         # a `laya-inspect train` checkpoint: its logits are the classifier train refit and already warned of
         return record, [
             f"{said}{' and '.join(low)}. These logits are those of the backbone's own classifier, which "
-            "`laya-inspect train` refit on the frozen last block and warned did not learn (the warning above): "
-            "they say nothing of the layers themselves, which the heads fitted on this cache read"
+            "`laya-inspect train` fitted on the frozen last block on its own budget and warned did not learn (the "
+            "warning above): that block may not separate these classes; the heads fitted on this cache read every "
+            "layer, so read their accuracy against chance"
         ]
     return record, [
         f"{said}{' and '.join(low)}, so its layers' rows, and any head fitted on them, may say little of what it "
