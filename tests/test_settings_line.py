@@ -84,3 +84,15 @@ def test_prune_and_early_exit_name_their_splits_costs_and_device_left_at_their_d
     assert "device cpu (auto)" in ran.split(" · "), ran  # the device auto chose, where the summary records it
     given = str(beyond_settings_line(_summary("prune", PruneConfig(costs="shapes")), ONE_LINE))
     assert given.startswith("settings given: costs shapes; left at"), given
+
+
+def test_prune_and_early_exit_say_what_costs_auto_chose() -> None:
+    """`--costs auto` read "costs auto" and never which count it used: the line says "costs model (auto)"
+    (or "costs shapes (auto)") as "device cpu (auto)" says the device, from the summary's `costs.source`."""
+    for command, config in (("prune", PruneConfig()), ("early-exit", ExitConfig())):
+        for source in ("model", "shapes"):
+            s = _summary(command, config, costs={"source": source, "asked": "auto"})
+            items = str(beyond_settings_line(s, ONE_LINE)).split(" · ")
+            assert f"costs {source} (auto)" in items and "costs auto" not in items, items
+    given = _summary("prune", PruneConfig(costs="model"), costs={"source": "model", "asked": "model"})
+    assert "costs model" in str(beyond_settings_line(given, ONE_LINE)).removeprefix("settings given: ").split(";")[0]

@@ -103,6 +103,7 @@ class Costs:
     note: str | None = None  # why ``auto`` fell back to shapes
     not_counted: str | None = None  # what a shapes estimate leaves out (the model's count leaves out nothing)
     warnings: list[str] = field(default_factory=list)  # where a shapes estimate reads low, from an older cache
+    asked: str = ""  # --costs as given: "auto" chose ``source``
 
     def saved(self, deepest: int) -> tuple[float, float]:
         """(parameter share, FLOP share) of the backbone saved when layer ``deepest`` is the last one run."""
@@ -117,6 +118,7 @@ class Costs:
     def to_dict(self, layer_names: Sequence[str]) -> dict[str, Any]:
         return {
             "source": self.source,
+            "asked": self.asked,
             "how": self.how,
             "note": self.note,
             "not_counted": self.not_counted,
@@ -140,15 +142,19 @@ def backbone_costs(store: FeatureStore, mode: str = "auto") -> Costs:
     if mode not in COST_CHOICES:
         raise InputError(f"--costs must be one of {', '.join(COST_CHOICES)}, got {mode!r}")
     if mode == "shapes":
-        return costs_from_shapes(store)
-    try:
-        return costs_from_model(store)
-    except (LayaError, ImportError) as e:
-        if mode == "model":
-            raise InputError(f"cannot count the backbone's compute from its model ({e}); use --costs shapes") from None
         costs = costs_from_shapes(store)
-        costs.note = f"the model could not be counted ({' '.join(str(e).split())[:200]})"
-        return costs
+    else:
+        try:
+            costs = costs_from_model(store)
+        except (LayaError, ImportError) as e:
+            if mode == "model":
+                raise InputError(
+                    f"cannot count the backbone's compute from its model ({e}); use --costs shapes"
+                ) from None
+            costs = costs_from_shapes(store)
+            costs.note = f"the model could not be counted ({' '.join(str(e).split())[:200]})"
+    costs.asked = mode
+    return costs
 
 
 def estimate_warnings(costs: dict[str, Any]) -> list[str]:

@@ -207,7 +207,8 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     # as diagnose states its splits above
     words = {"train_split": "train split", "test_split": "test split", "costs": "costs"}
     if kind != "diagnose":
-        items += [(f"{word} {c[name]}", _left(s, name)) for name, word in words.items() if name in c]
+        said = {"costs": _costs_text(s)}  # what auto chose, as the device's "(auto)" below
+        items += [(said.get(name, f"{word} {c[name]}"), _left(s, name)) for name, word in words.items() if name in c]
     # every command's: the device the refits or scores ran on (its floating point moves the last digits),
     # and a head from a cache with another fingerprint, accepted only when asked
     ran = s.get("device")  # the device auto chose, in summaries that record it
@@ -219,6 +220,13 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         else []
     )
     return settings_line(items + inert + _no_number(s), width)
+
+
+def _costs_text(s: dict[str, Any]) -> str:
+    """prune's or early-exit's compute item: "costs shapes", or what auto chose, "costs model (auto)", as
+    "device cpu (auto)" says it (a summary without its costs' source: "costs auto")."""
+    asked, source = (s.get("config") or {}).get("costs"), (s.get("costs") or {}).get("source")
+    return f"costs {source} (auto)" if asked == "auto" and source else f"costs {asked}"
 
 
 def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:
