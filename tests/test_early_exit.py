@@ -572,7 +572,7 @@ def test_held_out_area_of_the_confidence_rule_by_hand():
     used = np.array([0.5, 1.0])
     grid = (np.array([0.0, 0.8, NEVER]), np.array([0.0, NEVER]))
     fold = np.array([True, True, False, False])
-    area, over = held_out_area("confidence", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    area, over, _ = held_out_area("confidence", preds, conf, labels, used, {}, grid, 0.05, None, fold)
     assert area == pytest.approx(0.5) and over == 0.0
     pts = sweep("confidence", preds, conf, labels, used, {}, grid, 0.05)
     in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.5, 1.0)
@@ -603,7 +603,7 @@ def test_fixed_depth_held_out_equals_in_sample_when_the_folds_order_the_depths_a
     used = np.array([0.2, 0.5, 1.0])
     grid = threshold_grid(5)
     conf = np.full((5, 3), 0.5)
-    area, over = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    area, over, _ = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
     pts = sweep("fixed", preds, conf, labels, used, {}, grid, 0.05)
     in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.2, 1.0)
     assert area == pytest.approx(in_sample, abs=1e-12) and over == 0.0
@@ -619,7 +619,7 @@ def test_fixed_depth_held_out_is_lower_where_the_folds_order_the_depths_apart():
     preds = np.where(correct, 0, 1)
     fold = np.array([True, True, False, False])
     used, conf, grid = np.array([0.2, 0.5, 1.0]), np.full((4, 3), 0.5), threshold_grid(5)
-    area, _ = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
+    area, *_ = held_out_area("fixed", preds, conf, labels, used, {}, grid, 0.05, None, fold)
     pts = sweep("fixed", preds, conf, labels, used, {}, grid, 0.05)
     in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.2, 1.0)
     assert in_sample == pytest.approx((0.5 * 0.3 + 0.75 * 0.5) / 0.8)
@@ -644,7 +644,7 @@ def test_in_sample_selection_is_optimistic_for_random_exit():
         fold = two_folds(labels, np.random.default_rng([seed, 2]))
         pts = sweep("random", preds, conf, labels, used, {}, grid, 0.05, noise)
         in_sample = frontier_area([p["compute_used"] for p in pts], [p["accuracy"] for p in pts], 0.3, 1.0)
-        area, _ = held_out_area("random", preds, conf, labels, used, {}, grid, 0.05, noise, fold)
+        area, *_ = held_out_area("random", preds, conf, labels, used, {}, grid, 0.05, noise, fold)
         gaps.append(in_sample - area)
     assert np.mean(gaps) > 0.005 and np.mean(np.array(gaps) > 0) > 0.8
 
@@ -1158,3 +1158,116 @@ def test_fixed_depth_intervals_narrower_than_the_test_rows_allow_are_warned():
     assert "Wilson interval is [0.439, 0.526]" in line
     assert fixed_sampling_warning(fixed[:1], 500) == []
     assert fixed_sampling_warning([{**fixed[1], "accuracy": estimate([0.482])}], 500) == []  # one seed
+
+
+# -- the test rows' own sampling beside the intervals over seeds ------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["fixed", "confidence", "random", "confidence+alpha"])
+def test_each_rows_share_of_the_held_out_area_averages_to_that_area(rule):
+    """The test rows' interval of an area difference reads each row's share of the held-out area: their
+    mean over the rows is the area itself, for every rule and both folds' choices."""
+    rng = np.random.default_rng(3)
+    n, depths = 60, 3
+    preds = rng.integers(0, 3, size=(n, depths))
+    conf = rng.uniform(size=(n, depths))
+    labels = rng.integers(0, 3, size=n)
+    used = np.array([0.2, 0.6, 1.0])
+    masses = {"alpha": rng.uniform(size=(n, depths)), "alpha_oracle": rng.uniform(size=(n, depths))}
+    grid = threshold_grid(9)
+    noise = rng.uniform(size=(n, depths))
+    fold = two_folds(labels, rng)
+    args = (rule, preds, conf, labels, used, masses, grid, 0.3, noise, fold)
+    area, _, shares = held_out_area(*args)
+    assert shares.shape == (n,) and ((shares >= 0) & (shares <= 1 + 1e-12)).all()
+    assert shares.mean() == pytest.approx(area, abs=1e-12)
+
+
+def _rows_case(differ: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Three seeds whose confidence − random areas are +0.0100, +0.0101, +0.0102 (a narrow "beats"), on 200
+    shared test rows: where ``differ``, 6 rows gained and 4 lost (the rows allow about ±0.04), else every
+    row's share moved by the same +0.0101 (the rows allow nothing wider)."""
+    from laya_inspect.beyond.exit_verdicts import exit_comparisons
+
+    rules = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
+    areas = {r: [0.8, 0.8, 0.8] for r in rules}
+    areas["confidence"] = [0.81, 0.8101, 0.8102]
+    base = np.full(200, 0.8)
+    shares = {r: [base.copy() for _ in range(3)] for r in rules}
+    for i, a in enumerate(areas["confidence"]):
+        if differ:
+            d = np.zeros(200)
+            d[:6], d[6:10] = 1.0, -1.0
+            d += (a - 0.8) - d.mean()
+        else:
+            d = np.full(200, a - 0.8)
+        shares["confidence"][i] = base + d
+    fired = {"epsilon": 0.05, "rows": 0, "oracle_rows": 0, "of": 200}
+    comp = exit_comparisons(areas, [], fired, None, shares)
+    return comp, comp["confidence vs random"]
+
+
+def test_a_beats_the_test_rows_own_sampling_does_not_hold_is_withheld(last_layer_run):
+    """The intervals over seeds are read on one shared set of test rows: 3 seeds agreeing on +0.0101 drew
+    "rule confidence beats random exit" where 10 rows of 200 decide it and the rows alone allow ±0.04.
+    The verdict is withheld in summary.json, the terminal's lines, the warnings, the reading and report.html."""
+    from laya_inspect.beyond.exit_verdicts import rows_warning
+    from laya_inspect.report.beyond import early_exit_sections
+    from laya_inspect.report.html import Cell
+    from laya_inspect.report.reading import early_exit_reading
+
+    comp, entry = _rows_case(differ=True)
+    rows = entry["test_rows"]
+    assert rows["rows"] == 200 and rows["rows_differ"] == 200 and rows["dominates"] and rows["withheld"]
+    assert rows["ci_low"] < 0 < rows["ci_high"] and rows["half_width"] > 20 * (
+        entry["area_diff"]["ci_high"] - entry["area_diff"]["ci_low"]
+    )
+    assert entry["verdict"].startswith("no verdict on rule confidence against random exit: +0.0101, 98.8% CI over")
+    assert "beats" not in entry["verdict"] and "add test rows" in entry["verdict"]
+    warned = rows_warning(comp)
+    assert (
+        len(warned) == 1
+        and "(confidence vs random, confidence vs fixed)" in warned[0]
+        and "200 shared test rows" in warned[0]
+    )
+    s, _ = last_layer_run
+    summary = {**s, "comparisons": comp, "verdict": [e["verdict"] for e in comp.values()]}
+    lead = " ".join(early_exit_reading(summary).lead)
+    assert "confidence − it = +0.0101" in lead and "no verdict: the 200 shared test rows alone allow ±0.0" in lead
+    assert "confidence beats" not in lead, lead
+    cells = [
+        c.text if isinstance(c, Cell) else c
+        for sec in early_exit_sections(summary)
+        for t in sec.tables
+        for r in t.rows
+        for c in r
+    ]
+    assert "withheld: within the test rows' sampling" in cells
+    assert any(str(c).endswith("over 200 rows (wider than the seeds' interval)") for c in cells)
+
+
+def test_a_beats_the_test_rows_hold_stands():
+    """Every row moved alike: the rows' own interval is no wider than the seeds', so the verdict stands."""
+    from laya_inspect.beyond.exit_verdicts import rows_warning
+
+    comp, entry = _rows_case(differ=False)
+    assert not entry["test_rows"]["dominates"] and not entry["test_rows"]["withheld"]
+    assert entry["verdict"].startswith("rule confidence beats random exit: +0.0101")
+    assert rows_warning(comp) == []
+
+
+def test_a_run_records_each_comparisons_test_rows_and_what_costs_auto_chose(last_layer_run):
+    """summary.json keeps each compared pair's test-row interval and its rule; `--costs auto` said "costs
+    auto" and never what it chose: the settings line now says "costs shapes (auto)", as "device cpu (auto)"."""
+    from laya_inspect.report.settings import ONE_LINE, beyond_settings_line
+
+    s, out = last_layer_run
+    compared = [
+        e for e in s["comparisons"].values() if not (e.get("identical") or e.get("same_area") or e.get("same_as"))
+    ]
+    assert compared and all(e["test_rows"]["rows"] == s["rows"]["test"] for e in compared)
+    assert "test rows" in s["rows_rule"]
+    assert s["config"]["costs"] == "auto" and s["costs"]["source"] == "shapes" and s["costs"]["asked"] == "auto"
+    line = str(beyond_settings_line(s, ONE_LINE))
+    assert "costs shapes (auto)" in line and "costs auto" not in line, line
+    assert "costs shapes (auto)" in (out / "report.html").read_text(encoding="utf-8")

@@ -56,8 +56,17 @@ from .common import (
 from .config import ExitConfig  # noqa: F401  (re-exported)
 from .costs import backbone_costs, estimate_warnings
 from .exit_alpha import mass_beyond, read_alpha  # noqa: F401  (mass_beyond re-exported)
-from .exit_heldout import FOLD_STREAM, HELD_OUT_HOW, MIN_FOLD_ROWS, crossfit_area, held_out, small_folds, two_folds
-from .exit_verdicts import FAMILY_RULE, alpha_fired, exit_comparisons, read_apart
+from .exit_heldout import (
+    FOLD_STREAM,
+    HELD_OUT_HOW,
+    MIN_FOLD_ROWS,
+    choice_weights,
+    crossfit_area,
+    held_out,
+    small_folds,
+    two_folds,
+)
+from .exit_verdicts import FAMILY_RULE, ROWS_RULE, alpha_fired, exit_comparisons, read_apart, rows_warning
 from .laya_seeds import open_laya_heads
 from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
 
@@ -180,16 +189,37 @@ def held_out_area(
     epsilon: float,
     noise: np.ndarray | None,
     fold: np.ndarray,
-) -> tuple[float, float]:
-    """(held-out area, mean compute overshoot) of one rule for one seed, ``fold`` (N,) True on fold A
-    (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, which gives each fold's points (an exit
-    depth is a row's own)."""
-    parts = []
+) -> tuple[float, float, np.ndarray]:
+    """(held-out area, mean compute overshoot, (N,) each test row's share of that area) of one rule for one
+    seed, ``fold`` (N,) True on fold A (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, which
+    gives each fold's points (an exit depth is a row's own). A row's share is the mean over compute
+    budgets of whether it is answered right at the threshold chosen on the other fold, so the shares'
+    mean is the area: the test rows' own sampling of an area difference reads them."""
+    lo, hi = float(used[0]), float(used[-1])
+    parts, right = [], []
     for rows in (fold, ~fold):
-        mass, noise_f = {k: m[rows] for k, m in masses.items()}, None if noise is None else noise[rows]
-        pts = sweep(rule, preds[rows], conf[rows], labels[rows], used, mass, grid, epsilon, noise_f)
+        p, c, y, m, z = _of_rows(rows, preds, conf, labels, masses, noise)
+        pts = sweep(rule, p, c, y, used, m, grid, epsilon, z)
         parts.append(([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], int(rows.sum())))
-    return held_out(parts[0], parts[1], float(used[0]), float(used[-1]))
+        right.append(np.array([p[np.arange(len(y)), d] == y for _, _, d in _exits(rule, c, m, grid, epsilon, z)]))
+    shares = np.zeros(len(labels))
+    for rows, chosen_on, scored in ((~fold, parts[0], right[1]), (fold, parts[1], right[0])):
+        shares[rows] = choice_weights(chosen_on[0], chosen_on[1], lo, hi) @ scored.astype(float)
+    area, over = held_out(parts[0], parts[1], lo, hi)
+    return area, over, shares
+
+
+def _of_rows(
+    rows: np.ndarray,
+    preds: np.ndarray,
+    conf: np.ndarray,
+    labels: np.ndarray,
+    masses: dict[str, np.ndarray],
+    noise: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+    """preds, conf, labels, masses and noise of the rows ``rows`` (an exit depth is a row's own)."""
+    m = {k: v[rows] for k, v in masses.items()}
+    return preds[rows], conf[rows], labels[rows], m, None if noise is None else noise[rows]
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -250,6 +280,7 @@ def _simulate(
     areas: dict[str, list[float]] = {r: [] for r in RULES}  # held out: the areas compared
     in_sample: dict[str, list[float]] = {r: [] for r in RULES}
     overshoot: dict[str, list[float]] = {r: [] for r in RULES}
+    shares: dict[str, list[np.ndarray]] = {r: [] for r in RULES}  # each row's share of the held-out area
     fold_sizes: list[list[int]] = []
     fits: list[dict[str, Any]] = []
     jobs = [(s, k) for s in seeds for k in range(n_layers)]
@@ -285,7 +316,10 @@ def _simulate(
             in_sample[rule].append(
                 frontier_area([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], used[0], used[-1])
             )
-            area, over = held_out_area(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise, fold)
+            area, over, rows = held_out_area(
+                rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise, fold
+            )
+            shares[rule].append(rows)
             areas[rule].append(area)
             overshoot[rule].append(over)
             points += [{**q, "seed": s} for q in pts]
@@ -353,7 +387,9 @@ def _simulate(
         + ([summary["held_out"]["folds_too_small"]] if summary["held_out"]["folds_too_small"] else [])
         + fixed_sampling_warning(summary["fixed_depth"], test.n)
     )
-    summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample)
+    summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample, shares)
+    summary["warnings"] += rows_warning(summary["comparisons"])
+    summary["rows_rule"] = ROWS_RULE
     summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
     summary["families_read_apart"] = read_apart(summary["comparisons"])
     summary["family_rule"] = FAMILY_RULE

@@ -9,7 +9,7 @@ each test row is scored once, by a threshold chosen without it. Pure functions o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -62,21 +62,44 @@ def crossfit_area(
     on fold A (the best fold-A accuracy with fold-A compute ≤ c; ties to the lower fold-A compute, then
     the earlier point; 0 where none is within c; with A = B, :func:`~.early_exit.frontier_area`), and the
     mean over c of max(0, its fold-B compute − c). Point i is the same threshold in both folds."""
-    ua, aa, ub, ab = (np.asarray(x, float) for x in (used_a, acc_a, used_b, acc_b))
-    if hi <= lo:  # one budget: the best fold-A point overall
-        i = _choose(ua, aa, np.inf)
-        return float(ab[i]), max(0.0, float(ub[i]) - hi)
-    xs = np.unique(np.clip(np.concatenate([ua, [lo, hi]]), lo, hi))
+    ub, ab = np.asarray(used_b, float), np.asarray(acc_b, float)
     area = over = 0.0
-    for x0, x1 in zip(xs[:-1], xs[1:]):  # the choice is constant on [x0, x1)
-        i = _choose(ua, aa, x0 + 1e-12)
-        if i is None:
-            continue
+    for i, x0, x1 in _spans(used_a, acc_a, lo, hi):
         area += float(ab[i]) * (x1 - x0)
+        if x1 <= x0:  # one budget (hi <= lo): the best fold-A point overall
+            return float(ab[i]), max(0.0, float(ub[i]) - hi)
         top = min(x1, float(ub[i]))  # ∫ max(0, b − c) dc over [x0, x1], exactly (float noise of a mean: none)
         if top > x0 + 1e-12:
             over += ((ub[i] - x0) ** 2 - (ub[i] - top) ** 2) / 2
+    if hi <= lo:  # no point at all
+        return 0.0, 0.0
     return area / (hi - lo), float(over) / (hi - lo)
+
+
+def choice_weights(used_a: Sequence[float], acc_a: Sequence[float], lo: float, hi: float) -> np.ndarray:
+    """(P,) the share of budgets c ∈ [lo, hi] at which fold A chooses each point (:func:`crossfit_area`'s
+    choice), so that its area is ``choice_weights(used_a, acc_a, lo, hi) @ acc_b``: the same weights on
+    each fold-B row's 0/1 answers give that row's own share of the area (the test rows' sampling of it)."""
+    w = np.zeros(len(used_a))
+    for i, x0, x1 in _spans(used_a, acc_a, lo, hi):
+        w[i] += 1.0 if x1 <= x0 else (x1 - x0) / (hi - lo)
+    return w
+
+
+def _spans(used_a: Sequence[float], acc_a: Sequence[float], lo: float, hi: float) -> Iterator[tuple[int, float, float]]:
+    """(point chosen on fold A, x0, x1) for each span [x0, x1) of budgets over which the choice is
+    constant, none where no point is within budget; one (i, hi, hi) when hi <= lo."""
+    ua, aa = np.asarray(used_a, float), np.asarray(acc_a, float)
+    if hi <= lo:
+        i = _choose(ua, aa, np.inf)
+        if i is not None:
+            yield i, hi, hi
+        return
+    xs = np.unique(np.clip(np.concatenate([ua, [lo, hi]]), lo, hi))
+    for x0, x1 in zip(xs[:-1], xs[1:]):
+        i = _choose(ua, aa, x0 + 1e-12)
+        if i is not None:
+            yield i, float(x0), float(x1)
 
 
 def _choose(used: np.ndarray, acc: np.ndarray, budget: float) -> int | None:

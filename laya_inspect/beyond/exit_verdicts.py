@@ -4,10 +4,17 @@ paired difference over seeds of the held-out areas (:mod:`.exit_heldout`)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any
 
-from ..training.stats import TINY
-from .common import family, paired, verdict
+import numpy as np
+
+from ..choices import MIN_ROWS
+from ..training.quality import sampling_outweighs
+from ..training.stats import TINY, outcome
+from .common import family, level, paired, spec, verdict
 from .scoring import fired_rows
 
 REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
@@ -50,10 +57,13 @@ def exit_comparisons(
     points: list[dict[str, Any]],
     alpha_fired: dict[str, Any],
     in_sample: dict[str, list[float]] | None = None,
+    row_shares: dict[str, list[np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """Every realisable rule against random exit first (the headline), then whether α adds to
     confidence, the oracle's, and the older comparisons against fixed depth's step frontier. ``areas``
-    are the held-out areas the verdicts read; ``in_sample``'s differences are recorded beside them."""
+    are the held-out areas the verdicts read; ``in_sample``'s differences are recorded beside them.
+    ``row_shares``: each rule's (N,) per-row shares of its held-out area per seed (the test rows'
+    own sampling, :func:`rows_interval`); a "beats" or "worse" their interval does not hold is withheld."""
     pairs = {f"{r} vs random": (r, "random") for r in (*REALISABLE[1:], "fixed")}
     pairs |= {
         "confidence+alpha vs confidence": ("confidence+alpha", "confidence"),
@@ -126,7 +136,12 @@ def exit_comparisons(
                 f"rule {a} has the same held-out area as {'random exit' if b == 'random' else f'rule {b}'} {seeds}"
                 f"{fired_on}: its points move, no step of the frontier does; nothing to compare"
             )
+        elif (rows := _rows(row_shares, a, b, d, fam["confidence"])) and rows["withheld"]:
+            entry["test_rows"] = rows
+            entry["verdict"] = _withheld(d, rows, f"rule {a}", "random exit" if b == "random" else f"rule {b}")
         else:
+            if rows:
+                entry["test_rows"] = rows
             entry["verdict"] = (
                 verdict(d, what=f"rule {a}", baseline="random exit" if b == "random" else f"rule {b}")
                 + " (held-out area under accuracy–compute"
@@ -134,6 +149,85 @@ def exit_comparisons(
             )
         out[label] = entry
     return out
+
+
+# The rule a verdict is read by beside the test rows' own sampling (docs/METHOD.md, "Early exit")
+ROWS_RULE = (
+    "every seed's areas are scored on the same test rows, so an interval over seeds leaves out which rows were "
+    "drawn: each comparison's difference is also read over the test rows (each row's share of the held-out area, "
+    "the mean over compute budgets of its 0/1 answer at the threshold chosen on the other fold, averaged over the "
+    'seeds; a paired normal interval at the comparison\'s level), and a "beats" or "worse" whose interval '
+    "over seeds is far narrower than that one (fit-head's test-sampling rule), while that one holds 0, is withheld"
+)
+
+
+def rows_interval(a: Sequence[np.ndarray], b: Sequence[np.ndarray], confidence: float) -> dict[str, Any] | None:
+    """The test rows' own paired interval of area(a) − area(b) at ``confidence``: ``a[i]``/``b[i]`` are
+    seed i's (N,) per-row shares of each rule's held-out area (their mean is the area), the seeds'
+    differences averaged per row, then a normal interval over the N rows. It leaves out that each fold's
+    thresholds are chosen on the other's rows, so it is the least the rows allow. None under 2 rows."""
+    d = np.mean([np.asarray(x, float) - np.asarray(y, float) for x, y in zip(a, b)], axis=0)
+    n = int(d.size)
+    if n < 2:
+        return None
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    mean, half = float(d.mean()), z * float(d.std(ddof=1)) / math.sqrt(n)
+    return {
+        "rows": n,
+        "seeds": len(a),
+        "rows_differ": int((np.abs(d) > TINY).sum()),
+        "mean": mean,
+        "half_width": half,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "confidence": confidence,
+    }
+
+
+def _rows(
+    shares: dict[str, list[np.ndarray]] | None, a: str, b: str, diff: dict[str, Any], confidence: float
+) -> dict[str, Any] | None:
+    """:func:`rows_interval` of rules ``a`` and ``b`` beside ``diff``, their interval over seeds:
+    ``dominates`` (fit-head's rule, quality.sampling_outweighs, at MIN_ROWS rows or more) and
+    ``withheld``, where it dominates, holds 0 and the seeds read "better" or "worse"."""
+    rows = rows_interval(shares[a], shares[b], confidence) if shares else None
+    if rows is None:
+        return None
+    lo, hi = diff.get("ci_low"), diff.get("ci_high")
+    dominates = (
+        lo is not None
+        and hi is not None
+        and rows["rows"] >= MIN_ROWS
+        and sampling_outweighs(2 * rows["half_width"], hi - lo)
+    )
+    holds_zero = rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
+    withheld = dominates and holds_zero and outcome(diff) in ("better", "worse")
+    return {**rows, "dominates": bool(dominates), "withheld": bool(withheld)}
+
+
+def _withheld(d: dict[str, Any], rows: dict[str, Any], what: str, baseline: str) -> str:
+    """The line of a comparison whose "beats" or "worse" the test rows' own sampling does not hold."""
+    f = spec(d)
+    return (
+        f"no verdict on {what} against {baseline}: {d['mean']:{f}}, {level(d)} CI over seeds [{d['ci_low']:{f}}, "
+        f"{d['ci_high']:{f}}], far narrower than the {rows['rows']} shared test rows alone allow "
+        f"(±{rows['half_width']:.4f}, "
+        f"paired over rows at the same level), which holds 0: a difference of which rows were drawn as much as of "
+        "the rules; read it as undecided, or add test rows"
+    )
+
+
+def rows_warning(comparisons: dict[str, Any]) -> list[str]:
+    """One warning naming the comparisons whose verdict the test rows' sampling withheld, or []."""
+    withheld = [k for k, e in comparisons.items() if (e.get("test_rows") or {}).get("withheld")]
+    if not withheld:
+        return []
+    n = comparisons[withheld[0]]["test_rows"]["rows"]
+    return [
+        f"test sampling: {len(withheld)} of the early-exit comparisons ({', '.join(withheld)}) have intervals over "
+        f"seeds far narrower than the {n} shared test rows allow, and the rows' own interval holds 0: their "
+        '"beats"/"worse" is withheld; add test rows to read them'
+    ]
 
 
 def alpha_fired(alpha_heads: list[dict[str, Any]], epsilon: float, of: int) -> dict[str, Any]:

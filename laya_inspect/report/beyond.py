@@ -237,6 +237,14 @@ def write_beyond_report(
         return write_page(folder, beyond_page(folder, summary, as_dir=as_dir))
 
 
+def _rows_cell(rows: dict[str, Any] | None) -> Cell | str:
+    """The test rows' own half-width of an early-exit comparison, marked where it outweighs the seeds'."""
+    if not rows:
+        return "—"
+    said = f"±{rows['half_width']:.4f} over {rows['rows']} rows"
+    return Cell(said + " (wider than the seeds' interval)" if rows.get("dominates") else said, "text")
+
+
 def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = False, one: bool = False) -> Cell:
     """``who``: what the first term of the difference is ("first" for two rules without α); ``same_sets``:
     two of prune's rankings that keep the same layer sets, so there is nothing to compare; ``one``: one
@@ -423,6 +431,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     caption = f"{s['area']}; " + _intervals(s, f"mean over seeds ({how}) with the 95% t-interval")
     caption += "".join(f"; {s[k]}" for k in ("random_exit", "selection") if s.get(k))  # absent in older summaries
     caption += f"; {OVERSHOOT_LEGEND}" if held else ""
+    rows_read = any(v.get("test_rows") for v in s["comparisons"].values())  # absent in older summaries
     comps: list[list[Cell | str]] = [
         [
             c,
@@ -433,13 +442,18 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
             if v.get("identical")
             else Cell("same area on every seed", "text")
             if v.get("same_area")
+            else Cell("withheld: within the test rows' sampling", "text")
+            if (v.get("test_rows") or {}).get("withheld")
             else _verdict_cell(v["area_diff"], "α" if "alpha" in c else "first", one=one),
+            *([_rows_cell(v.get("test_rows"))] if rows_read else []),
         ]
         for c, v in s["comparisons"].items()
     ]
     comp_cols = ["comparison", "held-out area difference" if held else "area difference", "verdict"]
+    comp_cols += ["test rows allow (paired over rows)"] if rows_read else []
     paired = _intervals(s, f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}")
     paired += f"; {s['family_rule']}" if s.get("family_rule") and not one else ""  # families set levels of intervals
+    paired += f"; {s['rows_rule']}" if s.get("rows_rule") and rows_read else ""
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
     sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
     used = s.get("compute_used_by_depth") or {}

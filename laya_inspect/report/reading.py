@@ -1057,6 +1057,23 @@ def _confidences(rule: str, entry: dict[str, Any], fired: dict[str, Any]) -> str
     return f"{rule}, the confidence rule here ({why}), is confidence's comparison, not a second finding"
 
 
+def _rows_withheld(entry: dict[str, Any]) -> bool:
+    """An early-exit comparison whose "beats" or "worse" the test rows' own sampling withheld."""
+    return bool((entry.get("test_rows") or {}).get("withheld"))
+
+
+def _exit_versus(subject: str, entry: dict[str, Any], other: str) -> str:
+    """:func:`versus_text` of an early-exit comparison, or, where the test rows' own sampling withheld
+    its verdict, the interval beside the rows' own half-width and no verdict."""
+    rows = entry.get("test_rows") or {}
+    if not rows.get("withheld"):
+        return versus_text(subject, entry.get("area_diff"), other)
+    return (
+        f"{subject} − {other} = {diff_text(entry.get('area_diff'))}, no verdict: the {rows['rows']} shared test rows "
+        f"alone allow ±{rows['half_width']:.4f}"
+    )
+
+
 def early_exit_reading(s: dict[str, Any]) -> Reading:
     comp = s.get("comparisons") or {}
     held = held_out_areas(s)
@@ -1073,7 +1090,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         said = [
             _confidences(rule, comp[f"{rule} vs random"], s.get("alpha_fired") or {})
             if comp[f"{rule} vs random"].get("same_as")
-            else versus_text(rule, comp[f"{rule} vs random"]["area_diff"], "random exit" if one else "it")
+            else _exit_versus(rule, comp[f"{rule} vs random"], "random exit" if one else "it")
             for rule in ("confidence", "alpha", "confidence+alpha", "fixed")
             if f"{rule} vs random" in comp
         ]
@@ -1084,7 +1101,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         )
     entry = comp.get("confidence+alpha vs confidence") or {}
     d = entry.get("area_diff")
-    if entry.get("identical") or entry.get("same_area"):
+    if entry.get("identical") or entry.get("same_area") or _rows_withheld(entry):
         lead.append(sentence(entry["verdict"]))
     else:
         o = outcome(d)
@@ -1097,17 +1114,17 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             f"({unit('confidence+alpha vs confidence')})."
         )
     details: list[str] = []
-    d2 = (comp.get("alpha vs fixed") or {}).get("area_diff")
-    d3 = (comp.get("confidence vs fixed") or {}).get("area_diff")
+    e2, e3 = comp.get("alpha vs fixed") or {}, comp.get("confidence vs fixed") or {}
+    d3 = e3.get("area_diff")
     (details if "confidence vs random" in comp else lead).append(
-        f"{versus_text('α alone', d2, 'a fixed exit depth')}; "
-        f"{versus_text('confidence alone', d3, 'a fixed exit depth' if one_value(d3) else 'it')}"
+        f"{_exit_versus('α alone', e2, 'a fixed exit depth')}; "
+        f"{_exit_versus('confidence alone', e3, 'a fixed exit depth' if one_value(d3) else 'it')}"
         + (" — fixed depth's L points credit nothing between them" if "confidence vs random" in comp else "")
         + "."
     )
     oracle = comp.get("confidence+alpha_oracle vs confidence") or {}
     d4 = oracle.get("area_diff")
-    if oracle.get("identical") or oracle.get("same_area"):
+    if oracle.get("identical") or oracle.get("same_area") or _rows_withheld(oracle):
         details.append(sentence(oracle["verdict"]))
     elif d4:
         details.append(
