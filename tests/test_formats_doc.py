@@ -184,7 +184,10 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
 
     head, budget = outputs / "heads" / "laya" / "seed_0", Budget(epochs=1)
     with FeatureStore(outputs / "f.h5") as store, FeatureStore(outputs / "f.h5") as other:
-        prune_layers(head, store, PruneConfig(seeds=1, plots=False), budget, out_dir=outputs / "prune")
+        smix = outputs / "heads" / "scalarmix"  # its `scalarmix` record documented too
+        prune_layers(
+            head, store, PruneConfig(seeds=1, plots=False), budget, out_dir=outputs / "prune", scalarmix_dir=smix
+        )
         simulate_early_exit(head, store, ExitConfig(seeds=1, plots=False), budget, out_dir=outputs / "exit")
         config = DiagnoseConfig(permutations=20, n_boot=20, plots=False)
         diagnose_heads([head], store, config, out_dir=outputs / "diagnose", against=other)

@@ -2524,3 +2524,81 @@ def test_prune_records_the_test_rows_interval_of_every_set_and_report_html_reads
     w["test_rows_vs_all"] = {**w["test_rows_vs_all"], "differ": 1, "better": 0, "worse": 1, "within_sampling": True}
     page = " ".join(html.unescape(beyond_page(tmp_path / "out", summary=s)).split())
     assert "1 row of 300 differs: within the test rows' sampling (their own paired 95% interval" in page
+
+
+def _scalarmix_seeds(store, root: Path, weights: dict[int, list[float]]) -> Path:
+    """fit-head's scalarmix folder: one head per seed, its softmax weights ``weights[seed]``."""
+    from laya_inspect.heads import build_head
+
+    for s, w in weights.items():
+        head = build_head("scalarmix", store.widths, store.num_classes, d_star=2)
+        with torch.no_grad():
+            head.scalars.copy_(torch.log(torch.tensor(w)))
+        save_head(root / f"seed_{s}", head.eval(), meta={**cache_identity(store), "seed": s})
+    return root
+
+
+def test_scalarmix_is_read_over_every_seed_each_paired_with_its_refit_seed(planted, tmp_path):
+    """--scalarmix took one ScalarMix seed: α's comparison with it, paired over the refit seeds, held none of
+    ScalarMix's own variation across seeds. Given fit-head's scalarmix folder, refit seed s ranks by ScalarMix's
+    seed s; a seed folder is read at every seed with a warning in summary.json and report.html; a refit seed
+    with no ScalarMix seed of its number is refused."""
+    cache, head_dir = planted
+    with FeatureStore(cache) as store:
+        smix = _scalarmix_seeds(store, tmp_path / "scalarmix", {0: [0.5, 0.3, 0.2], 1: [0.2, 0.3, 0.5]})
+    base = ["prune", str(head_dir), "--cache", str(cache), "--ks", "1", "--epochs", "2", "--costs", "shapes"]
+    base += ["--no-plots", "--device", "cpu", "--seeds", "2"]
+    both = runner.invoke(app, [*base, "--scalarmix", str(smix), "--out", str(tmp_path / "a")], env=ENV)
+    assert both.exit_code == 0, both.output
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    rec = s["scalarmix"]
+    assert not rec["one_seed"] and rec["pairing"].startswith("seed by seed")
+    assert [(h["head_dir"], h["refit_seeds"]) for h in rec["heads"]] == [
+        (str((smix / "seed_0").resolve()), [0]),
+        (str((smix / "seed_1").resolve()), [1]),
+    ]
+    assert s["scalarmix_dir"] == str(smix.resolve())  # what `report` and older readers read
+    by_seed = s["rankings"]["scalarmix"]["by_seed"]
+    assert by_seed["0"]["order"][0] == "l1" and by_seed["1"]["order"][0] == "l3"
+    (one,) = [p for p in s["points"] if p["ranking"] == "scalarmix" and p["k"] == 1]
+    assert one["layers_by_seed"] == {"0": ["l1"], "1": ["l3"]} and one["layers"] is None
+    assert "one given head" not in s["alpha_vs"]["scalarmix"]["verdict"]
+    assert not [w for w in s["warnings"] if "one ScalarMix head" in w]
+    page = " ".join(html.unescape((tmp_path / "a" / "report.html").read_text(encoding="utf-8")).split())
+    assert "one given head (one seed)" not in page
+    # one seed folder: read at every refit seed, said loudly
+    seed_dir = smix / "seed_1"
+    single = runner.invoke(app, [*base, "--scalarmix", str(seed_dir), "--out", str(tmp_path / "b")], env=ENV)
+    assert single.exit_code == 0, single.output
+    s = json.loads((tmp_path / "b" / "summary.json").read_text())
+    warning = f"--scalarmix {seed_dir} is one ScalarMix head (seed 1): its ranking is read at every refit seed"
+    assert s["scalarmix"]["one_seed"] and s["warnings"][0].startswith(warning), s["warnings"]
+    assert "one given head (one seed)" in s["alpha_vs"]["scalarmix"]["verdict"]
+    page = " ".join(html.unescape((tmp_path / "b" / "report.html").read_text(encoding="utf-8")).split())
+    assert warning in page and warning in " ".join(single.output.split())
+    # a refit seed with no ScalarMix seed of its number: refused, naming it
+    args = [*base[:-2], "--seeds", "3", "--scalarmix", str(smix), "--out", str(tmp_path / "c")]
+    refused = runner.invoke(app, args, env=ENV)
+    assert refused.exit_code == 1
+    assert "holds ScalarMix seeds 0, 1, not refit seed 2" in " ".join(refused.output.split()), refused.output
+
+
+def test_a_summary_with_one_scalarmix_dir_is_still_read(planted, tmp_path):
+    """Summaries written before prune read every ScalarMix seed record `scalarmix_dir` alone: `report` reads
+    them as one ScalarMix head, said beside α's comparison with it."""
+    from laya_inspect.report.reading import SCALARMIX_ONE_SEED, prune_reading
+
+    cache, head_dir = planted
+    with FeatureStore(cache) as store:
+        smix = _scalarmix_seeds(store, tmp_path / "scalarmix", {0: [0.5, 0.3, 0.2]})
+    args = ["prune", str(head_dir), "--cache", str(cache), "--ks", "1", "--epochs", "2", "--costs", "shapes"]
+    args += ["--no-plots", "--device", "cpu", "--seeds", "2", "--scalarmix", str(smix / "seed_0")]
+    out = tmp_path / "p"
+    result = runner.invoke(app, [*args, "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    del s["scalarmix"]
+    (out / "summary.json").write_text(json.dumps(s))
+    assert SCALARMIX_ONE_SEED in " ".join(prune_reading(s).lead)
+    again = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert again.exit_code == 0, again.output

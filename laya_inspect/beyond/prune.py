@@ -41,7 +41,6 @@ from .common import (
     head_hparams,
     head_outputs,
     load_split,
-    open_weighted_head,
     paired,
     rows_tensor,
     seeds_how,
@@ -64,11 +63,14 @@ from .rankings import (
     by_deepest,
     by_depth,
     by_lolo,
-    by_scalarmix,
     near_ties,
     near_ties_by_seed,
 )
 from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
+from .scalarmix_seeds import open_scalarmix, scalarmix_dirs
+from .scalarmix_seeds import rankings as scalarmix_rankings
+from .scalarmix_seeds import record as scalarmix_record
+from .scalarmix_seeds import ties as scalarmix_ties
 
 WITHHOLD_RULE = (
     f"a layer set chosen on validation is withheld (no recommendation, no head written) when fewer than "
@@ -170,7 +172,8 @@ def prune_layers(
 ) -> Result:
     """Rank, refit (or re-evaluate) on the top-k layers of each ranking, choose and write; see the module.
     ``head_dir``: one head directory, or a fit-head output (its laya/seed_<S>/, each seed's α and LOLO
-    ranking the layers refit at that seed)."""
+    ranking the layers refit at that seed). ``scalarmix_dir``: fit-head's scalarmix folder (each refit seed
+    ranked by the ScalarMix head of its seed) or one ScalarMix head (read at every seed, warned)."""
     from .outputs import write_prune
 
     head_dirs = weighted_head_dirs([head_dir])
@@ -205,7 +208,8 @@ def _prune(
     emit: Progress,
 ) -> tuple[dict[str, Any], tuple[Head, dict[str, Any]] | None]:
     device = pick_device(config.device)
-    store = store_for_heads(store, [*head_dirs, *([scalarmix_dir] if scalarmix_dir is not None else [])])
+    smix_dirs = [] if scalarmix_dir is None else scalarmix_dirs(scalarmix_dir)
+    store = store_for_heads(store, [*head_dirs, *smix_dirs])
     opened, configs, seeds, train_rows, val_rows, rows_how = open_laya_heads(
         head_dirs, store, config, "prune", refit=config.refit
     )
@@ -214,7 +218,12 @@ def _prune(
     too_many = [k for k in config.ks if k > n_layers]
     if too_many:
         raise InputError(f"--ks {too_many[0]}: the head reads {n_layers} layers; give layer counts 1 … {n_layers}")
-    smix = _scalarmix(scalarmix_dir, store, config.allow_other_cache)
+    smix = (
+        None
+        if scalarmix_dir is None
+        else open_scalarmix(scalarmix_dir, smix_dirs, store, seeds, config.allow_other_cache)
+    )
+    smix_ranking, smix_by_seed = scalarmix_rankings(smix, seeds)
     train, test = load_split(store, config.train_split, device), load_split(store, config.test_split, device)
     budget_defaults = defaulted(budget)  # before the head's weight decay fills one in
     budget = budget.for_head(hconf)
@@ -235,7 +244,7 @@ def _prune(
     alpha, lolo = (across_heads([pair[i] for pair in own], seeds) if len(own) > 1 else own[0][i] for i in (0, 1))
     rankings = [
         alpha,
-        by_scalarmix(smix, None if scalarmix_dir is None else str(scalarmix_dir)),
+        smix_ranking,
         lolo,
         by_block_influence([h.cpu().numpy() for h in rank_hs], names, len(rank_rows)),
         by_depth(n_layers),
@@ -254,6 +263,9 @@ def _prune(
             for r in pair:
                 assert r.order is not None
                 ranked[r.name][s] = r.order
+    for s, r in smix_by_seed.items():  # each refit seed's ScalarMix head: its own ranking
+        assert r.order is not None
+        ranked["scalarmix"][s] = r.order
     per_ranking = {name: list(ks) for name in ranked}  # the k each ranking is evaluated at, largest first
     randoms = {k: random_sets(n_layers, k, config.seed) for k in ks if k < n_layers}
     wanted = refit_jobs(ranked, ks, randoms, seeds)
@@ -389,6 +401,7 @@ def _prune(
         ],
         "head_kind": kind,
         "scalarmix_dir": None if scalarmix_dir is None else str(Path(scalarmix_dir).resolve()),
+        "scalarmix": scalarmix_record(smix),  # the ScalarMix heads read, and the refit seeds each pairs with
         "cache": cache_record(store),
         "config": asdict(config),
         "config_defaults": defaulted(config),
@@ -423,6 +436,10 @@ def _prune(
         "withheld": withheld,
         "withhold_rule": WITHHOLD_RULE,
     }
+    if smix is not None and not smix.one_seed:  # each refit seed's ScalarMix order
+        summary["rankings"]["scalarmix"]["by_seed"] = {
+            str(s): _ranking_entry(r, names) for s, r in smix_by_seed.items()
+        }
     if several:  # each head's α and LOLO order, which rank the layers refit at its seed
         for pair, s in zip(own, seeds):
             for r in pair:
@@ -442,12 +459,19 @@ def _prune(
         randoms, results, names, n_layers, (len(added), added_refits), seeds, costs
     )
     summary["per_ranking"], summary["alpha_vs"] = _compare_rankings(
-        ranked, results, [k for k in ks if k < n_layers], seeds, randoms, n_layers=n_layers
+        ranked,
+        results,
+        [k for k in ks if k < n_layers],
+        seeds,
+        randoms,
+        n_layers=n_layers,
+        scalarmix_seeds=0 if smix is None else len(smix.heads),
     )
     heads: list[tuple[str | Path, dict[str, Any]]] = list(zip(head_dirs, configs))
-    heads += [(scalarmix_dir, read_head_config(scalarmix_dir))] if scalarmix_dir else []
-    # α's near ties are each head's: the mean of several can tie where no head does, or smooth one that does
-    ties = [w for r in rankings if r.name != "alpha" and (w := near_ties(r, names)) is not None]
+    heads += [(d, read_head_config(d)) for d in (smix.dirs if smix else [])]
+    # α's (and ScalarMix's) near ties are each head's: the mean of several can tie where no head does
+    ties = [w for r in rankings if r.name not in ("alpha", "scalarmix") and (w := near_ties(r, names)) is not None]
+    ties += [w] if (w := scalarmix_ties(smix, smix_by_seed, names)) else []
     smix_vs = summary["alpha_vs"].get("scalarmix")
     if smix_vs is not None:  # ScalarMix's near ties qualify α's comparison with it alone: said there, once
         smix_vs["caveat"] = next((w for w in ties if w.startswith("the scalarmix ranking")), None)
@@ -455,7 +479,13 @@ def _prune(
     alpha_ties = near_ties_by_seed([pair[0] for pair in own], seeds, names)
     ties = ([alpha_ties] if alpha_ties else []) + ties
     estimated = estimate_warnings(summary["costs"])
-    summary["warnings"] = trust_lines(store, heads, test) + estimated + check_warnings(summary["refit_check"]) + ties
+    summary["warnings"] = (
+        (smix.warnings if smix else [])
+        + trust_lines(store, heads, test)
+        + estimated
+        + check_warnings(summary["refit_check"])
+        + ties
+    )
     summary["verdict"] = _verdict_lines(summary)
     return summary, chosen
 
@@ -475,7 +505,7 @@ def _selection(max_drop: float) -> str:
 
 def _unstable(name: str, ks: list[int]) -> str:
     """Why a point whose layer sets differ across the LAYA heads is no recommendation."""
-    what = {"alpha": "α", "lolo": "LOLO"}.get(name, name)
+    what = {"alpha": "α", "lolo": "LOLO", "scalarmix": "ScalarMix"}.get(name, name)
     return (
         f"the heads' {what} rankings keep different sets at k = {', '.join(map(str, ks))}: not a stable recommendation"
     )
@@ -549,16 +579,6 @@ def _withhold(
             f"its test accuracy falls {-d['mean']:.4f} below all layers'{over}, more than --max-drop {max_drop:g}{why}",
         )
     return None
-
-
-def _scalarmix(path: str | Path | None, store: FeatureStore, allow_other_cache: bool) -> Head | None:
-    if path is None:
-        return None
-    kind = read_head_config(path).get("kind")
-    if kind != "scalarmix":
-        raise InputError(f"--scalarmix {path} is a {kind} head; give a scalarmix head directory (scalarmix/seed_0)")
-    head, _ = open_weighted_head(path, store, command="prune --scalarmix", allow_other_cache=allow_other_cache)
-    return head
 
 
 def _pick(
@@ -700,11 +720,12 @@ def _compare_rankings(
     randoms: dict[int, tuple[list[tuple[int, ...]], bool]] | None = None,
     *,
     n_layers: int | None = None,
+    scalarmix_seeds: int = 1,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
     headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
-    and seed are said to, not compared."""
+    and seed are said to, not compared. ``scalarmix_seeds``: how many ScalarMix heads ranked the seeds."""
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
@@ -727,14 +748,29 @@ def _compare_rankings(
         versus[other] = {
             "mean_test_acc_over_k_diff": d,
             "same_layer_sets": same[other],
-            "verdict": versus_verdict(other, d, same_sets=same[other], ks=ks, n_seeds=len(seeds), n_layers=n_layers),
+            "verdict": versus_verdict(
+                other,
+                d,
+                same_sets=same[other],
+                ks=ks,
+                n_seeds=len(seeds),
+                n_layers=n_layers,
+                scalarmix_seeds=scalarmix_seeds,
+            ),
             "family": fam,
         }
     return per, versus
 
 
 def versus_verdict(
-    other: str, d: dict[str, Any], *, same_sets: bool, ks: list[int], n_seeds: int, n_layers: int | None = None
+    other: str,
+    d: dict[str, Any],
+    *,
+    same_sets: bool,
+    ks: list[int],
+    n_seeds: int,
+    n_layers: int | None = None,
+    scalarmix_seeds: int = 1,
 ) -> str:
     """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
     tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict. The k
@@ -758,7 +794,7 @@ def versus_verdict(
         )
     else:
         said = verdict(d, what="the α ranking", baseline=baseline)
-    if other == "scalarmix" and n_seeds > 1:  # one --scalarmix head: its ranking does not vary by seed
+    if other == "scalarmix" and n_seeds > 1 and scalarmix_seeds == 1:  # one head: its ranking does not vary by seed
         said += f"; {SCALARMIX_ONE_SEED}" + ("" if same_sets else f": {SCALARMIX_INTERVAL}")
     return said
 

@@ -143,7 +143,10 @@ def prune_command(
     head_dir: Path = HEAD_DIR,
     cache: Path = CACHE,
     scalarmix: Optional[Path] = typer.Option(
-        None, "--scalarmix", help="a scalarmix head directory: rank by its weights too"
+        None,
+        "--scalarmix",
+        help="fit-head's scalarmix folder: rank by each seed's weights, refit seed s by ScalarMix's seed s "
+        "(one seed_<S>/ folder: its weights at every seed, warned)",
     ),
     refit: bool = opt(PruneConfig, "refit"),
     seeds: int = opt(PruneConfig, "seeds"),
@@ -173,11 +176,12 @@ def prune_command(
     """Rank layers by α, ScalarMix, LOLO effect, Block Influence and depth; refit on the top-k; keep the fewest.
 
     Given a fit-head output (or its laya/ folder), every LAYA seed is read: each seed's α and LOLO
-    rank the layers refit at that seed; one head is read with --seeds refits.
+    rank the layers refit at that seed; one head is read with --seeds refits. --scalarmix takes fit-head's
+    scalarmix folder: refit seed s ranks by the ScalarMix head of seed s, paired seed by seed.
 
     Example:
       laya-inspect prune heads --cache features.h5 \\
-        --scalarmix heads/scalarmix/seed_0 --max-drop 0.005 --out prune
+        --scalarmix heads/scalarmix --max-drop 0.005 --out prune
     """
     from ..beyond.costs import saved_note, smallest_within
     from ..beyond.prune import prune_layers

@@ -846,10 +846,17 @@ def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
     return est(d, digits, clip=False, sign=True)
 
 
-# --scalarmix takes one head: its ranking is the same at every seed, so α's interval against it holds the
+# --scalarmix given one seed folder: its ranking is the same at every seed, so α's interval against it holds the
 # refits' and α's heads' spread, none of ScalarMix's own across its seeds
 SCALARMIX_ONE_SEED = "ScalarMix's ranking is from its one given head (one seed), the same at every seed"
 SCALARMIX_INTERVAL = "the interval covers the refits and α's heads, not ScalarMix's own variation across seeds"
+SCALARMIX_SEEDS = "each refit seed's sets ranked by the ScalarMix head of that seed, paired seed by seed"
+
+
+def scalarmix_one_seed(s: dict[str, Any]) -> bool:
+    """Whether prune read one ScalarMix head at every seed; summaries written before it read every ScalarMix seed
+    record `scalarmix_dir` alone, one head."""
+    return bool((s.get("scalarmix") or {}).get("one_seed", True))
 
 
 def same_sets(s: dict[str, Any], other: str) -> bool:
@@ -984,7 +991,11 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         else:
             parts.append(versus_text("α" if one else "", d, name))
         if other == "scalarmix" and not one:
-            parts[-1] += f" ({SCALARMIX_ONE_SEED}" + ("" if same_sets(s, other) else f": {SCALARMIX_INTERVAL}") + ")"
+            parts[-1] += (
+                f" ({SCALARMIX_ONE_SEED}" + ("" if same_sets(s, other) else f": {SCALARMIX_INTERVAL}") + ")"
+                if scalarmix_one_seed(s)
+                else f" ({SCALARMIX_SEEDS})"
+            )
     if parts:
         first = (
             f"Ranking layers by α{':' * one} "
