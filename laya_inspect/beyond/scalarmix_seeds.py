@@ -14,10 +14,10 @@ import numpy as np
 from ..cache.store import FeatureStore
 from ..errors import InputError
 from ..head_dir import read_head_config
-from ..heads import Head, ScalarMixHead
+from ..heads import ScalarMixHead
 from ..training.stats import counted_list
 from .common import open_weighted_head
-from .rankings import Ranking, near_ties, order_of
+from .rankings import Ranking, by_scalarmix, near_ties, order_of
 
 
 @dataclass
@@ -112,20 +112,14 @@ def rankings(sm: ScalarMixSeeds | None, seeds: Sequence[int]) -> tuple[Ranking, 
     """The top-level ScalarMix ranking (one head's weights, or the mean of several heads' and its order) and the
     ranking each refit seed's sets follow."""
     if sm is None:
-        return Ranking("scalarmix", None, None, "not run: no --scalarmix head directory given"), {}
-    own = [_ranking(h, d) for h, d in zip(sm.heads, sm.dirs)]
+        return by_scalarmix(None, None), {}
+    own = [by_scalarmix(h, str(d)) for h, d in zip(sm.heads, sm.dirs)]
     per_seed = {s: own[i] for s, i in sm.by_refit_seed.items()}
     if sm.one_seed:
         return own[0], per_seed
     scores = np.mean(np.stack([np.asarray(r.scores, np.float64) for r in own]), axis=0)
     how = f"mean over {len(own)} ScalarMix heads ({counted_list('seed', seeds)}) of each head's softmax of its scalars"
     return Ranking("scalarmix", scores, order_of(scores), how), per_seed
-
-
-def _ranking(head: Head, source: Path) -> Ranking:
-    assert isinstance(head, ScalarMixHead)
-    scores = head.static_weights().detach().cpu().double().numpy()
-    return Ranking("scalarmix", scores, order_of(scores), f"softmax of the learned scalars of {source}")
 
 
 def ties(sm: ScalarMixSeeds | None, per_seed: dict[int, Ranking], names: Sequence[str]) -> str | None:
