@@ -2566,6 +2566,7 @@ def test_scalarmix_is_read_over_every_seed_each_paired_with_its_refit_seed(plant
     assert not [w for w in s["warnings"] if "one ScalarMix head" in w]
     page = " ".join(html.unescape((tmp_path / "a" / "report.html").read_text(encoding="utf-8")).split())
     assert "one given head (one seed)" not in page
+    assert "each refit seed's sets ranked by the ScalarMix head of that seed, paired seed by seed" in page
     # one seed folder: read at every refit seed, said loudly
     seed_dir = smix / "seed_1"
     single = runner.invoke(app, [*base, "--scalarmix", str(seed_dir), "--out", str(tmp_path / "b")], env=ENV)

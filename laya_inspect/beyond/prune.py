@@ -504,7 +504,7 @@ def _selection(max_drop: float) -> str:
 
 
 def _unstable(name: str, ks: list[int]) -> str:
-    """Why a point whose layer sets differ across the LAYA heads is no recommendation."""
+    """Why a point whose layer sets differ across the LAYA (or ScalarMix) heads is no recommendation."""
     what = {"alpha": "α", "lolo": "LOLO", "scalarmix": "ScalarMix"}.get(name, name)
     return (
         f"the heads' {what} rankings keep different sets at k = {', '.join(map(str, ks))}: not a stable recommendation"
@@ -589,7 +589,7 @@ def _pick(
 ) -> dict[str, Any] | None:
     """The point within max_drop that ``key`` puts first, with every ranking whose top-k is its layer
     set at every seed (α first): also one the coarse search did not refit at that k, as a search over
-    every k lists. A point whose sets differ across the LAYA heads is never one."""
+    every k lists. A point whose sets differ across the LAYA (or ScalarMix) heads is never one."""
     within = [p for p in points if p["within_max_drop"] and "layers_by_seed" not in p]
     if not within:
         return None
