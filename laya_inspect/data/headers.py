@@ -8,7 +8,9 @@ is found only when its batch is decoded."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +36,23 @@ def pil_errors() -> tuple[type[BaseException], ...]:
     return (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
 
 
+@contextmanager
+def quiet_bomb() -> Iterator[None]:
+    """PIL's DecompressionBombWarning silenced: it names no file and reaches neither the cache nor the
+    report, so :func:`enlarged_warning` names the files over PIL's pixel limit instead."""
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        yield
+
+
 def open_image(path: str) -> Any:
     from PIL import Image
 
     try:
-        return Image.open(path)
+        with quiet_bomb():
+            return Image.open(path)
     except pil_errors() as e:
         raise unreadable(path, e) from None
 
@@ -72,7 +86,7 @@ def file_header(path: str) -> FileHeader:
     try:
         if os.path.getsize(path) == 0:
             return FileHeader(path, None, "empty, 0 bytes")
-        with Image.open(path) as im:
+        with quiet_bomb(), Image.open(path) as im:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
             channels = 1 if im.mode in GREY_MODES else 3
@@ -219,20 +233,43 @@ ENLARGED = 4
 def enlarged_warning(where: str, root: str, headers: Sequence[FileHeader], size: tuple[int, int] | None) -> list[str]:
     """A warning when some files are far smaller than the rest and are enlarged to the model's ``size``
     (H, W): their input is a few pixels blown up, unlike the others. A folder of small images all
-    brought to a large input (8×8 digits at 224) is what --image-size is for: no warning."""
+    brought to a large input (8×8 digits at 224) is what --image-size is for: no warning. And one when
+    files exceed PIL's pixel limit (:func:`huge_warning`)."""
     read = [(h.path, h.size) for h in headers if h.size is not None and min(h.size) > 0]
     if size is None or not read:
         return []
     typical = float(np.median([min(hw) for _, hw in read]))
     small = sorted((path, hw) for path, hw in read if min(hw) * ENLARGED <= min(min(size), typical))
+    said = huge_warning(where, root, read, size)
     if not small:
-        return []
+        return said
     shown = [f"{relative(path, root)} ({h}×{w})" for path, (h, w) in small]
     return [
         f"{where}: {len(small)} of {len(read)} image files are enlarged {ENLARGED}× or more to the model's "
         f"{size[0]}×{size[1]} input, far smaller than the rest (shorter side {typical:g} at the median): "
         f"{few(shown, SHOWN)}; their few pixels are blown up into inputs unlike the rest; remove them or "
-        "replace them with larger files"
+        "replace them with larger files",
+        *said,
+    ]
+
+
+def huge_warning(
+    where: str, root: str, read: Sequence[tuple[str, tuple[int, int]]], size: tuple[int, int]
+) -> list[str]:
+    """A warning naming the files over PIL's pixel limit (``Image.MAX_IMAGE_PIXELS``), which PIL would
+    otherwise say once, unnamed, and only on the terminal: each is decoded whole before it is shrunk."""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    huge = sorted((path, hw) for path, hw in read if limit and hw[0] * hw[1] > limit)
+    if not huge:
+        return []
+    shown = [f"{relative(path, root)} ({h}×{w})" for path, (h, w) in huge]
+    return [
+        f"{where}: {len(huge)} of {len(read)} image files exceed PIL's limit of {limit:,} pixels "
+        f"(its guard against decompression bombs): {few(shown, SHOWN)}; each is decoded whole, 3 bytes a "
+        f"pixel, before it is shrunk to the model's {size[0]}×{size[1]} input; shrink them first if they are "
+        "photos you mean, or remove them"
     ]
 
 
