@@ -57,15 +57,16 @@ def test_a_shard_refused_for_changed_files_says_what_resumes_it(
         assert said.endswith(remedy) and "rerun the original command" not in said, said
 
 
-def _prepared(rows: int) -> SimpleNamespace:
+def _prepared(rows: int, **more: int) -> SimpleNamespace:
     """What planning the shards reads of a prepared run: each split's row count, the batch size."""
-    return SimpleNamespace(data=SimpleNamespace(splits={"test": SimpleNamespace(n=rows)}), batch_size=16)
+    splits = {"test": SimpleNamespace(n=rows), **{s: SimpleNamespace(n=n) for s, n in more.items()}}
+    return SimpleNamespace(data=SimpleNamespace(splits=splits), batch_size=16)
 
 
 def test_shards_started_on_other_rows_say_what_resumes_them(tmp_path: Path) -> None:
     """Other row counts come from other data or another --limit, which the original command, rerun, does
     not undo: the refusal says what does, as a one-process resume on changed data does."""
-    config, world = SimpleNamespace(out=str(tmp_path / "c.h5"), overwrite=False), SimpleNamespace(size=2)
+    config, world = SimpleNamespace(out=str(tmp_path / "c.h5"), overwrite=False, limit=None), SimpleNamespace(size=2)
     started, _ = _plan(config, world, _prepared(128))
     assert _plan(config, world, _prepared(128))[0] == started  # the same rows: resumed
     with pytest.raises(CacheError) as e:
@@ -73,3 +74,20 @@ def test_shards_started_on_other_rows_say_what_resumes_them(tmp_path: Path) -> N
     said = str(e.value)
     assert "started on other rows ({'test': 128}, now {'test': 100})" in said, said
     assert said.endswith(DATA_REMEDY) and RERUN_REMEDY not in said, said
+
+
+def test_shards_started_with_another_split_or_limit_name_it(tmp_path: Path) -> None:
+    """Audit: a resume with another --split, or another --limit, was told "the data or --limit changed"
+    and to put the data files back. The manifest records --limit; the splits it names tell a changed
+    --split; either is named with the flag that resumes it."""
+    world = SimpleNamespace(size=2)
+    config = SimpleNamespace(out=str(tmp_path / "c.h5"), overwrite=False, limit=100)
+    _plan(config, world, _prepared(100, train=100))
+    with pytest.raises(CacheError, match=r"--split changed \(started with --split test,train, now test\); rerun it "):
+        _plan(config, world, _prepared(100))
+    with pytest.raises(
+        CacheError, match=r"--limit changed \(started with --limit 100, now 50\); rerun it with --limit"
+    ):
+        _plan(SimpleNamespace(**{**vars(config), "limit": 50}), world, _prepared(50, train=50))
+    with pytest.raises(CacheError, match=r": the data changed; a data file's bytes"):
+        _plan(config, world, _prepared(90, train=100))  # the same --limit: the data gave fewer rows

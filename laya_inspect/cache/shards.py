@@ -317,15 +317,37 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str
     if manifest is not None and int(manifest["world_size"]) == world.size:
         old = {s: int(v["n"]) for s, v in manifest["splits"].items()}
         if old != sizes:
-            # rerunning the command cannot help: with the --limit it was started with, only the data changed
-            raise CacheError(
-                f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): the data or --limit changed; "
-                f"where --limit is the one it was started with, {DATA_REMEDY}"
-            )
+            said = _rows_changed(manifest, sizes, config.limit)
+            raise CacheError(f"{shard_dir(out)} was started on other rows ({old}, now {sizes}): {said}")
         return {s: [(int(a), int(b)) for a, b in v["ranges"]] for s, v in manifest["splits"].items()}, str(folder)
     plan = {s: shard_ranges(n, world.size, prep.batch_size) for s, n in sizes.items()}
-    _write_manifest(out, folder, world.size, prep.batch_size, plan, complete=False)
+    # --limit is kept so that a resume with another one is told from changed data
+    _write_manifest(out, folder, world.size, prep.batch_size, plan, complete=False, limit=config.limit)
     return plan, str(folder)
+
+
+def _rows_changed(manifest: dict[str, Any], sizes: dict[str, int], limit: int | None) -> str:
+    """What changed between the run that wrote ``manifest`` and this one (its rows per split ``sizes``,
+    its ``limit``), and what resumes it. A manifest written before --limit was recorded names the split
+    or says "the data or --limit"."""
+    started = list(manifest["splits"])
+    if sorted(started) != sorted(sizes):
+        return (
+            f"--split changed (started with --split {','.join(started)}, now {','.join(sizes)}); rerun it with "
+            f"--split {','.join(started)} to resume it, or pass --overwrite to start again"
+        )
+    if "limit" not in manifest:
+        return f"the data or --limit changed; where --limit is the one it was started with, {DATA_REMEDY}"
+    if manifest["limit"] != limit:
+        was = "no --limit" if manifest["limit"] is None else f"--limit {manifest['limit']}"
+        again = "without --limit" if manifest["limit"] is None else f"with --limit {manifest['limit']}"
+        now = "none" if limit is None else str(limit)
+        return (
+            f"--limit changed (started with {was}, now {now}); rerun it {again} to resume it, "
+            "or pass --overwrite to start again"
+        )
+    # rerunning the command cannot help: with the same --split and --limit, only the data changed
+    return f"the data changed; {DATA_REMEDY}"
 
 
 def _write_manifest(
