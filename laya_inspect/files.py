@@ -276,12 +276,46 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_drop_inherited_locks)
 
 
-LOCK_MAX_BYTES = 32
+# A lock file holds one line, ``laya-inspect lock pid=PID host=HOST boot=BOOT``: a user's file under
+# the lock's name (empty, or holding only digits, as the tool's first locks did) is told from ours and
+# never emptied nor removed, and a lock of another machine sharing the file system is never taken for
+# a killed run's, as its PID is not ours to ask about.
+LOCK_MAX_BYTES = 256
+_LOCK_LINE = re.compile(rb"laya-inspect lock pid=([0-9]{1,7}) host=(\S{1,200}) boot=(\S{1,64})\n?")
+
+
+def _host() -> str:
+    import socket
+
+    return re.sub(r"\s", "_", socket.gethostname()) or "?"
+
+
+def _boot() -> str:
+    """This boot's id (Linux): a PID from before a reboot names no running process; "?" elsewhere."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def lock_text(pid: int | None = None) -> bytes:
+    """What :func:`output_lock` writes in its lock file: a marker, the PID (this process's unless
+    ``pid``), this machine's name and boot id."""
+    return f"laya-inspect lock pid={os.getpid() if pid is None else pid} host={_host()} boot={_boot()}\n".encode()
+
+
+def lock_owner(data: bytes) -> tuple[int, str, str] | None:
+    """The PID, machine and boot id a lock file of :func:`output_lock` holds; None for anything else."""
+    m = _LOCK_LINE.fullmatch(data) if len(data) <= LOCK_MAX_BYTES else None
+    pid = pid_of(m.group(1).decode()) if m else None
+    if m is None or pid is None:
+        return None
+    return pid, m.group(2).decode(errors="replace"), m.group(3).decode(errors="replace")
 
 
 def lock_content(data: bytes) -> bool:
-    """Whether ``data`` is what a lock file of :func:`output_lock` holds: a PID (or nothing yet)."""
-    return len(data) <= LOCK_MAX_BYTES and re.fullmatch(rb"\s*[0-9]*\s*", data) is not None
+    """Whether ``data`` is what a lock file of :func:`output_lock` holds (:func:`lock_text`)."""
+    return lock_owner(data) is not None
 
 
 def make_parents(path: str | Path) -> list[Path]:
@@ -309,10 +343,8 @@ def remove_empty(folders: Sequence[Path]) -> None:
 @contextmanager
 def output_lock(path: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on output ``path`` (a hidden ``.<name>.lock`` file beside it holding
-    the writer's PID) for the whole body; a second writer is refused with the holder's PID. Forked
+    :func:`lock_text`) for the whole body; a second writer is refused with the holder's PID. Forked
     children do not share the lock, so it ends with the process that took it."""
-    import fcntl
-
     target = Path(path)
     lock = target.with_name(f".{target.name}.lock")
     if lock.is_symlink():  # opening it would truncate what it points to
@@ -323,36 +355,12 @@ def output_lock(path: str | Path) -> Iterator[None]:
     made: list[Path] = []
     try:
         made = make_parents(target)
-        while True:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-                os.close(fd)
-                raise LockedError(
-                    f"{target} is being written by another laya-inspect process (PID {holder}); "
-                    f"wait for it to finish or choose another output (lock file {lock})"
-                ) from None
-            # The holder before us may have removed the lock file after we opened it: lock again.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        held = os.pread(fd, 64, 0)
-        if os.fstat(fd).st_size > LOCK_MAX_BYTES or not lock_content(held):
-            os.close(fd)  # a user's file under the lock's name: neither emptied nor removed
-            raise InputError(
-                f"{lock} is not a lock file laya-inspect wrote (one holds only a PID), and laya-inspect keeps "
-                f"the lock of {target} there; move it away, or choose another output"
-            )
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-    except OSError as e:
-        raise WriteError(os_message(e, "could not lock")) from None
+        fd = _take_lock(lock, target)
+    except BaseException as e:
+        remove_empty(made)
+        if isinstance(e, OSError):
+            raise WriteError(os_message(e, "could not lock")) from None
+        raise
     owner = os.getpid()
     _HELD.add(fd)
     try:
@@ -368,6 +376,100 @@ def output_lock(path: str | Path) -> Iterator[None]:
             remove_empty(made)
 
 
+def _take_lock(lock: Path, target: Path) -> int:
+    """A descriptor of ``lock`` holding its flock and this run's :func:`lock_text`. A new lock is
+    written whole under a temporary name and linked into place, so no run ever sees one empty; an
+    existing one is taken over only when no process holds its flock and it holds a lock's line."""
+    import fcntl
+
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        fd = _new_lock(lock)
+        if fd is not None:
+            return fd
+        try:
+            fd = os.open(lock, os.O_RDWR | nofollow)
+        except FileNotFoundError:  # its holder just removed it: make it anew
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held = lock_owner(os.pread(fd, LOCK_MAX_BYTES + 1, 0))
+            os.close(fd)
+            raise LockedError(
+                f"{target} is being written by another laya-inspect process "
+                f"(PID {held[0] if held else '?'}{f' on {held[1]}' if held and held[1] != _host() else ''}); "
+                f"wait for it to finish or choose another output (lock file {lock})"
+            ) from None
+        # The holder before us may have removed the lock file after we opened it: lock again.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        if lock_owner(os.pread(fd, LOCK_MAX_BYTES + 1, 0)) is None:
+            os.close(fd)  # a user's file under the lock's name: neither emptied nor removed
+            raise InputError(
+                f"{lock} is not a lock file this laya-inspect wrote (one holds a line 'laya-inspect lock "
+                f"pid=…'), and laya-inspect keeps the lock of {target} there; move it away if it is yours, "
+                "delete it if an older laya-inspect left it, or choose another output"
+            )
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, lock_text(), 0)
+        return fd
+
+
+def _new_lock(lock: Path) -> int | None:
+    """A descriptor of a new ``lock`` this run made and holds, or None where one exists already."""
+    import fcntl
+
+    temp = lock.with_name(temp_file_name(lock.name, os.getpid()))
+    fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows this file yet
+        os.write(fd, lock_text())
+        try:
+            os.link(temp, lock)  # fails where any file (a user's, a symlink) has the name: nothing replaced
+        except FileExistsError:
+            os.close(fd)
+            return None
+        except OSError:  # a file system without hard links (FAT, some network ones): made in place
+            os.close(fd)
+            return _new_lock_in_place(lock)
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+    finally:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+    return fd
+
+
+def _new_lock_in_place(lock: Path) -> int | None:
+    """:func:`_new_lock` where no hard link can be made: the lock is made under its own name, so for an
+    instant it is empty, and a run that finds it so is refused (never the user's file lost)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, lock_text())
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def dead_lock_pid(lock: Path) -> int | None:
     """The PID a lock file of :func:`output_lock` holds when the run that wrote it is gone: its process
     no longer exists and no process holds its flock (a run killed with SIGKILL leaves the file). None
@@ -377,12 +479,12 @@ def dead_lock_pid(lock: Path) -> int | None:
     try:
         if lock.is_symlink() or not lock.is_file() or lock.stat().st_size > LOCK_MAX_BYTES:
             return None
-        held = lock.read_bytes()
-        pid = pid_of(held.decode("ascii").strip()) if lock_content(held) else None
-        if pid is None or running(pid):
+        owner = lock_owner(lock.read_bytes())
+        # another machine's PID is not ours to ask about; one from before this boot is gone
+        if owner is None or owner[1] != _host() or (owner[2] == _boot() and running(owner[0])):
             return None
         fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared lock: taken only when no writer holds it
@@ -390,7 +492,7 @@ def dead_lock_pid(lock: Path) -> int | None:
         return None
     finally:
         os.close(fd)  # closing the descriptor releases the shared lock
-    return pid
+    return owner[0]
 
 
 # Linux never gives a process a larger PID (PID_MAX_LIMIT, 2**22): ``notes.tmp-20240105`` is a date

@@ -366,10 +366,10 @@ def _foreign(root: Path, here: Path, marker: dict[str, Any] | None) -> list[str]
 def _own_temp_entry(entry: Path, root: Path, owned: set[str], marker: dict[str, Any] | None) -> bool:
     """A lock or temporary name (:func:`temp_of`) of a path the marker lists, or of the marker itself:
     inside an output the tool writes nothing else, so a user's ``notes.tmp-1`` is theirs (1 can be a
-    PID; --force deleted it with the folder). A lock's is told by content too: a lock holds a PID
-    alone, so a user's ``.heads.lock`` holding anything else is theirs. Never a link, nor a folder
-    of a path the marker records as a file (digest, or size and time): the tool's temporary folders
-    are of folders, so a user's ``.summary.json.tmp-7/`` is theirs."""
+    PID; --force deleted it with the folder). A lock's is told by content too: a lock holds its line
+    (:func:`~laya_inspect.files.lock_text`), so a user's ``.heads.lock`` holding anything else is
+    theirs. Never a link, nor a folder of a path the marker records as a file (digest, or size and
+    time): the tool's temporary folders are of folders, so a user's ``.summary.json.tmp-7/`` is theirs."""
     rels = {(entry.parent / name).relative_to(root).as_posix() for name in temp_of(entry.name)}
     if entry.is_symlink() or not any(rel in owned or rel == MARKER for rel in rels):
         return False
@@ -570,7 +570,55 @@ def check_out(
                 f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "
                 f"choose another {flag}, or move it away yourself"
             )
+    _refuse_fixed(out, flag)
     return out
+
+
+# FS_IOC_GETFLAGS of linux/fs.h (what `lsattr` reads) and its FS_IMMUTABLE_FL | FS_APPEND_FL bits
+_GETFLAGS, _FIXED = 0x80086601, 0x10 | 0x20
+
+
+def fixed(path: Path) -> bool:
+    """Whether ``path`` (not followed) is immutable or append-only (``chattr +i`` / ``+a``): not even
+    root may rename or delete it. False where the file system or the platform cannot say."""
+    import sys
+
+    if sys.platform != "linux" or path.is_symlink() or not (path.is_file() or path.is_dir()):
+        return False
+    import fcntl
+    import struct
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        flags = struct.unpack("i", fcntl.ioctl(fd, _GETFLAGS, bytes(8))[:4])[0]
+    except OSError:  # a file system without these attributes
+        return False
+    finally:
+        os.close(fd)
+    return bool(flags & _FIXED)
+
+
+def _refuse_fixed(out: Path, flag: str) -> None:
+    """Refuse, before the work, an existing output that cannot be replaced: immutable or append-only
+    itself (the swap's rename would fail once all the work was done), or holding such a file or
+    folder (the previous output could not be deleted after the swap, and would be left beside it)."""
+    if out.is_symlink() or not out.exists():
+        return
+    found = [out] if fixed(out) else []
+    if not found and out.is_dir():
+        for folder, dirs, files in os.walk(out):
+            found += [p for p in (Path(folder) / n for n in [*dirs, *files]) if fixed(p)][:1]
+            if found:
+                break
+    if found:
+        where = " is" if found[0] == out else f" holds {found[0]}, which is"
+        raise InputError(
+            f"{flag} {out}{where} immutable or append-only (`lsattr -d {found[0]}` shows i or a), so laya-inspect "
+            f"could not replace it: `chattr -i -a {found[0]}` first, or choose another {flag}"
+        )
 
 
 # Outputs whose files the steps they print may rewrite one by one (`train --force --out

@@ -472,9 +472,14 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   an output beside them in it (`diagnose heads --out heads/diag`) is never read as a head, and
   `fit-head --force` refuses to delete it, so it is allowed; one that is or holds it is refused.
 - **One writer per output.** Each output is guarded by a lock file `.<name>.lock` beside it,
-  holding the writer's PID (`output_lock`, an `flock` the kernel releases when the process dies, so
-  a killed run never leaves a stale lock behind). A second writer is refused at once, with the
-  holder's PID; it touches nothing.
+  holding one line, `laya-inspect lock pid=PID host=HOST boot=BOOT` (`output_lock`, an `flock` the
+  kernel releases when the process dies, so a killed run's lock is taken over by the next run). A
+  second writer is refused at once, with the holder's PID; it touches nothing. A file under the
+  lock's name that does not hold that line (empty, only digits, a user's notes) is refused and left
+  as it is; a lock of another machine on a shared file system is never taken for a killed run's.
+- **An output that cannot be replaced is refused before the work.** An existing output that is
+  immutable or append-only (`chattr +i` / `+a`), or holds such a file or folder, is refused with the
+  `chattr` that frees it, not found at the final rename once the work is done.
 - **Ctrl-C and SIGTERM end a command cleanly.** Ctrl-C, and SIGTERM (`kill PID`, `docker stop`, a
   scheduler's preemption), stop the command where it is and run its cleanup: the temporary files
   and folders above are removed, extract's rows are kept in `NAME.partial`, and the worker processes

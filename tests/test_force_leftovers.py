@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from laya_inspect.errors import InputError, os_message
-from laya_inspect.files import temp_file_name
+from laya_inspect.files import lock_text, temp_file_name
 from laya_inspect.out_dir import MARKER, atomic_dir, foreign_files, redigest, refresh_digests, write_marker
 
 
@@ -134,18 +134,18 @@ def test_what_a_killed_run_inside_an_output_left_does_not_stop_force(tmp_path):
     pid = child.pid  # a process that is gone
     (out / f".cmp.tmp-{pid}" / "plots").mkdir(parents=True)
     (out / f".cmp.tmp-{pid}" / "attributions.h5").write_bytes(b"half")
-    (out / ".cmp.lock").write_text(str(pid))
+    (out / ".cmp.lock").write_bytes(lock_text(pid))
     (out / temp_file_name("fig.png", pid)).write_text("half a figure")  # a killed explain --out out/fig.png
-    (out / ".fig.png.lock").write_text(str(pid))
+    (out / ".fig.png.lock").write_bytes(lock_text(pid))
     assert foreign_files(out) == []
     written(out, {"summary.json": "[]"})
     assert sorted(p.name for p in out.iterdir()) == [MARKER, "summary.json"]
 
     (out / f".cmp.tmp-{pid}").mkdir()  # without its lock: only named like one
     (out / f".old.old-{pid}").mkdir()  # a swap cut short: the previous output of out/old, put back by its next run
-    (out / ".old.lock").write_text(str(pid))
+    (out / ".old.lock").write_bytes(lock_text(pid))
     (out / f".live.tmp-{os.getppid()}").mkdir()  # a run still writing out/live (a process that exists)
-    (out / ".live.lock").write_text(str(os.getppid()))
+    (out / ".live.lock").write_bytes(lock_text(os.getppid()))
     live = os.getppid()
     assert foreign_files(out) == sorted(
         [f".cmp.tmp-{pid}/", ".live.lock", f".live.tmp-{live}/", ".old.lock", f".old.old-{pid}/"]

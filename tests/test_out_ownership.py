@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from laya_inspect import __version__
 from laya_inspect.cli import app
 from laya_inspect.errors import InputError
+from laya_inspect.files import lock_text
 from laya_inspect.out_dir import MARKER, atomic_dir, check_out, foreign_files, read_marker, redigest, write_marker
 
 runner = CliRunner()
@@ -203,7 +204,7 @@ def test_a_marked_sub_folder_answers_for_its_own_files(tmp_path):
 def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
     out = written(tmp_path / "out", files={"summary.json": "{}", "features.h5": "a cache", "heads/x.json": "{}"})
     (out / "features.h5.partial").write_bytes(b"\x89HDF\r\n\x1a\n a killed extract")  # HDF5, as extract's is
-    (out / ".heads.lock").write_text("123")
+    (out / ".heads.lock").write_bytes(lock_text(123))
     (out / ".heads.tmp-123").mkdir()
     assert foreign_files(out) == []
     # QA: any *.partial counted as the tool's, so --force removed a user's notes.partial with the folder
@@ -213,9 +214,9 @@ def test_the_tools_own_temporary_names_are_not_foreign(tmp_path):
 
 def test_a_users_file_named_like_a_lock_is_not_taken_for_one(tmp_path):
     """Audit: any `.NAME.lock` in an output counted as a lock the tool left, so `--force` deleted a
-    user's `.budget.lock` with the folder. A lock holds a PID alone: anything else there is the user's."""
+    user's `.budget.lock` with the folder. A lock holds its own line: anything else there is the user's."""
     out = written(tmp_path / "out", files={"summary.json": "{}", "heads/x.json": "{}"})
-    (out / ".heads.lock").write_text("4242")  # a killed run's lock of heads/, which the marker lists: the tool's
+    (out / ".heads.lock").write_bytes(lock_text(4242))  # a killed run's lock of heads/ (listed): the tool's
     assert foreign_files(out) == []
     (out / ".budget.lock").write_text("held by the spreadsheet on the lab machine\n")
     (out / ".plots.lock").symlink_to(tmp_path)
@@ -834,9 +835,9 @@ def test_the_lock_never_empties_or_removes_a_users_file_or_writes_through_a_link
         with output_lock(tmp_path / "other"):
             pass
     assert (tmp_path / "target.txt").read_text() == "the user's" and (tmp_path / ".other.lock").is_symlink()
-    (tmp_path / ".killed.lock").write_text("12345")  # a killed run's lock (its PID): taken over, then removed
+    (tmp_path / ".killed.lock").write_bytes(lock_text(12345))  # a killed run's lock: taken over, then removed
     with output_lock(tmp_path / "killed"):
-        assert (tmp_path / ".killed.lock").read_text() == str(os.getpid())
+        assert (tmp_path / ".killed.lock").read_bytes() == lock_text()
     assert not (tmp_path / ".killed.lock").exists()
 
 
@@ -1138,3 +1139,59 @@ def test_an_out_through_a_linked_folder_and_dot_dot_is_written_where_it_was_chec
     written(named, files={"newer.json": "2"})  # --force replaces the folder it checked
     assert sorted(tree(tmp_path / "elsewhere" / "results")) == [MARKER, "newer.json"]
     assert tree(lexical) == before
+
+
+@pytest.mark.parametrize("content", ["", "12345", "  4242\n"])
+def test_a_users_empty_or_numeric_file_named_like_the_lock_is_never_taken_for_one(tmp_path, content):
+    """Audit: an empty `.results.lock` beside `--out results` (or one holding only digits, as a
+    killed run's lock once did) was taken for a stale lock, emptied, written and removed. Our lock
+    holds its own line (marker, PID, machine, boot); anything else is refused, untouched."""
+    from laya_inspect.files import output_lock
+
+    (tmp_path / ".results.lock").write_text(content)
+    with pytest.raises(InputError, match="not a lock file this laya-inspect wrote"):
+        with output_lock(tmp_path / "results"):
+            pass
+    assert (tmp_path / ".results.lock").read_text() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".results.lock"]  # no parent, no temporary left
+
+
+def test_a_lock_of_another_machine_or_a_dead_one_of_this_boot(tmp_path):
+    """A lock whose PID is gone on this machine is a killed run's; one naming another machine
+    (a shared file system) is not ours to judge, so what sits beside it is refused, not deleted."""
+    import subprocess
+    import sys
+
+    from laya_inspect.files import dead_lock_pid
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    (tmp_path / ".a.lock").write_bytes(lock_text(child.pid))
+    assert dead_lock_pid(tmp_path / ".a.lock") == child.pid
+    other = lock_text(child.pid).replace(b" host=", b" host=elsewhere-")
+    (tmp_path / ".b.lock").write_bytes(other)
+    assert dead_lock_pid(tmp_path / ".b.lock") is None
+    before_boot = lock_text(os.getppid()).replace(b" boot=", b" boot=x")  # a live PID, but from before a reboot
+    (tmp_path / ".c.lock").write_bytes(before_boot)
+    assert dead_lock_pid(tmp_path / ".c.lock") == os.getppid()
+
+
+def test_the_lock_is_made_where_no_hard_link_can_be(tmp_path, monkeypatch):
+    """A lock is written whole and linked into place; on a file system without hard links (FAT, some
+    network ones: link() fails with EPERM) it is made in place, and a user's file there is still refused."""
+    import errno
+
+    from laya_inspect.files import output_lock
+
+    def no_links(*args):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "link", no_links)
+    with output_lock(tmp_path / "out"):
+        assert (tmp_path / ".out.lock").read_bytes() == lock_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / ".out.lock").write_text("")
+    with pytest.raises(InputError, match="not a lock file"):
+        with output_lock(tmp_path / "out"):
+            pass
+    assert (tmp_path / ".out.lock").read_text() == ""

@@ -354,10 +354,11 @@ def summary(work: Path, kind: str) -> None:
 
 HOLDER = """
 import fcntl, os, sys, time
+from laya_inspect.files import lock_text
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
 os.ftruncate(fd, 0)
-os.write(fd, str(os.getpid()).encode())
+os.write(fd, lock_text())
 print("ready", flush=True)
 time.sleep(600)
 """
