@@ -369,7 +369,9 @@ def output_lock(path: str | Path) -> Iterator[None]:
         if os.getpid() == owner:  # a forked child leaving this block must not free its parent's lock
             _HELD.discard(fd)
             try:
-                lock.unlink()
+                mine, now = os.fstat(fd), os.lstat(lock)
+                if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino):  # not a file saved there since
+                    lock.unlink()
             except OSError:
                 pass
             os.close(fd)

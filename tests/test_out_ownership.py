@@ -1195,3 +1195,14 @@ def test_the_lock_is_made_where_no_hard_link_can_be(tmp_path, monkeypatch):
         with output_lock(tmp_path / "out"):
             pass
     assert (tmp_path / ".out.lock").read_text() == ""
+
+
+def test_a_file_saved_under_the_locks_name_during_the_run_is_left(tmp_path):
+    """Audit: the lock was removed by name when the run ended, so a file moved there during the run
+    (the user's `.out.lock`, the old lock having been moved away) was deleted."""
+    from laya_inspect.files import output_lock
+
+    with output_lock(tmp_path / "out"):
+        os.replace(tmp_path / ".out.lock", tmp_path / "moved.lock")
+        (tmp_path / ".out.lock").write_text("mine")
+    assert (tmp_path / ".out.lock").read_text() == "mine"
