@@ -1,5 +1,6 @@
 """Every verdict against the constant rule is said alike in summary.json, the terminal and report.html:
-each head's and each method's, and the seeds' verdicts of each across-seed row, on a real compare run of
+each head's and each method's, the seeds' verdicts of each across-seed row with its verdict over the seeds, and
+each pair of methods' verdict over the seeds, on a real compare run of
 two LAYA seeds and a head that reads one layer (docs/METHOD.md, "The constant rule and paired verdicts")."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from laya_inspect.cli import app
 from laya_inspect.compare.records import NOT_APPLICABLE, VERDICTS, inapplicable_said
-from laya_inspect.report.across import WORDS
+from laya_inspect.report.across import OVER_WORDS, WORDS, rivals
 from laya_inspect.report.html import slug
 
 runner = CliRunner()
@@ -84,6 +85,7 @@ def test_each_head_and_methods_verdict_is_the_same_in_the_terminal_and_report_ht
     assert NOT_APPLICABLE in verdicts and len(verdicts - {NOT_APPLICABLE}) >= 2, verdicts
 
     (group,) = summary["across_seeds"]["groups"]
+    pairs = 0
     for a, entry in group["ablations"].items():
         rows = {r[0]: r[-1] for r in _cells(page, f"seeds-{slug(group['head'])}-{slug(a)}")}
         start = next(i for i, line in enumerate(lines) if line.startswith(f"across seeds: {group['head']}"))
@@ -98,4 +100,15 @@ def test_each_head_and_methods_verdict_is_the_same_in_the_terminal_and_report_ht
             at = next(i for i in range(start, len(lines)) if lines[i].split()[:1] == [m])
             below = next(line for line in lines[at:] if line.split()[:2] == ["−", "constant"])  # its difference row
             cell = f"{short[0]} (all)" if len(set(short)) == 1 else " / ".join(short)
+            over = row["verdict_over_seeds"]  # the verdict over the seeds, where it is not every seed's word
+            if over is not None and over != row["verdicts"][0]:
+                cell += f", {OVER_WORDS.get(over, f'{over} over seeds')}"
+                assert VERDICTS[row["verdicts"][0]] + " on each of the 2 seeds, but " in rows[m], (m, rows[m])
             assert below.rstrip().endswith(cell), (m, below, row["verdicts"])
+            versus = {c[0]: c[-2] for c in _cells(page, f"seeds-{slug(group['head'])}-{slug(a)}")}
+            for r, est in rivals(entry, m):  # each pair of methods' verdict over the seeds, the same in both
+                pair = next(line for line in lines[at:] if line.split()[:2] == ["−", r])
+                assert pair.rstrip().endswith(f" {est['verdict']}"), (m, r, pair)
+                assert f"− {r}: " in versus[m] and f"; {est['verdict']} over the seeds (" in versus[m], versus[m]
+                pairs += 1
+    assert pairs, "no pair of methods read over the seeds"

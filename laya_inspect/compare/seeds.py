@@ -5,9 +5,11 @@ Heads are grouped by name and kind: a fit-head head directory ``<head>/seed_<S>/
 ``<head>``, any other directory to its own name. For each group of two or more seeds, each ablation
 every seed ran and each method (and reference) every seed scored: the per-seed values of the
 headline scores (top-layer agreement, Deletion@1 ÷ oracle, faithfulness ρ) and of each method's
-paired difference to the constant rule, their mean over seeds and the two-sided 95% t-interval
-mean ± t(0.975, S−1)·std/√S (std with ddof 1). A verdict against the constant rule, or a starred
-best method, that differs between seeds is a caveat.
+paired difference to the constant rule, their mean over seeds and the two-sided t-interval
+mean ± t((1+c)/2, S−1)·std/√S (std with ddof 1): c = 95% for a score, and for a paired difference the
+confidence each seed's verdict was drawn at (1 − 0.05/3 against the rule, 1 − 0.05/m against another
+method), so that the verdict over the seeds is held to the standard of each seed's. A verdict against
+the constant rule, or a starred best method, that differs between seeds is a caveat.
 
 What `compare` accepts as heads (:func:`expand_head_dirs`): head directories, and fit-head output
 folders expanded to every head directory in them. A fit-head output holds ``<head>/seed_<S>/`` head
@@ -28,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..training.stats import bounded, cut_note
-from .paired import HEADLINE
+from ..training.stats import bounded, cut_note, outcome
+from .paired import HEADLINE, VERDICT_CONFIDENCE
 from .records import VERDICTS, carried, score_value
 
 CONFIDENCE = 0.95
@@ -116,10 +118,15 @@ RANGES = {"top_layer_agreement": (0.0, 1.0), "faithfulness": (-1.0, 1.0)}
 
 def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:
     """:func:`t_estimate` of score ``key`` (``<score>_minus_constant`` for its difference to the
-    constant rule), its interval cut to the score's range where it reaches past (``clipped``, with the
-    t bounds), as diagnose's AUROCs are."""
-    est = t_estimate(values)
+    constant rule, at VERDICT_CONFIDENCE, each seed's verdict's level, recorded as its ``confidence``),
+    its interval cut to the score's range where it reaches past (``clipped``, with the t bounds), as
+    diagnose's AUROCs are."""
     base = key.removesuffix("_minus_constant")
+    est = (
+        t_estimate(values)
+        if base == key
+        else {**t_estimate(values, VERDICT_CONFIDENCE), "confidence": VERDICT_CONFIDENCE}
+    )
     if base not in RANGES:
         return est
     low, high = RANGES[base]
@@ -151,41 +158,61 @@ def ranged_note(entry: dict[str, Any]) -> str | None:
         "across seeds",
         "its score's range",
         "[0, 1] for top-layer agreement, [−1, 1] for ρ, twice as wide for a difference to the constant rule",
-        "seeds at 95%",
+        f"seeds at 95% ({VERDICT_CONFIDENCE:.1%} for a difference to the constant rule)",
     )
 
 
 def _versus_over_seeds(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each other method a method's every seed was read against (``vs_methods``, the paired difference in ρ
-    over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2]: each
-    seed's interval holds that seed's head fixed, this one asks whether a head refitted with another
-    seed would order the layers the same way."""
+    over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2], at the
+    confidence the seeds' own intervals were drawn at (``confidence``: 1 − 0.05/m, the highest where they
+    differ; 95% for seeds that record none), with :func:`versus_verdict` as its ``verdict``: each seed's
+    interval holds that seed's head fixed, this one asks whether a head refitted with another seed would
+    order the layers the same way."""
     rivals = [r for r in entries[0].get("vs_methods") or {} if all(r in (e.get("vs_methods") or {}) for e in entries)]
     low, high = RANGES["faithfulness"]
-    return {
-        # a pair with no difference drawn on a seed is None there: that seed gives no value
-        r: bounded(t_estimate([(e["vs_methods"][r] or {}).get("mean") for e in entries]), low - high, high - low)
-        for r in rivals
-    }
+    out = {}
+    for r in rivals:
+        per = [e["vs_methods"][r] or {} for e in entries]  # None on a seed with no difference drawn: no value
+        levels = [float(d["confidence"]) for d in per if isinstance(d.get("confidence"), (int, float))]
+        confidence = max(levels, default=CONFIDENCE)
+        est = bounded(t_estimate([d.get("mean") for d in per], confidence), low - high, high - low)
+        out[r] = {**est, "confidence": confidence, "verdict": versus_verdict(est)}
+    return out
+
+
+def versus_verdict(est: dict[str, Any]) -> str:
+    """The verdict over the seeds of a method's paired difference in ρ to another (a ``vs_methods`` pair
+    of an across-seed entry): "better" or "worse" where its t-interval over the seeds lies above or below 0,
+    "no different" where it holds 0, "undecided" with no interval (one seed with a value, or the same
+    difference on every seed), the words each seed's difference is read in. report.html's reading and the
+    across-seed tables' " − <method>" rows say it."""
+    return outcome(est)
+
+
+def sided(bounds: Sequence[tuple[float, float]]) -> str:
+    """A verdict's word from intervals of differences to the constant rule: "beats" where one lies above 0
+    and none below, "worse" the reverse, "mixed" where both, "not shown" where every one holds 0."""
+    up, down = any(lo > 0 for lo, _ in bounds), any(hi < 0 for _, hi in bounds)
+    return "mixed" if up and down else "beats" if up else "worse" if down else "not shown"
 
 
 def verdict_over_seeds(row: dict[str, Any]) -> str | None:
     """Whether a method row's one verdict on every seed holds over the seeds: where each of two or more seeds
-    says "beats" (or each "worse"), that word if some score's mean difference to the constant rule over the
-    seeds has its t-interval on that side of 0, else "not shown"; None where the seeds' verdicts differ, are
-    another word, or no score has an interval over the seeds. Each seed's verdict holds that seed's head
-    fixed; the interval over the seeds asks whether a head refitted with another seed would differ from the
-    rule, and over 3 seeds t(0.975, 2) = 4.3 makes it wide: the digits demo's concat heads beat the rule on
-    each seed, ρ − rule +0.33 over the seeds, [−0.04, +0.70]."""
+    says "beats" (or each "worse", or each "mixed"), the verdict the score's mean differences to the constant
+    rule over the seeds give (:func:`sided`, their t-intervals at each seed's level, VERDICT_CONFIDENCE):
+    the seeds' word where it holds, "not shown" where every interval holds 0, "mixed" where one lies above
+    0 and another below; None where the seeds' verdicts differ, are another word, or no score has an
+    interval over the seeds. Each seed's verdict holds that seed's head fixed; the interval over the seeds
+    asks whether a head refitted with another seed would differ from the rule, and over 3 seeds
+    t(1 − 0.05/6, 2) = 7.6 makes it wide: the digits demo's concat heads beat the rule on each seed, ρ − rule
+    +0.33 over the seeds, [−0.04, +0.70] at 95%."""
     verdicts = [str(v) for v in row.get("verdicts") or []]
-    if len(verdicts) < 2 or len(set(verdicts)) != 1 or verdicts[0] not in ("beats", "worse"):
+    if len(verdicts) < 2 or len(set(verdicts)) != 1 or verdicts[0] not in ("beats", "worse", "mixed"):
         return None
-    above = verdicts[0] == "beats"
     ests = [row.get(f"{key}_minus_constant") or {} for key in HEADLINE]
     bounds = [(e["ci_low"], e["ci_high"]) for e in ests if None not in (e.get("ci_low"), e.get("ci_high"))]
-    if not bounds:
-        return None
-    return verdicts[0] if any(lo > 0 if above else hi < 0 for lo, hi in bounds) else "not shown"
+    return sided(bounds) if bounds else None
 
 
 def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
@@ -296,7 +323,9 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
             g["ablations"][a] = entry
     return {
         "confidence": CONFIDENCE,
-        "interval": "two-sided t-interval over seeds: mean ± t(0.975, S−1)·std/√S, std with ddof 1",
+        "interval": "two-sided t-interval over seeds: mean ± t((1+c)/2, S−1)·std/√S, std with ddof 1; c = confidence "
+        f"for a score, {VERDICT_CONFIDENCE:.4f} for a difference to the constant rule (each seed's verdict's level), "
+        "a difference to another method's own confidence",
         "groups": groups,
         "caveats": caveats,
     }

@@ -12,6 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from ..compare.paired import VERDICT_CONFIDENCE
 from ..compare.records import NOT_APPLICABLE, ONE_LAYER, TESTED, VERDICTS, carried, inapplicable_said, on_its_own
 from ..compare.seeds import (
     REFERENCES,
@@ -21,10 +22,13 @@ from ..compare.seeds import (
     ranged_note,
     seed_verdicts,
     verdict_over_seeds,
+    versus_verdict,
 )
+from ..training.stats import level
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
+DIFFERENCE_LEVEL = f"{VERDICT_CONFIDENCE:.1%}"  # a difference to the constant rule's interval over the seeds
 # column → summary key of the headline score
 HEADLINE = {  # the headline scores by docs/METHOD.md's names: report.html's column headers
     "top-layer agreement": "top_layer_agreement",
@@ -163,21 +167,35 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False, each: bool = True)
     return Text.assemble(shown, "\n", (per_seed, "dim"))
 
 
-def not_over_seeds(row: dict[str, Any]) -> str | None:
-    """Where every seed's verdict is "beats" (or every one "worse") but no score's mean difference to the
-    constant rule over the seeds lies on that side of 0 (the row's ``verdict_over_seeds`` "not shown",
-    :func:`..compare.seeds.verdict_over_seeds`), a line saying so; else None, and in a summary written
-    before that field was kept."""
+def over_seeds(row: dict[str, Any]) -> str | None:
+    """The row's verdict over the seeds (``verdict_over_seeds``, :func:`..compare.seeds.verdict_over_seeds`;
+    worked out here for a summary written before that field was kept) where it is not the word every seed
+    gives; else None."""
     verdicts = [str(v) for v in row.get("verdicts") or []]
     over = row["verdict_over_seeds"] if "verdict_over_seeds" in row else verdict_over_seeds(row)  # older summaries
-    if over != "not shown" or not verdicts:
+    return None if over is None or not verdicts or over == verdicts[0] else str(over)
+
+
+def not_over_seeds(row: dict[str, Any]) -> str | None:
+    """Where every seed's verdict is "beats" (or every one "worse", or "mixed") but the scores' mean differences
+    to the constant rule over the seeds say another (:func:`over_seeds`), a line saying so: "not shown" where
+    every interval holds 0, "mixed" where the scores disagree in sign; else None."""
+    over = over_seeds(row)
+    if over is None:
         return None
-    above = verdicts[0] == "beats"
-    word, side = ("beats the constant rule", "above") if above else ("does worse than the constant rule", "below")
-    return (
-        f"{word} on each of the {len(verdicts)} seeds, but no score's mean difference over the seeds lies {side} 0 "
-        "(every 95% t-interval over the seeds includes 0): not shown for the head refitted with another seed"
-    )
+    verdicts = [str(v) for v in row.get("verdicts") or []]
+    ests = {key: row.get(f"{key}_minus_constant") or {} for key in HEADLINE.values()}
+    at = level(next((e for e in ests.values() if e.get("ci_low") is not None), None))
+    each = f"{VERDICTS.get(verdicts[0], verdicts[0])} on each of the {len(verdicts)} seeds"
+    if over == "not shown" and verdicts[0] != "mixed":
+        side = "above" if verdicts[0] == "beats" else "below"
+        return (
+            f"{each}, but no score's mean difference over the seeds lies {side} 0 "
+            f"(every {at} t-interval over the seeds includes 0): not shown for the head refitted with another seed"
+        )
+    why = carried({"verdict": over, **ests}, {k: label for label, k in HEADLINE.items()})
+    said = "the scores disagree in sign" if over == "mixed" else f"it {VERDICTS.get(over, over)}"
+    return f"{each}, but over the seeds {said}" + (f" ({why})" if why else "") + f" ({at} t-intervals over the seeds)"
 
 
 def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]]]:
@@ -190,11 +208,15 @@ def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]
     return [(r, over[r]) for r in after if isinstance(over.get(r), dict) and over[r].get("mean") is not None]
 
 
+# the verdict over the seeds beside the seeds' one word where it differs ("beats (all), mixed over seeds")
+OVER_WORDS = {"not shown": "not over seeds"}
+
+
 def _verdicts(row: dict[str, Any]) -> Text:
     said = [WORDS.get(str(w), str(w)) for w in row.get("verdicts") or []]
     if len(set(seed_verdicts(row, WORDS))) == 1:
-        if not_over_seeds(row):  # each seed's word, not shown over the seeds: the line under the table says why
-            return Text(f"{said[0]} (all)", style="yellow")
+        if over := over_seeds(row):  # each seed's word, another over the seeds: the line under the table says why
+            return Text(f"{said[0]} (all), {OVER_WORDS.get(over, f'{over} over seeds')}", style="yellow")
         return Text(f"{said[0]} (all)", style="bold green" if said[0] == "beats" else "dim")
     return Text(" / ".join(said), style="yellow")
 
@@ -250,7 +272,16 @@ def cut_short(entry: dict[str, Any]) -> str | None:
 
 
 # what a " − ig" row under a method's holds: ρ alone, the one score read between two methods
-VERSUS_LINE = "− <method>: the method above minus that method, paired difference in ρ over the seeds"
+VERSUS_LINE = (
+    "− <method>: the method above minus that method, paired difference in ρ over the seeds, at the level of "
+    "each seed's interval; its verdict over the seeds"
+)
+
+
+def versus_word(est: dict[str, Any]) -> str:
+    """A ``vs_methods`` pair's verdict over the seeds (its ``verdict``, :func:`..compare.seeds.versus_verdict`;
+    worked out for a summary written before that field was kept)."""
+    return str(est["verdict"]) if "verdict" in est else versus_verdict(est)
 
 
 def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[RenderableType]:
@@ -262,7 +293,8 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
     for g in groups(summary):
         table = rich_table(
             f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
-            "mean ± 95% t half-width over seeds" + ("" if brief else "; below, each seed's value")
+            f"mean ± t half-width over seeds, 95% ({DIFFERENCE_LEVEL} for − constant, the verdicts' level)"
+            + ("" if brief else "; below, each seed's value")
         )
         table.add_column("method", no_wrap=True)
         for col in SCORES:
@@ -284,7 +316,15 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                     diffs = [seed_cell(row.get(f"{k}_minus_constant"), True, not brief) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
                     for r, est in rivals(entry, m):  # α − IG in ρ over the seeds: the other scores are not paired
-                        table.add_row(Text(f" − {r}", style="dim"), "", "", seed_cell(est, True, not brief), "")
+                        word = versus_word(est)
+                        style = "bold green" if word == "better" else "yellow" if word == "worse" else "dim"
+                        table.add_row(
+                            Text(f" − {r}", style="dim"),
+                            "",
+                            "",
+                            seed_cell(est, True, not brief),
+                            Text(word, style=style),
+                        )
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
                         lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")
                     if note := not_over_seeds(row):
@@ -316,8 +356,11 @@ VERSUS = "faithfulness ρ − other method"
 
 def _versus_cell(pairs: list[tuple[str, dict[str, Any]]]) -> str:
     """A method's paired difference in ρ to each later method over the seeds: "− ig: +0.12 [−0.05, +0.29];
-    each seed's value", rival after rival ("—" where it has none)."""
-    return "; ".join(f"− {r}: {_html_cell(est, sign=True)}" for r, est in pairs) or "—"
+    each seed's value; no different over the seeds (97.5%)", rival after rival ("—" where it has none)."""
+    said = [
+        f"− {r}: {_html_cell(est, sign=True)}; {versus_word(est)} over the seeds ({level(est)})" for r, est in pairs
+    ]
+    return "; ".join(said) or "—"
 
 
 def _tested(entry: dict[str, Any]) -> int:
@@ -354,15 +397,18 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
                 classes.append("ref" if reference or row.get("circular") else "")
             head_cols = [*cols[:-1], VERSUS, cols[-1]] if versus else cols
             cut = ranged_note(entry)
-            caption = f"ablation {a}: mean over seeds {seeds} [two-sided 95% t-interval]; then each seed's value" + (
-                f"; {cut}" if cut else ""
-            )
+            caption = (
+                f"ablation {a}: mean over seeds {seeds} [two-sided t-interval, 95%; {DIFFERENCE_LEVEL} for a "
+                "difference to the constant rule, the level of each seed's verdict]; then each seed's value"
+            ) + (f"; {cut}" if cut else "")
             tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", head_cols, rows, caption, classes))
         notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
         tested = max((_tested(entry) for entry in (g.get("ablations") or {}).values()), default=0)
         legend = (
             "Each head's headline scores, and each method's paired difference to the constant rule, per seed and "
-            "across seeds: the mean over seeds with the t-interval mean ± t(0.975, S−1)·std/√S. A verdict or a "
+            "across seeds: the mean over seeds with the t-interval mean ± t((1+c)/2, S−1)·std/√S, c = 95% for a score "
+            f"and each seed's own level for a difference ({DIFFERENCE_LEVEL} to the constant rule), so that the "
+            "verdict over the seeds is held to each seed's standard. A verdict or a "
             f"best method that differs between seeds is a caveat; {on_its_own(tested)}. Definitions: docs/METHOD.md, "
             '"Across seeds".'
         )

@@ -46,7 +46,7 @@ from ..compare.records import (
     said_once,
     sanity_heads,
 )
-from ..compare.seeds import by_seed
+from ..compare.seeds import by_seed, versus_verdict
 from ..training.quality import (
     CHANCE_GAP,
     GAIN_ROWS,
@@ -62,6 +62,7 @@ from ..training.stats import (
     chance_text,
     counted,
     family_text,
+    level,
     outcome,
     percent,
     same_on_every_seed,
@@ -576,20 +577,22 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
 def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: str, word: str) -> str:
     """The mean of the lead's paired difference to its rival over the seeds, with its t-interval, after
     a verdict every seed gives alike: each seed's interval holds that seed's head fixed, so "worse on each
-    of the 3 seeds" is not shown for a head refitted with another seed where this one includes 0. ""
-    where the summary holds none (written before it was stored) or no seed reads better or worse."""
+    of the 3 seeds" is not shown for a head refitted with another seed where this one includes 0. The
+    verdict is the pair's own (``verdict``, :func:`..compare.seeds.versus_verdict`; worked out for a summary
+    written before it was kept). "" where the summary holds none or no seed reads better or worse."""
     entries = group.get("ablations") or {}
     entry: dict[str, Any] = entries.get((head.get("ablations_run") or list(entries) or [None])[0]) or {}
     d = ((entry.get("vs_methods") or {}).get(lead) or {}).get(rival)
     if word not in ("better", "worse") or not d or d.get("ci_low") is None:
         return ""
     over = f"its mean difference in ρ over the seeds {with_ci(d)}"
-    said = outcome(d)
+    said = str(d["verdict"]) if "verdict" in d else versus_verdict(d)
     if said == word:
         return f", and {over} lies {'above' if word == 'better' else 'below'} 0 too"
     if said != "no different":  # the same difference on every seed: no spread, no interval to read
         return ""
-    return f", but {over} includes 0 (95% t-interval over the seeds): not shown for the head refitted with another seed"
+    at = f"{level(d)} t-interval over the seeds"
+    return f", but {over} includes 0 ({at}): not shown for the head refitted with another seed"
 
 
 # -- fit-head ------------------------------------------------------------------------------------
