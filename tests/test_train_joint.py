@@ -595,3 +595,24 @@ def test_export_head_compares_train_s_accuracy_only_on_the_same_split_and_rows(t
     assert "extract with train's --limit 600" in said
     written = json.loads((tmp_path / "h2" / "export.json").read_text())["warnings"]
     assert len(written) == 1 and "300 rows" in written[0]
+
+
+def test_the_probe_is_not_said_converged_when_it_ran_out_of_loss_evaluations(monkeypatch) -> None:
+    """Review: L-BFGS also stops, silently, after max_eval loss evaluations; "converged" read only the
+    iteration count, so a probe cut short by its evaluations was said to have converged."""
+    from sklearn.datasets import load_digits
+    from torch import nn
+
+    from laya_inspect.training import joint
+
+    digits = load_digits()
+    x, y = torch.tensor(digits.data, dtype=torch.float32), torch.tensor(digits.target)
+    monkeypatch.setattr(joint, "PROBE_MAX_EVAL", 4)  # fewer evaluations than iterations allow
+    iterations, converged = joint.fit_linear(nn.Linear(64, 10), x, y, [])
+    assert iterations < joint.PROBE_MAX_ITER and not converged
+    monkeypatch.setattr(joint, "PROBE_MAX_EVAL", 2 * joint.PROBE_MAX_ITER)
+    clf = nn.Linear(64, 10)
+    iterations, converged = joint.fit_linear(clf, x, y, [])
+    assert converged and iterations < joint.PROBE_MAX_ITER
+    with torch.no_grad():
+        assert float((clf(x).argmax(1) == y).double().mean()) > 0.95

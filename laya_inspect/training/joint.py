@@ -390,6 +390,7 @@ def silence(clf: nn.Module, untrained: list[int]) -> None:
 
 
 PROBE_MAX_ITER = 500  # L-BFGS iterations: a linear probe on ≤ 54k rows converges well within them
+PROBE_MAX_EVAL = 2 * PROBE_MAX_ITER  # loss evaluations (line-search steps included), a budget of its own
 PROBE_C = 1.0  # inverse L2 strength, scikit-learn's default, as fit-head's layer probes use
 
 
@@ -448,7 +449,8 @@ def fit_linear(clf: nn.Linear, x: Tensor, y: Tensor, untrained: list[int]) -> tu
     """Fit ``clf`` to (``x``, ``y``) as scikit-learn's LogisticRegression(C=PROBE_C) would: in float64
     on standardised features, the scaling then folded into ``clf``'s weights, so ``clf`` reads the raw
     features as extract feeds them. The classes of ``untrained`` (no rows) stay out of the fit.
-    Returns the L-BFGS iterations run and whether it converged before PROBE_MAX_ITER."""
+    Returns the L-BFGS iterations run and whether it converged: stopped on its tolerances, not on
+    PROBE_MAX_ITER iterations or PROBE_MAX_EVAL loss evaluations (L-BFGS stops silently on either)."""
     keep = [c for c in range(clf.out_features) if c not in set(untrained)]
     x64 = x.detach().double()
     mean, std = x64.mean(0), x64.std(0, unbiased=False)
@@ -459,7 +461,12 @@ def fit_linear(clf: nn.Linear, x: Tensor, y: Tensor, untrained: list[int]) -> tu
     b = torch.zeros(len(keep), dtype=torch.float64, device=z.device, requires_grad=True)
     l2 = 1.0 / (PROBE_C * max(len(y), 1))  # sklearn's sum-loss + ||w||²/(2C), divided by the rows
     opt = torch.optim.LBFGS(
-        [w, b], max_iter=PROBE_MAX_ITER, tolerance_grad=1e-7, tolerance_change=1e-10, line_search_fn="strong_wolfe"
+        [w, b],
+        max_iter=PROBE_MAX_ITER,
+        max_eval=PROBE_MAX_EVAL,
+        tolerance_grad=1e-7,
+        tolerance_change=1e-10,
+        line_search_fn="strong_wolfe",
     )
 
     def closure() -> Tensor:
@@ -471,8 +478,9 @@ def fit_linear(clf: nn.Linear, x: Tensor, y: Tensor, untrained: list[int]) -> tu
     with torch.enable_grad():
         opt.step(closure)
     iterations = int(opt.state[w].get("n_iter", 0))
+    evaluations = int(opt.state[w].get("func_evals", 0))
     with torch.no_grad():
         scaled = w / std  # z = (x − mean)/std, so w·z + b = (w/std)·x + (b − (w/std)·mean)
         clf.weight[keep] = scaled.to(clf.weight.dtype)
         clf.bias[keep] = (b - scaled @ mean).to(clf.bias.dtype)
-    return iterations, iterations < PROBE_MAX_ITER
+    return iterations, iterations < PROBE_MAX_ITER and evaluations < PROBE_MAX_EVAL
