@@ -9,6 +9,8 @@ Specs (registry :data:`DATASETS`; nothing is ever downloaded):
 ``imagefolder:DIR``        DIR/<class>/* (seeded split) or DIR/<split>/<class>/*, read lazily
 ``npz:FILE``               X, y or X_<split>, y_<split>: images or (N, D) vectors
 ``csv:FILE`` ``jsonl:FILE``  text tables; options ``?text_col=…&label_col=…&split_col=…``
+``imagecsv:FILE``          image paths (relative to FILE's folder) and labels in a CSV/TSV;
+                           options ``?path_col=…&label_col=…&split_col=…``
 =========================  ===================================================================
 
 Datasets without native splits get ``train``/``test`` from a seeded stratified split
@@ -51,6 +53,7 @@ from .headers import (
     refuse_mixed_sizes,
     refuse_unreadable,
 )
+from .imagecsv import IMAGE_CSV_OPTIONS, image_paths, load_imagecsv
 from .images import load_imagefolder
 from .npz import load_npz
 from .sources import load_cifar10, load_digits_source, load_fashion_mnist
@@ -84,6 +87,9 @@ DATASETS.add("imagefolder", DatasetKind(load_imagefolder, "required", "imagefold
 DATASETS.add("npz", DatasetKind(load_npz, "required", "npz:FILE"))
 DATASETS.add("csv", DatasetKind(load_csv, "required", "csv:FILE[?text_col=…&label_col=…]", TEXT_OPTIONS))
 DATASETS.add("jsonl", DatasetKind(load_jsonl, "required", "jsonl:FILE[?text_col=…&label_col=…]", TEXT_OPTIONS))
+DATASETS.add(
+    "imagecsv", DatasetKind(load_imagecsv, "required", "imagecsv:FILE[?path_col=…&label_col=…]", IMAGE_CSV_OPTIONS)
+)
 
 
 @dataclass
@@ -137,6 +143,11 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
     main, _, query = text.partition("?")
     prefix, _, raw_arg = main.partition(":")
     prefix = prefix.strip().lower()
+    if prefix == "tsv" and prefix not in DATASETS:
+        raise NotFoundError(
+            f"no dataset 'tsv' ({text!r}): csv:FILE.tsv reads a tab-separated file (a name ending in .tsv), "
+            "imagecsv:FILE.tsv one of image paths"
+        )
     kind = DATASETS.get(prefix)  # NotFoundError with close matches
     arg = raw_arg.strip() or None
     if kind.arg == "required" and arg is None:
@@ -177,7 +188,7 @@ def _plan_transform(
     model_kind = getattr(input_spec, "kind", None)
     if src.kind == "text":
         if model_kind == "image":
-            raise InputError(f"dataset {spec!r} is text but the model takes images; use an hf: text model")
+            raise InputError(f"dataset {spec!r} is text but the model takes images; {_image_hint(src)}")
         if image_size is not None or normalize is not None or resize not in (None, "stretch"):
             raise InputError(f"dataset {spec!r} is text: image size, resize and normalize do not apply")
         max_length = int(getattr(input_spec, "max_length", None) or DEFAULT_MAX_LENGTH)
@@ -206,6 +217,16 @@ def _plan_transform(
     return plan_image_transform(
         src.native, input_spec=input_spec, image_size=image_size, normalize=normalize, resize=resize or "stretch"
     )
+
+
+def _image_hint(src: Source) -> str:
+    """What to do when a table of texts meets an image model: read its paths as images when they are."""
+    first = src.open(src.split_names[0])
+    assert first.rows is not None  # SplitSource.__post_init__ fills rows
+    how = "imagecsv:FILE?path_col=COLUMN&label_col=COLUMN (paths relative to the CSV's folder)"
+    if image_paths(list(first.fetch(first.rows[:100]))):
+        return f"its texts are image file paths: read the images with {how}"
+    return f"use an hf: text model, or, for a CSV of image file paths, {how}"
 
 
 def _limited(

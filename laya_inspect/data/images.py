@@ -449,7 +449,7 @@ def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
     return out
 
 
-def _folder_split(
+def file_split(
     files: list[str],
     labels: np.ndarray,
     channels: int,
@@ -465,6 +465,25 @@ def _folder_split(
         return [known.pop(files[i]) if files[i] in known else file_header(files[i]) for i in q.tolist()]
 
     return SplitSource(labels=labels if rows is None else labels[rows], rows=rows, fetch=fetch, headers=headers)
+
+
+TEXT_FILES = (".txt", ".text", ".md")
+
+
+def _texts_hint(groups: dict[str, Path]) -> str:
+    """What to add when class folders hold text files: imagefolder reads images only."""
+    try:
+        found = any(
+            e.name.lower().endswith(TEXT_FILES) for d in groups.values() for c in _subdirs(d) for e in os.scandir(d / c)
+        )
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    return (
+        "; they hold text files, which imagefolder: does not read: put the texts and their labels in a CSV "
+        "(csv:FILE?text_col=…&label_col=…) or a JSONL file (jsonl:FILE) and use an hf: text model"
+    )
 
 
 def load_imagefolder(
@@ -502,7 +521,9 @@ def load_imagefolder(
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
     every = [f for files, _ in listed.values() for f in files]
     if not every:
-        raise InputError(f"{root}: no image files ({', '.join(IMG_EXTENSIONS)}) in the class folders")
+        raise InputError(
+            f"{root}: no image files ({', '.join(IMG_EXTENSIONS)}) in the class folders{_texts_hint(groups)}"
+        )
     # The model's channels when it says (each file converted to them); otherwise the folder's own,
     # decided from every file so that no file's place in the listing changes another's pixels.
     read: dict[str, FileHeader] = {}  # the headers folder_channels read, for the check before any work
@@ -510,12 +531,12 @@ def load_imagefolder(
     native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
     if split_dirs:
         split_names, info = split_dirs, {"method": "native"}
-        open_split = lambda s: _folder_split(*listed[s], chans, read=read)  # noqa: E731
+        open_split = lambda s: file_split(*listed[s], chans, read=read)  # noqa: E731
     else:
         files, labels = listed[""]
         rows, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
         split_names = ["train", "test"]
-        open_split = lambda s: _folder_split(files, labels, chans, rows[s], read)  # noqa: E731
+        open_split = lambda s: file_split(files, labels, chans, rows[s], read)  # noqa: E731
     return Source(
         kind="image",
         class_names=class_names,

@@ -23,6 +23,7 @@ import json
 import math
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -212,24 +213,45 @@ def _column(rows: list[dict], col: str, *, path: Path, what: str, lines: list[in
     return out
 
 
-def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str, **_unused: Any) -> Source:
+@dataclass
+class Table:
+    """A csv or jsonl file read for one value column (texts, image paths) and its labels and splits:
+    ``groups`` split name → its rows, ``info`` how the splits were made."""
+
+    path: Path
+    lines: list[int]
+    values: list
+    raw_labels: list
+    labels: np.ndarray
+    class_names: list[str]
+    groups: dict[str, np.ndarray]
+    info: dict
+
+
+def read_table(
+    path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str, spec: str, value: tuple[str, str, str]
+) -> Table:
+    """Read ``path_arg`` as ``fmt`` ("csv" or "jsonl"), its value column named by the option ``value[0]``
+    (default ``value[1]``, ``value[2]`` in messages), ``label_col`` and ``split_col``; ``spec`` is the
+    spec's prefix, for the messages that say how to choose a column."""
     path = user_path(path_arg, folder=False, what=f"{fmt} file")
     columns, rows, lines = (_read_csv if fmt == "csv" else _read_jsonl)(path)
     if not rows:
         raise InputError(f"{path}: no data rows")
-    text_col, label_col = options.get("text_col", "text"), options.get("label_col", "label")
+    value_key, value_default, what = value
+    value_col, label_col = options.get(value_key, value_default), options.get("label_col", "label")
     split_col = options.get("split_col", "split")
-    for key, col in (("text_col", text_col), ("label_col", label_col)):
+    for key, col in ((value_key, value_col), ("label_col", label_col)):
         if col not in columns:
             raise InputError(
-                f"{path}: no column {col!r} for {key}; {suggest(col, columns)} (choose with {fmt}:FILE?{key}=NAME)"
+                f"{path}: no column {col!r} for {key}; {suggest(col, columns)} (choose with {spec}:FILE?{key}=NAME)"
                 + (_no_header(columns, rows, path) if fmt == "csv" else "")
             )
     if "split_col" in options and split_col not in columns:
         raise InputError(f"{path}: no column {split_col!r} for split_col; {suggest(split_col, columns)}")
     if fmt == "csv":
-        _unclosed_quote(rows, lines, text_col, label_col, path, "\t" if path.suffix.lower() == ".tsv" else ",")
-    texts = [str(t) for t in _column(rows, text_col, path=path, what="text", lines=lines)]
+        _unclosed_quote(rows, lines, value_col, label_col, path, "\t" if path.suffix.lower() == ".tsv" else ",")
+    values = _column(rows, value_col, path=path, what=what, lines=lines)
     raw_labels = _column(rows, label_col, path=path, what="label", lines=lines)
     labels, class_names = encode_labels(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}")
     if split_col in columns:
@@ -238,16 +260,26 @@ def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float
         info: dict = {"method": "native", "split_col": split_col}
     else:
         groups, info = stratified_split(labels, test_fraction=test_fraction, seed=seed)
+    return Table(path, lines, values, raw_labels, labels, class_names, groups, info)
+
+
+def _load_table(path_arg: str, options: dict, *, seed: int, test_fraction: float, fmt: str, **_unused: Any) -> Source:
+    text_col = options.get("text_col", "text")
+    t = read_table(
+        path_arg, options, seed=seed, test_fraction=test_fraction, fmt=fmt, spec=fmt, value=("text_col", "text", "text")
+    )
+    path, lines, labels, groups = t.path, t.lines, t.labels, t.groups
+    texts = [str(v) for v in t.values]
     return Source(
         kind="text",
-        class_names=class_names,
+        class_names=t.class_names,
         split_names=list(groups),
         open=lambda s: SplitSource(
             labels=labels[groups[s]], rows=groups[s], fetch=lambda q: [texts[i] for i in q.tolist()]
         ),
-        split_info=info,
+        split_info=t.info,
         location=str(path),
-        warnings=index_spellings(raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
+        warnings=index_spellings(t.raw_labels, where=str(path), locate=lambda i: f"line {lines[i]}"),
         row_warnings=lambda rows: [
             *_empty_texts(texts, rows, path, lines, text_col),
             *_nul_texts(texts, rows, path, lines, text_col),

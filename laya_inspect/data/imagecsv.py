@@ -1,0 +1,129 @@
+"""``imagecsv:FILE``: image files listed in a CSV (``.tsv``: tab-separated) with their labels.
+
+    imagecsv:labels.csv                       columns path,label[,split]
+    imagecsv:meta.tsv?path_col=file&label_col=species&split_col=fold
+
+A path is relative to the CSV's folder unless absolute. Every listed file must exist and be an image
+in a format ``imagefolder:`` reads, or the load is refused naming the CSV lines at fault. Labels and
+splits follow ``csv:FILE`` (a split column if present, else a seeded stratified train/test split);
+the files are then read as an image folder's are: each converted to the model's channels (else RGB if
+any is in colour), every header checked before any work.
+
+The source's location, which a cache fingerprints and a resume must match, is the folder that holds
+the CSV and every image, so that a changed CSV or image stops a resume as a changed image folder does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, few
+from .base import Source, index_spellings
+from .checks import copied_across_classes
+from .headers import FileHeader, folder_channels
+from .images import DECODE, IMG_EXTENSIONS, file_split
+from .text import Table, read_table
+
+IMAGE_CSV_OPTIONS = ("path_col", "label_col", "split_col")
+
+
+def _resolve(table: Table) -> list[str]:
+    """The absolute path of each row's image, or an InputError naming every line whose path is no image
+    file (absent, a folder, a format not read)."""
+    folder = Path(os.path.abspath(table.path)).parent
+    files, bad = [], []
+    for i, value in enumerate(table.values):
+        given = str(value).strip()
+        path = os.path.normpath(folder / Path(given).expanduser())  # an absolute path stays as it is
+        files.append(path)
+        if not os.path.isfile(path):
+            what = "a folder" if os.path.isdir(path) else "no such file"
+            bad.append(f"line {table.lines[i]} {given!r} ({what})")
+        elif not path.lower().endswith(IMG_EXTENSIONS):
+            bad.append(f"line {table.lines[i]} {given!r} (not a format read)")
+    if bad:
+        windows = any("\\" in str(v) for v in table.values) and os.sep == "/"
+        raise InputError(
+            f"{table.path}: {len(bad)} of {len(files)} image paths are no image file: {few(bad, 5)}; paths are "
+            f"relative to the CSV's folder {folder} unless absolute, and the formats read are "
+            f"{', '.join(IMG_EXTENSIONS)}" + ("; the paths hold '\\': write them with '/'" if windows else "")
+        )
+    return files
+
+
+def _listed_twice(table: Table, files: list[str], split_of: dict[int, str]) -> list[str]:
+    """A warning when one file stands on several lines: read twice, under two labels, or in two splits
+    (a test row the heads are trained on)."""
+    at: dict[str, list[int]] = {}
+    for i, f in enumerate(files):
+        at.setdefault(os.path.realpath(f), []).append(i)
+    twice = [rows for rows in at.values() if len(rows) > 1]
+    if not twice:
+        return []
+    labels = sum(len({int(table.labels[i]) for i in rows}) > 1 for rows in twice)
+    splits = sum(len({split_of.get(i) for i in rows}) > 1 for rows in twice)
+    shown = few([f"lines {', '.join(str(table.lines[i]) for i in rows)}" for rows in twice], 3)
+    return [
+        f"{table.path}: {len(twice)} image file(s) are listed on several lines ({shown}): each line is read as a "
+        f"row of its own; {labels} of them under two labels, {splits} of them in two splits (a test row the heads "
+        "are trained on); remove the extra lines"
+    ]
+
+
+def _location(table: Table, files: list[str]) -> tuple[str, list[str]]:
+    """The folder holding the CSV and every image (what a cache fingerprints: its files' names, sizes and
+    times), and a warning when that is the file system's root, which is not listed: the CSV alone is then."""
+    top = os.path.commonpath([os.path.dirname(os.path.abspath(table.path)), *(os.path.dirname(f) for f in files)])
+    if os.path.dirname(top) != top:
+        return top, []
+    return str(table.path), [
+        f"{table.path}: the CSV and its images share no folder below {top}, so a cache fingerprints the CSV but "
+        "not the image files: a resumed extract cannot tell that an image changed; keep them under one folder"
+    ]
+
+
+def load_imagecsv(
+    arg: str, options: dict, *, seed: int, test_fraction: float, channels: int | None = None, **_unused: Any
+) -> Source:
+    table = read_table(
+        arg,
+        options,
+        seed=seed,
+        test_fraction=test_fraction,
+        fmt="csv",
+        spec="imagecsv",
+        value=("path_col", "path", "image path"),
+    )
+    files = _resolve(table)
+    split_of = {int(i): s for s, rows in table.groups.items() for i in rows}
+    read: dict[str, FileHeader] = {}  # the headers folder_channels read, for the check before any work
+    chans = channels if channels in (1, 3) else folder_channels(files, read)
+    native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
+    location, where = _location(table, files)
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for i, f in enumerate(files):
+        found.setdefault((split_of.get(i, ""), table.class_names[table.labels[i]]), []).append((f, os.path.realpath(f)))
+    lines = table.lines
+    return Source(
+        kind="image",
+        class_names=table.class_names,
+        split_names=list(table.groups),
+        open=lambda s: file_split(files, table.labels, chans, table.groups[s], read),
+        split_info=table.info,
+        native=native,
+        location=location,
+        warnings=index_spellings(table.raw_labels, where=str(table.path), locate=lambda i: f"line {lines[i]}")
+        + where
+        + _listed_twice(table, files, split_of)
+        + copied_across_classes(location, found),
+        lines=lines,
+    )
+
+
+def image_paths(texts: list[str]) -> bool:
+    """Whether texts read as image paths: most of the first hundred end in an image extension."""
+    named = Counter(str(t).strip().lower().endswith(IMG_EXTENSIONS) for t in texts[:100])
+    return named[True] > named[False]
