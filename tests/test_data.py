@@ -372,7 +372,7 @@ def test_spec_errors(tmp_path):
         load_data("fashion_mnist")
     with pytest.raises(NotFoundError, match="available: fashion-mnist, cifar10, digits"):
         load_data("mnist")
-    assert DATASETS.names() == ["fashion-mnist", "cifar10", "digits", "imagefolder", "npz", "csv", "jsonl"]
+    assert DATASETS.names() == ["fashion-mnist", "cifar10", "digits", "imagefolder", "npz", "csv", "jsonl", "imagecsv"]
     with pytest.raises(NotFoundError, match="no split 'valid' in dataset 'digits'.*available: train, test"):
         load_data("digits", splits=["valid"])
     with pytest.raises(InputError, match="needs a path"):
