@@ -162,6 +162,12 @@ def test_a_csv_of_image_paths_read_as_text_says_how_to_read_the_images(tmp_path)
         load_data(f"csv:{csv}?text_col=path", input_spec=IMAGE_MODEL)
 
 
+def test_csv_with_path_col_points_to_imagecsv(tmp_path):
+    csv = photos_csv(tmp_path)
+    with pytest.raises(InputError, match=r"read them with imagecsv:FILE\?path_col="):
+        load_data(f"csv:{csv}?path_col=path")
+
+
 def test_a_folder_of_text_files_says_imagefolder_reads_images_only(tmp_path):
     for c in ("pos", "neg"):
         (tmp_path / c).mkdir()

@@ -159,6 +159,10 @@ def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
     except ValueError:
         raise InputError(f"dataset spec {text!r}: options must read ?key=value&key=value") from None
     for key in options:
+        if key == "path_col" and prefix in ("csv", "jsonl"):
+            raise InputError(
+                f"dataset {prefix!r} reads texts, not image paths: read them with imagecsv:FILE?path_col=…"
+            )
         if key not in kind.options:
             raise InputError(
                 f"dataset {prefix!r} has no option {key!r}; "
