@@ -179,3 +179,11 @@ def test_a_folder_of_text_files_says_imagefolder_reads_images_only(tmp_path):
 def test_tsv_says_that_csv_reads_tab_separated_files(tmp_path):
     with pytest.raises(NotFoundError, match=r"csv:FILE.tsv reads a tab-separated file"):
         load_data(f"tsv:{tmp_path / 'x.tsv'}")
+
+
+def test_images_of_several_sizes_with_no_target_size_are_refused_before_batching(tmp_path):
+    csv = photos_csv(tmp_path)
+    photo("camera", (64, 48)).save(tmp_path / "images" / "4.png")
+    with pytest.raises(InputError, match=r"2 sizes.*48×64: 1 \(e.g. images/4.png\).*--image-size"):
+        load_data(f"imagecsv:{csv}", test_fraction=0.5, batched=True)
+    assert sum(s.n for s in load_data(f"imagecsv:{csv}", test_fraction=0.5, image_size=32).splits.values()) == 8
