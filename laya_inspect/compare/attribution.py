@@ -1,24 +1,9 @@
 """Layer attributions: one score per sample and layer, an (N, L) array per method
-(docs/METHOD.md, "Layer attributions").
+(docs/METHOD.md, "Layer attributions"); registry ``METHODS``.
 
-Registry ``METHODS``:
-
-* ``alpha``   — LAYA's α(x) from one forward pass (heads of kind ``laya`` only).
-* ``alpha-contrib`` — α_i(x)·⟨∂f_c/∂h_agg, z_i⟩: layer i's term α_i z_i of LAYA's aggregate pushed
-  through the output layer, from the same forward pass and one gradient of the output layer alone
-  (= W_c for the linear output: the scores then sum to f_c − b_c; heads of kind ``laya`` only).
-* ``ig``      — Captum IntegratedGradients of the target logit f_c over the tuple of all L layer
-  inputs in one ``attribute`` call, from per-layer baselines b_i; layer score = signed sum over
-  the layer's features (completeness: Σ_i score_i ≈ f_c(x) − f_c(b)); the convergence delta is kept.
-  Gradients come from one backward pass of the summed target logits (:func:`summed_target_gradients`)
-  instead of Captum's one autograd root per row and step: the same numbers, several times faster.
-* ``gradcam`` — Captum LayerGradCam on ``head.taps[i]`` (an Identity on h_i) for each layer; for a
-  vector representation this is ⟨∂f_c/∂h_i, h_i⟩ (ReLU only when ``relu=True``).
-* ``static``  — ScalarMix's softmax weights, the same row for every input (heads of kind ``scalarmix``).
-* ``random``  — seeded uniform noise in [0, 1), the floor every method must beat.
-
-A method not defined for a head is skipped with a reason (:meth:`Method.skip_reason`); it is an error only
-when it is defined for none of the heads asked about (:func:`plan_methods`).
+IG's gradients come from one backward pass of the summed target logits (:func:`summed_target_gradients`)
+instead of Captum's one autograd root per row and step: the same numbers, several times faster. A method
+not defined for a head is skipped with a reason; it is an error only when defined for none of them.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """Leave-one-layer-out (LOLO) effects and multi-layer ablations (docs/METHOD.md, "Ablation and
-leave-one-layer-out effects").
+leave-one-layer-out effects"); registry ``ABLATIONS``.
 
-Registry ``ABLATIONS`` — how layer i is removed:
-
-* ``mean`` (default) — h_i replaced by b_i, the mean of h_i over the training split;
-* ``zero``           — h_i replaced by 0;
-* ``resample``       — h_i replaced by h_i of another training sample (a donor), the probabilities
-  averaged over ``draws`` seeded donors per sample: removal that stays in the data distribution;
-* ``drop``           — the head's aggregation weight of layer i set to 0 and the rest renormalised
-  (heads with ``has_weights`` only);
-* ``mix``            — layer i removed inside the aggregation only: its term α_i z_i left out of
-  Σ_j α_j z_j, the other weights held at their intact values, not renormalised (heads with
-  ``has_weights`` only).
-
-The measured quantity (``effect``) is the target logit f_c(x) (``"logit"``) or its softmax
-probability p_c(x) (``"prob"``), c the target class, computed in float64 from the head's logits (run
-the head in float64 for float64 logits); call it p(x) below: e_i(x) = p(x) − p(x with layer i ablated).
-The functions here measure ``"prob"`` unless told otherwise (what they always measured); ``compare``
-passes its ``--effect`` (docs/METHOD.md, "One target"). Every function
-runs all its ablated copies of a chunk of samples in one call (K = L+1 for LOLO: the intact copy,
-then one copy per ablated layer), so p and every p_ablated come from the same call; :func:`ablate_sets`
-runs several mask sets (:mod:`.masks`) in one. The built-in heads compute their per-layer parts once
-per chunk and recombine them per copy (:mod:`.factored`); any other head gets its forward on the
-chunk stacked K times, in groups of L+1 copies (at most (L+1)·batch_size rows per pass), and
-``resample`` runs once per draw.
+Every function runs all the ablated copies of a chunk in one call, so p and every p_ablated come from
+the same forward pass; the built-in heads recombine per-layer parts computed once per chunk
+(:mod:`.factored`), any other head runs on the chunk stacked K = L+1 times.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""Faithfulness scores: pure functions of arrays (docs/METHOD.md, "Scores"). Shapes: N samples, L layers, C classes.
-
-Inputs: method scores a (N, L), LOLO effects e (N, L) with e_i = p − p_ablated_i, p (N,),
-p_ablated (N, L), and for curves p_topk (N, L) = p with the top-k layers ablated together (k = 1…L).
-
-Direction of each metric (also written into every summary): see :data:`DIRECTIONS`.
-
-Policies:
-* Spearman ρ per row, average ranks for ties (equal to ``scipy.stats.spearmanr`` row by row). On the
-  effects side, values closer than ``tol`` count as tied (:func:`tolerant_ranks`; ``tol = 0`` is
-  exact). A row whose scores are all exactly equal, or whose effects are all tied, is undefined:
-  counted in ``n_undefined``, excluded from the mean and the bootstrap, never averaged in as 0.
-* Subset faithfulness: per row, Pearson r across layer subsets S between Σ_{i∈S} a_i and the effect
-  of ablating S together (undefined where either side is constant, the effects within ``tol``).
-* Top-scored layer / top-k order: descending score, ties broken by the lower layer index (stable).
-  Deletion@1 and top-layer agreement instead average over the layers tied (exactly) at the top score,
-  and so do the curves across the k-th place: exactly where every mask is measured
-  (``effects.tie_averaged_curves``), over seeded random tie-breaks beyond (``Remover.method_curves``).
-* Bootstrap: percentile interval of the mean over ``n_boot`` resamples (with replacement) of the
-  valid rows, ``numpy.random.default_rng(seed)``.
+"""Faithfulness scores: pure functions of arrays (docs/METHOD.md, "Scores"). Shapes: N samples, L layers,
+C classes; a (N, L) method scores, e (N, L) LOLO effects e_i = p − p_ablated_i; directions in
+:data:`DIRECTIONS`. An undefined row (constant scores, tied effects) is counted in ``n_undefined`` and
+left out of the mean and the bootstrap, never averaged in as 0.
 """
 
 from __future__ import annotations

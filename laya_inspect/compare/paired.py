@@ -1,25 +1,9 @@
-"""Paired differences between two attributions scored on the same rows (docs/METHOD.md, "The
-constant rule and paired differences"): pure functions of per-row arrays.
+"""Paired differences between two attributions scored on the same rows, and the cross-fitted constant
+rule (docs/METHOD.md, "The constant rule and paired differences"): pure functions of per-row arrays.
 
-A paired difference resamples *rows*: each bootstrap resample draws one set of row indices (with
-replacement) and takes both sides on those same rows, so the interval reflects how the two differ
-row by row, not how each varies on its own. Rows where either side (or the denominator) is not
-finite are left out of both. The resamples are :func:`.metrics.resampled_means`, which
-:func:`.metrics.bootstrap_ci` draws too, so the paired interval of ``a`` against zeros is
-``bootstrap_ci(a)``.
-
-Verdicts read from them: each method against the constant rule on the headline scores, and "best"
-only for a lead that is significant against the runner-up and against the constant rule. Every
-score's per-row value (:func:`row_values`) is what its reported mean averages, so a paired
-difference over the rows both sides share compares the same quantities the tables show.
-
-The constant rule (:func:`constant_rule`): one layer-weight profile used for every input, the null
-every per-input attribution has to beat. The profile is the mean, over half of the compared rows, of
-the head's own layer weights (α for a LAYA head, the softmax weights for ScalarMix, which are already
-the same for every input) or, for a head without weights, of |IG| (|Grad-CAM| when IG did not run).
-It is cross-fitted in two folds: the rows are split in two halves by a seeded permutation, the
-profile fitted on one half scores the rows of the other, and the other way round, so every row is
-scored by a profile that never saw it.
+Each resample draws one set of rows and takes both sides on it, so the interval reflects how the two
+differ row by row; the resamples are :func:`.metrics.resampled_means`, so the paired interval of ``a``
+against zeros is ``bootstrap_ci(a)``.
 """
 
 from __future__ import annotations
