@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import MIN_ROWS
+from ..compare.metrics import finite
 from ..training.stats import bounded, cut_note, family, holm, level, outcome
 
 ERROR_SCORES = {
@@ -113,11 +114,6 @@ def settled_aucs(
         if more > MAX_RESAMPLES or more * len(y) > AUC_MAX_DRAWS or not any(map(unsettled, near, tails)):
             return aucs, drawn
         drawn = more
-
-
-def finite(v: Any) -> float | None:
-    """``v``, or None where it is undefined (NaN): an undefined score has no value and no interval."""
-    return float(v) if v is not None and np.isfinite(v) else None
 
 
 def shown(a: dict[str, Any]) -> dict[str, float | None]:

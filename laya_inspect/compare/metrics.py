@@ -68,6 +68,11 @@ def _check(a: np.ndarray, name: str) -> np.ndarray:
     return a
 
 
+def finite(v: Any) -> float | None:
+    """``v``, or None where it is undefined (NaN): an undefined score has no value and no interval."""
+    return float(v) if v is not None and np.isfinite(v) else None
+
+
 def finite_rows(*arrays: np.ndarray) -> np.ndarray:
     """(N,) bool: the rows where every one of ``arrays`` (each with N rows, of any shape) is finite."""
     ok = np.ones(len(arrays[0]), dtype=bool)

@@ -55,11 +55,6 @@ def circular_reason(method: str, ablation: str, params: Mapping[str, Any] | None
     return None
 
 
-def _f(x: Any) -> float | None:
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
 def score_entry(
     scores: np.ndarray,
     p_topk: np.ndarray | None,
@@ -86,13 +81,13 @@ def score_entry(
     entry = {
         "faithfulness": faith.to_dict(),
         "subset_faithfulness": subset.to_dict(),
-        "deletion_at_1": _f(d1.mean()) if len(d1) else None,
-        "deletion_at_1_over_oracle": _f(d1.mean() / oracle1) if len(d1) and oracle1 > 0 else None,
+        "deletion_at_1": M.finite(d1.mean()) if len(d1) else None,
+        "deletion_at_1_over_oracle": M.finite(d1.mean() / oracle1) if len(d1) and oracle1 > 0 else None,
         "deletion_curve": None if no_curves else del_curve.tolist(),
-        "deletion_area": None if no_curves else _f(M.curve_area(del_curve)),
+        "deletion_area": None if no_curves else M.finite(M.curve_area(del_curve)),
         "insertion_curve": None if no_curves else ins_curve.tolist(),
-        "insertion_area": None if no_curves else _f(M.curve_area(ins_curve)),
-        "top_layer_agreement": _f(M.top_layer_agreement(a, e, tol).mean()) if len(a) else None,
+        "insertion_area": None if no_curves else M.finite(M.curve_area(ins_curve)),
+        "top_layer_agreement": M.finite(M.top_layer_agreement(a, e, tol).mean()) if len(a) else None,
         "n_rows_scored": int(rows.sum()),
         "n_rows_nonfinite": int((~rows).sum()),
     }
@@ -104,7 +99,7 @@ AREA_KINDS = {"deletion": "{}_curve", "insertion": "{}_insertion_curve"}
 
 def _area(curves: dict[str, list], ref: str, kind: str) -> float | None:
     values = curves[AREA_KINDS[kind].format(ref)]
-    return None if any(v is None for v in values) else _f(M.curve_area(np.asarray(values, dtype=float)))
+    return None if any(v is None for v in values) else M.finite(M.curve_area(np.asarray(values, dtype=float)))
 
 
 def top_lead(
@@ -121,7 +116,7 @@ def top_lead(
     return {
         "layer": layer_names[top],
         "runner_up": layer_names[second],
-        **{k: _f(v) if isinstance(v, float) else v for k, v in d.items()},
+        **{k: M.finite(v) if isinstance(v, float) else v for k, v in d.items()},
     }
 
 
@@ -149,16 +144,16 @@ def lolo_entry(
     max_abs = float(np.abs(e).max(axis=1).mean()) if len(e) and n_layers else float("nan")
     return {
         "mean_effect": mean_effect.tolist(),
-        "oracle_at_1": _f(M.oracle_at_1(e).mean()) if len(e) else None,
-        "random_at_1": _f(M.random_at_1(e).mean()) if len(e) else None,
+        "oracle_at_1": M.finite(M.oracle_at_1(e).mean()) if len(e) else None,
+        "random_at_1": M.finite(M.random_at_1(e).mean()) if len(e) else None,
         **curves,
         **{f"{ref}_{kind}_area": _area(curves, ref, kind) for ref in ("oracle", "random") for kind in AREA_KINDS},
         "top_lead": top_lead(e, order, layer_names, n_boot=n_boot, seed=seed),
         "most_relied_on": [
-            {"layer": layer_names[i], "index": int(i), "mean_effect": _f(mean_effect[i])} for i in order
+            {"layer": layer_names[i], "index": int(i), "mean_effect": M.finite(mean_effect[i])} for i in order
         ],
         "near_ties": M.near_ties(e, tol),
-        "mean_max_abs_effect": _f(max_abs),
+        "mean_max_abs_effect": M.finite(max_abs),
         "effects_negligible": bool(not np.isfinite(max_abs) or max_abs < NEGLIGIBLE_EFFECT),
         "n_rows_scored": int(rows.sum()),
         "n_rows_nonfinite": int((~rows).sum()),
