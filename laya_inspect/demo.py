@@ -19,6 +19,7 @@ and ``fashion-mnist`` (the Debian IDX files, on a subset and a short epoch budge
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shlex
 import time
@@ -28,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import DatasetMissingError, InputError
-from .files import artifact_header, write_json
+from .files import artifact_header, output_lock, write_json
 from .options import command_line, defaulted
-from .out_dir import check_out, run_notes, write_marker
+from .out_dir import atomic_dir, check_out, read_marker, run_notes, write_marker
 from .registry import Registry
 from .runtime import Progress, check_device, no_progress, set_threads
 
@@ -310,11 +311,8 @@ def check_step_folders(out: Path) -> None:
     file where the demo writes that is not laya-inspect's (a user's backbone.pt, or their page saved
     into a demo killed before its marker vouched for one): refused before any work, and again before
     the new demo replaces the previous one."""
-    import os
-
     from .cache.schema import not_a_cache
     from .models.zoo import not_a_zoo_checkpoint
-    from .out_dir import read_marker
     from .training.joint import not_a_metrics_file
 
     checks = (
@@ -353,8 +351,6 @@ def _not_a_page(path: Path) -> str | None:
 
 
 def _not_a_record(path: Path) -> str | None:
-    import json
-
     try:
         kind = json.loads(path.read_text(encoding="utf-8")).get("kind")
     except (ValueError, AttributeError):
@@ -375,9 +371,6 @@ def run_demo(
     ``--force`` the demo writes into its new folder, so a demo stopped part-way keeps the steps it
     finished; with it, the new demo is built beside the previous one and replaces it only once
     complete (:func:`~laya_inspect.out_dir.atomic_dir`), so a run stopped part-way leaves that one whole."""
-    from .files import output_lock
-    from .out_dir import atomic_dir, check_out
-
     if plan is None or plan.config != config:
         plan = plan_demo(config)
     inputs = [config.data_root]
@@ -421,8 +414,6 @@ def _run_demo(
 ) -> DemoResult:
     """The steps of ``plan``, into its folder; ``shown``: the plan whose folder that one is renamed to
     (`demo --force`), whose paths are printed and recorded."""
-    import json
-
     from .cache.extract import extract_features
     from .cache.store import FeatureStore
     from .compare.run import compare_heads

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import queue
 import re
+import signal
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
@@ -236,8 +238,6 @@ def starting_signals() -> Iterator[None]:
     traceback (SIGINT) or a death by the signal (SIGTERM, exit -15). Left alone: a signal set to be
     ignored or handled by whoever started the process, SIGTERM under torchrun (a rank dies of it at
     once, cli/app.py), and any signal off the main thread."""
-    import signal
-
     _finished.clear()
     if threading.current_thread() is threading.main_thread():
         ranks = os.environ.get("WORLD_SIZE", "").strip() not in ("", "1")
@@ -267,9 +267,6 @@ def exit_when_finished(code: Any) -> None:
 
 
 def _say_finished(signum: int, frame: Any) -> None:
-    import signal
-    import sys
-
     word = "terminated" if signum == signal.SIGTERM else "interrupted"
     _flush(sys.stdout)
     os.write(2, f"{word}: {FINISHED_BEFORE}\n".encode())
@@ -280,8 +277,6 @@ def exit_at_last() -> None:
     """An atexit callback, registered before any other so that it runs last: a finished command's
     process ends here with its exit code (:func:`exit_when_finished`); any other exits as usual, as
     does one measured by coverage, whose callback (registered at start-up, before this one) saves its data."""
-    import sys
-
     if not _exit_code or "coverage" in sys.modules:
         return
 
@@ -307,8 +302,6 @@ def ctrl_c_as_before() -> Iterator[None]:
     """Inside :func:`starting_signals`, for a command's run: Ctrl-C raises KeyboardInterrupt again, as
     the commands and the library expect, and the guard is back after. SIGTERM needs nothing here: the
     command's own handler (cli/app.py) replaces the guard's for the run and puts it back after."""
-    import signal
-
     held = signal.SIGINT in _guarded
     if held:
         signal.signal(signal.SIGINT, _guarded[signal.SIGINT])
