@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING
 from pathlib import Path
@@ -232,8 +233,6 @@ def _root(
     ),
 ) -> None:
     """Which layers of a frozen network does each prediction rely on? extract → fit-head → compare."""
-    import warnings
-
     from ..distributed import is_main_process
 
     console.quiet = not is_main_process()  # under torchrun, rank 0 speaks for every process

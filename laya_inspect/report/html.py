@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 import platform
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -321,9 +323,6 @@ def page_facts() -> list[tuple[str, str]]:
 
 def cli_line(name: str, config_cls: type, config: dict[str, Any], **kw: Any) -> str:
     """The command line that rebuilds ``config``, or its JSON when this version cannot rebuild it."""
-    import json
-    import shlex
-
     fields = {f.name for f in dataclasses.fields(config_cls)}
     try:
         return shlex.join(command_line(name, config_cls(**{k: v for k, v in config.items() if k in fields}), **kw))
