@@ -2567,6 +2567,9 @@ def test_scalarmix_is_read_over_every_seed_each_paired_with_its_refit_seed(plant
     page = " ".join(html.unescape((tmp_path / "a" / "report.html").read_text(encoding="utf-8")).split())
     assert "one given head (one seed)" not in page
     assert "each refit seed's sets ranked by the ScalarMix head of that seed, paired seed by seed" in page
+    said = " ".join(both.stdout.split())  # the settings line and the page's facts count the heads read
+    assert f"ScalarMix heads (2, one per seed) {smix.resolve()}" in said, said
+    assert "scalarmix heads (2)" in page
     # one seed folder: read at every refit seed, said loudly
     seed_dir = smix / "seed_1"
     single = runner.invoke(app, [*base, "--scalarmix", str(seed_dir), "--out", str(tmp_path / "b")], env=ENV)

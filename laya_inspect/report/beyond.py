@@ -137,7 +137,8 @@ def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:
         costs = s.get("costs") or {}
         facts.append(("backbone compute", f"{costs.get('source')}: {costs.get('how')}"))
     if kind == "prune" and s.get("scalarmix_dir"):
-        facts.append(("scalarmix head", str(s["scalarmix_dir"])))
+        heads = len((s.get("scalarmix") or {}).get("heads") or [None])  # summaries before it: one head
+        facts.append(("scalarmix head" if heads == 1 else f"scalarmix heads ({heads})", str(s["scalarmix_dir"])))
     facts.append(("settings", json.dumps(s.get("config") or {}, ensure_ascii=False)))
     return facts
 

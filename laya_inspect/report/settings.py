@@ -202,7 +202,10 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         ]
     items += [(text, _left(s, name)) for text, name in own]
     if s.get("scalarmix_dir"):  # prune --scalarmix: one more ranking, and one more comparison in α's family
-        items.append((f"ScalarMix head {s['scalarmix_dir']}", False))
+        heads = len((s.get("scalarmix") or {}).get("heads") or [None])  # summaries before it: one head
+        items.append(
+            (f"ScalarMix {'head' if heads == 1 else f'heads ({heads}, one per seed)'} {s['scalarmix_dir']}", False)
+        )
     # the rows the numbers are fitted and measured on, and prune's and early-exit's compute: given or not,
     # as diagnose states its splits above
     words = {"train_split": "train split", "test_split": "test split", "costs": "costs"}
