@@ -1271,3 +1271,25 @@ def test_a_run_records_each_comparisons_test_rows_and_what_costs_auto_chose(last
     line = str(beyond_settings_line(s, ONE_LINE))
     assert "costs shapes (auto)" in line and "costs auto" not in line, line
     assert "costs shapes (auto)" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_comparisons_csv_says_why_a_verdict_was_withheld(last_layer_run, tmp_path):
+    """comparisons.csv carried each verdict but not the test rows' interval it was withheld by: a CSV
+    reader saw "no verdict" and no reason. It now holds the rows, the half-width, the bounds and `withheld`."""
+    import csv
+
+    from laya_inspect.beyond.outputs import write_early_exit
+
+    comp, entry = _rows_case(differ=True)
+    s, _ = last_layer_run
+    summary = {**s, "comparisons": comp, "verdict": [e["verdict"] for e in comp.values()]}
+    write_early_exit(tmp_path, summary, plots=False)
+    with open(tmp_path / "comparisons.csv", encoding="utf-8") as f:
+        rows = {r["comparison"]: r for r in csv.DictReader(f)}
+    row = rows["confidence vs random"]
+    assert row["test_rows"] == "200" and row["test_rows_withheld"] == "True"
+    assert float(row["test_rows_half_width"]) == pytest.approx(entry["test_rows"]["half_width"])
+    assert float(row["test_rows_ci_low"]) < 0 < float(row["test_rows_ci_high"])
+    assert row["verdict"].startswith("no verdict")
+    same = rows["confidence+alpha vs confidence"]  # of the same area: no rows' interval read
+    assert same["test_rows"] == "" and same["test_rows_withheld"] == ""

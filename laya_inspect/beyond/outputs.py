@@ -22,6 +22,14 @@ def _est(prefix: str, e: dict[str, Any] | None) -> dict[str, Any]:
     return {f"{prefix}_mean": e.get("mean"), f"{prefix}_ci_low": e.get("ci_low"), f"{prefix}_ci_high": e.get("ci_high")}
 
 
+def _rows(r: dict[str, Any] | None) -> dict[str, Any]:
+    """The test rows' own interval of a comparison (exit_verdicts.rows_interval), so a CSV reader sees
+    why a verdict was withheld; empty cells where none was read."""
+    r = r or {}
+    keys = ("rows", "half_width", "ci_low", "ci_high", "withheld")
+    return {f"test_rows_{k}" if k != "rows" else "test_rows": r.get(k) for k in keys}
+
+
 def write_prune(
     out: Path, summary: dict[str, Any], chosen: tuple[Head, dict[str, Any]] | None, *, plots: bool
 ) -> list[Path]:
@@ -113,6 +121,7 @@ def write_early_exit(out: Path, summary: dict[str, Any], *, plots: bool) -> list
                     "comparison": k,
                     **_est("area_diff", v["area_diff"]),
                     **_est("area_diff_in_sample", v.get("area_diff_in_sample")),
+                    **_rows(v.get("test_rows")),
                     "verdict": v["verdict"],
                 }
                 for k, v in summary["comparisons"].items()
