@@ -1255,3 +1255,76 @@ def test_a_difference_from_msp_every_head_shows_alone_is_said_beside_no_detectab
     assert "each of the 3 heads" not in line
     assert cell().text == "not distinguishable"
     assert "each of the 3 heads" not in " ".join(diagnose_reading(s).lead)
+
+
+@pytest.mark.parametrize("own_half", [0.05, 0.12])
+def test_an_interval_over_two_heads_that_agree_is_read_beside_the_test_rows(own_half):
+    """QA: diagnose over 2 heads read "alpha AUROC − msp -0.0953 [-0.1009, -0.0898]": two heads that
+    happen to agree give a t-interval a hundredth wide, though both are scored on the same 500 test rows and
+    each head's own paired interval over them is ±0.05 or more. The interval over heads is now read beside
+    the rows': where they hold 0 (±0.12) the verdict is withheld, else (±0.05) it stands and says the rows'
+    width; in summary.json (`test_rows`), the terminal's line, report.html's cell and its reading."""
+    from laya_inspect.beyond import diagnose
+    from laya_inspect.report.beyond import diagnose_sections
+    from laya_inspect.report.reading import diagnose_reading
+
+    key = "alpha − msp"
+    diffs = (-0.09519, -0.09541)
+    per = [
+        {
+            "head_dir": f"h/laya/seed_{i}",
+            "held_out_errors": 40,
+            "test_accuracy": 0.62,
+            "n_errors": 190,
+            "n_test": 500,
+            "aupr_baseline": 0.38,
+            "auroc": {"msp": {"mean": 0.78}, "alpha": {"mean": 0.78 + d}},
+            "aupr": {"msp": {"mean": 0.6}, "alpha": {"mean": 0.5}},
+            "diff_vs_msp": {key: {"mean": d, "ci_low": d - own_half, "ci_high": d + own_half, "confidence": 0.95}},
+        }
+        for i, d in enumerate(diffs)
+    ]
+    errors = diagnose._pool_errors(per, 1000)
+    d = errors["diff_vs_msp"][key]
+    assert d["ci_high"] < 0 and d["ci_high"] - d["ci_low"] < 0.02  # the heads' narrow interval, below 0
+    rows = d["test_rows"]
+    assert rows["heads"] == 2 and rows["rows"] == 500 and rows["dominates"]
+    assert rows["half_width"] == pytest.approx(own_half)
+    assert rows["withheld"] is (own_half > 0.0953)
+    assert "test rows" in errors["rows_rule"]
+    s = {"errors": errors, "heads": per, "scores": {}}
+    (line,) = diagnose._verdict(s)
+    (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
+    cell = next(r[table.columns.index("verdict")] for r in table.rows if r[0] == "alpha")
+    (reading,) = [x for x in diagnose_reading(s).lead if x.startswith("Misclassified")]
+    if rows["withheld"]:
+        assert line.startswith("no verdict on error detection by alpha against msp: -0.0953; the "), line
+        assert "95% CI over 2 heads [-0.09" in line and "500 shared test rows (±0.1200" in line and "worse" not in line
+        assert cell.text == "withheld: within the test rows' sampling"
+        assert "no verdict: the 500 shared test rows alone allow ±0.120 per head" in reading
+    else:
+        assert line.startswith("error detection by alpha is worse than msp: -0.0953"), line
+        assert "500 shared test rows (±0.0500 on average" in line and "(it still excludes 0)" in line
+        assert "each head's own interval over the 500 shared test rows is ±0.050" in reading
+    assert bool(diagnose.rows_warning(errors["diff_vs_msp"])) is rows["withheld"]
+
+
+def test_shift_detection_over_two_heads_that_agree_is_read_beside_the_rows_too():
+    """The same rule for telling the caches apart: 2 heads agreeing on alpha_divergence − msp +0.0602 and
+    +0.0600, each head's own interval over the 400 rows of both caches ±0.08, hold 0: withheld, and warned."""
+    from laya_inspect.beyond import diagnose
+
+    keys = ("alpha_divergence − msp", "alpha_entropy − msp")
+
+    def head(a: float) -> dict[str, Any]:
+        auroc = {"msp": {"mean": 0.6}, "alpha_divergence": {"mean": 0.6 + a}, "alpha_entropy": {"mean": 0.6 + a}}
+        own = {"mean": a, "ci_low": a - 0.08, "ci_high": a + 0.08, "confidence": 0.975}
+        return {"n_this": 200, "n_other": 200, "detect_auroc": auroc, "detect_diff": dict.fromkeys(keys, own)}
+
+    pooled = diagnose._pool_shift([head(0.0602), head(0.0600)], 1000)
+    d = pooled["detect_diff"]["alpha_divergence − msp"]
+    assert d["ci_low"] > 0 and d["test_rows"]["rows"] == 400 and d["test_rows"]["withheld"]
+    (warned,) = diagnose.rows_warning(pooled["detect_diff"], "shift-detection")
+    assert warned.startswith("test sampling: 2 of the shift-detection differences from msp") and "400" in warned
+    said = diagnose.rows_said(d, "shift detection by alpha_divergence", "msp")
+    assert said is not None and said.startswith("no verdict on shift detection by alpha_divergence against msp")

@@ -204,6 +204,8 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         documented = names["all three"].union(*(names[p] for p in own))
         # an AUROC difference's interval over several heads cut to [−1, 1]: one head here
         cut = {k: "over heads, where cut" for k in ("clipped", "t_low", "t_high")} if command == "diagnose" else {}
+        # a difference's test rows beside its interval over several heads: one head here
+        cut |= dict.fromkeys(("test_rows", "rows", "half_width", "dominates", "withheld"), "over several heads")
         several = {  # one head here
             "given_heads_test_acc": "early-exit given several LAYA heads",
             "layers_by_seed": "prune given several LAYA heads",

@@ -25,13 +25,15 @@ import numpy as np
 
 from ..cache.fingerprint import extracted_otherwise
 from ..cache.store import FeatureStore
+from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError, few
 from ..files import artifact_header
 from ..head_dir import refuse_repeats, store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
-from ..training.stats import level, spec
+from ..training.quality import sampling_outweighs
+from ..training.stats import level, outcome, spec
 from .common import (
     Result,
     bounded,
@@ -244,6 +246,7 @@ def _diagnose(
     summary["errors"] = _pool_errors(per_head, config.n_boot)
     summary["errors"]["min_rows_per_outcome"] = MIN_OUTCOME_ROWS
     summary["errors"]["not_read"] = errors_not_read(per_head)  # no verdict vs msp; the numbers stay
+    summary["warnings"] += rows_warning(summary["errors"]["diff_vs_msp"])
     if shifts:
         p_values = [h["permutation"]["p_value"] for h in shifts]
         summary["shift"] = {
@@ -253,6 +256,7 @@ def _diagnose(
             if len(store.layer_names) > 1
             else "not applicable (one layer: α = 1 for every row of both caches)",
         }
+        summary["warnings"] += rows_warning(summary["shift"]["pooled"]["detect_diff"], "shift-detection")
     summary["verdict"] = _verdict(summary)
     return summary
 
@@ -336,14 +340,84 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
         if all(h["diff_vs_msp"].get(key, {}).get("mean") is not None for h in per_head)
     ]
     out["family"] = family(len(keys), ERRORS_FAMILY)
+    out["rows_rule"] = HEADS_ROWS_RULE
     for key in keys:
         a, b = key.split(" − ")
-        out["diff_vs_msp"][key] = auroc_diff(
+        d = auroc_diff(
             [h["auroc"][a]["mean"] for h in per_head],
             [h["auroc"][b]["mean"] for h in per_head],
             out["family"]["confidence"],
         )
+        rows = heads_rows(d, [h["diff_vs_msp"].get(key) for h in per_head], min(h.get("n_test", 0) for h in per_head))
+        out["diff_vs_msp"][key] = {**d, "test_rows": rows} if rows else d
     return out
+
+
+# The rule the interval over heads is read by beside the test rows' own sampling (docs/METHOD.md, "diagnose")
+HEADS_ROWS_RULE = (
+    "the heads are scored on the same test rows, so a t-interval over them leaves out which rows were drawn: "
+    "over 2 heads that happen to agree it can be a hundredth wide. Each difference from msp is also read beside "
+    "the heads' own paired bootstrap intervals over those rows (their mean half-width about the mean over "
+    "heads); where that is far wider than the interval over heads (fit-head's test-sampling rule) and holds 0, "
+    'a "better" or "worse" is withheld; where it is far wider and does not hold 0, the verdict says so'
+)
+
+
+def heads_rows(d: dict[str, Any], own: Sequence[dict[str, Any] | None], n_rows: int) -> dict[str, Any] | None:
+    """The test rows' own sampling beside ``d``, a difference's t-interval over several heads: ``own``
+    holds each head's paired bootstrap interval over its ``n_rows`` test rows. ``dominates`` (fit-head's
+    rule, at MIN_ROWS rows or more) and ``withheld`` (it dominates, holds 0, the heads read "better" or
+    "worse"). None for fewer than 2 heads with an interval, or no interval over heads."""
+    read = [h for h in own if h and h.get("ci_low") is not None and h.get("ci_high") is not None]
+    lo, hi, mean = d.get("ci_low"), d.get("ci_high"), d.get("mean")
+    if len(read) < 2 or len(read) < len(own) or lo is None or hi is None or mean is None:
+        return None
+    half = float(np.mean([(h["ci_high"] - h["ci_low"]) / 2 for h in read]))
+    dominates = n_rows >= MIN_ROWS and sampling_outweighs(2 * half, hi - lo)
+    holds_zero = mean - half <= TINY and mean + half >= -TINY
+    return {
+        "heads": len(read),
+        "rows": n_rows,
+        "half_width": half,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "dominates": bool(dominates),
+        "withheld": bool(dominates and holds_zero and outcome(d) in ("better", "worse")),
+    }
+
+
+def rows_warning(diffs: dict[str, Any], what: str = "error-detection") -> list[str]:
+    """One warning naming the ``what`` differences from msp whose verdict the test rows' sampling
+    withheld, or []."""
+    withheld = [k for k, d in diffs.items() if (d.get("test_rows") or {}).get("withheld")]
+    if not withheld:
+        return []
+    rows = diffs[withheld[0]]["test_rows"]
+    return [
+        f"test sampling: {len(withheld)} of the {what} differences from msp ({', '.join(withheld)}) have "
+        f"intervals over {rows['heads']} heads far narrower than each head's own interval over the {rows['rows']} "
+        'shared test rows, which holds 0: their "better"/"worse" is withheld; add test rows or heads to read them'
+    ]
+
+
+def rows_said(d: dict[str, Any], what: str, baseline: str) -> str | None:
+    """What :func:`heads_rows` adds to a verdict line: its whole line where it withholds the verdict, a
+    clause after it where the rows' interval dominates but lies on one side of 0, else None."""
+    rows = d.get("test_rows") or {}
+    if not rows.get("dominates"):
+        return None
+    f = spec(d)
+    over = (
+        f"{level(d)} CI over {rows['heads']} heads [{d['ci_low']:{f}}, {d['ci_high']:{f}}] is far narrower than each "
+        f"head's own interval over the {rows['rows']} shared test rows (±{rows['half_width']:.4f} on average, paired "
+        f"bootstrap at the same level)"
+    )
+    if rows["withheld"]:
+        return (
+            f"no verdict on {what} against {baseline}: {d['mean']:{f}}; the {over}, which holds 0: a difference of "
+            "which rows were drawn as much as of the scores; read it as undecided, or add test rows"
+        )
+    return f"; the {over}: read the difference to within that (it still excludes 0)"
 
 
 def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
@@ -363,15 +437,23 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
     readable = [k for k in SHIFT_SCORES if defined(k) and defined("msp")]
     fam = family(len(readable), SHIFT_FAMILY)
     auroc = {k: rate([s["detect_auroc"][k]["mean"] for s in shifts]) for k in shifts[0]["detect_auroc"] if defined(k)}
-    diff = {
-        f"{k} − msp": auroc_diff(
+    diff = {}
+    for k in readable:
+        d = auroc_diff(
             [s["detect_auroc"][k]["mean"] for s in shifts],
             [s["detect_auroc"]["msp"]["mean"] for s in shifts],
             fam["confidence"],
         )
-        for k in readable
+        n_rows = min(s.get("n_this", 0) + s.get("n_other", 0) for s in shifts)
+        rows = heads_rows(d, [(s.get("detect_diff") or {}).get(f"{k} − msp") for s in shifts], n_rows)
+        diff[f"{k} − msp"] = {**d, "test_rows": rows} if rows else d
+    return {
+        "interval": "t over heads",
+        "detect_auroc": chance_over_heads(auroc),
+        "detect_diff": diff,
+        "family": fam,
+        "rows_rule": HEADS_ROWS_RULE,
     }
-    return {"interval": "t over heads", "detect_auroc": chance_over_heads(auroc), "detect_diff": diff, "family": fam}
 
 
 def auroc_diff(a: Sequence[float], b: Sequence[float], confidence: float) -> dict[str, Any]:
@@ -442,8 +524,11 @@ def _verdict(s: dict[str, Any]) -> list[str]:
     for key, d in errors_read(s).items():
         a, b = key.split(" − ")
         alone = each_head_alone(d, [(h.get("diff_vs_msp") or {}).get(key) for h in s["heads"]])
+        said = ("" if one else rows_said(d, f"error detection by {a}", b)) or ""
+        if not said.startswith("no verdict"):  # withheld: the rows' line replaces the verdict
+            said = _against(d, one, what=f"error detection by {a}", baseline=b) + said
         lines.append(
-            _against(d, one, what=f"error detection by {a}", baseline=b)
+            said
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
             + (alone_text(a, b, alone, len(s["heads"])) if alone else "")
             + versus_chance(errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]])
@@ -454,7 +539,9 @@ def _verdict(s: dict[str, Any]) -> list[str]:
         lines += [not_read] if not_read else []
         for key, d in pooled["detect_diff"].items() if not not_read else ():
             a, b = key.split(" − ")
-            line = _against(d, one, what=f"shift detection by {a}", baseline=b)
+            line = ("" if one else rows_said(d, f"shift detection by {a}", b)) or ""
+            if not line.startswith("no verdict"):  # withheld: the rows' line replaces the verdict
+                line = _against(d, one, what=f"shift detection by {a}", baseline=b) + line
             line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
             alone = each_head_alone(d, [(h.get("detect_diff") or {}).get(key) for h in s["shift"]["heads"]])
             line += alone_text(a, b, alone, len(s["shift"]["heads"])) if alone else ""

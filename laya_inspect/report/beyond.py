@@ -265,6 +265,8 @@ def _verdict_cell(d: dict[str, Any] | None, who: str = "α", same_sets: bool = F
 def _alone_cell(d: dict[str, Any] | None, heads: list[dict[str, Any] | None], one: bool) -> Cell:
     """A verdict cell against msp that says, as the terminal does (scoring.alone_text), where every
     head alone shows the difference that the interval over heads does not."""
+    if not one and ((d or {}).get("test_rows") or {}).get("withheld"):
+        return Cell("withheld: within the test rows' sampling", "text")
     side = None if one else each_head_alone(d, heads)
     if side is None:
         return _verdict_cell(d, one=one)

@@ -1212,6 +1212,12 @@ def _vs_msp(
         score = key.split(" − ")[0]
         auc = auroc.get(score) or {}
         said = f"− msp: {diff_text(d, 3)}, no verdict: one seed" if one else f"{_said(d)} msp: {diff_text(d, 3)}"
+        rows = {} if one else d.get("test_rows") or {}
+        if rows.get("withheld"):
+            said = f"− msp: {diff_text(d, 3)}, no verdict: the {rows['rows']} shared test rows alone allow "
+            said += f"±{rows['half_width']:.3f} per head, which holds 0"
+        elif rows.get("dominates"):
+            said += f"; each head's own interval over the {rows['rows']} shared test rows is ±{rows['half_width']:.3f}"
         alone = None if one else each_head_alone(d, [h.get(key) for h in heads])
         said += alone_text(score, "msp", alone, len(heads)) if alone else ""
         parts.append(f"{score} {num(auc.get('mean'), 3)} ({said})")
