@@ -271,6 +271,15 @@ def test_compare_of_a_fit_head_folder_scores_every_seed(two_seeds: Path, digits_
     assert means["alpha"] == pytest.approx(rows["alpha"]["faithfulness"]["mean"])
     assert {r["scope"] for r in csv_rows if r["metric"] == "faithfulness"} == {"seed:0", "seed:1"}
     assert "Across seeds: laya (laya), seeds 0, 1" in (out / "report.html").read_text()
+    # the headline over both seeds leads the terminal and report.html alike, seed 0's sentence after it
+    from laya_inspect.report.reading import compare_headline
+
+    over, seed_0, *_ = (" ".join(line.split()) for line in compare_headline(summary))
+    assert over.startswith("Over laya's 2 seeds") and seed_0.startswith("On seed 0 of 2 (the tables below)")
+    said = " ".join(text.split())
+    assert said.index(over) < said.index(seed_0) < said.index("compare: 80 test rows"), said[:2000]
+    page = " ".join(html.unescape(re.sub("<[^>]+>", " ", (out / "report.html").read_text())).split())
+    assert over in page and seed_0 in page
 
     again = runner.invoke(app, ["report", str(out)], env=ENV)  # report reprints the table from summary.json
     assert again.exit_code == 0 and "across seeds: laya (laya), seeds 0, 1" in again.stdout
@@ -355,7 +364,18 @@ def test_the_demo_reading_box_holds_compares_verdicts_and_names_what_its_caveat_
     from laya_inspect.report.reading import compare_reading, demo_reading
 
     fit = {"heads": [{"head": "laya", "n": 2, "test_acc": {"mean": 0.9, "ci_low": 0.85, "ci_high": 0.95}}]}
-    for seeds, caveat in (([0, 1], "read seed 0 of 2 of laya"), ([0], "read one fitted seed of laya-seed_0")):
+    # over several seeds the first sentence reads them all, and the caveat names seed 0's sentences after it
+    seed_0 = "Seed 0's sentences read one of the 2 seeds of laya"
+    for seeds, own_caveat, box_caveat in (
+        ([0, 1], seed_0, seed_0),
+        (
+            [0],
+            *(
+                f"{w} read one fitted seed of laya-seed_0"
+                for w in ("These sentences", "The compare step's sentences above")
+            ),
+        ),
+    ):
         summary = _compared([_head(s, "beats", ["alpha"]) for s in seeds], seeds)
         own = compare_reading(summary).lead
         box = demo_reading(fit, summary).lead
@@ -363,8 +383,8 @@ def test_the_demo_reading_box_holds_compares_verdicts_and_names_what_its_caveat_
         (against,) = [line for line in own if line.startswith("Against the constant rule")]
         assert against in box and "α beats it" in against
         assert box[1:-1] == own[:-1]  # compare's sentences, in its order
-        assert own[-1].startswith(f"These sentences {caveat}")
-        assert box[-1].startswith(f"The compare step's sentences above {caveat}")
+        assert own[-1].startswith(own_caveat)
+        assert box[-1].startswith(box_caveat)
         assert not any(line.startswith("These sentences") for line in demo_reading(fit, summary).details)
 
 

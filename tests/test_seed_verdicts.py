@@ -41,7 +41,7 @@ def test_beating_the_rule_over_the_seeds_needs_the_level_each_seed_needs() -> No
     assert alpha["verdict_over_seeds"] == "not shown"
     text = _wide(seed_tables({"across_seeds": spread}))
     assert "every 98.3% t-interval over the seeds includes 0" in text, text
-    assert "beats (all), not over seeds" in text, text
+    assert "beats per seed " in text and "per seed: each seed's own intervals give that verdict" in text, text
 
 
 def test_scores_that_disagree_in_sign_over_the_seeds_read_mixed() -> None:
@@ -60,7 +60,7 @@ def test_scores_that_disagree_in_sign_over_the_seeds_read_mixed() -> None:
         "faithfulness ρ; worse on top-layer agreement; not on Deletion@1 ÷ oracle) (98.3% t-intervals over the seeds)"
     )
     text = _wide(seed_tables({"across_seeds": spread}))
-    assert said in text and "beats (all), mixed over seeds" in text, text
+    assert said in text and "beats per seed, mixed" in text and "(after the comma, the verdict they give)" in text
     (section,) = seed_sections({"across_seeds": spread})
     assert said in " ".join(html.unescape(section.html()).split())
 

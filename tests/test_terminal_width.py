@@ -318,3 +318,43 @@ def test_an_error_line_wraps_at_a_terminal_and_stays_one_line_in_a_pipe(tmp_path
     env = {**os.environ, "COLUMNS": "60", "HF_HUB_OFFLINE": "1"}
     piped = subprocess.run([*CLI, "report", str(missing)], capture_output=True, text=True, env=env, timeout=300)
     assert piped.returncode == 1 and piped.stderr.count("\n") == 1 and piped.stderr.startswith("error: "), piped.stderr
+
+
+def test_across_seed_verdict_cells_fit_80_columns_whole() -> None:
+    """The demo's across-seed table read "worse (all), not over seeds" in its verdict cell, wider than
+    80 columns allow beside four score columns, and "beats / beats / beats" where the scores that carry
+    one word differ by seed: the cell wrapped. It now reads "beats per seed" (", mixed" after it where the
+    seeds' differences disagree in sign), one word where every seed gives it, the lines under the table
+    say what "per seed" means and which scores carry each seed's verdict, and at 80 columns every verdict
+    cell stays on its line."""
+    import io
+
+    from rich.console import Console
+    from test_compare_seeds import _beats_by
+
+    from laya_inspect.compare.seeds import across_seeds
+    from laya_inspect.report.across import seed_tables
+
+    heads = [_beats_by(s, d) for s, d in enumerate((0.05, 0.45, 0.02))]
+    for h, d in zip(heads, (0.3, 0.1, 0.5)):  # the demo's widest cells: an interval cut at both ends
+        entry = h["ablations"]["mean"]["methods"]
+        entry["alpha-contrib"] = entry.pop("alpha")
+        entry["alpha-contrib"]["vs_constant"]["top_layer_agreement"] = {
+            "mean": d,
+            "ci_low": d - 0.1,
+            "ci_high": d + 0.1,
+        }
+    summary = {"across_seeds": across_seeds(heads, [0, 1, 2])}
+    for brief in (True, False):
+        screen = io.StringIO()
+        console = Console(file=screen, width=80, color_system=None)
+        for r in seed_tables(summary, brief):
+            console.print(r)
+        lines = screen.getvalue().splitlines()
+        assert max(map(len, lines)) <= 80, "\n".join(lines)
+        (row,) = [line for line in lines if line.startswith("  − constant")]
+        assert row.rstrip().endswith("beats per seed"), "\n".join(lines)  # the cell whole, on its row
+        said = " ".join(" ".join(lines).split())
+        assert (
+            "per seed: each seed's own intervals give that verdict, the mean differences over the seeds do not" in said
+        )

@@ -208,15 +208,19 @@ def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]
     return [(r, over[r]) for r in after if isinstance(over.get(r), dict) and over[r].get("mean") is not None]
 
 
-# the verdict over the seeds beside the seeds' one word where it differs ("beats (all), mixed over seeds")
-OVER_WORDS = {"not shown": "not over seeds"}
+# the verdict over the seeds beside the seeds' one word where it differs ("beats per seed, mixed"), short
+# enough for an 80-column table: the line under the table says it in words
+OVER_WORDS = {"not shown": ""}
+PER_SEED_LINE = "per seed: each seed's own intervals give that verdict, the mean differences over the seeds do not"
+OTHER_LINE = " (after the comma, the verdict they give)"
 
 
 def _verdicts(row: dict[str, Any]) -> Text:
     said = [WORDS.get(str(w), str(w)) for w in row.get("verdicts") or []]
-    if len(set(seed_verdicts(row, WORDS))) == 1:
+    if len(set(said)) == 1:  # carried by other scores on another seed: the line under the table says which
         if over := over_seeds(row):  # each seed's word, another over the seeds: the line under the table says why
-            return Text(f"{said[0]} (all), {OVER_WORDS.get(over, f'{over} over seeds')}", style="yellow")
+            other = OVER_WORDS.get(over, f", {over}")
+            return Text(f"{said[0]} per seed{other}", style="yellow")
         return Text(f"{said[0]} (all)", style="bold green" if said[0] == "beats" else "dim")
     return Text(" / ".join(said), style="yellow")
 
@@ -300,7 +304,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         for col in SCORES:
             table.add_column(header(col), justify="right", overflow="fold")
         table.add_column("verdicts", overflow="fold")
-        abls, lines = g.get("ablations") or {}, []
+        abls, lines, per_seed = g.get("ablations") or {}, [], set()
         for a, entry in abls.items():
             if len(abls) > 1:
                 table.add_row(Text(a, style="bold"))
@@ -329,10 +333,13 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                         lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")
                     if note := not_over_seeds(row):
                         lines.append(f"{m}{where}: {note}")
+                        per_seed.add(str(over_seeds(row)))
             if table.rows:
                 table.rows[-1].end_section = len(abls) > 1
         if any(rivals(e, m) for e in abls.values() for m in e.get("methods") or {}):  # one line for every such row
             lines.insert(0, VERSUS_LINE)
+        if per_seed:
+            lines.insert(0, PER_SEED_LINE + OTHER_LINE * any(OVER_WORDS.get(o) != "" for o in per_seed))
         every = [
             v for e in abls.values() for row in (e.get("methods") or {}).values() for v in row.get("verdicts") or []
         ]

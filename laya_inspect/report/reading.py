@@ -38,6 +38,7 @@ from ..choices import MIN_ROWS
 from ..compare.records import (
     NO_LAYER,
     NOT_APPLICABLE,
+    VERDICTS,
     VERSUS_LABELS,
     carried,
     compare_warnings,
@@ -251,10 +252,24 @@ def head_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
 
 
 def compare_headline(summary: dict[str, Any]) -> list[str]:
-    """The reading's first sentence on compare's lead head, with the caveat that qualifies it where one
-    does: report.html's reading and the terminal both lead with it, so that neither says α's ρ without
-    top-1 only, the constant rule and the random reference beside it. [] without heads."""
-    return headline_sentences(summary, lead_head(summary)) if summary.get("heads") else []
+    """The reading's first sentences on compare's lead head (:func:`lead_sentences`), with the caveat that
+    qualifies them where one does: report.html's reading and the terminal both lead with them, so that
+    neither says α's ρ without top-1 only, the constant rule and the random reference beside it. [] without
+    heads."""
+    return lead_sentences(summary, lead_head(summary), headline_sentences) if summary.get("heads") else []
+
+
+def lead_sentences(
+    summary: dict[str, Any], head: dict[str, Any], said: Callable[[dict[str, Any], dict[str, Any]], list[str]]
+) -> list[str]:
+    """``said(summary, head)``, led by :func:`over_seeds_sentence` where ``head`` is one seed of several:
+    the figures over every seed first, then that seed's sentences, named as its, as detail."""
+    lines = said(summary, head)
+    over = over_seeds_sentence(summary, head)
+    if over is None:
+        return lines
+    seed, seeds = over[1]
+    return [over[0], f"On seed {seed} of {seeds} (the tables below): {lines[0]}", *lines[1:]]
 
 
 def headline_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[str]:
@@ -471,7 +486,7 @@ def compare_verdicts(summary: dict[str, Any], what: str = "These sentences") -> 
     against the constant rule sat in the list under a caveat that spoke of "these sentences"."""
     lead = lead_head(summary)
     undone = [sentence(line) for line in sanity_failed(summary)]
-    return undone + head_sentences(summary, lead) + seed_caveat(summary, lead, what)
+    return undone + lead_sentences(summary, lead, head_sentences) + seed_caveat(summary, lead, what)
 
 
 def lead_head(summary: dict[str, Any]) -> dict[str, Any]:
@@ -518,7 +533,7 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "T
     other seeds give the same verdicts on that ablation (the across-seed caveats, said here so that a
     verdict one seed gives is never the page's first word alone); [] for a head with one seed."""
     across = summary.get("across_seeds") or {}
-    group = next((g for g in across.get("groups") or [] if head["name"] in (g.get("members") or [])), None)
+    group = seed_group(summary, head)
     if group is None:
         return []
     seeds = group.get("seeds") or []
@@ -527,6 +542,8 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "T
     prefix = f"{group['head']} ({ablation}): "
     said = [c.removeprefix(prefix) for c in across.get("caveats") or [] if c.startswith(prefix)]
     where = f"{what} read seed {seed} of {len(seeds)} of {group['head']} ({ablation} ablation)"
+    if over_seeds_sentence(summary, head) is not None:  # the first sentence read every seed
+        where = f"Seed {seed}'s sentences read one of the {len(seeds)} seeds of {group['head']} ({ablation} ablation)"
     rival = _rival_by_seed(summary, head, group)
     alike = rival is not None and rival[0]
     if rival is not None and not alike:  # the headline's comparison with its rival is a verdict the seeds differ on
@@ -537,6 +554,81 @@ def seeds_sentence(summary: dict[str, Any], head: dict[str, Any], what: str = "T
         return [f"{where}; {same} (the across-seed table below)."]
     unlike = "the seeds do not all read alike, so read no one seed's verdict alone"
     return [f"{where}, and {unlike}: " + "; ".join(said) + "."] + ([_cap(rival[1]) + "."] if rival and alike else [])
+
+
+def seed_group(summary: dict[str, Any], head: dict[str, Any]) -> dict[str, Any] | None:
+    """The across-seed group ``head`` is one seed of (summary.json's ``across_seeds``); None for one seed."""
+    groups = (summary.get("across_seeds") or {}).get("groups") or []
+    return next((g for g in groups if head["name"] in (g.get("members") or [])), None)
+
+
+# the verdict of the lead's paired differences to the constant rule over the seeds (verdict_over_seeds)
+OVER_SEEDS_WORDS = {
+    "beats": "it beats the rule over the seeds",
+    "worse": "it does worse than the rule over the seeds",
+    "mixed": "over the seeds it beats the rule on some scores and does worse on others",
+    "not shown": "each seed's head {word}, but over the seeds it is not shown to (every interval includes 0)",
+}
+
+
+def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[str, tuple[Any, int]] | None:
+    """The headline over every seed of ``head``'s group, read from summary.json's ``across_seeds`` (not
+    worked out again): the lead method's top-layer agreement and ρ, mean [95% t-interval over the seeds],
+    the constant rule's and the random reference's means beside them, and its paired differences to the
+    rule over the seeds with their verdict (``verdict_over_seeds``; where the seeds' verdicts differ, each
+    seed's). One seed's figures agree with a fixed layer profile as often as they do not: the mean over the
+    seeds is what a head refitted with another seed would be read by. With the seed of ``head`` and the
+    seed count; None where ``head`` has one seed or its lead method has no row over the seeds."""
+    group = seed_group(summary, head)
+    lead = _lead_method(head)
+    if group is None or lead is None or head.get("caveats") or reads_few(head):
+        return None
+    if head["methods"][lead].get("circular"):
+        return None
+    ablation = (head.get("ablations_run") or [summary.get("ablation")])[0]
+    entry = (group.get("ablations") or {}).get(ablation) or {}
+    row = (entry.get("methods") or {}).get(lead)
+    if not row:
+        return None
+    refs = entry.get("references") or {}
+    seeds = group.get("seeds") or []
+
+    def mean(ref: str, key: str, show: Callable[[Any], str]) -> str:
+        return show(((refs.get(ref) or {}).get(key) or {}).get("mean"))
+
+    def share(d: dict[str, Any]) -> str:
+        ci = "" if d.get("ci_low") is None else f" [{percent(d['ci_low'])}, {percent(d['ci_high'])}]"
+        return percent(d.get("mean")) + ci
+
+    agree, rho = row.get("top_layer_agreement") or {}, row.get("faithfulness") or {}
+    nulls = [(r, w) for r, w in (("constant", "the constant rule"), ("random", "the random reference")) if r in refs]
+    first = (
+        f"Over {group['head']}'s {len(seeds)} seeds ({ablation} ablation, {head.get('n', summary.get('n'))} "
+        f"{summary.get('split', '')} inputs each; mean [95% t-interval]), {name(lead)} picks the "
+        f"same top layer as the leave-one-layer-out effects on {share(agree)} of inputs ("
+        + ", ".join(f"{w}: {mean(r, 'top_layer_agreement', percent)}" for r, w in nulls)
+        + f"), faithfulness ρ {with_ci(rho, sign=False)} ("
+        + ", ".join(f"{w} {mean(r, 'faithfulness', num)}" for r, w in nulls)
+        + ")"
+    )
+    diffs = [(label, row.get(f"{key}_minus_constant") or {}) for key, label in VERSUS_LABELS.items()]
+    diffs = [(label, d) for label, d in diffs if d.get("mean") is not None]
+    if "constant" not in refs or not diffs:
+        return first + ".", (group["seeds"][group["members"].index(head["name"])], len(seeds))
+    over = row.get("verdict_over_seeds")
+    verdicts = [str(v) for v in row.get("verdicts") or []]
+    if over in OVER_SEEDS_WORDS:
+        each = {"beats": "beats it", "worse": "does worse than it"}.get(verdicts[0], "beats or does worse than it")
+        word = OVER_SEEDS_WORDS[str(over)].format(word=each)
+    elif len(set(verdicts)) == 1:
+        word = f"each seed's verdict: {VERDICTS.get(verdicts[0], verdicts[0])}"
+    else:
+        word = f"the seeds' verdicts differ: {by_seed(seeds, verdicts)}"
+    at = next((level(d) for _, d in diffs if d.get("ci_low") is not None), None)
+    paired = ", ".join(f"{label} {with_ci(d)}" for label, d in diffs)
+    drawn = f" ({at} t-intervals)" if at else ""
+    text = f"{first}; {name(lead)} − constant rule over the seeds{drawn}: {paired}: {word}."
+    return text, (group["seeds"][group["members"].index(head["name"])], len(seeds))
 
 
 RIVAL_WORDS = {
