@@ -104,3 +104,14 @@ def test_the_readme_torchscript_extract_line_runs(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     with FeatureStore(tmp_path / "f.h5") as store:
         assert store.layer_names == ["outputs.1", "outputs.2"]
+
+
+def test_every_line_of_the_readme_demo_excerpt_is_in_the_demo_output():
+    """The README's excerpt of a real demo run is cut from docs/demo-output.txt: each of its lines is one
+    of that file's (trailing spaces aside), so regenerating the output without the excerpt is caught."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("An excerpt of a real run")
+    block = readme[start:].split("```\n", 2)[1]
+    output = {line.rstrip() for line in (ROOT / "docs" / "demo-output.txt").read_text(encoding="utf-8").splitlines()}
+    missing = [line for line in block.splitlines() if line.strip() and line.rstrip() not in output]
+    assert block.strip() and not missing, missing
