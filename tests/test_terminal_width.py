@@ -327,6 +327,7 @@ def test_across_seed_verdict_cells_fit_80_columns_whole() -> None:
     seeds' differences disagree in sign), one word where every seed gives it, the lines under the table
     say what "per seed" means and which scores carry each seed's verdict, and at 80 columns every verdict
     cell stays on its line."""
+    import copy
     import io
 
     from rich.console import Console
@@ -336,14 +337,12 @@ def test_across_seed_verdict_cells_fit_80_columns_whole() -> None:
     from laya_inspect.report.across import seed_tables
 
     heads = [_beats_by(s, d) for s, d in enumerate((0.05, 0.45, 0.02))]
-    for h, d in zip(heads, (0.3, 0.1, 0.5)):  # the demo's widest cells: an interval cut at both ends
+    for h, d in zip(heads, (0.3, 0.1, 0.5)):  # the demo's widest cells: an interval cut at its range's end
         entry = h["ablations"]["mean"]["methods"]
-        entry["alpha-contrib"] = entry.pop("alpha")
-        entry["alpha-contrib"]["vs_constant"]["top_layer_agreement"] = {
-            "mean": d,
-            "ci_low": d - 0.1,
-            "ci_high": d + 0.1,
-        }
+        for key in ("top_layer_agreement", "deletion_at_1_over_oracle"):  # each seed's value under every cell
+            entry["alpha"]["vs_constant"][key] = {"mean": d, "ci_low": d - 0.1, "ci_high": d + 0.1}
+        entry["alpha-contrib"] = copy.deepcopy(entry["alpha"])  # α − α-contrib: the demo's widest method cell
+        entry["alpha"]["vs_methods"] = {"alpha-contrib": {"mean": -d / 5, "ci_low": -d / 5 - 0.01, "ci_high": 0.0}}
     summary = {"across_seeds": across_seeds(heads, [0, 1, 2])}
     for brief in (True, False):
         screen = io.StringIO()
@@ -352,8 +351,9 @@ def test_across_seed_verdict_cells_fit_80_columns_whole() -> None:
             console.print(r)
         lines = screen.getvalue().splitlines()
         assert max(map(len, lines)) <= 80, "\n".join(lines)
-        (row,) = [line for line in lines if line.startswith("  − constant")]
-        assert row.rstrip().endswith("beats per seed"), "\n".join(lines)  # the cell whole, on its row
+        rows = [line for line in lines if line.startswith("  − constant")]
+        assert len(rows) == 2, "\n".join(lines)
+        assert all(r.rstrip().endswith("beats per seed") for r in rows), "\n".join(lines)  # whole, on its row
         said = " ".join(" ".join(lines).split())
         assert (
             "per seed: each seed's own intervals give that verdict, the mean differences over the seeds do not" in said

@@ -303,7 +303,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         table.add_column("method", no_wrap=True)
         for col in SCORES:
             table.add_column(header(col), justify="right", overflow="fold")
-        table.add_column("verdicts", overflow="fold")
+        table.add_column("verdicts", no_wrap=True)  # one short word per cell: "worse per seed" kept whole
         abls, lines, per_seed = g.get("ablations") or {}, [], set()
         for a, entry in abls.items():
             if len(abls) > 1:
