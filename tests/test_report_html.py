@@ -314,6 +314,20 @@ def test_folder_kind_refuses_with_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "heads[0] lacks" in result.output and "Traceback" not in result.output
 
 
+def test_a_check_planted_folder_names_the_folders_report_reads_inside_it(tmp_path: Path) -> None:
+    """QA: `report P` on a `check planted --seeds 2` folder said only "neither a fit-head nor a compare
+    summary", though P/seed_0/heads and P/seed_0/compare, which report reads, lie inside it."""
+    write_json(tmp_path / "summary.json", {"kind": "laya-inspect-check-planted"})
+    for seed in (0, 1):
+        for part in ("heads", "compare"):
+            write_json(tmp_path / f"seed_{seed}" / part / "summary.json", {"kind": "x"})
+    with pytest.raises(CacheError) as caught:
+        folder_kind(tmp_path)
+    said = str(caught.value)
+    assert "kind 'laya-inspect-check-planted'" in said
+    assert all(str(tmp_path / f"seed_{s}" / p) in said for s in (0, 1) for p in ("heads", "compare")), said
+
+
 def test_report_names_every_kind_of_folder_it_reads(tmp_path: Path) -> None:
     """`report --help` and report's refusals name every command whose folder report reads (prune's,
     early-exit's and diagnose's too), so a user is not sent away from a folder it would read."""

@@ -239,7 +239,16 @@ def folder_kind(folder: str | Path) -> str:
     if fit_kind(summary):
         return "fit-head"
     kind = summary.get("kind") if isinstance(summary, dict) else type(summary).__name__
-    raise CacheError(f"{summary_path} is neither a fit-head nor a compare summary (kind {kind!r}); {USAGE}")
+    inside = _readable_inside(path)
+    where = f"; the folders inside it that report reads: {', '.join(inside)}" if inside else ""
+    raise CacheError(f"{summary_path} is neither a fit-head nor a compare summary (kind {kind!r}){where}; {USAGE}")
+
+
+def _readable_inside(path: Path) -> list[str]:
+    """The folders one or two levels below ``path`` holding a fit-head, compare or demo output (`check
+    planted` writes its heads/ and compare/ there, per seed in seed_<N>/), so a refusal can name them."""
+    found = [*path.glob("*/summary.json"), *path.glob("*/*/summary.json"), *path.glob("*/demo.json")]
+    return sorted(str(f.parent) for f in found if f.is_file())[:8]
 
 
 def read_folder(folder: str | Path) -> Folder:
