@@ -570,7 +570,7 @@ def check_out(
                 f"{flag} {out} {why}; {force_flag} replaces only a file {_writer(command)} wrote: "
                 f"choose another {flag}, or move it away yourself"
             )
-    _refuse_fixed(out, flag)
+    refuse_fixed(out, f"{flag} {out}", f"choose another {flag}")
     return out
 
 
@@ -601,23 +601,25 @@ def fixed(path: Path) -> bool:
     return bool(flags & _FIXED)
 
 
-def _refuse_fixed(out: Path, flag: str) -> None:
-    """Refuse, before the work, an existing output that cannot be replaced: immutable or append-only
-    itself (the swap's rename would fail once all the work was done), or holding such a file or
-    folder (the previous output could not be deleted after the swap, and would be left beside it)."""
-    if out.is_symlink() or not out.exists():
+def refuse_fixed(path: Path, said: str, other: str = "choose another --out") -> None:
+    """Refuse, before the work, an existing ``path`` laya-inspect would replace, delete or append to:
+    immutable or append-only itself (the swap's rename would fail once all the work was done), or
+    holding such a file or folder (the previous output could not be deleted after the swap, and would
+    be left beside it). ``said`` names it in the refusal (``--out OUT``, extract's unfinished cache
+    beside it), ``other`` is the way out besides `chattr`."""
+    if path.is_symlink() or not path.exists():
         return
-    found = [out] if fixed(out) else []
-    if not found and out.is_dir():
-        for folder, dirs, files in os.walk(out):
+    found = [path] if fixed(path) else []
+    if not found and path.is_dir():
+        for folder, dirs, files in os.walk(path):
             found += [p for p in (Path(folder) / n for n in [*dirs, *files]) if fixed(p)][:1]
             if found:
                 break
     if found:
-        where = " is" if found[0] == out else f" holds {found[0]}, which is"
+        where = " is" if found[0] == path else f" holds {found[0]}, which is"
         raise InputError(
-            f"{flag} {out}{where} immutable or append-only (`lsattr -d {found[0]}` shows i or a), so laya-inspect "
-            f"could not replace it: `chattr -i -a {found[0]}` first, or choose another {flag}"
+            f"{said}{where} immutable or append-only (`lsattr -d {found[0]}` shows i or a), so laya-inspect "
+            f"could not replace it: `chattr -i -a {found[0]}` first, or {other}"
         )
 
 

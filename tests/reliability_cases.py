@@ -479,7 +479,8 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   as it is; a lock of another machine on a shared file system is never taken for a killed run's.
 - **An output that cannot be replaced is refused before the work.** An existing output that is
   immutable or append-only (`chattr +i` / `+a`), or holds such a file or folder, is refused with the
-  `chattr` that frees it, not found at the final rename once the work is done.
+  `chattr` that frees it, not found at the final rename once the work is done. So is extract's
+  `NAME.partial` (which a resume appends to) and its `NAME.shards/` folder of a torchrun run.
 - **Ctrl-C and SIGTERM end a command cleanly.** Ctrl-C, and SIGTERM (`kill PID`, `docker stop`, a
   scheduler's preemption), stop the command where it is and run its cleanup: the temporary files
   and folders above are removed, extract's rows are kept in `NAME.partial`, and the worker processes

@@ -64,3 +64,47 @@ def test_an_immutable_file_output_is_refused_before_the_work(tmp_path: Path) -> 
     finally:
         _chattr("-i", cache)
     assert check_out(cache, force=True, command="extract", kind="file", owned=lambda p: None) == cache
+
+
+def _digits_checkpoint(path: Path) -> Path:
+    import torch
+
+    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
+
+    torch.manual_seed(0)
+    save_zoo_checkpoint(path, build_zoo("mlp", in_shape=(1, 8, 8), num_classes=10), {})
+    return path
+
+
+@pytest.mark.parametrize("where", ["partial", "shard"])
+def test_an_immutable_unfinished_cache_or_shard_is_refused_before_the_work(tmp_path: Path, where: str) -> None:
+    """Audit: an immutable OUT.partial was found only when the resume opened it (after the model was
+    loaded), or at the final rename; an immutable shard in OUT.shards/ only once --overwrite's whole
+    extraction was done and the old shards could not be removed."""
+    from laya_inspect.cache.extract import extract_features
+    from laya_inspect.cache.extract_config import ExtractConfig
+    from laya_inspect.cache.partial import partial_path
+    from laya_inspect.cache.shards import shard_dir
+
+    ckpt = _digits_checkpoint(tmp_path / "mlp.pt")
+    out = tmp_path / "f.h5"
+    config = dict(model="zoo:mlp", weights=str(ckpt), data="digits", limit=40, batch_size=40, device="cpu")
+    extract_features(ExtractConfig(**config, out=str(out)))
+    if where == "partial":  # a whole cache under the partial name reads as an interrupted one, resumed
+        target = partial_path(out)
+        os.replace(out, target)
+    else:
+        shard_dir(out).mkdir()
+        target = shard_dir(out) / "rank-00000-of-00002.h5"
+        shutil.copyfile(out, target)
+    before = target.read_bytes()
+    if not _chattr("+i", target):
+        pytest.skip("chattr is not available here")
+    try:
+        with pytest.raises(InputError, match=rf"{target.name}.* immutable .*`chattr -i -a {target}` first"):
+            extract_features(ExtractConfig(**config, out=str(out), overwrite=where == "shard"))
+    finally:
+        _chattr("-i", target)
+    assert target.read_bytes() == before
+    extract_features(ExtractConfig(**config, out=str(out), overwrite=True))  # cleared: goes through
+    assert out.is_file() and not os.path.lexists(partial_path(out)) and not shard_dir(out).exists()

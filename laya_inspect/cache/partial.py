@@ -13,6 +13,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError
+from ..out_dir import refuse_fixed
 from .schema import not_a_cache
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
@@ -94,7 +95,8 @@ def refuse_reserved_name(out: str | Path) -> None:
 def refuse_foreign_partial(out: str | Path) -> None:
     """Refuse, in one line naming it, an ``<out>.partial`` that laya-inspect did not write: a symlink
     (nothing writes through links), a folder, or a file that is not a feature cache (:func:`not_a_cache`).
-    Neither a resume nor ``--overwrite`` touches it: it is left as it is."""
+    Neither a resume nor ``--overwrite`` touches it: it is left as it is. One laya-inspect wrote that is
+    immutable or append-only is refused too, before the work (:func:`~laya_inspect.out_dir.refuse_fixed`)."""
     partial = partial_path(out)
     if partial.is_symlink():
         raise InputError(
@@ -109,6 +111,8 @@ def refuse_foreign_partial(out: str | Path) -> None:
             f"{partial} {why}; laya-inspect resumes, and --overwrite replaces, only an interrupted extraction "
             f"it wrote: {MOVE_IT}"
         )
+    # a resume appends to it, and the end renames it onto --out: found only after the work
+    refuse_fixed(partial, f"{partial} (the interrupted extraction of --out {out})")
 
 
 # What resumes an interrupted extraction where nothing behind its command changed but the command.

@@ -35,7 +35,7 @@ import numpy as np
 from ..distributed import World, agree, device_for, shard_ranges
 from ..errors import CacheError, InputError
 from ..files import atomic_path, output_lock, sha256_file, write_json
-from ..out_dir import put_record, read_record, take_record
+from ..out_dir import put_record, read_record, refuse_fixed, take_record
 from ..runtime import Progress, pick_device
 from .partial import (
     DATA_REMEDY,
@@ -152,7 +152,8 @@ def refuse_foreign_shards(out: str | Path) -> None:
     folders of an --overwrite run) that is not a folder extract made (a user's file, a symlink, dangling
     or to a folder: shards would be written through it into another folder, or a folder holding a file
     extract does not write): extract keeps a sharded run's manifest and shards in these folders, and
-    ``--overwrite`` does not remove what laya-inspect did not make."""
+    ``--overwrite`` does not remove what laya-inspect did not make. An immutable or append-only one, or
+    shard, is refused before the work too (:func:`~laya_inspect.out_dir.refuse_fixed`)."""
     for folder in _shard_folders(out):
         if not folder.is_symlink() and not folder.exists():
             continue
@@ -161,6 +162,8 @@ def refuse_foreign_shards(out: str | Path) -> None:
         else:
             other = _foreign(folder)
             if not other:
+                # its shards are appended to on a resume, and the folder removed after the join
+                refuse_fixed(folder, f"{folder} (where laya-inspect keeps {Path(out).name}'s shards)")
                 continue
             what = f"a folder holding {_named(other)}, which extract does not write"
         raise InputError(
