@@ -313,6 +313,21 @@ def lock_owner(data: bytes) -> tuple[int, str, str] | None:
     return pid, m.group(2).decode(errors="replace"), m.group(3).decode(errors="replace")
 
 
+def holder(data: bytes) -> str:
+    """Who holds a lock whose file holds ``data``, in words: its PID (and machine, where another), or
+    what the file holds instead, as an older laya-inspect wrote it (its PID alone, or nothing)."""
+    owner = lock_owner(data)
+    if owner is not None:
+        return f"PID {owner[0]}" + (f" on {owner[1]}" if owner[1] != _host() else "")
+    text = data.decode("utf-8", "backslashreplace").strip()
+    if text.isdigit() and len(text) <= 7:
+        return f"PID {text}, an older laya-inspect: its lock file holds only the PID"
+    if not text:
+        return "an older laya-inspect: its lock file is empty, with no PID"
+    shown = text[:40] + ("…" if len(text) > 40 else "")
+    return f"PID unknown: its lock file holds {shown!r}, not a line 'laya-inspect lock pid=…'"
+
+
 def lock_content(data: bytes) -> bool:
     """Whether ``data`` is what a lock file of :func:`output_lock` holds (:func:`lock_text`)."""
     return lock_owner(data) is not None
@@ -396,11 +411,10 @@ def _take_lock(lock: Path, target: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            held = lock_owner(os.pread(fd, LOCK_MAX_BYTES + 1, 0))
+            data = os.pread(fd, LOCK_MAX_BYTES + 1, 0)
             os.close(fd)
             raise LockedError(
-                f"{target} is being written by another laya-inspect process "
-                f"(PID {held[0] if held else '?'}{f' on {held[1]}' if held and held[1] != _host() else ''}); "
+                f"{target} is being written by another laya-inspect process ({holder(data)}); "
                 f"wait for it to finish or choose another output (lock file {lock})"
             ) from None
         # The holder before us may have removed the lock file after we opened it: lock again.

@@ -689,8 +689,37 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
         edited = _EDITED_NOTE if any(f.endswith((_EDITED, _NEWER)) for f in foreign) else ""
         raise InputError(
             f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
-            f"choose another {flag}, or empty it yourself{_left_note(out, foreign)}"
+            f"choose another {flag}, or empty it yourself{_left_note(out, foreign)}{_old_lock_note(out, foreign)}"
         )
+
+
+def _old_lock_note(out: Path, foreign: Sequence[str]) -> str:
+    """What to do with foreign entries named as a lock (``.X.lock``) that hold what an older laya-inspect
+    wrote there (its PID alone, or nothing): a run on X refuses them too (:func:`~laya_inspect.files.output_lock`),
+    so only the user can remove them. A lock name holding anything else is left unsaid: it may be notes."""
+    old = []
+    for rel in foreign:
+        entry = out / rel
+        if (
+            rel.endswith("/")
+            or entry.is_symlink()
+            or not _OWN_TEMP.match(entry.name)
+            or not entry.name.endswith(".lock")
+        ):
+            continue
+        try:
+            text = entry.read_bytes()[: LOCK_MAX_BYTES + 1] if entry.is_file() else b"-"
+        except OSError:
+            continue
+        if len(text) <= LOCK_MAX_BYTES and (not text.strip() or text.strip().isdigit()):
+            old.append(rel)
+    if not old:
+        return ""
+    named = ", ".join((out / rel).as_posix() for rel in old[:_SHOWN])
+    return (
+        f"; {named} holds no line 'laya-inspect lock pid=…', as a lock an older laya-inspect left holds its PID "
+        "alone or nothing: delete it if an older laya-inspect left it, move it away if it is yours"
+    )
 
 
 def _left_note(out: Path, foreign: Sequence[str]) -> str:

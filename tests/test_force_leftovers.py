@@ -645,3 +645,41 @@ def test_a_kept_leftover_is_named_in_the_new_outputs_summary_warnings(tmp_path):
     with atomic_dir(out, force=True, command="fit-head") as tmp:
         (tmp / "summary.json").write_text('{"warnings": []}')
     assert json.loads((out / "summary.json").read_text())["warnings"] == []
+
+
+@pytest.mark.parametrize("held, said", [("12345", "PID 12345, an older laya-inspect"), ("", "lock file is empty")])
+def test_a_writer_of_an_older_version_is_named_by_what_its_lock_holds(tmp_path, held, said):
+    """Audit: a run waiting on an older laya-inspect's lock (its PID alone, or nothing) said "(PID ?)"."""
+    import fcntl
+
+    from laya_inspect.errors import LockedError
+    from laya_inspect.files import output_lock
+
+    lock = tmp_path / ".c.h5.lock"
+    lock.write_text(held)
+    with open(lock, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # the older version, still writing
+        with pytest.raises(LockedError, match=re.escape(said)):
+            with output_lock(tmp_path / "c.h5"):
+                pass
+    assert lock.read_text() == held
+
+
+@pytest.mark.parametrize("held", ["12345", ""])
+def test_an_older_versions_lock_inside_an_output_is_named_with_what_to_do(tmp_path, held):
+    """Audit: --force over an output holding an older version's lock of a listed folder (its PID alone)
+    listed it as "did not write (.heads.lock)" without saying it may be deleted, as --out's refusal does."""
+    out = tmp_path / "out"
+    with atomic_dir(out, force=True, command="fit-head") as tmp:
+        (tmp / "heads").mkdir()
+        (tmp / "heads" / "a.txt").write_text("x")
+    (out / ".heads.lock").write_text(held)
+    with pytest.raises(InputError, match=r"\(\.heads\.lock\).*delete it if an older laya-inspect left it"):
+        with atomic_dir(out, force=True, command="fit-head"):
+            pass
+    assert (out / ".heads.lock").read_text() == held and (out / "heads" / "a.txt").read_text() == "x"
+    (out / ".heads.lock").write_text("my notes")  # a user's: not told to delete it
+    with pytest.raises(InputError) as e:
+        with atomic_dir(out, force=True, command="fit-head"):
+            pass
+    assert "delete it if" not in str(e.value)
