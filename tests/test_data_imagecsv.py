@@ -187,3 +187,14 @@ def test_images_of_several_sizes_with_no_target_size_are_refused_before_batching
     with pytest.raises(InputError, match=r"2 sizes.*48×64: 1 \(e.g. images/4.png\).*--image-size"):
         load_data(f"imagecsv:{csv}", test_fraction=0.5, batched=True)
     assert sum(s.n for s in load_data(f"imagecsv:{csv}", test_fraction=0.5, image_size=32).splits.values()) == 8
+
+
+def test_a_copy_listed_under_another_label_names_the_csv(tmp_path):
+    """QA: the warning for one image's bytes under two labels said "image folder <folder>" of a CSV."""
+    csv = photos_csv(tmp_path, split=True)
+    (tmp_path / "images" / "copy.png").write_bytes((tmp_path / "images" / "0.png").read_bytes())  # 0.png is a dog
+    csv.write_text(csv.read_text() + "images/copy.png,cat,test\n")  # 0.png's split
+    b = load_data(f"imagecsv:{csv}")
+    said = [w for w in b.warnings if "byte-for-byte copies" in w]
+    assert said and said[0].startswith(f"{csv}: 1 file(s)") and "image folder" not in said[0], b.warnings
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -37,7 +38,8 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
-from .partial import RECHECK_ROWS, recomputed_problem
+from .partial import RECHECK_ROWS, partial_path, recomputed_problem
+from .schema import not_a_cache
 from .writer import (
     LOGIT_AGREEMENT,
     FeatureWriter,
@@ -148,7 +150,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "torch_version": torch.__version__,
         "created_at": utc_now(),
         "command": config.identity(),
-        "data_fingerprint": data_fingerprint(data),
+        "data_fingerprint": as_started(data_fingerprint(data), data, config.out),
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
         "compute_dtype": "float32" if compute is None else f"{_name(compute)} (autocast)",
@@ -416,14 +418,19 @@ def describe_normalization(transforms: dict[str, Any]) -> str:
     return f"mean {norm['mean']}, std {norm['std']} ({norm['from']})"
 
 
-def data_fingerprint(data: Any) -> str:
+def data_fingerprint(data: Any, *, legacy: bool = False) -> str:
     """A hash of what the rows come from, so a resumed run can tell that the data changed: the files
-    behind the spec (content of a file; names, sizes and times of a folder's files), each split's
-    planned labels and rows, and the transformed inputs of each split's first rows."""
+    behind the spec (content of a file; names, sizes and times of the files the rows are read from,
+    ``data.files``, or of a folder's files less laya-inspect's own), each split's planned labels and
+    rows, and the transformed inputs of each split's first rows. ``legacy``: every file under the
+    folder, as laya-inspect hashed it before (:func:`as_started`)."""
     h = hashlib.sha256()
     location = Path(getattr(data, "location", "") or "")
-    if str(location) not in ("", ".") and location.exists():
-        h.update(_files_digest(location).encode())
+    files = None if legacy else getattr(data, "files", None)
+    if files is not None:
+        h.update(_listed_digest(location, files).encode())
+    elif str(location) not in ("", ".") and location.exists():
+        h.update(_files_digest(location, everything=legacy).encode())
     for name, split in data.splits.items():
         h.update(name.encode())
         h.update(np.ascontiguousarray(split.labels, dtype=np.int64).tobytes())
@@ -435,12 +442,58 @@ def data_fingerprint(data: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def _files_digest(path: Path) -> str:
+def as_started(fingerprint: str, data: Any, out: str | Path) -> str:
+    """The data fingerprint this run records: ``fingerprint``, or where ``<out>.partial`` was started by
+    a laya-inspect that hashed every file under the data's folder and records that hash of these very
+    files, that one, so that the interrupted extraction resumes (other data is still refused)."""
+    started = _started_on(out)
+    if started is None or started == fingerprint or getattr(data, "location", "") in ("", "."):
+        return fingerprint
+    return started if data_fingerprint(data, legacy=True) == started else fingerprint
+
+
+def _started_on(out: str | Path) -> str | None:
+    """The data fingerprint an interrupted extraction ``<out>.partial`` records; None without one."""
+    import h5py
+
+    partial = partial_path(out)
+    if partial.is_symlink() or not partial.is_file() or not_a_cache(partial) is not None:
+        return None
+    try:
+        with h5py.File(partial, "r", locking=False) as f:
+            value = f.attrs.get("data_fingerprint")
+    except (OSError, KeyError, ValueError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _listed_digest(location: Path, files: list[str]) -> str:
+    """Names (relative to ``location``), sizes and modification times of ``files``."""
+    entries = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            said = f"{st.st_size}\t{st.st_mtime_ns}"
+        except OSError:  # gone since it was listed: reading it refuses the run
+            said = "absent"
+        entries.append(f"{os.path.relpath(f, location) if location.is_dir() else f}\t{said}")
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+
+
+# What laya-inspect itself writes beside an output (<out>.partial, <out>.shards and its .partial and .old
+# folders, the hidden .<out>.lock and .<out>.old-PID, <out>.tmp-PID-CHECK): written into the data's folder,
+# they must not make the data read as changed, or a killed run could never resume.
+_OURS = re.compile(r"\..*|.*\.tmp-.*|.*\.(partial|shards|shards\.old)")
+
+
+def _files_digest(path: Path, *, everything: bool = False) -> str:
+    """The sha256 of a file, or the names, sizes and times of a folder's files, less (unless
+    ``everything``) hidden ones and laya-inspect's own (:data:`_OURS`)."""
     if path.is_file():
         return sha256_file(path)
     entries = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file():
+    for p in sorted(path.rglob("*")):  # the order every earlier laya-inspect hashed them in
+        if (everything or not any(_OURS.fullmatch(part) for part in p.relative_to(path).parts)) and p.is_file():
             st = p.stat()
             entries.append(f"{p.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()

@@ -130,6 +130,7 @@ class DataBundle:
     split_info: dict
     kind: str = "image"  # "image" | "vector" | "text"
     location: str = ""
+    files: list[str] | None = None  # the files the rows are read from (Source.files)
     warnings: list[str] = field(default_factory=list)  # one line each, for the user (printed, stored)
 
     @property
@@ -382,6 +383,7 @@ def load_data(
         split_info={**src.split_info, "splits": per_split},
         kind=src.kind,
         location=src.location,
+        files=src.files,
         warnings=warnings
         + empty_classes(spec, list(src.class_names), source, kept, src.split_info)
         + one_class_dominates(spec, list(src.class_names), kept),

@@ -61,6 +61,9 @@ class Source:
     split_info: dict = field(default_factory=lambda: {"method": "native"})
     native: dict = field(default_factory=dict)
     location: str = ""
+    # every file the rows are read from, which a cache fingerprints (a resume must find them unchanged);
+    # None: every file under ``location``, less what laya-inspect itself writes there
+    files: list[str] | None = None
     warnings: list[str] = field(default_factory=list)  # for the user, carried into DataBundle.warnings
     # warnings of the rows in use alone (after the splits asked for and ``limit``), given their source
     # rows: load_data adds them to DataBundle.warnings

@@ -286,11 +286,12 @@ def stretched_images(
     ]
 
 
-def copied_across_classes(root: str, found: dict[tuple[str, str], list[tuple[str, str]]]) -> list[str]:
-    """A warning when one split holds the same bytes under two class folders (a scraped image saved
-    twice, a file copied into the wrong folder): one input read under two labels. Links are said by the
-    folder listing; this finds copies. Only files of one size are read, so a folder of distinct JPEGs
-    costs one stat per file. ``found``: (split, class) → its (path, real path) files."""
+def copied_across_classes(root: str, found: dict[tuple[str, str], list[tuple[str, str]]], *, where: str) -> list[str]:
+    """A warning when one split holds the same bytes under two classes (a scraped image saved twice, a
+    file copied into the wrong class folder or CSV line): one input read under two labels. Links are
+    said by the listing; this finds copies. Only files of one size are read, so a folder of distinct
+    JPEGs costs one stat per file. ``found``: (split, class) → its (path, real path) files, named
+    relative to ``root``; ``where``: what the warning names (the image folder, the CSV)."""
     import hashlib
     import os
 
@@ -321,7 +322,7 @@ def copied_across_classes(root: str, found: dict[tuple[str, str], list[tuple[str
         return []
     shown = ", ".join(f"{relative(a, root)} = {relative(b, root)}" for a, b in sorted(pairs)[:3])
     return [
-        f"image folder {root}: {len(pairs)} file(s) are byte-for-byte copies of a file filed under a different "
+        f"{where}: {len(pairs)} file(s) are byte-for-byte copies of a file filed under a different "
         f"class in the same split ({shown}{', …' if len(pairs) > 3 else ''}): one image read under two labels; remove "
         "the copy where the image does not belong"
     ]

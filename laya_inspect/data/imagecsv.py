@@ -9,8 +9,9 @@ splits follow ``csv:FILE`` (a split column if present, else a seeded stratified 
 the files are then read as an image folder's are: each converted to the model's channels (else RGB if
 any is in colour), every header checked before any work.
 
-The source's location, which a cache fingerprints and a resume must match, is the folder that holds
-the CSV and every image, so that a changed CSV or image stops a resume as a changed image folder does.
+A cache fingerprints the CSV and every listed image (names, sizes and modification times), and a
+resume must find them unchanged: a changed CSV or image stops it as a changed image folder does, while
+other files beside them (the run's own ``--out``, a user's notes) do not.
 """
 
 from __future__ import annotations
@@ -115,10 +116,11 @@ def load_imagecsv(
         split_info=table.info,
         native=native,
         location=location,
+        files=[os.path.abspath(table.path), *files],
         warnings=index_spellings(table.raw_labels, where=str(table.path), locate=lambda i: f"line {lines[i]}")
         + where
         + _listed_twice(table, files, split_of)
-        + copied_across_classes(location, found),
+        + copied_across_classes(location, found, where=str(table.path)),
         lines=lines,
     )
 

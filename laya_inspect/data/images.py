@@ -545,5 +545,8 @@ def load_imagefolder(
         split_info=info,
         native=native,
         location=str(root),
-        warnings=_skipped_warning(root, skipped) + _shared_files(root, found) + copied_across_classes(str(root), found),
+        files=every,
+        warnings=_skipped_warning(root, skipped)
+        + _shared_files(root, found)
+        + copied_across_classes(str(root), found, where=f"image folder {root}"),
     )

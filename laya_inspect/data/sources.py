@@ -137,6 +137,7 @@ def load_fashion_mnist(arg: str | None, options: dict, **_unused: Any) -> Source
         open=open_split,
         native={"channels": 1, "size": (28, 28), "scale": "uint8/255"},
         location=str(folder),
+        files=[str(found(s)) for s in stems],
     )
 
 
@@ -217,6 +218,7 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
         open=open_split,
         native={"channels": 3, "size": (32, 32), "scale": "uint8/255"},
         location=str(folder),
+        files=[str(p) for batch in files.values() for p in batch],
     )
 
 
