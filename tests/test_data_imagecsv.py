@@ -198,3 +198,17 @@ def test_a_copy_listed_under_another_label_names_the_csv(tmp_path):
     said = [w for w in b.warnings if "byte-for-byte copies" in w]
     assert said and said[0].startswith(f"{csv}: 1 file(s)") and "image folder" not in said[0], b.warnings
 
+
+def test_train_help_says_image_files_listed_in_a_csv_are_read():
+    """train reads imagecsv: as extract does (zoo:cnn on CIFAR-10 JPEGs of one size); its --data help said
+    no image files at all."""
+    import subprocess
+    import sys
+
+    said = subprocess.run(
+        [sys.executable, "-m", "laya_inspect", "train", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    ).stdout
+    assert "imagecsv:FILE" in said and "imagefolder:DIR" in said, said

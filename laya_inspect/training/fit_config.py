@@ -285,7 +285,11 @@ class JointConfig:
         "fashion-mnist",
         flag="--data",
         always=True,
-        help="dataset spec, e.g. fashion-mnist, cifar10, digits; a text table csv:FILE or jsonl:FILE for zoo:bilstm",
+        help=(
+            "dataset spec, e.g. fashion-mnist, cifar10, digits; image files of one size, imagefolder:DIR or "
+            "imagecsv:FILE (listed in a CSV), for zoo:mlp and zoo:cnn; a text table csv:FILE or jsonl:FILE for "
+            "zoo:bilstm"
+        ),
     )
     head: str = option(
         "last", flag="--head", always=True, help="last (the backbone's own classifier) | laya | concat | scalarmix"
