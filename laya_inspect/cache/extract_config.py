@@ -41,7 +41,10 @@ class ExtractConfig:
     data: str = option(
         flag="--data",
         always=True,
-        help="fashion-mnist[:ROOT], cifar10[:ROOT], digits, imagefolder:DIR, imagecsv:FILE, npz:FILE, csv:FILE, jsonl:FILE",
+        help=(
+            "fashion-mnist[:ROOT], cifar10[:ROOT], digits, imagefolder:DIR, imagecsv:FILE, npz:FILE, csv:FILE, "
+            "jsonl:FILE"
+        ),
     )
     out: str = option(flag="--out", help="HDF5 file to write (resumed if an interrupted run left it)", always=True)
     weights: str | None = option(
