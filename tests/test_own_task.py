@@ -154,6 +154,14 @@ def test_logits_of_a_train_checkpoints_unlearnt_classifier_are_not_blamed_on_the
     assert record["test"]["top1"] == 0.1 and len(said) == 1
     assert "warned did not learn" in said[0] and "normalisation" not in said[0], said
     assert "may not separate these classes" in said[0] and "say nothing of the layers" not in said[0], said
+    # QA: a checkpoint of an older train, whose classifier had the joint run's --epochs/--lr, was said to be
+    # "fitted on its own budget" with a block that "may not separate these classes": false for that checkpoint
+    older = "joint.pt (from `laya-inspect train`): warning: near chance: the backbone's own classifier, refit on its"
+    _, old = own_task(
+        SimpleNamespace(data=data, warnings=[older + " frozen last block, did not learn …"]), splits, counts
+    )
+    assert "an older `laya-inspect train`" in old[0] and "own budget" not in old[0] and "separate" not in old[0], old
+    assert "train again with this version" in old[0], old
     # without train's warning the inputs' preparation is what it names
     _, guessed = own_task(SimpleNamespace(data=data, warnings=[]), splits, counts)
     assert len(guessed) == 1 and "normalisation mean/std, here none" in guessed[0], guessed

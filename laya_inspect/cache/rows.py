@@ -28,7 +28,7 @@ from ..models.sizes import call_order, classifier_inputs, layer_macs, output_sta
 from ..models.weights import sha256_file
 from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
-from ..training.chance import CLASSIFIER_NOT_LEARNED, chance_level, is_near_chance
+from ..training.chance import CLASSIFIER_NOT_LEARNED, CLASSIFIER_NOT_LEARNED_BEFORE, chance_level, is_near_chance
 from ..training.classes import class_balance
 from .extract_config import (
     ACTIVATION_BUDGET,
@@ -273,8 +273,16 @@ def own_task(
     if not low:
         return record, []
     said = "the model is near chance on its own task: its top class (the cached logits' largest) is the label on "
+    if any(CLASSIFIER_NOT_LEARNED_BEFORE in w for w in prep.warnings):
+        # an older `laya-inspect train` checkpoint: its classifier had only the joint run's short budget
+        return record, [
+            f"{said}{' and '.join(low)}. These logits are those of the backbone's own classifier, which an older "
+            "`laya-inspect train` refit on the frozen last block with the joint run's --epochs and --lr and warned "
+            "did not learn (the warning above): an undertrained classifier, which says nothing of the layers "
+            "themselves; train again with this version, which fits it to convergence"
+        ]
     if any(CLASSIFIER_NOT_LEARNED in w for w in prep.warnings):
-        # a `laya-inspect train` checkpoint: its logits are the classifier train refit and already warned of
+        # a `laya-inspect train` checkpoint: its logits are the classifier train fitted and already warned of
         return record, [
             f"{said}{' and '.join(low)}. These logits are those of the backbone's own classifier, which "
             "`laya-inspect train` fitted on the frozen last block on its own budget and warned did not learn (the "

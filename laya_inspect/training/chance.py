@@ -13,7 +13,9 @@ GAIN_ROWS = 5  # "near chance" also: beats always answering the majority class o
 LINE_TOLERANCE = 1e-9  # an accuracy this close to a near-chance line lies on it (float rounding of k/n means)
 # train's warning on the classifier whose logits a zoo checkpoint carries: extract reads it to name that
 # cause rather than guess at the inputs' preparation
-CLASSIFIER_NOT_LEARNED = "the backbone's own classifier, refit on its frozen last block, did not learn"
+CLASSIFIER_NOT_LEARNED = "the backbone's own classifier, fitted to convergence on its frozen last block, did not learn"
+# the same warning of a checkpoint an older train wrote, whose classifier had the joint run's --epochs/--lr
+CLASSIFIER_NOT_LEARNED_BEFORE = "the backbone's own classifier, refit on its frozen last block, did not learn"
 
 
 def chance_level(labels: np.ndarray) -> float:
