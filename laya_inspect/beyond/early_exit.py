@@ -8,7 +8,8 @@ Rules, each swept over its threshold:
 * ``random`` — a uniform random score per input and depth ≥ t, over the confidence sweep: exit depths
   mixed with no information about the input, the reference every realisable rule is read against
   (fixed depth's L points leave its step frontier flat between them, so a rule could beat it by
-  mixing depths alone);
+  mixing depths alone). Taken at its expectation over the scores, exactly (:func:`random_exit_shares`),
+  not one draw of them, so that the reference adds no spread of its own to the verdicts;
 * ``confidence`` — the depth-k head's max softmax probability ≥ t;
 * ``alpha`` — α's mass beyond k is below ε, with α from the given head when layers after k are
   replaced by their train means (what is known at depth k); given several LAYA heads (a fit-head
@@ -71,11 +72,15 @@ from .laya_seeds import open_laya_heads
 from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
-RANDOM_STREAM = 9  # default_rng([seed, refit seed, 9]): the random-exit scores
+RANDOM_REFERENCE = "expectation"  # summary.json's `random_reference`; summaries without it drew once per seed
 RANDOM_HOW = (
-    "random exit: a uniform random score per test row and depth (default_rng([seed, refit seed, 9])), exit at the "
-    "first depth whose score ≥ t over the confidence sweep: exit depths mixed with no information about the input, "
-    "with the same sweep and frontier as every rule; the reference every realisable rule is read against"
+    "random exit: a uniform random score per test row and depth, exit at the first depth whose score ≥ t over the "
+    "confidence sweep, taken at its expectation over the scores, exactly: at threshold t a row exits at depth k "
+    "with chance t^(k−1)(1 − t) (the last depth with t^(L−1)) whatever the input, so each point's accuracy, "
+    "compute and mean depth, and each test row's share of the held-out area, are those chances' means over the "
+    "depths (no draw); each fold's thresholds are chosen on the other fold's expected accuracies. Exit depths "
+    "mixed with no information about the input, with the same sweep and frontier as every rule; the reference "
+    "every realisable rule is read against"
 )
 SELECTION_CAVEAT = (
     "the areas compared are held out: each rule's thresholds are chosen on one fold of the test rows and scored "
@@ -124,24 +129,54 @@ def _logspace(start: float, stop: float, n: int) -> np.ndarray:
     return np.array([10.0 ** float(e) for e in np.linspace(start, stop, n)])
 
 
+def random_exit_shares(thresholds: np.ndarray, n_layers: int) -> np.ndarray:
+    """(T, L) the chance that random exit at each threshold t exits at each depth: the first depth whose
+    uniform score is ≥ t, so depth k (0-based, k < L − 1) with t^k (1 − t), the last with t^(L−1), the
+    same for every input. Each row sums to 1."""
+    fire = np.clip(1.0 - np.asarray(thresholds, float), 0.0, 1.0)[:, None]
+    shares = (1.0 - fire) ** np.arange(n_layers)[None, :] * fire
+    shares[:, -1] = (1.0 - fire[:, 0]) ** (n_layers - 1)
+    return shares
+
+
+def _steps(
+    rule: str,
+    preds: np.ndarray,
+    conf: np.ndarray,
+    labels: np.ndarray,
+    used: np.ndarray,
+    masses: dict[str, np.ndarray],
+    grid: tuple[np.ndarray, np.ndarray],
+    epsilon: float,
+) -> Iterator[tuple[float | None, float | None, np.ndarray, np.ndarray, np.ndarray]]:
+    """Each step of one rule's sweep: (threshold, ε, and per row (N,): whether it is answered right,
+    its 0-based exit depth and the compute it runs), one step at a time, not one per threshold
+    (--thresholds × N at once). Random exit's are their expectations over its scores."""
+    rows = np.arange(len(labels))
+    t_grid, e_grid = grid
+    if rule == "random":
+        right = (preds == labels[:, None]).astype(float)  # (N, L)
+        for t, share in zip(t_grid, random_exit_shares(t_grid, preds.shape[1])):
+            depth = float(share @ np.arange(len(share)))
+            yield t, None, right @ share, np.full(len(labels), depth), np.full(len(labels), float(share @ used))
+        return
+    for t, e, d in _exits(rule, conf, masses, grid, epsilon):
+        yield t, e, preds[rows, d] == labels, d, used[d]
+
+
 def _exits(
     rule: str,
     conf: np.ndarray,
     masses: dict[str, np.ndarray],
     grid: tuple[np.ndarray, np.ndarray],
     epsilon: float,
-    noise: np.ndarray | None,
 ) -> Iterator[tuple[float | None, float | None, np.ndarray]]:
-    """Each step of one rule's sweep: (threshold, ε, (N,) 0-based exit depth per row), one depth
-    array at a time, not one per threshold (--thresholds × N at once)."""
+    """Each step of a rule that reads the input: (threshold, ε, (N,) 0-based exit depth per row)."""
     t_grid, e_grid = grid
     if rule == "fixed":
         return ((None, None, np.full(len(conf), k)) for k in range(conf.shape[1]))
-    if rule in ("confidence", "random"):
-        scores = conf if rule == "confidence" else noise
-        if scores is None:
-            raise ValueError("rule random needs its uniform scores (noise)")
-        return ((t, None, exit_depths(scores, None, t, 0.0)) for t in t_grid)
+    if rule == "confidence":
+        return ((t, None, exit_depths(conf, None, t, 0.0)) for t in t_grid)
     if rule == "alpha":
         return ((None, e, exit_depths(None, masses["alpha"], 0.0, e)) for e in e_grid)
     m = masses["alpha_oracle" if rule.endswith("oracle") else "alpha"]
@@ -157,25 +192,20 @@ def sweep(
     masses: dict[str, np.ndarray],
     grid: tuple[np.ndarray, np.ndarray],
     epsilon: float,
-    noise: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
-    """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,);
-    ``noise`` (N, L) the uniform scores of rule ``random``."""
-    rows = np.arange(len(labels))
-    points = []
-    for step, (t, e, d) in enumerate(_exits(rule, conf, masses, grid, epsilon, noise)):
-        points.append(
-            {
-                "rule": rule,
-                "step": step,
-                "threshold": t,
-                "epsilon": e,
-                "accuracy": float((preds[rows, d] == labels).mean()),
-                "mean_depth": float(d.mean() + 1),
-                "compute_used": float(used[d].mean()),
-            }
-        )
-    return points
+    """The points of one rule for one seed: preds/conf (N, L) of the per-depth heads; used (L,)."""
+    return [
+        {
+            "rule": rule,
+            "step": step,
+            "threshold": t,
+            "epsilon": e,
+            "accuracy": float(right.mean()),
+            "mean_depth": float(d.mean() + 1),
+            "compute_used": float(run.mean()),
+        }
+        for step, (t, e, right, d, run) in enumerate(_steps(rule, preds, conf, labels, used, masses, grid, epsilon))
+    ]
 
 
 def held_out_area(
@@ -187,39 +217,25 @@ def held_out_area(
     masses: dict[str, np.ndarray],
     grid: tuple[np.ndarray, np.ndarray],
     epsilon: float,
-    noise: np.ndarray | None,
     fold: np.ndarray,
 ) -> tuple[float, float, np.ndarray]:
     """(held-out area, mean compute overshoot, (N,) each test row's share of that area) of one rule for one
     seed, ``fold`` (N,) True on fold A (:mod:`.exit_heldout`); the arguments are :func:`sweep`'s, which
     gives each fold's points (an exit depth is a row's own). A row's share is the mean over compute
-    budgets of whether it is answered right at the threshold chosen on the other fold, so the shares'
-    mean is the area: the test rows' own sampling of an area difference reads them."""
+    budgets of whether it is answered right (random exit: its chance of that) at the threshold chosen on
+    the other fold, so the shares' mean is the area: the test rows' own sampling of an area difference reads them."""
     lo, hi = float(used[0]), float(used[-1])
     parts, right = [], []
     for rows in (fold, ~fold):
-        p, c, y, m, z = _of_rows(rows, preds, conf, labels, masses, noise)
-        pts = sweep(rule, p, c, y, used, m, grid, epsilon, z)
-        parts.append(([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], int(rows.sum())))
-        right.append(np.array([p[np.arange(len(y)), d] == y for _, _, d in _exits(rule, c, m, grid, epsilon, z)]))
+        m = {k: v[rows] for k, v in masses.items()}
+        steps = list(_steps(rule, preds[rows], conf[rows], labels[rows], used, m, grid, epsilon))
+        parts.append(([float(q[4].mean()) for q in steps], [float(q[2].mean()) for q in steps], int(rows.sum())))
+        right.append(np.array([q[2] for q in steps], dtype=float))
     shares = np.zeros(len(labels))
     for rows, chosen_on, scored in ((~fold, parts[0], right[1]), (fold, parts[1], right[0])):
-        shares[rows] = choice_weights(chosen_on[0], chosen_on[1], lo, hi) @ scored.astype(float)
+        shares[rows] = choice_weights(chosen_on[0], chosen_on[1], lo, hi) @ scored
     area, over = held_out(parts[0], parts[1], lo, hi)
     return area, over, shares
-
-
-def _of_rows(
-    rows: np.ndarray,
-    preds: np.ndarray,
-    conf: np.ndarray,
-    labels: np.ndarray,
-    masses: dict[str, np.ndarray],
-    noise: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-    """preds, conf, labels, masses and noise of the rows ``rows`` (an exit depth is a row's own)."""
-    m = {k: v[rows] for k, v in masses.items()}
-    return preds[rows], conf[rows], labels[rows], m, None if noise is None else noise[rows]
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -307,18 +323,15 @@ def _simulate(
             probs.append(fit.test_probs)
         p = np.stack(probs, axis=1)  # (N, L, C)
         preds, conf = p.argmax(axis=2), p.max(axis=2)
-        noise = np.random.default_rng([config.seed, s, RANDOM_STREAM]).uniform(size=conf.shape)
         fold = two_folds(test.labels, np.random.default_rng([config.seed, s, FOLD_STREAM]))
         fold_sizes.append([int(fold.sum()), int((~fold).sum())])
         masses = masses_of[s]
         for rule in RULES:
-            pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise)
+            pts = sweep(rule, preds, conf, test.labels, used, masses, grid, config.epsilon)
             in_sample[rule].append(
                 frontier_area([q["compute_used"] for q in pts], [q["accuracy"] for q in pts], used[0], used[-1])
             )
-            area, over, rows = held_out_area(
-                rule, preds, conf, test.labels, used, masses, grid, config.epsilon, noise, fold
-            )
+            area, over, rows = held_out_area(rule, preds, conf, test.labels, used, masses, grid, config.epsilon, fold)
             shares[rule].append(rows)
             areas[rule].append(area)
             overshoot[rule].append(over)
@@ -361,6 +374,7 @@ def _simulate(
             "compared": "area_held_out",
         },
         "random_exit": RANDOM_HOW,
+        "random_reference": RANDOM_REFERENCE,
         "selection": SELECTION_CAVEAT,
         "alpha_fired": alpha_fired(alpha_heads, config.epsilon, test.n),
         "alpha_mass": {  # several heads: the mean over them

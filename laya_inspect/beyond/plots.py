@@ -135,7 +135,10 @@ def early_exit_plots(out: Path, s: dict[str, Any], curves: list[dict[str, Any]])
             y = [c["accuracy_mean"] for c in pts]
             area = entry["area_held_out"]["mean"]  # the area the verdicts read
             if rule == "random":  # the reference every rule is read against
-                ax.plot(x, y, marker=".", label=f"random exit (reference, held-out area {area:.4f})", **REFERENCE)
+                taken = "expectation" if s.get("random_reference") == "expectation" else "one draw per seed"
+                ax.plot(
+                    x, y, marker=".", label=f"random exit (reference, {taken}, held-out area {area:.4f})", **REFERENCE
+                )
                 continue
             style = ":" if rule.endswith("oracle") else "-"
             label = f"{rule} (held-out area {area:.4f})"

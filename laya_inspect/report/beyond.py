@@ -62,7 +62,9 @@ CAPTIONS = {
     "rankings": "Each ranking's per-layer score, divided by its largest |score| (higher = kept longer).",
     "early_exit_accuracy_vs_compute": "Accuracy against the share of backbone FLOPs run, each rule swept over its "
     "threshold (mean over seeds); grey dashed: random exit, the reference every rule is read against (the same "
-    "sweep with a uniform random score); dotted: the oracle rule, which needs every layer (a reference, not a rule).",
+    "sweep with a uniform random score, at its expectation over the scores; one draw per seed in summaries "
+    "without `random_reference`, as the table's caption says); dotted: the oracle rule, which needs every layer "
+    "(a reference, not a rule).",
     "early_exit_accuracy_vs_depth": "The same sweeps against the mean exit depth.",
     "error_auroc": "AUROC of telling misclassified test rows from correct ones, per score, with its 95% interval; "
     "grey: max softmax probability, the baseline without α; dotted: chance (0.5).",

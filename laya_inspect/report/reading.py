@@ -1201,7 +1201,8 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             if f"{rule} vs random" in comp
         ]
         lead.append(
-            "Against random exit (exit depths mixed with no information about the input, the same sweep): "
+            f"Against random exit (exit depths mixed with no information about the input, the same sweep, "
+            f"{random_exit_taken(s)}): "
             + "; ".join(said)
             + f" ({unit(*(k for k in comp if k.endswith(' vs random')))})."
         )
@@ -1251,6 +1252,14 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
     return Reading([*_warnings(s), *lead], details)
 
 
+def random_exit_taken(s: dict[str, Any]) -> str:
+    """How an early-exit summary's random exit is taken: at its expectation over the uniform scores, or
+    (summaries written before `random_reference`) one draw of them per seed, which adds its own spread."""
+    if s.get("random_reference") == "expectation":
+        return "at its expectation over the random scores"
+    return "one draw of the random scores per seed, which adds its own spread to each interval over seeds"
+
+
 # what prune's and early-exit's intervals over seeds run over, and the lines on α they qualify
 _REFITS = {
     "prune": ("the refits on each ranking's layers", "the α ranking's lines (and the LOLO ranking's, the same head's)"),
@@ -1260,10 +1269,10 @@ _REFITS = {
 
 def alpha_fit_note(s: dict[str, Any], command: str) -> str | None:
     """What the verdicts on α of a prune or early-exit run (``command``) rest on, for report.html's reading
-    and the terminal's notes: early exit's seeds are the per-depth heads' refits (and random exit's
-    draws), prune's its refits on each ranking's layers; α (and prune's LOLO) is the one given head's,
-    so its verdicts hold for that fit of α alone; given several LAYA heads, seed s's refits are read
-    with the head of seed s. None where no interval runs over refits (prune --no-refit, older summaries)."""
+    and the terminal's notes: early exit's seeds are the per-depth heads' refits, prune's its refits on
+    each ranking's layers; α (and prune's LOLO) is the one given head's, so its verdicts hold for that
+    fit of α alone; given several LAYA heads, seed s's refits are read with the head of seed s. None
+    where no interval runs over refits (prune --no-refit, older summaries)."""
     if not s.get("seeds_how" if command == "prune" else "head_dir"):
         return None
     refits, lines = _REFITS[command]
