@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..training.stats import bounded, cut_note, outcome
+from ..training.stats import bounded, cut_note, level, outcome
 from .paired import HEADLINE, VERDICT_CONFIDENCE
 from .records import VERDICTS, carried, score_value
 
 CONFIDENCE = 0.95
+CONFIDENCE_SAID = "95%"  # CONFIDENCE as :func:`level` says it
 CSV_REFERENCES = {"random": "random_ordering"}  # summary.csv's method for a reference that a method shares a name with
 # the nulls' one name each, in the terminal's tables, report.html's and the across-seed caveats
 REFERENCES = {"top1_only": "top-1 only", "random": "random reference", "constant": "constant rule"}
@@ -150,15 +151,31 @@ def named_estimates(entry: dict[str, Any], labels: Mapping[str, str] = LABELS) -
     }
 
 
+def difference_level(*entries: dict[str, Any]) -> str:
+    """The level of the across-seed ablation ``entries``' intervals of a difference to the constant rule,
+    in words ("98.3%"), read from the estimates' own ``confidence`` (:func:`level`): a summary written
+    before they were drawn at each seed's verdict's level holds them at 95% and records none. Each
+    level once, joined by " or ", should one summary hold several."""
+    said = [
+        level(est)
+        for entry in entries
+        for _, row, _, _ in entry_rows(entry)
+        for key, est in row.items()
+        if key.endswith("_minus_constant") and isinstance(est, dict)
+    ]
+    return " or ".join(dict.fromkeys(said)) or level(None)
+
+
 def ranged_note(entry: dict[str, Any]) -> str | None:
     """Where :func:`ranged` cut an interval of an across-seed ablation entry, in words with the t
     bounds, so a shown end at the range's edge is not read as the interval's own. None where none was."""
+    at = difference_level(entry)
     return cut_note(
         named_estimates(entry),
         "across seeds",
         "its score's range",
         "[0, 1] for top-layer agreement, [−1, 1] for ρ, twice as wide for a difference to the constant rule",
-        f"seeds at 95% ({VERDICT_CONFIDENCE:.1%} for a difference to the constant rule)",
+        "seeds at 95%" + (f" ({at} for a difference to the constant rule)" if at != CONFIDENCE_SAID else ""),
     )
 
 

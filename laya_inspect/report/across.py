@@ -12,11 +12,12 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from ..compare.paired import VERDICT_CONFIDENCE
 from ..compare.records import NOT_APPLICABLE, ONE_LAYER, TESTED, VERDICTS, carried, inapplicable_said, on_its_own
 from ..compare.seeds import (
+    CONFIDENCE_SAID,
     REFERENCES,
     by_seed,
+    difference_level,
     entry_rows,
     named_estimates,
     ranged_note,
@@ -28,7 +29,6 @@ from ..training.stats import level
 from .html import Cell, Section, Table, slug
 from .reading import num, versus_groups, with_ci
 
-DIFFERENCE_LEVEL = f"{VERDICT_CONFIDENCE:.1%}"  # a difference to the constant rule's interval over the seeds
 # column → summary key of the headline score
 HEADLINE = {  # the headline scores by docs/METHOD.md's names: report.html's column headers
     "top-layer agreement": "top_layer_agreement",
@@ -295,9 +295,11 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
     seeds that disagree."""
     out: list[RenderableType] = []
     for g in groups(summary):
+        at = difference_level(*(g.get("ablations") or {}).values())
         table = rich_table(
             f"across seeds: {g['head']} ({g['kind']}), seeds {', '.join(map(str, g['seeds']))}\n"
-            f"mean ± t half-width over seeds, 95% ({DIFFERENCE_LEVEL} for − constant, the verdicts' level)"
+            f"mean ± t half-width over seeds, {CONFIDENCE_SAID}"
+            + (f" ({at} for − constant, the verdicts' level)" if at != CONFIDENCE_SAID else "")
             + ("" if brief else "; below, each seed's value")
         )
         table.add_column("method", no_wrap=True)
@@ -403,19 +405,30 @@ def seed_sections(summary: dict[str, Any]) -> list[Section]:
                 )
                 classes.append("ref" if reference or row.get("circular") else "")
             head_cols = [*cols[:-1], VERSUS, cols[-1]] if versus else cols
-            cut = ranged_note(entry)
+            cut, at = ranged_note(entry), difference_level(entry)
             caption = (
-                f"ablation {a}: mean over seeds {seeds} [two-sided t-interval, 95%; {DIFFERENCE_LEVEL} for a "
-                "difference to the constant rule, the level of each seed's verdict]; then each seed's value"
+                f"ablation {a}: mean over seeds {seeds} [two-sided t-interval, {CONFIDENCE_SAID}"
+                + (
+                    f"; {at} for a difference to the constant rule, the level of each seed's verdict"
+                    * (at != CONFIDENCE_SAID)
+                )
+                + "]; then each seed's value"
             ) + (f"; {cut}" if cut else "")
             tables.append(Table(f"seeds-{slug(g['head'])}-{slug(a)}", head_cols, rows, caption, classes))
         notes = [c for c in caveats(summary) if c.startswith(f"{g['head']} (")]
         tested = max((_tested(entry) for entry in (g.get("ablations") or {}).values()), default=0)
+        at = difference_level(*(g.get("ablations") or {}).values())
+        levels = (
+            f"c = {CONFIDENCE_SAID} for a score and each seed's own level for a difference ({at} to the constant "
+            "rule), so that the verdict over the seeds is held to each seed's standard"
+            if at != CONFIDENCE_SAID
+            # a summary written before the differences were held to each seed's verdict's level
+            else f"c = {CONFIDENCE_SAID} for a score and for a difference to the constant rule alike"
+        )
         legend = (
             "Each head's headline scores, and each method's paired difference to the constant rule, per seed and "
-            "across seeds: the mean over seeds with the t-interval mean ± t((1+c)/2, S−1)·std/√S, c = 95% for a score "
-            f"and each seed's own level for a difference ({DIFFERENCE_LEVEL} to the constant rule), so that the "
-            "verdict over the seeds is held to each seed's standard. A verdict or a "
+            f"across seeds: the mean over seeds with the t-interval mean ± t((1+c)/2, S−1)·std/√S, {levels}. "
+            "A verdict or a "
             f"best method that differs between seeds is a caveat; {on_its_own(tested)}. Definitions: docs/METHOD.md, "
             '"Across seeds".'
         )

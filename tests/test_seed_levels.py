@@ -1,0 +1,59 @@
+"""The across-seed tables name the level their intervals of a difference to the constant rule were drawn
+at, read from the estimates themselves (docs/METHOD.md, "Across seeds"): a compare summary written before
+those were drawn at each seed's verdict's level holds them at 95% with no ``confidence``, and `report`
+still reads it. fixtures/compare_across_seeds_95.json is such a summary's ``across_seeds``, written by
+laya-inspect at commit 13cbc65 (`demo`, trimmed to one head, one ablation and two methods)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from test_compare_seeds import _beats_by, _render
+from test_seed_verdicts import _wide
+
+from laya_inspect.compare.seeds import across_seeds, difference_level, ranged_note
+from laya_inspect.report.across import seed_sections, seed_tables
+from laya_inspect.report.html import Section
+
+OLD = Path(__file__).resolve().parent.parent / "fixtures" / "compare_across_seeds_95.json"
+
+
+def _old() -> dict:
+    return json.loads(OLD.read_text(encoding="utf-8"))
+
+
+def _page(section: Section) -> str:
+    return " ".join(html.unescape(section.html()).split())
+
+
+def test_an_old_summary_s_differences_are_labelled_95_percent() -> None:
+    summary = _old()
+    (entry,) = summary["across_seeds"]["groups"][0]["ablations"].values()
+    assert "confidence" not in entry["methods"]["alpha"]["faithfulness_minus_constant"]
+    assert difference_level(entry) == "95%"
+    terminal = _wide(seed_tables(summary))
+    assert "mean ± t half-width over seeds, 95%; below, each seed's value" in terminal
+    assert "98.3%" not in terminal
+    assert "98.3%" not in " ".join(_render(seed_tables(summary, brief=True)).split())
+    note = ranged_note(entry) or ""
+    assert "the t-interval over 3 seeds at 95% (" in note  # cut intervals: the note names the level
+    assert "98.3%" not in note
+    (section,) = seed_sections(summary)
+    page = _page(section)
+    assert "[two-sided t-interval, 95%]" in page
+    assert "for a difference to the constant rule alike" in page
+    assert "98.3%" not in page
+
+
+def test_a_new_summary_s_differences_are_labelled_at_their_own_level() -> None:
+    """The same labels over a summary built now: the differences at 1 − 0.05/3, said as 98.3%."""
+    summary = {"across_seeds": across_seeds([_beats_by(s, d) for s, d in enumerate((0.2, 0.3, 0.4))], [0, 1, 2])}
+    (entry,) = summary["across_seeds"]["groups"][0]["ablations"].values()
+    assert difference_level(entry) == "98.3%"
+    assert "95% (98.3% for − constant, the verdicts' level)" in _wide(seed_tables(summary))
+    (section,) = seed_sections(summary)
+    page = _page(section)
+    assert "95%; 98.3% for a difference to the constant rule" in page
+    assert "each seed's own level for a difference (98.3% to the constant rule)" in page
