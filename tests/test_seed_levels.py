@@ -10,10 +10,10 @@ import html
 import json
 from pathlib import Path
 
-from test_compare_seeds import _beats_by, _render
+from test_compare_seeds import _beats_by, _render, _with_ig
 from test_seed_verdicts import _wide
 
-from laya_inspect.compare.seeds import across_seeds, difference_level, ranged_note
+from laya_inspect.compare.seeds import across_seeds, csv_rows, difference_level, ranged_note
 from laya_inspect.report.across import seed_sections, seed_tables
 from laya_inspect.report.html import Section
 
@@ -57,3 +57,23 @@ def test_a_new_summary_s_differences_are_labelled_at_their_own_level() -> None:
     page = _page(section)
     assert "95%; 98.3% for a difference to the constant rule" in page
     assert "each seed's own level for a difference (98.3% to the constant rule)" in page
+
+
+def test_summary_csv_tells_a_score_s_level_from_a_difference_s() -> None:
+    """Each estimate over the seeds has its interval's confidence beside it, and each pair of methods'
+    difference in ρ over the seeds its rows and its verdict."""
+    heads = [_with_ig(_beats_by(s, d), d - 0.3, d - 0.2) for s, d in enumerate((0.2, 0.3, 0.4))]
+    across = across_seeds(heads, [0, 1, 2])
+    rows = csv_rows({"across_seeds": across, "directions": {"faithfulness": "higher"}})
+    seeds = {(r["method"], r["metric"]): r for r in rows if r["scope"] == "seeds"}
+    assert seeds[("alpha", "faithfulness_confidence")]["value"] == 0.95
+    assert seeds[("alpha", "faithfulness_minus_constant_confidence")]["value"] == 1 - 0.05 / 3
+    pairs = across["groups"][0]["ablations"]["mean"]["vs_methods"]["alpha"]
+    assert list(pairs) == ["ig"]
+    for r, est in pairs.items():
+        assert seeds[("alpha", f"faithfulness_minus_{r}_mean")]["value"] == est["mean"]
+        assert seeds[("alpha", f"faithfulness_minus_{r}_confidence")]["value"] == est["confidence"]
+        assert seeds[("alpha", f"verdict_vs_{r}")]["text"] == est["verdict"]
+        assert seeds[("alpha", f"verdict_vs_{r}")]["value"] is None
+    keys = [(r["method"], r["scope"], r["metric"]) for r in rows if r["method"]]
+    assert len(keys) == len(set(keys))  # each row keeps a key of its own

@@ -354,10 +354,28 @@ def cell(value: Any) -> dict[str, Any]:
     return {"value": None, "text": value} if isinstance(value, str) else {"value": value, "text": ""}
 
 
+def _estimate_rows(
+    base: dict[str, Any], seeds: Sequence[int], key: str, est: dict[str, Any], direction: str
+) -> list[dict[str, Any]]:
+    """One estimate over the seeds as summary.csv's rows: ``<key>_<mean|std|ci_low|ci_high|n>`` and
+    ``<key>_confidence`` (the level its interval is drawn at: a score's and a difference's differ) under
+    scope ``seeds``, each seed's value under ``seed:<S>``."""
+    rows = []
+    for part in ("mean", "std", "ci_low", "ci_high", "n"):
+        said = direction if part in ("mean", "ci_low", "ci_high") else ""
+        rows.append({**base, "scope": "seeds", "metric": f"{key}_{part}", "value": est[part], "direction": said})
+    confidence = est.get("confidence", CONFIDENCE)  # a score's estimate records none: CONFIDENCE
+    rows.append({**base, "scope": "seeds", "metric": f"{key}_confidence", "value": confidence, "direction": ""})
+    for s, v in zip(seeds, est["values"]):
+        rows.append({**base, "scope": f"seed:{s}", "metric": key, "value": v, "direction": direction})
+    return rows
+
+
 def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """summary.csv's rows for the across-seed scores: per (head, ablation, method, score) the mean,
-    std, interval and n over seeds (scope ``seeds``) and each seed's value (scope ``seed:<S>``); ``summary``: the
-    one compare_heads has just built, every key there."""
+    std, interval, n and the interval's confidence over seeds (scope ``seeds``) and each seed's value (scope
+    ``seed:<S>``); per pair of methods (``vs_methods``) the same of ``faithfulness_minus_<other>`` and its
+    ``verdict_vs_<other>``; ``summary``: the one compare_heads has just built, every key there."""
     dirs = summary["directions"]
     rows = []
     for g in summary["across_seeds"]["groups"]:
@@ -365,19 +383,23 @@ def csv_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             for _, row, m, _ in entry_rows(entry, CSV_REFERENCES):
                 base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
                 for key, est in row.items():
-                    if not isinstance(est, dict):
-                        continue
-                    direction = dirs.get(key.removesuffix("_minus_constant"), "")
-                    for part in ("mean", "std", "ci_low", "ci_high", "n"):
-                        rows.append({**base, "scope": "seeds", "metric": f"{key}_{part}", "value": est[part]})
-                        rows[-1]["direction"] = direction if part in ("mean", "ci_low", "ci_high") else ""
-                    for s, v in zip(g["seeds"], est["values"]):
-                        rows.append({**base, "scope": f"seed:{s}", "metric": key, "value": v, "direction": direction})
+                    if isinstance(est, dict):
+                        rows += _estimate_rows(
+                            base, g["seeds"], key, est, dirs.get(key.removesuffix("_minus_constant"), "")
+                        )
                 for metric in ("verdicts", "carried"):
                     for s, w in zip(g["seeds"], row.get(metric) or []):
                         name = "verdict_vs_constant" if metric == "verdicts" else "verdict_carried_by"
                         if w != "" or metric == "verdicts":  # "": all three carry it, no row to say so
                             rows.append({**base, "scope": f"seed:{s}", "metric": name, **cell(w), "direction": ""})
+            for m, pairs in (entry.get("vs_methods") or {}).items():  # m − r in ρ over the seeds, as the tables'
+                base = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": m}
+                for r, est in pairs.items():
+                    rows += _estimate_rows(
+                        base, g["seeds"], f"faithfulness_minus_{r}", est, dirs.get("faithfulness", "")
+                    )
+                    said = {"metric": f"verdict_vs_{r}", **cell(est.get("verdict")), "direction": ""}
+                    rows.append({**base, "scope": "seeds", **said})
             for k, c in enumerate(entry["caveats"], 1):
                 head = {"head": g["head"], "head_dir": "", "kind": g["kind"], "ablation": a, "method": ""}
                 rows.append({**head, "scope": "seeds", "metric": f"caveat_{k}", **cell(c), "direction": ""})
