@@ -90,11 +90,15 @@ def read_marker(folder: str | Path) -> dict[str, Any] | None:
 
 
 # Files up to this size get their SHA-256 in the marker, so that --force sees a summary (or a page)
-# edited by hand; larger ones (caches, attributions) are not read again to be hashed: their size and
-# mtime are recorded instead, which a file saved under the name, or one edited in place, changes.
+# edited by hand, and a copy made without its times (cp -r) still reads as the command's; larger ones
+# (caches, attributions) are not read again to be hashed: their size and mtime are recorded instead,
+# which a file saved under the name, or one edited in place, changes. 64 MiB: a report page with its
+# plots inlined runs to several MiB, and hashing 64 MiB takes a fraction of a second.
 # Not the inode: a copy of the output (cp -a, a restored backup) would lose its files to no edit.
-DIGEST_MAX_BYTES = 4 << 20
+DIGEST_MAX_BYTES = 64 << 20
 _EDITED = " (changed since it was written)"
+# a large file is known by its size and mtime only, which a copy without its times changes too
+_RESTAMPED = " (changed since it was written, or copied without its times: `cp -a` keeps them)"
 _NOT_OURS = " (a link or special file, which laya-inspect never writes)"
 _UNRECORDED = " (a file the marker records no digest of)"
 _EDITED_NOTE = " or that changed since it wrote them"
@@ -285,7 +289,7 @@ def _edited(entry: Path, rel: str, marker: dict[str, Any] | None, marker_path: P
             return _EDITED if entry.stat().st_size > DIGEST_MAX_BYTES or sha256_file(entry) != want else ""
         if isinstance(was, dict):
             st = entry.stat()
-            return _EDITED if {"size": st.st_size, "mtime_ns": st.st_mtime_ns} != was else ""
+            return _RESTAMPED if {"size": st.st_size, "mtime_ns": st.st_mtime_ns} != was else ""
         if marker is not None and "files_digest" not in marker and not _before(entry, marker, marker_path):
             return _NEWER
         if (
@@ -686,7 +690,7 @@ def _check_ours(out: Path, command: str | None, flag: str) -> None:
     foreign = foreign_files(out)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
-        edited = _EDITED_NOTE if any(f.endswith((_EDITED, _NEWER)) for f in foreign) else ""
+        edited = _EDITED_NOTE if any(f.endswith((_EDITED, _RESTAMPED, _NEWER)) for f in foreign) else ""
         raise InputError(
             f"{flag} {out} holds files {_writer(command)} did not write{edited} ({shown}); --force never deletes them: "
             f"choose another {flag}, or empty it yourself{_left_note(out, foreign)}{_old_lock_note(out, foreign)}"

@@ -447,7 +447,7 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   there meanwhile without `--force`; `train`, `extract` and `explain --out` check their one file
   again just before it is renamed into place, for a file saved there during the run. A listed file
   the user edited, or replaced with a file of their own under its name, is refused by name too:
-  one of at most 4 MiB by the SHA-256 the marker records, a larger one (compare's attributions.h5,
+  one of at most 64 MiB by the SHA-256 the marker records, a larger one (compare's attributions.h5,
   a head's weights) by the size and mtime it records instead of a digest (a stat, however large
   the file: nothing is read again), so `cp -r` without `-p` makes a copied output's large files
   the user's. `report --html` rebuilds no page edited since it was written either, even one copied
@@ -508,7 +508,7 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   it intact. It replaces only a cache holding nothing but what extract writes: one the user saved
   a dataset of their own into (`/notes`, `/train/my_labels`) is refused by name. And only one still
   as extract wrote it, by the record beside it (`.cache.h5.laya-inspect.json`: its SHA-256, or its
-  size and mtime over 4 MiB): a note added or a label changed in place is refused by name too. A cache
+  size and mtime over 64 MiB): a note added or a label changed in place is refused by name too. A cache
   an earlier version wrote has no record: it is replaced with a warning that such edits cannot be seen.
 - **OS errors are one line.** A full disk or a missing permission ends as one line naming the path
   and the errno, with the temporary file removed; a folder output's line adds that `--out` was left

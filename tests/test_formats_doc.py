@@ -360,7 +360,7 @@ def test_train_metrics_json(tmp_path: Path) -> None:
     check(documented, written, {"n_val_untrained_left_out": "only when a class has no training rows"})
     record = json.loads((tmp_path / ".m.pt.laya-inspect.json").read_text())
     documented = prose_names(between("are recorded beside them, in", "A file with no record"))
-    larger = {"size": "only of a file over 4 MiB", "mtime_ns": "only of a file over 4 MiB"}
+    larger = {"size": "only of a file over 64 MiB", "mtime_ns": "only of a file over 64 MiB"}
     left = {"before": "only in a record a killed run left", "name": "a file's name"}
     left |= {"explain": "explain's record", "extract": "extract's record"}
     check(documented, record, left | larger)

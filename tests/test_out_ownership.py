@@ -1026,7 +1026,7 @@ def _clock_moves_past(path: Path) -> None:
 
 
 def test_a_large_listed_file_the_user_replaced_or_edited_is_not_deleted_by_force(tmp_path):
-    """QA: a file over 4 MiB has no digest in the marker, so --force deleted a user's own file saved
+    """QA: a file over 64 MiB has no digest in the marker, so --force deleted a user's own file saved
     under its listed name (attributions.h5), or the tool's file edited in place, with no word."""
     out = tmp_path / "out"
     with atomic_dir(out, command="compare") as tmp:
@@ -1039,7 +1039,7 @@ def test_a_large_listed_file_the_user_replaced_or_edited_is_not_deleted_by_force
     _clock_moves_past(out / "attributions.h5")
     mine = _large(tmp_path, "mine.h5", 3)  # the same size, saved under the listed name
     os.replace(tmp_path / "mine.h5", out / "attributions.h5")
-    refused = r"did not write or that changed since it wrote them \(attributions\.h5 \(changed since it was written\)\)"
+    refused = r"did not write or that changed since it wrote them \(attributions\.h5 \(changed since it was written, or copied"
     with pytest.raises(InputError, match=refused):
         with atomic_dir(out, force=True, command="compare") as tmp:
             _large(tmp, "attributions.h5", 4)
@@ -1206,3 +1206,23 @@ def test_a_file_saved_under_the_locks_name_during_the_run_is_left(tmp_path):
         os.replace(tmp_path / ".out.lock", tmp_path / "moved.lock")
         (tmp_path / ".out.lock").write_text("mine")
     assert (tmp_path / ".out.lock").read_text() == "mine"
+
+
+def test_an_output_copied_without_its_times_still_reads_as_the_commands(tmp_path):
+    """QA: `report --html` refused to rebuild its own 6 MB page in a compare folder copied with `cp -r`:
+    a file over the old 4 MiB was known by its size and mtime alone, which such a copy resets. Pages and
+    summaries of that size are hashed now; a larger file's refusal says a copy without times does it too."""
+    out = tmp_path / "out"
+    with atomic_dir(out, command="compare") as tmp:
+        (tmp / "report.html").write_bytes(b"<html>" + b"x" * (6 << 20))  # a page with its plots inlined
+        _large(tmp, "attributions.h5", 1)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, copy_function=shutil.copyfile)  # as `cp -r`: contents, not times
+    _clock_moves_past(out / "attributions.h5")
+    os.utime(copy / "report.html")
+    os.utime(copy / "attributions.h5")
+    assert foreign_files(copy) == [
+        "attributions.h5 (changed since it was written, or copied without its times: `cp -a` keeps them)"
+    ]
+    (copy / "attributions.h5").unlink()  # the large file aside, the copied page is the command's
+    assert foreign_files(copy) == []
