@@ -305,10 +305,26 @@ def test_rows(diff: dict[str, Any], right: Sequence[np.ndarray], other: Sequence
     rows = rows_paired(right, other)
     if rows is None:
         return None
-    lo, hi, half = diff.get("ci_low"), diff.get("ci_high"), rows["half_width"]
-    dominates = lo is not None and hi is not None and rows["rows"] >= MIN_ROWS and sampling_outweighs(2 * half, hi - lo)
-    within = dominates and rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
-    return {**rows, "dominates": bool(dominates), "within_sampling": bool(within)}
+    read = rows_rule(diff, rows)
+    return {**rows, "dominates": read["dominates"], "within_sampling": read["dominates"] and read["holds_zero"]}
+
+
+def rows_rule(diff: dict[str, Any], rows: dict[str, Any]) -> dict[str, bool]:
+    """How a difference's interval over seeds ``diff`` is read beside the test rows' own interval of it
+    (``rows``: its "rows", "half_width", "ci_low", "ci_high"): ``dominates`` where, at MIN_ROWS rows or
+    more, the rows' is far wider (fit-head's test-sampling rule, quality.sampling_outweighs); ``holds_zero``
+    where the rows' holds 0; ``withheld`` where both, and the seeds read "better" or "worse": a verdict
+    of which rows were drawn as much as of the two sides."""
+    lo, hi = diff.get("ci_low"), diff.get("ci_high")
+    dominates = (
+        lo is not None
+        and hi is not None
+        and rows["rows"] >= MIN_ROWS
+        and sampling_outweighs(2 * rows["half_width"], hi - lo)
+    )
+    holds_zero = rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
+    withheld = dominates and holds_zero and outcome(diff) in ("better", "worse")
+    return {"dominates": bool(dominates), "holds_zero": bool(holds_zero), "withheld": bool(withheld)}
 
 
 def ablated_accuracy(

@@ -40,10 +40,13 @@ from .common import (
     fit_rows_of,
     head_hparams,
     head_outputs,
+    level,
     load_split,
     paired,
+    rows_rule,
     rows_tensor,
     seeds_how,
+    spec,
     subsample,
     test_rows,
     trust_lines,
@@ -53,6 +56,7 @@ from .common import (
 )
 from .config import PruneConfig  # noqa: F401  (re-exported)
 from .costs import Costs, backbone_costs, cost_text, estimate_warnings, saves_text, smallest_within
+from .exit_verdicts import rows_interval
 from .laya_seeds import open_laya_heads
 from .rankings import (
     NON_ALPHA,
@@ -466,7 +470,9 @@ def _prune(
         randoms,
         n_layers=n_layers,
         scalarmix_seeds=0 if smix is None else len(smix.heads),
+        rights=rights,
     )
+    summary["rows_rule"] = ROWS_RULE
     heads: list[tuple[str | Path, dict[str, Any]]] = list(zip(head_dirs, configs))
     heads += [(d, read_head_config(d)) for d in (smix.dirs if smix else [])]
     # α's (and ScalarMix's) near ties are each head's: the mean of several can tie where no head does
@@ -721,11 +727,14 @@ def _compare_rankings(
     *,
     n_layers: int | None = None,
     scalarmix_seeds: int = 1,
+    rights: dict[Job, np.ndarray] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Per ranking, the mean test accuracy over the evaluated k < L per seed (k = L is the same for
     all), each seed's sets refit at that seed; α's paired difference from a random ranking (the
     headline) and from each other ranking that applies. Rankings that keep α's layer sets at every k
-    and seed are said to, not compared. ``scalarmix_seeds``: how many ScalarMix heads ranked the seeds."""
+    and seed are said to, not compared. ``scalarmix_seeds``: how many ScalarMix heads ranked the seeds.
+    ``rights``: each refit's (N,) test rows answered right, so each difference is also read beside the
+    test rows' own interval (ROWS_RULE)."""
     area: dict[str, list[float]] = {}
     if not ks:
         return {}, {}
@@ -737,6 +746,7 @@ def _compare_rankings(
         per_k = [np.mean([[results[d, s][1] for s in seeds] for d in randoms[k][0]], axis=0) for k in ks]
         area["random"] = [float(v) for v in np.mean(per_k, axis=0)]
     per = {n: {"mean_test_acc_over_k": estimate(v)} for n, v in area.items()}
+    shares = _row_shares(tops, randoms, ks, seeds, rights)
     versus = {}
     others = [o for o in ("random", *NON_ALPHA) if o in area and "alpha" in area]
     same = {o: o in tops and tops[o] == tops["alpha"] for o in others}
@@ -745,9 +755,14 @@ def _compare_rankings(
     fam = family(sum(not v for v in same.values()), "rankings compared with α")
     for other in others:
         d = paired(area["alpha"], area[other], fam["confidence"])
+        rows = None
+        if shares and not same[other]:  # the seeds' refits share the test rows: their own interval beside
+            rows = rows_interval(shares["alpha"], shares[other], fam["confidence"])
+            rows = None if rows is None else {**rows, **rows_rule(d, rows)}
         versus[other] = {
             "mean_test_acc_over_k_diff": d,
             "same_layer_sets": same[other],
+            "test_rows": rows,
             "verdict": versus_verdict(
                 other,
                 d,
@@ -756,10 +771,48 @@ def _compare_rankings(
                 n_seeds=len(seeds),
                 n_layers=n_layers,
                 scalarmix_seeds=scalarmix_seeds,
+                rows=rows,
             ),
             "family": fam,
         }
     return per, versus
+
+
+# How α's comparisons with the other rankings are read beside the test rows' sampling (docs/METHOD.md, "Prune")
+ROWS_RULE = (
+    "every seed's refits are scored on the same test rows, so an interval over seeds leaves out which rows were "
+    "drawn: each difference of α's ranking from another is also read over the test rows (each row's 0/1 answer "
+    "by the top-k set, averaged over the k compared and the seeds; a paired normal interval at the comparison's "
+    'level), and a "beats" or "worse" whose interval over seeds is far narrower than that one (fit-head\'s '
+    "test-sampling rule), while that one holds 0, is withheld; where it is far narrower and that one excludes 0, "
+    "the verdict says the rows' width"
+)
+
+
+def _row_shares(
+    tops: dict[str, dict[int, list[tuple[int, ...]]]],
+    randoms: dict[int, tuple[list[tuple[int, ...]], bool]] | None,
+    ks: list[int],
+    seeds: list[int],
+    rights: dict[Job, np.ndarray] | None,
+) -> dict[str, list[np.ndarray]] | None:
+    """Per ranking (and "random"), per seed, each test row's share of the mean test accuracy over ``ks``:
+    its 0/1 answer by the ranking's top-k set at that seed, averaged over the k (random: over each k's
+    drawn sets first), so the rows' mean is the ranking's accuracy over k. None without ``rights``."""
+    if not rights:
+        return None
+
+    def right(job: Job) -> np.ndarray:
+        return np.asarray(rights[job], float)
+
+    out = {
+        name: [np.mean([right((t, s)) for t in by_seed[s]], axis=0) for s in seeds] for name, by_seed in tops.items()
+    }
+    if randoms:  # the mean over k of each k's mean over its drawn sets, as the random area is
+        out["random"] = [
+            np.mean([np.mean([right((d, s)) for d in randoms[k][0]], axis=0) for k in ks], axis=0) for s in seeds
+        ]
+    return out
 
 
 def versus_verdict(
@@ -771,10 +824,13 @@ def versus_verdict(
     n_seeds: int,
     n_layers: int | None = None,
     scalarmix_seeds: int = 1,
+    rows: dict[str, Any] | None = None,
 ) -> str:
     """The sentence of α's ranking against ``other``'s: same sets (nothing to compare), different sets that
-    tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict. The k
-    tried read "k = 1, 2 of 19 layers", as the headline says them (and the terminal keeps them on one line)."""
+    tie on every seed (no verdict: a zero-width interval from ties tests nothing), else the verdict, read
+    beside ``rows``, the test rows' own interval (common.rows_rule): withheld where it is far wider and holds
+    0, its width said where it is far wider and excludes 0. The k tried read "k = 1, 2 of 19 layers", as the
+    headline says them (and the terminal keeps them on one line)."""
     from ..report.reading import SCALARMIX_INTERVAL, SCALARMIX_ONE_SEED, ks_text
     from ..training.stats import tied
 
@@ -792,11 +848,37 @@ def versus_verdict(
             f"the α ranking and the {other} ranking keep different layer sets at some k tried ({tried}), "
             f"which score alike: α − {other} = {d['mean']:+.4f}, {same_text(d)}"
         )
+    elif rows and rows["withheld"]:
+        said = (
+            f"no verdict on the α ranking against {baseline}: {_over_seeds(d, rows)}, which holds 0: a difference of "
+            "which rows were drawn as much as of the rankings; read it as undecided, or add test rows"
+        )
     else:
         said = verdict(d, what="the α ranking", baseline=baseline)
+        if rows and rows["dominates"]:
+            said += (
+                f"; that CI over seeds is far narrower than {_rows_allow(rows)}, which excludes 0: read the difference "
+                "to within that"
+            )
     if other == "scalarmix" and n_seeds > 1 and scalarmix_seeds == 1:  # one head: its ranking does not vary by seed
         said += f"; {SCALARMIX_ONE_SEED}" + ("" if same_sets else f": {SCALARMIX_INTERVAL}")
     return said
+
+
+def _rows_allow(rows: dict[str, Any]) -> str:
+    return (
+        f"the {rows['rows']} shared test rows alone allow (±{rows['half_width']:.4f}, paired over rows at the same "
+        "level)"
+    )
+
+
+def _over_seeds(d: dict[str, Any], rows: dict[str, Any]) -> str:
+    """A difference's interval over seeds beside the test rows' own, far wider one."""
+    f = spec(d)
+    return (
+        f"{d['mean']:{f}}, {level(d)} CI over seeds [{d['ci_low']:{f}}, {d['ci_high']:{f}}], far narrower than "
+        f"{_rows_allow(rows)}"
+    )
 
 
 def _given(s: dict[str, Any]) -> str:

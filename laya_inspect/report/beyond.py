@@ -278,6 +278,13 @@ def _alone_cell(d: dict[str, Any] | None, heads: list[dict[str, Any] | None], on
 # -- prune ---------------------------------------------------------------------------------------
 
 
+def _prune_cell(vs: dict[str, Any], one: bool, same: bool) -> Cell:
+    """The verdict cell of α against one ranking, withheld where the test rows' own sampling withheld it."""
+    if not one and not same and (vs.get("test_rows") or {}).get("withheld"):
+        return Cell("withheld: within the test rows' sampling", "text")
+    return _verdict_cell(vs.get("mean_test_acc_over_k_diff"), same_sets=same, one=one)
+
+
 def prune_sections(s: dict[str, Any]) -> list[Section]:
     from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
     from ..beyond.rankings import layers_text
@@ -305,7 +312,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
             if name == "alpha"
             else Cell("no verdict: different sets, same accuracy on every seed", "text")
             if tied(d) and not same_sets(s, name)
-            else _verdict_cell(d, same_sets=same_sets(s, name), one=one)
+            else _prune_cell(vs, one, same_sets(s, name))
         )
         if vs.get("caveat"):  # what qualifies this comparison alone (ScalarMix's near ties), beside it
             cell = Cell(f"{cell.text}; {vs['caveat']}", "text")
@@ -332,7 +339,7 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
                 "—",
                 _value((s["per_ranking"].get("random") or {}).get("mean_test_acc_over_k"), one),
                 _diff(d, one),
-                _verdict_cell(d, one=one),
+                _prune_cell(s["alpha_vs"].get("random") or {}, one, False),
             ]
         )
         classes.append("ref")

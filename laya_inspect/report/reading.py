@@ -1083,8 +1083,11 @@ def prune_reading(s: dict[str, Any]) -> Reading:
             parts.append(f"{'α ' * one}keeps the same layer sets as {name}")
         elif tied(d):
             parts.append(f"keeps different layer sets from {name} that score alike ({_no_spread(d)}, {diff_text(d)})")
-        else:
-            parts.append(versus_text("α" if one else "", d, name))
+        else:  # read beside the test rows' own interval, as early-exit's comparisons are
+            parts.append(_exit_versus("α" if one else "", {"area_diff": d, "test_rows": entry.get("test_rows")}, name))
+            rows = entry.get("test_rows") or {}
+            if rows.get("dominates") and not rows.get("withheld"):
+                parts[-1] += f" (the {rows['rows']} shared test rows alone allow ±{rows['half_width']:.4f})"
         if other == "scalarmix" and not one:
             parts[-1] += (
                 f" ({SCALARMIX_ONE_SEED}" + ("" if same_sets(s, other) else f": {SCALARMIX_INTERVAL}") + ")"
