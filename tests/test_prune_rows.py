@@ -59,3 +59,36 @@ def test_rows_far_narrower_than_the_seeds_add_nothing():
     e = vs["depth"]
     assert not e["test_rows"]["dominates"] and not e["test_rows"]["withheld"]
     assert "shared test rows" not in e["verdict"], e["verdict"]
+
+
+def test_report_says_a_withheld_alpha_verdict_as_withheld(tmp_path):
+    """A real prune run; its α − depth entry is set to the one _compare_rankings gives over 200 rows that
+    the seeds read as "beats" and the rows do not: report.html's lead and table withhold it (the
+    terminal's line is the entry's verdict, read above)."""
+    import html
+    import json
+
+    from test_prune import ENV, _planted_cache, runner
+
+    from laya_inspect.beyond.prune import PruneConfig, prune_layers
+    from laya_inspect.beyond.refit import Budget
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.cli import app
+    from laya_inspect.report.reading import prune_reading
+
+    cache, head_dir = _planted_cache(tmp_path, 300, seed=0)
+    config = PruneConfig(seeds=2, ks=(1,), max_drop=0.05, costs="shapes", device="cpu", plots=False)
+    with FeatureStore(cache) as store:
+        s = prune_layers(head_dir, store, config, Budget(epochs=2), out_dir=tmp_path / "out").summary
+    assert "rows_rule" in s and all("test_rows" in v for v in s["alpha_vs"].values())
+    ranked, results, rights = _setup([1, 2, 1, 2, 1], disagree=20)
+    _, vs = _compare_rankings(ranked, results, [1], SEEDS, None, n_layers=2, rights=rights)
+    s["alpha_vs"]["depth"] = vs["depth"]
+    lead = next(x for x in prune_reading(s).lead if x.startswith("Ranking layers by α"))
+    assert f"no verdict: the {N} shared test rows alone allow ±" in lead, lead
+    assert "beats depth" not in lead, lead
+    (tmp_path / "out" / "summary.json").write_text(json.dumps(s))
+    result = runner.invoke(app, ["report", str(tmp_path / "out"), "--html"], env=ENV)
+    assert result.exit_code == 0, result.output
+    page = html.unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
+    assert "withheld: within the test rows' sampling" in page
