@@ -25,15 +25,13 @@ import numpy as np
 
 from ..cache.fingerprint import extracted_otherwise
 from ..cache.store import FeatureStore
-from ..choices import MIN_ROWS
 from ..errors import CacheError, InputError, few
 from ..files import artifact_header
 from ..head_dir import refuse_repeats, store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
-from ..training.quality import sampling_outweighs
-from ..training.stats import level, outcome, spec
+from ..training.stats import level, spec
 from .common import (
     Result,
     bounded,
@@ -45,6 +43,7 @@ from .common import (
     load_split,
     open_weighted_head,
     paired,
+    rows_rule,
     trust_lines,
     verdict,
     weighted_head_dirs,
@@ -373,17 +372,9 @@ def heads_rows(d: dict[str, Any], own: Sequence[dict[str, Any] | None], n_rows: 
     if len(read) < 2 or len(read) < len(own) or lo is None or hi is None or mean is None:
         return None
     half = float(np.mean([(h["ci_high"] - h["ci_low"]) / 2 for h in read]))
-    dominates = n_rows >= MIN_ROWS and sampling_outweighs(2 * half, hi - lo)
-    holds_zero = mean - half <= TINY and mean + half >= -TINY
-    return {
-        "heads": len(read),
-        "rows": n_rows,
-        "half_width": half,
-        "ci_low": mean - half,
-        "ci_high": mean + half,
-        "dominates": bool(dominates),
-        "withheld": bool(dominates and holds_zero and outcome(d) in ("better", "worse")),
-    }
+    rows = {"heads": len(read), "rows": n_rows, "half_width": half, "ci_low": mean - half, "ci_high": mean + half}
+    rule = rows_rule(d, rows)
+    return {**rows, "dominates": rule["dominates"], "withheld": rule["withheld"]}
 
 
 def rows_warning(diffs: dict[str, Any], what: str = "error-detection") -> list[str]:

@@ -11,10 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..choices import MIN_ROWS
-from ..training.quality import sampling_outweighs
-from ..training.stats import TINY, outcome
-from .common import family, level, paired, spec, verdict
+from ..training.stats import TINY
+from .common import family, level, paired, rows_rule, spec, verdict
 from .scoring import fired_rows
 
 REALISABLE = ("fixed", "confidence", "alpha", "confidence+alpha")  # each read against ``random``
@@ -193,16 +191,8 @@ def _rows(
     rows = rows_interval(shares[a], shares[b], confidence) if shares else None
     if rows is None:
         return None
-    lo, hi = diff.get("ci_low"), diff.get("ci_high")
-    dominates = (
-        lo is not None
-        and hi is not None
-        and rows["rows"] >= MIN_ROWS
-        and sampling_outweighs(2 * rows["half_width"], hi - lo)
-    )
-    holds_zero = rows["ci_low"] <= TINY and rows["ci_high"] >= -TINY
-    withheld = dominates and holds_zero and outcome(diff) in ("better", "worse")
-    return {**rows, "dominates": bool(dominates), "withheld": bool(withheld)}
+    rule = rows_rule(diff, rows)
+    return {**rows, "dominates": rule["dominates"], "withheld": rule["withheld"]}
 
 
 def _withheld(d: dict[str, Any], rows: dict[str, Any], what: str, baseline: str) -> str:
