@@ -92,3 +92,13 @@ def test_report_says_a_withheld_alpha_verdict_as_withheld(tmp_path):
     assert result.exit_code == 0, result.output
     page = html.unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
     assert "withheld: within the test rows' sampling" in page
+    # the terminal's table marks the withheld difference too (it showed the bare interval)
+    from rich.console import Console
+
+    from laya_inspect.cli.beyond import prune_table
+
+    console = Console(width=200, record=True, color_system=None)
+    console.print(prune_table(s, head_dir))
+    rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.strip()}
+    assert "(withheld: test rows)" in rows["depth"], rows
+    assert "withheld" not in rows.get("deepest", ""), rows

@@ -122,7 +122,7 @@ def prune_table(s: dict[str, Any], head_dir: Path) -> Table:
             "—",
             "—",
             _ci(s["per_ranking"].get("random", {}).get("mean_test_acc_over_k")),
-            _ci(s["alpha_vs"].get("random", {}).get("mean_test_acc_over_k_diff"), signed=True),
+            _ci(s["alpha_vs"].get("random", {}).get("mean_test_acc_over_k_diff"), signed=True) + _withheld(s, "random"),
             style="bold",
         )
     return table
@@ -135,7 +135,16 @@ def _versus_cell(s: dict[str, Any], name: str, versus: dict[str, Any] | None) ->
         return "(α)"
     if same_sets(s, name):
         return "same sets"
-    return "0 on every seed: no verdict" if tied(versus) else _ci(versus, signed=True)
+    if tied(versus):
+        return "0 on every seed: no verdict"
+    return _ci(versus, signed=True) + _withheld(s, name)
+
+
+def _withheld(s: dict[str, Any], name: str) -> str:
+    """A mark on α's difference to ``name`` whose verdict the shared test rows' sampling withheld (the
+    verdict lines below the table say why), else ""."""
+    rows = (s["alpha_vs"].get(name) or {}).get("test_rows") or {}
+    return " (withheld: test rows)" if rows.get("withheld") else ""
 
 
 @app.command("prune")
