@@ -77,3 +77,25 @@ def test_summary_csv_tells_a_score_s_level_from_a_difference_s() -> None:
         assert seeds[("alpha", f"verdict_vs_{r}")]["value"] is None
     keys = [(r["method"], r["scope"], r["metric"]) for r in rows if r["method"]]
     assert len(keys) == len(set(keys))  # each row keeps a key of its own
+
+
+def test_an_old_summary_s_beats_over_the_seeds_is_read_again_under_todays_rule() -> None:
+    """QA: a summary written before "mixed" kept "beats" over the seeds where one score's interval lay above
+    0 and another's below; the report showed "beats (all)" with no word. Such a summary's word is worked
+    out again from the intervals it holds; one written now keeps its own."""
+    from laya_inspect.compare.seeds import kept_verdict_over_seeds
+    from laya_inspect.report.across import not_over_seeds
+
+    summary = _old()
+    (entry,) = summary["across_seeds"]["groups"][0]["ablations"].values()
+    alpha = entry["methods"]["alpha"]
+    assert alpha["verdict_over_seeds"] == "beats" and kept_verdict_over_seeds(alpha) == "beats"
+    alpha["deletion_at_1_over_oracle_minus_constant"].update(ci_low=-0.3, ci_high=-0.1, mean=-0.2)
+    assert alpha["verdict_over_seeds"] == "beats"  # as the old summary kept it
+    assert kept_verdict_over_seeds(alpha) == "mixed"
+    assert "disagree in sign" in (not_over_seeds(alpha) or ""), not_over_seeds(alpha)
+    assert "mixed" in _wide(seed_tables(summary))
+    new = across_seeds([_beats_by(s, d) for s, d in enumerate((0.3, 0.35, 0.4))], [0, 1, 2])
+    (row,) = [m for e in new["groups"][0]["ablations"].values() for k, m in e["methods"].items() if k == "alpha"]
+    row["faithfulness_minus_constant"]["ci_low"] = -1.0  # a kept word is not worked out again
+    assert kept_verdict_over_seeds(row) == row["verdict_over_seeds"]

@@ -232,6 +232,17 @@ def verdict_over_seeds(row: dict[str, Any]) -> str | None:
     return sided(bounds) if bounds else None
 
 
+def kept_verdict_over_seeds(row: dict[str, Any]) -> str | None:
+    """The row's ``verdict_over_seeds`` as its summary keeps it, where the summary was written under
+    today's rule (its differences' intervals record their ``confidence``); else worked out again by
+    :func:`verdict_over_seeds` from the intervals it holds (95% ones): a summary written before kept
+    "beats" where one score's interval lay above 0 and another's below, which is "mixed"."""
+    ests = [row.get(f"{key}_minus_constant") or {} for key in HEADLINE]
+    if "verdict_over_seeds" in row and any("confidence" in e for e in ests):
+        return row["verdict_over_seeds"]
+    return verdict_over_seeds(row)
+
+
 def _method_row(entries: list[dict[str, Any]], reference: bool) -> dict[str, Any]:
     row: dict[str, Any] = {"reference": reference}
     for key in HEADLINE:

@@ -19,10 +19,10 @@ from ..compare.seeds import (
     by_seed,
     difference_level,
     entry_rows,
+    kept_verdict_over_seeds,
     named_estimates,
     ranged_note,
     seed_verdicts,
-    verdict_over_seeds,
     versus_verdict,
 )
 from ..training.stats import level
@@ -168,11 +168,10 @@ def seed_cell(est: dict[str, Any] | None, sign: bool = False, each: bool = True)
 
 
 def over_seeds(row: dict[str, Any]) -> str | None:
-    """The row's verdict over the seeds (``verdict_over_seeds``, :func:`..compare.seeds.verdict_over_seeds`;
-    worked out here for a summary written before that field was kept) where it is not the word every seed
-    gives; else None."""
+    """The row's verdict over the seeds (:func:`..compare.seeds.kept_verdict_over_seeds`: worked out again for
+    a summary written before today's rule) where it is not the word every seed gives; else None."""
     verdicts = [str(v) for v in row.get("verdicts") or []]
-    over = row["verdict_over_seeds"] if "verdict_over_seeds" in row else verdict_over_seeds(row)  # older summaries
+    over = kept_verdict_over_seeds(row)
     return None if over is None or not verdicts or over == verdicts[0] else str(over)
 
 

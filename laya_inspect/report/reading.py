@@ -47,7 +47,7 @@ from ..compare.records import (
     said_once,
     sanity_heads,
 )
-from ..compare.seeds import by_seed, versus_verdict
+from ..compare.seeds import by_seed, kept_verdict_over_seeds, versus_verdict
 from ..training.quality import (
     CHANCE_GAP,
     GAIN_ROWS,
@@ -615,7 +615,7 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
     diffs = [(label, d) for label, d in diffs if d.get("mean") is not None]
     if "constant" not in refs or not diffs:
         return first + ".", (group["seeds"][group["members"].index(head["name"])], len(seeds))
-    over = row.get("verdict_over_seeds")
+    over = kept_verdict_over_seeds(row)
     verdicts = [str(v) for v in row.get("verdicts") or []]
     if over in OVER_SEEDS_WORDS:
         each = {"beats": "beats it", "worse": "does worse than it"}.get(verdicts[0], "beats or does worse than it")
