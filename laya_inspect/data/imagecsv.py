@@ -74,16 +74,11 @@ def _listed_twice(table: Table, files: list[str], split_of: dict[int, str]) -> l
     ]
 
 
-def _location(table: Table, files: list[str]) -> tuple[str, list[str]]:
-    """The folder holding the CSV and every image (what a cache fingerprints: its files' names, sizes and
-    times), and a warning when that is the file system's root, which is not listed: the CSV alone is then."""
+def _location(table: Table, files: list[str]) -> str:
+    """The folder holding the CSV and every image, or the CSV where that is the file system's root. A
+    cache fingerprints the CSV and the listed images themselves (``Source.files``) either way."""
     top = os.path.commonpath([os.path.dirname(os.path.abspath(table.path)), *(os.path.dirname(f) for f in files)])
-    if os.path.dirname(top) != top:
-        return top, []
-    return str(table.path), [
-        f"{table.path}: the CSV and its images share no folder below {top}, so a cache fingerprints the CSV but "
-        "not the image files: a resumed extract cannot tell that an image changed; keep them under one folder"
-    ]
+    return top if os.path.dirname(top) != top else str(table.path)
 
 
 def load_imagecsv(
@@ -103,7 +98,7 @@ def load_imagecsv(
     read: dict[str, FileHeader] = {}  # the headers folder_channels read, for the check before any work
     chans = channels if channels in (1, 3) else folder_channels(files, read)
     native = {"channels": chans, "size": None, "scale": "uint8/255 (16-bit: /65535)", "decode": DECODE}
-    location, where = _location(table, files)
+    location = _location(table, files)
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for i, f in enumerate(files):
         found.setdefault((split_of.get(i, ""), table.class_names[table.labels[i]]), []).append((f, os.path.realpath(f)))
@@ -118,7 +113,6 @@ def load_imagecsv(
         location=location,
         files=[os.path.abspath(table.path), *files],
         warnings=index_spellings(table.raw_labels, where=str(table.path), locate=lambda i: f"line {lines[i]}")
-        + where
         + _listed_twice(table, files, split_of)
         + copied_across_classes(location, found, where=str(table.path)),
         lines=lines,

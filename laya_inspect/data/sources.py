@@ -211,6 +211,7 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
         x, y = loaded[split]
         return SplitSource(labels=y, fetch=lambda rows: torch.from_numpy(np.ascontiguousarray(x[rows])))
 
+    meta = [folder / "batches.meta"] if (folder / "batches.meta").is_file() else []  # it names the classes
     return Source(
         kind="image",
         class_names=class_names,
@@ -218,7 +219,7 @@ def _cifar_pickles(folder: Path, class_names: list[str]) -> Source:
         open=open_split,
         native={"channels": 3, "size": (32, 32), "scale": "uint8/255"},
         location=str(folder),
-        files=[str(p) for batch in files.values() for p in batch],
+        files=[str(p) for batch in [*files.values(), meta] for p in batch],
     )
 
 
