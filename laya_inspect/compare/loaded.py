@@ -8,17 +8,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import torch
 
 from ..cache.store import FeatureStore
 from ..errors import CacheError, InputError, name_of
-from ..head_dir import fit_warnings, load_head, other_cache, trained_split, unchecked_rows
+from ..head_dir import (
+    fit_warnings,
+    identity,
+    load_head,
+    other_cache,
+    refuse_replaced,
+    trained_split,
+    unchecked_rows,
+)
 from ..heads import Head
 from . import metrics as M
 from .config import CompareConfig
 from .seeds import SEED_DIR
+
+# each loaded head's directory identity, noted before any of them was read: head_warnings reads
+# summary.json after, and checks that no run replaced the heads meanwhile
+_NOTED: WeakKeyDictionary[Head, tuple[str, tuple[int, int] | None]] = WeakKeyDictionary()
 
 
 def load_heads(
@@ -30,7 +43,10 @@ def load_heads(
     if not head_dirs:
         raise InputError("no head directory given")
     heads: dict[str, tuple[Head, dict, str]] = {}
-    for d in head_dirs:
+    # one run's heads, not seed_0 of one and seed_1 of the next fit-head --force
+    noted = [(d, identity(d)) for d in head_dirs]
+    for d, seen in noted:
+        refuse_replaced(d, seen)
         head, cfg = load_head(d, store=store, force=allow_other_cache, hint="pass --allow-other-cache to use it anyway")
         path = Path(d).resolve()
         base = path.name or "head"
@@ -40,6 +56,9 @@ def load_heads(
         while name in heads:
             name, k = f"{base}-{k}", k + 1
         heads[name] = (head.to(device).eval(), cfg, str(Path(d).resolve()))
+        _NOTED[heads[name][0]] = (str(d), seen)
+    for d, seen in noted:
+        refuse_replaced(d, seen)
     return heads
 
 
@@ -61,6 +80,9 @@ def head_warnings(heads: Mapping[str, tuple[Head, dict, str]], store: FeatureSto
         unchecked = unchecked_rows(name, cfg, store)
         if unchecked is not None:
             lines.append(unchecked)
+    for head, _, _ in heads.values():
+        if head in _NOTED:
+            refuse_replaced(*_NOTED[head])
     return lines
 
 

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from .common import CONFIG, HEAD_SCHEMA_VERSION, WEIGHTS
 from .export import export_head, head_from_checkpoint
-from .folder import load_head, read_head_config, refuse_repeats, save_head, store_for_heads, training_settings
+from .folder import (
+    identity,
+    load_head,
+    read_head_config,
+    refuse_repeats,
+    refuse_replaced,
+    save_head,
+    store_for_heads,
+    training_settings,
+)
 from .match import (
     cache_identity,
     cache_warnings,
@@ -36,10 +45,12 @@ __all__ = [
     "export_head",
     "fit_warnings",
     "head_from_checkpoint",
+    "identity",
     "load_head",
     "other_cache",
     "read_head_config",
     "refuse_repeats",
+    "refuse_replaced",
     "save_head",
     "split_rows",
     "store_for_heads",

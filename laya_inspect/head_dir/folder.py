@@ -198,6 +198,7 @@ def load_head(
     feature space, ending in ``hint`` (the caller's own flag; ``force`` only warns, but widths that
     cannot be read are always refused)."""
     d = Path(head_dir)
+    noted = identity(d)
     config = read_head_config(d)
     msg = None if store is None else other_cache(head_dir, config, store)
     if msg is not None:
@@ -221,7 +222,27 @@ def load_head(
             f"head {head_dir} predicts {head.num_classes} classes, but {store.path} holds {store.num_classes}; "
             "use the cache the head was trained on"
         )
+    refuse_replaced(d, noted)  # config.json and weights.pt of one run, not one of each
     return head.to(map_location), config
+
+
+def identity(head_dir: str | Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a head directory, None when it is not there: fit-head --force replaces its
+    output whole, so a directory read while that happens changes identity under the same path."""
+    try:
+        st = os.stat(head_dir)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def refuse_replaced(head_dir: str | Path, noted: tuple[int, int] | None) -> None:
+    """CacheError unless ``head_dir`` is still the directory :func:`identity` noted before it was
+    read: what was read may mix two runs' files."""
+    if noted is None or identity(head_dir) != noted:
+        raise CacheError(
+            f"{head_dir} was replaced by another run while it was read (fit-head --force?); rerun when that run is done"
+        )
 
 
 def refuse_repeats(head_dirs: Sequence[str | Path], why: str) -> None:
