@@ -91,3 +91,18 @@ def test_shards_started_with_another_split_or_limit_name_it(tmp_path: Path) -> N
         _plan(SimpleNamespace(**{**vars(config), "limit": 50}), world, _prepared(50, train=50))
     with pytest.raises(CacheError, match=r": the data changed; a data file's bytes"):
         _plan(config, world, _prepared(90, train=100))  # the same --limit: the data gave fewer rows
+
+
+def test_a_shard_started_with_another_seed_names_the_flag(tmp_path: Path) -> None:
+    """Audit: a torchrun resume with another --seed said only "was written with another command,
+    data_fingerprint than this run's", where a one-process resume names "seed: 0 → 3"."""
+    options = {"model": "resnet18", "data": "digits", "seed": 0}
+    path = _shard(tmp_path / "rank-00001-of-00002.h5.partial")
+    with h5py.File(path, "a") as f:
+        f.attrs["command"] = encode_attr("command", options)
+    changed = {"command": {**options, "seed": 3}, "data_fingerprint": "e" * 16}
+    with pytest.raises(CacheError) as e:
+        _check_shard(path, {**STARTED, **changed})
+    said = str(e.value)
+    assert f"{path} was started by a different command (seed: 0 → 3); " in said, said
+    assert said.endswith(RERUN_REMEDY), said

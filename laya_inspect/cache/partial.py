@@ -137,8 +137,7 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
     ``names``: this run's layer names), and what to do instead; None where it may."""
     problem, remedy = None, RERUN_REMEDY
     if old["command"] != new["command"]:
-        changes = _command_changes(old["command"], new["command"])
-        problem = "was started by a different command" + (f" ({changes})" if changes else "")
+        problem = other_command(old["command"], new["command"])
     elif old["layer_names"] != new["layer_names"]:
         # e.g. --layers 4,2 kept in the order given by an earlier laya-inspect, in depth order now:
         # same command, same widths, but each dataset would get rows of another layer
@@ -178,6 +177,12 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             "laya-inspect decides --pool auto differently from the one that started it"
         )
     return (problem, remedy) if problem else None
+
+
+def other_command(was: Any, now: Any) -> str:
+    """ "was started by a different command (seed: 0 → 3)": the recorded options that differ named."""
+    changes = _command_changes(was, now)
+    return "was started by a different command" + (f" ({changes})" if changes else "")
 
 
 def _given(recorded: Any) -> Any:

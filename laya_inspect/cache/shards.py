@@ -44,6 +44,7 @@ from .partial import (
     SHARDS_SUFFIX,
     VERIFIED,
     WEIGHTS_REMEDY,
+    other_command,
     partial_path,
     same_transforms,
 )
@@ -430,6 +431,8 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}
     same = {"transforms": same_transforms}
     changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
+    if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
+        raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")
     if changed:
         raise CacheError(f"{path} was written with another {', '.join(changed)} than this run's; {_remedy(changed)}")
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
@@ -443,8 +446,12 @@ _REMEDIES = {"weights_sha256": WEIGHTS_REMEDY, "data_fingerprint": DATA_REMEDY}
 
 def _remedy(changed: list[str]) -> str:
     """What resumes a shard whose recorded ``changed`` attributes differ from this run's."""
-    first = min(changed, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
-    return _REMEDIES.get(first, RERUN_REMEDY)
+    return _REMEDIES.get(_first(changed), RERUN_REMEDY)
+
+
+def _first(changed: list[str]) -> str:
+    """The changed attribute a one-process resume would name: the first in :data:`_ORDER`."""
+    return min(changed, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
 
 
 def merge_shards(
