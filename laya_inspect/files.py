@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -279,7 +280,8 @@ if hasattr(os, "register_at_fork"):
 # A lock file holds one line, ``laya-inspect lock pid=PID host=HOST boot=BOOT``: a user's file under
 # the lock's name (empty, or holding only digits, as the tool's first locks did) is told from ours and
 # never emptied nor removed, and a lock of another machine sharing the file system is never taken for
-# a killed run's, as its PID is not ours to ask about.
+# a killed run's (:func:`elsewhere`): its PID is not ours to ask about, and on a network file system
+# whose flocks are local only, its live holder's flock is not seen from here.
 LOCK_MAX_BYTES = 256
 _LOCK_LINE = re.compile(rb"laya-inspect lock pid=([0-9]{1,7}) host=(\S{1,200}) boot=(\S{1,64})\n?")
 
@@ -296,6 +298,16 @@ def _boot() -> str:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or "?"
     except OSError:
         return "?"
+
+
+def elsewhere(owner: tuple[int, str, str]) -> bool:
+    """Whether the lock of ``owner`` (:func:`lock_owner`) may be another machine's, whose flock this
+    process may not see. One written under this kernel (its boot id: any container on it, whatever its
+    host name) is judged by its flock, as is one of this host from before a reboot (gone); one of
+    another host and another (or unknown) boot id never is: a run in a fresh machine or container
+    cannot be told from a live run on another machine, so such a lock is refused, never taken."""
+    boot = _boot()
+    return not (boot != "?" and owner[2] == boot) and owner[1] != _host()
 
 
 def lock_text(pid: int | None = None) -> bytes:
@@ -425,12 +437,21 @@ def _take_lock(lock: Path, target: Path) -> int:
         if not same:
             os.close(fd)
             continue
-        if lock_owner(os.pread(fd, LOCK_MAX_BYTES + 1, 0)) is None:
+        data = os.pread(fd, LOCK_MAX_BYTES + 1, 0)
+        owner = lock_owner(data)
+        if owner is None:
             os.close(fd)  # a user's file under the lock's name: neither emptied nor removed
             raise InputError(
                 f"{lock} is not a lock file this laya-inspect wrote (one holds a line 'laya-inspect lock "
                 f"pid=…'), and laya-inspect keeps the lock of {target} there; move it away if it is yours, "
                 "delete it if an older laya-inspect left it, or choose another output"
+            )
+        if elsewhere(owner):
+            os.close(fd)
+            raise LockedError(
+                f"{target} is locked by a laya-inspect run on another machine ({holder(data)}, boot {owner[2]}), "
+                f"whose lock cannot be seen from here on a shared file system; if no run there is writing it "
+                f"(a killed run, e.g. in an earlier container), delete {lock}; or choose another output"
             )
         os.ftruncate(fd, 0)
         os.pwrite(fd, lock_text(), 0)
@@ -441,7 +462,9 @@ def _new_lock(lock: Path) -> int | None:
     """A descriptor of a new ``lock`` this run made and holds, or None where one exists already."""
     import fcntl
 
-    temp = lock.with_name(temp_file_name(lock.name, os.getpid()))
+    # a random tail: a killed run's temporary, left under a name another process of the same PID
+    # (PID 1 in every container) would make, must not refuse that process for good
+    temp = lock.with_name(f"{temp_file_name(lock.name, os.getpid())}-{secrets.token_hex(4)}")
     fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows this file yet
@@ -489,26 +512,38 @@ def _new_lock_in_place(lock: Path) -> int | None:
 def dead_lock_pid(lock: Path) -> int | None:
     """The PID a lock file of :func:`output_lock` holds when the run that wrote it is gone: its process
     no longer exists and no process holds its flock (a run killed with SIGKILL leaves the file). None
-    for any other file: a symlink, a user's file, a lock a running writer holds."""
-    import fcntl
-
+    for any other file: a symlink, a user's file, a lock a running writer holds, another machine's
+    (:func:`elsewhere`)."""
     try:
         if lock.is_symlink() or not lock.is_file() or lock.stat().st_size > LOCK_MAX_BYTES:
             return None
         owner = lock_owner(lock.read_bytes())
-        # another machine's PID is not ours to ask about; one from before this boot is gone
-        if owner is None or owner[1] != _host() or (owner[2] == _boot() and running(owner[0])):
+        if owner is None or elsewhere(owner):
             return None
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # a PID of this host and boot is asked about; another container's is not in our PID space,
+        # and one from before this boot is gone: the flock alone says
+        if owner[1] == _host() and owner[2] == _boot() and running(owner[0]):
+            return None
     except OSError:
         return None
+    return owner[0] if flock_free(lock) else None
+
+
+def flock_free(path: Path) -> bool:
+    """Whether no process holds a flock on ``path`` (a link, or a file that cannot be opened: False)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared lock: taken only when no writer holds it
     except OSError:
-        return None
+        return False
     finally:
         os.close(fd)  # closing the descriptor releases the shared lock
-    return owner[0]
+    return True
 
 
 # Linux never gives a process a larger PID (PID_MAX_LIMIT, 2**22): ``notes.tmp-20240105`` is a date
@@ -574,7 +609,23 @@ def stale_temps(path: str | Path) -> list[Path]:
     target = Path(path)
     prefix = f"{target.name}.tmp-"
     files = pid_named(target, prefix, folder=False, pid_in=lambda rest: temp_file_pid(target.name, prefix + rest))
-    return sorted(files + pid_named(target, f".{target.name}.tmp-", folder=True))
+    return sorted(files + lock_temps(target) + pid_named(target, f".{target.name}.tmp-", folder=True))
+
+
+def lock_temps(target: Path) -> list[Path]:
+    """The temporary files a run killed while it made the lock of ``target`` left
+    (``.NAME.lock.tmp-PID-CHECK-RANDOM``, or without the random tail as before): named so, their
+    PID no running process, and no process holding their flock (their maker holds it throughout)."""
+    lock = target.with_name(f".{target.name}.lock")
+    prefix = f"{lock.name}.tmp-"
+
+    def pid_in(rest: str) -> int | None:
+        name = prefix + rest
+        if re.fullmatch(r".*-[0-9a-f]{8}-[0-9a-f]{8}", rest):
+            name = name.rpartition("-")[0]
+        return temp_file_pid(lock.name, name)
+
+    return [p for p in pid_named(lock, prefix, folder=False, pid_in=pid_in) if flock_free(p)]
 
 
 def unproven_temps(path: str | Path) -> list[Path]:

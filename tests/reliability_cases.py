@@ -476,7 +476,11 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   kernel releases when the process dies, so a killed run's lock is taken over by the next run). A
   second writer is refused at once, with the holder's PID; it touches nothing. A file under the
   lock's name that does not hold that line (empty, only digits, a user's notes) is refused and left
-  as it is; a lock of another machine on a shared file system is never taken for a killed run's.
+  as it is. A lock written under this kernel (its boot id: any container on it, whatever its host
+  name) is judged by its flock; one of another host and boot id is never taken for a killed run's
+  (its live holder's flock may not be seen over a network file system): it is refused, naming the
+  lock to delete if no run there writes the output. A run killed while it made the lock leaves a
+  temporary file that neither blocks a later run of its PID nor outlives the next sweep.
 - **An output that cannot be replaced is refused before the work.** An existing output that is
   immutable or append-only (`chattr +i` / `+a`), or holds such a file or folder, is refused with the
   `chattr` that frees it, not found at the final rename once the work is done. So is extract's
