@@ -1157,8 +1157,9 @@ def test_a_users_empty_or_numeric_file_named_like_the_lock_is_never_taken_for_on
 
 
 def test_a_lock_of_another_machine_or_a_dead_one_of_this_boot(tmp_path):
-    """A lock whose PID is gone on this machine is a killed run's; one naming another machine
-    (a shared file system) is not ours to judge, so what sits beside it is refused, not deleted."""
+    """A lock whose PID is gone on this machine is a killed run's; one naming another machine and
+    boot (a shared file system) is not ours to judge, so what sits beside it is refused, not deleted.
+    One of another host name on this boot is another container on this kernel: its flock judges it."""
     import subprocess
     import sys
 
@@ -1169,8 +1170,10 @@ def test_a_lock_of_another_machine_or_a_dead_one_of_this_boot(tmp_path):
     (tmp_path / ".a.lock").write_bytes(lock_text(child.pid))
     assert dead_lock_pid(tmp_path / ".a.lock") == child.pid
     other = lock_text(child.pid).replace(b" host=", b" host=elsewhere-")
-    (tmp_path / ".b.lock").write_bytes(other)
+    (tmp_path / ".b.lock").write_bytes(other.replace(b" boot=", b" boot=x"))
     assert dead_lock_pid(tmp_path / ".b.lock") is None
+    (tmp_path / ".b.lock").write_bytes(other)
+    assert dead_lock_pid(tmp_path / ".b.lock") == child.pid
     before_boot = lock_text(os.getppid()).replace(b" boot=", b" boot=x")  # a live PID, but from before a reboot
     (tmp_path / ".c.lock").write_bytes(before_boot)
     assert dead_lock_pid(tmp_path / ".c.lock") == os.getppid()
