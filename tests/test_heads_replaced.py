@@ -92,3 +92,18 @@ def test_an_untouched_run_loads(run: Path, digits_cache: Path) -> None:
         got = loaded.load_heads(seeds(run), store, False, CPU)
         loaded.head_warnings(got, store, "test")
     assert sorted(got) == ["laya-seed_0", "laya-seed_1"]
+
+
+def test_prune_early_exit_and_diagnose_refuse_seeds_of_two_runs(run: Path, digits_cache: Path) -> None:
+    """The multi-seed readers of beyond/ opened each seed on its own: a fit-head --force swapped in between
+    seed_0 and seed_1 gave one result of two runs' seeds. trust_lines, which each command reads at its end,
+    refuses a seed folder replaced since it was opened; an untouched run still reads."""
+    import laya_inspect.beyond.common as common
+
+    with FeatureStore(digits_cache) as store:
+        test = common.load_split(store, "test", CPU)
+        opened = [common.open_weighted_head(d, store, command="prune") for d in seeds(run)]
+        common.trust_lines(store, [(d, c) for d, (_, c) in zip(seeds(run), opened)], test)  # nothing replaced
+        swap(run)
+        with pytest.raises(CacheError, match=r"seed_0 was replaced by another run while it was read"):
+            common.trust_lines(store, [(d, c) for d, (_, c) in zip(seeds(run), opened)], test)

@@ -19,9 +19,11 @@ from ..errors import CacheError, InputError, class_label
 from ..head_dir import (
     cache_warnings,
     fit_warnings,
+    identity,
     load_head,
     other_cache,
     read_head_config,
+    refuse_replaced,
     trained_split,
     unchecked_rows,
 )
@@ -142,6 +144,12 @@ def seeds_how(seeds: Sequence[int], heads: int) -> str:
     return f"{counted(len(seeds), 'refit seed')}, α from one head"
 
 
+# each head folder's identity when open_weighted_head read it: trust_lines, which reads the seeds'
+# summaries at the end of a command, refuses a folder another run replaced meanwhile, so that no result
+# mixes one run's seed_0 with another's seed_1
+OPENED: dict[str, tuple[int, int]] = {}
+
+
 def open_weighted_head(
     head_dir: str | Path,
     store: FeatureStore,
@@ -152,7 +160,9 @@ def open_weighted_head(
 ) -> tuple[Head, dict[str, Any]]:
     """The head of ``head_dir`` in eval mode, refused unless it was trained on ``store`` (or
     ``allow_other_cache``) and has layer weights (laya, scalarmix), and when ``test_split`` is the
-    split it was trained on."""
+    split it was trained on; refused too where another run replaced the folder while it was read (the
+    checks above on one run's config, the head another's). :func:`trust_lines` checks it again."""
+    noted = identity(head_dir)
     config = read_head_config(head_dir)
     why = other_cache(head_dir, config, store)
     if why is not None and not allow_other_cache:
@@ -165,6 +175,9 @@ def open_weighted_head(
     with warnings.catch_warnings():  # the mismatch was allowed above; the caller records it
         warnings.simplefilter("ignore")
         head, config = load_head(head_dir, store=store, force=allow_other_cache)
+    refuse_replaced(head_dir, noted)
+    if noted is not None:  # refuse_replaced refused a None
+        OPENED[str(Path(head_dir).resolve())] = noted
     if not head.has_weights:
         raise InputError(
             f"{head_dir} is a {head.kind} head, which has no layer weights α; {command} needs a laya head "
@@ -176,8 +189,12 @@ def open_weighted_head(
 def trust_lines(store: FeatureStore, heads: Sequence[tuple[str | Path, dict[str, Any]]], test: Split) -> list[str]:
     """What to read beside every result of these heads on ``store``: what extract warned about the
     cache, each head trained on another cache (let through by --allow-other-cache), what fit-head's
-    quality gate said of each head, and a test split of a handful of rows."""
+    quality gate said of each head, and a test split of a handful of rows. Refused where another run
+    replaced a head folder since :func:`open_weighted_head` read it."""
     said = [other_cache(d, config, store) for d, config in heads]
+    for d, _ in heads:  # every seed still the run that was read, its summary's warnings read below too
+        if (noted := OPENED.get(str(Path(d).resolve()))) is not None:
+            refuse_replaced(d, noted)
     lines = cache_warnings(store) + [f"{why}; used here under --allow-other-cache" for why in said if why is not None]
     lines += [w for d, config in heads if (w := unchecked_rows(d, config, store)) is not None]
     for d, config in heads:
