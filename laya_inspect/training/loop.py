@@ -137,7 +137,24 @@ class TensorRows:
             yield x, self.y.index_select(0, idx)
 
 
-class CacheRows:
+class _HeldOrStreamed:
+    """Rows held as one :class:`TensorRows` when they fit in memory, else streamed by ``stream``."""
+
+    held: TensorRows | None = None
+
+    def batches(
+        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
+    ) -> Iterator[Batch]:
+        if self.held is not None:
+            yield from self.held.batches(positions, batch_size, generator)
+        else:
+            yield from self.stream(positions, batch_size, generator)
+
+    def stream(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
+        raise NotImplementedError
+
+
+class CacheRows(_HeldOrStreamed):
     """One split of a feature cache as float32 (N, D_l) tensors: held in memory (on the device), or
     streamed from the store chunk by chunk for caches larger than memory (shuffled within chunks)."""
 
@@ -145,17 +162,11 @@ class CacheRows:
         self.store, self.split, self.device = store, split, device
         self.labels = np.asarray(store.labels(split), dtype=np.int64)
         self.n = len(self.labels)
-        self.held: TensorRows | None = None
         if in_memory:
             hs = [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in store.layers(split)]
             self.held = TensorRows(hs, torch.from_numpy(self.labels).to(device))
 
-    def batches(
-        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
-    ) -> Iterator[Batch]:
-        if self.held is not None:
-            yield from self.held.batches(positions, batch_size, generator)
-            return
+    def stream(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
         member = np.zeros(self.n, dtype=bool)
         member[positions] = True
         for sl, feats, labels in self.store.iter_chunks(self.split, STREAM_CHUNK_ROWS):
@@ -166,26 +177,20 @@ class CacheRows:
                 )
 
 
-class InputRows:
+class InputRows(_HeldOrStreamed):
     """A dataset split's transformed model inputs: fetched batch by batch through the data layer, or,
     when the whole split fits in a quarter of available memory, fetched once and held as one tensor."""
 
     def __init__(self, split: Any, device: torch.device, chunk: int = 1024) -> None:
         self.split, self.device = split, device
         self.y = torch.from_numpy(np.asarray(split.labels, dtype=np.int64).copy()).to(device)
-        self.held: TensorRows | None = None
         sample = split.fetch(split.index[:1])
         if isinstance(sample, Tensor) and split.n * sample[0].numel() * 4 < available_memory() / 4:
             parts = [split.fetch(split.index[i : i + chunk]) for i in range(0, split.n, chunk)]
             x = torch.cat([p.float() if p.is_floating_point() else p for p in parts]).to(device)
             self.held = TensorRows(x, self.y)
 
-    def batches(
-        self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None = None
-    ) -> Iterator[Batch]:
-        if self.held is not None:
-            yield from self.held.batches(positions, batch_size, generator)
-            return
+    def stream(self, positions: np.ndarray, batch_size: int, generator: torch.Generator | None) -> Iterator[Batch]:
         for pos in batch_positions(positions, batch_size, generator):
             x = self.split.fetch(self.split.index[pos])
             x = {k: v.to(self.device) for k, v in x.items()} if isinstance(x, dict) else x.to(self.device)
