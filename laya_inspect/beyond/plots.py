@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..compare.plots import layer_ticks
 from ..files import write_with
 from ..training.stats import counted
 
@@ -112,8 +113,7 @@ def prune_plots(out: Path, s: dict[str, Any]) -> list[Path]:
         v = np.array([e["scores"][n] for n in names], dtype=float)
         top = np.nanmax(np.abs(v)) if np.isfinite(v).any() else 1.0
         ax.bar(np.arange(len(names)) + i * width, np.nan_to_num(v / (top or 1.0)), width, label=r)
-    ax.set_xticks(np.arange(len(names)) + width * (len(applied) - 1) / 2)
-    ax.set_xticklabels(names, rotation=45 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
+    layer_ticks(ax, names, np.arange(len(names)) + width * (len(applied) - 1) / 2)
     ax.set_ylabel("score ÷ its largest |score|")
     ax.set_title("layer rankings (higher = kept longer)")
     ax.legend(fontsize=8)
@@ -180,8 +180,7 @@ def diagnose_plots(out: Path, s: dict[str, Any]) -> list[Path]:
     for j, p in enumerate(sh["permutation"]["p_fwer"]):
         top = max(sh["mean_alpha_this"][j], sh["mean_alpha_other"][j])
         ax.text(j, top, f"p={p:.3g}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x)
-    ax.set_xticklabels(names, rotation=45 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
+    layer_ticks(ax, names, x)
     ax.set_ylabel("mean α")
     ax.set_title(f"α profiles (first head); overall permutation p = {sh['permutation']['p_value']:.3g}")
     ax.legend(fontsize=8)

@@ -118,10 +118,15 @@ def _floats(values: Any) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def _layer_axis(ax: Any, layer_names: list[str]) -> None:
-    ax.set_xticks(range(len(layer_names)))
+def layer_ticks(ax: Any, layer_names: list[str], at: Any = None) -> None:
+    """Layer names as x ticks (at 0 … L−1 unless ``at``), slanted when more than 4 so they do not overlap."""
+    ax.set_xticks(range(len(layer_names)) if at is None else at)
     many = len(layer_names) > 4
     ax.set_xticklabels(layer_names, rotation=45 if many else 0, ha="right" if many else "center")
+
+
+def _layer_axis(ax: Any, layer_names: list[str]) -> None:
+    layer_ticks(ax, layer_names)
     ax.set_xlabel("layer")
 
 
