@@ -107,3 +107,12 @@ def test_prune_early_exit_and_diagnose_refuse_seeds_of_two_runs(run: Path, digit
         swap(run)
         with pytest.raises(CacheError, match=r"seed_0 was replaced by another run while it was read"):
             common.trust_lines(store, [(d, c) for d, (_, c) in zip(seeds(run), opened)], test)
+
+
+def test_a_head_folder_that_is_not_there_is_named_as_such(tmp_path: Path, digits_cache: Path) -> None:
+    """Review: a missing head folder read as "replaced by another run while it was read (fit-head --force?)"
+    through the library; load_head's own error names it."""
+    from laya_inspect.errors import NotFoundError
+
+    with FeatureStore(digits_cache) as store, pytest.raises(NotFoundError, match="does not exist"):
+        loaded.load_heads([tmp_path / "nope"], store, False, CPU)

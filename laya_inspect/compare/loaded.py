@@ -45,8 +45,7 @@ def load_heads(
     heads: dict[str, tuple[Head, dict, str]] = {}
     # one run's heads, not seed_0 of one and seed_1 of the next fit-head --force
     noted = [(d, identity(d)) for d in head_dirs]
-    for d, seen in noted:
-        refuse_replaced(d, seen)
+    for d, seen in noted:  # a folder missing is load_head's to name; one replaced is refused below
         head, cfg = load_head(d, store=store, force=allow_other_cache, hint="pass --allow-other-cache to use it anyway")
         path = Path(d).resolve()
         base = path.name or "head"
