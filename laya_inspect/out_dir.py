@@ -44,25 +44,28 @@ MARKER = ".laya-inspect.json"
 # Names laya-inspect itself leaves beside or inside an output while it writes (locks, temporary
 # files and folders, a killed run's half-renamed folder). Extract's partial cache is its own only as
 # FILE.partial of a FILE the marker lists, and only an HDF5 file (_partial_cache).
-_OWN_TEMP = re.compile(r"^\.(.+)\.lock$|^\.(.+)\.(tmp|old)-([0-9]+)$|^(.+)\.tmp-[0-9]+-[0-9a-f]{8}$")
+# the last form also with a lock temporary's random tail (files.py: .OUT.lock.tmp-PID-CHECK-RANDOM)
+_OWN_TEMP = re.compile(r"^\.(.+)\.lock$|^\.(.+)\.(tmp|old)-([0-9]+)$|^(.+)\.tmp-[0-9]+-[0-9a-f]{8}(-[0-9a-f]{8})?$")
 
 
 def temp_of(name: str) -> list[str]:
     """The names ``name`` is a lock or temporary name of, as laya-inspect gives them (``.OUT.lock``,
-    ``.OUT.tmp-PID``, ``OUT.tmp-PID-CHECK`` with its check value, ``.OUT.old-PID``, PID a number a
-    process can have): none for any other name, a plain ``OUT.tmp-PID`` file included (a user's
-    ``notes.tmp-1`` is theirs: :func:`~laya_inspect.files.temp_file_pid`)."""
+    ``.OUT.tmp-PID``, ``OUT.tmp-PID-CHECK`` with its check value (a lock's also with a random tail),
+    ``.OUT.old-PID``, PID a number a process can have): none for any other name, a plain
+    ``OUT.tmp-PID`` file included (a user's ``notes.tmp-1`` is theirs: :func:`~laya_inspect.files.temp_file_pid`)."""
     m = _OWN_TEMP.match(name)
     if m is None:
         return []
-    lock, folder, _kind, folder_pid, file = m.groups()
+    lock, folder, _kind, folder_pid, file, tail = m.groups()
     if lock is not None:
         return [lock]
     if folder is not None:
         if pid_of(folder_pid) is None:
             return []
         return [folder]
-    return [file] if temp_file_pid(file, name) is not None else []
+    if tail is not None and not file.endswith(".lock"):  # only a lock's temporary carries the tail
+        return []
+    return [file] if temp_file_pid(file, name.removesuffix(tail or "")) is not None else []
 
 
 def own_temp(name: str) -> bool:

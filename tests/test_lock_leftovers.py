@@ -88,10 +88,23 @@ def test_a_lock_of_another_machine_is_never_taken(tmp_path: Path) -> None:
     theirs = lock_of(4242, host="lab-node-7", boot="f" * 36)
     lock.write_bytes(theirs)
     assert dead_lock_pid(lock) is None
-    with pytest.raises(LockedError, match=r"another machine \(PID 4242 on lab-node-7.*delete .*\.out\.lock"):
+    said = r"another machine, or this one under another host name \(PID 4242 on lab-node-7.*delete .*\.out\.lock"
+    with pytest.raises(LockedError, match=said):
         with output_lock(out):
             pass
     assert lock.read_bytes() == theirs  # left as it was
     lock.write_bytes(lock_of(4242, host="container-1a2b"))  # this kernel's: its free flock says it is gone
     with output_lock(out):
         assert lock.read_bytes() == lock_text()
+
+
+def test_a_lock_temporary_with_its_random_tail_is_named_as_the_tools() -> None:
+    """Review: the lock's temporary gained a random tail, which out_dir's names of our temporaries did not
+    know, so a leftover one was listed as a user's file and not named in the note on what a killed run left."""
+    from laya_inspect.files import temp_file_name
+    from laya_inspect.out_dir import temp_of
+
+    made = f"{temp_file_name('.out.lock', 4242)}-0123abcd"
+    assert temp_of(made) == [".out.lock"]
+    assert temp_of(f"{temp_file_name('model.pt', 4242)}-0123abcd") == []  # only a lock's temporary has the tail
+    assert temp_of(".out.lock.tmp-4242-00000000-0123abcd") == []  # a check value that is not ours
