@@ -449,7 +449,8 @@ def _take_lock(lock: Path, target: Path) -> int:
         if elsewhere(owner):
             os.close(fd)
             raise LockedError(
-                f"{target} is locked by a laya-inspect run on another machine ({holder(data)}, boot {owner[2]}), "
+                f"{target} is locked by a laya-inspect run on another machine, or this one under another host name "
+                f"({holder(data)}, boot {owner[2]}), "
                 f"whose lock cannot be seen from here on a shared file system; if no run there is writing it "
                 f"(a killed run, e.g. in an earlier container), delete {lock}; or choose another output"
             )

@@ -479,7 +479,9 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   as it is. A lock written under this kernel (its boot id: any container on it, whatever its host
   name) is judged by its flock; one of another host and boot id is never taken for a killed run's
   (its live holder's flock may not be seen over a network file system): it is refused, naming the
-  lock to delete if no run there writes the output. A run killed while it made the lock leaves a
+  lock to delete if no run there writes the output (the rule relies on machines having different host
+  names; where there is no boot id, as outside Linux, a host renamed since a killed run is taken for
+  another machine and its lock is refused the same way). A run killed while it made the lock leaves a
   temporary file that neither blocks a later run of its PID nor outlives the next sweep.
 - **An output that cannot be replaced is refused before the work.** An existing output that is
   immutable or append-only (`chattr +i` / `+a`), or holds such a file or folder, is refused with the
