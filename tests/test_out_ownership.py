@@ -1039,7 +1039,10 @@ def test_a_large_listed_file_the_user_replaced_or_edited_is_not_deleted_by_force
     _clock_moves_past(out / "attributions.h5")
     mine = _large(tmp_path, "mine.h5", 3)  # the same size, saved under the listed name
     os.replace(tmp_path / "mine.h5", out / "attributions.h5")
-    refused = r"that changed since it wrote them \(attributions\.h5 \(changed since it was written, or copied"
+    refused = (
+        r"did not write or that changed since it wrote them "
+        r"\(attributions\.h5 \(changed since it was written, or copied"
+    )
     with pytest.raises(InputError, match=refused):
         with atomic_dir(out, force=True, command="compare") as tmp:
             _large(tmp, "attributions.h5", 4)

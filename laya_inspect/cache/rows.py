@@ -458,7 +458,7 @@ def as_started(fingerprint: str, data: Any, out: str | Path) -> str:
     if started is None or started == fingerprint or getattr(data, "location", "") in ("", "."):
         return fingerprint
     if str(getattr(data, "spec", "")).strip().lower().startswith("imagecsv"):
-        # no older laya-inspect read imagecsv: its folder (maybe a home) is not walked to refuse the run
+        # no released laya-inspect read imagecsv: its folder (maybe a home) is not walked to refuse the run
         return fingerprint
     return started if data_fingerprint(data, legacy=True) == started else fingerprint
 
