@@ -472,7 +472,7 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   an output beside them in it (`diagnose heads --out heads/diag`) is never read as a head, and
   `fit-head --force` refuses to delete it, so it is allowed; one that is or holds it is refused.
 - **One writer per output.** Each output is guarded by a lock file `.<name>.lock` beside it,
-  holding one line, `laya-inspect lock pid=PID host=HOST boot=BOOT` (`output_lock`, an `flock` the
+  holding one line, "laya-inspect lock pid=PID host=HOST boot=BOOT" (`output_lock`, an `flock` the
   kernel releases when the process dies, so a killed run's lock is taken over by the next run). A
   second writer is refused at once, with the holder's PID; it touches nothing. A file under the
   lock's name that does not hold that line (empty, only digits, a user's notes) is refused and left
