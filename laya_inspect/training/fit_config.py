@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..choices import HEAD_NAMES, INITS, LOSSES, MONITORS, PSI_CHOICES, STANDARDIZE_CHOICES, VAL_MODES, known
 from ..errors import InputError
-from ..options import SKLEARN_SEED_LIMIT, check, option, seed_ok, seed_range, seed_rule, tuples
+from ..options import SKLEARN_SEED_LIMIT, check, field_of, option, seed_ok, seed_range, seed_rule, tuples
 from ..runtime import DEVICE_HELP, THREADS_FLAG, THREADS_HELP, check_device
 
 if TYPE_CHECKING:
@@ -328,6 +328,9 @@ class JointConfig:
     def __post_init__(self) -> None:
         tuples(self)
         prefix, _, name = self.model.partition(":")
+        # These keys have their own fields, which train records and init also gives the head: a second
+        # way in model_kwargs would silently win over the field for the backbone alone.
+        twice = [k for k in ("init", "ln_eps") if k in self.model_kwargs]
         check(
             self,
             [
@@ -347,6 +350,12 @@ class JointConfig:
                     "must be a finite number > 0",
                 ),
                 (self.loss in LOSSES, "loss", f"must be one of {', '.join(LOSSES)}"),
+                (
+                    not twice,
+                    "model_kwargs",
+                    f"must not set {', '.join(twice)}: give JointConfig's own field of that name instead "
+                    f"({', '.join(field_of(self, k).metadata['flag'] for k in twice)} on the command line)",
+                ),
             ],
         )
 
