@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import write_cache
+from helpers import SHARED_DATA, write_cache
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -44,3 +44,32 @@ def digits_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "test": ([f[idx_test] for f in feats], y[idx_test]),
     }
     return write_cache(tmp_path_factory.mktemp("cache") / "digits.h5", splits)
+
+
+@pytest.fixture(scope="session")
+def cifar_cnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder: source/ with 24 CIFAR-10 JPEGs in two class folders, and a zoo CNN checkpoint cnn.pt.
+    Tests copy what they change. Real data from ../shared/data (skipped where absent)."""
+    import tarfile
+
+    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
+
+    tarball, per_class = SHARED_DATA / "cifar10-jpeg.tar.gz", 12
+    if not tarball.is_file():
+        pytest.skip(f"{tarball} is absent (see ../shared/data/README.md)")
+    d = tmp_path_factory.mktemp("cifar_cnn")
+    taken: dict[str, int] = {}
+    with tarfile.open(tarball) as tar:  # the first classes of train/ come first: stop once both are read
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) == 3 and parts[0] == "train" and member.isfile() and parts[1] in ("airplane", "automobile"):
+                if taken.get(parts[1], 0) < per_class:
+                    target = d / "source" / parts[1] / parts[2]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(tar.extractfile(member).read())
+                    taken[parts[1]] = taken.get(parts[1], 0) + 1
+            if len(taken) == 2 and min(taken.values()) == per_class:
+                break
+    torch.manual_seed(0)
+    save_zoo_checkpoint(d / "cnn.pt", build_zoo("cnn", in_shape=(3, 32, 32), num_classes=2), {})
+    return d

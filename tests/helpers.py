@@ -318,3 +318,19 @@ def watch_hooks() -> Iterator[HookWatch]:
         for name in ("register_forward_hook", "register_forward_pre_hook"):
             patch.setattr(torch.nn.Module, name, counted(getattr(torch.nn.Module, name)))
         yield watch
+
+
+def stopped_after_first_batch(config: Any) -> None:
+    """Run extract with ``config`` and stop it after its first batch, as Ctrl-C would: its rows stay on disk."""
+    import pytest
+
+    from laya_inspect import extract_features
+    from laya_inspect.cache.partial import rows_on_disk
+
+    def stop(event):
+        if event.get("event") == "batch":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        extract_features(config, progress=stop)
+    assert not Path(config.out).exists() and (rows_on_disk(config.out) or {}).get("test")

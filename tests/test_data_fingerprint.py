@@ -11,53 +11,25 @@ import hashlib
 import json
 import os
 import shutil
-import tarfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 import torch
+from helpers import stopped_after_first_batch
 
 from laya_inspect import ExtractConfig, extract_features
-from laya_inspect.cache.partial import partial_path, rows_on_disk
+from laya_inspect.cache.partial import partial_path
 from laya_inspect.cache.rows import data_fingerprint
 from laya_inspect.data import load_data
 from laya_inspect.errors import CacheError
 
-TARBALL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
-PER_CLASS = 12
 
-
-@pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    """24 CIFAR-10 JPEGs in two class folders, and a zoo CNN checkpoint."""
-    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
-
-    if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} is absent (see ../shared/data/README.md)")
-    d = tmp_path_factory.mktemp("work")
-    taken: dict[str, int] = {}
-    with tarfile.open(TARBALL) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 3 and parts[0] == "train" and member.isfile() and parts[1] in ("airplane", "automobile"):
-                if taken.get(parts[1], 0) < PER_CLASS:
-                    target = d / "source" / parts[1] / parts[2]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(tar.extractfile(member).read())
-                    taken[parts[1]] = taken.get(parts[1], 0) + 1
-            if len(taken) == 2 and min(taken.values()) == PER_CLASS:
-                break
-    torch.manual_seed(0)
-    save_zoo_checkpoint(d / "cnn.pt", build_zoo("cnn", in_shape=(3, 32, 32), num_classes=2), {})
-    return d
-
-
-def _data(work: Path, tmp_path: Path, kind: str) -> tuple[str, Path]:
+def _data(cifar_cnn: Path, tmp_path: Path, kind: str) -> tuple[str, Path]:
     """The spec and folder of a copy of the images: as an image folder, or listed in folder/labels.csv."""
     folder = tmp_path / "cifar"
-    shutil.copytree(work / "source", folder)
+    shutil.copytree(cifar_cnn / "source", folder)
     if kind == "imagefolder":
         return f"imagefolder:{folder}", folder
     rows = [f"{c.name}/{f.name},{c.name}" for c in sorted(folder.iterdir()) for f in sorted(c.iterdir())]
@@ -65,10 +37,10 @@ def _data(work: Path, tmp_path: Path, kind: str) -> tuple[str, Path]:
     return f"imagecsv:{folder / 'labels.csv'}", folder
 
 
-def _config(work: Path, spec: str, out: Path) -> ExtractConfig:
+def _config(cifar_cnn: Path, spec: str, out: Path) -> ExtractConfig:
     return ExtractConfig(
         model="zoo:cnn",
-        weights=str(work / "cnn.pt"),
+        weights=str(cifar_cnn / "cnn.pt"),
         data=spec,
         out=str(out),
         splits=("test",),
@@ -77,37 +49,25 @@ def _config(work: Path, spec: str, out: Path) -> ExtractConfig:
     )
 
 
-def _stopped(config: ExtractConfig) -> None:
-    """Run ``config`` and stop it after its first batch, as Ctrl-C would."""
-
-    def stop(event):
-        if event.get("event") == "batch":
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        extract_features(config, progress=stop)
-    assert not Path(config.out).exists() and (rows_on_disk(config.out) or {}).get("test")
-
-
 @pytest.mark.parametrize("kind", ["imagecsv", "imagefolder"])
-def test_an_extract_stopped_resumes_past_files_no_row_reads(work, tmp_path, kind):
+def test_an_extract_stopped_resumes_past_files_no_row_reads(cifar_cnn, tmp_path, kind):
     """QA: `extract --data imagecsv:cifar/labels.csv --out cifar/inside.h5` killed, then rerun, was refused
     as "the files behind --data changed": its own cifar/inside.h5.partial had grown since it was started.
     So was any resume once a user saved notes in the data's folder (an image folder's --out is refused
     inside it before any work)."""
-    spec, folder = _data(work, tmp_path, kind)
-    config = _config(work, spec, (folder if kind == "imagecsv" else tmp_path) / "inside.h5")
-    _stopped(config)
+    spec, folder = _data(cifar_cnn, tmp_path, kind)
+    config = _config(cifar_cnn, spec, (folder if kind == "imagecsv" else tmp_path) / "inside.h5")
+    stopped_after_first_batch(config)
     (folder / "notes.txt").write_text("a user's notes, saved beside the data meanwhile\n")
     (folder / "airplane" / "README").write_text("not an image: no row reads it\n")
     result = extract_features(config)
     assert 0 < result.resumed_from["test"] < result.rows["test"]
 
 
-def test_the_fingerprint_leaves_out_what_extract_writes_beside_its_out(work, tmp_path):
+def test_the_fingerprint_leaves_out_what_extract_writes_beside_its_out(cifar_cnn, tmp_path):
     """<out>.partial, the hidden lock, a torchrun run's <out>.shards and a temporary file of --out, in the
     CSV's folder, are no data; a listed image touched is."""
-    spec, folder = _data(work, tmp_path, "imagecsv")
+    spec, folder = _data(cifar_cnn, tmp_path, "imagecsv")
     before = data_fingerprint(load_data(spec, splits="test", seed=0))
     (folder / "inside.h5.partial").write_bytes(b"rows")
     (folder / ".inside.h5.lock").write_text("pid 1\n")
@@ -139,14 +99,14 @@ def _every_file_digest(folder: Path, data) -> str:
     return h.hexdigest()[:16]
 
 
-def test_an_extraction_started_under_the_older_fingerprint_resumes_on_the_same_files_only(work, tmp_path):
+def test_an_extraction_started_under_the_older_fingerprint_resumes_on_the_same_files_only(cifar_cnn, tmp_path):
     """A <out>.partial left by a laya-inspect that hashed every file of the data's folder is neither
     refused for the new rule nor taken as matching other files (an image folder: no older laya-inspect read
     imagecsv, whose folder is not walked for this)."""
-    spec, folder = _data(work, tmp_path, "imagefolder")
+    spec, folder = _data(cifar_cnn, tmp_path, "imagefolder")
     (folder / "airplane" / "README.txt").write_text("where these came from")  # hashed before, not now
-    config = _config(work, spec, tmp_path / "outside.h5")
-    _stopped(config)
+    config = _config(cifar_cnn, spec, tmp_path / "outside.h5")
+    stopped_after_first_batch(config)
     with h5py.File(partial_path(config.out), "r") as f:
         transforms = f.attrs["transforms"]
     size = json.loads(transforms)["output"][1:]
@@ -167,14 +127,14 @@ def test_an_extraction_started_under_the_older_fingerprint_resumes_on_the_same_f
         assert f.attrs["data_fingerprint"] == older  # the rows' record as they were started
 
 
-def test_images_listed_from_another_root_are_fingerprinted_without_a_false_warning(work, tmp_path):
+def test_images_listed_from_another_root_are_fingerprinted_without_a_false_warning(cifar_cnn, tmp_path):
     """Review: where the CSV and its images share no folder below the root (a CSV in /tmp listing images in
     /dev/shm by absolute path), the loader warned that a cache could not tell an image changed, a warning
     fit-head, compare and report.html repeat. The listed images are fingerprinted all the same."""
     shm = Path("/dev/shm")
     if not shm.is_dir() or os.path.commonpath([shm, tmp_path]) != "/":
         pytest.skip("needs /dev/shm beside a temporary folder outside it")
-    images = Path(shutil.copytree(work / "source", shm / f"laya-fp-{os.getpid()}"))
+    images = Path(shutil.copytree(cifar_cnn / "source", shm / f"laya-fp-{os.getpid()}"))
     try:
         rows = [f"{f},{c.name}" for c in sorted(images.iterdir()) for f in sorted(c.iterdir())]
         csv = tmp_path / "labels.csv"

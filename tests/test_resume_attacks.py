@@ -8,46 +8,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import stopped_after_first_batch
 
 from laya_inspect import ExtractConfig, extract_features
-from laya_inspect.cache.partial import partial_path, rows_on_disk
+from laya_inspect.cache.partial import partial_path
 from laya_inspect.errors import CacheError
 
-TARBALL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
-PER_CLASS = 12
 
-
-@pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    """A folder of 24 CIFAR-10 JPEGs in two classes, and a zoo CNN checkpoint."""
-    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
-
-    if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} is absent (see ../shared/data/README.md)")
-    d = tmp_path_factory.mktemp("work")
-    taken: dict[str, int] = {}
-    with tarfile.open(TARBALL) as tar:  # the first classes of train/ come first: stop once both are read
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 3 and parts[0] == "train" and member.isfile() and parts[1] in ("airplane", "automobile"):
-                if taken.get(parts[1], 0) < PER_CLASS:
-                    target = d / "source" / parts[1] / parts[2]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(tar.extractfile(member).read())
-                    taken[parts[1]] = taken.get(parts[1], 0) + 1
-            if len(taken) == 2 and min(taken.values()) == PER_CLASS:
-                break
-    torch.manual_seed(0)
-    save_zoo_checkpoint(d / "cnn.pt", build_zoo("cnn", in_shape=(3, 32, 32), num_classes=2), {})
-    return d
-
-
-def _config(work: Path, data: Path, out: Path, weights: Path) -> ExtractConfig:
+def _config(cifar_cnn: Path, data: Path, out: Path, weights: Path) -> ExtractConfig:
     return ExtractConfig(
         model="zoo:cnn",
         weights=str(weights),
@@ -59,29 +31,17 @@ def _config(work: Path, data: Path, out: Path, weights: Path) -> ExtractConfig:
     )
 
 
-def _stopped(config: ExtractConfig) -> None:
-    """Run ``config`` and stop it after its first batch, as Ctrl-C would."""
-
-    def stop(event):
-        if event.get("event") == "batch":
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        extract_features(config, progress=stop)
-    assert not Path(config.out).exists() and (rows_on_disk(config.out) or {}).get("test")
-
-
-def _copy(work: Path, tmp_path: Path) -> tuple[Path, Path]:
+def _copy(cifar_cnn: Path, tmp_path: Path) -> tuple[Path, Path]:
     data, weights = tmp_path / "data", tmp_path / "w.pt"
-    shutil.copytree(work / "source", data)
-    shutil.copy(work / "cnn.pt", weights)
+    shutil.copytree(cifar_cnn / "source", data)
+    shutil.copy(cifar_cnn / "cnn.pt", weights)
     return data, weights
 
 
-def test_a_touched_data_file_is_refused_naming_modification_times_and_the_original_files_resume(work, tmp_path):
-    data, weights = _copy(work, tmp_path)
-    config = _config(work, data, tmp_path / "c.h5", weights)
-    _stopped(config)
+def test_a_touched_data_file_is_refused_naming_modification_times_and_the_original_files_resume(cifar_cnn, tmp_path):
+    data, weights = _copy(cifar_cnn, tmp_path)
+    config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
+    stopped_after_first_batch(config)
     one = next((data / "airplane").iterdir())
     kept = one.stat()
     os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns + 10**9))  # the same bytes, another time
@@ -96,10 +56,10 @@ def test_a_touched_data_file_is_refused_naming_modification_times_and_the_origin
     assert 0 < result.resumed_from["test"] < result.rows["test"]
 
 
-def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_bytes(work, tmp_path):
-    data, weights = _copy(work, tmp_path)
-    config = _config(work, data, tmp_path / "c.h5", weights)
-    _stopped(config)
+def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_bytes(cifar_cnn, tmp_path):
+    data, weights = _copy(cifar_cnn, tmp_path)
+    config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
+    stopped_after_first_batch(config)
     saved = torch.load(weights, weights_only=True)
     saved["state_dict"] = dict(reversed(list(saved["state_dict"].items())))  # same values, other bytes
     torch.save(saved, weights)
@@ -108,15 +68,15 @@ def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_byt
     said = str(e.value)
     assert "other weights" in said and "bytes" in said and "--overwrite" in said, said
     assert "rerun the original command" not in said, said
-    shutil.copy(work / "cnn.pt", weights)  # the very bytes it was started from: resumes
+    shutil.copy(cifar_cnn / "cnn.pt", weights)  # the very bytes it was started from: resumes
     assert extract_features(config).resumed_from.get("test")
 
 
-def test_a_resume_with_normalize_none_names_the_option_it_changed(work, tmp_path):
+def test_a_resume_with_normalize_none_names_the_option_it_changed(cifar_cnn, tmp_path):
     """--normalize left out is recorded as not given, --normalize none as the word "none": both were
     shown as "none", so the refusal named no option."""
-    data, weights = _copy(work, tmp_path)
-    config = _config(work, data, tmp_path / "c.h5", weights)
-    _stopped(config)
+    data, weights = _copy(cifar_cnn, tmp_path)
+    config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
+    stopped_after_first_batch(config)
     with pytest.raises(CacheError, match=r"started by a different command \(normalize: not given → none\)"):
         extract_features(dataclasses.replace(config, normalize="none"))
