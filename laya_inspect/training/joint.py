@@ -212,9 +212,9 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
     if vocab is not None:
         kwargs["vocab_size"] = vocab.size
     if config.arch in ("mlp", "cnn"):
-        kwargs.setdefault("init", config.init)
+        kwargs["init"] = config.init  # JointConfig refuses these two in model_kwargs: the fields decide
         if config.ln_eps is not None:
-            kwargs.setdefault("ln_eps", config.ln_eps)
+            kwargs["ln_eps"] = config.ln_eps
         sample = train_split.fetch(train_split.index[:1])
         if not isinstance(sample, Tensor) or sample.ndim != 4:
             raise InputError(
