@@ -26,3 +26,9 @@ def test_model_kwargs_refuses_a_key_a_field_sets(kwargs, said) -> None:
 def test_model_kwargs_still_takes_the_constructor_arguments_no_field_sets() -> None:
     config = JointConfig(model="zoo:mlp", init="torch", ln_eps=1e-5, model_kwargs={"hidden": [8, 4]})
     assert (config.init, config.ln_eps, config.model_kwargs) == ("torch", 1e-5, {"hidden": [8, 4]})
+
+
+def test_model_kwargs_refuses_num_classes_the_data_decides() -> None:
+    """Before: {"num_classes": 3} silently won over the data's class count when train built the backbone."""
+    with pytest.raises(InputError, match="model_kwargs must not set num_classes: train takes the class count"):
+        JointConfig(model="zoo:mlp", model_kwargs={"num_classes": 3})

@@ -356,6 +356,13 @@ class JointConfig:
                     f"must not set {', '.join(twice)}: give JointConfig's own field of that name instead "
                     f"({', '.join(field_of(self, k).metadata['flag'] for k in twice)} on the command line)",
                 ),
+                (
+                    # The data decides the class count; a second one here would build a backbone whose
+                    # output disagrees with the labels it is trained on.
+                    "num_classes" not in self.model_kwargs,
+                    "model_kwargs",
+                    "must not set num_classes: train takes the class count from the data",
+                ),
             ],
         )
 
