@@ -115,6 +115,8 @@ def _groups(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -> lis
 # the values a headline score can take, where a t-interval over a few seeds reaches past them (3 seeds:
 # t(0.975, 2) = 4.3, and ρ [−0.035, +1.235]); a difference of two such scores spans twice the width
 RANGES = {"top_layer_agreement": (0.0, 1.0), "faithfulness": (-1.0, 1.0)}
+# what a shown interval :func:`ranged` cut says, in the across-seed table's note and in compare's headline alike
+CUT_SAID = "the t-interval over the seeds is too wide for its score's range, shown cut to it"
 
 
 def ranged(key: str, values: Sequence[float | None]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -15,6 +16,7 @@ from rich.text import Text
 from ..compare.records import NOT_APPLICABLE, ONE_LAYER, TESTED, VERDICTS, carried, inapplicable_said, on_its_own
 from ..compare.seeds import (
     CONFIDENCE_SAID,
+    CUT_SAID,
     REFERENCES,
     by_seed,
     difference_level,
@@ -130,10 +132,12 @@ def fit_width(table: RichTable, console: Console) -> RichTable:
     lows = [h if k.no_wrap else w for k, h, w in zip(table.columns, highs, words)]
     if sum(highs) <= room:
         return table  # Rich gives every column all it holds
-    if sum(lows) > room:  # the unbreakable columns (a name, an estimate) may wrap between their words too
-        lows = words
-        for column in table.columns:
-            column.no_wrap = False
+    # the unbreakable columns (a name, an estimate) may wrap between their words too, the one that gains most
+    # first, so that a long cell (five seeds' verdicts) breaks before a method's name does
+    for i in sorted(range(len(lows)), key=lambda i: words[i] - highs[i]):
+        if sum(lows) <= room:
+            break
+        lows[i], table.columns[i].no_wrap = words[i], False
     if sum(lows) > room:
         for column in table.columns:
             column.overflow = "fold"
@@ -214,14 +218,38 @@ PER_SEED_LINE = "per seed: each seed's own intervals give that verdict, the mean
 OTHER_LINE = " (after the comma, the verdict they give)"
 
 
-def _verdicts(row: dict[str, Any]) -> Text:
+class Verdicts:
+    """A verdict cell that breaks only between its seeds' verdicts, " / " between them: a column that
+    never wraps cut five seeds' "does not / beats / …" to "…" at 80 columns (or, wrapped by Rich, split
+    "does not" and, to make room, a method's name), and one that wraps between words lost which words
+    were one verdict. It measures its longest verdict as its narrowest width, so :func:`fit_width` keeps
+    the other columns whole and gives it the rest; where the whole line fits, it stays one line."""
+
+    def __init__(self, said: list[str], style: str = "") -> None:
+        self.parts = [w + " /" * (i < len(said) - 1) for i, w in enumerate(said)]
+        self.style = style
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(max(map(cell_len, self.parts), default=0), cell_len(" ".join(self.parts)))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = [""]
+        for part in self.parts:
+            if lines[-1] and cell_len(f"{lines[-1]} {part}") > options.max_width:
+                lines.append(part)
+            else:
+                lines[-1] = f"{lines[-1]} {part}".lstrip()
+        yield Text("\n".join(lines), style=self.style, overflow="fold")
+
+
+def _verdicts(row: dict[str, Any]) -> Verdicts:
     said = [WORDS.get(str(w), str(w)) for w in row.get("verdicts") or []]
     if len(set(said)) == 1:  # carried by other scores on another seed: the line under the table says which
         if over := over_seeds(row):  # each seed's word, another over the seeds: the line under the table says why
             other = OVER_WORDS.get(over, f", {over}")
-            return Text(f"{said[0]} per seed{other}", style="yellow")
-        return Text(f"{said[0]} (all)", style="bold green" if said[0] == "beats" else "dim")
-    return Text(" / ".join(said), style="yellow")
+            return Verdicts([f"{said[0]} per seed{other}"], "yellow")
+        return Verdicts([f"{said[0]} (all)"], "bold green" if said[0] == "beats" else "dim")
+    return Verdicts(said, "yellow")
 
 
 def verdict_text(row: dict[str, Any], seeds: list[Any], words: dict[str, str], every: str) -> str:
@@ -270,8 +298,7 @@ def cut_short(entry: dict[str, Any]) -> str | None:
     cut = [name for name, est in named.items() if est.get("clipped")]
     if not cut:
         return None
-    said = "across seeds: the t-interval over the seeds is too wide for its score's range, shown cut to it: "
-    return said + ", ".join(cut)
+    return f"across seeds: {CUT_SAID}: " + ", ".join(cut)
 
 
 # what a " − ig" row under a method's holds: ρ alone, the one score read between two methods
@@ -304,7 +331,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
         table.add_column("method", no_wrap=True)
         for col in SCORES:
             table.add_column(header(col), justify="right", overflow="fold")
-        table.add_column("verdicts", no_wrap=True)  # one short word per cell: "worse per seed" kept whole
+        table.add_column("verdicts", no_wrap=True)  # each cell a Verdicts: broken between seeds where too wide
         abls, lines, per_seed = g.get("ablations") or {}, [], set()
         for a, entry in abls.items():
             if len(abls) > 1:
@@ -328,7 +355,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                             "",
                             "",
                             seed_cell(est, True, not brief),
-                            Text(word, style=style),
+                            Verdicts([word], style),
                         )
                     if any(row.get("carried") or []):  # the cell has no room for the scores that carry it
                         lines.append(f"{m}{where}: {verdict_text(row, g['seeds'], LINE_WORDS, 'all')}")

@@ -47,7 +47,7 @@ from ..compare.records import (
     said_once,
     sanity_heads,
 )
-from ..compare.seeds import by_seed, kept_verdict_over_seeds, versus_verdict
+from ..compare.seeds import CUT_SAID, by_seed, kept_verdict_over_seeds, versus_verdict
 from ..training.quality import (
     CHANCE_GAP,
     GAIN_ROWS,
@@ -600,16 +600,21 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
         ci = "" if d.get("ci_low") is None else f" [{percent(d['ci_low'])}, {percent(d['ci_high'])}]"
         return percent(d.get("mean")) + ci
 
+    def beside(d: dict[str, Any], nulls: list[str]) -> str:
+        """The parentheses after an estimate: the across-seed table's note where its interval was cut
+        to the score's range (an end at 100% is not the t-interval's), then the nulls' figures."""
+        said = [CUT_SAID] * bool(d.get("clipped")) + [", ".join(nulls)] * bool(nulls)
+        return f" ({'; '.join(said)})" if said else ""
+
     agree, rho = row.get("top_layer_agreement") or {}, row.get("faithfulness") or {}
     nulls = [(r, w) for r, w in (("constant", "the constant rule"), ("random", "the random reference")) if r in refs]
     first = (
         f"Over {group['head']}'s {len(seeds)} seeds ({ablation} ablation, {head.get('n', summary.get('n'))} "
         f"{summary.get('split', '')} inputs each; mean [95% t-interval]), {name(lead)} picks the "
-        f"same top layer as the leave-one-layer-out effects on {share(agree)} of inputs ("
-        + ", ".join(f"{w}: {mean(r, 'top_layer_agreement', percent)}" for r, w in nulls)
-        + f"), faithfulness ρ {with_ci(rho, sign=False)} ("
-        + ", ".join(f"{w} {mean(r, 'faithfulness', num)}" for r, w in nulls)
-        + ")"
+        f"same top layer as the leave-one-layer-out effects on {share(agree)} of inputs"
+        + beside(agree, [f"{w}: {mean(r, 'top_layer_agreement', percent)}" for r, w in nulls])
+        + f", faithfulness ρ {with_ci(rho, sign=False)}"
+        + beside(rho, [f"{w} {mean(r, 'faithfulness', num)}" for r, w in nulls])
     )
     diffs = [(label, row.get(f"{key}_minus_constant") or {}) for key, label in VERSUS_LABELS.items()]
     diffs = [(label, d) for label, d in diffs if d.get("mean") is not None]
@@ -625,7 +630,7 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
     else:
         word = f"the seeds' verdicts differ: {by_seed(seeds, verdicts)}"
     at = next((level(d) for _, d in diffs if d.get("ci_low") is not None), None)
-    paired = ", ".join(f"{label} {with_ci(d)}" for label, d in diffs)
+    paired = ", ".join(f"{label} {with_ci(d)}{beside(d, [])}" for label, d in diffs)
     drawn = f" ({at} t-intervals)" if at else ""
     text = f"{first}; {name(lead)} − constant rule over the seeds{drawn}: {paired}: {word}."
     return text, (group["seeds"][group["members"].index(head["name"])], len(seeds))
