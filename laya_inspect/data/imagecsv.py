@@ -1,11 +1,14 @@
-"""``imagecsv:FILE``: image files listed in a CSV (``.tsv``: tab-separated) with their labels.
+"""``imagecsv:FILE``: image files listed in a CSV (``.tsv``: tab-separated; ``.jsonl``: one JSON object
+a line) with their labels.
 
     imagecsv:labels.csv                       columns path,label[,split]
     imagecsv:meta.tsv?path_col=file&label_col=species&split_col=fold
+    imagecsv:list.jsonl                       {"path": "cat/1.jpg", "label": "cat", "split": "test"} a line
 
-A path is relative to the CSV's folder unless absolute. Every listed file must exist and be an image
-in a format ``imagefolder:`` reads, or the load is refused naming the CSV lines at fault. Labels and
-splits follow ``csv:FILE`` (a split column if present, else a seeded stratified train/test split);
+A path is relative to the list's folder unless absolute. Every listed file must exist and be an image
+in a format ``imagefolder:`` reads, or the load is refused naming the list's lines at fault. Labels and
+splits follow ``csv:FILE`` and ``jsonl:FILE`` (a split column if present, else a seeded stratified
+train/test split);
 the files are then read as an image folder's are: each converted to the model's channels (else RGB if
 any is in colour), every header checked before any work.
 
@@ -31,10 +34,16 @@ from .text import Table, read_table
 IMAGE_CSV_OPTIONS = ("path_col", "label_col", "split_col")
 
 
+def _list_format(arg: str) -> str:
+    """The table format of a list: jsonl for a ``.jsonl`` name (as CSV its first record reads as a header)."""
+    return "jsonl" if Path(arg.strip()).suffix.lower() == ".jsonl" else "csv"
+
+
 def _resolve(table: Table) -> list[str]:
     """The absolute path of each row's image, or an InputError naming every line whose path is no image
     file (absent, a folder, a format not read)."""
     folder = Path(os.path.abspath(table.path)).parent
+    kind = "JSONL file" if _list_format(str(table.path)) == "jsonl" else "CSV"
     files, bad = [], []
     for i, value in enumerate(table.values):
         given = str(value).strip()
@@ -49,7 +58,7 @@ def _resolve(table: Table) -> list[str]:
         windows = any("\\" in str(v) for v in table.values) and os.sep == "/"
         raise InputError(
             f"{table.path}: {len(bad)} of {len(files)} image paths are no image file: {few(bad, 5)}; paths are "
-            f"relative to the CSV's folder {folder} unless absolute, and the formats read are "
+            f"relative to the {kind}'s folder {folder} unless absolute, and the formats read are "
             f"{', '.join(IMG_EXTENSIONS)}" + ("; the paths hold '\\': write them with '/'" if windows else "")
         )
     return files
@@ -89,7 +98,7 @@ def load_imagecsv(
         options,
         seed=seed,
         test_fraction=test_fraction,
-        fmt="csv",
+        fmt=_list_format(arg),
         spec="imagecsv",
         value=("path_col", "path", "image path"),
     )
