@@ -247,14 +247,6 @@ def test_python_modules_are_found_in_the_current_directory(tmp_path, monkeypatch
         load_model("python:cwd_pkg_laya_absent.nets:build", random_init=True)
 
 
-def test_a_python_model_typed_as_a_file_path_says_how_to_name_its_module(tmp_path):
-    """QA: python:/path/to/myconv.py:build failed with "No module named '/path/to/myconv'", which does
-    not say that python: takes a module name, nor which one."""
-    (tmp_path / "myconv.py").write_text("from torch import nn\ndef build():\n    return nn.Linear(3, 2)\n")
-    with pytest.raises(InputError, match=r"not a file path: from the file's folder \(.*\) pass python:myconv:build"):
-        load_model(f"python:{tmp_path / 'myconv.py'}:build", random_init=True)
-
-
 @pytest.mark.slow  # extract on digits through the installed command, in a fresh process
 def test_the_readme_python_example_runs_from_the_repository_root(tmp_path):
     # The console script, not `python -m`, which would put the current folder on sys.path itself.

@@ -1,14 +1,17 @@
-"""Sources defined on this machine: TorchScript files, ``python:pkg.module:factory`` and the zoo."""
+"""Sources defined on this machine: TorchScript files, ``python:pkg.module:factory`` (or
+``python:file.py:factory``) and the zoo."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
 import torch
@@ -168,7 +171,7 @@ def load_torchscript(path: str, options: LoadOptions) -> LoadedModel:
 
 
 # ---------------------------------------------------------------------------------------------
-# python:pkg.module:factory
+# python:pkg.module:factory and python:file.py:factory
 
 
 @contextmanager
@@ -194,12 +197,46 @@ def _where(e: BaseException) -> str:
     return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
 
 
+def _user_file(mod_name: str, folder: str) -> Path | None:
+    """The Python file a ``python:`` spec names by its path (a name ending in ``.py``, or holding a
+    folder separator), relative to ``folder`` unless absolute; None for a module name."""
+    if not (mod_name.endswith(".py") or "/" in mod_name or os.sep in mod_name):
+        return None
+    return Path(folder) / Path(mod_name).expanduser()
+
+
+def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, str]:
+    """The module run from ``file`` and the sha256 of its bytes. It runs under a name of its own, not
+    its stem, so that a ``json.py`` or ``model.py`` of the user's never stands in for an installed module."""
+    if file.is_dir():
+        raise InputError(f"{spec_name}: {str(file)!r} is a folder; give the .py file that defines the factory")
+    if not file.is_file():
+        raise NotFoundError(f"{spec_name}: no Python file {str(file)!r}")
+    digest = sha256_file(file)
+    name = f"laya_inspect_user_{digest[:16]}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise InputError(f"{spec_name}: {str(file)!r} cannot be imported as a Python file (name it *.py)")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses and pickle look a module's classes up there while it runs
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's file failed while it ran
+        del sys.modules[name]
+        raise InputError(f"importing {str(file)!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
+    return mod, digest
+
+
 @SOURCES.register("python")
 def load_python(target: str, options: LoadOptions) -> LoadedModel:
-    """``python:pkg.module:factory``: import the module, call ``factory()`` (no arguments) → ``nn.Module``.
+    """``python:pkg.module:factory`` or ``python:path/to/file.py:factory``: import the module (or run
+    the file), call ``factory()`` (no arguments) → ``nn.Module``.
 
     The module is looked up in the current directory (``options.search_dir`` when given) first,
-    then on ``sys.path`` (as ``python -m`` does). The model may carry ``input_spec`` (an
+    then on ``sys.path`` (as ``python -m`` does); a relative file path is taken from that folder, and
+    the file's own folder is searched first for what it imports. A file's sha256 is part of
+    ``weights_sha256`` (before ``weights``'), so a cache or a resume tells a changed file as it tells a
+    changed checkpoint. The model may carry ``input_spec`` (an
     :class:`InputSpec` or a dict of its fields), ``default_layers`` and ``num_classes``; otherwise:
     image input, the default blocks of :func:`~.base.blocks_of` (a plain Sequential: one per unit),
     and the last ``nn.Linear``'s width as the class count. Without
@@ -207,26 +244,28 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     """
     mod_name, sep, attr = target.rpartition(":")
     if not sep or not mod_name or not attr:
-        raise InputError(f"python model spec {target!r} must look like python:pkg.module:factory")
-    if mod_name.endswith(".py") or "/" in mod_name or os.sep in mod_name:  # a file typed for its module
-        file = Path(mod_name)
         raise InputError(
-            f"python:{target}: python: takes a module name, not a file path: from the file's folder "
-            f"({file.parent}) pass python:{file.stem}:{attr}, or put that folder on PYTHONPATH"
+            f"python model spec {target!r} must look like python:pkg.module:factory or python:path/to/file.py:factory"
         )
     spec_name = f"python:{target}"
     random_init = keeps_random_init(spec_name, options)
     folder = options.search_dir or os.getcwd()
-    with _importable(folder):
-        try:
-            mod = importlib.import_module(mod_name)
-        except ImportError as e:
-            where = "the current directory" if options.search_dir is None else "the folder"
-            raise NotFoundError(
-                f"cannot import {mod_name!r} for {spec_name}: {e} (looked in {where} {folder} and on sys.path)"
-            ) from None
-        except Exception as e:  # the user's module failed while it was imported
-            raise InputError(f"importing {mod_name!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
+    file = _user_file(mod_name, folder)
+    file_sha = None
+    with _importable(folder if file is None else str(file.parent)):
+        if file is not None:
+            mod, file_sha = _import_file(file, spec_name)
+            mod_name = str(file)
+        else:
+            try:
+                mod = importlib.import_module(mod_name)
+            except ImportError as e:
+                where = "the current directory" if options.search_dir is None else "the folder"
+                raise NotFoundError(
+                    f"cannot import {mod_name!r} for {spec_name}: {e} (looked in {where} {folder} and on sys.path)"
+                ) from None
+            except Exception as e:  # the user's module failed while it was imported
+                raise InputError(f"importing {mod_name!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
         factory = getattr(mod, attr, None)
         if not callable(factory):
             public = [n for n in dir(mod) if not n.startswith("_") and callable(getattr(mod, n))]
@@ -239,6 +278,12 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     if not isinstance(model, nn.Module):
         raise InputError(f"{spec_name} returned a {type(model).__name__}, not a torch.nn.Module")
     sha = None if options.weights is None else load_weights(model, options.weights, trust_pickle=options.trust_pickle)
+    if file is not None and file_sha is not None:  # the code is part of what the features come from
+        files, digests = [file], [file_sha]
+        if options.weights is not None and sha is not None:
+            files.append(Path(options.weights))
+            digests.append(sha)
+        sha = sha256_files(files, digests)
     spec = getattr(model, "input_spec", None)
     if isinstance(spec, dict):
         try:
