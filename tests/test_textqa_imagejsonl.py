@@ -5,43 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
+import test_data_imagecsv
 import torch
+from test_data_imagecsv import IMAGE_MODEL, every_row
 
 from laya_inspect.data import load_data
 from laya_inspect.errors import InputError
-from laya_inspect.models.base import InputSpec
 
-CIFAR_TAR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
-IMAGE_MODEL = InputSpec(kind="image", channels=3, size=32, mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25))
-
-
-@pytest.fixture(scope="module")
-def cifar(tmp_path_factory) -> Path:
-    """30 CIFAR-10 test JPEGs (3 of each class) unpacked as an image folder."""
-    if not CIFAR_TAR.exists():
-        pytest.skip(f"{CIFAR_TAR} is absent")
-    root = tmp_path_factory.mktemp("cifar")
-    with tarfile.open(CIFAR_TAR) as tar:
-        wanted = [
-            m
-            for m in tar.getmembers()
-            if m.name.startswith("test/") and m.name.endswith(("/0000.jpg", "/0001.jpg", "/0002.jpg"))
-        ]
-        tar.extractall(root, members=wanted, filter="data")
-    return root
-
-
-def _rows(bundle) -> dict[int, tuple[int, torch.Tensor]]:
-    out = {}
-    for split in bundle.splits.values():
-        for x, y, idx in split.batches(8):
-            for k in range(len(y)):
-                out[int(idx[k])] = (int(y[k]), x[k])
-    return out
+cifar = test_data_imagecsv.cifar  # 40 CIFAR-10 test JPEGs (4 of each class), a fixture the tests take by name
 
 
 def _write_jsonl(path: Path, records: list[dict], blank_after: int | None = None) -> None:
@@ -55,7 +29,7 @@ def test_a_jsonl_list_of_cifar_jpegs_reads_as_the_csv_list_does(cifar):
     """QA: imagecsv: read CSV/TSV only; a .jsonl list was read as CSV and refused for a column named
     '{"path": ...'. The same files listed in JSONL and CSV give the same pixels, labels and splits."""
     files = sorted(cifar.glob("test/*/*.jpg"))
-    split = ["train" if i % 3 else "test" for i in range(len(files))]
+    split = ["train" if i % 4 else "test" for i in range(len(files))]
     recs = [{"path": str(f.relative_to(cifar)), "label": f.parent.name, "split": s} for f, s in zip(files, split)]
     _write_jsonl(cifar / "list.jsonl", recs)
     rows = [f"{r['path']},{r['label']},{r['split']}" for r in recs]
@@ -63,9 +37,9 @@ def test_a_jsonl_list_of_cifar_jpegs_reads_as_the_csv_list_does(cifar):
     listed = load_data(f"imagecsv:{cifar / 'list.jsonl'}", input_spec=IMAGE_MODEL)
     table = load_data(f"imagecsv:{cifar / 'list.csv'}", input_spec=IMAGE_MODEL)
     assert listed.kind == "image" and len(listed.class_names) == 10 and listed.class_names == table.class_names
-    assert listed.split_info["method"] == "native" and listed.splits["test"].n == 10 and listed.splits["train"].n == 20
-    a, b = _rows(listed), _rows(table)
-    assert sorted(a) == sorted(b) == list(range(30))
+    assert listed.split_info["method"] == "native" and listed.splits["test"].n == 10 and listed.splits["train"].n == 30
+    a, b = every_row(listed), every_row(table)
+    assert sorted(a) == sorted(b) == list(range(40))
     for i in a:
         assert a[i][0] == b[i][0] and torch.equal(a[i][1], b[i][1])
 
