@@ -110,7 +110,8 @@ def test_rows_are_named_by_the_file_line_the_empty_text_warning_names(tmp_path):
 
 def test_rows_of_a_source_without_lines_are_named_by_their_row():
     """A source that is no file of lines names a row by its index in the source."""
-    counts = np.array([[5, 3, 0], [4, 2, 2], [3, 1, 1]])  # (N, 3): tokens, ordinary ones, unknown ones
+    # (N, 5): tokens, ordinary ones, unknown ones, characters of the unknown ones, characters
+    counts = np.array([[5, 3, 0, 0, 12], [4, 2, 2, 6, 6], [3, 1, 1, 2, 2]])
     (only,) = unknown_texts("hf:x", "train", counts, np.array([7, 9, 11]), "[UNK]")
     assert "2 of 3 texts of split 'train'" in only and "(source rows 9, 11)" in only, only
     (named,) = unknown_texts("csv:x", "train", counts, np.array([7, 9, 11]), "[UNK]", lines=list(range(2, 14)))

@@ -10,18 +10,33 @@ import numpy as np
 
 
 def token_counts(texts: list[str], tokenizer: Any) -> np.ndarray:
-    """(N, 3) int64, per text: how many tokens ``tokenizer`` makes of it (special ones included,
-    before any cut), how many of them are ordinary (special tokens aside), and how many of those are
-    its unknown token (0 for a tokenizer without one, see :func:`_unknown_id`)."""
+    """(N, 5) int64, per text: how many tokens ``tokenizer`` makes of it (special ones included,
+    before any cut), how many of them are ordinary (special tokens aside), how many of those are
+    its unknown token (0 for a tokenizer without one, see :func:`_unknown_id`), how many of the
+    text's characters its unknown tokens stand for, and how many characters it has (whitespace
+    aside). The fourth needs the character offsets only a fast tokenizer gives: 0 without them."""
     unk = _unknown_id(tokenizer)
     special = set(getattr(tokenizer, "all_special_ids", None) or ()) - {unk}
-    out = np.zeros((len(texts), 3), dtype=np.int64)
+    out = np.zeros((len(texts), 5), dtype=np.int64)
     for s in range(0, len(texts), 1024):  # ids of one chunk at a time: no tensors, no padding
-        chunk = tokenizer(list(texts[s : s + 1024]), truncation=False, verbose=False)["input_ids"]
-        for i, ids in enumerate(chunk, s):
+        part = list(texts[s : s + 1024])
+        chunk, spans = _tokenized(part, tokenizer)
+        for i, ids in enumerate(chunk):
             ordinary = [t for t in ids if t not in special]
-            out[i] = len(ids), len(ordinary), ordinary.count(unk) if unk is not None else 0
+            unknown = ordinary.count(unk) if unk is not None else 0
+            hidden = sum(b - a for t, (a, b) in zip(ids, spans[i]) if t == unk) if spans is not None else 0
+            out[s + i] = (len(ids), len(ordinary), unknown, hidden, sum(not c.isspace() for c in part[i]))
     return out
+
+
+def _tokenized(texts: list[str], tokenizer: Any) -> tuple[list[list[int]], list[list[tuple[int, int]]] | None]:
+    """Each text's token ids and each token's character span in it, or None for the spans of a
+    tokenizer that gives none (a slow one)."""
+    try:
+        enc = tokenizer(texts, truncation=False, verbose=False, return_offsets_mapping=True)
+        return enc["input_ids"], enc["offset_mapping"]
+    except (NotImplementedError, TypeError, ValueError, KeyError):
+        return tokenizer(texts, truncation=False, verbose=False)["input_ids"], None
 
 
 def token_lengths(texts: list[str], tokenizer: Any) -> list[int]:
@@ -67,13 +82,25 @@ def unknown_texts(
     out = []
     only = np.flatnonzero((counts[:, 1] > 0) & (counts[:, 2] == counts[:, 1]))  # empty texts have their own warning
     if len(only):
-        named = [lines[r] for r in rows[only[:5]].tolist()] if lines is not None else rows[only[:5]].tolist()
-        shown = ", ".join(map(str, named)) + (", …" if len(only) > 5 else "")
-        where = f"line{'s' * (len(only) > 1)}" if lines is not None else f"source row{'s' * (len(only) > 1)}"
         out.append(
             f"dataset {spec!r}: {len(only)} of {len(counts)} texts of split {split!r} are only unknown tokens to the "
-            f"model's tokenizer ({where} {shown}): their features describe {unk}, not the "
+            f"model's tokenizer ({_named(only, rows, lines)}): their features describe {unk}, not the "
             "text; remove those rows, or use a model whose tokenizer reads them"
+        )
+    # a word over the tokenizer's length limit (WordPiece: 100 characters), an encoded blob: one [UNK]
+    # for thousands of characters, in a text whose few other words still reach the model
+    swallowed = np.flatnonzero((counts[:, 2] < counts[:, 1]) & (counts[:, 3] > UNKNOWN_SHARE * counts[:, 4]))
+    if len(swallowed):
+        first = swallowed[:1]
+        chars = f"{int(counts[first[0], 3]):,} of its {int(counts[first[0], 4]):,} characters"
+        where = f"{_named(first, rows, lines)}: {chars}"
+        if len(swallowed) > 1:
+            where = f"{_named(swallowed, rows, lines)}; at {_named(first, rows, lines)} {chars}"
+        out.append(
+            f"dataset {spec!r}: {len(swallowed)} of {len(counts)} texts of split {split!r} reach the model mostly as "
+            f"the unknown token {unk} ({where}): a run the tokenizer cannot "
+            "split (a word over its length limit, an encoded blob, a script it lacks) becomes one token, and their "
+            "features describe the few words left; clean those texts or remove those rows"
         )
     ordinary, unknown = int(counts[:, 1].sum()), int(counts[:, 2].sum())
     if ordinary and unknown > UNKNOWN_SHARE * ordinary:
@@ -82,6 +109,15 @@ def unknown_texts(
             f"special tokens aside) are the unknown token {unk}: is the model's tokenizer one for this language?"
         )
     return out
+
+
+def _named(picked: np.ndarray, rows: np.ndarray, lines: list[int] | None) -> str:
+    """ "lines 3, 5" (or "source rows 9, 11" where ``lines`` is None) of the first five ``picked`` texts."""
+    named = [lines[r] for r in rows[picked[:5]].tolist()] if lines is not None else rows[picked[:5]].tolist()
+    shown = ", ".join(map(str, named)) + (", …" if len(picked) > 5 else "")
+    return (
+        f"line{'s' * (len(picked) > 1)}" if lines is not None else f"source row{'s' * (len(picked) > 1)}"
+    ) + f" {shown}"
 
 
 def repeated_texts(spec: str, texts: dict[str, list[str]], labels: dict[str, np.ndarray]) -> list[str]:
