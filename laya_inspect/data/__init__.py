@@ -9,7 +9,7 @@ Specs (registry :data:`DATASETS`; nothing is ever downloaded):
 ``imagefolder:DIR``        DIR/<class>/* (seeded split) or DIR/<split>/<class>/*, read lazily
 ``npz:FILE``               X, y or X_<split>, y_<split>: images or (N, D) vectors
 ``csv:FILE`` ``jsonl:FILE``  text tables; options ``?text_col=…&label_col=…&split_col=…``
-``imagecsv:FILE``          image paths (relative to FILE's folder) and labels in a CSV/TSV;
+``imagecsv:FILE``          image paths (relative to FILE's folder) and labels in a CSV/TSV/JSONL;
                            options ``?path_col=…&label_col=…&split_col=…``
 =========================  ===================================================================
 
@@ -228,10 +228,10 @@ def _image_hint(src: Source) -> str:
     """What to do when a table of texts meets an image model: read its paths as images when they are."""
     first = src.open(src.split_names[0])
     assert first.rows is not None  # SplitSource.__post_init__ fills rows
-    how = "imagecsv:FILE?path_col=COLUMN&label_col=COLUMN (paths relative to the CSV's folder)"
+    how = "imagecsv:FILE?path_col=COLUMN&label_col=COLUMN (a CSV, TSV or JSONL; paths relative to its folder)"
     if image_paths(list(first.fetch(first.rows[:100]))):
         return f"its texts are image file paths: read the images with {how}"
-    return f"use an hf: text model, or, for a CSV of image file paths, {how}"
+    return f"use an hf: text model, or, for a table of image file paths, {how}"
 
 
 def _limited(
