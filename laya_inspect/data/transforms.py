@@ -117,9 +117,11 @@ class ImageTransform:
         shapes = {tuple(t.shape) for t in items}
         if len(shapes) > 1 and self.size is None:
             sizes = ", ".join(sorted(f"{s[-2]}x{s[-1]}" for s in shapes)[:4])
+            # train has no --image-size: the way out must be one the command that hit this can take
             raise InputError(
-                f"images in one batch have different sizes ({sizes}); pass an image "
-                "size (image_size / --image-size) or use a model with a fixed input size"
+                f"images in one batch have different sizes ({sizes}); `train` reads each image at its own size "
+                "and has no option to resize them: bring the image files to one size first; extract takes "
+                "--image-size N (image_size=N in Python), or a model with a fixed input size"
             )
         if len(shapes) == 1 and len({t.dtype for t in items}) == 1:
             return self._batch(torch.stack(items))
