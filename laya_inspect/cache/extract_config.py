@@ -163,3 +163,5 @@ class ExtractResult:
     split_info: dict = dataclasses.field(default_factory=dict)  # how the rows were split, as the cache records
     device: str = ""  # the device the backbone ran on (--device auto resolved)
     layers_how: str = ""  # the rule that picked the model's default layers, where --layers all took a fallback's
+    # the model's own top-1 per split, as the cache records it (model_top1); {} where it is not known
+    model_top1: dict = dataclasses.field(default_factory=dict)

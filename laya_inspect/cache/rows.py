@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class Prepared:
     attrs: dict[str, Any]
     batch_size: int
     warnings: list[str]
+    # the model's own top-1 per split once the rows are written (own_task); {} where it is not known
+    model_top1: dict[str, Any] = field(default_factory=dict)
 
 
 def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1) -> Prepared:
@@ -242,6 +244,7 @@ def write_cache(
                 # near chance names a class order unlike the data's among its causes: said once
                 said += near or numbering_warning(prep.num_logits, prep.data.class_names, writer.logit_agreement())
             prep.warnings += said
+            prep.model_top1 = top1
             writer.finish(warnings=said, extra={MODEL_TOP1: top1} if top1 else None)
     prep.warnings += writer.overwrite_notes  # said at the end of the run; the cache keeps them apart
     return written, resumed, nonfinite
@@ -412,7 +415,19 @@ def result_of(
         transforms=prep.data.transforms,
         device=str(prep.device),
         layers_how=getattr(prep.model, "default_layers_how", "") if config.layers == "all" else "",
+        model_top1=prep.model_top1,
     )
+
+
+def top1_line(record: dict[str, Any]) -> str:
+    """The model's own top-1 (:func:`own_task`'s record) in one line, beside each split's majority class's
+    share, which a model that learnt nothing reaches; "" where no split has a labelled row."""
+    known = {s: r for s, r in record.items() if r.get("top1") is not None and r.get("majority") is not None}
+    if not known:
+        return ""
+    top1 = " · ".join(f"{s} {r['top1']:.3f}" for s, r in known.items())
+    majority = " · ".join(f"{r['majority']:.3f}" for r in known.values())
+    return f"the model's own top-1 accuracy: {top1} (majority class {majority})"
 
 
 def describe_normalization(transforms: dict[str, Any]) -> str:

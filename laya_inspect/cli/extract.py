@@ -101,6 +101,7 @@ def extract_command(
         if said is None:
             raise
         raise Stopped(said) from None
+    from ..cache.rows import top1_line
     from ..report.settings import settings_line
 
     console.print(settings_line(_settings(config, result), min(console.width, 100)), highlight=False)
@@ -114,6 +115,8 @@ def extract_command(
     if resumed:
         said = ", ".join(f"{s}: {n:,} rows" for s, n in resumed.items())
         console.print(f"resumed from the rows already written ({said})", highlight=False)
+    if top1_line(result.model_top1):  # near chance, the warning below says so too: this line is for every run
+        console.print(top1_line(result.model_top1), highlight=False)
     for warning in result.warnings:
         wrapped(warning, lead="warning: ", style="yellow", err=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
