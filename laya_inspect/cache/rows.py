@@ -469,7 +469,13 @@ def as_started(fingerprint: str, data: Any, out: str | Path) -> str:
     """The data fingerprint this run records: ``fingerprint``, or where ``<out>.partial`` was started by
     a laya-inspect that hashed every file under the data's folder and records that hash of these very
     files, that one, so that the interrupted extraction resumes (other data is still refused)."""
-    started = _started_on(out)
+    return started_as(fingerprint, data, _started_on(out))
+
+
+def started_as(fingerprint: str, data: Any, started: str | None) -> str:
+    """``started``, the data fingerprint an interrupted extraction records, where a laya-inspect that hashed
+    every file under the data's folder recorded it of these very files; else ``fingerprint`` (this
+    version's), which a resume then compares with ``started`` and refuses where they differ."""
     if started is None or started == fingerprint or getattr(data, "location", "") in ("", "."):
         return fingerprint
     if str(getattr(data, "spec", "")).strip().lower().startswith("imagecsv"):
