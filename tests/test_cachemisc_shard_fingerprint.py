@@ -20,7 +20,7 @@ from laya_inspect.cache.rows import data_fingerprint
 from laya_inspect.cache.schema import attrs_digest
 from laya_inspect.cache.shards import shard_path
 from laya_inspect.data import load_data
-from tests.test_data_fingerprint import PER_CLASS, TARBALL, _every_file_digest
+from tests.test_data_fingerprint import _every_file_digest, cifar_jpegs
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 
@@ -47,22 +47,7 @@ def make():
 @pytest.fixture
 def work(tmp_path, monkeypatch):
     """24 CIFAR-10 JPEGs in two class folders beside a note, and the model's module, in the working folder."""
-    import tarfile
-
-    if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} is absent (see ../shared/data/README.md)")
-    taken: dict[str, int] = {}
-    with tarfile.open(TARBALL) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 3 and parts[0] == "train" and member.isfile() and parts[1] in ("airplane", "automobile"):
-                if taken.get(parts[1], 0) < PER_CLASS:
-                    target = tmp_path / "cifar" / parts[1] / parts[2]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(tar.extractfile(member).read())
-                    taken[parts[1]] = taken.get(parts[1], 0) + 1
-            if len(taken) == 2 and min(taken.values()) == PER_CLASS:
-                break
+    cifar_jpegs(tmp_path / "cifar")
     (tmp_path / "cifar" / "airplane" / "README.txt").write_text("where these came from")  # hashed before, not now
     (tmp_path / "netmodel.py").write_text(MODEL)
     monkeypatch.chdir(tmp_path)

@@ -486,13 +486,18 @@ def started_as(fingerprint: str, data: Any, started: str | None) -> str:
 
 def _started_on(out: str | Path) -> str | None:
     """The data fingerprint an interrupted extraction ``<out>.partial`` records; None without one."""
+    return recorded_fingerprint(partial_path(out))
+
+
+def recorded_fingerprint(path: Path) -> str | None:
+    """The data fingerprint the cache file ``path`` (a partial one, a shard) records; None where there
+    is none, or none to read."""
     import h5py
 
-    partial = partial_path(out)
-    if partial.is_symlink() or not partial.is_file() or not_a_cache(partial) is not None:
+    if path.is_symlink() or not path.is_file() or not_a_cache(path) is not None:
         return None
     try:
-        with h5py.File(partial, "r", locking=False) as f:
+        with h5py.File(path, "r", locking=False) as f:
             value = f.attrs.get("data_fingerprint")
     except (OSError, KeyError, ValueError):
         return None

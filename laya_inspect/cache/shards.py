@@ -336,28 +336,16 @@ def _as_started(prep: Prepared, out: Path, folder: Path, size: int) -> str:
     """Rank 0: the data fingerprint the shards record (:func:`~.rows.started_as`) where a laya-inspect that
     hashed every file under the data's folder started them on these very files, so that they resume as a
     one-process partial does; else this version's."""
-    from .rows import started_as
+    from .rows import recorded_fingerprint, started_as
 
     now = str(prep.attrs["data_fingerprint"])
     for rank in range(size):
         path = shard_path(out, rank, size, folder)
         for file in (path, partial_path(path)):
-            recorded = _recorded_fingerprint(file)
+            recorded = recorded_fingerprint(file)
             if recorded is not None and recorded != now:
                 return started_as(now, prep.data, recorded)
     return now
-
-
-def _recorded_fingerprint(path: Path) -> str | None:
-    """The data fingerprint a shard file records; None where there is none, or none to read."""
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        with h5py.File(path, "r", locking=False) as f:
-            value = f.attrs.get("data_fingerprint")
-    except (OSError, KeyError, ValueError):
-        return None
-    return value if isinstance(value, str) and value else None
 
 
 def _rows_changed(manifest: dict[str, Any], sizes: dict[str, int], limit: int | None) -> str:
