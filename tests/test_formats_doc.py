@@ -99,10 +99,14 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# fit-head's summary.json keys written where the cache records source_lines (data of one file of lines)
+LINED = {k: "where the cache records source_lines" for k in ("file", "line", "first_line", "test_line", "train_line")}
+
+
 def test_fit_head_summary_json(outputs: Path) -> None:
     written = json.loads((outputs / "heads" / "summary.json").read_text())
     documented = prose_names(between("summary.json: `tool_version`", "Definitions:"))
-    check(documented, written, {"n_val_untrained_left_out": "only when a class has no training rows"})
+    check(documented, written, {"n_val_untrained_left_out": "only when a class has no training rows", **LINED})
 
 
 def test_compare_summary_json(outputs: Path) -> None:
@@ -258,7 +262,11 @@ def test_cache_attributes(tmp_path: Path) -> None:
         group = f["test"]
         in_split = set(group.attrs) | {"layer_000" if k.startswith("layer_") else k for k in group}
     assert not attrs - documented, f"cache attributes docs/FORMATS.md does not name: {sorted(attrs - documented)}"
-    named_only = documented - attrs - {"working_dir", "overwrite_notes", "config_defaults", "batch_size", "model_top1"}
+    named_only = (
+        documented
+        - attrs
+        - {"working_dir", "overwrite_notes", "config_defaults", "batch_size", "model_top1", "source_lines"}
+    )
     assert not named_only, f"named, not written: {sorted(named_only)}"
     split_named = set(re.findall(r"[a-z][a-z_0-9]*", split))
     assert in_split <= split_named, f"split contents not named: {sorted(in_split - split_named)}"

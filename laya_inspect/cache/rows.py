@@ -153,6 +153,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "created_at": utc_now(),
         "command": config.identity(),
         "data_fingerprint": as_started(data_fingerprint(data), data, config.out),
+        "source_lines": source_lines(data),
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
         "compute_dtype": "float32" if compute is None else f"{_name(compute)} (autocast)",
@@ -428,6 +429,25 @@ def top1_line(record: dict[str, Any]) -> str:
     top1 = " · ".join(f"{s} {r['top1']:.3f}" for s, r in known.items())
     majority = " · ".join(f"{r['majority']:.3f}" for r in known.values())
     return f"the model's own top-1 accuracy: {top1} (majority class {majority})"
+
+
+# Runs recorded at most: past them (a blank line between every two rows) the rows are named by index.
+MAX_LINE_RUNS = 1000
+
+
+def source_lines(data: Any) -> dict[str, Any] | None:
+    """Where the data are a file of lines (CSV, TSV, JSONL), the line each source row starts on, as the
+    cache records it so that later commands name a row as extract does: ``file`` (its name) and ``runs``,
+    [first source row, its line] where the step between rows and lines changes (a text over several
+    lines, a blank line), each row's line being its run's plus the rows since; None otherwise."""
+    lines = getattr(data, "lines", None)
+    if not lines:
+        return None
+    runs: list[list[int]] = []
+    for row, line in enumerate(lines):
+        if not runs or line - row != runs[-1][1] - runs[-1][0]:
+            runs.append([row, int(line)])
+    return {"file": Path(data.location).name, "runs": runs} if len(runs) <= MAX_LINE_RUNS else None
 
 
 def describe_normalization(transforms: dict[str, Any]) -> str:

@@ -131,6 +131,7 @@ class DataBundle:
     kind: str = "image"  # "image" | "vector" | "text"
     location: str = ""
     files: list[str] | None = None  # the files the rows are read from (Source.files)
+    lines: list[int] | None = None  # the file line of each source row (Source.lines), where the source is one file
     warnings: list[str] = field(default_factory=list)  # one line each, for the user (printed, stored)
 
     @property
@@ -384,6 +385,7 @@ def load_data(
         kind=src.kind,
         location=src.location,
         files=src.files,
+        lines=src.lines,
         warnings=warnings
         + empty_classes(spec, list(src.class_names), source, kept, src.split_info)
         + one_class_dominates(spec, list(src.class_names), kept),

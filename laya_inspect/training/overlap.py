@@ -53,7 +53,31 @@ def repeated_rows(test: CacheRows) -> dict[str, Any] | None:
     digests = [digest(chunk) for _, chunk in _row_bytes(test, n)]
     if not digests:
         return None
-    return repeated_among(np.concatenate(digests), np.arange(n), test.store.index(test.split), test.split)
+    found = repeated_among(np.concatenate(digests), np.arange(n), test.store.index(test.split), test.split)
+    return with_lines(found, test.store.attrs.get("source_lines"), {"index": "line", "first_index": "first_line"})
+
+
+def with_lines(found: dict[str, Any] | None, lines: Any, keys: dict[str, str]) -> dict[str, Any] | None:
+    """``found`` with each example's file line beside its source index (``keys``: index field → line
+    field) and ``file``, where the cache records the lines its rows start on (the cache's ``source_lines``:
+    a CSV, TSV or JSONL file), as extract and explain name such rows; ``found`` as it is otherwise."""
+    if found is None or not isinstance(lines, dict) or not lines.get("runs"):
+        return found
+    runs = np.asarray(lines["runs"], dtype=np.int64)
+
+    def line(index: int) -> int:
+        first, at = runs[np.searchsorted(runs[:, 0], index, side="right") - 1]
+        return int(at + index - first)
+
+    examples = [{**e, **{k: line(e[i]) for i, k in keys.items()}} for e in found["examples"]]
+    return {**found, "file": str(lines.get("file") or ""), "examples": examples}
+
+
+def _named(found: dict[str, Any], example: dict[str, Any], index: str, line: str) -> str:
+    """A source row as extract names it: "line 7 of reviews.csv" where its line is known, else its index."""
+    if line in example:
+        return f"line {example[line]} of {found['file']}"
+    return f"source index {example[index]}"
 
 
 def digest(rows: Iterable[Any]) -> np.ndarray:
@@ -100,10 +124,11 @@ def repeated_among(digests: np.ndarray, rows: np.ndarray, index: np.ndarray, spl
 def repeated_warning(found: dict[str, Any]) -> str:
     """The gate's one line on :func:`repeated_rows`'s finding, on every head."""
     e, split = found["examples"][0], found["split"]
+    row, first = _named(found, e, "index", "line"), _named(found, e, "first_index", "first_line")
     return (
         f"{found['rows']} of {found['of']} {split} rows ({_share(found['rows'] / max(found['of'], 1))}) repeat an "
-        f"earlier {split} row (the same features at every layer, e.g. row {e['row']} (source index {e['index']}) = "
-        f"row {e['first_row']} (source index {e['first_index']})): {found['distinct']} distinct inputs, yet the "
+        f"earlier {split} row (the same features at every layer, e.g. row {e['row']} ({row}) = row "
+        f"{e['first_row']} ({first})): {found['distinct']} distinct inputs, yet the "
         f"test accuracy and every interval over {split} rows (compare's, diagnose's and early-exit's bootstraps) "
         f"count each copy as another input, so those intervals are narrower than {found['distinct']} inputs allow; "
         "remove the copies and extract again"
@@ -156,7 +181,7 @@ def rows_in_train(train: CacheRows, test: CacheRows) -> dict[str, Any] | None:
                 "train_label": int(train_labels[j]),
             }
         )
-    return {
+    found = {
         "train_split": train.split,
         "test_split": test.split,
         "rows": len(same),
@@ -165,17 +190,19 @@ def rows_in_train(train: CacheRows, test: CacheRows) -> dict[str, Any] | None:
         "other_label": other,
         "examples": examples,
     }
+    lines = test.store.attrs.get("source_lines")
+    return with_lines(found, lines, {"test_index": "test_line", "train_index": "train_line"})
 
 
 def overlap_warning(found: dict[str, Any]) -> str:
     """The gate's one line on :func:`rows_in_train`'s finding, on every head."""
     e, train_split, test_split = found["examples"][0], found["train_split"], found["test_split"]
 
-    def at(split: str, row: int, index: int) -> str:
-        return f"{split} row {row} (source index {index})"
+    def at(split: str, row: int, part: str) -> str:
+        return f"{split} row {row} ({_named(found, e, part + '_index', part + '_line')})"
 
     other = found["other_label"]
-    example = f"{at(test_split, e['test_row'], e['test_index'])} = {at(train_split, e['train_row'], e['train_index'])}"
+    example = f"{at(test_split, e['test_row'], 'test')} = {at(train_split, e['train_row'], 'train')}"
     return (
         f"{found['rows']} of {found['of']} {test_split} rows ({_share(found['share'])}) are identical to rows of the "
         f"{train_split!r} split (the same features at every layer, e.g. {example}): the test accuracy is partly a "
