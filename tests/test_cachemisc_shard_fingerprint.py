@@ -7,6 +7,7 @@ killed part-way, whose shards are rewritten to the older fingerprint. Real data:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from laya_inspect.cache.rows import data_fingerprint
 from laya_inspect.cache.schema import attrs_digest
 from laya_inspect.cache.shards import shard_path
 from laya_inspect.data import load_data
-from tests.test_data_fingerprint import _every_file_digest, cifar_jpegs
+from tests.test_data_fingerprint import _every_file_digest
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 
@@ -45,9 +46,9 @@ def make():
 
 
 @pytest.fixture
-def work(tmp_path, monkeypatch):
+def work(cifar_cnn, tmp_path, monkeypatch):
     """24 CIFAR-10 JPEGs in two class folders beside a note, and the model's module, in the working folder."""
-    cifar_jpegs(tmp_path / "cifar")
+    shutil.copytree(cifar_cnn / "source", tmp_path / "cifar")
     (tmp_path / "cifar" / "airplane" / "README.txt").write_text("where these came from")  # hashed before, not now
     (tmp_path / "netmodel.py").write_text(MODEL)
     monkeypatch.chdir(tmp_path)

@@ -27,38 +27,6 @@ from laya_inspect.errors import CacheError
 
 
 def _data(cifar_cnn: Path, tmp_path: Path, kind: str) -> tuple[str, Path]:
-
-@pytest.fixture(scope="module")
-def work(tmp_path_factory):
-    """24 CIFAR-10 JPEGs in two class folders, and a zoo CNN checkpoint."""
-    from laya_inspect.models.zoo import build_zoo, save_zoo_checkpoint
-
-    d = tmp_path_factory.mktemp("work")
-    cifar_jpegs(d / "source")
-    torch.manual_seed(0)
-    save_zoo_checkpoint(d / "cnn.pt", build_zoo("cnn", in_shape=(3, 32, 32), num_classes=2), {})
-    return d
-
-
-def cifar_jpegs(folder: Path) -> None:
-    """PER_CLASS CIFAR-10 JPEGs of two classes into ``folder``/<class>/ (skips the test without the tarball)."""
-    if not TARBALL.is_file():
-        pytest.skip(f"{TARBALL} is absent (see ../shared/data/README.md)")
-    taken: dict[str, int] = {}
-    with tarfile.open(TARBALL) as tar:
-        for member in tar:
-            parts = member.name.split("/")
-            if len(parts) == 3 and parts[0] == "train" and member.isfile() and parts[1] in ("airplane", "automobile"):
-                if taken.get(parts[1], 0) < PER_CLASS:
-                    target = folder / parts[1] / parts[2]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(tar.extractfile(member).read())
-                    taken[parts[1]] = taken.get(parts[1], 0) + 1
-            if len(taken) == 2 and min(taken.values()) == PER_CLASS:
-                break
-
-
-def _data(work: Path, tmp_path: Path, kind: str) -> tuple[str, Path]:
     """The spec and folder of a copy of the images: as an image folder, or listed in folder/labels.csv."""
     folder = tmp_path / "cifar"
     shutil.copytree(cifar_cnn / "source", folder)
