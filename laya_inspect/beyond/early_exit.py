@@ -153,8 +153,8 @@ def _steps(
     its 0-based exit depth and the compute it runs), one step at a time, not one per threshold
     (--thresholds × N at once). Random exit's are their expectations over its scores."""
     rows = np.arange(len(labels))
-    t_grid, e_grid = grid
-    if rule == "random":
+    if rule == "random":  # random exit reads the threshold grid only: its rate of exiting at each depth
+        t_grid = grid[0]
         right = (preds == labels[:, None]).astype(float)  # (N, L)
         for t, share in zip(t_grid, random_exit_shares(t_grid, preds.shape[1])):
             depth = float(share @ np.arange(len(share)))
