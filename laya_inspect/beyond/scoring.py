@@ -457,6 +457,23 @@ def exit_cut_note(s: dict[str, Any]) -> str | None:
     return cut_note(named, "areas and accuracies", "[0, 1]", "the values they can take", "seeds at 95%")
 
 
+def no_flops_note(s: dict[str, Any]) -> str | None:
+    """Why an early-exit summary's fixed-depth table shows a layer at "FLOPs run 0.0%": nothing up to it
+    does multiply-adds (a text encoder's hidden_states.0 is its embeddings, a table lookup), so exiting
+    there runs none of the backbone's counted compute; a depth of zero cost, not a missing count. None
+    where no layer runs none."""
+    used = s.get("compute_used_by_depth") or {}
+    free = [name for name, share in used.items() if share is not None and share <= 0.0]
+    if not free:
+        return None
+    named = ", ".join(free)
+    return (
+        f"FLOPs run 0.0% at {named}: nothing up to {'it' if len(free) == 1 else 'them'} does multiply-adds (an "
+        "embeddings layer is a table lookup, counted as no FLOPs), so exiting there runs none of the backbone's "
+        "counted compute"
+    )
+
+
 def shift_not_read(shift: dict[str, Any]) -> str | None:
     """Why a diagnose --against summary's shift detection is not read, or None: a cache that gives
     fewer than MIN_ROWS test rows (QA: 2 rows of the same data gave "beats msp: +0.52 [+0.38, +0.65]"),

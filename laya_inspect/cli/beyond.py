@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import exit_cut_note, verdict_drawn
+from ..beyond.scoring import exit_cut_note, no_flops_note, verdict_drawn
 from ..options import field_of
 from ..report.reading import (
     OVERSHOOT_LEGEND,
@@ -283,6 +283,8 @@ def early_exit_command(
     for d in s["fixed_depth"]:
         depth.add_row(d["layer"], _ci(d["accuracy"]), percent(s["compute_used_by_depth"][d["layer"]], 1))
     show(depth)
+    if free := no_flops_note(s):
+        dim(free)
 
     if cut := exit_cut_note(s):
         dim(cut)

@@ -23,6 +23,7 @@ from ..beyond.scoring import (
     errors_not_read,
     exit_cut_note,
     head_label,
+    no_flops_note,
     not_read_word,
     shift_not_read,
 )
@@ -484,7 +485,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     ]
     cols = ["layer", "depth", "test accuracy (fixed exit)", "FLOPs run", "α mass beyond", "α mass beyond (full pass)"]
     caption = "α mass beyond: mean over test rows, later layers at their train means"
-    caption += "".join(f"; {cut}" for cut in [exit_cut_note(s)] if cut)
+    caption += "".join(f"; {note}" for note in [no_flops_note(s), exit_cut_note(s)] if note)
     return [*sections, Section("Fixed depth", [Table("exit-depths", cols, depth, caption)])]
 
 
