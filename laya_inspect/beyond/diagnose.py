@@ -327,7 +327,8 @@ def _pool_errors(per_head: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
             if all(h[metric].get(n, {}).get("mean") is not None for h in per_head)
         }
     if not one:
-        out["auroc"] = chance_over_heads(out["auroc"])
+        n_rows = min(h.get("n_test", 0) for h in per_head)
+        out["auroc"] = chance_over_heads(out["auroc"], [h["auroc"] for h in per_head], n_rows)
     out["diff_vs_msp"] = {}
     if one:
         out["diff_vs_msp"] = per_head[0]["diff_vs_msp"]
@@ -440,7 +441,11 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
         diff[f"{k} − msp"] = {**d, "test_rows": rows} if rows else d
     return {
         "interval": "t over heads",
-        "detect_auroc": chance_over_heads(auroc),
+        "detect_auroc": chance_over_heads(
+            auroc,
+            [s["detect_auroc"] for s in shifts],
+            min(s.get("n_this", 0) + s.get("n_other", 0) for s in shifts),
+        ),
         "detect_diff": diff,
         "family": fam,
         "rows_rule": HEADS_ROWS_RULE,
@@ -458,14 +463,45 @@ def rate(values: Sequence[float]) -> dict[str, Any]:
     return bounded(estimate(values), 0.0, 1.0)
 
 
-def chance_over_heads(auroc: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def chance_over_heads(
+    auroc: dict[str, dict[str, Any]], own: Sequence[dict[str, Any]], n_rows: int
+) -> dict[str, dict[str, Any]]:
     """Several heads' AUROC estimates (t over heads) with "below chance" read at the family's level over
-    the scores, as one head's are (:func:`.scoring.with_chance`)."""
+    the scores, as one head's are (:func:`.scoring.with_chance`), and beside the test rows' own sampling
+    as a difference from msp is (:func:`heads_rows`): ``own`` holds each head's AUROC records with its
+    bootstrap interval over its ``n_rows`` shared test rows. Where those are far wider than the interval
+    over heads and, about the mean, hold ½, "below chance" is withheld (``chance_withheld``): two heads
+    that agree on 0.47 give a t-interval under ½ that the rows do not."""
     from ..training.stats import t_interval
 
     level = family(len(auroc), CHANCE_FAMILY)["confidence"]
-    highs = {k: t_interval(e["values"], level)[1] if e.get("n", 0) > 1 else None for k, e in auroc.items()}
-    return {k: with_chance(e, highs[k], level) for k, e in auroc.items()}
+    out = {}
+    for k, e in auroc.items():
+        high = t_interval(e["values"], level)[1] if e.get("n", 0) > 1 else None
+        read = with_chance(e, high, level)
+        rows = _chance_rows(e, [h.get(k) for h in own], n_rows)
+        if read.get("below_chance") and rows is not None:
+            read = {**read, "below_chance": False, "chance_withheld": rows}
+        out[k] = read
+    return out
+
+
+def _chance_rows(e: dict[str, Any], own: Sequence[dict[str, Any] | None], n_rows: int) -> dict[str, Any] | None:
+    """The heads' own interval over the rows (mean half-width about ``e``'s mean) where it dominates
+    ``e``'s interval over heads (fit-head's test-sampling rule) and holds ½; None otherwise."""
+    got = [h for h in own if h and h.get("ci_low") is not None and h.get("ci_high") is not None]
+    m, lo, hi = e.get("mean"), e.get("ci_low"), e.get("ci_high")
+    if len(got) < 2 or len(got) < len(own) or m is None or lo is None or hi is None:
+        return None
+    half = float(np.mean([(h["ci_high"] - h["ci_low"]) / 2 for h in got]))
+    # read as a difference from ½, so that rows_rule's "holds 0" is "holds ½"
+    rule = rows_rule(
+        {"ci_low": lo - 0.5, "ci_high": hi - 0.5},
+        {"rows": n_rows, "half_width": half, "ci_low": m - half - 0.5, "ci_high": m + half - 0.5},
+    )
+    if not (rule["dominates"] and rule["holds_zero"]):
+        return None
+    return {"heads": len(got), "rows": n_rows, "half_width": half, "ci_low": m - half, "ci_high": m + half}
 
 
 SHIFT_SCORES = ("alpha_divergence", "alpha_entropy")  # what shift detection reads against msp

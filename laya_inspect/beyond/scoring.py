@@ -557,6 +557,13 @@ def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads:
     none = [n for n in sides if n not in spread and n not in opposite]
     below = [n for n in names if _below_chance(auroc, n)]
     parts = []
+    for n in names:
+        if held := (auroc.get(n) or {}).get("chance_withheld"):
+            parts.append(
+                f"{n}: its interval over {held['heads']} heads lies under 0.5 but is far narrower than each head's "
+                f"own over the {held['rows']} shared test rows (±{held['half_width']:.3f} on average), which holds "
+                "0.5: not read as below chance; add test rows or heads"
+            )
     if len(none) == 1:
         parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance{on} (its interval holds 0.5)")
     elif none:
