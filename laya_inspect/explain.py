@@ -19,7 +19,7 @@ import numpy as np
 
 from .cache.store import FeatureStore
 from .errors import InputError, LayaError, name_of
-from .files import atomic_path, output_lock, plain
+from .files import atomic_path, output_lock, plain, special_file
 from .out_dir import check_out, claimed_by, put_record, take_record
 
 # Random scores say nothing about one row: explain runs every other method defined for the head.
@@ -487,6 +487,8 @@ def not_explains_figure(path: Path) -> str | None:
     if claim is not None:  # explain writes no marked folder: the file is another command's
         folder, marker = claim
         return f"is part of the output of `laya-inspect {marker.get('command')}` in {folder}"
+    if special := special_file(path):
+        return f"is {special}, not a figure laya-inspect explain wrote"
     try:
         with open(path, "rb") as f:
             head = f.read(_MARK_WITHIN)

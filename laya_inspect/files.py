@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -170,6 +171,26 @@ def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def special_file(path: str | Path) -> str | None:
+    """What ``path`` is where it is a FIFO, a socket or a device, else None (a file, a folder, a link
+    or nothing). A check that reads an existing output to tell whether it is the tool's asks first:
+    opening a FIFO blocks until a writer comes, so the run would hang before its work; and
+    laya-inspect writes none of these, so none is its to replace."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return next((what for test, what in _SPECIAL if test(mode)), None)
 
 
 def utc_now() -> str:

@@ -456,7 +456,9 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   unchecked, as before; one written before `files_digest` vouches only for files that have not
   changed since it was written. A link under a listed name is the user's (laya-inspect writes
   none), and so is a listed file a current marker records nothing of (a file saved where a listed
-  folder was). What a run
+  folder was). A FIFO, socket or device under an output's name (`train --out`, its metrics file,
+  `extract --out` or its `NAME.partial`, `explain --out`, `report.html`) is refused by what it is,
+  before anything opens it (a FIFO would block the run for ever). What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
   is refused, with the output it belongs to, whose next run clears it. A temporary name of a listed

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CacheError
+from ..files import special_file
 
 SCHEMA_VERSION = 1
 # Attributes holding one entry per cached layer, in layer order.
@@ -169,6 +170,8 @@ def not_a_cache(
     it), else what it is instead. The signature is read before libhdf5 opens anything, so a text file
     is told apart without h5py; a damaged HDF5 file is read under :func:`check_attrs_end`'s guard
     (its error names ``what``, the path by default, and ends with ``remedy``)."""
+    if special := special_file(path):
+        return f"is {special}, not a cache laya-inspect wrote"
     try:
         with open(path, "rb") as f:
             head = f.read(len(HDF5_SIGNATURE))

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from ..choices import INITS
 from ..errors import InputError
+from ..files import special_file
 from ..registry import Registry
 from .weights import load_state_dict_strict, to_state_dict
 
@@ -241,6 +242,8 @@ def is_zoo_checkpoint(obj: Any) -> bool:
 def not_a_zoo_checkpoint(path: Path) -> str | None:
     """None when ``path`` is a zoo checkpoint laya-inspect wrote (``train --force`` may replace it),
     else what it is instead. Read with ``weights_only=True``: a pickle in it runs no code."""
+    if special := special_file(path):
+        return f"is {special}, not a checkpoint laya-inspect wrote"
     try:
         with open(path, "rb") as f:
             obj = torch.load(f, map_location="cpu", weights_only=True)

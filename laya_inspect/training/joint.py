@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from .. import __version__
 from ..errors import InputError
-from ..files import atomic_paths, json_bytes, output_lock, plain, remove_stale_temps
+from ..files import atomic_paths, json_bytes, output_lock, plain, remove_stale_temps, special_file
 from ..heads import Head, HeadOutput, LastLayerHead, build_head, class_mask, hold_untrained
 from ..options import defaulted
 from ..out_dir import check_out, put_record, spec_paths, take_record
@@ -165,15 +165,17 @@ def check_metrics_out(path: Path) -> None:
     metrics = metrics_path(path)
     if not metrics.exists() and not metrics.is_symlink():
         return
-    if not_a_metrics_file(metrics) is not None:
+    if (why := not_a_metrics_file(metrics)) is not None:
         raise InputError(
-            f"--out {path} writes its metrics to {metrics}, which is not a metrics file laya-inspect train wrote; "
+            f"--out {path} writes its metrics to {metrics}, which {why}; "
             "laya-inspect replaces only its own files: choose another --out, or move it away yourself"
         )
 
 
 def not_a_metrics_file(path: Path) -> str | None:
     """None when ``path`` is a metrics file ``train`` wrote (one it may replace), else what it is instead."""
+    if special := special_file(path):
+        return f"is {special}, not a metrics file laya-inspect train wrote"
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if not path.is_symlink() else None
     except (OSError, ValueError):
