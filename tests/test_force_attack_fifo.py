@@ -20,6 +20,7 @@ from laya_inspect.cache.schema import not_a_cache
 from laya_inspect.errors import InputError
 from laya_inspect.explain import not_explains_figure
 from laya_inspect.models.zoo import not_a_zoo_checkpoint
+from laya_inspect.report import refuse_foreign_page
 from laya_inspect.training.joint import check_metrics_out
 
 WAIT_S = 5.0
@@ -81,6 +82,14 @@ def test_extract_refuses_a_fifo_partial(tmp_path: Path) -> None:
     hung, out = answer(lambda: refuse_foreign_partial(tmp_path / "cache.h5"), fifo)
     assert not hung, "extract's resume check blocked on a FIFO"
     assert isinstance(out, InputError) and "FIFO" in str(out) and "cache.h5.partial" in str(out), out
+
+
+def test_report_html_keeps_a_fifo_named_report_html(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.html"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"report\.html is a FIFO"):
+        refuse_foreign_page(tmp_path)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def test_a_socket_is_named_and_a_plain_file_is_not(tmp_path: Path) -> None:

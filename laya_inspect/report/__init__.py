@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, os_message
-from ..files import output_lock, write_with
+from ..files import output_lock, special_file, write_with
 from ..out_dir import changed_since_written, read_marker, redigest, unwritable
 from .folders import folder_kind, read_folder
 from .html import PAGE_MARK, fragment, page, page_unchanged, seal
@@ -63,7 +63,7 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     write: one the folder's marker does not list and that does not carry the page's own mark (a
     user's page beside a copied summary.json), or whose seal no longer matches what it holds (a page
     copied out of its output and annotated; one an earlier version wrote has no seal); one the marker
-    lists and changed since; a symlink; and a folder it cannot be written in."""
+    lists and changed since; a symlink or a FIFO, socket or device; and a folder it cannot be written in."""
     page = Path(folder) / REPORT_NAME
     denied = unwritable(Path(folder)) if Path(folder).is_dir() else None
     if denied is not None:  # else the page is built, then fails on its temporary name
@@ -76,6 +76,8 @@ def refuse_foreign_page(folder: str | Path, flag: str = "DIR") -> None:
     why = None
     if page.is_symlink():
         why = f"is a symlink (to {os.readlink(page)})"
+    elif special := special_file(page):
+        why = f"is {special}, not a page laya-inspect wrote"
     elif page.is_file():
         marker = read_marker(folder)
         if marker is None or REPORT_NAME not in marker["files"]:
