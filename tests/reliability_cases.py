@@ -458,7 +458,9 @@ edit by hand (`tests/test_reliability_doc.py` fails when the two differ).
   none), and so is a listed file a current marker records nothing of (a file saved where a listed
   folder was). A FIFO, socket or device under an output's name (`train --out`, its metrics file,
   `extract --out` or its `NAME.partial`, `explain --out`, `report.html`) is refused by what it is,
-  before anything opens it (a FIFO would block the run for ever). What a run
+  before anything opens it (a FIFO would block the run for ever). `train --out model.pth` beside
+  `model.pt` is refused, `--force` or not, as both write `model.metrics.json` and model.pt's would be
+  lost. What a run
   killed with SIGKILL left for an output inside this one (`compare --out heads/cmp`: its lock holding
   the dead PID, beside that PID's temporary name) is laya-inspect's; a name that only looks like one
   is refused, with the output it belongs to, whose next run clears it. A temporary name of a listed

@@ -161,15 +161,24 @@ def metrics_path(path: Path) -> Path:
 
 def check_metrics_out(path: Path) -> None:
     """The metrics file beside the checkpoint is written too: an existing one that train did not write
-    (the user's own ``model.metrics.json``) is refused, --force or not."""
+    (the user's own ``model.metrics.json``), or wrote for another checkpoint of the same stem
+    (``model.pt``'s, for ``--out model.pth``), is refused, --force or not."""
     metrics = metrics_path(path)
     if not metrics.exists() and not metrics.is_symlink():
         return
-    if (why := not_a_metrics_file(metrics)) is not None:
+    why = not_a_metrics_file(metrics)
+    if why is None and (other := _metrics_checkpoint(metrics)).name != path.name:
+        why = f"holds the metrics of checkpoint {other}, (the same stem)"
+    if why is not None:
         raise InputError(
             f"--out {path} writes its metrics to {metrics}, which {why}; "
             "laya-inspect replaces only its own files: choose another --out, or move it away yourself"
         )
+
+
+def _metrics_checkpoint(metrics: Path) -> Path:
+    """The checkpoint a metrics file train wrote names (its ``--out`` as given)."""
+    return Path(str(json.loads(metrics.read_text(encoding="utf-8"))["checkpoint"]))
 
 
 def not_a_metrics_file(path: Path) -> str | None:
