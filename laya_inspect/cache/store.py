@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, LayaError, NotFoundError, suggest
+from ..files import special_file
 from .fingerprint import fingerprint_inputs, fingerprint_of, same_features
 from .partial import partial_path
 from .schema import (
@@ -52,8 +53,9 @@ class FeatureStore:
                     "command to resume it"
                 )
             raise NotFoundError(f"no feature cache at {self.path}; create one with `laya-inspect extract`")
-        if self.path.is_dir():
-            raise InputError(f"{self.path} is a folder, not a feature cache (an .h5 file written by extract)")
+        if self.path.is_dir() or special_file(self.path):
+            what = special_file(self.path) or "a folder"  # a FIFO would hang the reader, waiting for a writer
+            raise InputError(f"{self.path} is {what}, not a feature cache (an .h5 file written by extract)")
         check_attrs_end(self.path, str(self.path), "extract the cache again")
         try:
             self.file = h5py.File(self.path, "r")

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import PICKLED_OBJECT, InputError, NotFoundError, UnsafeCheckpointError, few, os_message
-from ..files import sha256_file
+from ..files import sha256_file, special_file
 from ..out_dir import own_temp
 
 # where checkpoints keep the weights, in the order looked for (the plain weights before an EMA copy)
@@ -66,6 +66,8 @@ def _existing(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         raise InputError(f"weights {str(path)!r} is a folder, not a weights file; give a file inside it: {_listing(p)}")
+    if what := special_file(p):  # reading it would wait for a writer that may never come
+        raise InputError(f"weights {str(path)!r} is {what}, not a weights file")
     if not p.is_file():
         where = f"; the folder holds: {_listing(p.parent)}" if p.parent.is_dir() else ""
         raise NotFoundError(f"no weights file {str(path)!r}{where}")

@@ -1,0 +1,31 @@
+"""A FIFO given where an input file belongs (a cache, a weights file, a data file) is refused by what
+it is, at once. Before, fit-head and compare opened a FIFO cache and hung until a writer came, and a
+FIFO weights or CSV file was refused as missing or as "a folder"."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from test_force_attack_fifo import answer
+
+from laya_inspect import FeatureStore
+from laya_inspect.data import load_data
+from laya_inspect.errors import LayaError
+from laya_inspect.models.weights import read_checkpoint
+
+
+@pytest.mark.parametrize(
+    "name, read, what",
+    [
+        ("cache.h5", FeatureStore, "is a FIFO (named pipe), not a feature cache"),
+        ("w.pt", read_checkpoint, "weights 'w.pt' is a FIFO (named pipe), not a weights file"),
+        ("d.csv", lambda p: load_data(f"csv:{p}"), "no csv file 'd.csv' ('d.csv' is a FIFO (named pipe))"),
+    ],
+)
+def test_a_fifo_input_is_refused_by_what_it_is(tmp_path, monkeypatch, name, read, what) -> None:
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(name)
+    hung, out = answer(lambda: read(name), tmp_path / name)
+    assert not hung, f"{name}: the read blocked on a FIFO"
+    assert isinstance(out, LayaError) and what in str(out), out
