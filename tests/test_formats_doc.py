@@ -213,6 +213,7 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         several = {  # one head here
             "given_heads_test_acc": "early-exit given several LAYA heads",
             "layers_by_seed": "prune given several LAYA heads",
+            "flops_saved_by_seed": "prune given several LAYA heads",
             "by_seed": "prune given several LAYA heads",
             "scores_over_heads": "prune given several LAYA heads",
             "caveat": "prune given --scalarmix",  # none here

@@ -500,7 +500,10 @@ def saved_cell(point: dict[str, Any] | None, s: dict[str, Any], key: str = "flop
     :func:`saved_note` says once."""
     if point is None:
         return "—"
-    return NONE_BEYOND if _saves_nothing_more(point, s, key) else percent(point[key], 1)
+    if _saves_nothing_more(point, s, key):
+        return NONE_BEYOND
+    # each head's own set: a mean over different sets, not what any one set saves
+    return percent(point[key], 1) + (" (mean over different sets)" if point.get("layers_by_seed") else "")
 
 
 def saved_note(s: dict[str, Any], points: list[dict[str, Any] | None]) -> str | None:
@@ -526,12 +529,33 @@ def saves_text(point: dict[str, Any], s: dict[str, Any], short: bool = False) ->
             return f"no compute saved beyond all layers, as each head's set keeps the deepest layer, {last}"
         return f"no compute saved beyond all layers, as it keeps the deepest layer, {point['deepest']}"
     if short:
-        return f"saving {percent(point['flops_saved'], 1)} FLOPs"
+        mixed = mixed_sets(point)
+        of = f" (the mean over different sets, each head's own: {mixed})" if mixed else ""
+        return f"saving {percent(point['flops_saved'], 1)} FLOPs{of}"
     return (
         f"saves {percent(point['flops_saved'], 1)} of the backbone's FLOPs and {percent(point['params_saved'], 1)} "
         "of its parameters "
         f"({s['costs']['source']})"
     )
+
+
+def mixed_sets(point: dict[str, Any]) -> str:
+    """Where each LAYA head keeps its own set, whose saving is then a mean over different sets: those
+    sets ("seed 0: blocks.2, 0.6%; seeds 1, 2: blocks.0, 83.4%"); "" where every head keeps one set.
+    Summaries written before ``flops_saved_by_seed`` name the sets without their savings."""
+    by_seed = point.get("layers_by_seed")
+    if not by_seed:
+        return ""
+    saved = point.get("flops_saved_by_seed") or {}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for seed, layers in by_seed.items():
+        groups.setdefault(tuple(layers), []).append(seed)
+    parts = [
+        f"seed{'s' * (len(seeds) > 1)} {', '.join(seeds)}: {' '.join(layers)}"
+        + (f", {percent(saved[seeds[0]], 1)}" if seeds[0] in saved else "")
+        for layers, seeds in groups.items()
+    ]
+    return "; ".join(parts)
 
 
 def smallest_within(s: dict[str, Any], ranking: str) -> dict[str, Any] | None:

@@ -363,8 +363,9 @@ def _prune(
                 "within_max_drop": within_margin(vals, ref_vals, config.max_drop) >= floor,
                 "why_withheld": None,
             }
-            if not stable:  # each head's set: no one set to recommend
+            if not stable:  # each head's set: no one set to recommend, and its saving a mean over those sets
                 point["layers_by_seed"] = {str(s): [names[j] for j in t] for s, t in tops.items()}
+                point["flops_saved_by_seed"] = {str(s): float(costs.saved(max(t))[1]) for s, t in tops.items()}
             points.append(point)
             # the rule that withholds the chosen set, read on every set a ranking would pick
             if point["within_max_drop"]:

@@ -287,7 +287,7 @@ def _prune_cell(vs: dict[str, Any], one: bool, same: bool) -> Cell:
 
 
 def prune_sections(s: dict[str, Any]) -> list[Section]:
-    from ..beyond.costs import saved_cell, saved_note, smallest_k_text, smallest_within
+    from ..beyond.costs import mixed_sets, saved_cell, saved_note, smallest_k_text, smallest_within
     from ..beyond.rankings import layers_text
 
     ref = s["reference"]["test_acc"]
@@ -360,7 +360,13 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
-    notes = list(s.get("warnings") or []) + ([note] if note else []) + withheld
+    mixed = [
+        f"{name}'s FLOPs saved at its smallest set, {percent(p['flops_saved'], 1)}, is the mean over different "
+        f"sets, each head's own: {mixed_sets(p)}"
+        for name in s["rankings"]
+        if (p := smallest_within(s, name)) and mixed_sets(p)
+    ]
+    notes = list(s.get("warnings") or []) + ([note] if note else []) + withheld + mixed
     if rand:
         per_k = "; ".join(
             f"k = {e['k']}: {_value(e['test_acc'], one)} over {len(e['sets'])} of {e['sets_of_size_k']} sets"
