@@ -244,7 +244,7 @@ def test_the_accuracy_on_a_cache_of_other_classes_is_not_computed(shift_caches, 
 def test_heads_that_tell_the_caches_apart_in_opposite_directions_are_not_read_as_chance():
     """QA: α-entropy's shift AUROC was 0.386, 0.780 and 0.454 over three seeds, every interval off 0.5;
     pooled over heads it held 0.5 and was read "not shown to tell the caches apart better than chance"."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
 
     def auroc(mean, lo, hi):
         return {"mean": mean, "ci_low": lo, "ci_high": hi}
@@ -279,7 +279,7 @@ def test_the_verdict_says_how_many_classes_shift_after_holm():
     reader scanned the raw p of 10 unshifted classes and met one below 0.05 in about 40% of runs. The
     verdict now counts the classes whose adjusted p is below 0.05 (0.05/m over m heads, as "differ for
     some heads" counts heads)."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
 
     def perm(p_holm):
         return {"p_value": 0.01, "per_class": [{"class": 0, "n_this": 1}, *({"p_holm": p} for p in p_holm)]}
@@ -376,7 +376,7 @@ def test_the_verdicts_follow_the_evidence():
 def test_error_detection_is_read_against_chance_too():
     """QA: α-entropy's AUROC 0.554 [0.432, 0.677] (and 0.396 on a convnet) was only said to be worse
     than msp; nothing said it is not shown to tell errors from correct predictions better than chance."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
 
     def auroc(mean, lo, hi):
         return {"mean": mean, "ci_low": lo, "ci_high": hi}
@@ -407,7 +407,7 @@ def test_an_interval_over_few_heads_that_holds_chance_is_not_read_as_chance():
     """QA (MobileNetV2, 3 seeds): α's AUROC 0.614 [0.493, 0.735] over heads (t, 2 degrees of freedom)
     was said to tell errors apart "no better than chance", though each head's own interval over its
     test rows lay above 0.5 (seed 0: [0.580, 0.638])."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
 
     def auroc(mean, lo, hi):
         return {"mean": mean, "ci_low": lo, "ci_high": hi}
@@ -457,7 +457,7 @@ def test_a_bound_within_resampling_error_of_chance_is_drawn_again():
 
 def test_report_html_reads_diagnose_against_chance_as_the_terminal_does():
     """report.html's diagnose page said α is worse than msp, never that α is not shown above chance."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
     from laya_inspect.report.reading import diagnose_reading
 
     def auroc(mean, lo, hi):
@@ -502,7 +502,7 @@ def test_no_verdict_against_msp_is_read_over_a_handful_of_errors():
     """QA: 95/5 data whose test rows held 1 error printed "alpha_entropy is worse than msp: −0.378, 95% CI
     [−0.674, −0.101]": a bootstrap over rows with one error says nothing (every resample holds it 0, 1,
     2… times). The terminal, the reading and report.html say why no verdict is drawn; the numbers stay."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
     from laya_inspect.report.beyond import diagnose_sections
     from laya_inspect.report.reading import diagnose_reading
 
@@ -577,7 +577,7 @@ def test_an_auroc_difference_over_two_heads_is_shown_inside_minus_one_to_one():
     (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
     assert note in table.caption
     assert "[-1.000, +0.741]" in str(table.rows[1]) and "1.190" not in str(table.rows[1])
-    line = diagnose._verdict(s)[0]
+    line = diagnose.verdict_lines(s)[0]
     assert "no detectable difference" in line and "CI [-1.0000, +0.74" in line, line
     shifts = [
         {"detect_auroc": {"msp": {"mean": m}, "alpha_divergence": {"mean": a}, "alpha_entropy": {"mean": a}}}
@@ -787,7 +787,7 @@ def test_one_head_says_it_reads_one_fitted_seed_only_where_a_verdict_was_drawn(d
     """QA: one head's diagnose said "the verdicts above read one fitted seed" under "too few rows" and
     under "no interval, so no verdict" (--bootstrap 0), where no verdict was drawn; the terminal,
     `report DIR` and report.html's reading say it only beside a verdict."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
     from laya_inspect.cli.beyond import verdict_lines
     from laya_inspect.report.reading import diagnose_reading
 
@@ -1201,7 +1201,7 @@ def test_a_difference_from_msp_every_head_shows_alone_is_said_beside_no_detectab
     98.8% CI [-0.338, +0.084] (t over heads, 2 degrees of freedom), and report.html "not
     distinguishable", though each head's own paired interval over its 500 test rows lay below 0
     (seed 0: [-0.131, -0.024]; seed 1: [-0.199, -0.085]; seed 2: [-0.216, -0.094])."""
-    from laya_inspect.beyond.diagnose import _verdict
+    from laya_inspect.beyond.diagnose import verdict_lines as _verdict
     from laya_inspect.report.beyond import diagnose_sections
     from laya_inspect.report.reading import diagnose_reading
 
@@ -1293,7 +1293,7 @@ def test_an_interval_over_two_heads_that_agree_is_read_beside_the_test_rows(own_
     assert rows["withheld"] is (own_half > 0.0953)
     assert "test rows" in errors["rows_rule"]
     s = {"errors": errors, "heads": per, "scores": {}}
-    (line,) = diagnose._verdict(s)
+    (line,) = diagnose.verdict_lines(s)
     (table,) = [t for sec in diagnose_sections(s) for t in sec.tables if t.id == "diagnose-errors"]
     cell = next(r[table.columns.index("verdict")] for r in table.rows if r[0] == "alpha")
     (reading,) = [x for x in diagnose_reading(s).lead if x.startswith("Misclassified")]

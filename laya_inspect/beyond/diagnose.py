@@ -256,7 +256,7 @@ def _diagnose(
             else "not applicable (one layer: α = 1 for every row of both caches)",
         }
         summary["warnings"] += rows_warning(summary["shift"]["pooled"]["detect_diff"], "shift-detection")
-    summary["verdict"] = _verdict(summary)
+    summary["verdict"] = verdict_lines(summary)
     return summary
 
 
@@ -538,7 +538,9 @@ def _against(d: dict[str, Any], one: str | None, *, what: str, baseline: str) ->
     return f"no verdict: one seed: {what} − {baseline} = {span}"
 
 
-def _verdict(s: dict[str, Any]) -> list[str]:
+def verdict_lines(s: dict[str, Any]) -> list[str]:
+    """Diagnose's verdict lines, read from its summary's fields alone: the run stores them, `report DIR`
+    rebuilds them by this same rule (a KeyError where an older summary lacks a field)."""
     lines = []
     errors = s["errors"]
     undefined = [h["undefined"] for h in s["heads"] if h.get("undefined")]

@@ -67,7 +67,15 @@ from .exit_heldout import (
     small_folds,
     two_folds,
 )
-from .exit_verdicts import FAMILY_RULE, ROWS_RULE, alpha_fired, exit_comparisons, read_apart, rows_warning
+from .exit_verdicts import (
+    FAMILY_RULE,
+    ROWS_RULE,
+    alpha_fired,
+    exit_comparisons,
+    read_apart,
+    rows_warning,
+    verdict_lines,
+)
 from .laya_seeds import open_laya_heads
 from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
 
@@ -404,7 +412,7 @@ def _simulate(
     summary["comparisons"] = exit_comparisons(areas, points, summary["alpha_fired"], in_sample, shares)
     summary["warnings"] += rows_warning(summary["comparisons"])
     summary["rows_rule"] = ROWS_RULE
-    summary["verdict"] = [c["verdict"] for c in summary["comparisons"].values()]
+    summary["verdict"] = verdict_lines(summary)
     summary["families_read_apart"] = read_apart(summary["comparisons"])
     summary["family_rule"] = FAMILY_RULE
     return summary

@@ -150,6 +150,13 @@ def exit_comparisons(
     return out
 
 
+def verdict_lines(s: dict[str, Any]) -> list[str]:
+    """Early-exit's verdict lines from its summary: each comparison's own verdict, in order. Those are
+    written where the comparison is drawn (:func:`exit_comparisons` reads the test rows' per-row shares,
+    which the summary does not keep), so `report DIR` shows them as the run wrote them."""
+    return [c["verdict"] for c in s["comparisons"].values()]
+
+
 # The rule a verdict is read by beside the test rows' own sampling (docs/METHOD.md, "Early exit")
 ROWS_RULE = (
     "every seed's areas are scored on the same test rows, so an interval over seeds leaves out which rows were "

@@ -493,7 +493,7 @@ def _prune(
         + check_warnings(summary["refit_check"])
         + ties
     )
-    summary["verdict"] = _verdict_lines(summary)
+    summary["verdict"] = verdict_lines(summary)
     return summary, chosen
 
 
@@ -916,7 +916,9 @@ def _search_line(s: dict[str, Any]) -> list[str]:
     ]
 
 
-def _verdict_lines(s: dict[str, Any]) -> list[str]:
+def verdict_lines(s: dict[str, Any]) -> list[str]:
+    """Prune's verdict lines, read from its summary's fields alone: the run stores them, `report DIR`
+    rebuilds them by this same rule (a KeyError where an older summary lacks a field)."""
     from ..report.reading import ks_text, withheld_cost
 
     lines = []

@@ -61,7 +61,11 @@ def _settings(s: dict[str, Any]) -> None:
 
 
 def verdict_lines(s: dict[str, Any]) -> list[str]:
-    """The verdict and its notes, as the command prints them and `report DIR` prints them again."""
+    """The verdict and its notes, as the command prints them and `report DIR` prints them again
+    (rebuilt from the summary's fields, not the lines it stored, which an older version worded)."""
+    from ..beyond import summary_verdict
+
+    lines, stored = summary_verdict(s)
     # early-exit's questions are each held to 5% on its own: said beside their lines, not left to the docs
     notes = [s[k] for k in ("families_read_apart", "family_rule") if s.get(k)]
     command = str(s.get("command") or "")
@@ -72,7 +76,8 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
     one_head = command in ("prune", "early-exit") and len(s.get("alpha_heads") or []) <= 1
     if one_head and (note := alpha_fit_note(s, command)):
         notes.append(note)
-    return [*(s.get("verdict") or []), *(f"note: {n}" for n in notes)]
+    notes += [stored] if stored else []
+    return [*lines, *(f"note: {n}" for n in notes)]
 
 
 def _wrote(out: Path, s: dict[str, Any]) -> None:

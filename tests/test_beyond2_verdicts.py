@@ -1,0 +1,120 @@
+"""`report DIR` rebuilds prune's and diagnose's verdict lines from the summary's fields (an older
+summary's stored lines are shown with a note only where a field is missing); prune's saving at a set
+each LAYA head keeps differently is said to be a mean over those sets; diagnose's test-rows clause
+follows its verdict and AUROC without repeating the interval."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pytest
+from helpers import fit_quickly
+from test_prune import planted_laya
+from typer.testing import CliRunner
+
+from laya_inspect.cache.store import FeatureStore
+from laya_inspect.cli import app
+from laya_inspect.head_dir import cache_identity, save_head
+
+runner = CliRunner()
+ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "300"}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _rewrite(path: Path, edit) -> None:
+    s = json.loads(path.read_text())
+    edit(s)
+    path.write_text(json.dumps(s))
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory) -> tuple[Path, dict]:
+    """A real prune over two LAYA heads whose α keep different single layers at k = 1 (seed 0: l1,
+    seed 1: l3), on a planted cache; --max-drop 0.9 lets every set stay within it."""
+    from test_prune import _planted_cache
+
+    root = tmp_path_factory.mktemp("beyond2-prune")
+    cache, _ = _planted_cache(root, 400, seed=0)
+    fit = root / "heads"
+    with FeatureStore(cache) as store:
+        for s, alpha in ((0, [0.6, 0.4, 0.0]), (1, [0.0, 0.4, 0.6])):
+            save_head(fit / "laya" / f"seed_{s}", planted_laya(alpha), meta={**cache_identity(store), "seed": s})
+    out = root / "prune"
+    args = ["prune", str(fit), "--cache", str(cache), "--ks", "1", "--epochs", "2", "--costs", "shapes"]
+    args += ["--max-drop", "0.9", "--no-plots", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    return out, {"output": result.output}
+
+
+def test_a_mean_over_different_sets_names_them_in_the_terminal_summary_and_page(pruned):
+    """alpha's smallest set within --max-drop read "keeps 1 layer, saving x% FLOPs", a mean over heads that
+    keep different layers; it now says so and which sets, with each one's saving."""
+    out, run = pruned
+    s = json.loads((out / "summary.json").read_text())
+    (one,) = [p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == 1]
+    assert one["layers_by_seed"] == {"0": ["l1"], "1": ["l3"]}
+    saved = one["flops_saved_by_seed"]
+    assert saved["0"] > saved["1"]  # keeping l1 runs less of the backbone than keeping l3
+    assert one["flops_saved"] == pytest.approx((saved["0"] + saved["1"]) / 2)
+    (line,) = [v for v in s["verdict"] if v.startswith("alpha: smallest set")]
+    sets = f"seed 0: l1, {100 * saved['0']:.1f}%; seed 1: l3, {100 * saved['1']:.1f}%"
+    mean = f"saving {100 * one['flops_saved']:.1f}% FLOPs"
+    assert f"{mean} (the mean over different sets, each head's own: {sets})" in line
+    assert line in _flat(run["output"])
+    page = _flat(html.unescape((out / "report.html").read_text(encoding="utf-8")))
+    assert "(mean over different sets)" in page  # the table's cell
+    assert f"alpha's FLOPs saved at its smallest set, {100 * one['flops_saved']:.1f}%, is the mean over" in page
+    assert sets in page
+
+
+def test_report_rebuilds_prune_verdicts_from_the_fields_not_the_stored_lines(pruned, tmp_path):
+    """`report DIR` printed summary.json's stored verdict lines, so an older summary kept its older
+    wording; it now rebuilds them by the run's rule, and shows stored lines (with a note) only where a
+    field the rule reads is missing."""
+    import shutil
+
+    out, _ = pruned
+    copy = tmp_path / "prune"
+    shutil.copytree(out, copy)
+    s = json.loads((copy / "summary.json").read_text())
+    (i,) = [j for j, v in enumerate(s["verdict"]) if v.startswith("alpha: smallest set")]
+    rebuilt = s["verdict"][i]
+
+    def older(s: dict) -> None:
+        s["verdict"][i] = "OLDER: alpha keeps 1 layer, saving 55.8% FLOPs"
+
+    _rewrite(copy / "summary.json", older)
+    again = runner.invoke(app, ["report", str(copy)], env=ENV)
+    assert again.exit_code == 0, again.output
+    said = _flat(again.output)
+    assert rebuilt in said and "OLDER" not in said and "as summary.json stores them" not in said
+    # a summary without a field the rule reads: its stored lines, said to be so
+    _rewrite(copy / "summary.json", lambda s: s.pop("alpha_vs"))
+    stored = runner.invoke(app, ["report", str(copy)], env=ENV)
+    assert stored.exit_code == 0, stored.output
+    said = _flat(stored.output)
+    assert "OLDER: alpha keeps 1 layer, saving 55.8% FLOPs" in said
+    assert "note: the verdict lines above are as summary.json stores them: it lacks a field today's rule reads " in said
+    assert "(KeyError: 'alpha_vs')" in said and "rerun prune to read them by today's rule" in said
+
+
+def test_report_rebuilds_diagnose_verdicts_from_the_fields(digits_cache, tmp_path):
+    """The same for diagnose, on two LAYA heads fitted on digits."""
+    with FeatureStore(digits_cache) as store:
+        meta = cache_identity(store)
+        dirs = [save_head(tmp_path / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=meta) for s in (0, 1)]
+    out = tmp_path / "diag"
+    args = ["diagnose", *map(str, dirs), "--cache", str(digits_cache), "--bootstrap", "50", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    first = json.loads((out / "summary.json").read_text())["verdict"][0]
+    _rewrite(out / "summary.json", lambda s: s["verdict"].__setitem__(0, "OLDER: error detection"))
+    again = runner.invoke(app, ["report", str(out)], env=ENV)
+    assert again.exit_code == 0, again.output
+    assert first in _flat(again.output) and "OLDER" not in again.output
