@@ -1305,6 +1305,12 @@ def test_an_interval_over_two_heads_that_agree_is_read_beside_the_test_rows(own_
     else:
         assert line.startswith("error detection by alpha is worse than msp: -0.0953"), line
         assert "500 shared test rows (±0.0500 on average" in line and "(it still excludes 0)" in line
+        # the interval once, then its AUROC, then the rows' width (the line gave the interval twice, the
+        # rows' clause before "(AUROC …)")
+        span = f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
+        assert line.count(span) == 1, line
+        rows_at = line.index("; that interval over 2 heads is far narrower than each head's own interval")
+        assert line.index(span) < line.index("(AUROC alpha ") < rows_at, line
         assert "each head's own interval over the 500 shared test rows is ±0.050" in reading
     assert bool(diagnose.rows_warning(errors["diff_vs_msp"])) is rows["withheld"]
 

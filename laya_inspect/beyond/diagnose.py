@@ -399,17 +399,21 @@ def rows_said(d: dict[str, Any], what: str, baseline: str) -> str | None:
     if not rows.get("dominates"):
         return None
     f = spec(d)
-    over = (
-        f"{level(d)} CI over {rows['heads']} heads [{d['ci_low']:{f}}, {d['ci_high']:{f}}] is far narrower than each "
-        f"head's own interval over the {rows['rows']} shared test rows (±{rows['half_width']:.4f} on average, paired "
-        f"bootstrap at the same level)"
+    narrower = (
+        f"is far narrower than each head's own interval over the {rows['rows']} shared test rows "
+        f"(±{rows['half_width']:.4f} on average, paired bootstrap at the same level)"
     )
     if rows["withheld"]:
         return (
-            f"no verdict on {what} against {baseline}: {d['mean']:{f}}; the {over}, which holds 0: a difference of "
-            "which rows were drawn as much as of the scores; read it as undecided, or add test rows"
+            f"no verdict on {what} against {baseline}: {d['mean']:{f}}; the {level(d)} CI over {rows['heads']} heads "
+            f"[{d['ci_low']:{f}}, {d['ci_high']:{f}}] {narrower}, which holds 0: a difference of which rows were "
+            "drawn as much as of the scores; read it as undecided, or add test rows"
         )
-    return f"; the {over}: read the difference to within that (it still excludes 0)"
+    # after the verdict, which gave the interval over heads already, and its AUROC
+    return (
+        f"; that interval over {rows['heads']} heads {narrower}: read the difference to within that (it still "
+        "excludes 0)"
+    )
 
 
 def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
@@ -554,11 +558,13 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
         a, b = key.split(" − ")
         alone = each_head_alone(d, [(h.get("diff_vs_msp") or {}).get(key) for h in s["heads"]])
         said = ("" if one else rows_said(d, f"error detection by {a}", b)) or ""
+        within = ""  # the rows' clause reads the verdict's interval: after it and its AUROC, not before
         if not said.startswith("no verdict"):  # withheld: the rows' line replaces the verdict
-            said = _against(d, one, what=f"error detection by {a}", baseline=b) + said
+            said, within = _against(d, one, what=f"error detection by {a}", baseline=b), said
         lines.append(
             said
             + f" (AUROC {_auroc_text(errors['auroc'], [a, b])}; 0.5 is chance)"
+            + within
             + (alone_text(a, b, alone, len(s["heads"])) if alone else "")
             + versus_chance(errors["auroc"], [a, b], "errors and correct predictions", [h["auroc"] for h in s["heads"]])
         )
@@ -569,9 +575,10 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
         for key, d in pooled["detect_diff"].items() if not not_read else ():
             a, b = key.split(" − ")
             line = ("" if one else rows_said(d, f"shift detection by {a}", b)) or ""
+            within = ""  # as for errors: the rows' clause after the verdict and its AUROC
             if not line.startswith("no verdict"):  # withheld: the rows' line replaces the verdict
-                line = _against(d, one, what=f"shift detection by {a}", baseline=b) + line
-            line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance)"
+                line, within = _against(d, one, what=f"shift detection by {a}", baseline=b), line
+            line += f" (AUROC {_auroc_text(pooled['detect_auroc'], [a, b])}; 0.5 is chance){within}"
             alone = each_head_alone(d, [(h.get("detect_diff") or {}).get(key) for h in s["shift"]["heads"]])
             line += alone_text(a, b, alone, len(s["shift"]["heads"])) if alone else ""
             heads = [h["detect_auroc"] for h in s["shift"]["heads"]]
