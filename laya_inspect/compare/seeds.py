@@ -181,13 +181,15 @@ def ranged_note(entry: dict[str, Any]) -> str | None:
     )
 
 
-def _versus_over_seeds(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _versus_over_seeds(entries: list[dict[str, Any]], caveat: bool) -> dict[str, dict[str, Any]]:
     """Each other method a method's every seed was read against (``vs_methods``, the paired difference in ρ
     over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2], at the
     confidence the seeds' own intervals were drawn at (``confidence``: 1 − 0.05/m, the highest where they
     differ; 95% for seeds that record none), with :func:`versus_verdict` as its ``verdict``: each seed's
     interval holds that seed's head fixed, this one asks whether a head refitted with another seed would
-    order the layers the same way."""
+    order the layers the same way. Where a caveat holds on some seed (``caveat``: a head near chance, too few
+    rows), "withheld", as each seed's verdicts are: a mean over seeds whose every ranking is withheld does
+    not rank the methods either."""
     rivals = [r for r in entries[0].get("vs_methods") or {} if all(r in (e.get("vs_methods") or {}) for e in entries)]
     low, high = RANGES["faithfulness"]
     out = {}
@@ -196,7 +198,7 @@ def _versus_over_seeds(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any
         levels = [float(d["confidence"]) for d in per if isinstance(d.get("confidence"), (int, float))]
         confidence = max(levels, default=CONFIDENCE)
         est = bounded(t_estimate([d.get("mean") for d in per], confidence), low - high, high - low)
-        out[r] = {**est, "confidence": confidence, "verdict": versus_verdict(est)}
+        out[r] = {**est, "confidence": confidence, "verdict": "withheld" if caveat else versus_verdict(est)}
     return out
 
 
@@ -343,7 +345,10 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
                 entry[kind] = {m: _method_row([p[kind][m] for p in per], reference) for m in shared}
             keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
             # beside the method rows, whose every dict is one score's estimate
-            entry["vs_methods"] = {m: _versus_over_seeds([p["methods"][m] for p in per]) for m in entry["methods"]}
+            caveat = any(p.get("caveats") for p in per)
+            entry["vs_methods"] = {
+                m: _versus_over_seeds([p["methods"][m] for p in per], caveat) for m in entry["methods"]
+            }
             entry["best"] = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
             entry["caveats_per_seed"] = [list(p.get("caveats") or []) for p in per]
             ranked = [((p.get("lolo") or {}).get("most_relied_on") or [{}])[0].get("layer") for p in per]

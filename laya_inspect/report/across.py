@@ -308,6 +308,10 @@ VERSUS_LINE = (
 )
 
 
+# a pair's verdict over the seeds of a group whose seeds' rankings a caveat withholds, in report.html
+WITHHELD_SAID = "withheld: a caveat withholds every ranking"
+
+
 def versus_word(est: dict[str, Any]) -> str:
     """A ``vs_methods`` pair's verdict over the seeds (its ``verdict``, :func:`..compare.seeds.versus_verdict`;
     worked out for a summary written before that field was kept)."""
@@ -393,7 +397,9 @@ def _versus_cell(pairs: list[tuple[str, dict[str, Any]]]) -> str:
     """A method's paired difference in ρ to each later method over the seeds: "− ig: +0.12 [−0.05, +0.29];
     each seed's value; no different over the seeds (97.5%)", rival after rival ("—" where it has none)."""
     said = [
-        f"− {r}: {_html_cell(est, sign=True)}; {versus_word(est)} over the seeds ({level(est)})" for r, est in pairs
+        f"− {r}: {_html_cell(est, sign=True)}; "
+        + (WITHHELD_SAID if versus_word(est) == "withheld" else f"{versus_word(est)} over the seeds ({level(est)})")
+        for r, est in pairs
     ]
     return "; ".join(said) or "—"
 

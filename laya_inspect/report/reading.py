@@ -294,6 +294,9 @@ def headline_sentences(summary: dict[str, Any], head: dict[str, Any]) -> list[st
         + ")"
     )
     caveats = head.get("caveats") or []
+    near = (head.get("chance") or {}).get("caveat")
+    if near and near in caveats:  # α's agreement read first was taken as a finding about a head that learnt nothing
+        return [f"No method is ranked on this ablation: {near}.", f"Its figures, read as such: {first}."]
     if caveats:
         return [first + ".", f"No method is ranked on this ablation: {caveats[0]}"]
     if s.get("circular"):
@@ -624,7 +627,10 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
     verdicts = [str(v) for v in row.get("verdicts") or []]
     if over in OVER_SEEDS_WORDS:
         each = {"beats": "beats it", "worse": "does worse than it"}.get(verdicts[0], "beats or does worse than it")
-        word = OVER_SEEDS_WORDS[str(over)].format(word=each)
+        # one interval is enough to beat the rule: name the scores that carry it, as each seed's verdict does
+        ests = {key: row.get(f"{key}_minus_constant") for key in VERSUS_LABELS}
+        why = carried({"verdict": over, **ests})
+        word = OVER_SEEDS_WORDS[str(over)].format(word=each) + (f" ({why})" if why else "")
     elif len(set(verdicts)) == 1:
         word = f"each seed's verdict: {VERDICTS.get(verdicts[0], verdicts[0])}"
     else:
