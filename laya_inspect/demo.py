@@ -455,7 +455,9 @@ def _run_demo(
     joint = run(
         steps[0],
         lambda: train_joint(plan.train, out=p["backbone"], progress=emit, overwrite=force),
-        lambda r: {k: r.metrics[k] for k in ("test_acc", "test_macro_f1", "best_epoch", "epochs_run")},
+        lambda r: {
+            k: r.metrics.get(k) for k in ("test_acc", "test_macro_f1", "best_epoch", "epochs_run", "n_test", "chance")
+        },
     )
     ext = run(
         steps[1],

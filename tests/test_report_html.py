@@ -221,13 +221,14 @@ def test_fit_reading_keeps_intervals_inside_0_1_and_says_what_alpha_weighs() -> 
     }
     r = fit_reading(summary)
     assert r.lead == [
-        "LAYA reaches a test accuracy of 0.980 over 3 seeds (95% interval [0.950, 1.000]), +0.030 [+0.010, +0.050] "
+        "LAYA reaches a test accuracy of 0.980 over 3 seeds (95% interval [0.950, 1.000], cut to [0, 1] from "
+        "[0.950, 1.020]), +0.030 [+0.010, +0.050] "
         "against the last-layer head (the interval excludes 0).",
         "α puts the most weight on c (0.70 on average over test inputs, uniform 0.33); the seeds pick the same top "
         "layer on 80% of "
         "inputs (chance 33% at uniform picks).",
     ]
-    assert r.details == ["last: test accuracy 0.950 [0.000, 0.990] over 3 seeds."]
+    assert r.details == ["last: test accuracy 0.950 [0.000, 0.990], cut to [0, 1] from [-0.010, 0.990] over 3 seeds."]
     # beside the constant rule: each seed's mean profile for every input
     summary["heads"][0]["seed_agreement"]["top_layer_agreement_constant"] = 1.0
     assert (
@@ -963,7 +964,8 @@ def test_seed_counts_read_as_words_not_seed_s(n: int, said: str) -> None:
     from laya_inspect.report.settings import beyond_settings_line
     from laya_inspect.report.terminal import fit_title
 
-    assert f"test split, {said}, 95% t-interval" in fit_title("f.h5", {}, n)
+    over = "95% t-interval" if n > 1 else "95% interval over the test rows"  # one seed: no t-interval
+    assert f"test split, {said}, {over}" in fit_title("f.h5", {}, n)
     line = beyond_settings_line({"command": "early-exit", "config": {"epsilon": 0.01, "thresholds": 5, "seeds": n}})
     assert f"{said} " in f"{line.plain} " and "(s)" not in line.plain
     assert seeds_said({"seeds": list(range(n))}) == said

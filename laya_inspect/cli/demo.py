@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..demo import DEMO_DATASETS
 from ..runtime import DEVICE_HELP
+from ..training.stats import rows_accuracy
 from .app import STARTED, Stopped, app, console, dim, err_console, from_options, show
 from .progress import fit_progress, make_progress, row_progress
 
@@ -79,7 +80,10 @@ class _Steps:
 def _step_line(step: Any) -> str:
     n = step.numbers
     if step.name == "train":
-        return f"backbone test accuracy {n['test_acc']:.3f} (best epoch {n['best_epoch']} of {n['epochs_run']})"
+        acc = (
+            rows_accuracy(n["test_acc"], n["n_test"], n.get("chance"), 3) if n.get("n_test") else f"{n['test_acc']:.3f}"
+        )
+        return f"backbone test accuracy {acc} (best epoch {n['best_epoch']} of {n['epochs_run']})"
     if step.name == "extract":
         layers = ", ".join(f"{a} ({w})" for a, w in zip(n["layers"], n["widths"]))
         rows = " + ".join(f"{v:,} {k}" for k, v in n["rows"].items())
@@ -151,7 +155,8 @@ def _accuracy_table(result: Any) -> None:
     print_fit(fit, "")  # the same table and gate lines fit-head and report print, whole at 80 columns
     dim(
         f"the frozen backbone ({result.plan.train.model} with its own classifier) reached test accuracy "
-        f"{result.backbone['test_acc']:.3f}; every head reads its blocks"
+        f"{rows_accuracy(result.backbone['test_acc'], result.backbone['n_test'], result.backbone.get('chance'), 3)}; "
+        "every head reads its blocks"
     )
 
 

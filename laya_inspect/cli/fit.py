@@ -12,7 +12,7 @@ from ..options import check_seed
 from ..report.settings import fit_settings_line, settings_line
 from ..report.terminal import fit_table, fit_title, gate_lines
 from ..training.fit_config import FitConfig, JointConfig
-from ..training.stats import counted
+from ..training.stats import counted, rows_accuracy
 from .app import app, comma_list, console, from_options, json_text, opt, out_file, show, warn
 from .progress import fit_progress
 
@@ -223,7 +223,8 @@ def train_command(
     m = result.metrics
     console.print(train_settings(m, config, min(console.width, 100)), highlight=False)
     console.print(
-        f"{model} + {head} on {data}, seed {seed}: test accuracy {m['test_acc']:.4f}, "
+        f"{model} + {head} on {data}, seed {seed}: test accuracy "
+        f"{rows_accuracy(m['test_acc'], m['n_test'], m.get('chance'))}, "
         f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']} by validation "
         f"{m['monitor']}: val loss {m['val_loss']:.4f}, val accuracy {m['val_acc']:.4f})",
         highlight=False,

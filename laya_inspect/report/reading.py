@@ -62,6 +62,7 @@ from ..training.stats import (
     TINY,
     chance_text,
     counted,
+    cut_note,
     family_text,
     level,
     outcome,
@@ -70,6 +71,7 @@ from ..training.stats import (
     same_text,
     spec,
     tied,
+    wilson,
 )
 
 NAMES = {
@@ -718,6 +720,54 @@ def interval(
     return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]"
 
 
+# marks an accuracy whose interval is the test rows' own (one seed: no interval over seeds to give)
+ROWS_MARK = " (rows)"
+
+
+def accuracy_text(d: dict[str, Any] | None, n_test: int | None, digits: int = 3) -> str:
+    """A head's mean test accuracy with its interval: over the seeds, the t-interval kept inside [0, 1]
+    (:func:`accuracy_notes` says where it was cut); from one seed, which gives none, the 95% Wilson
+    interval over the ``n_test`` test rows, marked ROWS_MARK: a bare "0.972" under a 95% interval header
+    read as exact."""
+    if not d or d.get("mean") is None:
+        return "—"
+    if d.get("ci_low") is None and n_test:
+        low, high = wilson(float(d["mean"]) * n_test, int(n_test))
+        return f"{num(d['mean'], digits)} [{num(low, digits)}, {num(high, digits)}]{ROWS_MARK}"
+    return est(d, digits)
+
+
+def _acc_interval(d: dict[str, Any] | None, n_test: int | None) -> str:
+    """The interval part of :func:`accuracy_text`, said in words where it is the test rows' own, and where
+    it was cut to [0, 1]."""
+    if not d or d.get("mean") is None:
+        return "[n/a]"
+    if d.get("ci_low") is None and n_test:
+        return accuracy_text(d, n_test).split(" ", 1)[1].replace(ROWS_MARK, f", Wilson over the {n_test} test rows")
+    cut = d.get("ci_low") is not None and (d["ci_low"] < 0 or d["ci_high"] > 1)
+    return interval(d) + (f", cut to [0, 1] from [{num(d['ci_low'], 3)}, {num(d['ci_high'], 3)}]" if cut else "")
+
+
+def accuracy_notes(heads: Sequence[dict[str, Any]], n_test: int | None) -> list[str]:
+    """What :func:`accuracy_text` showed that its cells do not say: the accuracy intervals over the seeds
+    cut to [0, 1], with their t bounds, in the words compare and diagnose use; and that an interval from
+    one seed is over the test rows."""
+    cut = {
+        str(h["head"]): {"clipped": True, "t_low": acc["ci_low"], "t_high": acc["ci_high"], "n": acc.get("n")}
+        for h in heads
+        if (acc := h.get("test_acc") or {}).get("ci_low") is not None and (acc["ci_low"] < 0 or acc["ci_high"] > 1)
+    }
+    note = cut_note(cut, "test accuracy", "[0, 1]", "the range of an accuracy", "seeds at 95%")
+    one = [h["head"] for h in heads if (h.get("test_acc") or {}).get("ci_low") is None]
+    rows = (
+        f"{ROWS_MARK.strip()}: one seed gives no interval over seeds; the 95% Wilson interval over the "
+        f"{n_test} test rows is shown ({', '.join(one)})"
+        if one and n_test
+        else None
+    )
+    return [t for t in (note, rows) if t]
+
+
 def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool = False, *, diff: bool = False) -> str:
     """'mean [lo, hi]' of an estimate, "—" without one; ``clip`` and ``diff`` as in :func:`interval`."""
     if not d or d.get("mean") is None:
@@ -754,9 +804,10 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     lead = by_name.get("laya") or max(heads, key=lambda h: (h.get("test_acc") or {}).get("mean") or 0.0)
     acc, f1 = lead.get("test_acc") or {}, lead.get("test_macro_f1") or {}
     title = "LAYA" if lead["head"] == "laya" else lead["head"]
+    n_test = (summary.get("split") or {}).get("n_test")
     first = (
         f"{title} reaches a test accuracy of {num(acc.get('mean'), 3)} over {counted(int(lead.get('n') or 0), 'seed')} "
-        f"(95% interval {interval(acc)}"
+        f"(95% interval {_acc_interval(acc, n_test)}"
         + (f"; macro-F1 {num(f1['mean'], 3)} {interval(f1)})" if f1.get("mean") is not None else ")")
     )
     d = (lead.get("delta_vs_last") or {}).get("test_acc")
@@ -768,7 +819,6 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     chance = (summary.get("quality") or {}).get("chance")
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
     # what fit-head said of its own options (--layers out of depth order) leads, as a compare run's warnings do
-    n_test = (summary.get("split") or {}).get("n_test")
     majority_f1 = (summary.get("quality") or {}).get("majority_macro_f1")
     at = _at_chance(title, lead, chance, n_test, majority_f1)
     lead_lines = [*_warnings(summary), *([at] if at else []), first + "."]
@@ -805,7 +855,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         lead_lines.append(second + ".")
     details = [
         f"{h['head']}: test accuracy {num((h.get('test_acc') or {}).get('mean'), 3)} "
-        f"{interval(h.get('test_acc'))} over {counted(int(h.get('n') or 0), 'seed')}"
+        f"{_acc_interval(h.get('test_acc'), n_test)} over {counted(int(h.get('n') or 0), 'seed')}"
         + (
             f" (near chance: {not_learned('it', h['test_acc']['mean'], chance, f1=_f1(h), majority_f1=majority_f1)})."
             if chance is not None and _at_chance(h["head"], h, chance, n_test)

@@ -28,6 +28,8 @@ from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head
 from .folders import CompareFolder, DemoFolder, FitFolder
 from .html import Cell, Section, Table, cache_facts, cli_line, slug
 from .reading import (
+    accuracy_notes,
+    accuracy_text,
     bootstrap_text,
     compare_reading,
     demo_reading,
@@ -203,13 +205,14 @@ def compare_sections(summary: dict[str, Any]) -> list[Section]:
 def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Section]:
     heads = summary["heads"]
     n_seeds = max(int(h.get("n") or 0) for h in heads)
+    n_test = (summary.get("split") or {}).get("n_test")
     rows: list[list[Cell | str]] = []
     for h in heads:
         d = (h.get("delta_vs_last") or {}).get("test_acc")
         rows.append(
             [
                 h["head"],
-                est(h.get("test_acc"), 3),
+                accuracy_text(h.get("test_acc"), n_test),
                 est(h.get("test_macro_f1"), 3),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
                 # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
@@ -228,6 +231,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     read = layers_read(summary.get("cache") or {})
     seeds = counted(n_seeds, "seed")
     caption = f"{tested_split(summary)}{read}, {seeds}; intervals are 95% t-intervals over seeds"
+    caption += "".join(f"; {note}" for note in accuracy_notes(heads, n_test))
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:
         keys = [

@@ -27,10 +27,11 @@ from .across import (
     with_one_layer_line,
 )
 from .reading import (
+    accuracy_notes,
+    accuracy_text,
     compare_headline,
     est,
     gate_cell,
-    interval,
     layers_read,
     lead_head,
     num,
@@ -298,7 +299,12 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
     # report.html's first sentence leads here too: α's ρ beside its nulls, not a table to find them in
     undone = [Text(line, "bold yellow") for line in sanity_failed(summary)]
     said_seed = seeds_sentence(summary, lead_head(summary), "The headline's numbers") if summary.get("heads") else []
-    headline = [Text(line, "bold") for line in compare_headline(summary)] + [Text(s, "dim") for s in said_seed]
+    headline: list[RenderableType] = [Text(line, "bold") for line in compare_headline(summary)]
+    headline += [Text(s, "dim") for s in said_seed]
+    # right after the sentence it qualifies, as report.html's reading says it: after the tables it was read
+    # as a footnote to them, the headline's verdict already taken
+    alone = one_seed_lines(summary) if headline else []
+    headline += alone
     header = Text.assemble(
         ("compare", "bold"),
         f": {summary['n']} {summary['split']} rows of {cache['path']} "
@@ -324,7 +330,7 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
         out += caveat_lines(head, shared)
         out += [line] if (line := relied_on_line(head, summary.get("effect", "prob"))) else []
     out += seed_tables(summary, brief)  # heads with several seeds: mean and t-interval over seeds, caveats
-    out += one_seed_lines(summary)
+    out += [] if alone else one_seed_lines(summary)
     dirs = summary["directions"]
     tol = summary.get("tie_tolerance")
     out.append(
@@ -357,7 +363,8 @@ def build_report(summary: dict[str, Any], width: int = 100, brief: bool = False)
 def fit_title(cache: Any, summary: dict[str, Any], n_seeds: int) -> str:
     """The fit table's title: the cache, the share of its layers the heads read, the split tested on, the seeds."""
     read = layers_read(summary.get("cache") or {})
-    return f"{cache}{read} — {tested_split(summary)}, {counted(n_seeds, 'seed')}, 95% t-interval"
+    over = "95% t-interval" if n_seeds > 1 else "95% interval over the test rows"  # one seed: no t-interval
+    return f"{cache}{read} — {tested_split(summary)}, {counted(n_seeds, 'seed')}, {over}"
 
 
 def fit_table(summary: dict[str, Any], title: str) -> Table:
@@ -368,17 +375,20 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
         table.add_column(
             col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
         )
+    n_test = (summary.get("split") or {}).get("n_test")
     for h in summary["heads"]:
         acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
         d = (h.get("delta_vs_last") or {}).get("test_acc")
         table.add_row(
             h["head"],
-            f"{num(acc.get('mean'), 3)} {interval(acc)}",
+            accuracy_text(acc, n_test),
             num(f1.get("mean"), 3),
             "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
             str(h.get("n")),
             gate_cell(h, "[yellow]{}[/yellow]"),
         )
+    if notes := accuracy_notes(summary["heads"], n_test):
+        table.caption, table.caption_justify = "\n".join(notes), "left"
     return table
 
 
