@@ -147,11 +147,7 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             problem += " (the same layers in another order than this laya-inspect gives them)"
         remedy = "its rows cannot be continued with these; pass --overwrite to start again"
     elif old["weights_sha256"] != new["weights_sha256"]:
-        problem = (
-            f"was started from other weights (sha256 {str(old['weights_sha256'])[:12] or 'none'}…, "
-            f"now {str(new['weights_sha256'])[:12] or 'none'}…): the checkpoint behind --weights changed"
-        )
-        remedy = WEIGHTS_REMEDY
+        problem, remedy = other_weights(old, new), WEIGHTS_REMEDY
     elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
         problem = (
             f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
@@ -177,6 +173,45 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             "laya-inspect decides --pool auto differently from the one that started it"
         )
     return (problem, remedy) if problem else None
+
+
+def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """ "was started from other weights (sha256 …): the model file net.py changed": the recorded
+    ``weights_sha256`` and this run's (``old``, ``new``: a cache's attributes, ``command`` included), and
+    the files it is a digest of, named from the recorded command: the checkpoint behind --weights, the
+    file the model spec names (a ``python:FILE.py:factory``'s code, a TorchScript archive, a Hugging
+    Face folder's weight files), or either where it covers both (one digest cannot tell which)."""
+    digests = f"sha256 {str(old['weights_sha256'])[:12] or 'none'}…, now {str(new['weights_sha256'])[:12] or 'none'}…"
+    files = _weights_files(old.get("command"))
+    if not files:  # a command that records no model (not extract's): the flag that names weights
+        return f"was started from other weights ({digests}): the checkpoint behind --weights changed"
+    changed = " or ".join(files)
+    return f"was started from other weights ({digests}): {changed} changed" + (
+        " (the cache records one digest of both)" if len(files) > 1 else ""
+    )
+
+
+def _weights_files(command: Any) -> list[str]:
+    """The files a recorded extract ``command``'s weights_sha256 is a digest of, in words; [] where the
+    command records no model."""
+    if not isinstance(command, dict) or not command.get("model"):
+        return []
+    from ..models.local import model_file  # torch: only where a resume is refused
+
+    spec, weights = str(command["model"]), command.get("weights")
+    source, _, target = spec.partition(":")
+    files = []
+    file = model_file(spec)
+    if file is not None:
+        what = "the model file" if source == "python" else "the TorchScript file"
+        typed = target.rpartition(":")[0] if source == "python" else target
+        # a relative path is read from the current folder: a resume from another reads another file
+        files.append(f"{what} {typed}" + ("" if Path(typed).expanduser().is_absolute() else f" (read from {file})"))
+    elif source == "hf":
+        files.append(f"the weight files in {target}")
+    if weights:
+        files.append(f"the checkpoint behind --weights {weights}")
+    return files or ["the weights"]
 
 
 def other_command(was: Any, now: Any) -> str:

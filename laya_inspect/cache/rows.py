@@ -24,6 +24,7 @@ from ..files import artifact_header, utc_now
 from ..layers import depth_order, image_size_of, is_forward_output, parameter_counts, reduce_batch
 from ..models import load_model
 from ..models.base import module_kind, rerun_warning
+from ..models.local import model_file
 from ..models.sizes import call_order, classifier_inputs, layer_macs, output_states, unit_sizes, with_units
 from ..models.weights import sha256_file
 from ..options import defaulted
@@ -125,6 +126,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     params, ops, op_shapes = with_units(units, names, parameter_counts(modules, names), types)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     params, macs = _output_states(model, params, macs, names, inputs)
+    file = model_file(config.model)
     batch = config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n))
     attrs = {
         **artifact_header(),
@@ -132,6 +134,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "model_source": model.source,
         "weights_path": str(config.weights) if config.weights else None,
         "weights_sha256": model.weights_sha256,
+        # model_spec keeps the path as typed: a resume from another folder reads another file of that name
+        "model_file": None if file is None else str(file),
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,

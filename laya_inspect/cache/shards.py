@@ -45,6 +45,7 @@ from .partial import (
     VERIFIED,
     WEIGHTS_REMEDY,
     other_command,
+    other_weights,
     partial_path,
     same_transforms,
 )
@@ -451,6 +452,8 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
     if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
         raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")
+    if changed and _first(changed) == "weights_sha256":  # the files behind it named, as a one-process resume does
+        raise CacheError(f"{path} {other_weights(old, new)}; {_remedy(changed)}")
     if changed:
         raise CacheError(f"{path} was written with another {', '.join(changed)} than this run's; {_remedy(changed)}")
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}

@@ -205,6 +205,17 @@ def _user_file(mod_name: str, folder: str) -> Path | None:
     return Path(folder) / Path(mod_name).expanduser()
 
 
+def model_file(spec: str, folder: str | None = None) -> Path | None:
+    """The file a model spec names, as an absolute path: a ``python:path/to/file.py:factory``'s (a
+    relative path taken from ``folder``, default the current one, as :func:`load_python` takes it) or a
+    ``torchscript:FILE``; None for every other spec, a module name's included."""
+    source, _, target = spec.partition(":")
+    if source == "torchscript" and target:
+        return Path(os.path.abspath(Path(target).expanduser()))
+    file = _user_file(target.rpartition(":")[0], folder or os.getcwd()) if source == "python" else None
+    return None if file is None else Path(os.path.abspath(file))
+
+
 def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, str]:
     """The module run from ``file`` and the sha256 of its bytes. It runs under a name of its own, not
     its stem, so that a ``json.py`` or ``model.py`` of the user's never stands in for an installed module."""
