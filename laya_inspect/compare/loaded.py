@@ -154,9 +154,10 @@ def repeated_compared(
     """The compared rows that repeat an earlier compared row at every layer (training.overlap's
     helper, fit-head's gate's: the same record), or None; and the gate's line on them, or none. A head
     from export-head has no fit-head summary to say so, yet every bootstrap over rows counts each copy
-    as another input. The rows are read in the cache's order, so that over the same rows the line is
-    fit-head's, word for word, and said once (records.said_once)."""
-    from ..training.overlap import digest, repeated_among, repeated_warning
+    as another input. The rows are read in the cache's order, and named by their file line where the
+    cache records one (a CSV, TSV or JSONL file), so that over the same rows the line is fit-head's, word
+    for word, and said once (records.said_once)."""
+    from ..training.overlap import digest, repeated_among, repeated_warning, with_lines
 
     # each row's layers hashed in place (no copy of the features), then put in the cache's order
     flat = [np.ascontiguousarray(x).reshape(len(x), -1).view(np.uint8) for x in feats]
@@ -164,4 +165,5 @@ def repeated_compared(
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
     found = repeated_among(digests[order], ordered, store.index(split, ordered), split)
+    found = with_lines(found, store.attrs.get("source_lines"), {"index": "line", "first_index": "first_line"})
     return found, [repeated_warning(found)] if found else []
