@@ -53,6 +53,8 @@ from .writer import (
 
 # The cache's attribute of the model's own top-1 agreement with the labels, per split (own_task).
 MODEL_TOP1 = "model_top1"
+# A shard's attribute: its writer's split_agreement, summed per split by the torchrun join into MODEL_TOP1.
+SPLIT_AGREEMENT = "split_agreement"
 
 
 @dataclass
@@ -239,7 +241,11 @@ def write_cache(
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
         if "shard" in attrs:  # one process's rows of a torchrun run: the join decides over every shard
-            extra = {"row_spread": writer.row_spread(), LOGIT_AGREEMENT: writer.logit_agreement()}
+            extra = {
+                "row_spread": writer.row_spread(),
+                LOGIT_AGREEMENT: writer.logit_agreement(),
+                SPLIT_AGREEMENT: writer.split_agreement(),
+            }
             writer.finish(extra={k: v for k, v in extra.items() if v is not None})
         else:
             said = constant_warning(writer.constant_layers(), dict(zip(prep.names, prep.pooling)))

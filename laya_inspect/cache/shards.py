@@ -24,7 +24,7 @@ import operator
 import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -227,7 +227,7 @@ def drop_stale_shards(out: str | Path) -> list[str]:
 
 def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> ExtractResult:
     """This process's part of an extraction by ``world.size`` processes (see the module docstring)."""
-    from .rows import prepare, result_of
+    from .rows import own_task, prepare, result_of
 
     out = Path(config.out)
     device = pick_device(device_for(config.device, world))
@@ -242,10 +242,17 @@ def extract_sharded(config: ExtractConfig, world: World, emit: Progress) -> Extr
         started = agree(world, lambda: _as_started(prep, out, Path(folder), world.size) if world.is_main else "")[0]
         prep.attrs["data_fingerprint"] = started or prep.attrs["data_fingerprint"]
         stats = agree(world, lambda: _write_shard(config, world, prep, plan, Path(folder), emit))
+
+        def judged(counts: dict[str, list[int]]) -> tuple[dict[str, Any], list[str]]:
+            # the counts of every shard, summed: the same record and warning as one process gives
+            top1, near = own_task(prep, prep.data.splits, counts)
+            prep.model_top1 = top1
+            return top1, near
+
         said, notes = agree(
             world,
             lambda: (
-                merge_shards(out, world.size, plan, Path(folder), overwrite=config.overwrite)
+                merge_shards(out, world.size, plan, Path(folder), overwrite=config.overwrite, own_task=judged)
                 if world.is_main
                 else ([], [])
             ),
@@ -482,6 +489,7 @@ def merge_shards(
     folder: Path | None = None,
     *,
     overwrite: bool = False,
+    own_task: Callable[[dict[str, list[int]]], tuple[dict[str, Any], list[str]]] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write ``out``, atomically: every split's datasets as virtual datasets over the ``size`` complete
     shard files in ``folder`` (default ``OUT.shards``), with the attributes a one-process cache would
@@ -489,8 +497,10 @@ def merge_shards(
     its record before the join and again just before the swap; shards written into another folder
     (``OUT.shards.partial``) replace ``OUT.shards`` only then.
     Return the warnings added to ``out``'s (a layer that gave one row for every input of every shard,
-    layers that hold the same values) and what could not be checked of the cache replaced (its
-    ``overwrite_notes``), with the warning of an old shards' folder kept for a file saved in it."""
+    layers that hold the same values, the model near chance on its own task) and what could not be
+    checked of the cache replaced (its ``overwrite_notes``), with the warning of an old shards' folder
+    kept for a file saved in it. ``own_task`` turns the shards' summed per-split agreement of the
+    logits with the labels into the model's own top-1 record (``model_top1``) and its warning."""
     out = Path(out)
     final = shard_dir(out)
     folder = folder or final
@@ -508,7 +518,7 @@ def merge_shards(
             # it names the shards where they will be once in place
             names = [os.path.relpath(shard_path(out, r, size), out.parent) for r in range(size)]
             with h5py.File(tmp, "w", libver=("v110", "latest")) as f:
-                said = _join(f, shards, names, plan, notes)
+                said = _join(f, shards, names, plan, notes, own_task)
         if out.exists():
             _check_before_swap(out, overwrite, folder)
         # a file saved in the shards' folders while the shards were written: the swap removes the old ones
@@ -598,17 +608,25 @@ def _join(
     names: list[str],
     plan: dict[str, list[tuple[int, int]]],
     notes: Sequence[str],
+    own_task: Callable[[dict[str, list[int]]], tuple[dict[str, Any], list[str]]] | None = None,
 ) -> list[str]:
+    from .rows import MODEL_TOP1, SPLIT_AGREEMENT
+
     first = shards[0]
     for key, value in first.attrs.items():
         # the digest is of this file's attributes: sealed below; row_spread is read below
-        if key not in ("shard", "row_spread", LOGIT_AGREEMENT, ATTRS_DIGEST):
+        if key not in ("shard", "row_spread", LOGIT_AGREEMENT, SPLIT_AGREEMENT, ATTRS_DIGEST):
             f.attrs[key] = value
     layers = [str(n) for n in decode_attr(first.attrs.get("layer_names", "[]")) or []]
     pooling = [str(p) for p in decode_attr(first.attrs.get("layer_pooling", "[]")) or []]
     said = constant_warning(_constant_over_shards(shards, layers), dict(zip(layers, pooling)))
     said += duplicate_warning(same_layers(layers, _first_rows(shards, len(layers))))
-    said += _numbering_over_shards(shards)
+    counts = _split_agreement(shards, SPLIT_AGREEMENT)
+    top1, near = own_task(counts) if own_task is not None and counts is not None else ({}, [])
+    # near chance names a class order unlike the data's among its causes: said once, as by one process
+    said += near or _numbering_over_shards(shards)
+    if top1:
+        f.attrs[MODEL_TOP1] = encode_attr(MODEL_TOP1, top1)
     if said:
         f.attrs["warnings"] = with_warnings(first.attrs, said)
     if notes:
@@ -648,6 +666,21 @@ def _numbering_over_shards(shards: list[h5py.File]) -> list[str]:
     names = decode_attr(shards[0].attrs.get("class_names", "[]")) or []
     width = next((int(s[split]["logits"].shape[1]) for s in shards for split in s if "logits" in s[split]), None)
     return numbering_warning(width, names, [sum(int(c[0]) for c in counts), sum(int(c[1]) for c in counts)])
+
+
+def _split_agreement(shards: list[h5py.File], key: str) -> dict[str, list[int]] | None:
+    """Each split's [rows whose top logit is their label, labelled rows], summed over the shards' ``key``
+    attribute (counts, so each row weighs the same whatever its shard's size); None where a shard recorded
+    none (logits not one per class, random weights, a shard of an earlier laya-inspect)."""
+    counts = [decode_attr(s.attrs.get(key, "")) for s in shards]
+    if not all(isinstance(c, dict) for c in counts):
+        return None
+    total: dict[str, list[int]] = {}
+    for c in counts:
+        for split, (hits, rows) in c.items():
+            got = total.setdefault(str(split), [0, 0])
+            got[0], got[1] = got[0] + int(hits), got[1] + int(rows)
+    return total
 
 
 def _first_rows(shards: list[h5py.File], num_layers: int) -> list[np.ndarray | None]:
