@@ -181,13 +181,14 @@ _SPECIAL = (
 )
 
 
-def special_file(path: str | Path) -> str | None:
+def special_file(path: str | Path, *, follow: bool = False) -> str | None:
     """What ``path`` is where it is a FIFO, a socket or a device, else None (a file, a folder, a link
     or nothing). A check that reads an existing output to tell whether it is the tool's asks first:
     opening a FIFO blocks until a writer comes, so the run would hang before its work; and
-    laya-inspect writes none of these, so none is its to replace."""
+    laya-inspect writes none of these, so none is its to replace. ``follow``: for an input, which is
+    read through a link, what the link leads to."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = (os.stat if follow else os.lstat)(path).st_mode
     except OSError:
         return None
     return next((what for test, what in _SPECIAL if test(mode)), None)

@@ -1,6 +1,6 @@
 """A FIFO given where an input file belongs (a cache, a weights file, a data file) is refused by what
 it is, at once. Before, fit-head and compare opened a FIFO cache and hung until a writer came, and a
-FIFO weights or CSV file was refused as missing or as "a folder"."""
+FIFO weights or CSV file was refused as missing or as "a folder"; a link to a FIFO still hung."""
 
 from __future__ import annotations
 
@@ -23,9 +23,13 @@ from laya_inspect.models.weights import read_checkpoint
         ("d.csv", lambda p: load_data(f"csv:{p}"), "no csv file 'd.csv' ('d.csv' is a FIFO (named pipe))"),
     ],
 )
-def test_a_fifo_input_is_refused_by_what_it_is(tmp_path, monkeypatch, name, read, what) -> None:
+@pytest.mark.parametrize("linked", [False, True])
+def test_a_fifo_input_is_refused_by_what_it_is(tmp_path, monkeypatch, name, read, what, linked) -> None:
+    """Also through a symbolic link to the FIFO: an input is read through its link."""
     monkeypatch.chdir(tmp_path)
-    os.mkfifo(name)
+    os.mkfifo("pipe" if linked else name)
+    if linked:
+        os.symlink("pipe", name)
     hung, out = answer(lambda: read(name), tmp_path / name)
     assert not hung, f"{name}: the read blocked on a FIFO"
     assert isinstance(out, LayaError) and what in str(out), out

@@ -210,6 +210,7 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         cut = {k: "over heads, where cut" for k in ("clipped", "t_low", "t_high")} if command == "diagnose" else {}
         # a difference's test rows beside its interval over several heads: one head here
         cut |= dict.fromkeys(("test_rows", "rows", "half_width", "dominates", "withheld"), "over several heads")
+        cut["chance_withheld"] = "over several heads, an AUROC under ½ the rows do not show"
         several = {  # one head here
             "given_heads_test_acc": "early-exit given several LAYA heads",
             "layers_by_seed": "prune given several LAYA heads",

@@ -59,7 +59,8 @@ def test_a_resume_from_another_folder_names_the_model_file_it_reads_not_weights(
     with pytest.raises(CacheError) as e:
         extract_features(config)
     said = str(e.value)
-    assert f"the model file mynet.py (read from {b / 'mynet.py'}) changed; {WEIGHTS_REMEDY}" in said, said
+    said = " ".join(said.split())
+    assert f"it read the model file {a / 'mynet.py'}, and this run reads {b / 'mynet.py'} (rerun from" in said, said
     assert "--weights" not in said, said  # BASE: "the checkpoint behind --weights changed", with none given
     os.chdir(a)
     result = extract_features(config)
@@ -107,6 +108,12 @@ def test_a_module_names_the_checkpoint_and_a_torchrun_shard_names_the_file(tmp_p
     where = tmp_path / "nets" / "mynet.py"
     assert f"{path} was started from other weights (sha256 aaaaaaaaaaaa…, now bbbbbbbbbbbb…): " in said, said
     assert f"the model file nets/mynet.py (read from {where}) changed; {WEIGHTS_REMEDY}" in said, said
+    with h5py.File(path, "a") as f:  # started from another folder: the file it read is named beside this one's
+        f.attrs["model_file"] = encode_attr("model_file", "/elsewhere/nets/mynet.py")
+    with pytest.raises(CacheError) as e:
+        _check_shard(path, {**started, "weights_sha256": "b" * 64, "model_file": str(where)})
+    said = " ".join(str(e.value).split())
+    assert f"it read the model file /elsewhere/nets/mynet.py, and this run reads {where} (rerun from" in said, said
 
     from laya_inspect.cache.partial import resume_problem
 

@@ -36,7 +36,10 @@ class ExtractConfig:
     model: str = option(
         flag="--model",
         always=True,
-        help="torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, python:pkg.mod:factory, zoo:mlp|cnn|bilstm",
+        help=(
+            "torchvision:NAME, timm:NAME, hf:DIR, torchscript:FILE, python:pkg.mod:factory or "
+            "python:FILE.py:factory, zoo:mlp|cnn|bilstm"
+        ),
     )
     data: str = option(
         flag="--data",

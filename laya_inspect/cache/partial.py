@@ -185,6 +185,12 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
     files = _weights_files(old.get("command"))
     if not files:  # a command that records no model (not extract's): the flag that names weights
         return f"was started from other weights ({digests}): the checkpoint behind --weights changed"
+    was, now = old.get("model_file"), new.get("model_file")
+    if was and now and was != now:  # the same relative path read from another folder: nothing need have changed
+        return (
+            f"was started from other weights ({digests}): it read the model file {was}, and this run reads "
+            f"{now} (rerun from the folder it started in, or give that file's path)"
+        )
     changed = " or ".join(files)
     return f"was started from other weights ({digests}): {changed} changed" + (
         " (the cache records one digest of both)" if len(files) > 1 else ""

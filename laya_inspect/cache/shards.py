@@ -452,11 +452,13 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
         with h5py.File(path, "r", locking=False) as f:
             old = {k: decode_attr(f.attrs.get(k, "")) for k in ("command", "shard", *VERIFIED)}
             counts = decode_attr(f.attrs.get("nonfinite_counts", "{}")) or {}
+            recorded_model_file = decode_attr(f.attrs.get("model_file", ""))
     except OSError as e:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
     new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}
     same = {"transforms": same_transforms}
     changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
+    old["model_file"], new["model_file"] = recorded_model_file, attrs.get("model_file")  # named, not compared
     if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
         raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")
     if changed and _first(changed) == "weights_sha256":  # the files behind it named, as a one-process resume does

@@ -53,8 +53,8 @@ class FeatureStore:
                     "command to resume it"
                 )
             raise NotFoundError(f"no feature cache at {self.path}; create one with `laya-inspect extract`")
-        if self.path.is_dir() or special_file(self.path):
-            what = special_file(self.path) or "a folder"  # a FIFO would hang the reader, waiting for a writer
+        # a FIFO would hang the reader, waiting for a writer
+        if what := special_file(self.path, follow=True) or ("a folder" if self.path.is_dir() else None):
             raise InputError(f"{self.path} is {what}, not a feature cache (an .h5 file written by extract)")
         check_attrs_end(self.path, str(self.path), "extract the cache again")
         try:

@@ -370,7 +370,7 @@ class FeatureWriter:
         read under :func:`check_attrs_end`'s guard by :func:`refuse_foreign_partial`."""
         try:
             with h5py.File(self.partial, "r") as f:
-                old = {k: decode_attr(f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED)}
+                old = {k: decode_attr(f.attrs.get(k, "")) for k in ("command", "layer_names", *VERIFIED, "model_file")}
         except OSError as e:
             raise self._unopenable(e) from None
         new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}  # as stored, then read back

@@ -102,7 +102,7 @@ def user_path(arg: str, *, folder: bool, what: str) -> Path:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(f"not a usable path for the {what}: {shown!r} ({why})") from None
     if not ok:
-        other = special_file(path) or ("a file" if folder else "a folder")
+        other = special_file(path, follow=True) or ("a file" if folder else "a folder")
         isnt = f" ({str(path)!r} is {other})" if path.exists() else ""
         if gone := dangling(path):
             isnt = f" ({str(path)!r} is {gone})"

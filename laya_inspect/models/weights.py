@@ -66,7 +66,7 @@ def _existing(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         raise InputError(f"weights {str(path)!r} is a folder, not a weights file; give a file inside it: {_listing(p)}")
-    if what := special_file(p):  # reading it would wait for a writer that may never come
+    if what := special_file(p, follow=True):  # reading it would wait for a writer that may never come
         raise InputError(f"weights {str(path)!r} is {what}, not a weights file")
     if not p.is_file():
         where = f"; the folder holds: {_listing(p.parent)}" if p.parent.is_dir() else ""

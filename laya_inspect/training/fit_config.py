@@ -287,8 +287,8 @@ class JointConfig:
         always=True,
         help=(
             "dataset spec, e.g. fashion-mnist, cifar10, digits; image files of one size, imagefolder:DIR or "
-            "imagecsv:FILE (listed in a CSV), for zoo:mlp and zoo:cnn; a text table csv:FILE or jsonl:FILE for "
-            "zoo:bilstm"
+            "imagecsv:FILE (listed in a CSV, TSV or JSONL), for zoo:mlp and zoo:cnn; a text table csv:FILE or "
+            "jsonl:FILE for zoo:bilstm"
         ),
     )
     head: str = option(
