@@ -155,8 +155,14 @@ def report_command(
             from ..report.beyond import write_beyond_report
 
             # this command holds the folder's lock already
-            if beyond:
-                page = write_beyond_report(out_dir, summary, locked=True)
+            if beyond:  # its verdict lines rebuilt from the fields, as the terminal below prints them
+                from ..beyond import summary_verdict
+
+                lines, note = summary_verdict(summary)
+                shown = {**summary, "verdict": lines}
+                if note:
+                    shown["warnings"] = [*(summary.get("warnings") or []), note]
+                page = write_beyond_report(out_dir, shown, locked=True)
             else:
                 page = write_report_html(out_dir, locked=True)
     if as_json:
