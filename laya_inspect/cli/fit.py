@@ -241,7 +241,8 @@ def train_command(
             f"backbone classifier (extract's model logits): logistic-regression probe on the frozen last block, "
             f"L-BFGS {counted(probe['iterations'], 'iteration')}"
             + ("" if probe["converged"] else " (not converged)")
-            + f", not --epochs/--lr: test accuracy {probe['test_acc']:.4f}",
+            # over the same test rows as the line above, so read with their interval and chance as it is
+            + f", not --epochs/--lr: test accuracy {rows_accuracy(probe['test_acc'], m['n_test'], m.get('chance'))}",
             highlight=False,
         )
     warn(m.get("data_warnings"))
