@@ -744,20 +744,56 @@ def _acc_interval(d: dict[str, Any] | None, n_test: int | None) -> str:
         return "[n/a]"
     if d.get("ci_low") is None and n_test:
         return accuracy_text(d, n_test).split(" ", 1)[1].replace(ROWS_MARK, f", Wilson over the {n_test} test rows")
-    cut = d.get("ci_low") is not None and (d["ci_low"] < 0 or d["ci_high"] > 1)
-    return interval(d) + (f", cut to [0, 1] from [{num(d['ci_low'], 3)}, {num(d['ci_high'], 3)}]" if cut else "")
+    return interval(d) + _cut_text(d)
 
 
-def accuracy_notes(heads: Sequence[dict[str, Any]], n_test: int | None) -> list[str]:
+def _cut_text(d: dict[str, Any]) -> str:
+    """ ", cut to [0, 1] from [t bounds]" where an interval over the seeds reached outside [0, 1], else ""."""
+    cut = _was_cut(d)
+    return f", cut to [0, 1] from [{num(d['ci_low'], 3)}, {num(d['ci_high'], 3)}]" if cut else ""
+
+
+def _was_cut(d: dict[str, Any]) -> bool:
+    return d.get("ci_low") is not None and (d["ci_low"] < 0 or d["ci_high"] > 1)
+
+
+# a macro-F1 from one seed: no interval over seeds, and the test rows give it no Wilson interval, it being
+# no share of rows; said in words where "[n/a]" read as a missing value
+F1_ONE_SEED = "one seed: no interval"
+
+
+def f1_text(d: dict[str, Any] | None, digits: int = 3) -> str:
+    """A head's mean test macro-F1 with its interval over the seeds kept inside [0, 1] (:func:`accuracy_notes`
+    says where it was cut, given ``f1``); from one seed, F1_ONE_SEED in its place."""
+    if not d or d.get("mean") is None:
+        return "—"
+    if d.get("ci_low") is None:
+        return f"{num(d['mean'], digits)} ({F1_ONE_SEED})"
+    return est(d, digits)
+
+
+def _f1_said(d: dict[str, Any]) -> str:
+    """The lead's macro-F1 as its accuracy is said there: with where its interval was cut, or in words
+    where one seed gives none."""
+    return f1_text(d) if d.get("ci_low") is None else f"{num(d['mean'], 3)} {interval(d)}{_cut_text(d)}"
+
+
+def accuracy_notes(heads: Sequence[dict[str, Any]], n_test: int | None, f1: bool = False) -> list[str]:
     """What :func:`accuracy_text` showed that its cells do not say: the accuracy intervals over the seeds
     cut to [0, 1], with their t bounds, in the words compare and diagnose use; and that an interval from
-    one seed is over the test rows."""
-    cut = {
-        str(h["head"]): {"clipped": True, "t_low": acc["ci_low"], "t_high": acc["ci_high"], "n": acc.get("n")}
-        for h in heads
-        if (acc := h.get("test_acc") or {}).get("ci_low") is not None and (acc["ci_low"] < 0 or acc["ci_high"] > 1)
-    }
-    note = cut_note(cut, "test accuracy", "[0, 1]", "the range of an accuracy", "seeds at 95%")
+    one seed is over the test rows. ``f1``: the macro-F1 intervals (:func:`f1_text`) are shown too, and
+    where they were cut is said as well."""
+
+    def cut(key: str) -> dict[str, dict[str, Any]]:
+        return {
+            str(h["head"]): {"clipped": True, "t_low": d["ci_low"], "t_high": d["ci_high"], "n": d.get("n")}
+            for h in heads
+            if _was_cut(d := h.get(key) or {})
+        }
+
+    note = cut_note(cut("test_acc"), "test accuracy", "[0, 1]", "the range of an accuracy", "seeds at 95%")
+    f1_cut = cut("test_macro_f1") if f1 else {}
+    f1_note = cut_note(f1_cut, "macro-F1", "[0, 1]", "the range of a macro-F1", "seeds at 95%")
     one = [h["head"] for h in heads if (h.get("test_acc") or {}).get("ci_low") is None]
     rows = (
         f"{ROWS_MARK.strip()}: one seed gives no interval over seeds; the 95% Wilson interval over the "
@@ -765,7 +801,7 @@ def accuracy_notes(heads: Sequence[dict[str, Any]], n_test: int | None) -> list[
         if one and n_test
         else None
     )
-    return [t for t in (note, rows) if t]
+    return [t for t in (note, f1_note, rows) if t]
 
 
 def est(d: dict[str, Any] | None, digits: int = 4, clip: bool = True, sign: bool = False, *, diff: bool = False) -> str:
@@ -808,7 +844,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     first = (
         f"{title} reaches a test accuracy of {num(acc.get('mean'), 3)} over {counted(int(lead.get('n') or 0), 'seed')} "
         f"(95% interval {_acc_interval(acc, n_test)}"
-        + (f"; macro-F1 {num(f1['mean'], 3)} {interval(f1)})" if f1.get("mean") is not None else ")")
+        + (f"; macro-F1 {_f1_said(f1)})" if f1.get("mean") is not None else ")")
     )
     d = (lead.get("delta_vs_last") or {}).get("test_acc")
     if lead["head"] != "last" and d and d.get("mean") is not None:

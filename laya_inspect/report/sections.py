@@ -34,6 +34,7 @@ from .reading import (
     compare_reading,
     demo_reading,
     est,
+    f1_text,
     fit_reading,
     gate_cell,
     interval,
@@ -213,7 +214,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
             [
                 h["head"],
                 accuracy_text(h.get("test_acc"), n_test),
-                est(h.get("test_macro_f1"), 3),
+                f1_text(h.get("test_macro_f1")),
                 "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
                 # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
                 seeds_text(h["seeds"]) if h.get("seeds") else counted(h.get("n"), "seed"),
@@ -231,7 +232,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     read = layers_read(summary.get("cache") or {})
     seeds = counted(n_seeds, "seed")
     caption = f"{tested_split(summary)}{read}, {seeds}; intervals are 95% t-intervals over seeds"
-    caption += "".join(f"; {note}" for note in accuracy_notes(heads, n_test))
+    caption += "".join(f"; {note}" for note in accuracy_notes(heads, n_test, f1=True))
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:
         keys = [
