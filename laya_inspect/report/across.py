@@ -29,7 +29,7 @@ from ..compare.seeds import (
 )
 from ..training.stats import level
 from .html import Cell, Section, Table, slug
-from .reading import num, versus_groups, with_ci
+from .reading import num, versus_groups, versus_pair, with_ci
 
 # column → summary key of the headline score
 HEADLINE = {  # the headline scores by docs/METHOD.md's names: report.html's column headers
@@ -205,10 +205,10 @@ def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]
     """The other methods ``method``'s ρ was read against over the seeds (the entry's ``vs_methods``), each
     pair once: those after ``method`` in the entry's order (b − a is a − b mirrored). [] where the summary
     holds none (written before, or a head that reads one layer)."""
-    over = (entry.get("vs_methods") or {}).get(method) or {}
     order = list(entry.get("methods") or {})
     after = order[order.index(method) + 1 :] if method in order else []
-    return [(r, over[r]) for r in after if isinstance(over.get(r), dict) and over[r].get("mean") is not None]
+    pairs = [(r, versus_pair(entry, method, r)) for r in after]
+    return [(r, d) for r, d in pairs if isinstance(d, dict) and d.get("mean") is not None]
 
 
 # the verdict over the seeds beside the seeds' one word where it differs ("beats per seed, mixed"), short

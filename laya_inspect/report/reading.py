@@ -679,6 +679,17 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
     )
 
 
+def versus_pair(entry: dict[str, Any], method: str, rival: str) -> dict[str, Any] | None:
+    """An across-seed entry's paired difference of ``method`` to ``rival`` over the seeds (its ``vs_methods``),
+    its verdict "withheld" where a caveat held on some seed (the entry's ``caveats_per_seed``: a head near
+    chance, too few rows), as compare now writes it: a summary written before kept its "better" or "no
+    different" there, which no seed's withheld ranking supports."""
+    d = ((entry.get("vs_methods") or {}).get(method) or {}).get(rival)
+    if isinstance(d, dict) and any(entry.get("caveats_per_seed") or []):
+        return {**d, "verdict": "withheld"}
+    return d
+
+
 def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: str, word: str) -> str:
     """The mean of the lead's paired difference to its rival over the seeds, with its t-interval, after
     a verdict every seed gives alike: each seed's interval holds that seed's head fixed, so "worse on each
@@ -687,7 +698,7 @@ def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: s
     written before it was kept). "" where the summary holds none or no seed reads better or worse."""
     entries = group.get("ablations") or {}
     entry: dict[str, Any] = entries.get((head.get("ablations_run") or list(entries) or [None])[0]) or {}
-    d = ((entry.get("vs_methods") or {}).get(lead) or {}).get(rival)
+    d = versus_pair(entry, lead, rival)
     if word not in ("better", "worse") or not d or d.get("ci_low") is None:
         return ""
     over = f"its mean difference in ρ over the seeds {with_ci(d)}"
