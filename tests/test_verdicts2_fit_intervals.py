@@ -49,3 +49,5 @@ def test_one_seed_shows_the_test_rows_interval(digits_cache: Path, tmp_path: Pat
     assert f"{shown} (rows)" in page
     assert f"(95% interval [{low:.3f}, {high:.3f}], Wilson over the {n} test rows" in page
     assert low < mean < high
+    # the table's caption called them "95% t-intervals over seeds" beside the note that they are not
+    assert "t-intervals over seeds" not in page, page

@@ -231,7 +231,9 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     ]
     read = layers_read(summary.get("cache") or {})
     seeds = counted(n_seeds, "seed")
-    caption = f"{tested_split(summary)}{read}, {seeds}; intervals are 95% t-intervals over seeds"
+    caption = f"{tested_split(summary)}{read}, {seeds}"
+    if n_seeds != 1:  # one seed's accuracy interval is over the test rows, which its note says
+        caption += "; intervals are 95% t-intervals over seeds"
     caption += "".join(f"; {note}" for note in accuracy_notes(heads, n_test, f1=True))
     sections = [Section("Heads", [Table("fit-heads", cols, rows, caption)])]
     if runs:

@@ -168,7 +168,7 @@ def check_metrics_out(path: Path) -> None:
         return
     why = not_a_metrics_file(metrics)
     if why is None and (other := _metrics_checkpoint(metrics)).name != path.name:
-        why = f"holds the metrics of checkpoint {other}, (the same stem)"
+        why = f"holds the metrics of checkpoint {other} (the same stem)"
     if why is not None:
         raise InputError(
             f"--out {path} writes its metrics to {metrics}, which {why}; "
