@@ -33,3 +33,16 @@ def test_a_fifo_input_is_refused_by_what_it_is(tmp_path, monkeypatch, name, read
     hung, out = answer(lambda: read(name), tmp_path / name)
     assert not hung, f"{name}: the read blocked on a FIFO"
     assert isinstance(out, LayaError) and what in str(out), out
+
+
+def test_extract_refuses_a_fifo_out_before_its_work(tmp_path, monkeypatch) -> None:
+    """Without --overwrite extract read an existing --out to tell whether it was an older layout's
+    incomplete cache, and hung there on a FIFO after loading the model and the data."""
+    from laya_inspect import ExtractConfig, extract_features
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("ff.h5")
+    config = ExtractConfig(model="zoo:mlp", random_init=True, data="digits", out="ff.h5", device="cpu")
+    hung, out = answer(lambda: extract_features(config), tmp_path / "ff.h5")
+    assert not hung, "extract blocked on a FIFO --out"
+    assert isinstance(out, LayaError) and "--out ff.h5 is a FIFO (named pipe), not a cache" in str(out), out

@@ -206,7 +206,7 @@ def test_block_influence_by_hand():
     r = by_block_influence([a, a, b], ["x", "y", "z"], 50)
     assert r.order == [0, 2, 1]  # the first layer kept first, then by BI
     widths = by_block_influence([a, rng.normal(size=(50, 3))], ["x", "y"], 50)
-    assert not widths.applies and "differ in width (4 vs 3)" in widths.how
+    assert not widths.applies and "layers x and y differ in width (4 vs 3)" in widths.how  # named, not numbered
 
 
 def test_shapes_estimate_by_hand(tmp_path):

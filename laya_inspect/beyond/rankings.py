@@ -77,16 +77,17 @@ def by_lolo(
     )
 
 
-def block_influence(hs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[str]]:
+def block_influence(hs: Sequence[np.ndarray], names: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """BI_l = 1 − mean_x cos(h_(l−1)(x), h_l(x)) for each layer l ≥ 2 whose width equals the previous
     one's (ShortGPT's score of a block from its input and output); NaN elsewhere. Returns the (L,)
-    scores and one reason per layer where BI is undefined."""
+    scores and one reason per layer where BI is undefined, naming layers by ``names`` (else 1-based)."""
+    names = list(names) if names is not None else [str(i + 1) for i in range(len(hs))]
     scores = np.full(len(hs), np.nan)
     reasons = []
     for i in range(1, len(hs)):
         a, b = np.asarray(hs[i - 1], np.float64), np.asarray(hs[i], np.float64)
         if a.shape[1] != b.shape[1]:
-            reasons.append(f"layers {i} and {i + 1} differ in width ({a.shape[1]} vs {b.shape[1]})")
+            reasons.append(f"layers {names[i - 1]} and {names[i]} differ in width ({a.shape[1]} vs {b.shape[1]})")
             continue
         norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
         cos = np.where(norms > 0, (a * b).sum(axis=1) / np.where(norms > 0, norms, 1.0), 1.0)
@@ -97,7 +98,7 @@ def block_influence(hs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[str]]:
 def by_block_influence(hs: Sequence[np.ndarray], layer_names: Sequence[str], rows: int) -> Ranking:
     if len(hs) < 2:
         return Ranking("block_influence", None, None, "not applicable: one layer")
-    scores, reasons = block_influence(hs)
+    scores, reasons = block_influence(hs, layer_names)
     if reasons:
         more = f" (and {len(reasons) - 1} more pairs)" if len(reasons) > 1 else ""
         return Ranking(

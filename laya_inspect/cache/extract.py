@@ -11,7 +11,7 @@ import torch
 from ..data import load_data
 from ..distributed import env_world, session
 from ..errors import CacheError, InputError
-from ..files import output_lock
+from ..files import output_lock, special_file
 from ..layers import list_layers
 from ..models import load_model
 from ..out_dir import check_out, spec_paths
@@ -57,6 +57,8 @@ def extract_features(
     refuse_reserved_name(config.out)
     if Path(config.out).is_dir():
         raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
+    if what := special_file(config.out):  # reading it to tell whether it is a cache would hang on a FIFO
+        raise InputError(f"--out {config.out} is {what}, not a cache laya-inspect wrote; give another --out")
     mended = None
     # a swap a stopped --overwrite under torchrun left half done; under torchrun, rank 0 mends it once it
     # holds the lock for the run

@@ -457,7 +457,9 @@ def source_lines(data: Any) -> dict[str, Any] | None:
     for row, line in enumerate(lines):
         if not runs or line - row != runs[-1][1] - runs[-1][0]:
             runs.append([row, int(line)])
-    return {"file": Path(data.location).name, "runs": runs} if len(runs) <= MAX_LINE_RUNS else None
+    # an image list's location is the folder of its images; its lines are of the list, its first file
+    file = data.files[0] if getattr(data, "files", None) else data.location
+    return {"file": Path(file).name, "runs": runs} if len(runs) <= MAX_LINE_RUNS else None
 
 
 def describe_normalization(transforms: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from ..errors import CacheError, InputError, WriteError, name_of
-from ..files import keep_file_mode, start_writeback
+from ..files import keep_file_mode, special_file, start_writeback
 from ..out_dir import claimed_by, put_record, read_record, record_of, take_record, unproven_file
 from .partial import SHARDS_SUFFIX, VERIFIED, partial_path, refuse_foreign_partial, resume_problem, rows_on_disk
 from .schema import (
@@ -307,6 +307,8 @@ class FeatureWriter:
             raise InputError(
                 f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
             )
+        if special := special_file(self.path):  # extract checked it before its work; the notebook path here
+            raise InputError(f"--out {self.path} is {special}, not a cache laya-inspect wrote; give another --out")
         refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
         self.overwrite = overwrite
         # what --overwrite could not check of the file it replaces: a note on this run, not on the rows,
