@@ -421,6 +421,7 @@ def _fit_into(
         in_train=in_train,
         repeated=repeated,
         epochs=epochs,
+        patience=patience,
         balance=balance,
         small=[
             w

@@ -10,9 +10,10 @@ chance; it is below that probe by more than PROBE_MARGIN; α is constant across 
 weights are still uniform; the seeds' mean weights peak on different layers; the seeds agree on each
 row's top layer no more often than chance at their own top-layer shares, or, above chance, on fewer
 than AGREEMENT_MIN of the rows while their mean weights peak on one layer; test rows are training
-rows (overlap.py); a class has fewer than FEW_CLASS_ROWS training rows; fewer than MIN_VAL_ROWS
-validation rows pick the epoch and the probe's layer; the test split's own sampling (a Wilson
-interval over its rows) is far wider than the interval over seeds.
+rows (overlap.py); a seed ran all its epochs with its best validation epoch within the patience of the
+end, so early stopping had not stopped it; a class has fewer than FEW_CLASS_ROWS training rows; fewer
+than MIN_VAL_ROWS validation rows pick the epoch and the probe's layer; the test split's own sampling
+(a Wilson interval over its rows) is far wider than the interval over seeds.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ THRESHOLDS = {
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "unlearnable_classes": "classes of the test split with no training rows",
     "few_class_rows": f"classes with 1 to {FEW_CLASS_ROWS - 1} training rows (validation rows left out)",
+    "epoch_limit": "a seed ran all --epochs and its best validation epoch lies fewer than --patience epochs before "
+    "the last (epochs − best epoch < patience): early stopping had not stopped it, the epoch limit did",
     "few_validation_rows": f"the validation rows number fewer than {MIN_VAL_ROWS}",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "test_sampling": f"with two seeds or more and at least {MIN_ROWS} test rows, the 95% Wilson interval of the mean "
@@ -225,6 +228,25 @@ def difference_sampling_warning(
         f"{high:+.3f}], covers seed-to-seed variation only; the {n} shared test rows alone allow ±{half:.3f} "
         f"(a paired 95% interval from the {apart:.1%} of rows the two heads answer differently); read the "
         "difference to within that, or add test rows"
+    )
+
+
+def epoch_limit(runs: Sequence[Any], epochs: int | None, patience: int | None) -> str | None:
+    """The warning of a head whose seeds the epoch limit stopped while they still improved
+    (THRESHOLDS["epoch_limit"]; ``runs``: .seed, .epochs_run, .best_epoch). The stopper stops after
+    ``patience`` epochs without a strictly better one, so a run that used all ``epochs`` with fewer than
+    ``patience`` of them after its best was stopped by the budget, not by its validation loss."""
+    if epochs is None or patience is None:
+        return None
+    held = [r for r in runs if r.epochs_run >= epochs and epochs - r.best_epoch < patience]
+    if not held:
+        return None
+    seeds = ", ".join(f"seed {r.seed} (best epoch {r.best_epoch} of {epochs})" for r in held)
+    return (
+        f"epoch limit: {seeds} ran all {epochs} epochs with a best validation epoch fewer than {patience} (the "
+        f"patience) before the end, so early stopping had not stopped {'it' if len(held) == 1 else 'them'}: "
+        "--epochs, not the validation loss, ended the training, and the head may still have been improving; "
+        "fit again with more --epochs, or a higher --lr"
     )
 
 
@@ -491,6 +513,7 @@ def gate(
     repeated: dict[str, Any] | None = None,
     small: Sequence[str] = (),
     epochs: int | None = None,
+    patience: int | None = None,
     balance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
@@ -500,8 +523,9 @@ def gate(
     ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
     the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
     the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows); ``epochs``: the
-    most epochs a seed could run; ``balance``: the test split's classes.class_balance, whose
-    ``imbalanced`` makes the probe check read macro-F1 too and names each head's weakest class."""
+    most epochs a seed could run, ``patience`` its early stopping's (:func:`epoch_limit`); ``balance``:
+    the test split's classes.class_balance, whose ``imbalanced`` makes the probe check read macro-F1 too
+    and names each head's weakest class."""
     from .overlap import overlap_warning, repeated_warning
 
     imbalanced = bool((balance or {}).get("imbalanced"))
@@ -520,6 +544,7 @@ def gate(
                 layer_names=layer_names,
                 constant=constant,
                 epochs=epochs,
+                patience=patience,
                 imbalanced=imbalanced,
             )
         )
@@ -578,20 +603,22 @@ def head_quality(
     layer_names: Sequence[str],
     constant: Sequence[str] = (),
     epochs: int | None = None,
+    patience: int | None = None,
     n_test: int | None = None,
     test_f1: float | None = None,
     majority_f1: float | None = None,
     imbalanced: bool = False,
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
-    .epochs_run and .static_weights; ``epochs``: the most each seed could run): its warnings, its
+    .epochs_run, .best_epoch and .static_weights; ``epochs``: the most each seed could run, ``patience``
+    its early stopping's): its warnings, its
     probe reference and the seeds' agreement on the layers. ``test_f1``: its mean test macro-F1 over
     seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`), and held
     to the probe's macro-F1 as well as its accuracy where the classes are ``imbalanced``: there the
     minority classes weigh little in accuracy, and macro-F1 says whether the head learned them."""
     said = not_learned("the head", test_acc, chance, f1=test_f1, majority_f1=majority_f1)
     near = near_chance(test_acc, chance, said, n=n_test, runs=runs, epochs=epochs)
-    warns = [near] if near else []
+    warns = [w for w in (near, epoch_limit(runs, epochs, patience)) if w]
     notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
     if read:
