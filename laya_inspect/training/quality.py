@@ -645,6 +645,8 @@ def head_quality(
                 said += "; on imbalanced classes macro-F1 is read beside accuracy, which hides the minority classes"
             # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
             gap = describe([getattr(r, key) - ref for r in runs]) if len(runs) > 1 else None
+            # one seed has no interval over seeds: its accuracy is read beside the test rows' own
+            rows = wilson(value * n_test, n_test) if gap is None and key == "test_acc" and n_test else None
             reference["metric"] = key
             if gap is not None and gap.ci_high >= 0:
                 reference |= {"reading": NOT_SHOWN_BELOW, "gap": gap.to_dict()}
@@ -653,9 +655,24 @@ def head_quality(
                     f"[{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] ({gap.confidence:.0%} t-interval), includes 0; "
                     "more seeds would tell"
                 )
+            elif rows is not None and rows[1] >= ref:
+                reference |= {"reading": NOT_SHOWN_BELOW, "gap": None, "test_rows": _rows_record(rows, n_test)}
+                notes.append(
+                    f"{NOT_SHOWN_BELOW}: {said}, but one seed's accuracy over the {n_test} test rows alone lies in "
+                    f"[{rows[0]:.3f}, {rows[1]:.3f}] (95% Wilson), which holds the probe's; more seeds or test rows "
+                    "would tell"
+                )
             else:
+                record = _rows_record(rows, n_test) if rows is not None else None
                 reference |= {"reading": "below the probe", "gap": gap.to_dict() if gap else None}
-                warns.append(f"below the probe: {said}; {PROBE_ONE_FIT}; {_advice(runs, epochs)}")
+                reference |= {"test_rows": record} if record else {}
+                one = (
+                    f"the probe is one fit, and the head's 95% Wilson interval over the {n_test} test rows, "
+                    f"[{rows[0]:.3f}, {rows[1]:.3f}], lies below its accuracy"
+                    if rows is not None
+                    else PROBE_ONE_FIT
+                )
+                warns.append(f"below the probe: {said}; {one}; {_advice(runs, epochs)}")
     # per seed, the head's (N, L) weights on the test rows; None for heads without weights
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
     weights = ws if ws and len(ws) == len(runs) else None
@@ -714,6 +731,11 @@ def head_quality(
         "seed_agreement": agreement,
         "layer_weights": profile,
     }
+
+
+def _rows_record(rows: tuple[float, float], n: int) -> dict[str, Any]:
+    """probe_reference's ``test_rows``: one seed's accuracy interval over its test rows."""
+    return {"n": n, "ci_low": rows[0], "ci_high": rows[1], "confidence": 0.95, "method": "wilson"}
 
 
 def _advice(runs: Sequence[Any], epochs: int | None, effect: str = "may close the gap") -> str:
