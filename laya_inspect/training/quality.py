@@ -646,7 +646,8 @@ def head_quality(
             # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
             gap = describe([getattr(r, key) - ref for r in runs]) if len(runs) > 1 else None
             # one seed has no interval over seeds: its accuracy is read beside the test rows' own
-            rows = wilson(value * n_test, n_test) if gap is None and key == "test_acc" and n_test else None
+            n_rows = n_test or 0
+            within = wilson(value * n_rows, n_rows) if gap is None and key == "test_acc" and n_rows else None
             reference["metric"] = key
             if gap is not None and gap.ci_high >= 0:
                 reference |= {"reading": NOT_SHOWN_BELOW, "gap": gap.to_dict()}
@@ -655,21 +656,21 @@ def head_quality(
                     f"[{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] ({gap.confidence:.0%} t-interval), includes 0; "
                     "more seeds would tell"
                 )
-            elif rows is not None and rows[1] >= ref:
-                reference |= {"reading": NOT_SHOWN_BELOW, "gap": None, "test_rows": _rows_record(rows, n_test)}
+            elif within is not None and within[1] >= ref:
+                reference |= {"reading": NOT_SHOWN_BELOW, "gap": None, "test_rows": _rows_record(within, n_rows)}
                 notes.append(
-                    f"{NOT_SHOWN_BELOW}: {said}, but one seed's accuracy over the {n_test} test rows alone lies in "
-                    f"[{rows[0]:.3f}, {rows[1]:.3f}] (95% Wilson), which holds the probe's; more seeds or test rows "
-                    "would tell"
+                    f"{NOT_SHOWN_BELOW}: {said}, but one seed's accuracy over the {n_rows} test rows alone lies in "
+                    f"[{within[0]:.3f}, {within[1]:.3f}] (95% Wilson), which holds the probe's; more seeds or test "
+                    "rows would tell"
                 )
             else:
-                record = _rows_record(rows, n_test) if rows is not None else None
+                record = _rows_record(within, n_rows) if within is not None else None
                 reference |= {"reading": "below the probe", "gap": gap.to_dict() if gap else None}
                 reference |= {"test_rows": record} if record else {}
                 one = (
-                    f"the probe is one fit, and the head's 95% Wilson interval over the {n_test} test rows, "
-                    f"[{rows[0]:.3f}, {rows[1]:.3f}], lies below its accuracy"
-                    if rows is not None
+                    f"the probe is one fit, and the head's 95% Wilson interval over the {n_rows} test rows, "
+                    f"[{within[0]:.3f}, {within[1]:.3f}], lies below its accuracy"
+                    if within is not None
                     else PROBE_ONE_FIT
                 )
                 warns.append(f"below the probe: {said}; {one}; {_advice(runs, epochs)}")
