@@ -20,7 +20,7 @@ from laya_inspect.models.weights import read_checkpoint
     [
         ("cache.h5", FeatureStore, "is a FIFO (named pipe), not a feature cache"),
         ("w.pt", read_checkpoint, "weights 'w.pt' is a FIFO (named pipe), not a weights file"),
-        ("d.csv", lambda p: load_data(f"csv:{p}"), "no csv file 'd.csv' ('d.csv' is a FIFO (named pipe))"),
+        ("d.csv", lambda p: load_data(f"csv:{p}"), "the csv file 'd.csv' is a FIFO (named pipe), not a file"),
     ],
 )
 @pytest.mark.parametrize("linked", [False, True])

@@ -101,8 +101,10 @@ def user_path(arg: str, *, folder: bool, what: str) -> Path:
         shown = arg if len(arg) <= 100 else arg[:100] + "…"
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(f"not a usable path for the {what}: {shown!r} ({why})") from None
+    if not ok and (special := special_file(path, follow=True)):  # there, but reading it would wait for a writer
+        raise InputError(f"the {what} {str(path)!r} is {special}, not a {'folder' if folder else 'file'}")
     if not ok:
-        other = special_file(path, follow=True) or ("a file" if folder else "a folder")
+        other = "a file" if folder else "a folder"
         isnt = f" ({str(path)!r} is {other})" if path.exists() else ""
         if gone := dangling(path):
             isnt = f" ({str(path)!r} is {gone})"
