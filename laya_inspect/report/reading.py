@@ -721,7 +721,8 @@ def interval(
     accuracies (``diff``) lies in [−1, 1]: a t-interval over few seeds that reaches past it is said to be
     uninformative rather than printed with bounds no difference can take (docs/METHOD.md)."""
     if not d or d.get("ci_low") is None or d.get("ci_high") is None:
-        return "[n/a]"
+        one = d is not None and (d.get("n") == 1 or len(d.get("values") or []) == 1)
+        return f"({F1_ONE_SEED})" if one else "[n/a]"  # one seed: no interval over seeds, not a missing value
     lo, hi = float(d["ci_low"]), float(d["ci_high"])
     if diff and (lo < -1 or hi > 1):
         seeds = f" at {d['n']} seeds" if d.get("n") else ""
