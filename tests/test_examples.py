@@ -93,5 +93,7 @@ def test_own_model_example_runs_from_memory(tmp_path: Path, monkeypatch: pytest.
     console = Console(width=100, record=True, file=io.StringIO())
     console.print(namespace["fit"], namespace["result"])
     text = console.export_text()
-    assert re.search(r"laya +0\.\d{3} +0\.\d{3} +[+-]0\.\d{3}", text) and "Δ acc vs last" in text
+    # one seed: its accuracy with the test rows' Wilson interval, marked (rows), then macro-F1 and Δ vs last
+    row = r"laya +0\.\d{3} \[0\.\d{3}, [01]\.\d{3}\] \(rows\) +0\.\d{3} +[+-]0\.\d{3}"
+    assert re.search(row, text) and "Δ acc vs last" in text, text
     assert "alpha" in text and "top-1 only" in text
