@@ -697,6 +697,29 @@ def test_the_reading_reads_the_headlines_rival_on_every_seed() -> None:
     )
 
 
+def test_a_seed_with_a_caveat_reads_its_pairs_withheld_as_the_pairs_over_the_seeds() -> None:
+    """A summary that keeps a per-seed α − IG pair of a seed whose head is near chance: the reading took its
+    "worse" as a ranking ("α orders the layers worse than IG on each of the 2 seeds"), where the caveat
+    withholds every ranking of that seed, as it does the pair over the seeds."""
+    from laya_inspect.report.reading import compare_reading
+
+    near = "head laya-seed_1 is near chance: its attributions explain a head that learnt nothing"
+    heads = [_with_ig(_head(s, "beats", []), -0.3, -0.1) for s in (0, 1)]
+    heads[1]["ablations"]["mean"]["caveats"] = [near]
+    summary = _compared(heads, [0, 1])
+    heads[1]["caveats"] = [near]
+    lead = " ".join(compare_reading(summary).lead)
+    assert "on each of the 2 seeds" not in lead, lead
+    said = (
+        "α against IG differs between seeds: orders the layers worse on seed 0; is not read (a caveat withholds "
+        "every ranking) on seed 1"
+    )
+    assert said in lead, lead
+    assert summary["across_seeds"]["groups"][0]["ablations"]["mean"]["vs_methods"]["alpha"]["ig"]["verdict"] == (
+        "withheld"
+    )
+
+
 def test_seeds_that_all_find_no_difference_from_the_rule_are_not_said_to_disagree() -> None:
     """The demo's 'last' head: Grad-CAM identical to the constant rule on seed 0 and "does not beat" it on
     seeds 1 and 2 read "the seeds disagree", where no seed found a difference from the rule."""

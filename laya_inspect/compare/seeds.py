@@ -181,15 +181,14 @@ def ranged_note(entry: dict[str, Any]) -> str | None:
     )
 
 
-def _versus_over_seeds(entries: list[dict[str, Any]], caveat: bool) -> dict[str, dict[str, Any]]:
+def _versus_over_seeds(entries: list[dict[str, Any]], caveats: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """Each other method a method's every seed was read against (``vs_methods``, the paired difference in ρ
     over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2], at the
     confidence the seeds' own intervals were drawn at (``confidence``: 1 − 0.05/m, the highest where they
     differ; 95% for seeds that record none), with :func:`versus_verdict` as its ``verdict``: each seed's
     interval holds that seed's head fixed, this one asks whether a head refitted with another seed would
-    order the layers the same way. Where a caveat holds on some seed (``caveat``: a head near chance, too few
-    rows), "withheld", as each seed's verdicts are: a mean over seeds whose every ranking is withheld does
-    not rank the methods either."""
+    order the layers the same way; "withheld" where a caveat holds on some seed (``caveats``, each seed's:
+    :func:`pair_verdict`)."""
     rivals = [r for r in entries[0].get("vs_methods") or {} if all(r in (e.get("vs_methods") or {}) for e in entries)]
     low, high = RANGES["faithfulness"]
     out = {}
@@ -198,11 +197,24 @@ def _versus_over_seeds(entries: list[dict[str, Any]], caveat: bool) -> dict[str,
         levels = [float(d["confidence"]) for d in per if isinstance(d.get("confidence"), (int, float))]
         confidence = max(levels, default=CONFIDENCE)
         est = bounded(t_estimate([d.get("mean") for d in per], confidence), low - high, high - low)
-        out[r] = {**est, "confidence": confidence, "verdict": "withheld" if caveat else versus_verdict(est)}
+        out[r] = {**est, "confidence": confidence, "verdict": pair_verdict(est, caveats)}
     return out
 
 
-def versus_verdict(est: dict[str, Any]) -> str:
+def pair_verdict(pair: dict[str, Any] | None, caveats: Sequence[Any]) -> str:
+    """The verdict a paired difference in ρ of one method to another is read by, one seed's (a head's
+    ``vs_methods`` pair, ``caveats`` its head's) or over the seeds (an across-seed entry's, ``caveats`` each
+    seed's): "withheld" where a caveat holds (a head near chance, too few rows), since a caveat withholds every
+    ranking, and a mean over seeds whose every ranking is withheld does not rank the methods either; else the
+    pair's own ``verdict``, or :func:`versus_verdict` of its interval where it keeps none (one seed's pair, or
+    a summary written before). So a summary written before a caveat withheld these is read as compare now
+    writes it."""
+    if any(caveats):
+        return "withheld"
+    return str(pair["verdict"]) if pair and "verdict" in pair else versus_verdict(pair)
+
+
+def versus_verdict(est: dict[str, Any] | None) -> str:
     """The verdict over the seeds of a method's paired difference in ρ to another (a ``vs_methods`` pair
     of an across-seed entry): "better" or "worse" where its t-interval over the seeds lies above or below 0,
     "no different" where it holds 0, "undecided" with no interval (one seed with a value, or the same
@@ -344,13 +356,13 @@ def across_seeds(heads: Sequence[dict[str, Any]], seeds: Sequence[int | None]) -
                 shared = [m for m in per[0].get(kind) or {} if all(m in (p.get(kind) or {}) for p in per)]
                 entry[kind] = {m: _method_row([p[kind][m] for p in per], reference) for m in shared}
             keys = sorted({k for p in per for k in (p.get("best_tests") or {})} | {k for p in per for k in p["best"]})
+            caveats_per_seed = [list(p.get("caveats") or []) for p in per]
             # beside the method rows, whose every dict is one score's estimate
-            caveat = any(p.get("caveats") for p in per)
             entry["vs_methods"] = {
-                m: _versus_over_seeds([p["methods"][m] for p in per], caveat) for m in entry["methods"]
+                m: _versus_over_seeds([p["methods"][m] for p in per], caveats_per_seed) for m in entry["methods"]
             }
             entry["best"] = {k: [sorted(p["best"].get(k) or []) for p in per] for k in keys}
-            entry["caveats_per_seed"] = [list(p.get("caveats") or []) for p in per]
+            entry["caveats_per_seed"] = caveats_per_seed
             ranked = [((p.get("lolo") or {}).get("most_relied_on") or [{}])[0].get("layer") for p in per]
             entry["most_relied_on"] = ranked if None not in ranked else []
             entry["caveats"] = _disagreements(g, a, entry)

@@ -25,7 +25,6 @@ from ..compare.seeds import (
     named_estimates,
     ranged_note,
     seed_verdicts,
-    versus_verdict,
 )
 from ..training.stats import level
 from .html import Cell, Section, Table, slug
@@ -203,7 +202,8 @@ def not_over_seeds(row: dict[str, Any]) -> str | None:
 
 def rivals(entry: dict[str, Any], method: str) -> list[tuple[str, dict[str, Any]]]:
     """The other methods ``method``'s ρ was read against over the seeds (the entry's ``vs_methods``), each
-    pair once: those after ``method`` in the entry's order (b − a is a − b mirrored). [] where the summary
+    pair once, with its ``verdict`` as :func:`.reading.versus_pair` reads it: those after ``method`` in the
+    entry's order (b − a is a − b mirrored). [] where the summary
     holds none (written before, or a head that reads one layer)."""
     order = list(entry.get("methods") or {})
     after = order[order.index(method) + 1 :] if method in order else []
@@ -312,12 +312,6 @@ VERSUS_LINE = (
 WITHHELD_SAID = "withheld: a caveat withholds every ranking"
 
 
-def versus_word(est: dict[str, Any]) -> str:
-    """A ``vs_methods`` pair's verdict over the seeds (its ``verdict``, :func:`..compare.seeds.versus_verdict`;
-    worked out for a summary written before that field was kept)."""
-    return str(est["verdict"]) if "verdict" in est else versus_verdict(est)
-
-
 def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[RenderableType]:
     """Per head with several seeds, one table: each method's headline scores and its paired
     difference to the constant rule (mean ± 95% t half-width over seeds, each seed's value below but
@@ -352,7 +346,7 @@ def seed_tables(summary: dict[str, Any], brief: bool = False) -> list[Renderable
                     diffs = [seed_cell(row.get(f"{k}_minus_constant"), True, not brief) for k in SCORES.values()]
                     table.add_row(Text(" − constant", style="dim"), *diffs, _verdicts(row))
                     for r, est in rivals(entry, m):  # α − IG in ρ over the seeds: the other scores are not paired
-                        word = versus_word(est)
+                        word = est["verdict"]  # as versus_pair reads it
                         style = "bold green" if word == "better" else "yellow" if word == "worse" else "dim"
                         table.add_row(
                             Text(f" − {r}", style="dim"),
@@ -398,7 +392,7 @@ def _versus_cell(pairs: list[tuple[str, dict[str, Any]]]) -> str:
     each seed's value; no different over the seeds (97.5%)", rival after rival ("—" where it has none)."""
     said = [
         f"− {r}: {_html_cell(est, sign=True)}; "
-        + (WITHHELD_SAID if versus_word(est) == "withheld" else f"{versus_word(est)} over the seeds ({level(est)})")
+        + (WITHHELD_SAID if est["verdict"] == "withheld" else f"{est['verdict']} over the seeds ({level(est)})")
         for r, est in pairs
     ]
     return "; ".join(said) or "—"

@@ -47,7 +47,7 @@ from ..compare.records import (
     said_once,
     sanity_heads,
 )
-from ..compare.seeds import CUT_SAID, by_seed, kept_verdict_over_seeds, versus_verdict
+from ..compare.seeds import CUT_SAID, by_seed, kept_verdict_over_seeds, pair_verdict
 from ..training.quality import (
     CHANCE_GAP,
     GAIN_ROWS,
@@ -649,14 +649,16 @@ RIVAL_WORDS = {
     "worse": "orders the layers worse than",
     "no different": "is not shown to order the layers better or worse than",
     "undecided": "is not tested against",
+    "withheld": "is not read (a caveat withholds every ranking) against",
 }
 
 
 def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[str, Any]) -> tuple[bool, str] | None:
     """How the headline's lead method orders the layers against its rival on every seed of ``group``,
-    each seed read from its own paired difference (the headline reads one seed's): (True, "α orders
-    the layers worse than IG on each of the 3 seeds …") where all read alike, else (False, "α against
-    IG differs between seeds: …"). None where the headline compares the lead with no rival."""
+    each seed read from its own paired difference (the headline reads one seed's; a seed with a caveat:
+    "withheld", :func:`pair_verdict`): (True, "α orders the layers worse than IG on each of the 3 seeds …")
+    where all read alike, else (False, "α against IG differs between seeds: …"). None where the headline
+    compares the lead with no rival."""
     lead = _lead_method(head)
     if lead is None or head.get("caveats") or head["methods"][lead].get("circular") or reads_few(head):
         return None
@@ -666,8 +668,9 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
     by_name = {h.get("name"): h for h in summary.get("heads") or []}
     words = []
     for member in group.get("members") or []:
-        s = ((by_name.get(member) or {}).get("methods") or {}).get(lead) or {}
-        words.append(outcome((s.get("vs_methods") or {}).get(rival)))
+        seed = by_name.get(member) or {}
+        s = (seed.get("methods") or {}).get(lead) or {}
+        words.append(pair_verdict((s.get("vs_methods") or {}).get(rival), seed.get("caveats") or []))
     if len(set(words)) == 1:
         each = f"on each of the {len(words)} seeds (each seed's paired difference)"
         over = _over_seeds(head, group, lead, rival, words[0])
@@ -681,28 +684,23 @@ def _rival_by_seed(summary: dict[str, Any], head: dict[str, Any], group: dict[st
 
 def versus_pair(entry: dict[str, Any], method: str, rival: str) -> dict[str, Any] | None:
     """An across-seed entry's paired difference of ``method`` to ``rival`` over the seeds (its ``vs_methods``),
-    its verdict "withheld" where a caveat held on some seed (the entry's ``caveats_per_seed``: a head near
-    chance, too few rows), as compare now writes it: a summary written before kept its "better" or "no
-    different" there, which no seed's withheld ranking supports."""
+    with the ``verdict`` :func:`pair_verdict` reads it by (the entry's ``caveats_per_seed``)."""
     d = ((entry.get("vs_methods") or {}).get(method) or {}).get(rival)
-    if isinstance(d, dict) and any(entry.get("caveats_per_seed") or []):
-        return {**d, "verdict": "withheld"}
-    return d
+    return {**d, "verdict": pair_verdict(d, entry.get("caveats_per_seed") or [])} if isinstance(d, dict) else d
 
 
 def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: str, word: str) -> str:
     """The mean of the lead's paired difference to its rival over the seeds, with its t-interval, after
     a verdict every seed gives alike: each seed's interval holds that seed's head fixed, so "worse on each
     of the 3 seeds" is not shown for a head refitted with another seed where this one includes 0. The
-    verdict is the pair's own (``verdict``, :func:`..compare.seeds.versus_verdict`; worked out for a summary
-    written before it was kept). "" where the summary holds none or no seed reads better or worse."""
+    verdict is :func:`versus_pair`'s. "" where the summary holds none or no seed reads better or worse."""
     entries = group.get("ablations") or {}
     entry: dict[str, Any] = entries.get((head.get("ablations_run") or list(entries) or [None])[0]) or {}
     d = versus_pair(entry, lead, rival)
     if word not in ("better", "worse") or not d or d.get("ci_low") is None:
         return ""
     over = f"its mean difference in ρ over the seeds {with_ci(d)}"
-    said = str(d["verdict"]) if "verdict" in d else versus_verdict(d)
+    said = d["verdict"]
     if said == word:
         return f", and {over} lies {'above' if word == 'better' else 'below'} 0 too"
     if said != "no different":  # the same difference on every seed: no spread, no interval to read
