@@ -157,13 +157,11 @@ def repeated_compared(
     as another input. The rows are read in the cache's order, and named by their file line where the
     cache records one (a CSV, TSV or JSONL file), so that over the same rows the line is fit-head's, word
     for word, and said once (records.said_once)."""
-    from ..training.overlap import digest, repeated_among, repeated_warning, with_lines
+    from ..training.overlap import digest, repeated_among, repeated_warning
 
     # each row's layers hashed in place (no copy of the features), then put in the cache's order
     flat = [np.ascontiguousarray(x).reshape(len(x), -1).view(np.uint8) for x in feats]
     digests = digest(tuple(x[i] for x in flat) for i in range(len(rows)))
     order = np.argsort(rows, kind="stable")
-    ordered = rows[order]
-    found = repeated_among(digests[order], ordered, store.index(split, ordered), split)
-    found = with_lines(found, store.attrs.get("source_lines"), {"index": "line", "first_index": "first_line"})
+    found = repeated_among(digests[order], store, split, rows[order])
     return found, [repeated_warning(found)] if found else []

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cache.store import FeatureStore
 from .loop import STREAM_CHUNK_ROWS, CacheRows, Rows
 from .stats import percent
 
@@ -49,12 +50,8 @@ def _hashes(chunk: np.ndarray) -> np.ndarray:
 def repeated_rows(test: CacheRows) -> dict[str, Any] | None:
     """The rows of split ``test`` identical at every layer to an earlier row of it, or None when
     every row is distinct (:func:`repeated_among` over the whole split)."""
-    n = len(test.labels)
-    digests = [digest(chunk) for _, chunk in _row_bytes(test, n)]
-    if not digests:
-        return None
-    found = repeated_among(np.concatenate(digests), np.arange(n), test.store.index(test.split), test.split)
-    return with_lines(found, test.store.attrs.get("source_lines"), {"index": "line", "first_index": "first_line"})
+    digests = [digest(chunk) for _, chunk in _row_bytes(test, len(test.labels))]
+    return repeated_among(np.concatenate(digests), test.store, test.split) if digests else None
 
 
 def with_lines(found: dict[str, Any] | None, lines: Any, keys: dict[str, str]) -> dict[str, Any] | None:
@@ -92,17 +89,22 @@ def digest(rows: Iterable[Any]) -> np.ndarray:
     return np.frombuffer(b"".join(out), dtype="V16")
 
 
-def repeated_among(digests: np.ndarray, rows: np.ndarray, index: np.ndarray, split: str) -> dict[str, Any] | None:
-    """The rows among ``rows`` (row numbers of ``split``, ascending; ``index``: their source indices)
-    identical at every layer to an earlier one of them, or None when every row is distinct. ``digests``:
-    each row's :func:`digest` of its features over every layer, in the order of ``rows`` (a collision
-    of two different rows: about 2**-128 a pair), 16 bytes a row in memory.
+def repeated_among(
+    digests: np.ndarray, store: FeatureStore, split: str, rows: np.ndarray | None = None
+) -> dict[str, Any] | None:
+    """The rows among ``rows`` (row numbers of ``split`` in the cache ``store``, ascending; every row of
+    it where None) identical at every layer to an earlier one of them, or None when every row is distinct.
+    ``digests``: each row's :func:`digest` of its features over every layer, in the order of ``rows`` (a
+    collision of two different rows: about 2**-128 a pair), 16 bytes a row in memory.
 
     Returns summary.json's ``quality.test_rows_repeated`` (compare's ``rows_repeated``): ``split``,
     ``rows`` (how many rows repeat an earlier one), ``of`` (the rows read), ``distinct`` (the distinct
-    rows), ``examples`` (the first few: the row, the earlier row it repeats, their source indices)."""
+    rows), ``examples`` (the first few: the row, the earlier row it repeats, their source indices, and their
+    file lines where the cache records them, :func:`with_lines`)."""
     if len(digests) == 0:
         return None
+    index = store.index(split) if rows is None else store.index(split, rows)
+    rows = np.arange(len(digests)) if rows is None else rows
     n = len(rows)
     _, first, inverse = np.unique(digests, return_index=True, return_inverse=True)
     earlier = first[inverse.reshape(-1)]  # the first row with each row's digest
@@ -118,7 +120,8 @@ def repeated_among(digests: np.ndarray, rows: np.ndarray, index: np.ndarray, spl
         }
         for r in repeats[:EXAMPLES]
     ]
-    return {"split": split, "rows": len(repeats), "of": n, "distinct": len(first), "examples": examples}
+    found = {"split": split, "rows": len(repeats), "of": n, "distinct": len(first), "examples": examples}
+    return with_lines(found, store.attrs.get("source_lines"), {"index": "line", "first_index": "first_line"})
 
 
 def repeated_warning(found: dict[str, Any]) -> str:
