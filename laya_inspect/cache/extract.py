@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -11,7 +10,7 @@ import torch
 from ..data import load_data
 from ..distributed import env_world, session
 from ..errors import CacheError, InputError
-from ..files import output_lock, special_file
+from ..files import output_lock
 from ..layers import list_layers
 from ..models import load_model
 from ..out_dir import check_out, spec_paths
@@ -27,7 +26,7 @@ from .shards import (
     refuse_sharded_leftovers,
     staging_dir,
 )
-from .writer import unproven_cache
+from .writer import refuse_not_a_file, unproven_cache
 
 
 def extract_features(
@@ -55,10 +54,7 @@ def extract_features(
     if batches is not None or options:
         raise InputError("extract_features(config) takes no batches or options; they belong in ExtractConfig")
     refuse_reserved_name(config.out)
-    if Path(config.out).is_dir():
-        raise InputError(f"--out {config.out} is a folder; give the cache file's name (e.g. {config.out}/features.h5)")
-    if what := special_file(config.out):  # reading it to tell whether it is a cache would hang on a FIFO
-        raise InputError(f"--out {config.out} is {what}, not a cache laya-inspect wrote; give another --out")
+    refuse_not_a_file(config.out)
     mended = None
     # a swap a stopped --overwrite under torchrun left half done; under torchrun, rank 0 mends it once it
     # holds the lock for the run

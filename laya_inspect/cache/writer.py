@@ -51,6 +51,15 @@ BUFFER_BYTES = 64 << 20
 FLUSH_SECONDS = 0.25
 
 
+def refuse_not_a_file(out: str | Path) -> None:
+    """Refuse an --out that is a folder, or a FIFO, a socket or a device: reading it to tell whether it is
+    a cache would hang on a FIFO, and laya-inspect writes none of these."""
+    if Path(out).is_dir():
+        raise InputError(f"--out {out} is a folder; give the cache file's name (e.g. {out}/features.h5)")
+    if special := special_file(out):
+        raise InputError(f"--out {out} is {special}, not a cache laya-inspect wrote; give another --out")
+
+
 def unproven_cache(path: Path) -> str | None:
     """None when ``extract --overwrite`` may replace the file ``path``: a cache laya-inspect wrote
     (:func:`~.schema.not_a_cache`) and, where extract recorded it beside it (``.NAME.laya-inspect.json``,
@@ -303,12 +312,7 @@ class FeatureWriter:
             twice = named_twice(list(attrs.get(what) or []))
             if twice is not None:
                 raise InputError(f"{what} names {twice!r} twice; each {what[:-6]} needs its own name")
-        if self.path.is_dir():
-            raise InputError(
-                f"--out {self.path} is a folder; give the cache file's name (e.g. {self.path}/features.h5)"
-            )
-        if special := special_file(self.path):  # extract checked it before its work; the notebook path here
-            raise InputError(f"--out {self.path} is {special}, not a cache laya-inspect wrote; give another --out")
+        refuse_not_a_file(self.path)  # extract checked it before its work; the notebook path here
         refuse_foreign_partial(self.path)  # extract checked it before its work; checked again under the lock
         self.overwrite = overwrite
         # what --overwrite could not check of the file it replaces: a note on this run, not on the rows,
