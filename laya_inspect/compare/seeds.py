@@ -202,13 +202,10 @@ def _versus_over_seeds(entries: list[dict[str, Any]], caveats: Sequence[Any]) ->
 
 
 def pair_verdict(pair: dict[str, Any] | None, caveats: Sequence[Any]) -> str:
-    """The verdict a paired difference in ρ of one method to another is read by, one seed's (a head's
-    ``vs_methods`` pair, ``caveats`` its head's) or over the seeds (an across-seed entry's, ``caveats`` each
-    seed's): "withheld" where a caveat holds (a head near chance, too few rows), since a caveat withholds every
-    ranking, and a mean over seeds whose every ranking is withheld does not rank the methods either; else the
-    pair's own ``verdict``, or :func:`versus_verdict` of its interval where it keeps none (one seed's pair, or
-    a summary written before). So a summary written before a caveat withheld these is read as compare now
-    writes it."""
+    """The verdict of a paired difference in ρ of one method to another, one seed's (``caveats``: its head's)
+    or over the seeds (``caveats``: each seed's): "withheld" where a caveat holds (a head near chance, too few
+    rows: a mean over seeds whose every ranking is withheld ranks nothing either), also in a summary written
+    before; else the pair's own ``verdict``, or :func:`versus_verdict` of its interval where it keeps none."""
     if any(caveats):
         return "withheld"
     return str(pair["verdict"]) if pair and "verdict" in pair else versus_verdict(pair)
