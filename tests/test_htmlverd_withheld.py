@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
-from laya_inspect.compare.seeds import versus_verdict
 from laya_inspect.head_dir import cache_identity, save_head
+from laya_inspect.training.stats import outcome
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
@@ -38,7 +38,7 @@ def test_an_older_summary_near_chance_reads_withheld_over_the_seeds(digits_cache
     # back to the verdicts a summary written before kept: each pair's own word from its interval
     pairs = [est for e in group["ablations"].values() for p in e["vs_methods"].values() for est in p.values()]
     for est in pairs:
-        est["verdict"] = versus_verdict(est)
+        est["verdict"] = outcome(est)
     older = {est["verdict"] for est in pairs}
     assert older & {"better", "no different", "worse"}, older
     (out / "summary.json").write_text(json.dumps(s))

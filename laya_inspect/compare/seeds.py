@@ -185,10 +185,9 @@ def _versus_over_seeds(entries: list[dict[str, Any]], caveats: Sequence[Any]) ->
     """Each other method a method's every seed was read against (``vs_methods``, the paired difference in ρ
     over one seed's rows) → :func:`t_estimate` of those differences over the seeds, cut to [−2, 2], at the
     confidence the seeds' own intervals were drawn at (``confidence``: 1 − 0.05/m, the highest where they
-    differ; 95% for seeds that record none), with :func:`versus_verdict` as its ``verdict``: each seed's
+    differ; 95% for seeds that record none), with :func:`pair_verdict` as its ``verdict``: each seed's
     interval holds that seed's head fixed, this one asks whether a head refitted with another seed would
-    order the layers the same way; "withheld" where a caveat holds on some seed (``caveats``, each seed's:
-    :func:`pair_verdict`)."""
+    order the layers the same way (``caveats``: each seed's)."""
     rivals = [r for r in entries[0].get("vs_methods") or {} if all(r in (e.get("vs_methods") or {}) for e in entries)]
     low, high = RANGES["faithfulness"]
     out = {}
@@ -205,19 +204,13 @@ def pair_verdict(pair: dict[str, Any] | None, caveats: Sequence[Any]) -> str:
     """The verdict of a paired difference in ρ of one method to another, one seed's (``caveats``: its head's)
     or over the seeds (``caveats``: each seed's): "withheld" where a caveat holds (a head near chance, too few
     rows: a mean over seeds whose every ranking is withheld ranks nothing either), also in a summary written
-    before; else the pair's own ``verdict``, or :func:`versus_verdict` of its interval where it keeps none."""
+    before; else the pair's own ``verdict``; where it keeps none, "better" or "worse" where its interval lies
+    above or below 0, "no different" where it holds 0, "undecided" with no interval (one seed with a value, or
+    the same difference on every seed). report.html's reading and the across-seed tables' " − <method>" rows
+    say it."""
     if any(caveats):
         return "withheld"
-    return str(pair["verdict"]) if pair and "verdict" in pair else versus_verdict(pair)
-
-
-def versus_verdict(est: dict[str, Any] | None) -> str:
-    """The verdict over the seeds of a method's paired difference in ρ to another (a ``vs_methods`` pair
-    of an across-seed entry): "better" or "worse" where its t-interval over the seeds lies above or below 0,
-    "no different" where it holds 0, "undecided" with no interval (one seed with a value, or the same
-    difference on every seed), the words each seed's difference is read in. report.html's reading and the
-    across-seed tables' " − <method>" rows say it."""
-    return outcome(est)
+    return str(pair["verdict"]) if pair and "verdict" in pair else outcome(pair)
 
 
 def sided(bounds: Sequence[tuple[float, float]]) -> str:
