@@ -243,8 +243,7 @@ def kept_verdict_over_seeds(row: dict[str, Any]) -> str | None:
     today's rule (its differences' intervals record their ``confidence``); else worked out again by
     :func:`verdict_over_seeds` from the intervals it holds (95% ones): a summary written before kept
     "beats" where one score's interval lay above 0 and another's below, which is "mixed"."""
-    ests = [row.get(f"{key}_minus_constant") or {} for key in HEADLINE]
-    if "verdict_over_seeds" in row and any("confidence" in e for e in ests):
+    if "verdict_over_seeds" in row and any("confidence" in (row.get(f"{k}_minus_constant") or {}) for k in HEADLINE):
         return row["verdict_over_seeds"]
     return verdict_over_seeds(row)
 

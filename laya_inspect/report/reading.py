@@ -700,10 +700,9 @@ def _over_seeds(head: dict[str, Any], group: dict[str, Any], lead: str, rival: s
     if word not in ("better", "worse") or not d or d.get("ci_low") is None:
         return ""
     over = f"its mean difference in ρ over the seeds {with_ci(d)}"
-    said = d["verdict"]
-    if said == word:
+    if d["verdict"] == word:
         return f", and {over} lies {'above' if word == 'better' else 'below'} 0 too"
-    if said != "no different":  # the same difference on every seed: no spread, no interval to read
+    if d["verdict"] != "no different":  # the same difference on every seed: no spread, no interval to read
         return ""
     at = f"{level(d)} t-interval over the seeds"
     return f", but {over} includes 0 ({at}): not shown for the head refitted with another seed"
