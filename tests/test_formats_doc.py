@@ -107,6 +107,9 @@ def test_fit_head_summary_json(outputs: Path) -> None:
     written = json.loads((outputs / "heads" / "summary.json").read_text())
     documented = prose_names(between("summary.json: `tool_version`", "Definitions:"))
     one_seed = {"method": "probe_reference.test_rows, one seed below the probe by more than the margin"}
+    # a head's test_rows: its one-seed intervals over the test rows (this fixture fits two seeds)
+    one_seed |= {k: "test_rows, one seed" for k in ("test_rows", "better", "worse", "differ", "half_width")}
+    one_seed["reference"] = "test_rows.vs_probe, test_rows.vs_chance, one seed"
     check(
         documented, written, {"n_val_untrained_left_out": "only when a class has no training rows", **LINED, **one_seed}
     )

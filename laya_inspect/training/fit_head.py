@@ -50,7 +50,7 @@ from .loop import (
     untrained_classes,
     validation_split,
 )
-from .outputs import RUN_FIELDS, save_run, summary_rows
+from .outputs import RUN_FIELDS, add_test_rows, save_run, summary_rows
 from .stats import macro_f1, summarize_runs, summary_to_jsonable
 
 __all__ = ["FitConfig", "FitResult", "RunResult", "fit_heads", "fit_one", "resolve_heads"]
@@ -432,6 +432,7 @@ def _fit_into(
             if w
         ],
     )
+    add_test_rows(heads, runs, quality["chance"], test.n)
     summary: dict[str, Any] = {
         **artifact_header(),
         "cache": identity,

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..files import write_csv, write_json
 from ..head_dir import save_head
+from .stats import rows_paired, wilson
 
 # a run's metrics.json, in order; runs.csv|json add its head_dir
 RUN_FIELDS = (
@@ -67,3 +68,29 @@ def summary_rows(heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["warnings"] = " | ".join(h.get("warnings") or [])
         rows.append(row)
     return rows
+
+
+def add_test_rows(heads: list[dict[str, Any]], runs: list[Any], chance: float, n_test: int) -> None:
+    """Each head fitted on one seed gets ``test_rows``: its accuracy and differences with the 95% intervals
+    its ``n_test`` test rows give, where one seed gives none over seeds (docs/METHOD.md): to
+    last, the paired interval over the same rows (stats.rows_paired); to the probe and chance, fixed
+    values, the head's Wilson interval less the value. Run after the gate, which sets probe_reference."""
+    last = {r.seed: r.test for r in runs if r.head == "last" and r.test is not None}
+    for h in heads:
+        mine = [r.test for r in runs if r.head == h["head"] and r.test is not None]
+        if h.get("n") != 1 or len(mine) != 1 or not n_test:
+            continue
+        acc = float(h["test_acc"]["mean"])
+        low, high = wilson(acc * n_test, n_test)
+        record: dict[str, Any] = {"rows": n_test, "confidence": 0.95}
+        record["test_acc"] = {"mean": acc, "ci_low": low, "ci_high": high, "rows": n_test, "method": "wilson"}
+        seed = h["seeds"][0]
+        if h["head"] != "last" and seed in last:
+            paired = rows_paired([mine[0].preds == mine[0].labels], [last[seed].preds == last[seed].labels])
+            record["vs_last"] = paired and paired | {"method": "paired wald"}
+        probe = (h.get("probe_reference") or {}).get("test_acc")
+        for key, ref in (("vs_probe", probe), ("vs_chance", chance)):
+            if ref is not None:
+                gap = {"mean": acc - ref, "ci_low": low - ref, "ci_high": high - ref, "reference": ref}
+                record[key] = gap | {"rows": n_test, "method": "wilson less the reference"}
+        h["test_rows"] = record
