@@ -32,8 +32,9 @@ def test_one_seed_macro_f1_says_no_interval_in_words(digits_cache, tmp_path: Pat
     assert f"macro-F1 {f1['mean']:.3f} (one seed: no interval))" in page  # the reading's lead
     assert f"<td>{f1['mean']:.3f} (one seed: no interval)</td>" in page  # the table's cell
     assert f"{f1['mean']:.3f} [n/a]" not in page
-    # nor any difference of one seed (against chance, the probe): "+0.836 [n/a] against chance" read as missing
-    assert "[n/a]" not in page and "(one seed: no interval) against chance" in page, page
+    # nor any difference of one seed (against chance, the probe): "+0.836 [n/a] against chance" read as missing;
+    # each now has its test rows' interval (tests/test_oneseed_differences.py)
+    assert "[n/a]" not in page and "(rows) against chance" in page, page
 
 
 def test_a_macro_f1_interval_cut_to_one_is_said(digits_cache, tmp_path: Path) -> None:

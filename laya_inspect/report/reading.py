@@ -726,11 +726,20 @@ def interval(
         return f"[uninformative{seeds}: the interval reaches past ±1]"
     if clip:
         lo, hi = max(0.0, lo), min(1.0, hi)
-    return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]"
+    return f"[{num(lo, digits, sign)}, {num(hi, digits, sign)}]" + ROWS_MARK * bool(d.get(OVER_ROWS))
 
 
-# marks an accuracy whose interval is the test rows' own (one seed: no interval over seeds to give)
+# marks an accuracy or a difference whose interval is the test rows' own (one seed: none over seeds to give)
 ROWS_MARK = " (rows)"
+OVER_ROWS = "over_rows"  # set by seeds_or_rows on the one-seed difference it returns: interval() marks it
+
+
+def seeds_or_rows(head: dict[str, Any], key: str, d: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A head's difference ``d`` over seeds, or from one seed, which gives no interval, its test rows'
+    own (summary.json's ``test_rows[key]``: ``vs_last``, ``vs_probe``, ``vs_chance``); ``d`` where a
+    summary has none."""
+    rows = (head.get("test_rows") or {}).get(key)
+    return {**rows, OVER_ROWS: True} if rows and d is not None and d.get("ci_low") is None else d
 
 
 def accuracy_text(d: dict[str, Any] | None, n_test: int | None, digits: int = 3) -> str:
@@ -804,9 +813,11 @@ def accuracy_notes(heads: Sequence[dict[str, Any]], n_test: int | None, f1: bool
     f1_cut = cut("test_macro_f1") if f1 else {}
     f1_note = cut_note(f1_cut, "macro-F1", "[0, 1]", "the range of a macro-F1", "seeds at 95%")
     one = [h["head"] for h in heads if (h.get("test_acc") or {}).get("ci_low") is None]
+    paired = any((h.get("test_rows") or {}).get("vs_last") for h in heads)
     rows = (
         f"{ROWS_MARK.strip()}: one seed gives no interval over seeds; the 95% Wilson interval over the "
         f"{n_test} test rows is shown ({', '.join(one)})"
+        + ("; beside a difference to last, the paired 95% interval over those rows" if paired else "")
         if one and n_test
         else None
     )
@@ -855,7 +866,7 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
         f"(95% interval {_acc_interval(acc, n_test)}"
         + (f"; macro-F1 {_f1_said(f1)})" if f1.get("mean") is not None else ")")
     )
-    d = (lead.get("delta_vs_last") or {}).get("test_acc")
+    d = seeds_or_rows(lead, "vs_last", (lead.get("delta_vs_last") or {}).get("test_acc"))
     if lead["head"] != "last" and d and d.get("mean") is not None:
         shown = gap_shown(d)
         first += f", {est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the last-layer head" + (
@@ -926,15 +937,16 @@ def gap_shown(d: dict[str, Any]) -> str:
         return ""
     if same_on_every_seed(d):
         return same_text(d)
+    which = f"the {d['rows']} test rows' interval" if d.get(OVER_ROWS) else "the interval"
     if d["ci_low"] > 0 or d["ci_high"] < 0:
-        return "the interval excludes 0"
-    return "the interval includes 0: no difference shown"
+        return f"{which} excludes 0"
+    return f"{which} includes 0: no difference shown"
 
 
 def gap_digits(d: dict[str, Any], digits: int = 3, most: int = 6) -> int:
     """Decimals for a gap whose interval excludes 0: enough that neither bound reads as 0 ("-0.000"
     beside "excludes 0" reads as a contradiction; -0.0002 does not); ``digits`` otherwise."""
-    if gap_shown(d) != "the interval excludes 0":  # also "" where a bound is missing
+    if not gap_shown(d).endswith("interval excludes 0"):  # also "" where a bound is missing
         return digits
     bounds = [float(d["ci_low"]), float(d["ci_high"])]
     while digits < most and any(round(b, digits) == 0 for b in bounds):
@@ -949,6 +961,10 @@ def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
     return out | {"values": [None if v is None else v - x for v in d.get("values") or []]}
 
 
+# one seed's gap to the probe: the head's Wilson interval less the probe's accuracy, itself read on the same rows
+PROBE_FIXED = "the probe is one fit, its accuracy taken as fixed: the interval covers the head's test rows only"
+
+
 def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
     """A head's test accuracy less its other nulls, each with its interval over seeds: the single-layer
     probe the gate reads it against, and chance (the majority class); [] in summaries without them."""
@@ -957,16 +973,17 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
         return []
     out = []
     if probe.get("test_acc") is not None:
-        d = _minus(acc, probe["test_acc"])
+        d = seeds_or_rows(head, "vs_probe", _minus(acc, probe["test_acc"])) or {}
         shown = "; " * bool(gap_shown(d)) + gap_shown(d)
         # the probe is fitted once: its own variation is in no interval (training.quality.PROBE_FITS)
-        one_fit = f"; {PROBE_ONE_FIT}" if d.get("ci_low") is not None and not same_on_every_seed(d) else ""
+        fixed = PROBE_FIXED if d.get(OVER_ROWS) else PROBE_ONE_FIT
+        one_fit = f"; {fixed}" if d.get("ci_low") is not None and not same_on_every_seed(d) else ""
         out.append(
             f"{est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the single-layer probe on "
             f"{probe['layer']} ({num(probe['test_acc'], 3)}{shown}{one_fit})"
         )
     if chance is not None:
-        d = _minus(acc, chance)
+        d = seeds_or_rows(head, "vs_chance", _minus(acc, chance)) or {}
         shown = "; " * bool(gap_shown(d)) + gap_shown(d)
         out.append(
             f"{est(d, gap_digits(d), clip=False, sign=True, diff=True)} against chance ({num(chance, 3)}, the majority "

@@ -40,6 +40,7 @@ from .reading import (
     interval,
     layers_read,
     num,
+    seeds_or_rows,
     sentence,
     tested_split,
     value,
@@ -209,7 +210,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
     n_test = (summary.get("split") or {}).get("n_test")
     rows: list[list[Cell | str]] = []
     for h in heads:
-        d = (h.get("delta_vs_last") or {}).get("test_acc")
+        d = seeds_or_rows(h, "vs_last", (h.get("delta_vs_last") or {}).get("test_acc"))
         rows.append(
             [
                 h["head"],

@@ -38,6 +38,7 @@ from .reading import (
     one_seed_sentence,
     relied_on,
     sanity_failed,
+    seeds_or_rows,
     seeds_sentence,
     tested_split,
     value,
@@ -378,7 +379,7 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
     n_test = (summary.get("split") or {}).get("n_test")
     for h in summary["heads"]:
         acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
-        d = (h.get("delta_vs_last") or {}).get("test_acc")
+        d = seeds_or_rows(h, "vs_last", (h.get("delta_vs_last") or {}).get("test_acc"))
         table.add_row(
             h["head"],
             accuracy_text(acc, n_test),
