@@ -90,3 +90,12 @@ def test_a_test_rows_interval_holding_0_shows_no_difference() -> None:
     }
     said = " ".join(fit_reading(summary).lead)
     assert "+0.050 [-0.033, +0.133] (rows) against the last-layer head (the 80 test rows' interval includes 0: " in said
+
+
+def test_a_one_seed_head_near_chance_gives_its_accuracy_the_test_rows_interval() -> None:
+    """The near-chance verdict leading the reading read "test accuracy 0.113 (one seed: no interval)" where the
+    table beside it gave the test rows' Wilson interval."""
+    summary = {"split": {"n_test": 80}, "quality": {"chance": 0.1}, "heads": [_head("laya", 0.1125, None)]}
+    low, high = wilson(9, 80)
+    said = " ".join(fit_reading(summary).lead)
+    assert f"test accuracy 0.113 [{low:.3f}, {high:.3f}] (rows) is near chance (0.100" in said, said

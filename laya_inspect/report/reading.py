@@ -1009,7 +1009,7 @@ def _at_chance(
     gap, rows_line = chance_lines(chance, n)
     rows = f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(rows_line, 3)}" if rows_line else ""
     near = (
-        f"test accuracy {num(acc['mean'], 3)} {interval(acc)} is near chance ({num(chance, 3)}, the majority "
+        f"test accuracy {accuracy_text(acc, n)} is near chance ({num(chance, 3)}, the majority "
         f"class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = {num(gap, 3)}{rows})"
     )
     said = not_learned(title, acc["mean"], chance, f1=_f1(head), majority_f1=majority_f1)
