@@ -72,7 +72,8 @@ def atomic_paths(*paths: str | Path) -> Iterator[tuple[Path, ...]]:
     targets = [Path(p) for p in paths]
     for target in targets:
         if target.is_dir():
-            raise InputError(f"{target} is a folder; give a file name")
+            # report --html's page has no name of the user's choosing: they can only move the folder
+            raise InputError(f"{target} is a folder where a file is to be written; move it away, or write elsewhere")
         try:  # what a killed write of this file left beside it (its process is gone): not left for good
             remove_stale_temps(target)
         except OSError:  # one that cannot be removed does not stop this write

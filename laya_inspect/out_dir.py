@@ -32,6 +32,7 @@ from .files import (
     remove_stale_temps,
     remove_tree,
     sha256_file,
+    special_file,
     temp_dir_marked,
     temp_file_name,
     temp_file_pid,
@@ -207,6 +208,37 @@ def read_record(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("written_by") != "laya-inspect" or data.get("file") != path.name:
         return None
     return data if all(isinstance(data.get(k), dict) for k in ("sha256", "stat")) else None
+
+
+_MAGIC = ((b"\x89HDF\r\n\x1a\n", "an HDF5 file"), (b"PK\x03\x04", "a zip file (a PyTorch checkpoint's format)"))
+_WROTE = {"extract": "a cache", "train": "a checkpoint", "explain": "a figure"}
+
+
+def what_is(path: Path) -> str:
+    """What an existing output of the wrong kind is, for its refusal: whose output it is where
+    laya-inspect recorded it, else what its first bytes say (a user's cache or checkpoint)."""
+    if path.is_dir():
+        marker = read_marker(path)
+        head = (path / "config.json").is_file() and (path / "weights.pt").is_file()
+        what = "a head directory" if head else "a folder"
+        by = marker and marker.get("command")  # a folder built inside another's output is marked "laya-inspect"
+        return f"{what} laya-inspect {'' if by == 'laya-inspect' else f'{by} '}wrote" if by else what
+    if special := special_file(path):
+        return special
+    record = read_record(path)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(8)
+    except OSError:
+        magic = b""
+    what = next((said for sig, said in _MAGIC if magic.startswith(sig)), "a file")
+    if record is None:
+        return what
+    return f"{_WROTE.get(record['command'], 'a file')} laya-inspect {record['command']} wrote"
+
+
+def _said(path: Path) -> str:
+    return "" if (what := what_is(path)) in ("a file", "a folder") else f" ({what})"
 
 
 def unproven_file(path: Path) -> str | None:
@@ -519,9 +551,9 @@ def check_out(
     out = refuse_symlink(path, flag)
     _refuse_file_above(out, flag)
     if kind == "file" and out.is_dir():
-        raise InputError(f"{flag} {out} is a folder; give a file name such as {out / 'out'}")
+        raise InputError(f"{flag} {out} is a folder{_said(out)}; give a file name such as {out / 'out'}")
     if kind == "folder" and out.exists() and not out.is_dir():
-        raise InputError(f"{flag} {out} is a file; give a folder")
+        raise InputError(f"{flag} {out} is a file{_said(out)}; give a folder")
     real = out.resolve()
     if kind == "folder":
         cwd, home = Path.cwd().resolve(), Path.home().resolve()

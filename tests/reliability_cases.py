@@ -370,6 +370,20 @@ CASES: tuple[Case, ...] = (
     case("extract-out-is-weights", "--out names the --weights file, with --overwrite",
          "extract --model zoo:mlp --weights ckpt.pt --data digits --limit 100 --out ckpt.pt --overwrite", "input",
          "ckpt.pt unchanged"),
+    # ---- an output that is an existing file or folder of another kind: refused by what it is ------------
+    case("compare-out-is-checkpoint", "--out names the checkpoint train wrote, with --force",
+         "compare heads/laya/seed_0 --cache cache.h5 --method alpha --bootstrap 10 --no-plots --out ckpt.pt --force",
+         "ckpt.pt is a file (a checkpoint laya-inspect train wrote)", "ckpt.pt unchanged"),
+    case("fit-head-out-is-copied-cache", "--out names a copy of a cache (no record beside it), with --force",
+         "fit-head cache.h5 --seeds 1 --epochs 1 --out sub/cache.h5 --force", "sub/cache.h5 is a file (an HDF5 file)",
+         "sub/cache.h5 unchanged", setup=["nest cache.h5 sub"]),
+    case("explain-out-is-head", "--out names another head directory, with --force",
+         f"explain {HEAD} --row 0 --out heads/last/seed_0 --force", "(a head directory laya-inspect wrote)",
+         "heads/ unchanged"),
+    case("report-html-page-is-folder", "DIR/report.html is a folder of the user's files, with --html",
+         "report cmp --html", "cmp/report.html is a folder where a file is to be written",
+         "cmp/ as it was, the user's report.html/ folder with its files", setup=["folder_over cmp/report.html"],
+         absent=["give a file name"]),
 )
 # fmt: on
 

@@ -218,6 +218,12 @@ def user_files(work: Path, name: str) -> None:
     (d / "sub" / "x.txt").write_bytes(bytes(range(256)))
 
 
+def folder_over(work: Path, name: str) -> None:
+    """NAME, a file of an output, replaced by a folder of the user's own files."""
+    (work / name).unlink()
+    user_files(work, name)
+
+
 def symlink(work: Path, link: str, target: str) -> None:
     (work / link).symlink_to(target)
 
@@ -401,6 +407,7 @@ SETUPS: dict[str, Callable[..., Cleanup | None]] = {
     "user_files": user_files,
     "symlink": symlink,
     "nest": nest,
+    "folder_over": folder_over,
 }
 
 
