@@ -47,7 +47,9 @@ def test_train_last_checkpoint_loads_with_identical_logits(tmp_path: Path) -> No
     assert obj["data_spec"] == "digits" and obj["seed"] == 0 and obj["tool_version"]
     metrics = json.loads((tmp_path / "mlp.metrics.json").read_text())
     assert metrics["test_acc"] > 0.3 and metrics["epochs_run"] == 2  # chance is 0.1
-    assert metrics["chance"] == pytest.approx(0.1, abs=0.01) and metrics["warnings"] == []
+    assert metrics["chance"] == pytest.approx(0.1, abs=0.01)
+    # two epochs of a loss still falling: the one warning is that the epoch limit ended the training
+    assert [w.split(" (")[0] for w in metrics["warnings"]] == ["epoch limit: seed 0"]
     assert obj["metrics"]["test_acc"] == metrics["test_acc"]
 
     loaded = load_model("zoo:mlp", weights=str(ckpt))

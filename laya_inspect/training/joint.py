@@ -46,7 +46,7 @@ from .loop import (
     untrained_classes,
     validation_split,
 )
-from .quality import chance_level, majority_macro_f1, near_chance, not_learned, unlearnable_classes
+from .quality import chance_level, epoch_limit, majority_macro_f1, near_chance, not_learned, unlearnable_classes
 from .stats import macro_f1
 
 
@@ -294,7 +294,9 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, untrained)
     metrics["chance"] = chance_level(labels)
-    metrics["warnings"] = _warnings(metrics, majority_f1=majority_macro_f1(labels), epochs=config.epochs)
+    metrics["warnings"] = _warnings(
+        metrics, majority_f1=majority_macro_f1(labels), epochs=config.epochs, patience=config.patience, history=history
+    )
     unlearnable = unlearnable_classes(train_split.labels[tr_pos], labels, bundle.class_names)
     metrics["warnings"] += [unlearnable] if unlearnable else []
     # What the data said (a class missing from a split, a label written two ways): printed and kept
@@ -354,20 +356,33 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
     )
 
 
-def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None, epochs: int | None = None) -> list[str]:
+TRAIN_ADVICE = "train again with more --epochs, or a higher --lr"  # of the epoch-limit warning
+
+
+def _warnings(
+    metrics: dict[str, Any],
+    *,
+    majority_f1: float | None = None,
+    epochs: int | None = None,
+    patience: int | None = None,
+    history: list[dict[str, float]] | None = None,
+) -> list[str]:
     """fit-head's near-chance gate for the jointly trained model and for the backbone's own
     classifier: a backbone at chance makes every cache extracted from it garbage. Where the accuracy
     cannot tell (quality.not_learned), the warning points to the model's macro-F1 beside
     ``majority_f1``, always answering the majority class's. Given ``epochs`` (--epochs, the most each
-    run could train), the advice offers more --epochs only to a run that used them all, as fit-head's does."""
+    run could train), the advice offers more --epochs only to a run that used them all, as fit-head's does;
+    with ``patience`` and the run's ``history`` too, fit-head's epoch-limit warning."""
     chance, n, acc = metrics["chance"], metrics["n_test"], metrics["test_acc"]
     said = not_learned("the model", acc, chance, f1=metrics.get("test_macro_f1"), majority_f1=majority_f1)
-    warns = [near_chance(acc, chance, said, n=n, runs=_ran(metrics), epochs=epochs)]
+    runs = _ran(metrics, history)
+    warns = [near_chance(acc, chance, said, n=n, runs=runs, epochs=epochs)]
+    if runs is not None and history is not None:
+        warns.append(epoch_limit(runs, epochs, patience, advice=TRAIN_ADVICE, what="the model"))
     probe = metrics.get("backbone_head")
     if isinstance(probe, dict):
         # the probe is fitted to convergence on its own budget: at chance, it is the joint run's
         # backbone (its --lr, its --epochs) that did not learn a separable last block
-        runs = _ran(metrics)
         warns.append(near_chance(probe["test_acc"], chance, CLASSIFIER_NOT_LEARNED, n=n, runs=runs, epochs=epochs))
         if probe.get("converged") is False:
             warns.append(
@@ -377,12 +392,15 @@ def _warnings(metrics: dict[str, Any], *, majority_f1: float | None = None, epoc
     return [w for w in warns if w]
 
 
-def _ran(record: dict[str, Any]) -> list[SimpleNamespace] | None:
-    """The one run of ``record`` as quality.near_chance reads runs (.seed, .epochs_run), or None where
-    the record does not say how many epochs it ran."""
+def _ran(record: dict[str, Any], history: list[dict[str, float]] | None = None) -> list[SimpleNamespace] | None:
+    """The one run of ``record`` as quality's gates read runs (.seed, .epochs_run, .best_epoch,
+    .history), or None where the record does not say how many epochs it ran."""
     if record.get("epochs_run") is None:
         return None
-    return [SimpleNamespace(seed=record.get("seed"), epochs_run=int(record["epochs_run"]))]
+    ran = int(record["epochs_run"])
+    return [
+        SimpleNamespace(seed=record.get("seed"), epochs_run=ran, best_epoch=record.get("best_epoch"), history=history)
+    ]
 
 
 SILENT_BIAS = -1e4  # the bias of a class the backbone's classifier never saw (its weights 0)
