@@ -101,6 +101,7 @@ class DemoConfig:
     force: bool = False  # write into a non-empty --out, overwriting the demo's own files there
     seed: int = 0  # the backbone's initialisation and shuffling, and compare's seed
     seeds: int | None = None  # heads fitted with seeds 0 … N−1 (None: the preset's)
+    epochs: int | None = None  # the most epochs of the backbone and of each head (None: the preset's)
     quick: bool = False
     device: str = "auto"
     threads: int | None = None  # torch CPU threads (None: runtime.set_threads' default for head-sized work)
@@ -239,6 +240,10 @@ def plan_demo(config: DemoConfig) -> DemoPlan:
     budget = preset.quick if config.quick else preset.default
     if config.seeds is not None:
         budget = dataclasses.replace(budget, seeds=config.seeds)
+    if config.epochs is not None:
+        if config.epochs < 1:
+            raise InputError(f"--epochs must be ≥ 1, got {config.epochs}")
+        budget = dataclasses.replace(budget, train_epochs=config.epochs, fit_epochs=config.epochs)
     if config.out is None:
         out = default_out_dir(config.dataset)
     else:
@@ -523,6 +528,7 @@ def _run_demo(
     fit_summary, compare_summary = (
         json.loads(f.read_text(encoding="utf-8")) for f in (p["heads"] / "summary.json", p["compare"] / "summary.json")
     )  # as written, with the paths in the demo's folder
+    fit_summary, compare_summary = (_demo_advice(x, plan.budget) for x in (fit_summary, compare_summary))
     return DemoResult(
         out_dir=shown.out_dir,
         plan=shown,
@@ -535,6 +541,18 @@ def _run_demo(
         numbers=numbers,
         seconds=seconds,
     )
+
+
+def _demo_advice(said: dict[str, Any], budget: DemoBudget) -> dict[str, Any]:
+    """``said`` (a summary as read) with the epoch-limit advice of train and fit-head put as the demo's
+    own, which the demo prints: it has --epochs (for both), not --lr. The files keep their command's."""
+    from .training.joint import TRAIN_ADVICE
+    from .training.quality import EPOCH_ADVICE
+
+    text = json.dumps(said)
+    for advice, epochs in ((TRAIN_ADVICE, budget.train_epochs), (EPOCH_ADVICE, budget.fit_epochs)):
+        text = text.replace(advice, f"run the demo again with more --epochs (now {epochs})")
+    return dict(json.loads(text))
 
 
 def _accuracy_nulls(fit: dict[str, Any]) -> dict[str, Any]:

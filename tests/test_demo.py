@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from laya_inspect.cli import app
 from laya_inspect.demo import DemoConfig, default_out_dir, plan_demo
 from laya_inspect.errors import InputError
+from laya_inspect.training.quality import EPOCH_ADVICE
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200"}
@@ -390,7 +391,9 @@ def test_the_demo_says_each_fit_head_warning_once(two_seeds) -> None:  # noqa: A
     said = {" ".join(w.split()) for h in fit["heads"] for w in h.get("warnings") or []}
     assert said, "two quick seeds give gate warnings (seeds at chance, test sampling): nothing to test"
     flat = " ".join(result.output.split())
-    for w in said:
+    # the demo prints an epoch-limit warning with its own advice (its --epochs), the file keeps fit-head's
+    printed = {w.replace(EPOCH_ADVICE, "run the demo again with more --epochs (now 30)") for w in said}
+    for w in printed:
         assert flat.count(w) == 1, (w, flat.count(w))
     assert "fit-head said of" not in flat
     pointer = r"warning head: fit-head's \d+ warnings? above \(.+\) (apply|applies) to these heads too"
@@ -565,12 +568,36 @@ def test_default_out_is_a_fresh_folder(tmp_path: Path) -> None:
     assert default_out_dir("digits", tmp_path) == tmp_path / "laya-demo-digits-3"
 
 
+def test_epochs_sets_the_backbones_and_the_heads_limit_and_is_recorded(tmp_path: Path) -> None:
+    plan = plan_demo(DemoConfig(quick=True, epochs=7, device="cpu", out=str(tmp_path / "o")))
+    assert (plan.train.epochs, plan.fit.epochs) == (7, 7)
+    assert (plan.budget.train_epochs, plan.budget.fit_epochs) == (7, 7)
+    assert "backbone ≤ 7 epochs, heads ≤ 7 epochs" in plan.budget_line()
+    assert [s.argv[s.argv.index("--epochs") + 1] for s in plan.steps()[::2]] == ["7", "7"]  # train, fit-head
+
+
+@pytest.mark.slow
+def test_the_demo_gives_its_own_epoch_advice(demo) -> None:  # noqa: ANN001
+    """The epoch-limit warnings of train and fit-head advise a higher --lr, which the demo does not
+    take: the demo says them with its own --epochs, and demo.json records the budget it ran on."""
+    out, result, _ = demo
+    backbone = json.loads((out / "backbone.metrics.json").read_text())
+    # the premise: the quick backbone (10 epochs) was still improving when its limit ended it
+    assert [w for w in backbone["warnings"] if w.startswith("epoch limit: seed 0 (best epoch")]
+    flat = " ".join(result.output.split())
+    assert "epoch limit: seed 0 (best epoch" in flat and "run the demo again with more --epochs (now 10)" in flat
+    assert "train again with" not in flat and "fit again with more --epochs" not in flat
+    record = json.loads((out / "demo.json").read_text())
+    assert record["budget"]["train_epochs"] == 10 and record["config"]["epochs"] is None
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--dataset", "digts"], "did you mean 'digits'"),
         (["--data-root", "/tmp"], "does not apply to 'digits'"),
         (["--seeds", "0"], "--seeds must be ≥ 1"),
+        (["--epochs", "0"], "--epochs must be ≥ 1"),
         (["--device", "tpu"], "--device must be one of"),
     ],
 )

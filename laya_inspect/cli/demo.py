@@ -350,6 +350,12 @@ def demo_command(
     seeds: Optional[int] = typer.Option(
         None, "--seeds", help="fit the heads with seeds 0 … N−1 (default 3, --quick 1)"
     ),
+    epochs: Optional[int] = typer.Option(
+        None,
+        "--epochs",
+        help="the most epochs of the backbone and of each head (default: the dataset's; digits 30 and 50, "
+        "--quick 10 and 30)",
+    ),
     quick: bool = typer.Option(
         False,
         "--quick",
