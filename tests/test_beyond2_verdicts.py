@@ -94,14 +94,36 @@ def test_report_rebuilds_prune_verdicts_from_the_fields_not_the_stored_lines(pru
     assert again.exit_code == 0, again.output
     said = _flat(again.output)
     assert rebuilt in said and "OLDER" not in said and "as summary.json stores them" not in said
-    # a summary without a field the rule reads: its stored lines, said to be so
-    _rewrite(copy / "summary.json", lambda s: s.pop("alpha_vs"))
+    # a summary without a field the rule reads: its stored lines, said to be so, naming the field in words
+    _rewrite(copy / "summary.json", lambda s: s["alpha_vs"]["random"].pop("verdict"))
+    older = "note: this summary was written by an older laya-inspect and lacks verdict (in alpha_vs.random)"
+    shown = "its stored verdict lines are shown; rerun prune to read them by today's rule"
     stored = runner.invoke(app, ["report", str(copy)], env=ENV)
     assert stored.exit_code == 0, stored.output
     said = _flat(stored.output)
     assert "OLDER: alpha keeps 1 layer, saving 55.8% FLOPs" in said
-    assert "note: the verdict lines above are as summary.json stores them: it lacks a field today's rule reads " in said
-    assert "(KeyError: 'alpha_vs')" in said and "rerun prune to read them by today's rule" in said
+    assert f"{older}: {shown}" in said and "KeyError" not in said
+    page = runner.invoke(app, ["report", str(copy), "--html"], env=ENV)
+    assert page.exit_code == 0, page.output
+    text = _flat(html.unescape((copy / "report.html").read_text(encoding="utf-8")))
+    assert "OLDER: alpha keeps 1 layer, saving 55.8% FLOPs" in text
+    assert f"{older.removeprefix('note: ')}: {shown}" in text
+    _rewrite(copy / "summary.json", lambda s: s["config"].pop("max_drop"))  # every missing field named
+    stored = runner.invoke(app, ["report", str(copy)], env=ENV)
+    assert f"{older}, max_drop (in config): {shown}" in _flat(stored.output)
+
+
+def test_a_complete_summary_reads_by_the_rule_and_its_errors_are_not_taken_for_an_older_one(pruned):
+    """Any KeyError or TypeError of the rule read as "an older summary", so a bug in a verdict rule showed
+    the stored lines and a raw "KeyError: 'max_drop'"; only fields missing from VERDICT_FIELDS' list do now."""
+    from laya_inspect.beyond import prune, summary_verdict
+
+    out, _ = pruned
+    s = json.loads((out / "summary.json").read_text())
+    assert summary_verdict(s) == (prune.verdict_lines(s), None)  # today's summary lacks none of the fields
+    s["alpha_vs"]["random"]["verdict"] = None  # every field there, one the rule cannot read: an error, raised
+    with pytest.raises(TypeError):
+        summary_verdict(s)
 
 
 def test_report_rebuilds_diagnose_verdicts_from_the_fields(digits_cache, tmp_path):

@@ -542,9 +542,25 @@ def _against(d: dict[str, Any], one: str | None, *, what: str, baseline: str) ->
     return f"no verdict: one seed: {what} − {baseline} = {span}"
 
 
+# The fields verdict_lines reads (beyond.missing_fields' paths; "shift?": only where --against gave one): a
+# summary lacking one was written by an older laya-inspect, and `report DIR` shows its stored lines instead
+VERDICT_FIELDS = (
+    "heads.auroc",
+    "errors.auroc",
+    "errors.diff_vs_msp",
+    "shift?.pooled.detect_diff",
+    "shift?.pooled.detect_auroc",
+    "shift?.heads.detect_auroc",
+    "shift?.heads.n_this",
+    "shift?.heads.n_other",
+    "shift?.heads.permutation.p_value",
+    "shift?.profiles",
+)
+
+
 def verdict_lines(s: dict[str, Any]) -> list[str]:
     """Diagnose's verdict lines, read from its summary's fields alone: the run stores them, `report DIR`
-    rebuilds them by this same rule (a KeyError where an older summary lacks a field)."""
+    rebuilds them by this same rule (on a summary holding every field of VERDICT_FIELDS)."""
     lines = []
     errors = s["errors"]
     undefined = [h["undefined"] for h in s["heads"] if h.get("undefined")]

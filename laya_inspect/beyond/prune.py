@@ -916,9 +916,29 @@ def _search_line(s: dict[str, Any]) -> list[str]:
     ]
 
 
+# The fields verdict_lines reads (beyond.missing_fields' paths): a summary lacking one was written by an older
+# laya-inspect, and `report DIR` shows its stored lines instead
+VERDICT_FIELDS = (
+    "alpha_vs.*.verdict",
+    "ks",
+    "cache.layer_names",
+    "rankings",
+    "points.ranking",
+    "points.k",
+    "points.within_max_drop",
+    "config.max_drop",
+    "rows.val",
+    "chosen",
+    "cheapest",
+    "reference.test_acc.mean",
+    "reference.val_acc.values",
+    "costs.source",
+)
+
+
 def verdict_lines(s: dict[str, Any]) -> list[str]:
     """Prune's verdict lines, read from its summary's fields alone: the run stores them, `report DIR`
-    rebuilds them by this same rule (a KeyError where an older summary lacks a field)."""
+    rebuilds them by this same rule (on a summary holding every field of VERDICT_FIELDS)."""
     from ..report.reading import ks_text, withheld_cost
 
     lines = []
