@@ -1334,3 +1334,25 @@ def test_shift_detection_over_two_heads_that_agree_is_read_beside_the_rows_too()
     assert warned.startswith("test sampling: 2 of the shift-detection differences from msp") and "400" in warned
     said = diagnose.rows_said(d, "shift detection by alpha_divergence", "msp")
     assert said is not None and said.startswith("no verdict on shift detection by alpha_divergence against msp")
+
+
+def test_against_the_same_cache_reads_no_difference_and_claims_no_side_of_0(digits_heads, tmp_path):
+    """The null control: --against the very cache, so every score tells the caches apart at 0.5 on every
+    head and each difference from msp is exactly 0. The line read "no detectable difference …: +0.0000,
+    97.5% CI [+0.0000, +0.0000] …; read the difference to within that (it still excludes 0)" of an
+    interval that is 0: the rows' clause now follows a "better" or "worse" only."""
+    cache, dirs, _ = digits_heads
+    out = tmp_path / "null"
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache), "--against", str(cache), "--bootstrap", "50"]
+    result = runner.invoke(app, [*args, "--permutations", "50", "--device", "cpu", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    d = s["shift"]["pooled"]["detect_diff"]["alpha_divergence − msp"]
+    assert d["values"] == [0.0, 0.0] and d["test_rows"]["dominates"]  # the case: zero width beside the rows'
+    lines = [v for v in s["verdict"] if v.startswith("no detectable difference between shift detection by")]
+    assert len(lines) == 2, s["verdict"]
+    for line in lines:
+        assert "excludes 0" not in line and "read the difference to within that" not in line, line
+        assert "(AUROC alpha_" in line and "msp 0.500; 0.5 is chance)" in line, line
+    said = " ".join(result.output.split())
+    assert all(line in said for line in lines) and "excludes 0" not in said

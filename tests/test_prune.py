@@ -2606,3 +2606,19 @@ def test_a_summary_with_one_scalarmix_dir_is_still_read(planted, tmp_path):
     assert SCALARMIX_ONE_SEED in " ".join(prune_reading(s).lead)
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0, again.output
+
+
+def test_a_no_difference_beside_the_far_wider_rows_interval_claims_no_side_of_0():
+    """A "no detectable difference" over seeds beside the test rows' far wider interval (which, about the same
+    mean, holds 0 too) read "…, which excludes 0: read the difference to within that"; the rows' width is now
+    said only beside a "beats" or "worse" whose rows' interval lies on one side of 0 (prune.ROWS_RULE)."""
+    from laya_inspect.beyond.common import paired, rows_rule
+    from laya_inspect.beyond.prune import versus_verdict
+
+    d = paired([0.951, 0.950, 0.9505], [0.950, 0.9505, 0.950], 0.95)
+    rows = {"rows": 360, "half_width": 0.03, "ci_low": d["mean"] - 0.03, "ci_high": d["mean"] + 0.03}
+    rows = {**rows, **rows_rule(d, rows)}
+    assert rows["dominates"] and rows["holds_zero"] and not rows["withheld"]
+    line = versus_verdict("depth", d, same_sets=False, ks=[1, 2], n_seeds=3, n_layers=3, rows=rows)
+    assert line.startswith("no detectable difference between the α ranking and the depth ranking"), line
+    assert "excludes 0" not in line and "read the difference to within that" not in line, line

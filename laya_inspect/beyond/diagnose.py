@@ -31,7 +31,7 @@ from ..head_dir import refuse_repeats, store_for_heads
 from ..options import defaulted
 from ..runtime import Progress, no_progress, pick_device
 from ..training.profiles import class_names
-from ..training.stats import level, spec
+from ..training.stats import level, outcome, spec
 from .common import (
     Result,
     bounded,
@@ -396,7 +396,9 @@ def rows_said(d: dict[str, Any], what: str, baseline: str) -> str | None:
     """What :func:`heads_rows` adds to a verdict line: its whole line where it withholds the verdict, a
     clause after it where the rows' interval dominates but lies on one side of 0, else None."""
     rows = d.get("test_rows") or {}
-    if not rows.get("dominates"):
+    # "no detectable difference" has no size to read to within the rows' width: the clause said "(it still
+    # excludes 0)" of an interval [+0.0000, +0.0000] over heads (diagnose --against the same cache)
+    if not rows.get("dominates") or (not rows["withheld"] and outcome(d) not in ("better", "worse")):
         return None
     f = spec(d)
     narrower = (

@@ -856,7 +856,7 @@ def versus_verdict(
         )
     else:
         said = verdict(d, what="the α ranking", baseline=baseline)
-        if rows and rows["dominates"]:
+        if rows and rows["dominates"] and not rows["holds_zero"]:  # said of the rows' interval: "excludes 0"
             said += (
                 f"; that CI over seeds is far narrower than {_rows_allow(rows)}, which excludes 0: read the difference "
                 "to within that"
