@@ -140,3 +140,24 @@ def test_report_rebuilds_diagnose_verdicts_from_the_fields(digits_cache, tmp_pat
     again = runner.invoke(app, ["report", str(out)], env=ENV)
     assert again.exit_code == 0, again.output
     assert first in _flat(again.output) and "OLDER" not in again.output
+
+
+def test_all_layers_as_the_only_set_within_max_drop_is_said_to_be_nothing_to_prune(pruned):
+    """A small CNN on CIFAR-10 JPEGs kept no smaller set within --max-drop, and prune read "keep stages.0,
+    stages.1, stages.2 (3 of 3 layers), found by alpha, scalarmix, lolo, depth, deepest", again as "most
+    compute saved", and once per ranking: the reference itself, as a finding of every ranking. The run's
+    summary, with its sets below all layers put outside --max-drop, reads as that run's did."""
+    from laya_inspect.beyond import summary_verdict
+
+    out, _ = pruned
+    s = json.loads((out / "summary.json").read_text())
+    n = len(s["cache"]["layer_names"])
+    for p in s["points"]:
+        p["within_max_drop"] = p["k"] == n
+    (every,) = [p for p in s["points"] if p["ranking"] == "alpha" and p["k"] == n]
+    s["chosen"] = s["cheapest"] = {**every, "found_by": list(s["rankings"])}
+    s["withheld"] = {}
+    lines, note = summary_verdict(s)
+    assert note is None
+    assert f"no layer set but all {n} stays within --max-drop: nothing to prune" in lines, lines
+    assert not [v for v in lines if v.startswith(("keep ", "most compute saved", "alpha: smallest set"))], lines

@@ -975,8 +975,11 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
             f"{w['why']}; test accuracy {w['test_acc']['mean']:.4f} vs {s['reference']['test_acc']['mean']:.4f} "
             f"with all layers{withheld_cost(w, s)}; no head is written for it"
         )
-    if c is None and "chosen" not in withheld:
-        lines.append(f"no layer set but all {len(s['cache']['layer_names'])} stays within --max-drop")
+    n_layers = len(s["cache"]["layer_names"])
+    # all layers "found by" every ranking is no finding: it is the reference itself (a CNN on CIFAR read so)
+    every = c is not None and c["k"] == n_layers
+    if (c is None and "chosen" not in withheld) or every:
+        lines.append(f"no layer set but all {n_layers} stays within --max-drop: nothing to prune")
     elif c is not None:
         lines.append(
             f"keep {', '.join(c['layers'])} ({c['k']} of {len(s['cache']['layer_names'])} layers), found by "
@@ -985,7 +988,7 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
             f"{saves_text(c, s)}{_also(c.get('vs_random'))}"
         )
     cheap = s["cheapest"]
-    if cheap is not None:
+    if cheap is not None and not every:
         lines.append(
             f"most compute saved within --max-drop: keep {', '.join(cheap['layers'])}, found by "
             f"{', '.join(cheap['found_by'])}: {saves_text(cheap, s, short=True)}, test accuracy "
@@ -993,7 +996,7 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
         )
     for name in s["rankings"]:
         p = smallest_within(s, name)
-        if p is None:
+        if p is None or every:  # every ranking's is all layers then, said above
             continue
         why = p.get("why_withheld")  # absent from summaries written before the rule read every ranking
         said = why and any(why in line for line in lines)  # the same why once: later lines point back to it
