@@ -16,7 +16,7 @@ import torch
 from helpers import stopped_after_first_batch
 
 from laya_inspect import ExtractConfig, extract_features
-from laya_inspect.cache.partial import WEIGHTS_REMEDY
+from laya_inspect.cache.partial import WEIGHTS_REMEDY, partial_path
 from laya_inspect.cache.schema import encode_attr
 from laya_inspect.cache.shards import _check_shard
 from laya_inspect.errors import CacheError
@@ -70,13 +70,29 @@ def test_a_resume_from_another_folder_names_the_model_file_it_reads_not_weights(
         assert f.attrs["model_file"] == str(a / "mynet.py")  # where it was read
 
 
-def test_a_file_and_a_checkpoint_are_named_as_either(folders, tmp_path):
-    """One digest covers both: the refusal cannot tell which of the two changed, and says so."""
+def test_a_file_and_a_checkpoint_are_told_apart_by_the_recorded_code(folders, tmp_path):
+    """One digest covers both; the sha256 of each code file, recorded, says the code changed, and that the
+    checkpoint may have too. A cache recording no code files names either, as one digest cannot tell."""
     a, _ = folders
     torch.save(load_model("python:mynet.py:build", random_init=True).module.state_dict(), a / "w.pt")
     config = _config(tmp_path / "c.h5", weights=a / "w.pt")
     stopped_after_first_batch(config)
     (a / "mynet.py").write_bytes(FIXTURE.read_bytes().replace(*EDIT))
+    with pytest.raises(CacheError) as e:
+        extract_features(config)
+    said = " ".join(str(e.value).split())
+    assert (
+        f"the model's code changed: mynet.py (edited) (the checkpoint behind --weights {a / 'w.pt'} may have too"
+    ) in said, said
+    (a / "mynet.py").write_bytes(FIXTURE.read_bytes())
+    state = torch.load(a / "w.pt", weights_only=True)
+    torch.save(dict(reversed(list(state.items()))), a / "w.pt")  # the same code, other checkpoint bytes
+    with pytest.raises(CacheError) as e:
+        extract_features(config)
+    said = " ".join(str(e.value).split())
+    assert "other weights (sha256 " in said and f": the checkpoint behind --weights {a / 'w.pt'} changed;" in said
+    with h5py.File(partial_path(config.out), "a") as f:  # as written before the code files were recorded
+        del f.attrs["model_code"]
     with pytest.raises(CacheError) as e:
         extract_features(config)
     said = " ".join(str(e.value).split())

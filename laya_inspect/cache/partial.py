@@ -17,7 +17,8 @@ from ..out_dir import refuse_fixed
 from .schema import not_a_cache
 
 # Attributes a resumed run must share with the rows already written (beside the command options).
-VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms")
+# model_code is read to name what changed, not compared: weights_sha256 covers it.
+VERIFIED = ("weights_sha256", "data_fingerprint", "layer_pooling", "transforms", "model_code")
 # A resumed run recomputes the last rows on disk (at most RECHECK_ROWS) and refuses where one differs
 # from what it gives now by more than RECHECK_TOLERANCE[amp] of the row's norm (relative L2). Measured
 # on CPU (2026-12-06): another batch size gives identical rows in float32 and under bfloat16 autocast
@@ -191,10 +192,30 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
             f"was started from other weights ({digests}): it read the model file {was}, and this run reads "
             f"{now} (rerun from the folder it started in, or give that file's path)"
         )
+    code = _code_changed(old.get("model_code"), new.get("model_code"))
+    if code:
+        also = f" ({files[-1]} may have too: one digest covers both)" if old["command"].get("weights") else ""
+        return f"was started from other weights ({digests}): {code}{also}"
+    if code is not None and old["command"].get("weights"):  # the code is the same: the checkpoint is not
+        return f"was started from other weights ({digests}): {files[-1]} changed"
     changed = " or ".join(files)
     return f"was started from other weights ({digests}): {changed} changed" + (
         " (the cache records one digest of both)" if len(files) > 1 else ""
     )
+
+
+def _code_changed(was: Any, now: Any) -> str | None:
+    """ "the model's code changed: mynet_blocks.py (edited)" from two records of a python:FILE.py model's
+    code files and their sha256 (``model_code``); "" where they agree; None where either has none."""
+    if not (isinstance(was, dict) and was and isinstance(now, dict) and now):
+        return None
+    how = {True: "no longer imported", False: "edited"}
+    changed = [
+        f"{p} ({'newly imported' if p not in was else how[p not in now]})"
+        for p in {**was, **now}
+        if was.get(p) != now.get(p)
+    ]
+    return f"the model's code changed: {', '.join(changed)}" if changed else ""
 
 
 def _weights_files(command: Any) -> list[str]:

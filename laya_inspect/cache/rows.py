@@ -138,6 +138,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "weights_sha256": model.weights_sha256,
         # model_spec keeps the path as typed: a resume from another folder reads another file of that name
         "model_file": None if file is None else str(file),
+        "model_code": model.code_files,  # the files weights_sha256 covers of a python:FILE.py model's code
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,

@@ -457,7 +457,7 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
     new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}
     same = {"transforms": same_transforms}
-    changed = [k for k in old if not same.get(k, operator.eq)(old[k], new[k])]
+    changed = [k for k in old if k != "model_code" and not same.get(k, operator.eq)(old[k], new[k])]
     old["model_file"], new["model_file"] = recorded_model_file, attrs.get("model_file")  # named, not compared
     if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
         raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")

@@ -203,6 +203,8 @@ class LoadedModel:
     tokenizer: Any = None
     weights_path: str | None = None
     weights_sha256: str | None = None
+    # python:FILE.py: the files of the model's code weights_sha256 covers, {path from FILE.py's folder: sha256}
+    code_files: dict[str, str] = field(default_factory=dict)
     device: str = "cpu"
     layer_roles: dict[str, str] = field(default_factory=dict)  # e.g. {"hidden_states.0": "embeddings"}
     adapter: Adapter = field(default_factory=Adapter)

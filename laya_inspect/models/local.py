@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -238,6 +239,51 @@ def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, str]:
     return mod, digest
 
 
+def code_files(file: Path) -> list[Path]:
+    """``file``, then the modules beside it that it imports, recursively (sorted): those in its folder or
+    in packages under it, which its folder being searched first for imports makes part of its code. They
+    are found by reading the import statements, not by running them: an import inside a function or a
+    ``try`` counts, a name built at run time (``importlib.import_module(name)``) is not seen."""
+    root, found, todo = file.parent, {file}, [file]
+    while todo:
+        current = todo.pop()
+        try:
+            tree = ast.parse(current.read_bytes())
+        except (OSError, SyntaxError, ValueError):  # importing it says what is wrong
+            continue
+        for node in ast.walk(tree):
+            for target in _imported(node, current, root):
+                if target not in found:
+                    found.add(target)
+                    todo.append(target)
+    return [file, *sorted(found - {file})]
+
+
+def _imported(node: ast.AST, current: Path, root: Path) -> list[Path]:
+    """The files under ``root`` an import statement in ``current`` runs: each package's ``__init__.py``
+    on the way, the module, and in ``from pkg import name`` the submodule ``name`` where it is one."""
+    if isinstance(node, ast.Import):
+        return [p for alias in node.names for p in _module_files(root, alias.name.split("."))]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = current.parent
+    for _ in range(node.level - 1):
+        base = base.parent
+    if not node.level:
+        base = root
+    elif base != root and root not in base.parents:
+        return []
+    parts = node.module.split(".") if node.module else []
+    return [*_module_files(base, parts), *(p for a in node.names for p in _module_files(base, [*parts, a.name]))]
+
+
+def _module_files(base: Path, parts: list[str]) -> list[Path]:
+    out = [base.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts) + 1)]
+    if parts:
+        out.append(base.joinpath(*parts[:-1], parts[-1] + ".py"))
+    return [p for p in out if p.is_file()]
+
+
 @SOURCES.register("python")
 def load_python(target: str, options: LoadOptions) -> LoadedModel:
     """``python:pkg.module:factory`` or ``python:path/to/file.py:factory``: import the module (or run
@@ -245,7 +291,8 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
 
     The module is looked up in the current directory (``options.search_dir`` when given) first,
     then on ``sys.path`` (as ``python -m`` does); a relative file path is taken from that folder, and
-    the file's own folder is searched first for what it imports. A file's sha256 is part of
+    the file's own folder is searched first for what it imports. A file's sha256, then those of the
+    modules beside it that it imports (:func:`code_files`, recorded in ``code_files``), are part of
     ``weights_sha256`` (before ``weights``'), so a cache or a resume tells a changed file as it tells a
     changed checkpoint. The model may carry ``input_spec`` (an
     :class:`InputSpec` or a dict of its fields), ``default_layers`` and ``num_classes``; otherwise:
@@ -289,8 +336,11 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     if not isinstance(model, nn.Module):
         raise InputError(f"{spec_name} returned a {type(model).__name__}, not a torch.nn.Module")
     sha = None if options.weights is None else load_weights(model, options.weights, trust_pickle=options.trust_pickle)
+    code: dict[str, str] = {}
     if file is not None and file_sha is not None:  # the code is part of what the features come from
-        files, digests = [file], [file_sha]
+        files = code_files(file)
+        digests = [file_sha, *(sha256_file(p) for p in files[1:])]
+        code = {p.relative_to(file.parent).as_posix(): d for p, d in zip(files, digests)}
         if options.weights is not None and sha is not None:
             files.append(Path(options.weights))
             digests.append(sha)
@@ -317,6 +367,7 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
         num_classes=num_classes,
         weights_path=options.weights,
         weights_sha256=sha,
+        code_files=code,
         device=options.device,
         random_init=random_init,
     )
