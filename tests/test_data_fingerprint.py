@@ -115,6 +115,7 @@ def test_an_extraction_started_under_the_older_fingerprint_resumes_on_the_same_f
     assert older != data_fingerprint(data)  # the rule did change
     with h5py.File(partial_path(config.out), "r+") as f:
         f.attrs["data_fingerprint"] = older
+        del f.attrs["data_content"]  # that laya-inspect recorded no sha256 of the files' bytes
     one = next((folder / "automobile").iterdir())
     kept = one.stat()
     os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns + 10**9))

@@ -10,6 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
+import h5py
+import numpy as np
 import pytest
 import torch
 from helpers import stopped_after_first_batch
@@ -38,22 +40,40 @@ def _copy(cifar_cnn: Path, tmp_path: Path) -> tuple[Path, Path]:
     return data, weights
 
 
-def test_a_touched_data_file_is_refused_naming_modification_times_and_the_original_files_resume(cifar_cnn, tmp_path):
+def test_a_touched_data_file_resumes_and_one_of_other_bytes_is_refused(cifar_cnn, tmp_path):
+    """A file only touched (the same bytes, another time) is the same data: its sha256, recorded at the
+    start, lets the run resume into the rows an uninterrupted run gives. One of the same size with other
+    bytes is refused, and so is a touched file where the record predates the bytes' sha256."""
     data, weights = _copy(cifar_cnn, tmp_path)
+    whole = _config(cifar_cnn, data, tmp_path / "whole.h5", weights)
+    extract_features(whole)
     config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
     stopped_after_first_batch(config)
-    one = next((data / "airplane").iterdir())
-    kept = one.stat()
+    one = sorted((data / "airplane").iterdir())[-1]
+    kept, original = one.stat(), one.read_bytes()
     os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns + 10**9))  # the same bytes, another time
+    with h5py.File(partial_path(config.out), "r") as f:
+        content = f.attrs["data_content"]
+    with h5py.File(partial_path(config.out), "a") as f:  # as an extraction started before the record
+        del f.attrs["data_content"]
     with pytest.raises(CacheError) as e:
         extract_features(config)
     said = str(e.value)
-    assert "other data" in said and "modification times" in said and "--overwrite" in said, said
+    assert "other data" in said and "did not record the files' bytes" in said and "--overwrite" in said, said
     assert "rerun the original command" not in said, said  # that is the command refused here
+    with h5py.File(partial_path(config.out), "a") as f:
+        f.attrs["data_content"] = content
+    one.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))  # the same size, other bytes
+    with pytest.raises(CacheError, match="other data"):
+        extract_features(config)
     assert partial_path(config.out).exists()  # a refusal leaves the rows as they were
-    os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns))  # put back as it was: resumes
+    one.write_bytes(original)  # the same bytes again, at a new time: resumes
     result = extract_features(config)
     assert 0 < result.resumed_from["test"] < result.rows["test"]
+    with h5py.File(whole.out, "r") as a, h5py.File(config.out, "r") as b:
+        for name in a["test"]:
+            if isinstance(a["test"][name], h5py.Dataset):
+                assert np.array_equal(a["test"][name][...], b["test"][name][...]), name
 
 
 def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_bytes(cifar_cnn, tmp_path):

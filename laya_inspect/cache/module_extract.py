@@ -119,6 +119,7 @@ def extract_from_module(
         "weights_sha256": state_sha256(model),
         "model_file": None,  # a module given in memory: no file behind it
         "model_code": {},
+        "data_content": "",  # batches given in memory: no files
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,

@@ -123,12 +123,13 @@ WEIGHTS_REMEDY = (
     "only the very bytes it was started from resume it (a checkpoint saved again, even with the same values, "
     "is other bytes): put that file back, or pass --overwrite to start again"
 )
-# A folder's files are told apart by name, size and modification time (reading every file up front would
-# cost as much as the extraction): a file only touched, or copied without its times, counts as changed.
+# Files are told apart by name, size and modification time, then, where those differ, by the sha256 of
+# their bytes recorded when the extraction started (data_content): a file only touched, or copied without
+# its times, is the same data. An extraction started before that record counts such a file as changed.
 DATA_REMEDY = (
-    "a data file's bytes, or a folder's file names, sizes or modification times, are not those it was started "
-    "on (a touch, or a copy that does not keep times, gives other times); put the files back as they were, "
-    "or pass --overwrite to start again"
+    "a data file's bytes, or a folder's file names, are not those it was started on (an extraction started "
+    "by a laya-inspect that did not record the files' bytes counts a touch, or a copy that does not keep "
+    "times, as a change too); put the files back as they were, or pass --overwrite to start again"
 )
 
 

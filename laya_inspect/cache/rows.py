@@ -129,6 +129,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     params, macs = _output_states(model, params, macs, names, inputs)
     file = model_file(config.model)
+    content = data_content(data)
     batch = config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n))
     attrs = {
         **artifact_header(),
@@ -159,7 +160,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "torch_version": torch.__version__,
         "created_at": utc_now(),
         "command": config.identity(),
-        "data_fingerprint": as_started(data_fingerprint(data), data, config.out),
+        "data_fingerprint": as_started(data_fingerprint(data), data, config.out, content),
+        "data_content": content,
         "source_lines": source_lines(data),
         "random_init": bool(getattr(model, "random_init", False)),
         "warnings": warnings,
@@ -474,19 +476,30 @@ def describe_normalization(transforms: dict[str, Any]) -> str:
     return f"mean {norm['mean']}, std {norm['std']} ({norm['from']})"
 
 
-def data_fingerprint(data: Any, *, legacy: bool = False) -> str:
+def data_content(data: Any) -> str:
+    """The data fingerprint with the files' bytes in place of their sizes and times (what a resume
+    falls back to where those differ: a file only touched, or copied without its times, is the same
+    data); "" where the fingerprint hashes bytes already (one file) or reads no files."""
+    location = Path(getattr(data, "location", "") or "")
+    if getattr(data, "files", None) is None and (str(location) in ("", ".") or not location.is_dir()):
+        return ""
+    return data_fingerprint(data, content=True)
+
+
+def data_fingerprint(data: Any, *, legacy: bool = False, content: bool = False) -> str:
     """A hash of what the rows come from, so a resumed run can tell that the data changed: the files
     behind the spec (content of a file; names, sizes and times of the files the rows are read from,
     ``data.files``, or of a folder's files less laya-inspect's own), each split's planned labels and
     rows, and the transformed inputs of each split's first rows. ``legacy``: every file under the
-    folder, as laya-inspect hashed it before (:func:`as_started`)."""
+    folder, as laya-inspect hashed it before (:func:`as_started`); ``content``: the files' bytes in place
+    of their sizes and times (:func:`data_content`)."""
     h = hashlib.sha256()
     location = Path(getattr(data, "location", "") or "")
     files = None if legacy else getattr(data, "files", None)
     if files is not None:
-        h.update(_listed_digest(location, files).encode())
+        h.update(_listed_digest(location, files, content).encode())
     elif str(location) not in ("", ".") and location.exists():
-        h.update(_files_digest(location, everything=legacy).encode())
+        h.update(_files_digest(location, everything=legacy, content=content).encode())
     for name, split in data.splits.items():
         h.update(name.encode())
         h.update(np.ascontiguousarray(split.labels, dtype=np.int64).tobytes())
@@ -498,52 +511,54 @@ def data_fingerprint(data: Any, *, legacy: bool = False) -> str:
     return h.hexdigest()[:16]
 
 
-def as_started(fingerprint: str, data: Any, out: str | Path) -> str:
-    """The data fingerprint this run records: ``fingerprint``, or where ``<out>.partial`` was started by
-    a laya-inspect that hashed every file under the data's folder and records that hash of these very
-    files, that one, so that the interrupted extraction resumes (other data is still refused)."""
-    return started_as(fingerprint, data, _started_on(out))
+def as_started(fingerprint: str, data: Any, out: str | Path, content: str = "") -> str:
+    """The data fingerprint this run records: ``fingerprint``, or where ``<out>.partial`` records another
+    of these very files (the same bytes, :func:`data_content`, or a laya-inspect that hashed every file
+    under the data's folder), that one, so that the interrupted extraction resumes (other data is still
+    refused)."""
+    partial = partial_path(out)
+    return started_as(
+        fingerprint, data, recorded_fingerprint(partial), content, recorded_fingerprint(partial, "data_content")
+    )
 
 
-def started_as(fingerprint: str, data: Any, started: str | None) -> str:
-    """``started``, the data fingerprint an interrupted extraction records, where a laya-inspect that hashed
-    every file under the data's folder recorded it of these very files; else ``fingerprint`` (this
-    version's), which a resume then compares with ``started`` and refuses where they differ."""
+def started_as(fingerprint: str, data: Any, started: str | None, content: str = "", started_content: Any = None) -> str:
+    """``started``, the data fingerprint an interrupted extraction records, where it is of these very files:
+    their bytes are the ones it recorded (``content`` equals ``started_content``: only the sizes' and
+    times' record differs), or a laya-inspect that hashed every file under the data's folder recorded
+    it; else ``fingerprint`` (this version's), which a resume then compares with ``started`` and refuses
+    where they differ."""
     if started is None or started == fingerprint or getattr(data, "location", "") in ("", "."):
         return fingerprint
+    if content and content == started_content:
+        return started
     if str(getattr(data, "spec", "")).strip().lower().startswith("imagecsv"):
         # no released laya-inspect read imagecsv: its folder (maybe a home) is not walked to refuse the run
         return fingerprint
     return started if data_fingerprint(data, legacy=True) == started else fingerprint
 
 
-def _started_on(out: str | Path) -> str | None:
-    """The data fingerprint an interrupted extraction ``<out>.partial`` records; None without one."""
-    return recorded_fingerprint(partial_path(out))
-
-
-def recorded_fingerprint(path: Path) -> str | None:
-    """The data fingerprint the cache file ``path`` (a partial one, a shard) records; None where there
-    is none, or none to read."""
+def recorded_fingerprint(path: Path, key: str = "data_fingerprint") -> str | None:
+    """The data fingerprint (``key``: or its data_content) the cache file ``path`` (a partial one, a
+    shard) records; None where there is none, or none to read."""
     import h5py
 
     if path.is_symlink() or not path.is_file() or not_a_cache(path) is not None:
         return None
     try:
         with h5py.File(path, "r", locking=False) as f:
-            value = f.attrs.get("data_fingerprint")
+            value = f.attrs.get(key)
     except (OSError, KeyError, ValueError):
         return None
     return value if isinstance(value, str) and value else None
 
 
-def _listed_digest(location: Path, files: list[str]) -> str:
-    """Names (relative to ``location``), sizes and modification times of ``files``."""
+def _listed_digest(location: Path, files: list[str], content: bool = False) -> str:
+    """Names (relative to ``location``), sizes and modification times (``content``: sha256) of ``files``."""
     entries = []
     for f in files:
         try:
-            st = os.stat(f)
-            said = f"{st.st_size}\t{st.st_mtime_ns}"
+            said = _said(Path(f), content)
         except OSError:  # gone since it was listed: reading it refuses the run
             said = "absent"
         entries.append(f"{os.path.relpath(f, location) if location.is_dir() else f}\t{said}")
@@ -556,7 +571,14 @@ def _listed_digest(location: Path, files: list[str]) -> str:
 _OURS = re.compile(r"\..*|.*\.tmp-.*|.*\.(partial|shards|shards\.old)")
 
 
-def _files_digest(path: Path, *, everything: bool = False) -> str:
+def _said(file: Path, content: bool) -> str:
+    if content:
+        return sha256_file(file)
+    st = file.stat()
+    return f"{st.st_size}\t{st.st_mtime_ns}"
+
+
+def _files_digest(path: Path, *, everything: bool = False, content: bool = False) -> str:
     """The sha256 of a file, or the names, sizes and times of a folder's files, less (unless
     ``everything``) hidden ones and laya-inspect's own (:data:`_OURS`)."""
     if path.is_file():
@@ -564,8 +586,7 @@ def _files_digest(path: Path, *, everything: bool = False) -> str:
     entries = []
     for p in sorted(path.rglob("*")):  # the order every earlier laya-inspect hashed them in
         if (everything or not any(_OURS.fullmatch(part) for part in p.relative_to(path).parts)) and p.is_file():
-            st = p.stat()
-            entries.append(f"{p.relative_to(path)}\t{st.st_size}\t{st.st_mtime_ns}")
+            entries.append(f"{p.relative_to(path)}\t{_said(p, content)}")
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 

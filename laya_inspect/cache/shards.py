@@ -341,9 +341,9 @@ def _plan(config: ExtractConfig, world: World, prep: Prepared) -> tuple[dict[str
 
 
 def _as_started(prep: Prepared, out: Path, folder: Path, size: int) -> str:
-    """Rank 0: the data fingerprint the shards record (:func:`~.rows.started_as`) where a laya-inspect that
-    hashed every file under the data's folder started them on these very files, so that they resume as a
-    one-process partial does; else this version's."""
+    """Rank 0: the data fingerprint the shards record (:func:`~.rows.started_as`) where they were started on
+    these very files (the same bytes, or hashed by a laya-inspect that hashed every file under the data's
+    folder), so that they resume as a one-process partial does; else this version's."""
     from .rows import recorded_fingerprint, started_as
 
     now = str(prep.attrs["data_fingerprint"])
@@ -352,7 +352,8 @@ def _as_started(prep: Prepared, out: Path, folder: Path, size: int) -> str:
         for file in (path, partial_path(path)):
             recorded = recorded_fingerprint(file)
             if recorded is not None and recorded != now:
-                return started_as(now, prep.data, recorded)
+                content = str(prep.attrs.get("data_content") or "")
+                return started_as(now, prep.data, recorded, content, recorded_fingerprint(file, "data_content"))
     return now
 
 
