@@ -160,6 +160,12 @@ CASES: tuple[Case, ...] = (
     case("extract-resume-data-changed", "an interrupted extract rerun after the npz behind --data was replaced",
          EXTRACT_NPZ, "data", "npzcache.h5.partial unchanged (resumable with the old data); no npzcache.h5",
          setup=["interrupted npzcache.h5", "npz shifted digits.npz"]),
+    case("extract-resume-model-code-changed",
+         "an interrupted extract of python:mynet.py:build rerun after mynet_blocks.py, which mynet.py imports, "
+         "was edited",
+         "extract --model python:mynet.py:build --random-init --data digits --limit 100 --out pycache.h5",
+         "mynet_blocks.py (edited)", "pycache.h5.partial unchanged (resumable with the old code); no pycache.h5",
+         setup=["python_split mynet.py pycache.h5", "interrupted pycache.h5", "edit mynet_blocks.py ReLU GELU"]),
     case("extract-overwrite-edited", "--overwrite onto a cache extract wrote, a note added to it by hand since",
          EXTRACT + " --overwrite", "changed since it was written", "cache.h5 unchanged",
          setup=["cache note_attribute cache.h5 cache.h5"]),

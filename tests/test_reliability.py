@@ -160,6 +160,26 @@ def python_module(work: Path, name: str) -> None:
     )
 
 
+def python_split(work: Path, name: str, out: str) -> None:
+    """``name`` (mynet.py) whose build() comes from ``<stem>_blocks.py`` beside it, and the cache ``out``
+    of it (python:NAME:build, random weights) extracted by the CLI: the case edits the imported module."""
+    blocks = Path(name).stem + "_blocks"
+    (work / f"{blocks}.py").write_text(
+        "from torch import nn\n\n\ndef build():\n"
+        "    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))\n"
+    )
+    (work / name).write_text(f"from {blocks} import build  # noqa: F401\n")
+    r = run_cli(f"extract --model python:{name}:build --random-init --data digits --limit 100 --out {out}", work)
+    assert r.returncode == 0, r.stderr
+
+
+def edit(work: Path, name: str, old: str, new: str) -> None:
+    """``name`` with its first ``old`` made ``new``: a user's edit."""
+    text = (work / name).read_text()
+    assert old in text, f"{old!r} is not in {name}"
+    (work / name).write_text(text.replace(old, new, 1))
+
+
 def hf_custom(work: Path, name: str) -> None:
     """A Hugging Face folder whose config asks for its own code; that code leaves a mark if it ever runs."""
     d = work / name
@@ -393,6 +413,8 @@ SETUPS: dict[str, Callable[..., Cleanup | None]] = {
     "perturb": perturb,
     "npz": npz,
     "python_module": python_module,
+    "python_split": python_split,
+    "edit": edit,
     "hf_custom": hf_custom,
     "torchscript_opaque": torchscript_opaque,
     "torchscript_traced_train": torchscript_traced_train,
