@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from helpers import page_said
 from typer.testing import CliRunner
 
 from laya_inspect.cli import app
+from laya_inspect.training.quality import epoch_limit
 
 runner = CliRunner()
 ENV = {"COLUMNS": "200"}
@@ -27,7 +29,7 @@ def _fit(cache: Path, out: Path, *extra: str) -> tuple[str, dict, dict]:
     summary = json.loads((out / "summary.json").read_text())
     metrics = json.loads((out / "last" / "seed_0" / "metrics.json").read_text())
     with open(out / "last" / "seed_0" / "train_log.csv", newline="") as f:
-        metrics["history"] = [{"val_loss": float(r["val_loss"])} for r in csv.DictReader(f)]
+        metrics["history"] = [{k: float(r[k]) for k in ("val_loss", "val_acc")} for r in csv.DictReader(f)]
     return result.output, summary["heads"][0], metrics
 
 
@@ -48,7 +50,7 @@ def test_a_fit_still_improving_at_the_epoch_limit_is_warned(digits_cache: Path, 
     # the premise: the validation loss still fell clearly over the last fifth of the epochs the limit allowed
     assert metrics["epochs_run"] == 10 and metrics["best_epoch"] == 10 and _fall(metrics["history"], 2) > 0.05
     (warning,) = _limit(head["warnings"])
-    assert f"seed 0 (best epoch 10 of 10; −{_fall(metrics['history'], 2):.0%})" in warning
+    assert f"seed 0 (best epoch 10 of 10; loss −{_fall(metrics['history'], 2):.0%}, accuracy " in warning
     assert "last 2 epochs" in warning and "more --epochs" in warning and "higher --lr" in warning
     assert "epoch limit: seed 0 (best epoch 10 of 10;" in " ".join(said.split())
     page = runner.invoke(app, ["report", str(out), "--html"], env=ENV)
@@ -84,3 +86,21 @@ def test_train_warns_a_backbone_still_improving_at_the_epoch_limit(tmp_path: Pat
     assert warning.startswith("epoch limit: seed 0 (best epoch 5 of 5;")
     assert warning.endswith("train again with more --epochs, or a higher --lr")
     assert "epoch limit: seed 0 (best epoch 5 of 5;" in " ".join(result.output.split())
+
+
+def _run(history: list[tuple[float, float]]) -> SimpleNamespace:
+    """A run that used all its epochs with its best on the last, from (val_loss, val_acc) per epoch."""
+    rows = [{"val_loss": loss, "val_acc": acc} for loss, acc in history]
+    return SimpleNamespace(seed=0, epochs_run=len(rows), best_epoch=len(rows), history=rows)
+
+
+def test_a_loss_falling_at_a_held_accuracy_is_said_to_bring_little_accuracy() -> None:
+    """On rows a head already answers right its loss keeps falling as its logits grow: the warning says its
+    accuracy held, so a user does not retrain for an accuracy more epochs would not bring."""
+    held = _run([(0.20 - 0.01 * e, 0.97) for e in range(10)])
+    (warning,) = [w for w in [epoch_limit([held], 10, 10, advice="fit again")] if w]
+    assert "loss −" in warning and "accuracy +0.0 points" in warning
+    assert "validation accuracy held" in warning and "change its accuracy little" in warning
+    rising = _run([(0.20 - 0.01 * e, 0.80 + 0.01 * e) for e in range(10)])
+    warning = epoch_limit([rising], 10, 10, advice="fit again")
+    assert warning is not None and "accuracy +2.0 points" in warning and "held" not in warning

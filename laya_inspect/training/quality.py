@@ -53,6 +53,7 @@ SAMPLING_FLOOR = 0.01  # ... and its half-width above this: 10,000 rows (±0.006
 # (on the digits demo, runs still improving fell 6.5–9.2% over 10 epochs, those on a plateau −0.3% to +2.8%)
 LIMIT_WINDOWS = 5
 LIMIT_FALL = 0.05
+LIMIT_ACC_HELD = 0.005  # a window-mean accuracy change below this is 'held' (under one row in 200)
 EPOCH_ADVICE = "fit again with more --epochs, or a higher --lr"  # fit-head's; train and demo say their own
 SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
 # the probe every head is read against (probe_reference)
@@ -243,13 +244,27 @@ def still_improving(history: Sequence[Mapping[str, float]], epochs: int) -> floa
     W = max(1, epochs // LIMIT_WINDOWS) epochs (the relative fall of the window's mean from the W
     epochs before), when that is more than LIMIT_FALL; else None. Means of windows, not the best
     epoch: on a flat loss the best is a noisy dip that lands near the end by chance."""
-    w = max(1, epochs // LIMIT_WINDOWS)
-    loss = [float(h["val_loss"]) for h in history]
-    if len(loss) < 2 * w:
+    before, last = _windows(history, epochs, "val_loss")
+    if before is None or last is None:
         return None
-    before, last = sum(loss[-2 * w : -w]) / w, sum(loss[-w:]) / w
     fall = (before - last) / before if before > 0 else 0.0
     return fall if fall > LIMIT_FALL else None
+
+
+def _windows(history: Sequence[Mapping[str, float]], epochs: int, key: str) -> tuple[float | None, float | None]:
+    """The mean of ``key`` over the W epochs before the last W, and over the last W (None, None where the
+    run holds fewer than 2·W epochs or lacks ``key``)."""
+    w = max(1, epochs // LIMIT_WINDOWS)
+    values = [float(h[key]) for h in history if key in h]
+    if len(values) < 2 * w or len(values) < len(history):
+        return None, None
+    return sum(values[-2 * w : -w]) / w, sum(values[-w:]) / w
+
+
+def _accuracy_gain(history: Sequence[Mapping[str, float]], epochs: int) -> float | None:
+    """The change of the validation accuracy's window mean over the windows :func:`still_improving` reads."""
+    before, last = _windows(history, epochs, "val_acc")
+    return None if before is None or last is None else last - before
 
 
 def epoch_limit(
@@ -273,11 +288,26 @@ def epoch_limit(
     if not held:
         return None
     w = counted(max(1, epochs // LIMIT_WINDOWS), "epoch")
-    seeds = ", ".join(f"seed {r.seed} (best epoch {r.best_epoch} of {epochs}; −{fall:.0%})" for r, fall in held)
+    gains = [_accuracy_gain(r.history, epochs) for r, _ in held]
+    seeds = ", ".join(
+        f"seed {r.seed} (best epoch {r.best_epoch} of {epochs}; loss −{fall:.0%}"
+        + ("" if gain is None else f", accuracy {gain * 100:+.1f} points")
+        + ")"
+        for (r, fall), gain in zip(held, gains)
+    )
+    # on rows a head already separates, the loss keeps falling as its logits grow while its answers stay:
+    # say so, or a user retrains for a gain in accuracy that more epochs do not bring
+    flat = all(g is not None and abs(g) < LIMIT_ACC_HELD for g in gains)
+    held_acc = (
+        f"; its validation accuracy held (within {LIMIT_ACC_HELD * 100:g} points) over those epochs, so its loss fell "
+        "by growing confidence in the same answers and more epochs would change its accuracy little"
+        if flat
+        else ""
+    )
     return (
         f"epoch limit: {seeds} still improved when --epochs ended the training, before early stopping could: the "
         f"mean validation loss of the last {w} fell by more than {LIMIT_FALL:.0%} (by the share given) from that of "
-        f"the {w} before; {what} may be under-trained and its numbers rest on --epochs; {advice}"
+        f"the {w} before{held_acc}; {what} may be under-trained and its numbers rest on --epochs; {advice}"
     )
 
 
