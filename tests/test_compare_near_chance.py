@@ -67,3 +67,18 @@ def test_a_head_that_learnt_keeps_its_verdicts(runs):
     head = summary["heads"][0]
     assert not head["chance"]["near_chance"] and head["chance"]["caveat"] is None
     assert head["methods"]["alpha"]["vs_constant"]["verdict"] != "withheld"
+
+
+def test_chance_is_the_splits_not_the_limit_subsets(runs, digits_cache):
+    """--limit 120 compares a seeded subset whose majority share is not the split's: chance (and so the
+    near-chance lines) is read from the split's labels, so it does not move with --limit (before, the
+    subset's: "(chance 0.200)" on 40 rows of a split whose chance is 0.100)."""
+    from laya_inspect.compare.draws import seeded_rows
+    from laya_inspect.training.chance import chance_level
+
+    with FeatureStore(digits_cache) as store:
+        split = chance_level(store.labels("test"))
+        subset = chance_level(store.labels("test", seeded_rows(store.n("test"), 120, 0)))
+    assert abs(subset - split) > 0.01  # the subset's own share would differ
+    for _, summary in runs.values():
+        assert summary["heads"][0]["chance"]["chance"] == pytest.approx(split)

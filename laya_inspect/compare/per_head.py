@@ -68,11 +68,12 @@ def head_summary(
     n_boot: int,
     seed: int,
     layers_read: list[int] | None = None,
+    majority: float | None = None,
 ) -> dict[str, Any]:
     """Everything about one head: its ablations (the first also at the top level, as in schema 1),
     and the first ablation's scores per target class. ``layers_read``: the positions of the layers
     its logits depend on (:func:`.sanity.layers_read`); one alone or none, and no method is read against
-    another, nor against the constant rule (the random reference, on one layer, excepted)."""
+    another, nor against the constant rule (random included: the rule is the oracle there)."""
     num_classes = max(len(class_names), int(r.logits.shape[1]))
     info: dict[str, dict[str, Any]] = {}
     for m in r.scores:
@@ -86,7 +87,7 @@ def head_summary(
         }
     constant = constant_rule(r.weights, r.scores, len(r.targets), seed)
     accuracy = float((r.preds == labels).mean())
-    chance = chance_check(r.name, accuracy, labels, preds=r.preds)
+    chance = chance_check(r.name, accuracy, labels, preds=r.preds, chance=majority)
     by_abl = {
         a: ablation_summary(
             r.measured[a],
@@ -154,9 +155,12 @@ NEAR_CHANCE_POLICY = (
 ON_ROWS = "its macro-F1 on these rows"
 
 
-def chance_check(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarray | None = None) -> dict[str, Any]:
+def chance_check(
+    name: str, accuracy: float, labels: np.ndarray, preds: np.ndarray | None = None, chance: float | None = None
+) -> dict[str, Any]:
     """Whether the head is near chance on the compared rows, by fit-head's rule (training.quality's
-    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share, or above
+    near_chance: below chance + CHANCE_GAP·(1 − chance), chance the majority class's share of the split
+    (``chance``; else of ``labels``: a --limit subset's share moves with its draw), or above
     it by fewer than GAIN_ROWS rows), and the caveat that then withholds its verdicts. A head that
     learnt nothing still has a computation its attributions can be faithful to, but "beats the constant
     rule" beside it reads as an explanation to trust: so the verdicts are withheld, not merely
@@ -175,7 +179,7 @@ def chance_check(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarr
     from ..training.stats import macro_f1
 
     n = len(labels)
-    chance = chance_level(labels) if n else float("nan")
+    chance = chance if chance is not None and n else chance_level(labels) if n else float("nan")
     f1 = macro_f1(labels, preds) if preds is not None and n else None
     majority_f1 = majority_macro_f1(labels) if f1 is not None else None
     said = near_chance(accuracy, chance, "", n=n) if np.isfinite(chance) else None
@@ -201,7 +205,8 @@ def chance_check(name: str, accuracy: float, labels: np.ndarray, preds: np.ndarr
         "bound": max(x for x in chance_lines(chance, n) if x is not None) if ok else None,
         "near_chance": said is not None,
         "rule": f"near chance: accuracy < chance + {CHANCE_GAP:g}·(1 − chance), chance the majority class's share "
-        f"of the n compared rows, or (accuracy − chance)·n < {GAIN_ROWS} rows (fit-head's rule)",
+        f"of the compared split (all its rows, whatever --limit compared), or (accuracy − chance)·n < {GAIN_ROWS} "
+        "rows (fit-head's rule)",
         "policy": NEAR_CHANCE_POLICY,
         "caveat": caveat,
     }

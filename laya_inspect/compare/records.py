@@ -274,6 +274,7 @@ def _across_seeds(across: dict[str, Any] | None) -> None:
 
 # the "sanity" record (docs/METHOD.md, "Sanity checks")
 NOT_APPLICABLE = "not applicable"  # every check's verdict on a head that reads one layer (compare.sanity)
+PARTLY = "partly kept"  # a sanity check whose randomised ranking still follows the trained one: not passed
 
 
 def _bad(where: str, what: str) -> CacheError:

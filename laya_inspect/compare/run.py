@@ -40,6 +40,7 @@ from ..heads import Head
 from ..options import defaulted
 from ..out_dir import atomic_dir, check_out
 from ..runtime import Progress, no_progress, pick_device
+from ..training.chance import chance_level
 from ..workers import cpu_workers, run_forked
 from . import metrics as M
 from .ablations import plan_ablations
@@ -243,6 +244,7 @@ def compare_heads(
     labels = store.labels(config.split, rows).astype(np.int64)
     layer_names, class_names = store.layer_names, store.class_names
     refuse_untrained_targets(plain_heads, target_of, labels, class_names)
+    chance = chance_level(store.labels(config.split))  # the split's class shares: --limit moves no chance line
 
     # Under torchrun each process measures its own rows of every head, in whole batches, so it runs
     # exactly the batches one process would (the same numbers, bit for bit); the per-row random draws
@@ -271,8 +273,9 @@ def compare_heads(
     if world.distributed:
         results = [_join(r, [p[i] for p in parts]) for i, r in enumerate(results)]
     read = read_layers(heads, hs, config.seed)
+    stats = {"n_boot": config.n_boot, "seed": config.seed}
     head_summaries = [
-        head_summary(r, labels, cfg, layer_names, class_names, n_boot=config.n_boot, seed=config.seed, layers_read=n)
+        head_summary(r, labels, cfg, layer_names, class_names, **stats, layers_read=n, majority=chance)
         for r, (_, cfg, _), n in zip(results, heads.values(), read)
     ]
 

@@ -3,7 +3,8 @@ model and data randomisation at layer level, on the rows compare already holds. 
 trained head re-initialised in cascade (:func:`cascade`: outside the adapters, then everything), and a
 head fitted on permuted labels by the library's loop (:mod:`.permuted`); every method compare ran
 (``random`` aside) is read against the trained head's attributions (per-row Spearman ρ, mean and
-interval: "low" inside ±THRESHOLD) and LOLO effects (faithfulness). The trained head is never touched.
+interval: "low" when it holds 0 or stays within :func:`band`) and LOLO effects (faithfulness). The
+trained head is never touched.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from .draws import seeded_rows
 from .lolo import forward_rows
 from .per_head import HeadResult
 from .permuted import EPOCHS, PATIENCE, TRAIN_ROWS, fresh, permuted_head, training_rows
-from .records import NO_LAYER, NOT_APPLICABLE
+from .records import NO_LAYER, NOT_APPLICABLE, PARTLY
 
-THRESHOLD = 0.5  # |ρ| bound a randomised head's attributions must stay within to count as "low"
+THRESHOLD = 0.5  # |ρ| beyond which a randomised head's attributions read "high": the ranking survived it
 ARRAYS = "_arrays"  # check_head's arrays, for sanity.h5 (run_sanity takes them out of the summary)
 ROWS = 256  # attributions of the randomised heads on at most this many of the compared rows (seeded)
 INIT_STREAM, ROWS_STREAM = 7, 8  # default_rng([seed, stream]): the checks' seeds, the checked rows
@@ -49,10 +50,13 @@ ONE_LAYER = (
 
 CHOICES = {
     "threshold": THRESHOLD,
-    "rule": f"low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
-    f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}); high = it lies wholly outside; unclear = it "
-    "straddles the bound; undefined = no row where both rankings are defined (labels: also when the real head "
-    "is not above chance); too few rows = fewer than "
+    "rule": "low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
+    "attributions) holds 0, the random reference's ρ (a ranking independent of the trained one), or lies "
+    "inside ±6/(L(L²−1)) (L layers ranked: the mean per-row squared rank difference within 1 of an "
+    f"independent ranking's, less than half a swap of two neighbouring layers); high = it lies wholly outside "
+    f"(−{THRESHOLD}, {THRESHOLD}); unclear = it straddles ±{THRESHOLD}; {PARTLY} = it lies inside "
+    f"(−{THRESHOLD}, {THRESHOLD}) but away from 0 and the band, not passed; undefined = no row where both "
+    "rankings are defined (labels: also when the real head is not above chance); too few rows = fewer than "
     f"{MIN_ROWS} rows with both rankings defined (a bootstrap over so few rows is no 95% interval), no pass; "
     "untested = --bootstrap 0: no interval, no pass",
     "cascade": "top: every parameter outside the adapters re-initialised (LAYA: scorer, ψ and output layer; "
@@ -64,7 +68,8 @@ CHOICES = {
     f"(at most {TRAIN_ROWS} seeded rows) with permuted labels; stratified validation rows, as many as the head "
     f"held out (its config.json's val_fraction, else fit-head's 10%); at most {EPOCHS} epochs, early stopping "
     f"on validation loss with patience {PATIENCE}; the trained head's standardisation kept",
-    "near_chance": "chance = the majority class's share of the compared rows; the real head is above chance when "
+    "near_chance": "chance = the majority class's share of the compared split (all its rows, whatever --limit "
+    "compared); the real head is above chance when "
     "its accuracy exceeds chance + 1.96·√(chance·(1 − chance)/n); the permuted-label head is near chance when its "
     "accuracy is at most chance + ½·(real accuracy − chance), i.e. it kept less than half of the real head's gain "
     "(a head unrelated to the labels still maps whole class clusters together, so its accuracy varies far more "
@@ -148,17 +153,26 @@ def read_layers(heads: Mapping[str, tuple[Head, Any, Any]], hs: Sequence[torch.T
     return [layers_read(head, [h[pick] for h in hs]) for head, _, _ in heads.values()]
 
 
-def verdict(rank: M.Faithfulness) -> str:
-    """low | high | unclear | undefined for the mean per-row ρ and its interval (the mean alone
-    when the bootstrap did not run)."""
+def band(n_layers: int) -> float:
+    """The |ρ| a mean per-row Spearman ρ over ``n_layers`` ranked layers may keep and still read as an
+    independent ranking's (ρ 0): 6/(L(L²−1)), a mean squared rank difference within 1 of the null's,
+    less than half a swap of two neighbouring layers (0 for fewer than 2 layers)."""
+    return 6 / (n_layers * (n_layers**2 - 1)) if n_layers > 1 else 0.0
+
+
+def verdict(rank: M.Faithfulness, n_layers: int) -> str:
+    """low | high | unclear | partly kept | undefined for the mean per-row ρ and its interval (the
+    mean alone when the bootstrap did not run), against the random reference's ρ 0: low only where
+    the interval holds 0 or stays within :func:`band`."""
     if rank.n_valid == 0 or not np.isfinite(rank.mean):
         return "undefined"
     low, high = (rank.ci_low, rank.ci_high) if np.isfinite(rank.ci_low) else (rank.mean, rank.mean)
-    if -THRESHOLD < low and high < THRESHOLD:
+    within = band(n_layers)
+    if low <= 0 <= high or (-within <= low and high <= within):
         return "low"
     if low >= THRESHOLD or high <= -THRESHOLD:
         return "high"
-    return "unclear"
+    return "unclear" if low <= -THRESHOLD or high >= THRESHOLD else PARTLY
 
 
 def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -204,11 +218,14 @@ class Trained:
                 scores = np.zeros_like(scores)
             n_boot = 0 if note else self.n_boot  # one ranking repeated: an interval over rows would have no width
             rank = M.summarise_rows(rho, n_boot=n_boot, seed=self.seed)
-            word = verdict(rank)
+            word = verdict(rank, scores.shape[1])
             if note is None and word != "undefined" and rank.n_valid < MIN_ROWS:
                 word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
             elif note is None and word != "undefined" and n_boot == 0:
                 word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
+            if word == PARTLY:  # the null it missed, beside it: a ranking independent of the trained one has ρ 0
+                kept = f"ρ {rank.mean:+.2f} against the random reference's 0, beyond ±{band(scores.shape[1]):.2f}"
+                note = f"{note}; {kept}" if note else kept
             if inapplicable:  # ρ is ±1 by one sign per row (or all 0): it reads the signs, not what the head learned
                 word, note = NOT_APPLICABLE, inapplicable
             out[m] = {
@@ -262,9 +279,11 @@ def data_randomisation(
     real_accuracy: float,
     keep: dict[str, Any],
     inapplicable: str | None = None,
+    chance: float | None = None,
 ) -> dict[str, Any]:
-    """The permuted-label head: its accuracy on every compared row beside chance and the real head's,
-    its mean weight profile, and every method's comparison with the trained head."""
+    """The permuted-label head: its accuracy on every compared row beside chance (``chance``: the split's
+    majority share, else the compared rows') and the real head's, its mean weight profile, and every
+    method's comparison with the trained head."""
     s = seeds(trained.seed, head_seed(cfg))
     perm, info = permuted_head(
         head, rows, training_settings(cfg), permutation_seed=s["permutation_seed"], fit_seed=s["fit_seed"]
@@ -273,7 +292,7 @@ def data_randomisation(
     keep["labels/preds"] = preds
     n = len(labels)
     acc = float((preds == labels).mean()) if n else float("nan")
-    chance = chance_level(labels)
+    chance = chance_level(labels) if chance is None else chance
     real_bound = chance + 1.96 * float(np.sqrt(chance * (1 - chance) / max(n, 1)))
     real_above = bool(real_accuracy > real_bound)
     bound = chance + 0.5 * (real_accuracy - chance)
@@ -310,6 +329,7 @@ def check_head(
     n_boot: int,
     seed: int,
     emit: Progress,
+    chance: float | None = None,
 ) -> dict[str, Any]:
     """Both checks for one head of compare (``result``: its HeadResult, every row measured; ``rows``: its
     training split's rows, :func:`.permuted.training_rows`; ``read``: the layers it reads, :func:`read_layers`)."""
@@ -333,7 +353,7 @@ def check_head(
     model = model_randomisation(head, trained, drawn["init_seed"], keep, why)
     emit({"event": "step", "head": result.name, "step": "sanity: permuted labels"})
     real_acc = float((np.asarray(result.preds) == labels).mean()) if len(labels) else float("nan")
-    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep, why)
+    data = data_randomisation(head, cfg, rows, hs, labels, trained, real_acc, keep, why, chance)
     data["real_weight_profile"] = None if result.weights is None else np.asarray(result.weights).mean(0).tolist()
     out = {"methods": methods, "ablation": result.ablations[0], "rows": len(pick), "seeds": drawn}
     out["layers_read"] = read  # positions of the layers the head's logits depend on (one: NOT_APPLICABLE)
@@ -360,13 +380,13 @@ def run_sanity(
     items = [(r, head, cfg, layers) for r, (head, cfg, _), layers in zip(results, heads.values(), read)]
     splits = {training_settings(cfg)["train_split"] for _, _, cfg, _ in items}  # read here, before the fork
     train = {sp: training_rows(store, sp, seeds(config.seed)["permutation_seed"]) for sp in sorted(splits)}
+    chance = chance_level(store.labels(config.split))  # the split's, whatever --limit compared
+    stats = {"n_boot": config.n_boot, "seed": config.seed}
 
     def one(_i: int, item: tuple[HeadResult, Head, dict[str, Any], list[int]], report: Progress) -> dict[str, Any]:
         r, head, cfg, layers = item
         rows = train[training_settings(cfg)["train_split"]]
-        return check_head(
-            head, cfg, r, rows, hs, labels, options, layers, n_boot=config.n_boot, seed=config.seed, emit=report
-        )
+        return check_head(head, cfg, r, rows, hs, labels, options, layers, emit=report, chance=chance, **stats)
 
     # several heads at once in forked processes on a multi-core CPU, as compare's own heads (the same numbers)
     done = run_forked(items, one, cpu_workers(config.workers, hs[0].device, len(items)), emit)

@@ -26,7 +26,7 @@ from .paired import (
     significant_best,
     versus_constant,
 )
-from .records import ONE_LAYER, inapplicable_said
+from .records import inapplicable_said
 
 BEST_METRICS = (
     "faithfulness",
@@ -261,7 +261,7 @@ def ablation_summary(
     ablation-independent keys (params, ig_delta, …); ``head_caveat`` one said of the head itself
     (:func:`chance_check`), which withholds as the others do; ``inapplicable``: why the head's attributions
     are read against nothing (:func:`.records.inapplicable`: it reads one layer, or none), so no method is
-    read against another, and none but the random reference against the constant rule."""
+    read against another, nor against the constant rule (random included: the rule is the oracle there)."""
     lolo = lolo_entry(m, layer_names, n_boot=n_boot, seed=seed)
     cav, notes = caveats(m.effects.shape[1], m.ablation, lolo)
     cav += [head_caveat] if head_caveat else []
@@ -300,10 +300,9 @@ def ablation_summary(
             caveat=bool(cav),
             n_boot=n_boot,
             seed=seed,
-            # random's scores are seeded noise on every layer, not 0 outside the one the head reads: its
-            # difference from the rule is measured, not fixed by construction (with no layer read, the
-            # effects are 0 everywhere and nothing is measured)
-            inapplicable=None if name == "random" and inapplicable == ONE_LAYER else inapplicable,
+            # random too: on one layer read the rule picks that layer, the oracle, so random is worse by
+            # construction, whatever a method of the head could do
+            inapplicable=inapplicable,
         )
     # one layer read: every gradient method scores one sign per row, so a paired difference between two
     # of them reads those signs, not an ordering of the layers (ONE_LAYER); none is drawn

@@ -9,12 +9,12 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ..compare.records import NOT_APPLICABLE, inapplicable_said, sanity_heads
+from ..compare.records import NOT_APPLICABLE, PARTLY, inapplicable_said, sanity_heads
 from .across import rich_table, short_ci
 from .html import Cell, Section, Table, slug
 from .reading import num
 
-WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow"} | dict.fromkeys(
+WORD_STYLE = {"low": "green", "high": "yellow", "unclear": "yellow", PARTLY: "yellow"} | dict.fromkeys(
     ("undefined", "too few rows", "untested", "n/a", NOT_APPLICABLE), "dim"
 )
 
@@ -87,7 +87,8 @@ def legend(summary: dict[str, Any]) -> str:
         seeds = "seeds per head, drawn from --seed and the head's fit seed"
     return (
         f"sanity: ρ = mean per-row Spearman of the randomised head's attributions with the trained head's; low = "
-        f"its 95% interval inside (−{t}, {t}), what a method that reads what the head learned should show; top = "
+        f"its 95% interval holds 0 (the random reference's ρ) or stays within ±6/(L(L²−1)), what a method that reads "
+        f"what the head learned should show; {PARTLY} = inside (−{t}, {t}) but away from 0, not passed; top = "
         f"the weights outside the adapters re-initialised (LAYA: scorer, ψ, output layer), all = the adapters too, "
         f"labels = a head fitted on permuted labels (≤ {choices.get('epochs')} epochs); faith = faithfulness ρ "
         f"against the trained head's LOLO effects, the trained method's beside it ({seeds})."
