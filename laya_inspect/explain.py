@@ -96,6 +96,10 @@ class Explanation:
     config: dict[str, Any] = field(default_factory=dict)
     config_defaults: list[str] = field(default_factory=list)
     device: str = ""  # the device the scores ran on (--device auto resolved)
+    # (L,) the head's mean layer weights over the split's finite rows: the constant rule's profile, what
+    # every row gets; None for a head without layer weights. profile_rows: how many rows it is the mean of
+    profile: np.ndarray | None = None
+    profile_rows: int = 0
 
     def class_name(self, c: int) -> str:
         return name_of(self.class_names, c)
@@ -130,8 +134,15 @@ class Explanation:
                         # the target's logit (effect "logit") or probability ("prob") with the layer ablated
                         ("logit_ablated" if self.effect == "logit" else "p_ablated"): self.p_ablated[i],
                         **{m: s[i] for m, s in self.scores.items()},
+                        **({"constant_rule": self.profile[i]} if self.profile is not None else {}),
                     }
                     for i, name in enumerate(self.layer_names)
+                },
+                "constant_rule": None
+                if self.profile is None
+                else {
+                    "rows": self.profile_rows,
+                    "rule": f"mean layer weights over the {self.split} split's finite rows",
                 },
                 "skipped": self.skipped,
                 "input": {
@@ -375,6 +386,7 @@ def explain_row(
 
         sd = effects.std(axis=0, ddof=1)
         ci = np.array([t_interval(effects[:, i]) for i in range(effects.shape[1])])
+    profile, profile_rows = split_profile(head, store, split, dev)
     source_row = int(store.index(split, rows)[0])
     config = {"target": target, "effect": effect, "ablation": ablation, "draws": draws, "baseline": baseline}
     config |= {"n_steps": n_steps, "seed": seed, "device": device, "allow_other_cache": allow_other_cache}
@@ -408,7 +420,38 @@ def explain_row(
         config=config,
         config_defaults=_left_at_defaults(config),
         device=str(dev),
+        profile=profile,
+        profile_rows=profile_rows,
     )
+
+
+def profile_line(e: Explanation) -> str | None:
+    """The head's mean α over the split (the constant rule's profile, what every row gets) beside this
+    row's α, and whether the row's top layer is the profile's; None for a head without layer weights."""
+    if e.profile is None or "alpha" not in e.scores:
+        return None
+    top, usual = int(np.argmax(e.scores["alpha"])), int(np.argmax(e.profile))
+    said = ", ".join(f"{n} {w:.3f}" for n, w in zip(e.layer_names, e.profile))
+    where = "its top layer too" if top == usual else f"this row's α tops {e.layer_names[top]} instead"
+    return (
+        f"mean α over the {e.profile_rows} {e.split} rows (the constant rule: the profile every row gets): {said}; "
+        f"it tops {e.layer_names[usual]}, {where}"
+    )
+
+
+def split_profile(head: Any, store: FeatureStore, split: str, dev: Any) -> tuple[np.ndarray | None, int]:
+    """(the head's mean layer weights over the split's finite rows, how many): the constant rule's
+    profile, beside which one row's α says whether the row departs from what every row gets; (None, 0)
+    for a head without layer weights."""
+    import torch
+
+    from .compare.lolo import forward_rows
+
+    feats = store.layers(split)
+    ok = np.logical_and.reduce([np.isfinite(f).all(axis=1) for f in feats])
+    hs = [torch.from_numpy(np.ascontiguousarray(f[ok])).to(dev) for f in feats]
+    _, weights = forward_rows(head, hs, 512)
+    return (None, 0) if weights is None else (weights.mean(axis=0), int(ok.sum()))
 
 
 def _left_at_defaults(config: dict[str, Any]) -> list[str]:

@@ -77,6 +77,32 @@ def test_explain_gives_compares_numbers_for_that_row(digits: dict[str, Path], ab
     assert e.p == pytest.approx(e.probs[e.target]) and set(e.skipped) == {"static"}
 
 
+def test_the_rows_alpha_is_shown_beside_the_constant_rules_profile(digits: dict[str, Path]) -> None:
+    """One row's α beside the profile every row gets (the head's mean α over the split, compare's
+    constant rule): before, explain printed α alone, so a row could not be told from the profile."""
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu")
+        compare_heads(
+            [digits["laya"]],
+            store,
+            CompareConfig(methods=("alpha",), n_boot=0, plots=False, sanity=False, device="cpu"),
+            out_dir=digits["root"] / "cmp-profile",
+        )
+        n = store.n("test")
+    with h5py.File(digits["root"] / "cmp-profile" / "attributions.h5") as f:
+        alpha = f["heads/laya/methods/alpha/scores"][()]
+    assert e.profile is not None and e.profile_rows == n == len(alpha)
+    np.testing.assert_allclose(e.profile, alpha.mean(axis=0), rtol=1e-4, atol=1e-6)
+    args = ["explain", str(digits["laya"]), "--cache", str(digits["cache"]), "--row", "3", "--n-steps", "4"]
+    result = runner.invoke(app, [*args, "--device", "cpu"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    said = f"mean α over the {n} test rows (the constant rule: the profile every row gets): blocks.0 {e.profile[0]:.3f}"
+    assert said in " ".join(result.output.split()), result.output
+    data = json.loads(runner.invoke(app, [*args, "--device", "cpu", "--json"], env=ENV).output)
+    assert data["constant_rule"]["rows"] == n
+    assert data["layers"]["blocks.1"]["constant_rule"] == pytest.approx(float(e.profile[1]))
+
+
 def test_the_input_is_the_source_image_of_that_row(digits: dict[str, Path]) -> None:
     from sklearn.datasets import load_digits
 
@@ -135,7 +161,7 @@ def test_explain_command_prints_the_table_and_writes_the_figure(digits: dict[str
     assert data["row"] == 5 and data["target_rule"] == "true" and data["target"] == data["label"]
     assert set(data["layers"]["blocks.0"]) == {
         *("lolo_effect", "lolo_effect_sd", "lolo_effect_ci", "logit_ablated"),
-        *("alpha", "alpha-contrib", "ig", "gradcam"),
+        *("alpha", "alpha-contrib", "ig", "gradcam", "constant_rule"),
     }
     assert data["draws"] == 32 and "mean over `draws` donors" in data["lolo_effect_note"]
     assert "95% interval (32 draws)" in table and "the mean over 32 donors" in table

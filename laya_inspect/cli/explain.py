@@ -175,6 +175,8 @@ def explain_command(
 
 
 def _print(e: Any) -> None:
+    from ..explain import VERDICT_NOTE, profile_line
+
     top = sorted(range(len(e.probs)), key=lambda c: -e.probs[c])[:3]
     console.print(
         Text.assemble(
@@ -197,11 +199,12 @@ def _print(e: Any) -> None:
     if e.input.note:
         console.print(Text(e.input.note, style="yellow"))
     show(explain_table(e))
+    if (said := profile_line(e)) is not None:
+        console.print(said, highlight=False)
     for why in e.skipped.values():
         console.print(Text(f"skipped: {why}", style="dim"))
     for line in warning_lines(e.cache_warnings) + warning_lines(e.head_warnings, of="head"):
         console.print(line, highlight=False)
-    from ..explain import VERDICT_NOTE
 
     console.print(
         Text(
