@@ -58,3 +58,23 @@ def test_one_seed_keeps_its_one_sentence() -> None:
     summary = _compared([_head(0, "beats", ["alpha"])], [0])
     (first,) = compare_headline(summary)
     assert first.startswith("α picks the same top layer") and "Over " not in first, first
+
+
+def _top1(rho: float) -> dict:
+    """:func:`_three` with top-1 only among the references over the seeds, the same ρ on every seed."""
+    summary = _three()
+    refs = summary["across_seeds"]["groups"][0]["ablations"]["mean"]["references"]
+    refs["top1_only"] = {"faithfulness": {"mean": rho, "ci_low": rho, "ci_high": rho}}
+    return summary
+
+
+def test_the_headline_over_the_seeds_says_top1_only_beside_the_leads_rho() -> None:
+    """The digits demo's case: top-1 only scores 0.87 on every seed, above α's whole interval over the
+    seeds; the headline over the seeds said α's ρ beside the constant rule and random only (before)."""
+    first = compare_headline(_top1(0.97))[0]
+    said = "faithfulness ρ 0.85 [0.73, 0.97] (top-1 only 0.97 on every seed: α lies below it, not over its interval; "
+    assert said + "the constant rule 0.50, the random reference 0.01)" in first, first
+    first = compare_headline(_top1(1.0))[0]
+    assert "(top-1 only 1.00 on every seed: α lies below it over its whole interval; the constant" in first, first
+    first = compare_headline(_top1(0.5))[0]
+    assert "(top-1 only 0.50 on every seed; the constant rule 0.50" in first, first  # α above it: no "below"

@@ -608,18 +608,19 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
     def beside(d: dict[str, Any], nulls: list[str]) -> str:
         """The parentheses after an estimate: the across-seed table's note where its interval was cut
         to the score's range (an end at 100% is not the t-interval's), then the nulls' figures."""
-        said = [CUT_SAID] * bool(d.get("clipped")) + [", ".join(nulls)] * bool(nulls)
+        said = [CUT_SAID] * bool(d.get("clipped")) + [n for n in nulls if n]  # each a list of its own
         return f" ({'; '.join(said)})" if said else ""
 
     agree, rho = row.get("top_layer_agreement") or {}, row.get("faithfulness") or {}
     nulls = [(r, w) for r, w in (("constant", "the constant rule"), ("random", "the random reference")) if r in refs]
+    nulls_rho = [f"{w} {mean(r, 'faithfulness', num)}" for r, w in nulls]  # top-1 only's before them, in its own list
     first = (
         f"Over {group['head']}'s {len(seeds)} seeds ({ablation} ablation, {head.get('n', summary.get('n'))} "
         f"{summary.get('split', '')} inputs each; mean [95% t-interval]), {name(lead)} picks the "
         f"same top layer as the leave-one-layer-out effects on {share(agree)} of inputs"
-        + beside(agree, [f"{w}: {mean(r, 'top_layer_agreement', percent)}" for r, w in nulls])
+        + beside(agree, [", ".join(f"{w}: {mean(r, 'top_layer_agreement', percent)}" for r, w in nulls)])
         + f", faithfulness ρ {with_ci(rho, sign=False)}"
-        + beside(rho, [f"{w} {mean(r, 'faithfulness', num)}" for r, w in nulls])
+        + beside(rho, [*_top1_over_seeds(refs, rho, name(lead)), ", ".join(nulls_rho)])
     )
     diffs = [(label, row.get(f"{key}_minus_constant") or {}) for key, label in VERSUS_LABELS.items()]
     diffs = [(label, d) for label, d in diffs if d.get("mean") is not None]
@@ -642,6 +643,23 @@ def over_seeds_sentence(summary: dict[str, Any], head: dict[str, Any]) -> tuple[
     drawn = f" ({at} t-intervals)" if at else ""
     text = f"{first}; {name(lead)} − constant rule over the seeds{drawn}: {paired}: {word}."
     return text, (group["seeds"][group["members"].index(head["name"])], len(seeds))
+
+
+def _top1_over_seeds(refs: dict[str, Any], rho: dict[str, Any], lead: str) -> list[str]:
+    """Top-1 only's ρ over the seeds (what naming the top layer alone earns: 0.87 on every digits demo
+    seed, above α's whole interval [0.55, 0.83]), and where the lead's ρ lies below it; [] where the
+    summary has none."""
+    top = ((refs.get("top1_only") or {}).get("faithfulness") or {}).get("mean")
+    if top is None:
+        return []
+    d = (refs.get("top1_only") or {}).get("faithfulness") or {}
+    text = f"top-1 only {num(top)}" + (" on every seed" if d.get("ci_low") == top == d.get("ci_high") else "")
+    mean, high = rho.get("mean"), rho.get("ci_high")
+    if mean is not None and round(mean, 2) < round(top, 2):  # as printed: both reading 0.87 is no "below"
+        floor = d.get("ci_low") if d.get("ci_low") is not None else top
+        below = high is not None and high < floor
+        text += f": {lead} lies below it" + (" over its whole interval" if below else ", not over its interval")
+    return [text]
 
 
 RIVAL_WORDS = {
