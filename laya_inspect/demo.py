@@ -75,7 +75,7 @@ DEMO_DATASETS.add(
     DemoPreset(
         "digits",
         "scikit-learn's bundled digits: 1,797 real 8×8 images of handwritten digits, 10 classes",
-        default=DemoBudget(None, 30, 50, 3, None, 50, 1000),
+        default=DemoBudget(None, 60, 50, 3, None, 50, 1000),
         quick=DemoBudget(None, 10, 30, 1, None, 16, 200),
     ),
 )
