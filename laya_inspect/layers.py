@@ -28,6 +28,7 @@ from .errors import InputError, NotFoundError, suggest
 POOLINGS = ("auto", "gap", "cls", "mean", "max", "last", "flatten")
 RNN_TYPES = ("LSTM", "GRU", "RNN")  # class names, so TorchScript copies (original_name) count too
 
+NAMED = "name:"  # --layers name:7 is the module named "7", not index 7
 _INT = re.compile(r"-?[0-9]+")
 _RANGE = re.compile(r"(-?[0-9]+)?:(-?[0-9]+)?(?::(-?[0-9]+)?)?")
 _LIST_HINT = "run with --list-layers to see every layer name"
@@ -58,6 +59,10 @@ def _select(
 ) -> list[str]:
     """The layer names one comma-separated item stands for (never empty; raises otherwise)."""
     listing = f"{among}: {', '.join(default)}"
+    if item.startswith(NAMED):  # a module named by a number ("7" in an nn.Sequential), which 7 alone indexes
+        if (name := item[len(NAMED) :]) in candidates or name in default:
+            return [name]
+        raise NotFoundError(f"no layer {name!r}; {suggest(name, list(candidates) or list(default))}; {more}")
     if item == "all" or _INT.fullmatch(item) or _RANGE.fullmatch(item):
         if not default:
             named = f"; it has {len(candidates)} other layer names" if candidates else ""
@@ -71,7 +76,11 @@ def _select(
         i = int(item)
         if not -len(default) <= i < len(default):
             valid = f"0..{len(default) - 1} or -{len(default)}..-1"
-            named = f" (integers are indices, so this is not the module {item!r})" if item in candidates else ""
+            named = (
+                f" (integers are indices: give {NAMED}{item} for the module named {item!r})"
+                if item in candidates
+                else ""
+            )
             raise NotFoundError(f"layer index {i} is out of range{named}: valid are {valid} over {listing}")
         return [default[i]]
     if m := _RANGE.fullmatch(item):
@@ -101,7 +110,8 @@ def resolve_layers(
 
     Each comma-separated item is ``all`` (= ``default``), an integer index into ``default``
     (negatives count from the end), a python slice ``a:b`` or ``a:b:step`` over ``default``,
-    or a dotted name from ``candidates``. Integers are always indices, never module names.
+    or a dotted name from ``candidates``. Integers are always indices, never module names: ``name:7``
+    is the module named "7".
     Anything that would select nothing, or a name twice, is refused with one line: an empty
     request, ``all``/indices/ranges when the model has no default layers (``hint`` says why, e.g.
     TorchScript's missing hooks), an index out of range, a range selecting none, an unknown name

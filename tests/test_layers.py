@@ -406,3 +406,14 @@ def test_reduce_batch_pools_records_and_names_the_layer_on_error():
 def test_list_layers_plain_module():
     infos = list_layers(tiny(), torch.randn(2, 4))
     assert infos == [LayerInfo("0", "Linear", (8,)), LayerInfo("1", "ReLU", (8,)), LayerInfo("2", "Linear", (3,))]
+
+
+def test_a_module_named_by_a_number_is_selected_with_name_prefix():
+    """An nn.Sequential's children are named "0", "3", "7": 7 is an index, name:7 the module "7"."""
+    candidates, default = ["0", "3", "7", "11"], ["3", "7"]
+    assert resolve_layers("name:7,name:11", candidates, default) == ["7", "11"]
+    assert resolve_layers("1", candidates, default) == ["7"]  # an index still
+    with pytest.raises(NotFoundError, match="give name:11 for the module named '11'"):
+        resolve_layers("11", candidates, default)
+    with pytest.raises(NotFoundError, match="no layer '12'"):
+        resolve_layers("name:12", candidates, default)
