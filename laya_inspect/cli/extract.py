@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..cache.extract_config import ExtractConfig, ExtractResult
 from ..options import defaulted
@@ -104,19 +105,20 @@ def extract_command(
     from ..cache.rows import top1_line
     from ..report.settings import settings_line
 
-    console.print(settings_line(_settings(config, result), min(console.width, 100)), highlight=False)
-    table = Table(title=f"{result.path}")
+    # soft_wrap: a path longer than the line stays whole, for the terminal to wrap, not cut by Rich mid-word
+    console.print(settings_line(_settings(config, result), min(console.width, 100)), highlight=False, soft_wrap=True)
+    table = Table(title=Text(str(result.path)))  # Text: a "[a…]" in a path or a name is no style tag
     for col in ("layer", "width", "pooling"):
         table.add_column(col)
     for name, width, how in zip(result.layer_names, result.widths, result.pooling):
-        table.add_row(name, str(width), how)
+        table.add_row(Text(name), str(width), Text(how))
     show(table)
     resumed = {s: n for s, n in result.resumed_from.items() if n}
     if resumed:
         said = ", ".join(f"{s}: {n:,} rows" for s, n in resumed.items())
-        console.print(f"resumed from the rows already written ({said})", highlight=False)
+        console.print(f"resumed from the rows already written ({said})", highlight=False, markup=False)
     if top1_line(result.model_top1):  # near chance, the warning below says so too: this line is for every run
-        console.print(top1_line(result.model_top1), highlight=False)
+        console.print(top1_line(result.model_top1), highlight=False, markup=False)
     for warning in result.warnings:
         wrapped(warning, lead="warning: ", style="yellow", err=True)
     rows = ", ".join(f"{s}: {n}" for s, n in result.rows.items())
@@ -124,7 +126,8 @@ def extract_command(
         f"wrote {rows} rows in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s, "
         f"batch {result.batch_size}, {used} thread(s)"
         + (f" × {result.world_size} processes" if result.world_size > 1 else "")
-        + f") → {result.path}"
+        + f") → {result.path}",
+        markup=False,
     )
 
 
@@ -267,11 +270,11 @@ def _print_layers(title: str, rows: list[tuple[str, str, str, str]]) -> None:
     header = ("name", "type", "output shape", "default")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     if sum(widths) + 3 * len(widths) + 1 <= console.width:
-        table = Table(title=title)
+        table = Table(title=Text(title))
         for col in header:
             table.add_column(col, no_wrap=True)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*map(Text, row))
         show(table)
         return
     console.print(title, highlight=False, markup=False)

@@ -315,7 +315,7 @@ def _spaced_spellings(values: Sequence[Any], where: str, at: Callable[[int], str
     if not twice:
         return []
     shown = "; ".join(
-        " and ".join(f"{w!r} ({n} rows, first {at(i)})" for w, (n, i) in list(spellings.items())[:3])
+        " and ".join(f"{w!r} ({n} row{'s' * (n != 1)}, first {at(i)})" for w, (n, i) in list(spellings.items())[:3])
         + f" are class {k!r}"
         for k, spellings in list(twice.items())[:5]
     )

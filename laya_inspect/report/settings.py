@@ -277,7 +277,13 @@ def _wrapped(groups: list[tuple[str, list[str]]], width: int) -> Text:
                 line, sep = "  ", ""
             start = len(line) + len(sep)
             line += sep + piece
-            while len(line) + 2 > width and (cut := line.rfind(" ", start + 1, width - 1)) > start:
+            while len(line) + 2 > width:
+                # between the piece's words, or after the separator before it (never before a "·"); a word
+                # longer than a line (a path) stays whole on a line of its own, for the terminal to wrap
+                spaces = [i for i in range(max(start - 1, 3), len(line)) if line[i] == " "]
+                fits = [i for i in spaces if i < width - 1]
+                if not (cut := fits[-1] if fits else next(iter(spaces), 0)):
+                    break
                 lines.append(line[:cut])
-                line, start = "  " + line[cut + 1 :], 1
+                line, start = "  " + line[cut + 1 :], 2
     return Text("\n".join([*lines, line]))
