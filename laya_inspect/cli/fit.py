@@ -37,14 +37,14 @@ def print_fit(summary: dict[str, Any], title: str, profiles: dict[str, Any] | No
 
     settings = fit_settings_line(summary, min(console.width, 100))  # a long line breaks between its items
     if settings is not None:
-        console.print(settings, highlight=False)
+        console.print(settings, highlight=False, soft_wrap=True)  # a path longer than a line stays whole
     show(fit_table(summary, title))
     for gate in gate_lines(summary):
-        console.print(gate, highlight=False)
+        console.print(gate, highlight=False, markup=False)
     if grid:
-        console.print(f"grid choice ({grid['selection']}): {grid['chosen']}", highlight=False)
+        console.print(f"grid choice ({grid['selection']}): {grid['chosen']}", highlight=False, markup=False)
     for line in profile_lines(profiles) if profiles else []:
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, markup=False)
 
 
 FIT_FORCE_HELP = "replace a non-empty --out that fit-head wrote, whole (never a folder holding other files)"
@@ -126,7 +126,9 @@ def fit_head_command(
     print_fit(result.summary, fit_title(cache, result.summary, len(config.seeds)), result.profiles, result.grid)
     o = result.out_dir
     console.print(
-        f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/", highlight=False
+        f"heads    {o}/<{'|'.join(config.heads)}>/seed_<{'|'.join(map(str, config.seeds))}>/",
+        highlight=False,
+        markup=False,
     )
     for label, keys in (
         ("runs", ("runs_csv", "runs_json")),
@@ -134,12 +136,12 @@ def fit_head_command(
         ("grid", ("grid_csv", "grid_json")),
     ):
         if keys[0] in result.files:
-            console.print(f"{label:<8} {', '.join(str(result.files[k]) for k in keys)}", highlight=False)
+            console.print(f"{label:<8} {', '.join(str(result.files[k]) for k in keys)}", highlight=False, markup=False)
     prof = [p for k, p in result.files.items() if str(p).startswith(str(o / "profiles"))]
     if prof:
-        console.print(f"profiles {o / 'profiles'}/ ({len(prof)} files)", highlight=False)
+        console.print(f"profiles {o / 'profiles'}/ ({len(prof)} files)", highlight=False, markup=False)
     if "report_html" in result.files:
-        console.print(f"report   {o / 'report.html'} (open it in a browser)", highlight=False)
+        console.print(f"report   {o / 'report.html'} (open it in a browser)", highlight=False, markup=False)
 
 
 def train_settings(metrics: dict[str, Any], config: JointConfig, width: int = 100) -> Any:
@@ -221,19 +223,21 @@ def train_command(
     with fit_progress() as on_event:
         result = train_joint(config, out=path, progress=on_event, overwrite=force)
     m = result.metrics
-    console.print(train_settings(m, config, min(console.width, 100)), highlight=False)
+    console.print(train_settings(m, config, min(console.width, 100)), highlight=False, soft_wrap=True)
     console.print(
         f"{model} + {head} on {data}, seed {seed}: test accuracy "
         f"{rows_accuracy(m['test_acc'], m['n_test'], m.get('chance'))}, "
         f"macro-F1 {m['test_macro_f1']:.4f} (best epoch {m['best_epoch']} of {m['epochs_run']} by validation "
         f"{m['monitor']}: val loss {m['val_loss']:.4f}, val accuracy {m['val_acc']:.4f})",
         highlight=False,
+        markup=False,
     )
     if result.alpha_mean is not None:
         console.print(
             f"{head} mean weight on test: "
             + " · ".join(f"{n} {a:.3f}" for n, a in zip(result.layer_names, result.alpha_mean)),
             highlight=False,
+            markup=False,
         )
     if isinstance(m.get("backbone_head"), dict):
         probe = m["backbone_head"]
@@ -244,10 +248,11 @@ def train_command(
             # over the same test rows as the line above, so read with their interval and chance as it is
             + f", not --epochs/--lr: test accuracy {rows_accuracy(probe['test_acc'], m['n_test'], m.get('chance'))}",
             highlight=False,
+            markup=False,
         )
     warn(m.get("data_warnings"))
     warn(m.get("warnings"))
-    console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False)
+    console.print(f"checkpoint {result.path}\nmetrics    {result.metrics_path}", highlight=False, markup=False)
     cache = result.path.with_suffix(".h5")
     console.print(
         f"next: laya-inspect extract --model {model} --weights {result.path} --data {data}"
@@ -255,6 +260,7 @@ def train_command(
         + ("" if limit is None else f" --limit {limit}")
         + f" --out {cache}",
         highlight=False,
+        markup=False,
         soft_wrap=True,
     )
 
@@ -282,9 +288,14 @@ def export_head_command(
         s = export_head(checkpoint, store, out, split=split, force=force)
         layers = list(store.layer_names)  # the head's own: export_head refuses a cache of other layers
     joint = "" if s["joint_test_acc"] is None else f" (train measured {s['joint_test_acc']:.4f} on its test split)"
-    console.print(f"{s['kind']} head → {out}: accuracy on {s['split']} of {cache} {s['accuracy_on_cache']:.4f}{joint}")
+    console.print(
+        f"{s['kind']} head → {out}: accuracy on {s['split']} of {cache} {s['accuracy_on_cache']:.4f}{joint}",
+        markup=False,
+    )
     if s["mean_weights_on_cache"] is not None:
         weights = zip(layers, s["mean_weights_on_cache"])
-        console.print("mean layer weights: " + " · ".join(f"{n} {w:.3f}" for n, w in weights), highlight=False)
+        console.print(
+            "mean layer weights: " + " · ".join(f"{n} {w:.3f}" for n, w in weights), highlight=False, markup=False
+        )
     warn(s["warnings"])
-    console.print(f"next: laya-inspect compare {out} --cache {cache} --method all")
+    console.print(f"next: laya-inspect compare {out} --cache {cache} --method all", markup=False)

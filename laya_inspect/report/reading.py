@@ -760,6 +760,17 @@ def seeds_or_rows(head: dict[str, Any], key: str, d: dict[str, Any] | None) -> d
     return {**rows, OVER_ROWS: True} if rows and d is not None and d.get("ci_low") is None else d
 
 
+BASELINE_NEAR = " (vs a baseline near chance)"
+
+
+def vs_last_cell(head: dict[str, Any], d: dict[str, Any] | None) -> str:
+    """A fit table's Δ-vs-last cell, marked where last is itself near chance (summary.json's
+    ``baseline_near_chance``): a gain over a head that learned nothing read as a gain over a baseline."""
+    if head["head"] == "last":
+        return "(baseline)"
+    return est(d, 3, clip=False, sign=True, diff=True) + BASELINE_NEAR * bool(head.get("baseline_near_chance"))
+
+
 def accuracy_text(d: dict[str, Any] | None, n_test: int | None, digits: int = 3) -> str:
     """A head's mean test accuracy with its interval: over the seeds, the t-interval kept inside [0, 1]
     (:func:`accuracy_notes` says where it was cut); from one seed, which gives none, the 95% Wilson
@@ -886,9 +897,9 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     )
     d = seeds_or_rows(lead, "vs_last", (lead.get("delta_vs_last") or {}).get("test_acc"))
     if lead["head"] != "last" and d and d.get("mean") is not None:
-        shown = gap_shown(d)
+        said = [*(["itself near chance"] if lead.get("baseline_near_chance") else []), *filter(None, [gap_shown(d)])]
         first += f", {est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the last-layer head" + (
-            f" ({shown})" if shown else ""
+            f" ({'; '.join(said)})" if said else ""
         )
     chance = (summary.get("quality") or {}).get("chance")
     first += "".join(f", {null}" for null in _fit_nulls(lead, chance))
@@ -1026,6 +1037,11 @@ def _at_chance(
         return None
     gap, rows_line = chance_lines(chance, n)
     rows = f", or fewer than {GAIN_ROWS} of the {n} test rows above it = {num(rows_line, 3)}" if rows_line else ""
+    if n and rows_line is not None and rows_line > 1:  # a line past 1 no accuracy reaches: say why instead
+        rows = (
+            f", or fewer than {GAIN_ROWS} test rows above it: with {n} test rows, {round(chance * n)} of them the "
+            "majority class's, no head can pass"
+        )
     near = (
         f"test accuracy {accuracy_text(acc, n)} is near chance ({num(chance, 3)}, the majority "
         f"class; the gate's line is chance + {CHANCE_GAP:g}·(1 − chance) = {num(gap, 3)}{rows})"

@@ -33,7 +33,6 @@ from .reading import (
     bootstrap_text,
     compare_reading,
     demo_reading,
-    est,
     f1_text,
     fit_reading,
     gate_cell,
@@ -46,6 +45,7 @@ from .reading import (
     value,
     versus_groups,
     versus_level,
+    vs_last_cell,
     with_ci,
 )
 from .sanity import html_section as sanity_section
@@ -216,7 +216,7 @@ def fit_sections(summary: dict[str, Any], runs: list[dict[str, Any]]) -> list[Se
                 h["head"],
                 accuracy_text(h.get("test_acc"), n_test),
                 f1_text(h.get("test_macro_f1")),
-                "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
+                vs_last_cell(h, d),
                 # "seed 0", not a bare "0" under "seeds" that read as no seed fitted
                 seeds_text(h["seeds"]) if h.get("seeds") else counted(h.get("n"), "seed"),
                 Cell(gate_cell(h), "text"),

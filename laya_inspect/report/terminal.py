@@ -30,7 +30,6 @@ from .reading import (
     accuracy_notes,
     accuracy_text,
     compare_headline,
-    est,
     gate_cell,
     layers_read,
     lead_head,
@@ -44,6 +43,7 @@ from .reading import (
     value,
     versus_groups,
     versus_level,
+    vs_last_cell,
 )
 from .sanity import terminal_block as sanity_block
 from .settings import compare_settings_line
@@ -72,6 +72,7 @@ def _best(head_or_ablation: dict[str, Any]) -> dict[str, list[str]]:
 
 def _table(title: str, ablation_column: bool) -> Table:
     table = rich_table(title)
+    table.title = Text(title)  # a head's or an ablation's name is text, not markup
     if ablation_column:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", justify="left", no_wrap=True)
@@ -150,8 +151,7 @@ def head_table(summary: dict[str, Any], head: dict[str, Any]) -> Table:
     if skipped:
         caption.append("skipped: " + "; ".join(skipped.values()))
     if caption:
-        table.caption = "\n".join(caption)
-        table.caption_justify = "left"
+        table.caption, table.caption_justify = Text("\n".join(caption)), "left"
     return table
 
 
@@ -189,7 +189,7 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     every = [(s.get("vs_constant") or {}).get("verdict") for _, e in groups for s in e["methods"].values()]
     lines = with_one_layer_line(lines, every, head_note(head))
     if lines:
-        table.caption, table.caption_justify = "\n".join(lines), "left"
+        table.caption, table.caption_justify = Text("\n".join(lines)), "left"
     return table
 
 
@@ -372,6 +372,7 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
     """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
     paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
     table = rich_table(title)
+    table.title = Text(title)  # a path or a name with "[a…]" in it is text, not a style tag
     for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
         table.add_column(
             col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
@@ -380,16 +381,17 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
     for h in summary["heads"]:
         acc, f1 = h.get("test_acc") or {}, h.get("test_macro_f1") or {}
         d = seeds_or_rows(h, "vs_last", (h.get("delta_vs_last") or {}).get("test_acc"))
+        # Text, not markup: Rich drops "[n/a]" or "[uninformative at 3 seeds: …]" as an unknown style tag
         table.add_row(
-            h["head"],
-            accuracy_text(acc, n_test),
-            num(f1.get("mean"), 3),
-            "(baseline)" if h["head"] == "last" else est(d, 3, clip=False, sign=True, diff=True),
-            str(h.get("n")),
-            gate_cell(h, "[yellow]{}[/yellow]"),
+            Text(h["head"]),
+            Text(accuracy_text(acc, n_test)),
+            Text(num(f1.get("mean"), 3)),
+            Text(vs_last_cell(h, d)),
+            Text(str(h.get("n"))),
+            Text.from_markup(gate_cell(h, "[yellow]{}[/yellow]")),
         )
     if notes := accuracy_notes(summary["heads"], n_test):
-        table.caption, table.caption_justify = "\n".join(notes), "left"
+        table.caption, table.caption_justify = Text("\n".join(notes)), "left"
     return table
 
 
