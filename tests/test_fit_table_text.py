@@ -92,3 +92,17 @@ def test_the_settings_line_breaks_between_items_never_inside_a_path():
 def test_one_row_of_a_spelling_is_said_in_the_singular():
     said = _spaced_spellings(["cat", "cat", " cat"], "t.csv", lambda i: f"line {i + 2}")
     assert "' cat' (1 row, first line 4)" in said[0] and "'cat' (2 rows," in said[0]
+
+
+def test_every_summary_table_title_is_text_not_markup() -> None:
+    """A head folder named "[run]" is a title's text: read as markup, rich drops it as an unknown style tag."""
+    from rich.console import Console
+
+    from laya_inspect.report.across import rich_table
+
+    table = rich_table("across seeds: heads[run]/laya (laya), seeds 0, 1")
+    table.add_column("method")
+    table.add_row("alpha")
+    console = Console(width=100, record=True, color_system=None)
+    console.print(table)
+    assert "heads[run]/laya" in "".join(console.export_text().split())  # the title wraps to the table

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..compare.config import CompareConfig
 from ..report.terminal import build_report, fit_title
@@ -172,7 +173,7 @@ def report_command(
         from ..report.settings import beyond_settings_line
         from .beyond import verdict_lines
 
-        console.print(f"[bold]{summary['command']}[/] {out_dir}", highlight=False)
+        console.print(f"[bold]{summary['command']}[/] {escape(str(out_dir))}", highlight=False)
         console.print(beyond_settings_line(summary, min(console.width, 100)), highlight=False)  # as the command said
         bullets(verdict_lines(summary), summary.get("warnings"))
     else:
@@ -205,7 +206,7 @@ def _print_folder(folder: Any) -> None:
         )
     for step in folder.record.get("steps") or []:
         took = "not run" if step.get("seconds") is None else f"{step['seconds']:.1f} s"
-        console.print(f"[bold]{step.get('name')}[/] ({took}): {step.get('command')}", highlight=False)
+        console.print(f"[bold]{step.get('name')}[/] ({took}): {escape(str(step.get('command')))}", highlight=False)
     if folder.fit is not None:
         _print_fit(folder.fit)
     if folder.compare is not None:

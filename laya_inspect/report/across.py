@@ -102,8 +102,10 @@ def caveats(summary: dict[str, Any]) -> list[str]:
     return list((summary.get("across_seeds") or {}).get("caveats") or [])
 
 
-def rich_table(title: str) -> RichTable:
-    """A terminal table as every summary prints one: title on the left, a rule under the header."""
+def rich_table(title: str | Text) -> RichTable:
+    """A terminal table as every summary prints one: title on the left, a rule under the header. A title
+    is text, not markup: a head folder named "[run]" would otherwise vanish from it."""
+    title = Text(title) if isinstance(title, str) else title
     return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
 
 

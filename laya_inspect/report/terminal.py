@@ -72,7 +72,6 @@ def _best(head_or_ablation: dict[str, Any]) -> dict[str, list[str]]:
 
 def _table(title: str, ablation_column: bool) -> Table:
     table = rich_table(title)
-    table.title = Text(title)  # a head's or an ablation's name is text, not markup
     if ablation_column:
         table.add_column("ablation", no_wrap=True)
     table.add_column("method", justify="left", no_wrap=True)
@@ -372,7 +371,6 @@ def fit_table(summary: dict[str, Any], title: str) -> Table:
     """A fit-head summary's heads: accuracy with its 95% interval kept inside [0, 1], macro-F1, the
     paired difference to `last`, seeds and the gate; at 80 columns only the difference wraps."""
     table = rich_table(title)
-    table.title = Text(title)  # a path or a name with "[a…]" in it is text, not a style tag
     for col in ("head", "accuracy", "macro-F1", "Δ acc vs last", "seeds", "gate"):
         table.add_column(
             col, no_wrap=col in ("head", "seeds", "accuracy"), justify="left" if col == "head" else "right"
