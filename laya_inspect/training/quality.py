@@ -3,9 +3,10 @@ to, and the warnings that say when its numbers should not be trusted.
 
 References: chance (the majority-class share of the test split) and a logistic-regression probe on
 each single layer (scikit-learn, standardised features, fitted on at most PROBE_MAX_ROWS training
-rows). Every head is read against one probe: the probe on the layer that validation accuracy picks
-(only the last for ``last``, the one layer it reads); the test split picks nothing, as a reference
-picked there would be read on the rows that picked it. Warnings, each one line: the head is near
+rows). Every head is held to two probes, each fixed before the test split is read: the one on the
+layer validation accuracy picks and the one on the last layer (only the last for ``last``, the one
+layer it reads); held to the stronger on the test split, it is held to both, so a layer a few
+validation rows picked can raise the bar, never lower it. Warnings, each one line: the head is near
 chance; it is below that probe by more than PROBE_MARGIN; α is constant across inputs; ScalarMix's
 weights are still uniform; the seeds' mean weights peak on different layers; the seeds agree on each
 row's top layer no more often than chance at their own top-layer shares, or, above chance, on fewer
@@ -58,9 +59,11 @@ EPOCH_ADVICE = "fit again with more --epochs, or a higher --lr"  # fit-head's; t
 SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
-    "every head is read against the probe on the layer with the best validation accuracy (ties to the deeper "
-    "layer), picked on validation rows only; 'last', which reads only the last layer, against the probe on the "
-    "last layer"
+    "every head is read against the stronger on the test split of two probes, each fixed before the test split is "
+    "read: the probe on the layer with the best validation accuracy (ties to the deeper layer, and to it on equal "
+    "test accuracy) and the probe on the last layer; held to the stronger, a head is held to both (below either by "
+    "more than the margin is below the stronger), so the test split can raise the bar, never lower it below the "
+    "last layer's probe; 'last', which reads only the last layer, against the probe on the last layer"
 )
 # the probe is fitted once, on one draw of the training rows: a gap to it varies with the head's seeds only
 PROBE_FITS = (
@@ -73,9 +76,10 @@ PROBE_ONE_FIT = "the probe is one fit; the interval covers the head's seeds only
 THRESHOLDS = {
     "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance), or (mean test accuracy − chance)·n < "
     f"{GAIN_ROWS} rows, n the test rows",
-    "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the probe on the layer with the best "
-    "validation accuracy, ties to the deeper layer; for 'last' the probe on the last layer); on imbalanced classes "
-    f"(see 'imbalanced') also mean test macro-F1 < that probe's test macro-F1 − {PROBE_MARGIN}",
+    "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the stronger on the test split of the "
+    "probe on the layer with the best validation accuracy, ties to the deeper layer, and the probe on the last layer; "
+    "for 'last' the probe on the last layer); on imbalanced classes (see 'imbalanced') also mean test macro-F1 < "
+    f"that probe's test macro-F1 − {PROBE_MARGIN}",
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": "the seeds' mean weights peak on different layers",
@@ -530,9 +534,10 @@ def layer_probes(
 
 
 def probe_reference(probe: Mapping[str, Any], head: str) -> dict[str, Any]:
-    """The probe a head is held to (REFERENCE_RULE): {layer, test_acc, margin, chosen_by}, picked on
-    validation rows only (the test split scores the pick, never makes it); ``last`` reads the last
-    layer only. Works on the probe of an older summary too (``layers`` and ``best_layer``)."""
+    """The probe a head is held to (REFERENCE_RULE): {layer, test_acc, margin, chosen_by}. Validation
+    rows pick one layer, design fixes the last; the test split only says which of the two is the higher
+    bar, so a pick on a few validation rows cannot let a head off. ``last`` reads the last layer only.
+    Works on the probe of an older summary too (``layers`` and ``best_layer``)."""
     layers = probe["layers"]
     last = layers[-1]
     best = next(p for p in layers if p["layer"] == probe["best_layer"])
@@ -540,8 +545,11 @@ def probe_reference(probe: Mapping[str, Any], head: str) -> dict[str, Any]:
         pick, chosen_by = last, "the last layer, the only one the head reads"
     elif best is last:
         pick, chosen_by = last, "the best layer by validation accuracy, which is the last layer"
+    elif best["test_acc"] >= last["test_acc"]:
+        pick, chosen_by = best, "the best layer by validation accuracy, no weaker on the test split than the last"
     else:
-        pick, chosen_by = best, "the best layer by validation accuracy"
+        said = f"stronger on the test split than {best['layer']}, the best layer by validation accuracy"
+        pick, chosen_by = last, f"the last layer, {said}"
     f1 = {"test_macro_f1": pick["test_macro_f1"]} if "test_macro_f1" in pick else {}  # absent in older summaries
     return {"layer": pick["layer"], "test_acc": pick["test_acc"], **f1, "margin": PROBE_MARGIN, "chosen_by": chosen_by}
 
