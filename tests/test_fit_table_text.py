@@ -106,3 +106,17 @@ def test_every_summary_table_title_is_text_not_markup() -> None:
     console = Console(width=100, record=True, color_system=None)
     console.print(table)
     assert "heads[run]/laya" in "".join(console.export_text().split())  # the title wraps to the table
+
+
+def test_the_imbalance_line_names_the_reference_probe_without_calling_it_validations_pick() -> None:
+    """The reference probe may be the last layer's (stronger on the test split than validation's pick): the
+    macro-F1 line names its layer, not "best layer by validation"."""
+    from laya_inspect.report.terminal import imbalance_text
+
+    quality = {
+        "class_balance": {"imbalanced": True, "smallest": "cat", "smallest_share": 0.05},
+        "majority_macro_f1": 0.09,
+        "probe": {"reference_layer": "features.18", "reference_test_macro_f1": 0.61},
+    }
+    said = imbalance_text(quality)
+    assert "0.610 for the reference probe (on features.18)" in said and "by validation" not in said

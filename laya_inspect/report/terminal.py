@@ -424,8 +424,7 @@ def imbalance_text(quality: dict[str, Any]) -> str:
     said += f"macro-F1 {f1:.3f} always answering the majority class"
     probe = quality.get("probe") or {}
     if probe.get("reference_test_macro_f1") is not None:
-        ref = f"best layer by validation, {probe['reference_layer']}"
-        said += f", {probe['reference_test_macro_f1']:.3f} for the reference probe ({ref})"
+        said += f", {probe['reference_test_macro_f1']:.3f} for the reference probe (on {probe['reference_layer']})"
     return said
 
 
@@ -450,7 +449,7 @@ def probe_text(probe: dict[str, Any]) -> str:
     if probe["best_layer"] != last:
         said += f", last {last} {num(probe.get('last_test_acc'), 3)}"
         said += f"; heads are read against {probe['reference_layer']} {num(probe.get('reference_test_acc'), 3)}"
-        if "stronger" in probe.get("reference_rule", ""):  # a summary whose reference the test split picked
+        if "stronger" in probe.get("reference_rule", ""):  # the stronger of the picked and the last layer's
             said += ", the stronger of the two on the test split"
         said += "" if probe["reference_layer"] == last else " (last: against the last)"
     else:
