@@ -24,7 +24,7 @@ import select
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -176,7 +176,8 @@ def run_forked(items: Sequence[T], work: Callable[[int, T, Progress], R], worker
             pending = set(futures)
             try:
                 while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    # each run's events as it ends: FIRST_EXCEPTION waits for every run unless one fails
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for f in finished:
                         if f.exception() is not None:
                             for other in pending:
