@@ -213,8 +213,8 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
         written = json.loads((outputs / folder / "summary.json").read_text())
         assert written["command"] == command
         documented = names["all three"].union(*(names[p] for p in own))
-        # an AUROC difference's interval over several heads cut to [−1, 1]: one head here
-        cut = {k: "over heads, where cut" for k in ("clipped", "t_low", "t_high")} if command == "diagnose" else {}
+        # a difference's interval over seeds or heads cut to [−1, 1]: one seed or head here
+        cut = {k: "over seeds or heads, where cut" for k in ("clipped", "t_low", "t_high")}
         # a difference's test rows beside its interval over several heads: one head here
         cut |= dict.fromkeys(("test_rows", "rows", "half_width", "dominates", "withheld"), "over several heads")
         cut["chance_withheld"] = "over several heads, an AUROC under ½ the rows do not show"
@@ -226,7 +226,8 @@ def test_prune_early_exit_and_diagnose_summary_json(outputs: Path) -> None:
             "scores_over_heads": "prune given several LAYA heads",
             "caveat": "prune given --scalarmix",  # none here
         }
-        check(documented, written, cut if command == "diagnose" else several)
+        clipped = {k: "over seeds, where cut" for k in ("clipped", "t_low", "t_high")}
+        check(documented, written, cut if command == "diagnose" else {**several, **clipped})
 
 
 def test_summary_csv_columns(outputs: Path) -> None:

@@ -460,7 +460,7 @@ def _pool_shift(shifts: list[dict[str, Any]], n_boot: int) -> dict[str, Any]:
 
 def auroc_diff(a: Sequence[float], b: Sequence[float], confidence: float) -> dict[str, Any]:
     """The paired t-interval of AUROC a − AUROC b over heads, inside [−1, 1] where it reaches past."""
-    return bounded(paired(a, b, confidence), -1.0, 1.0)
+    return paired(a, b, confidence)
 
 
 def rate(values: Sequence[float]) -> dict[str, Any]:
@@ -538,26 +538,10 @@ def _against(d: dict[str, Any], one: str | None, *, what: str, baseline: str) ->
     """A difference from msp as a verdict, or with ``one`` (:func:`.scoring.one_seed_said`) as one
     seed's numbers, which draw none."""
     if not one or d.get("mean") is None or d.get("ci_low") is None:
-        return verdict(d, what=what, baseline=baseline)
+        return verdict(d, what=what, baseline=baseline, over="heads")
     f = spec(d)
     span = f"{d['mean']:{f}}, {level(d)} CI [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
     return f"no verdict: one seed: {what} − {baseline} = {span}"
-
-
-# The fields verdict_lines reads (beyond.missing_fields' paths; "shift?": only where --against gave one): a
-# summary lacking one was written by an older laya-inspect, and `report DIR` shows its stored lines instead
-VERDICT_FIELDS = (
-    "heads.auroc",
-    "errors.auroc",
-    "errors.diff_vs_msp",
-    "shift?.pooled.detect_diff",
-    "shift?.pooled.detect_auroc",
-    "shift?.heads.detect_auroc",
-    "shift?.heads.n_this",
-    "shift?.heads.n_other",
-    "shift?.heads.permutation.p_value",
-    "shift?.profiles",
-)
 
 
 def verdict_lines(s: dict[str, Any]) -> list[str]:

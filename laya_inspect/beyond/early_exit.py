@@ -77,7 +77,7 @@ from .exit_verdicts import (
     verdict_lines,
 )
 from .laya_seeds import open_laya_heads
-from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
+from .refit import Budget, Fit, check_warnings, fitted, layer_moments, refit, refit_check
 
 RULES = ("fixed", "random", "confidence", "alpha", "confidence+alpha", "confidence+alpha_oracle")
 RANDOM_REFERENCE = "expectation"  # summary.json's `random_reference`; summaries without it drew once per seed
@@ -317,10 +317,15 @@ def _simulate(
         s, k = job
         report({"event": "fit", "done": i, "total": len(jobs), "layers": names[: k + 1]})
         fit = refit(head.kind, head_hparams(hconf), range(k + 1), s, layer_names=names, keep_probs=True, **common)
+        report(fitted(len(jobs), fit, names))
         return fit.without_head()  # read for its test probabilities only
 
     # independent refits: several at once in forked processes on a multi-core CPU
-    done = dict(zip(jobs, run_forked(jobs, one, cpu_workers(config.workers, device, len(jobs)), emit)))
+    workers = cpu_workers(config.workers, device, len(jobs))
+    at_once = f", {workers} at once" if workers > 1 else ""
+    say = f"refits: {len(jobs)}, a head on the first 1 … {n_layers} layers at each seed{at_once}"
+    emit({"event": "step", "step": say})
+    done = dict(zip(jobs, run_forked(jobs, one, workers, emit)))
     total = len(jobs)
     for s in seeds:
         probs = []

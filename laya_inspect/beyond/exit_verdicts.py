@@ -150,9 +150,6 @@ def exit_comparisons(
     return out
 
 
-VERDICT_FIELDS = ("comparisons.*.verdict",)  # what verdict_lines reads (beyond.missing_fields' paths)
-
-
 def verdict_lines(s: dict[str, Any]) -> list[str]:
     """Early-exit's verdict lines from its summary: each comparison's own verdict, in order. Those are
     written where the comparison is drawn (:func:`exit_comparisons` reads the test rows' per-row shares,

@@ -70,7 +70,7 @@ from .rankings import (
     near_ties,
     near_ties_by_seed,
 )
-from .refit import Budget, Fit, check_warnings, layer_moments, refit, refit_check
+from .refit import Budget, Fit, check_warnings, fitted, layer_moments, refit, refit_check
 from .scalarmix_seeds import open_scalarmix, scalarmix_dirs
 from .scalarmix_seeds import rankings as scalarmix_rankings
 from .scalarmix_seeds import record as scalarmix_record
@@ -288,18 +288,24 @@ def _prune(
         common["moments"] = layer_moments(hp, train, fit_rows, names)
     every = tuple(range(n_layers))
 
-    def evaluate(todo: list[Job]) -> None:
-        """Refit (or re-evaluate) the (layer set, seed) pairs of ``todo`` into ``results`` and ``fits``."""
+    def evaluate(todo: list[Job], why: str) -> None:
+        """Refit (or re-evaluate) the (layer set, seed) pairs of ``todo`` into ``results`` and ``fits``;
+        ``why`` says what they are, in the step line that counts them before the first one starts."""
+        workers = cpu_workers(config.workers, device, len(todo)) if config.refit else 1
+        at_once = f", {workers} at once" if workers > 1 else ""
+        doing = "refits" if config.refit else "evaluations"
+        emit({"event": "step", "step": f"{doing}: {len(todo)} (layer set, seed) pairs, {why}{at_once}"})
         if config.refit:
 
             def one(i: int, job: Job, report: Progress) -> Fit:
                 report({"event": "fit", "done": i, "total": len(todo), "layers": [names[j] for j in job[0]]})
                 fit = refit(kind, hp, job[0], job[1], layer_names=names, **common)
+                report(fitted(len(todo), fit, names))
                 # only a first-seed head can be written (the chosen set's); the others' are never read
                 return fit if job[1] == seeds[0] else fit.without_head()
 
             # independent refits: several at once in forked processes on a multi-core CPU
-            fits.update(zip(todo, run_forked(todo, one, cpu_workers(config.workers, device, len(todo)), emit)))
+            fits.update(zip(todo, run_forked(todo, one, workers, emit)))
             results.update({job: (fits[job].val_acc, fits[job].test_acc) for job in todo})
             for job in todo:
                 if (right := fits[job].test_right) is not None:
@@ -317,7 +323,12 @@ def _prune(
         vals, tests = zip(*(results[_top(order, k), s] for s, order in orders.items()))
         return list(vals), list(tests)
 
-    evaluate(list(wanted))
+    drawn = sum(len(d) for d, _ in randoms.values())
+    evaluate(
+        list(wanted),
+        f"{len(ranked)} rankings' top-k sets at {len(ks)} k ({', '.join(map(str, ks))}) and {drawn} random sets, "
+        f"each at {counted(len(seeds), 'seed')} (shared sets refit once)",
+    )
     ref_vals, ref_tests = accs({s: list(every) for s in seeds}, n_layers)
     floor = -config.max_drop - TOLERANCE
     if coarse:  # every k below each ranking's smallest grid k within --max-drop
@@ -328,7 +339,7 @@ def _prune(
             for k in finer:
                 for s, order in orders.items():
                     wanted.setdefault((_top(order, k), s), []).append(name)
-        evaluate([job for job in wanted if job not in results])
+        evaluate([job for job in wanted if job not in results], "the k below each ranking's first k within --max-drop")
 
     # per seed, what a random ranking keeps at each k it is refit at: the null of a set a ranking keeps
     random_tests = {
@@ -914,26 +925,6 @@ def _search_line(s: dict[str, Any]) -> list[str]:
         + "; the chosen and cheapest sets are those a search over every k finds; α's comparisons over k read the "
         "grid's k only; --search every refits every k"
     ]
-
-
-# The fields verdict_lines reads (beyond.missing_fields' paths): a summary lacking one was written by an older
-# laya-inspect, and `report DIR` shows its stored lines instead
-VERDICT_FIELDS = (
-    "alpha_vs.*.verdict",
-    "ks",
-    "cache.layer_names",
-    "rankings",
-    "points.ranking",
-    "points.k",
-    "points.within_max_drop",
-    "config.max_drop",
-    "rows.val",
-    "chosen",
-    "cheapest",
-    "reference.test_acc.mean",
-    "reference.val_acc.values",
-    "costs.source",
-)
 
 
 def verdict_lines(s: dict[str, Any]) -> list[str]:

@@ -66,6 +66,13 @@ class Fit:
         }
 
 
+def fitted(total: int, fit: Fit, names: Sequence[str]) -> dict[str, Any]:
+    """The progress event of one of ``total`` refits ended, sent by the run itself: a run in a forked
+    worker reports only once it ends, so the command counts these as they come, in any order."""
+    layers = [names[j] for j in fit.layers]
+    return {"event": "fitted", "total": total, "layers": layers, "seed": fit.seed, "seconds": fit.seconds}
+
+
 def refit(
     kind: str,
     hparams: dict[str, Any],

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..choices import MIN_ROWS
 from ..compare.metrics import finite
-from ..training.stats import bounded, cut_note, family, holm, level, outcome
+from ..training.stats import TINY, bounded, cut_note, family, holm, level, outcome
 
 ERROR_SCORES = {
     "msp": "1 − max softmax probability (no α): the baseline",
@@ -457,6 +457,29 @@ def exit_cut_note(s: dict[str, Any]) -> str | None:
     return cut_note(named, "areas and accuracies", "[0, 1]", "the values they can take", "seeds at 95%")
 
 
+def diff_cut_note(s: dict[str, Any]) -> str | None:
+    """Where a prune or early-exit summary's difference over seeds that a verdict reads (α − a ranking's
+    mean test accuracy, a rule's held-out area − another's) was cut to [−1, 1] (:func:`.common.paired`), as
+    :func:`clipped_note` says diagnose's. None where none was (and in summaries written before the cut)."""
+    if s.get("command") == "early-exit":
+        named = {k: e.get("area_diff") for k, e in (s.get("comparisons") or {}).items()}
+        what = "area differences", "the range of a difference of two areas"
+    else:
+        named = {f"α − {k}": v.get("mean_test_acc_over_k_diff") for k, v in (s.get("alpha_vs") or {}).items() if v}
+        what = "α − ranking", "the range of a difference of two accuracies"
+    return cut_note(named, what[0], "[−1, 1]", what[1], "seeds at this level")
+
+
+def no_spread(d: dict[str, Any] | None, digits: int = 4) -> str | None:
+    """An estimate over two or more seeds that is the same on every one, as its mean alone and said so:
+    its t-interval has zero width ("0.9741 [0.9741, 0.9741]", prune's random reference on digits, every
+    random set scoring alike), which reads as certainty where there is only no spread. None otherwise."""
+    values = [float(v) for v in (d or {}).get("values") or [] if v is not None]
+    if len(values) < 2 or max(values) - min(values) > TINY:
+        return None
+    return f"{values[0]:.{digits}f} (the same on every seed: no spread)"
+
+
 def no_flops_note(s: dict[str, Any]) -> str | None:
     """Why an early-exit summary's fixed-depth table shows a layer at "FLOPs run 0.0%": nothing up to it
     does multiply-adds (a text encoder's hidden_states.0 is its embeddings, a table lookup), so exiting
@@ -490,6 +513,82 @@ def shift_not_read(shift: dict[str, Any]) -> str | None:
         f"shift detection not read: a cache gives {n} test rows (fewer than {MIN_ROWS}), and AUROCs and their "
         "bootstrap intervals over so few rows say nothing; the numbers are kept in summary.json"
     )
+
+
+# The fields each command's verdict_lines reads (:func:`missing_fields`' paths; "shift?": only where --against
+# gave one): a summary lacking one was written by an older laya-inspect, and `report DIR` and its page show
+# its stored lines instead. Here, not beside each rule, so that the page can read them without the rules.
+VERDICT_FIELDS: dict[str, tuple[str, ...]] = {
+    "prune": (
+        "alpha_vs.*.verdict",
+        "ks",
+        "cache.layer_names",
+        "rankings",
+        "points.ranking",
+        "points.k",
+        "points.within_max_drop",
+        "config.max_drop",
+        "rows.val",
+        "chosen",
+        "cheapest",
+        "reference.test_acc.mean",
+        "reference.val_acc.values",
+        "costs.source",
+    ),
+    "early-exit": ("comparisons.*.verdict",),
+    "diagnose": (
+        "heads.auroc",
+        "errors.auroc",
+        "errors.diff_vs_msp",
+        "shift?.pooled.detect_diff",
+        "shift?.pooled.detect_auroc",
+        "shift?.heads.detect_auroc",
+        "shift?.heads.n_this",
+        "shift?.heads.n_other",
+        "shift?.heads.permutation.p_value",
+        "shift?.profiles",
+    ),
+}
+
+
+def missing_fields(s: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
+    """Which of ``fields`` ``s`` lacks, each as far as it goes ("config.max_drop" where config lacks max_drop,
+    "config" where there is none): "a.b" is b inside a, in each item where a is a list; "*" is each value of a
+    dict (named by its key); a key ending "?" may be absent (what lies under it is then not read)."""
+
+    def lacks(d: Any, keys: list[str], at: str) -> str | None:
+        if isinstance(d, list):
+            return next(filter(None, (lacks(x, keys, at) for x in d)), None)
+        if not keys:
+            return None
+        key, rest = keys[0], keys[1:]
+        if key == "*" and isinstance(d, dict):
+            return next(filter(None, (lacks(x, rest, f"{at}.{k}") for k, x in d.items())), None)
+        if key.endswith("?") and isinstance(d, dict) and key[:-1] not in d:
+            return None
+        name = f"{at}.{key.rstrip('?')}".lstrip(".")
+        return lacks(d[key.rstrip("?")], rest, name) if isinstance(d, dict) and key.rstrip("?") in d else name
+
+    return list(dict.fromkeys(filter(None, (lacks(s, f.split("."), "") for f in fields))))
+
+
+def older_note(s: dict[str, Any]) -> str | None:
+    """Where a summary lacks a field its command's verdict rule reads (:data:`VERDICT_FIELDS`), the note that
+    says so and names them, as `report DIR` and its page show it beside the stored lines; None otherwise."""
+    missing = missing_fields(s, VERDICT_FIELDS[s["command"]])
+    if not missing:
+        return None
+    return (
+        f"this summary was written by an older laya-inspect and lacks {', '.join(map(plain_field, missing))}: "
+        + ("its stored verdict lines are shown" if s.get("verdict") else "it stores no verdict lines")
+        + f"; rerun {s['command']} to read them by today's rule"
+    )
+
+
+def plain_field(field: str) -> str:
+    """A field's path in words: "config.max_drop" as "max_drop (in config)"."""
+    *under, name = field.split(".")
+    return name + (f" (in {'.'.join(under)})" if under else "")
 
 
 # -- reading an AUROC against chance (½) ----------------------------------------------------------

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import exit_cut_note, no_flops_note, verdict_drawn
+from ..beyond.scoring import diff_cut_note, exit_cut_note, no_flops_note, no_spread, verdict_drawn
 from ..options import field_of
 from ..report.reading import (
     OVERSHOOT_LEGEND,
@@ -25,6 +25,7 @@ from ..report.settings import beyond_settings_line
 from ..runtime import set_threads
 from ..training.stats import percent, tied
 from .app import app, bullets, comma_list, console, dim, from_options, opt, show, titled_table
+from .progress import step_progress
 
 FORCE_HELP = "replace a non-empty --out the same command wrote, whole (kept until the new run is complete)"
 # prune's and early-exit's one head and its cache
@@ -43,16 +44,7 @@ def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
     [-0.45, 2.10]); differences (``signed``) as computed."""
     if signed or not d or d.get("ci_low") is None:
         return with_ci(d, signed, digits=4)
-    return est(d, 4)
-
-
-def _progress(event: dict[str, Any]) -> None:
-    if event["event"] == "step":
-        dim(f"  {event['step']} …", err=True)
-    elif event["event"] == "fit" and event["done"] < event["total"]:
-        dim(f"  fit {event['done'] + 1}/{event['total']}: {', '.join(event['layers'])}", err=True)
-    elif event["event"] == "head":
-        dim(f"  head {event['index'] + 1}/{event['total']}: {event['head']}", err=True)
+    return no_spread(d) or est(d, 4)
 
 
 def _settings(s: dict[str, Any]) -> None:
@@ -205,16 +197,17 @@ def prune_command(
     config = from_options(PruneConfig, given, ks=comma_list(ks or "", int, "--ks", "a comma list of integers"))
     budget = from_options(Budget, given)
     set_threads(config.threads)  # head-sized work: a few threads at most
+    progress = step_progress()
     with FeatureStore(cache) as store:
         result = prune_layers(
-            head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=_progress
+            head_dir, store, config, budget, out_dir=out, scalarmix_dir=scalarmix, overwrite=force, progress=progress
         )
     s = result.summary
     _settings(s)
     show(prune_table(s, head_dir))
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
     skipped = [f"{name}: {entry['how']}" for name, entry in s["rankings"].items() if not entry["applies"]]
-    for line in ([note] if note else []) + skipped:
+    for line in ([note] if note else []) + skipped + [cut for cut in [diff_cut_note(s)] if cut]:
         dim(line)
     _wrote(out, s)
 
@@ -262,8 +255,9 @@ def early_exit_command(
     config = from_options(ExitConfig, given)
     budget = from_options(Budget, given)
     set_threads(config.threads)
+    progress = step_progress()
     with FeatureStore(cache) as store:
-        result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=_progress)
+        result = simulate_early_exit(head_dir, store, config, budget, out_dir=out, overwrite=force, progress=progress)
     s = result.summary
     _settings(s)
     table = titled_table(
@@ -291,8 +285,9 @@ def early_exit_command(
     if free := no_flops_note(s):
         dim(free)
 
-    if cut := exit_cut_note(s):
-        dim(cut)
+    for cut in (exit_cut_note(s), diff_cut_note(s)):
+        if cut:
+            dim(cut)
     _wrote(out, s)
 
 
@@ -339,7 +334,7 @@ def diagnose_command(
         store = stack.enter_context(FeatureStore(cache))
         other = stack.enter_context(FeatureStore(against)) if against is not None else None
         result = diagnose_heads(
-            head_dirs, store, config, out_dir=out, against=other, overwrite=force, progress=_progress
+            head_dirs, store, config, out_dir=out, against=other, overwrite=force, progress=step_progress()
         )
     s = result.summary
     e = s["errors"]

@@ -122,3 +122,37 @@ def fit_progress() -> Iterator[Callable[[dict[str, Any]], None]]:
                 )
 
         yield on_event
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+def step_progress() -> Callable[[dict[str, Any]], None]:
+    """Plain lines on stderr for prune's, early-exit's and diagnose's events: each step as it starts,
+    each head read, and each refit as it ends, counted with the time so far and left. Runs in forked
+    workers report when they end, in any order, so ended runs are counted, not the indices of started ones."""
+    state = {"done": 0, "t0": time.perf_counter()}
+
+    def line(text: str) -> None:
+        err_console.print(text, style="dim", highlight=False)
+
+    def on_event(e: dict[str, Any]) -> None:
+        if e["event"] == "step":
+            state.update(done=0, t0=time.perf_counter())
+            line(f"  {e['step']} …")
+        elif e["event"] == "head":
+            line(f"  head {e['index'] + 1}/{e['total']}: {e['head']}")
+        elif e["event"] == "fitted":
+            state["done"] += 1
+            done, total = state["done"], e["total"]
+            spent = time.perf_counter() - state["t0"]
+            left = f", about {_clock(spent / done * (total - done))} left" if done < total else ""
+            k = len(e["layers"])
+            line(
+                f"  refit {done}/{total} done: {k} layer{'s' * (k != 1)} at seed {e['seed']} ({e['seconds']:.0f} s); "
+                f"{_clock(spent)} so far{left}"
+            )
+
+    return on_event

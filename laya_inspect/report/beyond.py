@@ -19,12 +19,15 @@ from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
 from ..beyond.scoring import (
     auroc_note,
     clipped_note,
+    diff_cut_note,
     each_head_alone,
     errors_not_read,
     exit_cut_note,
     head_label,
     no_flops_note,
+    no_spread,
     not_read_word,
+    older_note,
     shift_not_read,
 )
 from ..compare.records import read_json
@@ -39,6 +42,7 @@ from .html import Cell, Section, Table, cache_facts, cli_line, page
 from .reading import (
     OVERSHOOT_LEGEND,
     READINGS,
+    Reading,
     diff_text,
     est,
     families_text,
@@ -170,7 +174,7 @@ def _value(d: dict[str, Any] | None, one: bool, digits: int = 4) -> str:
     else the mean and its 95% interval."""
     if one and d and d.get("mean") is not None:
         return num(d["mean"], digits)
-    return est(d, digits)
+    return no_spread(d, digits) or est(d, digits)
 
 
 def _diff(d: dict[str, Any] | None, one: bool) -> str:
@@ -180,8 +184,10 @@ def _diff(d: dict[str, Any] | None, one: bool) -> str:
     return diff_text(d)
 
 
-def _max_drop_rule(max_drop: float) -> str:
+def _max_drop_rule(max_drop: float | None) -> str:
     """The rule "within --max-drop" read, as prune applies it (beyond.prune.within_margin)."""
+    if max_drop is None:  # an older summary: the reading above names the field it lacks
+        return "smallest k: --max-drop not recorded"
     if max_drop == 0:
         return (
             "smallest k: fewest layers whose validation accuracy is no lower than all layers' on any seed "
@@ -208,7 +214,7 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
         kind,
         lambda: {
             "sections": SECTIONS[kind](s),
-            "reading": READINGS[kind](s),
+            "reading": _reading(s, kind),
             "commands": [(f"this {kind} run", _rebuild(s, kind, shown)), ("rebuild this page", rebuild)],
             "provenance": _provenance(s, kind),
             "subtitle": _subtitle(s, kind),
@@ -216,6 +222,17 @@ def beyond_page(folder: str | Path, summary: dict[str, Any] | None = None, *, as
             "figures": [("", _figures(path, _one_seed(s)))],
         },
     )
+
+
+def _reading(s: dict[str, Any], kind: str) -> Reading:
+    """The page's plain reading; where an older summary lacks a field the verdict rule reads (the reading
+    reads those too), its verdict lines as given (`report DIR --html`: the stored ones) and the note that
+    names those fields, unless the caller put it among the warnings already."""
+    note = older_note(s)
+    if note is None:
+        return READINGS[kind](s)
+    said = [] if note in (s.get("warnings") or []) else [note[0].upper() + note[1:] + "."]
+    return Reading([*said, *(s.get("verdict") or [])])
 
 
 def _read_summary(folder: Path) -> dict[str, Any]:
@@ -356,7 +373,8 @@ def prune_sections(s: dict[str, Any]) -> list[Section]:
     caption = (
         f"{s['mode']}, {seeds_said(s)}, "
         + _intervals(s, f"95% t-intervals over seeds (α − ranking: {families_text(*s['alpha_vs'].values())})")
-        + f"; all layers: test accuracy {_value(ref, one)}; {_max_drop_rule(s['config']['max_drop'])}"
+        + f"; all layers: test accuracy {_value(ref, one)}; {_max_drop_rule(s['config'].get('max_drop'))}"
+        + "".join(f"; {cut}" for cut in [diff_cut_note(s)] if cut)
     )
     tables = [Table("prune-rankings", cols, rows, caption, classes)]
     note = saved_note(s, [smallest_within(s, name) for name in s["rankings"]])
@@ -473,6 +491,7 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
     paired = _intervals(s, f"paired over seeds; {families_text(*s['comparisons'].values(), what='t-intervals')}")
     paired += f"; {s['family_rule']}" if s.get("family_rule") and not one else ""  # families set levels of intervals
     paired += f"; {s['rows_rule']}" if s.get("rows_rule") and rows_read else ""
+    paired += "".join(f"; {cut}" for cut in [diff_cut_note(s)] if cut)
     tables = [Table("exit-rules", rule_cols, rules, caption), Table("exit-comparisons", comp_cols, comps, paired)]
     sections = [Section("Rules", tables, notes=list(s.get("warnings") or []))]
     used = s.get("compute_used_by_depth") or {}

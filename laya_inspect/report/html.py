@@ -266,9 +266,10 @@ def readable(kind: str, path: Path, draw: Callable[[], T], what: str) -> T:
     try:
         return draw()
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration) as e:
+        # a missing field is named as a field, not as Python's "KeyError: 'max_drop'"
+        why = f"it lacks the field {e.args[0]!r}" if isinstance(e, KeyError) and e.args else f"{type(e).__name__}: {e}"
         raise CacheError(
-            f"{path} holds a {kind} record {what} cannot read ({type(e).__name__}: {e}); "
-            f"rerun `laya-inspect {kind}` to rewrite it"
+            f"{path} holds a {kind} record {what} cannot read ({why}); rerun `laya-inspect {kind}` to rewrite it"
         ) from None
 
 
