@@ -1043,3 +1043,27 @@ def test_a_seed_with_no_difference_to_a_rival_gives_no_value_over_the_seeds() ->
     heads[1]["ablations"]["mean"]["methods"]["alpha"]["vs_methods"]["ig"] = None
     over = across_seeds(heads, [0, 1, 2])["groups"][0]["ablations"]["mean"]["vs_methods"]["alpha"]["ig"]
     assert over["values"] == [pytest.approx(-0.15), None, pytest.approx(-0.15)] and over["n"] == 2
+
+
+@pytest.mark.slow
+def test_each_seed_of_a_head_draws_its_own_random_scores(two_seeds: Path, digits_cache: Path, tmp_path: Path) -> None:
+    """The random method's noise and the random reference's are drawn per fit seed: the interval over
+    the seeds then holds the draws' spread, where one draw scored against every seed looked like a
+    steady "no-information" level (docs/METHOD.md, "random reference")."""
+    import h5py
+
+    out = tmp_path / "draws"
+    args = ["compare", str(two_seeds), "--cache", str(digits_cache), "--limit", "40", "--method", "alpha,random"]
+    args += ["--bootstrap", "10", "--no-plots", "--no-sanity", "--device", "cpu", "--out", str(out)]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    names = [h["name"] for h in summary["heads"]]
+    assert [h["methods"]["random"]["params"]["fit_seed"] for h in summary["heads"]] == [0, 1]
+    a = summary["ablation"]
+    assert [h["ablations"][a]["lolo"]["params"]["fit_seed"] for h in summary["heads"]] == [0, 1]
+    with h5py.File(out / "attributions.h5", "r") as f:
+        noise = [f[f"heads/{n}/methods/random/scores"][()] for n in names]
+        ref = [f[f"heads/{n}/ablations/{a}/references/random/scores"][()] for n in names]
+    assert noise[0].shape == noise[1].shape and not (noise[0] == noise[1]).any()
+    assert ref[0].shape == ref[1].shape and not (ref[0] == ref[1]).any()

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..heads import Head, LayaHead, ScalarMixHead
 from ..registry import Registry
 from .ablations import resolve_names
-from .draws import RowSpan, per_row
+from .draws import RowSpan, draw_key, per_row
 from .lolo import _chunks, _np, forward_rows, layers_and_target
 
 
@@ -35,6 +35,7 @@ class AttributionOptions:
     internal_batch_size: int | None = None
     relu: bool = False
     seed: int = 0
+    fit_seed: int | None = None  # the head's (config.json's ``seed``): the random method draws apart per seed
     batch_size: int = 512  # samples per chunk for the gradient methods
     span: RowSpan = RowSpan()  # which of the compared rows these are: random draws for them alone
 
@@ -266,10 +267,14 @@ def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributio
 
 @_method("random", "seeded uniform noise in [0, 1) (the floor)")
 def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
-    rng = np.random.default_rng(options.seed)
+    rng = np.random.default_rng(draw_key(options.seed, options.fit_seed))
     return Attribution(
         per_row(lambda total: rng.random((total, head.num_layers)), len(target), options.span),
-        params={"seed": options.seed, "distribution": "uniform [0, 1), numpy default_rng(seed)"},
+        params={
+            "seed": options.seed,
+            "fit_seed": options.fit_seed,
+            "distribution": "uniform [0, 1), numpy default_rng([seed, fit_seed]) ([seed] without a fit seed)",
+        },
     )
 
 

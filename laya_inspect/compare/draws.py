@@ -9,7 +9,7 @@ layer, so drawing them all on every process costs nothing next to the ablated fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,18 @@ def per_row(draw: Callable[[int], np.ndarray], n: int, span: RowSpan = RowSpan()
     if n == total:  # one process: the draw itself
         return full
     return np.take(full, np.arange(span.start, span.start + n), axis=axis)
+
+
+def fit_seed_of(cfg: Mapping[str, Any]) -> int | None:
+    """The seed a head was fitted with (its config.json's ``seed``), None where it records none."""
+    seed = cfg.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None
+
+
+def draw_key(seed: int, fit_seed: int | None, *stream: int) -> list[int]:
+    """``[seed, *stream]`` and then the head's fit seed where it has one: each seed of a head draws its
+    own noise, so the interval over the seeds holds the draws' spread, not one draw repeated."""
+    return [seed, *stream, *([] if fit_seed is None else [fit_seed])]
 
 
 def seeded_rows(n: int, k: int | None, seed: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ from torch import Tensor
 from ..choices import MAX_SUBSETS, RANDOM_ORDERS, TABLE_LAYERS, TIE_ORDERS, TIE_TOLERANCE
 from ..heads import Head
 from . import metrics as M
-from .draws import RowSpan, per_row
+from .draws import RowSpan, draw_key, per_row
 from .lolo import RESAMPLE_DRAWS, ablate_sets
 from .masks import Masks, all_masks, curve_masks, lolo_masks, mask_codes, subset_masks_of
 
@@ -260,16 +260,26 @@ class Measured:
         return replace(parts[0], **joined)
 
 
-def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, tol: float = TIE_TOLERANCE) -> Measured:
+def measure(
+    remover: Remover,
+    *,
+    seed: int = 0,
+    fit_seed: int | None = None,
+    max_subsets: int = MAX_SUBSETS,
+    tol: float = TIE_TOLERANCE,
+) -> Measured:
     """LOLO, subset effects and the three references' curves for one (head, ablation); ``tol``:
-    effects this close to the largest count as top for the top-1-only reference."""
+    effects this close to the largest count as top for the top-1-only reference; ``fit_seed``: the
+    head's, which the random reference's draws follow (:func:`draw_key`)."""
     n_layers, span = len(remover.hs), remover.span
     n = len(np.asarray(remover.target))
     masks = subset_masks(n_layers, max_subsets, seed)
-    rng = np.random.default_rng([seed, 1])  # a stream of its own, apart from the random method's
+    rng = np.random.default_rng(draw_key(seed, fit_seed, 1))  # a stream of its own, apart from the random method's
 
-    def uniform(stream: int) -> np.ndarray:
-        return per_row(lambda total: np.random.default_rng([seed, stream]).random((total, n_layers)), n, span)
+    def uniform(stream: int, fit: int | None = None) -> np.ndarray:
+        return per_row(
+            lambda total: np.random.default_rng(draw_key(seed, fit, stream)).random((total, n_layers)), n, span
+        )
 
     orders = [
         per_row(lambda total: rng.permuted(np.tile(np.arange(n_layers), (total, 1)), axis=1), n, span)
@@ -289,7 +299,7 @@ def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, 
     r_keep = np.mean(random_curves[1::2], axis=0)
     if n_layers:
         r_del[:, 0] = p - M.random_at_1(effects)  # exact expectation at k = 1
-    random_scores = uniform(2)
+    random_scores = uniform(2, fit_seed)
 
     safe = np.where(np.isfinite(effects), effects, -np.inf)  # non-finite rows: any order, never scored
     one_hot = M.one_hot_top(safe, tol)
@@ -314,6 +324,7 @@ def measure(remover: Remover, *, seed: int = 0, max_subsets: int = MAX_SUBSETS, 
             "n_subsets": int(len(masks)),
             "random_orders": RANDOM_ORDERS,
             "seed": seed,
+            "fit_seed": fit_seed,
             "effect": remover.effect,
         },
     )

@@ -46,7 +46,7 @@ from . import metrics as M
 from .ablations import plan_ablations
 from .attribution import attribute, options_for, plan_methods, resolve_methods
 from .config import CHOICES, CompareConfig, resolve_target
-from .draws import RowSpan, seeded_rows
+from .draws import RowSpan, fit_seed_of, seeded_rows
 from .effects import Measured, Remover, measure
 from .loaded import (
     finite_rows,
@@ -148,7 +148,7 @@ def _run_head(
         return res
     span = RowSpan(start, len(target))
     hs, target = [h[start:stop] for h in hs], target[start:stop]
-    options = options_for(config, values, span)
+    options = replace(options_for(config, values, span), fit_seed=fit_seed_of(cfg))
     for m in methods:
         step(m)
         att = attribute(m, head, hs, target, options)
@@ -169,7 +169,7 @@ def _run_head(
             span=span,
             effect=config.effect,
         )
-        res.measured[a] = measure(remover, seed=config.seed)
+        res.measured[a] = measure(remover, seed=config.seed, fit_seed=options.fit_seed)
         curves = remover.method_curves(list(res.scores.values()))  # one pass for every method
         res.curves[a] = dict(zip(res.scores, curves))
     return res
