@@ -721,7 +721,7 @@ def test_a_failed_sanity_check_is_said_before_any_verdict(compared) -> None:
     rng = np.random.default_rng(0)
     trained = rng.random((60, 3))
     rank = M.summarise_rows(M.spearman_rows(trained + 0.01 * rng.random((60, 3)), trained, 0.0), n_boot=200, seed=0)
-    assert S.verdict(rank) == "high"
+    assert S.verdict(rank, 3) == "high"
     checks["ig"].update(rank_correlation=rank.to_dict(), verdict="high", passed=False)
     said = "sanity check failed: ig on laya with the weights outside its adapters re-initialised keeps ρ +0.9"
     text = printed(summary)
