@@ -446,12 +446,21 @@ def split_profile(head: Any, store: FeatureStore, split: str, dev: Any) -> tuple
     import torch
 
     from .compare.lolo import forward_rows
+    from .training.loop import STREAM_CHUNK_ROWS
 
-    feats = store.layers(split)
-    ok = np.logical_and.reduce([np.isfinite(f).all(axis=1) for f in feats])
-    hs = [torch.from_numpy(np.ascontiguousarray(f[ok])).to(dev) for f in feats]
-    _, weights = forward_rows(head, hs, 512)
-    return (None, 0) if weights is None else (weights.mean(axis=0), int(ok.sum()))
+    total, n = None, 0
+    # chunk by chunk: one row's explanation must not hold the whole split, several times over, in memory
+    for _, feats, _ in store.iter_chunks(split, STREAM_CHUNK_ROWS):
+        ok = np.logical_and.reduce([np.isfinite(f).all(axis=1) for f in feats])
+        if not ok.any():
+            continue
+        hs = [torch.from_numpy(np.ascontiguousarray(f[ok])).to(dev) for f in feats]
+        _, weights = forward_rows(head, hs, 512)
+        if weights is None:
+            return None, 0
+        part = np.asarray(weights, dtype=np.float64).sum(axis=0)
+        total, n = (part if total is None else total + part), n + int(ok.sum())
+    return (None, 0) if total is None else (total / n, n)
 
 
 def _left_at_defaults(config: dict[str, Any]) -> list[str]:

@@ -103,6 +103,26 @@ def test_the_rows_alpha_is_shown_beside_the_constant_rules_profile(digits: dict[
     assert data["layers"]["blocks.1"]["constant_rule"] == pytest.approx(float(e.profile[1]))
 
 
+def test_the_profile_is_read_chunk_by_chunk_not_the_whole_split_at_once(digits: dict[str, Path], monkeypatch) -> None:
+    """Explaining one row read every layer of the split into memory at once for the constant rule's profile;
+    it is now summed chunk by chunk, to the same profile."""
+    import laya_inspect.training.loop as loop
+
+    with FeatureStore(digits["cache"]) as store:
+        whole = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu")
+        monkeypatch.setattr(loop, "STREAM_CHUNK_ROWS", 50)
+        read = store.layers
+
+        def by_rows(split: str, rows: object = None) -> list:
+            assert rows is not None or split != "test", "the whole test split read at once"
+            return read(split, rows)
+
+        monkeypatch.setattr(store, "layers", by_rows)
+        chunked = explain_row(digits["laya"], store, row=3, n_steps=4, device="cpu")
+    assert chunked.profile_rows == whole.profile_rows > 50
+    np.testing.assert_allclose(chunked.profile, whole.profile, rtol=1e-5, atol=1e-7)
+
+
 def test_the_input_is_the_source_image_of_that_row(digits: dict[str, Path]) -> None:
     from sklearn.datasets import load_digits
 

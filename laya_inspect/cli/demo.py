@@ -353,7 +353,7 @@ def demo_command(
     epochs: Optional[int] = typer.Option(
         None,
         "--epochs",
-        help="the most epochs of the backbone and of each head (default: the dataset's; digits 30 and 50, "
+        help="the most epochs of the backbone and of each head (default: the dataset's; digits 60 and 50, "
         "--quick 10 and 30)",
     ),
     quick: bool = typer.Option(

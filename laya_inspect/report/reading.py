@@ -991,7 +991,10 @@ def _minus(d: dict[str, Any], x: float) -> dict[str, Any]:
 
 
 # one seed's gap to the probe: the head's Wilson interval less the probe's accuracy, itself read on the same rows
-PROBE_FIXED = "the probe is one fit, its accuracy taken as fixed: the interval covers the head's test rows only"
+PROBE_FIXED = (
+    "the probe is one fit, its accuracy taken as fixed: the interval covers the head's test rows only (where the "
+    "probe is the stronger of two on these rows, its accuracy errs high)"
+)
 
 
 def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:

@@ -61,9 +61,11 @@ SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # ne
 REFERENCE_RULE = (
     "every head is read against the stronger on the test split of two probes, each fixed before the test split is "
     "read: the probe on the layer with the best validation accuracy (ties to the deeper layer, and to it on equal "
-    "test accuracy) and the probe on the last layer; held to the stronger, a head is held to both (below either by "
-    "more than the margin is below the stronger), so the test split can raise the bar, never lower it below the "
-    "last layer's probe; 'last', which reads only the last layer, against the probe on the last layer"
+    "test accuracy) and the probe on the last layer; held to the stronger, a head's accuracy is held to both (below "
+    "either by more than the margin is below the stronger), so the test split can raise the bar, never lower it "
+    "below the last layer's probe (the stronger of two accuracies on the same rows errs high, so the bar does too); "
+    "on imbalanced classes its macro-F1 is read against that probe's, which may be the lower of the two probes' "
+    "macro-F1; 'last', which reads only the last layer, against the probe on the last layer"
 )
 # the probe is fitted once, on one draw of the training rows: a gap to it varies with the head's seeds only
 PROBE_FITS = (
