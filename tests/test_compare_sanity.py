@@ -465,3 +465,34 @@ def test_a_passed_heads_line_gives_the_bound_permuted_labels_were_read_against()
     line = passed("laya-seed_1", [("ig", "top", check)], data)
     assert line is not None
     assert "(0.211 vs chance 0.103, below its bound 0.540)" in line.plain, line.plain
+
+
+def test_two_layers_unchanged_ranking_is_not_low():
+    """With 2 layers the band 6/(L(L²−1)) is 1, every ρ: a ranking the randomisation left unchanged
+    (ρ +1 on every row, interval [1, 1]) read "low", passed. With 2 layers the interval must hold 0."""
+    rng = np.random.default_rng(0)
+    scores = rng.random((64, 2))
+    rank = M.summarise_rows(M.spearman_rows(scores, scores, 0.0), n_boot=200, seed=0)
+    assert (rank.ci_low, rank.ci_high) == (1.0, 1.0)
+    assert S.band(2) == 0.0 and S.verdict(rank, 2) == "high"
+    assert S.verdict(_rank(0.3, 0.2, 0.4), 2) == "partly kept"  # away from 0: no band to stay within
+    assert S.verdict(_rank(0.05, -0.1, 0.2), 2) == "low"  # holds 0
+
+
+def test_an_interval_holding_zero_but_reaching_the_threshold_is_unclear():
+    """Holding 0 is not enough: [−0.2, +0.9] reaches the "high" zone, so the randomised ranking may
+    still follow the trained one; it reads "unclear", not "low"."""
+    assert S.verdict(_rank(0.35, -0.2, 0.9), 5) == "unclear"
+    assert S.verdict(_rank(-0.35, -0.9, 0.2), 5) == "unclear"
+    assert S.verdict(_rank(0.0, -0.5, 0.4), 5) == "unclear"  # reaches −0.5 itself
+    assert S.verdict(_rank(0.1, -0.2, 0.45), 5) == "low"
+
+
+def test_a_partly_kept_check_shows_its_interval_in_the_one_line_view():
+    from laya_inspect.report.sanity import passed
+
+    data = {"verdict": "near chance", "accuracy": 0.1, "chance": 0.1, "near_chance_bound": 0.5}
+    kept = {"verdict": "partly kept", "rank_correlation": {"mean": 0.37, "ci_low": 0.29, "ci_high": 0.44}}
+    low = {"verdict": "low", "rank_correlation": {"mean": 0.01, "ci_low": -0.1, "ci_high": 0.1}}
+    line = passed("laya", [("gradcam", "top", kept), ("ig", "top", low)], data)
+    assert line is not None and "1 partly kept (gradcam top +.37 [+.29,+.44])" in line.plain, line.plain

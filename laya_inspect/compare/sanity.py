@@ -3,8 +3,8 @@ model and data randomisation at layer level, on the rows compare already holds. 
 trained head re-initialised in cascade (:func:`cascade`: outside the adapters, then everything), and a
 head fitted on permuted labels by the library's loop (:mod:`.permuted`); every method compare ran
 (``random`` aside) is read against the trained head's attributions (per-row Spearman ρ, mean and
-interval: "low" when it holds 0 or stays within :func:`band`) and LOLO effects (faithfulness). The
-trained head is never touched.
+interval: "low" when it lies inside ±THRESHOLD and holds 0 or stays within :func:`band`) and LOLO
+effects (faithfulness). The trained head is never touched.
 """
 
 from __future__ import annotations
@@ -50,10 +50,11 @@ ONE_LAYER = (
 
 CHOICES = {
     "threshold": THRESHOLD,
-    "rule": "low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
-    "attributions) holds 0, the random reference's ρ (a ranking independent of the trained one), or lies "
-    "inside ±6/(L(L²−1)) (L layers ranked: the mean per-row squared rank difference within 1 of an "
-    f"independent ranking's, less than half a swap of two neighbouring layers); high = it lies wholly outside "
+    "rule": f"low = the 95% bootstrap interval of the mean per-row Spearman ρ (randomised vs trained "
+    f"attributions) lies inside (−{THRESHOLD}, {THRESHOLD}) and holds 0, the random reference's ρ (a ranking "
+    "independent of the trained one), or lies inside ±6/(L(L²−1)) (L ≥ 3 layers ranked: the mean per-row "
+    "squared rank difference within 1 of an independent ranking's, less than half a swap of two neighbouring "
+    f"layers; with 2 layers, where per-row ρ is ±1, it must hold 0); high = it lies wholly outside "
     f"(−{THRESHOLD}, {THRESHOLD}); unclear = it straddles ±{THRESHOLD}; {PARTLY} = it lies inside "
     f"(−{THRESHOLD}, {THRESHOLD}) but away from 0 and the band, not passed; undefined = no row where both "
     "rankings are defined (labels: also when the real head is not above chance); too few rows = fewer than "
@@ -156,19 +157,20 @@ def read_layers(heads: Mapping[str, tuple[Head, Any, Any]], hs: Sequence[torch.T
 def band(n_layers: int) -> float:
     """The |ρ| a mean per-row Spearman ρ over ``n_layers`` ranked layers may keep and still read as an
     independent ranking's (ρ 0): 6/(L(L²−1)), a mean squared rank difference within 1 of the null's,
-    less than half a swap of two neighbouring layers (0 for fewer than 2 layers)."""
-    return 6 / (n_layers * (n_layers**2 - 1)) if n_layers > 1 else 0.0
+    less than half a swap of two neighbouring layers. 0 for fewer than 3 layers: at 2 it is 1, every
+    ρ, and a ranking left unchanged (ρ +1 on every row) would read as independent."""
+    return 6 / (n_layers * (n_layers**2 - 1)) if n_layers > 2 else 0.0
 
 
 def verdict(rank: M.Faithfulness, n_layers: int) -> str:
     """low | high | unclear | partly kept | undefined for the mean per-row ρ and its interval (the
     mean alone when the bootstrap did not run), against the random reference's ρ 0: low only where
-    the interval holds 0 or stays within :func:`band`."""
+    the interval lies inside (−THRESHOLD, THRESHOLD) and holds 0 or stays within :func:`band`."""
     if rank.n_valid == 0 or not np.isfinite(rank.mean):
         return "undefined"
     low, high = (rank.ci_low, rank.ci_high) if np.isfinite(rank.ci_low) else (rank.mean, rank.mean)
     within = band(n_layers)
-    if low <= 0 <= high or (-within <= low and high <= within):
+    if -THRESHOLD < low and high < THRESHOLD and (low <= 0 <= high or (-within <= low and high <= within)):
         return "low"
     if low >= THRESHOLD or high <= -THRESHOLD:
         return "high"

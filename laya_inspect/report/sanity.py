@@ -87,8 +87,9 @@ def legend(summary: dict[str, Any]) -> str:
         seeds = "seeds per head, drawn from --seed and the head's fit seed"
     return (
         f"sanity: ρ = mean per-row Spearman of the randomised head's attributions with the trained head's; low = "
-        f"its 95% interval holds 0 (the random reference's ρ) or stays within ±6/(L(L²−1)), what a method that reads "
-        f"what the head learned should show; {PARTLY} = inside (−{t}, {t}) but away from 0, not passed; top = "
+        f"its 95% interval lies inside (−{t}, {t}) and holds 0 (the random reference's ρ) or stays within "
+        f"±6/(L(L²−1)) (L ≥ 3), what a method that reads what the head learned should show; {PARTLY} = inside "
+        f"(−{t}, {t}) but away from 0, not passed; top = "
         f"the weights outside the adapters re-initialised (LAYA: scorer, ψ, output layer), all = the adapters too, "
         f"labels = a head fitted on permuted labels (≤ {choices.get('epochs')} epochs); faith = faithfulness ρ "
         f"against the trained head's LOLO effects, the trained method's beside it ({seeds})."
@@ -105,10 +106,10 @@ def _labels_near(data: dict[str, Any]) -> str:
 
 
 def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[str, Any]) -> Text | None:
-    """A head that failed no check in one line: how many checks read low, each other verdict with the
-    checks it names (an unclear one with its interval), the permuted-label head beside chance. None
-    for a head whose table must be read: a check read high, or the permuted-label head is not near
-    chance. The notes that qualify a verdict follow the lines (:func:`terminal_block`)."""
+    """A head with no check read high, in one line: how many checks read low, each other verdict with the
+    checks it names (an unclear or partly kept one with its interval), the permuted-label head beside
+    chance. None for a head whose table must be read: a check read high, or the permuted-label head is
+    not near chance. The notes that qualify a verdict follow the lines (:func:`terminal_block`)."""
     if not rows or any(c["verdict"] == "high" for _, _, c in rows) or data.get("verdict") != "near chance":
         return None
     if one_layer(rows):  # no check passed or failed: said as such, not as "0 of 4 low"
@@ -118,7 +119,7 @@ def passed(name: str, rows: list[tuple[str, str, dict[str, Any]]], data: dict[st
         )
     said: dict[str, dict[str, list[str]]] = {}  # verdict → method → its checks
     for m, check, c in rows:
-        ci = f" {short_ci(c['rank_correlation'])}" if c["verdict"] == "unclear" else ""
+        ci = f" {short_ci(c['rank_correlation'])}" if c["verdict"] in ("unclear", PARTLY) else ""
         said.setdefault(str(c["verdict"]), {}).setdefault(m, []).append(check + ci)
     low = sum(map(len, said.pop("low", {}).values()))
     others = [
