@@ -105,6 +105,21 @@ def test_random_is_seeded_noise():
     assert not np.array_equal(a, attribute("random", head, hs, target, AttributionOptions(seed=5)).scores)
 
 
+@pytest.mark.parametrize("fit_seed", [3, 5, 6, 8])
+def test_random_method_draws_apart_from_compares_other_streams(fit_seed):
+    """compare's other draws are default_rng([seed, k]) (subsets 3, donors 5, top-1 order 6, sanity rows
+    8): the random method of a head fitted with seed k drew from [seed, k], the same bits."""
+    head, hs, target = _random("last")
+    out = attribute("random", head, hs, target, AttributionOptions(seed=4, fit_seed=fit_seed))
+    for k in (1, 2, 3, 4, 5, 6, 7, 8):
+        assert not np.array_equal(out.scores, np.random.default_rng([4, k]).random(out.scores.shape))
+    np.testing.assert_array_equal(out.scores, np.random.default_rng([4, 0, fit_seed]).random(out.scores.shape))
+    assert out.params["fit_seed"] == fit_seed and "[seed, 0, fit_seed]" in out.params["distribution"]
+    # no fit seed recorded: the draw of before, default_rng([seed])
+    plain = attribute("random", head, hs, target, AttributionOptions(seed=4)).scores
+    np.testing.assert_array_equal(plain, np.random.default_rng([4]).random(plain.shape))
+
+
 def _planted(kind: str, j: int, widths=(6, 4, 5), classes: int = 4) -> torch.nn.Module:
     """A head whose output depends on layer j only; linear in h_j with zero bias and logits summing
     to 0, so f_c(x) = max logit > 0 = f_c(0) and p(x) > 1/C = p(h_j = 0)."""

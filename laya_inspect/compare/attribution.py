@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..heads import Head, LayaHead, ScalarMixHead
 from ..registry import Registry
 from .ablations import resolve_names
-from .draws import RowSpan, draw_key, per_row
+from .draws import RANDOM_STREAM, RowSpan, draw_key, per_row
 from .lolo import _chunks, _np, forward_rows, layers_and_target
 
 
@@ -267,13 +267,15 @@ def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributio
 
 @_method("random", "seeded uniform noise in [0, 1) (the floor)")
 def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
-    rng = np.random.default_rng(draw_key(options.seed, options.fit_seed))
+    key = [options.seed] if options.fit_seed is None else draw_key(options.seed, options.fit_seed, RANDOM_STREAM)
+    rng = np.random.default_rng(key)
     return Attribution(
         per_row(lambda total: rng.random((total, head.num_layers)), len(target), options.span),
         params={
             "seed": options.seed,
             "fit_seed": options.fit_seed,
-            "distribution": "uniform [0, 1), numpy default_rng([seed, fit_seed]) ([seed] without a fit seed)",
+            "distribution": f"uniform [0, 1), numpy default_rng([seed, {RANDOM_STREAM}, fit_seed]) "
+            "([seed] without a fit seed)",
         },
     )
 

@@ -25,6 +25,7 @@ from ..choices import (
 from ..errors import InputError, suggest
 from ..options import MAX_RESAMPLES, check, option, range_text, seed_rule, tuples, within
 from ..runtime import DEVICE_HELP, check_device
+from .draws import RANDOM_STREAM
 
 TARGETS = ("pred", "true")
 # What a layer's removal is measured on (docs/METHOD.md, "One target"): the target logit f_c, the
@@ -85,8 +86,10 @@ CHOICES = {
     "oracle": "k = 1: max_i e_i; k > 1: the k layers with the largest single-layer effects ablated together "
     "(sorted-effects order, not an exhaustive search over k-subsets)",
     "random": f"curves: k = 1: mean_i e_i (exact expectation over orderings); k > 1: mean over {RANDOM_ORDERS} "
-    "uniformly random orderings per sample, numpy default_rng([seed, 1]); scores (ρ, subset ρ): uniform noise, "
-    "default_rng([seed, 2])",
+    "uniformly random orderings per sample, numpy default_rng([seed, 1, fit seed]); scores (ρ, subset ρ): uniform "
+    "noise, default_rng([seed, 2, fit seed]) (the fit seed: the head's config.json seed; [seed, 1] and [seed, 2] "
+    f"for a head that records none); the random method: default_rng([seed, {RANDOM_STREAM}, fit seed]) ([seed] "
+    "for a head that records none)",
     "top1_only": "a one-hot attribution on the largest effect, and on any effect within tie_tolerance of it (what "
     "knowing only the top layer earns); its curves take those layers first and the others in a seeded random "
     "order, default_rng([seed, 6])",

@@ -44,6 +44,11 @@ def fit_seed_of(cfg: Mapping[str, Any]) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None
 
 
+# the random method's stream: compare's other draws are [seed, k] for k ≥ 1, so [seed, fit seed] would
+# share a head of fit seed k's noise with one of them
+RANDOM_STREAM = 0
+
+
 def draw_key(seed: int, fit_seed: int | None, *stream: int) -> list[int]:
     """``[seed, *stream]`` and then the head's fit seed where it has one: each seed of a head draws its
     own noise, so the interval over the seeds holds the draws' spread, not one draw repeated."""
