@@ -17,6 +17,7 @@ from laya_inspect.cache.schema import decode_attr
 from laya_inspect.errors import CacheError
 from laya_inspect.models import load_model
 from laya_inspect.models.local import code_files
+from laya_inspect.models.weights import sha256_file, sha256_files
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "digits_convnet.py"
 EDIT = (b"nn.ReLU()", b"nn.GELU()", 1)
@@ -41,6 +42,10 @@ def folder(tmp_path, monkeypatch):
 def test_the_code_covers_the_modules_it_imports_from_its_folder_only(folder):
     found = [p.relative_to(folder).as_posix() for p in code_files(folder / "mynet.py")]
     assert found == ["mynet.py", "mynet_blocks.py", "parts/__init__.py", "parts/sizes.py"]
+    # each file's sha256 of the bytes read to find its imports: not read again to hash it
+    assert {p: sha256_file(folder / p) for p in found} == {
+        p.relative_to(folder).as_posix(): d for p, d in code_files(folder / "mynet.py").items()
+    }
     loaded = load_model("python:mynet.py:build", random_init=True)
     assert sorted(loaded.code_files) == sorted(found)
     before = loaded.weights_sha256
@@ -52,7 +57,8 @@ def test_the_code_covers_the_modules_it_imports_from_its_folder_only(folder):
     assert load_model("python:mynet.py:build", random_init=True).weights_sha256 == edited
 
 
-def test_a_resume_after_an_imported_module_was_edited_is_refused_naming_it(folder, tmp_path):
+def _stopped(tmp_path: Path) -> ExtractConfig:
+    """The extraction of mynet.py's rows into tmp_path/c.h5, stopped after its first batch."""
     config = ExtractConfig(
         model="python:mynet.py:build",
         random_init=True,
@@ -63,6 +69,11 @@ def test_a_resume_after_an_imported_module_was_edited_is_refused_naming_it(folde
         device="cpu",
     )
     stopped_after_first_batch(config)
+    return config
+
+
+def test_a_resume_after_an_imported_module_was_edited_is_refused_naming_it(folder, tmp_path):
+    config = _stopped(tmp_path)
     kept = (folder / "mynet_blocks.py").read_bytes()
     (folder / "mynet_blocks.py").write_bytes(kept.replace(*EDIT))
     with pytest.raises(CacheError) as e:
@@ -74,3 +85,18 @@ def test_a_resume_after_an_imported_module_was_edited_is_refused_naming_it(folde
     with h5py.File(config.out, "r") as f:
         code = decode_attr(f.attrs["model_code"])
     assert sorted(code) == ["mynet.py", "mynet_blocks.py", "parts/__init__.py", "parts/sizes.py"]
+
+
+def test_a_resume_of_an_extraction_whose_digest_covered_the_model_file_alone_says_why_it_differs(folder, tmp_path):
+    """Review: a partial cache started by a laya-inspect whose digest covered FILE.py alone (no model_code)
+    was refused as "the model file mynet.py changed" where nothing was edited: the digest now covers the
+    modules mynet.py imports too."""
+    config = _stopped(tmp_path)
+    with h5py.File(str(config.out) + ".partial", "r+") as f:
+        del f.attrs["model_code"]  # as the laya-inspect before it wrote it
+        f.attrs["weights_sha256"] = sha256_files([folder / "mynet.py"], [sha256_file(folder / "mynet.py")])
+    with pytest.raises(CacheError) as e:
+        extract_features(config)
+    said = " ".join(str(e.value).split())
+    assert "changed" not in said, said
+    assert "mynet_blocks.py, parts/__init__.py, parts/sizes.py" in said and "--overwrite" in said, said

@@ -76,6 +76,32 @@ def test_a_touched_data_file_resumes_and_one_of_other_bytes_is_refused(cifar_cnn
                 assert np.array_equal(a["test"][name][...], b["test"][name][...]), name
 
 
+def test_files_over_the_content_cap_are_not_hashed_and_a_touched_one_is_refused_saying_so(
+    cifar_cnn, tmp_path, monkeypatch
+):
+    """Review: every extraction read and hashed every data file before it started (ImageNet: its whole
+    size read twice). Above CONTENT_CAP bytes of files none is hashed (data_content ""), and a resume tells
+    the files apart by sizes and times alone: a touched one is refused, saying why."""
+    from laya_inspect.cache import rows
+
+    data, weights = _copy(cifar_cnn, tmp_path)
+    monkeypatch.setattr(rows, "CONTENT_CAP", sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) - 1)
+    config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
+    stopped_after_first_batch(config)
+    with h5py.File(partial_path(config.out), "r") as f:
+        assert f.attrs["data_content"] == ""
+    one = sorted((data / "airplane").iterdir())[-1]
+    kept = one.stat()
+    os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns + 10**9))  # the same bytes, another time
+    with pytest.raises(CacheError) as e:
+        extract_features(config)
+    said = " ".join(str(e.value).split())
+    assert "other data" in said and "more than 1 GiB of files" in said and "--overwrite" in said, said
+    os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    result = extract_features(config)
+    assert 0 < result.resumed_from["test"] < result.rows["test"]
+
+
 def test_a_checkpoint_saved_again_with_the_same_values_is_refused_naming_its_bytes(cifar_cnn, tmp_path):
     data, weights = _copy(cifar_cnn, tmp_path)
     config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)

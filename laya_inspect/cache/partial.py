@@ -125,11 +125,13 @@ WEIGHTS_REMEDY = (
 )
 # Files are told apart by name, size and modification time, then, where those differ, by the sha256 of
 # their bytes recorded when the extraction started (data_content): a file only touched, or copied without
-# its times, is the same data. An extraction started before that record counts such a file as changed.
+# its times, is the same data. An extraction started before that record, or on files of more than
+# CONTENT_CAP bytes (which it does not hash), counts such a file as changed.
 DATA_REMEDY = (
     "a data file's bytes, or a folder's file names, are not those it was started on (an extraction started "
-    "by a laya-inspect that did not record the files' bytes counts a touch, or a copy that does not keep "
-    "times, as a change too); put the files back as they were, or pass --overwrite to start again"
+    "by a laya-inspect that did not record the files' bytes, or on more than 1 GiB of files, counts a touch, "
+    "or a copy that does not keep times, as a change too); put the files back as they were, or pass "
+    "--overwrite to start again"
 )
 
 
@@ -150,6 +152,8 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
         remedy = "its rows cannot be continued with these; pass --overwrite to start again"
     elif old["weights_sha256"] != new["weights_sha256"]:
         problem, remedy = other_weights(old, new), WEIGHTS_REMEDY
+        if _newly_covered(old, new):
+            remedy = "pass --overwrite to start again"
     elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
         problem = (
             f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
@@ -193,6 +197,13 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
             f"was started from other weights ({digests}): it read the model file {was}, and this run reads "
             f"{now} (rerun from the folder it started in, or give that file's path)"
         )
+    imported = _newly_covered(old, new)
+    if imported:  # its digest was of FILE.py alone: an unedited model reads as other weights
+        return (
+            f"was started from other weights ({digests}) by a laya-inspect whose digest covered "
+            f"{files[0]} alone, and this one's covers the modules it imports too ({', '.join(imported)}): "
+            "the two digests cannot be compared, whether or not anything was edited"
+        )
     code = _code_changed(old.get("model_code"), new.get("model_code"))
     if code:
         also = f" ({files[-1]} may have too: one digest covers both)" if old["command"].get("weights") else ""
@@ -203,6 +214,13 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
     return f"was started from other weights ({digests}): {changed} changed" + (
         " (the cache records one digest of both)" if len(files) > 1 else ""
     )
+
+
+def _newly_covered(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The imported modules of a python:FILE.py model that this run's digest covers and that of a cache
+    recording no ``model_code`` (written before the digest covered them) did not; [] otherwise."""
+    now, file = new.get("model_code"), Path(str(new.get("model_file"))).name
+    return [p for p in now if p != file] if not old.get("model_code") and isinstance(now, dict) else []
 
 
 def _code_changed(was: Any, now: Any) -> str | None:

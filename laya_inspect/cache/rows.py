@@ -476,12 +476,22 @@ def describe_normalization(transforms: dict[str, Any]) -> str:
     return f"mean {norm['mean']}, std {norm['std']} ({norm['from']})"
 
 
+# Bytes of data files hashed at most (data_content): every run (every process) reads them all before it
+# starts, so above this a resume tells files apart by sizes and times alone.
+CONTENT_CAP = 1 << 30
+
+
 def data_content(data: Any) -> str:
     """The data fingerprint with the files' bytes in place of their sizes and times (what a resume
     falls back to where those differ: a file only touched, or copied without its times, is the same
-    data); "" where the fingerprint hashes bytes already (one file) or reads no files."""
+    data); "" where the fingerprint hashes bytes already (one file), reads no files, or where the files
+    hold more than :data:`CONTENT_CAP` bytes."""
     location = Path(getattr(data, "location", "") or "")
-    if getattr(data, "files", None) is None and (str(location) in ("", ".") or not location.is_dir()):
+    files = getattr(data, "files", None)
+    if files is None and (str(location) in ("", ".") or not location.is_dir()):
+        return ""
+    listed = [Path(f) for f in files] if files is not None else _folder_files(location)
+    if sum(p.stat().st_size for p in listed if p.is_file()) > CONTENT_CAP:
         return ""
     return data_fingerprint(data, content=True)
 
@@ -583,11 +593,18 @@ def _files_digest(path: Path, *, everything: bool = False, content: bool = False
     ``everything``) hidden ones and laya-inspect's own (:data:`_OURS`)."""
     if path.is_file():
         return sha256_file(path)
-    entries = []
-    for p in sorted(path.rglob("*")):  # the order every earlier laya-inspect hashed them in
-        if (everything or not any(_OURS.fullmatch(part) for part in p.relative_to(path).parts)) and p.is_file():
-            entries.append(f"{p.relative_to(path)}\t{_said(p, content)}")
+    entries = [f"{p.relative_to(path)}\t{_said(p, content)}" for p in _folder_files(path, everything)]
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+
+
+def _folder_files(path: Path, everything: bool = False) -> list[Path]:
+    """A folder's files, less (unless ``everything``) hidden ones and laya-inspect's own (:data:`_OURS`),
+    in the order every earlier laya-inspect hashed them in."""
+    return [
+        p
+        for p in sorted(path.rglob("*"))
+        if (everything or not any(_OURS.fullmatch(part) for part in p.relative_to(path).parts)) and p.is_file()
+    ]
 
 
 def autocast_dtype(device: torch.device, on: bool) -> torch.dtype | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -217,15 +218,15 @@ def model_file(spec: str, folder: str | None = None) -> Path | None:
     return None if file is None else Path(os.path.abspath(file))
 
 
-def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, str]:
-    """The module run from ``file`` and the sha256 of its bytes. It runs under a name of its own, not
+def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, bytes]:
+    """The module run from ``file`` and its bytes. It runs under a name of its own, not
     its stem, so that a ``json.py`` or ``model.py`` of the user's never stands in for an installed module."""
     if file.is_dir():
         raise InputError(f"{spec_name}: {str(file)!r} is a folder; give the .py file that defines the factory")
     if not file.is_file():
         raise NotFoundError(f"{spec_name}: no Python file {str(file)!r}")
-    digest = sha256_file(file)
-    name = f"laya_inspect_user_{digest[:16]}"
+    source = file.read_bytes()
+    name = f"laya_inspect_user_{hashlib.sha256(source).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise InputError(f"{spec_name}: {str(file)!r} cannot be imported as a Python file (name it *.py)")
@@ -236,27 +237,30 @@ def _import_file(file: Path, spec_name: str) -> tuple[ModuleType, str]:
     except Exception as e:  # the user's file failed while it ran
         del sys.modules[name]
         raise InputError(f"importing {str(file)!r} for {spec_name} failed{_where(e)}: {first_line(e)}") from None
-    return mod, digest
+    return mod, source
 
 
-def code_files(file: Path) -> list[Path]:
+def code_files(file: Path, source: bytes | None = None) -> dict[Path, str]:
     """``file``, then the modules beside it that it imports, recursively (sorted): those in its folder or
     in packages under it, which its folder being searched first for imports makes part of its code. They
     are found by reading the import statements, not by running them: an import inside a function or a
-    ``try`` counts, a name built at run time (``importlib.import_module(name)``) is not seen."""
-    root, found, todo = file.parent, {file}, [file]
+    ``try`` counts, a name built at run time (``importlib.import_module(name)``) is not seen. Each with
+    the sha256 of the bytes read (``source``: ``file``'s, already read)."""
+    root, found, todo, digests = file.parent, {file}, [file], {}
     while todo:
         current = todo.pop()
+        read = source if current == file and source is not None else current.read_bytes()
+        digests[current] = hashlib.sha256(read).hexdigest()
         try:
-            tree = ast.parse(current.read_bytes())
-        except (OSError, SyntaxError, ValueError):  # importing it says what is wrong
+            tree = ast.parse(read)
+        except (SyntaxError, ValueError):  # importing it says what is wrong
             continue
         for node in ast.walk(tree):
             for target in _imported(node, current, root):
                 if target not in found:
                     found.add(target)
                     todo.append(target)
-    return [file, *sorted(found - {file})]
+    return {p: digests[p] for p in [file, *sorted(found - {file})]}
 
 
 def _imported(node: ast.AST, current: Path, root: Path) -> list[Path]:
@@ -309,10 +313,10 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
     random_init = keeps_random_init(spec_name, options)
     folder = options.search_dir or os.getcwd()
     file = _user_file(mod_name, folder)
-    file_sha = None
+    source = None
     with _importable(folder if file is None else str(file.parent)):
         if file is not None:
-            mod, file_sha = _import_file(file, spec_name)
+            mod, source = _import_file(file, spec_name)
             mod_name = str(file)
         else:
             try:
@@ -337,10 +341,10 @@ def load_python(target: str, options: LoadOptions) -> LoadedModel:
         raise InputError(f"{spec_name} returned a {type(model).__name__}, not a torch.nn.Module")
     sha = None if options.weights is None else load_weights(model, options.weights, trust_pickle=options.trust_pickle)
     code: dict[str, str] = {}
-    if file is not None and file_sha is not None:  # the code is part of what the features come from
-        files = code_files(file)
-        digests = [file_sha, *(sha256_file(p) for p in files[1:])]
-        code = {p.relative_to(file.parent).as_posix(): d for p, d in zip(files, digests)}
+    if file is not None and source is not None:  # the code is part of what the features come from
+        found = code_files(file, source)
+        files, digests = list(found), list(found.values())
+        code = {p.relative_to(file.parent).as_posix(): d for p, d in found.items()}
         if options.weights is not None and sha is not None:
             files.append(Path(options.weights))
             digests.append(sha)
