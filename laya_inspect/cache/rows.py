@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -491,7 +492,7 @@ def data_content(data: Any) -> str:
     if files is None and (str(location) in ("", ".") or not location.is_dir()):
         return ""
     listed = [Path(f) for f in files] if files is not None else _folder_files(location)
-    if sum(p.stat().st_size for p in listed if p.is_file()) > CONTENT_CAP:
+    if any(total > CONTENT_CAP for total in accumulate(p.stat().st_size for p in listed if p.is_file())):
         return ""
     return data_fingerprint(data, content=True)
 
