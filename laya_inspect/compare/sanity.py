@@ -226,7 +226,9 @@ class Trained:
             elif note is None and word != "undefined" and n_boot == 0:
                 word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
             if word == PARTLY:  # the null it missed, beside it: a ranking independent of the trained one has ρ 0
-                kept = f"ρ {rank.mean:+.2f} against the random reference's 0, beyond ±{band(scores.shape[1]):.2f}"
+                within = band(scores.shape[1])
+                past = f"beyond ±{within:.2f}" if within else "its interval away from 0"
+                kept = f"ρ {rank.mean:+.2f} against the random reference's 0, {past}"
                 note = f"{note}; {kept}" if note else kept
             if inapplicable:  # ρ is ±1 by one sign per row (or all 0): it reads the signs, not what the head learned
                 word, note = NOT_APPLICABLE, inapplicable
