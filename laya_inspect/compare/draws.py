@@ -44,9 +44,10 @@ def fit_seed_of(cfg: Mapping[str, Any]) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None
 
 
-# the random method's stream: compare's other draws are [seed, k] for k ≥ 1, so [seed, fit seed] would
-# share a head of fit seed k's noise with one of them
-RANDOM_STREAM = 0
+# the random method's stream: compare's other draws are [seed, k] for k in 1…8, so [seed, fit seed] would
+# share a head of fit seed k's noise with one of them; not 0, as numpy reads trailing zeros as absent, so
+# [seed, 0, 0] (fit seed 0) is default_rng(seed), the bootstrap's and --limit's draw
+RANDOM_STREAM = 9
 
 
 def draw_key(seed: int, fit_seed: int | None, *stream: int) -> list[int]:
