@@ -320,6 +320,16 @@ def watch_hooks() -> Iterator[HookWatch]:
         yield watch
 
 
+def digits_test_config(model: str, out: Path) -> Any:
+    """An extraction of digits' test split through ``model`` (random weights: the code is what is tested)
+    into ``out``, in batches of 16, on the CPU."""
+    from laya_inspect import ExtractConfig
+
+    return ExtractConfig(
+        model=model, random_init=True, data="digits", out=str(out), splits=("test",), batch_size=16, device="cpu"
+    )
+
+
 def stopped_after_first_batch(config: Any) -> None:
     """Run extract with ``config`` and stop it after its first batch, as Ctrl-C would: its rows stay on disk."""
     import pytest

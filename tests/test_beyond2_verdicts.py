@@ -22,6 +22,18 @@ runner = CliRunner()
 ENV = {"HF_HUB_OFFLINE": "1", "COLUMNS": "300"}
 
 
+def diagnosed_two_heads(cache_path: Path, tmp_path: Path) -> Path:
+    """The folder of a `diagnose` run over two LAYA heads (seeds 0 and 1) fitted on ``cache_path``."""
+    with FeatureStore(cache_path) as store:
+        meta = cache_identity(store)
+        dirs = [save_head(tmp_path / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=meta) for s in (0, 1)]
+    out = tmp_path / "diag"
+    args = ["diagnose", *map(str, dirs), "--cache", str(cache_path), "--bootstrap", "50", "--device", "cpu"]
+    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)], env=ENV)
+    assert result.exit_code == 0, result.output
+    return out
+
+
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -128,13 +140,7 @@ def test_a_complete_summary_reads_by_the_rule_and_its_errors_are_not_taken_for_a
 
 def test_report_rebuilds_diagnose_verdicts_from_the_fields(digits_cache, tmp_path):
     """The same for diagnose, on two LAYA heads fitted on digits."""
-    with FeatureStore(digits_cache) as store:
-        meta = cache_identity(store)
-        dirs = [save_head(tmp_path / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=meta) for s in (0, 1)]
-    out = tmp_path / "diag"
-    args = ["diagnose", *map(str, dirs), "--cache", str(digits_cache), "--bootstrap", "50", "--device", "cpu"]
-    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)], env=ENV)
-    assert result.exit_code == 0, result.output
+    out = diagnosed_two_heads(digits_cache, tmp_path)
     first = json.loads((out / "summary.json").read_text())["verdict"][0]
     _rewrite(out / "summary.json", lambda s: s["verdict"].__setitem__(0, "OLDER: error detection"))
     again = runner.invoke(app, ["report", str(out)], env=ENV)

@@ -89,21 +89,13 @@ def test_the_early_exit_page_says_where_it_cut_a_difference(last_layer_run):  # 
 
 def test_a_diagnose_difference_cut_to_its_range_says_so_in_its_verdict(tmp_path):
     """diagnose printed "alpha_entropy … 98.8% CI [−1.0000, +1.0000]" with the cut said only below the table."""
-    from helpers import fit_quickly
+    from test_beyond2_verdicts import diagnosed_two_heads
     from test_prune import _planted_cache
 
     from laya_inspect.beyond.diagnose import auroc_diff, verdict_lines
-    from laya_inspect.cache.store import FeatureStore
-    from laya_inspect.head_dir import cache_identity, save_head
 
     cache_path, _ = _planted_cache(tmp_path, 300, seed=0)
-    with FeatureStore(cache_path) as store:
-        meta = cache_identity(store)
-        dirs = [save_head(tmp_path / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=meta) for s in (0, 1)]
-    out = tmp_path / "diag"
-    args = ["diagnose", *map(str, dirs), "--cache", str(cache_path), "--bootstrap", "50", "--device", "cpu"]
-    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)], env=ENV)
-    assert result.exit_code == 0, result.output
+    out = diagnosed_two_heads(cache_path, tmp_path)
     s = json.loads((out / "summary.json").read_text())
     d = auroc_diff([0.62, 0.74], [0.86, 0.87], 0.9875)
     assert d["clipped"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import h5py
 import pytest
-from helpers import stopped_after_first_batch
+from helpers import digits_test_config, stopped_after_first_batch
 
 from laya_inspect import ExtractConfig, extract_features
 from laya_inspect.cache.schema import decode_attr
@@ -59,15 +59,7 @@ def test_the_code_covers_the_modules_it_imports_from_its_folder_only(folder):
 
 def _stopped(tmp_path: Path) -> ExtractConfig:
     """The extraction of mynet.py's rows into tmp_path/c.h5, stopped after its first batch."""
-    config = ExtractConfig(
-        model="python:mynet.py:build",
-        random_init=True,
-        data="digits",
-        out=str(tmp_path / "c.h5"),
-        splits=("test",),
-        batch_size=16,
-        device="cpu",
-    )
+    config = digits_test_config("python:mynet.py:build", tmp_path / "c.h5")
     stopped_after_first_batch(config)
     return config
 

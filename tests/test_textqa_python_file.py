@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import digits_test_config, stopped_after_first_batch
 
-from laya_inspect import ExtractConfig, extract_features
-from laya_inspect.cache.partial import rows_on_disk
+from laya_inspect import extract_features
 from laya_inspect.errors import CacheError, InputError, NotFoundError
 from laya_inspect.models import load_model, sha256_file
 from laya_inspect.models.weights import sha256_files
@@ -81,23 +81,8 @@ def test_a_resume_over_an_edited_file_is_refused_as_over_a_changed_checkpoint(tm
     would join rows of two networks in one cache. The original bytes put back resume it."""
     file = _net(tmp_path)
     original = file.read_bytes()
-    config = ExtractConfig(
-        model=f"python:{file}:build",
-        random_init=True,
-        data="digits",
-        out=str(tmp_path / "f.h5"),
-        splits=("test",),
-        batch_size=16,
-        device="cpu",
-    )
-
-    def stop(event):
-        if event.get("event") == "batch":
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        extract_features(config, progress=stop)
-    assert (rows_on_disk(config.out) or {}).get("test")
+    config = digits_test_config(f"python:{file}:build", tmp_path / "f.h5")
+    stopped_after_first_batch(config)
     file.write_bytes(original.replace(b"nn.Conv2d(1, 8, 3, padding=1)", b"nn.Conv2d(1, 8, 3, padding=1, bias=False)"))
     with pytest.raises(CacheError, match=r"other weights"):
         extract_features(config)
