@@ -92,6 +92,9 @@ class Explanation:
     draws: int = 1
     effects_sd: np.ndarray | None = None  # (L,) the effect's spread over the draws (ddof 1); None: deterministic
     effects_ci: np.ndarray | None = None  # (L, 2) 95% t-interval of the mean effect over the draws
+    # (L,) the top layer and every layer the draws do not tell apart from it (a paired 95% t-interval of
+    # the difference holding 0); None: deterministic, the top is the largest value
+    effects_tied: np.ndarray | None = None
     # the options that decide the numbers, as given, and the names of those left at explain_row's defaults
     config: dict[str, Any] = field(default_factory=dict)
     config_defaults: list[str] = field(default_factory=list)
@@ -123,6 +126,11 @@ class Explanation:
                 "effect": self.effect,
                 "draws": self.draws,
                 "lolo_effect_note": LOLO_NOTE if self.effects_sd is not None else "deterministic: one removal",
+                **(
+                    {"lolo_top": [n for i, n in enumerate(self.layer_names) if self.effects_tied[i]]}
+                    if self.effects_tied is not None
+                    else {}
+                ),
                 "layers": {
                     name: {
                         "lolo_effect": self.effects[i],
@@ -380,12 +388,13 @@ def explain_row(
         effect=effect,
         span=RowSpan(),
     )
-    sd = ci = None
+    sd = ci = tied = None
     if n_draws > 1:
         from .training.stats import t_interval
 
         sd = effects.std(axis=0, ddof=1)
         ci = np.array([t_interval(effects[:, i]) for i in range(effects.shape[1])])
+        tied = tied_with_top(effects)
     profile, profile_rows = split_profile(head, store, split, dev)
     source_row = int(store.index(split, rows)[0])
     config = {"target": target, "effect": effect, "ablation": ablation, "draws": draws, "baseline": baseline}
@@ -410,6 +419,7 @@ def explain_row(
         draws=n_draws,
         effects_sd=sd,
         effects_ci=ci,
+        effects_tied=tied,
         scores=scores,
         params=params,
         skipped=skipped,
@@ -422,6 +432,36 @@ def explain_row(
         device=str(dev),
         profile=profile,
         profile_rows=profile_rows,
+    )
+
+
+def tied_with_top(effects: np.ndarray) -> np.ndarray:
+    """(L,) bool: the layer of the largest mean effect over the draws (rows of ``effects``), and every layer
+    whose paired 95% t-interval of (top − layer) over the same draws holds 0. Each draw ablates every layer
+    with one donor, so the differences are paired; intervals that overlap are not read as a tie or a win."""
+    from .training.stats import t_interval
+
+    means = effects.mean(axis=0)
+    finite = ~np.isnan(means)
+    tied = np.zeros(means.shape, dtype=bool)
+    if not finite.any():
+        return tied
+    top = int(np.nanargmax(means))
+    for i in np.flatnonzero(finite):
+        low, high = t_interval(effects[:, top] - effects[:, i])
+        tied[i] = i == top or not low > 0  # a NaN bound (one draw) cannot tell them apart
+    return tied
+
+
+def tie_line(e: Explanation) -> str | None:
+    """The words under the table where the draws do not tell the LOLO effect's top layer from others."""
+    if e.effects_tied is None or e.effects_tied.sum() < 2:
+        return None
+    top = int(np.nanargmax(e.effects))
+    others = [n for i, n in enumerate(e.layer_names) if e.effects_tied[i] and i != top]
+    return (
+        f"LOLO effect: {e.layer_names[top]} is not told apart from {', '.join(others)} over the {e.draws} draws "
+        "(a paired 95% interval of each difference holds 0): each is starred, no one layer is the top"
     )
 
 

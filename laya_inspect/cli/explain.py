@@ -28,6 +28,8 @@ def explain_table(e: Any) -> Table:
     drawn = e.effects_ci is not None  # resample: the mean over the draws, with its interval beside it
     columns.append((f"LOLO effect ({e.ablation})", e.effects, 3 if drawn else 4))
     tops = [_top_layers(np.asarray(values, dtype=np.float64)) for _, values, _ in columns]
+    if e.effects_tied is not None:  # drawn: every layer the draws do not tell from the top (explain.tied_with_top)
+        tops[-1] = e.effects_tied
     rows = []
     for i, layer in enumerate(e.layer_names):
         cells = [
@@ -175,7 +177,7 @@ def explain_command(
 
 
 def _print(e: Any) -> None:
-    from ..explain import VERDICT_NOTE, profile_line
+    from ..explain import VERDICT_NOTE, profile_line, tie_line
 
     top = sorted(range(len(e.probs)), key=lambda c: -e.probs[c])[:3]
     console.print(
@@ -199,6 +201,8 @@ def _print(e: Any) -> None:
     if e.input.note:
         console.print(Text(e.input.note, style="yellow"))
     show(explain_table(e))
+    if (tie := tie_line(e)) is not None:
+        console.print(Text(tie, "yellow"))
     if (said := profile_line(e)) is not None:
         console.print(said, highlight=False)
     for why in e.skipped.values():
