@@ -422,6 +422,8 @@ def _fit_into(
         repeated=repeated,
         epochs=epochs,
         patience=patience,
+        monitor=config.monitor,
+        n_val=len(val_rows),
         balance=balance,
         small=[
             w

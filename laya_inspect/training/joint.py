@@ -46,7 +46,15 @@ from .loop import (
     untrained_classes,
     validation_split,
 )
-from .quality import chance_level, epoch_limit, majority_macro_f1, near_chance, not_learned, unlearnable_classes
+from .quality import (
+    chance_level,
+    epoch_limit,
+    epoch_limit_reads,
+    majority_macro_f1,
+    near_chance,
+    not_learned,
+    unlearnable_classes,
+)
 from .stats import macro_f1
 
 
@@ -294,6 +302,7 @@ def _train_joint(config: JointConfig, path: Path, emit: Progress, overwrite: boo
         saved_head = head
         metrics["backbone_head"] = _probe(backbone, train, test, tr_pos, va_pos, config, untrained)
     metrics["chance"] = chance_level(labels)
+    metrics["epoch_limit_reads"] = epoch_limit_reads(config.monitor)  # what the epoch-limit warning read
     metrics["warnings"] = _warnings(
         metrics, majority_f1=majority_macro_f1(labels), epochs=config.epochs, patience=config.patience, history=history
     )
@@ -378,7 +387,10 @@ def _warnings(
     runs = _ran(metrics, history)
     warns = [near_chance(acc, chance, said, n=n, runs=runs, epochs=epochs)]
     if runs is not None and history is not None:
-        warns.append(epoch_limit(runs, epochs, patience, advice=TRAIN_ADVICE, what="the model"))
+        monitor, n_val = str(metrics.get("monitor", "loss")), int(metrics.get("n_val") or 0)
+        warns.append(
+            epoch_limit(runs, epochs, patience, advice=TRAIN_ADVICE, what="the model", monitor=monitor, n_val=n_val)
+        )
     probe = metrics.get("backbone_head")
     if isinstance(probe, dict):
         # the probe is fitted to convergence on its own budget: at chance, it is the joint run's

@@ -93,9 +93,12 @@ THRESHOLDS = {
     "unlearnable_classes": "classes of the test split with no training rows",
     "few_class_rows": f"classes with 1 to {FEW_CLASS_ROWS - 1} training rows (validation rows left out)",
     "epoch_limit": "a seed ran all --epochs, its best validation epoch lies fewer than --patience epochs before the "
-    f"last (early stopping had not stopped it, the epoch limit did), and it was still improving: the mean validation "
-    f"loss of its last W = max(1, ⌊epochs/{LIMIT_WINDOWS}⌋) epochs lies more than {LIMIT_FALL:.0%} below that of the W "
-    "before (a run on a plateau, its best a lucky dip of a flat, noisy loss, is not warned)",
+    f"last (early stopping had not stopped it, the epoch limit did), and it was still improving on the quantity "
+    f"--monitor watched (summary's epoch_limit_reads): with --monitor loss, the mean validation loss of its last "
+    f"W = max(1, ⌊epochs/{LIMIT_WINDOWS}⌋) epochs lies more than {LIMIT_FALL:.0%} below that of the W before; with "
+    "--monitor acc, the mean validation accuracy of its last W epochs lies above that of the W before by more than "
+    "max(√(p(1 − p)/n), 1/n), p the two windows' mean accuracy, n the validation rows (a run on a plateau, its best "
+    "a lucky extreme of a flat, noisy curve, is not warned)",
     "few_validation_rows": f"the validation rows number fewer than {MIN_VAL_ROWS}",
     "few_test_rows": f"the test split has fewer than {MIN_ROWS} rows",
     "test_sampling": f"with two seeds or more and at least {MIN_ROWS} test rows, the 95% Wilson interval of the mean "
@@ -245,16 +248,34 @@ def difference_sampling_warning(
     )
 
 
-def still_improving(history: Sequence[Mapping[str, float]], epochs: int) -> float | None:
-    """How much the validation loss of a run that ran all ``epochs`` fell over its last window of
-    W = max(1, epochs // LIMIT_WINDOWS) epochs (the relative fall of the window's mean from the W
-    epochs before), when that is more than LIMIT_FALL; else None. Means of windows, not the best
-    epoch: on a flat loss the best is a noisy dip that lands near the end by chance."""
+def still_improving(
+    history: Sequence[Mapping[str, float]], epochs: int, monitor: str = "loss", n_val: int = 0
+) -> float | None:
+    """How much a run that ran all ``epochs`` still improved over its last window of
+    W = max(1, epochs // LIMIT_WINDOWS) epochs, read on the quantity early stopping watched, when
+    that is more than its rule allows; else None. ``loss``: the relative fall of the window's mean
+    validation loss from the W epochs before, above LIMIT_FALL. ``acc``: the rise of the window's mean
+    validation accuracy over the ``n_val`` validation rows, above :func:`accuracy_noise`. Means of
+    windows, not the best epoch: on a flat curve the best is a noisy extreme that lands near the end
+    by chance."""
+    if monitor == "acc":
+        before, last = _windows(history, epochs, "val_acc")
+        if before is None or last is None or n_val < 1:
+            return None
+        gain = last - before
+        return gain if gain > accuracy_noise((before + last) / 2, n_val) else None
     before, last = _windows(history, epochs, "val_loss")
     if before is None or last is None:
         return None
     fall = (before - last) / before if before > 0 else 0.0
     return fall if fall > LIMIT_FALL else None
+
+
+def accuracy_noise(acc: float, n: int) -> float:
+    """The rise of a validation accuracy ``acc`` over ``n`` rows that the epoch-limit rule reads as
+    sampling noise: one binomial standard error √(acc(1 − acc)/n), and never less than one row (1/n),
+    where that error shrinks near 0 or 1 below the accuracy's own step."""
+    return max(math.sqrt(max(acc * (1 - acc), 0.0) / n), 1 / n)
 
 
 def _windows(history: Sequence[Mapping[str, float]], epochs: int, key: str) -> tuple[float | None, float | None]:
@@ -273,34 +294,65 @@ def _accuracy_gain(history: Sequence[Mapping[str, float]], epochs: int) -> float
     return None if before is None or last is None else last - before
 
 
+def _loss_fall(history: Sequence[Mapping[str, float]], epochs: int) -> float | None:
+    """The relative fall of the validation loss's window mean over the windows :func:`still_improving` reads."""
+    before, last = _windows(history, epochs, "val_loss")
+    return None if before is None or last is None or before <= 0 else (before - last) / before
+
+
+def epoch_limit_reads(monitor: str) -> str:
+    """The history key the epoch-limit rule reads under early stopping's ``monitor`` (summary.json's
+    and train's metrics' ``epoch_limit_reads``)."""
+    return "val_acc" if monitor == "acc" else "val_loss"
+
+
 def epoch_limit(
-    runs: Sequence[Any], epochs: int | None, patience: int | None, *, advice: str, what: str = "the head"
+    runs: Sequence[Any],
+    epochs: int | None,
+    patience: int | None,
+    *,
+    advice: str,
+    what: str = "the head",
+    monitor: str = "loss",
+    n_val: int = 0,
 ) -> str | None:
     """The warning of a head whose seeds the epoch limit stopped while they still improved
     (THRESHOLDS["epoch_limit"]; ``runs``: .seed, .epochs_run, .best_epoch, .history). The stopper stops
     after ``patience`` epochs without a strictly better one and has no minimum gain, so a run that used
-    all ``epochs`` with its best late was stopped by the budget; only one whose loss still fell clearly
-    (:func:`still_improving`) would gain from more. ``advice``: the command's way to give it more;
-    ``what``: what was trained."""
+    all ``epochs`` with its best late was stopped by the budget; only one still clearly improving on the
+    quantity the stopper watched (``monitor``, over ``n_val`` validation rows; :func:`still_improving`)
+    would gain from more. ``advice``: the command's way to give it more; ``what``: what was trained."""
     if epochs is None or patience is None:
         return None
     held = [
-        (r, fall)
+        (r, change)
         for r in runs
         if r.epochs_run >= epochs
         and epochs - r.best_epoch < patience
-        and (fall := still_improving(r.history, epochs)) is not None
+        and (change := still_improving(r.history, epochs, monitor, n_val)) is not None
     ]
     if not held:
         return None
     w = counted(max(1, epochs // LIMIT_WINDOWS), "epoch")
-    gains = [_accuracy_gain(r.history, epochs) for r, _ in held]
-    seeds = ", ".join(
-        f"seed {r.seed} (best epoch {r.best_epoch} of {epochs}; loss −{fall:.0%}"
-        + ("" if gain is None else f", accuracy {gain * 100:+.1f} points")
-        + ")"
-        for (r, fall), gain in zip(held, gains)
-    )
+    acc = monitor == "acc"
+    gains = [change if acc else _accuracy_gain(r.history, epochs) for r, change in held]
+    falls = [_loss_fall(r.history, epochs) if acc else change for r, change in held]
+    said = []
+    for (r, _), gain, fall in zip(held, gains, falls):
+        loss = [f"loss {'−' if fall > 0 else '+'}{abs(fall):.0%}"] if fall is not None else []
+        accuracy = [f"accuracy {gain * 100:+.1f} points"] if gain is not None else []
+        moves = accuracy + loss if acc else loss + accuracy  # the quantity read first
+        said.append(f"seed {r.seed} (best epoch {r.best_epoch} of {epochs}; {', '.join(moves)})")
+    seeds = ", ".join(said)
+    if acc:
+        # early stopping kept the epoch of best accuracy: a loss still falling beside a flat accuracy
+        # would not have moved it, so the accuracy alone says whether more epochs would
+        return (
+            f"epoch limit: {seeds} still improved when --epochs ended the training, before early stopping could: the "
+            f"mean validation accuracy (the --monitor) of the last {w} rose from that of the {w} before by more than "
+            f"its sampling noise over the {n_val} validation rows (one standard error, at least one row); {what} may "
+            f"be under-trained and its numbers rest on --epochs; {advice}"
+        )
     # on rows a head already separates, the loss keeps falling as its logits grow while its answers stay:
     # say so, or a user retrains for a gain in accuracy that more epochs do not bring
     flat = all(g is not None and abs(g) < LIMIT_ACC_HELD for g in gains)
@@ -585,6 +637,8 @@ def gate(
     small: Sequence[str] = (),
     epochs: int | None = None,
     patience: int | None = None,
+    monitor: str = "loss",
+    n_val: int = 0,
     balance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Add ``warnings``, ``probe_reference`` and ``seed_agreement`` to each head row of the summary
@@ -594,9 +648,10 @@ def gate(
     ``in_train``: the test rows that are training rows (overlap.rows_in_train), or None; ``repeated``:
     the test rows that repeat another (overlap.repeated_rows), or None; ``small``:
     the warnings of too few rows to fit or pick by (few_class_rows, few_validation_rows); ``epochs``: the
-    most epochs a seed could run, ``patience`` its early stopping's (:func:`epoch_limit`); ``balance``:
-    the test split's classes.class_balance, whose ``imbalanced`` makes the probe check read macro-F1 too
-    and names each head's weakest class."""
+    most epochs a seed could run, ``patience`` its early stopping's and ``monitor`` what it watched
+    over ``n_val`` validation rows (:func:`epoch_limit`); ``balance``: the test split's
+    classes.class_balance, whose ``imbalanced`` makes the probe check read macro-F1 too and names each
+    head's weakest class."""
     from .overlap import overlap_warning, repeated_warning
 
     imbalanced = bool((balance or {}).get("imbalanced"))
@@ -616,6 +671,8 @@ def gate(
                 constant=constant,
                 epochs=epochs,
                 patience=patience,
+                monitor=monitor,
+                n_val=n_val,
                 imbalanced=imbalanced,
             )
         )
@@ -655,6 +712,7 @@ def gate(
         "chance_definition": "majority-class share of the test split",
         "probe": probe,
         "thresholds": THRESHOLDS,
+        "epoch_limit_reads": epoch_limit_reads(monitor),
         "warnings": sum(len(h["warnings"]) for h in heads),
     }
 
@@ -675,6 +733,8 @@ def head_quality(
     constant: Sequence[str] = (),
     epochs: int | None = None,
     patience: int | None = None,
+    monitor: str = "loss",
+    n_val: int = 0,
     n_test: int | None = None,
     test_f1: float | None = None,
     majority_f1: float | None = None,
@@ -682,14 +742,15 @@ def head_quality(
 ) -> dict[str, Any]:
     """The gate for one head over its seeds (``runs``: fit_head.RunResult with .test, .test_acc,
     .epochs_run, .best_epoch and .static_weights; ``epochs``: the most each seed could run, ``patience``
-    its early stopping's): its warnings, its
+    its early stopping's, ``monitor`` what it watched over ``n_val`` validation rows): its warnings, its
     probe reference and the seeds' agreement on the layers. ``test_f1``: its mean test macro-F1 over
     seeds, read beside ``majority_f1`` where its accuracy cannot tell (:func:`not_learned`), and held
     to the probe's macro-F1 as well as its accuracy where the classes are ``imbalanced``: there the
     minority classes weigh little in accuracy, and macro-F1 says whether the head learned them."""
     said = not_learned("the head", test_acc, chance, f1=test_f1, majority_f1=majority_f1)
     near = near_chance(test_acc, chance, said, n=n_test, runs=runs, epochs=epochs)
-    warns = [w for w in (near, epoch_limit(runs, epochs, patience, advice=EPOCH_ADVICE)) if w]
+    limit = epoch_limit(runs, epochs, patience, advice=EPOCH_ADVICE, monitor=monitor, n_val=n_val)
+    warns = [w for w in (near, limit) if w]
     notes: list[str] = []
     read = [n for n in constant if head != "last" or n == layer_names[-1]]
     if read:
