@@ -54,7 +54,7 @@ SAMPLING_FLOOR = 0.01  # ... and its half-width above this: 10,000 rows (±0.006
 # (on the digits demo, runs still improving fell 6.5–9.2% over 10 epochs, those on a plateau −0.3% to +2.8%)
 LIMIT_WINDOWS = 5
 LIMIT_FALL = 0.05
-LIMIT_ACC_HELD = 0.005  # a window-mean accuracy change below this is 'held' (under one row in 200)
+LIMIT_ACC_HELD = 0.005  # 'held' where the validation rows are not known: under one row in 200
 EPOCH_ADVICE = "fit again with more --epochs, or a higher --lr"  # fit-head's; train and demo say their own
 SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
 # the probe every head is read against (probe_reference)
@@ -294,6 +294,15 @@ def _accuracy_gain(history: Sequence[Mapping[str, float]], epochs: int) -> float
     return None if before is None or last is None else last - before
 
 
+def _held_within(history: Sequence[Mapping[str, float]], epochs: int, n_val: int) -> float:
+    """The change of the validation accuracy's window mean that :func:`epoch_limit` still calls held:
+    :func:`accuracy_noise` at the two windows' mean over ``n_val`` rows, or LIMIT_ACC_HELD without them."""
+    before, last = _windows(history, epochs, "val_acc")
+    if n_val < 1 or before is None or last is None:
+        return LIMIT_ACC_HELD
+    return accuracy_noise((before + last) / 2, n_val)
+
+
 def _loss_fall(history: Sequence[Mapping[str, float]], epochs: int) -> float | None:
     """The relative fall of the validation loss's window mean over the windows :func:`still_improving` reads."""
     before, last = _windows(history, epochs, "val_loss")
@@ -355,10 +364,17 @@ def epoch_limit(
         )
     # on rows a head already separates, the loss keeps falling as its logits grow while its answers stay:
     # say so, or a user retrains for a gain in accuracy that more epochs do not bring
-    flat = all(g is not None and abs(g) < LIMIT_ACC_HELD for g in gains)
+    # held: within the noise the accuracy rule reads (one row of 142 is 0.7 points, so a fixed share alone
+    # called a single row's flip a change); LIMIT_ACC_HELD where the validation rows are not known
+    flat = all(g is not None and abs(g) <= _held_within(r.history, epochs, n_val) for (r, _), g in zip(held, gains))
+    within = (
+        f"one standard error over the {n_val} validation rows, at least one row"
+        if n_val > 0
+        else f"{LIMIT_ACC_HELD * 100:g} points"
+    )
     held_acc = (
-        f"; its validation accuracy held (within {LIMIT_ACC_HELD * 100:g} points) over those epochs, so its loss fell "
-        "by growing confidence in the same answers and more epochs would change its accuracy little"
+        f"; its validation accuracy held (within {within}) over those epochs, so its loss fell by growing "
+        "confidence in the same answers and more epochs would change its accuracy little"
         if flat
         else ""
     )
