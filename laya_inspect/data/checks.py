@@ -267,6 +267,15 @@ def stretched_images(
         counted = ""
     sizes = [hw for hw in found if hw is not None and min(hw) > 0]
     bent = [(h, w) for h, w in sizes if max(w / h * th / tw, h / w * tw / th) > STRETCH_TOLERANCE]
+    side = int(max(th, tw) / CROP_FRACTION)
+    if not bent and own == "crop" and sizes:
+        # images of the input's own shape still differ: the model was evaluated on their centre only
+        return [
+            f"dataset {spec!r}: the model's own preprocessing takes the centre {th}×{tw} of each image after "
+            f"bringing its shorter side to {side}; --resize stretch, the default, feeds the whole image at "
+            f"{th}×{tw} instead, so its rows are not those of the model's evaluation. Pass --resize crop to "
+            "match it, or --resize stretch to confirm the stretch"
+        ]
     if not bent:
         return []
     if not counted:
@@ -277,7 +286,6 @@ def stretched_images(
         if own == "crop"
         else "a model trained on undistorted images may read them differently"
     )
-    side = int(max(th, tw) / CROP_FRACTION)
     return [
         f"dataset {spec!r}: {counted} have another aspect ratio than the model's {th}×{tw} input; "
         f"--resize stretch, the default, squeezes them to {th}×{tw}, and {why}. Pass --resize crop (shorter "
