@@ -132,6 +132,10 @@ CASES: tuple[Case, ...] = (
     case("extract-npz-nan", "the npz inputs hold NaN",
          "extract --model zoo:mlp --weights ckpt.pt --data npz:x.npz --out f.h5", NONFINITE,
          "nothing: no f.h5", setup=["npz nan x.npz"]),
+    case("extract-image-beyond-pixel-limit", "an image file of 182 million pixels, beyond twice PIL's limit "
+         "(its guard against decompression bombs)",
+         "extract --model zoo:mlp --weights ckpt.pt --data imagefolder:photos --out f.h5",
+         "twice PIL.Image.MAX_IMAGE_PIXELS", "nothing: no f.h5", setup=["image_folder huge photos"]),
     case("extract-npz-label-negative", "a label is −3",
          "extract --model zoo:mlp --weights ckpt.pt --data npz:x.npz --out f.h5", "-3",
          "nothing: no f.h5", setup=["npz label_negative x.npz"]),

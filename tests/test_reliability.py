@@ -254,6 +254,33 @@ def nest(work: Path, src: str, folder: str) -> None:
     shutil.copy(work / src, work / folder / Path(src).name)
 
 
+def image_folder(work: Path, kind: str, name: str) -> None:
+    """NAME/a/ and NAME/b/: real photos (skimage.data) as small JPEGs, and in NAME/b/ one bad file:
+    ``damaged_jpeg`` a photo's JPEG with 32 bytes in its middle overwritten (same length, not cut short),
+    ``huge`` a 13,500 × 13,500 PNG (one bit a pixel, a few hundred KB), beyond twice PIL's pixel limit."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from skimage import data
+
+    for i, photo in enumerate(("astronaut", "chelsea", "rocket", "coffee", "camera", "horse")):
+        (work / name / "ab"[i % 2]).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(getattr(data, photo)()).convert("RGB").resize((32, 32)).save(
+            work / name / "ab"[i % 2] / f"{photo}.jpg"
+        )
+    if kind == "damaged_jpeg":
+        buf = io.BytesIO()
+        Image.fromarray(data.coffee()).save(buf, "JPEG", quality=90)
+        damaged, mid = bytearray(buf.getvalue()), len(buf.getvalue()) // 2
+        damaged[mid : mid + 32] = np.random.default_rng(0).integers(0, 256, 32, dtype=np.uint8).tobytes()
+        (work / name / "b" / "damaged.jpg").write_bytes(bytes(damaged))
+    elif kind == "huge":
+        Image.new("1", (13_500, 13_500)).save(work / name / "b" / "huge.png")
+    else:
+        raise KeyError(kind)
+
+
 def readonly(work: Path, name: str) -> Cleanup:
     d = work / name
     d.mkdir()
@@ -407,6 +434,7 @@ def lock_held(work: Path, name: str) -> Cleanup:
 
 SETUPS: dict[str, Callable[..., Cleanup | None]] = {
     "random_bytes": random_bytes,
+    "image_folder": image_folder,
     "truncate": truncate,
     "pickled_module": pickled_module,
     "plain_state": plain_state,

@@ -93,10 +93,27 @@ def file_header(path: str) -> FileHeader:
             return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=transparent(im))
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
+    except Image.DecompressionBombError as e:
+        return FileHeader(path, None, _beyond_limit(e))
     except pil_errors() as e:
         if gone := dangling(path):  # "No such file" would hide that the name is there
             return FileHeader(path, None, gone)
         return FileHeader(path, None, getattr(e, "strerror", None) or str(e) or type(e).__name__)
+
+
+def _beyond_limit(e: BaseException) -> str:
+    """Why PIL refuses a file of more than twice ``Image.MAX_IMAGE_PIXELS``: said with the limit and the
+    way out, not as PIL's "could be decompression bomb DOS attack"."""
+    import re
+
+    from PIL import Image
+
+    found = re.search(r"\((\d+) pixels\)", str(e))
+    pixels = f"{int(found.group(1)):,} pixels" if found else "its pixels"
+    return (
+        f"{pixels}, beyond the {2 * (Image.MAX_IMAGE_PIXELS or 0):,} (twice PIL.Image.MAX_IMAGE_PIXELS) that PIL "
+        "refuses to decode, as a guard against decompression bombs; shrink it first"
+    )
 
 
 def _pages(im: Any) -> int:
