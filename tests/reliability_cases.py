@@ -132,6 +132,10 @@ CASES: tuple[Case, ...] = (
     case("extract-npz-nan", "the npz inputs hold NaN",
          "extract --model zoo:mlp --weights ckpt.pt --data npz:x.npz --out f.h5", NONFINITE,
          "nothing: no f.h5", setup=["npz nan x.npz"]),
+    case("extract-jpeg-damaged", "an image file is a photo's JPEG with 32 bytes in its middle overwritten "
+         "(PIL decodes it without a word into wrong pixels)",
+         "extract --model zoo:mlp --weights ckpt.pt --data imagefolder:photos --out f.h5",
+         "its JPEG data is damaged", "nothing: no f.h5", setup=["image_folder damaged_jpeg photos"]),
     case("extract-image-beyond-pixel-limit", "an image file of 182 million pixels, beyond twice PIL's limit "
          "(its guard against decompression bombs)",
          "extract --model zoo:mlp --weights ckpt.pt --data imagefolder:photos --out f.h5",

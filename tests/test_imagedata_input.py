@@ -1,21 +1,27 @@
-"""Image input on real photos (skimage.data): a photo beyond twice PIL's pixel limit is refused with the
-limit and the way out, and the default --resize stretch is said when the model's own preprocessing
-centre-crops, square images included."""
+"""Image input on real photos (skimage.data, CIFAR-10 JPEGs from ../shared/data): a JPEG damaged in the
+middle is refused naming the file (PIL decodes it without a word into wrong pixels), a photo beyond
+twice PIL's pixel limit is refused with the limit and the way out, and the default --resize stretch
+is said when the model's own preprocessing centre-crops, square images included."""
 
 from __future__ import annotations
 
 import io
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
+from laya_inspect.cli import app
 from laya_inspect.data import load_data
+from laya_inspect.data.jpeg import damage
 from laya_inspect.errors import ImageFileError
 from laya_inspect.models.base import InputSpec
 
 skdata = pytest.importorskip("skimage.data")
+CIFAR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
 
 
 def jpeg_bytes(photo: np.ndarray, **save) -> bytes:
@@ -24,8 +30,16 @@ def jpeg_bytes(photo: np.ndarray, **save) -> bytes:
     return buf.getvalue()
 
 
+def garbled(data: bytes, seed: int = 0, n: int = 32) -> bytes:
+    """``n`` bytes in the middle of the compressed data overwritten (not cut: the file keeps its length)."""
+    out = bytearray(data)
+    mid = len(out) // 2
+    out[mid : mid + n] = np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+    return bytes(out)
+
+
 def folder(tmp_path: Path, damaged: bytes) -> Path:
-    """Two class folders of real photos as JPEGs, and one more file, ``damaged``."""
+    """Two class folders of real photos as JPEGs, one of them damaged."""
     root = tmp_path / "photos"
     for i, name in enumerate(("astronaut", "chelsea", "rocket", "coffee")):
         f = root / ("cat" if i % 2 else "dog") / f"{name}.jpg"
@@ -33,6 +47,88 @@ def folder(tmp_path: Path, damaged: bytes) -> Path:
         f.write_bytes(jpeg_bytes(np.asarray(Image.fromarray(getattr(skdata, name)()).resize((48, 48)))))
     (root / "dog" / "damaged.jpg").write_bytes(damaged)
     return root
+
+
+def decode_all(bundle) -> None:
+    for split in bundle.splits.values():
+        for i in range(len(split.index)):
+            split.fetch(split.index[i : i + 1])
+
+
+def test_pil_decodes_the_damaged_photo_silently_into_other_pixels():
+    """What the refusal is for: PIL neither raises nor warns, and the pixels differ from the damage on."""
+    clean = jpeg_bytes(skdata.coffee(), quality=90)
+    with Image.open(io.BytesIO(garbled(clean))) as im:
+        bad = np.asarray(im.convert("RGB"), dtype=int)
+    good = np.asarray(Image.open(io.BytesIO(clean)).convert("RGB"), dtype=int)
+    assert (np.abs(bad - good).max(axis=2) > 32).mean() > 0.05
+
+
+def test_a_jpeg_damaged_mid_file_is_refused_naming_the_file(tmp_path):
+    root = folder(tmp_path, garbled(jpeg_bytes(skdata.coffee(), quality=90)))
+    bundle = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, image_size=32)
+    with pytest.raises(ImageFileError, match="its JPEG data is damaged") as e:
+        decode_all(bundle)
+    assert e.value.path.endswith("dog/damaged.jpg")
+    assert "damaged.jpg" in str(e.value) and "at byte" in str(e.value)
+
+
+def test_a_jpeg_cut_short_is_still_refused_as_truncated(tmp_path):
+    clean = jpeg_bytes(skdata.coffee(), quality=90)
+    assert all(damage(clean[:n]) == "" for n in (300, 1000, len(clean) // 2))  # PIL says it, not the walk
+    root = folder(tmp_path, clean[: len(clean) // 2])
+    bundle = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, image_size=32)
+    with pytest.raises(ImageFileError, match="truncated") as e:
+        decode_all(bundle)
+    assert e.value.path.endswith("dog/damaged.jpg")
+
+
+def test_damage_with_restart_markers_is_found_too():
+    clean = jpeg_bytes(skdata.coffee(), quality=90, restart_marker_blocks=8)
+    assert damage(clean) == ""
+    # the damage stays within its restart interval (0.8% of the pixels), which runs on past its last block
+    assert "bytes of data after its last block" in damage(garbled(clean, seed=4))
+
+
+@pytest.mark.parametrize(
+    "save",
+    [{}, {"quality": 95, "subsampling": 0}, {"subsampling": 1}, {"optimize": True}, {"restart_marker_rows": 1}],
+)
+def test_clean_jpegs_pass(save):
+    for name in ("coffee", "chelsea", "camera"):
+        assert damage(jpeg_bytes(getattr(skdata, name)(), **save)) == "", (name, save)
+
+
+def test_progressive_and_non_jpeg_files_are_not_walked():
+    progressive = jpeg_bytes(skdata.coffee(), progressive=True)
+    assert damage(progressive) == "" and damage(garbled(progressive)) == ""  # markers only: said in the docstring
+    assert damage(b"\x89PNG\r\n\x1a\n") == ""
+
+
+def test_real_cifar_jpegs_pass():
+    if not CIFAR.is_file():
+        pytest.skip(f"{CIFAR} is absent (see ../shared/data/README.md)")
+    seen = 0
+    with tarfile.open(CIFAR) as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".jpg"):
+                data = tar.extractfile(member).read()
+                assert damage(data) == "", member.name
+                seen += 1
+                if seen == 500:
+                    break
+    assert seen == 500
+
+
+def test_extract_refuses_a_damaged_jpeg_in_one_line(tmp_path):
+    root = folder(tmp_path, garbled(jpeg_bytes(skdata.coffee(), quality=90)))
+    argv = ["extract", "--model", "torchvision:mobilenet_v3_small", "--random-init", "--data", f"imagefolder:{root}"]
+    argv += ["--image-size", "32", "--layers", "-1", "--device", "cpu", "--out", str(tmp_path / "f.h5")]
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 1, res.output
+    printed = " ".join(res.output.split())
+    assert "damaged.jpg" in printed and "its JPEG data is damaged" in printed
+    assert "Traceback" not in res.output
 
 
 def test_a_photo_beyond_twice_pils_limit_is_refused_with_the_limit(tmp_path, monkeypatch):

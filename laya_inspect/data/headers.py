@@ -2,8 +2,8 @@
 EXIF orientation), its channels, and a TIFF's pages. ``load_data`` reads the header of every file it
 will decode before any work (:func:`file_header`), so that the files that cannot be opened are named
 all at once (:func:`refuse_unreadable`) and a TIFF of several pages, of which only the first is read,
-is said (:func:`paged_warning`). A file whose header reads but whose pixels do not (a JPEG cut short)
-is found only when its batch is decoded."""
+is said (:func:`paged_warning`). A file whose header reads but whose pixels do not (a JPEG cut short,
+or damaged in its middle: :mod:`.jpeg`) is found only when its batch is decoded."""
 
 from __future__ import annotations
 

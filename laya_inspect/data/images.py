@@ -40,6 +40,7 @@ from .headers import (
     transparent,
     unreadable,
 )
+from .jpeg import refuse_damaged
 
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 # Images in formats not read: a folder holding them gets a warning (other files are passed over quietly).
@@ -159,6 +160,8 @@ def read_image(path: str, channels: int) -> torch.Tensor:
         raise InputError(f"image files are read as greyscale (1) or RGB (3) channels, not {channels}")
     try:
         with open_image(path) as im:
+            if im.format in ("JPEG", "MPO"):  # an MPO's first image is a JPEG, read from the file's start
+                refuse_damaged(path)
             im = _upright(im, path)
             if im.mode in WIDE_MODES:
                 plane = torch.from_numpy(_wide(im, path))[None]
