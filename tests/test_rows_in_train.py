@@ -118,6 +118,14 @@ def test_image_files_copied_into_the_test_folder_are_said_by_fit_head(tmp_path: 
                 assert np.array_equal(test_row, train_row)
     assert "6 of 54 test rows (11%) are identical" in " ".join(res.output.split())
     assert "6 of 54 test rows (11%) are identical" in (out / "report.html").read_text()
+    # a source index names no file: the warning says how to find it, and that command names the copy
+    row = found["examples"][0]["test_row"]
+    said = next(w for w in summary["heads"][0]["warnings"] if "are identical" in w)
+    assert f"`laya-inspect explain HEAD --row {row}` names the test row's file" in said
+    head = next(p for p in out.rglob("config.json") if p.parent.parent.name == "laya").parent
+    shown = runner.invoke(app, ["explain", str(head), "--cache", str(cache), "--row", str(row)], env=ENV)
+    assert shown.exit_code == 0, shown.output
+    assert "copy" in " ".join(shown.output.split()).split("): label")[0], shown.output
 
 
 def two_splits(rng: np.random.Generator, n_train: int = 90, n_test: int = 30) -> dict:

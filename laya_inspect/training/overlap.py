@@ -206,12 +206,15 @@ def overlap_warning(found: dict[str, Any]) -> str:
 
     other = found["other_label"]
     example = f"{at(test_split, e['test_row'], 'test')} = {at(train_split, e['train_row'], 'train')}"
+    # a source index names no file: explain reads the row's file back from the data
+    find = "" if "test_line" in e else f" (`laya-inspect explain HEAD --row {e['test_row']}` names the test row's file)"
     return (
         f"{found['rows']} of {found['of']} {test_split} rows ({_share(found['share'])}) are identical to rows of the "
         f"{train_split!r} split (the same features at every layer, e.g. {example}): the test accuracy is partly a "
         f"training accuracy{f'; {other} of them carry another label there (label noise)' if other else ''}; remove "
-        "the copies from one split (a file copied into both split folders, a record twice in the source) and "
-        "extract again"
+        "the copies from one split (a file copied into both split folders, a record twice in the source, or two "
+        "inputs that become the same once read, such as fully transparent images composited on white) and "
+        f"extract again{find}"
     )
 
 
