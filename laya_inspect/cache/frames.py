@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError, name_of
+from .writer import numbering_warning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,8 +30,10 @@ def store_frame(
     store: FeatureStore, split: str, *, features: bool = False, layers: Sequence[int | str] | None = None
 ) -> pd.DataFrame:
     """One row per sample of ``split``: its position, source index, label and class name, the
-    backbone's logits' argmax when cached, and with ``features=True`` one column per feature of each
-    layer, named ``LAYER[i]`` (all layers, or ``layers``)."""
+    backbone's logits' argmax when cached (``model_pred``, in the model's class numbering: where that is
+    not the data's, by extract's rule, a warning is raised and kept in ``frame.attrs["warnings"]``), and
+    with ``features=True`` one column per feature of each layer, named ``LAYER[i]`` (all layers, or
+    ``layers``)."""
     pd = _pandas()
     if split not in store.splits:
         raise InputError(f"no split {split!r} in {store.path}; it has {', '.join(store.splits)}")
@@ -44,9 +47,18 @@ def store_frame(
         "class": [name_of(names, y) for y in labels],
     }
     logits = store.logits(split)
+    said: list[str] = []
     if logits is not None:
-        data["model_pred"] = logits.argmax(axis=1)
+        data["model_pred"] = pred = logits.argmax(axis=1)
+        # extract's own rule: model_pred beside label invites `label == model_pred`, which is garbage where
+        # the logits count the model's classes, not the data's
+        said = numbering_warning(logits.shape[1], names or [], [int((pred == labels).sum()), len(labels)])
     frame = pd.DataFrame(data)
+    if said:
+        import warnings
+
+        warnings.warn(f"{store.path} {split}: model_pred: {said[0]}", stacklevel=3)
+        frame.attrs["warnings"] = said
     if features:
         wanted = [store.layer_index(x) for x in layers] if layers is not None else range(len(store.layer_names))
         blocks = []
