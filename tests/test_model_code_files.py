@@ -60,12 +60,26 @@ def test_the_code_covers_the_modules_it_imports_from_its_folder_only(folder):
 def _stopped(tmp_path: Path) -> ExtractConfig:
     """The extraction of mynet.py's rows into tmp_path/c.h5, stopped after its first batch."""
     config = digits_test_config("python:mynet.py:build", tmp_path / "c.h5")
+
+
+def stopped_digits(tmp_path: Path, model: str = "python:mynet.py:build") -> ExtractConfig:
+    """The extraction of ``model``'s rows of the digits (random weights) into tmp_path/c.h5, stopped after
+    its first batch."""
+    config = ExtractConfig(
+        model=model,
+        random_init=True,
+        data="digits",
+        out=str(tmp_path / "c.h5"),
+        splits=("test",),
+        batch_size=16,
+        device="cpu",
+    )
     stopped_after_first_batch(config)
     return config
 
 
 def test_a_resume_after_an_imported_module_was_edited_is_refused_naming_it(folder, tmp_path):
-    config = _stopped(tmp_path)
+    config = stopped_digits(tmp_path)
     kept = (folder / "mynet_blocks.py").read_bytes()
     (folder / "mynet_blocks.py").write_bytes(kept.replace(*EDIT))
     with pytest.raises(CacheError) as e:
@@ -83,7 +97,7 @@ def test_a_resume_of_an_extraction_whose_digest_covered_the_model_file_alone_say
     """Review: a partial cache started by a laya-inspect whose digest covered FILE.py alone (no model_code)
     was refused as "the model file mynet.py changed" where nothing was edited: the digest now covers the
     modules mynet.py imports too."""
-    config = _stopped(tmp_path)
+    config = stopped_digits(tmp_path)
     with h5py.File(str(config.out) + ".partial", "r+") as f:
         del f.attrs["model_code"]  # as the laya-inspect before it wrote it
         f.attrs["weights_sha256"] = sha256_files([folder / "mynet.py"], [sha256_file(folder / "mynet.py")])

@@ -82,10 +82,11 @@ def test_files_over_the_content_cap_are_not_hashed_and_a_touched_one_is_refused_
     """Review: every extraction read and hashed every data file before it started (ImageNet: its whole
     size read twice). Above CONTENT_CAP bytes of files none is hashed (data_content ""), and a resume tells
     the files apart by sizes and times alone: a touched one is refused, saying why."""
-    from laya_inspect.cache import rows
+    from laya_inspect.cache import partial
 
     data, weights = _copy(cifar_cnn, tmp_path)
-    monkeypatch.setattr(rows, "CONTENT_CAP", sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) - 1)
+    cap = sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) - 1
+    monkeypatch.setattr(partial, "CONTENT_CAP", cap)
     config = _config(cifar_cnn, data, tmp_path / "c.h5", weights)
     stopped_after_first_batch(config)
     with h5py.File(partial_path(config.out), "r") as f:
@@ -96,7 +97,7 @@ def test_files_over_the_content_cap_are_not_hashed_and_a_touched_one_is_refused_
     with pytest.raises(CacheError) as e:
         extract_features(config)
     said = " ".join(str(e.value).split())
-    assert "other data" in said and "more than 1 GiB of files" in said and "--overwrite" in said, said
+    assert "other data" in said and f"more than {cap:,} bytes of files" in said and "--overwrite" in said, said
     os.utime(one, ns=(kept.st_atime_ns, kept.st_mtime_ns))
     result = extract_features(config)
     assert 0 < result.resumed_from["test"] < result.rows["test"]

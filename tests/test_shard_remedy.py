@@ -10,7 +10,7 @@ from typing import Any
 import h5py
 import pytest
 
-from laya_inspect.cache.partial import DATA_REMEDY, RERUN_REMEDY, WEIGHTS_REMEDY
+from laya_inspect.cache.partial import RERUN_REMEDY, WEIGHTS_REMEDY, data_remedy
 from laya_inspect.cache.schema import encode_attr
 from laya_inspect.cache.shards import _check_shard, _plan
 from laya_inspect.errors import CacheError
@@ -37,7 +37,7 @@ def _shard(path: Path) -> Path:
     "changed, remedy",
     [
         ({"weights_sha256": "b" * 64}, WEIGHTS_REMEDY),
-        ({"data_fingerprint": "e" * 16}, DATA_REMEDY),
+        ({"data_fingerprint": "e" * 16}, data_remedy()),
         ({"data_fingerprint": "e" * 16, "weights_sha256": "b" * 64}, WEIGHTS_REMEDY),  # the weights first, as there
         ({"command": STARTED["command"] + " --limit 9", "weights_sha256": "b" * 64}, None),  # another command
     ],
@@ -73,7 +73,7 @@ def test_shards_started_on_other_rows_say_what_resumes_them(tmp_path: Path) -> N
         _plan(config, world, _prepared(100))
     said = str(e.value)
     assert "started on other rows ({'test': 128}, now {'test': 100})" in said, said
-    assert said.endswith(DATA_REMEDY) and RERUN_REMEDY not in said, said
+    assert said.endswith(data_remedy()) and RERUN_REMEDY not in said, said
 
 
 def test_shards_started_with_another_split_or_limit_name_it(tmp_path: Path) -> None:

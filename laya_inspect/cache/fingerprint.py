@@ -1,7 +1,8 @@
 """A cache's fingerprint: what defines its feature space, hashed. :func:`fingerprint_inputs` gathers
 what it is computed from (the attributes in FINGERPRINT_KEYS, the layer widths, ``compute_dtype``
 and ``fingerprint_version``), :func:`fingerprint_of` hashes them under the rules of that version, and
-:func:`differences` names what differs between two caches' inputs, for a refusal to say."""
+:func:`differences` names what differs between two caches' inputs, for a refusal to say. Also the record
+of a ``python:pkg.module`` model's code that a resumed extraction compares (:func:`module_code`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .schema import FINGERPRINT_KEYS, PROVENANCE
@@ -200,3 +202,113 @@ def _resize_compared(a: Any, b: Any) -> tuple[Any, Any]:
     if isinstance(a, dict) and isinstance(b, dict) and (a.get("resize") is None or b.get("resize") is None):
         return {k: v for k, v in a.items() if k != "resize"}, {k: v for k, v in b.items() if k != "resize"}
     return a, b
+
+
+# The folders of installed packages: a module found there is recorded by its package's version.
+INSTALLED = ("site-packages", "dist-packages")
+
+
+def module_code(spec: str) -> dict[str, str]:
+    """``model_code`` for a ``python:pkg.module:factory`` model, once it is imported: where the module is
+    the user's own (a source file outside the installed packages' folders and the standard library, such
+    as one on PYTHONPATH or in the working folder), {path from the folder its top package lies in: sha256}
+    of it, the packages it is imported through and the modules under that folder it imports, recursively
+    (read from its import statements, as a ``python:FILE.py`` model's code is); where it lies in an
+    installed package, {"NAME (installed package)": version} (:data:`~.partial.PACKAGE`). {} for every
+    other spec (a ``python:FILE.py`` model's is the loader's ``code_files``), and for the standard library."""
+    import importlib.util
+    import sysconfig
+
+    from ..models.local import model_file
+
+    source, _, target = spec.partition(":")
+    name = target.rpartition(":")[0]
+    if source != "python" or not name or model_file(spec) is not None:
+        return {}
+    try:
+        found = importlib.util.find_spec(name)  # the module already imported: its own spec
+    except (ImportError, ValueError):
+        return {}
+    if found is None or not found.has_location or not found.origin or not Path(found.origin).is_file():
+        return {}
+    origin = Path(found.origin).resolve()
+    if any(part in INSTALLED for part in origin.parts):
+        return _installed(name)
+    stdlib = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")}
+    if stdlib & set(origin.parents):
+        return {}
+    parts = name.split(".")
+    root = origin.parents[len(parts) - (0 if origin.stem == "__init__" else 1)]
+    return {p.relative_to(root).as_posix(): d for p, d in _local_code(origin, parts, root).items()}
+
+
+def _installed(name: str) -> dict[str, str]:
+    """{"NAME (installed package)": version} of the distribution(s) that install the module ``name``."""
+    import importlib.metadata
+
+    from .partial import PACKAGE
+
+    top = name.split(".")[0]
+    try:  # most packages are named as they are imported: the map of every one is read only where not (1 s)
+        return {top + PACKAGE: importlib.metadata.version(top)}
+    except importlib.metadata.PackageNotFoundError:
+        dists = importlib.metadata.packages_distributions().get(top) or [top]
+    out = {}
+    for dist in dists:
+        try:
+            out[dist + PACKAGE] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist + PACKAGE] = "unknown"
+    return out
+
+
+def _local_code(origin: Path, parts: list[str], root: Path) -> dict[Path, str]:
+    """``origin`` (the module named ``parts``), the packages' ``__init__.py`` it is imported through, and
+    every module under ``root`` they import, recursively, each with its sha256; ``origin`` first."""
+    import ast
+
+    found = {origin, *_under(root, parts[:-1])}
+    todo, digests = sorted(found), {}
+    while todo:
+        current = todo.pop()
+        read = current.read_bytes()
+        digests[current] = hashlib.sha256(read).hexdigest()
+        inner = list(current.relative_to(root).with_suffix("").parts)
+        package = ".".join(inner[:-1])  # what its relative imports start from (a package's __init__: itself)
+        try:
+            tree = ast.parse(read)
+        except (SyntaxError, ValueError):  # importing it says what is wrong
+            continue
+        for node in ast.walk(tree):
+            for dotted in _names(node, package):
+                for target in _under(root, dotted.split(".")):
+                    if target not in found:
+                        found.add(target)
+                        todo.append(target)
+    return {p: digests[p] for p in [origin, *sorted(found - {origin})]}
+
+
+def _names(node: Any, package: str) -> list[str]:
+    """The dotted names an import statement in a module of ``package`` may run: ``import a.b``'s ``a.b``;
+    ``from .x import y``'s ``package.x`` and ``package.x.y`` (where ``y`` is a submodule)."""
+    import ast
+    import importlib.util
+
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    try:
+        base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+    except (ImportError, ValueError):  # beyond the top package: not code under its folder
+        return []
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def _under(root: Path, parts: list[str]) -> list[Path]:
+    """The files under ``root`` that importing the module ``parts`` runs: each package's ``__init__.py``
+    on the way, then the module's own file."""
+    if not parts:
+        return []
+    steps = [root.joinpath(*parts[:i], "__init__.py") for i in range(1, len(parts) + 1)]
+    return [p for p in [*steps, root.joinpath(*parts[:-1], parts[-1] + ".py")] if p.is_file()]

@@ -123,16 +123,31 @@ WEIGHTS_REMEDY = (
     "only the very bytes it was started from resume it (a checkpoint saved again, even with the same values, "
     "is other bytes): put that file back, or pass --overwrite to start again"
 )
-# Files are told apart by name, size and modification time, then, where those differ, by the sha256 of
-# their bytes recorded when the extraction started (data_content): a file only touched, or copied without
-# its times, is the same data. An extraction started before that record, or on files of more than
-# CONTENT_CAP bytes (which it does not hash), counts such a file as changed.
-DATA_REMEDY = (
-    "a data file's bytes, or a folder's file names, are not those it was started on (an extraction started "
-    "by a laya-inspect that did not record the files' bytes, or on more than 1 GiB of files, counts a touch, "
-    "or a copy that does not keep times, as a change too); put the files back as they were, or pass "
-    "--overwrite to start again"
-)
+# Bytes of data files hashed at most (data_content): every run (every process) reads them all before it
+# starts, so above this a resume tells files apart by sizes and times alone.
+CONTENT_CAP = 1 << 30
+
+
+def data_remedy() -> str:
+    """What to do where the files behind the same command changed. Files are told apart by name, size
+    and modification time, then, where those differ, by the sha256 of their bytes recorded when the
+    extraction started (data_content): a file only touched, or copied without its times, is the same
+    data. An extraction started before that record, or on files of more than :data:`CONTENT_CAP` bytes
+    (which it does not hash), counts such a file as changed."""
+    return (
+        "a data file's bytes, or a folder's file names, are not those it was started on (an extraction started "
+        f"by a laya-inspect that did not record the files' bytes, or on more than {_bytes(CONTENT_CAP)} of files, "
+        "counts a touch, or a copy that does not keep times, as a change too); put the files back as they were, "
+        "or pass --overwrite to start again"
+    )
+
+
+def _bytes(n: int) -> str:
+    """ "1 GiB", "512 MiB", "1,000 bytes": ``n`` in the largest binary unit that holds it whole."""
+    for power, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << power and n % (1 << power) == 0:
+            return f"{n >> power:,} {unit}"
+    return f"{n:,} bytes"
 
 
 def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -> tuple[str, str] | None:
@@ -150,10 +165,8 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             # not "in depth order": a TorchScript tuple's outputs keep the order --layers names
             problem += " (the same layers in another order than this laya-inspect gives them)"
         remedy = "its rows cannot be continued with these; pass --overwrite to start again"
-    elif old["weights_sha256"] != new["weights_sha256"]:
-        problem, remedy = other_weights(old, new), WEIGHTS_REMEDY
-        if _newly_covered(old, new):
-            remedy = "pass --overwrite to start again"
+    elif (model := model_problem(old, new)) is not None:
+        problem, remedy = model
     elif _tokenizer(old["transforms"]) not in (None, _tokenizer(new["transforms"])):
         problem = (
             f"was started with another tokenizer (sha256 {_tokenizer(old['transforms'])}, now "
@@ -172,13 +185,47 @@ def resume_problem(old: dict[str, Any], new: dict[str, Any], names: list[str]) -
             f"was started on other data (fingerprint {old['data_fingerprint'] or 'none'}, "
             f"now {new['data_fingerprint'] or 'none'}): the files behind --data changed"
         )
-        remedy = DATA_REMEDY
+        remedy = data_remedy()
     elif _methods(old["layer_pooling"]) != _methods(new["layer_pooling"]):
         problem = (
             f"pooled its layers otherwise ({_changed(names, old['layer_pooling'], new['layer_pooling'])}): this "
             "laya-inspect decides --pool auto differently from the one that started it"
         )
     return (problem, remedy) if problem else None
+
+
+# The end of a model_code key that names an installed package (its value: the version), not a file.
+PACKAGE = " (installed package)"
+# What resumes an extraction whose model's code (model_code) is not the one it was started with.
+CODE_REMEDY = "put the code back as it was (the package's version it names), or pass --overwrite to start again"
+
+
+def model_problem(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str] | None:
+    """Why a run may not resume an extraction started from other weights (``weights_sha256``) or, where
+    the digest does not cover it (a ``python:pkg.module:factory`` model), other code (``model_code``),
+    and what to do instead; None where both are the same or a record lacks the code's. ``old``, ``new``:
+    the recorded attributes and this run's, as :func:`resume_problem` takes them. One process's resume
+    and a torchrun shard's say the same."""
+    if old["weights_sha256"] != new["weights_sha256"]:
+        # a digest of FILE.py alone and one of its imports too: putting a file back cannot make them agree
+        return other_weights(old, new), "pass --overwrite to start again" if _newly_covered(
+            old, new
+        ) else WEIGHTS_REMEDY
+    code = _code_changed(old.get("model_code"), new.get("model_code"))
+    return (f"was started from other model code ({code})", CODE_REMEDY) if code else None
+
+
+def code_unchecked(recorded: Any, now: Any) -> list[str]:
+    """The note on a run that resumed an extraction recording no ``model_code`` (started by a laya-inspect
+    that recorded none of a ``python:pkg.module`` model) where this run records one: the two cannot be
+    compared, so an edit or an upgrade since is not seen; [] otherwise. Not refused: it resumed before."""
+    if recorded or not (isinstance(now, dict) and now):
+        return []
+    return [
+        f"resumed an extraction whose laya-inspect recorded no digest of the model's code, so it cannot be compared "
+        f"with this run's ({', '.join(now)}): rows written before an edit of that code, or an upgrade of its "
+        "package, are not told apart from the rest (--overwrite extracts them all again)"
+    ]
 
 
 def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -204,7 +251,8 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
             f"{files[0]} alone, and this one's covers the modules it imports too ({', '.join(imported)}): "
             "the two digests cannot be compared, whether or not anything was edited"
         )
-    code = _code_changed(old.get("model_code"), new.get("model_code"))
+    # a python:pkg.module model's code is recorded beside the digest, not in it (model_problem)
+    code = _code_changed(old.get("model_code"), new.get("model_code")) if was or now else None
     if code:
         also = f" ({files[-1]} may have too: one digest covers both)" if old["command"].get("weights") else ""
         return f"was started from other weights ({digests}): {code}{also}"
@@ -219,21 +267,27 @@ def other_weights(old: dict[str, Any], new: dict[str, Any]) -> str:
 def _newly_covered(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The imported modules of a python:FILE.py model that this run's digest covers and that of a cache
     recording no ``model_code`` (written before the digest covered them) did not; [] otherwise."""
-    now, file = new.get("model_code"), Path(str(new.get("model_file"))).name
-    return [p for p in now if p != file] if not old.get("model_code") and isinstance(now, dict) else []
+    now, file = new.get("model_code"), new.get("model_file")
+    if not file or old.get("model_code") or not isinstance(now, dict):
+        return []
+    return [p for p in now if p != Path(str(file)).name]
 
 
 def _code_changed(was: Any, now: Any) -> str | None:
-    """ "the model's code changed: mynet_blocks.py (edited)" from two records of a python:FILE.py model's
-    code files and their sha256 (``model_code``); "" where they agree; None where either has none."""
+    """ "the model's code changed: mynet_blocks.py (edited)" from two records of a ``python:`` model's code
+    files and their sha256, or its installed package and version (``model_code``); "" where they agree;
+    None where either has none."""
     if not (isinstance(was, dict) and was and isinstance(now, dict) and now):
         return None
     how = {True: "no longer imported", False: "edited"}
-    changed = [
-        f"{p} ({'newly imported' if p not in was else how[p not in now]})"
-        for p in {**was, **now}
-        if was.get(p) != now.get(p)
-    ]
+    changed = []
+    for p in {**was, **now}:
+        if was.get(p) == now.get(p):
+            continue
+        if str(p).endswith(PACKAGE) and p in was and p in now:
+            changed.append(f"{p} {was[p]} → {now[p]}")
+        else:
+            changed.append(f"{p} ({'newly imported' if p not in was else how[p not in now]})")
     return f"the model's code changed: {', '.join(changed)}" if changed else ""
 
 

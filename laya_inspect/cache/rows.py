@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from ..options import defaulted
 from ..runtime import Progress, prefetch, usable_cpus
 from ..training.chance import CLASSIFIER_NOT_LEARNED, CLASSIFIER_NOT_LEARNED_BEFORE, chance_level, is_near_chance
 from ..training.classes import class_balance
+from . import partial
 from .extract_config import (
     ACTIVATION_BUDGET,
     AMP_COST,
@@ -40,8 +40,9 @@ from .extract_config import (
     ExtractConfig,
     ExtractResult,
 )
-from .partial import RECHECK_ROWS, partial_path, recomputed_problem
-from .schema import not_a_cache
+from .fingerprint import module_code
+from .partial import RECHECK_ROWS, code_unchecked, partial_path, recomputed_problem
+from .schema import decode_attr, not_a_cache
 from .writer import (
     LOGIT_AGREEMENT,
     FeatureWriter,
@@ -130,7 +131,8 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
     macs = layer_macs(calls, units, {n: modules[n] for n in names if n in modules})
     params, macs = _output_states(model, params, macs, names, inputs)
     file = model_file(config.model)
-    content = data_content(data)
+    listed = data_files(data)  # one listing for both records: a folder walked once, and both of one snapshot
+    content = data_content(data, listed)
     batch = config.batch_size or default_batch_size(model.module, device, calls.largest / min(2, first.n))
     attrs = {
         **artifact_header(),
@@ -140,7 +142,9 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "weights_sha256": model.weights_sha256,
         # model_spec keeps the path as typed: a resume from another folder reads another file of that name
         "model_file": None if file is None else str(file),
-        "model_code": model.code_files,  # the files weights_sha256 covers of a python:FILE.py model's code
+        # the files weights_sha256 covers of a python:FILE.py model's code; a python:pkg.module model's,
+        # or its installed package's version, which a resume compares beside it
+        "model_code": model.code_files or module_code(config.model),
         "layer_names": names,
         "layer_types": types,
         "layer_ops": ops,
@@ -161,7 +165,7 @@ def prepare(config: ExtractConfig, device: torch.device, *, world_size: int = 1)
         "torch_version": torch.__version__,
         "created_at": utc_now(),
         "command": config.identity(),
-        "data_fingerprint": as_started(data_fingerprint(data), data, config.out, content),
+        "data_fingerprint": as_started(data_fingerprint(data, listed=listed), data, config.out, content),
         "data_content": content,
         "source_lines": source_lines(data),
         "random_init": bool(getattr(model, "random_init", False)),
@@ -242,6 +246,7 @@ def write_cache(
         overwrite=overwrite,
         allow_nonfinite=config.allow_nonfinite,
     ) as writer:
+        prep.warnings += code_unchecked(decode_attr(writer.file.attrs.get("model_code", "")), attrs.get("model_code"))
         written, resumed = _write_rows(config, prep, writer, splits, emit)
         nonfinite = writer.nonfinite()
         if "shard" in attrs:  # one process's rows of a torchrun run: the join decides over every shard
@@ -477,40 +482,69 @@ def describe_normalization(transforms: dict[str, Any]) -> str:
     return f"mean {norm['mean']}, std {norm['std']} ({norm['from']})"
 
 
-# Bytes of data files hashed at most (data_content): every run (every process) reads them all before it
-# starts, so above this a resume tells files apart by sizes and times alone.
-CONTENT_CAP = 1 << 30
+@dataclass
+class DataFiles:
+    """The files behind the data as one run lists them (:func:`data_files`), each looked at once: the
+    name the data fingerprint gives it, its path, and its size and modification time (None: gone since
+    it was listed), so that every record a run makes of them is of this one listing."""
+
+    names: list[str]
+    paths: list[Path]
+    stats: list[tuple[int, int] | None]
+
+    def size(self) -> int:
+        return sum(st[0] for st in self.stats if st is not None)
+
+    def digest(self, content: bool = False) -> str:
+        """The sha256 of each file's name and size and time (``content``: the sha256 of its bytes)."""
+        said = [_bytes_said(p) for p in self.paths] if content else [_stat_said(st) for st in self.stats]
+        return hashlib.sha256("\n".join(f"{n}\t{s}" for n, s in zip(self.names, said)).encode()).hexdigest()
 
 
-def data_content(data: Any) -> str:
+def data_files(data: Any, *, everything: bool = False) -> DataFiles | None:
+    """The files the data fingerprint names: ``data.files`` where the rows are read from a list (named
+    relative to the data's folder), else a folder's files (:func:`_folder_files`; ``everything``: every
+    file under it, as laya-inspect hashed it before); None where the data are one file or no files."""
+    location = Path(getattr(data, "location", "") or "")
+    files = None if everything else getattr(data, "files", None)
+    if files is not None:
+        inside = location.is_dir()
+        names = [os.path.relpath(f, location) if inside else str(f) for f in files]
+        paths = [Path(f) for f in files]
+    elif str(location) not in ("", ".") and location.is_dir():
+        paths = _folder_files(location, everything)
+        names = [str(f.relative_to(location)) for f in paths]
+    else:
+        return None
+    return DataFiles(names, paths, [_stat(f) for f in paths])
+
+
+def data_content(data: Any, listed: DataFiles | None) -> str:
     """The data fingerprint with the files' bytes in place of their sizes and times (what a resume
     falls back to where those differ: a file only touched, or copied without its times, is the same
-    data); "" where the fingerprint hashes bytes already (one file), reads no files, or where the files
-    hold more than :data:`CONTENT_CAP` bytes."""
-    location = Path(getattr(data, "location", "") or "")
-    files = getattr(data, "files", None)
-    if files is None and (str(location) in ("", ".") or not location.is_dir()):
+    data); "" where the fingerprint hashes bytes already (one file), reads no files (``listed``, of
+    :func:`data_files`, None), or where the files hold more than :data:`~.partial.CONTENT_CAP` bytes."""
+    if listed is None or listed.size() > partial.CONTENT_CAP:
         return ""
-    listed = [Path(f) for f in files] if files is not None else _folder_files(location)
-    if any(total > CONTENT_CAP for total in accumulate(p.stat().st_size for p in listed if p.is_file())):
-        return ""
-    return data_fingerprint(data, content=True)
+    return data_fingerprint(data, content=True, listed=listed)
 
 
-def data_fingerprint(data: Any, *, legacy: bool = False, content: bool = False) -> str:
+def data_fingerprint(data: Any, *, legacy: bool = False, content: bool = False, listed: DataFiles | None = None) -> str:
     """A hash of what the rows come from, so a resumed run can tell that the data changed: the files
     behind the spec (content of a file; names, sizes and times of the files the rows are read from,
     ``data.files``, or of a folder's files less laya-inspect's own), each split's planned labels and
     rows, and the transformed inputs of each split's first rows. ``legacy``: every file under the
     folder, as laya-inspect hashed it before (:func:`as_started`); ``content``: the files' bytes in place
-    of their sizes and times (:func:`data_content`)."""
+    of their sizes and times (:func:`data_content`); ``listed``: the files :func:`data_files` listed
+    already for this run (else listed now)."""
     h = hashlib.sha256()
     location = Path(getattr(data, "location", "") or "")
-    files = None if legacy else getattr(data, "files", None)
-    if files is not None:
-        h.update(_listed_digest(location, files, content).encode())
-    elif str(location) not in ("", ".") and location.exists():
-        h.update(_files_digest(location, everything=legacy, content=content).encode())
+    if legacy or listed is None:
+        listed = data_files(data, everything=legacy)
+    if listed is not None:
+        h.update(listed.digest(content).encode())
+    elif str(location) not in ("", ".") and location.is_file():
+        h.update(sha256_file(location).encode())
     for name, split in data.splits.items():
         h.update(name.encode())
         h.update(np.ascontiguousarray(split.labels, dtype=np.int64).tobytes())
@@ -527,9 +561,9 @@ def as_started(fingerprint: str, data: Any, out: str | Path, content: str = "") 
     of these very files (the same bytes, :func:`data_content`, or a laya-inspect that hashed every file
     under the data's folder), that one, so that the interrupted extraction resumes (other data is still
     refused)."""
-    partial = partial_path(out)
+    file = partial_path(out)
     return started_as(
-        fingerprint, data, recorded_fingerprint(partial), content, recorded_fingerprint(partial, "data_content")
+        fingerprint, data, recorded_fingerprint(file), content, recorded_fingerprint(file, "data_content")
     )
 
 
@@ -564,38 +598,29 @@ def recorded_fingerprint(path: Path, key: str = "data_fingerprint") -> str | Non
     return value if isinstance(value, str) and value else None
 
 
-def _listed_digest(location: Path, files: list[str], content: bool = False) -> str:
-    """Names (relative to ``location``), sizes and modification times (``content``: sha256) of ``files``."""
-    entries = []
-    for f in files:
-        try:
-            said = _said(Path(f), content)
-        except OSError:  # gone since it was listed: reading it refuses the run
-            said = "absent"
-        entries.append(f"{os.path.relpath(f, location) if location.is_dir() else f}\t{said}")
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
-
-
 # What laya-inspect itself writes beside an output (<out>.partial, <out>.shards and its .partial and .old
 # folders, the hidden .<out>.lock and .<out>.old-PID, <out>.tmp-PID-CHECK): written into the data's folder,
 # they must not make the data read as changed, or a killed run could never resume.
 _OURS = re.compile(r"\..*|.*\.tmp-.*|.*\.(partial|shards|shards\.old)")
 
 
-def _said(file: Path, content: bool) -> str:
-    if content:
+def _stat(file: Path) -> tuple[int, int] | None:
+    try:
+        st = file.stat()
+    except OSError:  # gone since it was listed: reading it refuses the run
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _stat_said(st: tuple[int, int] | None) -> str:
+    return "absent" if st is None else f"{st[0]}\t{st[1]}"
+
+
+def _bytes_said(file: Path) -> str:
+    try:
         return sha256_file(file)
-    st = file.stat()
-    return f"{st.st_size}\t{st.st_mtime_ns}"
-
-
-def _files_digest(path: Path, *, everything: bool = False, content: bool = False) -> str:
-    """The sha256 of a file, or the names, sizes and times of a folder's files, less (unless
-    ``everything``) hidden ones and laya-inspect's own (:data:`_OURS`)."""
-    if path.is_file():
-        return sha256_file(path)
-    entries = [f"{p.relative_to(path)}\t{_said(p, content)}" for p in _folder_files(path, everything)]
-    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+    except OSError:
+        return "absent"
 
 
 def _folder_files(path: Path, everything: bool = False) -> list[Path]:

@@ -38,14 +38,13 @@ from ..files import atomic_path, output_lock, sha256_file, write_json
 from ..out_dir import put_record, read_record, refuse_fixed, take_record
 from ..runtime import Progress, pick_device
 from .partial import (
-    DATA_REMEDY,
     MOVE_IT,
     RERUN_REMEDY,
     SHARDS_SUFFIX,
     VERIFIED,
-    WEIGHTS_REMEDY,
+    data_remedy,
+    model_problem,
     other_command,
-    other_weights,
     partial_path,
     same_transforms,
 )
@@ -368,7 +367,7 @@ def _rows_changed(manifest: dict[str, Any], sizes: dict[str, int], limit: int | 
             f"--split {','.join(started)} to resume it, or pass --overwrite to start again"
         )
     if "limit" not in manifest:
-        return f"the data or --limit changed; where --limit is the one it was started with, {DATA_REMEDY}"
+        return f"the data or --limit changed; where --limit is the one it was started with, {data_remedy()}"
     if manifest["limit"] != limit:
         was = "no --limit" if manifest["limit"] is None else f"--limit {manifest['limit']}"
         again = "without --limit" if manifest["limit"] is None else f"with --limit {manifest['limit']}"
@@ -378,7 +377,7 @@ def _rows_changed(manifest: dict[str, Any], sizes: dict[str, int], limit: int | 
             "or pass --overwrite to start again"
         )
     # rerunning the command cannot help: with the same --split and --limit, only the data changed
-    return f"the data changed; {DATA_REMEDY}"
+    return f"the data changed; {data_remedy()}"
 
 
 def _write_manifest(
@@ -457,13 +456,18 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     except OSError as e:
         raise CacheError(f"{path} cannot be read ({e}); pass --overwrite to start again") from None
     new = {k: decode_attr(encode_attr(k, attrs.get(k))) for k in old}
-    same = {"transforms": same_transforms}
-    changed = [k for k in old if k != "model_code" and not same.get(k, operator.eq)(old[k], new[k])]
     old["model_file"], new["model_file"] = recorded_model_file, attrs.get("model_file")  # named, not compared
+    model = model_problem(old, new)
+    same = {"transforms": same_transforms}
+    changed = [k for k in old if k not in ("model_code", "model_file") and not same.get(k, operator.eq)(old[k], new[k])]
+    changed += ["model_code"] if model is not None and "weights_sha256" not in changed else []
     if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
         raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")
-    if changed and _first(changed) == "weights_sha256":  # the files behind it named, as a one-process resume does
-        raise CacheError(f"{path} {other_weights(old, new)}; {_remedy(changed)}")
+    if model is not None and _first(changed) in (
+        "weights_sha256",
+        "model_code",
+    ):  # said as a one-process resume says it
+        raise CacheError(f"{path} {model[0]}; {model[1]}")
     if changed:
         raise CacheError(f"{path} was written with another {', '.join(changed)} than this run's; {_remedy(changed)}")
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
@@ -471,13 +475,13 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
 
 # What resumes a shard refused for a changed attribute, in the order partial.resume_problem reads a
 # one-process resume: the first that changed decides, as there (rerunning only where nothing else was said).
-_ORDER = ("command", "shard", "weights_sha256", "transforms", "data_fingerprint", "layer_pooling")
-_REMEDIES = {"weights_sha256": WEIGHTS_REMEDY, "data_fingerprint": DATA_REMEDY}
+_ORDER = ("command", "shard", "weights_sha256", "model_code", "transforms", "data_fingerprint", "layer_pooling")
 
 
 def _remedy(changed: list[str]) -> str:
-    """What resumes a shard whose recorded ``changed`` attributes differ from this run's."""
-    return _REMEDIES.get(_first(changed), RERUN_REMEDY)
+    """What resumes a shard whose recorded ``changed`` attributes differ from this run's (the model's
+    files: :func:`~.partial.model_problem`)."""
+    return data_remedy() if _first(changed) == "data_fingerprint" else RERUN_REMEDY
 
 
 def _first(changed: list[str]) -> str:
