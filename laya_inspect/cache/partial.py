@@ -208,9 +208,8 @@ def model_problem(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str] |
     and a torchrun shard's say the same."""
     if old["weights_sha256"] != new["weights_sha256"]:
         # a digest of FILE.py alone and one of its imports too: putting a file back cannot make them agree
-        return other_weights(old, new), "pass --overwrite to start again" if _newly_covered(
-            old, new
-        ) else WEIGHTS_REMEDY
+        remedy = "pass --overwrite to start again" if _newly_covered(old, new) else WEIGHTS_REMEDY
+        return other_weights(old, new), remedy
     code = _code_changed(old.get("model_code"), new.get("model_code"))
     return (f"was started from other model code ({code})", CODE_REMEDY) if code else None
 

@@ -463,11 +463,8 @@ def _check_shard(path: Path, attrs: dict[str, Any]) -> dict[str, int]:
     changed += ["model_code"] if model is not None and "weights_sha256" not in changed else []
     if changed and _first(changed) == "command":  # the options that differ named, as a one-process resume does
         raise CacheError(f"{path} {other_command(old['command'], new['command'])}; {_remedy(changed)}")
-    if model is not None and _first(changed) in (
-        "weights_sha256",
-        "model_code",
-    ):  # said as a one-process resume says it
-        raise CacheError(f"{path} {model[0]}; {model[1]}")
+    if model is not None and _first(changed) in ("weights_sha256", "model_code"):
+        raise CacheError(f"{path} {model[0]}; {model[1]}")  # said as a one-process resume says it
     if changed:
         raise CacheError(f"{path} was written with another {', '.join(changed)} than this run's; {_remedy(changed)}")
     return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
