@@ -57,23 +57,10 @@ def test_the_code_covers_the_modules_it_imports_from_its_folder_only(folder):
     assert load_model("python:mynet.py:build", random_init=True).weights_sha256 == edited
 
 
-def _stopped(tmp_path: Path) -> ExtractConfig:
-    """The extraction of mynet.py's rows into tmp_path/c.h5, stopped after its first batch."""
-    config = digits_test_config("python:mynet.py:build", tmp_path / "c.h5")
-
-
 def stopped_digits(tmp_path: Path, model: str = "python:mynet.py:build") -> ExtractConfig:
     """The extraction of ``model``'s rows of the digits (random weights) into tmp_path/c.h5, stopped after
     its first batch."""
-    config = ExtractConfig(
-        model=model,
-        random_init=True,
-        data="digits",
-        out=str(tmp_path / "c.h5"),
-        splits=("test",),
-        batch_size=16,
-        device="cpu",
-    )
+    config = digits_test_config(model, tmp_path / "c.h5")
     stopped_after_first_batch(config)
     return config
 
