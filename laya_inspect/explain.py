@@ -525,6 +525,11 @@ def explain_figure(e: Explanation) -> Any:
     if e.input.kind == "image" and e.input.image is not None:
         ax_in.imshow(e.input.image, cmap="gray" if e.input.image.ndim == 2 else None, vmin=0, vmax=1)
         ax_in.set_title(wrap(f"input ({e.input.where(e.source_row)})", 3.3, 10), fontsize=10)  # the panel's width
+        # a frame, no ticks: a white (or transparent-on-white) image on the white page looked like no panel
+        ax_in.set_xticks([])
+        ax_in.set_yticks([])
+        for spine in ax_in.spines.values():
+            spine.set_edgecolor("0.6")
     else:
         text = (e.input.text or "")[:600] if e.input.kind == "text" else ""
         # the note first: a text cut to the model's length runs past what the panel shows
@@ -532,7 +537,7 @@ def explain_figure(e: Explanation) -> Any:
         ax_in.text(0.0, 1.0, shown, va="top", ha="left", fontsize=8, wrap=True)
         named = f"input text ({e.input.where(e.source_row)})" if e.input.kind == "text" else "input"
         ax_in.set_title(wrap(named, 3.3, 10), fontsize=10)
-    ax_in.set_axis_off()
+        ax_in.set_axis_off()
     x = np.arange(len(e.layer_names))
     for m, s in e.scores.items():
         norm = float(np.nansum(np.abs(s)))

@@ -301,6 +301,12 @@ def torch_bytes(obj) -> bytes:
     return buffer.getvalue()
 
 
+def _npy() -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(6.0))
+    return buffer.getvalue()
+
+
 def _zip_without_end(data: bytes) -> bytes:
     return data[: len(data) // 2]
 
@@ -320,6 +326,9 @@ def _zip_without_end(data: bytes) -> bytes:
         ("tensor.pt", lambda real: torch_bytes(torch.zeros(3)), "holds a Tensor, not a state dict"),
         ("pickle.pt", lambda real: pickle.dumps({"a": 1}, protocol=2), "not a readable PyTorch checkpoint"),
         ("text.pt", lambda real: b"print('hello')\n", "not a readable PyTorch checkpoint"),
+        # QA: "arr.npy is not a readable PyTorch checkpoint: Unsupported operand 147", torch's unpickler's words
+        ("arr.npy", lambda real: _npy(), r"is a NumPy array \(\.npy\), not a PyTorch checkpoint: --weights takes"),
+        ("model.h5", lambda real: b"\x89HDF\r\n\x1a\n" + bytes(64), r"is an HDF5 file .*, not a PyTorch checkpoint"),
     ],
 )
 def test_unreadable_weights_are_one_line_errors_naming_the_file(tmp_path, real_checkpoint, name, content, message):

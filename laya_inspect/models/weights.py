@@ -103,6 +103,26 @@ def _safetensors(p: Path) -> bool:
     return p.suffix == ".safetensors"  # neither: the reader its name asks for says what is wrong
 
 
+# files a user may hand --weights by mistake, told by their first bytes: torch's unpickler would only
+# say "Unsupported operand 147" of a NumPy array
+OTHER_FORMATS = (
+    (b"\x93NUMPY", "a NumPy array (.npy)"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file (a Keras model, or a laya-inspect cache?)"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+)
+
+
+def other_format(p: Path) -> str | None:
+    """What ``p`` is where its first bytes name a format that holds no PyTorch weights, else None."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    return next((what for magic, what in OTHER_FORMATS if head.startswith(magic)), None)
+
+
 def _torch_load(p: Path, *, weights_only: bool) -> Any:
     with open(p, "rb") as f:  # a file object: torch reads a path named .safetensors as safetensors
         return torch.load(f, map_location="cpu", weights_only=weights_only)
@@ -116,6 +136,11 @@ def _read(p: Path, trust_pickle: bool) -> Any:
             return load_file(str(p), device="cpu")
         except Exception as e:  # safetensors raises its own SafetensorError, and OSError, ValueError…
             raise InputError(f"{p} is not a readable .safetensors file: {first_line(e)}") from None
+    if (what := other_format(p)) is not None:
+        raise InputError(
+            f"{p} is {what}, not a PyTorch checkpoint: --weights takes a state_dict saved by torch.save "
+            "(.pt, .pth) or a .safetensors file"
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "Detected pickle protocol …" notices

@@ -1,4 +1,6 @@
-"""explain starred one top LOLO layer where the draws could not tell it from others.
+"""What explain showed a user wrongly.
+
+It starred one top LOLO layer where the draws could not tell it from others.
 
 Null audit (all-MiniLM-L6-v2 on docstrings, row 5): `hidden_states.4 +0.647* [+0.486, +0.808]` with
 hidden_states.0, .1 and .5's intervals overlapping it, and α starring hidden_states.4 too: a reader saw
@@ -56,3 +58,18 @@ def test_the_starred_lolo_layers_are_those_json_names_and_a_tie_is_said(digits: 
         assert ("is not told apart from" in table.output) == (len(e["lolo_top"]) > 1), table.output
         shown.append(len(e["lolo_top"]))
     assert max(shown) > 1 and min(shown) == 1, shown  # rows with a tie and without: both are read
+
+
+def test_an_image_input_is_framed_so_a_white_image_shows_as_a_panel(digits: dict) -> None:  # noqa: F811
+    """QA: a fully transparent PNG composited on white was drawn white on the white page, no frame: the
+    input panel looked missing."""
+    from laya_inspect.cache.store import FeatureStore
+    from laya_inspect.explain import explain_figure, explain_row
+
+    with FeatureStore(digits["cache"]) as store:
+        e = explain_row(digits["laya"], store, row=0, n_steps=4, device="cpu", ablation="mean")
+    assert e.input.kind == "image"
+    e.input.image = np.ones_like(e.input.image)  # a white input
+    panel = explain_figure(e).axes[0]
+    assert panel.axison and len(panel.get_xticks()) == 0 and len(panel.get_yticks()) == 0
+    assert all(spine.get_visible() for spine in panel.spines.values())
