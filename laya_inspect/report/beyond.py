@@ -120,7 +120,7 @@ def _rebuild(s: dict[str, Any], kind: str, shown: Path) -> str:
 def _provenance(s: dict[str, Any], kind: str) -> list[tuple[str, str]]:
     cache = s["cache"]
     facts = [
-        (f"{kind} run by", f"laya-inspect {s.get('tool_version')}"),
+        (f"{kind} run by", f"laya-inspect {s.get('tool_version') or '(version not recorded)'}"),
         ("cache", str(cache["path"])),
         *cache_facts(
             cache["path"],

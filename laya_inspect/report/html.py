@@ -294,12 +294,13 @@ def cache_facts(
             raise FileNotFoundError("no path recorded")
         with FeatureStore(path) as store:
             attrs = store.attrs
+            versions = (("laya-inspect", "tool_version"), ("torch", "torch_version"))
             facts = [
                 ("cache fingerprint", store.fingerprint),
                 ("backbone", str(attrs.get("model_spec"))),
                 ("weights sha256", str(attrs.get("weights_sha256") or "none (random or built-in weights)")),
                 ("data", str(attrs.get("data_spec"))),
-                ("cache written by", f"laya-inspect {attrs.get('tool_version')}, torch {attrs.get('torch_version')}"),
+                ("cache written by", ", ".join(f"{n} {attrs.get(k) or '(version not recorded)'}" for n, k in versions)),
                 ("cache written at", str(attrs.get("created_at"))),
             ]
             facts += made_facts(attrs)

@@ -312,8 +312,11 @@ def compare_page_parts(f: CompareFolder, shown: Path, figures: bool) -> dict[str
         out=shown,
     )
     facts = [
-        ("compare run by", f"laya-inspect {s.get('tool_version')} at {s.get('created_at')}"),
-        ("device", str((s.get("config") or {}).get("device_resolved"))),
+        (
+            "compare run by",
+            f"laya-inspect {s.get('tool_version') or '(version not recorded)'} at {s.get('created_at')}",
+        ),
+        ("device", (s.get("config") or {}).get("device_resolved") or "not recorded"),
         ("cache", str(cache["path"])),
         *cache_facts(
             cache["path"],
@@ -351,7 +354,7 @@ def fit_page_parts(f: FitFolder, shown: Path, figures: bool) -> dict[str, Any]:
     command = cli_line("fit-head", FitConfig, s.get("config") or {}, positional=[cache.get("cache_path")], out=shown)
     backbone = cache.get("backbone") or {}
     facts = [
-        ("fit by", f"laya-inspect {s.get('tool_version')} on {s.get('device')}"),
+        ("fit by", f"laya-inspect {s.get('tool_version') or '(version not recorded)'} on {s.get('device')}"),
         ("cache", str(cache.get("cache_path"))),
         *cache_facts(
             cache.get("cache_path"),
@@ -427,7 +430,10 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
         )
     groups: list[tuple[str, list[Figure]]] = []
     provenance = [
-        ("demo run by", f"laya-inspect {r.get('tool_version')}; complete: {r.get('complete')}"),
+        (
+            "demo run by",
+            f"laya-inspect {r.get('tool_version') or '(version not recorded)'}; complete: {r.get('complete')}",
+        ),
         ("dataset", f"{(r.get('dataset') or {}).get('spec')}: {(r.get('dataset') or {}).get('description')}"),
     ]
     subs: list[tuple[str, dict[str, Any]]] = []

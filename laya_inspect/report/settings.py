@@ -3,7 +3,7 @@ said apart: numbers read without them could come from any budget."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -20,6 +20,14 @@ _NO_OWN_INTERVALS = " (no head's own intervals: errors.csv holds points only; th
 
 def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def _said(name: str, value: Any, text: Callable[[Any], str] | None = None) -> str:
+    """A setting's item, "max drop 0.005" (``text`` of the value where it reads otherwise), or "max drop not
+    recorded" for a summary written before it recorded that setting: "max drop None" read as a value."""
+    if value is None:
+        return f"{name} not recorded"
+    return text(value) if text else f"{name} {_g(value)}"
 
 
 def _left(record: dict[str, Any], *names: str, of: str = "config_defaults") -> bool | None:
@@ -45,27 +53,32 @@ def fit_settings_line(summary: dict[str, Any], width: int = 100) -> Text | None:
     t, hp = summary.get("training") or {}, summary.get("hparams") or {}
     grid = " (grid)" if c.get("grid") else ""
     seeds = c.get("seeds") or []
-    val = f"validation {_g(c.get('val_fraction'))} of {c.get('train_split', 'train')}"
+    val = _said("validation", c.get("val_fraction"), lambda v: f"validation {_g(v)} of {c.get('train_split', 'train')}")
+    epochs = t.get("epochs", c.get("epochs"))
     items: list[tuple[tuple[str, ...], str, bool]] = [  # (fields, text, shown when left at default)
-        (("d_star", "grid"), f"d*={_g(hp.get('d_star', c.get('d_star')))}{grid}", True),
-        (("tau", "grid"), f"τ={_g(hp.get('tau', c.get('tau')))}{grid}", True),
-        (("psi", "grid"), f"ψ {hp.get('psi', c.get('psi'))}{grid}", False),
-        (("score_width", "grid"), f"scorer width {_g(hp.get('score_width'))}{grid}", False),
-        (("standardize",), f"standardize {c.get('standardize')}", False),
-        (("lr",), f"lr {_g(c.get('lr'))}", True),
-        (("weight_decay",), f"weight decay {_g(c.get('weight_decay'))}", True),
-        (("epochs",), f"≤ {_g(t.get('epochs', c.get('epochs')))} epochs", True),
-        (("patience",), _patience(t.get("patience", c.get("patience")), t.get("epochs", c.get("epochs"))), True),
-        (("monitor",), f"early stopping on validation {c.get('monitor')}", False),
+        (("d_star", "grid"), _said("d*", hp.get("d_star", c.get("d_star")), lambda v: f"d*={_g(v)}{grid}"), True),
+        (("tau", "grid"), _said("τ", hp.get("tau", c.get("tau")), lambda v: f"τ={_g(v)}{grid}"), True),
+        (("psi", "grid"), _said("ψ", hp.get("psi", c.get("psi")), lambda v: f"ψ {v}{grid}"), False),
+        (
+            ("score_width", "grid"),
+            _said("scorer width", hp.get("score_width"), lambda v: f"scorer width {_g(v)}{grid}"),
+            False,
+        ),
+        (("standardize",), _said("standardize", c.get("standardize")), False),
+        (("lr",), _said("lr", c.get("lr")), True),
+        (("weight_decay",), _said("weight decay", c.get("weight_decay")), True),
+        (("epochs",), _said("epochs", epochs, lambda v: f"≤ {_g(v)} epochs"), True),
+        (("patience",), _said("patience", t.get("patience", c.get("patience")), lambda v: _patience(v, epochs)), True),
+        (("monitor",), _said("early stopping", c.get("monitor"), lambda v: f"early stopping on validation {v}"), False),
         (("val_fraction", "train_split"), val, True),  # the text names the split the rows are drawn from
-        (("test_split",), f"tested on {c.get('test_split')}", False),
-        (("val_mode",), f"validation rows: {c.get('val_mode')}", False),
-        (("split_seed",), f"split seed {_g(c.get('split_seed'))}", False),
-        (("seeds",), seeds_text(seeds), True),
-        (("batch_size",), f"batch {_g(c.get('batch_size'))}", True),
+        (("test_split",), _said("test split", c.get("test_split"), lambda v: f"tested on {v}"), False),
+        (("val_mode",), _said("validation rows", c.get("val_mode"), lambda v: f"validation rows: {v}"), False),
+        (("split_seed",), _said("split seed", c.get("split_seed")), False),
+        (("seeds",), seeds_text(seeds) if seeds else "seeds not recorded", True),
+        (("batch_size",), _said("batch", c.get("batch_size")), True),
         (
             ("device",),
-            f"device {summary.get('device', c.get('device'))}" + " (auto)" * (c.get("device") == "auto"),
+            _said("device", summary.get("device", c.get("device"))) + " (auto)" * (c.get("device") == "auto"),
             True,
         ),
     ]
@@ -112,7 +125,7 @@ def _seeds_item(s: dict[str, Any]) -> list[tuple[str, str]]:
     n = (s.get("config") or {}).get("seeds")
     if len(s.get("alpha_heads") or []) > 1:
         return [(f"seeds {n} (one per fitted LAYA head)", "seeds")] if _left(s, "seeds") is False else []
-    return [(counted(n, "seed") if isinstance(n, int) else f"seeds {n}", "seeds")]
+    return [(counted(n, "seed") if isinstance(n, int) else _said("seeds", n), "seeds")]
 
 
 def _inert(s: dict[str, Any], given: Sequence[tuple[str, str]], why: str, of: str = "config_defaults") -> list[Any]:
@@ -142,9 +155,9 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         items += [
             (f"refits ≤ {epochs} epochs", _left(s, "epochs", of="budget_defaults")),
             (_patience(patience, epochs), _left(s, "patience", of="budget_defaults")),
-            (f"lr {_g(b.get('lr'))}", _left(s, "lr", of="budget_defaults")),
-            (f"weight decay {_g(b.get('weight_decay'))}", _left(s, "weight_decay", of="budget_defaults")),
-            (f"batch {b.get('batch_size')}", _left(s, "batch_size", of="budget_defaults")),
+            (_said("lr", b.get("lr")), _left(s, "lr", of="budget_defaults")),
+            (_said("weight decay", b.get("weight_decay")), _left(s, "weight_decay", of="budget_defaults")),
+            (_said("batch", b.get("batch_size")), _left(s, "batch_size", of="budget_defaults")),
         ]
         if b.get("train_limit") is not None:
             items.append((f"≤ {b['train_limit']:,} train rows", False))
@@ -157,14 +170,14 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     own: list[tuple[str, str]] = []  # (text, field)
     if kind == "prune":  # --ablation acts under --no-refit only; --seeds under --refit, --search there without --ks
         refit = c.get("refit")
-        own += [(f"max drop {_g(c.get('max_drop'))}", "max_drop")]
-        own += [] if refit else [(f"ablation {c.get('ablation')}", "ablation")]
-        own += [(f"rankings on ≤ {c.get('rank_rows'):,} train rows", "rank_rows")]
+        own += [(_said("max drop", c.get("max_drop")), "max_drop")]
+        own += [] if refit else [(_said("ablation", c.get("ablation")), "ablation")]
+        own += [(_said("ranking rows", c.get("rank_rows"), lambda n: f"rankings on ≤ {n:,} train rows"), "rank_rows")]
         # --ks replaces the search: the layer counts tried are the ones every comparison reads
         own += [(f"layer counts {','.join(map(str, c['ks']))}", "ks")] if c.get("ks") else []
-        own += [(f"search {c.get('search')}", "search")] if refit and not c.get("ks") else []
+        own += [(_said("search", c.get("search")), "search")] if refit and not c.get("ks") else []
         own += _seeds_item(s) if refit else []
-        own += [(f"row seed {c.get('seed')}", "seed")]
+        own += [(_said("row seed", c.get("seed")), "seed")]
         search = f"--search {c.get('search')}", "search"
         if refit:
             inert += _inert(
@@ -174,16 +187,17 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
         elif refit is not None:
             inert += _inert(s, [search, (f"--seeds {c.get('seeds')}", "seeds")], f"decides nothing here: {NO_REFIT}")
     elif kind == "early-exit":  # --seed draws --train-limit's rows and nothing else
-        own += [(f"ε={_g(c.get('epsilon'))}", "epsilon"), (f"{c.get('thresholds')} thresholds", "thresholds")]
+        own += [(_said("ε", c.get("epsilon"), lambda e: f"ε={_g(e)}"), "epsilon")]
+        own += [(_said("thresholds", c.get("thresholds"), lambda n: f"{n} thresholds"), "thresholds")]
         own += _seeds_item(s)
         if b.get("train_limit") is not None:
-            own += [(f"row seed {c.get('seed')}", "seed")]
+            own += [(_said("row seed", c.get("seed")), "seed")]
         else:
             inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], "decides nothing here: no --train-limit")
     else:  # diagnose: the seed draws the bootstrap (none with --bootstrap 0) and --against's permutations
-        one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot") or 0
-        if n_boot > 0 or against:
-            own += [(f"seed {c.get('seed')}", "seed")]
+        one, against, n_boot = len(s.get("heads") or []) == 1, bool(s.get("against")), c.get("n_boot")
+        if n_boot is None or n_boot > 0 or against:  # not recorded: whether the seed drew anything is not known
+            own += [(_said("seed", c.get("seed")), "seed")]
         else:
             why = "decides nothing here: --bootstrap 0 and no --against"
             inert += _inert(s, [(f"--seed {c.get('seed')}", "seed")], why)
@@ -193,12 +207,13 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
             drawn = " (no intervals drawn: AUROCs as points only)" if one else _NO_OWN_INTERVALS
         else:
             drawn = "" if one else " (each head's own intervals, errors.csv)"
-        own += [(f"bootstrap {n_boot:,}{drawn}", "n_boot")]
-        own += [(f"{c.get('permutations'):,} permutations", "permutations")] if against else []
+        own += [(_said("bootstrap", n_boot, lambda n: f"bootstrap {n:,}{drawn}"), "n_boot")]
+        permutations = _said("permutations", c.get("permutations"), lambda n: f"{n:,} permutations")
+        own += [(permutations, "permutations")] if against else []
         # its rows, fitted (the score combinations) and measured on: the settings every diagnose run has
         own += [
-            (f"train split {c.get('train_split')}", "train_split"),
-            (f"test split {c.get('test_split')}", "test_split"),
+            (_said("train split", c.get("train_split")), "train_split"),
+            (_said("test split", c.get("test_split")), "test_split"),
         ]
     items += [(text, _left(s, name)) for text, name in own]
     if s.get("scalarmix_dir"):  # prune --scalarmix: one more ranking, and one more comparison in α's family
@@ -211,7 +226,7 @@ def beyond_settings_line(s: dict[str, Any], width: int = 100) -> Text:
     words = {"train_split": "train split", "test_split": "test split", "costs": "costs"}
     if kind != "diagnose":
         said = {"costs": _costs_text(s)}  # what auto chose, as the device's "(auto)" below
-        items += [(said.get(name, f"{word} {c[name]}"), _left(s, name)) for name, word in words.items() if name in c]
+        items += [(said.get(name) or _said(word, c[name]), _left(s, name)) for name, word in words.items() if name in c]
     # every command's: the device the refits or scores ran on (its floating point moves the last digits),
     # and a head from a cache with another fingerprint, accepted only when asked
     ran = s.get("device")  # the device auto chose, in summaries that record it
@@ -239,11 +254,14 @@ def demo_settings_line(record: dict[str, Any], width: int = 100) -> Text:
 
     root = f" from {c['data_root']}" if c.get("data_root") else ""
     items: list[tuple[str, bool | None]] = [
-        (f"dataset {c.get('dataset')}{root}", _left(record, "dataset", "data_root")),
+        (_said("dataset", c.get("dataset"), lambda v: f"dataset {v}{root}"), _left(record, "dataset", "data_root")),
         ("budget --quick" if c.get("quick") else "full budget (no --quick)", _left(record, "quick")),
-        (f"heads fitted with {seeds_text(list(range(int(b.get('seeds') or 0))))}", _left(record, "seeds")),
-        (f"seed {c.get('seed')} (backbone and compare)", _left(record, "seed")),
-        (f"device {c.get('device')}", _left(record, "device")),
+        (
+            _said("heads' seeds", b.get("seeds"), lambda n: f"heads fitted with {seeds_text(list(range(n)))}"),
+            _left(record, "seeds"),
+        ),
+        (_said("seed", c.get("seed"), lambda v: f"seed {v} (backbone and compare)"), _left(record, "seed")),
+        (_said("device", c.get("device")), _left(record, "device")),
     ]
     if c.get("threads") is not None:
         items.append((f"{c['threads']} threads", _left(record, "threads")))
