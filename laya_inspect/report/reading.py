@@ -794,10 +794,26 @@ def _acc_interval(d: dict[str, Any] | None, n_test: int | None) -> str:
     return interval(d) + _cut_text(d)
 
 
-def _cut_text(d: dict[str, Any]) -> str:
-    """ ", cut to [0, 1] from [t bounds]" where an interval over the seeds reached outside [0, 1], else ""."""
-    cut = _was_cut(d)
-    return f", cut to [0, 1] from [{num(d['ci_low'], 3)}, {num(d['ci_high'], 3)}]" if cut else ""
+def _cut_text(d: dict[str, Any] | None, *, diff: bool = False, caption: bool = False) -> str:
+    """ ", cut to [0, 1] from [t bounds]" where an interval over the seeds reached outside [0, 1] (``diff``:
+    a difference's, [−1, 1]), else "": the words a table's caption says it in (training.stats.cut_note), for a
+    sentence that shows the cut interval. Its t bounds are the record's own where it holds them uncut (fit-head's
+    accuracies, early-exit's fixed depths), ``t_low``/``t_high`` where it holds the interval cut (``clipped``);
+    ``caption``: written as that note writes them (a difference's always are), the same figures in both places."""
+    d = d or {}
+    if d.get("clipped"):
+        low, high = d.get("t_low"), d.get("t_high")
+    elif diff or not _was_cut(d):  # a difference kept uncut is shown uncut: nothing to say
+        return ""
+    else:
+        low, high = d["ci_low"], d["ci_high"]
+    if low is None or high is None:
+        return ""
+    if caption or diff:  # "+1.003", not "+1.00", which would read as inside the range, as cut_note writes it
+        bounds = [f"{v:+.{next((k for k in (2, 3, 4) if round(v, k) != round(v)), 6)}f}" for v in (low, high)]
+    else:
+        bounds = [num(low, 3), num(high, 3)]
+    return f", cut to {'[−1, 1]' if diff else '[0, 1]'} from [{', '.join(bounds)}]"
 
 
 def _was_cut(d: dict[str, Any]) -> bool:
@@ -1101,6 +1117,12 @@ def diff_text(d: dict[str, Any] | None, digits: int = 4) -> str:
     return est(d, digits, clip=False, sign=True)
 
 
+def diff_said(d: dict[str, Any] | None, digits: int = 4) -> str:
+    """:func:`diff_text` for a sentence: with the words that say where its interval was cut to [−1, 1], which a
+    table's cell leaves to its caption."""
+    return diff_text(d, digits) + _cut_text(d, diff=True)
+
+
 # --scalarmix given one seed folder: its ranking is the same at every seed, so α's interval against it holds the
 # refits' and α's heads' spread, none of ScalarMix's own across its seeds
 SCALARMIX_ONE_SEED = "ScalarMix's ranking is from its one given head (one seed), the same at every seed"
@@ -1154,7 +1176,7 @@ def versus_text(subject: str, d: dict[str, Any] | None, other: str) -> str:
     if one_value(d):
         m = (d or {})["mean"]
         return f"{subject} − {other} = {format(m, '+.1e') if spec(d or {}) == '+.1e' else num(m, 4, sign=True)}"
-    return f"{subject} {_said(d)} {other} ({diff_text(d)})".lstrip()
+    return f"{subject} {_said(d)} {other} ({diff_said(d)})".lstrip()
 
 
 def _word(o: str) -> str:
@@ -1242,7 +1264,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         if same_sets(s, other):
             parts.append(f"{'α ' * one}keeps the same layer sets as {name}")
         elif tied(d):
-            parts.append(f"keeps different layer sets from {name} that score alike ({_no_spread(d)}, {diff_text(d)})")
+            parts.append(f"keeps different layer sets from {name} that score alike ({_no_spread(d)}, {diff_said(d)})")
         else:  # read beside the test rows' own interval, as early-exit's comparisons are
             parts.append(_exit_versus("α" if one else "", {"area_diff": d, "test_rows": entry.get("test_rows")}, name))
             rows = entry.get("test_rows") or {}
@@ -1276,14 +1298,15 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         second = (
             f"No smaller layer set stays within --max-drop {s['config']['max_drop']:g} of all {n_layers} layers' "
             f"validation accuracy: every layer is worth keeping (test accuracy {num(ref['mean'], 4)} "
-            f"{interval(ref, 4)} with all)."
+            f"{interval(ref, 4)}{_cut_text(ref, caption=True)} with all)."
         )
     else:
         second = (
             f"The smallest set within --max-drop {s['config']['max_drop']:g} keeps {c['k']} of {n_layers} layers "
             f"({', '.join(c['layers'])}), found by {', '.join(c['found_by'])}: test accuracy "
             f"{num(c['test_acc']['mean'], 4)} vs {num(ref['mean'], 4)} with all layers"
-            f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4)}; {saves_text(c, s, short=True)}"
+            f"{cost_text(c, s) or ' ' + interval(c['test_acc'], 4) + _cut_text(c['test_acc'], caption=True)}; "
+            f"{saves_text(c, s, short=True)}"
             + (f"; {c['vs_random']}." if c.get("vs_random") else ".")  # against random sets of its size
         )
     # --max-drop 0 is read per seed and against the test mean: said where the pick is, not only below
@@ -1338,7 +1361,7 @@ def _exit_versus(subject: str, entry: dict[str, Any], other: str) -> str:
     if not rows.get("withheld"):
         return versus_text(subject, entry.get("area_diff"), other)
     return (
-        f"{subject} − {other} = {diff_text(entry.get('area_diff'))}, no verdict: the {rows['rows']} shared test rows "
+        f"{subject} − {other} = {diff_said(entry.get('area_diff'))}, no verdict: the {rows['rows']} shared test rows "
         f"alone allow ±{rows['half_width']:.4f}"
     )
 
@@ -1380,7 +1403,7 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
             helps += f" ({_no_spread(d)})"
         lead.append(
             f"Adding α's mass beyond the exit depth (ε = {s['config']['epsilon']:g}) to the confidence rule"
-            f"{'' if one else ' ' + helps}: {num((d or {})['mean'], 4, sign=True) if one_value(d) else diff_text(d)} "
+            f"{'' if one else ' ' + helps}: {num((d or {})['mean'], 4, sign=True) if one_value(d) else diff_said(d)} "
             f"({unit('confidence+alpha vs confidence')})."
         )
     details: list[str] = []
@@ -1407,10 +1430,11 @@ def early_exit_reading(s: dict[str, Any]) -> Reading:
         lead.append(note)
     for f in s.get("fixed_depth") or []:
         used = (s.get("compute_used_by_depth") or {}).get(f["layer"])
+        cut = _cut_text(f["accuracy"], caption=True)
         details.append(
             f"Exit always at {f['layer']} (depth {f['depth']}): accuracy {num(f['accuracy']['mean'], 4)}"
-            f"{'' if one_value(f['accuracy']) else ' ' + interval(f['accuracy'], 4)}, {percent(used, 1)} of the "
-            "backbone's FLOPs."
+            f"{'' if one_value(f['accuracy']) else ' ' + interval(f['accuracy'], 4) + cut}, "
+            f"{percent(used, 1)} of the backbone's FLOPs."
         )
     return Reading([*_warnings(s), *lead], details)
 
@@ -1475,10 +1499,10 @@ def _vs_msp(
     for key, d in diffs.items():
         score = key.split(" − ")[0]
         auc = auroc.get(score) or {}
-        said = f"− msp: {diff_text(d, 3)}, no verdict: one seed" if one else f"{_said(d)} msp: {diff_text(d, 3)}"
+        said = f"− msp: {diff_said(d, 3)}, no verdict: one seed" if one else f"{_said(d)} msp: {diff_said(d, 3)}"
         rows = {} if one else d.get("test_rows") or {}
         if rows.get("withheld"):
-            said = f"− msp: {diff_text(d, 3)}, no verdict: the {rows['rows']} shared test rows alone allow "
+            said = f"− msp: {diff_said(d, 3)}, no verdict: the {rows['rows']} shared test rows alone allow "
             said += f"±{rows['half_width']:.3f} per head, which holds 0"
         elif rows.get("dominates"):
             said += f"; each head's own interval over the {rows['rows']} shared test rows is ±{rows['half_width']:.3f}"
@@ -1501,7 +1525,7 @@ def diagnose_reading(s: dict[str, Any]) -> Reading:
     lead = [sentence(one)] if one else []  # up front, as the terminal says it: one head's numbers are no verdict
     lead += [
         f"Misclassified test rows: max softmax probability (no α) reaches AUROC {num(msp.get('mean'), 3)} "
-        f"{interval(msp)}; "
+        f"{interval(msp)}{_cut_text(msp, caption=True)}; "
         + (
             errors_not_read(s["heads"])
             or _vs_msp(
