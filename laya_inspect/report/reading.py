@@ -768,7 +768,10 @@ def vs_last_cell(head: dict[str, Any], d: dict[str, Any] | None) -> str:
     ``baseline_near_chance``): a gain over a head that learned nothing read as a gain over a baseline."""
     if head["head"] == "last":
         return "(baseline)"
-    return est(d, 3, clip=False, sign=True, diff=True) + BASELINE_NEAR * bool(head.get("baseline_near_chance"))
+    near = BASELINE_NEAR * bool(head.get("baseline_near_chance"))
+    if same_on_every_seed(d):  # "-0.003 [-0.003, -0.003]" read as certainty where there is no spread at all
+        return f"{num((d or {})['mean'], 3, sign=True)} (same on every seed){near}"
+    return est(d, 3, clip=False, sign=True, diff=True) + near
 
 
 def accuracy_text(d: dict[str, Any] | None, n_test: int | None, digits: int = 3) -> str:

@@ -21,7 +21,7 @@ from ..compare.records import (
 )
 from ..compare.seeds import entry_rows
 from ..training.fit_config import FitConfig
-from ..training.stats import counted
+from ..training.stats import counted, wilson
 from .across import HEADLINE, PAGE_LABELS, seed_sections
 from .classes import class_table
 from .figures import Figure, accuracy_figure, compare_svg_figures, group_by_head, png_figure
@@ -135,7 +135,8 @@ def _notes(head: dict[str, Any]) -> list[str]:
         out.append(
             f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {with_ci(t.get('vs_runner_up'))}"
             + (f", {t['leader']} − constant rule {with_ci(const)}" if const else "")
-            + " (both must lie above 0)"
+            # deletion and insertion areas have no constant rule's to lie above: one difference, not "both"
+            + (" (both must lie above 0)" if const else " (it must lie above 0)")
         )
     out += [f"skipped: {why}" for why in (head.get("methods_skipped") or {}).values()]
     for m, s in (head.get("methods") or {}).items():
@@ -414,6 +415,16 @@ def repeats_said(repeats: dict[str, tuple[str, str]]) -> str:
     return "; ".join(f"{', '.join(heads)}: {claim}" for claim, heads in claims.items())
 
 
+def _backbone_acc(metrics: dict[str, Any]) -> str:
+    """The backbone's test accuracy with the 95% Wilson interval of its test rows, as fit-head's tables give a
+    one-seed head's: the one model trained has no interval over seeds, and a bare 0.9778 read as exact."""
+    acc, n = metrics.get("test_acc"), metrics.get("n_test")
+    if acc is None or not n:
+        return num(acc, 4)
+    low, high = wilson(float(acc) * n, int(n))
+    return f"{num(acc, 4)} [{num(low, 4)}, {num(high, 4)}] (95% Wilson interval over its {n} test rows)"
+
+
 def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]:
     r = f.record
     steps = r.get("steps") or []
@@ -425,8 +436,8 @@ def demo_page_parts(f: DemoFolder, shown: Path, figures: bool) -> dict[str, Any]
     sections = [Section("Steps", [steps_table])]
     if f.backbone:
         sections[0].lines.append(
-            f"Backbone ({r.get('model')}) with its own classifier: test accuracy "
-            f"{num(f.backbone.get('test_acc'), 4)}, macro-F1 {num(f.backbone.get('test_macro_f1'), 4)}."
+            f"Backbone ({r.get('model')}) with its own classifier: test accuracy {_backbone_acc(f.backbone)}, "
+            f"macro-F1 {num(f.backbone.get('test_macro_f1'), 4)}."
         )
     groups: list[tuple[str, list[Figure]]] = []
     provenance = [
