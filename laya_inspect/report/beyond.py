@@ -517,6 +517,18 @@ def early_exit_sections(s: dict[str, Any]) -> list[Section]:
 # -- diagnose ------------------------------------------------------------------------------------
 
 
+# one head's AUPR is a point (beyond.scoring draws its bootstrap for the AUROCs): "0.491 [n/a]" read as lost
+AUPR_POINT = "AUPR: one head's value, no interval (the bootstrap over its test rows is drawn for the AUROCs)"
+
+
+def _aupr_point(d: dict[str, Any] | None) -> bool:
+    return (d or {}).get("mean") is not None and (d or {}).get("ci_low") is None
+
+
+def _aupr_cell(d: dict[str, Any] | None) -> str:
+    return num((d or {}).get("mean"), 3) if _aupr_point(d) else est(d, 3)
+
+
 def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     e = s["errors"]
     few = errors_not_read(s["heads"])  # then no verdict is read, as the terminal says
@@ -529,7 +541,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
             [
                 score,
                 est(auc, 3),
-                est(e["aupr"].get(score), 3),
+                _aupr_cell(e["aupr"].get(score)),
                 "(baseline)" if score == "msp" else diff_text(d, 3),
                 Cell("", "text")
                 if score == "msp"
@@ -544,6 +556,7 @@ def diagnose_sections(s: dict[str, Any]) -> list[Section]:
     caption = (
         f"positive = misclassified test row; intervals: {e['interval']}; AUROC − msp: {families_text(e)}, "
         f"AUROC: 95% intervals; AUPR of a random score: {base}"
+        + (f"; {AUPR_POINT}" if any(_aupr_point(d) for d in e["aupr"].values()) else "")
         + "".join(
             f"; {t}"
             for t in (few, auroc_note({"AUROC": e["auroc"], "AUPR": e["aupr"]}), clipped_note(e["diff_vs_msp"]))
