@@ -200,31 +200,47 @@ def versus_msp(
         y, scores, n_boot=n_boot, seed=seed, settle=settle, confidence=fam["confidence"], chance_confidence=chance
     )
     tail = (1 - chance) / 2 * 100
+
+    def at_chance_level(a: dict[str, Any]) -> tuple[float | None, float | None]:
+        if not a["values"]:
+            return None, None
+        lo, hi = np.percentile(a["values"], [tail, 100 - tail])
+        return float(lo), float(hi)
+
     return {
         "n_boot": drawn,
         "family": fam,
-        "auroc": {
-            k: with_chance(shown(a), float(np.percentile(a["values"], 100 - tail)) if a["values"] else None, chance)
-            for k, a in aucs.items()
-        },
+        "auroc": {k: with_chance(shown(a), *at_chance_level(a), chance) for k, a in aucs.items()},
         "diff_vs_msp": diffs_vs(aucs, "msp", fam["confidence"]),
     }
 
 
-# Every score's AUROC read against chance (½) at once: one "below chance" among them is read as a
-# finding, so that claim is drawn at 1 − 0.05/m over the m scores with an AUROC (at 95% each, one of
-# five noise scores was said to be below chance in 11.7% of 400 null runs; tests/test_family_null.py).
+# Every score's AUROC read against chance (½) at once: one "below chance" or "above chance" among them is
+# read as a finding, so either claim is drawn at 1 − 0.05/m over the m scores with an AUROC (at 95% each,
+# one of five noise scores was said to be below chance in 11.7% of 400 null runs; tests/test_family_null.py).
 CHANCE_FAMILY = "scores read against chance"
 
 
-def with_chance(record: dict[str, Any], high: float | None, confidence: float) -> dict[str, Any]:
-    """An AUROC record (``mean``, 95% ``ci_low``, ``ci_high``) with ``below_chance``: its upper bound at
-    ``confidence``, the family's level (``chance_confidence``), lies under ½. The 95% interval stays
-    what describes the score. An undefined AUROC (``mean`` None) is left as it is: nothing to read."""
+def with_chance(record: dict[str, Any], low: float | None, high: float | None, confidence: float) -> dict[str, Any]:
+    """An AUROC record (``mean``, 95% ``ci_low``, ``ci_high``) with its interval at ``confidence``, the
+    family's level (``chance_confidence``, ``chance_ci_low``, ``chance_ci_high``), and what that interval
+    shows: ``above_chance`` (it lies over ½), ``below_chance`` (under ½). The 95% interval stays what
+    describes the score. An undefined AUROC (``mean`` None) is left as it is: nothing to read."""
     if record.get("mean") is None:
         return record
-    below = high is not None and bool(np.isfinite(high)) and high < 0.5
-    return {**record, "below_chance": below, "chance_confidence": confidence}
+
+    def finite_or_none(v: float | None) -> float | None:
+        return float(v) if v is not None and bool(np.isfinite(v)) else None
+
+    lo, hi = finite_or_none(low), finite_or_none(high)
+    return {
+        **record,
+        "above_chance": lo is not None and lo > 0.5,
+        "below_chance": hi is not None and hi < 0.5,
+        "chance_confidence": confidence,
+        "chance_ci_low": lo,
+        "chance_ci_high": hi,
+    }
 
 
 def diffs_vs(aucs: dict[str, dict[str, Any]], base: str, confidence: float = 0.95) -> dict[str, dict[str, Any]]:
@@ -594,11 +610,28 @@ def plain_field(field: str) -> str:
 # -- reading an AUROC against chance (½) ----------------------------------------------------------
 
 
-def _chance(auroc: dict[str, Any], name: str) -> bool:
-    """The score's AUROC interval holds ½: it is not shown to tell the two kinds of rows apart."""
-    a = auroc.get(name) or {}
-    lo, hi = a.get("ci_low"), a.get("ci_high")
+def _holds_half(a: dict[str, Any] | None) -> bool:
+    """The AUROC record's 95% interval (the one shown) holds ½."""
+    lo, hi = (a or {}).get("ci_low"), (a or {}).get("ci_high")
     return lo is not None and hi is not None and lo <= 0.5 <= hi
+
+
+def chance_unread(a: dict[str, Any] | None) -> bool:
+    """The score is not shown to tell the two kinds of rows apart: its interval at the family's level
+    (:func:`with_chance`) holds ½, or over several heads each head's own rows hold it (``chance_withheld``);
+    a summary written before ``above_chance``: its 95% interval holds ½."""
+    a = a or {}
+    if a.get("mean") is None or a.get("ci_low") is None or a.get("ci_high") is None:
+        return False
+    if "above_chance" in a:
+        return not a["above_chance"] and not a.get("below_chance")
+    return _holds_half(a)
+
+
+def chance_hidden(a: dict[str, Any] | None) -> bool:
+    """:func:`chance_unread` where the 95% interval shown excludes ½, so the interval alone reads it off
+    chance: the family's level or the rows' own sampling hold ½ (a table marks it)."""
+    return chance_unread(a) and not _holds_half(a)
 
 
 def _below_chance(auroc: dict[str, Any], name: str) -> bool:
@@ -645,32 +678,60 @@ def alone_text(name: str, baseline: str, side: str, n: int) -> str:
 
 
 def versus_chance(auroc: dict[str, Any], names: Sequence[str], rows: str, heads: Sequence[dict[str, Any]] = ()) -> str:
-    """What the verdict against msp leaves out: each score read against chance (AUROC ½). An interval
+    """What the verdict against msp leaves out: each score read against chance (AUROC ½), at the family's
+    level either way (:func:`with_chance`), over several heads beside each head's own rows. An interval
     that holds ½ does not show a score at chance, only that it is not shown above it; over a few heads
-    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it. With
-    one head the interval runs over its test rows: a reading of that fitted head, said so, not of the method."""
+    that interval (t over heads) can hold ½ while each head's own interval over rows lies above it, or lie
+    above ½ while each head's own rows hold it. With one head the interval runs over its test rows: a
+    reading of that fitted head, said so, not of the method."""
     on = " on this fitted head's rows" if len(heads) == 1 else ""
-    sides = {n: _sides(heads, n) or (0, 0) for n in names if _chance(auroc, n)}
+    held = {n: (auroc.get(n) or {}).get("chance_withheld") for n in names}
+    unread = [n for n in names if chance_unread(auroc.get(n)) and not held[n]]
+    sides = {n: _sides(heads, n) or (0, 0) for n in unread}
     spread = [n for n, (up, down) in sides.items() if up and not down]  # each head alone above ½
     opposite = [n for n, (up, down) in sides.items() if up and down]  # each head alone off ½, seeds both ways
-    none = [n for n in sides if n not in spread and n not in opposite]
+    # the interval shown holds ½; or only the one at the family's level does, which the line gives
+    none = [n for n in sides if n not in spread and n not in opposite and _holds_half(auroc.get(n))]
+    level_only = [n for n in sides if n not in spread and n not in opposite and n not in none]
     below = [n for n in names if _below_chance(auroc, n)]
     parts = []
     for n in names:
-        if held := (auroc.get(n) or {}).get("chance_withheld"):
-            parts.append(
-                f"{n}: its interval over {held['heads']} heads lies under 0.5 but is far narrower than each head's "
-                f"own over the {held['rows']} shared test rows (±{held['half_width']:.3f} on average), which holds "
-                "0.5: not read as below chance; add test rows or heads"
+        if w := held[n]:
+            at = f" at {level({'confidence': c})}" if (c := auroc[n].get("chance_confidence")) else ""
+            own = (
+                f"each head's own interval over the {w['rows']} shared test rows (±{w['half_width']:.3f} on average"
+                f"{at}) holds 0.5"
             )
+            if auroc[n]["mean"] >= 0.5:
+                parts.append(
+                    f"{n} is not shown to tell {rows} apart better than chance (its interval over {w['heads']} heads "
+                    f"lies above 0.5, but {own}: which rows were drawn; add test rows)"
+                )
+            else:
+                parts.append(
+                    f"{n}: its interval over {w['heads']} heads lies under 0.5, but {own}: not read as below chance; "
+                    "add test rows or heads"
+                )
     if len(none) == 1:
         parts.append(f"{none[0]} is not shown to tell {rows} apart better than chance{on} (its interval holds 0.5)")
     elif none:
         parts.append(f"neither {' nor '.join(none)} is shown to tell {rows} apart better than chance{on}")
-    if spread:
+    for n in level_only:
+        a = auroc[n]
+        lo, hi = a.get("chance_ci_low"), a.get("chance_ci_high")
+        shown = f", [{lo:.4f}, {hi:.4f}]," if lo is not None and hi is not None else ""
         parts.append(
-            f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the "
-            "interval over heads holds 0.5 (the heads differ too much to pin it down)"
+            f"{n} is not shown to tell {rows} apart better than chance{on} (its interval at "
+            f"{level({'confidence': a.get('chance_confidence')})}, Bonferroni over the scores read against "
+            f"chance{shown} holds 0.5)"
+        )
+    if spread:
+        shown_at = [
+            level({"confidence": auroc[n].get("chance_confidence")}) for n in spread if not _holds_half(auroc[n])
+        ]
+        parts.append(
+            f"{' and '.join(spread)}: above chance on each of the {len(heads)} heads' own rows, but the interval "
+            f"over heads{' at ' + shown_at[0] if shown_at else ''} holds 0.5 (the heads differ too much to pin it down)"
         )
     for n in opposite:
         up, down = sides[n]

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..beyond.config import Budget, DiagnoseConfig, ExitConfig, PruneConfig
-from ..beyond.scoring import diff_cut_note, exit_cut_note, no_flops_note, no_spread, verdict_drawn
+from ..beyond.scoring import chance_hidden, diff_cut_note, exit_cut_note, no_flops_note, no_spread, verdict_drawn
 from ..options import field_of
 from ..report.reading import (
     OVERSHOOT_LEGEND,
@@ -45,6 +45,12 @@ def _ci(d: dict[str, Any] | None, signed: bool = False) -> str:
     if signed or not d or d.get("ci_low") is None:
         return with_ci(d, signed, digits=4)
     return no_spread(d) or est(d, 4)
+
+
+def _auroc(d: dict[str, Any] | None) -> str:
+    """An AUROC cell, marked where its 95% interval lies off ½ but the score is not read off chance (at the
+    family's level, or beside each head's own rows: the verdict lines say which)."""
+    return _ci(d) + (" (not shown off chance)" if chance_hidden(d) else "")
 
 
 def _settings(s: dict[str, Any]) -> None:
@@ -347,7 +353,7 @@ def diagnose_command(
         "AUROC − msp",
     )
     for score, auc in e["auroc"].items():
-        table.add_row(score, _ci(auc), _ci(e["aupr"].get(score)), _ci(e["diff_vs_msp"].get(f"{score} − msp"), True))
+        table.add_row(score, _auroc(auc), _ci(e["aupr"].get(score)), _ci(e["diff_vs_msp"].get(f"{score} − msp"), True))
     show(table)
     # AUPR's chance is the error rate, not ½: the digits demo's alpha_entropy 0.132 beside 0.028, 0.017
     base = ", ".join(f"{h['aupr_baseline']:.3f}" for h in s["heads"])
@@ -359,7 +365,7 @@ def diagnose_command(
         pooled = s["shift"]["pooled"]
         shift = titled_table(f"telling {against} from {cache} · {pooled['interval']}", "score", "AUROC", "AUROC − msp")
         for score, auc in pooled["detect_auroc"].items():
-            shift.add_row(score, _ci(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
+            shift.add_row(score, _auroc(auc), _ci(pooled["detect_diff"].get(f"{score} − msp"), True))
         show(shift)
         for cut in (auroc_note({"AUROC": pooled["detect_auroc"]}), clipped_note(pooled["detect_diff"])):
             if cut:
