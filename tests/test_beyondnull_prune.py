@@ -25,11 +25,16 @@ def test_alpha_against_random_is_read_beside_the_strongest_ranking_without_alpha
     lead = s["verdict"][0]
     assert lead.startswith(s["alpha_vs"]["random"]["verdict"])
     assert f"; {DEEPEST}, keeps the same layer sets at each k tried: the α ranking amounts to it here (" in lead
-    from laya_inspect.beyond.prune import strongest_without_alpha
+    from laya_inspect.report.reading import strongest_without_alpha
 
     assert strongest_without_alpha(s) == "deepest"  # lolo keeps α's sets too: the one needing least is named
     report = CliRunner().invoke(app, ["report", str(tmp_path / "out")], env={"COLUMNS": "400"})
     assert report.exit_code == 0 and "the α ranking amounts to it here" in report.output, report.output
+    from laya_inspect.report.reading import prune_reading
+
+    # the page's reading names it too: its first verdict line is dropped there as already said
+    said = " ".join(prune_reading(s).lead)
+    assert "The strongest ranking that needs no α is keeping the deepest layers" in said, said
 
     # the audit's numbers, on this summary: α beats random, and is not shown to beat keeping the deepest layers
     def diff(mean: float, low: float, high: float) -> dict:

@@ -1013,29 +1013,11 @@ def verdict_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def strongest_without_alpha(s: dict[str, Any]) -> str | None:
-    """The ranking compared with α, random aside, whose mean test accuracy over the k tried is highest
-    (α − it the lowest): what a ranking that needs no α already does. On a tie, the one that needs the
-    least (SIMPLEST: the cache's order before a head's weights)."""
-    means = {
-        name: m
-        for name, v in (s.get("alpha_vs") or {}).items()
-        if name != "random" and (m := (v.get("mean_test_acc_over_k_diff") or {}).get("mean")) is not None
-    }
-    order = [*SIMPLEST, *means]
-    return min(means, key=lambda name: (means[name], order.index(name))) if means else None
-
-
-# The rankings without α, those that need least first: depth and Block Influence read the cache alone,
-# ScalarMix another head's weights, LOLO this head's effects
-SIMPLEST = ("deepest", "depth", "block_influence", "scalarmix", "lolo")
-
-
 def _strongest_said(s: dict[str, Any]) -> str:
     """What α against random leaves out, in its sentence: α against the strongest ranking that needs no α.
     α putting 0.63 on the last layer ranks as "keep the deepest", so it beat random (+0.0426, 99% CI
     [+0.0072, +0.0781]) as keeping the deepest layers would, against which it was −0.0063 [−0.0536, +0.0411]."""
-    from ..report.reading import PRUNE_NAMES, same_sets
+    from ..report.reading import PRUNE_NAMES, same_sets, strongest_without_alpha
     from ..training.stats import outcome
 
     name = strongest_without_alpha(s)

@@ -1254,6 +1254,24 @@ def withheld_cost(w: dict[str, Any], s: dict[str, Any]) -> str:
     return "" if w.get("why_kind") == "test loss" else cost_text(w, s)
 
 
+def strongest_without_alpha(s: dict[str, Any]) -> str | None:
+    """The ranking compared with α, random aside, whose mean test accuracy over the k tried is highest
+    (α − it the lowest): what a ranking that needs no α already does. On a tie, the one that needs the
+    least (SIMPLEST: the cache's order before a head's weights)."""
+    means = {
+        name: m
+        for name, v in (s.get("alpha_vs") or {}).items()
+        if name != "random" and (m := (v.get("mean_test_acc_over_k_diff") or {}).get("mean")) is not None
+    }
+    order = [*SIMPLEST, *means]
+    return min(means, key=lambda name: (means[name], order.index(name))) if means else None
+
+
+# The rankings without α, those that need least first: depth and Block Influence read the cache alone,
+# ScalarMix another head's weights, LOLO this head's effects
+SIMPLEST = ("deepest", "depth", "block_influence", "scalarmix", "lolo")
+
+
 def prune_reading(s: dict[str, Any]) -> Reading:
     from ..beyond.costs import cost_text, saves_text
 
@@ -1288,6 +1306,13 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
+    if "random" in vs and (strong := strongest_without_alpha(s)) is not None:
+        # α can beat random sets only as well as keeping the deepest layers does: its lead over random is
+        # read beside what a ranking that needs no α already achieves
+        first += (
+            f" The strongest ranking that needs no α is {PRUNE_NAMES.get(strong, strong)}: α's lead over random "
+            "layer sets is read beside it, not alone."
+        )
     c, ref = s.get("chosen"), s["reference"]["test_acc"]
     withheld = (s.get("withheld") or {}).get("chosen")
     if withheld is not None:
