@@ -73,3 +73,13 @@ def test_refits_short_on_every_seed_warn_naming_both_learning_rates(digits_cache
     assert "over the seeds paired: short beyond the seeds' noise" in warned
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "rerun with --lr nearer the given head" in page and "(the refits ran at lr 1e-05)" in page
+
+
+def test_an_interval_cut_to_its_range_is_said_cut_in_the_warning():
+    """The warning printed "CI [-1.0000, +0.6213]", a bound cut to [−1, 1] (its t bound −1.38), as if the
+    seeds had reached it."""
+    configs = [{"training": {"lr": 0.001}, "metrics": {"epochs_run": e}} for e in (60, 62)]
+    check = refit_check([0.9, 0.9], [0.2, 0.85], 19, Budget().for_head({}), 360, configs)
+    assert check["difference"]["clipped"] and check["difference"]["ci_low"] == -1
+    assert "CI [-1.0000, " in check["warning"]
+    assert "(the t-interval over the seeds is too wide for its score's range, shown cut to it)" in check["warning"]

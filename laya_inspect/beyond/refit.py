@@ -17,7 +17,7 @@ import torch
 
 from ..heads import Head, build_head
 from ..runtime import no_progress, seeded
-from .common import Split, accuracy, estimate, head_outputs, level, paired
+from .common import Split, accuracy, cut_said, estimate, head_outputs, level, paired
 from .config import Budget
 
 Moments = tuple[list[np.ndarray], list[np.ndarray]]  # per layer, the (D_l,) means and standard deviations
@@ -227,6 +227,7 @@ def _under_trained(
         noise = "one seed cannot tell a smaller shortfall from seed noise"
     else:
         span = f"refit − given {diff['mean']:+.4f}, {level(diff)} CI [{diff['ci_low']:+.4f}, {diff['ci_high']:+.4f}]"
+        span += cut_said(diff)  # [-1.0000, …] is a bound cut to the range, not one the seeds reached
         noise = (
             f"{span} over the seeds paired: short beyond the seeds' noise"
             if diff["ci_high"] < 0
