@@ -66,17 +66,17 @@ def test_reinitialised_alpha_differs_and_trained_head_is_untouched(trained):
     assert same.mean == pytest.approx(1.0) and S.verdict(same, alpha.shape[1]) == "high"
 
 
-def _noise_heads_versus(rows: int) -> dict:
+def _noise_heads_versus(rows: int, n_layers: int = 5, head_seed: int = 1, init_seed: int = 123) -> dict:
     """The α check of a LAYA head on ``rows`` rows of i.i.d. noise layers against a fully re-initialised
     copy (random LOLO effects, 200 resamples)."""
     from laya_inspect.heads import LayaHead
 
     gen = torch.Generator().manual_seed(0)
-    hs = [torch.randn(rows, 8, generator=gen) for _ in range(5)]
+    hs = [torch.randn(rows, 8, generator=gen) for _ in range(n_layers)]
     target = np.zeros(rows, dtype=np.int64)
-    torch.manual_seed(1)
-    head = LayaHead([8] * 5, 3, d_star=8).eval()
-    other = S.randomised(head, S.fresh(head, 123), [n for _, names in S.cascade(head)[-1:] for n in names])
+    torch.manual_seed(head_seed)
+    head = LayaHead([8] * n_layers, 3, d_star=8).eval()
+    other = S.randomised(head, S.fresh(head, init_seed), [n for _, names in S.cascade(head)[-1:] for n in names])
     a = attribute("alpha", head, hs, target).scores
     effects = np.random.default_rng(0).random(a.shape)
     return S.Trained(hs, target, {"alpha": a}, effects, AttributionOptions(), 200, 0).versus(other)["alpha"]
@@ -91,7 +91,48 @@ def test_unrelated_heads_on_noise_agree_a_little_and_do_not_pass():
     rank = out["rank_correlation"]
     assert 0 < rank["ci_low"] and rank["ci_high"] < 0.5, out
     assert out["verdict"] == "partly kept" and out["passed"] is False
-    assert "against the random reference's 0, beyond ±0.05" in out["note"], out
+    lo, hi = rank["ci_low"], rank["ci_high"]
+    assert out["note"] == (
+        f"ρ {rank['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]: its interval neither holds the random reference's 0"
+        " nor stays within ±0.050"
+    ), out
+
+
+def test_a_partly_kept_note_reads_the_interval_its_verdict_was_given_on():
+    """The verdict is read on the interval, and so is its note: a mean inside ±6/(L(L²−1)) = ±0.25 (3
+    layers) with an upper bound past it is "partly kept" for the bound, and the note said "ρ +0.17
+    against the random reference's 0, beyond ±0.25" of that mean, which is not beyond it."""
+    out = _noise_heads_versus(200, n_layers=3, head_seed=2)
+    rank = out["rank_correlation"]
+    assert 0 < rank["ci_low"] and abs(rank["mean"]) < S.band(3) < rank["ci_high"], out
+    assert out["verdict"] == "partly kept" and out["passed"] is False
+    lo, hi = rank["ci_low"], rank["ci_high"]
+    assert out["note"] == (
+        f"ρ {rank['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]: its interval neither holds the random reference's 0"
+        " nor stays within ±0.25"
+    ), out
+
+
+def test_a_partly_kept_note_gives_a_narrow_band_in_significant_digits():
+    """From 11 layers the band ±6/(L(L²−1)) is under 0.005, and the note said "beyond ±0.00"; for 12
+    it is ±0.0035, and ρ and its interval come with as many decimals, so they can be read against it."""
+    out = _noise_heads_versus(200, n_layers=12, init_seed=8)
+    rank = out["rank_correlation"]
+    assert out["verdict"] == "partly kept" and 0 < rank["ci_low"], out
+    assert out["note"].endswith("nor stays within ±0.0035"), out
+    assert out["note"].startswith(f"ρ {rank['mean']:+.4f} [{rank['ci_low']:+.4f}, {rank['ci_high']:+.4f}]"), out
+
+
+def test_a_partly_kept_note_without_an_interval_reads_the_one_number():
+    """One profile for every row has no interval (ρ is one number): the note reads that number against
+    both nulls, and with 2 layers (no band) against 0 alone."""
+    one = M.Faithfulness(0.3, float("nan"), float("nan"), n_valid=256, n_undefined=0, n_boot=0, seed=0)
+    assert S.verdict(one, 3) == "partly kept"
+    assert S.partly_kept(one, 3) == "ρ +0.30: neither the random reference's 0 nor within ±0.25"
+    assert (
+        S.partly_kept(_rank(0.3, 0.2, 0.4), 2)
+        == "ρ +0.30 [+0.20, +0.40]: its interval does not hold the random reference's 0"
+    )
 
 
 def _rank(mean: float, low: float, high: float) -> M.Faithfulness:

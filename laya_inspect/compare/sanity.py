@@ -10,6 +10,7 @@ effects (faithfulness). The trained head is never touched.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +178,25 @@ def verdict(rank: M.Faithfulness, n_layers: int) -> str:
     return "unclear" if low <= -THRESHOLD or high >= THRESHOLD else PARTLY
 
 
+def partly_kept(rank: M.Faithfulness, n_layers: int) -> str:
+    """The note of a "partly kept" verdict: ρ with the interval the verdict was read on, and the two
+    nulls it missed (the random reference's ρ 0, and :func:`band`). The mean alone is no evidence: it
+    may lie inside the band while the interval reaches past it. Printed with as many decimals as the
+    band needs for two significant digits (it is ±0.0035 for 12 layers), so the numbers can be read
+    against each other."""
+    within = band(n_layers)
+    places = max(2, 1 - math.floor(math.log10(within))) if within else 2
+    rho = f"ρ {rank.mean:+.{places}f}"
+    if np.isfinite(rank.ci_low):
+        rho += f" [{rank.ci_low:+.{places}f}, {rank.ci_high:+.{places}f}]: its interval"
+        if within:
+            return f"{rho} neither holds the random reference's 0 nor stays within ±{within:.{places}f}"
+        return f"{rho} does not hold the random reference's 0"
+    if within:  # one profile for every row: ρ is one number, read as it stands
+        return f"{rho}: neither the random reference's 0 nor within ±{within:.{places}f}"
+    return f"{rho}: not the random reference's 0"
+
+
 def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(predictions (N,), mean weight per layer (L,) or None) of one forward pass."""
     logits, weights = forward_rows(head, hs, batch_size)
@@ -225,10 +245,8 @@ class Trained:
                 word = "too few rows"  # as compare reads no verdict there: no 95% interval over so few rows
             elif note is None and word != "undefined" and n_boot == 0:
                 word = "untested"  # --bootstrap 0: no interval, as compare's constant-rule verdict is then
-            if word == PARTLY:  # the null it missed, beside it: a ranking independent of the trained one has ρ 0
-                within = band(scores.shape[1])
-                past = f"beyond ±{within:.2f}" if within else "its interval away from 0"
-                kept = f"ρ {rank.mean:+.2f} against the random reference's 0, {past}"
+            if word == PARTLY:
+                kept = partly_kept(rank, scores.shape[1])
                 note = f"{note}; {kept}" if note else kept
             if inapplicable:  # ρ is ±1 by one sign per row (or all 0): it reads the signs, not what the head learned
                 word, note = NOT_APPLICABLE, inapplicable
