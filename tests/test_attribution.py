@@ -116,9 +116,17 @@ def test_random_method_draws_apart_from_compares_other_streams(fit_seed):
         assert not np.array_equal(out.scores, np.random.default_rng(k).random(out.scores.shape))
     np.testing.assert_array_equal(out.scores, np.random.default_rng([4, 9, fit_seed]).random(out.scores.shape))
     assert out.params["fit_seed"] == fit_seed and "[seed, 9, fit_seed]" in out.params["distribution"]
-    # no fit seed recorded: the draw of before, default_rng([seed])
-    plain = attribute("random", head, hs, target, AttributionOptions(seed=4)).scores
-    np.testing.assert_array_equal(plain, np.random.default_rng([4]).random(plain.shape))
+
+
+def test_random_method_of_a_head_without_a_fit_seed_draws_its_own_stream():
+    """A head whose config.json records no fit seed drew the random method from default_rng([seed]): the
+    stream of the bootstrap, the constant rule's folds and --limit. It draws from [seed, 9] now."""
+    head, hs, target = _random("last")
+    out = attribute("random", head, hs, target, AttributionOptions(seed=4))
+    assert out.params["fit_seed"] is None and "([seed, 9] without a fit seed)" in out.params["distribution"]
+    for k in (4, *([4, k] for k in range(1, 9))):
+        assert not np.array_equal(out.scores, np.random.default_rng(k).random(out.scores.shape))
+    np.testing.assert_array_equal(out.scores, np.random.default_rng([4, 9]).random(out.scores.shape))
 
 
 def _planted(kind: str, j: int, widths=(6, 4, 5), classes: int = 4) -> torch.nn.Module:

@@ -267,15 +267,14 @@ def static(head: Head, hs: Sequence[Tensor], target: Tensor, options: Attributio
 
 @_method("random", "seeded uniform noise in [0, 1) (the floor)")
 def random_scores(head: Head, hs: Sequence[Tensor], target: Tensor, options: AttributionOptions) -> Attribution:
-    key = [options.seed] if options.fit_seed is None else draw_key(options.seed, options.fit_seed, RANDOM_STREAM)
-    rng = np.random.default_rng(key)
+    rng = np.random.default_rng(draw_key(options.seed, options.fit_seed, RANDOM_STREAM))
     return Attribution(
         per_row(lambda total: rng.random((total, head.num_layers)), len(target), options.span),
         params={
             "seed": options.seed,
             "fit_seed": options.fit_seed,
             "distribution": f"uniform [0, 1), numpy default_rng([seed, {RANDOM_STREAM}, fit_seed]) "
-            "([seed] without a fit seed)",
+            f"([seed, {RANDOM_STREAM}] without a fit seed)",
         },
     )
 
