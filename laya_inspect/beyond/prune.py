@@ -290,7 +290,10 @@ def _prune(
 
     def evaluate(todo: list[Job], why: str) -> None:
         """Refit (or re-evaluate) the (layer set, seed) pairs of ``todo`` into ``results`` and ``fits``;
-        ``why`` says what they are, in the step line that counts them before the first one starts."""
+        ``why`` says what they are, in the step line that counts them before the first one starts; no
+        pairs, no line (a coarse search whose grid left no k below a ranking's first within --max-drop)."""
+        if not todo:
+            return
         workers = cpu_workers(config.workers, device, len(todo)) if config.refit else 1
         at_once = f", {workers} at once" if workers > 1 else ""
         doing = "refits" if config.refit else "evaluations"
