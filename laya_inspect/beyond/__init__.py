@@ -21,11 +21,18 @@ from typing import Any
 def summary_verdict(s: dict[str, Any]) -> tuple[list[str], str | None]:
     """A prune, early-exit or diagnose summary's verdict lines rebuilt from its fields by the rule the
     run stored them by (so a summary written by an older version reads as this one words it), and None;
-    where an older summary lacks a field that rule reads (its module's VERDICT_FIELDS), its stored lines
-    and a note naming those fields. Any error of the rule on a summary that has them is raised."""
+    where an older summary lacks a field that rule reads, its stored lines and a note naming the fields.
+    VERDICT_FIELDS names the fields checked before the rule runs, each with its path; a field missing
+    from that list is found by the rule's own KeyError, named by its key, so the list need not name
+    every field a rule reads. Any other error of the rule is raised: a bug, not an older summary."""
     from . import diagnose, exit_verdicts, prune
     from .scoring import older_note
 
     module = {"prune": prune, "early-exit": exit_verdicts, "diagnose": diagnose}[s["command"]]
     note = older_note(s)
-    return (module.verdict_lines(s), None) if note is None else (list(s.get("verdict") or []), note)
+    if note is None:
+        try:
+            return module.verdict_lines(s), None
+        except KeyError as e:
+            note = older_note(s, lacking=[str(e.args[0])])
+    return list(s.get("verdict") or []), note

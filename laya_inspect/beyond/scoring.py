@@ -588,10 +588,11 @@ def missing_fields(s: dict[str, Any], fields: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(filter(None, (lacks(s, f.split("."), "") for f in fields))))
 
 
-def older_note(s: dict[str, Any]) -> str | None:
-    """Where a summary lacks a field its command's verdict rule reads (:data:`VERDICT_FIELDS`), the note that
-    says so and names them, as `report DIR` and its page show it beside the stored lines; None otherwise."""
-    missing = missing_fields(s, VERDICT_FIELDS[s["command"]])
+def older_note(s: dict[str, Any], lacking: Sequence[str] = ()) -> str | None:
+    """Where a summary lacks a field its command's verdict rule reads (:data:`VERDICT_FIELDS`, or
+    ``lacking``: fields the rule found missing as it read them), the note that says so and names them,
+    as `report DIR` and its page show it beside the stored lines; None otherwise."""
+    missing = missing_fields(s, VERDICT_FIELDS[s["command"]]) or list(lacking)
     if not missing:
         return None
     return (
