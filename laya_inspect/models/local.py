@@ -245,11 +245,20 @@ def code_files(file: Path, source: bytes | None = None) -> dict[Path, str]:
     in packages under it, which its folder being searched first for imports makes part of its code. They
     are found by reading the import statements, not by running them: an import inside a function or a
     ``try`` counts, a name built at run time (``importlib.import_module(name)``) is not seen. Each with
-    the sha256 of the bytes read (``source``: ``file``'s, already read)."""
+    the sha256 of the bytes read (``source``: ``file``'s, already read). A file that cannot be read is
+    an InputError naming it and the file that imports it: an import never run (in a function, a
+    ``try``) may name a module Python itself never read."""
     root, found, todo, digests = file.parent, {file}, [file], {}
+    importer: dict[Path, Path] = {}
     while todo:
         current = todo.pop()
-        read = source if current == file and source is not None else current.read_bytes()
+        try:
+            read = source if current == file and source is not None else current.read_bytes()
+        except OSError as e:
+            by = f" (imported by {importer[current]})" if current in importer else ""
+            raise InputError(
+                f"cannot read {current}{by}, part of the model's code its sha256 covers: {e.strerror or e}"
+            ) from None
         digests[current] = hashlib.sha256(read).hexdigest()
         try:
             tree = ast.parse(read)
@@ -260,6 +269,7 @@ def code_files(file: Path, source: bytes | None = None) -> dict[Path, str]:
                 if target not in found:
                     found.add(target)
                     todo.append(target)
+                    importer[target] = current
     return {p: digests[p] for p in [file, *sorted(found - {file})]}
 
 
