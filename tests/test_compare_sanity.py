@@ -91,11 +91,13 @@ def test_unrelated_heads_on_noise_agree_a_little_and_do_not_pass():
     rank = out["rank_correlation"]
     assert 0 < rank["ci_low"] and rank["ci_high"] < 0.5, out
     assert out["verdict"] == "partly kept" and out["passed"] is False
-    lo, hi = rank["ci_low"], rank["ci_high"]
-    assert out["note"] == (
-        f"ρ {rank['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]: its interval neither holds the random reference's 0"
-        " nor stays within ±0.050"
-    ), out
+    assert out["note"] == _kept_note(rank, 3, "0.050"), out
+
+
+def _kept_note(rank: dict, places: int, band: str) -> str:
+    """A "partly kept" note: ρ and its interval in ``places`` decimals, then the band it missed."""
+    mean, lo, hi = (f"{rank[k]:+.{places}f}" for k in ("mean", "ci_low", "ci_high"))
+    return f"ρ {mean} [{lo}, {hi}]: its interval neither holds the random reference's 0 nor stays within ±{band}"
 
 
 def test_a_partly_kept_note_reads_the_interval_its_verdict_was_given_on():
@@ -106,11 +108,7 @@ def test_a_partly_kept_note_reads_the_interval_its_verdict_was_given_on():
     rank = out["rank_correlation"]
     assert 0 < rank["ci_low"] and abs(rank["mean"]) < S.band(3) < rank["ci_high"], out
     assert out["verdict"] == "partly kept" and out["passed"] is False
-    lo, hi = rank["ci_low"], rank["ci_high"]
-    assert out["note"] == (
-        f"ρ {rank['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]: its interval neither holds the random reference's 0"
-        " nor stays within ±0.25"
-    ), out
+    assert out["note"] == _kept_note(rank, 2, "0.25"), out
 
 
 def test_a_partly_kept_note_gives_a_narrow_band_in_significant_digits():
@@ -119,8 +117,7 @@ def test_a_partly_kept_note_gives_a_narrow_band_in_significant_digits():
     out = _noise_heads_versus(200, n_layers=12, init_seed=8)
     rank = out["rank_correlation"]
     assert out["verdict"] == "partly kept" and 0 < rank["ci_low"], out
-    assert out["note"].endswith("nor stays within ±0.0035"), out
-    assert out["note"].startswith(f"ρ {rank['mean']:+.4f} [{rank['ci_low']:+.4f}, {rank['ci_high']:+.4f}]"), out
+    assert out["note"] == _kept_note(rank, 4, "0.0035"), out
 
 
 def test_a_partly_kept_note_without_an_interval_reads_the_one_number():
