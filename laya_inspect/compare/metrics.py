@@ -7,7 +7,9 @@ left out of the mean and the bootstrap, never averaged in as 0.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -175,19 +177,40 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+INDEX_DRAWS = 2_000_000  # the most row indices drawn at once: bounds the index array's memory
+
+
 def resampled_means(columns: list[np.ndarray], *, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, k): the mean of each of the k equal-length ``columns`` over the same resampled rows."""
     cols = [np.asarray(c, dtype=np.float64) for c in columns]
-    n = len(cols[0])
-    rng = np.random.default_rng(seed)
     out = np.empty((n_boot, len(cols)))
-    step = max(1, 2_000_000 // max(1, n))  # bound the index array's memory
-    for start in range(0, n_boot, step):
-        stop = min(n_boot, start + step)
-        idx = rng.integers(0, n, size=(stop - start, n))
+    for start, stop, idx in index_chunks(len(cols[0]), n_boot, seed):
         for j, c in enumerate(cols):
             out[start:stop, j] = c[idx].mean(axis=1)
     return out
+
+
+def index_chunks(n: int, n_boot: int, seed: Any) -> Iterator[tuple[int, int, np.ndarray]]:
+    """(start, stop, row indices of resamples start … stop−1) from ``default_rng(seed)``, at most
+    INDEX_DRAWS indices at a time; one chunk is :func:`resample_index`'s, drawn once per run."""
+    step = max(1, INDEX_DRAWS // max(1, n))
+    if 0 < n_boot <= step and isinstance(seed, (int, np.integer)):
+        yield 0, n_boot, resample_index(n, n_boot, int(seed))
+        return
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        yield start, stop, rng.integers(0, n, size=(stop - start, n))
+
+
+@lru_cache(maxsize=4)  # a run's few keys (its rows, the sanity checks' rows); at most 4 × 16 MB kept
+def resample_index(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) row indices, ``default_rng(seed)``'s first draw: the resamples of every interval of a
+    run over n rows. A compare run asks for the same few hundreds of times (each method, score and
+    head, with its one seed), and drawing them took most of each interval's time; read-only, as shared."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx.flags.writeable = False
+    return idx
 
 
 def summarise_rows(
