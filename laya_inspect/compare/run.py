@@ -274,10 +274,14 @@ def compare_heads(
         results = [_join(r, [p[i] for p in parts]) for i, r in enumerate(results)]
     read = read_layers(heads, hs, config.seed)
     stats = {"n_boot": config.n_boot, "seed": config.seed}
-    head_summaries = [
-        head_summary(r, labels, cfg, layer_names, class_names, **stats, layers_read=n, majority=chance)
-        for r, (_, cfg, _), n in zip(results, heads.values(), read)
-    ]
+
+    def summarise(_i: int, item: tuple[HeadResult, dict, list[int]], _report: Progress) -> dict[str, Any]:
+        r, cfg, n = item
+        return head_summary(r, labels, cfg, layer_names, class_names, **stats, layers_read=n, majority=chance)
+
+    # the heads' bootstrap intervals, several heads at once as their measurements were (the same numbers)
+    summarised = [(r, cfg, n) for r, (_, cfg, _), n in zip(results, heads.values(), read)]
+    head_summaries = run_forked(summarised, summarise, workers, no_progress)
 
     repeated, repeats_said = repeated_compared(store, config.split, rows, feats)  # a caveat: no verdict withheld
     summary: dict[str, Any] = {
@@ -330,6 +334,7 @@ def compare_heads(
         summary["files"]["sanity"] = "sanity.h5"  # the randomised heads' arrays (compare/sanity.py)
     if not world.is_main:  # rank 0 writes the folder
         return CompareResult(out, plain(summary), results, [])
+    flat = plain(summary)  # what the plots, the CSV and the caller read: made once (it walks every number)
     with atomic_dir(out, force=overwrite, command="compare", inputs=inputs) as tmp:
         written = [write_h5(tmp / "attributions.h5", results, rows, labels, values["means"], summary)]
         plot_files: list[Path] = []
@@ -337,11 +342,12 @@ def compare_heads(
             from .plots import write_plots
 
             formats = ("png", "svg") if config.svg else ("png",)
-            plot_files = write_plots(tmp / "plots", plain(summary), {r.name: r for r in results}, formats=formats)
+            plot_files = write_plots(tmp / "plots", flat, {r.name: r for r in results}, formats=formats)
         summary["files"]["plots"] = [str(p.relative_to(tmp)) for p in plot_files]
+        flat["files"]["plots"] = list(summary["files"]["plots"])
         written += [
-            write_json(tmp / "summary.json", summary),
-            write_csv(tmp / "summary.csv", csv_rows(plain(summary))),
+            write_json(tmp / "summary.json", flat),
+            write_csv(tmp / "summary.csv", csv_rows(flat)),
             *plot_files,
         ]
         if "sanity" in summary:  # after the plots, before report.html (the last file)
@@ -352,4 +358,4 @@ def compare_heads(
     files = [out / p.relative_to(tmp) for p in written]
     for f in [*files[:3], *([out / "plots"] if plot_files else []), files[-1]]:
         emit({"event": "write", "path": str(f)})
-    return CompareResult(out, plain(summary), results, files)
+    return CompareResult(out, flat, results, files)
