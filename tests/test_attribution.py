@@ -127,6 +127,9 @@ def test_random_method_of_a_head_without_a_fit_seed_draws_its_own_stream():
     for k in (4, *([4, k] for k in range(1, 9))):
         assert not np.array_equal(out.scores, np.random.default_rng(k).random(out.scores.shape))
     np.testing.assert_array_equal(out.scores, np.random.default_rng([4, 9]).random(out.scores.shape))
+    from laya_inspect.compare.config import CHOICES
+
+    assert "([seed, 9] for a head that records none)" in CHOICES["random"]  # what compare's outputs describe
 
 
 def _planted(kind: str, j: int, widths=(6, 4, 5), classes: int = 4) -> torch.nn.Module:

@@ -109,7 +109,6 @@ def test_a_diagnose_summary_lacking_any_field_reads(diagnosed, tmp_path):
     _each_field_dropped(diagnosed, tmp_path)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="report/settings.py formats a missing rank_rows")
 def test_a_prune_summary_lacking_rank_rows_reads(pruned, tmp_path):  # noqa: F811
     s = json.loads((pruned[0] / "summary.json").read_text())
     del s["config"]["rank_rows"]

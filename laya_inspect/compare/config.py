@@ -88,8 +88,8 @@ CHOICES = {
     "random": f"curves: k = 1: mean_i e_i (exact expectation over orderings); k > 1: mean over {RANDOM_ORDERS} "
     "uniformly random orderings per sample, numpy default_rng([seed, 1, fit seed]); scores (ρ, subset ρ): uniform "
     "noise, default_rng([seed, 2, fit seed]) (the fit seed: the head's config.json seed; [seed, 1] and [seed, 2] "
-    f"for a head that records none); the random method: default_rng([seed, {RANDOM_STREAM}, fit seed]) ([seed] "
-    "for a head that records none)",
+    f"for a head that records none); the random method: default_rng([seed, {RANDOM_STREAM}, fit seed]) ([seed, "
+    f"{RANDOM_STREAM}] for a head that records none)",
     "top1_only": "a one-hot attribution on the largest effect, and on any effect within tie_tolerance of it (what "
     "knowing only the top layer earns); its curves take those layers first and the others in a seeded random "
     "order, default_rng([seed, 6])",
