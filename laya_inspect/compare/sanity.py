@@ -187,14 +187,21 @@ def partly_kept(rank: M.Faithfulness, n_layers: int) -> str:
     within = band(n_layers)
     places = max(2, 1 - math.floor(math.log10(within))) if within else 2
     rho = f"ρ {rank.mean:+.{places}f}"
+    # below 0: the randomised ranking runs against the trained one, tied to it still, not kept as it was
+    inverted = (rank.ci_high if np.isfinite(rank.ci_low) else rank.mean) < 0
+    turned = f"; {INVERTED}" if inverted else ""
     if np.isfinite(rank.ci_low):
         rho += f" [{rank.ci_low:+.{places}f}, {rank.ci_high:+.{places}f}]: its interval"
         if within:
-            return f"{rho} neither holds the random reference's 0 nor stays within ±{within:.{places}f}"
-        return f"{rho} does not hold the random reference's 0"
+            return f"{rho} neither holds the random reference's 0 nor stays within ±{within:.{places}f}{turned}"
+        return f"{rho} does not hold the random reference's 0{turned}"
     if within:  # one profile for every row: ρ is one number, read as it stands
-        return f"{rho}: neither the random reference's 0 nor within ±{within:.{places}f}"
-    return f"{rho}: not the random reference's 0"
+        return f"{rho}: neither the random reference's 0 nor within ±{within:.{places}f}{turned}"
+    return f"{rho}: not the random reference's 0{turned}"
+
+
+# what a ρ below 0 means where the verdict says the randomised head still follows the trained one
+INVERTED = "inverted: the randomised head ranks the layers against the trained head's order, still tied to it"
 
 
 def _predict(head: Head, hs: Sequence[torch.Tensor], batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:

@@ -1207,14 +1207,23 @@ def sanity_failed(summary: dict[str, Any]) -> list[str]:
         return []
     t = summary["sanity"]["choices"].get("threshold")
     return [
-        f"sanity check failed: {m} on {name} with {SANITY_CHECKS.get(check, check)} keeps ρ "
-        f"{with_ci(c['rank_correlation'])} with the trained head's attributions ("
+        f"sanity check failed: {m} on {name} with {SANITY_CHECKS.get(check, check)} "
+        + ("reverses" if _below_zero(c["rank_correlation"]) else "keeps")
+        + f" ρ {with_ci(c['rank_correlation'])} with the trained head's attributions ("
         + (f"|ρ| ≥ {t} over the whole interval" if t is not None else "read high")
         + "): they follow something other than what the head learned, so its scores do not explain the head"
         for name, _, rows in sanity_heads(summary)
         for m, check, c in rows
         if c["verdict"] == "high"
     ]
+
+
+def _below_zero(rank: dict[str, Any]) -> bool:
+    """A sanity ρ read below 0 (its interval's top, or the mean where no interval was drawn): the
+    randomised head's ranking runs against the trained one's, an order reversed rather than kept."""
+    top = rank.get("ci_high")
+    top = rank.get("mean") if top is None or top != top else top
+    return top is not None and top < 0
 
 
 def _warnings(s: dict[str, Any]) -> list[str]:
