@@ -87,3 +87,15 @@ def test_an_unmarked_lead_without_a_constant_rule_says_its_one_difference_must_l
         "no * for faithfulness ρ: ig − gradcam +0.01 [-0.02, +0.04], ig − constant rule +0.57 [+0.48, +0.65] "
         "(both must lie above 0)" in notes
     ), notes
+
+
+def test_an_unmarked_leads_intervals_name_their_level() -> None:
+    """ "no * for faithfulness ρ: ig − gradcam +0.03 [+0.00, +0.07]" was drawn at the family's 99.3%, and
+    read as a 95% interval that excludes 0 it contradicted the missing star."""
+    from laya_inspect.report.sections import _notes
+
+    runner_up = {"mean": 0.03, "ci_low": 0.001, "ci_high": 0.07, "confidence": 1 - 0.05 / 7}
+    const = {"mean": 0.57, "ci_low": 0.48, "ci_high": 0.65, "confidence": 1 - 0.05 / 3}
+    test = {"leader": "ig", "runner_up": "gradcam", "vs_runner_up": runner_up, "vs_constant": const, "marked": False}
+    (said,) = [n for n in _notes({"best_tests": {"faithfulness": test}}) if n.startswith("no * for")]
+    assert "ig − gradcam +0.03 [+0.00, +0.07] (99.3%), ig − constant rule +0.57 [+0.48, +0.65] (98.3%)" in said, said

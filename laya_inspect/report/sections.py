@@ -120,6 +120,14 @@ def versus_table(head: dict[str, Any]) -> Table | None:
     return Table(f"constant-{slug(head['name'])}", columns, rows, caption, classes, text_columns=1 + many)
 
 
+def _level(d: dict[str, Any] | None) -> str:
+    """ " (98.3%)": the level an interval of a lead's test was drawn at (the family's, or the verdict's),
+    so "+0.03 [+0.00, +0.07]" is not read as a 95% interval; "" where it records none or has no interval."""
+    if not d or d.get("ci_low") is None or not isinstance(d.get("confidence"), (int, float)):
+        return ""
+    return f" ({d['confidence']:.1%})".replace(".0%", "%")
+
+
 def _notes(head: dict[str, Any]) -> list[str]:
     out = []
     abls = head.get("ablations") or {}
@@ -134,7 +142,8 @@ def _notes(head: dict[str, Any]) -> list[str]:
         const = t.get("vs_constant")
         out.append(
             f"no * for {labels[key]}: {t['leader']} − {t['runner_up']} {with_ci(t.get('vs_runner_up'))}"
-            + (f", {t['leader']} − constant rule {with_ci(const)}" if const else "")
+            + _level(t.get("vs_runner_up"))
+            + (f", {t['leader']} − constant rule {with_ci(const)}{_level(const)}" if const else "")
             # deletion and insertion areas have no constant rule's to lie above: one difference, not "both"
             + (" (both must lie above 0)" if const else " (it must lie above 0)")
         )
