@@ -278,19 +278,14 @@ def test_default_stretch_of_square_photos_and_of_non_square_arrays(tmp_path):
     assert "its images (32×64, height×width)" in w
 
 
-def test_stretch_sample_is_bounded_and_seeded(tmp_path, monkeypatch):
-    from laya_inspect.data import checks
-
-    monkeypatch.setattr(checks, "SIZE_SAMPLE", 3)
-    for i in range(4):
-        for cls in ("a", "b"):
-            write(tmp_path / cls / f"{i}.png", Image.fromarray(np.zeros((10, 20 if i % 2 else 10, 3), np.uint8)))
-    model = spec(channels=3, size=8)
-    said = [
-        stretch_warnings(load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=model, seed=s))
-        for s in (0, 0)
-    ]
-    assert said[0] == said[1] and len(said[0]) == 1 and " of 3 images read" in said[0][0]
+def test_stretch_is_judged_from_every_files_header(tmp_path):
+    for i in range(300):  # more than the 256 a sample once held
+        cls = ("a", "b")[i % 2]
+        write(tmp_path / cls / f"{i}.png", Image.fromarray(np.zeros((10, 20 if i == 7 else 10, 3), np.uint8)))
+    (said,) = stretch_warnings(
+        load_data(f"imagefolder:{tmp_path}", test_fraction=0.5, input_spec=spec(channels=3, size=8))
+    )
+    assert "1 of 300 images read (headers only; height×width e.g. 10×20)" in said
 
 
 # ----------------------------------------------------------------------------- normalisation, warnings

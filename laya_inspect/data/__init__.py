@@ -368,7 +368,7 @@ def load_data(
         warnings += enlarged_warning(f"dataset {spec!r}", src.location, headers, transform.size)
     if isinstance(transform, ImageTransform) and resize is None:
         sizes = [h.size for h in headers]
-        warnings += stretched_images(spec, transform, src.native, sizes, seed, getattr(input_spec, "resize", None))
+        warnings += stretched_images(spec, transform, src.native, sizes, getattr(input_spec, "resize", None))
     log.info(
         "dataset %s (%s): %s",
         spec,

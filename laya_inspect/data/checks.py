@@ -239,18 +239,17 @@ def float_images(spec: str, native: dict, transform: Any) -> list[str]:
     return [f"{where}: they look normalised already; --normalize none confirms that nothing more is applied"]
 
 
-# Images whose aspect ratio --resize stretch changes by more than this factor are counted as
-# distorted; a sample of SIZE_SAMPLE files is read (headers only) when sizes differ between images.
+# Images whose aspect ratio --resize stretch changes by more than this factor are counted as distorted.
 STRETCH_TOLERANCE = 1.1
-SIZE_SAMPLE = 256
 
 
 def stretched_images(
-    spec: str, transform: Any, native: dict, read: list[tuple[int, int] | None], seed: int, own: str | None = None
+    spec: str, transform: Any, native: dict, read: list[tuple[int, int] | None], own: str | None = None
 ) -> list[str]:
     """A warning when the default ``--resize stretch`` changes the aspect ratio of images: the model
     sees them squeezed. ``read``: the (H, W) of every image file read, from its header (None: not
-    readable; empty for arrays, whose size is ``native["size"]``); ``own``: how the model's own
+    readable; empty for arrays, whose size is ``native["size"]``): every file's, as a single odd photo
+    among thousands of squares is what a sample misses; ``own``: how the model's own
     preprocessing resizes (InputSpec.resize; "stretch": no warning)."""
     if transform.size is None or transform.resize != "stretch" or own == "stretch":
         return []
@@ -261,9 +260,6 @@ def stretched_images(
         counted = f"its images ({h}×{w}, height×width)"
     else:
         found = list(read)
-        if len(found) > SIZE_SAMPLE:
-            picks = np.random.default_rng(seed).choice(len(found), SIZE_SAMPLE, replace=False)
-            found = [found[i] for i in sorted(picks)]
         counted = ""
     sizes = [hw for hw in found if hw is not None and min(hw) > 0]
     bent = [(h, w) for h, w in sizes if max(w / h * th / tw, h / w * tw / th) > STRETCH_TOLERANCE]

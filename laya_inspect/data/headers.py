@@ -243,31 +243,44 @@ def converted_warning(where: str, root: str, headers: Sequence[FileHeader], chan
 
 
 # An image whose shorter side is this many times smaller than both the model's input and the files'
-# median is blown up from a few pixels: a 1×1 file becomes a flat patch of one colour.
+# median is blown up from a few pixels: a 1×1 file becomes a flat patch of one colour. One this many
+# times larger than both is the same odd one out the other way: a phone photo among thumbnails,
+# squeezed to the input with its detail gone. A folder of photos all far larger than the input (an
+# ImageNet-style set at 224) is what resizing is for, so the median must agree.
 ENLARGED = 4
+SHRUNK = 8
 
 
 def enlarged_warning(where: str, root: str, headers: Sequence[FileHeader], size: tuple[int, int] | None) -> list[str]:
     """A warning when some files are far smaller than the rest and are enlarged to the model's ``size``
     (H, W): their input is a few pixels blown up, unlike the others. A folder of small images all
-    brought to a large input (8×8 digits at 224) is what --image-size is for: no warning. And one when
-    files exceed PIL's pixel limit (:func:`huge_warning`)."""
+    brought to a large input (8×8 digits at 224) is what --image-size is for: no warning. Likewise one
+    when some files are far larger than the rest and shrunk to it, and one when files exceed PIL's
+    pixel limit (:func:`huge_warning`)."""
     read = [(h.path, h.size) for h in headers if h.size is not None and min(h.size) > 0]
     if size is None or not read:
         return []
     typical = float(np.median([min(hw) for _, hw in read]))
     small = sorted((path, hw) for path, hw in read if min(hw) * ENLARGED <= min(min(size), typical))
-    said = huge_warning(where, root, read, size)
-    if not small:
-        return said
-    shown = [f"{relative(path, root)} ({h}×{w})" for path, (h, w) in small]
-    return [
-        f"{where}: {len(small)} of {len(read)} image files are enlarged {ENLARGED}× or more to the model's "
-        f"{size[0]}×{size[1]} input, far smaller than the rest (shorter side {typical:g} at the median): "
-        f"{few(shown, SHOWN)}; their few pixels are blown up into inputs unlike the rest; remove them or "
-        "replace them with larger files",
-        *said,
-    ]
+    large = sorted((path, hw) for path, hw in read if min(hw) >= SHRUNK * max(max(size), typical))
+    said = []
+    for files, how, unlike in (
+        (small, f"enlarged {ENLARGED}× or more", "far smaller"),
+        (large, f"shrunk {SHRUNK}× or more", "far larger"),
+    ):
+        if not files:
+            continue
+        shown = [f"{relative(path, root)} ({h}×{w})" for path, (h, w) in files]
+        what = (
+            "their few pixels are blown up into inputs unlike the rest; remove them or replace them with larger files"
+            if files is small
+            else "their detail is squeezed away, inputs unlike the rest; crop them to what they show, or remove them"
+        )
+        said.append(
+            f"{where}: {len(files)} of {len(read)} image files are {how} to the model's {size[0]}×{size[1]} "
+            f"input, {unlike} than the rest (shorter side {typical:g} at the median): {few(shown, SHOWN)}; {what}"
+        )
+    return said + huge_warning(where, root, read, size)
 
 
 def huge_warning(

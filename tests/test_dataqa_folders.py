@@ -1,0 +1,61 @@
+"""imagefolder: on real CIFAR-10 JPEGs (../shared/data) and PIL-written photos: one large photo among
+a thousand squares is said (its aspect ratio and its shrinking, every header judged, no sample), images
+in a sub-folder of a class folder are said with the class they joined, and CMYK JPEGs converted to RGB
+are named as greyscale and transparent files are."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from laya_inspect.data import load_data
+
+skdata = pytest.importorskip("skimage.data")
+CIFAR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
+
+
+def cifar_folder(root: Path, n: int, classes: tuple[str, ...] = ("airplane", "truck")) -> Path:
+    """``n`` CIFAR-10 training JPEGs of ``classes``, as they are in the archive."""
+    if not CIFAR.is_file():
+        pytest.skip(f"{CIFAR} is absent (see ../shared/data/README.md)")
+    taken = 0
+    with tarfile.open(CIFAR) as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if member.isfile() and parts[0] == "train" and parts[1] in classes and parts[2].endswith(".jpg"):
+                out = root / parts[1] / parts[2]
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(tar.extractfile(member).read())
+                taken += 1
+                if taken == n:
+                    break
+    assert taken == n
+    return root
+
+
+def photo_jpeg(path: Path, size: tuple[int, int], mode: str = "RGB") -> None:
+    """skimage's coffee photo resized to ``size`` (W, H), as a JPEG in ``mode``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(skdata.coffee()).resize(size).convert(mode).save(path, "JPEG", quality=80)
+
+
+def test_one_large_photo_among_a_thousand_cifar_squares_is_said(tmp_path):
+    root = cifar_folder(tmp_path / "c", 1024)
+    photo_jpeg(root / "truck" / "phone.jpg", (6000, 4000))
+    b = load_data(f"imagefolder:{root}", test_fraction=0.2, seed=0, image_size=32)
+    stretched = [w for w in b.warnings if "another aspect ratio" in w]
+    assert len(stretched) == 1 and "1 of 1025 images read (headers only; height×width e.g. 4000×6000)" in stretched[0]
+    shrunk = [w for w in b.warnings if "shrunk" in w]
+    assert len(shrunk) == 1, b.warnings
+    assert "1 of 1025 image files are shrunk 8× or more to the model's 32×32 input" in shrunk[0]
+    assert "truck/phone.jpg (4000×6000)" in shrunk[0]
+
+
+def test_a_folder_of_photos_all_far_larger_than_the_input_is_not_said_shrunk(tmp_path):
+    for i in range(4):
+        photo_jpeg(tmp_path / "p" / ("a", "b")[i % 2] / f"{i}.jpg", (600, 400))
+    b = load_data(f"imagefolder:{tmp_path / 'p'}", test_fraction=0.5, seed=0, image_size=32)
+    assert not [w for w in b.warnings if "shrunk" in w]
