@@ -246,7 +246,8 @@ def test_a_folder_with_every_image_in_a_class_folder_says_nothing_of_loose_image
 
 def test_class_folders_holding_only_sub_folders_are_said_to_be_read_as_one_class(tmp_path):
     """QA: animals/{cat,dog}/ and vehicles/{ship,plane}/ were read as two classes, animals and vehicles,
-    with no word; a class folder with images of its own beside a sub-folder (cat/nested/) says nothing."""
+    with no word; a class folder with images of its own beside sub-folders (cat/nested/) gets the warning
+    of images merged from sub-folders instead."""
     for group, kinds in (("animals", ("cat", "dog")), ("vehicles", ("ship", "plane"))):
         for k, name in zip(kinds, PHOTOS):
             for i in range(2):
@@ -264,7 +265,9 @@ def test_class_folders_holding_only_sub_folders_are_said_to_be_read_as_one_class
     save_jpg(tmp_path / "mixed" / "cat" / "nested" / "a" / "0.jpg", photo("coffee"))
     save_jpg(tmp_path / "mixed" / "cat" / "other" / "0.jpg", photo("rocket"))
     b = load_data(f"imagefolder:{tmp_path / 'mixed'}", test_fraction=0.5, seed=0)
-    assert not [w for w in b.warnings if "sub-folders" in w]
+    assert not [w for w in b.warnings if "hold no image of their own" in w]
+    (said,) = [w for w in b.warnings if "sub-folders" in w]
+    assert "2 image(s) in sub-folders of class folders" in said
 
 
 def test_images_of_several_sizes_for_a_model_that_states_none_are_refused_before_any_work(tmp_path):

@@ -18,21 +18,21 @@ CIFAR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar1
 
 
 def cifar_folder(root: Path, n: int, classes: tuple[str, ...] = ("airplane", "truck")) -> Path:
-    """``n`` CIFAR-10 training JPEGs of ``classes``, as they are in the archive."""
+    """``n`` CIFAR-10 training JPEGs of each of ``classes``, as they are in the archive."""
     if not CIFAR.is_file():
         pytest.skip(f"{CIFAR} is absent (see ../shared/data/README.md)")
-    taken = 0
+    taken = dict.fromkeys(classes, 0)
     with tarfile.open(CIFAR) as tar:
         for member in tar:
             parts = member.name.split("/")
-            if member.isfile() and parts[0] == "train" and parts[1] in classes and parts[2].endswith(".jpg"):
+            if member.isfile() and parts[0] == "train" and taken.get(parts[1], n) < n and parts[2].endswith(".jpg"):
                 out = root / parts[1] / parts[2]
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_bytes(tar.extractfile(member).read())
-                taken += 1
-                if taken == n:
+                taken[parts[1]] += 1
+                if min(taken.values()) == n:
                     break
-    assert taken == n
+    assert min(taken.values()) == n
     return root
 
 
@@ -43,7 +43,7 @@ def photo_jpeg(path: Path, size: tuple[int, int], mode: str = "RGB") -> None:
 
 
 def test_one_large_photo_among_a_thousand_cifar_squares_is_said(tmp_path):
-    root = cifar_folder(tmp_path / "c", 1024)
+    root = cifar_folder(tmp_path / "c", 512)
     photo_jpeg(root / "truck" / "phone.jpg", (6000, 4000))
     b = load_data(f"imagefolder:{root}", test_fraction=0.2, seed=0, image_size=32)
     stretched = [w for w in b.warnings if "another aspect ratio" in w]
@@ -59,3 +59,21 @@ def test_a_folder_of_photos_all_far_larger_than_the_input_is_not_said_shrunk(tmp
         photo_jpeg(tmp_path / "p" / ("a", "b")[i % 2] / f"{i}.jpg", (600, 400))
     b = load_data(f"imagefolder:{tmp_path / 'p'}", test_fraction=0.5, seed=0, image_size=32)
     assert not [w for w in b.warnings if "shrunk" in w]
+
+
+def test_images_in_a_sub_folder_of_a_class_folder_are_said_with_their_class(tmp_path):
+    root = cifar_folder(tmp_path / "c", 20)
+    for i in range(3):  # a user's extra trucks, dropped in a folder of their own inside truck/
+        photo_jpeg(root / "truck" / "extra" / f"{i}.jpg", (32, 32))
+    photo_jpeg(root / "airplane" / "old" / "deep" / "0.jpg", (32, 32))
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
+    assert b.class_names == ["airplane", "truck"]  # still read so: the folder names the class
+    (said,) = [w for w in b.warnings if "sub-folders of class folders" in w]
+    assert "4 image(s) in sub-folders of class folders are read as the class that holds them" in said
+    assert "airplane/old/: 1 into 'airplane', truck/extra/: 3 into 'truck'" in said
+    assert "move it up beside the class folders" in said
+
+
+def test_class_folders_without_sub_folders_say_nothing_of_them(tmp_path):
+    b = load_data(f"imagefolder:{cifar_folder(tmp_path / 'c', 20)}", test_fraction=0.5, seed=0)
+    assert not [w for w in b.warnings if "sub-folder" in w]

@@ -30,6 +30,7 @@ from .base import Source, SplitSource, composed, read_failed, stratified_split, 
 from .checks import copied_across_classes
 from .headers import (
     ALPHA_MODES,
+    SHOWN,
     FileHeader,
     file_header,
     folder_channels,
@@ -272,6 +273,8 @@ class Skipped:
     loose: list[str] = field(default_factory=list)  # image files beside the class folders, in no class (paths)
     # class folders with no image of their own whose images lie in two or more sub-folders: (folder, sub-folders)
     nested: list[tuple[str, list[str]]] = field(default_factory=list)
+    # sub-folders of the other class folders whose images joined the class: (sub-folder, images, class)
+    merged: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 def _within(path: str, folder: str) -> bool:
@@ -403,6 +406,13 @@ def _skipped_warning(root: Path, skipped: Skipped) -> list[str]:
             f"{os.path.basename(folder)!r}); if the sub-folders are the classes, give imagefolder: the folder that "
             "holds them, or move them up a level"
         )
+    if skipped.merged:
+        shown = [f"{relative(sub, root)}/: {n} into {label!r}" for sub, n, label in skipped.merged]
+        out.append(
+            f"{where}: {sum(n for _, n, _ in skipped.merged)} image(s) in sub-folders of class folders are read as "
+            f"the class that holds them ({few(shown, SHOWN)}); if a sub-folder is a class of its own, move it up "
+            "beside the class folders, and move out the images that belong to no class"
+        )
     if skipped.loose:
         out.append(
             f"{where}: {len(skipped.loose)} image file(s) outside the class folders left out "
@@ -516,9 +526,12 @@ def load_imagefolder(
         split_labels: list[int] = []
         for c in _subdirs(d):
             found[s, c] = _image_files(d / c, skipped, classes=classes)
-            subs = sorted({os.path.relpath(path, d / c).split(os.sep)[0] for path, _ in found[s, c]})
-            if len(subs) > 1 and not _holds_images(d / c):
-                skipped.nested.append((str(d / c), subs))
+            inner = [os.path.relpath(path, d / c) for path, _ in found[s, c]]
+            below = Counter(rel.split(os.sep)[0] for rel in inner if os.sep in rel)  # images per sub-folder
+            if len(below) > 1 and not _holds_images(d / c):
+                skipped.nested.append((str(d / c), sorted(below)))
+            else:
+                skipped.merged += [(str(d / c / sub), n, composed(c)) for sub, n in sorted(below.items())]
             split_files += [path for path, _ in found[s, c]]
             split_labels += [lookup[composed(c)]] * len(found[s, c])
         listed[s] = (split_files, np.array(split_labels, dtype=np.int64))
