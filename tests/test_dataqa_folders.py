@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from laya_inspect.data import load_data
+from laya_inspect.models.base import InputSpec
 
 skdata = pytest.importorskip("skimage.data")
 CIFAR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cifar10-jpeg.tar.gz"
@@ -77,3 +78,23 @@ def test_images_in_a_sub_folder_of_a_class_folder_are_said_with_their_class(tmp_
 def test_class_folders_without_sub_folders_say_nothing_of_them(tmp_path):
     b = load_data(f"imagefolder:{cifar_folder(tmp_path / 'c', 20)}", test_fraction=0.5, seed=0)
     assert not [w for w in b.warnings if "sub-folder" in w]
+
+
+def test_cmyk_jpegs_converted_to_rgb_are_named(tmp_path):
+    root = cifar_folder(tmp_path / "c", 20)
+    photo_jpeg(root / "truck" / "print.jpg", (32, 32), mode="CMYK")
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0)
+    (said,) = [w for w in b.warnings if "CMYK" in w]
+    assert "1 of 41 image files are CMYK, converted to RGB by PIL's plain formula" in said
+    assert "truck/print.jpg" in said
+    # a greyscale model: the file is named among those read in colour, not twice
+    grey = InputSpec(kind="image", channels=1, size=32, mean=(0.5,), std=(0.25,), resize="stretch")
+    b = load_data(f"imagefolder:{root}", test_fraction=0.5, seed=0, input_spec=grey)
+    assert not [w for w in b.warnings if "CMYK" in w]
+    (colour,) = [w for w in b.warnings if "converted to greyscale" in w]
+    assert "41 of 41 image files are in colour" in colour
+
+
+def test_a_folder_without_cmyk_files_says_nothing_of_cmyk(tmp_path):
+    b = load_data(f"imagefolder:{cifar_folder(tmp_path / 'c', 20)}", test_fraction=0.5, seed=0)
+    assert not [w for w in b.warnings if "CMYK" in w]

@@ -63,7 +63,8 @@ class FileHeader:
     None when the header cannot be read (``problem`` says why); ``pages``: a TIFF's pages, its
     reduced-resolution copies aside (the first page is the one read); ``channels``: 1 for a greyscale
     file, 3 for any other (palette files count as colour); ``alpha``: the file has transparency that
-    reading composites on white (an alpha channel, or a colour marked transparent)."""
+    reading composites on white (an alpha channel, or a colour marked transparent); ``cmyk``: its pixels
+    are CMYK (print files), converted to RGB when read."""
 
     path: str
     size: tuple[int, int] | None
@@ -71,6 +72,7 @@ class FileHeader:
     pages: int = 1
     channels: int = 3
     alpha: bool = False
+    cmyk: bool = False
 
 
 def transparent(im: Any) -> bool:
@@ -90,7 +92,8 @@ def file_header(path: str) -> FileHeader:
             h, w = int(im.height), int(im.width)
             size = (w, h) if header_orientation(im) in _SIDEWAYS else (h, w)
             channels = 1 if im.mode in GREY_MODES else 3
-            return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=transparent(im))
+            alpha, cmyk = transparent(im), im.mode == "CMYK"
+            return FileHeader(path, size, pages=_pages(im), channels=channels, alpha=alpha, cmyk=cmyk)
     except UnidentifiedImageError:
         return FileHeader(path, None, "not an image PIL can identify")
     except Image.DecompressionBombError as e:
@@ -218,11 +221,14 @@ def converted_warning(where: str, root: str, headers: Sequence[FileHeader], chan
     inputs unlike the rest (a black-and-white photo's features are not those of the same scene in colour).
     A folder wholly greyscale read by an RGB model (digits, X-rays) is what the replication is for: no warning.
     Files with transparency beside opaque ones are said likewise: their transparent pixels are read as
-    white, whatever the photos around them show (a file transparent throughout is a blank white input)."""
+    white, whatever the photos around them show (a file transparent throughout is a blank white input).
+    CMYK files read in colour are said too, however many: PIL converts them by its plain formula,
+    without the file's colour profile, so their colours may not be those a viewer shows."""
     read = [h for h in headers if h.size is not None]
     grey = [h for h in read if h.channels == 1]
     colour = [h for h in read if h.channels == 3]
     clear = [h for h in read if h.alpha]
+    cmyk = [h for h in read if h.cmyk]
     said = []
     if channels == 1 and colour:
         how = "in colour, converted to greyscale by luma (their colour is not read)"
@@ -230,6 +236,9 @@ def converted_warning(where: str, root: str, headers: Sequence[FileHeader], chan
     elif channels == 3 and grey and colour:
         how = "greyscale, replicated to RGB beside colour ones (inputs unlike the rest)"
         said.append((grey, f"{how}, as the images are read with 3 channels"))
+    if cmyk and channels == 3:
+        how = "CMYK, converted to RGB by PIL's plain formula, without any colour profile they carry"
+        said.append((cmyk, f"{how} (a viewer's colours may differ)"))
     if clear and len(clear) < len(read):
         said.append(
             (clear, "transparent in part or whole, composited on white beside opaque ones (inputs unlike the rest)")
