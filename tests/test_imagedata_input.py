@@ -88,11 +88,22 @@ def cmyk_jpeg(photo: np.ndarray, **save) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("kind", ["grey", "cmyk"])
+def ycck_jpeg(photo: np.ndarray) -> bytes:
+    """CMYK pixels stored as YCCK, as libjpeg-turbo writes CMYK (PIL writes them as plain CMYK)."""
+    import simplejpeg
+
+    cmyk = np.ascontiguousarray(np.asarray(Image.fromarray(photo).convert("CMYK")))
+    return simplejpeg.encode_jpeg(cmyk, quality=85, colorspace="CMYK", colorsubsampling="444")
+
+
+@pytest.mark.parametrize("kind", ["grey", "cmyk", "ycck"])
 def test_damaged_grey_and_cmyk_jpegs_are_refused(kind):
-    clean = jpeg_bytes(skdata.camera()) if kind == "grey" else cmyk_jpeg(skdata.coffee())
-    seed = 1  # an overwrite libjpeg notices in both (some fall back into step unnoticed)
+    made = {"grey": lambda: jpeg_bytes(skdata.camera()), "cmyk": lambda: cmyk_jpeg(skdata.coffee())}
+    clean = made.get(kind, lambda: ycck_jpeg(skdata.coffee()))()
+    seed = 1  # an overwrite libjpeg notices in each (some fall back into step unnoticed)
     assert damage(clean) == "" and damage(garbled(clean, seed)).startswith("Corrupt JPEG data")
+    with Image.open(io.BytesIO(clean)) as im:
+        assert im.mode == ("L" if kind == "grey" else "CMYK")
 
 
 def test_a_jpeg_cut_short_is_still_refused_as_truncated(tmp_path):
