@@ -3,6 +3,7 @@ back as themselves, a dead worker named, progress replayed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -57,6 +58,16 @@ def _fail_on_two(i: int, x: int, emit) -> int:
 def test_a_failing_run_raises_its_own_error_here() -> None:
     with pytest.raises(InputError, match="item 2 is bad"):
         run_forked([1, 2, 3], _fail_on_two, 2, lambda e: None)
+
+
+def _bug_on_two(i: int, x: int, emit) -> int:
+    return x // (x - 2)
+
+
+def test_a_bug_in_a_run_comes_back_with_the_worker_s_traceback() -> None:
+    with pytest.raises(ZeroDivisionError) as raised:
+        run_forked([1, 2, 3], _bug_on_two, 2, lambda e: None)
+    assert "in _bug_on_two" in str(raised.value.__cause__)  # where in the run, not only where it was raised here
 
 
 def _die_on_two(i: int, x: int, emit) -> int:
@@ -275,3 +286,80 @@ def test_workers_forked_after_torch_ran_on_two_threads_do_not_hang() -> None:
         pytest.fail("the forked workers hung on their first parallel torch op")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[(1, 0.0, 10), (1, 0.0, 20), (1, 0.0, 30)]"
+
+
+_SENDING_SCRIPT = """
+import os, sys
+import numpy as np
+from laya_inspect.workers import run_forked
+
+pids, size = sys.argv[1], int(sys.argv[2])
+
+def work(i, x, emit):
+    with open(pids, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    return np.ones(size, dtype=np.uint8)
+
+print("ready", flush=True)
+try:
+    run_forked(list(range(40)), work, 2, lambda e: None)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+def _bytes_read(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_ctrl_c_while_a_worker_is_halfway_through_sending_its_result_ends_the_command(tmp_path: Path) -> None:
+    """QA: Ctrl-C during prune's refits printed its line and the process then waited forever: the
+    standard pool's thread was reading a result the killed worker had half sent, through a pipe whose
+    write end the command itself held, and leaving the pool waited on that thread. Here the workers are
+    stopped while the command has read part of a result and not the rest (its bytes read, counted by
+    Linux, tell), then the command gets Ctrl-C: it must end at once, as interrupted, with no worker left."""
+    import subprocess
+    import sys
+    import time
+
+    size, margin = 64 * 2**20, 2**20  # each result is 64 MB: the command reads it a pipe-full at a time
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen([sys.executable, "-c", _SENDING_SCRIPT, str(pids), str(size)], stdout=subprocess.PIPE)
+    workers: list[int] = []
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        before = _bytes_read(proc.pid)
+        deadline = time.monotonic() + 120
+        while len(workers := sorted({int(p) for p in pids.read_text().split()} if pids.exists() else ())) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "the runs did not start"
+            time.sleep(0.01)
+        while True:  # until caught with a result read partly, the rest unsent
+            assert time.monotonic() < deadline and proc.poll() is None, "never caught halfway through a result"
+            if margin < (_bytes_read(proc.pid) - before) % size < size // 2:
+                for w in workers:
+                    os.kill(w, signal.SIGSTOP)
+                time.sleep(0.3)  # the command reads what is in the pipe, and waits for the rest
+                read = _bytes_read(proc.pid) - before
+                if margin < read % size < size - margin and _bytes_read(proc.pid) - before == read:
+                    break
+                for w in workers:
+                    os.kill(w, signal.SIGCONT)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the command waited on a result its killed worker had half sent")
+        seconds = time.monotonic() - start
+        assert (proc.returncode, out) == (130, b"interrupted\n")
+        assert seconds < 10, f"{seconds:.1f} s from Ctrl-C to its end"
+        assert not any(map(_alive, workers)), "a worker outlived the command"
+    finally:
+        proc.kill()
+        proc.wait()
+        for w in workers:
+            with contextlib.suppress(OSError):
+                os.kill(w, signal.SIGKILL)
