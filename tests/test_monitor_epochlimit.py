@@ -67,12 +67,13 @@ def test_a_falling_loss_beside_a_held_accuracy_is_not_warned_under_monitor_acc(
     assert acc_last - acc_before < math.sqrt(acc_last * (1 - acc_last) / n_val)
     assert _limit(head["warnings"]) == []
     assert summary["quality"]["epoch_limit_reads"] == "val_acc"
-    # under --monitor loss the same run (no stop: the same epochs) is warned on its loss, and its accuracy's
-    # +1.5 points (2 of 136 rows, under one standard error) are said to have held; before, 0.5 points did not
-    _, head, _ = _fit(digits_cache, tmp_path / "loss", "concat", "--epochs", "20", "--patience", "20", "--lr", "3e-3")
-    (warning,) = _limit(head["warnings"])
-    assert "accuracy +1.5 points" in warning
-    assert f"validation accuracy held (within one standard error over the {n_val} validation rows" in warning
+    # under --monitor loss the same run (no stop: the same epochs) is not warned either: its best loss lies at
+    # epoch 7 and the last 4 epochs hold no new best, their lower mean a partial recovery from a rise
+    _, head, history = _fit(
+        digits_cache, tmp_path / "loss", "concat", "--epochs", "20", "--patience", "20", "--lr", "3e-3"
+    )
+    loss = [h["val_loss"] for h in history]
+    assert min(loss[-4:]) > min(loss[:-4]) and _limit(head["warnings"]) == []
 
 
 def test_a_rising_accuracy_is_warned_on_accuracy_under_monitor_acc(digits_cache: Path, tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ validation rows picked can raise the bar, never lower it. Warnings, each one lin
 chance; it is below that probe by more than PROBE_MARGIN; α is constant across inputs; ScalarMix's
 weights are still uniform; the seeds' mean weights peak on different layers; the seeds agree on each
 row's top layer no more often than chance at their own top-layer shares, or, above chance, on fewer
-than AGREEMENT_MIN of the rows while their mean weights peak on one layer; test rows are training
+than AGREEMENT_MIN of the rows while their mean weights peak on one layer; they rank a row's layers
+alike no more than their mean profiles, one per seed for every row, do; test rows are training
 rows (overlap.py); a seed ran all its epochs with its best validation epoch within the patience of the
 end, so early stopping had not stopped it; a class has fewer than FEW_CLASS_ROWS training rows; fewer
 than MIN_VAL_ROWS validation rows pick the epoch and the probe's layer; the test split's own sampling
@@ -46,6 +47,9 @@ ALPHA_CONSTANT_STD = 0.01  # α constant: every layer's α varies less than this
 UNIFORM_SHARE = 0.1  # ScalarMix uniform: every weight within this share of 1/L
 AGREEMENT_MIN = 0.5  # seeds split per row: fewer rows than this share keep their top layer across seeds
 AGREEMENT_SE = 2.0  # seeds at chance: agreement within this many binomial standard errors of its chance
+# rankings at one profile: from this per-row rank ρ up the seeds rank nearly every row alike, however far
+# below the constant rule's ρ (often 1: it cannot be exceeded); what they differ on is near-ties
+RANK_AGREEMENT_HIGH = 0.9
 FEW_CLASS_ROWS = 5  # a class with fewer training rows (but some): its output unit learns from a handful of rows
 MIN_VAL_ROWS = MIN_ROWS  # fewer validation rows: accuracy there moves in steps of > 0.05, too coarse to pick by
 SAMPLING_RATIO = 2.0  # the test rows' Wilson interval wider than this many seed intervals: the seed one reads too sure
@@ -56,7 +60,8 @@ LIMIT_WINDOWS = 5
 LIMIT_FALL = 0.05
 LIMIT_ACC_HELD = 0.005  # 'held' where the validation rows are not known: under one row in 200
 EPOCH_ADVICE = "fit again with more --epochs, or a higher --lr"  # fit-head's; train and demo say their own
-SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance")  # need two seeds or more
+# need two seeds or more
+SEED_CHECKS = ("seeds disagree", "seeds split per row", "seeds at chance", "rankings at one profile")
 # the probe every head is read against (probe_reference)
 REFERENCE_RULE = (
     "every head is read against the stronger on the test split of two probes, each fixed before the test split is "
@@ -74,6 +79,9 @@ PROBE_FITS = (
     "(refitted on another draw or split it can move by a few hundredths)"
 )
 PROBE_ONE_FIT = "the probe is one fit; the interval covers the head's seeds only"
+PROBE_ROWS_AND_SEEDS = (
+    "the probe is one fit; the intervals cover the head's seeds and test rows, not the probe's own variation"
+)
 
 THRESHOLDS = {
     "near_chance": f"mean test accuracy < chance + {CHANCE_GAP}·(1 − chance), or (mean test accuracy − chance)·n < "
@@ -81,7 +89,9 @@ THRESHOLDS = {
     "below_probe": f"mean test accuracy < probe test accuracy − {PROBE_MARGIN} (the stronger on the test split of the "
     "probe on the layer with the best validation accuracy, ties to the deeper layer, and the probe on the last layer; "
     "for 'last' the probe on the last layer); on imbalanced classes (see 'imbalanced') also mean test macro-F1 < "
-    f"that probe's test macro-F1 − {PROBE_MARGIN}",
+    f"that probe's test macro-F1 − {PROBE_MARGIN}; said as a warning only where the 95% t-interval over seeds of the "
+    "per-seed gap lies below 0 and, on accuracy, the 95% Wilson interval of the (mean) test accuracy over the n test "
+    "rows lies below the probe's (one seed: that alone); else a note, 'not shown below the probe'",
     "alpha_constant": f"in some seed, every layer's α has std < {ALPHA_CONSTANT_STD} over the test rows",
     "scalarmix_uniform": f"in every seed, every weight within {UNIFORM_SHARE:.0%} of 1/L",
     "seeds_disagree": "the seeds' mean weights peak on different layers",
@@ -89,13 +99,17 @@ THRESHOLDS = {
     f"than {AGREEMENT_MIN:.0%} of the rows (top-layer agreement < {AGREEMENT_MIN}), and more often than chance",
     "seeds_at_chance": f"top-layer agreement ≤ c + {AGREEMENT_SE:g}·√(c(1 − c)/n), c its chance at each seed's own "
     "top-layer shares, n the test rows",
+    "rankings_at_one_profile": f"per-row rank agreement ≤ its constant rule's (rank_agreement_constant: each seed's "
+    f"mean profile for every row) + {AGREEMENT_SE:g}·s/√m, s the standard deviation over the m test rows with a "
+    f"ranking of each row's rank ρ (mean over seed pairs), and per-row rank agreement < {RANK_AGREEMENT_HIGH}",
     "duplicate_layers": "two layers with the same moments over the training rows and the same first 256 rows",
     "unlearnable_classes": "classes of the test split with no training rows",
     "few_class_rows": f"classes with 1 to {FEW_CLASS_ROWS - 1} training rows (validation rows left out)",
     "epoch_limit": "a seed ran all --epochs, its best validation epoch lies fewer than --patience epochs before the "
     f"last (early stopping had not stopped it, the epoch limit did), and it was still improving on the quantity "
-    f"--monitor watched (summary's epoch_limit_reads): with --monitor loss, the mean validation loss of its last "
-    f"W = max(1, ⌊epochs/{LIMIT_WINDOWS}⌋) epochs lies more than {LIMIT_FALL:.0%} below that of the W before; with "
+    f"--monitor watched (summary's epoch_limit_reads): its last W = max(1, ⌊epochs/{LIMIT_WINDOWS}⌋) epochs hold a "
+    "new best (ranked as early stopping ranks epochs), and with --monitor loss, the mean validation loss of its last "
+    f"W epochs lies more than {LIMIT_FALL:.0%} below that of the W before; with "
     "--monitor acc, the mean validation accuracy of its last W epochs lies above that of the W before by more than "
     "max(√(p(1 − p)/n), 1/n), p the two windows' mean accuracy, n the validation rows (a run on a plateau, its best "
     "a lucky extreme of a flat, noisy curve, is not warned)",
@@ -152,6 +166,42 @@ def agreement_at_chance(agree: dict[str, Any]) -> str | None:
         f"seeds at chance: top-layer agreement {agree['top_layer_agreement']:.2f} across seed pairs is no more "
         f"than independent picks at each seed's own top-layer shares give ({chance:.2f}, {n} test rows): it "
         "shows that the seeds favour the same layers overall, not that they pick a layer by the input"
+    )
+
+
+def rankings_at_constant(agree: Mapping[str, Any], weights: Sequence[np.ndarray]) -> str | None:
+    """The seeds rank a row's layers alike no more than their mean profiles, one per seed used for every
+    row, do (THRESHOLDS["rankings_at_one_profile"]; ``agree``: stats.seed_agreement of ``weights``, one
+    (N, L) array per seed): their per-row agreement then says only that their average profiles agree.
+    The margin is AGREEMENT_SE standard errors of the mean per-row ρ over the test rows, as
+    agreement_at_chance's is binomial: rows are what was sampled, so each row's ρ is averaged over the
+    seed pairs first (the pairs share rows and are not independent). From RANK_AGREEMENT_HIGH up it is
+    not said: the constant rule's ρ is often 1, which no per-row agreement exceeds, and seeds that rank
+    nearly every row alike differ only on near-ties (3 seeds of one Dirichlet profile per row, each
+    jittered by 0.01: ρ 0.96–0.98 against 1.00)."""
+    from ..compare.metrics import spearman_rows
+
+    rho, constant = agree.get("rank_agreement"), agree.get("rank_agreement_constant")
+    if rho is None or constant is None or not (math.isfinite(rho) and math.isfinite(constant)):
+        return None
+    if rho >= RANK_AGREEMENT_HIGH:
+        return None
+    pairs = [spearman_rows(weights[a], weights[b]) for a in range(len(weights)) for b in range(a + 1, len(weights))]
+    per_pair = np.vstack(pairs)
+    ranked = ~np.isnan(per_pair).all(axis=0)  # rows with a ranking in some pair
+    m = int(ranked.sum())
+    if m < 2:
+        return None
+    per_row = np.nanmean(per_pair[:, ranked], axis=0)
+    se = float(per_row.std(ddof=1) / math.sqrt(m))
+    if rho > constant + AGREEMENT_SE * se:
+        return None
+    return (
+        f"seeds' per-row layer rankings agree no more than one fixed profile per seed does: per-row rank ρ "
+        f"{rho:.2f} across seed pairs against ρ {constant:.2f} for each seed's mean profile used for every row "
+        f"(a standard error of ±{se:.2f} over the {m} test rows with a ranking): a given input's ranking of the "
+        "layers is less alike across seeds than their mean profiles are; read one input's ranking as one seed's, "
+        "not the head's, and the layers by the mean profiles"
     )
 
 
@@ -257,7 +307,12 @@ def still_improving(
     validation loss from the W epochs before, above LIMIT_FALL. ``acc``: the rise of the window's mean
     validation accuracy over the ``n_val`` validation rows, above :func:`accuracy_noise`. Means of
     windows, not the best epoch: on a flat curve the best is a noisy extreme that lands near the end
-    by chance."""
+    by chance. A run whose last window holds no new best of that quantity (lower loss; with ``acc``,
+    higher accuracy, or on a tie lower loss, as the stopper ranks epochs) is not improving, whatever
+    its windows' means say: a loss that rose after its best and partly came back falls between them
+    (concat on digits, best epoch 7 of 20: −8%)."""
+    if not _new_best(history, epochs, monitor):
+        return None
     if monitor == "acc":
         before, last = _windows(history, epochs, "val_acc")
         if before is None or last is None or n_val < 1:
@@ -269,6 +324,21 @@ def still_improving(
         return None
     fall = (before - last) / before if before > 0 else 0.0
     return fall if fall > LIMIT_FALL else None
+
+
+def _new_best(history: Sequence[Mapping[str, float]], epochs: int, monitor: str) -> bool:
+    """Whether the last W epochs (:func:`_windows`' W) hold an epoch better than every one before them,
+    ranked as the stopper ranks them: the monitored metric, on a tie the other."""
+    w = max(1, epochs // LIMIT_WINDOWS)
+    if not all("val_loss" in h and "val_acc" in h for h in history) or len(history) <= w:
+        return True  # nothing to rank by: the windows' rule alone decides
+    rank = [
+        (float(h["val_acc"]), -float(h["val_loss"]))
+        if monitor == "acc"
+        else (-float(h["val_loss"]), float(h["val_acc"]))
+        for h in history
+    ]
+    return max(rank[-w:]) > max(rank[:-w])
 
 
 def accuracy_noise(acc: float, n: int) -> float:
@@ -793,35 +863,23 @@ def head_quality(
                 said += "; on imbalanced classes macro-F1 is read beside accuracy, which hides the minority classes"
             # over seeds, a gap whose interval reaches 0 is seed noise as much as a shortfall
             gap = describe([getattr(r, key) - ref for r in runs]) if len(runs) > 1 else None
-            # one seed has no interval over seeds: its accuracy is read beside the test rows' own
+            # every seed reads the same test rows, so the seeds' interval leaves out which rows were drawn:
+            # the (mean) accuracy is read beside the test rows' own interval too, with one seed or several
             n_rows = n_test or 0
-            within = wilson(value * n_rows, n_rows) if gap is None and key == "test_acc" and n_rows else None
+            within = wilson(value * n_rows, n_rows) if key == "test_acc" and n_rows else None
+            record = _rows_record(within, n_rows) if within is not None else None
+            # the intervals that hold the probe's accuracy: below it only where neither does
+            held = ["seeds"] * (gap is not None and gap.ci_high >= 0) + ["test_rows"] * (
+                within is not None and within[1] >= ref
+            )
             reference["metric"] = key
-            if gap is not None and gap.ci_high >= 0:
-                reference |= {"reading": NOT_SHOWN_BELOW, "gap": gap.to_dict()}
-                notes.append(
-                    f"{NOT_SHOWN_BELOW}: {said}, but the gap over {gap.n} seeds, {gap.mean:+.3f} "
-                    f"[{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] ({gap.confidence:.0%} t-interval), includes 0; "
-                    "more seeds would tell"
-                )
-            elif within is not None and within[1] >= ref:
-                reference |= {"reading": NOT_SHOWN_BELOW, "gap": None, "test_rows": _rows_record(within, n_rows)}
-                notes.append(
-                    f"{NOT_SHOWN_BELOW}: {said}, but one seed's accuracy over the {n_rows} test rows alone lies in "
-                    f"[{within[0]:.3f}, {within[1]:.3f}] (95% Wilson), which holds the probe's; more seeds or test "
-                    "rows would tell"
-                )
+            reference |= {"gap": gap.to_dict() if gap else None} | ({"test_rows": record} if record else {})
+            if held:
+                reference |= {"reading": NOT_SHOWN_BELOW, "held_by": held}
+                notes.append(f"{NOT_SHOWN_BELOW}: {said}, but {_held(gap, within, n_rows, held)}")
             else:
-                record = _rows_record(within, n_rows) if within is not None else None
-                reference |= {"reading": "below the probe", "gap": gap.to_dict() if gap else None}
-                reference |= {"test_rows": record} if record else {}
-                one = (
-                    f"the probe is one fit, and the head's 95% Wilson interval over the {n_rows} test rows, "
-                    f"[{within[0]:.3f}, {within[1]:.3f}], lies below its accuracy"
-                    if within is not None
-                    else PROBE_ONE_FIT
-                )
-                warns.append(f"below the probe: {said}; {one}; {_advice(runs, epochs)}")
+                reference["reading"] = "below the probe"
+                warns.append(f"below the probe: {said}; {_shown(gap, within, n_rows)}; {_advice(runs, epochs)}")
     # per seed, the head's (N, L) weights on the test rows; None for heads without weights
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]
     weights = ws if ws and len(ws) == len(runs) else None
@@ -860,6 +918,10 @@ def head_quality(
                 f"only {_per_row(agreement)}: the seeds agree on the layers overall, not on which layer tops a "
                 "given input; read one input's weights as one seed's, not the head's"
             )
+        # beside "seeds disagree" and a constant α the profiles are the whole story, told already
+        trivial = static or len(set(tops)) > 1 or any(float(w.std(axis=0).max()) < ALPHA_CONSTANT_STD for w in weights)
+        if not trivial and (ranked := rankings_at_constant(agreement, weights)):
+            warns.append(ranked)
     # with one seed the checks across seeds have nothing to compare: say so rather than pass them
     not_run: list[str] = []
     if weights is not None and len(runs) == 1:  # one profile for every row (ScalarMix): no per-row checks
@@ -880,6 +942,53 @@ def head_quality(
         "seed_agreement": agreement,
         "layer_weights": profile,
     }
+
+
+def _gap_said(gap: Any) -> str:
+    """The gap to the probe over seeds with its interval: "the gap over 3 seeds, −0.044 [−0.140, +0.051]
+    (95% t-interval)"."""
+    return (
+        f"the gap over {gap.n} seeds, {gap.mean:+.3f} [{gap.ci_low:+.3f}, {gap.ci_high:+.3f}] "
+        f"({gap.confidence:.0%} t-interval)"
+    )
+
+
+def _held(gap: Any, rows: tuple[float, float] | None, n: int, held: Sequence[str]) -> str:
+    """Why a head under the probe by more than the margin is not shown below it: the intervals in
+    ``held`` ("seeds", "test_rows") that hold the probe's accuracy, each with its numbers."""
+    said = []
+    if gap is not None:
+        said.append(_gap_said(gap) + (", includes 0" if "seeds" in held else ", lies below 0"))
+    if rows is not None and "test_rows" in held:
+        whose = "one seed's accuracy" if gap is None else f"the {gap.n} seeds' mean accuracy"
+        said.append(
+            f"{whose} over the {n} test rows alone lies in [{rows[0]:.3f}, {rows[1]:.3f}] (95% Wilson), which "
+            "holds the probe's"
+        )
+    if held == ["test_rows"] and gap is not None:  # the seeds alone would have called it below
+        return (
+            f"{said[1]}, though {said[0]}: the seeds all read the same test rows, and other rows could put the "
+            "head level with the probe; more test rows would tell"
+        )
+    return f"{', and '.join(said)}; more seeds{'' if held == ['seeds'] else ' or test rows'} would tell"
+
+
+def _shown(gap: Any, rows: tuple[float, float] | None, n: int) -> str:
+    """What shows a head below the probe: the gap over seeds below 0 and, on accuracy, the test rows'
+    Wilson interval below the probe's accuracy; each with its numbers."""
+    if gap is None and rows is not None:
+        return (
+            f"the probe is one fit, and the head's 95% Wilson interval over the {n} test rows, "
+            f"[{rows[0]:.3f}, {rows[1]:.3f}], lies below its accuracy"
+        )
+    if gap is None:
+        return PROBE_ONE_FIT
+    if rows is None:
+        return f"{_gap_said(gap)}, lies below 0; {PROBE_ONE_FIT}"
+    return (
+        f"{_gap_said(gap)}, lies below 0, and the seeds' mean accuracy over the {n} test rows, [{rows[0]:.3f}, "
+        f"{rows[1]:.3f}] (95% Wilson), lies below the probe's; {PROBE_ROWS_AND_SEEDS}"
+    )
 
 
 def _rows_record(rows: tuple[float, float], n: int) -> dict[str, Any]:
