@@ -67,6 +67,26 @@ def test_a_difference_to_a_last_head_near_chance_is_marked_in_summary_table_and_
     assert "near chance" not in _rendered(fit_table({"heads": learned, "split": {"n_test": 800}}, "t"), 120)
 
 
+def test_a_difference_to_a_last_head_below_its_probe_is_marked_in_summary_table_and_reading():
+    """Null audit (all-MiniLM-L6-v2 on docstrings): laya "+0.087 [+0.044, +0.130]" against a last the gate
+    read at 0.761 below a probe on that same layer at 0.841: the gain measured how under-fitted last was."""
+    heads = [
+        _head("laya", _est(0.848, 0.83, 0.866, 3), _est(0.087, 0.044, 0.13, 3), n=3),
+        _head("last", _est(0.761, 0.74, 0.782, 3), n=3),
+    ]
+    heads[1]["probe_reference"] = {"layer": "hidden_states.6", "test_acc": 0.841, "reading": "below the probe"}
+    add_test_rows(heads, [], chance=0.25, n_test=88)
+    assert heads[0]["baseline_below_probe"] is True and "baseline_below_probe" not in heads[1]
+    summary = {"heads": heads, "split": {"n_test": 88}, "quality": {"chance": 0.25}}
+    assert "+0.087 [+0.044, +0.130] (vs a baseline below its layer's probe)" in _rendered(fit_table(summary, "t"), 140)
+    assert "(vs a baseline below its layer's probe)" in str(fit_sections(summary, [])[0].tables[0].rows[0][3])
+    assert "itself below the probe on its own layer" in " ".join(fit_reading(summary).lead)
+    heads[1]["probe_reference"]["reading"] = "not shown below the probe"
+    add_test_rows(heads, [], chance=0.25, n_test=88)
+    assert heads[0]["baseline_below_probe"] is False
+    assert "below its layer's probe" not in _rendered(fit_table(summary, "t"), 140)
+
+
 def test_the_rows_line_of_the_near_chance_rule_is_never_said_past_1():
     """QA: on 5 test rows the reading said "fewer than 5 of the 5 test rows above it = 1.300"."""
     said = _at_chance("LAYA", _head("laya", _est(0.4, 0.0, 1.0, 1), n=1), 0.4, 5)

@@ -111,6 +111,7 @@ def test_fit_head_summary_json(outputs: Path) -> None:
     one_seed |= {k: "test_rows, one seed" for k in ("test_rows", "better", "worse", "differ", "half_width")}
     one_seed["reference"] = "test_rows.vs_probe, test_rows.vs_chance, one seed"
     one_seed["baseline_near_chance"] = "beside a head last, which this fixture does not fit"
+    one_seed["baseline_below_probe"] = "beside a head last, which this fixture does not fit"
     check(
         documented, written, {"n_val_untrained_left_out": "only when a class has no training rows", **LINED, **one_seed}
     )

@@ -761,14 +761,19 @@ def seeds_or_rows(head: dict[str, Any], key: str, d: dict[str, Any] | None) -> d
 
 
 BASELINE_NEAR = " (vs a baseline near chance)"
+BASELINE_BELOW = " (vs a baseline below its layer's probe)"
 
 
 def vs_last_cell(head: dict[str, Any], d: dict[str, Any] | None) -> str:
     """A fit table's Δ-vs-last cell, marked where last is itself near chance (summary.json's
-    ``baseline_near_chance``): a gain over a head that learned nothing read as a gain over a baseline."""
+    ``baseline_near_chance``): a gain over a head that learned nothing read as a gain over a baseline; and
+    where the gate read last below the probe on its own layer (``baseline_below_probe``): the gain then
+    measures how under-fitted last is as much as what the head adds."""
     if head["head"] == "last":
         return "(baseline)"
-    near = BASELINE_NEAR * bool(head.get("baseline_near_chance"))
+    near = BASELINE_NEAR * bool(head.get("baseline_near_chance")) + BASELINE_BELOW * bool(
+        head.get("baseline_below_probe")
+    )
     if same_on_every_seed(d):  # "-0.003 [-0.003, -0.003]" read as certainty where there is no spread at all
         return f"{num((d or {})['mean'], 3, sign=True)} (same on every seed){near}"
     return est(d, 3, clip=False, sign=True, diff=True) + near
@@ -916,7 +921,11 @@ def fit_reading(summary: dict[str, Any], profiles: dict[str, Any] | None = None)
     )
     d = seeds_or_rows(lead, "vs_last", (lead.get("delta_vs_last") or {}).get("test_acc"))
     if lead["head"] != "last" and d and d.get("mean") is not None:
-        said = [*(["itself near chance"] if lead.get("baseline_near_chance") else []), *filter(None, [gap_shown(d)])]
+        said = [
+            *(["itself near chance"] if lead.get("baseline_near_chance") else []),
+            *(["itself below the probe on its own layer"] if lead.get("baseline_below_probe") else []),
+            *filter(None, [gap_shown(d)]),
+        ]
         first += f", {est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the last-layer head" + (
             f" ({'; '.join(said)})" if said else ""
         )
@@ -1029,6 +1038,13 @@ def _fit_nulls(head: dict[str, Any], chance: float | None) -> list[str]:
         # the probe is fitted once: its own variation is in no interval (training.quality.PROBE_FITS)
         fixed = PROBE_FIXED if d.get(OVER_ROWS) else PROBE_ONE_FIT
         one_fit = f"; {fixed}" if d.get("ci_low") is not None and not same_on_every_seed(d) else ""
+        rows = probe.get("test_rows") or {}
+        if one_fit and not d.get(OVER_ROWS) and rows.get("ci_low") is not None:
+            # several seeds: the gate read the test rows too (training.quality, "below the probe")
+            one_fit += (
+                f"; the seeds' mean accuracy over the {rows.get('n')} test rows lies in [{num(rows['ci_low'], 3)}, "
+                f"{num(rows['ci_high'], 3)}] (95% Wilson)"
+            )
         out.append(
             f"{est(d, gap_digits(d), clip=False, sign=True, diff=True)} against the single-layer probe on "
             f"{probe['layer']} ({num(probe['test_acc'], 3)}{shown}{one_fit})"

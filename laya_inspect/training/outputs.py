@@ -8,6 +8,7 @@ from typing import Any
 from ..files import write_csv, write_json
 from ..head_dir import save_head
 from .chance import is_near_chance
+from .quality import BELOW_PROBE
 from .stats import rows_paired, wilson
 
 # a run's metrics.json, in order; runs.csv|json add its head_dir
@@ -77,12 +78,17 @@ def add_test_rows(heads: list[dict[str, Any]], runs: list[Any], chance: float, n
     last, the paired interval over the same rows (stats.rows_paired); to the probe and chance, fixed
     values, the head's Wilson interval less the value. Run after the gate, which sets probe_reference.
     Each head beside a `last` gets ``baseline_near_chance``: whether last is itself near chance by the
-    gate's rule, where a difference to it says little of what the head learned."""
+    gate's rule, where a difference to it says little of what the head learned; and ``baseline_below_probe``:
+    whether the gate read last below the probe on its own layer, where a difference to it measures how
+    under-fitted last is as much as what the head adds."""
     last = {r.seed: r.test for r in runs if r.head == "last" and r.test is not None}
     base = next((h["test_acc"]["mean"] for h in heads if h["head"] == "last"), None)
+    # last under-fitted: the gate reads it below a probe on the one layer it reads
+    below = any((h.get("probe_reference") or {}).get("reading") == BELOW_PROBE for h in heads if h["head"] == "last")
     for h in heads:
         if base is not None and h["head"] != "last":
             h["baseline_near_chance"] = is_near_chance(float(base), chance, n_test or None)
+            h["baseline_below_probe"] = below
         mine = [r.test for r in runs if r.head == h["head"] and r.test is not None]
         if h.get("n") != 1 or len(mine) != 1 or not n_test:
             continue

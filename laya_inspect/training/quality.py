@@ -806,6 +806,7 @@ def gate(
 # The reading of a head below the probe whose gap over seeds includes 0, and how its note begins: it
 # travels with every result of the head (head_dir.fit_warnings)
 NOT_SHOWN_BELOW = "not shown below the probe"
+BELOW_PROBE = "below the probe"  # probe_reference's reading where the gate warns
 
 
 def head_quality(
@@ -878,7 +879,7 @@ def head_quality(
                 reference |= {"reading": NOT_SHOWN_BELOW, "held_by": held}
                 notes.append(f"{NOT_SHOWN_BELOW}: {said}, but {_held(gap, within, n_rows, held)}")
             else:
-                reference["reading"] = "below the probe"
+                reference["reading"] = BELOW_PROBE
                 warns.append(f"below the probe: {said}; {_shown(gap, within, n_rows)}; {_advice(runs, epochs)}")
     # per seed, the head's (N, L) weights on the test rows; None for heads without weights
     ws = [r.test.weights for r in runs if r.test is not None and r.test.weights is not None]

@@ -43,6 +43,9 @@ def same_on_every_seed(d: dict[str, Any] | None) -> bool:
     t-interval has zero width, an interval drawn from no spread (test accuracies move in steps of
     1/n, so refits tie), which decides nothing."""
     values = [v for v in (d or {}).get("values") or [] if v is not None]
+    low, high = (d or {}).get("ci_low"), (d or {}).get("ci_high")
+    if low is not None and high is not None and high - low > TINY:  # an interval with width: some spread
+        return False
     return len(values) >= 2 and max(values) - min(values) <= TINY and abs(float(values[0])) > TINY
 
 
