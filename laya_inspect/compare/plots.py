@@ -323,10 +323,13 @@ def write_plots(
     results: Mapping[str, Any],
     *,
     formats: Sequence[str] = FORMATS,
+    workers: int | None = None,
 ) -> list[Path]:
     """Every figure of a compare run; ``results[head]`` has ``.scores`` (method → (N, L)) and ``.effects`` (N, L).
     The heads' figures are drawn several heads at once in forked processes where the machine has the
-    cores (:mod:`laya_inspect.workers`): drawing is most of a small run's time (0.2-0.5 s a figure)."""
+    cores (:mod:`laya_inspect.workers`): drawing is most of a small run's time (0.2-0.5 s a figure).
+    ``workers``, when given, is the most processes at once: 1 draws every figure in this process, as
+    compare does where its heads ran in one (``--workers 1``, torchrun, a GPU)."""
     from ..runtime import no_progress
     from ..workers import plot_workers, run_forked
 
@@ -345,4 +348,5 @@ def write_plots(
         return paths
 
     heads = summary["heads"]
-    return [p for part in run_forked(heads, draw, plot_workers(len(heads)), no_progress) for p in part]
+    n = plot_workers(len(heads)) if workers is None else min(workers, plot_workers(len(heads)))
+    return [p for part in run_forked(heads, draw, n, no_progress) for p in part]

@@ -342,7 +342,11 @@ def compare_heads(
             from .plots import write_plots
 
             formats = ("png", "svg") if config.svg else ("png",)
-            plot_files = write_plots(tmp / "plots", flat, {r.name: r for r in results}, formats=formats)
+            # the heads' rule: one process under torchrun or off the CPU, at most --workers (None: the CPUs)
+            plot_cap = 1 if world.distributed or device.type != "cpu" else config.workers
+            plot_files = write_plots(
+                tmp / "plots", flat, {r.name: r for r in results}, formats=formats, workers=plot_cap
+            )
         summary["files"]["plots"] = [str(p.relative_to(tmp)) for p in plot_files]
         flat["files"]["plots"] = list(summary["files"]["plots"])
         written += [
