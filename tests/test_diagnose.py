@@ -1356,3 +1356,20 @@ def test_against_the_same_cache_reads_no_difference_and_claims_no_side_of_0(digi
         assert "(AUROC alpha_" in line and "msp 0.500; 0.5 is chance)" in line, line
     said = " ".join(result.output.split())
     assert all(line in said for line in lines) and "excludes 0" not in said
+
+
+def test_against_the_same_rows_of_the_same_extraction_is_warned(shift_caches, tmp_path):
+    """QA: `diagnose … --against feat3.h5`, the same data extracted again, read shift AUROC 0.500 with
+    "97.5% CI [+0.0000, +0.0000]" and permutation p = 1, without saying the two caches held one sample."""
+    import shutil
+
+    base, moved2, _, head_dir = shift_caches
+    copy = shutil.copy(base, tmp_path / "again.h5")
+    config = DiagnoseConfig(permutations=50, n_boot=100, device="cpu", plots=False)
+    with FeatureStore(base) as store, FeatureStore(copy) as other:
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "a", against=other).summary
+    said = [w for w in s["warnings"] if "the two sides of the shift are one sample" in w]
+    assert len(said) == 1 and str(copy) in said[0] and "0.5 by construction" in said[0], s["warnings"]
+    with FeatureStore(base) as store, FeatureStore(moved2) as other:  # other rows: no such warning
+        s = diagnose_heads([head_dir], store, config, out_dir=tmp_path / "b", against=other).summary
+    assert not [w for w in s["warnings"] if "one sample" in w]

@@ -240,6 +240,7 @@ def _diagnose(
         "warnings": trust_lines(store, list(zip(head_dirs, [c for _, c in heads])), test)
         + _few_errors(per_head)
         + _classes_differ(store, against)
+        + _same_rows(store, against, config.test_split)
         + ([] if against is None else extracted_otherwise(store.path, store.attrs, against.path, against.attrs)),
     }
     summary["errors"] = _pool_errors(per_head, config.n_boot)
@@ -546,6 +547,20 @@ def _against(d: dict[str, Any], one: str | None, *, what: str, baseline: str) ->
     f = spec(d)
     span = f"{d['mean']:{f}}, {level(d)} CI [{d['ci_low']:{f}}, {d['ci_high']:{f}}]"
     return f"no verdict: one seed: {what} − {baseline} = {span}"
+
+
+def _same_rows(store: FeatureStore, against: FeatureStore | None, split: str) -> list[str]:
+    """The warning for --against a cache of the same extraction and the same rows of ``split`` (the cache
+    itself, a copy, or the same data extracted again): every shift AUROC is then 0.5 by construction."""
+    if against is None or store.fingerprint != against.fingerprint or split not in against.splits:
+        return []
+    if not np.array_equal(store.index(split), against.index(split)):
+        return []
+    return [
+        f"--against {against.path} holds the same {split!r} rows as {store.path}, from the same extraction "
+        f"(fingerprint {store.fingerprint}): the two sides of the shift are one sample, so every shift AUROC is "
+        "0.5 by construction and says nothing of a shift; give a cache extracted from other data"
+    ]
 
 
 def verdict_lines(s: dict[str, Any]) -> list[str]:
