@@ -459,7 +459,11 @@ def _fit_into(
     if weighted:
         profiles = compute_profiles(runs, layer_names=store.layer_names, class_names=class_names(store))
         formats = ("png", "svg") if config.svg else ("png",)
-        files.update(write_profiles(out / "profiles", profiles, formats=formats, split=config.test_split))
+        # figures follow the runs: --workers 1, torchrun or a GPU draw them in this process
+        drawers = 1 if world.distributed or str(device) != "cpu" else config.workers
+        files.update(
+            write_profiles(out / "profiles", profiles, formats=formats, split=config.test_split, workers=drawers)
+        )
     return FitResult(
         out_dir=final,
         config=config,

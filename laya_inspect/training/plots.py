@@ -142,11 +142,16 @@ def plot_class_heatmap(
 
 
 def plot_profiles(
-    out_dir: Path, profiles: dict[str, Any], formats: Sequence[str] = PNG_ONLY, split: str = "test"
+    out_dir: Path,
+    profiles: dict[str, Any],
+    formats: Sequence[str] = PNG_ONLY,
+    split: str = "test",
+    workers: int | None = None,
 ) -> dict[str, Path]:
     """Every profile figure, its labels naming the split the heads were tested on (``split``); drawn
     several at once in forked processes where the machine has the cores (:mod:`laya_inspect.workers`):
-    drawing is most of a small fit's writing time."""
+    drawing is most of a small fit's writing time. ``workers``, when given, is the most processes at
+    once: 1 draws every figure in this process, as fit-head's ``--workers 1`` runs its heads."""
     from ..runtime import no_progress
     from ..workers import plot_workers, run_forked
 
@@ -169,7 +174,7 @@ def plot_profiles(
             for s, matrix in zip(p["seeds"], p["seed_class"]):
                 title = f"{h}: mean α by class (all {split} rows, seed {s} only)"
                 jobs.append(partial(heatmap, matrix, counts, title=title, stem=out_dir / f"{h}_class_all_seed{s}"))
-    workers = plot_workers(len(jobs))
+    workers = plot_workers(len(jobs)) if workers is None else min(workers, plot_workers(len(jobs)))
     if workers > 1:  # imported once here, not in each worker: fit-head's report needs it after them anyway
         _plt()
     files: dict[str, Path] = {}

@@ -159,10 +159,16 @@ def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
 
 
 def write_profiles(
-    out_dir: str | Path, profiles: dict[str, Any], *, formats: Sequence[str] = ("png",), split: str = "test"
+    out_dir: str | Path,
+    profiles: dict[str, Any],
+    *,
+    formats: Sequence[str] = ("png",),
+    split: str = "test",
+    workers: int | None = None,
 ) -> dict[str, Path]:
     """Write profiles.json, layer_weights.csv, class_layer_alpha.csv, static_weights.csv and the plots, whose
-    labels name ``split``, the split the heads were tested on."""
+    labels name ``split``, the split the heads were tested on; ``workers``: the most figure processes at
+    once (plots.plot_profiles)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     names, classes = profiles["layer_names"], profiles["class_names"]
@@ -206,4 +212,4 @@ def write_profiles(
     files["static_csv"] = _csv(out / "static_weights.csv", ["head", "seed", "layer", "weight"], static_rows)
     from .plots import plot_profiles
 
-    return {**files, **plot_profiles(out, profiles, formats, split)}
+    return {**files, **plot_profiles(out, profiles, formats, split, workers)}
