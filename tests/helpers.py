@@ -344,3 +344,20 @@ def stopped_after_first_batch(config: Any) -> None:
     with pytest.raises(KeyboardInterrupt):
         extract_features(config, progress=stop)
     assert not Path(config.out).exists() and (rows_on_disk(config.out) or {}).get("test")
+
+
+def figures_saved_by(tmp_path: Path, monkeypatch: Any, module: Any, attr: str) -> Path:
+    """A folder that gets one file per figure ``module.attr`` saves, named "PID-stem" by the process that
+    saved it (a forked worker's memory does not come back to the parent; its files do)."""
+    import os
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    real = getattr(module, attr)
+
+    def save(fig: Any, stem: Any, *args: Any, **kwargs: Any) -> Any:
+        (pids / f"{os.getpid()}-{Path(stem).name}").touch()
+        return real(fig, stem, *args, **kwargs)
+
+    monkeypatch.setattr(module, attr, save)
+    return pids

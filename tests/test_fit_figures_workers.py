@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import figures_saved_by
 from test_plotpar_compare import heads  # noqa: F401  (a fixture: a digits cache and two heads)
 
 import laya_inspect.training.plots as fit_plots
@@ -24,15 +25,7 @@ def test_workers_1_draws_the_profile_figures_here_and_workers_2_in_children(
 ) -> None:
     cache, _ = heads
     monkeypatch.setattr(workers, "usable_cpus", lambda: 2)  # a 2-core machine, whatever this one has
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    real = fit_plots._save
-
-    def save(fig, stem, formats=fit_plots.PNG_ONLY):  # noqa: ANN001, ANN202
-        (pids / f"{os.getpid()}-{Path(stem).name}").touch()
-        return real(fig, stem, formats)
-
-    monkeypatch.setattr(fit_plots, "_save", save)
+    pids = figures_saved_by(tmp_path, monkeypatch, fit_plots, "_save")
     out: dict[int, Path] = {}
     with FeatureStore(cache) as store:
         for n in (1, 2):

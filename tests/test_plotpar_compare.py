@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import write_cache
+from helpers import figures_saved_by, write_cache
 
 import laya_inspect.compare.plots as compare_plots
 import laya_inspect.workers as workers
@@ -41,27 +41,12 @@ def heads(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     return cache, [d / "fit" / h / "seed_0" for h in ("laya", "scalarmix")]
 
 
-def _drawn_by(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder that gets one file per figure saved, named by the process that saved it (a forked worker's
-    memory does not come back to the parent; its files do)."""
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    real = compare_plots.save_figure
-
-    def save(fig, stem, formats=compare_plots.FORMATS):  # noqa: ANN001, ANN202
-        (pids / f"{os.getpid()}-{Path(stem).name}").touch()
-        return real(fig, stem, formats)
-
-    monkeypatch.setattr(compare_plots, "save_figure", save)
-    return pids
-
-
 def test_workers_1_draws_every_figure_here_and_workers_2_the_same_bytes_in_children(
     heads: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache, dirs = heads
     monkeypatch.setattr(workers, "usable_cpus", lambda: 2)  # a 2-core machine, whatever this one has
-    pids = _drawn_by(tmp_path, monkeypatch)
+    pids = figures_saved_by(tmp_path, monkeypatch, compare_plots, "save_figure")
     out: dict[int, Path] = {}
     with FeatureStore(cache) as store:
         for n in (1, 2):
