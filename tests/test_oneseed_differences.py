@@ -57,9 +57,13 @@ def test_one_seed_differences_carry_the_test_rows_interval(digits_cache: Path, t
     # the terminal's table and the page's table and reading show them, marked as the test rows'
     assert _signed(vs_last) in output, output
     assert "beside a difference to last, the paired 95% interval over those rows" in output
-    assert f"<td>{_signed(vs_last)}</td>" in page
+    # one seed of last on digits is read below its layer's probe by the gate: the difference is marked so
+    below = " (vs a baseline below its layer's probe)" if laya.get("baseline_below_probe") else ""
+    assert f"<td>{_signed(vs_last)}{below}</td>" in page
     verdict = "excludes 0" if vs_last["ci_low"] > 0 or vs_last["ci_high"] < 0 else "includes 0: no difference shown"
-    assert f"{_signed(vs_last)} against the last-layer head (the {n} test rows' interval {verdict})" in page, page
+    beside = "itself below the probe on its own layer; " if below else ""
+    said = f"{_signed(vs_last)} against the last-layer head ({beside}the {n} test rows' interval {verdict})"
+    assert said in page, page
     assert f"{_signed(rows['vs_chance'])} against chance ({chance:.3f}, the majority class; the {n} test rows'" in page
     assert f"{_signed(rows['vs_probe'])} against the single-layer probe" in page
     assert "its accuracy taken as fixed" in page

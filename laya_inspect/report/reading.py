@@ -1331,11 +1331,12 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         )
     else:
         first = "No ranking could be compared with α (one layer count only, or no other ranking applies)."
+    strongest = []
     if "random" in vs and (strong := strongest_without_alpha(s)) is not None:
         # α can beat random sets only as well as keeping the deepest layers does: its lead over random is
         # read beside what a ranking that needs no α already achieves
-        first += (
-            f" The strongest ranking that needs no α is {PRUNE_NAMES.get(strong, strong)}: α's lead over random "
+        strongest.append(
+            f"The strongest ranking that needs no α is {PRUNE_NAMES.get(strong, strong)}: α's lead over random "
             "layer sets is read beside it, not alone."
         )
     c, ref = s.get("chosen"), s["reference"]["test_acc"]
@@ -1375,7 +1376,7 @@ def prune_reading(s: dict[str, Any]) -> Reading:
         f"{name} does not apply: {e['how']}" for name, e in (s.get("rankings") or {}).items() if not e.get("applies")
     ]
     one_alpha = [note] if (note := alpha_fit_note(s, "prune")) else []  # what α's verdicts rest on, right after them
-    return Reading([*_warnings(s), first, *one_alpha, second, *rule], details)
+    return Reading([*_warnings(s), first, *strongest, *one_alpha, second, *rule], details)
 
 
 # -- early exit ----------------------------------------------------------------------------------
