@@ -9,27 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fit_quickly
-from test_beyond2_verdicts import ENV, _flat, pruned, runner  # noqa: F401  (pruned: a fixture)
+from test_beyond2_verdicts import ENV, _flat, diagnosed_two_heads, pruned, runner  # noqa: F401  (pruned: a fixture)
 from test_early_exit import cache, last_layer_run  # noqa: F401  (fixtures)
 
-from laya_inspect.cache.store import FeatureStore
 from laya_inspect.cli import app
-from laya_inspect.head_dir import cache_identity, save_head
 
 
 @pytest.fixture(scope="module")
 def diagnosed(digits_cache, tmp_path_factory) -> Path:
-    """A real diagnose over two LAYA heads fitted on digits, with its shift against the same cache."""
-    root = tmp_path_factory.mktemp("older-diagnose")
-    with FeatureStore(digits_cache) as store:
-        meta = cache_identity(store)
-        dirs = [save_head(root / f"seed_{s}", fit_quickly("laya", store, seed=s), meta=meta) for s in (0, 1)]
-    out = root / "diag"
-    args = ["diagnose", *map(str, dirs), "--cache", str(digits_cache), "--bootstrap", "50", "--device", "cpu"]
-    result = runner.invoke(app, [*args, "--no-plots", "--out", str(out)], env=ENV)
-    assert result.exit_code == 0, result.output
-    return out
+    """A real diagnose over two LAYA heads fitted on digits."""
+    return diagnosed_two_heads(digits_cache, tmp_path_factory.mktemp("older-diagnose"))
 
 
 def leaves(d: Any, at: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
